@@ -1,0 +1,57 @@
+"""A synthetic registry the size of PyTorch's native_functions.yaml (2,584 ops), for
+timing generation. Written beside a copy of the project's runtime/ so it validates."""
+
+from __future__ import annotations
+
+import random
+import shutil
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+N_OPS = 2584
+UNARY_EXPRS = ["np.exp(x)", "np.tanh(x) * x", "x * x + 1", "np.sqrt(np.abs(x))", "np.maximum(x, 0)"]
+BINARY_EXPRS = ["x + y", "x * y - y", "np.maximum(x, y)", "np.hypot(x, y)"]
+PARAM_TYPES = ["Layout", "Storage", "float", "int", "Dims", "Pair", "DType", "Scalar"]
+
+
+def registry(n_ops: int = N_OPS, seed: int = 0) -> dict:
+    rng = random.Random(seed)
+    base = yaml.safe_load((ROOT / "ops.yaml").read_text())
+    counts = {"unary": n_ops * 4 // 10, "binary": n_ops * 2 // 10, "cmp": n_ops // 20, "reduce": n_ops // 20}
+    counts["storage"] = n_ops - sum(counts.values()) - len(base["device"])
+    out = {k: base[k] for k in ("version", "dtypes", "dtype_sets", "backends", "device", "custom_ops")}
+    for family, exprs in (("unary", UNARY_EXPRS), ("binary", BINARY_EXPRS), ("cmp", ["x < y", "x == y"]),
+                          ("reduce", ["np.sum(x, axis=-1)"])):
+        out[family] = {
+            f"{family}_op_{i}": {"numpy": rng.choice(exprs), "hip": "x", "dtypes": rng.choice(["float", "all"])}
+            for i in range(counts[family])
+        }
+        if family in ("unary", "cmp", "reduce"):  # integer dtypes need expressions that numpy takes
+            for spec in out[family].values():
+                spec["dtypes"] = "float"
+    storage = dict(base["storage"])
+    for i in range(counts["storage"] - len(storage)):
+        params = {"layout": "Layout"}
+        for j in range(rng.randint(0, 5)):
+            params[f"arg{j}"] = rng.choice(PARAM_TYPES)
+        storage[f"storage_op_{i}"] = {"params": params, "returns": rng.choice(["Storage", "None"])}
+    out["storage"] = storage
+    return out
+
+
+def write(directory: Path, n_ops: int = N_OPS) -> Path:
+    """Write the registry and a copy of runtime/ into `directory`; return the registry path."""
+    directory.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(ROOT / "runtime", directory / "runtime", dirs_exist_ok=True,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    path = directory / "ops.yaml"
+    path.write_text(yaml.safe_dump(registry(n_ops), sort_keys=False, width=120))
+    return path
+
+
+if __name__ == "__main__":
+    import sys
+
+    print(write(Path(sys.argv[1])))

@@ -1,0 +1,32 @@
+"""Diagnostics: every problem found in a registry, reported at once, as file:line:col."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, order=True)
+class Position:
+    path: str
+    line: int  # 1-based
+    col: int  # 1-based
+
+
+@dataclass(frozen=True, order=True)
+class Diagnostic:
+    position: Position
+    key: str  # dotted path of the key at fault, e.g. "unary.exp.dtypes"
+    message: str
+
+    def __str__(self) -> str:
+        p = self.position
+        where = f" (at {self.key})" if self.key else ""
+        return f"{p.path}:{p.line}:{p.col}: {self.message}{where}"
+
+
+class RegistryError(Exception):
+    """Raised with every diagnostic of a registry that cannot be generated from."""
+
+    def __init__(self, diagnostics: list[Diagnostic]) -> None:
+        self.diagnostics = sorted(set(diagnostics))
+        super().__init__("\n".join(str(d) for d in self.diagnostics))

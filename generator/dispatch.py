@@ -1,0 +1,110 @@
+"""Dispatch arms: how each backend runs each op, computed from the registry and from what
+each runtime module defines. Templates only lay these statements out."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from generator.model import OP_ENUM_TYPES, Arm, Backend, Operation, Registry
+
+# Runtime functions a backend needs so that another backend can run its ops for it.
+FALLBACK_NEEDS = ("to_host", "from_host", "device")
+
+
+def _missing(backend: Backend, name: str) -> Arm:
+    return Arm(backend, "missing", (f'raise _missing(Backend.{backend.member}, "{name}")',))
+
+
+def _arg(op: Operation, param, backend: Backend, host_of: Backend | None = None) -> str:
+    """The expression passing `param` to `backend`'s runtime (through host memory when
+    `host_of` is the backend the storages live on)."""
+    if param.is_storage:
+        inner = f"{param.name}.inner"
+        return f"{host_of.alias}.to_host({inner})" if host_of else inner
+    if param.type in OP_ENUM_TYPES:
+        return f"_kernels_{backend.kernels}.{OP_ENUM_TYPES[param.type].upper()}[{param.name}]"
+    return param.name
+
+
+def _wrap(returns: str, backend: Backend, call: str) -> tuple[str, ...]:
+    match returns:
+        case "Storage":
+            return (f"return Storage(Backend.{backend.member}, {call})",)
+        case "Device":
+            return (f"return Device(Backend.{backend.member}, {call})",)
+        case "DType":
+            return (f"return DType.of({call})",)
+        case "None":
+            return (call,)
+        case _:
+            return (f"return {call}",)
+
+
+def _needs_kernels(op: Operation) -> bool:
+    return any(p.type in OP_ENUM_TYPES for p in op.params)
+
+
+def _hook_arm(op: Operation, backend: Backend) -> Arm:
+    args = ", ".join(["self.inner", *(_arg(op, p, backend) for p in op.params if p.name != op.hook)])
+    call = f"{op.hook}.{backend.name}_fwd({args})"
+    if op.returns == "None":
+        return Arm(backend, "hook", (call,))
+    return Arm(backend, "hook", (f"inner, shape = {call}", f"return Storage(Backend.{backend.member}, inner), shape"))
+
+
+def storage_arm(op: Operation, backend: Backend, registry: Registry) -> Arm:
+    if op.hook:
+        return _hook_arm(op, backend)
+    fn = op.function(backend.name)
+    if backend.implements(fn) and (backend.kernels or not _needs_kernels(op)):
+        args = ", ".join(["self.inner", *(_arg(op, p, backend) for p in op.params)])
+        return Arm(backend, "implemented", _wrap(op.returns, backend, f"{backend.alias}.{fn}({args})"))
+    if op.fallback and op.fallback != backend.name and all(backend.implements(f) for f in FALLBACK_NEEDS):
+        host = registry.backend(op.fallback)
+        args = ", ".join([f"{backend.alias}.to_host(self.inner)", *(_arg(op, p, host, backend) for p in op.params)])
+        call = f"{host.alias}.{op.function(host.name)}({args})"
+        moved = f"{backend.alias}.from_host({backend.alias}.device(self.inner), {call})"
+        return Arm(backend, "fallback", (f"return Storage(Backend.{backend.member}, {moved})",))
+    return _missing(backend, op.name)
+
+
+def device_arm(op: Operation, backend: Backend) -> Arm:
+    fn = op.function(backend.name)
+    if not backend.implements(fn):
+        return _missing(backend, op.name)
+    args = ", ".join(["self.ordinal", *(_arg(op, p, backend) for p in op.params)])
+    return Arm(backend, "implemented", _wrap(op.returns, backend, f"{backend.alias}.{fn}({args})"))
+
+
+def to_numpy_arm(backend: Backend) -> Arm:
+    if not backend.implements("to_numpy"):
+        return _missing(backend, "to_numpy")
+    return Arm(backend, "implemented", (f"return {backend.alias}.to_numpy(storage.inner, layout)",))
+
+
+def transfer_arm(src: Backend, dst: Backend) -> Arm:
+    """to_device from `src` to `dst`: the runtime's own copy within a backend, else through host memory."""
+    if src is dst and src.implements("to_device"):
+        call = f"{src.alias}.to_device(storage.inner, layout, device.ordinal)"
+        return Arm(dst, "implemented", (f"return Storage(Backend.{dst.member}, {call})",))
+    if src.implements("to_numpy") and dst.implements("from_host"):
+        host = f"{src.alias}.to_numpy(storage.inner, layout).reshape(-1)"
+        call = f"{dst.alias}.from_host(device.ordinal, {host})"
+        return Arm(dst, "implemented", (f"return Storage(Backend.{dst.member}, {call})",))
+    lacking = src if not src.implements("to_numpy") else dst
+    return _missing(lacking, "to_device")
+
+
+def with_arms(registry: Registry) -> Registry:
+    storage = tuple(
+        dataclasses.replace(op, arms=tuple(storage_arm(op, b, registry) for b in registry.backends))
+        for op in registry.storage
+    )
+    device = tuple(
+        dataclasses.replace(op, arms=tuple(device_arm(op, b) for b in registry.backends)) for op in registry.device
+    )
+    transfers = tuple((s, transfer_arm(s, d)) for s in registry.backends for d in registry.backends)
+    return dataclasses.replace(
+        registry, storage=storage, device=device,
+        to_numpy=tuple(to_numpy_arm(b) for b in registry.backends), transfers=transfers,
+    )

@@ -1,0 +1,115 @@
+"""Load: YAML text -> a tree of positioned values. Safe loading only; no tags, no anchors
+resolved into objects. Duplicate keys and syntax errors become diagnostics."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Union
+
+import yaml
+
+from generator.diagnostics import Diagnostic, Position, RegistryError
+
+Scalar = Union[str, int, float, bool, None]
+
+
+@dataclass(frozen=True)
+class Node:
+    """A YAML value with where it was written. `value` is a scalar, a list of Nodes, or a
+    dict of key -> (key Node, value Node) in file order."""
+
+    value: object
+    position: Position
+    tag: str  # "map", "seq", "str", "int", "float", "bool", "null"
+
+    def get(self, key: str) -> Node | None:
+        entry = self.value.get(key) if self.tag == "map" else None
+        return entry[1] if entry else None
+
+
+_SCALAR_TAGS = {
+    "tag:yaml.org,2002:str": "str",
+    "tag:yaml.org,2002:int": "int",
+    "tag:yaml.org,2002:float": "float",
+    "tag:yaml.org,2002:bool": "bool",
+    "tag:yaml.org,2002:null": "null",
+}
+
+
+# libyaml's composer gives the same nodes and marks as the pure-Python one, ten times faster.
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _position(path: str, mark: yaml.Mark) -> Position:
+    return Position(path, mark.line + 1, mark.column + 1)
+
+
+def _convert(path: str, node: yaml.Node, errors: list[Diagnostic], key: str) -> Node:
+    pos = _position(path, node.start_mark)
+    if isinstance(node, yaml.MappingNode):
+        entries: dict[str, tuple[Node, Node]] = {}
+        for knode, vnode in node.value:
+            k = _convert(path, knode, errors, key)
+            name = str(k.value)
+            child_key = f"{key}.{name}" if key else name
+            if k.tag not in ("str", "int"):
+                errors.append(Diagnostic(k.position, child_key, "keys must be plain strings"))
+                continue
+            if name in entries:
+                first = entries[name][0].position
+                errors.append(Diagnostic(
+                    k.position, child_key, f"duplicate key {name!r} (first defined at line {first.line})"))
+                continue
+            entries[name] = (k, _convert(path, vnode, errors, child_key))
+        return Node(entries, pos, "map")
+    if isinstance(node, yaml.SequenceNode):
+        return Node([_convert(path, n, errors, f"{key}[{i}]") for i, n in enumerate(node.value)], pos, "seq")
+    tag = _SCALAR_TAGS.get(node.tag)
+    if tag is None:
+        errors.append(Diagnostic(pos, key, f"unsupported YAML tag {node.tag!r}"))
+        return Node(node.value, pos, "str")
+    return Node(_scalar(tag, node), pos, tag)
+
+
+_CONSTRUCTOR = yaml.constructor.SafeConstructor()
+_CONSTRUCT = {
+    "int": _CONSTRUCTOR.construct_yaml_int,
+    "float": _CONSTRUCTOR.construct_yaml_float,
+    "bool": _CONSTRUCTOR.construct_yaml_bool,
+}
+
+
+def _scalar(tag: str, node: yaml.ScalarNode) -> Scalar:
+    if tag == "str":
+        return node.value
+    if tag == "null":
+        return None
+    return _CONSTRUCT[tag](node)
+
+
+def load_text(text: str, path: str) -> Node:
+    """Parse `text`; raise RegistryError with every problem the parser can report."""
+    errors: list[Diagnostic] = []
+    try:
+        root = yaml.compose(text, Loader=_LOADER)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        pos = _position(path, mark) if mark else Position(path, 1, 1)
+        problem = exc.problem or "invalid YAML"
+        context = f" {exc.context}" if exc.context else ""
+        raise RegistryError([Diagnostic(pos, "", f"YAML syntax error: {problem}{context}")]) from None
+    if root is None:
+        raise RegistryError([Diagnostic(Position(path, 1, 1), "", "the registry is empty")])
+    tree = _convert(path, root, errors, "")
+    if errors:
+        raise RegistryError(errors)
+    return tree
+
+
+def load_file(path: str) -> Node:
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as exc:
+        raise RegistryError([Diagnostic(Position(path, 1, 1), "", f"cannot read registry: {exc.strerror}")]) from None
+    return load_text(text, path)

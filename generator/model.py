@@ -1,0 +1,245 @@
+"""The registry as frozen, typed dataclasses. Templates read this, never raw YAML.
+
+Everything a template needs that is not a plain field (signatures, dispatch arms, the
+implementation status of each op on each backend) is computed here, in Python.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Parameter types the generated package knows, with their Python annotations.
+PARAM_TYPES: dict[str, str] = {
+    "Layout": "Layout",
+    "Storage": "Storage",
+    "float": "float",
+    "int": "int",
+    "bool": "bool",
+    "str": "str",
+    "Scalar": "int | float",
+    "Shape": "tuple[int, ...]",
+    "Dims": "tuple[int, ...]",
+    "Pair": "tuple[int, int]",
+    "Array": "np.ndarray",
+    "DType": "DType",
+    "MatmulDims": "MatmulDims",
+    "ConvParams1D": "ConvParams1D",
+    "ConvTransposeParams1D": "ConvTransposeParams1D",
+    "ConvParams2D": "ConvParams2D",
+    "ConvTransposeParams2D": "ConvTransposeParams2D",
+}
+# Op-enum parameter types -> the elementwise family whose kernel table they select.
+OP_ENUM_TYPES: dict[str, str] = {"UnaryOp": "unary", "BinaryOp": "binary", "CmpOp": "cmp", "ReduceOp": "reduce"}
+RETURN_TYPES: dict[str, str] = {
+    "Storage": "Storage",
+    "None": "None",
+    "DType": "DType",
+    "Device": "Device",
+    "StorageShape": "tuple[Storage, tuple[int, ...]]",
+    "str": "str",
+    "bool": "bool",
+    "int": "int",
+}
+FAMILIES = ("unary", "binary", "cmp", "reduce")
+# Runtime functions every backend module must define.
+REQUIRED_RUNTIME = ("availability",)
+
+
+@dataclass(frozen=True)
+class DType:
+    name: str
+    numpy: str
+    hip: str | None
+    kind: str  # uint | int | float
+    compute: str | None  # dtype CPU kernels compute in, where it differs
+    line: int
+
+    @property
+    def member(self) -> str:
+        return self.name.upper()
+
+
+@dataclass(frozen=True)
+class Backend:
+    name: str
+    runtime: str  # dotted module name
+    ordinal: bool
+    doc: str
+    kernels: str | None  # language of the generated kernel tables it runs (numpy), if any
+    functions: frozenset[str]  # top-level names the runtime module defines (read with libcst)
+    line: int
+    runtime_path: str | None = None  # the file read, for the up-to-date stamp
+
+    @property
+    def member(self) -> str:
+        return self.name.upper()
+
+    @property
+    def alias(self) -> str:
+        return f"_{self.name}"
+
+    def implements(self, function: str) -> bool:
+        return function in self.functions
+
+
+@dataclass(frozen=True)
+class Elementwise:
+    name: str
+    family: str  # unary | binary | cmp | reduce
+    numpy: tuple[tuple[str, str], ...]  # (dtype kind or "*", expression)
+    hip: str | None
+    dtypes: tuple[str, ...]
+    result: str | None
+    line: int
+
+    @property
+    def member(self) -> str:
+        return self.name.upper()
+
+    def numpy_for(self, kind: str) -> str:
+        exprs = dict(self.numpy)
+        return exprs.get(kind, exprs.get("*", ""))
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    type: str
+
+    @property
+    def annotation(self) -> str:
+        return PARAM_TYPES.get(self.type) or self.type
+
+    @property
+    def is_storage(self) -> bool:
+        return self.type == "Storage"
+
+
+@dataclass(frozen=True)
+class Arm:
+    """How one backend runs one op: its status and the Python statements of its arm."""
+
+    backend: Backend
+    status: str  # implemented | fallback | missing | hook
+    body: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Operation:
+    """A storage op (a method of Storage) or a device method (a method of Device)."""
+
+    name: str
+    kind: str  # storage | device
+    params: tuple[Param, ...]
+    returns: str
+    fallback: str | None
+    hook: str | None
+    same_dtype: tuple[str, ...]
+    same_shape: tuple[str, ...]
+    arg_dtypes: tuple[tuple[str, tuple[str, ...]], ...]
+    impl: tuple[tuple[str, str], ...]
+    doc: str
+    line: int
+    arms: tuple[Arm, ...] = ()
+
+    def function(self, backend: str) -> str:
+        return dict(self.impl).get(backend, self.name)
+
+    @property
+    def storage_params(self) -> tuple[Param, ...]:
+        return tuple(p for p in self.params if p.is_storage)
+
+    @property
+    def signature(self) -> str:
+        return "".join(f", {p.name}: {p.annotation}" for p in self.params)
+
+    @property
+    def annotation(self) -> str:
+        return RETURN_TYPES[self.returns]
+
+
+@dataclass(frozen=True)
+class CustomOpTrait:
+    name: str
+    inputs: int
+    inplace: bool
+    line: int
+
+    @property
+    def fwd_params(self) -> str:
+        return ", ".join(f"s{i}, l{i}" for i in range(1, self.inputs + 1))
+
+
+@dataclass(frozen=True)
+class Registry:
+    path: str  # as given, for messages and the generated marker
+    dtypes: tuple[DType, ...]
+    dtype_sets: tuple[tuple[str, tuple[str, ...]], ...]
+    backends: tuple[Backend, ...]
+    elementwise: tuple[Elementwise, ...]
+    storage: tuple[Operation, ...]
+    device: tuple[Operation, ...]
+    custom_ops: tuple[CustomOpTrait, ...]
+    to_numpy: tuple[Arm, ...] = ()  # one arm per backend
+    transfers: tuple[tuple[Backend, Arm], ...] = ()  # (source, arm of the destination)
+
+    @property
+    def kernel_languages(self) -> tuple[str, ...]:
+        return tuple(sorted({b.kernels for b in self.backends if b.kernels}))
+
+    @property
+    def input_files(self) -> tuple[str, ...]:
+        """Files besides the registry, templates and generator that the output depends on."""
+        return tuple(sorted({b.runtime_path for b in self.backends if b.runtime_path}))
+
+    def family(self, family: str) -> tuple[Elementwise, ...]:
+        return tuple(op for op in self.elementwise if op.family == family)
+
+    def dtype(self, name: str) -> DType:
+        return next(d for d in self.dtypes if d.name == name)
+
+    def backend(self, name: str) -> Backend:
+        return next(b for b in self.backends if b.name == name)
+
+
+def dispatch_checks(op: Operation) -> tuple[str, ...]:
+    """Statements run before dispatch: device, dtype and shape agreement of the arguments."""
+    lines = []
+    if op.storage_params:
+        lines.append(f'_same_device("{op.name}", self, {", ".join(p.name for p in op.storage_params)})')
+    if op.same_dtype:
+        lines.append(f'_same_dtype("{op.name}", {", ".join(op.same_dtype)})')
+    if op.same_shape:
+        lines.append(f'_same_shape("{op.name}", self, {", ".join(op.same_shape)})')
+    for name, dtypes in op.arg_dtypes:
+        allowed = ", ".join(f"DType.{d.upper()}" for d in dtypes)
+        lines.append(f'_dtype_in("{op.name}", {name}, ({allowed},))')
+    return tuple(lines)
+
+
+@dataclass(frozen=True)
+class KernelEntry:
+    """One (op, dtype) entry of a generated numpy kernel table."""
+
+    dtype: str
+    function: str  # expression naming the callable
+
+
+def numpy_functions(op: Elementwise) -> tuple[tuple[str, str], ...]:
+    """(function name, expression) for each numpy expression of the op."""
+    base = f"{op.family}_{op.name}"
+    return tuple((base if kind == "*" else f"{base}_{kind}", expr) for kind, expr in op.numpy)
+
+
+def numpy_entries(op: Elementwise, registry: Registry) -> tuple[KernelEntry, ...]:
+    names = dict((kind, name) for (kind, _), (name, _) in zip(op.numpy, numpy_functions(op)))
+    arity = 1 if op.family in ("unary", "reduce") else 2
+    out = []
+    for dt_name in op.dtypes:
+        dt = registry.dtype(dt_name)
+        fn = names.get(dt.kind, names.get("*"))
+        if dt.compute:
+            back = f"_{dt.member}" if op.result is None else "None"
+            fn = f"_lowp{arity}({fn}, _{dt.compute.upper()}, {back})"
+        out.append(KernelEntry(dt_name, fn))
+    return tuple(out)

@@ -1,0 +1,398 @@
+"""Validate: a loaded Node tree -> the frozen Registry model, or every error at once.
+
+Structure is checked against generator.spec; the checks here are about meaning: names
+that must refer to something, expressions that must parse, runtime functions that must
+exist. Each diagnostic names the file position and the key at fault."""
+
+from __future__ import annotations
+
+import ast
+import functools
+from pathlib import Path
+
+from generator import dispatch, model
+from generator.diagnostics import Diagnostic, RegistryError
+from generator.loader import Node
+from generator.runtime_scan import scan
+from generator.spec import REGISTRY, Checker, did_you_mean
+
+# Names a numpy expression may use besides its operands.
+NUMPY_NAMESPACES = frozenset({"np", "special"})
+OPERANDS = {"unary": ("x",), "reduce": ("x",), "binary": ("x", "y"), "cmp": ("x", "y")}
+# Names the generated classes use themselves; an op may not shadow them.
+RESERVED = {
+    "storage": frozenset({"backend", "inner"}),
+    "device": frozenset({"backend", "ordinal", "parse", "available", "same_device", "cpu"}),
+}
+
+
+# Names numpy (with ml_dtypes) is known to accept; others are asked of numpy itself, which
+# costs its import (0.16 s), a tenth of a full generation.
+KNOWN_NUMPY_DTYPES = frozenset(
+    "bool uint8 uint16 uint32 uint64 int8 int16 int32 int64 float16 float32 float64 complex64 complex128 "
+    "bfloat16 float8_e4m3fn float8_e5m2".split()
+)
+
+
+@functools.lru_cache(maxsize=None)
+def _numpy_dtype_ok(name: str) -> bool:
+    if name in KNOWN_NUMPY_DTYPES:
+        return True
+    import ml_dtypes  # noqa: F401  (registers bfloat16 with numpy)
+    import numpy as np
+
+    try:
+        np.dtype(name)
+    except TypeError:
+        return False
+    return True
+
+
+class Validator:
+    def __init__(self, root: Node, runtime_root: Path) -> None:
+        self.root = root
+        self.runtime_root = runtime_root
+        self.checker = Checker()
+        self.path = root.position.path
+
+    # -- helpers -----------------------------------------------------------------------
+    def error(self, node: Node, key: str, message: str) -> None:
+        self.checker.error(node, key, message)
+
+    def section(self, name: str) -> list[tuple[str, Node, Node]]:
+        node = self.root.get(name)
+        if node is None or node.tag != "map":
+            return []
+        return [(k, kn, vn) for k, (kn, vn) in node.value.items()]
+
+    @staticmethod
+    def text(node: Node | None, default: str = "") -> str:
+        return str(node.value) if node is not None and node.tag == "str" else default
+
+    # -- sections ----------------------------------------------------------------------
+    def run(self) -> model.Registry:
+        self.checker.check(REGISTRY, self.root, "")
+        dtypes = self.dtypes()
+        sets = self.dtype_sets(dtypes)
+        backends = self.backends()
+        customs = self.custom_ops()
+        elementwise = tuple(op for fam in model.FAMILIES for op in self.elementwise(fam, dtypes, sets))
+        storage = self.operations("storage", dtypes, sets, backends, customs)
+        device = self.operations("device", dtypes, sets, backends, customs)
+        self.cross_checks(backends, storage, device, elementwise)
+        if self.checker.errors:
+            raise RegistryError(self.checker.errors)
+        registry = model.Registry(
+            self.path, dtypes, tuple(sets.items()), backends, elementwise, storage, device, customs
+        )
+        return dispatch.with_arms(registry)
+
+    def dtypes(self) -> tuple[model.DType, ...]:
+        out = []
+        names = {k for k, _, _ in self.section("dtypes")}
+        for name, _, node in self.section("dtypes"):
+            key = f"dtypes.{name}"
+            numpy_name, compute = self.text(node.get("numpy")), node.get("compute")
+            if numpy_name and not _numpy_dtype_ok(numpy_name):
+                self.error(node.get("numpy"), f"{key}.numpy", f"unknown numpy dtype {numpy_name!r}")
+            if compute is not None and compute.tag == "str" and compute.value not in names:
+                self.error(compute, f"{key}.compute", f"unknown dtype {compute.value!r}{did_you_mean(compute.value, names)}")
+            out.append(model.DType(
+                name, numpy_name, self.text(node.get("hip")) or None, self.text(node.get("kind"), "float"),
+                self.text(compute) or None, node.position.line,
+            ))
+        if not out and self.root.get("dtypes") is not None:
+            self.error(self.root.get("dtypes"), "dtypes", "declare at least one dtype")
+        return tuple(out)
+
+    def dtype_sets(self, dtypes: tuple[model.DType, ...]) -> dict[str, tuple[str, ...]]:
+        known = {d.name for d in dtypes}
+        sets: dict[str, tuple[str, ...]] = {"all": tuple(d.name for d in dtypes)}
+        for name, knode, node in self.section("dtype_sets"):
+            if name in known:
+                self.error(knode, f"dtype_sets.{name}", f"dtype set {name!r} has the name of a dtype")
+            members = self.dtype_names(node, f"dtype_sets.{name}", known, {})
+            sets[name] = members
+        return sets
+
+    def dtype_names(self, node: Node, key: str, known: set[str], sets: dict) -> tuple[str, ...]:
+        """A dtype list: a set name or a list of dtype names; unknown names are errors."""
+        if node.tag == "str":
+            if node.value in sets:
+                return sets[node.value]
+            if node.value in known:
+                return (node.value,)
+            self.error(node, key, f"unknown dtype set {node.value!r}{did_you_mean(node.value, [*sets, *known])}")
+            return ()
+        if node.tag != "seq":
+            return ()
+        names: list[str] = []
+        for i, item in enumerate(node.value):
+            if item.tag != "str":
+                continue
+            if item.value not in known:
+                self.error(item, f"{key}[{i}]", f"unknown dtype {item.value!r}{did_you_mean(item.value, known)}")
+            elif item.value in names:
+                self.error(item, f"{key}[{i}]", f"dtype {item.value!r} listed twice")
+            else:
+                names.append(item.value)
+        if not node.value:
+            self.error(node, key, "the dtype list is empty")
+        return tuple(names)
+
+    def backends(self) -> tuple[model.Backend, ...]:
+        out = []
+        for name, _, node in self.section("backends"):
+            runtime = self.text(node.get("runtime"))
+            functions: frozenset[str] = frozenset()
+            runtime_path = None
+            if runtime:
+                module = scan(self.runtime_root, runtime)
+                functions = module.functions
+                runtime_path = str(module.path) if module.path else None
+                if module.error:
+                    self.error(node.get("runtime"), f"backends.{name}.runtime", module.error)
+                else:
+                    for required in model.REQUIRED_RUNTIME:
+                        if required not in functions:
+                            self.error(node.get("runtime"), f"backends.{name}.runtime",
+                                       f"runtime module {runtime!r} does not define {required}()")
+            ordinal = node.get("ordinal")
+            out.append(model.Backend(
+                name, runtime, bool(ordinal.value) if ordinal is not None else False,
+                self.text(node.get("doc")), self.text(node.get("kernels")) or None, functions, node.position.line,
+                runtime_path,
+            ))
+        if not out and self.root.get("backends") is not None:
+            self.error(self.root.get("backends"), "backends", "declare at least one backend")
+        return tuple(out)
+
+    def custom_ops(self) -> tuple[model.CustomOpTrait, ...]:
+        out = []
+        for name, _, node in self.section("custom_ops"):
+            inputs, inplace = node.get("inputs"), node.get("inplace")
+            out.append(model.CustomOpTrait(
+                name,
+                inputs.value if inputs is not None and inputs.tag == "int" else 1,
+                bool(inplace.value) if inplace is not None and inplace.tag == "bool" else False,
+                node.position.line,
+            ))
+        return tuple(out)
+
+    def elementwise(self, family: str, dtypes, sets) -> list[model.Elementwise]:
+        known = {d.name: d for d in dtypes}
+        out = []
+        for name, _, node in self.section(family):
+            key = f"{family}.{name}"
+            names = ()
+            if node.get("dtypes") is not None:
+                names = self.dtype_names(node.get("dtypes"), f"{key}.dtypes", set(known), sets)
+            exprs = self.numpy_exprs(node.get("numpy"), f"{key}.numpy", OPERANDS[family])
+            kinds = {k for k, _ in exprs}
+            for dt in names:
+                if "*" not in kinds and known[dt].kind not in kinds and exprs:
+                    self.error(node.get("numpy"), f"{key}.numpy",
+                               f"no numpy expression for {dt} (kind {known[dt].kind})")
+            result = node.get("result")
+            if result is not None and result.tag == "str" and result.value not in known:
+                self.error(result, f"{key}.result", f"unknown dtype {result.value!r}{did_you_mean(result.value, known)}")
+            out.append(model.Elementwise(
+                name, family, exprs, self.text(node.get("hip")) or None, names,
+                self.text(result) or ("u8" if family == "cmp" and "u8" in known else None) or None,
+                node.position.line,
+            ))
+        return out
+
+    def numpy_exprs(self, node: Node | None, key: str, operands: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+        if node is None:
+            return ()
+        if node.tag == "str":
+            pairs = [("*", node, key)]
+        elif node.tag == "map":
+            pairs = [(k, vn, f"{key}.{k}") for k, (_, vn) in node.value.items() if vn.tag == "str"]
+        else:
+            return ()
+        out = []
+        for kind, enode, ekey in pairs:
+            if self.expression_ok(enode, ekey, operands):
+                out.append((kind, enode.value))
+        return tuple(out)
+
+    def expression_ok(self, node: Node, key: str, operands: tuple[str, ...]) -> bool:
+        try:
+            tree = ast.parse(node.value.strip(), mode="eval")
+        except SyntaxError as exc:
+            self.error(node, key, f"numpy expression does not parse: {exc.msg} in {node.value!r}")
+            return False
+        allowed = NUMPY_NAMESPACES | set(operands)
+        for sub in ast.walk(tree):
+            if isinstance(sub, ast.Name) and sub.id not in allowed:
+                self.error(node, key, f"numpy expression uses unknown name {sub.id!r}; "
+                                      f"allowed: {', '.join(sorted(allowed))}")
+                return False
+            if isinstance(sub, ast.Attribute) and sub.attr.startswith("_"):
+                self.error(node, key, f"numpy expression uses private attribute {sub.attr!r}")
+                return False
+            if isinstance(sub, (ast.Lambda, ast.NamedExpr, ast.Await, ast.Yield)):
+                self.error(node, key, "numpy expression must be a plain expression")
+                return False
+        if not set(operands) & {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}:
+            self.error(node, key, f"numpy expression does not use its operand{'s' if len(operands) > 1 else ''} "
+                                  f"{' and '.join(operands)}")
+            return False
+        return True
+
+    def operations(self, kind, dtypes, sets, backends, customs) -> tuple[model.Operation, ...]:
+        known_dtypes = {d.name for d in dtypes}
+        backend_names = {b.name for b in backends}
+        trait_names = {c.name: c for c in customs}
+        out = []
+        for name, knode, node in self.section(kind):
+            key = f"{kind}.{name}"
+            if name in RESERVED[kind]:
+                self.error(knode, key, f"{kind} op name {name!r} is reserved by the generated class")
+            params = self.params(node.get("params"), f"{key}.params", trait_names)
+            by_name = {p.name: p for p in params}
+            returns = self.text(node.get("returns"))
+            if node.get("returns") is not None and returns and returns not in model.RETURN_TYPES:
+                self.error(node.get("returns"), f"{key}.returns",
+                           f"unknown return type {returns!r}{did_you_mean(returns, model.RETURN_TYPES)}")
+            fallback = self.text(node.get("fallback")) or None
+            if fallback is not None:
+                fnode = node.get("fallback")
+                if fallback not in backend_names:
+                    self.error(fnode, f"{key}.fallback", f"unknown backend {fallback!r}{did_you_mean(fallback, backend_names)}")
+                elif kind == "device" or returns != "Storage":
+                    self.error(fnode, f"{key}.fallback", "only storage ops that return a new Storage can fall back")
+                elif not backends[[b.name for b in backends].index(fallback)].implements(name):
+                    self.error(fnode, f"{key}.fallback", f"fallback backend {fallback!r} does not implement {name}")
+            hook = self.text(node.get("hook")) or None
+            if hook is not None:
+                self.check_hook(node.get("hook"), f"{key}.hook", hook, by_name, trait_names, returns, kind)
+            same_dtype = self.param_refs(node.get("same_dtype"), f"{key}.same_dtype", by_name, "Storage", allow_self=True)
+            same_shape = self.param_refs(node.get("same_shape"), f"{key}.same_shape", by_name, "Layout")
+            arg_dtypes = self.arg_dtypes(node.get("dtypes"), f"{key}.dtypes", by_name, known_dtypes, sets)
+            impl = self.impl(node.get("impl"), f"{key}.impl", backends)
+            out.append(model.Operation(
+                name, kind, params, returns or "None", fallback, hook, same_dtype, same_shape, arg_dtypes,
+                impl, self.text(node.get("doc")), node.position.line,
+            ))
+        return tuple(out)
+
+    def params(self, node: Node | None, key: str, traits: dict) -> tuple[model.Param, ...]:
+        if node is None or node.tag != "map":
+            return ()
+        out = []
+        for name, (knode, vnode) in node.value.items():
+            if vnode.tag != "str":
+                continue
+            t = vnode.value
+            if name in ("self",):
+                self.error(knode, f"{key}.{name}", "a parameter may not be called 'self'")
+            if t not in model.PARAM_TYPES and t not in model.OP_ENUM_TYPES and t not in traits:
+                choices = [*model.PARAM_TYPES, *model.OP_ENUM_TYPES, *traits]
+                self.error(vnode, f"{key}.{name}", f"unknown parameter type {t!r}{did_you_mean(t, choices)}")
+            out.append(model.Param(name, t))
+        return tuple(out)
+
+    def check_hook(self, node, key, hook, by_name, traits, returns, kind) -> None:
+        param = by_name.get(hook)
+        if kind == "device":
+            self.error(node, key, "device methods cannot have a hook")
+        elif param is None:
+            self.error(node, key, f"hook names no parameter: {hook!r}{did_you_mean(hook, by_name)}")
+        elif param.type not in traits:
+            self.error(node, key, f"hook parameter {hook!r} has type {param.type}, not a custom-op trait")
+        else:
+            trait = traits[param.type]
+            storages = 1 + sum(p.is_storage for p in by_name.values())
+            if trait.inputs != storages:
+                self.error(node, key, f"{param.type} takes {trait.inputs} input(s) but the op has {storages} storage(s)")
+            expected = "None" if trait.inplace else "StorageShape"
+            if returns and returns != expected:
+                self.error(node, key, f"an op hooked to {param.type} must return {expected}, not {returns}")
+
+    def param_refs(self, node, key, by_name, expected_type, allow_self=False) -> tuple[str, ...]:
+        if node is None or node.tag != "seq":
+            return ()
+        out = []
+        for i, item in enumerate(node.value):
+            if item.tag != "str":
+                continue
+            name = item.value
+            if allow_self and name == "self":
+                out.append(name)
+            elif name not in by_name:
+                self.error(item, f"{key}[{i}]", f"no parameter named {name!r}{did_you_mean(name, by_name)}")
+            elif by_name[name].type != expected_type:
+                self.error(item, f"{key}[{i}]", f"parameter {name!r} is a {by_name[name].type}, not a {expected_type}")
+            else:
+                out.append(name)
+        if len(node.value) < 2:
+            self.error(node, key, "name at least two arguments to compare")
+        return tuple(out)
+
+    def arg_dtypes(self, node, key, by_name, known, sets) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        if node is None or node.tag != "map":
+            return ()
+        out = []
+        for name, (knode, vnode) in node.value.items():
+            if name != "self" and (name not in by_name or not by_name[name].is_storage):
+                self.error(knode, f"{key}.{name}", f"no Storage parameter named {name!r}{did_you_mean(name, by_name)}")
+                continue
+            out.append((name, self.dtype_names(vnode, f"{key}.{name}", known, sets)))
+        return tuple(out)
+
+    def impl(self, node, key, backends) -> tuple[tuple[str, str], ...]:
+        if node is None or node.tag != "map":
+            return ()
+        by_name = {b.name: b for b in backends}
+        out = []
+        for name, (knode, vnode) in node.value.items():
+            if name not in by_name:
+                self.error(knode, f"{key}.{name}", f"unknown backend {name!r}{did_you_mean(name, by_name)}")
+            elif vnode.tag == "str" and by_name[name].runtime and not by_name[name].implements(vnode.value):
+                self.error(vnode, f"{key}.{name}",
+                           f"runtime module {by_name[name].runtime!r} defines no function {vnode.value!r}")
+            else:
+                out.append((name, str(vnode.value)))
+        return tuple(out)
+
+    def cross_checks(self, backends, storage, device, elementwise) -> None:
+        """Names that would collide in the generated package."""
+        seen: dict[str, Node] = {}
+        for fam in model.FAMILIES:
+            for name, knode, _ in self.section(fam):
+                member = f"{fam}:{name.upper()}"
+                if member in seen:
+                    self.error(knode, f"{fam}.{name}", f"op {name!r} collides with another {fam} op of the same upper-case name")
+                seen[member] = knode
+        storage_names = {k: kn for k, kn, _ in self.section("storage")}
+        for name, knode, _ in self.section("device"):
+            if name in storage_names:
+                self.error(knode, f"device.{name}", f"device method {name!r} has the name of a storage op "
+                                                   "(both call the runtime function of that name)")
+            if any(name == f"is_{b.name}" for b in backends):
+                self.error(knode, f"device.{name}", f"device method {name!r} is generated for every backend")
+        for name, knode, _ in self.section("backends"):
+            if name.upper() != name.upper().strip() or not name.islower():
+                self.error(knode, f"backends.{name}", f"backend name {name!r} must be lower case")
+        for op in storage:
+            if not any(p.type in model.OP_ENUM_TYPES for p in op.params):
+                continue
+            for b in backends:
+                if b.implements(op.function(b.name)) and not b.kernels:
+                    node = self.root.get("backends").get(b.name)
+                    self.error(node, f"backends.{b.name}.kernels",
+                               f"{b.runtime} implements {op.name}, which takes generated kernels, "
+                               "but the backend declares no `kernels`")
+        uses_families = {p.type for op in storage for p in op.params if p.type in model.OP_ENUM_TYPES}
+        for t in uses_families:
+            if not any(e.family == model.OP_ENUM_TYPES[t] for e in elementwise) and self.root.get("storage"):
+                self.error(self.root.get("storage"), "storage",
+                           f"parameters of type {t} need at least one {model.OP_ENUM_TYPES[t]} op")
+
+
+def validate(root: Node, runtime_root: Path) -> model.Registry:
+    """Every problem at once as RegistryError, or the model."""
+    return Validator(root, runtime_root).run()
