@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True, order=True)
-class Position:
+class Position(NamedTuple):  # a tuple: one per YAML node, and tuples are cheap to make
     path: str
     line: int  # 1-based
     col: int  # 1-based

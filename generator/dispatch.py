@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import dataclasses
 
-from generator.model import OP_ENUM_TYPES, Arm, Backend, Operation, Registry
+from generator.model import OP_ENUM_TYPES, Arm, Backend, Operation, Registry, Transfer
 
 # Runtime functions a backend needs so that another backend can run its ops for it.
 FALLBACK_NEEDS = ("to_host", "from_host", "device")
 
 
 def _missing(backend: Backend, name: str) -> Arm:
-    return Arm(backend, "missing", (f'raise _missing(Backend.{backend.member}, "{name}")',))
+    return Arm(backend, "missing", (f'raise _missing(On.{backend.member}, "{name}")',))
 
 
 def _arg(op: Operation, param, backend: Backend, host_of: Backend | None = None) -> str:
@@ -29,11 +29,11 @@ def _arg(op: Operation, param, backend: Backend, host_of: Backend | None = None)
 def _wrap(returns: str, backend: Backend, call: str) -> tuple[str, ...]:
     match returns:
         case "Storage":
-            return (f"return Storage(Backend.{backend.member}, {call})",)
+            return (f"return Storage(On.{backend.member}, {call})",)
         case "Device":
-            return (f"return Device(Backend.{backend.member}, {call})",)
+            return (f"return Device(On.{backend.member}, {call})",)
         case "DType":
-            return (f"return DType.of({call})",)
+            return (f"return _dtype_of({call})",)
         case "None":
             return (call,)
         case _:
@@ -49,7 +49,7 @@ def _hook_arm(op: Operation, backend: Backend) -> Arm:
     call = f"{op.hook}.{backend.name}_fwd({args})"
     if op.returns == "None":
         return Arm(backend, "hook", (call,))
-    return Arm(backend, "hook", (f"inner, shape = {call}", f"return Storage(Backend.{backend.member}, inner), shape"))
+    return Arm(backend, "hook", (f"inner, shape = {call}", f"return Storage(On.{backend.member}, inner), shape"))
 
 
 def storage_arm(op: Operation, backend: Backend, registry: Registry) -> Arm:
@@ -64,7 +64,7 @@ def storage_arm(op: Operation, backend: Backend, registry: Registry) -> Arm:
         args = ", ".join([f"{backend.alias}.to_host(self.inner)", *(_arg(op, p, host, backend) for p in op.params)])
         call = f"{host.alias}.{op.function(host.name)}({args})"
         moved = f"{backend.alias}.from_host({backend.alias}.device(self.inner), {call})"
-        return Arm(backend, "fallback", (f"return Storage(Backend.{backend.member}, {moved})",))
+        return Arm(backend, "fallback", (f"return Storage(On.{backend.member}, {moved})",))
     return _missing(backend, op.name)
 
 
@@ -82,17 +82,17 @@ def to_numpy_arm(backend: Backend) -> Arm:
     return Arm(backend, "implemented", (f"return {backend.alias}.to_numpy(storage.inner, layout)",))
 
 
-def transfer_arm(src: Backend, dst: Backend) -> Arm:
+def transfer(src: Backend, dst: Backend) -> Transfer:
     """to_device from `src` to `dst`: the runtime's own copy within a backend, else through host memory."""
     if src is dst and src.implements("to_device"):
         call = f"{src.alias}.to_device(storage.inner, layout, device.ordinal)"
-        return Arm(dst, "implemented", (f"return Storage(Backend.{dst.member}, {call})",))
+        return Transfer(src, dst, Arm(dst, "implemented", (f"return Storage(On.{dst.member}, {call})",)))
     if src.implements("to_numpy") and dst.implements("from_host"):
         host = f"{src.alias}.to_numpy(storage.inner, layout).reshape(-1)"
         call = f"{dst.alias}.from_host(device.ordinal, {host})"
-        return Arm(dst, "implemented", (f"return Storage(Backend.{dst.member}, {call})",))
+        return Transfer(src, dst, Arm(dst, "implemented", (f"return Storage(On.{dst.member}, {call})",)))
     lacking = src if not src.implements("to_numpy") else dst
-    return _missing(lacking, "to_device")
+    return Transfer(src, dst, _missing(lacking, "to_device"))
 
 
 def with_arms(registry: Registry) -> Registry:
@@ -103,7 +103,7 @@ def with_arms(registry: Registry) -> Registry:
     device = tuple(
         dataclasses.replace(op, arms=tuple(device_arm(op, b) for b in registry.backends)) for op in registry.device
     )
-    transfers = tuple((s, transfer_arm(s, d)) for s in registry.backends for d in registry.backends)
+    transfers = tuple(transfer(s, d) for s in registry.backends for d in registry.backends)
     return dataclasses.replace(
         registry, storage=storage, device=device,
         to_numpy=tuple(to_numpy_arm(b) for b in registry.backends), transfers=transfers,

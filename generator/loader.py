@@ -3,8 +3,7 @@ resolved into objects. Duplicate keys and syntax errors become diagnostics."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Union
+from typing import NamedTuple, Union
 
 import yaml
 
@@ -13,8 +12,7 @@ from generator.diagnostics import Diagnostic, Position, RegistryError
 Scalar = Union[str, int, float, bool, None]
 
 
-@dataclass(frozen=True)
-class Node:
+class Node(NamedTuple):
     """A YAML value with where it was written. `value` is a scalar, a list of Nodes, or a
     dict of key -> (key Node, value Node) in file order."""
 

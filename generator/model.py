@@ -125,6 +125,15 @@ class Arm:
 
 
 @dataclass(frozen=True)
+class Transfer:
+    """to_device from one backend to another, and how it is done."""
+
+    src: Backend
+    dst: Backend
+    arm: Arm
+
+
+@dataclass(frozen=True)
 class Operation:
     """A storage op (a method of Storage) or a device method (a method of Device)."""
 
@@ -181,7 +190,7 @@ class Registry:
     device: tuple[Operation, ...]
     custom_ops: tuple[CustomOpTrait, ...]
     to_numpy: tuple[Arm, ...] = ()  # one arm per backend
-    transfers: tuple[tuple[Backend, Arm], ...] = ()  # (source, arm of the destination)
+    transfers: tuple[Transfer, ...] = ()  # to_device, one per (source, destination) pair
 
     @property
     def kernel_languages(self) -> tuple[str, ...]:
@@ -203,18 +212,34 @@ class Registry:
 
 
 def dispatch_checks(op: Operation) -> tuple[str, ...]:
-    """Statements run before dispatch: device, dtype and shape agreement of the arguments."""
+    """Statements run before dispatch: device, dtype and shape agreement of the arguments.
+    Written as plain `if`s so that the common case, all agreeing, calls nothing."""
     lines = []
-    if op.storage_params:
-        lines.append(f'_same_device("{op.name}", self, {", ".join(p.name for p in op.storage_params)})')
+    for p in op.storage_params:
+        lines += [f"if {p.name}.backend is not self.backend:",
+                  f'    raise _device_mismatch("{op.name}", self, {p.name})']
     if op.same_dtype:
-        lines.append(f'_same_dtype("{op.name}", {", ".join(op.same_dtype)})')
+        first, *rest = op.same_dtype
+        lines.append(f"dtype = {first}.dtype()")
+        for name in rest:
+            lines += [f"if {name}.dtype() is not dtype:", f'    raise _dtype_mismatch("{op.name}", {first}, {name})']
     if op.same_shape:
-        lines.append(f'_same_shape("{op.name}", self, {", ".join(op.same_shape)})')
+        first, *rest = op.same_shape
+        for name in rest:
+            lines += [f"if {name}.shape != {first}.shape:",
+                      f'    raise ShapeMismatch("{op.name}", self.backend.value, {first}.shape, {name}.shape)']
     for name, dtypes in op.arg_dtypes:
         allowed = ", ".join(f"DType.{d.upper()}" for d in dtypes)
-        lines.append(f'_dtype_in("{op.name}", {name}, ({allowed},))')
+        lines += [f"if {name}.dtype() not in _{op.name.upper()}_{name.upper()}_DTYPES:",
+                  f'    raise _dtype_not_in("{op.name}", {name}, _{op.name.upper()}_{name.upper()}_DTYPES)']
     return tuple(lines)
+
+
+def allowed_dtype_sets(registry: Registry) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """Module constants (name, dtypes) for the `dtypes:` restrictions of storage ops."""
+    return tuple(
+        (f"_{op.name.upper()}_{name.upper()}_DTYPES", dtypes) for op in registry.storage for name, dtypes in op.arg_dtypes
+    )
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,8 @@ def parity_rows(registry: Registry) -> list[dict]:
         row = {"op": f"{op.kind}.{op.name}"}
         row.update({arm.backend.name: STATUS[arm.status] for arm in op.arms})
         rows.append(row)
-    for src, arm in registry.transfers:
-        rows.append({"op": f"to_device {src.name}->{arm.backend.name}", arm.backend.name: STATUS[arm.status]})
+    for t in registry.transfers:
+        rows.append({"op": f"to_device {t.src.name}->{t.dst.name}", t.dst.name: STATUS[t.arm.status]})
     return rows
 
 

@@ -52,6 +52,7 @@ def environment(templates: Path = TEMPLATES) -> jinja2.Environment:
         numpy_functions=model.numpy_functions,
         numpy_entries=model.numpy_entries,
         dispatch_checks=model.dispatch_checks,
+        allowed_dtype_sets=model.allowed_dtype_sets,
     )
     return env
 

@@ -27,6 +27,10 @@ def module_path(root: Path, dotted: str) -> Path | None:
     return None
 
 
+def _is_future(node: cst.ImportFrom) -> bool:
+    return isinstance(node.module, cst.Name) and node.module.value == "__future__"
+
+
 def _top_level_names(module: cst.Module) -> set[str]:
     names: set[str] = set()
     for stmt in module.body:
@@ -34,6 +38,8 @@ def _top_level_names(module: cst.Module) -> set[str]:
             names.add(stmt.name.value)
         elif isinstance(stmt, cst.SimpleStatementLine):
             for small in stmt.body:
+                if isinstance(small, cst.ImportFrom) and _is_future(small):
+                    continue
                 if isinstance(small, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar):
                     for alias in small.names:
                         target = alias.asname.name if alias.asname else alias.name

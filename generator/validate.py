@@ -48,6 +48,29 @@ def _numpy_dtype_ok(name: str) -> bool:
     return True
 
 
+@functools.lru_cache(maxsize=4096)
+def expression_problem(expr: str, operands: tuple[str, ...]) -> str | None:
+    """Why a numpy expression is unusable, or None. Registries repeat expressions: cached."""
+    try:
+        tree = ast.parse(expr.strip(), mode="eval")
+    except SyntaxError as exc:
+        return f"numpy expression does not parse: {exc.msg} in {expr!r}"
+    allowed = NUMPY_NAMESPACES | set(operands)
+    used = set()
+    for sub in ast.walk(tree):
+        if isinstance(sub, ast.Name):
+            if sub.id not in allowed:
+                return f"numpy expression uses unknown name {sub.id!r}; allowed: {', '.join(sorted(allowed))}"
+            used.add(sub.id)
+        elif isinstance(sub, ast.Attribute) and sub.attr.startswith("_"):
+            return f"numpy expression uses private attribute {sub.attr!r}"
+        elif isinstance(sub, (ast.Lambda, ast.NamedExpr, ast.Await, ast.Yield)):
+            return "numpy expression must be a plain expression"
+    if not used & set(operands):
+        return f"numpy expression does not use its operand{'s' if len(operands) > 1 else ''} {' and '.join(operands)}"
+    return None
+
+
 class Validator:
     def __init__(self, root: Node, runtime_root: Path) -> None:
         self.root = root
@@ -219,28 +242,10 @@ class Validator:
         return tuple(out)
 
     def expression_ok(self, node: Node, key: str, operands: tuple[str, ...]) -> bool:
-        try:
-            tree = ast.parse(node.value.strip(), mode="eval")
-        except SyntaxError as exc:
-            self.error(node, key, f"numpy expression does not parse: {exc.msg} in {node.value!r}")
-            return False
-        allowed = NUMPY_NAMESPACES | set(operands)
-        for sub in ast.walk(tree):
-            if isinstance(sub, ast.Name) and sub.id not in allowed:
-                self.error(node, key, f"numpy expression uses unknown name {sub.id!r}; "
-                                      f"allowed: {', '.join(sorted(allowed))}")
-                return False
-            if isinstance(sub, ast.Attribute) and sub.attr.startswith("_"):
-                self.error(node, key, f"numpy expression uses private attribute {sub.attr!r}")
-                return False
-            if isinstance(sub, (ast.Lambda, ast.NamedExpr, ast.Await, ast.Yield)):
-                self.error(node, key, "numpy expression must be a plain expression")
-                return False
-        if not set(operands) & {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}:
-            self.error(node, key, f"numpy expression does not use its operand{'s' if len(operands) > 1 else ''} "
-                                  f"{' and '.join(operands)}")
-            return False
-        return True
+        problem = expression_problem(node.value, operands)
+        if problem:
+            self.error(node, key, problem)
+        return problem is None
 
     def operations(self, kind, dtypes, sets, backends, customs) -> tuple[model.Operation, ...]:
         known_dtypes = {d.name for d in dtypes}
