@@ -150,6 +150,7 @@ class Operation:
     doc: str
     line: int
     arms: tuple[Arm, ...] = ()
+    kernel: str | None = None  # HIP kernel family in hip/, for backends that run HIP kernels
 
     def function(self, backend: str) -> str:
         return dict(self.impl).get(backend, self.name)
@@ -190,6 +191,8 @@ class Registry:
     device: tuple[Operation, ...]
     custom_ops: tuple[CustomOpTrait, ...]
     to_numpy: tuple[Arm, ...] = ()  # one arm per backend
+    hip_kernels: tuple = ()  # (name, KernelSignature) of the hand-written kernels in hip/
+    hip_sources: tuple[str, ...] = ()  # the hip/*.hip files read, for the up-to-date stamp
     transfers: tuple[Transfer, ...] = ()  # to_device, one per (source, destination) pair
 
     @property
@@ -199,7 +202,11 @@ class Registry:
     @property
     def input_files(self) -> tuple[str, ...]:
         """Files besides the registry, templates and generator that the output depends on."""
-        return tuple(sorted({b.runtime_path for b in self.backends if b.runtime_path}))
+        return tuple(sorted({*(b.runtime_path for b in self.backends if b.runtime_path), *self.hip_sources}))
+
+    def hip_ops(self) -> tuple[Elementwise, ...]:
+        """Elementwise ops with a HIP expression: generated/elementwise.hip instantiates them."""
+        return tuple(op for op in self.elementwise if op.hip and op.family != "reduce")
 
     def family(self, family: str) -> tuple[Elementwise, ...]:
         return tuple(op for op in self.elementwise if op.family == family)
@@ -268,3 +275,12 @@ def numpy_entries(op: Elementwise, registry: Registry) -> tuple[KernelEntry, ...
             fn = f"_lowp{arity}({fn}, _{dt.compute.upper()}, {back})"
         out.append(KernelEntry(dt_name, fn))
     return tuple(out)
+
+
+def kernel_entries(op: Operation, registry: Registry) -> tuple[str, ...]:
+    """The entry points a storage op's kernel family must provide: one per dtype it
+    supports, or one per (source, target) pair for an op that converts to a DType."""
+    dtypes = dict(op.arg_dtypes).get("self") or tuple(d.name for d in registry.dtypes)
+    if any(p.type == "DType" for p in op.params):
+        return tuple(f"{op.kernel}_{s}_{t}" for s in dtypes for t in (d.name for d in registry.dtypes))
+    return tuple(f"{op.kernel}_{d}" for d in dtypes)

@@ -86,6 +86,7 @@ OPERATION = Record(
         "fallback": Str(identifier=True, doc="backend to run on where a backend lacks the op"),
         "hook": Str(identifier=True, doc="custom-op parameter whose <backend>_fwd runs the op"),
         "impl": Map(Str(identifier=True), doc="backend -> runtime function, where not the op's name"),
+        "kernel": Str(identifier=True, doc="HIP kernel family in hip/: entry points <kernel>_<dtype>"),
         "same_dtype": List(IDENT, doc="Storage arguments (or self) that must share one dtype"),
         "same_shape": List(IDENT, doc="Layout arguments that must share one shape"),
         "dtypes": Map(DTYPE_LIST, doc="Storage argument (or self) -> allowed dtypes"),
@@ -115,7 +116,7 @@ REGISTRY = Record(
                 {
                     "runtime": Str(dotted=True, doc="hand-written runtime module, e.g. runtime.cpu"),
                     "ordinal": Bool(doc="whether devices of this backend are numbered"),
-                    "kernels": Str(choices=("numpy",), doc="generated kernel module the runtime receives"),
+                    "kernels": Str(choices=("numpy", "hip"), doc="generated kernel module the runtime receives"),
                     "doc": Str(),
                 },
                 required=("runtime",),

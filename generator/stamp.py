@@ -34,8 +34,15 @@ def _snapshot(registry: Path, inputs: list[Path], out: Path) -> dict:
         "version": VERSION,
         "registry": str(registry.resolve()),
         "inputs": {str(p): _digest(p) for p in files},
-        "outputs": {p.name: _digest(p) for p in sorted(out.glob("*.py"))},
+        "outputs": {p.name: _digest(p) for p in sorted([*out.glob("*.py"), *out.glob("*.hip")])},
+        "kernel_sources": [str(p) for p in _kernel_sources(registry)],
     }
+
+
+def _kernel_sources(registry: Path) -> list[Path]:
+    """hip/*.hip beside the registry: a new kernel file changes the output without changing
+    any file the last run read, so the set itself is part of the stamp."""
+    return sorted((registry.resolve().parent / "hip").glob("*.hip"))
 
 
 def up_to_date(registry: Path, out: Path) -> int | None:
@@ -45,6 +52,8 @@ def up_to_date(registry: Path, out: Path) -> int | None:
         if recorded.get("version") != VERSION or recorded["registry"] != str(registry.resolve()):
             return None
         inputs = [Path(p) for p in recorded["inputs"]]
+        if recorded.get("kernel_sources") != [str(p) for p in _kernel_sources(registry)]:
+            return None
         now = _snapshot(registry, inputs, out)
     except (OSError, ValueError, KeyError, TypeError):
         return None

@@ -103,12 +103,47 @@ class Validator:
         storage = self.operations("storage", dtypes, sets, backends, customs)
         device = self.operations("device", dtypes, sets, backends, customs)
         self.cross_checks(backends, storage, device, elementwise)
+        hip_kernels = self.hip_kernels(backends)
+        hip_dir = self.runtime_root / "hip"
+        registry = model.Registry(
+            self.path, dtypes, tuple(sets.items()), backends, elementwise, storage, device, customs,
+            hip_kernels=tuple(sorted(hip_kernels.items())),
+            hip_sources=tuple(str(p) for p in sorted(hip_dir.glob("*.hip"))) if hip_kernels else (),
+        )
+        self.kernel_refs(registry, hip_kernels)
         if self.checker.errors:
             raise RegistryError(self.checker.errors)
-        registry = model.Registry(
-            self.path, dtypes, tuple(sets.items()), backends, elementwise, storage, device, customs
-        )
         return dispatch.with_arms(registry)
+
+    def hip_kernels(self, backends) -> dict:
+        """Entry points of hip/*.hip, read when a backend runs HIP kernels."""
+        users = [b for b in backends if b.kernels == "hip"]
+        if not users:
+            return {}
+        from generator import kernel_sigs
+
+        node = self.root.get("backends").get(users[0].name).get("kernels")
+        directory = self.runtime_root / "hip"
+        if not directory.is_dir():
+            self.error(node, f"backends.{users[0].name}.kernels", f"no HIP kernel directory {directory}")
+            return {}
+        try:
+            return kernel_sigs.scan(directory)
+        except kernel_sigs.SignatureError as exc:
+            self.error(node, f"backends.{users[0].name}.kernels", f"hip/{exc}")
+            return {}
+
+    def kernel_refs(self, registry: model.Registry, hip_kernels: dict) -> None:
+        if not any(b.kernels == "hip" for b in registry.backends):
+            return
+        for op in registry.storage:
+            if not op.kernel:
+                continue
+            missing = [e for e in model.kernel_entries(op, registry) if e not in hip_kernels]
+            if missing:
+                node = self.root.get("storage").get(op.name).get("kernel")
+                shown = ", ".join(missing[:4]) + (f" and {len(missing) - 4} more" if len(missing) > 4 else "")
+                self.error(node, f"storage.{op.name}.kernel", f"kernel entry points not found in hip/*.hip: {shown}")
 
     def dtypes(self) -> tuple[model.DType, ...]:
         out = []
@@ -280,7 +315,7 @@ class Validator:
             impl = self.impl(node.get("impl"), f"{key}.impl", backends)
             out.append(model.Operation(
                 name, kind, params, returns or "None", fallback, hook, same_dtype, same_shape, arg_dtypes,
-                impl, self.text(node.get("doc")), node.position.line,
+                impl, self.text(node.get("doc")), node.position.line, kernel=self.text(node.get("kernel")) or None,
             ))
         return tuple(out)
 

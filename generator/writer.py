@@ -11,7 +11,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from generator.render import MARKER_PREFIX
+from generator.render import MARKER_PREFIXES
 
 
 class WriteRefused(Exception):
@@ -46,7 +46,7 @@ class Plan:
 def is_generated(path: Path) -> bool:
     try:
         with open(path, encoding="utf-8") as f:
-            return f.readline().startswith(MARKER_PREFIX)
+            return f.readline().startswith(MARKER_PREFIXES)
     except (OSError, UnicodeDecodeError):
         return False
 
@@ -67,7 +67,7 @@ def plan(out: Path, rendered: dict[str, str]) -> Plan:
         else:
             result.write[rel] = text
     if out.is_dir():
-        for path in sorted(out.glob("*.py")):
+        for path in sorted([*out.glob("*.py"), *out.glob("*.hip")]):
             rel = path.name
             if rel not in rendered and is_generated(path):
                 result.remove.append(rel)
