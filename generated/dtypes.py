@@ -53,8 +53,8 @@ _HIP = {
     DType.U8: "uint8_t",
     DType.U32: "uint32_t",
     DType.I64: "int64_t",
-    DType.BF16: "__hip_bfloat16",
-    DType.F16: "__half",
+    DType.BF16: "bf16_t",
+    DType.F16: "f16_t",
     DType.F32: "float",
     DType.F64: "double",
 }
