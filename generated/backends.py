@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import enum
 
-import runtime.cpu as _cpu
-import runtime.cuda as _cuda
-import runtime.rocm as _rocm
+import runtime.cpu as _rt_cpu
+import runtime.cuda as _rt_cuda
+import runtime.rocm as _rt_rocm
 from runtime.errors import BackendUnavailable, NotImplementedForBackend, OpgenError
 
 
@@ -44,9 +44,9 @@ class On:
 
 
 _RUNTIMES = {
-    Backend.CPU: _cpu,
-    Backend.CUDA: _cuda,
-    Backend.ROCM: _rocm,
+    Backend.CPU: _rt_cpu,
+    Backend.CUDA: _rt_cuda,
+    Backend.ROCM: _rt_rocm,
 }
 _NUMBERED = frozenset({Backend.CUDA, Backend.ROCM, })
 _DOC = {

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
-import runtime.cpu as _cpu
-import runtime.cuda as _cuda
-import runtime.rocm as _rocm
+import runtime.cpu as _rt_cpu
+import runtime.cuda as _rt_cuda
+import runtime.rocm as _rt_rocm
 from runtime.errors import ShapeMismatch
 from runtime.layout import Layout
 
@@ -22,7 +22,7 @@ def to_numpy(storage: Storage, layout: Layout) -> np.ndarray:
     """A contiguous host copy of the layout's view, of shape layout.shape."""
     match storage.backend:
         case On.CPU:
-            return _cpu.to_numpy(storage.inner, layout)
+            return _rt_cpu.to_numpy(storage.inner, layout)
         case On.CUDA:
             raise _missing(On.CUDA, "to_numpy")
         case On.ROCM:
@@ -55,7 +55,7 @@ def to_device(storage: Storage, layout: Layout, device: Device) -> Storage:
     """A contiguous copy of the layout's view on `device`."""
     match (storage.backend, device.backend):
         case (On.CPU, On.CPU):
-            return Storage(On.CPU, _cpu.from_host(device.ordinal, _cpu.to_numpy(storage.inner, layout).reshape(-1)))
+            return Storage(On.CPU, _rt_cpu.from_host(device.ordinal, _rt_cpu.to_numpy(storage.inner, layout).reshape(-1)))
         case (On.CPU, On.CUDA):
             raise _missing(On.CUDA, "to_device")
         case (On.CPU, On.ROCM):

@@ -8,11 +8,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-import runtime.cpu as _cpu
-import runtime.cuda as _cuda
-import runtime.rocm as _rocm
+import runtime.cpu as _rt_cpu
+import runtime.cuda as _rt_cuda
+import runtime.rocm as _rt_rocm
 
 from .backends import Backend, On
+from . import kernels_numpy as _kernels_numpy
 from .backends import missing as _missing
 from .dtypes import DType
 
@@ -62,7 +63,7 @@ class Device:
     def zeros(self, shape: tuple[int, ...], dtype: DType) -> Storage:
         match self.backend:
             case On.CPU:
-                return Storage(On.CPU, _cpu.zeros(self.ordinal, shape, dtype))
+                return Storage(On.CPU, _rt_cpu.zeros(self.ordinal, shape, dtype))
             case On.CUDA:
                 raise _missing(On.CUDA, "zeros")
             case On.ROCM:
@@ -71,7 +72,7 @@ class Device:
     def ones(self, shape: tuple[int, ...], dtype: DType) -> Storage:
         match self.backend:
             case On.CPU:
-                return Storage(On.CPU, _cpu.ones(self.ordinal, shape, dtype))
+                return Storage(On.CPU, _rt_cpu.ones(self.ordinal, shape, dtype))
             case On.CUDA:
                 raise _missing(On.CUDA, "ones")
             case On.ROCM:
@@ -80,7 +81,7 @@ class Device:
     def alloc_uninit(self, shape: tuple[int, ...], dtype: DType) -> Storage:
         match self.backend:
             case On.CPU:
-                return Storage(On.CPU, _cpu.alloc_uninit(self.ordinal, shape, dtype))
+                return Storage(On.CPU, _rt_cpu.alloc_uninit(self.ordinal, shape, dtype))
             case On.CUDA:
                 raise _missing(On.CUDA, "alloc_uninit")
             case On.ROCM:
@@ -89,7 +90,7 @@ class Device:
     def storage_from_slice(self, array: np.ndarray) -> Storage:
         match self.backend:
             case On.CPU:
-                return Storage(On.CPU, _cpu.storage_from_slice(self.ordinal, array))
+                return Storage(On.CPU, _rt_cpu.storage_from_slice(self.ordinal, array))
             case On.CUDA:
                 raise _missing(On.CUDA, "storage_from_slice")
             case On.ROCM:
@@ -98,7 +99,7 @@ class Device:
     def rand_uniform(self, shape: tuple[int, ...], dtype: DType, low: float, high: float) -> Storage:
         match self.backend:
             case On.CPU:
-                return Storage(On.CPU, _cpu.rand_uniform(self.ordinal, shape, dtype, low, high))
+                return Storage(On.CPU, _rt_cpu.rand_uniform(self.ordinal, shape, dtype, low, high))
             case On.CUDA:
                 raise _missing(On.CUDA, "rand_uniform")
             case On.ROCM:
@@ -107,7 +108,7 @@ class Device:
     def rand_normal(self, shape: tuple[int, ...], dtype: DType, mean: float, std: float) -> Storage:
         match self.backend:
             case On.CPU:
-                return Storage(On.CPU, _cpu.rand_normal(self.ordinal, shape, dtype, mean, std))
+                return Storage(On.CPU, _rt_cpu.rand_normal(self.ordinal, shape, dtype, mean, std))
             case On.CUDA:
                 raise _missing(On.CUDA, "rand_normal")
             case On.ROCM:
@@ -116,7 +117,7 @@ class Device:
     def set_seed(self, seed: int) -> None:
         match self.backend:
             case On.CPU:
-                _cpu.set_seed(self.ordinal, seed)
+                _rt_cpu.set_seed(self.ordinal, seed)
             case On.CUDA:
                 raise _missing(On.CUDA, "set_seed")
             case On.ROCM:
@@ -125,7 +126,7 @@ class Device:
     def synchronize(self) -> None:
         match self.backend:
             case On.CPU:
-                _cpu.synchronize(self.ordinal)
+                _rt_cpu.synchronize(self.ordinal)
             case On.CUDA:
                 raise _missing(On.CUDA, "synchronize")
             case On.ROCM:
@@ -134,7 +135,7 @@ class Device:
     def location(self) -> str:
         match self.backend:
             case On.CPU:
-                return _cpu.location(self.ordinal)
+                return _rt_cpu.location(self.ordinal)
             case On.CUDA:
                 raise _missing(On.CUDA, "location")
             case On.ROCM:
@@ -143,7 +144,7 @@ class Device:
     def supports_bf16(self) -> bool:
         match self.backend:
             case On.CPU:
-                return _cpu.supports_bf16(self.ordinal)
+                return _rt_cpu.supports_bf16(self.ordinal)
             case On.CUDA:
                 raise _missing(On.CUDA, "supports_bf16")
             case On.ROCM:

@@ -50,13 +50,13 @@ _NUMPY = {
     DType.F64: np.dtype("float64"),
 }
 _HIP = {
-    DType.U8: "uint8_t",
-    DType.U32: "uint32_t",
-    DType.I64: "int64_t",
-    DType.BF16: "bf16_t",
-    DType.F16: "f16_t",
-    DType.F32: "float",
-    DType.F64: "double",
+    DType.U8: 'uint8_t',
+    DType.U32: 'uint32_t',
+    DType.I64: 'int64_t',
+    DType.BF16: 'bf16_t',
+    DType.F16: 'f16_t',
+    DType.F32: 'float',
+    DType.F64: 'double',
 }
 _KIND = {
     DType.U8: "uint",

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
-import runtime.cpu as _cpu
-import runtime.cuda as _cuda
-import runtime.rocm as _rocm
+import runtime.cpu as _rt_cpu
+import runtime.cuda as _rt_cuda
+import runtime.rocm as _rt_rocm
 from runtime.errors import DeviceMismatch, DTypeMismatch, OpgenError, ShapeMismatch
 from runtime.layout import Layout
 from runtime.params import (
@@ -45,7 +45,7 @@ class Storage:
     def try_clone(self, layout: Layout) -> Storage:
         match self.backend:
             case On.CPU:
-                return Storage(On.CPU, _cpu.try_clone(self.inner, layout))
+                return Storage(On.CPU, _rt_cpu.try_clone(self.inner, layout))
             case On.CUDA:
                 raise _missing(On.CUDA, "try_clone")
             case On.ROCM:
@@ -54,7 +54,7 @@ class Storage:
     def dtype(self) -> DType:
         match self.backend:
             case On.CPU:
-                return _dtype_of(_cpu.dtype(self.inner))
+                return _dtype_of(_rt_cpu.dtype(self.inner))
             case On.CUDA:
                 raise _missing(On.CUDA, "dtype")
             case On.ROCM:
@@ -63,7 +63,7 @@ class Storage:
     def device(self) -> Device:
         match self.backend:
             case On.CPU:
-                return Device(On.CPU, _cpu.device(self.inner))
+                return Device(On.CPU, _rt_cpu.device(self.inner))
             case On.CUDA:
                 raise _missing(On.CUDA, "device")
             case On.ROCM:
@@ -72,7 +72,7 @@ class Storage:
     def const_set(self, value: int | float, layout: Layout) -> None:
         match self.backend:
             case On.CPU:
-                _cpu.const_set(self.inner, value, layout)
+                _rt_cpu.const_set(self.inner, value, layout)
             case On.CUDA:
                 raise _missing(On.CUDA, "const_set")
             case On.ROCM:
@@ -81,45 +81,45 @@ class Storage:
     def affine(self, layout: Layout, mul: float, add: float) -> Storage:
         match self.backend:
             case On.CPU:
-                return Storage(On.CPU, _cpu.affine(self.inner, layout, mul, add))
+                return Storage(On.CPU, _rt_cpu.affine(self.inner, layout, mul, add))
             case On.CUDA:
                 raise _missing(On.CUDA, "affine")
             case On.ROCM:
                 raise _missing(On.ROCM, "affine")
 
     def powf(self, layout: Layout, exponent: float) -> Storage:
-        if self.dtype() not in _POWF_SELF_DTYPES:
-            raise _dtype_not_in("powf", self, _POWF_SELF_DTYPES)
         match self.backend:
             case On.CPU:
-                return Storage(On.CPU, _cpu.powf(self.inner, layout, exponent))
+                if self.dtype() not in _POWF_SELF_DTYPES:
+                    raise _dtype_not_in("powf", self, _POWF_SELF_DTYPES)
+                return Storage(On.CPU, _rt_cpu.powf(self.inner, layout, exponent))
             case On.CUDA:
                 raise _missing(On.CUDA, "powf")
             case On.ROCM:
                 raise _missing(On.ROCM, "powf")
 
     def elu(self, layout: Layout, alpha: float) -> Storage:
-        if self.dtype() not in _ELU_SELF_DTYPES:
-            raise _dtype_not_in("elu", self, _ELU_SELF_DTYPES)
         match self.backend:
             case On.CPU:
-                return Storage(On.CPU, _cpu.elu(self.inner, layout, alpha))
+                if self.dtype() not in _ELU_SELF_DTYPES:
+                    raise _dtype_not_in("elu", self, _ELU_SELF_DTYPES)
+                return Storage(On.CPU, _rt_cpu.elu(self.inner, layout, alpha))
             case On.CUDA:
                 raise _missing(On.CUDA, "elu")
             case On.ROCM:
                 raise _missing(On.ROCM, "elu")
 
     def cmp(self, op: CmpOp, rhs: Storage, lhs_layout: Layout, rhs_layout: Layout) -> Storage:
-        if rhs.backend is not self.backend:
-            raise _device_mismatch("cmp", self, rhs)
-        dtype = self.dtype()
-        if rhs.dtype() is not dtype:
-            raise _dtype_mismatch("cmp", self, rhs)
-        if rhs_layout.shape != lhs_layout.shape:
-            raise ShapeMismatch("cmp", self.backend.value, lhs_layout.shape, rhs_layout.shape)
         match self.backend:
             case On.CPU:
-                return Storage(On.CPU, _cpu.cmp(self.inner, _kernels_numpy.CMP[op], rhs.inner, lhs_layout, rhs_layout))
+                if rhs.backend is not self.backend:
+                    raise _device_mismatch("cmp", self, rhs)
+                _dtype = self.dtype()
+                if rhs.dtype() is not _dtype:
+                    raise _dtype_mismatch("cmp", self, rhs)
+                if rhs_layout.shape != lhs_layout.shape:
+                    raise ShapeMismatch("cmp", self.backend.value, lhs_layout.shape, rhs_layout.shape)
+                return Storage(On.CPU, _rt_cpu.cmp(self.inner, _kernels_numpy.CMP[op], rhs.inner, lhs_layout, rhs_layout))
             case On.CUDA:
                 raise _missing(On.CUDA, "cmp")
             case On.ROCM:
@@ -128,7 +128,7 @@ class Storage:
     def reduce_op(self, op: ReduceOp, layout: Layout, dims: tuple[int, ...]) -> Storage:
         match self.backend:
             case On.CPU:
-                return Storage(On.CPU, _cpu.reduce_op(self.inner, _kernels_numpy.REDUCE[op], layout, dims))
+                return Storage(On.CPU, _rt_cpu.reduce_op(self.inner, _kernels_numpy.REDUCE[op], layout, dims))
             case On.CUDA:
                 raise _missing(On.CUDA, "reduce_op")
             case On.ROCM:
@@ -137,7 +137,7 @@ class Storage:
     def to_dtype(self, layout: Layout, dtype: DType) -> Storage:
         match self.backend:
             case On.CPU:
-                return Storage(On.CPU, _cpu.to_dtype(self.inner, layout, dtype))
+                return Storage(On.CPU, _rt_cpu.to_dtype(self.inner, layout, dtype))
             case On.CUDA:
                 raise _missing(On.CUDA, "to_dtype")
             case On.ROCM:
@@ -146,101 +146,101 @@ class Storage:
     def unary(self, op: UnaryOp, layout: Layout) -> Storage:
         match self.backend:
             case On.CPU:
-                return Storage(On.CPU, _cpu.unary(self.inner, _kernels_numpy.UNARY[op], layout))
+                return Storage(On.CPU, _rt_cpu.unary(self.inner, _kernels_numpy.UNARY[op], layout))
             case On.CUDA:
                 raise _missing(On.CUDA, "unary")
             case On.ROCM:
                 raise _missing(On.ROCM, "unary")
 
     def binary(self, op: BinaryOp, rhs: Storage, lhs_layout: Layout, rhs_layout: Layout) -> Storage:
-        if rhs.backend is not self.backend:
-            raise _device_mismatch("binary", self, rhs)
-        dtype = self.dtype()
-        if rhs.dtype() is not dtype:
-            raise _dtype_mismatch("binary", self, rhs)
-        if rhs_layout.shape != lhs_layout.shape:
-            raise ShapeMismatch("binary", self.backend.value, lhs_layout.shape, rhs_layout.shape)
         match self.backend:
             case On.CPU:
-                return Storage(On.CPU, _cpu.binary(self.inner, _kernels_numpy.BINARY[op], rhs.inner, lhs_layout, rhs_layout))
+                if rhs.backend is not self.backend:
+                    raise _device_mismatch("binary", self, rhs)
+                _dtype = self.dtype()
+                if rhs.dtype() is not _dtype:
+                    raise _dtype_mismatch("binary", self, rhs)
+                if rhs_layout.shape != lhs_layout.shape:
+                    raise ShapeMismatch("binary", self.backend.value, lhs_layout.shape, rhs_layout.shape)
+                return Storage(On.CPU, _rt_cpu.binary(self.inner, _kernels_numpy.BINARY[op], rhs.inner, lhs_layout, rhs_layout))
             case On.CUDA:
                 raise _missing(On.CUDA, "binary")
             case On.ROCM:
                 raise _missing(On.ROCM, "binary")
 
     def where_cond(self, layout: Layout, on_true: Storage, true_layout: Layout, on_false: Storage, false_layout: Layout) -> Storage:
-        if on_true.backend is not self.backend:
-            raise _device_mismatch("where_cond", self, on_true)
-        if on_false.backend is not self.backend:
-            raise _device_mismatch("where_cond", self, on_false)
-        dtype = on_true.dtype()
-        if on_false.dtype() is not dtype:
-            raise _dtype_mismatch("where_cond", on_true, on_false)
-        if true_layout.shape != layout.shape:
-            raise ShapeMismatch("where_cond", self.backend.value, layout.shape, true_layout.shape)
-        if false_layout.shape != layout.shape:
-            raise ShapeMismatch("where_cond", self.backend.value, layout.shape, false_layout.shape)
-        if self.dtype() not in _WHERE_COND_SELF_DTYPES:
-            raise _dtype_not_in("where_cond", self, _WHERE_COND_SELF_DTYPES)
         match self.backend:
             case On.CPU:
-                return Storage(On.CPU, _cpu.where_cond(self.inner, layout, on_true.inner, true_layout, on_false.inner, false_layout))
+                if on_true.backend is not self.backend:
+                    raise _device_mismatch("where_cond", self, on_true)
+                if on_false.backend is not self.backend:
+                    raise _device_mismatch("where_cond", self, on_false)
+                _dtype = on_true.dtype()
+                if on_false.dtype() is not _dtype:
+                    raise _dtype_mismatch("where_cond", on_true, on_false)
+                if true_layout.shape != layout.shape:
+                    raise ShapeMismatch("where_cond", self.backend.value, layout.shape, true_layout.shape)
+                if false_layout.shape != layout.shape:
+                    raise ShapeMismatch("where_cond", self.backend.value, layout.shape, false_layout.shape)
+                if self.dtype() not in _WHERE_COND_SELF_DTYPES:
+                    raise _dtype_not_in("where_cond", self, _WHERE_COND_SELF_DTYPES)
+                return Storage(On.CPU, _rt_cpu.where_cond(self.inner, layout, on_true.inner, true_layout, on_false.inner, false_layout))
             case On.CUDA:
                 raise _missing(On.CUDA, "where_cond")
             case On.ROCM:
                 raise _missing(On.ROCM, "where_cond")
 
     def conv1d(self, layout: Layout, kernel: Storage, kernel_layout: Layout, params: ConvParams1D) -> Storage:
-        if kernel.backend is not self.backend:
-            raise _device_mismatch("conv1d", self, kernel)
-        dtype = self.dtype()
-        if kernel.dtype() is not dtype:
-            raise _dtype_mismatch("conv1d", self, kernel)
         match self.backend:
             case On.CPU:
-                return Storage(On.CPU, _cpu.conv1d(self.inner, layout, kernel.inner, kernel_layout, params))
+                if kernel.backend is not self.backend:
+                    raise _device_mismatch("conv1d", self, kernel)
+                _dtype = self.dtype()
+                if kernel.dtype() is not _dtype:
+                    raise _dtype_mismatch("conv1d", self, kernel)
+                return Storage(On.CPU, _rt_cpu.conv1d(self.inner, layout, kernel.inner, kernel_layout, params))
             case On.CUDA:
                 raise _missing(On.CUDA, "conv1d")
             case On.ROCM:
                 raise _missing(On.ROCM, "conv1d")
 
     def conv_transpose1d(self, layout: Layout, kernel: Storage, kernel_layout: Layout, params: ConvTransposeParams1D) -> Storage:
-        if kernel.backend is not self.backend:
-            raise _device_mismatch("conv_transpose1d", self, kernel)
-        dtype = self.dtype()
-        if kernel.dtype() is not dtype:
-            raise _dtype_mismatch("conv_transpose1d", self, kernel)
         match self.backend:
             case On.CPU:
-                return Storage(On.CPU, _cpu.conv_transpose1d(self.inner, layout, kernel.inner, kernel_layout, params))
+                if kernel.backend is not self.backend:
+                    raise _device_mismatch("conv_transpose1d", self, kernel)
+                _dtype = self.dtype()
+                if kernel.dtype() is not _dtype:
+                    raise _dtype_mismatch("conv_transpose1d", self, kernel)
+                return Storage(On.CPU, _rt_cpu.conv_transpose1d(self.inner, layout, kernel.inner, kernel_layout, params))
             case On.CUDA:
                 raise _missing(On.CUDA, "conv_transpose1d")
             case On.ROCM:
                 raise _missing(On.ROCM, "conv_transpose1d")
 
     def conv2d(self, layout: Layout, kernel: Storage, kernel_layout: Layout, params: ConvParams2D) -> Storage:
-        if kernel.backend is not self.backend:
-            raise _device_mismatch("conv2d", self, kernel)
-        dtype = self.dtype()
-        if kernel.dtype() is not dtype:
-            raise _dtype_mismatch("conv2d", self, kernel)
         match self.backend:
             case On.CPU:
-                return Storage(On.CPU, _cpu.conv2d(self.inner, layout, kernel.inner, kernel_layout, params))
+                if kernel.backend is not self.backend:
+                    raise _device_mismatch("conv2d", self, kernel)
+                _dtype = self.dtype()
+                if kernel.dtype() is not _dtype:
+                    raise _dtype_mismatch("conv2d", self, kernel)
+                return Storage(On.CPU, _rt_cpu.conv2d(self.inner, layout, kernel.inner, kernel_layout, params))
             case On.CUDA:
                 raise _missing(On.CUDA, "conv2d")
             case On.ROCM:
                 raise _missing(On.ROCM, "conv2d")
 
     def conv_transpose2d(self, layout: Layout, kernel: Storage, kernel_layout: Layout, params: ConvTransposeParams2D) -> Storage:
-        if kernel.backend is not self.backend:
-            raise _device_mismatch("conv_transpose2d", self, kernel)
-        dtype = self.dtype()
-        if kernel.dtype() is not dtype:
-            raise _dtype_mismatch("conv_transpose2d", self, kernel)
         match self.backend:
             case On.CPU:
-                return Storage(On.CPU, _cpu.conv_transpose2d(self.inner, layout, kernel.inner, kernel_layout, params))
+                if kernel.backend is not self.backend:
+                    raise _device_mismatch("conv_transpose2d", self, kernel)
+                _dtype = self.dtype()
+                if kernel.dtype() is not _dtype:
+                    raise _dtype_mismatch("conv_transpose2d", self, kernel)
+                return Storage(On.CPU, _rt_cpu.conv_transpose2d(self.inner, layout, kernel.inner, kernel_layout, params))
             case On.CUDA:
                 raise _missing(On.CUDA, "conv_transpose2d")
             case On.ROCM:
@@ -249,7 +249,7 @@ class Storage:
     def avg_pool2d(self, layout: Layout, kernel_size: tuple[int, int], stride: tuple[int, int]) -> Storage:
         match self.backend:
             case On.CPU:
-                return Storage(On.CPU, _cpu.avg_pool2d(self.inner, layout, kernel_size, stride))
+                return Storage(On.CPU, _rt_cpu.avg_pool2d(self.inner, layout, kernel_size, stride))
             case On.CUDA:
                 raise _missing(On.CUDA, "avg_pool2d")
             case On.ROCM:
@@ -258,7 +258,7 @@ class Storage:
     def max_pool2d(self, layout: Layout, kernel_size: tuple[int, int], stride: tuple[int, int]) -> Storage:
         match self.backend:
             case On.CPU:
-                return Storage(On.CPU, _cpu.max_pool2d(self.inner, layout, kernel_size, stride))
+                return Storage(On.CPU, _rt_cpu.max_pool2d(self.inner, layout, kernel_size, stride))
             case On.CUDA:
                 raise _missing(On.CUDA, "max_pool2d")
             case On.ROCM:
@@ -267,7 +267,7 @@ class Storage:
     def upsample_nearest1d(self, layout: Layout, size: int) -> Storage:
         match self.backend:
             case On.CPU:
-                return Storage(On.CPU, _cpu.upsample_nearest1d(self.inner, layout, size))
+                return Storage(On.CPU, _rt_cpu.upsample_nearest1d(self.inner, layout, size))
             case On.CUDA:
                 raise _missing(On.CUDA, "upsample_nearest1d")
             case On.ROCM:
@@ -276,131 +276,131 @@ class Storage:
     def upsample_nearest2d(self, layout: Layout, height: int, width: int) -> Storage:
         match self.backend:
             case On.CPU:
-                return Storage(On.CPU, _cpu.upsample_nearest2d(self.inner, layout, height, width))
+                return Storage(On.CPU, _rt_cpu.upsample_nearest2d(self.inner, layout, height, width))
             case On.CUDA:
                 raise _missing(On.CUDA, "upsample_nearest2d")
             case On.ROCM:
                 raise _missing(On.ROCM, "upsample_nearest2d")
 
     def gather(self, layout: Layout, ids: Storage, ids_layout: Layout, dim: int) -> Storage:
-        if ids.backend is not self.backend:
-            raise _device_mismatch("gather", self, ids)
-        if ids.dtype() not in _GATHER_IDS_DTYPES:
-            raise _dtype_not_in("gather", ids, _GATHER_IDS_DTYPES)
         match self.backend:
             case On.CPU:
-                return Storage(On.CPU, _cpu.gather(self.inner, layout, ids.inner, ids_layout, dim))
+                if ids.backend is not self.backend:
+                    raise _device_mismatch("gather", self, ids)
+                if ids.dtype() not in _GATHER_IDS_DTYPES:
+                    raise _dtype_not_in("gather", ids, _GATHER_IDS_DTYPES)
+                return Storage(On.CPU, _rt_cpu.gather(self.inner, layout, ids.inner, ids_layout, dim))
             case On.CUDA:
                 raise _missing(On.CUDA, "gather")
             case On.ROCM:
                 raise _missing(On.ROCM, "gather")
 
     def scatter_set(self, layout: Layout, ids: Storage, ids_layout: Layout, src: Storage, src_layout: Layout, dim: int) -> None:
-        if ids.backend is not self.backend:
-            raise _device_mismatch("scatter_set", self, ids)
-        if src.backend is not self.backend:
-            raise _device_mismatch("scatter_set", self, src)
-        dtype = self.dtype()
-        if src.dtype() is not dtype:
-            raise _dtype_mismatch("scatter_set", self, src)
-        if ids.dtype() not in _SCATTER_SET_IDS_DTYPES:
-            raise _dtype_not_in("scatter_set", ids, _SCATTER_SET_IDS_DTYPES)
         match self.backend:
             case On.CPU:
-                _cpu.scatter_set(self.inner, layout, ids.inner, ids_layout, src.inner, src_layout, dim)
+                if ids.backend is not self.backend:
+                    raise _device_mismatch("scatter_set", self, ids)
+                if src.backend is not self.backend:
+                    raise _device_mismatch("scatter_set", self, src)
+                _dtype = self.dtype()
+                if src.dtype() is not _dtype:
+                    raise _dtype_mismatch("scatter_set", self, src)
+                if ids.dtype() not in _SCATTER_SET_IDS_DTYPES:
+                    raise _dtype_not_in("scatter_set", ids, _SCATTER_SET_IDS_DTYPES)
+                _rt_cpu.scatter_set(self.inner, layout, ids.inner, ids_layout, src.inner, src_layout, dim)
             case On.CUDA:
                 raise _missing(On.CUDA, "scatter_set")
             case On.ROCM:
                 raise _missing(On.ROCM, "scatter_set")
 
     def scatter_add(self, layout: Layout, ids: Storage, ids_layout: Layout, src: Storage, src_layout: Layout, dim: int) -> None:
-        if ids.backend is not self.backend:
-            raise _device_mismatch("scatter_add", self, ids)
-        if src.backend is not self.backend:
-            raise _device_mismatch("scatter_add", self, src)
-        dtype = self.dtype()
-        if src.dtype() is not dtype:
-            raise _dtype_mismatch("scatter_add", self, src)
-        if ids.dtype() not in _SCATTER_ADD_IDS_DTYPES:
-            raise _dtype_not_in("scatter_add", ids, _SCATTER_ADD_IDS_DTYPES)
         match self.backend:
             case On.CPU:
-                _cpu.scatter_add(self.inner, layout, ids.inner, ids_layout, src.inner, src_layout, dim)
+                if ids.backend is not self.backend:
+                    raise _device_mismatch("scatter_add", self, ids)
+                if src.backend is not self.backend:
+                    raise _device_mismatch("scatter_add", self, src)
+                _dtype = self.dtype()
+                if src.dtype() is not _dtype:
+                    raise _dtype_mismatch("scatter_add", self, src)
+                if ids.dtype() not in _SCATTER_ADD_IDS_DTYPES:
+                    raise _dtype_not_in("scatter_add", ids, _SCATTER_ADD_IDS_DTYPES)
+                _rt_cpu.scatter_add(self.inner, layout, ids.inner, ids_layout, src.inner, src_layout, dim)
             case On.CUDA:
                 raise _missing(On.CUDA, "scatter_add")
             case On.ROCM:
                 raise _missing(On.ROCM, "scatter_add")
 
     def index_select(self, ids: Storage, layout: Layout, ids_layout: Layout, dim: int) -> Storage:
-        if ids.backend is not self.backend:
-            raise _device_mismatch("index_select", self, ids)
-        if ids.dtype() not in _INDEX_SELECT_IDS_DTYPES:
-            raise _dtype_not_in("index_select", ids, _INDEX_SELECT_IDS_DTYPES)
         match self.backend:
             case On.CPU:
-                return Storage(On.CPU, _cpu.index_select(self.inner, ids.inner, layout, ids_layout, dim))
+                if ids.backend is not self.backend:
+                    raise _device_mismatch("index_select", self, ids)
+                if ids.dtype() not in _INDEX_SELECT_IDS_DTYPES:
+                    raise _dtype_not_in("index_select", ids, _INDEX_SELECT_IDS_DTYPES)
+                return Storage(On.CPU, _rt_cpu.index_select(self.inner, ids.inner, layout, ids_layout, dim))
             case On.CUDA:
                 raise _missing(On.CUDA, "index_select")
             case On.ROCM:
                 raise _missing(On.ROCM, "index_select")
 
     def index_add(self, layout: Layout, ids: Storage, ids_layout: Layout, src: Storage, src_layout: Layout, dim: int) -> Storage:
-        if ids.backend is not self.backend:
-            raise _device_mismatch("index_add", self, ids)
-        if src.backend is not self.backend:
-            raise _device_mismatch("index_add", self, src)
-        dtype = self.dtype()
-        if src.dtype() is not dtype:
-            raise _dtype_mismatch("index_add", self, src)
-        if ids.dtype() not in _INDEX_ADD_IDS_DTYPES:
-            raise _dtype_not_in("index_add", ids, _INDEX_ADD_IDS_DTYPES)
         match self.backend:
             case On.CPU:
-                return Storage(On.CPU, _cpu.index_add(self.inner, layout, ids.inner, ids_layout, src.inner, src_layout, dim))
+                if ids.backend is not self.backend:
+                    raise _device_mismatch("index_add", self, ids)
+                if src.backend is not self.backend:
+                    raise _device_mismatch("index_add", self, src)
+                _dtype = self.dtype()
+                if src.dtype() is not _dtype:
+                    raise _dtype_mismatch("index_add", self, src)
+                if ids.dtype() not in _INDEX_ADD_IDS_DTYPES:
+                    raise _dtype_not_in("index_add", ids, _INDEX_ADD_IDS_DTYPES)
+                return Storage(On.CPU, _rt_cpu.index_add(self.inner, layout, ids.inner, ids_layout, src.inner, src_layout, dim))
             case On.CUDA:
                 raise _missing(On.CUDA, "index_add")
             case On.ROCM:
                 raise _missing(On.ROCM, "index_add")
 
     def matmul(self, rhs: Storage, bmnk: MatmulDims, lhs_layout: Layout, rhs_layout: Layout) -> Storage:
-        if rhs.backend is not self.backend:
-            raise _device_mismatch("matmul", self, rhs)
-        dtype = self.dtype()
-        if rhs.dtype() is not dtype:
-            raise _dtype_mismatch("matmul", self, rhs)
-        if self.dtype() not in _MATMUL_SELF_DTYPES:
-            raise _dtype_not_in("matmul", self, _MATMUL_SELF_DTYPES)
         match self.backend:
             case On.CPU:
-                return Storage(On.CPU, _cpu.matmul(self.inner, rhs.inner, bmnk, lhs_layout, rhs_layout))
+                if rhs.backend is not self.backend:
+                    raise _device_mismatch("matmul", self, rhs)
+                _dtype = self.dtype()
+                if rhs.dtype() is not _dtype:
+                    raise _dtype_mismatch("matmul", self, rhs)
+                if self.dtype() not in _MATMUL_SELF_DTYPES:
+                    raise _dtype_not_in("matmul", self, _MATMUL_SELF_DTYPES)
+                return Storage(On.CPU, _rt_cpu.matmul(self.inner, rhs.inner, bmnk, lhs_layout, rhs_layout))
             case On.CUDA:
                 raise _missing(On.CUDA, "matmul")
             case On.ROCM:
                 raise _missing(On.ROCM, "matmul")
 
     def copy_strided_src(self, dst: Storage, dst_offset: int, src_layout: Layout) -> None:
-        if dst.backend is not self.backend:
-            raise _device_mismatch("copy_strided_src", self, dst)
-        dtype = self.dtype()
-        if dst.dtype() is not dtype:
-            raise _dtype_mismatch("copy_strided_src", self, dst)
         match self.backend:
             case On.CPU:
-                _cpu.copy_strided_src(self.inner, dst.inner, dst_offset, src_layout)
+                if dst.backend is not self.backend:
+                    raise _device_mismatch("copy_strided_src", self, dst)
+                _dtype = self.dtype()
+                if dst.dtype() is not _dtype:
+                    raise _dtype_mismatch("copy_strided_src", self, dst)
+                _rt_cpu.copy_strided_src(self.inner, dst.inner, dst_offset, src_layout)
             case On.CUDA:
                 raise _missing(On.CUDA, "copy_strided_src")
             case On.ROCM:
                 raise _missing(On.ROCM, "copy_strided_src")
 
     def copy2d(self, dst: Storage, d1: int, d2: int, src_stride1: int, dst_stride1: int, src_offset: int, dst_offset: int) -> None:
-        if dst.backend is not self.backend:
-            raise _device_mismatch("copy2d", self, dst)
-        dtype = self.dtype()
-        if dst.dtype() is not dtype:
-            raise _dtype_mismatch("copy2d", self, dst)
         match self.backend:
             case On.CPU:
-                _cpu.copy2d(self.inner, dst.inner, d1, d2, src_stride1, dst_stride1, src_offset, dst_offset)
+                if dst.backend is not self.backend:
+                    raise _device_mismatch("copy2d", self, dst)
+                _dtype = self.dtype()
+                if dst.dtype() is not _dtype:
+                    raise _dtype_mismatch("copy2d", self, dst)
+                _rt_cpu.copy2d(self.inner, dst.inner, d1, d2, src_stride1, dst_stride1, src_offset, dst_offset)
             case On.CUDA:
                 raise _missing(On.CUDA, "copy2d")
             case On.ROCM:
@@ -419,32 +419,44 @@ class Storage:
                 return Storage(On.ROCM, inner), shape
 
     def apply_op2(self, layout: Layout, t2: Storage, layout2: Layout, op: CustomOp2) -> tuple[Storage, tuple[int, ...]]:
-        if t2.backend is not self.backend:
-            raise _device_mismatch("apply_op2", self, t2)
         match self.backend:
             case On.CPU:
+                if t2.backend is not self.backend:
+                    raise _device_mismatch("apply_op2", self, t2)
                 inner, shape = op.cpu_fwd(self.inner, layout, t2.inner, layout2)
                 return Storage(On.CPU, inner), shape
             case On.CUDA:
+                if t2.backend is not self.backend:
+                    raise _device_mismatch("apply_op2", self, t2)
                 inner, shape = op.cuda_fwd(self.inner, layout, t2.inner, layout2)
                 return Storage(On.CUDA, inner), shape
             case On.ROCM:
+                if t2.backend is not self.backend:
+                    raise _device_mismatch("apply_op2", self, t2)
                 inner, shape = op.rocm_fwd(self.inner, layout, t2.inner, layout2)
                 return Storage(On.ROCM, inner), shape
 
     def apply_op3(self, layout: Layout, t2: Storage, layout2: Layout, t3: Storage, layout3: Layout, op: CustomOp3) -> tuple[Storage, tuple[int, ...]]:
-        if t2.backend is not self.backend:
-            raise _device_mismatch("apply_op3", self, t2)
-        if t3.backend is not self.backend:
-            raise _device_mismatch("apply_op3", self, t3)
         match self.backend:
             case On.CPU:
+                if t2.backend is not self.backend:
+                    raise _device_mismatch("apply_op3", self, t2)
+                if t3.backend is not self.backend:
+                    raise _device_mismatch("apply_op3", self, t3)
                 inner, shape = op.cpu_fwd(self.inner, layout, t2.inner, layout2, t3.inner, layout3)
                 return Storage(On.CPU, inner), shape
             case On.CUDA:
+                if t2.backend is not self.backend:
+                    raise _device_mismatch("apply_op3", self, t2)
+                if t3.backend is not self.backend:
+                    raise _device_mismatch("apply_op3", self, t3)
                 inner, shape = op.cuda_fwd(self.inner, layout, t2.inner, layout2, t3.inner, layout3)
                 return Storage(On.CUDA, inner), shape
             case On.ROCM:
+                if t2.backend is not self.backend:
+                    raise _device_mismatch("apply_op3", self, t2)
+                if t3.backend is not self.backend:
+                    raise _device_mismatch("apply_op3", self, t3)
                 inner, shape = op.rocm_fwd(self.inner, layout, t2.inner, layout2, t3.inner, layout3)
                 return Storage(On.ROCM, inner), shape
 
@@ -458,27 +470,39 @@ class Storage:
                 op.rocm_fwd(self.inner, layout)
 
     def inplace_op2(self, layout: Layout, t2: Storage, layout2: Layout, op: InplaceOp2) -> None:
-        if t2.backend is not self.backend:
-            raise _device_mismatch("inplace_op2", self, t2)
         match self.backend:
             case On.CPU:
+                if t2.backend is not self.backend:
+                    raise _device_mismatch("inplace_op2", self, t2)
                 op.cpu_fwd(self.inner, layout, t2.inner, layout2)
             case On.CUDA:
+                if t2.backend is not self.backend:
+                    raise _device_mismatch("inplace_op2", self, t2)
                 op.cuda_fwd(self.inner, layout, t2.inner, layout2)
             case On.ROCM:
+                if t2.backend is not self.backend:
+                    raise _device_mismatch("inplace_op2", self, t2)
                 op.rocm_fwd(self.inner, layout, t2.inner, layout2)
 
     def inplace_op3(self, layout: Layout, t2: Storage, layout2: Layout, t3: Storage, layout3: Layout, op: InplaceOp3) -> None:
-        if t2.backend is not self.backend:
-            raise _device_mismatch("inplace_op3", self, t2)
-        if t3.backend is not self.backend:
-            raise _device_mismatch("inplace_op3", self, t3)
         match self.backend:
             case On.CPU:
+                if t2.backend is not self.backend:
+                    raise _device_mismatch("inplace_op3", self, t2)
+                if t3.backend is not self.backend:
+                    raise _device_mismatch("inplace_op3", self, t3)
                 op.cpu_fwd(self.inner, layout, t2.inner, layout2, t3.inner, layout3)
             case On.CUDA:
+                if t2.backend is not self.backend:
+                    raise _device_mismatch("inplace_op3", self, t2)
+                if t3.backend is not self.backend:
+                    raise _device_mismatch("inplace_op3", self, t3)
                 op.cuda_fwd(self.inner, layout, t2.inner, layout2, t3.inner, layout3)
             case On.ROCM:
+                if t2.backend is not self.backend:
+                    raise _device_mismatch("inplace_op3", self, t2)
+                if t3.backend is not self.backend:
+                    raise _device_mismatch("inplace_op3", self, t3)
                 op.rocm_fwd(self.inner, layout, t2.inner, layout2, t3.inner, layout3)
 
 

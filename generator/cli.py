@@ -32,11 +32,11 @@ def _load(registry: Path):
         sys.exit(EXIT_INVALID)
 
 
-def _render(model):
+def _render(model, out: Path):
     from generator.render import RenderError, render
 
     try:
-        return render(model)
+        return render(model, out=out)
     except RenderError as exc:
         click.echo(f"error: {exc}; nothing written", err=True)
         sys.exit(EXIT_INVALID)
@@ -73,7 +73,7 @@ def main(ctx: click.Context, registry: Path, out: Path, check: bool) -> None:
     from generator.writer import WriteRefused, apply, plan
 
     model = _load(registry)
-    rendered = _render(model)
+    rendered = _render(model, out)
     inputs = [*map(Path, model.input_files), *sorted(TEMPLATES.glob("*.j2"))]
     try:
         result = plan(out, rendered)

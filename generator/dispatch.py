@@ -40,6 +40,14 @@ def _wrap(returns: str, backend: Backend, call: str) -> tuple[str, ...]:
             return (f"return {call}",)
 
 
+def _kernel_table(op: Operation, backend: Backend) -> tuple[str, ...]:
+    """The launch table of the op's hand-written kernel family, for backends that run HIP
+    kernels: runtimes get kernels as arguments and never import generated code."""
+    if op.kernel and backend.kernels == "hip":
+        return (f'_kernels_hip.STORAGE["{op.name}"]',)
+    return ()
+
+
 def _needs_kernels(op: Operation) -> bool:
     return any(p.type in OP_ENUM_TYPES for p in op.params)
 
@@ -57,7 +65,7 @@ def storage_arm(op: Operation, backend: Backend, registry: Registry) -> Arm:
         return _hook_arm(op, backend)
     fn = op.function(backend.name)
     if backend.implements(fn) and (backend.kernels or not _needs_kernels(op)):
-        args = ", ".join(["self.inner", *(_arg(op, p, backend) for p in op.params)])
+        args = ", ".join(["self.inner", *(_arg(op, p, backend) for p in op.params), *_kernel_table(op, backend)])
         return Arm(backend, "implemented", _wrap(op.returns, backend, f"{backend.alias}.{fn}({args})"))
     if op.fallback and op.fallback != backend.name and all(backend.implements(f) for f in FALLBACK_NEEDS):
         host = registry.backend(op.fallback)

@@ -42,8 +42,13 @@ def _position(path: str, mark: yaml.Mark) -> Position:
     return Position(path, mark.line + 1, mark.column + 1)
 
 
+_COLLECTION_TAGS = ("tag:yaml.org,2002:map", "tag:yaml.org,2002:seq")
+
+
 def _convert(path: str, node: yaml.Node, errors: list[Diagnostic], key: str) -> Node:
     pos = _position(path, node.start_mark)
+    if isinstance(node, (yaml.MappingNode, yaml.SequenceNode)) and node.tag not in _COLLECTION_TAGS:
+        errors.append(Diagnostic(pos, key, f"unsupported YAML tag {node.tag!r}"))
     if isinstance(node, yaml.MappingNode):
         entries: dict[str, tuple[Node, Node]] = {}
         for knode, vnode in node.value:
@@ -90,6 +95,9 @@ def load_text(text: str, path: str) -> Node:
     errors: list[Diagnostic] = []
     try:
         root = yaml.compose(text, Loader=_LOADER)
+    except yaml.reader.ReaderError as exc:  # a character YAML does not allow
+        position = _offset_position(path, text, exc.position)
+        raise RegistryError([Diagnostic(position, "", f"YAML syntax error: {exc.reason}")]) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         pos = _position(path, mark) if mark else Position(path, 1, 1)
@@ -98,16 +106,29 @@ def load_text(text: str, path: str) -> Node:
         raise RegistryError([Diagnostic(pos, "", f"YAML syntax error: {problem}{context}")]) from None
     if root is None:
         raise RegistryError([Diagnostic(Position(path, 1, 1), "", "the registry is empty")])
-    tree = _convert(path, root, errors, "")
+    try:
+        tree = _convert(path, root, errors, "")
+    except RecursionError:
+        raise RegistryError([Diagnostic(_position(path, root.start_mark), "", "the registry is nested too deeply")]) from None
     if errors:
         raise RegistryError(errors)
     return tree
 
 
+def _offset_position(path: str, text: str, offset: int) -> Position:
+    line = text.count("\n", 0, offset) + 1
+    return Position(path, line, offset - (text.rfind("\n", 0, offset) + 1) + 1)
+
+
 def load_file(path: str) -> Node:
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
+        with open(path, "rb") as f:
+            data = f.read()
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        good = data[: exc.start].decode("utf-8")
+        pos = _offset_position(path, good, len(good))
+        raise RegistryError([Diagnostic(pos, "", "the registry is not valid UTF-8 text")]) from None
     except OSError as exc:
         raise RegistryError([Diagnostic(Position(path, 1, 1), "", f"cannot read registry: {exc.strerror}")]) from None
     return load_text(text, path)

@@ -76,7 +76,8 @@ class Backend:
 
     @property
     def alias(self) -> str:
-        return f"_{self.name}"
+        """The runtime module's name in generated code: a prefix no generated name uses."""
+        return f"_rt_{self.name}"
 
     def implements(self, function: str) -> bool:
         return function in self.functions
@@ -227,9 +228,9 @@ def dispatch_checks(op: Operation) -> tuple[str, ...]:
                   f'    raise _device_mismatch("{op.name}", self, {p.name})']
     if op.same_dtype:
         first, *rest = op.same_dtype
-        lines.append(f"dtype = {first}.dtype()")
+        lines.append(f"_dtype = {first}.dtype()")
         for name in rest:
-            lines += [f"if {name}.dtype() is not dtype:", f'    raise _dtype_mismatch("{op.name}", {first}, {name})']
+            lines += [f"if {name}.dtype() is not _dtype:", f'    raise _dtype_mismatch("{op.name}", {first}, {name})']
     if op.same_shape:
         first, *rest = op.same_shape
         for name in rest:

@@ -29,7 +29,7 @@ FIXED_EXPORTS = (
 )
 
 
-@dataclass(frozen=True)
+@dataclass  # not frozen: Python sets __traceback__ on exceptions as they travel
 class RenderError(Exception):
     template: str
     output: str
@@ -41,7 +41,8 @@ class RenderError(Exception):
         return f"{self.template}: renders invalid Python at {self.output}:{self.line}:{self.col}: {self.message}"
 
 
-def environment(templates: Path = TEMPLATES) -> jinja2.Environment:
+def environment(templates: Path | None = None) -> jinja2.Environment:
+    templates = templates or TEMPLATES
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(templates)),
         undefined=jinja2.StrictUndefined,
@@ -82,9 +83,14 @@ def context(registry: model.Registry) -> dict:
     }
 
 
-def render(registry: model.Registry, templates: Path = TEMPLATES) -> dict[str, str]:
+def render(registry: model.Registry, templates: Path | None = None, out: Path | None = None) -> dict[str, str]:
+    """Every generated file's text, by name. `out` (default: generated/ beside the registry)
+    locates hip/ relative to the package, for the launch wrappers."""
     env = environment(templates)
     ctx = context(registry)
+    registry_dir = Path(registry.path).resolve().parent
+    out = (out or registry_dir / "generated").resolve()
+    ctx["hip_dir"] = Path(os.path.relpath(registry_dir / "hip", out)).as_posix()
     rendered = {}
     # The generated HIP source comes first: the launch wrappers are derived from its entry
     # points as parsed back from the text, like those of the hand-written kernels.
@@ -115,14 +121,15 @@ def launch_context(registry: model.Registry, kernels: tuple) -> dict:
             entries = model.kernel_entries(op, registry)
             keys = [_kernel_key(op.kernel, e) for e in entries]
             storage.append((op.name, tuple(zip(keys, entries))))
+    sources = sorted({k.source for k in kernels})
     return {"kernels": kernels, "arg_types": arg_types, "arg_index": arg_index, "storage_kernels": storage,
-            "generated_sources": ("elementwise.hip",)}
+            "generated_sources": ("elementwise.hip",), "source_index": {s: i for i, s in enumerate(sources)}}
 
 
 def _kernel_key(family: str, entry: str) -> str:
     dtypes = entry.removeprefix(f"{family}_").split("_")
-    return ", ".join(f"DType.{d.upper()}" for d in dtypes) if len(dtypes) == 1 else \
-        "(" + ", ".join(f"DType.{d.upper()}" for d in dtypes) + ")"
+    keys = [f"_{d.upper()}" for d in dtypes]
+    return keys[0] if len(keys) == 1 else f"({', '.join(keys)})"
 
 
 def py_params(kernel) -> list[str]:

@@ -26,26 +26,48 @@ RESERVED = {
 }
 
 
-# Names numpy (with ml_dtypes) is known to accept; others are asked of numpy itself, which
-# costs its import (0.16 s), a tenth of a full generation.
-KNOWN_NUMPY_DTYPES = frozenset(
-    "bool uint8 uint16 uint32 uint64 int8 int16 int32 int64 float16 float32 float64 complex64 complex128 "
-    "bfloat16 float8_e4m3fn float8_e5m2".split()
-)
+# The kind of the numpy dtypes people name; others are asked of numpy itself, which costs
+# its import (0.16 s), a tenth of a full generation.
+KNOWN_NUMPY_KINDS = {
+    **{f"uint{n}": "uint" for n in (8, 16, 32, 64)},
+    **{f"int{n}": "int" for n in (8, 16, 32, 64)},
+    **{f"float{n}": "float" for n in (16, 32, 64)},
+    "bfloat16": "float", "float8_e4m3fn": "float", "float8_e5m2": "float",
+}
+NOT_A_DTYPE = "unknown"
 
 
 @functools.lru_cache(maxsize=None)
-def _numpy_dtype_ok(name: str) -> bool:
-    if name in KNOWN_NUMPY_DTYPES:
-        return True
-    import ml_dtypes  # noqa: F401  (registers bfloat16 with numpy)
+def numpy_kind(name: str) -> str | None:
+    """uint, int or float for a scalar number dtype; None for any other dtype numpy knows
+    (structured, string, object, ...); NOT_A_DTYPE when numpy knows no such dtype."""
+    if name in KNOWN_NUMPY_KINDS:
+        return KNOWN_NUMPY_KINDS[name]
+    import ml_dtypes  # registers bfloat16 and friends with numpy
     import numpy as np
 
     try:
-        np.dtype(name)
+        dt = np.dtype(name)
     except TypeError:
-        return False
-    return True
+        return NOT_A_DTYPE
+    if dt.fields or dt.subdtype:
+        return None
+    if dt.kind in "uif":
+        return {"u": "uint", "i": "int", "f": "float"}[dt.kind]
+    try:
+        ml_dtypes.finfo(dt)
+    except (TypeError, ValueError):
+        return None
+    return "float"
+
+
+# Names the generated modules define or import: a parameter or custom-op trait of that
+# name would hide them inside the generated code.
+GENERATED_NAMES = frozenset({
+    "Storage", "Device", "DType", "Backend", "On", "Layout", "Kernel", "MatmulDims", "ConvParams1D",
+    "ConvParams2D", "ConvTransposeParams1D", "ConvTransposeParams2D", "UnaryOp", "BinaryOp", "CmpOp",
+    "ReduceOp", "np",
+})
 
 
 @functools.lru_cache(maxsize=4096)
@@ -150,16 +172,22 @@ class Validator:
         names = {k for k, _, _ in self.section("dtypes")}
         for name, _, node in self.section("dtypes"):
             key = f"dtypes.{name}"
-            numpy_name, compute = self.text(node.get("numpy")), node.get("compute")
-            if numpy_name and not _numpy_dtype_ok(numpy_name):
+            numpy_name, compute, kind = self.text(node.get("numpy")), node.get("compute"), node.get("kind")
+            numpy_kind_ = numpy_kind(numpy_name) if numpy_name else NOT_A_DTYPE
+            if numpy_name and numpy_kind_ == NOT_A_DTYPE:
                 self.error(node.get("numpy"), f"{key}.numpy", f"unknown numpy dtype {numpy_name!r}")
+            elif numpy_name and numpy_kind_ is None:
+                self.error(node.get("numpy"), f"{key}.numpy", f"numpy dtype {numpy_name!r} is not a scalar number type")
+            elif kind is not None and kind.value in ("uint", "int", "float") and kind.value != numpy_kind_:
+                self.error(kind, f"{key}.kind", f"kind {kind.value!r} does not match numpy dtype {numpy_name} "
+                                                f"({numpy_kind_})")
             if compute is not None and compute.tag == "str" and compute.value not in names:
                 self.error(compute, f"{key}.compute", f"unknown dtype {compute.value!r}{did_you_mean(compute.value, names)}")
             out.append(model.DType(
                 name, numpy_name, self.text(node.get("hip")) or None, self.text(node.get("kind"), "float"),
                 self.text(compute) or None, node.position.line,
             ))
-        if not out and self.root.get("dtypes") is not None:
+        if not out and self.root.get("dtypes") is not None and self.root.get("dtypes").tag == "map":
             self.error(self.root.get("dtypes"), "dtypes", "declare at least one dtype")
         return tuple(out)
 
@@ -221,13 +249,15 @@ class Validator:
                 self.text(node.get("doc")), self.text(node.get("kernels")) or None, functions, node.position.line,
                 runtime_path,
             ))
-        if not out and self.root.get("backends") is not None:
+        if not out and self.root.get("backends") is not None and self.root.get("backends").tag == "map":
             self.error(self.root.get("backends"), "backends", "declare at least one backend")
         return tuple(out)
 
     def custom_ops(self) -> tuple[model.CustomOpTrait, ...]:
         out = []
-        for name, _, node in self.section("custom_ops"):
+        for name, knode, node in self.section("custom_ops"):
+            if name in GENERATED_NAMES or name in model.PARAM_TYPES or name in model.RETURN_TYPES:
+                self.error(knode, f"custom_ops.{name}", f"custom op {name!r} has the name of a generated or core type")
             inputs, inplace = node.get("inputs"), node.get("inplace")
             out.append(model.CustomOpTrait(
                 name,
@@ -291,6 +321,8 @@ class Validator:
             key = f"{kind}.{name}"
             if name in RESERVED[kind]:
                 self.error(knode, key, f"{kind} op name {name!r} is reserved by the generated class")
+            elif name.startswith("_"):
+                self.error(knode, key, f"{kind} op name {name!r} may not start with an underscore")
             params = self.params(node.get("params"), f"{key}.params", trait_names)
             by_name = {p.name: p for p in params}
             returns = self.text(node.get("returns"))
@@ -304,7 +336,8 @@ class Validator:
                     self.error(fnode, f"{key}.fallback", f"unknown backend {fallback!r}{did_you_mean(fallback, backend_names)}")
                 elif kind == "device" or returns != "Storage":
                     self.error(fnode, f"{key}.fallback", "only storage ops that return a new Storage can fall back")
-                elif not backends[[b.name for b in backends].index(fallback)].implements(name):
+                elif not backends[[b.name for b in backends].index(fallback)].implements(
+                        self.text((node.get("impl") or node).get(fallback)) or name):
                     self.error(fnode, f"{key}.fallback", f"fallback backend {fallback!r} does not implement {name}")
             hook = self.text(node.get("hook")) or None
             if hook is not None:
@@ -329,6 +362,8 @@ class Validator:
             t = vnode.value
             if name in ("self",):
                 self.error(knode, f"{key}.{name}", "a parameter may not be called 'self'")
+            elif name in GENERATED_NAMES or name in traits or name.startswith("_"):
+                self.error(knode, f"{key}.{name}", f"parameter {name!r} would hide the generated name {name}")
             if t not in model.PARAM_TYPES and t not in model.OP_ENUM_TYPES and t not in traits:
                 choices = [*model.PARAM_TYPES, *model.OP_ENUM_TYPES, *traits]
                 self.error(vnode, f"{key}.{name}", f"unknown parameter type {t!r}{did_you_mean(t, choices)}")
@@ -377,7 +412,10 @@ class Validator:
             return ()
         out = []
         for name, (knode, vnode) in node.value.items():
-            if name != "self" and (name not in by_name or not by_name[name].is_storage):
+            if name != "self" and name in by_name and not by_name[name].is_storage:
+                self.error(knode, f"{key}.{name}", f"parameter {name!r} is a {by_name[name].type}, not a Storage")
+                continue
+            if name != "self" and name not in by_name:
                 self.error(knode, f"{key}.{name}", f"no Storage parameter named {name!r}{did_you_mean(name, by_name)}")
                 continue
             out.append((name, self.dtype_names(vnode, f"{key}.{name}", known, sets)))
@@ -426,11 +464,36 @@ class Validator:
                     self.error(node, f"backends.{b.name}.kernels",
                                f"{b.runtime} implements {op.name}, which takes generated kernels, "
                                "but the backend declares no `kernels`")
-        uses_families = {p.type for op in storage for p in op.params if p.type in model.OP_ENUM_TYPES}
-        for t in uses_families:
-            if not any(e.family == model.OP_ENUM_TYPES[t] for e in elementwise) and self.root.get("storage"):
-                self.error(self.root.get("storage"), "storage",
-                           f"parameters of type {t} need at least one {model.OP_ENUM_TYPES[t]} op")
+        families = {e.family for e in elementwise}
+        for section in ("storage", "device"):
+            for op_name, _, op_node in self.section(section):
+                params = op_node.get("params")
+                for p_name, (_, t_node) in (params.value.items() if params is not None and params.tag == "map" else ()):
+                    family = model.OP_ENUM_TYPES.get(t_node.value)
+                    if family and family not in families:
+                        self.error(t_node, f"{section}.{op_name}.params.{p_name}",
+                                   f"parameters of type {t_node.value} need at least one {family} op")
+        self.collisions("dtypes", "dtype")
+        functions: dict[str, str] = {}
+        for op in elementwise:
+            for fn, _ in model.numpy_functions(op):
+                if fn in functions:
+                    self.error(self.root.get(op.family).get(op.name), f"{op.family}.{op.name}",
+                               f"kernel function {fn} of {op.name!r} collides with that of {functions[fn]!r}")
+                functions.setdefault(fn, op.name)
+        checks = [op.name for op in storage if op.same_dtype or op.arg_dtypes]
+        if checks and not any(op.name == "dtype" and op.returns == "DType" for op in storage):
+            self.error(self.root.get("storage"), "storage",
+                       f"{checks[0]} checks dtypes before dispatch: declare a storage op `dtype` returning DType")
+
+    def collisions(self, section: str, what: str) -> None:
+        """Names that differ only in case become one enum member."""
+        seen: dict[str, str] = {}
+        for name, knode, _ in self.section(section):
+            if name.upper() in seen:
+                self.error(knode, f"{section}.{name}", f"{what} {name!r} collides with {seen[name.upper()]!r} "
+                                                       "(the same upper-case name)")
+            seen.setdefault(name.upper(), name)
 
 
 def validate(root: Node, runtime_root: Path) -> model.Registry:

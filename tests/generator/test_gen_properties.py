@@ -1,0 +1,301 @@
+"""Property tests (hypothesis).
+
+(a) Random valid registries (random dtype subsets and names, backends drawn from the fixture
+    runtimes, elementwise ops from a pool of expressions, storage ops with random parameter
+    lists) generate packages that import, and ops dispatched through Storage on the cpu
+    backend compute what the registry's numpy expressions say.
+(b) Random mutations of a valid registry's text never end in a traceback: `gen` exits 0, or
+    exits 2 with every problem as FILE:LINE:COL: message.
+
+Examples are few and derandomized: the suite stays fast on two cores and a failure
+reproduces on every run."""
+
+from __future__ import annotations
+
+import itertools
+import keyword
+import re
+
+import ml_dtypes
+import numpy as np
+import pytest
+import yaml
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from gen_helpers import DIAGNOSTIC, MINI, crashed, render_text, run_cli, undefined_globals, write_package
+from generator.diagnostics import RegistryError
+from generator.model import PARAM_TYPES, RETURN_TYPES
+from runtime.errors import NotImplementedForBackend
+from runtime.layout import Layout
+
+PROPERTY = settings(max_examples=30, deadline=None, derandomize=True, print_blob=True,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+
+# ----------------------------------------------------------------------------- (a) valid registries
+
+# Every top-level name of the fixture runtimes (an op of that name would be implemented, and
+# called with made-up arguments), names the generated classes reserve, and `missing`, a
+# backend name that the generator does not reject although it breaks the package (see
+# tests/fixtures/broken/backend_name_shadows_generated_name.yaml).
+TAKEN = {
+    "all", "backend", "inner", "ordinal", "parse", "available", "missing", "view", "availability",
+    "to_numpy", "to_host", "from_host", "device", "to_device", "dtype", "unary", "binary", "cmp", "affine",
+    "fill", "zeros", "storage_from_slice", "location", "self", "np", "special", "reduce", "apply",
+}
+
+# Lower-case names without underscores: they cannot collide with generated helper names
+# (`_lowp1`, `unary_<op>_<kind>`, ...).
+NAME = st.from_regex(r"[a-z][a-z0-9]{1,6}", fullmatch=True).filter(
+    lambda n: not keyword.iskeyword(n) and not keyword.issoftkeyword(n) and n not in TAKEN)
+
+# numpy name -> kind; half types compute in the registry's float32 dtype when there is one.
+NUMPY_DTYPES = {"uint8": "uint", "uint32": "uint", "int32": "int", "int64": "int",
+                "float32": "float", "float64": "float", "float16": "float", "bfloat16": "float"}
+HALF = {"float16", "bfloat16"}
+
+UNARY = ["-x", "x * x", "np.abs(x)", "x + 1", "np.maximum(x, 0)",
+         {"float": "np.exp(x)", "int": "x * 2", "uint": "x + 1"},
+         {"float": "np.sqrt(x)", "int": "-x", "uint": "x"}]
+BINARY = ["x + y", "x * y", "np.maximum(x, y)", "np.minimum(x, y)",
+          {"float": "x / y", "int": "x // y", "uint": "x // y"}]
+CMP = ["x < y", "x == y", "x >= y", "x != y"]
+REDUCE = ["np.sum(x, axis=-1, dtype=x.dtype)", "np.max(x, axis=-1)"]
+POOLS = {"unary": UNARY, "binary": BINARY, "cmp": CMP, "reduce": REDUCE}
+
+SIMPLE_PARAM_TYPES = sorted(PARAM_TYPES)
+
+
+@st.composite
+def registries(draw):
+    """A valid registry as a dict (dumped to YAML by the test)."""
+    names = iter(draw(st.lists(NAME, min_size=40, max_size=40, unique=True)))
+    numpy_names = draw(st.lists(st.sampled_from(sorted(NUMPY_DTYPES)), min_size=1, max_size=5, unique=True))
+    dtypes = {}
+    by_numpy = {n: next(names) for n in numpy_names}
+    for n in numpy_names:
+        spec = {"numpy": n, "kind": NUMPY_DTYPES[n]}
+        if n in HALF and "float32" in by_numpy:
+            spec["compute"] = by_numpy["float32"]
+        dtypes[by_numpy[n]] = spec
+    dnames = list(dtypes)
+
+    reg: dict = {"version": 1, "dtypes": dtypes}
+    sets = {}
+    if draw(st.booleans()):
+        sets[next(names)] = draw(st.lists(st.sampled_from(dnames), min_size=1, unique=True))
+        reg["dtype_sets"] = sets
+
+    cpu = next(names)
+    backends = {cpu: {"runtime": "mini_rt.cpu", "kernels": "numpy", "ordinal": draw(st.booleans())}}
+    for runtime in draw(st.lists(st.sampled_from(["mini_rt.cpu", "mini_rt.gpu", "mini_rt.rocm2"]), max_size=2)):
+        spec = {"runtime": runtime, "ordinal": draw(st.booleans())}
+        if runtime == "mini_rt.cpu":
+            spec["kernels"] = "numpy"
+        backends[next(names)] = spec
+    reg["backends"] = backends
+
+    def dtype_list():
+        if sets and draw(st.booleans()):
+            return next(iter(sets))
+        if draw(st.booleans()):
+            return "all"
+        return draw(st.lists(st.sampled_from(dnames), min_size=1, unique=True))
+
+    for family, pool in POOLS.items():
+        ops = {}
+        for _ in range(draw(st.integers(0, 2))):
+            ops[next(names)] = {"numpy": draw(st.sampled_from(pool)), "dtypes": dtype_list()}
+        if ops:
+            reg[family] = ops
+
+    storage: dict = {"dtype": {"params": {}, "returns": "DType"}}
+    if "unary" in reg:
+        storage["unary"] = {"params": {"op": "UnaryOp", "layout": "Layout"}, "returns": "Storage"}
+    for family, enum in (("binary", "BinaryOp"), ("cmp", "CmpOp")):
+        if family in reg:
+            storage[family] = {"params": {"op": enum, "rhs": "Storage", "lhs_layout": "Layout", "rhs_layout": "Layout"},
+                               "returns": "Storage", "same_dtype": ["self", "rhs"],
+                               "same_shape": ["lhs_layout", "rhs_layout"]}
+    storage["affine"] = {"params": {"layout": "Layout", "mul": "float", "add": "float"}, "returns": "Storage",
+                         "fallback": cpu}
+    enums = [t for t, fam in (("UnaryOp", "unary"), ("BinaryOp", "binary"), ("CmpOp", "cmp"), ("ReduceOp", "reduce"))
+             if fam in reg]
+    trait = next(names).capitalize() + "Op"
+    for _ in range(draw(st.integers(0, 3))):
+        pnames = draw(st.lists(NAME, max_size=4, unique=True))
+        params = {p: draw(st.sampled_from([*SIMPLE_PARAM_TYPES, *enums, trait])) for p in pnames}
+        storage[next(names)] = {"params": params, "returns": draw(st.sampled_from(sorted(RETURN_TYPES)))}
+    storage["apply"] = {"params": {"layout": "Layout", "op": trait}, "returns": "StorageShape", "hook": "op"}
+    reg["storage"] = storage
+    reg["device"] = {"storage_from_slice": {"params": {"array": "Array"}, "returns": "Storage"},
+                     "location": {"params": {}, "returns": "str"}}
+    reg["custom_ops"] = {trait: {"inputs": 1, "inplace": False}}
+    return reg
+
+
+def _np_dtype(name: str) -> np.dtype:
+    return np.dtype(ml_dtypes.bfloat16) if name == "bfloat16" else np.dtype(name)
+
+
+def _expected(reg, family, expr, dname, x, y=None):
+    """What the registry says the op computes: the expression for the dtype's kind, in its
+    compute dtype, cast to the result dtype (u8 for comparisons where the registry has u8)."""
+    spec = reg["dtypes"][dname]
+    if isinstance(expr, dict):
+        expr = expr[spec["kind"]]
+    compute = _np_dtype(reg["dtypes"][spec["compute"]]["numpy"]) if "compute" in spec else x.dtype
+    env = {"np": np, "x": x.astype(compute), "y": None if y is None else y.astype(compute)}
+    out = np.asarray(eval(expr, {"__builtins__": {}}, env))
+    result = x.dtype
+    if family == "cmp" and "u8" in reg["dtypes"]:  # the dtype *named* u8, whatever it is
+        result = _np_dtype(reg["dtypes"]["u8"]["numpy"])
+    return out.astype(result)
+
+
+def _dtypes_of(reg, op_spec):
+    listed = op_spec["dtypes"]
+    if isinstance(listed, list):
+        return listed
+    if listed == "all":
+        return list(reg["dtypes"])
+    return reg["dtype_sets"][listed]
+
+
+_counter = itertools.count()
+
+
+@PROPERTY
+@given(reg=registries())
+def test_random_valid_registries_generate_working_packages(reg, tmp_path_factory, session_importer):
+    text = yaml.safe_dump(reg, sort_keys=False)
+    try:
+        rendered = render_text(text, "random.yaml")
+    except RegistryError as exc:
+        pytest.fail(f"a valid registry was rejected:\n{exc}\n---\n{text}")
+    for name, source in rendered.items():
+        if name.endswith(".py"):
+            assert not undefined_globals(source, name), f"{name} reads undefined names\n---\n{text}"
+    out = write_package(rendered, tmp_path_factory.getbasetemp() / f"randpkg{next(_counter)}")
+    m = session_importer(out)
+
+    assert [b.value for b in m.Backend] == list(reg["backends"])
+    assert [d.value for d in m.DType] == list(reg["dtypes"])
+    for family, enum in (("unary", m.UnaryOp), ("binary", m.BinaryOp), ("cmp", m.CmpOp), ("reduce", m.ReduceOp)):
+        assert [o.value for o in enum] == list(reg.get(family, {}))
+
+    cpu_name = next(iter(reg["backends"]))
+    cpu = m.Device(m.Backend(cpu_name))
+    layout = Layout.contiguous((4,))
+    for dname, spec in reg["dtypes"].items():
+        x = np.array([1, 2, 3, 4]).astype(_np_dtype(spec["numpy"]))
+        y = np.array([2, 1, 3, 1]).astype(x.dtype)
+        s, t = cpu.storage_from_slice(x), cpu.storage_from_slice(y)
+        assert s.dtype() is m.DType(dname)
+        for op, op_spec in reg.get("unary", {}).items():
+            if dname in _dtypes_of(reg, op_spec):
+                got = m.to_numpy(s.unary(m.UnaryOp(op), layout), layout)
+                want = _expected(reg, "unary", op_spec["numpy"], dname, x)
+                np.testing.assert_array_equal(got, want, err_msg=f"unary {op} on {dname}")
+                assert got.dtype == want.dtype
+        for family, enum in (("binary", m.BinaryOp), ("cmp", m.CmpOp)):
+            for op, op_spec in reg.get(family, {}).items():
+                if dname in _dtypes_of(reg, op_spec):
+                    got = m.to_numpy(getattr(s, family)(enum(op), t, layout, layout), layout)
+                    want = _expected(reg, family, op_spec["numpy"], dname, x, y)
+                    np.testing.assert_array_equal(got, want, err_msg=f"{family} {op} on {dname}")
+                    assert got.dtype == want.dtype
+        got = m.to_numpy(s.affine(layout, 2.0, 1.0), layout)
+        np.testing.assert_array_equal(got, (x.astype(np.float64) * 2 + 1).astype(x.dtype))
+
+    for name, backend in reg["backends"].items():  # `affine` falls back to cpu where a runtime lacks it
+        if backend["runtime"] == "mini_rt.gpu":
+            g = m.Device(m.Backend(name)).storage_from_slice(np.array([1.0, 2.0, 3.0, 4.0], np.float64))
+            moved = g.affine(layout, 2.0, 1.0)
+            assert moved.backend is m.Backend(name)
+            assert m.to_numpy(moved, layout).tolist() == [3.0, 5.0, 7.0, 9.0]
+
+    s = cpu.storage_from_slice(np.array([1, 2, 3, 4], np.uint8))
+    for op, op_spec in reg["storage"].items():  # the random ops: no runtime has them
+        if op in ("dtype", "unary", "binary", "cmp", "affine", "apply"):
+            continue
+        args = [s if t == "Storage" else None for t in op_spec["params"].values()]
+        with pytest.raises(NotImplementedForBackend) as exc:
+            getattr(s, op)(*args)
+        assert (exc.value.backend, exc.value.op) == (cpu_name, op)
+
+
+# ----------------------------------------------------------------------------- (b) mutations
+
+BASE = MINI.read_text(encoding="utf-8")
+BASE_LINES = BASE.splitlines(keepends=True)
+SCALARS = ["1", "0", "-1", "2", "1.5", "true", "false", "null", "~", "[]", "{}", "x", "f32", "u8", "all", "float",
+           "Storage", "Layout", "None", "cpu", "gpu", "'a b'", '"x +"', '"np.exp(x)"', "[f32, nope]", "{a: 1}",
+           "mini_rt.nope", "mini_rt.gpu", "class", "Scale1", "op", "!!str 3", "&a 1", "*a", "|", ">", "'", '"',
+           """'the "fast" path'""", "'C:\\xdir'"] + [
+           "a" * 40]
+GARBAGE = st.one_of(
+    st.text(alphabet=" \t\n:-{}[],#&*!|>'\"%@`?=.xyz019\u00e9", min_size=1, max_size=12),
+    st.sampled_from(["\x07", "\x00", "\x1b[0m", "\ufeff", "\u2028", "\U0001f600", "\\", "\\x"]),  # pasted junk
+)
+KEY = re.compile(r"^(\s*)([A-Za-z_][A-Za-z0-9_]*)(\s*:)", re.M)
+
+
+@st.composite
+def mutants(draw):
+    lines = list(BASE_LINES)
+    for _ in range(draw(st.integers(1, 3))):
+        i = draw(st.integers(0, len(lines) - 1))
+        kind = draw(st.sampled_from(["delete", "duplicate", "scalar", "garbage", "indent", "rename"]))
+        line = lines[i]
+        if kind == "delete":
+            del lines[i]
+        elif kind == "duplicate":
+            lines.insert(i, line)
+        elif kind == "scalar":
+            tokens = list(re.finditer(r"[A-Za-z0-9_.\-\"']+", line))
+            if tokens:
+                t = draw(st.sampled_from(tokens))
+                lines[i] = line[:t.start()] + draw(st.sampled_from(SCALARS)) + line[t.end():]
+        elif kind == "garbage":
+            col = draw(st.integers(0, len(line)))
+            lines[i] = line[:col] + draw(GARBAGE) + line[col:]
+        elif kind == "indent":
+            stripped = line.lstrip(" ")
+            width = draw(st.sampled_from([0, 1, 2, 3, 4, 6]))
+            lines[i] = draw(st.sampled_from([" " * width, "\t"])) + stripped
+        else:
+            m = KEY.match(line)
+            if m:
+                new = draw(st.sampled_from([m[2] + "s", m[2][:-1] or "x", m[2].upper(), "version", "storage",
+                                            "dtypes", "params", "returns", "x-y", "1", "self", "doc"]))
+                lines[i] = line[:m.start(2)] + new + line[m.end(2):]
+        if not lines:
+            lines = ["\n"]
+    return "".join(lines)
+
+
+@settings(PROPERTY, max_examples=200)
+@given(text=mutants())
+def test_mutated_registries_never_crash(text, ws, session_importer):
+    assume(text != BASE)
+    n = next(_counter)
+    registry = ws / f"mutant{n}.yaml"
+    registry.write_text(text, encoding="utf-8")
+    out = ws / f"mutant_out{n}"
+    result = run_cli("--registry", registry, "--out", out)
+    assert not crashed(result), f"traceback: {result.exception!r}\n---\n{text}"
+    assert result.exit_code in (0, 2), f"exit {result.exit_code}\n{result.output}\n---\n{text}"
+    if result.exit_code == 0:
+        session_importer(out)  # a registry gen accepts generates a package that imports
+        return
+    assert not out.exists()
+    lines = result.stderr.splitlines()
+    assert lines[-1].startswith(f"{registry}: ") and lines[-1].endswith("; nothing written"), (
+        f"not a registry diagnostic:\n{result.stderr}\n---\n{text}")
+    assert len(lines) >= 2
+    n_lines = text.count("\n") + 1
+    for line in lines[:-1]:
+        m = DIAGNOSTIC.match(line)
+        assert m and m["path"] == str(registry), f"not FILE:LINE:COL: message: {line!r}\n---\n{text}"
+        assert 1 <= int(m["line"]) <= n_lines and int(m["col"]) >= 1, line
