@@ -34,44 +34,8 @@ def _lowp2(fn, compute, out):
     return lambda x, y: fn(x.astype(compute), y.astype(compute)).astype(out)
 
 
-def unary_neg(x):
-    return -x
-
-
 def unary_recip(x):
     return 1 / x
-
-
-def unary_sqr(x):
-    return x * x
-
-
-def unary_sqrt(x):
-    return np.sqrt(x)
-
-
-def unary_exp(x):
-    return np.exp(x)
-
-
-def unary_log(x):
-    return np.log(x)
-
-
-def unary_sin(x):
-    return np.sin(x)
-
-
-def unary_cos(x):
-    return np.cos(x)
-
-
-def unary_tanh(x):
-    return np.tanh(x)
-
-
-def unary_abs(x):
-    return np.abs(x)
 
 
 def unary_erf(x):
@@ -94,36 +58,8 @@ def unary_relu(x):
     return np.maximum(x, 0)
 
 
-def unary_ceil(x):
-    return np.ceil(x)
-
-
-def unary_floor(x):
-    return np.floor(x)
-
-
 def unary_round(x):
     return np.trunc(x + np.copysign(np.nextafter(x.dtype.type(0.5), x.dtype.type(0)), x))
-
-
-def unary_sign(x):
-    return np.sign(x)
-
-
-def binary_add(x, y):
-    return x + y
-
-
-def binary_sub(x, y):
-    return x - y
-
-
-def binary_mul(x, y):
-    return x * y
-
-
-def binary_div_float(x, y):
-    return x / y
 
 
 def binary_div_int(x, y):
@@ -132,38 +68,6 @@ def binary_div_int(x, y):
 
 def binary_div_uint(x, y):
     return x // y
-
-
-def binary_maximum(x, y):
-    return np.maximum(x, y)
-
-
-def binary_minimum(x, y):
-    return np.minimum(x, y)
-
-
-def cmp_eq(x, y):
-    return x == y
-
-
-def cmp_ne(x, y):
-    return x != y
-
-
-def cmp_lt(x, y):
-    return x < y
-
-
-def cmp_le(x, y):
-    return x <= y
-
-
-def cmp_gt(x, y):
-    return x > y
-
-
-def cmp_ge(x, y):
-    return x >= y
 
 
 def reduce_sum(x):
@@ -190,11 +94,11 @@ UNARY: dict[UnaryOp, Kernel] = {
     UnaryOp.NEG: Kernel(
         "neg",
         {
-            _I64: unary_neg,
-            _BF16: _lowp1(unary_neg, _F32, _BF16),
-            _F16: _lowp1(unary_neg, _F32, _F16),
-            _F32: unary_neg,
-            _F64: unary_neg,
+            _I64: np.negative,
+            _BF16: _lowp1(np.negative, _F32, _BF16),
+            _F16: _lowp1(np.negative, _F32, _F16),
+            _F32: np.negative,
+            _F64: np.negative,
         },
         None,
     ),
@@ -211,84 +115,84 @@ UNARY: dict[UnaryOp, Kernel] = {
     UnaryOp.SQR: Kernel(
         "sqr",
         {
-            _U8: unary_sqr,
-            _U32: unary_sqr,
-            _I64: unary_sqr,
-            _BF16: _lowp1(unary_sqr, _F32, _BF16),
-            _F16: _lowp1(unary_sqr, _F32, _F16),
-            _F32: unary_sqr,
-            _F64: unary_sqr,
+            _U8: np.square,
+            _U32: np.square,
+            _I64: np.square,
+            _BF16: _lowp1(np.square, _F32, _BF16),
+            _F16: _lowp1(np.square, _F32, _F16),
+            _F32: np.square,
+            _F64: np.square,
         },
         None,
     ),
     UnaryOp.SQRT: Kernel(
         "sqrt",
         {
-            _BF16: _lowp1(unary_sqrt, _F32, _BF16),
-            _F16: _lowp1(unary_sqrt, _F32, _F16),
-            _F32: unary_sqrt,
-            _F64: unary_sqrt,
+            _BF16: _lowp1(np.sqrt, _F32, _BF16),
+            _F16: _lowp1(np.sqrt, _F32, _F16),
+            _F32: np.sqrt,
+            _F64: np.sqrt,
         },
         None,
     ),
     UnaryOp.EXP: Kernel(
         "exp",
         {
-            _BF16: _lowp1(unary_exp, _F32, _BF16),
-            _F16: _lowp1(unary_exp, _F32, _F16),
-            _F32: unary_exp,
-            _F64: unary_exp,
+            _BF16: _lowp1(np.exp, _F32, _BF16),
+            _F16: _lowp1(np.exp, _F32, _F16),
+            _F32: np.exp,
+            _F64: np.exp,
         },
         None,
     ),
     UnaryOp.LOG: Kernel(
         "log",
         {
-            _BF16: _lowp1(unary_log, _F32, _BF16),
-            _F16: _lowp1(unary_log, _F32, _F16),
-            _F32: unary_log,
-            _F64: unary_log,
+            _BF16: _lowp1(np.log, _F32, _BF16),
+            _F16: _lowp1(np.log, _F32, _F16),
+            _F32: np.log,
+            _F64: np.log,
         },
         None,
     ),
     UnaryOp.SIN: Kernel(
         "sin",
         {
-            _BF16: _lowp1(unary_sin, _F32, _BF16),
-            _F16: _lowp1(unary_sin, _F32, _F16),
-            _F32: unary_sin,
-            _F64: unary_sin,
+            _BF16: _lowp1(np.sin, _F32, _BF16),
+            _F16: _lowp1(np.sin, _F32, _F16),
+            _F32: np.sin,
+            _F64: np.sin,
         },
         None,
     ),
     UnaryOp.COS: Kernel(
         "cos",
         {
-            _BF16: _lowp1(unary_cos, _F32, _BF16),
-            _F16: _lowp1(unary_cos, _F32, _F16),
-            _F32: unary_cos,
-            _F64: unary_cos,
+            _BF16: _lowp1(np.cos, _F32, _BF16),
+            _F16: _lowp1(np.cos, _F32, _F16),
+            _F32: np.cos,
+            _F64: np.cos,
         },
         None,
     ),
     UnaryOp.TANH: Kernel(
         "tanh",
         {
-            _BF16: _lowp1(unary_tanh, _F32, _BF16),
-            _F16: _lowp1(unary_tanh, _F32, _F16),
-            _F32: unary_tanh,
-            _F64: unary_tanh,
+            _BF16: _lowp1(np.tanh, _F32, _BF16),
+            _F16: _lowp1(np.tanh, _F32, _F16),
+            _F32: np.tanh,
+            _F64: np.tanh,
         },
         None,
     ),
     UnaryOp.ABS: Kernel(
         "abs",
         {
-            _I64: unary_abs,
-            _BF16: _lowp1(unary_abs, _F32, _BF16),
-            _F16: _lowp1(unary_abs, _F32, _F16),
-            _F32: unary_abs,
-            _F64: unary_abs,
+            _I64: np.abs,
+            _BF16: _lowp1(np.abs, _F32, _BF16),
+            _F16: _lowp1(np.abs, _F32, _F16),
+            _F32: np.abs,
+            _F64: np.abs,
         },
         None,
     ),
@@ -346,20 +250,20 @@ UNARY: dict[UnaryOp, Kernel] = {
     UnaryOp.CEIL: Kernel(
         "ceil",
         {
-            _BF16: _lowp1(unary_ceil, _F32, _BF16),
-            _F16: _lowp1(unary_ceil, _F32, _F16),
-            _F32: unary_ceil,
-            _F64: unary_ceil,
+            _BF16: _lowp1(np.ceil, _F32, _BF16),
+            _F16: _lowp1(np.ceil, _F32, _F16),
+            _F32: np.ceil,
+            _F64: np.ceil,
         },
         None,
     ),
     UnaryOp.FLOOR: Kernel(
         "floor",
         {
-            _BF16: _lowp1(unary_floor, _F32, _BF16),
-            _F16: _lowp1(unary_floor, _F32, _F16),
-            _F32: unary_floor,
-            _F64: unary_floor,
+            _BF16: _lowp1(np.floor, _F32, _BF16),
+            _F16: _lowp1(np.floor, _F32, _F16),
+            _F32: np.floor,
+            _F64: np.floor,
         },
         None,
     ),
@@ -376,11 +280,11 @@ UNARY: dict[UnaryOp, Kernel] = {
     UnaryOp.SIGN: Kernel(
         "sign",
         {
-            _I64: unary_sign,
-            _BF16: _lowp1(unary_sign, _F32, _BF16),
-            _F16: _lowp1(unary_sign, _F32, _F16),
-            _F32: unary_sign,
-            _F64: unary_sign,
+            _I64: np.sign,
+            _BF16: _lowp1(np.sign, _F32, _BF16),
+            _F16: _lowp1(np.sign, _F32, _F16),
+            _F32: np.sign,
+            _F64: np.sign,
         },
         None,
     ),
@@ -391,39 +295,39 @@ BINARY: dict[BinaryOp, Kernel] = {
     BinaryOp.ADD: Kernel(
         "add",
         {
-            _U8: binary_add,
-            _U32: binary_add,
-            _I64: binary_add,
-            _BF16: _lowp2(binary_add, _F32, _BF16),
-            _F16: _lowp2(binary_add, _F32, _F16),
-            _F32: binary_add,
-            _F64: binary_add,
+            _U8: np.add,
+            _U32: np.add,
+            _I64: np.add,
+            _BF16: _lowp2(np.add, _F32, _BF16),
+            _F16: _lowp2(np.add, _F32, _F16),
+            _F32: np.add,
+            _F64: np.add,
         },
         None,
     ),
     BinaryOp.SUB: Kernel(
         "sub",
         {
-            _U8: binary_sub,
-            _U32: binary_sub,
-            _I64: binary_sub,
-            _BF16: _lowp2(binary_sub, _F32, _BF16),
-            _F16: _lowp2(binary_sub, _F32, _F16),
-            _F32: binary_sub,
-            _F64: binary_sub,
+            _U8: np.subtract,
+            _U32: np.subtract,
+            _I64: np.subtract,
+            _BF16: _lowp2(np.subtract, _F32, _BF16),
+            _F16: _lowp2(np.subtract, _F32, _F16),
+            _F32: np.subtract,
+            _F64: np.subtract,
         },
         None,
     ),
     BinaryOp.MUL: Kernel(
         "mul",
         {
-            _U8: binary_mul,
-            _U32: binary_mul,
-            _I64: binary_mul,
-            _BF16: _lowp2(binary_mul, _F32, _BF16),
-            _F16: _lowp2(binary_mul, _F32, _F16),
-            _F32: binary_mul,
-            _F64: binary_mul,
+            _U8: np.multiply,
+            _U32: np.multiply,
+            _I64: np.multiply,
+            _BF16: _lowp2(np.multiply, _F32, _BF16),
+            _F16: _lowp2(np.multiply, _F32, _F16),
+            _F32: np.multiply,
+            _F64: np.multiply,
         },
         None,
     ),
@@ -433,36 +337,36 @@ BINARY: dict[BinaryOp, Kernel] = {
             _U8: binary_div_uint,
             _U32: binary_div_uint,
             _I64: binary_div_int,
-            _BF16: _lowp2(binary_div_float, _F32, _BF16),
-            _F16: _lowp2(binary_div_float, _F32, _F16),
-            _F32: binary_div_float,
-            _F64: binary_div_float,
+            _BF16: _lowp2(np.true_divide, _F32, _BF16),
+            _F16: _lowp2(np.true_divide, _F32, _F16),
+            _F32: np.true_divide,
+            _F64: np.true_divide,
         },
         None,
     ),
     BinaryOp.MAXIMUM: Kernel(
         "maximum",
         {
-            _U8: binary_maximum,
-            _U32: binary_maximum,
-            _I64: binary_maximum,
-            _BF16: _lowp2(binary_maximum, _F32, _BF16),
-            _F16: _lowp2(binary_maximum, _F32, _F16),
-            _F32: binary_maximum,
-            _F64: binary_maximum,
+            _U8: np.maximum,
+            _U32: np.maximum,
+            _I64: np.maximum,
+            _BF16: _lowp2(np.maximum, _F32, _BF16),
+            _F16: _lowp2(np.maximum, _F32, _F16),
+            _F32: np.maximum,
+            _F64: np.maximum,
         },
         None,
     ),
     BinaryOp.MINIMUM: Kernel(
         "minimum",
         {
-            _U8: binary_minimum,
-            _U32: binary_minimum,
-            _I64: binary_minimum,
-            _BF16: _lowp2(binary_minimum, _F32, _BF16),
-            _F16: _lowp2(binary_minimum, _F32, _F16),
-            _F32: binary_minimum,
-            _F64: binary_minimum,
+            _U8: np.minimum,
+            _U32: np.minimum,
+            _I64: np.minimum,
+            _BF16: _lowp2(np.minimum, _F32, _BF16),
+            _F16: _lowp2(np.minimum, _F32, _F16),
+            _F32: np.minimum,
+            _F64: np.minimum,
         },
         None,
     ),
@@ -473,78 +377,78 @@ CMP: dict[CmpOp, Kernel] = {
     CmpOp.EQ: Kernel(
         "eq",
         {
-            _U8: cmp_eq,
-            _U32: cmp_eq,
-            _I64: cmp_eq,
-            _BF16: _lowp2(cmp_eq, _F32, None),
-            _F16: _lowp2(cmp_eq, _F32, None),
-            _F32: cmp_eq,
-            _F64: cmp_eq,
+            _U8: np.equal,
+            _U32: np.equal,
+            _I64: np.equal,
+            _BF16: _lowp2(np.equal, _F32, None),
+            _F16: _lowp2(np.equal, _F32, None),
+            _F32: np.equal,
+            _F64: np.equal,
         },
         _U8,
     ),
     CmpOp.NE: Kernel(
         "ne",
         {
-            _U8: cmp_ne,
-            _U32: cmp_ne,
-            _I64: cmp_ne,
-            _BF16: _lowp2(cmp_ne, _F32, None),
-            _F16: _lowp2(cmp_ne, _F32, None),
-            _F32: cmp_ne,
-            _F64: cmp_ne,
+            _U8: np.not_equal,
+            _U32: np.not_equal,
+            _I64: np.not_equal,
+            _BF16: _lowp2(np.not_equal, _F32, None),
+            _F16: _lowp2(np.not_equal, _F32, None),
+            _F32: np.not_equal,
+            _F64: np.not_equal,
         },
         _U8,
     ),
     CmpOp.LT: Kernel(
         "lt",
         {
-            _U8: cmp_lt,
-            _U32: cmp_lt,
-            _I64: cmp_lt,
-            _BF16: _lowp2(cmp_lt, _F32, None),
-            _F16: _lowp2(cmp_lt, _F32, None),
-            _F32: cmp_lt,
-            _F64: cmp_lt,
+            _U8: np.less,
+            _U32: np.less,
+            _I64: np.less,
+            _BF16: _lowp2(np.less, _F32, None),
+            _F16: _lowp2(np.less, _F32, None),
+            _F32: np.less,
+            _F64: np.less,
         },
         _U8,
     ),
     CmpOp.LE: Kernel(
         "le",
         {
-            _U8: cmp_le,
-            _U32: cmp_le,
-            _I64: cmp_le,
-            _BF16: _lowp2(cmp_le, _F32, None),
-            _F16: _lowp2(cmp_le, _F32, None),
-            _F32: cmp_le,
-            _F64: cmp_le,
+            _U8: np.less_equal,
+            _U32: np.less_equal,
+            _I64: np.less_equal,
+            _BF16: _lowp2(np.less_equal, _F32, None),
+            _F16: _lowp2(np.less_equal, _F32, None),
+            _F32: np.less_equal,
+            _F64: np.less_equal,
         },
         _U8,
     ),
     CmpOp.GT: Kernel(
         "gt",
         {
-            _U8: cmp_gt,
-            _U32: cmp_gt,
-            _I64: cmp_gt,
-            _BF16: _lowp2(cmp_gt, _F32, None),
-            _F16: _lowp2(cmp_gt, _F32, None),
-            _F32: cmp_gt,
-            _F64: cmp_gt,
+            _U8: np.greater,
+            _U32: np.greater,
+            _I64: np.greater,
+            _BF16: _lowp2(np.greater, _F32, None),
+            _F16: _lowp2(np.greater, _F32, None),
+            _F32: np.greater,
+            _F64: np.greater,
         },
         _U8,
     ),
     CmpOp.GE: Kernel(
         "ge",
         {
-            _U8: cmp_ge,
-            _U32: cmp_ge,
-            _I64: cmp_ge,
-            _BF16: _lowp2(cmp_ge, _F32, None),
-            _F16: _lowp2(cmp_ge, _F32, None),
-            _F32: cmp_ge,
-            _F64: cmp_ge,
+            _U8: np.greater_equal,
+            _U32: np.greater_equal,
+            _I64: np.greater_equal,
+            _BF16: _lowp2(np.greater_equal, _F32, None),
+            _F16: _lowp2(np.greater_equal, _F32, None),
+            _F32: np.greater_equal,
+            _F64: np.greater_equal,
         },
         _U8,
     ),

@@ -258,15 +258,46 @@ class KernelEntry:
     function: str  # expression naming the callable
 
 
+# Expressions that are exactly one numpy ufunc: the kernel table holds the ufunc itself,
+# saving a Python call on every dispatch.
+_UFUNC_NAMES = frozenset(
+    "exp log sin cos tan tanh sqrt abs absolute ceil floor trunc sign negative reciprocal square "
+    "add subtract multiply divide true_divide floor_divide maximum minimum power equal not_equal "
+    "less less_equal greater greater_equal".split()
+)
+_OPERATOR_UFUNCS = {
+    "x + y": "add", "x - y": "subtract", "x * y": "multiply", "x / y": "true_divide",
+    "x == y": "equal", "x != y": "not_equal", "x < y": "less", "x <= y": "less_equal",
+    "x > y": "greater", "x >= y": "greater_equal", "-x": "negative", "x * x": "square",
+}
+
+
+def ufunc_of(expression: str, arity: int) -> str | None:
+    """`np.<ufunc>` when the expression is exactly one ufunc applied to its operands."""
+    text = expression.replace(" ", "")
+    if expression.strip() in _OPERATOR_UFUNCS:
+        return f"np.{_OPERATOR_UFUNCS[expression.strip()]}"
+    args = "(x)" if arity == 1 else "(x,y)"
+    if text.startswith("np.") and text.endswith(args) and text[3:-len(args)] in _UFUNC_NAMES:
+        return text[: -len(args)]
+    return None
+
+
 def numpy_functions(op: Elementwise) -> tuple[tuple[str, str], ...]:
     """(function name, expression) for each numpy expression of the op."""
     base = f"{op.family}_{op.name}"
     return tuple((base if kind == "*" else f"{base}_{kind}", expr) for kind, expr in op.numpy)
 
 
-def numpy_entries(op: Elementwise, registry: Registry) -> tuple[KernelEntry, ...]:
-    names = dict((kind, name) for (kind, _), (name, _) in zip(op.numpy, numpy_functions(op)))
+def numpy_definitions(op: Elementwise) -> tuple[tuple[str, str], ...]:
+    """The functions the numpy kernel module defines: those not served by a ufunc."""
     arity = 1 if op.family in ("unary", "reduce") else 2
+    return tuple((name, expr) for name, expr in numpy_functions(op) if not ufunc_of(expr, arity))
+
+
+def numpy_entries(op: Elementwise, registry: Registry) -> tuple[KernelEntry, ...]:
+    arity = 1 if op.family in ("unary", "reduce") else 2
+    names = {kind: ufunc_of(expr, arity) or name for (kind, expr), (name, _) in zip(op.numpy, numpy_functions(op))}
     out = []
     for dt_name in op.dtypes:
         dt = registry.dtype(dt_name)

@@ -54,6 +54,7 @@ def environment(templates: Path | None = None) -> jinja2.Environment:
     env.filters["py"] = repr
     env.globals.update(
         numpy_functions=model.numpy_functions,
+        numpy_definitions=model.numpy_definitions,
         numpy_entries=model.numpy_entries,
         dispatch_checks=model.dispatch_checks,
         allowed_dtype_sets=model.allowed_dtype_sets,

@@ -29,24 +29,8 @@ def _lowp2(fn, compute, out):
     return lambda x, y: fn(x.astype(compute), y.astype(compute)).astype(out)
 
 
-def unary_neg(x):
-    return -x
-
-
-def unary_exp(x):
-    return np.exp(x)
-
-
-def binary_div_float(x, y):
-    return x / y
-
-
 def binary_div_uint(x, y):
     return x // y
-
-
-def cmp_lt(x, y):
-    return x < y
 
 
 def reduce_sum(x):
@@ -57,16 +41,16 @@ UNARY: dict[UnaryOp, Kernel] = {
     UnaryOp.NEG: Kernel(
         "neg",
         {
-            _F32: unary_neg,
-            _BF16: _lowp1(unary_neg, _F32, _BF16),
+            _F32: np.negative,
+            _BF16: _lowp1(np.negative, _F32, _BF16),
         },
         None,
     ),
     UnaryOp.EXP: Kernel(
         "exp",
         {
-            _F32: unary_exp,
-            _BF16: _lowp1(unary_exp, _F32, _BF16),
+            _F32: np.exp,
+            _BF16: _lowp1(np.exp, _F32, _BF16),
         },
         None,
     ),
@@ -78,8 +62,8 @@ BINARY: dict[BinaryOp, Kernel] = {
         "div",
         {
             _U8: binary_div_uint,
-            _F32: binary_div_float,
-            _BF16: _lowp2(binary_div_float, _F32, _BF16),
+            _F32: np.true_divide,
+            _BF16: _lowp2(np.true_divide, _F32, _BF16),
         },
         None,
     ),
@@ -90,9 +74,9 @@ CMP: dict[CmpOp, Kernel] = {
     CmpOp.LT: Kernel(
         "lt",
         {
-            _U8: cmp_lt,
-            _F32: cmp_lt,
-            _BF16: _lowp2(cmp_lt, _F32, None),
+            _U8: np.less,
+            _F32: np.less,
+            _BF16: _lowp2(np.less, _F32, None),
         },
         _U8,
     ),
