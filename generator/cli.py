@@ -12,6 +12,7 @@ import click
 from generator import __version__, stamp
 
 EXIT_STALE = 1
+EXIT_MISSING = 1  # gen audit found a dispatch without some backend
 EXIT_INVALID = 2
 SCHEMA_PATH = Path(__file__).resolve().parent / "ops.schema.json"
 
@@ -49,9 +50,12 @@ def _render(model, out: Path):
               show_default=True, help="Directory of the generated package.")
 @click.option("--check", is_flag=True,
               help="Write nothing; exit 1 and print a unified diff if any generated file is stale.")
+@click.option("--patch", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="With --check: also write the diff to this file as a patch that `git apply` accepts "
+                   "(paths from the top of the git work tree; empty when nothing is stale).")
 @click.version_option(__version__, prog_name="gen")
 @click.pass_context
-def main(ctx: click.Context, registry: Path, out: Path, check: bool) -> None:
+def main(ctx: click.Context, registry: Path, out: Path, check: bool, patch: Path | None) -> None:
     """Generate the package in --out from the op registry.
 
     With no subcommand, regenerate: write the files that changed, remove generated files
@@ -64,9 +68,12 @@ def main(ctx: click.Context, registry: Path, out: Path, check: bool) -> None:
     ctx.obj = {"registry": registry, "out": out}
     if ctx.invoked_subcommand is not None:
         return
+    if patch is not None and not check:
+        raise click.UsageError("--patch needs --check")
     started = time.perf_counter()
     current = stamp.up_to_date(registry, out)
     if current is not None:
+        _write_patch(patch, "")
         click.echo(f"{out}: {current} generated files up to date")
         return
     from generator.render import TEMPLATES
@@ -86,7 +93,11 @@ def main(ctx: click.Context, registry: Path, out: Path, check: bool) -> None:
             for rel in result.stale:
                 click.echo(f"  {out / rel}", err=True)
             click.echo(result.diff(), nl=False)
+            if patch is not None:
+                _write_patch(patch, _git_patch(out, result))
+                click.echo(f"wrote {patch}: apply it with `git apply {patch}`", err=True)
             sys.exit(EXIT_STALE)
+        _write_patch(patch, "")
         stamp.record(registry, inputs, out)
         click.echo(f"{out}: {len(result.unchanged)} generated files up to date")
         return
@@ -98,6 +109,28 @@ def main(ctx: click.Context, registry: Path, out: Path, check: bool) -> None:
         click.echo(f"removed   {out / rel}")
     click.echo(f"{len(result.write)} written, {len(result.unchanged)} unchanged, {len(result.remove)} removed "
                f"in {time.perf_counter() - started:.2f}s")
+
+
+def _git_patch(out: Path, result) -> str:
+    from generator.patch import PatchRefused, git_patch
+
+    try:
+        return git_patch(out, result, Path.cwd())
+    except PatchRefused as exc:
+        click.echo(f"error: {exc}; no patch written", err=True)
+        sys.exit(EXIT_INVALID)
+
+
+def _write_patch(patch: Path | None, text: str) -> None:
+    """Written even when empty, so that a patch left by an earlier run never outlives it."""
+    if patch is None:
+        return
+    from generator import atomic
+
+    if not patch.parent.is_dir():
+        click.echo(f"error: {patch.parent} is not a directory; no patch written", err=True)
+        sys.exit(EXIT_INVALID)
+    atomic.write_text(patch, text)
 
 
 @main.command()
@@ -131,6 +164,123 @@ def schema(write: bool) -> None:
         click.echo(f"wrote {SCHEMA_PATH}")
     else:
         click.echo(text, nl=False)
+
+
+@main.command()
+@click.argument("paths", nargs=-1, required=True)
+@click.option("--lang", type=click.Choice(["python", "rust"]), default=None,
+              help="Read every file as this language; in directories, only its files. Default: by extension.")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
+              help="Processes reading files in parallel.  [default: the number of cores]")
+@click.pass_context
+def audit(ctx: click.Context, paths: tuple[str, ...], lang: str | None, jobs: int | None) -> None:
+    """Find hand-written backend dispatch that lacks a backend of the registry.
+
+    Reads PATHS (files, or directories recursed: .py with libcst, .rs with tree-sitter) and
+    reports, as FILE:LINE:COL, every `match` on a backend enum and every if/elif chain over
+    `device.is_<backend>()` / `x.kind == ...` with no case for some registry backend, and
+    every custom-op implementation that has some `<backend>_fwd` but not all. A wildcard
+    case (`case _:`, `else:`, `_ =>`) covers the rest and is reported as a note.
+
+    \b
+    Exit status: 0 nothing missing, 1 something missing, 2 bad input (registry or sources).
+    """
+    import os
+
+    from generator.audit import audit as run_audit
+    from generator.audit import sources, summary
+
+    registry = _load(ctx.obj["registry"])
+    backends = tuple(b.name for b in registry.backends)
+    traits = tuple(t.name for t in registry.custom_ops)
+    files, errors = sources(list(paths), lang)
+    if any(f.lang == "rust" for f in files):
+        try:
+            import tree_sitter  # noqa: F401
+            import tree_sitter_rust  # noqa: F401
+        except ImportError:
+            errors.append(f"{next(f.path for f in files if f.lang == 'rust')}:1:1: reading Rust needs the "
+                          "tree-sitter and tree-sitter-rust packages (pip install tree-sitter tree-sitter-rust)")
+            files = [f for f in files if f.lang != "rust"]
+    reports = run_audit(files, backends, traits, jobs or os.cpu_count() or 1)
+    errors += [r.error for r in reports if r.error]
+    for report in reports:
+        for finding in report.findings:
+            click.echo(str(finding))
+    for error in errors:
+        click.echo(error, err=True)
+    click.echo("\n".join(summary(reports, backends)))
+    if errors:
+        sys.exit(EXIT_INVALID)
+    if any(f.kind == "missing" for r in reports for f in r.findings):
+        sys.exit(EXIT_MISSING)
+
+
+@main.command("new-backend")
+@click.argument("name")
+@click.option("--runtime", "module", metavar="MODULE", default=None,
+              help="Dotted name of the runtime module to write.  "
+                   "[default: beside the other backends' runtime modules: runtime.NAME]")
+@click.option("--ordinal/--no-ordinal", default=True, show_default=True,
+              help="Whether devices of the backend are numbered (NAME:0, NAME:1, ...).")
+@click.option("--doc", default=None, help="A line describing the backend (the registry's `doc:`).")
+@click.pass_context
+def new_backend(ctx: click.Context, name: str, module: str | None, ordinal: bool, doc: str | None) -> None:
+    """Add backend NAME: one line in the registry and a runtime module of stubs.
+
+    The line goes at the end of `backends:`, in the style of the entries there; comments and
+    layout are kept. The runtime module gets availability() and one function per runtime
+    function the backend's arms call (storage ops, device methods, to_numpy, to_host,
+    from_host), each raising NotImplementedForBackend: `gen` counts such a stub as missing,
+    so `gen parity` shows what is left. Both files are checked (the registry is validated
+    with the new module) before either is written; nothing changes when anything is wrong.
+
+    \b
+    Exit status: 0 added, 2 refused (invalid name or registry, backend or module exists).
+    """
+    from generator.new_backend import Refused, plan, write
+
+    registry = ctx.obj["registry"]
+    try:
+        new = plan(registry, name, module, ordinal, doc)
+        write(new)
+    except Refused as exc:
+        for message in exc.messages:
+            click.echo(message, err=True)
+        sys.exit(EXIT_INVALID)
+    for i, line in enumerate(new.entry.splitlines()):
+        click.echo(f"added     {registry}:{new.line + i}: {line.strip()}")
+    click.echo(f"wrote     {new.runtime}: availability() and {new.stubs} stubs raising NotImplementedForBackend")
+    click.echo(f"next: run `gen` (every {name} arm raises until its stub is implemented), then `gen parity` "
+               "for what is left")
+
+
+@main.command()
+@click.option("--out", "out_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write the reference to this file (atomically) instead of printing it.")
+@click.pass_context
+def docs(ctx: click.Context, out_file: Path | None) -> None:
+    """Print the op reference in Markdown, generated from the registry.
+
+    Every elementwise op, storage op, device method and custom-op trait: its signature,
+    dtypes, the registry line it is declared on (REGISTRY:LINE) and its status on each
+    backend (implemented, fallback, hook, missing), from the same dispatch arms `gen`
+    renders. Deterministic: the same registry and runtime modules give the same bytes.
+    """
+    from generator import atomic
+    from generator.loader import load_file
+    from generator.op_reference import reference
+
+    model = _load(ctx.obj["registry"])
+    text = reference(model, load_file(str(ctx.obj["registry"])))
+    if out_file is None:
+        click.echo(text, nl=False)
+        return
+    if not out_file.parent.is_dir():
+        click.echo(f"error: {out_file.parent} is not a directory; nothing written", err=True)
+        sys.exit(EXIT_INVALID)
+    atomic.write_text(out_file, text)
+    click.echo(f"wrote     {out_file}")
 
 
 if __name__ == "__main__":

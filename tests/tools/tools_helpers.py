@@ -1,0 +1,47 @@
+"""Shared helpers of the tools tests (gen audit, new-backend, docs, --check --patch):
+paths, the CLI in-process, and the CLI as a subprocess where a test needs a clean
+interpreter or a working directory of its own."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from click.testing import CliRunner, Result
+
+from generator.cli import main as cli_main
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURES = REPO / "tests" / "fixtures"
+AUDIT = FIXTURES / "audit"
+AUDIT_REGISTRY = AUDIT / "ops.yaml"
+MINI_DIR = FIXTURES / "mini"
+
+
+def run_cli(*args: object) -> Result:
+    """`gen` in-process; an unexpected exception ends up in result.exception."""
+    return CliRunner().invoke(cli_main, [str(a) for a in args], catch_exceptions=True)
+
+
+def gen(*args: object, cwd: Path) -> subprocess.CompletedProcess:
+    """`gen` as a subprocess in `cwd`, with this checkout's generator first on the path."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run([sys.executable, "-m", "generator.cli", *map(str, args)], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def python(code: str, cwd: Path) -> subprocess.CompletedProcess:
+    """Run `code` in a fresh interpreter whose path starts at `cwd`, then this checkout."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(cwd), str(REPO)])}
+    return subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+
+
+def mini_copy(root: Path) -> Path:
+    """A copy of the generator's fixture registry and its runtimes (mini_rt/) in `root`."""
+    root.mkdir(parents=True, exist_ok=True)
+    shutil.copy(MINI_DIR / "ops.yaml", root / "ops.yaml")
+    shutil.copytree(MINI_DIR / "mini_rt", root / "mini_rt", ignore=shutil.ignore_patterns("__pycache__"))
+    return root / "ops.yaml"
