@@ -4,21 +4,33 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 SETUP  := $(VENV)/.setup-done
 
-.PHONY: gen test bench check schema parity clean
+# The ROCm runtime the HIP kernels compile against (hiprtc) where there is no AMD GPU.
+ROCM_DEBS := libamdhip64-5 libhiprtc-builtins5 rocm-device-libs
+
+.PHONY: gen test bench check schema parity clean system-deps
 
 $(SETUP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test]'
+	$(BIN)/python -m pip install -q -e '.[test,gpu]'
 	touch $@
+
+## system-deps: Debian's ROCm runtime, for compiling the HIP kernels (apt-get, as root or through sudo)
+system-deps:
+	@command -v dpkg >/dev/null || { echo "system-deps: not a Debian system; install a ROCm runtime with hiprtc yourself" >&2; exit 0; }; \
+	missing=$$(for p in $(ROCM_DEBS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	[ -z "$$missing" ] && exit 0; \
+	if [ "$$(id -u)" = 0 ]; then sudo=; elif command -v sudo >/dev/null; then sudo=sudo; \
+	else echo "system-deps: run as root: apt-get install -y $$missing" >&2; exit 1; fi; \
+	$$sudo apt-get update -q && $$sudo apt-get install -y -q --no-install-recommends $$missing
 
 ## gen: set up, regenerate generated/ from ops.yaml, run the demo on every available backend
 gen: $(SETUP)
 	$(BIN)/gen
 	$(BIN)/python -m generator.demo
 
-## test: set up, fail on stale generated code, run the whole test suite
-test: $(SETUP)
+## test: set up (system packages too), fail on stale generated code, run the whole test suite
+test: system-deps $(SETUP)
 	$(BIN)/gen --check
 	$(BIN)/python -m pytest -q
 

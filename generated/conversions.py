@@ -24,9 +24,9 @@ def to_numpy(storage: Storage, layout: Layout) -> np.ndarray:
         case On.CPU:
             return _rt_cpu.to_numpy(storage.inner, layout)
         case On.CUDA:
-            raise _missing(On.CUDA, "to_numpy")
+            return _rt_cuda.to_numpy(storage.inner, layout)
         case On.ROCM:
-            raise _missing(On.ROCM, "to_numpy")
+            return _rt_rocm.to_numpy(storage.inner, layout)
 
 
 def _of_rank(op: str, storage: Storage, layout: Layout, rank: int) -> np.ndarray:
@@ -57,18 +57,18 @@ def to_device(storage: Storage, layout: Layout, device: Device) -> Storage:
         case (On.CPU, On.CPU):
             return Storage(On.CPU, _rt_cpu.from_host(device.ordinal, _rt_cpu.to_numpy(storage.inner, layout).reshape(-1)))
         case (On.CPU, On.CUDA):
-            raise _missing(On.CUDA, "to_device")
+            return Storage(On.CUDA, _rt_cuda.from_host(device.ordinal, _rt_cpu.to_numpy(storage.inner, layout).reshape(-1)))
         case (On.CPU, On.ROCM):
-            raise _missing(On.ROCM, "to_device")
+            return Storage(On.ROCM, _rt_rocm.from_host(device.ordinal, _rt_cpu.to_numpy(storage.inner, layout).reshape(-1)))
         case (On.CUDA, On.CPU):
-            raise _missing(On.CUDA, "to_device")
+            return Storage(On.CPU, _rt_cpu.from_host(device.ordinal, _rt_cuda.to_numpy(storage.inner, layout).reshape(-1)))
         case (On.CUDA, On.CUDA):
-            raise _missing(On.CUDA, "to_device")
+            return Storage(On.CUDA, _rt_cuda.to_device(storage.inner, layout, device.ordinal))
         case (On.CUDA, On.ROCM):
-            raise _missing(On.CUDA, "to_device")
+            return Storage(On.ROCM, _rt_rocm.from_host(device.ordinal, _rt_cuda.to_numpy(storage.inner, layout).reshape(-1)))
         case (On.ROCM, On.CPU):
-            raise _missing(On.ROCM, "to_device")
+            return Storage(On.CPU, _rt_cpu.from_host(device.ordinal, _rt_rocm.to_numpy(storage.inner, layout).reshape(-1)))
         case (On.ROCM, On.CUDA):
-            raise _missing(On.ROCM, "to_device")
+            return Storage(On.CUDA, _rt_cuda.from_host(device.ordinal, _rt_rocm.to_numpy(storage.inner, layout).reshape(-1)))
         case (On.ROCM, On.ROCM):
-            raise _missing(On.ROCM, "to_device")
+            return Storage(On.ROCM, _rt_rocm.to_device(storage.inner, layout, device.ordinal))

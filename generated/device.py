@@ -13,6 +13,7 @@ import runtime.cuda as _rt_cuda
 import runtime.rocm as _rt_rocm
 
 from .backends import Backend, On
+from . import kernels_hip as _kernels_hip
 from . import kernels_numpy as _kernels_numpy
 from .backends import missing as _missing
 from .dtypes import DType
@@ -65,36 +66,36 @@ class Device:
             case On.CPU:
                 return Storage(On.CPU, _rt_cpu.zeros(self.ordinal, shape, dtype))
             case On.CUDA:
-                raise _missing(On.CUDA, "zeros")
+                return Storage(On.CUDA, _rt_cuda.zeros(self.ordinal, shape, dtype))
             case On.ROCM:
-                raise _missing(On.ROCM, "zeros")
+                return Storage(On.ROCM, _rt_rocm.zeros(self.ordinal, shape, dtype))
 
     def ones(self, shape: tuple[int, ...], dtype: DType) -> Storage:
         match self.backend:
             case On.CPU:
                 return Storage(On.CPU, _rt_cpu.ones(self.ordinal, shape, dtype))
             case On.CUDA:
-                raise _missing(On.CUDA, "ones")
+                return Storage(On.CUDA, _rt_cuda.ones(self.ordinal, shape, dtype))
             case On.ROCM:
-                raise _missing(On.ROCM, "ones")
+                return Storage(On.ROCM, _rt_rocm.ones(self.ordinal, shape, dtype))
 
     def alloc_uninit(self, shape: tuple[int, ...], dtype: DType) -> Storage:
         match self.backend:
             case On.CPU:
                 return Storage(On.CPU, _rt_cpu.alloc_uninit(self.ordinal, shape, dtype))
             case On.CUDA:
-                raise _missing(On.CUDA, "alloc_uninit")
+                return Storage(On.CUDA, _rt_cuda.alloc_uninit(self.ordinal, shape, dtype))
             case On.ROCM:
-                raise _missing(On.ROCM, "alloc_uninit")
+                return Storage(On.ROCM, _rt_rocm.alloc_uninit(self.ordinal, shape, dtype))
 
     def storage_from_slice(self, array: np.ndarray) -> Storage:
         match self.backend:
             case On.CPU:
                 return Storage(On.CPU, _rt_cpu.storage_from_slice(self.ordinal, array))
             case On.CUDA:
-                raise _missing(On.CUDA, "storage_from_slice")
+                return Storage(On.CUDA, _rt_cuda.storage_from_slice(self.ordinal, array))
             case On.ROCM:
-                raise _missing(On.ROCM, "storage_from_slice")
+                return Storage(On.ROCM, _rt_rocm.storage_from_slice(self.ordinal, array))
 
     def rand_uniform(self, shape: tuple[int, ...], dtype: DType, low: float, high: float) -> Storage:
         match self.backend:
@@ -128,27 +129,27 @@ class Device:
             case On.CPU:
                 _rt_cpu.synchronize(self.ordinal)
             case On.CUDA:
-                raise _missing(On.CUDA, "synchronize")
+                _rt_cuda.synchronize(self.ordinal)
             case On.ROCM:
-                raise _missing(On.ROCM, "synchronize")
+                _rt_rocm.synchronize(self.ordinal)
 
     def location(self) -> str:
         match self.backend:
             case On.CPU:
                 return _rt_cpu.location(self.ordinal)
             case On.CUDA:
-                raise _missing(On.CUDA, "location")
+                return _rt_cuda.location(self.ordinal)
             case On.ROCM:
-                raise _missing(On.ROCM, "location")
+                return _rt_rocm.location(self.ordinal)
 
     def supports_bf16(self) -> bool:
         match self.backend:
             case On.CPU:
                 return _rt_cpu.supports_bf16(self.ordinal)
             case On.CUDA:
-                raise _missing(On.CUDA, "supports_bf16")
+                return _rt_cuda.supports_bf16(self.ordinal)
             case On.ROCM:
-                raise _missing(On.ROCM, "supports_bf16")
+                return _rt_rocm.supports_bf16(self.ordinal)
 
 
 from .storage import Storage  # noqa: E402  (Device and Storage refer to each other)

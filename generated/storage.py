@@ -19,6 +19,7 @@ from runtime.params import (
     MatmulDims,
 )
 
+from . import kernels_hip as _kernels_hip
 from . import kernels_numpy as _kernels_numpy
 from .backends import Backend, On
 from .backends import missing as _missing
@@ -47,27 +48,27 @@ class Storage:
             case On.CPU:
                 return Storage(On.CPU, _rt_cpu.try_clone(self.inner, layout))
             case On.CUDA:
-                raise _missing(On.CUDA, "try_clone")
+                return Storage(On.CUDA, _rt_cuda.try_clone(self.inner, layout))
             case On.ROCM:
-                raise _missing(On.ROCM, "try_clone")
+                return Storage(On.ROCM, _rt_rocm.try_clone(self.inner, layout))
 
     def dtype(self) -> DType:
         match self.backend:
             case On.CPU:
                 return _dtype_of(_rt_cpu.dtype(self.inner))
             case On.CUDA:
-                raise _missing(On.CUDA, "dtype")
+                return _dtype_of(_rt_cuda.dtype(self.inner))
             case On.ROCM:
-                raise _missing(On.ROCM, "dtype")
+                return _dtype_of(_rt_rocm.dtype(self.inner))
 
     def device(self) -> Device:
         match self.backend:
             case On.CPU:
                 return Device(On.CPU, _rt_cpu.device(self.inner))
             case On.CUDA:
-                raise _missing(On.CUDA, "device")
+                return Device(On.CUDA, _rt_cuda.device(self.inner))
             case On.ROCM:
-                raise _missing(On.ROCM, "device")
+                return Device(On.ROCM, _rt_rocm.device(self.inner))
 
     def const_set(self, value: int | float, layout: Layout) -> None:
         match self.backend:
@@ -83,9 +84,9 @@ class Storage:
             case On.CPU:
                 return Storage(On.CPU, _rt_cpu.affine(self.inner, layout, mul, add))
             case On.CUDA:
-                raise _missing(On.CUDA, "affine")
+                return Storage(On.CUDA, _rt_cuda.from_host(_rt_cuda.device(self.inner), _rt_cpu.affine(_rt_cuda.to_host(self.inner), layout, mul, add)))
             case On.ROCM:
-                raise _missing(On.ROCM, "affine")
+                return Storage(On.ROCM, _rt_rocm.from_host(_rt_rocm.device(self.inner), _rt_cpu.affine(_rt_rocm.to_host(self.inner), layout, mul, add)))
 
     def powf(self, layout: Layout, exponent: float) -> Storage:
         match self.backend:
@@ -94,9 +95,13 @@ class Storage:
                     raise _dtype_not_in("powf", self, _POWF_SELF_DTYPES)
                 return Storage(On.CPU, _rt_cpu.powf(self.inner, layout, exponent))
             case On.CUDA:
-                raise _missing(On.CUDA, "powf")
+                if self.dtype() not in _POWF_SELF_DTYPES:
+                    raise _dtype_not_in("powf", self, _POWF_SELF_DTYPES)
+                return Storage(On.CUDA, _rt_cuda.from_host(_rt_cuda.device(self.inner), _rt_cpu.powf(_rt_cuda.to_host(self.inner), layout, exponent)))
             case On.ROCM:
-                raise _missing(On.ROCM, "powf")
+                if self.dtype() not in _POWF_SELF_DTYPES:
+                    raise _dtype_not_in("powf", self, _POWF_SELF_DTYPES)
+                return Storage(On.ROCM, _rt_rocm.from_host(_rt_rocm.device(self.inner), _rt_cpu.powf(_rt_rocm.to_host(self.inner), layout, exponent)))
 
     def elu(self, layout: Layout, alpha: float) -> Storage:
         match self.backend:
@@ -105,9 +110,13 @@ class Storage:
                     raise _dtype_not_in("elu", self, _ELU_SELF_DTYPES)
                 return Storage(On.CPU, _rt_cpu.elu(self.inner, layout, alpha))
             case On.CUDA:
-                raise _missing(On.CUDA, "elu")
+                if self.dtype() not in _ELU_SELF_DTYPES:
+                    raise _dtype_not_in("elu", self, _ELU_SELF_DTYPES)
+                return Storage(On.CUDA, _rt_cuda.from_host(_rt_cuda.device(self.inner), _rt_cpu.elu(_rt_cuda.to_host(self.inner), layout, alpha)))
             case On.ROCM:
-                raise _missing(On.ROCM, "elu")
+                if self.dtype() not in _ELU_SELF_DTYPES:
+                    raise _dtype_not_in("elu", self, _ELU_SELF_DTYPES)
+                return Storage(On.ROCM, _rt_rocm.from_host(_rt_rocm.device(self.inner), _rt_cpu.elu(_rt_rocm.to_host(self.inner), layout, alpha)))
 
     def cmp(self, op: CmpOp, rhs: Storage, lhs_layout: Layout, rhs_layout: Layout) -> Storage:
         match self.backend:
@@ -121,9 +130,23 @@ class Storage:
                     raise ShapeMismatch("cmp", self.backend.value, lhs_layout.shape, rhs_layout.shape)
                 return Storage(On.CPU, _rt_cpu.cmp(self.inner, _kernels_numpy.CMP[op], rhs.inner, lhs_layout, rhs_layout))
             case On.CUDA:
-                raise _missing(On.CUDA, "cmp")
+                if rhs.backend is not self.backend:
+                    raise _device_mismatch("cmp", self, rhs)
+                _dtype = self.dtype()
+                if rhs.dtype() is not _dtype:
+                    raise _dtype_mismatch("cmp", self, rhs)
+                if rhs_layout.shape != lhs_layout.shape:
+                    raise ShapeMismatch("cmp", self.backend.value, lhs_layout.shape, rhs_layout.shape)
+                return Storage(On.CUDA, _rt_cuda.cmp(self.inner, _kernels_hip.CMP[op], rhs.inner, lhs_layout, rhs_layout))
             case On.ROCM:
-                raise _missing(On.ROCM, "cmp")
+                if rhs.backend is not self.backend:
+                    raise _device_mismatch("cmp", self, rhs)
+                _dtype = self.dtype()
+                if rhs.dtype() is not _dtype:
+                    raise _dtype_mismatch("cmp", self, rhs)
+                if rhs_layout.shape != lhs_layout.shape:
+                    raise ShapeMismatch("cmp", self.backend.value, lhs_layout.shape, rhs_layout.shape)
+                return Storage(On.ROCM, _rt_rocm.cmp(self.inner, _kernels_hip.CMP[op], rhs.inner, lhs_layout, rhs_layout))
 
     def reduce_op(self, op: ReduceOp, layout: Layout, dims: tuple[int, ...]) -> Storage:
         match self.backend:
@@ -148,9 +171,9 @@ class Storage:
             case On.CPU:
                 return Storage(On.CPU, _rt_cpu.unary(self.inner, _kernels_numpy.UNARY[op], layout))
             case On.CUDA:
-                raise _missing(On.CUDA, "unary")
+                return Storage(On.CUDA, _rt_cuda.unary(self.inner, _kernels_hip.UNARY[op], layout))
             case On.ROCM:
-                raise _missing(On.ROCM, "unary")
+                return Storage(On.ROCM, _rt_rocm.unary(self.inner, _kernels_hip.UNARY[op], layout))
 
     def binary(self, op: BinaryOp, rhs: Storage, lhs_layout: Layout, rhs_layout: Layout) -> Storage:
         match self.backend:
@@ -164,9 +187,23 @@ class Storage:
                     raise ShapeMismatch("binary", self.backend.value, lhs_layout.shape, rhs_layout.shape)
                 return Storage(On.CPU, _rt_cpu.binary(self.inner, _kernels_numpy.BINARY[op], rhs.inner, lhs_layout, rhs_layout))
             case On.CUDA:
-                raise _missing(On.CUDA, "binary")
+                if rhs.backend is not self.backend:
+                    raise _device_mismatch("binary", self, rhs)
+                _dtype = self.dtype()
+                if rhs.dtype() is not _dtype:
+                    raise _dtype_mismatch("binary", self, rhs)
+                if rhs_layout.shape != lhs_layout.shape:
+                    raise ShapeMismatch("binary", self.backend.value, lhs_layout.shape, rhs_layout.shape)
+                return Storage(On.CUDA, _rt_cuda.binary(self.inner, _kernels_hip.BINARY[op], rhs.inner, lhs_layout, rhs_layout))
             case On.ROCM:
-                raise _missing(On.ROCM, "binary")
+                if rhs.backend is not self.backend:
+                    raise _device_mismatch("binary", self, rhs)
+                _dtype = self.dtype()
+                if rhs.dtype() is not _dtype:
+                    raise _dtype_mismatch("binary", self, rhs)
+                if rhs_layout.shape != lhs_layout.shape:
+                    raise ShapeMismatch("binary", self.backend.value, lhs_layout.shape, rhs_layout.shape)
+                return Storage(On.ROCM, _rt_rocm.binary(self.inner, _kernels_hip.BINARY[op], rhs.inner, lhs_layout, rhs_layout))
 
     def where_cond(self, layout: Layout, on_true: Storage, true_layout: Layout, on_false: Storage, false_layout: Layout) -> Storage:
         match self.backend:
@@ -200,9 +237,19 @@ class Storage:
                     raise _dtype_mismatch("conv1d", self, kernel)
                 return Storage(On.CPU, _rt_cpu.conv1d(self.inner, layout, kernel.inner, kernel_layout, params))
             case On.CUDA:
-                raise _missing(On.CUDA, "conv1d")
+                if kernel.backend is not self.backend:
+                    raise _device_mismatch("conv1d", self, kernel)
+                _dtype = self.dtype()
+                if kernel.dtype() is not _dtype:
+                    raise _dtype_mismatch("conv1d", self, kernel)
+                return Storage(On.CUDA, _rt_cuda.from_host(_rt_cuda.device(self.inner), _rt_cpu.conv1d(_rt_cuda.to_host(self.inner), layout, _rt_cuda.to_host(kernel.inner), kernel_layout, params)))
             case On.ROCM:
-                raise _missing(On.ROCM, "conv1d")
+                if kernel.backend is not self.backend:
+                    raise _device_mismatch("conv1d", self, kernel)
+                _dtype = self.dtype()
+                if kernel.dtype() is not _dtype:
+                    raise _dtype_mismatch("conv1d", self, kernel)
+                return Storage(On.ROCM, _rt_rocm.from_host(_rt_rocm.device(self.inner), _rt_cpu.conv1d(_rt_rocm.to_host(self.inner), layout, _rt_rocm.to_host(kernel.inner), kernel_layout, params)))
 
     def conv_transpose1d(self, layout: Layout, kernel: Storage, kernel_layout: Layout, params: ConvTransposeParams1D) -> Storage:
         match self.backend:
@@ -214,9 +261,19 @@ class Storage:
                     raise _dtype_mismatch("conv_transpose1d", self, kernel)
                 return Storage(On.CPU, _rt_cpu.conv_transpose1d(self.inner, layout, kernel.inner, kernel_layout, params))
             case On.CUDA:
-                raise _missing(On.CUDA, "conv_transpose1d")
+                if kernel.backend is not self.backend:
+                    raise _device_mismatch("conv_transpose1d", self, kernel)
+                _dtype = self.dtype()
+                if kernel.dtype() is not _dtype:
+                    raise _dtype_mismatch("conv_transpose1d", self, kernel)
+                return Storage(On.CUDA, _rt_cuda.from_host(_rt_cuda.device(self.inner), _rt_cpu.conv_transpose1d(_rt_cuda.to_host(self.inner), layout, _rt_cuda.to_host(kernel.inner), kernel_layout, params)))
             case On.ROCM:
-                raise _missing(On.ROCM, "conv_transpose1d")
+                if kernel.backend is not self.backend:
+                    raise _device_mismatch("conv_transpose1d", self, kernel)
+                _dtype = self.dtype()
+                if kernel.dtype() is not _dtype:
+                    raise _dtype_mismatch("conv_transpose1d", self, kernel)
+                return Storage(On.ROCM, _rt_rocm.from_host(_rt_rocm.device(self.inner), _rt_cpu.conv_transpose1d(_rt_rocm.to_host(self.inner), layout, _rt_rocm.to_host(kernel.inner), kernel_layout, params)))
 
     def conv2d(self, layout: Layout, kernel: Storage, kernel_layout: Layout, params: ConvParams2D) -> Storage:
         match self.backend:
@@ -228,9 +285,19 @@ class Storage:
                     raise _dtype_mismatch("conv2d", self, kernel)
                 return Storage(On.CPU, _rt_cpu.conv2d(self.inner, layout, kernel.inner, kernel_layout, params))
             case On.CUDA:
-                raise _missing(On.CUDA, "conv2d")
+                if kernel.backend is not self.backend:
+                    raise _device_mismatch("conv2d", self, kernel)
+                _dtype = self.dtype()
+                if kernel.dtype() is not _dtype:
+                    raise _dtype_mismatch("conv2d", self, kernel)
+                return Storage(On.CUDA, _rt_cuda.from_host(_rt_cuda.device(self.inner), _rt_cpu.conv2d(_rt_cuda.to_host(self.inner), layout, _rt_cuda.to_host(kernel.inner), kernel_layout, params)))
             case On.ROCM:
-                raise _missing(On.ROCM, "conv2d")
+                if kernel.backend is not self.backend:
+                    raise _device_mismatch("conv2d", self, kernel)
+                _dtype = self.dtype()
+                if kernel.dtype() is not _dtype:
+                    raise _dtype_mismatch("conv2d", self, kernel)
+                return Storage(On.ROCM, _rt_rocm.from_host(_rt_rocm.device(self.inner), _rt_cpu.conv2d(_rt_rocm.to_host(self.inner), layout, _rt_rocm.to_host(kernel.inner), kernel_layout, params)))
 
     def conv_transpose2d(self, layout: Layout, kernel: Storage, kernel_layout: Layout, params: ConvTransposeParams2D) -> Storage:
         match self.backend:
@@ -242,45 +309,55 @@ class Storage:
                     raise _dtype_mismatch("conv_transpose2d", self, kernel)
                 return Storage(On.CPU, _rt_cpu.conv_transpose2d(self.inner, layout, kernel.inner, kernel_layout, params))
             case On.CUDA:
-                raise _missing(On.CUDA, "conv_transpose2d")
+                if kernel.backend is not self.backend:
+                    raise _device_mismatch("conv_transpose2d", self, kernel)
+                _dtype = self.dtype()
+                if kernel.dtype() is not _dtype:
+                    raise _dtype_mismatch("conv_transpose2d", self, kernel)
+                return Storage(On.CUDA, _rt_cuda.from_host(_rt_cuda.device(self.inner), _rt_cpu.conv_transpose2d(_rt_cuda.to_host(self.inner), layout, _rt_cuda.to_host(kernel.inner), kernel_layout, params)))
             case On.ROCM:
-                raise _missing(On.ROCM, "conv_transpose2d")
+                if kernel.backend is not self.backend:
+                    raise _device_mismatch("conv_transpose2d", self, kernel)
+                _dtype = self.dtype()
+                if kernel.dtype() is not _dtype:
+                    raise _dtype_mismatch("conv_transpose2d", self, kernel)
+                return Storage(On.ROCM, _rt_rocm.from_host(_rt_rocm.device(self.inner), _rt_cpu.conv_transpose2d(_rt_rocm.to_host(self.inner), layout, _rt_rocm.to_host(kernel.inner), kernel_layout, params)))
 
     def avg_pool2d(self, layout: Layout, kernel_size: tuple[int, int], stride: tuple[int, int]) -> Storage:
         match self.backend:
             case On.CPU:
                 return Storage(On.CPU, _rt_cpu.avg_pool2d(self.inner, layout, kernel_size, stride))
             case On.CUDA:
-                raise _missing(On.CUDA, "avg_pool2d")
+                return Storage(On.CUDA, _rt_cuda.from_host(_rt_cuda.device(self.inner), _rt_cpu.avg_pool2d(_rt_cuda.to_host(self.inner), layout, kernel_size, stride)))
             case On.ROCM:
-                raise _missing(On.ROCM, "avg_pool2d")
+                return Storage(On.ROCM, _rt_rocm.from_host(_rt_rocm.device(self.inner), _rt_cpu.avg_pool2d(_rt_rocm.to_host(self.inner), layout, kernel_size, stride)))
 
     def max_pool2d(self, layout: Layout, kernel_size: tuple[int, int], stride: tuple[int, int]) -> Storage:
         match self.backend:
             case On.CPU:
                 return Storage(On.CPU, _rt_cpu.max_pool2d(self.inner, layout, kernel_size, stride))
             case On.CUDA:
-                raise _missing(On.CUDA, "max_pool2d")
+                return Storage(On.CUDA, _rt_cuda.from_host(_rt_cuda.device(self.inner), _rt_cpu.max_pool2d(_rt_cuda.to_host(self.inner), layout, kernel_size, stride)))
             case On.ROCM:
-                raise _missing(On.ROCM, "max_pool2d")
+                return Storage(On.ROCM, _rt_rocm.from_host(_rt_rocm.device(self.inner), _rt_cpu.max_pool2d(_rt_rocm.to_host(self.inner), layout, kernel_size, stride)))
 
     def upsample_nearest1d(self, layout: Layout, size: int) -> Storage:
         match self.backend:
             case On.CPU:
                 return Storage(On.CPU, _rt_cpu.upsample_nearest1d(self.inner, layout, size))
             case On.CUDA:
-                raise _missing(On.CUDA, "upsample_nearest1d")
+                return Storage(On.CUDA, _rt_cuda.from_host(_rt_cuda.device(self.inner), _rt_cpu.upsample_nearest1d(_rt_cuda.to_host(self.inner), layout, size)))
             case On.ROCM:
-                raise _missing(On.ROCM, "upsample_nearest1d")
+                return Storage(On.ROCM, _rt_rocm.from_host(_rt_rocm.device(self.inner), _rt_cpu.upsample_nearest1d(_rt_rocm.to_host(self.inner), layout, size)))
 
     def upsample_nearest2d(self, layout: Layout, height: int, width: int) -> Storage:
         match self.backend:
             case On.CPU:
                 return Storage(On.CPU, _rt_cpu.upsample_nearest2d(self.inner, layout, height, width))
             case On.CUDA:
-                raise _missing(On.CUDA, "upsample_nearest2d")
+                return Storage(On.CUDA, _rt_cuda.from_host(_rt_cuda.device(self.inner), _rt_cpu.upsample_nearest2d(_rt_cuda.to_host(self.inner), layout, height, width)))
             case On.ROCM:
-                raise _missing(On.ROCM, "upsample_nearest2d")
+                return Storage(On.ROCM, _rt_rocm.from_host(_rt_rocm.device(self.inner), _rt_cpu.upsample_nearest2d(_rt_rocm.to_host(self.inner), layout, height, width)))
 
     def gather(self, layout: Layout, ids: Storage, ids_layout: Layout, dim: int) -> Storage:
         match self.backend:
@@ -291,9 +368,17 @@ class Storage:
                     raise _dtype_not_in("gather", ids, _GATHER_IDS_DTYPES)
                 return Storage(On.CPU, _rt_cpu.gather(self.inner, layout, ids.inner, ids_layout, dim))
             case On.CUDA:
-                raise _missing(On.CUDA, "gather")
+                if ids.backend is not self.backend:
+                    raise _device_mismatch("gather", self, ids)
+                if ids.dtype() not in _GATHER_IDS_DTYPES:
+                    raise _dtype_not_in("gather", ids, _GATHER_IDS_DTYPES)
+                return Storage(On.CUDA, _rt_cuda.from_host(_rt_cuda.device(self.inner), _rt_cpu.gather(_rt_cuda.to_host(self.inner), layout, _rt_cuda.to_host(ids.inner), ids_layout, dim)))
             case On.ROCM:
-                raise _missing(On.ROCM, "gather")
+                if ids.backend is not self.backend:
+                    raise _device_mismatch("gather", self, ids)
+                if ids.dtype() not in _GATHER_IDS_DTYPES:
+                    raise _dtype_not_in("gather", ids, _GATHER_IDS_DTYPES)
+                return Storage(On.ROCM, _rt_rocm.from_host(_rt_rocm.device(self.inner), _rt_cpu.gather(_rt_rocm.to_host(self.inner), layout, _rt_rocm.to_host(ids.inner), ids_layout, dim)))
 
     def scatter_set(self, layout: Layout, ids: Storage, ids_layout: Layout, src: Storage, src_layout: Layout, dim: int) -> None:
         match self.backend:
@@ -340,9 +425,17 @@ class Storage:
                     raise _dtype_not_in("index_select", ids, _INDEX_SELECT_IDS_DTYPES)
                 return Storage(On.CPU, _rt_cpu.index_select(self.inner, ids.inner, layout, ids_layout, dim))
             case On.CUDA:
-                raise _missing(On.CUDA, "index_select")
+                if ids.backend is not self.backend:
+                    raise _device_mismatch("index_select", self, ids)
+                if ids.dtype() not in _INDEX_SELECT_IDS_DTYPES:
+                    raise _dtype_not_in("index_select", ids, _INDEX_SELECT_IDS_DTYPES)
+                return Storage(On.CUDA, _rt_cuda.from_host(_rt_cuda.device(self.inner), _rt_cpu.index_select(_rt_cuda.to_host(self.inner), _rt_cuda.to_host(ids.inner), layout, ids_layout, dim)))
             case On.ROCM:
-                raise _missing(On.ROCM, "index_select")
+                if ids.backend is not self.backend:
+                    raise _device_mismatch("index_select", self, ids)
+                if ids.dtype() not in _INDEX_SELECT_IDS_DTYPES:
+                    raise _dtype_not_in("index_select", ids, _INDEX_SELECT_IDS_DTYPES)
+                return Storage(On.ROCM, _rt_rocm.from_host(_rt_rocm.device(self.inner), _rt_cpu.index_select(_rt_rocm.to_host(self.inner), _rt_rocm.to_host(ids.inner), layout, ids_layout, dim)))
 
     def index_add(self, layout: Layout, ids: Storage, ids_layout: Layout, src: Storage, src_layout: Layout, dim: int) -> Storage:
         match self.backend:
@@ -358,9 +451,27 @@ class Storage:
                     raise _dtype_not_in("index_add", ids, _INDEX_ADD_IDS_DTYPES)
                 return Storage(On.CPU, _rt_cpu.index_add(self.inner, layout, ids.inner, ids_layout, src.inner, src_layout, dim))
             case On.CUDA:
-                raise _missing(On.CUDA, "index_add")
+                if ids.backend is not self.backend:
+                    raise _device_mismatch("index_add", self, ids)
+                if src.backend is not self.backend:
+                    raise _device_mismatch("index_add", self, src)
+                _dtype = self.dtype()
+                if src.dtype() is not _dtype:
+                    raise _dtype_mismatch("index_add", self, src)
+                if ids.dtype() not in _INDEX_ADD_IDS_DTYPES:
+                    raise _dtype_not_in("index_add", ids, _INDEX_ADD_IDS_DTYPES)
+                return Storage(On.CUDA, _rt_cuda.from_host(_rt_cuda.device(self.inner), _rt_cpu.index_add(_rt_cuda.to_host(self.inner), layout, _rt_cuda.to_host(ids.inner), ids_layout, _rt_cuda.to_host(src.inner), src_layout, dim)))
             case On.ROCM:
-                raise _missing(On.ROCM, "index_add")
+                if ids.backend is not self.backend:
+                    raise _device_mismatch("index_add", self, ids)
+                if src.backend is not self.backend:
+                    raise _device_mismatch("index_add", self, src)
+                _dtype = self.dtype()
+                if src.dtype() is not _dtype:
+                    raise _dtype_mismatch("index_add", self, src)
+                if ids.dtype() not in _INDEX_ADD_IDS_DTYPES:
+                    raise _dtype_not_in("index_add", ids, _INDEX_ADD_IDS_DTYPES)
+                return Storage(On.ROCM, _rt_rocm.from_host(_rt_rocm.device(self.inner), _rt_cpu.index_add(_rt_rocm.to_host(self.inner), layout, _rt_rocm.to_host(ids.inner), ids_layout, _rt_rocm.to_host(src.inner), src_layout, dim)))
 
     def matmul(self, rhs: Storage, bmnk: MatmulDims, lhs_layout: Layout, rhs_layout: Layout) -> Storage:
         match self.backend:
@@ -374,9 +485,23 @@ class Storage:
                     raise _dtype_not_in("matmul", self, _MATMUL_SELF_DTYPES)
                 return Storage(On.CPU, _rt_cpu.matmul(self.inner, rhs.inner, bmnk, lhs_layout, rhs_layout))
             case On.CUDA:
-                raise _missing(On.CUDA, "matmul")
+                if rhs.backend is not self.backend:
+                    raise _device_mismatch("matmul", self, rhs)
+                _dtype = self.dtype()
+                if rhs.dtype() is not _dtype:
+                    raise _dtype_mismatch("matmul", self, rhs)
+                if self.dtype() not in _MATMUL_SELF_DTYPES:
+                    raise _dtype_not_in("matmul", self, _MATMUL_SELF_DTYPES)
+                return Storage(On.CUDA, _rt_cuda.from_host(_rt_cuda.device(self.inner), _rt_cpu.matmul(_rt_cuda.to_host(self.inner), _rt_cuda.to_host(rhs.inner), bmnk, lhs_layout, rhs_layout)))
             case On.ROCM:
-                raise _missing(On.ROCM, "matmul")
+                if rhs.backend is not self.backend:
+                    raise _device_mismatch("matmul", self, rhs)
+                _dtype = self.dtype()
+                if rhs.dtype() is not _dtype:
+                    raise _dtype_mismatch("matmul", self, rhs)
+                if self.dtype() not in _MATMUL_SELF_DTYPES:
+                    raise _dtype_not_in("matmul", self, _MATMUL_SELF_DTYPES)
+                return Storage(On.ROCM, _rt_rocm.from_host(_rt_rocm.device(self.inner), _rt_cpu.matmul(_rt_rocm.to_host(self.inner), _rt_rocm.to_host(rhs.inner), bmnk, lhs_layout, rhs_layout)))
 
     def copy_strided_src(self, dst: Storage, dst_offset: int, src_layout: Layout) -> None:
         match self.backend:

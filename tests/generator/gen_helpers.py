@@ -196,6 +196,7 @@ def undefined_globals(source: str, filename: str = "<generated>") -> set[str]:
     top = symtable.symtable(source, filename, "exec")
     bound = {s.get_name() for s in top.get_symbols() if s.is_assigned() or s.is_imported()}
     bound |= {c.get_name() for c in top.get_children()}  # def / class at module level
+    bound |= {"__file__", "__name__", "__spec__", "__package__", "__doc__"}  # every module has these
     missing: set[str] = set()
 
     def walk(table: symtable.SymbolTable) -> None:

@@ -212,11 +212,12 @@ def test_walkthrough_on_the_shipped_registry(tmp_path):
     """The README's walkthrough: `gen new-backend toy` on ops.yaml, then `gen`, then `gen parity`."""
     shutil.copy(REPO / "ops.yaml", tmp_path / "ops.yaml")
     shutil.copytree(REPO / "runtime", tmp_path / "runtime", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(REPO / "hip", tmp_path / "hip")  # the GPU backends' kernels are part of the registry's world
     registry = tmp_path / "ops.yaml"
     result = new_backend(registry, "toy", "--doc", "a toy backend")
     assert result.exit_code == 0, result.output
     added = [ln for ln in registry.read_text().splitlines() if ln.startswith("  toy:")]
-    assert added == ['  toy:  {runtime: runtime.toy,  ordinal: true,  doc: "a toy backend"}']
+    assert added == ['  toy:  {runtime: runtime.toy,  ordinal: true,                 doc: "a toy backend"}']
     assert run_cli("--registry", registry, "--out", tmp_path / "generated").exit_code == 0
     parity = run_cli("--registry", registry, "parity").stdout
     summary = parity.splitlines()[-1]

@@ -1,0 +1,244 @@
+// Convolutions, direct (one thread per output element), Candle's conv1d / conv2d /
+// conv_transpose1d / conv_transpose2d kernels. FIRST VERSION: correct for every
+// layout and dtype, not fast; a GEMM path (im2col + vendor BLAS) is the next step.
+//
+//   conv1d_<dt>(dst_numel, l_out, stride, padding, dilation, info, src, kernel, dst)
+//       src (b, c_in, l_in) * kernel (c_out, c_in, k) -> dst (b, c_out, l_out)
+//   conv2d_<dt>(dst_numel, w_out, h_out, stride, padding, dilation, info, src, kernel, dst)
+//       src (b, c_in, h, w) * kernel (c_out, c_in, k_h, k_w) -> dst (b, c_out, h_out, w_out)
+//   conv_transpose1d_<dt>(dst_numel, l_out, stride, padding, out_padding, dilation, info, src, kernel, dst)
+//       src (b, c_in, l_in) * kernel (c_in, c_out, k) -> dst (b, c_out, l_out)
+//   conv_transpose2d_<dt>(dst_numel, w_out, h_out, stride, padding, out_padding, dilation, info, src, kernel, dst)
+//       src (b, c_in, h, w) * kernel (c_in, c_out, k_h, k_w) -> dst (b, c_out, h_out, w_out)
+//
+// info: src dims, src strides, kernel dims, kernel strides (4 * rank): src and kernel
+// may be any strided views; dst is contiguous. The first parameter is dst's element
+// count (Candle passes src_numel there and derives the dst count). out_padding only
+// widens the output (l_out / h_out / w_out already include it).
+// Semantics (runtime/cpu_nn.py): bf16/f16 accumulate in f32 and round once; integers
+// wrap; f32 accumulates in f32 in (c_in, k) order, not BLAS order: compare with a
+// tolerance.
+#include "compat.h"
+
+namespace {
+
+template <typename T> __device__ __forceinline__ opgen::accum_t<T> acc_of(T x) {
+    return (opgen::accum_t<T>)opgen::to_compute(x);
+}
+template <typename T> __device__ __forceinline__ T result_of(opgen::accum_t<T> a) {
+    return opgen::from_compute<T>((opgen::compute_t<T>)a);
+}
+
+template <typename T>
+__device__ __forceinline__ void conv1d_kernel(const size_t dst_numel, const size_t l_out, const size_t stride,
+                                              const size_t padding, const size_t dilation, const size_t* info,
+                                              const T* src, const T* kernel, T* dst) {
+    const size_t* sd = info;      // b, c_in, l_in
+    const size_t* ss = info + 3;  // src strides
+    const size_t* kd = info + 6;  // c_out, c_in, k
+    const size_t* ks = info + 9;  // kernel strides
+    const size_t c_in = sd[1], l_in = sd[2], c_out = kd[0], k_size = kd[2];
+    for (size_t i = opgen::global_thread_id(); i < dst_numel; i += opgen::grid_threads()) {
+        const size_t b = i / (c_out * l_out), co = i / l_out % c_out, o = i % l_out;
+        opgen::accum_t<T> acc = 0;
+        for (size_t ci = 0; ci < c_in; ci++) {
+            for (size_t k = 0; k < k_size; k++) {
+                const size_t at = o * stride + k * dilation;  // position in the padded input
+                if (at < padding || at - padding >= l_in) continue;
+                const size_t l = at - padding;
+                acc += acc_of(src[b * ss[0] + ci * ss[1] + l * ss[2]]) * acc_of(kernel[co * ks[0] + ci * ks[1] + k * ks[2]]);
+            }
+        }
+        dst[i] = result_of<T>(acc);
+    }
+}
+
+template <typename T>
+__device__ __forceinline__ void conv2d_kernel(const size_t dst_numel, const size_t w_out, const size_t h_out,
+                                              const size_t stride, const size_t padding, const size_t dilation,
+                                              const size_t* info, const T* src, const T* kernel, T* dst) {
+    const size_t* sd = info;       // b, c_in, h, w
+    const size_t* ss = info + 4;
+    const size_t* kd = info + 8;   // c_out, c_in, k_h, k_w
+    const size_t* ks = info + 12;
+    const size_t c_in = sd[1], h_in = sd[2], w_in = sd[3], c_out = kd[0], k_h = kd[2], k_w = kd[3];
+    for (size_t i = opgen::global_thread_id(); i < dst_numel; i += opgen::grid_threads()) {
+        const size_t b = i / (c_out * h_out * w_out), co = i / (h_out * w_out) % c_out;
+        const size_t oy = i / w_out % h_out, ox = i % w_out;
+        opgen::accum_t<T> acc = 0;
+        for (size_t ci = 0; ci < c_in; ci++) {
+            for (size_t ky = 0; ky < k_h; ky++) {
+                const size_t ay = oy * stride + ky * dilation;
+                if (ay < padding || ay - padding >= h_in) continue;
+                const size_t y = ay - padding;
+                for (size_t kx = 0; kx < k_w; kx++) {
+                    const size_t ax = ox * stride + kx * dilation;
+                    if (ax < padding || ax - padding >= w_in) continue;
+                    const size_t x = ax - padding;
+                    acc += acc_of(src[b * ss[0] + ci * ss[1] + y * ss[2] + x * ss[3]]) *
+                           acc_of(kernel[co * ks[0] + ci * ks[1] + ky * ks[2] + kx * ks[3]]);
+                }
+            }
+        }
+        dst[i] = result_of<T>(acc);
+    }
+}
+
+// The input position i with i * stride + k * dilation == o + padding, if any.
+__device__ __forceinline__ bool transposed_source(size_t o, size_t k, size_t stride, size_t padding,
+                                                  size_t dilation, size_t len, size_t& i) {
+    const size_t at = o + padding, off = k * dilation;
+    if (at < off) return false;
+    const size_t t = at - off;
+    if (t % stride != 0) return false;
+    i = t / stride;
+    return i < len;
+}
+
+template <typename T>
+__device__ __forceinline__ void conv_transpose1d_kernel(const size_t dst_numel, const size_t l_out,
+                                                        const size_t stride, const size_t padding,
+                                                        const size_t out_padding, const size_t dilation,
+                                                        const size_t* info, const T* src, const T* kernel, T* dst) {
+    (void)out_padding;
+    const size_t* sd = info;      // b, c_in, l_in
+    const size_t* ss = info + 3;
+    const size_t* kd = info + 6;  // c_in, c_out, k
+    const size_t* ks = info + 9;
+    const size_t c_in = sd[1], l_in = sd[2], c_out = kd[1], k_size = kd[2];
+    for (size_t i = opgen::global_thread_id(); i < dst_numel; i += opgen::grid_threads()) {
+        const size_t b = i / (c_out * l_out), co = i / l_out % c_out, o = i % l_out;
+        opgen::accum_t<T> acc = 0;
+        for (size_t ci = 0; ci < c_in; ci++) {
+            for (size_t k = 0; k < k_size; k++) {
+                size_t l;
+                if (!transposed_source(o, k, stride, padding, dilation, l_in, l)) continue;
+                acc += acc_of(src[b * ss[0] + ci * ss[1] + l * ss[2]]) * acc_of(kernel[ci * ks[0] + co * ks[1] + k * ks[2]]);
+            }
+        }
+        dst[i] = result_of<T>(acc);
+    }
+}
+
+template <typename T>
+__device__ __forceinline__ void conv_transpose2d_kernel(const size_t dst_numel, const size_t w_out,
+                                                        const size_t h_out, const size_t stride,
+                                                        const size_t padding, const size_t out_padding,
+                                                        const size_t dilation, const size_t* info, const T* src,
+                                                        const T* kernel, T* dst) {
+    (void)out_padding;
+    const size_t* sd = info;       // b, c_in, h, w
+    const size_t* ss = info + 4;
+    const size_t* kd = info + 8;   // c_in, c_out, k_h, k_w
+    const size_t* ks = info + 12;
+    const size_t c_in = sd[1], h_in = sd[2], w_in = sd[3], c_out = kd[1], k_h = kd[2], k_w = kd[3];
+    for (size_t i = opgen::global_thread_id(); i < dst_numel; i += opgen::grid_threads()) {
+        const size_t b = i / (c_out * h_out * w_out), co = i / (h_out * w_out) % c_out;
+        const size_t oy = i / w_out % h_out, ox = i % w_out;
+        opgen::accum_t<T> acc = 0;
+        for (size_t ci = 0; ci < c_in; ci++) {
+            for (size_t ky = 0; ky < k_h; ky++) {
+                size_t y;
+                if (!transposed_source(oy, ky, stride, padding, dilation, h_in, y)) continue;
+                for (size_t kx = 0; kx < k_w; kx++) {
+                    size_t x;
+                    if (!transposed_source(ox, kx, stride, padding, dilation, w_in, x)) continue;
+                    acc += acc_of(src[b * ss[0] + ci * ss[1] + y * ss[2] + x * ss[3]]) *
+                           acc_of(kernel[ci * ks[0] + co * ks[1] + ky * ks[2] + kx * ks[3]]);
+                }
+            }
+        }
+        dst[i] = result_of<T>(acc);
+    }
+}
+
+}  // namespace
+
+// conv1d
+extern "C" __global__ void conv1d_u8(const size_t dst_numel, const size_t l_out, const size_t stride, const size_t padding, const size_t dilation, const size_t* info, const uint8_t* src, const uint8_t* kernel, uint8_t* dst) {
+    conv1d_kernel(dst_numel, l_out, stride, padding, dilation, info, src, kernel, dst);
+}
+extern "C" __global__ void conv1d_u32(const size_t dst_numel, const size_t l_out, const size_t stride, const size_t padding, const size_t dilation, const size_t* info, const uint32_t* src, const uint32_t* kernel, uint32_t* dst) {
+    conv1d_kernel(dst_numel, l_out, stride, padding, dilation, info, src, kernel, dst);
+}
+extern "C" __global__ void conv1d_i64(const size_t dst_numel, const size_t l_out, const size_t stride, const size_t padding, const size_t dilation, const size_t* info, const int64_t* src, const int64_t* kernel, int64_t* dst) {
+    conv1d_kernel(dst_numel, l_out, stride, padding, dilation, info, src, kernel, dst);
+}
+extern "C" __global__ void conv1d_bf16(const size_t dst_numel, const size_t l_out, const size_t stride, const size_t padding, const size_t dilation, const size_t* info, const bf16_t* src, const bf16_t* kernel, bf16_t* dst) {
+    conv1d_kernel(dst_numel, l_out, stride, padding, dilation, info, src, kernel, dst);
+}
+extern "C" __global__ void conv1d_f16(const size_t dst_numel, const size_t l_out, const size_t stride, const size_t padding, const size_t dilation, const size_t* info, const f16_t* src, const f16_t* kernel, f16_t* dst) {
+    conv1d_kernel(dst_numel, l_out, stride, padding, dilation, info, src, kernel, dst);
+}
+extern "C" __global__ void conv1d_f32(const size_t dst_numel, const size_t l_out, const size_t stride, const size_t padding, const size_t dilation, const size_t* info, const float* src, const float* kernel, float* dst) {
+    conv1d_kernel(dst_numel, l_out, stride, padding, dilation, info, src, kernel, dst);
+}
+extern "C" __global__ void conv1d_f64(const size_t dst_numel, const size_t l_out, const size_t stride, const size_t padding, const size_t dilation, const size_t* info, const double* src, const double* kernel, double* dst) {
+    conv1d_kernel(dst_numel, l_out, stride, padding, dilation, info, src, kernel, dst);
+}
+// conv2d
+extern "C" __global__ void conv2d_u8(const size_t dst_numel, const size_t w_out, const size_t h_out, const size_t stride, const size_t padding, const size_t dilation, const size_t* info, const uint8_t* src, const uint8_t* kernel, uint8_t* dst) {
+    conv2d_kernel(dst_numel, w_out, h_out, stride, padding, dilation, info, src, kernel, dst);
+}
+extern "C" __global__ void conv2d_u32(const size_t dst_numel, const size_t w_out, const size_t h_out, const size_t stride, const size_t padding, const size_t dilation, const size_t* info, const uint32_t* src, const uint32_t* kernel, uint32_t* dst) {
+    conv2d_kernel(dst_numel, w_out, h_out, stride, padding, dilation, info, src, kernel, dst);
+}
+extern "C" __global__ void conv2d_i64(const size_t dst_numel, const size_t w_out, const size_t h_out, const size_t stride, const size_t padding, const size_t dilation, const size_t* info, const int64_t* src, const int64_t* kernel, int64_t* dst) {
+    conv2d_kernel(dst_numel, w_out, h_out, stride, padding, dilation, info, src, kernel, dst);
+}
+extern "C" __global__ void conv2d_bf16(const size_t dst_numel, const size_t w_out, const size_t h_out, const size_t stride, const size_t padding, const size_t dilation, const size_t* info, const bf16_t* src, const bf16_t* kernel, bf16_t* dst) {
+    conv2d_kernel(dst_numel, w_out, h_out, stride, padding, dilation, info, src, kernel, dst);
+}
+extern "C" __global__ void conv2d_f16(const size_t dst_numel, const size_t w_out, const size_t h_out, const size_t stride, const size_t padding, const size_t dilation, const size_t* info, const f16_t* src, const f16_t* kernel, f16_t* dst) {
+    conv2d_kernel(dst_numel, w_out, h_out, stride, padding, dilation, info, src, kernel, dst);
+}
+extern "C" __global__ void conv2d_f32(const size_t dst_numel, const size_t w_out, const size_t h_out, const size_t stride, const size_t padding, const size_t dilation, const size_t* info, const float* src, const float* kernel, float* dst) {
+    conv2d_kernel(dst_numel, w_out, h_out, stride, padding, dilation, info, src, kernel, dst);
+}
+extern "C" __global__ void conv2d_f64(const size_t dst_numel, const size_t w_out, const size_t h_out, const size_t stride, const size_t padding, const size_t dilation, const size_t* info, const double* src, const double* kernel, double* dst) {
+    conv2d_kernel(dst_numel, w_out, h_out, stride, padding, dilation, info, src, kernel, dst);
+}
+// conv_transpose1d
+extern "C" __global__ void conv_transpose1d_u8(const size_t dst_numel, const size_t l_out, const size_t stride, const size_t padding, const size_t out_padding, const size_t dilation, const size_t* info, const uint8_t* src, const uint8_t* kernel, uint8_t* dst) {
+    conv_transpose1d_kernel(dst_numel, l_out, stride, padding, out_padding, dilation, info, src, kernel, dst);
+}
+extern "C" __global__ void conv_transpose1d_u32(const size_t dst_numel, const size_t l_out, const size_t stride, const size_t padding, const size_t out_padding, const size_t dilation, const size_t* info, const uint32_t* src, const uint32_t* kernel, uint32_t* dst) {
+    conv_transpose1d_kernel(dst_numel, l_out, stride, padding, out_padding, dilation, info, src, kernel, dst);
+}
+extern "C" __global__ void conv_transpose1d_i64(const size_t dst_numel, const size_t l_out, const size_t stride, const size_t padding, const size_t out_padding, const size_t dilation, const size_t* info, const int64_t* src, const int64_t* kernel, int64_t* dst) {
+    conv_transpose1d_kernel(dst_numel, l_out, stride, padding, out_padding, dilation, info, src, kernel, dst);
+}
+extern "C" __global__ void conv_transpose1d_bf16(const size_t dst_numel, const size_t l_out, const size_t stride, const size_t padding, const size_t out_padding, const size_t dilation, const size_t* info, const bf16_t* src, const bf16_t* kernel, bf16_t* dst) {
+    conv_transpose1d_kernel(dst_numel, l_out, stride, padding, out_padding, dilation, info, src, kernel, dst);
+}
+extern "C" __global__ void conv_transpose1d_f16(const size_t dst_numel, const size_t l_out, const size_t stride, const size_t padding, const size_t out_padding, const size_t dilation, const size_t* info, const f16_t* src, const f16_t* kernel, f16_t* dst) {
+    conv_transpose1d_kernel(dst_numel, l_out, stride, padding, out_padding, dilation, info, src, kernel, dst);
+}
+extern "C" __global__ void conv_transpose1d_f32(const size_t dst_numel, const size_t l_out, const size_t stride, const size_t padding, const size_t out_padding, const size_t dilation, const size_t* info, const float* src, const float* kernel, float* dst) {
+    conv_transpose1d_kernel(dst_numel, l_out, stride, padding, out_padding, dilation, info, src, kernel, dst);
+}
+extern "C" __global__ void conv_transpose1d_f64(const size_t dst_numel, const size_t l_out, const size_t stride, const size_t padding, const size_t out_padding, const size_t dilation, const size_t* info, const double* src, const double* kernel, double* dst) {
+    conv_transpose1d_kernel(dst_numel, l_out, stride, padding, out_padding, dilation, info, src, kernel, dst);
+}
+// conv_transpose2d
+extern "C" __global__ void conv_transpose2d_u8(const size_t dst_numel, const size_t w_out, const size_t h_out, const size_t stride, const size_t padding, const size_t out_padding, const size_t dilation, const size_t* info, const uint8_t* src, const uint8_t* kernel, uint8_t* dst) {
+    conv_transpose2d_kernel(dst_numel, w_out, h_out, stride, padding, out_padding, dilation, info, src, kernel, dst);
+}
+extern "C" __global__ void conv_transpose2d_u32(const size_t dst_numel, const size_t w_out, const size_t h_out, const size_t stride, const size_t padding, const size_t out_padding, const size_t dilation, const size_t* info, const uint32_t* src, const uint32_t* kernel, uint32_t* dst) {
+    conv_transpose2d_kernel(dst_numel, w_out, h_out, stride, padding, out_padding, dilation, info, src, kernel, dst);
+}
+extern "C" __global__ void conv_transpose2d_i64(const size_t dst_numel, const size_t w_out, const size_t h_out, const size_t stride, const size_t padding, const size_t out_padding, const size_t dilation, const size_t* info, const int64_t* src, const int64_t* kernel, int64_t* dst) {
+    conv_transpose2d_kernel(dst_numel, w_out, h_out, stride, padding, out_padding, dilation, info, src, kernel, dst);
+}
+extern "C" __global__ void conv_transpose2d_bf16(const size_t dst_numel, const size_t w_out, const size_t h_out, const size_t stride, const size_t padding, const size_t out_padding, const size_t dilation, const size_t* info, const bf16_t* src, const bf16_t* kernel, bf16_t* dst) {
+    conv_transpose2d_kernel(dst_numel, w_out, h_out, stride, padding, out_padding, dilation, info, src, kernel, dst);
+}
+extern "C" __global__ void conv_transpose2d_f16(const size_t dst_numel, const size_t w_out, const size_t h_out, const size_t stride, const size_t padding, const size_t out_padding, const size_t dilation, const size_t* info, const f16_t* src, const f16_t* kernel, f16_t* dst) {
+    conv_transpose2d_kernel(dst_numel, w_out, h_out, stride, padding, out_padding, dilation, info, src, kernel, dst);
+}
+extern "C" __global__ void conv_transpose2d_f32(const size_t dst_numel, const size_t w_out, const size_t h_out, const size_t stride, const size_t padding, const size_t out_padding, const size_t dilation, const size_t* info, const float* src, const float* kernel, float* dst) {
+    conv_transpose2d_kernel(dst_numel, w_out, h_out, stride, padding, out_padding, dilation, info, src, kernel, dst);
+}
+extern "C" __global__ void conv_transpose2d_f64(const size_t dst_numel, const size_t w_out, const size_t h_out, const size_t stride, const size_t padding, const size_t out_padding, const size_t dilation, const size_t* info, const double* src, const double* kernel, double* dst) {
+    conv_transpose2d_kernel(dst_numel, w_out, h_out, stride, padding, out_padding, dilation, info, src, kernel, dst);
+}

@@ -1,0 +1,323 @@
+"""The GPU runtime shared by the cuda and rocm backends.
+
+What differs between vendors is a `Driver`: memory, copies, module loading, launches and
+the runtime compiler (runtime/cuda.py, runtime/rocm.py, one short class each). Everything
+else lives here once: buffers from the driver's stream-ordered pool, the compiled-kernel
+cache (on disk and per device), launch geometry, and the storage ops written against the
+generated launch wrappers, which reach the runtime as arguments."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import tempfile
+import weakref
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Protocol
+
+import ml_dtypes  # noqa: F401  (registers bfloat16 with numpy)
+import numpy as np
+
+from runtime.errors import DTypeMismatch, OpgenError, ShapeMismatch
+from runtime.layout import Layout
+
+BLOCK = 256
+# Tests set OPGEN_POISON=1: fresh buffers are filled with 0xFF bytes (NaN, or the largest
+# integer) so that an element a kernel fails to write cannot pass as a right answer.
+POISON = os.environ.get("OPGEN_POISON") == "1"
+HIP_DIR = Path(__file__).resolve().parent.parent / "hip"  # kernel sources and the headers they share
+CACHE_DIR = Path(os.environ.get("OPGEN_CACHE_DIR", Path.home() / ".cache" / "opgen" / "kernels"))
+
+
+class GpuError(OpgenError, RuntimeError):
+    """A driver or compiler call failed; names the call (or kernel) and the backend."""
+
+    def __init__(self, backend: str, call: str, detail: str) -> None:
+        self.backend, self.call, self.detail = backend, call, detail
+        super().__init__(f"{backend}: {call} failed: {detail}")
+
+
+class Driver(Protocol):
+    """The vendor layer. Pointers are ints; `stream(ordinal)` is the device's op stream."""
+
+    name: str
+
+    def availability(self) -> str | None: ...
+    def arch(self, ordinal: int) -> str: ...
+    def multiprocessors(self, ordinal: int) -> int: ...
+    def compiler_version(self) -> str: ...
+    def compile(self, source: str, name: str, arch: str) -> bytes: ...
+    def activate(self, ordinal: int) -> None: ...
+    def stream(self, ordinal: int) -> Any: ...
+    def alloc(self, nbytes: int, stream: Any) -> int: ...
+    def free(self, ptr: int, stream: Any) -> None: ...
+    def upload(self, ptr: int, host: np.ndarray, stream: Any) -> None: ...
+    def download(self, host: np.ndarray, ptr: int, stream: Any) -> None: ...
+    def copy(self, dst: int, src: int, nbytes: int, stream: Any) -> None: ...
+    def memset(self, ptr: int, nbytes: int, stream: Any, byte: int = 0) -> None: ...
+    def load(self, image: bytes) -> Any: ...
+    def function(self, module: Any, name: str) -> Any: ...
+    def launch(self, fn: Any, grid: int, block: int, stream: Any, args: tuple, types: tuple) -> None: ...
+    def synchronize(self, ordinal: int) -> None: ...
+
+
+@dataclass(frozen=True)
+class DeviceStream:
+    """The stream ops of one device run on; the launch wrappers hand it back to `launch`."""
+
+    ordinal: int
+    handle: Any
+
+
+@dataclass(eq=False)
+class GpuBuffer:
+    """A flat device buffer, the `inner` of a GPU Storage; freed (stream-ordered) when dropped."""
+
+    ptr: int
+    size: int  # elements
+    dtype: np.dtype
+    ordinal: int
+    _finalizer: Any = field(default=None, repr=False)
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+    def at(self, layout: Layout) -> int:
+        """Device address of the layout's first element."""
+        return self.ptr + layout.start_offset * self.dtype.itemsize
+
+
+def _digest(*parts: bytes) -> str:
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(len(part).to_bytes(8, "little"))
+        h.update(part)
+    return h.hexdigest()
+
+
+class KernelCache:
+    """Compiled kernels on disk, keyed on the source (headers included), the compiler and
+    its version, and the target. Each entry carries the sha256 of its payload: a corrupt or
+    truncated entry is rebuilt, never loaded."""
+
+    def __init__(self, backend: str, directory: Path = CACHE_DIR) -> None:
+        self.directory = directory / backend
+
+    def get_or_compile(self, key: str, compile_: Callable[[], bytes]) -> bytes:
+        path = self.directory / f"{key}.bin"
+        try:
+            blob = path.read_bytes()
+            checksum, image = blob[:64].decode("ascii"), blob[64:]
+            if hashlib.sha256(image).hexdigest() == checksum:
+                return image
+        except (OSError, UnicodeDecodeError):
+            pass
+        image = compile_()
+        self._store(path, hashlib.sha256(image).hexdigest().encode("ascii") + image)
+        return image
+
+    def _store(self, path: Path, blob: bytes) -> None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+            with os.fdopen(fd, "wb") as f:
+                f.write(blob)
+            os.replace(tmp, path)
+        except OSError:
+            pass  # an unwritable cache costs a compile next time, nothing else
+
+
+class GpuRuntime:
+    """Backend-neutral GPU storage ops over one Driver."""
+
+    def __init__(self, driver: Driver) -> None:
+        self.driver = driver
+        self.name = driver.name
+        self.cache = KernelCache(driver.name)
+        self._functions: dict[tuple[int, str, str], Any] = {}
+        self._sources: dict[str, str] = {}
+        self._modules: dict[tuple[int, str], Any] = {}
+        self._streams: dict[int, DeviceStream] = {}
+
+    # -- availability and devices ---------------------------------------------------------
+    def availability(self) -> str | None:
+        return self.driver.availability()
+
+    def synchronize(self, ordinal: int) -> None:
+        self.driver.activate(ordinal)
+        self.driver.synchronize(ordinal)
+
+    def location(self, ordinal: int) -> str:
+        return f"{self.name}:{ordinal}"
+
+    def supports_bf16(self, ordinal: int) -> bool:
+        return True
+
+    # -- memory -----------------------------------------------------------------------------
+    def alloc(self, ordinal: int, size: int, dtype: np.dtype) -> GpuBuffer:
+        self.driver.activate(ordinal)
+        stream = self.driver.stream(ordinal)
+        nbytes = max(size * dtype.itemsize, 1)
+        ptr = self.driver.alloc(nbytes, stream)
+        buf = GpuBuffer(ptr, size, dtype, ordinal)
+        buf._finalizer = weakref.finalize(buf, self.driver.free, ptr, stream)
+        if POISON:
+            self.driver.memset(ptr, nbytes, stream, 0xFF)
+        return buf
+
+    def from_host(self, ordinal: int, array: np.ndarray) -> GpuBuffer:
+        host = np.ascontiguousarray(array).reshape(-1)
+        buf = self.alloc(ordinal, host.size, host.dtype)
+        if host.size:
+            self.driver.upload(buf.ptr, host, self.driver.stream(ordinal))
+        return buf
+
+    def to_host(self, buf: GpuBuffer) -> np.ndarray:
+        host = np.empty(buf.size, buf.dtype)
+        if buf.size:
+            self.driver.activate(buf.ordinal)
+            self.driver.download(host, buf.ptr, self.driver.stream(buf.ordinal))
+        return host
+
+    def to_numpy(self, buf: GpuBuffer, layout: Layout) -> np.ndarray:
+        _fits("to_numpy", self.name, buf, layout)
+        if layout.is_contiguous:
+            host = np.empty(layout.elem_count, buf.dtype)
+            if host.size:
+                self.driver.activate(buf.ordinal)
+                self.driver.download(host, buf.at(layout), self.driver.stream(buf.ordinal))
+            return host.reshape(layout.shape)
+        flat = self.to_host(buf)
+        itemsize = flat.dtype.itemsize
+        view = np.lib.stride_tricks.as_strided(
+            flat[layout.start_offset:], layout.shape, [s * itemsize for s in layout.stride])
+        return np.ascontiguousarray(view)
+
+    def zeros(self, ordinal: int, shape: tuple[int, ...], dtype) -> GpuBuffer:
+        buf = self.alloc(ordinal, math.prod(shape), dtype.numpy)
+        self.driver.memset(buf.ptr, buf.nbytes, self.driver.stream(ordinal))
+        return buf
+
+    def ones(self, ordinal: int, shape: tuple[int, ...], dtype) -> GpuBuffer:
+        return self.from_host(ordinal, np.ones(math.prod(shape), dtype.numpy))
+
+    def alloc_uninit(self, ordinal: int, shape: tuple[int, ...], dtype) -> GpuBuffer:
+        return self.alloc(ordinal, math.prod(shape), dtype.numpy)
+
+    def storage_from_slice(self, ordinal: int, array: np.ndarray) -> GpuBuffer:
+        return self.from_host(ordinal, array)
+
+    def try_clone(self, buf: GpuBuffer, layout: Layout) -> GpuBuffer:
+        out = self.alloc(buf.ordinal, buf.size, buf.dtype)
+        self.driver.copy(out.ptr, buf.ptr, buf.nbytes, self.driver.stream(buf.ordinal))
+        return out
+
+    def to_device(self, buf: GpuBuffer, layout: Layout, ordinal: int) -> GpuBuffer:
+        """Within the backend: a contiguous copy of the view, on `ordinal`."""
+        if ordinal == buf.ordinal and layout.is_contiguous:
+            out = self.alloc(ordinal, layout.elem_count, buf.dtype)
+            self.driver.copy(out.ptr, buf.at(layout), out.nbytes, self.driver.stream(ordinal))
+            return out
+        return self.from_host(ordinal, self.to_numpy(buf, layout))
+
+    @staticmethod
+    def dtype(buf: GpuBuffer) -> np.dtype:
+        return buf.dtype
+
+    @staticmethod
+    def device(buf: GpuBuffer) -> int:
+        return buf.ordinal
+
+    # -- kernels ----------------------------------------------------------------------------
+    def launch(self, source: str, name: str, grid: int, block: int, stream: DeviceStream,
+               args: tuple, types: tuple) -> None:
+        """Run entry point `name` of `source` (a .hip path); the generated wrappers call this."""
+        key = (stream.ordinal, source, name)
+        fn = self._functions.get(key)
+        if fn is None:
+            fn = self._functions[key] = self.driver.function(self._module(stream.ordinal, source), name)
+        self.driver.launch(fn, grid, block, stream.handle, args, types)
+
+    def _module(self, ordinal: int, source: str) -> Any:
+        module = self._modules.get((ordinal, source))
+        if module is None:
+            self.driver.activate(ordinal)
+            text = self._sources.get(source)
+            if text is None:
+                text = self._sources[source] = Path(source).read_text(encoding="utf-8")
+            arch = self.driver.arch(ordinal)
+            headers = [p.read_bytes() for p in sorted(HIP_DIR.glob("*.h"))]
+            key = _digest(text.encode(), *headers, self.driver.compiler_version().encode(), arch.encode())
+            image = self.cache.get_or_compile(key, lambda: self.driver.compile(text, Path(source).name, arch))
+            module = self._modules[(ordinal, source)] = self.driver.load(image)
+        return module
+
+    def stream(self, ordinal: int) -> DeviceStream:
+        self.driver.activate(ordinal)
+        stream = self._streams.get(ordinal)
+        if stream is None:
+            stream = self._streams[ordinal] = DeviceStream(ordinal, self.driver.stream(ordinal))
+        return stream
+
+    def geometry(self, numel: int, ordinal: int) -> int:
+        """Blocks for a grid-stride kernel over `numel` elements: enough to fill the device."""
+        return max(1, min(math.ceil(numel / BLOCK), self.driver.multiprocessors(ordinal) * 32))
+
+    def _info(self, ordinal: int, *arrays: tuple[int, ...]) -> tuple[int, GpuBuffer | None]:
+        """Dims and strides as the kernels read them (size_t[]), on the device."""
+        host = np.array([v for a in arrays for v in a], dtype=np.uint64)
+        buf = self.from_host(ordinal, host)
+        return buf.ptr, buf
+
+    # -- elementwise ops through the generated kernels --------------------------------------
+    def _launcher(self, kernel, dtype: np.dtype, op: str):
+        fn = kernel.by_dtype.get(dtype)
+        if fn is None:
+            expected = ", ".join(sorted(str(d) for d in kernel.by_dtype))
+            raise DTypeMismatch(op, self.name, f"one of {expected}", str(dtype))
+        return fn
+
+    def unary(self, buf: GpuBuffer, kernel, layout: Layout) -> GpuBuffer:
+        fn = self._launcher(kernel, buf.dtype, kernel.op)
+        _fits(kernel.op, self.name, buf, layout)
+        out = self.alloc(buf.ordinal, layout.elem_count, kernel.result or buf.dtype)
+        if not out.size:
+            return out
+        stream = self.stream(buf.ordinal)
+        info, keep = (0, None) if layout.is_contiguous else self._info(buf.ordinal, layout.shape, layout.stride)
+        fn(self.launch, self.geometry(out.size, buf.ordinal), BLOCK, stream,
+           out.size, layout.rank, info, buf.at(layout), out.ptr)
+        return out
+
+    def binary(self, buf: GpuBuffer, kernel, rhs: GpuBuffer, lhs_layout: Layout, rhs_layout: Layout) -> GpuBuffer:
+        fn = self._launcher(kernel, buf.dtype, kernel.op)
+        _fits(kernel.op, self.name, buf, lhs_layout)
+        _fits(kernel.op, self.name, rhs, rhs_layout)
+        _same_ordinal(kernel.op, self.name, buf, rhs)
+        out = self.alloc(buf.ordinal, lhs_layout.elem_count, kernel.result or buf.dtype)
+        if not out.size:
+            return out
+        stream = self.stream(buf.ordinal)
+        both_contiguous = lhs_layout.is_contiguous and rhs_layout.is_contiguous
+        info, keep = (0, None) if both_contiguous else self._info(
+            buf.ordinal, lhs_layout.shape, lhs_layout.stride, rhs_layout.stride)
+        fn(self.launch, self.geometry(out.size, buf.ordinal), BLOCK, stream,
+           out.size, lhs_layout.rank, info, buf.at(lhs_layout), rhs.at(rhs_layout), out.ptr)
+        return out
+
+    cmp = binary  # same kernels' shape: the Kernel's result dtype (u8) sizes the output
+
+
+def _fits(op: str, backend: str, buf: GpuBuffer, layout: Layout) -> None:
+    if layout.max_offset() > buf.size:
+        raise ShapeMismatch(op, backend, f"a layout within {buf.size} elements", layout)
+
+
+def _same_ordinal(op: str, backend: str, a: GpuBuffer, b: GpuBuffer) -> None:
+    if a.ordinal != b.ordinal:
+        from runtime.errors import DeviceMismatch
+
+        raise DeviceMismatch(op, backend, f"{backend}:{a.ordinal}", f"{backend}:{b.ordinal}")

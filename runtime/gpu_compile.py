@@ -1,0 +1,414 @@
+"""Compile the HIP kernel sources in hip/ for NVIDIA (NVRTC) and AMD (hiprtc) targets.
+
+No GPU is needed: NVRTC (cuda-python's `cuda.bindings.nvrtc` + the
+`nvidia-cuda-nvrtc-cu12` wheel) produces CUBIN for `sm_XX`, hiprtc (hip-python's
+`hip.hiprtc` + a ROCm runtime library) produces AMD code objects for `gfxXXXX`. Both
+packages are imported lazily: this module imports without them, and a missing
+compiler raises `CompilerUnavailable` with what is missing.
+
+The project's headers (hip/*.h: compat.h, elementwise.h) are handed to the compilers
+as named in-memory headers, so `#include "compat.h"` works whatever the compiler's
+working directory; the CUDA headers that compat.h includes (cuda_fp16.h,
+cuda_bf16.h) come from a CUDA include directory (see `cuda_include_dir`).
+
+Environment:
+  OPGEN_CUDA_INCLUDE   a directory holding cuda_fp16.h (default: the
+                       nvidia-cuda-runtime-cu12 wheel's include/, then $CUDA_HOME/include,
+                       $CUDA_PATH/include, /usr/local/cuda/include)
+  OPGEN_HIPRTC_LIB     the library exporting hiprtc (default: the first loadable of
+                       libhiprtc.so[.6|.5], libamdhip64.so[.6|.5]; ROCm 5.2 ships hiprtc
+                       inside libamdhip64.so.5)
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+import re
+import struct
+from pathlib import Path
+from typing import Iterable, Mapping
+
+from runtime.gpu_errors import CompileError, CompilerUnavailable
+
+HIP_DIR = Path(__file__).resolve().parent.parent / "hip"
+
+#: The targets CI compiles every kernel source for.
+CUDA_TARGETS = ("sm_80", "sm_90")
+ROCM_TARGETS = ("gfx90a", "gfx940", "gfx1030")
+
+#: Options passed on every compile. FP contraction is off so that `x * m + a` rounds
+#: twice, as the numpy reference does (a fused multiply-add would differ in the last bit).
+CUDA_OPTIONS = ("-std=c++17", "--fmad=false")
+ROCM_OPTIONS = ("-std=c++17", "-O3", "-ffp-contract=off")
+
+_ENTRY = re.compile(r'extern\s+"C"\s+__global__\s+void\s+([A-Za-z_][A-Za-z0-9_]*)\s*\(')
+_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+
+
+def kernel_names(source: str) -> list[str]:
+    """The `extern "C" __global__ void NAME(` entry points of a source, in order
+    (comments ignored)."""
+    return _ENTRY.findall(_COMMENT.sub("", source))
+
+
+def kernel_headers(hip_dir: Path = HIP_DIR) -> dict[str, str]:
+    """The project's headers (hip/*.h) by include name."""
+    return {p.name: p.read_text() for p in sorted(Path(hip_dir).glob("*.h"))}
+
+
+# --------------------------------------------------------------------------- NVRTC
+
+
+@functools.cache
+def _nvrtc():
+    try:
+        from cuda.bindings import nvrtc  # cuda-python >= 12.6
+    except ImportError:
+        try:
+            from cuda import nvrtc  # older cuda-python layout
+        except ImportError:
+            raise CompilerUnavailable(
+                "cuda", "NVRTC not found: the Python package cuda-python is not installed (pip install cuda-python)"
+            ) from None
+    try:
+        err, major, minor = nvrtc.nvrtcVersion()
+    except Exception as e:  # the binding raises when libnvrtc cannot be loaded
+        raise CompilerUnavailable(
+            "cuda", f"NVRTC library not loadable ({e}); pip install nvidia-cuda-nvrtc-cu12"
+        ) from None
+    if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        raise CompilerUnavailable("cuda", f"nvrtcVersion failed: {err}")
+    return nvrtc
+
+
+def nvrtc_version() -> tuple[int, int]:
+    _, major, minor = _nvrtc().nvrtcVersion()
+    return int(major), int(minor)
+
+
+def _nvidia_wheel_includes() -> list[Path]:
+    try:
+        import nvidia  # namespace package of the nvidia-*-cu12 wheels
+    except ImportError:
+        return []
+    return [Path(p) / "cuda_runtime" / "include" for p in getattr(nvidia, "__path__", [])]
+
+
+def _cuda_include_candidates() -> list[Path]:
+    candidates = []
+    if os.environ.get("OPGEN_CUDA_INCLUDE"):
+        candidates.append(Path(os.environ["OPGEN_CUDA_INCLUDE"]))
+    candidates += _nvidia_wheel_includes()
+    for var in ("CUDA_HOME", "CUDA_PATH"):
+        if os.environ.get(var):
+            candidates.append(Path(os.environ[var]) / "include")
+    candidates.append(Path("/usr/local/cuda/include"))
+    return candidates
+
+
+@functools.cache
+def cuda_include_dir() -> Path:
+    """A directory holding cuda_fp16.h and cuda_bf16.h (NVRTC 12 has no built-in copy)."""
+    candidates = _cuda_include_candidates()
+    for c in candidates:
+        if (c / "cuda_fp16.h").is_file() and (c / "cuda_bf16.h").is_file():
+            return c
+    raise CompilerUnavailable(
+        "cuda",
+        "CUDA headers cuda_fp16.h / cuda_bf16.h not found (pip install nvidia-cuda-runtime-cu12, "
+        "or set OPGEN_CUDA_INCLUDE or CUDA_HOME); looked in " + ", ".join(str(c) for c in candidates),
+    )
+
+
+def nvrtc_unavailable() -> str | None:
+    """None when compile_cuda can run here, else what is missing."""
+    try:
+        _nvrtc()
+        cuda_include_dir()
+    except CompilerUnavailable as e:
+        return e.reason
+    return None
+
+
+def _headers(headers: Mapping[str, str] | None) -> tuple[list[bytes], list[bytes]]:
+    hs = kernel_headers() if headers is None else dict(headers)
+    return [v.encode() for v in hs.values()], [k.encode() for k in hs]
+
+
+def compile_cuda(
+    source: str,
+    name: str,
+    arch: str,
+    *,
+    headers: Mapping[str, str] | None = None,
+    options: Iterable[str] = (),
+    log: list[str] | None = None,
+) -> bytes:
+    """Compile `source` (file name `name`, for messages) with NVRTC for `arch`:
+    `sm_XX` gives a CUBIN, `compute_XX` PTX. `headers` (default: hip/*.h) are
+    in-memory include files; the compiler's log (warnings) is appended to `log` when
+    given. Raises CompileError with the log."""
+    nvrtc = _nvrtc()
+    ok = nvrtc.nvrtcResult.NVRTC_SUCCESS
+    contents, names = _headers(headers)
+    err, prog = nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), len(names), contents, names)
+    if err != ok:
+        raise CompileError(name, "cuda", arch, f"nvrtcCreateProgram: {err}")
+    try:
+        opts = [f"--gpu-architecture={arch}", *CUDA_OPTIONS, f"-I{cuda_include_dir()}", *options]
+        (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), [o.encode() for o in opts])
+        _, size = nvrtc.nvrtcGetProgramLogSize(prog)
+        raw = b" " * size
+        nvrtc.nvrtcGetProgramLog(prog, raw)
+        text = raw.rstrip(b"\0").strip().decode(errors="replace")
+        if err != ok:
+            raise CompileError(name, "cuda", arch, text or str(err))
+        if log is not None and text:
+            log.append(text)
+        if arch.startswith("sm_"):
+            _, size = nvrtc.nvrtcGetCUBINSize(prog)
+            image = b" " * size
+            (err,) = nvrtc.nvrtcGetCUBIN(prog, image)
+        else:
+            _, size = nvrtc.nvrtcGetPTXSize(prog)
+            image = b" " * size
+            (err,) = nvrtc.nvrtcGetPTX(prog, image)
+        if err != ok or not size:
+            raise CompileError(name, "cuda", arch, f"no code produced ({err})")
+        return bytes(image)
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)  # cuda.bindings takes the program itself
+
+
+# --------------------------------------------------------------------------- hiprtc
+
+_hiprtc_lib = ""  # the library hip-python's hiprtc was pointed at
+
+_HIPRTC_LIBS = (
+    "libhiprtc.so",
+    "libhiprtc.so.6",
+    "libhiprtc.so.5",
+    "libamdhip64.so",
+    "libamdhip64.so.6",
+    "libamdhip64.so.5",
+)
+
+
+def _hiprtc_library() -> str:
+    if os.environ.get("OPGEN_HIPRTC_LIB"):
+        return os.environ["OPGEN_HIPRTC_LIB"]
+    tried = []
+    for lib in _HIPRTC_LIBS:
+        try:
+            handle = ctypes.CDLL(lib)
+        except OSError as e:
+            tried.append(f"{lib} ({str(e).split(':')[-1].strip()})")
+            continue
+        if hasattr(handle, "hiprtcCompileProgram"):
+            return lib
+        tried.append(f"{lib} (no hiprtcCompileProgram)")
+    raise CompilerUnavailable(
+        "rocm",
+        "hiprtc library not found (apt-get install libamdhip64-5 libhiprtc-builtins5 rocm-device-libs, "
+        "or set OPGEN_HIPRTC_LIB); tried " + ", ".join(tried),
+    )
+
+
+@functools.cache
+def _hiprtc():
+    try:
+        from hip import chiprtc
+    except ImportError:
+        raise CompilerUnavailable(
+            "rocm", "hiprtc not found: the Python package hip-python is not installed (pip install hip-python)"
+        ) from None
+    global _hiprtc_lib
+    lib = _hiprtc_lib = _hiprtc_library()
+    # hip-python opens chiprtc.DLL at the first hiprtc call (default libhiprtc.so, which
+    # ROCm 5.2 lacks): point it at the library found.
+    chiprtc.DLL = lib.encode()
+    from hip import hiprtc
+
+    try:
+        err, major, minor = hiprtc.hiprtcVersion()
+    except Exception as e:
+        raise CompilerUnavailable("rocm", f"hiprtc library {lib} not usable ({e})") from None
+    if err != hiprtc.hiprtcResult.HIPRTC_SUCCESS:
+        raise CompilerUnavailable("rocm", f"hiprtcVersion failed: {err}")
+    return hiprtc
+
+
+_COMGR_LIBS = ("libamd_comgr.so.3", "libamd_comgr.so.2", "libamd_comgr.so")
+
+
+@functools.cache
+def rocm_supported_targets() -> frozenset[str] | None:
+    """The gfx targets the installed ROCm code object manager (comgr, which hiprtc
+    compiles through) knows, or None if comgr cannot be asked. ROCm 5.2's hiprtc
+    crashes the process (SIGSEGV) on a target its comgr lacks (gfx940), so
+    compile_rocm checks first."""
+    for lib in _COMGR_LIBS:
+        try:
+            comgr = ctypes.CDLL(lib)
+        except OSError:
+            continue
+        count = ctypes.c_size_t()
+        if comgr.amd_comgr_get_isa_count(ctypes.byref(count)) != 0:
+            return None
+        names = set()
+        for i in range(count.value):
+            name = ctypes.c_char_p()
+            if comgr.amd_comgr_get_isa_name(ctypes.c_size_t(i), ctypes.byref(name)) == 0 and name.value:
+                isa = name.value.decode()  # e.g. amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-
+                names.add(isa.rsplit("--", 1)[-1].split(":", 1)[0])
+        return frozenset(names)
+    return None
+
+
+def rocm_target_unavailable(arch: str) -> str | None:
+    """None when hiprtc can compile for `arch` here, else why not."""
+    missing = hiprtc_unavailable()
+    if missing:
+        return missing
+    targets = rocm_supported_targets()
+    if targets is not None and arch.split(":", 1)[0] not in targets:
+        return (
+            f"target {arch} is not supported by the installed ROCm's code object manager "
+            f"(hiprtc from {_hiprtc_lib}; Debian bookworm's ROCm 5.2 lacks gfx940, which needs ROCm >= 5.3); "
+            f"supported: {' '.join(sorted(targets, key=_gfx_key))}"
+        )
+    return None
+
+
+def _gfx_key(name: str) -> tuple[int, str]:
+    return len(name), name
+
+
+def hiprtc_version() -> tuple[int, int]:
+    _, major, minor = _hiprtc().hiprtcVersion()
+    return int(major), int(minor)
+
+
+def hiprtc_unavailable() -> str | None:
+    """None when compile_rocm can run here, else what is missing."""
+    try:
+        _hiprtc()
+    except CompilerUnavailable as e:
+        return e.reason
+    return None
+
+
+def compile_rocm(
+    source: str,
+    name: str,
+    arch: str,
+    *,
+    headers: Mapping[str, str] | None = None,
+    options: Iterable[str] = (),
+    log: list[str] | None = None,
+) -> bytes:
+    """Compile `source` with hiprtc for the AMD target `arch` (gfx90a, ...): the code
+    object. `headers` (default: hip/*.h) are in-memory include files; the compiler's
+    log (warnings) is appended to `log` when given. Raises CompileError with the log."""
+    hiprtc = _hiprtc()
+    missing = rocm_target_unavailable(arch)
+    if missing:
+        raise CompilerUnavailable("rocm", missing)
+    ok = hiprtc.hiprtcResult.HIPRTC_SUCCESS
+    contents, names = _headers(headers)
+    err, prog = hiprtc.hiprtcCreateProgram(source.encode(), name.encode(), len(names), contents, names)
+    if err != ok:
+        raise CompileError(name, "rocm", arch, f"hiprtcCreateProgram: {err}")
+    try:
+        opts = [f"--offload-arch={arch}", *ROCM_OPTIONS, *options]
+        (err,) = hiprtc.hiprtcCompileProgram(prog, len(opts), [o.encode() for o in opts])
+        _, size = hiprtc.hiprtcGetProgramLogSize(prog)
+        raw = bytearray(size)
+        if size:
+            hiprtc.hiprtcGetProgramLog(prog, raw)
+        text = bytes(raw).rstrip(b"\0").strip().decode(errors="replace")
+        if err != ok:
+            raise CompileError(name, "rocm", arch, text or str(err))
+        if log is not None and text:
+            log.append(text)
+        _, size = hiprtc.hiprtcGetCodeSize(prog)
+        if not size:
+            raise CompileError(name, "rocm", arch, text or "no code produced")
+        image = bytearray(size)
+        (err,) = hiprtc.hiprtcGetCode(prog, image)
+        if err != ok:
+            raise CompileError(name, "rocm", arch, f"hiprtcGetCode: {err}")
+        return bytes(image)
+    finally:
+        hiprtc.hiprtcDestroyProgram(prog.createRef())  # takes hiprtcProgram*
+
+
+# --------------------------------------------------------------------------- code objects
+
+
+def code_symbols(image: bytes) -> set[str]:
+    """Names of the defined symbols of an ELF code object (CUBIN or AMD code object;
+    a clang offload bundle is searched for its ELF entries)."""
+    if image[:4] != b"\x7fELF":
+        found: set[str] = set()
+        at = image.find(b"\x7fELF")
+        while at >= 0:
+            try:
+                found |= code_symbols(image[at:])
+            except (ValueError, struct.error):
+                pass
+            at = image.find(b"\x7fELF", at + 4)
+        return found
+    if image[4] != 2:
+        raise ValueError("not a 64-bit ELF")
+    shoff, = struct.unpack_from("<Q", image, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", image, 0x3A)
+    sections = [struct.unpack_from("<IIQQQQIIQQ", image, shoff + i * shentsize) for i in range(shnum)]
+    names: set[str] = set()
+    for _, sh_type, _, _, off, size, link, _, _, entsize in sections:
+        if sh_type not in (2, 11):  # SHT_SYMTAB, SHT_DYNSYM
+            continue
+        stroff = sections[link][4]
+        for k in range(size // (entsize or 24)):
+            st_name, _, _, st_shndx = struct.unpack_from("<IBBH", image, off + k * (entsize or 24))
+            if st_name and st_shndx:
+                end = image.index(b"\0", stroff + st_name)
+                names.add(image[stroff + st_name : end].decode(errors="replace"))
+    return names
+
+
+# --------------------------------------------------------------------------- batch use
+
+
+def compile_for(backend: str, source: str, name: str, arch: str, **kwargs) -> bytes:
+    """compile_cuda for backend "cuda", compile_rocm for "rocm"."""
+    if backend == "cuda":
+        return compile_cuda(source, name, arch, **kwargs)
+    if backend == "rocm":
+        return compile_rocm(source, name, arch, **kwargs)
+    raise ValueError(f"no runtime compiler for backend {backend!r}")
+
+
+def compile_job(path: str, backend: str, arch: str) -> dict:
+    """Compile one file, for process pools (CI compiles files in parallel, and a
+    compiler crash then takes down a worker, not the test session). Returns plain data:
+    {"seconds", "size", "symbols", "log"} on success, {"unavailable": reason} when the
+    compiler or target is missing, {"error": message} on a CompileError."""
+    import time
+
+    start = time.perf_counter()
+    log: list[str] = []
+    try:
+        image = compile_for(backend, Path(path).read_text(encoding="utf-8"), Path(path).name, arch, log=log)
+    except CompilerUnavailable as e:
+        return {"unavailable": e.reason}
+    except CompileError as e:
+        return {"error": str(e)}
+    return {
+        "seconds": time.perf_counter() - start,
+        "size": len(image),
+        "symbols": sorted(code_symbols(image)),
+        "log": "\n".join(log),
+    }
