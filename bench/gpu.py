@@ -105,8 +105,20 @@ def bandwidth(rows: dict) -> None:
         rows[f"{name}: torch (GB/s)"] = bw_torch
         rows[f"{name}: opgen / copy bandwidth"] = bw_ours / copy_bw
         rows[f"{name}: opgen / torch"] = bw_ours / bw_torch
-    for name in ("sum over last dim", "sum over all dims", "matmul bf16 8192^3"):
-        rows[f"{name}"] = "not implemented on the GPU backend yet"
+    # Reductions read every element once (bytes = 4N; the output is negligible).
+    grid = g.Layout.contiguous((8192, N // 8192))
+    reductions = {
+        "sum f32 64M over the last dim": (lambda: a.reduce_op(g.ReduceOp.SUM, grid, (1,)),
+                                          lambda: tx.view(8192, -1).sum(dim=1, keepdim=True)),
+        "sum f32 64M over all dims": (lambda: a.reduce_op(g.ReduceOp.SUM, grid, (0, 1)), lambda: tx.sum()),
+    }
+    for name, (ours, theirs) in reductions.items():
+        t_ours, t_torch = timed(ours, sync), timed(theirs, tsync)
+        rows[f"{name}: opgen (GB/s)"] = gb(4 * N, t_ours)
+        rows[f"{name}: torch (GB/s)"] = gb(4 * N, t_torch)
+        rows[f"{name}: opgen / copy bandwidth"] = gb(4 * N, t_ours) / copy_bw
+        rows[f"{name}: opgen / torch"] = t_torch / t_ours
+    rows["matmul bf16 8192^3"] = "not run: matmul falls back to the cpu (no cuBLAS binding wired yet)"
 
 
 def latency(rows: dict) -> None:

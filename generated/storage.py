@@ -75,18 +75,18 @@ class Storage:
             case On.CPU:
                 _rt_cpu.const_set(self.inner, value, layout)
             case On.CUDA:
-                raise _missing(On.CUDA, "const_set")
+                _rt_cuda.const_set(self.inner, value, layout, _kernels_hip.STORAGE["const_set"])
             case On.ROCM:
-                raise _missing(On.ROCM, "const_set")
+                _rt_rocm.const_set(self.inner, value, layout, _kernels_hip.STORAGE["const_set"])
 
     def affine(self, layout: Layout, mul: float, add: float) -> Storage:
         match self.backend:
             case On.CPU:
                 return Storage(On.CPU, _rt_cpu.affine(self.inner, layout, mul, add))
             case On.CUDA:
-                return Storage(On.CUDA, _rt_cuda.from_host(_rt_cuda.device(self.inner), _rt_cpu.affine(_rt_cuda.to_host(self.inner), layout, mul, add)))
+                return Storage(On.CUDA, _rt_cuda.affine(self.inner, layout, mul, add, _kernels_hip.STORAGE["affine"]))
             case On.ROCM:
-                return Storage(On.ROCM, _rt_rocm.from_host(_rt_rocm.device(self.inner), _rt_cpu.affine(_rt_rocm.to_host(self.inner), layout, mul, add)))
+                return Storage(On.ROCM, _rt_rocm.affine(self.inner, layout, mul, add, _kernels_hip.STORAGE["affine"]))
 
     def powf(self, layout: Layout, exponent: float) -> Storage:
         match self.backend:
@@ -97,11 +97,11 @@ class Storage:
             case On.CUDA:
                 if self.dtype() not in _POWF_SELF_DTYPES:
                     raise _dtype_not_in("powf", self, _POWF_SELF_DTYPES)
-                return Storage(On.CUDA, _rt_cuda.from_host(_rt_cuda.device(self.inner), _rt_cpu.powf(_rt_cuda.to_host(self.inner), layout, exponent)))
+                return Storage(On.CUDA, _rt_cuda.powf(self.inner, layout, exponent, _kernels_hip.STORAGE["powf"]))
             case On.ROCM:
                 if self.dtype() not in _POWF_SELF_DTYPES:
                     raise _dtype_not_in("powf", self, _POWF_SELF_DTYPES)
-                return Storage(On.ROCM, _rt_rocm.from_host(_rt_rocm.device(self.inner), _rt_cpu.powf(_rt_rocm.to_host(self.inner), layout, exponent)))
+                return Storage(On.ROCM, _rt_rocm.powf(self.inner, layout, exponent, _kernels_hip.STORAGE["powf"]))
 
     def elu(self, layout: Layout, alpha: float) -> Storage:
         match self.backend:
@@ -112,11 +112,11 @@ class Storage:
             case On.CUDA:
                 if self.dtype() not in _ELU_SELF_DTYPES:
                     raise _dtype_not_in("elu", self, _ELU_SELF_DTYPES)
-                return Storage(On.CUDA, _rt_cuda.from_host(_rt_cuda.device(self.inner), _rt_cpu.elu(_rt_cuda.to_host(self.inner), layout, alpha)))
+                return Storage(On.CUDA, _rt_cuda.elu(self.inner, layout, alpha, _kernels_hip.STORAGE["elu"]))
             case On.ROCM:
                 if self.dtype() not in _ELU_SELF_DTYPES:
                     raise _dtype_not_in("elu", self, _ELU_SELF_DTYPES)
-                return Storage(On.ROCM, _rt_rocm.from_host(_rt_rocm.device(self.inner), _rt_cpu.elu(_rt_rocm.to_host(self.inner), layout, alpha)))
+                return Storage(On.ROCM, _rt_rocm.elu(self.inner, layout, alpha, _kernels_hip.STORAGE["elu"]))
 
     def cmp(self, op: CmpOp, rhs: Storage, lhs_layout: Layout, rhs_layout: Layout) -> Storage:
         match self.backend:
@@ -153,18 +153,18 @@ class Storage:
             case On.CPU:
                 return Storage(On.CPU, _rt_cpu.reduce_op(self.inner, _kernels_numpy.REDUCE[op], layout, dims))
             case On.CUDA:
-                raise _missing(On.CUDA, "reduce_op")
+                return Storage(On.CUDA, _rt_cuda.reduce_op(self.inner, _kernels_hip.REDUCE[op], layout, dims, _kernels_hip.STORAGE["reduce_op"]))
             case On.ROCM:
-                raise _missing(On.ROCM, "reduce_op")
+                return Storage(On.ROCM, _rt_rocm.reduce_op(self.inner, _kernels_hip.REDUCE[op], layout, dims, _kernels_hip.STORAGE["reduce_op"]))
 
     def to_dtype(self, layout: Layout, dtype: DType) -> Storage:
         match self.backend:
             case On.CPU:
                 return Storage(On.CPU, _rt_cpu.to_dtype(self.inner, layout, dtype))
             case On.CUDA:
-                raise _missing(On.CUDA, "to_dtype")
+                return Storage(On.CUDA, _rt_cuda.to_dtype(self.inner, layout, dtype, _kernels_hip.STORAGE["to_dtype"]))
             case On.ROCM:
-                raise _missing(On.ROCM, "to_dtype")
+                return Storage(On.ROCM, _rt_rocm.to_dtype(self.inner, layout, dtype, _kernels_hip.STORAGE["to_dtype"]))
 
     def unary(self, op: UnaryOp, layout: Layout) -> Storage:
         match self.backend:
@@ -223,9 +223,35 @@ class Storage:
                     raise _dtype_not_in("where_cond", self, _WHERE_COND_SELF_DTYPES)
                 return Storage(On.CPU, _rt_cpu.where_cond(self.inner, layout, on_true.inner, true_layout, on_false.inner, false_layout))
             case On.CUDA:
-                raise _missing(On.CUDA, "where_cond")
+                if on_true.backend is not self.backend:
+                    raise _device_mismatch("where_cond", self, on_true)
+                if on_false.backend is not self.backend:
+                    raise _device_mismatch("where_cond", self, on_false)
+                _dtype = on_true.dtype()
+                if on_false.dtype() is not _dtype:
+                    raise _dtype_mismatch("where_cond", on_true, on_false)
+                if true_layout.shape != layout.shape:
+                    raise ShapeMismatch("where_cond", self.backend.value, layout.shape, true_layout.shape)
+                if false_layout.shape != layout.shape:
+                    raise ShapeMismatch("where_cond", self.backend.value, layout.shape, false_layout.shape)
+                if self.dtype() not in _WHERE_COND_SELF_DTYPES:
+                    raise _dtype_not_in("where_cond", self, _WHERE_COND_SELF_DTYPES)
+                return Storage(On.CUDA, _rt_cuda.where_cond(self.inner, layout, on_true.inner, true_layout, on_false.inner, false_layout, _kernels_hip.STORAGE["where_cond"]))
             case On.ROCM:
-                raise _missing(On.ROCM, "where_cond")
+                if on_true.backend is not self.backend:
+                    raise _device_mismatch("where_cond", self, on_true)
+                if on_false.backend is not self.backend:
+                    raise _device_mismatch("where_cond", self, on_false)
+                _dtype = on_true.dtype()
+                if on_false.dtype() is not _dtype:
+                    raise _dtype_mismatch("where_cond", on_true, on_false)
+                if true_layout.shape != layout.shape:
+                    raise ShapeMismatch("where_cond", self.backend.value, layout.shape, true_layout.shape)
+                if false_layout.shape != layout.shape:
+                    raise ShapeMismatch("where_cond", self.backend.value, layout.shape, false_layout.shape)
+                if self.dtype() not in _WHERE_COND_SELF_DTYPES:
+                    raise _dtype_not_in("where_cond", self, _WHERE_COND_SELF_DTYPES)
+                return Storage(On.ROCM, _rt_rocm.where_cond(self.inner, layout, on_true.inner, true_layout, on_false.inner, false_layout, _kernels_hip.STORAGE["where_cond"]))
 
     def conv1d(self, layout: Layout, kernel: Storage, kernel_layout: Layout, params: ConvParams1D) -> Storage:
         match self.backend:
@@ -513,9 +539,19 @@ class Storage:
                     raise _dtype_mismatch("copy_strided_src", self, dst)
                 _rt_cpu.copy_strided_src(self.inner, dst.inner, dst_offset, src_layout)
             case On.CUDA:
-                raise _missing(On.CUDA, "copy_strided_src")
+                if dst.backend is not self.backend:
+                    raise _device_mismatch("copy_strided_src", self, dst)
+                _dtype = self.dtype()
+                if dst.dtype() is not _dtype:
+                    raise _dtype_mismatch("copy_strided_src", self, dst)
+                _rt_cuda.copy_strided_src(self.inner, dst.inner, dst_offset, src_layout, _kernels_hip.STORAGE["copy_strided_src"])
             case On.ROCM:
-                raise _missing(On.ROCM, "copy_strided_src")
+                if dst.backend is not self.backend:
+                    raise _device_mismatch("copy_strided_src", self, dst)
+                _dtype = self.dtype()
+                if dst.dtype() is not _dtype:
+                    raise _dtype_mismatch("copy_strided_src", self, dst)
+                _rt_rocm.copy_strided_src(self.inner, dst.inner, dst_offset, src_layout, _kernels_hip.STORAGE["copy_strided_src"])
 
     def copy2d(self, dst: Storage, d1: int, d2: int, src_stride1: int, dst_stride1: int, src_offset: int, dst_offset: int) -> None:
         match self.backend:
@@ -527,9 +563,19 @@ class Storage:
                     raise _dtype_mismatch("copy2d", self, dst)
                 _rt_cpu.copy2d(self.inner, dst.inner, d1, d2, src_stride1, dst_stride1, src_offset, dst_offset)
             case On.CUDA:
-                raise _missing(On.CUDA, "copy2d")
+                if dst.backend is not self.backend:
+                    raise _device_mismatch("copy2d", self, dst)
+                _dtype = self.dtype()
+                if dst.dtype() is not _dtype:
+                    raise _dtype_mismatch("copy2d", self, dst)
+                _rt_cuda.copy2d(self.inner, dst.inner, d1, d2, src_stride1, dst_stride1, src_offset, dst_offset, _kernels_hip.STORAGE["copy2d"])
             case On.ROCM:
-                raise _missing(On.ROCM, "copy2d")
+                if dst.backend is not self.backend:
+                    raise _device_mismatch("copy2d", self, dst)
+                _dtype = self.dtype()
+                if dst.dtype() is not _dtype:
+                    raise _dtype_mismatch("copy2d", self, dst)
+                _rt_rocm.copy2d(self.inner, dst.inner, d1, d2, src_stride1, dst_stride1, src_offset, dst_offset, _kernels_hip.STORAGE["copy2d"])
 
     def apply_op1(self, layout: Layout, op: CustomOp1) -> tuple[Storage, tuple[int, ...]]:
         match self.backend:

@@ -6,6 +6,8 @@ implementation status of each op on each backend) is computed here, in Python.
 
 from __future__ import annotations
 
+import itertools
+import re
 from dataclasses import dataclass
 
 # Parameter types the generated package knows, with their Python annotations.
@@ -309,10 +311,36 @@ def numpy_entries(op: Elementwise, registry: Registry) -> tuple[KernelEntry, ...
     return tuple(out)
 
 
-def kernel_entries(op: Operation, registry: Registry) -> tuple[str, ...]:
-    """The entry points a storage op's kernel family must provide: one per dtype it
-    supports, or one per (source, target) pair for an op that converts to a DType."""
-    dtypes = dict(op.arg_dtypes).get("self") or tuple(d.name for d in registry.dtypes)
-    if any(p.type == "DType" for p in op.params):
-        return tuple(f"{op.kernel}_{s}_{t}" for s in dtypes for t in (d.name for d in registry.dtypes))
-    return tuple(f"{op.kernel}_{d}" for d in dtypes)
+def kernel_placeholders(op: Operation) -> tuple[str, ...]:
+    """The {names} of an op's kernel pattern, in order."""
+    return tuple(re.findall(r"{(\w+)}", op.kernel or ""))
+
+
+def placeholder_values(op: Operation, name: str, registry: Registry) -> tuple[str, ...] | None:
+    """What a kernel-pattern placeholder stands for: the dtypes of self or of a Storage or
+    DType argument, or the ops of an op-enum argument; None for a name it cannot be."""
+    allowed = dict(op.arg_dtypes)
+    every = tuple(d.name for d in registry.dtypes)
+    if name == "self":
+        return allowed.get("self") or every
+    param = next((p for p in op.params if p.name == name), None)
+    if param is None:
+        return None
+    if param.is_storage:
+        if name in op.same_dtype and "self" in op.same_dtype:
+            return allowed.get(name) or allowed.get("self") or every
+        return allowed.get(name) or every
+    if param.type == "DType":
+        return every
+    if param.type in OP_ENUM_TYPES:
+        return tuple(e.name for e in registry.family(OP_ENUM_TYPES[param.type]))
+    return None
+
+
+def kernel_entries(op: Operation, registry: Registry) -> tuple[tuple[tuple[str, ...], str], ...]:
+    """(placeholder values, entry point name) for every combination the op supports."""
+    names = kernel_placeholders(op)
+    domains = [placeholder_values(op, n, registry) or () for n in names]
+    return tuple(
+        (combo, op.kernel.format(**dict(zip(names, combo)))) for combo in itertools.product(*domains)
+    )

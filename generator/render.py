@@ -119,17 +119,17 @@ def launch_context(registry: model.Registry, kernels: tuple) -> dict:
     storage = []
     for op in registry.storage:
         if op.kernel:
-            entries = model.kernel_entries(op, registry)
-            keys = [_kernel_key(op.kernel, e) for e in entries]
-            storage.append((op.name, tuple(zip(keys, entries))))
+            dtypes = {d.name for d in registry.dtypes}
+            entries = tuple((_kernel_key(values, dtypes), name) for values, name in model.kernel_entries(op, registry))
+            storage.append((op.name, entries))
     sources = sorted({k.source for k in kernels})
     return {"kernels": kernels, "arg_types": arg_types, "arg_index": arg_index, "storage_kernels": storage,
             "generated_sources": ("elementwise.hip",), "source_index": {s: i for i, s in enumerate(sources)}}
 
 
-def _kernel_key(family: str, entry: str) -> str:
-    dtypes = entry.removeprefix(f"{family}_").split("_")
-    keys = [f"_{d.upper()}" for d in dtypes]
+def _kernel_key(values: tuple[str, ...], dtypes: set[str]) -> str:
+    """The table key of one entry point: numpy dtypes for dtype placeholders, op names for ops."""
+    keys = [f"_{v.upper()}" if v in dtypes else repr(v) for v in values]
     return keys[0] if len(keys) == 1 else f"({', '.join(keys)})"
 
 

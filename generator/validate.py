@@ -161,9 +161,14 @@ class Validator:
         for op in registry.storage:
             if not op.kernel:
                 continue
-            missing = [e for e in model.kernel_entries(op, registry) if e not in hip_kernels]
+            node = self.root.get("storage").get(op.name).get("kernel")
+            unknown = [n for n in model.kernel_placeholders(op) if model.placeholder_values(op, n, registry) is None]
+            if unknown:
+                self.error(node, f"storage.{op.name}.kernel",
+                           f"{{{unknown[0]}}} is not self or a Storage, DType or op-enum parameter of {op.name}")
+                continue
+            missing = [e for _, e in model.kernel_entries(op, registry) if e not in hip_kernels]
             if missing:
-                node = self.root.get("storage").get(op.name).get("kernel")
                 shown = ", ".join(missing[:4]) + (f" and {len(missing) - 4} more" if len(missing) > 4 else "")
                 self.error(node, f"storage.{op.name}.kernel", f"kernel entry points not found in hip/*.hip: {shown}")
 

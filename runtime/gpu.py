@@ -310,6 +310,132 @@ class GpuRuntime:
 
     cmp = binary  # same kernels' shape: the Kernel's result dtype (u8) sizes the output
 
+    # -- ops through the hand-written kernels: `table` is the op's launch table --------------
+    def _entry(self, table: dict, key, op: str):
+        fn = table.get(key)
+        if fn is None:
+            got = ", ".join(str(k) for k in (key if isinstance(key, tuple) else (key,)))
+            raise DTypeMismatch(op, self.name, "a dtype its kernels cover", got)
+        return fn
+
+    def _map(self, op: str, buf: GpuBuffer, layout: Layout, table: dict, key=None, out_dtype=None, extra=(),
+             before=()):
+        """The common shape (numel, num_dims, info, [before...], inp, out, [extra...]): a
+        strided input, a contiguous output of the layout's shape."""
+        fn = self._entry(table, buf.dtype if key is None else key, op)
+        _fits(op, self.name, buf, layout)
+        out = self.alloc(buf.ordinal, layout.elem_count, out_dtype or buf.dtype)
+        if out.size:
+            stream = self.stream(buf.ordinal)
+            info, keep = (0, None) if layout.is_contiguous else self._info(buf.ordinal, layout.shape, layout.stride)
+            fn(self.launch, self.geometry(out.size, buf.ordinal), BLOCK, stream,
+               out.size, layout.rank, info, *before, buf.at(layout), out.ptr, *extra)
+        return out
+
+    def affine(self, buf: GpuBuffer, layout: Layout, mul: float, add: float, table: dict) -> GpuBuffer:
+        return self._map("affine", buf, layout, table, extra=(_scalar(mul, buf.dtype), _scalar(add, buf.dtype)))
+
+    def powf(self, buf: GpuBuffer, layout: Layout, exponent: float, table: dict) -> GpuBuffer:
+        return self._map("powf", buf, layout, table, before=(float(exponent),))
+
+    def elu(self, buf: GpuBuffer, layout: Layout, alpha: float, table: dict) -> GpuBuffer:
+        return self._map("elu", buf, layout, table, before=(_scalar(alpha, buf.dtype),))
+
+    def to_dtype(self, buf: GpuBuffer, layout: Layout, dtype, table: dict) -> GpuBuffer:
+        return self._map("to_dtype", buf, layout, table, key=(buf.dtype, dtype.numpy), out_dtype=dtype.numpy)
+
+    def where_cond(self, buf: GpuBuffer, layout: Layout, on_true: GpuBuffer, true_layout: Layout,
+                   on_false: GpuBuffer, false_layout: Layout, table: dict) -> GpuBuffer:
+        fn = self._entry(table, (buf.dtype, on_true.dtype), "where_cond")
+        for b, l in ((buf, layout), (on_true, true_layout), (on_false, false_layout)):
+            _fits("where_cond", self.name, b, l)
+            _same_ordinal("where_cond", self.name, buf, b)
+        out = self.alloc(buf.ordinal, layout.elem_count, on_true.dtype)
+        if out.size:
+            stream = self.stream(buf.ordinal)
+            dense = layout.is_contiguous and true_layout.is_contiguous and false_layout.is_contiguous
+            info, keep = (0, None) if dense else self._info(
+                buf.ordinal, layout.shape, layout.stride, true_layout.stride, false_layout.stride)
+            fn(self.launch, self.geometry(out.size, buf.ordinal), BLOCK, stream, out.size, layout.rank, info,
+               buf.at(layout), on_true.at(true_layout), on_false.at(false_layout), out.ptr)
+        return out
+
+    def const_set(self, buf: GpuBuffer, value, layout: Layout, table: dict) -> None:
+        fn = self._entry(table, buf.dtype, "const_set")
+        _fits("const_set", self.name, buf, layout)
+        if layout.elem_count:
+            stream = self.stream(buf.ordinal)
+            info, keep = (0, None) if layout.is_contiguous else self._info(buf.ordinal, layout.shape, layout.stride)
+            fn(self.launch, self.geometry(layout.elem_count, buf.ordinal), BLOCK, stream,
+               layout.elem_count, layout.rank, info, _scalar(value, buf.dtype), buf.at(layout))
+
+    def copy_strided_src(self, buf: GpuBuffer, dst: GpuBuffer, dst_offset: int, src_layout: Layout,
+                         table: dict) -> None:
+        fn = self._entry(table, buf.dtype, "copy_strided_src")
+        _fits("copy_strided_src", self.name, buf, src_layout)
+        if dst_offset + src_layout.elem_count > dst.size:
+            raise ShapeMismatch("copy_strided_src", self.name, f"at most {dst.size - dst_offset} elements",
+                                src_layout.elem_count)
+        if src_layout.elem_count:
+            stream = self.stream(buf.ordinal)
+            dense = src_layout.is_contiguous
+            info, keep = (0, None) if dense else self._info(buf.ordinal, src_layout.shape, src_layout.stride)
+            fn(self.launch, self.geometry(src_layout.elem_count, buf.ordinal), BLOCK, stream,
+               src_layout.elem_count, src_layout.rank, info, buf.at(src_layout),
+               dst.ptr + dst_offset * dst.dtype.itemsize)
+
+    def copy2d(self, buf: GpuBuffer, dst: GpuBuffer, d1: int, d2: int, src_stride1: int, dst_stride1: int,
+               src_offset: int, dst_offset: int, table: dict) -> None:
+        fn = self._entry(table, buf.dtype, "copy2d")
+        if d1 and d2:
+            last_src = src_offset + (d1 - 1) * src_stride1 + d2
+            last_dst = dst_offset + (d1 - 1) * dst_stride1 + d2
+            if last_src > buf.size or last_dst > dst.size:
+                raise ShapeMismatch("copy2d", self.name, f"rows within {buf.size} / {dst.size} elements",
+                                    (last_src, last_dst))
+            itemsize = buf.dtype.itemsize
+            stream = self.stream(buf.ordinal)
+            fn(self.launch, self.geometry(d1 * d2, buf.ordinal), BLOCK, stream, buf.ptr + src_offset * itemsize,
+               dst.ptr + dst_offset * itemsize, d1, d2, src_stride1, dst_stride1)
+
+    def reduce_op(self, buf: GpuBuffer, kernel, layout: Layout, dims: tuple[int, ...], table: dict) -> GpuBuffer:
+        """Reduced dims keep size 1. The kernels reduce consecutive groups: the reduced dims
+        are moved last (in ascending order, as the cpu backend numbers argmin/argmax)."""
+        op = kernel.op
+        fn = self._entry(table, (op, buf.dtype), "reduce_op")
+        _fits(op, self.name, buf, layout)
+        reduced = sorted({d % layout.rank for d in dims}) if layout.rank else []
+        kept = [d for d in range(layout.rank) if d not in reduced]
+        view = layout.permute(tuple(kept + reduced))
+        group = math.prod(layout.shape[d] for d in reduced)
+        out_count = math.prod(layout.shape[d] for d in kept)
+        result = np.dtype(np.uint32) if op in ("argmin", "argmax") else buf.dtype
+        if group == 0:
+            if op != "sum":
+                raise ShapeMismatch(op, self.name, "a non-empty reduction", layout.shape)
+            out = self.alloc(buf.ordinal, out_count, result)
+            self.driver.memset(out.ptr, out.nbytes, self.stream(buf.ordinal).handle)
+            return out
+        out = self.alloc(buf.ordinal, out_count, result)
+        if out.size:
+            stream = self.stream(buf.ordinal)
+            info, keep = (0, None) if view.is_contiguous else self._info(buf.ordinal, view.shape, view.stride)
+            block = min(1024, max(32, 1 << (group - 1).bit_length()))
+            grid = max(1, min(out_count, self.driver.multiprocessors(buf.ordinal) * 16))
+            fn(self.launch, grid, block, stream, view.elem_count, group, view.rank, info, buf.at(view), out.ptr)
+        return out
+
+
+def _scalar(value, dtype: np.dtype):
+    """A Python number as a kernel's scalar argument of `dtype`: converted as the cpu backend
+    converts (Rust `as`), and f16/bf16 passed as their bit patterns."""
+    from runtime.cpu_views import rust_as_scalar
+
+    scalar = rust_as_scalar(value, dtype)
+    if dtype.itemsize == 2 and dtype.kind not in "iu":
+        return int(np.asarray(scalar, dtype).view(np.uint16))
+    return scalar.item()
+
 
 def _fits(op: str, backend: str, buf: GpuBuffer, layout: Layout) -> None:
     if layout.max_offset() > buf.size:
