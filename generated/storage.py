@@ -268,14 +268,14 @@ class Storage:
                 _dtype = self.dtype()
                 if kernel.dtype() is not _dtype:
                     raise _dtype_mismatch("conv1d", self, kernel)
-                return Storage(On.CUDA, _rt_cuda.from_host(_rt_cuda.device(self.inner), _rt_cpu.conv1d(_rt_cuda.to_host(self.inner), layout, _rt_cuda.to_host(kernel.inner), kernel_layout, params)))
+                return Storage(On.CUDA, _rt_cuda.conv1d(self.inner, layout, kernel.inner, kernel_layout, params, _kernels_hip.STORAGE["conv1d"]))
             case On.ROCM:
                 if kernel.backend is not self.backend:
                     raise _device_mismatch("conv1d", self, kernel)
                 _dtype = self.dtype()
                 if kernel.dtype() is not _dtype:
                     raise _dtype_mismatch("conv1d", self, kernel)
-                return Storage(On.ROCM, _rt_rocm.from_host(_rt_rocm.device(self.inner), _rt_cpu.conv1d(_rt_rocm.to_host(self.inner), layout, _rt_rocm.to_host(kernel.inner), kernel_layout, params)))
+                return Storage(On.ROCM, _rt_rocm.conv1d(self.inner, layout, kernel.inner, kernel_layout, params, _kernels_hip.STORAGE["conv1d"]))
 
     def conv_transpose1d(self, layout: Layout, kernel: Storage, kernel_layout: Layout, params: ConvTransposeParams1D) -> Storage:
         match self.backend:
@@ -292,14 +292,14 @@ class Storage:
                 _dtype = self.dtype()
                 if kernel.dtype() is not _dtype:
                     raise _dtype_mismatch("conv_transpose1d", self, kernel)
-                return Storage(On.CUDA, _rt_cuda.from_host(_rt_cuda.device(self.inner), _rt_cpu.conv_transpose1d(_rt_cuda.to_host(self.inner), layout, _rt_cuda.to_host(kernel.inner), kernel_layout, params)))
+                return Storage(On.CUDA, _rt_cuda.conv_transpose1d(self.inner, layout, kernel.inner, kernel_layout, params, _kernels_hip.STORAGE["conv_transpose1d"]))
             case On.ROCM:
                 if kernel.backend is not self.backend:
                     raise _device_mismatch("conv_transpose1d", self, kernel)
                 _dtype = self.dtype()
                 if kernel.dtype() is not _dtype:
                     raise _dtype_mismatch("conv_transpose1d", self, kernel)
-                return Storage(On.ROCM, _rt_rocm.from_host(_rt_rocm.device(self.inner), _rt_cpu.conv_transpose1d(_rt_rocm.to_host(self.inner), layout, _rt_rocm.to_host(kernel.inner), kernel_layout, params)))
+                return Storage(On.ROCM, _rt_rocm.conv_transpose1d(self.inner, layout, kernel.inner, kernel_layout, params, _kernels_hip.STORAGE["conv_transpose1d"]))
 
     def conv2d(self, layout: Layout, kernel: Storage, kernel_layout: Layout, params: ConvParams2D) -> Storage:
         match self.backend:
@@ -316,14 +316,14 @@ class Storage:
                 _dtype = self.dtype()
                 if kernel.dtype() is not _dtype:
                     raise _dtype_mismatch("conv2d", self, kernel)
-                return Storage(On.CUDA, _rt_cuda.from_host(_rt_cuda.device(self.inner), _rt_cpu.conv2d(_rt_cuda.to_host(self.inner), layout, _rt_cuda.to_host(kernel.inner), kernel_layout, params)))
+                return Storage(On.CUDA, _rt_cuda.conv2d(self.inner, layout, kernel.inner, kernel_layout, params, _kernels_hip.STORAGE["conv2d"]))
             case On.ROCM:
                 if kernel.backend is not self.backend:
                     raise _device_mismatch("conv2d", self, kernel)
                 _dtype = self.dtype()
                 if kernel.dtype() is not _dtype:
                     raise _dtype_mismatch("conv2d", self, kernel)
-                return Storage(On.ROCM, _rt_rocm.from_host(_rt_rocm.device(self.inner), _rt_cpu.conv2d(_rt_rocm.to_host(self.inner), layout, _rt_rocm.to_host(kernel.inner), kernel_layout, params)))
+                return Storage(On.ROCM, _rt_rocm.conv2d(self.inner, layout, kernel.inner, kernel_layout, params, _kernels_hip.STORAGE["conv2d"]))
 
     def conv_transpose2d(self, layout: Layout, kernel: Storage, kernel_layout: Layout, params: ConvTransposeParams2D) -> Storage:
         match self.backend:
@@ -340,50 +340,50 @@ class Storage:
                 _dtype = self.dtype()
                 if kernel.dtype() is not _dtype:
                     raise _dtype_mismatch("conv_transpose2d", self, kernel)
-                return Storage(On.CUDA, _rt_cuda.from_host(_rt_cuda.device(self.inner), _rt_cpu.conv_transpose2d(_rt_cuda.to_host(self.inner), layout, _rt_cuda.to_host(kernel.inner), kernel_layout, params)))
+                return Storage(On.CUDA, _rt_cuda.conv_transpose2d(self.inner, layout, kernel.inner, kernel_layout, params, _kernels_hip.STORAGE["conv_transpose2d"]))
             case On.ROCM:
                 if kernel.backend is not self.backend:
                     raise _device_mismatch("conv_transpose2d", self, kernel)
                 _dtype = self.dtype()
                 if kernel.dtype() is not _dtype:
                     raise _dtype_mismatch("conv_transpose2d", self, kernel)
-                return Storage(On.ROCM, _rt_rocm.from_host(_rt_rocm.device(self.inner), _rt_cpu.conv_transpose2d(_rt_rocm.to_host(self.inner), layout, _rt_rocm.to_host(kernel.inner), kernel_layout, params)))
+                return Storage(On.ROCM, _rt_rocm.conv_transpose2d(self.inner, layout, kernel.inner, kernel_layout, params, _kernels_hip.STORAGE["conv_transpose2d"]))
 
     def avg_pool2d(self, layout: Layout, kernel_size: tuple[int, int], stride: tuple[int, int]) -> Storage:
         match self.backend:
             case On.CPU:
                 return Storage(On.CPU, _rt_cpu.avg_pool2d(self.inner, layout, kernel_size, stride))
             case On.CUDA:
-                return Storage(On.CUDA, _rt_cuda.from_host(_rt_cuda.device(self.inner), _rt_cpu.avg_pool2d(_rt_cuda.to_host(self.inner), layout, kernel_size, stride)))
+                return Storage(On.CUDA, _rt_cuda.avg_pool2d(self.inner, layout, kernel_size, stride, _kernels_hip.STORAGE["avg_pool2d"]))
             case On.ROCM:
-                return Storage(On.ROCM, _rt_rocm.from_host(_rt_rocm.device(self.inner), _rt_cpu.avg_pool2d(_rt_rocm.to_host(self.inner), layout, kernel_size, stride)))
+                return Storage(On.ROCM, _rt_rocm.avg_pool2d(self.inner, layout, kernel_size, stride, _kernels_hip.STORAGE["avg_pool2d"]))
 
     def max_pool2d(self, layout: Layout, kernel_size: tuple[int, int], stride: tuple[int, int]) -> Storage:
         match self.backend:
             case On.CPU:
                 return Storage(On.CPU, _rt_cpu.max_pool2d(self.inner, layout, kernel_size, stride))
             case On.CUDA:
-                return Storage(On.CUDA, _rt_cuda.from_host(_rt_cuda.device(self.inner), _rt_cpu.max_pool2d(_rt_cuda.to_host(self.inner), layout, kernel_size, stride)))
+                return Storage(On.CUDA, _rt_cuda.max_pool2d(self.inner, layout, kernel_size, stride, _kernels_hip.STORAGE["max_pool2d"]))
             case On.ROCM:
-                return Storage(On.ROCM, _rt_rocm.from_host(_rt_rocm.device(self.inner), _rt_cpu.max_pool2d(_rt_rocm.to_host(self.inner), layout, kernel_size, stride)))
+                return Storage(On.ROCM, _rt_rocm.max_pool2d(self.inner, layout, kernel_size, stride, _kernels_hip.STORAGE["max_pool2d"]))
 
     def upsample_nearest1d(self, layout: Layout, size: int) -> Storage:
         match self.backend:
             case On.CPU:
                 return Storage(On.CPU, _rt_cpu.upsample_nearest1d(self.inner, layout, size))
             case On.CUDA:
-                return Storage(On.CUDA, _rt_cuda.from_host(_rt_cuda.device(self.inner), _rt_cpu.upsample_nearest1d(_rt_cuda.to_host(self.inner), layout, size)))
+                return Storage(On.CUDA, _rt_cuda.upsample_nearest1d(self.inner, layout, size, _kernels_hip.STORAGE["upsample_nearest1d"]))
             case On.ROCM:
-                return Storage(On.ROCM, _rt_rocm.from_host(_rt_rocm.device(self.inner), _rt_cpu.upsample_nearest1d(_rt_rocm.to_host(self.inner), layout, size)))
+                return Storage(On.ROCM, _rt_rocm.upsample_nearest1d(self.inner, layout, size, _kernels_hip.STORAGE["upsample_nearest1d"]))
 
     def upsample_nearest2d(self, layout: Layout, height: int, width: int) -> Storage:
         match self.backend:
             case On.CPU:
                 return Storage(On.CPU, _rt_cpu.upsample_nearest2d(self.inner, layout, height, width))
             case On.CUDA:
-                return Storage(On.CUDA, _rt_cuda.from_host(_rt_cuda.device(self.inner), _rt_cpu.upsample_nearest2d(_rt_cuda.to_host(self.inner), layout, height, width)))
+                return Storage(On.CUDA, _rt_cuda.upsample_nearest2d(self.inner, layout, height, width, _kernels_hip.STORAGE["upsample_nearest2d"]))
             case On.ROCM:
-                return Storage(On.ROCM, _rt_rocm.from_host(_rt_rocm.device(self.inner), _rt_cpu.upsample_nearest2d(_rt_rocm.to_host(self.inner), layout, height, width)))
+                return Storage(On.ROCM, _rt_rocm.upsample_nearest2d(self.inner, layout, height, width, _kernels_hip.STORAGE["upsample_nearest2d"]))
 
     def gather(self, layout: Layout, ids: Storage, ids_layout: Layout, dim: int) -> Storage:
         match self.backend:
@@ -398,13 +398,13 @@ class Storage:
                     raise _device_mismatch("gather", self, ids)
                 if ids.dtype() not in _GATHER_IDS_DTYPES:
                     raise _dtype_not_in("gather", ids, _GATHER_IDS_DTYPES)
-                return Storage(On.CUDA, _rt_cuda.from_host(_rt_cuda.device(self.inner), _rt_cpu.gather(_rt_cuda.to_host(self.inner), layout, _rt_cuda.to_host(ids.inner), ids_layout, dim)))
+                return Storage(On.CUDA, _rt_cuda.gather(self.inner, layout, ids.inner, ids_layout, dim, _kernels_hip.STORAGE["gather"]))
             case On.ROCM:
                 if ids.backend is not self.backend:
                     raise _device_mismatch("gather", self, ids)
                 if ids.dtype() not in _GATHER_IDS_DTYPES:
                     raise _dtype_not_in("gather", ids, _GATHER_IDS_DTYPES)
-                return Storage(On.ROCM, _rt_rocm.from_host(_rt_rocm.device(self.inner), _rt_cpu.gather(_rt_rocm.to_host(self.inner), layout, _rt_rocm.to_host(ids.inner), ids_layout, dim)))
+                return Storage(On.ROCM, _rt_rocm.gather(self.inner, layout, ids.inner, ids_layout, dim, _kernels_hip.STORAGE["gather"]))
 
     def scatter_set(self, layout: Layout, ids: Storage, ids_layout: Layout, src: Storage, src_layout: Layout, dim: int) -> None:
         match self.backend:
@@ -420,9 +420,27 @@ class Storage:
                     raise _dtype_not_in("scatter_set", ids, _SCATTER_SET_IDS_DTYPES)
                 _rt_cpu.scatter_set(self.inner, layout, ids.inner, ids_layout, src.inner, src_layout, dim)
             case On.CUDA:
-                raise _missing(On.CUDA, "scatter_set")
+                if ids.backend is not self.backend:
+                    raise _device_mismatch("scatter_set", self, ids)
+                if src.backend is not self.backend:
+                    raise _device_mismatch("scatter_set", self, src)
+                _dtype = self.dtype()
+                if src.dtype() is not _dtype:
+                    raise _dtype_mismatch("scatter_set", self, src)
+                if ids.dtype() not in _SCATTER_SET_IDS_DTYPES:
+                    raise _dtype_not_in("scatter_set", ids, _SCATTER_SET_IDS_DTYPES)
+                _rt_cuda.scatter_set(self.inner, layout, ids.inner, ids_layout, src.inner, src_layout, dim, _kernels_hip.STORAGE["scatter_set"])
             case On.ROCM:
-                raise _missing(On.ROCM, "scatter_set")
+                if ids.backend is not self.backend:
+                    raise _device_mismatch("scatter_set", self, ids)
+                if src.backend is not self.backend:
+                    raise _device_mismatch("scatter_set", self, src)
+                _dtype = self.dtype()
+                if src.dtype() is not _dtype:
+                    raise _dtype_mismatch("scatter_set", self, src)
+                if ids.dtype() not in _SCATTER_SET_IDS_DTYPES:
+                    raise _dtype_not_in("scatter_set", ids, _SCATTER_SET_IDS_DTYPES)
+                _rt_rocm.scatter_set(self.inner, layout, ids.inner, ids_layout, src.inner, src_layout, dim, _kernels_hip.STORAGE["scatter_set"])
 
     def scatter_add(self, layout: Layout, ids: Storage, ids_layout: Layout, src: Storage, src_layout: Layout, dim: int) -> None:
         match self.backend:
@@ -438,9 +456,27 @@ class Storage:
                     raise _dtype_not_in("scatter_add", ids, _SCATTER_ADD_IDS_DTYPES)
                 _rt_cpu.scatter_add(self.inner, layout, ids.inner, ids_layout, src.inner, src_layout, dim)
             case On.CUDA:
-                raise _missing(On.CUDA, "scatter_add")
+                if ids.backend is not self.backend:
+                    raise _device_mismatch("scatter_add", self, ids)
+                if src.backend is not self.backend:
+                    raise _device_mismatch("scatter_add", self, src)
+                _dtype = self.dtype()
+                if src.dtype() is not _dtype:
+                    raise _dtype_mismatch("scatter_add", self, src)
+                if ids.dtype() not in _SCATTER_ADD_IDS_DTYPES:
+                    raise _dtype_not_in("scatter_add", ids, _SCATTER_ADD_IDS_DTYPES)
+                _rt_cuda.scatter_add(self.inner, layout, ids.inner, ids_layout, src.inner, src_layout, dim, _kernels_hip.STORAGE["scatter_add"])
             case On.ROCM:
-                raise _missing(On.ROCM, "scatter_add")
+                if ids.backend is not self.backend:
+                    raise _device_mismatch("scatter_add", self, ids)
+                if src.backend is not self.backend:
+                    raise _device_mismatch("scatter_add", self, src)
+                _dtype = self.dtype()
+                if src.dtype() is not _dtype:
+                    raise _dtype_mismatch("scatter_add", self, src)
+                if ids.dtype() not in _SCATTER_ADD_IDS_DTYPES:
+                    raise _dtype_not_in("scatter_add", ids, _SCATTER_ADD_IDS_DTYPES)
+                _rt_rocm.scatter_add(self.inner, layout, ids.inner, ids_layout, src.inner, src_layout, dim, _kernels_hip.STORAGE["scatter_add"])
 
     def index_select(self, ids: Storage, layout: Layout, ids_layout: Layout, dim: int) -> Storage:
         match self.backend:
@@ -455,13 +491,13 @@ class Storage:
                     raise _device_mismatch("index_select", self, ids)
                 if ids.dtype() not in _INDEX_SELECT_IDS_DTYPES:
                     raise _dtype_not_in("index_select", ids, _INDEX_SELECT_IDS_DTYPES)
-                return Storage(On.CUDA, _rt_cuda.from_host(_rt_cuda.device(self.inner), _rt_cpu.index_select(_rt_cuda.to_host(self.inner), _rt_cuda.to_host(ids.inner), layout, ids_layout, dim)))
+                return Storage(On.CUDA, _rt_cuda.index_select(self.inner, ids.inner, layout, ids_layout, dim, _kernels_hip.STORAGE["index_select"]))
             case On.ROCM:
                 if ids.backend is not self.backend:
                     raise _device_mismatch("index_select", self, ids)
                 if ids.dtype() not in _INDEX_SELECT_IDS_DTYPES:
                     raise _dtype_not_in("index_select", ids, _INDEX_SELECT_IDS_DTYPES)
-                return Storage(On.ROCM, _rt_rocm.from_host(_rt_rocm.device(self.inner), _rt_cpu.index_select(_rt_rocm.to_host(self.inner), _rt_rocm.to_host(ids.inner), layout, ids_layout, dim)))
+                return Storage(On.ROCM, _rt_rocm.index_select(self.inner, ids.inner, layout, ids_layout, dim, _kernels_hip.STORAGE["index_select"]))
 
     def index_add(self, layout: Layout, ids: Storage, ids_layout: Layout, src: Storage, src_layout: Layout, dim: int) -> Storage:
         match self.backend:
@@ -486,7 +522,7 @@ class Storage:
                     raise _dtype_mismatch("index_add", self, src)
                 if ids.dtype() not in _INDEX_ADD_IDS_DTYPES:
                     raise _dtype_not_in("index_add", ids, _INDEX_ADD_IDS_DTYPES)
-                return Storage(On.CUDA, _rt_cuda.from_host(_rt_cuda.device(self.inner), _rt_cpu.index_add(_rt_cuda.to_host(self.inner), layout, _rt_cuda.to_host(ids.inner), ids_layout, _rt_cuda.to_host(src.inner), src_layout, dim)))
+                return Storage(On.CUDA, _rt_cuda.index_add(self.inner, layout, ids.inner, ids_layout, src.inner, src_layout, dim, _kernels_hip.STORAGE["index_add"]))
             case On.ROCM:
                 if ids.backend is not self.backend:
                     raise _device_mismatch("index_add", self, ids)
@@ -497,7 +533,7 @@ class Storage:
                     raise _dtype_mismatch("index_add", self, src)
                 if ids.dtype() not in _INDEX_ADD_IDS_DTYPES:
                     raise _dtype_not_in("index_add", ids, _INDEX_ADD_IDS_DTYPES)
-                return Storage(On.ROCM, _rt_rocm.from_host(_rt_rocm.device(self.inner), _rt_cpu.index_add(_rt_rocm.to_host(self.inner), layout, _rt_rocm.to_host(ids.inner), ids_layout, _rt_rocm.to_host(src.inner), src_layout, dim)))
+                return Storage(On.ROCM, _rt_rocm.index_add(self.inner, layout, ids.inner, ids_layout, src.inner, src_layout, dim, _kernels_hip.STORAGE["index_add"]))
 
     def matmul(self, rhs: Storage, bmnk: MatmulDims, lhs_layout: Layout, rhs_layout: Layout) -> Storage:
         match self.backend:

@@ -398,6 +398,140 @@ class GpuRuntime:
             fn(self.launch, self.geometry(d1 * d2, buf.ordinal), BLOCK, stream, buf.ptr + src_offset * itemsize,
                dst.ptr + dst_offset * itemsize, d1, d2, src_stride1, dst_stride1)
 
+    # -- convolutions, pooling, upsampling: one thread per output element ---------------------
+    def _nn(self, op: str, buf: GpuBuffer, layout: Layout, table: dict, out_shape: tuple[int, ...],
+            head: tuple, info_of: tuple, tail: tuple) -> GpuBuffer:
+        """Launch (dst_numel, *head, info, *tail, dst) over a fresh contiguous output."""
+        fn = self._entry(table, buf.dtype, op)
+        _fits(op, self.name, buf, layout)
+        out = self.alloc(buf.ordinal, math.prod(out_shape), buf.dtype)
+        if out.size:
+            stream = self.stream(buf.ordinal)
+            info, keep = self._info(buf.ordinal, *info_of)
+            fn(self.launch, self.geometry(out.size, buf.ordinal), BLOCK, stream, out.size, *head, info, *tail, out.ptr)
+        return out
+
+    def _conv_operands(self, op, buf, layout, kernel, kernel_layout):
+        _fits(op, self.name, kernel, kernel_layout)
+        _same_ordinal(op, self.name, buf, kernel)
+        return (layout.shape, layout.stride, kernel_layout.shape, kernel_layout.stride), \
+            (buf.at(layout), kernel.at(kernel_layout))
+
+    def conv1d(self, buf, layout, kernel, kernel_layout, p, table):
+        info_of, ptrs = self._conv_operands("conv1d", buf, layout, kernel, kernel_layout)
+        return self._nn("conv1d", buf, layout, table, (p.b_size, p.c_out, p.l_out()),
+                        (p.l_out(), p.stride, p.padding, p.dilation), info_of, ptrs)
+
+    def conv_transpose1d(self, buf, layout, kernel, kernel_layout, p, table):
+        info_of, ptrs = self._conv_operands("conv_transpose1d", buf, layout, kernel, kernel_layout)
+        return self._nn("conv_transpose1d", buf, layout, table, (p.b_size, p.c_out, p.l_out()),
+                        (p.l_out(), p.stride, p.padding, p.output_padding, p.dilation), info_of, ptrs)
+
+    def conv2d(self, buf, layout, kernel, kernel_layout, p, table):
+        info_of, ptrs = self._conv_operands("conv2d", buf, layout, kernel, kernel_layout)
+        return self._nn("conv2d", buf, layout, table, (p.b_size, p.c_out, p.out_h(), p.out_w()),
+                        (p.out_w(), p.out_h(), p.stride, p.padding, p.dilation), info_of, ptrs)
+
+    def conv_transpose2d(self, buf, layout, kernel, kernel_layout, p, table):
+        info_of, ptrs = self._conv_operands("conv_transpose2d", buf, layout, kernel, kernel_layout)
+        return self._nn("conv_transpose2d", buf, layout, table, (p.b_size, p.c_out, p.out_h(), p.out_w()),
+                        (p.out_w(), p.out_h(), p.stride, p.padding, p.output_padding, p.dilation), info_of, ptrs)
+
+    def _pool(self, op, buf, layout, kernel_size, stride, table):
+        (kh, kw), (sh, sw) = kernel_size, stride
+        b, c, h, w = layout.shape
+        out_shape = (b, c, (h - kh) // sh + 1, (w - kw) // sw + 1)
+        return self._nn(op, buf, layout, table, out_shape, (kw, kh, sw, sh), (layout.shape, layout.stride),
+                        (buf.at(layout),))
+
+    def avg_pool2d(self, buf, layout, kernel_size, stride, table):
+        return self._pool("avg_pool2d", buf, layout, kernel_size, stride, table)
+
+    def max_pool2d(self, buf, layout, kernel_size, stride, table):
+        return self._pool("max_pool2d", buf, layout, kernel_size, stride, table)
+
+    def upsample_nearest1d(self, buf, layout, size, table):
+        b, c, _ = layout.shape
+        return self._nn("upsample_nearest1d", buf, layout, table, (b, c, size), (size,),
+                        (layout.shape, layout.stride), (buf.at(layout),))
+
+    def upsample_nearest2d(self, buf, layout, height, width, table):
+        b, c, _, _ = layout.shape
+        return self._nn("upsample_nearest2d", buf, layout, table, (b, c, height, width), (width, height),
+                        (layout.shape, layout.stride), (buf.at(layout),))
+
+    # -- indexing: ids are checked on the host (the kernels skip a bad id; the cpu raises) ----
+    def _checked_ids(self, op: str, ids: GpuBuffer, ids_layout: Layout, size: int) -> None:
+        _fits(op, self.name, ids, ids_layout)
+        host = self.to_numpy(ids, ids_layout)
+        if host.size:
+            lo, hi = int(host.min()), int(host.max())
+            if lo < 0 or hi >= size:
+                raise ShapeMismatch(op, self.name, f"ids in [0, {size})", lo if lo < 0 else hi)
+
+    def _dense(self, buf: GpuBuffer, layout: Layout) -> tuple[GpuBuffer, Layout]:
+        """A contiguous, offset-free copy where a kernel needs one (a strided view goes
+        through host memory: a first version)."""
+        if layout.is_contiguous and layout.start_offset == 0:
+            return buf, layout
+        return self.to_device(buf, layout, buf.ordinal), Layout.contiguous(layout.shape)
+
+    def gather(self, buf, layout, ids, ids_layout, dim, table):
+        fn = self._entry(table, (ids.dtype, buf.dtype), "gather")
+        _fits("gather", self.name, buf, layout)
+        self._checked_ids("gather", ids, ids_layout, layout.shape[dim])
+        out = self.alloc(buf.ordinal, ids_layout.elem_count, buf.dtype)
+        if out.size:
+            stream = self.stream(buf.ordinal)
+            info, keep = self._info(buf.ordinal, ids_layout.shape, ids_layout.stride, layout.stride)
+            fn(self.launch, self.geometry(out.size, buf.ordinal), BLOCK, stream, out.size, ids_layout.rank, info,
+               dim, ids.at(ids_layout), buf.at(layout), out.ptr, layout.shape[dim])
+        return out
+
+    def _scatter(self, op, buf, layout, ids, ids_layout, src, src_layout, dim, table):
+        fn = self._entry(table, (ids.dtype, buf.dtype), op)
+        _fits(op, self.name, buf, layout)
+        _fits(op, self.name, src, src_layout)
+        self._checked_ids(op, ids, ids_layout, layout.shape[dim])
+        if ids_layout.elem_count:
+            stream = self.stream(buf.ordinal)
+            info, keep = self._info(buf.ordinal, ids_layout.shape, ids_layout.stride, src_layout.stride, layout.stride)
+            fn(self.launch, self.geometry(ids_layout.elem_count, buf.ordinal), BLOCK, stream, ids_layout.elem_count,
+               ids_layout.rank, info, dim, ids.at(ids_layout), src.at(src_layout), buf.at(layout), layout.shape[dim])
+
+    def scatter_set(self, buf, layout, ids, ids_layout, src, src_layout, dim, table):
+        self._scatter("scatter_set", buf, layout, ids, ids_layout, src, src_layout, dim, table)
+
+    def scatter_add(self, buf, layout, ids, ids_layout, src, src_layout, dim, table):
+        self._scatter("scatter_add", buf, layout, ids, ids_layout, src, src_layout, dim, table)
+
+    def index_select(self, buf, ids, layout, ids_layout, dim, table):
+        fn = self._entry(table, (ids.dtype, buf.dtype), "index_select")
+        self._checked_ids("index_select", ids, ids_layout, layout.shape[dim])
+        src, src_layout = self._dense(buf, layout)
+        left, right = math.prod(layout.shape[:dim]), math.prod(layout.shape[dim + 1:])
+        n_ids = ids_layout.elem_count
+        out = self.alloc(buf.ordinal, left * n_ids * right, buf.dtype)
+        if out.size:
+            stream = self.stream(buf.ordinal)
+            info, keep = self._info(buf.ordinal, ids_layout.shape, ids_layout.stride)
+            fn(self.launch, self.geometry(out.size, buf.ordinal), BLOCK, stream, out.size, ids_layout.rank, info,
+               ids.at(ids_layout), src.ptr, out.ptr, left, layout.shape[dim], n_ids, right)
+        return out
+
+    def index_add(self, buf, layout, ids, ids_layout, src, src_layout, dim, table):
+        fn = self._entry(table, (ids.dtype, buf.dtype), "index_add")
+        self._checked_ids("index_add", ids, ids_layout, layout.shape[dim])
+        ids_dense, _ = self._dense(ids, ids_layout)
+        src_dense, _ = self._dense(src, src_layout)
+        out = self.to_device(buf, layout, buf.ordinal)  # a contiguous copy of self, then add
+        left, right = math.prod(layout.shape[:dim]), math.prod(layout.shape[dim + 1:])
+        if left * right and ids_layout.elem_count:
+            stream = self.stream(buf.ordinal)
+            fn(self.launch, self.geometry(left * right, buf.ordinal), BLOCK, stream, ids_dense.ptr,
+               ids_layout.elem_count, src_dense.ptr, out.ptr, left, src_layout.shape[dim], layout.shape[dim], right)
+        return out
+
     def reduce_op(self, buf: GpuBuffer, kernel, layout: Layout, dims: tuple[int, ...], table: dict) -> GpuBuffer:
         """Reduced dims keep size 1. The kernels reduce consecutive groups: the reduced dims
         are moved last (in ascending order, as the cpu backend numbers argmin/argmax)."""
