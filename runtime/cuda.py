@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import threading
 
 import numpy as np
 
 from runtime.errors import BackendUnavailable
-from runtime.gpu import GpuError, GpuRuntime
+from runtime.gpu import GpuError, GpuRuntime, kernel_params
 
 
 @functools.cache
@@ -39,6 +40,7 @@ class CudaDriver:
         self._contexts: dict[int, object] = {}
         self._streams: dict[int, object] = {}
         self._devices: dict[int, object] = {}
+        self._local = threading.local()  # per thread: the current ordinal, the launch argument holders
 
     def _call(self, what: str, result):
         err, *rest = result
@@ -101,6 +103,8 @@ class CudaDriver:
         return gpu_compile.compile_cuda(source, name, arch)
 
     def activate(self, ordinal: int) -> None:
+        if getattr(self._local, "ordinal", None) == ordinal:  # contexts are current per thread
+            return
         context = self._contexts.get(ordinal)
         if context is None:
             # Every device operation comes through here first: one that cannot run says why.
@@ -116,6 +120,7 @@ class CudaDriver:
             self._call("cuMemPoolSetAttribute", cu.cuMemPoolSetAttribute(
                 pool, cu.CUmemPool_attribute.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, threshold))
         self._call("cuCtxSetCurrent", _driver_api().cuCtxSetCurrent(context))
+        self._local.ordinal = ordinal
 
     def stream(self, ordinal: int):
         stream = self._streams.get(ordinal)
@@ -155,11 +160,11 @@ class CudaDriver:
         return self._call(f"cuModuleGetFunction({name})", _driver_api().cuModuleGetFunction(module, name.encode()))
 
     def launch(self, fn, grid: int, block: int, stream, args: tuple, types: tuple) -> None:
-        # The C form of kernelParams: an array of pointers to each argument's value.
-        values = [t(v) for v, t in zip(args, types)]
-        params = (ctypes.c_void_p * len(values))(*(ctypes.addressof(v) for v in values))
+        holders, address = kernel_params(self._local, types)
+        for holder, value in zip(holders, args):
+            holder.value = value
         self._call("cuLaunchKernel", _driver_api().cuLaunchKernel(
-            fn, grid, 1, 1, block, 1, 1, 0, stream, ctypes.addressof(params), 0))
+            fn, grid, 1, 1, block, 1, 1, 0, stream, address, 0))
 
     def synchronize(self, ordinal: int) -> None:
         self._call("cuStreamSynchronize", _driver_api().cuStreamSynchronize(self.stream(ordinal)))

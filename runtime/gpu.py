@@ -8,11 +8,12 @@ generated launch wrappers, which reach the runtime as arguments."""
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import math
 import os
 import tempfile
-import weakref
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Protocol
@@ -71,7 +72,7 @@ class DeviceStream:
     handle: Any
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class GpuBuffer:
     """A flat device buffer, the `inner` of a GPU Storage; freed (stream-ordered) when dropped."""
 
@@ -79,7 +80,11 @@ class GpuBuffer:
     size: int  # elements
     dtype: np.dtype
     ordinal: int
-    _finalizer: Any = field(default=None, repr=False)
+    release: Callable[[], None] | None = field(default=None, repr=False)
+
+    def __del__(self) -> None:  # cheaper than weakref.finalize on every op's output
+        if self.release is not None:
+            self.release()
 
     @property
     def nbytes(self) -> int:
@@ -88,6 +93,19 @@ class GpuBuffer:
     def at(self, layout: Layout) -> int:
         """Device address of the layout's first element."""
         return self.ptr + layout.start_offset * self.dtype.itemsize
+
+
+def kernel_params(local: Any, types: tuple) -> tuple[list, int]:
+    """Reusable argument holders for one kernel signature, and the address of the array of
+    pointers to them (the C form of kernelParams). The driver copies the values at launch,
+    so one set per signature and thread serves every launch."""
+    cache = local.__dict__.setdefault("params", {})
+    entry = cache.get(types)
+    if entry is None:
+        holders = [t() for t in types]
+        array = (ctypes.c_void_p * len(holders))(*(ctypes.addressof(h) for h in holders))
+        entry = cache[types] = (holders, ctypes.addressof(array), array)
+    return entry[0], entry[1]
 
 
 def _digest(*parts: bytes) -> str:
@@ -162,8 +180,7 @@ class GpuRuntime:
         stream = self.driver.stream(ordinal)
         nbytes = max(size * dtype.itemsize, 1)
         ptr = self.driver.alloc(nbytes, stream)
-        buf = GpuBuffer(ptr, size, dtype, ordinal)
-        buf._finalizer = weakref.finalize(buf, self.driver.free, ptr, stream)
+        buf = GpuBuffer(ptr, size, dtype, ordinal, functools.partial(self.driver.free, ptr, stream))
         if POISON:
             self.driver.memset(ptr, nbytes, stream, 0xFF)
         return buf

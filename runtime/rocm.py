@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import threading
 
 import numpy as np
 
 from runtime.errors import BackendUnavailable
-from runtime.gpu import GpuError, GpuRuntime
+from runtime.gpu import GpuError, GpuRuntime, kernel_params
 
 # hip-python looks for libamdhip64.so; Debian's ROCm 5.x ships only libamdhip64.so.5.
 _LIBRARIES = ("libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.5")
@@ -48,6 +49,7 @@ class HipDriver:
     def __init__(self) -> None:
         self._streams: dict[int, object] = {}
         self._ready: set[int] = set()
+        self._local = threading.local()  # per thread: the launch argument holders
 
     def _call(self, what: str, result):
         err, *rest = result if isinstance(result, tuple) else (result,)
@@ -141,11 +143,11 @@ class HipDriver:
         return self._call(f"hipModuleGetFunction({name})", _hip().hipModuleGetFunction(module, name.encode()))
 
     def launch(self, fn, grid: int, block: int, stream, args: tuple, types: tuple) -> None:
-        # The C form of kernelParams: an array of pointers to each argument's value.
-        values = [t(v) for v, t in zip(args, types)]
-        params = (ctypes.c_void_p * len(values))(*(ctypes.addressof(v) for v in values))
+        holders, address = kernel_params(self._local, types)
+        for holder, value in zip(holders, args):
+            holder.value = value
         self._call("hipModuleLaunchKernel", _hip().hipModuleLaunchKernel(
-            fn, grid, 1, 1, block, 1, 1, 0, stream, ctypes.addressof(params), None))
+            fn, grid, 1, 1, block, 1, 1, 0, stream, address, None))
 
     def synchronize(self, ordinal: int) -> None:
         self._call("hipStreamSynchronize", _hip().hipStreamSynchronize(self.stream(ordinal)))
