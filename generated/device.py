@@ -102,27 +102,27 @@ class Device:
             case On.CPU:
                 return Storage(On.CPU, _rt_cpu.rand_uniform(self.ordinal, shape, dtype, low, high))
             case On.CUDA:
-                raise _missing(On.CUDA, "rand_uniform")
+                return Storage(On.CUDA, _rt_cuda.rand_uniform(self.ordinal, shape, dtype, low, high))
             case On.ROCM:
-                raise _missing(On.ROCM, "rand_uniform")
+                return Storage(On.ROCM, _rt_rocm.rand_uniform(self.ordinal, shape, dtype, low, high))
 
     def rand_normal(self, shape: tuple[int, ...], dtype: DType, mean: float, std: float) -> Storage:
         match self.backend:
             case On.CPU:
                 return Storage(On.CPU, _rt_cpu.rand_normal(self.ordinal, shape, dtype, mean, std))
             case On.CUDA:
-                raise _missing(On.CUDA, "rand_normal")
+                return Storage(On.CUDA, _rt_cuda.rand_normal(self.ordinal, shape, dtype, mean, std))
             case On.ROCM:
-                raise _missing(On.ROCM, "rand_normal")
+                return Storage(On.ROCM, _rt_rocm.rand_normal(self.ordinal, shape, dtype, mean, std))
 
     def set_seed(self, seed: int) -> None:
         match self.backend:
             case On.CPU:
                 _rt_cpu.set_seed(self.ordinal, seed)
             case On.CUDA:
-                raise _missing(On.CUDA, "set_seed")
+                _rt_cuda.set_seed(self.ordinal, seed)
             case On.ROCM:
-                raise _missing(On.ROCM, "set_seed")
+                _rt_rocm.set_seed(self.ordinal, seed)
 
     def synchronize(self) -> None:
         match self.backend:

@@ -44,6 +44,8 @@ from runtime.cpu_views import (
     names as _names,
     operand as _operand,
     rust_as_int as _rust_as_int,
+    sample_normal as _sample_normal,
+    sample_uniform as _sample_uniform,
     rust_as_scalar as _rust_as_scalar,
     shape_error as _shape_error,
     size_of as _size_of,
@@ -131,27 +133,12 @@ def storage_from_slice(ordinal: int, array) -> np.ndarray:
     return _host_array("storage_from_slice", array)
 
 
-def _float_dtype(op: str, dtype) -> np.dtype:
-    dt = _dtype_of(op, dtype)
-    if dt not in _FLOATS:
-        raise _unsupported(op, dt, _FLOATS)
-    return dt
-
-
 def rand_uniform(ordinal: int, shape, dtype, low: float, high: float) -> np.ndarray:
-    dt = _float_dtype("rand_uniform", dtype)
-    n = _size_of("rand_uniform", shape)
-    ct = _F64 if dt == _F64 else _F32
-    r = _rng.random(n, dtype=ct)
-    return (ct.type(low) + ct.type(high - low) * r).astype(dt, copy=False)
+    return _sample_uniform(_rng, shape, dtype, low, high)
 
 
 def rand_normal(ordinal: int, shape, dtype, mean: float, std: float) -> np.ndarray:
-    dt = _float_dtype("rand_normal", dtype)
-    n = _size_of("rand_normal", shape)
-    ct = _F64 if dt == _F64 else _F32
-    r = _rng.standard_normal(n, dtype=ct)
-    return (r * ct.type(std) + ct.type(mean)).astype(dt, copy=False)
+    return _sample_normal(_rng, shape, dtype, mean, std)
 
 
 def set_seed(ordinal: int, seed: int) -> None:

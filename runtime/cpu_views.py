@@ -185,3 +185,29 @@ def ids_array(op: str, ids: np.ndarray, layout: Layout, size: int) -> np.ndarray
             bad = lo if lo < 0 else hi
             raise shape_error(op, f"ids in [0, {size})", bad)
     return idx.astype(np.intp, copy=False)
+
+
+def _float_dtype(op: str, dtype) -> np.dtype:
+    dt = np.dtype(dtype.numpy)
+    if dt not in FLOATS:
+        raise unsupported(op, dt, FLOATS)
+    return dt
+
+
+def sample_uniform(rng: np.random.Generator, shape, dtype, low: float, high: float) -> np.ndarray:
+    """Flat uniform samples in [low, high) of a float dtype (f64 drawn in f64, others in f32);
+    shared by every backend that draws on the host."""
+    dt = _float_dtype("rand_uniform", dtype)
+    n = size_of("rand_uniform", shape)
+    ct = F64 if dt == F64 else F32
+    r = rng.random(n, dtype=ct)
+    return (ct.type(low) + ct.type(high - low) * r).astype(dt, copy=False)
+
+
+def sample_normal(rng: np.random.Generator, shape, dtype, mean: float, std: float) -> np.ndarray:
+    """Flat normal samples of a float dtype, as sample_uniform."""
+    dt = _float_dtype("rand_normal", dtype)
+    n = size_of("rand_normal", shape)
+    ct = F64 if dt == F64 else F32
+    r = rng.standard_normal(n, dtype=ct)
+    return (r * ct.type(std) + ct.type(mean)).astype(dt, copy=False)

@@ -21,6 +21,7 @@ from typing import Any, Callable, Protocol
 import ml_dtypes  # noqa: F401  (registers bfloat16 with numpy)
 import numpy as np
 
+from runtime.cpu_views import sample_normal, sample_uniform
 from runtime.errors import DTypeMismatch, OpgenError, ShapeMismatch
 from runtime.layout import Layout
 
@@ -159,6 +160,7 @@ class GpuRuntime:
         self._sources: dict[str, str] = {}
         self._modules: dict[tuple[int, str], Any] = {}
         self._streams: dict[int, DeviceStream] = {}
+        self._rngs: dict[int, np.random.Generator] = {}
 
     # -- availability and devices ---------------------------------------------------------
     def availability(self) -> str | None:
@@ -239,6 +241,21 @@ class GpuRuntime:
             self.driver.copy(out.ptr, buf.at(layout), out.nbytes, self.driver.stream(ordinal))
             return out
         return self.from_host(ordinal, self.to_numpy(buf, layout))
+
+    # Random storages: drawn on the host from one generator per device, then uploaded (a first
+    # version; curand / hiprand would draw on the device).
+    def set_seed(self, ordinal: int, seed: int) -> None:
+        self.driver.activate(ordinal)  # a device that cannot run says so here too
+        self._rngs[ordinal] = np.random.default_rng(seed)
+
+    def _rng(self, ordinal: int) -> np.random.Generator:
+        return self._rngs.setdefault(ordinal, np.random.default_rng())
+
+    def rand_uniform(self, ordinal: int, shape, dtype, low: float, high: float) -> GpuBuffer:
+        return self.from_host(ordinal, sample_uniform(self._rng(ordinal), shape, dtype, low, high))
+
+    def rand_normal(self, ordinal: int, shape, dtype, mean: float, std: float) -> GpuBuffer:
+        return self.from_host(ordinal, sample_normal(self._rng(ordinal), shape, dtype, mean, std))
 
     @staticmethod
     def dtype(buf: GpuBuffer) -> np.dtype:

@@ -328,3 +328,24 @@ def test_matmul_falls_back_to_the_cpu(backend, dtype):
     want, got = run_both(device, [a, b], lambda x, y: g.to_numpy(x.matmul(y, g.MatmulDims(2, 8, 5, 16), la, lb),
                                                                    g.Layout.contiguous((2, 8, 5))))
     assert_close(got, want, dtype, f"{backend.value} matmul {dtype}")
+
+
+@pytest.mark.parametrize("backend", GPU_BACKENDS, ids=str)
+@pytest.mark.parametrize("dtype", ["f32", "bf16", "f64"])
+def test_random_storages_are_reproducible(backend, dtype):
+    device = device_or_skip(backend)
+    layout = g.Layout.contiguous((4096,))
+
+    def draw():
+        device.set_seed(42)
+        u = g.to_vec1(device.rand_uniform((4096,), g.DType(dtype), -2.0, 3.0), layout).astype(np.float64)
+        n = g.to_vec1(device.rand_normal((4096,), g.DType(dtype), 1.0, 0.5), layout).astype(np.float64)
+        return u, n
+
+    (u1, n1), (u2, n2) = draw(), draw()
+    np.testing.assert_array_equal(u1, u2)
+    np.testing.assert_array_equal(n1, n2)
+    assert -2 <= u1.min() and u1.max() <= 3 and abs(u1.mean() - 0.5) < 0.1
+    assert abs(n1.mean() - 1.0) < 0.05 and abs(n1.std() - 0.5) < 0.05
+    with pytest.raises(g.DTypeMismatch, match="rand_uniform"):
+        device.rand_uniform((4,), g.DType.U8, 0.0, 1.0)

@@ -113,8 +113,6 @@ def test_arms_of_unavailable_backends_raise_typed_errors(backend):
     with pytest.raises(g.BackendUnavailable) as err:
         device.zeros((2,), g.DType.F32)
     assert err.value.backend == backend.value and err.value.reason == reason
-    # An arm with no implementation says why, whatever its arguments: set_seed has none on
-    # any GPU backend yet (`gen parity`).
     with pytest.raises(g.BackendUnavailable, match=f"^{backend.value}: unavailable: "):
         device.set_seed(0)
 
