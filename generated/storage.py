@@ -554,7 +554,7 @@ class Storage:
                     raise _dtype_mismatch("matmul", self, rhs)
                 if self.dtype() not in _MATMUL_SELF_DTYPES:
                     raise _dtype_not_in("matmul", self, _MATMUL_SELF_DTYPES)
-                return Storage(On.CUDA, _rt_cuda.from_host(_rt_cuda.device(self.inner), _rt_cpu.matmul(_rt_cuda.to_host(self.inner), _rt_cuda.to_host(rhs.inner), bmnk, lhs_layout, rhs_layout)))
+                return Storage(On.CUDA, _rt_cuda.matmul(self.inner, rhs.inner, bmnk, lhs_layout, rhs_layout))
             case On.ROCM:
                 if rhs.backend is not self.backend:
                     raise _device_mismatch("matmul", self, rhs)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import threading
+import warnings
 
 import numpy as np
 
@@ -31,6 +32,29 @@ _INIT_ERRORS = {
     "CUDA_ERROR_INSUFFICIENT_DRIVER": "driver too old",
     "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE": "driver too old",
 }
+
+
+@functools.cache
+def _cupy():
+    """CuPy, for its cuBLAS binding (a maintained one, and on the H100 image)."""
+    import cupy  # noqa: PLC0415  (optional dependency)
+    from cupy_backends.cuda.libs import cublas  # noqa: PLC0415
+
+    return cupy, cublas
+
+
+# cudaDataType, cublasComputeType and the host scalar type of alpha/beta, by dtype.
+_GEMM_TYPES = {
+    np.dtype("float16"): (2, 68, np.float32),   # CUDA_R_16F, CUBLAS_COMPUTE_32F
+    np.dtype("float32"): (0, 68, np.float32),   # CUDA_R_32F, CUBLAS_COMPUTE_32F
+    np.dtype("float64"): (1, 70, np.float64),   # CUDA_R_64F, CUBLAS_COMPUTE_64F
+}
+try:
+    import ml_dtypes
+
+    _GEMM_TYPES[np.dtype(ml_dtypes.bfloat16)] = (14, 68, np.float32)  # CUDA_R_16BF
+except ImportError:  # pragma: no cover
+    pass
 
 
 class CudaDriver:
@@ -169,6 +193,26 @@ class CudaDriver:
     def synchronize(self, ordinal: int) -> None:
         self._call("cuStreamSynchronize", _driver_api().cuStreamSynchronize(self.stream(ordinal)))
 
+    def gemm(self, ordinal, stream, dtype, trans_a, trans_b, m, n, k, a, lda, stride_a, b, ldb, stride_b,
+             c, ldc, stride_c, batch) -> None:
+        """Column-major strided-batched GEMM on our stream, through cuBLAS (CuPy's binding)."""
+        try:
+            cupy, cublas = _cupy()
+        except ImportError:
+            raise BackendUnavailable(self.name, "matmul needs cuBLAS through CuPy (pip install cupy-cuda12x)") from None
+        data, compute, scalar = _GEMM_TYPES[np.dtype(dtype)]
+        one, zero = np.ones(1, scalar), np.zeros(1, scalar)
+        # CuPy binds cuBLAS to its current stream: make that ours, so the GEMM is ordered with
+        # our kernels. (ExternalStream warns that it is deprecated in CuPy 14; it still works.)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            external = cupy.cuda.ExternalStream(int(stream))
+        with cupy.cuda.Device(ordinal), external:
+            handle = cupy.cuda.device.get_cublas_handle()
+            cublas.gemmStridedBatchedEx(
+                handle, int(trans_a), int(trans_b), m, n, k, one.ctypes.data, a, data, lda, stride_a,
+                b, data, ldb, stride_b, zero.ctypes.data, c, data, ldc, stride_c, batch, compute, -1)
+
 
 _rt = GpuRuntime(CudaDriver())
 
@@ -203,6 +247,7 @@ const_set = _rt.const_set
 copy_strided_src = _rt.copy_strided_src
 copy2d = _rt.copy2d
 reduce_op = _rt.reduce_op
+matmul = _rt.matmul
 conv1d = _rt.conv1d
 conv_transpose1d = _rt.conv_transpose1d
 conv2d = _rt.conv2d

@@ -316,18 +316,30 @@ def test_out_of_range_ids_raise_like_the_cpu(backend):
         x.index_select(ids, g.Layout.contiguous((3, 4)), g.Layout.contiguous((2,)), 0)
 
 
+MATMUL_LAYOUTS = {
+    # name: (lhs shape as stored, lhs layout, rhs shape as stored, rhs layout), b=2 m=8 k=16 n=5
+    "contiguous": ((2, 8, 16), lambda s: g.Layout.contiguous(s), (2, 16, 5), lambda s: g.Layout.contiguous(s)),
+    "rhs transposed": ((2, 8, 16), lambda s: g.Layout.contiguous(s), (2, 5, 16), lambda s: g.Layout.contiguous(s).transpose(1, 2)),
+    "lhs transposed": ((2, 16, 8), lambda s: g.Layout.contiguous(s).transpose(1, 2), (2, 16, 5), lambda s: g.Layout.contiguous(s)),
+    "rhs broadcast": ((2, 8, 16), lambda s: g.Layout.contiguous(s), (16, 5), lambda s: g.Layout.contiguous(s).broadcast_as((2, 16, 5))),
+    "batch-strided": ((8, 2, 16), lambda s: g.Layout.contiguous(s).transpose(0, 1), (2, 16, 5), lambda s: g.Layout.contiguous(s)),
+}
+
+
 @pytest.mark.parametrize("backend", GPU_BACKENDS, ids=str)
-@pytest.mark.parametrize("dtype", ["f32", "bf16"])
-def test_matmul_falls_back_to_the_cpu(backend, dtype):
-    """matmul runs through host memory until a BLAS is wired in."""
+@pytest.mark.parametrize("kind", list(MATMUL_LAYOUTS))
+@pytest.mark.parametrize("dtype", FLOAT)
+def test_matmul(backend, kind, dtype):
+    """Through the vendor BLAS where the backend has one, else the cpu fallback."""
     device = device_or_skip(backend)
     dt = g.DType(dtype)
     rng = np.random.default_rng(8)
-    a, b = operand(dt, (2, 8, 16), rng), operand(dt, (2, 16, 5), rng)
-    la, lb = g.Layout.contiguous(a.shape), g.Layout.contiguous(b.shape)
+    a_shape, a_layout, b_shape, b_layout = MATMUL_LAYOUTS[kind]
+    a, b = operand(dt, a_shape, rng), operand(dt, b_shape, rng)
+    la, lb = a_layout(a_shape), b_layout(b_shape)
     want, got = run_both(device, [a, b], lambda x, y: g.to_numpy(x.matmul(y, g.MatmulDims(2, 8, 5, 16), la, lb),
                                                                    g.Layout.contiguous((2, 8, 5))))
-    assert_close(got, want, dtype, f"{backend.value} matmul {dtype}")
+    assert_close(got, want, dtype, f"{backend.value} matmul {dtype} {kind}")
 
 
 @pytest.mark.parametrize("backend", GPU_BACKENDS, ids=str)
