@@ -168,6 +168,35 @@ def markdown(rows: dict, device: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def plot(rows: dict, path: Path) -> None:
+    """Bandwidth of each op as a share of copy bandwidth, opgen beside torch (matplotlib,
+    where installed: the H100 image has it)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return
+    copy = rows.get("torch device-to-device copy (GB/s)")
+    names = [k[: -len(": opgen (GB/s)")] for k in rows if k.endswith(": opgen (GB/s)")]
+    if not copy or not names:
+        return
+    ours = [rows[f"{n}: opgen (GB/s)"] / copy for n in names]
+    theirs = [rows[f"{n}: torch (GB/s)"] / copy for n in names]
+    fig, ax = plt.subplots(figsize=(10, 4.5))
+    x = range(len(names))
+    ax.barh([i + 0.2 for i in x], ours, 0.4, label="opgen")
+    ax.barh([i - 0.2 for i in x], theirs, 0.4, label="torch")
+    ax.set_yticks(list(x), names)
+    ax.axvline(1.0, color="gray", lw=0.8)
+    ax.set_xlabel("bandwidth / device-to-device copy bandwidth (same run)")
+    ax.set_title("opgen cuda backend on an H100: f32, 64M elements")
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
@@ -185,6 +214,7 @@ def main() -> None:
     (args.out / "gpu.json").write_text(json.dumps({"device": device, "rows": rows}, indent=2) + "\n")
     text = markdown(rows, device)
     (args.out / "gpu.md").write_text(text)
+    plot(rows, args.out / "gpu.png")
     print(text)
 
 
