@@ -47,10 +47,14 @@ def gen_wall(registry: Path, out: Path, runs: int = 5) -> dict:
 def generation() -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        registry = synthetic.write(tmp / "synthetic")
+        with_hip = synthetic.write(tmp / "synthetic")
+        numpy_only = synthetic.write(tmp / "synthetic_numpy", hip=False)
         return {
             "shipped ops.yaml": gen_wall(ROOT / "ops.yaml", tmp / "shipped_out" / "generated"),
-            f"synthetic, {synthetic.N_OPS} ops": gen_wall(registry, tmp / "synthetic" / "generated"),
+            f"synthetic, {synthetic.N_OPS} ops, HIP kernels for cuda and rocm": gen_wall(
+                with_hip, tmp / "synthetic" / "generated"),
+            f"synthetic, {synthetic.N_OPS} ops, cpu backend only (no HIP outputs)": gen_wall(
+                numpy_only, tmp / "synthetic_numpy" / "generated"),
         }
 
 

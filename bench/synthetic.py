@@ -1,5 +1,5 @@
 """A synthetic registry the size of PyTorch's native_functions.yaml (2,584 ops), for
-timing generation. Written beside a copy of the project's runtime/ so it validates."""
+timing generation. Written beside copies of the project's runtime/ and hip/ so it validates."""
 
 from __future__ import annotations
 
@@ -16,9 +16,13 @@ BINARY_EXPRS = ["x + y", "x * y - y", "np.maximum(x, y)", "np.hypot(x, y)"]
 PARAM_TYPES = ["Layout", "Storage", "float", "int", "Dims", "Pair", "DType", "Scalar"]
 
 
-def registry(n_ops: int = N_OPS, seed: int = 0) -> dict:
+def registry(n_ops: int = N_OPS, seed: int = 0, hip: bool = True) -> dict:
+    """`hip=False` keeps only the backends that need no HIP kernels (cpu), so no kernel
+    source or launch wrappers are generated: the generator's core alone."""
     rng = random.Random(seed)
     base = yaml.safe_load((ROOT / "ops.yaml").read_text())
+    if not hip:
+        base["backends"] = {n: b for n, b in base["backends"].items() if b.get("kernels") != "hip"}
     counts = {"unary": n_ops * 4 // 10, "binary": n_ops * 2 // 10, "cmp": n_ops // 20, "reduce": n_ops // 20}
     counts["storage"] = n_ops - sum(counts.values()) - len(base["device"])
     out = {k: base[k] for k in ("version", "dtypes", "dtype_sets", "backends", "device", "custom_ops")}
@@ -31,7 +35,11 @@ def registry(n_ops: int = N_OPS, seed: int = 0) -> dict:
         if family in ("unary", "cmp", "reduce"):  # integer dtypes need expressions that numpy takes
             for spec in out[family].values():
                 spec["dtypes"] = "float"
-    storage = dict(base["storage"])
+    storage = {name: dict(spec) for name, spec in base["storage"].items()}
+    storage["reduce_op"].pop("kernel", None)  # the synthetic reductions have no hand-written kernels
+    if not hip:
+        for spec in storage.values():
+            spec.pop("kernel", None)
     for i in range(counts["storage"] - len(storage)):
         params = {"layout": "Layout"}
         for j in range(rng.randint(0, 5)):
@@ -41,13 +49,14 @@ def registry(n_ops: int = N_OPS, seed: int = 0) -> dict:
     return out
 
 
-def write(directory: Path, n_ops: int = N_OPS) -> Path:
-    """Write the registry and a copy of runtime/ into `directory`; return the registry path."""
+def write(directory: Path, n_ops: int = N_OPS, hip: bool = True) -> Path:
+    """Write the registry and copies of runtime/ and hip/ into `directory`; return the
+    registry path."""
     directory.mkdir(parents=True, exist_ok=True)
-    shutil.copytree(ROOT / "runtime", directory / "runtime", dirs_exist_ok=True,
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    for part in ("runtime", "hip"):
+        shutil.copytree(ROOT / part, directory / part, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
     path = directory / "ops.yaml"
-    path.write_text(yaml.safe_dump(registry(n_ops), sort_keys=False, width=120))
+    path.write_text(yaml.safe_dump(registry(n_ops, hip=hip), sort_keys=False, width=120))
     return path
 
 

@@ -78,8 +78,10 @@ def parse(source: str, file_name: str) -> list[KernelSignature]:
     """Every entry point of one source, in order."""
     text = _COMMENTS.sub(lambda m: "\n" * m.group().count("\n"), source)
     out = []
+    line, last = 1, 0
     for match in _ENTRY.finditer(text):
-        line = text.count("\n", 0, match.start()) + 1
+        line += text.count("\n", last, match.start())  # counted on from the last match: linear
+        last = match.start()
         where = f"{file_name}:{line}"
         params = tuple(_param(p, where) for p in match[2].split(",") if p.strip())
         out.append(KernelSignature(match[1], file_name, line, params))
