@@ -64,9 +64,7 @@ _ARGS_23 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t, 
 _ARGS_24 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p,)
 _ARGS_25 = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t,)
 _ARGS_26 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t,)
-_ARGS_27 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p,)
-_ARGS_28 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p,)
-_ARGS_29 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,)
+_ARGS_27 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,)
 
 
 def launch_affine_bf16(launch, grid, block, stream, numel, num_dims, info, inp, out, mul, add) -> None:
@@ -1317,286 +1315,6 @@ def launch_powf_f64(launch, grid, block, stream, numel, num_dims, info, param, i
     launch(_SRC_0, "powf_f64", grid, block, stream, (numel, num_dims, info, param, inp, out,), _ARGS_21)
 
 
-def launch_reduce_finish_argmax_bf16(launch, grid, block, stream, groups, chunks, partial, dst) -> None:
-    launch(_SRC_7, "reduce_finish_argmax_bf16", grid, block, stream, (groups, chunks, partial, dst,), _ARGS_27)
-
-
-def launch_reduce_finish_argmax_f16(launch, grid, block, stream, groups, chunks, partial, dst) -> None:
-    launch(_SRC_7, "reduce_finish_argmax_f16", grid, block, stream, (groups, chunks, partial, dst,), _ARGS_27)
-
-
-def launch_reduce_finish_argmax_f32(launch, grid, block, stream, groups, chunks, partial, dst) -> None:
-    launch(_SRC_7, "reduce_finish_argmax_f32", grid, block, stream, (groups, chunks, partial, dst,), _ARGS_27)
-
-
-def launch_reduce_finish_argmax_f64(launch, grid, block, stream, groups, chunks, partial, dst) -> None:
-    launch(_SRC_7, "reduce_finish_argmax_f64", grid, block, stream, (groups, chunks, partial, dst,), _ARGS_27)
-
-
-def launch_reduce_finish_argmax_i64(launch, grid, block, stream, groups, chunks, partial, dst) -> None:
-    launch(_SRC_7, "reduce_finish_argmax_i64", grid, block, stream, (groups, chunks, partial, dst,), _ARGS_27)
-
-
-def launch_reduce_finish_argmax_u32(launch, grid, block, stream, groups, chunks, partial, dst) -> None:
-    launch(_SRC_7, "reduce_finish_argmax_u32", grid, block, stream, (groups, chunks, partial, dst,), _ARGS_27)
-
-
-def launch_reduce_finish_argmax_u8(launch, grid, block, stream, groups, chunks, partial, dst) -> None:
-    launch(_SRC_7, "reduce_finish_argmax_u8", grid, block, stream, (groups, chunks, partial, dst,), _ARGS_27)
-
-
-def launch_reduce_finish_argmin_bf16(launch, grid, block, stream, groups, chunks, partial, dst) -> None:
-    launch(_SRC_7, "reduce_finish_argmin_bf16", grid, block, stream, (groups, chunks, partial, dst,), _ARGS_27)
-
-
-def launch_reduce_finish_argmin_f16(launch, grid, block, stream, groups, chunks, partial, dst) -> None:
-    launch(_SRC_7, "reduce_finish_argmin_f16", grid, block, stream, (groups, chunks, partial, dst,), _ARGS_27)
-
-
-def launch_reduce_finish_argmin_f32(launch, grid, block, stream, groups, chunks, partial, dst) -> None:
-    launch(_SRC_7, "reduce_finish_argmin_f32", grid, block, stream, (groups, chunks, partial, dst,), _ARGS_27)
-
-
-def launch_reduce_finish_argmin_f64(launch, grid, block, stream, groups, chunks, partial, dst) -> None:
-    launch(_SRC_7, "reduce_finish_argmin_f64", grid, block, stream, (groups, chunks, partial, dst,), _ARGS_27)
-
-
-def launch_reduce_finish_argmin_i64(launch, grid, block, stream, groups, chunks, partial, dst) -> None:
-    launch(_SRC_7, "reduce_finish_argmin_i64", grid, block, stream, (groups, chunks, partial, dst,), _ARGS_27)
-
-
-def launch_reduce_finish_argmin_u32(launch, grid, block, stream, groups, chunks, partial, dst) -> None:
-    launch(_SRC_7, "reduce_finish_argmin_u32", grid, block, stream, (groups, chunks, partial, dst,), _ARGS_27)
-
-
-def launch_reduce_finish_argmin_u8(launch, grid, block, stream, groups, chunks, partial, dst) -> None:
-    launch(_SRC_7, "reduce_finish_argmin_u8", grid, block, stream, (groups, chunks, partial, dst,), _ARGS_27)
-
-
-def launch_reduce_finish_max_bf16(launch, grid, block, stream, groups, chunks, partial, dst) -> None:
-    launch(_SRC_7, "reduce_finish_max_bf16", grid, block, stream, (groups, chunks, partial, dst,), _ARGS_27)
-
-
-def launch_reduce_finish_max_f16(launch, grid, block, stream, groups, chunks, partial, dst) -> None:
-    launch(_SRC_7, "reduce_finish_max_f16", grid, block, stream, (groups, chunks, partial, dst,), _ARGS_27)
-
-
-def launch_reduce_finish_max_f32(launch, grid, block, stream, groups, chunks, partial, dst) -> None:
-    launch(_SRC_7, "reduce_finish_max_f32", grid, block, stream, (groups, chunks, partial, dst,), _ARGS_27)
-
-
-def launch_reduce_finish_max_f64(launch, grid, block, stream, groups, chunks, partial, dst) -> None:
-    launch(_SRC_7, "reduce_finish_max_f64", grid, block, stream, (groups, chunks, partial, dst,), _ARGS_27)
-
-
-def launch_reduce_finish_max_i64(launch, grid, block, stream, groups, chunks, partial, dst) -> None:
-    launch(_SRC_7, "reduce_finish_max_i64", grid, block, stream, (groups, chunks, partial, dst,), _ARGS_27)
-
-
-def launch_reduce_finish_max_u32(launch, grid, block, stream, groups, chunks, partial, dst) -> None:
-    launch(_SRC_7, "reduce_finish_max_u32", grid, block, stream, (groups, chunks, partial, dst,), _ARGS_27)
-
-
-def launch_reduce_finish_max_u8(launch, grid, block, stream, groups, chunks, partial, dst) -> None:
-    launch(_SRC_7, "reduce_finish_max_u8", grid, block, stream, (groups, chunks, partial, dst,), _ARGS_27)
-
-
-def launch_reduce_finish_min_bf16(launch, grid, block, stream, groups, chunks, partial, dst) -> None:
-    launch(_SRC_7, "reduce_finish_min_bf16", grid, block, stream, (groups, chunks, partial, dst,), _ARGS_27)
-
-
-def launch_reduce_finish_min_f16(launch, grid, block, stream, groups, chunks, partial, dst) -> None:
-    launch(_SRC_7, "reduce_finish_min_f16", grid, block, stream, (groups, chunks, partial, dst,), _ARGS_27)
-
-
-def launch_reduce_finish_min_f32(launch, grid, block, stream, groups, chunks, partial, dst) -> None:
-    launch(_SRC_7, "reduce_finish_min_f32", grid, block, stream, (groups, chunks, partial, dst,), _ARGS_27)
-
-
-def launch_reduce_finish_min_f64(launch, grid, block, stream, groups, chunks, partial, dst) -> None:
-    launch(_SRC_7, "reduce_finish_min_f64", grid, block, stream, (groups, chunks, partial, dst,), _ARGS_27)
-
-
-def launch_reduce_finish_min_i64(launch, grid, block, stream, groups, chunks, partial, dst) -> None:
-    launch(_SRC_7, "reduce_finish_min_i64", grid, block, stream, (groups, chunks, partial, dst,), _ARGS_27)
-
-
-def launch_reduce_finish_min_u32(launch, grid, block, stream, groups, chunks, partial, dst) -> None:
-    launch(_SRC_7, "reduce_finish_min_u32", grid, block, stream, (groups, chunks, partial, dst,), _ARGS_27)
-
-
-def launch_reduce_finish_min_u8(launch, grid, block, stream, groups, chunks, partial, dst) -> None:
-    launch(_SRC_7, "reduce_finish_min_u8", grid, block, stream, (groups, chunks, partial, dst,), _ARGS_27)
-
-
-def launch_reduce_finish_sum_bf16(launch, grid, block, stream, groups, chunks, partial, dst) -> None:
-    launch(_SRC_7, "reduce_finish_sum_bf16", grid, block, stream, (groups, chunks, partial, dst,), _ARGS_27)
-
-
-def launch_reduce_finish_sum_f16(launch, grid, block, stream, groups, chunks, partial, dst) -> None:
-    launch(_SRC_7, "reduce_finish_sum_f16", grid, block, stream, (groups, chunks, partial, dst,), _ARGS_27)
-
-
-def launch_reduce_finish_sum_f32(launch, grid, block, stream, groups, chunks, partial, dst) -> None:
-    launch(_SRC_7, "reduce_finish_sum_f32", grid, block, stream, (groups, chunks, partial, dst,), _ARGS_27)
-
-
-def launch_reduce_finish_sum_f64(launch, grid, block, stream, groups, chunks, partial, dst) -> None:
-    launch(_SRC_7, "reduce_finish_sum_f64", grid, block, stream, (groups, chunks, partial, dst,), _ARGS_27)
-
-
-def launch_reduce_finish_sum_i64(launch, grid, block, stream, groups, chunks, partial, dst) -> None:
-    launch(_SRC_7, "reduce_finish_sum_i64", grid, block, stream, (groups, chunks, partial, dst,), _ARGS_27)
-
-
-def launch_reduce_finish_sum_u32(launch, grid, block, stream, groups, chunks, partial, dst) -> None:
-    launch(_SRC_7, "reduce_finish_sum_u32", grid, block, stream, (groups, chunks, partial, dst,), _ARGS_27)
-
-
-def launch_reduce_finish_sum_u8(launch, grid, block, stream, groups, chunks, partial, dst) -> None:
-    launch(_SRC_7, "reduce_finish_sum_u8", grid, block, stream, (groups, chunks, partial, dst,), _ARGS_27)
-
-
-def launch_reduce_partial_argmax_bf16(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial) -> None:
-    launch(_SRC_7, "reduce_partial_argmax_bf16", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial,), _ARGS_28)
-
-
-def launch_reduce_partial_argmax_f16(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial) -> None:
-    launch(_SRC_7, "reduce_partial_argmax_f16", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial,), _ARGS_28)
-
-
-def launch_reduce_partial_argmax_f32(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial) -> None:
-    launch(_SRC_7, "reduce_partial_argmax_f32", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial,), _ARGS_28)
-
-
-def launch_reduce_partial_argmax_f64(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial) -> None:
-    launch(_SRC_7, "reduce_partial_argmax_f64", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial,), _ARGS_28)
-
-
-def launch_reduce_partial_argmax_i64(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial) -> None:
-    launch(_SRC_7, "reduce_partial_argmax_i64", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial,), _ARGS_28)
-
-
-def launch_reduce_partial_argmax_u32(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial) -> None:
-    launch(_SRC_7, "reduce_partial_argmax_u32", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial,), _ARGS_28)
-
-
-def launch_reduce_partial_argmax_u8(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial) -> None:
-    launch(_SRC_7, "reduce_partial_argmax_u8", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial,), _ARGS_28)
-
-
-def launch_reduce_partial_argmin_bf16(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial) -> None:
-    launch(_SRC_7, "reduce_partial_argmin_bf16", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial,), _ARGS_28)
-
-
-def launch_reduce_partial_argmin_f16(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial) -> None:
-    launch(_SRC_7, "reduce_partial_argmin_f16", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial,), _ARGS_28)
-
-
-def launch_reduce_partial_argmin_f32(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial) -> None:
-    launch(_SRC_7, "reduce_partial_argmin_f32", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial,), _ARGS_28)
-
-
-def launch_reduce_partial_argmin_f64(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial) -> None:
-    launch(_SRC_7, "reduce_partial_argmin_f64", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial,), _ARGS_28)
-
-
-def launch_reduce_partial_argmin_i64(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial) -> None:
-    launch(_SRC_7, "reduce_partial_argmin_i64", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial,), _ARGS_28)
-
-
-def launch_reduce_partial_argmin_u32(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial) -> None:
-    launch(_SRC_7, "reduce_partial_argmin_u32", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial,), _ARGS_28)
-
-
-def launch_reduce_partial_argmin_u8(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial) -> None:
-    launch(_SRC_7, "reduce_partial_argmin_u8", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial,), _ARGS_28)
-
-
-def launch_reduce_partial_max_bf16(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial) -> None:
-    launch(_SRC_7, "reduce_partial_max_bf16", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial,), _ARGS_28)
-
-
-def launch_reduce_partial_max_f16(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial) -> None:
-    launch(_SRC_7, "reduce_partial_max_f16", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial,), _ARGS_28)
-
-
-def launch_reduce_partial_max_f32(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial) -> None:
-    launch(_SRC_7, "reduce_partial_max_f32", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial,), _ARGS_28)
-
-
-def launch_reduce_partial_max_f64(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial) -> None:
-    launch(_SRC_7, "reduce_partial_max_f64", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial,), _ARGS_28)
-
-
-def launch_reduce_partial_max_i64(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial) -> None:
-    launch(_SRC_7, "reduce_partial_max_i64", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial,), _ARGS_28)
-
-
-def launch_reduce_partial_max_u32(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial) -> None:
-    launch(_SRC_7, "reduce_partial_max_u32", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial,), _ARGS_28)
-
-
-def launch_reduce_partial_max_u8(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial) -> None:
-    launch(_SRC_7, "reduce_partial_max_u8", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial,), _ARGS_28)
-
-
-def launch_reduce_partial_min_bf16(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial) -> None:
-    launch(_SRC_7, "reduce_partial_min_bf16", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial,), _ARGS_28)
-
-
-def launch_reduce_partial_min_f16(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial) -> None:
-    launch(_SRC_7, "reduce_partial_min_f16", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial,), _ARGS_28)
-
-
-def launch_reduce_partial_min_f32(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial) -> None:
-    launch(_SRC_7, "reduce_partial_min_f32", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial,), _ARGS_28)
-
-
-def launch_reduce_partial_min_f64(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial) -> None:
-    launch(_SRC_7, "reduce_partial_min_f64", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial,), _ARGS_28)
-
-
-def launch_reduce_partial_min_i64(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial) -> None:
-    launch(_SRC_7, "reduce_partial_min_i64", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial,), _ARGS_28)
-
-
-def launch_reduce_partial_min_u32(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial) -> None:
-    launch(_SRC_7, "reduce_partial_min_u32", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial,), _ARGS_28)
-
-
-def launch_reduce_partial_min_u8(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial) -> None:
-    launch(_SRC_7, "reduce_partial_min_u8", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial,), _ARGS_28)
-
-
-def launch_reduce_partial_sum_bf16(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial) -> None:
-    launch(_SRC_7, "reduce_partial_sum_bf16", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial,), _ARGS_28)
-
-
-def launch_reduce_partial_sum_f16(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial) -> None:
-    launch(_SRC_7, "reduce_partial_sum_f16", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial,), _ARGS_28)
-
-
-def launch_reduce_partial_sum_f32(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial) -> None:
-    launch(_SRC_7, "reduce_partial_sum_f32", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial,), _ARGS_28)
-
-
-def launch_reduce_partial_sum_f64(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial) -> None:
-    launch(_SRC_7, "reduce_partial_sum_f64", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial,), _ARGS_28)
-
-
-def launch_reduce_partial_sum_i64(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial) -> None:
-    launch(_SRC_7, "reduce_partial_sum_i64", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial,), _ARGS_28)
-
-
-def launch_reduce_partial_sum_u32(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial) -> None:
-    launch(_SRC_7, "reduce_partial_sum_u32", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial,), _ARGS_28)
-
-
-def launch_reduce_partial_sum_u8(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial) -> None:
-    launch(_SRC_7, "reduce_partial_sum_u8", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial,), _ARGS_28)
-
-
 def launch_scatter_add_i64_bf16(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
     launch(_SRC_5, "scatter_add_i64_bf16", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_23)
 
@@ -2154,87 +1872,87 @@ def launch_upsample_nearest2d_u8(launch, grid, block, stream, dst_numel, w_out, 
 
 
 def launch_where_cond_i64_bf16(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_8, "where_cond_i64_bf16", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_29)
+    launch(_SRC_8, "where_cond_i64_bf16", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_27)
 
 
 def launch_where_cond_i64_f16(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_8, "where_cond_i64_f16", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_29)
+    launch(_SRC_8, "where_cond_i64_f16", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_27)
 
 
 def launch_where_cond_i64_f32(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_8, "where_cond_i64_f32", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_29)
+    launch(_SRC_8, "where_cond_i64_f32", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_27)
 
 
 def launch_where_cond_i64_f64(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_8, "where_cond_i64_f64", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_29)
+    launch(_SRC_8, "where_cond_i64_f64", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_27)
 
 
 def launch_where_cond_i64_i64(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_8, "where_cond_i64_i64", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_29)
+    launch(_SRC_8, "where_cond_i64_i64", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_27)
 
 
 def launch_where_cond_i64_u32(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_8, "where_cond_i64_u32", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_29)
+    launch(_SRC_8, "where_cond_i64_u32", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_27)
 
 
 def launch_where_cond_i64_u8(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_8, "where_cond_i64_u8", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_29)
+    launch(_SRC_8, "where_cond_i64_u8", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_27)
 
 
 def launch_where_cond_u32_bf16(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_8, "where_cond_u32_bf16", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_29)
+    launch(_SRC_8, "where_cond_u32_bf16", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_27)
 
 
 def launch_where_cond_u32_f16(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_8, "where_cond_u32_f16", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_29)
+    launch(_SRC_8, "where_cond_u32_f16", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_27)
 
 
 def launch_where_cond_u32_f32(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_8, "where_cond_u32_f32", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_29)
+    launch(_SRC_8, "where_cond_u32_f32", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_27)
 
 
 def launch_where_cond_u32_f64(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_8, "where_cond_u32_f64", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_29)
+    launch(_SRC_8, "where_cond_u32_f64", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_27)
 
 
 def launch_where_cond_u32_i64(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_8, "where_cond_u32_i64", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_29)
+    launch(_SRC_8, "where_cond_u32_i64", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_27)
 
 
 def launch_where_cond_u32_u32(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_8, "where_cond_u32_u32", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_29)
+    launch(_SRC_8, "where_cond_u32_u32", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_27)
 
 
 def launch_where_cond_u32_u8(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_8, "where_cond_u32_u8", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_29)
+    launch(_SRC_8, "where_cond_u32_u8", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_27)
 
 
 def launch_where_cond_u8_bf16(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_8, "where_cond_u8_bf16", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_29)
+    launch(_SRC_8, "where_cond_u8_bf16", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_27)
 
 
 def launch_where_cond_u8_f16(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_8, "where_cond_u8_f16", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_29)
+    launch(_SRC_8, "where_cond_u8_f16", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_27)
 
 
 def launch_where_cond_u8_f32(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_8, "where_cond_u8_f32", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_29)
+    launch(_SRC_8, "where_cond_u8_f32", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_27)
 
 
 def launch_where_cond_u8_f64(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_8, "where_cond_u8_f64", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_29)
+    launch(_SRC_8, "where_cond_u8_f64", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_27)
 
 
 def launch_where_cond_u8_i64(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_8, "where_cond_u8_i64", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_29)
+    launch(_SRC_8, "where_cond_u8_i64", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_27)
 
 
 def launch_where_cond_u8_u32(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_8, "where_cond_u8_u32", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_29)
+    launch(_SRC_8, "where_cond_u8_u32", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_27)
 
 
 def launch_where_cond_u8_u8(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_8, "where_cond_u8_u8", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_29)
+    launch(_SRC_8, "where_cond_u8_u8", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_27)
 
 
 UNARY: dict[UnaryOp, Kernel] = {
