@@ -213,7 +213,7 @@ class _Reader:
             branches.append(self.tests(link.test))
             if isinstance(link.orelse, cst.If):
                 self.elifs.add(id(link.orelse))
-            last, link = link, link.orelse
+            link = link.orelse
         by_subject: dict[str, list[frozenset[str]]] = {}
         for tests in branches:
             for subject in dict.fromkeys(s for s, _ in tests):

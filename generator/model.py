@@ -238,18 +238,19 @@ def dispatch_checks(op: Operation) -> tuple[str, ...]:
         for name in rest:
             lines += [f"if {name}.shape != {first}.shape:",
                       f'    raise ShapeMismatch("{op.name}", self.backend.value, {first}.shape, {name}.shape)']
-    for name, dtypes in op.arg_dtypes:
-        allowed = ", ".join(f"DType.{d.upper()}" for d in dtypes)
-        lines += [f"if {name}.dtype() not in _{op.name.upper()}_{name.upper()}_DTYPES:",
-                  f'    raise _dtype_not_in("{op.name}", {name}, _{op.name.upper()}_{name.upper()}_DTYPES)']
+    for name, _ in op.arg_dtypes:
+        allowed = _allowed_constant(op, name)
+        lines += [f"if {name}.dtype() not in {allowed}:", f'    raise _dtype_not_in("{op.name}", {name}, {allowed})']
     return tuple(lines)
+
+
+def _allowed_constant(op: Operation, name: str) -> str:
+    return f"_{op.name.upper()}_{name.upper()}_DTYPES"
 
 
 def allowed_dtype_sets(registry: Registry) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """Module constants (name, dtypes) for the `dtypes:` restrictions of storage ops."""
-    return tuple(
-        (f"_{op.name.upper()}_{name.upper()}_DTYPES", dtypes) for op in registry.storage for name, dtypes in op.arg_dtypes
-    )
+    return tuple((_allowed_constant(op, name), dtypes) for op in registry.storage for name, dtypes in op.arg_dtypes)
 
 
 @dataclass(frozen=True)

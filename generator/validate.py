@@ -11,7 +11,7 @@ import functools
 from pathlib import Path
 
 from generator import dispatch, model
-from generator.diagnostics import Diagnostic, RegistryError
+from generator.diagnostics import RegistryError
 from generator.loader import Node
 from generator.runtime_scan import scan
 from generator.spec import REGISTRY, Checker, did_you_mean

@@ -8,7 +8,6 @@ says what is missing."""
 
 from __future__ import annotations
 
-import ctypes
 import functools
 import threading
 import warnings
