@@ -38,6 +38,29 @@ def timed(fn, sync, repeats: int = REPEATS, inner: int = 5) -> float:
     return statistics.median(samples)
 
 
+def device_seconds(fn, repeats: int = REPEATS, inner: int = 5) -> float:
+    """Median seconds per call on opgen's stream (CUDA events), the host's launch cost
+    excluded: a first call keeps the GPU busy while the timed ones are queued."""
+    from cuda.bindings import driver as cu
+
+    stream = __import__("runtime.cuda", fromlist=["_rt"])._rt.stream(0).handle
+    start, end = cu.cuEventCreate(0)[1], cu.cuEventCreate(0)[1]
+    samples = []
+    fn()
+    cu.cuStreamSynchronize(stream)
+    for _ in range(repeats):
+        fn()
+        cu.cuEventRecord(start, stream)
+        for _ in range(inner):
+            fn()
+        cu.cuEventRecord(end, stream)
+        cu.cuEventSynchronize(end)
+        samples.append(cu.cuEventElapsedTime(start, end)[1] / 1e3 / inner)
+    cu.cuEventDestroy(start)
+    cu.cuEventDestroy(end)
+    return statistics.median(samples)
+
+
 def cold_and_warm_compile(rows: dict) -> None:
     """Compile every kernel source with an empty disk cache, then load from the cache."""
     import runtime.gpu as gpu
@@ -105,6 +128,7 @@ def bandwidth(rows: dict) -> None:
         rows[f"{name}: torch (GB/s)"] = bw_torch
         rows[f"{name}: opgen / copy bandwidth"] = bw_ours / copy_bw
         rows[f"{name}: opgen / torch"] = bw_ours / bw_torch
+        rows[f"{name}: opgen, device time only (GB/s)"] = gb(arrays * 4 * N, device_seconds(ours))
     # Reductions read every element once (bytes = 4N; the output is negligible).
     grid = g.Layout.contiguous((8192, N // 8192))
     reductions = {
@@ -118,6 +142,7 @@ def bandwidth(rows: dict) -> None:
         rows[f"{name}: torch (GB/s)"] = gb(4 * N, t_torch)
         rows[f"{name}: opgen / copy bandwidth"] = gb(4 * N, t_ours) / copy_bw
         rows[f"{name}: opgen / torch"] = t_torch / t_ours
+        rows[f"{name}: opgen, device time only (GB/s)"] = gb(4 * N, device_seconds(ours))
     # matmul bf16 8192^3 through cuBLAS (CuPy's binding), against torch.matmul.
     import ml_dtypes
 
@@ -133,6 +158,172 @@ def bandwidth(rows: dict) -> None:
     rows["matmul bf16 8192^3: opgen (TFLOP/s)"] = flops / t_ours / 1e12
     rows["matmul bf16 8192^3: torch (TFLOP/s)"] = flops / t_torch / 1e12
     rows["matmul bf16 8192^3: opgen / torch"] = t_torch / t_ours
+
+
+def checks(rows: dict) -> None:
+    """The fast paths the benchmarks time, and those the conformance suite's small shapes
+    do not reach (chunked reductions, a thread per group, tiles with ragged edges and
+    batches), against the cpu backend on larger shapes."""
+    import numpy as np
+
+    import generated as g
+
+    dev, cpu = g.Device.parse("cuda:0"), g.Device.parse("cpu")
+    rng = np.random.default_rng(11)
+    failures: list[str] = []
+    count = 0
+
+    def compare(what, got, want, dtype):
+        nonlocal count
+        count += 1
+        tol = {"bf16": 2e-2, "f16": 2e-3, "f32": 1e-5, "f64": 1e-12}.get(dtype)
+        try:
+            assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, want.shape, got.dtype, want.dtype)
+            if tol is None:  # exact; NaN equals NaN (also for bf16, which numpy compares as an opaque type)
+                if want.dtype.kind not in "iu":
+                    got, want = got.astype(np.float64), want.astype(np.float64)
+                np.testing.assert_array_equal(got, want)
+            else:
+                np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=tol, atol=tol)
+        except AssertionError as exc:
+            failures.append(f"{what}: {str(exc).strip().splitlines()[0][:200]}")
+
+    def data(dtype: str, shape, *, ties=False, nans=False, positive=False):
+        dt = g.DType(dtype)
+        n = int(np.prod(shape))
+        if ties or dt.kind != "float":
+            hi = 6 if dtype == "u8" else 50
+            x = rng.integers(0 if dt.kind == "uint" or positive else -hi, hi, n)
+        else:
+            x = rng.uniform(0 if positive else -3, 3, n)
+        x = x.astype(dt.numpy)
+        if nans and dt.kind == "float":
+            x[rng.integers(0, n, 3)] = np.nan
+        return x.reshape(shape)
+
+    # (name, base shape, view from the contiguous layout, dims)
+    cases = [
+        ("all of 3M (chunked, a block per chunk)", (3_000_017,), lambda l: l, (0,)),
+        ("last dim of (700, 3001) (a block per group)", (700, 3001), lambda l: l, (1,)),
+        ("last dim of (5000, 40) (a warp per group)", (5000, 40), lambda l: l, (1,)),
+        ("dim 0 of (4099, 37) (a thread per group)", (4099, 37), lambda l: l, (0,)),
+        ("dim 0 of (200003, 3) (a thread per chunk)", (200_003, 3), lambda l: l, (0,)),
+        ("dims 0, 2 of (300, 7, 500) (generic index, chunked)", (300, 7, 500), lambda l: l, (0, 2)),
+        ("all of a transposed (901, 1203) (chunked, strided)", (901, 1203), lambda l: l.transpose(0, 1), (0, 1)),
+        ("dim 1 of an offset (64, 70001) (unaligned chunks)", (64, 70_001), lambda l: l.narrow(1, 3, 69_990), (1,)),
+    ]
+    for dtype in [d.value for d in g.DType]:
+        for op in ("sum", "min", "max", "argmin", "argmax"):
+            for name, shape, make_view, dims in cases:
+                if op == "sum":
+                    x = data(dtype, shape, positive=True)
+                else:
+                    x = data(dtype, shape, ties=True, nans=op in ("min", "argmax") and "3M" in name or "dim 0" in name)
+                layout = make_view(g.Layout.contiguous(shape))
+                out_shape = tuple(1 if i in dims else n for i, n in enumerate(layout.shape))
+                res = []
+                for d in (cpu, dev):
+                    st = d.storage_from_slice(x.reshape(-1))
+                    res.append(g.to_numpy(st.reduce_op(g.ReduceOp(op), layout, dims), g.Layout.contiguous(out_shape)))
+                kind = dtype if op == "sum" else "exact"
+                compare(f"{op} {dtype} {name}", res[1], res[0], kind)
+    # tiles: unary and binary over transposed / batched / mixed views
+    views = [
+        ("(1000, 777) transposed", (1000, 777), lambda l: l.transpose(0, 1)),
+        ("(3, 100, 67) batch of transposes", (3, 100, 67), lambda l: l.transpose(1, 2)),
+        ("(33, 65) transposed, offset", (40, 70), lambda l: l.narrow(0, 3, 33).narrow(1, 2, 65).transpose(0, 1)),
+    ]
+    for dtype in ("f32", "f64", "bf16", "u8", "i64"):
+        dt = g.DType(dtype)
+        for name, shape, make_view in views:
+            x, y = data(dtype, shape, positive=True), data(dtype, shape, positive=True)
+            layout = make_view(g.Layout.contiguous(shape))
+            out = g.Layout.contiguous(layout.shape)
+            plain = g.Layout.contiguous(layout.shape)  # a contiguous operand of the same shape
+            yc = np.ascontiguousarray(np.asarray(x).reshape(-1)[: int(np.prod(layout.shape))])
+            res = {}
+            for d in (cpu, dev):
+                sx, sy, sc = d.storage_from_slice(x.reshape(-1)), d.storage_from_slice(y.reshape(-1)), d.storage_from_slice(yc)
+                r = []
+                if dt.kind == "float":
+                    r.append(g.to_numpy(sx.unary(g.UnaryOp.EXP, layout), out))
+                r.append(g.to_numpy(sx.binary(g.BinaryOp.ADD, sy, layout, layout), out))
+                r.append(g.to_numpy(sx.binary(g.BinaryOp.SUB, sc, layout, plain), out))
+                r.append(g.to_numpy(sc.binary(g.BinaryOp.SUB, sx, plain, layout), out))
+                r.append(g.to_numpy(sx.to_dtype(layout, g.DType.F32), out))
+                res[d.backend] = r
+            for i, (want, got) in enumerate(zip(res[cpu.backend], res[dev.backend])):
+                compare(f"tiles {dtype} {name} #{i}", got, want, dtype if i < len(res[cpu.backend]) - 1 else "f32")
+    rows["self-checks of the fast paths (cuda against cpu)"] = f"{count - len(failures)} of {count} passed"
+    for f in failures[:20]:
+        rows[f"check FAILED: {f}"] = "failed"
+
+
+def explore(rows: dict) -> None:
+    """Device time of variants: transposed exp for grid caps (GpuRuntime.geometry), and the
+    sum kernels of hip/reduce.hip (compiled from a trimmed copy, with register bounds
+    varied) for block sizes and chunk counts. (The first run of this, with the kernels of
+    that time, also compared contiguous exp / add for unroll factors 1, 2, 4 and grids of 4
+    to 64 blocks per multiprocessor: 64 was best, unrolling made no difference.)"""
+    import ctypes
+
+    import numpy as np
+
+    import generated as g
+
+    rt = __import__("runtime.cuda", fromlist=["_rt"])._rt
+    dev = g.Device.parse("cuda:0")
+    x = np.random.default_rng(0).standard_normal(N).astype(np.float32)
+    a = dev.storage_from_slice(x)
+    out = dev.storage_from_slice(x)
+    gb = lambda nbytes, seconds: nbytes / seconds / 1e9  # noqa: E731
+    sms = rt.driver.multiprocessors(0)
+    square = g.Layout.contiguous((8192, N // 8192)).transpose(0, 1)
+    original = rt.geometry
+    for per_sm in (16, 32, 64, 128):
+        rt.geometry = lambda numel, ordinal, per_sm=per_sm: max(1, min(-(-numel // 256), sms * per_sm))
+        rows[f"explore exp f32 64M transposed, grid {per_sm}/SM: device GB/s"] = gb(
+            8 * N, device_seconds(lambda: a.unary(g.UnaryOp.EXP, square)))
+    rt.geometry = original
+
+    text = (ROOT / "hip" / "reduce.hip").read_text()
+    head = text.split("}  // namespace\n")[0] + "}  // namespace\n"
+    entries = ('extern "C" __global__ void BOUNDS fast_sum_f32(const size_t src_numel, const size_t el, '
+               "const size_t num_dims, const size_t* info, const float* src, float* dst) { "
+               "reduce_groups(sum_of<float>(), src_numel, el, num_dims, info, 1, src, dst, false); }\n"
+               'extern "C" __global__ void BOUNDS reduce_chunks_f32(const uint32_t op, const uint32_t pass, '
+               "const size_t src_numel, const size_t el, const size_t num_dims, const size_t* info, const size_t chunks, "
+               "const float* src, void* partial, void* dst) { reduce_chunks(op, pass, src_numel, el, num_dims, info, "
+               "chunks, src, partial, dst); }\n")
+    variants = {
+        "launch_bounds(1024)": (head, "__launch_bounds__(1024)"),
+        "launch_bounds(1024,2)": (head, "__launch_bounds__(1024, 2)"),
+    }
+    tmp = Path(tempfile.mkdtemp(prefix="opgen-explore-"))
+    size, ptr, u32 = ctypes.c_size_t, ctypes.c_void_p, ctypes.c_uint32
+    stream = rt.stream(0)
+    partial = dev.storage_from_slice(np.zeros(1 << 20, np.float32))
+    groups = 8192
+    for label, (source, bounds) in variants.items():
+        path = tmp / f"reduce_{len(rows)}.hip"
+        path.write_text(source + entries.replace("BOUNDS", bounds))
+        try:
+            for block in (256, 512):
+                fast = lambda block=block: rt.launch(str(path), "fast_sum_f32", groups, block, stream,  # noqa: E731
+                                                     (N, N // groups, 2, 0, a.inner.ptr, out.inner.ptr),
+                                                     (size, size, size, ptr, ptr, ptr))
+                rows[f"explore sum last dim (a warp per row), {label}, block {block}: device GB/s"] = gb(
+                    4 * N, device_seconds(fast))
+            for chunks in (2112, 4224, 16896):
+                def two(chunks=chunks):
+                    for pass_, grid in ((1, chunks // 8), (2, 1)):
+                        rt.launch(str(path), "reduce_chunks_f32", grid, 256, stream,
+                                  (0, pass_, N, N, 1, 0, chunks, a.inner.ptr, partial.inner.ptr, out.inner.ptr),
+                                  (u32, u32, size, size, size, ptr, size, ptr, ptr, ptr))
+                rows[f"explore sum all, {label}, {chunks} chunks: device GB/s"] = gb(4 * N, device_seconds(two))
+        except Exception as exc:  # noqa: BLE001
+            rows[f"explore {label} failed"] = f"{type(exc).__name__}: {exc}"
+    shutil.rmtree(tmp, ignore_errors=True)
 
 
 def latency(rows: dict) -> None:
@@ -200,12 +391,17 @@ def plot(rows: dict, path: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
+    parser.add_argument("--parts", default="compile,bandwidth,latency,checks",
+                        help="comma-separated: compile, bandwidth, latency, checks (fast-path self-checks), "
+                             "explore (launch-geometry and unroll variants)")
     args = parser.parse_args()
     import torch
 
     device = f"{torch.cuda.get_device_name(0)}, torch {torch.__version__}"
     rows: dict = {}
-    for part in (cold_and_warm_compile, bandwidth, latency):
+    parts = {"compile": cold_and_warm_compile, "bandwidth": bandwidth, "latency": latency, "checks": checks,
+             "explore": explore}
+    for part in (parts[p.strip()] for p in args.parts.split(",") if p.strip()):
         try:
             part(rows)
         except Exception as exc:  # noqa: BLE001  (a failed part is reported, the others still run)

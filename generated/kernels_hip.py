@@ -64,7 +64,8 @@ _ARGS_23 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t, 
 _ARGS_24 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p,)
 _ARGS_25 = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t,)
 _ARGS_26 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t,)
-_ARGS_27 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,)
+_ARGS_27 = (ctypes.c_uint32, ctypes.c_uint32, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,)
+_ARGS_28 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,)
 
 
 def launch_affine_bf16(launch, grid, block, stream, numel, num_dims, info, inp, out, mul, add) -> None:
@@ -1315,6 +1316,34 @@ def launch_powf_f64(launch, grid, block, stream, numel, num_dims, info, param, i
     launch(_SRC_0, "powf_f64", grid, block, stream, (numel, num_dims, info, param, inp, out,), _ARGS_21)
 
 
+def launch_reduce_chunks_bf16(launch, grid, block, stream, op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst) -> None:
+    launch(_SRC_7, "reduce_chunks_bf16", grid, block, stream, (op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst,), _ARGS_27)
+
+
+def launch_reduce_chunks_f16(launch, grid, block, stream, op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst) -> None:
+    launch(_SRC_7, "reduce_chunks_f16", grid, block, stream, (op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst,), _ARGS_27)
+
+
+def launch_reduce_chunks_f32(launch, grid, block, stream, op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst) -> None:
+    launch(_SRC_7, "reduce_chunks_f32", grid, block, stream, (op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst,), _ARGS_27)
+
+
+def launch_reduce_chunks_f64(launch, grid, block, stream, op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst) -> None:
+    launch(_SRC_7, "reduce_chunks_f64", grid, block, stream, (op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst,), _ARGS_27)
+
+
+def launch_reduce_chunks_i64(launch, grid, block, stream, op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst) -> None:
+    launch(_SRC_7, "reduce_chunks_i64", grid, block, stream, (op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst,), _ARGS_27)
+
+
+def launch_reduce_chunks_u32(launch, grid, block, stream, op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst) -> None:
+    launch(_SRC_7, "reduce_chunks_u32", grid, block, stream, (op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst,), _ARGS_27)
+
+
+def launch_reduce_chunks_u8(launch, grid, block, stream, op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst) -> None:
+    launch(_SRC_7, "reduce_chunks_u8", grid, block, stream, (op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst,), _ARGS_27)
+
+
 def launch_scatter_add_i64_bf16(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
     launch(_SRC_5, "scatter_add_i64_bf16", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_23)
 
@@ -1872,87 +1901,87 @@ def launch_upsample_nearest2d_u8(launch, grid, block, stream, dst_numel, w_out, 
 
 
 def launch_where_cond_i64_bf16(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_8, "where_cond_i64_bf16", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_27)
+    launch(_SRC_8, "where_cond_i64_bf16", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_28)
 
 
 def launch_where_cond_i64_f16(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_8, "where_cond_i64_f16", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_27)
+    launch(_SRC_8, "where_cond_i64_f16", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_28)
 
 
 def launch_where_cond_i64_f32(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_8, "where_cond_i64_f32", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_27)
+    launch(_SRC_8, "where_cond_i64_f32", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_28)
 
 
 def launch_where_cond_i64_f64(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_8, "where_cond_i64_f64", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_27)
+    launch(_SRC_8, "where_cond_i64_f64", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_28)
 
 
 def launch_where_cond_i64_i64(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_8, "where_cond_i64_i64", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_27)
+    launch(_SRC_8, "where_cond_i64_i64", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_28)
 
 
 def launch_where_cond_i64_u32(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_8, "where_cond_i64_u32", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_27)
+    launch(_SRC_8, "where_cond_i64_u32", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_28)
 
 
 def launch_where_cond_i64_u8(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_8, "where_cond_i64_u8", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_27)
+    launch(_SRC_8, "where_cond_i64_u8", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_28)
 
 
 def launch_where_cond_u32_bf16(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_8, "where_cond_u32_bf16", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_27)
+    launch(_SRC_8, "where_cond_u32_bf16", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_28)
 
 
 def launch_where_cond_u32_f16(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_8, "where_cond_u32_f16", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_27)
+    launch(_SRC_8, "where_cond_u32_f16", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_28)
 
 
 def launch_where_cond_u32_f32(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_8, "where_cond_u32_f32", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_27)
+    launch(_SRC_8, "where_cond_u32_f32", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_28)
 
 
 def launch_where_cond_u32_f64(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_8, "where_cond_u32_f64", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_27)
+    launch(_SRC_8, "where_cond_u32_f64", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_28)
 
 
 def launch_where_cond_u32_i64(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_8, "where_cond_u32_i64", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_27)
+    launch(_SRC_8, "where_cond_u32_i64", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_28)
 
 
 def launch_where_cond_u32_u32(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_8, "where_cond_u32_u32", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_27)
+    launch(_SRC_8, "where_cond_u32_u32", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_28)
 
 
 def launch_where_cond_u32_u8(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_8, "where_cond_u32_u8", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_27)
+    launch(_SRC_8, "where_cond_u32_u8", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_28)
 
 
 def launch_where_cond_u8_bf16(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_8, "where_cond_u8_bf16", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_27)
+    launch(_SRC_8, "where_cond_u8_bf16", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_28)
 
 
 def launch_where_cond_u8_f16(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_8, "where_cond_u8_f16", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_27)
+    launch(_SRC_8, "where_cond_u8_f16", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_28)
 
 
 def launch_where_cond_u8_f32(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_8, "where_cond_u8_f32", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_27)
+    launch(_SRC_8, "where_cond_u8_f32", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_28)
 
 
 def launch_where_cond_u8_f64(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_8, "where_cond_u8_f64", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_27)
+    launch(_SRC_8, "where_cond_u8_f64", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_28)
 
 
 def launch_where_cond_u8_i64(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_8, "where_cond_u8_i64", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_27)
+    launch(_SRC_8, "where_cond_u8_i64", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_28)
 
 
 def launch_where_cond_u8_u32(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_8, "where_cond_u8_u32", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_27)
+    launch(_SRC_8, "where_cond_u8_u32", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_28)
 
 
 def launch_where_cond_u8_u8(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_8, "where_cond_u8_u8", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_27)
+    launch(_SRC_8, "where_cond_u8_u8", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_28)
 
 
 UNARY: dict[UnaryOp, Kernel] = {
@@ -2422,6 +2451,13 @@ STORAGE: dict[str, dict[object, object]] = {
         ('argmax', _F16): launch_fast_argmax_f16,
         ('argmax', _F32): launch_fast_argmax_f32,
         ('argmax', _F64): launch_fast_argmax_f64,
+        _U8: launch_reduce_chunks_u8,
+        _U32: launch_reduce_chunks_u32,
+        _I64: launch_reduce_chunks_i64,
+        _BF16: launch_reduce_chunks_bf16,
+        _F16: launch_reduce_chunks_f16,
+        _F32: launch_reduce_chunks_f32,
+        _F64: launch_reduce_chunks_f64,
     },
     "to_dtype": {
         (_U8, _U8): launch_cast_u8_u8,

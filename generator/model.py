@@ -153,7 +153,7 @@ class Operation:
     doc: str
     line: int
     arms: tuple[Arm, ...] = ()
-    kernel: str | None = None  # HIP kernel family in hip/, for backends that run HIP kernels
+    kernel: tuple[str, ...] = ()  # HIP entry point patterns in hip/, for backends that run HIP kernels
 
     def function(self, backend: str) -> str:
         return dict(self.impl).get(backend, self.name)
@@ -313,8 +313,8 @@ def numpy_entries(op: Elementwise, registry: Registry) -> tuple[KernelEntry, ...
 
 
 def kernel_placeholders(op: Operation) -> tuple[str, ...]:
-    """The {names} of an op's kernel pattern, in order."""
-    return tuple(re.findall(r"{(\w+)}", op.kernel or ""))
+    """The {names} of an op's kernel patterns, each once, in order."""
+    return tuple(dict.fromkeys(n for pattern in op.kernel for n in re.findall(r"{(\w+)}", pattern)))
 
 
 def placeholder_values(op: Operation, name: str, registry: Registry) -> tuple[str, ...] | None:
@@ -339,9 +339,11 @@ def placeholder_values(op: Operation, name: str, registry: Registry) -> tuple[st
 
 
 def kernel_entries(op: Operation, registry: Registry) -> tuple[tuple[tuple[str, ...], str], ...]:
-    """(placeholder values, entry point name) for every combination the op supports."""
-    names = kernel_placeholders(op)
-    domains = [placeholder_values(op, n, registry) or () for n in names]
-    return tuple(
-        (combo, op.kernel.format(**dict(zip(names, combo)))) for combo in itertools.product(*domains)
-    )
+    """(placeholder values, entry point name) for every pattern and every combination of its
+    placeholders the op supports; the values key the op's launch table."""
+    out = []
+    for pattern in op.kernel:
+        names = tuple(dict.fromkeys(re.findall(r"{(\w+)}", pattern)))
+        domains = [placeholder_values(op, n, registry) or () for n in names]
+        out += [(combo, pattern.format(**dict(zip(names, combo)))) for combo in itertools.product(*domains)]
+    return tuple(out)

@@ -86,8 +86,11 @@ OPERATION = Record(
         "fallback": Str(identifier=True, doc="backend to run on where a backend lacks the op"),
         "hook": Str(identifier=True, doc="custom-op parameter whose <backend>_fwd runs the op"),
         "impl": Map(Str(identifier=True), doc="backend -> runtime function, where not the op's name"),
-        "kernel": Str(doc="HIP entry point pattern in hip/, e.g. affine_{self} or cast_{self}_{dtype}: each "
-                          "{name} is self or a parameter, standing for its dtypes (or an op enum's ops)"),
+        "kernel": AnyOf(
+            (Str(), List(Str())),
+            doc="HIP entry point pattern(s) in hip/, e.g. affine_{self} or cast_{self}_{dtype}: each {name} "
+                "is self or a parameter, standing for its dtypes (or an op enum's ops)",
+        ),
         "same_dtype": List(IDENT, doc="Storage arguments (or self) that must share one dtype"),
         "same_shape": List(IDENT, doc="Layout arguments that must share one shape"),
         "dtypes": Map(DTYPE_LIST, doc="Storage argument (or self) -> allowed dtypes"),

@@ -353,9 +353,17 @@ class Validator:
             impl = self.impl(node.get("impl"), f"{key}.impl", backends)
             out.append(model.Operation(
                 name, kind, params, returns or "None", fallback, hook, same_dtype, same_shape, arg_dtypes,
-                impl, self.text(node.get("doc")), node.position.line, kernel=self.text(node.get("kernel")) or None,
+                impl, self.text(node.get("doc")), node.position.line, kernel=self.patterns(node.get("kernel")),
             ))
         return tuple(out)
+
+    @staticmethod
+    def patterns(node: Node | None) -> tuple[str, ...]:
+        """A kernel pattern, or a list of them."""
+        if node is None:
+            return ()
+        items = node.value if node.tag == "seq" else [node]
+        return tuple(str(i.value) for i in items if i.tag == "str")
 
     def params(self, node: Node | None, key: str, traits: dict) -> tuple[model.Param, ...]:
         if node is None or node.tag != "map":

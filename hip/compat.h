@@ -16,6 +16,7 @@
 //                                (the RTCs provide them; `abs` works for int64_t too;
 //                                `round` rounds half away from zero)
 //   opgen::load_pack / store_pack    16-byte (or narrower, aligned) vector accesses
+//   opgen::shfl_down             warp shuffle of any 4n-byte value, both vendors
 //   opgen::get_strided_index     Candle's strided index: info = dims[num_dims]
 //                                followed by strides[num_dims], element strides
 //
@@ -249,6 +250,36 @@ __device__ __forceinline__ size_t global_thread_id() {
     return (size_t)blockIdx.x * (size_t)blockDim.x + (size_t)threadIdx.x;
 }
 __device__ __forceinline__ size_t grid_threads() { return (size_t)blockDim.x * (size_t)gridDim.x; }
+
+// --------------------------------------------------------------------------- warp shuffles
+//
+// shfl_down(v, delta, mask): lane i gets v of lane i + delta of its warp (wavefront: 32 or
+// 64 lanes on AMD, 32 on NVIDIA; `warpSize` says which). Any trivially copyable value of
+// a multiple of 4 bytes, moved one 32-bit word at a time. mask (NVIDIA only; AMD has no
+// lane masks) names the lanes taking part: every lane named must make the same call. A
+// lane reading past its warp's last active lane gets an unspecified value: callers guard.
+
+__device__ __forceinline__ int shfl_down_word(int v, unsigned int delta, unsigned int mask) {
+#if OPGEN_HIP
+    (void)mask;
+    return __shfl_down(v, delta);
+#else
+    return __shfl_down_sync(mask, v, delta);
+#endif
+}
+
+template <typename V>
+__device__ __forceinline__ V shfl_down(V v, unsigned int delta, unsigned int mask = 0xffffffffu) {
+    static_assert(sizeof(V) % 4 == 0, "shfl_down moves 32-bit words");
+    union words {
+        V value;
+        int w[sizeof(V) / 4];
+    } u;
+    u.value = v;
+#pragma unroll
+    for (int k = 0; k < (int)(sizeof(V) / 4); k++) u.w[k] = shfl_down_word(u.w[k], delta, mask);
+    return u.value;
+}
 
 // --------------------------------------------------------------------------- vector accesses
 

@@ -1,6 +1,7 @@
 // Reductions: sum, min, max, argmin, argmax (Candle's fast_sum / fast_min / ... family).
 //
 //   fast_<op>_<dt>(src_numel, el_to_sum_per_block, num_dims, info, src, dst)
+//   reduce_chunks_<dt>(op, pass, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst)
 //
 // The caller moves the reduced dims last (a permuted view, no copy): the source view
 // then is dst_numel = src_numel / el_to_sum_per_block consecutive groups of
@@ -9,49 +10,61 @@
 // when it is contiguous (reducing the last dims of a contiguous tensor). argmin /
 // argmax write u32: the row-major index within the group (runtime/cpu.py's
 // reduce_op). el_to_sum_per_block must be >= 1 (an empty reduction is the caller's:
-// sum -> zeros, the others -> an error, as the CPU reference).
+// sum -> zeros, the others -> an error, as the CPU reference). A group that is the last
+// dim of the view is read with one multiply per element, no index division: the runtime
+// merges adjacent dims where it can (kept with kept, reduced with reduced).
 //
-// Launch: any grid (blocks loop over groups), blockDim.x <= 1024 (any size; a power of
-// two is fastest). One block per group, threads striding over the group (coalesced when
-// the reduced dims are contiguous), then a shared-memory tree.
+// fast_* reduces in one launch. For few, long groups the runtime splits each group into
+// `chunks` consecutive chunks and launches reduce_chunks_<dt> twice, with the same
+// arguments: pass 1 writes one partial state per (group, chunk) to `partial`
+// (groups * chunks states, group-major, at most 16 bytes each: the accumulator of a sum,
+// a (value, index) pair for the others), pass 2 reduces each group's partials and
+// writes dst as fast_* would. op: 0 sum, 1 min, 2 max, 3 argmin, 4 argmax (dst: u32).
 //
-// Semantics (runtime/cpu.py): integer sums wrap; bf16/f16 sum in f32 and round once;
-// min / max propagate NaN; argmin / argmax return the first NaN if any, else the first
-// extreme element. Float sums are not in numpy's (pairwise) order: compare with a
-// tolerance. First version: no warp shuffles, no multi-group-per-block path for short
-// groups.
+// Launch: any grid, any blockDim.x <= 1024 (each kernel loops over its work; the entry
+// points are declared with __launch_bounds__(1024) below, so that 1024 threads fit their
+// registers). A launch
+// covers each work item (a group, or a chunk of one) in one of three ways:
+//   - one thread per item, when the group's elements are strided but consecutive groups
+//     start at consecutive elements (reducing a leading dim): a warp reads neighbouring
+//     groups, coalesced;
+//   - one warp per item, for items of at most kWarpItemMax elements (pass 2:
+//     kWarpPartialMax states; blockDim.x a multiple of warpSize): no barriers, each warp
+//     streams through its item;
+//   - one block per item otherwise.
+// Contiguous items are read 16 bytes at a time (after a head up to the first 16-byte
+// boundary), several accesses in flight per thread; warps combine with shuffles, a
+// block through one shared slot per warp.
+//
+// Semantics (runtime/cpu.py): integer sums wrap; bf16/f16 sum in f32 (partials too) and
+// round once; min / max propagate NaN; argmin / argmax return the first NaN if any, else
+// the first extreme element (states carry the index, so any split keeps "first").
+// Float sums are not in numpy's (pairwise) order: compare with a tolerance.
 #include "compat.h"
 
 namespace {
 
-struct sum_op {};
-struct min_op {};
-struct max_op {};
-struct argmin_op {};
-struct argmax_op {};
-
 constexpr unsigned int kMaxBlock = 1024;
+constexpr size_t kWarpItemMax = 65536;     // elements of the source
+constexpr size_t kWarpPartialMax = 1024;  // partial states (pass 2)
 constexpr uint32_t kEmpty = 0xffffffffu;
 
-// Tree reduction over the block of v (every thread passes one); all threads get the result.
-template <typename V, typename Combine>
-__device__ __forceinline__ V block_reduce(V v, V* sh, Combine comb) {
-    const unsigned int tid = threadIdx.x, n = blockDim.x;
-    sh[tid] = v;
-    __syncthreads();
-    unsigned int p = 1;
-    while (p < n) p <<= 1;
-    for (unsigned int s = p >> 1; s > 0; s >>= 1) {
-        if (tid < s && tid + s < n) sh[tid] = comb(sh[tid], sh[tid + s]);
-        __syncthreads();
-    }
-    const V r = sh[0];
-    __syncthreads();  // sh is reused by the next group
-    return r;
-}
+// ---------------------------------------------------------------------------- policies
+//
+// P: the partial state; combine: associative and commutative; update(acc, x, k): acc
+// combined with element x at index k of its group, where k is past every index acc has
+// seen (a thread scans its elements in order, so this is cheaper than combine); store:
+// the final value of a group's state, as dst[g]. One instantiation per dtype for sum
+// and one for min / max / argmin / argmax (runtime flags): fewer copies to compile.
 
-template <typename A> struct add_combine {
-    __device__ __forceinline__ A operator()(A a, A b) const { return a + b; }
+template <typename T> struct sum_policy {
+    typedef opgen::accum_t<T> P;
+    __device__ __forceinline__ P identity() const { return P(0); }
+    __device__ __forceinline__ P combine(P a, P b) const { return a + b; }
+    __device__ __forceinline__ P update(P acc, T x, size_t) const { return acc + (P)opgen::to_compute(x); }
+    __device__ __forceinline__ void store(void* dst, size_t g, P p) const {
+        static_cast<T*>(dst)[g] = opgen::from_compute<T>((opgen::compute_t<T>)p);
+    }
 };
 
 template <typename C> struct arg_state {
@@ -59,10 +72,22 @@ template <typename C> struct arg_state {
     uint32_t i;  // kEmpty: no element seen
 };
 
-// Keeps the preferred of two (value, index) states: NaN first, then the smaller
-// (larger) value, then the smaller index.
-template <typename C, bool IsMax> struct arg_combine {
-    __device__ __forceinline__ arg_state<C> operator()(arg_state<C> a, arg_state<C> b) const {
+template <typename T> struct extreme_policy {
+    typedef opgen::compute_t<T> C;
+    typedef arg_state<C> P;
+    bool is_max;  // max / argmax, else min / argmin
+    bool arg;     // dst holds the index (u32), else the value (T)
+
+    __device__ __forceinline__ bool better(C v, C than) const { return is_max ? v > than : v < than; }
+    __device__ __forceinline__ P identity() const {
+        P p;
+        p.v = C(0);
+        p.i = kEmpty;
+        return p;
+    }
+    // The preferred of two states: NaN first, then the smaller (larger) value, then the
+    // smaller index.
+    __device__ __forceinline__ P combine(P a, P b) const {
         if (b.i == kEmpty) return a;
         if (a.i == kEmpty) return b;
         const bool an = opgen::is_nan(a.v), bn = opgen::is_nan(b.v);
@@ -70,205 +95,466 @@ template <typename C, bool IsMax> struct arg_combine {
             if (an && bn) return b.i < a.i ? b : a;
             return an ? a : b;
         }
-        if (a.v != b.v) return (IsMax ? b.v > a.v : b.v < a.v) ? b : a;
+        if (a.v != b.v) return better(b.v, a.v) ? b : a;
         return b.i < a.i ? b : a;
+    }
+    __device__ __forceinline__ P update(P acc, T x, size_t k) const {
+        const C v = opgen::to_compute(x);
+        if (acc.i == kEmpty || (!opgen::is_nan(acc.v) && (opgen::is_nan(v) || better(v, acc.v)))) {
+            acc.v = v;
+            acc.i = (uint32_t)k;
+        }
+        return acc;
+    }
+    __device__ __forceinline__ void store(void* dst, size_t g, P p) const {
+        if (arg) {
+            static_cast<uint32_t*>(dst)[g] = p.i;
+        } else {
+            static_cast<T*>(dst)[g] = opgen::from_compute<T>(p.v);
+        }
     }
 };
 
-__device__ __forceinline__ size_t source_index(size_t linear, bool contiguous, size_t num_dims, const size_t* info) {
-    return contiguous ? linear : opgen::get_strided_index(linear, num_dims, info, info + num_dims);
-}
+// ---------------------------------------------------------------------------- warp and block
 
-template <typename T, typename O>
-__device__ __forceinline__ void sum_kernel(const size_t src_numel, const size_t el, const size_t num_dims,
-                                           const size_t* info, const T* src, O* dst) {
-    typedef opgen::accum_t<T> A;
-    __shared__ A sh[kMaxBlock];
-    if (el == 0 || blockDim.x > kMaxBlock) return;
-    const bool contiguous = info == nullptr || opgen::is_contiguous(num_dims, info, info + num_dims);
-    const size_t dst_numel = src_numel / el;
-    for (size_t g = blockIdx.x; g < dst_numel; g += gridDim.x) {
-        A acc = A(0);
-        for (size_t k = threadIdx.x; k < el; k += blockDim.x) {
-            acc = acc + (A)opgen::to_compute(src[source_index(g * el + k, contiguous, num_dims, info)]);
-        }
-        acc = block_reduce(acc, sh, add_combine<A>{});
-        if (threadIdx.x == 0) dst[g] = opgen::from_compute<T>((opgen::compute_t<T>)acc);
+// Combines the states of lanes [0, active) of the calling warp; lane 0 gets the result.
+// Every thread of the warp that exists calls it (active counts them).
+template <class Pol>
+__device__ __forceinline__ typename Pol::P warp_reduce(const Pol& pol, typename Pol::P v, unsigned int active) {
+    const unsigned int ws = (unsigned int)warpSize, lane = threadIdx.x % ws;
+    const unsigned int mask = active >= 32u ? 0xffffffffu : ((1u << active) - 1u);  // NVIDIA only
+    for (unsigned int off = ws >> 1; off > 0; off >>= 1) {
+        const typename Pol::P o = opgen::shfl_down(v, off, mask);
+        if (lane + off < active) v = pol.combine(v, o);
     }
+    return v;
 }
 
-template <bool IsMax, bool Arg, typename T, typename O>
-__device__ __forceinline__ void extreme_kernel(const size_t src_numel, const size_t el, const size_t num_dims,
-                                               const size_t* info, const T* src, O* dst) {
-    typedef opgen::compute_t<T> C;
-    __shared__ arg_state<C> sh[kMaxBlock];
-    if (el == 0 || blockDim.x > kMaxBlock) return;
-    const bool contiguous = info == nullptr || opgen::is_contiguous(num_dims, info, info + num_dims);
-    const size_t dst_numel = src_numel / el;
-    const arg_combine<C, IsMax> comb{};
-    for (size_t g = blockIdx.x; g < dst_numel; g += gridDim.x) {
-        arg_state<C> acc;
-        acc.v = C(0);
-        acc.i = kEmpty;
-        for (size_t k = threadIdx.x; k < el; k += blockDim.x) {
-            arg_state<C> x;
-            x.v = opgen::to_compute(src[source_index(g * el + k, contiguous, num_dims, info)]);
-            x.i = (uint32_t)k;
-            acc = comb(acc, x);
+// The whole block's states combined; thread 0 gets the result. sh: one slot per warp.
+// Ends with a barrier, so sh may be reused at once.
+template <class Pol>
+__device__ __forceinline__ typename Pol::P block_reduce(const Pol& pol, typename Pol::P v, typename Pol::P* sh) {
+    const unsigned int ws = (unsigned int)warpSize, lane = threadIdx.x % ws, warp = threadIdx.x / ws;
+    const unsigned int nw = (blockDim.x + ws - 1) / ws;
+    const unsigned int left = blockDim.x - warp * ws;
+    v = warp_reduce(pol, v, left < ws ? left : ws);
+    if (nw > 1) {
+        if (lane == 0) sh[warp] = v;
+        __syncthreads();
+        if (warp == 0) {
+            v = lane < nw ? sh[lane] : pol.identity();
+            v = warp_reduce(pol, v, ws);
         }
-        acc = block_reduce(acc, sh, comb);
-        if (threadIdx.x == 0) {
-            if constexpr (Arg) {
-                dst[g] = acc.i;
+        __syncthreads();
+    }
+    return v;
+}
+
+// ---------------------------------------------------------------------------- sources
+
+// The groups of the source view.
+template <typename T> struct group_source {
+    const T* src;
+    size_t el;  // elements per group
+    size_t nd;
+    const size_t* dims;
+    const size_t* strides;
+    bool contiguous;  // the whole view
+    bool simple;      // the group is the last dim: element k of group g at base(g) + k * rs
+    size_t rs;
+
+    __device__ __forceinline__ void init(const T* s, size_t el_, size_t num_dims, const size_t* info) {
+        src = s;
+        el = el_;
+        nd = num_dims;
+        dims = info;
+        strides = info ? info + num_dims : nullptr;
+        contiguous = info == nullptr || opgen::is_contiguous(num_dims, info, info + num_dims);
+        simple = contiguous || (nd >= 1 && dims[nd - 1] == el);
+        rs = contiguous ? 1 : (nd >= 1 ? strides[nd - 1] : 1);
+    }
+
+    // One thread per item: the group's elements are strided, the groups' first elements
+    // adjacent (the innermost kept dim has stride 1).
+    __device__ __forceinline__ bool thread_per_item() const {
+        return !contiguous && simple && rs != 1 && nd >= 2 && strides[nd - 2] == 1 && dims[nd - 2] > 1;
+    }
+
+    __device__ __forceinline__ size_t warp_item_max() const { return kWarpItemMax; }
+
+    __device__ __forceinline__ size_t base(size_t g) const {
+        if (contiguous) return g * el;
+        return nd > 1 ? opgen::get_strided_index(g, nd - 1, dims, strides) : 0;
+    }
+
+    // The states of elements [k0, k1) of group g that lane `lane` of `nl` cooperating
+    // threads covers, combined.
+    template <class Pol>
+    __device__ __forceinline__ typename Pol::P accumulate(const Pol& pol, size_t g, size_t k0, size_t k1,
+                                                          unsigned int lane, unsigned int nl) const {
+        typedef typename Pol::P P;
+        P acc = pol.identity();
+        if (k0 >= k1) return acc;
+        if (!simple || rs != 1) {
+            const T* p = simple ? src + base(g) : src;
+            for (size_t k = k0 + lane; k < k1; k += nl) {
+                const size_t at = simple ? k * rs : opgen::get_strided_index(g * el + k, nd, dims, strides);
+                acc = pol.update(acc, p[at], k);
+            }
+            return acc;
+        }
+        const T* p = src + base(g);
+        constexpr int N = opgen::pack_width<T>::value;
+        size_t k = k0;
+        if (N > 1) {
+            // head: up to the first 16-byte boundary (p is aligned to sizeof(T))
+            const size_t mis = (size_t)((reinterpret_cast<unsigned long long>(p + k) & 15ull) / sizeof(T));
+            size_t head = mis ? (size_t)N - mis : 0;
+            if (head > k1 - k) head = k1 - k;
+            if (lane < head) acc = pol.update(acc, p[k + lane], k + lane);
+            k += head;
+            const size_t nvec = (k1 - k) / N;
+            const T* q = p + k;
+            size_t v = lane;
+            // U 16-byte loads in flight per thread: 4 for 4- and 8-byte types, fewer for the
+            // narrow ones (their N elements per load already unroll the update)
+            constexpr int U = N >= 8 ? 16 / N : 4;
+            for (; v + (U - 1) * (size_t)nl < nvec; v += U * (size_t)nl) {
+                opgen::pack<T, N> x[U];
+#pragma unroll
+                for (int u = 0; u < U; u++) x[u] = opgen::load_pack<T, N>(q + (v + u * (size_t)nl) * N);
+#pragma unroll
+                for (int u = 0; u < U; u++) {
+                    const size_t kk = k + (v + u * (size_t)nl) * N;
+#pragma unroll
+                    for (int j = 0; j < N; j++) acc = pol.update(acc, x[u].v[j], kk + j);
+                }
+            }
+            for (; v < nvec; v += nl) {
+                const opgen::pack<T, N> x = opgen::load_pack<T, N>(q + v * N);
+                const size_t kk = k + v * N;
+#pragma unroll
+                for (int j = 0; j < N; j++) acc = pol.update(acc, x.v[j], kk + j);
+            }
+            k += nvec * N;
+        }
+        for (size_t kk = k + lane; kk < k1; kk += nl) acc = pol.update(acc, p[kk], kk);
+        return acc;
+    }
+};
+
+// The partial states of reduce_partial_*, group-major.
+template <typename P> struct partial_source {
+    const P* partial;
+    size_t chunks;
+    __device__ __forceinline__ bool thread_per_item() const { return false; }
+    // a warp for at most 32 states per lane (one load in flight each), else the block
+    __device__ __forceinline__ size_t warp_item_max() const { return kWarpPartialMax; }
+    template <class Pol>
+    __device__ __forceinline__ P accumulate(const Pol& pol, size_t g, size_t k0, size_t k1, unsigned int lane,
+                                            unsigned int nl) const {
+        P acc = pol.identity();
+        const P* p = partial + g * chunks;
+        size_t k = k0 + lane;
+        for (; k + 3 * (size_t)nl < k1; k += 4 * (size_t)nl) {  // four loads in flight
+            const P x0 = p[k], x1 = p[k + nl], x2 = p[k + 2 * (size_t)nl], x3 = p[k + 3 * (size_t)nl];
+            acc = pol.combine(acc, pol.combine(pol.combine(x0, x1), pol.combine(x2, x3)));
+        }
+        for (; k < k1; k += nl) acc = pol.combine(acc, p[k]);
+        return acc;
+    }
+};
+
+// ---------------------------------------------------------------------------- driver
+
+// The chunk length for `chunks` chunks of `el` elements: a multiple of 16 elements (so
+// chunks start on 16-byte boundaries when the group does), the last chunks possibly
+// short or empty. runtime/gpu.py's reduce_op computes the same.
+__device__ __forceinline__ size_t chunk_length(size_t el, size_t chunks) {
+    const size_t len = (el + chunks - 1) / chunks;
+    return chunks == 1 ? el : (len + 15) / 16 * 16;
+}
+
+// Reduces groups x chunks work items of `el` elements each from `source`: the state of
+// chunk c of group g goes to out[g * chunks + c] (to_partial), else (one chunk) the
+// final value to dst[g] = out[g]. One loop for the three ways (a thread, a warp or a
+// block per item), so the source's accumulate is instantiated once.
+template <class Pol, class Source>
+__device__ __forceinline__ void reduce_items(const Pol& pol, const Source& source, size_t groups, size_t el,
+                                             size_t chunks, void* out, bool to_partial) {
+    typedef typename Pol::P P;
+    __shared__ P sh[32];
+    if (blockDim.x > kMaxBlock || el == 0 || chunks == 0) return;
+    const size_t len = chunk_length(el, chunks);
+    const size_t items = groups * chunks;
+    const unsigned int ws = (unsigned int)warpSize;
+    // 0: a thread per item, 1: a warp per item, 2: a block per item
+    const int way = source.thread_per_item() ? 0 : (len <= source.warp_item_max() && blockDim.x % ws == 0) ? 1 : 2;
+    size_t team, teams;
+    unsigned int lane, width;
+    if (way == 0) {
+        team = opgen::global_thread_id();
+        teams = opgen::grid_threads();
+        lane = 0;
+        width = 1;
+    } else if (way == 1) {
+        team = (size_t)blockIdx.x * (blockDim.x / ws) + threadIdx.x / ws;
+        teams = (size_t)gridDim.x * (blockDim.x / ws);
+        lane = threadIdx.x % ws;
+        width = ws;
+    } else {
+        team = blockIdx.x;
+        teams = gridDim.x;
+        lane = threadIdx.x;
+        width = blockDim.x;
+    }
+    for (size_t it = team; it < items; it += teams) {
+        size_t g, c;
+        if (way == 0) {  // neighbouring threads: neighbouring groups, one chunk
+            c = it / groups;
+            g = it - c * groups;
+        } else {
+            g = it / chunks;
+            c = it - g * chunks;
+        }
+        const size_t k0 = c * len, k1 = k0 + len < el ? k0 + len : el;
+        P acc = source.accumulate(pol, g, k0, k1, lane, width);
+        if (way == 1) {
+            acc = warp_reduce(pol, acc, ws);
+        } else if (way == 2) {
+            acc = block_reduce(pol, acc, sh);
+        }
+        if (lane == 0) {
+            if (to_partial) {
+                static_cast<P*>(out)[g * chunks + c] = acc;
             } else {
-                dst[g] = opgen::from_compute<T>(acc.v);
+                pol.store(out, g, acc);
             }
         }
     }
 }
 
-template <typename Op> struct reducer;
-template <> struct reducer<sum_op> {
-    template <typename T, typename O>
-    static __device__ __forceinline__ void run(size_t n, size_t el, size_t nd, const size_t* info, const T* s, O* d) {
-        sum_kernel<T, O>(n, el, nd, info, s, d);
-    }
-};
-template <> struct reducer<min_op> {
-    template <typename T, typename O>
-    static __device__ __forceinline__ void run(size_t n, size_t el, size_t nd, const size_t* info, const T* s, O* d) {
-        extreme_kernel<false, false, T, O>(n, el, nd, info, s, d);
-    }
-};
-template <> struct reducer<max_op> {
-    template <typename T, typename O>
-    static __device__ __forceinline__ void run(size_t n, size_t el, size_t nd, const size_t* info, const T* s, O* d) {
-        extreme_kernel<true, false, T, O>(n, el, nd, info, s, d);
-    }
-};
-template <> struct reducer<argmin_op> {
-    template <typename T, typename O>
-    static __device__ __forceinline__ void run(size_t n, size_t el, size_t nd, const size_t* info, const T* s, O* d) {
-        extreme_kernel<false, true, T, O>(n, el, nd, info, s, d);
-    }
-};
-template <> struct reducer<argmax_op> {
-    template <typename T, typename O>
-    static __device__ __forceinline__ void run(size_t n, size_t el, size_t nd, const size_t* info, const T* s, O* d) {
-        extreme_kernel<true, true, T, O>(n, el, nd, info, s, d);
-    }
-};
+// fast_* and reduce_partial_*: one copy of the code per policy type (compile time).
+template <class Pol, typename T>
+__device__ __noinline__ void reduce_groups(const Pol pol, const size_t src_numel, const size_t el,
+                                           const size_t num_dims, const size_t* info, const size_t chunks,
+                                           const T* src, void* out, const bool to_partial) {
+    static_assert(sizeof(typename Pol::P) <= 16, "partial states are at most 16 bytes");
+    if (el == 0) return;
+    group_source<T> source;
+    source.init(src, el, num_dims, info);
+    reduce_items(pol, source, src_numel / el, el, to_partial ? chunks : 1, out, to_partial);
+}
 
-template <typename Op, typename T, typename O>
-__device__ __forceinline__ void reduce_kernel(const size_t src_numel, const size_t el_to_sum_per_block,
-                                              const size_t num_dims, const size_t* info, const T* src, O* dst) {
-    reducer<Op>::template run<T, O>(src_numel, el_to_sum_per_block, num_dims, info, src, dst);
+// reduce_finish_*: each group's `chunks` partial states to dst.
+template <class Pol>
+__device__ __noinline__ void reduce_finish(const Pol pol, const size_t groups, const size_t chunks,
+                                           const void* partial, void* dst) {
+    const partial_source<typename Pol::P> source{static_cast<const typename Pol::P*>(partial), chunks};
+    reduce_items(pol, source, groups, chunks, 1, dst, false);
+}
+
+template <typename T> __device__ __forceinline__ sum_policy<T> sum_of() { return sum_policy<T>{}; }
+template <typename T> __device__ __forceinline__ extreme_policy<T> extreme_of(bool is_max, bool arg) {
+    return extreme_policy<T>{is_max, arg};
+}
+
+
+// Both passes of a chunked reduction (see the top of the file).
+template <typename T>
+__device__ __forceinline__ void reduce_chunks(const uint32_t op, const uint32_t pass, const size_t src_numel,
+                                              const size_t el, const size_t num_dims, const size_t* info,
+                                              const size_t chunks, const T* src, void* partial, void* dst) {
+    if (el == 0 || op > 4u) return;
+    if (op == 0u) {
+        if (pass == 1u) {
+            reduce_groups(sum_of<T>(), src_numel, el, num_dims, info, chunks, src, partial, true);
+        } else {
+            reduce_finish(sum_of<T>(), src_numel / el, chunks, partial, dst);
+        }
+    } else {
+        const extreme_policy<T> pol = extreme_of<T>(op == 2u || op == 4u, op >= 3u);
+        if (pass == 1u) {
+            reduce_groups(pol, src_numel, el, num_dims, info, chunks, src, partial, true);
+        } else {
+            reduce_finish(pol, src_numel / el, chunks, partial, dst);
+        }
+    }
 }
 
 }  // namespace
 
+// Declarations first: they carry the launch bounds (any block of up to 1024 threads must
+// fit the registers; NVRTC takes them from the declaration). The definitions follow in
+// the one form that gen's signature scan reads.
+extern "C" {
+__global__ void __launch_bounds__(1024) fast_sum_u8(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const uint8_t* src, uint8_t* dst);
+__global__ void __launch_bounds__(1024) fast_sum_u32(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const uint32_t* src, uint32_t* dst);
+__global__ void __launch_bounds__(1024) fast_sum_i64(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const int64_t* src, int64_t* dst);
+__global__ void __launch_bounds__(1024) fast_sum_bf16(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const bf16_t* src, bf16_t* dst);
+__global__ void __launch_bounds__(1024) fast_sum_f16(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const f16_t* src, f16_t* dst);
+__global__ void __launch_bounds__(1024) fast_sum_f32(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const float* src, float* dst);
+__global__ void __launch_bounds__(1024) fast_sum_f64(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const double* src, double* dst);
+__global__ void __launch_bounds__(1024) fast_min_u8(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const uint8_t* src, uint8_t* dst);
+__global__ void __launch_bounds__(1024) fast_min_u32(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const uint32_t* src, uint32_t* dst);
+__global__ void __launch_bounds__(1024) fast_min_i64(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const int64_t* src, int64_t* dst);
+__global__ void __launch_bounds__(1024) fast_min_bf16(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const bf16_t* src, bf16_t* dst);
+__global__ void __launch_bounds__(1024) fast_min_f16(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const f16_t* src, f16_t* dst);
+__global__ void __launch_bounds__(1024) fast_min_f32(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const float* src, float* dst);
+__global__ void __launch_bounds__(1024) fast_min_f64(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const double* src, double* dst);
+__global__ void __launch_bounds__(1024) fast_max_u8(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const uint8_t* src, uint8_t* dst);
+__global__ void __launch_bounds__(1024) fast_max_u32(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const uint32_t* src, uint32_t* dst);
+__global__ void __launch_bounds__(1024) fast_max_i64(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const int64_t* src, int64_t* dst);
+__global__ void __launch_bounds__(1024) fast_max_bf16(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const bf16_t* src, bf16_t* dst);
+__global__ void __launch_bounds__(1024) fast_max_f16(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const f16_t* src, f16_t* dst);
+__global__ void __launch_bounds__(1024) fast_max_f32(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const float* src, float* dst);
+__global__ void __launch_bounds__(1024) fast_max_f64(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const double* src, double* dst);
+__global__ void __launch_bounds__(1024) fast_argmin_u8(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const uint8_t* src, uint32_t* dst);
+__global__ void __launch_bounds__(1024) fast_argmin_u32(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const uint32_t* src, uint32_t* dst);
+__global__ void __launch_bounds__(1024) fast_argmin_i64(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const int64_t* src, uint32_t* dst);
+__global__ void __launch_bounds__(1024) fast_argmin_bf16(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const bf16_t* src, uint32_t* dst);
+__global__ void __launch_bounds__(1024) fast_argmin_f16(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const f16_t* src, uint32_t* dst);
+__global__ void __launch_bounds__(1024) fast_argmin_f32(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const float* src, uint32_t* dst);
+__global__ void __launch_bounds__(1024) fast_argmin_f64(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const double* src, uint32_t* dst);
+__global__ void __launch_bounds__(1024) fast_argmax_u8(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const uint8_t* src, uint32_t* dst);
+__global__ void __launch_bounds__(1024) fast_argmax_u32(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const uint32_t* src, uint32_t* dst);
+__global__ void __launch_bounds__(1024) fast_argmax_i64(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const int64_t* src, uint32_t* dst);
+__global__ void __launch_bounds__(1024) fast_argmax_bf16(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const bf16_t* src, uint32_t* dst);
+__global__ void __launch_bounds__(1024) fast_argmax_f16(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const f16_t* src, uint32_t* dst);
+__global__ void __launch_bounds__(1024) fast_argmax_f32(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const float* src, uint32_t* dst);
+__global__ void __launch_bounds__(1024) fast_argmax_f64(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const double* src, uint32_t* dst);
+__global__ void __launch_bounds__(1024) reduce_chunks_u8(const uint32_t op, const uint32_t pass, const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const size_t chunks, const uint8_t* src, void* partial, void* dst);
+__global__ void __launch_bounds__(1024) reduce_chunks_u32(const uint32_t op, const uint32_t pass, const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const size_t chunks, const uint32_t* src, void* partial, void* dst);
+__global__ void __launch_bounds__(1024) reduce_chunks_i64(const uint32_t op, const uint32_t pass, const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const size_t chunks, const int64_t* src, void* partial, void* dst);
+__global__ void __launch_bounds__(1024) reduce_chunks_bf16(const uint32_t op, const uint32_t pass, const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const size_t chunks, const bf16_t* src, void* partial, void* dst);
+__global__ void __launch_bounds__(1024) reduce_chunks_f16(const uint32_t op, const uint32_t pass, const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const size_t chunks, const f16_t* src, void* partial, void* dst);
+__global__ void __launch_bounds__(1024) reduce_chunks_f32(const uint32_t op, const uint32_t pass, const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const size_t chunks, const float* src, void* partial, void* dst);
+__global__ void __launch_bounds__(1024) reduce_chunks_f64(const uint32_t op, const uint32_t pass, const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const size_t chunks, const double* src, void* partial, void* dst);
+}
+
 extern "C" __global__ void fast_sum_u8(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const uint8_t* src, uint8_t* dst) {
-    reduce_kernel<sum_op>(src_numel, el_to_sum_per_block, num_dims, info, src, dst);
+    reduce_groups(sum_of<uint8_t>(), src_numel, el_to_sum_per_block, num_dims, info, 1, src, dst, false);
 }
 extern "C" __global__ void fast_sum_u32(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const uint32_t* src, uint32_t* dst) {
-    reduce_kernel<sum_op>(src_numel, el_to_sum_per_block, num_dims, info, src, dst);
+    reduce_groups(sum_of<uint32_t>(), src_numel, el_to_sum_per_block, num_dims, info, 1, src, dst, false);
 }
 extern "C" __global__ void fast_sum_i64(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const int64_t* src, int64_t* dst) {
-    reduce_kernel<sum_op>(src_numel, el_to_sum_per_block, num_dims, info, src, dst);
+    reduce_groups(sum_of<int64_t>(), src_numel, el_to_sum_per_block, num_dims, info, 1, src, dst, false);
 }
 extern "C" __global__ void fast_sum_bf16(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const bf16_t* src, bf16_t* dst) {
-    reduce_kernel<sum_op>(src_numel, el_to_sum_per_block, num_dims, info, src, dst);
+    reduce_groups(sum_of<bf16_t>(), src_numel, el_to_sum_per_block, num_dims, info, 1, src, dst, false);
 }
 extern "C" __global__ void fast_sum_f16(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const f16_t* src, f16_t* dst) {
-    reduce_kernel<sum_op>(src_numel, el_to_sum_per_block, num_dims, info, src, dst);
+    reduce_groups(sum_of<f16_t>(), src_numel, el_to_sum_per_block, num_dims, info, 1, src, dst, false);
 }
 extern "C" __global__ void fast_sum_f32(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const float* src, float* dst) {
-    reduce_kernel<sum_op>(src_numel, el_to_sum_per_block, num_dims, info, src, dst);
+    reduce_groups(sum_of<float>(), src_numel, el_to_sum_per_block, num_dims, info, 1, src, dst, false);
 }
 extern "C" __global__ void fast_sum_f64(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const double* src, double* dst) {
-    reduce_kernel<sum_op>(src_numel, el_to_sum_per_block, num_dims, info, src, dst);
+    reduce_groups(sum_of<double>(), src_numel, el_to_sum_per_block, num_dims, info, 1, src, dst, false);
 }
 extern "C" __global__ void fast_min_u8(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const uint8_t* src, uint8_t* dst) {
-    reduce_kernel<min_op>(src_numel, el_to_sum_per_block, num_dims, info, src, dst);
+    reduce_groups(extreme_of<uint8_t>(false, false), src_numel, el_to_sum_per_block, num_dims, info, 1, src, dst, false);
 }
 extern "C" __global__ void fast_min_u32(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const uint32_t* src, uint32_t* dst) {
-    reduce_kernel<min_op>(src_numel, el_to_sum_per_block, num_dims, info, src, dst);
+    reduce_groups(extreme_of<uint32_t>(false, false), src_numel, el_to_sum_per_block, num_dims, info, 1, src, dst, false);
 }
 extern "C" __global__ void fast_min_i64(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const int64_t* src, int64_t* dst) {
-    reduce_kernel<min_op>(src_numel, el_to_sum_per_block, num_dims, info, src, dst);
+    reduce_groups(extreme_of<int64_t>(false, false), src_numel, el_to_sum_per_block, num_dims, info, 1, src, dst, false);
 }
 extern "C" __global__ void fast_min_bf16(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const bf16_t* src, bf16_t* dst) {
-    reduce_kernel<min_op>(src_numel, el_to_sum_per_block, num_dims, info, src, dst);
+    reduce_groups(extreme_of<bf16_t>(false, false), src_numel, el_to_sum_per_block, num_dims, info, 1, src, dst, false);
 }
 extern "C" __global__ void fast_min_f16(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const f16_t* src, f16_t* dst) {
-    reduce_kernel<min_op>(src_numel, el_to_sum_per_block, num_dims, info, src, dst);
+    reduce_groups(extreme_of<f16_t>(false, false), src_numel, el_to_sum_per_block, num_dims, info, 1, src, dst, false);
 }
 extern "C" __global__ void fast_min_f32(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const float* src, float* dst) {
-    reduce_kernel<min_op>(src_numel, el_to_sum_per_block, num_dims, info, src, dst);
+    reduce_groups(extreme_of<float>(false, false), src_numel, el_to_sum_per_block, num_dims, info, 1, src, dst, false);
 }
 extern "C" __global__ void fast_min_f64(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const double* src, double* dst) {
-    reduce_kernel<min_op>(src_numel, el_to_sum_per_block, num_dims, info, src, dst);
+    reduce_groups(extreme_of<double>(false, false), src_numel, el_to_sum_per_block, num_dims, info, 1, src, dst, false);
 }
 extern "C" __global__ void fast_max_u8(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const uint8_t* src, uint8_t* dst) {
-    reduce_kernel<max_op>(src_numel, el_to_sum_per_block, num_dims, info, src, dst);
+    reduce_groups(extreme_of<uint8_t>(true, false), src_numel, el_to_sum_per_block, num_dims, info, 1, src, dst, false);
 }
 extern "C" __global__ void fast_max_u32(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const uint32_t* src, uint32_t* dst) {
-    reduce_kernel<max_op>(src_numel, el_to_sum_per_block, num_dims, info, src, dst);
+    reduce_groups(extreme_of<uint32_t>(true, false), src_numel, el_to_sum_per_block, num_dims, info, 1, src, dst, false);
 }
 extern "C" __global__ void fast_max_i64(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const int64_t* src, int64_t* dst) {
-    reduce_kernel<max_op>(src_numel, el_to_sum_per_block, num_dims, info, src, dst);
+    reduce_groups(extreme_of<int64_t>(true, false), src_numel, el_to_sum_per_block, num_dims, info, 1, src, dst, false);
 }
 extern "C" __global__ void fast_max_bf16(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const bf16_t* src, bf16_t* dst) {
-    reduce_kernel<max_op>(src_numel, el_to_sum_per_block, num_dims, info, src, dst);
+    reduce_groups(extreme_of<bf16_t>(true, false), src_numel, el_to_sum_per_block, num_dims, info, 1, src, dst, false);
 }
 extern "C" __global__ void fast_max_f16(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const f16_t* src, f16_t* dst) {
-    reduce_kernel<max_op>(src_numel, el_to_sum_per_block, num_dims, info, src, dst);
+    reduce_groups(extreme_of<f16_t>(true, false), src_numel, el_to_sum_per_block, num_dims, info, 1, src, dst, false);
 }
 extern "C" __global__ void fast_max_f32(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const float* src, float* dst) {
-    reduce_kernel<max_op>(src_numel, el_to_sum_per_block, num_dims, info, src, dst);
+    reduce_groups(extreme_of<float>(true, false), src_numel, el_to_sum_per_block, num_dims, info, 1, src, dst, false);
 }
 extern "C" __global__ void fast_max_f64(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const double* src, double* dst) {
-    reduce_kernel<max_op>(src_numel, el_to_sum_per_block, num_dims, info, src, dst);
+    reduce_groups(extreme_of<double>(true, false), src_numel, el_to_sum_per_block, num_dims, info, 1, src, dst, false);
 }
 extern "C" __global__ void fast_argmin_u8(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const uint8_t* src, uint32_t* dst) {
-    reduce_kernel<argmin_op>(src_numel, el_to_sum_per_block, num_dims, info, src, dst);
+    reduce_groups(extreme_of<uint8_t>(false, true), src_numel, el_to_sum_per_block, num_dims, info, 1, src, dst, false);
 }
 extern "C" __global__ void fast_argmin_u32(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const uint32_t* src, uint32_t* dst) {
-    reduce_kernel<argmin_op>(src_numel, el_to_sum_per_block, num_dims, info, src, dst);
+    reduce_groups(extreme_of<uint32_t>(false, true), src_numel, el_to_sum_per_block, num_dims, info, 1, src, dst, false);
 }
 extern "C" __global__ void fast_argmin_i64(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const int64_t* src, uint32_t* dst) {
-    reduce_kernel<argmin_op>(src_numel, el_to_sum_per_block, num_dims, info, src, dst);
+    reduce_groups(extreme_of<int64_t>(false, true), src_numel, el_to_sum_per_block, num_dims, info, 1, src, dst, false);
 }
 extern "C" __global__ void fast_argmin_bf16(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const bf16_t* src, uint32_t* dst) {
-    reduce_kernel<argmin_op>(src_numel, el_to_sum_per_block, num_dims, info, src, dst);
+    reduce_groups(extreme_of<bf16_t>(false, true), src_numel, el_to_sum_per_block, num_dims, info, 1, src, dst, false);
 }
 extern "C" __global__ void fast_argmin_f16(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const f16_t* src, uint32_t* dst) {
-    reduce_kernel<argmin_op>(src_numel, el_to_sum_per_block, num_dims, info, src, dst);
+    reduce_groups(extreme_of<f16_t>(false, true), src_numel, el_to_sum_per_block, num_dims, info, 1, src, dst, false);
 }
 extern "C" __global__ void fast_argmin_f32(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const float* src, uint32_t* dst) {
-    reduce_kernel<argmin_op>(src_numel, el_to_sum_per_block, num_dims, info, src, dst);
+    reduce_groups(extreme_of<float>(false, true), src_numel, el_to_sum_per_block, num_dims, info, 1, src, dst, false);
 }
 extern "C" __global__ void fast_argmin_f64(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const double* src, uint32_t* dst) {
-    reduce_kernel<argmin_op>(src_numel, el_to_sum_per_block, num_dims, info, src, dst);
+    reduce_groups(extreme_of<double>(false, true), src_numel, el_to_sum_per_block, num_dims, info, 1, src, dst, false);
 }
 extern "C" __global__ void fast_argmax_u8(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const uint8_t* src, uint32_t* dst) {
-    reduce_kernel<argmax_op>(src_numel, el_to_sum_per_block, num_dims, info, src, dst);
+    reduce_groups(extreme_of<uint8_t>(true, true), src_numel, el_to_sum_per_block, num_dims, info, 1, src, dst, false);
 }
 extern "C" __global__ void fast_argmax_u32(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const uint32_t* src, uint32_t* dst) {
-    reduce_kernel<argmax_op>(src_numel, el_to_sum_per_block, num_dims, info, src, dst);
+    reduce_groups(extreme_of<uint32_t>(true, true), src_numel, el_to_sum_per_block, num_dims, info, 1, src, dst, false);
 }
 extern "C" __global__ void fast_argmax_i64(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const int64_t* src, uint32_t* dst) {
-    reduce_kernel<argmax_op>(src_numel, el_to_sum_per_block, num_dims, info, src, dst);
+    reduce_groups(extreme_of<int64_t>(true, true), src_numel, el_to_sum_per_block, num_dims, info, 1, src, dst, false);
 }
 extern "C" __global__ void fast_argmax_bf16(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const bf16_t* src, uint32_t* dst) {
-    reduce_kernel<argmax_op>(src_numel, el_to_sum_per_block, num_dims, info, src, dst);
+    reduce_groups(extreme_of<bf16_t>(true, true), src_numel, el_to_sum_per_block, num_dims, info, 1, src, dst, false);
 }
 extern "C" __global__ void fast_argmax_f16(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const f16_t* src, uint32_t* dst) {
-    reduce_kernel<argmax_op>(src_numel, el_to_sum_per_block, num_dims, info, src, dst);
+    reduce_groups(extreme_of<f16_t>(true, true), src_numel, el_to_sum_per_block, num_dims, info, 1, src, dst, false);
 }
 extern "C" __global__ void fast_argmax_f32(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const float* src, uint32_t* dst) {
-    reduce_kernel<argmax_op>(src_numel, el_to_sum_per_block, num_dims, info, src, dst);
+    reduce_groups(extreme_of<float>(true, true), src_numel, el_to_sum_per_block, num_dims, info, 1, src, dst, false);
 }
 extern "C" __global__ void fast_argmax_f64(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const double* src, uint32_t* dst) {
-    reduce_kernel<argmax_op>(src_numel, el_to_sum_per_block, num_dims, info, src, dst);
+    reduce_groups(extreme_of<double>(true, true), src_numel, el_to_sum_per_block, num_dims, info, 1, src, dst, false);
+}
+extern "C" __global__ void reduce_chunks_u8(const uint32_t op, const uint32_t pass, const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const size_t chunks, const uint8_t* src, void* partial, void* dst) {
+    reduce_chunks(op, pass, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst);
+}
+extern "C" __global__ void reduce_chunks_u32(const uint32_t op, const uint32_t pass, const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const size_t chunks, const uint32_t* src, void* partial, void* dst) {
+    reduce_chunks(op, pass, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst);
+}
+extern "C" __global__ void reduce_chunks_i64(const uint32_t op, const uint32_t pass, const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const size_t chunks, const int64_t* src, void* partial, void* dst) {
+    reduce_chunks(op, pass, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst);
+}
+extern "C" __global__ void reduce_chunks_bf16(const uint32_t op, const uint32_t pass, const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const size_t chunks, const bf16_t* src, void* partial, void* dst) {
+    reduce_chunks(op, pass, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst);
+}
+extern "C" __global__ void reduce_chunks_f16(const uint32_t op, const uint32_t pass, const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const size_t chunks, const f16_t* src, void* partial, void* dst) {
+    reduce_chunks(op, pass, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst);
+}
+extern "C" __global__ void reduce_chunks_f32(const uint32_t op, const uint32_t pass, const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const size_t chunks, const float* src, void* partial, void* dst) {
+    reduce_chunks(op, pass, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst);
+}
+extern "C" __global__ void reduce_chunks_f64(const uint32_t op, const uint32_t pass, const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const size_t chunks, const double* src, void* partial, void* dst) {
+    reduce_chunks(op, pass, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst);
 }

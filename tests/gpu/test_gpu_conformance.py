@@ -366,3 +366,22 @@ def test_random_storages_are_reproducible(backend, dtype):
     assert abs(n1.mean() - 1.0) < 0.05 and abs(n1.std() - 0.5) < 0.05
     with pytest.raises(g.DTypeMismatch, match="rand_uniform"):
         device.rand_uniform((4,), g.DType.U8, 0.0, 1.0)
+
+
+@pytest.mark.parametrize("backend", GPU_BACKENDS, ids=str)
+@pytest.mark.parametrize("dims", [(1,), (0, 1), (0,)], ids=str)
+@pytest.mark.parametrize("op, dtype", [(o, d) for o in REGISTRY["reduce"] for d in ("f32", "bf16", "i64", "u8")])
+def test_reduce_long_groups(backend, dims, op, dtype):
+    """Few, long groups: the reductions split into chunks and finish in a second pass."""
+    device = device_or_skip(backend)
+    dt = g.DType(dtype)
+    shape = (3, 1 << 18)
+    x = operand(dt, shape, np.random.default_rng(12), positive=True)  # sums without cancellation
+    layout = g.Layout.contiguous(shape)
+    out_shape = tuple(1 if i in dims else n for i, n in enumerate(shape))
+    want, got = run_both(device, [x], lambda s: g.to_numpy(s.reduce_op(g.ReduceOp(op), layout, dims),
+                                                           g.Layout.contiguous(out_shape)))
+    if op == "sum" and dt.kind == "float":
+        assert_close(got, want, dtype, f"{backend.value} {op} {dtype} {dims}")
+    else:
+        np.testing.assert_array_equal(got, want, err_msg=f"{backend.value} {op} {dtype} {dims}")
