@@ -385,3 +385,30 @@ def test_reduce_long_groups(backend, dims, op, dtype):
         assert_close(got, want, dtype, f"{backend.value} {op} {dtype} {dims}")
     else:
         np.testing.assert_array_equal(got, want, err_msg=f"{backend.value} {op} {dtype} {dims}")
+
+
+@pytest.mark.parametrize("backend", GPU_BACKENDS, ids=str)
+@pytest.mark.parametrize("dtype", ["f32", "bf16", "i64"])
+def test_to_device_between_two_gpus(backend, dtype):
+    """A storage moved from device 0 to device 1 of one host, and ops there."""
+    first = device_or_skip(backend)
+    second = g.Device(backend, 1)
+    x = operand(g.DType(dtype), SHAPE, np.random.default_rng(13))
+    try:
+        second.synchronize()
+    except g.OpgenError as exc:
+        pytest.skip(f"{backend.value}:1 cannot run here ({exc}): one GPU only")
+    s = first.storage_from_slice(x)
+    layout = g.Layout.contiguous(SHAPE)
+    for view, expect in ((layout, x), (layout.transpose(0, 1), x.T)):
+        moved = g.to_device(s, view, second)
+        assert moved.device() == second
+        out = g.Layout.contiguous(expect.shape)
+        np.testing.assert_array_equal(g.to_numpy(moved, out), expect)
+        doubled = moved.binary(g.BinaryOp.ADD, moved, out, out)  # runs on device 1
+        np.testing.assert_array_equal(g.to_numpy(doubled, out), expect + expect)
+        back = g.to_device(doubled, out, first)
+        assert back.device() == first
+        np.testing.assert_array_equal(g.to_numpy(back, out), expect + expect)
+    with pytest.raises(g.DeviceMismatch):
+        s.binary(g.BinaryOp.ADD, g.to_device(s, layout, second), layout, layout)
