@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
-import ml_dtypes  # noqa: F401  (registers bfloat16 with numpy)
 import numpy as np
 
 from runtime.cpu_views import sample_normal, sample_uniform
