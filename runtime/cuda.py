@@ -183,9 +183,7 @@ class CudaDriver:
         return self._call(f"cuModuleGetFunction({name})", _driver_api().cuModuleGetFunction(module, name.encode()))
 
     def launch(self, fn, grid: int, block: int, stream, args: tuple, types: tuple) -> None:
-        holders, address = kernel_params(self._local, types)
-        for holder, value in zip(holders, args):
-            holder.value = value
+        address = kernel_params(self._local, types, args)
         self._call("cuLaunchKernel", _driver_api().cuLaunchKernel(
             fn, grid, 1, 1, block, 1, 1, 0, stream, address, 0))
 

@@ -95,17 +95,19 @@ class GpuBuffer:
         return self.ptr + layout.start_offset * self.dtype.itemsize
 
 
-def kernel_params(local: Any, types: tuple) -> tuple[list, int]:
-    """Reusable argument holders for one kernel signature, and the address of the array of
-    pointers to them (the C form of kernelParams). The driver copies the values at launch,
-    so one set per signature and thread serves every launch."""
+def kernel_params(local: Any, types: tuple, args: tuple) -> int:
+    """The address of the array of pointers to `args` packed as `types` (the C form of
+    kernelParams). One set of holders per signature and thread serves every launch: the
+    driver copies the values when the launch is made."""
     cache = local.__dict__.setdefault("params", {})
     entry = cache.get(types)
     if entry is None:
         holders = [t() for t in types]
         array = (ctypes.c_void_p * len(holders))(*(ctypes.addressof(h) for h in holders))
         entry = cache[types] = (holders, ctypes.addressof(array), array)
-    return entry[0], entry[1]
+    for holder, value in zip(entry[0], args):
+        holder.value = value
+    return entry[1]
 
 
 def _digest(*parts: bytes) -> str:

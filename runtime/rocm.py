@@ -143,9 +143,7 @@ class HipDriver:
         return self._call(f"hipModuleGetFunction({name})", _hip().hipModuleGetFunction(module, name.encode()))
 
     def launch(self, fn, grid: int, block: int, stream, args: tuple, types: tuple) -> None:
-        holders, address = kernel_params(self._local, types)
-        for holder, value in zip(holders, args):
-            holder.value = value
+        address = kernel_params(self._local, types, args)
         self._call("hipModuleLaunchKernel", _hip().hipModuleLaunchKernel(
             fn, grid, 1, 1, block, 1, 1, 0, stream, address, None))
 
