@@ -2382,8 +2382,8 @@ REDUCE: dict[ReduceOp, Kernel] = {
     ),
 }
 
-# Storage ops backed by hand-written kernels (ops.yaml `kernel:`), keyed by the values of
-# the pattern's placeholders: a numpy dtype, or a tuple of dtypes and op names.
+# Ops backed by hand-written kernels (ops.yaml `kernel:`), keyed by the values of the
+# pattern's placeholders: a numpy dtype, a format name, or a tuple of dtypes and op names.
 STORAGE: dict[str, dict[object, object]] = {
     "const_set": {
         _U8: launch_const_set_u8,

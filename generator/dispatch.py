@@ -32,6 +32,10 @@ def _wrap(returns: str, backend: Backend, call: str) -> tuple[str, ...]:
             return (f"return Storage(On.{backend.member}, {call})",)
         case "Device":
             return (f"return Device(On.{backend.member}, {call})",)
+        case "QStorage":
+            return (f"return QStorage(On.{backend.member}, {call})",)
+        case "GgmlDType":
+            return (f"return GgmlDType({call})",)
         case "DType":
             return (f"return _dtype_of({call})",)
         case "None":
@@ -44,7 +48,7 @@ def _kernel_table(op: Operation, backend: Backend) -> tuple[str, ...]:
     """The launch table of the op's hand-written kernel family, for backends that run HIP
     kernels: runtimes get kernels as arguments and never import generated code."""
     if op.kernel and backend.kernels == "hip":
-        return (f'_kernels_hip.STORAGE["{op.name}"]',)
+        return (f'_kernels_hip.{op.table}["{op.name}"]',)
     return ()
 
 
@@ -73,13 +77,27 @@ def storage_arm(op: Operation, backend: Backend, registry: Registry) -> Arm:
         call = f"{host.alias}.{op.function(host.name)}({args})"
         moved = f"{backend.alias}.from_host({backend.alias}.device(self.inner), {call})"
         return Arm(backend, "fallback", (f"return Storage(On.{backend.member}, {moved})",))
-    return _missing(backend, op.name)
+    return _missing(backend, op.label)
+
+
+def nn_arm(op: Operation, backend: Backend, inputs: int) -> Arm:
+    """The `<backend>_fwd` hook of an nn op's class: all inputs of one allowed dtype, then the
+    runtime function. A runtime without the function gets no hook: the trait's default
+    raises "no <backend> implementation for <op>"."""
+    if not backend.implements(op.name):
+        return Arm(backend, "missing", ())
+    storages = [f"s{i}" for i in range(1, inputs + 1)]
+    dtypes = ", ".join(f"{backend.alias}.dtype({s})" for s in storages)
+    check = f'_check_dtypes("{op.name}", "{backend.name}", _{op.name.upper()}_DTYPES, {dtypes})'
+    args = ", ".join([*(f"{s}, l{s[1:]}" for s in storages), *(f"self.{p.name}" for p in op.params),
+                      *_kernel_table(op, backend)])
+    return Arm(backend, "implemented", (check, f"return {backend.alias}.{op.name}({args})"))
 
 
 def device_arm(op: Operation, backend: Backend) -> Arm:
     fn = op.function(backend.name)
     if not backend.implements(fn):
-        return _missing(backend, op.name)
+        return _missing(backend, op.label)
     args = ", ".join(["self.ordinal", *(_arg(op, p, backend) for p in op.params)])
     return Arm(backend, "implemented", _wrap(op.returns, backend, f"{backend.alias}.{fn}({args})"))
 
@@ -111,8 +129,17 @@ def with_arms(registry: Registry) -> Registry:
     device = tuple(
         dataclasses.replace(op, arms=tuple(device_arm(op, b) for b in registry.backends)) for op in registry.device
     )
+    qstorage = tuple(
+        dataclasses.replace(op, arms=tuple(storage_arm(op, b, registry) for b in registry.backends))
+        for op in registry.qstorage
+    )
+    inputs = {t.name: t.inputs for t in registry.custom_ops}
+    nn = tuple(
+        dataclasses.replace(op, arms=tuple(nn_arm(op, b, inputs.get(op.trait, 1)) for b in registry.backends))
+        for op in registry.nn
+    )
     transfers = tuple(transfer(s, d) for s in registry.backends for d in registry.backends)
     return dataclasses.replace(
-        registry, storage=storage, device=device,
+        registry, storage=storage, device=device, qstorage=qstorage, nn=nn,
         to_numpy=tuple(to_numpy_arm(b) for b in registry.backends), transfers=transfers,
     )

@@ -29,6 +29,7 @@ PARAM_TYPES: dict[str, str] = {
     "ConvTransposeParams1D": "ConvTransposeParams1D",
     "ConvParams2D": "ConvParams2D",
     "ConvTransposeParams2D": "ConvTransposeParams2D",
+    "GgmlDType": "GgmlDType",
 }
 # Op-enum parameter types -> the elementwise family whose kernel table they select.
 OP_ENUM_TYPES: dict[str, str] = {"UnaryOp": "unary", "BinaryOp": "binary", "CmpOp": "cmp", "ReduceOp": "reduce"}
@@ -41,7 +42,14 @@ RETURN_TYPES: dict[str, str] = {
     "str": "str",
     "bool": "bool",
     "int": "int",
+    "Array": "np.ndarray",
+    "QStorage": "QStorage",
+    "GgmlDType": "GgmlDType",
 }
+# Types that need the registry's `quantized` formats.
+QUANTIZED_TYPES = frozenset({"QStorage", "GgmlDType"})
+# What a custom op's parameters may be: they become fields of its generated class.
+NN_PARAM_TYPES = ("float", "int", "bool", "str")
 FAMILIES = ("unary", "binary", "cmp", "reduce")
 # Runtime functions every backend module must define.
 REQUIRED_RUNTIME = ("availability",)
@@ -83,6 +91,21 @@ class Backend:
 
     def implements(self, function: str) -> bool:
         return function in self.functions
+
+
+@dataclass(frozen=True)
+class QFormat:
+    """A GGML block format of quantized storage: `block` values in `nbytes` bytes."""
+
+    name: str
+    block: int
+    nbytes: int
+    ggml_type: int  # GGML's enum value, as GGUF files name the format
+    line: int
+
+    @property
+    def member(self) -> str:
+        return self.name.upper()
 
 
 @dataclass(frozen=True)
@@ -138,10 +161,11 @@ class Transfer:
 
 @dataclass(frozen=True)
 class Operation:
-    """A storage op (a method of Storage) or a device method (a method of Device)."""
+    """A storage op (a method of Storage), a device method (of Device), a method of
+    QStorage, or an NN op (a custom op of `trait`, generated as a class)."""
 
     name: str
-    kind: str  # storage | device
+    kind: str  # storage | device | qstorage | nn
     params: tuple[Param, ...]
     returns: str
     fallback: str | None
@@ -154,9 +178,32 @@ class Operation:
     line: int
     arms: tuple[Arm, ...] = ()
     kernel: tuple[str, ...] = ()  # HIP entry point patterns in hip/, for backends that run HIP kernels
+    trait: str | None = None  # nn ops: the custom-op trait the generated class implements
 
     def function(self, backend: str) -> str:
-        return dict(self.impl).get(backend, self.name)
+        """The runtime function the arm calls: QStorage methods are q_<name>, since the
+        runtime modules also define Storage's ops of the same names."""
+        return dict(self.impl).get(backend, f"q_{self.name}" if self.kind == "qstorage" else self.name)
+
+    @property
+    def label(self) -> str:
+        """How errors name the op: QStorage's methods share names with Storage's."""
+        return f"QStorage.{self.name}" if self.kind == "qstorage" else self.name
+
+    @property
+    def class_name(self) -> str:
+        """nn ops: the generated class, e.g. softmax_last_dim -> SoftmaxLastDim."""
+        return "".join(part[:1].upper() + part[1:] for part in self.name.split("_"))
+
+    @property
+    def dtypes(self) -> tuple[str, ...]:
+        """The dtypes `self` may have (nn ops: every input), where the registry limits them."""
+        return dict(self.arg_dtypes).get("self", ())
+
+    @property
+    def table(self) -> str:
+        """The kernel table of the launch-wrapper module the op's arms pass to runtimes."""
+        return {"storage": "STORAGE", "qstorage": "QSTORAGE", "nn": "NN"}[self.kind]
 
     @property
     def storage_params(self) -> tuple[Param, ...]:
@@ -197,6 +244,20 @@ class Registry:
     hip_kernels: tuple = ()  # (name, KernelSignature) of the hand-written kernels in hip/
     hip_sources: tuple[str, ...] = ()  # the hip/*.hip files read, for the up-to-date stamp
     transfers: tuple[Transfer, ...] = ()  # to_device, one per (source, destination) pair
+    formats: tuple[QFormat, ...] = ()  # quantized block formats
+    qstorage: tuple[Operation, ...] = ()  # methods of QStorage
+    nn: tuple[Operation, ...] = ()  # NN ops: custom ops generated as classes
+
+    @property
+    def kernel_ops(self) -> tuple[Operation, ...]:
+        """Ops whose HIP kernels the launch-wrapper module tabulates."""
+        return tuple(op for op in (*self.storage, *self.qstorage, *self.nn) if op.kernel)
+
+    @property
+    def qstorage_transfer(self) -> bool:
+        """Whether QStorage.to_device can be generated: it moves the raw blocks."""
+        return {"data", "dtype"} <= {op.name for op in self.qstorage} and any(
+            op.name == "qstorage_from_bytes" for op in self.device)
 
     @property
     def kernel_languages(self) -> tuple[str, ...]:
@@ -248,9 +309,9 @@ def _allowed_constant(op: Operation, name: str) -> str:
     return f"_{op.name.upper()}_{name.upper()}_DTYPES"
 
 
-def allowed_dtype_sets(registry: Registry) -> tuple[tuple[str, tuple[str, ...]], ...]:
-    """Module constants (name, dtypes) for the `dtypes:` restrictions of storage ops."""
-    return tuple((_allowed_constant(op, name), dtypes) for op in registry.storage for name, dtypes in op.arg_dtypes)
+def allowed_dtype_sets(ops: tuple[Operation, ...]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """Module constants (name, dtypes) for the `dtypes:` restrictions of the ops."""
+    return tuple((_allowed_constant(op, name), dtypes) for op in ops for name, dtypes in op.arg_dtypes)
 
 
 @dataclass(frozen=True)
@@ -322,6 +383,8 @@ def placeholder_values(op: Operation, name: str, registry: Registry) -> tuple[st
     DType argument, or the ops of an op-enum argument; None for a name it cannot be."""
     allowed = dict(op.arg_dtypes)
     every = tuple(d.name for d in registry.dtypes)
+    if name == "self" and op.kind == "qstorage":
+        return tuple(f.name for f in registry.formats)
     if name == "self":
         return allowed.get("self") or every
     param = next((p for p in op.params if p.name == name), None)

@@ -9,7 +9,7 @@ STATUS = {"implemented": "yes", "fallback": "fallback", "hook": "hook", "missing
 
 def parity_rows(registry: Registry) -> list[dict]:
     rows = []
-    for op in (*registry.storage, *registry.device):
+    for op in (*registry.storage, *registry.device, *registry.qstorage, *registry.nn):
         row = {"op": f"{op.kind}.{op.name}"}
         row.update({arm.backend.name: STATUS[arm.status] for arm in op.arms})
         rows.append(row)

@@ -66,6 +66,8 @@ def environment(templates: Path | None = None) -> jinja2.Environment:
 def outputs(registry: model.Registry) -> dict[str, str]:
     """Template name -> output file name, for this registry."""
     files = ["__init__.py", "backends.py", "conversions.py", "custom_ops.py", "device.py", "dtypes.py", "storage.py"]
+    files += ["quantized.py"] if registry.qstorage else []
+    files += ["nn.py"] if registry.nn else []
     files += [f"kernels_{lang}.py" for lang in registry.kernel_languages]
     if "hip" in registry.kernel_languages:
         files.append("elementwise.hip")
@@ -80,8 +82,15 @@ def context(registry: model.Registry) -> dict:
         "registry_name": os.path.basename(registry.path),
         "families": FAMILY_ENUMS,
         "uses_special": any("special." in expr for op in registry.elementwise for _, expr in op.numpy),
-        "exports": sorted({*FIXED_EXPORTS, *customs, *enums}),
+        "exports": sorted({*FIXED_EXPORTS, *customs, *enums, *optional_exports(registry)}),
+        "traits": {t.name: t for t in registry.custom_ops},
     }
+
+
+def optional_exports(registry: model.Registry) -> tuple[str, ...]:
+    """Names the package exports only where the registry has what they are."""
+    return tuple(name for name, present in (("GgmlDType", registry.formats), ("QStorage", registry.qstorage),
+                                             ("nn", registry.nn)) if present)
 
 
 def render(registry: model.Registry, templates: Path | None = None, out: Path | None = None) -> dict[str, str]:
@@ -116,14 +125,13 @@ def launch_context(registry: model.Registry, kernels: tuple) -> dict:
         if types not in arg_types:
             arg_types.append(types)
         arg_index[k.name] = arg_types.index(types)
-    storage = []
-    for op in registry.storage:
-        if op.kernel:
-            dtypes = {d.name for d in registry.dtypes}
-            entries = tuple((_kernel_key(values, dtypes), name) for values, name in model.kernel_entries(op, registry))
-            storage.append((op.name, entries))
+    dtypes = {d.name for d in registry.dtypes}
+    tables: dict[str, list] = {"STORAGE": []}  # always defined: the storage arms name it
+    for op in registry.kernel_ops:
+        entries = tuple((_kernel_key(values, dtypes), name) for values, name in model.kernel_entries(op, registry))
+        tables.setdefault(op.table, []).append((op.name, entries))
     sources = sorted({k.source for k in kernels})
-    return {"kernels": kernels, "arg_types": arg_types, "arg_index": arg_index, "storage_kernels": storage,
+    return {"kernels": kernels, "arg_types": arg_types, "arg_index": arg_index, "kernel_tables": tables.items(),
             "generated_sources": ("elementwise.hip",), "source_index": {s: i for i, s in enumerate(sources)}}
 
 

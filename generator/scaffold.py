@@ -66,16 +66,24 @@ def _stub(name: str, params: tuple[str, ...], doc: list[str]) -> str:
 
 
 def _op_stub(op: Operation, backend: str, registry_name: str, line: int) -> str:
-    first = "inner" if op.kind == "storage" else "ordinal"
-    cls = "Storage" if op.kind == "storage" else "Device"
+    first = "ordinal" if op.kind == "device" else "inner"
+    cls = {"storage": "Storage", "device": "Device", "qstorage": "QStorage"}[op.kind]
     sig = ", ".join(p.name for p in op.params)
     doc = [f"{cls}.{op.name}({sig}) -> {op.returns} on {backend} ({registry_name}:{line})."]
     if op.doc:
         doc.append(op.doc)
-    first_doc = "inner: this backend's buffer of the storage" if op.kind == "storage" else "ordinal: the device's ordinal"
+    first_doc = "ordinal: the device's ordinal" if op.kind == "device" else f"inner: this backend's buffer of the {cls}"
     params = "; ".join([first_doc, *(_param_doc(op, p) for p in op.params)])
     doc.append(f"{params}. Returns {RETURNS.get(op.returns, op.returns)}.")
     return _stub(op.function(backend), (first, *(p.name for p in op.params)), doc)
+
+
+def _nn_stub(op: Operation, inputs: int, backend: str, registry_name: str, line: int) -> str:
+    storages = [f"{s}{i}" for i in range(1, inputs + 1) for s in ("s", "l")]
+    doc = [f"nn.{op.class_name} ({op.trait}) on {backend} ({registry_name}:{line}).", *([op.doc] if op.doc else []),
+           f"s<i>, l<i>: this backend's buffer and the Layout of input i; then {', '.join(p.name for p in op.params) or 'no parameters'}. "
+           "Returns (buffer, shape)."]
+    return _stub(op.name, (*storages, *(p.name for p in op.params)), doc)
 
 
 def runtime_module(registry: Registry, backend: str, runtime_file: str,
@@ -93,7 +101,8 @@ def runtime_module(registry: Registry, backend: str, runtime_file: str,
     extras = [c for c in CONVERSIONS if c[0] not in functions]
     if DEVICE_OF[0] not in functions:
         extras.append(DEVICE_OF)
-    stubs = len(storage) + len(registry.device) + len(extras)
+    inputs = {t.name: t.inputs for t in registry.custom_ops}
+    stubs = len(storage) + len(registry.device) + len(registry.qstorage) + len(registry.nn) + len(extras)
     hook_note = (f" Custom-op ops ({', '.join(hooked)}) need nothing here: they call the custom op's "
                  f"{backend}_fwd.") if hooked else ""
     header = textwrap.fill(
@@ -121,6 +130,13 @@ def runtime_module(registry: Registry, backend: str, runtime_file: str,
     if registry.device:
         parts.append(_section("device methods (methods of Device), in registry order",
                               [_op_stub(op, backend, registry_name, where(op)) for op in registry.device]))
+    if registry.qstorage:
+        parts.append(_section("quantized storage (methods of QStorage), in registry order",
+                              [_op_stub(op, backend, registry_name, where(op)) for op in registry.qstorage]))
+    if registry.nn:
+        parts.append(_section("nn ops (custom ops of generated/nn.py), in registry order",
+                              [_nn_stub(op, inputs.get(op.trait, 1), backend, registry_name, where(op))
+                               for op in registry.nn]))
     return "\n\n\n".join(parts) + "\n"
 
 

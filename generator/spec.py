@@ -79,24 +79,47 @@ ELEMENTWISE = Record(
     required=("numpy", "dtypes"),
 )
 
+KERNEL_PATTERNS = AnyOf(
+    (Str(), List(Str())),
+    doc="HIP entry point pattern(s) in hip/, e.g. affine_{self} or cast_{self}_{dtype}: each {name} "
+        "is self or a parameter, standing for its dtypes (or an op enum's ops)",
+)
+
 OPERATION = Record(
     {
         "params": Map(TYPE_NAME, doc="parameter name -> type, in call order"),
-        "returns": Str(doc="Storage, None, DType, Device, StorageShape, str, bool or int"),
+        "returns": Str(doc="Storage, None, DType, Device, StorageShape, str, bool, int, Array, QStorage or GgmlDType"),
         "fallback": Str(identifier=True, doc="backend to run on where a backend lacks the op"),
         "hook": Str(identifier=True, doc="custom-op parameter whose <backend>_fwd runs the op"),
         "impl": Map(Str(identifier=True), doc="backend -> runtime function, where not the op's name"),
-        "kernel": AnyOf(
-            (Str(), List(Str())),
-            doc="HIP entry point pattern(s) in hip/, e.g. affine_{self} or cast_{self}_{dtype}: each {name} "
-                "is self or a parameter, standing for its dtypes (or an op enum's ops)",
-        ),
+        "kernel": KERNEL_PATTERNS,
         "same_dtype": List(IDENT, doc="Storage arguments (or self) that must share one dtype"),
         "same_shape": List(IDENT, doc="Layout arguments that must share one shape"),
         "dtypes": Map(DTYPE_LIST, doc="Storage argument (or self) -> allowed dtypes"),
         "doc": Str(),
     },
     required=("params", "returns"),
+)
+
+QFORMAT = Record(
+    {
+        "block": Int(1, doc="values per block"),
+        "bytes": Int(1, doc="bytes per block"),
+        "ggml_type": Int(0, doc="GGML's enum value of the format, as GGUF files name it"),
+        "doc": Str(),
+    },
+    required=("block", "bytes", "ggml_type"),
+)
+
+NN_OP = Record(
+    {
+        "trait": Str(identifier=True, doc="the custom-op trait the generated class implements, e.g. CustomOp2"),
+        "params": Map(Str(choices=("float", "int", "bool", "str")), doc="parameter name -> type: fields of the op"),
+        "dtypes": DTYPE_LIST,
+        "kernel": KERNEL_PATTERNS,
+        "doc": Str(),
+    },
+    required=("trait", "dtypes"),
 )
 
 REGISTRY = Record(
@@ -135,6 +158,9 @@ REGISTRY = Record(
         "custom_ops": Map(
             Record({"inputs": Int(1, 3), "inplace": Bool(), "doc": Str()}, required=("inputs", "inplace"))
         ),
+        "nn": Map(NN_OP, doc="NN ops: custom ops of the traits above, generated as classes in nn.py"),
+        "quantized": Map(QFORMAT, doc="GGML block formats of quantized storage (QStorage)"),
+        "qstorage": Map(OPERATION, doc="methods of QStorage; each arm calls the runtime function q_<name>"),
     },
     required=("version", "dtypes", "backends"),
 )

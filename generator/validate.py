@@ -23,6 +23,7 @@ OPERANDS = {"unary": ("x",), "reduce": ("x",), "binary": ("x", "y"), "cmp": ("x"
 RESERVED = {
     "storage": frozenset({"backend", "inner"}),
     "device": frozenset({"backend", "ordinal", "parse", "available", "same_device", "cpu"}),
+    "qstorage": frozenset({"backend", "inner", "to_device"}),
 }
 
 
@@ -66,7 +67,7 @@ def numpy_kind(name: str) -> str | None:
 GENERATED_NAMES = frozenset({
     "Storage", "Device", "DType", "Backend", "On", "Layout", "Kernel", "MatmulDims", "ConvParams1D",
     "ConvParams2D", "ConvTransposeParams1D", "ConvTransposeParams2D", "UnaryOp", "BinaryOp", "CmpOp",
-    "ReduceOp", "np",
+    "ReduceOp", "np", "QStorage", "GgmlDType",
 })
 
 
@@ -122,8 +123,11 @@ class Validator:
         backends = self.backends()
         customs = self.custom_ops()
         elementwise = tuple(op for fam in model.FAMILIES for op in self.elementwise(fam, dtypes, sets))
-        storage = self.operations("storage", dtypes, sets, backends, customs)
-        device = self.operations("device", dtypes, sets, backends, customs)
+        formats = self.formats()
+        storage = self.operations("storage", dtypes, sets, backends, customs, formats)
+        device = self.operations("device", dtypes, sets, backends, customs, formats)
+        qstorage = self.operations("qstorage", dtypes, sets, backends, customs, formats)
+        nn = self.nn_ops(dtypes, sets, customs, (*storage, *device))
         self.cross_checks(backends, storage, device, elementwise)
         hip_kernels = self.hip_kernels(backends)
         hip_dir = self.runtime_root / "hip"
@@ -131,6 +135,7 @@ class Validator:
             self.path, dtypes, tuple(sets.items()), backends, elementwise, storage, device, customs,
             hip_kernels=tuple(sorted(hip_kernels.items())),
             hip_sources=tuple(str(p) for p in sorted(hip_dir.glob("*.hip"))) if hip_kernels else (),
+            formats=formats, qstorage=qstorage, nn=nn,
         )
         self.kernel_refs(registry, hip_kernels)
         if self.checker.errors:
@@ -158,19 +163,17 @@ class Validator:
     def kernel_refs(self, registry: model.Registry, hip_kernels: dict) -> None:
         if not any(b.kernels == "hip" for b in registry.backends):
             return
-        for op in registry.storage:
-            if not op.kernel:
-                continue
-            node = self.root.get("storage").get(op.name).get("kernel")
+        for op in registry.kernel_ops:
+            key = f"{op.kind}.{op.name}.kernel"
+            node = self.root.get(op.kind).get(op.name).get("kernel")
             unknown = [n for n in model.kernel_placeholders(op) if model.placeholder_values(op, n, registry) is None]
             if unknown:
-                self.error(node, f"storage.{op.name}.kernel",
-                           f"{{{unknown[0]}}} is not self or a Storage, DType or op-enum parameter of {op.name}")
+                self.error(node, key, f"{{{unknown[0]}}} is not self or a Storage, DType or op-enum parameter of {op.name}")
                 continue
             missing = [e for _, e in model.kernel_entries(op, registry) if e not in hip_kernels]
             if missing:
                 shown = ", ".join(missing[:4]) + (f" and {len(missing) - 4} more" if len(missing) > 4 else "")
-                self.error(node, f"storage.{op.name}.kernel", f"kernel entry points not found in hip/*.hip: {shown}")
+                self.error(node, key, f"kernel entry points not found in hip/*.hip: {shown}")
 
     def dtypes(self) -> tuple[model.DType, ...]:
         out = []
@@ -258,6 +261,55 @@ class Validator:
             self.error(self.root.get("backends"), "backends", "declare at least one backend")
         return tuple(out)
 
+    def formats(self) -> tuple[model.QFormat, ...]:
+        out = []
+        for name, knode, node in self.section("quantized"):
+            values = {f: node.get(f).value if node.get(f) is not None and node.get(f).tag == "int" else 1
+                      for f in ("block", "bytes", "ggml_type")}
+            out.append(model.QFormat(name, values["block"], values["bytes"], values["ggml_type"], node.position.line))
+        self.collisions("quantized", "format")
+        return tuple(out)
+
+    def nn_ops(self, dtypes, sets, customs, taken_ops) -> tuple[model.Operation, ...]:
+        """NN ops: each a custom op of a trait, generated as a class whose hooks call the
+        runtime function of the op's name."""
+        known = {d.name for d in dtypes}
+        traits = {c.name: c for c in customs}
+        taken = {op.name for op in taken_ops}
+        classes: dict[str, str] = {}
+        out = []
+        for name, knode, node in self.section("nn"):
+            key = f"nn.{name}"
+            trait = self.text(node.get("trait")) or None
+            if trait is not None and trait not in traits:
+                self.error(node.get("trait"), f"{key}.trait", f"unknown custom-op trait {trait!r}{did_you_mean(trait, traits)}")
+            elif trait is not None and traits[trait].inplace:
+                self.error(node.get("trait"), f"{key}.trait", f"{trait} works in place; an nn op returns a new storage")
+            if name in taken:
+                self.error(knode, key, f"nn op {name!r} has the name of a storage op or device method "
+                                       "(both call the runtime function of that name)")
+            op = model.Operation(
+                name, "nn", self.nn_params(node.get("params"), f"{key}.params"), "StorageShape", None, None, (), (),
+                (("self", self.dtype_names(node.get("dtypes"), f"{key}.dtypes", known, sets)),) if node.get("dtypes") else (),
+                (), self.text(node.get("doc")), node.position.line, kernel=self.patterns(node.get("kernel")), trait=trait,
+            )
+            if op.class_name in classes or op.class_name in traits or op.class_name in GENERATED_NAMES:
+                self.error(knode, key, f"nn op {name!r} becomes class {op.class_name}, "
+                                       f"which {'nn op ' + repr(classes[op.class_name]) if op.class_name in classes else 'the package'} already defines")
+            classes.setdefault(op.class_name, name)
+            out.append(op)
+        return tuple(out)
+
+    def nn_params(self, node: Node | None, key: str) -> tuple[model.Param, ...]:
+        if node is None or node.tag != "map":
+            return ()
+        out = []
+        for name, (knode, vnode) in node.value.items():
+            if name in ("self", "name") or name.startswith("_"):
+                self.error(knode, f"{key}.{name}", f"parameter {name!r} would hide a name of the generated class")
+            out.append(model.Param(name, str(vnode.value)))
+        return tuple(out)
+
     def custom_ops(self) -> tuple[model.CustomOpTrait, ...]:
         out = []
         for name, knode, node in self.section("custom_ops"):
@@ -317,7 +369,7 @@ class Validator:
             self.error(node, key, problem)
         return problem is None
 
-    def operations(self, kind, dtypes, sets, backends, customs) -> tuple[model.Operation, ...]:
+    def operations(self, kind, dtypes, sets, backends, customs, formats) -> tuple[model.Operation, ...]:
         known_dtypes = {d.name for d in dtypes}
         backend_names = {b.name for b in backends}
         trait_names = {c.name: c for c in customs}
@@ -334,12 +386,17 @@ class Validator:
             if node.get("returns") is not None and returns and returns not in model.RETURN_TYPES:
                 self.error(node.get("returns"), f"{key}.returns",
                            f"unknown return type {returns!r}{did_you_mean(returns, model.RETURN_TYPES)}")
+            quantized = [t for t in (returns, *(p.type for p in params)) if t in model.QUANTIZED_TYPES]
+            if quantized and not formats:
+                self.error(knode, key, f"{quantized[0]} needs the quantized formats: declare a `quantized` section")
+            elif "QStorage" in quantized and not self.section("qstorage"):
+                self.error(knode, key, "QStorage needs its methods: declare a `qstorage` section")
             fallback = self.text(node.get("fallback")) or None
             if fallback is not None:
                 fnode = node.get("fallback")
                 if fallback not in backend_names:
                     self.error(fnode, f"{key}.fallback", f"unknown backend {fallback!r}{did_you_mean(fallback, backend_names)}")
-                elif kind == "device" or returns != "Storage":
+                elif kind != "storage" or returns != "Storage":
                     self.error(fnode, f"{key}.fallback", "only storage ops that return a new Storage can fall back")
                 elif not backends[[b.name for b in backends].index(fallback)].implements(
                         self.text((node.get("impl") or node).get(fallback)) or name):
@@ -385,8 +442,8 @@ class Validator:
 
     def check_hook(self, node, key, hook, by_name, traits, returns, kind) -> None:
         param = by_name.get(hook)
-        if kind == "device":
-            self.error(node, key, "device methods cannot have a hook")
+        if kind != "storage":
+            self.error(node, key, "only storage ops can have a hook")
         elif param is None:
             self.error(node, key, f"hook names no parameter: {hook!r}{did_you_mean(hook, by_name)}")
         elif param.type not in traits:

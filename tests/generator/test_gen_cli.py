@@ -15,7 +15,7 @@ from gen_helpers import MINI, crashed, model_of_text, run_cli, snapshot, workspa
 from generator.render import MARKER_PREFIX, TEMPLATES, RenderError, render
 
 FILES = ["__init__.py", "backends.py", "conversions.py", "custom_ops.py", "device.py", "dtypes.py",
-         "kernels_numpy.py", "storage.py"]
+         "kernels_numpy.py", "nn.py", "quantized.py", "storage.py"]
 
 
 @pytest.fixture
@@ -109,7 +109,7 @@ def test_only_changed_files_are_rewritten(setup):
     result = run_cli("--registry", registry, "--out", out)
     assert result.exit_code == 0, result.output
     assert f"wrote     {out / 'storage.py'}" in result.stdout
-    assert "1 written, 7 unchanged, 0 removed" in result.stdout
+    assert "1 written, 9 unchanged, 0 removed" in result.stdout
     after = _py_files(out)
     for name in FILES:
         if name == "storage.py":
@@ -153,7 +153,7 @@ def test_orphan_generated_file_is_removed(setup):
     orphan.write_text(f"{MARKER_PREFIX}ops.yaml; DO NOT EDIT.\n")
     result = run_cli("--registry", registry, "--out", out)
     assert result.exit_code == 0
-    assert f"removed   {orphan}" in result.stdout and "0 written, 8 unchanged, 1 removed" in result.stdout
+    assert f"removed   {orphan}" in result.stdout and "0 written, 10 unchanged, 1 removed" in result.stdout
     assert not orphan.exists()
 
 
@@ -261,7 +261,7 @@ def test_parity_table_of_the_fixture():
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     assert lines[0].split() == ["op", "cpu", "gpu"]
-    ops = {ln.split()[0]: ln.split()[1:] for ln in lines[1:] if ln.startswith(("storage.", "device."))}
+    ops = {ln.split()[0]: ln.split()[1:] for ln in lines[1:] if ln.startswith(("storage.", "device.", "qstorage.", "nn."))}
     assert ops == {
         "storage.dtype": ["yes", "yes"],
         "storage.device": ["yes", "yes"],
@@ -273,12 +273,17 @@ def test_parity_table_of_the_fixture():
         "device.zeros": ["yes", "MISSING"],
         "device.storage_from_slice": ["yes", "yes"],
         "device.location": ["yes", "yes"],
+        "device.quantize": ["yes", "MISSING"],
+        "qstorage.dtype": ["yes", "MISSING"],
+        "qstorage.dequantize": ["yes", "MISSING"],
+        "qstorage.matmul": ["MISSING", "MISSING"],
+        "nn.scale_rows": ["yes", "MISSING"],
     }
     transfers = [ln.split() for ln in lines if ln.startswith("to_device")]
     assert [t[1:] for t in transfers] == [["cpu->cpu", "yes"], ["cpu->gpu", "yes"], ["gpu->cpu", "yes"],
                                           ["gpu->gpu", "yes"]]
-    assert "cpu: 9 implemented, 0 fall back, 1 custom-op hooks, 0 missing" in result.stdout
-    assert "gpu: 5 implemented, 1 fall back, 1 custom-op hooks, 3 missing" in result.stdout
+    assert "cpu: 13 implemented, 0 fall back, 1 custom-op hooks, 1 missing" in result.stdout
+    assert "gpu: 5 implemented, 1 fall back, 1 custom-op hooks, 8 missing" in result.stdout
 
 
 def test_parity_json_of_the_fixture():

@@ -185,3 +185,31 @@ def test_conversions_check_rank(m, cpu):
     with pytest.raises(ShapeMismatch):
         m.to_vec2(a, L3)
     assert m.to_scalar(a, Layout.contiguous(())) == 1.0
+
+
+def test_nn_op_class_runs_its_backend_hook(m, cpu, gpu):
+    op = m.nn.ScaleRows(factor=2.0)
+    assert isinstance(op, m.Scale1) and op.name == "scale_rows" and "nn" in m.__all__
+    out, shape = cpu.storage_from_slice(X).apply_scale(L3, op)
+    assert shape == (3,) and m.to_numpy(out, L3).tolist() == [2.0, 4.0, 8.0]
+    with pytest.raises(NotImplementedForBackend, match="no gpu implementation for scale_rows"):
+        gpu.storage_from_slice(X).apply_scale(L3, op)
+
+
+def test_nn_op_checks_dtypes_before_the_runtime(m, cpu):
+    ints = cpu.storage_from_slice(np.array([1, 2, 3], np.uint8))
+    with pytest.raises(DTypeMismatch, match=r"scale_rows on cpu: expected dtype one of bf16, f32, got u8"):
+        ints.apply_scale(L3, m.nn.ScaleRows(factor=2.0))
+
+
+def test_qstorage_round_trip_and_missing_arms(m, cpu, gpu):
+    values = np.array([1.0, -2.0, 0.5, 0.0, 127.0, 0.0, 0.0, -127.0], np.float32)
+    q = cpu.quantize(values, m.GgmlDType.Q8)
+    assert isinstance(q, m.QStorage) and q.dtype() is m.GgmlDType.Q8
+    assert m.GgmlDType.Q8.block_size == 4 and m.GgmlDType.Q8.type_size == 8 and m.GgmlDType.Q8.ggml_type == 99
+    back = m.to_numpy(q.dequantize(8), Layout.contiguous((8,)))
+    np.testing.assert_allclose(back, values, atol=2 / 127)
+    with pytest.raises(NotImplementedForBackend, match="no cpu implementation for QStorage.matmul"):
+        q.matmul(cpu.storage_from_slice(X), L3)
+    with pytest.raises(NotImplementedForBackend, match="no gpu implementation for quantize"):
+        gpu.quantize(values, m.GgmlDType.Q8)

@@ -56,7 +56,7 @@ def _members(pattern: str) -> str:
 def _matches(pkg):
     """(where, [case patterns]) for every match statement of Storage, Device and conversions."""
     out = []
-    for fname, cls in (("storage.py", "Storage"), ("device.py", "Device")):
+    for fname, cls in (("storage.py", "Storage"), ("device.py", "Device"), ("quantized.py", "QStorage")):
         for name, fn in class_methods(_tree(pkg, fname), cls).items():
             out += [(f"{cls}.{name}", [_members(c) for c in cases]) for cases in match_cases(fn)]
     for name, fn in module_functions(_tree(pkg, "conversions.py")).items():
@@ -69,9 +69,10 @@ def test_every_match_gets_a_rocm2_arm(generated):
     old, new = dict(_matches(before)), dict(_matches(after))
     assert set(old) == set(new)
     storage_ops = {"dtype", "device", "unary", "binary", "affine", "fill", "apply_scale"}
-    device_ops = {"zeros", "storage_from_slice", "location"}
+    device_ops = {"zeros", "storage_from_slice", "location", "quantize"}
+    qstorage_ops = {"dtype", "dequantize", "matmul"}
     assert {f"Storage.{op}" for op in storage_ops} | {f"Device.{op}" for op in device_ops} | {
-        "to_numpy", "to_device"} == set(new)
+        f"QStorage.{op}" for op in qstorage_ops} | {"to_numpy", "to_device"} == set(new)
     for where, cases in new.items():
         if where == "to_device":
             assert len(cases) == 9 and len(old[where]) == 4
@@ -102,10 +103,10 @@ def test_parity_lists_the_new_backend(generated):
     assert table.exit_code == 0
     header = table.stdout.splitlines()[0].split()
     assert header == ["op", "cpu", "gpu", "rocm2"]
-    assert "rocm2: 0 implemented, 0 fall back, 1 custom-op hooks, 9 missing" in table.stdout
+    assert "rocm2: 0 implemented, 0 fall back, 1 custom-op hooks, 14 missing" in table.stdout
     rows = json.loads(run_cli("--registry", registry, "parity", "--format", "json").stdout)
     ops = [r for r in rows if not r["op"].startswith("to_device")]
-    assert len(ops) == 10
+    assert len(ops) == 15
     for row in ops:
         assert row["rocm2"] == ("hook" if row["op"] == "storage.apply_scale" else "MISSING"), row
     transfers = {r["op"]: r for r in rows if r["op"].startswith("to_device")}

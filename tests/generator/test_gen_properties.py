@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from gen_helpers import DIAGNOSTIC, MINI, crashed, render_text, run_cli, undefined_globals, write_package
 from generator.diagnostics import RegistryError
-from generator.model import PARAM_TYPES, RETURN_TYPES
+from generator.model import PARAM_TYPES, QUANTIZED_TYPES, RETURN_TYPES
 from runtime.errors import NotImplementedForBackend
 from runtime.layout import Layout
 
@@ -63,7 +63,7 @@ CMP = ["x < y", "x == y", "x >= y", "x != y"]
 REDUCE = ["np.sum(x, axis=-1, dtype=x.dtype)", "np.max(x, axis=-1)"]
 POOLS = {"unary": UNARY, "binary": BINARY, "cmp": CMP, "reduce": REDUCE}
 
-SIMPLE_PARAM_TYPES = sorted(PARAM_TYPES)
+SIMPLE_PARAM_TYPES = sorted(set(PARAM_TYPES) - QUANTIZED_TYPES)  # quantized types need formats
 
 
 @st.composite
@@ -125,7 +125,7 @@ def registries(draw):
     for _ in range(draw(st.integers(0, 3))):
         pnames = draw(st.lists(NAME, max_size=4, unique=True))
         params = {p: draw(st.sampled_from([*SIMPLE_PARAM_TYPES, *enums, trait])) for p in pnames}
-        storage[next(names)] = {"params": params, "returns": draw(st.sampled_from(sorted(RETURN_TYPES)))}
+        storage[next(names)] = {"params": params, "returns": draw(st.sampled_from(sorted(set(RETURN_TYPES) - QUANTIZED_TYPES)))}
     storage["apply"] = {"params": {"layout": "Layout", "op": trait}, "returns": "StorageShape", "hook": "op"}
     reg["storage"] = storage
     reg["device"] = {"storage_from_slice": {"params": {"array": "Array"}, "returns": "Storage"},

@@ -66,7 +66,8 @@ def test_status_agrees_with_parity(page):
     assert columns == ["op", "signature", "dtypes", "notes", "cpu", "gpu", "declared"]
     for row in ops:
         kind, name = row["op"].split(".")
-        section = "## Storage ops" if kind == "storage" else "## Device methods"
+        section = {"storage": "## Storage ops", "device": "## Device methods", "nn": "## NN ops",
+                   "qstorage": "## QStorage methods"}[kind]
         line = next(ln for ln in lines[lines.index(section):] if ln.startswith(f"| `{name}` |"))
         cells = [c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]]
         assert cells[4:6] == [WORDS[row["cpu"]], WORDS[row["gpu"]]], row

@@ -23,8 +23,10 @@ from .backends import Backend
 from .conversions import to_device, to_numpy, to_scalar, to_vec1, to_vec2, to_vec3
 from .custom_ops import Scale1, Bump2
 from .device import Device
-from .dtypes import UnaryOp, BinaryOp, CmpOp, ReduceOp, DType
+from .dtypes import UnaryOp, BinaryOp, CmpOp, ReduceOp, DType, GgmlDType
+from .quantized import QStorage
 from .storage import Storage
+from . import nn
 
 __all__ = [
     "Backend",
@@ -40,16 +42,19 @@ __all__ = [
     "DTypeMismatch",
     "Device",
     "DeviceMismatch",
+    "GgmlDType",
     "Kernel",
     "Layout",
     "MatmulDims",
     "NotImplementedForBackend",
     "OpgenError",
+    "QStorage",
     "ReduceOp",
     "Scale1",
     "ShapeMismatch",
     "Storage",
     "UnaryOp",
+    "nn",
     "to_device",
     "to_numpy",
     "to_scalar",

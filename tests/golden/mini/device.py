@@ -14,7 +14,7 @@ import mini_rt.gpu as _rt_gpu
 from .backends import Backend, On
 from . import kernels_numpy as _kernels_numpy
 from .backends import missing as _missing
-from .dtypes import DType
+from .dtypes import DType, GgmlDType
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,5 +78,13 @@ class Device:
             case On.GPU:
                 return _rt_gpu.location(self.ordinal)
 
+    def quantize(self, array: np.ndarray, format: GgmlDType) -> QStorage:
+        match self.backend:
+            case On.CPU:
+                return QStorage(On.CPU, _rt_cpu.quantize(self.ordinal, array, format))
+            case On.GPU:
+                raise _missing(On.GPU, "quantize")
+
 
 from .storage import Storage  # noqa: E402  (Device and Storage refer to each other)
+from .quantized import QStorage  # noqa: E402  (Device and QStorage refer to each other)

@@ -118,3 +118,29 @@ class ReduceOp(enum.StrEnum):
 _REDUCE_DTYPES = {
     ReduceOp.SUM: (DType.U8, DType.F32, DType.BF16, ),
 }
+
+
+class GgmlDType(enum.StrEnum):
+    """GGML block formats of quantized storage."""
+
+    Q8 = "q8"
+
+    @property
+    def block_size(self) -> int:
+        """Values per block."""
+        return _BLOCK[self][0]
+
+    @property
+    def type_size(self) -> int:
+        """Bytes per block."""
+        return _BLOCK[self][1]
+
+    @property
+    def ggml_type(self) -> int:
+        """GGML's enum value of the format, as GGUF files name it."""
+        return _BLOCK[self][2]
+
+
+_BLOCK = {
+    GgmlDType.Q8: (4, 8, 99),
+}
