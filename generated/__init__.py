@@ -23,8 +23,10 @@ from .backends import Backend
 from .conversions import to_device, to_numpy, to_scalar, to_vec1, to_vec2, to_vec3
 from .custom_ops import CustomOp1, CustomOp2, CustomOp3, InplaceOp1, InplaceOp2, InplaceOp3
 from .device import Device
-from .dtypes import UnaryOp, BinaryOp, CmpOp, ReduceOp, DType
+from .dtypes import UnaryOp, BinaryOp, CmpOp, ReduceOp, DType, GgmlDType
+from .quantized import QStorage
 from .storage import Storage
+from . import nn
 
 __all__ = [
     "Backend",
@@ -42,6 +44,7 @@ __all__ = [
     "DTypeMismatch",
     "Device",
     "DeviceMismatch",
+    "GgmlDType",
     "InplaceOp1",
     "InplaceOp2",
     "InplaceOp3",
@@ -50,10 +53,12 @@ __all__ = [
     "MatmulDims",
     "NotImplementedForBackend",
     "OpgenError",
+    "QStorage",
     "ReduceOp",
     "ShapeMismatch",
     "Storage",
     "UnaryOp",
+    "nn",
     "to_device",
     "to_numpy",
     "to_scalar",

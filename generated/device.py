@@ -16,7 +16,7 @@ from .backends import Backend, On
 from . import kernels_hip as _kernels_hip
 from . import kernels_numpy as _kernels_numpy
 from .backends import missing as _missing
-from .dtypes import DType
+from .dtypes import DType, GgmlDType
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,5 +151,33 @@ class Device:
             case On.ROCM:
                 return _rt_rocm.supports_bf16(self.ordinal)
 
+    def quantize(self, array: np.ndarray, format: GgmlDType) -> QStorage:
+        match self.backend:
+            case On.CPU:
+                return QStorage(On.CPU, _rt_cpu.quantize(self.ordinal, array, format))
+            case On.CUDA:
+                raise _missing(On.CUDA, "quantize")
+            case On.ROCM:
+                raise _missing(On.ROCM, "quantize")
+
+    def qzeros(self, elem_count: int, format: GgmlDType) -> QStorage:
+        match self.backend:
+            case On.CPU:
+                return QStorage(On.CPU, _rt_cpu.qzeros(self.ordinal, elem_count, format))
+            case On.CUDA:
+                raise _missing(On.CUDA, "qzeros")
+            case On.ROCM:
+                raise _missing(On.ROCM, "qzeros")
+
+    def qstorage_from_bytes(self, data: np.ndarray, format: GgmlDType) -> QStorage:
+        match self.backend:
+            case On.CPU:
+                return QStorage(On.CPU, _rt_cpu.qstorage_from_bytes(self.ordinal, data, format))
+            case On.CUDA:
+                raise _missing(On.CUDA, "qstorage_from_bytes")
+            case On.ROCM:
+                raise _missing(On.ROCM, "qstorage_from_bytes")
+
 
 from .storage import Storage  # noqa: E402  (Device and Storage refer to each other)
+from .quantized import QStorage  # noqa: E402  (Device and QStorage refer to each other)

@@ -196,3 +196,37 @@ _REDUCE_DTYPES = {
     ReduceOp.ARGMIN: (DType.U8, DType.U32, DType.I64, DType.BF16, DType.F16, DType.F32, DType.F64, ),
     ReduceOp.ARGMAX: (DType.U8, DType.U32, DType.I64, DType.BF16, DType.F16, DType.F32, DType.F64, ),
 }
+
+
+class GgmlDType(enum.StrEnum):
+    """GGML block formats of quantized storage."""
+
+    Q4_0 = "q4_0"
+    Q4_1 = "q4_1"
+    Q8_0 = "q8_0"
+    Q4_K = "q4_k"
+    Q6_K = "q6_k"
+
+    @property
+    def block_size(self) -> int:
+        """Values per block."""
+        return _BLOCK[self][0]
+
+    @property
+    def type_size(self) -> int:
+        """Bytes per block."""
+        return _BLOCK[self][1]
+
+    @property
+    def ggml_type(self) -> int:
+        """GGML's enum value of the format, as GGUF files name it."""
+        return _BLOCK[self][2]
+
+
+_BLOCK = {
+    GgmlDType.Q4_0: (32, 18, 2),
+    GgmlDType.Q4_1: (32, 20, 3),
+    GgmlDType.Q8_0: (32, 34, 8),
+    GgmlDType.Q4_K: (256, 144, 12),
+    GgmlDType.Q6_K: (256, 210, 14),
+}

@@ -7,8 +7,9 @@ style). The generated `Storage.<op>` calls `<op>(self_inner, *args)` in registry
 device methods are called as `<name>(ordinal, *args)`. Errors are typed
 (runtime.errors) and name the op and "cpu".
 
-Convolutions, pooling and upsampling live in `runtime.cpu_nn`; the view helpers in
-`runtime.cpu_views`.
+Convolutions, pooling and upsampling live in `runtime.cpu_nn`; candle-nn's ops (softmax, norms,
+rope, attention, arg_sort) in `runtime.cpu_nn_ops`; quantized storage (GGML blocks) in
+`runtime.cpu_quant`; the view helpers in `runtime.cpu_views`.
 """
 
 from __future__ import annotations
@@ -24,6 +25,29 @@ from runtime.cpu_nn import (
     max_pool2d,
     upsample_nearest1d,
     upsample_nearest2d,
+)
+from runtime.cpu_nn_ops import (
+    arg_sort,
+    layer_norm,
+    rms_norm,
+    rope,
+    rope_i,
+    rope_thd,
+    sdpa,
+    sigmoid,
+    softmax_last_dim,
+)
+from runtime.cpu_quant import (
+    q_data,
+    q_dequantize,
+    q_dequantize_f16,
+    q_device,
+    q_dtype,
+    q_matmul,
+    q_size_in_bytes,
+    qstorage_from_bytes,
+    quantize,
+    qzeros,
 )
 from runtime.cpu_views import (
     BACKEND as _BACKEND,
@@ -70,6 +94,11 @@ __all__ = [
     "conv_transpose2d", "avg_pool2d", "max_pool2d", "upsample_nearest1d", "upsample_nearest2d",
     "gather", "scatter_set", "scatter_add", "index_select", "index_add", "matmul",
     "copy_strided_src", "copy2d",
+    # quantized storage (runtime.cpu_quant): device methods, then QStorage's q_<method>
+    "quantize", "qzeros", "qstorage_from_bytes", "q_dtype", "q_device", "q_size_in_bytes", "q_data",
+    "q_dequantize", "q_dequantize_f16", "q_matmul",
+    # nn ops (runtime.cpu_nn_ops), called by the hooks of generated/nn.py
+    "sigmoid", "softmax_last_dim", "rms_norm", "layer_norm", "rope_i", "rope", "rope_thd", "sdpa", "arg_sort",
 ]  # fmt: skip
 
 _rng = np.random.default_rng()

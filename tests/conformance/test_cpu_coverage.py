@@ -30,6 +30,17 @@ def test_device_method_has_cpu_test(method):
     assert _exercised(method), f"device method {method!r} has no CPU conformance test in {HERE}"
 
 
+@pytest.mark.parametrize("method", list(REGISTRY.get("qstorage") or {}))
+def test_qstorage_method_has_cpu_test(method):
+    assert _exercised(method), f"QStorage method {method!r} has no CPU conformance test in {HERE}"
+
+
+@pytest.mark.parametrize("op", list(REGISTRY.get("nn") or {}))
+def test_nn_op_has_cpu_test(op):
+    cls = "".join(part[:1].upper() + part[1:] for part in op.split("_"))
+    assert re.search(rf"nn\.{cls}\(", SOURCES), f"nn op {op!r} (nn.{cls}) has no CPU conformance test in {HERE}"
+
+
 @pytest.mark.parametrize(
     "family,table",
     [("unary", refs.UNARY), ("binary", refs.BINARY), ("cmp", refs.CMP)],
