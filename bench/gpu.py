@@ -1,4 +1,4 @@
-"""GPU benchmarks (issue #3), run on the H100 through the device tool; side by side with
+"""GPU benchmarks (issues #3 and #4), run on the H100 through the device tool; side by side with
 torch (and cupy) in one run. Writes bench/results/gpu.json and gpu.md under --out.
 
 Bandwidth counts bytes read and written; every figure is the median of timed repeats after
@@ -388,19 +388,33 @@ def plot(rows: dict, path: Path) -> None:
     fig.savefig(path, dpi=120)
 
 
+def nn(rows: dict) -> None:
+    from bench.gpu_nn import bench_nn
+
+    bench_nn(rows)
+
+
+def quant(rows: dict) -> None:
+    from bench.gpu_quant import bench_quant
+
+    bench_quant(rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
-    parser.add_argument("--parts", default="compile,bandwidth,latency,checks",
+    parser.add_argument("--parts", default="compile,bandwidth,latency,checks,nn,quant",
                         help="comma-separated: compile, bandwidth, latency, checks (fast-path self-checks), "
-                             "explore (launch-geometry and unroll variants)")
+                             "explore (launch-geometry and unroll variants), nn (softmax, norms, attention "
+                             "against torch: bench/gpu_nn.py), quant (q4_0/q8_0 matrix-vector: "
+                             "bench/gpu_quant.py)")
     args = parser.parse_args()
     import torch
 
     device = f"{torch.cuda.get_device_name(0)}, torch {torch.__version__}"
     rows: dict = {}
     parts = {"compile": cold_and_warm_compile, "bandwidth": bandwidth, "latency": latency, "checks": checks,
-             "explore": explore}
+             "explore": explore, "nn": nn, "quant": quant}
     for part in (parts[p.strip()] for p in args.parts.split(",") if p.strip()):
         try:
             part(rows)

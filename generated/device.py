@@ -156,27 +156,27 @@ class Device:
             case On.CPU:
                 return QStorage(On.CPU, _rt_cpu.quantize(self.ordinal, array, format))
             case On.CUDA:
-                raise _missing(On.CUDA, "quantize")
+                return QStorage(On.CUDA, _rt_cuda.quantize(self.ordinal, array, format))
             case On.ROCM:
-                raise _missing(On.ROCM, "quantize")
+                return QStorage(On.ROCM, _rt_rocm.quantize(self.ordinal, array, format))
 
     def qzeros(self, elem_count: int, format: GgmlDType) -> QStorage:
         match self.backend:
             case On.CPU:
                 return QStorage(On.CPU, _rt_cpu.qzeros(self.ordinal, elem_count, format))
             case On.CUDA:
-                raise _missing(On.CUDA, "qzeros")
+                return QStorage(On.CUDA, _rt_cuda.qzeros(self.ordinal, elem_count, format))
             case On.ROCM:
-                raise _missing(On.ROCM, "qzeros")
+                return QStorage(On.ROCM, _rt_rocm.qzeros(self.ordinal, elem_count, format))
 
     def qstorage_from_bytes(self, data: np.ndarray, format: GgmlDType) -> QStorage:
         match self.backend:
             case On.CPU:
                 return QStorage(On.CPU, _rt_cpu.qstorage_from_bytes(self.ordinal, data, format))
             case On.CUDA:
-                raise _missing(On.CUDA, "qstorage_from_bytes")
+                return QStorage(On.CUDA, _rt_cuda.qstorage_from_bytes(self.ordinal, data, format))
             case On.ROCM:
-                raise _missing(On.ROCM, "qstorage_from_bytes")
+                return QStorage(On.ROCM, _rt_rocm.qstorage_from_bytes(self.ordinal, data, format))
 
 
 from .storage import Storage  # noqa: E402  (Device and Storage refer to each other)

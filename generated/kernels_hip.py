@@ -36,8 +36,9 @@ _SRC_4 = str(HIP_DIR / "fill_copy.hip")
 _SRC_5 = str(HIP_DIR / "indexing.hip")
 _SRC_6 = str(HIP_DIR / "nn.hip")
 _SRC_7 = str(HIP_DIR / "pool.hip")
-_SRC_8 = str(HIP_DIR / "reduce.hip")
-_SRC_9 = str(HIP_DIR / "where_cond.hip")
+_SRC_8 = str(HIP_DIR / "quantized.hip")
+_SRC_9 = str(HIP_DIR / "reduce.hip")
+_SRC_10 = str(HIP_DIR / "where_cond.hip")
 _ARGS_0 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint16, ctypes.c_uint16,)
 _ARGS_1 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_float, ctypes.c_float,)
 _ARGS_2 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_double, ctypes.c_double,)
@@ -58,22 +59,24 @@ _ARGS_16 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, 
 _ARGS_17 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,)
 _ARGS_18 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,)
 _ARGS_19 = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t,)
-_ARGS_20 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_uint16, ctypes.c_void_p, ctypes.c_void_p,)
-_ARGS_21 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_float, ctypes.c_void_p, ctypes.c_void_p,)
-_ARGS_22 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_double, ctypes.c_void_p, ctypes.c_void_p,)
-_ARGS_23 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,)
-_ARGS_24 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t,)
-_ARGS_25 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p,)
-_ARGS_26 = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t,)
-_ARGS_27 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t,)
-_ARGS_28 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_double, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,)
-_ARGS_29 = (ctypes.c_uint32, ctypes.c_uint32, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,)
-_ARGS_30 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_double, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,)
-_ARGS_31 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,)
-_ARGS_32 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,)
-_ARGS_33 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_float, ctypes.c_uint32, ctypes.c_void_p,)
-_ARGS_34 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p,)
-_ARGS_35 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,)
+_ARGS_20 = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t,)
+_ARGS_21 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_uint16, ctypes.c_void_p, ctypes.c_void_p,)
+_ARGS_22 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_float, ctypes.c_void_p, ctypes.c_void_p,)
+_ARGS_23 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_double, ctypes.c_void_p, ctypes.c_void_p,)
+_ARGS_24 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,)
+_ARGS_25 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t,)
+_ARGS_26 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p,)
+_ARGS_27 = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t,)
+_ARGS_28 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t,)
+_ARGS_29 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_double, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,)
+_ARGS_30 = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t,)
+_ARGS_31 = (ctypes.c_uint32, ctypes.c_uint32, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,)
+_ARGS_32 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_double, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,)
+_ARGS_33 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,)
+_ARGS_34 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,)
+_ARGS_35 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_float, ctypes.c_uint32, ctypes.c_void_p,)
+_ARGS_36 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p,)
+_ARGS_37 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,)
 
 
 def launch_affine_bf16(launch, grid, block, stream, numel, num_dims, info, inp, out, mul, add) -> None:
@@ -888,440 +891,480 @@ def launch_copy_strided_u8(launch, grid, block, stream, numel, num_dims, info, i
     launch(_SRC_4, "copy_strided_u8", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_9)
 
 
+def launch_dequantize_q4_0_f16(launch, grid, block, stream, blocks, out, numel) -> None:
+    launch(_SRC_8, "dequantize_q4_0_f16", grid, block, stream, (blocks, out, numel,), _ARGS_20)
+
+
+def launch_dequantize_q4_0_f32(launch, grid, block, stream, blocks, out, numel) -> None:
+    launch(_SRC_8, "dequantize_q4_0_f32", grid, block, stream, (blocks, out, numel,), _ARGS_20)
+
+
+def launch_dequantize_q4_1_f16(launch, grid, block, stream, blocks, out, numel) -> None:
+    launch(_SRC_8, "dequantize_q4_1_f16", grid, block, stream, (blocks, out, numel,), _ARGS_20)
+
+
+def launch_dequantize_q4_1_f32(launch, grid, block, stream, blocks, out, numel) -> None:
+    launch(_SRC_8, "dequantize_q4_1_f32", grid, block, stream, (blocks, out, numel,), _ARGS_20)
+
+
+def launch_dequantize_q4_k_f16(launch, grid, block, stream, blocks, out, numel) -> None:
+    launch(_SRC_8, "dequantize_q4_k_f16", grid, block, stream, (blocks, out, numel,), _ARGS_20)
+
+
+def launch_dequantize_q4_k_f32(launch, grid, block, stream, blocks, out, numel) -> None:
+    launch(_SRC_8, "dequantize_q4_k_f32", grid, block, stream, (blocks, out, numel,), _ARGS_20)
+
+
+def launch_dequantize_q6_k_f16(launch, grid, block, stream, blocks, out, numel) -> None:
+    launch(_SRC_8, "dequantize_q6_k_f16", grid, block, stream, (blocks, out, numel,), _ARGS_20)
+
+
+def launch_dequantize_q6_k_f32(launch, grid, block, stream, blocks, out, numel) -> None:
+    launch(_SRC_8, "dequantize_q6_k_f32", grid, block, stream, (blocks, out, numel,), _ARGS_20)
+
+
+def launch_dequantize_q8_0_f16(launch, grid, block, stream, blocks, out, numel) -> None:
+    launch(_SRC_8, "dequantize_q8_0_f16", grid, block, stream, (blocks, out, numel,), _ARGS_20)
+
+
+def launch_dequantize_q8_0_f32(launch, grid, block, stream, blocks, out, numel) -> None:
+    launch(_SRC_8, "dequantize_q8_0_f32", grid, block, stream, (blocks, out, numel,), _ARGS_20)
+
+
 def launch_elu_bf16(launch, grid, block, stream, numel, num_dims, info, param, inp, out) -> None:
-    launch(_SRC_0, "elu_bf16", grid, block, stream, (numel, num_dims, info, param, inp, out,), _ARGS_20)
+    launch(_SRC_0, "elu_bf16", grid, block, stream, (numel, num_dims, info, param, inp, out,), _ARGS_21)
 
 
 def launch_elu_f16(launch, grid, block, stream, numel, num_dims, info, param, inp, out) -> None:
-    launch(_SRC_0, "elu_f16", grid, block, stream, (numel, num_dims, info, param, inp, out,), _ARGS_20)
+    launch(_SRC_0, "elu_f16", grid, block, stream, (numel, num_dims, info, param, inp, out,), _ARGS_21)
 
 
 def launch_elu_f32(launch, grid, block, stream, numel, num_dims, info, param, inp, out) -> None:
-    launch(_SRC_0, "elu_f32", grid, block, stream, (numel, num_dims, info, param, inp, out,), _ARGS_21)
+    launch(_SRC_0, "elu_f32", grid, block, stream, (numel, num_dims, info, param, inp, out,), _ARGS_22)
 
 
 def launch_elu_f64(launch, grid, block, stream, numel, num_dims, info, param, inp, out) -> None:
-    launch(_SRC_0, "elu_f64", grid, block, stream, (numel, num_dims, info, param, inp, out,), _ARGS_22)
+    launch(_SRC_0, "elu_f64", grid, block, stream, (numel, num_dims, info, param, inp, out,), _ARGS_23)
 
 
 def launch_fast_argmax_bf16(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst) -> None:
-    launch(_SRC_8, "fast_argmax_bf16", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_23)
+    launch(_SRC_9, "fast_argmax_bf16", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_24)
 
 
 def launch_fast_argmax_f16(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst) -> None:
-    launch(_SRC_8, "fast_argmax_f16", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_23)
+    launch(_SRC_9, "fast_argmax_f16", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_24)
 
 
 def launch_fast_argmax_f32(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst) -> None:
-    launch(_SRC_8, "fast_argmax_f32", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_23)
+    launch(_SRC_9, "fast_argmax_f32", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_24)
 
 
 def launch_fast_argmax_f64(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst) -> None:
-    launch(_SRC_8, "fast_argmax_f64", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_23)
+    launch(_SRC_9, "fast_argmax_f64", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_24)
 
 
 def launch_fast_argmax_i64(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst) -> None:
-    launch(_SRC_8, "fast_argmax_i64", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_23)
+    launch(_SRC_9, "fast_argmax_i64", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_24)
 
 
 def launch_fast_argmax_u32(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst) -> None:
-    launch(_SRC_8, "fast_argmax_u32", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_23)
+    launch(_SRC_9, "fast_argmax_u32", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_24)
 
 
 def launch_fast_argmax_u8(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst) -> None:
-    launch(_SRC_8, "fast_argmax_u8", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_23)
+    launch(_SRC_9, "fast_argmax_u8", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_24)
 
 
 def launch_fast_argmin_bf16(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst) -> None:
-    launch(_SRC_8, "fast_argmin_bf16", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_23)
+    launch(_SRC_9, "fast_argmin_bf16", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_24)
 
 
 def launch_fast_argmin_f16(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst) -> None:
-    launch(_SRC_8, "fast_argmin_f16", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_23)
+    launch(_SRC_9, "fast_argmin_f16", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_24)
 
 
 def launch_fast_argmin_f32(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst) -> None:
-    launch(_SRC_8, "fast_argmin_f32", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_23)
+    launch(_SRC_9, "fast_argmin_f32", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_24)
 
 
 def launch_fast_argmin_f64(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst) -> None:
-    launch(_SRC_8, "fast_argmin_f64", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_23)
+    launch(_SRC_9, "fast_argmin_f64", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_24)
 
 
 def launch_fast_argmin_i64(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst) -> None:
-    launch(_SRC_8, "fast_argmin_i64", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_23)
+    launch(_SRC_9, "fast_argmin_i64", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_24)
 
 
 def launch_fast_argmin_u32(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst) -> None:
-    launch(_SRC_8, "fast_argmin_u32", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_23)
+    launch(_SRC_9, "fast_argmin_u32", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_24)
 
 
 def launch_fast_argmin_u8(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst) -> None:
-    launch(_SRC_8, "fast_argmin_u8", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_23)
+    launch(_SRC_9, "fast_argmin_u8", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_24)
 
 
 def launch_fast_max_bf16(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst) -> None:
-    launch(_SRC_8, "fast_max_bf16", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_23)
+    launch(_SRC_9, "fast_max_bf16", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_24)
 
 
 def launch_fast_max_f16(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst) -> None:
-    launch(_SRC_8, "fast_max_f16", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_23)
+    launch(_SRC_9, "fast_max_f16", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_24)
 
 
 def launch_fast_max_f32(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst) -> None:
-    launch(_SRC_8, "fast_max_f32", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_23)
+    launch(_SRC_9, "fast_max_f32", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_24)
 
 
 def launch_fast_max_f64(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst) -> None:
-    launch(_SRC_8, "fast_max_f64", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_23)
+    launch(_SRC_9, "fast_max_f64", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_24)
 
 
 def launch_fast_max_i64(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst) -> None:
-    launch(_SRC_8, "fast_max_i64", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_23)
+    launch(_SRC_9, "fast_max_i64", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_24)
 
 
 def launch_fast_max_u32(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst) -> None:
-    launch(_SRC_8, "fast_max_u32", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_23)
+    launch(_SRC_9, "fast_max_u32", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_24)
 
 
 def launch_fast_max_u8(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst) -> None:
-    launch(_SRC_8, "fast_max_u8", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_23)
+    launch(_SRC_9, "fast_max_u8", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_24)
 
 
 def launch_fast_min_bf16(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst) -> None:
-    launch(_SRC_8, "fast_min_bf16", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_23)
+    launch(_SRC_9, "fast_min_bf16", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_24)
 
 
 def launch_fast_min_f16(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst) -> None:
-    launch(_SRC_8, "fast_min_f16", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_23)
+    launch(_SRC_9, "fast_min_f16", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_24)
 
 
 def launch_fast_min_f32(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst) -> None:
-    launch(_SRC_8, "fast_min_f32", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_23)
+    launch(_SRC_9, "fast_min_f32", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_24)
 
 
 def launch_fast_min_f64(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst) -> None:
-    launch(_SRC_8, "fast_min_f64", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_23)
+    launch(_SRC_9, "fast_min_f64", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_24)
 
 
 def launch_fast_min_i64(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst) -> None:
-    launch(_SRC_8, "fast_min_i64", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_23)
+    launch(_SRC_9, "fast_min_i64", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_24)
 
 
 def launch_fast_min_u32(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst) -> None:
-    launch(_SRC_8, "fast_min_u32", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_23)
+    launch(_SRC_9, "fast_min_u32", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_24)
 
 
 def launch_fast_min_u8(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst) -> None:
-    launch(_SRC_8, "fast_min_u8", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_23)
+    launch(_SRC_9, "fast_min_u8", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_24)
 
 
 def launch_fast_sum_bf16(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst) -> None:
-    launch(_SRC_8, "fast_sum_bf16", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_23)
+    launch(_SRC_9, "fast_sum_bf16", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_24)
 
 
 def launch_fast_sum_f16(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst) -> None:
-    launch(_SRC_8, "fast_sum_f16", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_23)
+    launch(_SRC_9, "fast_sum_f16", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_24)
 
 
 def launch_fast_sum_f32(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst) -> None:
-    launch(_SRC_8, "fast_sum_f32", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_23)
+    launch(_SRC_9, "fast_sum_f32", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_24)
 
 
 def launch_fast_sum_f64(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst) -> None:
-    launch(_SRC_8, "fast_sum_f64", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_23)
+    launch(_SRC_9, "fast_sum_f64", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_24)
 
 
 def launch_fast_sum_i64(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst) -> None:
-    launch(_SRC_8, "fast_sum_i64", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_23)
+    launch(_SRC_9, "fast_sum_i64", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_24)
 
 
 def launch_fast_sum_u32(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst) -> None:
-    launch(_SRC_8, "fast_sum_u32", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_23)
+    launch(_SRC_9, "fast_sum_u32", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_24)
 
 
 def launch_fast_sum_u8(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst) -> None:
-    launch(_SRC_8, "fast_sum_u8", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_23)
+    launch(_SRC_9, "fast_sum_u8", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_24)
 
 
 def launch_gather_i64_bf16(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size) -> None:
-    launch(_SRC_5, "gather_i64_bf16", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size,), _ARGS_24)
+    launch(_SRC_5, "gather_i64_bf16", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size,), _ARGS_25)
 
 
 def launch_gather_i64_f16(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size) -> None:
-    launch(_SRC_5, "gather_i64_f16", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size,), _ARGS_24)
+    launch(_SRC_5, "gather_i64_f16", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size,), _ARGS_25)
 
 
 def launch_gather_i64_f32(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size) -> None:
-    launch(_SRC_5, "gather_i64_f32", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size,), _ARGS_24)
+    launch(_SRC_5, "gather_i64_f32", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size,), _ARGS_25)
 
 
 def launch_gather_i64_f64(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size) -> None:
-    launch(_SRC_5, "gather_i64_f64", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size,), _ARGS_24)
+    launch(_SRC_5, "gather_i64_f64", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size,), _ARGS_25)
 
 
 def launch_gather_i64_i64(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size) -> None:
-    launch(_SRC_5, "gather_i64_i64", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size,), _ARGS_24)
+    launch(_SRC_5, "gather_i64_i64", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size,), _ARGS_25)
 
 
 def launch_gather_i64_u32(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size) -> None:
-    launch(_SRC_5, "gather_i64_u32", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size,), _ARGS_24)
+    launch(_SRC_5, "gather_i64_u32", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size,), _ARGS_25)
 
 
 def launch_gather_i64_u8(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size) -> None:
-    launch(_SRC_5, "gather_i64_u8", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size,), _ARGS_24)
+    launch(_SRC_5, "gather_i64_u8", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size,), _ARGS_25)
 
 
 def launch_gather_u32_bf16(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size) -> None:
-    launch(_SRC_5, "gather_u32_bf16", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size,), _ARGS_24)
+    launch(_SRC_5, "gather_u32_bf16", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size,), _ARGS_25)
 
 
 def launch_gather_u32_f16(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size) -> None:
-    launch(_SRC_5, "gather_u32_f16", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size,), _ARGS_24)
+    launch(_SRC_5, "gather_u32_f16", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size,), _ARGS_25)
 
 
 def launch_gather_u32_f32(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size) -> None:
-    launch(_SRC_5, "gather_u32_f32", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size,), _ARGS_24)
+    launch(_SRC_5, "gather_u32_f32", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size,), _ARGS_25)
 
 
 def launch_gather_u32_f64(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size) -> None:
-    launch(_SRC_5, "gather_u32_f64", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size,), _ARGS_24)
+    launch(_SRC_5, "gather_u32_f64", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size,), _ARGS_25)
 
 
 def launch_gather_u32_i64(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size) -> None:
-    launch(_SRC_5, "gather_u32_i64", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size,), _ARGS_24)
+    launch(_SRC_5, "gather_u32_i64", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size,), _ARGS_25)
 
 
 def launch_gather_u32_u32(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size) -> None:
-    launch(_SRC_5, "gather_u32_u32", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size,), _ARGS_24)
+    launch(_SRC_5, "gather_u32_u32", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size,), _ARGS_25)
 
 
 def launch_gather_u32_u8(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size) -> None:
-    launch(_SRC_5, "gather_u32_u8", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size,), _ARGS_24)
+    launch(_SRC_5, "gather_u32_u8", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size,), _ARGS_25)
 
 
 def launch_gather_u8_bf16(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size) -> None:
-    launch(_SRC_5, "gather_u8_bf16", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size,), _ARGS_24)
+    launch(_SRC_5, "gather_u8_bf16", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size,), _ARGS_25)
 
 
 def launch_gather_u8_f16(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size) -> None:
-    launch(_SRC_5, "gather_u8_f16", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size,), _ARGS_24)
+    launch(_SRC_5, "gather_u8_f16", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size,), _ARGS_25)
 
 
 def launch_gather_u8_f32(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size) -> None:
-    launch(_SRC_5, "gather_u8_f32", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size,), _ARGS_24)
+    launch(_SRC_5, "gather_u8_f32", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size,), _ARGS_25)
 
 
 def launch_gather_u8_f64(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size) -> None:
-    launch(_SRC_5, "gather_u8_f64", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size,), _ARGS_24)
+    launch(_SRC_5, "gather_u8_f64", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size,), _ARGS_25)
 
 
 def launch_gather_u8_i64(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size) -> None:
-    launch(_SRC_5, "gather_u8_i64", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size,), _ARGS_24)
+    launch(_SRC_5, "gather_u8_i64", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size,), _ARGS_25)
 
 
 def launch_gather_u8_u32(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size) -> None:
-    launch(_SRC_5, "gather_u8_u32", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size,), _ARGS_24)
+    launch(_SRC_5, "gather_u8_u32", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size,), _ARGS_25)
 
 
 def launch_gather_u8_u8(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size) -> None:
-    launch(_SRC_5, "gather_u8_u8", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size,), _ARGS_24)
+    launch(_SRC_5, "gather_u8_u8", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size,), _ARGS_25)
 
 
 def launch_ids_check_i64(launch, grid, block, stream, numel, num_dims, info, ids, limit, bad) -> None:
-    launch(_SRC_5, "ids_check_i64", grid, block, stream, (numel, num_dims, info, ids, limit, bad,), _ARGS_25)
+    launch(_SRC_5, "ids_check_i64", grid, block, stream, (numel, num_dims, info, ids, limit, bad,), _ARGS_26)
 
 
 def launch_ids_check_u32(launch, grid, block, stream, numel, num_dims, info, ids, limit, bad) -> None:
-    launch(_SRC_5, "ids_check_u32", grid, block, stream, (numel, num_dims, info, ids, limit, bad,), _ARGS_25)
+    launch(_SRC_5, "ids_check_u32", grid, block, stream, (numel, num_dims, info, ids, limit, bad,), _ARGS_26)
 
 
 def launch_ids_check_u8(launch, grid, block, stream, numel, num_dims, info, ids, limit, bad) -> None:
-    launch(_SRC_5, "ids_check_u8", grid, block, stream, (numel, num_dims, info, ids, limit, bad,), _ARGS_25)
+    launch(_SRC_5, "ids_check_u8", grid, block, stream, (numel, num_dims, info, ids, limit, bad,), _ARGS_26)
 
 
 def launch_index_add_i64_bf16(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size) -> None:
-    launch(_SRC_5, "index_add_i64_bf16", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size,), _ARGS_26)
+    launch(_SRC_5, "index_add_i64_bf16", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size,), _ARGS_27)
 
 
 def launch_index_add_i64_f16(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size) -> None:
-    launch(_SRC_5, "index_add_i64_f16", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size,), _ARGS_26)
+    launch(_SRC_5, "index_add_i64_f16", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size,), _ARGS_27)
 
 
 def launch_index_add_i64_f32(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size) -> None:
-    launch(_SRC_5, "index_add_i64_f32", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size,), _ARGS_26)
+    launch(_SRC_5, "index_add_i64_f32", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size,), _ARGS_27)
 
 
 def launch_index_add_i64_f64(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size) -> None:
-    launch(_SRC_5, "index_add_i64_f64", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size,), _ARGS_26)
+    launch(_SRC_5, "index_add_i64_f64", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size,), _ARGS_27)
 
 
 def launch_index_add_i64_i64(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size) -> None:
-    launch(_SRC_5, "index_add_i64_i64", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size,), _ARGS_26)
+    launch(_SRC_5, "index_add_i64_i64", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size,), _ARGS_27)
 
 
 def launch_index_add_i64_u32(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size) -> None:
-    launch(_SRC_5, "index_add_i64_u32", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size,), _ARGS_26)
+    launch(_SRC_5, "index_add_i64_u32", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size,), _ARGS_27)
 
 
 def launch_index_add_i64_u8(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size) -> None:
-    launch(_SRC_5, "index_add_i64_u8", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size,), _ARGS_26)
+    launch(_SRC_5, "index_add_i64_u8", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size,), _ARGS_27)
 
 
 def launch_index_add_u32_bf16(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size) -> None:
-    launch(_SRC_5, "index_add_u32_bf16", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size,), _ARGS_26)
+    launch(_SRC_5, "index_add_u32_bf16", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size,), _ARGS_27)
 
 
 def launch_index_add_u32_f16(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size) -> None:
-    launch(_SRC_5, "index_add_u32_f16", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size,), _ARGS_26)
+    launch(_SRC_5, "index_add_u32_f16", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size,), _ARGS_27)
 
 
 def launch_index_add_u32_f32(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size) -> None:
-    launch(_SRC_5, "index_add_u32_f32", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size,), _ARGS_26)
+    launch(_SRC_5, "index_add_u32_f32", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size,), _ARGS_27)
 
 
 def launch_index_add_u32_f64(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size) -> None:
-    launch(_SRC_5, "index_add_u32_f64", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size,), _ARGS_26)
+    launch(_SRC_5, "index_add_u32_f64", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size,), _ARGS_27)
 
 
 def launch_index_add_u32_i64(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size) -> None:
-    launch(_SRC_5, "index_add_u32_i64", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size,), _ARGS_26)
+    launch(_SRC_5, "index_add_u32_i64", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size,), _ARGS_27)
 
 
 def launch_index_add_u32_u32(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size) -> None:
-    launch(_SRC_5, "index_add_u32_u32", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size,), _ARGS_26)
+    launch(_SRC_5, "index_add_u32_u32", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size,), _ARGS_27)
 
 
 def launch_index_add_u32_u8(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size) -> None:
-    launch(_SRC_5, "index_add_u32_u8", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size,), _ARGS_26)
+    launch(_SRC_5, "index_add_u32_u8", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size,), _ARGS_27)
 
 
 def launch_index_add_u8_bf16(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size) -> None:
-    launch(_SRC_5, "index_add_u8_bf16", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size,), _ARGS_26)
+    launch(_SRC_5, "index_add_u8_bf16", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size,), _ARGS_27)
 
 
 def launch_index_add_u8_f16(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size) -> None:
-    launch(_SRC_5, "index_add_u8_f16", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size,), _ARGS_26)
+    launch(_SRC_5, "index_add_u8_f16", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size,), _ARGS_27)
 
 
 def launch_index_add_u8_f32(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size) -> None:
-    launch(_SRC_5, "index_add_u8_f32", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size,), _ARGS_26)
+    launch(_SRC_5, "index_add_u8_f32", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size,), _ARGS_27)
 
 
 def launch_index_add_u8_f64(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size) -> None:
-    launch(_SRC_5, "index_add_u8_f64", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size,), _ARGS_26)
+    launch(_SRC_5, "index_add_u8_f64", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size,), _ARGS_27)
 
 
 def launch_index_add_u8_i64(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size) -> None:
-    launch(_SRC_5, "index_add_u8_i64", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size,), _ARGS_26)
+    launch(_SRC_5, "index_add_u8_i64", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size,), _ARGS_27)
 
 
 def launch_index_add_u8_u32(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size) -> None:
-    launch(_SRC_5, "index_add_u8_u32", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size,), _ARGS_26)
+    launch(_SRC_5, "index_add_u8_u32", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size,), _ARGS_27)
 
 
 def launch_index_add_u8_u8(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size) -> None:
-    launch(_SRC_5, "index_add_u8_u8", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size,), _ARGS_26)
+    launch(_SRC_5, "index_add_u8_u8", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size,), _ARGS_27)
 
 
 def launch_index_select_i64_bf16(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size) -> None:
-    launch(_SRC_5, "index_select_i64_bf16", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size,), _ARGS_27)
+    launch(_SRC_5, "index_select_i64_bf16", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size,), _ARGS_28)
 
 
 def launch_index_select_i64_f16(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size) -> None:
-    launch(_SRC_5, "index_select_i64_f16", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size,), _ARGS_27)
+    launch(_SRC_5, "index_select_i64_f16", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size,), _ARGS_28)
 
 
 def launch_index_select_i64_f32(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size) -> None:
-    launch(_SRC_5, "index_select_i64_f32", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size,), _ARGS_27)
+    launch(_SRC_5, "index_select_i64_f32", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size,), _ARGS_28)
 
 
 def launch_index_select_i64_f64(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size) -> None:
-    launch(_SRC_5, "index_select_i64_f64", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size,), _ARGS_27)
+    launch(_SRC_5, "index_select_i64_f64", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size,), _ARGS_28)
 
 
 def launch_index_select_i64_i64(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size) -> None:
-    launch(_SRC_5, "index_select_i64_i64", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size,), _ARGS_27)
+    launch(_SRC_5, "index_select_i64_i64", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size,), _ARGS_28)
 
 
 def launch_index_select_i64_u32(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size) -> None:
-    launch(_SRC_5, "index_select_i64_u32", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size,), _ARGS_27)
+    launch(_SRC_5, "index_select_i64_u32", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size,), _ARGS_28)
 
 
 def launch_index_select_i64_u8(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size) -> None:
-    launch(_SRC_5, "index_select_i64_u8", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size,), _ARGS_27)
+    launch(_SRC_5, "index_select_i64_u8", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size,), _ARGS_28)
 
 
 def launch_index_select_u32_bf16(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size) -> None:
-    launch(_SRC_5, "index_select_u32_bf16", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size,), _ARGS_27)
+    launch(_SRC_5, "index_select_u32_bf16", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size,), _ARGS_28)
 
 
 def launch_index_select_u32_f16(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size) -> None:
-    launch(_SRC_5, "index_select_u32_f16", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size,), _ARGS_27)
+    launch(_SRC_5, "index_select_u32_f16", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size,), _ARGS_28)
 
 
 def launch_index_select_u32_f32(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size) -> None:
-    launch(_SRC_5, "index_select_u32_f32", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size,), _ARGS_27)
+    launch(_SRC_5, "index_select_u32_f32", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size,), _ARGS_28)
 
 
 def launch_index_select_u32_f64(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size) -> None:
-    launch(_SRC_5, "index_select_u32_f64", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size,), _ARGS_27)
+    launch(_SRC_5, "index_select_u32_f64", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size,), _ARGS_28)
 
 
 def launch_index_select_u32_i64(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size) -> None:
-    launch(_SRC_5, "index_select_u32_i64", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size,), _ARGS_27)
+    launch(_SRC_5, "index_select_u32_i64", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size,), _ARGS_28)
 
 
 def launch_index_select_u32_u32(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size) -> None:
-    launch(_SRC_5, "index_select_u32_u32", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size,), _ARGS_27)
+    launch(_SRC_5, "index_select_u32_u32", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size,), _ARGS_28)
 
 
 def launch_index_select_u32_u8(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size) -> None:
-    launch(_SRC_5, "index_select_u32_u8", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size,), _ARGS_27)
+    launch(_SRC_5, "index_select_u32_u8", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size,), _ARGS_28)
 
 
 def launch_index_select_u8_bf16(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size) -> None:
-    launch(_SRC_5, "index_select_u8_bf16", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size,), _ARGS_27)
+    launch(_SRC_5, "index_select_u8_bf16", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size,), _ARGS_28)
 
 
 def launch_index_select_u8_f16(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size) -> None:
-    launch(_SRC_5, "index_select_u8_f16", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size,), _ARGS_27)
+    launch(_SRC_5, "index_select_u8_f16", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size,), _ARGS_28)
 
 
 def launch_index_select_u8_f32(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size) -> None:
-    launch(_SRC_5, "index_select_u8_f32", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size,), _ARGS_27)
+    launch(_SRC_5, "index_select_u8_f32", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size,), _ARGS_28)
 
 
 def launch_index_select_u8_f64(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size) -> None:
-    launch(_SRC_5, "index_select_u8_f64", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size,), _ARGS_27)
+    launch(_SRC_5, "index_select_u8_f64", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size,), _ARGS_28)
 
 
 def launch_index_select_u8_i64(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size) -> None:
-    launch(_SRC_5, "index_select_u8_i64", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size,), _ARGS_27)
+    launch(_SRC_5, "index_select_u8_i64", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size,), _ARGS_28)
 
 
 def launch_index_select_u8_u32(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size) -> None:
-    launch(_SRC_5, "index_select_u8_u32", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size,), _ARGS_27)
+    launch(_SRC_5, "index_select_u8_u32", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size,), _ARGS_28)
 
 
 def launch_index_select_u8_u8(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size) -> None:
-    launch(_SRC_5, "index_select_u8_u8", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size,), _ARGS_27)
+    launch(_SRC_5, "index_select_u8_u8", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size,), _ARGS_28)
 
 
 def launch_layer_norm_bf16(launch, grid, block, stream, nrows, ncols, eps, x, alpha, beta, out) -> None:
-    launch(_SRC_6, "layer_norm_bf16", grid, block, stream, (nrows, ncols, eps, x, alpha, beta, out,), _ARGS_28)
+    launch(_SRC_6, "layer_norm_bf16", grid, block, stream, (nrows, ncols, eps, x, alpha, beta, out,), _ARGS_29)
 
 
 def launch_layer_norm_f16(launch, grid, block, stream, nrows, ncols, eps, x, alpha, beta, out) -> None:
-    launch(_SRC_6, "layer_norm_f16", grid, block, stream, (nrows, ncols, eps, x, alpha, beta, out,), _ARGS_28)
+    launch(_SRC_6, "layer_norm_f16", grid, block, stream, (nrows, ncols, eps, x, alpha, beta, out,), _ARGS_29)
 
 
 def launch_layer_norm_f32(launch, grid, block, stream, nrows, ncols, eps, x, alpha, beta, out) -> None:
-    launch(_SRC_6, "layer_norm_f32", grid, block, stream, (nrows, ncols, eps, x, alpha, beta, out,), _ARGS_28)
+    launch(_SRC_6, "layer_norm_f32", grid, block, stream, (nrows, ncols, eps, x, alpha, beta, out,), _ARGS_29)
 
 
 def launch_layer_norm_f64(launch, grid, block, stream, nrows, ncols, eps, x, alpha, beta, out) -> None:
-    launch(_SRC_6, "layer_norm_f64", grid, block, stream, (nrows, ncols, eps, x, alpha, beta, out,), _ARGS_28)
+    launch(_SRC_6, "layer_norm_f64", grid, block, stream, (nrows, ncols, eps, x, alpha, beta, out,), _ARGS_29)
 
 
 def launch_max_pool2d_bf16(launch, grid, block, stream, dst_numel, w_k, h_k, w_stride, h_stride, info, src, dst) -> None:
@@ -1353,79 +1396,99 @@ def launch_max_pool2d_u8(launch, grid, block, stream, dst_numel, w_k, h_k, w_str
 
 
 def launch_powf_bf16(launch, grid, block, stream, numel, num_dims, info, param, inp, out) -> None:
-    launch(_SRC_0, "powf_bf16", grid, block, stream, (numel, num_dims, info, param, inp, out,), _ARGS_21)
+    launch(_SRC_0, "powf_bf16", grid, block, stream, (numel, num_dims, info, param, inp, out,), _ARGS_22)
 
 
 def launch_powf_f16(launch, grid, block, stream, numel, num_dims, info, param, inp, out) -> None:
-    launch(_SRC_0, "powf_f16", grid, block, stream, (numel, num_dims, info, param, inp, out,), _ARGS_21)
+    launch(_SRC_0, "powf_f16", grid, block, stream, (numel, num_dims, info, param, inp, out,), _ARGS_22)
 
 
 def launch_powf_f32(launch, grid, block, stream, numel, num_dims, info, param, inp, out) -> None:
-    launch(_SRC_0, "powf_f32", grid, block, stream, (numel, num_dims, info, param, inp, out,), _ARGS_21)
+    launch(_SRC_0, "powf_f32", grid, block, stream, (numel, num_dims, info, param, inp, out,), _ARGS_22)
 
 
 def launch_powf_f64(launch, grid, block, stream, numel, num_dims, info, param, inp, out) -> None:
-    launch(_SRC_0, "powf_f64", grid, block, stream, (numel, num_dims, info, param, inp, out,), _ARGS_22)
+    launch(_SRC_0, "powf_f64", grid, block, stream, (numel, num_dims, info, param, inp, out,), _ARGS_23)
+
+
+def launch_qmatvec_q4_0(launch, grid, block, stream, w, x, y, n, k, rows) -> None:
+    launch(_SRC_8, "qmatvec_q4_0", grid, block, stream, (w, x, y, n, k, rows,), _ARGS_30)
+
+
+def launch_qmatvec_q4_1(launch, grid, block, stream, w, x, y, n, k, rows) -> None:
+    launch(_SRC_8, "qmatvec_q4_1", grid, block, stream, (w, x, y, n, k, rows,), _ARGS_30)
+
+
+def launch_qmatvec_q4_k(launch, grid, block, stream, w, x, y, n, k, rows) -> None:
+    launch(_SRC_8, "qmatvec_q4_k", grid, block, stream, (w, x, y, n, k, rows,), _ARGS_30)
+
+
+def launch_qmatvec_q6_k(launch, grid, block, stream, w, x, y, n, k, rows) -> None:
+    launch(_SRC_8, "qmatvec_q6_k", grid, block, stream, (w, x, y, n, k, rows,), _ARGS_30)
+
+
+def launch_qmatvec_q8_0(launch, grid, block, stream, w, x, y, n, k, rows) -> None:
+    launch(_SRC_8, "qmatvec_q8_0", grid, block, stream, (w, x, y, n, k, rows,), _ARGS_30)
 
 
 def launch_reduce_chunks_bf16(launch, grid, block, stream, op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst) -> None:
-    launch(_SRC_8, "reduce_chunks_bf16", grid, block, stream, (op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst,), _ARGS_29)
+    launch(_SRC_9, "reduce_chunks_bf16", grid, block, stream, (op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst,), _ARGS_31)
 
 
 def launch_reduce_chunks_f16(launch, grid, block, stream, op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst) -> None:
-    launch(_SRC_8, "reduce_chunks_f16", grid, block, stream, (op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst,), _ARGS_29)
+    launch(_SRC_9, "reduce_chunks_f16", grid, block, stream, (op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst,), _ARGS_31)
 
 
 def launch_reduce_chunks_f32(launch, grid, block, stream, op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst) -> None:
-    launch(_SRC_8, "reduce_chunks_f32", grid, block, stream, (op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst,), _ARGS_29)
+    launch(_SRC_9, "reduce_chunks_f32", grid, block, stream, (op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst,), _ARGS_31)
 
 
 def launch_reduce_chunks_f64(launch, grid, block, stream, op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst) -> None:
-    launch(_SRC_8, "reduce_chunks_f64", grid, block, stream, (op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst,), _ARGS_29)
+    launch(_SRC_9, "reduce_chunks_f64", grid, block, stream, (op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst,), _ARGS_31)
 
 
 def launch_reduce_chunks_i64(launch, grid, block, stream, op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst) -> None:
-    launch(_SRC_8, "reduce_chunks_i64", grid, block, stream, (op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst,), _ARGS_29)
+    launch(_SRC_9, "reduce_chunks_i64", grid, block, stream, (op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst,), _ARGS_31)
 
 
 def launch_reduce_chunks_u32(launch, grid, block, stream, op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst) -> None:
-    launch(_SRC_8, "reduce_chunks_u32", grid, block, stream, (op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst,), _ARGS_29)
+    launch(_SRC_9, "reduce_chunks_u32", grid, block, stream, (op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst,), _ARGS_31)
 
 
 def launch_reduce_chunks_u8(launch, grid, block, stream, op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst) -> None:
-    launch(_SRC_8, "reduce_chunks_u8", grid, block, stream, (op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst,), _ARGS_29)
+    launch(_SRC_9, "reduce_chunks_u8", grid, block, stream, (op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst,), _ARGS_31)
 
 
 def launch_rms_norm_bf16(launch, grid, block, stream, nrows, ncols, eps, x, alpha, out) -> None:
-    launch(_SRC_6, "rms_norm_bf16", grid, block, stream, (nrows, ncols, eps, x, alpha, out,), _ARGS_30)
+    launch(_SRC_6, "rms_norm_bf16", grid, block, stream, (nrows, ncols, eps, x, alpha, out,), _ARGS_32)
 
 
 def launch_rms_norm_f16(launch, grid, block, stream, nrows, ncols, eps, x, alpha, out) -> None:
-    launch(_SRC_6, "rms_norm_f16", grid, block, stream, (nrows, ncols, eps, x, alpha, out,), _ARGS_30)
+    launch(_SRC_6, "rms_norm_f16", grid, block, stream, (nrows, ncols, eps, x, alpha, out,), _ARGS_32)
 
 
 def launch_rms_norm_f32(launch, grid, block, stream, nrows, ncols, eps, x, alpha, out) -> None:
-    launch(_SRC_6, "rms_norm_f32", grid, block, stream, (nrows, ncols, eps, x, alpha, out,), _ARGS_30)
+    launch(_SRC_6, "rms_norm_f32", grid, block, stream, (nrows, ncols, eps, x, alpha, out,), _ARGS_32)
 
 
 def launch_rms_norm_f64(launch, grid, block, stream, nrows, ncols, eps, x, alpha, out) -> None:
-    launch(_SRC_6, "rms_norm_f64", grid, block, stream, (nrows, ncols, eps, x, alpha, out,), _ARGS_30)
+    launch(_SRC_6, "rms_norm_f64", grid, block, stream, (nrows, ncols, eps, x, alpha, out,), _ARGS_32)
 
 
 def launch_rope_bf16(launch, grid, block, stream, bh, td, d, x, cos, sin, out) -> None:
-    launch(_SRC_6, "rope_bf16", grid, block, stream, (bh, td, d, x, cos, sin, out,), _ARGS_31)
+    launch(_SRC_6, "rope_bf16", grid, block, stream, (bh, td, d, x, cos, sin, out,), _ARGS_33)
 
 
 def launch_rope_f16(launch, grid, block, stream, bh, td, d, x, cos, sin, out) -> None:
-    launch(_SRC_6, "rope_f16", grid, block, stream, (bh, td, d, x, cos, sin, out,), _ARGS_31)
+    launch(_SRC_6, "rope_f16", grid, block, stream, (bh, td, d, x, cos, sin, out,), _ARGS_33)
 
 
 def launch_rope_f32(launch, grid, block, stream, bh, td, d, x, cos, sin, out) -> None:
-    launch(_SRC_6, "rope_f32", grid, block, stream, (bh, td, d, x, cos, sin, out,), _ARGS_31)
+    launch(_SRC_6, "rope_f32", grid, block, stream, (bh, td, d, x, cos, sin, out,), _ARGS_33)
 
 
 def launch_rope_f64(launch, grid, block, stream, bh, td, d, x, cos, sin, out) -> None:
-    launch(_SRC_6, "rope_f64", grid, block, stream, (bh, td, d, x, cos, sin, out,), _ARGS_31)
+    launch(_SRC_6, "rope_f64", grid, block, stream, (bh, td, d, x, cos, sin, out,), _ARGS_33)
 
 
 def launch_rope_i_bf16(launch, grid, block, stream, bh, td, x, cos, sin, out) -> None:
@@ -1445,199 +1508,199 @@ def launch_rope_i_f64(launch, grid, block, stream, bh, td, x, cos, sin, out) -> 
 
 
 def launch_rope_thd_bf16(launch, grid, block, stream, b, t, h, d, x, cos, sin, out) -> None:
-    launch(_SRC_6, "rope_thd_bf16", grid, block, stream, (b, t, h, d, x, cos, sin, out,), _ARGS_32)
+    launch(_SRC_6, "rope_thd_bf16", grid, block, stream, (b, t, h, d, x, cos, sin, out,), _ARGS_34)
 
 
 def launch_rope_thd_f16(launch, grid, block, stream, b, t, h, d, x, cos, sin, out) -> None:
-    launch(_SRC_6, "rope_thd_f16", grid, block, stream, (b, t, h, d, x, cos, sin, out,), _ARGS_32)
+    launch(_SRC_6, "rope_thd_f16", grid, block, stream, (b, t, h, d, x, cos, sin, out,), _ARGS_34)
 
 
 def launch_rope_thd_f32(launch, grid, block, stream, b, t, h, d, x, cos, sin, out) -> None:
-    launch(_SRC_6, "rope_thd_f32", grid, block, stream, (b, t, h, d, x, cos, sin, out,), _ARGS_32)
+    launch(_SRC_6, "rope_thd_f32", grid, block, stream, (b, t, h, d, x, cos, sin, out,), _ARGS_34)
 
 
 def launch_rope_thd_f64(launch, grid, block, stream, b, t, h, d, x, cos, sin, out) -> None:
-    launch(_SRC_6, "rope_thd_f64", grid, block, stream, (b, t, h, d, x, cos, sin, out,), _ARGS_32)
+    launch(_SRC_6, "rope_thd_f64", grid, block, stream, (b, t, h, d, x, cos, sin, out,), _ARGS_34)
 
 
 def launch_scatter_add_i64_bf16(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_5, "scatter_add_i64_bf16", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_24)
+    launch(_SRC_5, "scatter_add_i64_bf16", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_25)
 
 
 def launch_scatter_add_i64_f16(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_5, "scatter_add_i64_f16", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_24)
+    launch(_SRC_5, "scatter_add_i64_f16", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_25)
 
 
 def launch_scatter_add_i64_f32(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_5, "scatter_add_i64_f32", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_24)
+    launch(_SRC_5, "scatter_add_i64_f32", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_25)
 
 
 def launch_scatter_add_i64_f64(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_5, "scatter_add_i64_f64", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_24)
+    launch(_SRC_5, "scatter_add_i64_f64", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_25)
 
 
 def launch_scatter_add_i64_i64(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_5, "scatter_add_i64_i64", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_24)
+    launch(_SRC_5, "scatter_add_i64_i64", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_25)
 
 
 def launch_scatter_add_i64_u32(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_5, "scatter_add_i64_u32", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_24)
+    launch(_SRC_5, "scatter_add_i64_u32", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_25)
 
 
 def launch_scatter_add_i64_u8(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_5, "scatter_add_i64_u8", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_24)
+    launch(_SRC_5, "scatter_add_i64_u8", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_25)
 
 
 def launch_scatter_add_u32_bf16(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_5, "scatter_add_u32_bf16", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_24)
+    launch(_SRC_5, "scatter_add_u32_bf16", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_25)
 
 
 def launch_scatter_add_u32_f16(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_5, "scatter_add_u32_f16", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_24)
+    launch(_SRC_5, "scatter_add_u32_f16", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_25)
 
 
 def launch_scatter_add_u32_f32(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_5, "scatter_add_u32_f32", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_24)
+    launch(_SRC_5, "scatter_add_u32_f32", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_25)
 
 
 def launch_scatter_add_u32_f64(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_5, "scatter_add_u32_f64", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_24)
+    launch(_SRC_5, "scatter_add_u32_f64", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_25)
 
 
 def launch_scatter_add_u32_i64(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_5, "scatter_add_u32_i64", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_24)
+    launch(_SRC_5, "scatter_add_u32_i64", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_25)
 
 
 def launch_scatter_add_u32_u32(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_5, "scatter_add_u32_u32", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_24)
+    launch(_SRC_5, "scatter_add_u32_u32", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_25)
 
 
 def launch_scatter_add_u32_u8(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_5, "scatter_add_u32_u8", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_24)
+    launch(_SRC_5, "scatter_add_u32_u8", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_25)
 
 
 def launch_scatter_add_u8_bf16(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_5, "scatter_add_u8_bf16", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_24)
+    launch(_SRC_5, "scatter_add_u8_bf16", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_25)
 
 
 def launch_scatter_add_u8_f16(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_5, "scatter_add_u8_f16", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_24)
+    launch(_SRC_5, "scatter_add_u8_f16", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_25)
 
 
 def launch_scatter_add_u8_f32(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_5, "scatter_add_u8_f32", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_24)
+    launch(_SRC_5, "scatter_add_u8_f32", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_25)
 
 
 def launch_scatter_add_u8_f64(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_5, "scatter_add_u8_f64", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_24)
+    launch(_SRC_5, "scatter_add_u8_f64", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_25)
 
 
 def launch_scatter_add_u8_i64(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_5, "scatter_add_u8_i64", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_24)
+    launch(_SRC_5, "scatter_add_u8_i64", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_25)
 
 
 def launch_scatter_add_u8_u32(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_5, "scatter_add_u8_u32", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_24)
+    launch(_SRC_5, "scatter_add_u8_u32", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_25)
 
 
 def launch_scatter_add_u8_u8(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_5, "scatter_add_u8_u8", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_24)
+    launch(_SRC_5, "scatter_add_u8_u8", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_25)
 
 
 def launch_scatter_set_i64_bf16(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_5, "scatter_set_i64_bf16", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_24)
+    launch(_SRC_5, "scatter_set_i64_bf16", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_25)
 
 
 def launch_scatter_set_i64_f16(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_5, "scatter_set_i64_f16", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_24)
+    launch(_SRC_5, "scatter_set_i64_f16", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_25)
 
 
 def launch_scatter_set_i64_f32(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_5, "scatter_set_i64_f32", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_24)
+    launch(_SRC_5, "scatter_set_i64_f32", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_25)
 
 
 def launch_scatter_set_i64_f64(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_5, "scatter_set_i64_f64", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_24)
+    launch(_SRC_5, "scatter_set_i64_f64", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_25)
 
 
 def launch_scatter_set_i64_i64(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_5, "scatter_set_i64_i64", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_24)
+    launch(_SRC_5, "scatter_set_i64_i64", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_25)
 
 
 def launch_scatter_set_i64_u32(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_5, "scatter_set_i64_u32", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_24)
+    launch(_SRC_5, "scatter_set_i64_u32", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_25)
 
 
 def launch_scatter_set_i64_u8(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_5, "scatter_set_i64_u8", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_24)
+    launch(_SRC_5, "scatter_set_i64_u8", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_25)
 
 
 def launch_scatter_set_u32_bf16(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_5, "scatter_set_u32_bf16", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_24)
+    launch(_SRC_5, "scatter_set_u32_bf16", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_25)
 
 
 def launch_scatter_set_u32_f16(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_5, "scatter_set_u32_f16", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_24)
+    launch(_SRC_5, "scatter_set_u32_f16", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_25)
 
 
 def launch_scatter_set_u32_f32(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_5, "scatter_set_u32_f32", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_24)
+    launch(_SRC_5, "scatter_set_u32_f32", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_25)
 
 
 def launch_scatter_set_u32_f64(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_5, "scatter_set_u32_f64", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_24)
+    launch(_SRC_5, "scatter_set_u32_f64", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_25)
 
 
 def launch_scatter_set_u32_i64(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_5, "scatter_set_u32_i64", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_24)
+    launch(_SRC_5, "scatter_set_u32_i64", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_25)
 
 
 def launch_scatter_set_u32_u32(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_5, "scatter_set_u32_u32", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_24)
+    launch(_SRC_5, "scatter_set_u32_u32", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_25)
 
 
 def launch_scatter_set_u32_u8(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_5, "scatter_set_u32_u8", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_24)
+    launch(_SRC_5, "scatter_set_u32_u8", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_25)
 
 
 def launch_scatter_set_u8_bf16(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_5, "scatter_set_u8_bf16", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_24)
+    launch(_SRC_5, "scatter_set_u8_bf16", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_25)
 
 
 def launch_scatter_set_u8_f16(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_5, "scatter_set_u8_f16", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_24)
+    launch(_SRC_5, "scatter_set_u8_f16", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_25)
 
 
 def launch_scatter_set_u8_f32(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_5, "scatter_set_u8_f32", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_24)
+    launch(_SRC_5, "scatter_set_u8_f32", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_25)
 
 
 def launch_scatter_set_u8_f64(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_5, "scatter_set_u8_f64", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_24)
+    launch(_SRC_5, "scatter_set_u8_f64", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_25)
 
 
 def launch_scatter_set_u8_i64(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_5, "scatter_set_u8_i64", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_24)
+    launch(_SRC_5, "scatter_set_u8_i64", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_25)
 
 
 def launch_scatter_set_u8_u32(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_5, "scatter_set_u8_u32", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_24)
+    launch(_SRC_5, "scatter_set_u8_u32", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_25)
 
 
 def launch_scatter_set_u8_u8(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_5, "scatter_set_u8_u8", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_24)
+    launch(_SRC_5, "scatter_set_u8_u8", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_25)
 
 
 def launch_sdpa_softmax_bf16(launch, grid, block, stream, nrows, ncols, sq, scale, causal, scores) -> None:
-    launch(_SRC_6, "sdpa_softmax_bf16", grid, block, stream, (nrows, ncols, sq, scale, causal, scores,), _ARGS_33)
+    launch(_SRC_6, "sdpa_softmax_bf16", grid, block, stream, (nrows, ncols, sq, scale, causal, scores,), _ARGS_35)
 
 
 def launch_sdpa_softmax_f16(launch, grid, block, stream, nrows, ncols, sq, scale, causal, scores) -> None:
-    launch(_SRC_6, "sdpa_softmax_f16", grid, block, stream, (nrows, ncols, sq, scale, causal, scores,), _ARGS_33)
+    launch(_SRC_6, "sdpa_softmax_f16", grid, block, stream, (nrows, ncols, sq, scale, causal, scores,), _ARGS_35)
 
 
 def launch_sdpa_softmax_f32(launch, grid, block, stream, nrows, ncols, sq, scale, causal, scores) -> None:
-    launch(_SRC_6, "sdpa_softmax_f32", grid, block, stream, (nrows, ncols, sq, scale, causal, scores,), _ARGS_33)
+    launch(_SRC_6, "sdpa_softmax_f32", grid, block, stream, (nrows, ncols, sq, scale, causal, scores,), _ARGS_35)
 
 
 def launch_sigmoid_bf16(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
@@ -1657,19 +1720,19 @@ def launch_sigmoid_f64(launch, grid, block, stream, numel, num_dims, info, inp, 
 
 
 def launch_softmax_last_dim_bf16(launch, grid, block, stream, nrows, ncols, x, out) -> None:
-    launch(_SRC_6, "softmax_last_dim_bf16", grid, block, stream, (nrows, ncols, x, out,), _ARGS_34)
+    launch(_SRC_6, "softmax_last_dim_bf16", grid, block, stream, (nrows, ncols, x, out,), _ARGS_36)
 
 
 def launch_softmax_last_dim_f16(launch, grid, block, stream, nrows, ncols, x, out) -> None:
-    launch(_SRC_6, "softmax_last_dim_f16", grid, block, stream, (nrows, ncols, x, out,), _ARGS_34)
+    launch(_SRC_6, "softmax_last_dim_f16", grid, block, stream, (nrows, ncols, x, out,), _ARGS_36)
 
 
 def launch_softmax_last_dim_f32(launch, grid, block, stream, nrows, ncols, x, out) -> None:
-    launch(_SRC_6, "softmax_last_dim_f32", grid, block, stream, (nrows, ncols, x, out,), _ARGS_34)
+    launch(_SRC_6, "softmax_last_dim_f32", grid, block, stream, (nrows, ncols, x, out,), _ARGS_36)
 
 
 def launch_softmax_last_dim_f64(launch, grid, block, stream, nrows, ncols, x, out) -> None:
-    launch(_SRC_6, "softmax_last_dim_f64", grid, block, stream, (nrows, ncols, x, out,), _ARGS_34)
+    launch(_SRC_6, "softmax_last_dim_f64", grid, block, stream, (nrows, ncols, x, out,), _ARGS_36)
 
 
 def launch_unary_abs_bf16(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
@@ -2033,115 +2096,115 @@ def launch_upsample_nearest1d_u8(launch, grid, block, stream, dst_numel, l_out, 
 
 
 def launch_upsample_nearest2d_bf16(launch, grid, block, stream, dst_numel, w_out, h_out, info, src, dst) -> None:
-    launch(_SRC_7, "upsample_nearest2d_bf16", grid, block, stream, (dst_numel, w_out, h_out, info, src, dst,), _ARGS_23)
+    launch(_SRC_7, "upsample_nearest2d_bf16", grid, block, stream, (dst_numel, w_out, h_out, info, src, dst,), _ARGS_24)
 
 
 def launch_upsample_nearest2d_f16(launch, grid, block, stream, dst_numel, w_out, h_out, info, src, dst) -> None:
-    launch(_SRC_7, "upsample_nearest2d_f16", grid, block, stream, (dst_numel, w_out, h_out, info, src, dst,), _ARGS_23)
+    launch(_SRC_7, "upsample_nearest2d_f16", grid, block, stream, (dst_numel, w_out, h_out, info, src, dst,), _ARGS_24)
 
 
 def launch_upsample_nearest2d_f32(launch, grid, block, stream, dst_numel, w_out, h_out, info, src, dst) -> None:
-    launch(_SRC_7, "upsample_nearest2d_f32", grid, block, stream, (dst_numel, w_out, h_out, info, src, dst,), _ARGS_23)
+    launch(_SRC_7, "upsample_nearest2d_f32", grid, block, stream, (dst_numel, w_out, h_out, info, src, dst,), _ARGS_24)
 
 
 def launch_upsample_nearest2d_f64(launch, grid, block, stream, dst_numel, w_out, h_out, info, src, dst) -> None:
-    launch(_SRC_7, "upsample_nearest2d_f64", grid, block, stream, (dst_numel, w_out, h_out, info, src, dst,), _ARGS_23)
+    launch(_SRC_7, "upsample_nearest2d_f64", grid, block, stream, (dst_numel, w_out, h_out, info, src, dst,), _ARGS_24)
 
 
 def launch_upsample_nearest2d_i64(launch, grid, block, stream, dst_numel, w_out, h_out, info, src, dst) -> None:
-    launch(_SRC_7, "upsample_nearest2d_i64", grid, block, stream, (dst_numel, w_out, h_out, info, src, dst,), _ARGS_23)
+    launch(_SRC_7, "upsample_nearest2d_i64", grid, block, stream, (dst_numel, w_out, h_out, info, src, dst,), _ARGS_24)
 
 
 def launch_upsample_nearest2d_u32(launch, grid, block, stream, dst_numel, w_out, h_out, info, src, dst) -> None:
-    launch(_SRC_7, "upsample_nearest2d_u32", grid, block, stream, (dst_numel, w_out, h_out, info, src, dst,), _ARGS_23)
+    launch(_SRC_7, "upsample_nearest2d_u32", grid, block, stream, (dst_numel, w_out, h_out, info, src, dst,), _ARGS_24)
 
 
 def launch_upsample_nearest2d_u8(launch, grid, block, stream, dst_numel, w_out, h_out, info, src, dst) -> None:
-    launch(_SRC_7, "upsample_nearest2d_u8", grid, block, stream, (dst_numel, w_out, h_out, info, src, dst,), _ARGS_23)
+    launch(_SRC_7, "upsample_nearest2d_u8", grid, block, stream, (dst_numel, w_out, h_out, info, src, dst,), _ARGS_24)
 
 
 def launch_where_cond_i64_bf16(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_9, "where_cond_i64_bf16", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_35)
+    launch(_SRC_10, "where_cond_i64_bf16", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_37)
 
 
 def launch_where_cond_i64_f16(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_9, "where_cond_i64_f16", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_35)
+    launch(_SRC_10, "where_cond_i64_f16", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_37)
 
 
 def launch_where_cond_i64_f32(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_9, "where_cond_i64_f32", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_35)
+    launch(_SRC_10, "where_cond_i64_f32", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_37)
 
 
 def launch_where_cond_i64_f64(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_9, "where_cond_i64_f64", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_35)
+    launch(_SRC_10, "where_cond_i64_f64", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_37)
 
 
 def launch_where_cond_i64_i64(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_9, "where_cond_i64_i64", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_35)
+    launch(_SRC_10, "where_cond_i64_i64", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_37)
 
 
 def launch_where_cond_i64_u32(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_9, "where_cond_i64_u32", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_35)
+    launch(_SRC_10, "where_cond_i64_u32", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_37)
 
 
 def launch_where_cond_i64_u8(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_9, "where_cond_i64_u8", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_35)
+    launch(_SRC_10, "where_cond_i64_u8", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_37)
 
 
 def launch_where_cond_u32_bf16(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_9, "where_cond_u32_bf16", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_35)
+    launch(_SRC_10, "where_cond_u32_bf16", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_37)
 
 
 def launch_where_cond_u32_f16(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_9, "where_cond_u32_f16", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_35)
+    launch(_SRC_10, "where_cond_u32_f16", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_37)
 
 
 def launch_where_cond_u32_f32(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_9, "where_cond_u32_f32", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_35)
+    launch(_SRC_10, "where_cond_u32_f32", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_37)
 
 
 def launch_where_cond_u32_f64(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_9, "where_cond_u32_f64", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_35)
+    launch(_SRC_10, "where_cond_u32_f64", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_37)
 
 
 def launch_where_cond_u32_i64(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_9, "where_cond_u32_i64", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_35)
+    launch(_SRC_10, "where_cond_u32_i64", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_37)
 
 
 def launch_where_cond_u32_u32(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_9, "where_cond_u32_u32", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_35)
+    launch(_SRC_10, "where_cond_u32_u32", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_37)
 
 
 def launch_where_cond_u32_u8(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_9, "where_cond_u32_u8", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_35)
+    launch(_SRC_10, "where_cond_u32_u8", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_37)
 
 
 def launch_where_cond_u8_bf16(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_9, "where_cond_u8_bf16", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_35)
+    launch(_SRC_10, "where_cond_u8_bf16", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_37)
 
 
 def launch_where_cond_u8_f16(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_9, "where_cond_u8_f16", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_35)
+    launch(_SRC_10, "where_cond_u8_f16", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_37)
 
 
 def launch_where_cond_u8_f32(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_9, "where_cond_u8_f32", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_35)
+    launch(_SRC_10, "where_cond_u8_f32", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_37)
 
 
 def launch_where_cond_u8_f64(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_9, "where_cond_u8_f64", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_35)
+    launch(_SRC_10, "where_cond_u8_f64", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_37)
 
 
 def launch_where_cond_u8_i64(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_9, "where_cond_u8_i64", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_35)
+    launch(_SRC_10, "where_cond_u8_i64", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_37)
 
 
 def launch_where_cond_u8_u32(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_9, "where_cond_u8_u32", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_35)
+    launch(_SRC_10, "where_cond_u8_u32", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_37)
 
 
 def launch_where_cond_u8_u8(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_9, "where_cond_u8_u8", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_35)
+    launch(_SRC_10, "where_cond_u8_u8", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_37)
 
 
 UNARY: dict[UnaryOp, Kernel] = {
@@ -2897,6 +2960,29 @@ STORAGE: dict[str, dict[object, object]] = {
         _F16: launch_copy2d_f16,
         _F32: launch_copy2d_f32,
         _F64: launch_copy2d_f64,
+    },
+}
+QSTORAGE: dict[str, dict[object, object]] = {
+    "dequantize": {
+        'q4_0': launch_dequantize_q4_0_f32,
+        'q4_1': launch_dequantize_q4_1_f32,
+        'q8_0': launch_dequantize_q8_0_f32,
+        'q4_k': launch_dequantize_q4_k_f32,
+        'q6_k': launch_dequantize_q6_k_f32,
+    },
+    "dequantize_f16": {
+        'q4_0': launch_dequantize_q4_0_f16,
+        'q4_1': launch_dequantize_q4_1_f16,
+        'q8_0': launch_dequantize_q8_0_f16,
+        'q4_k': launch_dequantize_q4_k_f16,
+        'q6_k': launch_dequantize_q6_k_f16,
+    },
+    "matmul": {
+        'q4_0': launch_qmatvec_q4_0,
+        'q4_1': launch_qmatvec_q4_1,
+        'q8_0': launch_qmatvec_q8_0,
+        'q4_k': launch_qmatvec_q4_k,
+        'q6_k': launch_qmatvec_q6_k,
     },
 }
 NN: dict[str, dict[object, object]] = {

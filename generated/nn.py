@@ -32,6 +32,14 @@ class Sigmoid(CustomOp1):
         _check_dtypes("sigmoid", "cpu", _SIGMOID_DTYPES, _rt_cpu.dtype(s1))
         return _rt_cpu.sigmoid(s1, l1)
 
+    def cuda_fwd(self, s1, l1) -> tuple[object, tuple[int, ...]]:
+        _check_dtypes("sigmoid", "cuda", _SIGMOID_DTYPES, _rt_cuda.dtype(s1))
+        return _rt_cuda.sigmoid(s1, l1, _kernels_hip.NN["sigmoid"])
+
+    def rocm_fwd(self, s1, l1) -> tuple[object, tuple[int, ...]]:
+        _check_dtypes("sigmoid", "rocm", _SIGMOID_DTYPES, _rt_rocm.dtype(s1))
+        return _rt_rocm.sigmoid(s1, l1, _kernels_hip.NN["sigmoid"])
+
 
 @dataclass(frozen=True)
 class SoftmaxLastDim(CustomOp1):
@@ -42,6 +50,14 @@ class SoftmaxLastDim(CustomOp1):
     def cpu_fwd(self, s1, l1) -> tuple[object, tuple[int, ...]]:
         _check_dtypes("softmax_last_dim", "cpu", _SOFTMAX_LAST_DIM_DTYPES, _rt_cpu.dtype(s1))
         return _rt_cpu.softmax_last_dim(s1, l1)
+
+    def cuda_fwd(self, s1, l1) -> tuple[object, tuple[int, ...]]:
+        _check_dtypes("softmax_last_dim", "cuda", _SOFTMAX_LAST_DIM_DTYPES, _rt_cuda.dtype(s1))
+        return _rt_cuda.softmax_last_dim(s1, l1, _kernels_hip.NN["softmax_last_dim"])
+
+    def rocm_fwd(self, s1, l1) -> tuple[object, tuple[int, ...]]:
+        _check_dtypes("softmax_last_dim", "rocm", _SOFTMAX_LAST_DIM_DTYPES, _rt_rocm.dtype(s1))
+        return _rt_rocm.softmax_last_dim(s1, l1, _kernels_hip.NN["softmax_last_dim"])
 
 
 @dataclass(frozen=True)
@@ -55,6 +71,14 @@ class RmsNorm(CustomOp2):
         _check_dtypes("rms_norm", "cpu", _RMS_NORM_DTYPES, _rt_cpu.dtype(s1), _rt_cpu.dtype(s2))
         return _rt_cpu.rms_norm(s1, l1, s2, l2, self.eps)
 
+    def cuda_fwd(self, s1, l1, s2, l2) -> tuple[object, tuple[int, ...]]:
+        _check_dtypes("rms_norm", "cuda", _RMS_NORM_DTYPES, _rt_cuda.dtype(s1), _rt_cuda.dtype(s2))
+        return _rt_cuda.rms_norm(s1, l1, s2, l2, self.eps, _kernels_hip.NN["rms_norm"])
+
+    def rocm_fwd(self, s1, l1, s2, l2) -> tuple[object, tuple[int, ...]]:
+        _check_dtypes("rms_norm", "rocm", _RMS_NORM_DTYPES, _rt_rocm.dtype(s1), _rt_rocm.dtype(s2))
+        return _rt_rocm.rms_norm(s1, l1, s2, l2, self.eps, _kernels_hip.NN["rms_norm"])
+
 
 @dataclass(frozen=True)
 class LayerNorm(CustomOp3):
@@ -67,6 +91,14 @@ class LayerNorm(CustomOp3):
         _check_dtypes("layer_norm", "cpu", _LAYER_NORM_DTYPES, _rt_cpu.dtype(s1), _rt_cpu.dtype(s2), _rt_cpu.dtype(s3))
         return _rt_cpu.layer_norm(s1, l1, s2, l2, s3, l3, self.eps)
 
+    def cuda_fwd(self, s1, l1, s2, l2, s3, l3) -> tuple[object, tuple[int, ...]]:
+        _check_dtypes("layer_norm", "cuda", _LAYER_NORM_DTYPES, _rt_cuda.dtype(s1), _rt_cuda.dtype(s2), _rt_cuda.dtype(s3))
+        return _rt_cuda.layer_norm(s1, l1, s2, l2, s3, l3, self.eps, _kernels_hip.NN["layer_norm"])
+
+    def rocm_fwd(self, s1, l1, s2, l2, s3, l3) -> tuple[object, tuple[int, ...]]:
+        _check_dtypes("layer_norm", "rocm", _LAYER_NORM_DTYPES, _rt_rocm.dtype(s1), _rt_rocm.dtype(s2), _rt_rocm.dtype(s3))
+        return _rt_rocm.layer_norm(s1, l1, s2, l2, s3, l3, self.eps, _kernels_hip.NN["layer_norm"])
+
 
 @dataclass(frozen=True)
 class RopeI(CustomOp3):
@@ -77,6 +109,14 @@ class RopeI(CustomOp3):
     def cpu_fwd(self, s1, l1, s2, l2, s3, l3) -> tuple[object, tuple[int, ...]]:
         _check_dtypes("rope_i", "cpu", _ROPE_I_DTYPES, _rt_cpu.dtype(s1), _rt_cpu.dtype(s2), _rt_cpu.dtype(s3))
         return _rt_cpu.rope_i(s1, l1, s2, l2, s3, l3)
+
+    def cuda_fwd(self, s1, l1, s2, l2, s3, l3) -> tuple[object, tuple[int, ...]]:
+        _check_dtypes("rope_i", "cuda", _ROPE_I_DTYPES, _rt_cuda.dtype(s1), _rt_cuda.dtype(s2), _rt_cuda.dtype(s3))
+        return _rt_cuda.rope_i(s1, l1, s2, l2, s3, l3, _kernels_hip.NN["rope_i"])
+
+    def rocm_fwd(self, s1, l1, s2, l2, s3, l3) -> tuple[object, tuple[int, ...]]:
+        _check_dtypes("rope_i", "rocm", _ROPE_I_DTYPES, _rt_rocm.dtype(s1), _rt_rocm.dtype(s2), _rt_rocm.dtype(s3))
+        return _rt_rocm.rope_i(s1, l1, s2, l2, s3, l3, _kernels_hip.NN["rope_i"])
 
 
 @dataclass(frozen=True)
@@ -89,6 +129,14 @@ class Rope(CustomOp3):
         _check_dtypes("rope", "cpu", _ROPE_DTYPES, _rt_cpu.dtype(s1), _rt_cpu.dtype(s2), _rt_cpu.dtype(s3))
         return _rt_cpu.rope(s1, l1, s2, l2, s3, l3)
 
+    def cuda_fwd(self, s1, l1, s2, l2, s3, l3) -> tuple[object, tuple[int, ...]]:
+        _check_dtypes("rope", "cuda", _ROPE_DTYPES, _rt_cuda.dtype(s1), _rt_cuda.dtype(s2), _rt_cuda.dtype(s3))
+        return _rt_cuda.rope(s1, l1, s2, l2, s3, l3, _kernels_hip.NN["rope"])
+
+    def rocm_fwd(self, s1, l1, s2, l2, s3, l3) -> tuple[object, tuple[int, ...]]:
+        _check_dtypes("rope", "rocm", _ROPE_DTYPES, _rt_rocm.dtype(s1), _rt_rocm.dtype(s2), _rt_rocm.dtype(s3))
+        return _rt_rocm.rope(s1, l1, s2, l2, s3, l3, _kernels_hip.NN["rope"])
+
 
 @dataclass(frozen=True)
 class RopeThd(CustomOp3):
@@ -99,6 +147,14 @@ class RopeThd(CustomOp3):
     def cpu_fwd(self, s1, l1, s2, l2, s3, l3) -> tuple[object, tuple[int, ...]]:
         _check_dtypes("rope_thd", "cpu", _ROPE_THD_DTYPES, _rt_cpu.dtype(s1), _rt_cpu.dtype(s2), _rt_cpu.dtype(s3))
         return _rt_cpu.rope_thd(s1, l1, s2, l2, s3, l3)
+
+    def cuda_fwd(self, s1, l1, s2, l2, s3, l3) -> tuple[object, tuple[int, ...]]:
+        _check_dtypes("rope_thd", "cuda", _ROPE_THD_DTYPES, _rt_cuda.dtype(s1), _rt_cuda.dtype(s2), _rt_cuda.dtype(s3))
+        return _rt_cuda.rope_thd(s1, l1, s2, l2, s3, l3, _kernels_hip.NN["rope_thd"])
+
+    def rocm_fwd(self, s1, l1, s2, l2, s3, l3) -> tuple[object, tuple[int, ...]]:
+        _check_dtypes("rope_thd", "rocm", _ROPE_THD_DTYPES, _rt_rocm.dtype(s1), _rt_rocm.dtype(s2), _rt_rocm.dtype(s3))
+        return _rt_rocm.rope_thd(s1, l1, s2, l2, s3, l3, _kernels_hip.NN["rope_thd"])
 
 
 @dataclass(frozen=True)
@@ -113,6 +169,14 @@ class Sdpa(CustomOp3):
         _check_dtypes("sdpa", "cpu", _SDPA_DTYPES, _rt_cpu.dtype(s1), _rt_cpu.dtype(s2), _rt_cpu.dtype(s3))
         return _rt_cpu.sdpa(s1, l1, s2, l2, s3, l3, self.scale, self.causal)
 
+    def cuda_fwd(self, s1, l1, s2, l2, s3, l3) -> tuple[object, tuple[int, ...]]:
+        _check_dtypes("sdpa", "cuda", _SDPA_DTYPES, _rt_cuda.dtype(s1), _rt_cuda.dtype(s2), _rt_cuda.dtype(s3))
+        return _rt_cuda.sdpa(s1, l1, s2, l2, s3, l3, self.scale, self.causal, _kernels_hip.NN["sdpa"])
+
+    def rocm_fwd(self, s1, l1, s2, l2, s3, l3) -> tuple[object, tuple[int, ...]]:
+        _check_dtypes("sdpa", "rocm", _SDPA_DTYPES, _rt_rocm.dtype(s1), _rt_rocm.dtype(s2), _rt_rocm.dtype(s3))
+        return _rt_rocm.sdpa(s1, l1, s2, l2, s3, l3, self.scale, self.causal, _kernels_hip.NN["sdpa"])
+
 
 @dataclass(frozen=True)
 class ArgSort(CustomOp1):
@@ -124,6 +188,14 @@ class ArgSort(CustomOp1):
     def cpu_fwd(self, s1, l1) -> tuple[object, tuple[int, ...]]:
         _check_dtypes("arg_sort", "cpu", _ARG_SORT_DTYPES, _rt_cpu.dtype(s1))
         return _rt_cpu.arg_sort(s1, l1, self.ascending)
+
+    def cuda_fwd(self, s1, l1) -> tuple[object, tuple[int, ...]]:
+        _check_dtypes("arg_sort", "cuda", _ARG_SORT_DTYPES, _rt_cuda.dtype(s1))
+        return _rt_cuda.arg_sort(s1, l1, self.ascending, _kernels_hip.NN["arg_sort"])
+
+    def rocm_fwd(self, s1, l1) -> tuple[object, tuple[int, ...]]:
+        _check_dtypes("arg_sort", "rocm", _ARG_SORT_DTYPES, _rt_rocm.dtype(s1))
+        return _rt_rocm.arg_sort(s1, l1, self.ascending, _kernels_hip.NN["arg_sort"])
 
 
 def _check_dtypes(op: str, backend: str, allowed: frozenset[np.dtype], first: np.dtype, *rest: np.dtype) -> None:

@@ -45,27 +45,27 @@ class QStorage:
             case On.CPU:
                 return GgmlDType(_rt_cpu.q_dtype(self.inner))
             case On.CUDA:
-                raise _missing(On.CUDA, "QStorage.dtype")
+                return GgmlDType(_rt_cuda.q_dtype(self.inner))
             case On.ROCM:
-                raise _missing(On.ROCM, "QStorage.dtype")
+                return GgmlDType(_rt_rocm.q_dtype(self.inner))
 
     def device(self) -> Device:
         match self.backend:
             case On.CPU:
                 return Device(On.CPU, _rt_cpu.q_device(self.inner))
             case On.CUDA:
-                raise _missing(On.CUDA, "QStorage.device")
+                return Device(On.CUDA, _rt_cuda.q_device(self.inner))
             case On.ROCM:
-                raise _missing(On.ROCM, "QStorage.device")
+                return Device(On.ROCM, _rt_rocm.q_device(self.inner))
 
     def size_in_bytes(self) -> int:
         match self.backend:
             case On.CPU:
                 return _rt_cpu.q_size_in_bytes(self.inner)
             case On.CUDA:
-                raise _missing(On.CUDA, "QStorage.size_in_bytes")
+                return _rt_cuda.q_size_in_bytes(self.inner)
             case On.ROCM:
-                raise _missing(On.ROCM, "QStorage.size_in_bytes")
+                return _rt_rocm.q_size_in_bytes(self.inner)
 
     def data(self) -> np.ndarray:
         'The raw GGML blocks, as a host uint8 array.'
@@ -73,9 +73,9 @@ class QStorage:
             case On.CPU:
                 return _rt_cpu.q_data(self.inner)
             case On.CUDA:
-                raise _missing(On.CUDA, "QStorage.data")
+                return _rt_cuda.q_data(self.inner)
             case On.ROCM:
-                raise _missing(On.ROCM, "QStorage.data")
+                return _rt_rocm.q_data(self.inner)
 
     def dequantize(self, elem_count: int) -> Storage:
         'The first elem_count values, as f32.'
@@ -83,9 +83,9 @@ class QStorage:
             case On.CPU:
                 return Storage(On.CPU, _rt_cpu.q_dequantize(self.inner, elem_count))
             case On.CUDA:
-                raise _missing(On.CUDA, "QStorage.dequantize")
+                return Storage(On.CUDA, _rt_cuda.q_dequantize(self.inner, elem_count, _kernels_hip.QSTORAGE["dequantize"]))
             case On.ROCM:
-                raise _missing(On.ROCM, "QStorage.dequantize")
+                return Storage(On.ROCM, _rt_rocm.q_dequantize(self.inner, elem_count, _kernels_hip.QSTORAGE["dequantize"]))
 
     def dequantize_f16(self, elem_count: int) -> Storage:
         'The first elem_count values, as f16.'
@@ -93,9 +93,9 @@ class QStorage:
             case On.CPU:
                 return Storage(On.CPU, _rt_cpu.q_dequantize_f16(self.inner, elem_count))
             case On.CUDA:
-                raise _missing(On.CUDA, "QStorage.dequantize_f16")
+                return Storage(On.CUDA, _rt_cuda.q_dequantize_f16(self.inner, elem_count, _kernels_hip.QSTORAGE["dequantize_f16"]))
             case On.ROCM:
-                raise _missing(On.ROCM, "QStorage.dequantize_f16")
+                return Storage(On.ROCM, _rt_rocm.q_dequantize_f16(self.inner, elem_count, _kernels_hip.QSTORAGE["dequantize_f16"]))
 
     def matmul(self, x: Storage, x_layout: Layout, shape: tuple[int, int]) -> Storage:
         "Candle's QMatMul: x (.., k) @ W^T for the weight W of shape (n, k) these blocks hold; f32 (.., n)."
@@ -107,9 +107,17 @@ class QStorage:
                     raise _dtype_not_in("matmul", x, _MATMUL_X_DTYPES)
                 return Storage(On.CPU, _rt_cpu.q_matmul(self.inner, x.inner, x_layout, shape))
             case On.CUDA:
-                raise _missing(On.CUDA, "QStorage.matmul")
+                if x.backend is not self.backend:
+                    raise _device_mismatch("matmul", self, x)
+                if x.dtype() not in _MATMUL_X_DTYPES:
+                    raise _dtype_not_in("matmul", x, _MATMUL_X_DTYPES)
+                return Storage(On.CUDA, _rt_cuda.q_matmul(self.inner, x.inner, x_layout, shape, _kernels_hip.QSTORAGE["matmul"]))
             case On.ROCM:
-                raise _missing(On.ROCM, "QStorage.matmul")
+                if x.backend is not self.backend:
+                    raise _device_mismatch("matmul", self, x)
+                if x.dtype() not in _MATMUL_X_DTYPES:
+                    raise _dtype_not_in("matmul", x, _MATMUL_X_DTYPES)
+                return Storage(On.ROCM, _rt_rocm.q_matmul(self.inner, x.inner, x_layout, shape, _kernels_hip.QSTORAGE["matmul"]))
 
 
 def _device_mismatch(op: str, this: QStorage, other: Storage) -> DeviceMismatch:

@@ -563,7 +563,7 @@ class Storage:
                     raise _dtype_mismatch("matmul", self, rhs)
                 if self.dtype() not in _MATMUL_SELF_DTYPES:
                     raise _dtype_not_in("matmul", self, _MATMUL_SELF_DTYPES)
-                return Storage(On.ROCM, _rt_rocm.from_host(_rt_rocm.device(self.inner), _rt_cpu.matmul(_rt_rocm.to_host(self.inner), _rt_rocm.to_host(rhs.inner), bmnk, lhs_layout, rhs_layout)))
+                return Storage(On.ROCM, _rt_rocm.matmul(self.inner, rhs.inner, bmnk, lhs_layout, rhs_layout))
 
     def copy_strided_src(self, dst: Storage, dst_offset: int, src_layout: Layout) -> None:
         match self.backend:

@@ -20,6 +20,11 @@
 // (groups * chunks states, group-major, at most 16 bytes each: the accumulator of a sum,
 // a (value, index) pair for the others), pass 2 reduces each group's partials and
 // writes dst as fast_* would. op: 0 sum, 1 min, 2 max, 3 argmin, 4 argmax (dst: u32).
+// Pass 0 does both in one launch: pass 1, then the last block to finish (a counter of
+// finished blocks, after a __threadfence) reduces every group's partials alone. There
+// `partial` starts with a kStateHeader-byte header whose first u32 is that counter: zero
+// at launch, and the last block zeroes it again, so the buffer serves the next launch as
+// it is. Meant for a few groups (one block finishes them all), on one stream at a time.
 //
 // Launch: any grid, any blockDim.x <= 1024 (each kernel loops over its work; the entry
 // points are declared with __launch_bounds__(1024) below, so that 1024 threads fit their
@@ -48,6 +53,7 @@ constexpr unsigned int kMaxBlock = 1024;
 constexpr size_t kWarpItemMax = 65536;     // elements of the source
 constexpr size_t kWarpPartialMax = 1024;  // partial states (pass 2)
 constexpr uint32_t kEmpty = 0xffffffffu;
+constexpr size_t kStateHeader = 16;  // pass 0: the counter, then the states (16-byte aligned)
 
 // ---------------------------------------------------------------------------- policies
 //
@@ -243,7 +249,18 @@ template <typename T> struct group_source {
     }
 };
 
-// The partial states of reduce_partial_*, group-major.
+// A partial state as another block of the launch wrote it: a volatile read bypasses the
+// (non-coherent) L1, as pass 0's counter-and-fence handoff needs.
+template <typename P> __device__ __forceinline__ P load_state(const P* p) { return *static_cast<const volatile P*>(p); }
+template <typename C> __device__ __forceinline__ arg_state<C> load_state(const arg_state<C>* p) {
+    const volatile arg_state<C>* q = p;
+    arg_state<C> s;
+    s.v = q->v;
+    s.i = q->i;
+    return s;
+}
+
+// The partial states of pass 1, group-major.
 template <typename P> struct partial_source {
     const P* partial;
     size_t chunks;
@@ -257,10 +274,11 @@ template <typename P> struct partial_source {
         const P* p = partial + g * chunks;
         size_t k = k0 + lane;
         for (; k + 3 * (size_t)nl < k1; k += 4 * (size_t)nl) {  // four loads in flight
-            const P x0 = p[k], x1 = p[k + nl], x2 = p[k + 2 * (size_t)nl], x3 = p[k + 3 * (size_t)nl];
+            const P x0 = load_state(p + k), x1 = load_state(p + k + nl);
+            const P x2 = load_state(p + k + 2 * (size_t)nl), x3 = load_state(p + k + 3 * (size_t)nl);
             acc = pol.combine(acc, pol.combine(pol.combine(x0, x1), pol.combine(x2, x3)));
         }
-        for (; k < k1; k += nl) acc = pol.combine(acc, p[k]);
+        for (; k < k1; k += nl) acc = pol.combine(acc, load_state(p + k));
         return acc;
     }
 };
@@ -278,10 +296,13 @@ __device__ __forceinline__ size_t chunk_length(size_t el, size_t chunks) {
 // Reduces groups x chunks work items of `el` elements each from `source`: the state of
 // chunk c of group g goes to out[g * chunks + c] (to_partial), else (one chunk) the
 // final value to dst[g] = out[g]. One loop for the three ways (a thread, a warp or a
-// block per item), so the source's accumulate is instantiated once.
+// block per item), so the source's accumulate is instantiated once. The items are shared
+// among `blocks` blocks, this one being number `block` (the grid, or pass 0's last block
+// alone).
 template <class Pol, class Source>
 __device__ __forceinline__ void reduce_items(const Pol& pol, const Source& source, size_t groups, size_t el,
-                                             size_t chunks, void* out, bool to_partial) {
+                                             size_t chunks, void* out, bool to_partial, unsigned int block,
+                                             unsigned int blocks) {
     typedef typename Pol::P P;
     __shared__ P sh[32];
     if (blockDim.x > kMaxBlock || el == 0 || chunks == 0) return;
@@ -293,18 +314,18 @@ __device__ __forceinline__ void reduce_items(const Pol& pol, const Source& sourc
     size_t team, teams;
     unsigned int lane, width;
     if (way == 0) {
-        team = opgen::global_thread_id();
-        teams = opgen::grid_threads();
+        team = (size_t)block * blockDim.x + threadIdx.x;
+        teams = (size_t)blocks * blockDim.x;
         lane = 0;
         width = 1;
     } else if (way == 1) {
-        team = (size_t)blockIdx.x * (blockDim.x / ws) + threadIdx.x / ws;
-        teams = (size_t)gridDim.x * (blockDim.x / ws);
+        team = (size_t)block * (blockDim.x / ws) + threadIdx.x / ws;
+        teams = (size_t)blocks * (blockDim.x / ws);
         lane = threadIdx.x % ws;
         width = ws;
     } else {
-        team = blockIdx.x;
-        teams = gridDim.x;
+        team = block;
+        teams = blocks;
         lane = threadIdx.x;
         width = blockDim.x;
     }
@@ -334,7 +355,7 @@ __device__ __forceinline__ void reduce_items(const Pol& pol, const Source& sourc
     }
 }
 
-// fast_* and reduce_partial_*: one copy of the code per policy type (compile time).
+// fast_* and the passes of reduce_chunks_*: one copy of the code per policy type (compile time).
 template <class Pol, typename T>
 __device__ __noinline__ void reduce_groups(const Pol pol, const size_t src_numel, const size_t el,
                                            const size_t num_dims, const size_t* info, const size_t chunks,
@@ -343,15 +364,34 @@ __device__ __noinline__ void reduce_groups(const Pol pol, const size_t src_numel
     if (el == 0) return;
     group_source<T> source;
     source.init(src, el, num_dims, info);
-    reduce_items(pol, source, src_numel / el, el, to_partial ? chunks : 1, out, to_partial);
+    reduce_items(pol, source, src_numel / el, el, to_partial ? chunks : 1, out, to_partial, blockIdx.x, gridDim.x);
 }
 
-// reduce_finish_*: each group's `chunks` partial states to dst.
+// Each group's `chunks` partial states to dst, by `blocks` blocks (see reduce_items).
 template <class Pol>
 __device__ __noinline__ void reduce_finish(const Pol pol, const size_t groups, const size_t chunks,
-                                           const void* partial, void* dst) {
+                                           const void* partial, void* dst, unsigned int block, unsigned int blocks) {
     const partial_source<typename Pol::P> source{static_cast<const typename Pol::P*>(partial), chunks};
-    reduce_items(pol, source, groups, chunks, 1, dst, false);
+    reduce_items(pol, source, groups, chunks, 1, dst, false, block, blocks);
+}
+
+// Pass 0: pass 1, then the last block to finish does pass 2 alone (see the top of the file).
+template <class Pol, typename T>
+__device__ __noinline__ void reduce_once(const Pol pol, const size_t src_numel, const size_t el,
+                                         const size_t num_dims, const size_t* info, const size_t chunks,
+                                         const T* src, void* partial, void* dst) {
+    __shared__ bool last;
+    unsigned int* finished = static_cast<unsigned int*>(partial);
+    void* states = static_cast<char*>(partial) + kStateHeader;
+    reduce_groups(pol, src_numel, el, num_dims, info, chunks, src, states, true);
+    __threadfence();  // this thread's states are visible device-wide before its block counts
+    __syncthreads();
+    if (threadIdx.x == 0) last = atomicAdd(finished, 1u) == gridDim.x - 1;
+    __syncthreads();
+    if (!last) return;
+    __threadfence();  // every other block's states are seen past the count
+    reduce_finish(pol, src_numel / el, chunks, states, dst, 0u, 1u);
+    if (threadIdx.x == 0) *finished = 0u;  // every block has counted: ready for the next launch
 }
 
 template <typename T> __device__ __forceinline__ sum_policy<T> sum_of() { return sum_policy<T>{}; }
@@ -360,24 +400,28 @@ template <typename T> __device__ __forceinline__ extreme_policy<T> extreme_of(bo
 }
 
 
-// Both passes of a chunked reduction (see the top of the file).
+// The passes of a chunked reduction (see the top of the file).
 template <typename T>
 __device__ __forceinline__ void reduce_chunks(const uint32_t op, const uint32_t pass, const size_t src_numel,
                                               const size_t el, const size_t num_dims, const size_t* info,
                                               const size_t chunks, const T* src, void* partial, void* dst) {
     if (el == 0 || op > 4u) return;
     if (op == 0u) {
-        if (pass == 1u) {
+        if (pass == 0u) {
+            reduce_once(sum_of<T>(), src_numel, el, num_dims, info, chunks, src, partial, dst);
+        } else if (pass == 1u) {
             reduce_groups(sum_of<T>(), src_numel, el, num_dims, info, chunks, src, partial, true);
         } else {
-            reduce_finish(sum_of<T>(), src_numel / el, chunks, partial, dst);
+            reduce_finish(sum_of<T>(), src_numel / el, chunks, partial, dst, blockIdx.x, gridDim.x);
         }
     } else {
         const extreme_policy<T> pol = extreme_of<T>(op == 2u || op == 4u, op >= 3u);
-        if (pass == 1u) {
+        if (pass == 0u) {
+            reduce_once(pol, src_numel, el, num_dims, info, chunks, src, partial, dst);
+        } else if (pass == 1u) {
             reduce_groups(pol, src_numel, el, num_dims, info, chunks, src, partial, true);
         } else {
-            reduce_finish(pol, src_numel / el, chunks, partial, dst);
+            reduce_finish(pol, src_numel / el, chunks, partial, dst, blockIdx.x, gridDim.x);
         }
     }
 }

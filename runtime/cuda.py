@@ -15,6 +15,7 @@ import warnings
 import numpy as np
 
 from runtime.errors import BackendUnavailable
+from runtime import gpu_nn, gpu_quant
 from runtime.gpu import GpuError, GpuRuntime, kernel_params
 
 
@@ -154,7 +155,10 @@ class CudaDriver:
         return stream
 
     def alloc(self, nbytes: int, stream) -> int:
-        return int(self._call(f"cuMemAllocAsync({nbytes})", _driver_api().cuMemAllocAsync(nbytes, stream)))
+        err, ptr = _driver_api().cuMemAllocAsync(nbytes, stream)
+        if int(err):  # the call's name is formatted only on failure: allocations are hot
+            self._call(f"cuMemAllocAsync({nbytes})", (err,))
+        return int(ptr)
 
     def free(self, ptr: int, stream) -> None:
         try:
@@ -176,6 +180,43 @@ class CudaDriver:
     def memset(self, ptr: int, nbytes: int, stream, byte: int = 0) -> None:
         self._call("cuMemsetD8Async", _driver_api().cuMemsetD8Async(ptr, byte, nbytes, stream))
 
+    def peer_copy(self, dst: int, dst_ordinal: int, src: int, src_ordinal: int, nbytes: int, stream) -> bool:
+        """Copy between two devices' memory on `stream` (the destination's), after the work
+        queued on the source's stream; the source's stream waits for the copy in turn, so
+        that a free or a write queued there later cannot overtake it. False where the two
+        devices cannot copy peer to peer (the runtime then goes through host memory)."""
+        cu = _driver_api()
+        self.activate(src_ordinal)  # events are recorded in their stream's context
+        src_stream = self.stream(src_ordinal)
+        ready = self._event(src_stream)
+        self.activate(dst_ordinal)
+        try:
+            self._call("cuStreamWaitEvent", cu.cuStreamWaitEvent(stream, ready, 0))
+            err, = cu.cuMemcpyPeerAsync(dst, self._contexts[dst_ordinal], src, self._contexts[src_ordinal], nbytes,
+                                        stream)
+            if err == cu.CUresult.CUDA_ERROR_PEER_ACCESS_UNSUPPORTED:
+                return False
+            self._call("cuMemcpyPeerAsync", (err,))
+            done = self._event(stream)
+            try:
+                self._call("cuStreamWaitEvent", cu.cuStreamWaitEvent(src_stream, done, 0))  # across contexts
+            finally:
+                cu.cuEventDestroy(done)  # released once the waits on it are done
+        finally:
+            cu.cuEventDestroy(ready)
+        return True
+
+    def _event(self, stream):
+        """A fresh event (in the current context) recorded on `stream`."""
+        cu = _driver_api()
+        event = self._call("cuEventCreate", cu.cuEventCreate(cu.CUevent_flags.CU_EVENT_DISABLE_TIMING))
+        try:
+            self._call("cuEventRecord", cu.cuEventRecord(event, stream))
+        except GpuError:
+            cu.cuEventDestroy(event)
+            raise
+        return event
+
     def load(self, image: bytes):
         return self._call("cuModuleLoadData", _driver_api().cuModuleLoadData(image))
 
@@ -184,8 +225,9 @@ class CudaDriver:
 
     def launch(self, fn, grid: int, block: int, stream, args: tuple, types: tuple) -> None:
         address = kernel_params(self._local, types, args)
-        self._call("cuLaunchKernel", _driver_api().cuLaunchKernel(
-            fn, grid, 1, 1, block, 1, 1, 0, stream, address, 0))
+        err, = _driver_api().cuLaunchKernel(fn, grid, 1, 1, block, 1, 1, 0, stream, address, 0)
+        if int(err):
+            self._call("cuLaunchKernel", (err,))
 
     def synchronize(self, ordinal: int) -> None:
         self._call("cuStreamSynchronize", _driver_api().cuStreamSynchronize(self.stream(ordinal)))
@@ -258,3 +300,27 @@ scatter_set = _rt.scatter_set
 scatter_add = _rt.scatter_add
 index_select = _rt.index_select
 index_add = _rt.index_add
+
+# candle-nn's ops (runtime/gpu_nn.py), called by the hooks of generated/nn.py.
+sigmoid = functools.partial(gpu_nn.sigmoid, _rt)
+softmax_last_dim = functools.partial(gpu_nn.softmax_last_dim, _rt)
+rms_norm = functools.partial(gpu_nn.rms_norm, _rt)
+layer_norm = functools.partial(gpu_nn.layer_norm, _rt)
+rope_i = functools.partial(gpu_nn.rope_i, _rt)
+rope = functools.partial(gpu_nn.rope, _rt)
+rope_thd = functools.partial(gpu_nn.rope_thd, _rt)
+sdpa = functools.partial(gpu_nn.sdpa, _rt)
+arg_sort = functools.partial(gpu_nn.arg_sort, _rt)
+
+# Quantized storage (runtime/gpu_quant.py): Device's quantize, qzeros, qstorage_from_bytes
+# and QStorage's q_<method>.
+quantize = functools.partial(gpu_quant.quantize, _rt)
+qzeros = functools.partial(gpu_quant.qzeros, _rt)
+qstorage_from_bytes = functools.partial(gpu_quant.qstorage_from_bytes, _rt)
+q_dtype = functools.partial(gpu_quant.q_dtype, _rt)
+q_device = functools.partial(gpu_quant.q_device, _rt)
+q_size_in_bytes = functools.partial(gpu_quant.q_size_in_bytes, _rt)
+q_data = functools.partial(gpu_quant.q_data, _rt)
+q_dequantize = functools.partial(gpu_quant.q_dequantize, _rt)
+q_dequantize_f16 = functools.partial(gpu_quant.q_dequantize_f16, _rt)
+q_matmul = functools.partial(gpu_quant.q_matmul, _rt)

@@ -12,6 +12,7 @@ import ctypes
 import hashlib
 import math
 import os
+import struct
 import tempfile
 import functools
 from dataclasses import dataclass, field
@@ -25,6 +26,10 @@ from runtime.errors import DTypeMismatch, OpgenError, ShapeMismatch
 from runtime.layout import Layout
 
 BLOCK = 256
+# Reductions of at most this many groups, split into chunks, run in one launch whose last
+# block reduces the chunks' partial states: one warp per group of a 256-thread block.
+FEW_GROUPS = BLOCK // 32
+PASS0_HEADER = 16  # hip/reduce.hip's kStateHeader: pass 0's block counter, before the states
 # Tests set OPGEN_POISON=1: fresh buffers are filled with 0xFF bytes (NaN, or the largest
 # integer) so that an element a kernel fails to write cannot pass as a right answer.
 POISON = os.environ.get("OPGEN_POISON") == "1"
@@ -57,6 +62,7 @@ class Driver(Protocol):
     def upload(self, ptr: int, host: np.ndarray, stream: Any) -> None: ...
     def download(self, host: np.ndarray, ptr: int, stream: Any) -> None: ...
     def copy(self, dst: int, src: int, nbytes: int, stream: Any) -> None: ...
+    def peer_copy(self, dst: int, dst_ordinal: int, src: int, src_ordinal: int, nbytes: int, stream: Any) -> bool: ...
     def memset(self, ptr: int, nbytes: int, stream: Any, byte: int = 0) -> None: ...
     def load(self, image: bytes) -> Any: ...
     def function(self, module: Any, name: str) -> Any: ...
@@ -95,19 +101,42 @@ class GpuBuffer:
         return self.ptr + layout.start_offset * self.dtype.itemsize
 
 
+# struct codes of the ctypes types launch wrappers pack arguments as (kernel_sigs.CTYPES).
+_CODES = {ctypes.c_size_t: "N", ctypes.c_void_p: "P", ctypes.c_int: "i", ctypes.c_uint: "I",
+          ctypes.c_uint8: "B", ctypes.c_uint16: "H", ctypes.c_uint32: "I", ctypes.c_int32: "i",
+          ctypes.c_int64: "q", ctypes.c_float: "f", ctypes.c_double: "d"}
+
+
+class _Arguments:
+    """One signature's kernel arguments, laid out as a C struct of them (native alignment:
+    each at an address its type allows), and the array of pointers to them."""
+
+    def __init__(self, types: tuple) -> None:
+        self.pack = struct.Struct("@" + "".join(_CODES[t] for t in types)).pack_into
+        fields = type("Fields", (ctypes.Structure,), {"_fields_": [(f"a{i}", t) for i, t in enumerate(types)]})
+        self.values = fields()
+        base = ctypes.addressof(self.values)
+        self.pointers = (ctypes.c_void_p * max(len(types), 1))(
+            *(base + getattr(fields, f"a{i}").offset for i in range(len(types))))
+        self.address = ctypes.addressof(self.pointers)
+
+
 def kernel_params(local: Any, types: tuple, args: tuple) -> int:
     """The address of the array of pointers to `args` packed as `types` (the C form of
-    kernelParams). One set of holders per signature and thread serves every launch: the
-    driver copies the values when the launch is made."""
-    cache = local.__dict__.setdefault("params", {})
+    kernelParams). One buffer per signature and thread serves every launch (the driver
+    copies the values when the launch is made), filled by one struct.pack_into."""
+    try:
+        cache = local.params
+    except AttributeError:
+        cache = local.params = {}
     entry = cache.get(types)
     if entry is None:
-        holders = [t() for t in types]
-        array = (ctypes.c_void_p * len(holders))(*(ctypes.addressof(h) for h in holders))
-        entry = cache[types] = (holders, ctypes.addressof(array), array)
-    for holder, value in zip(entry[0], args):
-        holder.value = value
-    return entry[1]
+        entry = cache[types] = _Arguments(types)
+    try:
+        entry.pack(entry.values, 0, *args)
+    except struct.error:  # what ctypes also takes: None pointers, ints wrapped to the type's width
+        entry.pack(entry.values, 0, *(t(a).value or 0 for t, a in zip(types, args)))
+    return entry.address
 
 
 def _digest(*parts: bytes) -> str:
@@ -162,6 +191,8 @@ class GpuRuntime:
         self._modules: dict[tuple[int, str], Any] = {}
         self._streams: dict[int, DeviceStream] = {}
         self._rngs: dict[int, np.random.Generator] = {}
+        self._scratch: dict[int, GpuBuffer] = {}
+        self._multiprocessors: dict[int, int] = {}
 
     # -- availability and devices ---------------------------------------------------------
     def availability(self) -> str | None:
@@ -236,11 +267,18 @@ class GpuRuntime:
         return out
 
     def to_device(self, buf: GpuBuffer, layout: Layout, ordinal: int) -> GpuBuffer:
-        """Within the backend: a contiguous copy of the view, on `ordinal`."""
-        if ordinal == buf.ordinal and layout.is_contiguous:
+        """Within the backend: a contiguous copy of the view, on `ordinal`. A contiguous
+        view is copied device to device, peer to peer between two devices (on the
+        destination's stream, ordered with both devices' streams by the driver); a strided
+        one, or one the two devices cannot copy peer to peer, goes through host memory."""
+        if layout.is_contiguous:
             out = self.alloc(ordinal, layout.elem_count, buf.dtype)
-            self.driver.copy(out.ptr, buf.at(layout), out.nbytes, self.driver.stream(ordinal))
-            return out
+            stream = self.driver.stream(ordinal)
+            if ordinal == buf.ordinal:
+                self.driver.copy(out.ptr, buf.at(layout), out.nbytes, stream)
+                return out
+            if not out.size or self.driver.peer_copy(out.ptr, ordinal, buf.at(layout), buf.ordinal, out.nbytes, stream):
+                return out
         return self.from_host(ordinal, self.to_numpy(buf, layout))
 
     # Random storages: drawn on the host from one generator per device, then uploaded (a first
@@ -302,7 +340,13 @@ class GpuRuntime:
         several times over (64 blocks per multiprocessor: on the H100, exp f32 over 64M
         elements ran at 2,913 GB/s of device time against 2,874 with 32 and 2,775 with 8;
         bench/gpu.py --parts explore)."""
-        return max(1, min(math.ceil(numel / BLOCK), self.driver.multiprocessors(ordinal) * 64))
+        return max(1, min(-(-numel // BLOCK), self._sms(ordinal) * 64))
+
+    def _sms(self, ordinal: int) -> int:
+        sms = self._multiprocessors.get(ordinal)
+        if sms is None:
+            sms = self._multiprocessors[ordinal] = self.driver.multiprocessors(ordinal)
+        return sms
 
     def _info(self, ordinal: int, *arrays: tuple[int, ...]) -> tuple[int, GpuBuffer | None]:
         """Dims and strides as the kernels read them (size_t[]), on the device."""
@@ -607,9 +651,11 @@ class GpuRuntime:
         adjacent dims merged where the view allows (kept with kept, reduced with reduced).
 
         hip/reduce.hip covers a group with a thread, a warp or a block (it picks; the grid
-        here follows its choice). Few, long groups are split into chunks: reduce_chunks_<dt>
-        pass 1 writes a partial state per chunk, pass 2 reduces them (two launches; also
-        taken for mid-sized groups, from 256 elements, when there are few of them)."""
+        here follows its choice). Groups too few to fill the device are split into chunks
+        (from 256 elements): reduce_chunks_<dt> pass 1 writes a partial state per chunk,
+        pass 2 reduces them. Up to FEW_GROUPS groups (a sum over all dims: one) take pass 0,
+        both in one launch, its last block finishing, with the scratch of _pass0_scratch;
+        more take two launches (one block could not finish them quickly)."""
         op = kernel.op
         fn = self._entry(table, (op, buf.dtype), "reduce_op")
         _fits(op, self.name, buf, layout)
@@ -650,7 +696,7 @@ class GpuRuntime:
         flat = Layout(shape, stride, view.start_offset)
         stream = self.stream(buf.ordinal)
         info, keep = (0, None) if flat.is_contiguous else self._info(buf.ordinal, flat.shape, flat.stride)
-        sms = self.driver.multiprocessors(buf.ordinal)
+        sms = self._sms(buf.ordinal)
         block = 256
         # The way hip/reduce.hip covers an item (its thread_per_item and kWarpItemMax).
         by_thread = (not flat.is_contiguous and len(red_dims) == 1 and red_dims[0][1] != 1
@@ -686,6 +732,11 @@ class GpuRuntime:
             return out
         chunked = self._entry(table, buf.dtype, "reduce_op")  # reduce_chunks_<dt>
         codes = {"sum": 0, "min": 1, "max": 2, "argmin": 3, "argmax": 4}
+        if out_count <= FEW_GROUPS and not by_thread:
+            scratch = self._pass0_scratch(buf.ordinal, PASS0_HEADER + items * 16)
+            chunked(self.launch, grid_for(items, length, False), block, stream, codes[op], 0, numel, group,
+                    flat.rank, info, chunks, buf.at(view), scratch.ptr, out.ptr)
+            return out
         partial = self.alloc(buf.ordinal, items * 16, np.dtype(np.uint8))  # 16 bytes: the largest state
         # pass 2: a block per group past 1024 partial states, as wide as allowed
         block2 = 1024 if chunks > 1024 else block
@@ -694,6 +745,18 @@ class GpuRuntime:
             chunked(self.launch, grid, threads, stream, codes[op], pass_, numel, group, flat.rank, info, chunks,
                     buf.at(view), partial.ptr, out.ptr)
         return out
+
+    def _pass0_scratch(self, ordinal: int, nbytes: int) -> GpuBuffer:
+        """reduce_chunks_<dt> pass 0's scratch on the device: its block counter (zeroed
+        here once; each launch's last block zeroes it again), then the partial states. One
+        per device, kept and grown, so a reduction allocates nothing; launches on the
+        device's one stream never overlap, so they can share it."""
+        scratch = self._scratch.get(ordinal)
+        if scratch is None or scratch.nbytes < nbytes:
+            scratch = self.alloc(ordinal, nbytes, np.dtype(np.uint8))
+            self.driver.memset(scratch.ptr, nbytes, self.driver.stream(ordinal))
+            self._scratch[ordinal] = scratch  # the one replaced is freed after the launches queued on it
+        return scratch
 
 
 def _scalar(value, dtype: np.dtype):
@@ -733,7 +796,9 @@ def _batch_stride(layout: Layout) -> int | None:
 
 
 def _fits(op: str, backend: str, buf: GpuBuffer, layout: Layout) -> None:
-    if layout.max_offset() > buf.size:
+    # every op checks: a contiguous view's end needs no sum over its dims
+    end = layout.start_offset + layout.elem_count if layout.is_contiguous else layout.max_offset()
+    if end > buf.size:
         raise ShapeMismatch(op, backend, f"a layout within {buf.size} elements", layout)
 
 

@@ -4,9 +4,16 @@ The Driver below is the vendor layer of runtime/gpu.py, the twin of runtime/cuda
 storage ops are runtime/gpu.py's. Importing this module never fails: hip-python and the
 ROCm runtime are loaded on first use, and availability() says what is missing.
 
+matmul goes through hipBLAS (hip-python's binding, loaded on first use): without
+libhipblas it raises BackendUnavailable, saying so.
+
 NOT RUN ON AMD HARDWARE: no AMD GPU was available. CI loads the ROCm runtime and compiles
 every kernel for AMD targets through hiprtc; availability() is tested to report "no
-device"; the device paths (memory, copies, launches) have not run."""
+device". None of the device paths has run: memory, copies (peer copies between two GPUs
+included), launches, and the hipBLAS GEMM. Of the GEMM, only the argument mapping is
+tested (the enums and their values, the call hip-python receives, the error without
+libhipblas); Debian bookworm ships neither hipBLAS nor rocBLAS, so no hipBLAS call has
+ever been made."""
 
 from __future__ import annotations
 
@@ -14,9 +21,11 @@ import ctypes
 import functools
 import threading
 
+import ml_dtypes
 import numpy as np
 
 from runtime.errors import BackendUnavailable
+from runtime import gpu_nn, gpu_quant
 from runtime.gpu import GpuError, GpuRuntime, kernel_params
 
 # hip-python looks for libamdhip64.so; Debian's ROCm 5.x ships only libamdhip64.so.5.
@@ -39,6 +48,44 @@ def _hip():
     return hip
 
 
+# hip-python 6.2 binds hipBLAS 2.x (ROCm 6), where the GEMM taking hipDataType and
+# hipblasComputeType_t is exported as ..._v2: the unsuffixed 2.x symbol takes the
+# deprecated hipblasDatatype_t, and hipBLAS 3 (ROCm 7) renamed _v2 to the unsuffixed name.
+# A library without the symbol is refused rather than called with the wrong enums.
+_HIPBLAS_LIBRARIES = ("libhipblas.so", "libhipblas.so.2")
+_GEMM = "hipblasGemmStridedBatchedEx_v2"
+
+# hipDataType and hipblasComputeType_t member names, and the host type of alpha/beta, by
+# dtype: halves accumulate in f32, as on cuda.
+_GEMM_TYPES = {
+    np.dtype("float16"): ("HIP_R_16F", "HIPBLAS_COMPUTE_32F", np.float32),
+    np.dtype("float32"): ("HIP_R_32F", "HIPBLAS_COMPUTE_32F", np.float32),
+    np.dtype("float64"): ("HIP_R_64F", "HIPBLAS_COMPUTE_64F", np.float64),
+    np.dtype(ml_dtypes.bfloat16): ("HIP_R_16BF", "HIPBLAS_COMPUTE_32F", np.float32),
+}
+
+
+@functools.cache
+def _hipblas():
+    """hip-python's hipBLAS binding, pointed at a libhipblas that exports the GEMM it calls
+    (hip-python opens `chipblas.DLL` at the first call, by default libhipblas.so, which
+    runtime-only installs lack)."""
+    for name in _HIPBLAS_LIBRARIES:
+        try:
+            library = ctypes.CDLL(name)
+        except OSError:
+            continue
+        if not hasattr(library, _GEMM):
+            raise BackendUnavailable("rocm", f"matmul needs hipBLAS 2.x (ROCm 6): {name} has no {_GEMM}")
+        from hip import chipblas  # noqa: PLC0415  (optional dependency)
+
+        chipblas.DLL = name.encode()
+        from hip import hipblas  # noqa: PLC0415
+
+        return hipblas
+    raise BackendUnavailable("rocm", "matmul needs hipBLAS: library not found (libhipblas)")
+
+
 def _name(hip, err) -> str:
     return str(hip.hipGetErrorName(err)[1])
 
@@ -48,6 +95,7 @@ class HipDriver:
 
     def __init__(self) -> None:
         self._streams: dict[int, object] = {}
+        self._blas_handles: dict[int, object] = {}
         self._ready: set[int] = set()
         self._local = threading.local()  # per thread: the launch argument holders
 
@@ -114,7 +162,10 @@ class HipDriver:
         return stream
 
     def alloc(self, nbytes: int, stream) -> int:
-        return int(self._call(f"hipMallocAsync({nbytes})", _hip().hipMallocAsync(nbytes, stream)))
+        err, ptr = _hip().hipMallocAsync(nbytes, stream)
+        if int(err):  # the call's name is formatted only on failure: allocations are hot
+            self._call(f"hipMallocAsync({nbytes})", (err,))
+        return int(ptr)
 
     def free(self, ptr: int, stream) -> None:
         try:
@@ -136,6 +187,42 @@ class HipDriver:
     def memset(self, ptr: int, nbytes: int, stream, byte: int = 0) -> None:
         self._call("hipMemsetD8Async", _hip().hipMemsetD8Async(ptr, byte, nbytes, stream))
 
+    def peer_copy(self, dst: int, dst_ordinal: int, src: int, src_ordinal: int, nbytes: int, stream) -> bool:
+        """Copy between two devices' memory on `stream` (the destination's), after the work
+        queued on the source's stream; the source's stream waits for the copy in turn, so
+        that a free or a write queued there later cannot overtake it. False where the two
+        devices cannot copy peer to peer (the runtime then goes through host memory)."""
+        hip = _hip()
+        self.activate(src_ordinal)  # events are recorded on their own device's streams
+        src_stream = self.stream(src_ordinal)
+        ready = self._event(src_stream)
+        self.activate(dst_ordinal)
+        try:
+            self._call("hipStreamWaitEvent", hip.hipStreamWaitEvent(stream, ready, 0))
+            err, = hip.hipMemcpyPeerAsync(dst, dst_ordinal, src, src_ordinal, nbytes, stream)
+            if err == hip.hipError_t.hipErrorPeerAccessUnsupported:
+                return False
+            self._call("hipMemcpyPeerAsync", (err,))
+            done = self._event(stream)
+            try:
+                self._call("hipStreamWaitEvent", hip.hipStreamWaitEvent(src_stream, done, 0))  # across devices
+            finally:
+                hip.hipEventDestroy(done)  # released once the waits on it are done
+        finally:
+            hip.hipEventDestroy(ready)
+        return True
+
+    def _event(self, stream):
+        """A fresh event (on the current device) recorded on `stream`."""
+        hip = _hip()
+        event = self._call("hipEventCreateWithFlags", hip.hipEventCreateWithFlags(hip.hipEventDisableTiming))
+        try:
+            self._call("hipEventRecord", hip.hipEventRecord(event, stream))
+        except GpuError:
+            hip.hipEventDestroy(event)
+            raise
+        return event
+
     def load(self, image: bytes):
         return self._call("hipModuleLoadData", _hip().hipModuleLoadData(image))
 
@@ -144,11 +231,45 @@ class HipDriver:
 
     def launch(self, fn, grid: int, block: int, stream, args: tuple, types: tuple) -> None:
         address = kernel_params(self._local, types, args)
-        self._call("hipModuleLaunchKernel", _hip().hipModuleLaunchKernel(
-            fn, grid, 1, 1, block, 1, 1, 0, stream, address, None))
+        err, = _hip().hipModuleLaunchKernel(fn, grid, 1, 1, block, 1, 1, 0, stream, address, None)
+        if int(err):
+            self._call("hipModuleLaunchKernel", (err,))
 
     def synchronize(self, ordinal: int) -> None:
         self._call("hipStreamSynchronize", _hip().hipStreamSynchronize(self.stream(ordinal)))
+
+    def _blas(self, ordinal: int, stream):
+        """The device's hipBLAS handle, created on first use (the device is current: the
+        runtime activated it), bound to the device's stream, which never changes."""
+        handle = self._blas_handles.get(ordinal)
+        if handle is None:
+            hipblas = _hipblas()
+            status, handle = hipblas.hipblasCreate()
+            self._blas_status("hipblasCreate", status)
+            self._blas_status("hipblasSetStream", hipblas.hipblasSetStream(handle, stream)[0])
+            self._blas_handles[ordinal] = handle
+        return handle
+
+    def _blas_status(self, what: str, status) -> None:
+        if int(status) != 0:
+            raise GpuError(self.name, what, getattr(status, "name", str(status)))
+
+    def gemm(self, ordinal, stream, dtype, trans_a, trans_b, m, n, k, a, lda, stride_a, b, ldb, stride_b,
+             c, ldc, stride_c, batch) -> None:
+        """Column-major strided-batched GEMM on our stream, through hipBLAS: the twin of
+        CudaDriver.gemm."""
+        hipblas = _hipblas()
+        data_name, compute_name, scalar = _GEMM_TYPES[np.dtype(dtype)]
+        data = getattr(_hip().hipDataType, data_name)
+        compute = getattr(hipblas.hipblasComputeType_t, compute_name)
+        op = hipblas.hipblasOperation_t
+        one, zero = np.ones(1, scalar), np.zeros(1, scalar)  # host scalars: the default pointer mode
+        status, = hipblas.hipblasGemmStridedBatchedEx_v2(
+            self._blas(ordinal, stream), op.HIPBLAS_OP_T if trans_a else op.HIPBLAS_OP_N,
+            op.HIPBLAS_OP_T if trans_b else op.HIPBLAS_OP_N, m, n, k, one, a, data, lda, stride_a,
+            b, data, ldb, stride_b, zero, c, data, ldc, stride_c, batch, compute,
+            hipblas.hipblasGemmAlgo_t.HIPBLAS_GEMM_DEFAULT)
+        self._blas_status(_GEMM, status)
 
 
 def _loadable(name: str) -> bool:
@@ -192,6 +313,7 @@ const_set = _rt.const_set
 copy_strided_src = _rt.copy_strided_src
 copy2d = _rt.copy2d
 reduce_op = _rt.reduce_op
+matmul = _rt.matmul
 conv1d = _rt.conv1d
 conv_transpose1d = _rt.conv_transpose1d
 conv2d = _rt.conv2d
@@ -205,3 +327,27 @@ scatter_set = _rt.scatter_set
 scatter_add = _rt.scatter_add
 index_select = _rt.index_select
 index_add = _rt.index_add
+
+# candle-nn's ops (runtime/gpu_nn.py), called by the hooks of generated/nn.py.
+sigmoid = functools.partial(gpu_nn.sigmoid, _rt)
+softmax_last_dim = functools.partial(gpu_nn.softmax_last_dim, _rt)
+rms_norm = functools.partial(gpu_nn.rms_norm, _rt)
+layer_norm = functools.partial(gpu_nn.layer_norm, _rt)
+rope_i = functools.partial(gpu_nn.rope_i, _rt)
+rope = functools.partial(gpu_nn.rope, _rt)
+rope_thd = functools.partial(gpu_nn.rope_thd, _rt)
+sdpa = functools.partial(gpu_nn.sdpa, _rt)
+arg_sort = functools.partial(gpu_nn.arg_sort, _rt)
+
+# Quantized storage (runtime/gpu_quant.py): Device's quantize, qzeros, qstorage_from_bytes
+# and QStorage's q_<method>.
+quantize = functools.partial(gpu_quant.quantize, _rt)
+qzeros = functools.partial(gpu_quant.qzeros, _rt)
+qstorage_from_bytes = functools.partial(gpu_quant.qstorage_from_bytes, _rt)
+q_dtype = functools.partial(gpu_quant.q_dtype, _rt)
+q_device = functools.partial(gpu_quant.q_device, _rt)
+q_size_in_bytes = functools.partial(gpu_quant.q_size_in_bytes, _rt)
+q_data = functools.partial(gpu_quant.q_data, _rt)
+q_dequantize = functools.partial(gpu_quant.q_dequantize, _rt)
+q_dequantize_f16 = functools.partial(gpu_quant.q_dequantize_f16, _rt)
+q_matmul = functools.partial(gpu_quant.q_matmul, _rt)

@@ -1,0 +1,197 @@
+"""GPU benchmarks of the NN ops (hip/nn.hip through g.nn), side by side with torch in one run,
+on the H100 through the device tool. bench/gpu.py runs bench_nn as its `nn` part.
+
+- softmax_last_dim, rms_norm, layer_norm over (4096, 4096), f32 and bf16, against
+  torch.softmax, torch.nn.functional.rms_norm and torch.nn.functional.layer_norm: GB/s
+  (bytes read and written), the share of the copy bandwidth of the same bytes (a torch
+  device-to-device copy of the input), the ratio to torch.
+- sdpa bf16, batch 8, 16 heads, 2048 queries and keys, head dim 128, causal and not, against
+  torch.nn.functional.scaled_dot_product_attention: TFLOP/s (4 b h s^2 d, half of it when
+  causal: the work a causal kernel does) and the ratio to torch.
+
+Figures are device time: CUDA events around a batch of calls queued behind a long fill of a
+scratch buffer on the same stream, so that the host's cost per call (opgen's is larger than
+torch's, and larger than a (4096, 4096) bf16 kernel) does not leave the GPU idle between
+calls. Host wall-clock figures are reported beside them. Medians of REPEATS batches."""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+ROWS = COLS = 4096
+SDPA_SHAPE = (8, 16, 2048, 128)  # batch, heads, sequence, head dim
+EPS = 1e-5
+REPEATS = 10
+CALLS = 20  # per timed batch of the row ops
+BUSY_BYTES = 4 << 30  # the fill queued before each batch: about 1.5 ms on an H100
+
+
+def _opgen_seconds(fn, calls: int) -> float:
+    """Median device seconds per call of fn on opgen's cuda stream."""
+    import numpy as np
+    from cuda.bindings import driver as cu
+
+    from runtime.cuda import _rt as rt
+
+    stream = rt.stream(0).handle
+    busy = rt.alloc(0, BUSY_BYTES // 4, np.dtype(np.float32))
+    start, end = cu.cuEventCreate(0)[1], cu.cuEventCreate(0)[1]
+    fn()
+    rt.synchronize(0)
+    samples = []
+    for _ in range(REPEATS):
+        rt.driver.memset(busy.ptr, busy.nbytes, stream)
+        cu.cuEventRecord(start, stream)
+        for _ in range(calls):
+            fn()
+        cu.cuEventRecord(end, stream)
+        cu.cuEventSynchronize(end)
+        samples.append(cu.cuEventElapsedTime(start, end)[1] / 1e3 / calls)
+    cu.cuEventDestroy(start)
+    cu.cuEventDestroy(end)
+    return statistics.median(samples)
+
+
+def _torch_seconds(fn, calls: int) -> float:
+    """Median device seconds per call of fn on torch's current stream."""
+    import torch
+
+    busy = torch.empty(BUSY_BYTES // 4, dtype=torch.float32, device="cuda")
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    fn()
+    torch.cuda.synchronize()
+    samples = []
+    for _ in range(REPEATS):
+        busy.zero_()
+        start.record()
+        for _ in range(calls):
+            fn()
+        end.record()
+        end.synchronize()
+        samples.append(start.elapsed_time(end) / 1e3 / calls)
+    return statistics.median(samples)
+
+
+def _host_arrays(dtype: str):
+    """x (ROWS, COLS) and alpha, beta (COLS,), as numpy arrays of `dtype`."""
+    import numpy as np
+
+    import generated as g
+
+    rng = np.random.default_rng(0)
+    dt = g.DType(dtype).numpy
+    return (rng.standard_normal((ROWS, COLS), dtype=np.float32).astype(dt),
+            rng.uniform(0.5, 1.5, COLS).astype(dt), rng.uniform(-0.5, 0.5, COLS).astype(dt))
+
+
+def _to_torch(array):
+    import ml_dtypes
+    import numpy as np
+    import torch
+
+    if array.dtype == np.dtype(ml_dtypes.bfloat16):
+        return torch.from_numpy(array.view(np.uint16)).cuda().view(torch.bfloat16)
+    return torch.from_numpy(array).cuda()
+
+
+def _row_cases(dtype: str):
+    """({op: (opgen call, torch call, bytes read and written)}, the layout of x and the results)."""
+    import torch
+    import torch.nn.functional as F
+
+    import generated as g
+
+    dev = g.Device.parse("cuda:0")
+    x, alpha, beta = _host_arrays(dtype)
+    sx, sa, sb = (dev.storage_from_slice(a) for a in (x, alpha, beta))
+    tx, ta, tb = (_to_torch(a) for a in (x, alpha, beta))
+    lx, lv = g.Layout.contiguous(x.shape), g.Layout.contiguous(alpha.shape)
+    io = 2 * x.nbytes
+    softmax, rms, ln = g.nn.SoftmaxLastDim(), g.nn.RmsNorm(eps=EPS), g.nn.LayerNorm(eps=EPS)
+    cases = {
+        "softmax_last_dim": (lambda: sx.apply_op1(lx, softmax), lambda: torch.softmax(tx, dim=-1), io),
+        "layer_norm": (lambda: sx.apply_op3(lx, sa, lv, sb, lv, ln), lambda: F.layer_norm(tx, (COLS,), ta, tb, EPS),
+                       io + 2 * alpha.nbytes),
+    }
+    if hasattr(F, "rms_norm"):  # torch >= 2.4
+        cases["rms_norm"] = (lambda: sx.apply_op2(lx, sa, lv, rms), lambda: F.rms_norm(tx, (COLS,), ta, EPS),
+                             io + alpha.nbytes)
+    return cases, lx
+
+
+def _max_difference(ours, theirs) -> float:
+    """max |a - b| of an opgen result (numpy) and a torch one."""
+    import numpy as np
+
+    return float(np.abs(ours.astype(np.float64) - theirs.float().cpu().numpy().astype(np.float64)).max())
+
+
+def _sync_opgen() -> None:
+    from runtime.cuda import _rt as rt
+
+    rt.synchronize(0)
+
+
+def bench_rows(rows: dict) -> None:
+    import torch
+
+    import generated as g
+    from bench.gpu import timed
+
+    gb = lambda nbytes, seconds: nbytes / seconds / 1e9  # noqa: E731
+    for dtype in ("f32", "bf16"):
+        cases, layout = _row_cases(dtype)
+        x = _to_torch(_host_arrays(dtype)[0])
+        y = torch.empty_like(x)
+        io = 2 * x.numel() * x.element_size()
+        copy_bw = gb(io, _torch_seconds(lambda: y.copy_(x), CALLS))
+        rows[f"nn (4096, 4096) {dtype}: torch copy of the input, device time (GB/s)"] = copy_bw
+        for name, (ours, theirs, nbytes) in cases.items():
+            label = f"nn {name} (4096, 4096) {dtype}"
+            bw_ours, bw_torch = gb(nbytes, _opgen_seconds(ours, CALLS)), gb(nbytes, _torch_seconds(theirs, CALLS))
+            rows[f"{label}: opgen, device time (GB/s)"] = bw_ours
+            rows[f"{label}: torch, device time (GB/s)"] = bw_torch
+            rows[f"{label}: opgen / copy bandwidth"] = bw_ours / copy_bw
+            rows[f"{label}: opgen / torch"] = bw_ours / bw_torch
+            rows[f"{label}: opgen, host wall clock (GB/s)"] = gb(nbytes, timed(ours, _sync_opgen))
+            rows[f"{label}: max |opgen - torch|"] = _max_difference(g.to_numpy(ours()[0], layout), theirs())
+        if "rms_norm" not in cases:
+            rows[f"nn rms_norm (4096, 4096) {dtype}: torch"] = f"torch {torch.__version__} has no rms_norm"
+
+
+def bench_sdpa(rows: dict) -> None:
+    import numpy as np
+    import torch.nn.functional as F
+
+    import generated as g
+
+    b, h, s, d = SDPA_SHAPE
+    dev = g.Device.parse("cuda:0")
+    rng = np.random.default_rng(1)
+    arrays = [rng.standard_normal(SDPA_SHAPE, dtype=np.float32).astype(g.DType.BF16.numpy) for _ in range(3)]
+    sq, sk, sv = (dev.storage_from_slice(a) for a in arrays)
+    tq, tk, tv = (_to_torch(a) for a in arrays)
+    layout = g.Layout.contiguous(SDPA_SHAPE)
+    scale = 1 / math.sqrt(d)
+    for causal in (False, True):
+        label = f"nn sdpa bf16 {SDPA_SHAPE} {'causal' if causal else 'full'}"
+        op = g.nn.Sdpa(scale=scale, causal=causal)
+        ours = lambda op=op: sq.apply_op3(layout, sk, layout, sv, layout, op)  # noqa: E731
+        theirs = lambda causal=causal: F.scaled_dot_product_attention(tq, tk, tv, is_causal=causal, scale=scale)  # noqa: E731
+        flops = 4 * b * h * s * s * d / (2 if causal else 1)
+        t_ours, t_torch = _opgen_seconds(ours, 3), _torch_seconds(theirs, 3)
+        rows[f"{label}: opgen (TFLOP/s)"] = flops / t_ours / 1e12
+        rows[f"{label}: torch (TFLOP/s)"] = flops / t_torch / 1e12
+        rows[f"{label}: opgen / torch"] = t_torch / t_ours
+        rows[f"{label}: max |opgen - torch|"] = _max_difference(g.to_numpy(ours()[0], layout), theirs())
+
+
+def bench_nn(rows: dict) -> None:
+    """Every figure above into `rows` (bench/gpu.py's table); a failed half says so and the
+    other still runs."""
+    for part in (bench_rows, bench_sdpa):
+        try:
+            part(rows)
+        except Exception as exc:  # noqa: BLE001  (reported in the table, as bench/gpu.py does)
+            rows[f"nn {part.__name__} failed"] = f"{type(exc).__name__}: {exc}"

@@ -1,0 +1,243 @@
+"""Quantized matrix-vector products on the GPU (cuda): y = W x for a 4096 x 4096 weight in
+q4_0 and q8_0 and one row of x, through qmatvec_<fmt> of hip/quantized.hip, beside torch.mv on
+the same weight dequantized to bf16, and the copy bandwidth of the same run.
+
+A product takes a few microseconds, less than a Python launch: the launches are captured in a
+CUDA graph (a graph of LAUNCHES back-to-back products, as a model's layers would run), and
+the graph is timed with CUDA events: device time per product, launch gaps included.
+Two variants: one weight read over and over (9.4 / 17.8 MB: it stays in the H100's 50 MB L2),
+and DISTINCT weights in turn (several times the L2), which reads every weight from HBM: the
+honest "read once" figure. Bandwidth counts the quantized weight's bytes (x and y are 16 KB).
+
+    python3 bench/gpu_quant.py [--explore]   # prints the rows
+    bench_quant(rows)                         # a part of bench/gpu.py: fills `rows`
+    explore_quant(rows)                       # tile shapes of the kernels, for tuning"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+N = K = 4096
+DISTINCT = 16  # weights cycled through: 16 x 9.4 MB (q4_0) is 3x the L2
+LAUNCHES = 160  # products per timed graph
+REPEATS = 10
+COPY_ELEMS = 64 * 1024 * 1024
+
+
+def _ok(result):
+    """The value of a cuda-python call, raising on an error code."""
+    err, *rest = result if isinstance(result, tuple) else (result,)
+    if int(err):
+        raise RuntimeError(f"CUDA driver call failed: {err}")
+    return rest[0] if len(rest) == 1 else None
+
+
+def graph_seconds(enqueue, stream) -> float:
+    """Median device seconds per call of enqueue(i), i < LAUNCHES, all captured in one CUDA
+    graph on `stream` (cuda-python handle) and launched REPEATS times."""
+    from cuda.bindings import driver as cu
+
+    enqueue(0)  # loads the module: nothing but launches may happen while capturing
+    _ok(cu.cuStreamBeginCapture(stream, cu.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL))
+    for i in range(LAUNCHES):
+        enqueue(i)
+    graph = _ok(cu.cuStreamEndCapture(stream))
+    exe = _ok(cu.cuGraphInstantiate(graph, 0))
+    start, end = _ok(cu.cuEventCreate(0)), _ok(cu.cuEventCreate(0))
+    _ok(cu.cuGraphLaunch(exe, stream))  # warm-up
+    samples = []
+    for _ in range(REPEATS):
+        _ok(cu.cuEventRecord(start, stream))
+        _ok(cu.cuGraphLaunch(exe, stream))
+        _ok(cu.cuEventRecord(end, stream))
+        _ok(cu.cuEventSynchronize(end))
+        samples.append(_ok(cu.cuEventElapsedTime(start, end)) / 1e3 / LAUNCHES)
+    for event in (start, end):
+        cu.cuEventDestroy(event)
+    cu.cuGraphExecDestroy(exe)
+    cu.cuGraphDestroy(graph)
+    return statistics.median(samples)
+
+
+def torch_graph_seconds(call) -> float:
+    """The same for torch: LAUNCHES calls of call(i) in a torch CUDA graph."""
+    import torch
+
+    for i in range(3):  # warm-up (cuBLAS handles, workspaces) before capture
+        call(i)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for i in range(LAUNCHES):
+            call(i)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    graph.replay()
+    samples = []
+    for _ in range(REPEATS):
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        samples.append(start.elapsed_time(end) / 1e3 / LAUNCHES)
+    return statistics.median(samples)
+
+
+def copy_bandwidth() -> float:
+    """torch device-to-device copy, bytes read and written (as bench/gpu.py measures it)."""
+    import torch
+
+    src = torch.empty(COPY_ELEMS, dtype=torch.float32, device="cuda").normal_()
+    dst = torch.empty_like(src)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    dst.copy_(src)
+    samples = []
+    for _ in range(REPEATS):
+        start.record()
+        for _ in range(5):
+            dst.copy_(src)
+        end.record()
+        end.synchronize()
+        samples.append(start.elapsed_time(end) / 1e3 / 5)
+    return 2 * src.nbytes / statistics.median(samples) / 1e9
+
+
+def bench_quant(rows: dict) -> None:
+    """Fill `rows` with the figures (name -> number or text)."""
+    import numpy as np
+
+    copy = copy_bandwidth()
+    rows["quant: torch device-to-device copy (GB/s)"] = copy
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(K).astype(np.float32)
+    for fmt in ("q4_0", "q8_0"):
+        w = qmatvec_rows(rows, fmt, rng.standard_normal(N * K).astype(np.float32), x, copy)
+        torch_rows(rows, fmt, w, x)
+
+
+def qmatvec_rows(rows: dict, fmt: str, values, x, copy: float):
+    """qmatvec_<fmt> on `values` quantized, (N, K), and x: its error, its occupancy and its
+    device time in both variants. Returns the dequantized weight (f32, host)."""
+    import numpy as np
+    from cuda.bindings import driver as cu
+
+    from generated import kernels_hip
+    from runtime import gpu_quant
+    from runtime.layout import Layout
+
+    rt = __import__("runtime.cuda", fromlist=["_rt"])._rt
+    launch = getattr(kernels_hip, f"launch_qmatvec_{fmt}")
+    label = f"qmatvec {fmt} {N}x{K}, 1 row"
+    q = gpu_quant.quantize(rt, 0, values, fmt)
+    data = gpu_quant.q_data(rt, q)
+    weights = [q] + [gpu_quant.qstorage_from_bytes(rt, 0, data, fmt) for _ in range(DISTINCT - 1)]
+    x_buf, y = rt.from_host(0, x), rt.alloc(0, N, np.dtype(np.float32))
+
+    # the kernel's result, against the dequantized weight in f64
+    dequantize = {fmt: getattr(kernels_hip, f"launch_dequantize_{fmt}_f32")}
+    w = rt.to_host(gpu_quant.q_dequantize(rt, q, N * K, dequantize)).reshape(N, K)
+    got = rt.to_host(gpu_quant.q_matmul(rt, q, x_buf, Layout.contiguous((K,)), (N, K), {fmt: launch}))
+    w64 = w.astype(np.float64)
+    rows[f"{label}: max error / sum |W||x|"] = float((np.abs(got - w64 @ x) / (np.abs(w64) @ np.abs(x))).max())
+
+    grid = -(-N // gpu_quant.QMATVEC_ROWS)  # a thread block per 4 outputs: all resident at once on an H100
+    fn = next(f for (_, _, name), f in rt._functions.items() if name == f"qmatvec_{fmt}")
+    regs = _ok(cu.cuFuncGetAttribute(cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NUM_REGS, fn))
+    resident = _ok(cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(fn, gpu_quant.QMATVEC_THREADS, 0))
+    rows[f"qmatvec_{fmt}: registers, resident blocks per SM, grid"] = f"{regs}, {resident}, {grid}"
+
+    stream = rt.stream(0)
+    nbytes = gpu_quant.q_size_in_bytes(rt, q)
+    for variant, distinct in (("one weight, L2-resident", 1), (f"{DISTINCT} weights in turn, from HBM", DISTINCT)):
+        def product(i, distinct=distinct):
+            launch(rt.launch, grid, gpu_quant.QMATVEC_THREADS, stream, weights[i % distinct].buf.ptr, x_buf.ptr,
+                   y.ptr, N, K, 1)
+
+        seconds = graph_seconds(product, stream.handle)
+        rows[f"{label}, {variant}: device time per product (us)"] = seconds * 1e6
+        rows[f"{label}, {variant}: GB/s of weight"] = nbytes / seconds / 1e9
+        rows[f"{label}, {variant}: share of copy bandwidth"] = nbytes / seconds / 1e9 / copy
+    return w
+
+
+def torch_rows(rows: dict, fmt: str, w, x) -> None:
+    """Context: torch.mv on the same weight dequantized to bf16 (twice the bytes of q8_0)."""
+    import torch
+
+    weights = [torch.from_numpy(w).cuda().to(torch.bfloat16)]
+    weights += [weights[0].clone() for _ in range(DISTINCT - 1)]
+    tx = torch.from_numpy(x).cuda().to(torch.bfloat16)
+    ty = torch.empty(N, dtype=torch.bfloat16, device="cuda")
+    for variant, distinct in (("one weight", 1), (f"{DISTINCT} weights in turn", DISTINCT)):
+        seconds = torch_graph_seconds(lambda i, distinct=distinct: torch.mv(weights[i % distinct], tx, out=ty))
+        label = f"torch.mv bf16 {N}x{K} ({fmt} dequantized), {variant}"
+        rows[f"{label}: device time (us)"] = seconds * 1e6
+        rows[f"{label}: GB/s of weight"] = weights[0].nbytes / seconds / 1e9
+
+
+def explore_quant(rows: dict) -> None:
+    """Device time (from HBM) of qmatvec_q4_0 / q8_0 compiled from copies of
+    hip/quantized.hip with other tile shapes: weight rows per thread block (kTileRows, the
+    runtime's QMATVEC_ROWS), blocks per tile row (kTileBlocks, a multiple of 32) and the
+    resident blocks per SM the registers are bounded for (kMinBlocks). Each variant's
+    result is checked against the shipped kernel's."""
+    import ctypes
+    import shutil
+    import tempfile
+
+    import numpy as np
+
+    from runtime import gpu_quant
+
+    rt = __import__("runtime.cuda", fromlist=["_rt"])._rt
+    text = (ROOT / "hip" / "quantized.hip").read_text()
+    tmp = Path(tempfile.mkdtemp(prefix="opgen-quant-"))
+    stream = rt.stream(0)
+    copy = rows.get("quant: torch device-to-device copy (GB/s)") or copy_bandwidth()
+    rng = np.random.default_rng(3)
+    x_buf, y = rt.from_host(0, rng.standard_normal(K).astype(np.float32)), rt.alloc(0, N, np.dtype(np.float32))
+    types = (ctypes.c_void_p,) * 3 + (ctypes.c_size_t,) * 3
+    shipped = {"q4_0": "static constexpr int kTileBlocks = 64;", "q8_0": "static constexpr int kTileBlocks = 32;"}
+    for fmt, tile_blocks in (("q4_0", (32, 64, 128)), ("q8_0", (32, 64))):
+        q = gpu_quant.quantize(rt, 0, rng.standard_normal(N * K).astype(np.float32), fmt)
+        data = gpu_quant.q_data(rt, q)
+        weights = [q] + [gpu_quant.qstorage_from_bytes(rt, 0, data, fmt) for _ in range(DISTINCT - 1)]
+        want = None
+        for tile_rows, min_blocks in ((4, 8), (8, 4), (8, 8), (4, 6)):
+            for blocks in tile_blocks:
+                label = f"explore qmatvec {fmt}: rows/block {tile_rows}, tile {blocks} blocks, {min_blocks} blocks/SM"
+                source = (text.replace("constexpr int kTileRows = 4;", f"constexpr int kTileRows = {tile_rows};")
+                          .replace("constexpr int kMinBlocks = 8;", f"constexpr int kMinBlocks = {min_blocks};")
+                          .replace(shipped[fmt], f"static constexpr int kTileBlocks = {blocks};"))
+                path = tmp / f"quantized_{fmt}_{tile_rows}_{blocks}_{min_blocks}.hip"
+                path.write_text(source)
+                grid = -(-N // tile_rows)
+
+                def product(i, path=path, grid=grid):
+                    rt.launch(str(path), f"qmatvec_{fmt}", grid, gpu_quant.QMATVEC_THREADS, stream,
+                              (weights[i % DISTINCT].buf.ptr, x_buf.ptr, y.ptr, N, K, 1), types)
+
+                try:
+                    product(0)
+                    got = rt.to_host(y)
+                    want = got if want is None else want
+                    error = float(np.max(np.abs(got - want)) / np.max(np.abs(want)))
+                    seconds = graph_seconds(product, stream.handle)
+                    share = gpu_quant.q_size_in_bytes(rt, q) / seconds / 1e9 / copy
+                    rows[label] = f"{seconds * 1e6:.2f} us, {share:.3f} of copy bandwidth, error vs first {error:.1e}"
+                except Exception as exc:  # noqa: BLE001  (a variant that fails is reported, the others run)
+                    rows[label] = f"failed: {type(exc).__name__}: {exc}"
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    table: dict = {}
+    bench_quant(table)
+    if "--explore" in sys.argv:
+        explore_quant(table)
+    for key, value in table.items():
+        print(f"| {key} | {value:.4g} |" if isinstance(value, float) else f"| {key} | {value} |")

@@ -1,0 +1,188 @@
+"""GPU NN ops (candle-nn's) for the cuda and rocm backends, over hip/nn.hip's kernels.
+
+The functions of runtime/cpu_nn_ops.py, with the GpuRuntime first and the op's launch table
+last (numpy dtype -> generated launch wrapper of that op's kernel); runtime/cuda.py and
+runtime/rocm.py bind them with functools.partial(fn, _rt). Each returns (GpuBuffer, shape).
+
+Layouts: the kernels read contiguous tensors. A contiguous view is read in place (at its
+offset); any other view is first copied dense (GpuRuntime._dense, through host memory for a
+strided view: a first version). sigmoid reads any view directly, as the unary ops do.
+Shapes are checked by runtime/nn_shapes.py, as on the cpu; dtypes by the launch table.
+
+sdpa is gemm, hip/nn.hip's sdpa_softmax, gemm: S = Q K^T and O = P V run in the vendor BLAS
+(the driver's strided-batched gemm: tensor cores through cuBLAS / hipBLAS), S is held in
+the input dtype (f32 accumulation inside each gemm) and replaced in place by P."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from runtime import nn_shapes
+from runtime.errors import DTypeMismatch, NotImplementedForBackend, ShapeMismatch
+from runtime.gpu import BLOCK, GpuBuffer, _fits, _same_ordinal
+from runtime.layout import Layout
+
+#: hip/nn.hip's kRowBytes: the bytes of a row each thread of a row kernel holds in registers.
+ROW_BYTES = 64
+#: Threads of a row kernel's block: hip/nn.hip's __launch_bounds__.
+ROW_BLOCK_MAX = 512
+#: hip/nn.hip's kSortMax: arg_sort sorts a row's indices (4 bytes each, the row padded to a
+#: power of two) in 32 KiB of static shared memory.
+ARG_SORT_MAX = 8192
+
+
+def _kernel(rt, op: str, table: dict, first: tuple[GpuBuffer, Layout], *others: tuple[GpuBuffer, Layout]):
+    """The launch wrapper for the first input's dtype, after the buffer, dtype and device checks."""
+    fn = rt._entry(table, first[0].dtype, op)
+    for buf, layout in (first, *others):
+        _fits(op, rt.name, buf, layout)
+        if buf.dtype != first[0].dtype:
+            raise DTypeMismatch(op, rt.name, str(first[0].dtype), str(buf.dtype))
+        _same_ordinal(op, rt.name, first[0], buf)
+    return fn
+
+
+def _contiguous(rt, *operands: tuple[GpuBuffer, Layout]) -> list[tuple[GpuBuffer, Layout]]:
+    """Each (buffer, layout) as the kernels read it: a contiguous view in place (at its
+    offset), any other copied dense first. Hold the result until the kernels are launched."""
+    return [(buf, layout) if layout.is_contiguous else rt._dense(buf, layout) for buf, layout in operands]
+
+
+def _at(views: list[tuple[GpuBuffer, Layout]]) -> list[int]:
+    """The device addresses of the views' first elements."""
+    return [buf.at(layout) for buf, layout in views]
+
+
+def _rows_geometry(rt, ordinal: int, nrows: int, ncols: int, itemsize: int) -> tuple[int, int]:
+    """(grid, block) of a row kernel: a block per row, its threads holding ROW_BYTES of the
+    row each (a power of two from 32 to ROW_BLOCK_MAX); as many blocks as rows, up to 32 per
+    multiprocessor (the kernels loop over the rest)."""
+    per_thread = ROW_BYTES // itemsize
+    if ncols % (16 // itemsize):  # no 16-byte packs: at most 16 values a thread (hip/nn.hip's row_values)
+        per_thread = min(per_thread, 16)
+    block = min(ROW_BLOCK_MAX, max(32, 1 << (-(-ncols // per_thread) - 1).bit_length()))
+    return max(1, min(nrows, rt.driver.multiprocessors(ordinal) * 32)), block
+
+
+def _launch_rows(rt, fn, ordinal: int, shape: tuple[int, ...], itemsize: int, *args) -> None:
+    """fn(nrows, ncols, *args) over the last-dim rows of `shape`."""
+    ncols = shape[-1]
+    nrows = math.prod(shape) // ncols
+    grid, block = _rows_geometry(rt, ordinal, nrows, ncols, itemsize)
+    fn(rt.launch, grid, block, rt.stream(ordinal), nrows, ncols, *args)
+
+
+def sigmoid(rt, x: GpuBuffer, lx: Layout, table: dict):
+    shape = nn_shapes.sigmoid(rt.name, lx.shape)
+    fn = _kernel(rt, "sigmoid", table, (x, lx))
+    out = rt.alloc(x.ordinal, lx.elem_count, x.dtype)
+    if out.size:
+        info, keep = (0, None) if lx.is_contiguous else rt._info(x.ordinal, lx.shape, lx.stride)
+        fn(rt.launch, rt.geometry(out.size, x.ordinal), BLOCK, rt.stream(x.ordinal), out.size, lx.rank, info,
+           x.at(lx), out.ptr)
+    return out, shape
+
+
+def softmax_last_dim(rt, x: GpuBuffer, lx: Layout, table: dict):
+    shape = nn_shapes.softmax_last_dim(rt.name, lx.shape)
+    fn = _kernel(rt, "softmax_last_dim", table, (x, lx))
+    out = rt.alloc(x.ordinal, lx.elem_count, x.dtype)
+    if out.size:
+        views = _contiguous(rt, (x, lx))
+        _launch_rows(rt, fn, x.ordinal, shape, x.dtype.itemsize, *_at(views), out.ptr)
+    return out, shape
+
+
+def rms_norm(rt, x: GpuBuffer, lx: Layout, alpha: GpuBuffer, la: Layout, eps: float, table: dict):
+    shape = nn_shapes.rms_norm(rt.name, lx.shape, la.shape)
+    fn = _kernel(rt, "rms_norm", table, (x, lx), (alpha, la))
+    out = rt.alloc(x.ordinal, lx.elem_count, x.dtype)
+    if out.size:
+        views = _contiguous(rt, (x, lx), (alpha, la))
+        _launch_rows(rt, fn, x.ordinal, shape, x.dtype.itemsize, float(eps), *_at(views), out.ptr)
+    return out, shape
+
+
+def layer_norm(rt, x: GpuBuffer, lx: Layout, alpha: GpuBuffer, la: Layout, beta: GpuBuffer, lb: Layout,
+               eps: float, table: dict):
+    shape = nn_shapes.layer_norm(rt.name, lx.shape, la.shape, lb.shape)
+    fn = _kernel(rt, "layer_norm", table, (x, lx), (alpha, la), (beta, lb))
+    out = rt.alloc(x.ordinal, lx.elem_count, x.dtype)
+    if out.size:
+        views = _contiguous(rt, (x, lx), (alpha, la), (beta, lb))
+        _launch_rows(rt, fn, x.ordinal, shape, x.dtype.itemsize, float(eps), *_at(views), out.ptr)
+    return out, shape
+
+
+def _rope(rt, op: str, check, x, lx, cos, lc, sin, ls, table, sizes):
+    """Launch the rope kernel `op` as fn(*sizes(shape), x, cos, sin, out), a thread per pair."""
+    shape = check(rt.name, lx.shape, lc.shape, ls.shape)
+    fn = _kernel(rt, op, table, (x, lx), (cos, lc), (sin, ls))
+    out = rt.alloc(x.ordinal, lx.elem_count, x.dtype)
+    if out.size:
+        views = _contiguous(rt, (x, lx), (cos, lc), (sin, ls))
+        fn(rt.launch, rt.geometry(out.size // 2, x.ordinal), BLOCK, rt.stream(x.ordinal), *sizes(shape),
+           *_at(views), out.ptr)
+    return out, shape
+
+
+def rope_i(rt, x, lx, cos, lc, sin, ls, table):
+    return _rope(rt, "rope_i", nn_shapes.rope_i, x, lx, cos, lc, sin, ls, table,
+                 lambda s: (s[0] * s[1], s[2] * s[3]))
+
+
+def rope(rt, x, lx, cos, lc, sin, ls, table):
+    return _rope(rt, "rope", nn_shapes.rope, x, lx, cos, lc, sin, ls, table,
+                 lambda s: (s[0] * s[1], s[2] * s[3], s[3]))
+
+
+def rope_thd(rt, x, lx, cos, lc, sin, ls, table):
+    return _rope(rt, "rope_thd", nn_shapes.rope_thd, x, lx, cos, lc, sin, ls, table, lambda s: s)
+
+
+def sdpa(rt, q: GpuBuffer, lq: Layout, k: GpuBuffer, lk: Layout, v: GpuBuffer, lv: Layout, scale: float,
+         causal: bool, table: dict):
+    """Per (b, h): S = Q K^T (sq, skv), P = softmax(scale * S + mask) in place, O = P V.
+    Row-major matrices are the column-major BLAS's transposes, so the gemms compute
+    S^T = K Q^T and O^T = V^T P^T (as GpuRuntime.matmul maps row-major onto the BLAS)."""
+    shape = nn_shapes.sdpa(rt.name, lq.shape, lk.shape, lv.shape)
+    fn = _kernel(rt, "sdpa", table, (q, lq), (k, lk), (v, lv))
+    gemm = getattr(rt.driver, "gemm", None)
+    if gemm is None:
+        raise NotImplementedForBackend(rt.name, "sdpa (needs the driver's BLAS gemm)")
+    b, h, sq, d = shape
+    skv, batch = lk.shape[2], b * h
+    out = rt.alloc(q.ordinal, b * h * sq * d, q.dtype)
+    if not out.size:
+        return out, shape
+    views = _contiguous(rt, (q, lq), (k, lk), (v, lv))
+    qp, kp, vp = _at(views)
+    scores = rt.alloc(q.ordinal, batch * sq * skv, q.dtype)
+    stream = rt.stream(q.ordinal)
+    gemm(q.ordinal, stream.handle, q.dtype, True, False, skv, sq, d, kp, d, skv * d, qp, d, sq * d,
+         scores.ptr, skv, sq * skv, batch)
+    grid, block = _rows_geometry(rt, q.ordinal, batch * sq, skv, q.dtype.itemsize)
+    fn(rt.launch, grid, block, stream, batch * sq, skv, sq, float(scale), int(bool(causal)), scores.ptr)
+    gemm(q.ordinal, stream.handle, q.dtype, False, False, d, sq, skv, vp, d, skv * d, scores.ptr, skv,
+         sq * skv, out.ptr, d, sq * d, batch)
+    return out, shape
+
+
+def arg_sort(rt, x: GpuBuffer, lx: Layout, ascending: bool, table: dict):
+    shape = nn_shapes.arg_sort(rt.name, lx.shape)
+    ncols = shape[-1]
+    if ncols > ARG_SORT_MAX:
+        raise ShapeMismatch("arg_sort", rt.name, f"rows of at most {ARG_SORT_MAX} elements on the GPU (a row is "
+                            "sorted in shared memory)", ncols)
+    fn = _kernel(rt, "arg_sort", table, (x, lx))
+    out = rt.alloc(x.ordinal, lx.elem_count, np.dtype(np.uint32))
+    if out.size:
+        views = _contiguous(rt, (x, lx))
+        nrows = out.size // ncols
+        pairs = (1 << (ncols - 1).bit_length()) // 2  # compare-exchanges per step of the padded row
+        grid = max(1, min(nrows, rt.driver.multiprocessors(x.ordinal) * 32))
+        fn(rt.launch, grid, min(1024, max(32, pairs)), rt.stream(x.ordinal), nrows, ncols, int(bool(ascending)),
+           *_at(views), out.ptr)
+    return out, shape

@@ -1,0 +1,171 @@
+"""GGML quantized storage on the GPU backends (cuda, rocm): the blocks live on the device and
+the kernels of hip/quantized.hip dequantize them and multiply them by f32 activations.
+Quantizing runs on the host (runtime.ggml), as GGML itself quantizes these formats on the CPU.
+
+Every function takes the GpuRuntime first: runtime/cuda.py and runtime/rocm.py bind them with
+functools.partial. The ops that launch kernels get the launch wrappers as `table`, a dict from
+format name ("q4_0", ...) to the generated `launch_<kernel>` of that format, as the storage
+ops of runtime/gpu.py get theirs."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import Enum
+
+import numpy as np
+
+from runtime import ggml
+from runtime.errors import DTypeMismatch, ShapeMismatch
+from runtime.gpu import BLOCK, GpuBuffer, GpuRuntime, _fits, _same_ordinal
+from runtime.layout import Layout
+
+#: Weights and bytes per block, by format (llama.cpp's ggml-common.h).
+FORMATS = {"q4_0": (32, 18), "q4_1": (32, 20), "q8_0": (32, 34), "q4_k": (256, 144), "q6_k": (256, 210)}
+#: qmatvec_*'s block size, hip/quantized.hip's kThreads: the kernels need exactly this one.
+QMATVEC_THREADS = 128
+#: Outputs (rows of the weight) a qmatvec_* thread block computes per item (kTileRows).
+QMATVEC_ROWS = 4
+
+
+@dataclass(eq=False)
+class QGpuBuffer:
+    """The `inner` of a GPU QStorage: the blocks of `fmt`, as bytes on the device."""
+
+    fmt: str
+    buf: GpuBuffer  # uint8
+
+
+def _format(op: str, rt: GpuRuntime, fmt) -> str:
+    name = fmt.value if isinstance(fmt, Enum) else fmt
+    if name not in FORMATS:
+        raise DTypeMismatch(op, rt.name, f"one of {', '.join(FORMATS)}", name)
+    return name
+
+
+def _blocks(op: str, rt: GpuRuntime, fmt: str, elem_count: int) -> int:
+    """Blocks holding elem_count weights; a partial block is an error."""
+    per_block = FORMATS[fmt][0]
+    if elem_count < 0 or elem_count % per_block:
+        raise ShapeMismatch(op, rt.name, f"a multiple of {per_block} elements ({fmt} blocks)", elem_count)
+    return elem_count // per_block
+
+
+# -- storages ------------------------------------------------------------------------------
+def quantize(rt: GpuRuntime, ordinal: int, array: np.ndarray, fmt) -> QGpuBuffer:
+    """`array`'s values (read as f32) as blocks of `fmt`, quantized on the host and uploaded."""
+    name = _format("quantize", rt, fmt)
+    values = np.ascontiguousarray(array, dtype=np.float32).reshape(-1)
+    _blocks("quantize", rt, name, values.size)
+    return QGpuBuffer(name, rt.from_host(ordinal, ggml.quantize(values, name)))
+
+
+def qzeros(rt: GpuRuntime, ordinal: int, elem_count: int, fmt) -> QGpuBuffer:
+    """elem_count weights of zero-filled blocks (GGML's zeros: every scale 0)."""
+    name = _format("quantize", rt, fmt)
+    nbytes = _blocks("quantize", rt, name, elem_count) * FORMATS[name][1]
+    buf = rt.alloc(ordinal, nbytes, np.dtype(np.uint8))
+    if nbytes:
+        rt.driver.memset(buf.ptr, nbytes, rt.stream(ordinal).handle)
+    return QGpuBuffer(name, buf)
+
+
+def qstorage_from_bytes(rt: GpuRuntime, ordinal: int, data: np.ndarray, fmt) -> QGpuBuffer:
+    """Blocks of `fmt` given as their bytes (a GGUF tensor's data, say), uploaded as they are."""
+    name = _format("quantize", rt, fmt)
+    raw = np.asarray(data)
+    if raw.dtype != np.uint8:
+        raise DTypeMismatch("quantize", rt.name, "uint8 bytes", str(raw.dtype))
+    block_bytes = FORMATS[name][1]
+    if raw.size % block_bytes:
+        raise ShapeMismatch("quantize", rt.name, f"a multiple of {block_bytes} bytes ({name} blocks)", raw.size)
+    return QGpuBuffer(name, rt.from_host(ordinal, raw.reshape(-1)))
+
+
+def q_dtype(rt: GpuRuntime, q: QGpuBuffer) -> str:
+    return q.fmt
+
+
+def q_device(rt: GpuRuntime, q: QGpuBuffer) -> int:
+    return q.buf.ordinal
+
+
+def q_size_in_bytes(rt: GpuRuntime, q: QGpuBuffer) -> int:
+    return q.buf.size
+
+
+def q_data(rt: GpuRuntime, q: QGpuBuffer) -> np.ndarray:
+    """A host copy of the blocks (uint8)."""
+    return rt.to_host(q.buf)
+
+
+# -- kernels -------------------------------------------------------------------------------
+def _kernel(op: str, rt: GpuRuntime, table: dict, fmt: str):
+    fn = table.get(fmt)
+    if fn is None:
+        raise DTypeMismatch(op, rt.name, f"one of {', '.join(sorted(table))}", fmt)
+    return fn
+
+
+def _grid(rt: GpuRuntime, ordinal: int, items: int) -> int:
+    """A thread block per item, capped as runtime.gpu caps every grid-stride kernel."""
+    return rt.geometry(items * BLOCK, ordinal)
+
+
+def _dequantize(rt: GpuRuntime, q: QGpuBuffer, elem_count: int, table: dict, dtype) -> GpuBuffer:
+    fn = _kernel("dequantize", rt, table, q.fmt)
+    blocks = _blocks("dequantize", rt, q.fmt, elem_count)
+    if blocks * FORMATS[q.fmt][1] > q.buf.size:
+        raise ShapeMismatch("dequantize", rt.name, f"at most {q.buf.size // FORMATS[q.fmt][1] * FORMATS[q.fmt][0]} "
+                            f"elements ({q.buf.size} bytes of {q.fmt})", elem_count)
+    ordinal = q.buf.ordinal
+    out = rt.alloc(ordinal, elem_count, np.dtype(dtype))
+    if elem_count:  # a thread per 8 weights
+        fn(rt.launch, rt.geometry(elem_count // 8, ordinal), BLOCK, rt.stream(ordinal), q.buf.ptr, out.ptr,
+           elem_count)
+    return out
+
+
+def q_dequantize(rt: GpuRuntime, q: QGpuBuffer, elem_count: int, table: dict) -> GpuBuffer:
+    """The first elem_count weights as f32, bit for bit the cpu backend's (GGML's arithmetic);
+    `table`: format -> launch wrapper of dequantize_<fmt>_f32."""
+    return _dequantize(rt, q, elem_count, table, np.float32)
+
+
+def q_dequantize_f16(rt: GpuRuntime, q: QGpuBuffer, elem_count: int, table: dict) -> GpuBuffer:
+    """The first elem_count weights as f16 (the f32 values rounded to nearest even);
+    `table`: format -> launch wrapper of dequantize_<fmt>_f16."""
+    return _dequantize(rt, q, elem_count, table, np.float16)
+
+
+def q_matmul(rt: GpuRuntime, q: QGpuBuffer, x: GpuBuffer, x_layout: Layout, shape: tuple[int, int],
+             table: dict) -> GpuBuffer:
+    """x @ W^T: W the (n, k) weight matrix of `q` (row-major blocks), x f32 of shape (..., k)
+    in any layout; the result is f32 (..., n), contiguous. `table`: format -> launch wrapper
+    of qmatvec_<fmt>, one launch for all rows of x (a row of x re-reads W, from L2 where W
+    fits: fast for a few rows, not meant for prompt-sized batches)."""
+    n, k = shape
+    fn = _kernel("qmatmul", rt, table, q.fmt)
+    per_block, block_bytes = FORMATS[q.fmt]
+    if x.dtype != np.float32:
+        raise DTypeMismatch("qmatmul", rt.name, "float32", str(x.dtype))
+    if k % per_block or n * (k // per_block) * block_bytes != q.buf.size:
+        raise ShapeMismatch("qmatmul", rt.name, f"({n}, {k}) weights in {q.buf.size} bytes of {q.fmt} blocks "
+                            f"({per_block} weights each, along k)", shape)
+    if x_layout.rank == 0 or x_layout.shape[-1] != k:
+        raise ShapeMismatch("qmatmul", rt.name, f"x of shape (..., {k})", x_layout.shape)
+    _fits("qmatmul", rt.name, x, x_layout)
+    _same_ordinal("qmatmul", rt.name, q.buf, x)
+    ordinal = x.ordinal
+    rows = math.prod(x_layout.shape[:-1])
+    out = rt.alloc(ordinal, rows * n, np.dtype(np.float32))
+    if not out.size:
+        return out
+    stream = rt.stream(ordinal)
+    if k == 0:
+        rt.driver.memset(out.ptr, out.nbytes, stream.handle)
+        return out
+    dense, _ = rt._dense(x, x_layout)  # the kernels read x contiguous, 16-byte aligned
+    items = -(-n // QMATVEC_ROWS) * rows
+    fn(rt.launch, _grid(rt, ordinal, items), QMATVEC_THREADS, stream, q.buf.ptr, dense.ptr, out.ptr, n, k, rows)
+    return out

@@ -1,0 +1,143 @@
+"""On a GPU: reductions of a few long groups in one launch (reduce_chunks pass 0, its block
+counter handed from launch to launch), and peer copies between two GPUs of one host,
+ordered with both devices' streams. Skips, saying why, where no GPU backend can run."""
+
+from __future__ import annotations
+
+import importlib
+
+import numpy as np
+import pytest
+
+import generated as g
+from runtime.gpu import FEW_GROUPS
+
+_REASONS = {b: b.unavailable_reason() for b in g.Backend if b is not g.Backend.CPU}
+GPU_BACKENDS = [b for b, reason in _REASONS.items() if reason is None]
+if not GPU_BACKENDS:
+    pytest.skip("no GPU backend can run here: " + "; ".join(f"{b.value}: {r}" for b, r in _REASONS.items()),
+                allow_module_level=True)
+
+CPU = g.Device.parse("cpu")
+REDUCE = list(g.ReduceOp)
+# (shape, view, dims): one group (all dims; a strided view of all dims), a few, the most
+# one launch finishes, and one more (two launches).
+CASES = [
+    ((1 << 20,), "contiguous", (0,)),
+    ((1 << 10, 1 << 10), "transposed", (0, 1)),
+    ((3, 1 << 18), "contiguous", (1,)),
+    ((FEW_GROUPS, 1 << 16), "contiguous", (1,)),
+    ((FEW_GROUPS + 1, 1 << 16), "contiguous", (1,)),
+]
+
+
+def _values(dtype: g.DType, shape, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    if dtype.kind == "float":  # f16 sums of 2^20 of them stay finite
+        return (rng.uniform(0.1, 3, shape) / (64 if dtype is g.DType.F16 else 1)).astype(dtype.numpy)
+    return rng.integers(1, 7, shape).astype(dtype.numpy)
+
+
+def _layout(shape, view: str) -> tuple[g.Layout, tuple[int, ...]]:
+    layout = g.Layout.contiguous(shape)
+    return (layout.transpose(0, 1), shape[::-1]) if view == "transposed" else (layout, shape)
+
+
+def _reduce(device, x, layout, shape, op, dims):
+    out_shape = tuple(1 if i in dims else n for i, n in enumerate(shape))
+    s = device.storage_from_slice(x)
+    return g.to_numpy(s.reduce_op(op, layout, dims), g.Layout.contiguous(out_shape))
+
+
+def _check(got, want, op, dtype, what):
+    if op is g.ReduceOp.SUM and dtype.kind == "float":
+        tol = {"bf16": 2e-2, "f16": 2e-3}.get(dtype.value, 1e-5)
+        np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=tol, err_msg=what)
+    else:
+        np.testing.assert_array_equal(got, want, err_msg=what)
+
+
+@pytest.mark.parametrize("backend", GPU_BACKENDS, ids=str)
+@pytest.mark.parametrize("dtype", ["f32", "bf16", "f16", "f64", "i64", "u32", "u8"])
+@pytest.mark.parametrize("op", REDUCE, ids=str)
+def test_few_long_groups_reduce_as_on_the_cpu_launch_after_launch(backend, dtype, op):
+    """Every case twice in a row, sizes alternating: a block counter left non-zero by one
+    launch would leave the next one's output unwritten (poisoned: NaN / 0xFF)."""
+    device, dt = g.Device(backend, 0), g.DType(dtype)
+    for round_ in range(2):
+        for shape, view, dims in CASES:
+            x = _values(dt, shape, seed=len(shape) + round_)
+            layout, view_shape = _layout(shape, view)
+            what = f"{backend.value} {op.value} {dtype} {shape} {view} {dims} round {round_}"
+            _check(_reduce(device, x, layout, view_shape, op, dims), _reduce(CPU, x, layout, view_shape, op, dims),
+                   op, dt, what)
+
+
+@pytest.mark.parametrize("backend", GPU_BACKENDS, ids=str)
+@pytest.mark.parametrize("op", [g.ReduceOp.ARGMAX, g.ReduceOp.ARGMIN, g.ReduceOp.MAX], ids=str)
+def test_one_launch_keeps_the_first_extreme_and_the_first_nan(backend, op):
+    device = g.Device(backend, 0)
+    x = np.ones(1 << 20, np.float32)
+    x[[5000, 700_000]] = 9.0 if op is not g.ReduceOp.ARGMIN else -9.0
+    layout = g.Layout.contiguous(x.shape)
+    assert _reduce(device, x, layout, x.shape, op, (0,)).tolist() == _reduce(CPU, x, layout, x.shape, op, (0,)).tolist()
+    x[[900_000, 300_000]] = np.nan
+    got, want = _reduce(device, x, layout, x.shape, op, (0,)), _reduce(CPU, x, layout, x.shape, op, (0,))
+    np.testing.assert_array_equal(got, want)
+
+
+# -- peer copies ---------------------------------------------------------------------------
+
+
+def _two_devices(backend: g.Backend) -> tuple[g.Device, g.Device]:
+    first = g.Device(backend, 0)
+    try:
+        second = g.Device(backend, 1)
+        second.synchronize()
+    except (g.OpgenError, ValueError) as exc:
+        pytest.skip(f"{backend.value}:1 cannot run here ({exc}): one device only")
+    return first, second
+
+
+@pytest.fixture
+def peer_copies(monkeypatch):
+    """The peer copies the drivers make, and what each returned."""
+    made = []
+    for backend in GPU_BACKENDS:
+        driver = importlib.import_module(f"runtime.{backend.value}")._rt.driver
+        original = driver.peer_copy
+
+        def spy(*args, original=original):
+            made.append((args, result := original(*args)))
+            return result
+
+        monkeypatch.setattr(driver, "peer_copy", spy)
+    return made
+
+
+@pytest.mark.parametrize("backend", GPU_BACKENDS, ids=str)
+def test_a_contiguous_view_moves_peer_to_peer_ordered_with_both_streams(backend, peer_copies):
+    first, second = _two_devices(backend)
+    n = 1 << 24
+    x = np.arange(n, dtype=np.float32) % 1000
+    layout = g.Layout.contiguous((n,))
+    s = first.storage_from_slice(x)
+    produced = s.affine(layout, 2.0, 1.0)  # queued on device 0, not waited for
+    moved = g.to_device(produced, layout.narrow(0, 16, n - 16), second)
+    produced.const_set(-1.0, layout)  # queued on device 0 after the copy: must not reach it
+    del produced  # its free, queued on device 0: must not overtake the copy either
+    assert [(args[1], args[3], result) for args, result in peer_copies] == [(1, 0, True)]
+    got = g.to_numpy(moved, g.Layout.contiguous((n - 16,)))
+    np.testing.assert_array_equal(got, (x * 2 + 1)[16:])
+    back = g.to_device(moved, g.Layout.contiguous((n - 16,)), first)
+    np.testing.assert_array_equal(g.to_numpy(back, g.Layout.contiguous((n - 16,))), (x * 2 + 1)[16:])
+    assert len(peer_copies) == 2
+
+
+@pytest.mark.parametrize("backend", GPU_BACKENDS, ids=str)
+def test_a_strided_view_still_goes_through_host_memory(backend, peer_copies):
+    first, second = _two_devices(backend)
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    moved = g.to_device(first.storage_from_slice(x), g.Layout.contiguous((3, 4)).transpose(0, 1), second)
+    np.testing.assert_array_equal(g.to_numpy(moved, g.Layout.contiguous((4, 3))), x.T)
+    assert peer_copies == []

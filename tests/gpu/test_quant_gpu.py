@@ -1,0 +1,208 @@
+"""GGML quantized storage on the GPU backends against the cpu backend, through the generated
+API: quantize (host quantizer, uploaded), the blocks' bytes, dequantize to f32 and f16, and
+the matrix-vector kernels (hip/quantized.hip) for all five formats. Fresh GPU buffers are
+poisoned (conftest), so an output element a kernel does not write cannot pass.
+
+Exactness: dequantizing to f32 is compared bit for bit. Each weight is GGML's formula in f32
+(q4_0/q8_0 (q - o) * d, q4_1 q * d + m, q4_k (d*sc)*q - dmin*m, q6_k (d*sc)*q): every
+product there is exact (at most 24 significant bits) and the one add or subtract rounds
+once, the kernels being compiled without FMA contraction, so any correctly rounding
+implementation gives the same bits. f16 may differ by one ulp from a cpu that rounds the
+exact value to f16 directly instead of through f32 (double rounding). The products x @ W^T
+accumulate in f32 in another order: compared relative to sum |x| |W| (the scale of the
+rounding error), which still catches one wrong weight (~1/k of that scale).
+
+Runs where a GPU backend is available (the H100 through the device tool); elsewhere the
+module is one skip that says why."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+
+import generated as g
+
+_REASONS = {b: b.unavailable_reason() for b in g.Backend if b is not g.Backend.CPU}
+GPU_BACKENDS = [b for b, reason in _REASONS.items() if reason is None]
+if not GPU_BACKENDS:
+    pytest.skip("no GPU backend can run here: " + "; ".join(f"{b.value}: {r}" for b, r in _REASONS.items()),
+                allow_module_level=True)
+
+# weights and bytes per block
+BLOCKS = {"q4_0": (32, 18), "q4_1": (32, 20), "q8_0": (32, 34), "q4_k": (256, 144), "q6_k": (256, 210)}
+FORMATS = list(BLOCKS)
+# (n, k): k = 256 and 4096 with odd n; k = 2304 ends on a partial tile of the q4_0/q8_0 kernels,
+# k = 96 (blocks of 32 only) takes their general path.
+SHAPES = {fmt: [(9, 256), (33, 256), (7, 4096), (131, 4096), (3, 2304)] + ([(5, 96)] if BLOCKS[fmt][0] == 32 else [])
+          for fmt in FORMATS}
+ROWS = [1, 2, 7, 33]
+MATMUL_RTOL = 1e-5  # of sum |x| |W|; f32 over 4096 terms is ~1e-7 of it
+
+
+def device_or_skip(backend: g.Backend) -> g.Device:
+    reason = backend.unavailable_reason()
+    if reason is not None:
+        pytest.skip(f"{backend.value}: unavailable: {reason}")
+    return g.Device(backend, 0)
+
+
+def weights(count: int, seed: int) -> np.ndarray:
+    """Normal values whose scale changes every 32, so that blocks differ in their scales."""
+    rng = np.random.default_rng(seed)
+    scales = np.repeat(rng.uniform(0.01, 2.0, -(-count // 32)), 32)[:count]
+    return (rng.standard_normal(count) * scales).astype(np.float32)
+
+
+@functools.cache
+def quantized(backend: g.Backend, fmt: str, count: int):
+    """(values, cpu QStorage, gpu QStorage) of `count` weights."""
+    values = weights(count, seed=count + FORMATS.index(fmt))
+    dtype = g.GgmlDType(fmt)
+    return values, g.Device.parse("cpu").quantize(values, dtype), g.Device(backend, 0).quantize(values, dtype)
+
+
+def flat(storage: g.Storage, count: int) -> np.ndarray:
+    return g.to_numpy(storage, g.Layout.contiguous((count,)))
+
+
+def assert_f16_within_one_ulp(got: np.ndarray, want: np.ndarray, what: str) -> None:
+    assert got.dtype == want.dtype == np.float16, what
+    gap = np.abs(got.astype(np.float64) - want.astype(np.float64))
+    ulp = np.spacing(np.abs(want)).astype(np.float64)
+    bad = ~(gap <= ulp)
+    assert not bad.any(), f"{what}: {bad.sum()} values more than 1 ulp off, e.g. {got[bad][:4]} vs {want[bad][:4]}"
+
+
+@pytest.mark.parametrize("backend", GPU_BACKENDS, ids=str)
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_quantize_gives_the_cpu_blocks(backend, fmt):
+    device_or_skip(backend)
+    count = 4 * 256 + (32 if BLOCKS[fmt][0] == 32 else 256)
+    _, cpu, gpu = quantized(backend, fmt, count)
+    assert gpu.dtype() is g.GgmlDType(fmt)
+    assert gpu.size_in_bytes() == cpu.size_in_bytes() == count // BLOCKS[fmt][0] * BLOCKS[fmt][1]
+    data = gpu.data()
+    assert data.dtype == np.uint8
+    np.testing.assert_array_equal(data, cpu.data())
+
+
+@pytest.mark.parametrize("backend", GPU_BACKENDS, ids=str)
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("count", [256, 4096 * 33])
+def test_dequantize_f32_is_the_cpu_result_bit_for_bit(backend, fmt, count):
+    device_or_skip(backend)
+    _, cpu, gpu = quantized(backend, fmt, count)
+    want, got = flat(cpu.dequantize(count), count), flat(gpu.dequantize(count), count)
+    assert got.dtype == want.dtype == np.float32
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32), err_msg=f"{backend.value} {fmt}")
+
+
+@pytest.mark.parametrize("backend", GPU_BACKENDS, ids=str)
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_dequantize_f16_is_the_cpu_result(backend, fmt):
+    device_or_skip(backend)
+    count = 4096 * 9
+    _, cpu, gpu = quantized(backend, fmt, count)
+    want, got = flat(cpu.dequantize_f16(count), count), flat(gpu.dequantize_f16(count), count)
+    assert_f16_within_one_ulp(got, want, f"{backend.value} {fmt} dequantize_f16")
+
+
+@pytest.mark.parametrize("backend", GPU_BACKENDS, ids=str)
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_dequantize_matches_the_gguf_package(backend, fmt):
+    """One more oracle of the block formats, independent of runtime.ggml."""
+    gguf_quants = pytest.importorskip("gguf.quants")
+    from gguf import GGMLQuantizationType
+
+    device_or_skip(backend)
+    count = 4096
+    _, _, gpu = quantized(backend, fmt, count)
+    want = gguf_quants.dequantize(gpu.data(), GGMLQuantizationType[fmt.upper()]).reshape(-1).astype(np.float32)
+    np.testing.assert_array_equal(flat(gpu.dequantize(count), count).view(np.uint32), want.view(np.uint32))
+
+
+def x_operand(device: g.Device, x: np.ndarray, kind: str) -> tuple[g.Storage, g.Layout]:
+    """x (rows, k) as a contiguous view, or as the transpose of a (k, rows) storage."""
+    if kind == "contiguous":
+        return device.storage_from_slice(x.reshape(-1)), g.Layout.contiguous(x.shape)
+    return device.storage_from_slice(np.ascontiguousarray(x.T).reshape(-1)), g.Layout.contiguous(x.shape[::-1]).transpose(0, 1)
+
+
+def assert_matmul_close(got: np.ndarray, want: np.ndarray, x: np.ndarray, w: np.ndarray, what: str) -> None:
+    assert got.shape == want.shape and got.dtype == want.dtype == np.float32, what
+    assert np.isfinite(got).all(), f"{what}: not finite (an unwritten output?)"
+    scale = np.abs(x.reshape(-1, x.shape[-1])).astype(np.float64) @ np.abs(w).astype(np.float64).T
+    err = np.abs(got.astype(np.float64) - want.astype(np.float64)).reshape(scale.shape) / (scale + 1e-30)
+    assert err.max() <= MATMUL_RTOL, f"{what}: error {err.max():.2e} of sum |x||W| at {np.unravel_index(err.argmax(), err.shape)}"
+
+
+@pytest.mark.parametrize("backend", GPU_BACKENDS, ids=str)
+@pytest.mark.parametrize("kind", ["contiguous", "transposed"])
+@pytest.mark.parametrize("rows", ROWS)
+@pytest.mark.parametrize("fmt, n, k", [(f, n, k) for f in FORMATS for n, k in SHAPES[f]])
+def test_matmul_matches_the_cpu(backend, fmt, n, k, rows, kind):
+    device = device_or_skip(backend)
+    cpu_device = g.Device.parse("cpu")
+    _, cpu_q, gpu_q = quantized(backend, fmt, n * k)
+    w = flat(cpu_q.dequantize(n * k), n * k).reshape(n, k)
+    x = np.random.default_rng(rows * k + n).standard_normal((rows, k)).astype(np.float32)
+    out = g.Layout.contiguous((rows, n))
+    want = g.to_numpy(cpu_q.matmul(*x_operand(cpu_device, x, kind), (n, k)), out)
+    got = g.to_numpy(gpu_q.matmul(*x_operand(device, x, kind), (n, k)), out)
+    assert_matmul_close(got, want, x, w, f"{backend.value} {fmt} ({n}, {k}) x {rows} rows {kind}")
+
+
+@pytest.mark.parametrize("backend", GPU_BACKENDS, ids=str)
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_matmul_batch_dims_and_an_offset_view(backend, fmt):
+    """x (2, 3, k) gives (2, 3, n); x a view at an offset of its storage."""
+    device = device_or_skip(backend)
+    n, k = 5, 512
+    _, cpu_q, gpu_q = quantized(backend, fmt, n * k)
+    w = flat(cpu_q.dequantize(n * k), n * k).reshape(n, k)
+    x = np.random.default_rng(2).standard_normal((3, 3, k)).astype(np.float32)
+    layout = g.Layout.contiguous(x.shape).narrow(0, 1, 2)  # the last two of three: start offset 3k
+    out = g.Layout.contiguous((2, 3, n))
+    want = g.to_numpy(cpu_q.matmul(g.Device.parse("cpu").storage_from_slice(x.reshape(-1)), layout, (n, k)), out)
+    got = g.to_numpy(gpu_q.matmul(device.storage_from_slice(x.reshape(-1)), layout, (n, k)), out)
+    assert_matmul_close(got, want, x[1:], w, f"{backend.value} {fmt} batch")
+
+
+@pytest.mark.parametrize("backend", GPU_BACKENDS, ids=str)
+def test_bad_arguments_raise_typed_errors(backend):
+    device = device_or_skip(backend)
+    _, _, q = quantized(backend, "q4_0", 2 * 256)
+    x = device.storage_from_slice(np.ones(256, np.float32))
+    with pytest.raises(g.ShapeMismatch, match="quantize"):
+        device.quantize(np.ones(33, np.float32), g.GgmlDType.Q4_0)
+    with pytest.raises(g.ShapeMismatch, match="dequantize"):
+        q.dequantize(100)  # not whole blocks
+    with pytest.raises(g.ShapeMismatch, match="dequantize"):
+        q.dequantize(3 * 256)  # more than stored
+    with pytest.raises(g.ShapeMismatch, match="qmatmul"):
+        q.matmul(x, g.Layout.contiguous((256,)), (3, 256))  # q holds (2, 256)
+    with pytest.raises(g.ShapeMismatch, match="qmatmul"):
+        q.matmul(x, g.Layout.contiguous((2, 128)), (2, 256))  # x's last dim is not k
+    with pytest.raises(g.DTypeMismatch, match=r"matmul on \w+: expected dtype one of f32, got f64"):
+        q.matmul(device.storage_from_slice(np.ones(256, np.float64)), g.Layout.contiguous((256,)), (2, 256))
+
+
+@pytest.mark.parametrize("backend", GPU_BACKENDS, ids=str)
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_storage_from_bytes_and_zeros(backend, fmt):
+    device = device_or_skip(backend)
+    if not hasattr(device, "qstorage_from_bytes") or not hasattr(device, "qzeros"):
+        pytest.skip("the generated Device has no qstorage_from_bytes / qzeros")
+    count = 512
+    _, cpu, _ = quantized(backend, fmt, count)
+    q = device.qstorage_from_bytes(cpu.data(), g.GgmlDType(fmt))
+    np.testing.assert_array_equal(q.data(), cpu.data())
+    np.testing.assert_array_equal(flat(q.dequantize(count), count).view(np.uint32),
+                                  flat(cpu.dequantize(count), count).view(np.uint32))
+    zeros = device.qzeros(count, g.GgmlDType(fmt))
+    assert zeros.size_in_bytes() == cpu.size_in_bytes() and not zeros.data().any()
+    assert not flat(zeros.dequantize(count), count).any()
+    with pytest.raises(g.ShapeMismatch):
+        device.qstorage_from_bytes(cpu.data()[:-1], g.GgmlDType(fmt))
