@@ -9,9 +9,10 @@ Two variants: one weight read over and over (9.4 / 17.8 MB: it stays in the H100
 and DISTINCT weights in turn (several times the L2), which reads every weight from HBM: the
 honest "read once" figure. Bandwidth counts the quantized weight's bytes (x and y are 16 KB).
 
-    python3 bench/gpu_quant.py [--explore]   # prints the rows
+    python3 bench/gpu_quant.py [--floor] [--explore]   # prints the rows
+    python3 bench/gpu_quant.py --profile     # a few launches of each kernel, for ncu
     bench_quant(rows)                         # a part of bench/gpu.py: fills `rows`
-    explore_quant(rows)                       # tile shapes of the kernels, for tuning"""
+    explore_quant(rows)                       # shapes of the dp4a path, for tuning"""
 
 from __future__ import annotations
 
@@ -144,18 +145,18 @@ def qmatvec_rows(rows: dict, fmt: str, values, x, copy: float):
     w64 = w.astype(np.float64)
     rows[f"{label}: max error / sum |W||x|"] = float((np.abs(got - w64 @ x) / (np.abs(w64) @ np.abs(x))).max())
 
-    grid = -(-N // gpu_quant.QMATVEC_ROWS)  # a thread block per 4 outputs: all resident at once on an H100
+    item_rows, threads = gpu_quant.qmatvec_launch(rt, fmt)
+    grid = -(-N // item_rows)  # a thread block per item: all resident at once on an H100
     fn = next(f for (_, _, name), f in rt._functions.items() if name == f"qmatvec_{fmt}")
     regs = _ok(cu.cuFuncGetAttribute(cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NUM_REGS, fn))
-    resident = _ok(cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(fn, gpu_quant.QMATVEC_THREADS, 0))
-    rows[f"qmatvec_{fmt}: registers, resident blocks per SM, grid"] = f"{regs}, {resident}, {grid}"
+    resident = _ok(cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(fn, threads, 0))
+    rows[f"qmatvec_{fmt}: registers, threads, resident blocks per SM, grid"] = f"{regs}, {threads}, {resident}, {grid}"
 
     stream = rt.stream(0)
     nbytes = gpu_quant.q_size_in_bytes(rt, q)
     for variant, distinct in (("one weight, L2-resident", 1), (f"{DISTINCT} weights in turn, from HBM", DISTINCT)):
         def product(i, distinct=distinct):
-            launch(rt.launch, grid, gpu_quant.QMATVEC_THREADS, stream, weights[i % distinct].buf.ptr, x_buf.ptr,
-                   y.ptr, N, K, 1)
+            launch(rt.launch, grid, threads, stream, weights[i % distinct].buf.ptr, x_buf.ptr, y.ptr, N, K, 1)
 
         seconds = graph_seconds(product, stream.handle)
         rows[f"{label}, {variant}: device time per product (us)"] = seconds * 1e6
@@ -180,11 +181,11 @@ def torch_rows(rows: dict, fmt: str, w, x) -> None:
 
 
 def explore_quant(rows: dict) -> None:
-    """Device time (from HBM) of qmatvec_q4_0 / q8_0 compiled from copies of
-    hip/quantized.hip with other tile shapes: weight rows per thread block (kTileRows, the
-    runtime's QMATVEC_ROWS), blocks per tile row (kTileBlocks, a multiple of 32) and the
-    resident blocks per SM the registers are bounded for (kMinBlocks). Each variant's
-    result is checked against the shipped kernel's."""
+    """Device time (one weight from L2, 16 from HBM) of qmatvec_q4_0 / q8_0 compiled from
+    copies of hip/quantized.hip with other shapes of the dp4a path: weight rows per item
+    (kFastRows), cp.async commit groups per item (kFastStages) and threads per weight block
+    (kFastSplit: the block has 128 times that many). Each variant's result is checked
+    against the first's."""
     import ctypes
     import shutil
     import tempfile
@@ -201,42 +202,110 @@ def explore_quant(rows: dict) -> None:
     rng = np.random.default_rng(3)
     x_buf, y = rt.from_host(0, rng.standard_normal(K).astype(np.float32)), rt.alloc(0, N, np.dtype(np.float32))
     types = (ctypes.c_void_p,) * 3 + (ctypes.c_size_t,) * 3
-    shipped = {"q4_0": "static constexpr int kTileBlocks = 64;", "q8_0": "static constexpr int kTileBlocks = 32;"}
-    for fmt, tile_blocks in (("q4_0", (32, 64, 128)), ("q8_0", (32, 64))):
+    shipped = {"q4_0": "static constexpr int kFastRows = 16, kFastStages = 4, kFastSplit = 2;",
+               "q8_0": "static constexpr int kFastRows = 8, kFastStages = 4, kFastSplit = 2;"}
+    variants = {"q4_0": [(16, 4, 2), (16, 4, 1), (16, 4, 4), (16, 8, 2), (8, 4, 2), (16, 8, 4)],
+                "q8_0": [(8, 4, 2), (8, 4, 1), (8, 8, 2), (8, 2, 2)]}
+    for fmt, shapes in variants.items():
+        assert shipped[fmt] in text, f"explore: {shipped[fmt]!r} not in hip/quantized.hip"
         q = gpu_quant.quantize(rt, 0, rng.standard_normal(N * K).astype(np.float32), fmt)
         data = gpu_quant.q_data(rt, q)
         weights = [q] + [gpu_quant.qstorage_from_bytes(rt, 0, data, fmt) for _ in range(DISTINCT - 1)]
+        nbytes = gpu_quant.q_size_in_bytes(rt, q)
         want = None
-        for tile_rows, min_blocks in ((4, 8), (8, 4), (8, 8), (4, 6)):
-            for blocks in tile_blocks:
-                label = f"explore qmatvec {fmt}: rows/block {tile_rows}, tile {blocks} blocks, {min_blocks} blocks/SM"
-                source = (text.replace("constexpr int kTileRows = 4;", f"constexpr int kTileRows = {tile_rows};")
-                          .replace("constexpr int kMinBlocks = 8;", f"constexpr int kMinBlocks = {min_blocks};")
-                          .replace(shipped[fmt], f"static constexpr int kTileBlocks = {blocks};"))
-                path = tmp / f"quantized_{fmt}_{tile_rows}_{blocks}_{min_blocks}.hip"
-                path.write_text(source)
-                grid = -(-N // tile_rows)
+        for item_rows, stages, split in shapes:
+            label = f"explore qmatvec {fmt}: rows/item {item_rows}, stages {stages}, threads/block {128 * split}"
+            source = text.replace(shipped[fmt], f"static constexpr int kFastRows = {item_rows}, "
+                                                f"kFastStages = {stages}, kFastSplit = {split};")
+            path = tmp / f"quantized_{fmt}_{item_rows}_{stages}_{split}.hip"
+            path.write_text(source)
+            grid, threads = -(-N // item_rows), 128 * split
 
-                def product(i, path=path, grid=grid):
-                    rt.launch(str(path), f"qmatvec_{fmt}", grid, gpu_quant.QMATVEC_THREADS, stream,
-                              (weights[i % DISTINCT].buf.ptr, x_buf.ptr, y.ptr, N, K, 1), types)
+            try:
+                def run(i, path=path, grid=grid, threads=threads, distinct=1):
+                    rt.launch(str(path), f"qmatvec_{fmt}", grid, threads, stream,
+                              (weights[i % distinct].buf.ptr, x_buf.ptr, y.ptr, N, K, 1), types)
 
-                try:
-                    product(0)
-                    got = rt.to_host(y)
-                    want = got if want is None else want
-                    error = float(np.max(np.abs(got - want)) / np.max(np.abs(want)))
-                    seconds = graph_seconds(product, stream.handle)
-                    share = gpu_quant.q_size_in_bytes(rt, q) / seconds / 1e9 / copy
-                    rows[label] = f"{seconds * 1e6:.2f} us, {share:.3f} of copy bandwidth, error vs first {error:.1e}"
-                except Exception as exc:  # noqa: BLE001  (a variant that fails is reported, the others run)
-                    rows[label] = f"failed: {type(exc).__name__}: {exc}"
+                rt.driver.memset(y.ptr, y.nbytes, stream.handle, 0xFF)  # NaN: an unwritten output shows
+                run(0)
+                got = rt.to_host(y)
+                want = got if want is None else want
+                error = float(np.max(np.abs(got - want)) / np.max(np.abs(want)))
+                l2 = graph_seconds(run, stream.handle)
+                hbm = graph_seconds(lambda i, run=run: run(i, distinct=DISTINCT), stream.handle)
+                rows[label] = (f"L2 {l2 * 1e6:.2f} us; HBM {hbm * 1e6:.2f} us = {nbytes / hbm / 1e9:.0f} GB/s = "
+                               f"{nbytes / hbm / 1e9 / copy:.3f} of copy; error vs first {error:.1e}")
+            except Exception as exc:  # noqa: BLE001  (a variant that fails is reported, the others run)
+                rows[label] = f"failed: {type(exc).__name__}: {exc}"
     shutil.rmtree(tmp, ignore_errors=True)
 
 
+def floor_quant(rows: dict) -> None:
+    """The harness's floor: device time per launch, in the same CUDA graphs, of launches that
+    do (almost) nothing: qmatvec_q4_0 over no rows (every block exits at once), with the
+    bench's grid and with one block, qmatvec_q4_0 over one item of 16 x 256 weights, and a
+    torch in-place add on 2 elements. What a product costs beyond these is its own work."""
+    import numpy as np
+
+    from generated import kernels_hip
+    from runtime import gpu_quant
+
+    rt = __import__("runtime.cuda", fromlist=["_rt"])._rt
+    stream = rt.stream(0)
+    q = gpu_quant.quantize(rt, 0, np.ones(16 * 256, np.float32), "q4_0")
+    x_buf, y = rt.from_host(0, np.ones(K, np.float32)), rt.alloc(0, N, np.dtype(np.float32))
+    launch = kernels_hip.launch_qmatvec_q4_0
+    item_rows, threads = gpu_quant.qmatvec_launch(rt, "q4_0")
+    grid = -(-N // item_rows)
+    for label, g, n, k in ((f"no rows, grid {grid}", grid, 0, K), ("no rows, grid 1", 1, 0, K),
+                           ("16 x 256 weights, grid 1", 1, 16, 256)):
+        seconds = graph_seconds(lambda i, g=g, n=n, k=k: launch(rt.launch, g, threads, stream,
+                                                                  q.buf.ptr, x_buf.ptr, y.ptr, n, k, 1), stream.handle)
+        rows[f"floor: qmatvec_q4_0 launch, {label}: device time per launch (us)"] = seconds * 1e6
+    import torch
+
+    tiny = torch.zeros(2, device="cuda")
+    rows["floor: torch tiny add_ in a torch graph: device time per launch (us)"] = (
+        torch_graph_seconds(lambda i: tiny.add_(1.0)) * 1e6)
+
+
+def profile_launches() -> None:
+    """A few launches for a profiler (ncu -k regex:qmatvec): each format on distinct weights."""
+    import numpy as np
+
+    from generated import kernels_hip
+    from runtime import gpu_quant
+
+    rt = __import__("runtime.cuda", fromlist=["_rt"])._rt
+    stream = rt.stream(0)
+    rng = np.random.default_rng(0)
+    x_buf, y = rt.from_host(0, rng.standard_normal(K).astype(np.float32)), rt.alloc(0, N, np.dtype(np.float32))
+    for fmt in ("q4_0", "q8_0"):
+        q = gpu_quant.quantize(rt, 0, rng.standard_normal(N * K).astype(np.float32), fmt)
+        data = gpu_quant.q_data(rt, q)
+        weights = [q] + [gpu_quant.qstorage_from_bytes(rt, 0, data, fmt) for _ in range(3)]
+        launch = getattr(kernels_hip, f"launch_qmatvec_{fmt}")
+        item_rows, threads = gpu_quant.qmatvec_launch(rt, fmt)
+        for wq in weights:
+            launch(rt.launch, -(-N // item_rows), threads, stream, wq.buf.ptr, x_buf.ptr, y.ptr, N, K, 1)
+    rt.synchronize(0)
+    import torch
+
+    w = torch.randn(N, K, device="cuda").to(torch.bfloat16)
+    tx = torch.randn(K, device="cuda").to(torch.bfloat16)
+    for _ in range(2):
+        torch.mv(w, tx)
+    torch.cuda.synchronize()
+
+
 if __name__ == "__main__":
+    if "--profile" in sys.argv:
+        profile_launches()
+        sys.exit(0)
     table: dict = {}
     bench_quant(table)
+    if "--floor" in sys.argv:
+        floor_quant(table)
     if "--explore" in sys.argv:
         explore_quant(table)
     for key, value in table.items():

@@ -179,6 +179,7 @@ class Operation:
     arms: tuple[Arm, ...] = ()
     kernel: tuple[str, ...] = ()  # HIP entry point patterns in hip/, for backends that run HIP kernels
     trait: str | None = None  # nn ops: the custom-op trait the generated class implements
+    kernel_dtypes: tuple[tuple[str, tuple[str, ...]], ...] = ()  # pattern -> the dtypes {self} covers there
 
     def function(self, backend: str) -> str:
         """The runtime function the arm calls: QStorage methods are q_<name>, since the
@@ -405,8 +406,10 @@ def kernel_entries(op: Operation, registry: Registry) -> tuple[tuple[tuple[str, 
     """(placeholder values, entry point name) for every pattern and every combination of its
     placeholders the op supports; the values key the op's launch table."""
     out = []
+    limits = dict(op.kernel_dtypes)
     for pattern in op.kernel:
         names = tuple(dict.fromkeys(re.findall(r"{(\w+)}", pattern)))
-        domains = [placeholder_values(op, n, registry) or () for n in names]
+        domains = [limits[pattern] if n == "self" and pattern in limits else placeholder_values(op, n, registry) or ()
+                   for n in names]
         out += [(combo, pattern.format(**dict(zip(names, combo)))) for combo in itertools.product(*domains)]
     return tuple(out)

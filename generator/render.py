@@ -7,6 +7,7 @@ tree of a 2,584-op package (7 s, measured in bench/). libcst reads the runtime m
 
 from __future__ import annotations
 
+import dataclasses
 import keyword
 import os
 from dataclasses import dataclass
@@ -128,11 +129,26 @@ def launch_context(registry: model.Registry, kernels: tuple) -> dict:
     dtypes = {d.name for d in registry.dtypes}
     tables: dict[str, list] = {"STORAGE": []}  # always defined: the storage arms name it
     for op in registry.kernel_ops:
-        entries = tuple((_kernel_key(values, dtypes), name) for values, name in model.kernel_entries(op, registry))
-        tables.setdefault(op.table, []).append((op.name, entries))
+        tables.setdefault(op.table, []).append((op.name, _table_entries(op, registry, dtypes)))
     sources = sorted({k.source for k in kernels})
     return {"kernels": kernels, "arg_types": arg_types, "arg_index": arg_index, "kernel_tables": tables.items(),
             "generated_sources": ("elementwise.hip",), "source_index": {s: i for i, s in enumerate(sources)}}
+
+
+def _table_entries(op: model.Operation, registry: model.Registry, dtypes: set[str]) -> tuple[tuple[str, str], ...]:
+    """(key, entry point) of an op's launch table. A pattern whose keys an earlier pattern of
+    the op already uses (sdpa's flash_attention_{self}_d64 beside sdpa_softmax_{self}) is
+    keyed by (pattern, *values) instead."""
+    entries, seen = [], set()
+    for pattern in op.kernel:
+        one = dataclasses.replace(op, kernel=(pattern,))
+        for values, name in model.kernel_entries(one, registry):
+            key = _kernel_key(values, dtypes)
+            if key in seen:
+                key = _kernel_key((pattern, *values), dtypes)
+            seen.add(key)
+            entries.append((key, name))
+    return tuple(entries)
 
 
 def _kernel_key(values: tuple[str, ...], dtypes: set[str]) -> str:

@@ -80,9 +80,10 @@ ELEMENTWISE = Record(
 )
 
 KERNEL_PATTERNS = AnyOf(
-    (Str(), List(Str())),
+    (Str(), List(AnyOf((Str(), Record({"pattern": Str(), "dtypes": DTYPE_LIST}, required=("pattern", "dtypes")))))),
     doc="HIP entry point pattern(s) in hip/, e.g. affine_{self} or cast_{self}_{dtype}: each {name} "
-        "is self or a parameter, standing for its dtypes (or an op enum's ops)",
+        "is self or a parameter, standing for its dtypes (or an op enum's ops); a {pattern, dtypes} "
+        "item covers only those dtypes of self",
 )
 
 OPERATION = Record(

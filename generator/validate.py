@@ -291,7 +291,8 @@ class Validator:
             op = model.Operation(
                 name, "nn", self.nn_params(node.get("params"), f"{key}.params"), "StorageShape", None, None, (), (),
                 (("self", self.dtype_names(node.get("dtypes"), f"{key}.dtypes", known, sets)),) if node.get("dtypes") else (),
-                (), self.text(node.get("doc")), node.position.line, kernel=self.patterns(node.get("kernel")), trait=trait,
+                (), self.text(node.get("doc")), node.position.line, trait=trait,
+                **self.patterns(node.get("kernel"), f"{key}.kernel", known, sets),
             )
             if op.class_name in classes or op.class_name in traits or op.class_name in GENERATED_NAMES:
                 self.error(knode, key, f"nn op {name!r} becomes class {op.class_name}, "
@@ -410,17 +411,25 @@ class Validator:
             impl = self.impl(node.get("impl"), f"{key}.impl", backends)
             out.append(model.Operation(
                 name, kind, params, returns or "None", fallback, hook, same_dtype, same_shape, arg_dtypes,
-                impl, self.text(node.get("doc")), node.position.line, kernel=self.patterns(node.get("kernel")),
+                impl, self.text(node.get("doc")), node.position.line,
+                **self.patterns(node.get("kernel"), f"{key}.kernel", known_dtypes, sets),
             ))
         return tuple(out)
 
-    @staticmethod
-    def patterns(node: Node | None) -> tuple[str, ...]:
-        """A kernel pattern, or a list of them."""
+    def patterns(self, node: Node | None, key: str, known: set[str], sets: dict) -> dict:
+        """A kernel pattern, or a list of them, each a string or {pattern, dtypes}: the
+        Operation fields `kernel` and `kernel_dtypes`."""
         if node is None:
-            return ()
-        items = node.value if node.tag == "seq" else [node]
-        return tuple(str(i.value) for i in items if i.tag == "str")
+            return {}
+        patterns, limits = [], []
+        for i, item in enumerate(node.value if node.tag == "seq" else [node]):
+            if item.tag == "str":
+                patterns.append(str(item.value))
+            elif item.tag == "map" and item.get("pattern") is not None and item.get("dtypes") is not None:
+                pattern = self.text(item.get("pattern"))
+                patterns.append(pattern)
+                limits.append((pattern, self.dtype_names(item.get("dtypes"), f"{key}[{i}].dtypes", known, sets)))
+        return {"kernel": tuple(patterns), "kernel_dtypes": tuple(limits)}
 
     def params(self, node: Node | None, key: str, traits: dict) -> tuple[model.Param, ...]:
         if node is None or node.tag != "map":

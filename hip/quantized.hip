@@ -15,10 +15,16 @@
 // (nearest even).
 //
 // Launch: dequantize_*: any grid and block (a thread per 8 weights, grid-stride).
-// qmatvec_*: blocks of exactly kThreads (128) threads, any grid (grid-stride over items).
+// qmatvec_*: any grid (grid-stride over items); blocks of kThreads (128) threads, but for
+// qmatvec_q4_0 / q8_0 on NVIDIA: fast_launch<F>::threads (256; runtime/gpu_quant.py's
+// QMATVEC_FAST), the block size of their dp4a path (another multiple of 32 there takes
+// the general path; their launch bounds allow no more).
 //
-// qmatvec_q4_0 and qmatvec_q8_0, when k % 256 == 0 and w is 16-byte aligned (the tiled
-// path): a thread block computes 4 outputs, 4 weight rows against one row of x, so every
+// qmatvec_q4_0 and qmatvec_q8_0, when k % 256 == 0 and w is 16-byte aligned: on NVIDIA
+// sm_80 and up, the dp4a path (below, at its code: x quantized exactly enough to 22 bits,
+// integer dot products, the weights streamed through shared memory with cp.async, all in
+// flight at once). Elsewhere (AMD; it keeps working as it did), the tiled path:
+// a thread block computes 4 outputs, 4 weight rows against one row of x, so every
 // value of x it loads serves 4 rows. It streams the 4 rows through shared memory in tiles
 // (64 blocks per row for q4_0, 32 for q8_0: 4.5 KB), read with coalesced 16-byte loads: a
 // tile row is 1152 or 1088 bytes, a multiple of 16, so tiles start aligned although the
@@ -37,6 +43,13 @@
 // group of 32 lanes per output, a lane per 8 weights, decoded as dequantize does. Correct
 // for any shape; not tuned.
 #include "compat.h"
+
+// The dp4a path of qmatvec_q4_0 / q8_0: NVIDIA sm_80 and up (cp.async, dp4a, max.NaN).
+#if OPGEN_CUDA && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define OPGEN_QMATVEC_DP4A 1
+#else
+#define OPGEN_QMATVEC_DP4A 0
+#endif
 
 namespace {
 
@@ -86,6 +99,8 @@ __device__ __forceinline__ uint32_t byte_of(const uint32_t (&w)[2], int i) { ret
 struct q4_0 {  // d (f16), qs[16]: weight i < 16 the low nibble of qs[i], i + 16 its high one
     static constexpr int kElems = 32, kBytes = 18;
     static constexpr int kTileBlocks = 64;  // the tiled path's blocks per row and tile: 4.5 KB tiles
+    // The dp4a path (NVIDIA): rows per item, cp.async stages per item, threads per weight block.
+    static constexpr int kFastRows = 16, kFastStages = 4, kFastSplit = 2;
     static __device__ __forceinline__ void decode8(const uint8_t* b, int j, float (&v)[8]) {
         const float d = half_at(b);
         uint32_t w[2];
@@ -136,6 +151,7 @@ struct q4_1 {  // d, m (f16), qs[16] as q4_0: q * d + m
 struct q8_0 {  // d (f16), qs[32] int8: q * d
     static constexpr int kElems = 32, kBytes = 34;
     static constexpr int kTileBlocks = 32;
+    static constexpr int kFastRows = 8, kFastStages = 4, kFastSplit = 2;
     static __device__ __forceinline__ void decode8(const uint8_t* b, int j, float (&v)[8]) {
         const float d = half_at(b);
         uint32_t w[2];
@@ -358,11 +374,309 @@ template <typename F> __device__ void qmatvec_tiled(const uint8_t* __restrict__ 
     }
 }
 
+#if OPGEN_QMATVEC_DP4A
+// ---------------------------------------------------------------------------- the dp4a path
+//
+// NVIDIA (sm_80 and up), q4_0 and q8_0, k % 256 == 0, w 16-byte aligned, blocks of
+// fast_launch<F>::threads = F::kFastSplit * kThreads threads. An item is F::kFastRows weight rows
+// against one row of x, taken in chunks of kThreads weight blocks (4096 weights) per row:
+// weight block t of the chunk belongs to the F::kFastSplit adjacent threads t * split ..,
+// each of which takes 32 / split of its weights (whole 32-bit words of quants) in every row
+// of the item. A thread quantizes the values of x its weights meet once per chunk, into its
+// registers, and they serve every row of the item.
+//
+// Weights: the item's rows of the chunk are copied to shared memory with cp.async (16-byte
+// pieces, coalesced: a chunk row is 2304 / 4352 bytes, a multiple of 16), all of them at
+// once, in kFastStages commit groups of rows, so the whole slab is in flight before the
+// first use; the rows of a stage are used as soon as it lands (one barrier per stage).
+// A thread reads its words from the block's 4-byte-aligned floor (blocks of 18 and 34 bytes
+// alternate between 0 and 2 mod 4: one byte permute per word aligns them).
+//
+// x: exact integer arithmetic against a 22-bit quantization of x per block of 32. With
+// s the power of two above max |x| of the block, X = rint(x * 2^22 / s) (|X| <= 2^22), so
+// x = X * s * 2^-22 within s * 2^-23 (an f32 relative rounding, of the block's max), and X
+// is split into three signed bytes X = D2 * 65536 + D1 * 256 + D0: 3 dp4a per word of
+// quants and row give sum q * X exactly, and a thread's part of the block adds
+// float(S) * d * s * 2^-22 to its row's sum. (Against the cpu's f32 sums, the difference is
+// of f32 rounding size, ~3e-8 of sum |x||W| measured, against the tests' 1e-5; a single
+// int8 x per block, as GGML's q8_1, would err ~1e-4 of it.) An infinite or NaN x makes the
+// block's scale NaN: its outputs are NaN.
+//
+// Reduction: each thread holds kFastRows partial sums; a butterfly halves them across the
+// warp (log2 rows shuffles of halving width), one shared slot per warp and row, then the
+// first threads add the warps' slots and write y.
+//
+// Shapes (bench/gpu_quant.py --explore, H100, 4096 x 4096, weights from HBM): the kernel is
+// bound by each warp's instruction stream (latency, few warps), not by bandwidth: a split of
+// 2 threads per block beat 1 (whole blocks per thread: 7.25 / 10.1 us for q4_0 / q8_0, against
+// 6.2-6.5 / 9.3) and 4 (7.2 us, q4_0: more instructions in all); 8 rows per item for q4_0 and
+// 2 or 8 stages were within noise; 4 rows per item for q8_0 were slower (more blocks, each
+// quantizing x again).
+
+// cp.async: 16 bytes global -> shared, asynchronous, not through L1 (an L2::256B prefetch
+// hint measured no different).
+__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
+    const unsigned int s = (unsigned int)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(src) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+// Waits until at most `pending` (a constant once unrolled) of this thread's groups are in flight.
+__device__ __forceinline__ void cp_async_wait(int pending) {
+    switch (pending) {
+        case 0: asm volatile("cp.async.wait_group 0;\n" ::: "memory"); break;
+        case 1: asm volatile("cp.async.wait_group 1;\n" ::: "memory"); break;
+        case 2: asm volatile("cp.async.wait_group 2;\n" ::: "memory"); break;
+        case 3: asm volatile("cp.async.wait_group 3;\n" ::: "memory"); break;
+        case 4: asm volatile("cp.async.wait_group 4;\n" ::: "memory"); break;
+        case 5: asm volatile("cp.async.wait_group 5;\n" ::: "memory"); break;
+        case 6: asm volatile("cp.async.wait_group 6;\n" ::: "memory"); break;
+        default: asm volatile("cp.async.wait_group 7;\n" ::: "memory"); break;
+    }
+}
+
+__device__ __forceinline__ float max_nan(float a, float b) {  // NaN if either is
+    float r;
+    asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+    return r;
+}
+
+// Values of x (NG groups of 4, v) quantized against the block's max |x| (the max over the
+// SPLIT adjacent lanes that share the block): D[j][g] holds digit j of group g's values (byte
+// i: value 4g+i) as signed bytes; sigma is the value of one unit of X; sum_y is sum X plus
+// 4 NG * 0x808080 (mod 2^32), for the formats whose quants carry an offset.
+template <int NG, int SPLIT>
+__device__ __forceinline__ void quantize_x(const float4 (&v)[NG], uint32_t (&D)[3][NG], uint32_t& sum_y, float& sigma) {
+    float m = 0.0f;
+#pragma unroll
+    for (int g = 0; g < NG; g++) {
+        m = max_nan(m, max_nan(max_nan(fabsf(v[g].x), fabsf(v[g].y)), max_nan(fabsf(v[g].z), fabsf(v[g].w))));
+    }
+#pragma unroll
+    for (int s = 1; s < SPLIT; s *= 2) m = max_nan(m, __shfl_xor_sync(0xffffffffu, m, s));
+    // m in [2^(E-127), 2^(E-126)) for its exponent field E: s = 2^(E-126), |x| * 2^22 / s < 2^22.
+    uint32_t e = __float_as_uint(m) >> 23;
+    e = e < 22u ? 22u : e;  // tiny blocks: the scale stays normal (|x| * f < 1 there)
+    const float f = __uint_as_float((275u - e) << 23);  // 2^(148 - E)
+    sigma = e >= 255u ? __uint_as_float(0x7FC00000u) : __uint_as_float((e - 21u) << 23);  // 2^(E-148)
+    // rint(x * f) + 1.5 * 2^23 has the bits 0x4B400000 + X; Y = X + 0x808080 (bytes 0..2 are
+    // X's balanced signed digits + 128, all in [0, 2^24)).
+    uint32_t sy = 0u;
+#pragma unroll
+    for (int g = 0; g < NG; g++) {
+        const uint32_t y0 = __float_as_uint(fmaf(v[g].x, f, 12582912.0f)) - 0x4ABF7F80u;
+        const uint32_t y1 = __float_as_uint(fmaf(v[g].y, f, 12582912.0f)) - 0x4ABF7F80u;
+        const uint32_t y2 = __float_as_uint(fmaf(v[g].z, f, 12582912.0f)) - 0x4ABF7F80u;
+        const uint32_t y3 = __float_as_uint(fmaf(v[g].w, f, 12582912.0f)) - 0x4ABF7F80u;
+        sy += (y0 + y1) + (y2 + y3);
+        const uint32_t a = __byte_perm(y0, y1, 0x5140u), b = __byte_perm(y2, y3, 0x5140u);
+        D[0][g] = __byte_perm(a, b, 0x5410u) ^ 0x80808080u;
+        D[1][g] = __byte_perm(a, b, 0x7632u) ^ 0x80808080u;
+        D[2][g] = __byte_perm(__byte_perm(y0, y1, 0x0062u), __byte_perm(y2, y3, 0x0062u), 0x5410u) ^ 0x80808080u;
+    }
+    sum_y = sy;
+}
+
+__device__ __forceinline__ int dp4a(uint32_t a, uint32_t b, int c) { return __dp4a((int)a, (int)b, c); }
+
+// Per format, for a thread that takes NW consecutive words of quants of a block, from word
+// j0 = sub * NW: the groups of x they meet (NG, and where group g starts in the block) and
+// their dot product with those groups, without d and sigma: float(sum (q - offset) * X).
+// Wq: the NW + 1 aligned words from the floor of quant word j0 (qsel aligns them).
+template <typename F, int NW> struct fast;
+
+template <int NW> struct fast<q4_0, NW> {  // word j: weights 4j+i (low nibbles), 16+4j+i (high)
+    static constexpr int kGroups = 2 * NW;
+    static __device__ __forceinline__ int group_at(int j0, int g) { return g < NW ? 4 * (j0 + g) : 16 + 4 * (j0 + g - NW); }
+    static __device__ __forceinline__ uint32_t corr(uint32_t sum_y) {  // -8 * sum X
+        return 8u * (uint32_t)(4 * kGroups) * 0x808080u - 8u * sum_y;
+    }
+    static __device__ __forceinline__ float dot(const uint32_t (&Wq)[NW + 1], uint32_t qsel,
+                                                const uint32_t (&D)[3][kGroups], uint32_t corr) {
+        int s0 = (int)corr, s1 = 0, s2 = 0;
+#pragma unroll
+        for (int j = 0; j < NW; j++) {
+            const uint32_t q = __byte_perm(Wq[j], Wq[j + 1], qsel);
+            const uint32_t lo = q & 0x0F0F0F0Fu, hi = (q >> 4) & 0x0F0F0F0Fu;
+            s0 = dp4a(lo, D[0][j], s0);
+            s1 = dp4a(lo, D[1][j], s1);
+            s2 = dp4a(lo, D[2][j], s2);
+            s0 = dp4a(hi, D[0][NW + j], s0);
+            s1 = dp4a(hi, D[1][NW + j], s1);
+            s2 = dp4a(hi, D[2][NW + j], s2);
+        }
+        // |sum (q - 8) X| <= 32 * 8 * 2^22 = 2^30: exact in 32 bits (the parts wrap harmlessly)
+        return __int2float_rn((int)((uint32_t)s0 + ((uint32_t)s1 << 8) + ((uint32_t)s2 << 16)));
+    }
+};
+
+template <int NW> struct fast<q8_0, NW> {  // word j: weights 4j+i, int8
+    static constexpr int kGroups = NW;
+    static __device__ __forceinline__ int group_at(int j0, int g) { return 4 * (j0 + g); }
+    static __device__ __forceinline__ uint32_t corr(uint32_t) { return 0u; }
+    static __device__ __forceinline__ float dot(const uint32_t (&Wq)[NW + 1], uint32_t qsel,
+                                                const uint32_t (&D)[3][kGroups], uint32_t) {
+        int s0 = 0, s1 = 0, s2 = 0;
+#pragma unroll
+        for (int j = 0; j < NW; j++) {
+            const uint32_t q = __byte_perm(Wq[j], Wq[j + 1], qsel);
+            s0 = dp4a(q, D[0][j], s0);
+            s1 = dp4a(q, D[1][j], s1);
+            s2 = dp4a(q, D[2][j], s2);
+        }
+        // sum q X can reach 2^34: |s0 + 256 s1| < 2^28 and |s2| < 2^22 are exact apart
+        const float hi = __int_as_float(s2 + 0x4B400000) - 12582912.0f;
+        return fmaf(hi, 65536.0f, __int2float_rn(s0 + s1 * 256));
+    }
+};
+
+// acc[R] of each lane -> out[row] for the warp's row sums (a butterfly: R/2 + R/4 + ... shuffles).
+template <int R> __device__ __forceinline__ void warp_rows(float (&v)[R], unsigned int lane, float* out) {
+    static_assert(R >= 1 && R <= 32 && (R & (R - 1)) == 0, "rows per item: a power of two up to 32");
+    constexpr int kSteps = R >= 32 ? 5 : R >= 16 ? 4 : R >= 8 ? 3 : R >= 4 ? 2 : R >= 2 ? 1 : 0;  // log2(R)
+    int row = 0;
+#pragma unroll
+    for (int step = 0; step < kSteps; step++) {
+        const int h = R >> (step + 1), m = 16 >> step;
+        // The upper lane of each pair keeps rows i + h and sends rows i. Selected with masks:
+        // a select between two array elements would become an indexed (local memory) load.
+        const uint32_t upper = (lane & (unsigned int)m) != 0u ? 0xFFFFFFFFu : 0u;
+#pragma unroll
+        for (int i = 0; i < R / 2; i++) {  // a constant trip count: unrolled, v stays in registers
+            if (i >= h) break;
+            const uint32_t a = __float_as_uint(v[i]), b = __float_as_uint(v[i + h]);
+            const float send = __uint_as_float((a & upper) | (b & ~upper));
+            const float keep = __uint_as_float((b & upper) | (a & ~upper));
+            v[i] = keep + __shfl_xor_sync(0xffffffffu, send, m);
+        }
+        row += (int)(upper & (uint32_t)h);
+    }
+#pragma unroll
+    for (int step = kSteps; step < 5; step++) v[0] += __shfl_xor_sync(0xffffffffu, v[0], 16 >> step);
+    if ((lane & (unsigned int)(32 / R - 1)) == 0u) out[row] = v[0];
+}
+
+// Stage s of an item's chunk (rows s*RS.. of the slab, those below nrows) with cp.async:
+// P 16-byte pieces per row (a constant for whole chunks, else pieces), spread over the block.
+template <typename F, int RS, int P> __device__ __forceinline__ void copy_stage(uint8_t* slab, const uint8_t* src,
+                                                                              size_t row_bytes, int s, int nrows,
+                                                                              int pieces) {
+    constexpr int kRowBytes = kThreads * F::kBytes, kT = F::kFastSplit * kThreads;
+    const int per_row = P > 0 ? P : pieces, total = RS * per_row;
+    if constexpr (P > 0) {
+#pragma unroll
+        for (int j = 0; j < (RS * P + kT - 1) / kT; j++) {
+            const int u = (int)threadIdx.x + j * kT, i = s * RS + u / P, c = u % P;
+            if (u < RS * P && i < nrows) cp_async16(slab + i * kRowBytes + 16 * c, src + i * row_bytes + 16 * c);
+        }
+    } else {
+        for (int u = (int)threadIdx.x; u < total; u += kT) {
+            const int i = s * RS + u / per_row, c = u % per_row;
+            if (i < nrows) cp_async16(slab + i * kRowBytes + 16 * c, src + i * row_bytes + 16 * c);
+        }
+    }
+    cp_async_commit();
+}
+
+template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w, const float* __restrict__ x,
+                                                   float* __restrict__ y, size_t n, size_t k, size_t rows) {
+    constexpr int R = F::kFastRows, S = F::kFastStages, RS = R / S, SPLIT = F::kFastSplit;
+    constexpr int kT = SPLIT * kThreads, kWarps = kT / 32;
+    constexpr int NW = F::kBytes / 4 / SPLIT;  // words of quants per thread: 4 (q4_0) or 8 (q8_0) / SPLIT
+    typedef fast<F, NW> G;
+    constexpr int NG = G::kGroups;
+    static_assert(R % S == 0 && NW >= 1 && NW * SPLIT * 4 == F::kBytes - 2, "whole rows per stage, whole words");
+    constexpr int kRowBytes = kThreads * F::kBytes;  // a chunk row in shared memory (multiple of 16)
+    __shared__ __align__(16) uint8_t slab[R * kRowBytes + 16];  // +16: the last block's trailing word
+    __shared__ float partial[kWarps][R];
+    const unsigned int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    const unsigned int t = threadIdx.x / SPLIT, j0 = (threadIdx.x % SPLIT) * NW;  // block, first word
+    const size_t row_blocks = k / F::kElems, row_bytes = row_blocks * F::kBytes;
+    const size_t items = (n + R - 1) / R * rows;
+    const unsigned int odd = t & 1u;  // block t starts at 18t / 34t: 2 mod 4 when t is odd
+    const uint8_t* floor = slab + t * F::kBytes - 2 * odd;  // d is in its first word
+    const uint32_t* mine = reinterpret_cast<const uint32_t*>(floor + 4 * j0);  // quant word j0's floor
+    const uint32_t* dword = reinterpret_cast<const uint32_t*>(floor);
+    const uint32_t qsel = odd ? 0x7654u : 0x5432u, dsel = odd ? 0x4432u : 0x4410u;
+    for (size_t item = blockIdx.x; item < items; item += gridDim.x) {
+        const size_t n0 = item / rows * R, r = item % rows;
+        const int nrows = n - n0 < (size_t)R ? (int)(n - n0) : R;
+        const uint8_t* wi = w + n0 * row_bytes;
+        const float* xr = x + r * k;
+        float acc[R];
+#pragma unroll
+        for (int i = 0; i < R; i++) acc[i] = 0.0f;
+        for (size_t c0 = 0; c0 < row_blocks; c0 += kThreads) {
+            const int cb = row_blocks - c0 < (size_t)kThreads ? (int)(row_blocks - c0) : kThreads;
+            const int pieces = cb * F::kBytes / 16;  // cb is a multiple of 8: whole pieces
+            const bool active = (int)t < cb;
+            float4 xv[NG];  // x first: its loads are not queued behind the slab's
+#pragma unroll
+            for (int g = 0; g < NG; g++) {
+                xv[g] = active ? *reinterpret_cast<const float4*>(xr + (c0 + t) * F::kElems + G::group_at(j0, g))
+                               : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            }
+            if (c0 > 0) __syncthreads();  // the previous chunk is used up
+            const uint8_t* src = wi + c0 * F::kBytes;
+            if (cb == kThreads) {
+#pragma unroll
+                for (int s = 0; s < S; s++) copy_stage<F, RS, kRowBytes / 16>(slab, src, row_bytes, s, nrows, pieces);
+            } else {
+#pragma unroll
+                for (int s = 0; s < S; s++) copy_stage<F, RS, 0>(slab, src, row_bytes, s, nrows, pieces);
+            }
+            uint32_t D[3][NG], sum_y;
+            float sigma;
+            quantize_x<NG, SPLIT>(xv, D, sum_y, sigma);  // every lane: the max is shuffled
+            const uint32_t corr = G::corr(sum_y);
+#pragma unroll
+            for (int s = 0; s < S; s++) {
+                cp_async_wait(S - 1 - s);
+                __syncthreads();
+                if (active) {  // rows past nrows compute on stale shared memory, never written out:
+#pragma unroll      // no branch per row, so the rows of a stage interleave
+                    for (int i = s * RS; i < (s + 1) * RS; i++) {
+                        const uint32_t* p = mine + i * (kRowBytes / 4);
+                        uint32_t Wq[NW + 1];
+#pragma unroll
+                        for (int j = 0; j <= NW; j++) Wq[j] = p[j];
+                        const uint32_t wd = dword[i * (kRowBytes / 4)];
+                        const float d = opgen::f16_to_float(__ushort_as_half((unsigned short)__byte_perm(wd, 0u, dsel)));
+                        acc[i] = fmaf(G::dot(Wq, qsel, D, corr), d * sigma, acc[i]);
+                    }
+                }
+            }
+        }
+        warp_rows<R>(acc, lane, partial[warp]);
+        __syncthreads();
+        if ((int)threadIdx.x < nrows) {
+            float sum = 0.0f;
+#pragma unroll
+            for (int g = 0; g < kWarps; g++) sum += partial[g][threadIdx.x];
+            y[r * n + n0 + threadIdx.x] = sum;
+        }
+    }
+}
+#endif  // OPGEN_QMATVEC_DP4A
+
+// The block size qmatvec_<F> is launched with (the runtime's QMATVEC_FAST), and the resident
+// blocks per SM its registers are bounded for: enough for a grid of 4096-row items on an H100.
+template <typename F> struct fast_launch {
+    static constexpr int threads = OPGEN_QMATVEC_DP4A ? F::kFastSplit * kThreads : kThreads;
+    static constexpr int want = F::kFastRows >= 16 ? 2 : F::kFastRows >= 8 ? 4 : 8;
+    static constexpr int min_blocks = !OPGEN_QMATVEC_DP4A ? kMinBlocks : want < 2048 / threads ? want : 2048 / threads;
+};
+
 template <typename F> __device__ __forceinline__ void qmatvec_fast(const uint8_t* w, const float* x, float* y, size_t n,
                                                                    size_t k, size_t rows) {
+#if OPGEN_QMATVEC_DP4A
+    if (k % 256 == 0 && opgen::aligned16(w) && blockDim.x == (unsigned int)fast_launch<F>::threads) {
+        qmatvec_dp4a<F>(w, x, y, n, k, rows);
+    } else {
+#else
     if (k % 256 == 0 && opgen::aligned16(w)) {
         qmatvec_tiled<F>(w, x, y, n, k, rows);
     } else {
+#endif
         qmatvec_general<F>(w, x, y, n, k, rows);
     }
 }
@@ -370,9 +684,9 @@ template <typename F> __device__ __forceinline__ void qmatvec_fast(const uint8_t
 }  // namespace
 
 extern "C" {
-__global__ void __launch_bounds__(kThreads, kMinBlocks) qmatvec_q4_0(const uint8_t* w, const float* x, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(fast_launch<q4_0>::threads, fast_launch<q4_0>::min_blocks) qmatvec_q4_0(const uint8_t* w, const float* x, float* y, const size_t n, const size_t k, const size_t rows);
 __global__ void __launch_bounds__(kThreads, kMinBlocks) qmatvec_q4_1(const uint8_t* w, const float* x, float* y, const size_t n, const size_t k, const size_t rows);
-__global__ void __launch_bounds__(kThreads, kMinBlocks) qmatvec_q8_0(const uint8_t* w, const float* x, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(fast_launch<q8_0>::threads, fast_launch<q8_0>::min_blocks) qmatvec_q8_0(const uint8_t* w, const float* x, float* y, const size_t n, const size_t k, const size_t rows);
 __global__ void __launch_bounds__(kThreads, kMinBlocks) qmatvec_q4_k(const uint8_t* w, const float* x, float* y, const size_t n, const size_t k, const size_t rows);
 __global__ void __launch_bounds__(kThreads, kMinBlocks) qmatvec_q6_k(const uint8_t* w, const float* x, float* y, const size_t n, const size_t k, const size_t rows);
 }

@@ -9,8 +9,9 @@ offset); any other view is first copied dense (GpuRuntime._dense, through host m
 strided view: a first version). sigmoid reads any view directly, as the unary ops do.
 Shapes are checked by runtime/nn_shapes.py, as on the cpu; dtypes by the launch table.
 
-sdpa is gemm, hip/nn.hip's sdpa_softmax, gemm: S = Q K^T and O = P V run in the vendor BLAS
-(the driver's strided-batched gemm: tensor cores through cuBLAS / hipBLAS), S is held in
+sdpa on cuda (sm_80+, bf16/f16, head dim 64 or 128) is hip/attention.hip's fused flash-attention
+kernel; elsewhere gemm, hip/nn.hip's sdpa_softmax, gemm: S = Q K^T and O = P V run in the vendor
+BLAS (the driver's strided-batched gemm: tensor cores through cuBLAS / hipBLAS), S is held in
 the input dtype (f32 accumulation inside each gemm) and replaced in place by P."""
 
 from __future__ import annotations
@@ -142,23 +143,64 @@ def rope_thd(rt, x, lx, cos, lc, sin, ls, table):
     return _rope(rt, "rope_thd", nn_shapes.rope_thd, x, lx, cos, lc, sin, ls, table, lambda s: s)
 
 
+#: hip/attention.hip's fused attention (cuda, sm_80 and later): head dim -> (threads a block, query
+#: rows a block), its kThreads and kBlockM (the kernel loops over the work items of any grid).
+_FLASH_GEOMETRY = {64: (128, 64), 128: (128, 64)}
+
+
+def _flash_kernel(rt, table: dict, dtype: np.dtype, d: int, ordinal: int):
+    """The launch wrapper of hip/attention.hip's fused kernel for this call (ops.yaml keys it
+    (pattern, dtype) in sdpa's table), or None where it does not apply: it needs NVIDIA tensor
+    cores (sm_80 and later: mma.sync on bf16 / f16), and exists for bf16 and f16 and head dims
+    64 and 128. Elsewhere (f32, other head dims, AMD) sdpa runs gemm, sdpa_softmax, gemm."""
+    fn = table.get((f"flash_attention_{{self}}_d{d}", dtype))
+    if rt.name != "cuda" or fn is None or d not in _FLASH_GEOMETRY:
+        return None
+    arch = getattr(rt.driver, "arch", lambda ordinal: "")(ordinal)
+    if not arch.startswith("sm_") or int(arch[3:].rstrip("abf") or 0) < 80:
+        return None
+    return fn
+
+
+def _flash_sdpa(rt, fn, ordinal: int, batch: int, sq: int, skv: int, d: int, scale: float, causal: bool,
+                q: int, k: int, v: int, out: int) -> None:
+    """(bh, sq, skv, scale, causal, q, k, v, out) through the generated launch wrapper."""
+    threads, rows = _FLASH_GEOMETRY[d]
+    fn(rt.launch, batch * -(-sq // rows), threads, rt.stream(ordinal), batch, sq, skv, float(scale),
+       int(bool(causal)), q, k, v, out)
+
+
 def sdpa(rt, q: GpuBuffer, lq: Layout, k: GpuBuffer, lk: Layout, v: GpuBuffer, lv: Layout, scale: float,
          causal: bool, table: dict):
-    """Per (b, h): S = Q K^T (sq, skv), P = softmax(scale * S + mask) in place, O = P V.
-    Row-major matrices are the column-major BLAS's transposes, so the gemms compute
+    """Per (b, h): O = softmax(scale * Q K^T + mask) V.
+
+    cuda, bf16 / f16, head dim 64 or 128: hip/attention.hip's fused (flash) kernel, the scores
+    never stored. Otherwise: S = Q K^T (sq, skv), P = softmax(scale * S + mask) in place, O =
+    P V. Row-major matrices are the column-major BLAS's transposes, so the gemms compute
     S^T = K Q^T and O^T = V^T P^T (as GpuRuntime.matmul maps row-major onto the BLAS)."""
     shape = nn_shapes.sdpa(rt.name, lq.shape, lk.shape, lv.shape)
     fn = _kernel(rt, "sdpa", table, (q, lq), (k, lk), (v, lv))
-    gemm = getattr(rt.driver, "gemm", None)
-    if gemm is None:
-        raise NotImplementedForBackend(rt.name, "sdpa (needs the driver's BLAS gemm)")
     b, h, sq, d = shape
     skv, batch = lk.shape[2], b * h
+    # the kernel orders the scores before scaling them: a positive scale (and a finite, nonzero
+    # one in f32 units); 32-bit positions
+    fits = max(sq, skv, batch) < 1 << 30 and 1e-30 < scale < 1e30
+    flash = _flash_kernel(rt, table, q.dtype, d, q.ordinal) if fits else None
+    gemm = getattr(rt.driver, "gemm", None)
+    if gemm is None and flash is None:
+        raise NotImplementedForBackend(rt.name, "sdpa (needs the driver's BLAS gemm)")
     out = rt.alloc(q.ordinal, b * h * sq * d, q.dtype)
     if not out.size:
         return out, shape
     views = _contiguous(rt, (q, lq), (k, lk), (v, lv))
+    if flash is not None and any(p % 16 for p in _at(views)):  # the kernel copies 16-byte chunks
+        views = [rt._dense(buf, layout) for buf, layout in views]
     qp, kp, vp = _at(views)
+    if flash is not None and not (qp % 16 or kp % 16 or vp % 16):
+        _flash_sdpa(rt, flash, q.ordinal, batch, sq, skv, d, scale, causal, qp, kp, vp, out.ptr)
+        return out, shape
+    if gemm is None:
+        raise NotImplementedForBackend(rt.name, "sdpa (needs the driver's BLAS gemm)")
     scores = rt.alloc(q.ordinal, batch * sq * skv, q.dtype)
     stream = rt.stream(q.ordinal)
     gemm(q.ordinal, stream.handle, q.dtype, True, False, skv, sq, d, kp, d, skv * d, qp, d, sq * d,

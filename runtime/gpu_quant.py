@@ -22,10 +22,14 @@ from runtime.layout import Layout
 
 #: Weights and bytes per block, by format (llama.cpp's ggml-common.h).
 FORMATS = {"q4_0": (32, 18), "q4_1": (32, 20), "q8_0": (32, 34), "q4_k": (256, 144), "q6_k": (256, 210)}
-#: qmatvec_*'s block size, hip/quantized.hip's kThreads: the kernels need exactly this one.
+#: qmatvec_*'s block size, hip/quantized.hip's kThreads (but for QMATVEC_FAST below).
 QMATVEC_THREADS = 128
 #: Outputs (rows of the weight) a qmatvec_* thread block computes per item (kTileRows).
 QMATVEC_ROWS = 4
+#: The dp4a path of q4_0 and q8_0 (cuda, sm_80 and up): (rows per item, threads per block),
+#: hip/quantized.hip's (F::kFastRows, F::kFastSplit * kThreads). Other block sizes take the
+#: general path.
+QMATVEC_FAST = {"q4_0": (16, 256), "q8_0": (8, 256)}
 
 
 @dataclass(eq=False)
@@ -112,6 +116,15 @@ def _grid(rt: GpuRuntime, ordinal: int, items: int) -> int:
     return rt.geometry(items * BLOCK, ordinal)
 
 
+def qmatvec_launch(rt: GpuRuntime, fmt: str) -> tuple[int, int]:
+    """(outputs per item, threads per block) of qmatvec_<fmt> on `rt`: the launch gives each
+    item (that many rows of W against one row of x) a block. The kernels stride over items,
+    so any grid is correct; this one fills the device once."""
+    if rt.name == "cuda" and fmt in QMATVEC_FAST:
+        return QMATVEC_FAST[fmt]
+    return QMATVEC_ROWS, QMATVEC_THREADS
+
+
 def _dequantize(rt: GpuRuntime, q: QGpuBuffer, elem_count: int, table: dict, dtype) -> GpuBuffer:
     fn = _kernel("dequantize", rt, table, q.fmt)
     blocks = _blocks("dequantize", rt, q.fmt, elem_count)
@@ -166,6 +179,7 @@ def q_matmul(rt: GpuRuntime, q: QGpuBuffer, x: GpuBuffer, x_layout: Layout, shap
         rt.driver.memset(out.ptr, out.nbytes, stream.handle)
         return out
     dense, _ = rt._dense(x, x_layout)  # the kernels read x contiguous, 16-byte aligned
-    items = -(-n // QMATVEC_ROWS) * rows
-    fn(rt.launch, _grid(rt, ordinal, items), QMATVEC_THREADS, stream, q.buf.ptr, dense.ptr, out.ptr, n, k, rows)
+    item_rows, threads = qmatvec_launch(rt, q.fmt)
+    items = -(-n // item_rows) * rows
+    fn(rt.launch, _grid(rt, ordinal, items), threads, stream, q.buf.ptr, dense.ptr, out.ptr, n, k, rows)
     return out

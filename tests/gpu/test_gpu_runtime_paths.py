@@ -196,3 +196,33 @@ def test_kernel_params_take_what_ctypes_takes():
     local = threading.local()  # holds the buffers the address points into
     address = kernel_params(local, types, (None, 257, -1, 2))
     assert _read_back(address, types) == [None, 1, 2**64 - 1, 2.0]
+
+
+# -- small buffers are recycled, large ones go back to the driver's pool --------------------
+def test_small_buffers_are_recycled_per_device_and_size():
+    rt, driver, _ = _runtime()
+    first = rt.alloc(0, 1000, np.dtype(np.float32))  # 4,000 bytes: a 4 KiB block
+    ptr = first.ptr
+    del first
+    again = rt.alloc(0, 1024, np.dtype(np.float32))
+    assert again.ptr == ptr and len(driver.of("alloc")) == 1, "a dropped block of the same size is reused"
+    other_device = rt.alloc(1, 1024, np.dtype(np.float32))
+    bigger = rt.alloc(0, 2048, np.dtype(np.float32))
+    assert len({again.ptr, other_device.ptr, bigger.ptr}) == 3 and len(driver.of("alloc")) == 3
+
+
+def test_large_buffers_and_a_full_cache_go_back_to_the_pool(monkeypatch):
+    import runtime.gpu as gpu
+
+    rt, driver, _ = _runtime()
+    freed = []
+    driver.free = lambda ptr, stream: freed.append(ptr)
+    large = rt.alloc(0, gpu.SMALL_BLOCK, np.dtype(np.float32))
+    ptr = large.ptr
+    del large
+    assert freed == [ptr]
+    monkeypatch.setattr(gpu, "SMALL_CACHE_LIMIT", 4096)
+    a, b = rt.alloc(0, 1024, np.dtype(np.float32)), rt.alloc(0, 1024, np.dtype(np.float32))
+    kept, spilled = a.ptr, b.ptr
+    del a, b
+    assert freed == [ptr, spilled] and rt.alloc(0, 1024, np.dtype(np.float32)).ptr == kept

@@ -194,6 +194,13 @@ SDPA_SHAPES = {  # (b, h, sq, skv, d)
     "more-queries": (1, 2, 6, 4, 8),  # sq > skv: causal queries 0 and 1 see no key (zeros)
     "long-rows": (1, 2, 33, 1000, 64),
     "one-query": (2, 2, 1, 4096, 64),
+    # bf16 / f16 with head dims 64 and 128 run hip/attention.hip's fused kernel on cuda: tiles of
+    # 64 queries and 64 keys, so ragged tails on both sides, and a causal diagonal off the tiles
+    "flash-64": (2, 3, 77, 77, 64),
+    "flash-64-one-key": (1, 2, 5, 1, 64),  # causal: only the last query sees the key
+    "flash-128-kv-cache": (1, 2, 33, 300, 128),  # sq < skv
+    "flash-128-more-queries": (1, 2, 130, 70, 128),  # sq > skv: causal queries 0 to 59 see no key
+    "flash-128-tiles": (1, 1, 128, 256, 128),  # whole tiles
 }
 
 
@@ -225,6 +232,22 @@ def test_sdpa_of_strided_views(backend, dtype):
     v = view(rng, dtype, (b, h, skv, d), "broadcast", -1, 1)
     want, got = on_both(device_of(backend), g.nn.Sdpa(scale=0.25, causal=True), [q, k, v])
     assert_close(got, want, dtype, f"{backend.value} sdpa strided {dtype}")
+
+
+@pytest.mark.parametrize("backend", GPU_BACKENDS, ids=str)
+@pytest.mark.parametrize("dtype", ATTENTION)
+def test_sdpa_of_views_with_a_fused_head_dim(backend, dtype):
+    """Head dim 64 (the fused kernel's, for bf16 and f16 on cuda): q a transposed view (copied
+    dense), k contiguous from element 1 (not 16-byte aligned: copied to an aligned buffer), v
+    broadcast over the batch."""
+    b, h, sq, skv, d = 2, 2, 70, 90, 64
+    rng = np.random.default_rng(10)
+    stored = (b, sq, h, d)
+    q = random(rng, dtype, stored, -1, 1), g.Layout.contiguous(stored).transpose(1, 2)
+    k = view(rng, dtype, (b, h, skv, d), "unaligned", -1, 1)
+    v = view(rng, dtype, (b, h, skv, d), "broadcast", -1, 1)
+    want, got = on_both(device_of(backend), g.nn.Sdpa(scale=0.125, causal=True), [q, k, v])
+    assert_close(got, want, dtype, f"{backend.value} sdpa views d=64 {dtype}")
 
 
 # --------------------------------------------------------------------------- arg_sort
