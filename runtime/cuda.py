@@ -8,7 +8,10 @@ says what is missing."""
 
 from __future__ import annotations
 
+import ctypes
 import functools
+import operator
+import struct
 import threading
 import warnings
 
@@ -16,7 +19,7 @@ import numpy as np
 
 from runtime.errors import BackendUnavailable
 from runtime import gpu_nn, gpu_quant
-from runtime.gpu import GpuError, GpuRuntime, kernel_params
+from runtime.gpu import _CODES, GpuError, GpuRuntime, kernel_params
 
 
 @functools.cache
@@ -24,6 +27,29 @@ def _driver_api():
     from cuda.bindings import driver  # noqa: PLC0415  (optional dependency)
 
     return driver
+
+
+@functools.cache
+def _libcuda_symbol(name: str):
+    """A libcuda entry point through ctypes, or None where it cannot be had (launches then
+    go through cuda-python). The library is the one cuda-python has loaded: the same
+    contexts. As cuda-python's bindings do, ctypes releases the GIL during the call."""
+    _driver_api()  # cuda-python loads libcuda first; then ctypes opens that same library
+    for library in ("libcuda.so.1", "libcuda.so"):
+        try:
+            return getattr(ctypes.CDLL(library), name)
+        except (OSError, AttributeError):
+            continue
+    return None
+
+
+class _LaunchConfig(ctypes.Structure):
+    """CUlaunchConfig (cuda.h), cuLaunchKernelEx's first argument."""
+
+    _fields_ = [("gridDimX", ctypes.c_uint), ("gridDimY", ctypes.c_uint), ("gridDimZ", ctypes.c_uint),
+                ("blockDimX", ctypes.c_uint), ("blockDimY", ctypes.c_uint), ("blockDimZ", ctypes.c_uint),
+                ("sharedMemBytes", ctypes.c_uint), ("hStream", ctypes.c_void_p), ("attrs", ctypes.c_void_p),
+                ("numAttrs", ctypes.c_uint)]
 
 
 # cuInit failures, by error name (the enum's members differ between cuda-python releases).
@@ -55,6 +81,14 @@ try:
     _GEMM_TYPES[np.dtype(ml_dtypes.bfloat16)] = (14, 68, np.float32)  # CUDA_R_16BF
 except ImportError:  # pragma: no cover
     pass
+
+
+def _dim(value) -> ctypes.c_uint:
+    """A grid or block size as cuLaunchKernel's unsigned int (cuda-python's checks)."""
+    value = operator.index(value)
+    if not 0 <= value < 2**32:
+        raise OverflowError(f"launch dimension {value} out of range for unsigned int")
+    return ctypes.c_uint(value)
 
 
 class CudaDriver:
@@ -225,9 +259,71 @@ class CudaDriver:
 
     def launch(self, fn, grid: int, block: int, stream, args: tuple, types: tuple) -> None:
         address = kernel_params(self._local, types, args)
-        err, = _driver_api().cuLaunchKernel(fn, grid, 1, 1, block, 1, 1, 0, stream, address, 0)
+        cu_launch = _libcuda_symbol("cuLaunchKernel")
+        if cu_launch is None:
+            err, = _driver_api().cuLaunchKernel(fn, grid, 1, 1, block, 1, 1, 0, stream, address, 0)
+        else:
+            err = cu_launch(ctypes.c_void_p(int(fn)), _dim(grid), 1, 1, _dim(block), 1, 1, 0,
+                            ctypes.c_void_p(int(stream)), ctypes.c_void_p(address), None)
         if int(err):
-            self._call("cuLaunchKernel", (err,))
+            self._raise_launch(err)
+
+    def launcher(self, fn, types: tuple):
+        """`launch` of `fn`, prepared once (GpuRuntime keeps it per function), through
+        cuLaunchKernelEx: four arguments for ctypes to convert, all made here, against
+        eleven for cuLaunchKernel. One buffer (owned by the thread that made it) holds the
+        kernel's arguments as `types` and after them the launch config; each launch fills
+        both with one struct.pack_into (the arguments, then the grid and block dims), and
+        the stream's handle is written when the stream changes. Other threads, other
+        signatures and values the pack refuses take `launch`."""
+        launch_ex = _libcuda_symbol("cuLaunchKernelEx")
+        fields = [(f"a{i}", t) for i, t in enumerate(types)] + [("config", _LaunchConfig)]
+        frame_type = type("Frame", (ctypes.Structure,), {"_fields_": fields})
+        layout = struct.Struct("@" + "".join(_CODES[t] for t in types) + "0P" + "IIII")
+        if launch_ex is None or layout.size != frame_type.config.offset + 16:
+            return lambda grid, block, stream, args, types_: self.launch(fn, grid, block, stream, args, types_)
+        frame = frame_type()
+        base = ctypes.addressof(frame)
+        pointers = (ctypes.c_void_p * max(len(types), 1))(
+            *(base + getattr(frame_type, f"a{i}").offset for i in range(len(types))))
+        config = frame.config
+        config.blockDimY = config.blockDimZ = 1  # sharedMemBytes, attrs, numAttrs: 0
+        config_address = ctypes.c_void_p(base + frame_type.config.offset)
+        params = ctypes.c_void_p(ctypes.addressof(pointers))
+        function = ctypes.c_void_p(int(fn))
+        pack = layout.pack_into
+        owner, get_ident = threading.get_ident(), threading.get_ident
+        last_stream = None
+
+        def launch(grid: int, block: int, stream, args: tuple, types_: tuple) -> None:
+            nonlocal last_stream
+            if (types_ is not types and types_ != types) or get_ident() != owner:
+                self.launch(fn, grid, block, stream, args, types_)
+                return
+            try:
+                pack(frame, 0, *args, grid, 1, 1, block)
+            except struct.error:  # None pointers, ints to wrap, dims out of range: as `launch` does
+                self.launch(fn, grid, block, stream, args, types_)
+                return
+            if stream is not last_stream:
+                config.hStream, last_stream = int(stream), stream
+            err = launch_ex(config_address, function, params, None)
+            if err:
+                self._raise_launch(err)
+
+        launch.keep = (frame, pointers)  # what the addresses above point into
+        return launch
+
+    def _raise_launch(self, err) -> None:
+        """GpuError for a launch's error code, named as cuda-python names it."""
+        detail = f"error {int(err)}"
+        try:
+            cu = _driver_api()
+            name = cu.cuGetErrorName(cu.CUresult(int(err)))[1]
+            detail = name.decode() if isinstance(name, bytes) else detail
+        except Exception:  # noqa: BLE001  (a code this cuda-python does not know: the number)
+            pass
+        raise GpuError(self.name, "cuLaunchKernel", detail)
 
     def synchronize(self, ordinal: int) -> None:
         self._call("cuStreamSynchronize", _driver_api().cuStreamSynchronize(self.stream(ordinal)))

@@ -28,6 +28,7 @@ from runtime.layout import Layout
 BLOCK = 256
 SMALL_BLOCK = 1 << 20  # bytes: buffers up to this size are recycled by the runtime itself
 SMALL_CACHE_LIMIT = 256 << 20  # bytes of dropped small buffers kept per device
+BIN_SIZES_KEPT = 4096  # distinct small allocation sizes whose block size is remembered
 # Reductions of at most this many groups, split into chunks, run in one launch whose last
 # block reduces the chunks' partial states: one warp per group of a 256-thread block.
 FEW_GROUPS = BLOCK // 32
@@ -70,6 +71,9 @@ class Driver(Protocol):
     def function(self, module: Any, name: str) -> Any: ...
     def launch(self, fn: Any, grid: int, block: int, stream: Any, args: tuple, types: tuple) -> None: ...
     def synchronize(self, ordinal: int) -> None: ...
+    # Optional: `launcher(fn, types)` -> a callable (grid, block, stream, args, types) that
+    # launches `fn` as `launch` would, prepared once per function (runtime/cuda.py has one).
+    # A driver without it has every launch go through `launch`.
 
 
 @dataclass(frozen=True)
@@ -113,7 +117,10 @@ class _Arguments:
     """One signature's kernel arguments, laid out as a C struct of them (native alignment:
     each at an address its type allows), and the array of pointers to them."""
 
+    __slots__ = ("types", "pack", "values", "pointers", "address")
+
     def __init__(self, types: tuple) -> None:
+        self.types = types
         self.pack = struct.Struct("@" + "".join(_CODES[t] for t in types)).pack_into
         fields = type("Fields", (ctypes.Structure,), {"_fields_": [(f"a{i}", t) for i, t in enumerate(types)]})
         self.values = fields()
@@ -121,6 +128,14 @@ class _Arguments:
         self.pointers = (ctypes.c_void_p * max(len(types), 1))(
             *(base + getattr(fields, f"a{i}").offset for i in range(len(types))))
         self.address = ctypes.addressof(self.pointers)
+
+    def fill(self, args: tuple) -> int:
+        """Pack `args` into the buffer; the address of the array of pointers to them."""
+        try:
+            self.pack(self.values, 0, *args)
+        except struct.error:  # what ctypes also takes: None pointers, ints wrapped to the type's width
+            self.pack(self.values, 0, *(t(a).value or 0 for t, a in zip(self.types, args)))
+        return self.address
 
 
 def kernel_params(local: Any, types: tuple, args: tuple) -> int:
@@ -134,11 +149,7 @@ def kernel_params(local: Any, types: tuple, args: tuple) -> int:
     entry = cache.get(types)
     if entry is None:
         entry = cache[types] = _Arguments(types)
-    try:
-        entry.pack(entry.values, 0, *args)
-    except struct.error:  # what ctypes also takes: None pointers, ints wrapped to the type's width
-        entry.pack(entry.values, 0, *(t(a).value or 0 for t, a in zip(types, args)))
-    return entry.address
+    return entry.fill(args)
 
 
 def _digest(*parts: bytes) -> str:
@@ -181,6 +192,36 @@ class KernelCache:
             pass  # an unwritable cache costs a compile next time, nothing else
 
 
+class _Kept:
+    """The bytes of one device's dropped small blocks (at most SMALL_CACHE_LIMIT)."""
+
+    __slots__ = ("bytes",)
+
+    def __init__(self) -> None:
+        self.bytes = 0
+
+
+class _Bin:
+    """One device's dropped small blocks of one size; `give` is a block's release."""
+
+    __slots__ = ("ordinal", "size", "kept", "free", "driver_free", "stream")
+
+    def __init__(self, ordinal: int, size: int, kept: _Kept, driver_free: Callable[[int, Any], None],
+                 stream: Any) -> None:
+        self.ordinal, self.size, self.kept = ordinal, size, kept
+        self.free: list[int] = []
+        self.driver_free, self.stream = driver_free, stream
+
+    def give(self, ptr: int) -> None:
+        kept = self.kept
+        total = kept.bytes + self.size
+        if total > SMALL_CACHE_LIMIT:
+            self.driver_free(ptr, self.stream)
+            return
+        self.free.append(ptr)
+        kept.bytes = total
+
+
 class GpuRuntime:
     """Backend-neutral GPU storage ops over one Driver."""
 
@@ -189,12 +230,15 @@ class GpuRuntime:
         self.name = driver.name
         self.cache = KernelCache(driver.name)
         self._functions: dict[tuple[int, str, str], Any] = {}
+        # (ordinal, source, name) -> the driver's prepared launch of that function
+        self._launches: dict[tuple[int, str, str], Callable[..., None]] = {}
         self._sources: dict[str, str] = {}
         self._modules: dict[tuple[int, str], Any] = {}
         self._streams: dict[int, DeviceStream] = {}
         self._rngs: dict[int, np.random.Generator] = {}
-        self._free_blocks: dict[tuple[int, int], list[int]] = {}  # (ordinal, size) -> dropped small blocks
-        self._cached_bytes: dict[int, int] = {}
+        # (ordinal, nbytes) -> the bin of its block size; (ordinal, -block size) -> that bin
+        self._bins: dict[tuple[int, int], _Bin] = {}
+        self._kept: dict[int, _Kept] = {}  # ordinal -> bytes its bins hold
         self._scratch: dict[int, GpuBuffer] = {}
         self._multiprocessors: dict[int, int] = {}
 
@@ -215,10 +259,28 @@ class GpuRuntime:
     # -- memory -----------------------------------------------------------------------------
     def alloc(self, ordinal: int, size: int, dtype: np.dtype) -> GpuBuffer:
         self.driver.activate(ordinal)
-        stream = self.driver.stream(ordinal)
-        nbytes = max(size * dtype.itemsize, 1)
+        return self._alloc(ordinal, size, dtype, self.driver.stream(ordinal))
+
+    def _alloc(self, ordinal: int, size: int, dtype: np.dtype, stream: Any) -> GpuBuffer:
+        """alloc on a device already made current, `stream` its driver stream.
+
+        Blocks up to SMALL_BLOCK bytes come from this device's free list of their
+        power-of-two size (the driver's pool costs two driver calls per op, a third of a
+        small op's time); dropped, they return to it (_Bin.give). All work of a device runs
+        on its one stream, so a block reused there is ordered after every kernel that used
+        it before, as with the pool's own async free."""
+        nbytes = size * dtype.itemsize or 1
         if nbytes <= SMALL_BLOCK:
-            ptr, release = self._small_block(ordinal, nbytes, stream)
+            bin_ = self._bins.get((ordinal, nbytes))
+            if bin_ is None:
+                bin_ = self._bin(ordinal, nbytes, stream)
+            free = bin_.free
+            if free:
+                ptr = free.pop()
+                bin_.kept.bytes -= bin_.size
+            else:
+                ptr = self.driver.alloc(bin_.size, stream)
+            release = functools.partial(bin_.give, ptr)
         else:
             ptr = self.driver.alloc(nbytes, stream)
             release = functools.partial(self.driver.free, ptr, stream)
@@ -227,26 +289,19 @@ class GpuRuntime:
             self.driver.memset(ptr, nbytes, stream, 0xFF)
         return buf
 
-    def _small_block(self, ordinal: int, nbytes: int, stream: Any) -> tuple[int, Callable[[], None]]:
-        """A block of a power-of-two size from this device's free list (the driver's pool
-        costs two driver calls per op, a third of a small op's time); dropped, it returns to
-        the list. All work of a device runs on its one stream, so a block reused there is
-        ordered after every kernel that used it before, as with the pool's own async free."""
-        bucket = max(256, 1 << (nbytes - 1).bit_length())
-        free = self._free_blocks.setdefault((ordinal, bucket), [])
-        if free:
-            ptr = free.pop()
-            self._cached_bytes[ordinal] -= bucket
-        else:
-            ptr = self.driver.alloc(bucket, stream)
-        return ptr, functools.partial(self._recycle, ordinal, bucket, ptr, stream)
-
-    def _recycle(self, ordinal: int, bucket: int, ptr: int, stream: Any) -> None:
-        if self._cached_bytes.get(ordinal, 0) + bucket > SMALL_CACHE_LIMIT:
-            self.driver.free(ptr, stream)
-            return
-        self._free_blocks[(ordinal, bucket)].append(ptr)
-        self._cached_bytes[ordinal] = self._cached_bytes.get(ordinal, 0) + bucket
+    def _bin(self, ordinal: int, nbytes: int, stream: Any) -> _Bin:
+        """The bin of the block size that holds `nbytes`, remembered for `nbytes` (for the
+        first BIN_SIZES_KEPT distinct sizes: past them, looked up by block size each time)."""
+        size = max(256, 1 << (nbytes - 1).bit_length())
+        bin_ = self._bins.get((ordinal, -size))  # a bin is also listed under minus its size
+        if bin_ is None:
+            kept = self._kept.get(ordinal)
+            if kept is None:
+                kept = self._kept[ordinal] = _Kept()
+            bin_ = self._bins[(ordinal, -size)] = _Bin(ordinal, size, kept, self.driver.free, stream)
+        if len(self._bins) < BIN_SIZES_KEPT:
+            self._bins[(ordinal, nbytes)] = bin_
+        return bin_
 
     def from_host(self, ordinal: int, array: np.ndarray) -> GpuBuffer:
         host = np.ascontiguousarray(array).reshape(-1)
@@ -337,11 +392,27 @@ class GpuRuntime:
     def launch(self, source: str, name: str, grid: int, block: int, stream: DeviceStream,
                args: tuple, types: tuple) -> None:
         """Run entry point `name` of `source` (a .hip path); the generated wrappers call this."""
-        key = (stream.ordinal, source, name)
+        call = self._launches.get((stream.ordinal, source, name))
+        if call is None:
+            call = self._prepare(stream.ordinal, source, name, types)
+        call(grid, block, stream.handle, args, types)
+
+    def _prepare(self, ordinal: int, source: str, name: str, types: tuple) -> Callable[..., None]:
+        """The function's launch, prepared once: the driver's `launcher` where it has one."""
+        key = (ordinal, source, name)
         fn = self._functions.get(key)
         if fn is None:
-            fn = self._functions[key] = self.driver.function(self._module(stream.ordinal, source), name)
-        self.driver.launch(fn, grid, block, stream.handle, args, types)
+            fn = self._functions[key] = self.driver.function(self._module(ordinal, source), name)
+        launcher = getattr(self.driver, "launcher", None)
+        if launcher is not None:
+            call = launcher(fn, types)
+        else:
+            launch = self.driver.launch
+
+            def call(grid, block, stream, args, types, fn=fn):
+                launch(fn, grid, block, stream, args, types)
+        self._launches[key] = call
+        return call
 
     def _module(self, ordinal: int, source: str) -> Any:
         module = self._modules.get((ordinal, source))
@@ -369,7 +440,10 @@ class GpuRuntime:
         several times over (64 blocks per multiprocessor: on the H100, exp f32 over 64M
         elements ran at 2,913 GB/s of device time against 2,874 with 32 and 2,775 with 8;
         bench/gpu.py --parts explore)."""
-        return max(1, min(-(-numel // BLOCK), self._sms(ordinal) * 64))
+        blocks = -(-numel // BLOCK)
+        if blocks <= 64:  # below any device's cap (a multiprocessor takes 64)
+            return blocks or 1
+        return max(1, min(blocks, self._sms(ordinal) * 64))
 
     def _sms(self, ordinal: int) -> int:
         sms = self._multiprocessors.get(ordinal)
@@ -391,16 +465,27 @@ class GpuRuntime:
             raise DTypeMismatch(op, self.name, f"one of {expected}", str(dtype))
         return fn
 
+    # unary and binary are the hot path of small ops (a 1,024-element exp is all host time):
+    # unary inlines the checks of _launcher and _fits where they pass on a contiguous view,
+    # and both make the device current once (alloc and stream would each do it again).
     def unary(self, buf: GpuBuffer, kernel, layout: Layout) -> GpuBuffer:
-        fn = self._launcher(kernel, buf.dtype, kernel.op)
-        _fits(kernel.op, self.name, buf, layout)
-        out = self.alloc(buf.ordinal, layout.elem_count, kernel.result or buf.dtype)
-        if not out.size:
+        dtype = buf.dtype
+        fn = kernel.by_dtype.get(dtype)
+        if fn is None:
+            self._launcher(kernel, dtype, kernel.op)  # raises DTypeMismatch
+        n = layout.elem_count
+        contiguous = layout.is_contiguous
+        if not contiguous or layout.start_offset + n > buf.size:
+            _fits(kernel.op, self.name, buf, layout)  # raises ShapeMismatch where it does not fit
+        ordinal = buf.ordinal
+        self.driver.activate(ordinal)
+        stream = self._streams.get(ordinal) or self.stream(ordinal)
+        out = self._alloc(ordinal, n, kernel.result or dtype, stream.handle)
+        if not n:
             return out
-        stream = self.stream(buf.ordinal)
-        info, keep = (0, None) if layout.is_contiguous else self._info(buf.ordinal, layout.shape, layout.stride)
-        fn(self.launch, self.geometry(out.size, buf.ordinal), BLOCK, stream,
-           out.size, layout.rank, info, buf.at(layout), out.ptr)
+        info, keep = (0, None) if contiguous else self._info(ordinal, layout.shape, layout.stride)
+        fn(self.launch, self.geometry(n, ordinal), BLOCK, stream,
+           n, len(layout.shape), info, buf.ptr + layout.start_offset * dtype.itemsize, out.ptr)
         return out
 
     def binary(self, buf: GpuBuffer, kernel, rhs: GpuBuffer, lhs_layout: Layout, rhs_layout: Layout) -> GpuBuffer:
@@ -408,14 +493,16 @@ class GpuRuntime:
         _fits(kernel.op, self.name, buf, lhs_layout)
         _fits(kernel.op, self.name, rhs, rhs_layout)
         _same_ordinal(kernel.op, self.name, buf, rhs)
-        out = self.alloc(buf.ordinal, lhs_layout.elem_count, kernel.result or buf.dtype)
+        ordinal = buf.ordinal
+        self.driver.activate(ordinal)
+        stream = self._streams.get(ordinal) or self.stream(ordinal)
+        out = self._alloc(ordinal, lhs_layout.elem_count, kernel.result or buf.dtype, stream.handle)
         if not out.size:
             return out
-        stream = self.stream(buf.ordinal)
         both_contiguous = lhs_layout.is_contiguous and rhs_layout.is_contiguous
         info, keep = (0, None) if both_contiguous else self._info(
-            buf.ordinal, lhs_layout.shape, lhs_layout.stride, rhs_layout.stride)
-        fn(self.launch, self.geometry(out.size, buf.ordinal), BLOCK, stream,
+            ordinal, lhs_layout.shape, lhs_layout.stride, rhs_layout.stride)
+        fn(self.launch, self.geometry(out.size, ordinal), BLOCK, stream,
            out.size, lhs_layout.rank, info, buf.at(lhs_layout), rhs.at(rhs_layout), out.ptr)
         return out
 

@@ -226,3 +226,141 @@ def test_large_buffers_and_a_full_cache_go_back_to_the_pool(monkeypatch):
     kept, spilled = a.ptr, b.ptr
     del a, b
     assert freed == [ptr, spilled] and rt.alloc(0, 1024, np.dtype(np.float32)).ptr == kept
+
+
+def test_distinct_small_sizes_share_their_block_size_past_the_remembered_ones(monkeypatch):
+    import runtime.gpu as gpu
+
+    monkeypatch.setattr(gpu, "BIN_SIZES_KEPT", 4)
+    rt, driver, _ = _runtime()
+    for n in range(700, 1025):  # 2,800 to 4,096 bytes: one 4 KiB block size, 325 sizes
+        ptr = rt.alloc(0, n, np.dtype(np.float32)).ptr  # dropped at once
+    assert len(driver.of("alloc")) == 1 and rt.alloc(0, 900, np.dtype(np.float32)).ptr == ptr
+    assert len(rt._bins) <= 4 + 1  # the remembered sizes, and the block size's own entry
+
+
+# -- launches: prepared once per function; the cuda driver's through cuLaunchKernelEx ------
+class LaunchDriver(FakeDriver):
+    """Records driver.function and driver.launch; no `launcher`: every launch goes through
+    `launch`."""
+
+    def function(self, module, name):
+        self.calls.append(("function", module, name))
+        return f"fn:{name}"
+
+    def launch(self, fn, grid, block, stream, args, types):
+        self.calls.append(("launch", fn, grid, block, stream, args, types))
+
+
+def test_a_function_is_looked_up_once_and_a_driver_without_launcher_launches_through_launch():
+    driver = LaunchDriver()
+    rt = GpuRuntime(driver)
+    rt._module = lambda ordinal, source: f"module:{ordinal}:{source}"
+    buf = rt.from_host(0, np.arange(10, dtype=np.float32))
+    kernel = kernels_hip.UNARY[kernels_hip.UnaryOp.EXP]
+    view = Layout.contiguous((4,), start_offset=3)
+    outs = [rt.unary(buf, kernel, view) for _ in range(2)]
+    assert driver.of("function") == [("function", f"module:0:{kernels_hip._SRC_4}", "unary_exp_f32")]
+    launches = driver.of("launch")
+    assert [c[1:5] for c in launches] == [("fn:unary_exp_f32", 1, 256, "stream0")] * 2
+    assert [c[5] for c in launches] == [(4, 1, 0, buf.ptr + 12, out.ptr) for out in outs]
+    assert launches[0][6] is kernels_hip._ARGS_9
+
+
+def test_unary_checks_dtype_and_extent_before_it_allocates():
+    from runtime.errors import DTypeMismatch, ShapeMismatch
+
+    rt, driver, launches = _runtime()
+    kernel = kernels_hip.UNARY[kernels_hip.UnaryOp.EXP]
+    ints = rt.from_host(0, np.arange(8, dtype=np.uint8))
+    floats = rt.from_host(0, np.arange(8, dtype=np.float32))
+    allocs = len(driver.of("alloc"))
+    with pytest.raises(DTypeMismatch):
+        rt.unary(ints, kernel, Layout.contiguous((8,)))
+    for view in (Layout.contiguous((8,), start_offset=1), Layout.contiguous((3, 3)).transpose(0, 1)):
+        with pytest.raises(ShapeMismatch):
+            rt.unary(floats, kernel, view)
+    assert len(driver.of("alloc")) == allocs and not launches
+    empty = rt.unary(floats, kernel, Layout.contiguous((0, 4)))
+    assert empty.size == 0 and not launches
+
+
+@pytest.mark.parametrize("numel", [0, 1, 256, 257, 64 * 256, 64 * 256 + 1, 132 * 64 * 256, 1 << 30])
+def test_geometry_is_the_block_count_capped_at_64_per_multiprocessor(numel):
+    rt, _, _ = _runtime()
+    assert rt.geometry(numel, 0) == max(1, min(-(-numel // 256), 132 * 64))
+
+
+class FakeLibcuda:
+    """cuLaunchKernelEx and cuLaunchKernel as ctypes callbacks that read what they are given
+    as libcuda would: the launch config, and each kernel argument through kernelParams."""
+
+    def __init__(self, types, result=0):
+        self.types, self.result, self.calls = types, result, []
+        cu_result = ctypes.c_int
+        self.ex = ctypes.CFUNCTYPE(cu_result, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                                   ctypes.c_void_p)(self._ex)
+        self.plain = ctypes.CFUNCTYPE(cu_result, ctypes.c_void_p, *[ctypes.c_uint] * 7, ctypes.c_void_p,
+                                      ctypes.c_void_p, ctypes.c_void_p)(self._plain)
+
+    def _ex(self, config, fn, params, extra):
+        from runtime.cuda import _LaunchConfig
+
+        c = _LaunchConfig.from_address(config)
+        dims = (c.gridDimX, c.gridDimY, c.gridDimZ, c.blockDimX, c.blockDimY, c.blockDimZ, c.sharedMemBytes)
+        self.calls.append(("ex", fn, dims, c.hStream, c.attrs, c.numAttrs, _read_back(params, self.types), extra))
+        return self.result
+
+    def _plain(self, fn, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+        self.calls.append(("plain", fn, (gx, gy, gz, bx, by, bz, shared), stream, None, 0,
+                           _read_back(params, self.types), extra))
+        return self.result
+
+    def symbol(self, name):
+        return {"cuLaunchKernelEx": self.ex, "cuLaunchKernel": self.plain}[name]
+
+
+def _cuda_launcher(monkeypatch, types, result=0):
+    import runtime.cuda as cuda
+
+    lib = FakeLibcuda(types, result)
+    monkeypatch.setattr(cuda, "_libcuda_symbol", lib.symbol)
+    driver = cuda.CudaDriver()
+    return driver, driver.launcher(0xF00D, types), lib
+
+
+@pytest.mark.parametrize("types", SIGNATURES, ids=lambda ts: "-".join(t.__name__ for t in ts))
+def test_the_cuda_launcher_passes_dims_stream_and_each_argument_as_its_c_type(monkeypatch, types):
+    _, launch, lib = _cuda_launcher(monkeypatch, types)
+    for round_ in range(3):  # the same buffer refilled; the stream changes once
+        args = tuple(_sample(t, i + round_) for i, t in enumerate(types))
+        stream = 0x5000 if round_ < 2 else 0x6000
+        launch(7 + round_, 128, stream, args, types)
+        assert lib.calls[-1] == ("ex", 0xF00D, (7 + round_, 1, 1, 128, 1, 1, 0), stream, None, 0, list(args), None)
+    assert [c[0] for c in lib.calls] == ["ex"] * 3
+
+
+def test_the_cuda_launcher_leaves_to_launch_what_its_buffer_cannot_take(monkeypatch):
+    """Values to convert as ctypes does, another thread (with buffers of its own), a
+    signature other than the prepared one: cuLaunchKernel with the same arguments."""
+    types = (ctypes.c_void_p, ctypes.c_uint8, ctypes.c_size_t, ctypes.c_float)
+    _, launch, lib = _cuda_launcher(monkeypatch, types)
+    launch(3, 64, 0x5000, (None, 257, -1, 2), types)
+    assert lib.calls[-1] == ("plain", 0xF00D, (3, 1, 1, 64, 1, 1, 0), 0x5000, None, 0, [None, 1, 2**64 - 1, 2.0], None)
+    thread = threading.Thread(target=launch, args=(5, 32, 0x5000, (16, 2, 3, 4.0), types))
+    thread.start()
+    thread.join()
+    assert lib.calls[-1][0] == "plain" and lib.calls[-1][2][0] == 5 and lib.calls[-1][6] == [16, 2, 3, 4.0]
+    launch(6, 32, 0x5000, (16, 2, 3, 4.0), tuple(types))  # an equal tuple is the same signature
+    assert lib.calls[-1][0] == "ex" and lib.calls[-1][2][0] == 6
+    with pytest.raises(OverflowError):
+        launch(-1, 32, 0x5000, (16, 2, 3, 4.0), types)
+
+
+def test_a_failed_cuda_launch_raises_gpu_error(monkeypatch):
+    from runtime.gpu import GpuError
+
+    types = (ctypes.c_size_t,)
+    _, launch, _ = _cuda_launcher(monkeypatch, types, result=1)  # CUDA_ERROR_INVALID_VALUE
+    with pytest.raises(GpuError, match="cuda: cuLaunchKernel failed"):
+        launch(1, 1, 0x5000, (1,), types)
