@@ -16,20 +16,30 @@
 // NVIDIA (NVRTC, sm_80 and later): tensor cores through inline PTX. A block takes kBlockM
 // queries of one (batch, head): its kWarps warps own kRowTiles * 16 query rows each, their Q
 // fragments in registers for the whole walk over the keys. The keys are walked in tiles of
-// kBlockN: K and V tiles are copied into a ring of three shared slots with cp.async, each two
-// steps ahead of its use (K_{j+1} while S = Q K_j^T and the softmax run, V_{j+1} while P V_j
-// runs; one barrier a step), S by mma.sync m16n8k16 (ldmatrix), the online softmax in f32
-// (running max and sum per row, exp2 with log2(e) * scale folded in), P rounded to the input
-// dtype as the A fragments of O += P V (V through ldmatrix.trans), O in f32 registers. Shared
-// tiles are XOR-swizzled by 16-byte chunk (chunk c of row r at c ^ (r % 8)): ldmatrix and the
-// copies are free of bank conflicts. Causal: key tiles wholly above the diagonal are skipped,
-// masks are applied only to the tiles that need them (the diagonal and the ragged last tile).
-// Work items are ordered batch-head major, the heaviest causal query tile first: blocks
-// running together share K and V in L2. The scale must be positive (the row maxima are taken
-// before scaling); runtime/gpu_nn.py sends other scales to the GEMM path.
+// kBlockN: K and V tiles are copied into a ring of kSlots shared slots with cp.async, each
+// kSlots - 1 steps ahead of its use (a step is K_j or V_j; with three slots, K_{j+1} while
+// S = Q K_j^T runs, V_{j+1} while the softmax and P V_j run; a barrier a step). The Q tile is
+// staged at the end of the buffer, the first K and V tiles copied in the same breath, before
+// Q lands. S by mma.sync m16n8k16 (ldmatrix), the online softmax in f32 (running max and sum
+// per row, exp2 with log2(e) * scale folded in, the maxima and sums as trees), P rounded to
+// the input dtype as the A fragments of O += P V (V through ldmatrix.trans), O in f32
+// registers. V_j's wait comes before the softmax, so that the exponentials overlap P V_j's
+// products. The running max of a row moves only when a tile's max passes it by more than
+// OPGEN_FLASH_RESCALE_SLACK (log2 units, FA3's lazy rescaling): P stays under 2^slack, and O
+// and the sums are rescaled only in the tiles where some row of the warp moves (a warp vote),
+// in practice the first few. Shared tiles are XOR-swizzled by 16-byte chunk (chunk c of row r
+// at c ^ (r % 8)): ldmatrix and the copies are free of bank conflicts; whole tiles are copied
+// without bounds checks, the ragged last one with them. Causal: key tiles wholly above the
+// diagonal are skipped, masks are applied only to the tiles that need them (the diagonal and
+// the ragged last tile). Work items are ordered batch-head major, the heaviest causal query
+// tile first: blocks running together share K and V in L2. The scale must be positive (the
+// row maxima are taken before scaling); runtime/gpu_nn.py sends other scales to the GEMM path.
 //
-// Tuned on the H100 (bf16, batch 8, 16 heads, 2048 queries and keys): 4 warps of 16 rows,
-// 64-key tiles, 3 blocks a multiprocessor for d = 128 (168 registers), 4 for d = 64 (128).
+// Tuned on the H100 (bf16, batch 8, 16 heads, 2048 queries and keys, d = 128): 4 warps of 16
+// rows, 64-key tiles, three slots, 3 blocks a multiprocessor (168 registers): 341-344 TFLOP/s
+// full, 305-309 causal (was 317 and 283; 32 rows a warp with 32-key tiles, 255 registers and
+// 2 blocks a multiprocessor, 327 and 272). d = 64: the same tiles, 4 blocks a multiprocessor
+// (127 registers), 306-308 and 268.
 //
 // Elsewhere (hiprtc for AMD, NVIDIA before sm_80) the entry points are a plain scalar
 // version: a thread per query, the same online softmax in f32. Correct, slow; runtime/gpu_nn.py
@@ -43,7 +53,8 @@
 #endif
 
 // Tile shapes by head dim (overridable at compile time for tuning; runtime/gpu_nn.py's
-// _FLASH_GEOMETRY must match: threads = 32 * warps, rows = warps * row tiles * 16).
+// _FLASH_GEOMETRY must match: threads = 32 * warps, rows = warps * row tiles * 16). SLOTS:
+// the K / V ring's slots of BLOCK_N keys (with the Q tile, at most 48 KiB).
 #ifndef OPGEN_FLASH_D64_WARPS
 #define OPGEN_FLASH_D64_WARPS 4
 #endif
@@ -52,6 +63,9 @@
 #endif
 #ifndef OPGEN_FLASH_D64_BLOCK_N
 #define OPGEN_FLASH_D64_BLOCK_N 64
+#endif
+#ifndef OPGEN_FLASH_D64_SLOTS
+#define OPGEN_FLASH_D64_SLOTS 3
 #endif
 #ifndef OPGEN_FLASH_D64_MIN_BLOCKS
 #define OPGEN_FLASH_D64_MIN_BLOCKS 4
@@ -65,8 +79,17 @@
 #ifndef OPGEN_FLASH_D128_BLOCK_N
 #define OPGEN_FLASH_D128_BLOCK_N 64
 #endif
+#ifndef OPGEN_FLASH_D128_SLOTS
+#define OPGEN_FLASH_D128_SLOTS 3
+#endif
 #ifndef OPGEN_FLASH_D128_MIN_BLOCKS
 #define OPGEN_FLASH_D128_MIN_BLOCKS 3
+#endif
+
+// Lazy rescaling: how far (log2 units) a tile's row max may pass the running max before it
+// moves (0: it moves with every larger max, O rescaled in every tile).
+#ifndef OPGEN_FLASH_RESCALE_SLACK
+#define OPGEN_FLASH_RESCALE_SLACK 8
 #endif
 
 namespace {
@@ -76,14 +99,16 @@ template <> struct flash_config<64> {
     enum : int {
         kWarps = OPGEN_FLASH_D64_WARPS,
         kRowTiles = OPGEN_FLASH_D64_ROW_TILES,
-        kBlockN = OPGEN_FLASH_D64_BLOCK_N
+        kBlockN = OPGEN_FLASH_D64_BLOCK_N,
+        kSlots = OPGEN_FLASH_D64_SLOTS
     };
 };
 template <> struct flash_config<128> {
     enum : int {
         kWarps = OPGEN_FLASH_D128_WARPS,
         kRowTiles = OPGEN_FLASH_D128_ROW_TILES,
-        kBlockN = OPGEN_FLASH_D128_BLOCK_N
+        kBlockN = OPGEN_FLASH_D128_BLOCK_N,
+        kSlots = OPGEN_FLASH_D128_SLOTS
     };
 };
 
@@ -97,8 +122,11 @@ __device__ __forceinline__ unsigned smem_address(const void* p) {
     return (unsigned)__cvta_generic_to_shared(p);
 }
 
-// 16 bytes global -> shared, asynchronously; bytes = 0 fills the 16 bytes with zeros.
-__device__ __forceinline__ void cp_async16(unsigned dst, const void* src, unsigned bytes) {
+// 16 bytes global -> shared, asynchronously; with bytes = 0 (zfill) the 16 bytes are zeros.
+__device__ __forceinline__ void cp_async16(unsigned dst, const void* src) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");
+}
+__device__ __forceinline__ void cp_async16_zfill(unsigned dst, const void* src, unsigned bytes) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
@@ -158,7 +186,8 @@ __device__ __forceinline__ float fast_exp2(float x) {  // exp2(-inf) = +0
 // Rows [row0, row0 + ROWS) of a (nrows, D) matrix at g into the swizzled shared tile at sm
 // (its shared address): rows past nrows read as zeros (so P * V stays finite there). Thread t
 // copies chunk t % (D / 8) of rows t / (D / 8) + kStep * i: one chunk column, so one swizzle
-// (kStep is a multiple of 8) and one base address each side, the rest immediates.
+// (kStep is a multiple of 8) and one base address each side, the rest immediates. A tile
+// wholly inside the matrix (all but the ragged last) takes the copies without bounds checks.
 template <int D, int ROWS, int NT>
 __device__ __forceinline__ void load_tile(unsigned sm, const uint16_t* g, int row0, int nrows, int tid) {
     constexpr int kChunks = D / 8;  // 16-byte chunks a row
@@ -167,10 +196,17 @@ __device__ __forceinline__ void load_tile(unsigned sm, const uint16_t* g, int ro
     const int r = tid / kChunks, ch = tid % kChunks;
     const unsigned dst = sm + (unsigned)(r * D + ((ch ^ (r & 7)) << 3)) * 2u;
     const uint16_t* src = g + (size_t)(row0 + r) * D + ch * 8;
+    if (row0 + ROWS <= nrows) {
 #pragma unroll
-    for (int i = 0; i < ROWS / kStep; i++) {
-        const bool in = row0 + r + i * kStep < nrows;
-        cp_async16(dst + (unsigned)(i * kStep * D * 2), in ? src + (size_t)i * kStep * D : g, in ? 16u : 0u);
+        for (int i = 0; i < ROWS / kStep; i++) {
+            cp_async16(dst + (unsigned)(i * kStep * D * 2), src + (size_t)i * kStep * D);
+        }
+    } else {
+#pragma unroll
+        for (int i = 0; i < ROWS / kStep; i++) {
+            const bool in = row0 + r + i * kStep < nrows;
+            cp_async16_zfill(dst + (unsigned)(i * kStep * D * 2), in ? src + (size_t)i * kStep * D : g, in ? 16u : 0u);
+        }
     }
 }
 
@@ -188,14 +224,18 @@ __device__ __forceinline__ void flash_forward(const unsigned bh, const unsigned 
                                               const T* v, T* out) {
     typedef flash_config<D> cfg;
     typedef mma16816<T> mma;
-    constexpr int MT = cfg::kRowTiles, W = cfg::kWarps, BN = cfg::kBlockN;
+    constexpr int MT = cfg::kRowTiles, W = cfg::kWarps, BN = cfg::kBlockN, S = cfg::kSlots;
     constexpr int BM = W * 16 * MT, NT = W * 32;
     constexpr int kKv = BN * D, kQ = BM * D;  // elements of a K (or V) tile, of the Q tile
-    // A ring of three tile slots: K_0, V_0, K_1, V_1, ... in turn, each copied two steps ahead
-    // of its use. The Q tile is staged there once, before.
-    constexpr int kSmem = kQ > 3 * kKv ? kQ : 3 * kKv;
+    // A ring of S tile slots: K_0, V_0, K_1, V_1, ... in turn, each copied S - 1 steps ahead
+    // of its use. The Q tile is staged once, before, at the end of the buffer: the slots
+    // wholly before it (kEarly of them) are filled while it lands.
+    constexpr int kSmem = kQ > S * kKv ? kQ : S * kKv;
+    constexpr int kQOff = kSmem - kQ;  // elements
+    constexpr int kEarlyRaw = kQOff / kKv;
+    constexpr int kEarly = kEarlyRaw < S - 1 ? kEarlyRaw : S - 1;
     static_assert(kSmem * 2 <= 48 * 1024, "static shared memory is at most 48 KiB a block");
-    static_assert(BN % 16 == 0 && D % 16 == 0, "tiles of whole mma steps");
+    static_assert(BN % 16 == 0 && D % 16 == 0 && S >= 2, "tiles of whole mma steps");
     __shared__ __align__(128) uint16_t smem[kSmem];
 
     const int sq = (int)sq_u, skv = (int)skv_u;
@@ -214,10 +254,9 @@ __device__ __forceinline__ void flash_forward(const unsigned bh, const unsigned 
     const int lrow_a = wrow + (lane & 15), lx_a = (lane >> 4) ^ (lane & 7);                     // Q (A)
     const int lrow_k = (lane & 7) + ((lane >> 4) << 3), lx_k = ((lane >> 3) & 1) ^ (lane & 7);  // K (B)
     const int lrow_v = (lane & 7) + (((lane >> 3) & 1) << 3), lx_v = (lane >> 4) ^ (lane & 7);  // V (B, trans)
-    unsigned qaddr[4], kaddr[4], vaddr[4];
+    unsigned kaddr[4], vaddr[4];
 #pragma unroll
     for (int i = 0; i < 4; i++) {
-        qaddr[i] = sbase + (unsigned)(lrow_a * D + (((2 * i) ^ lx_a) << 3)) * 2u;
         kaddr[i] = sbase + (unsigned)(lrow_k * D + (((2 * i) ^ lx_k) << 3)) * 2u;
         vaddr[i] = sbase + (unsigned)(lrow_v * D + (((2 * i) ^ lx_v) << 3)) * 2u;
     }
@@ -247,35 +286,48 @@ __device__ __forceinline__ void flash_forward(const unsigned bh, const unsigned 
             row_sum[mt][0] = row_sum[mt][1] = 0.f;
         }
 
+        // step n (K_{n/2} for even n, V_{n/2} for odd) into slot n % S; past the last tile an
+        // empty group (the waits stay uniform)
+        auto issue = [&](int n) {
+            const int tile = n >> 1;
+            if (tile < ntiles)
+                load_tile<D, BN, NT>(sbase + (unsigned)(n % S) * kSlot, (n & 1) ? vb : kb, tile * BN, skv, tid);
+            cp_async_commit();
+        };
+
         __syncthreads();  // the last item's readers are done with the slots
         if (ntiles > 0) {
             unsigned qf[MT][D / 16][4];  // Q's A fragments, for the whole item
-            load_tile<D, BM, NT>(sbase, qb, m0, sq, tid);
+            load_tile<D, BM, NT>(sbase + (unsigned)kQOff * 2u, qb, m0, sq, tid);
             cp_async_commit();
-            cp_async_wait<0>();
+#pragma unroll
+            for (int n = 0; n < kEarly; n++) issue(n);
+            cp_async_wait<kEarly>();
             __syncthreads();
 #pragma unroll
             for (int mt = 0; mt < MT; mt++) {
 #pragma unroll
-                for (int kk = 0; kk < D / 16; kk++) ldmatrix_x4(qaddr[kk & 3] + swizzled<D>(mt * 16, kk), qf[mt][kk]);
+                for (int kk = 0; kk < D / 16; kk++) {
+                    const unsigned a = sbase + (unsigned)kQOff * 2u +
+                                       (unsigned)(lrow_a * D + (((2 * (kk & 3)) ^ lx_a) << 3)) * 2u;
+                    ldmatrix_x4(a + swizzled<D>(mt * 16, kk), qf[mt][kk]);
+                }
             }
-            __syncthreads();  // K and V overwrite the staging
-            // steps: 2j uses K_j, 2j + 1 uses V_j; the tile of step n sits in slot n % 3
-            load_tile<D, BN, NT>(sbase, kb, 0, skv, tid);
-            cp_async_commit();
-            load_tile<D, BN, NT>(sbase + kSlot, vb, 0, skv, tid);
-            cp_async_commit();
-            unsigned slot_k = 0u, slot_v = kSlot;  // byte offsets of K_j's and V_j's slots
+            // Steps up to S - 2 go to slots before the staging now, or after a barrier; step
+            // S - 1 (the last slot) is copied after the loop's first barrier.
+            if (kEarly < S - 1) {
+                __syncthreads();  // K and V overwrite the staging
+#pragma unroll
+                for (int n = kEarly; n < S - 1; n++) issue(n);
+            }
+            // slot offsets (bytes) of step 2j (K_j) and 2j + 1 (V_j)
+            unsigned slot_k = 0u, slot_v = kSlot;
 
             for (int j = 0; j < ntiles; j++) {
                 const int n0 = j * BN;
-                const bool more = j + 1 < ntiles;
-                // the slot of the step before this one: K_{j+1} goes there (step 2j + 2)
-                const unsigned slot_k_next = slot_v == 2u * kSlot ? 0u : slot_v + kSlot;
-                cp_async_wait<1>();  // K_j landed (V_j may be in flight)
-                __syncthreads();     // ... for every thread; and every warp is done with V_{j-1}
-                if (more) load_tile<D, BN, NT>(sbase + slot_k_next, kb, n0 + BN, skv, tid);
-                cp_async_commit();  // (an empty group on the last tile: the waits stay uniform)
+                cp_async_wait<S - 2>();  // K_j landed
+                __syncthreads();         // ... for every thread; and every warp is done with step 2j - 1
+                issue(2 * j + S - 1);    // into step 2j - 1's slot
 
                 // S = Q K_j^T: (16 MT rows, BN keys) a warp
                 float s[MT][BN / 8][4];
@@ -298,83 +350,122 @@ __device__ __forceinline__ void flash_forward(const unsigned bh, const unsigned 
                     }
                 }
 
+                // V_j's wait comes before the softmax, not after it: the softmax and P V_j are
+                // then one stretch of code, the exponentials free to overlap the products
+                cp_async_wait<S - 2>();  // V_j landed
+                __syncthreads();         // ... for every thread; and every warp is done with K_j
+                issue(2 * j + S);        // into K_j's slot
+
                 // online softmax, in log2 units
                 const bool masked = n0 + BN > skv || (causal && n0 + BN - 1 > m0 + skv - sq);
+                if (masked) {
+#pragma unroll
+                    for (int mt = 0; mt < MT; mt++) {
+#pragma unroll
+                        for (int h = 0; h < 2; h++) {
+                            const int row = m0 + wrow + mt * 16 + g + 8 * h;
+                            const int limit = causal ? row + skv - sq : skv - 1;  // last key the row sees
+#pragma unroll
+                            for (int nt = 0; nt < BN / 8; nt++) {
+#pragma unroll
+                                for (int e = 0; e < 2; e++) {
+                                    const int key = n0 + nt * 8 + 2 * t4 + e;
+                                    if (key >= skv || key > limit) s[mt][nt][2 * h + e] = flash_neg_inf();
+                                }
+                            }
+                        }
+                    }
+                }
+                float mx[MT][2];  // the tile's row maxima, in log2 units
 #pragma unroll
                 for (int mt = 0; mt < MT; mt++) {
 #pragma unroll
                     for (int h = 0; h < 2; h++) {
-                        const int row = m0 + wrow + mt * 16 + g + 8 * h;
-                        const int limit = causal ? row + skv - sq : skv - 1;  // last key the row sees
-                        float mx = flash_neg_inf();  // of the raw scores (scale > 0 keeps the order)
+                        // of the raw scores (scale > 0 keeps the order), as a tree
+                        float m[BN / 8];
 #pragma unroll
-                        for (int nt = 0; nt < BN / 8; nt++) {
+                        for (int nt = 0; nt < BN / 8; nt++) m[nt] = fmaxf(s[mt][nt][2 * h], s[mt][nt][2 * h + 1]);
 #pragma unroll
-                            for (int e = 0; e < 2; e++) {
-                                if (masked) {
-                                    const int key = n0 + nt * 8 + 2 * t4 + e;
-                                    if (key >= skv || key > limit) s[mt][nt][2 * h + e] = flash_neg_inf();
-                                }
-                                mx = fmaxf(mx, s[mt][nt][2 * h + e]);
-                            }
+                        for (int w = 1; w < BN / 8; w *= 2) {
+#pragma unroll
+                            for (int nt = 0; nt + w < BN / 8; nt += 2 * w) m[nt] = fmaxf(m[nt], m[nt + w]);
                         }
-                        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-                        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-                        const float m_new = fmaxf(row_max[mt][h], mx * sl2);
-                        const float base = m_new == flash_neg_inf() ? 0.f : m_new;  // a row seeing no key yet
-                        const float alpha = fast_exp2(row_max[mt][h] - base);
-                        row_max[mt][h] = m_new;
-                        float sum = 0.f;
+                        float mm = fmaxf(m[0], __shfl_xor_sync(0xffffffffu, m[0], 1));
+                        mm = fmaxf(mm, __shfl_xor_sync(0xffffffffu, mm, 2));
+                        mx[mt][h] = mm * sl2;
+                    }
+                }
+#if OPGEN_FLASH_RESCALE_SLACK > 0
+                // The running maximum moves only when a row's tile maximum passes it by more
+                // than the slack (log2 units): until then the row's p stay under 2^slack, and
+                // O and the sums keep their scale (FA3's lazy rescaling).
+                bool grow = false;
 #pragma unroll
-                        for (int nt = 0; nt < BN / 8; nt++) {
+                for (int mt = 0; mt < MT; mt++) {
 #pragma unroll
-                            for (int e = 0; e < 2; e++) {
-                                // exp2(s * scale log2(e) - max): one rounding (the fma), -inf -> 0
-                                const float p = fast_exp2(__fmaf_rn(s[mt][nt][2 * h + e], sl2, -base));
-                                s[mt][nt][2 * h + e] = p;
-                                sum += p;
+                    for (int h = 0; h < 2; h++) grow |= mx[mt][h] > row_max[mt][h] + (float)OPGEN_FLASH_RESCALE_SLACK;
+                }
+                if (__any_sync(0xffffffffu, grow))
+#endif
+                {
+#pragma unroll
+                    for (int mt = 0; mt < MT; mt++) {
+#pragma unroll
+                        for (int h = 0; h < 2; h++) {
+                            const float m_new = fmaxf(row_max[mt][h], mx[mt][h]);
+                            const float base = m_new == flash_neg_inf() ? 0.f : m_new;  // no key yet
+                            const float alpha = fast_exp2(row_max[mt][h] - base);
+                            row_max[mt][h] = m_new;
+                            row_sum[mt][h] *= alpha;
+#pragma unroll
+                            for (int dt = 0; dt < D / 8; dt++) {
+                                o[mt][dt][2 * h] *= alpha;
+                                o[mt][dt][2 * h + 1] *= alpha;
                             }
-                        }
-                        row_sum[mt][h] = row_sum[mt][h] * alpha + sum;  // this thread's share of the row
-#pragma unroll
-                        for (int dt = 0; dt < D / 8; dt++) {
-                            o[mt][dt][2 * h] *= alpha;
-                            o[mt][dt][2 * h + 1] *= alpha;
                         }
                     }
                 }
-
-                // the slot of K_j: V_{j+1} goes there (step 2j + 3)
-                cp_async_wait<1>();  // V_j landed (K_{j+1} may be in flight)
-                __syncthreads();     // ... for every thread; and every warp is done with K_j
-                if (more) load_tile<D, BN, NT>(sbase + slot_k, vb, n0 + BN, skv, tid);
-                cp_async_commit();
+                // P = exp2(s * scale log2(e) - max), as the A fragments of P V_j
+                unsigned pa[MT][BN / 16][4];
+#pragma unroll
+                for (int mt = 0; mt < MT; mt++) {
+#pragma unroll
+                    for (int h = 0; h < 2; h++) {
+                        const float base = row_max[mt][h] == flash_neg_inf() ? 0.f : row_max[mt][h];
+                        float sum[BN / 8];
+#pragma unroll
+                        for (int nt = 0; nt < BN / 8; nt++) {
+                            // one rounding (the fma), -inf -> 0
+                            const float p0 = fast_exp2(__fmaf_rn(s[mt][nt][2 * h], sl2, -base));
+                            const float p1 = fast_exp2(__fmaf_rn(s[mt][nt][2 * h + 1], sl2, -base));
+                            sum[nt] = p0 + p1;
+                            pa[mt][nt >> 1][(nt & 1) * 2 + h] = mma::pack(p0, p1);
+                        }
+#pragma unroll
+                        for (int w = 1; w < BN / 8; w *= 2) {
+#pragma unroll
+                            for (int nt = 0; nt + w < BN / 8; nt += 2 * w) sum[nt] += sum[nt + w];
+                        }
+                        row_sum[mt][h] += sum[0];  // this thread's share of the row
+                    }
+                }
 
                 // O += P V_j
 #pragma unroll
                 for (int kk = 0; kk < BN / 16; kk++) {
-                    unsigned pa[MT][4];
-#pragma unroll
-                    for (int mt = 0; mt < MT; mt++) {
-                        pa[mt][0] = mma::pack(s[mt][2 * kk][0], s[mt][2 * kk][1]);
-                        pa[mt][1] = mma::pack(s[mt][2 * kk][2], s[mt][2 * kk][3]);
-                        pa[mt][2] = mma::pack(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
-                        pa[mt][3] = mma::pack(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
-                    }
 #pragma unroll
                     for (int dj = 0; dj < D / 16; dj++) {
                         unsigned b[4];
                         ldmatrix_x4_trans(vaddr[dj & 3] + slot_v + swizzled<D>(kk * 16, dj), b);
 #pragma unroll
                         for (int mt = 0; mt < MT; mt++) {
-                            mma::run(o[mt][2 * dj], pa[mt], b[0], b[1]);
-                            mma::run(o[mt][2 * dj + 1], pa[mt], b[2], b[3]);
+                            mma::run(o[mt][2 * dj], pa[mt][kk], b[0], b[1]);
+                            mma::run(o[mt][2 * dj + 1], pa[mt][kk], b[2], b[3]);
                         }
                     }
                 }
-                const unsigned slot_v_next = slot_k;
-                slot_k = slot_k_next;
-                slot_v = slot_v_next;
+                slot_k = slot_v == (unsigned)(S - 1) * kSlot ? 0u : slot_v + kSlot;
+                slot_v = slot_k == (unsigned)(S - 1) * kSlot ? 0u : slot_k + kSlot;
             }
             cp_async_wait<0>();  // no copy outlives the item (the last groups are empty)
         }

@@ -250,6 +250,25 @@ def test_sdpa_of_views_with_a_fused_head_dim(backend, dtype):
     assert_close(got, want, dtype, f"{backend.value} sdpa views d=64 {dtype}")
 
 
+@pytest.mark.parametrize("backend", GPU_BACKENDS, ids=str)
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("d", [64, 128])
+@pytest.mark.parametrize("dtype", ["bf16", "f16"])
+def test_sdpa_of_scores_growing_along_the_keys(backend, dtype, d, causal):
+    """Scores that grow along the keys, far past the first tile's (the fused kernel's case):
+    its rows' running maxima move in later tiles, past its rescale slack for some rows of a
+    warp and not others, and O and the sums are rescaled there."""
+    b, h, sq, skv = 1, 2, 70, 300
+    rng = np.random.default_rng(11)
+    dt = g.DType(dtype).numpy
+    q = rng.uniform(-4, 4, (b, h, sq, d)).astype(dt)
+    k = (rng.uniform(-1, 1, (b, h, skv, d)) * np.linspace(0.1, 3.0, skv)[:, None]).astype(dt)
+    v = rng.uniform(-1, 1, (b, h, skv, d)).astype(dt)
+    operands = [(x, g.Layout.contiguous(x.shape)) for x in (q, k, v)]
+    want, got = on_both(device_of(backend), g.nn.Sdpa(scale=1 / math.sqrt(d), causal=causal), operands)
+    assert_close(got, want, dtype, f"{backend.value} sdpa growing scores {dtype} d={d} causal={causal}")
+
+
 # --------------------------------------------------------------------------- arg_sort
 
 
