@@ -19,7 +19,7 @@ import numpy as np
 
 from runtime.errors import BackendUnavailable
 from runtime import gpu_nn, gpu_quant
-from runtime.gpu import _CODES, GpuError, GpuRuntime, kernel_params
+from runtime.gpu import STRUCT_CODES, GpuError, GpuRuntime, kernel_params
 
 
 @functools.cache
@@ -279,7 +279,7 @@ class CudaDriver:
         launch_ex = _libcuda_symbol("cuLaunchKernelEx")
         fields = [(f"a{i}", t) for i, t in enumerate(types)] + [("config", _LaunchConfig)]
         frame_type = type("Frame", (ctypes.Structure,), {"_fields_": fields})
-        layout = struct.Struct("@" + "".join(_CODES[t] for t in types) + "0P" + "IIII")
+        layout = struct.Struct("@" + "".join(STRUCT_CODES[t] for t in types) + "0P" + "IIII")
         if launch_ex is None or layout.size != frame_type.config.offset + 16:
             return lambda grid, block, stream, args, types_: self.launch(fn, grid, block, stream, args, types_)
         frame = frame_type()

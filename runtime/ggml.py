@@ -64,18 +64,19 @@ FORMATS: dict[str, Format] = {
 }
 
 
-def format_of(op: str, fmt) -> Format:
-    """The Format named by `fmt`: a name ("q4_K" or "q4_k") or an Enum member whose value is one."""
+def format_of(op: str, fmt, backend: str = BACKEND) -> Format:
+    """The Format named by `fmt`: a name ("q4_K" or "q4_k") or an Enum member whose value is one.
+    `backend` names the backend the error speaks for (the GPU runtimes share these checks)."""
     name = str(fmt.value if hasattr(fmt, "value") else fmt).lower()
     try:
         return FORMATS[name]
     except KeyError:
-        raise DTypeMismatch(op, BACKEND, expected=sorted(FORMATS), got=str(fmt)) from None
+        raise DTypeMismatch(op, backend, expected=sorted(FORMATS), got=str(fmt)) from None
 
 
-def block_count(op: str, f: Format, elem_count: int) -> int:
+def block_count(op: str, f: Format, elem_count: int, backend: str = BACKEND) -> int:
     if elem_count < 0 or elem_count % f.block:
-        raise ShapeMismatch(op, BACKEND, f"a multiple of {f.block} elements ({f.name})", elem_count)
+        raise ShapeMismatch(op, backend, f"a multiple of {f.block} elements ({f.name})", elem_count)
     return elem_count // f.block
 
 

@@ -108,7 +108,7 @@ class GpuBuffer:
 
 
 # struct codes of the ctypes types launch wrappers pack arguments as (kernel_sigs.CTYPES).
-_CODES = {ctypes.c_size_t: "N", ctypes.c_void_p: "P", ctypes.c_int: "i", ctypes.c_uint: "I",
+STRUCT_CODES = {ctypes.c_size_t: "N", ctypes.c_void_p: "P", ctypes.c_int: "i", ctypes.c_uint: "I",
           ctypes.c_uint8: "B", ctypes.c_uint16: "H", ctypes.c_uint32: "I", ctypes.c_int32: "i",
           ctypes.c_int64: "q", ctypes.c_float: "f", ctypes.c_double: "d"}
 
@@ -121,7 +121,7 @@ class _Arguments:
 
     def __init__(self, types: tuple) -> None:
         self.types = types
-        self.pack = struct.Struct("@" + "".join(_CODES[t] for t in types)).pack_into
+        self.pack = struct.Struct("@" + "".join(STRUCT_CODES[t] for t in types)).pack_into
         fields = type("Fields", (ctypes.Structure,), {"_fields_": [(f"a{i}", t) for i, t in enumerate(types)]})
         self.values = fields()
         base = ctypes.addressof(self.values)
@@ -236,8 +236,8 @@ class GpuRuntime:
         self._modules: dict[tuple[int, str], Any] = {}
         self._streams: dict[int, DeviceStream] = {}
         self._rngs: dict[int, np.random.Generator] = {}
-        # (ordinal, nbytes) -> the bin of its block size; (ordinal, -block size) -> that bin
-        self._bins: dict[tuple[int, int], _Bin] = {}
+        self._bins: dict[tuple[int, int], _Bin] = {}  # (ordinal, block size) -> its bin
+        self._bin_of: dict[tuple[int, int], _Bin] = {}  # (ordinal, nbytes asked for) -> its bin
         self._kept: dict[int, _Kept] = {}  # ordinal -> bytes its bins hold
         self._scratch: dict[int, GpuBuffer] = {}
         self._multiprocessors: dict[int, int] = {}
@@ -271,7 +271,7 @@ class GpuRuntime:
         it before, as with the pool's own async free."""
         nbytes = size * dtype.itemsize or 1
         if nbytes <= SMALL_BLOCK:
-            bin_ = self._bins.get((ordinal, nbytes))
+            bin_ = self._bin_of.get((ordinal, nbytes))
             if bin_ is None:
                 bin_ = self._bin(ordinal, nbytes, stream)
             free = bin_.free
@@ -293,14 +293,12 @@ class GpuRuntime:
         """The bin of the block size that holds `nbytes`, remembered for `nbytes` (for the
         first BIN_SIZES_KEPT distinct sizes: past them, looked up by block size each time)."""
         size = max(256, 1 << (nbytes - 1).bit_length())
-        bin_ = self._bins.get((ordinal, -size))  # a bin is also listed under minus its size
+        bin_ = self._bins.get((ordinal, size))
         if bin_ is None:
-            kept = self._kept.get(ordinal)
-            if kept is None:
-                kept = self._kept[ordinal] = _Kept()
-            bin_ = self._bins[(ordinal, -size)] = _Bin(ordinal, size, kept, self.driver.free, stream)
-        if len(self._bins) < BIN_SIZES_KEPT:
-            self._bins[(ordinal, nbytes)] = bin_
+            kept = self._kept.setdefault(ordinal, _Kept())
+            bin_ = self._bins[(ordinal, size)] = _Bin(ordinal, size, kept, self.driver.free, stream)
+        if len(self._bin_of) < BIN_SIZES_KEPT:
+            self._bin_of[(ordinal, nbytes)] = bin_
         return bin_
 
     def from_host(self, ordinal: int, array: np.ndarray) -> GpuBuffer:

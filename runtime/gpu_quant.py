@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from enum import Enum
 
 import numpy as np
 
@@ -21,7 +20,6 @@ from runtime.gpu import BLOCK, GpuBuffer, GpuRuntime, _fits, _same_ordinal
 from runtime.layout import Layout
 
 #: Weights and bytes per block, by format (llama.cpp's ggml-common.h).
-FORMATS = {"q4_0": (32, 18), "q4_1": (32, 20), "q8_0": (32, 34), "q4_k": (256, 144), "q6_k": (256, 210)}
 #: qmatvec_*'s block size, hip/quantized.hip's kThreads (but for QMATVEC_FAST below).
 QMATVEC_THREADS = 128
 #: Outputs (rows of the weight) a qmatvec_* thread block computes per item (kTileRows).
@@ -41,18 +39,12 @@ class QGpuBuffer:
 
 
 def _format(op: str, rt: GpuRuntime, fmt) -> str:
-    name = fmt.value if isinstance(fmt, Enum) else fmt
-    if name not in FORMATS:
-        raise DTypeMismatch(op, rt.name, f"one of {', '.join(FORMATS)}", name)
-    return name
+    return ggml.format_of(op, fmt, rt.name).name
 
 
 def _blocks(op: str, rt: GpuRuntime, fmt: str, elem_count: int) -> int:
     """Blocks holding elem_count weights; a partial block is an error."""
-    per_block = FORMATS[fmt][0]
-    if elem_count < 0 or elem_count % per_block:
-        raise ShapeMismatch(op, rt.name, f"a multiple of {per_block} elements ({fmt} blocks)", elem_count)
-    return elem_count // per_block
+    return ggml.block_count(op, ggml.FORMATS[fmt], elem_count, rt.name)
 
 
 # -- storages ------------------------------------------------------------------------------
@@ -67,7 +59,7 @@ def quantize(rt: GpuRuntime, ordinal: int, array: np.ndarray, fmt) -> QGpuBuffer
 def qzeros(rt: GpuRuntime, ordinal: int, elem_count: int, fmt) -> QGpuBuffer:
     """elem_count weights of zero-filled blocks (GGML's zeros: every scale 0)."""
     name = _format("quantize", rt, fmt)
-    nbytes = _blocks("quantize", rt, name, elem_count) * FORMATS[name][1]
+    nbytes = _blocks("quantize", rt, name, elem_count) * ggml.FORMATS[name].nbytes
     buf = rt.alloc(ordinal, nbytes, np.dtype(np.uint8))
     if nbytes:
         rt.driver.memset(buf.ptr, nbytes, rt.stream(ordinal).handle)
@@ -80,7 +72,7 @@ def qstorage_from_bytes(rt: GpuRuntime, ordinal: int, data: np.ndarray, fmt) -> 
     raw = np.asarray(data)
     if raw.dtype != np.uint8:
         raise DTypeMismatch("quantize", rt.name, "uint8 bytes", str(raw.dtype))
-    block_bytes = FORMATS[name][1]
+    block_bytes = ggml.FORMATS[name].nbytes
     if raw.size % block_bytes:
         raise ShapeMismatch("quantize", rt.name, f"a multiple of {block_bytes} bytes ({name} blocks)", raw.size)
     return QGpuBuffer(name, rt.from_host(ordinal, raw.reshape(-1)))
@@ -128,8 +120,8 @@ def qmatvec_launch(rt: GpuRuntime, fmt: str) -> tuple[int, int]:
 def _dequantize(rt: GpuRuntime, q: QGpuBuffer, elem_count: int, table: dict, dtype) -> GpuBuffer:
     fn = _kernel("dequantize", rt, table, q.fmt)
     blocks = _blocks("dequantize", rt, q.fmt, elem_count)
-    if blocks * FORMATS[q.fmt][1] > q.buf.size:
-        raise ShapeMismatch("dequantize", rt.name, f"at most {q.buf.size // FORMATS[q.fmt][1] * FORMATS[q.fmt][0]} "
+    if blocks * ggml.FORMATS[q.fmt].nbytes > q.buf.size:
+        raise ShapeMismatch("dequantize", rt.name, f"at most {q.buf.size // ggml.FORMATS[q.fmt].nbytes * ggml.FORMATS[q.fmt].block} "
                             f"elements ({q.buf.size} bytes of {q.fmt})", elem_count)
     ordinal = q.buf.ordinal
     out = rt.alloc(ordinal, elem_count, np.dtype(dtype))
@@ -159,7 +151,7 @@ def q_matmul(rt: GpuRuntime, q: QGpuBuffer, x: GpuBuffer, x_layout: Layout, shap
     fits: fast for a few rows, not meant for prompt-sized batches)."""
     n, k = shape
     fn = _kernel("qmatmul", rt, table, q.fmt)
-    per_block, block_bytes = FORMATS[q.fmt]
+    per_block, block_bytes = ggml.FORMATS[q.fmt].block, ggml.FORMATS[q.fmt].nbytes
     if x.dtype != np.float32:
         raise DTypeMismatch("qmatmul", rt.name, "float32", str(x.dtype))
     if k % per_block or n * (k // per_block) * block_bytes != q.buf.size:

@@ -236,7 +236,7 @@ def test_distinct_small_sizes_share_their_block_size_past_the_remembered_ones(mo
     for n in range(700, 1025):  # 2,800 to 4,096 bytes: one 4 KiB block size, 325 sizes
         ptr = rt.alloc(0, n, np.dtype(np.float32)).ptr  # dropped at once
     assert len(driver.of("alloc")) == 1 and rt.alloc(0, 900, np.dtype(np.float32)).ptr == ptr
-    assert len(rt._bins) <= 4 + 1  # the remembered sizes, and the block size's own entry
+    assert len(rt._bin_of) <= 4 and len(rt._bins) == 1  # the remembered sizes; one block size
 
 
 # -- launches: prepared once per function; the cuda driver's through cuLaunchKernelEx ------
