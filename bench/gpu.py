@@ -394,6 +394,12 @@ def nn(rows: dict) -> None:
     bench_nn(rows)
 
 
+def nn_explore(rows: dict) -> None:
+    from bench.gpu_nn import explore_rows
+
+    explore_rows(rows)
+
+
 def quant(rows: dict) -> None:
     from bench.gpu_quant import bench_quant
 
@@ -406,7 +412,8 @@ def main() -> None:
     parser.add_argument("--parts", default="compile,bandwidth,latency,checks,nn,quant",
                         help="comma-separated: compile, bandwidth, latency, checks (fast-path self-checks), "
                              "explore (launch-geometry and unroll variants), nn (softmax, norms, attention "
-                             "against torch: bench/gpu_nn.py), quant (q4_0/q8_0 matrix-vector: "
+                             "against torch: bench/gpu_nn.py), nn-explore (the row kernels with other bytes of a row per "
+                             "thread), quant (q4_0/q8_0 matrix-vector: "
                              "bench/gpu_quant.py)")
     args = parser.parse_args()
     import torch
@@ -414,7 +421,7 @@ def main() -> None:
     device = f"{torch.cuda.get_device_name(0)}, torch {torch.__version__}"
     rows: dict = {}
     parts = {"compile": cold_and_warm_compile, "bandwidth": bandwidth, "latency": latency, "checks": checks,
-             "explore": explore, "nn": nn, "quant": quant}
+             "explore": explore, "nn": nn, "nn-explore": nn_explore, "quant": quant}
     for part in (parts[p.strip()] for p in args.parts.split(",") if p.strip()):
         try:
             part(rows)

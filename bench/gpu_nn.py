@@ -195,3 +195,73 @@ def bench_nn(rows: dict) -> None:
             part(rows)
         except Exception as exc:  # noqa: BLE001  (reported in the table, as bench/gpu.py does)
             rows[f"nn {part.__name__} failed"] = f"{type(exc).__name__}: {exc}"
+
+
+def explore_rows(rows: dict, settings=(32, 64, 128)) -> None:
+    """Device time of the row kernels compiled from copies of hip/nn.hip with other bytes of
+    a row per thread (-D OPGEN_*_ROW_BYTES, all three ops at once), on the bench's shapes,
+    with the runtime's geometry for that setting: GB/s, share of copy bandwidth, registers
+    and resident blocks per multiprocessor, and the largest difference from torch."""
+    import ctypes
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    import torch
+    import torch.nn.functional as F
+    from cuda.bindings import driver as cu
+
+    from runtime import gpu_nn
+    from runtime.cuda import _rt as rt
+
+    text = (Path(gpu_nn.__file__).resolve().parent.parent / "hip" / "nn.hip").read_text()
+    tmp = Path(tempfile.mkdtemp(prefix="opgen-rows-"))
+    stream = rt.stream(0)
+    sms = rt.driver.multiprocessors(0)
+    size_t, ptr = ctypes.c_size_t, ctypes.c_void_p
+    for dtype in ("f32", "bf16"):
+        x, alpha, beta = (_to_torch(a) for a in _host_arrays(dtype))
+        out = torch.empty_like(x)
+        y = torch.empty_like(x)
+        copy_bw = 2 * x.nbytes / _torch_seconds(lambda: y.copy_(x), CALLS) / 1e9
+        cases = {  # op: (args after nrows, ncols; their ctypes; bytes moved; torch's result)
+            "softmax_last_dim": ((x.data_ptr(), out.data_ptr()), (ptr, ptr), 2 * x.nbytes,
+                                 torch.softmax(x.float(), -1)),
+            "rms_norm": ((EPS, x.data_ptr(), alpha.data_ptr(), out.data_ptr()), (ctypes.c_double, ptr, ptr, ptr),
+                         2 * x.nbytes + alpha.nbytes,
+                         x.float() * torch.rsqrt((x.float() ** 2).mean(-1, keepdim=True) + EPS) * alpha.float()),
+            "layer_norm": ((EPS, x.data_ptr(), alpha.data_ptr(), beta.data_ptr(), out.data_ptr()),
+                           (ctypes.c_double, ptr, ptr, ptr, ptr), 2 * x.nbytes + 2 * alpha.nbytes,
+                           F.layer_norm(x.float(), (COLS,), alpha.float(), beta.float(), EPS)),
+        }
+        for setting in settings:
+            path = tmp / f"nn_{setting}.hip"
+            path.write_text("".join(f"#define OPGEN_{op}_ROW_BYTES {setting}\n"
+                                    for op in ("SOFTMAX", "RMS_NORM", "LAYER_NORM")) + text)
+            saved = dict(gpu_nn.ROW_BYTES)
+            gpu_nn.ROW_BYTES.update({op: setting for op in saved})
+            try:
+                for op, (args, types, nbytes, want) in cases.items():
+                    name = f"{op}_{dtype}"
+                    label = f"explore nn {op} (4096, 4096) {dtype}, {setting} bytes a thread"
+                    grid, block = gpu_nn._rows_geometry(rt, op, 0, ROWS, COLS, x.element_size())
+                    run = lambda: rt.launch(str(path), name, grid, block, stream,  # noqa: E731
+                                            (ROWS, COLS, *args), (size_t, size_t, *types))
+                    try:
+                        out.fill_(float("nan"))
+                        torch.cuda.synchronize()
+                        run()
+                        rt.synchronize(0)
+                        error = float((out.float() - want).abs().max())
+                        seconds = _opgen_seconds(run, CALLS)
+                        fn = rt._functions[(0, str(path), name)]
+                        regs = cu.cuFuncGetAttribute(cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NUM_REGS, fn)[1]
+                        resident = cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(fn, block, 0)[1]
+                        gbs = nbytes / seconds / 1e9
+                        rows[label] = (f"{gbs:.0f} GB/s = {gbs / copy_bw:.3f} of copy; block {block}, grid {grid} "
+                                       f"({sms} SMs), {regs} registers, {resident} blocks/SM; max |diff| {error:.2e}")
+                    except Exception as exc:  # noqa: BLE001  (a failed variant is reported, the others run)
+                        rows[label] = f"failed: {type(exc).__name__}: {exc}"
+            finally:
+                gpu_nn.ROW_BYTES.update(saved)
+    shutil.rmtree(tmp, ignore_errors=True)

@@ -19,13 +19,18 @@
 // Row kernels (softmax_last_dim, sdpa_softmax, rms_norm, layer_norm; nrows rows of ncols):
 // a block per row, in a grid-stride loop over rows (any grid), blockDim.x at most 512
 // (declared below with __launch_bounds__(512)). The runtime picks blockDim.x so that each
-// thread holds at most kRowBytes (64) bytes of its row, V = 64 / sizeof(T) values: the row
-// is then read once into registers, reduced (warp shuffles, then one shared slot per warp)
-// and written, with no second read (up to 512 * V elements: 8192 f32, 16384 bf16). A longer
-// row is covered in segments of blockDim.x * V elements, read again for each pass. Accesses
-// are 16 bytes wide where every row pointer is 16-byte aligned (aligned base pointers and a
-// row length that is a multiple of 16 bytes), an element wide otherwise (then at most 16
-// values a thread: see row_values); neighbouring threads touch neighbouring addresses.
+// thread holds at most k<Op>RowBytes (64) bytes of its row, V = 64 / sizeof(T) values,
+// kept as loaded in 32-bit words (two half values to a register): the row is then read
+// once into registers, reduced in ONE block reduction (warp shuffles, then one shared slot
+// per warp) of mergeable parts (softmax: top and sum of exponentials; layer_norm: count,
+// mean and squared deviations, Chan et al.'s update; rms_norm: the sum of squares) and
+// written, with no second read (up to 512 * V elements: 8192 f32, 16384 bf16). A longer
+// row is covered in segments of blockDim.x * V elements and read twice. Accesses are 16
+// bytes wide where every row pointer is 16-byte aligned (aligned base pointers and a row
+// length that is a multiple of 16 bytes), an element wide otherwise (then at most
+// kLooseValues (8) values a thread: see row_values); neighbouring threads touch
+// neighbouring addresses. On the H100, (4096, 4096) f32 / bf16: 91-94% / 79-90% of copy
+// bandwidth (bench/results/gpu-notes.md; bench/gpu.py --parts nn-explore compares settings).
 //
 // sdpa_softmax: the rows of the scores S = Q K^T of (batch, sq, skv) attention, row r being
 // query r % sq, are replaced by softmax(scale * S) over the keys the query sees: all, or
@@ -45,7 +50,24 @@ namespace {
 
 using opgen::compute_t;
 
-constexpr int kRowBytes = 64;      // of a row a thread holds: four 16-byte packs (runtime/gpu_nn.py's ROW_BYTES)
+// Bytes of a row a thread of a row kernel holds (runtime/gpu_nn.py's ROW_BYTES); -D may set
+// them (bench/gpu_rows.py compares settings).
+#ifndef OPGEN_SOFTMAX_ROW_BYTES
+#define OPGEN_SOFTMAX_ROW_BYTES 64
+#endif
+#ifndef OPGEN_RMS_NORM_ROW_BYTES
+#define OPGEN_RMS_NORM_ROW_BYTES 64
+#endif
+#ifndef OPGEN_LAYER_NORM_ROW_BYTES
+#define OPGEN_LAYER_NORM_ROW_BYTES 64
+#endif
+constexpr int kSoftmaxRowBytes = OPGEN_SOFTMAX_ROW_BYTES;      // softmax_last_dim and sdpa_softmax
+constexpr int kRmsNormRowBytes = OPGEN_RMS_NORM_ROW_BYTES;
+constexpr int kLayerNormRowBytes = OPGEN_LAYER_NORM_ROW_BYTES;
+#ifndef OPGEN_LOOSE_VALUES
+#define OPGEN_LOOSE_VALUES 8
+#endif
+constexpr int kLooseValues = OPGEN_LOOSE_VALUES;  // values a thread holds where rows do not fit 16-byte packs
 constexpr size_t kSortMax = 8192;  // longest arg_sort row (runtime/gpu_nn.py's ARG_SORT_MAX)
 
 template <typename C> __device__ __forceinline__ C neg_inf();
@@ -96,30 +118,75 @@ template <int N, int V> struct slots {
     __device__ __forceinline__ unsigned int at(int u) const { return (lane + (unsigned int)u * width) * N; }
 };
 
-// Values a thread holds: kRowBytes in packs; element by element (rows that do not fit 16-byte
-// packs) at most 16, as each single element takes a register (longer rows are then read in
-// segments: slower, still right).
-template <int N, typename T> __host__ __device__ constexpr int row_values() {
-    return N > 1 || sizeof(T) >= 4 ? kRowBytes / (int)sizeof(T) : 16;
+// Values a thread holds: Bytes of its row in 16-byte packs; element by element (rows that
+// do not fit 16-byte packs) at most kLooseValues, as each then takes an address register of
+// its own and the kernel's register count is that of its costlier path (longer rows are
+// read in segments: slower, still right).
+template <int Bytes, int N, typename T> __host__ __device__ constexpr int row_values() {
+    return N > 1 || Bytes / (int)sizeof(T) < kLooseValues ? Bytes / (int)sizeof(T) : kLooseValues;
 }
 
+// Bits of one value of T in the low bits of a word (f64: two words).
+template <typename T> struct word_bits;
+template <> struct word_bits<float> {
+    static __device__ __forceinline__ float value(const unsigned int* w, int k) { return __uint_as_float(w[k]); }
+};
+template <> struct word_bits<double> {
+    static __device__ __forceinline__ double value(const unsigned int* w, int k) {
+        return __hiloint2double((int)w[2 * k + 1], (int)w[2 * k]);
+    }
+};
+template <> struct word_bits<bf16_t> {
+    static __device__ __forceinline__ float value(const unsigned int* w, int k) {
+#if OPGEN_CUDA  // the intrinsic: NVCC keeps fewer registers live than with the shifts below
+        return __bfloat162float(__ushort_as_bfloat16((unsigned short)(k & 1 ? w[k >> 1] >> 16 : w[k >> 1] & 0xffffu)));
+#else  // the high half of a float's bits
+        return __uint_as_float(k & 1 ? w[k >> 1] & 0xffff0000u : w[k >> 1] << 16);
+#endif
+    }
+};
+template <> struct word_bits<f16_t> {
+    static __device__ __forceinline__ float value(const unsigned int* w, int k) {
+        return __half2float(__ushort_as_half((unsigned short)(k & 1 ? w[k >> 1] >> 16 : w[k >> 1] & 0xffffu)));
+    }
+};
+
+// A thread's V values of T as loaded, in 32-bit words: two half values share a word (a
+// register holds 32 bits; a 16-bit value alone would waste half of it), which keeps the
+// registers of a row kernel low enough for several blocks per multiprocessor.
+template <typename T, int V> struct held {
+    static constexpr int words = V * (int)sizeof(T) / 4;
+    unsigned int w[words];
+    __device__ __forceinline__ compute_t<T> operator[](int k) const { return word_bits<T>::value(w, k); }
+};
+
 // The thread's elements of the segment at p, of which n exist (n >= the segment: all of
-// it), kept as stored and converted where used (fewer registers for the half types than
-// their floats would take); packs past n read as 0. With N > 1, n is a multiple of N: a
-// pack is all in or all out.
+// it); elements past n read as 0. With N > 1, n is a multiple of N: a pack is all in or
+// all out, and a pack is 16 bytes (4 words).
 template <int N, int V, typename T>
-__device__ __forceinline__ void load(const slots<N, V>& s, const T* p, size_t n, T (&v)[V]) {
-    const T zero = opgen::from_compute<T>(compute_t<T>(0));
+__device__ __forceinline__ void load(const slots<N, V>& s, const T* p, size_t n, held<T, V>& h) {
+    if (N > 1) {
 #pragma unroll
-    for (int u = 0; u < slots<N, V>::packs; u++) {
-        const size_t e = s.at(u);
-        if (e < n) {
-            const opgen::pack<T, N> x = opgen::load_pack<T, N>(p + e);
+        for (int u = 0; u < slots<N, V>::packs; u++) {
+            const size_t e = s.at(u);
+            const uint4 x = e < n ? *reinterpret_cast<const uint4*>(p + e) : make_uint4(0u, 0u, 0u, 0u);
+            h.w[4 * u] = x.x, h.w[4 * u + 1] = x.y, h.w[4 * u + 2] = x.z, h.w[4 * u + 3] = x.w;
+        }
+    } else if (sizeof(T) == 2) {
+        const unsigned short* q = reinterpret_cast<const unsigned short*>(p);
 #pragma unroll
-            for (int j = 0; j < N; j++) v[u * N + j] = x.v[j];
-        } else {
+        for (int k = 0; k < V; k += 2) {
+            const size_t e0 = s.at(k), e1 = s.at(k + 1);
+            h.w[k >> 1] = (e0 < n ? (unsigned int)q[e0] : 0u) | (e1 < n ? (unsigned int)q[e1] << 16 : 0u);
+        }
+    } else {
+        const unsigned int* q = reinterpret_cast<const unsigned int*>(p);
+        constexpr int per = (int)sizeof(T) / 4;
 #pragma unroll
-            for (int j = 0; j < N; j++) v[u * N + j] = zero;
+        for (int k = 0; k < V; k++) {
+            const size_t e = s.at(k);
+#pragma unroll
+            for (int j = 0; j < per; j++) h.w[k * per + j] = e < n ? q[e * per + j] : 0u;
         }
     }
 }
@@ -130,52 +197,129 @@ __device__ __forceinline__ bool within(const slots<N, V>& s, int k, size_t limit
     return s.at(k / N) + k % N < limit;
 }
 
+// Writes pack(u, e) for each pack u of the thread's elements of the segment at out that
+// exists (n), e its first element: an opgen::pack<T, N> (compute values rounded once).
+template <int N, int V, typename T, class F>
+__device__ __forceinline__ void store(const slots<N, V>& s, T* out, size_t n, F pack) {
+#pragma unroll
+    for (int u = 0; u < slots<N, V>::packs; u++) {
+        const size_t e = s.at(u);
+        if (e < n) opgen::store_pack<T, N>(out + e, pack(u, e));
+    }
+}
+
+// The pack of N values f(k, e) at elements k = u * N + j of the thread, e = the element's
+// place in the segment.
+template <int N, typename T, class F> __device__ __forceinline__ opgen::pack<T, N> make_pack(int u, size_t e, F f) {
+    opgen::pack<T, N> o;
+#pragma unroll
+    for (int j = 0; j < N; j++) o.v[j] = opgen::from_compute<T>(f(u * N + j, e + j));
+    return o;
+}
+
 // ---------------------------------------------------------------------------- row ops
+
+// The largest of some values and the sum of exp(y - top) over them: a part of a softmax
+// row, merged with other parts in any order. No values: top -inf, sum 0.
+template <typename C> struct softmax_part {
+    C top, sum;
+};
+
+struct softmax_merge {
+    template <typename C>
+    __device__ __forceinline__ softmax_part<C> operator()(softmax_part<C> a, softmax_part<C> b) const {
+        const C top = b.top > a.top ? b.top : a.top;
+        // a part at the top keeps its sum: also where both have none (exp(-inf - -inf) is NaN)
+        const C sa = a.top == top ? a.sum : a.sum * exp(a.top - top);
+        const C sb = b.top == top ? b.sum : b.sum * exp(b.top - top);
+        return {top, sa + sb};
+    }
+};
+
+// e^d in the row kernels: for float, 2^(d log2 e) (one multiply and the hardware's exp2,
+// against some ten instructions of expf: a bf16 softmax is bound by them). The error over
+// expf's is that of rounding d log2 e: |d| 2^-24 relative, under 1e-6 where e^d > 1e-7.
+__device__ __forceinline__ float row_exp(float d) { return exp2f(d * 1.44269504088896341f); }
+__device__ __forceinline__ double row_exp(double d) { return exp(d); }
+
+// The top to subtract from a part's values: its top, or 0 where that is -inf (the part's
+// values are all -inf, or NaN): exp(-inf - 0) is 0 and NaN stays NaN, as numpy's softmax
+// gives, where -inf - -inf would be NaN for all.
+template <typename C> __device__ __forceinline__ C subtracted(C top) { return top == neg_inf<C>() ? C(0) : top; }
 
 // softmax(scale * x) over the first `visible` of a row's n elements; the others are written
 // 0. row and out may be one (sdpa_softmax): a thread writes only elements it read itself,
-// after the barriers of the reductions.
+// after the barrier of the reduction. A row that fits a segment is read once and each
+// exponential taken once (kept in registers, rescaled by the row's top); a longer one is
+// read twice (online softmax over the segments, then the output). Checked: some of the
+// thread's elements may lie past `visible` (false: a full segment, all visible).
+template <bool Checked, int N, int V, typename T>
+__device__ __forceinline__ void softmax_segment(const slots<N, V>& s, const held<T, V>& h, T* out, const size_t n,
+                                                const size_t visible, const compute_t<T> scale,
+                                                softmax_part<compute_t<T>>* sh) {
+    typedef compute_t<T> C;
+    C top = neg_inf<C>();
+#pragma unroll
+    for (int k = 0; k < V; k++) {
+        if (!Checked || within(s, k, visible)) top = max_op()(top, scale * h[k]);
+    }
+    const C base = subtracted(top);
+    C e[V], sum = C(0);
+#pragma unroll
+    for (int k = 0; k < V; k++) {
+        e[k] = !Checked || within(s, k, visible) ? row_exp(scale * h[k] - base) : C(0);
+        sum += e[k];
+    }
+    const softmax_part<C> row_part = block_all(softmax_part<C>{top, sum}, softmax_merge(), sh);
+    // e * exp(top - row top) / sum: no exp for a part at the row's top (NaN where the row
+    // is all -inf, as numpy); 0 for a part of -inf (and NaN) values below a finite top
+    const C factor = (top == row_part.top ? C(1) : exp(top - row_part.top)) / row_part.sum;
+    store(s, out, n, [&](int u, size_t at) {
+        return make_pack<N, T>(u, at, [&](int k, size_t i) { return !Checked || i < visible ? e[k] * factor : C(0); });
+    });
+}
+
 template <int N, int V, typename T>
 __device__ __forceinline__ void softmax_row(const slots<N, V>& s, const T* row, T* out, const size_t n,
-                                            const size_t visible, const compute_t<T> scale, compute_t<T>* sh) {
+                                            const size_t visible, const compute_t<T> scale,
+                                            softmax_part<compute_t<T>>* sh) {
     typedef compute_t<T> C;
     const size_t seg = (size_t)s.width * V;
-    const bool cached = n <= seg;  // one segment: v keeps the row between the passes
-    T v[V];
-    C top = neg_inf<C>();
+    held<T, V> h;
+    if (n <= seg) {
+        load(s, row, n, h);
+        if (visible == seg) {
+            softmax_segment<false>(s, h, out, n, visible, scale, sh);
+        } else {
+            softmax_segment<true>(s, h, out, n, visible, scale, sh);
+        }
+        return;
+    }
+    softmax_part<C> part{neg_inf<C>(), C(0)};
     for (size_t s0 = 0; s0 < visible; s0 += seg) {
-        load(s, row + s0, n - s0, v);
+        load(s, row + s0, n - s0, h);
+        C top = part.top;
 #pragma unroll
         for (int k = 0; k < V; k++) {
-            if (within(s, k, visible - s0)) top = max_op()(top, scale * opgen::to_compute(v[k]));
+            if (within(s, k, visible - s0)) top = max_op()(top, scale * h[k]);
         }
-    }
-    top = block_all(top, max_op(), sh);
-    C sum = C(0);
-    for (size_t s0 = 0; s0 < visible; s0 += seg) {
-        if (!cached) load(s, row + s0, n - s0, v);
+        const C base = subtracted(top);
+        C sum = top == part.top ? part.sum : part.sum * exp(part.top - top);
 #pragma unroll
         for (int k = 0; k < V; k++) {
-            if (within(s, k, visible - s0)) sum += exp(scale * opgen::to_compute(v[k]) - top);
+            if (within(s, k, visible - s0)) sum += row_exp(scale * h[k] - base);
         }
+        part = {top, sum};
     }
-    const C inv = C(1) / block_all(sum, add_op(), sh);
+    part = block_all(part, softmax_merge(), sh);
+    const C base = subtracted(part.top), inv = C(1) / part.sum;
     for (size_t s0 = 0; s0 < n; s0 += seg) {
-        if (!cached && s0 < visible) load(s, row + s0, n - s0, v);
-#pragma unroll
-        for (int u = 0; u < slots<N, V>::packs; u++) {
-            const size_t e = s.at(u);
-            if (e < n - s0) {
-                opgen::pack<T, N> o;
-#pragma unroll
-                for (int j = 0; j < N; j++) {
-                    C p = C(0);  // v holds what was read only where visible
-                    if (s0 + e + j < visible) p = exp(scale * opgen::to_compute(v[u * N + j]) - top) * inv;
-                    o.v[j] = opgen::from_compute<T>(p);
-                }
-                opgen::store_pack<T, N>(out + s0 + e, o);
-            }
-        }
+        if (s0 < visible) load(s, row + s0, n - s0, h);
+        store(s, out + s0, n - s0, [&](int u, size_t at) {
+            return make_pack<N, T>(u, at, [&](int k, size_t i) {
+                return s0 + i < visible ? row_exp(scale * h[k] - base) * inv : C(0);
+            });
+        });
     }
 }
 
@@ -186,78 +330,88 @@ __device__ __forceinline__ void rms_norm_row(const slots<N, V>& s, const T* row,
     typedef compute_t<T> C;
     const size_t seg = (size_t)s.width * V;
     const bool cached = n <= seg;
-    T v[V];
+    held<T, V> h;
     C squares = C(0);
     for (size_t s0 = 0; s0 < n; s0 += seg) {
-        load(s, row + s0, n - s0, v);  // packs past n are 0: they add nothing
+        load(s, row + s0, n - s0, h);  // elements past n are 0: they add nothing
 #pragma unroll
-        for (int k = 0; k < V; k++) {
-            const C x = opgen::to_compute(v[k]);
-            squares += x * x;
-        }
+        for (int k = 0; k < V; k++) squares += h[k] * h[k];
     }
     const C inv = C(1) / sqrt(block_all(squares, add_op(), sh) / (C)n + eps);
     for (size_t s0 = 0; s0 < n; s0 += seg) {
-        if (!cached) load(s, row + s0, n - s0, v);
-#pragma unroll
-        for (int u = 0; u < slots<N, V>::packs; u++) {
-            const size_t e = s.at(u);
-            if (e < n - s0) {
-                const opgen::pack<T, N> a = opgen::load_pack<T, N>(alpha + s0 + e);
-                opgen::pack<T, N> o;
-#pragma unroll
-                for (int j = 0; j < N; j++) {
-                    o.v[j] = opgen::from_compute<T>(opgen::to_compute(v[u * N + j]) * inv * opgen::to_compute(a.v[j]));
-                }
-                opgen::store_pack<T, N>(out + s0 + e, o);
-            }
-        }
+        if (!cached) load(s, row + s0, n - s0, h);
+        store(s, out + s0, n - s0, [&](int u, size_t at) {
+            const opgen::pack<T, N> a = opgen::load_pack<T, N>(alpha + s0 + at);
+            return make_pack<N, T>(u, at, [&](int k, size_t) { return h[k] * inv * opgen::to_compute(a.v[k % N]); });
+        });
     }
 }
 
-// (x - mean) / sqrt(var + eps) * alpha + beta, the variance biased and taken around the mean
-// (a second pass: no cancellation from mean(x^2) - mean^2)
+// Count, mean and sum of squared deviations from the mean of some values: a part of a
+// layer_norm row, merged with other parts in any order (Chan et al.'s update, which keeps
+// the deviations small: no cancellation as in mean(x^2) - mean^2).
+template <typename C> struct moments {
+    C count, mean, m2;
+};
+
+struct moments_merge {
+    template <typename C> __device__ __forceinline__ moments<C> operator()(moments<C> a, moments<C> b) const {
+        const C count = a.count + b.count;
+        if (count == C(0)) return a;
+        const C d = b.mean - a.mean, wb = b.count / count;
+        return {count, a.mean + d * wb, a.m2 + b.m2 + d * d * a.count * wb};
+    }
+};
+
+// The moments of the thread's elements of a segment of which `limit` exist (elements past
+// it read as 0 and count for nothing). Checked: false where the segment is full.
+template <bool Checked, int N, int V, typename T>
+__device__ __forceinline__ moments<compute_t<T>> segment_moments(const slots<N, V>& s, const held<T, V>& h,
+                                                                 size_t limit) {
+    typedef compute_t<T> C;
+    int count = 0;
+    C sum = C(0);
+#pragma unroll
+    for (int k = 0; k < V; k++) {
+        sum += h[k];
+        if (!Checked || within(s, k, limit)) count++;
+    }
+    const C mean = count > 0 ? sum / (C)count : C(0);
+    C m2 = C(0);
+#pragma unroll
+    for (int k = 0; k < V; k++) {
+        const C d = h[k] - mean;
+        if (!Checked || within(s, k, limit)) m2 += d * d;
+    }
+    return {(C)count, mean, m2};
+}
+
+// (x - mean) / sqrt(var + eps) * alpha + beta, the variance biased
 template <int N, int V, typename T>
 __device__ __forceinline__ void layer_norm_row(const slots<N, V>& s, const T* row, const T* alpha, const T* beta,
-                                               T* out, const size_t n, const compute_t<T> eps, compute_t<T>* sh) {
+                                               T* out, const size_t n, const compute_t<T> eps,
+                                               moments<compute_t<T>>* sh) {
     typedef compute_t<T> C;
     const size_t seg = (size_t)s.width * V;
     const bool cached = n <= seg;
-    T v[V];
-    C sum = C(0);
+    held<T, V> h;
+    moments<C> part{C(0), C(0), C(0)};
     for (size_t s0 = 0; s0 < n; s0 += seg) {
-        load(s, row + s0, n - s0, v);
-#pragma unroll
-        for (int k = 0; k < V; k++) sum += opgen::to_compute(v[k]);
+        load(s, row + s0, n - s0, h);
+        const moments<C> mine = n - s0 >= seg ? segment_moments<false>(s, h, n - s0) : segment_moments<true>(s, h, n - s0);
+        part = moments_merge()(part, mine);
     }
-    const C mean = block_all(sum, add_op(), sh) / (C)n;
-    C squares = C(0);
+    part = block_all(part, moments_merge(), sh);
+    const C mean = part.mean, inv = C(1) / sqrt(part.m2 / (C)n + eps);
     for (size_t s0 = 0; s0 < n; s0 += seg) {
-        if (!cached) load(s, row + s0, n - s0, v);
-#pragma unroll
-        for (int k = 0; k < V; k++) {
-            const C c = opgen::to_compute(v[k]) - mean;
-            if (within(s, k, n - s0)) squares += c * c;
-        }
-    }
-    const C inv = C(1) / sqrt(block_all(squares, add_op(), sh) / (C)n + eps);
-    for (size_t s0 = 0; s0 < n; s0 += seg) {
-        if (!cached) load(s, row + s0, n - s0, v);
-#pragma unroll
-        for (int u = 0; u < slots<N, V>::packs; u++) {
-            const size_t e = s.at(u);
-            if (e < n - s0) {
-                const opgen::pack<T, N> a = opgen::load_pack<T, N>(alpha + s0 + e);
-                const opgen::pack<T, N> b = opgen::load_pack<T, N>(beta + s0 + e);
-                opgen::pack<T, N> o;
-#pragma unroll
-                for (int j = 0; j < N; j++) {
-                    const C c = opgen::to_compute(v[u * N + j]) - mean;
-                    o.v[j] = opgen::from_compute<T>(c * inv * opgen::to_compute(a.v[j]) + opgen::to_compute(b.v[j]));
-                }
-                opgen::store_pack<T, N>(out + s0 + e, o);
-            }
-        }
+        if (!cached) load(s, row + s0, n - s0, h);
+        store(s, out + s0, n - s0, [&](int u, size_t at) {
+            const opgen::pack<T, N> a = opgen::load_pack<T, N>(alpha + s0 + at);
+            const opgen::pack<T, N> b = opgen::load_pack<T, N>(beta + s0 + at);
+            return make_pack<N, T>(u, at, [&](int k, size_t) {
+                return (h[k] - mean) * inv * opgen::to_compute(a.v[k % N]) + opgen::to_compute(b.v[k % N]);
+            });
+        });
     }
 }
 
@@ -271,8 +425,8 @@ template <typename T> __device__ __forceinline__ bool packable(const size_t ncol
 template <int N, typename T>
 __device__ __forceinline__ void softmax_rows(const size_t nrows, const size_t ncols, const size_t sq,
                                              const compute_t<T> scale, const bool causal, const T* x, T* out) {
-    __shared__ compute_t<T> sh[32];
-    const slots<N, row_values<N, T>()> s{threadIdx.x, blockDim.x};
+    __shared__ softmax_part<compute_t<T>> sh[32];
+    const slots<N, row_values<kSoftmaxRowBytes, N, T>()> s{threadIdx.x, blockDim.x};
     for (size_t r = blockIdx.x; r < nrows; r += gridDim.x) {
         size_t visible = ncols;
         if (causal) {  // query i = r % sq sees keys j <= i + ncols - sq
@@ -298,7 +452,7 @@ template <int N, typename T>
 __device__ __forceinline__ void rms_norm_rows(const size_t nrows, const size_t ncols, const compute_t<T> eps,
                                               const T* x, const T* alpha, T* out) {
     __shared__ compute_t<T> sh[32];
-    const slots<N, row_values<N, T>()> s{threadIdx.x, blockDim.x};
+    const slots<N, row_values<kRmsNormRowBytes, N, T>()> s{threadIdx.x, blockDim.x};
     for (size_t r = blockIdx.x; r < nrows; r += gridDim.x) {
         rms_norm_row(s, x + r * ncols, alpha, out + r * ncols, ncols, eps, sh);
     }
@@ -318,8 +472,8 @@ __device__ __forceinline__ void rms_norm_kernel(const size_t nrows, const size_t
 template <int N, typename T>
 __device__ __forceinline__ void layer_norm_rows(const size_t nrows, const size_t ncols, const compute_t<T> eps,
                                                 const T* x, const T* alpha, const T* beta, T* out) {
-    __shared__ compute_t<T> sh[32];
-    const slots<N, row_values<N, T>()> s{threadIdx.x, blockDim.x};
+    __shared__ moments<compute_t<T>> sh[32];
+    const slots<N, row_values<kLayerNormRowBytes, N, T>()> s{threadIdx.x, blockDim.x};
     for (size_t r = blockIdx.x; r < nrows; r += gridDim.x) {
         layer_norm_row(s, x + r * ncols, alpha, beta, out + r * ncols, ncols, eps, sh);
     }

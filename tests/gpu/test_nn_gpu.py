@@ -105,6 +105,37 @@ def test_softmax_last_dim(backend, dtype, cols, kind):
     assert_close(got, want, dtype, f"{backend.value} softmax {dtype} {cols} {kind}")
 
 
+def _special_rows(rng, cols: int) -> np.ndarray:
+    """Rows a softmax must get right beyond random values: masked (-inf but for a few), all
+    -inf (NaN, as numpy), one NaN (NaN), one +inf (NaN), far below 0 (exp of the row's top
+    alone would underflow), and -inf in every lane but one of the block."""
+    rows = np.tile(rng.uniform(-10, 10, cols), (6, 1))
+    rows[0, rng.random(cols) < 0.9] = -np.inf
+    rows[0, cols // 2] = 1.0
+    rows[1] = -np.inf
+    rows[2, cols // 3] = np.nan
+    rows[3, cols - 1] = np.inf
+    rows[4] -= 1e4
+    rows[5, 1:] = -np.inf
+    return rows
+
+
+@pytest.mark.parametrize("backend", GPU_BACKENDS, ids=str)
+@pytest.mark.parametrize("cols", [7, 1000, 4096, 20000])
+@pytest.mark.parametrize("dtype", FLOAT)
+def test_softmax_of_infinities_and_nan_rows(backend, dtype, cols):
+    """Each part of a row (a thread's values, a segment) merges its top and sum with the
+    others: a part that holds only -inf must add 0, not NaN; NaN and +inf rows are NaN."""
+    x = _special_rows(np.random.default_rng(12), cols).astype(g.DType(dtype).numpy)
+    with np.errstate(invalid="ignore"):
+        want, got = on_both(device_of(backend), g.nn.SoftmaxLastDim(), [(x, g.Layout.contiguous(x.shape))])
+    assert np.array_equal(np.isnan(got.astype(np.float64)), np.isnan(want.astype(np.float64))), \
+        f"{backend.value} softmax {dtype} {cols}: NaN rows differ"
+    finite = ~np.isnan(want.astype(np.float64)).any(axis=1)
+    assert finite.tolist() == [True, False, False, False, True, True]
+    assert_close(got[finite], want[finite], dtype, f"{backend.value} softmax {dtype} {cols} special rows")
+
+
 def _alpha(rng, dtype: str, cols: int, broadcast: bool):
     """A (cols,) operand; broadcast: one value of stride 0."""
     if broadcast:
