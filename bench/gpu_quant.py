@@ -2,11 +2,18 @@
 q4_0 and q8_0 and one row of x, through qmatvec_<fmt> of hip/quantized.hip, beside torch.mv on
 the same weight dequantized to bf16, and the copy bandwidth of the same run.
 
-A product takes a few microseconds, less than a Python launch: the launches are captured in a
-CUDA graph (a graph of LAUNCHES back-to-back products, as a model's layers would run), and
-the graph is timed with CUDA events: device time per product, launch gaps included.
-Two variants: one weight read over and over (9.4 / 17.8 MB: it stays in the H100's 50 MB L2),
-and DISTINCT weights in turn (several times the L2), which reads every weight from HBM: the
+Two figures, each labelled in its row:
+- per product in a graph: LAUNCHES back-to-back products captured in a CUDA graph (as a
+  model's layers would run) and the graph timed with CUDA events, launch gaps included. Our
+  kernels are launched as the runtime launches them (programmatic dependent launch on
+  sm_90: a product may start while the one before it ends) and, beside that, plainly
+  ("no PDL": each waits for the one before to finish);
+- kernel duration: the kernel's own start-to-end time as CUPTI reports it through
+  torch.profiler (ProfilerActivity.CUDA; it sees the kernels launched through cuda-python in
+  this process too, and each row says how many of the launches it saw), over plain
+  launches, no graph, not overlapping: ours, and every kernel torch.mv runs.
+Two weights: one read over and over (9.4 / 17.8 MB: it stays in the H100's 50 MB L2), and
+DISTINCT weights in turn (several times the L2), which reads every weight from HBM: the
 honest "read once" figure. Bandwidth counts the quantized weight's bytes (x and y are 16 KB).
 
     python3 bench/gpu_quant.py [--floor] [--explore]   # prints the rows
@@ -28,6 +35,7 @@ DISTINCT = 16  # weights cycled through: 16 x 9.4 MB (q4_0) is 3x the L2
 LAUNCHES = 160  # products per timed graph
 REPEATS = 10
 COPY_ELEMS = 64 * 1024 * 1024
+PROFILED = 64  # plain launches per kernel duration figure (weights in turn, as in the graphs)
 
 
 def _ok(result):
@@ -107,6 +115,44 @@ def copy_bandwidth() -> float:
     return 2 * src.nbytes / statistics.median(samples) / 1e9
 
 
+def _kernel_records(prof) -> list[tuple[str, float]]:
+    """(name, seconds) of each device kernel the profiler recorded."""
+    import torch
+
+    try:  # kineto's own records: nanoseconds
+        records = [(e.name(), e.duration_ns() * 1e-9) for e in prof.profiler.kineto_results.events()
+                   if e.device_type() == torch.autograd.DeviceType.CUDA]
+    except AttributeError:  # another torch: the parsed events (microseconds)
+        records = [(e.name, (e.time_range.end - e.time_range.start) * 1e-6) for e in prof.events()
+                   if e.device_type == torch.autograd.DeviceType.CUDA]
+    # kernels only: CUPTI reports copies and memsets on the device too
+    return [(name, t) for name, t in records if not name.startswith(("Memcpy", "Memset"))]
+
+
+def kernel_seconds(call, count: int, synchronize) -> tuple[list[tuple[str, float]], int]:
+    """The device kernels (name, seconds) that `count` calls of call(i) ran, as CUPTI reports
+    them through torch.profiler; plain launches, synchronized once at the end."""
+    from torch.profiler import ProfilerActivity, profile
+
+    call(0)
+    synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for i in range(count):
+            call(i)
+        synchronize()
+    return _kernel_records(prof), count
+
+
+def plain_launch(rt):
+    """A `launch` for the generated wrappers that goes through the driver's cuLaunchKernel,
+    without the runtime's prepared launch and its attributes (no programmatic dependent
+    launch); the function must have been launched once through rt.launch."""
+    def launch(source, name, grid, block, stream, args, types):
+        rt.driver.launch(rt._functions[(stream.ordinal, source, name)], grid, block, stream.handle, args, types)
+
+    return launch
+
+
 def bench_quant(rows: dict) -> None:
     """Fill `rows` with the figures (name -> number or text)."""
     import numpy as np
@@ -154,14 +200,25 @@ def qmatvec_rows(rows: dict, fmt: str, values, x, copy: float):
 
     stream = rt.stream(0)
     nbytes = gpu_quant.q_size_in_bytes(rt, q)
+    programmatic = fn is not None and int(fn) in getattr(rt.driver, "_programmatic", ())
+    rows[f"qmatvec_{fmt}: launched with programmatic dependent launch"] = "yes" if programmatic else "no"
+    plain = plain_launch(rt)
     for variant, distinct in (("one weight, L2-resident", 1), (f"{DISTINCT} weights in turn, from HBM", DISTINCT)):
-        def product(i, distinct=distinct):
-            launch(rt.launch, grid, threads, stream, weights[i % distinct].buf.ptr, x_buf.ptr, y.ptr, N, K, 1)
+        for how, via in (("", rt.launch), (" (no PDL)", plain)):
+            def product(i, distinct=distinct, via=via):
+                launch(via, grid, threads, stream, weights[i % distinct].buf.ptr, x_buf.ptr, y.ptr, N, K, 1)
 
-        seconds = graph_seconds(product, stream.handle)
-        rows[f"{label}, {variant}: device time per product (us)"] = seconds * 1e6
-        rows[f"{label}, {variant}: GB/s of weight"] = nbytes / seconds / 1e9
-        rows[f"{label}, {variant}: share of copy bandwidth"] = nbytes / seconds / 1e9 / copy
+            seconds = graph_seconds(product, stream.handle)
+            rows[f"{label}, {variant}: per product in a graph{how} (us)"] = seconds * 1e6
+            rows[f"{label}, {variant}: per product in a graph{how}: share of copy bandwidth"] = (
+                nbytes / seconds / 1e9 / copy)
+        records, count = kernel_seconds(
+            lambda i, distinct=distinct: launch(plain, grid, threads, stream, weights[i % distinct].buf.ptr,
+                                                x_buf.ptr, y.ptr, N, K, 1), PROFILED, lambda: rt.synchronize(0))
+        ours = [t for name, t in records if name == f"qmatvec_{fmt}"]
+        seconds = statistics.median(ours)
+        rows[f"{label}, {variant}: kernel duration, profiler (us; {len(ours)} of {count} launches seen)"] = seconds * 1e6
+        rows[f"{label}, {variant}: kernel duration, profiler: share of copy bandwidth"] = nbytes / seconds / 1e9 / copy
     return w
 
 
@@ -174,18 +231,60 @@ def torch_rows(rows: dict, fmt: str, w, x) -> None:
     tx = torch.from_numpy(x).cuda().to(torch.bfloat16)
     ty = torch.empty(N, dtype=torch.bfloat16, device="cuda")
     for variant, distinct in (("one weight", 1), (f"{DISTINCT} weights in turn", DISTINCT)):
-        seconds = torch_graph_seconds(lambda i, distinct=distinct: torch.mv(weights[i % distinct], tx, out=ty))
+        def mv(i, distinct=distinct):
+            torch.mv(weights[i % distinct], tx, out=ty)
+
+        seconds = torch_graph_seconds(mv)
         label = f"torch.mv bf16 {N}x{K} ({fmt} dequantized), {variant}"
-        rows[f"{label}: device time (us)"] = seconds * 1e6
-        rows[f"{label}: GB/s of weight"] = weights[0].nbytes / seconds / 1e9
+        rows[f"{label}: per product in a graph (us)"] = seconds * 1e6
+        rows[f"{label}: per product in a graph: GB/s of weight"] = weights[0].nbytes / seconds / 1e9
+        records, count = kernel_seconds(mv, PROFILED, torch.cuda.synchronize)
+        seconds = sum(t for _, t in records) / count  # every kernel of the calls: torch.mv's
+        names = sorted({name[:60] for name, _ in records})
+        rows[f"{label}: kernel duration, profiler (us; {len(records) / count:g} kernels per product: "
+             f"{', '.join(names)})"] = seconds * 1e6
+        rows[f"{label}: kernel duration, profiler: GB/s of weight"] = weights[0].nbytes / seconds / 1e9
+
+
+# explore_quant's variants: (label, threads per block, rows per item, {text: replacement} in
+# hip/quantized.hip). The dp4a path's shapes: rows per item (kFastRows), cp.async commit
+# groups (kFastStages), threads per weight block (kFastSplit: 128 times that many a block),
+# the resident blocks per SM its registers are bounded for (fast_launch::want), and the L2
+# prefetch before the wait for the previous kernel.
+_Q4 = "static constexpr int kFastRows = 16, kFastStages = 4, kFastSplit = 2;"
+_Q8 = "static constexpr int kFastRows = 8, kFastStages = 4, kFastSplit = 2;"  # 16 rows: over 48 KB static
+
+_PREFETCH = "prefetch_l2(w + (n0 + row) * row_bytes, (uint32_t)row_bytes);"
+_RELEASE = "    release_dependents();\n    wait_for_predecessor();"
+_REDUCE = "        warp_rows<R>(acc, lane, partial[warp]);"
+_LATE = {_RELEASE: "    wait_for_predecessor();", _REDUCE: "        release_dependents();\n" + _REDUCE}
+_Q4_FROM = "static constexpr int kFastPrefetchFrom = 0;"
+_Q8_FROM = "static constexpr int kFastPrefetchFrom = kFastRows / kFastStages;"
+EXPLORE = {
+    "q4_0": [("shipped", 256, 16, {}),
+             ("no L2 prefetch", 256, 16, {_PREFETCH: ""}),
+             ("L2 prefetch of the rows after the first stage only", 256, 16,
+              {_Q4_FROM: _Q4_FROM.replace("= 0", "= kFastRows / kFastStages")}),
+             ("next kernel released at the reduction", 256, 16, _LATE),
+             ("8 stages", 256, 16, {_Q4: _Q4.replace("kFastStages = 4", "kFastStages = 8")}),
+             ("8 stages, no L2 prefetch", 256, 16, {_Q4: _Q4.replace("kFastStages = 4", "kFastStages = 8"),
+                                                    _PREFETCH: ""}),
+             ("8 stages, next kernel released at the reduction", 256, 16,
+              {_Q4: _Q4.replace("kFastStages = 4", "kFastStages = 8"), **_LATE}),
+             ("8 rows/item, 4 blocks/SM", 256, 8, {_Q4: _Q4.replace("kFastRows = 16", "kFastRows = 8")})],
+    "q8_0": [("shipped", 256, 8, {}),
+             ("no L2 prefetch", 256, 8, {_PREFETCH: ""}),
+             ("L2 prefetch of every row", 256, 8, {_Q8_FROM: _Q8_FROM.replace("kFastRows / kFastStages", "0")}),
+             ("next kernel released at the reduction", 256, 8, _LATE),
+             ("8 stages", 256, 8, {_Q8: _Q8.replace("kFastStages = 4", "kFastStages = 8")})],
+}
 
 
 def explore_quant(rows: dict) -> None:
-    """Device time (one weight from L2, 16 from HBM) of qmatvec_q4_0 / q8_0 compiled from
-    copies of hip/quantized.hip with other shapes of the dp4a path: weight rows per item
-    (kFastRows), cp.async commit groups per item (kFastStages) and threads per weight block
-    (kFastSplit: the block has 128 times that many). Each variant's result is checked
-    against the first's."""
+    """qmatvec_q4_0 / q8_0 compiled from copies of hip/quantized.hip changed as EXPLORE says:
+    per product in a graph (one weight from L2; 16 from HBM with and without programmatic
+    dependent launch) and the kernel duration from HBM (profiler). Each variant's result is
+    checked against the first's, with y poisoned before."""
     import ctypes
     import shutil
     import tempfile
@@ -202,39 +301,51 @@ def explore_quant(rows: dict) -> None:
     rng = np.random.default_rng(3)
     x_buf, y = rt.from_host(0, rng.standard_normal(K).astype(np.float32)), rt.alloc(0, N, np.dtype(np.float32))
     types = (ctypes.c_void_p,) * 3 + (ctypes.c_size_t,) * 3
-    shipped = {"q4_0": "static constexpr int kFastRows = 16, kFastStages = 4, kFastSplit = 2;",
-               "q8_0": "static constexpr int kFastRows = 8, kFastStages = 4, kFastSplit = 2;"}
-    variants = {"q4_0": [(16, 4, 2), (16, 4, 1), (16, 4, 4), (16, 8, 2), (8, 4, 2), (16, 8, 4)],
-                "q8_0": [(8, 4, 2), (8, 4, 1), (8, 8, 2), (8, 2, 2)]}
-    for fmt, shapes in variants.items():
-        assert shipped[fmt] in text, f"explore: {shipped[fmt]!r} not in hip/quantized.hip"
+    for fmt, variants in EXPLORE.items():
         q = gpu_quant.quantize(rt, 0, rng.standard_normal(N * K).astype(np.float32), fmt)
         data = gpu_quant.q_data(rt, q)
         weights = [q] + [gpu_quant.qstorage_from_bytes(rt, 0, data, fmt) for _ in range(DISTINCT - 1)]
         nbytes = gpu_quant.q_size_in_bytes(rt, q)
         want = None
-        for item_rows, stages, split in shapes:
-            label = f"explore qmatvec {fmt}: rows/item {item_rows}, stages {stages}, threads/block {128 * split}"
-            source = text.replace(shipped[fmt], f"static constexpr int kFastRows = {item_rows}, "
-                                                f"kFastStages = {stages}, kFastSplit = {split};")
-            path = tmp / f"quantized_{fmt}_{item_rows}_{stages}_{split}.hip"
+        for number, (name, threads, item_rows, changes) in enumerate(variants):
+            label = f"explore qmatvec {fmt}: {name}"
+            source = text
+            for old, new in changes.items():
+                assert old in source, f"explore: {old!r} not in hip/quantized.hip"
+                source = source.replace(old, new)
+            path = tmp / f"quantized_{fmt}_{number}.hip"
             path.write_text(source)
-            grid, threads = -(-N // item_rows), 128 * split
-
+            grid = -(-N // item_rows)
             try:
-                def run(i, path=path, grid=grid, threads=threads, distinct=1):
-                    rt.launch(str(path), f"qmatvec_{fmt}", grid, threads, stream,
-                              (weights[i % distinct].buf.ptr, x_buf.ptr, y.ptr, N, K, 1), types)
+                def run(i, path=path, grid=grid, threads=threads, distinct=1, plain=False):
+                    args = (weights[i % distinct].buf.ptr, x_buf.ptr, y.ptr, N, K, 1)
+                    if plain:
+                        fn = rt._functions[(0, str(path), f"qmatvec_{fmt}")]
+                        rt.driver.launch(fn, grid, threads, stream.handle, args, types)
+                    else:
+                        rt.launch(str(path), f"qmatvec_{fmt}", grid, threads, stream, args, types)
 
                 rt.driver.memset(y.ptr, y.nbytes, stream.handle, 0xFF)  # NaN: an unwritten output shows
                 run(0)
                 got = rt.to_host(y)
                 want = got if want is None else want
                 error = float(np.max(np.abs(got - want)) / np.max(np.abs(want)))
+                fn = rt._functions[(0, str(path), f"qmatvec_{fmt}")]
+                from cuda.bindings import driver as cu
+
+                regs = _ok(cu.cuFuncGetAttribute(cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NUM_REGS, fn))
+                resident = _ok(cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(fn, threads, 0))
                 l2 = graph_seconds(run, stream.handle)
                 hbm = graph_seconds(lambda i, run=run: run(i, distinct=DISTINCT), stream.handle)
-                rows[label] = (f"L2 {l2 * 1e6:.2f} us; HBM {hbm * 1e6:.2f} us = {nbytes / hbm / 1e9:.0f} GB/s = "
-                               f"{nbytes / hbm / 1e9 / copy:.3f} of copy; error vs first {error:.1e}")
+                hbm_plain = graph_seconds(lambda i, run=run: run(i, distinct=DISTINCT, plain=True), stream.handle)
+                records, count = kernel_seconds(lambda i, run=run: run(i, distinct=DISTINCT, plain=True), PROFILED,
+                                                lambda: rt.synchronize(0))
+                kernel = statistics.median([t for n, t in records if n == f"qmatvec_{fmt}"])
+                share = lambda t: nbytes / t / 1e9 / copy  # noqa: E731
+                rows[label] = (f"{regs} regs, {resident} blocks/SM, grid {grid}; per product in a graph: "
+                               f"L2 {l2 * 1e6:.2f} us, HBM {hbm * 1e6:.2f} us = {share(hbm):.3f} of copy, "
+                               f"HBM no PDL {hbm_plain * 1e6:.2f} us = {share(hbm_plain):.3f}; kernel duration "
+                               f"HBM {kernel * 1e6:.2f} us = {share(kernel):.3f}; error vs first {error:.1e}")
             except Exception as exc:  # noqa: BLE001  (a variant that fails is reported, the others run)
                 rows[label] = f"failed: {type(exc).__name__}: {exc}"
     shutil.rmtree(tmp, ignore_errors=True)

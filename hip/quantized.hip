@@ -101,6 +101,9 @@ struct q4_0 {  // d (f16), qs[16]: weight i < 16 the low nibble of qs[i], i + 16
     static constexpr int kTileBlocks = 64;  // the tiled path's blocks per row and tile: 4.5 KB tiles
     // The dp4a path (NVIDIA): rows per item, cp.async stages per item, threads per weight block.
     static constexpr int kFastRows = 16, kFastStages = 4, kFastSplit = 2;
+    // The first of an item's rows the dp4a path prefetches into L2 before waiting for the
+    // previous kernel (bench/gpu_quant.py --explore: from row 0 here, from the second stage for q8_0).
+    static constexpr int kFastPrefetchFrom = 0;
     static __device__ __forceinline__ void decode8(const uint8_t* b, int j, float (&v)[8]) {
         const float d = half_at(b);
         uint32_t w[2];
@@ -152,6 +155,7 @@ struct q8_0 {  // d (f16), qs[32] int8: q * d
     static constexpr int kElems = 32, kBytes = 34;
     static constexpr int kTileBlocks = 32;
     static constexpr int kFastRows = 8, kFastStages = 4, kFastSplit = 2;
+    static constexpr int kFastPrefetchFrom = kFastRows / kFastStages;
     static __device__ __forceinline__ void decode8(const uint8_t* b, int j, float (&v)[8]) {
         const float d = half_at(b);
         uint32_t w[2];
@@ -252,6 +256,36 @@ template <typename F, typename T> __device__ void dequantize(const uint8_t* bloc
 }
 
 // ---------------------------------------------------------------------------- qmatvec
+
+// Programmatic dependent launch (sm_90; no-ops elsewhere and in a plain launch). The runtime
+// launches qmatvec_q4_0 / q8_0 with programmatic stream serialization (runtime/cuda.py's
+// PROGRAMMATIC_KERNELS), so they may start while the kernel before them is still running:
+// nothing of device memory may be read or written before wait_for_predecessor() (it returns
+// once that kernel has finished and its writes are visible), but an L2 prefetch, which moves
+// no data into the kernel and leaves every later read coherent (L2 is the device's point of
+// coherence), may run before it: the weights start streaming while the previous kernel ends.
+__device__ __forceinline__ void wait_for_predecessor() {
+#if OPGEN_CUDA && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+// Lets the next kernel (when launched programmatically) start as blocks of this one free room.
+__device__ __forceinline__ void release_dependents() {
+#if OPGEN_CUDA && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+// Bytes [p, p + nbytes) into L2 (p 16-byte aligned, nbytes a multiple of 16): one bulk copy
+// engine request, no registers held.
+__device__ __forceinline__ void prefetch_l2(const void* p, uint32_t nbytes) {
+#if OPGEN_CUDA && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(p), "r"(nbytes) : "memory");
+#else
+    (void)p;
+    (void)nbytes;
+#endif
+}
+
 
 // Lane 0 of each group of 32 lanes gets the group's sum.
 __device__ __forceinline__ float group_sum(float v) {
@@ -411,7 +445,11 @@ template <typename F> __device__ void qmatvec_tiled(const uint8_t* __restrict__ 
 // 2 threads per block beat 1 (whole blocks per thread: 7.25 / 10.1 us for q4_0 / q8_0, against
 // 6.2-6.5 / 9.3) and 4 (7.2 us, q4_0: more instructions in all); 8 rows per item for q4_0 and
 // 2 or 8 stages were within noise; 4 rows per item for q8_0 were slower (more blocks, each
-// quantizing x again).
+// quantizing x again). Launched programmatically (wait_for_predecessor, below), a product
+// prefetches its weight rows into L2 while the previous kernel ends: per product in a graph
+// from HBM, q4_0 7.3 -> 5.5 us and q8_0 10.3 -> 7.8-8.5 us; a plain launch pays ~0.5 us (q4_0)
+// and ~0.9 us (q8_0) for the prefetch, which then only duplicates the cp.async requests
+// (bench/results/qmatvec-h100.md).
 
 // cp.async: 16 bytes global -> shared, asynchronous, not through L1 (an L2::256B prefetch
 // hint measured no different).
@@ -669,7 +707,17 @@ template <typename F> struct fast_launch {
 template <typename F> __device__ __forceinline__ void qmatvec_fast(const uint8_t* w, const float* x, float* y, size_t n,
                                                                    size_t k, size_t rows) {
 #if OPGEN_QMATVEC_DP4A
-    if (k % 256 == 0 && opgen::aligned16(w) && blockDim.x == (unsigned int)fast_launch<F>::threads) {
+    const bool dp4a = k % 256 == 0 && opgen::aligned16(w) && blockDim.x == (unsigned int)fast_launch<F>::threads;
+    if (dp4a && blockIdx.x % rows == 0) {  // the weight rows of this block's first item, a row a thread
+        const size_t n0 = blockIdx.x / rows * F::kFastRows, row_bytes = k / F::kElems * F::kBytes;
+        const unsigned int row = threadIdx.x + F::kFastPrefetchFrom;
+        if (row < (unsigned int)F::kFastRows && n0 + row < n) {
+            prefetch_l2(w + (n0 + row) * row_bytes, (uint32_t)row_bytes);  // 16-byte multiple: k % 256 == 0
+        }
+    }
+    release_dependents();
+    wait_for_predecessor();
+    if (dp4a) {
         qmatvec_dp4a<F>(w, x, y, n, k, rows);
     } else {
 #else

@@ -52,6 +52,24 @@ class _LaunchConfig(ctypes.Structure):
                 ("numAttrs", ctypes.c_uint)]
 
 
+class _LaunchAttribute(ctypes.Structure):
+    """CUlaunchAttribute (cuda.h): an id, padding to 8 bytes, a 64-byte value union."""
+
+    _fields_ = [("id", ctypes.c_uint), ("pad", ctypes.c_uint), ("value", ctypes.c_int), ("rest", ctypes.c_char * 60)]
+
+
+#: CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION (cuda.h's CUlaunchAttributeID).
+_PROGRAMMATIC_SERIALIZATION = 6
+
+#: Kernels launched with programmatic stream serialization (compute capability 9.0 and up):
+#: each executes griddepcontrol.wait before it reads or writes device memory (all it does
+#: before is an L2 prefetch of its weights), so it may start while the kernel before it in
+#: the stream still runs, and its launch and first loads overlap that kernel's end
+#: (hip/quantized.hip, at wait_for_predecessor). A kernel named here that did not wait
+#: would race with its predecessor: add one only with that wait.
+PROGRAMMATIC_KERNELS = frozenset({"qmatvec_q4_0", "qmatvec_q8_0"})
+
+
 # cuInit failures, by error name (the enum's members differ between cuda-python releases).
 _INIT_ERRORS = {
     "CUDA_ERROR_NO_DEVICE": "no device",
@@ -99,6 +117,7 @@ class CudaDriver:
         self._streams: dict[int, object] = {}
         self._devices: dict[int, object] = {}
         self._local = threading.local()  # per thread: the current ordinal, the launch argument holders
+        self._programmatic: set[int] = set()  # functions of PROGRAMMATIC_KERNELS built for sm_90 and up
 
     def _call(self, what: str, result):
         err, *rest = result
@@ -255,7 +274,14 @@ class CudaDriver:
         return self._call("cuModuleLoadData", _driver_api().cuModuleLoadData(image))
 
     def function(self, module, name: str):
-        return self._call(f"cuModuleGetFunction({name})", _driver_api().cuModuleGetFunction(module, name.encode()))
+        cu = _driver_api()
+        fn = self._call(f"cuModuleGetFunction({name})", cu.cuModuleGetFunction(module, name.encode()))
+        if name in PROGRAMMATIC_KERNELS:
+            version = self._call("cuFuncGetAttribute", cu.cuFuncGetAttribute(
+                cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_BINARY_VERSION, fn))
+            if version >= 90:  # griddepcontrol and the launch attribute: sm_90 and up
+                self._programmatic.add(int(fn))
+        return fn
 
     def launch(self, fn, grid: int, block: int, stream, args: tuple, types: tuple) -> None:
         address = kernel_params(self._local, types, args)
@@ -275,9 +301,12 @@ class CudaDriver:
         kernel's arguments as `types` and after them the launch config; each launch fills
         both with one struct.pack_into (the arguments, then the grid and block dims), and
         the stream's handle is written when the stream changes. Other threads, other
-        signatures and values the pack refuses take `launch`."""
+        signatures and values the pack refuses take `launch`. The functions of
+        PROGRAMMATIC_KERNELS (as `function` found them) carry the programmatic stream
+        serialization attribute; `launch` never does."""
         launch_ex = _libcuda_symbol("cuLaunchKernelEx")
-        fields = [(f"a{i}", t) for i, t in enumerate(types)] + [("config", _LaunchConfig)]
+        fields = [(f"a{i}", t) for i, t in enumerate(types)] + [("config", _LaunchConfig),
+                                                                 ("attribute", _LaunchAttribute)]
         frame_type = type("Frame", (ctypes.Structure,), {"_fields_": fields})
         layout = struct.Struct("@" + "".join(STRUCT_CODES[t] for t in types) + "0P" + "IIII")
         if launch_ex is None or layout.size != frame_type.config.offset + 16:
@@ -288,6 +317,9 @@ class CudaDriver:
             *(base + getattr(frame_type, f"a{i}").offset for i in range(len(types))))
         config = frame.config
         config.blockDimY = config.blockDimZ = 1  # sharedMemBytes, attrs, numAttrs: 0
+        if int(fn) in self._programmatic:
+            frame.attribute.id, frame.attribute.value = _PROGRAMMATIC_SERIALIZATION, 1
+            config.attrs, config.numAttrs = base + frame_type.attribute.offset, 1
         config_address = ctypes.c_void_p(base + frame_type.config.offset)
         params = ctypes.c_void_p(ctypes.addressof(pointers))
         function = ctypes.c_void_p(int(fn))

@@ -364,3 +364,51 @@ def test_a_failed_cuda_launch_raises_gpu_error(monkeypatch):
     _, launch, _ = _cuda_launcher(monkeypatch, types, result=1)  # CUDA_ERROR_INVALID_VALUE
     with pytest.raises(GpuError, match="cuda: cuLaunchKernel failed"):
         launch(1, 1, 0x5000, (1,), types)
+
+
+class FakeCudaApi:
+    """cuda-python's cuModuleGetFunction and cuFuncGetAttribute for CudaDriver.function:
+    functions numbered in order of lookup, all of one binary version (70 for sm_70, ...)."""
+
+    class CUfunction_attribute:  # noqa: N801  (cuda-python's name)
+        CU_FUNC_ATTRIBUTE_BINARY_VERSION = "binary version"
+
+    def __init__(self, version):
+        self.version, self.looked_up = version, []
+
+    def cuModuleGetFunction(self, module, name):  # noqa: N802
+        self.looked_up.append(name.decode())
+        return 0, 0x100 + len(self.looked_up)
+
+    def cuFuncGetAttribute(self, attribute, fn):  # noqa: N802
+        assert attribute == "binary version"
+        return 0, self.version
+
+
+@pytest.mark.parametrize("version", [90, 80])
+def test_only_the_kernels_that_wait_for_their_predecessor_launch_programmatically(monkeypatch, version):
+    """qmatvec_q4_0 / q8_0 built for sm_90 and up carry the programmatic stream serialization
+    attribute (id 6, value 1) in every prepared launch; other kernels, and those kernels
+    built for an older GPU, carry none."""
+    import runtime.cuda as cuda
+
+    types = (ctypes.c_void_p,) * 3 + (ctypes.c_size_t,) * 3
+    lib, api = FakeLibcuda(types), FakeCudaApi(version)
+    monkeypatch.setattr(cuda, "_libcuda_symbol", lib.symbol)
+    monkeypatch.setattr(cuda, "_driver_api", lambda: api)
+    driver = cuda.CudaDriver()
+    functions = {name: driver.function("module", name) for name in ("qmatvec_q4_0", "qmatvec_q4_1", "qmatvec_q8_0")}
+    args = (0x1000, 0x2000, 0x3000, 4096, 4096, 1)
+    for name, fn in functions.items():
+        launch = driver.launcher(fn, types)
+        for _ in range(2):
+            launch(256, 256, 0x5000, args, types)
+            kind, got_fn, dims, stream, attrs, count, params, _ = lib.calls[-1]
+            assert (kind, got_fn, dims[:4], stream, params) == ("ex", fn, (256, 1, 1, 256), 0x5000, list(args))
+            if version >= 90 and name in ("qmatvec_q4_0", "qmatvec_q8_0"):
+                attribute = cuda._LaunchAttribute.from_address(attrs)
+                assert (count, attribute.id, attribute.value) == (1, 6, 1), name
+                assert ctypes.sizeof(cuda._LaunchAttribute) == 72  # cuda.h's CUlaunchAttribute
+            else:
+                assert (attrs, count) == (None, 0), name
+    assert api.looked_up == ["qmatvec_q4_0", "qmatvec_q4_1", "qmatvec_q8_0"]

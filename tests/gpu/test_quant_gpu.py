@@ -206,3 +206,39 @@ def test_storage_from_bytes_and_zeros(backend, fmt):
     assert not flat(zeros.dequantize(count), count).any()
     with pytest.raises(g.ShapeMismatch):
         device.qstorage_from_bytes(cpu.data()[:-1], g.GgmlDType(fmt))
+
+
+@pytest.mark.parametrize("backend", GPU_BACKENDS, ids=str)
+@pytest.mark.parametrize("size", [4096, 2304])
+def test_chained_products_read_what_the_product_before_wrote(backend, size):
+    """Each product's x is the output of the product just before, queued back to back with
+    no synchronization: on cuda (sm_90) qmatvec_q4_0 / q8_0 start while the kernel before
+    them runs (programmatic dependent launch), so reading x or writing y before that kernel
+    ends would show here as poison (NaN) or stale values. Each step is checked against the
+    cpu on the input the gpu actually had."""
+    device = device_or_skip(backend)
+    steps = [("q4_0", 0), ("q4_0", 1), ("q8_0", 0), ("q4_0", 0), ("q8_0", 1), ("q8_0", 0), ("q4_0", 1)]
+    weight = {}
+    for fmt, seed in sorted(set(steps)):
+        values = weights(size * size, seed=size + 7 * seed + FORMATS.index(fmt)) / np.float32(size ** 0.5)
+        weight[fmt, seed] = (g.Device.parse("cpu").quantize(values, g.GgmlDType(fmt)),
+                             device.quantize(values, g.GgmlDType(fmt)))
+    x = np.random.default_rng(size).standard_normal(size).astype(np.float32)
+    layout = g.Layout.contiguous((size,))
+    outs = [device.storage_from_slice(x)]
+    for fmt, seed in steps:  # nothing synchronizes between these launches
+        outs.append(weight[fmt, seed][1].matmul(outs[-1], layout, (size, size)))
+    values = [g.to_numpy(out, layout) for out in outs]
+    np.testing.assert_array_equal(values[0], x)
+    for i, (fmt, seed) in enumerate(steps):
+        cpu_q = weight[fmt, seed][0]
+        w = flat(cpu_q.dequantize(size * size), size * size).reshape(size, size)
+        want = g.to_numpy(cpu_q.matmul(g.Device.parse("cpu").storage_from_slice(values[i]), layout, (size, size)), layout)
+        assert_matmul_close(values[i + 1], want, values[i], w, f"{backend.value} step {i} {fmt} ({size}, {size})")
+    if backend is g.Backend.CUDA:
+        import runtime.cuda as cuda
+
+        rt = cuda._rt
+        if int(rt.driver.arch(0)[3:]) >= 90:
+            launched = {name: int(fn) for (_, _, name), fn in rt._functions.items() if name.startswith("qmatvec_q")}
+            assert {launched["qmatvec_q4_0"], launched["qmatvec_q8_0"]} <= rt.driver._programmatic
