@@ -348,11 +348,19 @@ class GpuRuntime:
         self.driver.copy(out.ptr, buf.ptr, buf.nbytes, self.driver.stream(buf.ordinal))
         return out
 
-    def to_device(self, buf: GpuBuffer, layout: Layout, ordinal: int) -> GpuBuffer:
-        """Within the backend: a contiguous copy of the view, on `ordinal`. A contiguous
-        view is copied device to device, peer to peer between two devices (on the
-        destination's stream, ordered with both devices' streams by the driver); a strided
-        one, or one the two devices cannot copy peer to peer, goes through host memory."""
+    def to_device(self, buf: GpuBuffer, layout: Layout, ordinal: int, table: dict | None = None) -> GpuBuffer:
+        """Within the backend: a contiguous copy of the view, on `ordinal`. A strided view is
+        first made dense on its own device by copy_strided_<dtype> (`table`: the launch table
+        of copy_strided_src); the dense bytes are copied device to device, peer to peer
+        between two devices (on the destination's stream, ordered with both devices' streams
+        by the driver). Two devices that cannot copy peer to peer, or a strided view without
+        `table`, go through host memory."""
+        if not layout.is_contiguous and table is not None:
+            _fits("to_device", self.name, buf, layout)
+            dense = self._dense_copy(buf, layout, self._entry(table, buf.dtype, "to_device"))
+            if ordinal == buf.ordinal:
+                return dense
+            buf, layout = dense, Layout.contiguous(layout.shape)
         if layout.is_contiguous:
             out = self.alloc(ordinal, layout.elem_count, buf.dtype)
             stream = self.driver.stream(ordinal)

@@ -119,16 +119,46 @@ def test_devices_that_cannot_copy_peer_to_peer_go_through_host_memory():
     np.testing.assert_array_equal(rt.to_numpy(out, Layout.contiguous((4, 6))), X)
 
 
-COPY = kernels_hip.STORAGE["copy_strided_src"]
+COPY = kernels_hip.STORAGE["copy_strided_src"]  # the table the generated to_device passes
 
 
-def test_a_strided_view_goes_through_host_memory_and_one_device_copies_on_it():
-    rt, driver, _ = _runtime()
+def test_a_strided_view_is_made_dense_on_its_device_then_copied_peer_to_peer():
+    rt, driver, launches = _runtime()
     src = rt.from_host(0, X)
-    moved = rt.to_device(src, Layout.contiguous((4, 6)).transpose(0, 1), 1)
+    moved = rt.to_device(src, Layout.contiguous((4, 6)).transpose(0, 1), 1, COPY)
+    [(name, _, _, (numel, rank, info, inp, dense))] = launches
+    assert (name, numel, rank, inp) == ("copy_strided_f32", 24, 2, src.ptr) and info
+    [(_, dst, dst_ordinal, from_, src_ordinal, nbytes, _)] = driver.of("peer_copy")
+    assert (dst, dst_ordinal, from_, src_ordinal, nbytes) == (moved.ptr, 1, dense, 0, X.nbytes)
+    assert not driver.of("download")  # no trip through host memory
     np.testing.assert_array_equal(rt.to_numpy(moved, Layout.contiguous((6, 4))), X.T)
-    same = rt.to_device(src, Layout.contiguous((4, 6)), 0)
+
+
+def test_a_strided_view_on_its_own_device_is_one_copy_kernel():
+    rt, driver, launches = _runtime()
+    src = rt.from_host(0, X)
+    view = Layout.contiguous((4, 6)).narrow(1, 1, 3)
+    moved = rt.to_device(src, view, 0, COPY)
+    assert [(name, args[3], args[4]) for name, _, _, args in launches] == [("copy_strided_f32", src.ptr + 4, moved.ptr)]
+    assert not driver.of("peer_copy") and not driver.of("download") and not driver.of("copy")
+    np.testing.assert_array_equal(rt.to_numpy(moved, Layout.contiguous((4, 3))), X[:, 1:4])
+
+
+def test_a_strided_view_goes_through_host_memory_without_peer_access_or_a_copy_kernel():
+    for peer, table in ((False, COPY), (True, None)):
+        rt, driver, launches = _runtime(peer)
+        src = rt.from_host(0, X)
+        moved = rt.to_device(src, Layout.contiguous((4, 6)).transpose(0, 1), 1, table)
+        np.testing.assert_array_equal(rt.to_numpy(moved, Layout.contiguous((6, 4))), X.T)
+        assert driver.of("download")[0][2] == X.nbytes and len(launches) == (table is not None)
+
+
+def test_a_contiguous_view_on_its_own_device_is_one_memcpy():
+    rt, driver, launches = _runtime()
+    src = rt.from_host(0, X)
+    same = rt.to_device(src, Layout.contiguous((4, 6)), 0, COPY)
     assert not driver.of("peer_copy") and driver.of("copy")[-1][1:] == (same.ptr, src.ptr, X.nbytes, "stream0")
+    assert not launches
 
 
 def test_an_empty_view_needs_no_copy():
