@@ -15,6 +15,8 @@ from runtime.layout import Layout
 from .backends import Backend, On
 from .backends import missing as _missing
 from .device import Device
+from . import kernels_hip as _kernels_hip
+from . import kernels_numpy as _kernels_numpy
 from .storage import Storage
 
 
@@ -63,7 +65,7 @@ def to_device(storage: Storage, layout: Layout, device: Device) -> Storage:
         case (On.CUDA, On.CPU):
             return Storage(On.CPU, _rt_cpu.from_host(device.ordinal, _rt_cuda.to_numpy(storage.inner, layout).reshape(-1)))
         case (On.CUDA, On.CUDA):
-            return Storage(On.CUDA, _rt_cuda.to_device(storage.inner, layout, device.ordinal))
+            return Storage(On.CUDA, _rt_cuda.to_device(storage.inner, layout, device.ordinal, _kernels_hip.STORAGE["copy_strided_src"]))
         case (On.CUDA, On.ROCM):
             return Storage(On.ROCM, _rt_rocm.from_host(device.ordinal, _rt_cuda.to_numpy(storage.inner, layout).reshape(-1)))
         case (On.ROCM, On.CPU):
@@ -71,4 +73,4 @@ def to_device(storage: Storage, layout: Layout, device: Device) -> Storage:
         case (On.ROCM, On.CUDA):
             return Storage(On.CUDA, _rt_cuda.from_host(device.ordinal, _rt_rocm.to_numpy(storage.inner, layout).reshape(-1)))
         case (On.ROCM, On.ROCM):
-            return Storage(On.ROCM, _rt_rocm.to_device(storage.inner, layout, device.ordinal))
+            return Storage(On.ROCM, _rt_rocm.to_device(storage.inner, layout, device.ordinal, _kernels_hip.STORAGE["copy_strided_src"]))

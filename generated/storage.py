@@ -554,7 +554,7 @@ class Storage:
                     raise _dtype_mismatch("matmul", self, rhs)
                 if self.dtype() not in _MATMUL_SELF_DTYPES:
                     raise _dtype_not_in("matmul", self, _MATMUL_SELF_DTYPES)
-                return Storage(On.CUDA, _rt_cuda.matmul(self.inner, rhs.inner, bmnk, lhs_layout, rhs_layout))
+                return Storage(On.CUDA, _rt_cuda.matmul(self.inner, rhs.inner, bmnk, lhs_layout, rhs_layout, _kernels_hip.STORAGE["matmul"]))
             case On.ROCM:
                 if rhs.backend is not self.backend:
                     raise _device_mismatch("matmul", self, rhs)
@@ -563,7 +563,7 @@ class Storage:
                     raise _dtype_mismatch("matmul", self, rhs)
                 if self.dtype() not in _MATMUL_SELF_DTYPES:
                     raise _dtype_not_in("matmul", self, _MATMUL_SELF_DTYPES)
-                return Storage(On.ROCM, _rt_rocm.matmul(self.inner, rhs.inner, bmnk, lhs_layout, rhs_layout))
+                return Storage(On.ROCM, _rt_rocm.matmul(self.inner, rhs.inner, bmnk, lhs_layout, rhs_layout, _kernels_hip.STORAGE["matmul"]))
 
     def copy_strided_src(self, dst: Storage, dst_offset: int, src_layout: Layout) -> None:
         match self.backend:

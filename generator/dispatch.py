@@ -108,10 +108,14 @@ def to_numpy_arm(backend: Backend) -> Arm:
     return Arm(backend, "implemented", (f"return {backend.alias}.to_numpy(storage.inner, layout)",))
 
 
-def transfer(src: Backend, dst: Backend) -> Transfer:
-    """to_device from `src` to `dst`: the runtime's own copy within a backend, else through host memory."""
+def transfer(src: Backend, dst: Backend, registry: Registry) -> Transfer:
+    """to_device from `src` to `dst`: the runtime's own copy within a backend, else through
+    host memory. Within a backend that runs HIP kernels the runtime also gets the launch
+    table of copy_strided_src, to make a strided view dense on the device."""
     if src is dst and src.implements("to_device"):
-        call = f"{src.alias}.to_device(storage.inner, layout, device.ordinal)"
+        copy = next((op for op in registry.storage if op.name == "copy_strided_src"), None)
+        table = _kernel_table(copy, src) if copy else ()
+        call = f"{src.alias}.to_device({', '.join(['storage.inner', 'layout', 'device.ordinal', *table])})"
         return Transfer(src, dst, Arm(dst, "implemented", (f"return Storage(On.{dst.member}, {call})",)))
     if src.implements("to_numpy") and dst.implements("from_host"):
         host = f"{src.alias}.to_numpy(storage.inner, layout).reshape(-1)"
@@ -138,7 +142,7 @@ def with_arms(registry: Registry) -> Registry:
         dataclasses.replace(op, arms=tuple(nn_arm(op, b, inputs.get(op.trait, 1)) for b in registry.backends))
         for op in registry.nn
     )
-    transfers = tuple(transfer(s, d) for s in registry.backends for d in registry.backends)
+    transfers = tuple(transfer(s, d, registry) for s in registry.backends for d in registry.backends)
     return dataclasses.replace(
         registry, storage=storage, device=device, qstorage=qstorage, nn=nn,
         to_numpy=tuple(to_numpy_arm(b) for b in registry.backends), transfers=transfers,

@@ -348,11 +348,19 @@ class GpuRuntime:
         self.driver.copy(out.ptr, buf.ptr, buf.nbytes, self.driver.stream(buf.ordinal))
         return out
 
-    def to_device(self, buf: GpuBuffer, layout: Layout, ordinal: int) -> GpuBuffer:
-        """Within the backend: a contiguous copy of the view, on `ordinal`. A contiguous
-        view is copied device to device, peer to peer between two devices (on the
-        destination's stream, ordered with both devices' streams by the driver); a strided
-        one, or one the two devices cannot copy peer to peer, goes through host memory."""
+    def to_device(self, buf: GpuBuffer, layout: Layout, ordinal: int, table: dict | None = None) -> GpuBuffer:
+        """Within the backend: a contiguous copy of the view, on `ordinal`. A strided view is
+        first made dense on its own device by copy_strided_<dtype> (`table`: the launch table
+        of copy_strided_src); the dense bytes are copied device to device, peer to peer
+        between two devices (on the destination's stream, ordered with both devices' streams
+        by the driver). Two devices that cannot copy peer to peer, or a strided view without
+        `table`, go through host memory."""
+        if not layout.is_contiguous and table is not None:
+            _fits("to_device", self.name, buf, layout)
+            dense = self._dense_copy(buf, layout, self._entry(table, buf.dtype, "to_device"))
+            if ordinal == buf.ordinal:
+                return dense
+            buf, layout = dense, Layout.contiguous(layout.shape)
         if layout.is_contiguous:
             out = self.alloc(ordinal, layout.elem_count, buf.dtype)
             stream = self.driver.stream(ordinal)
@@ -573,12 +581,15 @@ class GpuRuntime:
             raise ShapeMismatch("copy_strided_src", self.name, f"at most {dst.size - dst_offset} elements",
                                 src_layout.elem_count)
         if src_layout.elem_count:
-            stream = self.stream(buf.ordinal)
-            dense = src_layout.is_contiguous
-            info, keep = (0, None) if dense else self._info(buf.ordinal, src_layout.shape, src_layout.stride)
-            fn(self.launch, self.geometry(src_layout.elem_count, buf.ordinal), BLOCK, stream,
-               src_layout.elem_count, src_layout.rank, info, buf.at(src_layout),
-               dst.ptr + dst_offset * dst.dtype.itemsize)
+            self._copy_view(fn, buf, src_layout, dst.ptr + dst_offset * dst.dtype.itemsize)
+
+    def _copy_view(self, copy, buf: GpuBuffer, layout: Layout, dst_ptr: int) -> None:
+        """The view's elements, in order, to dst_ptr on the view's device: `copy` is the
+        launch wrapper of copy_strided_<dtype> (hip/fill_copy.hip)."""
+        stream = self.stream(buf.ordinal)
+        info, keep = (0, None) if layout.is_contiguous else self._info(buf.ordinal, layout.shape, layout.stride)
+        copy(self.launch, self.geometry(layout.elem_count, buf.ordinal), BLOCK, stream,
+             layout.elem_count, layout.rank, info, buf.at(layout), dst_ptr)
 
     def copy2d(self, buf: GpuBuffer, dst: GpuBuffer, d1: int, d2: int, src_stride1: int, dst_stride1: int,
                src_offset: int, dst_offset: int, table: dict) -> None:
@@ -665,12 +676,22 @@ class GpuRuntime:
             if lo < 0 or hi >= size:
                 raise ShapeMismatch(op, self.name, f"ids in [0, {size})", lo if lo < 0 else hi)
 
-    def _dense(self, buf: GpuBuffer, layout: Layout) -> tuple[GpuBuffer, Layout]:
-        """A contiguous, offset-free copy where a kernel needs one (a strided view goes
-        through host memory: a first version)."""
+    def _dense(self, buf: GpuBuffer, layout: Layout, copy) -> tuple[GpuBuffer, Layout]:
+        """The view as a contiguous, offset-free buffer where a kernel needs one: the view
+        itself where it is one, else a copy made on the device (see _dense_copy)."""
         if layout.is_contiguous and layout.start_offset == 0:
             return buf, layout
-        return self.to_device(buf, layout, buf.ordinal), Layout.contiguous(layout.shape)
+        return self._dense_copy(buf, layout, copy), Layout.contiguous(layout.shape)
+
+    def _dense_copy(self, buf: GpuBuffer, layout: Layout, copy) -> GpuBuffer:
+        """A fresh contiguous copy of the view on its device, made by `copy`: the launch
+        wrapper of copy_strided_<dtype>, which the calling op's launch table carries (its
+        ops.yaml `kernel:` names copy_strided_{self}, or {x}, {ids}: the argument copied).
+        The caller has checked that the view fits its buffer."""
+        out = self.alloc(buf.ordinal, layout.elem_count, buf.dtype)
+        if out.size:
+            self._copy_view(copy, buf, layout, out.ptr)
+        return out
 
     def gather(self, buf, layout, ids, ids_layout, dim, table):
         fn = self._entry(table, (ids.dtype, buf.dtype), "gather")
@@ -703,8 +724,9 @@ class GpuRuntime:
 
     def index_select(self, buf, ids, layout, ids_layout, dim, table):
         fn = self._entry(table, (ids.dtype, buf.dtype), "index_select")
+        _fits("index_select", self.name, buf, layout)
         self._checked_ids("index_select", ids, ids_layout, layout.shape[dim])
-        src, src_layout = self._dense(buf, layout)
+        src, src_layout = self._dense(buf, layout, self._entry(table, buf.dtype, "index_select"))
         left, right = math.prod(layout.shape[:dim]), math.prod(layout.shape[dim + 1:])
         n_ids = ids_layout.elem_count
         out = self.alloc(buf.ordinal, left * n_ids * right, buf.dtype)
@@ -717,10 +739,13 @@ class GpuRuntime:
 
     def index_add(self, buf, layout, ids, ids_layout, src, src_layout, dim, table):
         fn = self._entry(table, (ids.dtype, buf.dtype), "index_add")
+        _fits("index_add", self.name, buf, layout)
+        _fits("index_add", self.name, src, src_layout)
         self._checked_ids("index_add", ids, ids_layout, layout.shape[dim])
-        ids_dense, _ = self._dense(ids, ids_layout)
-        src_dense, _ = self._dense(src, src_layout)
-        out = self.to_device(buf, layout, buf.ordinal)  # a contiguous copy of self, then add
+        copy = self._entry(table, buf.dtype, "index_add")
+        ids_dense, _ = self._dense(ids, ids_layout, self._entry(table, ("copy_strided_{ids}", ids.dtype), "index_add"))
+        src_dense, _ = self._dense(src, src_layout, copy)
+        out = self._dense_copy(buf, layout, copy)  # a contiguous copy of self, then add
         left, right = math.prod(layout.shape[:dim]), math.prod(layout.shape[dim + 1:])
         if left * right and ids_layout.elem_count:
             stream = self.stream(buf.ordinal)
@@ -729,15 +754,19 @@ class GpuRuntime:
         return out
 
     # -- matmul through the vendor BLAS (row-major storage, column-major BLAS) -----------------
-    def matmul(self, buf: GpuBuffer, rhs: GpuBuffer, bmnk, lhs_layout: Layout, rhs_layout: Layout) -> GpuBuffer:
+    def matmul(self, buf: GpuBuffer, rhs: GpuBuffer, bmnk, lhs_layout: Layout, rhs_layout: Layout,
+               table: dict) -> GpuBuffer:
         """C = A @ B per batch, A (b, m, k) and B (b, k, n) views, C contiguous (b, m, n).
         Row-major C is column-major C^T = B^T A^T: the BLAS gets B first. A view whose last
-        two dims are transposed needs no copy; other strided views are made dense first."""
+        two dims are transposed needs no copy; other strided views are made dense first, on
+        the device (`table`: dtype -> launch wrapper of copy_strided_<dtype>)."""
         b, m, n, k = bmnk
         for layout, rows, cols, what in ((lhs_layout, m, k, "lhs"), (rhs_layout, k, n, "rhs")):
             if layout.rank < 2 or layout.shape[-2:] != (rows, cols) or math.prod(layout.shape[:-2]) != b:
                 raise ShapeMismatch("matmul", self.name, f"{what} of shape (.., {rows}, {cols}) with {b} batches",
                                     layout.shape)
+        _fits("matmul", self.name, buf, lhs_layout)
+        _fits("matmul", self.name, rhs, rhs_layout)
         _same_ordinal("matmul", self.name, buf, rhs)
         out = self.alloc(buf.ordinal, b * m * n, buf.dtype)
         if not out.size:
@@ -747,11 +776,11 @@ class GpuRuntime:
             return out
         lhs_buf, lhs_view = buf, lhs_layout
         if (a := _gemm_operand(lhs_view, m, k)) is None:
-            lhs_buf, lhs_view = self._dense(buf, lhs_layout)
+            lhs_buf, lhs_view = self._dense(buf, lhs_layout, self._entry(table, buf.dtype, "matmul"))
             a = _gemm_operand(lhs_view, m, k)
         rhs_buf, rhs_view = rhs, rhs_layout
         if (bb := _gemm_operand(rhs_view, k, n)) is None:
-            rhs_buf, rhs_view = self._dense(rhs, rhs_layout)
+            rhs_buf, rhs_view = self._dense(rhs, rhs_layout, self._entry(table, rhs.dtype, "matmul"))
             bb = _gemm_operand(rhs_view, k, n)
         stream = self.stream(buf.ordinal)
         self.driver.gemm(buf.ordinal, stream.handle, buf.dtype, bb[0], a[0], n, m, k,

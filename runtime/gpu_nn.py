@@ -5,8 +5,9 @@ last (numpy dtype -> generated launch wrapper of that op's kernel); runtime/cuda
 runtime/rocm.py bind them with functools.partial(fn, _rt). Each returns (GpuBuffer, shape).
 
 Layouts: the kernels read contiguous tensors. A contiguous view is read in place (at its
-offset); any other view is first copied dense (GpuRuntime._dense, through host memory for a
-strided view: a first version). sigmoid reads any view directly, as the unary ops do.
+offset); any other view is first copied dense on the device (GpuRuntime._dense) by
+copy_strided_<dtype>, which the op's `kernel:` in ops.yaml lists and its launch table holds
+under (COPY_STRIDED, dtype). sigmoid reads any view directly, as the unary ops do.
 Shapes are checked by runtime/nn_shapes.py, as on the cpu; dtypes by the launch table.
 
 sdpa on cuda (sm_80+, bf16/f16, head dim 64 or 128) is hip/attention.hip's fused flash-attention
@@ -34,6 +35,10 @@ ROW_BLOCK_MAX = 512
 #: hip/nn.hip's kSortMax: arg_sort sorts a row's indices (4 bytes each, the row padded to a
 #: power of two) in 32 KiB of static shared memory.
 ARG_SORT_MAX = 8192
+#: The ops.yaml `kernel:` pattern of the strided copy in the tables of the ops below that read
+#: contiguous inputs: it shares the dtypes of the op's own kernel, so the table keys it
+#: (pattern, dtype).
+COPY_STRIDED = "copy_strided_{self}"
 
 
 def _kernel(rt, op: str, table: dict, first: tuple[GpuBuffer, Layout], *others: tuple[GpuBuffer, Layout]):
@@ -47,10 +52,17 @@ def _kernel(rt, op: str, table: dict, first: tuple[GpuBuffer, Layout], *others: 
     return fn
 
 
-def _contiguous(rt, *operands: tuple[GpuBuffer, Layout]) -> list[tuple[GpuBuffer, Layout]]:
+def _contiguous(rt, op: str, table: dict, *operands: tuple[GpuBuffer, Layout]) -> list[tuple[GpuBuffer, Layout]]:
     """Each (buffer, layout) as the kernels read it: a contiguous view in place (at its
-    offset), any other copied dense first. Hold the result until the kernels are launched."""
-    return [(buf, layout) if layout.is_contiguous else rt._dense(buf, layout) for buf, layout in operands]
+    offset), any other copied dense on the device first. Hold the result until the kernels
+    are launched."""
+    return [(buf, layout) if layout.is_contiguous else rt._dense(buf, layout, _copy(rt, op, table, buf))
+            for buf, layout in operands]
+
+
+def _copy(rt, op: str, table: dict, buf: GpuBuffer):
+    """The launch wrapper of copy_strided_<dtype> for buf's dtype, from op's table."""
+    return rt._entry(table, (COPY_STRIDED, buf.dtype), op)
 
 
 def _at(views: list[tuple[GpuBuffer, Layout]]) -> list[int]:
@@ -93,7 +105,7 @@ def softmax_last_dim(rt, x: GpuBuffer, lx: Layout, table: dict):
     fn = _kernel(rt, "softmax_last_dim", table, (x, lx))
     out = rt.alloc(x.ordinal, lx.elem_count, x.dtype)
     if out.size:
-        views = _contiguous(rt, (x, lx))
+        views = _contiguous(rt, "softmax_last_dim", table, (x, lx))
         _launch_rows(rt, "softmax_last_dim", fn, x.ordinal, shape, x.dtype.itemsize, *_at(views), out.ptr)
     return out, shape
 
@@ -103,7 +115,7 @@ def rms_norm(rt, x: GpuBuffer, lx: Layout, alpha: GpuBuffer, la: Layout, eps: fl
     fn = _kernel(rt, "rms_norm", table, (x, lx), (alpha, la))
     out = rt.alloc(x.ordinal, lx.elem_count, x.dtype)
     if out.size:
-        views = _contiguous(rt, (x, lx), (alpha, la))
+        views = _contiguous(rt, "rms_norm", table, (x, lx), (alpha, la))
         _launch_rows(rt, "rms_norm", fn, x.ordinal, shape, x.dtype.itemsize, float(eps), *_at(views), out.ptr)
     return out, shape
 
@@ -114,7 +126,7 @@ def layer_norm(rt, x: GpuBuffer, lx: Layout, alpha: GpuBuffer, la: Layout, beta:
     fn = _kernel(rt, "layer_norm", table, (x, lx), (alpha, la), (beta, lb))
     out = rt.alloc(x.ordinal, lx.elem_count, x.dtype)
     if out.size:
-        views = _contiguous(rt, (x, lx), (alpha, la), (beta, lb))
+        views = _contiguous(rt, "layer_norm", table, (x, lx), (alpha, la), (beta, lb))
         _launch_rows(rt, "layer_norm", fn, x.ordinal, shape, x.dtype.itemsize, float(eps), *_at(views), out.ptr)
     return out, shape
 
@@ -125,7 +137,7 @@ def _rope(rt, op: str, check, x, lx, cos, lc, sin, ls, table, sizes):
     fn = _kernel(rt, op, table, (x, lx), (cos, lc), (sin, ls))
     out = rt.alloc(x.ordinal, lx.elem_count, x.dtype)
     if out.size:
-        views = _contiguous(rt, (x, lx), (cos, lc), (sin, ls))
+        views = _contiguous(rt, op, table, (x, lx), (cos, lc), (sin, ls))
         fn(rt.launch, rt.geometry(out.size // 2, x.ordinal), BLOCK, rt.stream(x.ordinal), *sizes(shape),
            *_at(views), out.ptr)
     return out, shape
@@ -194,9 +206,9 @@ def sdpa(rt, q: GpuBuffer, lq: Layout, k: GpuBuffer, lk: Layout, v: GpuBuffer, l
     out = rt.alloc(q.ordinal, b * h * sq * d, q.dtype)
     if not out.size:
         return out, shape
-    views = _contiguous(rt, (q, lq), (k, lk), (v, lv))
+    views = _contiguous(rt, "sdpa", table, (q, lq), (k, lk), (v, lv))
     if flash is not None and any(p % 16 for p in _at(views)):  # the kernel copies 16-byte chunks
-        views = [rt._dense(buf, layout) for buf, layout in views]
+        views = [rt._dense(buf, layout, _copy(rt, "sdpa", table, buf)) for buf, layout in views]
     qp, kp, vp = _at(views)
     if flash is not None and not (qp % 16 or kp % 16 or vp % 16):
         _flash_sdpa(rt, flash, q.ordinal, batch, sq, skv, d, scale, causal, qp, kp, vp, out.ptr)
@@ -223,7 +235,7 @@ def arg_sort(rt, x: GpuBuffer, lx: Layout, ascending: bool, table: dict):
     fn = _kernel(rt, "arg_sort", table, (x, lx))
     out = rt.alloc(x.ordinal, lx.elem_count, np.dtype(np.uint32))
     if out.size:
-        views = _contiguous(rt, (x, lx))
+        views = _contiguous(rt, "arg_sort", table, (x, lx))
         nrows = out.size // ncols
         pairs = (1 << (ncols - 1).bit_length()) // 2  # compare-exchanges per step of the padded row
         grid = max(1, min(nrows, rt.driver.multiprocessors(x.ordinal) * 32))

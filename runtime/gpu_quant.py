@@ -5,7 +5,8 @@ Quantizing runs on the host (runtime.ggml), as GGML itself quantizes these forma
 Every function takes the GpuRuntime first: runtime/cuda.py and runtime/rocm.py bind them with
 functools.partial. The ops that launch kernels get the launch wrappers as `table`, a dict from
 format name ("q4_0", ...) to the generated `launch_<kernel>` of that format, as the storage
-ops of runtime/gpu.py get theirs."""
+ops of runtime/gpu.py get theirs; matmul's also holds copy_strided_f32, keyed by the numpy
+dtype, for an x it must make dense."""
 
 from __future__ import annotations
 
@@ -99,7 +100,8 @@ def q_data(rt: GpuRuntime, q: QGpuBuffer) -> np.ndarray:
 def _kernel(op: str, rt: GpuRuntime, table: dict, fmt: str):
     fn = table.get(fmt)
     if fn is None:
-        raise DTypeMismatch(op, rt.name, f"one of {', '.join(sorted(table))}", fmt)
+        formats = sorted(k for k in table if isinstance(k, str))
+        raise DTypeMismatch(op, rt.name, f"one of {', '.join(formats)}", fmt)
     return fn
 
 
@@ -170,7 +172,8 @@ def q_matmul(rt: GpuRuntime, q: QGpuBuffer, x: GpuBuffer, x_layout: Layout, shap
     if k == 0:
         rt.driver.memset(out.ptr, out.nbytes, stream.handle)
         return out
-    dense, _ = rt._dense(x, x_layout)  # the kernels read x contiguous, 16-byte aligned
+    # the kernels read x contiguous, 16-byte aligned: a strided x is copied dense on the device
+    dense, _ = rt._dense(x, x_layout, rt._entry(table, x.dtype, "qmatmul"))
     item_rows, threads = qmatvec_launch(rt, q.fmt)
     items = -(-n // item_rows) * rows
     fn(rt.launch, _grid(rt, ordinal, items), threads, stream, q.buf.ptr, dense.ptr, out.ptr, n, k, rows)

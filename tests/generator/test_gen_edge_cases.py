@@ -148,3 +148,17 @@ def test_backend_named_like_a_generated_helper(build, name):
     m = build(text)
     s = m.Device(m.Backend(name)).storage_from_slice(np.array([1, 2, 3], np.float32))
     assert m.to_numpy(s.affine(L3, 2.0, 1.0), L3).tolist() == [3, 5, 7]
+
+
+def test_a_kernel_item_naming_no_hip_entry_point_is_an_error():
+    """The shipped registry, with QMatMul's copy kernel misspelled: no package, one diagnostic
+    at the op's `kernel:` naming the entry point hip/ lacks."""
+    from gen_helpers import REPO
+
+    text = (REPO / "ops.yaml").read_text(encoding="utf-8")
+    assert text.count('"copy_strided_{x}"') == 1
+    with pytest.raises(RegistryError) as info:
+        model_of_text(text.replace('"copy_strided_{x}"', '"copy_stridd_{x}"'), "ops.yaml", REPO)
+    [diagnostic] = info.value.diagnostics
+    assert "qstorage.matmul.kernel" in str(diagnostic)
+    assert "kernel entry points not found in hip/*.hip: copy_stridd_f32" in str(diagnostic)

@@ -128,6 +128,8 @@ def test_round_trip_and_to_device(backend, dtype):
     np.testing.assert_array_equal(g.to_vec2(s, layout.transpose(0, 1)), x.T)
     back = g.to_device(s, layout.transpose(0, 1), g.Device.parse("cpu"))
     np.testing.assert_array_equal(g.to_vec2(back, g.Layout.contiguous(SHAPE[::-1])), x.T)
+    dense = g.to_device(s, layout.transpose(0, 1), device)  # copied on the device
+    np.testing.assert_array_equal(g.to_vec2(dense, g.Layout.contiguous(SHAPE[::-1])), x.T)
     z = device.zeros(SHAPE, g.DType(dtype))
     assert not g.to_vec2(z, layout).any()
 

@@ -135,9 +135,9 @@ def test_a_contiguous_view_moves_peer_to_peer_ordered_with_both_streams(backend,
 
 
 @pytest.mark.parametrize("backend", GPU_BACKENDS, ids=str)
-def test_a_strided_view_still_goes_through_host_memory(backend, peer_copies):
+def test_a_strided_view_is_made_dense_on_its_device_then_copied_peer_to_peer(backend, peer_copies):
     first, second = _two_devices(backend)
     x = np.arange(12, dtype=np.float32).reshape(3, 4)
     moved = g.to_device(first.storage_from_slice(x), g.Layout.contiguous((3, 4)).transpose(0, 1), second)
     np.testing.assert_array_equal(g.to_numpy(moved, g.Layout.contiguous((4, 3))), x.T)
-    assert peer_copies == []
+    assert [(args[1], args[3], args[5], result) for args, result in peer_copies] == [(1, 0, x.nbytes, True)]

@@ -72,8 +72,26 @@ def _runtime(peer: bool = True) -> tuple[GpuRuntime, FakeDriver, list[tuple]]:
     driver = FakeDriver(peer)
     rt = GpuRuntime(driver)
     launches: list[tuple] = []
-    rt.launch = lambda source, name, grid, block, stream, args, types: launches.append((name, grid, block, args))
+
+    def launch(source, name, grid, block, stream, args, types):
+        launches.append((name, grid, block, args))
+        if name.startswith("copy_strided_"):
+            _copy_strided(driver.memory, np.dtype(getattr(kernels_hip, f"_{name.rsplit('_', 1)[1].upper()}")), *args)
+
+    rt.launch = launch
     return rt, driver, launches
+
+
+def _copy_strided(memory: bytearray, dtype: np.dtype, numel, rank, info, inp, out) -> None:
+    """copy_strided_<dtype> (hip/fill_copy.hip) on the fake memory: the view of `inp` that
+    info's dims and strides (elements; info 0: contiguous) select, contiguous at `out`."""
+    if info:
+        dims, strides = np.frombuffer(memory, np.uint64, 2 * rank, info).astype(int).reshape(2, rank)
+    else:
+        dims, strides = (numel,), (1,)
+    flat = np.frombuffer(memory, dtype, (len(memory) - inp) // dtype.itemsize, inp)
+    view = np.lib.stride_tricks.as_strided(flat, tuple(dims), tuple(s * dtype.itemsize for s in strides))
+    np.frombuffer(memory, dtype, numel, out)[:] = view.reshape(-1)
 
 
 # -- to_device -----------------------------------------------------------------------------
@@ -101,19 +119,158 @@ def test_devices_that_cannot_copy_peer_to_peer_go_through_host_memory():
     np.testing.assert_array_equal(rt.to_numpy(out, Layout.contiguous((4, 6))), X)
 
 
-def test_a_strided_view_goes_through_host_memory_and_one_device_copies_on_it():
-    rt, driver, _ = _runtime()
+COPY = kernels_hip.STORAGE["copy_strided_src"]  # the table the generated to_device passes
+
+
+def test_a_strided_view_is_made_dense_on_its_device_then_copied_peer_to_peer():
+    rt, driver, launches = _runtime()
     src = rt.from_host(0, X)
-    moved = rt.to_device(src, Layout.contiguous((4, 6)).transpose(0, 1), 1)
+    moved = rt.to_device(src, Layout.contiguous((4, 6)).transpose(0, 1), 1, COPY)
+    [(name, _, _, (numel, rank, info, inp, dense))] = launches
+    assert (name, numel, rank, inp) == ("copy_strided_f32", 24, 2, src.ptr) and info
+    [(_, dst, dst_ordinal, from_, src_ordinal, nbytes, _)] = driver.of("peer_copy")
+    assert (dst, dst_ordinal, from_, src_ordinal, nbytes) == (moved.ptr, 1, dense, 0, X.nbytes)
+    assert not driver.of("download")  # no trip through host memory
     np.testing.assert_array_equal(rt.to_numpy(moved, Layout.contiguous((6, 4))), X.T)
-    same = rt.to_device(src, Layout.contiguous((4, 6)), 0)
+
+
+def test_a_strided_view_on_its_own_device_is_one_copy_kernel():
+    rt, driver, launches = _runtime()
+    src = rt.from_host(0, X)
+    view = Layout.contiguous((4, 6)).narrow(1, 1, 3)
+    moved = rt.to_device(src, view, 0, COPY)
+    assert [(name, args[3], args[4]) for name, _, _, args in launches] == [("copy_strided_f32", src.ptr + 4, moved.ptr)]
+    assert not driver.of("peer_copy") and not driver.of("download") and not driver.of("copy")
+    np.testing.assert_array_equal(rt.to_numpy(moved, Layout.contiguous((4, 3))), X[:, 1:4])
+
+
+def test_a_strided_view_goes_through_host_memory_without_peer_access_or_a_copy_kernel():
+    for peer, table in ((False, COPY), (True, None)):
+        rt, driver, launches = _runtime(peer)
+        src = rt.from_host(0, X)
+        moved = rt.to_device(src, Layout.contiguous((4, 6)).transpose(0, 1), 1, table)
+        np.testing.assert_array_equal(rt.to_numpy(moved, Layout.contiguous((6, 4))), X.T)
+        assert driver.of("download")[0][2] == X.nbytes and len(launches) == (table is not None)
+
+
+def test_a_contiguous_view_on_its_own_device_is_one_memcpy():
+    rt, driver, launches = _runtime()
+    src = rt.from_host(0, X)
+    same = rt.to_device(src, Layout.contiguous((4, 6)), 0, COPY)
     assert not driver.of("peer_copy") and driver.of("copy")[-1][1:] == (same.ptr, src.ptr, X.nbytes, "stream0")
+    assert not launches
 
 
 def test_an_empty_view_needs_no_copy():
     rt, driver, _ = _runtime()
     out = rt.to_device(rt.from_host(0, X), Layout.contiguous((0, 6)), 1)
     assert out.size == 0 and not driver.of("peer_copy") and not driver.of("download")
+
+
+# -- inputs a kernel or the BLAS must read dense: a strided one is copied on the device -----
+
+EVERY_OTHER = Layout((3, 4), (16, 2))  # rows and columns of a (6, 8) buffer, every other one
+Y = np.arange(48, dtype=np.float32).reshape(6, 8)
+
+
+class GemmDriver(FakeDriver):
+    def gemm(self, ordinal, stream, dtype, transa, transb, m, n, k, a, lda, stride_a, b, ldb, stride_b,
+             c, ldc, stride_c, batch):
+        self.calls.append(("gemm", a, b, c))
+
+
+def _dense_at(driver, ptr, shape):
+    return np.frombuffer(driver.memory, np.float32, int(np.prod(shape)), ptr).reshape(shape)
+
+
+def test_each_nn_op_reading_dense_inputs_has_the_copy_kernel_of_each_of_its_dtypes():
+    from runtime.gpu_nn import COPY_STRIDED
+
+    for op, table in kernels_hip.NN.items():
+        if op != "sigmoid":  # reads any view, as the unary ops do
+            dtypes = {key for key in table if not isinstance(key, tuple)}
+            assert {key[1] for key in table if isinstance(key, tuple) and key[0] == COPY_STRIDED} == dtypes, op
+            assert all(table[(COPY_STRIDED, d)] is COPY[d] for d in dtypes), op
+
+
+def test_dense_keeps_a_dense_view_and_copies_any_other_on_the_device():
+    rt, driver, launches = _runtime()
+    buf = rt.from_host(0, Y)
+    copy = COPY[np.dtype(np.float32)]
+    assert rt._dense(buf, Layout.contiguous((6, 8)), copy) == (buf, Layout.contiguous((6, 8))) and not launches
+    for view, want in ((EVERY_OTHER, Y[::2, ::2]), (Layout.contiguous((2, 8), start_offset=8), Y[1:3])):
+        dense, layout = rt._dense(buf, view, copy)
+        assert layout == Layout.contiguous(want.shape) and launches[-1][0] == "copy_strided_f32"
+        np.testing.assert_array_equal(_dense_at(driver, dense.ptr, want.shape), want)
+    assert not driver.of("download") and not driver.of("copy")
+
+
+@pytest.mark.parametrize("op", ["softmax_last_dim", "arg_sort", "rms_norm"])
+def test_an_nn_op_reads_a_strided_input_through_a_device_copy(op):
+    from runtime import gpu_nn
+
+    rt, driver, launches = _runtime()
+    buf = rt.from_host(0, Y)
+    extra = {"arg_sort": (True,), "rms_norm": (rt.from_host(0, np.ones(4, np.float32)), Layout.contiguous((4,)),
+                                              1e-5)}.get(op, ())
+    getattr(gpu_nn, op)(rt, buf, EVERY_OTHER, *extra, kernels_hip.NN[op])
+    (copy, _, _, (_, _, _, _, dense)), (kernel, _, _, args) = launches
+    assert (copy, kernel) == ("copy_strided_f32", f"{op}_f32") and dense in args
+    np.testing.assert_array_equal(_dense_at(driver, dense, (3, 4)), Y[::2, ::2])
+    assert not driver.of("download")
+
+
+def test_sdpa_reads_strided_q_k_v_through_device_copies():
+    from runtime import gpu_nn
+
+    rt = GpuRuntime(driver := GemmDriver())
+    launches = []
+    rt.launch = lambda source, name, grid, block, stream, args, types: launches.append(name)
+    buf = rt.from_host(0, np.arange(64, dtype=np.float32))
+    view = Layout.contiguous((1, 1, 4, 8)).transpose(2, 3)  # (1, 1, 8, 4)
+    gpu_nn.sdpa(rt, buf, view, buf, view, buf, view, 0.5, False, kernels_hip.NN["sdpa"])
+    assert launches == ["copy_strided_f32"] * 3 + ["sdpa_softmax_f32"]
+    assert len(driver.of("gemm")) == 2 and not driver.of("download")
+
+
+def test_qmatmul_reads_a_strided_x_through_a_device_copy():
+    from runtime import ggml
+    from runtime.gpu_quant import QGpuBuffer, q_matmul
+
+    rt, driver, launches = _runtime()
+    n, k = 2, 32
+    q = QGpuBuffer("q8_0", rt.from_host(0, np.zeros(n * ggml.FORMATS["q8_0"].nbytes, np.uint8)))
+    x = rt.from_host(0, np.arange(3 * k, dtype=np.float32))
+    q_matmul(rt, q, x, Layout.contiguous((k, 3)).transpose(0, 1), (n, k), kernels_hip.QSTORAGE["matmul"])
+    (copy, _, _, (_, _, _, _, dense)), (kernel, _, _, args) = launches
+    assert (copy, kernel) == ("copy_strided_f32", "qmatvec_q8_0") and args[1] == dense
+    np.testing.assert_array_equal(_dense_at(driver, dense, (3, k)), np.arange(3 * k).reshape(k, 3).T)
+    assert not driver.of("download")
+
+
+def test_a_matmul_operand_the_blas_cannot_read_is_copied_on_the_device():
+    from runtime.params import MatmulDims
+
+    rt = GpuRuntime(driver := GemmDriver())
+    launches = []
+    rt.launch = lambda source, name, grid, block, stream, args, types: launches.append((name, args[4]))
+    lhs = rt.from_host(0, Y)
+    rhs = rt.from_host(0, np.ones((4, 5), np.float32))
+    out = rt.matmul(lhs, rhs, MatmulDims(1, 3, 5, 4), EVERY_OTHER, Layout.contiguous((4, 5)),
+                    kernels_hip.STORAGE["matmul"])
+    [(name, dense)] = launches
+    assert name == "copy_strided_f32" and driver.of("gemm") == [("gemm", rhs.ptr, dense, out.ptr)]
+    assert not driver.of("download")
+
+
+def test_index_add_copies_self_and_a_strided_src_on_the_device():
+    rt, driver, launches = _runtime()
+    buf = rt.from_host(0, Y)
+    ids = rt.from_host(0, np.array([0, 2], np.uint32))
+    rt.index_add(buf, EVERY_OTHER, ids, Layout.contiguous((2,)), buf, Layout((3, 2), (16, 2)), 1,
+                 kernels_hip.STORAGE["index_add"])
+    assert [name for name, *_ in launches] == ["copy_strided_f32", "copy_strided_f32", "index_add_u32_f32"]
+    assert [c[2] for c in driver.of("download")] == [ids.nbytes]  # the ids, checked on the host
 
 
 # -- reduce_op: few, long groups in one launch ---------------------------------------------

@@ -14,6 +14,7 @@ from runtime.layout import Layout
 from .backends import Backend, On
 from .backends import missing as _missing
 from .device import Device
+from . import kernels_numpy as _kernels_numpy
 from .storage import Storage
 
 
