@@ -394,6 +394,12 @@ def nn(rows: dict) -> None:
     bench_nn(rows)
 
 
+def qmatmul(rows: dict) -> None:
+    from bench.gpu_quant import bench_qmatmul_rows
+
+    bench_qmatmul_rows(rows)
+
+
 def nn_explore(rows: dict) -> None:
     from bench.gpu_nn import explore_rows
 
@@ -409,19 +415,21 @@ def quant(rows: dict) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
-    parser.add_argument("--parts", default="compile,bandwidth,latency,checks,nn,quant",
+    parser.add_argument("--parts", default="compile,bandwidth,latency,checks,nn,quant,qmatmul",
                         help="comma-separated: compile, bandwidth, latency, checks (fast-path self-checks), "
                              "explore (launch-geometry and unroll variants), nn (softmax, norms, attention "
                              "against torch: bench/gpu_nn.py), nn-explore (the row kernels with other bytes of a row per "
                              "thread), quant (q4_0/q8_0 matrix-vector: "
-                             "bench/gpu_quant.py)")
+                             "bench/gpu_quant.py), qmatmul (QMatMul by 1 to 512 rows of x, qmatvec against "
+                             "dequantize + GEMM)")
     args = parser.parse_args()
     import torch
 
     device = f"{torch.cuda.get_device_name(0)}, torch {torch.__version__}"
     rows: dict = {}
     parts = {"compile": cold_and_warm_compile, "bandwidth": bandwidth, "latency": latency, "checks": checks,
-             "explore": explore, "nn": nn, "nn-explore": nn_explore, "quant": quant}
+             "explore": explore, "nn": nn, "nn-explore": nn_explore, "quant": quant,
+             "qmatmul": qmatmul}
     for part in (parts[p.strip()] for p in args.parts.split(",") if p.strip()):
         try:
             part(rows)

@@ -421,3 +421,35 @@ if __name__ == "__main__":
         explore_quant(table)
     for key, value in table.items():
         print(f"| {key} | {value:.4g} |" if isinstance(value, float) else f"| {key} | {value} |")
+
+
+def bench_qmatmul_rows(rows: dict, counts=(1, 4, 8, 16, 24, 32, 128, 512)) -> None:
+    """QMatMul of a q4_0 / q4_k 4096 x 4096 weight by x of 1 to 512 rows, both ways the
+    runtime can take (qmatvec, which reads the weight per row of x, and the weight
+    dequantized to f32 then the BLAS GEMM), device time per call: where the runtime's
+    QMATMUL_GEMM_ROWS should sit."""
+    import numpy as np
+
+    import generated as g
+    from bench.gpu_nn import _opgen_seconds
+    from runtime import gpu_quant
+
+    dev = g.Device.parse("cuda:0")
+    rng = np.random.default_rng(5)
+    saved = dict(gpu_quant.QMATMUL_GEMM_ROWS)
+    try:
+        for fmt in ("q4_0", "q4_k"):
+            q = dev.quantize(rng.standard_normal(N * K).astype(np.float32), g.GgmlDType(fmt))
+            for count in counts:
+                x = dev.storage_from_slice(rng.standard_normal(count * K).astype(np.float32))
+                layout = g.Layout.contiguous((count, K))
+                times = {}
+                for path, threshold in (("qmatvec", 1 << 62), ("dequantize + GEMM", 1)):
+                    gpu_quant.QMATMUL_GEMM_ROWS.update({key: threshold for key in saved})
+                    times[path] = _opgen_seconds(lambda: q.matmul(x, layout, (N, K)), 5)
+                best = min(times, key=times.get)
+                rows[f"qmatmul {fmt} {N}x{K}, {count} rows of x: us per call"] = (
+                    ", ".join(f"{p} {t * 1e6:.1f}" for p, t in times.items()) + f" (faster: {best}; the runtime "
+                    f"takes {'dequantize + GEMM' if count >= saved.get(fmt, saved[None]) else 'qmatvec'})")
+    finally:
+        gpu_quant.QMATMUL_GEMM_ROWS.update(saved)

@@ -3024,6 +3024,11 @@ QSTORAGE: dict[str, dict[object, object]] = {
         'q8_0': launch_qmatvec_q8_0,
         'q4_k': launch_qmatvec_q4_k,
         'q6_k': launch_qmatvec_q6_k,
+        ('dequantize_{self}_f32', 'q4_0'): launch_dequantize_q4_0_f32,
+        ('dequantize_{self}_f32', 'q4_1'): launch_dequantize_q4_1_f32,
+        ('dequantize_{self}_f32', 'q8_0'): launch_dequantize_q8_0_f32,
+        ('dequantize_{self}_f32', 'q4_k'): launch_dequantize_q4_k_f32,
+        ('dequantize_{self}_f32', 'q6_k'): launch_dequantize_q6_k_f32,
         _F32: launch_copy_strided_f32,
     },
 }

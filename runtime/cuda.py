@@ -360,6 +360,14 @@ class CudaDriver:
     def synchronize(self, ordinal: int) -> None:
         self._call("cuStreamSynchronize", _driver_api().cuStreamSynchronize(self.stream(ordinal)))
 
+    def blas_available(self) -> bool:
+        """Whether `gemm` can run: CuPy (and so cuBLAS) imports."""
+        try:
+            _cupy()
+        except ImportError:
+            return False
+        return True
+
     def gemm(self, ordinal, stream, dtype, trans_a, trans_b, m, n, k, a, lda, stride_a, b, ldb, stride_b,
              c, ldc, stride_c, batch) -> None:
         """Column-major strided-batched GEMM on our stream, through cuBLAS (CuPy's binding)."""

@@ -29,6 +29,12 @@ QMATVEC_ROWS = 4
 #: hip/quantized.hip's (F::kFastRows, F::kFastSplit * kThreads). Other block sizes take the
 #: general path.
 QMATVEC_FAST = {"q4_0": (16, 256), "q8_0": (8, 256)}
+#: Rows of x from which QMatMul dequantizes the weight once and runs the f32 BLAS GEMM instead
+#: of qmatvec, which reads the weight again for every row; by format, the others' value under
+#: None. H100, 4096 x 4096 (bench/gpu.py --parts qmatmul): dequantize + GEMM takes 64-100 us
+#: up to 32 rows; qmatvec 3.3 us a row for q4_0 (its dp4a path), 10.4 for q4_k (the general
+#: path): they cross near 27 and 10 rows.
+QMATMUL_GEMM_ROWS = {"q4_0": 24, "q8_0": 24, None: 12}
 
 
 @dataclass(eq=False)
@@ -120,7 +126,12 @@ def qmatvec_launch(rt: GpuRuntime, fmt: str) -> tuple[int, int]:
 
 
 def _dequantize(rt: GpuRuntime, q: QGpuBuffer, elem_count: int, table: dict, dtype) -> GpuBuffer:
-    fn = _kernel("dequantize", rt, table, q.fmt)
+    return _dequantized(rt, _kernel("dequantize", rt, table, q.fmt), q, elem_count, dtype)
+
+
+def _dequantized(rt: GpuRuntime, fn, q: QGpuBuffer, elem_count: int, dtype) -> GpuBuffer:
+    """The first elem_count weights of q as `dtype`, by fn: the launch wrapper of
+    dequantize_<fmt>_<dtype>."""
     blocks = _blocks("dequantize", rt, q.fmt, elem_count)
     if blocks * ggml.FORMATS[q.fmt].nbytes > q.buf.size:
         raise ShapeMismatch("dequantize", rt.name, f"at most {q.buf.size // ggml.FORMATS[q.fmt].nbytes * ggml.FORMATS[q.fmt].block} "
@@ -150,7 +161,8 @@ def q_matmul(rt: GpuRuntime, q: QGpuBuffer, x: GpuBuffer, x_layout: Layout, shap
     """x @ W^T: W the (n, k) weight matrix of `q` (row-major blocks), x f32 of shape (..., k)
     in any layout; the result is f32 (..., n), contiguous. `table`: format -> launch wrapper
     of qmatvec_<fmt>, one launch for all rows of x (a row of x re-reads W, from L2 where W
-    fits: fast for a few rows, not meant for prompt-sized batches)."""
+    fits: fast for a few rows); from gemm_rows(format) rows, W dequantized once and the
+    BLAS GEMM (_dequantized_gemm)."""
     n, k = shape
     fn = _kernel("qmatmul", rt, table, q.fmt)
     per_block, block_bytes = ggml.FORMATS[q.fmt].block, ggml.FORMATS[q.fmt].nbytes
@@ -174,7 +186,31 @@ def q_matmul(rt: GpuRuntime, q: QGpuBuffer, x: GpuBuffer, x_layout: Layout, shap
         return out
     # the kernels read x contiguous, 16-byte aligned: a strided x is copied dense on the device
     dense, _ = rt._dense(x, x_layout, rt._entry(table, x.dtype, "qmatmul"))
+    if rows >= gemm_rows(q.fmt) and _dequantized_gemm(rt, q, dense, out, n, k, rows, table):
+        return out
     item_rows, threads = qmatvec_launch(rt, q.fmt)
     items = -(-n // item_rows) * rows
     fn(rt.launch, _grid(rt, ordinal, items), threads, stream, q.buf.ptr, dense.ptr, out.ptr, n, k, rows)
     return out
+
+
+def gemm_rows(fmt: str) -> int:
+    """Rows of x from which QMatMul of `fmt` takes dequantize + GEMM (QMATMUL_GEMM_ROWS)."""
+    return QMATMUL_GEMM_ROWS.get(fmt, QMATMUL_GEMM_ROWS[None])
+
+
+def _dequantized_gemm(rt: GpuRuntime, q: QGpuBuffer, x: GpuBuffer, out: GpuBuffer, n: int, k: int, rows: int,
+                      table: dict) -> bool:
+    """out (rows, n) = x (rows, k) @ W^T with W dequantized to f32 (bit for bit the cpu's
+    weights) and the driver's BLAS GEMM in f32: a row of x then costs a share of one read of
+    W, where qmatvec reads it again per row. False, with nothing written, where the driver
+    has no BLAS (rocm without hipBLAS): the caller takes qmatvec."""
+    gemm = getattr(rt.driver, "gemm", None)
+    if gemm is None or not getattr(rt.driver, "blas_available", lambda: True)():
+        return False
+    fn = rt._entry(table, ("dequantize_{self}_f32", q.fmt), "qmatmul")
+    w = _dequantized(rt, fn, q, n * k, np.float32)
+    # column-major: out^T (n x rows) = W (k x n, transposed) . x^T (k x rows)
+    gemm(x.ordinal, rt.stream(x.ordinal).handle, np.dtype(np.float32), True, False, n, rows, k,
+         w.ptr, k, 0, x.ptr, k, 0, out.ptr, n, 0, 1)
+    return True

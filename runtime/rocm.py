@@ -254,6 +254,14 @@ class HipDriver:
         if int(status) != 0:
             raise GpuError(self.name, what, getattr(status, "name", str(status)))
 
+    def blas_available(self) -> bool:
+        """Whether `gemm` can run: a libhipblas with the GEMM it calls loads."""
+        try:
+            _hipblas()
+        except BackendUnavailable:
+            return False
+        return True
+
     def gemm(self, ordinal, stream, dtype, trans_a, trans_b, m, n, k, a, lda, stride_a, b, ldb, stride_b,
              c, ldc, stride_c, batch) -> None:
         """Column-major strided-batched GEMM on our stream, through hipBLAS: the twin of

@@ -248,6 +248,48 @@ def test_qmatmul_reads_a_strided_x_through_a_device_copy():
     assert not driver.of("download")
 
 
+class GemmArgsDriver(FakeDriver):
+    """Records each gemm's arguments; blas: what blas_available answers."""
+
+    def __init__(self, blas: bool = True) -> None:
+        super().__init__()
+        self.blas = blas
+
+    def blas_available(self):
+        return self.blas
+
+    def gemm(self, *args):
+        self.calls.append(("gemm", *args))
+
+
+@pytest.mark.parametrize("rows", [1, 23, 24, 40])
+@pytest.mark.parametrize("blas", [True, False], ids=["blas", "no-blas"])
+def test_qmatmul_of_many_rows_dequantizes_once_and_runs_the_gemm(rows, blas):
+    """From gemm_rows("q4_0") (24) rows of x: W dequantized to f32, then one f32 GEMM
+    computing out^T = W x^T column-major; fewer rows, or no BLAS (rocm without hipBLAS):
+    qmatvec."""
+    from runtime import ggml
+    from runtime.gpu_quant import QGpuBuffer, gemm_rows, q_matmul
+
+    rt = GpuRuntime(driver := GemmArgsDriver(blas))
+    launches = []
+    rt.launch = lambda source, name, grid, block, stream, args, types: launches.append((name, args))
+    n, k = 3, 64
+    q = QGpuBuffer("q4_0", rt.from_host(0, np.zeros(n * (k // 32) * ggml.FORMATS["q4_0"].nbytes, np.uint8)))
+    x = rt.from_host(0, np.ones(rows * k, np.float32))
+    out = q_matmul(rt, q, x, Layout.contiguous((rows, k)), (n, k), kernels_hip.QSTORAGE["matmul"])
+    assert gemm_rows("q4_0") == 24
+    if rows >= gemm_rows("q4_0") and blas:
+        [(name, (blocks, w, numel))] = launches
+        assert (name, blocks, numel) == ("dequantize_q4_0_f32", q.buf.ptr, n * k)
+        [(_, ordinal, _, dtype, trans_a, trans_b, m, cols, depth, a, lda, _, b, ldb, _, c, ldc, _, batch)] = \
+            driver.of("gemm")
+        assert (dtype, trans_a, trans_b, m, cols, depth) == (np.dtype(np.float32), True, False, n, rows, k)
+        assert (a, lda, b, ldb, c, ldc, batch) == (w, k, x.ptr, k, out.ptr, n, 1)
+    else:
+        assert [name for name, _ in launches] == ["qmatvec_q4_0"] and not driver.of("gemm")
+
+
 def test_a_matmul_operand_the_blas_cannot_read_is_copied_on_the_device():
     from runtime.params import MatmulDims
 

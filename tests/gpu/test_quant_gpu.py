@@ -37,7 +37,7 @@ FORMATS = list(BLOCKS)
 # k = 96 (blocks of 32 only) takes their general path.
 SHAPES = {fmt: [(9, 256), (33, 256), (7, 4096), (131, 4096), (3, 2304)] + ([(5, 96)] if BLOCKS[fmt][0] == 32 else [])
           for fmt in FORMATS}
-ROWS = [1, 2, 7, 33]
+ROWS = [1, 2, 7, 33]  # 33: past runtime/gpu_quant.py gemm_rows (12 or 24): dequantize + GEMM
 MATMUL_RTOL = 1e-5  # of sum |x| |W|; f32 over 4096 terms is ~1e-7 of it
 
 
