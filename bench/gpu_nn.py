@@ -199,7 +199,7 @@ def bench_nn(rows: dict) -> None:
 
 def explore_rows(rows: dict, settings=(32, 64, 128)) -> None:
     """Device time of the row kernels compiled from copies of hip/nn.hip with other bytes of
-    a row per thread (-D OPGEN_*_ROW_BYTES, all three ops at once), on the bench's shapes,
+    a row per thread (OPGEN_ROW_BYTES), on the bench's shapes,
     with the runtime's geometry for that setting: GB/s, share of copy bandwidth, registers
     and resident blocks per multiprocessor, and the largest difference from torch."""
     import ctypes
@@ -236,15 +236,13 @@ def explore_rows(rows: dict, settings=(32, 64, 128)) -> None:
         }
         for setting in settings:
             path = tmp / f"nn_{setting}.hip"
-            path.write_text("".join(f"#define OPGEN_{op}_ROW_BYTES {setting}\n"
-                                    for op in ("SOFTMAX", "RMS_NORM", "LAYER_NORM")) + text)
-            saved = dict(gpu_nn.ROW_BYTES)
-            gpu_nn.ROW_BYTES.update({op: setting for op in saved})
+            path.write_text(f"#define OPGEN_ROW_BYTES {setting}\n" + text)
+            saved, gpu_nn.ROW_BYTES = gpu_nn.ROW_BYTES, setting
             try:
                 for op, (args, types, nbytes, want) in cases.items():
                     name = f"{op}_{dtype}"
                     label = f"explore nn {op} (4096, 4096) {dtype}, {setting} bytes a thread"
-                    grid, block = gpu_nn._rows_geometry(rt, op, 0, ROWS, COLS, x.element_size())
+                    grid, block = gpu_nn._rows_geometry(rt, 0, ROWS, COLS, x.element_size())
                     run = lambda: rt.launch(str(path), name, grid, block, stream,  # noqa: E731
                                             (ROWS, COLS, *args), (size_t, size_t, *types))
                     try:
@@ -263,5 +261,5 @@ def explore_rows(rows: dict, settings=(32, 64, 128)) -> None:
                     except Exception as exc:  # noqa: BLE001  (a failed variant is reported, the others run)
                         rows[label] = f"failed: {type(exc).__name__}: {exc}"
             finally:
-                gpu_nn.ROW_BYTES.update(saved)
+                gpu_nn.ROW_BYTES = saved
     shutil.rmtree(tmp, ignore_errors=True)

@@ -19,7 +19,7 @@
 // Row kernels (softmax_last_dim, sdpa_softmax, rms_norm, layer_norm; nrows rows of ncols):
 // a block per row, in a grid-stride loop over rows (any grid), blockDim.x at most 512
 // (declared below with __launch_bounds__(512)). The runtime picks blockDim.x so that each
-// thread holds at most k<Op>RowBytes (64) bytes of its row, V = 64 / sizeof(T) values,
+// thread holds at most kRowBytes (64) bytes of its row, V = 64 / sizeof(T) values,
 // kept as loaded in 32-bit words (two half values to a register): the row is then read
 // once into registers, reduced in ONE block reduction (warp shuffles, then one shared slot
 // per warp) of mergeable parts (softmax: top and sum of exponentials; layer_norm: count,
@@ -51,23 +51,12 @@ namespace {
 using opgen::compute_t;
 
 // Bytes of a row a thread of a row kernel holds (runtime/gpu_nn.py's ROW_BYTES); -D may set
-// them (bench/gpu_rows.py compares settings).
-#ifndef OPGEN_SOFTMAX_ROW_BYTES
-#define OPGEN_SOFTMAX_ROW_BYTES 64
+// it (bench/gpu.py --parts nn-explore compares 32, 64 and 128: 64 was best for every op).
+#ifndef OPGEN_ROW_BYTES
+#define OPGEN_ROW_BYTES 64
 #endif
-#ifndef OPGEN_RMS_NORM_ROW_BYTES
-#define OPGEN_RMS_NORM_ROW_BYTES 64
-#endif
-#ifndef OPGEN_LAYER_NORM_ROW_BYTES
-#define OPGEN_LAYER_NORM_ROW_BYTES 64
-#endif
-constexpr int kSoftmaxRowBytes = OPGEN_SOFTMAX_ROW_BYTES;      // softmax_last_dim and sdpa_softmax
-constexpr int kRmsNormRowBytes = OPGEN_RMS_NORM_ROW_BYTES;
-constexpr int kLayerNormRowBytes = OPGEN_LAYER_NORM_ROW_BYTES;
-#ifndef OPGEN_LOOSE_VALUES
-#define OPGEN_LOOSE_VALUES 8
-#endif
-constexpr int kLooseValues = OPGEN_LOOSE_VALUES;  // values a thread holds where rows do not fit 16-byte packs
+constexpr int kRowBytes = OPGEN_ROW_BYTES;
+constexpr int kLooseValues = 8;  // values a thread holds where rows do not fit 16-byte packs (runtime/gpu_nn.py's LOOSE_VALUES)
 constexpr size_t kSortMax = 8192;  // longest arg_sort row (runtime/gpu_nn.py's ARG_SORT_MAX)
 
 template <typename C> __device__ __forceinline__ C neg_inf();
@@ -118,12 +107,12 @@ template <int N, int V> struct slots {
     __device__ __forceinline__ unsigned int at(int u) const { return (lane + (unsigned int)u * width) * N; }
 };
 
-// Values a thread holds: Bytes of its row in 16-byte packs; element by element (rows that
+// Values a thread holds: kRowBytes of its row in 16-byte packs; element by element (rows that
 // do not fit 16-byte packs) at most kLooseValues, as each then takes an address register of
 // its own and the kernel's register count is that of its costlier path (longer rows are
 // read in segments: slower, still right).
-template <int Bytes, int N, typename T> __host__ __device__ constexpr int row_values() {
-    return N > 1 || Bytes / (int)sizeof(T) < kLooseValues ? Bytes / (int)sizeof(T) : kLooseValues;
+template <int N, typename T> __host__ __device__ constexpr int row_values() {
+    return N > 1 || kRowBytes / (int)sizeof(T) < kLooseValues ? kRowBytes / (int)sizeof(T) : kLooseValues;
 }
 
 // Bits of one value of T in the low bits of a word (f64: two words).
@@ -426,7 +415,7 @@ template <int N, typename T>
 __device__ __forceinline__ void softmax_rows(const size_t nrows, const size_t ncols, const size_t sq,
                                              const compute_t<T> scale, const bool causal, const T* x, T* out) {
     __shared__ softmax_part<compute_t<T>> sh[32];
-    const slots<N, row_values<kSoftmaxRowBytes, N, T>()> s{threadIdx.x, blockDim.x};
+    const slots<N, row_values<N, T>()> s{threadIdx.x, blockDim.x};
     for (size_t r = blockIdx.x; r < nrows; r += gridDim.x) {
         size_t visible = ncols;
         if (causal) {  // query i = r % sq sees keys j <= i + ncols - sq
@@ -452,7 +441,7 @@ template <int N, typename T>
 __device__ __forceinline__ void rms_norm_rows(const size_t nrows, const size_t ncols, const compute_t<T> eps,
                                               const T* x, const T* alpha, T* out) {
     __shared__ compute_t<T> sh[32];
-    const slots<N, row_values<kRmsNormRowBytes, N, T>()> s{threadIdx.x, blockDim.x};
+    const slots<N, row_values<N, T>()> s{threadIdx.x, blockDim.x};
     for (size_t r = blockIdx.x; r < nrows; r += gridDim.x) {
         rms_norm_row(s, x + r * ncols, alpha, out + r * ncols, ncols, eps, sh);
     }
@@ -473,7 +462,7 @@ template <int N, typename T>
 __device__ __forceinline__ void layer_norm_rows(const size_t nrows, const size_t ncols, const compute_t<T> eps,
                                                 const T* x, const T* alpha, const T* beta, T* out) {
     __shared__ moments<compute_t<T>> sh[32];
-    const slots<N, row_values<kLayerNormRowBytes, N, T>()> s{threadIdx.x, blockDim.x};
+    const slots<N, row_values<N, T>()> s{threadIdx.x, blockDim.x};
     for (size_t r = blockIdx.x; r < nrows; r += gridDim.x) {
         layer_norm_row(s, x + r * ncols, alpha, beta, out + r * ncols, ncols, eps, sh);
     }

@@ -26,8 +26,8 @@ from runtime.errors import DTypeMismatch, NotImplementedForBackend, ShapeMismatc
 from runtime.gpu import BLOCK, GpuBuffer, _fits, _same_ordinal
 from runtime.layout import Layout
 
-#: hip/nn.hip's k*RowBytes: the bytes of a row each thread of a row kernel holds in registers.
-ROW_BYTES = {"softmax_last_dim": 64, "sdpa_softmax": 64, "rms_norm": 64, "layer_norm": 64}
+#: hip/nn.hip's kRowBytes: the bytes of a row each thread of a row kernel holds in registers.
+ROW_BYTES = 64
 #: hip/nn.hip's kLooseValues: values a thread holds where a row does not fit 16-byte packs.
 LOOSE_VALUES = 8
 #: Threads of a row kernel's block: hip/nn.hip's __launch_bounds__.
@@ -70,22 +70,22 @@ def _at(views: list[tuple[GpuBuffer, Layout]]) -> list[int]:
     return [buf.at(layout) for buf, layout in views]
 
 
-def _rows_geometry(rt, op: str, ordinal: int, nrows: int, ncols: int, itemsize: int) -> tuple[int, int]:
-    """(grid, block) of the row kernel of `op`: a block per row, its threads holding
-    ROW_BYTES[op] of the row each (a power of two from 32 to ROW_BLOCK_MAX); as many blocks
-    as rows, up to 32 per multiprocessor (the kernels loop over the rest)."""
-    per_thread = ROW_BYTES[op] // itemsize
+def _rows_geometry(rt, ordinal: int, nrows: int, ncols: int, itemsize: int) -> tuple[int, int]:
+    """(grid, block) of a row kernel: a block per row, its threads holding ROW_BYTES of the
+    row each (a power of two from 32 to ROW_BLOCK_MAX); as many blocks as rows, up to 32 per
+    multiprocessor (the kernels loop over the rest)."""
+    per_thread = ROW_BYTES // itemsize
     if ncols % (16 // itemsize):  # no 16-byte packs (hip/nn.hip's row_values)
         per_thread = min(per_thread, LOOSE_VALUES)
     block = min(ROW_BLOCK_MAX, max(32, 1 << (-(-ncols // per_thread) - 1).bit_length()))
     return max(1, min(nrows, rt.driver.multiprocessors(ordinal) * 32)), block
 
 
-def _launch_rows(rt, op: str, fn, ordinal: int, shape: tuple[int, ...], itemsize: int, *args) -> None:
-    """fn(nrows, ncols, *args), op's row kernel, over the last-dim rows of `shape`."""
+def _launch_rows(rt, fn, ordinal: int, shape: tuple[int, ...], itemsize: int, *args) -> None:
+    """fn(nrows, ncols, *args) over the last-dim rows of `shape`."""
     ncols = shape[-1]
     nrows = math.prod(shape) // ncols
-    grid, block = _rows_geometry(rt, op, ordinal, nrows, ncols, itemsize)
+    grid, block = _rows_geometry(rt, ordinal, nrows, ncols, itemsize)
     fn(rt.launch, grid, block, rt.stream(ordinal), nrows, ncols, *args)
 
 
@@ -106,7 +106,7 @@ def softmax_last_dim(rt, x: GpuBuffer, lx: Layout, table: dict):
     out = rt.alloc(x.ordinal, lx.elem_count, x.dtype)
     if out.size:
         views = _contiguous(rt, "softmax_last_dim", table, (x, lx))
-        _launch_rows(rt, "softmax_last_dim", fn, x.ordinal, shape, x.dtype.itemsize, *_at(views), out.ptr)
+        _launch_rows(rt, fn, x.ordinal, shape, x.dtype.itemsize, *_at(views), out.ptr)
     return out, shape
 
 
@@ -116,7 +116,7 @@ def rms_norm(rt, x: GpuBuffer, lx: Layout, alpha: GpuBuffer, la: Layout, eps: fl
     out = rt.alloc(x.ordinal, lx.elem_count, x.dtype)
     if out.size:
         views = _contiguous(rt, "rms_norm", table, (x, lx), (alpha, la))
-        _launch_rows(rt, "rms_norm", fn, x.ordinal, shape, x.dtype.itemsize, float(eps), *_at(views), out.ptr)
+        _launch_rows(rt, fn, x.ordinal, shape, x.dtype.itemsize, float(eps), *_at(views), out.ptr)
     return out, shape
 
 
@@ -127,7 +127,7 @@ def layer_norm(rt, x: GpuBuffer, lx: Layout, alpha: GpuBuffer, la: Layout, beta:
     out = rt.alloc(x.ordinal, lx.elem_count, x.dtype)
     if out.size:
         views = _contiguous(rt, "layer_norm", table, (x, lx), (alpha, la), (beta, lb))
-        _launch_rows(rt, "layer_norm", fn, x.ordinal, shape, x.dtype.itemsize, float(eps), *_at(views), out.ptr)
+        _launch_rows(rt, fn, x.ordinal, shape, x.dtype.itemsize, float(eps), *_at(views), out.ptr)
     return out, shape
 
 
@@ -219,7 +219,7 @@ def sdpa(rt, q: GpuBuffer, lq: Layout, k: GpuBuffer, lk: Layout, v: GpuBuffer, l
     stream = rt.stream(q.ordinal)
     gemm(q.ordinal, stream.handle, q.dtype, True, False, skv, sq, d, kp, d, skv * d, qp, d, sq * d,
          scores.ptr, skv, sq * skv, batch)
-    grid, block = _rows_geometry(rt, "sdpa_softmax", q.ordinal, batch * sq, skv, q.dtype.itemsize)
+    grid, block = _rows_geometry(rt, q.ordinal, batch * sq, skv, q.dtype.itemsize)
     fn(rt.launch, grid, block, stream, batch * sq, skv, sq, float(scale), int(bool(causal)), scores.ptr)
     gemm(q.ordinal, stream.handle, q.dtype, False, False, d, sq, skv, vp, d, skv * d, scores.ptr, skv,
          sq * skv, out.ptr, d, sq * d, batch)
