@@ -20,6 +20,15 @@
 // QMATVEC_FAST), the block size of their dp4a path (another multiple of 32 there takes
 // the general path; their launch bounds allow no more).
 //
+// qmatvec_q4_k and qmatvec_q6_k, when w is 16-byte aligned and blocks are kThreads: the K
+// path (below, at its code): 8 weight rows per item, staged through shared memory with
+// coalesced 16-byte copies (cp.async on NVIDIA sm_80 and up), a thread per 32 weights whose
+// x serves all 8 rows, f32 FMA of exact quants per sub-block, then the sub-block's scales
+// (runtime/gpu_quant.py's QMATVEC_K: 8 rows per item). H100, 4096 x 4096 from HBM, per
+// product in a graph: q4_k 17.2 -> 9.3 us, q6_k 20.8 -> 12.0 us (35% / 39% of copy
+// bandwidth; bench/results/qmatvec-kquant-h100.md). Bound by the compute after the slab
+// lands (9.4 MB from L2 still takes 6.9 us), not by HBM.
+//
 // qmatvec_q4_0 and qmatvec_q8_0, when k % 256 == 0 and w is 16-byte aligned: on NVIDIA
 // sm_80 and up, the dp4a path (below, at its code: x quantized exactly enough to 22 bits,
 // integer dot products, the weights streamed through shared memory with cp.async, all in
@@ -39,7 +48,7 @@
 // read it from L2. Many rows of x thus re-read the weights, from L2 where they fit (a
 // batched kernel would reuse them from registers).
 //
-// Everything else (the other formats, other k, rows of x alike) takes the general path: a
+// Everything else (q4_1, other k or alignments, rows of x alike) takes the general path: a
 // group of 32 lanes per output, a lane per 8 weights, decoded as dequantize does. Correct
 // for any shape; not tuned.
 #include "compat.h"
@@ -717,6 +726,10 @@ template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w
 // one add each); a field p bits up reads as its value times 2^p, so the sums are kept per
 // position and scaled by the exact power of two at the end. Against GGML's dequantized
 // weights, the difference is of f32 rounding size (the tests' bound is 1e-5 of sum |x||W|).
+//
+// Shapes (bench/gpu_quant.py --explore, H100, 4096 x 4096 from HBM, per product in a graph):
+// q4_k 8 rows per item 9.4 us, 4 rows 10.1, 16 rows 9.6; q6_k 8 rows 12.0, 4 rows 11.9.
+// Direct global loads were not tried for q6_k: its blocks are 2-byte aligned only.
 
 constexpr int kKBlocks = kThreads / 8;  // weight blocks per step and row: a thread per 32 weights
 
