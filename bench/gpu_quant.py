@@ -17,6 +17,7 @@ DISTINCT weights in turn (several times the L2), which reads every weight from H
 honest "read once" figure. Bandwidth counts the quantized weight's bytes (x and y are 16 KB).
 
     python3 bench/gpu_quant.py [--floor] [--explore]   # prints the rows
+    python3 bench/gpu_quant.py --formats q4_k,q6_k,q4_1 [--no-torch]   # other formats, same figures
     python3 bench/gpu_quant.py --profile     # a few launches of each kernel, for ncu
     bench_quant(rows)                         # a part of bench/gpu.py: fills `rows`
     explore_quant(rows)                       # shapes of the dp4a path, for tuning"""
@@ -153,17 +154,18 @@ def plain_launch(rt):
     return launch
 
 
-def bench_quant(rows: dict) -> None:
-    """Fill `rows` with the figures (name -> number or text)."""
+def bench_quant(rows: dict, formats=("q4_0", "q8_0"), torch_mv: bool = True) -> None:
+    """Fill `rows` with the figures (name -> number or text), for qmatvec_<fmt> of `formats`."""
     import numpy as np
 
     copy = copy_bandwidth()
     rows["quant: torch device-to-device copy (GB/s)"] = copy
     rng = np.random.default_rng(0)
     x = rng.standard_normal(K).astype(np.float32)
-    for fmt in ("q4_0", "q8_0"):
+    for fmt in formats:
         w = qmatvec_rows(rows, fmt, rng.standard_normal(N * K).astype(np.float32), x, copy)
-        torch_rows(rows, fmt, w, x)
+        if torch_mv:
+            torch_rows(rows, fmt, w, x)
 
 
 def qmatvec_rows(rows: dict, fmt: str, values, x, copy: float):
@@ -187,7 +189,8 @@ def qmatvec_rows(rows: dict, fmt: str, values, x, copy: float):
     # the kernel's result, against the dequantized weight in f64
     dequantize = {fmt: getattr(kernels_hip, f"launch_dequantize_{fmt}_f32")}
     w = rt.to_host(gpu_quant.q_dequantize(rt, q, N * K, dequantize)).reshape(N, K)
-    got = rt.to_host(gpu_quant.q_matmul(rt, q, x_buf, Layout.contiguous((K,)), (N, K), {fmt: launch}))
+    table = {fmt: launch, np.dtype(np.float32): kernels_hip.launch_copy_strided_f32}  # x's densifying copy
+    got = rt.to_host(gpu_quant.q_matmul(rt, q, x_buf, Layout.contiguous((K,)), (N, K), table))
     w64 = w.astype(np.float64)
     rows[f"{label}: max error / sum |W||x|"] = float((np.abs(got - w64 @ x) / (np.abs(w64) @ np.abs(x))).max())
 
@@ -260,6 +263,8 @@ _REDUCE = "        warp_rows<R>(acc, lane, partial[warp]);"
 _LATE = {_RELEASE: "    wait_for_predecessor();", _REDUCE: "        release_dependents();\n" + _REDUCE}
 _Q4_FROM = "static constexpr int kFastPrefetchFrom = 0;"
 _Q8_FROM = "static constexpr int kFastPrefetchFrom = kFastRows / kFastStages;"
+_K4 = "static constexpr int kKRows = 8;  // the K path's"
+_K6 = "kBytes = 210;\n    static constexpr int kKRows = 8;"
 EXPLORE = {
     "q4_0": [("shipped", 256, 16, {}),
              ("no L2 prefetch", 256, 16, {_PREFETCH: ""}),
@@ -277,10 +282,18 @@ EXPLORE = {
              ("L2 prefetch of every row", 256, 8, {_Q8_FROM: _Q8_FROM.replace("kFastRows / kFastStages", "0")}),
              ("next kernel released at the reduction", 256, 8, _LATE),
              ("8 stages", 256, 8, {_Q8: _Q8.replace("kFastStages = 4", "kFastStages = 8")})],
+    # the K path: rows per item (kKRows); the general path it replaced (a group of 32 lanes per output)
+    "q4_k": [("shipped (K path, 8 rows/item)", 128, 8, {}),
+             ("K path, 4 rows/item", 128, 4, {_K4: _K4.replace("= 8", "= 4")}),
+             ("K path, 16 rows/item", 128, 16, {_K4: _K4.replace("= 8", "= 16")}),
+             ("general path (before)", 128, 4, {"qmatvec_k<q4_k_path>": "qmatvec_general<q4_k>"})],
+    "q6_k": [("shipped (K path, 8 rows/item)", 128, 8, {}),
+             ("K path, 4 rows/item", 128, 4, {_K6: _K6.replace("= 8", "= 4")}),
+             ("general path (before)", 128, 4, {"qmatvec_k<q6_k_path>": "qmatvec_general<q6_k>"})],
 }
 
 
-def explore_quant(rows: dict) -> None:
+def explore_quant(rows: dict, formats=None) -> None:
     """qmatvec_q4_0 / q8_0 compiled from copies of hip/quantized.hip changed as EXPLORE says:
     per product in a graph (one weight from L2; 16 from HBM with and without programmatic
     dependent launch) and the kernel duration from HBM (profiler). Each variant's result is
@@ -302,6 +315,8 @@ def explore_quant(rows: dict) -> None:
     x_buf, y = rt.from_host(0, rng.standard_normal(K).astype(np.float32)), rt.alloc(0, N, np.dtype(np.float32))
     types = (ctypes.c_void_p,) * 3 + (ctypes.c_size_t,) * 3
     for fmt, variants in EXPLORE.items():
+        if formats is not None and fmt not in formats:
+            continue
         q = gpu_quant.quantize(rt, 0, rng.standard_normal(N * K).astype(np.float32), fmt)
         data = gpu_quant.q_data(rt, q)
         weights = [q] + [gpu_quant.qstorage_from_bytes(rt, 0, data, fmt) for _ in range(DISTINCT - 1)]
@@ -414,17 +429,20 @@ if __name__ == "__main__":
         profile_launches()
         sys.exit(0)
     table: dict = {}
-    bench_quant(table)
+    formats = ("q4_0", "q8_0")
+    if "--formats" in sys.argv:
+        formats = tuple(sys.argv[sys.argv.index("--formats") + 1].split(","))
+    bench_quant(table, formats, torch_mv="--no-torch" not in sys.argv)
     if "--floor" in sys.argv:
         floor_quant(table)
     if "--explore" in sys.argv:
-        explore_quant(table)
+        explore_quant(table, formats)
     for key, value in table.items():
         print(f"| {key} | {value:.4g} |" if isinstance(value, float) else f"| {key} | {value} |")
 
 
 def bench_qmatmul_rows(rows: dict, counts=(1, 4, 8, 16, 24, 32, 128, 512)) -> None:
-    """QMatMul of a q4_0 / q4_k 4096 x 4096 weight by x of 1 to 512 rows, both ways the
+    """QMatMul of a q4_0 / q4_k / q6_k 4096 x 4096 weight by x of 1 to 512 rows, both ways the
     runtime can take (qmatvec, which reads the weight per row of x, and the weight
     dequantized to f32 then the BLAS GEMM), device time per call: where the runtime's
     QMATMUL_GEMM_ROWS should sit."""
@@ -438,7 +456,7 @@ def bench_qmatmul_rows(rows: dict, counts=(1, 4, 8, 16, 24, 32, 128, 512)) -> No
     rng = np.random.default_rng(5)
     saved = dict(gpu_quant.QMATMUL_GEMM_ROWS)
     try:
-        for fmt in ("q4_0", "q4_k"):
+        for fmt in ("q4_0", "q4_k", "q6_k"):
             q = dev.quantize(rng.standard_normal(N * K).astype(np.float32), g.GgmlDType(fmt))
             for count in counts:
                 x = dev.storage_from_slice(rng.standard_normal(count * K).astype(np.float32))

@@ -20,6 +20,15 @@
 // QMATVEC_FAST), the block size of their dp4a path (another multiple of 32 there takes
 // the general path; their launch bounds allow no more).
 //
+// qmatvec_q4_k and qmatvec_q6_k, when w is 16-byte aligned and blocks are kThreads: the K
+// path (below, at its code): 8 weight rows per item, staged through shared memory with
+// coalesced 16-byte copies (cp.async on NVIDIA sm_80 and up), a thread per 32 weights whose
+// x serves all 8 rows, f32 FMA of exact quants per sub-block, then the sub-block's scales
+// (runtime/gpu_quant.py's QMATVEC_K: 8 rows per item). H100, 4096 x 4096 from HBM, per
+// product in a graph: q4_k 17.2 -> 9.3 us, q6_k 20.8 -> 12.0 us (35% / 39% of copy
+// bandwidth; bench/results/qmatvec-kquant-h100.md). Bound by the compute after the slab
+// lands (9.4 MB from L2 still takes 6.9 us), not by HBM.
+//
 // qmatvec_q4_0 and qmatvec_q8_0, when k % 256 == 0 and w is 16-byte aligned: on NVIDIA
 // sm_80 and up, the dp4a path (below, at its code: x quantized exactly enough to 22 bits,
 // integer dot products, the weights streamed through shared memory with cp.async, all in
@@ -39,7 +48,7 @@
 // read it from L2. Many rows of x thus re-read the weights, from L2 where they fit (a
 // batched kernel would reuse them from registers).
 //
-// Everything else (the other formats, other k, rows of x alike) takes the general path: a
+// Everything else (q4_1, other k or alignments, rows of x alike) takes the general path: a
 // group of 32 lanes per output, a lane per 8 weights, decoded as dequantize does. Correct
 // for any shape; not tuned.
 #include "compat.h"
@@ -57,6 +66,7 @@ constexpr int kThreads = 128;                // qmatvec's block size
 constexpr int kGroups = kThreads / 32;       // groups of 32 lanes (a warp; half an AMD wave64)
 constexpr int kTileRows = 4;                 // weight rows per item of the tiled path
 constexpr int kMinBlocks = 8;                // resident blocks per SM qmatvec is built for (NVIDIA: <= 64 registers)
+constexpr int kKMinBlocks = 4;               // the same for the K path (q4_k, q6_k): <= 128 registers
 
 // ---------------------------------------------------------------------------- block bytes
 //
@@ -200,6 +210,7 @@ __device__ __forceinline__ void scale_min_k4(int j, const uint8_t* q, uint32_t& 
 
 struct q4_k {  // d, dmin (f16), scales[12], qs[128]: 8 sub-blocks of 32, (d*sc)*q - dmin*m
     static constexpr int kElems = 256, kBytes = 144;
+    static constexpr int kKRows = 8;  // the K path's weight rows per item (runtime/gpu_quant.py's QMATVEC_K)
     static __device__ __forceinline__ void decode8(const uint8_t* b, int j, float (&v)[8]) {
         const int sub = j >> 2;  // sub-blocks 2c and 2c+1: low and high nibbles of qs[32c..32c+31]
         uint32_t sc, m;
@@ -215,6 +226,7 @@ struct q4_k {  // d, dmin (f16), scales[12], qs[128]: 8 sub-blocks of 32, (d*sc)
 
 struct q6_k {  // ql[128], qh[64], scales[16] int8, d (f16): d * sc * (q - 32), q 6 bits
     static constexpr int kElems = 256, kBytes = 210;
+    static constexpr int kKRows = 8;
     static __device__ __forceinline__ void decode8(const uint8_t* b, int j, float (&v)[8]) {
         // Two halves of 128; in a half, weight l + 32g (l < 32, g < 4) takes nibble g / 2
         // of ql[l + 32 (g % 2)], bits 2g..2g+1 of qh[l], scale l / 16 + 2g.
@@ -696,6 +708,248 @@ template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w
 }
 #endif  // OPGEN_QMATVEC_DP4A
 
+// ---------------------------------------------------------------------------- the K path
+//
+// qmatvec_q4_k / q6_k (any k, w 16-byte aligned, blocks of kThreads threads): a thread
+// block takes an item of F::kKRows weight rows against one row of x, in steps of
+// kKBlocks = 16 weight blocks (4096 weights) per row. A step's bytes of all the item's rows
+// are copied to shared memory first, with coalesced 16-byte loads (all of them issued
+// before the first store: the whole slab in flight at once), from the 16-byte floor of each
+// row's span (q6_k blocks of 210 bytes are only 2-byte aligned). Then thread t takes part
+// t % 8 (32 weights) of block t / 8 in every row of the item: it loads the 32 values of x
+// its part meets once (float4 through L1) and they serve all kKRows rows, whose quants it
+// reads from shared memory.
+//
+// Arithmetic: f32 FMA of exact quant values against x, per sub-block, then the sub-block's
+// scale: q4_k sum (d*sc)*q*x - (dmin*m)*x as (d*sc) * sum q*x - (dmin*m) * sum x, q6_k
+// (d*sc) * sum (q - 32)*x. The quants become floats with the exponent trick (one mask and
+// one add each); a field p bits up reads as its value times 2^p, so the sums are kept per
+// position and scaled by the exact power of two at the end. Against GGML's dequantized
+// weights, the difference is of f32 rounding size (the tests' bound is 1e-5 of sum |x||W|).
+//
+// Shapes (bench/gpu_quant.py --explore, H100, 4096 x 4096 from HBM, per product in a graph):
+// q4_k 8 rows per item 9.4 us, 4 rows 10.1, 16 rows 9.6; q6_k 8 rows 12.0, 4 rows 11.9.
+// Direct global loads were not tried for q6_k: its blocks are 2-byte aligned only.
+
+constexpr int kKBlocks = kThreads / 8;  // weight blocks per step and row: a thread per 32 weights
+
+// 8 bytes at a 2-byte aligned shared-memory address, as two words (reads one word past them).
+__device__ __forceinline__ void smem8(const uint8_t* p, uint32_t& lo, uint32_t& hi) {
+    const uint32_t* f = reinterpret_cast<const uint32_t*>(reinterpret_cast<unsigned long long>(p) & ~3ull);
+    const uint32_t sel = (reinterpret_cast<unsigned long long>(p) & 2u) ? 0x5432u : 0x3210u;
+    const uint32_t a = f[0], b = f[1], c = f[2];
+    lo = __byte_perm(a, b, sel);
+    hi = __byte_perm(b, c, sel);
+}
+
+// Byte P (0 or 1) of a word from __byte_perm(u, 0x4B00, 0x54..): 2^23 + byte * 256^P.
+template <int P> __device__ __forceinline__ float byte_field(uint32_t e, float bias) {
+    return __uint_as_float(e & (0x4B000000u | (0xFFu << (8 * P)))) - bias;
+}
+
+struct q4_k_path {  // part p: qs[16p..16p+15] (chunk c = p / 2), sub-blocks 2c (low nibbles) and 2c+1 (high)
+    typedef q4_k F;
+    // x of the part: lo = weights 64c + 16(p % 2) + i (i < 16), hi = lo + 32.
+    struct X {
+        float4 lo[4], hi[4];
+        float sum_lo, sum_hi;
+    };
+    static __device__ __forceinline__ void load_x(const float* xb, int p, X& v) {
+        const float* lo = xb + 64 * (p >> 1) + 16 * (p & 1);
+        v.sum_lo = v.sum_hi = 0.0f;
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            v.lo[j] = load_x4(lo + 4 * j);
+            v.hi[j] = load_x4(lo + 32 + 4 * j);
+            v.sum_lo += (v.lo[j].x + v.lo[j].y) + (v.lo[j].z + v.lo[j].w);
+            v.sum_hi += (v.hi[j].x + v.hi[j].y) + (v.hi[j].z + v.hi[j].w);
+        }
+    }
+    // The part's contribution to its row: b the block in shared memory (16-byte aligned).
+    static __device__ __forceinline__ float dot(const uint8_t* b, int p, const X& v) {
+        const uint4 h = *reinterpret_cast<const uint4*>(b);
+        const uint4 q = *reinterpret_cast<const uint4*>(b + 16 + 16 * p);
+        // Nibble P of a 16-bit half reads as q * 16^P: P 0 / 2 are lo weights i / i+1, 1 / 3 hi ones.
+        float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
+        const uint32_t qw[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            const uint32_t e0 = __byte_perm(qw[j], 0x4B00u, 0x5410u), e1 = __byte_perm(qw[j], 0x4B00u, 0x5432u);
+            a0 = fmaf(q4_nib<0>(e0), v.lo[j].x, a0);
+            a1 = fmaf(q4_nib<1>(e0), v.hi[j].x, a1);
+            a2 = fmaf(q4_nib<2>(e0), v.lo[j].y, a2);
+            a3 = fmaf(q4_nib<3>(e0), v.hi[j].y, a3);
+            a0 = fmaf(q4_nib<0>(e1), v.lo[j].z, a0);
+            a1 = fmaf(q4_nib<1>(e1), v.hi[j].z, a1);
+            a2 = fmaf(q4_nib<2>(e1), v.lo[j].w, a2);
+            a3 = fmaf(q4_nib<3>(e1), v.hi[j].w, a3);
+        }
+        const float s_lo = fmaf(a2, 1.0f / 256.0f, a0), s_hi = fmaf(a3, 1.0f / 4096.0f, a1 * (1.0f / 16.0f));
+        // Scales and mins of sub-blocks 2c, 2c+1 (get_scale_min_k4), as byte pairs: scales[0..11]
+        // are h.y, h.z, h.w; the pair's bytes sit 2(c % 2) bytes into each.
+        const int c = p >> 1, shift = 16 * (c & 1);
+        const uint32_t a = (h.y >> shift) & 0xFFFFu, bb = (h.z >> shift) & 0xFFFFu, cc = (h.w >> shift) & 0xFFFFu;
+        const uint32_t sc = c < 2 ? a & 0x3F3Fu : (cc & 0x0F0Fu) | ((a >> 2) & 0x3030u);
+        const uint32_t m = c < 2 ? bb & 0x3F3Fu : ((cc >> 4) & 0x0F0Fu) | ((bb >> 2) & 0x3030u);
+        const float d = opgen::f16_to_float(__ushort_as_half((unsigned short)(h.x & 0xFFFFu)));
+        const float dmin = opgen::f16_to_float(__ushort_as_half((unsigned short)(h.x >> 16)));
+        float r = (d * (float)(sc & 0xFFu)) * s_lo;
+        r = fmaf(d * (float)(sc >> 8), s_hi, r);
+        r = fmaf(-(dmin * (float)(m & 0xFFu)), v.sum_lo, r);
+        return fmaf(-(dmin * (float)(m >> 8)), v.sum_hi, r);
+    }
+    // Nibble P of a word from __byte_perm(u, 0x4B00, ..), as q * 16^P.
+    template <int P> static __device__ __forceinline__ float q4_nib(uint32_t e) {
+        return __uint_as_float(e & (0x4B000000u | (0xFu << (4 * P)))) - 8388608.0f;
+    }
+};
+
+struct q6_k_path {  // part p: half h = p / 4, l0 = 8 (p % 4): weights 128h + 32g + l0 + i, g < 4, i < 8
+    typedef q6_k F;
+    struct X {
+        float4 v[4][2];  // [g][i / 4]
+    };
+    static __device__ __forceinline__ void load_x(const float* xb, int p, X& v) {
+        const float* base = xb + 128 * (p >> 2) + 8 * (p & 3);
+#pragma unroll
+        for (int g = 0; g < 4; g++) {
+            v.v[g][0] = load_x4(base + 32 * g);
+            v.v[g][1] = load_x4(base + 32 * g + 4);
+        }
+    }
+    // b: the block in shared memory (2-byte aligned).
+    static __device__ __forceinline__ float dot(const uint8_t* b, int p, const X& v) {
+        const int h = p >> 2, l0 = 8 * (p & 3);
+        uint32_t qa[2], qb[2], qh[2], s0, s1;
+        smem8(b + 64 * h + l0, qa[0], qa[1]);       // ql[64h + l0 + i]: g = 0 (low nibble), 2 (high)
+        smem8(b + 64 * h + 32 + l0, qb[0], qb[1]);  // ql[64h + 32 + l0 + i]: g = 1, 3
+        smem8(b + 128 + 32 * h + l0, qh[0], qh[1]); // qh[32h + l0 + i]: bits 2g, 2g+1
+        smem8(b + 192 + 8 * h, s0, s1);             // scales[8h + l0 / 16 + 2g]
+        const uint32_t ssel = (l0 >> 4) ? 0x7531u : 0x6420u;
+        const uint32_t scales = __byte_perm(s0, s1, ssel);
+        const float d = half_at(b + 208);
+        // (q - 32) per g, as a sum over even bytes (q - 32) and odd ones (q - 32) * 256
+        float acc[4][2] = {};
+#pragma unroll
+        for (int w = 0; w < 2; w++) {
+            const uint32_t hw = qh[w];
+            const uint32_t q6[4] = {(qa[w] & 0x0F0F0F0Fu) | ((hw << 4) & 0x30303030u),
+                                    (qb[w] & 0x0F0F0F0Fu) | ((hw << 2) & 0x30303030u),
+                                    ((qa[w] >> 4) & 0x0F0F0F0Fu) | (hw & 0x30303030u),
+                                    ((qb[w] >> 4) & 0x0F0F0F0Fu) | ((hw >> 2) & 0x30303030u)};
+#pragma unroll
+            for (int g = 0; g < 4; g++) {
+                const uint32_t e0 = __byte_perm(q6[g], 0x4B00u, 0x5410u), e1 = __byte_perm(q6[g], 0x4B00u, 0x5432u);
+                const float4 xv = v.v[g][w];
+                const float b0 = 8388608.0f + 32.0f, b1 = 8388608.0f + 32.0f * 256.0f;
+                acc[g][0] = fmaf(byte_field<0>(e0, b0), xv.x, acc[g][0]);
+                acc[g][1] = fmaf(byte_field<1>(e0, b1), xv.y, acc[g][1]);
+                acc[g][0] = fmaf(byte_field<0>(e1, b0), xv.z, acc[g][0]);
+                acc[g][1] = fmaf(byte_field<1>(e1, b1), xv.w, acc[g][1]);
+            }
+        }
+        float r = 0.0f;
+#pragma unroll
+        for (int g = 0; g < 4; g++) {
+            const float sc = (float)(int8_t)((scales >> (8 * g)) & 0xFFu);
+            r = fmaf(sc, fmaf(acc[g][1], 1.0f / 256.0f, acc[g][0]), r);
+        }
+        return d * r;
+    }
+};
+
+template <typename P> __device__ void qmatvec_kpath(const uint8_t* __restrict__ w, const float* __restrict__ x,
+                                                    float* __restrict__ y, size_t n, size_t k, size_t rows) {
+    typedef typename P::F F;
+    constexpr int R = F::kKRows;
+    constexpr int kRowVecs = kKBlocks * F::kBytes / 16 + 2;  // a step of a row from its 16-byte floor, + a spare
+    constexpr int kVecs = R * kRowVecs, kPer = (kVecs + kThreads - 1) / kThreads;
+    __shared__ uint4 stage[kVecs];
+    __shared__ float partial[kGroups][R];
+    const unsigned int lane = threadIdx.x % 32, group = threadIdx.x / 32;
+    const int blk = (int)threadIdx.x / 8, part = (int)threadIdx.x % 8;
+    const size_t row_blocks = k / F::kElems, row_bytes = row_blocks * F::kBytes;
+    const size_t items = (n + R - 1) / R * rows;
+    for (size_t item = blockIdx.x; item < items; item += gridDim.x) {
+        const size_t n0 = item / rows * R, r = item % rows;
+        const int nrows = (int)(n - n0 < (size_t)R ? n - n0 : (size_t)R);
+        const uint8_t* wi = w + n0 * row_bytes;
+        const float* xr = x + r * k;
+        float acc[R];
+#pragma unroll
+        for (int i = 0; i < R; i++) acc[i] = 0.0f;
+        for (size_t c0 = 0; c0 < row_blocks; c0 += kKBlocks) {
+            const int cb = row_blocks - c0 < (size_t)kKBlocks ? (int)(row_blocks - c0) : kKBlocks;
+            const bool active = blk < cb;
+            typename P::X xv;
+            if (active) P::load_x(xr + (c0 + blk) * F::kElems, part, xv);
+            if (c0 > 0) __syncthreads();  // the previous step is used up
+            // Row i's step starts `skew` bytes into its 16-byte floor (it changes from row to row
+            // when row_bytes % 16 != 0).
+#if OPGEN_QMATVEC_DP4A
+            // cp.async: the pieces need no registers; unloaded ones stay stale, never read for
+            // rows written out
+            for (int u = (int)threadIdx.x; u < kVecs; u += kThreads) {
+                const int i = u / kRowVecs, c = u % kRowVecs;
+                const uint8_t* src = wi + i * row_bytes + c0 * F::kBytes;
+                const unsigned long long skew = reinterpret_cast<unsigned long long>(src) & 15u;
+                if (i < nrows && c < (int)((skew + cb * F::kBytes + 15) / 16)) cp_async16(stage + u, src - skew + 16 * c);
+            }
+            cp_async_commit();
+            cp_async_wait(0);
+#else
+            uint4 v[kPer];
+#pragma unroll
+            for (int j = 0; j < kPer; j++) {
+                const int u = (int)threadIdx.x + j * kThreads, i = u / kRowVecs, c = u % kRowVecs;
+                const uint8_t* src = wi + i * row_bytes + c0 * F::kBytes;
+                const unsigned long long skew = reinterpret_cast<unsigned long long>(src) & 15u;
+                if (u < kVecs && i < nrows && c < (int)((skew + cb * F::kBytes + 15) / 16)) {
+                    v[j] = *reinterpret_cast<const uint4*>(src - skew + 16 * c);
+                }
+            }
+#pragma unroll
+            for (int j = 0; j < kPer; j++) {
+                const int u = (int)threadIdx.x + j * kThreads;
+                if (u < kVecs) stage[u] = v[j];  // unloaded pieces: stale, never read for rows written out
+            }
+#endif
+            __syncthreads();
+            if (active) {
+#pragma unroll
+                for (int i = 0; i < R; i++) {  // rows past nrows compute on stale bytes, never written out
+                    const uint8_t* src = wi + i * row_bytes + c0 * F::kBytes;
+                    const uint8_t* b = reinterpret_cast<const uint8_t*>(stage + i * kRowVecs) +
+                                       (reinterpret_cast<unsigned long long>(src) & 15u) + blk * F::kBytes;
+                    acc[i] += P::dot(b, part, xv);
+                }
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < R; i++) {
+            const float s = group_sum(acc[i]);
+            if (lane == 0) partial[group][i] = s;
+        }
+        __syncthreads();
+        if ((int)threadIdx.x < nrows) {
+            float s = 0.0f;
+#pragma unroll
+            for (int g = 0; g < kGroups; g++) s += partial[g][threadIdx.x];
+            y[r * n + n0 + threadIdx.x] = s;
+        }
+        __syncthreads();  // partial and stage are free for the next item
+    }
+}
+
+template <typename P> __device__ __forceinline__ void qmatvec_k(const uint8_t* w, const float* x, float* y, size_t n,
+                                                                size_t k, size_t rows) {
+    if (opgen::aligned16(w) && blockDim.x == (unsigned int)kThreads) {
+        qmatvec_kpath<P>(w, x, y, n, k, rows);
+    } else {
+        qmatvec_general<typename P::F>(w, x, y, n, k, rows);
+    }
+}
+
 // The block size qmatvec_<F> is launched with (the runtime's QMATVEC_FAST), and the resident
 // blocks per SM its registers are bounded for: enough for a grid of 4096-row items on an H100.
 template <typename F> struct fast_launch {
@@ -735,8 +989,8 @@ extern "C" {
 __global__ void __launch_bounds__(fast_launch<q4_0>::threads, fast_launch<q4_0>::min_blocks) qmatvec_q4_0(const uint8_t* w, const float* x, float* y, const size_t n, const size_t k, const size_t rows);
 __global__ void __launch_bounds__(kThreads, kMinBlocks) qmatvec_q4_1(const uint8_t* w, const float* x, float* y, const size_t n, const size_t k, const size_t rows);
 __global__ void __launch_bounds__(fast_launch<q8_0>::threads, fast_launch<q8_0>::min_blocks) qmatvec_q8_0(const uint8_t* w, const float* x, float* y, const size_t n, const size_t k, const size_t rows);
-__global__ void __launch_bounds__(kThreads, kMinBlocks) qmatvec_q4_k(const uint8_t* w, const float* x, float* y, const size_t n, const size_t k, const size_t rows);
-__global__ void __launch_bounds__(kThreads, kMinBlocks) qmatvec_q6_k(const uint8_t* w, const float* x, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kThreads, kKMinBlocks) qmatvec_q4_k(const uint8_t* w, const float* x, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kThreads, kKMinBlocks) qmatvec_q6_k(const uint8_t* w, const float* x, float* y, const size_t n, const size_t k, const size_t rows);
 }
 
 extern "C" __global__ void dequantize_q4_0_f32(const uint8_t* blocks, float* out, const size_t numel) {
@@ -780,8 +1034,8 @@ extern "C" __global__ void qmatvec_q8_0(const uint8_t* w, const float* x, float*
     qmatvec_fast<q8_0>(w, x, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q4_k(const uint8_t* w, const float* x, float* y, const size_t n, const size_t k, const size_t rows) {
-    qmatvec_general<q4_k>(w, x, y, n, k, rows);
+    qmatvec_k<q4_k_path>(w, x, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q6_k(const uint8_t* w, const float* x, float* y, const size_t n, const size_t k, const size_t rows) {
-    qmatvec_general<q6_k>(w, x, y, n, k, rows);
+    qmatvec_k<q6_k_path>(w, x, y, n, k, rows);
 }

@@ -29,12 +29,16 @@ QMATVEC_ROWS = 4
 #: hip/quantized.hip's (F::kFastRows, F::kFastSplit * kThreads). Other block sizes take the
 #: general path.
 QMATVEC_FAST = {"q4_0": (16, 256), "q8_0": (8, 256)}
+#: The K path of q4_k and q6_k (every backend): (rows per item, threads per block),
+#: hip/quantized.hip's (F::kKRows, kThreads).
+QMATVEC_K = {"q4_k": (8, 128), "q6_k": (8, 128)}
 #: Rows of x from which QMatMul dequantizes the weight once and runs the f32 BLAS GEMM instead
 #: of qmatvec, which reads the weight again for every row; by format, the others' value under
-#: None. H100, 4096 x 4096 (bench/gpu.py --parts qmatmul): dequantize + GEMM takes 64-100 us
-#: up to 32 rows; qmatvec 3.3 us a row for q4_0 (its dp4a path), 10.4 for q4_k (the general
-#: path): they cross near 27 and 10 rows.
-QMATMUL_GEMM_ROWS = {"q4_0": 24, "q8_0": 24, None: 12}
+#: None. H100, 4096 x 4096 (bench/gpu.py --parts qmatmul): dequantize + GEMM takes 64-102 us
+#: up to 32 rows; qmatvec 3.3 us a row for q4_0 (its dp4a path), 4.9 for q4_k and 5.9 for
+#: q6_k (the K path; bench/results/qmatmul-rows-kquant-h100.md): they cross near 27, 20 and
+#: 16 rows. q4_1 (the general path) took 10.4 us a row like q4_k's general path: near 10.
+QMATMUL_GEMM_ROWS = {"q4_0": 24, "q8_0": 24, "q4_k": 20, "q6_k": 16, None: 12}
 
 
 @dataclass(eq=False)
@@ -122,6 +126,8 @@ def qmatvec_launch(rt: GpuRuntime, fmt: str) -> tuple[int, int]:
     so any grid is correct; this one fills the device once."""
     if rt.name == "cuda" and fmt in QMATVEC_FAST:
         return QMATVEC_FAST[fmt]
+    if fmt in QMATVEC_K:
+        return QMATVEC_K[fmt]
     return QMATVEC_ROWS, QMATVEC_THREADS
 
 
