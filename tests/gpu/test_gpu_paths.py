@@ -140,4 +140,4 @@ def test_a_strided_view_is_made_dense_on_its_device_then_copied_peer_to_peer(bac
     x = np.arange(12, dtype=np.float32).reshape(3, 4)
     moved = g.to_device(first.storage_from_slice(x), g.Layout.contiguous((3, 4)).transpose(0, 1), second)
     np.testing.assert_array_equal(g.to_numpy(moved, g.Layout.contiguous((4, 3))), x.T)
-    assert [(args[1], args[3], args[5], result) for args, result in peer_copies] == [(1, 0, x.nbytes, True)]
+    assert [(args[1], args[3], args[4], result) for args, result in peer_copies] == [(1, 0, x.nbytes, True)]
