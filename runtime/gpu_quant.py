@@ -39,6 +39,8 @@ QMATVEC_K = {"q4_k": (8, 128), "q6_k": (8, 128)}
 #: q6_k (the K path; bench/results/qmatmul-rows-kquant-h100.md): they cross near 27, 20 and
 #: 16 rows. q4_1 (the general path) took 10.4 us a row like q4_k's general path: near 10.
 QMATMUL_GEMM_ROWS = {"q4_0": 24, "q8_0": 24, "q4_k": 20, "q6_k": 16, None: 12}
+#: The f32 weights dequantize + GEMM holds at once: slabs of W's rows up to this size.
+GEMM_SLAB_BYTES = 64 << 20
 
 
 @dataclass(eq=False)
@@ -132,12 +134,7 @@ def qmatvec_launch(rt: GpuRuntime, fmt: str) -> tuple[int, int]:
 
 
 def _dequantize(rt: GpuRuntime, q: QGpuBuffer, elem_count: int, table: dict, dtype) -> GpuBuffer:
-    return _dequantized(rt, _kernel("dequantize", rt, table, q.fmt), q, elem_count, dtype)
-
-
-def _dequantized(rt: GpuRuntime, fn, q: QGpuBuffer, elem_count: int, dtype) -> GpuBuffer:
-    """The first elem_count weights of q as `dtype`, by fn: the launch wrapper of
-    dequantize_<fmt>_<dtype>."""
+    fn = _kernel("dequantize", rt, table, q.fmt)
     blocks = _blocks("dequantize", rt, q.fmt, elem_count)
     if blocks * ggml.FORMATS[q.fmt].nbytes > q.buf.size:
         raise ShapeMismatch("dequantize", rt.name, f"at most {q.buf.size // ggml.FORMATS[q.fmt].nbytes * ggml.FORMATS[q.fmt].block} "
@@ -209,14 +206,23 @@ def _dequantized_gemm(rt: GpuRuntime, q: QGpuBuffer, x: GpuBuffer, out: GpuBuffe
                       table: dict) -> bool:
     """out (rows, n) = x (rows, k) @ W^T with W dequantized to f32 (bit for bit the cpu's
     weights) and the driver's BLAS GEMM in f32: a row of x then costs a share of one read of
-    W, where qmatvec reads it again per row. False, with nothing written, where the driver
-    has no BLAS (rocm without hipBLAS): the caller takes qmatvec."""
+    W, where qmatvec reads it again per row. W is taken in slabs of rows of at most
+    GEMM_SLAB_BYTES as f32 (a vocabulary-sized weight would need gigabytes at once), each
+    dequantized into one reused buffer, then multiplied into its columns of out. False, with
+    nothing written, where the driver has no BLAS (rocm without hipBLAS): the caller takes
+    qmatvec."""
     gemm = getattr(rt.driver, "gemm", None)
     if gemm is None or not getattr(rt.driver, "blas_available", lambda: True)():
         return False
     fn = rt._entry(table, ("dequantize_{self}_f32", q.fmt), "qmatmul")
-    w = _dequantized(rt, fn, q, n * k, np.float32)
-    # column-major: out^T (n x rows) = W (k x n, transposed) . x^T (k x rows)
-    gemm(x.ordinal, rt.stream(x.ordinal).handle, np.dtype(np.float32), True, False, n, rows, k,
-         w.ptr, k, 0, x.ptr, k, 0, out.ptr, n, 0, 1)
+    row_bytes = k // ggml.FORMATS[q.fmt].block * ggml.FORMATS[q.fmt].nbytes
+    slab = max(1, min(n, GEMM_SLAB_BYTES // (4 * k)))
+    w = rt.alloc(x.ordinal, slab * k, np.dtype(np.float32))
+    stream = rt.stream(x.ordinal)
+    for n0 in range(0, n, slab):
+        m = min(slab, n - n0)
+        fn(rt.launch, rt.geometry(m * k // 8, x.ordinal), BLOCK, stream, q.buf.ptr + n0 * row_bytes, w.ptr, m * k)
+        # column-major: out^T rows n0.. (m x rows, ld n) = W slab (k x m, transposed) . x^T (k x rows)
+        gemm(x.ordinal, stream.handle, np.dtype(np.float32), True, False, m, rows, k,
+             w.ptr, k, 0, x.ptr, k, 0, out.ptr + 4 * n0, n, 0, 1)
     return True

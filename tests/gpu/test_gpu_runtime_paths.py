@@ -290,6 +290,26 @@ def test_qmatmul_of_many_rows_dequantizes_once_and_runs_the_gemm(rows, blas):
         assert [name for name, _ in launches] == ["qmatvec_q4_0"] and not driver.of("gemm")
 
 
+def test_dequantize_and_gemm_take_the_weight_in_slabs_into_one_buffer(monkeypatch):
+    """A weight larger than GEMM_SLAB_BYTES as f32 is dequantized slab by slab of rows into
+    one buffer, each slab multiplied into its columns of out."""
+    from runtime import ggml, gpu_quant
+
+    rt = GpuRuntime(driver := GemmArgsDriver())
+    launches = []
+    rt.launch = lambda source, name, grid, block, stream, args, types: launches.append(args)
+    n, k, rows = 5, 64, 30
+    monkeypatch.setattr(gpu_quant, "GEMM_SLAB_BYTES", 2 * k * 4)  # two rows of W a slab
+    row_bytes = k // 32 * ggml.FORMATS["q4_0"].nbytes
+    q = gpu_quant.QGpuBuffer("q4_0", rt.from_host(0, np.zeros(n * row_bytes, np.uint8)))
+    x = rt.from_host(0, np.ones(rows * k, np.float32))
+    out = gpu_quant.q_matmul(rt, q, x, Layout.contiguous((rows, k)), (n, k), kernels_hip.QSTORAGE["matmul"])
+    slab = launches[0][1]
+    assert launches == [(q.buf.ptr + n0 * row_bytes, slab, m * k) for n0, m in ((0, 2), (2, 2), (4, 1))]
+    gemms = [(c[6], c[9], c[15], c[16]) for c in driver.of("gemm")]  # m, a, c, ldc
+    assert gemms == [(m, slab, out.ptr + 4 * n0, n) for n0, m in ((0, 2), (2, 2), (4, 1))]
+
+
 def test_a_matmul_operand_the_blas_cannot_read_is_copied_on_the_device():
     from runtime.params import MatmulDims
 

@@ -155,6 +155,25 @@ def test_matmul_matches_the_cpu(backend, fmt, n, k, rows, kind):
 
 
 @pytest.mark.parametrize("backend", GPU_BACKENDS, ids=str)
+@pytest.mark.parametrize("fmt", ["q4_0", "q6_k"])
+def test_matmul_of_many_rows_in_slabs_of_the_weight(backend, fmt, monkeypatch):
+    """Dequantize + GEMM with the weight taken three rows at a time (runtime/gpu_quant.py
+    GEMM_SLAB_BYTES): each slab's columns of the result against the cpu."""
+    from runtime import gpu_quant
+
+    device = device_or_skip(backend)
+    n, k, rows = 8, 512, 40
+    monkeypatch.setattr(gpu_quant, "GEMM_SLAB_BYTES", 3 * k * 4)
+    _, cpu_q, gpu_q = quantized(backend, fmt, n * k)
+    w = flat(cpu_q.dequantize(n * k), n * k).reshape(n, k)
+    x = np.random.default_rng(9).standard_normal((rows, k)).astype(np.float32)
+    out = g.Layout.contiguous((rows, n))
+    want = g.to_numpy(cpu_q.matmul(*x_operand(g.Device.parse("cpu"), x, "contiguous"), (n, k)), out)
+    got = g.to_numpy(gpu_q.matmul(*x_operand(device, x, "contiguous"), (n, k)), out)
+    assert_matmul_close(got, want, x, w, f"{backend.value} {fmt} ({n}, {k}) x {rows} rows in slabs of 3")
+
+
+@pytest.mark.parametrize("backend", GPU_BACKENDS, ids=str)
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_matmul_batch_dims_and_an_offset_view(backend, fmt):
     """x (2, 3, k) gives (2, 3, n); x a view at an offset of its storage."""
