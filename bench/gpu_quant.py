@@ -265,36 +265,18 @@ _Q4_FROM = "static constexpr int kFastPrefetchFrom = 0;"
 _Q8_FROM = "static constexpr int kFastPrefetchFrom = kFastRows / kFastStages;"
 _K4 = "static constexpr int kKRows = 8;  // the K path's"
 _K6 = "kBytes = 210;\n    static constexpr int kKRows = 8;"
-_S = "static constexpr int kStreamGroups = 2, kStreamRowsPerWarp = 4, kStreamStageRows = 2, kStreamStages = 2;"
-_SMIN = "static constexpr int kStreamMinBlocks = 3;"
-_DP4A = {"static constexpr bool kStream = true;": "static constexpr bool kStream = false;",
-         _SMIN: _SMIN.replace("3", "2")}  # q4_0's dp4a path, as before the stream path (86 registers)
-_SPREFETCH = "prefetch_l2(w + (n0 + threadIdx.x) * row_bytes, (uint32_t)row_bytes);"
-
-
-def _stream(groups, per_warp, stage_rows, stages, min_blocks):
-    return {_S: f"static constexpr int kStreamGroups = {groups}, kStreamRowsPerWarp = {per_warp}, "
-                f"kStreamStageRows = {stage_rows}, kStreamStages = {stages};",
-            _SMIN: f"static constexpr int kStreamMinBlocks = {min_blocks};"}
-
-
 EXPLORE = {
-    "q4_0": [("dp4a path (before the stream path)", 256, 16, _DP4A),
-             ("shipped (stream G2 4 rows/warp, 2 x 2, 3 blocks/SM)", 256, 8, {}),
-             ("dp4a path, no L2 prefetch", 256, 16, {**_DP4A, _PREFETCH: ""}),
-             ("stream G2 8 rows/warp, 2 x 3, 4 blocks/SM", 256, 16, _stream(2, 8, 2, 3, 4)),
-             ("stream G2 4 rows/warp, 2 x 2, 3 blocks/SM, no L2 prefetch", 256, 8, {_SPREFETCH: ""}),
-             ("stream G2 8 rows/warp, 2 x 3, 2 blocks/SM", 256, 16, _stream(2, 8, 2, 3, 2)),
-             ("stream G2 4 rows/warp (8/item), 2 x 2, 4 blocks/SM", 256, 8, _stream(2, 4, 2, 2, 4)),
-             ("stream G2 4 rows/warp, 4 x 1, 3 blocks/SM", 256, 8, _stream(2, 4, 4, 1, 3)),
-             ("stream G2 4 rows/warp, 1 x 4, 3 blocks/SM", 256, 8, _stream(2, 4, 1, 4, 3)),
-             ("stream G2 4 rows/warp, 2 x 2, 4 blocks/SM, no L2 prefetch", 256, 8,
-              {**_stream(2, 4, 2, 2, 4), _SPREFETCH: ""}),
-             ("stream G1 16 rows/warp, 4 x 4, 4 blocks/SM", 128, 16, _stream(1, 16, 4, 4, 4)),
-             ("stream G1 8 rows/warp, 4 x 2, 6 blocks/SM", 128, 8, _stream(1, 8, 4, 2, 6)),
-             ("stream G1 8 rows/warp, 8 x 1, 6 blocks/SM", 128, 8, _stream(1, 8, 8, 1, 6)),
-             ("stream G4 2 rows/warp (8/item), 2 x 1, 2 blocks/SM", 512, 8, _stream(4, 2, 2, 1, 2)),
-             ("stream G4 4 rows/warp, 1 x 3, 2 blocks/SM", 512, 16, _stream(4, 4, 1, 3, 2))],
+    "q4_0": [("shipped", 256, 16, {}),
+             ("no L2 prefetch", 256, 16, {_PREFETCH: ""}),
+             ("L2 prefetch of the rows after the first stage only", 256, 16,
+              {_Q4_FROM: _Q4_FROM.replace("= 0", "= kFastRows / kFastStages")}),
+             ("next kernel released at the reduction", 256, 16, _LATE),
+             ("8 stages", 256, 16, {_Q4: _Q4.replace("kFastStages = 4", "kFastStages = 8")}),
+             ("8 stages, no L2 prefetch", 256, 16, {_Q4: _Q4.replace("kFastStages = 4", "kFastStages = 8"),
+                                                    _PREFETCH: ""}),
+             ("8 stages, next kernel released at the reduction", 256, 16,
+              {_Q4: _Q4.replace("kFastStages = 4", "kFastStages = 8"), **_LATE}),
+             ("8 rows/item, 4 blocks/SM", 256, 8, {_Q4: _Q4.replace("kFastRows = 16", "kFastRows = 8")})],
     "q8_0": [("shipped", 256, 8, {}),
              ("no L2 prefetch", 256, 8, {_PREFETCH: ""}),
              ("L2 prefetch of every row", 256, 8, {_Q8_FROM: _Q8_FROM.replace("kFastRows / kFastStages", "0")}),

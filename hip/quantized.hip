@@ -114,12 +114,6 @@ struct q4_0 {  // d (f16), qs[16]: weight i < 16 the low nibble of qs[i], i + 16
     // The first of an item's rows the dp4a path prefetches into L2 before waiting for the
     // previous kernel (bench/gpu_quant.py --explore: from row 0 here, from the second stage for q8_0).
     static constexpr int kFastPrefetchFrom = 0;
-    // The stream path (NVIDIA, k % 4096 == 0): row groups (warps per column of a block: 128 *
-    // kStreamGroups threads), rows per warp and item, rows per stage, stages in flight, and the
-    // resident blocks per SM its registers are bounded for.
-    static constexpr int kStreamGroups = 2, kStreamRowsPerWarp = 4, kStreamStageRows = 2, kStreamStages = 2;
-    static constexpr int kStreamMinBlocks = 3;
-    static constexpr bool kStream = true;
     static __device__ __forceinline__ void decode8(const uint8_t* b, int j, float (&v)[8]) {
         const float d = half_at(b);
         uint32_t w[2];
@@ -172,7 +166,6 @@ struct q8_0 {  // d (f16), qs[32] int8: q * d
     static constexpr int kTileBlocks = 32;
     static constexpr int kFastRows = 8, kFastStages = 4, kFastSplit = 2;
     static constexpr int kFastPrefetchFrom = kFastRows / kFastStages;
-    static constexpr bool kStream = false;  // the dp4a path only
     static __device__ __forceinline__ void decode8(const uint8_t* b, int j, float (&v)[8]) {
         const float d = half_at(b);
         uint32_t w[2];
@@ -634,33 +627,6 @@ template <typename F, int RS, int P> __device__ __forceinline__ void copy_stage(
     cp_async_commit();
 }
 
-// Shared memory of the dp4a path and (q4_0) the stream path: one buffer per kernel, the size
-// of the larger (two static arrays would add up, past the 48 KB a block may hold statically).
-template <typename F> struct dp4a_smem {
-    uint8_t slab[F::kFastRows * kThreads * F::kBytes + 16];  // +16: the last block's trailing word
-    float partial[F::kFastSplit * kThreads / 32][F::kFastRows];
-};
-struct stream_smem {  // q4_0's stream path (below)
-    static constexpr int G = q4_0::kStreamGroups, RW = q4_0::kStreamRowsPerWarp, RS = q4_0::kStreamStageRows,
-                         S = q4_0::kStreamStages, T = 128 * G, R = G * RW, kWords = 32 * q4_0::kBytes / 4,
-                         kDig = G > 1 ? 128 : 1;
-    uint32_t region[T / 32][S][RS * kWords];  // each warp's stages of 576-byte row slices
-    float partial[2][4][R];                   // row sums of the 4 column warps, two items
-    uint32_t digits[kDig][24];                // x's digits per weight block of a chunk (G > 1)
-    uint32_t dcorr[kDig][G];
-    float dsigma[kDig];
-};
-template <typename F> struct fast_smem_bytes {
-    static constexpr size_t value = sizeof(dp4a_smem<F>);
-};
-template <> struct fast_smem_bytes<q4_0> {
-    static constexpr size_t value = sizeof(dp4a_smem<q4_0>) > sizeof(stream_smem) ? sizeof(dp4a_smem<q4_0>) : sizeof(stream_smem);
-};
-template <typename F> __device__ __forceinline__ uint8_t* fast_smem() {
-    __shared__ __align__(16) uint8_t buf[fast_smem_bytes<F>::value];
-    return buf;
-}
-
 template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w, const float* __restrict__ x,
                                                    float* __restrict__ y, size_t n, size_t k, size_t rows) {
     constexpr int R = F::kFastRows, S = F::kFastStages, RS = R / S, SPLIT = F::kFastSplit;
@@ -670,9 +636,8 @@ template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w
     constexpr int NG = G::kGroups;
     static_assert(R % S == 0 && NW >= 1 && NW * SPLIT * 4 == F::kBytes - 2, "whole rows per stage, whole words");
     constexpr int kRowBytes = kThreads * F::kBytes;  // a chunk row in shared memory (multiple of 16)
-    dp4a_smem<F>& sm = *reinterpret_cast<dp4a_smem<F>*>(fast_smem<F>());
-    uint8_t* slab = sm.slab;
-    float (*partial)[R] = sm.partial;
+    __shared__ __align__(16) uint8_t slab[R * kRowBytes + 16];  // +16: the last block's trailing word
+    __shared__ float partial[kWarps][R];
     const unsigned int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     const unsigned int t = threadIdx.x / SPLIT, j0 = (threadIdx.x % SPLIT) * NW;  // block, first word
     const size_t row_blocks = k / F::kElems, row_bytes = row_blocks * F::kBytes;
@@ -739,201 +704,6 @@ template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w
             for (int g = 0; g < kWarps; g++) sum += partial[g][threadIdx.x];
             y[r * n + n0 + threadIdx.x] = sum;
         }
-    }
-}
-
-// ---------------------------------------------------------------------------- the stream path
-//
-// qmatvec_q4_0 (NVIDIA sm_80 and up), k % 4096 == 0, w 16-byte aligned, blocks of
-// 128 * G threads (G = q4_0::kStreamGroups): warps that run on their own. Warp v of a block
-// is column warp c = v % 4 of row group v / 4: lane l owns weight block 32c + l of each
-// 4096-weight chunk of a row, and keeps the three digits of x for it (the dp4a path's
-// quantization, exactly) in 24 registers, computed once per block and chunk of x: with one
-// row of x and k = 4096, once per thread block. An item is R = G * RW weight rows; row
-// group g takes rows g * RW .. of it. A warp copies its 576-byte slices (32 blocks of 18
-// bytes, 16-byte aligned: a chunk row is 2304 bytes) of RS rows at a time into its own
-// shared region with cp.async, S stages in flight, and waits with cp.async.wait_group and
-// __syncwarp only: across stages, items and chunks, no block-wide barrier. Each stage's
-// row sums are reduced across the warp (a butterfly) into one shared slot per column warp
-// and row; once per item a barrier, and the first R threads add the 4 column warps' slots
-// and write y. With G > 1 the G warps of a column share x's quantization: each thread
-// quantizes 32 / G values of one block into shared memory (two barriers when x changes).
-__device__ void qmatvec_stream(const uint8_t* __restrict__ w, const float* __restrict__ x, float* __restrict__ y,
-                               size_t n, size_t k, size_t rows) {
-    typedef stream_smem M;
-    constexpr int G = M::G, RW = M::RW, RS = M::RS, S = M::S;
-    constexpr int T = M::T, R = M::R, SPI = RW / RS;  // threads, rows per item, stages per item and chunk
-    constexpr int kSlice = 32 * q4_0::kBytes, kWords = kSlice / 4;  // a warp's part of a chunk row: 576 bytes
-    constexpr int kChunk = 128 * q4_0::kBytes;  // a chunk row: 2304 bytes
-    constexpr int kPieces = RS * kSlice / 16;  // 16-byte pieces per warp and stage
-    static_assert(RW % RS == 0 && S >= 1 && S <= 8 && (G == 1 || G == 2 || G == 4) && RW <= 32 && (RW & (RW - 1)) == 0,
-                  "stream path shape");
-    typedef fast<q4_0, 4> G4;
-    M& sm = *reinterpret_cast<M*>(fast_smem<q4_0>());
-    auto& region = sm.region;
-    auto& partial = sm.partial;
-    auto& digits = sm.digits;
-    auto& dcorr = sm.dcorr;
-    auto& dsigma = sm.dsigma;
-    const unsigned int lane = threadIdx.x % 32, warp = threadIdx.x / 32, cw = warp % 4, rg = warp / 4;
-    // 32-bit counters: the caller takes this path only where items * chunks * SPI < 2^31
-    const size_t row_bytes = k / 32 * q4_0::kBytes;
-    const unsigned int chunks = (unsigned int)(k / 4096), nrow = (unsigned int)rows;
-    const unsigned int items = (unsigned int)((n + R - 1) / R * rows);
-    if (blockIdx.x >= items) return;  // the whole block: no barrier is left waiting
-    const unsigned int total = ((items - 1 - blockIdx.x) / gridDim.x + 1) * chunks * SPI;  // stages of every warp
-    const unsigned int odd = lane & 1u;
-    const unsigned int fw = (lane * q4_0::kBytes - 2u * odd) / 4u;  // the lane's block's floor word in a slice row
-    const uint32_t qsel = odd ? 0x7654u : 0x5432u, dsel = odd ? 0x4432u : 0x4410u;
-
-    // Stage cursors: (item, chunk, stage of the item and chunk), advanced one stage at a time.
-    struct Cursor {
-        unsigned int item, tile, r, c, st;
-    };
-    auto start = [&](Cursor& q, unsigned int item) {
-        q.item = item;
-        q.tile = nrow == 1u ? item : item / nrow;
-        q.r = nrow == 1u ? 0u : item % nrow;
-        q.c = 0;
-        q.st = 0;
-    };
-    auto advance = [&](Cursor& q) {
-        if (++q.st == SPI) {
-            q.st = 0;
-            if (++q.c == chunks) start(q, q.item + gridDim.x);
-        }
-    };
-    auto issue = [&](const Cursor& q, unsigned int s) {
-        if (s < total) {
-            const size_t n0 = (size_t)q.tile * R + rg * RW + q.st * RS;  // the stage's first row
-            const long long left = (long long)n - (long long)n0;
-            const int nr = left < RS ? (int)left : RS;
-            const uint8_t* src = w + n0 * row_bytes + (size_t)q.c * kChunk + cw * kSlice;
-            uint8_t* dst = reinterpret_cast<uint8_t*>(region[warp][s % S]);
-#pragma unroll
-            for (int j = 0; j < (kPieces + 31) / 32; j++) {
-                const int u = (int)lane + 32 * j, i = u / (kSlice / 16), p = u % (kSlice / 16);
-                if (u < kPieces && i < nr) cp_async16(dst + i * kSlice + 16 * p, src + i * row_bytes + 16 * p);
-            }
-        }
-        cp_async_commit();
-    };
-
-    Cursor in;
-    start(in, blockIdx.x);
-#pragma unroll
-    for (int s = 0; s < S - 1; s++) {
-        issue(in, (unsigned int)s);
-        advance(in);
-    }
-    uint32_t D[3][8], corr = 0u;
-    float sigma = 0.0f;
-    unsigned int have_r = ~0u, have_c = ~0u, s = 0u;
-    int par = 0;
-    for (unsigned int item = blockIdx.x; item < items; item += gridDim.x) {
-        const unsigned int tile = nrow == 1u ? item : item / nrow, r = nrow == 1u ? 0u : item % nrow;
-        for (unsigned int c = 0; c < chunks; c++) {
-            float acc[RW];
-#pragma unroll
-            for (int st = 0; st < SPI; st++, s++) {
-                __syncwarp();  // the buffer issued into next was used up in the last stage
-                issue(in, s + S - 1);
-                advance(in);
-                if (st == 0 && (r != have_r || c != have_c)) {  // x's digits for this chunk (block-uniform)
-                    have_r = r;
-                    have_c = c;
-                    const float* xc = x + (size_t)r * k + (size_t)c * 4096;
-                    if constexpr (G == 1) {
-                        float4 xv[8];
-#pragma unroll
-                        for (int g = 0; g < 8; g++) {
-                            xv[g] = *reinterpret_cast<const float4*>(xc + (cw * 32 + lane) * 32 + G4::group_at(0, g));
-                        }
-                        uint32_t sum_y;
-                        quantize_x<8, 1>(xv, D, sum_y, sigma);
-                        corr = G4::corr(sum_y);
-                    } else {
-                        constexpr int NWq = 4 / G, NGq = 2 * NWq;
-                        typedef fast<q4_0, NWq> Gq;
-                        const unsigned int b = threadIdx.x / G, h = threadIdx.x % G, j0 = h * NWq;
-                        float4 xv[NGq];
-#pragma unroll
-                        for (int g = 0; g < NGq; g++) {
-                            xv[g] = *reinterpret_cast<const float4*>(xc + b * 32 + Gq::group_at(j0, g));
-                        }
-                        uint32_t Dq[3][NGq], sum_y;
-                        float sig;
-                        quantize_x<NGq, G>(xv, Dq, sum_y, sig);
-                        __syncthreads();  // the digits of the last chunk are read
-#pragma unroll
-                        for (int g = 0; g < NGq; g++) {
-                            const int g4 = g < NWq ? j0 + g : 4 + j0 + g - NWq;
-#pragma unroll
-                            for (int d = 0; d < 3; d++) digits[b][8 * d + g4] = Dq[d][g];
-                        }
-                        dcorr[b][h] = Gq::corr(sum_y);
-                        if (h == 0) dsigma[b] = sig;
-                        __syncthreads();
-                        const unsigned int mine = cw * 32 + lane;
-                        const uint4* dv = reinterpret_cast<const uint4*>(digits[mine]);
-#pragma unroll
-                        for (int q = 0; q < 6; q++) {
-                            const uint4 v = dv[q];
-                            D[q / 2][4 * (q % 2) + 0] = v.x;
-                            D[q / 2][4 * (q % 2) + 1] = v.y;
-                            D[q / 2][4 * (q % 2) + 2] = v.z;
-                            D[q / 2][4 * (q % 2) + 3] = v.w;
-                        }
-                        corr = 0u;
-#pragma unroll
-                        for (int i = 0; i < G; i++) corr += dcorr[mine][i];
-                        sigma = dsigma[mine];
-                    }
-                }
-                cp_async_wait(S - 1);  // this stage's pieces, of this lane
-                __syncwarp();          // and of the warp's other lanes
-                const uint32_t* base = region[warp][s % S] + fw;
-#pragma unroll
-                for (int i = 0; i < RS; i++) {  // rows past n compute on stale bytes, never written out
-                    const uint32_t* p = base + i * kWords;
-                    uint32_t Wq[5];
-#pragma unroll
-                    for (int j = 0; j <= 4; j++) Wq[j] = p[j];
-                    const float d = opgen::f16_to_float(__ushort_as_half((unsigned short)__byte_perm(Wq[0], 0u, dsel)));
-                    acc[st * RS + i] = G4::dot(Wq, qsel, D, corr) * (d * sigma);
-                }
-            }
-            // the butterfly of warp_rows: lanes with (lane & (32 / RW - 1)) == 0 end with row `row`'s sum
-            constexpr int kSteps = RW >= 32 ? 5 : RW >= 16 ? 4 : RW >= 8 ? 3 : RW >= 4 ? 2 : RW >= 2 ? 1 : 0;
-            int row = 0;
-#pragma unroll
-            for (int step = 0; step < kSteps; step++) {
-                const int hh = RW >> (step + 1), m = 16 >> step;
-                const uint32_t upper = (lane & (unsigned int)m) != 0u ? 0xFFFFFFFFu : 0u;
-#pragma unroll
-                for (int i = 0; i < (RW + 1) / 2; i++) {
-                    if (i >= hh) break;
-                    const uint32_t a = __float_as_uint(acc[i]), bb = __float_as_uint(acc[i + hh]);
-                    const float send = __uint_as_float((a & upper) | (bb & ~upper));
-                    const float keep = __uint_as_float((bb & upper) | (a & ~upper));
-                    acc[i] = keep + __shfl_xor_sync(0xffffffffu, send, m);
-                }
-                row += (int)(upper & (uint32_t)hh);
-            }
-#pragma unroll
-            for (int step = kSteps; step < 5; step++) acc[0] += __shfl_xor_sync(0xffffffffu, acc[0], 16 >> step);
-            if ((lane & (unsigned int)(32 / RW - 1)) == 0u) {
-                float* slot = &partial[par][cw][rg * RW + row];
-                *slot = c == 0 ? acc[0] : *slot + acc[0];
-            }
-        }
-        __syncthreads();  // the item's rows are summed
-        const size_t n0 = (size_t)tile * R;
-        if (threadIdx.x < (unsigned int)R && n0 + threadIdx.x < n) {
-            y[(size_t)r * n + n0 + threadIdx.x] = (partial[par][0][threadIdx.x] + partial[par][1][threadIdx.x]) +
-                                                  (partial[par][2][threadIdx.x] + partial[par][3][threadIdx.x]);
-        }
-        par ^= 1;  // the other slots: the next barrier orders the writes after these reads
     }
 }
 #endif  // OPGEN_QMATVEC_DP4A
@@ -1187,32 +957,11 @@ template <typename F> struct fast_launch {
     static constexpr int want = F::kFastRows >= 16 ? 2 : F::kFastRows >= 8 ? 4 : 8;
     static constexpr int min_blocks = !OPGEN_QMATVEC_DP4A ? kMinBlocks : want < 2048 / threads ? want : 2048 / threads;
 };
-#if OPGEN_QMATVEC_DP4A
-template <> struct fast_launch<q4_0> {  // the stream path's
-    static constexpr int threads = q4_0::kStreamGroups * kThreads, min_blocks = q4_0::kStreamMinBlocks;
-};
-#endif
 
 template <typename F> __device__ __forceinline__ void qmatvec_fast(const uint8_t* w, const float* x, float* y, size_t n,
                                                                    size_t k, size_t rows) {
 #if OPGEN_QMATVEC_DP4A
-    if constexpr (F::kStream) {
-        constexpr int G = F::kStreamGroups, R = G * F::kStreamRowsPerWarp;
-        if (k % 4096 == 0 && opgen::aligned16(w) && blockDim.x == (unsigned int)(G * kThreads) &&
-            (n + R - 1) / R * rows * (k / 4096) * F::kStreamRowsPerWarp < ((size_t)1 << 31)) {
-            if (blockIdx.x % rows == 0) {  // the weight rows of this block's first item, a row a thread
-                const size_t n0 = blockIdx.x / rows * R, row_bytes = k / F::kElems * F::kBytes;
-                if (threadIdx.x < (unsigned int)R && n0 + threadIdx.x < n) {
-                    prefetch_l2(w + (n0 + threadIdx.x) * row_bytes, (uint32_t)row_bytes);
-                }
-            }
-            release_dependents();
-            wait_for_predecessor();
-            qmatvec_stream(w, x, y, n, k, rows);
-            return;
-        }
-    }
-    const bool dp4a = k % 256 == 0 && opgen::aligned16(w) && blockDim.x == (unsigned int)(F::kFastSplit * kThreads);
+    const bool dp4a = k % 256 == 0 && opgen::aligned16(w) && blockDim.x == (unsigned int)fast_launch<F>::threads;
     if (dp4a && blockIdx.x % rows == 0) {  // the weight rows of this block's first item, a row a thread
         const size_t n0 = blockIdx.x / rows * F::kFastRows, row_bytes = k / F::kElems * F::kBytes;
         const unsigned int row = threadIdx.x + F::kFastPrefetchFrom;

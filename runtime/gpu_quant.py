@@ -28,7 +28,7 @@ QMATVEC_ROWS = 4
 #: The dp4a path of q4_0 and q8_0 (cuda, sm_80 and up): (rows per item, threads per block),
 #: hip/quantized.hip's (F::kFastRows, F::kFastSplit * kThreads). Other block sizes take the
 #: general path.
-QMATVEC_FAST = {"q4_0": (8, 256), "q8_0": (8, 256)}
+QMATVEC_FAST = {"q4_0": (16, 256), "q8_0": (8, 256)}
 #: The K path of q4_k and q6_k (every backend): (rows per item, threads per block),
 #: hip/quantized.hip's (F::kKRows, kThreads).
 QMATVEC_K = {"q4_k": (8, 128), "q6_k": (8, 128)}

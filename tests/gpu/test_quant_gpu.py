@@ -35,7 +35,7 @@ BLOCKS = {"q4_0": (32, 18), "q4_1": (32, 20), "q8_0": (32, 34), "q4_k": (256, 14
 FORMATS = list(BLOCKS)
 # (n, k): k = 256 and 4096 with odd n; k = 2304 ends on a partial tile of the q4_0/q8_0 kernels,
 # k = 96 (blocks of 32 only) takes their general path.
-SHAPES = {fmt: [(9, 256), (33, 256), (7, 4096), (131, 4096), (3, 2304), (17, 8192)] + ([(5, 96)] if BLOCKS[fmt][0] == 32 else [])
+SHAPES = {fmt: [(9, 256), (33, 256), (7, 4096), (131, 4096), (3, 2304)] + ([(5, 96)] if BLOCKS[fmt][0] == 32 else [])
           for fmt in FORMATS}
 ROWS = [1, 2, 7, 33]  # 33: past runtime/gpu_quant.py gemm_rows (12 or 24): dequantize + GEMM
 MATMUL_RTOL = 1e-5  # of sum |x| |W|; f32 over 4096 terms is ~1e-7 of it
