@@ -127,7 +127,7 @@ template <> struct word_bits<double> {
 };
 template <> struct word_bits<bf16_t> {
     static __device__ __forceinline__ float value(const unsigned int* w, int k) {
-#if OPGEN_CUDA  // the intrinsic: NVCC keeps fewer registers live than with the shifts below
+#if OPGEN_CUDA  // the intrinsic: ptxas keeps fewer registers live than with the shifts below (64 / 128)
         return __bfloat162float(__ushort_as_bfloat16((unsigned short)(k & 1 ? w[k >> 1] >> 16 : w[k >> 1] & 0xffffu)));
 #else  // the high half of a float's bits
         return __uint_as_float(k & 1 ? w[k >> 1] & 0xffff0000u : w[k >> 1] << 16);
