@@ -1,5 +1,11 @@
 """Load: YAML text -> a tree of positioned values. Safe loading only; no tags, no anchors
-resolved into objects. Duplicate keys and syntax errors become diagnostics."""
+resolved into objects. Duplicate keys and syntax errors become diagnostics.
+
+Hostile input ends quickly with a diagnostic, in bounded memory: aliases may repeat at most
+MAX_ALIAS_VALUES values in all (a "billion laughs" registry of a few hundred bytes would
+otherwise expand to 10^9 values), values nest at most MAX_DEPTH deep and a scalar holds at
+most MAX_SCALAR characters. A real registry is far inside each: ops.yaml uses no aliases,
+nests 5 deep and its longest value is a few hundred characters."""
 
 from __future__ import annotations
 
@@ -44,15 +50,56 @@ def _position(path: str, mark: yaml.Mark) -> Position:
 
 _COLLECTION_TAGS = ("tag:yaml.org,2002:map", "tag:yaml.org,2002:seq")
 
+MAX_ALIAS_VALUES = 100_000  # values repeated through aliases, counted as they expand
+MAX_DEPTH = 64
+MAX_SCALAR = 1 << 20  # characters
 
-def _convert(path: str, node: yaml.Node, errors: list[Diagnostic], key: str) -> Node:
+
+def _check_aliases(text: str, path: str) -> None:
+    """Raise a diagnostic at the alias where aliases expand to more than MAX_ALIAS_VALUES
+    values. Reads the event stream once, keeping one count per anchor: linear in the text,
+    however far the aliases would expand. There is no alias without an anchor ('&')."""
+    if "&" not in text:
+        return
+    sizes: dict[str, int] = {}  # anchor -> values its node expands to
+    open_: list[list] = []  # [values so far, anchor] of each collection being read
+    repeated = 0
+    for event in yaml.parse(text, Loader=_LOADER):
+        if isinstance(event, yaml.AliasEvent):
+            size = sizes.get(event.anchor, 1)
+            repeated += size
+            if repeated > MAX_ALIAS_VALUES:
+                raise RegistryError([Diagnostic(_position(path, event.start_mark), "", (
+                    f"alias *{event.anchor} expands to {size:,} values, and the registry's aliases to more than "
+                    f"{MAX_ALIAS_VALUES:,} in all (an alias bomb?); write the values out or use fewer aliases"))])
+        elif isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+            open_.append([1, event.anchor])
+            continue
+        elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+            size, anchor = open_.pop()
+            if anchor:
+                sizes[anchor] = size
+        elif isinstance(event, yaml.ScalarEvent):
+            size = 1
+            if event.anchor:
+                sizes[event.anchor] = 1
+        else:
+            continue
+        if open_:
+            open_[-1][0] += size
+
+
+def _convert(path: str, node: yaml.Node, errors: list[Diagnostic], key: str, depth: int = 0) -> Node:
     pos = _position(path, node.start_mark)
+    if depth > MAX_DEPTH:
+        raise RegistryError([Diagnostic(pos, "", f"values nest more than {MAX_DEPTH} deep here (or an alias "
+                                                 "contains itself); a registry needs a handful of levels")])
     if isinstance(node, (yaml.MappingNode, yaml.SequenceNode)) and node.tag not in _COLLECTION_TAGS:
         errors.append(Diagnostic(pos, key, f"unsupported YAML tag {node.tag!r}"))
     if isinstance(node, yaml.MappingNode):
         entries: dict[str, tuple[Node, Node]] = {}
         for knode, vnode in node.value:
-            k = _convert(path, knode, errors, key)
+            k = _convert(path, knode, errors, key, depth + 1)
             name = str(k.value)
             child_key = f"{key}.{name}" if key else name
             if k.tag not in ("str", "int"):
@@ -63,10 +110,14 @@ def _convert(path: str, node: yaml.Node, errors: list[Diagnostic], key: str) -> 
                 errors.append(Diagnostic(
                     k.position, child_key, f"duplicate key {name!r} (first defined at line {first.line})"))
                 continue
-            entries[name] = (k, _convert(path, vnode, errors, child_key))
+            entries[name] = (k, _convert(path, vnode, errors, child_key, depth + 1))
         return Node(entries, pos, "map")
     if isinstance(node, yaml.SequenceNode):
-        return Node([_convert(path, n, errors, f"{key}[{i}]") for i, n in enumerate(node.value)], pos, "seq")
+        return Node([_convert(path, n, errors, f"{key}[{i}]", depth + 1) for i, n in enumerate(node.value)], pos, "seq")
+    if len(node.value) > MAX_SCALAR:
+        errors.append(Diagnostic(pos, key, f"a value of {len(node.value):,} characters; "
+                                           f"the registry allows at most {MAX_SCALAR:,} per value"))
+        return Node("", pos, "str")
     tag = _SCALAR_TAGS.get(node.tag)
     if tag is None:
         errors.append(Diagnostic(pos, key, f"unsupported YAML tag {node.tag!r}"))
@@ -94,6 +145,7 @@ def load_text(text: str, path: str) -> Node:
     """Parse `text`; raise RegistryError with every problem the parser can report."""
     errors: list[Diagnostic] = []
     try:
+        _check_aliases(text, path)
         root = yaml.compose(text, Loader=_LOADER)
     except yaml.reader.ReaderError as exc:  # a character YAML does not allow
         position = _offset_position(path, text, exc.position)
@@ -106,10 +158,7 @@ def load_text(text: str, path: str) -> Node:
         raise RegistryError([Diagnostic(pos, "", f"YAML syntax error: {problem}{context}")]) from None
     if root is None:
         raise RegistryError([Diagnostic(Position(path, 1, 1), "", "the registry is empty")])
-    try:
-        tree = _convert(path, root, errors, "")
-    except RecursionError:
-        raise RegistryError([Diagnostic(_position(path, root.start_mark), "", "the registry is nested too deeply")]) from None
+    tree = _convert(path, root, errors, "")  # MAX_DEPTH keeps the recursion short
     if errors:
         raise RegistryError(errors)
     return tree

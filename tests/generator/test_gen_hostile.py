@@ -1,0 +1,71 @@
+"""Hostile registries end quickly, in bounded memory, with one FILE:LINE:COL diagnostic, exit 2
+and nothing written: alias bombs ("billion laughs"), aliases that contain themselves, deep
+nesting and a 10 MB value. Each `gen` runs in a subprocess with an address-space limit (a bomb
+expanded in memory would fail there) and a generous timeout that only guards against a hang."""
+
+from __future__ import annotations
+
+import resource
+import subprocess
+import sys
+
+import pytest
+
+from gen_helpers import DIAGNOSTIC, REPO
+
+MEMORY = 1 << 30  # bytes of address space for the whole `gen` process
+HANG = 60  # seconds; the runs take a fraction of one
+
+
+def _limit_memory() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY, MEMORY))
+
+
+def laughs(levels: int, width: int) -> str:
+    lines = ["version: 1", 'l0: &l0 "lol"']
+    for i in range(1, levels + 1):
+        lines.append(f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * width)}]")
+    return "\n".join(lines) + "\n"
+
+
+HOSTILE = {
+    # 9^9 = 387 million values from 600 bytes; 2^40 values from one alias pair per level.
+    "billion_laughs": (laughs(9, 9), "alias *l"),
+    "binary_laughs": (laughs(40, 2), "alias *l"),
+    # Mappings of aliases expand like lists do.
+    "mapping_laughs": ("a: &a {x: 1, y: 2}\n" + "".join(
+        f"b{i}: &b{i} {{p: *{'a' if i == 0 else f'b{i - 1}'}, q: *{'a' if i == 0 else f'b{i - 1}'}}}\n"
+        for i in range(40)), "alias *b"),
+    "alias_contains_itself": ("x: &x [1, *x]\n", "alias contains itself"),
+    "deep_flow": ("x: " + "[" * 900 + "]" * 900 + "\n", "nest more than"),
+    "deep_block": ("".join("  " * i + f"k{i}:\n" for i in range(200)) + "  " * 200 + "v\n", "nest more than"),
+    "huge_scalar": ("version: 1\ndoc: " + "a" * 10_000_000 + "\n", "a value of 10,000,000 characters"),
+    "huge_key": ("version: 1\n? " + "k" * 10_000_000 + "\n: 1\n", "a value of 10,000,000 characters"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_hostile_registry_is_rejected_in_bounded_memory(tmp_path, name):
+    text, fragment = HOSTILE[name]
+    registry = tmp_path / "ops.yaml"
+    registry.write_text(text, encoding="utf-8")
+    out = tmp_path / "generated"
+    proc = subprocess.run([sys.executable, "-m", "generator.cli", "--registry", str(registry), "--out", str(out)],
+                          cwd=REPO, capture_output=True, text=True, timeout=HANG, preexec_fn=_limit_memory)
+    assert proc.returncode == 2, f"exit {proc.returncode}:\n{proc.stderr[-3000:]}"
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 2, proc.stderr[:3000]
+    m = DIAGNOSTIC.match(lines[0])
+    assert m and m["path"] == str(registry) and fragment in m["message"], lines[0][:500]
+    assert lines[1] == f"{registry}: 1 error; nothing written"
+    assert not out.exists()
+
+
+def test_aliases_within_the_cap_load_as_their_values(tmp_path):
+    """The cap is on expansion, not on aliases: a dtype list shared by a thousand ops loads."""
+    from generator.loader import MAX_ALIAS_VALUES, load_text
+
+    shared = "d: &d [f32, bf16]\n" + "".join(f"o{i}: *d\n" for i in range(1000))
+    tree = load_text(shared, "r.yaml")
+    assert all([n.value for n in tree.get(f"o{i}").value] == ["f32", "bf16"] for i in range(1000))
+    assert 1000 * 3 < MAX_ALIAS_VALUES
