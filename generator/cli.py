@@ -77,15 +77,20 @@ def main(ctx: click.Context, registry: Path, out: Path, check: bool, patch: Path
         click.echo(f"{out}: {current} generated files up to date")
         return
     from generator.render import TEMPLATES
-    from generator.writer import WriteRefused, apply, plan
+    from generator.writer import OutputError, WriteRefused, apply, plan
 
     model = _load(registry)
     rendered = _render(model, out)
     inputs = [*map(Path, model.input_files), *sorted(TEMPLATES.glob("*.j2"))]
     try:
+        _lock(ctx, [out], check)
         result = plan(out, rendered)
+        _say_if_interrupted(out, result, check)
     except WriteRefused as exc:
         click.echo(f"error: {exc}; nothing written", err=True)
+        sys.exit(EXIT_INVALID)
+    except OutputError as exc:
+        click.echo(f"error: {exc}", err=True)
         sys.exit(EXIT_INVALID)
     if check:
         if result.stale:
@@ -101,7 +106,11 @@ def main(ctx: click.Context, registry: Path, out: Path, check: bool, patch: Path
         stamp.record(registry, inputs, out)
         click.echo(f"{out}: {len(result.unchanged)} generated files up to date")
         return
-    apply(out, result)
+    try:
+        apply(out, result)
+    except OutputError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(EXIT_INVALID)
     stamp.record(registry, inputs, out)
     for rel in sorted(result.write):
         click.echo(f"wrote     {out / rel}")
@@ -109,6 +118,26 @@ def main(ctx: click.Context, registry: Path, out: Path, check: bool, patch: Path
         click.echo(f"removed   {out / rel}")
     click.echo(f"{len(result.write)} written, {len(result.unchanged)} unchanged, {len(result.remove)} removed "
                f"in {time.perf_counter() - started:.2f}s")
+
+
+def _lock(ctx: click.Context, outs: list[Path], check: bool) -> None:
+    """Hold the output directories' locks until the command ends: runs on one tree take turns."""
+    from generator.writer import locked
+
+    def waiting(out: Path) -> None:
+        click.echo(f"{out}: another gen is writing here; waiting for it", err=True)
+
+    ctx.with_resource(locked(outs, exclusive=not check, waiting=waiting))
+
+
+def _say_if_interrupted(out: Path, result, check: bool) -> None:
+    from generator.writer import JOURNAL, interrupted
+
+    changing = interrupted(out)
+    if changing is not None and result.stale:
+        click.echo(f"{out}: a gen was interrupted while writing here ({out / JOURNAL} names the {len(changing)} "
+                   "files it was changing): the package may mix old and new files"
+                   + ("; run gen" if check else "; rewriting them"), err=True)
 
 
 def _git_patch(out: Path, result) -> str:

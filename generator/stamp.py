@@ -63,6 +63,8 @@ def up_to_date(registry: Path, out: Path) -> int | None:
 def record(registry: Path, inputs: list[Path], out: Path) -> None:
     """Write the stamp after a run that left `out` exactly as the inputs generate it."""
     path = stamp_path(out)
+    if path.parent.is_symlink():
+        return  # never written through a link that may lead out of the package
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
