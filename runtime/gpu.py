@@ -9,11 +9,9 @@ generated launch wrappers, which reach the runtime as arguments."""
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import math
 import os
 import struct
-import tempfile
 import functools
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +21,7 @@ import numpy as np
 
 from runtime.cpu_views import sample_normal, sample_uniform
 from runtime.errors import DTypeMismatch, OpgenError, ShapeMismatch
+from runtime.gpu_compile import KernelCache, cache_key  # noqa: F401  (KernelCache: bench/gpu.py)
 from runtime.layout import Layout
 
 BLOCK = 256
@@ -37,7 +36,6 @@ PASS0_HEADER = 16  # hip/reduce.hip's kStateHeader: pass 0's block counter, befo
 # integer) so that an element a kernel fails to write cannot pass as a right answer.
 POISON = os.environ.get("OPGEN_POISON") == "1"
 HIP_DIR = Path(__file__).resolve().parent.parent / "hip"  # kernel sources and the headers they share
-CACHE_DIR = Path(os.environ.get("OPGEN_CACHE_DIR", Path.home() / ".cache" / "opgen" / "kernels"))
 
 
 class GpuError(OpgenError, RuntimeError):
@@ -150,46 +148,6 @@ def kernel_params(local: Any, types: tuple, args: tuple) -> int:
     if entry is None:
         entry = cache[types] = _Arguments(types)
     return entry.fill(args)
-
-
-def _digest(*parts: bytes) -> str:
-    h = hashlib.sha256()
-    for part in parts:
-        h.update(len(part).to_bytes(8, "little"))
-        h.update(part)
-    return h.hexdigest()
-
-
-class KernelCache:
-    """Compiled kernels on disk, keyed on the source (headers included), the compiler and
-    its version, and the target. Each entry carries the sha256 of its payload: a corrupt or
-    truncated entry is rebuilt, never loaded."""
-
-    def __init__(self, backend: str, directory: Path = CACHE_DIR) -> None:
-        self.directory = directory / backend
-
-    def get_or_compile(self, key: str, compile_: Callable[[], bytes]) -> bytes:
-        path = self.directory / f"{key}.bin"
-        try:
-            blob = path.read_bytes()
-            checksum, image = blob[:64].decode("ascii"), blob[64:]
-            if hashlib.sha256(image).hexdigest() == checksum:
-                return image
-        except (OSError, UnicodeDecodeError):
-            pass
-        image = compile_()
-        self._store(path, hashlib.sha256(image).hexdigest().encode("ascii") + image)
-        return image
-
-    def _store(self, path: Path, blob: bytes) -> None:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-            with os.fdopen(fd, "wb") as f:
-                f.write(blob)
-            os.replace(tmp, path)
-        except OSError:
-            pass  # an unwritable cache costs a compile next time, nothing else
 
 
 class _Kept:
@@ -428,8 +386,7 @@ class GpuRuntime:
             if text is None:
                 text = self._sources[source] = Path(source).read_text(encoding="utf-8")
             arch = self.driver.arch(ordinal)
-            headers = [p.read_bytes() for p in sorted(HIP_DIR.glob("*.h"))]
-            key = _digest(text.encode(), *headers, self.driver.compiler_version().encode(), arch.encode())
+            key = cache_key(self.name, text, arch, self.driver.compiler_version())
             image = self.cache.get_or_compile(key, lambda: self.driver.compile(text, Path(source).name, arch))
             module = self._modules[(ordinal, source)] = self.driver.load(image)
         return module

@@ -22,15 +22,21 @@ Environment:
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import fcntl
 import functools
+import hashlib
 import os
 import re
+import stat
 import struct
+import tempfile
+import warnings
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import Callable, Iterable, Iterator, Mapping
 
-from runtime.gpu_errors import CompileError, CompilerUnavailable
+from runtime.gpu_errors import CompileError, CompilerUnavailable, KernelCacheWarning
 
 HIP_DIR = Path(__file__).resolve().parent.parent / "hip"
 
@@ -132,6 +138,49 @@ def nvrtc_unavailable() -> str | None:
     return None
 
 
+def compile_options(backend: str, arch: str, options: Iterable[str] = ()) -> list[str]:
+    """Every option compile_cuda / compile_rocm pass for `arch`, include directories too:
+    the one list the compilers get and the kernel cache keys on."""
+    if backend == "cuda":
+        return [f"--gpu-architecture={arch}", *CUDA_OPTIONS, f"-I{cuda_include_dir()}", *options]
+    if backend == "rocm":
+        return [f"--offload-arch={arch}", *ROCM_OPTIONS, *options]
+    raise ValueError(f"no runtime compiler for backend {backend!r}")
+
+
+def _compile_error(name: str, backend: str, arch: str, log: str, opts: list[str], source: str,
+                   headers: Mapping[str, str] | None) -> CompileError:
+    hs = kernel_headers() if headers is None else dict(headers)
+    return CompileError(name, backend, arch, log, options=tuple(opts), excerpt=source_excerpt(log, name, source, hs))
+
+
+# `name(12): error` (NVRTC) or `name:12:5: error` (hiprtc / clang)
+_LOG_ERROR = re.compile(r"^(?P<file>[^\s:()]+)(?:\((?P<l1>\d+)\):|:(?P<l2>\d+):\d+:)\s*(?:fatal\s+)?error", re.M)
+_HIPRTC_SOURCE = "CompileSource"  # the name hiprtc (comgr) gives the source in its log
+
+
+def source_excerpt(log: str, name: str, source: str, headers: Mapping[str, str], context: int = 3) -> str:
+    """The numbered lines around the first error the compiler's log names, in the file it
+    names (the source `name`, or one of the in-memory headers); "" when it names none."""
+    for m in _LOG_ERROR.finditer(log):
+        file = Path(m["file"]).name
+        if file in (name, _HIPRTC_SOURCE):
+            file, text = name, source
+        elif file in headers:
+            text = headers[file]
+        else:
+            continue
+        lines = text.splitlines()
+        at = int(m["l1"] or m["l2"])
+        if not 1 <= at <= len(lines):
+            continue
+        last = min(len(lines), at + context)
+        shown = [f"{'>' if n == at else ' '} {n:>{len(str(last))}} | {lines[n - 1]}"
+                 for n in range(max(1, at - context), last + 1)]
+        return f"{file}:\n" + "\n".join(shown)
+    return ""
+
+
 def _headers(headers: Mapping[str, str] | None) -> tuple[list[bytes], list[bytes]]:
     hs = kernel_headers() if headers is None else dict(headers)
     return [v.encode() for v in hs.values()], [k.encode() for k in hs]
@@ -157,14 +206,14 @@ def compile_cuda(
     if err != ok:
         raise CompileError(name, "cuda", arch, f"nvrtcCreateProgram: {err}")
     try:
-        opts = [f"--gpu-architecture={arch}", *CUDA_OPTIONS, f"-I{cuda_include_dir()}", *options]
+        opts = compile_options("cuda", arch, options)
         (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), [o.encode() for o in opts])
         _, size = nvrtc.nvrtcGetProgramLogSize(prog)
         raw = b" " * size
         nvrtc.nvrtcGetProgramLog(prog, raw)
         text = raw.rstrip(b"\0").strip().decode(errors="replace")
         if err != ok:
-            raise CompileError(name, "cuda", arch, text or str(err))
+            raise _compile_error(name, "cuda", arch, text or str(err), opts, source, headers)
         if log is not None and text:
             log.append(text)
         if arch.startswith("sm_"):
@@ -322,7 +371,7 @@ def compile_rocm(
     if err != ok:
         raise CompileError(name, "rocm", arch, f"hiprtcCreateProgram: {err}")
     try:
-        opts = [f"--offload-arch={arch}", *ROCM_OPTIONS, *options]
+        opts = compile_options("rocm", arch, options)
         (err,) = hiprtc.hiprtcCompileProgram(prog, len(opts), [o.encode() for o in opts])
         _, size = hiprtc.hiprtcGetProgramLogSize(prog)
         raw = bytearray(size)
@@ -330,7 +379,7 @@ def compile_rocm(
             hiprtc.hiprtcGetProgramLog(prog, raw)
         text = bytes(raw).rstrip(b"\0").strip().decode(errors="replace")
         if err != ok:
-            raise CompileError(name, "rocm", arch, text or str(err))
+            raise _compile_error(name, "rocm", arch, text or str(err), opts, source, headers)
         if log is not None and text:
             log.append(text)
         _, size = hiprtc.hiprtcGetCodeSize(prog)
@@ -377,6 +426,137 @@ def code_symbols(image: bytes) -> set[str]:
                 end = image.index(b"\0", stroff + st_name)
                 names.add(image[stroff + st_name : end].decode(errors="replace"))
     return names
+
+
+# --------------------------------------------------------------------------- kernel cache
+
+CACHE_DIR = Path(os.environ.get("OPGEN_CACHE_DIR", Path.home() / ".cache" / "opgen" / "kernels"))
+
+
+def _digest(*parts: bytes) -> str:
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(len(part).to_bytes(8, "little"))
+        h.update(part)
+    return h.hexdigest()
+
+
+@functools.cache
+def _directory_listing(directory: str) -> bytes:
+    """Name, size and mtime of every file in an include directory: a changed header there
+    (a new CUDA wheel) changes the key even where the compiler's version does not."""
+    try:
+        entries = sorted((e.name, e.stat().st_size, e.stat().st_mtime_ns) for e in os.scandir(directory) if e.is_file())
+    except OSError:
+        return b"(unreadable)"
+    return repr(entries).encode()
+
+
+def cache_key(backend: str, source: str, arch: str, compiler_version: str, *,
+              headers: Mapping[str, str] | None = None, options: Iterable[str] = ()) -> str:
+    """The kernel cache key of one compile: everything that changes the binary. The
+    source, the in-memory headers (hip/*.h by default) by name, the compiler's version,
+    the target, every option the compiler gets (compile_options) and the listing of each
+    include directory those options name."""
+    opts = compile_options(backend, arch, options)
+    hs = kernel_headers() if headers is None else dict(headers)
+    includes = [_directory_listing(o[2:]) for o in opts if o.startswith("-I")]
+    return _digest(backend.encode(), source.encode(), *(f"{k}\0{v}".encode() for k, v in sorted(hs.items())),
+                   compiler_version.encode(), arch.encode(), "\0".join(opts).encode(), *includes)
+
+
+class KernelCache:
+    """Compiled kernels on disk under `directory`/`backend`/KEY.bin (see cache_key), each
+    entry the sha256 of its image then the image. Damage never costs a result:
+
+    - a truncated, corrupt, unreadable or non-file entry is compiled again and replaced,
+    - a cache directory that cannot be written to means compiling in every process,
+    - two processes wanting the same missing kernel take turns (a lock file per key): one
+      compiles, the other reads what it stored.
+
+    Each such fault gives one KernelCacheWarning (an unwritable directory one per cache)."""
+
+    def __init__(self, backend: str, directory: Path | None = None) -> None:
+        self.directory = Path(CACHE_DIR if directory is None else directory) / backend
+        self._warned_unwritable = False
+
+    def get_or_compile(self, key: str, compile_: Callable[[], bytes]) -> bytes:
+        path = self.directory / f"{key}.bin"
+        image, damage = _read_entry(path)
+        if image is not None:
+            return image
+        with self._turn(key):
+            again, _ = _read_entry(path)  # stored by another process while this one waited
+            if again is not None:
+                return again
+            image = compile_()
+            failure = self._store(path, hashlib.sha256(image).hexdigest().encode("ascii") + image)
+        if damage:
+            replaced = f" and could not replace it ({failure})" if failure else " and replaced it"
+            _warn(f"kernel cache: {path} {damage}; compiled the kernel again{replaced}")
+        elif failure and not self._warned_unwritable:
+            self._warned_unwritable = True
+            _warn(f"kernel cache: cannot write to {self.directory} ({failure}); kernels are compiled "
+                  "in every process (set OPGEN_CACHE_DIR to a writable directory)")
+        return image
+
+    @contextlib.contextmanager
+    def _turn(self, key: str) -> Iterator[None]:
+        """Hold the key's lock, where the directory allows one; else go on without."""
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.directory / f"{key}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError:
+            yield
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # releases the lock
+
+    def _store(self, path: Path, blob: bytes) -> str | None:
+        """Store atomically; None, or why the entry could not be written."""
+        try:
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        except OSError as exc:
+            return exc.strerror or str(exc)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(blob)
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, path)
+        except OSError as exc:
+            Path(tmp).unlink(missing_ok=True)
+            return exc.strerror or str(exc)
+        return None
+
+
+def _read_entry(path: Path) -> tuple[bytes | None, str]:
+    """(image, "") from an intact entry; (None, "") when there is none; else (None, what is
+    wrong with it). Opened without blocking and read only when a regular file: a FIFO or
+    device put there cannot hang the process."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except (FileNotFoundError, NotADirectoryError):  # no entry (a missing directory: _store says so)
+        return None, ""
+    except OSError as exc:
+        return None, f"cannot be read ({exc.strerror})"
+    try:
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                return None, "is not a regular file"
+            blob = f.read()
+    except OSError as exc:
+        return None, f"cannot be read ({exc.strerror})"
+    checksum, image = blob[:64], blob[64:]
+    if not image or checksum != hashlib.sha256(image).hexdigest().encode("ascii"):
+        return None, f"is damaged ({len(blob)} bytes, truncated or corrupt)"
+    return image, ""
+
+
+def _warn(message: str) -> None:
+    warnings.warn(KernelCacheWarning(message), stacklevel=3)
 
 
 # --------------------------------------------------------------------------- batch use

@@ -7,11 +7,23 @@ from runtime.errors import BackendUnavailable, OpgenError
 
 class CompileError(OpgenError, RuntimeError):
     """A kernel source did not compile: names the file, the backend, the target and
-    carries the compiler's log."""
+    carries the compiler's log, the options it was given and the numbered source lines
+    around the first error (`excerpt`, "" when the log names no line)."""
 
-    def __init__(self, file: str, backend: str, target: str, log: str) -> None:
+    def __init__(self, file: str, backend: str, target: str, log: str, *, options: tuple[str, ...] = (),
+                 excerpt: str = "") -> None:
         self.file, self.backend, self.target, self.log = file, backend, target, log
-        super().__init__(f"{backend}: {file} does not compile for {target}:\n{log.rstrip()}")
+        self.options, self.excerpt = options, excerpt
+        parts = [f"{backend}: {file} does not compile for {target}:", log.rstrip()]
+        if options:
+            parts.append(f"options: {' '.join(options)}")
+        if excerpt:
+            parts.append(excerpt)
+        super().__init__("\n".join(parts))
+
+
+class KernelCacheWarning(UserWarning):
+    """The on-disk kernel cache is damaged or cannot be used; the kernel was compiled anyway."""
 
 
 class CompilerUnavailable(BackendUnavailable):

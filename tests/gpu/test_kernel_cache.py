@@ -1,9 +1,49 @@
-"""The on-disk kernel cache: keyed on everything that changes the binary, and a corrupt or
-truncated entry is rebuilt, never loaded."""
+"""The on-disk kernel cache (runtime.gpu_compile.KernelCache, cache_key).
+
+Keys: every input that changes the binary changes the key (source, headers, compiler
+version, target, compile options, include directories), and the options keyed on are the
+options the compiler gets. Damage: a truncated, corrupt, unreadable or non-file entry, an
+unwritable cache directory, and two processes wanting the same kernel at once each end with
+the right image and exactly one KernelCacheWarning (none for the two processes: nothing is
+wrong there). The NVRTC tests compile for real (no GPU needed) and skip, saying why, where
+NVRTC is missing."""
 
 from __future__ import annotations
 
-from runtime.gpu import KernelCache, _digest
+import errno
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+from runtime import gpu_compile
+from runtime.gpu_compile import KernelCache, _digest, cache_key
+from runtime.gpu_errors import CompileError, KernelCacheWarning
+
+ROOT = Path(__file__).resolve().parents[2]
+KERNEL = ('#include "compat.h"\n#ifndef SCALE\n#define SCALE 1.0f\n#endif\n'
+          'extern "C" __global__ void k_scale(float* x) { x[threadIdx.x] *= SCALE; }\n')
+
+
+def needs_nvrtc():
+    missing = gpu_compile.nvrtc_unavailable()
+    if missing:
+        pytest.skip(f"cuda: {missing}")
+
+
+def cache_warnings(fn):
+    """fn()'s result and the KernelCacheWarning messages it gave (others fail the test)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = fn()
+    assert all(issubclass(w.category, KernelCacheWarning) for w in caught), [str(w.message) for w in caught]
+    return result, [str(w.message) for w in caught]
+
+
+# ----------------------------------------------------------------------------- keys
 
 
 def test_entries_are_reused_and_keys_separate_inputs(tmp_path):
@@ -25,21 +65,254 @@ def test_entries_are_reused_and_keys_separate_inputs(tmp_path):
     assert _digest(b"ab", b"c") != _digest(b"a", b"bc")  # parts are length-delimited
 
 
-def test_a_corrupt_or_truncated_entry_is_rebuilt(tmp_path):
-    cache = KernelCache("rocm", tmp_path)
+def test_every_input_of_a_compile_changes_the_key(monkeypatch):
+    base = dict(backend="rocm", source=KERNEL, arch="gfx90a", compiler_version="hiprtc (5, 2)")
+    headers = {"compat.h": "// compat\n"}
+    key = cache_key(**base, headers=headers)
+    assert key == cache_key(**base, headers=dict(headers))  # deterministic
+    variants = [
+        cache_key(**{**base, "source": KERNEL + "\n"}, headers=headers),
+        cache_key(**{**base, "arch": "gfx1030"}, headers=headers),
+        cache_key(**{**base, "compiler_version": "hiprtc (6, 0)"}, headers=headers),
+        cache_key(**{**base, "backend": "cuda"}, headers=headers) if not gpu_compile.nvrtc_unavailable() else None,
+        cache_key(**base, headers={"compat.h": "// compat, edited\n"}),
+        cache_key(**base, headers={"compat2.h": "// compat\n"}),  # a header renamed
+        cache_key(**base, headers=headers, options=["-DSCALE=2.0f"]),
+    ]
+    monkeypatch.setattr(gpu_compile, "ROCM_OPTIONS", (*gpu_compile.ROCM_OPTIONS, "-ffast-math"))
+    variants.append(cache_key(**base, headers=headers))
+    variants = [v for v in variants if v is not None]
+    assert len({key, *variants}) == len(variants) + 1
+
+
+def test_the_cuda_include_directory_is_part_of_the_key(monkeypatch, tmp_path):
+    """Its path and its files: a changed cuda_fp16.h (a new CUDA wheel) is a new key."""
+    one, two = tmp_path / "one", tmp_path / "two"
+    for d in (one, two):
+        d.mkdir()
+        (d / "cuda_fp16.h").write_text("// fp16\n")
+        (d / "cuda_bf16.h").write_text("// bf16\n")
+    monkeypatch.setattr(gpu_compile, "cuda_include_dir", lambda: one)
+    key = lambda: cache_key("cuda", KERNEL, "sm_90", "nvrtc (12, 9)", headers={})  # noqa: E731
+    first = key()
+    monkeypatch.setattr(gpu_compile, "cuda_include_dir", lambda: two)
+    assert key() != first
+    monkeypatch.setattr(gpu_compile, "cuda_include_dir", lambda: one)
+    assert key() == first
+    (one / "cuda_fp16.h").write_text("// fp16, a newer release\n")
+    gpu_compile._directory_listing.cache_clear()
+    try:
+        assert key() != first
+    finally:
+        gpu_compile._directory_listing.cache_clear()
+
+
+def test_keyed_options_are_the_options_the_compiler_gets():
+    needs_nvrtc()
+    with pytest.raises(CompileError) as info:
+        gpu_compile.compile_cuda("this is not C++\n", "bad.hip", "sm_90", options=["-DX=1"])
+    assert list(info.value.options) == gpu_compile.compile_options("cuda", "sm_90", ["-DX=1"])
+    assert f"-I{gpu_compile.cuda_include_dir()}" in info.value.options
+
+
+def test_changing_an_option_recompiles_instead_of_serving_the_old_binary(monkeypatch, tmp_path):
+    needs_nvrtc()
+    cache = KernelCache("cuda", tmp_path)
+    version = str(gpu_compile.nvrtc_version())
+
+    def get():
+        key = cache_key("cuda", KERNEL, "sm_90", version)
+        compiled = []
+
+        def compile_():
+            compiled.append(1)
+            return gpu_compile.compile_cuda(KERNEL, "k.hip", "sm_90")
+        return cache.get_or_compile(key, compile_), bool(compiled)
+
+    plain, compiled = get()
+    assert compiled and get() == (plain, False)
+    monkeypatch.setattr(gpu_compile, "CUDA_OPTIONS", (*gpu_compile.CUDA_OPTIONS, "-DSCALE=2.0f"))
+    scaled, compiled = get()
+    assert compiled, "a new option must not be served the binary compiled without it"
+    assert scaled != plain and "k_scale" in gpu_compile.code_symbols(scaled)
+    assert get() == (scaled, False)
+
+
+# ----------------------------------------------------------------------------- CompileError
+
+
+@pytest.mark.parametrize("backend, target", [("cuda", "sm_90"), ("rocm", "gfx90a")], ids=["cuda", "rocm"])
+def test_compile_error_carries_options_and_the_numbered_lines(backend, target):
+    missing = gpu_compile.nvrtc_unavailable() if backend == "cuda" else gpu_compile.rocm_target_unavailable(target)
+    if missing:
+        pytest.skip(f"{backend}: {missing}")
+    lines = ['#include "compat.h"', "// two", "// three", "// four",
+             'extern "C" __global__ void broken(float* x) {', "  x[0] = no_such_name;", "}", "// eight", "// nine",
+             "// ten"]
+    with pytest.raises(CompileError) as info:
+        gpu_compile.compile_for(backend, "\n".join(lines) + "\n", "broken.hip", target, options=["-DFOO=1"])
+    err = info.value
+    assert err.options == tuple(gpu_compile.compile_options(backend, target, ["-DFOO=1"]))
+    want = ["broken.hip:"] + [f"{'>' if n == 6 else ' '} {n:>1} | {lines[n - 1]}" for n in range(3, 10)]
+    assert err.excerpt.splitlines() == want
+    text = str(err)
+    assert text.startswith(f"{backend}: broken.hip does not compile for {target}:\n")
+    assert f"options: {' '.join(err.options)}" in text and err.excerpt in text and "no_such_name" in err.log
+
+
+def test_an_error_in_a_header_shows_the_header():
+    needs_nvrtc()
+    headers = {"mine.h": "// mine\n#pragma once\ninline int f() { return oops; }\n"}
+    with pytest.raises(CompileError) as info:
+        gpu_compile.compile_cuda('#include "mine.h"\nextern "C" __global__ void k(int* x) { x[0] = f(); }\n',
+                                 "k.hip", "sm_90", headers=headers)
+    assert info.value.excerpt.splitlines()[0] == "mine.h:"
+    assert "> 3 | inline int f() { return oops; }" in info.value.excerpt
+
+
+def test_source_excerpt_of_a_log_naming_no_line_is_empty():
+    assert gpu_compile.source_excerpt("internal compiler error\n", "k.hip", "x\n", {}) == ""
+    assert gpu_compile.source_excerpt("k.hip(99): error: past the end\n", "k.hip", "x\n", {}) == ""
+
+
+# ----------------------------------------------------------------------------- damage
+
+
+def _stored(tmp_path, backend="rocm"):
+    cache = KernelCache(backend, tmp_path)
     key = _digest(b"k")
-    cache.get_or_compile(key, lambda: b"good image")
-    path = tmp_path / "rocm" / f"{key}.bin"
-    for damage in (lambda b: b[:-3], lambda b: b[:64] + b"evil image", lambda b: b"", lambda b: b"\xff" * 80):
-        path.write_bytes(damage(path.read_bytes()))
-        rebuilt = []
-        assert cache.get_or_compile(key, lambda: rebuilt.append(1) or b"good image") == b"good image"
-        assert rebuilt == [1], "a damaged entry must be recompiled"
-        assert cache.get_or_compile(key, lambda: b"not again") == b"good image"  # and stored anew
+    assert cache_warnings(lambda: cache.get_or_compile(key, lambda: b"good image"))[1] == []
+    return cache, key, tmp_path / backend / f"{key}.bin"
 
 
-def test_an_unwritable_cache_only_costs_a_compile(tmp_path):
+@pytest.mark.parametrize("damage", [
+    pytest.param(lambda b: b[:-3], id="truncated"),
+    pytest.param(lambda b: b[:40], id="truncated-in-checksum"),
+    pytest.param(lambda b: b"", id="empty"),
+    pytest.param(lambda b: b[:64] + b"evil image", id="wrong-image"),
+    pytest.param(lambda b: b"\xff" * 80, id="garbage"),
+    pytest.param(lambda b: b[:64], id="checksum-only"),
+])
+def test_a_damaged_entry_is_compiled_again_with_one_warning(tmp_path, damage):
+    cache, key, path = _stored(tmp_path)
+    path.write_bytes(damage(path.read_bytes()))
+    rebuilt = []
+    image, said = cache_warnings(lambda: cache.get_or_compile(key, lambda: rebuilt.append(1) or b"good image"))
+    assert image == b"good image" and rebuilt == [1], "a damaged entry must be recompiled, never loaded"
+    assert len(said) == 1 and f"{path} is damaged" in said[0] and "compiled the kernel again and replaced it" in said[0]
+    assert cache_warnings(lambda: cache.get_or_compile(key, lambda: b"not again")) == (b"good image", [])
+
+
+def test_an_entry_that_is_a_fifo_does_not_hang(tmp_path):
+    cache, key, path = _stored(tmp_path)
+    path.unlink()
+    os.mkfifo(path)
+    image, said = cache_warnings(lambda: cache.get_or_compile(key, lambda: b"good image"))
+    assert image == b"good image" and len(said) == 1 and "is not a regular file" in said[0]
+    assert path.is_file() and cache.get_or_compile(key, lambda: b"not again") == b"good image"
+
+
+def test_an_entry_that_is_a_directory_is_compiled_around(tmp_path):
+    cache, key, path = _stored(tmp_path)
+    path.unlink()
+    path.mkdir()
+    (path / "x").write_text("keeps the directory from being replaced")
+    image, said = cache_warnings(lambda: cache.get_or_compile(key, lambda: b"good image"))
+    assert image == b"good image" and len(said) == 1
+    assert "cannot be read" in said[0] or "is not a regular file" in said[0]
+    assert "could not replace it" in said[0]
+
+
+def test_an_unreadable_entry_is_compiled_again(tmp_path, monkeypatch):
+    """Simulated: an entry another user wrote with mode 0600 (the tests may run as root,
+    who reads it anyway; test_unreadable_entry_for_real checks the real thing otherwise)."""
+    cache, key, path = _stored(tmp_path)
+    real_open = os.open
+
+    def open_(file, flags, *args):
+        if str(file) == str(path) and not flags & (os.O_WRONLY | os.O_RDWR):
+            raise PermissionError(errno.EACCES, "Permission denied", str(file))
+        return real_open(file, flags, *args)
+
+    monkeypatch.setattr(gpu_compile.os, "open", open_)
+    image, said = cache_warnings(lambda: cache.get_or_compile(key, lambda: b"fresh image"))
+    assert image == b"fresh image"
+    assert len(said) == 1 and "cannot be read (Permission denied)" in said[0] and "replaced it" in said[0]
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="runs as root, who can read any file "
+                                              "(test_an_unreadable_entry_is_compiled_again simulates it)")
+def test_unreadable_entry_for_real(tmp_path):
+    cache, key, path = _stored(tmp_path)
+    path.chmod(0)
+    image, said = cache_warnings(lambda: cache.get_or_compile(key, lambda: b"fresh image"))
+    assert image == b"fresh image" and len(said) == 1 and "cannot be read (Permission denied)" in said[0]
+
+
+def test_an_unwritable_cache_directory_warns_once_and_compiles(tmp_path):
     blocked = tmp_path / "file"
     blocked.write_text("not a directory")
     cache = KernelCache("cuda", blocked)
-    assert cache.get_or_compile(_digest(b"k"), lambda: b"image") == b"image"
+    results, said = cache_warnings(lambda: [cache.get_or_compile(_digest(k), lambda k=k: k) for k in (b"a", b"b", b"a")])
+    assert results == [b"a", b"b", b"a"]
+    assert len(said) == 1 and f"cannot write to {blocked / 'cuda'}" in said[0] and "OPGEN_CACHE_DIR" in said[0]
+    assert blocked.read_text() == "not a directory"
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="runs as root, whom directory permissions do not stop "
+                                              "(test_an_unwritable_cache_directory_warns_once_and_compiles "
+                                              "uses a file in the directory's place)")
+def test_a_read_only_cache_directory(tmp_path):
+    (tmp_path / "cuda").mkdir()
+    (tmp_path / "cuda").chmod(0o555)
+    cache = KernelCache("cuda", tmp_path)
+    try:
+        image, said = cache_warnings(lambda: cache.get_or_compile(_digest(b"k"), lambda: b"image"))
+    finally:
+        (tmp_path / "cuda").chmod(0o755)
+    assert image == b"image" and len(said) == 1 and "cannot write to" in said[0]
+
+
+# ----------------------------------------------------------------------------- two processes
+
+RACER = """
+import hashlib, os, sys, time, warnings
+from pathlib import Path
+warnings.simplefilter("error")  # any cache warning fails this process
+from runtime.gpu_compile import KernelCache, cache_key, compile_cuda, nvrtc_version
+cache_dir, log, gate, mode = sys.argv[1:5]
+Path(gate + "." + str(os.getpid())).touch()
+while not os.path.exists(gate):
+    time.sleep(0.005)
+def compile_():
+    with open(log, "a") as f:
+        f.write(f"{os.getpid()}\\n")
+    if mode == "fake":
+        time.sleep(0.5)  # long enough for the other process to want the same kernel meanwhile
+        return b"image of " + b"k" * 100
+    return compile_cuda(SOURCE, "k.hip", "sm_90")
+SOURCE = 'extern "C" __global__ void k_one(float* x) { x[0] = 1.0f; }'
+key = cache_key("rocm", SOURCE, "gfx90a", "v", headers={}) if mode == "fake" else \\
+    cache_key("cuda", SOURCE, "sm_90", str(nvrtc_version()), headers={})
+image = KernelCache("rocm" if mode == "fake" else "cuda", Path(cache_dir)).get_or_compile(key, compile_)
+print(hashlib.sha256(image).hexdigest())
+"""
+
+
+@pytest.mark.parametrize("mode", ["fake", "nvrtc"])
+def test_two_processes_wanting_one_kernel_compile_it_once(tmp_path, mode):
+    if mode == "nvrtc":
+        needs_nvrtc()
+    log, gate = tmp_path / "compiles.log", tmp_path / "go"
+    procs = [subprocess.Popen([sys.executable, "-c", RACER, str(tmp_path / "cache"), str(log), str(gate), mode],
+                              cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    while len(list(tmp_path.glob("go.*"))) < 2:  # both started and waiting at the gate
+        assert all(p.poll() is None for p in procs), [p.communicate() for p in procs]
+    gate.touch()
+    outs = [p.communicate(timeout=300) for p in procs]  # a guard against a hang
+    assert all(p.returncode == 0 for p in procs), [err for _, err in outs]
+    digests = {out.strip() for out, _ in outs}
+    assert len(digests) == 1, "both processes must get the same image"
+    assert len(log.read_text().split()) == 1, "the second process waits for the first and reads its entry"
+    entries = list((tmp_path / "cache").glob("*/*.bin"))
+    assert len(entries) == 1 and gpu_compile._read_entry(entries[0])[1] == ""
