@@ -8,19 +8,22 @@
     exits 2 with every problem as FILE:LINE:COL: message.
 
 Examples are few and derandomized: the suite stays fast on two cores and a failure
-reproduces on every run."""
+reproduces on every run. OPGEN_FUZZ=N runs N times as many, random ones (a new draw each
+run; hypothesis keeps a failure in .hypothesis/ and replays it first next time):
+    OPGEN_FUZZ=20 .venv/bin/python -m pytest -q tests/generator/test_gen_properties.py"""
 
 from __future__ import annotations
 
 import itertools
 import keyword
+import os
 import re
 
 import ml_dtypes
 import numpy as np
 import pytest
 import yaml
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
 from gen_helpers import DIAGNOSTIC, MINI, crashed, render_text, run_cli, undefined_globals, write_package
@@ -29,7 +32,14 @@ from generator.model import PARAM_TYPES, QUANTIZED_TYPES, RETURN_TYPES
 from runtime.errors import NotImplementedForBackend
 from runtime.layout import Layout
 
-PROPERTY = settings(max_examples=30, deadline=None, derandomize=True, print_blob=True,
+FUZZ = int(os.environ.get("OPGEN_FUZZ") or 0)
+
+
+def examples(n: int) -> int:
+    return n * FUZZ if FUZZ else n
+
+
+PROPERTY = settings(max_examples=examples(30), deadline=None, derandomize=not FUZZ, print_blob=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 
 # ----------------------------------------------------------------------------- (a) valid registries
@@ -275,7 +285,7 @@ def mutants(draw):
     return "".join(lines)
 
 
-@settings(PROPERTY, max_examples=200)
+@settings(PROPERTY, max_examples=examples(200))
 @given(text=mutants())
 def test_mutated_registries_never_crash(text, ws, session_importer):
     assume(text != BASE)
@@ -299,3 +309,64 @@ def test_mutated_registries_never_crash(text, ws, session_importer):
         m = DIAGNOSTIC.match(line)
         assert m and m["path"] == str(registry), f"not FILE:LINE:COL: message: {line!r}\n---\n{text}"
         assert 1 <= int(m["line"]) <= n_lines and int(m["col"]) >= 1, line
+
+
+# ----------------------------------------------------------------------------- (c) aliases
+
+@st.composite
+def alias_documents(draw):
+    """Definitions a0..aN, each a list or mapping of scalars and aliases of earlier ones:
+    from a few values to alias bombs of 12^12."""
+    defs = []
+    bomb = draw(st.booleans())  # each level aliases the one before several times
+    for i in range(draw(st.integers(8, 12) if bomb else st.integers(1, 12))):
+        item = st.just("x") if i == 0 else st.one_of(st.just("x"), st.integers(0, i - 1))
+        chain = [i - 1] * draw(st.integers(4, 12)) if bomb and i else []
+        defs.append((draw(st.sampled_from(["seq", "map"])), draw(st.permutations(chain + draw(st.lists(item, max_size=4))))))
+    return defs
+
+
+def _alias_text(defs) -> str:
+    lines = []
+    for i, (kind, items) in enumerate(defs):
+        words = ["x" if it == "x" else f"*a{it}" for it in items]
+        body = f"[{', '.join(words)}]" if kind == "seq" else "{" + ", ".join(f"k{n}: {w}" for n, w in enumerate(words)) + "}"
+        lines.append(f"a{i}: &a{i} {body}\n")
+    return "".join(lines)
+
+
+def _plain(node):
+    if node.tag == "map":
+        return {k: _plain(v) for k, (_, v) in node.value.items()}
+    if node.tag == "seq":
+        return [_plain(v) for v in node.value]
+    return node.value
+
+
+@PROPERTY
+@given(defs=alias_documents())
+def test_aliases_load_as_their_values_or_stop_at_the_cap(defs):
+    from generator.loader import MAX_ALIAS_VALUES, load_text
+
+    sizes: list[int] = []  # values each definition expands to, computed from the definitions
+    repeated, crossing = 0, None
+    for i, (kind, items) in enumerate(defs):
+        size = 1
+        for it in items:
+            value = 1 if it == "x" else sizes[it]
+            size += value + (kind == "map")  # a mapping's key is a value too
+            if it != "x":
+                repeated += value
+                if repeated > MAX_ALIAS_VALUES and crossing is None:
+                    crossing = (i, it)
+        sizes.append(size)
+    text = _alias_text(defs)
+    event("loaded" if crossing is None else "refused at the cap")
+    if crossing is None:
+        assert _plain(load_text(text, "a.yaml")) == yaml.safe_load(text)
+        return
+    with pytest.raises(RegistryError) as info:
+        load_text(text, "a.yaml")
+    [diagnostic] = info.value.diagnostics
+    assert diagnostic.position.line == crossing[0] + 1
+    assert diagnostic.message.startswith(f"alias *a{crossing[1]} expands to {sizes[crossing[1]]:,} values")
