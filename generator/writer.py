@@ -142,26 +142,25 @@ def _fault(point: str) -> None:
 
 def apply(out: Path, result: Plan) -> None:
     """Write the plan's files and remove its orphans, as one journaled transaction. An
-    OSError before the journal is written leaves `out` as it was (raised as OutputError)."""
+    OSError before the journal is in place leaves `out` as it was (raised as OutputError)."""
+    temps: dict[str, Path] = {}
     try:
         out.mkdir(parents=True, exist_ok=True)
         _clear_temps(out)
-        temps: dict[str, Path] = {}
-        try:
-            for rel, text in result.write.items():
-                temps[rel] = _write_temp(out, rel, text)
-                _fault("temp")
-        except BaseException:
-            for tmp in temps.values():
-                tmp.unlink(missing_ok=True)
-            raise
-    except OSError as exc:
-        raise OutputError(f"{exc.filename or out}: cannot write ({exc.strerror}); nothing written") from None
-    changes = [*(f"write {rel}" for rel in temps), *(f"remove {rel}" for rel in result.remove)]
-    if changes:
-        journal = _write_temp(out, JOURNAL, "# gen was changing these files: if this file is here, it was "
-                                             "interrupted; run gen\n" + "".join(f"{c}\n" for c in changes))
-        os.replace(journal, out / JOURNAL)
+        for rel, text in result.write.items():
+            temps[rel] = _write_temp(out, rel, text)
+            _fault("temp")
+        changes = [*(f"write {rel}" for rel in temps), *(f"remove {rel}" for rel in result.remove)]
+        if changes:
+            journal = _write_temp(out, JOURNAL, "# gen was changing these files: if this file is here, it was "
+                                                 "interrupted; run gen\n" + "".join(f"{c}\n" for c in changes))
+            os.replace(journal, out / JOURNAL)
+    except BaseException as exc:
+        for tmp in temps.values():
+            tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise OutputError(f"{exc.filename or out}: cannot write ({exc.strerror}); nothing written") from None
+        raise
     try:
         for rel, tmp in temps.items():
             _fault("rename")
@@ -177,9 +176,12 @@ def apply(out: Path, result: Plan) -> None:
 
 
 def _clear_temps(out: Path) -> None:
-    """Temp files a killed run left: ours when they are plain files, empty or generated."""
+    """Temp files a killed run left: ours when they are plain files, empty, generated or
+    a journal's."""
     for path in out.glob(f"{TMP_PREFIX}*"):
-        if not path.is_symlink() and path.is_file() and (path.stat().st_size == 0 or is_generated(path)):
+        if path.is_symlink() or not path.is_file():
+            continue
+        if path.stat().st_size == 0 or is_generated(path) or path.name.startswith(f"{TMP_PREFIX}{JOURNAL}."):
             path.unlink()
 
 

@@ -287,9 +287,11 @@ def test_out_is_a_file_registry_is_a_directory(tmp_path):
     assert afile.read_text() == "x\n" and not (tmp_path / "o").exists()
 
 
-def test_unwritable_output_directory_writes_nothing(tmp_path, monkeypatch):
-    """Simulated (the tests may run as root, whom permissions do not stop): the third temp
-    file cannot be created; the two before it are removed and the package is as it was."""
+@pytest.mark.parametrize("failing", [1, 3, 11], ids=["first-file", "third-file", "journal"])
+def test_unwritable_output_directory_writes_nothing(tmp_path, monkeypatch, failing):
+    """Simulated (the tests may run as root, whom permissions do not stop): the first or
+    third temp file, or the journal (after the ten files), cannot be created; the temp files
+    before it are removed and the package is as it was."""
     import generator.writer as writer
 
     out = tmp_path / "pkg"
@@ -303,7 +305,7 @@ def test_unwritable_output_directory_writes_nothing(tmp_path, monkeypatch):
 
     def mkstemp(*args, **kwargs):
         calls.append(1)
-        if len(calls) == 3:
+        if len(calls) == failing:
             raise PermissionError(errno.EACCES, "Permission denied", str(out / ".gen-tmp.x"))
         return real(*args, **kwargs)
 
