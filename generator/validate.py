@@ -548,7 +548,7 @@ class Validator:
             for op_name, _, op_node in self.section(section):
                 params = op_node.get("params")
                 for p_name, (_, t_node) in (params.value.items() if params is not None and params.tag == "map" else ()):
-                    family = model.OP_ENUM_TYPES.get(t_node.value)
+                    family = model.OP_ENUM_TYPES.get(t_node.value) if t_node.tag == "str" else None
                     if family and family not in families:
                         self.error(t_node, f"{section}.{op_name}.params.{p_name}",
                                    f"parameters of type {t_node.value} need at least one {family} op")
