@@ -83,10 +83,11 @@ def test_gen_killed_at_random_points_is_consistent_or_reported(variants, tmp_pat
     registry = root / "ops.yaml"
     out = tmp_path / "pkg"
     rng = random.Random(15)
-    n = len(expected["a"])
-    faults = [f"temp:{k}" for k in range(n)] + [f"rename:{k}" for k in range(n)] + ["done:0"]
-    rng.shuffle(faults)
-    plan = [("fault", f) for f in faults[:16]] + [("signal", rng.uniform(0.0, 1.0)) for _ in range(8)]
+    # Between two renames (where a package can mix), and at the edges: the first and a
+    # later temp file, the journal written but nothing renamed yet, all renamed but the
+    # journal still there. Then kills at random times, which mostly land before writing.
+    faults = [f"rename:{k}" for k in range(1, 9)] + ["temp:0", "temp:4", "rename:0", "done:0"]
+    plan = [("fault", f) for f in faults] + [("signal", rng.uniform(0.0, 1.0)) for _ in range(12)]
     rng.shuffle(plan)
     seen_mixed = seen_reported = 0
     for step, (how, what) in enumerate(plan):
