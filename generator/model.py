@@ -180,6 +180,7 @@ class Operation:
     kernel: tuple[str, ...] = ()  # HIP entry point patterns in hip/, for backends that run HIP kernels
     trait: str | None = None  # nn ops: the custom-op trait the generated class implements
     kernel_dtypes: tuple[tuple[str, tuple[str, ...]], ...] = ()  # pattern -> the dtypes {self} covers there
+    writes: str | None = None  # the Storage argument (or "self") the op writes in place
 
     def function(self, backend: str) -> str:
         """The runtime function the arm calls: QStorage methods are q_<name>, since the
@@ -232,6 +233,20 @@ class CustomOpTrait:
 
 
 @dataclass(frozen=True)
+class Target:
+    """An emission target the registry asks for: `python` (the package) or `rust` (Candle's
+    dispatch layer), written to `out`, a folder relative to the registry's."""
+
+    name: str
+    out: str
+    line: int
+
+
+# Every target `gen` knows, in the order it renders them.
+TARGET_NAMES = ("python", "rust")
+
+
+@dataclass(frozen=True)
 class Registry:
     path: str  # as given, for messages and the generated marker
     dtypes: tuple[DType, ...]
@@ -248,6 +263,7 @@ class Registry:
     formats: tuple[QFormat, ...] = ()  # quantized block formats
     qstorage: tuple[Operation, ...] = ()  # methods of QStorage
     nn: tuple[Operation, ...] = ()  # NN ops: custom ops generated as classes
+    targets: tuple[Target, ...] = ()  # what to emit; () is the Python package alone, in --out
 
     @property
     def kernel_ops(self) -> tuple[Operation, ...]:

@@ -37,9 +37,10 @@ class RenderError(Exception):
     line: int
     col: int
     message: str
+    language: str = "Python"
 
     def __str__(self) -> str:
-        return f"{self.template}: renders invalid Python at {self.output}:{self.line}:{self.col}: {self.message}"
+        return f"{self.template}: renders invalid {self.language} at {self.output}:{self.line}:{self.col}: {self.message}"
 
 
 def environment(templates: Path | None = None) -> jinja2.Environment:
