@@ -72,7 +72,7 @@ PATHS = {
     "QStorage": "crate::quantized::QStorage", "Storage": "crate::Storage", "Device": "crate::Device",
     "DeviceLocation": "crate::DeviceLocation", "BackendStorage": "crate::backend::BackendStorage",
     "BackendDevice": "crate::backend::BackendDevice", "QBackendStorage": "crate::backend::QBackendStorage",
-    "Cow": "std::borrow::Cow",
+    "Cow": "std::borrow::Cow", "dtype_in": "crate::storage::dtype_in", "same_shape": "crate::storage::same_shape",
 }
 # C types of kernel arguments -> Rust: scalars by value, pointers as typed device addresses.
 C_SCALARS = {
@@ -94,6 +94,11 @@ class Arm:
     pattern: str
     body: tuple[str, ...]  # one expression, or the statements of a block
     lint: str | None = None  # an allowed lint, for the mismatch arm
+
+    @property
+    def inline(self) -> bool:
+        """One expression that fits on the arm's line (indented by 12), as rustfmt keeps it."""
+        return len(self.body) == 1 and 12 + len(self.pattern) + len(self.body[0]) + 5 <= LINE_WIDTH
 
     @property
     def attrs(self) -> tuple[str, ...]:
@@ -428,6 +433,9 @@ TYPE_NAMES = ("Layout", "Shape", "DType", "WithDType", "Scalar", "UnaryOp", "Bin
               "QStorage", "Cow", "Storage", "Device")
 
 
+HELPERS = ("dtype_in", "same_shape")  # storage.rs's check functions, which other files may call
+
+
 def context(registry: model.Registry) -> dict:
     vs = variants(registry)
     storage = storage_methods(registry)
@@ -457,15 +465,21 @@ def context(registry: model.Registry) -> dict:
         "dtypes": registry.dtypes,
         "uses_storage": uses("Error", "Result", "Device", "DType", "Layout", "BackendStorage",
                              *(_mentioned(storage, TYPE_NAMES) - {"Storage"})),
-        "uses_device": uses("Result", "Error", "DeviceLocation", "BackendDevice", "Storage",
-                            *(_mentioned(device, TYPE_NAMES) - {"Device"})),
-        "uses_custom_op": uses("Error", "Result", "Layout", "Shape", "Device",
-                               *(_mentioned(hooked, TYPE_NAMES) - {"Storage", "Device"})) if hooked else
-                          uses("Error", "Result", "Layout", "Shape"),
-        "uses_quantized": uses("Result", "Device", "Storage", "GgmlDType", "QBackendStorage", "BackendDevice",
-                               *(_mentioned((*qmethods, *qdevice), TYPE_NAMES) - {"QStorage"})),
-        "uses_to_device": uses("Result", "Device", "Storage", "BackendStorage", "BackendDevice"),
+        "uses_device": uses("Result", "Error", "BackendDevice", *(_mentioned(device, TYPE_NAMES) - {"Device"})),
+        "uses_custom_op": uses("Error", "Result", "Layout", "Shape",
+                               *(_mentioned(hooked, (*TYPE_NAMES, *HELPERS)) | ({"Storage"} if hooked else set()))),
+        "uses_quantized": uses("Result", "Device", "GgmlDType", "QBackendStorage",
+                               *(("BackendDevice",) if qdevice else ()),
+                               *(_mentioned((*qmethods, *qdevice), (*TYPE_NAMES, *HELPERS)) - {"QStorage"})),
+        "uses_to_device": uses("Result", "Device", "Storage", "BackendStorage"),
+        # Only arms towards a non-host device call the device (storage_from_<host>_storage).
+        "gpu_cfg": _any_cfg(vs),
     }
+
+
+def _any_cfg(vs: tuple[Variant, ...]) -> str | None:
+    gates = [v.cfg for v in vs if v.cfg]
+    return None if not gates else gates[0] if len(gates) == 1 else f"any({', '.join(gates)})"
 
 
 def _hip_kernels(registry: model.Registry):

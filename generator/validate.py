@@ -168,11 +168,26 @@ class Validator:
             else:
                 seen[path] = name
                 out.append(model.Target(name, path, knode.position.line))
-        if any(t.name == "rust" for t in out) and not any(not b.ordinal for b in registry.backends):
-            node = self.root.get("targets").get("rust")
+        if any(t.name == "rust" for t in out):
+            self.rust_needs(registry)
+        return tuple(out)
+
+    def rust_needs(self, registry: model.Registry) -> None:
+        """What the generated Rust calls besides the ops: a host backend, and the getters
+        its device and dtype checks read."""
+        node = self.root.get("targets").get("rust")
+        if registry.backends and not any(not b.ordinal for b in registry.backends):
             self.error(node, "targets.rust", "the rust target needs a host backend (one with `ordinal: false`): "
                                              "to_device copies between other backends through its storage")
-        return tuple(out)
+        getters = {(op.name, op.returns) for op in registry.storage}
+        for name, returns in (("device", "Device"), ("dtype", "DType")):
+            if (name, returns) not in getters:
+                self.error(node, "targets.rust", f"the rust target needs a storage op `{name}` returning {returns}: "
+                                                 "the generated device and dtype checks call it")
+        if any(op.storage_params for op in registry.qstorage) and not any(
+                op.name == "device" and op.returns == "Device" for op in registry.qstorage):
+            self.error(node, "targets.rust", "the rust target needs a qstorage op `device` returning Device: "
+                                             "QStorage methods that take a Storage check its device")
 
     def hip_kernels(self, backends) -> dict:
         """Entry points of hip/*.hip, read when a backend runs HIP kernels."""

@@ -2,7 +2,7 @@
 // candle-core's custom-op traits: a <backend>_fwd per backend, whose default errs naming the
 // op and the backend, so that an op runs where it is implemented and says where it is not;
 // and Storage's dispatch onto them, one arm per backend.
-use crate::{Device, Error, Layout, Result, Shape};
+use crate::{Device, Error, Layout, Result, Shape, Storage};
 
 /// CustomOp1: 1 input storage, a new storage and its shape out.
 pub trait CustomOp1 {
@@ -312,7 +312,9 @@ impl Storage {
                 Ok((Self::Rocm(out), shape))
             }
             #[allow(unreachable_patterns)]
-            (lhs, t2, t3) => Err(Device::mismatch("apply_op3", &[lhs.device(), t2.device(), t3.device()])),
+            (lhs, t2, t3) => {
+                Err(Device::mismatch("apply_op3", &[lhs.device(), t2.device(), t3.device()]))
+            }
         }
     }
 
@@ -360,13 +362,21 @@ impl Storage {
         self.same_device(t2, "inplace_op3")?;
         self.same_device(t3, "inplace_op3")?;
         match (self, t2, t3) {
-            (Self::Cpu(s), Self::Cpu(t2), Self::Cpu(t3)) => op.cpu_fwd(s, layout, t2, layout2, t3, layout3),
+            (Self::Cpu(s), Self::Cpu(t2), Self::Cpu(t3)) => {
+                op.cpu_fwd(s, layout, t2, layout2, t3, layout3)
+            }
             #[cfg(feature = "cuda")]
-            (Self::Cuda(s), Self::Cuda(t2), Self::Cuda(t3)) => op.cuda_fwd(s, layout, t2, layout2, t3, layout3),
+            (Self::Cuda(s), Self::Cuda(t2), Self::Cuda(t3)) => {
+                op.cuda_fwd(s, layout, t2, layout2, t3, layout3)
+            }
             #[cfg(feature = "rocm")]
-            (Self::Rocm(s), Self::Rocm(t2), Self::Rocm(t3)) => op.rocm_fwd(s, layout, t2, layout2, t3, layout3),
+            (Self::Rocm(s), Self::Rocm(t2), Self::Rocm(t3)) => {
+                op.rocm_fwd(s, layout, t2, layout2, t3, layout3)
+            }
             #[allow(unreachable_patterns)]
-            (lhs, t2, t3) => Err(Device::mismatch("inplace_op3", &[lhs.device(), t2.device(), t3.device()])),
+            (lhs, t2, t3) => {
+                Err(Device::mismatch("inplace_op3", &[lhs.device(), t2.device(), t3.device()]))
+            }
         }
     }
 }

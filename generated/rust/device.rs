@@ -3,7 +3,7 @@
 // the registry as a method whose match has one arm per backend, calling that backend
 // device's method of the same name (BackendDevice). location, same_device and
 // is_<backend> follow from the backends alone.
-use crate::{DType, DeviceLocation, Error, Result, Shape, Storage, WithDType};
+use crate::{DType, Error, Result, Shape, Storage, WithDType};
 use crate::backend::BackendDevice;
 
 /// Where a device's memory is: one physical device, which several Devices may share.

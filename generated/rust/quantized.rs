@@ -5,6 +5,7 @@
 use crate::{DType, Device, Layout, Result, Storage, WithDType};
 use crate::backend::{BackendDevice, QBackendStorage};
 use crate::quantized::GgmlDType;
+use crate::storage::dtype_in;
 use std::borrow::Cow;
 
 /// Quantized (GGML block) storage on one backend.

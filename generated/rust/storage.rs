@@ -128,11 +128,17 @@ impl Storage {
         self.same_dtype(rhs, "cmp")?;
         same_shape(lhs_layout, rhs_layout, "cmp")?;
         match (self, rhs) {
-            (Self::Cpu(s), Self::Cpu(rhs)) => Ok(Self::Cpu(s.cmp(op, rhs, lhs_layout, rhs_layout)?)),
+            (Self::Cpu(s), Self::Cpu(rhs)) => {
+                Ok(Self::Cpu(s.cmp(op, rhs, lhs_layout, rhs_layout)?))
+            }
             #[cfg(feature = "cuda")]
-            (Self::Cuda(s), Self::Cuda(rhs)) => Ok(Self::Cuda(s.cmp(op, rhs, lhs_layout, rhs_layout)?)),
+            (Self::Cuda(s), Self::Cuda(rhs)) => {
+                Ok(Self::Cuda(s.cmp(op, rhs, lhs_layout, rhs_layout)?))
+            }
             #[cfg(feature = "rocm")]
-            (Self::Rocm(s), Self::Rocm(rhs)) => Ok(Self::Rocm(s.cmp(op, rhs, lhs_layout, rhs_layout)?)),
+            (Self::Rocm(s), Self::Rocm(rhs)) => {
+                Ok(Self::Rocm(s.cmp(op, rhs, lhs_layout, rhs_layout)?))
+            }
             #[allow(unreachable_patterns)]
             (lhs, rhs) => Err(Device::mismatch("cmp", &[lhs.device(), rhs.device()])),
         }
@@ -183,11 +189,17 @@ impl Storage {
         self.same_dtype(rhs, "binary")?;
         same_shape(lhs_layout, rhs_layout, "binary")?;
         match (self, rhs) {
-            (Self::Cpu(s), Self::Cpu(rhs)) => Ok(Self::Cpu(s.binary(op, rhs, lhs_layout, rhs_layout)?)),
+            (Self::Cpu(s), Self::Cpu(rhs)) => {
+                Ok(Self::Cpu(s.binary(op, rhs, lhs_layout, rhs_layout)?))
+            }
             #[cfg(feature = "cuda")]
-            (Self::Cuda(s), Self::Cuda(rhs)) => Ok(Self::Cuda(s.binary(op, rhs, lhs_layout, rhs_layout)?)),
+            (Self::Cuda(s), Self::Cuda(rhs)) => {
+                Ok(Self::Cuda(s.binary(op, rhs, lhs_layout, rhs_layout)?))
+            }
             #[cfg(feature = "rocm")]
-            (Self::Rocm(s), Self::Rocm(rhs)) => Ok(Self::Rocm(s.binary(op, rhs, lhs_layout, rhs_layout)?)),
+            (Self::Rocm(s), Self::Rocm(rhs)) => {
+                Ok(Self::Rocm(s.binary(op, rhs, lhs_layout, rhs_layout)?))
+            }
             #[allow(unreachable_patterns)]
             (lhs, rhs) => Err(Device::mismatch("binary", &[lhs.device(), rhs.device()])),
         }
@@ -209,13 +221,21 @@ impl Storage {
         same_shape(layout, false_layout, "where_cond")?;
         dtype_in(self.dtype(), &[DType::U8, DType::U32, DType::I64], "where_cond")?;
         match (self, on_true, on_false) {
-            (Self::Cpu(s), Self::Cpu(on_true), Self::Cpu(on_false)) => Ok(Self::Cpu(s.where_cond(layout, on_true, true_layout, on_false, false_layout)?)),
+            (Self::Cpu(s), Self::Cpu(on_true), Self::Cpu(on_false)) => {
+                Ok(Self::Cpu(s.where_cond(layout, on_true, true_layout, on_false, false_layout)?))
+            }
             #[cfg(feature = "cuda")]
-            (Self::Cuda(s), Self::Cuda(on_true), Self::Cuda(on_false)) => Ok(Self::Cuda(s.where_cond(layout, on_true, true_layout, on_false, false_layout)?)),
+            (Self::Cuda(s), Self::Cuda(on_true), Self::Cuda(on_false)) => {
+                Ok(Self::Cuda(s.where_cond(layout, on_true, true_layout, on_false, false_layout)?))
+            }
             #[cfg(feature = "rocm")]
-            (Self::Rocm(s), Self::Rocm(on_true), Self::Rocm(on_false)) => Ok(Self::Rocm(s.where_cond(layout, on_true, true_layout, on_false, false_layout)?)),
+            (Self::Rocm(s), Self::Rocm(on_true), Self::Rocm(on_false)) => {
+                Ok(Self::Rocm(s.where_cond(layout, on_true, true_layout, on_false, false_layout)?))
+            }
             #[allow(unreachable_patterns)]
-            (lhs, on_true, on_false) => Err(Device::mismatch("where_cond", &[lhs.device(), on_true.device(), on_false.device()])),
+            (lhs, on_true, on_false) => {
+                Err(Device::mismatch("where_cond", &[lhs.device(), on_true.device(), on_false.device()]))
+            }
         }
     }
 
@@ -230,11 +250,17 @@ impl Storage {
         self.same_device(kernel, "conv1d")?;
         self.same_dtype(kernel, "conv1d")?;
         match (self, kernel) {
-            (Self::Cpu(s), Self::Cpu(kernel)) => Ok(Self::Cpu(s.conv1d(layout, kernel, kernel_layout, params)?)),
+            (Self::Cpu(s), Self::Cpu(kernel)) => {
+                Ok(Self::Cpu(s.conv1d(layout, kernel, kernel_layout, params)?))
+            }
             #[cfg(feature = "cuda")]
-            (Self::Cuda(s), Self::Cuda(kernel)) => Ok(Self::Cuda(s.conv1d(layout, kernel, kernel_layout, params)?)),
+            (Self::Cuda(s), Self::Cuda(kernel)) => {
+                Ok(Self::Cuda(s.conv1d(layout, kernel, kernel_layout, params)?))
+            }
             #[cfg(feature = "rocm")]
-            (Self::Rocm(s), Self::Rocm(kernel)) => Ok(Self::Rocm(s.conv1d(layout, kernel, kernel_layout, params)?)),
+            (Self::Rocm(s), Self::Rocm(kernel)) => {
+                Ok(Self::Rocm(s.conv1d(layout, kernel, kernel_layout, params)?))
+            }
             #[allow(unreachable_patterns)]
             (lhs, kernel) => Err(Device::mismatch("conv1d", &[lhs.device(), kernel.device()])),
         }
@@ -251,13 +277,21 @@ impl Storage {
         self.same_device(kernel, "conv_transpose1d")?;
         self.same_dtype(kernel, "conv_transpose1d")?;
         match (self, kernel) {
-            (Self::Cpu(s), Self::Cpu(kernel)) => Ok(Self::Cpu(s.conv_transpose1d(layout, kernel, kernel_layout, params)?)),
+            (Self::Cpu(s), Self::Cpu(kernel)) => {
+                Ok(Self::Cpu(s.conv_transpose1d(layout, kernel, kernel_layout, params)?))
+            }
             #[cfg(feature = "cuda")]
-            (Self::Cuda(s), Self::Cuda(kernel)) => Ok(Self::Cuda(s.conv_transpose1d(layout, kernel, kernel_layout, params)?)),
+            (Self::Cuda(s), Self::Cuda(kernel)) => {
+                Ok(Self::Cuda(s.conv_transpose1d(layout, kernel, kernel_layout, params)?))
+            }
             #[cfg(feature = "rocm")]
-            (Self::Rocm(s), Self::Rocm(kernel)) => Ok(Self::Rocm(s.conv_transpose1d(layout, kernel, kernel_layout, params)?)),
+            (Self::Rocm(s), Self::Rocm(kernel)) => {
+                Ok(Self::Rocm(s.conv_transpose1d(layout, kernel, kernel_layout, params)?))
+            }
             #[allow(unreachable_patterns)]
-            (lhs, kernel) => Err(Device::mismatch("conv_transpose1d", &[lhs.device(), kernel.device()])),
+            (lhs, kernel) => {
+                Err(Device::mismatch("conv_transpose1d", &[lhs.device(), kernel.device()]))
+            }
         }
     }
 
@@ -272,11 +306,17 @@ impl Storage {
         self.same_device(kernel, "conv2d")?;
         self.same_dtype(kernel, "conv2d")?;
         match (self, kernel) {
-            (Self::Cpu(s), Self::Cpu(kernel)) => Ok(Self::Cpu(s.conv2d(layout, kernel, kernel_layout, params)?)),
+            (Self::Cpu(s), Self::Cpu(kernel)) => {
+                Ok(Self::Cpu(s.conv2d(layout, kernel, kernel_layout, params)?))
+            }
             #[cfg(feature = "cuda")]
-            (Self::Cuda(s), Self::Cuda(kernel)) => Ok(Self::Cuda(s.conv2d(layout, kernel, kernel_layout, params)?)),
+            (Self::Cuda(s), Self::Cuda(kernel)) => {
+                Ok(Self::Cuda(s.conv2d(layout, kernel, kernel_layout, params)?))
+            }
             #[cfg(feature = "rocm")]
-            (Self::Rocm(s), Self::Rocm(kernel)) => Ok(Self::Rocm(s.conv2d(layout, kernel, kernel_layout, params)?)),
+            (Self::Rocm(s), Self::Rocm(kernel)) => {
+                Ok(Self::Rocm(s.conv2d(layout, kernel, kernel_layout, params)?))
+            }
             #[allow(unreachable_patterns)]
             (lhs, kernel) => Err(Device::mismatch("conv2d", &[lhs.device(), kernel.device()])),
         }
@@ -293,13 +333,21 @@ impl Storage {
         self.same_device(kernel, "conv_transpose2d")?;
         self.same_dtype(kernel, "conv_transpose2d")?;
         match (self, kernel) {
-            (Self::Cpu(s), Self::Cpu(kernel)) => Ok(Self::Cpu(s.conv_transpose2d(layout, kernel, kernel_layout, params)?)),
+            (Self::Cpu(s), Self::Cpu(kernel)) => {
+                Ok(Self::Cpu(s.conv_transpose2d(layout, kernel, kernel_layout, params)?))
+            }
             #[cfg(feature = "cuda")]
-            (Self::Cuda(s), Self::Cuda(kernel)) => Ok(Self::Cuda(s.conv_transpose2d(layout, kernel, kernel_layout, params)?)),
+            (Self::Cuda(s), Self::Cuda(kernel)) => {
+                Ok(Self::Cuda(s.conv_transpose2d(layout, kernel, kernel_layout, params)?))
+            }
             #[cfg(feature = "rocm")]
-            (Self::Rocm(s), Self::Rocm(kernel)) => Ok(Self::Rocm(s.conv_transpose2d(layout, kernel, kernel_layout, params)?)),
+            (Self::Rocm(s), Self::Rocm(kernel)) => {
+                Ok(Self::Rocm(s.conv_transpose2d(layout, kernel, kernel_layout, params)?))
+            }
             #[allow(unreachable_patterns)]
-            (lhs, kernel) => Err(Device::mismatch("conv_transpose2d", &[lhs.device(), kernel.device()])),
+            (lhs, kernel) => {
+                Err(Device::mismatch("conv_transpose2d", &[lhs.device(), kernel.device()]))
+            }
         }
     }
 
@@ -368,11 +416,17 @@ impl Storage {
         self.same_device(ids, "gather")?;
         dtype_in(ids.dtype(), &[DType::U8, DType::U32, DType::I64], "gather")?;
         match (self, ids) {
-            (Self::Cpu(s), Self::Cpu(ids)) => Ok(Self::Cpu(s.gather(layout, ids, ids_layout, dim)?)),
+            (Self::Cpu(s), Self::Cpu(ids)) => {
+                Ok(Self::Cpu(s.gather(layout, ids, ids_layout, dim)?))
+            }
             #[cfg(feature = "cuda")]
-            (Self::Cuda(s), Self::Cuda(ids)) => Ok(Self::Cuda(s.gather(layout, ids, ids_layout, dim)?)),
+            (Self::Cuda(s), Self::Cuda(ids)) => {
+                Ok(Self::Cuda(s.gather(layout, ids, ids_layout, dim)?))
+            }
             #[cfg(feature = "rocm")]
-            (Self::Rocm(s), Self::Rocm(ids)) => Ok(Self::Rocm(s.gather(layout, ids, ids_layout, dim)?)),
+            (Self::Rocm(s), Self::Rocm(ids)) => {
+                Ok(Self::Rocm(s.gather(layout, ids, ids_layout, dim)?))
+            }
             #[allow(unreachable_patterns)]
             (lhs, ids) => Err(Device::mismatch("gather", &[lhs.device(), ids.device()])),
         }
@@ -393,13 +447,21 @@ impl Storage {
         self.same_dtype(src, "scatter_set")?;
         dtype_in(ids.dtype(), &[DType::U8, DType::U32, DType::I64], "scatter_set")?;
         match (self, ids, src) {
-            (Self::Cpu(s), Self::Cpu(ids), Self::Cpu(src)) => s.scatter_set(layout, ids, ids_layout, src, src_layout, dim),
+            (Self::Cpu(s), Self::Cpu(ids), Self::Cpu(src)) => {
+                s.scatter_set(layout, ids, ids_layout, src, src_layout, dim)
+            }
             #[cfg(feature = "cuda")]
-            (Self::Cuda(s), Self::Cuda(ids), Self::Cuda(src)) => s.scatter_set(layout, ids, ids_layout, src, src_layout, dim),
+            (Self::Cuda(s), Self::Cuda(ids), Self::Cuda(src)) => {
+                s.scatter_set(layout, ids, ids_layout, src, src_layout, dim)
+            }
             #[cfg(feature = "rocm")]
-            (Self::Rocm(s), Self::Rocm(ids), Self::Rocm(src)) => s.scatter_set(layout, ids, ids_layout, src, src_layout, dim),
+            (Self::Rocm(s), Self::Rocm(ids), Self::Rocm(src)) => {
+                s.scatter_set(layout, ids, ids_layout, src, src_layout, dim)
+            }
             #[allow(unreachable_patterns)]
-            (lhs, ids, src) => Err(Device::mismatch("scatter_set", &[lhs.device(), ids.device(), src.device()])),
+            (lhs, ids, src) => {
+                Err(Device::mismatch("scatter_set", &[lhs.device(), ids.device(), src.device()]))
+            }
         }
     }
 
@@ -418,13 +480,21 @@ impl Storage {
         self.same_dtype(src, "scatter_add")?;
         dtype_in(ids.dtype(), &[DType::U8, DType::U32, DType::I64], "scatter_add")?;
         match (self, ids, src) {
-            (Self::Cpu(s), Self::Cpu(ids), Self::Cpu(src)) => s.scatter_add(layout, ids, ids_layout, src, src_layout, dim),
+            (Self::Cpu(s), Self::Cpu(ids), Self::Cpu(src)) => {
+                s.scatter_add(layout, ids, ids_layout, src, src_layout, dim)
+            }
             #[cfg(feature = "cuda")]
-            (Self::Cuda(s), Self::Cuda(ids), Self::Cuda(src)) => s.scatter_add(layout, ids, ids_layout, src, src_layout, dim),
+            (Self::Cuda(s), Self::Cuda(ids), Self::Cuda(src)) => {
+                s.scatter_add(layout, ids, ids_layout, src, src_layout, dim)
+            }
             #[cfg(feature = "rocm")]
-            (Self::Rocm(s), Self::Rocm(ids), Self::Rocm(src)) => s.scatter_add(layout, ids, ids_layout, src, src_layout, dim),
+            (Self::Rocm(s), Self::Rocm(ids), Self::Rocm(src)) => {
+                s.scatter_add(layout, ids, ids_layout, src, src_layout, dim)
+            }
             #[allow(unreachable_patterns)]
-            (lhs, ids, src) => Err(Device::mismatch("scatter_add", &[lhs.device(), ids.device(), src.device()])),
+            (lhs, ids, src) => {
+                Err(Device::mismatch("scatter_add", &[lhs.device(), ids.device(), src.device()]))
+            }
         }
     }
 
@@ -439,11 +509,17 @@ impl Storage {
         self.same_device(ids, "index_select")?;
         dtype_in(ids.dtype(), &[DType::U8, DType::U32, DType::I64], "index_select")?;
         match (self, ids) {
-            (Self::Cpu(s), Self::Cpu(ids)) => Ok(Self::Cpu(s.index_select(ids, layout, ids_layout, dim)?)),
+            (Self::Cpu(s), Self::Cpu(ids)) => {
+                Ok(Self::Cpu(s.index_select(ids, layout, ids_layout, dim)?))
+            }
             #[cfg(feature = "cuda")]
-            (Self::Cuda(s), Self::Cuda(ids)) => Ok(Self::Cuda(s.index_select(ids, layout, ids_layout, dim)?)),
+            (Self::Cuda(s), Self::Cuda(ids)) => {
+                Ok(Self::Cuda(s.index_select(ids, layout, ids_layout, dim)?))
+            }
             #[cfg(feature = "rocm")]
-            (Self::Rocm(s), Self::Rocm(ids)) => Ok(Self::Rocm(s.index_select(ids, layout, ids_layout, dim)?)),
+            (Self::Rocm(s), Self::Rocm(ids)) => {
+                Ok(Self::Rocm(s.index_select(ids, layout, ids_layout, dim)?))
+            }
             #[allow(unreachable_patterns)]
             (lhs, ids) => Err(Device::mismatch("index_select", &[lhs.device(), ids.device()])),
         }
@@ -464,13 +540,21 @@ impl Storage {
         self.same_dtype(src, "index_add")?;
         dtype_in(ids.dtype(), &[DType::U8, DType::U32, DType::I64], "index_add")?;
         match (self, ids, src) {
-            (Self::Cpu(s), Self::Cpu(ids), Self::Cpu(src)) => Ok(Self::Cpu(s.index_add(layout, ids, ids_layout, src, src_layout, dim)?)),
+            (Self::Cpu(s), Self::Cpu(ids), Self::Cpu(src)) => {
+                Ok(Self::Cpu(s.index_add(layout, ids, ids_layout, src, src_layout, dim)?))
+            }
             #[cfg(feature = "cuda")]
-            (Self::Cuda(s), Self::Cuda(ids), Self::Cuda(src)) => Ok(Self::Cuda(s.index_add(layout, ids, ids_layout, src, src_layout, dim)?)),
+            (Self::Cuda(s), Self::Cuda(ids), Self::Cuda(src)) => {
+                Ok(Self::Cuda(s.index_add(layout, ids, ids_layout, src, src_layout, dim)?))
+            }
             #[cfg(feature = "rocm")]
-            (Self::Rocm(s), Self::Rocm(ids), Self::Rocm(src)) => Ok(Self::Rocm(s.index_add(layout, ids, ids_layout, src, src_layout, dim)?)),
+            (Self::Rocm(s), Self::Rocm(ids), Self::Rocm(src)) => {
+                Ok(Self::Rocm(s.index_add(layout, ids, ids_layout, src, src_layout, dim)?))
+            }
             #[allow(unreachable_patterns)]
-            (lhs, ids, src) => Err(Device::mismatch("index_add", &[lhs.device(), ids.device(), src.device()])),
+            (lhs, ids, src) => {
+                Err(Device::mismatch("index_add", &[lhs.device(), ids.device(), src.device()]))
+            }
         }
     }
 
@@ -486,11 +570,17 @@ impl Storage {
         self.same_dtype(rhs, "matmul")?;
         dtype_in(self.dtype(), &[DType::BF16, DType::F16, DType::F32, DType::F64], "matmul")?;
         match (self, rhs) {
-            (Self::Cpu(s), Self::Cpu(rhs)) => Ok(Self::Cpu(s.matmul(rhs, bmnk, lhs_layout, rhs_layout)?)),
+            (Self::Cpu(s), Self::Cpu(rhs)) => {
+                Ok(Self::Cpu(s.matmul(rhs, bmnk, lhs_layout, rhs_layout)?))
+            }
             #[cfg(feature = "cuda")]
-            (Self::Cuda(s), Self::Cuda(rhs)) => Ok(Self::Cuda(s.matmul(rhs, bmnk, lhs_layout, rhs_layout)?)),
+            (Self::Cuda(s), Self::Cuda(rhs)) => {
+                Ok(Self::Cuda(s.matmul(rhs, bmnk, lhs_layout, rhs_layout)?))
+            }
             #[cfg(feature = "rocm")]
-            (Self::Rocm(s), Self::Rocm(rhs)) => Ok(Self::Rocm(s.matmul(rhs, bmnk, lhs_layout, rhs_layout)?)),
+            (Self::Rocm(s), Self::Rocm(rhs)) => {
+                Ok(Self::Rocm(s.matmul(rhs, bmnk, lhs_layout, rhs_layout)?))
+            }
             #[allow(unreachable_patterns)]
             (lhs, rhs) => Err(Device::mismatch("matmul", &[lhs.device(), rhs.device()])),
         }
@@ -530,11 +620,17 @@ impl Storage {
         self.same_device(dst, "copy2d")?;
         self.same_dtype(dst, "copy2d")?;
         match (self, dst) {
-            (Self::Cpu(s), Self::Cpu(dst)) => s.copy2d(dst, d1, d2, src_stride1, dst_stride1, src_offset, dst_offset),
+            (Self::Cpu(s), Self::Cpu(dst)) => {
+                s.copy2d(dst, d1, d2, src_stride1, dst_stride1, src_offset, dst_offset)
+            }
             #[cfg(feature = "cuda")]
-            (Self::Cuda(s), Self::Cuda(dst)) => s.copy2d(dst, d1, d2, src_stride1, dst_stride1, src_offset, dst_offset),
+            (Self::Cuda(s), Self::Cuda(dst)) => {
+                s.copy2d(dst, d1, d2, src_stride1, dst_stride1, src_offset, dst_offset)
+            }
             #[cfg(feature = "rocm")]
-            (Self::Rocm(s), Self::Rocm(dst)) => s.copy2d(dst, d1, d2, src_stride1, dst_stride1, src_offset, dst_offset),
+            (Self::Rocm(s), Self::Rocm(dst)) => {
+                s.copy2d(dst, d1, d2, src_stride1, dst_stride1, src_offset, dst_offset)
+            }
             #[allow(unreachable_patterns)]
             (lhs, dst) => Err(Device::mismatch("copy2d", &[lhs.device(), dst.device()])),
         }

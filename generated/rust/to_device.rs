@@ -3,7 +3,9 @@
 // backends. Within a backend, the backend's own transfer; to or from the host backend
 // (cpu), through its storage; between two others, through host memory.
 use crate::{Device, Result, Storage};
-use crate::backend::{BackendDevice, BackendStorage};
+use crate::backend::BackendStorage;
+#[cfg(any(feature = "cuda", feature = "rocm"))]
+use crate::backend::BackendDevice;
 
 impl Storage {
     /// A copy of this storage on `device`, which may be of any backend.
@@ -19,11 +21,15 @@ impl Storage {
             #[cfg(feature = "cuda")]
             (Self::Cuda(s), Device::Cuda(d)) => Ok(Self::Cuda(s.transfer_to_device(d)?)),
             #[cfg(all(feature = "cuda", feature = "rocm"))]
-            (Self::Cuda(s), Device::Rocm(d)) => Ok(Self::Rocm(d.storage_from_cpu_storage(&s.to_cpu_storage()?)?)),
+            (Self::Cuda(s), Device::Rocm(d)) => {
+                Ok(Self::Rocm(d.storage_from_cpu_storage(&s.to_cpu_storage()?)?))
+            }
             #[cfg(feature = "rocm")]
             (Self::Rocm(s), Device::Cpu) => Ok(Self::Cpu(s.to_cpu_storage()?)),
             #[cfg(all(feature = "rocm", feature = "cuda"))]
-            (Self::Rocm(s), Device::Cuda(d)) => Ok(Self::Cuda(d.storage_from_cpu_storage(&s.to_cpu_storage()?)?)),
+            (Self::Rocm(s), Device::Cuda(d)) => {
+                Ok(Self::Cuda(d.storage_from_cpu_storage(&s.to_cpu_storage()?)?))
+            }
             #[cfg(feature = "rocm")]
             (Self::Rocm(s), Device::Rocm(d)) => Ok(Self::Rocm(s.transfer_to_device(d)?)),
         }
