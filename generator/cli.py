@@ -74,11 +74,13 @@ def main(ctx: click.Context, registry: Path, out: Path | None, check: bool, patc
     if patch is not None and not check:
         raise click.UsageError("--patch needs --check")
     started = time.perf_counter()
-    current = stamp.up_to_date(registry, out or DEFAULT_OUT, out)
-    if current is not None:
-        _write_patch(patch, "")
-        click.echo(f"{out or DEFAULT_OUT}: {current} generated files up to date")
-        return
+    # Where the last run's stamp may be: --out, else generated/ here or beside the registry.
+    for home in dict.fromkeys([out] if out else [DEFAULT_OUT, registry.parent / DEFAULT_OUT]):
+        current = stamp.up_to_date(registry, home, out)
+        if current is not None:
+            _write_patch(patch, "")
+            click.echo(f"{home}: {current} generated files up to date")
+            return
     from generator.targets import template_files
     from generator.writer import WriteRefused, apply, plan
 
@@ -95,6 +97,7 @@ def main(ctx: click.Context, registry: Path, out: Path | None, check: bool, patc
             sys.exit(EXIT_INVALID)
     home = outputs[0].out  # the stamp's folder
     folders = [(o.out, o.owned) for o in outputs]
+    default_out = next((o.out for o in _outputs(model, None) if o.name == "python"), None)
     if check:
         if any(result.stale for _, result in results):
             for output, result in results:
@@ -109,13 +112,13 @@ def main(ctx: click.Context, registry: Path, out: Path | None, check: bool, patc
                 click.echo(f"wrote {patch}: apply it with `git apply {patch}`", err=True)
             sys.exit(EXIT_STALE)
         _write_patch(patch, "")
-        stamp.record(registry, inputs, home, folders, out)
+        stamp.record(registry, inputs, home, folders, default_out)
         for output, result in results:
             click.echo(f"{output.out}: {len(result.unchanged)} generated files up to date")
         return
     for output, result in results:
         apply(output.out, result)
-    stamp.record(registry, inputs, home, folders, out)
+    stamp.record(registry, inputs, home, folders, default_out)
     written = unchanged = removed = 0
     for output, result in results:
         for rel in sorted(result.write):

@@ -53,18 +53,20 @@ def _kernel_sources(registry: Path) -> list[Path]:
     return sorted((registry.resolve().parent / "hip").glob("*.hip"))
 
 
-def _option(given: Path | None) -> str | None:
-    return str(given.resolve()) if given is not None else None
+def _resolved(path: Path | None) -> str | None:
+    return str(path.resolve()) if path is not None else None
 
 
 def up_to_date(registry: Path, out: Path, given: Path | None = None) -> int | None:
     """The number of generated files when the stamp in `out` proves them current, else None.
-    `given`: --out as given on the command line (None: the registry's targets decide)."""
+    `given`: --out as given on the command line. A run's folders follow from the registry and
+    the python target's folder; without --out, that is the registry's own choice, which the
+    stamp records (`default_out`), so a stamp left by `--out` elsewhere never stands in for it."""
     try:
         recorded = json.loads(stamp_path(out).read_text(encoding="utf-8"))
         if recorded.get("version") != VERSION or recorded["registry"] != str(registry.resolve()):
             return None
-        if recorded["out_option"] != _option(given):
+        if given is None and recorded["default_out"] != _resolved(out):
             return None
         inputs = [Path(p) for p in recorded["inputs"]]
         if recorded.get("kernel_sources") != [str(p) for p in _kernel_sources(registry)]:
@@ -74,19 +76,20 @@ def up_to_date(registry: Path, out: Path, given: Path | None = None) -> int | No
         now = _snapshot(registry, inputs, [(Path(d), tuple(owned)) for d, owned in recorded["targets"]])
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    return len(now["outputs"]) if {**now, "out_option": recorded["out_option"]} == recorded else None
+    return len(now["outputs"]) if {**now, "default_out": recorded["default_out"]} == recorded else None
 
 
 def record(registry: Path, inputs: list[Path], out: Path,
-           targets: list[tuple[Path, tuple[str, ...]]] | None = None, given: Path | None = None) -> None:
+           targets: list[tuple[Path, tuple[str, ...]]] | None = None, default_out: Path | None = None) -> None:
     """Write the stamp after a run that left `out` (and every other folder of `targets`)
-    exactly as the inputs generate it. The stamp lives in `out`, the first target's folder."""
+    exactly as the inputs generate it. The stamp lives in `out`, the first target's folder;
+    `default_out` is the python target's folder when --out is not given (None: none)."""
     targets = targets or [(out, PYTHON_OWNED)]
     path = stamp_path(out)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        snapshot = {**_snapshot(registry, inputs, targets), "out_option": _option(given)}
+        snapshot = {**_snapshot(registry, inputs, targets), "default_out": _resolved(default_out)}
         tmp.write_text(json.dumps(snapshot, indent=1), encoding="utf-8")
         os.replace(tmp, path)
     except OSError:

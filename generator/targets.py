@@ -90,6 +90,7 @@ def render(registry: model.Registry, output: Output) -> dict[str, str]:
 
 def template_files() -> list[Path]:
     """Every template a run may read, for the up-to-date stamp."""
+    from generator import rust
     from generator.render import TEMPLATES
 
-    return [*sorted(TEMPLATES.glob("*.j2")), *sorted((TEMPLATES / "rust").glob("*.j2"))]
+    return [*sorted(TEMPLATES.glob("*.j2")), *sorted(rust.TEMPLATES.glob("*.j2"))]

@@ -64,9 +64,9 @@ impl Device {
     /// The typed error of `op` whose operands are on `devices`, not all one: it names the
     /// first device and the first that differs from it.
     pub fn mismatch(op: &'static str, devices: &[Device]) -> Error {
-        let lhs = devices[0].location();
-        let rhs = devices.iter().find(|d| !d.same_device(&devices[0])).unwrap_or(&devices[0]).location();
-        Error::DeviceMismatchBinaryOp { lhs, rhs, op }.bt()
+        let first = &devices[0];
+        let other = devices.iter().find(|d| !d.same_device(first)).unwrap_or(first);
+        Error::DeviceMismatchBinaryOp { lhs: first.location(), rhs: other.location(), op }.bt()
     }
 
     pub fn is_cpu(&self) -> bool {

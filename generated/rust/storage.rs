@@ -642,7 +642,8 @@ pub fn same_shape(lhs: &Layout, rhs: &Layout, op: &'static str) -> Result<()> {
     if lhs.shape() == rhs.shape() {
         Ok(())
     } else {
-        Err(Error::ShapeMismatchBinaryOp { lhs: lhs.shape().clone(), rhs: rhs.shape().clone(), op }.bt())
+        let (lhs, rhs) = (lhs.shape().clone(), rhs.shape().clone());
+        Err(Error::ShapeMismatchBinaryOp { lhs, rhs, op }.bt())
     }
 }
 
