@@ -164,8 +164,21 @@ def py_params(kernel) -> list[str]:
     return [f"{p.name}_" if keyword.iskeyword(p.name) or p.name in taken else p.name for p in kernel.params]
 
 
+# The last answer of hip_kernels: the python and rust targets of one run both ask, with the
+# same registry and source, and parsing ~9,000 entry points twice costs half a second.
+_LAST_KERNELS: list[tuple[model.Registry, str, tuple]] = []
+
+
 def hip_kernels(registry: model.Registry, generated_source: str) -> tuple:
     """Every kernel entry point: the hand-written ones in hip/ and the generated ones."""
+    if _LAST_KERNELS and _LAST_KERNELS[0][0] is registry and _LAST_KERNELS[0][1] == generated_source:
+        return _LAST_KERNELS[0][2]
+    kernels = _hip_kernels(registry, generated_source)
+    _LAST_KERNELS[:] = [(registry, generated_source, kernels)]
+    return kernels
+
+
+def _hip_kernels(registry: model.Registry, generated_source: str) -> tuple:
     from generator import kernel_sigs
 
     try:

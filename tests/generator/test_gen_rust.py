@@ -261,3 +261,16 @@ def test_patch_covers_the_rust_target(tmp_path):
     applied = subprocess.run(["git", "apply", "p.diff"], cwd=root, capture_output=True, text=True, timeout=60)
     assert applied.returncode == 0, applied.stderr
     assert gen("--registry", "rust.yaml", "--check", cwd=root).returncode == 0
+
+
+def test_a_template_rendering_invalid_rust_writes_nothing(tmp_path, monkeypatch):
+    registry = fixture_copy(tmp_path / "repo")
+    templates = tmp_path / "templates"
+    shutil.copytree(generator.rust.TEMPLATES, templates)
+    path = templates / "storage.rs.j2"
+    path.write_text(path.read_text().replace("pub enum Storage {", "pub enum Storage (", 1))
+    monkeypatch.setattr(generator.rust, "TEMPLATES", templates)
+    result = run_cli("--registry", registry)
+    assert result.exit_code == 2
+    assert re.search(r"storage\.rs\.j2: renders invalid Rust at storage\.rs:\d+:\d+: cannot parse as Rust", result.stderr)
+    assert not (registry.parent / "generated").exists(), "nothing written, the Python package neither"
