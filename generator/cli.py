@@ -59,7 +59,8 @@ def _render(model, output):
 @click.version_option(__version__, prog_name="gen")
 @click.pass_context
 def main(ctx: click.Context, registry: Path, out: Path | None, check: bool, patch: Path | None) -> None:
-    """Generate the package in --out from the op registry.
+    """Generate from the op registry: the Python package in --out, and every other target
+    of the registry's `targets:` (the Rust of Candle's dispatch layer) in its folder.
 
     With no subcommand, regenerate: write the files that changed, remove generated files
     that are no longer produced, and print what was written, left unchanged and removed.
