@@ -274,3 +274,17 @@ def test_a_template_rendering_invalid_rust_writes_nothing(tmp_path, monkeypatch)
     assert result.exit_code == 2
     assert re.search(r"storage\.rs\.j2: renders invalid Rust at storage\.rs:\d+:\d+: cannot parse as Rust", result.stderr)
     assert not (registry.parent / "generated").exists(), "nothing written, the Python package neither"
+
+
+def test_docs_name_the_targets_and_what_ops_write(tmp_path):
+    registry = fixture_copy(tmp_path / "repo")
+    page = run_cli("--registry", registry, "docs").stdout
+    lines = registry.read_text().splitlines()
+    rust_line = next(i for i, ln in enumerate(lines, 1) if ln.startswith("  rust:"))
+    assert f"| rust | `generated/rust/` | Candle's dispatch layer (Rust) | `{registry}:{rust_line}` |" in page
+    fill = next(ln for ln in page.splitlines() if ln.startswith("| `fill` |"))
+    copy_into = next(ln for ln in page.splitlines() if ln.startswith("| `copy_into` |"))
+    assert "writes self in place" in fill and "writes dst in place" in copy_into
+    from gen_helpers import MINI
+
+    assert "## Targets" not in run_cli("--registry", MINI, "docs").stdout
