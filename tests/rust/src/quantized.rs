@@ -1,6 +1,7 @@
 //! As candle-core's quantized/mod.rs would hold it: the GGML formats by hand, the backend
 //! dispatch (QStorage and the Device methods that make one) generated.
 #[path = "../../../generated/rust/quantized.rs"]
+#[rustfmt::skip] // generated: `gen --check` owns its layout
 mod dispatch;
 pub use dispatch::QStorage;
 
