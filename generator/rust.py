@@ -157,9 +157,23 @@ def both(*cfgs: str | None) -> str | None:
     return gates[0] if len(gates) == 1 else f"all({', '.join(gates)})"
 
 
+NOT_RAW = frozenset({"crate", "self", "super", "Self"})  # keywords that cannot be raw identifiers
+
+
 def ident(name: str) -> str:
-    """A registry name as a Rust identifier (`self` is the receiver, not a raw identifier)."""
-    return f"r#{name}" if name in RUST_KEYWORDS and name != "self" else name
+    """A registry name as a Rust identifier: keywords raw (r#type), or with a _ where Rust
+    allows no raw form; `self` is the receiver."""
+    if name == "self" or name not in RUST_KEYWORDS:
+        return name
+    return f"{name}_" if name in NOT_RAW else f"r#{name}"
+
+
+def fresh(name: str, op: model.Operation) -> str:
+    """A binding of the generated code that no parameter of the op shadows or is shadowed by."""
+    taken = {ident(p.name) for p in op.params}
+    while name in taken:
+        name += "_"
+    return name
 
 
 def layout_signature(head: str, params: list[str], tail: str) -> tuple[str, ...]:
@@ -203,7 +217,7 @@ class Methods:
         returns = RETURN_TYPES[op.returns]
         if owner == "Storage":
             returns = returns.replace("Storage", "Self")
-        return layout_signature(f"pub fn {op.name}{generic}", params, f" -> {returns} {{")
+        return layout_signature(f"pub fn {ident(op.name)}{generic}", params, f" -> {returns} {{")
 
     def checks(self, op: model.Operation, owner: str) -> tuple[str, ...]:
         """Candle's checks before dispatch: devices, then dtypes, shapes, allowed dtypes."""
@@ -222,10 +236,11 @@ class Methods:
             lines.append(f'dtype_in({ident(name)}.dtype(), &[{allowed}], "{op.label}")?;')
         return tuple(lines)
 
-    def call(self, op: model.Operation, v: Variant, receiver: str) -> str:
+    @staticmethod
+    def call(op: model.Operation, receiver: str) -> str:
         """The backend storage's method call of an arm; storage arguments are the arm's bindings."""
         args = ", ".join(ident(p.name) for p in op.params)
-        return f"{receiver}.{op.name}({args})"
+        return f"{receiver}.{ident(op.name)}({args})"
 
     def wrap(self, returns: str, v: Variant, call: str, owner: str) -> tuple[str, bool]:
         """(the arm's expression, whether it uses the storage binding)."""
@@ -244,22 +259,23 @@ class Methods:
         """A Storage (or QStorage) method: one arm per backend; with Storage arguments, one arm per
         backend naming every operand's variant, then the mismatch arm."""
         enum = "Self" if owner in ("Storage", "QStorage") else owner
-        operands = [p for p in op.storage_params]
+        operands = list(op.storage_params)
+        s = fresh("s", op)  # the backend storage of self, in each arm
         arms = []
         for v in self.variants:
             if op.hook:
-                body, used = self.hook_body(op, v, owner)
+                body, used = self.hook_body(op, v, s)
             else:
-                body, used = self.wrap(op.returns, v, self.call(op, v, "s"), owner)
+                body, used = self.wrap(op.returns, v, self.call(op, s), owner)
                 body = (body,)
-            first = f"{enum}::{v.name}({'s' if used else '_'})"
+            first = f"{enum}::{v.name}({s if used else '_'})"
             other = "Self" if owner == "Storage" else "Storage"
             rest = [f"{other}::{v.name}({ident(p.name)})" for p in operands]
             pattern = f"({', '.join([first, *rest])})" if rest else first
             arms.append(Arm(v.cfg, pattern, body))
         subject = f"({', '.join(['self', *(ident(p.name) for p in operands)])})" if operands else "self"
         if operands:
-            names = ["lhs", *(ident(p.name) for p in operands)]
+            names = [fresh("lhs", op), *(ident(p.name) for p in operands)]
             devices = ", ".join(f"{n}.device()" for n in names)
             arms.append(Arm(None, f"({', '.join(names)})",
                             (f'Err(Device::mismatch("{op.label}", &[{devices}]))',), "unreachable_patterns"))
@@ -267,21 +283,23 @@ class Methods:
         return Method(f"{doc} (registry: `{op.kind}.{op.name}`)", self.signature(op, owner),
                       self.checks(op, owner), subject, tuple(arms))
 
-    def hook_body(self, op: model.Operation, v: Variant, owner: str) -> tuple[tuple[str, ...], bool]:
+    @staticmethod
+    def hook_body(op: model.Operation, v: Variant, s: str) -> tuple[tuple[str, ...], bool]:
         """A custom-op dispatch: the op's <backend>_fwd with this backend's storages."""
-        args = ", ".join(["s", *(ident(p.name) for p in op.params if p.name != op.hook)])
+        args = ", ".join([s, *(ident(p.name) for p in op.params if p.name != op.hook)])
         call = f"{ident(op.hook)}.{v.backend.name}_fwd({args})"
         if op.returns == "None":
             return (call,), True
-        return (f"let (out, shape) = {call}?;", f"Ok((Self::{v.name}(out), shape))"), True
+        out, shape = fresh("out", op), fresh("shape", op)
+        return (f"let ({out}, {shape}) = {call}?;", f"Ok((Self::{v.name}({out}), {shape}))"), True
 
     def device_method(self, op: model.Operation) -> Method:
         arms = []
+        d = fresh("d", op)
         for v in self.variants:
-            target = f"crate::{v.device}" if not v.backend.ordinal else "d"
-            call = self.call(op, v, target)
-            body, _ = self.wrap(op.returns, v, call, "Device")
-            pattern = f"Self::{v.name}" if not v.backend.ordinal else f"Self::{v.name}(d)"
+            target = f"crate::{v.device}" if not v.backend.ordinal else d
+            body, _ = self.wrap(op.returns, v, self.call(op, target), "Device")
+            pattern = f"Self::{v.name}" if not v.backend.ordinal else f"Self::{v.name}({d})"
             arms.append(Arm(v.cfg, pattern, (body,)))
         doc = op.doc or f"`{op.name}` on the device's backend."
         return Method(f"{doc} (registry: `device.{op.name}`)", self.signature(op, "Device"), (),

@@ -288,3 +288,29 @@ def test_docs_name_the_targets_and_what_ops_write(tmp_path):
     from gen_helpers import MINI
 
     assert "## Targets" not in run_cli("--registry", MINI, "docs").stdout
+
+
+def test_parameters_never_meet_the_generated_bindings(tmp_path):
+    """Parameters named like the arms' bindings (s, lhs, d, out, shape) or like Rust keywords
+    (type, crate) keep their own values: the bindings step aside, keywords become r#type, crate_."""
+    registry = fixture_copy(tmp_path / "repo")
+    text = registry.read_text().replace(
+        "  fill:   {params: {value: float}, returns: None, writes: self}\n",
+        "  fill:   {params: {value: float}, returns: None, writes: self}\n"
+        "  blend:  {params: {s: float, lhs: Storage, type: int, crate: bool}, returns: Storage}\n"
+        "  scaled: {params: {shape: Layout, op: Scale1}, returns: StorageShape, hook: op}\n",
+    ).replace("  set_seed:           {params: {seed: int}, returns: None}\n",
+              "  set_seed:           {params: {seed: int}, returns: None}\n"
+              "  full:               {params: {d: float, shape: Shape}, returns: Storage}\n")
+    registry.write_text(text)
+    result = run_cli("--registry", registry)
+    assert result.exit_code == 0, result.output
+    rust = registry.parent / "generated" / "rust"
+    storage, device = (rust / "storage.rs").read_text(), (rust / "device.rs").read_text()
+    assert "pub fn blend(&self, s: f64, lhs: &Self, r#type: usize, crate_: bool) -> Result<Self> {" in storage
+    assert "(Self::Cpu(s_), Self::Cpu(lhs)) => Ok(Self::Cpu(s_.blend(s, lhs, r#type, crate_)?))," in storage
+    assert "(lhs_, lhs) => Err(Device::mismatch(\"blend\", &[lhs_.device(), lhs.device()]))," in storage
+    hooked = (rust / "custom_op.rs").read_text()
+    assert "let (out, shape_) = op.cpu_fwd(s, shape)?;" in hooked
+    assert "Self::Gpu(d_) => Ok(Storage::Gpu(d_.full(d, shape)?))," in device
+    assert generator.rust.syntax_error(storage) is None and generator.rust.syntax_error(device) is None

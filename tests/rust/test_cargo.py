@@ -17,8 +17,8 @@ import pytest
 CRATE = Path(__file__).resolve().parent
 REPO = CRATE.parents[1]
 FEATURES = {"cpu": [], "cuda": ["--features", "cuda"], "rocm": ["--features", "rocm"], "all": ["--all-features"]}
-# Tests that only run with a second backend compiled in still run (and pass) without it;
-# the crate's tests/mod.rs explains. At least these many run in every feature set.
+# The crate's tests, in every feature set. Those over pairs of devices find one pair
+# within a backend (cuda:0, cuda:1) where one GPU backend is compiled, none with cpu alone.
 MIN_TESTS = 17
 
 
