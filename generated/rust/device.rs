@@ -73,18 +73,26 @@ impl Device {
         matches!(self, Self::Cpu)
     }
 
+    #[cfg(feature = "cuda")]
     pub fn is_cuda(&self) -> bool {
-        #[cfg(feature = "cuda")]
-        return matches!(self, Self::Cuda(_));
-        #[cfg(not(feature = "cuda"))]
-        return false;
+        matches!(self, Self::Cuda(_))
     }
 
+    /// False: cuda is not compiled in.
+    #[cfg(not(feature = "cuda"))]
+    pub fn is_cuda(&self) -> bool {
+        false
+    }
+
+    #[cfg(feature = "rocm")]
     pub fn is_rocm(&self) -> bool {
-        #[cfg(feature = "rocm")]
-        return matches!(self, Self::Rocm(_));
-        #[cfg(not(feature = "rocm"))]
-        return false;
+        matches!(self, Self::Rocm(_))
+    }
+
+    /// False: rocm is not compiled in.
+    #[cfg(not(feature = "rocm"))]
+    pub fn is_rocm(&self) -> bool {
+        false
     }
 
     /// `zeros` on the device's backend. (registry: `device.zeros`)

@@ -113,6 +113,7 @@ pub trait KernelLauncher {
 }
 
 /// `affine_bf16` of affine.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_affine_bf16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -128,6 +129,7 @@ pub fn launch_affine_bf16<L: KernelLauncher + ?Sized>(
 }
 
 /// `affine_f16` of affine.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_affine_f16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -143,6 +145,7 @@ pub fn launch_affine_f16<L: KernelLauncher + ?Sized>(
 }
 
 /// `affine_f32` of affine.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_affine_f32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -158,6 +161,7 @@ pub fn launch_affine_f32<L: KernelLauncher + ?Sized>(
 }
 
 /// `affine_f64` of affine.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_affine_f64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -173,6 +177,7 @@ pub fn launch_affine_f64<L: KernelLauncher + ?Sized>(
 }
 
 /// `affine_i64` of affine.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_affine_i64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -188,6 +193,7 @@ pub fn launch_affine_i64<L: KernelLauncher + ?Sized>(
 }
 
 /// `affine_u32` of affine.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_affine_u32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -203,6 +209,7 @@ pub fn launch_affine_u32<L: KernelLauncher + ?Sized>(
 }
 
 /// `affine_u8` of affine.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_affine_u8<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -309,6 +316,7 @@ pub fn launch_arg_sort_u8<L: KernelLauncher + ?Sized>(
 }
 
 /// `avg_pool2d_bf16` of pool.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_avg_pool2d_bf16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -325,6 +333,7 @@ pub fn launch_avg_pool2d_bf16<L: KernelLauncher + ?Sized>(
 }
 
 /// `avg_pool2d_f16` of pool.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_avg_pool2d_f16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -341,6 +350,7 @@ pub fn launch_avg_pool2d_f16<L: KernelLauncher + ?Sized>(
 }
 
 /// `avg_pool2d_f32` of pool.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_avg_pool2d_f32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -357,6 +367,7 @@ pub fn launch_avg_pool2d_f32<L: KernelLauncher + ?Sized>(
 }
 
 /// `avg_pool2d_f64` of pool.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_avg_pool2d_f64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -373,6 +384,7 @@ pub fn launch_avg_pool2d_f64<L: KernelLauncher + ?Sized>(
 }
 
 /// `avg_pool2d_i64` of pool.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_avg_pool2d_i64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -389,6 +401,7 @@ pub fn launch_avg_pool2d_i64<L: KernelLauncher + ?Sized>(
 }
 
 /// `avg_pool2d_u32` of pool.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_avg_pool2d_u32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -405,6 +418,7 @@ pub fn launch_avg_pool2d_u32<L: KernelLauncher + ?Sized>(
 }
 
 /// `avg_pool2d_u8` of pool.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_avg_pool2d_u8<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -421,6 +435,7 @@ pub fn launch_avg_pool2d_u8<L: KernelLauncher + ?Sized>(
 }
 
 /// `binary_add_bf16` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_binary_add_bf16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -435,6 +450,7 @@ pub fn launch_binary_add_bf16<L: KernelLauncher + ?Sized>(
 }
 
 /// `binary_add_f16` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_binary_add_f16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -449,6 +465,7 @@ pub fn launch_binary_add_f16<L: KernelLauncher + ?Sized>(
 }
 
 /// `binary_add_f32` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_binary_add_f32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -463,6 +480,7 @@ pub fn launch_binary_add_f32<L: KernelLauncher + ?Sized>(
 }
 
 /// `binary_add_f64` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_binary_add_f64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -477,6 +495,7 @@ pub fn launch_binary_add_f64<L: KernelLauncher + ?Sized>(
 }
 
 /// `binary_add_i64` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_binary_add_i64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -491,6 +510,7 @@ pub fn launch_binary_add_i64<L: KernelLauncher + ?Sized>(
 }
 
 /// `binary_add_u32` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_binary_add_u32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -505,6 +525,7 @@ pub fn launch_binary_add_u32<L: KernelLauncher + ?Sized>(
 }
 
 /// `binary_add_u8` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_binary_add_u8<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -519,6 +540,7 @@ pub fn launch_binary_add_u8<L: KernelLauncher + ?Sized>(
 }
 
 /// `binary_div_bf16` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_binary_div_bf16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -533,6 +555,7 @@ pub fn launch_binary_div_bf16<L: KernelLauncher + ?Sized>(
 }
 
 /// `binary_div_f16` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_binary_div_f16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -547,6 +570,7 @@ pub fn launch_binary_div_f16<L: KernelLauncher + ?Sized>(
 }
 
 /// `binary_div_f32` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_binary_div_f32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -561,6 +585,7 @@ pub fn launch_binary_div_f32<L: KernelLauncher + ?Sized>(
 }
 
 /// `binary_div_f64` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_binary_div_f64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -575,6 +600,7 @@ pub fn launch_binary_div_f64<L: KernelLauncher + ?Sized>(
 }
 
 /// `binary_div_i64` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_binary_div_i64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -589,6 +615,7 @@ pub fn launch_binary_div_i64<L: KernelLauncher + ?Sized>(
 }
 
 /// `binary_div_u32` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_binary_div_u32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -603,6 +630,7 @@ pub fn launch_binary_div_u32<L: KernelLauncher + ?Sized>(
 }
 
 /// `binary_div_u8` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_binary_div_u8<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -617,6 +645,7 @@ pub fn launch_binary_div_u8<L: KernelLauncher + ?Sized>(
 }
 
 /// `binary_maximum_bf16` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_binary_maximum_bf16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -631,6 +660,7 @@ pub fn launch_binary_maximum_bf16<L: KernelLauncher + ?Sized>(
 }
 
 /// `binary_maximum_f16` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_binary_maximum_f16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -645,6 +675,7 @@ pub fn launch_binary_maximum_f16<L: KernelLauncher + ?Sized>(
 }
 
 /// `binary_maximum_f32` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_binary_maximum_f32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -659,6 +690,7 @@ pub fn launch_binary_maximum_f32<L: KernelLauncher + ?Sized>(
 }
 
 /// `binary_maximum_f64` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_binary_maximum_f64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -673,6 +705,7 @@ pub fn launch_binary_maximum_f64<L: KernelLauncher + ?Sized>(
 }
 
 /// `binary_maximum_i64` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_binary_maximum_i64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -687,6 +720,7 @@ pub fn launch_binary_maximum_i64<L: KernelLauncher + ?Sized>(
 }
 
 /// `binary_maximum_u32` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_binary_maximum_u32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -701,6 +735,7 @@ pub fn launch_binary_maximum_u32<L: KernelLauncher + ?Sized>(
 }
 
 /// `binary_maximum_u8` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_binary_maximum_u8<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -715,6 +750,7 @@ pub fn launch_binary_maximum_u8<L: KernelLauncher + ?Sized>(
 }
 
 /// `binary_minimum_bf16` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_binary_minimum_bf16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -729,6 +765,7 @@ pub fn launch_binary_minimum_bf16<L: KernelLauncher + ?Sized>(
 }
 
 /// `binary_minimum_f16` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_binary_minimum_f16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -743,6 +780,7 @@ pub fn launch_binary_minimum_f16<L: KernelLauncher + ?Sized>(
 }
 
 /// `binary_minimum_f32` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_binary_minimum_f32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -757,6 +795,7 @@ pub fn launch_binary_minimum_f32<L: KernelLauncher + ?Sized>(
 }
 
 /// `binary_minimum_f64` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_binary_minimum_f64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -771,6 +810,7 @@ pub fn launch_binary_minimum_f64<L: KernelLauncher + ?Sized>(
 }
 
 /// `binary_minimum_i64` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_binary_minimum_i64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -785,6 +825,7 @@ pub fn launch_binary_minimum_i64<L: KernelLauncher + ?Sized>(
 }
 
 /// `binary_minimum_u32` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_binary_minimum_u32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -799,6 +840,7 @@ pub fn launch_binary_minimum_u32<L: KernelLauncher + ?Sized>(
 }
 
 /// `binary_minimum_u8` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_binary_minimum_u8<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -813,6 +855,7 @@ pub fn launch_binary_minimum_u8<L: KernelLauncher + ?Sized>(
 }
 
 /// `binary_mul_bf16` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_binary_mul_bf16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -827,6 +870,7 @@ pub fn launch_binary_mul_bf16<L: KernelLauncher + ?Sized>(
 }
 
 /// `binary_mul_f16` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_binary_mul_f16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -841,6 +885,7 @@ pub fn launch_binary_mul_f16<L: KernelLauncher + ?Sized>(
 }
 
 /// `binary_mul_f32` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_binary_mul_f32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -855,6 +900,7 @@ pub fn launch_binary_mul_f32<L: KernelLauncher + ?Sized>(
 }
 
 /// `binary_mul_f64` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_binary_mul_f64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -869,6 +915,7 @@ pub fn launch_binary_mul_f64<L: KernelLauncher + ?Sized>(
 }
 
 /// `binary_mul_i64` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_binary_mul_i64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -883,6 +930,7 @@ pub fn launch_binary_mul_i64<L: KernelLauncher + ?Sized>(
 }
 
 /// `binary_mul_u32` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_binary_mul_u32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -897,6 +945,7 @@ pub fn launch_binary_mul_u32<L: KernelLauncher + ?Sized>(
 }
 
 /// `binary_mul_u8` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_binary_mul_u8<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -911,6 +960,7 @@ pub fn launch_binary_mul_u8<L: KernelLauncher + ?Sized>(
 }
 
 /// `binary_sub_bf16` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_binary_sub_bf16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -925,6 +975,7 @@ pub fn launch_binary_sub_bf16<L: KernelLauncher + ?Sized>(
 }
 
 /// `binary_sub_f16` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_binary_sub_f16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -939,6 +990,7 @@ pub fn launch_binary_sub_f16<L: KernelLauncher + ?Sized>(
 }
 
 /// `binary_sub_f32` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_binary_sub_f32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -953,6 +1005,7 @@ pub fn launch_binary_sub_f32<L: KernelLauncher + ?Sized>(
 }
 
 /// `binary_sub_f64` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_binary_sub_f64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -967,6 +1020,7 @@ pub fn launch_binary_sub_f64<L: KernelLauncher + ?Sized>(
 }
 
 /// `binary_sub_i64` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_binary_sub_i64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -981,6 +1035,7 @@ pub fn launch_binary_sub_i64<L: KernelLauncher + ?Sized>(
 }
 
 /// `binary_sub_u32` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_binary_sub_u32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -995,6 +1050,7 @@ pub fn launch_binary_sub_u32<L: KernelLauncher + ?Sized>(
 }
 
 /// `binary_sub_u8` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_binary_sub_u8<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -1646,6 +1702,7 @@ pub fn launch_cast_u8_u8<L: KernelLauncher + ?Sized>(
 }
 
 /// `cmp_eq_bf16` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_cmp_eq_bf16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -1660,6 +1717,7 @@ pub fn launch_cmp_eq_bf16<L: KernelLauncher + ?Sized>(
 }
 
 /// `cmp_eq_f16` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_cmp_eq_f16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -1674,6 +1732,7 @@ pub fn launch_cmp_eq_f16<L: KernelLauncher + ?Sized>(
 }
 
 /// `cmp_eq_f32` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_cmp_eq_f32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -1688,6 +1747,7 @@ pub fn launch_cmp_eq_f32<L: KernelLauncher + ?Sized>(
 }
 
 /// `cmp_eq_f64` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_cmp_eq_f64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -1702,6 +1762,7 @@ pub fn launch_cmp_eq_f64<L: KernelLauncher + ?Sized>(
 }
 
 /// `cmp_eq_i64` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_cmp_eq_i64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -1716,6 +1777,7 @@ pub fn launch_cmp_eq_i64<L: KernelLauncher + ?Sized>(
 }
 
 /// `cmp_eq_u32` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_cmp_eq_u32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -1730,6 +1792,7 @@ pub fn launch_cmp_eq_u32<L: KernelLauncher + ?Sized>(
 }
 
 /// `cmp_eq_u8` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_cmp_eq_u8<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -1744,6 +1807,7 @@ pub fn launch_cmp_eq_u8<L: KernelLauncher + ?Sized>(
 }
 
 /// `cmp_ge_bf16` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_cmp_ge_bf16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -1758,6 +1822,7 @@ pub fn launch_cmp_ge_bf16<L: KernelLauncher + ?Sized>(
 }
 
 /// `cmp_ge_f16` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_cmp_ge_f16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -1772,6 +1837,7 @@ pub fn launch_cmp_ge_f16<L: KernelLauncher + ?Sized>(
 }
 
 /// `cmp_ge_f32` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_cmp_ge_f32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -1786,6 +1852,7 @@ pub fn launch_cmp_ge_f32<L: KernelLauncher + ?Sized>(
 }
 
 /// `cmp_ge_f64` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_cmp_ge_f64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -1800,6 +1867,7 @@ pub fn launch_cmp_ge_f64<L: KernelLauncher + ?Sized>(
 }
 
 /// `cmp_ge_i64` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_cmp_ge_i64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -1814,6 +1882,7 @@ pub fn launch_cmp_ge_i64<L: KernelLauncher + ?Sized>(
 }
 
 /// `cmp_ge_u32` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_cmp_ge_u32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -1828,6 +1897,7 @@ pub fn launch_cmp_ge_u32<L: KernelLauncher + ?Sized>(
 }
 
 /// `cmp_ge_u8` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_cmp_ge_u8<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -1842,6 +1912,7 @@ pub fn launch_cmp_ge_u8<L: KernelLauncher + ?Sized>(
 }
 
 /// `cmp_gt_bf16` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_cmp_gt_bf16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -1856,6 +1927,7 @@ pub fn launch_cmp_gt_bf16<L: KernelLauncher + ?Sized>(
 }
 
 /// `cmp_gt_f16` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_cmp_gt_f16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -1870,6 +1942,7 @@ pub fn launch_cmp_gt_f16<L: KernelLauncher + ?Sized>(
 }
 
 /// `cmp_gt_f32` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_cmp_gt_f32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -1884,6 +1957,7 @@ pub fn launch_cmp_gt_f32<L: KernelLauncher + ?Sized>(
 }
 
 /// `cmp_gt_f64` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_cmp_gt_f64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -1898,6 +1972,7 @@ pub fn launch_cmp_gt_f64<L: KernelLauncher + ?Sized>(
 }
 
 /// `cmp_gt_i64` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_cmp_gt_i64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -1912,6 +1987,7 @@ pub fn launch_cmp_gt_i64<L: KernelLauncher + ?Sized>(
 }
 
 /// `cmp_gt_u32` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_cmp_gt_u32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -1926,6 +2002,7 @@ pub fn launch_cmp_gt_u32<L: KernelLauncher + ?Sized>(
 }
 
 /// `cmp_gt_u8` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_cmp_gt_u8<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -1940,6 +2017,7 @@ pub fn launch_cmp_gt_u8<L: KernelLauncher + ?Sized>(
 }
 
 /// `cmp_le_bf16` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_cmp_le_bf16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -1954,6 +2032,7 @@ pub fn launch_cmp_le_bf16<L: KernelLauncher + ?Sized>(
 }
 
 /// `cmp_le_f16` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_cmp_le_f16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -1968,6 +2047,7 @@ pub fn launch_cmp_le_f16<L: KernelLauncher + ?Sized>(
 }
 
 /// `cmp_le_f32` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_cmp_le_f32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -1982,6 +2062,7 @@ pub fn launch_cmp_le_f32<L: KernelLauncher + ?Sized>(
 }
 
 /// `cmp_le_f64` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_cmp_le_f64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -1996,6 +2077,7 @@ pub fn launch_cmp_le_f64<L: KernelLauncher + ?Sized>(
 }
 
 /// `cmp_le_i64` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_cmp_le_i64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -2010,6 +2092,7 @@ pub fn launch_cmp_le_i64<L: KernelLauncher + ?Sized>(
 }
 
 /// `cmp_le_u32` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_cmp_le_u32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -2024,6 +2107,7 @@ pub fn launch_cmp_le_u32<L: KernelLauncher + ?Sized>(
 }
 
 /// `cmp_le_u8` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_cmp_le_u8<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -2038,6 +2122,7 @@ pub fn launch_cmp_le_u8<L: KernelLauncher + ?Sized>(
 }
 
 /// `cmp_lt_bf16` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_cmp_lt_bf16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -2052,6 +2137,7 @@ pub fn launch_cmp_lt_bf16<L: KernelLauncher + ?Sized>(
 }
 
 /// `cmp_lt_f16` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_cmp_lt_f16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -2066,6 +2152,7 @@ pub fn launch_cmp_lt_f16<L: KernelLauncher + ?Sized>(
 }
 
 /// `cmp_lt_f32` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_cmp_lt_f32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -2080,6 +2167,7 @@ pub fn launch_cmp_lt_f32<L: KernelLauncher + ?Sized>(
 }
 
 /// `cmp_lt_f64` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_cmp_lt_f64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -2094,6 +2182,7 @@ pub fn launch_cmp_lt_f64<L: KernelLauncher + ?Sized>(
 }
 
 /// `cmp_lt_i64` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_cmp_lt_i64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -2108,6 +2197,7 @@ pub fn launch_cmp_lt_i64<L: KernelLauncher + ?Sized>(
 }
 
 /// `cmp_lt_u32` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_cmp_lt_u32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -2122,6 +2212,7 @@ pub fn launch_cmp_lt_u32<L: KernelLauncher + ?Sized>(
 }
 
 /// `cmp_lt_u8` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_cmp_lt_u8<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -2136,6 +2227,7 @@ pub fn launch_cmp_lt_u8<L: KernelLauncher + ?Sized>(
 }
 
 /// `cmp_ne_bf16` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_cmp_ne_bf16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -2150,6 +2242,7 @@ pub fn launch_cmp_ne_bf16<L: KernelLauncher + ?Sized>(
 }
 
 /// `cmp_ne_f16` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_cmp_ne_f16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -2164,6 +2257,7 @@ pub fn launch_cmp_ne_f16<L: KernelLauncher + ?Sized>(
 }
 
 /// `cmp_ne_f32` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_cmp_ne_f32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -2178,6 +2272,7 @@ pub fn launch_cmp_ne_f32<L: KernelLauncher + ?Sized>(
 }
 
 /// `cmp_ne_f64` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_cmp_ne_f64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -2192,6 +2287,7 @@ pub fn launch_cmp_ne_f64<L: KernelLauncher + ?Sized>(
 }
 
 /// `cmp_ne_i64` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_cmp_ne_i64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -2206,6 +2302,7 @@ pub fn launch_cmp_ne_i64<L: KernelLauncher + ?Sized>(
 }
 
 /// `cmp_ne_u32` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_cmp_ne_u32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -2220,6 +2317,7 @@ pub fn launch_cmp_ne_u32<L: KernelLauncher + ?Sized>(
 }
 
 /// `cmp_ne_u8` of elementwise.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_cmp_ne_u8<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -2325,6 +2423,7 @@ pub fn launch_const_set_u8<L: KernelLauncher + ?Sized>(
 }
 
 /// `conv1d_bf16` of conv.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_conv1d_bf16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -2342,6 +2441,7 @@ pub fn launch_conv1d_bf16<L: KernelLauncher + ?Sized>(
 }
 
 /// `conv1d_f16` of conv.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_conv1d_f16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -2359,6 +2459,7 @@ pub fn launch_conv1d_f16<L: KernelLauncher + ?Sized>(
 }
 
 /// `conv1d_f32` of conv.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_conv1d_f32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -2376,6 +2477,7 @@ pub fn launch_conv1d_f32<L: KernelLauncher + ?Sized>(
 }
 
 /// `conv1d_f64` of conv.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_conv1d_f64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -2393,6 +2495,7 @@ pub fn launch_conv1d_f64<L: KernelLauncher + ?Sized>(
 }
 
 /// `conv1d_i64` of conv.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_conv1d_i64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -2410,6 +2513,7 @@ pub fn launch_conv1d_i64<L: KernelLauncher + ?Sized>(
 }
 
 /// `conv1d_u32` of conv.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_conv1d_u32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -2427,6 +2531,7 @@ pub fn launch_conv1d_u32<L: KernelLauncher + ?Sized>(
 }
 
 /// `conv1d_u8` of conv.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_conv1d_u8<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -2444,6 +2549,7 @@ pub fn launch_conv1d_u8<L: KernelLauncher + ?Sized>(
 }
 
 /// `conv2d_bf16` of conv.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_conv2d_bf16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -2462,6 +2568,7 @@ pub fn launch_conv2d_bf16<L: KernelLauncher + ?Sized>(
 }
 
 /// `conv2d_f16` of conv.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_conv2d_f16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -2480,6 +2587,7 @@ pub fn launch_conv2d_f16<L: KernelLauncher + ?Sized>(
 }
 
 /// `conv2d_f32` of conv.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_conv2d_f32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -2498,6 +2606,7 @@ pub fn launch_conv2d_f32<L: KernelLauncher + ?Sized>(
 }
 
 /// `conv2d_f64` of conv.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_conv2d_f64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -2516,6 +2625,7 @@ pub fn launch_conv2d_f64<L: KernelLauncher + ?Sized>(
 }
 
 /// `conv2d_i64` of conv.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_conv2d_i64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -2534,6 +2644,7 @@ pub fn launch_conv2d_i64<L: KernelLauncher + ?Sized>(
 }
 
 /// `conv2d_u32` of conv.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_conv2d_u32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -2552,6 +2663,7 @@ pub fn launch_conv2d_u32<L: KernelLauncher + ?Sized>(
 }
 
 /// `conv2d_u8` of conv.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_conv2d_u8<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -2570,6 +2682,7 @@ pub fn launch_conv2d_u8<L: KernelLauncher + ?Sized>(
 }
 
 /// `conv_transpose1d_bf16` of conv.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_conv_transpose1d_bf16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -2588,6 +2701,7 @@ pub fn launch_conv_transpose1d_bf16<L: KernelLauncher + ?Sized>(
 }
 
 /// `conv_transpose1d_f16` of conv.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_conv_transpose1d_f16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -2606,6 +2720,7 @@ pub fn launch_conv_transpose1d_f16<L: KernelLauncher + ?Sized>(
 }
 
 /// `conv_transpose1d_f32` of conv.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_conv_transpose1d_f32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -2624,6 +2739,7 @@ pub fn launch_conv_transpose1d_f32<L: KernelLauncher + ?Sized>(
 }
 
 /// `conv_transpose1d_f64` of conv.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_conv_transpose1d_f64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -2642,6 +2758,7 @@ pub fn launch_conv_transpose1d_f64<L: KernelLauncher + ?Sized>(
 }
 
 /// `conv_transpose1d_i64` of conv.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_conv_transpose1d_i64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -2660,6 +2777,7 @@ pub fn launch_conv_transpose1d_i64<L: KernelLauncher + ?Sized>(
 }
 
 /// `conv_transpose1d_u32` of conv.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_conv_transpose1d_u32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -2678,6 +2796,7 @@ pub fn launch_conv_transpose1d_u32<L: KernelLauncher + ?Sized>(
 }
 
 /// `conv_transpose1d_u8` of conv.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_conv_transpose1d_u8<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -2696,6 +2815,7 @@ pub fn launch_conv_transpose1d_u8<L: KernelLauncher + ?Sized>(
 }
 
 /// `conv_transpose2d_bf16` of conv.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_conv_transpose2d_bf16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -2715,6 +2835,7 @@ pub fn launch_conv_transpose2d_bf16<L: KernelLauncher + ?Sized>(
 }
 
 /// `conv_transpose2d_f16` of conv.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_conv_transpose2d_f16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -2734,6 +2855,7 @@ pub fn launch_conv_transpose2d_f16<L: KernelLauncher + ?Sized>(
 }
 
 /// `conv_transpose2d_f32` of conv.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_conv_transpose2d_f32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -2753,6 +2875,7 @@ pub fn launch_conv_transpose2d_f32<L: KernelLauncher + ?Sized>(
 }
 
 /// `conv_transpose2d_f64` of conv.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_conv_transpose2d_f64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -2772,6 +2895,7 @@ pub fn launch_conv_transpose2d_f64<L: KernelLauncher + ?Sized>(
 }
 
 /// `conv_transpose2d_i64` of conv.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_conv_transpose2d_i64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -2791,6 +2915,7 @@ pub fn launch_conv_transpose2d_i64<L: KernelLauncher + ?Sized>(
 }
 
 /// `conv_transpose2d_u32` of conv.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_conv_transpose2d_u32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -2810,6 +2935,7 @@ pub fn launch_conv_transpose2d_u32<L: KernelLauncher + ?Sized>(
 }
 
 /// `conv_transpose2d_u8` of conv.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_conv_transpose2d_u8<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -2829,6 +2955,7 @@ pub fn launch_conv_transpose2d_u8<L: KernelLauncher + ?Sized>(
 }
 
 /// `copy2d_bf16` of fill_copy.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_copy2d_bf16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -2843,6 +2970,7 @@ pub fn launch_copy2d_bf16<L: KernelLauncher + ?Sized>(
 }
 
 /// `copy2d_f16` of fill_copy.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_copy2d_f16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -2857,6 +2985,7 @@ pub fn launch_copy2d_f16<L: KernelLauncher + ?Sized>(
 }
 
 /// `copy2d_f32` of fill_copy.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_copy2d_f32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -2871,6 +3000,7 @@ pub fn launch_copy2d_f32<L: KernelLauncher + ?Sized>(
 }
 
 /// `copy2d_f64` of fill_copy.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_copy2d_f64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -2885,6 +3015,7 @@ pub fn launch_copy2d_f64<L: KernelLauncher + ?Sized>(
 }
 
 /// `copy2d_i64` of fill_copy.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_copy2d_i64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -2899,6 +3030,7 @@ pub fn launch_copy2d_i64<L: KernelLauncher + ?Sized>(
 }
 
 /// `copy2d_u32` of fill_copy.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_copy2d_u32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -2913,6 +3045,7 @@ pub fn launch_copy2d_u32<L: KernelLauncher + ?Sized>(
 }
 
 /// `copy2d_u8` of fill_copy.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_copy2d_u8<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -3128,6 +3261,7 @@ pub fn launch_dequantize_q8_0_f32<L: KernelLauncher + ?Sized>(
 }
 
 /// `elu_bf16` of affine.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_elu_bf16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -3142,6 +3276,7 @@ pub fn launch_elu_bf16<L: KernelLauncher + ?Sized>(
 }
 
 /// `elu_f16` of affine.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_elu_f16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -3156,6 +3291,7 @@ pub fn launch_elu_f16<L: KernelLauncher + ?Sized>(
 }
 
 /// `elu_f32` of affine.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_elu_f32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -3170,6 +3306,7 @@ pub fn launch_elu_f32<L: KernelLauncher + ?Sized>(
 }
 
 /// `elu_f64` of affine.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_elu_f64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -3184,6 +3321,7 @@ pub fn launch_elu_f64<L: KernelLauncher + ?Sized>(
 }
 
 /// `fast_argmax_bf16` of reduce.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_fast_argmax_bf16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -3198,6 +3336,7 @@ pub fn launch_fast_argmax_bf16<L: KernelLauncher + ?Sized>(
 }
 
 /// `fast_argmax_f16` of reduce.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_fast_argmax_f16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -3212,6 +3351,7 @@ pub fn launch_fast_argmax_f16<L: KernelLauncher + ?Sized>(
 }
 
 /// `fast_argmax_f32` of reduce.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_fast_argmax_f32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -3226,6 +3366,7 @@ pub fn launch_fast_argmax_f32<L: KernelLauncher + ?Sized>(
 }
 
 /// `fast_argmax_f64` of reduce.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_fast_argmax_f64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -3240,6 +3381,7 @@ pub fn launch_fast_argmax_f64<L: KernelLauncher + ?Sized>(
 }
 
 /// `fast_argmax_i64` of reduce.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_fast_argmax_i64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -3254,6 +3396,7 @@ pub fn launch_fast_argmax_i64<L: KernelLauncher + ?Sized>(
 }
 
 /// `fast_argmax_u32` of reduce.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_fast_argmax_u32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -3268,6 +3411,7 @@ pub fn launch_fast_argmax_u32<L: KernelLauncher + ?Sized>(
 }
 
 /// `fast_argmax_u8` of reduce.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_fast_argmax_u8<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -3282,6 +3426,7 @@ pub fn launch_fast_argmax_u8<L: KernelLauncher + ?Sized>(
 }
 
 /// `fast_argmin_bf16` of reduce.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_fast_argmin_bf16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -3296,6 +3441,7 @@ pub fn launch_fast_argmin_bf16<L: KernelLauncher + ?Sized>(
 }
 
 /// `fast_argmin_f16` of reduce.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_fast_argmin_f16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -3310,6 +3456,7 @@ pub fn launch_fast_argmin_f16<L: KernelLauncher + ?Sized>(
 }
 
 /// `fast_argmin_f32` of reduce.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_fast_argmin_f32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -3324,6 +3471,7 @@ pub fn launch_fast_argmin_f32<L: KernelLauncher + ?Sized>(
 }
 
 /// `fast_argmin_f64` of reduce.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_fast_argmin_f64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -3338,6 +3486,7 @@ pub fn launch_fast_argmin_f64<L: KernelLauncher + ?Sized>(
 }
 
 /// `fast_argmin_i64` of reduce.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_fast_argmin_i64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -3352,6 +3501,7 @@ pub fn launch_fast_argmin_i64<L: KernelLauncher + ?Sized>(
 }
 
 /// `fast_argmin_u32` of reduce.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_fast_argmin_u32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -3366,6 +3516,7 @@ pub fn launch_fast_argmin_u32<L: KernelLauncher + ?Sized>(
 }
 
 /// `fast_argmin_u8` of reduce.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_fast_argmin_u8<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -3380,6 +3531,7 @@ pub fn launch_fast_argmin_u8<L: KernelLauncher + ?Sized>(
 }
 
 /// `fast_max_bf16` of reduce.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_fast_max_bf16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -3394,6 +3546,7 @@ pub fn launch_fast_max_bf16<L: KernelLauncher + ?Sized>(
 }
 
 /// `fast_max_f16` of reduce.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_fast_max_f16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -3408,6 +3561,7 @@ pub fn launch_fast_max_f16<L: KernelLauncher + ?Sized>(
 }
 
 /// `fast_max_f32` of reduce.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_fast_max_f32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -3422,6 +3576,7 @@ pub fn launch_fast_max_f32<L: KernelLauncher + ?Sized>(
 }
 
 /// `fast_max_f64` of reduce.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_fast_max_f64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -3436,6 +3591,7 @@ pub fn launch_fast_max_f64<L: KernelLauncher + ?Sized>(
 }
 
 /// `fast_max_i64` of reduce.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_fast_max_i64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -3450,6 +3606,7 @@ pub fn launch_fast_max_i64<L: KernelLauncher + ?Sized>(
 }
 
 /// `fast_max_u32` of reduce.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_fast_max_u32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -3464,6 +3621,7 @@ pub fn launch_fast_max_u32<L: KernelLauncher + ?Sized>(
 }
 
 /// `fast_max_u8` of reduce.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_fast_max_u8<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -3478,6 +3636,7 @@ pub fn launch_fast_max_u8<L: KernelLauncher + ?Sized>(
 }
 
 /// `fast_min_bf16` of reduce.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_fast_min_bf16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -3492,6 +3651,7 @@ pub fn launch_fast_min_bf16<L: KernelLauncher + ?Sized>(
 }
 
 /// `fast_min_f16` of reduce.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_fast_min_f16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -3506,6 +3666,7 @@ pub fn launch_fast_min_f16<L: KernelLauncher + ?Sized>(
 }
 
 /// `fast_min_f32` of reduce.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_fast_min_f32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -3520,6 +3681,7 @@ pub fn launch_fast_min_f32<L: KernelLauncher + ?Sized>(
 }
 
 /// `fast_min_f64` of reduce.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_fast_min_f64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -3534,6 +3696,7 @@ pub fn launch_fast_min_f64<L: KernelLauncher + ?Sized>(
 }
 
 /// `fast_min_i64` of reduce.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_fast_min_i64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -3548,6 +3711,7 @@ pub fn launch_fast_min_i64<L: KernelLauncher + ?Sized>(
 }
 
 /// `fast_min_u32` of reduce.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_fast_min_u32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -3562,6 +3726,7 @@ pub fn launch_fast_min_u32<L: KernelLauncher + ?Sized>(
 }
 
 /// `fast_min_u8` of reduce.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_fast_min_u8<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -3576,6 +3741,7 @@ pub fn launch_fast_min_u8<L: KernelLauncher + ?Sized>(
 }
 
 /// `fast_sum_bf16` of reduce.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_fast_sum_bf16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -3590,6 +3756,7 @@ pub fn launch_fast_sum_bf16<L: KernelLauncher + ?Sized>(
 }
 
 /// `fast_sum_f16` of reduce.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_fast_sum_f16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -3604,6 +3771,7 @@ pub fn launch_fast_sum_f16<L: KernelLauncher + ?Sized>(
 }
 
 /// `fast_sum_f32` of reduce.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_fast_sum_f32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -3618,6 +3786,7 @@ pub fn launch_fast_sum_f32<L: KernelLauncher + ?Sized>(
 }
 
 /// `fast_sum_f64` of reduce.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_fast_sum_f64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -3632,6 +3801,7 @@ pub fn launch_fast_sum_f64<L: KernelLauncher + ?Sized>(
 }
 
 /// `fast_sum_i64` of reduce.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_fast_sum_i64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -3646,6 +3816,7 @@ pub fn launch_fast_sum_i64<L: KernelLauncher + ?Sized>(
 }
 
 /// `fast_sum_u32` of reduce.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_fast_sum_u32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -3660,6 +3831,7 @@ pub fn launch_fast_sum_u32<L: KernelLauncher + ?Sized>(
 }
 
 /// `fast_sum_u8` of reduce.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_fast_sum_u8<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -3674,6 +3846,7 @@ pub fn launch_fast_sum_u8<L: KernelLauncher + ?Sized>(
 }
 
 /// `flash_attention_bf16_d128` of attention.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_flash_attention_bf16_d128<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -3691,6 +3864,7 @@ pub fn launch_flash_attention_bf16_d128<L: KernelLauncher + ?Sized>(
 }
 
 /// `flash_attention_bf16_d64` of attention.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_flash_attention_bf16_d64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -3708,6 +3882,7 @@ pub fn launch_flash_attention_bf16_d64<L: KernelLauncher + ?Sized>(
 }
 
 /// `flash_attention_f16_d128` of attention.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_flash_attention_f16_d128<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -3725,6 +3900,7 @@ pub fn launch_flash_attention_f16_d128<L: KernelLauncher + ?Sized>(
 }
 
 /// `flash_attention_f16_d64` of attention.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_flash_attention_f16_d64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -3742,6 +3918,7 @@ pub fn launch_flash_attention_f16_d64<L: KernelLauncher + ?Sized>(
 }
 
 /// `gather_i64_bf16` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_gather_i64_bf16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -3758,6 +3935,7 @@ pub fn launch_gather_i64_bf16<L: KernelLauncher + ?Sized>(
 }
 
 /// `gather_i64_f16` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_gather_i64_f16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -3774,6 +3952,7 @@ pub fn launch_gather_i64_f16<L: KernelLauncher + ?Sized>(
 }
 
 /// `gather_i64_f32` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_gather_i64_f32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -3790,6 +3969,7 @@ pub fn launch_gather_i64_f32<L: KernelLauncher + ?Sized>(
 }
 
 /// `gather_i64_f64` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_gather_i64_f64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -3806,6 +3986,7 @@ pub fn launch_gather_i64_f64<L: KernelLauncher + ?Sized>(
 }
 
 /// `gather_i64_i64` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_gather_i64_i64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -3822,6 +4003,7 @@ pub fn launch_gather_i64_i64<L: KernelLauncher + ?Sized>(
 }
 
 /// `gather_i64_u32` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_gather_i64_u32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -3838,6 +4020,7 @@ pub fn launch_gather_i64_u32<L: KernelLauncher + ?Sized>(
 }
 
 /// `gather_i64_u8` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_gather_i64_u8<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -3854,6 +4037,7 @@ pub fn launch_gather_i64_u8<L: KernelLauncher + ?Sized>(
 }
 
 /// `gather_u32_bf16` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_gather_u32_bf16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -3870,6 +4054,7 @@ pub fn launch_gather_u32_bf16<L: KernelLauncher + ?Sized>(
 }
 
 /// `gather_u32_f16` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_gather_u32_f16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -3886,6 +4071,7 @@ pub fn launch_gather_u32_f16<L: KernelLauncher + ?Sized>(
 }
 
 /// `gather_u32_f32` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_gather_u32_f32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -3902,6 +4088,7 @@ pub fn launch_gather_u32_f32<L: KernelLauncher + ?Sized>(
 }
 
 /// `gather_u32_f64` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_gather_u32_f64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -3918,6 +4105,7 @@ pub fn launch_gather_u32_f64<L: KernelLauncher + ?Sized>(
 }
 
 /// `gather_u32_i64` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_gather_u32_i64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -3934,6 +4122,7 @@ pub fn launch_gather_u32_i64<L: KernelLauncher + ?Sized>(
 }
 
 /// `gather_u32_u32` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_gather_u32_u32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -3950,6 +4139,7 @@ pub fn launch_gather_u32_u32<L: KernelLauncher + ?Sized>(
 }
 
 /// `gather_u32_u8` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_gather_u32_u8<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -3966,6 +4156,7 @@ pub fn launch_gather_u32_u8<L: KernelLauncher + ?Sized>(
 }
 
 /// `gather_u8_bf16` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_gather_u8_bf16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -3982,6 +4173,7 @@ pub fn launch_gather_u8_bf16<L: KernelLauncher + ?Sized>(
 }
 
 /// `gather_u8_f16` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_gather_u8_f16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -3998,6 +4190,7 @@ pub fn launch_gather_u8_f16<L: KernelLauncher + ?Sized>(
 }
 
 /// `gather_u8_f32` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_gather_u8_f32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -4014,6 +4207,7 @@ pub fn launch_gather_u8_f32<L: KernelLauncher + ?Sized>(
 }
 
 /// `gather_u8_f64` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_gather_u8_f64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -4030,6 +4224,7 @@ pub fn launch_gather_u8_f64<L: KernelLauncher + ?Sized>(
 }
 
 /// `gather_u8_i64` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_gather_u8_i64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -4046,6 +4241,7 @@ pub fn launch_gather_u8_i64<L: KernelLauncher + ?Sized>(
 }
 
 /// `gather_u8_u32` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_gather_u8_u32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -4062,6 +4258,7 @@ pub fn launch_gather_u8_u32<L: KernelLauncher + ?Sized>(
 }
 
 /// `gather_u8_u8` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_gather_u8_u8<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -4078,6 +4275,7 @@ pub fn launch_gather_u8_u8<L: KernelLauncher + ?Sized>(
 }
 
 /// `ids_check_i64` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_ids_check_i64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -4092,6 +4290,7 @@ pub fn launch_ids_check_i64<L: KernelLauncher + ?Sized>(
 }
 
 /// `ids_check_u32` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_ids_check_u32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -4106,6 +4305,7 @@ pub fn launch_ids_check_u32<L: KernelLauncher + ?Sized>(
 }
 
 /// `ids_check_u8` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_ids_check_u8<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -4120,6 +4320,7 @@ pub fn launch_ids_check_u8<L: KernelLauncher + ?Sized>(
 }
 
 /// `index_add_i64_bf16` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_index_add_i64_bf16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -4136,6 +4337,7 @@ pub fn launch_index_add_i64_bf16<L: KernelLauncher + ?Sized>(
 }
 
 /// `index_add_i64_f16` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_index_add_i64_f16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -4152,6 +4354,7 @@ pub fn launch_index_add_i64_f16<L: KernelLauncher + ?Sized>(
 }
 
 /// `index_add_i64_f32` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_index_add_i64_f32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -4168,6 +4371,7 @@ pub fn launch_index_add_i64_f32<L: KernelLauncher + ?Sized>(
 }
 
 /// `index_add_i64_f64` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_index_add_i64_f64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -4184,6 +4388,7 @@ pub fn launch_index_add_i64_f64<L: KernelLauncher + ?Sized>(
 }
 
 /// `index_add_i64_i64` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_index_add_i64_i64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -4200,6 +4405,7 @@ pub fn launch_index_add_i64_i64<L: KernelLauncher + ?Sized>(
 }
 
 /// `index_add_i64_u32` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_index_add_i64_u32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -4216,6 +4422,7 @@ pub fn launch_index_add_i64_u32<L: KernelLauncher + ?Sized>(
 }
 
 /// `index_add_i64_u8` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_index_add_i64_u8<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -4232,6 +4439,7 @@ pub fn launch_index_add_i64_u8<L: KernelLauncher + ?Sized>(
 }
 
 /// `index_add_u32_bf16` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_index_add_u32_bf16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -4248,6 +4456,7 @@ pub fn launch_index_add_u32_bf16<L: KernelLauncher + ?Sized>(
 }
 
 /// `index_add_u32_f16` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_index_add_u32_f16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -4264,6 +4473,7 @@ pub fn launch_index_add_u32_f16<L: KernelLauncher + ?Sized>(
 }
 
 /// `index_add_u32_f32` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_index_add_u32_f32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -4280,6 +4490,7 @@ pub fn launch_index_add_u32_f32<L: KernelLauncher + ?Sized>(
 }
 
 /// `index_add_u32_f64` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_index_add_u32_f64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -4296,6 +4507,7 @@ pub fn launch_index_add_u32_f64<L: KernelLauncher + ?Sized>(
 }
 
 /// `index_add_u32_i64` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_index_add_u32_i64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -4312,6 +4524,7 @@ pub fn launch_index_add_u32_i64<L: KernelLauncher + ?Sized>(
 }
 
 /// `index_add_u32_u32` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_index_add_u32_u32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -4328,6 +4541,7 @@ pub fn launch_index_add_u32_u32<L: KernelLauncher + ?Sized>(
 }
 
 /// `index_add_u32_u8` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_index_add_u32_u8<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -4344,6 +4558,7 @@ pub fn launch_index_add_u32_u8<L: KernelLauncher + ?Sized>(
 }
 
 /// `index_add_u8_bf16` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_index_add_u8_bf16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -4360,6 +4575,7 @@ pub fn launch_index_add_u8_bf16<L: KernelLauncher + ?Sized>(
 }
 
 /// `index_add_u8_f16` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_index_add_u8_f16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -4376,6 +4592,7 @@ pub fn launch_index_add_u8_f16<L: KernelLauncher + ?Sized>(
 }
 
 /// `index_add_u8_f32` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_index_add_u8_f32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -4392,6 +4609,7 @@ pub fn launch_index_add_u8_f32<L: KernelLauncher + ?Sized>(
 }
 
 /// `index_add_u8_f64` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_index_add_u8_f64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -4408,6 +4626,7 @@ pub fn launch_index_add_u8_f64<L: KernelLauncher + ?Sized>(
 }
 
 /// `index_add_u8_i64` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_index_add_u8_i64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -4424,6 +4643,7 @@ pub fn launch_index_add_u8_i64<L: KernelLauncher + ?Sized>(
 }
 
 /// `index_add_u8_u32` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_index_add_u8_u32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -4440,6 +4660,7 @@ pub fn launch_index_add_u8_u32<L: KernelLauncher + ?Sized>(
 }
 
 /// `index_add_u8_u8` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_index_add_u8_u8<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -4456,6 +4677,7 @@ pub fn launch_index_add_u8_u8<L: KernelLauncher + ?Sized>(
 }
 
 /// `index_select_i64_bf16` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_index_select_i64_bf16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -4474,6 +4696,7 @@ pub fn launch_index_select_i64_bf16<L: KernelLauncher + ?Sized>(
 }
 
 /// `index_select_i64_f16` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_index_select_i64_f16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -4492,6 +4715,7 @@ pub fn launch_index_select_i64_f16<L: KernelLauncher + ?Sized>(
 }
 
 /// `index_select_i64_f32` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_index_select_i64_f32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -4510,6 +4734,7 @@ pub fn launch_index_select_i64_f32<L: KernelLauncher + ?Sized>(
 }
 
 /// `index_select_i64_f64` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_index_select_i64_f64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -4528,6 +4753,7 @@ pub fn launch_index_select_i64_f64<L: KernelLauncher + ?Sized>(
 }
 
 /// `index_select_i64_i64` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_index_select_i64_i64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -4546,6 +4772,7 @@ pub fn launch_index_select_i64_i64<L: KernelLauncher + ?Sized>(
 }
 
 /// `index_select_i64_u32` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_index_select_i64_u32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -4564,6 +4791,7 @@ pub fn launch_index_select_i64_u32<L: KernelLauncher + ?Sized>(
 }
 
 /// `index_select_i64_u8` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_index_select_i64_u8<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -4582,6 +4810,7 @@ pub fn launch_index_select_i64_u8<L: KernelLauncher + ?Sized>(
 }
 
 /// `index_select_u32_bf16` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_index_select_u32_bf16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -4600,6 +4829,7 @@ pub fn launch_index_select_u32_bf16<L: KernelLauncher + ?Sized>(
 }
 
 /// `index_select_u32_f16` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_index_select_u32_f16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -4618,6 +4848,7 @@ pub fn launch_index_select_u32_f16<L: KernelLauncher + ?Sized>(
 }
 
 /// `index_select_u32_f32` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_index_select_u32_f32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -4636,6 +4867,7 @@ pub fn launch_index_select_u32_f32<L: KernelLauncher + ?Sized>(
 }
 
 /// `index_select_u32_f64` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_index_select_u32_f64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -4654,6 +4886,7 @@ pub fn launch_index_select_u32_f64<L: KernelLauncher + ?Sized>(
 }
 
 /// `index_select_u32_i64` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_index_select_u32_i64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -4672,6 +4905,7 @@ pub fn launch_index_select_u32_i64<L: KernelLauncher + ?Sized>(
 }
 
 /// `index_select_u32_u32` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_index_select_u32_u32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -4690,6 +4924,7 @@ pub fn launch_index_select_u32_u32<L: KernelLauncher + ?Sized>(
 }
 
 /// `index_select_u32_u8` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_index_select_u32_u8<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -4708,6 +4943,7 @@ pub fn launch_index_select_u32_u8<L: KernelLauncher + ?Sized>(
 }
 
 /// `index_select_u8_bf16` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_index_select_u8_bf16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -4726,6 +4962,7 @@ pub fn launch_index_select_u8_bf16<L: KernelLauncher + ?Sized>(
 }
 
 /// `index_select_u8_f16` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_index_select_u8_f16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -4744,6 +4981,7 @@ pub fn launch_index_select_u8_f16<L: KernelLauncher + ?Sized>(
 }
 
 /// `index_select_u8_f32` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_index_select_u8_f32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -4762,6 +5000,7 @@ pub fn launch_index_select_u8_f32<L: KernelLauncher + ?Sized>(
 }
 
 /// `index_select_u8_f64` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_index_select_u8_f64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -4780,6 +5019,7 @@ pub fn launch_index_select_u8_f64<L: KernelLauncher + ?Sized>(
 }
 
 /// `index_select_u8_i64` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_index_select_u8_i64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -4798,6 +5038,7 @@ pub fn launch_index_select_u8_i64<L: KernelLauncher + ?Sized>(
 }
 
 /// `index_select_u8_u32` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_index_select_u8_u32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -4816,6 +5057,7 @@ pub fn launch_index_select_u8_u32<L: KernelLauncher + ?Sized>(
 }
 
 /// `index_select_u8_u8` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_index_select_u8_u8<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -4834,6 +5076,7 @@ pub fn launch_index_select_u8_u8<L: KernelLauncher + ?Sized>(
 }
 
 /// `layer_norm_bf16` of nn.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_layer_norm_bf16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -4849,6 +5092,7 @@ pub fn launch_layer_norm_bf16<L: KernelLauncher + ?Sized>(
 }
 
 /// `layer_norm_f16` of nn.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_layer_norm_f16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -4864,6 +5108,7 @@ pub fn launch_layer_norm_f16<L: KernelLauncher + ?Sized>(
 }
 
 /// `layer_norm_f32` of nn.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_layer_norm_f32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -4879,6 +5124,7 @@ pub fn launch_layer_norm_f32<L: KernelLauncher + ?Sized>(
 }
 
 /// `layer_norm_f64` of nn.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_layer_norm_f64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -4894,6 +5140,7 @@ pub fn launch_layer_norm_f64<L: KernelLauncher + ?Sized>(
 }
 
 /// `max_pool2d_bf16` of pool.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_max_pool2d_bf16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -4910,6 +5157,7 @@ pub fn launch_max_pool2d_bf16<L: KernelLauncher + ?Sized>(
 }
 
 /// `max_pool2d_f16` of pool.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_max_pool2d_f16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -4926,6 +5174,7 @@ pub fn launch_max_pool2d_f16<L: KernelLauncher + ?Sized>(
 }
 
 /// `max_pool2d_f32` of pool.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_max_pool2d_f32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -4942,6 +5191,7 @@ pub fn launch_max_pool2d_f32<L: KernelLauncher + ?Sized>(
 }
 
 /// `max_pool2d_f64` of pool.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_max_pool2d_f64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -4958,6 +5208,7 @@ pub fn launch_max_pool2d_f64<L: KernelLauncher + ?Sized>(
 }
 
 /// `max_pool2d_i64` of pool.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_max_pool2d_i64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -4974,6 +5225,7 @@ pub fn launch_max_pool2d_i64<L: KernelLauncher + ?Sized>(
 }
 
 /// `max_pool2d_u32` of pool.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_max_pool2d_u32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -4990,6 +5242,7 @@ pub fn launch_max_pool2d_u32<L: KernelLauncher + ?Sized>(
 }
 
 /// `max_pool2d_u8` of pool.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_max_pool2d_u8<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -5006,6 +5259,7 @@ pub fn launch_max_pool2d_u8<L: KernelLauncher + ?Sized>(
 }
 
 /// `powf_bf16` of affine.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_powf_bf16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -5020,6 +5274,7 @@ pub fn launch_powf_bf16<L: KernelLauncher + ?Sized>(
 }
 
 /// `powf_f16` of affine.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_powf_f16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -5034,6 +5289,7 @@ pub fn launch_powf_f16<L: KernelLauncher + ?Sized>(
 }
 
 /// `powf_f32` of affine.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_powf_f32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -5048,6 +5304,7 @@ pub fn launch_powf_f32<L: KernelLauncher + ?Sized>(
 }
 
 /// `powf_f64` of affine.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_powf_f64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -5062,6 +5319,7 @@ pub fn launch_powf_f64<L: KernelLauncher + ?Sized>(
 }
 
 /// `qmatvec_q4_0` of quantized.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_qmatvec_q4_0<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -5076,6 +5334,7 @@ pub fn launch_qmatvec_q4_0<L: KernelLauncher + ?Sized>(
 }
 
 /// `qmatvec_q4_1` of quantized.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_qmatvec_q4_1<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -5090,6 +5349,7 @@ pub fn launch_qmatvec_q4_1<L: KernelLauncher + ?Sized>(
 }
 
 /// `qmatvec_q4_k` of quantized.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_qmatvec_q4_k<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -5104,6 +5364,7 @@ pub fn launch_qmatvec_q4_k<L: KernelLauncher + ?Sized>(
 }
 
 /// `qmatvec_q6_k` of quantized.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_qmatvec_q6_k<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -5118,6 +5379,7 @@ pub fn launch_qmatvec_q6_k<L: KernelLauncher + ?Sized>(
 }
 
 /// `qmatvec_q8_0` of quantized.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_qmatvec_q8_0<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -5132,6 +5394,7 @@ pub fn launch_qmatvec_q8_0<L: KernelLauncher + ?Sized>(
 }
 
 /// `reduce_chunks_bf16` of reduce.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_reduce_chunks_bf16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -5150,6 +5413,7 @@ pub fn launch_reduce_chunks_bf16<L: KernelLauncher + ?Sized>(
 }
 
 /// `reduce_chunks_f16` of reduce.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_reduce_chunks_f16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -5168,6 +5432,7 @@ pub fn launch_reduce_chunks_f16<L: KernelLauncher + ?Sized>(
 }
 
 /// `reduce_chunks_f32` of reduce.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_reduce_chunks_f32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -5186,6 +5451,7 @@ pub fn launch_reduce_chunks_f32<L: KernelLauncher + ?Sized>(
 }
 
 /// `reduce_chunks_f64` of reduce.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_reduce_chunks_f64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -5204,6 +5470,7 @@ pub fn launch_reduce_chunks_f64<L: KernelLauncher + ?Sized>(
 }
 
 /// `reduce_chunks_i64` of reduce.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_reduce_chunks_i64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -5222,6 +5489,7 @@ pub fn launch_reduce_chunks_i64<L: KernelLauncher + ?Sized>(
 }
 
 /// `reduce_chunks_u32` of reduce.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_reduce_chunks_u32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -5240,6 +5508,7 @@ pub fn launch_reduce_chunks_u32<L: KernelLauncher + ?Sized>(
 }
 
 /// `reduce_chunks_u8` of reduce.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_reduce_chunks_u8<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -5258,6 +5527,7 @@ pub fn launch_reduce_chunks_u8<L: KernelLauncher + ?Sized>(
 }
 
 /// `rms_norm_bf16` of nn.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_rms_norm_bf16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -5272,6 +5542,7 @@ pub fn launch_rms_norm_bf16<L: KernelLauncher + ?Sized>(
 }
 
 /// `rms_norm_f16` of nn.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_rms_norm_f16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -5286,6 +5557,7 @@ pub fn launch_rms_norm_f16<L: KernelLauncher + ?Sized>(
 }
 
 /// `rms_norm_f32` of nn.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_rms_norm_f32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -5300,6 +5572,7 @@ pub fn launch_rms_norm_f32<L: KernelLauncher + ?Sized>(
 }
 
 /// `rms_norm_f64` of nn.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_rms_norm_f64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -5314,6 +5587,7 @@ pub fn launch_rms_norm_f64<L: KernelLauncher + ?Sized>(
 }
 
 /// `rope_bf16` of nn.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_rope_bf16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -5329,6 +5603,7 @@ pub fn launch_rope_bf16<L: KernelLauncher + ?Sized>(
 }
 
 /// `rope_f16` of nn.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_rope_f16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -5344,6 +5619,7 @@ pub fn launch_rope_f16<L: KernelLauncher + ?Sized>(
 }
 
 /// `rope_f32` of nn.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_rope_f32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -5359,6 +5635,7 @@ pub fn launch_rope_f32<L: KernelLauncher + ?Sized>(
 }
 
 /// `rope_f64` of nn.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_rope_f64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -5374,6 +5651,7 @@ pub fn launch_rope_f64<L: KernelLauncher + ?Sized>(
 }
 
 /// `rope_i_bf16` of nn.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_rope_i_bf16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -5388,6 +5666,7 @@ pub fn launch_rope_i_bf16<L: KernelLauncher + ?Sized>(
 }
 
 /// `rope_i_f16` of nn.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_rope_i_f16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -5402,6 +5681,7 @@ pub fn launch_rope_i_f16<L: KernelLauncher + ?Sized>(
 }
 
 /// `rope_i_f32` of nn.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_rope_i_f32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -5416,6 +5696,7 @@ pub fn launch_rope_i_f32<L: KernelLauncher + ?Sized>(
 }
 
 /// `rope_i_f64` of nn.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_rope_i_f64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -5430,6 +5711,7 @@ pub fn launch_rope_i_f64<L: KernelLauncher + ?Sized>(
 }
 
 /// `rope_thd_bf16` of nn.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_rope_thd_bf16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -5446,6 +5728,7 @@ pub fn launch_rope_thd_bf16<L: KernelLauncher + ?Sized>(
 }
 
 /// `rope_thd_f16` of nn.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_rope_thd_f16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -5462,6 +5745,7 @@ pub fn launch_rope_thd_f16<L: KernelLauncher + ?Sized>(
 }
 
 /// `rope_thd_f32` of nn.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_rope_thd_f32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -5478,6 +5762,7 @@ pub fn launch_rope_thd_f32<L: KernelLauncher + ?Sized>(
 }
 
 /// `rope_thd_f64` of nn.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_rope_thd_f64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -5494,6 +5779,7 @@ pub fn launch_rope_thd_f64<L: KernelLauncher + ?Sized>(
 }
 
 /// `scatter_add_i64_bf16` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_scatter_add_i64_bf16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -5510,6 +5796,7 @@ pub fn launch_scatter_add_i64_bf16<L: KernelLauncher + ?Sized>(
 }
 
 /// `scatter_add_i64_f16` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_scatter_add_i64_f16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -5526,6 +5813,7 @@ pub fn launch_scatter_add_i64_f16<L: KernelLauncher + ?Sized>(
 }
 
 /// `scatter_add_i64_f32` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_scatter_add_i64_f32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -5542,6 +5830,7 @@ pub fn launch_scatter_add_i64_f32<L: KernelLauncher + ?Sized>(
 }
 
 /// `scatter_add_i64_f64` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_scatter_add_i64_f64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -5558,6 +5847,7 @@ pub fn launch_scatter_add_i64_f64<L: KernelLauncher + ?Sized>(
 }
 
 /// `scatter_add_i64_i64` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_scatter_add_i64_i64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -5574,6 +5864,7 @@ pub fn launch_scatter_add_i64_i64<L: KernelLauncher + ?Sized>(
 }
 
 /// `scatter_add_i64_u32` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_scatter_add_i64_u32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -5590,6 +5881,7 @@ pub fn launch_scatter_add_i64_u32<L: KernelLauncher + ?Sized>(
 }
 
 /// `scatter_add_i64_u8` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_scatter_add_i64_u8<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -5606,6 +5898,7 @@ pub fn launch_scatter_add_i64_u8<L: KernelLauncher + ?Sized>(
 }
 
 /// `scatter_add_u32_bf16` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_scatter_add_u32_bf16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -5622,6 +5915,7 @@ pub fn launch_scatter_add_u32_bf16<L: KernelLauncher + ?Sized>(
 }
 
 /// `scatter_add_u32_f16` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_scatter_add_u32_f16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -5638,6 +5932,7 @@ pub fn launch_scatter_add_u32_f16<L: KernelLauncher + ?Sized>(
 }
 
 /// `scatter_add_u32_f32` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_scatter_add_u32_f32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -5654,6 +5949,7 @@ pub fn launch_scatter_add_u32_f32<L: KernelLauncher + ?Sized>(
 }
 
 /// `scatter_add_u32_f64` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_scatter_add_u32_f64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -5670,6 +5966,7 @@ pub fn launch_scatter_add_u32_f64<L: KernelLauncher + ?Sized>(
 }
 
 /// `scatter_add_u32_i64` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_scatter_add_u32_i64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -5686,6 +5983,7 @@ pub fn launch_scatter_add_u32_i64<L: KernelLauncher + ?Sized>(
 }
 
 /// `scatter_add_u32_u32` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_scatter_add_u32_u32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -5702,6 +6000,7 @@ pub fn launch_scatter_add_u32_u32<L: KernelLauncher + ?Sized>(
 }
 
 /// `scatter_add_u32_u8` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_scatter_add_u32_u8<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -5718,6 +6017,7 @@ pub fn launch_scatter_add_u32_u8<L: KernelLauncher + ?Sized>(
 }
 
 /// `scatter_add_u8_bf16` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_scatter_add_u8_bf16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -5734,6 +6034,7 @@ pub fn launch_scatter_add_u8_bf16<L: KernelLauncher + ?Sized>(
 }
 
 /// `scatter_add_u8_f16` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_scatter_add_u8_f16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -5750,6 +6051,7 @@ pub fn launch_scatter_add_u8_f16<L: KernelLauncher + ?Sized>(
 }
 
 /// `scatter_add_u8_f32` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_scatter_add_u8_f32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -5766,6 +6068,7 @@ pub fn launch_scatter_add_u8_f32<L: KernelLauncher + ?Sized>(
 }
 
 /// `scatter_add_u8_f64` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_scatter_add_u8_f64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -5782,6 +6085,7 @@ pub fn launch_scatter_add_u8_f64<L: KernelLauncher + ?Sized>(
 }
 
 /// `scatter_add_u8_i64` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_scatter_add_u8_i64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -5798,6 +6102,7 @@ pub fn launch_scatter_add_u8_i64<L: KernelLauncher + ?Sized>(
 }
 
 /// `scatter_add_u8_u32` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_scatter_add_u8_u32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -5814,6 +6119,7 @@ pub fn launch_scatter_add_u8_u32<L: KernelLauncher + ?Sized>(
 }
 
 /// `scatter_add_u8_u8` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_scatter_add_u8_u8<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -5830,6 +6136,7 @@ pub fn launch_scatter_add_u8_u8<L: KernelLauncher + ?Sized>(
 }
 
 /// `scatter_set_i64_bf16` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_scatter_set_i64_bf16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -5846,6 +6153,7 @@ pub fn launch_scatter_set_i64_bf16<L: KernelLauncher + ?Sized>(
 }
 
 /// `scatter_set_i64_f16` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_scatter_set_i64_f16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -5862,6 +6170,7 @@ pub fn launch_scatter_set_i64_f16<L: KernelLauncher + ?Sized>(
 }
 
 /// `scatter_set_i64_f32` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_scatter_set_i64_f32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -5878,6 +6187,7 @@ pub fn launch_scatter_set_i64_f32<L: KernelLauncher + ?Sized>(
 }
 
 /// `scatter_set_i64_f64` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_scatter_set_i64_f64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -5894,6 +6204,7 @@ pub fn launch_scatter_set_i64_f64<L: KernelLauncher + ?Sized>(
 }
 
 /// `scatter_set_i64_i64` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_scatter_set_i64_i64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -5910,6 +6221,7 @@ pub fn launch_scatter_set_i64_i64<L: KernelLauncher + ?Sized>(
 }
 
 /// `scatter_set_i64_u32` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_scatter_set_i64_u32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -5926,6 +6238,7 @@ pub fn launch_scatter_set_i64_u32<L: KernelLauncher + ?Sized>(
 }
 
 /// `scatter_set_i64_u8` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_scatter_set_i64_u8<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -5942,6 +6255,7 @@ pub fn launch_scatter_set_i64_u8<L: KernelLauncher + ?Sized>(
 }
 
 /// `scatter_set_u32_bf16` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_scatter_set_u32_bf16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -5958,6 +6272,7 @@ pub fn launch_scatter_set_u32_bf16<L: KernelLauncher + ?Sized>(
 }
 
 /// `scatter_set_u32_f16` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_scatter_set_u32_f16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -5974,6 +6289,7 @@ pub fn launch_scatter_set_u32_f16<L: KernelLauncher + ?Sized>(
 }
 
 /// `scatter_set_u32_f32` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_scatter_set_u32_f32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -5990,6 +6306,7 @@ pub fn launch_scatter_set_u32_f32<L: KernelLauncher + ?Sized>(
 }
 
 /// `scatter_set_u32_f64` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_scatter_set_u32_f64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -6006,6 +6323,7 @@ pub fn launch_scatter_set_u32_f64<L: KernelLauncher + ?Sized>(
 }
 
 /// `scatter_set_u32_i64` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_scatter_set_u32_i64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -6022,6 +6340,7 @@ pub fn launch_scatter_set_u32_i64<L: KernelLauncher + ?Sized>(
 }
 
 /// `scatter_set_u32_u32` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_scatter_set_u32_u32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -6038,6 +6357,7 @@ pub fn launch_scatter_set_u32_u32<L: KernelLauncher + ?Sized>(
 }
 
 /// `scatter_set_u32_u8` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_scatter_set_u32_u8<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -6054,6 +6374,7 @@ pub fn launch_scatter_set_u32_u8<L: KernelLauncher + ?Sized>(
 }
 
 /// `scatter_set_u8_bf16` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_scatter_set_u8_bf16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -6070,6 +6391,7 @@ pub fn launch_scatter_set_u8_bf16<L: KernelLauncher + ?Sized>(
 }
 
 /// `scatter_set_u8_f16` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_scatter_set_u8_f16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -6086,6 +6408,7 @@ pub fn launch_scatter_set_u8_f16<L: KernelLauncher + ?Sized>(
 }
 
 /// `scatter_set_u8_f32` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_scatter_set_u8_f32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -6102,6 +6425,7 @@ pub fn launch_scatter_set_u8_f32<L: KernelLauncher + ?Sized>(
 }
 
 /// `scatter_set_u8_f64` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_scatter_set_u8_f64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -6118,6 +6442,7 @@ pub fn launch_scatter_set_u8_f64<L: KernelLauncher + ?Sized>(
 }
 
 /// `scatter_set_u8_i64` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_scatter_set_u8_i64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -6134,6 +6459,7 @@ pub fn launch_scatter_set_u8_i64<L: KernelLauncher + ?Sized>(
 }
 
 /// `scatter_set_u8_u32` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_scatter_set_u8_u32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -6150,6 +6476,7 @@ pub fn launch_scatter_set_u8_u32<L: KernelLauncher + ?Sized>(
 }
 
 /// `scatter_set_u8_u8` of indexing.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_scatter_set_u8_u8<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -6166,6 +6493,7 @@ pub fn launch_scatter_set_u8_u8<L: KernelLauncher + ?Sized>(
 }
 
 /// `sdpa_softmax_bf16` of nn.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_sdpa_softmax_bf16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -6180,6 +6508,7 @@ pub fn launch_sdpa_softmax_bf16<L: KernelLauncher + ?Sized>(
 }
 
 /// `sdpa_softmax_f16` of nn.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_sdpa_softmax_f16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -6194,6 +6523,7 @@ pub fn launch_sdpa_softmax_f16<L: KernelLauncher + ?Sized>(
 }
 
 /// `sdpa_softmax_f32` of nn.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_sdpa_softmax_f32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -7478,6 +7808,7 @@ pub fn launch_upsample_nearest1d_u8<L: KernelLauncher + ?Sized>(
 }
 
 /// `upsample_nearest2d_bf16` of pool.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_upsample_nearest2d_bf16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -7492,6 +7823,7 @@ pub fn launch_upsample_nearest2d_bf16<L: KernelLauncher + ?Sized>(
 }
 
 /// `upsample_nearest2d_f16` of pool.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_upsample_nearest2d_f16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -7506,6 +7838,7 @@ pub fn launch_upsample_nearest2d_f16<L: KernelLauncher + ?Sized>(
 }
 
 /// `upsample_nearest2d_f32` of pool.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_upsample_nearest2d_f32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -7520,6 +7853,7 @@ pub fn launch_upsample_nearest2d_f32<L: KernelLauncher + ?Sized>(
 }
 
 /// `upsample_nearest2d_f64` of pool.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_upsample_nearest2d_f64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -7534,6 +7868,7 @@ pub fn launch_upsample_nearest2d_f64<L: KernelLauncher + ?Sized>(
 }
 
 /// `upsample_nearest2d_i64` of pool.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_upsample_nearest2d_i64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -7548,6 +7883,7 @@ pub fn launch_upsample_nearest2d_i64<L: KernelLauncher + ?Sized>(
 }
 
 /// `upsample_nearest2d_u32` of pool.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_upsample_nearest2d_u32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -7562,6 +7898,7 @@ pub fn launch_upsample_nearest2d_u32<L: KernelLauncher + ?Sized>(
 }
 
 /// `upsample_nearest2d_u8` of pool.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_upsample_nearest2d_u8<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -7576,6 +7913,7 @@ pub fn launch_upsample_nearest2d_u8<L: KernelLauncher + ?Sized>(
 }
 
 /// `where_cond_i64_bf16` of where_cond.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_where_cond_i64_bf16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -7591,6 +7929,7 @@ pub fn launch_where_cond_i64_bf16<L: KernelLauncher + ?Sized>(
 }
 
 /// `where_cond_i64_f16` of where_cond.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_where_cond_i64_f16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -7606,6 +7945,7 @@ pub fn launch_where_cond_i64_f16<L: KernelLauncher + ?Sized>(
 }
 
 /// `where_cond_i64_f32` of where_cond.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_where_cond_i64_f32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -7621,6 +7961,7 @@ pub fn launch_where_cond_i64_f32<L: KernelLauncher + ?Sized>(
 }
 
 /// `where_cond_i64_f64` of where_cond.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_where_cond_i64_f64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -7636,6 +7977,7 @@ pub fn launch_where_cond_i64_f64<L: KernelLauncher + ?Sized>(
 }
 
 /// `where_cond_i64_i64` of where_cond.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_where_cond_i64_i64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -7651,6 +7993,7 @@ pub fn launch_where_cond_i64_i64<L: KernelLauncher + ?Sized>(
 }
 
 /// `where_cond_i64_u32` of where_cond.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_where_cond_i64_u32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -7666,6 +8009,7 @@ pub fn launch_where_cond_i64_u32<L: KernelLauncher + ?Sized>(
 }
 
 /// `where_cond_i64_u8` of where_cond.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_where_cond_i64_u8<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -7681,6 +8025,7 @@ pub fn launch_where_cond_i64_u8<L: KernelLauncher + ?Sized>(
 }
 
 /// `where_cond_u32_bf16` of where_cond.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_where_cond_u32_bf16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -7696,6 +8041,7 @@ pub fn launch_where_cond_u32_bf16<L: KernelLauncher + ?Sized>(
 }
 
 /// `where_cond_u32_f16` of where_cond.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_where_cond_u32_f16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -7711,6 +8057,7 @@ pub fn launch_where_cond_u32_f16<L: KernelLauncher + ?Sized>(
 }
 
 /// `where_cond_u32_f32` of where_cond.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_where_cond_u32_f32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -7726,6 +8073,7 @@ pub fn launch_where_cond_u32_f32<L: KernelLauncher + ?Sized>(
 }
 
 /// `where_cond_u32_f64` of where_cond.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_where_cond_u32_f64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -7741,6 +8089,7 @@ pub fn launch_where_cond_u32_f64<L: KernelLauncher + ?Sized>(
 }
 
 /// `where_cond_u32_i64` of where_cond.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_where_cond_u32_i64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -7756,6 +8105,7 @@ pub fn launch_where_cond_u32_i64<L: KernelLauncher + ?Sized>(
 }
 
 /// `where_cond_u32_u32` of where_cond.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_where_cond_u32_u32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -7771,6 +8121,7 @@ pub fn launch_where_cond_u32_u32<L: KernelLauncher + ?Sized>(
 }
 
 /// `where_cond_u32_u8` of where_cond.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_where_cond_u32_u8<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -7786,6 +8137,7 @@ pub fn launch_where_cond_u32_u8<L: KernelLauncher + ?Sized>(
 }
 
 /// `where_cond_u8_bf16` of where_cond.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_where_cond_u8_bf16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -7801,6 +8153,7 @@ pub fn launch_where_cond_u8_bf16<L: KernelLauncher + ?Sized>(
 }
 
 /// `where_cond_u8_f16` of where_cond.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_where_cond_u8_f16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -7816,6 +8169,7 @@ pub fn launch_where_cond_u8_f16<L: KernelLauncher + ?Sized>(
 }
 
 /// `where_cond_u8_f32` of where_cond.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_where_cond_u8_f32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -7831,6 +8185,7 @@ pub fn launch_where_cond_u8_f32<L: KernelLauncher + ?Sized>(
 }
 
 /// `where_cond_u8_f64` of where_cond.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_where_cond_u8_f64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -7846,6 +8201,7 @@ pub fn launch_where_cond_u8_f64<L: KernelLauncher + ?Sized>(
 }
 
 /// `where_cond_u8_i64` of where_cond.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_where_cond_u8_i64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -7861,6 +8217,7 @@ pub fn launch_where_cond_u8_i64<L: KernelLauncher + ?Sized>(
 }
 
 /// `where_cond_u8_u32` of where_cond.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_where_cond_u8_u32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
@@ -7876,6 +8233,7 @@ pub fn launch_where_cond_u8_u32<L: KernelLauncher + ?Sized>(
 }
 
 /// `where_cond_u8_u8` of where_cond.hip.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_where_cond_u8_u8<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,

@@ -607,6 +607,7 @@ impl Storage {
     }
 
     /// `copy2d` on the backend of its storages. (registry: `storage.copy2d`)
+    #[allow(clippy::too_many_arguments)]
     pub fn copy2d(
         &self,
         dst: &mut Self,

@@ -1,6 +1,7 @@
 """Compile and test the generated Rust (generated/rust) with cargo: the std-only crate
 beside this file, with mock backends, once per feature set that matters (cpu alone, each
-GPU backend alone, all). No crate from any registry: cargo runs --offline.
+GPU backend alone, all), and clippy with warnings as errors. No crate from any registry:
+cargo runs --offline.
 
 Cargo's target directory is tests/rust/target (git-ignored); a second run only relinks."""
 
@@ -41,6 +42,18 @@ def test_generated_rust_builds_and_passes(features):
     passed = [int(n) for n in re.findall(r"test result: ok\. (\d+) passed", output)]
     assert passed and sum(passed) >= MIN_TESTS, output[-3000:]
     assert "warning" not in output.lower(), f"the generated Rust warns ({features}):\n{output[-3000:]}"
+
+
+@pytest.mark.parametrize("features", FEATURES, ids=list(FEATURES))
+def test_generated_rust_passes_clippy(features):
+    """Candle's CI runs clippy with warnings as errors; the generated files must pass it too."""
+    cargo = _cargo()
+    env = {**os.environ, "CARGO_TERM_COLOR": "never", "CARGO_TARGET_DIR": str(CRATE / "target")}
+    if subprocess.run([cargo, "clippy", "--version"], capture_output=True, env=env).returncode != 0:
+        pytest.skip("cargo clippy is not installed (rustup component add clippy): clippy is not run here")
+    proc = subprocess.run([cargo, "clippy", "--offline", "--quiet", "--lib", "--tests", *FEATURES[features], "--",
+                           "-D", "warnings"], cwd=CRATE, env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, f"clippy ({features}):\n{(proc.stdout + proc.stderr)[-6000:]}"
 
 
 def test_crate_compiles_the_shipped_output():

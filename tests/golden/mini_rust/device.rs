@@ -65,11 +65,15 @@ impl Device {
         matches!(self, Self::Cpu)
     }
 
+    #[cfg(feature = "gpu")]
     pub fn is_gpu(&self) -> bool {
-        #[cfg(feature = "gpu")]
-        return matches!(self, Self::Gpu(_));
-        #[cfg(not(feature = "gpu"))]
-        return false;
+        matches!(self, Self::Gpu(_))
+    }
+
+    /// False: gpu is not compiled in.
+    #[cfg(not(feature = "gpu"))]
+    pub fn is_gpu(&self) -> bool {
+        false
     }
 
     /// `zeros` on the device's backend. (registry: `device.zeros`)

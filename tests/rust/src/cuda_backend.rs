@@ -2,7 +2,7 @@
 use crate::mock::{MockDevice, MockQStorage, MockStorage};
 use crate::DeviceLocation;
 
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)] // not Copy: a GPU device handle is not
 pub struct CudaDevice {
     pub ordinal: usize,
 }
