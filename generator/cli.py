@@ -139,7 +139,7 @@ def _write_patch(patch: Path | None, text: str) -> None:
 def parity(ctx: click.Context, fmt: str) -> None:
     """Show which backend implements which op.
 
-    Computed from the registry and from the runtime modules' source (read with libcst):
+    Computed from the registry and from the runtime modules' source (read with Python's ast):
     'yes' the runtime implements it, 'fallback' it runs on the fallback backend through
     host memory, 'hook' a custom op's <backend>_fwd runs it, 'MISSING' it raises.
     """

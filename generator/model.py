@@ -76,7 +76,7 @@ class Backend:
     ordinal: bool
     doc: str
     kernels: str | None  # language of the generated kernel tables it runs (numpy), if any
-    functions: frozenset[str]  # top-level names the runtime module defines (read with libcst)
+    functions: frozenset[str]  # top-level names the runtime module defines (read with ast)
     line: int
     runtime_path: str | None = None  # the file read, for the up-to-date stamp
 
