@@ -179,9 +179,34 @@ def hip_kernels(registry: model.Registry, generated_source: str) -> tuple:
     return tuple(sorted(found.values(), key=lambda s: s.name))
 
 
+# Top-level blocks (split at two blank lines) per compile call: one compile of the 2 MB launch
+# wrapper module of a 2,584-op registry took 0.45 s, the same text in pieces of this size 0.27 s
+# (CPython's compile grows faster than linearly with module size).
+_BLOCKS_PER_CHECK = 32
+
+
 def check_python(template: str, output: str, text: str) -> None:
+    """Raise RenderError unless `text` is valid Python. Pieces that are each valid modules
+    make a valid module when joined by blank lines (each piece closes its brackets, strings
+    and blocks); a piece that fails alone (a split inside a string, say) or a later
+    `__future__` import sends the whole text to compile, which also places any error."""
+    if not _pieces_compile(output, text):
+        try:
+            compile(text, output, "exec", dont_inherit=True)
+        except SyntaxError as exc:
+            line = (exc.text or "").rstrip()
+            raise RenderError(template, output, exc.lineno or 0, exc.offset or 0,
+                              f"{exc.msg}: {line.strip()!r}") from None
+
+
+def _pieces_compile(output: str, text: str) -> bool:
+    blocks = text.split("\n\n\n")
+    pieces = ["\n\n\n".join(blocks[i:i + _BLOCKS_PER_CHECK]) for i in range(0, len(blocks), _BLOCKS_PER_CHECK)]
+    if any("__future__" in piece for piece in pieces[1:]):
+        return False
     try:
-        compile(text, output, "exec", dont_inherit=True)
-    except SyntaxError as exc:
-        line = (exc.text or "").rstrip()
-        raise RenderError(template, output, exc.lineno or 0, exc.offset or 0, f"{exc.msg}: {line.strip()!r}") from None
+        for piece in pieces:
+            compile(piece, output, "exec", dont_inherit=True)
+    except SyntaxError:
+        return False
+    return True
