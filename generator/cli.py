@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import sys
 import time
@@ -71,6 +72,9 @@ def main(ctx: click.Context, registry: Path, out: Path, check: bool, patch: Path
     if patch is not None and not check:
         raise click.UsageError("--patch needs --check")
     started = time.perf_counter()
+    if gc.isenabled():  # a run makes ~10^6 objects and little garbage: collecting took 0.08 s of 0.9
+        gc.disable()
+        ctx.call_on_close(gc.enable)
     current = stamp.up_to_date(registry, out)
     if current is not None:
         _write_patch(patch, "")
