@@ -6,6 +6,7 @@ implementation status of each op on each backend) is computed here, in Python.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from dataclasses import dataclass
@@ -277,7 +278,14 @@ class Registry:
         return tuple(op for op in self.elementwise if op.family == family)
 
     def dtype(self, name: str) -> DType:
-        return next(d for d in self.dtypes if d.name == name)
+        return self._dtype_by_name[name]
+
+    @functools.cached_property
+    def _dtype_by_name(self) -> dict[str, DType]:
+        """Templates ask for a dtype by name once per op and dtype: 16,000 times for a
+        2,584-op registry. (cached_property writes the instance dict, which a frozen
+        dataclass allows; replace() makes a new instance, with its own.)"""
+        return {d.name: d for d in self.dtypes}
 
     def backend(self, name: str) -> Backend:
         return next(b for b in self.backends if b.name == name)
