@@ -43,7 +43,9 @@ class _Loader(_BASE_LOADER):
     ("float", "Layout", ...) thousands of times, and the composer asks the (Python) resolver
     about every one. Safe loading has no path resolvers, so the tag depends on these alone."""
 
-    _tags: dict[tuple, str] = {}
+    def __init__(self, stream) -> None:
+        super().__init__(stream)
+        self._tags: dict[tuple, str] = {}  # one document's: nothing outlives the load
 
     def resolve(self, kind, value, implicit):
         if kind is not yaml.ScalarNode:
