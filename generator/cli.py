@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import sys
 import time
@@ -75,6 +76,9 @@ def main(ctx: click.Context, registry: Path, out: Path | None, check: bool, patc
     if patch is not None and not check:
         raise click.UsageError("--patch needs --check")
     started = time.perf_counter()
+    if gc.isenabled():  # a run makes ~10^6 objects and little garbage: collecting took 0.08 s of 0.9
+        gc.disable()
+        ctx.call_on_close(gc.enable)
     # Where the last run's stamp may be: --out, else generated/ here or beside the registry.
     for home in dict.fromkeys([out] if out else [DEFAULT_OUT, registry.parent / DEFAULT_OUT]):
         current = stamp.up_to_date(registry, home, out)
@@ -171,7 +175,7 @@ def _write_patch(patch: Path | None, text: str) -> None:
 def parity(ctx: click.Context, fmt: str) -> None:
     """Show which backend implements which op.
 
-    Computed from the registry and from the runtime modules' source (read with libcst):
+    Computed from the registry and from the runtime modules' source (read with Python's ast):
     'yes' the runtime implements it, 'fallback' it runs on the fallback backend through
     host memory, 'hook' a custom op's <backend>_fwd runs it, 'MISSING' it raises.
     """

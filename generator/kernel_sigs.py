@@ -89,11 +89,14 @@ def parse(source: str, file_name: str) -> list[KernelSignature]:
     text = _COMMENTS.sub(lambda m: "\n" * m.group().count("\n"), source)
     out = []
     line, last = 1, 0
+    read: dict[str, tuple[KernelParam, ...]] = {}  # parameter lists repeat across dtypes and ops
     for match in _ENTRY.finditer(text):
         line += text.count("\n", last, match.start())  # counted on from the last match: linear
         last = match.start()
-        where = f"{file_name}:{line}"
-        params = tuple(_param(p, where) for p in match[2].split(",") if p.strip())
+        params = read.get(match[2])
+        if params is None:
+            where = f"{file_name}:{line}"
+            params = read[match[2]] = tuple(_param(p, where) for p in match[2].split(",") if p.strip())
         out.append(KernelSignature(match[1], file_name, line, params))
     return out
 
