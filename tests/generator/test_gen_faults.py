@@ -335,3 +335,40 @@ def test_read_only_output_directory(tmp_path):
     assert result.exit_code == 2 and not crashed(result)
     assert len(result.stderr.splitlines()) == 1 and "cannot write (Permission denied); nothing written" in result.stderr
     assert package(out) == edited
+
+
+def test_each_target_folder_is_its_own_transaction(tmp_path):
+    """A registry with a python and a rust target: gen killed among the rust folder's renames
+    leaves the python package whole and the rust folder reported, by folder."""
+    from test_gen_rust import fixture_copy
+
+    def add_backend(registry: Path) -> None:  # changes files of both targets
+        old = "  gpu: {runtime: mini_rt.gpu, ordinal: true}\n"
+        registry.write_text(registry.read_text().replace(old, old + "  rocm2: {runtime: mini_rt.rocm2, ordinal: true}\n"))
+
+    scratch = fixture_copy(tmp_path / "scratch")  # how many files of each folder the edit rewrites
+    assert run_cli("--registry", scratch).exit_code == 0
+    add_backend(scratch)
+    wrote = [line.split()[1] for line in run_cli("--registry", scratch).stdout.splitlines() if line.startswith("wrote")]
+    python_writes = sum("/rust/" not in w for w in wrote)
+    rust_writes = len(wrote) - python_writes
+    assert python_writes >= 3 and rust_writes >= 3, wrote
+
+    registry = fixture_copy(tmp_path / "ws")
+    assert run_cli("--registry", registry).exit_code == 0
+    add_backend(registry)
+    proc = subprocess.Popen([sys.executable, "-m", "generator.cli", "--registry", str(registry)], cwd=registry.parent,
+                            env={**os.environ, "OPGEN_FAULT": f"rename:{python_writes + rust_writes // 2}",
+                                 "PYTHONPATH": str(REPO)},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert finish(proc)[0] == -signal.SIGKILL
+    python_out, rust_out = registry.parent / "generated", registry.parent / "generated" / "rust"
+    assert not (python_out / JOURNAL).exists() and (rust_out / JOURNAL).exists()
+    check = run_cli("--registry", registry, "--check")
+    assert check.exit_code == 1
+    reports = [line for line in check.stderr.splitlines() if INTERRUPTED in line]
+    assert len(reports) == 1 and reports[0].startswith(f"{rust_out}: "), check.stderr
+    assert f"stale generated files in {python_out} " not in check.stderr
+    assert run_cli("--registry", registry).exit_code == 0
+    assert run_cli("--registry", registry, "--check").exit_code == 0
+    assert not (rust_out / JOURNAL).exists()
