@@ -21,7 +21,12 @@ class Diagnostic:
     def __str__(self) -> str:
         p = self.position
         where = f" (at {self.key})" if self.key else ""
-        return f"{p.path}:{p.line}:{p.col}: {self.message}{where}"
+        return f"{p.path}:{p.line}:{p.col}: {self.message}{where}".translate(_ESCAPED_BREAKS)
+
+
+# One diagnostic, one line: a registry value quoted in a message may hold any character that
+# str.splitlines (and so editors and CI logs) breaks a line at; such a character is escaped.
+_ESCAPED_BREAKS = str.maketrans({c: repr(c)[1:-1] for c in "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"})
 
 
 class RegistryError(Exception):

@@ -383,9 +383,10 @@ class Validator:
             exprs = self.numpy_exprs(node.get("numpy"), f"{key}.numpy", OPERANDS[family])
             kinds = {k for k, _ in exprs}
             for dt in names:
-                if "*" not in kinds and known[dt].kind not in kinds and exprs:
+                kind = known[dt].kind  # an invalid kind is reported at the dtype, not again here
+                if "*" not in kinds and kind not in kinds and exprs and kind in ("uint", "int", "float"):
                     self.error(node.get("numpy"), f"{key}.numpy",
-                               f"no numpy expression for {dt} (kind {known[dt].kind})")
+                               f"no numpy expression for {dt} (kind {kind})")
             result = node.get("result")
             if result is not None and result.tag == "str" and result.value not in known:
                 self.error(result, f"{key}.result", f"unknown dtype {result.value!r}{did_you_mean(result.value, known)}")

@@ -69,3 +69,13 @@ def test_aliases_within_the_cap_load_as_their_values(tmp_path):
     tree = load_text(shared, "r.yaml")
     assert all([n.value for n in tree.get(f"o{i}").value] == ["f32", "bf16"] for i in range(1000))
     assert 1000 * 3 < MAX_ALIAS_VALUES
+
+
+def test_a_diagnostic_is_one_line_whatever_the_value():
+    from generator.diagnostics import Diagnostic, Position
+
+    breaks = "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"
+    text = str(Diagnostic(Position("r.yaml", 3, 4), f"k{breaks}", f"unknown kind u{breaks}int"))
+    assert text.splitlines() == [text]
+    assert text == ("r.yaml:3:4: unknown kind u\\n\\r\\x0b\\x0c\\x1c\\x1d\\x1e\\x85\\u2028\\u2029int "
+                    "(at k\\n\\r\\x0b\\x0c\\x1c\\x1d\\x1e\\x85\\u2028\\u2029)")
