@@ -409,7 +409,7 @@ class Validator:
         out = []
         for kind, enode, ekey in pairs:
             if self.expression_ok(enode, ekey, operands):
-                out.append((kind, enode.value))
+                out.append((kind, enode.value.strip()))  # as expression_problem parsed it
         return tuple(out)
 
     def expression_ok(self, node: Node, key: str, operands: tuple[str, ...]) -> bool:

@@ -79,3 +79,17 @@ def test_a_diagnostic_is_one_line_whatever_the_value():
     assert text.splitlines() == [text]
     assert text == ("r.yaml:3:4: unknown kind u\\n\\r\\x0b\\x0c\\x1c\\x1d\\x1e\\x85\\u2028\\u2029int "
                     "(at k\\n\\r\\x0b\\x0c\\x1c\\x1d\\x1e\\x85\\u2028\\u2029)")
+
+
+@pytest.mark.parametrize("space", ["\u2028", "\u0085", "\u3000", "\n", " \t"])
+def test_an_expression_is_generated_as_it_was_checked(space):
+    """The check parses the expression without the whitespace around it (str.strip, which
+    knows Unicode's); the generated code must hold that same text, not the raw value, or a
+    U+2028 before it is a SyntaxError in the package (found by OPGEN_FUZZ=40)."""
+    from gen_helpers import MINI, render_text
+
+    text = MINI.read_text(encoding="utf-8").replace('uint: "x // y"', f'uint: "{space}x // y{space}"', 1)
+    assert text != MINI.read_text(encoding="utf-8")
+    source = render_text(text, str(MINI))["kernels_numpy.py"]
+    compile(source, "kernels_numpy.py", "exec")
+    assert "    return x // y\n" in source
