@@ -66,19 +66,18 @@ _ARGS_22 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_float, c
 _ARGS_23 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_double, ctypes.c_void_p, ctypes.c_void_p,)
 _ARGS_24 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,)
 _ARGS_25 = (ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_float, ctypes.c_uint32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,)
-_ARGS_26 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t,)
-_ARGS_27 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p,)
-_ARGS_28 = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t,)
-_ARGS_29 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t,)
-_ARGS_30 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_double, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,)
-_ARGS_31 = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t,)
-_ARGS_32 = (ctypes.c_uint32, ctypes.c_uint32, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,)
-_ARGS_33 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_double, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,)
-_ARGS_34 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,)
-_ARGS_35 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,)
-_ARGS_36 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_float, ctypes.c_uint32, ctypes.c_void_p,)
-_ARGS_37 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p,)
-_ARGS_38 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,)
+_ARGS_26 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p,)
+_ARGS_27 = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p,)
+_ARGS_28 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p,)
+_ARGS_29 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_double, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,)
+_ARGS_30 = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t,)
+_ARGS_31 = (ctypes.c_uint32, ctypes.c_uint32, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,)
+_ARGS_32 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_double, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,)
+_ARGS_33 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,)
+_ARGS_34 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,)
+_ARGS_35 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_float, ctypes.c_uint32, ctypes.c_void_p,)
+_ARGS_36 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p,)
+_ARGS_37 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,)
 
 
 def launch_affine_bf16(launch, grid, block, stream, numel, num_dims, info, inp, out, mul, add) -> None:
@@ -1105,284 +1104,272 @@ def launch_flash_attention_f16_d64(launch, grid, block, stream, bh, sq, skv, sca
     launch(_SRC_1, "flash_attention_f16_d64", grid, block, stream, (bh, sq, skv, scale, causal, q, k, v, out,), _ARGS_25)
 
 
-def launch_gather_i64_bf16(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size) -> None:
-    launch(_SRC_6, "gather_i64_bf16", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size,), _ARGS_26)
+def launch_gather_i64_bf16(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad) -> None:
+    launch(_SRC_6, "gather_i64_bf16", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad,), _ARGS_26)
 
 
-def launch_gather_i64_f16(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size) -> None:
-    launch(_SRC_6, "gather_i64_f16", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size,), _ARGS_26)
+def launch_gather_i64_f16(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad) -> None:
+    launch(_SRC_6, "gather_i64_f16", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad,), _ARGS_26)
 
 
-def launch_gather_i64_f32(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size) -> None:
-    launch(_SRC_6, "gather_i64_f32", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size,), _ARGS_26)
+def launch_gather_i64_f32(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad) -> None:
+    launch(_SRC_6, "gather_i64_f32", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad,), _ARGS_26)
 
 
-def launch_gather_i64_f64(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size) -> None:
-    launch(_SRC_6, "gather_i64_f64", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size,), _ARGS_26)
+def launch_gather_i64_f64(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad) -> None:
+    launch(_SRC_6, "gather_i64_f64", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad,), _ARGS_26)
 
 
-def launch_gather_i64_i64(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size) -> None:
-    launch(_SRC_6, "gather_i64_i64", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size,), _ARGS_26)
+def launch_gather_i64_i64(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad) -> None:
+    launch(_SRC_6, "gather_i64_i64", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad,), _ARGS_26)
 
 
-def launch_gather_i64_u32(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size) -> None:
-    launch(_SRC_6, "gather_i64_u32", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size,), _ARGS_26)
+def launch_gather_i64_u32(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad) -> None:
+    launch(_SRC_6, "gather_i64_u32", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad,), _ARGS_26)
 
 
-def launch_gather_i64_u8(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size) -> None:
-    launch(_SRC_6, "gather_i64_u8", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size,), _ARGS_26)
+def launch_gather_i64_u8(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad) -> None:
+    launch(_SRC_6, "gather_i64_u8", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad,), _ARGS_26)
 
 
-def launch_gather_u32_bf16(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size) -> None:
-    launch(_SRC_6, "gather_u32_bf16", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size,), _ARGS_26)
+def launch_gather_u32_bf16(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad) -> None:
+    launch(_SRC_6, "gather_u32_bf16", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad,), _ARGS_26)
 
 
-def launch_gather_u32_f16(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size) -> None:
-    launch(_SRC_6, "gather_u32_f16", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size,), _ARGS_26)
+def launch_gather_u32_f16(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad) -> None:
+    launch(_SRC_6, "gather_u32_f16", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad,), _ARGS_26)
 
 
-def launch_gather_u32_f32(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size) -> None:
-    launch(_SRC_6, "gather_u32_f32", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size,), _ARGS_26)
+def launch_gather_u32_f32(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad) -> None:
+    launch(_SRC_6, "gather_u32_f32", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad,), _ARGS_26)
 
 
-def launch_gather_u32_f64(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size) -> None:
-    launch(_SRC_6, "gather_u32_f64", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size,), _ARGS_26)
+def launch_gather_u32_f64(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad) -> None:
+    launch(_SRC_6, "gather_u32_f64", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad,), _ARGS_26)
 
 
-def launch_gather_u32_i64(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size) -> None:
-    launch(_SRC_6, "gather_u32_i64", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size,), _ARGS_26)
+def launch_gather_u32_i64(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad) -> None:
+    launch(_SRC_6, "gather_u32_i64", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad,), _ARGS_26)
 
 
-def launch_gather_u32_u32(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size) -> None:
-    launch(_SRC_6, "gather_u32_u32", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size,), _ARGS_26)
+def launch_gather_u32_u32(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad) -> None:
+    launch(_SRC_6, "gather_u32_u32", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad,), _ARGS_26)
 
 
-def launch_gather_u32_u8(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size) -> None:
-    launch(_SRC_6, "gather_u32_u8", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size,), _ARGS_26)
+def launch_gather_u32_u8(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad) -> None:
+    launch(_SRC_6, "gather_u32_u8", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad,), _ARGS_26)
 
 
-def launch_gather_u8_bf16(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size) -> None:
-    launch(_SRC_6, "gather_u8_bf16", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size,), _ARGS_26)
+def launch_gather_u8_bf16(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad) -> None:
+    launch(_SRC_6, "gather_u8_bf16", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad,), _ARGS_26)
 
 
-def launch_gather_u8_f16(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size) -> None:
-    launch(_SRC_6, "gather_u8_f16", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size,), _ARGS_26)
+def launch_gather_u8_f16(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad) -> None:
+    launch(_SRC_6, "gather_u8_f16", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad,), _ARGS_26)
 
 
-def launch_gather_u8_f32(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size) -> None:
-    launch(_SRC_6, "gather_u8_f32", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size,), _ARGS_26)
+def launch_gather_u8_f32(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad) -> None:
+    launch(_SRC_6, "gather_u8_f32", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad,), _ARGS_26)
 
 
-def launch_gather_u8_f64(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size) -> None:
-    launch(_SRC_6, "gather_u8_f64", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size,), _ARGS_26)
+def launch_gather_u8_f64(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad) -> None:
+    launch(_SRC_6, "gather_u8_f64", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad,), _ARGS_26)
 
 
-def launch_gather_u8_i64(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size) -> None:
-    launch(_SRC_6, "gather_u8_i64", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size,), _ARGS_26)
+def launch_gather_u8_i64(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad) -> None:
+    launch(_SRC_6, "gather_u8_i64", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad,), _ARGS_26)
 
 
-def launch_gather_u8_u32(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size) -> None:
-    launch(_SRC_6, "gather_u8_u32", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size,), _ARGS_26)
+def launch_gather_u8_u32(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad) -> None:
+    launch(_SRC_6, "gather_u8_u32", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad,), _ARGS_26)
 
 
-def launch_gather_u8_u8(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size) -> None:
-    launch(_SRC_6, "gather_u8_u8", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size,), _ARGS_26)
+def launch_gather_u8_u8(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad) -> None:
+    launch(_SRC_6, "gather_u8_u8", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad,), _ARGS_26)
 
 
-def launch_ids_check_i64(launch, grid, block, stream, numel, num_dims, info, ids, limit, bad) -> None:
-    launch(_SRC_6, "ids_check_i64", grid, block, stream, (numel, num_dims, info, ids, limit, bad,), _ARGS_27)
+def launch_index_add_i64_bf16(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad) -> None:
+    launch(_SRC_6, "index_add_i64_bf16", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad,), _ARGS_27)
 
 
-def launch_ids_check_u32(launch, grid, block, stream, numel, num_dims, info, ids, limit, bad) -> None:
-    launch(_SRC_6, "ids_check_u32", grid, block, stream, (numel, num_dims, info, ids, limit, bad,), _ARGS_27)
+def launch_index_add_i64_f16(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad) -> None:
+    launch(_SRC_6, "index_add_i64_f16", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad,), _ARGS_27)
 
 
-def launch_ids_check_u8(launch, grid, block, stream, numel, num_dims, info, ids, limit, bad) -> None:
-    launch(_SRC_6, "ids_check_u8", grid, block, stream, (numel, num_dims, info, ids, limit, bad,), _ARGS_27)
+def launch_index_add_i64_f32(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad) -> None:
+    launch(_SRC_6, "index_add_i64_f32", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad,), _ARGS_27)
 
 
-def launch_index_add_i64_bf16(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size) -> None:
-    launch(_SRC_6, "index_add_i64_bf16", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size,), _ARGS_28)
+def launch_index_add_i64_f64(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad) -> None:
+    launch(_SRC_6, "index_add_i64_f64", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad,), _ARGS_27)
 
 
-def launch_index_add_i64_f16(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size) -> None:
-    launch(_SRC_6, "index_add_i64_f16", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size,), _ARGS_28)
+def launch_index_add_i64_i64(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad) -> None:
+    launch(_SRC_6, "index_add_i64_i64", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad,), _ARGS_27)
 
 
-def launch_index_add_i64_f32(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size) -> None:
-    launch(_SRC_6, "index_add_i64_f32", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size,), _ARGS_28)
+def launch_index_add_i64_u32(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad) -> None:
+    launch(_SRC_6, "index_add_i64_u32", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad,), _ARGS_27)
 
 
-def launch_index_add_i64_f64(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size) -> None:
-    launch(_SRC_6, "index_add_i64_f64", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size,), _ARGS_28)
+def launch_index_add_i64_u8(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad) -> None:
+    launch(_SRC_6, "index_add_i64_u8", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad,), _ARGS_27)
 
 
-def launch_index_add_i64_i64(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size) -> None:
-    launch(_SRC_6, "index_add_i64_i64", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size,), _ARGS_28)
+def launch_index_add_u32_bf16(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad) -> None:
+    launch(_SRC_6, "index_add_u32_bf16", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad,), _ARGS_27)
 
 
-def launch_index_add_i64_u32(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size) -> None:
-    launch(_SRC_6, "index_add_i64_u32", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size,), _ARGS_28)
+def launch_index_add_u32_f16(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad) -> None:
+    launch(_SRC_6, "index_add_u32_f16", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad,), _ARGS_27)
 
 
-def launch_index_add_i64_u8(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size) -> None:
-    launch(_SRC_6, "index_add_i64_u8", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size,), _ARGS_28)
+def launch_index_add_u32_f32(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad) -> None:
+    launch(_SRC_6, "index_add_u32_f32", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad,), _ARGS_27)
 
 
-def launch_index_add_u32_bf16(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size) -> None:
-    launch(_SRC_6, "index_add_u32_bf16", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size,), _ARGS_28)
+def launch_index_add_u32_f64(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad) -> None:
+    launch(_SRC_6, "index_add_u32_f64", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad,), _ARGS_27)
 
 
-def launch_index_add_u32_f16(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size) -> None:
-    launch(_SRC_6, "index_add_u32_f16", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size,), _ARGS_28)
+def launch_index_add_u32_i64(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad) -> None:
+    launch(_SRC_6, "index_add_u32_i64", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad,), _ARGS_27)
 
 
-def launch_index_add_u32_f32(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size) -> None:
-    launch(_SRC_6, "index_add_u32_f32", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size,), _ARGS_28)
+def launch_index_add_u32_u32(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad) -> None:
+    launch(_SRC_6, "index_add_u32_u32", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad,), _ARGS_27)
 
 
-def launch_index_add_u32_f64(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size) -> None:
-    launch(_SRC_6, "index_add_u32_f64", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size,), _ARGS_28)
+def launch_index_add_u32_u8(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad) -> None:
+    launch(_SRC_6, "index_add_u32_u8", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad,), _ARGS_27)
 
 
-def launch_index_add_u32_i64(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size) -> None:
-    launch(_SRC_6, "index_add_u32_i64", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size,), _ARGS_28)
+def launch_index_add_u8_bf16(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad) -> None:
+    launch(_SRC_6, "index_add_u8_bf16", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad,), _ARGS_27)
 
 
-def launch_index_add_u32_u32(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size) -> None:
-    launch(_SRC_6, "index_add_u32_u32", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size,), _ARGS_28)
+def launch_index_add_u8_f16(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad) -> None:
+    launch(_SRC_6, "index_add_u8_f16", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad,), _ARGS_27)
 
 
-def launch_index_add_u32_u8(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size) -> None:
-    launch(_SRC_6, "index_add_u32_u8", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size,), _ARGS_28)
+def launch_index_add_u8_f32(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad) -> None:
+    launch(_SRC_6, "index_add_u8_f32", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad,), _ARGS_27)
 
 
-def launch_index_add_u8_bf16(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size) -> None:
-    launch(_SRC_6, "index_add_u8_bf16", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size,), _ARGS_28)
+def launch_index_add_u8_f64(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad) -> None:
+    launch(_SRC_6, "index_add_u8_f64", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad,), _ARGS_27)
 
 
-def launch_index_add_u8_f16(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size) -> None:
-    launch(_SRC_6, "index_add_u8_f16", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size,), _ARGS_28)
+def launch_index_add_u8_i64(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad) -> None:
+    launch(_SRC_6, "index_add_u8_i64", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad,), _ARGS_27)
 
 
-def launch_index_add_u8_f32(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size) -> None:
-    launch(_SRC_6, "index_add_u8_f32", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size,), _ARGS_28)
+def launch_index_add_u8_u32(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad) -> None:
+    launch(_SRC_6, "index_add_u8_u32", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad,), _ARGS_27)
 
 
-def launch_index_add_u8_f64(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size) -> None:
-    launch(_SRC_6, "index_add_u8_f64", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size,), _ARGS_28)
+def launch_index_add_u8_u8(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad) -> None:
+    launch(_SRC_6, "index_add_u8_u8", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad,), _ARGS_27)
 
 
-def launch_index_add_u8_i64(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size) -> None:
-    launch(_SRC_6, "index_add_u8_i64", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size,), _ARGS_28)
+def launch_index_select_i64_bf16(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad) -> None:
+    launch(_SRC_6, "index_select_i64_bf16", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad,), _ARGS_28)
 
 
-def launch_index_add_u8_u32(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size) -> None:
-    launch(_SRC_6, "index_add_u8_u32", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size,), _ARGS_28)
+def launch_index_select_i64_f16(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad) -> None:
+    launch(_SRC_6, "index_select_i64_f16", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad,), _ARGS_28)
 
 
-def launch_index_add_u8_u8(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size) -> None:
-    launch(_SRC_6, "index_add_u8_u8", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size,), _ARGS_28)
+def launch_index_select_i64_f32(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad) -> None:
+    launch(_SRC_6, "index_select_i64_f32", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad,), _ARGS_28)
 
 
-def launch_index_select_i64_bf16(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size) -> None:
-    launch(_SRC_6, "index_select_i64_bf16", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size,), _ARGS_29)
+def launch_index_select_i64_f64(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad) -> None:
+    launch(_SRC_6, "index_select_i64_f64", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad,), _ARGS_28)
 
 
-def launch_index_select_i64_f16(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size) -> None:
-    launch(_SRC_6, "index_select_i64_f16", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size,), _ARGS_29)
+def launch_index_select_i64_i64(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad) -> None:
+    launch(_SRC_6, "index_select_i64_i64", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad,), _ARGS_28)
 
 
-def launch_index_select_i64_f32(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size) -> None:
-    launch(_SRC_6, "index_select_i64_f32", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size,), _ARGS_29)
+def launch_index_select_i64_u32(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad) -> None:
+    launch(_SRC_6, "index_select_i64_u32", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad,), _ARGS_28)
 
 
-def launch_index_select_i64_f64(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size) -> None:
-    launch(_SRC_6, "index_select_i64_f64", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size,), _ARGS_29)
+def launch_index_select_i64_u8(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad) -> None:
+    launch(_SRC_6, "index_select_i64_u8", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad,), _ARGS_28)
 
 
-def launch_index_select_i64_i64(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size) -> None:
-    launch(_SRC_6, "index_select_i64_i64", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size,), _ARGS_29)
+def launch_index_select_u32_bf16(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad) -> None:
+    launch(_SRC_6, "index_select_u32_bf16", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad,), _ARGS_28)
 
 
-def launch_index_select_i64_u32(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size) -> None:
-    launch(_SRC_6, "index_select_i64_u32", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size,), _ARGS_29)
+def launch_index_select_u32_f16(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad) -> None:
+    launch(_SRC_6, "index_select_u32_f16", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad,), _ARGS_28)
 
 
-def launch_index_select_i64_u8(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size) -> None:
-    launch(_SRC_6, "index_select_i64_u8", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size,), _ARGS_29)
+def launch_index_select_u32_f32(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad) -> None:
+    launch(_SRC_6, "index_select_u32_f32", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad,), _ARGS_28)
 
 
-def launch_index_select_u32_bf16(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size) -> None:
-    launch(_SRC_6, "index_select_u32_bf16", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size,), _ARGS_29)
+def launch_index_select_u32_f64(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad) -> None:
+    launch(_SRC_6, "index_select_u32_f64", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad,), _ARGS_28)
 
 
-def launch_index_select_u32_f16(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size) -> None:
-    launch(_SRC_6, "index_select_u32_f16", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size,), _ARGS_29)
+def launch_index_select_u32_i64(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad) -> None:
+    launch(_SRC_6, "index_select_u32_i64", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad,), _ARGS_28)
 
 
-def launch_index_select_u32_f32(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size) -> None:
-    launch(_SRC_6, "index_select_u32_f32", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size,), _ARGS_29)
+def launch_index_select_u32_u32(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad) -> None:
+    launch(_SRC_6, "index_select_u32_u32", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad,), _ARGS_28)
 
 
-def launch_index_select_u32_f64(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size) -> None:
-    launch(_SRC_6, "index_select_u32_f64", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size,), _ARGS_29)
+def launch_index_select_u32_u8(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad) -> None:
+    launch(_SRC_6, "index_select_u32_u8", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad,), _ARGS_28)
 
 
-def launch_index_select_u32_i64(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size) -> None:
-    launch(_SRC_6, "index_select_u32_i64", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size,), _ARGS_29)
+def launch_index_select_u8_bf16(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad) -> None:
+    launch(_SRC_6, "index_select_u8_bf16", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad,), _ARGS_28)
 
 
-def launch_index_select_u32_u32(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size) -> None:
-    launch(_SRC_6, "index_select_u32_u32", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size,), _ARGS_29)
+def launch_index_select_u8_f16(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad) -> None:
+    launch(_SRC_6, "index_select_u8_f16", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad,), _ARGS_28)
 
 
-def launch_index_select_u32_u8(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size) -> None:
-    launch(_SRC_6, "index_select_u32_u8", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size,), _ARGS_29)
+def launch_index_select_u8_f32(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad) -> None:
+    launch(_SRC_6, "index_select_u8_f32", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad,), _ARGS_28)
 
 
-def launch_index_select_u8_bf16(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size) -> None:
-    launch(_SRC_6, "index_select_u8_bf16", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size,), _ARGS_29)
+def launch_index_select_u8_f64(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad) -> None:
+    launch(_SRC_6, "index_select_u8_f64", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad,), _ARGS_28)
 
 
-def launch_index_select_u8_f16(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size) -> None:
-    launch(_SRC_6, "index_select_u8_f16", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size,), _ARGS_29)
+def launch_index_select_u8_i64(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad) -> None:
+    launch(_SRC_6, "index_select_u8_i64", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad,), _ARGS_28)
 
 
-def launch_index_select_u8_f32(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size) -> None:
-    launch(_SRC_6, "index_select_u8_f32", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size,), _ARGS_29)
+def launch_index_select_u8_u32(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad) -> None:
+    launch(_SRC_6, "index_select_u8_u32", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad,), _ARGS_28)
 
 
-def launch_index_select_u8_f64(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size) -> None:
-    launch(_SRC_6, "index_select_u8_f64", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size,), _ARGS_29)
-
-
-def launch_index_select_u8_i64(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size) -> None:
-    launch(_SRC_6, "index_select_u8_i64", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size,), _ARGS_29)
-
-
-def launch_index_select_u8_u32(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size) -> None:
-    launch(_SRC_6, "index_select_u8_u32", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size,), _ARGS_29)
-
-
-def launch_index_select_u8_u8(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size) -> None:
-    launch(_SRC_6, "index_select_u8_u8", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size,), _ARGS_29)
+def launch_index_select_u8_u8(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad) -> None:
+    launch(_SRC_6, "index_select_u8_u8", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad,), _ARGS_28)
 
 
 def launch_layer_norm_bf16(launch, grid, block, stream, nrows, ncols, eps, x, alpha, beta, out) -> None:
-    launch(_SRC_7, "layer_norm_bf16", grid, block, stream, (nrows, ncols, eps, x, alpha, beta, out,), _ARGS_30)
+    launch(_SRC_7, "layer_norm_bf16", grid, block, stream, (nrows, ncols, eps, x, alpha, beta, out,), _ARGS_29)
 
 
 def launch_layer_norm_f16(launch, grid, block, stream, nrows, ncols, eps, x, alpha, beta, out) -> None:
-    launch(_SRC_7, "layer_norm_f16", grid, block, stream, (nrows, ncols, eps, x, alpha, beta, out,), _ARGS_30)
+    launch(_SRC_7, "layer_norm_f16", grid, block, stream, (nrows, ncols, eps, x, alpha, beta, out,), _ARGS_29)
 
 
 def launch_layer_norm_f32(launch, grid, block, stream, nrows, ncols, eps, x, alpha, beta, out) -> None:
-    launch(_SRC_7, "layer_norm_f32", grid, block, stream, (nrows, ncols, eps, x, alpha, beta, out,), _ARGS_30)
+    launch(_SRC_7, "layer_norm_f32", grid, block, stream, (nrows, ncols, eps, x, alpha, beta, out,), _ARGS_29)
 
 
 def launch_layer_norm_f64(launch, grid, block, stream, nrows, ncols, eps, x, alpha, beta, out) -> None:
-    launch(_SRC_7, "layer_norm_f64", grid, block, stream, (nrows, ncols, eps, x, alpha, beta, out,), _ARGS_30)
+    launch(_SRC_7, "layer_norm_f64", grid, block, stream, (nrows, ncols, eps, x, alpha, beta, out,), _ARGS_29)
 
 
 def launch_max_pool2d_bf16(launch, grid, block, stream, dst_numel, w_k, h_k, w_stride, h_stride, info, src, dst) -> None:
@@ -1430,83 +1417,83 @@ def launch_powf_f64(launch, grid, block, stream, numel, num_dims, info, param, i
 
 
 def launch_qmatvec_q4_0(launch, grid, block, stream, w, x, y, n, k, rows) -> None:
-    launch(_SRC_9, "qmatvec_q4_0", grid, block, stream, (w, x, y, n, k, rows,), _ARGS_31)
+    launch(_SRC_9, "qmatvec_q4_0", grid, block, stream, (w, x, y, n, k, rows,), _ARGS_30)
 
 
 def launch_qmatvec_q4_1(launch, grid, block, stream, w, x, y, n, k, rows) -> None:
-    launch(_SRC_9, "qmatvec_q4_1", grid, block, stream, (w, x, y, n, k, rows,), _ARGS_31)
+    launch(_SRC_9, "qmatvec_q4_1", grid, block, stream, (w, x, y, n, k, rows,), _ARGS_30)
 
 
 def launch_qmatvec_q4_k(launch, grid, block, stream, w, x, y, n, k, rows) -> None:
-    launch(_SRC_9, "qmatvec_q4_k", grid, block, stream, (w, x, y, n, k, rows,), _ARGS_31)
+    launch(_SRC_9, "qmatvec_q4_k", grid, block, stream, (w, x, y, n, k, rows,), _ARGS_30)
 
 
 def launch_qmatvec_q6_k(launch, grid, block, stream, w, x, y, n, k, rows) -> None:
-    launch(_SRC_9, "qmatvec_q6_k", grid, block, stream, (w, x, y, n, k, rows,), _ARGS_31)
+    launch(_SRC_9, "qmatvec_q6_k", grid, block, stream, (w, x, y, n, k, rows,), _ARGS_30)
 
 
 def launch_qmatvec_q8_0(launch, grid, block, stream, w, x, y, n, k, rows) -> None:
-    launch(_SRC_9, "qmatvec_q8_0", grid, block, stream, (w, x, y, n, k, rows,), _ARGS_31)
+    launch(_SRC_9, "qmatvec_q8_0", grid, block, stream, (w, x, y, n, k, rows,), _ARGS_30)
 
 
 def launch_reduce_chunks_bf16(launch, grid, block, stream, op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst) -> None:
-    launch(_SRC_10, "reduce_chunks_bf16", grid, block, stream, (op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst,), _ARGS_32)
+    launch(_SRC_10, "reduce_chunks_bf16", grid, block, stream, (op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst,), _ARGS_31)
 
 
 def launch_reduce_chunks_f16(launch, grid, block, stream, op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst) -> None:
-    launch(_SRC_10, "reduce_chunks_f16", grid, block, stream, (op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst,), _ARGS_32)
+    launch(_SRC_10, "reduce_chunks_f16", grid, block, stream, (op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst,), _ARGS_31)
 
 
 def launch_reduce_chunks_f32(launch, grid, block, stream, op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst) -> None:
-    launch(_SRC_10, "reduce_chunks_f32", grid, block, stream, (op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst,), _ARGS_32)
+    launch(_SRC_10, "reduce_chunks_f32", grid, block, stream, (op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst,), _ARGS_31)
 
 
 def launch_reduce_chunks_f64(launch, grid, block, stream, op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst) -> None:
-    launch(_SRC_10, "reduce_chunks_f64", grid, block, stream, (op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst,), _ARGS_32)
+    launch(_SRC_10, "reduce_chunks_f64", grid, block, stream, (op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst,), _ARGS_31)
 
 
 def launch_reduce_chunks_i64(launch, grid, block, stream, op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst) -> None:
-    launch(_SRC_10, "reduce_chunks_i64", grid, block, stream, (op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst,), _ARGS_32)
+    launch(_SRC_10, "reduce_chunks_i64", grid, block, stream, (op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst,), _ARGS_31)
 
 
 def launch_reduce_chunks_u32(launch, grid, block, stream, op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst) -> None:
-    launch(_SRC_10, "reduce_chunks_u32", grid, block, stream, (op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst,), _ARGS_32)
+    launch(_SRC_10, "reduce_chunks_u32", grid, block, stream, (op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst,), _ARGS_31)
 
 
 def launch_reduce_chunks_u8(launch, grid, block, stream, op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst) -> None:
-    launch(_SRC_10, "reduce_chunks_u8", grid, block, stream, (op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst,), _ARGS_32)
+    launch(_SRC_10, "reduce_chunks_u8", grid, block, stream, (op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst,), _ARGS_31)
 
 
 def launch_rms_norm_bf16(launch, grid, block, stream, nrows, ncols, eps, x, alpha, out) -> None:
-    launch(_SRC_7, "rms_norm_bf16", grid, block, stream, (nrows, ncols, eps, x, alpha, out,), _ARGS_33)
+    launch(_SRC_7, "rms_norm_bf16", grid, block, stream, (nrows, ncols, eps, x, alpha, out,), _ARGS_32)
 
 
 def launch_rms_norm_f16(launch, grid, block, stream, nrows, ncols, eps, x, alpha, out) -> None:
-    launch(_SRC_7, "rms_norm_f16", grid, block, stream, (nrows, ncols, eps, x, alpha, out,), _ARGS_33)
+    launch(_SRC_7, "rms_norm_f16", grid, block, stream, (nrows, ncols, eps, x, alpha, out,), _ARGS_32)
 
 
 def launch_rms_norm_f32(launch, grid, block, stream, nrows, ncols, eps, x, alpha, out) -> None:
-    launch(_SRC_7, "rms_norm_f32", grid, block, stream, (nrows, ncols, eps, x, alpha, out,), _ARGS_33)
+    launch(_SRC_7, "rms_norm_f32", grid, block, stream, (nrows, ncols, eps, x, alpha, out,), _ARGS_32)
 
 
 def launch_rms_norm_f64(launch, grid, block, stream, nrows, ncols, eps, x, alpha, out) -> None:
-    launch(_SRC_7, "rms_norm_f64", grid, block, stream, (nrows, ncols, eps, x, alpha, out,), _ARGS_33)
+    launch(_SRC_7, "rms_norm_f64", grid, block, stream, (nrows, ncols, eps, x, alpha, out,), _ARGS_32)
 
 
 def launch_rope_bf16(launch, grid, block, stream, bh, td, d, x, cos, sin, out) -> None:
-    launch(_SRC_7, "rope_bf16", grid, block, stream, (bh, td, d, x, cos, sin, out,), _ARGS_34)
+    launch(_SRC_7, "rope_bf16", grid, block, stream, (bh, td, d, x, cos, sin, out,), _ARGS_33)
 
 
 def launch_rope_f16(launch, grid, block, stream, bh, td, d, x, cos, sin, out) -> None:
-    launch(_SRC_7, "rope_f16", grid, block, stream, (bh, td, d, x, cos, sin, out,), _ARGS_34)
+    launch(_SRC_7, "rope_f16", grid, block, stream, (bh, td, d, x, cos, sin, out,), _ARGS_33)
 
 
 def launch_rope_f32(launch, grid, block, stream, bh, td, d, x, cos, sin, out) -> None:
-    launch(_SRC_7, "rope_f32", grid, block, stream, (bh, td, d, x, cos, sin, out,), _ARGS_34)
+    launch(_SRC_7, "rope_f32", grid, block, stream, (bh, td, d, x, cos, sin, out,), _ARGS_33)
 
 
 def launch_rope_f64(launch, grid, block, stream, bh, td, d, x, cos, sin, out) -> None:
-    launch(_SRC_7, "rope_f64", grid, block, stream, (bh, td, d, x, cos, sin, out,), _ARGS_34)
+    launch(_SRC_7, "rope_f64", grid, block, stream, (bh, td, d, x, cos, sin, out,), _ARGS_33)
 
 
 def launch_rope_i_bf16(launch, grid, block, stream, bh, td, x, cos, sin, out) -> None:
@@ -1526,199 +1513,199 @@ def launch_rope_i_f64(launch, grid, block, stream, bh, td, x, cos, sin, out) -> 
 
 
 def launch_rope_thd_bf16(launch, grid, block, stream, b, t, h, d, x, cos, sin, out) -> None:
-    launch(_SRC_7, "rope_thd_bf16", grid, block, stream, (b, t, h, d, x, cos, sin, out,), _ARGS_35)
+    launch(_SRC_7, "rope_thd_bf16", grid, block, stream, (b, t, h, d, x, cos, sin, out,), _ARGS_34)
 
 
 def launch_rope_thd_f16(launch, grid, block, stream, b, t, h, d, x, cos, sin, out) -> None:
-    launch(_SRC_7, "rope_thd_f16", grid, block, stream, (b, t, h, d, x, cos, sin, out,), _ARGS_35)
+    launch(_SRC_7, "rope_thd_f16", grid, block, stream, (b, t, h, d, x, cos, sin, out,), _ARGS_34)
 
 
 def launch_rope_thd_f32(launch, grid, block, stream, b, t, h, d, x, cos, sin, out) -> None:
-    launch(_SRC_7, "rope_thd_f32", grid, block, stream, (b, t, h, d, x, cos, sin, out,), _ARGS_35)
+    launch(_SRC_7, "rope_thd_f32", grid, block, stream, (b, t, h, d, x, cos, sin, out,), _ARGS_34)
 
 
 def launch_rope_thd_f64(launch, grid, block, stream, b, t, h, d, x, cos, sin, out) -> None:
-    launch(_SRC_7, "rope_thd_f64", grid, block, stream, (b, t, h, d, x, cos, sin, out,), _ARGS_35)
+    launch(_SRC_7, "rope_thd_f64", grid, block, stream, (b, t, h, d, x, cos, sin, out,), _ARGS_34)
 
 
-def launch_scatter_add_i64_bf16(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_6, "scatter_add_i64_bf16", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_26)
+def launch_scatter_add_i64_bf16(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
+    launch(_SRC_6, "scatter_add_i64_bf16", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_26)
 
 
-def launch_scatter_add_i64_f16(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_6, "scatter_add_i64_f16", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_26)
+def launch_scatter_add_i64_f16(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
+    launch(_SRC_6, "scatter_add_i64_f16", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_26)
 
 
-def launch_scatter_add_i64_f32(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_6, "scatter_add_i64_f32", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_26)
+def launch_scatter_add_i64_f32(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
+    launch(_SRC_6, "scatter_add_i64_f32", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_26)
 
 
-def launch_scatter_add_i64_f64(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_6, "scatter_add_i64_f64", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_26)
+def launch_scatter_add_i64_f64(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
+    launch(_SRC_6, "scatter_add_i64_f64", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_26)
 
 
-def launch_scatter_add_i64_i64(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_6, "scatter_add_i64_i64", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_26)
+def launch_scatter_add_i64_i64(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
+    launch(_SRC_6, "scatter_add_i64_i64", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_26)
 
 
-def launch_scatter_add_i64_u32(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_6, "scatter_add_i64_u32", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_26)
+def launch_scatter_add_i64_u32(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
+    launch(_SRC_6, "scatter_add_i64_u32", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_26)
 
 
-def launch_scatter_add_i64_u8(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_6, "scatter_add_i64_u8", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_26)
+def launch_scatter_add_i64_u8(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
+    launch(_SRC_6, "scatter_add_i64_u8", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_26)
 
 
-def launch_scatter_add_u32_bf16(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_6, "scatter_add_u32_bf16", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_26)
+def launch_scatter_add_u32_bf16(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
+    launch(_SRC_6, "scatter_add_u32_bf16", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_26)
 
 
-def launch_scatter_add_u32_f16(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_6, "scatter_add_u32_f16", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_26)
+def launch_scatter_add_u32_f16(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
+    launch(_SRC_6, "scatter_add_u32_f16", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_26)
 
 
-def launch_scatter_add_u32_f32(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_6, "scatter_add_u32_f32", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_26)
+def launch_scatter_add_u32_f32(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
+    launch(_SRC_6, "scatter_add_u32_f32", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_26)
 
 
-def launch_scatter_add_u32_f64(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_6, "scatter_add_u32_f64", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_26)
+def launch_scatter_add_u32_f64(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
+    launch(_SRC_6, "scatter_add_u32_f64", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_26)
 
 
-def launch_scatter_add_u32_i64(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_6, "scatter_add_u32_i64", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_26)
+def launch_scatter_add_u32_i64(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
+    launch(_SRC_6, "scatter_add_u32_i64", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_26)
 
 
-def launch_scatter_add_u32_u32(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_6, "scatter_add_u32_u32", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_26)
+def launch_scatter_add_u32_u32(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
+    launch(_SRC_6, "scatter_add_u32_u32", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_26)
 
 
-def launch_scatter_add_u32_u8(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_6, "scatter_add_u32_u8", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_26)
+def launch_scatter_add_u32_u8(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
+    launch(_SRC_6, "scatter_add_u32_u8", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_26)
 
 
-def launch_scatter_add_u8_bf16(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_6, "scatter_add_u8_bf16", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_26)
+def launch_scatter_add_u8_bf16(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
+    launch(_SRC_6, "scatter_add_u8_bf16", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_26)
 
 
-def launch_scatter_add_u8_f16(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_6, "scatter_add_u8_f16", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_26)
+def launch_scatter_add_u8_f16(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
+    launch(_SRC_6, "scatter_add_u8_f16", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_26)
 
 
-def launch_scatter_add_u8_f32(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_6, "scatter_add_u8_f32", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_26)
+def launch_scatter_add_u8_f32(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
+    launch(_SRC_6, "scatter_add_u8_f32", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_26)
 
 
-def launch_scatter_add_u8_f64(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_6, "scatter_add_u8_f64", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_26)
+def launch_scatter_add_u8_f64(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
+    launch(_SRC_6, "scatter_add_u8_f64", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_26)
 
 
-def launch_scatter_add_u8_i64(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_6, "scatter_add_u8_i64", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_26)
+def launch_scatter_add_u8_i64(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
+    launch(_SRC_6, "scatter_add_u8_i64", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_26)
 
 
-def launch_scatter_add_u8_u32(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_6, "scatter_add_u8_u32", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_26)
+def launch_scatter_add_u8_u32(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
+    launch(_SRC_6, "scatter_add_u8_u32", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_26)
 
 
-def launch_scatter_add_u8_u8(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_6, "scatter_add_u8_u8", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_26)
+def launch_scatter_add_u8_u8(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
+    launch(_SRC_6, "scatter_add_u8_u8", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_26)
 
 
-def launch_scatter_set_i64_bf16(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_6, "scatter_set_i64_bf16", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_26)
+def launch_scatter_set_i64_bf16(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
+    launch(_SRC_6, "scatter_set_i64_bf16", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_26)
 
 
-def launch_scatter_set_i64_f16(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_6, "scatter_set_i64_f16", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_26)
+def launch_scatter_set_i64_f16(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
+    launch(_SRC_6, "scatter_set_i64_f16", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_26)
 
 
-def launch_scatter_set_i64_f32(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_6, "scatter_set_i64_f32", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_26)
+def launch_scatter_set_i64_f32(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
+    launch(_SRC_6, "scatter_set_i64_f32", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_26)
 
 
-def launch_scatter_set_i64_f64(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_6, "scatter_set_i64_f64", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_26)
+def launch_scatter_set_i64_f64(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
+    launch(_SRC_6, "scatter_set_i64_f64", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_26)
 
 
-def launch_scatter_set_i64_i64(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_6, "scatter_set_i64_i64", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_26)
+def launch_scatter_set_i64_i64(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
+    launch(_SRC_6, "scatter_set_i64_i64", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_26)
 
 
-def launch_scatter_set_i64_u32(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_6, "scatter_set_i64_u32", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_26)
+def launch_scatter_set_i64_u32(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
+    launch(_SRC_6, "scatter_set_i64_u32", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_26)
 
 
-def launch_scatter_set_i64_u8(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_6, "scatter_set_i64_u8", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_26)
+def launch_scatter_set_i64_u8(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
+    launch(_SRC_6, "scatter_set_i64_u8", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_26)
 
 
-def launch_scatter_set_u32_bf16(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_6, "scatter_set_u32_bf16", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_26)
+def launch_scatter_set_u32_bf16(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
+    launch(_SRC_6, "scatter_set_u32_bf16", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_26)
 
 
-def launch_scatter_set_u32_f16(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_6, "scatter_set_u32_f16", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_26)
+def launch_scatter_set_u32_f16(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
+    launch(_SRC_6, "scatter_set_u32_f16", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_26)
 
 
-def launch_scatter_set_u32_f32(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_6, "scatter_set_u32_f32", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_26)
+def launch_scatter_set_u32_f32(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
+    launch(_SRC_6, "scatter_set_u32_f32", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_26)
 
 
-def launch_scatter_set_u32_f64(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_6, "scatter_set_u32_f64", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_26)
+def launch_scatter_set_u32_f64(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
+    launch(_SRC_6, "scatter_set_u32_f64", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_26)
 
 
-def launch_scatter_set_u32_i64(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_6, "scatter_set_u32_i64", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_26)
+def launch_scatter_set_u32_i64(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
+    launch(_SRC_6, "scatter_set_u32_i64", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_26)
 
 
-def launch_scatter_set_u32_u32(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_6, "scatter_set_u32_u32", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_26)
+def launch_scatter_set_u32_u32(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
+    launch(_SRC_6, "scatter_set_u32_u32", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_26)
 
 
-def launch_scatter_set_u32_u8(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_6, "scatter_set_u32_u8", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_26)
+def launch_scatter_set_u32_u8(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
+    launch(_SRC_6, "scatter_set_u32_u8", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_26)
 
 
-def launch_scatter_set_u8_bf16(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_6, "scatter_set_u8_bf16", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_26)
+def launch_scatter_set_u8_bf16(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
+    launch(_SRC_6, "scatter_set_u8_bf16", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_26)
 
 
-def launch_scatter_set_u8_f16(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_6, "scatter_set_u8_f16", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_26)
+def launch_scatter_set_u8_f16(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
+    launch(_SRC_6, "scatter_set_u8_f16", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_26)
 
 
-def launch_scatter_set_u8_f32(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_6, "scatter_set_u8_f32", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_26)
+def launch_scatter_set_u8_f32(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
+    launch(_SRC_6, "scatter_set_u8_f32", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_26)
 
 
-def launch_scatter_set_u8_f64(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_6, "scatter_set_u8_f64", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_26)
+def launch_scatter_set_u8_f64(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
+    launch(_SRC_6, "scatter_set_u8_f64", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_26)
 
 
-def launch_scatter_set_u8_i64(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_6, "scatter_set_u8_i64", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_26)
+def launch_scatter_set_u8_i64(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
+    launch(_SRC_6, "scatter_set_u8_i64", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_26)
 
 
-def launch_scatter_set_u8_u32(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_6, "scatter_set_u8_u32", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_26)
+def launch_scatter_set_u8_u32(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
+    launch(_SRC_6, "scatter_set_u8_u32", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_26)
 
 
-def launch_scatter_set_u8_u8(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size) -> None:
-    launch(_SRC_6, "scatter_set_u8_u8", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size,), _ARGS_26)
+def launch_scatter_set_u8_u8(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
+    launch(_SRC_6, "scatter_set_u8_u8", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_26)
 
 
 def launch_sdpa_softmax_bf16(launch, grid, block, stream, nrows, ncols, sq, scale, causal, scores) -> None:
-    launch(_SRC_7, "sdpa_softmax_bf16", grid, block, stream, (nrows, ncols, sq, scale, causal, scores,), _ARGS_36)
+    launch(_SRC_7, "sdpa_softmax_bf16", grid, block, stream, (nrows, ncols, sq, scale, causal, scores,), _ARGS_35)
 
 
 def launch_sdpa_softmax_f16(launch, grid, block, stream, nrows, ncols, sq, scale, causal, scores) -> None:
-    launch(_SRC_7, "sdpa_softmax_f16", grid, block, stream, (nrows, ncols, sq, scale, causal, scores,), _ARGS_36)
+    launch(_SRC_7, "sdpa_softmax_f16", grid, block, stream, (nrows, ncols, sq, scale, causal, scores,), _ARGS_35)
 
 
 def launch_sdpa_softmax_f32(launch, grid, block, stream, nrows, ncols, sq, scale, causal, scores) -> None:
-    launch(_SRC_7, "sdpa_softmax_f32", grid, block, stream, (nrows, ncols, sq, scale, causal, scores,), _ARGS_36)
+    launch(_SRC_7, "sdpa_softmax_f32", grid, block, stream, (nrows, ncols, sq, scale, causal, scores,), _ARGS_35)
 
 
 def launch_sigmoid_bf16(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
@@ -1738,19 +1725,19 @@ def launch_sigmoid_f64(launch, grid, block, stream, numel, num_dims, info, inp, 
 
 
 def launch_softmax_last_dim_bf16(launch, grid, block, stream, nrows, ncols, x, out) -> None:
-    launch(_SRC_7, "softmax_last_dim_bf16", grid, block, stream, (nrows, ncols, x, out,), _ARGS_37)
+    launch(_SRC_7, "softmax_last_dim_bf16", grid, block, stream, (nrows, ncols, x, out,), _ARGS_36)
 
 
 def launch_softmax_last_dim_f16(launch, grid, block, stream, nrows, ncols, x, out) -> None:
-    launch(_SRC_7, "softmax_last_dim_f16", grid, block, stream, (nrows, ncols, x, out,), _ARGS_37)
+    launch(_SRC_7, "softmax_last_dim_f16", grid, block, stream, (nrows, ncols, x, out,), _ARGS_36)
 
 
 def launch_softmax_last_dim_f32(launch, grid, block, stream, nrows, ncols, x, out) -> None:
-    launch(_SRC_7, "softmax_last_dim_f32", grid, block, stream, (nrows, ncols, x, out,), _ARGS_37)
+    launch(_SRC_7, "softmax_last_dim_f32", grid, block, stream, (nrows, ncols, x, out,), _ARGS_36)
 
 
 def launch_softmax_last_dim_f64(launch, grid, block, stream, nrows, ncols, x, out) -> None:
-    launch(_SRC_7, "softmax_last_dim_f64", grid, block, stream, (nrows, ncols, x, out,), _ARGS_37)
+    launch(_SRC_7, "softmax_last_dim_f64", grid, block, stream, (nrows, ncols, x, out,), _ARGS_36)
 
 
 def launch_unary_abs_bf16(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
@@ -2142,87 +2129,87 @@ def launch_upsample_nearest2d_u8(launch, grid, block, stream, dst_numel, w_out, 
 
 
 def launch_where_cond_i64_bf16(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_11, "where_cond_i64_bf16", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_38)
+    launch(_SRC_11, "where_cond_i64_bf16", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_37)
 
 
 def launch_where_cond_i64_f16(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_11, "where_cond_i64_f16", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_38)
+    launch(_SRC_11, "where_cond_i64_f16", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_37)
 
 
 def launch_where_cond_i64_f32(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_11, "where_cond_i64_f32", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_38)
+    launch(_SRC_11, "where_cond_i64_f32", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_37)
 
 
 def launch_where_cond_i64_f64(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_11, "where_cond_i64_f64", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_38)
+    launch(_SRC_11, "where_cond_i64_f64", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_37)
 
 
 def launch_where_cond_i64_i64(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_11, "where_cond_i64_i64", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_38)
+    launch(_SRC_11, "where_cond_i64_i64", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_37)
 
 
 def launch_where_cond_i64_u32(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_11, "where_cond_i64_u32", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_38)
+    launch(_SRC_11, "where_cond_i64_u32", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_37)
 
 
 def launch_where_cond_i64_u8(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_11, "where_cond_i64_u8", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_38)
+    launch(_SRC_11, "where_cond_i64_u8", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_37)
 
 
 def launch_where_cond_u32_bf16(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_11, "where_cond_u32_bf16", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_38)
+    launch(_SRC_11, "where_cond_u32_bf16", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_37)
 
 
 def launch_where_cond_u32_f16(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_11, "where_cond_u32_f16", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_38)
+    launch(_SRC_11, "where_cond_u32_f16", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_37)
 
 
 def launch_where_cond_u32_f32(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_11, "where_cond_u32_f32", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_38)
+    launch(_SRC_11, "where_cond_u32_f32", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_37)
 
 
 def launch_where_cond_u32_f64(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_11, "where_cond_u32_f64", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_38)
+    launch(_SRC_11, "where_cond_u32_f64", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_37)
 
 
 def launch_where_cond_u32_i64(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_11, "where_cond_u32_i64", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_38)
+    launch(_SRC_11, "where_cond_u32_i64", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_37)
 
 
 def launch_where_cond_u32_u32(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_11, "where_cond_u32_u32", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_38)
+    launch(_SRC_11, "where_cond_u32_u32", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_37)
 
 
 def launch_where_cond_u32_u8(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_11, "where_cond_u32_u8", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_38)
+    launch(_SRC_11, "where_cond_u32_u8", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_37)
 
 
 def launch_where_cond_u8_bf16(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_11, "where_cond_u8_bf16", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_38)
+    launch(_SRC_11, "where_cond_u8_bf16", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_37)
 
 
 def launch_where_cond_u8_f16(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_11, "where_cond_u8_f16", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_38)
+    launch(_SRC_11, "where_cond_u8_f16", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_37)
 
 
 def launch_where_cond_u8_f32(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_11, "where_cond_u8_f32", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_38)
+    launch(_SRC_11, "where_cond_u8_f32", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_37)
 
 
 def launch_where_cond_u8_f64(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_11, "where_cond_u8_f64", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_38)
+    launch(_SRC_11, "where_cond_u8_f64", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_37)
 
 
 def launch_where_cond_u8_i64(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_11, "where_cond_u8_i64", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_38)
+    launch(_SRC_11, "where_cond_u8_i64", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_37)
 
 
 def launch_where_cond_u8_u32(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_11, "where_cond_u8_u32", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_38)
+    launch(_SRC_11, "where_cond_u8_u32", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_37)
 
 
 def launch_where_cond_u8_u8(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_11, "where_cond_u8_u8", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_38)
+    launch(_SRC_11, "where_cond_u8_u8", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_37)
 
 
 UNARY: dict[UnaryOp, Kernel] = {

@@ -314,13 +314,61 @@ def test_indexing(backend, ids_dtype, dtype):
     np.testing.assert_array_equal(got, want, err_msg=f"{backend.value} index_add {ids_dtype} {dtype}")
 
 
+def _index_op_calls(device, it, bad_id):
+    """Each index op of a (3, 4) f32 x with one id `bad_id` among good ones along dim 0:
+    (op, call) where call() launches it and returns what to read back."""
+    x = device.storage_from_slice(np.arange(12, dtype=np.float32).reshape(3, 4))
+    lx = g.Layout.contiguous((3, 4))
+    ids = device.storage_from_slice(np.array([0, bad_id], it))
+    gids = device.storage_from_slice(np.array([[0, 1, 2, 0], [1, bad_id, 0, 0]], it))
+    lg = g.Layout.contiguous((2, 4))
+    src = device.storage_from_slice(np.ones((2, 4), np.float32))
+
+    def in_place(op):
+        getattr(x, op)(lx, gids, lg, src, lg, 0)
+        return x, lx
+
+    return [
+        ("index_select", lambda: (x.index_select(ids, lx, g.Layout.contiguous((2,)), 0), lg)),
+        ("gather", lambda: (x.gather(lx, gids, lg, 0), lg)),
+        ("scatter_set", lambda: in_place("scatter_set")),
+        ("scatter_add", lambda: in_place("scatter_add")),
+        ("index_add", lambda: (x.index_add(lx, ids, g.Layout.contiguous((2,)), src, lg, 0), lx)),
+    ]
+
+
 @pytest.mark.parametrize("backend", GPU_BACKENDS, ids=str)
-def test_out_of_range_ids_raise_like_the_cpu(backend):
+@pytest.mark.parametrize("ids_dtype, bad_id", [("u32", 3), ("u8", 200), ("i64", -1), ("i64", 2**40)])
+@pytest.mark.parametrize("reader", ["to_numpy", "synchronize"])
+def test_out_of_range_ids_raise_at_the_next_synchronization(backend, ids_dtype, bad_id, reader):
+    """The kernels check the ids (no host sync in the op): the typed error naming the op
+    comes at the next synchronization point, once, and the flags are clear after it."""
     device = device_or_skip(backend)
-    x = device.storage_from_slice(np.ones((3, 4), np.float32))
-    ids = device.storage_from_slice(np.array([0, 3], np.uint32))
-    with pytest.raises(g.ShapeMismatch, match=f"index_select on {backend.value}: expected shape ids in \\[0, 3\\)"):
-        x.index_select(ids, g.Layout.contiguous((3, 4)), g.Layout.contiguous((2,)), 0)
+    for op, call in _index_op_calls(device, g.DType(ids_dtype).numpy, bad_id):
+        out, layout = call()  # queued: no error yet
+        with pytest.raises(g.ShapeMismatch, match=f"{op} on {backend.value}: expected shape ids in \\[0, 3\\)"):
+            if reader == "to_numpy":
+                g.to_numpy(out, layout)
+            else:
+                device.synchronize()
+        device.synchronize()  # reported once: nothing left to raise
+        g.to_numpy(out, layout)
+
+
+@pytest.mark.parametrize("backend", GPU_BACKENDS, ids=str)
+def test_the_first_failed_index_op_is_named_and_good_ones_pass(backend):
+    device = device_or_skip(backend)
+    calls = dict(_index_op_calls(device, np.uint32, 2))  # all ids good
+    for op in calls:
+        calls[op]()
+    device.synchronize()  # no error
+    bad = dict(_index_op_calls(device, np.uint32, 7))
+    calls["gather"]()
+    bad["scatter_add"]()
+    bad["index_select"]()
+    with pytest.raises(g.ShapeMismatch, match="scatter_add on"):
+        device.synchronize()
+    device.synchronize()
 
 
 MATMUL_LAYOUTS = {

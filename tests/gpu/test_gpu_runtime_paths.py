@@ -11,6 +11,7 @@ import pytest
 
 from generated import kernels_hip
 from generated.dtypes import ReduceOp
+from runtime.errors import ShapeMismatch
 from runtime.gpu import FEW_GROUPS, PASS0_HEADER, GpuBuffer, GpuRuntime, kernel_params
 from runtime.layout import Layout
 
@@ -332,7 +333,93 @@ def test_index_add_copies_self_and_a_strided_src_on_the_device():
     rt.index_add(buf, EVERY_OTHER, ids, Layout.contiguous((2,)), buf, Layout((3, 2), (16, 2)), 1,
                  kernels_hip.STORAGE["index_add"])
     assert [name for name, *_ in launches] == ["copy_strided_f32", "copy_strided_f32", "index_add_u32_f32"]
-    assert [c[2] for c in driver.of("download")] == [ids.nbytes]  # the ids, checked on the host
+    assert not driver.of("download")  # the kernel checks the ids: nothing waits for the device
+
+
+# -- index ops: ids checked by the kernels, read at the next synchronization ------------------
+
+class SyncingDriver(FakeDriver):
+    def synchronize(self, ordinal):
+        self.calls.append(("synchronize", ordinal))
+
+
+def _index_ops(rt, x, ids):
+    """Each index op over a (4, 6) f32 x along dim 1 with `ids` of shape (2,): the last
+    launch argument is its flag address."""
+    lx, li = Layout.contiguous((4, 6)), Layout.contiguous((2,))
+    lg = Layout.contiguous((4, 2))
+    gids = rt.from_host(0, np.tile(rt.to_numpy(ids, li), 4))
+    src = rt.from_host(0, np.ones((4, 2), np.float32))
+    table = kernels_hip.STORAGE
+    return {
+        "gather": lambda: rt.gather(x, lx, gids, lg, 1, table["gather"]),
+        "index_select": lambda: rt.index_select(x, ids, lx, li, 1, table["index_select"]),
+        "scatter_set": lambda: rt.scatter_set(x, lx, gids, lg, src, lg, 1, table["scatter_set"]),
+        "scatter_add": lambda: rt.scatter_add(x, lx, gids, lg, src, lg, 1, table["scatter_add"]),
+        "index_add": lambda: rt.index_add(x, lx, ids, li, src, lg, 1, table["index_add"]),
+    }
+
+
+@pytest.mark.parametrize("op", ["gather", "index_select", "scatter_set", "scatter_add", "index_add"])
+def test_index_ops_never_wait_for_the_device(op):
+    """No download (which waits for the device) and no synchronize in the op: each launch
+    gets its own flag word on the device; a later synchronize reads them all at once."""
+    driver = SyncingDriver()
+    rt = GpuRuntime(driver)
+    launches = []
+    rt.launch = lambda source, name, grid, block, stream, args, types: launches.append((name, args))
+    x = rt.from_host(0, X)
+    ids = rt.from_host(0, np.array([5, 0], np.int64))
+    ops = _index_ops(rt, x, ids)
+    driver.calls.clear()
+    for _ in range(3):
+        ops[op]()
+    assert not driver.of("download") and not driver.of("synchronize")
+    flags = [args[-1] for name, args in launches if name.startswith(op)]
+    assert len(flags) == 3 and flags[1] == flags[0] + 4 and flags[2] == flags[0] + 8
+    rt.synchronize(0)  # all flags clear: no error, one read of the three words
+    assert [c[2] for c in driver.of("download")] == [12]
+    rt.synchronize(0)
+    assert len(driver.of("download")) == 1  # nothing pending: no read at all
+
+
+@pytest.mark.parametrize("reader", ["synchronize", "to_numpy", "to_host"])
+def test_a_flag_a_kernel_set_raises_the_ops_shape_mismatch_at_the_next_read(reader):
+    driver = SyncingDriver()
+    rt = GpuRuntime(driver)
+    launches = []
+    rt.launch = lambda source, name, grid, block, stream, args, types: launches.append((name, args))
+    x = rt.from_host(0, X)
+    ids = rt.from_host(0, np.array([1, 0], np.uint32))
+    ops = _index_ops(rt, x, ids)
+    ops["gather"]()
+    ops["scatter_add"]()
+    ops["index_select"]()
+    flag = launches[1][1][-1]  # scatter_add's kernel found a bad id
+    driver.memory[flag:flag + 4] = (1).to_bytes(4, "little")
+    read = {"synchronize": lambda: rt.synchronize(0), "to_host": lambda: rt.to_host(x),
+            "to_numpy": lambda: rt.to_numpy(x, Layout.contiguous((4, 6)))}[reader]
+    with pytest.raises(ShapeMismatch, match=r"scatter_add on fake: expected shape ids in \[0, 6\), got an id out of"):
+        read()
+    assert driver.memory[flag:flag + 4] == bytes(4)  # cleared for the next ops
+    read()  # reported once
+
+
+def test_index_ops_past_every_flag_read_them_first(monkeypatch):
+    monkeypatch.setattr("runtime.gpu.ID_FLAG_SLOTS", 2)
+    driver = SyncingDriver()
+    rt = GpuRuntime(driver)
+    launches = []
+    rt.launch = lambda source, name, grid, block, stream, args, types: launches.append((name, args))
+    x = rt.from_host(0, X)
+    ids = rt.from_host(0, np.array([1, 0], np.uint32))
+    gather = _index_ops(rt, x, ids)["gather"]
+    driver.calls.clear()
+    gather(), gather()
+    assert not driver.of("download")
+    gather()  # the third needs a flag: the two in use are read, then reused
+    assert [c[2] for c in driver.of("download")] == [8]
+    assert launches[-1][1][-1] == launches[0][1][-1]
 
 
 # -- reduce_op: few, long groups in one launch ---------------------------------------------
