@@ -1,5 +1,5 @@
 """GPU benchmarks (issues #3 and #4), run on the H100 through the device tool; side by side with
-torch (and cupy) in one run. Writes bench/results/gpu.json and gpu.md under --out.
+torch in one run. Writes bench/results/gpu.json and gpu.md under --out.
 
 Bandwidth counts bytes read and written; every figure is the median of timed repeats after
 warm-up, host wall clock around a synchronised batch (ops of milliseconds: launch cost is
@@ -143,7 +143,7 @@ def bandwidth(rows: dict) -> None:
         rows[f"{name}: opgen / copy bandwidth"] = gb(4 * N, t_ours) / copy_bw
         rows[f"{name}: opgen / torch"] = t_torch / t_ours
         rows[f"{name}: opgen, device time only (GB/s)"] = gb(4 * N, device_seconds(ours))
-    # matmul bf16 8192^3 through cuBLAS (CuPy's binding), against torch.matmul.
+    # matmul bf16 8192^3 through cuBLAS (nvmath-python's binding), against torch.matmul.
     import ml_dtypes
 
     size = 8192
@@ -412,10 +412,16 @@ def quant(rows: dict) -> None:
     bench_quant(rows)
 
 
+def issue11(rows: dict) -> None:
+    from bench.gpu_issue11 import bench_issue11
+
+    bench_issue11(rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
-    parser.add_argument("--parts", default="compile,bandwidth,latency,checks,nn,quant,qmatmul",
+    parser.add_argument("--parts", default="compile,bandwidth,latency,checks,nn,quant,qmatmul,issue11",
                         help="comma-separated: compile, bandwidth, latency, checks (fast-path self-checks), "
                              "explore (launch-geometry and unroll variants), nn (softmax, norms, attention "
                              "against torch: bench/gpu_nn.py), nn-explore (the row kernels with other bytes of a row per "
@@ -429,7 +435,7 @@ def main() -> None:
     rows: dict = {}
     parts = {"compile": cold_and_warm_compile, "bandwidth": bandwidth, "latency": latency, "checks": checks,
              "explore": explore, "nn": nn, "nn-explore": nn_explore, "quant": quant,
-             "qmatmul": qmatmul}
+             "qmatmul": qmatmul, "issue11": issue11}
     for part in (parts[p.strip()] for p in args.parts.split(",") if p.strip()):
         try:
             part(rows)
