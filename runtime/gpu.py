@@ -36,6 +36,12 @@ PASS0_HEADER = 16  # hip/reduce.hip's kStateHeader: pass 0's block counter, befo
 # Index ops whose id checks may wait, per device, for the next synchronization (IdChecks):
 # one u32 flag each on the device; when all are in use the next index op synchronizes.
 ID_FLAG_SLOTS = 4096
+# Convolutions through the BLAS: bytes of im2col / col2im columns at a time (batches past it
+# are done in chunks), and the dtypes that take that path (the BLAS has f32 accumulation
+# for the half types; the transposes sum the GEMM's rounded columns, so only f32 and f64).
+CONV_COLUMN_BYTES = 512 << 20
+CONV_GEMM_DTYPES = frozenset({"float16", "bfloat16", "float32", "float64"})
+CONV_TRANSPOSE_GEMM_DTYPES = frozenset({"float32", "float64"})
 # Tests set OPGEN_POISON=1: fresh buffers are filled with 0xFF bytes (NaN, or the largest
 # integer) so that an element a kernel fails to write cannot pass as a right answer.
 POISON = os.environ.get("OPGEN_POISON") == "1"
@@ -263,6 +269,7 @@ class GpuRuntime:
         self._scratch: dict[int, GpuBuffer] = {}
         self._multiprocessors: dict[int, int] = {}
         self._id_checks: dict[int, IdChecks] = {}
+        self._blas: bool | None = None  # whether the driver's BLAS can run (convolutions ask)
 
     # -- availability and devices ---------------------------------------------------------
     def availability(self) -> str | None:
@@ -651,23 +658,108 @@ class GpuRuntime:
 
     def conv1d(self, buf, layout, kernel, kernel_layout, p, table):
         info_of, ptrs = self._conv_operands("conv1d", buf, layout, kernel, kernel_layout)
+        (b, c_in, l_in), (sb, sc, sl) = layout.shape, layout.stride
+        geometry = _ConvGeometry(b, c_in, 1, l_in, kernel_layout.shape[0], 1, kernel_layout.shape[2], 1, p.l_out(),
+                                 p.stride, p.padding, 0, p.dilation, (sb, sc, 0, sl))
+        if self._conv_by_gemm(buf, kernel, geometry, CONV_GEMM_DTYPES):
+            return self._conv_gemm("conv1d", buf, layout, kernel, kernel_layout, table, geometry)
         return self._nn("conv1d", buf, layout, table, (p.b_size, p.c_out, p.l_out()),
                         (p.l_out(), p.stride, p.padding, p.dilation), info_of, ptrs)
 
     def conv_transpose1d(self, buf, layout, kernel, kernel_layout, p, table):
         info_of, ptrs = self._conv_operands("conv_transpose1d", buf, layout, kernel, kernel_layout)
+        (b, c_in, l_in), (sb, sc, sl) = layout.shape, layout.stride
+        geometry = _ConvGeometry(b, c_in, 1, l_in, kernel_layout.shape[1], 1, kernel_layout.shape[2], 1, p.l_out(),
+                                 p.stride, p.padding, 0, p.dilation, (sb, sc, 0, sl))
+        if self._conv_by_gemm(buf, kernel, geometry, CONV_TRANSPOSE_GEMM_DTYPES):
+            return self._conv_transpose_gemm("conv_transpose1d", buf, layout, kernel, kernel_layout, table, geometry)
         return self._nn("conv_transpose1d", buf, layout, table, (p.b_size, p.c_out, p.l_out()),
                         (p.l_out(), p.stride, p.padding, p.output_padding, p.dilation), info_of, ptrs)
 
     def conv2d(self, buf, layout, kernel, kernel_layout, p, table):
         info_of, ptrs = self._conv_operands("conv2d", buf, layout, kernel, kernel_layout)
+        (b, c_in, h_in, w_in), (c_out, _, k_h, k_w) = layout.shape, kernel_layout.shape
+        geometry = _ConvGeometry(b, c_in, h_in, w_in, c_out, k_h, k_w, p.out_h(), p.out_w(), p.stride, p.padding,
+                                 p.padding, p.dilation, tuple(layout.stride))
+        if self._conv_by_gemm(buf, kernel, geometry, CONV_GEMM_DTYPES):
+            return self._conv_gemm("conv2d", buf, layout, kernel, kernel_layout, table, geometry)
         return self._nn("conv2d", buf, layout, table, (p.b_size, p.c_out, p.out_h(), p.out_w()),
                         (p.out_w(), p.out_h(), p.stride, p.padding, p.dilation), info_of, ptrs)
 
     def conv_transpose2d(self, buf, layout, kernel, kernel_layout, p, table):
         info_of, ptrs = self._conv_operands("conv_transpose2d", buf, layout, kernel, kernel_layout)
+        (b, c_in, h_in, w_in), (_, c_out, k_h, k_w) = layout.shape, kernel_layout.shape
+        geometry = _ConvGeometry(b, c_in, h_in, w_in, c_out, k_h, k_w, p.out_h(), p.out_w(), p.stride, p.padding,
+                                 p.padding, p.dilation, tuple(layout.stride))
+        if self._conv_by_gemm(buf, kernel, geometry, CONV_TRANSPOSE_GEMM_DTYPES):
+            return self._conv_transpose_gemm("conv_transpose2d", buf, layout, kernel, kernel_layout, table, geometry)
         return self._nn("conv_transpose2d", buf, layout, table, (p.b_size, p.c_out, p.out_h(), p.out_w()),
                         (p.out_w(), p.out_h(), p.stride, p.padding, p.output_padding, p.dilation), info_of, ptrs)
+
+    # -- convolutions through the BLAS: im2col + GEMM, GEMM + col2im ---------------------------
+    def _conv_by_gemm(self, buf: GpuBuffer, kernel: GpuBuffer, g: "_ConvGeometry", dtypes: frozenset) -> bool:
+        """Whether the GEMM path takes this convolution: a float dtype it covers, a BLAS,
+        nothing empty, output planes the kernels index in 32 bits."""
+        if buf.dtype.name not in dtypes or kernel.dtype != buf.dtype or not self._has_blas():
+            return False
+        sizes = (g.batch, g.c_in, g.c_out, g.h_in * g.w_in, g.k_h * g.k_w, g.h_out * g.w_out)
+        return all(sizes) and max(g.h_in * g.w_in, g.h_out * g.w_out) < 2**31
+
+    def _has_blas(self) -> bool:
+        """Whether the driver has a BLAS here (asked once)."""
+        if self._blas is None:
+            available = getattr(self.driver, "blas_available", None)
+            self._blas = bool(available and available())
+        return self._blas
+
+    def _conv_gemm(self, op, buf, layout, kernel, kernel_layout, table, g: "_ConvGeometry") -> GpuBuffer:
+        """out[b] (c_out, positions) = kernel (c_out, taps) @ col[b] (taps, positions), col
+        made by im2col_<dt> from the strided input; batches in chunks of CONV_COLUMN_BYTES.
+        Column-major, the BLAS computes out[b]^T = col[b]^T kernel^T: col first."""
+        dtype, ordinal, itemsize = buf.dtype, buf.ordinal, buf.dtype.itemsize
+        weights, _ = self._dense(kernel, kernel_layout, self._entry(table, ("copy_strided_{self}", dtype), op))
+        im2col = self._entry(table, ("im2col_{self}", dtype), op)
+        taps, positions = g.c_in * g.k_h * g.k_w, g.h_out * g.w_out
+        out = self.alloc(ordinal, g.batch * g.c_out * positions, dtype)
+        per_batch = max(1, CONV_COLUMN_BYTES // (taps * positions * itemsize))
+        chunk = min(g.batch, per_batch)
+        col = self.alloc(ordinal, chunk * taps * positions, dtype)
+        stream = self.stream(ordinal)
+        sb, sc, sh, sw = g.strides
+        for b0 in range(0, g.batch, chunk):
+            n = min(chunk, g.batch - b0)
+            rows = n * taps
+            im2col(self.launch, min(rows, self._sms(ordinal) * 16), BLOCK, stream, rows, g.c_in, g.h_in, g.w_in,
+                   g.k_h, g.k_w, g.h_out, g.w_out, g.stride, g.padding, g.pad_h, g.dilation, sb, sc, sh, sw,
+                   buf.at(layout) + b0 * sb * itemsize, col.ptr)
+            self.driver.gemm(ordinal, stream.handle, dtype, False, False, positions, g.c_out, taps,
+                             col.ptr, positions, taps * positions, weights.ptr, taps, 0, out.ptr + b0 * g.c_out * positions * itemsize, positions,
+                             g.c_out * positions, n)
+        return out
+
+    def _conv_transpose_gemm(self, op, buf, layout, kernel, kernel_layout, table, g: "_ConvGeometry") -> GpuBuffer:
+        """col[b] (c_out * taps, inputs) = kernel^T (c_out * taps, c_in) @ x[b] (c_in, inputs)
+        through the BLAS, then col2im_<dt> sums each output's taps; batches in chunks."""
+        dtype, ordinal, itemsize = buf.dtype, buf.ordinal, buf.dtype.itemsize
+        copy = self._entry(table, ("copy_strided_{self}", dtype), op)
+        weights, _ = self._dense(kernel, kernel_layout, copy)
+        x, _ = self._dense(buf, layout, copy)
+        col2im = self._entry(table, ("col2im_{self}", dtype), op)
+        taps, inputs, positions = g.c_out * g.k_h * g.k_w, g.h_in * g.w_in, g.h_out * g.w_out
+        out = self.alloc(ordinal, g.batch * g.c_out * positions, dtype)
+        chunk = min(g.batch, max(1, CONV_COLUMN_BYTES // (taps * inputs * itemsize)))
+        col = self.alloc(ordinal, chunk * taps * inputs, dtype)
+        stream = self.stream(ordinal)
+        for b0 in range(0, g.batch, chunk):
+            n = min(chunk, g.batch - b0)
+            self.driver.gemm(ordinal, stream.handle, dtype, False, True, inputs, taps, g.c_in,
+                             x.ptr + b0 * g.c_in * inputs * itemsize, inputs, g.c_in * inputs, weights.ptr, taps, 0,
+                             col.ptr, inputs, taps * inputs, n)
+            rows = n * g.c_out
+            col2im(self.launch, min(rows, self._sms(ordinal) * 16), BLOCK, stream, rows, g.k_h, g.k_w, g.h_in,
+                   g.w_in, g.h_out, g.w_out, g.stride, g.padding, g.pad_h, g.dilation, col.ptr,
+                   out.ptr + b0 * g.c_out * positions * itemsize)
+        return out
 
     def _pool(self, op, buf, layout, kernel_size, stride, table):
         (kh, kw), (sh, sw) = kernel_size, stride
@@ -954,6 +1046,27 @@ class GpuRuntime:
             self.driver.memset(scratch.ptr, nbytes, self.driver.stream(ordinal))
             self._scratch[ordinal] = scratch  # the one replaced is freed after the launches queued on it
         return scratch
+
+
+@dataclass(frozen=True)
+class _ConvGeometry:
+    """A convolution as the GEMM path sees it, 1-D ones as one row (h = k_h = 1, pad_h = 0):
+    sizes, Candle's stride / padding / dilation, and the input's strides (b, c, h, w)."""
+
+    batch: int
+    c_in: int
+    h_in: int
+    w_in: int
+    c_out: int
+    k_h: int
+    k_w: int
+    h_out: int
+    w_out: int
+    stride: int
+    padding: int
+    pad_h: int
+    dilation: int
+    strides: tuple[int, int, int, int]
 
 
 def _scalar(value, dtype: np.dtype):

@@ -256,6 +256,51 @@ def test_convolutions(backend, dtype):
         assert_close(got, want, dtype, f"{backend.value} {op} {dtype}")
 
 
+def _permuted(shape, order):
+    """A strided view of logical shape `shape`: stored with its dims in `order`, permuted back."""
+    stored = tuple(shape[i] for i in order)
+    return stored, g.Layout.contiguous(stored).permute(tuple(order.index(i) for i in range(len(shape))))
+
+
+@pytest.mark.parametrize("backend", GPU_BACKENDS, ids=str)
+@pytest.mark.parametrize("dtype", ["f32", "f64", "bf16", "f16"])
+@pytest.mark.parametrize("chunks", ["one chunk", "several chunks"])
+def test_convolutions_through_the_blas(backend, dtype, chunks, monkeypatch):
+    """The GEMM path (im2col + BLAS, BLAS + col2im) on larger shapes than above: strided
+    inputs and kernels, stride, dilation, output padding, 1-D and 2-D, batches in chunks."""
+    import runtime.gpu
+
+    device = device_or_skip(backend)
+    runtime_ = __import__(f"runtime.{backend.value}", fromlist=["_rt"])._rt
+    if not runtime_._has_blas():
+        pytest.skip(f"{backend.value}: no BLAS here: the direct kernels run (test_convolutions)")
+    dt = g.DType(dtype)
+    rng = np.random.default_rng(21)
+    if chunks != "one chunk":  # columns of 2 batches of the second case: chunks of 1 to 3 batches
+        monkeypatch.setattr(runtime.gpu, "CONV_COLUMN_BYTES", 2 * 16 * 3 * 3 * 17 * 15 * dt.numpy.itemsize)
+    cases = [
+        ("conv2d", (5, 16, 33, 31), (2, 0, 3, 1), (8, 16, 3, 3), (0, 2, 1, 3),
+         g.ConvParams2D(b_size=5, i_h=33, i_w=31, k_h=3, k_w=3, c_out=8, c_in=16, padding=2, stride=2, dilation=2)),
+        ("conv2d", (5, 16, 17, 15), (0, 1, 2, 3), (8, 16, 3, 3), (0, 1, 2, 3),
+         g.ConvParams2D(b_size=5, i_h=17, i_w=15, k_h=3, k_w=3, c_out=8, c_in=16, padding=1)),
+        ("conv1d", (5, 16, 70), (2, 0, 1), (8, 16, 5), (1, 0, 2),
+         g.ConvParams1D(b_size=5, l_in=70, c_out=8, c_in=16, k_size=5, padding=3, stride=3, dilation=2)),
+        ("conv_transpose2d", (5, 16, 11, 9), (0, 2, 3, 1), (16, 6, 3, 2), (1, 0, 2, 3),
+         g.ConvTransposeParams2D(b_size=5, i_h=11, i_w=9, k_h=3, k_w=2, c_out=6, c_in=16, padding=1,
+                                 output_padding=1, stride=2, dilation=2)),
+        ("conv_transpose1d", (5, 16, 40), (0, 2, 1), (16, 6, 4), (2, 1, 0),
+         g.ConvTransposeParams1D(b_size=5, l_in=40, c_out=6, c_in=16, k_size=4, padding=2, output_padding=2,
+                                 stride=3)),
+    ]
+    for op, xs, x_order, ks, k_order, p in cases:
+        (x_stored, lx), (k_stored, lk) = _permuted(xs, x_order), _permuted(ks, k_order)
+        x, k = small(dt, x_stored, rng), small(dt, k_stored, rng)
+        out_shape = (p.b_size, p.c_out, p.l_out()) if len(xs) == 3 else (p.b_size, p.c_out, p.out_h(), p.out_w())
+        want, got = run_both(device, [x, k], lambda a, b: g.to_numpy(getattr(a, op)(lx, b, lk, p),
+                                                                       g.Layout.contiguous(out_shape)))
+        assert_close(got, want, dtype, f"{backend.value} {op} {dtype} {xs} by {ks}")
+
+
 @pytest.mark.parametrize("backend", GPU_BACKENDS, ids=str)
 @pytest.mark.parametrize("dtype", NN_DTYPES)
 def test_pooling_and_upsampling(backend, dtype):

@@ -718,3 +718,89 @@ def test_only_the_kernels_that_wait_for_their_predecessor_launch_programmaticall
             else:
                 assert (attrs, count) == (None, 0), name
     assert api.looked_up == ["qmatvec_q4_0", "qmatvec_q4_1", "qmatvec_q8_0"]
+
+
+# -- convolutions through the BLAS -----------------------------------------------------------
+
+class BlasDriver(FakeDriver):
+    """A driver whose BLAS is there: each gemm's arguments are recorded."""
+
+    def blas_available(self):
+        return True
+
+    def gemm(self, ordinal, stream, dtype, *args):
+        self.calls.append(("gemm", np.dtype(dtype), *args))
+
+
+def _conv_runtime(monkeypatch=None, column_bytes=None):
+    driver = BlasDriver()
+    rt = GpuRuntime(driver)
+    launches = []
+    rt.launch = lambda source, name, grid, block, stream, args, types: launches.append((name, args))
+    if column_bytes is not None:
+        monkeypatch.setattr("runtime.gpu.CONV_COLUMN_BYTES", column_bytes)
+    return rt, driver, launches
+
+
+def test_conv2d_of_floats_is_im2col_then_one_gemm_per_chunk_with_the_kernel_broadcast(monkeypatch):
+    from runtime.params import ConvParams2D
+
+    b, c_in, h, w, c_out = 3, 2, 5, 4, 3
+    taps, positions = c_in * 3 * 3, h * w  # padding 1 keeps the size
+    rt, driver, launches = _conv_runtime(monkeypatch, 2 * taps * positions * 4)  # columns of 2 batches
+    x = rt.from_host(0, np.ones((b, h, c_in, w), np.float32))
+    lx = Layout.contiguous((b, h, c_in, w)).permute((0, 2, 1, 3))  # strided (b, c_in, h, w): read in place
+    k = rt.from_host(0, np.ones((c_out, c_in, 3, 3), np.float32))
+    p = ConvParams2D(b_size=b, i_h=h, i_w=w, k_h=3, k_w=3, c_out=c_out, c_in=c_in, padding=1)
+    driver.calls.clear()
+    out = rt.conv2d(x, lx, k, Layout.contiguous((c_out, c_in, 3, 3)), p, kernels_hip.STORAGE["conv2d"])
+    assert [name for name, _ in launches] == ["im2col_f32", "im2col_f32"]
+    (_, first), (_, second) = launches
+    assert first[:16] == (2 * taps, c_in, h, w, 3, 3, h, w, 1, 1, 1, 1, h * c_in * w, w, c_in * w, 1)
+    assert first[16] == x.ptr and second[16] == x.ptr + 2 * h * c_in * w * 4 and first[0] == 2 * taps
+    assert second[0] == taps  # the last chunk: one batch
+    col = first[17]
+    gemms = driver.of("gemm")
+    assert [g_[1:] for g_ in gemms] == [
+        (np.dtype(np.float32), False, False, positions, c_out, taps, col, positions, taps * positions, k.ptr, taps, 0,
+         out.ptr + b0 * c_out * positions * 4, positions, c_out * positions, n) for b0, n in ((0, 2), (2, 1))]
+    assert not driver.of("download")
+
+
+def test_conv_transpose2d_of_f32_is_a_gemm_then_col2im_and_bf16_keeps_the_direct_kernel():
+    import ml_dtypes
+
+    from runtime.params import ConvTransposeParams2D
+
+    b, c_in, h, w, c_out = 2, 4, 3, 5, 3
+    p = ConvTransposeParams2D(b_size=b, i_h=h, i_w=w, k_h=2, k_w=2, c_out=c_out, c_in=c_in, stride=2)
+    for dtype, want in ((np.float32, ["col2im_f32"]), (ml_dtypes.bfloat16, ["conv_transpose2d_bf16"])):
+        rt, driver, launches = _conv_runtime()
+        x = rt.from_host(0, np.ones((b, c_in, h, w), dtype))
+        k = rt.from_host(0, np.ones((c_in, c_out, 2, 2), dtype))
+        driver.calls.clear()
+        out = rt.conv_transpose2d(x, Layout.contiguous((b, c_in, h, w)), k, Layout.contiguous((c_in, c_out, 2, 2)),
+                                  p, kernels_hip.STORAGE["conv_transpose2d"])
+        assert [name for name, _ in launches] == want
+        if dtype is np.float32:
+            taps, inputs = c_out * 4, h * w
+            [(_, _, ta, tb, m, n, kk, a, lda, sa, bb, ldb, sb, c, ldc, sc, batch)] = driver.of("gemm")
+            assert (ta, tb, m, n, kk, a, lda, sa, bb, ldb, sb) == (False, True, inputs, taps, c_in, x.ptr, inputs,
+                                                                  c_in * inputs, k.ptr, taps, 0)
+            assert (ldc, sc, batch) == (inputs, taps * inputs, b)
+            [(_, args)] = launches
+            assert args[:11] == (b * c_out, 2, 2, h, w, p.out_h(), p.out_w(), 2, 0, 0, 1) and args[11:] == (c, out.ptr)
+        else:
+            assert not driver.of("gemm")
+        assert not driver.of("download")
+
+
+def test_integer_convolutions_keep_the_direct_kernels():
+    from runtime.params import ConvParams1D
+
+    rt, driver, launches = _conv_runtime()
+    x = rt.from_host(0, np.ones((2, 3, 8), np.int64))
+    k = rt.from_host(0, np.ones((4, 3, 3), np.int64))
+    rt.conv1d(x, Layout.contiguous((2, 3, 8)), k, Layout.contiguous((4, 3, 3)),
+              ConvParams1D(b_size=2, l_in=8, c_out=4, c_in=3, k_size=3), kernels_hip.STORAGE["conv1d"])
+    assert [name for name, _ in launches] == ["conv1d_i64"] and not driver.of("gemm")
