@@ -92,6 +92,17 @@ def bench_issue11(rows: dict) -> None:
            F.conv_transpose2d(txc, twc, padding=1).cpu().numpy(), 1e-5)
     _pair(rows, name, lambda: sxc.conv_transpose2d(lxc, swc, lwc, pt),
           lambda: F.conv_transpose2d(txc, twc, padding=1), sync, tsync, flops, "TFLOP/s")
+    xu = rng.standard_normal((16, 64, 28, 28), dtype=np.float32)
+    wu = (rng.standard_normal((64, 64, 4, 4), dtype=np.float32) / 32).astype(np.float32)
+    (sxu, txu), (swu, twu) = put(xu), put(wu)
+    lxu, lwu = g.Layout.contiguous(xu.shape), g.Layout.contiguous(wu.shape)
+    pu = g.ConvTransposeParams2D(b_size=16, i_h=28, i_w=28, k_h=4, k_w=4, c_out=64, c_in=64, padding=1, stride=2)
+    name = "conv_transpose2d f32 (16,64,28,28) by (64,64,4,4), stride 2, padding 1"
+    _check(rows, name, g.to_numpy(sxu.conv_transpose2d(lxu, swu, lwu, pu), out_l),
+           F.conv_transpose2d(txu, twu, stride=2, padding=1).cpu().numpy(), 1e-5)
+    _pair(rows, name, lambda: sxu.conv_transpose2d(lxu, swu, lwu, pu),
+          lambda: F.conv_transpose2d(txu, twu, stride=2, padding=1), sync, tsync,
+          2 * 16 * 64 * 28 * 28 * 64 * 16 / 1e12, "TFLOP/s")
     x1 = rng.standard_normal((16, 128, 4096), dtype=np.float32)
     w1 = (rng.standard_normal((128, 128, 3), dtype=np.float32) / 20).astype(np.float32)
     (sx1, tx1), (sw1, tw1) = put(x1), put(w1)

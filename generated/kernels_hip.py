@@ -68,7 +68,7 @@ _ARGS_24 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_double, 
 _ARGS_25 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,)
 _ARGS_26 = (ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_float, ctypes.c_uint32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,)
 _ARGS_27 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p,)
-_ARGS_28 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p,)
+_ARGS_28 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p,)
 _ARGS_29 = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p,)
 _ARGS_30 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p,)
 _ARGS_31 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_double, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,)
@@ -1218,32 +1218,32 @@ def launch_gather_u8_u8(launch, grid, block, stream, numel, num_dims, info, dim,
     launch(_SRC_6, "gather_u8_u8", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad,), _ARGS_27)
 
 
-def launch_im2col_bf16(launch, grid, block, stream, rows, c_in, h_in, w_in, k_h, k_w, h_out, w_out, stride, padding, pad_h, dilation, sb, sc, sh, sw, src, col) -> None:
-    launch(_SRC_3, "im2col_bf16", grid, block, stream, (rows, c_in, h_in, w_in, k_h, k_w, h_out, w_out, stride, padding, pad_h, dilation, sb, sc, sh, sw, src, col,), _ARGS_28)
+def launch_im2col_bf16(launch, grid, block, stream, rows, c_in, h_in, w_in, k_h, k_w, h_out, w_out, stride, tap_step, offset_y, offset_x, sb, sc, sh, sw, src, col) -> None:
+    launch(_SRC_3, "im2col_bf16", grid, block, stream, (rows, c_in, h_in, w_in, k_h, k_w, h_out, w_out, stride, tap_step, offset_y, offset_x, sb, sc, sh, sw, src, col,), _ARGS_28)
 
 
-def launch_im2col_f16(launch, grid, block, stream, rows, c_in, h_in, w_in, k_h, k_w, h_out, w_out, stride, padding, pad_h, dilation, sb, sc, sh, sw, src, col) -> None:
-    launch(_SRC_3, "im2col_f16", grid, block, stream, (rows, c_in, h_in, w_in, k_h, k_w, h_out, w_out, stride, padding, pad_h, dilation, sb, sc, sh, sw, src, col,), _ARGS_28)
+def launch_im2col_f16(launch, grid, block, stream, rows, c_in, h_in, w_in, k_h, k_w, h_out, w_out, stride, tap_step, offset_y, offset_x, sb, sc, sh, sw, src, col) -> None:
+    launch(_SRC_3, "im2col_f16", grid, block, stream, (rows, c_in, h_in, w_in, k_h, k_w, h_out, w_out, stride, tap_step, offset_y, offset_x, sb, sc, sh, sw, src, col,), _ARGS_28)
 
 
-def launch_im2col_f32(launch, grid, block, stream, rows, c_in, h_in, w_in, k_h, k_w, h_out, w_out, stride, padding, pad_h, dilation, sb, sc, sh, sw, src, col) -> None:
-    launch(_SRC_3, "im2col_f32", grid, block, stream, (rows, c_in, h_in, w_in, k_h, k_w, h_out, w_out, stride, padding, pad_h, dilation, sb, sc, sh, sw, src, col,), _ARGS_28)
+def launch_im2col_f32(launch, grid, block, stream, rows, c_in, h_in, w_in, k_h, k_w, h_out, w_out, stride, tap_step, offset_y, offset_x, sb, sc, sh, sw, src, col) -> None:
+    launch(_SRC_3, "im2col_f32", grid, block, stream, (rows, c_in, h_in, w_in, k_h, k_w, h_out, w_out, stride, tap_step, offset_y, offset_x, sb, sc, sh, sw, src, col,), _ARGS_28)
 
 
-def launch_im2col_f64(launch, grid, block, stream, rows, c_in, h_in, w_in, k_h, k_w, h_out, w_out, stride, padding, pad_h, dilation, sb, sc, sh, sw, src, col) -> None:
-    launch(_SRC_3, "im2col_f64", grid, block, stream, (rows, c_in, h_in, w_in, k_h, k_w, h_out, w_out, stride, padding, pad_h, dilation, sb, sc, sh, sw, src, col,), _ARGS_28)
+def launch_im2col_f64(launch, grid, block, stream, rows, c_in, h_in, w_in, k_h, k_w, h_out, w_out, stride, tap_step, offset_y, offset_x, sb, sc, sh, sw, src, col) -> None:
+    launch(_SRC_3, "im2col_f64", grid, block, stream, (rows, c_in, h_in, w_in, k_h, k_w, h_out, w_out, stride, tap_step, offset_y, offset_x, sb, sc, sh, sw, src, col,), _ARGS_28)
 
 
-def launch_im2col_i64(launch, grid, block, stream, rows, c_in, h_in, w_in, k_h, k_w, h_out, w_out, stride, padding, pad_h, dilation, sb, sc, sh, sw, src, col) -> None:
-    launch(_SRC_3, "im2col_i64", grid, block, stream, (rows, c_in, h_in, w_in, k_h, k_w, h_out, w_out, stride, padding, pad_h, dilation, sb, sc, sh, sw, src, col,), _ARGS_28)
+def launch_im2col_i64(launch, grid, block, stream, rows, c_in, h_in, w_in, k_h, k_w, h_out, w_out, stride, tap_step, offset_y, offset_x, sb, sc, sh, sw, src, col) -> None:
+    launch(_SRC_3, "im2col_i64", grid, block, stream, (rows, c_in, h_in, w_in, k_h, k_w, h_out, w_out, stride, tap_step, offset_y, offset_x, sb, sc, sh, sw, src, col,), _ARGS_28)
 
 
-def launch_im2col_u32(launch, grid, block, stream, rows, c_in, h_in, w_in, k_h, k_w, h_out, w_out, stride, padding, pad_h, dilation, sb, sc, sh, sw, src, col) -> None:
-    launch(_SRC_3, "im2col_u32", grid, block, stream, (rows, c_in, h_in, w_in, k_h, k_w, h_out, w_out, stride, padding, pad_h, dilation, sb, sc, sh, sw, src, col,), _ARGS_28)
+def launch_im2col_u32(launch, grid, block, stream, rows, c_in, h_in, w_in, k_h, k_w, h_out, w_out, stride, tap_step, offset_y, offset_x, sb, sc, sh, sw, src, col) -> None:
+    launch(_SRC_3, "im2col_u32", grid, block, stream, (rows, c_in, h_in, w_in, k_h, k_w, h_out, w_out, stride, tap_step, offset_y, offset_x, sb, sc, sh, sw, src, col,), _ARGS_28)
 
 
-def launch_im2col_u8(launch, grid, block, stream, rows, c_in, h_in, w_in, k_h, k_w, h_out, w_out, stride, padding, pad_h, dilation, sb, sc, sh, sw, src, col) -> None:
-    launch(_SRC_3, "im2col_u8", grid, block, stream, (rows, c_in, h_in, w_in, k_h, k_w, h_out, w_out, stride, padding, pad_h, dilation, sb, sc, sh, sw, src, col,), _ARGS_28)
+def launch_im2col_u8(launch, grid, block, stream, rows, c_in, h_in, w_in, k_h, k_w, h_out, w_out, stride, tap_step, offset_y, offset_x, sb, sc, sh, sw, src, col) -> None:
+    launch(_SRC_3, "im2col_u8", grid, block, stream, (rows, c_in, h_in, w_in, k_h, k_w, h_out, w_out, stride, tap_step, offset_y, offset_x, sb, sc, sh, sw, src, col,), _ARGS_28)
 
 
 def launch_index_add_i64_bf16(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad) -> None:
@@ -2857,6 +2857,13 @@ STORAGE: dict[str, dict[object, object]] = {
         ('col2im_{self}', _F16): launch_col2im_f16,
         ('col2im_{self}', _F32): launch_col2im_f32,
         ('col2im_{self}', _F64): launch_col2im_f64,
+        ('im2col_{self}', _U8): launch_im2col_u8,
+        ('im2col_{self}', _U32): launch_im2col_u32,
+        ('im2col_{self}', _I64): launch_im2col_i64,
+        ('im2col_{self}', _BF16): launch_im2col_bf16,
+        ('im2col_{self}', _F16): launch_im2col_f16,
+        ('im2col_{self}', _F32): launch_im2col_f32,
+        ('im2col_{self}', _F64): launch_im2col_f64,
         ('copy_strided_{self}', _U8): launch_copy_strided_u8,
         ('copy_strided_{self}', _U32): launch_copy_strided_u32,
         ('copy_strided_{self}', _I64): launch_copy_strided_i64,
@@ -2903,6 +2910,13 @@ STORAGE: dict[str, dict[object, object]] = {
         ('col2im_{self}', _F16): launch_col2im_f16,
         ('col2im_{self}', _F32): launch_col2im_f32,
         ('col2im_{self}', _F64): launch_col2im_f64,
+        ('im2col_{self}', _U8): launch_im2col_u8,
+        ('im2col_{self}', _U32): launch_im2col_u32,
+        ('im2col_{self}', _I64): launch_im2col_i64,
+        ('im2col_{self}', _BF16): launch_im2col_bf16,
+        ('im2col_{self}', _F16): launch_im2col_f16,
+        ('im2col_{self}', _F32): launch_im2col_f32,
+        ('im2col_{self}', _F64): launch_im2col_f64,
         ('copy_strided_{self}', _U8): launch_copy_strided_u8,
         ('copy_strided_{self}', _U32): launch_copy_strided_u32,
         ('copy_strided_{self}', _I64): launch_copy_strided_i64,

@@ -2,12 +2,14 @@
 // around the vendor BLAS); the direct kernels (one thread per output element, Candle's
 // conv1d / conv2d / conv_transpose1d / conv_transpose2d) cover every other case.
 //
-//   im2col_<dt>(rows, c_in, h_in, w_in, k_h, k_w, h_out, w_out, stride, padding, pad_h, dilation,
-//               sb, sc, sh, sw, src, col)
+//   im2col_<dt>(rows, c_in, h_in, w_in, k_h, k_w, h_out, w_out, stride, tap_step, offset_y,
+//               offset_x, sb, sc, sh, sw, src, col)
 //       col (b, c_in * k_h * k_w, h_out * w_out) contiguous, rows = b * c_in * k_h * k_w:
-//       col[b, (ci, ky, kx), (oy, ox)] = src[b, ci, oy * stride + ky * dilation - pad_h,
-//       ox * stride + kx * dilation - padding], 0 outside; src strides sb, sc, sh, sw (a
-//       conv1d is h_in = k_h = h_out = 1, pad_h = 0; a conv2d pads both: pad_h = padding). A block per row of col, so the row's division
+//       col[b, (ci, ky, kx), (oy, ox)] = src[b, ci, oy * stride + ky * tap_step + offset_y,
+//       ox * stride + kx * tap_step + offset_x], 0 outside; src strides sb, sc, sh, sw.
+//       A convolution: tap_step = dilation, offsets -padding (a conv1d is h_in = k_h =
+//       h_out = 1, offset_y = 0). A transposed one of stride 1 is a convolution with the
+//       kernel flipped: tap_step = -dilation, offsets +padding. A block per row of col, so the row's division
 //       is made once and each element divides once (its position).
 //   col2im_<dt>(rows, k_h, k_w, h_in, w_in, h_out, w_out, stride, padding, pad_h, dilation, col, dst)
 //       The transposed convolution's gather: col (b, c_out * k_h * k_w, h_in * w_in) is
@@ -172,8 +174,8 @@ template <typename T>
 __device__ __forceinline__ void im2col_kernel(const size_t rows, const size_t c_in, const size_t h_in,
                                               const size_t w_in, const size_t k_h, const size_t k_w,
                                               const size_t h_out, const size_t w_out, const size_t stride,
-                                              const size_t padding, const size_t pad_h, const size_t dilation,
-                                              const size_t sb,
+                                              const int64_t tap_step, const int64_t offset_y,
+                                              const int64_t offset_x, const size_t sb,
                                               const size_t sc, const size_t sh, const size_t sw, const T* src,
                                               T* col) {
     const size_t taps = c_in * k_h * k_w;
@@ -184,8 +186,8 @@ __device__ __forceinline__ void im2col_kernel(const size_t rows, const size_t c_
         const size_t kx = tap % k_w, ky = tap / k_w % k_h, ci = tap / (k_w * k_h);
         const T* plane = src + b * sb + ci * sc;
         T* out = col + row * positions;
-        const long long y0 = (long long)(ky * dilation) - (long long)pad_h;
-        const long long x0 = (long long)(kx * dilation) - (long long)padding;
+        const long long y0 = (long long)ky * tap_step + offset_y;
+        const long long x0 = (long long)kx * tap_step + offset_x;
         for (unsigned p = threadIdx.x; p < positions; p += blockDim.x) {
             const unsigned oy = p / wo, ox = p - oy * wo;
             const long long y = (long long)oy * (long long)stride + y0, x = (long long)ox * (long long)stride + x0;
@@ -321,26 +323,26 @@ extern "C" __global__ void conv_transpose2d_f64(const size_t dst_numel, const si
     conv_transpose2d_kernel(dst_numel, w_out, h_out, stride, padding, out_padding, dilation, info, src, kernel, dst);
 }
 // im2col
-extern "C" __global__ void im2col_u8(const size_t rows, const size_t c_in, const size_t h_in, const size_t w_in, const size_t k_h, const size_t k_w, const size_t h_out, const size_t w_out, const size_t stride, const size_t padding, const size_t pad_h, const size_t dilation, const size_t sb, const size_t sc, const size_t sh, const size_t sw, const uint8_t* src, uint8_t* col) {
-    im2col_kernel(rows, c_in, h_in, w_in, k_h, k_w, h_out, w_out, stride, padding, pad_h, dilation, sb, sc, sh, sw, src, col);
+extern "C" __global__ void im2col_u8(const size_t rows, const size_t c_in, const size_t h_in, const size_t w_in, const size_t k_h, const size_t k_w, const size_t h_out, const size_t w_out, const size_t stride, const int64_t tap_step, const int64_t offset_y, const int64_t offset_x, const size_t sb, const size_t sc, const size_t sh, const size_t sw, const uint8_t* src, uint8_t* col) {
+    im2col_kernel(rows, c_in, h_in, w_in, k_h, k_w, h_out, w_out, stride, tap_step, offset_y, offset_x, sb, sc, sh, sw, src, col);
 }
-extern "C" __global__ void im2col_u32(const size_t rows, const size_t c_in, const size_t h_in, const size_t w_in, const size_t k_h, const size_t k_w, const size_t h_out, const size_t w_out, const size_t stride, const size_t padding, const size_t pad_h, const size_t dilation, const size_t sb, const size_t sc, const size_t sh, const size_t sw, const uint32_t* src, uint32_t* col) {
-    im2col_kernel(rows, c_in, h_in, w_in, k_h, k_w, h_out, w_out, stride, padding, pad_h, dilation, sb, sc, sh, sw, src, col);
+extern "C" __global__ void im2col_u32(const size_t rows, const size_t c_in, const size_t h_in, const size_t w_in, const size_t k_h, const size_t k_w, const size_t h_out, const size_t w_out, const size_t stride, const int64_t tap_step, const int64_t offset_y, const int64_t offset_x, const size_t sb, const size_t sc, const size_t sh, const size_t sw, const uint32_t* src, uint32_t* col) {
+    im2col_kernel(rows, c_in, h_in, w_in, k_h, k_w, h_out, w_out, stride, tap_step, offset_y, offset_x, sb, sc, sh, sw, src, col);
 }
-extern "C" __global__ void im2col_i64(const size_t rows, const size_t c_in, const size_t h_in, const size_t w_in, const size_t k_h, const size_t k_w, const size_t h_out, const size_t w_out, const size_t stride, const size_t padding, const size_t pad_h, const size_t dilation, const size_t sb, const size_t sc, const size_t sh, const size_t sw, const int64_t* src, int64_t* col) {
-    im2col_kernel(rows, c_in, h_in, w_in, k_h, k_w, h_out, w_out, stride, padding, pad_h, dilation, sb, sc, sh, sw, src, col);
+extern "C" __global__ void im2col_i64(const size_t rows, const size_t c_in, const size_t h_in, const size_t w_in, const size_t k_h, const size_t k_w, const size_t h_out, const size_t w_out, const size_t stride, const int64_t tap_step, const int64_t offset_y, const int64_t offset_x, const size_t sb, const size_t sc, const size_t sh, const size_t sw, const int64_t* src, int64_t* col) {
+    im2col_kernel(rows, c_in, h_in, w_in, k_h, k_w, h_out, w_out, stride, tap_step, offset_y, offset_x, sb, sc, sh, sw, src, col);
 }
-extern "C" __global__ void im2col_bf16(const size_t rows, const size_t c_in, const size_t h_in, const size_t w_in, const size_t k_h, const size_t k_w, const size_t h_out, const size_t w_out, const size_t stride, const size_t padding, const size_t pad_h, const size_t dilation, const size_t sb, const size_t sc, const size_t sh, const size_t sw, const bf16_t* src, bf16_t* col) {
-    im2col_kernel(rows, c_in, h_in, w_in, k_h, k_w, h_out, w_out, stride, padding, pad_h, dilation, sb, sc, sh, sw, src, col);
+extern "C" __global__ void im2col_bf16(const size_t rows, const size_t c_in, const size_t h_in, const size_t w_in, const size_t k_h, const size_t k_w, const size_t h_out, const size_t w_out, const size_t stride, const int64_t tap_step, const int64_t offset_y, const int64_t offset_x, const size_t sb, const size_t sc, const size_t sh, const size_t sw, const bf16_t* src, bf16_t* col) {
+    im2col_kernel(rows, c_in, h_in, w_in, k_h, k_w, h_out, w_out, stride, tap_step, offset_y, offset_x, sb, sc, sh, sw, src, col);
 }
-extern "C" __global__ void im2col_f16(const size_t rows, const size_t c_in, const size_t h_in, const size_t w_in, const size_t k_h, const size_t k_w, const size_t h_out, const size_t w_out, const size_t stride, const size_t padding, const size_t pad_h, const size_t dilation, const size_t sb, const size_t sc, const size_t sh, const size_t sw, const f16_t* src, f16_t* col) {
-    im2col_kernel(rows, c_in, h_in, w_in, k_h, k_w, h_out, w_out, stride, padding, pad_h, dilation, sb, sc, sh, sw, src, col);
+extern "C" __global__ void im2col_f16(const size_t rows, const size_t c_in, const size_t h_in, const size_t w_in, const size_t k_h, const size_t k_w, const size_t h_out, const size_t w_out, const size_t stride, const int64_t tap_step, const int64_t offset_y, const int64_t offset_x, const size_t sb, const size_t sc, const size_t sh, const size_t sw, const f16_t* src, f16_t* col) {
+    im2col_kernel(rows, c_in, h_in, w_in, k_h, k_w, h_out, w_out, stride, tap_step, offset_y, offset_x, sb, sc, sh, sw, src, col);
 }
-extern "C" __global__ void im2col_f32(const size_t rows, const size_t c_in, const size_t h_in, const size_t w_in, const size_t k_h, const size_t k_w, const size_t h_out, const size_t w_out, const size_t stride, const size_t padding, const size_t pad_h, const size_t dilation, const size_t sb, const size_t sc, const size_t sh, const size_t sw, const float* src, float* col) {
-    im2col_kernel(rows, c_in, h_in, w_in, k_h, k_w, h_out, w_out, stride, padding, pad_h, dilation, sb, sc, sh, sw, src, col);
+extern "C" __global__ void im2col_f32(const size_t rows, const size_t c_in, const size_t h_in, const size_t w_in, const size_t k_h, const size_t k_w, const size_t h_out, const size_t w_out, const size_t stride, const int64_t tap_step, const int64_t offset_y, const int64_t offset_x, const size_t sb, const size_t sc, const size_t sh, const size_t sw, const float* src, float* col) {
+    im2col_kernel(rows, c_in, h_in, w_in, k_h, k_w, h_out, w_out, stride, tap_step, offset_y, offset_x, sb, sc, sh, sw, src, col);
 }
-extern "C" __global__ void im2col_f64(const size_t rows, const size_t c_in, const size_t h_in, const size_t w_in, const size_t k_h, const size_t k_w, const size_t h_out, const size_t w_out, const size_t stride, const size_t padding, const size_t pad_h, const size_t dilation, const size_t sb, const size_t sc, const size_t sh, const size_t sw, const double* src, double* col) {
-    im2col_kernel(rows, c_in, h_in, w_in, k_h, k_w, h_out, w_out, stride, padding, pad_h, dilation, sb, sc, sh, sw, src, col);
+extern "C" __global__ void im2col_f64(const size_t rows, const size_t c_in, const size_t h_in, const size_t w_in, const size_t k_h, const size_t k_w, const size_t h_out, const size_t w_out, const size_t stride, const int64_t tap_step, const int64_t offset_y, const int64_t offset_x, const size_t sb, const size_t sc, const size_t sh, const size_t sw, const double* src, double* col) {
+    im2col_kernel(rows, c_in, h_in, w_in, k_h, k_w, h_out, w_out, stride, tap_step, offset_y, offset_x, sb, sc, sh, sw, src, col);
 }
 // col2im
 extern "C" __global__ void col2im_u8(const size_t rows, const size_t k_h, const size_t k_w, const size_t h_in, const size_t w_in, const size_t h_out, const size_t w_out, const size_t stride, const size_t padding, const size_t pad_h, const size_t dilation, const uint8_t* col, uint8_t* dst) {

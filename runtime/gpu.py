@@ -41,7 +41,7 @@ ID_FLAG_SLOTS = 4096
 # for the half types; the transposes sum the GEMM's rounded columns, so only f32 and f64).
 CONV_COLUMN_BYTES = 512 << 20
 CONV_GEMM_DTYPES = frozenset({"float16", "bfloat16", "float32", "float64"})
-CONV_TRANSPOSE_GEMM_DTYPES = frozenset({"float32", "float64"})
+CONV_TRANSPOSE_GEMM_DTYPES = frozenset({"float32", "float64"})  # of stride > 1 (stride 1: as a convolution)
 # Tests set OPGEN_POISON=1: fresh buffers are filled with 0xFF bytes (NaN, or the largest
 # integer) so that an element a kernel fails to write cannot pass as a right answer.
 POISON = os.environ.get("OPGEN_POISON") == "1"
@@ -671,6 +671,9 @@ class GpuRuntime:
         (b, c_in, l_in), (sb, sc, sl) = layout.shape, layout.stride
         geometry = _ConvGeometry(b, c_in, 1, l_in, kernel_layout.shape[1], 1, kernel_layout.shape[2], 1, p.l_out(),
                                  p.stride, p.padding, 0, p.dilation, (sb, sc, 0, sl))
+        if p.stride == 1 and self._conv_by_gemm(buf, kernel, geometry, CONV_GEMM_DTYPES):
+            return self._conv_gemm("conv_transpose1d", buf, layout, kernel, kernel_layout.permute((1, 0, 2)), table,
+                                   geometry, flipped=True)
         if self._conv_by_gemm(buf, kernel, geometry, CONV_TRANSPOSE_GEMM_DTYPES):
             return self._conv_transpose_gemm("conv_transpose1d", buf, layout, kernel, kernel_layout, table, geometry)
         return self._nn("conv_transpose1d", buf, layout, table, (p.b_size, p.c_out, p.l_out()),
@@ -691,6 +694,9 @@ class GpuRuntime:
         (b, c_in, h_in, w_in), (_, c_out, k_h, k_w) = layout.shape, kernel_layout.shape
         geometry = _ConvGeometry(b, c_in, h_in, w_in, c_out, k_h, k_w, p.out_h(), p.out_w(), p.stride, p.padding,
                                  p.padding, p.dilation, tuple(layout.stride))
+        if p.stride == 1 and self._conv_by_gemm(buf, kernel, geometry, CONV_GEMM_DTYPES):
+            return self._conv_gemm("conv_transpose2d", buf, layout, kernel, kernel_layout.permute((1, 0, 2, 3)), table,
+                                   geometry, flipped=True)
         if self._conv_by_gemm(buf, kernel, geometry, CONV_TRANSPOSE_GEMM_DTYPES):
             return self._conv_transpose_gemm("conv_transpose2d", buf, layout, kernel, kernel_layout, table, geometry)
         return self._nn("conv_transpose2d", buf, layout, table, (p.b_size, p.c_out, p.out_h(), p.out_w()),
@@ -712,10 +718,13 @@ class GpuRuntime:
             self._blas = bool(available and available())
         return self._blas
 
-    def _conv_gemm(self, op, buf, layout, kernel, kernel_layout, table, g: "_ConvGeometry") -> GpuBuffer:
+    def _conv_gemm(self, op, buf, layout, kernel, kernel_layout, table, g: "_ConvGeometry",
+                   flipped: bool = False) -> GpuBuffer:
         """out[b] (c_out, positions) = kernel (c_out, taps) @ col[b] (taps, positions), col
         made by im2col_<dt> from the strided input; batches in chunks of CONV_COLUMN_BYTES.
-        Column-major, the BLAS computes out[b]^T = col[b]^T kernel^T: col first."""
+        Column-major, the BLAS computes out[b]^T = col[b]^T kernel^T: col first.
+        `flipped`: a transposed convolution of stride 1, kernel_layout its kernel viewed as
+        (c_out, c_in, ..): the taps read the input backwards (hip/conv.hip's im2col)."""
         dtype, ordinal, itemsize = buf.dtype, buf.ordinal, buf.dtype.itemsize
         weights, _ = self._dense(kernel, kernel_layout, self._entry(table, ("copy_strided_{self}", dtype), op))
         im2col = self._entry(table, ("im2col_{self}", dtype), op)
@@ -726,11 +735,12 @@ class GpuRuntime:
         col = self.alloc(ordinal, chunk * taps * positions, dtype)
         stream = self.stream(ordinal)
         sb, sc, sh, sw = g.strides
+        step, offset_y, offset_x = (-g.dilation, g.pad_h, g.padding) if flipped else (g.dilation, -g.pad_h, -g.padding)
         for b0 in range(0, g.batch, chunk):
             n = min(chunk, g.batch - b0)
             rows = n * taps
             im2col(self.launch, min(rows, self._sms(ordinal) * 16), BLOCK, stream, rows, g.c_in, g.h_in, g.w_in,
-                   g.k_h, g.k_w, g.h_out, g.w_out, g.stride, g.padding, g.pad_h, g.dilation, sb, sc, sh, sw,
+                   g.k_h, g.k_w, g.h_out, g.w_out, g.stride, step, offset_y, offset_x, sb, sc, sh, sw,
                    buf.at(layout) + b0 * sb * itemsize, col.ptr)
             self.driver.gemm(ordinal, stream.handle, dtype, False, False, positions, g.c_out, taps,
                              col.ptr, positions, taps * positions, weights.ptr, taps, 0, out.ptr + b0 * g.c_out * positions * itemsize, positions,

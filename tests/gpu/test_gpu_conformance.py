@@ -288,6 +288,10 @@ def test_convolutions_through_the_blas(backend, dtype, chunks, monkeypatch):
         ("conv_transpose2d", (5, 16, 11, 9), (0, 2, 3, 1), (16, 6, 3, 2), (1, 0, 2, 3),
          g.ConvTransposeParams2D(b_size=5, i_h=11, i_w=9, k_h=3, k_w=2, c_out=6, c_in=16, padding=1,
                                  output_padding=1, stride=2, dilation=2)),
+        ("conv_transpose2d", (5, 16, 12, 10), (1, 0, 2, 3), (16, 6, 3, 3), (0, 2, 3, 1),  # stride 1: im2col
+         g.ConvTransposeParams2D(b_size=5, i_h=12, i_w=10, k_h=3, k_w=3, c_out=6, c_in=16, padding=1, dilation=2)),
+        ("conv_transpose1d", (5, 16, 30), (2, 1, 0), (16, 6, 5), (1, 0, 2),
+         g.ConvTransposeParams1D(b_size=5, l_in=30, c_out=6, c_in=16, k_size=5, padding=3)),
         ("conv_transpose1d", (5, 16, 40), (0, 2, 1), (16, 6, 4), (2, 1, 0),
          g.ConvTransposeParams1D(b_size=5, l_in=40, c_out=6, c_in=16, k_size=4, padding=2, output_padding=2,
                                  stride=3)),

@@ -756,7 +756,7 @@ def test_conv2d_of_floats_is_im2col_then_one_gemm_per_chunk_with_the_kernel_broa
     out = rt.conv2d(x, lx, k, Layout.contiguous((c_out, c_in, 3, 3)), p, kernels_hip.STORAGE["conv2d"])
     assert [name for name, _ in launches] == ["im2col_f32", "im2col_f32"]
     (_, first), (_, second) = launches
-    assert first[:16] == (2 * taps, c_in, h, w, 3, 3, h, w, 1, 1, 1, 1, h * c_in * w, w, c_in * w, 1)
+    assert first[:16] == (2 * taps, c_in, h, w, 3, 3, h, w, 1, 1, -1, -1, h * c_in * w, w, c_in * w, 1)
     assert first[16] == x.ptr and second[16] == x.ptr + 2 * h * c_in * w * 4 and first[0] == 2 * taps
     assert second[0] == taps  # the last chunk: one batch
     col = first[17]
@@ -793,6 +793,27 @@ def test_conv_transpose2d_of_f32_is_a_gemm_then_col2im_and_bf16_keeps_the_direct
         else:
             assert not driver.of("gemm")
         assert not driver.of("download")
+
+
+def test_a_transposed_convolution_of_stride_1_is_a_convolution_reading_the_taps_backwards():
+    from runtime.params import ConvTransposeParams1D
+
+    rt, driver, launches = _conv_runtime()
+    b, c_in, l_in, c_out = 2, 3, 9, 4
+    p = ConvTransposeParams1D(b_size=b, l_in=l_in, c_out=c_out, c_in=c_in, k_size=3, padding=1, dilation=2)
+    x = rt.from_host(0, np.ones((b, c_in, l_in), np.float32))
+    k = rt.from_host(0, np.ones((c_in, c_out, 3), np.float32))
+    out = rt.conv_transpose1d(x, Layout.contiguous((b, c_in, l_in)), k, Layout.contiguous((c_in, c_out, 3)), p,
+                              kernels_hip.STORAGE["conv_transpose1d"])
+    assert [name for name, _ in launches] == ["copy_strided_f32", "im2col_f32"]
+    (_, copy), (_, im2col) = launches
+    assert copy[:2] == (c_in * c_out * 3, 3)  # the kernel as (c_out, c_in, k), made dense
+    dims_strides = np.frombuffer(driver.memory, np.uint64, 6, copy[2]).tolist()
+    assert dims_strides == [c_out, c_in, 3, 3, c_out * 3, 1]
+    l_out = p.l_out()
+    assert im2col[:16] == (b * c_in * 3, c_in, 1, l_in, 1, 3, 1, l_out, 1, -2, 0, 1, c_in * l_in, l_in, 0, 1)
+    [gemm] = driver.of("gemm")
+    assert gemm[2:7] == (False, False, l_out, c_out, c_in * 3) and gemm[10] == copy[4] and gemm[13] == out.ptr
 
 
 def test_integer_convolutions_keep_the_direct_kernels():
