@@ -216,7 +216,8 @@ def test_an_nn_op_reads_a_strided_input_through_a_device_copy(op):
                                               1e-5)}.get(op, ())
     getattr(gpu_nn, op)(rt, buf, EVERY_OTHER, *extra, kernels_hip.NN[op])
     (copy, _, _, (_, _, _, _, dense)), (kernel, _, _, args) = launches
-    assert (copy, kernel) == ("copy_strided_f32", f"{op}_f32") and dense in args
+    assert (copy, kernel) == ("copy_strided_f32", "arg_sort_local_f32" if op == "arg_sort" else f"{op}_f32")
+    assert dense in args
     np.testing.assert_array_equal(_dense_at(driver, dense, (3, 4)), Y[::2, ::2])
     assert not driver.of("download")
 
@@ -825,3 +826,29 @@ def test_integer_convolutions_keep_the_direct_kernels():
     rt.conv1d(x, Layout.contiguous((2, 3, 8)), k, Layout.contiguous((4, 3, 3)),
               ConvParams1D(b_size=2, l_in=8, c_out=4, c_in=3, k_size=3), kernels_hip.STORAGE["conv1d"])
     assert [name for name, _ in launches] == ["conv1d_i64"] and not driver.of("gemm")
+
+
+# -- arg_sort: chunks in shared memory, merges through global memory ---------------------------
+
+def test_arg_sort_of_a_short_row_is_one_launch_and_a_long_row_merges_its_chunks():
+    from runtime import gpu_nn
+
+    table = kernels_hip.NN["arg_sort"]
+    rt, driver, launches = _runtime()
+    x = rt.from_host(0, np.ones((2, 4096), np.float32))
+    out, _ = gpu_nn.arg_sort(rt, x, Layout.contiguous((2, 4096)), True, table)
+    [(name, _, threads, args)] = launches
+    assert name == "arg_sort_local_f32" and threads == 1024
+    assert args[:6] == (2, 4096, 4096, 1, 2, 4096) and args[7:] == (0, 0, out.ptr)
+
+    rt, driver, launches = _runtime()
+    x = rt.from_host(0, np.ones((1, 3 * 4096 + 5), np.float32))
+    out, _ = gpu_nn.arg_sort(rt, x, Layout.contiguous((1, 3 * 4096 + 5)), False, table)
+    steps = [(name.rsplit("_", 1)[0], args) for name, _, _, args in launches]
+    assert [(name, args[2:4] if name == "arg_sort_merge" else args[4:6]) for name, args in steps] == [
+        ("arg_sort_local", (2, 4096)),
+        ("arg_sort_merge", (8192, 4096)), ("arg_sort_local", (8192, 8192)),
+        ("arg_sort_merge", (16384, 8192)), ("arg_sort_merge", (16384, 4096)), ("arg_sort_local", (16384, 16384))]
+    assert all(args[9] == 0 for _, args in steps[:-1] if len(args) == 10) and steps[-1][1][9] == out.ptr
+    assert steps[0][1][6] == x.ptr and all(args[6] == 0 for name, args in steps[1:] if name == "arg_sort_local")
+    assert not driver.of("download")
