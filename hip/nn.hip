@@ -42,7 +42,8 @@
 // The key is a u64 ordered as the values (sort_key: NaN above +inf, -0.0 as 0.0, inverted
 // for descending), ties go by index, so the order is total and stable and matches the cpu
 // backend index for index (NaN last ascending, first descending). Padding is the largest
-// pair. arg_sort_local_<dt> sorts chunks of min(pad, kSortChunk) pairs in shared memory
+// pair. Types of at most 32 bits whose rows fit one chunk pack key and index into one u64
+// (arg_sort_packed). arg_sort_local_<dt> sorts chunks of min(pad, kSortChunk) pairs in shared memory
 // (a block per chunk, grid-stride): the merges k_first..k_last (powers of two) of the
 // stages below the chunk's size. It reads the row's values (x != nullptr) or pairs from
 // keys/idx, and writes the row's indices to out (out != nullptr) or pairs back. For rows
@@ -553,6 +554,54 @@ __device__ __forceinline__ uint64_t order_of(f16_t v) { return order_bits((doubl
 __device__ __forceinline__ uint64_t order_of(float v) { return order_bits((double)v); }
 __device__ __forceinline__ uint64_t order_of(double v) { return order_bits(v); }
 
+// 32-bit keys for the types of at most 32 bits, the same order: a key and an index fit one
+// u64 (a pair compares as one integer; half the shared-memory traffic of key + index).
+__device__ __forceinline__ uint32_t order_bits32(float c) {
+    if (opgen::is_nan(c)) return ~0u;
+    if (c == 0.0f) c = 0.0f;
+    const uint32_t u = __float_as_uint(c);
+    return (u >> 31) ? ~u : (u | (1u << 31));
+}
+__device__ __forceinline__ uint32_t order32_of(uint8_t v) { return v; }
+__device__ __forceinline__ uint32_t order32_of(uint32_t v) { return v; }
+__device__ __forceinline__ uint32_t order32_of(bf16_t v) { return order_bits32((float)opgen::to_compute(v)); }
+__device__ __forceinline__ uint32_t order32_of(f16_t v) { return order_bits32((float)opgen::to_compute(v)); }
+__device__ __forceinline__ uint32_t order32_of(float v) { return order_bits32(v); }
+__device__ __forceinline__ uint32_t order32_of(int64_t) { return 0u; }  // not packed (sizeof > 4)
+__device__ __forceinline__ uint32_t order32_of(double) { return 0u; }
+
+// A whole row (pad <= kSortChunk) of a type of at most 32 bits, as packed pairs in `pk`.
+template <typename T>
+__device__ __forceinline__ void arg_sort_packed(const size_t nrows, const size_t ncols, const size_t pad,
+                                                const bool ascending, const T* x, uint32_t* out, uint64_t* pk) {
+    for (size_t r = blockIdx.x; r < nrows; r += gridDim.x) {
+        for (size_t i = threadIdx.x; i < pad; i += blockDim.x) {
+            uint32_t key = ~0u;
+            if (i < ncols) {
+                key = order32_of(x[r * ncols + i]);
+                key = ascending ? key : ~key;
+            }
+            pk[i] = ((uint64_t)key << 32) | (uint64_t)i;
+        }
+        __syncthreads();
+        for (unsigned k = 2; k <= pad; k <<= 1) {
+            for (unsigned j = k >> 1; j > 0; j >>= 1) {
+                for (unsigned p = threadIdx.x; p < pad / 2; p += blockDim.x) {
+                    const unsigned lo = ((p & ~(j - 1)) << 1) | (p & (j - 1)), hi = lo + j;
+                    const uint64_t a = pk[lo], b = pk[hi];
+                    if ((lo & k) == 0 ? a > b : b > a) {
+                        pk[lo] = b;
+                        pk[hi] = a;
+                    }
+                }
+                __syncthreads();
+            }
+        }
+        for (size_t i = threadIdx.x; i < ncols; i += blockDim.x) out[r * ncols + i] = (uint32_t)pk[i];
+        __syncthreads();
+    }
+}
+
 template <typename T> __device__ __forceinline__ uint64_t sort_key(const T v, const bool ascending) {
     const uint64_t k = order_of(v);
     return ascending ? k : ~k;
@@ -569,6 +618,10 @@ __device__ __forceinline__ void arg_sort_local(const size_t nrows, const size_t 
                                                const T* x, uint64_t* keys, uint32_t* idx, uint32_t* out) {
     __shared__ uint64_t sk[kSortChunk];
     __shared__ uint32_t si[kSortChunk];
+    if (sizeof(T) <= 4 && pad <= kSortChunk && x != nullptr && out != nullptr) {
+        arg_sort_packed(nrows, ncols, pad, ascending, x, out, sk);
+        return;
+    }
     const size_t chunk = pad < kSortChunk ? pad : kSortChunk, per_row = pad / chunk;
     for (size_t c = blockIdx.x; c < nrows * per_row; c += gridDim.x) {
         const size_t r = c / per_row, base = c % per_row * chunk;  // the chunk's row and first position

@@ -201,11 +201,26 @@ template <typename T> struct group_source {
         typedef typename Pol::P P;
         P acc = pol.identity();
         if (k0 >= k1) return acc;
-        if (!simple || rs != 1) {
-            const T* p = simple ? src + base(g) : src;
+        if (simple && rs != 1) {
+            // Strided elements (a thread per item, reducing a leading dim): U loads in flight
+            // before their updates, which keep k's order (sum over dim 0 of (8192, 8192) f32
+            // with one load at a time: 1,009 GB/s on the H100).
+            const T* p = src + base(g);
+            constexpr int U = 8;
+            size_t k = k0 + lane;
+            for (; k + (U - 1) * (size_t)nl < k1; k += U * (size_t)nl) {
+                T x[U];
+#pragma unroll
+                for (int u = 0; u < U; u++) x[u] = p[(k + u * (size_t)nl) * rs];
+#pragma unroll
+                for (int u = 0; u < U; u++) acc = pol.update(acc, x[u], k + u * (size_t)nl);
+            }
+            for (; k < k1; k += nl) acc = pol.update(acc, p[k * rs], k);
+            return acc;
+        }
+        if (!simple) {
             for (size_t k = k0 + lane; k < k1; k += nl) {
-                const size_t at = simple ? k * rs : opgen::get_strided_index(g * el + k, nd, dims, strides);
-                acc = pol.update(acc, p[at], k);
+                acc = pol.update(acc, src[opgen::get_strided_index(g * el + k, nd, dims, strides)], k);
             }
             return acc;
         }
