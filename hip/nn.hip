@@ -570,35 +570,96 @@ __device__ __forceinline__ uint32_t order32_of(float v) { return order_bits32(v)
 __device__ __forceinline__ uint32_t order32_of(int64_t) { return 0u; }  // not packed (sizeof > 4)
 __device__ __forceinline__ uint32_t order32_of(double) { return 0u; }
 
-// A whole row (pad <= kSortChunk) of a type of at most 32 bits, as packed pairs in `pk`.
+// The packed sort keeps kSortPer pairs a thread in registers: the stages of distance
+// j < kSortPer run there, those of j < kSortPer * warpSize through warp shuffles, and only
+// the longer ones through shared memory (a barrier each).
+constexpr int kSortPer = 8;
+
+__device__ __forceinline__ uint64_t shfl_xor_u64(uint64_t v, unsigned int lanes) {
+#if OPGEN_HIP
+    return __shfl_xor(v, (int)lanes);
+#else
+    return __shfl_xor_sync(0xffffffffu, v, lanes);
+#endif
+}
+
+// Where pair `pos` of the row lives in shared memory: swizzled within rows of 8, so that
+// a warp storing its registers (8 consecutive pairs a thread) hits few banks at once.
+__device__ __forceinline__ unsigned sorted_at(unsigned pos) { return pos ^ ((pos >> 3) & 7u); }
+
+// One register stage (distance J < kSortPer) of the merge of runs of k; pair i of the
+// thread is at position first + i.
+template <int J>
+__device__ __forceinline__ void sort_in_registers(uint64_t (&v)[kSortPer], unsigned first, unsigned k) {
+#pragma unroll
+    for (int i = 0; i < kSortPer; i++) {
+        if ((i & J) != 0) continue;
+        const uint64_t a = v[i], b = v[i + J];
+        if (((first + i) & k) == 0 ? a > b : b > a) {
+            v[i] = b;
+            v[i + J] = a;
+        }
+    }
+}
+
+// A whole row (pad <= kSortChunk) of a type of at most 32 bits, as packed pairs: thread t
+// holds positions kSortPer * t .. + kSortPer - 1 (threads past pad / kSortPer hold
+// padding, and their shuffles stay among themselves). `pk` is the row in shared memory.
 template <typename T>
 __device__ __forceinline__ void arg_sort_packed(const size_t nrows, const size_t ncols, const size_t pad,
                                                 const bool ascending, const T* x, uint32_t* out, uint64_t* pk) {
+    const unsigned t = threadIdx.x, first = kSortPer * t, ws = (unsigned)warpSize;
     for (size_t r = blockIdx.x; r < nrows; r += gridDim.x) {
-        for (size_t i = threadIdx.x; i < pad; i += blockDim.x) {
+        uint64_t v[kSortPer];
+#pragma unroll
+        for (int i = 0; i < kSortPer; i++) {
+            const unsigned pos = first + i;
             uint32_t key = ~0u;
-            if (i < ncols) {
-                key = order32_of(x[r * ncols + i]);
+            if (pos < ncols) {
+                key = order32_of(x[r * ncols + pos]);
                 key = ascending ? key : ~key;
             }
-            pk[i] = ((uint64_t)key << 32) | (uint64_t)i;
+            v[i] = ((uint64_t)key << 32) | (uint64_t)pos;
         }
-        __syncthreads();
         for (unsigned k = 2; k <= pad; k <<= 1) {
-            for (unsigned j = k >> 1; j > 0; j >>= 1) {
-                for (unsigned p = threadIdx.x; p < pad / 2; p += blockDim.x) {
-                    const unsigned lo = ((p & ~(j - 1)) << 1) | (p & (j - 1)), hi = lo + j;
-                    const uint64_t a = pk[lo], b = pk[hi];
-                    if ((lo & k) == 0 ? a > b : b > a) {
-                        pk[lo] = b;
-                        pk[hi] = a;
-                    }
-                }
+            unsigned j = k >> 1;
+            if (j >= kSortPer * ws) {  // the long distances, in shared memory
+#pragma unroll
+                for (int i = 0; i < kSortPer; i++) pk[sorted_at(first + i)] = v[i];
                 __syncthreads();
+                for (; j >= kSortPer * ws; j >>= 1) {
+                    for (unsigned p = t; p < pad / 2; p += blockDim.x) {
+                        const unsigned lo = ((p & ~(j - 1)) << 1) | (p & (j - 1)), hi = lo + j;
+                        const uint64_t a = pk[sorted_at(lo)], b = pk[sorted_at(hi)];
+                        if ((lo & k) == 0 ? a > b : b > a) {
+                            pk[sorted_at(lo)] = b;
+                            pk[sorted_at(hi)] = a;
+                        }
+                    }
+                    __syncthreads();
+                }
+#pragma unroll
+                for (int i = 0; i < kSortPer; i++) v[i] = pk[sorted_at(first + i)];
+                __syncthreads();  // every thread has its pairs before the next stores
             }
+            for (; j >= kSortPer; j >>= 1) {  // across the lanes of a warp
+                const unsigned lanes = j / kSortPer;
+                const bool lower = (t & lanes) == 0;
+#pragma unroll
+                for (int i = 0; i < kSortPer; i++) {
+                    const uint64_t other = shfl_xor_u64(v[i], lanes);
+                    const bool up = ((first + i) & k) == 0;
+                    v[i] = (lower == up) ? (v[i] < other ? v[i] : other) : (v[i] > other ? v[i] : other);
+                }
+            }
+            if (j >= 4) sort_in_registers<4>(v, first, k), j >>= 1;
+            if (j >= 2) sort_in_registers<2>(v, first, k), j >>= 1;
+            if (j >= 1) sort_in_registers<1>(v, first, k);
         }
-        for (size_t i = threadIdx.x; i < ncols; i += blockDim.x) out[r * ncols + i] = (uint32_t)pk[i];
-        __syncthreads();
+#pragma unroll
+        for (int i = 0; i < kSortPer; i++) {
+            if (first + i < ncols) out[r * ncols + first + i] = (uint32_t)v[i];
+        }
     }
 }
 
@@ -618,7 +679,7 @@ __device__ __forceinline__ void arg_sort_local(const size_t nrows, const size_t 
                                                const T* x, uint64_t* keys, uint32_t* idx, uint32_t* out) {
     __shared__ uint64_t sk[kSortChunk];
     __shared__ uint32_t si[kSortChunk];
-    if (sizeof(T) <= 4 && pad <= kSortChunk && x != nullptr && out != nullptr) {
+    if (sizeof(T) <= 4 && pad <= kSortChunk && x != nullptr && out != nullptr && blockDim.x * kSortPer >= pad) {
         arg_sort_packed(nrows, ncols, pad, ascending, x, out, sk);
         return;
     }

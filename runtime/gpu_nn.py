@@ -35,6 +35,9 @@ ROW_BLOCK_MAX = 512
 #: hip/nn.hip's kSortChunk: arg_sort_local sorts this many (key, index) pairs (12 bytes each)
 #: in 48 KiB of static shared memory; longer rows merge their chunks through global memory.
 SORT_CHUNK = 4096
+#: hip/nn.hip's kSortPer: pairs a thread holds in registers where a row of a type of at most
+#: 32 bits fits one chunk (key and index packed into a u64): blocks of pad / SORT_PER threads.
+SORT_PER = 8
 #: The ops.yaml `kernel:` pattern of the strided copy in the tables of the ops below that read
 #: contiguous inputs: it shares the dtypes of the op's own kernel, so the table keys it
 #: (pattern, dtype).
@@ -246,7 +249,8 @@ def arg_sort(rt, x: GpuBuffer, lx: Layout, ascending: bool, table: dict):
     chunk = min(pad, SORT_CHUNK)
     stream, up = rt.stream(x.ordinal), int(bool(ascending))
     grid = max(1, min(nrows * (pad // chunk), rt.driver.multiprocessors(x.ordinal) * 8))
-    threads = min(1024, max(32, chunk // 2))
+    packed = x.dtype.itemsize <= 4 and pad <= SORT_CHUNK
+    threads = max(64, pad // SORT_PER) if packed else min(1024, max(32, chunk // 2))  # 64: whole warps on AMD too
     if pad == chunk:
         local(rt.launch, grid, threads, stream, nrows, ncols, pad, up, 2, pad, src.at(view), 0, 0, out.ptr)
         return out, shape

@@ -839,7 +839,7 @@ def test_arg_sort_of_a_short_row_is_one_launch_and_a_long_row_merges_its_chunks(
     x = rt.from_host(0, np.ones((2, 4096), np.float32))
     out, _ = gpu_nn.arg_sort(rt, x, Layout.contiguous((2, 4096)), True, table)
     [(name, _, threads, args)] = launches
-    assert name == "arg_sort_local_f32" and threads == 1024
+    assert name == "arg_sort_local_f32" and threads == 4096 // 8  # 8 packed pairs a thread
     assert args[:6] == (2, 4096, 4096, 1, 2, 4096) and args[7:] == (0, 0, out.ptr)
 
     rt, driver, launches = _runtime()
