@@ -418,6 +418,12 @@ def issue11(rows: dict) -> None:
     bench_issue11(rows)
 
 
+def conv_explore(rows: dict) -> None:
+    from bench.gpu_issue11 import explore_conv_chunks
+
+    explore_conv_chunks(rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
@@ -435,7 +441,8 @@ def main() -> None:
     rows: dict = {}
     parts = {"compile": cold_and_warm_compile, "bandwidth": bandwidth, "latency": latency, "checks": checks,
              "explore": explore, "nn": nn, "nn-explore": nn_explore, "quant": quant,
-             "qmatmul": qmatmul, "issue11": issue11}
+             "qmatmul": qmatmul, "issue11": issue11,
+             "conv-explore": conv_explore}
     for part in (parts[p.strip()] for p in args.parts.split(",") if p.strip()):
         try:
             part(rows)

@@ -148,3 +148,38 @@ def bench_issue11(rows: dict) -> None:
            tr_.sum(dim=0, keepdim=True).cpu().numpy(), 1e-5)
     _pair(rows, name, lambda: sr_.reduce_op(g.ReduceOp.SUM, lrr, (0,)), lambda: tr_.sum(dim=0, keepdim=True),
           sync, tsync, 4 * 8192 * 8192 / 1e9, "GB/s")
+
+
+def explore_conv_chunks(rows: dict) -> None:
+    """conv2d / conv_transpose2d (stride 1) / conv1d of the rows above with the im2col columns
+    made and multiplied in chunks of several sizes (runtime/gpu.py's CONV_COLUMN_BYTES): whole
+    (115 MB, in HBM) or a few batches at a time (the GEMM may read them from the 50 MB L2)."""
+    import torch
+
+    import generated as g
+    import runtime.gpu as gpu
+
+    dev = g.Device.parse("cuda:0")
+    rng = np.random.default_rng(11)
+    xs = rng.standard_normal((16, 64, 56, 56), dtype=np.float32)
+    ws = (rng.standard_normal((64, 64, 3, 3), dtype=np.float32) / 24).astype(np.float32)
+    sx, sw = dev.storage_from_slice(xs), dev.storage_from_slice(ws)
+    lx, lw = g.Layout.contiguous(xs.shape), g.Layout.contiguous(ws.shape)
+    p2 = g.ConvParams2D(b_size=16, i_h=56, i_w=56, k_h=3, k_w=3, c_out=64, c_in=64, padding=1)
+    pt = g.ConvTransposeParams2D(b_size=16, i_h=56, i_w=56, k_h=3, k_w=3, c_out=64, c_in=64, padding=1)
+    x1 = rng.standard_normal((16, 128, 4096), dtype=np.float32)
+    w1 = (rng.standard_normal((128, 128, 3), dtype=np.float32) / 20).astype(np.float32)
+    s1, sw1 = dev.storage_from_slice(x1), dev.storage_from_slice(w1)
+    p1 = g.ConvParams1D(b_size=16, l_in=4096, c_out=128, c_in=128, k_size=3, padding=1)
+    l1, lw1 = g.Layout.contiguous(x1.shape), g.Layout.contiguous(w1.shape)
+    cases = {"conv2d": lambda: sx.conv2d(lx, sw, lw, p2), "conv_transpose2d": lambda: sx.conv_transpose2d(lx, sw, lw, pt),
+             "conv1d": lambda: s1.conv1d(l1, sw1, lw1, p1)}
+    kept = gpu.CONV_COLUMN_BYTES
+    try:
+        for mb in (512, 64, 32, 16, 8):
+            gpu.CONV_COLUMN_BYTES = mb << 20
+            for name, fn in cases.items():
+                rows[f"explore {name}, columns of {mb} MB: device time (ms)"] = device_seconds(fn) * 1e3
+    finally:
+        gpu.CONV_COLUMN_BYTES = kept
+    del torch
