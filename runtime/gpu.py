@@ -887,7 +887,9 @@ class GpuRuntime:
         out = self.alloc(buf.ordinal, left * n_ids * right, buf.dtype)
         if out.size:
             stream = self.stream(buf.ordinal)
-            info, keep = self._info(buf.ordinal, ids_layout.shape, ids_layout.stride)
+            # contiguous ids need no dims and strides on the device (an upload per call)
+            info, keep = (0, None) if ids_layout.is_contiguous else self._info(
+                buf.ordinal, ids_layout.shape, ids_layout.stride)
             fn(self.launch, self.geometry(out.size, buf.ordinal), BLOCK, stream, out.size, ids_layout.rank, info,
                ids.at(ids_layout), src.ptr, out.ptr, left, layout.shape[dim], n_ids, right, bad)
         return out

@@ -853,3 +853,17 @@ def test_arg_sort_of_a_short_row_is_one_launch_and_a_long_row_merges_its_chunks(
     assert all(args[9] == 0 for _, args in steps[:-1] if len(args) == 10) and steps[-1][1][9] == out.ptr
     assert steps[0][1][6] == x.ptr and all(args[6] == 0 for name, args in steps[1:] if name == "arg_sort_local")
     assert not driver.of("download")
+
+
+def test_index_select_of_contiguous_ids_uploads_no_dims_and_strides():
+    rt, driver, launches = _runtime()
+    x = rt.from_host(0, X)
+    ids = rt.from_host(0, np.array([0, 5, 5, 1, 7, 2], np.int64))
+    uploads = []
+    driver.upload = lambda ptr, host, stream: uploads.append(host.nbytes)
+    rt.index_select(x, ids, Layout.contiguous((4, 6)), Layout.contiguous((2,), start_offset=3), 1,
+                    kernels_hip.STORAGE["index_select"])
+    [(name, _, _, args)] = launches
+    assert name == "index_select_i64_f32" and args[2] == 0 and args[3] == ids.ptr + 24 and uploads == []
+    rt.index_select(x, ids, Layout.contiguous((4, 6)), Layout((2,), (2,), 1), 1, kernels_hip.STORAGE["index_select"])
+    assert launches[1][3][2] != 0 and uploads == [2 * 8]  # a strided view: its dim and stride
