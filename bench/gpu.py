@@ -424,6 +424,12 @@ def conv_explore(rows: dict) -> None:
     explore_conv_chunks(rows)
 
 
+def reduce_explore(rows: dict) -> None:
+    from bench.gpu_issue11 import explore_strided_loads
+
+    explore_strided_loads(rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
@@ -442,7 +448,7 @@ def main() -> None:
     parts = {"compile": cold_and_warm_compile, "bandwidth": bandwidth, "latency": latency, "checks": checks,
              "explore": explore, "nn": nn, "nn-explore": nn_explore, "quant": quant,
              "qmatmul": qmatmul, "issue11": issue11,
-             "conv-explore": conv_explore}
+             "conv-explore": conv_explore, "reduce-explore": reduce_explore}
     for part in (parts[p.strip()] for p in args.parts.split(",") if p.strip()):
         try:
             part(rows)

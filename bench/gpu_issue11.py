@@ -183,3 +183,34 @@ def explore_conv_chunks(rows: dict) -> None:
     finally:
         gpu.CONV_COLUMN_BYTES = kept
     del torch
+
+
+def explore_strided_loads(rows: dict, settings=(4, 8, 16, 32)) -> None:
+    """The sum over dim 0 of (8192, 8192) f32 with hip/reduce.hip compiled with other strided
+    loads in flight per thread (OPGEN_STRIDED_LOADS): device time, GB/s of the 256 MB read."""
+    import runtime.gpu as gpu
+    from runtime.cuda import _rt as rt
+
+    import generated as g
+
+    dev = g.Device.parse("cuda:0")
+    x = np.random.default_rng(3).standard_normal((8192, 8192), dtype=np.float32)
+    sx, layout = dev.storage_from_slice(x), g.Layout.contiguous(x.shape)
+    source = str(gpu.HIP_DIR / "reduce.hip")
+    text = (gpu.HIP_DIR / "reduce.hip").read_text()
+
+    def forget() -> None:  # the runtime's compiled module and functions of reduce.hip
+        for cache in (rt._modules, rt._functions, rt._launches):
+            for key in [k for k in cache if source in k]:
+                del cache[key]
+
+    try:
+        for loads in settings:
+            rt._sources[source] = f"#define OPGEN_STRIDED_LOADS {loads}\n" + text
+            forget()
+            seconds = device_seconds(lambda: sx.reduce_op(g.ReduceOp.SUM, layout, (0,)))
+            rows[f"explore sum f32 (8192,8192) over dim 0, {loads} strided loads in flight: device (GB/s)"] = (
+                4 * x.size / seconds / 1e9)
+    finally:
+        rt._sources[source] = text
+        forget()
