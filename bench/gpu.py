@@ -382,7 +382,7 @@ def plot(rows: dict, path: Path) -> None:
     ax.set_yticks(list(x), names)
     ax.axvline(1.0, color="gray", lw=0.8)
     ax.set_xlabel("bandwidth / device-to-device copy bandwidth (same run)")
-    ax.set_title("opgen cuda backend on an H100: f32, 64M elements")
+    ax.set_title("opgen cuda backend on an H100: f32, 64M elements unless named")
     ax.legend(loc="lower right")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
