@@ -34,8 +34,13 @@ test: system-deps $(SETUP)
 	$(BIN)/gen --check
 	$(BIN)/python -m pytest -q
 
-## bench: generation time and dispatch cost (results in bench/)
-bench: $(SETUP)
+## bench: generation time (beside torchgen, from the torch wheel) and dispatch cost (results in bench/)
+BENCH_SETUP := $(VENV)/.bench-done
+$(BENCH_SETUP): $(SETUP)
+	$(BIN)/python -m pip install -q -e '.[test,gpu,bench]' && touch $@ \
+	  || echo "bench: torch did not install; bench/run.py will say torchgen was not timed" >&2
+
+bench: $(BENCH_SETUP)
 	$(BIN)/python bench/run.py
 
 check: $(SETUP)

@@ -24,8 +24,10 @@ def registry(n_ops: int = N_OPS, seed: int = 0, hip: bool = True) -> dict:
     if not hip:
         base["backends"] = {n: b for n, b in base["backends"].items() if b.get("kernels") != "hip"}
     counts = {"unary": n_ops * 4 // 10, "binary": n_ops * 2 // 10, "cmp": n_ops // 20, "reduce": n_ops // 20}
-    counts["storage"] = n_ops - sum(counts.values()) - len(base["device"])
-    out = {k: base[k] for k in ("version", "dtypes", "dtype_sets", "backends", "device", "custom_ops")}
+    # The shipped sections that are not synthesized count towards n_ops as they are.
+    kept = ("device", "nn", "qstorage")
+    counts["storage"] = n_ops - sum(counts.values()) - sum(len(base[k]) for k in kept)
+    out = {k: base[k] for k in ("version", "dtypes", "dtype_sets", "backends", "custom_ops", "quantized", *kept)}
     for family, exprs in (("unary", UNARY_EXPRS), ("binary", BINARY_EXPRS), ("cmp", ["x < y", "x == y"]),
                           ("reduce", ["np.sum(x, axis=-1)"])):
         out[family] = {
@@ -37,9 +39,10 @@ def registry(n_ops: int = N_OPS, seed: int = 0, hip: bool = True) -> dict:
                 spec["dtypes"] = "float"
     storage = {name: dict(spec) for name, spec in base["storage"].items()}
     storage["reduce_op"].pop("kernel", None)  # the synthetic reductions have no hand-written kernels
-    if not hip:
-        for spec in storage.values():
-            spec.pop("kernel", None)
+    if not hip:  # no HIP kernel sources to name
+        for section in (storage, out["nn"], out["qstorage"]):
+            for spec in section.values():
+                spec.pop("kernel", None)
     for i in range(counts["storage"] - len(storage)):
         params = {"layout": "Layout"}
         for j in range(rng.randint(0, 5)):

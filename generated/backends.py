@@ -33,14 +33,21 @@ class Backend(enum.StrEnum):
             return f"availability check failed: {exc}"
 
 
-class On:
-    """The Backend members as plain class attributes, for the dispatch arms (`case On.CPU:`).
-    On Python 3.11 every attribute read on an Enum class takes a slow path through
-    EnumType.__getattr__ (about 0.1 us), and each dispatch reads two."""
+class _On:
+    """The Backend members as plain attributes of one object, `On`, for the dispatch arms
+    (`case On.CPU:`). On Python 3.11 every attribute read on an Enum class takes a slow path
+    through EnumType.__getattr__ (about 0.1 us), and reads on any class are not specialized
+    by the interpreter; reads of an instance's slots are. Each dispatch reads two."""
 
-    CPU = Backend.CPU
-    CUDA = Backend.CUDA
-    ROCM = Backend.ROCM
+    __slots__ = ("CPU", "CUDA", "ROCM")
+
+    def __init__(self) -> None:
+        self.CPU = Backend.CPU
+        self.CUDA = Backend.CUDA
+        self.ROCM = Backend.ROCM
+
+
+On = _On()
 
 
 _RUNTIMES = {

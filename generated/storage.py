@@ -91,30 +91,30 @@ class Storage:
     def powf(self, layout: Layout, exponent: float) -> Storage:
         match self.backend:
             case On.CPU:
-                if self.dtype() not in _POWF_SELF_DTYPES:
+                if _dtype_of(_rt_cpu.dtype(self.inner)) not in _POWF_SELF_DTYPES:
                     raise _dtype_not_in("powf", self, _POWF_SELF_DTYPES)
                 return Storage(On.CPU, _rt_cpu.powf(self.inner, layout, exponent))
             case On.CUDA:
-                if self.dtype() not in _POWF_SELF_DTYPES:
+                if _dtype_of(_rt_cuda.dtype(self.inner)) not in _POWF_SELF_DTYPES:
                     raise _dtype_not_in("powf", self, _POWF_SELF_DTYPES)
                 return Storage(On.CUDA, _rt_cuda.powf(self.inner, layout, exponent, _kernels_hip.STORAGE["powf"]))
             case On.ROCM:
-                if self.dtype() not in _POWF_SELF_DTYPES:
+                if _dtype_of(_rt_rocm.dtype(self.inner)) not in _POWF_SELF_DTYPES:
                     raise _dtype_not_in("powf", self, _POWF_SELF_DTYPES)
                 return Storage(On.ROCM, _rt_rocm.powf(self.inner, layout, exponent, _kernels_hip.STORAGE["powf"]))
 
     def elu(self, layout: Layout, alpha: float) -> Storage:
         match self.backend:
             case On.CPU:
-                if self.dtype() not in _ELU_SELF_DTYPES:
+                if _dtype_of(_rt_cpu.dtype(self.inner)) not in _ELU_SELF_DTYPES:
                     raise _dtype_not_in("elu", self, _ELU_SELF_DTYPES)
                 return Storage(On.CPU, _rt_cpu.elu(self.inner, layout, alpha))
             case On.CUDA:
-                if self.dtype() not in _ELU_SELF_DTYPES:
+                if _dtype_of(_rt_cuda.dtype(self.inner)) not in _ELU_SELF_DTYPES:
                     raise _dtype_not_in("elu", self, _ELU_SELF_DTYPES)
                 return Storage(On.CUDA, _rt_cuda.elu(self.inner, layout, alpha, _kernels_hip.STORAGE["elu"]))
             case On.ROCM:
-                if self.dtype() not in _ELU_SELF_DTYPES:
+                if _dtype_of(_rt_rocm.dtype(self.inner)) not in _ELU_SELF_DTYPES:
                     raise _dtype_not_in("elu", self, _ELU_SELF_DTYPES)
                 return Storage(On.ROCM, _rt_rocm.elu(self.inner, layout, alpha, _kernels_hip.STORAGE["elu"]))
 
@@ -123,8 +123,8 @@ class Storage:
             case On.CPU:
                 if rhs.backend is not self.backend:
                     raise _device_mismatch("cmp", self, rhs)
-                _dtype = self.dtype()
-                if rhs.dtype() is not _dtype:
+                _dtype = _rt_cpu.dtype(self.inner)
+                if _rt_cpu.dtype(rhs.inner) is not _dtype and _dtype_of(_rt_cpu.dtype(rhs.inner)) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("cmp", self, rhs)
                 if rhs_layout.shape != lhs_layout.shape:
                     raise ShapeMismatch("cmp", self.backend.value, lhs_layout.shape, rhs_layout.shape)
@@ -132,8 +132,8 @@ class Storage:
             case On.CUDA:
                 if rhs.backend is not self.backend:
                     raise _device_mismatch("cmp", self, rhs)
-                _dtype = self.dtype()
-                if rhs.dtype() is not _dtype:
+                _dtype = _rt_cuda.dtype(self.inner)
+                if _rt_cuda.dtype(rhs.inner) is not _dtype and _dtype_of(_rt_cuda.dtype(rhs.inner)) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("cmp", self, rhs)
                 if rhs_layout.shape != lhs_layout.shape:
                     raise ShapeMismatch("cmp", self.backend.value, lhs_layout.shape, rhs_layout.shape)
@@ -141,8 +141,8 @@ class Storage:
             case On.ROCM:
                 if rhs.backend is not self.backend:
                     raise _device_mismatch("cmp", self, rhs)
-                _dtype = self.dtype()
-                if rhs.dtype() is not _dtype:
+                _dtype = _rt_rocm.dtype(self.inner)
+                if _rt_rocm.dtype(rhs.inner) is not _dtype and _dtype_of(_rt_rocm.dtype(rhs.inner)) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("cmp", self, rhs)
                 if rhs_layout.shape != lhs_layout.shape:
                     raise ShapeMismatch("cmp", self.backend.value, lhs_layout.shape, rhs_layout.shape)
@@ -180,8 +180,8 @@ class Storage:
             case On.CPU:
                 if rhs.backend is not self.backend:
                     raise _device_mismatch("binary", self, rhs)
-                _dtype = self.dtype()
-                if rhs.dtype() is not _dtype:
+                _dtype = _rt_cpu.dtype(self.inner)
+                if _rt_cpu.dtype(rhs.inner) is not _dtype and _dtype_of(_rt_cpu.dtype(rhs.inner)) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("binary", self, rhs)
                 if rhs_layout.shape != lhs_layout.shape:
                     raise ShapeMismatch("binary", self.backend.value, lhs_layout.shape, rhs_layout.shape)
@@ -189,8 +189,8 @@ class Storage:
             case On.CUDA:
                 if rhs.backend is not self.backend:
                     raise _device_mismatch("binary", self, rhs)
-                _dtype = self.dtype()
-                if rhs.dtype() is not _dtype:
+                _dtype = _rt_cuda.dtype(self.inner)
+                if _rt_cuda.dtype(rhs.inner) is not _dtype and _dtype_of(_rt_cuda.dtype(rhs.inner)) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("binary", self, rhs)
                 if rhs_layout.shape != lhs_layout.shape:
                     raise ShapeMismatch("binary", self.backend.value, lhs_layout.shape, rhs_layout.shape)
@@ -198,8 +198,8 @@ class Storage:
             case On.ROCM:
                 if rhs.backend is not self.backend:
                     raise _device_mismatch("binary", self, rhs)
-                _dtype = self.dtype()
-                if rhs.dtype() is not _dtype:
+                _dtype = _rt_rocm.dtype(self.inner)
+                if _rt_rocm.dtype(rhs.inner) is not _dtype and _dtype_of(_rt_rocm.dtype(rhs.inner)) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("binary", self, rhs)
                 if rhs_layout.shape != lhs_layout.shape:
                     raise ShapeMismatch("binary", self.backend.value, lhs_layout.shape, rhs_layout.shape)
@@ -212,14 +212,14 @@ class Storage:
                     raise _device_mismatch("where_cond", self, on_true)
                 if on_false.backend is not self.backend:
                     raise _device_mismatch("where_cond", self, on_false)
-                _dtype = on_true.dtype()
-                if on_false.dtype() is not _dtype:
+                _dtype = _rt_cpu.dtype(on_true.inner)
+                if _rt_cpu.dtype(on_false.inner) is not _dtype and _dtype_of(_rt_cpu.dtype(on_false.inner)) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("where_cond", on_true, on_false)
                 if true_layout.shape != layout.shape:
                     raise ShapeMismatch("where_cond", self.backend.value, layout.shape, true_layout.shape)
                 if false_layout.shape != layout.shape:
                     raise ShapeMismatch("where_cond", self.backend.value, layout.shape, false_layout.shape)
-                if self.dtype() not in _WHERE_COND_SELF_DTYPES:
+                if _dtype_of(_rt_cpu.dtype(self.inner)) not in _WHERE_COND_SELF_DTYPES:
                     raise _dtype_not_in("where_cond", self, _WHERE_COND_SELF_DTYPES)
                 return Storage(On.CPU, _rt_cpu.where_cond(self.inner, layout, on_true.inner, true_layout, on_false.inner, false_layout))
             case On.CUDA:
@@ -227,14 +227,14 @@ class Storage:
                     raise _device_mismatch("where_cond", self, on_true)
                 if on_false.backend is not self.backend:
                     raise _device_mismatch("where_cond", self, on_false)
-                _dtype = on_true.dtype()
-                if on_false.dtype() is not _dtype:
+                _dtype = _rt_cuda.dtype(on_true.inner)
+                if _rt_cuda.dtype(on_false.inner) is not _dtype and _dtype_of(_rt_cuda.dtype(on_false.inner)) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("where_cond", on_true, on_false)
                 if true_layout.shape != layout.shape:
                     raise ShapeMismatch("where_cond", self.backend.value, layout.shape, true_layout.shape)
                 if false_layout.shape != layout.shape:
                     raise ShapeMismatch("where_cond", self.backend.value, layout.shape, false_layout.shape)
-                if self.dtype() not in _WHERE_COND_SELF_DTYPES:
+                if _dtype_of(_rt_cuda.dtype(self.inner)) not in _WHERE_COND_SELF_DTYPES:
                     raise _dtype_not_in("where_cond", self, _WHERE_COND_SELF_DTYPES)
                 return Storage(On.CUDA, _rt_cuda.where_cond(self.inner, layout, on_true.inner, true_layout, on_false.inner, false_layout, _kernels_hip.STORAGE["where_cond"]))
             case On.ROCM:
@@ -242,14 +242,14 @@ class Storage:
                     raise _device_mismatch("where_cond", self, on_true)
                 if on_false.backend is not self.backend:
                     raise _device_mismatch("where_cond", self, on_false)
-                _dtype = on_true.dtype()
-                if on_false.dtype() is not _dtype:
+                _dtype = _rt_rocm.dtype(on_true.inner)
+                if _rt_rocm.dtype(on_false.inner) is not _dtype and _dtype_of(_rt_rocm.dtype(on_false.inner)) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("where_cond", on_true, on_false)
                 if true_layout.shape != layout.shape:
                     raise ShapeMismatch("where_cond", self.backend.value, layout.shape, true_layout.shape)
                 if false_layout.shape != layout.shape:
                     raise ShapeMismatch("where_cond", self.backend.value, layout.shape, false_layout.shape)
-                if self.dtype() not in _WHERE_COND_SELF_DTYPES:
+                if _dtype_of(_rt_rocm.dtype(self.inner)) not in _WHERE_COND_SELF_DTYPES:
                     raise _dtype_not_in("where_cond", self, _WHERE_COND_SELF_DTYPES)
                 return Storage(On.ROCM, _rt_rocm.where_cond(self.inner, layout, on_true.inner, true_layout, on_false.inner, false_layout, _kernels_hip.STORAGE["where_cond"]))
 
@@ -258,22 +258,22 @@ class Storage:
             case On.CPU:
                 if kernel.backend is not self.backend:
                     raise _device_mismatch("conv1d", self, kernel)
-                _dtype = self.dtype()
-                if kernel.dtype() is not _dtype:
+                _dtype = _rt_cpu.dtype(self.inner)
+                if _rt_cpu.dtype(kernel.inner) is not _dtype and _dtype_of(_rt_cpu.dtype(kernel.inner)) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("conv1d", self, kernel)
                 return Storage(On.CPU, _rt_cpu.conv1d(self.inner, layout, kernel.inner, kernel_layout, params))
             case On.CUDA:
                 if kernel.backend is not self.backend:
                     raise _device_mismatch("conv1d", self, kernel)
-                _dtype = self.dtype()
-                if kernel.dtype() is not _dtype:
+                _dtype = _rt_cuda.dtype(self.inner)
+                if _rt_cuda.dtype(kernel.inner) is not _dtype and _dtype_of(_rt_cuda.dtype(kernel.inner)) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("conv1d", self, kernel)
                 return Storage(On.CUDA, _rt_cuda.conv1d(self.inner, layout, kernel.inner, kernel_layout, params, _kernels_hip.STORAGE["conv1d"]))
             case On.ROCM:
                 if kernel.backend is not self.backend:
                     raise _device_mismatch("conv1d", self, kernel)
-                _dtype = self.dtype()
-                if kernel.dtype() is not _dtype:
+                _dtype = _rt_rocm.dtype(self.inner)
+                if _rt_rocm.dtype(kernel.inner) is not _dtype and _dtype_of(_rt_rocm.dtype(kernel.inner)) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("conv1d", self, kernel)
                 return Storage(On.ROCM, _rt_rocm.conv1d(self.inner, layout, kernel.inner, kernel_layout, params, _kernels_hip.STORAGE["conv1d"]))
 
@@ -282,22 +282,22 @@ class Storage:
             case On.CPU:
                 if kernel.backend is not self.backend:
                     raise _device_mismatch("conv_transpose1d", self, kernel)
-                _dtype = self.dtype()
-                if kernel.dtype() is not _dtype:
+                _dtype = _rt_cpu.dtype(self.inner)
+                if _rt_cpu.dtype(kernel.inner) is not _dtype and _dtype_of(_rt_cpu.dtype(kernel.inner)) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("conv_transpose1d", self, kernel)
                 return Storage(On.CPU, _rt_cpu.conv_transpose1d(self.inner, layout, kernel.inner, kernel_layout, params))
             case On.CUDA:
                 if kernel.backend is not self.backend:
                     raise _device_mismatch("conv_transpose1d", self, kernel)
-                _dtype = self.dtype()
-                if kernel.dtype() is not _dtype:
+                _dtype = _rt_cuda.dtype(self.inner)
+                if _rt_cuda.dtype(kernel.inner) is not _dtype and _dtype_of(_rt_cuda.dtype(kernel.inner)) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("conv_transpose1d", self, kernel)
                 return Storage(On.CUDA, _rt_cuda.conv_transpose1d(self.inner, layout, kernel.inner, kernel_layout, params, _kernels_hip.STORAGE["conv_transpose1d"]))
             case On.ROCM:
                 if kernel.backend is not self.backend:
                     raise _device_mismatch("conv_transpose1d", self, kernel)
-                _dtype = self.dtype()
-                if kernel.dtype() is not _dtype:
+                _dtype = _rt_rocm.dtype(self.inner)
+                if _rt_rocm.dtype(kernel.inner) is not _dtype and _dtype_of(_rt_rocm.dtype(kernel.inner)) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("conv_transpose1d", self, kernel)
                 return Storage(On.ROCM, _rt_rocm.conv_transpose1d(self.inner, layout, kernel.inner, kernel_layout, params, _kernels_hip.STORAGE["conv_transpose1d"]))
 
@@ -306,22 +306,22 @@ class Storage:
             case On.CPU:
                 if kernel.backend is not self.backend:
                     raise _device_mismatch("conv2d", self, kernel)
-                _dtype = self.dtype()
-                if kernel.dtype() is not _dtype:
+                _dtype = _rt_cpu.dtype(self.inner)
+                if _rt_cpu.dtype(kernel.inner) is not _dtype and _dtype_of(_rt_cpu.dtype(kernel.inner)) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("conv2d", self, kernel)
                 return Storage(On.CPU, _rt_cpu.conv2d(self.inner, layout, kernel.inner, kernel_layout, params))
             case On.CUDA:
                 if kernel.backend is not self.backend:
                     raise _device_mismatch("conv2d", self, kernel)
-                _dtype = self.dtype()
-                if kernel.dtype() is not _dtype:
+                _dtype = _rt_cuda.dtype(self.inner)
+                if _rt_cuda.dtype(kernel.inner) is not _dtype and _dtype_of(_rt_cuda.dtype(kernel.inner)) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("conv2d", self, kernel)
                 return Storage(On.CUDA, _rt_cuda.conv2d(self.inner, layout, kernel.inner, kernel_layout, params, _kernels_hip.STORAGE["conv2d"]))
             case On.ROCM:
                 if kernel.backend is not self.backend:
                     raise _device_mismatch("conv2d", self, kernel)
-                _dtype = self.dtype()
-                if kernel.dtype() is not _dtype:
+                _dtype = _rt_rocm.dtype(self.inner)
+                if _rt_rocm.dtype(kernel.inner) is not _dtype and _dtype_of(_rt_rocm.dtype(kernel.inner)) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("conv2d", self, kernel)
                 return Storage(On.ROCM, _rt_rocm.conv2d(self.inner, layout, kernel.inner, kernel_layout, params, _kernels_hip.STORAGE["conv2d"]))
 
@@ -330,22 +330,22 @@ class Storage:
             case On.CPU:
                 if kernel.backend is not self.backend:
                     raise _device_mismatch("conv_transpose2d", self, kernel)
-                _dtype = self.dtype()
-                if kernel.dtype() is not _dtype:
+                _dtype = _rt_cpu.dtype(self.inner)
+                if _rt_cpu.dtype(kernel.inner) is not _dtype and _dtype_of(_rt_cpu.dtype(kernel.inner)) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("conv_transpose2d", self, kernel)
                 return Storage(On.CPU, _rt_cpu.conv_transpose2d(self.inner, layout, kernel.inner, kernel_layout, params))
             case On.CUDA:
                 if kernel.backend is not self.backend:
                     raise _device_mismatch("conv_transpose2d", self, kernel)
-                _dtype = self.dtype()
-                if kernel.dtype() is not _dtype:
+                _dtype = _rt_cuda.dtype(self.inner)
+                if _rt_cuda.dtype(kernel.inner) is not _dtype and _dtype_of(_rt_cuda.dtype(kernel.inner)) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("conv_transpose2d", self, kernel)
                 return Storage(On.CUDA, _rt_cuda.conv_transpose2d(self.inner, layout, kernel.inner, kernel_layout, params, _kernels_hip.STORAGE["conv_transpose2d"]))
             case On.ROCM:
                 if kernel.backend is not self.backend:
                     raise _device_mismatch("conv_transpose2d", self, kernel)
-                _dtype = self.dtype()
-                if kernel.dtype() is not _dtype:
+                _dtype = _rt_rocm.dtype(self.inner)
+                if _rt_rocm.dtype(kernel.inner) is not _dtype and _dtype_of(_rt_rocm.dtype(kernel.inner)) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("conv_transpose2d", self, kernel)
                 return Storage(On.ROCM, _rt_rocm.conv_transpose2d(self.inner, layout, kernel.inner, kernel_layout, params, _kernels_hip.STORAGE["conv_transpose2d"]))
 
@@ -390,19 +390,19 @@ class Storage:
             case On.CPU:
                 if ids.backend is not self.backend:
                     raise _device_mismatch("gather", self, ids)
-                if ids.dtype() not in _GATHER_IDS_DTYPES:
+                if _dtype_of(_rt_cpu.dtype(ids.inner)) not in _GATHER_IDS_DTYPES:
                     raise _dtype_not_in("gather", ids, _GATHER_IDS_DTYPES)
                 return Storage(On.CPU, _rt_cpu.gather(self.inner, layout, ids.inner, ids_layout, dim))
             case On.CUDA:
                 if ids.backend is not self.backend:
                     raise _device_mismatch("gather", self, ids)
-                if ids.dtype() not in _GATHER_IDS_DTYPES:
+                if _dtype_of(_rt_cuda.dtype(ids.inner)) not in _GATHER_IDS_DTYPES:
                     raise _dtype_not_in("gather", ids, _GATHER_IDS_DTYPES)
                 return Storage(On.CUDA, _rt_cuda.gather(self.inner, layout, ids.inner, ids_layout, dim, _kernels_hip.STORAGE["gather"]))
             case On.ROCM:
                 if ids.backend is not self.backend:
                     raise _device_mismatch("gather", self, ids)
-                if ids.dtype() not in _GATHER_IDS_DTYPES:
+                if _dtype_of(_rt_rocm.dtype(ids.inner)) not in _GATHER_IDS_DTYPES:
                     raise _dtype_not_in("gather", ids, _GATHER_IDS_DTYPES)
                 return Storage(On.ROCM, _rt_rocm.gather(self.inner, layout, ids.inner, ids_layout, dim, _kernels_hip.STORAGE["gather"]))
 
@@ -413,10 +413,10 @@ class Storage:
                     raise _device_mismatch("scatter_set", self, ids)
                 if src.backend is not self.backend:
                     raise _device_mismatch("scatter_set", self, src)
-                _dtype = self.dtype()
-                if src.dtype() is not _dtype:
+                _dtype = _rt_cpu.dtype(self.inner)
+                if _rt_cpu.dtype(src.inner) is not _dtype and _dtype_of(_rt_cpu.dtype(src.inner)) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("scatter_set", self, src)
-                if ids.dtype() not in _SCATTER_SET_IDS_DTYPES:
+                if _dtype_of(_rt_cpu.dtype(ids.inner)) not in _SCATTER_SET_IDS_DTYPES:
                     raise _dtype_not_in("scatter_set", ids, _SCATTER_SET_IDS_DTYPES)
                 _rt_cpu.scatter_set(self.inner, layout, ids.inner, ids_layout, src.inner, src_layout, dim)
             case On.CUDA:
@@ -424,10 +424,10 @@ class Storage:
                     raise _device_mismatch("scatter_set", self, ids)
                 if src.backend is not self.backend:
                     raise _device_mismatch("scatter_set", self, src)
-                _dtype = self.dtype()
-                if src.dtype() is not _dtype:
+                _dtype = _rt_cuda.dtype(self.inner)
+                if _rt_cuda.dtype(src.inner) is not _dtype and _dtype_of(_rt_cuda.dtype(src.inner)) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("scatter_set", self, src)
-                if ids.dtype() not in _SCATTER_SET_IDS_DTYPES:
+                if _dtype_of(_rt_cuda.dtype(ids.inner)) not in _SCATTER_SET_IDS_DTYPES:
                     raise _dtype_not_in("scatter_set", ids, _SCATTER_SET_IDS_DTYPES)
                 _rt_cuda.scatter_set(self.inner, layout, ids.inner, ids_layout, src.inner, src_layout, dim, _kernels_hip.STORAGE["scatter_set"])
             case On.ROCM:
@@ -435,10 +435,10 @@ class Storage:
                     raise _device_mismatch("scatter_set", self, ids)
                 if src.backend is not self.backend:
                     raise _device_mismatch("scatter_set", self, src)
-                _dtype = self.dtype()
-                if src.dtype() is not _dtype:
+                _dtype = _rt_rocm.dtype(self.inner)
+                if _rt_rocm.dtype(src.inner) is not _dtype and _dtype_of(_rt_rocm.dtype(src.inner)) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("scatter_set", self, src)
-                if ids.dtype() not in _SCATTER_SET_IDS_DTYPES:
+                if _dtype_of(_rt_rocm.dtype(ids.inner)) not in _SCATTER_SET_IDS_DTYPES:
                     raise _dtype_not_in("scatter_set", ids, _SCATTER_SET_IDS_DTYPES)
                 _rt_rocm.scatter_set(self.inner, layout, ids.inner, ids_layout, src.inner, src_layout, dim, _kernels_hip.STORAGE["scatter_set"])
 
@@ -449,10 +449,10 @@ class Storage:
                     raise _device_mismatch("scatter_add", self, ids)
                 if src.backend is not self.backend:
                     raise _device_mismatch("scatter_add", self, src)
-                _dtype = self.dtype()
-                if src.dtype() is not _dtype:
+                _dtype = _rt_cpu.dtype(self.inner)
+                if _rt_cpu.dtype(src.inner) is not _dtype and _dtype_of(_rt_cpu.dtype(src.inner)) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("scatter_add", self, src)
-                if ids.dtype() not in _SCATTER_ADD_IDS_DTYPES:
+                if _dtype_of(_rt_cpu.dtype(ids.inner)) not in _SCATTER_ADD_IDS_DTYPES:
                     raise _dtype_not_in("scatter_add", ids, _SCATTER_ADD_IDS_DTYPES)
                 _rt_cpu.scatter_add(self.inner, layout, ids.inner, ids_layout, src.inner, src_layout, dim)
             case On.CUDA:
@@ -460,10 +460,10 @@ class Storage:
                     raise _device_mismatch("scatter_add", self, ids)
                 if src.backend is not self.backend:
                     raise _device_mismatch("scatter_add", self, src)
-                _dtype = self.dtype()
-                if src.dtype() is not _dtype:
+                _dtype = _rt_cuda.dtype(self.inner)
+                if _rt_cuda.dtype(src.inner) is not _dtype and _dtype_of(_rt_cuda.dtype(src.inner)) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("scatter_add", self, src)
-                if ids.dtype() not in _SCATTER_ADD_IDS_DTYPES:
+                if _dtype_of(_rt_cuda.dtype(ids.inner)) not in _SCATTER_ADD_IDS_DTYPES:
                     raise _dtype_not_in("scatter_add", ids, _SCATTER_ADD_IDS_DTYPES)
                 _rt_cuda.scatter_add(self.inner, layout, ids.inner, ids_layout, src.inner, src_layout, dim, _kernels_hip.STORAGE["scatter_add"])
             case On.ROCM:
@@ -471,10 +471,10 @@ class Storage:
                     raise _device_mismatch("scatter_add", self, ids)
                 if src.backend is not self.backend:
                     raise _device_mismatch("scatter_add", self, src)
-                _dtype = self.dtype()
-                if src.dtype() is not _dtype:
+                _dtype = _rt_rocm.dtype(self.inner)
+                if _rt_rocm.dtype(src.inner) is not _dtype and _dtype_of(_rt_rocm.dtype(src.inner)) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("scatter_add", self, src)
-                if ids.dtype() not in _SCATTER_ADD_IDS_DTYPES:
+                if _dtype_of(_rt_rocm.dtype(ids.inner)) not in _SCATTER_ADD_IDS_DTYPES:
                     raise _dtype_not_in("scatter_add", ids, _SCATTER_ADD_IDS_DTYPES)
                 _rt_rocm.scatter_add(self.inner, layout, ids.inner, ids_layout, src.inner, src_layout, dim, _kernels_hip.STORAGE["scatter_add"])
 
@@ -483,19 +483,19 @@ class Storage:
             case On.CPU:
                 if ids.backend is not self.backend:
                     raise _device_mismatch("index_select", self, ids)
-                if ids.dtype() not in _INDEX_SELECT_IDS_DTYPES:
+                if _dtype_of(_rt_cpu.dtype(ids.inner)) not in _INDEX_SELECT_IDS_DTYPES:
                     raise _dtype_not_in("index_select", ids, _INDEX_SELECT_IDS_DTYPES)
                 return Storage(On.CPU, _rt_cpu.index_select(self.inner, ids.inner, layout, ids_layout, dim))
             case On.CUDA:
                 if ids.backend is not self.backend:
                     raise _device_mismatch("index_select", self, ids)
-                if ids.dtype() not in _INDEX_SELECT_IDS_DTYPES:
+                if _dtype_of(_rt_cuda.dtype(ids.inner)) not in _INDEX_SELECT_IDS_DTYPES:
                     raise _dtype_not_in("index_select", ids, _INDEX_SELECT_IDS_DTYPES)
                 return Storage(On.CUDA, _rt_cuda.index_select(self.inner, ids.inner, layout, ids_layout, dim, _kernels_hip.STORAGE["index_select"]))
             case On.ROCM:
                 if ids.backend is not self.backend:
                     raise _device_mismatch("index_select", self, ids)
-                if ids.dtype() not in _INDEX_SELECT_IDS_DTYPES:
+                if _dtype_of(_rt_rocm.dtype(ids.inner)) not in _INDEX_SELECT_IDS_DTYPES:
                     raise _dtype_not_in("index_select", ids, _INDEX_SELECT_IDS_DTYPES)
                 return Storage(On.ROCM, _rt_rocm.index_select(self.inner, ids.inner, layout, ids_layout, dim, _kernels_hip.STORAGE["index_select"]))
 
@@ -506,10 +506,10 @@ class Storage:
                     raise _device_mismatch("index_add", self, ids)
                 if src.backend is not self.backend:
                     raise _device_mismatch("index_add", self, src)
-                _dtype = self.dtype()
-                if src.dtype() is not _dtype:
+                _dtype = _rt_cpu.dtype(self.inner)
+                if _rt_cpu.dtype(src.inner) is not _dtype and _dtype_of(_rt_cpu.dtype(src.inner)) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("index_add", self, src)
-                if ids.dtype() not in _INDEX_ADD_IDS_DTYPES:
+                if _dtype_of(_rt_cpu.dtype(ids.inner)) not in _INDEX_ADD_IDS_DTYPES:
                     raise _dtype_not_in("index_add", ids, _INDEX_ADD_IDS_DTYPES)
                 return Storage(On.CPU, _rt_cpu.index_add(self.inner, layout, ids.inner, ids_layout, src.inner, src_layout, dim))
             case On.CUDA:
@@ -517,10 +517,10 @@ class Storage:
                     raise _device_mismatch("index_add", self, ids)
                 if src.backend is not self.backend:
                     raise _device_mismatch("index_add", self, src)
-                _dtype = self.dtype()
-                if src.dtype() is not _dtype:
+                _dtype = _rt_cuda.dtype(self.inner)
+                if _rt_cuda.dtype(src.inner) is not _dtype and _dtype_of(_rt_cuda.dtype(src.inner)) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("index_add", self, src)
-                if ids.dtype() not in _INDEX_ADD_IDS_DTYPES:
+                if _dtype_of(_rt_cuda.dtype(ids.inner)) not in _INDEX_ADD_IDS_DTYPES:
                     raise _dtype_not_in("index_add", ids, _INDEX_ADD_IDS_DTYPES)
                 return Storage(On.CUDA, _rt_cuda.index_add(self.inner, layout, ids.inner, ids_layout, src.inner, src_layout, dim, _kernels_hip.STORAGE["index_add"]))
             case On.ROCM:
@@ -528,10 +528,10 @@ class Storage:
                     raise _device_mismatch("index_add", self, ids)
                 if src.backend is not self.backend:
                     raise _device_mismatch("index_add", self, src)
-                _dtype = self.dtype()
-                if src.dtype() is not _dtype:
+                _dtype = _rt_rocm.dtype(self.inner)
+                if _rt_rocm.dtype(src.inner) is not _dtype and _dtype_of(_rt_rocm.dtype(src.inner)) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("index_add", self, src)
-                if ids.dtype() not in _INDEX_ADD_IDS_DTYPES:
+                if _dtype_of(_rt_rocm.dtype(ids.inner)) not in _INDEX_ADD_IDS_DTYPES:
                     raise _dtype_not_in("index_add", ids, _INDEX_ADD_IDS_DTYPES)
                 return Storage(On.ROCM, _rt_rocm.index_add(self.inner, layout, ids.inner, ids_layout, src.inner, src_layout, dim, _kernels_hip.STORAGE["index_add"]))
 
@@ -540,28 +540,28 @@ class Storage:
             case On.CPU:
                 if rhs.backend is not self.backend:
                     raise _device_mismatch("matmul", self, rhs)
-                _dtype = self.dtype()
-                if rhs.dtype() is not _dtype:
+                _dtype = _rt_cpu.dtype(self.inner)
+                if _rt_cpu.dtype(rhs.inner) is not _dtype and _dtype_of(_rt_cpu.dtype(rhs.inner)) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("matmul", self, rhs)
-                if self.dtype() not in _MATMUL_SELF_DTYPES:
+                if _dtype_of(_rt_cpu.dtype(self.inner)) not in _MATMUL_SELF_DTYPES:
                     raise _dtype_not_in("matmul", self, _MATMUL_SELF_DTYPES)
                 return Storage(On.CPU, _rt_cpu.matmul(self.inner, rhs.inner, bmnk, lhs_layout, rhs_layout))
             case On.CUDA:
                 if rhs.backend is not self.backend:
                     raise _device_mismatch("matmul", self, rhs)
-                _dtype = self.dtype()
-                if rhs.dtype() is not _dtype:
+                _dtype = _rt_cuda.dtype(self.inner)
+                if _rt_cuda.dtype(rhs.inner) is not _dtype and _dtype_of(_rt_cuda.dtype(rhs.inner)) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("matmul", self, rhs)
-                if self.dtype() not in _MATMUL_SELF_DTYPES:
+                if _dtype_of(_rt_cuda.dtype(self.inner)) not in _MATMUL_SELF_DTYPES:
                     raise _dtype_not_in("matmul", self, _MATMUL_SELF_DTYPES)
                 return Storage(On.CUDA, _rt_cuda.matmul(self.inner, rhs.inner, bmnk, lhs_layout, rhs_layout, _kernels_hip.STORAGE["matmul"]))
             case On.ROCM:
                 if rhs.backend is not self.backend:
                     raise _device_mismatch("matmul", self, rhs)
-                _dtype = self.dtype()
-                if rhs.dtype() is not _dtype:
+                _dtype = _rt_rocm.dtype(self.inner)
+                if _rt_rocm.dtype(rhs.inner) is not _dtype and _dtype_of(_rt_rocm.dtype(rhs.inner)) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("matmul", self, rhs)
-                if self.dtype() not in _MATMUL_SELF_DTYPES:
+                if _dtype_of(_rt_rocm.dtype(self.inner)) not in _MATMUL_SELF_DTYPES:
                     raise _dtype_not_in("matmul", self, _MATMUL_SELF_DTYPES)
                 return Storage(On.ROCM, _rt_rocm.matmul(self.inner, rhs.inner, bmnk, lhs_layout, rhs_layout, _kernels_hip.STORAGE["matmul"]))
 
@@ -570,22 +570,22 @@ class Storage:
             case On.CPU:
                 if dst.backend is not self.backend:
                     raise _device_mismatch("copy_strided_src", self, dst)
-                _dtype = self.dtype()
-                if dst.dtype() is not _dtype:
+                _dtype = _rt_cpu.dtype(self.inner)
+                if _rt_cpu.dtype(dst.inner) is not _dtype and _dtype_of(_rt_cpu.dtype(dst.inner)) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("copy_strided_src", self, dst)
                 _rt_cpu.copy_strided_src(self.inner, dst.inner, dst_offset, src_layout)
             case On.CUDA:
                 if dst.backend is not self.backend:
                     raise _device_mismatch("copy_strided_src", self, dst)
-                _dtype = self.dtype()
-                if dst.dtype() is not _dtype:
+                _dtype = _rt_cuda.dtype(self.inner)
+                if _rt_cuda.dtype(dst.inner) is not _dtype and _dtype_of(_rt_cuda.dtype(dst.inner)) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("copy_strided_src", self, dst)
                 _rt_cuda.copy_strided_src(self.inner, dst.inner, dst_offset, src_layout, _kernels_hip.STORAGE["copy_strided_src"])
             case On.ROCM:
                 if dst.backend is not self.backend:
                     raise _device_mismatch("copy_strided_src", self, dst)
-                _dtype = self.dtype()
-                if dst.dtype() is not _dtype:
+                _dtype = _rt_rocm.dtype(self.inner)
+                if _rt_rocm.dtype(dst.inner) is not _dtype and _dtype_of(_rt_rocm.dtype(dst.inner)) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("copy_strided_src", self, dst)
                 _rt_rocm.copy_strided_src(self.inner, dst.inner, dst_offset, src_layout, _kernels_hip.STORAGE["copy_strided_src"])
 
@@ -594,22 +594,22 @@ class Storage:
             case On.CPU:
                 if dst.backend is not self.backend:
                     raise _device_mismatch("copy2d", self, dst)
-                _dtype = self.dtype()
-                if dst.dtype() is not _dtype:
+                _dtype = _rt_cpu.dtype(self.inner)
+                if _rt_cpu.dtype(dst.inner) is not _dtype and _dtype_of(_rt_cpu.dtype(dst.inner)) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("copy2d", self, dst)
                 _rt_cpu.copy2d(self.inner, dst.inner, d1, d2, src_stride1, dst_stride1, src_offset, dst_offset)
             case On.CUDA:
                 if dst.backend is not self.backend:
                     raise _device_mismatch("copy2d", self, dst)
-                _dtype = self.dtype()
-                if dst.dtype() is not _dtype:
+                _dtype = _rt_cuda.dtype(self.inner)
+                if _rt_cuda.dtype(dst.inner) is not _dtype and _dtype_of(_rt_cuda.dtype(dst.inner)) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("copy2d", self, dst)
                 _rt_cuda.copy2d(self.inner, dst.inner, d1, d2, src_stride1, dst_stride1, src_offset, dst_offset, _kernels_hip.STORAGE["copy2d"])
             case On.ROCM:
                 if dst.backend is not self.backend:
                     raise _device_mismatch("copy2d", self, dst)
-                _dtype = self.dtype()
-                if dst.dtype() is not _dtype:
+                _dtype = _rt_rocm.dtype(self.inner)
+                if _rt_rocm.dtype(dst.inner) is not _dtype and _dtype_of(_rt_rocm.dtype(dst.inner)) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("copy2d", self, dst)
                 _rt_rocm.copy2d(self.inner, dst.inner, d1, d2, src_stride1, dst_stride1, src_offset, dst_offset, _kernels_hip.STORAGE["copy2d"])
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import sys
 import time
@@ -15,6 +16,7 @@ EXIT_STALE = 1
 EXIT_MISSING = 1  # gen audit found a dispatch without some backend
 EXIT_INVALID = 2
 SCHEMA_PATH = Path(__file__).resolve().parent / "ops.schema.json"
+DEFAULT_OUT = Path("generated")  # --out where the registry declares no targets
 
 
 def _load(registry: Path):
@@ -33,11 +35,12 @@ def _load(registry: Path):
         sys.exit(EXIT_INVALID)
 
 
-def _render(model, out: Path):
-    from generator.render import RenderError, render
+def _render(model, output):
+    from generator.render import RenderError
+    from generator.targets import render
 
     try:
-        return render(model, out=out)
+        return render(model, output)
     except RenderError as exc:
         click.echo(f"error: {exc}; nothing written", err=True)
         sys.exit(EXIT_INVALID)
@@ -46,8 +49,9 @@ def _render(model, out: Path):
 @click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--registry", type=click.Path(dir_okay=False, path_type=Path), default=Path("ops.yaml"),
               show_default=True, help="The op registry to generate from.")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("generated"),
-              show_default=True, help="Directory of the generated package.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Directory of the generated Python package.  [default: the registry's python target, "
+                   "else generated]")
 @click.option("--check", is_flag=True,
               help="Write nothing; exit 1 and print a unified diff if any generated file is stale.")
 @click.option("--patch", type=click.Path(dir_okay=False, path_type=Path), default=None,
@@ -55,8 +59,9 @@ def _render(model, out: Path):
                    "(paths from the top of the git work tree; empty when nothing is stale).")
 @click.version_option(__version__, prog_name="gen")
 @click.pass_context
-def main(ctx: click.Context, registry: Path, out: Path, check: bool, patch: Path | None) -> None:
-    """Generate the package in --out from the op registry.
+def main(ctx: click.Context, registry: Path, out: Path | None, check: bool, patch: Path | None) -> None:
+    """Generate from the op registry: the Python package in --out, and every other target
+    of the registry's `targets:` (the Rust of Candle's dispatch layer) in its folder.
 
     With no subcommand, regenerate: write the files that changed, remove generated files
     that are no longer produced, and print what was written, left unchanged and removed.
@@ -71,44 +76,75 @@ def main(ctx: click.Context, registry: Path, out: Path, check: bool, patch: Path
     if patch is not None and not check:
         raise click.UsageError("--patch needs --check")
     started = time.perf_counter()
-    current = stamp.up_to_date(registry, out)
-    if current is not None:
-        _write_patch(patch, "")
-        click.echo(f"{out}: {current} generated files up to date")
-        return
-    from generator.render import TEMPLATES
+    if gc.isenabled():  # a run makes ~10^6 objects and little garbage: collecting took 0.08 s of 0.9
+        gc.disable()
+        ctx.call_on_close(gc.enable)
+    # Where the last run's stamp may be: --out, else generated/ here or beside the registry.
+    for home in dict.fromkeys([out] if out else [DEFAULT_OUT, registry.parent / DEFAULT_OUT]):
+        current = stamp.up_to_date(registry, home, out)
+        if current is not None:
+            _write_patch(patch, "")
+            click.echo(f"{home}: {current} generated files up to date")
+            return
+    from generator.targets import template_files
     from generator.writer import WriteRefused, apply, plan
 
     model = _load(registry)
-    rendered = _render(model, out)
-    inputs = [*map(Path, model.input_files), *sorted(TEMPLATES.glob("*.j2"))]
-    try:
-        result = plan(out, rendered)
-    except WriteRefused as exc:
-        click.echo(f"error: {exc}; nothing written", err=True)
-        sys.exit(EXIT_INVALID)
+    outputs = _outputs(model, out)
+    inputs = [*map(Path, model.input_files), *template_files()]
+    results = []
+    for output in outputs:  # every target alike: render, then plan its folder
+        rendered = _render(model, output)
+        try:
+            results.append((output, plan(output.out, rendered, output.owned)))
+        except WriteRefused as exc:
+            click.echo(f"error: {exc}; nothing written", err=True)
+            sys.exit(EXIT_INVALID)
+    home = outputs[0].out  # the stamp's folder
+    folders = [(o.out, o.owned) for o in outputs]
+    default_out = next((o.out for o in _outputs(model, None) if o.name == "python"), None)
     if check:
-        if result.stale:
-            click.echo(f"stale generated files in {out} (run `gen`):", err=True)
-            for rel in result.stale:
-                click.echo(f"  {out / rel}", err=True)
-            click.echo(result.diff(), nl=False)
+        if any(result.stale for _, result in results):
+            for output, result in results:
+                if result.stale:
+                    click.echo(f"stale generated files in {output.out} (run `gen`):", err=True)
+                    for rel in result.stale:
+                        click.echo(f"  {output.out / rel}", err=True)
+            for output, result in results:
+                click.echo(result.diff(output.label), nl=False)
             if patch is not None:
-                _write_patch(patch, _git_patch(out, result))
+                _write_patch(patch, "".join(_git_patch(output.out, result) for output, result in results))
                 click.echo(f"wrote {patch}: apply it with `git apply {patch}`", err=True)
             sys.exit(EXIT_STALE)
         _write_patch(patch, "")
-        stamp.record(registry, inputs, out)
-        click.echo(f"{out}: {len(result.unchanged)} generated files up to date")
+        stamp.record(registry, inputs, home, folders, default_out)
+        for output, result in results:
+            click.echo(f"{output.out}: {len(result.unchanged)} generated files up to date")
         return
-    apply(out, result)
-    stamp.record(registry, inputs, out)
-    for rel in sorted(result.write):
-        click.echo(f"wrote     {out / rel}")
-    for rel in result.remove:
-        click.echo(f"removed   {out / rel}")
-    click.echo(f"{len(result.write)} written, {len(result.unchanged)} unchanged, {len(result.remove)} removed "
+    for output, result in results:
+        apply(output.out, result)
+    stamp.record(registry, inputs, home, folders, default_out)
+    written = unchanged = removed = 0
+    for output, result in results:
+        for rel in sorted(result.write):
+            click.echo(f"wrote     {output.out / rel}")
+        for rel in result.remove:
+            click.echo(f"removed   {output.out / rel}")
+        written, unchanged, removed = (written + len(result.write), unchanged + len(result.unchanged),
+                                       removed + len(result.remove))
+    click.echo(f"{written} written, {unchanged} unchanged, {removed} removed "
                f"in {time.perf_counter() - started:.2f}s")
+
+
+def _outputs(model, out: Path | None):
+    """The target folders of this run; --out on a registry with no python target is refused."""
+    from generator.targets import TargetsRefused, outputs
+
+    try:
+        return outputs(model, out)
+    except TargetsRefused as exc:
+        click.echo(f"error: {exc}; nothing written", err=True)
+        sys.exit(EXIT_INVALID)
 
 
 def _git_patch(out: Path, result) -> str:
@@ -139,7 +175,7 @@ def _write_patch(patch: Path | None, text: str) -> None:
 def parity(ctx: click.Context, fmt: str) -> None:
     """Show which backend implements which op.
 
-    Computed from the registry and from the runtime modules' source (read with libcst):
+    Computed from the registry and from the runtime modules' source (read with Python's ast):
     'yes' the runtime implements it, 'fallback' it runs on the fallback backend through
     host memory, 'hook' a custom op's <backend>_fwd runs it, 'MISSING' it raises.
     """

@@ -6,6 +6,7 @@ declared in one fixed form, `extern "C" __global__ void NAME(TYPE NAME, ...)`.""
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,14 +63,23 @@ class SignatureError(ValueError):
 
 
 def _param(text: str, where: str) -> KernelParam:
+    try:
+        return _read_param(text)
+    except SignatureError as exc:
+        raise SignatureError(f"{where}: {exc}") from None
+
+
+@functools.lru_cache(maxsize=4096)
+def _read_param(text: str) -> KernelParam:
+    """One parameter's text -> KernelParam; a few dozen texts repeat across thousands of kernels."""
     text = " ".join(text.split())
     match = _PARAM.match(text)
     if not match:
-        raise SignatureError(f"{where}: cannot read kernel parameter {text!r}")
+        raise SignatureError(f"cannot read kernel parameter {text!r}")
     c_type = re.sub(r"\s*\*\s*", "*", match["type"].strip()).replace("*", "*")
     base = c_type.removeprefix("const ").strip()
     if not c_type.endswith("*") and base not in CTYPES:
-        raise SignatureError(f"{where}: kernel parameter type {c_type!r} has no launch packing; "
+        raise SignatureError(f"kernel parameter type {c_type!r} has no launch packing; "
                              f"known: {', '.join(sorted(CTYPES))} and pointers")
     return KernelParam(match["name"], c_type)
 
@@ -79,11 +89,14 @@ def parse(source: str, file_name: str) -> list[KernelSignature]:
     text = _COMMENTS.sub(lambda m: "\n" * m.group().count("\n"), source)
     out = []
     line, last = 1, 0
+    read: dict[str, tuple[KernelParam, ...]] = {}  # parameter lists repeat across dtypes and ops
     for match in _ENTRY.finditer(text):
         line += text.count("\n", last, match.start())  # counted on from the last match: linear
         last = match.start()
-        where = f"{file_name}:{line}"
-        params = tuple(_param(p, where) for p in match[2].split(",") if p.strip())
+        params = read.get(match[2])
+        if params is None:
+            where = f"{file_name}:{line}"
+            params = read[match[2]] = tuple(_param(p, where) for p in match[2].split(",") if p.strip())
         out.append(KernelSignature(match[1], file_name, line, params))
     return out
 

@@ -35,7 +35,29 @@ _SCALAR_TAGS = {
 
 
 # libyaml's composer gives the same nodes and marks as the pure-Python one, ten times faster.
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_BASE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _Loader(_BASE_LOADER):
+    """The safe loader, remembering each scalar's tag: a registry repeats its words
+    ("float", "Layout", ...) thousands of times, and the composer asks the (Python) resolver
+    about every one. Safe loading has no path resolvers, so the tag depends on these alone."""
+
+    def __init__(self, stream) -> None:
+        super().__init__(stream)
+        self._tags: dict[tuple, str] = {}  # one document's: nothing outlives the load
+
+    def resolve(self, kind, value, implicit):
+        if kind is not yaml.ScalarNode:
+            return super().resolve(kind, value, implicit)
+        key = (value, implicit)
+        tag = self._tags.get(key)
+        if tag is None:
+            tag = self._tags[key] = super().resolve(kind, value, implicit)
+        return tag
+
+
+_LOADER = _Loader
 
 
 def _position(path: str, mark: yaml.Mark) -> Position:
@@ -46,7 +68,8 @@ _COLLECTION_TAGS = ("tag:yaml.org,2002:map", "tag:yaml.org,2002:seq")
 
 
 def _convert(path: str, node: yaml.Node, errors: list[Diagnostic], key: str) -> Node:
-    pos = _position(path, node.start_mark)
+    mark = node.start_mark
+    pos = Position(path, mark.line + 1, mark.column + 1)  # _position, inline: once per node
     if isinstance(node, (yaml.MappingNode, yaml.SequenceNode)) and node.tag not in _COLLECTION_TAGS:
         errors.append(Diagnostic(pos, key, f"unsupported YAML tag {node.tag!r}"))
     if isinstance(node, yaml.MappingNode):

@@ -97,6 +97,7 @@ OPERATION = Record(
         "same_dtype": List(IDENT, doc="Storage arguments (or self) that must share one dtype"),
         "same_shape": List(IDENT, doc="Layout arguments that must share one shape"),
         "dtypes": Map(DTYPE_LIST, doc="Storage argument (or self) -> allowed dtypes"),
+        "writes": Str(identifier=True, doc="the Storage argument (or self) the op writes in place"),
         "doc": Str(),
     },
     required=("params", "returns"),
@@ -121,6 +122,11 @@ NN_OP = Record(
         "doc": Str(),
     },
     required=("trait", "dtypes"),
+)
+
+TARGET = Record(
+    {"out": Str(doc="output directory, relative to the registry's folder, inside generated/ or tests/")},
+    required=("out",),
 )
 
 REGISTRY = Record(
@@ -162,6 +168,11 @@ REGISTRY = Record(
         "nn": Map(NN_OP, doc="NN ops: custom ops of the traits above, generated as classes in nn.py"),
         "quantized": Map(QFORMAT, doc="GGML block formats of quantized storage (QStorage)"),
         "qstorage": Map(OPERATION, doc="methods of QStorage; each arm calls the runtime function q_<name>"),
+        "targets": Record(
+            {"python": TARGET, "rust": TARGET},
+            doc="what `gen` writes, and where: the Python package, Candle-shaped Rust dispatch "
+                "(absent: the Python package, in --out)",
+        ),
     },
     required=("version", "dtypes", "backends"),
 )

@@ -14,7 +14,8 @@ import os
 from pathlib import Path
 
 GENERATOR = Path(__file__).resolve().parent
-VERSION = 1
+VERSION = 2
+PYTHON_OWNED = ("*.py", "*.hip")
 
 
 def stamp_path(out: Path) -> Path:
@@ -28,13 +29,20 @@ def _digest(path: Path) -> str | None:
         return None
 
 
-def _snapshot(registry: Path, inputs: list[Path], out: Path) -> dict:
+def _snapshot(registry: Path, inputs: list[Path], targets: list[tuple[Path, tuple[str, ...]]]) -> dict:
+    """`targets`: each output folder of the run (the stamp's own first) with the patterns of
+    the files it owns there."""
     files = sorted({registry.resolve(), *(p.resolve() for p in inputs), *GENERATOR.glob("*.py")})
+    outputs = {}
+    for out, owned in targets:
+        for p in sorted(p for pattern in owned for p in out.glob(pattern)):
+            outputs[str(p.resolve())] = _digest(p)
     return {
         "version": VERSION,
         "registry": str(registry.resolve()),
         "inputs": {str(p): _digest(p) for p in files},
-        "outputs": {p.name: _digest(p) for p in sorted([*out.glob("*.py"), *out.glob("*.hip")])},
+        "targets": [[str(out.resolve()), list(owned)] for out, owned in targets],
+        "outputs": outputs,
         "kernel_sources": [str(p) for p in _kernel_sources(registry)],
     }
 
@@ -45,28 +53,44 @@ def _kernel_sources(registry: Path) -> list[Path]:
     return sorted((registry.resolve().parent / "hip").glob("*.hip"))
 
 
-def up_to_date(registry: Path, out: Path) -> int | None:
-    """The number of generated files when the stamp proves them current, else None."""
+def _resolved(path: Path | None) -> str | None:
+    return str(path.resolve()) if path is not None else None
+
+
+def up_to_date(registry: Path, out: Path, given: Path | None = None) -> int | None:
+    """The number of generated files when the stamp in `out` proves them current, else None.
+    `given`: --out as given on the command line. A run's folders follow from the registry and
+    the python target's folder; without --out, that is the registry's own choice, which the
+    stamp records (`default_out`), so a stamp left by `--out` elsewhere never stands in for it."""
     try:
         recorded = json.loads(stamp_path(out).read_text(encoding="utf-8"))
         if recorded.get("version") != VERSION or recorded["registry"] != str(registry.resolve()):
             return None
+        if given is None and recorded["default_out"] != _resolved(out):
+            return None
         inputs = [Path(p) for p in recorded["inputs"]]
         if recorded.get("kernel_sources") != [str(p) for p in _kernel_sources(registry)]:
             return None
-        now = _snapshot(registry, inputs, out)
+        if not recorded["targets"] or Path(recorded["targets"][0][0]) != out.resolve():
+            return None
+        now = _snapshot(registry, inputs, [(Path(d), tuple(owned)) for d, owned in recorded["targets"]])
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    return len(now["outputs"]) if now == recorded else None
+    return len(now["outputs"]) if {**now, "default_out": recorded["default_out"]} == recorded else None
 
 
-def record(registry: Path, inputs: list[Path], out: Path) -> None:
-    """Write the stamp after a run that left `out` exactly as the inputs generate it."""
+def record(registry: Path, inputs: list[Path], out: Path,
+           targets: list[tuple[Path, tuple[str, ...]]] | None = None, default_out: Path | None = None) -> None:
+    """Write the stamp after a run that left `out` (and every other folder of `targets`)
+    exactly as the inputs generate it. The stamp lives in `out`, the first target's folder;
+    `default_out` is the python target's folder when --out is not given (None: none)."""
+    targets = targets or [(out, PYTHON_OWNED)]
     path = stamp_path(out)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(_snapshot(registry, inputs, out), indent=1), encoding="utf-8")
+        snapshot = {**_snapshot(registry, inputs, targets), "default_out": _resolved(default_out)}
+        tmp.write_text(json.dumps(snapshot, indent=1), encoding="utf-8")
         os.replace(tmp, path)
     except OSError:
         pass  # a read-only tree only loses the shortcut

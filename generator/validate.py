@@ -7,6 +7,7 @@ exist. Each diagnostic names the file position and the key at fault."""
 from __future__ import annotations
 
 import ast
+import dataclasses
 import functools
 from pathlib import Path
 
@@ -137,10 +138,56 @@ class Validator:
             hip_sources=tuple(str(p) for p in sorted(hip_dir.glob("*.hip"))) if hip_kernels else (),
             formats=formats, qstorage=qstorage, nn=nn,
         )
+        registry = dataclasses.replace(registry, targets=self.targets(registry))
         self.kernel_refs(registry, hip_kernels)
         if self.checker.errors:
             raise RegistryError(self.checker.errors)
         return dispatch.with_arms(registry)
+
+    def targets(self, registry: model.Registry) -> tuple[model.Target, ...]:
+        """Each target's output folder: relative to the registry's, under generated/ or tests/
+        (the project's top-level layout), one folder per target."""
+        out: list[model.Target] = []
+        seen: dict[str, str] = {}
+        for name, knode, node in self.section("targets"):
+            onode = node.get("out") if node.tag == "map" else None
+            if name not in model.TARGET_NAMES or onode is None or onode.tag != "str":
+                continue  # the spec reported it
+            key = f"targets.{name}.out"
+            path = str(onode.value).replace("\\", "/").rstrip("/")
+            parts = path.split("/")
+            if path.startswith("/") or (len(parts[0]) > 1 and parts[0][1] == ":"):
+                self.error(onode, key, f"output folder {path!r} is absolute; give it relative to the registry's folder")
+            elif any(p in ("", ".", "..") for p in parts):
+                self.error(onode, key, f"output folder {path!r} must be a plain relative path (no '.', '..' or empty parts)")
+            elif parts[0] not in ("generated", "tests"):
+                self.error(onode, key, f"output folder {path!r} is outside generated/ and tests/, "
+                                       "where generated files live")
+            elif path in seen:
+                self.error(onode, key, f"output folder {path!r} is also the {seen[path]} target's")
+            else:
+                seen[path] = name
+                out.append(model.Target(name, path, knode.position.line))
+        if any(t.name == "rust" for t in out):
+            self.rust_needs(registry)
+        return tuple(out)
+
+    def rust_needs(self, registry: model.Registry) -> None:
+        """What the generated Rust calls besides the ops: a host backend, and the getters
+        its device and dtype checks read."""
+        node = self.root.get("targets").get("rust")
+        if registry.backends and not any(not b.ordinal for b in registry.backends):
+            self.error(node, "targets.rust", "the rust target needs a host backend (one with `ordinal: false`): "
+                                             "to_device copies between other backends through its storage")
+        getters = {(op.name, op.returns) for op in registry.storage}
+        for name, returns in (("device", "Device"), ("dtype", "DType")):
+            if (name, returns) not in getters:
+                self.error(node, "targets.rust", f"the rust target needs a storage op `{name}` returning {returns}: "
+                                                 "the generated device and dtype checks call it")
+        if any(op.storage_params for op in registry.qstorage) and not any(
+                op.name == "device" and op.returns == "Device" for op in registry.qstorage):
+            self.error(node, "targets.rust", "the rust target needs a qstorage op `device` returning Device: "
+                                             "QStorage methods that take a Storage check its device")
 
     def hip_kernels(self, backends) -> dict:
         """Entry points of hip/*.hip, read when a backend runs HIP kernels."""
@@ -409,12 +456,28 @@ class Validator:
             same_shape = self.param_refs(node.get("same_shape"), f"{key}.same_shape", by_name, "Layout")
             arg_dtypes = self.arg_dtypes(node.get("dtypes"), f"{key}.dtypes", by_name, known_dtypes, sets)
             impl = self.impl(node.get("impl"), f"{key}.impl", backends)
+            writes = self.writes(node.get("writes"), f"{key}.writes", by_name, kind)
             out.append(model.Operation(
                 name, kind, params, returns or "None", fallback, hook, same_dtype, same_shape, arg_dtypes,
                 impl, self.text(node.get("doc")), node.position.line,
-                **self.patterns(node.get("kernel"), f"{key}.kernel", known_dtypes, sets),
+                **self.patterns(node.get("kernel"), f"{key}.kernel", known_dtypes, sets), writes=writes,
             ))
         return tuple(out)
+
+    def writes(self, node, key, by_name, kind) -> str | None:
+        """`writes`: self or a Storage parameter, of a storage or QStorage method."""
+        if node is None or node.tag != "str":
+            return None
+        name = node.value
+        if kind == "device":
+            self.error(node, key, "a device method writes no storage in place")
+        elif name != "self" and name not in by_name:
+            self.error(node, key, f"no parameter named {name!r}{did_you_mean(name, ['self', *by_name])}")
+        elif name != "self" and not by_name[name].is_storage:
+            self.error(node, key, f"parameter {name!r} is a {by_name[name].type}, not a Storage")
+        else:
+            return name
+        return None
 
     def patterns(self, node: Node | None, key: str, known: set[str], sets: dict) -> dict:
         """A kernel pattern, or a list of them, each a string or {pattern, dtypes}: the

@@ -29,14 +29,16 @@ class Plan:
     def stale(self) -> list[str]:
         return sorted([*self.write, *self.remove])
 
-    def diff(self) -> str:
+    def diff(self, label: str = "") -> str:
+        """The unified diff of the stale files, named `a/<label><file>`."""
         chunks = []
         for rel in self.stale:
             old = self.current.get(rel, "")
             new = self.write.get(rel, "")
             lines = difflib.unified_diff(
                 old.splitlines(keepends=True), new.splitlines(keepends=True),
-                f"a/{rel}" if rel in self.current else "/dev/null", f"b/{rel}" if rel in self.write else "/dev/null",
+                f"a/{label}{rel}" if rel in self.current else "/dev/null",
+                f"b/{label}{rel}" if rel in self.write else "/dev/null",
             )
             # As git writes it, so that the diff applies as a patch.
             chunks.extend(ln if ln.endswith("\n") else f"{ln}\n\\ No newline at end of file\n" for ln in lines)
@@ -51,7 +53,9 @@ def is_generated(path: Path) -> bool:
         return False
 
 
-def plan(out: Path, rendered: dict[str, str]) -> Plan:
+def plan(out: Path, rendered: dict[str, str], owned: tuple[str, ...] = ("*.py", "*.hip")) -> Plan:
+    """What to write and remove in `out`. `owned`: the patterns of the files the target owns
+    there (top level only: another target's folder inside `out` is never looked into)."""
     result = Plan()
     for rel, text in sorted(rendered.items()):
         path = out / rel
@@ -67,7 +71,7 @@ def plan(out: Path, rendered: dict[str, str]) -> Plan:
         else:
             result.write[rel] = text
     if out.is_dir():
-        for path in sorted([*out.glob("*.py"), *out.glob("*.hip")]):
+        for path in sorted(p for pattern in owned for p in out.glob(pattern)):
             rel = path.name
             if rel not in rendered and is_generated(path):
                 result.remove.append(rel)

@@ -242,7 +242,7 @@ def unary(buf: np.ndarray, kernel: _Kernel, layout: _Layout) -> np.ndarray:
     f = kernel.by_dtype.get(buf.dtype)
     if f is None:
         _kernel_fn(kernel, buf.dtype)
-    if layout.is_contiguous and not layout.start_offset and layout.elem_count == buf.size:
+    if layout.dense_count == buf.size:
         out = f(buf)  # the whole buffer: the common case, kept cheap
         if out is buf:
             out = out.copy()
@@ -270,14 +270,7 @@ def binary(buf: np.ndarray, kernel: _Kernel, rhs: np.ndarray, lhs_layout: _Layou
     rdt = rhs.dtype
     if rdt is not dt and rdt != dt:
         _check_same_dtype(kernel.op, buf, rhs)
-    if (
-        lhs_layout.is_contiguous
-        and rhs_layout.is_contiguous
-        and not lhs_layout.start_offset
-        and not rhs_layout.start_offset
-        and lhs_layout.elem_count == buf.size == rhs.size
-        and lhs_layout.shape == rhs_layout.shape
-    ):
+    if lhs_layout.dense_count == buf.size == rhs.size == rhs_layout.dense_count and lhs_layout.shape == rhs_layout.shape:
         out = f(buf, rhs)  # whole buffers: the common case, kept cheap
         if out is buf or out is rhs:
             out = out.copy()

@@ -27,6 +27,9 @@ class Layout:
     # Derived once: the hot path of every op asks for these.
     is_contiguous: bool = field(init=False, repr=False, compare=False)
     elem_count: int = field(init=False, repr=False, compare=False)
+    # elem_count when the layout reads buffer[:elem_count] in order (contiguous, offset 0),
+    # else -1: one comparison with a buffer's size tells an op it may take the whole buffer.
+    dense_count: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if len(self.shape) != len(self.stride):
@@ -38,6 +41,7 @@ class Layout:
             st == cs for d, st, cs in zip(self.shape, self.stride, contiguous_strides(self.shape)) if d != 1
         )
         object.__setattr__(self, "is_contiguous", contiguous)
+        object.__setattr__(self, "dense_count", self.elem_count if contiguous and not self.start_offset else -1)
 
     @classmethod
     def contiguous(cls, shape: Shape | list[int], start_offset: int = 0) -> Layout:

@@ -67,8 +67,8 @@ class Storage:
             case On.CPU:
                 if rhs.backend is not self.backend:
                     raise _device_mismatch("binary", self, rhs)
-                _dtype = self.dtype()
-                if rhs.dtype() is not _dtype:
+                _dtype = _rt_cpu.dtype(self.inner)
+                if _rt_cpu.dtype(rhs.inner) is not _dtype and _dtype_of(_rt_cpu.dtype(rhs.inner)) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("binary", self, rhs)
                 if rhs_layout.shape != lhs_layout.shape:
                     raise ShapeMismatch("binary", self.backend.value, lhs_layout.shape, rhs_layout.shape)
@@ -80,11 +80,11 @@ class Storage:
         'x * mul + add'
         match self.backend:
             case On.CPU:
-                if self.dtype() not in _AFFINE_SELF_DTYPES:
+                if _dtype_of(_rt_cpu.dtype(self.inner)) not in _AFFINE_SELF_DTYPES:
                     raise _dtype_not_in("affine", self, _AFFINE_SELF_DTYPES)
                 return Storage(On.CPU, _rt_cpu.affine(self.inner, layout, mul, add))
             case On.GPU:
-                if self.dtype() not in _AFFINE_SELF_DTYPES:
+                if _dtype_of(_rt_gpu.dtype(self.inner)) not in _AFFINE_SELF_DTYPES:
                     raise _dtype_not_in("affine", self, _AFFINE_SELF_DTYPES)
                 return Storage(On.GPU, _rt_gpu.from_host(_rt_gpu.device(self.inner), _rt_cpu.affine(_rt_gpu.to_host(self.inner), layout, mul, add)))
 

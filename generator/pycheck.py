@@ -1,0 +1,81 @@
+"""Is a generated Python module valid? CPython's own `compile`, made cheaper for the large
+modules of a big registry, with the same verdict and the same error position.
+
+1. Pieces. A module is split at two blank lines into top-level blocks, and runs of blocks are
+   compiled as pieces: one compile of the 2 MB launch-wrapper module of a 2,584-op registry
+   took 0.45 s, the same text in pieces 0.27 s (compile grows faster than linearly with size).
+   Pieces that each compile make a valid module when joined by blank lines: each closes its
+   brackets, strings and blocks.
+2. Launch wrappers. A block of exactly the launch wrapper's shape (`def launch_k(launch, grid,
+   block, stream, a, b) -> None:` and one `launch(...)` line, every name a plain identifier,
+   the parameters distinct) is valid Python by its shape, and is not compiled: 7,864 of them
+   were 80% of the compile time above. A block that differs in anything is compiled.
+
+Whenever a piece fails alone (a split inside a string, a block that goes on from the one
+before), or a later piece holds a `__future__` import, the whole text goes to compile, which
+also places the error."""
+
+from __future__ import annotations
+
+import keyword
+import re
+
+_BLOCKS_PER_PIECE = 32
+_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
+_LAUNCH_WRAPPER = re.compile(
+    rf"def (?P<name>{_NAME})\(launch, grid, block, stream(?P<params>(?:, {_NAME})*)\) -> None:\n"
+    rf'    launch\(_SRC_[0-9]+, "{_NAME}", grid, block, stream, \((?P<args>{_NAME}(?:, {_NAME})*),\), '
+    rf"_ARGS_[0-9]+\)\n?"
+)
+_WRAPPER_OWN = ("launch", "grid", "block", "stream")
+
+
+def syntax_error(output: str, text: str) -> SyntaxError | None:
+    """None when `text` is valid Python, else the SyntaxError of compiling it whole."""
+    if _pieces_compile(output, text):
+        return None
+    try:
+        compile(text, output, "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        return exc
+    return None
+
+
+def is_launch_wrapper(block: str) -> bool:
+    """Whether `block` is a launch wrapper whose every name may stand where it stands."""
+    match = _LAUNCH_WRAPPER.fullmatch(block)
+    if match is None:
+        return False
+    params = [*_WRAPPER_OWN, *match["params"].split(", ")[1:]]
+    names = [match["name"], *params, *match["args"].split(", ")]
+    return len(set(params)) == len(params) and not any(keyword.iskeyword(n) or n == "__debug__" for n in names)
+
+
+def _pieces(text: str) -> list[str]:
+    """Runs of consecutive blocks that are not launch wrappers, at most _BLOCKS_PER_PIECE
+    long: a piece never spans a wrapper, so no wrapper can hide inside another block's
+    brackets or strings."""
+    pieces, run = [], []
+    for block in text.split("\n\n\n"):
+        if is_launch_wrapper(block):
+            pieces.append("\n\n\n".join(run))
+            run = []
+            continue
+        run.append(block)
+        if len(run) == _BLOCKS_PER_PIECE:
+            pieces.append("\n\n\n".join(run))
+            run = []
+    pieces.append("\n\n\n".join(run))
+    return pieces
+
+
+def _pieces_compile(output: str, text: str) -> bool:
+    pieces = _pieces(text)
+    if any("__future__" in piece for piece in pieces[1:]):
+        return False
+    try:
+        for piece in pieces:
+            compile(piece, output, "exec", dont_inherit=True)
+    except SyntaxError:
+        return False
+    return True

@@ -1,0 +1,124 @@
+"""check_python compiles large generated modules in pieces (split at two blank lines), and
+takes blocks of the launch wrapper's shape as valid without compiling them (generator.pycheck).
+It must accept and reject exactly what one compile of the whole text does, and place errors
+where that compile places them."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gen_helpers import REPO
+from generator import pycheck
+from generator.render import RenderError, check_python
+
+
+def module(n_defs: int, seed: int = 0) -> list[str]:
+    """A generated-looking module as top-level blocks: a header, then many small defs."""
+    rng = random.Random(seed)
+    blocks = ['"""Doc."""\n\nfrom __future__ import annotations\n\nimport ctypes']
+    for i in range(n_defs):
+        args = ", ".join(f"a{j}" for j in range(rng.randint(0, 5)))
+        call = f"{args}, ctypes.c_int" if args else "ctypes.c_int"
+        blocks.append(f"def f{i}({args}) -> None:\n    g({call})")
+    return blocks
+
+
+def whole_error(text: str) -> SyntaxError | None:
+    try:
+        compile(text, "m.py", "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        return exc
+    return None
+
+
+def check(text: str) -> RenderError | None:
+    try:
+        check_python("m.py.j2", "m.py", text)
+    except RenderError as exc:
+        return exc
+    return None
+
+
+BREAKS = [
+    "def broken(:\n    pass",                  # a syntax error
+    "def dup(a, a):\n    pass",                # a symbol-table error (compile, not the parser)
+    "x = [\n    1,",                           # a bracket the rest of the text cannot close
+    "from __future__ import annotations",      # a future import after other statements
+    "  half = 1",                              # a dedent to no enclosing level
+    "def f():\n    nonlocal q",                # nonlocal without an enclosing binding
+]
+
+
+@pytest.mark.parametrize("broken", BREAKS)
+@pytest.mark.parametrize("where", [0.1, 0.5, 0.97])
+def test_rejects_what_compile_rejects_at_the_same_line(broken, where):
+    blocks = module(300)
+    blocks.insert(max(1, int(len(blocks) * where)), broken)
+    text = "\n\n\n".join(blocks) + "\n"
+    want, got = whole_error(text), check(text)
+    assert want is not None and got is not None
+    assert (got.line, got.col) == (want.lineno, want.offset)
+
+
+@pytest.mark.parametrize("joined", [
+    's = """one\n\n\ntwo"""',                   # two blank lines inside a string: a split that is no statement boundary
+    "x = (\n    1,\n\n\n    2,\n)",             # ... inside brackets
+    "@decorator\n\n\ndef h():\n    pass",     # ... between a decorator and its def
+    "if c:\n    pass\n\n\nelse:\n    pass",   # ... between if and else
+    "    more = 1",                            # a block that goes on with the def before it
+])
+def test_accepts_what_compile_accepts(joined):
+    blocks = module(200)
+    blocks.insert(100, joined)
+    text = "\n\n\n".join(blocks) + "\n"
+    assert whole_error(text) is None
+    assert check(text) is None
+
+
+# ----------------------------------------------------------------------------- launch wrappers
+
+WRAPPER = ('def launch_{name}(launch, grid, block, stream{params}) -> None:\n'
+           '    launch(_SRC_0, "{name}", grid, block, stream, ({args},), _ARGS_3)')
+NAMES = ["x", "numel", "info", "out", "grid", "launch", "match", "_", "type", "None", "class", "lambda",
+         "__debug__", "print", "x1", "a_b"]
+
+
+def wrapper(name: str, params: list[str], args: list[str]) -> str:
+    return WRAPPER.format(name=name, params="".join(f", {p}" for p in params), args=", ".join(args))
+
+
+@given(st.sampled_from(NAMES), st.lists(st.sampled_from(NAMES), max_size=5), st.lists(st.sampled_from(NAMES), max_size=5))
+def test_a_recognized_launch_wrapper_always_compiles(name, params, args):
+    """The recognizer stands in for compile on the blocks it accepts: it must accept none
+    that compile rejects (keywords, __debug__, repeated parameters, an empty tuple)."""
+    block = wrapper(name, params, args)
+    try:
+        compile(block, "w.py", "exec", dont_inherit=True)
+    except SyntaxError:
+        assert not pycheck.is_launch_wrapper(block)
+
+
+def test_every_generated_launch_wrapper_is_recognized():
+    """The shipped launch-wrapper module: every wrapper takes the fast path (a change to the
+    template's wrapper shape would silently make every check compile them again)."""
+    text = (REPO / "generated" / "kernels_hip.py").read_text(encoding="utf-8")
+    blocks = [b for b in text.split("\n\n\n") if b.startswith("def launch_")]
+    assert blocks and all(pycheck.is_launch_wrapper(b) for b in blocks)
+
+
+@pytest.mark.parametrize(("before", "after"), [("x = (", ")"), ('s = """', '"""'), ("@decorator", "y = 1"),
+                                               ("class C:", "    z = 1")])
+def test_a_wrapper_inside_another_blocks_brackets_or_strings(before, after):
+    """A wrapper between a block that opens something and one that closes it: the pieces
+    around it never join across it, so the verdict is compile's on the whole text."""
+    blocks = module(100)
+    blocks[50:50] = [before, wrapper("k", ["a", "b"], ["a", "b"]), after]
+    text = "\n\n\n".join(blocks) + "\n"
+    want, got = whole_error(text), check(text)
+    assert (want is None) == (got is None)
+    if want is not None:
+        assert (got.line, got.col) == (want.lineno, want.offset)

@@ -1,0 +1,91 @@
+//! The core types generated code names, shaped as candle-core's: DType, Shape, Layout, the
+//! Error variants the dispatch returns, WithDType.
+use crate::DeviceLocation;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DType {
+    U8,
+    U32,
+    I64,
+    BF16,
+    F16,
+    F32,
+    F64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shape(pub Vec<usize>);
+
+impl Shape {
+    pub fn elem_count(&self) -> usize {
+        self.0.iter().product()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layout {
+    shape: Shape,
+    stride: Vec<usize>,
+    start_offset: usize,
+}
+
+impl Layout {
+    pub fn contiguous(dims: &[usize]) -> Self {
+        let mut stride = vec![1; dims.len()];
+        for i in (0..dims.len().saturating_sub(1)).rev() {
+            stride[i] = stride[i + 1] * dims[i + 1];
+        }
+        Self { shape: Shape(dims.to_vec()), stride, start_offset: 0 }
+    }
+
+    pub fn shape(&self) -> &Shape {
+        &self.shape
+    }
+}
+
+/// The errors of candle-core's Error that the generated dispatch returns, and the one it
+/// adds (NotImplementedForBackend).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Error {
+    DeviceMismatchBinaryOp { lhs: DeviceLocation, rhs: DeviceLocation, op: &'static str },
+    DTypeMismatchBinaryOp { lhs: DType, rhs: DType, op: &'static str },
+    ShapeMismatchBinaryOp { lhs: Shape, rhs: Shape, op: &'static str },
+    UnsupportedDTypeForOp(DType, &'static str),
+    NotImplementedForBackend { op: &'static str, backend: &'static str },
+    /// What a mock backend reports for a call it refuses (never one the tests expect).
+    Mock(String),
+}
+
+impl Error {
+    /// candle-core attaches a backtrace here; the mock has none to attach.
+    pub fn bt(self) -> Self {
+        self
+    }
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// Element types of host slices.
+pub trait WithDType: Copy + 'static {
+    const DTYPE: DType;
+}
+
+impl WithDType for u8 {
+    const DTYPE: DType = DType::U8;
+}
+
+impl WithDType for u32 {
+    const DTYPE: DType = DType::U32;
+}
+
+impl WithDType for i64 {
+    const DTYPE: DType = DType::I64;
+}
+
+impl WithDType for f32 {
+    const DTYPE: DType = DType::F32;
+}
+
+impl WithDType for f64 {
+    const DTYPE: DType = DType::F64;
+}

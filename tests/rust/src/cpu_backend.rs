@@ -1,0 +1,16 @@
+//! The host backend: one device, unnumbered (candle-core's `Device::Cpu`).
+use crate::mock::{MockDevice, MockQStorage, MockStorage};
+use crate::DeviceLocation;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CpuDevice;
+
+impl MockDevice for CpuDevice {
+    const BACKEND: &'static str = "cpu";
+    fn mock_location(&self) -> DeviceLocation {
+        DeviceLocation::Cpu
+    }
+}
+
+pub type CpuStorage = MockStorage<CpuDevice>;
+pub type QCpuStorage = MockQStorage<CpuDevice>;

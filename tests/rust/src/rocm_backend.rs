@@ -1,0 +1,18 @@
+//! A numbered GPU backend, mocked: devices rocm:0, rocm:1, ...
+use crate::mock::{MockDevice, MockQStorage, MockStorage};
+use crate::DeviceLocation;
+
+#[derive(Debug, Clone, PartialEq)] // not Copy: a GPU device handle is not
+pub struct RocmDevice {
+    pub ordinal: usize,
+}
+
+impl MockDevice for RocmDevice {
+    const BACKEND: &'static str = "rocm";
+    fn mock_location(&self) -> DeviceLocation {
+        DeviceLocation::Rocm { gpu_id: self.ordinal }
+    }
+}
+
+pub type RocmStorage = MockStorage<RocmDevice>;
+pub type QRocmStorage = MockQStorage<RocmDevice>;
