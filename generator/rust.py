@@ -78,7 +78,7 @@ PATHS = {
 # C types of kernel arguments -> Rust: scalars by value, pointers as typed device addresses.
 C_SCALARS = {
     "size_t": "usize", "int": "i32", "unsigned": "u32", "unsigned int": "u32", "uint8_t": "u8",
-    "uint32_t": "u32", "int32_t": "i32", "int64_t": "i64", "float": "f32", "double": "f64",
+    "uint32_t": "u32", "int32_t": "i32", "int64_t": "i64", "uint64_t": "u64", "float": "f32", "double": "f64",
     "f16_t": "F16", "bf16_t": "Bf16", "void": "c_void",
 }
 ARG_VARIANTS = {"usize": "Usize", "i32": "I32", "u32": "U32", "u8": "U8", "i64": "I64", "f32": "F32",
