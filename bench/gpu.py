@@ -1,5 +1,5 @@
 """GPU benchmarks (issues #3 and #4), run on the H100 through the device tool; side by side with
-torch (and cupy) in one run. Writes bench/results/gpu.json and gpu.md under --out.
+torch in one run. Writes bench/results/gpu.json and gpu.md under --out.
 
 Bandwidth counts bytes read and written; every figure is the median of timed repeats after
 warm-up, host wall clock around a synchronised batch (ops of milliseconds: launch cost is
@@ -143,7 +143,7 @@ def bandwidth(rows: dict) -> None:
         rows[f"{name}: opgen / copy bandwidth"] = gb(4 * N, t_ours) / copy_bw
         rows[f"{name}: opgen / torch"] = t_torch / t_ours
         rows[f"{name}: opgen, device time only (GB/s)"] = gb(4 * N, device_seconds(ours))
-    # matmul bf16 8192^3 through cuBLAS (CuPy's binding), against torch.matmul.
+    # matmul bf16 8192^3 through cuBLAS (nvmath-python's binding), against torch.matmul.
     import ml_dtypes
 
     size = 8192
@@ -382,7 +382,7 @@ def plot(rows: dict, path: Path) -> None:
     ax.set_yticks(list(x), names)
     ax.axvline(1.0, color="gray", lw=0.8)
     ax.set_xlabel("bandwidth / device-to-device copy bandwidth (same run)")
-    ax.set_title("opgen cuda backend on an H100: f32, 64M elements")
+    ax.set_title("opgen cuda backend on an H100: f32, 64M elements unless named")
     ax.legend(loc="lower right")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
@@ -412,10 +412,28 @@ def quant(rows: dict) -> None:
     bench_quant(rows)
 
 
+def issue11(rows: dict) -> None:
+    from bench.gpu_issue11 import bench_issue11
+
+    bench_issue11(rows)
+
+
+def conv_explore(rows: dict) -> None:
+    from bench.gpu_issue11 import explore_conv_chunks
+
+    explore_conv_chunks(rows)
+
+
+def reduce_explore(rows: dict) -> None:
+    from bench.gpu_issue11 import explore_strided_loads
+
+    explore_strided_loads(rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
-    parser.add_argument("--parts", default="compile,bandwidth,latency,checks,nn,quant,qmatmul",
+    parser.add_argument("--parts", default="compile,bandwidth,latency,checks,nn,quant,qmatmul,issue11",
                         help="comma-separated: compile, bandwidth, latency, checks (fast-path self-checks), "
                              "explore (launch-geometry and unroll variants), nn (softmax, norms, attention "
                              "against torch: bench/gpu_nn.py), nn-explore (the row kernels with other bytes of a row per "
@@ -429,7 +447,8 @@ def main() -> None:
     rows: dict = {}
     parts = {"compile": cold_and_warm_compile, "bandwidth": bandwidth, "latency": latency, "checks": checks,
              "explore": explore, "nn": nn, "nn-explore": nn_explore, "quant": quant,
-             "qmatmul": qmatmul}
+             "qmatmul": qmatmul, "issue11": issue11,
+             "conv-explore": conv_explore, "reduce-explore": reduce_explore}
     for part in (parts[p.strip()] for p in args.parts.split(",") if p.strip()):
         try:
             part(rows)

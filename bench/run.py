@@ -91,6 +91,8 @@ def generation() -> tuple[dict, dict | None]:
         commands = {
             "shipped ops.yaml": gen_command(ROOT / "ops.yaml", tmp / "shipped_out" / "generated"),
             HIP_CASE: gen_command(synthetic.write(tmp / "synthetic"), tmp / "synthetic" / "generated"),
+            f"{HIP_CASE}, and the rust target": gen_command(
+                synthetic.write(tmp / "synthetic_rust", rust=True), tmp / "synthetic_rust" / "generated"),
             f"synthetic, {synthetic.N_OPS} ops, cpu backend only (no HIP outputs)": gen_command(
                 synthetic.write(tmp / "synthetic_numpy", hip=False), tmp / "synthetic_numpy" / "generated"),
         }

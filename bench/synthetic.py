@@ -16,9 +16,10 @@ BINARY_EXPRS = ["x + y", "x * y - y", "np.maximum(x, y)", "np.hypot(x, y)"]
 PARAM_TYPES = ["Layout", "Storage", "float", "int", "Dims", "Pair", "DType", "Scalar"]
 
 
-def registry(n_ops: int = N_OPS, seed: int = 0, hip: bool = True) -> dict:
+def registry(n_ops: int = N_OPS, seed: int = 0, hip: bool = True, rust: bool = False) -> dict:
     """`hip=False` keeps only the backends that need no HIP kernels (cpu), so no kernel
-    source or launch wrappers are generated: the generator's core alone."""
+    source or launch wrappers are generated: the generator's core alone. `rust=True` adds the
+    rust target (Candle's dispatch and launch wrappers in generated/rust) beside the package."""
     rng = random.Random(seed)
     base = yaml.safe_load((ROOT / "ops.yaml").read_text())
     if not hip:
@@ -49,17 +50,19 @@ def registry(n_ops: int = N_OPS, seed: int = 0, hip: bool = True) -> dict:
             params[f"arg{j}"] = rng.choice(PARAM_TYPES)
         storage[f"storage_op_{i}"] = {"params": params, "returns": rng.choice(["Storage", "None"])}
     out["storage"] = storage
+    if rust:
+        out["targets"] = {"python": {"out": "generated"}, "rust": {"out": "generated/rust"}}
     return out
 
 
-def write(directory: Path, n_ops: int = N_OPS, hip: bool = True) -> Path:
+def write(directory: Path, n_ops: int = N_OPS, hip: bool = True, rust: bool = False) -> Path:
     """Write the registry and copies of runtime/ and hip/ into `directory`; return the
     registry path."""
     directory.mkdir(parents=True, exist_ok=True)
     for part in ("runtime", "hip"):
         shutil.copytree(ROOT / part, directory / part, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
     path = directory / "ops.yaml"
-    path.write_text(yaml.safe_dump(registry(n_ops, hip=hip), sort_keys=False, width=120))
+    path.write_text(yaml.safe_dump(registry(n_ops, hip=hip, rust=rust), sort_keys=False, width=120))
     return path
 
 

@@ -124,15 +124,14 @@ def render(registry: model.Registry, templates: Path | None = None, out: Path | 
     out = (out or registry_dir / "generated").resolve()
     ctx["hip_dir"] = Path(os.path.relpath(registry_dir / "hip", out)).as_posix()
     rendered = {}
-    # The generated HIP source comes first: the launch wrappers are derived from its entry
-    # points as parsed back from the text, like those of the hand-written kernels.
-    files = sorted(outputs(registry).items(), key=lambda item: not item[1].endswith(".hip"))
-    for template, output in files:
+    for template, output in outputs(registry).items():
+        if output == "elementwise.hip":
+            rendered[output] = generated_kernels(registry, templates)[0]
+            continue
         if output == "kernels_hip.py":
-            ctx = {**ctx, **launch_context(registry, hip_kernels(registry, rendered.get("elementwise.hip", "")))}
-        text = env.get_template(template).render({**ctx, "comment": "//" if output.endswith(".hip") else "#"})
-        if output.endswith(".py"):
-            check_python(template, output, text)
+            ctx = {**ctx, **launch_context(registry, generated_kernels(registry, templates)[1])}
+        text = env.get_template(template).render({**ctx, "comment": "#"})
+        check_python(template, output, text)
         rendered[output] = text
     return dict(sorted(rendered.items()))
 
@@ -188,18 +187,25 @@ def py_params(kernel) -> list[str]:
     return [f"{p.name}_" if keyword.iskeyword(p.name) or p.name in taken else p.name for p in kernel.params]
 
 
-# The last answer of hip_kernels: the python and rust targets of one run both ask, with the
-# same registry and source, and parsing ~9,000 entry points twice costs half a second.
-_LAST_KERNELS: list[tuple[model.Registry, str, tuple]] = []
+# The last answer of generated_kernels: the python and rust targets of one run both ask for
+# the same registry, and rendering and parsing ~9,000 entry points twice costs 0.2 s.
+_LAST_KERNELS: list[tuple[model.Registry, Path, tuple[str, tuple]]] = []
 
 
-def hip_kernels(registry: model.Registry, generated_source: str) -> tuple:
-    """Every kernel entry point: the hand-written ones in hip/ and the generated ones."""
-    if _LAST_KERNELS and _LAST_KERNELS[0][0] is registry and _LAST_KERNELS[0][1] == generated_source:
+def generated_kernels(registry: model.Registry, templates: Path | None = None) -> tuple[str, tuple]:
+    """(the generated elementwise.hip, every kernel entry point: the hand-written ones in hip/
+    and the generated ones). The launch wrappers of every target are derived from the entry
+    points as parsed back from the text, like those of the hand-written kernels."""
+    templates = templates or TEMPLATES
+    if _LAST_KERNELS and _LAST_KERNELS[0][0] is registry and _LAST_KERNELS[0][1] == templates:
         return _LAST_KERNELS[0][2]
-    kernels = _hip_kernels(registry, generated_source)
-    _LAST_KERNELS[:] = [(registry, generated_source, kernels)]
-    return kernels
+    source = ""
+    if "hip" in registry.kernel_languages:
+        ctx = {**context(registry), "comment": "//"}
+        source = environment(templates).get_template("elementwise.hip.j2").render(ctx)
+    answer = (source, _hip_kernels(registry, source))
+    _LAST_KERNELS[:] = [(registry, templates, answer)]
+    return answer
 
 
 def _hip_kernels(registry: model.Registry, generated_source: str) -> tuple:

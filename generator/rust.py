@@ -17,6 +17,7 @@ import jinja2
 
 from generator import model
 from generator.dispatch_coverage import camel
+from generator.render import TemplateCache, generated_kernels
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates" / "rust"
 LINE_WIDTH = 100  # as rustfmt: a longer signature gets one parameter per line
@@ -77,7 +78,7 @@ PATHS = {
 # C types of kernel arguments -> Rust: scalars by value, pointers as typed device addresses.
 C_SCALARS = {
     "size_t": "usize", "int": "i32", "unsigned": "u32", "unsigned int": "u32", "uint8_t": "u8",
-    "uint32_t": "u32", "int32_t": "i32", "int64_t": "i64", "float": "f32", "double": "f64",
+    "uint32_t": "u32", "int32_t": "i32", "int64_t": "i64", "uint64_t": "u64", "float": "f32", "double": "f64",
     "f16_t": "F16", "bf16_t": "Bf16", "void": "c_void",
 }
 ARG_VARIANTS = {"usize": "Usize", "i32": "I32", "u32": "U32", "u8": "U8", "i64": "I64", "f32": "F32",
@@ -390,17 +391,21 @@ def launches(kernels) -> tuple[Launch, ...]:
     """One wrapper per kernel entry point: parameters in the kernel's order, with its types."""
     taken = {"launcher", "cfg"}
     types: dict[str, str] = {}  # the same few C types over and over: converted once
+    by_params: dict[int, tuple[list[str], str]] = {}  # kernel_sigs shares one tuple per distinct list
     out = []
     for k in kernels:
-        params, args = [], []
-        for p in k.params:
-            name = f"{p.name}_" if p.name in taken or p.name in RUST_KEYWORDS else p.name
-            rust = types.get(p.c_type) or types.setdefault(p.c_type, _rust_c_type(p.c_type))
-            params.append(f"{name}: {rust}")
-            args.append(f"{name}.arg()" if p.is_pointer else f"KernelArg::{ARG_VARIANTS[rust]}({name})")
+        if id(k.params) not in by_params:
+            params, args = [], []
+            for p in k.params:
+                name = f"{p.name}_" if p.name in taken or p.name in RUST_KEYWORDS else p.name
+                rust = types.get(p.c_type) or types.setdefault(p.c_type, _rust_c_type(p.c_type))
+                params.append(f"{name}: {rust}")
+                args.append(f"{name}.arg()" if p.is_pointer else f"KernelArg::{ARG_VARIANTS[rust]}({name})")
+            by_params[id(k.params)] = (params, ", ".join(args))
+        params, args = by_params[id(k.params)]
         head = f"pub fn launch_{k.name}<L: KernelLauncher + ?Sized>"
         signature = layout_signature(head, ["launcher: &L", "cfg: &LaunchConfig", *params], " -> Result<()> {")
-        out.append(Launch(k.name, k.source, signature, ", ".join(args)))
+        out.append(Launch(k.name, k.source, signature, args))
     return tuple(out)
 
 
@@ -470,7 +475,7 @@ def context(registry: model.Registry) -> dict:
     traits = [t for t in registry.custom_ops]
     kernels = ()
     if any(b.kernels == "hip" for b in registry.backends):
-        kernels = launches(_hip_kernels(registry))
+        kernels = launches(generated_kernels(registry)[1])
     return {
         "registry": registry,
         "registry_name": Path(registry.path).name,
@@ -506,17 +511,6 @@ def _any_cfg(vs: tuple[Variant, ...]) -> str | None:
     return None if not gates else gates[0] if len(gates) == 1 else f"any({', '.join(gates)})"
 
 
-def _hip_kernels(registry: model.Registry):
-    """Every kernel entry point, as the Python target's launch wrappers see them: the
-    hand-written ones in hip/ and those of the generated elementwise.hip."""
-    from generator.render import environment, hip_kernels
-    from generator.render import context as python_context
-
-    env = environment()
-    source = env.get_template("elementwise.hip.j2").render({**python_context(registry), "comment": "//"})
-    return hip_kernels(registry, source)
-
-
 def outputs(registry: model.Registry) -> dict[str, str]:
     """Template -> output file, for this registry."""
     files = ["backends.rs", "device.rs", "storage.rs", "custom_op.rs", "to_device.rs"]
@@ -528,6 +522,7 @@ def outputs(registry: model.Registry) -> dict[str, str]:
 def environment() -> jinja2.Environment:
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+        bytecode_cache=TemplateCache(str(TEMPLATES / "__pycache__")),
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,

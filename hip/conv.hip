@@ -1,6 +1,22 @@
-// Convolutions, direct (one thread per output element), Candle's conv1d / conv2d /
-// conv_transpose1d / conv_transpose2d kernels. FIRST VERSION: correct for every
-// layout and dtype, not fast; a GEMM path (im2col + vendor BLAS) is the next step.
+// Convolutions. Float dtypes take a GEMM path in runtime/gpu.py (im2col / col2im below
+// around the vendor BLAS); the direct kernels (one thread per output element, Candle's
+// conv1d / conv2d / conv_transpose1d / conv_transpose2d) cover every other case.
+//
+//   im2col_<dt>(rows, c_in, h_in, w_in, k_h, k_w, h_out, w_out, stride, tap_step, offset_y,
+//               offset_x, sb, sc, sh, sw, src, col)
+//       col (b, c_in * k_h * k_w, h_out * w_out) contiguous, rows = b * c_in * k_h * k_w:
+//       col[b, (ci, ky, kx), (oy, ox)] = src[b, ci, oy * stride + ky * tap_step + offset_y,
+//       ox * stride + kx * tap_step + offset_x], 0 outside; src strides sb, sc, sh, sw.
+//       A convolution: tap_step = dilation, offsets -padding (a conv1d is h_in = k_h =
+//       h_out = 1, offset_y = 0). A transposed one of stride 1 is a convolution with the
+//       kernel flipped: tap_step = -dilation, offsets +padding. A block per row of col, so the row's division
+//       is made once and each element divides once (its position).
+//   col2im_<dt>(rows, k_h, k_w, h_in, w_in, h_out, w_out, stride, padding, pad_h, dilation, col, dst)
+//       The transposed convolution's gather: col (b, c_out * k_h * k_w, h_in * w_in) is
+//       kernel^T @ src per batch; dst (b, c_out, h_out, w_out), rows = b * c_out:
+//       dst[b, co, oy, ox] = sum over (ky, kx) with oy + pad_h - ky * dilation = iy * stride
+//       (likewise x with padding), iy, ix in range, of col[b, (co, ky, kx), (iy, ix)]; accumulated in
+//       accum_t, no atomics (deterministic).
 //
 //   conv1d_<dt>(dst_numel, l_out, stride, padding, dilation, info, src, kernel, dst)
 //       src (b, c_in, l_in) * kernel (c_out, c_in, k) -> dst (b, c_out, l_out)
@@ -152,6 +168,70 @@ __device__ __forceinline__ void conv_transpose2d_kernel(const size_t dst_numel, 
     }
 }
 
+template <typename T> __device__ __forceinline__ T zero_of() { return opgen::from_compute<T>(opgen::compute_t<T>(0)); }
+
+template <typename T>
+__device__ __forceinline__ void im2col_kernel(const size_t rows, const size_t c_in, const size_t h_in,
+                                              const size_t w_in, const size_t k_h, const size_t k_w,
+                                              const size_t h_out, const size_t w_out, const size_t stride,
+                                              const int64_t tap_step, const int64_t offset_y,
+                                              const int64_t offset_x, const size_t sb,
+                                              const size_t sc, const size_t sh, const size_t sw, const T* src,
+                                              T* col) {
+    const size_t taps = c_in * k_h * k_w;
+    const unsigned wo = (unsigned)w_out, positions = (unsigned)(h_out * w_out);  // runtime: < 2^31
+    const long long hi = (long long)h_in, wi = (long long)w_in;
+    for (size_t row = blockIdx.x; row < rows; row += gridDim.x) {
+        const size_t b = row / taps, tap = row % taps;
+        const size_t kx = tap % k_w, ky = tap / k_w % k_h, ci = tap / (k_w * k_h);
+        const T* plane = src + b * sb + ci * sc;
+        T* out = col + row * positions;
+        const long long y0 = (long long)ky * tap_step + offset_y;
+        const long long x0 = (long long)kx * tap_step + offset_x;
+        for (unsigned p = threadIdx.x; p < positions; p += blockDim.x) {
+            const unsigned oy = p / wo, ox = p - oy * wo;
+            const long long y = (long long)oy * (long long)stride + y0, x = (long long)ox * (long long)stride + x0;
+            out[p] = (y >= 0 && y < hi && x >= 0 && x < wi) ? plane[y * (long long)sh + x * (long long)sw] : zero_of<T>();
+        }
+    }
+}
+
+// The input position i with i * stride == at (at = o + padding - k * dilation), if any.
+__device__ __forceinline__ bool col_source(long long at, long long stride, long long len, long long& i) {
+    if (at < 0 || at % stride != 0) return false;
+    i = at / stride;
+    return i < len;
+}
+
+template <typename T>
+__device__ __forceinline__ void col2im_kernel(const size_t rows, const size_t k_h, const size_t k_w,
+                                              const size_t h_in, const size_t w_in, const size_t h_out,
+                                              const size_t w_out, const size_t stride, const size_t padding,
+                                              const size_t pad_h, const size_t dilation, const T* col, T* dst) {
+    const unsigned wo = (unsigned)w_out, positions = (unsigned)(h_out * w_out);  // runtime: < 2^31
+    const size_t inputs = h_in * w_in;
+    const long long s = (long long)stride, pad = (long long)padding, pad_y = (long long)pad_h;
+    const long long dil = (long long)dilation;
+    for (size_t row = blockIdx.x; row < rows; row += gridDim.x) {
+        const T* taps = col + row * k_h * k_w * inputs;
+        T* out = dst + row * positions;
+        for (unsigned p = threadIdx.x; p < positions; p += blockDim.x) {
+            const unsigned oy = p / wo, ox = p - oy * wo;
+            opgen::accum_t<T> acc = 0;
+            for (size_t ky = 0; ky < k_h; ky++) {
+                long long iy;
+                if (!col_source((long long)oy + pad_y - (long long)ky * dil, s, (long long)h_in, iy)) continue;
+                for (size_t kx = 0; kx < k_w; kx++) {
+                    long long ix;
+                    if (!col_source((long long)ox + pad - (long long)kx * dil, s, (long long)w_in, ix)) continue;
+                    acc += acc_of(taps[(ky * k_w + kx) * inputs + (size_t)(iy * (long long)w_in + ix)]);
+                }
+            }
+            out[p] = result_of<T>(acc);
+        }
+    }
+}
+
 }  // namespace
 
 // conv1d
@@ -241,4 +321,48 @@ extern "C" __global__ void conv_transpose2d_f32(const size_t dst_numel, const si
 }
 extern "C" __global__ void conv_transpose2d_f64(const size_t dst_numel, const size_t w_out, const size_t h_out, const size_t stride, const size_t padding, const size_t out_padding, const size_t dilation, const size_t* info, const double* src, const double* kernel, double* dst) {
     conv_transpose2d_kernel(dst_numel, w_out, h_out, stride, padding, out_padding, dilation, info, src, kernel, dst);
+}
+// im2col
+extern "C" __global__ void im2col_u8(const size_t rows, const size_t c_in, const size_t h_in, const size_t w_in, const size_t k_h, const size_t k_w, const size_t h_out, const size_t w_out, const size_t stride, const int64_t tap_step, const int64_t offset_y, const int64_t offset_x, const size_t sb, const size_t sc, const size_t sh, const size_t sw, const uint8_t* src, uint8_t* col) {
+    im2col_kernel(rows, c_in, h_in, w_in, k_h, k_w, h_out, w_out, stride, tap_step, offset_y, offset_x, sb, sc, sh, sw, src, col);
+}
+extern "C" __global__ void im2col_u32(const size_t rows, const size_t c_in, const size_t h_in, const size_t w_in, const size_t k_h, const size_t k_w, const size_t h_out, const size_t w_out, const size_t stride, const int64_t tap_step, const int64_t offset_y, const int64_t offset_x, const size_t sb, const size_t sc, const size_t sh, const size_t sw, const uint32_t* src, uint32_t* col) {
+    im2col_kernel(rows, c_in, h_in, w_in, k_h, k_w, h_out, w_out, stride, tap_step, offset_y, offset_x, sb, sc, sh, sw, src, col);
+}
+extern "C" __global__ void im2col_i64(const size_t rows, const size_t c_in, const size_t h_in, const size_t w_in, const size_t k_h, const size_t k_w, const size_t h_out, const size_t w_out, const size_t stride, const int64_t tap_step, const int64_t offset_y, const int64_t offset_x, const size_t sb, const size_t sc, const size_t sh, const size_t sw, const int64_t* src, int64_t* col) {
+    im2col_kernel(rows, c_in, h_in, w_in, k_h, k_w, h_out, w_out, stride, tap_step, offset_y, offset_x, sb, sc, sh, sw, src, col);
+}
+extern "C" __global__ void im2col_bf16(const size_t rows, const size_t c_in, const size_t h_in, const size_t w_in, const size_t k_h, const size_t k_w, const size_t h_out, const size_t w_out, const size_t stride, const int64_t tap_step, const int64_t offset_y, const int64_t offset_x, const size_t sb, const size_t sc, const size_t sh, const size_t sw, const bf16_t* src, bf16_t* col) {
+    im2col_kernel(rows, c_in, h_in, w_in, k_h, k_w, h_out, w_out, stride, tap_step, offset_y, offset_x, sb, sc, sh, sw, src, col);
+}
+extern "C" __global__ void im2col_f16(const size_t rows, const size_t c_in, const size_t h_in, const size_t w_in, const size_t k_h, const size_t k_w, const size_t h_out, const size_t w_out, const size_t stride, const int64_t tap_step, const int64_t offset_y, const int64_t offset_x, const size_t sb, const size_t sc, const size_t sh, const size_t sw, const f16_t* src, f16_t* col) {
+    im2col_kernel(rows, c_in, h_in, w_in, k_h, k_w, h_out, w_out, stride, tap_step, offset_y, offset_x, sb, sc, sh, sw, src, col);
+}
+extern "C" __global__ void im2col_f32(const size_t rows, const size_t c_in, const size_t h_in, const size_t w_in, const size_t k_h, const size_t k_w, const size_t h_out, const size_t w_out, const size_t stride, const int64_t tap_step, const int64_t offset_y, const int64_t offset_x, const size_t sb, const size_t sc, const size_t sh, const size_t sw, const float* src, float* col) {
+    im2col_kernel(rows, c_in, h_in, w_in, k_h, k_w, h_out, w_out, stride, tap_step, offset_y, offset_x, sb, sc, sh, sw, src, col);
+}
+extern "C" __global__ void im2col_f64(const size_t rows, const size_t c_in, const size_t h_in, const size_t w_in, const size_t k_h, const size_t k_w, const size_t h_out, const size_t w_out, const size_t stride, const int64_t tap_step, const int64_t offset_y, const int64_t offset_x, const size_t sb, const size_t sc, const size_t sh, const size_t sw, const double* src, double* col) {
+    im2col_kernel(rows, c_in, h_in, w_in, k_h, k_w, h_out, w_out, stride, tap_step, offset_y, offset_x, sb, sc, sh, sw, src, col);
+}
+// col2im
+extern "C" __global__ void col2im_u8(const size_t rows, const size_t k_h, const size_t k_w, const size_t h_in, const size_t w_in, const size_t h_out, const size_t w_out, const size_t stride, const size_t padding, const size_t pad_h, const size_t dilation, const uint8_t* col, uint8_t* dst) {
+    col2im_kernel(rows, k_h, k_w, h_in, w_in, h_out, w_out, stride, padding, pad_h, dilation, col, dst);
+}
+extern "C" __global__ void col2im_u32(const size_t rows, const size_t k_h, const size_t k_w, const size_t h_in, const size_t w_in, const size_t h_out, const size_t w_out, const size_t stride, const size_t padding, const size_t pad_h, const size_t dilation, const uint32_t* col, uint32_t* dst) {
+    col2im_kernel(rows, k_h, k_w, h_in, w_in, h_out, w_out, stride, padding, pad_h, dilation, col, dst);
+}
+extern "C" __global__ void col2im_i64(const size_t rows, const size_t k_h, const size_t k_w, const size_t h_in, const size_t w_in, const size_t h_out, const size_t w_out, const size_t stride, const size_t padding, const size_t pad_h, const size_t dilation, const int64_t* col, int64_t* dst) {
+    col2im_kernel(rows, k_h, k_w, h_in, w_in, h_out, w_out, stride, padding, pad_h, dilation, col, dst);
+}
+extern "C" __global__ void col2im_bf16(const size_t rows, const size_t k_h, const size_t k_w, const size_t h_in, const size_t w_in, const size_t h_out, const size_t w_out, const size_t stride, const size_t padding, const size_t pad_h, const size_t dilation, const bf16_t* col, bf16_t* dst) {
+    col2im_kernel(rows, k_h, k_w, h_in, w_in, h_out, w_out, stride, padding, pad_h, dilation, col, dst);
+}
+extern "C" __global__ void col2im_f16(const size_t rows, const size_t k_h, const size_t k_w, const size_t h_in, const size_t w_in, const size_t h_out, const size_t w_out, const size_t stride, const size_t padding, const size_t pad_h, const size_t dilation, const f16_t* col, f16_t* dst) {
+    col2im_kernel(rows, k_h, k_w, h_in, w_in, h_out, w_out, stride, padding, pad_h, dilation, col, dst);
+}
+extern "C" __global__ void col2im_f32(const size_t rows, const size_t k_h, const size_t k_w, const size_t h_in, const size_t w_in, const size_t h_out, const size_t w_out, const size_t stride, const size_t padding, const size_t pad_h, const size_t dilation, const float* col, float* dst) {
+    col2im_kernel(rows, k_h, k_w, h_in, w_in, h_out, w_out, stride, padding, pad_h, dilation, col, dst);
+}
+extern "C" __global__ void col2im_f64(const size_t rows, const size_t k_h, const size_t k_w, const size_t h_in, const size_t w_in, const size_t h_out, const size_t w_out, const size_t stride, const size_t padding, const size_t pad_h, const size_t dilation, const double* col, double* dst) {
+    col2im_kernel(rows, k_h, k_w, h_in, w_in, h_out, w_out, stride, padding, pad_h, dilation, col, dst);
 }

@@ -1,27 +1,28 @@
-// Indexing: index_select, gather, scatter_set, scatter_add, index_add, and an ids
-// range check. ids are u8, u32 or i64 (the registry's `index` set); values any dtype.
+// Indexing: index_select, gather, scatter_set, scatter_add, index_add. ids are u8, u32
+// or i64 (the registry's `index` set); values any dtype.
 //
-//   ids_check_<it>(numel, num_dims, info, ids, limit, bad)
-//       *bad |= 1 if some id of the view (info: dims, strides; nullptr: contiguous) is
-//       outside [0, limit). The CPU reference raises ShapeMismatch on such ids; the
-//       runtime runs this first to do the same. The kernels below never read or
-//       write out of bounds on a bad id: they write 0 (index_select, gather) or skip it.
+// Every entry point takes a last argument `bad`: a u32 word on the device that the kernel
+// sets to 1 when some id lies outside its dim ([0, size)), so the runtime never reads the
+// ids on the host (runtime/gpu.py's IdChecks raises the op's ShapeMismatch at the next
+// synchronization). A bad id is never read or written through: it gives 0 (index_select,
+// gather) or is skipped (scatter_*, index_add). nullptr: no flag.
+//
 //   index_select_<it>_<dt>(numel, num_dims, info, ids, inp, out,
-//                          left_size, src_dim_size, ids_dim_size, right_size)
+//                          left_size, src_dim_size, ids_dim_size, right_size, bad)
 //       Candle's is_*: out[pre, j, post] = inp[pre, ids[j], post]; inp contiguous,
 //       info: dims and strides of the 1-D ids view (nullptr: contiguous).
-//   gather_<it>_<dt>(numel, num_dims, info, dim, ids, inp, out, src_dim_size)
+//   gather_<it>_<dt>(numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad)
 //       out[p] = inp[p with p[dim] = ids[p]] over every position p of ids (numel of
 //       them), out contiguous with ids' shape. info: ids dims[n], ids strides[n], inp
 //       strides[n] (n = num_dims): ids may be smaller than inp in every dim but `dim`,
 //       and both may be strided (runtime/cpu.py's gather).
-//   scatter_set_<it>_<dt> / scatter_add_<it>_<dt>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size)
+//   scatter_set_<it>_<dt> / scatter_add_<it>_<dt>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad)
 //       In place: dst[p with p[dim] = ids[p]] = (or +=) src[p] over every position p of
 //       ids (numel of them). info: ids dims, ids strides, src strides, dst strides
 //       (4 * num_dims). One thread per position of the other dims walks `dim` in
 //       order: no atomics, deterministic, and duplicates resolve as numpy does (last
 //       write wins for set; adds accumulate in order, rounding each add for half types).
-//   index_add_<it>_<dt>(ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size)
+//   index_add_<it>_<dt>(ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad)
 //       Candle's ia_*: in place, out[pre, ids[j], post] += inp[pre, j, post]; ids, inp
 //       and out contiguous (the runtime copies x into out first, as runtime/cpu.py's
 //       index_add returns a new tensor); src_dim_size == ids_dim_size (Candle's
@@ -52,24 +53,16 @@ template <typename T> __device__ __forceinline__ T add_values(T a, T b) {
     return opgen::from_compute<T>((opgen::compute_t<T>)((A)opgen::to_compute(a) + (A)opgen::to_compute(b)));
 }
 
-template <typename I>
-__device__ __forceinline__ void ids_check_kernel(const size_t numel, const size_t num_dims, const size_t* info,
-                                                 const I* ids, const size_t limit, uint32_t* bad) {
-    const bool contiguous = info == nullptr || opgen::is_contiguous(num_dims, info, info + num_dims);
-    bool ok = true;
-    for (size_t i = opgen::global_thread_id(); i < numel; i += opgen::grid_threads()) {
-        size_t idx;
-        const size_t at = contiguous ? i : opgen::get_strided_index(i, num_dims, info, info + num_dims);
-        ok = id_in_range(ids[at], limit, idx) && ok;
-    }
-    if (!ok) atomicOr(bad, 1u);
+// Records a bad id: every writer stores the same value, so no atomic is needed.
+__device__ __forceinline__ void flag_bad(uint32_t* bad) {
+    if (bad != nullptr) *bad = 1u;
 }
 
 template <typename I, typename T>
 __device__ __forceinline__ void index_select_kernel(const size_t numel, const size_t num_dims, const size_t* info,
                                                     const I* ids, const T* inp, T* out, const size_t left_size,
                                                     const size_t src_dim_size, const size_t ids_dim_size,
-                                                    const size_t right_size) {
+                                                    const size_t right_size, uint32_t* bad) {
     (void)left_size;
     const bool contiguous = info == nullptr || opgen::is_contiguous(num_dims, info, info + num_dims);
     const size_t start = opgen::global_thread_id(), step = opgen::grid_threads();
@@ -87,6 +80,7 @@ __device__ __forceinline__ void index_select_kernel(const size_t numel, const si
             if (id_in_range(raw, src_dim_size, id)) {
                 p = opgen::load_pack<T, N>(inp + (pre * src_dim_size + id) * right_size + post);
             } else {
+                flag_bad(bad);
 #pragma unroll
                 for (int k = 0; k < N; k++) p.v[k] = zero<T>();
             }
@@ -99,36 +93,61 @@ __device__ __forceinline__ void index_select_kernel(const size_t numel, const si
         const size_t post = i % right_size;
         size_t id;
         const I raw = ids[contiguous ? j : opgen::get_strided_index(j, num_dims, info, info + num_dims)];
-        out[i] = id_in_range(raw, src_dim_size, id) ? inp[(pre * src_dim_size + id) * right_size + post] : zero<T>();
+        if (id_in_range(raw, src_dim_size, id)) {
+            out[i] = inp[(pre * src_dim_size + id) * right_size + post];
+        } else {
+            out[i] = zero<T>();
+            flag_bad(bad);
+        }
+    }
+}
+
+template <typename C, typename I, typename T>
+__device__ __forceinline__ void gather_loop(const C numel, const size_t num_dims, const size_t* info, const size_t dim,
+                                            const I* ids, const T* inp, T* out, const size_t src_dim_size,
+                                            uint32_t* bad) {
+    const size_t* dims = info;
+    const size_t* ids_s = info + num_dims;
+    const size_t* inp_s = info + 2 * num_dims;
+    for (C i = (C)opgen::global_thread_id(); i < numel; i += (C)opgen::grid_threads()) {
+        C rem = i;
+        size_t ids_off = 0, inp_off = 0;
+#pragma unroll 1
+        for (size_t k = 0; k < num_dims; k++) {
+            const size_t d = num_dims - 1 - k;
+            const C n = (C)dims[d];
+            const C c = rem % n;
+            rem /= n;
+            ids_off += c * ids_s[d];
+            if (d != dim) inp_off += c * inp_s[d];
+        }
+        size_t id;
+        if (id_in_range(ids[ids_off], src_dim_size, id)) {
+            out[i] = inp[inp_off + id * inp_s[dim]];
+        } else {
+            out[i] = zero<T>();
+            flag_bad(bad);
+        }
     }
 }
 
 template <typename I, typename T>
 __device__ __forceinline__ void gather_kernel(const size_t numel, const size_t num_dims, const size_t* info,
                                               const size_t dim, const I* ids, const T* inp, T* out,
-                                              const size_t src_dim_size) {
-    const size_t* dims = info;
-    const size_t* ids_s = info + num_dims;
-    const size_t* inp_s = info + 2 * num_dims;
-    for (size_t i = opgen::global_thread_id(); i < numel; i += opgen::grid_threads()) {
-        size_t rem = i, ids_off = 0, inp_off = 0;
-#pragma unroll 1
-        for (size_t k = 0; k < num_dims; k++) {
-            const size_t d = num_dims - 1 - k;
-            const size_t c = rem % dims[d];
-            rem /= dims[d];
-            ids_off += c * ids_s[d];
-            if (d != dim) inp_off += c * inp_s[d];
-        }
-        size_t id;
-        out[i] = id_in_range(ids[ids_off], src_dim_size, id) ? inp[inp_off + id * inp_s[dim]] : zero<T>();
+                                              const size_t src_dim_size, uint32_t* bad) {
+    // Positions below 2^32 (with the grid's threads added): 32-bit division, several times
+    // shorter than 64-bit.
+    if (numel + opgen::grid_threads() < (size_t(1) << 32)) {
+        gather_loop<uint32_t>((uint32_t)numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad);
+    } else {
+        gather_loop<size_t>(numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad);
     }
 }
 
 template <bool Add, typename I, typename T>
 __device__ __forceinline__ void scatter_kernel(const size_t numel, const size_t num_dims, const size_t* info,
                                                const size_t dim, const I* ids, const T* src, T* dst,
-                                               const size_t dst_dim_size) {
+                                               const size_t dst_dim_size, uint32_t* bad) {
     const size_t* dims = info;
     const size_t* ids_s = info + num_dims;
     const size_t* src_s = info + 2 * num_dims;
@@ -150,7 +169,10 @@ __device__ __forceinline__ void scatter_kernel(const size_t numel, const size_t 
         }
         for (size_t j = 0; j < len; j++) {
             size_t id;
-            if (!id_in_range(ids[ids_off + j * ids_s[dim]], dst_dim_size, id)) continue;
+            if (!id_in_range(ids[ids_off + j * ids_s[dim]], dst_dim_size, id)) {
+                flag_bad(bad);
+                continue;
+            }
             T* d = dst + dst_off + id * dst_s[dim];
             const T s = src[src_off + j * src_s[dim]];
             if constexpr (Add) {
@@ -165,14 +187,18 @@ __device__ __forceinline__ void scatter_kernel(const size_t numel, const size_t 
 template <typename I, typename T>
 __device__ __forceinline__ void index_add_kernel(const I* ids, const size_t ids_dim_size, const T* inp, T* out,
                                                  const size_t left_size, const size_t src_dim_size,
-                                                 const size_t dst_dim_size, const size_t right_size) {
+                                                 const size_t dst_dim_size, const size_t right_size,
+                                                 uint32_t* bad) {
     (void)src_dim_size;
     const size_t numel = left_size * right_size;
     for (size_t i = opgen::global_thread_id(); i < numel; i += opgen::grid_threads()) {
         const size_t pre = i / right_size, post = i % right_size;
         for (size_t j = 0; j < ids_dim_size; j++) {
             size_t id;
-            if (!id_in_range(ids[j], dst_dim_size, id)) continue;
+            if (!id_in_range(ids[j], dst_dim_size, id)) {
+                flag_bad(bad);
+                continue;
+            }
             T* d = out + (pre * dst_dim_size + id) * right_size + post;
             *d = add_values(*d, inp[(pre * ids_dim_size + j) * right_size + post]);
         }
@@ -181,332 +207,323 @@ __device__ __forceinline__ void index_add_kernel(const I* ids, const size_t ids_
 
 }  // namespace
 
-extern "C" __global__ void ids_check_u8(const size_t numel, const size_t num_dims, const size_t* info, const uint8_t* ids, const size_t limit, uint32_t* bad) {
-    ids_check_kernel(numel, num_dims, info, ids, limit, bad);
-}
-extern "C" __global__ void ids_check_u32(const size_t numel, const size_t num_dims, const size_t* info, const uint32_t* ids, const size_t limit, uint32_t* bad) {
-    ids_check_kernel(numel, num_dims, info, ids, limit, bad);
-}
-extern "C" __global__ void ids_check_i64(const size_t numel, const size_t num_dims, const size_t* info, const int64_t* ids, const size_t limit, uint32_t* bad) {
-    ids_check_kernel(numel, num_dims, info, ids, limit, bad);
-}
 // index_select
-extern "C" __global__ void index_select_u8_u8(const size_t numel, const size_t num_dims, const size_t* info, const uint8_t* ids, const uint8_t* inp, uint8_t* out, const size_t left_size, const size_t src_dim_size, const size_t ids_dim_size, const size_t right_size) {
-    index_select_kernel(numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size);
+extern "C" __global__ void index_select_u8_u8(const size_t numel, const size_t num_dims, const size_t* info, const uint8_t* ids, const uint8_t* inp, uint8_t* out, const size_t left_size, const size_t src_dim_size, const size_t ids_dim_size, const size_t right_size, uint32_t* bad) {
+    index_select_kernel(numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad);
 }
-extern "C" __global__ void index_select_u8_u32(const size_t numel, const size_t num_dims, const size_t* info, const uint8_t* ids, const uint32_t* inp, uint32_t* out, const size_t left_size, const size_t src_dim_size, const size_t ids_dim_size, const size_t right_size) {
-    index_select_kernel(numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size);
+extern "C" __global__ void index_select_u8_u32(const size_t numel, const size_t num_dims, const size_t* info, const uint8_t* ids, const uint32_t* inp, uint32_t* out, const size_t left_size, const size_t src_dim_size, const size_t ids_dim_size, const size_t right_size, uint32_t* bad) {
+    index_select_kernel(numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad);
 }
-extern "C" __global__ void index_select_u8_i64(const size_t numel, const size_t num_dims, const size_t* info, const uint8_t* ids, const int64_t* inp, int64_t* out, const size_t left_size, const size_t src_dim_size, const size_t ids_dim_size, const size_t right_size) {
-    index_select_kernel(numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size);
+extern "C" __global__ void index_select_u8_i64(const size_t numel, const size_t num_dims, const size_t* info, const uint8_t* ids, const int64_t* inp, int64_t* out, const size_t left_size, const size_t src_dim_size, const size_t ids_dim_size, const size_t right_size, uint32_t* bad) {
+    index_select_kernel(numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad);
 }
-extern "C" __global__ void index_select_u8_bf16(const size_t numel, const size_t num_dims, const size_t* info, const uint8_t* ids, const bf16_t* inp, bf16_t* out, const size_t left_size, const size_t src_dim_size, const size_t ids_dim_size, const size_t right_size) {
-    index_select_kernel(numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size);
+extern "C" __global__ void index_select_u8_bf16(const size_t numel, const size_t num_dims, const size_t* info, const uint8_t* ids, const bf16_t* inp, bf16_t* out, const size_t left_size, const size_t src_dim_size, const size_t ids_dim_size, const size_t right_size, uint32_t* bad) {
+    index_select_kernel(numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad);
 }
-extern "C" __global__ void index_select_u8_f16(const size_t numel, const size_t num_dims, const size_t* info, const uint8_t* ids, const f16_t* inp, f16_t* out, const size_t left_size, const size_t src_dim_size, const size_t ids_dim_size, const size_t right_size) {
-    index_select_kernel(numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size);
+extern "C" __global__ void index_select_u8_f16(const size_t numel, const size_t num_dims, const size_t* info, const uint8_t* ids, const f16_t* inp, f16_t* out, const size_t left_size, const size_t src_dim_size, const size_t ids_dim_size, const size_t right_size, uint32_t* bad) {
+    index_select_kernel(numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad);
 }
-extern "C" __global__ void index_select_u8_f32(const size_t numel, const size_t num_dims, const size_t* info, const uint8_t* ids, const float* inp, float* out, const size_t left_size, const size_t src_dim_size, const size_t ids_dim_size, const size_t right_size) {
-    index_select_kernel(numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size);
+extern "C" __global__ void index_select_u8_f32(const size_t numel, const size_t num_dims, const size_t* info, const uint8_t* ids, const float* inp, float* out, const size_t left_size, const size_t src_dim_size, const size_t ids_dim_size, const size_t right_size, uint32_t* bad) {
+    index_select_kernel(numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad);
 }
-extern "C" __global__ void index_select_u8_f64(const size_t numel, const size_t num_dims, const size_t* info, const uint8_t* ids, const double* inp, double* out, const size_t left_size, const size_t src_dim_size, const size_t ids_dim_size, const size_t right_size) {
-    index_select_kernel(numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size);
+extern "C" __global__ void index_select_u8_f64(const size_t numel, const size_t num_dims, const size_t* info, const uint8_t* ids, const double* inp, double* out, const size_t left_size, const size_t src_dim_size, const size_t ids_dim_size, const size_t right_size, uint32_t* bad) {
+    index_select_kernel(numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad);
 }
-extern "C" __global__ void index_select_u32_u8(const size_t numel, const size_t num_dims, const size_t* info, const uint32_t* ids, const uint8_t* inp, uint8_t* out, const size_t left_size, const size_t src_dim_size, const size_t ids_dim_size, const size_t right_size) {
-    index_select_kernel(numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size);
+extern "C" __global__ void index_select_u32_u8(const size_t numel, const size_t num_dims, const size_t* info, const uint32_t* ids, const uint8_t* inp, uint8_t* out, const size_t left_size, const size_t src_dim_size, const size_t ids_dim_size, const size_t right_size, uint32_t* bad) {
+    index_select_kernel(numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad);
 }
-extern "C" __global__ void index_select_u32_u32(const size_t numel, const size_t num_dims, const size_t* info, const uint32_t* ids, const uint32_t* inp, uint32_t* out, const size_t left_size, const size_t src_dim_size, const size_t ids_dim_size, const size_t right_size) {
-    index_select_kernel(numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size);
+extern "C" __global__ void index_select_u32_u32(const size_t numel, const size_t num_dims, const size_t* info, const uint32_t* ids, const uint32_t* inp, uint32_t* out, const size_t left_size, const size_t src_dim_size, const size_t ids_dim_size, const size_t right_size, uint32_t* bad) {
+    index_select_kernel(numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad);
 }
-extern "C" __global__ void index_select_u32_i64(const size_t numel, const size_t num_dims, const size_t* info, const uint32_t* ids, const int64_t* inp, int64_t* out, const size_t left_size, const size_t src_dim_size, const size_t ids_dim_size, const size_t right_size) {
-    index_select_kernel(numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size);
+extern "C" __global__ void index_select_u32_i64(const size_t numel, const size_t num_dims, const size_t* info, const uint32_t* ids, const int64_t* inp, int64_t* out, const size_t left_size, const size_t src_dim_size, const size_t ids_dim_size, const size_t right_size, uint32_t* bad) {
+    index_select_kernel(numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad);
 }
-extern "C" __global__ void index_select_u32_bf16(const size_t numel, const size_t num_dims, const size_t* info, const uint32_t* ids, const bf16_t* inp, bf16_t* out, const size_t left_size, const size_t src_dim_size, const size_t ids_dim_size, const size_t right_size) {
-    index_select_kernel(numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size);
+extern "C" __global__ void index_select_u32_bf16(const size_t numel, const size_t num_dims, const size_t* info, const uint32_t* ids, const bf16_t* inp, bf16_t* out, const size_t left_size, const size_t src_dim_size, const size_t ids_dim_size, const size_t right_size, uint32_t* bad) {
+    index_select_kernel(numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad);
 }
-extern "C" __global__ void index_select_u32_f16(const size_t numel, const size_t num_dims, const size_t* info, const uint32_t* ids, const f16_t* inp, f16_t* out, const size_t left_size, const size_t src_dim_size, const size_t ids_dim_size, const size_t right_size) {
-    index_select_kernel(numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size);
+extern "C" __global__ void index_select_u32_f16(const size_t numel, const size_t num_dims, const size_t* info, const uint32_t* ids, const f16_t* inp, f16_t* out, const size_t left_size, const size_t src_dim_size, const size_t ids_dim_size, const size_t right_size, uint32_t* bad) {
+    index_select_kernel(numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad);
 }
-extern "C" __global__ void index_select_u32_f32(const size_t numel, const size_t num_dims, const size_t* info, const uint32_t* ids, const float* inp, float* out, const size_t left_size, const size_t src_dim_size, const size_t ids_dim_size, const size_t right_size) {
-    index_select_kernel(numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size);
+extern "C" __global__ void index_select_u32_f32(const size_t numel, const size_t num_dims, const size_t* info, const uint32_t* ids, const float* inp, float* out, const size_t left_size, const size_t src_dim_size, const size_t ids_dim_size, const size_t right_size, uint32_t* bad) {
+    index_select_kernel(numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad);
 }
-extern "C" __global__ void index_select_u32_f64(const size_t numel, const size_t num_dims, const size_t* info, const uint32_t* ids, const double* inp, double* out, const size_t left_size, const size_t src_dim_size, const size_t ids_dim_size, const size_t right_size) {
-    index_select_kernel(numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size);
+extern "C" __global__ void index_select_u32_f64(const size_t numel, const size_t num_dims, const size_t* info, const uint32_t* ids, const double* inp, double* out, const size_t left_size, const size_t src_dim_size, const size_t ids_dim_size, const size_t right_size, uint32_t* bad) {
+    index_select_kernel(numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad);
 }
-extern "C" __global__ void index_select_i64_u8(const size_t numel, const size_t num_dims, const size_t* info, const int64_t* ids, const uint8_t* inp, uint8_t* out, const size_t left_size, const size_t src_dim_size, const size_t ids_dim_size, const size_t right_size) {
-    index_select_kernel(numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size);
+extern "C" __global__ void index_select_i64_u8(const size_t numel, const size_t num_dims, const size_t* info, const int64_t* ids, const uint8_t* inp, uint8_t* out, const size_t left_size, const size_t src_dim_size, const size_t ids_dim_size, const size_t right_size, uint32_t* bad) {
+    index_select_kernel(numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad);
 }
-extern "C" __global__ void index_select_i64_u32(const size_t numel, const size_t num_dims, const size_t* info, const int64_t* ids, const uint32_t* inp, uint32_t* out, const size_t left_size, const size_t src_dim_size, const size_t ids_dim_size, const size_t right_size) {
-    index_select_kernel(numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size);
+extern "C" __global__ void index_select_i64_u32(const size_t numel, const size_t num_dims, const size_t* info, const int64_t* ids, const uint32_t* inp, uint32_t* out, const size_t left_size, const size_t src_dim_size, const size_t ids_dim_size, const size_t right_size, uint32_t* bad) {
+    index_select_kernel(numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad);
 }
-extern "C" __global__ void index_select_i64_i64(const size_t numel, const size_t num_dims, const size_t* info, const int64_t* ids, const int64_t* inp, int64_t* out, const size_t left_size, const size_t src_dim_size, const size_t ids_dim_size, const size_t right_size) {
-    index_select_kernel(numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size);
+extern "C" __global__ void index_select_i64_i64(const size_t numel, const size_t num_dims, const size_t* info, const int64_t* ids, const int64_t* inp, int64_t* out, const size_t left_size, const size_t src_dim_size, const size_t ids_dim_size, const size_t right_size, uint32_t* bad) {
+    index_select_kernel(numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad);
 }
-extern "C" __global__ void index_select_i64_bf16(const size_t numel, const size_t num_dims, const size_t* info, const int64_t* ids, const bf16_t* inp, bf16_t* out, const size_t left_size, const size_t src_dim_size, const size_t ids_dim_size, const size_t right_size) {
-    index_select_kernel(numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size);
+extern "C" __global__ void index_select_i64_bf16(const size_t numel, const size_t num_dims, const size_t* info, const int64_t* ids, const bf16_t* inp, bf16_t* out, const size_t left_size, const size_t src_dim_size, const size_t ids_dim_size, const size_t right_size, uint32_t* bad) {
+    index_select_kernel(numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad);
 }
-extern "C" __global__ void index_select_i64_f16(const size_t numel, const size_t num_dims, const size_t* info, const int64_t* ids, const f16_t* inp, f16_t* out, const size_t left_size, const size_t src_dim_size, const size_t ids_dim_size, const size_t right_size) {
-    index_select_kernel(numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size);
+extern "C" __global__ void index_select_i64_f16(const size_t numel, const size_t num_dims, const size_t* info, const int64_t* ids, const f16_t* inp, f16_t* out, const size_t left_size, const size_t src_dim_size, const size_t ids_dim_size, const size_t right_size, uint32_t* bad) {
+    index_select_kernel(numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad);
 }
-extern "C" __global__ void index_select_i64_f32(const size_t numel, const size_t num_dims, const size_t* info, const int64_t* ids, const float* inp, float* out, const size_t left_size, const size_t src_dim_size, const size_t ids_dim_size, const size_t right_size) {
-    index_select_kernel(numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size);
+extern "C" __global__ void index_select_i64_f32(const size_t numel, const size_t num_dims, const size_t* info, const int64_t* ids, const float* inp, float* out, const size_t left_size, const size_t src_dim_size, const size_t ids_dim_size, const size_t right_size, uint32_t* bad) {
+    index_select_kernel(numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad);
 }
-extern "C" __global__ void index_select_i64_f64(const size_t numel, const size_t num_dims, const size_t* info, const int64_t* ids, const double* inp, double* out, const size_t left_size, const size_t src_dim_size, const size_t ids_dim_size, const size_t right_size) {
-    index_select_kernel(numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size);
+extern "C" __global__ void index_select_i64_f64(const size_t numel, const size_t num_dims, const size_t* info, const int64_t* ids, const double* inp, double* out, const size_t left_size, const size_t src_dim_size, const size_t ids_dim_size, const size_t right_size, uint32_t* bad) {
+    index_select_kernel(numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad);
 }
 // gather
-extern "C" __global__ void gather_u8_u8(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint8_t* ids, const uint8_t* inp, uint8_t* out, const size_t src_dim_size) {
-    gather_kernel(numel, num_dims, info, dim, ids, inp, out, src_dim_size);
+extern "C" __global__ void gather_u8_u8(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint8_t* ids, const uint8_t* inp, uint8_t* out, const size_t src_dim_size, uint32_t* bad) {
+    gather_kernel(numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad);
 }
-extern "C" __global__ void gather_u8_u32(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint8_t* ids, const uint32_t* inp, uint32_t* out, const size_t src_dim_size) {
-    gather_kernel(numel, num_dims, info, dim, ids, inp, out, src_dim_size);
+extern "C" __global__ void gather_u8_u32(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint8_t* ids, const uint32_t* inp, uint32_t* out, const size_t src_dim_size, uint32_t* bad) {
+    gather_kernel(numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad);
 }
-extern "C" __global__ void gather_u8_i64(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint8_t* ids, const int64_t* inp, int64_t* out, const size_t src_dim_size) {
-    gather_kernel(numel, num_dims, info, dim, ids, inp, out, src_dim_size);
+extern "C" __global__ void gather_u8_i64(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint8_t* ids, const int64_t* inp, int64_t* out, const size_t src_dim_size, uint32_t* bad) {
+    gather_kernel(numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad);
 }
-extern "C" __global__ void gather_u8_bf16(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint8_t* ids, const bf16_t* inp, bf16_t* out, const size_t src_dim_size) {
-    gather_kernel(numel, num_dims, info, dim, ids, inp, out, src_dim_size);
+extern "C" __global__ void gather_u8_bf16(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint8_t* ids, const bf16_t* inp, bf16_t* out, const size_t src_dim_size, uint32_t* bad) {
+    gather_kernel(numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad);
 }
-extern "C" __global__ void gather_u8_f16(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint8_t* ids, const f16_t* inp, f16_t* out, const size_t src_dim_size) {
-    gather_kernel(numel, num_dims, info, dim, ids, inp, out, src_dim_size);
+extern "C" __global__ void gather_u8_f16(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint8_t* ids, const f16_t* inp, f16_t* out, const size_t src_dim_size, uint32_t* bad) {
+    gather_kernel(numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad);
 }
-extern "C" __global__ void gather_u8_f32(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint8_t* ids, const float* inp, float* out, const size_t src_dim_size) {
-    gather_kernel(numel, num_dims, info, dim, ids, inp, out, src_dim_size);
+extern "C" __global__ void gather_u8_f32(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint8_t* ids, const float* inp, float* out, const size_t src_dim_size, uint32_t* bad) {
+    gather_kernel(numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad);
 }
-extern "C" __global__ void gather_u8_f64(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint8_t* ids, const double* inp, double* out, const size_t src_dim_size) {
-    gather_kernel(numel, num_dims, info, dim, ids, inp, out, src_dim_size);
+extern "C" __global__ void gather_u8_f64(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint8_t* ids, const double* inp, double* out, const size_t src_dim_size, uint32_t* bad) {
+    gather_kernel(numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad);
 }
-extern "C" __global__ void gather_u32_u8(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint32_t* ids, const uint8_t* inp, uint8_t* out, const size_t src_dim_size) {
-    gather_kernel(numel, num_dims, info, dim, ids, inp, out, src_dim_size);
+extern "C" __global__ void gather_u32_u8(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint32_t* ids, const uint8_t* inp, uint8_t* out, const size_t src_dim_size, uint32_t* bad) {
+    gather_kernel(numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad);
 }
-extern "C" __global__ void gather_u32_u32(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint32_t* ids, const uint32_t* inp, uint32_t* out, const size_t src_dim_size) {
-    gather_kernel(numel, num_dims, info, dim, ids, inp, out, src_dim_size);
+extern "C" __global__ void gather_u32_u32(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint32_t* ids, const uint32_t* inp, uint32_t* out, const size_t src_dim_size, uint32_t* bad) {
+    gather_kernel(numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad);
 }
-extern "C" __global__ void gather_u32_i64(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint32_t* ids, const int64_t* inp, int64_t* out, const size_t src_dim_size) {
-    gather_kernel(numel, num_dims, info, dim, ids, inp, out, src_dim_size);
+extern "C" __global__ void gather_u32_i64(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint32_t* ids, const int64_t* inp, int64_t* out, const size_t src_dim_size, uint32_t* bad) {
+    gather_kernel(numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad);
 }
-extern "C" __global__ void gather_u32_bf16(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint32_t* ids, const bf16_t* inp, bf16_t* out, const size_t src_dim_size) {
-    gather_kernel(numel, num_dims, info, dim, ids, inp, out, src_dim_size);
+extern "C" __global__ void gather_u32_bf16(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint32_t* ids, const bf16_t* inp, bf16_t* out, const size_t src_dim_size, uint32_t* bad) {
+    gather_kernel(numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad);
 }
-extern "C" __global__ void gather_u32_f16(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint32_t* ids, const f16_t* inp, f16_t* out, const size_t src_dim_size) {
-    gather_kernel(numel, num_dims, info, dim, ids, inp, out, src_dim_size);
+extern "C" __global__ void gather_u32_f16(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint32_t* ids, const f16_t* inp, f16_t* out, const size_t src_dim_size, uint32_t* bad) {
+    gather_kernel(numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad);
 }
-extern "C" __global__ void gather_u32_f32(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint32_t* ids, const float* inp, float* out, const size_t src_dim_size) {
-    gather_kernel(numel, num_dims, info, dim, ids, inp, out, src_dim_size);
+extern "C" __global__ void gather_u32_f32(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint32_t* ids, const float* inp, float* out, const size_t src_dim_size, uint32_t* bad) {
+    gather_kernel(numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad);
 }
-extern "C" __global__ void gather_u32_f64(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint32_t* ids, const double* inp, double* out, const size_t src_dim_size) {
-    gather_kernel(numel, num_dims, info, dim, ids, inp, out, src_dim_size);
+extern "C" __global__ void gather_u32_f64(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint32_t* ids, const double* inp, double* out, const size_t src_dim_size, uint32_t* bad) {
+    gather_kernel(numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad);
 }
-extern "C" __global__ void gather_i64_u8(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const int64_t* ids, const uint8_t* inp, uint8_t* out, const size_t src_dim_size) {
-    gather_kernel(numel, num_dims, info, dim, ids, inp, out, src_dim_size);
+extern "C" __global__ void gather_i64_u8(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const int64_t* ids, const uint8_t* inp, uint8_t* out, const size_t src_dim_size, uint32_t* bad) {
+    gather_kernel(numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad);
 }
-extern "C" __global__ void gather_i64_u32(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const int64_t* ids, const uint32_t* inp, uint32_t* out, const size_t src_dim_size) {
-    gather_kernel(numel, num_dims, info, dim, ids, inp, out, src_dim_size);
+extern "C" __global__ void gather_i64_u32(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const int64_t* ids, const uint32_t* inp, uint32_t* out, const size_t src_dim_size, uint32_t* bad) {
+    gather_kernel(numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad);
 }
-extern "C" __global__ void gather_i64_i64(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const int64_t* ids, const int64_t* inp, int64_t* out, const size_t src_dim_size) {
-    gather_kernel(numel, num_dims, info, dim, ids, inp, out, src_dim_size);
+extern "C" __global__ void gather_i64_i64(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const int64_t* ids, const int64_t* inp, int64_t* out, const size_t src_dim_size, uint32_t* bad) {
+    gather_kernel(numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad);
 }
-extern "C" __global__ void gather_i64_bf16(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const int64_t* ids, const bf16_t* inp, bf16_t* out, const size_t src_dim_size) {
-    gather_kernel(numel, num_dims, info, dim, ids, inp, out, src_dim_size);
+extern "C" __global__ void gather_i64_bf16(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const int64_t* ids, const bf16_t* inp, bf16_t* out, const size_t src_dim_size, uint32_t* bad) {
+    gather_kernel(numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad);
 }
-extern "C" __global__ void gather_i64_f16(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const int64_t* ids, const f16_t* inp, f16_t* out, const size_t src_dim_size) {
-    gather_kernel(numel, num_dims, info, dim, ids, inp, out, src_dim_size);
+extern "C" __global__ void gather_i64_f16(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const int64_t* ids, const f16_t* inp, f16_t* out, const size_t src_dim_size, uint32_t* bad) {
+    gather_kernel(numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad);
 }
-extern "C" __global__ void gather_i64_f32(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const int64_t* ids, const float* inp, float* out, const size_t src_dim_size) {
-    gather_kernel(numel, num_dims, info, dim, ids, inp, out, src_dim_size);
+extern "C" __global__ void gather_i64_f32(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const int64_t* ids, const float* inp, float* out, const size_t src_dim_size, uint32_t* bad) {
+    gather_kernel(numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad);
 }
-extern "C" __global__ void gather_i64_f64(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const int64_t* ids, const double* inp, double* out, const size_t src_dim_size) {
-    gather_kernel(numel, num_dims, info, dim, ids, inp, out, src_dim_size);
+extern "C" __global__ void gather_i64_f64(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const int64_t* ids, const double* inp, double* out, const size_t src_dim_size, uint32_t* bad) {
+    gather_kernel(numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad);
 }
 // scatter_set
-extern "C" __global__ void scatter_set_u8_u8(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint8_t* ids, const uint8_t* src, uint8_t* dst, const size_t dst_dim_size) {
-    scatter_kernel<false>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size);
+extern "C" __global__ void scatter_set_u8_u8(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint8_t* ids, const uint8_t* src, uint8_t* dst, const size_t dst_dim_size, uint32_t* bad) {
+    scatter_kernel<false>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad);
 }
-extern "C" __global__ void scatter_set_u8_u32(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint8_t* ids, const uint32_t* src, uint32_t* dst, const size_t dst_dim_size) {
-    scatter_kernel<false>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size);
+extern "C" __global__ void scatter_set_u8_u32(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint8_t* ids, const uint32_t* src, uint32_t* dst, const size_t dst_dim_size, uint32_t* bad) {
+    scatter_kernel<false>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad);
 }
-extern "C" __global__ void scatter_set_u8_i64(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint8_t* ids, const int64_t* src, int64_t* dst, const size_t dst_dim_size) {
-    scatter_kernel<false>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size);
+extern "C" __global__ void scatter_set_u8_i64(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint8_t* ids, const int64_t* src, int64_t* dst, const size_t dst_dim_size, uint32_t* bad) {
+    scatter_kernel<false>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad);
 }
-extern "C" __global__ void scatter_set_u8_bf16(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint8_t* ids, const bf16_t* src, bf16_t* dst, const size_t dst_dim_size) {
-    scatter_kernel<false>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size);
+extern "C" __global__ void scatter_set_u8_bf16(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint8_t* ids, const bf16_t* src, bf16_t* dst, const size_t dst_dim_size, uint32_t* bad) {
+    scatter_kernel<false>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad);
 }
-extern "C" __global__ void scatter_set_u8_f16(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint8_t* ids, const f16_t* src, f16_t* dst, const size_t dst_dim_size) {
-    scatter_kernel<false>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size);
+extern "C" __global__ void scatter_set_u8_f16(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint8_t* ids, const f16_t* src, f16_t* dst, const size_t dst_dim_size, uint32_t* bad) {
+    scatter_kernel<false>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad);
 }
-extern "C" __global__ void scatter_set_u8_f32(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint8_t* ids, const float* src, float* dst, const size_t dst_dim_size) {
-    scatter_kernel<false>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size);
+extern "C" __global__ void scatter_set_u8_f32(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint8_t* ids, const float* src, float* dst, const size_t dst_dim_size, uint32_t* bad) {
+    scatter_kernel<false>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad);
 }
-extern "C" __global__ void scatter_set_u8_f64(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint8_t* ids, const double* src, double* dst, const size_t dst_dim_size) {
-    scatter_kernel<false>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size);
+extern "C" __global__ void scatter_set_u8_f64(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint8_t* ids, const double* src, double* dst, const size_t dst_dim_size, uint32_t* bad) {
+    scatter_kernel<false>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad);
 }
-extern "C" __global__ void scatter_set_u32_u8(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint32_t* ids, const uint8_t* src, uint8_t* dst, const size_t dst_dim_size) {
-    scatter_kernel<false>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size);
+extern "C" __global__ void scatter_set_u32_u8(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint32_t* ids, const uint8_t* src, uint8_t* dst, const size_t dst_dim_size, uint32_t* bad) {
+    scatter_kernel<false>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad);
 }
-extern "C" __global__ void scatter_set_u32_u32(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint32_t* ids, const uint32_t* src, uint32_t* dst, const size_t dst_dim_size) {
-    scatter_kernel<false>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size);
+extern "C" __global__ void scatter_set_u32_u32(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint32_t* ids, const uint32_t* src, uint32_t* dst, const size_t dst_dim_size, uint32_t* bad) {
+    scatter_kernel<false>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad);
 }
-extern "C" __global__ void scatter_set_u32_i64(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint32_t* ids, const int64_t* src, int64_t* dst, const size_t dst_dim_size) {
-    scatter_kernel<false>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size);
+extern "C" __global__ void scatter_set_u32_i64(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint32_t* ids, const int64_t* src, int64_t* dst, const size_t dst_dim_size, uint32_t* bad) {
+    scatter_kernel<false>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad);
 }
-extern "C" __global__ void scatter_set_u32_bf16(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint32_t* ids, const bf16_t* src, bf16_t* dst, const size_t dst_dim_size) {
-    scatter_kernel<false>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size);
+extern "C" __global__ void scatter_set_u32_bf16(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint32_t* ids, const bf16_t* src, bf16_t* dst, const size_t dst_dim_size, uint32_t* bad) {
+    scatter_kernel<false>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad);
 }
-extern "C" __global__ void scatter_set_u32_f16(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint32_t* ids, const f16_t* src, f16_t* dst, const size_t dst_dim_size) {
-    scatter_kernel<false>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size);
+extern "C" __global__ void scatter_set_u32_f16(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint32_t* ids, const f16_t* src, f16_t* dst, const size_t dst_dim_size, uint32_t* bad) {
+    scatter_kernel<false>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad);
 }
-extern "C" __global__ void scatter_set_u32_f32(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint32_t* ids, const float* src, float* dst, const size_t dst_dim_size) {
-    scatter_kernel<false>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size);
+extern "C" __global__ void scatter_set_u32_f32(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint32_t* ids, const float* src, float* dst, const size_t dst_dim_size, uint32_t* bad) {
+    scatter_kernel<false>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad);
 }
-extern "C" __global__ void scatter_set_u32_f64(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint32_t* ids, const double* src, double* dst, const size_t dst_dim_size) {
-    scatter_kernel<false>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size);
+extern "C" __global__ void scatter_set_u32_f64(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint32_t* ids, const double* src, double* dst, const size_t dst_dim_size, uint32_t* bad) {
+    scatter_kernel<false>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad);
 }
-extern "C" __global__ void scatter_set_i64_u8(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const int64_t* ids, const uint8_t* src, uint8_t* dst, const size_t dst_dim_size) {
-    scatter_kernel<false>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size);
+extern "C" __global__ void scatter_set_i64_u8(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const int64_t* ids, const uint8_t* src, uint8_t* dst, const size_t dst_dim_size, uint32_t* bad) {
+    scatter_kernel<false>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad);
 }
-extern "C" __global__ void scatter_set_i64_u32(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const int64_t* ids, const uint32_t* src, uint32_t* dst, const size_t dst_dim_size) {
-    scatter_kernel<false>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size);
+extern "C" __global__ void scatter_set_i64_u32(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const int64_t* ids, const uint32_t* src, uint32_t* dst, const size_t dst_dim_size, uint32_t* bad) {
+    scatter_kernel<false>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad);
 }
-extern "C" __global__ void scatter_set_i64_i64(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const int64_t* ids, const int64_t* src, int64_t* dst, const size_t dst_dim_size) {
-    scatter_kernel<false>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size);
+extern "C" __global__ void scatter_set_i64_i64(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const int64_t* ids, const int64_t* src, int64_t* dst, const size_t dst_dim_size, uint32_t* bad) {
+    scatter_kernel<false>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad);
 }
-extern "C" __global__ void scatter_set_i64_bf16(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const int64_t* ids, const bf16_t* src, bf16_t* dst, const size_t dst_dim_size) {
-    scatter_kernel<false>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size);
+extern "C" __global__ void scatter_set_i64_bf16(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const int64_t* ids, const bf16_t* src, bf16_t* dst, const size_t dst_dim_size, uint32_t* bad) {
+    scatter_kernel<false>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad);
 }
-extern "C" __global__ void scatter_set_i64_f16(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const int64_t* ids, const f16_t* src, f16_t* dst, const size_t dst_dim_size) {
-    scatter_kernel<false>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size);
+extern "C" __global__ void scatter_set_i64_f16(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const int64_t* ids, const f16_t* src, f16_t* dst, const size_t dst_dim_size, uint32_t* bad) {
+    scatter_kernel<false>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad);
 }
-extern "C" __global__ void scatter_set_i64_f32(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const int64_t* ids, const float* src, float* dst, const size_t dst_dim_size) {
-    scatter_kernel<false>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size);
+extern "C" __global__ void scatter_set_i64_f32(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const int64_t* ids, const float* src, float* dst, const size_t dst_dim_size, uint32_t* bad) {
+    scatter_kernel<false>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad);
 }
-extern "C" __global__ void scatter_set_i64_f64(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const int64_t* ids, const double* src, double* dst, const size_t dst_dim_size) {
-    scatter_kernel<false>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size);
+extern "C" __global__ void scatter_set_i64_f64(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const int64_t* ids, const double* src, double* dst, const size_t dst_dim_size, uint32_t* bad) {
+    scatter_kernel<false>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad);
 }
 // scatter_add
-extern "C" __global__ void scatter_add_u8_u8(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint8_t* ids, const uint8_t* src, uint8_t* dst, const size_t dst_dim_size) {
-    scatter_kernel<true>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size);
+extern "C" __global__ void scatter_add_u8_u8(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint8_t* ids, const uint8_t* src, uint8_t* dst, const size_t dst_dim_size, uint32_t* bad) {
+    scatter_kernel<true>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad);
 }
-extern "C" __global__ void scatter_add_u8_u32(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint8_t* ids, const uint32_t* src, uint32_t* dst, const size_t dst_dim_size) {
-    scatter_kernel<true>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size);
+extern "C" __global__ void scatter_add_u8_u32(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint8_t* ids, const uint32_t* src, uint32_t* dst, const size_t dst_dim_size, uint32_t* bad) {
+    scatter_kernel<true>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad);
 }
-extern "C" __global__ void scatter_add_u8_i64(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint8_t* ids, const int64_t* src, int64_t* dst, const size_t dst_dim_size) {
-    scatter_kernel<true>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size);
+extern "C" __global__ void scatter_add_u8_i64(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint8_t* ids, const int64_t* src, int64_t* dst, const size_t dst_dim_size, uint32_t* bad) {
+    scatter_kernel<true>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad);
 }
-extern "C" __global__ void scatter_add_u8_bf16(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint8_t* ids, const bf16_t* src, bf16_t* dst, const size_t dst_dim_size) {
-    scatter_kernel<true>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size);
+extern "C" __global__ void scatter_add_u8_bf16(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint8_t* ids, const bf16_t* src, bf16_t* dst, const size_t dst_dim_size, uint32_t* bad) {
+    scatter_kernel<true>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad);
 }
-extern "C" __global__ void scatter_add_u8_f16(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint8_t* ids, const f16_t* src, f16_t* dst, const size_t dst_dim_size) {
-    scatter_kernel<true>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size);
+extern "C" __global__ void scatter_add_u8_f16(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint8_t* ids, const f16_t* src, f16_t* dst, const size_t dst_dim_size, uint32_t* bad) {
+    scatter_kernel<true>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad);
 }
-extern "C" __global__ void scatter_add_u8_f32(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint8_t* ids, const float* src, float* dst, const size_t dst_dim_size) {
-    scatter_kernel<true>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size);
+extern "C" __global__ void scatter_add_u8_f32(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint8_t* ids, const float* src, float* dst, const size_t dst_dim_size, uint32_t* bad) {
+    scatter_kernel<true>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad);
 }
-extern "C" __global__ void scatter_add_u8_f64(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint8_t* ids, const double* src, double* dst, const size_t dst_dim_size) {
-    scatter_kernel<true>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size);
+extern "C" __global__ void scatter_add_u8_f64(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint8_t* ids, const double* src, double* dst, const size_t dst_dim_size, uint32_t* bad) {
+    scatter_kernel<true>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad);
 }
-extern "C" __global__ void scatter_add_u32_u8(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint32_t* ids, const uint8_t* src, uint8_t* dst, const size_t dst_dim_size) {
-    scatter_kernel<true>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size);
+extern "C" __global__ void scatter_add_u32_u8(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint32_t* ids, const uint8_t* src, uint8_t* dst, const size_t dst_dim_size, uint32_t* bad) {
+    scatter_kernel<true>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad);
 }
-extern "C" __global__ void scatter_add_u32_u32(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint32_t* ids, const uint32_t* src, uint32_t* dst, const size_t dst_dim_size) {
-    scatter_kernel<true>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size);
+extern "C" __global__ void scatter_add_u32_u32(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint32_t* ids, const uint32_t* src, uint32_t* dst, const size_t dst_dim_size, uint32_t* bad) {
+    scatter_kernel<true>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad);
 }
-extern "C" __global__ void scatter_add_u32_i64(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint32_t* ids, const int64_t* src, int64_t* dst, const size_t dst_dim_size) {
-    scatter_kernel<true>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size);
+extern "C" __global__ void scatter_add_u32_i64(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint32_t* ids, const int64_t* src, int64_t* dst, const size_t dst_dim_size, uint32_t* bad) {
+    scatter_kernel<true>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad);
 }
-extern "C" __global__ void scatter_add_u32_bf16(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint32_t* ids, const bf16_t* src, bf16_t* dst, const size_t dst_dim_size) {
-    scatter_kernel<true>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size);
+extern "C" __global__ void scatter_add_u32_bf16(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint32_t* ids, const bf16_t* src, bf16_t* dst, const size_t dst_dim_size, uint32_t* bad) {
+    scatter_kernel<true>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad);
 }
-extern "C" __global__ void scatter_add_u32_f16(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint32_t* ids, const f16_t* src, f16_t* dst, const size_t dst_dim_size) {
-    scatter_kernel<true>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size);
+extern "C" __global__ void scatter_add_u32_f16(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint32_t* ids, const f16_t* src, f16_t* dst, const size_t dst_dim_size, uint32_t* bad) {
+    scatter_kernel<true>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad);
 }
-extern "C" __global__ void scatter_add_u32_f32(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint32_t* ids, const float* src, float* dst, const size_t dst_dim_size) {
-    scatter_kernel<true>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size);
+extern "C" __global__ void scatter_add_u32_f32(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint32_t* ids, const float* src, float* dst, const size_t dst_dim_size, uint32_t* bad) {
+    scatter_kernel<true>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad);
 }
-extern "C" __global__ void scatter_add_u32_f64(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint32_t* ids, const double* src, double* dst, const size_t dst_dim_size) {
-    scatter_kernel<true>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size);
+extern "C" __global__ void scatter_add_u32_f64(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const uint32_t* ids, const double* src, double* dst, const size_t dst_dim_size, uint32_t* bad) {
+    scatter_kernel<true>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad);
 }
-extern "C" __global__ void scatter_add_i64_u8(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const int64_t* ids, const uint8_t* src, uint8_t* dst, const size_t dst_dim_size) {
-    scatter_kernel<true>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size);
+extern "C" __global__ void scatter_add_i64_u8(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const int64_t* ids, const uint8_t* src, uint8_t* dst, const size_t dst_dim_size, uint32_t* bad) {
+    scatter_kernel<true>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad);
 }
-extern "C" __global__ void scatter_add_i64_u32(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const int64_t* ids, const uint32_t* src, uint32_t* dst, const size_t dst_dim_size) {
-    scatter_kernel<true>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size);
+extern "C" __global__ void scatter_add_i64_u32(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const int64_t* ids, const uint32_t* src, uint32_t* dst, const size_t dst_dim_size, uint32_t* bad) {
+    scatter_kernel<true>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad);
 }
-extern "C" __global__ void scatter_add_i64_i64(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const int64_t* ids, const int64_t* src, int64_t* dst, const size_t dst_dim_size) {
-    scatter_kernel<true>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size);
+extern "C" __global__ void scatter_add_i64_i64(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const int64_t* ids, const int64_t* src, int64_t* dst, const size_t dst_dim_size, uint32_t* bad) {
+    scatter_kernel<true>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad);
 }
-extern "C" __global__ void scatter_add_i64_bf16(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const int64_t* ids, const bf16_t* src, bf16_t* dst, const size_t dst_dim_size) {
-    scatter_kernel<true>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size);
+extern "C" __global__ void scatter_add_i64_bf16(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const int64_t* ids, const bf16_t* src, bf16_t* dst, const size_t dst_dim_size, uint32_t* bad) {
+    scatter_kernel<true>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad);
 }
-extern "C" __global__ void scatter_add_i64_f16(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const int64_t* ids, const f16_t* src, f16_t* dst, const size_t dst_dim_size) {
-    scatter_kernel<true>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size);
+extern "C" __global__ void scatter_add_i64_f16(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const int64_t* ids, const f16_t* src, f16_t* dst, const size_t dst_dim_size, uint32_t* bad) {
+    scatter_kernel<true>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad);
 }
-extern "C" __global__ void scatter_add_i64_f32(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const int64_t* ids, const float* src, float* dst, const size_t dst_dim_size) {
-    scatter_kernel<true>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size);
+extern "C" __global__ void scatter_add_i64_f32(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const int64_t* ids, const float* src, float* dst, const size_t dst_dim_size, uint32_t* bad) {
+    scatter_kernel<true>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad);
 }
-extern "C" __global__ void scatter_add_i64_f64(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const int64_t* ids, const double* src, double* dst, const size_t dst_dim_size) {
-    scatter_kernel<true>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size);
+extern "C" __global__ void scatter_add_i64_f64(const size_t numel, const size_t num_dims, const size_t* info, const size_t dim, const int64_t* ids, const double* src, double* dst, const size_t dst_dim_size, uint32_t* bad) {
+    scatter_kernel<true>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad);
 }
 // index_add
-extern "C" __global__ void index_add_u8_u8(const uint8_t* ids, const size_t ids_dim_size, const uint8_t* inp, uint8_t* out, const size_t left_size, const size_t src_dim_size, const size_t dst_dim_size, const size_t right_size) {
-    index_add_kernel(ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size);
+extern "C" __global__ void index_add_u8_u8(const uint8_t* ids, const size_t ids_dim_size, const uint8_t* inp, uint8_t* out, const size_t left_size, const size_t src_dim_size, const size_t dst_dim_size, const size_t right_size, uint32_t* bad) {
+    index_add_kernel(ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad);
 }
-extern "C" __global__ void index_add_u8_u32(const uint8_t* ids, const size_t ids_dim_size, const uint32_t* inp, uint32_t* out, const size_t left_size, const size_t src_dim_size, const size_t dst_dim_size, const size_t right_size) {
-    index_add_kernel(ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size);
+extern "C" __global__ void index_add_u8_u32(const uint8_t* ids, const size_t ids_dim_size, const uint32_t* inp, uint32_t* out, const size_t left_size, const size_t src_dim_size, const size_t dst_dim_size, const size_t right_size, uint32_t* bad) {
+    index_add_kernel(ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad);
 }
-extern "C" __global__ void index_add_u8_i64(const uint8_t* ids, const size_t ids_dim_size, const int64_t* inp, int64_t* out, const size_t left_size, const size_t src_dim_size, const size_t dst_dim_size, const size_t right_size) {
-    index_add_kernel(ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size);
+extern "C" __global__ void index_add_u8_i64(const uint8_t* ids, const size_t ids_dim_size, const int64_t* inp, int64_t* out, const size_t left_size, const size_t src_dim_size, const size_t dst_dim_size, const size_t right_size, uint32_t* bad) {
+    index_add_kernel(ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad);
 }
-extern "C" __global__ void index_add_u8_bf16(const uint8_t* ids, const size_t ids_dim_size, const bf16_t* inp, bf16_t* out, const size_t left_size, const size_t src_dim_size, const size_t dst_dim_size, const size_t right_size) {
-    index_add_kernel(ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size);
+extern "C" __global__ void index_add_u8_bf16(const uint8_t* ids, const size_t ids_dim_size, const bf16_t* inp, bf16_t* out, const size_t left_size, const size_t src_dim_size, const size_t dst_dim_size, const size_t right_size, uint32_t* bad) {
+    index_add_kernel(ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad);
 }
-extern "C" __global__ void index_add_u8_f16(const uint8_t* ids, const size_t ids_dim_size, const f16_t* inp, f16_t* out, const size_t left_size, const size_t src_dim_size, const size_t dst_dim_size, const size_t right_size) {
-    index_add_kernel(ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size);
+extern "C" __global__ void index_add_u8_f16(const uint8_t* ids, const size_t ids_dim_size, const f16_t* inp, f16_t* out, const size_t left_size, const size_t src_dim_size, const size_t dst_dim_size, const size_t right_size, uint32_t* bad) {
+    index_add_kernel(ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad);
 }
-extern "C" __global__ void index_add_u8_f32(const uint8_t* ids, const size_t ids_dim_size, const float* inp, float* out, const size_t left_size, const size_t src_dim_size, const size_t dst_dim_size, const size_t right_size) {
-    index_add_kernel(ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size);
+extern "C" __global__ void index_add_u8_f32(const uint8_t* ids, const size_t ids_dim_size, const float* inp, float* out, const size_t left_size, const size_t src_dim_size, const size_t dst_dim_size, const size_t right_size, uint32_t* bad) {
+    index_add_kernel(ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad);
 }
-extern "C" __global__ void index_add_u8_f64(const uint8_t* ids, const size_t ids_dim_size, const double* inp, double* out, const size_t left_size, const size_t src_dim_size, const size_t dst_dim_size, const size_t right_size) {
-    index_add_kernel(ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size);
+extern "C" __global__ void index_add_u8_f64(const uint8_t* ids, const size_t ids_dim_size, const double* inp, double* out, const size_t left_size, const size_t src_dim_size, const size_t dst_dim_size, const size_t right_size, uint32_t* bad) {
+    index_add_kernel(ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad);
 }
-extern "C" __global__ void index_add_u32_u8(const uint32_t* ids, const size_t ids_dim_size, const uint8_t* inp, uint8_t* out, const size_t left_size, const size_t src_dim_size, const size_t dst_dim_size, const size_t right_size) {
-    index_add_kernel(ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size);
+extern "C" __global__ void index_add_u32_u8(const uint32_t* ids, const size_t ids_dim_size, const uint8_t* inp, uint8_t* out, const size_t left_size, const size_t src_dim_size, const size_t dst_dim_size, const size_t right_size, uint32_t* bad) {
+    index_add_kernel(ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad);
 }
-extern "C" __global__ void index_add_u32_u32(const uint32_t* ids, const size_t ids_dim_size, const uint32_t* inp, uint32_t* out, const size_t left_size, const size_t src_dim_size, const size_t dst_dim_size, const size_t right_size) {
-    index_add_kernel(ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size);
+extern "C" __global__ void index_add_u32_u32(const uint32_t* ids, const size_t ids_dim_size, const uint32_t* inp, uint32_t* out, const size_t left_size, const size_t src_dim_size, const size_t dst_dim_size, const size_t right_size, uint32_t* bad) {
+    index_add_kernel(ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad);
 }
-extern "C" __global__ void index_add_u32_i64(const uint32_t* ids, const size_t ids_dim_size, const int64_t* inp, int64_t* out, const size_t left_size, const size_t src_dim_size, const size_t dst_dim_size, const size_t right_size) {
-    index_add_kernel(ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size);
+extern "C" __global__ void index_add_u32_i64(const uint32_t* ids, const size_t ids_dim_size, const int64_t* inp, int64_t* out, const size_t left_size, const size_t src_dim_size, const size_t dst_dim_size, const size_t right_size, uint32_t* bad) {
+    index_add_kernel(ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad);
 }
-extern "C" __global__ void index_add_u32_bf16(const uint32_t* ids, const size_t ids_dim_size, const bf16_t* inp, bf16_t* out, const size_t left_size, const size_t src_dim_size, const size_t dst_dim_size, const size_t right_size) {
-    index_add_kernel(ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size);
+extern "C" __global__ void index_add_u32_bf16(const uint32_t* ids, const size_t ids_dim_size, const bf16_t* inp, bf16_t* out, const size_t left_size, const size_t src_dim_size, const size_t dst_dim_size, const size_t right_size, uint32_t* bad) {
+    index_add_kernel(ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad);
 }
-extern "C" __global__ void index_add_u32_f16(const uint32_t* ids, const size_t ids_dim_size, const f16_t* inp, f16_t* out, const size_t left_size, const size_t src_dim_size, const size_t dst_dim_size, const size_t right_size) {
-    index_add_kernel(ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size);
+extern "C" __global__ void index_add_u32_f16(const uint32_t* ids, const size_t ids_dim_size, const f16_t* inp, f16_t* out, const size_t left_size, const size_t src_dim_size, const size_t dst_dim_size, const size_t right_size, uint32_t* bad) {
+    index_add_kernel(ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad);
 }
-extern "C" __global__ void index_add_u32_f32(const uint32_t* ids, const size_t ids_dim_size, const float* inp, float* out, const size_t left_size, const size_t src_dim_size, const size_t dst_dim_size, const size_t right_size) {
-    index_add_kernel(ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size);
+extern "C" __global__ void index_add_u32_f32(const uint32_t* ids, const size_t ids_dim_size, const float* inp, float* out, const size_t left_size, const size_t src_dim_size, const size_t dst_dim_size, const size_t right_size, uint32_t* bad) {
+    index_add_kernel(ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad);
 }
-extern "C" __global__ void index_add_u32_f64(const uint32_t* ids, const size_t ids_dim_size, const double* inp, double* out, const size_t left_size, const size_t src_dim_size, const size_t dst_dim_size, const size_t right_size) {
-    index_add_kernel(ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size);
+extern "C" __global__ void index_add_u32_f64(const uint32_t* ids, const size_t ids_dim_size, const double* inp, double* out, const size_t left_size, const size_t src_dim_size, const size_t dst_dim_size, const size_t right_size, uint32_t* bad) {
+    index_add_kernel(ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad);
 }
-extern "C" __global__ void index_add_i64_u8(const int64_t* ids, const size_t ids_dim_size, const uint8_t* inp, uint8_t* out, const size_t left_size, const size_t src_dim_size, const size_t dst_dim_size, const size_t right_size) {
-    index_add_kernel(ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size);
+extern "C" __global__ void index_add_i64_u8(const int64_t* ids, const size_t ids_dim_size, const uint8_t* inp, uint8_t* out, const size_t left_size, const size_t src_dim_size, const size_t dst_dim_size, const size_t right_size, uint32_t* bad) {
+    index_add_kernel(ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad);
 }
-extern "C" __global__ void index_add_i64_u32(const int64_t* ids, const size_t ids_dim_size, const uint32_t* inp, uint32_t* out, const size_t left_size, const size_t src_dim_size, const size_t dst_dim_size, const size_t right_size) {
-    index_add_kernel(ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size);
+extern "C" __global__ void index_add_i64_u32(const int64_t* ids, const size_t ids_dim_size, const uint32_t* inp, uint32_t* out, const size_t left_size, const size_t src_dim_size, const size_t dst_dim_size, const size_t right_size, uint32_t* bad) {
+    index_add_kernel(ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad);
 }
-extern "C" __global__ void index_add_i64_i64(const int64_t* ids, const size_t ids_dim_size, const int64_t* inp, int64_t* out, const size_t left_size, const size_t src_dim_size, const size_t dst_dim_size, const size_t right_size) {
-    index_add_kernel(ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size);
+extern "C" __global__ void index_add_i64_i64(const int64_t* ids, const size_t ids_dim_size, const int64_t* inp, int64_t* out, const size_t left_size, const size_t src_dim_size, const size_t dst_dim_size, const size_t right_size, uint32_t* bad) {
+    index_add_kernel(ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad);
 }
-extern "C" __global__ void index_add_i64_bf16(const int64_t* ids, const size_t ids_dim_size, const bf16_t* inp, bf16_t* out, const size_t left_size, const size_t src_dim_size, const size_t dst_dim_size, const size_t right_size) {
-    index_add_kernel(ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size);
+extern "C" __global__ void index_add_i64_bf16(const int64_t* ids, const size_t ids_dim_size, const bf16_t* inp, bf16_t* out, const size_t left_size, const size_t src_dim_size, const size_t dst_dim_size, const size_t right_size, uint32_t* bad) {
+    index_add_kernel(ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad);
 }
-extern "C" __global__ void index_add_i64_f16(const int64_t* ids, const size_t ids_dim_size, const f16_t* inp, f16_t* out, const size_t left_size, const size_t src_dim_size, const size_t dst_dim_size, const size_t right_size) {
-    index_add_kernel(ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size);
+extern "C" __global__ void index_add_i64_f16(const int64_t* ids, const size_t ids_dim_size, const f16_t* inp, f16_t* out, const size_t left_size, const size_t src_dim_size, const size_t dst_dim_size, const size_t right_size, uint32_t* bad) {
+    index_add_kernel(ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad);
 }
-extern "C" __global__ void index_add_i64_f32(const int64_t* ids, const size_t ids_dim_size, const float* inp, float* out, const size_t left_size, const size_t src_dim_size, const size_t dst_dim_size, const size_t right_size) {
-    index_add_kernel(ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size);
+extern "C" __global__ void index_add_i64_f32(const int64_t* ids, const size_t ids_dim_size, const float* inp, float* out, const size_t left_size, const size_t src_dim_size, const size_t dst_dim_size, const size_t right_size, uint32_t* bad) {
+    index_add_kernel(ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad);
 }
-extern "C" __global__ void index_add_i64_f64(const int64_t* ids, const size_t ids_dim_size, const double* inp, double* out, const size_t left_size, const size_t src_dim_size, const size_t dst_dim_size, const size_t right_size) {
-    index_add_kernel(ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size);
+extern "C" __global__ void index_add_i64_f64(const int64_t* ids, const size_t ids_dim_size, const double* inp, double* out, const size_t left_size, const size_t src_dim_size, const size_t dst_dim_size, const size_t right_size, uint32_t* bad) {
+    index_add_kernel(ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad);
 }

@@ -9,7 +9,8 @@
 //   rope_i_<dt>(bh, td, x, cos, sin, out)                      Candle's rope_i / rope / rope_thd
 //   rope_<dt>(bh, td, d, x, cos, sin, out)                     arguments; cos, sin: (>= t, d/2)
 //   rope_thd_<dt>(b, t, h, d, x, cos, sin, out)
-//   arg_sort_<dt>(nrows, ncols, ascending, x, out)             every dtype; out: u32 indices
+//   arg_sort_local_<dt>(nrows, ncols, pad, ascending, k_first, k_last, x, keys, idx, out)
+//   arg_sort_merge_<dt>(nrows, pad, k, j, keys, idx)            every dtype; out: u32 indices
 //
 // dt: bf16, f16, f32, f64 unless said. Every tensor is contiguous (runtime/gpu_nn.py copies
 // other views first, except sigmoid's); the pointers point at the first element. Values are
@@ -37,12 +38,17 @@
 // with causal != 0 those up to r % sq + skv - sq (the mask aligned bottom-right). Keys it
 // does not see get 0; a query that sees none (sq > skv) gets a row of zeros.
 //
-// arg_sort: a block per row (grid-stride over rows; blockDim.x a power of two up to 1024,
-// any is correct), a bitonic sort of the row's indices in static shared memory, padded to
-// a power of two: rows of at most kSortMax (8192) elements, 32 KiB (the runtime rejects
-// longer rows). Values are read from global memory, as Candle's kernel does. The order is
-// total: equal values by index (stable), NaN the largest value (last ascending, first
-// descending), -0.0 equal to 0.0; so it matches the cpu backend index for index.
+// arg_sort: a bitonic sort of (key, index) pairs, each row padded to a power of two `pad`.
+// The key is a u64 ordered as the values (sort_key: NaN above +inf, -0.0 as 0.0, inverted
+// for descending), ties go by index, so the order is total and stable and matches the cpu
+// backend index for index (NaN last ascending, first descending). Padding is the largest
+// pair. Types of at most 32 bits whose rows fit one chunk pack key and index into one u64
+// (arg_sort_packed). arg_sort_local_<dt> sorts chunks of min(pad, kSortChunk) pairs in shared memory
+// (a block per chunk, grid-stride): the merges k_first..k_last (powers of two) of the
+// stages below the chunk's size. It reads the row's values (x != nullptr) or pairs from
+// keys/idx, and writes the row's indices to out (out != nullptr) or pairs back. For rows
+// past kSortChunk, arg_sort_merge_<dt> runs one stage (k, j >= the chunk) on global pairs:
+// runtime/gpu_nn.py's arg_sort sequences the launches.
 #include "compat.h"
 #include "elementwise.h"
 
@@ -57,7 +63,7 @@ using opgen::compute_t;
 #endif
 constexpr int kRowBytes = OPGEN_ROW_BYTES;
 constexpr int kLooseValues = 8;  // values a thread holds where rows do not fit 16-byte packs (runtime/gpu_nn.py's LOOSE_VALUES)
-constexpr size_t kSortMax = 8192;  // longest arg_sort row (runtime/gpu_nn.py's ARG_SORT_MAX)
+constexpr size_t kSortChunk = 4096;  // pairs a block sorts in shared memory (runtime/gpu_nn.py's SORT_CHUNK)
 
 template <typename C> __device__ __forceinline__ C neg_inf();
 template <> __device__ __forceinline__ float neg_inf<float>() { return -__int_as_float(0x7f800000); }
@@ -532,49 +538,214 @@ __device__ __forceinline__ void rope_thd_kernel(const size_t b, const size_t t, 
 
 // ---------------------------------------------------------------------------- arg_sort
 
-// Whether element a of the row goes before element b (see the top of the file); indices
-// past n are padding and go last.
+// Unsigned keys ordered as the values: integers offset to unsigned, floats by their bits
+// (negative ones inverted), NaN the largest, -0.0 as 0.0.
+__device__ __forceinline__ uint64_t order_bits(double c) {
+    if (opgen::is_nan(c)) return ~0ull;
+    if (c == 0.0) c = 0.0;
+    const uint64_t u = (uint64_t)__double_as_longlong(c);
+    return (u >> 63) ? ~u : (u | (1ull << 63));
+}
+__device__ __forceinline__ uint64_t order_of(uint8_t v) { return v; }
+__device__ __forceinline__ uint64_t order_of(uint32_t v) { return v; }
+__device__ __forceinline__ uint64_t order_of(int64_t v) { return (uint64_t)v ^ (1ull << 63); }
+__device__ __forceinline__ uint64_t order_of(bf16_t v) { return order_bits((double)opgen::to_compute(v)); }
+__device__ __forceinline__ uint64_t order_of(f16_t v) { return order_bits((double)opgen::to_compute(v)); }
+__device__ __forceinline__ uint64_t order_of(float v) { return order_bits((double)v); }
+__device__ __forceinline__ uint64_t order_of(double v) { return order_bits(v); }
+
+// 32-bit keys for the types of at most 32 bits, the same order: a key and an index fit one
+// u64 (a pair compares as one integer; half the shared-memory traffic of key + index).
+__device__ __forceinline__ uint32_t order_bits32(float c) {
+    if (opgen::is_nan(c)) return ~0u;
+    if (c == 0.0f) c = 0.0f;
+    const uint32_t u = __float_as_uint(c);
+    return (u >> 31) ? ~u : (u | (1u << 31));
+}
+__device__ __forceinline__ uint32_t order32_of(uint8_t v) { return v; }
+__device__ __forceinline__ uint32_t order32_of(uint32_t v) { return v; }
+__device__ __forceinline__ uint32_t order32_of(bf16_t v) { return order_bits32((float)opgen::to_compute(v)); }
+__device__ __forceinline__ uint32_t order32_of(f16_t v) { return order_bits32((float)opgen::to_compute(v)); }
+__device__ __forceinline__ uint32_t order32_of(float v) { return order_bits32(v); }
+__device__ __forceinline__ uint32_t order32_of(int64_t) { return 0u; }  // not packed (sizeof > 4)
+__device__ __forceinline__ uint32_t order32_of(double) { return 0u; }
+
+// The packed sort keeps kSortPer pairs a thread in registers: the stages of distance
+// j < kSortPer run there, those of j < kSortPer * warpSize through warp shuffles, and only
+// the longer ones through shared memory (a barrier each).
+constexpr int kSortPer = 8;
+
+__device__ __forceinline__ uint64_t shfl_xor_u64(uint64_t v, unsigned int lanes) {
+#if OPGEN_HIP
+    return __shfl_xor(v, (int)lanes);
+#else
+    return __shfl_xor_sync(0xffffffffu, v, lanes);
+#endif
+}
+
+// Where pair `pos` of the row lives in shared memory: swizzled within rows of 8, so that
+// a warp storing its registers (8 consecutive pairs a thread) hits few banks at once.
+__device__ __forceinline__ unsigned sorted_at(unsigned pos) { return pos ^ ((pos >> 3) & 7u); }
+
+// One register stage (distance J < kSortPer) of the merge of runs of k; pair i of the
+// thread is at position first + i.
+template <int J>
+__device__ __forceinline__ void sort_in_registers(uint64_t (&v)[kSortPer], unsigned first, unsigned k) {
+#pragma unroll
+    for (int i = 0; i < kSortPer; i++) {
+        if ((i & J) != 0) continue;
+        const uint64_t a = v[i], b = v[i + J];
+        if (((first + i) & k) == 0 ? a > b : b > a) {
+            v[i] = b;
+            v[i + J] = a;
+        }
+    }
+}
+
+// A whole row (pad <= kSortChunk) of a type of at most 32 bits, as packed pairs: thread t
+// holds positions kSortPer * t .. + kSortPer - 1 (threads past pad / kSortPer hold
+// padding, and their shuffles stay among themselves). `pk` is the row in shared memory.
 template <typename T>
-__device__ __forceinline__ bool goes_before(const T* row, const uint32_t a, const uint32_t b, const size_t n,
-                                            const bool ascending) {
-    if (a >= n) return false;
-    if (b >= n) return true;
-    const auto x = opgen::to_compute(row[a]), y = opgen::to_compute(row[b]);
-    const bool xn = opgen::is_nan(x), yn = opgen::is_nan(y);
-    if (xn || yn) return xn && yn ? a < b : (ascending ? yn : xn);
-    if (x != y) return ascending ? x < y : x > y;
-    return a < b;
+__device__ __forceinline__ void arg_sort_packed(const size_t nrows, const size_t ncols, const size_t pad,
+                                                const bool ascending, const T* x, uint32_t* out, uint64_t* pk) {
+    const unsigned t = threadIdx.x, first = kSortPer * t, ws = (unsigned)warpSize;
+    for (size_t r = blockIdx.x; r < nrows; r += gridDim.x) {
+        uint64_t v[kSortPer];
+#pragma unroll
+        for (int i = 0; i < kSortPer; i++) {
+            const unsigned pos = first + i;
+            uint32_t key = ~0u;
+            if (pos < ncols) {
+                key = order32_of(x[r * ncols + pos]);
+                key = ascending ? key : ~key;
+            }
+            v[i] = ((uint64_t)key << 32) | (uint64_t)pos;
+        }
+        for (unsigned k = 2; k <= pad; k <<= 1) {
+            unsigned j = k >> 1;
+            if (j >= kSortPer * ws) {  // the long distances, in shared memory
+#pragma unroll
+                for (int i = 0; i < kSortPer; i++) pk[sorted_at(first + i)] = v[i];
+                __syncthreads();
+                for (; j >= kSortPer * ws; j >>= 1) {
+                    for (unsigned p = t; p < pad / 2; p += blockDim.x) {
+                        const unsigned lo = ((p & ~(j - 1)) << 1) | (p & (j - 1)), hi = lo + j;
+                        const uint64_t a = pk[sorted_at(lo)], b = pk[sorted_at(hi)];
+                        if ((lo & k) == 0 ? a > b : b > a) {
+                            pk[sorted_at(lo)] = b;
+                            pk[sorted_at(hi)] = a;
+                        }
+                    }
+                    __syncthreads();
+                }
+#pragma unroll
+                for (int i = 0; i < kSortPer; i++) v[i] = pk[sorted_at(first + i)];
+                __syncthreads();  // every thread has its pairs before the next stores
+            }
+            for (; j >= kSortPer; j >>= 1) {  // across the lanes of a warp
+                const unsigned lanes = j / kSortPer;
+                const bool lower = (t & lanes) == 0;
+#pragma unroll
+                for (int i = 0; i < kSortPer; i++) {
+                    const uint64_t other = shfl_xor_u64(v[i], lanes);
+                    const bool up = ((first + i) & k) == 0;
+                    v[i] = (lower == up) ? (v[i] < other ? v[i] : other) : (v[i] > other ? v[i] : other);
+                }
+            }
+            if (j >= 4) sort_in_registers<4>(v, first, k), j >>= 1;
+            if (j >= 2) sort_in_registers<2>(v, first, k), j >>= 1;
+            if (j >= 1) sort_in_registers<1>(v, first, k);
+        }
+#pragma unroll
+        for (int i = 0; i < kSortPer; i++) {
+            if (first + i < ncols) out[r * ncols + first + i] = (uint32_t)v[i];
+        }
+    }
+}
+
+template <typename T> __device__ __forceinline__ uint64_t sort_key(const T v, const bool ascending) {
+    const uint64_t k = order_of(v);
+    return ascending ? k : ~k;
+}
+
+// Pair a goes after pair b.
+__device__ __forceinline__ bool pair_after(uint64_t ka, uint32_t ia, uint64_t kb, uint32_t ib) {
+    return ka > kb || (ka == kb && ia > ib);
 }
 
 template <typename T>
-__device__ __forceinline__ void arg_sort_rows(const size_t nrows, const size_t ncols, const bool ascending,
-                                              const T* x, uint32_t* out) {
-    __shared__ uint32_t idx[kSortMax];
-    size_t pad = 1;
-    while (pad < ncols) pad <<= 1;
-    if (pad > kSortMax) return;
-    for (size_t r = blockIdx.x; r < nrows; r += gridDim.x) {
-        const T* row = x + r * ncols;
-        for (size_t i = threadIdx.x; i < pad; i += blockDim.x) idx[i] = (uint32_t)i;
+__device__ __forceinline__ void arg_sort_local(const size_t nrows, const size_t ncols, const size_t pad,
+                                               const bool ascending, const size_t k_first, const size_t k_last,
+                                               const T* x, uint64_t* keys, uint32_t* idx, uint32_t* out) {
+    __shared__ uint64_t sk[kSortChunk];
+    __shared__ uint32_t si[kSortChunk];
+    if (sizeof(T) <= 4 && pad <= kSortChunk && x != nullptr && out != nullptr && blockDim.x * kSortPer >= pad) {
+        arg_sort_packed(nrows, ncols, pad, ascending, x, out, sk);
+        return;
+    }
+    const size_t chunk = pad < kSortChunk ? pad : kSortChunk, per_row = pad / chunk;
+    for (size_t c = blockIdx.x; c < nrows * per_row; c += gridDim.x) {
+        const size_t r = c / per_row, base = c % per_row * chunk;  // the chunk's row and first position
+        for (size_t i = threadIdx.x; i < chunk; i += blockDim.x) {
+            const size_t pos = base + i;
+            if (x != nullptr) {
+                sk[i] = pos < ncols ? sort_key(x[r * ncols + pos], ascending) : ~0ull;
+                si[i] = (uint32_t)pos;
+            } else {
+                sk[i] = keys[r * pad + pos];
+                si[i] = idx[r * pad + pos];
+            }
+        }
         __syncthreads();
-        // Bitonic: merges of runs of k, each run ascending where bit k of its start is clear.
-        for (size_t k = 2; k <= pad; k <<= 1) {
-            for (size_t j = k >> 1; j > 0; j >>= 1) {
-                for (size_t p = threadIdx.x; p < pad / 2; p += blockDim.x) {
+        for (size_t k = k_first; k <= k_last; k <<= 1) {
+            for (size_t j = (k < chunk ? k : chunk) >> 1; j > 0; j >>= 1) {
+                for (size_t p = threadIdx.x; p < chunk / 2; p += blockDim.x) {
                     const size_t lo = ((p & ~(j - 1)) << 1) | (p & (j - 1)), hi = lo + j;  // bit j of lo clear
-                    const uint32_t a = idx[lo], b = idx[hi];
-                    const bool swap = (lo & k) == 0 ? goes_before(row, b, a, ncols, ascending)
-                                                    : goes_before(row, a, b, ncols, ascending);
-                    if (swap) {
-                        idx[lo] = b;
-                        idx[hi] = a;
+                    const uint64_t ka = sk[lo], kb = sk[hi];
+                    const uint32_t ia = si[lo], ib = si[hi];
+                    // Runs of k ascending where bit k of their start (in the row) is clear.
+                    const bool up = ((base + lo) & k) == 0;
+                    if (up ? pair_after(ka, ia, kb, ib) : pair_after(kb, ib, ka, ia)) {
+                        sk[lo] = kb;
+                        sk[hi] = ka;
+                        si[lo] = ib;
+                        si[hi] = ia;
                     }
                 }
                 __syncthreads();
             }
         }
-        for (size_t i = threadIdx.x; i < ncols; i += blockDim.x) out[r * ncols + i] = idx[i];
-        __syncthreads();  // before the next row overwrites idx
+        for (size_t i = threadIdx.x; i < chunk; i += blockDim.x) {
+            const size_t pos = base + i;
+            if (out != nullptr) {
+                if (pos < ncols) out[r * ncols + pos] = si[i];
+            } else {
+                keys[r * pad + pos] = sk[i];
+                idx[r * pad + pos] = si[i];
+            }
+        }
+        __syncthreads();  // before the next chunk overwrites sk, si
+    }
+}
+
+// One bitonic stage (merge of runs of k, distance j >= a chunk) over every row's pairs.
+__device__ __forceinline__ void arg_sort_merge(const size_t nrows, const size_t pad, const size_t k, const size_t j,
+                                               uint64_t* keys, uint32_t* idx) {
+    const size_t half = pad / 2;
+    for (size_t p = opgen::global_thread_id(); p < nrows * half; p += opgen::grid_threads()) {
+        const size_t r = p / half, q = p % half;
+        const size_t lo = ((q & ~(j - 1)) << 1) | (q & (j - 1)), hi = lo + j;
+        uint64_t* kr = keys + r * pad;
+        uint32_t* ir = idx + r * pad;
+        const uint64_t ka = kr[lo], kb = kr[hi];
+        const uint32_t ia = ir[lo], ib = ir[hi];
+        const bool up = (lo & k) == 0;
+        if (up ? pair_after(ka, ia, kb, ib) : pair_after(kb, ib, ka, ia)) {
+            kr[lo] = kb;
+            kr[hi] = ka;
+            ir[lo] = ib;
+            ir[hi] = ia;
+        }
     }
 }
 
@@ -599,13 +770,13 @@ __global__ void __launch_bounds__(512) layer_norm_f64(const size_t nrows, const 
 __global__ void __launch_bounds__(512) sdpa_softmax_bf16(const size_t nrows, const size_t ncols, const size_t sq, const float scale, const uint32_t causal, bf16_t* scores);
 __global__ void __launch_bounds__(512) sdpa_softmax_f16(const size_t nrows, const size_t ncols, const size_t sq, const float scale, const uint32_t causal, f16_t* scores);
 __global__ void __launch_bounds__(512) sdpa_softmax_f32(const size_t nrows, const size_t ncols, const size_t sq, const float scale, const uint32_t causal, float* scores);
-__global__ void __launch_bounds__(1024) arg_sort_u8(const size_t nrows, const size_t ncols, const uint32_t ascending, const uint8_t* x, uint32_t* out);
-__global__ void __launch_bounds__(1024) arg_sort_u32(const size_t nrows, const size_t ncols, const uint32_t ascending, const uint32_t* x, uint32_t* out);
-__global__ void __launch_bounds__(1024) arg_sort_i64(const size_t nrows, const size_t ncols, const uint32_t ascending, const int64_t* x, uint32_t* out);
-__global__ void __launch_bounds__(1024) arg_sort_bf16(const size_t nrows, const size_t ncols, const uint32_t ascending, const bf16_t* x, uint32_t* out);
-__global__ void __launch_bounds__(1024) arg_sort_f16(const size_t nrows, const size_t ncols, const uint32_t ascending, const f16_t* x, uint32_t* out);
-__global__ void __launch_bounds__(1024) arg_sort_f32(const size_t nrows, const size_t ncols, const uint32_t ascending, const float* x, uint32_t* out);
-__global__ void __launch_bounds__(1024) arg_sort_f64(const size_t nrows, const size_t ncols, const uint32_t ascending, const double* x, uint32_t* out);
+__global__ void __launch_bounds__(1024) arg_sort_local_u8(const size_t nrows, const size_t ncols, const size_t pad, const uint32_t ascending, const size_t k_first, const size_t k_last, const uint8_t* x, uint64_t* keys, uint32_t* idx, uint32_t* out);
+__global__ void __launch_bounds__(1024) arg_sort_local_u32(const size_t nrows, const size_t ncols, const size_t pad, const uint32_t ascending, const size_t k_first, const size_t k_last, const uint32_t* x, uint64_t* keys, uint32_t* idx, uint32_t* out);
+__global__ void __launch_bounds__(1024) arg_sort_local_i64(const size_t nrows, const size_t ncols, const size_t pad, const uint32_t ascending, const size_t k_first, const size_t k_last, const int64_t* x, uint64_t* keys, uint32_t* idx, uint32_t* out);
+__global__ void __launch_bounds__(1024) arg_sort_local_bf16(const size_t nrows, const size_t ncols, const size_t pad, const uint32_t ascending, const size_t k_first, const size_t k_last, const bf16_t* x, uint64_t* keys, uint32_t* idx, uint32_t* out);
+__global__ void __launch_bounds__(1024) arg_sort_local_f16(const size_t nrows, const size_t ncols, const size_t pad, const uint32_t ascending, const size_t k_first, const size_t k_last, const f16_t* x, uint64_t* keys, uint32_t* idx, uint32_t* out);
+__global__ void __launch_bounds__(1024) arg_sort_local_f32(const size_t nrows, const size_t ncols, const size_t pad, const uint32_t ascending, const size_t k_first, const size_t k_last, const float* x, uint64_t* keys, uint32_t* idx, uint32_t* out);
+__global__ void __launch_bounds__(1024) arg_sort_local_f64(const size_t nrows, const size_t ncols, const size_t pad, const uint32_t ascending, const size_t k_first, const size_t k_last, const double* x, uint64_t* keys, uint32_t* idx, uint32_t* out);
 }
 
 extern "C" __global__ void sigmoid_bf16(const size_t numel, const size_t num_dims, const size_t* info, const bf16_t* inp, bf16_t* out) {
@@ -701,24 +872,45 @@ extern "C" __global__ void sdpa_softmax_f16(const size_t nrows, const size_t nco
 extern "C" __global__ void sdpa_softmax_f32(const size_t nrows, const size_t ncols, const size_t sq, const float scale, const uint32_t causal, float* scores) {
     softmax_kernel(nrows, ncols, sq, scale, causal != 0u, scores, scores);
 }
-extern "C" __global__ void arg_sort_u8(const size_t nrows, const size_t ncols, const uint32_t ascending, const uint8_t* x, uint32_t* out) {
-    arg_sort_rows(nrows, ncols, ascending != 0u, x, out);
+extern "C" __global__ void arg_sort_local_u8(const size_t nrows, const size_t ncols, const size_t pad, const uint32_t ascending, const size_t k_first, const size_t k_last, const uint8_t* x, uint64_t* keys, uint32_t* idx, uint32_t* out) {
+    arg_sort_local(nrows, ncols, pad, ascending != 0u, k_first, k_last, x, keys, idx, out);
 }
-extern "C" __global__ void arg_sort_u32(const size_t nrows, const size_t ncols, const uint32_t ascending, const uint32_t* x, uint32_t* out) {
-    arg_sort_rows(nrows, ncols, ascending != 0u, x, out);
+extern "C" __global__ void arg_sort_merge_u8(const size_t nrows, const size_t pad, const size_t k, const size_t j, uint64_t* keys, uint32_t* idx) {
+    arg_sort_merge(nrows, pad, k, j, keys, idx);
 }
-extern "C" __global__ void arg_sort_i64(const size_t nrows, const size_t ncols, const uint32_t ascending, const int64_t* x, uint32_t* out) {
-    arg_sort_rows(nrows, ncols, ascending != 0u, x, out);
+extern "C" __global__ void arg_sort_local_u32(const size_t nrows, const size_t ncols, const size_t pad, const uint32_t ascending, const size_t k_first, const size_t k_last, const uint32_t* x, uint64_t* keys, uint32_t* idx, uint32_t* out) {
+    arg_sort_local(nrows, ncols, pad, ascending != 0u, k_first, k_last, x, keys, idx, out);
 }
-extern "C" __global__ void arg_sort_bf16(const size_t nrows, const size_t ncols, const uint32_t ascending, const bf16_t* x, uint32_t* out) {
-    arg_sort_rows(nrows, ncols, ascending != 0u, x, out);
+extern "C" __global__ void arg_sort_merge_u32(const size_t nrows, const size_t pad, const size_t k, const size_t j, uint64_t* keys, uint32_t* idx) {
+    arg_sort_merge(nrows, pad, k, j, keys, idx);
 }
-extern "C" __global__ void arg_sort_f16(const size_t nrows, const size_t ncols, const uint32_t ascending, const f16_t* x, uint32_t* out) {
-    arg_sort_rows(nrows, ncols, ascending != 0u, x, out);
+extern "C" __global__ void arg_sort_local_i64(const size_t nrows, const size_t ncols, const size_t pad, const uint32_t ascending, const size_t k_first, const size_t k_last, const int64_t* x, uint64_t* keys, uint32_t* idx, uint32_t* out) {
+    arg_sort_local(nrows, ncols, pad, ascending != 0u, k_first, k_last, x, keys, idx, out);
 }
-extern "C" __global__ void arg_sort_f32(const size_t nrows, const size_t ncols, const uint32_t ascending, const float* x, uint32_t* out) {
-    arg_sort_rows(nrows, ncols, ascending != 0u, x, out);
+extern "C" __global__ void arg_sort_merge_i64(const size_t nrows, const size_t pad, const size_t k, const size_t j, uint64_t* keys, uint32_t* idx) {
+    arg_sort_merge(nrows, pad, k, j, keys, idx);
 }
-extern "C" __global__ void arg_sort_f64(const size_t nrows, const size_t ncols, const uint32_t ascending, const double* x, uint32_t* out) {
-    arg_sort_rows(nrows, ncols, ascending != 0u, x, out);
+extern "C" __global__ void arg_sort_local_bf16(const size_t nrows, const size_t ncols, const size_t pad, const uint32_t ascending, const size_t k_first, const size_t k_last, const bf16_t* x, uint64_t* keys, uint32_t* idx, uint32_t* out) {
+    arg_sort_local(nrows, ncols, pad, ascending != 0u, k_first, k_last, x, keys, idx, out);
+}
+extern "C" __global__ void arg_sort_merge_bf16(const size_t nrows, const size_t pad, const size_t k, const size_t j, uint64_t* keys, uint32_t* idx) {
+    arg_sort_merge(nrows, pad, k, j, keys, idx);
+}
+extern "C" __global__ void arg_sort_local_f16(const size_t nrows, const size_t ncols, const size_t pad, const uint32_t ascending, const size_t k_first, const size_t k_last, const f16_t* x, uint64_t* keys, uint32_t* idx, uint32_t* out) {
+    arg_sort_local(nrows, ncols, pad, ascending != 0u, k_first, k_last, x, keys, idx, out);
+}
+extern "C" __global__ void arg_sort_merge_f16(const size_t nrows, const size_t pad, const size_t k, const size_t j, uint64_t* keys, uint32_t* idx) {
+    arg_sort_merge(nrows, pad, k, j, keys, idx);
+}
+extern "C" __global__ void arg_sort_local_f32(const size_t nrows, const size_t ncols, const size_t pad, const uint32_t ascending, const size_t k_first, const size_t k_last, const float* x, uint64_t* keys, uint32_t* idx, uint32_t* out) {
+    arg_sort_local(nrows, ncols, pad, ascending != 0u, k_first, k_last, x, keys, idx, out);
+}
+extern "C" __global__ void arg_sort_merge_f32(const size_t nrows, const size_t pad, const size_t k, const size_t j, uint64_t* keys, uint32_t* idx) {
+    arg_sort_merge(nrows, pad, k, j, keys, idx);
+}
+extern "C" __global__ void arg_sort_local_f64(const size_t nrows, const size_t ncols, const size_t pad, const uint32_t ascending, const size_t k_first, const size_t k_last, const double* x, uint64_t* keys, uint32_t* idx, uint32_t* out) {
+    arg_sort_local(nrows, ncols, pad, ascending != 0u, k_first, k_last, x, keys, idx, out);
+}
+extern "C" __global__ void arg_sort_merge_f64(const size_t nrows, const size_t pad, const size_t k, const size_t j, uint64_t* keys, uint32_t* idx) {
+    arg_sort_merge(nrows, pad, k, j, keys, idx);
 }

@@ -54,6 +54,12 @@ constexpr size_t kWarpItemMax = 65536;     // elements of the source
 constexpr size_t kWarpPartialMax = 1024;  // partial states (pass 2)
 constexpr uint32_t kEmpty = 0xffffffffu;
 constexpr size_t kStateHeader = 16;  // pass 0: the counter, then the states (16-byte aligned)
+// Strided loads in flight per thread where a thread reduces a leading dim's group; -D may
+// set it (bench/gpu.py --parts reduce-explore compares 4 to 32).
+#ifndef OPGEN_STRIDED_LOADS
+#define OPGEN_STRIDED_LOADS 8
+#endif
+constexpr int kStridedLoads = OPGEN_STRIDED_LOADS;
 
 // ---------------------------------------------------------------------------- policies
 //
@@ -201,11 +207,26 @@ template <typename T> struct group_source {
         typedef typename Pol::P P;
         P acc = pol.identity();
         if (k0 >= k1) return acc;
-        if (!simple || rs != 1) {
-            const T* p = simple ? src + base(g) : src;
+        if (simple && rs != 1) {
+            // Strided elements (a thread per item, reducing a leading dim): U loads in flight
+            // before their updates, which keep k's order (sum over dim 0 of (8192, 8192) f32
+            // with one load at a time: 1,009 GB/s on the H100).
+            const T* p = src + base(g);
+            constexpr int U = kStridedLoads;
+            size_t k = k0 + lane;
+            for (; k + (U - 1) * (size_t)nl < k1; k += U * (size_t)nl) {
+                T x[U];
+#pragma unroll
+                for (int u = 0; u < U; u++) x[u] = p[(k + u * (size_t)nl) * rs];
+#pragma unroll
+                for (int u = 0; u < U; u++) acc = pol.update(acc, x[u], k + u * (size_t)nl);
+            }
+            for (; k < k1; k += nl) acc = pol.update(acc, p[k * rs], k);
+            return acc;
+        }
+        if (!simple) {
             for (size_t k = k0 + lane; k < k1; k += nl) {
-                const size_t at = simple ? k * rs : opgen::get_strided_index(g * el + k, nd, dims, strides);
-                acc = pol.update(acc, p[at], k);
+                acc = pol.update(acc, src[opgen::get_strided_index(g * el + k, nd, dims, strides)], k);
             }
             return acc;
         }

@@ -13,7 +13,6 @@ import functools
 import operator
 import struct
 import threading
-import warnings
 
 import numpy as np
 
@@ -79,12 +78,12 @@ _INIT_ERRORS = {
 
 
 @functools.cache
-def _cupy():
-    """CuPy, for its cuBLAS binding (a maintained one, and on the H100 image)."""
-    import cupy  # noqa: PLC0415  (optional dependency)
-    from cupy_backends.cuda.libs import cublas  # noqa: PLC0415
+def _cublas():
+    """cuBLAS through nvmath-python's bindings (the `gpu` extra installs both; imported on
+    first use, so a machine without them or without a GPU still imports this module)."""
+    from nvmath.bindings import cublas  # noqa: PLC0415  (optional dependency)
 
-    return cupy, cublas
+    return cublas
 
 
 # cudaDataType, cublasComputeType and the host scalar type of alpha/beta, by dtype.
@@ -118,6 +117,8 @@ class CudaDriver:
         self._devices: dict[int, object] = {}
         self._local = threading.local()  # per thread: the current ordinal, the launch argument holders
         self._programmatic: set[int] = set()  # functions of PROGRAMMATIC_KERNELS built for sm_90 and up
+        self._blas_handles: dict[int, int] = {}  # ordinal -> cuBLAS handle
+        self._blas_streams: dict[int, int | None] = {}  # ordinal -> the stream its handle is bound to
 
     def _call(self, what: str, result):
         err, *rest = result
@@ -361,32 +362,44 @@ class CudaDriver:
         self._call("cuStreamSynchronize", _driver_api().cuStreamSynchronize(self.stream(ordinal)))
 
     def blas_available(self) -> bool:
-        """Whether `gemm` can run: CuPy (and so cuBLAS) imports."""
+        """Whether `gemm` can run: nvmath-python imports and finds the cuBLAS library."""
         try:
-            _cupy()
-        except ImportError:
+            _cublas().get_cudart_version()
+        except Exception:  # noqa: BLE001  (ImportError, or the library or driver not found)
             return False
         return True
 
+    def _blas_handle(self, ordinal: int, stream) -> int:
+        """The device's cuBLAS handle (made in its primary context, current here), bound to
+        `stream` so that its GEMMs are ordered with our kernels."""
+        cublas = _cublas()
+        handle = self._blas_handles.get(ordinal)
+        if handle is None:
+            handle = self._blas_handles[ordinal] = cublas.create()
+            self._blas_streams[ordinal] = None
+        if self._blas_streams[ordinal] != int(stream):
+            cublas.set_stream(handle, int(stream))
+            self._blas_streams[ordinal] = int(stream)
+        return handle
+
     def gemm(self, ordinal, stream, dtype, trans_a, trans_b, m, n, k, a, lda, stride_a, b, ldb, stride_b,
              c, ldc, stride_c, batch) -> None:
-        """Column-major strided-batched GEMM on our stream, through cuBLAS (CuPy's binding)."""
+        """Column-major strided-batched GEMM on our stream, through cuBLAS (nvmath-python's
+        binding of cublasGemmStridedBatchedEx). f32 computes in f32 (no TF32), as the cpu."""
         try:
-            cupy, cublas = _cupy()
+            cublas = _cublas()
         except ImportError:
-            raise BackendUnavailable(self.name, "matmul needs cuBLAS through CuPy (pip install cupy-cuda12x)") from None
+            raise BackendUnavailable(self.name, "matmul needs cuBLAS through nvmath-python "
+                                                "(pip install 'opgen[gpu]')") from None
         data, compute, scalar = _GEMM_TYPES[np.dtype(dtype)]
         one, zero = np.ones(1, scalar), np.zeros(1, scalar)
-        # CuPy binds cuBLAS to its current stream: make that ours, so the GEMM is ordered with
-        # our kernels. (ExternalStream warns that it is deprecated in CuPy 14; it still works.)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)
-            external = cupy.cuda.ExternalStream(int(stream))
-        with cupy.cuda.Device(ordinal), external:
-            handle = cupy.cuda.device.get_cublas_handle()
-            cublas.gemmStridedBatchedEx(
+        try:
+            handle = self._blas_handle(ordinal, stream)
+            cublas.gemm_strided_batched_ex(
                 handle, int(trans_a), int(trans_b), m, n, k, one.ctypes.data, a, data, lda, stride_a,
                 b, data, ldb, stride_b, zero.ctypes.data, c, data, ldc, stride_c, batch, compute, -1)
+        except cublas.cuBLASError as exc:
+            raise GpuError(self.name, "cublasGemmStridedBatchedEx", str(exc)) from None
 
 
 _rt = GpuRuntime(CudaDriver())

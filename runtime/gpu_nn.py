@@ -32,9 +32,12 @@ ROW_BYTES = 64
 LOOSE_VALUES = 8
 #: Threads of a row kernel's block: hip/nn.hip's __launch_bounds__.
 ROW_BLOCK_MAX = 512
-#: hip/nn.hip's kSortMax: arg_sort sorts a row's indices (4 bytes each, the row padded to a
-#: power of two) in 32 KiB of static shared memory.
-ARG_SORT_MAX = 8192
+#: hip/nn.hip's kSortChunk: arg_sort_local sorts this many (key, index) pairs (12 bytes each)
+#: in 48 KiB of static shared memory; longer rows merge their chunks through global memory.
+SORT_CHUNK = 4096
+#: hip/nn.hip's kSortPer: pairs a thread holds in registers where a row of a type of at most
+#: 32 bits fits one chunk (key and index packed into a u64): blocks of pad / SORT_PER threads.
+SORT_PER = 8
 #: The ops.yaml `kernel:` pattern of the strided copy in the tables of the ops below that read
 #: contiguous inputs: it shares the dtypes of the op's own kernel, so the table keys it
 #: (pattern, dtype).
@@ -227,18 +230,42 @@ def sdpa(rt, q: GpuBuffer, lq: Layout, k: GpuBuffer, lk: Layout, v: GpuBuffer, l
 
 
 def arg_sort(rt, x: GpuBuffer, lx: Layout, ascending: bool, table: dict):
+    """A bitonic sort of each row's (key, index) pairs, the row padded to a power of two
+    (hip/nn.hip). Rows of up to SORT_CHUNK elements: one launch, in shared memory. Longer
+    rows: chunks sorted in shared memory, then for each merge size k past a chunk, one
+    launch per stage of distance >= a chunk over global pairs (arg_sort_merge) and one for
+    the stages below it (arg_sort_local), the last writing the indices."""
     shape = nn_shapes.arg_sort(rt.name, lx.shape)
     ncols = shape[-1]
-    if ncols > ARG_SORT_MAX:
-        raise ShapeMismatch("arg_sort", rt.name, f"rows of at most {ARG_SORT_MAX} elements on the GPU (a row is "
-                            "sorted in shared memory)", ncols)
-    fn = _kernel(rt, "arg_sort", table, (x, lx))
+    if ncols >= 2**32:
+        raise ShapeMismatch("arg_sort", rt.name, "rows of fewer than 2^32 elements (u32 indices)", ncols)
+    local = _kernel(rt, "arg_sort", table, (x, lx))
     out = rt.alloc(x.ordinal, lx.elem_count, np.dtype(np.uint32))
-    if out.size:
-        views = _contiguous(rt, "arg_sort", table, (x, lx))
-        nrows = out.size // ncols
-        pairs = (1 << (ncols - 1).bit_length()) // 2  # compare-exchanges per step of the padded row
-        grid = max(1, min(nrows, rt.driver.multiprocessors(x.ordinal) * 32))
-        fn(rt.launch, grid, min(1024, max(32, pairs)), rt.stream(x.ordinal), nrows, ncols, int(bool(ascending)),
-           *_at(views), out.ptr)
+    if not out.size:
+        return out, shape
+    [(src, view)] = _contiguous(rt, "arg_sort", table, (x, lx))
+    merge = rt._entry(table, ("arg_sort_merge_{self}", x.dtype), "arg_sort")
+    nrows, pad = out.size // ncols, 1 << (ncols - 1).bit_length()
+    chunk = min(pad, SORT_CHUNK)
+    stream, up = rt.stream(x.ordinal), int(bool(ascending))
+    grid = max(1, min(nrows * (pad // chunk), rt.driver.multiprocessors(x.ordinal) * 8))
+    packed = x.dtype.itemsize <= 4 and pad <= SORT_CHUNK
+    threads = max(64, pad // SORT_PER) if packed else min(1024, max(32, chunk // 2))  # 64: whole warps on AMD too
+    if pad == chunk:
+        local(rt.launch, grid, threads, stream, nrows, ncols, pad, up, 2, pad, src.at(view), 0, 0, out.ptr)
+        return out, shape
+    keys = rt.alloc(x.ordinal, nrows * pad, np.dtype(np.uint64))
+    idx = rt.alloc(x.ordinal, nrows * pad, np.dtype(np.uint32))
+    local(rt.launch, grid, threads, stream, nrows, ncols, pad, up, 2, chunk, src.at(view), keys.ptr, idx.ptr, 0)
+    k = 2 * chunk
+    while k <= pad:
+        j = k // 2
+        while j >= chunk:
+            merge(rt.launch, rt.geometry(nrows * pad // 2, x.ordinal), BLOCK, stream, nrows, pad, k, j, keys.ptr,
+                  idx.ptr)
+            j //= 2
+        last = k == pad
+        local(rt.launch, grid, threads, stream, nrows, ncols, pad, up, k, k, 0, keys.ptr, idx.ptr,
+              out.ptr if last else 0)
+        k *= 2
     return out, shape

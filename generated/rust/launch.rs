@@ -224,95 +224,242 @@ pub fn launch_affine_u8<L: KernelLauncher + ?Sized>(
     launcher.launch(Kernel { name: "affine_u8", source: "affine.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg(), KernelArg::U8(mul), KernelArg::U8(add)])
 }
 
-/// `arg_sort_bf16` of nn.hip.
-pub fn launch_arg_sort_bf16<L: KernelLauncher + ?Sized>(
+/// `arg_sort_local_bf16` of nn.hip.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_arg_sort_local_bf16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
     nrows: usize,
     ncols: usize,
+    pad: usize,
     ascending: u32,
+    k_first: usize,
+    k_last: usize,
     x: DevicePtr<Bf16>,
+    keys: DevicePtrMut<u64>,
+    idx: DevicePtrMut<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "arg_sort_bf16", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), KernelArg::U32(ascending), x.arg(), out.arg()])
+    launcher.launch(Kernel { name: "arg_sort_local_bf16", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), KernelArg::Usize(pad), KernelArg::U32(ascending), KernelArg::Usize(k_first), KernelArg::Usize(k_last), x.arg(), keys.arg(), idx.arg(), out.arg()])
 }
 
-/// `arg_sort_f16` of nn.hip.
-pub fn launch_arg_sort_f16<L: KernelLauncher + ?Sized>(
+/// `arg_sort_local_f16` of nn.hip.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_arg_sort_local_f16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
     nrows: usize,
     ncols: usize,
+    pad: usize,
     ascending: u32,
+    k_first: usize,
+    k_last: usize,
     x: DevicePtr<F16>,
+    keys: DevicePtrMut<u64>,
+    idx: DevicePtrMut<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "arg_sort_f16", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), KernelArg::U32(ascending), x.arg(), out.arg()])
+    launcher.launch(Kernel { name: "arg_sort_local_f16", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), KernelArg::Usize(pad), KernelArg::U32(ascending), KernelArg::Usize(k_first), KernelArg::Usize(k_last), x.arg(), keys.arg(), idx.arg(), out.arg()])
 }
 
-/// `arg_sort_f32` of nn.hip.
-pub fn launch_arg_sort_f32<L: KernelLauncher + ?Sized>(
+/// `arg_sort_local_f32` of nn.hip.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_arg_sort_local_f32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
     nrows: usize,
     ncols: usize,
+    pad: usize,
     ascending: u32,
+    k_first: usize,
+    k_last: usize,
     x: DevicePtr<f32>,
+    keys: DevicePtrMut<u64>,
+    idx: DevicePtrMut<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "arg_sort_f32", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), KernelArg::U32(ascending), x.arg(), out.arg()])
+    launcher.launch(Kernel { name: "arg_sort_local_f32", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), KernelArg::Usize(pad), KernelArg::U32(ascending), KernelArg::Usize(k_first), KernelArg::Usize(k_last), x.arg(), keys.arg(), idx.arg(), out.arg()])
 }
 
-/// `arg_sort_f64` of nn.hip.
-pub fn launch_arg_sort_f64<L: KernelLauncher + ?Sized>(
+/// `arg_sort_local_f64` of nn.hip.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_arg_sort_local_f64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
     nrows: usize,
     ncols: usize,
+    pad: usize,
     ascending: u32,
+    k_first: usize,
+    k_last: usize,
     x: DevicePtr<f64>,
+    keys: DevicePtrMut<u64>,
+    idx: DevicePtrMut<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "arg_sort_f64", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), KernelArg::U32(ascending), x.arg(), out.arg()])
+    launcher.launch(Kernel { name: "arg_sort_local_f64", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), KernelArg::Usize(pad), KernelArg::U32(ascending), KernelArg::Usize(k_first), KernelArg::Usize(k_last), x.arg(), keys.arg(), idx.arg(), out.arg()])
 }
 
-/// `arg_sort_i64` of nn.hip.
-pub fn launch_arg_sort_i64<L: KernelLauncher + ?Sized>(
+/// `arg_sort_local_i64` of nn.hip.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_arg_sort_local_i64<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
     nrows: usize,
     ncols: usize,
+    pad: usize,
     ascending: u32,
+    k_first: usize,
+    k_last: usize,
     x: DevicePtr<i64>,
+    keys: DevicePtrMut<u64>,
+    idx: DevicePtrMut<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "arg_sort_i64", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), KernelArg::U32(ascending), x.arg(), out.arg()])
+    launcher.launch(Kernel { name: "arg_sort_local_i64", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), KernelArg::Usize(pad), KernelArg::U32(ascending), KernelArg::Usize(k_first), KernelArg::Usize(k_last), x.arg(), keys.arg(), idx.arg(), out.arg()])
 }
 
-/// `arg_sort_u32` of nn.hip.
-pub fn launch_arg_sort_u32<L: KernelLauncher + ?Sized>(
+/// `arg_sort_local_u32` of nn.hip.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_arg_sort_local_u32<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
     nrows: usize,
     ncols: usize,
+    pad: usize,
     ascending: u32,
+    k_first: usize,
+    k_last: usize,
     x: DevicePtr<u32>,
+    keys: DevicePtrMut<u64>,
+    idx: DevicePtrMut<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "arg_sort_u32", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), KernelArg::U32(ascending), x.arg(), out.arg()])
+    launcher.launch(Kernel { name: "arg_sort_local_u32", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), KernelArg::Usize(pad), KernelArg::U32(ascending), KernelArg::Usize(k_first), KernelArg::Usize(k_last), x.arg(), keys.arg(), idx.arg(), out.arg()])
 }
 
-/// `arg_sort_u8` of nn.hip.
-pub fn launch_arg_sort_u8<L: KernelLauncher + ?Sized>(
+/// `arg_sort_local_u8` of nn.hip.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_arg_sort_local_u8<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
     nrows: usize,
     ncols: usize,
+    pad: usize,
     ascending: u32,
+    k_first: usize,
+    k_last: usize,
     x: DevicePtr<u8>,
+    keys: DevicePtrMut<u64>,
+    idx: DevicePtrMut<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "arg_sort_u8", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), KernelArg::U32(ascending), x.arg(), out.arg()])
+    launcher.launch(Kernel { name: "arg_sort_local_u8", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), KernelArg::Usize(pad), KernelArg::U32(ascending), KernelArg::Usize(k_first), KernelArg::Usize(k_last), x.arg(), keys.arg(), idx.arg(), out.arg()])
+}
+
+/// `arg_sort_merge_bf16` of nn.hip.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_arg_sort_merge_bf16<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    nrows: usize,
+    pad: usize,
+    k: usize,
+    j: usize,
+    keys: DevicePtrMut<u64>,
+    idx: DevicePtrMut<u32>,
+) -> Result<()> {
+    launcher.launch(Kernel { name: "arg_sort_merge_bf16", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(pad), KernelArg::Usize(k), KernelArg::Usize(j), keys.arg(), idx.arg()])
+}
+
+/// `arg_sort_merge_f16` of nn.hip.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_arg_sort_merge_f16<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    nrows: usize,
+    pad: usize,
+    k: usize,
+    j: usize,
+    keys: DevicePtrMut<u64>,
+    idx: DevicePtrMut<u32>,
+) -> Result<()> {
+    launcher.launch(Kernel { name: "arg_sort_merge_f16", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(pad), KernelArg::Usize(k), KernelArg::Usize(j), keys.arg(), idx.arg()])
+}
+
+/// `arg_sort_merge_f32` of nn.hip.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_arg_sort_merge_f32<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    nrows: usize,
+    pad: usize,
+    k: usize,
+    j: usize,
+    keys: DevicePtrMut<u64>,
+    idx: DevicePtrMut<u32>,
+) -> Result<()> {
+    launcher.launch(Kernel { name: "arg_sort_merge_f32", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(pad), KernelArg::Usize(k), KernelArg::Usize(j), keys.arg(), idx.arg()])
+}
+
+/// `arg_sort_merge_f64` of nn.hip.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_arg_sort_merge_f64<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    nrows: usize,
+    pad: usize,
+    k: usize,
+    j: usize,
+    keys: DevicePtrMut<u64>,
+    idx: DevicePtrMut<u32>,
+) -> Result<()> {
+    launcher.launch(Kernel { name: "arg_sort_merge_f64", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(pad), KernelArg::Usize(k), KernelArg::Usize(j), keys.arg(), idx.arg()])
+}
+
+/// `arg_sort_merge_i64` of nn.hip.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_arg_sort_merge_i64<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    nrows: usize,
+    pad: usize,
+    k: usize,
+    j: usize,
+    keys: DevicePtrMut<u64>,
+    idx: DevicePtrMut<u32>,
+) -> Result<()> {
+    launcher.launch(Kernel { name: "arg_sort_merge_i64", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(pad), KernelArg::Usize(k), KernelArg::Usize(j), keys.arg(), idx.arg()])
+}
+
+/// `arg_sort_merge_u32` of nn.hip.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_arg_sort_merge_u32<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    nrows: usize,
+    pad: usize,
+    k: usize,
+    j: usize,
+    keys: DevicePtrMut<u64>,
+    idx: DevicePtrMut<u32>,
+) -> Result<()> {
+    launcher.launch(Kernel { name: "arg_sort_merge_u32", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(pad), KernelArg::Usize(k), KernelArg::Usize(j), keys.arg(), idx.arg()])
+}
+
+/// `arg_sort_merge_u8` of nn.hip.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_arg_sort_merge_u8<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    nrows: usize,
+    pad: usize,
+    k: usize,
+    j: usize,
+    keys: DevicePtrMut<u64>,
+    idx: DevicePtrMut<u32>,
+) -> Result<()> {
+    launcher.launch(Kernel { name: "arg_sort_merge_u8", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(pad), KernelArg::Usize(k), KernelArg::Usize(j), keys.arg(), idx.arg()])
 }
 
 /// `avg_pool2d_bf16` of pool.hip.
@@ -2331,6 +2478,160 @@ pub fn launch_cmp_ne_u8<L: KernelLauncher + ?Sized>(
     launcher.launch(Kernel { name: "cmp_ne_u8", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
 }
 
+/// `col2im_bf16` of conv.hip.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_col2im_bf16<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    rows: usize,
+    k_h: usize,
+    k_w: usize,
+    h_in: usize,
+    w_in: usize,
+    h_out: usize,
+    w_out: usize,
+    stride: usize,
+    padding: usize,
+    pad_h: usize,
+    dilation: usize,
+    col: DevicePtr<Bf16>,
+    dst: DevicePtrMut<Bf16>,
+) -> Result<()> {
+    launcher.launch(Kernel { name: "col2im_bf16", source: "conv.hip" }, cfg, &[KernelArg::Usize(rows), KernelArg::Usize(k_h), KernelArg::Usize(k_w), KernelArg::Usize(h_in), KernelArg::Usize(w_in), KernelArg::Usize(h_out), KernelArg::Usize(w_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(pad_h), KernelArg::Usize(dilation), col.arg(), dst.arg()])
+}
+
+/// `col2im_f16` of conv.hip.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_col2im_f16<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    rows: usize,
+    k_h: usize,
+    k_w: usize,
+    h_in: usize,
+    w_in: usize,
+    h_out: usize,
+    w_out: usize,
+    stride: usize,
+    padding: usize,
+    pad_h: usize,
+    dilation: usize,
+    col: DevicePtr<F16>,
+    dst: DevicePtrMut<F16>,
+) -> Result<()> {
+    launcher.launch(Kernel { name: "col2im_f16", source: "conv.hip" }, cfg, &[KernelArg::Usize(rows), KernelArg::Usize(k_h), KernelArg::Usize(k_w), KernelArg::Usize(h_in), KernelArg::Usize(w_in), KernelArg::Usize(h_out), KernelArg::Usize(w_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(pad_h), KernelArg::Usize(dilation), col.arg(), dst.arg()])
+}
+
+/// `col2im_f32` of conv.hip.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_col2im_f32<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    rows: usize,
+    k_h: usize,
+    k_w: usize,
+    h_in: usize,
+    w_in: usize,
+    h_out: usize,
+    w_out: usize,
+    stride: usize,
+    padding: usize,
+    pad_h: usize,
+    dilation: usize,
+    col: DevicePtr<f32>,
+    dst: DevicePtrMut<f32>,
+) -> Result<()> {
+    launcher.launch(Kernel { name: "col2im_f32", source: "conv.hip" }, cfg, &[KernelArg::Usize(rows), KernelArg::Usize(k_h), KernelArg::Usize(k_w), KernelArg::Usize(h_in), KernelArg::Usize(w_in), KernelArg::Usize(h_out), KernelArg::Usize(w_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(pad_h), KernelArg::Usize(dilation), col.arg(), dst.arg()])
+}
+
+/// `col2im_f64` of conv.hip.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_col2im_f64<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    rows: usize,
+    k_h: usize,
+    k_w: usize,
+    h_in: usize,
+    w_in: usize,
+    h_out: usize,
+    w_out: usize,
+    stride: usize,
+    padding: usize,
+    pad_h: usize,
+    dilation: usize,
+    col: DevicePtr<f64>,
+    dst: DevicePtrMut<f64>,
+) -> Result<()> {
+    launcher.launch(Kernel { name: "col2im_f64", source: "conv.hip" }, cfg, &[KernelArg::Usize(rows), KernelArg::Usize(k_h), KernelArg::Usize(k_w), KernelArg::Usize(h_in), KernelArg::Usize(w_in), KernelArg::Usize(h_out), KernelArg::Usize(w_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(pad_h), KernelArg::Usize(dilation), col.arg(), dst.arg()])
+}
+
+/// `col2im_i64` of conv.hip.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_col2im_i64<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    rows: usize,
+    k_h: usize,
+    k_w: usize,
+    h_in: usize,
+    w_in: usize,
+    h_out: usize,
+    w_out: usize,
+    stride: usize,
+    padding: usize,
+    pad_h: usize,
+    dilation: usize,
+    col: DevicePtr<i64>,
+    dst: DevicePtrMut<i64>,
+) -> Result<()> {
+    launcher.launch(Kernel { name: "col2im_i64", source: "conv.hip" }, cfg, &[KernelArg::Usize(rows), KernelArg::Usize(k_h), KernelArg::Usize(k_w), KernelArg::Usize(h_in), KernelArg::Usize(w_in), KernelArg::Usize(h_out), KernelArg::Usize(w_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(pad_h), KernelArg::Usize(dilation), col.arg(), dst.arg()])
+}
+
+/// `col2im_u32` of conv.hip.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_col2im_u32<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    rows: usize,
+    k_h: usize,
+    k_w: usize,
+    h_in: usize,
+    w_in: usize,
+    h_out: usize,
+    w_out: usize,
+    stride: usize,
+    padding: usize,
+    pad_h: usize,
+    dilation: usize,
+    col: DevicePtr<u32>,
+    dst: DevicePtrMut<u32>,
+) -> Result<()> {
+    launcher.launch(Kernel { name: "col2im_u32", source: "conv.hip" }, cfg, &[KernelArg::Usize(rows), KernelArg::Usize(k_h), KernelArg::Usize(k_w), KernelArg::Usize(h_in), KernelArg::Usize(w_in), KernelArg::Usize(h_out), KernelArg::Usize(w_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(pad_h), KernelArg::Usize(dilation), col.arg(), dst.arg()])
+}
+
+/// `col2im_u8` of conv.hip.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_col2im_u8<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    rows: usize,
+    k_h: usize,
+    k_w: usize,
+    h_in: usize,
+    w_in: usize,
+    h_out: usize,
+    w_out: usize,
+    stride: usize,
+    padding: usize,
+    pad_h: usize,
+    dilation: usize,
+    col: DevicePtr<u8>,
+    dst: DevicePtrMut<u8>,
+) -> Result<()> {
+    launcher.launch(Kernel { name: "col2im_u8", source: "conv.hip" }, cfg, &[KernelArg::Usize(rows), KernelArg::Usize(k_h), KernelArg::Usize(k_w), KernelArg::Usize(h_in), KernelArg::Usize(w_in), KernelArg::Usize(h_out), KernelArg::Usize(w_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(pad_h), KernelArg::Usize(dilation), col.arg(), dst.arg()])
+}
+
 /// `const_set_bf16` of fill_copy.hip.
 pub fn launch_const_set_bf16<L: KernelLauncher + ?Sized>(
     launcher: &L,
@@ -3930,8 +4231,9 @@ pub fn launch_gather_i64_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
     src_dim_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_i64_bf16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size)])
+    launcher.launch(Kernel { name: "gather_i64_bf16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
 }
 
 /// `gather_i64_f16` of indexing.hip.
@@ -3947,8 +4249,9 @@ pub fn launch_gather_i64_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
     src_dim_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_i64_f16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size)])
+    launcher.launch(Kernel { name: "gather_i64_f16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
 }
 
 /// `gather_i64_f32` of indexing.hip.
@@ -3964,8 +4267,9 @@ pub fn launch_gather_i64_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
     src_dim_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_i64_f32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size)])
+    launcher.launch(Kernel { name: "gather_i64_f32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
 }
 
 /// `gather_i64_f64` of indexing.hip.
@@ -3981,8 +4285,9 @@ pub fn launch_gather_i64_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
     src_dim_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_i64_f64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size)])
+    launcher.launch(Kernel { name: "gather_i64_f64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
 }
 
 /// `gather_i64_i64` of indexing.hip.
@@ -3998,8 +4303,9 @@ pub fn launch_gather_i64_i64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
     src_dim_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_i64_i64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size)])
+    launcher.launch(Kernel { name: "gather_i64_i64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
 }
 
 /// `gather_i64_u32` of indexing.hip.
@@ -4015,8 +4321,9 @@ pub fn launch_gather_i64_u32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u32>,
     out: DevicePtrMut<u32>,
     src_dim_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_i64_u32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size)])
+    launcher.launch(Kernel { name: "gather_i64_u32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
 }
 
 /// `gather_i64_u8` of indexing.hip.
@@ -4032,8 +4339,9 @@ pub fn launch_gather_i64_u8<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
     src_dim_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_i64_u8", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size)])
+    launcher.launch(Kernel { name: "gather_i64_u8", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
 }
 
 /// `gather_u32_bf16` of indexing.hip.
@@ -4049,8 +4357,9 @@ pub fn launch_gather_u32_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
     src_dim_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_u32_bf16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size)])
+    launcher.launch(Kernel { name: "gather_u32_bf16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
 }
 
 /// `gather_u32_f16` of indexing.hip.
@@ -4066,8 +4375,9 @@ pub fn launch_gather_u32_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
     src_dim_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_u32_f16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size)])
+    launcher.launch(Kernel { name: "gather_u32_f16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
 }
 
 /// `gather_u32_f32` of indexing.hip.
@@ -4083,8 +4393,9 @@ pub fn launch_gather_u32_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
     src_dim_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_u32_f32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size)])
+    launcher.launch(Kernel { name: "gather_u32_f32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
 }
 
 /// `gather_u32_f64` of indexing.hip.
@@ -4100,8 +4411,9 @@ pub fn launch_gather_u32_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
     src_dim_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_u32_f64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size)])
+    launcher.launch(Kernel { name: "gather_u32_f64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
 }
 
 /// `gather_u32_i64` of indexing.hip.
@@ -4117,8 +4429,9 @@ pub fn launch_gather_u32_i64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
     src_dim_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_u32_i64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size)])
+    launcher.launch(Kernel { name: "gather_u32_i64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
 }
 
 /// `gather_u32_u32` of indexing.hip.
@@ -4134,8 +4447,9 @@ pub fn launch_gather_u32_u32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u32>,
     out: DevicePtrMut<u32>,
     src_dim_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_u32_u32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size)])
+    launcher.launch(Kernel { name: "gather_u32_u32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
 }
 
 /// `gather_u32_u8` of indexing.hip.
@@ -4151,8 +4465,9 @@ pub fn launch_gather_u32_u8<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
     src_dim_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_u32_u8", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size)])
+    launcher.launch(Kernel { name: "gather_u32_u8", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
 }
 
 /// `gather_u8_bf16` of indexing.hip.
@@ -4168,8 +4483,9 @@ pub fn launch_gather_u8_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
     src_dim_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_u8_bf16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size)])
+    launcher.launch(Kernel { name: "gather_u8_bf16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
 }
 
 /// `gather_u8_f16` of indexing.hip.
@@ -4185,8 +4501,9 @@ pub fn launch_gather_u8_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
     src_dim_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_u8_f16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size)])
+    launcher.launch(Kernel { name: "gather_u8_f16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
 }
 
 /// `gather_u8_f32` of indexing.hip.
@@ -4202,8 +4519,9 @@ pub fn launch_gather_u8_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
     src_dim_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_u8_f32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size)])
+    launcher.launch(Kernel { name: "gather_u8_f32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
 }
 
 /// `gather_u8_f64` of indexing.hip.
@@ -4219,8 +4537,9 @@ pub fn launch_gather_u8_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
     src_dim_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_u8_f64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size)])
+    launcher.launch(Kernel { name: "gather_u8_f64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
 }
 
 /// `gather_u8_i64` of indexing.hip.
@@ -4236,8 +4555,9 @@ pub fn launch_gather_u8_i64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
     src_dim_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_u8_i64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size)])
+    launcher.launch(Kernel { name: "gather_u8_i64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
 }
 
 /// `gather_u8_u32` of indexing.hip.
@@ -4253,8 +4573,9 @@ pub fn launch_gather_u8_u32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u32>,
     out: DevicePtrMut<u32>,
     src_dim_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_u8_u32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size)])
+    launcher.launch(Kernel { name: "gather_u8_u32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
 }
 
 /// `gather_u8_u8` of indexing.hip.
@@ -4270,53 +4591,198 @@ pub fn launch_gather_u8_u8<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
     src_dim_size: usize,
-) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_u8_u8", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size)])
-}
-
-/// `ids_check_i64` of indexing.hip.
-#[allow(clippy::too_many_arguments)]
-pub fn launch_ids_check_i64<L: KernelLauncher + ?Sized>(
-    launcher: &L,
-    cfg: &LaunchConfig,
-    numel: usize,
-    num_dims: usize,
-    info: DevicePtr<usize>,
-    ids: DevicePtr<i64>,
-    limit: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "ids_check_i64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), KernelArg::Usize(limit), bad.arg()])
+    launcher.launch(Kernel { name: "gather_u8_u8", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
 }
 
-/// `ids_check_u32` of indexing.hip.
+/// `im2col_bf16` of conv.hip.
 #[allow(clippy::too_many_arguments)]
-pub fn launch_ids_check_u32<L: KernelLauncher + ?Sized>(
+pub fn launch_im2col_bf16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
-    numel: usize,
-    num_dims: usize,
-    info: DevicePtr<usize>,
-    ids: DevicePtr<u32>,
-    limit: usize,
-    bad: DevicePtrMut<u32>,
+    rows: usize,
+    c_in: usize,
+    h_in: usize,
+    w_in: usize,
+    k_h: usize,
+    k_w: usize,
+    h_out: usize,
+    w_out: usize,
+    stride: usize,
+    tap_step: i64,
+    offset_y: i64,
+    offset_x: i64,
+    sb: usize,
+    sc: usize,
+    sh: usize,
+    sw: usize,
+    src: DevicePtr<Bf16>,
+    col: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "ids_check_u32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), KernelArg::Usize(limit), bad.arg()])
+    launcher.launch(Kernel { name: "im2col_bf16", source: "conv.hip" }, cfg, &[KernelArg::Usize(rows), KernelArg::Usize(c_in), KernelArg::Usize(h_in), KernelArg::Usize(w_in), KernelArg::Usize(k_h), KernelArg::Usize(k_w), KernelArg::Usize(h_out), KernelArg::Usize(w_out), KernelArg::Usize(stride), KernelArg::I64(tap_step), KernelArg::I64(offset_y), KernelArg::I64(offset_x), KernelArg::Usize(sb), KernelArg::Usize(sc), KernelArg::Usize(sh), KernelArg::Usize(sw), src.arg(), col.arg()])
 }
 
-/// `ids_check_u8` of indexing.hip.
+/// `im2col_f16` of conv.hip.
 #[allow(clippy::too_many_arguments)]
-pub fn launch_ids_check_u8<L: KernelLauncher + ?Sized>(
+pub fn launch_im2col_f16<L: KernelLauncher + ?Sized>(
     launcher: &L,
     cfg: &LaunchConfig,
-    numel: usize,
-    num_dims: usize,
-    info: DevicePtr<usize>,
-    ids: DevicePtr<u8>,
-    limit: usize,
-    bad: DevicePtrMut<u32>,
+    rows: usize,
+    c_in: usize,
+    h_in: usize,
+    w_in: usize,
+    k_h: usize,
+    k_w: usize,
+    h_out: usize,
+    w_out: usize,
+    stride: usize,
+    tap_step: i64,
+    offset_y: i64,
+    offset_x: i64,
+    sb: usize,
+    sc: usize,
+    sh: usize,
+    sw: usize,
+    src: DevicePtr<F16>,
+    col: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "ids_check_u8", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), KernelArg::Usize(limit), bad.arg()])
+    launcher.launch(Kernel { name: "im2col_f16", source: "conv.hip" }, cfg, &[KernelArg::Usize(rows), KernelArg::Usize(c_in), KernelArg::Usize(h_in), KernelArg::Usize(w_in), KernelArg::Usize(k_h), KernelArg::Usize(k_w), KernelArg::Usize(h_out), KernelArg::Usize(w_out), KernelArg::Usize(stride), KernelArg::I64(tap_step), KernelArg::I64(offset_y), KernelArg::I64(offset_x), KernelArg::Usize(sb), KernelArg::Usize(sc), KernelArg::Usize(sh), KernelArg::Usize(sw), src.arg(), col.arg()])
+}
+
+/// `im2col_f32` of conv.hip.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_im2col_f32<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    rows: usize,
+    c_in: usize,
+    h_in: usize,
+    w_in: usize,
+    k_h: usize,
+    k_w: usize,
+    h_out: usize,
+    w_out: usize,
+    stride: usize,
+    tap_step: i64,
+    offset_y: i64,
+    offset_x: i64,
+    sb: usize,
+    sc: usize,
+    sh: usize,
+    sw: usize,
+    src: DevicePtr<f32>,
+    col: DevicePtrMut<f32>,
+) -> Result<()> {
+    launcher.launch(Kernel { name: "im2col_f32", source: "conv.hip" }, cfg, &[KernelArg::Usize(rows), KernelArg::Usize(c_in), KernelArg::Usize(h_in), KernelArg::Usize(w_in), KernelArg::Usize(k_h), KernelArg::Usize(k_w), KernelArg::Usize(h_out), KernelArg::Usize(w_out), KernelArg::Usize(stride), KernelArg::I64(tap_step), KernelArg::I64(offset_y), KernelArg::I64(offset_x), KernelArg::Usize(sb), KernelArg::Usize(sc), KernelArg::Usize(sh), KernelArg::Usize(sw), src.arg(), col.arg()])
+}
+
+/// `im2col_f64` of conv.hip.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_im2col_f64<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    rows: usize,
+    c_in: usize,
+    h_in: usize,
+    w_in: usize,
+    k_h: usize,
+    k_w: usize,
+    h_out: usize,
+    w_out: usize,
+    stride: usize,
+    tap_step: i64,
+    offset_y: i64,
+    offset_x: i64,
+    sb: usize,
+    sc: usize,
+    sh: usize,
+    sw: usize,
+    src: DevicePtr<f64>,
+    col: DevicePtrMut<f64>,
+) -> Result<()> {
+    launcher.launch(Kernel { name: "im2col_f64", source: "conv.hip" }, cfg, &[KernelArg::Usize(rows), KernelArg::Usize(c_in), KernelArg::Usize(h_in), KernelArg::Usize(w_in), KernelArg::Usize(k_h), KernelArg::Usize(k_w), KernelArg::Usize(h_out), KernelArg::Usize(w_out), KernelArg::Usize(stride), KernelArg::I64(tap_step), KernelArg::I64(offset_y), KernelArg::I64(offset_x), KernelArg::Usize(sb), KernelArg::Usize(sc), KernelArg::Usize(sh), KernelArg::Usize(sw), src.arg(), col.arg()])
+}
+
+/// `im2col_i64` of conv.hip.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_im2col_i64<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    rows: usize,
+    c_in: usize,
+    h_in: usize,
+    w_in: usize,
+    k_h: usize,
+    k_w: usize,
+    h_out: usize,
+    w_out: usize,
+    stride: usize,
+    tap_step: i64,
+    offset_y: i64,
+    offset_x: i64,
+    sb: usize,
+    sc: usize,
+    sh: usize,
+    sw: usize,
+    src: DevicePtr<i64>,
+    col: DevicePtrMut<i64>,
+) -> Result<()> {
+    launcher.launch(Kernel { name: "im2col_i64", source: "conv.hip" }, cfg, &[KernelArg::Usize(rows), KernelArg::Usize(c_in), KernelArg::Usize(h_in), KernelArg::Usize(w_in), KernelArg::Usize(k_h), KernelArg::Usize(k_w), KernelArg::Usize(h_out), KernelArg::Usize(w_out), KernelArg::Usize(stride), KernelArg::I64(tap_step), KernelArg::I64(offset_y), KernelArg::I64(offset_x), KernelArg::Usize(sb), KernelArg::Usize(sc), KernelArg::Usize(sh), KernelArg::Usize(sw), src.arg(), col.arg()])
+}
+
+/// `im2col_u32` of conv.hip.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_im2col_u32<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    rows: usize,
+    c_in: usize,
+    h_in: usize,
+    w_in: usize,
+    k_h: usize,
+    k_w: usize,
+    h_out: usize,
+    w_out: usize,
+    stride: usize,
+    tap_step: i64,
+    offset_y: i64,
+    offset_x: i64,
+    sb: usize,
+    sc: usize,
+    sh: usize,
+    sw: usize,
+    src: DevicePtr<u32>,
+    col: DevicePtrMut<u32>,
+) -> Result<()> {
+    launcher.launch(Kernel { name: "im2col_u32", source: "conv.hip" }, cfg, &[KernelArg::Usize(rows), KernelArg::Usize(c_in), KernelArg::Usize(h_in), KernelArg::Usize(w_in), KernelArg::Usize(k_h), KernelArg::Usize(k_w), KernelArg::Usize(h_out), KernelArg::Usize(w_out), KernelArg::Usize(stride), KernelArg::I64(tap_step), KernelArg::I64(offset_y), KernelArg::I64(offset_x), KernelArg::Usize(sb), KernelArg::Usize(sc), KernelArg::Usize(sh), KernelArg::Usize(sw), src.arg(), col.arg()])
+}
+
+/// `im2col_u8` of conv.hip.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_im2col_u8<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    rows: usize,
+    c_in: usize,
+    h_in: usize,
+    w_in: usize,
+    k_h: usize,
+    k_w: usize,
+    h_out: usize,
+    w_out: usize,
+    stride: usize,
+    tap_step: i64,
+    offset_y: i64,
+    offset_x: i64,
+    sb: usize,
+    sc: usize,
+    sh: usize,
+    sw: usize,
+    src: DevicePtr<u8>,
+    col: DevicePtrMut<u8>,
+) -> Result<()> {
+    launcher.launch(Kernel { name: "im2col_u8", source: "conv.hip" }, cfg, &[KernelArg::Usize(rows), KernelArg::Usize(c_in), KernelArg::Usize(h_in), KernelArg::Usize(w_in), KernelArg::Usize(k_h), KernelArg::Usize(k_w), KernelArg::Usize(h_out), KernelArg::Usize(w_out), KernelArg::Usize(stride), KernelArg::I64(tap_step), KernelArg::I64(offset_y), KernelArg::I64(offset_x), KernelArg::Usize(sb), KernelArg::Usize(sc), KernelArg::Usize(sh), KernelArg::Usize(sw), src.arg(), col.arg()])
 }
 
 /// `index_add_i64_bf16` of indexing.hip.
@@ -4332,8 +4798,9 @@ pub fn launch_index_add_i64_bf16<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     dst_dim_size: usize,
     right_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_i64_bf16", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size)])
+    launcher.launch(Kernel { name: "index_add_i64_bf16", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
 }
 
 /// `index_add_i64_f16` of indexing.hip.
@@ -4349,8 +4816,9 @@ pub fn launch_index_add_i64_f16<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     dst_dim_size: usize,
     right_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_i64_f16", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size)])
+    launcher.launch(Kernel { name: "index_add_i64_f16", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
 }
 
 /// `index_add_i64_f32` of indexing.hip.
@@ -4366,8 +4834,9 @@ pub fn launch_index_add_i64_f32<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     dst_dim_size: usize,
     right_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_i64_f32", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size)])
+    launcher.launch(Kernel { name: "index_add_i64_f32", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
 }
 
 /// `index_add_i64_f64` of indexing.hip.
@@ -4383,8 +4852,9 @@ pub fn launch_index_add_i64_f64<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     dst_dim_size: usize,
     right_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_i64_f64", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size)])
+    launcher.launch(Kernel { name: "index_add_i64_f64", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
 }
 
 /// `index_add_i64_i64` of indexing.hip.
@@ -4400,8 +4870,9 @@ pub fn launch_index_add_i64_i64<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     dst_dim_size: usize,
     right_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_i64_i64", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size)])
+    launcher.launch(Kernel { name: "index_add_i64_i64", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
 }
 
 /// `index_add_i64_u32` of indexing.hip.
@@ -4417,8 +4888,9 @@ pub fn launch_index_add_i64_u32<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     dst_dim_size: usize,
     right_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_i64_u32", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size)])
+    launcher.launch(Kernel { name: "index_add_i64_u32", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
 }
 
 /// `index_add_i64_u8` of indexing.hip.
@@ -4434,8 +4906,9 @@ pub fn launch_index_add_i64_u8<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     dst_dim_size: usize,
     right_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_i64_u8", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size)])
+    launcher.launch(Kernel { name: "index_add_i64_u8", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
 }
 
 /// `index_add_u32_bf16` of indexing.hip.
@@ -4451,8 +4924,9 @@ pub fn launch_index_add_u32_bf16<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     dst_dim_size: usize,
     right_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_u32_bf16", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size)])
+    launcher.launch(Kernel { name: "index_add_u32_bf16", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
 }
 
 /// `index_add_u32_f16` of indexing.hip.
@@ -4468,8 +4942,9 @@ pub fn launch_index_add_u32_f16<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     dst_dim_size: usize,
     right_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_u32_f16", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size)])
+    launcher.launch(Kernel { name: "index_add_u32_f16", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
 }
 
 /// `index_add_u32_f32` of indexing.hip.
@@ -4485,8 +4960,9 @@ pub fn launch_index_add_u32_f32<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     dst_dim_size: usize,
     right_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_u32_f32", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size)])
+    launcher.launch(Kernel { name: "index_add_u32_f32", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
 }
 
 /// `index_add_u32_f64` of indexing.hip.
@@ -4502,8 +4978,9 @@ pub fn launch_index_add_u32_f64<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     dst_dim_size: usize,
     right_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_u32_f64", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size)])
+    launcher.launch(Kernel { name: "index_add_u32_f64", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
 }
 
 /// `index_add_u32_i64` of indexing.hip.
@@ -4519,8 +4996,9 @@ pub fn launch_index_add_u32_i64<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     dst_dim_size: usize,
     right_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_u32_i64", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size)])
+    launcher.launch(Kernel { name: "index_add_u32_i64", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
 }
 
 /// `index_add_u32_u32` of indexing.hip.
@@ -4536,8 +5014,9 @@ pub fn launch_index_add_u32_u32<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     dst_dim_size: usize,
     right_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_u32_u32", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size)])
+    launcher.launch(Kernel { name: "index_add_u32_u32", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
 }
 
 /// `index_add_u32_u8` of indexing.hip.
@@ -4553,8 +5032,9 @@ pub fn launch_index_add_u32_u8<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     dst_dim_size: usize,
     right_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_u32_u8", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size)])
+    launcher.launch(Kernel { name: "index_add_u32_u8", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
 }
 
 /// `index_add_u8_bf16` of indexing.hip.
@@ -4570,8 +5050,9 @@ pub fn launch_index_add_u8_bf16<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     dst_dim_size: usize,
     right_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_u8_bf16", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size)])
+    launcher.launch(Kernel { name: "index_add_u8_bf16", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
 }
 
 /// `index_add_u8_f16` of indexing.hip.
@@ -4587,8 +5068,9 @@ pub fn launch_index_add_u8_f16<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     dst_dim_size: usize,
     right_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_u8_f16", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size)])
+    launcher.launch(Kernel { name: "index_add_u8_f16", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
 }
 
 /// `index_add_u8_f32` of indexing.hip.
@@ -4604,8 +5086,9 @@ pub fn launch_index_add_u8_f32<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     dst_dim_size: usize,
     right_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_u8_f32", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size)])
+    launcher.launch(Kernel { name: "index_add_u8_f32", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
 }
 
 /// `index_add_u8_f64` of indexing.hip.
@@ -4621,8 +5104,9 @@ pub fn launch_index_add_u8_f64<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     dst_dim_size: usize,
     right_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_u8_f64", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size)])
+    launcher.launch(Kernel { name: "index_add_u8_f64", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
 }
 
 /// `index_add_u8_i64` of indexing.hip.
@@ -4638,8 +5122,9 @@ pub fn launch_index_add_u8_i64<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     dst_dim_size: usize,
     right_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_u8_i64", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size)])
+    launcher.launch(Kernel { name: "index_add_u8_i64", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
 }
 
 /// `index_add_u8_u32` of indexing.hip.
@@ -4655,8 +5140,9 @@ pub fn launch_index_add_u8_u32<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     dst_dim_size: usize,
     right_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_u8_u32", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size)])
+    launcher.launch(Kernel { name: "index_add_u8_u32", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
 }
 
 /// `index_add_u8_u8` of indexing.hip.
@@ -4672,8 +5158,9 @@ pub fn launch_index_add_u8_u8<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     dst_dim_size: usize,
     right_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_u8_u8", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size)])
+    launcher.launch(Kernel { name: "index_add_u8_u8", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
 }
 
 /// `index_select_i64_bf16` of indexing.hip.
@@ -4691,8 +5178,9 @@ pub fn launch_index_select_i64_bf16<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     ids_dim_size: usize,
     right_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_i64_bf16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size)])
+    launcher.launch(Kernel { name: "index_select_i64_bf16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
 }
 
 /// `index_select_i64_f16` of indexing.hip.
@@ -4710,8 +5198,9 @@ pub fn launch_index_select_i64_f16<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     ids_dim_size: usize,
     right_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_i64_f16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size)])
+    launcher.launch(Kernel { name: "index_select_i64_f16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
 }
 
 /// `index_select_i64_f32` of indexing.hip.
@@ -4729,8 +5218,9 @@ pub fn launch_index_select_i64_f32<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     ids_dim_size: usize,
     right_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_i64_f32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size)])
+    launcher.launch(Kernel { name: "index_select_i64_f32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
 }
 
 /// `index_select_i64_f64` of indexing.hip.
@@ -4748,8 +5238,9 @@ pub fn launch_index_select_i64_f64<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     ids_dim_size: usize,
     right_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_i64_f64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size)])
+    launcher.launch(Kernel { name: "index_select_i64_f64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
 }
 
 /// `index_select_i64_i64` of indexing.hip.
@@ -4767,8 +5258,9 @@ pub fn launch_index_select_i64_i64<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     ids_dim_size: usize,
     right_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_i64_i64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size)])
+    launcher.launch(Kernel { name: "index_select_i64_i64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
 }
 
 /// `index_select_i64_u32` of indexing.hip.
@@ -4786,8 +5278,9 @@ pub fn launch_index_select_i64_u32<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     ids_dim_size: usize,
     right_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_i64_u32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size)])
+    launcher.launch(Kernel { name: "index_select_i64_u32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
 }
 
 /// `index_select_i64_u8` of indexing.hip.
@@ -4805,8 +5298,9 @@ pub fn launch_index_select_i64_u8<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     ids_dim_size: usize,
     right_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_i64_u8", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size)])
+    launcher.launch(Kernel { name: "index_select_i64_u8", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
 }
 
 /// `index_select_u32_bf16` of indexing.hip.
@@ -4824,8 +5318,9 @@ pub fn launch_index_select_u32_bf16<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     ids_dim_size: usize,
     right_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_u32_bf16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size)])
+    launcher.launch(Kernel { name: "index_select_u32_bf16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
 }
 
 /// `index_select_u32_f16` of indexing.hip.
@@ -4843,8 +5338,9 @@ pub fn launch_index_select_u32_f16<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     ids_dim_size: usize,
     right_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_u32_f16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size)])
+    launcher.launch(Kernel { name: "index_select_u32_f16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
 }
 
 /// `index_select_u32_f32` of indexing.hip.
@@ -4862,8 +5358,9 @@ pub fn launch_index_select_u32_f32<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     ids_dim_size: usize,
     right_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_u32_f32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size)])
+    launcher.launch(Kernel { name: "index_select_u32_f32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
 }
 
 /// `index_select_u32_f64` of indexing.hip.
@@ -4881,8 +5378,9 @@ pub fn launch_index_select_u32_f64<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     ids_dim_size: usize,
     right_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_u32_f64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size)])
+    launcher.launch(Kernel { name: "index_select_u32_f64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
 }
 
 /// `index_select_u32_i64` of indexing.hip.
@@ -4900,8 +5398,9 @@ pub fn launch_index_select_u32_i64<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     ids_dim_size: usize,
     right_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_u32_i64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size)])
+    launcher.launch(Kernel { name: "index_select_u32_i64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
 }
 
 /// `index_select_u32_u32` of indexing.hip.
@@ -4919,8 +5418,9 @@ pub fn launch_index_select_u32_u32<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     ids_dim_size: usize,
     right_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_u32_u32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size)])
+    launcher.launch(Kernel { name: "index_select_u32_u32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
 }
 
 /// `index_select_u32_u8` of indexing.hip.
@@ -4938,8 +5438,9 @@ pub fn launch_index_select_u32_u8<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     ids_dim_size: usize,
     right_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_u32_u8", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size)])
+    launcher.launch(Kernel { name: "index_select_u32_u8", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
 }
 
 /// `index_select_u8_bf16` of indexing.hip.
@@ -4957,8 +5458,9 @@ pub fn launch_index_select_u8_bf16<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     ids_dim_size: usize,
     right_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_u8_bf16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size)])
+    launcher.launch(Kernel { name: "index_select_u8_bf16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
 }
 
 /// `index_select_u8_f16` of indexing.hip.
@@ -4976,8 +5478,9 @@ pub fn launch_index_select_u8_f16<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     ids_dim_size: usize,
     right_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_u8_f16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size)])
+    launcher.launch(Kernel { name: "index_select_u8_f16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
 }
 
 /// `index_select_u8_f32` of indexing.hip.
@@ -4995,8 +5498,9 @@ pub fn launch_index_select_u8_f32<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     ids_dim_size: usize,
     right_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_u8_f32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size)])
+    launcher.launch(Kernel { name: "index_select_u8_f32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
 }
 
 /// `index_select_u8_f64` of indexing.hip.
@@ -5014,8 +5518,9 @@ pub fn launch_index_select_u8_f64<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     ids_dim_size: usize,
     right_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_u8_f64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size)])
+    launcher.launch(Kernel { name: "index_select_u8_f64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
 }
 
 /// `index_select_u8_i64` of indexing.hip.
@@ -5033,8 +5538,9 @@ pub fn launch_index_select_u8_i64<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     ids_dim_size: usize,
     right_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_u8_i64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size)])
+    launcher.launch(Kernel { name: "index_select_u8_i64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
 }
 
 /// `index_select_u8_u32` of indexing.hip.
@@ -5052,8 +5558,9 @@ pub fn launch_index_select_u8_u32<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     ids_dim_size: usize,
     right_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_u8_u32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size)])
+    launcher.launch(Kernel { name: "index_select_u8_u32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
 }
 
 /// `index_select_u8_u8` of indexing.hip.
@@ -5071,8 +5578,9 @@ pub fn launch_index_select_u8_u8<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     ids_dim_size: usize,
     right_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_u8_u8", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size)])
+    launcher.launch(Kernel { name: "index_select_u8_u8", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
 }
 
 /// `layer_norm_bf16` of nn.hip.
@@ -5791,8 +6299,9 @@ pub fn launch_scatter_add_i64_bf16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<Bf16>,
     dst: DevicePtrMut<Bf16>,
     dst_dim_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_i64_bf16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size)])
+    launcher.launch(Kernel { name: "scatter_add_i64_bf16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
 }
 
 /// `scatter_add_i64_f16` of indexing.hip.
@@ -5808,8 +6317,9 @@ pub fn launch_scatter_add_i64_f16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<F16>,
     dst: DevicePtrMut<F16>,
     dst_dim_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_i64_f16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size)])
+    launcher.launch(Kernel { name: "scatter_add_i64_f16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
 }
 
 /// `scatter_add_i64_f32` of indexing.hip.
@@ -5825,8 +6335,9 @@ pub fn launch_scatter_add_i64_f32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f32>,
     dst: DevicePtrMut<f32>,
     dst_dim_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_i64_f32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size)])
+    launcher.launch(Kernel { name: "scatter_add_i64_f32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
 }
 
 /// `scatter_add_i64_f64` of indexing.hip.
@@ -5842,8 +6353,9 @@ pub fn launch_scatter_add_i64_f64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f64>,
     dst: DevicePtrMut<f64>,
     dst_dim_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_i64_f64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size)])
+    launcher.launch(Kernel { name: "scatter_add_i64_f64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
 }
 
 /// `scatter_add_i64_i64` of indexing.hip.
@@ -5859,8 +6371,9 @@ pub fn launch_scatter_add_i64_i64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<i64>,
     dst: DevicePtrMut<i64>,
     dst_dim_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_i64_i64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size)])
+    launcher.launch(Kernel { name: "scatter_add_i64_i64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
 }
 
 /// `scatter_add_i64_u32` of indexing.hip.
@@ -5876,8 +6389,9 @@ pub fn launch_scatter_add_i64_u32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
     dst_dim_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_i64_u32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size)])
+    launcher.launch(Kernel { name: "scatter_add_i64_u32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
 }
 
 /// `scatter_add_i64_u8` of indexing.hip.
@@ -5893,8 +6407,9 @@ pub fn launch_scatter_add_i64_u8<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u8>,
     dst: DevicePtrMut<u8>,
     dst_dim_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_i64_u8", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size)])
+    launcher.launch(Kernel { name: "scatter_add_i64_u8", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
 }
 
 /// `scatter_add_u32_bf16` of indexing.hip.
@@ -5910,8 +6425,9 @@ pub fn launch_scatter_add_u32_bf16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<Bf16>,
     dst: DevicePtrMut<Bf16>,
     dst_dim_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_u32_bf16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size)])
+    launcher.launch(Kernel { name: "scatter_add_u32_bf16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
 }
 
 /// `scatter_add_u32_f16` of indexing.hip.
@@ -5927,8 +6443,9 @@ pub fn launch_scatter_add_u32_f16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<F16>,
     dst: DevicePtrMut<F16>,
     dst_dim_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_u32_f16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size)])
+    launcher.launch(Kernel { name: "scatter_add_u32_f16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
 }
 
 /// `scatter_add_u32_f32` of indexing.hip.
@@ -5944,8 +6461,9 @@ pub fn launch_scatter_add_u32_f32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f32>,
     dst: DevicePtrMut<f32>,
     dst_dim_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_u32_f32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size)])
+    launcher.launch(Kernel { name: "scatter_add_u32_f32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
 }
 
 /// `scatter_add_u32_f64` of indexing.hip.
@@ -5961,8 +6479,9 @@ pub fn launch_scatter_add_u32_f64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f64>,
     dst: DevicePtrMut<f64>,
     dst_dim_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_u32_f64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size)])
+    launcher.launch(Kernel { name: "scatter_add_u32_f64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
 }
 
 /// `scatter_add_u32_i64` of indexing.hip.
@@ -5978,8 +6497,9 @@ pub fn launch_scatter_add_u32_i64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<i64>,
     dst: DevicePtrMut<i64>,
     dst_dim_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_u32_i64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size)])
+    launcher.launch(Kernel { name: "scatter_add_u32_i64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
 }
 
 /// `scatter_add_u32_u32` of indexing.hip.
@@ -5995,8 +6515,9 @@ pub fn launch_scatter_add_u32_u32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
     dst_dim_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_u32_u32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size)])
+    launcher.launch(Kernel { name: "scatter_add_u32_u32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
 }
 
 /// `scatter_add_u32_u8` of indexing.hip.
@@ -6012,8 +6533,9 @@ pub fn launch_scatter_add_u32_u8<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u8>,
     dst: DevicePtrMut<u8>,
     dst_dim_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_u32_u8", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size)])
+    launcher.launch(Kernel { name: "scatter_add_u32_u8", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
 }
 
 /// `scatter_add_u8_bf16` of indexing.hip.
@@ -6029,8 +6551,9 @@ pub fn launch_scatter_add_u8_bf16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<Bf16>,
     dst: DevicePtrMut<Bf16>,
     dst_dim_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_u8_bf16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size)])
+    launcher.launch(Kernel { name: "scatter_add_u8_bf16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
 }
 
 /// `scatter_add_u8_f16` of indexing.hip.
@@ -6046,8 +6569,9 @@ pub fn launch_scatter_add_u8_f16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<F16>,
     dst: DevicePtrMut<F16>,
     dst_dim_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_u8_f16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size)])
+    launcher.launch(Kernel { name: "scatter_add_u8_f16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
 }
 
 /// `scatter_add_u8_f32` of indexing.hip.
@@ -6063,8 +6587,9 @@ pub fn launch_scatter_add_u8_f32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f32>,
     dst: DevicePtrMut<f32>,
     dst_dim_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_u8_f32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size)])
+    launcher.launch(Kernel { name: "scatter_add_u8_f32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
 }
 
 /// `scatter_add_u8_f64` of indexing.hip.
@@ -6080,8 +6605,9 @@ pub fn launch_scatter_add_u8_f64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f64>,
     dst: DevicePtrMut<f64>,
     dst_dim_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_u8_f64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size)])
+    launcher.launch(Kernel { name: "scatter_add_u8_f64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
 }
 
 /// `scatter_add_u8_i64` of indexing.hip.
@@ -6097,8 +6623,9 @@ pub fn launch_scatter_add_u8_i64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<i64>,
     dst: DevicePtrMut<i64>,
     dst_dim_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_u8_i64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size)])
+    launcher.launch(Kernel { name: "scatter_add_u8_i64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
 }
 
 /// `scatter_add_u8_u32` of indexing.hip.
@@ -6114,8 +6641,9 @@ pub fn launch_scatter_add_u8_u32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
     dst_dim_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_u8_u32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size)])
+    launcher.launch(Kernel { name: "scatter_add_u8_u32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
 }
 
 /// `scatter_add_u8_u8` of indexing.hip.
@@ -6131,8 +6659,9 @@ pub fn launch_scatter_add_u8_u8<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u8>,
     dst: DevicePtrMut<u8>,
     dst_dim_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_u8_u8", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size)])
+    launcher.launch(Kernel { name: "scatter_add_u8_u8", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
 }
 
 /// `scatter_set_i64_bf16` of indexing.hip.
@@ -6148,8 +6677,9 @@ pub fn launch_scatter_set_i64_bf16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<Bf16>,
     dst: DevicePtrMut<Bf16>,
     dst_dim_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_i64_bf16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size)])
+    launcher.launch(Kernel { name: "scatter_set_i64_bf16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
 }
 
 /// `scatter_set_i64_f16` of indexing.hip.
@@ -6165,8 +6695,9 @@ pub fn launch_scatter_set_i64_f16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<F16>,
     dst: DevicePtrMut<F16>,
     dst_dim_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_i64_f16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size)])
+    launcher.launch(Kernel { name: "scatter_set_i64_f16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
 }
 
 /// `scatter_set_i64_f32` of indexing.hip.
@@ -6182,8 +6713,9 @@ pub fn launch_scatter_set_i64_f32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f32>,
     dst: DevicePtrMut<f32>,
     dst_dim_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_i64_f32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size)])
+    launcher.launch(Kernel { name: "scatter_set_i64_f32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
 }
 
 /// `scatter_set_i64_f64` of indexing.hip.
@@ -6199,8 +6731,9 @@ pub fn launch_scatter_set_i64_f64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f64>,
     dst: DevicePtrMut<f64>,
     dst_dim_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_i64_f64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size)])
+    launcher.launch(Kernel { name: "scatter_set_i64_f64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
 }
 
 /// `scatter_set_i64_i64` of indexing.hip.
@@ -6216,8 +6749,9 @@ pub fn launch_scatter_set_i64_i64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<i64>,
     dst: DevicePtrMut<i64>,
     dst_dim_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_i64_i64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size)])
+    launcher.launch(Kernel { name: "scatter_set_i64_i64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
 }
 
 /// `scatter_set_i64_u32` of indexing.hip.
@@ -6233,8 +6767,9 @@ pub fn launch_scatter_set_i64_u32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
     dst_dim_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_i64_u32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size)])
+    launcher.launch(Kernel { name: "scatter_set_i64_u32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
 }
 
 /// `scatter_set_i64_u8` of indexing.hip.
@@ -6250,8 +6785,9 @@ pub fn launch_scatter_set_i64_u8<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u8>,
     dst: DevicePtrMut<u8>,
     dst_dim_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_i64_u8", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size)])
+    launcher.launch(Kernel { name: "scatter_set_i64_u8", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
 }
 
 /// `scatter_set_u32_bf16` of indexing.hip.
@@ -6267,8 +6803,9 @@ pub fn launch_scatter_set_u32_bf16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<Bf16>,
     dst: DevicePtrMut<Bf16>,
     dst_dim_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_u32_bf16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size)])
+    launcher.launch(Kernel { name: "scatter_set_u32_bf16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
 }
 
 /// `scatter_set_u32_f16` of indexing.hip.
@@ -6284,8 +6821,9 @@ pub fn launch_scatter_set_u32_f16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<F16>,
     dst: DevicePtrMut<F16>,
     dst_dim_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_u32_f16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size)])
+    launcher.launch(Kernel { name: "scatter_set_u32_f16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
 }
 
 /// `scatter_set_u32_f32` of indexing.hip.
@@ -6301,8 +6839,9 @@ pub fn launch_scatter_set_u32_f32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f32>,
     dst: DevicePtrMut<f32>,
     dst_dim_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_u32_f32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size)])
+    launcher.launch(Kernel { name: "scatter_set_u32_f32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
 }
 
 /// `scatter_set_u32_f64` of indexing.hip.
@@ -6318,8 +6857,9 @@ pub fn launch_scatter_set_u32_f64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f64>,
     dst: DevicePtrMut<f64>,
     dst_dim_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_u32_f64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size)])
+    launcher.launch(Kernel { name: "scatter_set_u32_f64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
 }
 
 /// `scatter_set_u32_i64` of indexing.hip.
@@ -6335,8 +6875,9 @@ pub fn launch_scatter_set_u32_i64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<i64>,
     dst: DevicePtrMut<i64>,
     dst_dim_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_u32_i64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size)])
+    launcher.launch(Kernel { name: "scatter_set_u32_i64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
 }
 
 /// `scatter_set_u32_u32` of indexing.hip.
@@ -6352,8 +6893,9 @@ pub fn launch_scatter_set_u32_u32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
     dst_dim_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_u32_u32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size)])
+    launcher.launch(Kernel { name: "scatter_set_u32_u32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
 }
 
 /// `scatter_set_u32_u8` of indexing.hip.
@@ -6369,8 +6911,9 @@ pub fn launch_scatter_set_u32_u8<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u8>,
     dst: DevicePtrMut<u8>,
     dst_dim_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_u32_u8", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size)])
+    launcher.launch(Kernel { name: "scatter_set_u32_u8", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
 }
 
 /// `scatter_set_u8_bf16` of indexing.hip.
@@ -6386,8 +6929,9 @@ pub fn launch_scatter_set_u8_bf16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<Bf16>,
     dst: DevicePtrMut<Bf16>,
     dst_dim_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_u8_bf16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size)])
+    launcher.launch(Kernel { name: "scatter_set_u8_bf16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
 }
 
 /// `scatter_set_u8_f16` of indexing.hip.
@@ -6403,8 +6947,9 @@ pub fn launch_scatter_set_u8_f16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<F16>,
     dst: DevicePtrMut<F16>,
     dst_dim_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_u8_f16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size)])
+    launcher.launch(Kernel { name: "scatter_set_u8_f16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
 }
 
 /// `scatter_set_u8_f32` of indexing.hip.
@@ -6420,8 +6965,9 @@ pub fn launch_scatter_set_u8_f32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f32>,
     dst: DevicePtrMut<f32>,
     dst_dim_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_u8_f32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size)])
+    launcher.launch(Kernel { name: "scatter_set_u8_f32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
 }
 
 /// `scatter_set_u8_f64` of indexing.hip.
@@ -6437,8 +6983,9 @@ pub fn launch_scatter_set_u8_f64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f64>,
     dst: DevicePtrMut<f64>,
     dst_dim_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_u8_f64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size)])
+    launcher.launch(Kernel { name: "scatter_set_u8_f64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
 }
 
 /// `scatter_set_u8_i64` of indexing.hip.
@@ -6454,8 +7001,9 @@ pub fn launch_scatter_set_u8_i64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<i64>,
     dst: DevicePtrMut<i64>,
     dst_dim_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_u8_i64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size)])
+    launcher.launch(Kernel { name: "scatter_set_u8_i64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
 }
 
 /// `scatter_set_u8_u32` of indexing.hip.
@@ -6471,8 +7019,9 @@ pub fn launch_scatter_set_u8_u32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
     dst_dim_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_u8_u32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size)])
+    launcher.launch(Kernel { name: "scatter_set_u8_u32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
 }
 
 /// `scatter_set_u8_u8` of indexing.hip.
@@ -6488,8 +7037,9 @@ pub fn launch_scatter_set_u8_u8<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u8>,
     dst: DevicePtrMut<u8>,
     dst_dim_size: usize,
+    bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_u8_u8", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size)])
+    launcher.launch(Kernel { name: "scatter_set_u8_u8", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
 }
 
 /// `sdpa_softmax_bf16` of nn.hip.

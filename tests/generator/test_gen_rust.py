@@ -135,7 +135,7 @@ def test_launch_wrappers_follow_the_kernel_signatures():
     text = (SHIPPED / "launch.rs").read_text()
     wrappers = dict(re.findall(r"pub fn launch_(\w+)<L: KernelLauncher \+ \?Sized>\(\s*(.*?)\) -> Result<\(\)>", text, re.S))
     assert set(wrappers) == set(sigs)
-    scalars = {"size_t": "usize", "int": "i32", "uint8_t": "u8", "uint32_t": "u32", "int64_t": "i64",
+    scalars = {"size_t": "usize", "int": "i32", "uint8_t": "u8", "uint32_t": "u32", "int64_t": "i64", "uint64_t": "u64",
                "float": "f32", "double": "f64", "f16_t": "F16", "bf16_t": "Bf16", "void": "c_void"}
     for name, sig in sigs.items():
         params = [p.strip().rstrip(",") for p in wrappers[name].replace("\n", " ").split(", ") if p.strip()]

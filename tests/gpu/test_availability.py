@@ -36,7 +36,8 @@ def test_import_never_loads_a_vendor_library():
     import sys
 
     # (cuda-python installs a .pth that imports a bare `cuda` package at start-up: not ours.)
-    bindings = ("cuda.bindings.driver", "cuda.bindings.nvrtc", "hip.hip", "hip.hiprtc", "hip.chip")
+    bindings = ("cuda.bindings.driver", "cuda.bindings.nvrtc", "hip.hip", "hip.hiprtc", "hip.chip", "nvmath",
+                "nvmath.bindings.cublas")
     code = f"import sys, generated; print(sorted(m for m in sys.modules if m in {bindings!r}))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

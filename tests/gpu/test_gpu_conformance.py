@@ -256,6 +256,55 @@ def test_convolutions(backend, dtype):
         assert_close(got, want, dtype, f"{backend.value} {op} {dtype}")
 
 
+def _permuted(shape, order):
+    """A strided view of logical shape `shape`: stored with its dims in `order`, permuted back."""
+    stored = tuple(shape[i] for i in order)
+    return stored, g.Layout.contiguous(stored).permute(tuple(order.index(i) for i in range(len(shape))))
+
+
+@pytest.mark.parametrize("backend", GPU_BACKENDS, ids=str)
+@pytest.mark.parametrize("dtype", ["f32", "f64", "bf16", "f16"])
+@pytest.mark.parametrize("chunks", ["one chunk", "several chunks"])
+def test_convolutions_through_the_blas(backend, dtype, chunks, monkeypatch):
+    """The GEMM path (im2col + BLAS, BLAS + col2im) on larger shapes than above: strided
+    inputs and kernels, stride, dilation, output padding, 1-D and 2-D, batches in chunks."""
+    import runtime.gpu
+
+    device = device_or_skip(backend)
+    runtime_ = __import__(f"runtime.{backend.value}", fromlist=["_rt"])._rt
+    if not runtime_._has_blas():
+        pytest.skip(f"{backend.value}: no BLAS here: the direct kernels run (test_convolutions)")
+    dt = g.DType(dtype)
+    rng = np.random.default_rng(21)
+    if chunks != "one chunk":  # columns of 2 batches of the second case: chunks of 1 to 3 batches
+        monkeypatch.setattr(runtime.gpu, "CONV_COLUMN_BYTES", 2 * 16 * 3 * 3 * 17 * 15 * dt.numpy.itemsize)
+    cases = [
+        ("conv2d", (5, 16, 33, 31), (2, 0, 3, 1), (8, 16, 3, 3), (0, 2, 1, 3),
+         g.ConvParams2D(b_size=5, i_h=33, i_w=31, k_h=3, k_w=3, c_out=8, c_in=16, padding=2, stride=2, dilation=2)),
+        ("conv2d", (5, 16, 17, 15), (0, 1, 2, 3), (8, 16, 3, 3), (0, 1, 2, 3),
+         g.ConvParams2D(b_size=5, i_h=17, i_w=15, k_h=3, k_w=3, c_out=8, c_in=16, padding=1)),
+        ("conv1d", (5, 16, 70), (2, 0, 1), (8, 16, 5), (1, 0, 2),
+         g.ConvParams1D(b_size=5, l_in=70, c_out=8, c_in=16, k_size=5, padding=3, stride=3, dilation=2)),
+        ("conv_transpose2d", (5, 16, 11, 9), (0, 2, 3, 1), (16, 6, 3, 2), (1, 0, 2, 3),
+         g.ConvTransposeParams2D(b_size=5, i_h=11, i_w=9, k_h=3, k_w=2, c_out=6, c_in=16, padding=1,
+                                 output_padding=1, stride=2, dilation=2)),
+        ("conv_transpose2d", (5, 16, 12, 10), (1, 0, 2, 3), (16, 6, 3, 3), (0, 2, 3, 1),  # stride 1: im2col
+         g.ConvTransposeParams2D(b_size=5, i_h=12, i_w=10, k_h=3, k_w=3, c_out=6, c_in=16, padding=1, dilation=2)),
+        ("conv_transpose1d", (5, 16, 30), (2, 1, 0), (16, 6, 5), (1, 0, 2),
+         g.ConvTransposeParams1D(b_size=5, l_in=30, c_out=6, c_in=16, k_size=5, padding=3)),
+        ("conv_transpose1d", (5, 16, 40), (0, 2, 1), (16, 6, 4), (2, 1, 0),
+         g.ConvTransposeParams1D(b_size=5, l_in=40, c_out=6, c_in=16, k_size=4, padding=2, output_padding=2,
+                                 stride=3)),
+    ]
+    for op, xs, x_order, ks, k_order, p in cases:
+        (x_stored, lx), (k_stored, lk) = _permuted(xs, x_order), _permuted(ks, k_order)
+        x, k = small(dt, x_stored, rng), small(dt, k_stored, rng)
+        out_shape = (p.b_size, p.c_out, p.l_out()) if len(xs) == 3 else (p.b_size, p.c_out, p.out_h(), p.out_w())
+        want, got = run_both(device, [x, k], lambda a, b: g.to_numpy(getattr(a, op)(lx, b, lk, p),
+                                                                       g.Layout.contiguous(out_shape)))
+        assert_close(got, want, dtype, f"{backend.value} {op} {dtype} {xs} by {ks}")
+
+
 @pytest.mark.parametrize("backend", GPU_BACKENDS, ids=str)
 @pytest.mark.parametrize("dtype", NN_DTYPES)
 def test_pooling_and_upsampling(backend, dtype):
@@ -314,13 +363,61 @@ def test_indexing(backend, ids_dtype, dtype):
     np.testing.assert_array_equal(got, want, err_msg=f"{backend.value} index_add {ids_dtype} {dtype}")
 
 
+def _index_op_calls(device, it, bad_id):
+    """Each index op of a (3, 4) f32 x with one id `bad_id` among good ones along dim 0:
+    (op, call) where call() launches it and returns what to read back."""
+    x = device.storage_from_slice(np.arange(12, dtype=np.float32).reshape(3, 4))
+    lx = g.Layout.contiguous((3, 4))
+    ids = device.storage_from_slice(np.array([0, bad_id], it))
+    gids = device.storage_from_slice(np.array([[0, 1, 2, 0], [1, bad_id, 0, 0]], it))
+    lg = g.Layout.contiguous((2, 4))
+    src = device.storage_from_slice(np.ones((2, 4), np.float32))
+
+    def in_place(op):
+        getattr(x, op)(lx, gids, lg, src, lg, 0)
+        return x, lx
+
+    return [
+        ("index_select", lambda: (x.index_select(ids, lx, g.Layout.contiguous((2,)), 0), lg)),
+        ("gather", lambda: (x.gather(lx, gids, lg, 0), lg)),
+        ("scatter_set", lambda: in_place("scatter_set")),
+        ("scatter_add", lambda: in_place("scatter_add")),
+        ("index_add", lambda: (x.index_add(lx, ids, g.Layout.contiguous((2,)), src, lg, 0), lx)),
+    ]
+
+
 @pytest.mark.parametrize("backend", GPU_BACKENDS, ids=str)
-def test_out_of_range_ids_raise_like_the_cpu(backend):
+@pytest.mark.parametrize("ids_dtype, bad_id", [("u32", 3), ("u8", 200), ("i64", -1), ("i64", 2**40)])
+@pytest.mark.parametrize("reader", ["to_numpy", "synchronize"])
+def test_out_of_range_ids_raise_at_the_next_synchronization(backend, ids_dtype, bad_id, reader):
+    """The kernels check the ids (no host sync in the op): the typed error naming the op
+    comes at the next synchronization point, once, and the flags are clear after it."""
     device = device_or_skip(backend)
-    x = device.storage_from_slice(np.ones((3, 4), np.float32))
-    ids = device.storage_from_slice(np.array([0, 3], np.uint32))
-    with pytest.raises(g.ShapeMismatch, match=f"index_select on {backend.value}: expected shape ids in \\[0, 3\\)"):
-        x.index_select(ids, g.Layout.contiguous((3, 4)), g.Layout.contiguous((2,)), 0)
+    for op, call in _index_op_calls(device, g.DType(ids_dtype).numpy, bad_id):
+        out, layout = call()  # queued: no error yet
+        with pytest.raises(g.ShapeMismatch, match=f"{op} on {backend.value}: expected shape ids in \\[0, 3\\)"):
+            if reader == "to_numpy":
+                g.to_numpy(out, layout)
+            else:
+                device.synchronize()
+        device.synchronize()  # reported once: nothing left to raise
+        g.to_numpy(out, layout)
+
+
+@pytest.mark.parametrize("backend", GPU_BACKENDS, ids=str)
+def test_the_first_failed_index_op_is_named_and_good_ones_pass(backend):
+    device = device_or_skip(backend)
+    calls = dict(_index_op_calls(device, np.uint32, 2))  # all ids good
+    for op in calls:
+        calls[op]()
+    device.synchronize()  # no error
+    bad = dict(_index_op_calls(device, np.uint32, 7))
+    calls["gather"]()
+    bad["scatter_add"]()
+    bad["index_select"]()
+    with pytest.raises(g.ShapeMismatch, match="scatter_add on"):
+        device.synchronize()
+    device.synchronize()
 
 
 MATMUL_LAYOUTS = {

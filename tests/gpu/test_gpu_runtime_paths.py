@@ -11,6 +11,7 @@ import pytest
 
 from generated import kernels_hip
 from generated.dtypes import ReduceOp
+from runtime.errors import ShapeMismatch
 from runtime.gpu import FEW_GROUPS, PASS0_HEADER, GpuBuffer, GpuRuntime, kernel_params
 from runtime.layout import Layout
 
@@ -215,7 +216,8 @@ def test_an_nn_op_reads_a_strided_input_through_a_device_copy(op):
                                               1e-5)}.get(op, ())
     getattr(gpu_nn, op)(rt, buf, EVERY_OTHER, *extra, kernels_hip.NN[op])
     (copy, _, _, (_, _, _, _, dense)), (kernel, _, _, args) = launches
-    assert (copy, kernel) == ("copy_strided_f32", f"{op}_f32") and dense in args
+    assert (copy, kernel) == ("copy_strided_f32", "arg_sort_local_f32" if op == "arg_sort" else f"{op}_f32")
+    assert dense in args
     np.testing.assert_array_equal(_dense_at(driver, dense, (3, 4)), Y[::2, ::2])
     assert not driver.of("download")
 
@@ -332,7 +334,93 @@ def test_index_add_copies_self_and_a_strided_src_on_the_device():
     rt.index_add(buf, EVERY_OTHER, ids, Layout.contiguous((2,)), buf, Layout((3, 2), (16, 2)), 1,
                  kernels_hip.STORAGE["index_add"])
     assert [name for name, *_ in launches] == ["copy_strided_f32", "copy_strided_f32", "index_add_u32_f32"]
-    assert [c[2] for c in driver.of("download")] == [ids.nbytes]  # the ids, checked on the host
+    assert not driver.of("download")  # the kernel checks the ids: nothing waits for the device
+
+
+# -- index ops: ids checked by the kernels, read at the next synchronization ------------------
+
+class SyncingDriver(FakeDriver):
+    def synchronize(self, ordinal):
+        self.calls.append(("synchronize", ordinal))
+
+
+def _index_ops(rt, x, ids):
+    """Each index op over a (4, 6) f32 x along dim 1 with `ids` of shape (2,): the last
+    launch argument is its flag address."""
+    lx, li = Layout.contiguous((4, 6)), Layout.contiguous((2,))
+    lg = Layout.contiguous((4, 2))
+    gids = rt.from_host(0, np.tile(rt.to_numpy(ids, li), 4))
+    src = rt.from_host(0, np.ones((4, 2), np.float32))
+    table = kernels_hip.STORAGE
+    return {
+        "gather": lambda: rt.gather(x, lx, gids, lg, 1, table["gather"]),
+        "index_select": lambda: rt.index_select(x, ids, lx, li, 1, table["index_select"]),
+        "scatter_set": lambda: rt.scatter_set(x, lx, gids, lg, src, lg, 1, table["scatter_set"]),
+        "scatter_add": lambda: rt.scatter_add(x, lx, gids, lg, src, lg, 1, table["scatter_add"]),
+        "index_add": lambda: rt.index_add(x, lx, ids, li, src, lg, 1, table["index_add"]),
+    }
+
+
+@pytest.mark.parametrize("op", ["gather", "index_select", "scatter_set", "scatter_add", "index_add"])
+def test_index_ops_never_wait_for_the_device(op):
+    """No download (which waits for the device) and no synchronize in the op: each launch
+    gets its own flag word on the device; a later synchronize reads them all at once."""
+    driver = SyncingDriver()
+    rt = GpuRuntime(driver)
+    launches = []
+    rt.launch = lambda source, name, grid, block, stream, args, types: launches.append((name, args))
+    x = rt.from_host(0, X)
+    ids = rt.from_host(0, np.array([5, 0], np.int64))
+    ops = _index_ops(rt, x, ids)
+    driver.calls.clear()
+    for _ in range(3):
+        ops[op]()
+    assert not driver.of("download") and not driver.of("synchronize")
+    flags = [args[-1] for name, args in launches if name.startswith(op)]
+    assert len(flags) == 3 and flags[1] == flags[0] + 4 and flags[2] == flags[0] + 8
+    rt.synchronize(0)  # all flags clear: no error, one read of the three words
+    assert [c[2] for c in driver.of("download")] == [12]
+    rt.synchronize(0)
+    assert len(driver.of("download")) == 1  # nothing pending: no read at all
+
+
+@pytest.mark.parametrize("reader", ["synchronize", "to_numpy", "to_host"])
+def test_a_flag_a_kernel_set_raises_the_ops_shape_mismatch_at_the_next_read(reader):
+    driver = SyncingDriver()
+    rt = GpuRuntime(driver)
+    launches = []
+    rt.launch = lambda source, name, grid, block, stream, args, types: launches.append((name, args))
+    x = rt.from_host(0, X)
+    ids = rt.from_host(0, np.array([1, 0], np.uint32))
+    ops = _index_ops(rt, x, ids)
+    ops["gather"]()
+    ops["scatter_add"]()
+    ops["index_select"]()
+    flag = launches[1][1][-1]  # scatter_add's kernel found a bad id
+    driver.memory[flag:flag + 4] = (1).to_bytes(4, "little")
+    read = {"synchronize": lambda: rt.synchronize(0), "to_host": lambda: rt.to_host(x),
+            "to_numpy": lambda: rt.to_numpy(x, Layout.contiguous((4, 6)))}[reader]
+    with pytest.raises(ShapeMismatch, match=r"scatter_add on fake: expected shape ids in \[0, 6\), got an id out of"):
+        read()
+    assert driver.memory[flag:flag + 4] == bytes(4)  # cleared for the next ops
+    read()  # reported once
+
+
+def test_index_ops_past_every_flag_read_them_first(monkeypatch):
+    monkeypatch.setattr("runtime.gpu.ID_FLAG_SLOTS", 2)
+    driver = SyncingDriver()
+    rt = GpuRuntime(driver)
+    launches = []
+    rt.launch = lambda source, name, grid, block, stream, args, types: launches.append((name, args))
+    x = rt.from_host(0, X)
+    ids = rt.from_host(0, np.array([1, 0], np.uint32))
+    gather = _index_ops(rt, x, ids)["gather"]
+    driver.calls.clear()
+    gather(), gather()
+    assert not driver.of("download")
+    gather()  # the third needs a flag: the two in use are read, then reused
+    assert [c[2] for c in driver.of("download")] == [8]
+    assert launches[-1][1][-1] == launches[0][1][-1]
 
 
 # -- reduce_op: few, long groups in one launch ---------------------------------------------
@@ -483,7 +571,8 @@ def test_a_function_is_looked_up_once_and_a_driver_without_launcher_launches_thr
     launches = driver.of("launch")
     assert [c[1:5] for c in launches] == [("fn:unary_exp_f32", 1, 256, "stream0")] * 2
     assert [c[5] for c in launches] == [(4, 1, 0, buf.ptr + 12, out.ptr) for out in outs]
-    assert launches[0][6] is kernels_hip._ARGS_9
+    unary_types = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+    assert launches[0][6] is next(v for k, v in vars(kernels_hip).items() if k.startswith("_ARGS_") and v == unary_types)
 
 
 def test_unary_checks_dtype_and_extent_before_it_allocates():
@@ -631,3 +720,150 @@ def test_only_the_kernels_that_wait_for_their_predecessor_launch_programmaticall
             else:
                 assert (attrs, count) == (None, 0), name
     assert api.looked_up == ["qmatvec_q4_0", "qmatvec_q4_1", "qmatvec_q8_0"]
+
+
+# -- convolutions through the BLAS -----------------------------------------------------------
+
+class BlasDriver(FakeDriver):
+    """A driver whose BLAS is there: each gemm's arguments are recorded."""
+
+    def blas_available(self):
+        return True
+
+    def gemm(self, ordinal, stream, dtype, *args):
+        self.calls.append(("gemm", np.dtype(dtype), *args))
+
+
+def _conv_runtime(monkeypatch=None, column_bytes=None):
+    driver = BlasDriver()
+    rt = GpuRuntime(driver)
+    launches = []
+    rt.launch = lambda source, name, grid, block, stream, args, types: launches.append((name, args))
+    if column_bytes is not None:
+        monkeypatch.setattr("runtime.gpu.CONV_COLUMN_BYTES", column_bytes)
+    return rt, driver, launches
+
+
+def test_conv2d_of_floats_is_im2col_then_one_gemm_per_chunk_with_the_kernel_broadcast(monkeypatch):
+    from runtime.params import ConvParams2D
+
+    b, c_in, h, w, c_out = 3, 2, 5, 4, 3
+    taps, positions = c_in * 3 * 3, h * w  # padding 1 keeps the size
+    rt, driver, launches = _conv_runtime(monkeypatch, 2 * taps * positions * 4)  # columns of 2 batches
+    x = rt.from_host(0, np.ones((b, h, c_in, w), np.float32))
+    lx = Layout.contiguous((b, h, c_in, w)).permute((0, 2, 1, 3))  # strided (b, c_in, h, w): read in place
+    k = rt.from_host(0, np.ones((c_out, c_in, 3, 3), np.float32))
+    p = ConvParams2D(b_size=b, i_h=h, i_w=w, k_h=3, k_w=3, c_out=c_out, c_in=c_in, padding=1)
+    driver.calls.clear()
+    out = rt.conv2d(x, lx, k, Layout.contiguous((c_out, c_in, 3, 3)), p, kernels_hip.STORAGE["conv2d"])
+    assert [name for name, _ in launches] == ["im2col_f32", "im2col_f32"]
+    (_, first), (_, second) = launches
+    assert first[:16] == (2 * taps, c_in, h, w, 3, 3, h, w, 1, 1, -1, -1, h * c_in * w, w, c_in * w, 1)
+    assert first[16] == x.ptr and second[16] == x.ptr + 2 * h * c_in * w * 4 and first[0] == 2 * taps
+    assert second[0] == taps  # the last chunk: one batch
+    col = first[17]
+    gemms = driver.of("gemm")
+    assert [g_[1:] for g_ in gemms] == [
+        (np.dtype(np.float32), False, False, positions, c_out, taps, col, positions, taps * positions, k.ptr, taps, 0,
+         out.ptr + b0 * c_out * positions * 4, positions, c_out * positions, n) for b0, n in ((0, 2), (2, 1))]
+    assert not driver.of("download")
+
+
+def test_conv_transpose2d_of_f32_is_a_gemm_then_col2im_and_bf16_keeps_the_direct_kernel():
+    import ml_dtypes
+
+    from runtime.params import ConvTransposeParams2D
+
+    b, c_in, h, w, c_out = 2, 4, 3, 5, 3
+    p = ConvTransposeParams2D(b_size=b, i_h=h, i_w=w, k_h=2, k_w=2, c_out=c_out, c_in=c_in, stride=2)
+    for dtype, want in ((np.float32, ["col2im_f32"]), (ml_dtypes.bfloat16, ["conv_transpose2d_bf16"])):
+        rt, driver, launches = _conv_runtime()
+        x = rt.from_host(0, np.ones((b, c_in, h, w), dtype))
+        k = rt.from_host(0, np.ones((c_in, c_out, 2, 2), dtype))
+        driver.calls.clear()
+        out = rt.conv_transpose2d(x, Layout.contiguous((b, c_in, h, w)), k, Layout.contiguous((c_in, c_out, 2, 2)),
+                                  p, kernels_hip.STORAGE["conv_transpose2d"])
+        assert [name for name, _ in launches] == want
+        if dtype is np.float32:
+            taps, inputs = c_out * 4, h * w
+            [(_, _, ta, tb, m, n, kk, a, lda, sa, bb, ldb, sb, c, ldc, sc, batch)] = driver.of("gemm")
+            assert (ta, tb, m, n, kk, a, lda, sa, bb, ldb, sb) == (False, True, inputs, taps, c_in, x.ptr, inputs,
+                                                                  c_in * inputs, k.ptr, taps, 0)
+            assert (ldc, sc, batch) == (inputs, taps * inputs, b)
+            [(_, args)] = launches
+            assert args[:11] == (b * c_out, 2, 2, h, w, p.out_h(), p.out_w(), 2, 0, 0, 1) and args[11:] == (c, out.ptr)
+        else:
+            assert not driver.of("gemm")
+        assert not driver.of("download")
+
+
+def test_a_transposed_convolution_of_stride_1_is_a_convolution_reading_the_taps_backwards():
+    from runtime.params import ConvTransposeParams1D
+
+    rt, driver, launches = _conv_runtime()
+    b, c_in, l_in, c_out = 2, 3, 9, 4
+    p = ConvTransposeParams1D(b_size=b, l_in=l_in, c_out=c_out, c_in=c_in, k_size=3, padding=1, dilation=2)
+    x = rt.from_host(0, np.ones((b, c_in, l_in), np.float32))
+    k = rt.from_host(0, np.ones((c_in, c_out, 3), np.float32))
+    out = rt.conv_transpose1d(x, Layout.contiguous((b, c_in, l_in)), k, Layout.contiguous((c_in, c_out, 3)), p,
+                              kernels_hip.STORAGE["conv_transpose1d"])
+    assert [name for name, _ in launches] == ["copy_strided_f32", "im2col_f32"]
+    (_, copy), (_, im2col) = launches
+    assert copy[:2] == (c_in * c_out * 3, 3)  # the kernel as (c_out, c_in, k), made dense
+    dims_strides = np.frombuffer(driver.memory, np.uint64, 6, copy[2]).tolist()
+    assert dims_strides == [c_out, c_in, 3, 3, c_out * 3, 1]
+    l_out = p.l_out()
+    assert im2col[:16] == (b * c_in * 3, c_in, 1, l_in, 1, 3, 1, l_out, 1, -2, 0, 1, c_in * l_in, l_in, 0, 1)
+    [gemm] = driver.of("gemm")
+    assert gemm[2:7] == (False, False, l_out, c_out, c_in * 3) and gemm[10] == copy[4] and gemm[13] == out.ptr
+
+
+def test_integer_convolutions_keep_the_direct_kernels():
+    from runtime.params import ConvParams1D
+
+    rt, driver, launches = _conv_runtime()
+    x = rt.from_host(0, np.ones((2, 3, 8), np.int64))
+    k = rt.from_host(0, np.ones((4, 3, 3), np.int64))
+    rt.conv1d(x, Layout.contiguous((2, 3, 8)), k, Layout.contiguous((4, 3, 3)),
+              ConvParams1D(b_size=2, l_in=8, c_out=4, c_in=3, k_size=3), kernels_hip.STORAGE["conv1d"])
+    assert [name for name, _ in launches] == ["conv1d_i64"] and not driver.of("gemm")
+
+
+# -- arg_sort: chunks in shared memory, merges through global memory ---------------------------
+
+def test_arg_sort_of_a_short_row_is_one_launch_and_a_long_row_merges_its_chunks():
+    from runtime import gpu_nn
+
+    table = kernels_hip.NN["arg_sort"]
+    rt, driver, launches = _runtime()
+    x = rt.from_host(0, np.ones((2, 4096), np.float32))
+    out, _ = gpu_nn.arg_sort(rt, x, Layout.contiguous((2, 4096)), True, table)
+    [(name, _, threads, args)] = launches
+    assert name == "arg_sort_local_f32" and threads == 4096 // 8  # 8 packed pairs a thread
+    assert args[:6] == (2, 4096, 4096, 1, 2, 4096) and args[7:] == (0, 0, out.ptr)
+
+    rt, driver, launches = _runtime()
+    x = rt.from_host(0, np.ones((1, 3 * 4096 + 5), np.float32))
+    out, _ = gpu_nn.arg_sort(rt, x, Layout.contiguous((1, 3 * 4096 + 5)), False, table)
+    steps = [(name.rsplit("_", 1)[0], args) for name, _, _, args in launches]
+    assert [(name, args[2:4] if name == "arg_sort_merge" else args[4:6]) for name, args in steps] == [
+        ("arg_sort_local", (2, 4096)),
+        ("arg_sort_merge", (8192, 4096)), ("arg_sort_local", (8192, 8192)),
+        ("arg_sort_merge", (16384, 8192)), ("arg_sort_merge", (16384, 4096)), ("arg_sort_local", (16384, 16384))]
+    assert all(args[9] == 0 for _, args in steps[:-1] if len(args) == 10) and steps[-1][1][9] == out.ptr
+    assert steps[0][1][6] == x.ptr and all(args[6] == 0 for name, args in steps[1:] if name == "arg_sort_local")
+    assert not driver.of("download")
+
+
+def test_index_select_of_contiguous_ids_uploads_no_dims_and_strides():
+    rt, driver, launches = _runtime()
+    x = rt.from_host(0, X)
+    ids = rt.from_host(0, np.array([0, 5, 5, 1, 7, 2], np.int64))
+    uploads = []
+    driver.upload = lambda ptr, host, stream: uploads.append(host.nbytes)
+    rt.index_select(x, ids, Layout.contiguous((4, 6)), Layout.contiguous((2,), start_offset=3), 1,
+                    kernels_hip.STORAGE["index_select"])
+    [(name, _, _, args)] = launches
+    assert name == "index_select_i64_f32" and args[2] == 0 and args[3] == ids.ptr + 24 and uploads == []
+    rt.index_select(x, ids, Layout.contiguous((4, 6)), Layout((2,), (2,), 1), 1, kernels_hip.STORAGE["index_select"])
+    assert launches[1][3][2] != 0 and uploads == [2 * 8]  # a strided view: its dim and stride

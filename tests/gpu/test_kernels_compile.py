@@ -113,7 +113,6 @@ def required_entry_points() -> dict[str, list[str]]:
     need["reduce_op"] = [f"fast_{op}_{d}" for op, spec in REGISTRY["reduce"].items() for d in _dtypes(spec["dtypes"])]
     for op in ("index_select", "gather", "scatter_set", "scatter_add", "index_add"):
         need[op] = [f"{op}_{i}_{v}" for i in _arg_dtypes(op, "ids") for v in _arg_dtypes(op, "self")]
-        need[op] += [f"ids_check_{i}" for i in _arg_dtypes(op, "ids")]
     for family in ("unary", "binary", "cmp"):
         need[family] = [f"{family}_{op}_{d}" for op, spec in REGISTRY[family].items() for d in _dtypes(spec["dtypes"])]
     return need

@@ -53,15 +53,17 @@ fn hand_written_kernels_with_scalars_after_pointers() {
 #[test]
 fn pointer_types_follow_the_kernel_element_types() {
     // The bindings' types are the wrapper's parameter types: u32 ids and f16 data, as the
-    // kernel declares them (indexing.hip), then its four sizes.
+    // kernel declares them (indexing.hip), then its four sizes and the u32 flag word it sets
+    // for an id out of range.
     use KernelArg as A;
     let r = Recorder::default();
     let info: DevicePtr<usize> = DevicePtr::new(7);
     let ids: DevicePtr<u32> = DevicePtr::new(4);
     let inp: DevicePtr<F16> = DevicePtr::new(5);
     let out: DevicePtrMut<F16> = DevicePtrMut::new(6);
-    launch_index_select_u32_f16(&r, &CFG, 12, 2, info, ids, inp, out, 1, 5, 3, 4).unwrap();
+    let bad: DevicePtrMut<u32> = DevicePtrMut::new(8);
+    launch_index_select_u32_f16(&r, &CFG, 12, 2, info, ids, inp, out, 1, 5, 3, 4, bad).unwrap();
     let (kernel, _, args) = one(&r);
     assert_eq!(kernel, Kernel { name: "index_select_u32_f16", source: "indexing.hip" });
-    assert_eq!(args, vec![A::Usize(12), A::Usize(2), A::Ptr(7), A::Ptr(4), A::Ptr(5), A::Ptr(6), A::Usize(1), A::Usize(5), A::Usize(3), A::Usize(4)]);
+    assert_eq!(args, vec![A::Usize(12), A::Usize(2), A::Ptr(7), A::Ptr(4), A::Ptr(5), A::Ptr(6), A::Usize(1), A::Usize(5), A::Usize(3), A::Usize(4), A::Ptr(8)]);
 }
