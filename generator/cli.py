@@ -25,6 +25,10 @@ def _load(registry: Path):
     from generator.loader import load_file
     from generator.validate import validate
 
+    if registry.is_dir():
+        click.echo(f"error: {registry}: is a directory; --registry names the registry file (ops.yaml); "
+                   "nothing written", err=True)
+        sys.exit(EXIT_INVALID)
     try:
         return validate(load_file(str(registry)), registry.resolve().parent)
     except RegistryError as exc:
@@ -47,9 +51,9 @@ def _render(model, output):
 
 
 @click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--registry", type=click.Path(dir_okay=False, path_type=Path), default=Path("ops.yaml"),
+@click.option("--registry", type=click.Path(path_type=Path), default=Path("ops.yaml"),
               show_default=True, help="The op registry to generate from.")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
+@click.option("--out", type=click.Path(path_type=Path), default=None,
               help="Directory of the generated Python package.  [default: the registry's python target, "
                    "else generated]")
 @click.option("--check", is_flag=True,
@@ -73,6 +77,10 @@ def main(ctx: click.Context, registry: Path, out: Path | None, check: bool, patc
     ctx.obj = {"registry": registry, "out": out}
     if ctx.invoked_subcommand is not None:
         return
+    if out is not None and out.exists() and not out.is_dir():
+        click.echo(f"error: {out}: is a file; --out names the directory of the generated package; "
+                   "nothing written", err=True)
+        sys.exit(EXIT_INVALID)
     if patch is not None and not check:
         raise click.UsageError("--patch needs --check")
     started = time.perf_counter()

@@ -273,18 +273,20 @@ def test_a_foreign_temp_like_file_is_not_removed(generated):
 
 
 def test_out_is_a_file_registry_is_a_directory(tmp_path):
+    """Each gives one line on stderr, naming the path and what it should be, and exit 2."""
     afile = tmp_path / "afile"
     afile.write_text("x\n")
     for args, line in (
-        (("--registry", MINI, "--out", afile), f"Error: Invalid value for '--out': Directory '{afile}' is a file."),
+        (("--registry", MINI, "--out", afile),
+         f"error: {afile}: is a file; --out names the directory of the generated package; nothing written"),
         (("--registry", tmp_path, "--out", tmp_path / "o"),
-         f"Error: Invalid value for '--registry': File '{tmp_path}' is a directory."),
+         f"error: {tmp_path}: is a directory; --registry names the registry file (ops.yaml); nothing written"),
         (("--registry", MINI, "--out", afile / "sub"), f"error: {afile / 'sub'}: cannot write (Not a directory); "
                                                         "nothing written"),
     ):
         result = run_cli(*args)
         assert result.exit_code == 2 and not crashed(result), result.output
-        assert line in result.stderr.splitlines(), result.stderr
+        assert result.stderr.splitlines() == [line], result.stderr
     assert afile.read_text() == "x\n" and not (tmp_path / "o").exists()
 
 
