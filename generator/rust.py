@@ -17,7 +17,8 @@ import jinja2
 
 from generator import model
 from generator.dispatch_coverage import camel
-from generator.render import TemplateCache, generated_kernels
+from generator.render import environment as python_environment
+from generator.render import generated_kernels
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates" / "rust"
 LINE_WIDTH = 100  # as rustfmt: a longer signature gets one parameter per line
@@ -520,15 +521,8 @@ def outputs(registry: model.Registry) -> dict[str, str]:
 
 
 def environment() -> jinja2.Environment:
-    return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(TEMPLATES)),
-        bytecode_cache=TemplateCache(str(TEMPLATES / "__pycache__")),
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-        autoescape=False,
-    )
+    """The Python target's Jinja settings (strict, cached), over templates/rust/."""
+    return python_environment(TEMPLATES)
 
 
 def render(registry: model.Registry) -> dict[str, str]:
