@@ -191,7 +191,25 @@ class _Reader:
             return  # `"cuda" =>` over a format or a file name is a string, not a backend
         line, col = self.position(node)
         what = f"match on {self.code(subject)}" if subject is not None else "match"
-        self.dispatches.append(Dispatch(line, col, what, tuple(slots), "arm"))
+        self.dispatches.append(Dispatch(line, col, what, tuple(slots), "arm", self.scope(node)))
+
+    def scope(self, node) -> frozenset[str] | None:
+        """The backends that can reach `node`: those of the nearest enclosing arm that names
+        some (`Storage::Cuda(s) => match ..`), or of an enclosing `fn <backend>_fwd`."""
+        p = node.parent
+        while p is not None and p.type not in ("closure_expression",):
+            if p.type == "match_arm":
+                mp = p.child_by_field_name("pattern")
+                rows = self.positions(mp.children[0]) if mp is not None and mp.children else ALL
+                names = frozenset().union(*(n for n, _ in rows)) if rows is not ALL else frozenset()
+                if names:
+                    return names
+            elif p.type == "function_item":
+                found = FWD.match(_text(p.child_by_field_name("name")))
+                name = normalize(found["backend"]) if found else ""
+                return frozenset({name}) if name in self.backends else None
+            p = p.parent
+        return None
 
     def backend_nodes(self, body):
         """The patterns of the arms that name a backend (string literals or variant paths)."""
@@ -252,7 +270,7 @@ class _Reader:
         line, col = self.position(node)
         slot = Slot(frozenset().union(*hits), else_line, else_block is not None and _fails(else_block))
         what = f"if let chain over {subject.removeprefix('let .. = ')}" if subject.startswith("let .. = ") else f"if chain over {subject}"
-        self.dispatches.append(Dispatch(line, col, what, (slot,), "branch"))
+        self.dispatches.append(Dispatch(line, col, what, (slot,), "branch", self.scope(node)))
 
     # -- impl <trait> for <type>, trait <name> ----------------------------------------------
     def hooks(self, body) -> frozenset[str]:

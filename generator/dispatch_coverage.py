@@ -51,6 +51,9 @@ class Dispatch:
     what: str  # "match on storage", "if/elif chain over device.is_<backend>()"
     slots: tuple[Slot, ...]
     case_word: str = "case"  # "arm" in Rust, "branch" for if/elif
+    # The backends that can reach it, when it sits inside code for some backends only (an arm
+    # `Storage::Cuda(s) => match ..`, a `fn cuda_fwd`); None: any backend.
+    scope: frozenset[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -105,6 +108,8 @@ def judge_dispatch(path: str, d: Dispatch, backends: tuple[str, ...],
     soft: dict[str, list[int]] = {}
     failing: set[int] = set()
     named = [b for b in backends if any(normalize(b) in s.backends for s in d.slots)]
+    if d.scope is not None:
+        backends = tuple(b for b in backends if normalize(b) in d.scope)
     for i, slot in enumerate(d.slots):
         for b in backends:
             if normalize(b) in slot.backends or normalize(b) in allowed:

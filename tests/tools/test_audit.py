@@ -29,6 +29,8 @@ EXPECTED = [
     "its wildcard branch (line 28) only fails",
     "candle/dispatch_idioms.rs:47:9: match on storage has no arm for Rocm (arms for: Cpu, Cuda)",
     "candle/dispatch_idioms.rs:57:9: match on device has no arm for Rocm (arms for: Cpu, Cuda)",
+    "candle/dispatch_idioms.rs:84:33: match on ids has no arm for Rocm (arms for: Cuda); "
+    "its wildcard arm (line 86) only fails",
     "candle/error_arms.rs:7:9: match on self has no arm for Rocm (arms for: Cpu, Cuda); "
     "its wildcard arm (line 10) only fails",
     "candle/error_arms.rs:15:9: match on self has no arm for Rocm (arms for: Cpu, Cuda); "
@@ -76,13 +78,13 @@ EXPECTED = [
 ]
 SUMMARY = [
     "candle/custom_ops.rs: 3 missing, 0 wildcard, in 4 dispatch points",
-    "candle/dispatch_idioms.rs: 4 missing, 0 wildcard, in 6 dispatch points",
+    "candle/dispatch_idioms.rs: 5 missing, 0 wildcard, in 10 dispatch points",
     "candle/error_arms.rs: 6 missing, 1 wildcard, in 9 dispatch points",
     "candle/quantized.rs: 2 missing, 1 wildcard, in 6 dispatch points",
     "candle/storage.rs: 5 missing, 1 wildcard, in 13 dispatch points",
     "pytensor/idioms.py: 4 missing, 1 wildcard, in 6 dispatch points",
     "pytensor/tensor.py: 5 missing, 2 wildcard, in 10 dispatch points",
-    "audit: 13 files, 59 dispatch points, 29 missing, 6 wildcard, 6 files clean (backends: cpu, cuda, rocm)",
+    "audit: 13 files, 63 dispatch points, 30 missing, 6 wildcard, 6 files clean (backends: cpu, cuda, rocm)",
 ]
 RUST = [e for e in EXPECTED if e.startswith("candle/")]
 PYTHON = [e for e in EXPECTED if e.startswith("pytensor/")]
@@ -201,8 +203,11 @@ def test_backends_without_a_registry(tmp_path, monkeypatch):
         "branch (line 40)",
         "candle/dispatch_idioms.rs:47:9: match on storage has no arm for Metal, Rocm (arms for: Cpu, Cuda)",
         "candle/dispatch_idioms.rs:57:9: match on device has no arm for Metal, Rocm (arms for: Cpu, Cuda)",
-        "candle/dispatch_idioms.rs: 5 missing, 1 wildcard, in 6 dispatch points",
-        "audit: 1 files, 6 dispatch points, 5 missing, 1 wildcard, 0 files clean (backends: cpu, cuda, metal, rocm)",
+        "candle/dispatch_idioms.rs:78:9: match on src has no arm for Metal (arms for: Cpu, Cuda, Rocm)",
+        "candle/dispatch_idioms.rs:84:33: match on ids has no arm for Rocm (arms for: Cuda); "
+        "its wildcard arm (line 86) only fails",
+        "candle/dispatch_idioms.rs: 7 missing, 1 wildcard, in 10 dispatch points",
+        "audit: 1 files, 10 dispatch points, 7 missing, 1 wildcard, 0 files clean (backends: cpu, cuda, metal, rocm)",
     ]
     # the custom-op check needs no declared traits: an impl with some <backend>_fwd is one
     impls = run_cli("audit", "--backends", "cpu,cuda,rocm", AUDIT / "candle" / "custom_ops.rs")
@@ -233,7 +238,7 @@ def test_require_fwd_none_leaves_impls_to_their_trait():
     assert relative(every.stdout)[:4] == EXPECTED[:4]
     assert relative(none.stdout)[0] == EXPECTED[3]
     assert not any(" impl " in ln or ln.startswith("candle/custom_ops.rs:") for ln in relative(none.stdout))
-    assert none.stdout.splitlines()[-1].startswith("audit: 2 files, 6 dispatch points, 4 missing")
+    assert none.stdout.splitlines()[-1].startswith("audit: 2 files, 10 dispatch points, 5 missing")
     python = audit("--require-fwd", "none", AUDIT / "pytensor" / "tensor.py")
     assert "overrides" not in python.stdout
     assert "overrides" in audit(AUDIT / "pytensor" / "tensor.py").stdout
@@ -386,7 +391,7 @@ def test_parallel_equals_serial(tmp_path):
     assert serial.stdout == parallel.stdout
     one = SUMMARY[-1]  # 13 files of which 6 clean (complete/, rt/): 7 files copied
     assert serial.stdout.splitlines()[-1].startswith(
-        f"audit: 105 files, {15 * (59 - 5)} dispatch points, {15 * 29} missing, {15 * 6} wildcard"), one
+        f"audit: 105 files, {15 * (63 - 5)} dispatch points, {15 * 30} missing, {15 * 6} wildcard"), one
 
 
 # -- positions ----------------------------------------------------------------------------------
@@ -559,6 +564,21 @@ def test_rust_dispatch_inside_macros(source, line, col):
     found = rs_found(source)
     assert [(d.line, d.col) for d in found] == [(line, col)]
     assert found[0].slots[0].backends == frozenset({"cpu", "cuda"})
+
+
+@pytest.mark.parametrize("source, expected", [
+    # an arm's inner match needs only the arm's backends
+    ("fn f() { match a {\n Storage::Cpu(x) => 1,\n Storage::Cuda(x) | Storage::Rocm(x) => match b {\n"
+     "  Storage::Cuda(y) => 2,\n  _ => bail!(\"moved\"),\n },\n} }\n", [None, frozenset({"cuda", "rocm"})]),
+    # a wildcard arm does not narrow; the arm of an enclosing match beyond it does
+    ("fn f() { match a {\n Storage::Cpu(x) => match b { _ => match c { Storage::Cpu(z) => 1, _ => 2 } },\n"
+     " _ => 3,\n} }\n", [None, frozenset({"cpu"})]),
+    # `fn <backend>_fwd` is reached by its backend only; other functions by any
+    ("fn cuda_fwd() { let s = match x { Storage::Cuda(s) => s, _ => bail!(\"no\") }; }\n"
+     "fn fwd() { let s = match x { Storage::Cuda(s) => s, _ => bail!(\"no\") }; }\n", [frozenset({"cuda"}), None]),
+])
+def test_rust_dispatch_scope(source, expected):
+    assert [d.scope for d in rs_found(source)] == expected
 
 
 def test_rust_macro_tokens_that_do_not_parse_are_skipped():
