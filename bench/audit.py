@@ -10,7 +10,9 @@ Trees:
   each with a comment naming the backends appended, so that the prefilter lets every file
   through and every one is parsed (the worst case; code bases that name `cuda` everywhere);
 - with --candle, a checkout of huggingface/candle: candle-core/src and the whole repository,
-  audited as a user would, `--backends cpu,cuda,metal,rocm` and no registry.
+  audited as a user would, `--backends cpu,cuda,metal,rocm` and no registry;
+- with --python-repo, a Python code base that dispatches on many devices (e.g.
+  huggingface/accelerate), `--backends cpu,cuda,xpu,mps,npu,mlu,musa,hpu`.
 
 Times are the wall clock of the CLI as a subprocess (interpreter start included), RUNS runs:
 median and range (other work on the machine only slows runs down). Peak RSS is that of the
@@ -136,10 +138,17 @@ def count(root: Path, suffixes: tuple[str, ...]) -> tuple[int, int]:
     return len(paths), sum(p.read_bytes().count(b"\n") for p in paths)
 
 
+def _commit(checkout: Path) -> str:
+    return subprocess.run(["git", "-C", str(checkout), "rev-parse", "HEAD"], capture_output=True,
+                          text=True).stdout.strip() or "unknown"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--candle", type=Path, help="a checkout of huggingface/candle")
     parser.add_argument("--candle-commit", default=None, help="its commit, when the checkout has no .git")
+    parser.add_argument("--python-repo", type=Path, help="a Python code base, e.g. huggingface/accelerate")
+    parser.add_argument("--python-repo-commit", default=None, help="its name@commit, when the checkout has no .git")
     opts = parser.parse_args()
     cores = os.cpu_count() or 1
     load = os.getloadavg()
@@ -170,24 +179,28 @@ def main() -> None:
                              PYTHON_FILES, lines, jobs, m))
         notes.append(f"Python tree: `{m['summary']}`")
     if opts.candle:
-        commit = opts.candle_commit or subprocess.run(["git", "-C", str(opts.candle), "rev-parse", "HEAD"],
-                                                      capture_output=True, text=True).stdout.strip()
+        commit = opts.candle_commit or _commit(opts.candle)
         for sub in ("candle-core/src", "."):
             root = (opts.candle / sub).resolve()
-            files, lines = count(root, (".rs",))
-            py_files, _ = count(root, (".py",))
+            files, lines = count(root, (".rs", ".py"))
             for require in ("all", "none"):
                 m = measure(["audit", "--backends", "cpu,cuda,metal,rocm", "--require-fwd", require, str(root)])
                 label = f"Candle {commit[:10]} {sub if sub != '.' else '(whole repository)'}, --require-fwd {require}"
-                table.append(row(label, files + py_files, lines, cores, m))
+                table.append(row(label, files, lines, cores, m))
                 notes.append(f"{label}: `{m['summary']}`")
+    if opts.python_repo:
+        name = opts.python_repo_commit or f"{opts.python_repo.name}@{_commit(opts.python_repo)}"
+        files, lines = count(opts.python_repo, (".py",))
+        m = measure(["audit", "--backends", "cpu,cuda,xpu,mps,npu,mlu,musa,hpu", str(opts.python_repo.resolve())])
+        table.append(row(name, files, lines, cores, m))
+        notes.append(f"{name}: `{m['summary']}`")
     text = "\n".join([
         "# `gen audit` timing and memory", "",
         f"Machine: {platform.machine()}, {cores} cores, shared with other jobs (load average "
         f"{load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} at the start), Python {platform.python_version()}. "
         "Wall clock of the CLI as a subprocess (interpreter start included); peak RSS of the largest process.", "",
         *table, "", *(f"- {n}" for n in notes), "",
-        "Reproduce: `python bench/audit.py --candle PATH-TO-CANDLE`.", "",
+        "Reproduce: `python bench/audit.py --candle PATH-TO-CANDLE --python-repo PATH-TO-ACCELERATE`.", "",
     ])
     print(text)
     RESULTS.mkdir(exist_ok=True)
