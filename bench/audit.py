@@ -112,14 +112,14 @@ def make_python_tree(root: Path) -> int:
     return lines
 
 
-def measure(args: list[str]) -> dict:
+def measure(args: list[str], code: Path = ROOT, runs_wanted: int = RUNS) -> dict:
     cmd = [sys.executable, "-m", "generator.cli", *args]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": str(code)}
     runs = []
-    for _ in range(RUNS):
+    for _ in range(runs_wanted):
         out = subprocess.run([sys.executable, "-c", MEASURE, *cmd], capture_output=True, text=True, env=env, cwd=ROOT)
         wall, rss_kb, rc, last = json.loads(out.stdout)
-        assert rc in (0, 1), last
+        assert rc in (0, 1) or code != ROOT, last
         runs.append((wall, rss_kb, last))
     walls = [w for w, _, _ in runs]
     return {"median": statistics.median(walls), "min": min(walls), "max": max(walls),
@@ -138,6 +138,27 @@ def count(root: Path, suffixes: tuple[str, ...]) -> tuple[int, int]:
     return len(paths), sum(p.read_bytes().count(b"\n") for p in paths)
 
 
+def breakdown(root: Path, require: str) -> str:
+    """What the findings are, by kind (from --format json)."""
+    cmd = [sys.executable, "-m", "generator.cli", "audit", "--format", "json", "--backends", "cpu,cuda,metal,rocm",
+           "--require-fwd", require, str(root)]
+    doc = json.loads(subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT,
+                                    env={**os.environ, "PYTHONPATH": str(ROOT)}).stdout)
+    kinds = {"trait definitions": 0, "custom-op impls": 0, "no case at all": 0,
+             "only a failing wildcard": 0, "notes (a working wildcard)": 0}
+    storage = [0, 0]
+    for f in doc["findings"]:
+        msg = f["message"]
+        kind = ("notes (a working wildcard)" if f["kind"] == "wildcard" else "trait definitions" if " declares " in msg
+                else "custom-op impls" if msg.startswith(("impl ", "class ")) else
+                "only a failing wildcard" if "only fails" in msg else "no case at all")
+        kinds[kind] += 1
+        if f["path"].endswith("candle-core/src/storage.rs"):
+            storage[f["kind"] == "wildcard"] += 1
+    return ", ".join(f"{n} {k}" for k, n in kinds.items()) + (
+        f" (candle-core/src/storage.rs: {storage[0]} missing, {storage[1]} notes)" if sum(storage) else "")
+
+
 def _commit(checkout: Path) -> str:
     return subprocess.run(["git", "-C", str(checkout), "rev-parse", "HEAD"], capture_output=True,
                           text=True).stdout.strip() or "unknown"
@@ -147,6 +168,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--candle", type=Path, help="a checkout of huggingface/candle")
     parser.add_argument("--candle-commit", default=None, help="its commit, when the checkout has no .git")
+    parser.add_argument("--before", type=Path, help="a checkout of an earlier generator/ to time on the Python tree")
     parser.add_argument("--python-repo", type=Path, help="a Python code base, e.g. huggingface/accelerate")
     parser.add_argument("--python-repo-commit", default=None, help="its name@commit, when the checkout has no .git")
     opts = parser.parse_args()
@@ -178,6 +200,11 @@ def main() -> None:
             table.append(row(f"Python {platform.python_version()} standard library, every file parsed",
                              PYTHON_FILES, lines, jobs, m))
         notes.append(f"Python tree: `{m['summary']}`")
+        if opts.before:
+            for jobs in (1, cores):
+                m = measure(["--registry", str(REGISTRY), "audit", "-j", str(jobs), str(pytree)], opts.before, 2)
+                table.append(row(f"the same, before (generator/ of {opts.before.name}, libcst), 2 runs",
+                                 PYTHON_FILES, lines, jobs, m))
     if opts.candle:
         commit = opts.candle_commit or _commit(opts.candle)
         for sub in ("candle-core/src", "."):
@@ -187,7 +214,7 @@ def main() -> None:
                 m = measure(["audit", "--backends", "cpu,cuda,metal,rocm", "--require-fwd", require, str(root)])
                 label = f"Candle {commit[:10]} {sub if sub != '.' else '(whole repository)'}, --require-fwd {require}"
                 table.append(row(label, files, lines, cores, m))
-                notes.append(f"{label}: `{m['summary']}`")
+                notes.append(f"{label}: `{m['summary']}`; {breakdown(root, require)}")
     if opts.python_repo:
         name = opts.python_repo_commit or f"{opts.python_repo.name}@{_commit(opts.python_repo)}"
         files, lines = count(opts.python_repo, (".py",))
@@ -200,7 +227,8 @@ def main() -> None:
         f"{load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} at the start), Python {platform.python_version()}. "
         "Wall clock of the CLI as a subprocess (interpreter start included); peak RSS of the largest process.", "",
         *table, "", *(f"- {n}" for n in notes), "",
-        "Reproduce: `python bench/audit.py --candle PATH-TO-CANDLE --python-repo PATH-TO-ACCELERATE`.", "",
+        "Reproduce: `python bench/audit.py --candle PATH-TO-CANDLE --python-repo PATH-TO-ACCELERATE "
+        "[--before DIR-HOLDING-AN-OLDER-generator/]`.", "",
     ])
     print(text)
     RESULTS.mkdir(exist_ok=True)

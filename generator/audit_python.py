@@ -24,6 +24,7 @@ Names = tuple[frozenset[str], bool]
 ALL = None  # an irrefutable case: every position is a wildcard
 BLOCKS = ("body", "orelse", "handlers", "finalbody")
 Test = tuple[str, frozenset[str]]  # (the subject as written, the backends a test names)
+Scope = frozenset[str] | None
 
 
 class ParseError(Exception):
@@ -38,22 +39,38 @@ class Found:
     impls: tuple[TraitImpl, ...]
 
 
-def statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
-    """Every statement under `body`, in source order. Matches, ifs and classes are
+def statements(body: list[ast.stmt], backends: frozenset[str],
+               scope: Scope = None) -> Iterator[tuple[ast.stmt, Scope]]:
+    """Every statement under `body`, in source order, with the backends that can reach it
+    (those a `case` names, a `def <backend>_fwd`; None: any). Matches, ifs and classes are
     statements: walking statements only skips the expressions, most of a module's nodes."""
     for stmt in body:
-        yield stmt
+        yield stmt, scope
+        if isinstance(stmt, ast.Match):
+            for case in stmt.cases:
+                yield from statements(case.body, backends, _case_scope(case, backends, scope))
+            continue
+        inner = scope
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            found = FWD.match(stmt.name)
+            name = normalize(found["backend"]) if found else ""
+            inner = frozenset({name}) if name in backends else None
         for name in BLOCKS:
             part = getattr(stmt, name, None)
             if part:
                 if name == "handlers":
                     for handler in part:
-                        yield from statements(handler.body)
+                        yield from statements(handler.body, backends, inner)
                 else:
-                    yield from statements(part)
-        if isinstance(stmt, ast.Match):
-            for case in stmt.cases:
-                yield from statements(case.body)
+                    yield from statements(part, backends, inner)
+
+
+def _case_scope(case: ast.match_case, backends: frozenset[str], scope: Scope) -> Scope:
+    """A case that names backends (by enum member or string) is reached by those only."""
+    names = {v.attr if isinstance(v, ast.Attribute) else v.value
+             for p in ast.walk(case.pattern) if isinstance(p, ast.MatchValue)
+             for v in (p.value,) if isinstance(v, ast.Attribute) or isinstance(v, ast.Constant) and isinstance(v.value, str)}
+    return frozenset(map(normalize, names)) & backends or scope
 
 
 def _fails(body: list[ast.stmt]) -> bool:
@@ -84,6 +101,7 @@ class _Reader:
         self.dispatches: list[Dispatch] = []
         self.impls: list[TraitImpl] = []
         self.elifs: set[int] = set()
+        self.scope: Scope = None  # the backends that reach the statement being read
 
     def col(self, lineno: int, offset: int) -> int:
         """ast's col_offset counts UTF-8 bytes; columns are characters, from 1."""
@@ -157,7 +175,7 @@ class _Reader:
                              and any(device_valued(_last_name(e)) for e in node.subject.elts)):
             return  # `case "cpu":` over a format or a mode is a string, not a backend
         self.dispatches.append(Dispatch(node.lineno, self.col(node.lineno, node.col_offset),
-                                        f"match on {self.code(node.subject)}", tuple(slots)))
+                                        f"match on {self.code(node.subject)}", tuple(slots), scope=self.scope))
 
     def names_enum(self, node: ast.Match) -> bool:
         """Whether some case names a backend as an enum member (`Backend.CPU`), not a string."""
@@ -233,7 +251,7 @@ class _Reader:
         wild = self.else_line(link) if link.orelse else None
         slot = Slot(frozenset().union(*hits), wild, wild is not None and _fails(link.orelse))
         self.dispatches.append(Dispatch(node.lineno, self.col(node.lineno, node.col_offset),
-                                        f"if/elif chain over {subject}", (slot,), "branch"))
+                                        f"if/elif chain over {subject}", (slot,), "branch", self.scope))
 
     def else_line(self, link: ast.If) -> int:
         """ast keeps no position for `else:`: it is the last such line before the else body."""
@@ -278,7 +296,8 @@ def read(text: str, backends: frozenset[str]) -> Found:
     except ValueError as exc:  # a NUL byte
         raise ParseError(1, 1, f"cannot parse as Python: {exc}") from None
     reader = _Reader(text, backends)
-    for stmt in statements(module.body):
+    for stmt, scope in statements(module.body, backends):
+        reader.scope = scope
         if isinstance(stmt, ast.Match):
             reader.match(stmt)
         elif isinstance(stmt, ast.If):

@@ -493,6 +493,31 @@ def test_python_if_chains(source, expected):
     assert py(source) == expected
 
 
+def test_python_dispatch_scope():
+    """A case's body is reached by the backends the case names, a `def <backend>_fwd` by its
+    backend; a case naming no backend and any other function do not narrow."""
+    found = py_found("""\
+        def cuda_fwd(x):
+            if x.device.type == 'cuda': pass
+            elif x.device.type == 'cpu': pass
+        def f(d):
+            match d.backend:
+                case Backend.CUDA | 'rocm':
+                    match e.backend:
+                        case Backend.CUDA: pass
+                        case _: raise ValueError(e)
+                case 'fast':
+                    if d.is_cpu(): pass
+                    elif d.is_cuda(): pass
+                case _:
+                    def helper():
+                        if d.is_cpu(): pass
+                        elif d.is_cuda(): pass
+        """)
+    assert [(d.line, d.scope) for d in found] == [
+        (2, frozenset({"cuda"})), (5, None), (7, frozenset({"cuda", "rocm"})), (11, None), (15, None)]
+
+
 def test_python_custom_op_subclasses():
     found = audit_python.read(textwrap.dedent("""\
         @register
