@@ -160,20 +160,23 @@ def compile_cuda(
         opts = [f"--gpu-architecture={arch}", *CUDA_OPTIONS, f"-I{cuda_include_dir()}", *options]
         (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), [o.encode() for o in opts])
         _, size = nvrtc.nvrtcGetProgramLogSize(prog)
-        raw = b" " * size
+        # Output buffers are bytearrays: NVRTC writes into what it is given, and `b" " * 1`
+        # (the log of a clean compile is one NUL) is CPython's shared one-byte b" ", which
+        # would then read as b"\0" everywhere in the process.
+        raw = bytearray(size)
         nvrtc.nvrtcGetProgramLog(prog, raw)
-        text = raw.rstrip(b"\0").strip().decode(errors="replace")
+        text = bytes(raw).rstrip(b"\0").strip().decode(errors="replace")
         if err != ok:
             raise CompileError(name, "cuda", arch, text or str(err))
         if log is not None and text:
             log.append(text)
         if arch.startswith("sm_"):
             _, size = nvrtc.nvrtcGetCUBINSize(prog)
-            image = b" " * size
+            image = bytearray(size)
             (err,) = nvrtc.nvrtcGetCUBIN(prog, image)
         else:
             _, size = nvrtc.nvrtcGetPTXSize(prog)
-            image = b" " * size
+            image = bytearray(size)
             (err,) = nvrtc.nvrtcGetPTX(prog, image)
         if err != ok or not size:
             raise CompileError(name, "cuda", arch, f"no code produced ({err})")
