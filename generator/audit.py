@@ -106,10 +106,12 @@ def audit_file(source: Source, backends: tuple[str, ...], require_fwd: bool = Tr
     except ParseError as exc:
         return FileReport(source.path, error=f"{source.path}:{exc.line}:{exc.col}: {exc.message}")
     allowed = allowances(text)
+    none: frozenset[str] = frozenset()
     spelled = tuple(camel(b) for b in backends) if source.lang == "rust" else backends
     impls = [t for t in found.impls if require_fwd or t.definition]
-    findings = [f for d in found.dispatches for f in judge_dispatch(source.path, d, spelled, allowed.get(d.line, frozenset()))]
-    findings += [f for t in impls for f in judge_trait(source.path, t, backends, allowed.get(t.line, frozenset()))]
+    findings = [f for d in found.dispatches
+                for f in judge_dispatch(source.path, d, spelled, allowed.get(d.line, none))]
+    findings += [f for t in impls for f in judge_trait(source.path, t, backends, allowed.get(t.line, none))]
     return FileReport(source.path, tuple(sorted(findings)), len(found.dispatches) + len(impls))
 
 

@@ -67,9 +67,9 @@ def statements(body: list[ast.stmt], backends: frozenset[str],
 
 def _case_scope(case: ast.match_case, backends: frozenset[str], scope: Scope) -> Scope:
     """A case that names backends (by enum member or string) is reached by those only."""
-    names = {v.attr if isinstance(v, ast.Attribute) else v.value
-             for p in ast.walk(case.pattern) if isinstance(p, ast.MatchValue)
-             for v in (p.value,) if isinstance(v, ast.Attribute) or isinstance(v, ast.Constant) and isinstance(v.value, str)}
+    values = [p.value for p in ast.walk(case.pattern) if isinstance(p, ast.MatchValue)]
+    names = {v.attr if isinstance(v, ast.Attribute) else v.value for v in values
+             if isinstance(v, ast.Attribute) or isinstance(v, ast.Constant) and isinstance(v.value, str)}
     return frozenset(map(normalize, names)) & backends or scope
 
 

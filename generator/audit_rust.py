@@ -170,7 +170,7 @@ class _Reader:
                 continue  # a guarded arm may refuse: it covers nothing for sure
             cases.append((self.positions(pattern), arm))
         width = max((len(p) for p, _ in cases if p is not ALL), default=0)
-        labels = [c for c in subject.named_children] if subject is not None and subject.type == "tuple_expression" else []
+        labels = list(subject.named_children) if subject is not None and subject.type == "tuple_expression" else []
         slots = []
         for i in range(width):
             names: set[str] = set()
@@ -269,7 +269,10 @@ class _Reader:
             return  # a lone `if let Device::Cuda(d) = ..` is a special case, not a dispatch
         line, col = self.position(node)
         slot = Slot(frozenset().union(*hits), else_line, else_block is not None and _fails(else_block))
-        what = f"if let chain over {subject.removeprefix('let .. = ')}" if subject.startswith("let .. = ") else f"if chain over {subject}"
+        if subject.startswith("let .. = "):
+            what = f"if let chain over {subject.removeprefix('let .. = ')}"
+        else:
+            what = f"if chain over {subject}"
         self.dispatches.append(Dispatch(line, col, what, (slot,), "branch", self.scope(node)))
 
     # -- impl <trait> for <type>, trait <name> ----------------------------------------------

@@ -95,8 +95,8 @@ def _where(d: Dispatch, slot_of: dict[str, list[int]], names: list[str]) -> str:
     if len(d.slots) < 2:
         return ""
     positions = sorted({i for b in names for i in slot_of[b]})
-    return f" in position{'s' if len(positions) > 1 else ''} " + ", ".join(f"{i + 1} ({d.slots[i].label})" if d.slots[i].label else str(i + 1)
-                                       for i in positions)
+    named = [f"{i + 1} ({d.slots[i].label})" if d.slots[i].label else str(i + 1) for i in positions]
+    return f" in position{'s' if len(positions) > 1 else ''} " + ", ".join(named)
 
 
 def judge_dispatch(path: str, d: Dispatch, backends: tuple[str, ...],
