@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +19,7 @@ from generator.dispatch_coverage import MISSING, WILDCARD, Finding, camel, judge
 LANGUAGES = {".py": "python", ".rs": "rust"}
 SKIP_DIRS = frozenset({"__pycache__", "node_modules", "target"})  # and hidden ones (.git, .venv)
 PARALLEL_FROM = 24  # files; below this, starting processes costs more than it saves
+ALLOW = re.compile(r"opgen:\s*allow\(([^)]*)\)")  # `# opgen: allow(rocm)` on a dispatch's line
 
 
 @dataclass(frozen=True)
@@ -60,13 +62,25 @@ def sources(paths: list[str], lang: str | None) -> tuple[list[Source], list[str]
     return list(found.values()), errors
 
 
-def _mentions(text: str, backends: tuple[str, ...], traits: tuple[str, ...]) -> bool:
+def _mentions(text: str, backends: tuple[str, ...]) -> bool:
     """Whether a file can hold a finding at all: most files of a tree never name a backend."""
     flat = text.lower().replace("_", "")
-    return any(normalize(b) in flat for b in backends) or any(t in text for t in traits)
+    return any(normalize(b) in flat for b in backends)
 
 
-def audit_file(source: Source, backends: tuple[str, ...], traits: tuple[str, ...]) -> FileReport:
+def allowances(text: str) -> dict[int, frozenset[str]]:
+    """Line -> the normalized backends an `opgen: allow(a, b)` comment on it lets pass."""
+    if "opgen:" not in text:
+        return {}
+    out = {}
+    for n, line in enumerate(text.splitlines(), 1):
+        found = ALLOW.search(line)
+        if found:
+            out[n] = frozenset(normalize(b.strip()) for b in found[1].split(",") if b.strip())
+    return out
+
+
+def audit_file(source: Source, backends: tuple[str, ...], require_fwd: bool = True) -> FileReport:
     from generator.audit_python import ParseError
 
     try:
@@ -77,28 +91,32 @@ def audit_file(source: Source, backends: tuple[str, ...], traits: tuple[str, ...
     except UnicodeDecodeError as exc:
         line = data[:exc.start].count(b"\n") + 1
         return FileReport(source.path, error=f"{source.path}:{line}:1: not UTF-8: {exc.reason}")
-    if not _mentions(text, backends, traits):
+    if not _mentions(text, backends):
         return FileReport(source.path)
-    known, trait_set = frozenset(map(normalize, backends)), frozenset(traits)
+    known = frozenset(map(normalize, backends))
     try:
         if source.lang == "rust":
             from generator import audit_rust
 
-            found = audit_rust.read(data, known, trait_set)
+            found = audit_rust.read(data, known)
         else:
             from generator import audit_python
 
-            found = audit_python.read(text, known, trait_set)
+            found = audit_python.read(text, known)
     except ParseError as exc:
         return FileReport(source.path, error=f"{source.path}:{exc.line}:{exc.col}: {exc.message}")
+    allowed = allowances(text)
+    none: frozenset[str] = frozenset()
     spelled = tuple(camel(b) for b in backends) if source.lang == "rust" else backends
-    findings = [f for d in found.dispatches for f in judge_dispatch(source.path, d, spelled)]
-    findings += [f for t in found.impls for f in judge_trait(source.path, t, backends)]
-    return FileReport(source.path, tuple(sorted(findings)), len(found.dispatches) + len(found.impls))
+    impls = [t for t in found.impls if require_fwd or t.definition]
+    findings = [f for d in found.dispatches
+                for f in judge_dispatch(source.path, d, spelled, allowed.get(d.line, none))]
+    findings += [f for t in impls for f in judge_trait(source.path, t, backends, allowed.get(t.line, none))]
+    return FileReport(source.path, tuple(sorted(findings)), len(found.dispatches) + len(impls))
 
 
-def audit(files: list[Source], backends: tuple[str, ...], traits: tuple[str, ...], jobs: int) -> list[FileReport]:
-    work = functools.partial(audit_file, backends=backends, traits=traits)
+def audit(files: list[Source], backends: tuple[str, ...], jobs: int, require_fwd: bool = True) -> list[FileReport]:
+    work = functools.partial(audit_file, backends=backends, require_fwd=require_fwd)
     if jobs <= 1 or len(files) < PARALLEL_FROM:
         return [work(f) for f in files]
     with ProcessPoolExecutor(max_workers=jobs) as pool:

@@ -1,19 +1,29 @@
 """Find backend dispatch in hand-written Rust, read with tree-sitter (tree-sitter-rust).
 
-Two kinds: `match` expressions whose arms name backend variants (`Storage::Cpu(..)`,
-`Self::Cuda(s)`, `Device::Rocm { .. }`, tuples of them), and `impl <custom-op trait> for T`
-blocks. A backend's variant is its registry name in CamelCase (cpu -> Cpu, rocm -> Rocm)."""
+What is found: `match` expressions whose arms name backend variants (`Storage::Cpu(..)`,
+`Self::Cuda(s)`, `Device::Rocm { .. }`, tuples of them); `if let Device::Cpu = d {..} else
+if let ..` and `if d.is_cpu() {..} else if d.is_cuda() ..` chains; both again inside macro
+arguments (`format!(.., match s {..})`) and `macro_rules!` bodies, which tree-sitter keeps as
+bare tokens and which are parsed once more on their own; `impl Trait for T` blocks and
+`trait` definitions with some `<backend>_fwd`. A backend's variant is its registry name in
+CamelCase (cpu -> Cpu, rocm -> Rocm)."""
 
 from __future__ import annotations
 
+import bisect
 import os
+import re
 
 from generator.audit_python import ALL, FWD, Found, Names, ParseError
-from generator.dispatch_coverage import Dispatch, Slot, TraitImpl, normalize
+from generator.dispatch_coverage import Dispatch, Slot, TraitImpl, device_valued, normalize
 
 PUNCTUATION = frozenset({"(", ")", ",", "[", "]"})
+FAIL_MACROS = frozenset({"bail", "unreachable", "panic", "todo", "unimplemented"})
 # The nodes to judge, found by tree-sitter itself: walking every node in Python costs twice the parse.
-QUERY = "(match_expression) @match (impl_item) @impl"
+QUERY = """(match_expression) @match (impl_item) @impl (trait_item) @trait (if_expression) @if
+(macro_invocation (token_tree) @tokens) (macro_rule right: (token_tree) @tokens)"""
+MACRO_DEPTH = 3  # macros inside macros inside macros: deeper than real code goes
+IS_BACKEND = re.compile(r"^is_(?P<backend>\w+)$")
 _PARSER: tuple[int, object, object] | None = None  # (pid, parser, query): one per process, made after a fork
 
 
@@ -32,26 +42,78 @@ def _text(node) -> str:
     return node.text.decode("utf-8", "replace")
 
 
+def _last_segment(node) -> str:
+    if node is None:
+        return ""
+    last = node.child_by_field_name("name") if node.type.startswith("scoped_") else node
+    return _text(last) if last is not None else ""
+
+
+def _unwrap(value):
+    """The one expression a block, `return`, `?` or statement stands for (None if several)."""
+    while value is not None:
+        if value.type == "block":
+            inner = [c for c in value.named_children if not c.type.endswith("comment")]
+            if len(inner) != 1:
+                return None
+            value = inner[0]
+        elif value.type in ("expression_statement", "return_expression", "try_expression",
+                            "parenthesized_expression"):
+            value = value.named_children[0] if value.named_children else None
+        else:
+            return value
+    return None
+
+
+def _fails(value) -> bool:
+    """An arm or branch that only fails: `Err(..)`, `return Err(..)`, `bail!`, `panic!`, ..."""
+    value = _unwrap(value)
+    if value is None:
+        return False
+    if value.type == "macro_invocation":
+        return _last_segment(value.child_by_field_name("macro")) in FAIL_MACROS
+    if value.type == "call_expression":
+        return _last_segment(value.child_by_field_name("function")) == "Err"
+    return False
+
+
+def _subject_name(node) -> str:
+    """The last name of a tested value: `self.device` -> device, `s.device()` -> device."""
+    while node is not None and node.type in ("reference_expression", "unary_expression", "call_expression",
+                                             "parenthesized_expression"):
+        node = node.child_by_field_name("function") if node.type == "call_expression" else node.named_children[-1]
+    if node is None:
+        return ""
+    if node.type == "field_expression":
+        return _text(node.child_by_field_name("field"))
+    return _last_segment(node) if node.type in ("identifier", "scoped_identifier", "self") else ""
+
+
 class _Reader:
-    def __init__(self, source: bytes, backends: frozenset[str], traits: frozenset[str]) -> None:
-        self.source, self.backends, self.traits = source, backends, traits
+    def __init__(self, source: bytes, backends: frozenset[str]) -> None:
+        self.source, self.backends = source, backends
+        self.line_starts = [0] + [m.end() for m in re.finditer(b"\n", source)]
+        self.delta = 0  # byte offset of the tree being read in `source` (macro tokens parsed again)
+        self.seen: set[int] = set()  # else-if links, by their byte in `source`: part of their chain
         self.dispatches: list[Dispatch] = []
         self.impls: list[TraitImpl] = []
 
+    def line(self, node) -> int:
+        return bisect.bisect_right(self.line_starts, node.start_byte + self.delta)
+
     def position(self, node) -> tuple[int, int]:
-        row, byte_col = node.start_point
-        line_start = node.start_byte - byte_col
-        return row + 1, len(self.source[line_start:node.start_byte].decode("utf-8", "replace")) + 1
+        at = node.start_byte + self.delta
+        row = bisect.bisect_right(self.line_starts, at)
+        return row, len(self.source[self.line_starts[row - 1]:at].decode("utf-8", "replace")) + 1
 
     def code(self, node) -> str:
         text = " ".join(_text(node).split())
         return text if len(text) <= 60 else text[:57] + "..."
 
-    # -- match ----------------------------------------------------------------------------
+    # -- patterns -------------------------------------------------------------------------
     def variant(self, path) -> str | None:
         """The backend a path names: the last segment of `Storage::Cuda`, `Self::Cuda`."""
-        last = path.child_by_field_name("name") if path.type.startswith("scoped_") else path
-        name = normalize(_text(last)) if last is not None else ""
+        name = normalize(_last_segment(path)) if path is not None else ""
         return name if name in self.backends else None
 
     def one(self, p) -> Names:
@@ -96,36 +158,58 @@ class _Reader:
                         for i in range(len(rows[0]))]
         return [self.one(p)]
 
+    # -- match ----------------------------------------------------------------------------
     def match(self, node) -> None:
         body = node.child_by_field_name("body")
-        arms = [c for c in body.named_children if c.type == "match_arm"] if body is not None else []
+        subject = node.child_by_field_name("value")
         cases = []
-        for arm in arms:
+        for arm in (c for c in (body.named_children if body is not None else ()) if c.type == "match_arm"):
             mp = arm.child_by_field_name("pattern")
             pattern = mp.children[0] if mp is not None and mp.children else None
-            if pattern is None:
-                continue
-            guarded = mp.child_by_field_name("condition") is not None
-            cases.append((self.positions(pattern), guarded, arm.start_point[0] + 1))
-        width = max((len(p) for p, _, _ in cases if p is not ALL), default=0)
+            if pattern is None or mp.child_by_field_name("condition") is not None:
+                continue  # a guarded arm may refuse: it covers nothing for sure
+            cases.append((self.positions(pattern), arm))
+        width = max((len(p) for p, _ in cases if p is not ALL), default=0)
+        labels = list(subject.named_children) if subject is not None and subject.type == "tuple_expression" else []
         slots = []
         for i in range(width):
             names: set[str] = set()
             wild = None
-            for pos, guarded, line in cases:
+            for pos, arm in cases:
                 names |= set() if pos is ALL or i >= len(pos) else pos[i][0]
-                takes_all = pos is ALL or (i < len(pos) and pos[i][1])
-                if takes_all and not guarded and wild is None:
-                    wild = line
+                if wild is None and (pos is ALL or (i < len(pos) and pos[i][1])):
+                    wild = arm
             if names:
-                slots.append(Slot(frozenset(names), wild))
-        named = frozenset().union(*(s.backends for s in slots))
+                label = self.code(labels[i]) if len(labels) == width > 1 else ""
+                slots.append(Slot(frozenset(names), self.line(wild) if wild else None,
+                                  wild is not None and _fails(wild.child_by_field_name("value")), label))
+        if not slots:
+            return
         strings_only = all(n.type == "string_literal" for n in self.backend_nodes(body))
-        if named and (len(named) >= 2 or not strings_only):  # `"cpu" =>` alone is just a string
-            line, col = self.position(node)
-            subject = node.child_by_field_name("value")
-            what = f"match on {self.code(subject)}" if subject is not None else "match"
-            self.dispatches.append(Dispatch(line, col, what, tuple(slots), "arm"))
+        subjects = labels or [subject]
+        if strings_only and not any(device_valued(_subject_name(s)) for s in subjects):
+            return  # `"cuda" =>` over a format or a file name is a string, not a backend
+        line, col = self.position(node)
+        what = f"match on {self.code(subject)}" if subject is not None else "match"
+        self.dispatches.append(Dispatch(line, col, what, tuple(slots), "arm", self.scope(node)))
+
+    def scope(self, node) -> frozenset[str] | None:
+        """The backends that can reach `node`: those of the nearest enclosing arm that names
+        some (`Storage::Cuda(s) => match ..`), or of an enclosing `fn <backend>_fwd`."""
+        p = node.parent
+        while p is not None and p.type not in ("closure_expression",):
+            if p.type == "match_arm":
+                mp = p.child_by_field_name("pattern")
+                rows = self.positions(mp.children[0]) if mp is not None and mp.children else ALL
+                names = frozenset().union(*(n for n, _ in rows)) if rows is not ALL else frozenset()
+                if names:
+                    return names
+            elif p.type == "function_item":
+                found = FWD.match(_text(p.child_by_field_name("name")))
+                name = normalize(found["backend"]) if found else ""
+                return frozenset({name}) if name in self.backends else None
+            p = p.parent
+        return None
 
     def backend_nodes(self, body):
         """The patterns of the arms that name a backend (string literals or variant paths)."""
@@ -139,35 +223,127 @@ class _Reader:
             stack.extend(n.children)
         return out
 
-    # -- impl <trait> for <type> ----------------------------------------------------------
+    # -- if let / if is_<backend>() chains -------------------------------------------------
+    def tests(self, cond) -> list[tuple[str, frozenset[str]]]:
+        if cond is None:
+            return []
+        t = cond.type
+        if t == "let_condition":
+            names = self.one(cond.child_by_field_name("pattern"))[0]
+            value = cond.child_by_field_name("value")
+            return [(f"let .. = {self.code(value)}", names)] if names and value is not None else []
+        if t in ("let_chain", "binary_expression", "parenthesized_expression"):
+            return [x for c in cond.named_children for x in self.tests(c)]
+        if t == "call_expression":
+            f = cond.child_by_field_name("function")
+            if f is not None and f.type == "field_expression":
+                found = IS_BACKEND.match(_text(f.child_by_field_name("field")))
+                if found and normalize(found["backend"]) in self.backends:
+                    receiver = f.child_by_field_name("value")
+                    return [(f"{self.code(receiver)}.is_<backend>()", frozenset({normalize(found["backend"])}))]
+        return []
+
+    def if_chain(self, node) -> None:
+        if node.start_byte + self.delta in self.seen:
+            return
+        branches, link, else_block, else_line = [], node, None, None
+        while True:
+            branches.append(self.tests(link.child_by_field_name("condition")))
+            alt = link.child_by_field_name("alternative")
+            inner = alt.named_children[0] if alt is not None and alt.named_children else None
+            if inner is not None and inner.type == "if_expression":
+                self.seen.add(inner.start_byte + self.delta)
+                link = inner
+                continue
+            if inner is not None:
+                else_block, else_line = inner, self.line(alt)
+            break
+        by_subject: dict[str, list[frozenset[str]]] = {}
+        for tests in branches:
+            for subject in dict.fromkeys(s for s, _ in tests):
+                by_subject.setdefault(subject, []).append(frozenset().union(*(n for s, n in tests if s == subject)))
+        if not by_subject:
+            return
+        subject, hits = max(by_subject.items(), key=lambda kv: len(kv[1]))
+        if len(hits) < 2:
+            return  # a lone `if let Device::Cuda(d) = ..` is a special case, not a dispatch
+        line, col = self.position(node)
+        slot = Slot(frozenset().union(*hits), else_line, else_block is not None and _fails(else_block))
+        if subject.startswith("let .. = "):
+            what = f"if let chain over {subject.removeprefix('let .. = ')}"
+        else:
+            what = f"if chain over {subject}"
+        self.dispatches.append(Dispatch(line, col, what, (slot,), "branch", self.scope(node)))
+
+    # -- impl <trait> for <type>, trait <name> ----------------------------------------------
+    def hooks(self, body) -> frozenset[str]:
+        fns = [c.child_by_field_name("name") for c in (body.named_children if body is not None else ())
+               if c.type in ("function_item", "function_signature_item")]
+        found = {normalize(m["backend"]) for m in (FWD.match(_text(f)) for f in fns if f is not None) if m}
+        return frozenset(found & self.backends)
+
     def impl(self, node) -> None:
         trait = node.child_by_field_name("trait")
         if trait is None:
             return
         if trait.type == "generic_type":
             trait = trait.child_by_field_name("type")
-        last = trait.child_by_field_name("name") if trait.type.startswith("scoped_") else trait
-        name = _text(last) if last is not None else ""
-        if name not in self.traits:
-            return
-        body = node.child_by_field_name("body")
-        fns = [c.child_by_field_name("name") for c in (body.named_children if body else ()) if c.type == "function_item"]
-        hooks = {normalize(m["backend"]) for m in (FWD.match(_text(f)) for f in fns if f is not None) if m}
-        line, col = self.position(node)
-        target = node.child_by_field_name("type")
-        what = f"impl {name} for {self.code(target) if target is not None else '?'}"
-        self.impls.append(TraitImpl(line, col, what, frozenset(hooks & self.backends), "defines"))
+        hooks = self.hooks(node.child_by_field_name("body"))
+        if hooks:
+            line, col = self.position(node)
+            target = node.child_by_field_name("type")
+            what = f"impl {_last_segment(trait)} for {self.code(target) if target is not None else '?'}"
+            self.impls.append(TraitImpl(line, col, what, hooks, "defines"))
 
-    def walk(self, root, query) -> None:
+    def trait(self, node) -> None:
+        hooks = self.hooks(node.child_by_field_name("body"))
+        if hooks:
+            line, col = self.position(node)
+            what = f"trait {_text(node.child_by_field_name('name'))}"
+            self.impls.append(TraitImpl(line, col, what, hooks, "declares", definition=True))
+
+    # -- macro tokens ---------------------------------------------------------------------
+    def tokens(self, node, depth: int) -> None:
+        """Macro arguments and macro_rules! bodies are bare tokens to tree-sitter: parse them
+        again as an array (arguments) or a block (statements), wherever they could hold a
+        dispatch, and read what parses cleanly there, at its place in the file."""
+        raw = node.text
+        if depth >= MACRO_DEPTH or len(raw) < 3 or not (b"match" in raw or b"if" in raw):
+            return
+        low = raw.lower()
+        if not any(b.encode() in low for b in self.backends):
+            return
+        inner = raw[1:-1].replace(b"$", b" ")  # `$x` -> ` x`: a name, at the same place
+        parser, query = _parser()
+        for prefix, suffix in ((b"fn _a(){[", b"]}"), (b"fn _a(){", b"}")):
+            tree = parser.parse(prefix + inner + suffix)
+            if not tree.root_node.has_error:
+                break
+        saved = self.delta
+        self.delta = saved + node.start_byte + 1 - len(prefix)
+        try:
+            self.walk(tree.root_node, query, depth + 1)
+        finally:
+            self.delta = saved
+
+    def walk(self, root, query, depth: int = 0) -> None:
         import tree_sitter
 
         found = tree_sitter.QueryCursor(query).captures(root)
         nodes = [(n.start_byte, kind, n) for kind, ns in found.items() for n in ns]
         for _, kind, node in sorted(nodes, key=lambda t: (t[0], t[1])):  # source order: findings come out sorted
+            if depth and node.has_error:
+                continue  # tokens that did not parse cleanly: nothing sure to say
             if kind == "match":
                 self.match(node)
-            else:
+            elif kind == "if":
+                self.if_chain(node)
+            elif kind == "impl":
                 self.impl(node)
+            elif kind == "trait":
+                self.trait(node)
+            elif node.parent is None or node.parent.type != "token_tree":
+                self.tokens(node, depth)
 
 
 def _first_error(node):
@@ -179,11 +355,11 @@ def _first_error(node):
     return node
 
 
-def read(source: bytes, backends: frozenset[str], traits: frozenset[str]) -> Found:
+def read(source: bytes, backends: frozenset[str]) -> Found:
     """The dispatch points of a Rust source; ParseError when tree-sitter finds a syntax error."""
     parser, query = _parser()
     tree = parser.parse(source)
-    reader = _Reader(source, backends, traits)
+    reader = _Reader(source, backends)
     if tree.root_node.has_error:
         bad = _first_error(tree.root_node)
         if bad.is_missing:

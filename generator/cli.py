@@ -241,31 +241,65 @@ def schema(write: bool) -> None:
 
 @main.command()
 @click.argument("paths", nargs=-1, required=True)
+@click.option("--backends", "backend_list", metavar="A,B,..", default=None,
+              help="The backends to require, comma-separated (e.g. cpu,cuda,metal,rocm); "
+                   "no registry is read then.  [default: the registry's backends]")
 @click.option("--lang", type=click.Choice(["python", "rust"]), default=None,
               help="Read every file as this language; in directories, only its files. Default: by extension.")
+@click.option("--require-fwd", type=click.Choice(["all", "none"]), default="all", show_default=True,
+              help="all: a custom-op implementation with some <backend>_fwd must have every one; "
+                   "none: leave implementations to their trait's defaults (trait definitions are still checked).")
+@click.option("--strict", is_flag=True, help="Notes (backends only a working wildcard takes) fail too.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "sarif"]), default="text", show_default=True,
+              help="text: FILE:LINE:COL lines and a summary; json; sarif (SARIF 2.1.0, for code scanning).")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
               help="Processes reading files in parallel.  [default: the number of cores]")
 @click.pass_context
-def audit(ctx: click.Context, paths: tuple[str, ...], lang: str | None, jobs: int | None) -> None:
-    """Find hand-written backend dispatch that lacks a backend of the registry.
+def audit(ctx: click.Context, paths: tuple[str, ...], backend_list: str | None, lang: str | None,
+          require_fwd: str, strict: bool, fmt: str, jobs: int | None) -> None:
+    """Find hand-written backend dispatch that lacks a backend.
 
-    Reads PATHS (files, or directories recursed: .py with libcst, .rs with tree-sitter) and
-    reports, as FILE:LINE:COL, every `match` on a backend enum and every if/elif chain over
-    `device.is_<backend>()` / `x.kind == ...` with no case for some registry backend, and
-    every custom-op implementation that has some `<backend>_fwd` but not all. A wildcard
-    case (`case _:`, `else:`, `_ =>`) covers the rest and is reported as a note.
+    Reads PATHS (files, or directories recursed: .py with Python's ast, .rs with
+    tree-sitter) and reports, as FILE:LINE:COL, every `match` on a backend enum and every
+    if/elif (Rust: if let / else if let) chain over a device or backend with no case for some
+    backend; a wildcard case that only fails (Err, bail!, panic!, unreachable!, raise) does
+    not count as one. Also Rust traits declaring some `<backend>_fwd` but not all, and
+    (--require-fwd all) custom-op implementations defining some but not all. A wildcard that
+    does real work is a note. `opgen: allow(rocm)` in a comment on the reported line lets
+    that backend pass there.
 
     \b
-    Exit status: 0 nothing missing, 1 something missing, 2 bad input (registry or sources).
+    Exit status: 0 nothing missing, 1 something missing (or, with --strict, a note),
+    2 bad input (registry, --backends or sources).
     """
     import os
 
     from generator.audit import audit as run_audit
     from generator.audit import sources, summary
+    from generator.audit_report import as_json, as_sarif
+    from generator.diagnostics import RegistryError
+    from generator.loader import load_file
+    from generator.validate import validate
 
-    registry = _load(ctx.obj["registry"])
-    backends = tuple(b.name for b in registry.backends)
-    traits = tuple(t.name for t in registry.custom_ops)
+    if backend_list is not None:
+        backends = tuple(dict.fromkeys(b.strip() for b in backend_list.split(",") if b.strip()))
+        bad = [b for b in backends if not b.isidentifier()]
+        if not backends or bad:
+            click.echo(f"--backends {backend_list!r}: expected backend names separated by commas, "
+                       f"like cpu,cuda,rocm", err=True)
+            sys.exit(EXIT_INVALID)
+    else:
+        registry = ctx.obj["registry"]
+        if not registry.exists():
+            click.echo(f"{registry}: no registry here; name the backends to require with "
+                       "--backends cpu,cuda,... or a registry with --registry", err=True)
+            sys.exit(EXIT_INVALID)
+        try:
+            backends = tuple(b.name for b in validate(load_file(str(registry)), registry.resolve().parent).backends)
+        except RegistryError as exc:
+            for diagnostic in exc.diagnostics:
+                click.echo(str(diagnostic), err=True)
+            sys.exit(EXIT_INVALID)
     files, errors = sources(list(paths), lang)
     if any(f.lang == "rust" for f in files):
         try:
@@ -275,17 +309,24 @@ def audit(ctx: click.Context, paths: tuple[str, ...], lang: str | None, jobs: in
             errors.append(f"{next(f.path for f in files if f.lang == 'rust')}:1:1: reading Rust needs the "
                           "tree-sitter and tree-sitter-rust packages (pip install tree-sitter tree-sitter-rust)")
             files = [f for f in files if f.lang != "rust"]
-    reports = run_audit(files, backends, traits, jobs or os.cpu_count() or 1)
+    reports = run_audit(files, backends, jobs or os.cpu_count() or 1, require_fwd == "all")
     errors += [r.error for r in reports if r.error]
-    for report in reports:
-        for finding in report.findings:
-            click.echo(str(finding))
-    for error in errors:
-        click.echo(error, err=True)
-    click.echo("\n".join(summary(reports, backends)))
+    lines = summary(reports, backends)
+    if fmt == "json":
+        click.echo(as_json(reports, errors, lines))
+    elif fmt == "sarif":
+        click.echo(as_sarif(reports, errors))
+    else:
+        for report in reports:
+            for finding in report.findings:
+                click.echo(str(finding))
+        for error in errors:
+            click.echo(error, err=True)
+        click.echo("\n".join(lines))
     if errors:
         sys.exit(EXIT_INVALID)
-    if any(f.kind == "missing" for r in reports for f in r.findings):
+    failing = {"missing", "wildcard"} if strict else {"missing"}
+    if any(f.kind in failing for r in reports for f in r.findings):
         sys.exit(EXIT_MISSING)
 
 

@@ -209,20 +209,23 @@ def compile_cuda(
         opts = compile_options("cuda", arch, options)
         (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), [o.encode() for o in opts])
         _, size = nvrtc.nvrtcGetProgramLogSize(prog)
-        raw = b" " * size
+        # Output buffers are bytearrays: NVRTC writes into what it is given, and `b" " * 1`
+        # (the log of a clean compile is one NUL) is CPython's shared one-byte b" ", which
+        # would then read as b"\0" everywhere in the process.
+        raw = bytearray(size)
         nvrtc.nvrtcGetProgramLog(prog, raw)
-        text = raw.rstrip(b"\0").strip().decode(errors="replace")
+        text = bytes(raw).rstrip(b"\0").strip().decode(errors="replace")
         if err != ok:
             raise _compile_error(name, "cuda", arch, text or str(err), opts, source, headers)
         if log is not None and text:
             log.append(text)
         if arch.startswith("sm_"):
             _, size = nvrtc.nvrtcGetCUBINSize(prog)
-            image = b" " * size
+            image = bytearray(size)
             (err,) = nvrtc.nvrtcGetCUBIN(prog, image)
         else:
             _, size = nvrtc.nvrtcGetPTXSize(prog)
-            image = b" " * size
+            image = bytearray(size)
             (err,) = nvrtc.nvrtcGetPTX(prog, image)
         if err != ok or not size:
             raise CompileError(name, "cuda", arch, f"no code produced ({err})")

@@ -188,6 +188,18 @@ def test_import_loads_no_vendor_package():
     assert out.stdout.strip() == "[]"
 
 
+def test_a_clean_compile_leaves_shared_bytes_alone():
+    """NVRTC writes its one-NUL log into the buffer it is given: a `b" " * 1` buffer is
+    CPython's shared one-byte b" ", and every later b" " in the process read b"\\0" (an audit
+    of macro tokens failed after this file's compiles)."""
+    missing = gpu_compile.nvrtc_unavailable()
+    if missing:
+        pytest.skip(f"cuda: {missing}")
+    gpu_compile.compile_cuda('extern "C" __global__ void k_one(float* x) { x[0] = 1.0f; }', "k.hip", "sm_90")
+    assert b" " * 1 == bytes([32])
+    assert b"a$b".replace(b"$", b" ") == b"a b"
+
+
 def test_code_symbols_reads_an_elf_symbol_table():
     missing = gpu_compile.nvrtc_unavailable()
     if missing:
