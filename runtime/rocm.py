@@ -25,7 +25,7 @@ import ml_dtypes
 import numpy as np
 
 from runtime.errors import BackendUnavailable
-from runtime import gpu_nn, gpu_quant
+from runtime import gpu_interop, gpu_nn, gpu_quant
 from runtime.gpu import GpuError, GpuRuntime, kernel_params
 
 # hip-python looks for libamdhip64.so; Debian's ROCm 5.x ships only libamdhip64.so.5.
@@ -223,6 +223,24 @@ class HipDriver:
             raise
         return event
 
+    # -- interop (runtime/gpu_interop.py) ---------------------------------------------------
+    dlpack_device_type = 10  # kDLROCM
+    dlpack_default_stream = 0  # the null stream: what DLPack's stream=None means on ROCm
+
+    @staticmethod
+    def stream_id(stream) -> int:
+        return int(stream or 0)
+
+    def wait(self, waiter, producer) -> None:
+        """`waiter` (a stream, or a foreign stream's int handle) waits for the work queued
+        so far on `producer`; both on the current device."""
+        hip = _hip()
+        event = self._event(producer)
+        try:
+            self._call("hipStreamWaitEvent", hip.hipStreamWaitEvent(waiter, event, 0))
+        finally:
+            hip.hipEventDestroy(event)  # released once the wait is done
+
     def load(self, image: bytes):
         return self._call("hipModuleLoadData", _hip().hipModuleLoadData(image))
 
@@ -359,3 +377,9 @@ q_data = functools.partial(gpu_quant.q_data, _rt)
 q_dequantize = functools.partial(gpu_quant.q_dequantize, _rt)
 q_dequantize_f16 = functools.partial(gpu_quant.q_dequantize_f16, _rt)
 q_matmul = functools.partial(gpu_quant.q_matmul, _rt)
+
+# Zero-copy exchange (runtime/gpu_interop.py), called by generated View and from_dlpack;
+# the CUDA Array Interface is CUDA's.
+dlpack_device = functools.partial(gpu_interop.dlpack_device, _rt)
+to_dlpack = functools.partial(gpu_interop.to_dlpack, _rt)
+from_dlpack = functools.partial(gpu_interop.from_dlpack, _rt)
