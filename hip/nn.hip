@@ -82,7 +82,7 @@ __device__ __forceinline__ C block_all(C v, Op op, C* sh) {
     const unsigned int ws = (unsigned int)warpSize, lane = threadIdx.x % ws, warp = threadIdx.x / ws;
     const unsigned int warps = (blockDim.x + ws - 1) / ws;
     const unsigned int left = blockDim.x - warp * ws, active = left < ws ? left : ws;
-    const unsigned int mask = active >= 32u ? 0xffffffffu : ((1u << active) - 1u);  // NVIDIA only
+    const unsigned int mask = opgen::lane_mask(active);  // NVIDIA only
     for (unsigned int off = ws >> 1; off > 0; off >>= 1) {
         const C o = opgen::shfl_down(v, off, mask);
         if (lane + off < active) v = op(v, o);
