@@ -9,8 +9,10 @@ libhipblas it raises BackendUnavailable, saying so.
 
 NOT RUN ON AMD HARDWARE: no AMD GPU was available. CI loads the ROCm runtime and compiles
 every kernel for AMD targets through hiprtc; availability() is tested to report "no
-device". None of the device paths has run: memory, copies (peer copies between two GPUs
-included), launches, and the hipBLAS GEMM. Of the GEMM, only the argument mapping is
+device". The device paths (memory, copies, peer copies between two GPUs, events, module
+loading, launches, the hipBLAS GEMM, DLPack) run in tests/gpu/test_rocm_fake.py against a
+recording fake of hip-python that checks every call's arguments and the packing of kernel
+arguments, and computes a few kernels with numpy; none has run on an AMD GPU. Of the GEMM, only the argument mapping is
 tested (the enums and their values, the call hip-python receives, the error without
 libhipblas); Debian bookworm ships neither hipBLAS nor rocBLAS, so no hipBLAS call has
 ever been made."""
