@@ -125,6 +125,31 @@ def transfer(src: Backend, dst: Backend, registry: Registry) -> Transfer:
     return Transfer(src, dst, _missing(lacking, "to_device"))
 
 
+# Interop (runtime/dlpack.py): the runtime functions a View's methods call, with their
+# arguments. A backend without one raises the generated missing error from that method.
+INTEROP_EXPORTS = {
+    "to_dlpack": "self.storage.inner, self.layout, stream, max_version, dl_device, copy",
+    "dlpack_device": "self.storage.inner",
+    "cuda_array_interface": "self.storage.inner, self.layout",
+}
+# Imports: the runtime function makes (inner, layout) of a producer's object.
+INTEROP_IMPORTS = {"from_dlpack": "obj, ordinal", "from_cuda_array_interface": "obj"}
+
+
+def interop_arm(backend: Backend, fn: str) -> Arm:
+    if not backend.implements(fn):
+        return _missing(backend, fn)
+    if fn in INTEROP_IMPORTS:
+        call = f"{backend.alias}.{fn}({INTEROP_IMPORTS[fn]})"
+        return Arm(backend, "implemented", (f"return _view(On.{backend.member}, *{call})",))
+    return Arm(backend, "implemented", (f"return {backend.alias}.{fn}({INTEROP_EXPORTS[fn]})",))
+
+
+def interop(registry: Registry) -> tuple[tuple[str, tuple[Arm, ...]], ...]:
+    return tuple((fn, tuple(interop_arm(b, fn) for b in registry.backends))
+                 for fn in (*INTEROP_EXPORTS, *INTEROP_IMPORTS))
+
+
 def with_arms(registry: Registry) -> Registry:
     storage = tuple(
         dataclasses.replace(op, arms=tuple(storage_arm(op, b, registry) for b in registry.backends))
@@ -146,4 +171,5 @@ def with_arms(registry: Registry) -> Registry:
     return dataclasses.replace(
         registry, storage=storage, device=device, qstorage=qstorage, nn=nn,
         to_numpy=tuple(to_numpy_arm(b) for b in registry.backends), transfers=transfers,
+        interop=interop(registry),
     )

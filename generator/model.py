@@ -265,6 +265,14 @@ class Registry:
     qstorage: tuple[Operation, ...] = ()  # methods of QStorage
     nn: tuple[Operation, ...] = ()  # NN ops: custom ops generated as classes
     targets: tuple[Target, ...] = ()  # what to emit; () is the Python package alone, in --out
+    interop: tuple[tuple[str, tuple[Arm, ...]], ...] = ()  # DLPack / CUDA Array Interface arms by function
+
+    def interop_arms(self, function: str) -> tuple[Arm, ...]:
+        return dict(self.interop)[function]
+
+    def cai_import(self) -> Arm | None:
+        """The arm of the backend that takes a __cuda_array_interface__, if one does."""
+        return next((a for a in self.interop_arms("from_cuda_array_interface") if a.status == "implemented"), None)
 
     @property
     def kernel_ops(self) -> tuple[Operation, ...]:

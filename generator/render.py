@@ -26,7 +26,7 @@ FIXED_EXPORTS = (
     "Backend", "BackendUnavailable", "ConvParams1D", "ConvParams2D", "ConvTransposeParams1D",
     "ConvTransposeParams2D", "DType", "DTypeMismatch", "Device", "DeviceMismatch", "Kernel", "Layout",
     "MatmulDims", "NotImplementedForBackend", "OpgenError", "ShapeMismatch", "Storage", "to_device",
-    "to_numpy", "to_scalar", "to_vec1", "to_vec2", "to_vec3",
+    "to_numpy", "to_scalar", "to_vec1", "to_vec2", "to_vec3", "View", "from_dlpack", "from_cuda_array_interface",
 )
 
 

@@ -535,8 +535,8 @@ __device__ __forceinline__ void flash_forward(const unsigned bh, const unsigned 
 
 }  // namespace
 
-#define OPGEN_FLASH_THREADS_D64 (32 * OPGEN_FLASH_D64_WARPS)
-#define OPGEN_FLASH_THREADS_D128 (32 * OPGEN_FLASH_D128_WARPS)
+#define OPGEN_FLASH_THREADS_D64 (OPGEN_LANE_GROUP * OPGEN_FLASH_D64_WARPS)
+#define OPGEN_FLASH_THREADS_D128 (OPGEN_LANE_GROUP * OPGEN_FLASH_D128_WARPS)
 
 // Declarations first: they carry the launch bounds (NVRTC takes them from the declaration).
 // The definitions follow in the one form that gen's signature scan reads.

@@ -251,6 +251,39 @@ __device__ __forceinline__ size_t global_thread_id() {
 }
 __device__ __forceinline__ size_t grid_threads() { return (size_t)blockDim.x * (size_t)gridDim.x; }
 
+// --------------------------------------------------------------------------- warp widths
+//
+// The one place in hip/ that knows how wide a warp is (tests/gpu/test_warp_width.py fails on
+// a kernel that hard-codes it elsewhere, outside code only NVIDIA compiles):
+//   warpSize            the width at run time: 32 on NVIDIA; 64 on AMD CDNA (gfx9: MI100,
+//                       MI200, MI300), 32 on RDNA (gfx10+) unless compiled for wave64.
+//   OPGEN_WARP_SIZE     the same at compile time where the compiler says it (amdgcn clang's
+//                       __AMDGCN_WAVEFRONT_SIZE); 32 on NVIDIA.
+//   OPGEN_LANE_GROUP    32: a group of lanes that kernels may split a block into at either
+//                       width (NVIDIA's warp; half a wave64, or a wave32, on AMD), shuffling
+//                       only inside a group (opgen::group_shfl_down).
+//   opgen::lane_mask(n) NVIDIA's mask of lanes [0, n) of a warp; AMD's shuffles take none.
+
+#if OPGEN_HIP
+#if defined(__AMDGCN_WAVEFRONT_SIZE)
+#define OPGEN_WARP_SIZE __AMDGCN_WAVEFRONT_SIZE
+#else
+#define OPGEN_WARP_SIZE 64  // the widest AMD wavefront: sizes per-warp arrays safely
+#endif
+#else
+#define OPGEN_WARP_SIZE 32
+#endif
+#define OPGEN_LANE_GROUP 32
+
+__device__ __forceinline__ unsigned int lane_mask(unsigned int active) {
+#if OPGEN_HIP
+    (void)active;
+    return 0xffffffffu;  // unused by AMD's shuffles
+#else
+    return active >= 32u ? 0xffffffffu : ((1u << active) - 1u);
+#endif
+}
+
 // --------------------------------------------------------------------------- warp shuffles
 //
 // shfl_down(v, delta, mask): lane i gets v of lane i + delta of its warp (wavefront: 32 or
@@ -279,6 +312,40 @@ __device__ __forceinline__ V shfl_down(V v, unsigned int delta, unsigned int mas
 #pragma unroll
     for (int k = 0; k < (int)(sizeof(V) / 4); k++) u.w[k] = shfl_down_word(u.w[k], delta, mask);
     return u.value;
+}
+
+// shfl_xor(v, lanes): lane i gets v of lane i ^ lanes of its warp (the butterfly of a
+// sort or a reduction), every lane of the warp taking part; word by word, as shfl_down.
+__device__ __forceinline__ int shfl_xor_word(int v, unsigned int lanes) {
+#if OPGEN_HIP
+    return __shfl_xor(v, (int)lanes);
+#else
+    return __shfl_xor_sync(0xffffffffu, v, lanes);
+#endif
+}
+
+template <typename V>
+__device__ __forceinline__ V shfl_xor(V v, unsigned int lanes) {
+    static_assert(sizeof(V) % 4 == 0, "shfl_xor moves 32-bit words");
+    union words {
+        V value;
+        int w[sizeof(V) / 4];
+    } u;
+    u.value = v;
+#pragma unroll
+    for (int k = 0; k < (int)(sizeof(V) / 4); k++) u.w[k] = shfl_xor_word(u.w[k], lanes);
+    return u.value;
+}
+
+// shfl_down inside a group of OPGEN_LANE_GROUP lanes: lane i gets v of lane i + delta of its
+// group (past the group's end: unspecified, as above). The same shuffle as shfl_down on
+// NVIDIA, where the group is the warp; on AMD a wave64 holds two groups, kept apart.
+__device__ __forceinline__ float group_shfl_down(float v, unsigned int delta) {
+#if OPGEN_HIP
+    return __shfl_down(v, delta, OPGEN_LANE_GROUP);
+#else
+    return __shfl_down_sync(0xffffffffu, v, delta);
+#endif
 }
 
 // --------------------------------------------------------------------------- vector accesses

@@ -88,7 +88,7 @@ __device__ __forceinline__ C block_all(C v, Op op, C* sh) {
     const unsigned int ws = (unsigned int)warpSize, lane = threadIdx.x % ws, warp = threadIdx.x / ws;
     const unsigned int warps = (blockDim.x + ws - 1) / ws;
     const unsigned int left = blockDim.x - warp * ws, active = left < ws ? left : ws;
-    const unsigned int mask = active >= 32u ? 0xffffffffu : ((1u << active) - 1u);  // NVIDIA only
+    const unsigned int mask = opgen::lane_mask(active);  // NVIDIA only
     for (unsigned int off = ws >> 1; off > 0; off >>= 1) {
         const C o = opgen::shfl_down(v, off, mask);
         if (lane + off < active) v = op(v, o);
@@ -575,14 +575,6 @@ __device__ __forceinline__ uint32_t order32_of(double) { return 0u; }
 // the longer ones through shared memory (a barrier each).
 constexpr int kSortPer = 8;
 
-__device__ __forceinline__ uint64_t shfl_xor_u64(uint64_t v, unsigned int lanes) {
-#if OPGEN_HIP
-    return __shfl_xor(v, (int)lanes);
-#else
-    return __shfl_xor_sync(0xffffffffu, v, lanes);
-#endif
-}
-
 // Where pair `pos` of the row lives in shared memory: swizzled within rows of 8, so that
 // a warp storing its registers (8 consecutive pairs a thread) hits few banks at once.
 __device__ __forceinline__ unsigned sorted_at(unsigned pos) { return pos ^ ((pos >> 3) & 7u); }
@@ -647,7 +639,7 @@ __device__ __forceinline__ void arg_sort_packed(const size_t nrows, const size_t
                 const bool lower = (t & lanes) == 0;
 #pragma unroll
                 for (int i = 0; i < kSortPer; i++) {
-                    const uint64_t other = shfl_xor_u64(v[i], lanes);
+                    const uint64_t other = opgen::shfl_xor(v[i], lanes);
                     const bool up = ((first + i) & k) == 0;
                     v[i] = (lower == up) ? (v[i] < other ? v[i] : other) : (v[i] > other ? v[i] : other);
                 }

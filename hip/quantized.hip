@@ -63,7 +63,7 @@
 namespace {
 
 constexpr int kThreads = 128;                // qmatvec's block size
-constexpr int kGroups = kThreads / 32;       // groups of 32 lanes (a warp; half an AMD wave64)
+constexpr int kGroups = kThreads / OPGEN_LANE_GROUP;  // groups of 32 lanes (a warp; half an AMD wave64)
 constexpr int kTileRows = 4;                 // weight rows per item of the tiled path
 constexpr int kMinBlocks = 8;                // resident blocks per SM qmatvec is built for (NVIDIA: <= 64 registers)
 constexpr int kKMinBlocks = 4;               // the same for the K path (q4_k, q6_k): <= 128 registers
@@ -299,10 +299,10 @@ __device__ __forceinline__ void prefetch_l2(const void* p, uint32_t nbytes) {
 }
 
 
-// Lane 0 of each group of 32 lanes gets the group's sum.
+// Lane 0 of each group of OPGEN_LANE_GROUP (32) lanes gets the group's sum, at either warp width.
 __device__ __forceinline__ float group_sum(float v) {
 #pragma unroll
-    for (unsigned int delta = 16; delta > 0; delta >>= 1) v += opgen::shfl_down(v, delta);
+    for (unsigned int delta = OPGEN_LANE_GROUP / 2; delta > 0; delta >>= 1) v += opgen::group_shfl_down(v, delta);
     return v;
 }
 
@@ -312,14 +312,15 @@ template <typename F> __device__ void qmatvec_general(const uint8_t* __restrict_
                                                       float* __restrict__ y, size_t n, size_t k, size_t rows) {
     constexpr int kOctets = F::kElems / 8;
     const size_t row_bytes = k / F::kElems * F::kBytes, octets = k / 8;
-    const unsigned int lane = threadIdx.x % 32;
-    const size_t stride = (size_t)gridDim.x * (blockDim.x / 32);
-    for (size_t item = (size_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32; item < n * rows; item += stride) {
+    constexpr unsigned int G = OPGEN_LANE_GROUP;  // a group of lanes per item
+    const unsigned int lane = threadIdx.x % G;
+    const size_t stride = (size_t)gridDim.x * (blockDim.x / G);
+    for (size_t item = (size_t)blockIdx.x * (blockDim.x / G) + threadIdx.x / G; item < n * rows; item += stride) {
         const size_t col = item / rows, r = item % rows;
         const uint8_t* wr = w + col * row_bytes;
         const float* xr = x + r * k;
         float acc = 0.0f;
-        for (size_t o = lane; o < octets; o += 32) {
+        for (size_t o = lane; o < octets; o += G) {
             float v[8];
             F::decode8(wr + o / kOctets * F::kBytes, (int)(o % kOctets), v);
             const float4 a = load_x4(xr + 8 * o), b = load_x4(xr + 8 * o + 4);
@@ -367,7 +368,7 @@ template <typename F> __device__ void qmatvec_tiled(const uint8_t* __restrict__ 
     constexpr int kStep = kThreads / 4;  // blocks per step of the block: 8 per group
     __shared__ uint4 stage[T::kVecs];
     __shared__ float partial[kGroups][kTileRows];
-    const unsigned int lane = threadIdx.x % 32, group = threadIdx.x / 32, sub = lane % 4;
+    const unsigned int lane = threadIdx.x % OPGEN_LANE_GROUP, group = threadIdx.x / OPGEN_LANE_GROUP, sub = lane % 4;
     const int first = (int)(group * 8 + lane / 4);  // the lane's block in each step
     const uint8_t* staged = reinterpret_cast<const uint8_t*>(stage) + first * F::kBytes;
     const size_t row_blocks = k / F::kElems, row_bytes = row_blocks * F::kBytes;
@@ -866,7 +867,7 @@ template <typename P> __device__ void qmatvec_kpath(const uint8_t* __restrict__ 
     constexpr int kVecs = R * kRowVecs, kPer = (kVecs + kThreads - 1) / kThreads;
     __shared__ uint4 stage[kVecs];
     __shared__ float partial[kGroups][R];
-    const unsigned int lane = threadIdx.x % 32, group = threadIdx.x / 32;
+    const unsigned int lane = threadIdx.x % OPGEN_LANE_GROUP, group = threadIdx.x / OPGEN_LANE_GROUP;
     const int blk = (int)threadIdx.x / 8, part = (int)threadIdx.x % 8;
     const size_t row_blocks = k / F::kElems, row_bytes = row_blocks * F::kBytes;
     const size_t items = (n + R - 1) / R * rows;

@@ -134,7 +134,7 @@ template <typename T> struct extreme_policy {
 template <class Pol>
 __device__ __forceinline__ typename Pol::P warp_reduce(const Pol& pol, typename Pol::P v, unsigned int active) {
     const unsigned int ws = (unsigned int)warpSize, lane = threadIdx.x % ws;
-    const unsigned int mask = active >= 32u ? 0xffffffffu : ((1u << active) - 1u);  // NVIDIA only
+    const unsigned int mask = opgen::lane_mask(active);  // NVIDIA only
     for (unsigned int off = ws >> 1; off > 0; off >>= 1) {
         const typename Pol::P o = opgen::shfl_down(v, off, mask);
         if (lane + off < active) v = pol.combine(v, o);

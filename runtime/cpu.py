@@ -37,6 +37,8 @@ from runtime.cpu_nn_ops import (
     sigmoid,
     softmax_last_dim,
 )
+# Zero-copy exchange (DLPack), called by generated View and from_dlpack.
+from runtime.cpu_interop import dlpack_device, from_dlpack, to_dlpack
 from runtime.cpu_quant import (
     q_data,
     q_dequantize,

@@ -17,7 +17,7 @@ import threading
 import numpy as np
 
 from runtime.errors import BackendUnavailable
-from runtime import gpu_nn, gpu_quant
+from runtime import gpu_interop, gpu_nn, gpu_quant
 from runtime.gpu import STRUCT_CODES, GpuError, GpuRuntime, kernel_params
 
 
@@ -271,6 +271,31 @@ class CudaDriver:
             raise
         return event
 
+    # -- interop (runtime/gpu_interop.py) ---------------------------------------------------
+    dlpack_device_type = 2  # kDLCUDA
+    dlpack_default_stream = 1  # CU_STREAM_LEGACY: what DLPack's stream=None means on CUDA
+
+    @staticmethod
+    def stream_id(stream) -> int:
+        return int(stream)
+
+    def wait(self, waiter, producer) -> None:
+        """`waiter` (a stream, or a foreign stream's int handle) waits for the work queued
+        so far on `producer`; both in the current context."""
+        cu = _driver_api()
+        event = self._event(producer)
+        try:
+            self._call("cuStreamWaitEvent", cu.cuStreamWaitEvent(waiter, event, 0))
+        finally:
+            cu.cuEventDestroy(event)  # released once the wait is done
+
+    def pointer_device(self, ptr: int) -> int:
+        """The ordinal of the device holding `ptr` (driver initialized through device 0)."""
+        self.activate(getattr(self._local, "ordinal", None) or 0)
+        cu = _driver_api()
+        attribute = cu.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
+        return int(self._call("cuPointerGetAttribute", cu.cuPointerGetAttribute(attribute, ptr)))
+
     def load(self, image: bytes):
         return self._call("cuModuleLoadData", _driver_api().cuModuleLoadData(image))
 
@@ -473,3 +498,10 @@ q_data = functools.partial(gpu_quant.q_data, _rt)
 q_dequantize = functools.partial(gpu_quant.q_dequantize, _rt)
 q_dequantize_f16 = functools.partial(gpu_quant.q_dequantize_f16, _rt)
 q_matmul = functools.partial(gpu_quant.q_matmul, _rt)
+
+# Zero-copy exchange (runtime/gpu_interop.py), called by generated View and from_dlpack.
+dlpack_device = functools.partial(gpu_interop.dlpack_device, _rt)
+to_dlpack = functools.partial(gpu_interop.to_dlpack, _rt)
+from_dlpack = functools.partial(gpu_interop.from_dlpack, _rt)
+cuda_array_interface = functools.partial(gpu_interop.cuda_array_interface, _rt)
+from_cuda_array_interface = functools.partial(gpu_interop.from_cuda_array_interface, _rt)

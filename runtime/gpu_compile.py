@@ -40,9 +40,21 @@ from runtime.gpu_errors import CompileError, CompilerUnavailable, KernelCacheWar
 
 HIP_DIR = Path(__file__).resolve().parent.parent / "hip"
 
-#: The targets CI compiles every kernel source for.
+#: The targets CI compiles every kernel source for. AMD: CDNA2 (MI200, wave64), CDNA3
+#: (MI300, wave64), RDNA2 and RDNA3 (wave32). Where the installed ROCm's comgr lacks a
+#: target, its compile is a skip saying so (ROCM_TARGETS_MISSING_WHY).
 CUDA_TARGETS = ("sm_80", "sm_90")
-ROCM_TARGETS = ("gfx90a", "gfx940", "gfx1030")
+ROCM_TARGETS = ("gfx90a", "gfx942", "gfx1030", "gfx1100")
+
+#: Why a target may be missing: what the project's set-up can install. Looked at on
+#: 2026-11-24: Debian bookworm has only ROCm 5.2.3 (libamdhip64-5, libamd-comgr2 5.2.3-2,
+#: whose comgr knows gfx600..gfx90c and gfx1010..gfx1036); PyPI's `rocm`, `rocm-sdk-core`
+#: and `rocm-sdk-device-*` are empty placeholder packages (AMD ships the real ROCm wheels
+#: from its own index, not PyPI), and hip-python / rocm-llvm-python bind the libraries
+#: without shipping them.
+ROCM_TARGETS_MISSING_WHY = (
+    "no ROCm with a newer comgr can be installed from the reachable registries: Debian bookworm ships "
+    "ROCm 5.2.3 only, and PyPI's rocm / rocm-sdk-core packages are empty placeholders")
 
 #: Options passed on every compile. FP contraction is off so that `x * m + a` rounds
 #: twice, as the numpy reference does (a fused multiply-add would differ in the last bit).
@@ -293,19 +305,22 @@ def _hiprtc():
 
 
 _COMGR_LIBS = ("libamd_comgr.so.3", "libamd_comgr.so.2", "libamd_comgr.so")
+_comgr_lib = "(not found)"  # the one rocm_supported_targets asked, for messages
 
 
 @functools.cache
 def rocm_supported_targets() -> frozenset[str] | None:
     """The gfx targets the installed ROCm code object manager (comgr, which hiprtc
     compiles through) knows, or None if comgr cannot be asked. ROCm 5.2's hiprtc
-    crashes the process (SIGSEGV) on a target its comgr lacks (gfx940), so
+    crashes the process (SIGSEGV) on a target its comgr lacks (gfx942), so
     compile_rocm checks first."""
     for lib in _COMGR_LIBS:
         try:
             comgr = ctypes.CDLL(lib)
         except OSError:
             continue
+        global _comgr_lib
+        _comgr_lib = lib
         count = ctypes.c_size_t()
         if comgr.amd_comgr_get_isa_count(ctypes.byref(count)) != 0:
             return None
@@ -328,8 +343,8 @@ def rocm_target_unavailable(arch: str) -> str | None:
     if targets is not None and arch.split(":", 1)[0] not in targets:
         return (
             f"target {arch} is not supported by the installed ROCm's code object manager "
-            f"(hiprtc from {_hiprtc_lib}; Debian bookworm's ROCm 5.2 lacks gfx940, which needs ROCm >= 5.3); "
-            f"supported: {' '.join(sorted(targets, key=_gfx_key))}"
+            f"(hiprtc from {_hiprtc_lib}, comgr {_comgr_lib}); {ROCM_TARGETS_MISSING_WHY}; "
+            f"this comgr knows: {' '.join(sorted(targets, key=_gfx_key))}"
         )
     return None
 

@@ -9,8 +9,10 @@ libhipblas it raises BackendUnavailable, saying so.
 
 NOT RUN ON AMD HARDWARE: no AMD GPU was available. CI loads the ROCm runtime and compiles
 every kernel for AMD targets through hiprtc; availability() is tested to report "no
-device". None of the device paths has run: memory, copies (peer copies between two GPUs
-included), launches, and the hipBLAS GEMM. Of the GEMM, only the argument mapping is
+device". The device paths (memory, copies, peer copies between two GPUs, events, module
+loading, launches, the hipBLAS GEMM, DLPack) run in tests/gpu/test_rocm_fake.py against a
+recording fake of hip-python that checks every call's arguments and the packing of kernel
+arguments, and computes a few kernels with numpy; none has run on an AMD GPU. Of the GEMM, only the argument mapping is
 tested (the enums and their values, the call hip-python receives, the error without
 libhipblas); Debian bookworm ships neither hipBLAS nor rocBLAS, so no hipBLAS call has
 ever been made."""
@@ -25,7 +27,7 @@ import ml_dtypes
 import numpy as np
 
 from runtime.errors import BackendUnavailable
-from runtime import gpu_nn, gpu_quant
+from runtime import gpu_interop, gpu_nn, gpu_quant
 from runtime.gpu import GpuError, GpuRuntime, kernel_params
 
 # hip-python looks for libamdhip64.so; Debian's ROCm 5.x ships only libamdhip64.so.5.
@@ -223,6 +225,24 @@ class HipDriver:
             raise
         return event
 
+    # -- interop (runtime/gpu_interop.py) ---------------------------------------------------
+    dlpack_device_type = 10  # kDLROCM
+    dlpack_default_stream = 0  # the null stream: what DLPack's stream=None means on ROCm
+
+    @staticmethod
+    def stream_id(stream) -> int:
+        return int(stream or 0)
+
+    def wait(self, waiter, producer) -> None:
+        """`waiter` (a stream, or a foreign stream's int handle) waits for the work queued
+        so far on `producer`; both on the current device."""
+        hip = _hip()
+        event = self._event(producer)
+        try:
+            self._call("hipStreamWaitEvent", hip.hipStreamWaitEvent(waiter, event, 0))
+        finally:
+            hip.hipEventDestroy(event)  # released once the wait is done
+
     def load(self, image: bytes):
         return self._call("hipModuleLoadData", _hip().hipModuleLoadData(image))
 
@@ -359,3 +379,9 @@ q_data = functools.partial(gpu_quant.q_data, _rt)
 q_dequantize = functools.partial(gpu_quant.q_dequantize, _rt)
 q_dequantize_f16 = functools.partial(gpu_quant.q_dequantize_f16, _rt)
 q_matmul = functools.partial(gpu_quant.q_matmul, _rt)
+
+# Zero-copy exchange (runtime/gpu_interop.py), called by generated View and from_dlpack;
+# the CUDA Array Interface is CUDA's.
+dlpack_device = functools.partial(gpu_interop.dlpack_device, _rt)
+to_dlpack = functools.partial(gpu_interop.to_dlpack, _rt)
+from_dlpack = functools.partial(gpu_interop.from_dlpack, _rt)

@@ -72,7 +72,7 @@ def test_every_match_gets_a_rocm2_arm(generated):
     device_ops = {"zeros", "storage_from_slice", "location", "quantize"}
     qstorage_ops = {"dtype", "dequantize", "matmul"}
     assert {f"Storage.{op}" for op in storage_ops} | {f"Device.{op}" for op in device_ops} | {
-        f"QStorage.{op}" for op in qstorage_ops} | {"to_numpy", "to_device"} == set(new)
+        f"QStorage.{op}" for op in qstorage_ops} | {"to_numpy", "to_device", "from_dlpack"} == set(new)
     for where, cases in new.items():
         if where == "to_device":
             assert len(cases) == 9 and len(old[where]) == 4

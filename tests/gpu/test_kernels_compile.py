@@ -1,5 +1,5 @@
 """The HIP kernel sources compile for both vendors, with no GPU: NVRTC for NVIDIA
-(sm_80, sm_90) and hiprtc for AMD (gfx90a, gfx940, gfx1030).
+(sm_80, sm_90) and hiprtc for AMD (gfx90a, gfx942, gfx1030, gfx1100: gpu_compile.ROCM_TARGETS).
 
 Every hip/*.hip file and every generated/*.hip file is compiled once per target. The
 compiles run in a process pool

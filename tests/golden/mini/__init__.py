@@ -20,7 +20,17 @@ from runtime.params import (
 )
 
 from .backends import Backend
-from .conversions import to_device, to_numpy, to_scalar, to_vec1, to_vec2, to_vec3
+from .conversions import (
+    View,
+    from_cuda_array_interface,
+    from_dlpack,
+    to_device,
+    to_numpy,
+    to_scalar,
+    to_vec1,
+    to_vec2,
+    to_vec3,
+)
 from .custom_ops import Scale1, Bump2
 from .device import Device
 from .dtypes import UnaryOp, BinaryOp, CmpOp, ReduceOp, DType, GgmlDType
@@ -54,6 +64,9 @@ __all__ = [
     "ShapeMismatch",
     "Storage",
     "UnaryOp",
+    "View",
+    "from_cuda_array_interface",
+    "from_dlpack",
     "nn",
     "to_device",
     "to_numpy",

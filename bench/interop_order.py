@@ -1,0 +1,53 @@
+"""How often a consumer reads unfinished data WITHOUT the DLPack stream ordering (stream=-1),
+against the same hand-off WITH it: shows that tests/gpu/test_interop_gpu.py's ordering
+tests can fail. Prints one line per variant; run on a CUDA GPU with torch (the H100)."""
+
+from __future__ import annotations
+
+import sys
+
+import torch
+
+import generated as g
+import runtime.gpu
+
+runtime.gpu.POISON = True  # fresh buffers are NaN until the kernels write them
+CUDA = g.Device.parse("cuda:0")
+N, STEPS, TRIALS = 1 << 24, 30, 20
+
+
+class NoOrder:
+    """A producer that ignores the consumer's stream (asks for no ordering)."""
+
+    def __init__(self, view):
+        self.view = view
+
+    def __dlpack__(self, stream=None, max_version=None, **_):
+        return self.view.__dlpack__(stream=-1, max_version=max_version)
+
+    def __dlpack_device__(self):
+        return self.view.__dlpack_device__()
+
+
+def trial(ordered: bool) -> bool:
+    layout = g.Layout.contiguous((N,))
+    x = CUDA.zeros((N,), g.DType.F32)
+    for _ in range(STEPS):
+        x = x.affine(layout, 1.0, 1.0)
+    view = g.View(x, layout)
+    t = torch.from_dlpack(view if ordered else NoOrder(view))
+    ok = bool(((t == STEPS).all()).item())
+    torch.cuda.synchronize()
+    return ok
+
+
+def main() -> None:
+    for ordered in (True, False):
+        wrong = sum(not trial(ordered) for _ in range(TRIALS))
+        print(f"{'with' if ordered else 'without'} stream ordering: {wrong}/{TRIALS} hand-offs read unfinished data "
+              f"({N} f32, {STEPS} queued affine kernels, torch {torch.__version__}, {torch.cuda.get_device_name()})")
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
