@@ -38,6 +38,7 @@ class RuntimeModule:
     path: Path | None  # None: not found
     functions: frozenset[str]
     error: str | None = None
+    stubs: frozenset[str] = frozenset()  # functions whose body only raises NotImplementedForBackend
 
 
 def module_path(root: Path, dotted: str) -> Path | None:
@@ -71,6 +72,10 @@ def is_stub(fn: cst.FunctionDef) -> bool:
     return len(small) == 1 and _raises_stub_error(small[0])
 
 
+def _stubs(module: cst.Module) -> set[str]:
+    return {s.name.value for s in module.body if isinstance(s, cst.FunctionDef) and is_stub(s)}
+
+
 def _top_level_names(module: cst.Module) -> set[str]:
     names: set[str] = set()
     for stmt in module.body:
@@ -101,4 +106,4 @@ def scan(root: Path, dotted: str) -> RuntimeModule:
     except (cst.ParserSyntaxError, OSError, UnicodeDecodeError) as exc:
         return RuntimeModule(dotted, path, frozenset(), f"cannot read runtime module {path}: {exc}")
     names = {n for n in _top_level_names(module) if not n.startswith("_")}
-    return RuntimeModule(dotted, path, frozenset(names))
+    return RuntimeModule(dotted, path, frozenset(names), stubs=frozenset(_stubs(module)))

@@ -71,9 +71,17 @@ class Driver(Protocol):
     def function(self, module: Any, name: str) -> Any: ...
     def launch(self, fn: Any, grid: int, block: int, stream: Any, args: tuple, types: tuple) -> None: ...
     def synchronize(self, ordinal: int) -> None: ...
-    # Optional: `launcher(fn, types)` -> a callable (grid, block, stream, args, types) that
-    # launches `fn` as `launch` would, prepared once per function (runtime/cuda.py has one).
-    # A driver without it has every launch go through `launch`.
+    def blas_available(self) -> bool: ...
+    def gemm(self, ordinal: int, stream: Any, dtype: np.dtype, trans_a: bool, trans_b: bool, m: int, n: int, k: int,
+             a: int, lda: int, stride_a: int, b: int, ldb: int, stride_b: int, c: int, ldc: int, stride_c: int,
+             batch: int) -> None: ...
+
+
+class PreparingDriver(Driver, Protocol):
+    """A driver that prepares each function's launch once (runtime/cuda.py's): GpuRuntime
+    looks `launcher` up with getattr, and a driver without it launches through `launch`."""
+
+    def launcher(self, fn: Any, types: tuple) -> Callable[[int, int, Any, tuple, tuple], None]: ...
 
 
 @dataclass(frozen=True)
