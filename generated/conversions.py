@@ -12,11 +12,9 @@ import runtime.rocm as _rt_rocm
 from runtime.errors import ShapeMismatch
 from runtime.layout import Layout
 
-from .backends import Backend, On
-from .backends import missing as _missing
-from .device import Device
 from . import kernels_hip as _kernels_hip
-from . import kernels_numpy as _kernels_numpy
+from .backends import On
+from .device import Device
 from .storage import Storage
 
 

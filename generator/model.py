@@ -306,6 +306,11 @@ class Registry:
         return tuple(op for op in (*self.storage, *self.qstorage, *self.nn) if op.kernel)
 
     @property
+    def conversion_arms(self) -> tuple[Arm, ...]:
+        """The arms of to_numpy and of to_device for every pair of backends."""
+        return (*self.to_numpy, *(t.arm for t in self.transfers))
+
+    @property
     def qstorage_transfer(self) -> bool:
         """Whether QStorage.to_device can be generated: it moves the raw blocks."""
         return {"data", "dtype"} <= {op.name for op in self.qstorage} and any(

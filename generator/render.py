@@ -61,8 +61,20 @@ def environment(templates: Path | None = None) -> jinja2.Environment:
         dispatch_checks=model.dispatch_checks,
         allowed_dtype_sets=model.allowed_dtype_sets,
         py_params=py_params,
+        uses=uses,
     )
     return env
+
+
+def uses(ops: tuple[model.Operation, ...] = (), arms: tuple[model.Arm, ...] = ()) -> frozenset[str]:
+    """Every identifier the generated methods of `ops` (signature, checks, arms) and the
+    `arms` name: templates import a name only where the module uses it."""
+    texts = [f"{op.signature} {op.annotation}" for op in ops]
+    texts += [line for op in ops for line in model.dispatch_checks(op)]
+    every = (*arms, *(a for op in ops for a in op.arms))
+    texts += [line for arm in every for line in arm.body]
+    texts += [f"On.{arm.backend.member}" for arm in every]  # the arm's `case`
+    return frozenset(re.findall(r"[A-Za-z_]\w*", "\n".join(texts)))
 
 
 def outputs(registry: model.Registry) -> dict[str, str]:

@@ -11,10 +11,8 @@ import mini_rt.gpu as _rt_gpu
 from runtime.errors import ShapeMismatch
 from runtime.layout import Layout
 
-from .backends import Backend, On
-from .backends import missing as _missing
+from .backends import On
 from .device import Device
-from . import kernels_numpy as _kernels_numpy
 from .storage import Storage
 
 
