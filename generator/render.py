@@ -128,7 +128,8 @@ def contract_context(registry: model.Registry) -> dict:
     contracts = []
     for b in registry.backends:
         functions = contract.functions(registry, b)
-        sections = tuple((s.value, fns) for s in contract.Section if (fns := tuple(f for f in functions if f.section is s)))
+        sections = tuple((s.value, fns) for s in contract.Section
+                         if (fns := tuple(f for f in functions if f.section is s)))
         missing = tuple(f.name for f in functions if not f.optional and not b.defines(f.name))
         contracts.append(BackendContract(b, contract.protocol_name(b), sections, missing))
     used = {word for c in contracts for _, fns in c.sections for f in fns for word in re.findall(r"\w+", f.signature)}

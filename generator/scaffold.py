@@ -55,7 +55,8 @@ def _stub(name: str, params: tuple[str, ...], doc: list[str]) -> str:
 
 def _op_stub(fn: contract.Function, op: Operation, backend: str, registry_name: str, line: int) -> str:
     sig = ", ".join(p.name for p in op.params)
-    doc = [f"{op.owner}.{op.name}({sig}) -> {op.returns} on {backend} ({registry_name}:{line}).", *([op.doc] if op.doc else [])]
+    doc = [f"{op.owner}.{op.name}({sig}) -> {op.returns} on {backend} ({registry_name}:{line}).",
+           *([op.doc] if op.doc else [])]
     first = ("ordinal: the device's ordinal" if op.kind is OpKind.DEVICE
              else f"inner: this backend's buffer of the {op.owner}")
     params = "; ".join([first, *(_param_doc(a.param) for a in fn.arguments if a.param)])

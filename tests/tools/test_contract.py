@@ -13,10 +13,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tools_helpers import REPO, mini_copy, run_cli
+
 from generator import contract
 from generator.loader import load_file
 from generator.validate import validate
-from tools_helpers import REPO, mini_copy, run_cli
 
 
 def mypy(contract_file: Path, cwd: Path) -> subprocess.CompletedProcess:
