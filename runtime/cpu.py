@@ -78,6 +78,7 @@ from runtime.cpu_views import (
     view as _view,
     writable_view as _writable_view,
 )
+from runtime.checks import reduce_dims as _reduce_dims
 from runtime.errors import DTypeMismatch as _DTypeMismatch
 from runtime.layout import Layout as _Layout
 from runtime.params import Kernel as _Kernel, MatmulDims as _MatmulDims
@@ -387,12 +388,7 @@ def reduce_op(buf: np.ndarray, kernel: _Kernel, layout: _Layout, dims) -> np.nda
     op = kernel.op
     shape = layout.shape
     rank = len(shape)
-    try:
-        rdims = sorted({int(d) for d in dims})
-    except TypeError:
-        raise _shape_error(op, "dims as a sequence of ints", dims) from None
-    if len(rdims) != len(tuple(dims)) or any(d < 0 or d >= rank for d in rdims):
-        raise _shape_error(op, f"distinct dims in [0, {rank})", tuple(dims))
+    rdims = _reduce_dims(op, _BACKEND, dims, rank)
     x = _view(op, buf, layout)
     keep = [d for d in range(rank) if d not in rdims]
     red = 1

@@ -22,6 +22,7 @@ from typing import Any, Callable, Protocol
 import numpy as np
 
 from runtime.cpu_views import sample_normal, sample_uniform
+from runtime.checks import reduce_dims
 from runtime.errors import DTypeMismatch, OpgenError, ShapeMismatch
 from runtime.layout import Layout
 
@@ -810,7 +811,7 @@ class GpuRuntime:
         op = kernel.op
         fn = self._entry(table, (op, buf.dtype), "reduce_op")
         _fits(op, self.name, buf, layout)
-        reduced = sorted({d % layout.rank for d in dims}) if layout.rank else []
+        reduced = reduce_dims(op, self.name, dims, layout.rank)
         kept = [d for d in range(layout.rank) if d not in reduced]
         view = layout.permute(tuple(kept + reduced))
         group = math.prod(layout.shape[d] for d in reduced)
