@@ -7,7 +7,7 @@ SETUP  := $(VENV)/.setup-done
 # The ROCm runtime the HIP kernels compile against (hiprtc) where there is no AMD GPU.
 ROCM_DEBS := libamdhip64-5 libhiprtc-builtins5 rocm-device-libs
 
-.PHONY: gen test bench check schema parity clean system-deps
+.PHONY: gen test lint bench check schema parity clean system-deps
 
 $(SETUP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -29,8 +29,13 @@ gen: $(SETUP)
 	$(BIN)/gen
 	$(BIN)/python -m generator.demo
 
-## test: set up (system packages too), fail on stale generated code, run the whole test suite
-test: system-deps $(SETUP)
+## lint: ruff, and mypy on the backend contract (each runtime module against its Protocol)
+lint: $(SETUP)
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+
+## test: set up (system packages too), fail on stale generated code, lint, run the whole test suite
+test: system-deps $(SETUP) lint
 	$(BIN)/gen --check
 	$(BIN)/python -m pytest -q
 

@@ -188,10 +188,9 @@ def explore_conv_chunks(rows: dict) -> None:
 def explore_strided_loads(rows: dict, settings=(4, 8, 16, 32)) -> None:
     """The sum over dim 0 of (8192, 8192) f32 with hip/reduce.hip compiled with other strided
     loads in flight per thread (OPGEN_STRIDED_LOADS): device time, GB/s of the 256 MB read."""
+    import generated as g
     import runtime.gpu as gpu
     from runtime.cuda import _rt as rt
-
-    import generated as g
 
     dev = g.Device.parse("cuda:0")
     x = np.random.default_rng(3).standard_normal((8192, 8192), dtype=np.float32)

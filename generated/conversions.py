@@ -16,12 +16,11 @@ import runtime.dlpack as _dlpack
 from runtime.errors import DTypeMismatch, NotImplementedForBackend, ShapeMismatch
 from runtime.layout import Layout
 
+from . import kernels_hip as _kernels_hip
 from .backends import Backend, On
 from .backends import missing as _missing
 from .device import Device
 from .dtypes import DType
-from . import kernels_hip as _kernels_hip
-from . import kernels_numpy as _kernels_numpy
 from .storage import Storage
 
 

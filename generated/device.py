@@ -13,9 +13,6 @@ import runtime.cuda as _rt_cuda
 import runtime.rocm as _rt_rocm
 
 from .backends import Backend, On
-from . import kernels_hip as _kernels_hip
-from . import kernels_numpy as _kernels_numpy
-from .backends import missing as _missing
 from .dtypes import DType, GgmlDType
 
 

@@ -17,7 +17,6 @@ import runtime.rocm as _rt_rocm
 from runtime.errors import DTypeMismatch
 
 from . import kernels_hip as _kernels_hip
-from . import kernels_numpy as _kernels_numpy
 from .custom_ops import CustomOp1, CustomOp2, CustomOp3
 from .dtypes import dtype_of as _dtype_of
 

@@ -14,9 +14,7 @@ from runtime.errors import DeviceMismatch, DTypeMismatch, OpgenError
 from runtime.layout import Layout
 
 from . import kernels_hip as _kernels_hip
-from . import kernels_numpy as _kernels_numpy
 from .backends import Backend, On
-from .backends import missing as _missing
 from .dtypes import DType, GgmlDType
 from .storage import Storage
 

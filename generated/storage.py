@@ -4,8 +4,6 @@ with one arm per backend; arguments are checked for device, dtype and shape firs
 
 from __future__ import annotations
 
-import numpy as np
-
 import runtime.cpu as _rt_cpu
 import runtime.cuda as _rt_cuda
 import runtime.rocm as _rt_rocm
@@ -22,7 +20,6 @@ from runtime.params import (
 from . import kernels_hip as _kernels_hip
 from . import kernels_numpy as _kernels_numpy
 from .backends import Backend, On
-from .backends import missing as _missing
 from .custom_ops import CustomOp1, CustomOp2, CustomOp3, InplaceOp1, InplaceOp2, InplaceOp3
 from .dtypes import UnaryOp, BinaryOp, CmpOp, ReduceOp, DType
 from .dtypes import dtype_of as _dtype_of

@@ -5,25 +5,26 @@ from __future__ import annotations
 
 import dataclasses
 
-from generator.model import OP_ENUM_TYPES, Arm, Backend, Operation, Registry, Transfer
+from generator import contract
+from generator.model import OP_ENUM_TYPES, Arm, ArmStatus, Backend, Operation, Param, Registry, Transfer
 
 # Runtime functions a backend needs so that another backend can run its ops for it.
 FALLBACK_NEEDS = ("to_host", "from_host", "device")
 
 
 def _missing(backend: Backend, name: str) -> Arm:
-    return Arm(backend, "missing", (f'raise _missing(On.{backend.member}, "{name}")',))
+    return Arm(backend, ArmStatus.MISSING, (f'raise _missing(On.{backend.member}, "{name}")',))
 
 
-def _arg(op: Operation, param, backend: Backend, host_of: Backend | None = None) -> str:
-    """The expression passing `param` to `backend`'s runtime (through host memory when
-    `host_of` is the backend the storages live on)."""
+def _call(backend: Backend, function: str, arguments: tuple[contract.Argument, ...]) -> str:
+    return f"{backend.alias}.{function}({', '.join(a.expression for a in arguments)})"
+
+
+def _host_arg(param: Param, host: Backend, device: Backend) -> str:
+    """What a fallback arm passes `host`'s runtime for `param`: storages through host memory."""
     if param.is_storage:
-        inner = f"{param.name}.inner"
-        return f"{host_of.alias}.to_host({inner})" if host_of else inner
-    if param.type in OP_ENUM_TYPES:
-        return f"_kernels_{backend.kernels}.{OP_ENUM_TYPES[param.type].upper()}[{param.name}]"
-    return param.name
+        return f"{device.alias}.to_host({param.name}.inner)"
+    return contract.param_argument(param, host).expression
 
 
 def _wrap(returns: str, backend: Backend, call: str) -> tuple[str, ...]:
@@ -44,24 +45,18 @@ def _wrap(returns: str, backend: Backend, call: str) -> tuple[str, ...]:
             return (f"return {call}",)
 
 
-def _kernel_table(op: Operation, backend: Backend) -> tuple[str, ...]:
-    """The launch table of the op's hand-written kernel family, for backends that run HIP
-    kernels: runtimes get kernels as arguments and never import generated code."""
-    if op.kernel and backend.kernels == "hip":
-        return (f'_kernels_hip.{op.table}["{op.name}"]',)
-    return ()
-
-
 def _needs_kernels(op: Operation) -> bool:
     return any(p.type in OP_ENUM_TYPES for p in op.params)
 
 
 def _hook_arm(op: Operation, backend: Backend) -> Arm:
-    args = ", ".join(["self.inner", *(_arg(op, p, backend) for p in op.params if p.name != op.hook)])
+    args = ", ".join(["self.inner", *(contract.param_argument(p, backend).expression
+                                      for p in op.params if p.name != op.hook)])
     call = f"{op.hook}.{backend.name}_fwd({args})"
     if op.returns == "None":
-        return Arm(backend, "hook", (call,))
-    return Arm(backend, "hook", (f"inner, shape = {call}", f"return Storage(On.{backend.member}, inner), shape"))
+        return Arm(backend, ArmStatus.HOOK, (call,))
+    return Arm(backend, ArmStatus.HOOK,
+               (f"inner, shape = {call}", f"return Storage(On.{backend.member}, inner), shape"))
 
 
 def storage_arm(op: Operation, backend: Backend, registry: Registry) -> Arm:
@@ -69,14 +64,14 @@ def storage_arm(op: Operation, backend: Backend, registry: Registry) -> Arm:
         return _hook_arm(op, backend)
     fn = op.function(backend.name)
     if backend.implements(fn) and (backend.kernels or not _needs_kernels(op)):
-        args = ", ".join(["self.inner", *(_arg(op, p, backend) for p in op.params), *_kernel_table(op, backend)])
-        return Arm(backend, "implemented", _wrap(op.returns, backend, f"{backend.alias}.{fn}({args})"))
+        call = _call(backend, fn, contract.op_arguments(op, backend))
+        return Arm(backend, ArmStatus.IMPLEMENTED, _wrap(op.returns, backend, call))
     if op.fallback and op.fallback != backend.name and all(backend.implements(f) for f in FALLBACK_NEEDS):
         host = registry.backend(op.fallback)
-        args = ", ".join([f"{backend.alias}.to_host(self.inner)", *(_arg(op, p, host, backend) for p in op.params)])
+        args = ", ".join([f"{backend.alias}.to_host(self.inner)", *(_host_arg(p, host, backend) for p in op.params)])
         call = f"{host.alias}.{op.function(host.name)}({args})"
         moved = f"{backend.alias}.from_host({backend.alias}.device(self.inner), {call})"
-        return Arm(backend, "fallback", (f"return Storage(On.{backend.member}, {moved})",))
+        return Arm(backend, ArmStatus.FALLBACK, (f"return Storage(On.{backend.member}, {moved})",))
     return _missing(backend, op.label)
 
 
@@ -85,27 +80,26 @@ def nn_arm(op: Operation, backend: Backend, inputs: int) -> Arm:
     runtime function. A runtime without the function gets no hook: the trait's default
     raises "no <backend> implementation for <op>"."""
     if not backend.implements(op.name):
-        return Arm(backend, "missing", ())
+        return Arm(backend, ArmStatus.MISSING, ())
     storages = [f"s{i}" for i in range(1, inputs + 1)]
     dtypes = ", ".join(f"{backend.alias}.dtype({s})" for s in storages)
     check = f'_check_dtypes("{op.name}", "{backend.name}", _{op.name.upper()}_DTYPES, {dtypes})'
-    args = ", ".join([*(f"{s}, l{s[1:]}" for s in storages), *(f"self.{p.name}" for p in op.params),
-                      *_kernel_table(op, backend)])
-    return Arm(backend, "implemented", (check, f"return {backend.alias}.{op.name}({args})"))
+    call = _call(backend, op.name, contract.nn_arguments(op, inputs, backend))
+    return Arm(backend, ArmStatus.IMPLEMENTED, (check, f"return {call}"))
 
 
 def device_arm(op: Operation, backend: Backend) -> Arm:
     fn = op.function(backend.name)
     if not backend.implements(fn):
         return _missing(backend, op.label)
-    args = ", ".join(["self.ordinal", *(_arg(op, p, backend) for p in op.params)])
-    return Arm(backend, "implemented", _wrap(op.returns, backend, f"{backend.alias}.{fn}({args})"))
+    call = _call(backend, fn, contract.op_arguments(op, backend))
+    return Arm(backend, ArmStatus.IMPLEMENTED, _wrap(op.returns, backend, call))
 
 
 def to_numpy_arm(backend: Backend) -> Arm:
     if not backend.implements("to_numpy"):
         return _missing(backend, "to_numpy")
-    return Arm(backend, "implemented", (f"return {backend.alias}.to_numpy(storage.inner, layout)",))
+    return Arm(backend, ArmStatus.IMPLEMENTED, (f"return {backend.alias}.to_numpy(storage.inner, layout)",))
 
 
 def transfer(src: Backend, dst: Backend, registry: Registry) -> Transfer:
@@ -113,14 +107,12 @@ def transfer(src: Backend, dst: Backend, registry: Registry) -> Transfer:
     host memory. Within a backend that runs HIP kernels the runtime also gets the launch
     table of copy_strided_src, to make a strided view dense on the device."""
     if src is dst and src.implements("to_device"):
-        copy = next((op for op in registry.storage if op.name == "copy_strided_src"), None)
-        table = _kernel_table(copy, src) if copy else ()
-        call = f"{src.alias}.to_device({', '.join(['storage.inner', 'layout', 'device.ordinal', *table])})"
-        return Transfer(src, dst, Arm(dst, "implemented", (f"return Storage(On.{dst.member}, {call})",)))
+        call = _call(src, "to_device", contract.to_device(src, registry).arguments)
+        return Transfer(src, dst, Arm(dst, ArmStatus.IMPLEMENTED, (f"return Storage(On.{dst.member}, {call})",)))
     if src.implements("to_numpy") and dst.implements("from_host"):
         host = f"{src.alias}.to_numpy(storage.inner, layout).reshape(-1)"
         call = f"{dst.alias}.from_host(device.ordinal, {host})"
-        return Transfer(src, dst, Arm(dst, "implemented", (f"return Storage(On.{dst.member}, {call})",)))
+        return Transfer(src, dst, Arm(dst, ArmStatus.IMPLEMENTED, (f"return Storage(On.{dst.member}, {call})",)))
     lacking = src if not src.implements("to_numpy") else dst
     return Transfer(src, dst, _missing(lacking, "to_device"))
 

@@ -6,10 +6,12 @@ implementation status of each op on each backend) is computed here, in Python.
 
 from __future__ import annotations
 
+import enum
 import functools
 import itertools
 import re
 from dataclasses import dataclass
+from typing import assert_never
 
 # Parameter types the generated package knows, with their Python annotations.
 PARAM_TYPES: dict[str, str] = {
@@ -80,6 +82,7 @@ class Backend:
     functions: frozenset[str]  # top-level names the runtime module defines (read with ast)
     line: int
     runtime_path: str | None = None  # the file read, for the up-to-date stamp
+    stubs: frozenset[str] = frozenset()  # functions defined as stubs (gen new-backend's): not implemented
 
     @property
     def member(self) -> str:
@@ -92,6 +95,10 @@ class Backend:
 
     def implements(self, function: str) -> bool:
         return function in self.functions
+
+    def defines(self, function: str) -> bool:
+        """Implemented, or a stub: either way the module has it, with a signature to check."""
+        return function in self.functions or function in self.stubs
 
 
 @dataclass(frozen=True)
@@ -142,13 +149,36 @@ class Param:
         return self.type == "Storage"
 
 
+class ArmStatus(enum.StrEnum):
+    """How a backend runs an op."""
+
+    IMPLEMENTED = "implemented"  # the arm calls the backend's runtime function
+    FALLBACK = "fallback"  # through host memory, on the op's `fallback:` backend
+    HOOK = "hook"  # the custom op's <backend>_fwd
+    MISSING = "missing"  # the arm raises the generated error
+
+
+class OpKind(enum.StrEnum):
+    """Where an op of the registry lives: a method of Storage, Device or QStorage, or an nn op."""
+
+    STORAGE = "storage"
+    DEVICE = "device"
+    QSTORAGE = "qstorage"
+    NN = "nn"
+
+
 @dataclass(frozen=True)
 class Arm:
     """How one backend runs one op: its status and the Python statements of its arm."""
 
     backend: Backend
-    status: str  # implemented | fallback | missing | hook
+    status: ArmStatus
     body: tuple[str, ...]
+
+    @property
+    def runs(self) -> bool:
+        """Whether the arm runs the op (not: raises the generated missing error)."""
+        return self.status is not ArmStatus.MISSING
 
 
 @dataclass(frozen=True)
@@ -166,7 +196,7 @@ class Operation:
     QStorage, or an NN op (a custom op of `trait`, generated as a class)."""
 
     name: str
-    kind: str  # storage | device | qstorage | nn
+    kind: OpKind
     params: tuple[Param, ...]
     returns: str
     fallback: str | None
@@ -186,12 +216,27 @@ class Operation:
     def function(self, backend: str) -> str:
         """The runtime function the arm calls: QStorage methods are q_<name>, since the
         runtime modules also define Storage's ops of the same names."""
-        return dict(self.impl).get(backend, f"q_{self.name}" if self.kind == "qstorage" else self.name)
+        return dict(self.impl).get(backend, f"q_{self.name}" if self.kind is OpKind.QSTORAGE else self.name)
 
     @property
     def label(self) -> str:
         """How errors name the op: QStorage's methods share names with Storage's."""
-        return f"QStorage.{self.name}" if self.kind == "qstorage" else self.name
+        return f"QStorage.{self.name}" if self.kind is OpKind.QSTORAGE else self.name
+
+    @property
+    def owner(self) -> str:
+        """The generated class the op is a method of (nn ops: their own class)."""
+        match self.kind:
+            case OpKind.STORAGE:
+                return "Storage"
+            case OpKind.DEVICE:
+                return "Device"
+            case OpKind.QSTORAGE:
+                return "QStorage"
+            case OpKind.NN:
+                return self.class_name
+            case _:
+                assert_never(self.kind)
 
     @property
     def class_name(self) -> str:
@@ -206,7 +251,13 @@ class Operation:
     @property
     def table(self) -> str:
         """The kernel table of the launch-wrapper module the op's arms pass to runtimes."""
-        return {"storage": "STORAGE", "qstorage": "QSTORAGE", "nn": "NN"}[self.kind]
+        match self.kind:
+            case OpKind.STORAGE | OpKind.QSTORAGE | OpKind.NN:
+                return self.kind.upper()
+            case OpKind.DEVICE:
+                raise ValueError(f"device method {self.name} has no kernel table")  # kernel_ops leaves them out
+            case _:
+                assert_never(self.kind)
 
     @property
     def storage_params(self) -> tuple[Param, ...]:
@@ -278,6 +329,12 @@ class Registry:
     def kernel_ops(self) -> tuple[Operation, ...]:
         """Ops whose HIP kernels the launch-wrapper module tabulates."""
         return tuple(op for op in (*self.storage, *self.qstorage, *self.nn) if op.kernel)
+
+    @property
+    def conversion_arms(self) -> tuple[Arm, ...]:
+        """The arms of to_numpy, of to_device for every pair of backends and of the interop
+        functions (DLPack, the CUDA Array Interface)."""
+        return (*self.to_numpy, *(t.arm for t in self.transfers), *(a for _, arms in self.interop for a in arms))
 
     @property
     def qstorage_transfer(self) -> bool:
@@ -431,7 +488,7 @@ def placeholder_values(op: Operation, name: str, registry: Registry) -> tuple[st
     DType argument, or the ops of an op-enum argument; None for a name it cannot be."""
     allowed = dict(op.arg_dtypes)
     every = tuple(d.name for d in registry.dtypes)
-    if name == "self" and op.kind == "qstorage":
+    if name == "self" and op.kind is OpKind.QSTORAGE:
         return tuple(f.name for f in registry.formats)
     if name == "self":
         return allowed.get("self") or every

@@ -7,11 +7,24 @@ the same registry and runtimes give the same bytes."""
 
 from __future__ import annotations
 
+from typing import assert_never
+
 from generator.declared import key_lines
 from generator.loader import Node
-from generator.model import OP_ENUM_TYPES, Arm, Operation, Registry
+from generator.model import OP_ENUM_TYPES, Arm, ArmStatus, Operation, OpKind, Registry
 
-STATUS = {"implemented": "implemented", "fallback": "fallback", "hook": "hook", "missing": "**missing**"}
+
+def _status(status: ArmStatus) -> str:
+    match status:
+        case ArmStatus.IMPLEMENTED | ArmStatus.FALLBACK | ArmStatus.HOOK:
+            return status.value
+        case ArmStatus.MISSING:
+            return "**missing**"
+        case _:
+            assert_never(status)
+
+
+STATUS = {s: _status(s) for s in ArmStatus}
 LEGEND = (
     "Status per backend: **implemented**, the backend's runtime module defines the function; "
     "**fallback**, it runs on the fallback backend through host memory; **hook**, the custom op's "
@@ -52,10 +65,9 @@ class Reference:
 
     def signature(self, op: Operation) -> str:
         params = ", ".join(f"{p.name}: {p.type}" for p in op.params)
-        if op.kind == "nn":
+        if op.kind is OpKind.NN:
             return _code(f"nn.{op.class_name}({params}): {op.trait}")
-        cls = {"storage": "Storage", "device": "Device", "qstorage": "QStorage"}[op.kind]
-        return _code(f"{cls}.{op.name}({params}) -> {op.returns}")
+        return _code(f"{op.owner}.{op.name}({params}) -> {op.returns}")
 
     @staticmethod
     def dtypes(op: Operation) -> str:
@@ -74,7 +86,7 @@ class Reference:
             notes.append(f"runs `{op.hook}.<backend>_fwd`")
         if op.writes:
             notes.append(f"writes {op.writes} in place")
-        if op.kind == "nn":
+        if op.kind is OpKind.NN:
             notes.append(f"hooks call the runtime function `{op.name}`")
         if op.doc:
             notes.append(op.doc)

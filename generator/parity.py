@@ -2,9 +2,24 @@
 
 from __future__ import annotations
 
-from generator.model import Registry
+from typing import assert_never
 
-STATUS = {"implemented": "yes", "fallback": "fallback", "hook": "hook", "missing": "MISSING"}
+from generator.model import ArmStatus, Registry
+
+
+def _label(status: ArmStatus) -> str:
+    match status:
+        case ArmStatus.IMPLEMENTED:
+            return "yes"
+        case ArmStatus.FALLBACK | ArmStatus.HOOK:
+            return status.value
+        case ArmStatus.MISSING:
+            return "MISSING"
+        case _:
+            assert_never(status)
+
+
+STATUS = {s: _label(s) for s in ArmStatus}
 
 
 def parity_rows(registry: Registry) -> list[dict]:

@@ -17,7 +17,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-
 STUB_ERROR = "NotImplementedForBackend"
 
 # Files about to be written (resolved path -> text): `gen new-backend` validates the registry
@@ -41,6 +40,7 @@ class RuntimeModule:
     path: Path | None  # None: not found
     functions: frozenset[str]
     error: str | None = None
+    stubs: frozenset[str] = frozenset()  # functions whose body only raises NotImplementedForBackend
 
 
 def module_path(root: Path, dotted: str) -> Path | None:
@@ -76,6 +76,10 @@ def is_stub(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     return len(body) == 1 and _raises_stub_error(body[0])
 
 
+def _stubs(module: ast.Module) -> set[str]:
+    return {s.name for s in module.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and is_stub(s)}
+
+
 def _top_level_names(module: ast.Module) -> set[str]:
     names: set[str] = set()
     for stmt in module.body:
@@ -99,4 +103,4 @@ def scan(root: Path, dotted: str) -> RuntimeModule:
     except (SyntaxError, ValueError, OSError, UnicodeDecodeError) as exc:
         return RuntimeModule(dotted, path, frozenset(), f"cannot read runtime module {path}: {exc}")
     names = {n for n in _top_level_names(module) if not n.startswith("_")}
-    return RuntimeModule(dotted, path, frozenset(names))
+    return RuntimeModule(dotted, path, frozenset(names), stubs=frozenset(_stubs(module)))

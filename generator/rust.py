@@ -17,8 +17,7 @@ import jinja2
 
 from generator import model
 from generator.dispatch_coverage import camel
-from generator.render import environment as python_environment
-from generator.render import generated_kernels
+from generator.render import environment as python_environment, generated_kernels
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates" / "rust"
 LINE_WIDTH = 100  # as rustfmt: a longer signature gets one parameter per line
@@ -84,10 +83,7 @@ C_SCALARS = {
 }
 ARG_VARIANTS = {"usize": "Usize", "i32": "I32", "u32": "U32", "u8": "U8", "i64": "I64", "f32": "F32",
                 "f64": "F64", "F16": "F16", "Bf16": "Bf16"}
-RUST_KEYWORDS = frozenset("as break const continue crate else enum extern false fn for if impl in let loop match mod "
-                          "move mut pub ref return self Self static struct super trait true type unsafe use where "
-                          "while async await dyn abstract become box do final macro override priv typeof unsized "
-                          "virtual yield try".split())
+RUST_KEYWORDS = frozenset(["as", "break", "const", "continue", "crate", "else", "enum", "extern", "false", "fn", "for", "if", "impl", "in", "let", "loop", "match", "mod", "move", "mut", "pub", "ref", "return", "self", "Self", "static", "struct", "super", "trait", "true", "type", "unsafe", "use", "where", "while", "async", "await", "dyn", "abstract", "become", "box", "do", "final", "macro", "override", "priv", "typeof", "unsized", "virtual", "yield", "try"])
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
-"""The runtime module `gen new-backend` writes: availability() and one stub per runtime function
-the generated arms of a backend call, each with the arm's parameters and a docstring.
+"""The runtime module `gen new-backend` writes: availability() and one stub per function of the
+backend contract (generator.contract: what the generated arms of a backend call), each with
+the arm's parameters and a docstring.
 
 A stub's body is only `raise NotImplementedForBackend(...)`, which generator.runtime_scan
 does not count as an implementation: until a body is replaced, the op stays missing (the arm
@@ -10,7 +11,8 @@ from __future__ import annotations
 import os
 import textwrap
 
-from generator.model import OP_ENUM_TYPES, PARAM_TYPES, Operation, Registry
+from generator import contract
+from generator.model import OP_ENUM_TYPES, PARAM_TYPES, Backend, Operation, OpKind, Param, Registry
 
 RETURNS = {
     "Storage": "the result's buffer on this backend (the arm wraps it in a Storage)",
@@ -22,22 +24,8 @@ RETURNS = {
     "int": "an int",
 }
 
-# Runtime functions that are not ops of the registry: numpy out, and host copies (which every
-# op declaring `fallback:` and to_device between backends go through).
-CONVERSIONS = (
-    ("to_numpy", ("inner", "layout"),
-     "The elements of the storage that `layout` (a runtime.layout.Layout) selects, as a C-contiguous "
-     "numpy array in host memory. to_numpy, to_vec* and to_device out of this backend call it."),
-    ("to_host", ("inner",),
-     "The whole buffer as a flat numpy array in host memory: ops that fall back run on it."),
-    ("from_host", ("ordinal", "array"),
-     "A new buffer on device `ordinal` holding the flat numpy array `array` (the result of an op "
-     "that fell back, or to_device into this backend)."),
-)
-DEVICE_OF = ("device", ("inner",), "The ordinal of the device the buffer is on (fallbacks put their result there).")
 
-
-def _param_doc(op: Operation, p) -> str:
+def _param_doc(p: Param) -> str:
     if p.is_storage:
         return f"{p.name}: the buffer of a Storage on the same device"
     if p.type in OP_ENUM_TYPES:
@@ -65,25 +53,30 @@ def _stub(name: str, params: tuple[str, ...], doc: list[str]) -> str:
     return "\n".join([f"def {name}({', '.join(params)}):", *(f"    {ln}" if ln else "" for ln in body)])
 
 
-def _op_stub(op: Operation, backend: str, registry_name: str, line: int) -> str:
-    first = "ordinal" if op.kind == "device" else "inner"
-    cls = {"storage": "Storage", "device": "Device", "qstorage": "QStorage"}[op.kind]
+def _op_stub(fn: contract.Function, op: Operation, backend: str, registry_name: str, line: int) -> str:
     sig = ", ".join(p.name for p in op.params)
-    doc = [f"{cls}.{op.name}({sig}) -> {op.returns} on {backend} ({registry_name}:{line})."]
-    if op.doc:
-        doc.append(op.doc)
-    first_doc = "ordinal: the device's ordinal" if op.kind == "device" else f"inner: this backend's buffer of the {cls}"
-    params = "; ".join([first_doc, *(_param_doc(op, p) for p in op.params)])
+    doc = [f"{op.owner}.{op.name}({sig}) -> {op.returns} on {backend} ({registry_name}:{line}).",
+           *([op.doc] if op.doc else [])]
+    first = ("ordinal: the device's ordinal" if op.kind is OpKind.DEVICE
+             else f"inner: this backend's buffer of the {op.owner}")
+    params = "; ".join([first, *(_param_doc(a.param) for a in fn.arguments if a.param)])
     doc.append(f"{params}. Returns {RETURNS.get(op.returns, op.returns)}.")
-    return _stub(op.function(backend), (first, *(p.name for p in op.params)), doc)
+    return _stub(fn.name, tuple(a.name for a in fn.arguments), doc)
 
 
-def _nn_stub(op: Operation, inputs: int, backend: str, registry_name: str, line: int) -> str:
-    storages = [f"{s}{i}" for i in range(1, inputs + 1) for s in ("s", "l")]
+def _nn_stub(fn: contract.Function, op: Operation, backend: str, registry_name: str, line: int) -> str:
+    fields = ", ".join(p.name for p in op.params) or "no parameters"
     doc = [f"nn.{op.class_name} ({op.trait}) on {backend} ({registry_name}:{line}).", *([op.doc] if op.doc else []),
-           f"s<i>, l<i>: this backend's buffer and the Layout of input i; then {', '.join(p.name for p in op.params) or 'no parameters'}. "
-           "Returns (buffer, shape)."]
-    return _stub(op.name, (*storages, *(p.name for p in op.params)), doc)
+           f"s<i>, l<i>: this backend's buffer and the Layout of input i; then {fields}. Returns (buffer, shape)."]
+    return _stub(fn.name, tuple(a.name for a in fn.arguments), doc)
+
+
+def _function_stub(fn: contract.Function, backend: str, registry_name: str, where) -> str:
+    if fn.op is None:
+        return _stub(fn.name, tuple(a.name for a in fn.arguments), [fn.doc])
+    if fn.op.kind is OpKind.NN:
+        return _nn_stub(fn, fn.op, backend, registry_name, where(fn.op))
+    return _op_stub(fn, fn.op, backend, registry_name, where(fn.op))
 
 
 def runtime_module(registry: Registry, backend: str, runtime_file: str,
@@ -95,14 +88,10 @@ def runtime_module(registry: Registry, backend: str, runtime_file: str,
     def where(op: Operation) -> int:
         return lines.get((op.kind, op.name), op.line)
     registry_name = os.path.basename(registry.path)
-    storage = [op for op in registry.storage if not op.hook]
     hooked = [op.name for op in registry.storage if op.hook]
-    functions = {op.function(backend) for op in (*storage, *registry.device)}
-    extras = [c for c in CONVERSIONS if c[0] not in functions]
-    if DEVICE_OF[0] not in functions:
-        extras.append(DEVICE_OF)
-    inputs = {t.name: t.inputs for t in registry.custom_ops}
-    stubs = len(storage) + len(registry.device) + len(registry.qstorage) + len(registry.nn) + len(extras)
+    # The new backend declares no `kernels:`, so its arms pass no kernel tables.
+    new = Backend(backend, "", True, "", None, frozenset(), 0)
+    functions = contract.functions(registry, new, optional=False)
     hook_note = (f" Custom-op ops ({', '.join(hooked)}) need nothing here: they call the custom op's "
                  f"{backend}_fwd.") if hooked else ""
     header = textwrap.fill(
@@ -114,29 +103,18 @@ def runtime_module(registry: Registry, backend: str, runtime_file: str,
         f"memory.{hook_note}", 92)
     parts = [
         f'"""{backend} backend runtime: scaffold written by `gen new-backend {backend}` '
-        f"({stubs} stubs).\n\n{header}\n\"\"\"\n\n"
+        f"({len(functions)} stubs).\n\n{header}\n\"\"\"\n\n"
         "from __future__ import annotations\n\n"
         "from runtime.errors import NotImplementedForBackend\n\n"
         f'_BACKEND = "{backend}"',
         "def availability() -> str | None:\n"
         f'    """None when {backend} can run here, else why not (library not found, no device, ...)."""\n'
         f'    return "the {backend} runtime is a scaffold: implement availability() in {runtime_file}"',
-        _section("conversions: host memory in and out",
-                 [_stub(name, params, [doc]) for name, params, doc in extras]),
     ]
-    if storage:
-        parts.append(_section("storage ops (methods of Storage), in registry order",
-                              [_op_stub(op, backend, registry_name, where(op)) for op in storage]))
-    if registry.device:
-        parts.append(_section("device methods (methods of Device), in registry order",
-                              [_op_stub(op, backend, registry_name, where(op)) for op in registry.device]))
-    if registry.qstorage:
-        parts.append(_section("quantized storage (methods of QStorage), in registry order",
-                              [_op_stub(op, backend, registry_name, where(op)) for op in registry.qstorage]))
-    if registry.nn:
-        parts.append(_section("nn ops (custom ops of generated/nn.py), in registry order",
-                              [_nn_stub(op, inputs.get(op.trait, 1), backend, registry_name, where(op))
-                               for op in registry.nn]))
+    for section in contract.Section:
+        stubs = [_function_stub(fn, backend, registry_name, where) for fn in functions if fn.section is section]
+        if stubs:
+            parts.append(_section(section.value, stubs))
     return "\n\n\n".join(parts) + "\n"
 
 

@@ -286,10 +286,11 @@ class Validator:
         for name, _, node in self.section("backends"):
             runtime = self.text(node.get("runtime"))
             functions: frozenset[str] = frozenset()
+            stubs: frozenset[str] = frozenset()
             runtime_path = None
             if runtime:
                 module = scan(self.runtime_root, runtime)
-                functions = module.functions
+                functions, stubs = module.functions, module.stubs
                 runtime_path = str(module.path) if module.path else None
                 if module.error:
                     self.error(node.get("runtime"), f"backends.{name}.runtime", module.error)
@@ -302,7 +303,7 @@ class Validator:
             out.append(model.Backend(
                 name, runtime, bool(ordinal.value) if ordinal is not None else False,
                 self.text(node.get("doc")), self.text(node.get("kernels")) or None, functions, node.position.line,
-                runtime_path,
+                runtime_path, stubs,
             ))
         if not out and self.root.get("backends") is not None and self.root.get("backends").tag == "map":
             self.error(self.root.get("backends"), "backends", "declare at least one backend")
@@ -336,7 +337,7 @@ class Validator:
                 self.error(knode, key, f"nn op {name!r} has the name of a storage op or device method "
                                        "(both call the runtime function of that name)")
             op = model.Operation(
-                name, "nn", self.nn_params(node.get("params"), f"{key}.params"), "StorageShape", None, None, (), (),
+                name, model.OpKind.NN, self.nn_params(node.get("params"), f"{key}.params"), "StorageShape", None, None, (), (),
                 (("self", self.dtype_names(node.get("dtypes"), f"{key}.dtypes", known, sets)),) if node.get("dtypes") else (),
                 (), self.text(node.get("doc")), node.position.line, trait=trait,
                 **self.patterns(node.get("kernel"), f"{key}.kernel", known, sets),
@@ -459,7 +460,7 @@ class Validator:
             impl = self.impl(node.get("impl"), f"{key}.impl", backends)
             writes = self.writes(node.get("writes"), f"{key}.writes", by_name, kind)
             out.append(model.Operation(
-                name, kind, params, returns or "None", fallback, hook, same_dtype, same_shape, arg_dtypes,
+                name, model.OpKind(kind), params, returns or "None", fallback, hook, same_dtype, same_shape, arg_dtypes,
                 impl, self.text(node.get("doc")), node.position.line,
                 **self.patterns(node.get("kernel"), f"{key}.kernel", known_dtypes, sets), writes=writes,
             ))

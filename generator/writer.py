@@ -22,9 +22,9 @@ import os
 import signal
 import tempfile
 import time
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
 
 from generator.render import MARKER_PREFIXES
 

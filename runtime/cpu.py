@@ -102,6 +102,8 @@ __all__ = [
     "q_dequantize", "q_dequantize_f16", "q_matmul",
     # nn ops (runtime.cpu_nn_ops), called by the hooks of generated/nn.py
     "sigmoid", "softmax_last_dim", "rms_norm", "layer_norm", "rope_i", "rope", "rope_thd", "sdpa", "arg_sort",
+    # interop (runtime.cpu_interop), called by generated View and from_dlpack
+    "to_dlpack", "dlpack_device", "from_dlpack",
 ]  # fmt: skip
 
 _rng = np.random.default_rng()

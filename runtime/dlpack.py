@@ -21,8 +21,9 @@ from __future__ import annotations
 import ctypes
 import math
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import ml_dtypes
 import numpy as np

@@ -79,9 +79,17 @@ class Driver(Protocol):
     def function(self, module: Any, name: str) -> Any: ...
     def launch(self, fn: Any, grid: int, block: int, stream: Any, args: tuple, types: tuple) -> None: ...
     def synchronize(self, ordinal: int) -> None: ...
-    # Optional: `launcher(fn, types)` -> a callable (grid, block, stream, args, types) that
-    # launches `fn` as `launch` would, prepared once per function (runtime/cuda.py has one).
-    # A driver without it has every launch go through `launch`.
+    def blas_available(self) -> bool: ...
+    def gemm(self, ordinal: int, stream: Any, dtype: np.dtype, trans_a: bool, trans_b: bool, m: int, n: int, k: int,
+             a: int, lda: int, stride_a: int, b: int, ldb: int, stride_b: int, c: int, ldc: int, stride_c: int,
+             batch: int) -> None: ...
+
+
+class PreparingDriver(Driver, Protocol):
+    """A driver that prepares each function's launch once (runtime/cuda.py's): GpuRuntime
+    looks `launcher` up with getattr, and a driver without it launches through `launch`."""
+
+    def launcher(self, fn: Any, types: tuple) -> Callable[[int, int, Any, tuple, tuple], None]: ...
 
 
 @dataclass(frozen=True)
@@ -661,7 +669,7 @@ class GpuRuntime:
                         (p.out_w(), p.out_h(), p.stride, p.padding, p.output_padding, p.dilation), info_of, ptrs)
 
     # -- convolutions through the BLAS: im2col + GEMM, GEMM + col2im ---------------------------
-    def _conv_by_gemm(self, buf: GpuBuffer, kernel: GpuBuffer, g: "_ConvGeometry", dtypes: frozenset) -> bool:
+    def _conv_by_gemm(self, buf: GpuBuffer, kernel: GpuBuffer, g: _ConvGeometry, dtypes: frozenset) -> bool:
         """Whether the GEMM path takes this convolution: a float dtype it covers, a BLAS,
         nothing empty, output planes the kernels index in 32 bits."""
         if buf.dtype.name not in dtypes or kernel.dtype != buf.dtype or not self._has_blas():
@@ -676,7 +684,7 @@ class GpuRuntime:
             self._blas = bool(available and available())
         return self._blas
 
-    def _conv_gemm(self, op, buf, layout, kernel, kernel_layout, table, g: "_ConvGeometry",
+    def _conv_gemm(self, op, buf, layout, kernel, kernel_layout, table, g: _ConvGeometry,
                    flipped: bool = False) -> GpuBuffer:
         """out[b] (c_out, positions) = kernel (c_out, taps) @ col[b] (taps, positions), col
         made by im2col_<dt> from the strided input; batches in chunks of CONV_COLUMN_BYTES.
@@ -705,7 +713,7 @@ class GpuRuntime:
                              g.c_out * positions, n)
         return out
 
-    def _conv_transpose_gemm(self, op, buf, layout, kernel, kernel_layout, table, g: "_ConvGeometry") -> GpuBuffer:
+    def _conv_transpose_gemm(self, op, buf, layout, kernel, kernel_layout, table, g: _ConvGeometry) -> GpuBuffer:
         """col[b] (c_out * taps, inputs) = kernel^T (c_out * taps, c_in) @ x[b] (c_in, inputs)
         through the BLAS, then col2im_<dt> sums each output's taps; batches in chunks."""
         dtype, ordinal, itemsize = buf.dtype, buf.ordinal, buf.dtype.itemsize

@@ -215,3 +215,21 @@ def undefined_globals(source: str, filename: str = "<generated>") -> set[str]:
         if sym.is_referenced() and name not in bound and not hasattr(builtins, name):
             missing.add(name)
     return missing
+
+
+def unused_imports(source: str) -> set[str]:
+    """Names a module imports and never reads (a tiny pyflakes F401). An import marked
+    `noqa: F401` (made for its side effect) and names listed in __all__ count as read."""
+    tree = ast.parse(source)
+    lines = source.splitlines()
+    imported: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "__future__":
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and "noqa: F401" not in lines[node.lineno - 1]:
+            imported |= {alias.asname or alias.name.split(".")[0] for alias in node.names}
+    read = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            read |= {e.value for e in ast.walk(node.value) if isinstance(e, ast.Constant) and isinstance(e.value, str)}
+    return imported - read

@@ -9,7 +9,6 @@ import sys
 import numpy as np
 import pytest
 import yaml
-
 from gen_helpers import REPO, run_cli
 
 sys.path.insert(0, str(REPO))

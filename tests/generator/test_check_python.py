@@ -8,10 +8,9 @@ from __future__ import annotations
 import random
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-
 from gen_helpers import REPO
+from hypothesis import given, strategies as st
+
 from generator import pycheck
 from generator.render import RenderError, check_python
 

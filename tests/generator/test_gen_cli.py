@@ -14,7 +14,7 @@ import generator.render
 from gen_helpers import MINI, crashed, model_of_text, run_cli, snapshot, workspace
 from generator.render import MARKER_PREFIX, TEMPLATES, RenderError, render
 
-FILES = ["__init__.py", "backends.py", "conversions.py", "custom_ops.py", "device.py", "dtypes.py",
+FILES = ["__init__.py", "backends.py", "contract.py", "conversions.py", "custom_ops.py", "device.py", "dtypes.py",
          "kernels_numpy.py", "nn.py", "quantized.py", "storage.py"]
 
 
@@ -109,7 +109,7 @@ def test_only_changed_files_are_rewritten(setup):
     result = run_cli("--registry", registry, "--out", out)
     assert result.exit_code == 0, result.output
     assert f"wrote     {out / 'storage.py'}" in result.stdout
-    assert "1 written, 9 unchanged, 0 removed" in result.stdout
+    assert "1 written, 10 unchanged, 0 removed" in result.stdout
     after = _py_files(out)
     for name in FILES:
         if name == "storage.py":
@@ -153,7 +153,7 @@ def test_orphan_generated_file_is_removed(setup):
     orphan.write_text(f"{MARKER_PREFIX}ops.yaml; DO NOT EDIT.\n")
     result = run_cli("--registry", registry, "--out", out)
     assert result.exit_code == 0
-    assert f"removed   {orphan}" in result.stdout and "0 written, 10 unchanged, 1 removed" in result.stdout
+    assert f"removed   {orphan}" in result.stdout and "0 written, 11 unchanged, 1 removed" in result.stdout
     assert not orphan.exists()
 
 

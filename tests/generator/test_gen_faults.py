@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 
 import pytest
-
 from gen_helpers import MINI, REPO, crashed, run_cli, workspace
+
 from generator.writer import JOURNAL, TMP_PREFIX
 
 A_TO_B = [  # edits turning the fixture registry into another one that changes nine of its ten modules

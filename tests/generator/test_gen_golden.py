@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from gen_helpers import GOLDEN, MINI, REPO, run_cli, undefined_globals
+from gen_helpers import GOLDEN, MINI, REPO, run_cli, undefined_globals, unused_imports
 import generator.render
 from generator.render import MARKER_PREFIX
 
@@ -84,6 +84,14 @@ def test_no_undefined_names(generated):
             assert not undefined_globals(data.decode("utf-8"), name), name
 
 
+def test_no_unused_imports(generated):
+    """A generated module imports what it uses: the kernel tables, `_missing`, a runtime module
+    or numpy only where an arm or a signature names them."""
+    for name, data in generated.items():
+        if name.endswith(".py"):
+            assert not unused_imports(data.decode("utf-8")), name
+
+
 def test_generating_twice_is_identical(tmp_path, generated):
     out = tmp_path / "again"
     assert run_cli("--registry", MINI, "--out", out).exit_code == 0
@@ -108,7 +116,8 @@ def test_output_does_not_depend_on_hash_seed_or_cwd(tmp_path, generated):
 
 
 def test_shipped_registry_renders_a_clean_package():
-    """ops.yaml itself: valid, and no generated module reads a name it never binds."""
+    """ops.yaml itself: valid, and no generated module reads a name it never binds or imports
+    one it never uses."""
     from gen_helpers import render_file
 
     rendered = render_file(REPO / "ops.yaml")
@@ -117,3 +126,4 @@ def test_shipped_registry_renders_a_clean_package():
         assert source.startswith(tuple(f"{m}ops.yaml;" for m in MARKERS)), name
         if name.endswith(".py"):
             assert not undefined_globals(source, name), name
+            assert not unused_imports(source), (name, unused_imports(source))

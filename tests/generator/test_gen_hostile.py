@@ -10,7 +10,6 @@ import subprocess
 import sys
 
 import pytest
-
 from gen_helpers import DIAGNOSTIC, REPO
 
 MEMORY = 1 << 30  # bytes of address space for the whole `gen` process
@@ -68,7 +67,7 @@ def test_aliases_within_the_cap_load_as_their_values(tmp_path):
     shared = "d: &d [f32, bf16]\n" + "".join(f"o{i}: *d\n" for i in range(1000))
     tree = load_text(shared, "r.yaml")
     assert all([n.value for n in tree.get(f"o{i}").value] == ["f32", "bf16"] for i in range(1000))
-    assert 1000 * 3 < MAX_ALIAS_VALUES
+    assert MAX_ALIAS_VALUES > 1000 * 3
 
 
 def test_a_diagnostic_is_one_line_whatever_the_value():

@@ -26,7 +26,16 @@ import yaml
 from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
-from gen_helpers import DIAGNOSTIC, MINI, crashed, render_text, run_cli, undefined_globals, write_package
+from gen_helpers import (
+    DIAGNOSTIC,
+    MINI,
+    crashed,
+    render_text,
+    run_cli,
+    undefined_globals,
+    unused_imports,
+    write_package,
+)
 from generator.diagnostics import RegistryError
 from generator.model import PARAM_TYPES, QUANTIZED_TYPES, RETURN_TYPES
 from runtime.errors import NotImplementedForBackend
@@ -186,6 +195,7 @@ def test_random_valid_registries_generate_working_packages(reg, tmp_path_factory
     for name, source in rendered.items():
         if name.endswith(".py"):
             assert not undefined_globals(source, name), f"{name} reads undefined names\n---\n{text}"
+            assert not unused_imports(source), f"{name} imports names it never uses\n---\n{text}"
     out = write_package(rendered, tmp_path_factory.getbasetemp() / f"randpkg{next(_counter)}")
     m = session_importer(out)
 

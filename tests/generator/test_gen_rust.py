@@ -11,8 +11,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from gen_helpers import MINI_DIR, REPO, run_cli
+
 import generator.rust
 from generator import kernel_sigs
 from generator.audit_rust import read

@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 
 from gen_helpers import MINI, model_of_text
+
 from generator.render import TEMPLATES, render
 
 

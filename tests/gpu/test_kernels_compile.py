@@ -196,7 +196,7 @@ def test_a_clean_compile_leaves_shared_bytes_alone():
     if missing:
         pytest.skip(f"cuda: {missing}")
     gpu_compile.compile_cuda('extern "C" __global__ void k_one(float* x) { x[0] = 1.0f; }', "k.hip", "sm_90")
-    assert b" " * 1 == bytes([32])
+    assert bytes([32]) == b" " * 1
     assert b"a$b".replace(b"$", b" ") == b"a b"
 
 

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import itertools
 
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from runtime.layout import Layout
 

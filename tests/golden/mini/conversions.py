@@ -19,7 +19,6 @@ from .backends import Backend, On
 from .backends import missing as _missing
 from .device import Device
 from .dtypes import DType
-from . import kernels_numpy as _kernels_numpy
 from .storage import Storage
 
 

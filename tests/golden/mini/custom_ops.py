@@ -6,7 +6,6 @@ others raise NotImplementedForBackend naming the backend and the op."""
 from __future__ import annotations
 
 from runtime.errors import NotImplementedForBackend
-from runtime.layout import Layout
 
 
 class Scale1:

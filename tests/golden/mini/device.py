@@ -12,7 +12,6 @@ import mini_rt.cpu as _rt_cpu
 import mini_rt.gpu as _rt_gpu
 
 from .backends import Backend, On
-from . import kernels_numpy as _kernels_numpy
 from .backends import missing as _missing
 from .dtypes import DType, GgmlDType
 

@@ -12,10 +12,8 @@ import ml_dtypes  # noqa: F401  (registers bfloat16 with numpy)
 import numpy as np
 
 import mini_rt.cpu as _rt_cpu
-import mini_rt.gpu as _rt_gpu
 from runtime.errors import DTypeMismatch
 
-from . import kernels_numpy as _kernels_numpy
 from .custom_ops import Scale1
 from .dtypes import dtype_of as _dtype_of
 

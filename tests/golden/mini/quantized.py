@@ -5,14 +5,10 @@ checked for device and dtype first."""
 
 from __future__ import annotations
 
-import numpy as np
-
 import mini_rt.cpu as _rt_cpu
-import mini_rt.gpu as _rt_gpu
 from runtime.errors import DeviceMismatch, DTypeMismatch, OpgenError
 from runtime.layout import Layout
 
-from . import kernels_numpy as _kernels_numpy
 from .backends import Backend, On
 from .backends import missing as _missing
 from .dtypes import DType, GgmlDType
@@ -66,6 +62,3 @@ def _dtype_not_in(op: str, storage: Storage, allowed: frozenset[DType]) -> DType
 
 
 _MATMUL_X_DTYPES = frozenset({DType.F32})
-
-
-from .device import Device  # noqa: E402  (Device and QStorage refer to each other)

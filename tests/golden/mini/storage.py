@@ -4,25 +4,16 @@ with one arm per backend; arguments are checked for device, dtype and shape firs
 
 from __future__ import annotations
 
-import numpy as np
-
 import mini_rt.cpu as _rt_cpu
 import mini_rt.gpu as _rt_gpu
 from runtime.errors import DeviceMismatch, DTypeMismatch, OpgenError, ShapeMismatch
 from runtime.layout import Layout
-from runtime.params import (
-    ConvParams1D,
-    ConvParams2D,
-    ConvTransposeParams1D,
-    ConvTransposeParams2D,
-    MatmulDims,
-)
 
 from . import kernels_numpy as _kernels_numpy
 from .backends import Backend, On
 from .backends import missing as _missing
-from .custom_ops import Scale1, Bump2
-from .dtypes import UnaryOp, BinaryOp, CmpOp, ReduceOp, DType
+from .custom_ops import Scale1
+from .dtypes import UnaryOp, BinaryOp, DType
 from .dtypes import dtype_of as _dtype_of
 
 
