@@ -14,28 +14,13 @@ import enum
 from dataclasses import dataclass
 from typing import assert_never
 
-from generator.model import OP_ENUM_TYPES, Backend, Operation, OpKind, Param, Registry
+from generator.model import OP_ENUM_TYPES, PARAM_TYPES, Backend, Operation, OpKind, Param, Registry
 
-# Registry parameter types -> their annotation in generated/contract.py.
+# Registry parameter types -> their annotation in generated/contract.py: the package's own
+# annotations, except what the arms pass in place of a Storage or an op enum.
 ANNOTATIONS: dict[str, str] = {
+    **PARAM_TYPES,
     "Storage": "Buffer",  # the arms pass the Storage's inner buffer
-    "Layout": "Layout",
-    "float": "float",
-    "int": "int",
-    "bool": "bool",
-    "str": "str",
-    "Scalar": "int | float",
-    "Shape": "tuple[int, ...]",
-    "Dims": "tuple[int, ...]",
-    "Pair": "tuple[int, int]",
-    "Array": "np.ndarray",
-    "DType": "DType",
-    "MatmulDims": "MatmulDims",
-    "ConvParams1D": "ConvParams1D",
-    "ConvTransposeParams1D": "ConvTransposeParams1D",
-    "ConvParams2D": "ConvParams2D",
-    "ConvTransposeParams2D": "ConvTransposeParams2D",
-    "GgmlDType": "GgmlDType",
     **{enum_type: "Kernel" for enum_type in OP_ENUM_TYPES},  # the op's entry of a kernel table
 }
 # Registry return types -> what the runtime function returns (the arm wraps it).
