@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from generator.dispatch_coverage import Dispatch, Slot, TraitImpl, device_valued, normalize
+from generator.dispatch_coverage import Dispatch, Slot, TraitImpl, chain_subject, device_valued, normalize
 
 FWD = re.compile(r"^(?P<backend>\w+?)_fwd$")
 AVAILABLE = re.compile(r"^is_(?P<backend>\w+?)_available$")
@@ -239,15 +239,10 @@ class _Reader:
                 self.elifs.add(id(link))
             else:
                 break
-        by_subject: dict[str, list[frozenset[str]]] = {}
-        for tests in branches:
-            for subject in dict.fromkeys(s for s, _ in tests):
-                by_subject.setdefault(subject, []).append(frozenset().union(*(n for s, n in tests if s == subject)))
-        if not by_subject:
+        chain = chain_subject(branches)
+        if chain is None:
             return
-        subject, hits = max(by_subject.items(), key=lambda kv: len(kv[1]))
-        if len(hits) < 2:
-            return  # a lone `if device.is_cuda():` is a special case, not a dispatch
+        subject, hits = chain
         wild = self.else_line(link) if link.orelse else None
         slot = Slot(frozenset().union(*hits), wild, wild is not None and _fails(link.orelse))
         self.dispatches.append(Dispatch(node.lineno, self.col(node.lineno, node.col_offset),

@@ -15,7 +15,7 @@ import os
 import re
 
 from generator.audit_python import ALL, FWD, Found, Names, ParseError
-from generator.dispatch_coverage import Dispatch, Slot, TraitImpl, device_valued, normalize
+from generator.dispatch_coverage import Dispatch, Slot, TraitImpl, chain_subject, device_valued, normalize
 
 PUNCTUATION = frozenset({"(", ")", ",", "[", "]"})
 FAIL_MACROS = frozenset({"bail", "unreachable", "panic", "todo", "unimplemented"})
@@ -258,15 +258,10 @@ class _Reader:
             if inner is not None:
                 else_block, else_line = inner, self.line(alt)
             break
-        by_subject: dict[str, list[frozenset[str]]] = {}
-        for tests in branches:
-            for subject in dict.fromkeys(s for s, _ in tests):
-                by_subject.setdefault(subject, []).append(frozenset().union(*(n for s, n in tests if s == subject)))
-        if not by_subject:
+        chain = chain_subject(branches)
+        if chain is None:
             return
-        subject, hits = max(by_subject.items(), key=lambda kv: len(kv[1]))
-        if len(hits) < 2:
-            return  # a lone `if let Device::Cuda(d) = ..` is a special case, not a dispatch
+        subject, hits = chain
         line, col = self.position(node)
         slot = Slot(frozenset().union(*hits), else_line, else_block is not None and _fails(else_block))
         if subject.startswith("let .. = "):

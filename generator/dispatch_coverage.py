@@ -150,3 +150,18 @@ def judge_trait(path: str, t: TraitImpl, backends: tuple[str, ...],
     fwd = ", ".join(f"{b}_fwd" for b in have)
     missing = ", ".join(f"{b}_fwd" for b in lacking)
     return [Finding(path, t.line, t.col, MISSING, f"{t.what} {t.verb} {fwd} but not {missing}", tuple(lacking))]
+
+
+def chain_subject(branches: list[list[tuple[str, frozenset[str]]]]) -> tuple[str, list[frozenset[str]]] | None:
+    """The value an if/elif chain dispatches on, and the backends each of its branches names:
+    the subject tested in most branches (each branch: its (subject, backends) tests). None
+    where no branch tests one, or only one does: a lone `if device.is_cuda():` is a special
+    case, not a dispatch."""
+    by_subject: dict[str, list[frozenset[str]]] = {}
+    for tests in branches:
+        for subject in dict.fromkeys(s for s, _ in tests):
+            by_subject.setdefault(subject, []).append(frozenset().union(*(n for s, n in tests if s == subject)))
+    if not by_subject:
+        return None
+    subject, hits = max(by_subject.items(), key=lambda kv: len(kv[1]))
+    return (subject, hits) if len(hits) >= 2 else None
