@@ -68,7 +68,7 @@ def statements(body: list[ast.stmt], backends: frozenset[str],
 def _case_scope(case: ast.match_case, backends: frozenset[str], scope: Scope) -> Scope:
     """A case that names backends (by enum member or string) is reached by those only."""
     values = [p.value for p in ast.walk(case.pattern) if isinstance(p, ast.MatchValue)]
-    names = {v.attr if isinstance(v, ast.Attribute) else v.value for v in values
+    names = {v.attr if isinstance(v, ast.Attribute) else str(v.value) for v in values
              if isinstance(v, ast.Attribute) or isinstance(v, ast.Constant) and isinstance(v.value, str)}
     return frozenset(map(normalize, names)) & backends or scope
 
@@ -108,7 +108,7 @@ class _Reader:
         line = self.lines[lineno - 1] if lineno <= len(self.lines) else ""
         return (offset if line.isascii() else len(line.encode()[:offset].decode("utf-8", "replace"))) + 1
 
-    def code(self, node: ast.AST) -> str:
+    def code(self, node: ast.expr | ast.stmt | ast.pattern) -> str:
         if node.lineno == node.end_lineno and node.lineno <= len(self.lines):
             line = self.lines[node.lineno - 1]
             text = line[node.col_offset:node.end_col_offset] if line.isascii() else \
@@ -146,8 +146,8 @@ class _Reader:
         if isinstance(p, ast.MatchSequence):
             return [(frozenset(), True) if isinstance(e, ast.MatchStar) else self.one(e) for e in p.patterns]
         if isinstance(p, ast.MatchOr) and all(isinstance(e, ast.MatchSequence) for e in p.patterns):
-            rows = [self.positions(e) for e in p.patterns]
-            if len({len(r) for r in rows}) == 1:
+            rows = [r for e in p.patterns if (r := self.positions(e)) is not ALL]
+            if len(rows) == len(p.patterns) and len({len(r) for r in rows}) == 1:
                 return [(frozenset().union(*(r[i][0] for r in rows)), any(r[i][1] for r in rows))
                         for i in range(len(rows[0]))]
         return [self.one(p)]
@@ -197,7 +197,7 @@ class _Reader:
                     if name and self.backend_value(subject) is None and device_valued(_last_name(subject)):
                         return [(self.code(subject), frozenset({name}))]
             if isinstance(op, ast.In) and isinstance(right, (ast.Tuple, ast.List, ast.Set)):
-                names = {self.backend_value(el) for el in right.elts} - {None}
+                names = {n for el in right.elts if (n := self.backend_value(el)) is not None}
                 if names and device_valued(_last_name(left)):
                     return [(self.code(left), frozenset(names))]
         return []
@@ -219,7 +219,7 @@ class _Reader:
         if attr == "startswith" and e.args and device_valued(_last_name(f.value)):  # str(device).startswith("cuda")
             arg = e.args[0]
             values = arg.elts if isinstance(arg, ast.Tuple) else [arg]
-            names = {self.backend_value(v) for v in values if isinstance(v, ast.Constant)} - {None}
+            names = {n for v in values if isinstance(v, ast.Constant) and (n := self.backend_value(v)) is not None}
             if names:
                 return [(f"{self.code(f.value)}.startswith(...)", frozenset(names))]
         return []
@@ -251,7 +251,7 @@ class _Reader:
     def else_line(self, link: ast.If) -> int:
         """ast keeps no position for `else:`: it is the last such line before the else body."""
         first = link.orelse[0].lineno
-        for n in range(first, link.body[-1].end_lineno, -1):
+        for n in range(first, link.body[-1].end_lineno or first, -1):
             if ELSE.match(self.lines[n - 1]):
                 return n
         return first

@@ -152,8 +152,9 @@ class _Reader:
         if p.type == "tuple_pattern":
             return [self.one(c) for c in p.children if c.type not in PUNCTUATION]
         if p.type == "or_pattern":
-            rows = [self.positions(c) for c in p.children if c.type != "|"]
-            if all(r is not ALL for r in rows) and len({len(r) for r in rows}) == 1 and len(rows[0]) > 1:
+            alternatives = [c for c in p.children if c.type != "|"]
+            rows = [r for c in alternatives if (r := self.positions(c)) is not ALL]
+            if len(rows) == len(alternatives) and len({len(r) for r in rows}) == 1 and len(rows[0]) > 1:
                 return [(frozenset().union(*(r[i][0] for r in rows)), any(r[i][1] for r in rows))
                         for i in range(len(rows[0]))]
         return [self.one(p)]

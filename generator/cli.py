@@ -274,8 +274,7 @@ def audit(ctx: click.Context, paths: tuple[str, ...], backend_list: str | None, 
     """
     import os
 
-    from generator.audit import audit as run_audit
-    from generator.audit import sources, summary
+    from generator.audit import audit as run_audit, sources, summary
     from generator.audit_report import as_json, as_sarif
     from generator.diagnostics import RegistryError
     from generator.loader import load_file

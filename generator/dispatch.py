@@ -133,8 +133,8 @@ def interop_arm(backend: Backend, fn: str) -> Arm:
         return _missing(backend, fn)
     if fn in INTEROP_IMPORTS:
         call = f"{backend.alias}.{fn}({INTEROP_IMPORTS[fn]})"
-        return Arm(backend, "implemented", (f"return _view(On.{backend.member}, *{call})",))
-    return Arm(backend, "implemented", (f"return {backend.alias}.{fn}({INTEROP_EXPORTS[fn]})",))
+        return Arm(backend, ArmStatus.IMPLEMENTED, (f"return _view(On.{backend.member}, *{call})",))
+    return Arm(backend, ArmStatus.IMPLEMENTED, (f"return {backend.alias}.{fn}({INTEROP_EXPORTS[fn]})",))
 
 
 def interop(registry: Registry) -> tuple[tuple[str, tuple[Arm, ...]], ...]:
@@ -156,7 +156,7 @@ def with_arms(registry: Registry) -> Registry:
     )
     inputs = {t.name: t.inputs for t in registry.custom_ops}
     nn = tuple(
-        dataclasses.replace(op, arms=tuple(nn_arm(op, b, inputs.get(op.trait, 1)) for b in registry.backends))
+        dataclasses.replace(op, arms=tuple(nn_arm(op, b, inputs.get(op.trait or "", 1)) for b in registry.backends))
         for op in registry.nn
     )
     transfers = tuple(transfer(s, d, registry) for s in registry.backends for d in registry.backends)

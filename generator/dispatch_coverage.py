@@ -132,7 +132,7 @@ def judge_dispatch(path: str, d: Dispatch, backends: tuple[str, ...],
                            f"({_plural(d.case_word)} for: {_names(named)}){why}", tuple(names)))
     soft_only = [b for b in soft if b not in hard]
     if soft_only:
-        lines = sorted({d.slots[i].wildcard_line for b in soft_only for i in soft[b]})
+        lines = sorted({line for b in soft_only for i in soft[b] if (line := d.slots[i].wildcard_line) is not None})
         where = ", ".join(f"line {n}" for n in lines)
         out.append(Finding(path, d.line, d.col, WILDCARD,
                            f"note: {d.what} sends {_names(soft_only)}{_where(d, soft, soft_only)} "

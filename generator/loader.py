@@ -9,26 +9,33 @@ nests 5 deep and its longest value is a few hundred characters."""
 
 from __future__ import annotations
 
-from typing import NamedTuple, Union
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import yaml
 
 from generator.diagnostics import Diagnostic, Position, RegistryError
 
-Scalar = Union[str, int, float, bool, None]
+Scalar = str | int | float | bool | None
 
 
 class Node(NamedTuple):
     """A YAML value with where it was written. `value` is a scalar, a list of Nodes, or a
     dict of key -> (key Node, value Node) in file order."""
 
-    value: object
+    value: Any  # by tag: a scalar, list[Node] ("seq") or dict[str, tuple[Node, Node]] ("map")
     position: Position
     tag: str  # "map", "seq", "str", "int", "float", "bool", "null"
 
     def get(self, key: str) -> Node | None:
         entry = self.value.get(key) if self.tag == "map" else None
         return entry[1] if entry else None
+
+    def find(self, *keys: str) -> Node | None:
+        """The node at a path of mapping keys, or None where any step is missing."""
+        node: Node | None = self
+        for key in keys:
+            node = node.get(key) if node is not None else None
+        return node
 
 
 _SCALAR_TAGS = {
@@ -41,7 +48,10 @@ _SCALAR_TAGS = {
 
 
 # libyaml's composer gives the same nodes and marks as the pure-Python one, ten times faster.
-_BASE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+if TYPE_CHECKING:
+    from yaml import SafeLoader as _BASE_LOADER
+else:
+    _BASE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class _Loader(_BASE_LOADER):

@@ -383,6 +383,7 @@ def dispatch_checks(op: Operation, backend: Backend | None = None) -> tuple[str,
     direct = backend is not None and op.kind == "storage" and backend.implements("dtype")
 
     def raw(name: str) -> str:
+        assert backend is not None  # only called where `direct`
         return f"{backend.alias}.dtype({name}.inner)"
 
     def registry_dtype(name: str) -> str:
@@ -406,7 +407,8 @@ def dispatch_checks(op: Operation, backend: Backend | None = None) -> tuple[str,
                       f'    raise ShapeMismatch("{op.name}", self.backend.value, {first}.shape, {name}.shape)']
     for name, _ in op.arg_dtypes:
         allowed = _allowed_constant(op, name)
-        lines += [f"if {registry_dtype(name)} not in {allowed}:", f'    raise _dtype_not_in("{op.name}", {name}, {allowed})']
+        lines += [f"if {registry_dtype(name)} not in {allowed}:",
+                  f'    raise _dtype_not_in("{op.name}", {name}, {allowed})']
     return tuple(lines)
 
 
@@ -430,9 +432,11 @@ class KernelEntry:
 # Expressions that are exactly one numpy ufunc: the kernel table holds the ufunc itself,
 # saving a Python call on every dispatch.
 _UFUNC_NAMES = frozenset(
-    "exp log sin cos tan tanh sqrt abs absolute ceil floor trunc sign negative reciprocal square "
-    "add subtract multiply divide true_divide floor_divide maximum minimum power equal not_equal "
-    "less less_equal greater greater_equal".split()
+    [
+    "exp", "log", "sin", "cos", "tan", "tanh", "sqrt", "abs", "absolute", "ceil", "floor", "trunc", "sign",
+    "negative", "reciprocal", "square", "add", "subtract", "multiply", "divide", "true_divide", "floor_divide",
+    "maximum", "minimum", "power", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
+]
 )
 _OPERATOR_UFUNCS = {
     "x + y": "add", "x - y": "subtract", "x * y": "multiply", "x / y": "true_divide",
@@ -471,6 +475,7 @@ def numpy_entries(op: Elementwise, registry: Registry) -> tuple[KernelEntry, ...
     for dt_name in op.dtypes:
         dt = registry.dtype(dt_name)
         fn = names.get(dt.kind, names.get("*"))
+        assert fn is not None, f"{op.name}: no numpy expression for {dt_name}"  # validate reports it first
         if dt.compute:
             back = f"_{dt.member}" if op.result is None else "None"
             fn = f"_lowp{arity}({fn}, _{dt.compute.upper()}, {back})"

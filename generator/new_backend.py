@@ -84,7 +84,8 @@ def plan(registry: Path, name: str, runtime: str | None, ordinal: bool, doc: str
         with pending({target: source}):
             validate(load_text(inserted.text, str(registry)), root)
     except RegistryError as exc:
-        raise Refused([*_diagnostics(exc), f"{registry}: the entry would make the registry invalid; nothing changed"]) from None
+        refusal = f"{registry}: the entry would make the registry invalid; nothing changed"
+        raise Refused([*_diagnostics(exc), refusal]) from None
     stubs = source.count("\n    raise NotImplementedForBackend(")
     return NewBackend(registry, inserted.text, inserted.line, inserted.entry, target, source, stubs)
 

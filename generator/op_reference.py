@@ -7,6 +7,7 @@ the same registry and runtimes give the same bytes."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import assert_never
 
 from generator.declared import key_lines
@@ -42,11 +43,11 @@ def _code(text: str) -> str:
     return f"`` {text} ``" if "`" in text else f"`{text}`"
 
 
-def _row(cells: list[object]) -> str:
+def _row(cells: Sequence[object]) -> str:
     return "| " + " | ".join(_cell(c) for c in cells) + " |"
 
 
-def _table(header: list[str], rows: list[list[object]]) -> list[str]:
+def _table(header: list[str], rows: Sequence[Sequence[object]]) -> list[str]:
     return [_row(header), "|" + "|".join("---" for _ in header) + "|", *(_row(r) for r in rows), ""]
 
 
@@ -115,7 +116,8 @@ class Reference:
             out += [f"### {family} (`{enum}`)", ""]
             if users:
                 calls = ", ".join(self.signature(op) for op in users)
-                out += [f"Run through {calls}; per-backend status from {'those ops' if len(users) > 1 else 'that op'}'s "
+                those = "those ops" if len(users) > 1 else "that op"
+                out += [f"Run through {calls}; per-backend status from {those}'s "
                         "arms (the kernel of each op and dtype is generated).", ""]
             else:
                 out += [f"No storage op takes a `{enum}`: the kernels are generated, nothing dispatches them.", ""]

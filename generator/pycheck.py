@@ -55,7 +55,8 @@ def _pieces(text: str) -> list[str]:
     """Runs of consecutive blocks that are not launch wrappers, at most _BLOCKS_PER_PIECE
     long: a piece never spans a wrapper, so no wrapper can hide inside another block's
     brackets or strings."""
-    pieces, run = [], []
+    pieces: list[str] = []
+    run: list[str] = []
     for block in text.split("\n\n\n"):
         if is_launch_wrapper(block):
             pieces.append("\n\n\n".join(run))

@@ -7,6 +7,7 @@ tree of a 2,584-op package (7 s, measured in bench/). libcst reads the runtime m
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import keyword
 import os
@@ -41,7 +42,8 @@ class RenderError(Exception):
     language: str = "Python"
 
     def __str__(self) -> str:
-        return f"{self.template}: renders invalid {self.language} at {self.output}:{self.line}:{self.col}: {self.message}"
+        where = f"{self.output}:{self.line}:{self.col}"
+        return f"{self.template}: renders invalid {self.language} at {where}: {self.message}"
 
 
 class TemplateCache(jinja2.FileSystemBytecodeCache):
@@ -50,10 +52,8 @@ class TemplateCache(jinja2.FileSystemBytecodeCache):
     directory cannot be written (a read-only install) templates are compiled each run."""
 
     def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
-        try:
+        with contextlib.suppress(OSError):  # a cache file another process is writing: compile instead
             super().load_bytecode(bucket)
-        except OSError:
-            pass
 
     def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
         try:

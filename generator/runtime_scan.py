@@ -21,7 +21,7 @@ STUB_ERROR = "NotImplementedForBackend"
 
 # Files about to be written (resolved path -> text): `gen new-backend` validates the registry
 # against the runtime module it scaffolds before writing either.
-_PENDING: contextvars.ContextVar[dict[Path, str]] = contextvars.ContextVar("pending", default={})
+_PENDING: contextvars.ContextVar[dict[Path, str] | None] = contextvars.ContextVar("pending", default=None)
 
 
 @contextlib.contextmanager
@@ -46,7 +46,7 @@ class RuntimeModule:
 def module_path(root: Path, dotted: str) -> Path | None:
     base = root.joinpath(*dotted.split("."))
     for candidate in (base.with_suffix(".py"), base / "__init__.py"):
-        if candidate.is_file() or candidate.resolve() in _PENDING.get():
+        if candidate.is_file() or candidate.resolve() in (_PENDING.get() or {}):
             return candidate
     return None
 
@@ -98,7 +98,7 @@ def scan(root: Path, dotted: str) -> RuntimeModule:
     if path is None:
         return RuntimeModule(dotted, None, frozenset(), f"runtime module {dotted!r} not found under {root}")
     try:
-        text = _PENDING.get().get(path.resolve())
+        text = (_PENDING.get() or {}).get(path.resolve())
         module = ast.parse(path.read_text(encoding="utf-8") if text is None else text, str(path))
     except (SyntaxError, ValueError, OSError, UnicodeDecodeError) as exc:
         return RuntimeModule(dotted, path, frozenset(), f"cannot read runtime module {path}: {exc}")

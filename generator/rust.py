@@ -83,7 +83,12 @@ C_SCALARS = {
 }
 ARG_VARIANTS = {"usize": "Usize", "i32": "I32", "u32": "U32", "u8": "U8", "i64": "I64", "f32": "F32",
                 "f64": "F64", "F16": "F16", "Bf16": "Bf16"}
-RUST_KEYWORDS = frozenset(["as", "break", "const", "continue", "crate", "else", "enum", "extern", "false", "fn", "for", "if", "impl", "in", "let", "loop", "match", "mod", "move", "mut", "pub", "ref", "return", "self", "Self", "static", "struct", "super", "trait", "true", "type", "unsafe", "use", "where", "while", "async", "await", "dyn", "abstract", "become", "box", "do", "final", "macro", "override", "priv", "typeof", "unsized", "virtual", "yield", "try"])
+RUST_KEYWORDS = frozenset([
+    "as", "break", "const", "continue", "crate", "else", "enum", "extern", "false", "fn", "for", "if", "impl", "in",
+    "let", "loop", "match", "mod", "move", "mut", "pub", "ref", "return", "self", "Self", "static", "struct",
+    "super", "trait", "true", "type", "unsafe", "use", "where", "while", "async", "await", "dyn", "abstract",
+    "become", "box", "do", "final", "macro", "override", "priv", "typeof", "unsized", "virtual", "yield", "try",
+])
 
 
 @dataclass(frozen=True)
@@ -255,7 +260,9 @@ class Methods:
             case "QStorage":
                 return f"Ok(QStorage::{v.name}({call}?))", True
             case "Device":  # the backend hands out its device by reference
-                return (f"Device::{v.name}({call}.clone())", True) if v.backend.ordinal else (f"Device::{v.name}", False)
+                if v.backend.ordinal:
+                    return f"Device::{v.name}({call}.clone())", True
+                return f"Device::{v.name}", False
             case _:
                 return call, True
 
@@ -267,11 +274,12 @@ class Methods:
         s = fresh("s", op)  # the backend storage of self, in each arm
         arms = []
         for v in self.variants:
+            body: tuple[str, ...]
             if op.hook:
                 body, used = self.hook_body(op, v, s)
             else:
-                body, used = self.wrap(op.returns, v, self.call(op, s), owner)
-                body = (body,)
+                line, used = self.wrap(op.returns, v, self.call(op, s), owner)
+                body = (line,)
             first = f"{enum}::{v.name}({s if used else '_'})"
             other = "Self" if owner == "Storage" else "Storage"
             rest = [f"{other}::{v.name}({ident(p.name)})" for p in operands]
@@ -291,6 +299,7 @@ class Methods:
     def hook_body(op: model.Operation, v: Variant, s: str) -> tuple[tuple[str, ...], bool]:
         """A custom-op dispatch: the op's <backend>_fwd with this backend's storages."""
         args = ", ".join([s, *(ident(p.name) for p in op.params if p.name != op.hook)])
+        assert op.hook is not None  # hook_body serves hooked ops only
         call = f"{ident(op.hook)}.{v.backend.name}_fwd({args})"
         if op.returns == "None":
             return (call,), True
@@ -392,17 +401,18 @@ def launches(kernels) -> tuple[Launch, ...]:
     out = []
     for k in kernels:
         if id(k.params) not in by_params:
-            params, args = [], []
+            params: list[str] = []
+            args: list[str] = []
             for p in k.params:
                 name = f"{p.name}_" if p.name in taken or p.name in RUST_KEYWORDS else p.name
                 rust = types.get(p.c_type) or types.setdefault(p.c_type, _rust_c_type(p.c_type))
                 params.append(f"{name}: {rust}")
                 args.append(f"{name}.arg()" if p.is_pointer else f"KernelArg::{ARG_VARIANTS[rust]}({name})")
             by_params[id(k.params)] = (params, ", ".join(args))
-        params, args = by_params[id(k.params)]
+        params, joined = by_params[id(k.params)]
         head = f"pub fn launch_{k.name}<L: KernelLauncher + ?Sized>"
         signature = layout_signature(head, ["launcher: &L", "cfg: &LaunchConfig", *params], " -> Result<()> {")
-        out.append(Launch(k.name, k.source, signature, args))
+        out.append(Launch(k.name, k.source, signature, joined))
     return tuple(out)
 
 
@@ -426,7 +436,8 @@ def hooks(trait: model.CustomOpTrait, vs: tuple[Variant, ...]) -> tuple[Hook, ..
             ref = "&mut " if trait.inplace and i == 1 else "&"
             params += [f"_s{i}: {ref}crate::{v.storage}", f"_l{i}: &Layout"]
         returns = "Result<()>" if trait.inplace else f"Result<(crate::{v.storage}, Shape)>"
-        out.append(Hook(v.backend.name, v.cfg, layout_signature(f"fn {v.backend.name}_fwd", params, f" -> {returns} {{")))
+        signature = layout_signature(f"fn {v.backend.name}_fwd", params, f" -> {returns} {{")
+        out.append(Hook(v.backend.name, v.cfg, signature))
     return tuple(out)
 
 
@@ -470,7 +481,7 @@ def context(registry: model.Registry) -> dict:
     device = device_methods(registry, quantized=False)
     qdevice = device_methods(registry, quantized=True)
     traits = [t for t in registry.custom_ops]
-    kernels = ()
+    kernels: tuple[Launch, ...] = ()
     if any(b.kernels == "hip" for b in registry.backends):
         kernels = launches(generated_kernels(registry)[1])
     return {
@@ -573,5 +584,6 @@ def syntax_error(text: str) -> tuple[int, int, str] | None:
     while node.type != "ERROR" and not node.is_missing:
         node = next(c for c in node.children if c.has_error or c.is_missing or c.type == "ERROR")
     row, col = node.start_point
-    what = f"expected {node.type!r}" if node.is_missing else f"syntax error near {node.text.decode()[:30]!r}"
+    near = (node.text or b"").decode()[:30]
+    what = f"expected {node.type!r}" if node.is_missing else f"syntax error near {near!r}"
     return row + 1, col + 1, f"cannot parse as Rust: {what}"

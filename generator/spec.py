@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import difflib
 import keyword
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from generator.diagnostics import Diagnostic
 from generator.loader import Node
@@ -284,16 +286,16 @@ def _describe(node: Node) -> str:
     return names.get(node.tag, f"{node.tag} {node.value!r}")
 
 
-def _did_you_mean(name: str, choices: object) -> str:
+def _did_you_mean(name: str, choices: Iterable[str]) -> str:
     close = difflib.get_close_matches(name, list(choices), n=1)
     return f"; did you mean {close[0]!r}?" if close else ""
 
 
-def did_you_mean(name: str, choices: object) -> str:
+def did_you_mean(name: str, choices: Iterable[str]) -> str:
     return _did_you_mean(name, choices)
 
 
-def json_schema(spec: object = REGISTRY) -> dict:
+def json_schema(spec: Any = REGISTRY) -> dict:
     """The JSON Schema (draft 2020-12) of a spec node."""
     doc = {"description": spec.doc} if getattr(spec, "doc", "") else {}
     if isinstance(spec, Str):

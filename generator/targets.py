@@ -56,9 +56,11 @@ def outputs(registry: model.Registry, cli_out: Path | None) -> tuple[Output, ...
         if name not in declared:
             continue
         rel = PurePosixPath(declared[name].out)
+        out: Path
         if name == "python":
+            assert python_out is not None  # declared[name] is `python`
             out = python_out
-        elif python is not None and PurePosixPath(python.out) in rel.parents:
+        elif python is not None and python_out is not None and PurePosixPath(python.out) in rel.parents:
             out = python_out / rel.relative_to(python.out)
         else:
             out = _display(base / rel)

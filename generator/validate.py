@@ -39,7 +39,7 @@ KNOWN_NUMPY_KINDS = {
 NOT_A_DTYPE = "unknown"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def numpy_kind(name: str) -> str | None:
     """uint, int or float for a scalar number dtype; None for any other dtype numpy knows
     (structured, string, object, ...); NOT_A_DTYPE when numpy knows no such dtype."""
@@ -103,8 +103,9 @@ class Validator:
         self.path = root.position.path
 
     # -- helpers -----------------------------------------------------------------------
-    def error(self, node: Node, key: str, message: str) -> None:
-        self.checker.error(node, key, message)
+    def error(self, node: Node | None, key: str, message: str) -> None:
+        """`node` None (a key the spec check lets be absent): the error points at the file's top."""
+        self.checker.error(node or self.root, key, message)
 
     def section(self, name: str) -> list[tuple[str, Node, Node]]:
         node = self.root.get(name)
@@ -159,7 +160,8 @@ class Validator:
             if path.startswith("/") or (len(parts[0]) > 1 and parts[0][1] == ":"):
                 self.error(onode, key, f"output folder {path!r} is absolute; give it relative to the registry's folder")
             elif any(p in ("", ".", "..") for p in parts):
-                self.error(onode, key, f"output folder {path!r} must be a plain relative path (no '.', '..' or empty parts)")
+                self.error(onode, key,
+                           f"output folder {path!r} must be a plain relative path (no '.', '..' or empty parts)")
             elif parts[0] not in ("generated", "tests"):
                 self.error(onode, key, f"output folder {path!r} is outside generated/ and tests/, "
                                        "where generated files live")
@@ -175,7 +177,7 @@ class Validator:
     def rust_needs(self, registry: model.Registry) -> None:
         """What the generated Rust calls besides the ops: a host backend, and the getters
         its device and dtype checks read."""
-        node = self.root.get("targets").get("rust")
+        node = self.root.find("targets", "rust")
         if registry.backends and not any(not b.ordinal for b in registry.backends):
             self.error(node, "targets.rust", "the rust target needs a host backend (one with `ordinal: false`): "
                                              "to_device copies between other backends through its storage")
@@ -196,7 +198,7 @@ class Validator:
             return {}
         from generator import kernel_sigs
 
-        node = self.root.get("backends").get(users[0].name).get("kernels")
+        node = self.root.find("backends", users[0].name, "kernels")
         directory = self.runtime_root / "hip"
         if not directory.is_dir():
             self.error(node, f"backends.{users[0].name}.kernels", f"no HIP kernel directory {directory}")
@@ -212,10 +214,11 @@ class Validator:
             return
         for op in registry.kernel_ops:
             key = f"{op.kind}.{op.name}.kernel"
-            node = self.root.get(op.kind).get(op.name).get("kernel")
+            node = self.root.find(op.kind, op.name, "kernel")
             unknown = [n for n in model.kernel_placeholders(op) if model.placeholder_values(op, n, registry) is None]
             if unknown:
-                self.error(node, key, f"{{{unknown[0]}}} is not self or a Storage, DType or op-enum parameter of {op.name}")
+                self.error(node, key,
+                           f"{{{unknown[0]}}} is not self or a Storage, DType or op-enum parameter of {op.name}")
                 continue
             missing = [e for _, e in model.kernel_entries(op, registry) if e not in hip_kernels]
             if missing:
@@ -237,13 +240,15 @@ class Validator:
                 self.error(kind, f"{key}.kind", f"kind {kind.value!r} does not match numpy dtype {numpy_name} "
                                                 f"({numpy_kind_})")
             if compute is not None and compute.tag == "str" and compute.value not in names:
-                self.error(compute, f"{key}.compute", f"unknown dtype {compute.value!r}{did_you_mean(compute.value, names)}")
+                self.error(compute, f"{key}.compute",
+                           f"unknown dtype {compute.value!r}{did_you_mean(compute.value, names)}")
             out.append(model.DType(
                 name, numpy_name, self.text(node.get("hip")) or None, self.text(node.get("kind"), "float"),
                 self.text(compute) or None, node.position.line,
             ))
-        if not out and self.root.get("dtypes") is not None and self.root.get("dtypes").tag == "map":
-            self.error(self.root.get("dtypes"), "dtypes", "declare at least one dtype")
+        section = self.root.get("dtypes")
+        if not out and section is not None and section.tag == "map":
+            self.error(section, "dtypes", "declare at least one dtype")
         return tuple(out)
 
     def dtype_sets(self, dtypes: tuple[model.DType, ...]) -> dict[str, tuple[str, ...]]:
@@ -305,15 +310,16 @@ class Validator:
                 self.text(node.get("doc")), self.text(node.get("kernels")) or None, functions, node.position.line,
                 runtime_path, stubs,
             ))
-        if not out and self.root.get("backends") is not None and self.root.get("backends").tag == "map":
-            self.error(self.root.get("backends"), "backends", "declare at least one backend")
+        section = self.root.get("backends")
+        if not out and section is not None and section.tag == "map":
+            self.error(section, "backends", "declare at least one backend")
         return tuple(out)
 
     def formats(self) -> tuple[model.QFormat, ...]:
         out = []
-        for name, knode, node in self.section("quantized"):
-            values = {f: node.get(f).value if node.get(f) is not None and node.get(f).tag == "int" else 1
-                      for f in ("block", "bytes", "ggml_type")}
+        for name, _, node in self.section("quantized"):
+            fields = {f: node.get(f) for f in ("block", "bytes", "ggml_type")}
+            values = {f: v.value if v is not None and v.tag == "int" else 1 for f, v in fields.items()}
             out.append(model.QFormat(name, values["block"], values["bytes"], values["ggml_type"], node.position.line))
         self.collisions("quantized", "format")
         return tuple(out)
@@ -328,23 +334,26 @@ class Validator:
         out = []
         for name, knode, node in self.section("nn"):
             key = f"nn.{name}"
+            dtypes_node = node.get("dtypes")
             trait = self.text(node.get("trait")) or None
             if trait is not None and trait not in traits:
-                self.error(node.get("trait"), f"{key}.trait", f"unknown custom-op trait {trait!r}{did_you_mean(trait, traits)}")
+                self.error(node.get("trait"), f"{key}.trait",
+                           f"unknown custom-op trait {trait!r}{did_you_mean(trait, traits)}")
             elif trait is not None and traits[trait].inplace:
                 self.error(node.get("trait"), f"{key}.trait", f"{trait} works in place; an nn op returns a new storage")
             if name in taken:
                 self.error(knode, key, f"nn op {name!r} has the name of a storage op or device method "
                                        "(both call the runtime function of that name)")
             op = model.Operation(
-                name, model.OpKind.NN, self.nn_params(node.get("params"), f"{key}.params"), "StorageShape", None, None, (), (),
-                (("self", self.dtype_names(node.get("dtypes"), f"{key}.dtypes", known, sets)),) if node.get("dtypes") else (),
+                name, model.OpKind.NN, self.nn_params(node.get("params"), f"{key}.params"), "StorageShape",
+                None, None, (), (),
+                (("self", self.dtype_names(dtypes_node, f"{key}.dtypes", known, sets)),) if dtypes_node else (),
                 (), self.text(node.get("doc")), node.position.line, trait=trait,
                 **self.patterns(node.get("kernel"), f"{key}.kernel", known, sets),
             )
             if op.class_name in classes or op.class_name in traits or op.class_name in GENERATED_NAMES:
-                self.error(knode, key, f"nn op {name!r} becomes class {op.class_name}, "
-                                       f"which {'nn op ' + repr(classes[op.class_name]) if op.class_name in classes else 'the package'} already defines")
+                owner = f"nn op {classes[op.class_name]!r}" if op.class_name in classes else "the package"
+                self.error(knode, key, f"nn op {name!r} becomes class {op.class_name}, which {owner} already defines")
             classes.setdefault(op.class_name, name)
             out.append(op)
         return tuple(out)
@@ -378,9 +387,10 @@ class Validator:
         out = []
         for name, _, node in self.section(family):
             key = f"{family}.{name}"
-            names = ()
-            if node.get("dtypes") is not None:
-                names = self.dtype_names(node.get("dtypes"), f"{key}.dtypes", set(known), sets)
+            names: tuple[str, ...] = ()
+            dtypes_node = node.get("dtypes")
+            if dtypes_node is not None:
+                names = self.dtype_names(dtypes_node, f"{key}.dtypes", set(known), sets)
             exprs = self.numpy_exprs(node.get("numpy"), f"{key}.numpy", OPERANDS[family])
             kinds = {k for k, _ in exprs}
             for dt in names:
@@ -390,7 +400,8 @@ class Validator:
                                f"no numpy expression for {dt} (kind {kind})")
             result = node.get("result")
             if result is not None and result.tag == "str" and result.value not in known:
-                self.error(result, f"{key}.result", f"unknown dtype {result.value!r}{did_you_mean(result.value, known)}")
+                self.error(result, f"{key}.result",
+                           f"unknown dtype {result.value!r}{did_you_mean(result.value, known)}")
             out.append(model.Elementwise(
                 name, family, exprs, self.text(node.get("hip")) or None, names,
                 self.text(result) or ("u8" if family == "cmp" and "u8" in known else None) or None,
@@ -445,7 +456,8 @@ class Validator:
             if fallback is not None:
                 fnode = node.get("fallback")
                 if fallback not in backend_names:
-                    self.error(fnode, f"{key}.fallback", f"unknown backend {fallback!r}{did_you_mean(fallback, backend_names)}")
+                    self.error(fnode, f"{key}.fallback",
+                               f"unknown backend {fallback!r}{did_you_mean(fallback, backend_names)}")
                 elif kind != "storage" or returns != "Storage":
                     self.error(fnode, f"{key}.fallback", "only storage ops that return a new Storage can fall back")
                 elif not backends[[b.name for b in backends].index(fallback)].implements(
@@ -454,7 +466,8 @@ class Validator:
             hook = self.text(node.get("hook")) or None
             if hook is not None:
                 self.check_hook(node.get("hook"), f"{key}.hook", hook, by_name, trait_names, returns, kind)
-            same_dtype = self.param_refs(node.get("same_dtype"), f"{key}.same_dtype", by_name, "Storage", allow_self=True)
+            same_dtype = self.param_refs(node.get("same_dtype"), f"{key}.same_dtype", by_name, "Storage",
+                                         allow_self=True)
             same_shape = self.param_refs(node.get("same_shape"), f"{key}.same_shape", by_name, "Layout")
             arg_dtypes = self.arg_dtypes(node.get("dtypes"), f"{key}.dtypes", by_name, known_dtypes, sets)
             impl = self.impl(node.get("impl"), f"{key}.impl", backends)
@@ -526,7 +539,8 @@ class Validator:
             trait = traits[param.type]
             storages = 1 + sum(p.is_storage for p in by_name.values())
             if trait.inputs != storages:
-                self.error(node, key, f"{param.type} takes {trait.inputs} input(s) but the op has {storages} storage(s)")
+                self.error(node, key,
+                           f"{param.type} takes {trait.inputs} input(s) but the op has {storages} storage(s)")
             expected = "None" if trait.inplace else "StorageShape"
             if returns and returns != expected:
                 self.error(node, key, f"an op hooked to {param.type} must return {expected}, not {returns}")
@@ -587,7 +601,8 @@ class Validator:
             for name, knode, _ in self.section(fam):
                 member = f"{fam}:{name.upper()}"
                 if member in seen:
-                    self.error(knode, f"{fam}.{name}", f"op {name!r} collides with another {fam} op of the same upper-case name")
+                    self.error(knode, f"{fam}.{name}",
+                               f"op {name!r} collides with another {fam} op of the same upper-case name")
                 seen[member] = knode
         storage_names = {k: kn for k, kn, _ in self.section("storage")}
         for name, knode, _ in self.section("device"):
@@ -604,7 +619,7 @@ class Validator:
                 continue
             for b in backends:
                 if b.implements(op.function(b.name)) and not b.kernels:
-                    node = self.root.get("backends").get(b.name)
+                    node = self.root.find("backends", b.name)
                     self.error(node, f"backends.{b.name}.kernels",
                                f"{b.runtime} implements {op.name}, which takes generated kernels, "
                                "but the backend declares no `kernels`")
@@ -622,7 +637,7 @@ class Validator:
         for op in elementwise:
             for fn, _ in model.numpy_functions(op):
                 if fn in functions:
-                    self.error(self.root.get(op.family).get(op.name), f"{op.family}.{op.name}",
+                    self.error(self.root.find(op.family, op.name), f"{op.family}.{op.name}",
                                f"kernel function {fn} of {op.name!r} collides with that of {functions[fn]!r}")
                 functions.setdefault(fn, op.name)
         checks = [op.name for op in storage if op.same_dtype or op.arg_dtypes]

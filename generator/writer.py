@@ -53,7 +53,7 @@ class Plan:
 
     def diff(self, label: str = "") -> str:
         """The unified diff of the stale files, named `a/<label><file>`."""
-        chunks = []
+        chunks: list[str] = []
         for rel in self.stale:
             old = self.current.get(rel, "")
             new = self.write.get(rel, "")
