@@ -418,6 +418,18 @@ def issue11(rows: dict) -> None:
     bench_issue11(rows)
 
 
+def cudnn(rows: dict) -> None:
+    from bench.gpu_issue11 import bench_cudnn
+
+    bench_cudnn(rows)
+
+
+def cudnn_explore(rows: dict) -> None:
+    from bench.gpu_issue11 import explore_cudnn
+
+    explore_cudnn(rows)
+
+
 def conv_explore(rows: dict) -> None:
     from bench.gpu_issue11 import explore_conv_chunks
 
@@ -439,7 +451,8 @@ def main() -> None:
                              "against torch: bench/gpu_nn.py), nn-explore (the row kernels with other bytes of a row per "
                              "thread), quant (q4_0/q8_0 matrix-vector: "
                              "bench/gpu_quant.py), qmatmul (QMatMul by 1 to 512 rows of x, qmatvec against "
-                             "dequantize + GEMM)")
+                             "dequantize + GEMM), cudnn (convolutions and attention with and without cuDNN, "
+                             "against torch: bench/gpu_issue11.py), cudnn-explore (its settings)")
     args = parser.parse_args()
     import torch
 
@@ -448,7 +461,8 @@ def main() -> None:
     parts = {"compile": cold_and_warm_compile, "bandwidth": bandwidth, "latency": latency, "checks": checks,
              "explore": explore, "nn": nn, "nn-explore": nn_explore, "quant": quant,
              "qmatmul": qmatmul, "issue11": issue11,
-             "conv-explore": conv_explore, "reduce-explore": reduce_explore}
+             "conv-explore": conv_explore, "reduce-explore": reduce_explore, "cudnn": cudnn,
+             "cudnn-explore": cudnn_explore}
     for part in (parts[p.strip()] for p in args.parts.split(",") if p.strip()):
         try:
             part(rows)

@@ -7,6 +7,8 @@ checked against torch's result first (a wrong fast result is not a result)."""
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from bench.gpu import device_seconds, timed
@@ -213,3 +215,254 @@ def explore_strided_loads(rows: dict, settings=(4, 8, 16, 32)) -> None:
     finally:
         rt._sources[source] = text
         forget()
+
+
+def bench_cudnn(rows: dict) -> None:
+    """The convolution rows of bench_issue11 and the attention rows of bench/gpu_nn.py, each
+    three ways in one run: opgen with cuDNN (runtime/gpu_cudnn.py, the default where it
+    loads), opgen without it (its own kernels and the BLAS: vendor_nn.enabled off) and torch.
+    Host time (medians of batches of 5 synchronised calls) and device time (CUDA events);
+    attention: device time behind a busy fill, as bench/gpu_nn.py times it. Also the dtypes
+    the cuDNN path was chosen for (bf16 / f16 / f64 convolutions) and the host cost of a tiny
+    convolution (the Python around one cuDNN call)."""
+    import torch
+
+    import generated as g
+    import runtime.gpu_cudnn as gpu_cudnn
+    from bench.gpu_nn import _to_torch
+    from runtime.cuda import _rt as rt
+
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    vendor = rt.vendor_nn
+    rows["cudnn: status"] = vendor.status()
+    dev = g.Device.parse("cuda:0")
+    sync, tsync = dev.synchronize, torch.cuda.synchronize
+    rng = np.random.default_rng(11)
+    F = torch.nn.functional
+
+    def both(name: str, ours, theirs, want_fn, out_layout, rel: float, flops: float) -> None:
+        """ours / theirs: calls; each opgen variant checked against torch first."""
+        want = want_fn()
+        t_torch = timed(theirs, tsync)
+        rows[f"{name}: torch (ms)"] = t_torch * 1e3
+        for variant, enabled in (("cudnn", True), ("own", False)):
+            vendor.enabled = enabled
+            try:
+                before, start = sum(vendor.calls.values()), time.perf_counter()
+                got = g.to_numpy(ours(), out_layout)
+                first = time.perf_counter() - start
+                took = sum(vendor.calls.values()) > before
+                label = f"{name} [{variant}{'' if took or not enabled else ': cuDNN declined'}]"
+                rows[f"{label}: first call, plan built and autotuned (ms)" if enabled else
+                     f"{label}: first call (ms)"] = first * 1e3
+                if enabled and not took:
+                    rows[f"{label}: why"] = vendor.last_refusal
+                _check(rows, label, got.astype(np.float64), want, rel)
+                t = timed(ours, sync)
+                rows[f"{label}: opgen (ms)"] = t * 1e3
+                rows[f"{label}: opgen time / torch time"] = t / t_torch
+                rows[f"{label}: opgen, device time only (ms)"] = device_seconds(ours) * 1e3
+                rows[f"{label}: opgen (TFLOP/s)"] = flops / t / 1e12
+            except Exception as exc:  # noqa: BLE001  (reported; the other rows still run)
+                rows[f"{name} [{variant}]: failed"] = f"{type(exc).__name__}: {exc}"
+        vendor.enabled = True
+
+    def put(array):
+        return dev.storage_from_slice(array), _to_torch(array)
+
+    chosen = dict(gpu_cudnn.CONV_DTYPES)
+    rows["cudnn: convolution dtypes"] = {op: sorted(dtypes) for op, dtypes in chosen.items()}
+    # every float dtype through cuDNN here, to measure the ones not chosen too
+    gpu_cudnn.CONV_DTYPES.update({op: frozenset({"float16", "bfloat16", "float32", "float64"}) for op in chosen})
+    try:
+        _conv_rows(rows, both, put, rng, dev, F, vendor, sync, tsync)
+    finally:
+        gpu_cudnn.CONV_DTYPES.update(chosen)
+    _attention_rows(rows, vendor, dev, rng, F, sync, tsync)
+
+
+def _conv_rows(rows, both, put, rng, dev, F, vendor, sync, tsync) -> None:
+    for dtype, rel in (("f32", 1e-5), ("bf16", 2e-2), ("f16", 2e-3), ("f64", 1e-12)):
+        _conv_rows_of(dtype, rel, rows, both, put, rng, dev, F, vendor, sync, tsync)
+
+
+def _conv_rows_of(dtype, rel, rows, both, put, rng, dev, F, vendor, sync, tsync) -> None:
+    import generated as g
+
+    dt = g.DType(dtype).numpy
+    xs = rng.standard_normal((16, 64, 56, 56), dtype=np.float32).astype(dt)
+    ws = (rng.standard_normal((64, 64, 3, 3), dtype=np.float32) / 24).astype(dt)
+    (sx, tx), (sw, tw) = put(xs), put(ws)
+    lx, lw = g.Layout.contiguous(xs.shape), g.Layout.contiguous(ws.shape)
+    out_l = g.Layout.contiguous((16, 64, 56, 56))
+    flops = 2 * 16 * 64 * 56 * 56 * 64 * 9
+    p2 = g.ConvParams2D(b_size=16, i_h=56, i_w=56, k_h=3, k_w=3, c_out=64, c_in=64, padding=1)
+    pt = g.ConvTransposeParams2D(b_size=16, i_h=56, i_w=56, k_h=3, k_w=3, c_out=64, c_in=64, padding=1)
+    both(f"conv2d {dtype} (16,64,56,56) by (64,64,3,3), padding 1", lambda: sx.conv2d(lx, sw, lw, p2),
+         lambda: F.conv2d(tx, tw, padding=1), lambda: F.conv2d(tx, tw, padding=1).double().cpu().numpy(),
+         out_l, rel, flops)
+    both(f"conv_transpose2d {dtype} (16,64,56,56) by (64,64,3,3), padding 1",
+         lambda: sx.conv_transpose2d(lx, sw, lw, pt), lambda: F.conv_transpose2d(tx, tw, padding=1),
+         lambda: F.conv_transpose2d(tx, tw, padding=1).double().cpu().numpy(), out_l, rel, flops)
+    xu = rng.standard_normal((16, 64, 28, 28), dtype=np.float32).astype(dt)
+    wu = (rng.standard_normal((64, 64, 4, 4), dtype=np.float32) / 32).astype(dt)
+    (sxu, txu), (swu, twu) = put(xu), put(wu)
+    lxu, lwu = g.Layout.contiguous(xu.shape), g.Layout.contiguous(wu.shape)
+    pu = g.ConvTransposeParams2D(b_size=16, i_h=28, i_w=28, k_h=4, k_w=4, c_out=64, c_in=64, padding=1, stride=2)
+    both(f"conv_transpose2d {dtype} (16,64,28,28) by (64,64,4,4), stride 2, padding 1",
+         lambda: sxu.conv_transpose2d(lxu, swu, lwu, pu), lambda: F.conv_transpose2d(txu, twu, stride=2, padding=1),
+         lambda: F.conv_transpose2d(txu, twu, stride=2, padding=1).double().cpu().numpy(), out_l, rel,
+         2 * 16 * 64 * 28 * 28 * 64 * 16)
+    x1 = rng.standard_normal((16, 128, 4096), dtype=np.float32).astype(dt)
+    w1 = (rng.standard_normal((128, 128, 3), dtype=np.float32) / 20).astype(dt)
+    (sx1, tx1), (sw1, tw1) = put(x1), put(w1)
+    p1 = g.ConvParams1D(b_size=16, l_in=4096, c_out=128, c_in=128, k_size=3, padding=1)
+    l1, lw1 = g.Layout.contiguous(x1.shape), g.Layout.contiguous(w1.shape)
+    both(f"conv1d {dtype} (16,128,4096) by (128,128,3), padding 1", lambda: sx1.conv1d(l1, sw1, lw1, p1),
+         lambda: F.conv1d(tx1, tw1, padding=1), lambda: F.conv1d(tx1, tw1, padding=1).double().cpu().numpy(),
+         l1, rel, 2 * 16 * 128 * 4096 * 128 * 3)
+    del sx, tx, sxu, txu, sx1, tx1
+    if dtype != "f32":
+        return
+    # the host cost of one call: a tiny conv2d (8 channels of 8 x 8)
+    xt = rng.standard_normal((1, 8, 8, 8), dtype=np.float32)
+    wt = rng.standard_normal((8, 8, 3, 3), dtype=np.float32)
+    (sxt, txt), (swt, twt) = put(xt), put(wt)
+    lxt, lwt = g.Layout.contiguous(xt.shape), g.Layout.contiguous(wt.shape)
+    ptiny = g.ConvParams2D(b_size=1, i_h=8, i_w=8, k_h=3, k_w=3, c_out=8, c_in=8, padding=1)
+    for variant, enabled in (("cudnn", True), ("own", False)):
+        vendor.enabled = enabled
+        rows[f"conv2d f32 (1,8,8,8) by (8,8,3,3) [{variant}]: host time per call (us)"] = timed(
+            lambda: sxt.conv2d(lxt, swt, lwt, ptiny), sync, inner=50) * 1e6
+    vendor.enabled = True
+    rows["conv2d f32 (1,8,8,8) by (8,8,3,3): torch host time per call (us)"] = timed(
+        lambda: F.conv2d(txt, twt, padding=1), tsync, inner=50) * 1e6
+
+
+
+def _attention_rows(rows, vendor, dev, rng, F, sync, tsync) -> None:
+    """attention bf16 (8, 16, 2048, 128), full and causal: device time as bench/gpu_nn.py."""
+    import math
+
+    import generated as g
+    from bench.gpu_nn import _opgen_seconds, _to_torch, _torch_seconds
+
+    shape = (8, 16, 2048, 128)
+    b, h, s, d = shape
+    arrays = [rng.standard_normal(shape, dtype=np.float32).astype(g.DType.BF16.numpy) for _ in range(3)]
+    sq, sk, sv = (dev.storage_from_slice(a) for a in arrays)
+    tq, tk, tv = (_to_torch(a) for a in arrays)
+    layout = g.Layout.contiguous(shape)
+    scale = 1 / math.sqrt(d)
+    for causal in (False, True):
+        name = f"attention bf16 {shape} {'causal' if causal else 'full'}"
+        op = g.nn.Sdpa(scale=scale, causal=causal)
+        ours = lambda op=op: sq.apply_op3(layout, sk, layout, sv, layout, op)  # noqa: E731
+        theirs = lambda causal=causal: F.scaled_dot_product_attention(tq, tk, tv, is_causal=causal, scale=scale)  # noqa: E731
+        flops = 4 * b * h * s * s * d / (2 if causal else 1)
+        want = theirs().float().cpu().numpy()
+        t_torch = _torch_seconds(theirs, 3)
+        rows[f"{name}: torch (TFLOP/s)"] = flops / t_torch / 1e12
+        for variant, enabled in (("cudnn", True), ("own", False)):
+            vendor.enabled = enabled
+            try:
+                before = vendor.calls.get("sdpa", 0)
+                got = g.to_numpy(ours()[0], layout).astype(np.float32)
+                label = f"{name} [{variant}{'' if vendor.calls.get('sdpa', 0) > before or not enabled else ': cuDNN declined'}]"
+                rows[f"{label}: max |opgen - torch|"] = float(np.abs(got - want).max())
+                t = _opgen_seconds(ours, 3)
+                rows[f"{label}: opgen (TFLOP/s)"] = flops / t / 1e12
+                rows[f"{label}: opgen / torch"] = t_torch / t
+                rows[f"{label}: opgen host wall clock (ms)"] = timed(ours, sync) * 1e3
+            except Exception as exc:  # noqa: BLE001
+                rows[f"{name} [{variant}]: failed"] = f"{type(exc).__name__}: {exc}"
+        vendor.enabled = True
+        rows[f"{name}: torch host wall clock (ms)"] = timed(theirs, tsync) * 1e3
+
+
+def explore_cudnn(rows: dict) -> None:
+    """The cuDNN path's settings (runtime/gpu_cudnn.py) on the convolution rows, f32 and bf16:
+    the heuristics' first plan (A or B) or autotuning (every plan timed on the first call, the
+    default). Host time and device time of each, torch's host time beside them, each result
+    checked against torch's first. (A fourth, transposed convolutions of stride 1 as
+    convolutions of the flipped kernel, was measured in gpu-notes.md's run and removed.)"""
+    import torch
+
+    import generated as g
+    import runtime.gpu_cudnn as gpu_cudnn
+    from bench.gpu_nn import _to_torch
+    from runtime.cuda import _rt as rt
+
+    torch.backends.cudnn.allow_tf32 = False
+    vendor = rt.vendor_nn
+    dev = g.Device.parse("cuda:0")
+    sync, tsync = dev.synchronize, torch.cuda.synchronize
+    F = torch.nn.functional
+    rng = np.random.default_rng(11)
+    settings = {
+        "heuristics A": {"AUTOTUNE": False},
+        "heuristics B": {"AUTOTUNE": False, "HEURISTICS": ("B", "FALLBACK")},
+        "autotune": {"AUTOTUNE": True},
+    }
+    kept = {name: getattr(gpu_cudnn, name) for name in ("HEURISTICS", "AUTOTUNE", "CONV_DTYPES")}
+    cases = []
+    for dtype in ("f32", "bf16"):
+        dt = g.DType(dtype).numpy
+        x = rng.standard_normal((16, 64, 56, 56), dtype=np.float32).astype(dt)
+        w = (rng.standard_normal((64, 64, 3, 3), dtype=np.float32) / 24).astype(dt)
+        xu = rng.standard_normal((16, 64, 28, 28), dtype=np.float32).astype(dt)
+        wu = (rng.standard_normal((64, 64, 4, 4), dtype=np.float32) / 32).astype(dt)
+        x1 = rng.standard_normal((16, 128, 4096), dtype=np.float32).astype(dt)
+        w1 = (rng.standard_normal((128, 128, 3), dtype=np.float32) / 20).astype(dt)
+        s = {name: (dev.storage_from_slice(a), _to_torch(a), g.Layout.contiguous(a.shape))
+             for name, a in (("x", x), ("w", w), ("xu", xu), ("wu", wu), ("x1", x1), ("w1", w1))}
+        p2 = g.ConvParams2D(b_size=16, i_h=56, i_w=56, k_h=3, k_w=3, c_out=64, c_in=64, padding=1)
+        pt = g.ConvTransposeParams2D(b_size=16, i_h=56, i_w=56, k_h=3, k_w=3, c_out=64, c_in=64, padding=1)
+        pu = g.ConvTransposeParams2D(b_size=16, i_h=28, i_w=28, k_h=4, k_w=4, c_out=64, c_in=64, padding=1, stride=2)
+        p1 = g.ConvParams1D(b_size=16, l_in=4096, c_out=128, c_in=128, k_size=3, padding=1)
+        rel = 1e-5 if dtype == "f32" else 2e-2
+
+        def case(op, a, b, p, shape, torch_fn, s=s):
+            (sa, ta, la), (sb, tb, lb) = s[a], s[b]
+            return (lambda: getattr(sa, op)(la, sb, lb, p)), (lambda: torch_fn(ta, tb)), g.Layout.contiguous(shape)
+
+        cases += [
+            (f"conv2d {dtype}", rel, *case("conv2d", "x", "w", p2, (16, 64, 56, 56),
+                                           lambda a, b: F.conv2d(a, b, padding=1))),
+            (f"conv_transpose2d {dtype} stride 1", rel, *case("conv_transpose2d", "x", "w", pt, (16, 64, 56, 56),
+                                                              lambda a, b: F.conv_transpose2d(a, b, padding=1))),
+            (f"conv_transpose2d {dtype} stride 2", rel, *case(
+                "conv_transpose2d", "xu", "wu", pu, (16, 64, 56, 56),
+                lambda a, b: F.conv_transpose2d(a, b, stride=2, padding=1))),
+            (f"conv1d {dtype}", rel, *case("conv1d", "x1", "w1", p1, (16, 128, 4096),
+                                           lambda a, b: F.conv1d(a, b, padding=1))),
+        ]
+    for name, _, _, theirs, _ in cases:
+        rows[f"explore cudnn {name}: torch (ms)"] = timed(theirs, tsync) * 1e3
+    try:
+        for setting, values in settings.items():
+            for attr, value in kept.items():
+                setattr(gpu_cudnn, attr, value)
+            for attr, value in values.items():
+                setattr(gpu_cudnn, attr, value)
+            vendor._plans.clear()
+            for name, rel, ours, theirs, layout in cases:
+                label = f"explore cudnn {name}, {setting}"
+                try:
+                    before = sum(vendor.calls.values())
+                    got = g.to_numpy(ours(), layout).astype(np.float64)
+                    if sum(vendor.calls.values()) == before:
+                        rows[f"{label}: cuDNN declined"] = vendor.last_refusal
+                        continue
+                    _check(rows, label, got, theirs().double().cpu().numpy(), rel)
+                    t = timed(ours, sync)
+                    rows[f"{label}: opgen (ms)"] = t * 1e3
+                    rows[f"{label}: opgen, device time only (ms)"] = device_seconds(ours) * 1e3
+                    rows[f"{label}: opgen time / torch time"] = t * 1e3 / rows[f"explore cudnn {name}: torch (ms)"]
+                except Exception as exc:  # noqa: BLE001
+                    rows[f"{label}: failed"] = f"{type(exc).__name__}: {exc}"
+    finally:
+        for attr, value in kept.items():
+            setattr(gpu_cudnn, attr, value)
+        vendor._plans.clear()

@@ -17,7 +17,7 @@ import threading
 import numpy as np
 
 from runtime.errors import BackendUnavailable
-from runtime import gpu_interop, gpu_nn, gpu_quant
+from runtime import gpu_cudnn, gpu_interop, gpu_nn, gpu_quant
 from runtime.gpu import STRUCT_CODES, GpuError, GpuRuntime, kernel_params
 
 
@@ -428,6 +428,7 @@ class CudaDriver:
 
 
 _rt = GpuRuntime(CudaDriver())
+_rt.vendor_nn = gpu_cudnn.Cudnn(_rt)  # convolutions and attention through cuDNN where it loads
 
 # The runtime functions the generated arms call; `gen parity` reads this list.
 availability = _rt.availability

@@ -237,6 +237,10 @@ class GpuRuntime:
         self._multiprocessors: dict[int, int] = {}
         self._id_checks: dict[int, IdChecks] = {}
         self._blas: bool | None = None  # whether the driver's BLAS can run (convolutions ask)
+        # The vendor's NN library, tried first by the convolutions and attention: cuDNN on cuda
+        # (runtime/gpu_cudnn.py's Cudnn, set by runtime/cuda.py); None elsewhere. It answers
+        # None where it does not take a call, and the runtime's own path runs.
+        self.vendor_nn: Any = None
 
     # -- availability and devices ---------------------------------------------------------
     def availability(self) -> str | None:
@@ -624,6 +628,9 @@ class GpuRuntime:
 
     def conv1d(self, buf, layout, kernel, kernel_layout, p, table):
         info_of, ptrs = self._conv_operands("conv1d", buf, layout, kernel, kernel_layout)
+        if self.vendor_nn is not None and (out := self.vendor_nn.conv("conv1d", buf, layout, kernel, kernel_layout, p,
+                                                                       table)) is not None:
+            return out
         (b, c_in, l_in), (sb, sc, sl) = layout.shape, layout.stride
         geometry = _ConvGeometry(b, c_in, 1, l_in, kernel_layout.shape[0], 1, kernel_layout.shape[2], 1, p.l_out(),
                                  p.stride, p.padding, 0, p.dilation, (sb, sc, 0, sl))
@@ -634,6 +641,9 @@ class GpuRuntime:
 
     def conv_transpose1d(self, buf, layout, kernel, kernel_layout, p, table):
         info_of, ptrs = self._conv_operands("conv_transpose1d", buf, layout, kernel, kernel_layout)
+        if self.vendor_nn is not None and (out := self.vendor_nn.conv("conv_transpose1d", buf, layout, kernel, kernel_layout, p,
+                                                                       table)) is not None:
+            return out
         (b, c_in, l_in), (sb, sc, sl) = layout.shape, layout.stride
         geometry = _ConvGeometry(b, c_in, 1, l_in, kernel_layout.shape[1], 1, kernel_layout.shape[2], 1, p.l_out(),
                                  p.stride, p.padding, 0, p.dilation, (sb, sc, 0, sl))
@@ -647,6 +657,9 @@ class GpuRuntime:
 
     def conv2d(self, buf, layout, kernel, kernel_layout, p, table):
         info_of, ptrs = self._conv_operands("conv2d", buf, layout, kernel, kernel_layout)
+        if self.vendor_nn is not None and (out := self.vendor_nn.conv("conv2d", buf, layout, kernel, kernel_layout, p,
+                                                                       table)) is not None:
+            return out
         (b, c_in, h_in, w_in), (c_out, _, k_h, k_w) = layout.shape, kernel_layout.shape
         geometry = _ConvGeometry(b, c_in, h_in, w_in, c_out, k_h, k_w, p.out_h(), p.out_w(), p.stride, p.padding,
                                  p.padding, p.dilation, tuple(layout.stride))
@@ -657,6 +670,9 @@ class GpuRuntime:
 
     def conv_transpose2d(self, buf, layout, kernel, kernel_layout, p, table):
         info_of, ptrs = self._conv_operands("conv_transpose2d", buf, layout, kernel, kernel_layout)
+        if self.vendor_nn is not None and (out := self.vendor_nn.conv("conv_transpose2d", buf, layout, kernel, kernel_layout, p,
+                                                                       table)) is not None:
+            return out
         (b, c_in, h_in, w_in), (_, c_out, k_h, k_w) = layout.shape, kernel_layout.shape
         geometry = _ConvGeometry(b, c_in, h_in, w_in, c_out, k_h, k_w, p.out_h(), p.out_w(), p.stride, p.padding,
                                  p.padding, p.dilation, tuple(layout.stride))

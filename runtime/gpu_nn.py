@@ -199,6 +199,8 @@ def sdpa(rt, q: GpuBuffer, lq: Layout, k: GpuBuffer, lk: Layout, v: GpuBuffer, l
     fn = _kernel(rt, "sdpa", table, (q, lq), (k, lk), (v, lv))
     b, h, sq, d = shape
     skv, batch = lk.shape[2], b * h
+    if rt.vendor_nn is not None and (out := rt.vendor_nn.sdpa(q, lq, k, lk, v, lv, scale, causal, table)) is not None:
+        return out, shape
     # the kernel orders the scores before scaling them: a positive scale (and a finite, nonzero
     # one in f32 units); 32-bit positions
     fits = max(sq, skv, batch) < 1 << 30 and 1e-30 < scale < 1e30

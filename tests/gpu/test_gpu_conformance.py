@@ -274,6 +274,8 @@ def test_convolutions_through_the_blas(backend, dtype, chunks, monkeypatch):
     runtime_ = __import__(f"runtime.{backend.value}", fromlist=["_rt"])._rt
     if not runtime_._has_blas():
         pytest.skip(f"{backend.value}: no BLAS here: the direct kernels run (test_convolutions)")
+    if runtime_.vendor_nn is not None:  # cuDNN would take these (tests/gpu/test_cudnn_gpu.py): the GEMM path here
+        monkeypatch.setattr(runtime_.vendor_nn, "enabled", False)
     dt = g.DType(dtype)
     rng = np.random.default_rng(21)
     if chunks != "one chunk":  # columns of 2 batches of the second case: chunks of 1 to 3 batches

@@ -1,0 +1,431 @@
+"""cuDNN for the cuda backend: convolutions and attention through NVIDIA's cudnn-frontend.
+
+The binding is NVIDIA's maintained Python package `nvidia-cudnn-frontend` (import `cudnn`),
+its graph API: a graph of one operation (conv_fprop, conv_dgrad for the transposed
+convolutions, sdpa) over tensors described by dims and strides, built once per shape and
+run on our buffers' raw device addresses, on our stream, with a workspace from our pool.
+
+- **Optional.** Nothing here imports `cudnn` until a convolution or attention call on cuda
+  asks for it, and then once: where the package is missing, or finds no libcudnn.so.9, or
+  `OPGEN_CUDNN=0` is set, `Cudnn.unavailable()` says why and every call answers None,
+  which sends the caller (runtime/gpu.py, runtime/gpu_nn.py) down its own kernels and BLAS
+  paths, with no error. `status()` is the one-line summary (README: "cuDNN").
+- **Plans per shape.** The graph of a call is keyed by the op, dtype, device, dims,
+  strides and parameters; it is validated, lowered, planned (heuristics A, then the
+  fallback list), checked and built on the first call of that key and kept (PLAN_CACHE
+  entries, the least recently used dropped first). Convolutions build every plan listed and
+  time each on that first call's buffers (AUTOTUNE: the fastest runs from then on; the
+  first call waits for the device); attention takes the heuristics' plan (its first call:
+  about a second, NVRTC). A key cuDNN refuses is remembered as None: the fallback path,
+  without asking again.
+- **Addresses and streams.** A graph runs on `execute({tensor: address}, workspace,
+  handle)` with ints for addresses (GpuBuffer.at: the view's first element). One handle
+  per device, made in the device's primary context (current after rt.stream()), bound to
+  the runtime's stream of that device (set again only when the stream changes), so cuDNN's
+  kernels are ordered with ours. The workspace is one buffer per device, grown to the
+  largest plan's need; all of a device's work runs on its one stream, so a reuse is
+  ordered after the previous user.
+- **Numerics.** f32 graphs compute in f32: plans with the TENSOR_CORE numerical note (TF32)
+  or DOWN_CONVERT_INPUTS are deselected, as torch does with TF32 off; f16 / bf16 compute
+  in f32 (compute and intermediate data type FLOAT), attention too.
+
+Which ops and dtypes take this path (CONV_DTYPES, SDPA_DTYPES) was chosen by measurement on
+the H100 against the paths already there, torch in the same run (bench/gpu_issue11.py's
+bench_cudnn and explore_cudnn; bench/results/gpu-notes.md, "Issue 11, round 3: cuDNN"):
+f64 convolutions stay on the BLAS path (cuDNN's took twice as long), f32 attention on the
+BLAS path (cuDNN's fused attention takes the half types only).
+
+rocm: MIOpen is not bound here (no maintained Python binding in reach); rocm keeps its own
+paths.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from runtime.layout import Layout
+
+#: dtypes whose convolutions (and transposed convolutions) cuDNN takes, by op.
+CONV_DTYPES: dict[str, frozenset[str]] = {
+    "conv1d": frozenset({"float32", "float16", "bfloat16"}),
+    "conv2d": frozenset({"float32", "float16", "bfloat16"}),
+    "conv_transpose1d": frozenset({"float32", "float16", "bfloat16"}),
+    "conv_transpose2d": frozenset({"float32", "float16", "bfloat16"}),
+}
+#: dtypes whose attention cuDNN takes (its fused SDPA engines serve the half types only).
+SDPA_DTYPES = frozenset({"float16", "bfloat16"})
+#: Graphs kept (each holds its built plan); the least recently used is dropped past it.
+PLAN_CACHE = 256
+#: The heuristics asked for a convolution's plans, in order (cudnn.heur_mode's names).
+HEURISTICS = ("A", "FALLBACK")
+#: Convolutions: build every plan the heuristics list and time each on the first call's
+#: buffers (AUTOTUNE_ROUNDS rounds of AUTOTUNE_RUNS runs, CUDA events), then run the fastest (torch's
+#: cudnn.benchmark does the like). Measured on the H100 (gpu-notes.md): the heuristics' first
+#: plan ran conv_transpose2d f32 (16, 64, 56, 56) in 0.229 ms of device time, the fastest
+#: plan in 0.161; bf16 convolutions 1.1-1.6x faster. Attention keeps the heuristics' plan.
+AUTOTUNE = True
+AUTOTUNE_RUNS = 5
+AUTOTUNE_ROUNDS = 3
+#: cuDNN reads 16-byte aligned addresses; other views are copied to a fresh (aligned) buffer.
+ALIGN = 16
+
+_NOT_LOADED = object()
+
+
+@dataclass
+class Plan:
+    """A built graph of one op and its tensors, in the order the op passes addresses."""
+
+    graph: Any
+    tensors: tuple
+    workspace: int  # bytes
+    index: int | None = None  # the plan autotuning chose (None: the graph's selected plan)
+    tune: bool = False  # time the built plans on the next call's buffers
+
+
+def _dense_strides(shape: tuple[int, ...]) -> list[int]:
+    return list(Layout.contiguous(tuple(shape)).stride)
+
+
+class Cudnn:
+    """cuDNN paths of one GpuRuntime (cuda). Methods answer None where cuDNN does not take
+    the call (not importable, dtype or shape it does not serve, a graph it refuses): the
+    caller runs its own path."""
+
+    def __init__(self, rt) -> None:
+        self.rt = rt
+        self._module: Any = _NOT_LOADED
+        self._reason: str | None = None
+        self._handles: dict[int, Any] = {}
+        self._handle_streams: dict[int, int] = {}
+        self._workspaces: dict[int, Any] = {}
+        self._plans: OrderedDict[tuple, Plan | None] = OrderedDict()
+        self.enabled = os.environ.get("OPGEN_CUDNN", "1") != "0"
+        self.calls: dict[str, int] = {}  # op -> calls cuDNN ran (tests and the bench read it)
+        self.last_refusal: str | None = None  # why cuDNN refused the last graph it refused
+
+    # -- loading ----------------------------------------------------------------------------
+    def module(self):
+        """The `cudnn` module with a cuDNN library behind it, or None (unavailable() says why)."""
+        if self._module is _NOT_LOADED:
+            self._module, self._reason = _load()
+        return self._module if self.enabled else None
+
+    def unavailable(self) -> str | None:
+        """Why cuDNN is not used, or None where it is (loads it to find out)."""
+        if not self.enabled:
+            return "disabled (OPGEN_CUDNN=0)"
+        self.module()
+        return self._reason
+
+    def status(self) -> str:
+        """One line: the cuDNN and frontend versions in use, or why the kernels and BLAS paths
+        run instead."""
+        reason = self.unavailable()
+        if reason is not None:
+            return f"cuDNN not in use: {reason}; convolutions and attention run opgen's kernels and the BLAS"
+        cudnn = self._module
+        v = _backend_version(cudnn)  # 9.x: major * 10000 + minor * 100 + patch
+        return f"cuDNN {v // 10000}.{v // 100 % 100}.{v % 100} through nvidia-cudnn-frontend " \
+               f"{getattr(cudnn, '__version__', '?')}"
+
+    # -- per device -------------------------------------------------------------------------
+    def _handle(self, ordinal: int, stream: int):
+        """The device's handle, bound to `stream` (the device current: rt.stream made it so)."""
+        cudnn = self._module
+        handle = self._handles.get(ordinal)
+        if handle is None:
+            handle = self._handles[ordinal] = cudnn.create_handle()
+            self._handle_streams[ordinal] = -1
+        if self._handle_streams[ordinal] != stream:
+            cudnn.set_stream(handle=handle, stream=stream)
+            self._handle_streams[ordinal] = stream
+        return handle
+
+    def _workspace(self, ordinal: int, nbytes: int) -> int:
+        if not nbytes:
+            return 0
+        buf = self._workspaces.get(ordinal)
+        if buf is None or buf.nbytes < nbytes:
+            buf = self._workspaces[ordinal] = self.rt.alloc(ordinal, -(-nbytes // 256) * 256, np.dtype(np.uint8))
+        return buf.ptr
+
+    # -- plans ------------------------------------------------------------------------------
+    def _plan(self, key: tuple, ordinal: int, stream: int, make) -> Plan | None:
+        """The built plan of `key`, made by make(cudnn, handle) on the first call; None (kept)
+        where cuDNN refuses the graph."""
+        plans = self._plans
+        if key in plans:
+            plans.move_to_end(key)
+            return plans[key]
+        cudnn = self._module
+        handle = self._handle(ordinal, stream)
+        try:
+            plan = make(cudnn, handle)
+        except Exception as exc:  # noqa: BLE001  (cudnnGraphNotSupportedError, or a frontend's own refusal)
+            plan = None
+            self.last_refusal = f"{key[0]} {key[1]} {key[3:]}: {type(exc).__name__}: {exc}"
+        plans[key] = plan
+        if len(plans) > PLAN_CACHE:
+            plans.popitem(last=False)
+        return plan
+
+    def _run(self, op: str, plan: Plan, ordinal: int, stream: int, addresses: tuple[int, ...]) -> None:
+        handle = self._handle(ordinal, stream)
+        pack = dict(zip(plan.tensors, addresses))
+        if plan.tune:
+            self._tune(plan, ordinal, pack, handle)
+        workspace = self._workspace(ordinal, plan.workspace)
+        if plan.index is None:
+            plan.graph.execute(pack, workspace, handle=handle)
+        else:
+            plan.graph.execute_plan_at_index(pack, workspace, index=plan.index, handle=handle)
+        self.calls[op] = self.calls.get(op, 0) + 1
+
+    def _tune(self, plan: Plan, ordinal: int, pack: dict, handle) -> None:
+        """Time each built plan of the graph on this call's buffers (its output is written
+        again by the call itself) and keep the fastest: AUTOTUNE_ROUNDS rounds over all the
+        plans, each plan's best round counting (a round-robin, so that a clock ramp or a
+        neighbour's burst does not favour one plan); plans that fail to run are skipped."""
+        plan.tune = False
+        graph = plan.graph
+        stream = self.rt.stream(ordinal).handle
+        needs = {}
+        for index in range(int(graph.get_execution_plan_count())):
+            try:
+                needs[index] = int(graph.get_workspace_size_plan_at_index(index))
+            except Exception:  # noqa: BLE001  (a plan that did not build)
+                continue
+        workspace = self._workspace(ordinal, max(needs.values(), default=0))  # one buffer for every plan
+        best: dict[int, float] = {}
+        for _ in range(AUTOTUNE_ROUNDS):
+            for index in needs:
+                if best.get(index) == math.inf:
+                    continue
+
+                def run(index=index):
+                    graph.execute_plan_at_index(pack, workspace, index=index, handle=handle)
+
+                try:
+                    seconds = self.timer(run, stream, AUTOTUNE_RUNS)
+                except Exception:  # noqa: BLE001  (a plan that does not run here)
+                    seconds = math.inf
+                best[index] = min(best.get(index, math.inf), seconds)
+        if best and min(best.values()) < math.inf:
+            plan.index = min(best, key=best.__getitem__)
+            plan.workspace = needs[plan.index]
+
+    @staticmethod
+    def timer(run, stream, runs: int) -> float:
+        """Seconds per run of `run` on `stream` (CUDA events; one run first, untimed)."""
+        from cuda.bindings import driver as cu  # noqa: PLC0415  (cuda-python: the cuda backend has it)
+
+        run()
+        start, end = cu.cuEventCreate(0)[1], cu.cuEventCreate(0)[1]
+        try:
+            cu.cuEventRecord(start, stream)
+            for _ in range(runs):
+                run()
+            cu.cuEventRecord(end, stream)
+            cu.cuEventSynchronize(end)
+            return cu.cuEventElapsedTime(start, end)[1] / 1e3 / runs
+        finally:
+            cu.cuEventDestroy(start)
+            cu.cuEventDestroy(end)
+
+    # -- convolutions -----------------------------------------------------------------------
+    def conv(self, op: str, buf, layout: Layout, kernel, kernel_layout: Layout, p, table: dict):
+        """conv1d / conv2d / conv_transpose1d / conv_transpose2d of runtime/gpu.py's arguments
+        (shapes and devices already checked) through cuDNN, or None. 1-D ones run as 2-D of
+        height 1; transposed ones as the data gradient of the convolution they transpose
+        (conv_dgrad: the kernel (c_in, c_out, k..) read as that convolution's (K, C, R, S),
+        output_padding in the output's extent). (Transposed ones of stride 1 as convolutions of
+        the flipped kernel, cuDNN's CONVOLUTION mode, measured slower: gpu-notes.md.)"""
+        dtype = buf.dtype
+        if dtype.name not in CONV_DTYPES.get(op, ()) or kernel.dtype != dtype or self.module() is None:
+            return None
+        transposed, one_d = op.startswith("conv_transpose"), op.endswith("1d")
+        if one_d:
+            (b, c_in, w_in), (k0, k1, k_w) = layout.shape, kernel_layout.shape
+            h_in = k_h = 1
+            w_out = p.l_out()
+            h_out = 1
+            pad, stride, dilation = (0, p.padding), (1, p.stride), (1, p.dilation)
+        else:
+            (b, c_in, h_in, w_in), (k0, k1, k_h, k_w) = layout.shape, kernel_layout.shape
+            h_out, w_out = p.out_h(), p.out_w()
+            pad, stride, dilation = (p.padding,) * 2, (p.stride,) * 2, (p.dilation,) * 2
+        c_out = k1 if transposed else k0
+        x_dims, w_dims, y_dims = (b, c_in, h_in, w_in), (k0, k1, k_h, k_w), (b, c_out, h_out, w_out)
+        sizes = (x_dims, w_dims, y_dims)
+        if not all(map(all, sizes)) or max(map(math.prod, sizes)) >= 2**31:
+            return None
+        ordinal = buf.ordinal
+        stream = self.rt.stream(ordinal)
+        handle_stream = int(stream.handle)
+        key = (op, dtype.name, ordinal, x_dims, w_dims, y_dims, pad, stride, dilation, HEURISTICS, AUTOTUNE)
+
+        def make(cudnn, handle):
+            return _conv_plan(cudnn, handle, transposed, dtype, x_dims, w_dims, y_dims, pad, stride, dilation)
+
+        plan = self._plan(key, ordinal, handle_stream, make)
+        if plan is None:
+            return None
+        copy = self.rt._entry(table, ("copy_strided_{self}", dtype), op)
+        x = self._aligned(buf, layout, copy)
+        w = self._aligned(kernel, kernel_layout, copy)
+        out = self.rt.alloc(ordinal, math.prod(y_dims), dtype)
+        self._run(op, plan, ordinal, handle_stream, (x[0].at(x[1]), w[0].at(w[1]), out.ptr))
+        return out
+
+    def _aligned(self, buf, layout: Layout, copy):
+        """(buffer, layout) of the view, contiguous and 16-byte aligned: in place where it is,
+        else a dense copy on the device (held by the caller until the graph is queued)."""
+        if layout.is_contiguous and buf.at(layout) % ALIGN == 0:
+            return buf, layout
+        return self.rt._dense_copy(buf, layout, copy), Layout.contiguous(layout.shape)
+
+    # -- attention --------------------------------------------------------------------------
+    def sdpa(self, q, lq: Layout, k, lk: Layout, v, lv: Layout, scale: float, causal: bool, table: dict):
+        """O = softmax(scale Q K^T (+ causal mask)) V of runtime/gpu_nn.py's arguments (shapes,
+        dtypes and devices checked) through cuDNN's fused attention, or None. Views whose
+        last dim is dense and whose other strides keep 16-byte rows are read in place, any
+        other copied dense. Causal alignment is bottom-right (query i sees key j <= i + skv -
+        sq), as the cpu backend's; with more queries than keys some rows see no key (the cpu
+        gives zeros there): those calls stay on the other paths."""
+        dtype = q.dtype
+        if dtype.name not in SDPA_DTYPES or self.module() is None:
+            return None
+        b, h, sq, d = lq.shape
+        skv = lk.shape[2]
+        if not (b and h and sq) or (causal and sq > skv) or d % 8 or d > 256 or not (1e-30 < abs(scale) < 1e30) or \
+                max(map(math.prod, (lq.shape, lk.shape))) >= 2**31:
+            return None
+        ordinal = q.ordinal
+        stream = self.rt.stream(ordinal)
+        handle_stream = int(stream.handle)
+        copy = None
+        views = []
+        for buf, layout in ((q, lq), (k, lk), (v, lv)):
+            if not _attention_view(buf, layout):
+                if copy is None:
+                    copy = self.rt._entry(table, ("copy_strided_{self}", dtype), "sdpa")
+                buf, layout = self.rt._dense_copy(buf, layout, copy), Layout.contiguous(layout.shape)
+            views.append((buf, layout))
+        strides = tuple(tuple(layout.stride) for _, layout in views)
+        key = ("sdpa", dtype.name, ordinal, (b, h, sq, skv, d), strides, float(scale), bool(causal))
+
+        def make(cudnn, handle):
+            try:
+                return _sdpa_plan(cudnn, handle, dtype, (b, h, sq, skv, d), strides, float(scale), bool(causal))
+            except TypeError:  # a frontend before the diagonal-band and generate_stats arguments
+                return _sdpa_plan(cudnn, handle, dtype, (b, h, sq, skv, d), strides, float(scale), bool(causal),
+                                  legacy=True)
+
+        plan = self._plan(key, ordinal, handle_stream, make)
+        if plan is None:
+            return None
+        out = self.rt.alloc(ordinal, b * h * sq * d, dtype)
+        self._run("sdpa", plan, ordinal, handle_stream, (*(buf.at(layout) for buf, layout in views), out.ptr))
+        return out
+
+
+def _attention_view(buf, layout: Layout) -> bool:
+    """Whether cuDNN reads the (b, h, s, d) view in place: dense along d, every other stride a
+    positive multiple of 8 elements (16-byte rows), the address 16-byte aligned."""
+    stride = layout.stride
+    return stride[3] == 1 and all(s > 0 and s % 8 == 0 for s in stride[:3]) and buf.at(layout) % ALIGN == 0
+
+
+def _load() -> tuple[Any, str | None]:
+    """(the cudnn module, None), or (None, why not)."""
+    try:
+        import cudnn  # noqa: PLC0415  (optional dependency: the `cudnn` extra)
+    except ImportError as exc:
+        return None, f"nvidia-cudnn-frontend is not installed (pip install 'opgen[cudnn]'): {exc}"
+    except Exception as exc:  # noqa: BLE001  (a broken install says why, the rest still runs)
+        return None, f"importing cudnn failed: {type(exc).__name__}: {exc}"
+    try:
+        version = _backend_version(cudnn)
+    except Exception as exc:  # noqa: BLE001  (RuntimeError: "Unable to find symbol cudnnGetVersion")
+        return None, f"libcudnn.so.9 not found ({exc}); pip install nvidia-cudnn-cu12 or nvidia-cudnn-cu13"
+    if version < 90000:
+        return None, f"cuDNN {version} is older than 9.0"
+    return cudnn, None
+
+
+def _backend_version(cudnn) -> int:
+    return int(cudnn.backend_version())
+
+
+def _data_type(cudnn, dtype: np.dtype):
+    return {"float32": cudnn.data_type.FLOAT, "float16": cudnn.data_type.HALF, "bfloat16": cudnn.data_type.BFLOAT16,
+            "float64": cudnn.data_type.DOUBLE}[dtype.name]
+
+
+def _finish(cudnn, graph, handle, dtype: np.dtype, tensors: tuple, heuristics=("A", "FALLBACK"),
+            tune: bool = False) -> Plan:
+    """Validate, lower, plan (`heuristics`: cudnn.heur_mode names, in order), drop the plans
+    that compute f32 in less than f32, check, build (every plan where `tune`: timed on the
+    first call's buffers): the graph's Plan."""
+    graph.validate()
+    graph.build_operation_graph()
+    graph.create_execution_plans([getattr(cudnn.heur_mode, name) for name in heuristics])
+    if dtype.name == "float32":
+        graph.deselect_numeric_notes([cudnn.numerical_note.TENSOR_CORE, cudnn.numerical_note.DOWN_CONVERT_INPUTS])
+    graph.check_support()
+    if tune:
+        graph.build_plans(cudnn.build_plan_policy.ALL)
+    else:
+        graph.build_plans()
+    return Plan(graph, tensors, int(graph.get_workspace_size()), tune=tune)
+
+
+def _conv_plan(cudnn, handle, transposed: bool, dtype: np.dtype, x_dims, w_dims, y_dims, pad, stride,
+               dilation) -> Plan:
+    """A convolution (NCHW, dense) as a graph: conv_fprop x (*) w -> y, or for a transposed
+    one conv_dgrad of the convolution y -> x: dy = x, filter w, dx = y."""
+    io = _data_type(cudnn, dtype)
+    compute = cudnn.data_type.DOUBLE if dtype.name == "float64" else cudnn.data_type.FLOAT
+    graph = cudnn.pygraph(io_data_type=io, intermediate_data_type=compute, compute_data_type=compute, handle=handle)
+    x = graph.tensor(name="x", dim=list(x_dims), stride=_dense_strides(x_dims), data_type=io)
+    w = graph.tensor(name="w", dim=list(w_dims), stride=_dense_strides(w_dims), data_type=io)
+    if transposed:
+        y = graph.conv_dgrad(loss=x, filter=w, padding=list(pad), stride=list(stride), dilation=list(dilation),
+                             compute_data_type=compute, name="conv_transpose")
+    else:
+        y = graph.conv_fprop(image=x, weight=w, padding=list(pad), stride=list(stride), dilation=list(dilation),
+                             compute_data_type=compute, name="conv")
+    y.set_output(True).set_dim(list(y_dims)).set_stride(_dense_strides(y_dims)).set_data_type(io)
+    return _finish(cudnn, graph, handle, dtype, (x, w, y), HEURISTICS, AUTOTUNE)
+
+
+def _sdpa_plan(cudnn, handle, dtype: np.dtype, sizes, strides, scale: float, causal: bool,
+               legacy: bool = False) -> Plan:
+    """Attention for inference (no softmax statistics) as a graph: q, k, v (b, h, s, d) with
+    the views' strides, o dense. `legacy`: the older frontends' spelling of the arguments
+    (is_inference, use_causal_mask_bottom_right)."""
+    b, h, sq, skv, d = sizes
+    io = _data_type(cudnn, dtype)
+    f32 = cudnn.data_type.FLOAT
+    graph = cudnn.pygraph(io_data_type=io, intermediate_data_type=f32, compute_data_type=f32, handle=handle)
+    q = graph.tensor(name="q", dim=[b, h, sq, d], stride=list(strides[0]), data_type=io)
+    k = graph.tensor(name="k", dim=[b, h, skv, d], stride=list(strides[1]), data_type=io)
+    v = graph.tensor(name="v", dim=[b, h, skv, d], stride=list(strides[2]), data_type=io)
+    if legacy:
+        options: dict[str, Any] = {"is_inference": True, "use_causal_mask_bottom_right": causal}
+    elif causal:
+        options = {"generate_stats": False, "diagonal_alignment": cudnn.diagonal_alignment.BOTTOM_RIGHT,
+                   "diagonal_band_right_bound": 0}
+    else:
+        options = {"generate_stats": False}
+    result = graph.sdpa(q=q, k=k, v=v, attn_scale=scale, name="sdpa", **options)
+    o = result[0] if isinstance(result, (list, tuple)) else result
+    o.set_output(True).set_dim([b, h, sq, d]).set_stride(_dense_strides((b, h, sq, d))).set_data_type(io)
+    return _finish(cudnn, graph, handle, dtype, (q, k, v, o))
