@@ -32,6 +32,11 @@ BIN_SIZES_KEPT = 4096  # distinct small allocation sizes whose block size is rem
 # Reductions of at most this many groups, split into chunks, run in one launch whose last
 # block reduces the chunks' partial states: one warp per group of a 256-thread block.
 FEW_GROUPS = BLOCK // 32
+# Reductions: work items per multiprocessor a launch aims for before it splits groups into
+# chunks: warps (a warp per item) and threads (a thread per item, reducing a leading dim).
+# bench/gpu_issue11.py's reduce-explore compares other values.
+WARP_ITEMS_PER_SM = 32
+THREAD_ITEMS_PER_SM = 1024
 PASS0_HEADER = 16  # hip/reduce.hip's kStateHeader: pass 0's block counter, before the states
 # Index ops whose id checks may wait, per device, for the next synchronization (IdChecks):
 # one u32 flag each on the device; when all are in use the next index op synchronizes.
@@ -928,9 +933,13 @@ class GpuRuntime:
         _fits(op, self.name, buf, layout)
         reduced = reduce_dims(op, self.name, dims, layout.rank)
         kept = [d for d in range(layout.rank) if d not in reduced]
-        view = layout.permute(tuple(kept + reduced))
-        group = math.prod(layout.shape[d] for d in reduced)
-        out_count = math.prod(layout.shape[d] for d in kept)
+        lshape, lstride = layout.shape, layout.stride
+        # the view with the reduced dims last: its dims and strides (no Layout made: the
+        # host time of every reduction counts)
+        kshape, kstride = [lshape[d] for d in kept], [lstride[d] for d in kept]
+        rshape, rstride = [lshape[d] for d in reduced], [lstride[d] for d in reduced]
+        group = math.prod(rshape)
+        out_count = math.prod(kshape)
         result = np.dtype(np.uint32) if op in ("argmin", "argmax") else buf.dtype
         if group == 0:
             if op != "sum":
@@ -942,46 +951,41 @@ class GpuRuntime:
         if not out.size:
             return out
 
-        def merged(shape, stride):
-            """Size-1 dims dropped, then each dim folded into the one before it where
-            that one steps over it exactly (row-major order is unchanged)."""
-            dims_: list[list[int]] = []
-            for n, s in zip(shape, stride):
-                if n == 1:
-                    continue
-                if dims_ and dims_[-1][1] == s * n:
-                    dims_[-1] = [dims_[-1][0] * n, s]
-                else:
-                    dims_.append([n, s])
-            return dims_
-
-        nkept = len(kept)
-        kept_dims = merged(view.shape[:nkept], view.stride[:nkept])
-        red_dims = merged(view.shape[nkept:], view.stride[nkept:])
-        shape = tuple(n for n, _ in kept_dims + red_dims)
-        stride = tuple(s for _, s in kept_dims + red_dims)
-        flat = Layout(shape, stride, view.start_offset)
+        kept_dims = _merged(kshape, kstride)
+        red_dims = _merged(rshape, rstride)
+        flat_dims = kept_dims + red_dims
+        shape = tuple(n for n, _ in flat_dims)
+        stride = tuple(s for _, s in flat_dims)
+        contiguous = _row_major(flat_dims)
+        src = buf.at(layout)  # the view's first element (a permutation keeps it)
         stream = self.stream(buf.ordinal)
-        info, keep = (0, None) if flat.is_contiguous else self._info(buf.ordinal, flat.shape, flat.stride)
+        info, keep = (0, None) if contiguous else self._info(buf.ordinal, shape, stride)
         sms = self._sms(buf.ordinal)
         block = 256
         # The way hip/reduce.hip covers an item (its thread_per_item and kWarpItemMax).
-        by_thread = (not flat.is_contiguous and len(red_dims) == 1 and red_dims[0][1] != 1
+        by_thread = (not contiguous and len(red_dims) == 1 and red_dims[0][1] != 1
                      and len(kept_dims) >= 1 and kept_dims[-1][1] == 1)
         # Items to fill the device (threads, or warps) and the fewest elements worth an
         # item; fewer groups than that are split into chunks (two launches). Warps: on the
         # H100, sum f32 over 64M elements ran at 2,612 GB/s of device time in 4,224 chunks
         # (32 per multiprocessor), 2,312 in 16,896, 2,023 in 33,792 (bench/gpu.py --parts
         # explore).
+        # A thread per item reads `cols` neighbouring groups at once where the view allows
+        # aligned vector accesses (the kernel's group_source::cols; same test).
+        cols = _reduce_columns(buf.dtype.itemsize, src, kept_dims, red_dims) if by_thread else 1
+        units = out_count // cols  # threads per chunk of every group (a thread per item)
         if by_thread:
-            want, least = sms * 4096, 64
+            want, least = sms * THREAD_ITEMS_PER_SM, 64
         else:
-            want, least = sms * 32, min(1024, max(128, group // 32))
+            want, least = sms * WARP_ITEMS_PER_SM, min(1024, max(128, group // 32))
         chunks = 1
-        if out_count < want and group >= 2 * least:
-            chunks = max(1, min(-(-want // out_count), group // least))
+        few = out_count <= FEW_GROUPS and not by_thread  # one launch (pass 0)
+        if units < want and group >= 2 * least:
+            chunks = max(1, min(-(-want // units), group // least))
+            if few and chunks >= block // 32:  # whole blocks of one group (the kernel's block states)
+                chunks -= chunks % (block // 32)
         length = group if chunks == 1 else -(-(-(-group // chunks)) // 16) * 16  # the kernel's chunk_length
-        items = out_count * chunks
+        items = units * chunks
 
         def grid_for(n_items: int, item_length: int, thread_items: bool, warp_max: int = 65536) -> int:
             if thread_items:
@@ -992,25 +996,25 @@ class GpuRuntime:
                 per_block = 1
             return max(1, min(-(-n_items // per_block), sms * 64))
 
-        numel = flat.elem_count
+        numel = out_count * group
+        rank = len(shape)
         if chunks == 1:
-            fn(self.launch, grid_for(items, length, by_thread), block, stream, numel, group, flat.rank, info,
-               buf.at(view), out.ptr)
+            fn(self.launch, grid_for(items, length, by_thread), block, stream, numel, group, rank, info, src, out.ptr)
             return out
         chunked = self._entry(table, buf.dtype, "reduce_op")  # reduce_chunks_<dt>
-        codes = {"sum": 0, "min": 1, "max": 2, "argmin": 3, "argmax": 4}
-        if out_count <= FEW_GROUPS and not by_thread:
+        if few:
             scratch = self._pass0_scratch(buf.ordinal, PASS0_HEADER + items * 16)
-            chunked(self.launch, grid_for(items, length, False), block, stream, codes[op], 0, numel, group,
-                    flat.rank, info, chunks, buf.at(view), scratch.ptr, out.ptr)
+            chunked(self.launch, grid_for(items, length, False), block, stream, _REDUCE_CODES[op], 0, numel, group,
+                    rank, info, chunks, src, scratch.ptr, out.ptr)
             return out
-        partial = self.alloc(buf.ordinal, items * 16, np.dtype(np.uint8))  # 16 bytes: the largest state
+        # a state per group and chunk (an item may hold `cols` groups), 16 bytes: the largest state
+        partial = self.alloc(buf.ordinal, out_count * chunks * 16, np.dtype(np.uint8))
         # pass 2: a block per group past 1024 partial states, as wide as allowed
         block2 = 1024 if chunks > 1024 else block
         for pass_, grid, threads in ((1, grid_for(items, length, by_thread), block),
                                      (2, grid_for(out_count, chunks, False, 1024), block2)):
-            chunked(self.launch, grid, threads, stream, codes[op], pass_, numel, group, flat.rank, info, chunks,
-                    buf.at(view), partial.ptr, out.ptr)
+            chunked(self.launch, grid, threads, stream, _REDUCE_CODES[op], pass_, numel, group, rank, info, chunks,
+                    src, partial.ptr, out.ptr)
         return out
 
     def _pass0_scratch(self, ordinal: int, nbytes: int) -> GpuBuffer:
@@ -1081,6 +1085,47 @@ def _batch_stride(layout: Layout) -> int | None:
         if s0 != s1 * d1:
             return None
     return dims[-1][1]
+
+
+_REDUCE_CODES = {"sum": 0, "min": 1, "max": 2, "argmin": 3, "argmax": 4}  # reduce_chunks_<dt>'s op
+
+
+def _merged(shape: list[int], stride: list[int]) -> list[list[int]]:
+    """[size, stride] of each dim, size-1 dims dropped, each dim folded into the one before
+    it where that one steps over it exactly (row-major order is unchanged)."""
+    dims: list[list[int]] = []
+    for n, s in zip(shape, stride):
+        if n == 1:
+            continue
+        if dims and dims[-1][1] == s * n:
+            dims[-1] = [dims[-1][0] * n, s]
+        else:
+            dims.append([n, s])
+    return dims
+
+
+def _row_major(dims: list[list[int]]) -> bool:
+    """Whether [size, stride] dims (none of size 1) are contiguous in row-major order."""
+    step = 1
+    for n, s in reversed(dims):
+        if s != step:
+            return False
+        step *= n
+    return True
+
+
+def _reduce_columns(itemsize: int, address: int, kept: list[list[int]], reduced: list[list[int]]) -> int:
+    """Neighbouring groups a thread reduces at once where a thread reduces a leading dim's
+    group (hip/reduce.hip's group_source::cols): kColumns (16 bytes of elements, at most 8)
+    where the first element's address, the innermost kept dim's size and every other
+    stride are multiples of it (aligned vector accesses), else 1. kept / reduced: the merged
+    [size, stride] dims (reduced: one, the innermost kept one of stride 1)."""
+    width = min(16 // itemsize, 8)
+    if width < 2 or address % (width * itemsize) or kept[-1][0] % width or reduced[0][1] % width:
+        return 1
+    if any(stride % width for _, stride in kept[:-1]):
+        return 1
+    return width
 
 
 def _fits(op: str, backend: str, buf: GpuBuffer, layout: Layout) -> None:

@@ -451,6 +451,48 @@ def test_a_reduction_over_all_dims_is_one_launch_into_a_kept_scratch(op):
     assert driver.of("memset")[-1][1] != scratch.ptr
 
 
+@pytest.mark.parametrize("shape, dims", [((8192, 8192), (0, 1)), ((3, 1 << 18), (1,)), ((5, 100_003), (1,)),
+                                         ((FEW_GROUPS, 5000), (1,))])
+def test_one_launch_reductions_give_a_warp_a_chunk_and_a_block_chunks_of_one_group(shape, dims):
+    """hip/reduce.hip's pass 0 combines a block's states when each warp has one chunk and
+    the chunks are a multiple of the block's warps (so a block holds chunks of one group)."""
+    rt, _, launches = _runtime()
+    _reduce(rt, shape, dims)
+    [(name, grid, block, args)] = launches
+    chunks, groups = args[6], int(np.prod(shape)) // args[3]
+    assert args[1] == 0 and chunks % (block // 32) == 0 and grid * (block // 32) == groups * chunks
+
+
+@pytest.mark.parametrize("itemsize, offset, kept, reduced, width", [
+    (4, 0, [[8192, 1]], [[8192, 8192]], 4),
+    (1, 0, [[64, 1]], [[99, 64]], 8),
+    (2, 0, [[64, 1]], [[99, 64]], 8),
+    (8, 0, [[66, 1]], [[99, 66]], 2),
+    (4, 0, [[37, 1]], [[99, 37]], 1),       # columns not a multiple of 4
+    (4, 4, [[64, 1]], [[99, 72]], 1),       # the first element 4 bytes past a 16-byte boundary
+    (4, 32, [[64, 1]], [[99, 72]], 4),
+    (4, 0, [[64, 1]], [[99, 66]], 1),       # a row stride not a multiple of 4
+    (4, 0, [[3, 300 * 48], [48, 1]], [[300, 48]], 4),
+    (4, 0, [[3, 1002], [48, 1]], [[300, 48]], 1),  # an outer stride not a multiple of 4
+])
+def test_a_thread_reads_several_columns_where_the_vector_loads_are_aligned(itemsize, offset, kept, reduced, width):
+    from runtime.gpu import _reduce_columns
+
+    assert _reduce_columns(itemsize, (1 << 40) + offset, kept, reduced) == width
+
+
+def test_a_sum_over_dim_0_gives_a_thread_four_columns():
+    rt, driver, launches = _runtime()
+    _reduce(rt, (8192, 8192), (0,))
+    (name, grid, block, args), (name2, _, _, args2) = launches
+    chunks = args[6]
+    assert (name, args[1], name2, args2[1]) == ("reduce_chunks_f32", 1, "reduce_chunks_f32", 2)
+    assert grid * block == (8192 // 4) * chunks  # a thread per 4 columns and chunk
+    partial = args[8]
+    [nbytes] = [c[2] for c in driver.of("alloc") if c[1] == partial]
+    assert nbytes >= 8192 * chunks * 16  # a state (up to 16 bytes) per column and chunk, not per thread
+
+
 def test_the_scratch_grows_when_a_reduction_needs_more():
     rt, driver, launches = _runtime()
     rt._scratch[0] = small = rt.alloc(0, 64, np.dtype(np.uint8))
