@@ -326,29 +326,67 @@ def explore(rows: dict) -> None:
     shutil.rmtree(tmp, ignore_errors=True)
 
 
-def latency(rows: dict) -> None:
+def latency(rows: dict, rounds: int = 5) -> None:
+    """Host time per call of a 1,024-element f32 exp and add, opgen (Storage.unary / binary)
+    and torch alternating, `rounds` rounds of 2,000 calls each: the median of the rounds.
+    Then opgen again with its launches keeping the GIL (runtime.cuda.LAUNCH_HOLDS_GIL
+    flipped, the prepared launches made afresh)."""
     import numpy as np
     import torch
 
     import generated as g
+    import runtime.cuda as cuda
 
     dev = g.Device.parse("cuda:0")
     x = np.ones(1024, np.float32)
-    a = dev.storage_from_slice(x)
+    a, b = dev.storage_from_slice(x), dev.storage_from_slice(x)
     layout = g.Layout.contiguous((1024,))
-    tx = torch.from_numpy(x).cuda()
+    tx, ty = torch.from_numpy(x).cuda(), torch.from_numpy(x).cuda()
     n = 2000
-    for name, fn in (("opgen Storage.unary exp", lambda: a.unary(g.UnaryOp.EXP, layout)),
-                     ("torch.exp", lambda: torch.exp(tx))):
+    cases = {"exp": (("opgen Storage.unary exp", lambda: a.unary(g.UnaryOp.EXP, layout)),
+                     ("torch.exp", lambda: torch.exp(tx))),
+             "add": (("opgen Storage.binary add", lambda: a.binary(g.BinaryOp.ADD, b, layout, layout)),
+                     ("torch.add", lambda: torch.add(tx, ty)))}
+
+    def per_call(fn) -> float:
         fn()
         torch.cuda.synchronize()
         dev.synchronize()
         start = time.perf_counter()
         for _ in range(n):
             fn()
-        rows[f"small op 1,024 f32, host time per op: {name} (us)"] = (time.perf_counter() - start) / n * 1e6
+        seconds = (time.perf_counter() - start) / n
         dev.synchronize()
         torch.cuda.synchronize()
+        return seconds * 1e6
+
+    def measure(label: str = "") -> None:
+        for case in cases.values():
+            samples: dict[str, list[float]] = {name: [] for name, _ in case}
+            for _ in range(rounds):
+                for name, fn in case:
+                    if label and not name.startswith("opgen"):
+                        continue
+                    samples[name].append(per_call(fn))
+            for name, values in samples.items():
+                if values:
+                    rows[f"small op 1,024 f32, host time per op: {name}{label} (us)"] = statistics.median(values)
+            if not label:
+                (ours, _), (theirs, _) = case
+                rows[f"small op 1,024 f32, host time per op: {ours} / {theirs}"] = (
+                    statistics.median(samples[ours]) / statistics.median(samples[theirs]))
+
+    measure()
+    rt, held = cuda._rt, cuda.LAUNCH_HOLDS_GIL
+    try:
+        cuda.LAUNCH_HOLDS_GIL = not held
+        rt._launches.clear()
+        rt._direct.clear()
+        measure(", launch keeping the GIL" if not held else ", launch releasing the GIL")
+    finally:
+        cuda.LAUNCH_HOLDS_GIL = held
+        rt._launches.clear()
+        rt._direct.clear()
 
 
 def markdown(rows: dict, device: str) -> str:
@@ -437,9 +475,21 @@ def conv_explore(rows: dict) -> None:
 
 
 def reduce_explore(rows: dict) -> None:
+    from bench.gpu_issue11 import explore_reductions
+
+    explore_reductions(rows)
+
+
+def strided_explore(rows: dict) -> None:
     from bench.gpu_issue11 import explore_strided_loads
 
     explore_strided_loads(rows)
+
+
+def sum_dim0(rows: dict) -> None:
+    from bench.gpu_issue11 import bench_sum_dim0
+
+    bench_sum_dim0(rows)
 
 
 def main() -> None:
@@ -451,8 +501,10 @@ def main() -> None:
                              "against torch: bench/gpu_nn.py), nn-explore (the row kernels with other bytes of a row per "
                              "thread), quant (q4_0/q8_0 matrix-vector: "
                              "bench/gpu_quant.py), qmatmul (QMatMul by 1 to 512 rows of x, qmatvec against "
-                             "dequantize + GEMM), cudnn (convolutions and attention with and without cuDNN, "
-                             "against torch: bench/gpu_issue11.py), cudnn-explore (its settings)")
+                             "dequantize + GEMM), issue11, conv-explore, reduce-explore (the sums' kernel "
+                             "variants), strided-explore (one column a thread, 4 to 32 loads in flight), "
+                             "sum-dim0 (issue11's sum over dim 0 alone), cudnn (convolutions and attention with "
+                             "and without cuDNN, against torch: bench/gpu_issue11.py), cudnn-explore (its settings)")
     args = parser.parse_args()
     import torch
 
@@ -461,8 +513,8 @@ def main() -> None:
     parts = {"compile": cold_and_warm_compile, "bandwidth": bandwidth, "latency": latency, "checks": checks,
              "explore": explore, "nn": nn, "nn-explore": nn_explore, "quant": quant,
              "qmatmul": qmatmul, "issue11": issue11,
-             "conv-explore": conv_explore, "reduce-explore": reduce_explore, "cudnn": cudnn,
-             "cudnn-explore": cudnn_explore}
+             "conv-explore": conv_explore, "reduce-explore": reduce_explore, "sum-dim0": sum_dim0,
+             "strided-explore": strided_explore, "cudnn": cudnn, "cudnn-explore": cudnn_explore}
     for part in (parts[p.strip()] for p in args.parts.split(",") if p.strip()):
         try:
             part(rows)

@@ -141,9 +141,21 @@ def bench_issue11(rows: dict) -> None:
     except Exception as exc:  # noqa: BLE001
         rows[f"{name}: failed"] = f"{type(exc).__name__}: {exc}"
 
-    # sum over dim 0 of (8192, 8192) f32: reads 256 MB
+    bench_sum_dim0(rows)
+
+
+def bench_sum_dim0(rows: dict) -> None:
+    """The sum over dim 0 of (8192, 8192) f32 (reads 256 MB) against torch: issue11's row,
+    alone as `--parts sum-dim0`."""
+    import torch
+
+    import generated as g
+
+    dev = g.Device.parse("cuda:0")
+    sync, tsync = dev.synchronize, torch.cuda.synchronize
+    rng = np.random.default_rng(11)
     xr = rng.standard_normal((8192, 8192), dtype=np.float32)
-    sr_, tr_ = put(xr)
+    sr_, tr_ = dev.storage_from_slice(xr), torch.from_numpy(xr).cuda()
     lrr = g.Layout.contiguous(xr.shape)
     name = "sum f32 (8192,8192) over dim 0"
     _check(rows, name, g.to_numpy(sr_.reduce_op(g.ReduceOp.SUM, lrr, (0,)), g.Layout.contiguous((1, 8192))),
@@ -189,32 +201,25 @@ def explore_conv_chunks(rows: dict) -> None:
 
 def explore_strided_loads(rows: dict, settings=(4, 8, 16, 32)) -> None:
     """The sum over dim 0 of (8192, 8192) f32 with hip/reduce.hip compiled with other strided
-    loads in flight per thread (OPGEN_STRIDED_LOADS): device time, GB/s of the 256 MB read."""
+    loads in flight per thread (OPGEN_STRIDED_LOADS): device time, GB/s of the 256 MB read.
+    (The scalar path: a thread per column, as before 16-byte loads of several columns.)"""
     import generated as g
     import runtime.gpu as gpu
-    from runtime.cuda import _rt as rt
 
     dev = g.Device.parse("cuda:0")
     x = np.random.default_rng(3).standard_normal((8192, 8192), dtype=np.float32)
     sx, layout = dev.storage_from_slice(x), g.Layout.contiguous(x.shape)
-    source = str(gpu.HIP_DIR / "reduce.hip")
     text = (gpu.HIP_DIR / "reduce.hip").read_text()
-
-    def forget() -> None:  # the runtime's compiled module and functions of reduce.hip
-        for cache in (rt._modules, rt._functions, rt._launches):
-            for key in [k for k in cache if source in k]:
-                del cache[key]
-
+    columns = gpu._reduce_columns
+    gpu._reduce_columns = lambda *args: 1  # noqa: E731  (the runtime's grid as for one column a thread)
     try:
         for loads in settings:
-            rt._sources[source] = f"#define OPGEN_STRIDED_LOADS {loads}\n" + text
-            forget()
-            seconds = device_seconds(lambda: sx.reduce_op(g.ReduceOp.SUM, layout, (0,)))
+            with _reduce_source(f"#define OPGEN_STRIDED_LOADS {loads}\n#define OPGEN_COLUMN_LOADS 0\n" + text):
+                seconds = _device_seconds_of(lambda: sx.reduce_op(g.ReduceOp.SUM, layout, (0,)))
             rows[f"explore sum f32 (8192,8192) over dim 0, {loads} strided loads in flight: device (GB/s)"] = (
                 4 * x.size / seconds / 1e9)
     finally:
-        rt._sources[source] = text
-        forget()
+        gpu._reduce_columns = columns
 
 
 def bench_cudnn(rows: dict) -> None:
@@ -466,3 +471,125 @@ def explore_cudnn(rows: dict) -> None:
         for attr, value in kept.items():
             setattr(gpu_cudnn, attr, value)
         vendor._plans.clear()
+
+
+class _reduce_source:
+    """hip/reduce.hip as the runtime compiles it replaced by `text` inside the block (the
+    runtime's compiled module, functions and prepared launches of it are forgotten on the
+    way in and out)."""
+
+    def __init__(self, text: str) -> None:
+        import runtime.gpu as gpu
+        from runtime.cuda import _rt
+
+        self.rt, self.text = _rt, text
+        self.source = str(gpu.HIP_DIR / "reduce.hip")
+        self.kept = (gpu.HIP_DIR / "reduce.hip").read_text()
+
+    def forget(self) -> None:
+        for cache in (self.rt._modules, self.rt._functions, self.rt._launches):
+            for key in [k for k in cache if self.source in k]:
+                del cache[key]
+        self.rt._direct.clear()
+
+    def __enter__(self):
+        self.rt._sources[self.source] = self.text
+        self.forget()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.rt._sources[self.source] = self.kept
+        self.forget()
+
+
+def _device_seconds_of(fn) -> float:
+    from bench.gpu import device_seconds
+
+    return device_seconds(fn)
+
+
+def explore_reductions(rows: dict) -> None:
+    """Issue 11's two sums under variants, device time (and host time for the sum over all
+    dims), in one run: the sum over dim 0 of (8192, 8192) f32 with several columns a thread
+    (16-byte loads), a thread's rows a band or interleaved with the other chunks'
+    (OPGEN_COLUMN_INTERLEAVED), threads aimed at per multiprocessor (gpu.THREAD_ITEMS_PER_SM);
+    the sum over all 64M with a chunk a warp or the blocks interleaved
+    (OPGEN_PASS0_INTERLEAVED), warps per multiprocessor (gpu.WARP_ITEMS_PER_SM); and the sum
+    over the last dim (the same kernels' warp path), against regressions. A source given by
+    OPGEN_REDUCE_BEFORE (a path) is timed as "before", with one column a thread.
+    (A first run also compared 2, 4 and 8 rows in flight a thread (OPGEN_COLUMN_LOADS): 2,326
+    / 2,332 / 2,329 GB/s with 1,024 threads per SM; and pass 0 with and without block states
+    (OPGEN_BLOCK_STATES): the same, 2,673 / 2,673 GB/s: reduce-explore-h100.md.)"""
+    import os
+
+    import torch
+
+    import generated as g
+    import runtime.gpu as gpu
+    from bench.gpu import timed
+
+    dev = g.Device.parse("cuda:0")
+    sync = dev.synchronize
+    x = np.random.default_rng(3).standard_normal((8192, 8192), dtype=np.float32)
+    sx, layout = dev.storage_from_slice(x), g.Layout.contiguous(x.shape)
+    tx = torch.from_numpy(x).cuda()
+    text = (gpu.HIP_DIR / "reduce.hip").read_text()
+    gbs = lambda seconds: 4 * x.size / seconds / 1e9  # noqa: E731
+    dim0 = lambda: sx.reduce_op(g.ReduceOp.SUM, layout, (0,))  # noqa: E731
+    every = lambda: sx.reduce_op(g.ReduceOp.SUM, layout, (0, 1))  # noqa: E731
+    last = lambda: sx.reduce_op(g.ReduceOp.SUM, layout, (1,))  # noqa: E731
+    t_torch0 = _device_seconds_torch(lambda: tx.sum(dim=0, keepdim=True))
+    rows["explore torch sum over dim 0: device (GB/s)"] = gbs(t_torch0)
+    rows["explore torch sum over all dims: device (GB/s)"] = gbs(_device_seconds_torch(lambda: tx.sum()))
+    rows["explore torch sum over all dims: host (GB/s)"] = gbs(timed(lambda: tx.sum(), torch.cuda.synchronize))
+    kept = (gpu.WARP_ITEMS_PER_SM, gpu.THREAD_ITEMS_PER_SM, gpu._reduce_columns)
+    before = os.environ.get("OPGEN_REDUCE_BEFORE")
+    try:
+        if before:
+            gpu._reduce_columns = lambda *args: 1  # noqa: E731
+            with _reduce_source(open(before).read()):
+                for name, fn in (("dim 0", dim0), ("all dims", every), ("last dim", last)):
+                    rows[f"explore before: sum over {name}: device (GB/s)"] = gbs(_device_seconds_of(fn))
+                rows["explore before: sum over all dims: host (GB/s)"] = gbs(timed(every, sync))
+            gpu._reduce_columns = kept[2]
+        for interleaved in (0, 1):
+            for per_sm in (1024, 2048, 4096):
+                gpu.THREAD_ITEMS_PER_SM = per_sm
+                with _reduce_source(f"#define OPGEN_COLUMN_INTERLEAVED {interleaved}\n" + text):
+                    rows[f"explore sum over dim 0, columns, rows interleaved {interleaved}, {per_sm} threads/SM: "
+                         "device (GB/s)"] = gbs(_device_seconds_of(dim0))
+        gpu.THREAD_ITEMS_PER_SM = kept[1]
+        for interleaved in (0, 1):
+            for per_sm in (32, 64):
+                gpu.WARP_ITEMS_PER_SM = per_sm
+                with _reduce_source(f"#define OPGEN_PASS0_INTERLEAVED {interleaved}\n" + text):
+                    label = f"explore sum over all dims, interleaved {interleaved}, {per_sm} warps/SM"
+                    rows[f"{label}: device (GB/s)"] = gbs(_device_seconds_of(every))
+                    rows[f"{label}: host (GB/s)"] = gbs(timed(every, sync))
+        gpu.WARP_ITEMS_PER_SM = kept[0]
+        with _reduce_source(text):
+            rows["explore sum over the last dim, this source: device (GB/s)"] = gbs(_device_seconds_of(last))
+    finally:
+        gpu.WARP_ITEMS_PER_SM, gpu.THREAD_ITEMS_PER_SM, gpu._reduce_columns = kept
+
+
+def _device_seconds_torch(fn, repeats: int = 10, inner: int = 5) -> float:
+    """Median seconds per call of a torch op on torch's stream (CUDA events), a first call
+    keeping the GPU busy while the timed ones are queued (as bench.gpu.device_seconds)."""
+    import statistics
+
+    import torch
+
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    samples = []
+    fn()
+    torch.cuda.synchronize()
+    for _ in range(repeats):
+        fn()
+        start.record()
+        for _ in range(inner):
+            fn()
+        end.record()
+        end.synchronize()
+        samples.append(start.elapsed_time(end) / 1e3 / inner)
+    return statistics.median(samples)

@@ -25,6 +25,11 @@
 // `partial` starts with a kStateHeader-byte header whose first u32 is that counter: zero
 // at launch, and the last block zeroes it again, so the buffer serves the next launch as
 // it is. Meant for a few groups (one block finishes them all), on one stream at a time.
+// Where the runtime launches a warp per chunk and whole blocks per group (chunks a
+// multiple of the block's warps), the group's blocks read it interleaved (16-byte vector
+// t, t + T, ... for thread t of T: the device reads one window of memory at a time) and
+// each block leaves one state (reduce_block_states): the last block reads a state per
+// block, not per warp.
 //
 // Launch: any grid, any blockDim.x <= 1024 (each kernel loops over its work; the entry
 // points are declared with __launch_bounds__(1024) below, so that 1024 threads fit their
@@ -32,7 +37,8 @@
 // covers each work item (a group, or a chunk of one) in one of three ways:
 //   - one thread per item, when the group's elements are strided but consecutive groups
 //     start at consecutive elements (reducing a leading dim): a warp reads neighbouring
-//     groups, coalesced;
+//     groups, coalesced; where the view's alignment allows, an item is kColumns
+//     neighbouring groups (4 f32 columns: one 16-byte load per row), see group_source::cols;
 //   - one warp per item, for items of at most kWarpItemMax elements (pass 2:
 //     kWarpPartialMax states; blockDim.x a multiple of warpSize): no barriers, each warp
 //     streams through its item;
@@ -60,6 +66,28 @@ constexpr size_t kStateHeader = 16;  // pass 0: the counter, then the states (16
 #define OPGEN_STRIDED_LOADS 8
 #endif
 constexpr int kStridedLoads = OPGEN_STRIDED_LOADS;
+// Rows in flight per thread where a thread reduces several neighbouring groups of a leading
+// dim at once (one vector access per row: `columns` below); -D may set it.
+#ifndef OPGEN_COLUMN_LOADS
+#define OPGEN_COLUMN_LOADS 4
+#endif
+constexpr int kColumnLoads = OPGEN_COLUMN_LOADS;
+// Pass 0 combines a block's states before the last block reads them (see reduce_once);
+// -D OPGEN_BLOCK_STATES=0 turns that off (bench/gpu_issue11.py compares).
+#ifndef OPGEN_BLOCK_STATES
+#define OPGEN_BLOCK_STATES 1
+#endif
+// There, each block's threads read the group interleaved with every other block of the
+// group (thread t of T: 16-byte vectors t, t + T, ...), so that the device reads one
+// window of memory at a time, not a chunk per warp; 0: a contiguous chunk per warp.
+#ifndef OPGEN_PASS0_INTERLEAVED
+#define OPGEN_PASS0_INTERLEAVED 1
+#endif
+// Several columns a thread (a thread per item): its chunk as rows c, c + chunks, ... (1)
+// instead of a band of consecutive rows (0).
+#ifndef OPGEN_COLUMN_INTERLEAVED
+#define OPGEN_COLUMN_INTERLEAVED 0
+#endif
 
 // ---------------------------------------------------------------------------- policies
 //
@@ -174,6 +202,12 @@ template <typename T> struct group_source {
     bool contiguous;  // the whole view
     bool simple;      // the group is the last dim: element k of group g at base(g) + k * rs
     size_t rs;
+    // A thread per item: neighbouring groups a thread reduces at once, reading one row of
+    // them with one access of kColumns elements (16 bytes for 2- to 8-byte types, 8 for u8),
+    // where every such access is aligned: the view's first element, the innermost kept dim's
+    // size and every other stride multiples of kColumns elements. Else 1 (a group a thread).
+    static constexpr int kColumns = opgen::pack_width<T>::value < 8 ? opgen::pack_width<T>::value : 8;
+    unsigned int cols;
 
     __device__ __forceinline__ void init(const T* s, size_t el_, size_t num_dims, const size_t* info) {
         src = s;
@@ -184,7 +218,17 @@ template <typename T> struct group_source {
         contiguous = info == nullptr || opgen::is_contiguous(num_dims, info, info + num_dims);
         simple = contiguous || (nd >= 1 && dims[nd - 1] == el);
         rs = contiguous ? 1 : (nd >= 1 ? strides[nd - 1] : 1);
+        cols = 1;
+        if (kColumns > 1 && kColumnLoads > 0 && thread_per_item()) {  // OPGEN_COLUMN_LOADS 0: off
+            const size_t w = (size_t)kColumns;
+            bool fits = reinterpret_cast<unsigned long long>(src) % (w * sizeof(T)) == 0 && dims[nd - 2] % w == 0 &&
+                        rs % w == 0;
+            for (size_t d = 0; d + 2 < nd; d++) fits = fits && (dims[d] == 1 || strides[d] % w == 0);
+            if (fits) cols = (unsigned int)kColumns;
+        }
     }
+
+    __device__ __forceinline__ unsigned int columns() const { return cols; }
 
     // One thread per item: the group's elements are strided, the groups' first elements
     // adjacent (the innermost kept dim has stride 1).
@@ -197,6 +241,35 @@ template <typename T> struct group_source {
     __device__ __forceinline__ size_t base(size_t g) const {
         if (contiguous) return g * el;
         return nd > 1 ? opgen::get_strided_index(g, nd - 1, dims, strides) : 0;
+    }
+
+    // Elements [k0, k1) of the kColumns neighbouring groups g, g + 1, ... (cols == kColumns:
+    // a thread per item), one state each: kColumnLoads rows in flight, each one aligned
+    // access of the kColumns elements, the updates in k's order.
+    // Rows k0, k0 + step, ... below k1.
+    template <class Pol>
+    __device__ __forceinline__ void accumulate_columns(const Pol& pol, size_t g, size_t k0, size_t k1, size_t step,
+                                                       typename Pol::P (&acc)[kColumns]) const {
+        constexpr int W = kColumns, U = kColumnLoads > 0 ? kColumnLoads : 1;
+#pragma unroll
+        for (int j = 0; j < W; j++) acc[j] = pol.identity();
+        const T* p = src + base(g);
+        size_t k = k0;
+        for (; k + (U - 1) * step < k1; k += U * step) {
+            opgen::pack<T, W> x[U];
+#pragma unroll
+            for (int u = 0; u < U; u++) x[u] = opgen::load_pack<T, W>(p + (k + u * step) * rs);
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+#pragma unroll
+                for (int j = 0; j < W; j++) acc[j] = pol.update(acc[j], x[u].v[j], k + u * step);
+            }
+        }
+        for (; k < k1; k += step) {
+            const opgen::pack<T, W> x = opgen::load_pack<T, W>(p + k * rs);
+#pragma unroll
+            for (int j = 0; j < W; j++) acc[j] = pol.update(acc[j], x.v[j], k);
+        }
     }
 
     // The states of elements [k0, k1) of group g that lane `lane` of `nl` cooperating
@@ -286,6 +359,13 @@ template <typename P> struct partial_source {
     const P* partial;
     size_t chunks;
     __device__ __forceinline__ bool thread_per_item() const { return false; }
+    static constexpr int kColumns = 1;
+    __device__ __forceinline__ unsigned int columns() const { return 1; }
+    template <class Pol>
+    __device__ __forceinline__ void accumulate_columns(const Pol& pol, size_t, size_t, size_t, size_t,
+                                                       P (&acc)[1]) const {
+        acc[0] = pol.identity();  // never called: columns() is 1
+    }
     // a warp for at most 32 states per lane (one load in flight each), else the block
     __device__ __forceinline__ size_t warp_item_max() const { return kWarpPartialMax; }
     template <class Pol>
@@ -314,6 +394,36 @@ __device__ __forceinline__ size_t chunk_length(size_t el, size_t chunks) {
     return chunks == 1 ? el : (len + 15) / 16 * 16;
 }
 
+// reduce_items' thread per item where each item is Source::kColumns neighbouring groups
+// (group_source::cols): units x chunks items, unit u being groups u * kColumns, ...
+template <class Pol, class Source>
+__device__ __noinline__ void reduce_column_items(const Pol pol, const Source source, size_t units, size_t el,
+                                                 size_t chunks, size_t len, void* out, bool to_partial,
+                                                 unsigned int block, unsigned int blocks) {
+    typedef typename Pol::P P;
+    constexpr int W = Source::kColumns;
+    const size_t items = units * chunks;
+    const size_t teams = (size_t)blocks * blockDim.x;
+    for (size_t it = (size_t)block * blockDim.x + threadIdx.x; it < items; it += teams) {
+        const size_t c = it / units, g = (it - c * units) * W;  // neighbouring threads: neighbouring groups
+        P accs[W];
+        if (OPGEN_COLUMN_INTERLEAVED && chunks > 1) {  // rows c, c + chunks, ...
+            source.accumulate_columns(pol, g, c, el, chunks, accs);
+        } else {
+            const size_t k0 = c * len, k1 = k0 + len < el ? k0 + len : el;
+            source.accumulate_columns(pol, g, k0, k1, 1, accs);
+        }
+#pragma unroll
+        for (int j = 0; j < W; j++) {
+            if (to_partial) {
+                static_cast<P*>(out)[(g + j) * chunks + c] = accs[j];
+            } else {
+                pol.store(out, g + j, accs[j]);
+            }
+        }
+    }
+}
+
 // Reduces groups x chunks work items of `el` elements each from `source`: the state of
 // chunk c of group g goes to out[g * chunks + c] (to_partial), else (one chunk) the
 // final value to dst[g] = out[g]. One loop for the three ways (a thread, a warp or a
@@ -328,10 +438,17 @@ __device__ __forceinline__ void reduce_items(const Pol& pol, const Source& sourc
     __shared__ P sh[32];
     if (blockDim.x > kMaxBlock || el == 0 || chunks == 0) return;
     const size_t len = chunk_length(el, chunks);
-    const size_t items = groups * chunks;
     const unsigned int ws = (unsigned int)warpSize;
     // 0: a thread per item, 1: a warp per item, 2: a block per item
     const int way = source.thread_per_item() ? 0 : (len <= source.warp_item_max() && blockDim.x % ws == 0) ? 1 : 2;
+    // a thread per item: `cols` neighbouring groups an item (cols divides the groups)
+    const unsigned int cols = way == 0 ? source.columns() : 1u;
+    const size_t units = groups / cols;
+    const size_t items = units * chunks;
+    if (cols > 1) {  // a thread per item, kColumns groups an item: in a function of its own (registers)
+        reduce_column_items(pol, source, units, el, chunks, len, out, to_partial, block, blocks);
+        return;
+    }
     size_t team, teams;
     unsigned int lane, width;
     if (way == 0) {
@@ -353,8 +470,8 @@ __device__ __forceinline__ void reduce_items(const Pol& pol, const Source& sourc
     for (size_t it = team; it < items; it += teams) {
         size_t g, c;
         if (way == 0) {  // neighbouring threads: neighbouring groups, one chunk
-            c = it / groups;
-            g = it - c * groups;
+            c = it / units;
+            g = (it - c * units) * cols;
         } else {
             g = it / chunks;
             c = it - g * chunks;
@@ -396,7 +513,43 @@ __device__ __noinline__ void reduce_finish(const Pol pol, const size_t groups, c
     reduce_items(pol, source, groups, chunks, 1, dst, false, block, blocks);
 }
 
+// Pass 0's first half where each warp has one chunk and a block's warps consecutive chunks
+// of one group (reduce_once checks): the block's states combined, one to out[blockIdx.x],
+// so the last block reads a state per block, not per warp (fewer rounds of loads at the
+// end, when the rest of the device is idle).
+template <class Pol, class Source>
+__device__ __noinline__ void reduce_block_states(const Pol pol, const Source source, size_t el, size_t chunks,
+                                                 void* out) {
+    typedef typename Pol::P P;
+    __shared__ P sh[32];
+    const unsigned int ws = (unsigned int)warpSize, lane = threadIdx.x % ws, warp = threadIdx.x / ws;
+    const unsigned int wpb = blockDim.x / ws;
+    P acc;
+    if (OPGEN_PASS0_INTERLEAVED) {  // the group's blocks' threads interleaved over all of it
+        const size_t per_group = chunks / wpb, g = blockIdx.x / per_group;
+        const size_t b = blockIdx.x - g * per_group;
+        acc = source.accumulate(pol, g, 0, el, (unsigned int)(b * blockDim.x + threadIdx.x),
+                                (unsigned int)(per_group * blockDim.x));
+    } else {  // a chunk a warp
+        const size_t it = (size_t)blockIdx.x * wpb + warp;
+        const size_t g = it / chunks, c = it - g * chunks;
+        const size_t len = chunk_length(el, chunks);
+        const size_t k0 = c * len, k1 = k0 + len < el ? k0 + len : el;
+        acc = source.accumulate(pol, g, k0, k1, lane, ws);
+    }
+    acc = warp_reduce(pol, acc, ws);
+    if (lane == 0) sh[warp] = acc;
+    __syncthreads();
+    if (warp == 0) {
+        acc = warp_reduce(pol, lane < wpb ? sh[lane] : pol.identity(), ws);
+        if (lane == 0) static_cast<P*>(out)[blockIdx.x] = acc;
+    }
+}
+
 // Pass 0: pass 1, then the last block to finish does pass 2 alone (see the top of the file).
+// Where the grid gives each warp one chunk and a block's chunks share a group (the runtime
+// launches so: chunks a multiple of the block's warps, a warp per chunk), each block leaves
+// one state (reduce_block_states), else one per chunk.
 template <class Pol, typename T>
 __device__ __noinline__ void reduce_once(const Pol pol, const size_t src_numel, const size_t el,
                                          const size_t num_dims, const size_t* info, const size_t chunks,
@@ -404,14 +557,25 @@ __device__ __noinline__ void reduce_once(const Pol pol, const size_t src_numel, 
     __shared__ bool last;
     unsigned int* finished = static_cast<unsigned int*>(partial);
     void* states = static_cast<char*>(partial) + kStateHeader;
-    reduce_groups(pol, src_numel, el, num_dims, info, chunks, src, states, true);
+    const size_t groups = src_numel / el;
+    const unsigned int ws = (unsigned int)warpSize, wpb = blockDim.x / ws;
+    group_source<T> source;
+    source.init(src, el, num_dims, info);
+    const bool by_block = OPGEN_BLOCK_STATES && blockDim.x <= kMaxBlock && blockDim.x % ws == 0 && wpb > 1 &&
+                          chunks % wpb == 0 && (size_t)gridDim.x * wpb == groups * chunks &&
+                          !source.thread_per_item() && chunk_length(el, chunks) <= kWarpItemMax;
+    if (by_block) {
+        reduce_block_states(pol, source, el, chunks, states);
+    } else {
+        reduce_groups(pol, src_numel, el, num_dims, info, chunks, src, states, true);
+    }
     __threadfence();  // this thread's states are visible device-wide before its block counts
     __syncthreads();
     if (threadIdx.x == 0) last = atomicAdd(finished, 1u) == gridDim.x - 1;
     __syncthreads();
     if (!last) return;
     __threadfence();  // every other block's states are seen past the count
-    reduce_finish(pol, src_numel / el, chunks, states, dst, 0u, 1u);
+    reduce_finish(pol, groups, by_block ? chunks / wpb : chunks, states, dst, 0u, 1u);
     if (threadIdx.x == 0) *finished = 0u;  // every block has counted: ready for the next launch
 }
 

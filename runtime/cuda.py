@@ -29,17 +29,26 @@ def _driver_api():
 
 
 @functools.cache
-def _libcuda_symbol(name: str):
+def _libcuda_symbol(name: str, hold_gil: bool = False):
     """A libcuda entry point through ctypes, or None where it cannot be had (launches then
     go through cuda-python). The library is the one cuda-python has loaded: the same
-    contexts. As cuda-python's bindings do, ctypes releases the GIL during the call."""
+    contexts. As cuda-python's bindings do, ctypes releases the GIL during the call, unless
+    `hold_gil` (ctypes.PyDLL: the call keeps it, saving its release and retaking)."""
     _driver_api()  # cuda-python loads libcuda first; then ctypes opens that same library
     for library in ("libcuda.so.1", "libcuda.so"):
         try:
-            return getattr(ctypes.CDLL(library), name)
+            return getattr((ctypes.PyDLL if hold_gil else ctypes.CDLL)(library), name)
         except (OSError, AttributeError):
             continue
     return None
+
+
+#: Whether prepared launches (CudaDriver.launcher) keep the GIL during cuLaunchKernelEx.
+#: The call only queues work (it waits only when the launch queue is full), so other
+#: Python threads lose little, and a small op saves the GIL's release and retaking (exp of
+#: 1,024 f32 on the H100: 6.11-6.15 us per call against 6.21-6.28; torch's launches keep
+#: it too). bench/gpu.py --parts latency times both.
+LAUNCH_HOLDS_GIL = True
 
 
 class _LaunchConfig(ctypes.Structure):
@@ -330,7 +339,7 @@ class CudaDriver:
         signatures and values the pack refuses take `launch`. The functions of
         PROGRAMMATIC_KERNELS (as `function` found them) carry the programmatic stream
         serialization attribute; `launch` never does."""
-        launch_ex = _libcuda_symbol("cuLaunchKernelEx")
+        launch_ex = _libcuda_symbol("cuLaunchKernelEx", True) if LAUNCH_HOLDS_GIL else _libcuda_symbol("cuLaunchKernelEx")
         fields = [(f"a{i}", t) for i, t in enumerate(types)] + [("config", _LaunchConfig),
                                                                  ("attribute", _LaunchAttribute)]
         frame_type = type("Frame", (ctypes.Structure,), {"_fields_": fields})

@@ -32,6 +32,11 @@ BIN_SIZES_KEPT = 4096  # distinct small allocation sizes whose block size is rem
 # Reductions of at most this many groups, split into chunks, run in one launch whose last
 # block reduces the chunks' partial states: one warp per group of a 256-thread block.
 FEW_GROUPS = BLOCK // 32
+# Reductions: work items per multiprocessor a launch aims for before it splits groups into
+# chunks: warps (a warp per item) and threads (a thread per item, reducing a leading dim).
+# bench/gpu_issue11.py's reduce-explore compares other values.
+WARP_ITEMS_PER_SM = 32
+THREAD_ITEMS_PER_SM = 1024
 PASS0_HEADER = 16  # hip/reduce.hip's kStateHeader: pass 0's block counter, before the states
 # Index ops whose id checks may wait, per device, for the next synchronization (IdChecks):
 # one u32 flag each on the device; when all are in use the next index op synchronizes.
@@ -121,6 +126,21 @@ class GpuBuffer:
     def at(self, layout: Layout) -> int:
         """Device address of the layout's first element."""
         return self.ptr + layout.start_offset * self.dtype.itemsize
+
+
+class _PooledBuffer(GpuBuffer):
+    """A GpuBuffer in one of the runtime's small blocks (GpuRuntime._alloc): dropped, the
+    block goes back to its bin. Cheaper than a GpuBuffer with a release callable, on the
+    hot path of small ops: no functools.partial per buffer, and _alloc sets the slots
+    itself instead of calling the dataclass __init__."""
+
+    __slots__ = ("bin",)
+
+    def __del__(self) -> None:
+        self.bin.give(self.ptr)
+
+
+_new_pooled = object.__new__
 
 
 # struct codes of the ctypes types launch wrappers pack arguments as (kernel_sigs.CTYPES).
@@ -226,6 +246,9 @@ class GpuRuntime:
         self._functions: dict[tuple[int, str, str], Any] = {}
         # (ordinal, source, name) -> the driver's prepared launch of that function
         self._launches: dict[tuple[int, str, str], Callable[..., None]] = {}
+        # (launch wrapper, ordinal) -> (that prepared launch, the wrapper's argument types):
+        # the elementwise hot path calls it directly (_direct)
+        self._direct: dict[tuple[Callable, int], tuple[Callable[..., None], tuple]] = {}
         self._sources: dict[str, str] = {}
         self._modules: dict[tuple[int, str], Any] = {}
         self._streams: dict[int, DeviceStream] = {}
@@ -241,6 +264,7 @@ class GpuRuntime:
         # (runtime/gpu_cudnn.py's Cudnn, set by runtime/cuda.py); None elsewhere. It answers
         # None where it does not take a call, and the runtime's own path runs.
         self.vendor_nn: Any = None
+        self._launch_method = self.launch  # `launch` as defined here (a test may replace it)
 
     # -- availability and devices ---------------------------------------------------------
     def availability(self) -> str | None:
@@ -281,11 +305,11 @@ class GpuRuntime:
                 bin_.kept.bytes -= bin_.size
             else:
                 ptr = self.driver.alloc(bin_.size, stream)
-            release = functools.partial(bin_.give, ptr)
+            buf = _new_pooled(_PooledBuffer)
+            buf.ptr, buf.size, buf.dtype, buf.ordinal, buf.release, buf.bin = ptr, size, dtype, ordinal, None, bin_
         else:
             ptr = self.driver.alloc(nbytes, stream)
-            release = functools.partial(self.driver.free, ptr, stream)
-        buf = GpuBuffer(ptr, size, dtype, ordinal, release)
+            buf = GpuBuffer(ptr, size, dtype, ordinal, functools.partial(self.driver.free, ptr, stream))
         if POISON:
             self.driver.memset(ptr, nbytes, stream, 0xFF)
         return buf
@@ -474,16 +498,17 @@ class GpuRuntime:
         return fn
 
     # unary and binary are the hot path of small ops (a 1,024-element exp is all host time):
-    # unary inlines the checks of _launcher and _fits where they pass on a contiguous view,
-    # and both make the device current once (alloc and stream would each do it again).
+    # they inline the checks of _launcher and _fits where they pass on contiguous views, make
+    # the device current once (alloc and stream would each do it again), and launch through
+    # _direct's prepared launch, not the generated wrapper and `launch` (one dict lookup
+    # instead of a call, a tuple and a lookup more). Every check still raises as before.
     def unary(self, buf: GpuBuffer, kernel, layout: Layout) -> GpuBuffer:
         dtype = buf.dtype
         fn = kernel.by_dtype.get(dtype)
         if fn is None:
             self._launcher(kernel, dtype, kernel.op)  # raises DTypeMismatch
         n = layout.elem_count
-        contiguous = layout.is_contiguous
-        if not contiguous or layout.start_offset + n > buf.size:
+        if layout.dense_count != n or n > buf.size:  # not buf[:n] in order: the general check
             _fits(kernel.op, self.name, buf, layout)  # raises ShapeMismatch where it does not fit
         ordinal = buf.ordinal
         self.driver.activate(ordinal)
@@ -491,28 +516,72 @@ class GpuRuntime:
         out = self._alloc(ordinal, n, kernel.result or dtype, stream.handle)
         if not n:
             return out
-        info, keep = (0, None) if contiguous else self._info(ordinal, layout.shape, layout.stride)
-        fn(self.launch, self.geometry(n, ordinal), BLOCK, stream,
-           n, len(layout.shape), info, buf.ptr + layout.start_offset * dtype.itemsize, out.ptr)
+        if layout.is_contiguous:
+            args = (n, len(layout.shape), 0, buf.ptr + layout.start_offset * dtype.itemsize, out.ptr)
+            keep = None
+        else:
+            info, keep = self._info(ordinal, layout.shape, layout.stride)
+            args = (n, len(layout.shape), info, buf.ptr + layout.start_offset * dtype.itemsize, out.ptr)
+        grid = -(-n // BLOCK) if n <= 64 * BLOCK else self.geometry(n, ordinal)
+        direct = self._direct.get((fn, ordinal))
+        if direct is None:
+            self._direct_first(fn, ordinal, grid, stream, args)
+        else:
+            direct[0](grid, BLOCK, stream.handle, args, direct[1])
+        del keep  # the dims and strides' buffer: freed (stream-ordered) after the launch
         return out
 
     def binary(self, buf: GpuBuffer, kernel, rhs: GpuBuffer, lhs_layout: Layout, rhs_layout: Layout) -> GpuBuffer:
-        fn = self._launcher(kernel, buf.dtype, kernel.op)
-        _fits(kernel.op, self.name, buf, lhs_layout)
-        _fits(kernel.op, self.name, rhs, rhs_layout)
-        _same_ordinal(kernel.op, self.name, buf, rhs)
+        dtype = buf.dtype
+        fn = kernel.by_dtype.get(dtype)
+        if fn is None:
+            self._launcher(kernel, dtype, kernel.op)  # raises DTypeMismatch
+        n = lhs_layout.elem_count
+        if lhs_layout.dense_count != n or n > buf.size:
+            _fits(kernel.op, self.name, buf, lhs_layout)
+        if rhs_layout.dense_count != rhs_layout.elem_count or rhs_layout.elem_count > rhs.size:
+            _fits(kernel.op, self.name, rhs, rhs_layout)
         ordinal = buf.ordinal
+        if rhs.ordinal != ordinal:
+            _same_ordinal(kernel.op, self.name, buf, rhs)  # raises DeviceMismatch
         self.driver.activate(ordinal)
         stream = self._streams.get(ordinal) or self.stream(ordinal)
-        out = self._alloc(ordinal, lhs_layout.elem_count, kernel.result or buf.dtype, stream.handle)
-        if not out.size:
+        out = self._alloc(ordinal, n, kernel.result or dtype, stream.handle)
+        if not n:
             return out
-        both_contiguous = lhs_layout.is_contiguous and rhs_layout.is_contiguous
-        info, keep = (0, None) if both_contiguous else self._info(
-            ordinal, lhs_layout.shape, lhs_layout.stride, rhs_layout.stride)
-        fn(self.launch, self.geometry(out.size, ordinal), BLOCK, stream,
-           out.size, lhs_layout.rank, info, buf.at(lhs_layout), rhs.at(rhs_layout), out.ptr)
+        keep = None
+        if lhs_layout.is_contiguous and rhs_layout.is_contiguous:
+            info = 0
+        else:
+            info, keep = self._info(ordinal, lhs_layout.shape, lhs_layout.stride, rhs_layout.stride)
+        args = (n, len(lhs_layout.shape), info, buf.ptr + lhs_layout.start_offset * dtype.itemsize,
+                rhs.ptr + rhs_layout.start_offset * rhs.dtype.itemsize, out.ptr)
+        grid = -(-n // BLOCK) if n <= 64 * BLOCK else self.geometry(n, ordinal)
+        direct = self._direct.get((fn, ordinal))
+        if direct is None:
+            self._direct_first(fn, ordinal, grid, stream, args)
+        else:
+            direct[0](grid, BLOCK, stream.handle, args, direct[1])
+        del keep
         return out
+
+    def _direct_first(self, fn, ordinal: int, grid: int, stream: DeviceStream, args: tuple) -> None:
+        """Launch wrapper `fn` with `args` through `launch`, and keep the prepared launch it
+        reached (with the wrapper's argument types) for _direct: later calls skip the
+        wrapper. Where `launch` prepares nothing (a test's stand-in), nothing is kept."""
+        reached: list[tuple] = []
+        launch = self.launch
+
+        def learn(source, name, grid_, block, stream_, args_, types) -> None:
+            reached.append((source, name, types))
+            launch(source, name, grid_, block, stream_, args_, types)
+
+        fn(learn, grid, BLOCK, stream, *args)
+        if len(reached) == 1:
+            source, name, types = reached[0]
+            call = self._launches.get((ordinal, source, name))
+            if call is not None and self.launch == self._launch_method:
+                self._direct[(fn, ordinal)] = (call, types)
 
     cmp = binary  # same kernels' shape: the Kernel's result dtype (u8) sizes the output
 
@@ -937,16 +1006,22 @@ class GpuRuntime:
         here follows its choice). Groups too few to fill the device are split into chunks
         (from 256 elements): reduce_chunks_<dt> pass 1 writes a partial state per chunk,
         pass 2 reduces them. Up to FEW_GROUPS groups (a sum over all dims: one) take pass 0,
-        both in one launch, its last block finishing, with the scratch of _pass0_scratch;
-        more take two launches (one block could not finish them quickly)."""
+        both in one launch, its last block finishing, with the scratch of _pass0_scratch
+        (chunks rounded to whole blocks, so that each block leaves one state); more take two
+        launches (one block could not finish them quickly). Where a thread reduces a group
+        (a leading dim), it takes `_reduce_columns` neighbouring groups at once."""
         op = kernel.op
         fn = self._entry(table, (op, buf.dtype), "reduce_op")
         _fits(op, self.name, buf, layout)
         reduced = reduce_dims(op, self.name, dims, layout.rank)
         kept = [d for d in range(layout.rank) if d not in reduced]
-        view = layout.permute(tuple(kept + reduced))
-        group = math.prod(layout.shape[d] for d in reduced)
-        out_count = math.prod(layout.shape[d] for d in kept)
+        lshape, lstride = layout.shape, layout.stride
+        # the view with the reduced dims last: its dims and strides (no Layout made: the
+        # host time of every reduction counts)
+        kshape, kstride = [lshape[d] for d in kept], [lstride[d] for d in kept]
+        rshape, rstride = [lshape[d] for d in reduced], [lstride[d] for d in reduced]
+        group = math.prod(rshape)
+        out_count = math.prod(kshape)
         result = np.dtype(np.uint32) if op in ("argmin", "argmax") else buf.dtype
         if group == 0:
             if op != "sum":
@@ -958,46 +1033,43 @@ class GpuRuntime:
         if not out.size:
             return out
 
-        def merged(shape, stride):
-            """Size-1 dims dropped, then each dim folded into the one before it where
-            that one steps over it exactly (row-major order is unchanged)."""
-            dims_: list[list[int]] = []
-            for n, s in zip(shape, stride):
-                if n == 1:
-                    continue
-                if dims_ and dims_[-1][1] == s * n:
-                    dims_[-1] = [dims_[-1][0] * n, s]
-                else:
-                    dims_.append([n, s])
-            return dims_
-
-        nkept = len(kept)
-        kept_dims = merged(view.shape[:nkept], view.stride[:nkept])
-        red_dims = merged(view.shape[nkept:], view.stride[nkept:])
-        shape = tuple(n for n, _ in kept_dims + red_dims)
-        stride = tuple(s for _, s in kept_dims + red_dims)
-        flat = Layout(shape, stride, view.start_offset)
+        kept_dims = _merged(kshape, kstride)
+        red_dims = _merged(rshape, rstride)
+        flat_dims = kept_dims + red_dims
+        shape = tuple(n for n, _ in flat_dims)
+        stride = tuple(s for _, s in flat_dims)
+        contiguous = _row_major(flat_dims)
+        src = buf.at(layout)  # the view's first element (a permutation keeps it)
         stream = self.stream(buf.ordinal)
-        info, keep = (0, None) if flat.is_contiguous else self._info(buf.ordinal, flat.shape, flat.stride)
+        info, keep = (0, None) if contiguous else self._info(buf.ordinal, shape, stride)
         sms = self._sms(buf.ordinal)
         block = 256
         # The way hip/reduce.hip covers an item (its thread_per_item and kWarpItemMax).
-        by_thread = (not flat.is_contiguous and len(red_dims) == 1 and red_dims[0][1] != 1
+        by_thread = (not contiguous and len(red_dims) == 1 and red_dims[0][1] != 1
                      and len(kept_dims) >= 1 and kept_dims[-1][1] == 1)
         # Items to fill the device (threads, or warps) and the fewest elements worth an
         # item; fewer groups than that are split into chunks (two launches). Warps: on the
         # H100, sum f32 over 64M elements ran at 2,612 GB/s of device time in 4,224 chunks
         # (32 per multiprocessor), 2,312 in 16,896, 2,023 in 33,792 (bench/gpu.py --parts
-        # explore).
+        # explore). Threads: 1,024 per multiprocessor with several columns a thread (sum over
+        # dim 0 of (8192, 8192) f32: 2,332 GB/s, against 2,115 with 4,096; --parts
+        # reduce-explore).
+        # A thread per item reads `cols` neighbouring groups at once where the view allows
+        # aligned vector accesses (the kernel's group_source::cols; same test).
+        cols = _reduce_columns(buf.dtype.itemsize, src, kept_dims, red_dims) if by_thread else 1
+        units = out_count // cols  # threads per chunk of every group (a thread per item)
         if by_thread:
-            want, least = sms * 4096, 64
+            want, least = sms * THREAD_ITEMS_PER_SM, 64
         else:
-            want, least = sms * 32, min(1024, max(128, group // 32))
+            want, least = sms * WARP_ITEMS_PER_SM, min(1024, max(128, group // 32))
         chunks = 1
-        if out_count < want and group >= 2 * least:
-            chunks = max(1, min(-(-want // out_count), group // least))
+        few = out_count <= FEW_GROUPS and not by_thread  # one launch (pass 0)
+        if units < want and group >= 2 * least:
+            chunks = max(1, min(-(-want // units), group // least))
+            if few and chunks >= block // 32:  # whole blocks of one group (the kernel's block states)
+                chunks -= chunks % (block // 32)
         length = group if chunks == 1 else -(-(-(-group // chunks)) // 16) * 16  # the kernel's chunk_length
-        items = out_count * chunks
+        items = units * chunks
 
         def grid_for(n_items: int, item_length: int, thread_items: bool, warp_max: int = 65536) -> int:
             if thread_items:
@@ -1008,25 +1080,25 @@ class GpuRuntime:
                 per_block = 1
             return max(1, min(-(-n_items // per_block), sms * 64))
 
-        numel = flat.elem_count
+        numel = out_count * group
+        rank = len(shape)
         if chunks == 1:
-            fn(self.launch, grid_for(items, length, by_thread), block, stream, numel, group, flat.rank, info,
-               buf.at(view), out.ptr)
+            fn(self.launch, grid_for(items, length, by_thread), block, stream, numel, group, rank, info, src, out.ptr)
             return out
         chunked = self._entry(table, buf.dtype, "reduce_op")  # reduce_chunks_<dt>
-        codes = {"sum": 0, "min": 1, "max": 2, "argmin": 3, "argmax": 4}
-        if out_count <= FEW_GROUPS and not by_thread:
+        if few:
             scratch = self._pass0_scratch(buf.ordinal, PASS0_HEADER + items * 16)
-            chunked(self.launch, grid_for(items, length, False), block, stream, codes[op], 0, numel, group,
-                    flat.rank, info, chunks, buf.at(view), scratch.ptr, out.ptr)
+            chunked(self.launch, grid_for(items, length, False), block, stream, _REDUCE_CODES[op], 0, numel, group,
+                    rank, info, chunks, src, scratch.ptr, out.ptr)
             return out
-        partial = self.alloc(buf.ordinal, items * 16, np.dtype(np.uint8))  # 16 bytes: the largest state
+        # a state per group and chunk (an item may hold `cols` groups), 16 bytes: the largest state
+        partial = self.alloc(buf.ordinal, out_count * chunks * 16, np.dtype(np.uint8))
         # pass 2: a block per group past 1024 partial states, as wide as allowed
         block2 = 1024 if chunks > 1024 else block
         for pass_, grid, threads in ((1, grid_for(items, length, by_thread), block),
                                      (2, grid_for(out_count, chunks, False, 1024), block2)):
-            chunked(self.launch, grid, threads, stream, codes[op], pass_, numel, group, flat.rank, info, chunks,
-                    buf.at(view), partial.ptr, out.ptr)
+            chunked(self.launch, grid, threads, stream, _REDUCE_CODES[op], pass_, numel, group, rank, info, chunks,
+                    src, partial.ptr, out.ptr)
         return out
 
     def _pass0_scratch(self, ordinal: int, nbytes: int) -> GpuBuffer:
@@ -1097,6 +1169,47 @@ def _batch_stride(layout: Layout) -> int | None:
         if s0 != s1 * d1:
             return None
     return dims[-1][1]
+
+
+_REDUCE_CODES = {"sum": 0, "min": 1, "max": 2, "argmin": 3, "argmax": 4}  # reduce_chunks_<dt>'s op
+
+
+def _merged(shape: list[int], stride: list[int]) -> list[list[int]]:
+    """[size, stride] of each dim, size-1 dims dropped, each dim folded into the one before
+    it where that one steps over it exactly (row-major order is unchanged)."""
+    dims: list[list[int]] = []
+    for n, s in zip(shape, stride):
+        if n == 1:
+            continue
+        if dims and dims[-1][1] == s * n:
+            dims[-1] = [dims[-1][0] * n, s]
+        else:
+            dims.append([n, s])
+    return dims
+
+
+def _row_major(dims: list[list[int]]) -> bool:
+    """Whether [size, stride] dims (none of size 1) are contiguous in row-major order."""
+    step = 1
+    for n, s in reversed(dims):
+        if s != step:
+            return False
+        step *= n
+    return True
+
+
+def _reduce_columns(itemsize: int, address: int, kept: list[list[int]], reduced: list[list[int]]) -> int:
+    """Neighbouring groups a thread reduces at once where a thread reduces a leading dim's
+    group (hip/reduce.hip's group_source::cols): kColumns (16 bytes of elements, at most 8)
+    where the first element's address, the innermost kept dim's size and every other
+    stride are multiples of it (aligned vector accesses), else 1. kept / reduced: the merged
+    [size, stride] dims (reduced: one, the innermost kept one of stride 1)."""
+    width = min(16 // itemsize, 8)
+    if width < 2 or address % (width * itemsize) or kept[-1][0] % width or reduced[0][1] % width:
+        return 1
+    if any(stride % width for _, stride in kept[:-1]):
+        return 1
+    return width
 
 
 def _fits(op: str, backend: str, buf: GpuBuffer, layout: Layout) -> None:

@@ -53,7 +53,9 @@ def _check(got, want, op, dtype, what):
     if op is g.ReduceOp.SUM and dtype.kind == "float":
         tol = {"bf16": 2e-2, "f16": 2e-3}.get(dtype.value, 1e-5)
         np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=tol, err_msg=what)
-    else:
+    else:  # exact; NaN equals NaN (bf16 too, which numpy compares as an opaque type: as f64)
+        if want.dtype.kind not in "iu":
+            got, want = got.astype(np.float64), want.astype(np.float64)
         np.testing.assert_array_equal(got, want, err_msg=what)
 
 
@@ -84,6 +86,72 @@ def test_one_launch_keeps_the_first_extreme_and_the_first_nan(backend, op):
     x[[900_000, 300_000]] = np.nan
     got, want = _reduce(device, x, layout, x.shape, op, (0,)), _reduce(CPU, x, layout, x.shape, op, (0,))
     np.testing.assert_array_equal(got, want)
+
+
+# -- a thread per group, several neighbouring groups at once (16-byte loads) ----------------
+
+# (base shape, view, dims, whether the runtime takes several columns a thread): reductions
+# over leading dims, whose groups are read by a thread each. Several columns a thread needs
+# the view's first element, the innermost kept size and every other stride to be multiples
+# of the vector width (16 bytes of elements, at most 8): 64 and 48 columns are, 37 and an
+# offset of 1 are not; a row stride of 66 is for 8-byte types only (width 2).
+COLUMN_CASES = [
+    ((4099, 64), lambda l: l, (0,), True),            # chunked: two launches
+    ((100, 64), lambda l: l, (0,), True),             # one launch (groups too short to split)
+    ((4099, 37), lambda l: l, (0,), False),           # columns not a multiple of the width
+    ((700, 72), lambda l: l.narrow(1, 8, 64), (0,), True),   # an aligned offset
+    ((700, 72), lambda l: l.narrow(1, 1, 64), (0,), False),  # an unaligned offset
+    ((700, 66), lambda l: l.narrow(1, 0, 64), (0,), None),   # row stride 66: 8-byte types only
+    ((3, 300, 48), lambda l: l, (1,), True),          # a batch of column sums
+    ((50, 40, 16), lambda l: l, (0, 1), True),        # two leading dims merged
+    ((9, 5, 48), lambda l: l.narrow(1, 1, 3), (0, 1), None),  # reduced dims that do not merge: generic path
+]
+
+
+def _column_values(dt: g.DType, shape, op: g.ReduceOp, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    if op is g.ReduceOp.SUM:
+        return _values(dt, shape, seed)
+    x = rng.integers(1, 7, shape).astype(dt.numpy)  # ties: the first extreme must win
+    if dt.kind == "float":
+        flat = x.reshape(-1)
+        flat[rng.integers(0, flat.size, 5)] = np.nan  # NaN propagates (first NaN for argmin/argmax)
+    return x
+
+
+@pytest.mark.parametrize("backend", GPU_BACKENDS, ids=str)
+@pytest.mark.parametrize("dtype", ["f32", "bf16", "f16", "f64", "i64", "u32", "u8"])
+@pytest.mark.parametrize("op", REDUCE, ids=str)
+def test_leading_dims_reduce_as_on_the_cpu_several_columns_a_thread(backend, dtype, op, monkeypatch):
+    """Several neighbouring columns a thread (aligned vector loads) where the view allows,
+    one column a thread where it does not (odd widths, unaligned offsets, odd row strides):
+    both against the cpu backend, every dtype, and the path each case takes."""
+    import runtime.gpu as gpu
+
+    taken: list[int] = []
+    columns = gpu._reduce_columns
+
+    def spy(*args):
+        taken.append(result := columns(*args))
+        return result
+
+    monkeypatch.setattr(gpu, "_reduce_columns", spy)
+    device, dt = g.Device(backend, 0), g.DType(dtype)
+    width = min(16 // dt.numpy.itemsize, 8)
+    for i, (shape, make_view, dims, wide) in enumerate(COLUMN_CASES):
+        x = _column_values(dt, shape, op, seed=i)
+        layout = make_view(g.Layout.contiguous(shape))
+        what = f"{backend.value} {op.value} {dtype} {shape} case {i} {dims}"
+        taken.clear()
+        got = _reduce(device, x.reshape(-1), layout, layout.shape, op, dims)
+        want = _reduce(CPU, x.reshape(-1), layout, layout.shape, op, dims)
+        _check(got, want, op, dt, what)
+        if wide is None and i == 5:
+            wide = width == 2
+        if wide is None:
+            assert taken == [], what  # not a thread per group
+        else:
+            assert taken == [width if wide else 1], what
 
 
 # -- peer copies ---------------------------------------------------------------------------

@@ -451,6 +451,48 @@ def test_a_reduction_over_all_dims_is_one_launch_into_a_kept_scratch(op):
     assert driver.of("memset")[-1][1] != scratch.ptr
 
 
+@pytest.mark.parametrize("shape, dims", [((8192, 8192), (0, 1)), ((3, 1 << 18), (1,)), ((5, 100_003), (1,)),
+                                         ((FEW_GROUPS, 5000), (1,))])
+def test_one_launch_reductions_give_a_warp_a_chunk_and_a_block_chunks_of_one_group(shape, dims):
+    """hip/reduce.hip's pass 0 combines a block's states when each warp has one chunk and
+    the chunks are a multiple of the block's warps (so a block holds chunks of one group)."""
+    rt, _, launches = _runtime()
+    _reduce(rt, shape, dims)
+    [(name, grid, block, args)] = launches
+    chunks, groups = args[6], int(np.prod(shape)) // args[3]
+    assert args[1] == 0 and chunks % (block // 32) == 0 and grid * (block // 32) == groups * chunks
+
+
+@pytest.mark.parametrize("itemsize, offset, kept, reduced, width", [
+    (4, 0, [[8192, 1]], [[8192, 8192]], 4),
+    (1, 0, [[64, 1]], [[99, 64]], 8),
+    (2, 0, [[64, 1]], [[99, 64]], 8),
+    (8, 0, [[66, 1]], [[99, 66]], 2),
+    (4, 0, [[37, 1]], [[99, 37]], 1),       # columns not a multiple of 4
+    (4, 4, [[64, 1]], [[99, 72]], 1),       # the first element 4 bytes past a 16-byte boundary
+    (4, 32, [[64, 1]], [[99, 72]], 4),
+    (4, 0, [[64, 1]], [[99, 66]], 1),       # a row stride not a multiple of 4
+    (4, 0, [[3, 300 * 48], [48, 1]], [[300, 48]], 4),
+    (4, 0, [[3, 1002], [48, 1]], [[300, 48]], 1),  # an outer stride not a multiple of 4
+])
+def test_a_thread_reads_several_columns_where_the_vector_loads_are_aligned(itemsize, offset, kept, reduced, width):
+    from runtime.gpu import _reduce_columns
+
+    assert _reduce_columns(itemsize, (1 << 40) + offset, kept, reduced) == width
+
+
+def test_a_sum_over_dim_0_gives_a_thread_four_columns():
+    rt, driver, launches = _runtime()
+    _reduce(rt, (8192, 8192), (0,))
+    (name, grid, block, args), (name2, _, _, args2) = launches
+    chunks = args[6]
+    assert (name, args[1], name2, args2[1]) == ("reduce_chunks_f32", 1, "reduce_chunks_f32", 2)
+    assert grid * block == (8192 // 4) * chunks  # a thread per 4 columns and chunk
+    partial = args[8]
+    [nbytes] = [c[2] for c in driver.of("alloc") if c[1] == partial]
+    assert nbytes >= 8192 * chunks * 16  # a state (up to 16 bytes) per column and chunk, not per thread
+
+
 def test_the_scratch_grows_when_a_reduction_needs_more():
     rt, driver, launches = _runtime()
     rt._scratch[0] = small = rt.alloc(0, 64, np.dtype(np.uint8))
@@ -593,6 +635,80 @@ def test_unary_checks_dtype_and_extent_before_it_allocates():
     assert empty.size == 0 and not launches
 
 
+def _counting(kernel, calls: list):
+    """`kernel` with each dtype's launch wrapper counting its calls into `calls`."""
+    from runtime.params import Kernel
+
+    def wrap(fn):
+        def counted(*args):
+            calls.append(fn.__name__)
+            fn(*args)
+        return counted
+
+    return Kernel(kernel.op, {dt: wrap(fn) for dt, fn in kernel.by_dtype.items()}, kernel.result)
+
+
+def test_unary_and_binary_launch_through_the_prepared_launch_after_the_first_call():
+    """The first call goes through the generated wrapper and `launch` (which prepares the
+    function); later ones call the prepared launch directly, with the same arguments."""
+    driver = LaunchDriver()
+    rt = GpuRuntime(driver)
+    rt._module = lambda ordinal, source: f"module:{ordinal}:{source}"
+    wrapped: list[str] = []
+    exp = _counting(kernels_hip.UNARY[kernels_hip.UnaryOp.EXP], wrapped)
+    add = _counting(kernels_hip.BINARY[kernels_hip.BinaryOp.ADD], wrapped)
+    x = rt.from_host(0, np.arange(12, dtype=np.float32))
+    y = rt.from_host(0, np.arange(12, dtype=np.float32))
+    view = Layout.contiguous((4,), start_offset=3)
+    outs = [rt.unary(x, exp, view) for _ in range(3)]
+    strided = Layout.contiguous((3, 4)).transpose(0, 1)
+    sums = [rt.binary(x, add, y, strided, strided) for _ in range(2)]
+    sums += [rt.binary(x, add, y, view, Layout.contiguous((4,), start_offset=8)) for _ in range(2)]
+    assert wrapped == ["launch_unary_exp_f32", "launch_binary_add_f32"]  # each wrapper once
+    launches = driver.of("launch")
+    assert [c[1] for c in launches] == ["fn:unary_exp_f32"] * 3 + ["fn:binary_add_f32"] * 4
+    assert [c[5] for c in launches[:3]] == [(4, 1, 0, x.ptr + 12, out.ptr) for out in outs]
+    assert all(c[5][2] != 0 and c[5][:2] == (12, 2) for c in launches[3:5])  # dims and strides uploaded
+    assert [c[5] for c in launches[5:]] == [(4, 1, 0, x.ptr + 12, y.ptr + 32, out.ptr) for out in sums[2:]]
+    assert len({c[6] for c in launches[:3]}) == 1 and len(driver.of("function")) == 2
+
+
+def test_the_direct_launches_keep_every_check():
+    from runtime.errors import DeviceMismatch, DTypeMismatch, ShapeMismatch
+
+    driver = LaunchDriver()
+    rt = GpuRuntime(driver)
+    rt._module = lambda ordinal, source: f"module:{ordinal}:{source}"
+    exp = kernels_hip.UNARY[kernels_hip.UnaryOp.EXP]
+    add = kernels_hip.BINARY[kernels_hip.BinaryOp.ADD]
+    x, y = rt.from_host(0, np.ones(8, np.float32)), rt.from_host(0, np.ones(8, np.float32))
+    rt.unary(x, exp, Layout.contiguous((8,)))
+    rt.binary(x, add, y, Layout.contiguous((8,)), Layout.contiguous((8,)))  # both prepared now
+    launched = len(driver.of("launch"))
+    with pytest.raises(DTypeMismatch, match="exp"):
+        rt.unary(rt.from_host(0, np.ones(8, np.uint8)), exp, Layout.contiguous((8,)))
+    for view in (Layout.contiguous((8,), start_offset=1), Layout.contiguous((9,)),
+                 Layout.contiguous((3, 3)).transpose(0, 1)):
+        with pytest.raises(ShapeMismatch, match="exp"):
+            rt.unary(x, exp, view)
+        with pytest.raises(ShapeMismatch, match="add"):
+            rt.binary(x, add, y, view, view)
+        with pytest.raises(ShapeMismatch, match="add"):
+            rt.binary(x, add, y, Layout.contiguous(view.shape), view)
+    with pytest.raises(DeviceMismatch, match="add"):
+        rt.binary(x, add, rt.from_host(1, np.ones(8, np.float32)), Layout.contiguous((8,)), Layout.contiguous((8,)))
+    assert len(driver.of("launch")) == launched
+
+
+def test_small_buffers_go_back_to_their_bin_when_dropped():
+    rt, driver, _ = _runtime()
+    a = rt.alloc(0, 100, np.dtype(np.float32))
+    ptr, bin_ = a.ptr, a.bin
+    assert (a.size, a.dtype, a.ordinal, a.nbytes) == (100, np.dtype(np.float32), 0, 400)
+    del a
+    assert bin_.free == [ptr] and rt.alloc(0, 90, np.dtype(np.float32)).ptr == ptr  # the same 512-byte block
+
+
 @pytest.mark.parametrize("numel", [0, 1, 256, 257, 64 * 256, 64 * 256 + 1, 132 * 64 * 256, 1 << 30])
 def test_geometry_is_the_block_count_capped_at_64_per_multiprocessor(numel):
     rt, _, _ = _runtime()
@@ -624,7 +740,8 @@ class FakeLibcuda:
                            _read_back(params, self.types), extra))
         return self.result
 
-    def symbol(self, name):
+    def symbol(self, name, hold_gil=False):
+        self.asked = getattr(self, "asked", []) + [(name, hold_gil)]
         return {"cuLaunchKernelEx": self.ex, "cuLaunchKernel": self.plain}[name]
 
 
@@ -635,6 +752,31 @@ def _cuda_launcher(monkeypatch, types, result=0):
     monkeypatch.setattr(cuda, "_libcuda_symbol", lib.symbol)
     driver = cuda.CudaDriver()
     return driver, driver.launcher(0xF00D, types), lib
+
+
+@pytest.mark.parametrize("hold", [True, False])
+def test_prepared_launches_keep_the_gil_as_launch_holds_gil_says(monkeypatch, hold):
+    import runtime.cuda as cuda
+
+    monkeypatch.setattr(cuda, "LAUNCH_HOLDS_GIL", hold)
+    _, launch, lib = _cuda_launcher(monkeypatch, SIGNATURES[0])
+    assert lib.asked == [("cuLaunchKernelEx", hold)]
+
+
+def test_a_symbol_that_keeps_the_gil_comes_from_a_pydll(monkeypatch):
+    import runtime.cuda as cuda
+
+    opened = []
+    monkeypatch.setattr(cuda, "_driver_api", lambda: None)
+    monkeypatch.setattr(cuda.ctypes, "PyDLL", lambda name: opened.append(("PyDLL", name)) or ctypes.pythonapi)
+    monkeypatch.setattr(cuda.ctypes, "CDLL", lambda name: opened.append(("CDLL", name)) or ctypes.pythonapi)
+    cuda._libcuda_symbol.cache_clear()
+    try:
+        assert cuda._libcuda_symbol("Py_IsInitialized", True) is not None
+        assert cuda._libcuda_symbol("Py_IsInitialized") is not None
+    finally:
+        cuda._libcuda_symbol.cache_clear()
+    assert opened == [("PyDLL", "libcuda.so.1"), ("CDLL", "libcuda.so.1")]
 
 
 @pytest.mark.parametrize("types", SIGNATURES, ids=lambda ts: "-".join(t.__name__ for t in ts))
