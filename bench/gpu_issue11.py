@@ -152,12 +152,12 @@ def bench_issue11(rows: dict) -> None:
 
 def explore_conv_chunks(rows: dict) -> None:
     """conv2d / conv_transpose2d (stride 1) / conv1d of the rows above with the im2col columns
-    made and multiplied in chunks of several sizes (runtime/gpu.py's CONV_COLUMN_BYTES): whole
+    made and multiplied in chunks of several sizes (runtime/gpu/conv.py's CONV_COLUMN_BYTES): whole
     (115 MB, in HBM) or a few batches at a time (the GEMM may read them from the 50 MB L2)."""
     import torch
 
     import generated as g
-    import runtime.gpu as gpu
+    import runtime.gpu.conv as gpu
 
     dev = g.Device.parse("cuda:0")
     rng = np.random.default_rng(11)
@@ -189,7 +189,7 @@ def explore_strided_loads(rows: dict, settings=(4, 8, 16, 32)) -> None:
     """The sum over dim 0 of (8192, 8192) f32 with hip/reduce.hip compiled with other strided
     loads in flight per thread (OPGEN_STRIDED_LOADS): device time, GB/s of the 256 MB read."""
     import generated as g
-    import runtime.gpu as gpu
+    import runtime.gpu.compile as gpu
     from runtime.cuda import _rt as rt
 
     dev = g.Device.parse("cuda:0")

@@ -17,8 +17,10 @@ import threading
 import numpy as np
 
 from runtime.errors import BackendUnavailable
-from runtime import gpu_interop, gpu_nn, gpu_quant
-from runtime.gpu import STRUCT_CODES, GpuError, GpuRuntime, kernel_params
+from runtime.gpu import interop as gpu_interop, nn as gpu_nn, quant as gpu_quant
+from runtime.gpu.driver import GpuError
+from runtime.gpu.launch import STRUCT_CODES, kernel_params
+from runtime.gpu.runtime import GpuRuntime
 
 
 @functools.cache
@@ -142,7 +144,7 @@ class CudaDriver:
             name = name.decode() if isinstance(name, bytes) else str(err)
             return _INIT_ERRORS.get(name, f"cuInit failed: {name}")
         try:
-            from runtime import gpu_compile
+            from runtime.gpu import compile as gpu_compile
 
             gpu_compile.nvrtc_version()
         except Exception as exc:  # noqa: BLE001  (any failure to load the compiler)
@@ -171,12 +173,12 @@ class CudaDriver:
         return self._attribute(ordinal, _driver_api().CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
 
     def compiler_version(self) -> str:
-        from runtime import gpu_compile
+        from runtime.gpu import compile as gpu_compile
 
         return f"nvrtc {gpu_compile.nvrtc_version()}"
 
     def compile(self, source: str, name: str, arch: str) -> bytes:
-        from runtime import gpu_compile
+        from runtime.gpu import compile as gpu_compile
 
         return gpu_compile.compile_cuda(source, name, arch)
 
@@ -271,7 +273,7 @@ class CudaDriver:
             raise
         return event
 
-    # -- interop (runtime/gpu_interop.py) ---------------------------------------------------
+    # -- interop (runtime/gpu/interop.py) ---------------------------------------------------
     dlpack_device_type = 2  # kDLCUDA
     dlpack_default_stream = 1  # CU_STREAM_LEGACY: what DLPack's stream=None means on CUDA
 
@@ -475,7 +477,7 @@ scatter_add = _rt.scatter_add
 index_select = _rt.index_select
 index_add = _rt.index_add
 
-# candle-nn's ops (runtime/gpu_nn.py), called by the hooks of generated/nn.py.
+# candle-nn's ops (runtime/gpu/nn.py), called by the hooks of generated/nn.py.
 sigmoid = functools.partial(gpu_nn.sigmoid, _rt)
 softmax_last_dim = functools.partial(gpu_nn.softmax_last_dim, _rt)
 rms_norm = functools.partial(gpu_nn.rms_norm, _rt)
@@ -486,7 +488,7 @@ rope_thd = functools.partial(gpu_nn.rope_thd, _rt)
 sdpa = functools.partial(gpu_nn.sdpa, _rt)
 arg_sort = functools.partial(gpu_nn.arg_sort, _rt)
 
-# Quantized storage (runtime/gpu_quant.py): Device's quantize, qzeros, qstorage_from_bytes
+# Quantized storage (runtime/gpu/quant.py): Device's quantize, qzeros, qstorage_from_bytes
 # and QStorage's q_<method>.
 quantize = functools.partial(gpu_quant.quantize, _rt)
 qzeros = functools.partial(gpu_quant.qzeros, _rt)
@@ -499,7 +501,7 @@ q_dequantize = functools.partial(gpu_quant.q_dequantize, _rt)
 q_dequantize_f16 = functools.partial(gpu_quant.q_dequantize_f16, _rt)
 q_matmul = functools.partial(gpu_quant.q_matmul, _rt)
 
-# Zero-copy exchange (runtime/gpu_interop.py), called by generated View and from_dlpack.
+# Zero-copy exchange (runtime/gpu/interop.py), called by generated View and from_dlpack.
 dlpack_device = functools.partial(gpu_interop.dlpack_device, _rt)
 to_dlpack = functools.partial(gpu_interop.to_dlpack, _rt)
 from_dlpack = functools.partial(gpu_interop.from_dlpack, _rt)

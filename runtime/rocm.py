@@ -27,8 +27,10 @@ import ml_dtypes
 import numpy as np
 
 from runtime.errors import BackendUnavailable
-from runtime import gpu_interop, gpu_nn, gpu_quant
-from runtime.gpu import GpuError, GpuRuntime, kernel_params
+from runtime.gpu import interop as gpu_interop, nn as gpu_nn, quant as gpu_quant
+from runtime.gpu.driver import GpuError
+from runtime.gpu.launch import kernel_params
+from runtime.gpu.runtime import GpuRuntime
 
 # hip-python looks for libamdhip64.so; Debian's ROCm 5.x ships only libamdhip64.so.5.
 _LIBRARIES = ("libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.5")
@@ -119,7 +121,7 @@ class HipDriver:
             name = _name(hip, err) if int(err) != 0 else "hipErrorNoDevice"
             return "no device" if name == "hipErrorNoDevice" else f"hipGetDeviceCount failed: {name}"
         try:
-            from runtime import gpu_compile
+            from runtime.gpu import compile as gpu_compile
 
             gpu_compile.hiprtc_version()
         except Exception as exc:  # noqa: BLE001  (any failure to load the compiler)
@@ -138,12 +140,12 @@ class HipDriver:
         return self._call("hipDeviceGetAttribute", hip.hipDeviceGetAttribute(attribute, ordinal))
 
     def compiler_version(self) -> str:
-        from runtime import gpu_compile
+        from runtime.gpu import compile as gpu_compile
 
         return f"hiprtc {gpu_compile.hiprtc_version()}"
 
     def compile(self, source: str, name: str, arch: str) -> bytes:
-        from runtime import gpu_compile
+        from runtime.gpu import compile as gpu_compile
 
         return gpu_compile.compile_rocm(source, name, arch)
 
@@ -225,7 +227,7 @@ class HipDriver:
             raise
         return event
 
-    # -- interop (runtime/gpu_interop.py) ---------------------------------------------------
+    # -- interop (runtime/gpu/interop.py) ---------------------------------------------------
     dlpack_device_type = 10  # kDLROCM
     dlpack_default_stream = 0  # the null stream: what DLPack's stream=None means on ROCm
 
@@ -356,7 +358,7 @@ scatter_add = _rt.scatter_add
 index_select = _rt.index_select
 index_add = _rt.index_add
 
-# candle-nn's ops (runtime/gpu_nn.py), called by the hooks of generated/nn.py.
+# candle-nn's ops (runtime/gpu/nn.py), called by the hooks of generated/nn.py.
 sigmoid = functools.partial(gpu_nn.sigmoid, _rt)
 softmax_last_dim = functools.partial(gpu_nn.softmax_last_dim, _rt)
 rms_norm = functools.partial(gpu_nn.rms_norm, _rt)
@@ -367,7 +369,7 @@ rope_thd = functools.partial(gpu_nn.rope_thd, _rt)
 sdpa = functools.partial(gpu_nn.sdpa, _rt)
 arg_sort = functools.partial(gpu_nn.arg_sort, _rt)
 
-# Quantized storage (runtime/gpu_quant.py): Device's quantize, qzeros, qstorage_from_bytes
+# Quantized storage (runtime/gpu/quant.py): Device's quantize, qzeros, qstorage_from_bytes
 # and QStorage's q_<method>.
 quantize = functools.partial(gpu_quant.quantize, _rt)
 qzeros = functools.partial(gpu_quant.qzeros, _rt)
@@ -380,7 +382,7 @@ q_dequantize = functools.partial(gpu_quant.q_dequantize, _rt)
 q_dequantize_f16 = functools.partial(gpu_quant.q_dequantize_f16, _rt)
 q_matmul = functools.partial(gpu_quant.q_matmul, _rt)
 
-# Zero-copy exchange (runtime/gpu_interop.py), called by generated View and from_dlpack;
+# Zero-copy exchange (runtime/gpu/interop.py), called by generated View and from_dlpack;
 # the CUDA Array Interface is CUDA's.
 dlpack_device = functools.partial(gpu_interop.dlpack_device, _rt)
 to_dlpack = functools.partial(gpu_interop.to_dlpack, _rt)

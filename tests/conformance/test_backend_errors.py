@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from generated import Layout, ReduceOp, ShapeMismatch, kernels_hip
-from runtime.gpu import GpuBuffer, GpuRuntime
+from runtime.gpu.memory import GpuBuffer
+from runtime.gpu.runtime import GpuRuntime
 
 from .refs import CPU
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import generated as g
-from runtime.gpu import FEW_GROUPS
+from runtime.gpu.reduce import FEW_GROUPS
 
 _REASONS = {b: b.unavailable_reason() for b in g.Backend if b is not g.Backend.CPU}
 GPU_BACKENDS = [b for b, reason in _REASONS.items() if reason is None]

@@ -7,16 +7,16 @@ style). The generated `Storage.<op>` calls `<op>(self_inner, *args)` in registry
 device methods are called as `<name>(ordinal, *args)`. Errors are typed
 (runtime.errors) and name the op and "cpu".
 
-Convolutions, pooling and upsampling live in `runtime.cpu_nn`; candle-nn's ops (softmax, norms,
-rope, attention, arg_sort) in `runtime.cpu_nn_ops`; quantized storage (GGML blocks) in
-`runtime.cpu_quant`; the view helpers in `runtime.cpu_views`.
+Convolutions, pooling and upsampling live in `runtime.cpu.nn`; candle-nn's ops (softmax, norms,
+rope, attention, arg_sort) in `runtime.cpu.nn_ops`; quantized storage (GGML blocks) in
+`runtime.cpu.quant`; the view helpers in `runtime.cpu.views`.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from runtime.cpu_nn import (
+from runtime.cpu.nn import (
     avg_pool2d,
     conv1d,
     conv2d,
@@ -26,7 +26,7 @@ from runtime.cpu_nn import (
     upsample_nearest1d,
     upsample_nearest2d,
 )
-from runtime.cpu_nn_ops import (
+from runtime.cpu.nn_ops import (
     arg_sort,
     layer_norm,
     rms_norm,
@@ -38,8 +38,8 @@ from runtime.cpu_nn_ops import (
     softmax_last_dim,
 )
 # Zero-copy exchange (DLPack), called by generated View and from_dlpack.
-from runtime.cpu_interop import dlpack_device, from_dlpack, to_dlpack
-from runtime.cpu_quant import (
+from runtime.cpu.interop import dlpack_device, from_dlpack, to_dlpack
+from runtime.cpu.quant import (
     q_data,
     q_dequantize,
     q_dequantize_f16,
@@ -51,7 +51,7 @@ from runtime.cpu_quant import (
     quantize,
     qzeros,
 )
-from runtime.cpu_views import (
+from runtime.cpu.views import (
     BACKEND as _BACKEND,
     DTYPES as _DTYPES,
     F32 as _F32,
@@ -97,12 +97,12 @@ __all__ = [
     "conv_transpose2d", "avg_pool2d", "max_pool2d", "upsample_nearest1d", "upsample_nearest2d",
     "gather", "scatter_set", "scatter_add", "index_select", "index_add", "matmul",
     "copy_strided_src", "copy2d",
-    # quantized storage (runtime.cpu_quant): device methods, then QStorage's q_<method>
+    # quantized storage (runtime.cpu.quant): device methods, then QStorage's q_<method>
     "quantize", "qzeros", "qstorage_from_bytes", "q_dtype", "q_device", "q_size_in_bytes", "q_data",
     "q_dequantize", "q_dequantize_f16", "q_matmul",
-    # nn ops (runtime.cpu_nn_ops), called by the hooks of generated/nn.py
+    # nn ops (runtime.cpu.nn_ops), called by the hooks of generated/nn.py
     "sigmoid", "softmax_last_dim", "rms_norm", "layer_norm", "rope_i", "rope", "rope_thd", "sdpa", "arg_sort",
-    # interop (runtime.cpu_interop), called by generated View and from_dlpack
+    # interop (runtime.cpu.interop), called by generated View and from_dlpack
     "to_dlpack", "dlpack_device", "from_dlpack",
 ]  # fmt: skip
 

@@ -22,7 +22,8 @@ import numpy as np
 
 from runtime import dlpack
 from runtime.errors import DTypeMismatch, ShapeMismatch
-from runtime.gpu import GpuBuffer, GpuRuntime
+from runtime.gpu.memory import GpuBuffer
+from runtime.gpu.runtime import GpuRuntime
 from runtime.layout import Layout
 
 NO_SYNC = -1  # the DLPack `stream` value asking for no ordering

@@ -17,7 +17,9 @@ import numpy as np
 
 from runtime import ggml
 from runtime.errors import DTypeMismatch, ShapeMismatch
-from runtime.gpu import BLOCK, GpuBuffer, GpuRuntime, _fits, _same_ordinal
+from runtime.gpu.launch import BLOCK
+from runtime.gpu.memory import GpuBuffer, _fits, _same_ordinal
+from runtime.gpu.runtime import GpuRuntime
 from runtime.layout import Layout
 
 #: Weights and bytes per block, by format (llama.cpp's ggml-common.h).
