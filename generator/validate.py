@@ -288,10 +288,12 @@ class Validator:
             functions: frozenset[str] = frozenset()
             stubs: frozenset[str] = frozenset()
             runtime_path = None
+            imports: tuple[str, ...] = ()
             if runtime:
                 module = scan(self.runtime_root, runtime)
                 functions, stubs = module.functions, module.stubs
                 runtime_path = str(module.path) if module.path else None
+                imports = tuple(str(p) for p in module.paths[1:])
                 if module.error:
                     self.error(node.get("runtime"), f"backends.{name}.runtime", module.error)
                 else:
@@ -303,7 +305,7 @@ class Validator:
             out.append(model.Backend(
                 name, runtime, bool(ordinal.value) if ordinal is not None else False,
                 self.text(node.get("doc")), self.text(node.get("kernels")) or None, functions, node.position.line,
-                runtime_path, stubs,
+                runtime_path, stubs, imports,
             ))
         if not out and self.root.get("backends") is not None and self.root.get("backends").tag == "map":
             self.error(self.root.get("backends"), "backends", "declare at least one backend")

@@ -1,4 +1,4 @@
-"""DLPack and the CUDA Array Interface for the GPU backends, over a Driver (runtime/gpu.py).
+"""DLPack and the CUDA Array Interface for the GPU backends, over a Driver (runtime/gpu/driver.py).
 
 Stream semantics, as the DLPack spec asks: the producer makes the consumer's stream wait
 for the work queued on its own, by an event; the consumer passes its stream. Both ways,

@@ -1,8 +1,8 @@
 """GPU NN ops (candle-nn's) for the cuda and rocm backends, over hip/nn.hip's kernels.
 
 The functions of runtime/cpu/nn_ops.py, with the GpuRuntime first and the op's launch table
-last (numpy dtype -> generated launch wrapper of that op's kernel); runtime/cuda.py and
-runtime/rocm.py bind them with functools.partial(fn, _rt). Each returns (GpuBuffer, shape).
+last (numpy dtype -> generated launch wrapper of that op's kernel); runtime/gpu/exports.py
+binds them with functools.partial(fn, _rt) for each vendor. Each returns (GpuBuffer, shape).
 
 Layouts: the kernels read contiguous tensors. A contiguous view is read in place (at its
 offset); any other view is first copied dense on the device (GpuRuntime._dense) by

@@ -2,10 +2,10 @@
 the kernels of hip/quantized.hip dequantize them and multiply them by f32 activations.
 Quantizing runs on the host (runtime.ggml), as GGML itself quantizes these formats on the CPU.
 
-Every function takes the GpuRuntime first: runtime/cuda.py and runtime/rocm.py bind them with
-functools.partial. The ops that launch kernels get the launch wrappers as `table`, a dict from
+Every function takes the GpuRuntime first: runtime/gpu/exports.py binds them with
+functools.partial for each vendor. The ops that launch kernels get the launch wrappers as `table`, a dict from
 format name ("q4_0", ...) to the generated `launch_<kernel>` of that format, as the storage
-ops of runtime/gpu.py get theirs; matmul's also holds copy_strided_f32, keyed by the numpy
+ops of runtime/gpu/ get theirs; matmul's also holds copy_strided_f32, keyed by the numpy
 dtype, for an x it must make dense."""
 
 from __future__ import annotations
@@ -120,7 +120,7 @@ def _kernel(op: str, rt: GpuRuntime, table: dict, fmt: str):
 
 
 def _grid(rt: GpuRuntime, ordinal: int, items: int) -> int:
-    """A thread block per item, capped as runtime.gpu caps every grid-stride kernel."""
+    """A thread block per item, capped as GpuRuntime.geometry caps every grid-stride kernel."""
     return rt.geometry(items * BLOCK, ordinal)
 
 

@@ -1,13 +1,15 @@
-"""The GPU runtime shared by the cuda and rocm backends.
+"""GpuRuntime: the GPU runtime shared by the cuda and rocm backends, over one Driver.
 
-What differs between vendors is a `Driver`: memory, copies, module loading, launches and
-the runtime compiler (runtime/cuda.py, runtime/rocm.py, one short class each). Everything
-else lives here once: buffers from the driver's stream-ordered pool, the compiled-kernel
-cache (on disk and per device), launch geometry, and the storage ops written against the
-generated launch wrappers, which reach the runtime as arguments."""
+What differs between vendors is a `Driver` (runtime/gpu/driver.py; runtime/cuda.py and
+runtime/rocm.py are one each). Everything else is written once, one class per concern, and
+GpuRuntime combines them: buffers and pools (memory.py), the compiled-kernel cache and the
+launches (launch.py, compile.py), and the storage ops by family (elementwise.py, reduce.py,
+conv.py, indexing.py, matmul.py), written against the generated launch wrappers, which reach
+the runtime as arguments. Its state, shared by all of them, is set up here."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -60,3 +62,24 @@ class GpuRuntime(Memory, Launch, Elementwise, Reductions, Convolutions, Indexing
 
     def supports_bf16(self, ordinal: int) -> bool:
         return True
+
+
+# -- a vendor module's runtime functions (runtime/gpu/exports.py) -----------------------------
+_EXPORTS = "runtime.gpu.exports"
+_exporting: list[GpuRuntime] = []
+
+
+def export(rt: GpuRuntime) -> None:
+    """Make the next `from runtime.gpu.exports import *` bind the runtime functions to `rt`:
+    a vendor module calls this just before that import. The module is dropped from
+    sys.modules so that the import runs its body again, once per vendor."""
+    sys.modules.pop(_EXPORTS, None)
+    _exporting.append(rt)
+
+
+def exported() -> GpuRuntime:
+    """The runtime runtime/gpu/exports.py binds its names to (the one `export` was given)."""
+    if not _exporting:
+        raise ImportError(f"{_EXPORTS} is imported by a GPU vendor module after export(runtime): "
+                          "see runtime/cuda.py")
+    return _exporting.pop()

@@ -1,4 +1,4 @@
-"""Which path runtime/gpu.py takes, on a fake driver whose memory is a bytearray: no GPU
+"""Which path the GPU runtime (runtime/gpu/) takes, on a fake driver whose memory is a bytearray: no GPU
 needed. The kernels themselves run in test_gpu_conformance.py and test_gpu_paths.py."""
 
 from __future__ import annotations
