@@ -80,7 +80,7 @@ from runtime.cpu.views import (
     view as _view,
     writable_view as _writable_view,
 )
-from runtime.checks import reduce_dims as _reduce_dims
+from runtime.checks import matmul_dims as _matmul_dims, reduce_dims as _reduce_dims
 from runtime.errors import DTypeMismatch as _DTypeMismatch
 from runtime.layout import Layout as _Layout
 from runtime.params import Kernel as _Kernel, MatmulDims as _MatmulDims
@@ -499,23 +499,13 @@ def index_add(buf, layout, ids, ids_layout, src, src_layout, dim) -> np.ndarray:
 # --------------------------------------------------------------------------- matmul and copies
 
 
-def _batched(op: str, buf, layout: _Layout, b: int, rows: int, cols: int, what: str) -> np.ndarray:
-    shape = layout.shape
-    batch = 1
-    for d in shape[:-2]:
-        batch *= d
-    if len(shape) < 2 or shape[-2:] != (rows, cols) or batch != b:
-        raise _shape_error(op, f"{what} of shape (..., {rows}, {cols}) with {b} batches", shape)
-    return _view(op, buf, layout).reshape(b, rows, cols)
-
-
 def matmul(buf: np.ndarray, rhs: np.ndarray, bmnk: _MatmulDims, lhs_layout: _Layout, rhs_layout: _Layout) -> np.ndarray:
     """(b, m, k) @ (b, k, n) -> (b, m, n), contiguous; half types computed in f32."""
     op = "matmul"
     _check_same_dtype(op, buf, rhs)
-    b, m, n, k = (int(v) for v in bmnk)
-    a = _batched(op, buf, lhs_layout, b, m, k, "lhs")
-    c = _batched(op, rhs, rhs_layout, b, k, n, "rhs")
+    b, m, n, k = _matmul_dims(op, _BACKEND, bmnk, lhs_layout.shape, rhs_layout.shape)
+    a = _view(op, buf, lhs_layout).reshape(b, m, k)
+    c = _view(op, rhs, rhs_layout).reshape(b, k, n)
     dt = buf.dtype
     if dt in _HALF:
         out = np.matmul(a.astype(_F32), c.astype(_F32)).astype(dt)

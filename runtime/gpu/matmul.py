@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import math
-
-from runtime.errors import ShapeMismatch
+from runtime.checks import matmul_dims
 from runtime.gpu.memory import GpuBuffer, _fits, _same_ordinal
 from runtime.layout import Layout
 
@@ -19,11 +17,7 @@ class Matmul:
         Row-major C is column-major C^T = B^T A^T: the BLAS gets B first. A view whose last
         two dims are transposed needs no copy; other strided views are made dense first, on
         the device (`table`: dtype -> launch wrapper of copy_strided_<dtype>)."""
-        b, m, n, k = bmnk
-        for layout, rows, cols, what in ((lhs_layout, m, k, "lhs"), (rhs_layout, k, n, "rhs")):
-            if layout.rank < 2 or layout.shape[-2:] != (rows, cols) or math.prod(layout.shape[:-2]) != b:
-                raise ShapeMismatch("matmul", self.name, f"{what} of shape (.., {rows}, {cols}) with {b} batches",
-                                    layout.shape)
+        b, m, n, k = matmul_dims("matmul", self.name, bmnk, lhs_layout.shape, rhs_layout.shape)
         _fits("matmul", self.name, buf, lhs_layout)
         _fits("matmul", self.name, rhs, rhs_layout)
         _same_ordinal("matmul", self.name, buf, rhs)
