@@ -126,9 +126,8 @@ class Launch:
 
     def geometry(self, numel: int, ordinal: int) -> int:
         """Blocks for a grid-stride kernel over `numel` elements: enough to fill the device
-        several times over (64 blocks per multiprocessor: on the H100, exp f32 over 64M
-        elements ran at 2,913 GB/s of device time against 2,874 with 32 and 2,775 with 8;
-        bench/gpu.py --parts explore)."""
+        several times over (64 blocks per multiprocessor beat 32 and 8: bench/gpu.py --parts
+        explore; figures: bench/results/gpu-notes.md, "Tuning figures")."""
         blocks = -(-numel // BLOCK)
         if blocks <= 64:  # below any device's cap (a multiprocessor takes 64)
             return blocks or 1

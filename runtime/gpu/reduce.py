@@ -78,10 +78,8 @@ class Reductions:
         by_thread = (not flat.is_contiguous and len(red_dims) == 1 and red_dims[0][1] != 1
                      and len(kept_dims) >= 1 and kept_dims[-1][1] == 1)
         # Items to fill the device (threads, or warps) and the fewest elements worth an
-        # item; fewer groups than that are split into chunks (two launches). Warps: on the
-        # H100, sum f32 over 64M elements ran at 2,612 GB/s of device time in 4,224 chunks
-        # (32 per multiprocessor), 2,312 in 16,896, 2,023 in 33,792 (bench/gpu.py --parts
-        # explore).
+        # item; fewer groups than that are split into chunks (two launches). Warps: 32 per
+        # multiprocessor beat more (bench/gpu.py --parts explore; figures: bench/results/gpu-notes.md, "Tuning figures").
         if by_thread:
             want, least = sms * 4096, 64
         else:
