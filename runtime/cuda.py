@@ -174,7 +174,7 @@ class CudaDriver(StreamDriver):
         minor = self._attribute(ordinal, a.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)
         return f"sm_{major}{minor}"
 
-    @functools.cache
+    @functools.cache  # noqa: B019  (one driver per backend, for the whole process)
     def multiprocessors(self, ordinal: int) -> int:
         return self._attribute(ordinal, _driver_api().CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
 
@@ -199,7 +199,8 @@ class CudaDriver(StreamDriver):
                 raise BackendUnavailable(self.name, reason)
             cu = _driver_api()
             device = self._device(ordinal)
-            context = self._contexts[ordinal] = self._call("cuDevicePrimaryCtxRetain", cu.cuDevicePrimaryCtxRetain(device))
+            context = self._contexts[ordinal] = self._call("cuDevicePrimaryCtxRetain",
+                                                           cu.cuDevicePrimaryCtxRetain(device))
             # Freed memory stays in the pool for the next op instead of going back to the driver.
             pool = self._call("cuDeviceGetDefaultMemPool", cu.cuDeviceGetDefaultMemPool(device))
             threshold = cu.cuuint64_t(2**64 - 1)

@@ -140,7 +140,7 @@ class HipDriver(StreamDriver):
         name = props.gcnArchName
         return (name.decode() if isinstance(name, bytes) else str(name)).split(":")[0]
 
-    @functools.cache
+    @functools.cache  # noqa: B019  (one driver per backend, for the whole process)
     def multiprocessors(self, ordinal: int) -> int:
         hip = _hip()
         attribute = hip.hipDeviceAttribute_t.hipDeviceAttributeMultiprocessorCount

@@ -149,8 +149,8 @@ class Convolutions:
                    g.k_h, g.k_w, g.h_out, g.w_out, g.stride, step, offset_y, offset_x, sb, sc, sh, sw,
                    buf.at(layout) + b0 * sb * itemsize, col.ptr)
             self.driver.gemm(ordinal, stream.handle, dtype, False, False, positions, g.c_out, taps,
-                             col.ptr, positions, taps * positions, weights.ptr, taps, 0, out.ptr + b0 * g.c_out * positions * itemsize, positions,
-                             g.c_out * positions, n)
+                             col.ptr, positions, taps * positions, weights.ptr, taps, 0,
+                             out.ptr + b0 * g.c_out * positions * itemsize, positions, g.c_out * positions, n)
         return out
 
     def _conv_transpose_gemm(self, op, buf, layout, kernel, kernel_layout, table, g: _ConvGeometry) -> GpuBuffer:

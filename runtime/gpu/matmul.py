@@ -62,7 +62,7 @@ def _batch_stride(layout: Layout) -> int | None:
     dims = [(d, s) for d, s in zip(layout.shape[:-2], layout.stride[:-2]) if d != 1]
     if not dims:
         return 0
-    for (d0, s0), (d1, s1) in zip(dims, dims[1:]):
+    for (_, s0), (d1, s1) in zip(dims, dims[1:]):
         if s0 != s1 * d1:
             return None
     return dims[-1][1]

@@ -79,7 +79,8 @@ class Reductions:
                      and len(kept_dims) >= 1 and kept_dims[-1][1] == 1)
         # Items to fill the device (threads, or warps) and the fewest elements worth an
         # item; fewer groups than that are split into chunks (two launches). Warps: 32 per
-        # multiprocessor beat more (bench/gpu.py --parts explore; figures: bench/results/gpu-notes.md, "Tuning figures").
+        # multiprocessor beat more (bench/gpu.py --parts explore; figures:
+        # bench/results/gpu-notes.md, "Tuning figures").
         if by_thread:
             want, least = sms * 4096, 64
         else:
@@ -87,7 +88,8 @@ class Reductions:
         chunks = 1
         if out_count < want and group >= 2 * least:
             chunks = max(1, min(-(-want // out_count), group // least))
-        length = group if chunks == 1 else -(-(-(-group // chunks)) // 16) * 16  # the kernel's chunk_length
+        per_chunk = -(-group // chunks)
+        length = group if chunks == 1 else -(-per_chunk // 16) * 16  # the kernel's chunk_length
         items = out_count * chunks
 
         def grid_for(n_items: int, item_length: int, thread_items: bool, warp_max: int = 65536) -> int:
