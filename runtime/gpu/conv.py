@@ -41,7 +41,9 @@ class _ConvGeometry:
 
 
 class Convolutions:
-    """GpuRuntime's convolutions, pooling and upsampling."""
+    """GpuRuntime's convolutions, pooling and upsampling; `_blas` (whether the driver's BLAS
+    runs) is set up by GpuRuntime. Uses Memory's `alloc`, Launch's `stream`, `geometry`,
+    `_sms`, `_info`, `_entry`, and Elementwise's `_dense`."""
 
     # -- convolutions, pooling, upsampling: one thread per output element ---------------------
     def _nn(self, op: str, buf: GpuBuffer, layout: Layout, table: dict, out_shape: tuple[int, ...],

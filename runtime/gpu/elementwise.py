@@ -12,7 +12,9 @@ from runtime.layout import Layout
 
 
 class Elementwise:
-    """GpuRuntime's elementwise ops and copies."""
+    """GpuRuntime's elementwise ops and copies, and the dense copies of views that other
+    families make before a kernel or the BLAS reads them (`_dense`, `_dense_copy`). Uses
+    Memory's `alloc` and Launch's `stream`, `geometry`, `_info`, `_entry`."""
 
     # -- elementwise ops through the generated kernels --------------------------------------
     def _launcher(self, kernel, dtype: np.dtype, op: str):

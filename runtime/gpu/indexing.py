@@ -38,7 +38,9 @@ class IdChecks:
 
 
 class Indexing:
-    """GpuRuntime's index ops and their id checks."""
+    """GpuRuntime's index ops and their id checks; `_id_checks` (per device) is set up by
+    GpuRuntime. Uses Memory's `alloc`, Launch's `stream`, `geometry`, `_info`, `_entry`, and
+    Elementwise's `_dense`, `_dense_copy`."""
 
     # -- indexing: the kernels check the ids (IdChecks), read at the next synchronization ----
     def _id_flag(self, op: str, buf: GpuBuffer, ids: GpuBuffer, ids_layout: Layout, size: int) -> int:

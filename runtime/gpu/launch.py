@@ -76,7 +76,9 @@ def kernel_params(local: Any, types: tuple, args: tuple) -> int:
 
 
 class Launch:
-    """GpuRuntime's launches (see GpuRuntime for the state)."""
+    """GpuRuntime's launches: the modules, functions and prepared launches per device, and
+    what every family uses to launch (`stream`, `geometry`, `_info`, `_entry`). Its state is
+    set up by GpuRuntime; `_info` uploads through Memory's `from_host`."""
 
     # -- kernels ----------------------------------------------------------------------------
     def launch(self, source: str, name: str, grid: int, block: int, stream: DeviceStream,

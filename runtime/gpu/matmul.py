@@ -8,7 +8,8 @@ from runtime.layout import Layout
 
 
 class Matmul:
-    """GpuRuntime's matmul."""
+    """GpuRuntime's matmul, through the driver's `gemm`. Uses Memory's `alloc`, Launch's
+    `stream`, `_entry`, and Elementwise's `_dense`."""
 
     # -- matmul through the vendor BLAS (row-major storage, column-major BLAS) -----------------
     def matmul(self, buf: GpuBuffer, rhs: GpuBuffer, bmnk, lhs_layout: Layout, rhs_layout: Layout,

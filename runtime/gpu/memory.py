@@ -81,7 +81,9 @@ class _Bin:
 
 
 class Memory:
-    """GpuRuntime's buffers and the device methods that make them (see GpuRuntime for the state)."""
+    """GpuRuntime's buffers and the device methods that make them. Its state (the bins,
+    `_rngs`) is set up by GpuRuntime; it uses Launch's `_entry`, Elementwise's `_dense_copy`
+    (to_device of a strided view) and Indexing's `raise_bad_ids` (at host reads)."""
 
     # -- memory -----------------------------------------------------------------------------
     def alloc(self, ordinal: int, size: int, dtype: np.dtype) -> GpuBuffer:

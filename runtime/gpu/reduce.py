@@ -19,7 +19,8 @@ PASS0_HEADER = 16  # hip/reduce.hip's kStateHeader: pass 0's block counter, befo
 
 
 class Reductions:
-    """GpuRuntime's reductions."""
+    """GpuRuntime's reductions; `_scratch` (pass 0's, per device) is set up by GpuRuntime.
+    Uses Memory's `alloc` and Launch's `stream`, `_sms`, `_info`, `_entry`."""
 
     def reduce_op(self, buf: GpuBuffer, kernel, layout: Layout, dims: tuple[int, ...], table: dict) -> GpuBuffer:
         """Reduced dims keep size 1. The kernels reduce consecutive groups: the reduced dims
