@@ -112,6 +112,7 @@ class StreamDriver:
         raise NotImplementedError
 
     def activate(self, ordinal: int) -> None:
+        """Make the device current; BackendUnavailable, saying why, where it cannot run."""
         raise NotImplementedError
 
     # -- written once -----------------------------------------------------------------------
