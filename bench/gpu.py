@@ -63,14 +63,14 @@ def device_seconds(fn, repeats: int = REPEATS, inner: int = 5) -> float:
 
 def cold_and_warm_compile(rows: dict) -> None:
     """Compile every kernel source with an empty disk cache, then load from the cache."""
-    import runtime.gpu as gpu
+    from runtime.gpu import compile as gpu_compile
     import generated as g
 
     cache = Path(tempfile.mkdtemp(prefix="opgen-cache-"))
     device = g.Device.parse("cuda:0")
     rt = __import__("runtime.cuda", fromlist=["_rt"])._rt
-    sources = sorted({*(str(p) for p in gpu.HIP_DIR.glob("*.hip")), str(Path(g.__file__).parent / "elementwise.hip")})
-    rt.cache = gpu.KernelCache("cuda", cache)
+    sources = sorted({*(str(p) for p in gpu_compile.HIP_DIR.glob("*.hip")), str(Path(g.__file__).parent / "elementwise.hip")})
+    rt.cache = gpu_compile.KernelCache("cuda", cache)
     rt._modules.clear()
     start = time.perf_counter()
     for source in sources:

@@ -166,12 +166,12 @@ def bench_sum_dim0(rows: dict) -> None:
 
 def explore_conv_chunks(rows: dict) -> None:
     """conv2d / conv_transpose2d (stride 1) / conv1d of the rows above with the im2col columns
-    made and multiplied in chunks of several sizes (runtime/gpu.py's CONV_COLUMN_BYTES): whole
+    made and multiplied in chunks of several sizes (runtime/gpu/conv.py's CONV_COLUMN_BYTES): whole
     (115 MB, in HBM) or a few batches at a time (the GEMM may read them from the 50 MB L2)."""
     import torch
 
     import generated as g
-    import runtime.gpu as gpu
+    import runtime.gpu.conv as gpu
 
     dev = g.Device.parse("cuda:0")
     rng = np.random.default_rng(11)
@@ -204,12 +204,13 @@ def explore_strided_loads(rows: dict, settings=(4, 8, 16, 32)) -> None:
     loads in flight per thread (OPGEN_STRIDED_LOADS): device time, GB/s of the 256 MB read.
     (The scalar path: a thread per column, as before 16-byte loads of several columns.)"""
     import generated as g
-    import runtime.gpu as gpu
+    import runtime.gpu.reduce as gpu
+    from runtime.gpu.compile import HIP_DIR
 
     dev = g.Device.parse("cuda:0")
     x = np.random.default_rng(3).standard_normal((8192, 8192), dtype=np.float32)
     sx, layout = dev.storage_from_slice(x), g.Layout.contiguous(x.shape)
-    text = (gpu.HIP_DIR / "reduce.hip").read_text()
+    text = (HIP_DIR / "reduce.hip").read_text()
     columns = gpu._reduce_columns
     gpu._reduce_columns = lambda *args: 1  # noqa: E731  (the runtime's grid as for one column a thread)
     try:
@@ -224,7 +225,7 @@ def explore_strided_loads(rows: dict, settings=(4, 8, 16, 32)) -> None:
 
 def bench_cudnn(rows: dict) -> None:
     """The convolution rows of bench_issue11 and the attention rows of bench/gpu_nn.py, each
-    three ways in one run: opgen with cuDNN (runtime/gpu_cudnn.py, the default where it
+    three ways in one run: opgen with cuDNN (runtime/gpu/cudnn.py, the default where it
     loads), opgen without it (its own kernels and the BLAS: vendor_nn.enabled off) and torch.
     Host time (medians of batches of 5 synchronised calls) and device time (CUDA events);
     attention: device time behind a busy fill, as bench/gpu_nn.py times it. Also the dtypes
@@ -233,7 +234,7 @@ def bench_cudnn(rows: dict) -> None:
     import torch
 
     import generated as g
-    import runtime.gpu_cudnn as gpu_cudnn
+    import runtime.gpu.cudnn as gpu_cudnn
     from bench.gpu_nn import _to_torch
     from runtime.cuda import _rt as rt
 
@@ -387,7 +388,7 @@ def _attention_rows(rows, vendor, dev, rng, F, sync, tsync) -> None:
 
 
 def explore_cudnn(rows: dict) -> None:
-    """The cuDNN path's settings (runtime/gpu_cudnn.py) on the convolution rows, f32 and bf16:
+    """The cuDNN path's settings (runtime/gpu/cudnn.py) on the convolution rows, f32 and bf16:
     the heuristics' first plan (A or B) or autotuning (every plan timed on the first call, the
     default). Host time and device time of each, torch's host time beside them, each result
     checked against torch's first. (A fourth, transposed convolutions of stride 1 as
@@ -395,7 +396,7 @@ def explore_cudnn(rows: dict) -> None:
     import torch
 
     import generated as g
-    import runtime.gpu_cudnn as gpu_cudnn
+    import runtime.gpu.cudnn as gpu_cudnn
     from bench.gpu_nn import _to_torch
     from runtime.cuda import _rt as rt
 
@@ -479,12 +480,12 @@ class _reduce_source:
     way in and out)."""
 
     def __init__(self, text: str) -> None:
-        import runtime.gpu as gpu
         from runtime.cuda import _rt
+        from runtime.gpu.compile import HIP_DIR
 
         self.rt, self.text = _rt, text
-        self.source = str(gpu.HIP_DIR / "reduce.hip")
-        self.kept = (gpu.HIP_DIR / "reduce.hip").read_text()
+        self.source = str(HIP_DIR / "reduce.hip")
+        self.kept = (HIP_DIR / "reduce.hip").read_text()
 
     def forget(self) -> None:
         for cache in (self.rt._modules, self.rt._functions, self.rt._launches):
@@ -525,15 +526,16 @@ def explore_reductions(rows: dict) -> None:
     import torch
 
     import generated as g
-    import runtime.gpu as gpu
+    import runtime.gpu.reduce as gpu
     from bench.gpu import timed
+    from runtime.gpu.compile import HIP_DIR
 
     dev = g.Device.parse("cuda:0")
     sync = dev.synchronize
     x = np.random.default_rng(3).standard_normal((8192, 8192), dtype=np.float32)
     sx, layout = dev.storage_from_slice(x), g.Layout.contiguous(x.shape)
     tx = torch.from_numpy(x).cuda()
-    text = (gpu.HIP_DIR / "reduce.hip").read_text()
+    text = (HIP_DIR / "reduce.hip").read_text()
     gbs = lambda seconds: 4 * x.size / seconds / 1e9  # noqa: E731
     dim0 = lambda: sx.reduce_op(g.ReduceOp.SUM, layout, (0,))  # noqa: E731
     every = lambda: sx.reduce_op(g.ReduceOp.SUM, layout, (0, 1))  # noqa: E731

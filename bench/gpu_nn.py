@@ -211,8 +211,8 @@ def explore_rows(rows: dict, settings=(32, 64, 128)) -> None:
     import torch.nn.functional as F
     from cuda.bindings import driver as cu
 
-    from runtime import gpu_nn
     from runtime.cuda import _rt as rt
+    from runtime.gpu import nn as gpu_nn
 
     text = (Path(gpu_nn.__file__).resolve().parent.parent / "hip" / "nn.hip").read_text()
     tmp = Path(tempfile.mkdtemp(prefix="opgen-rows-"))

@@ -175,7 +175,7 @@ def qmatvec_rows(rows: dict, fmt: str, values, x, copy: float):
     from cuda.bindings import driver as cu
 
     from generated import kernels_hip
-    from runtime import gpu_quant
+    from runtime.gpu import quant as gpu_quant
     from runtime.layout import Layout
 
     rt = __import__("runtime.cuda", fromlist=["_rt"])._rt
@@ -304,7 +304,7 @@ def explore_quant(rows: dict, formats=None) -> None:
 
     import numpy as np
 
-    from runtime import gpu_quant
+    from runtime.gpu import quant as gpu_quant
 
     rt = __import__("runtime.cuda", fromlist=["_rt"])._rt
     text = (ROOT / "hip" / "quantized.hip").read_text()
@@ -374,7 +374,7 @@ def floor_quant(rows: dict) -> None:
     import numpy as np
 
     from generated import kernels_hip
-    from runtime import gpu_quant
+    from runtime.gpu import quant as gpu_quant
 
     rt = __import__("runtime.cuda", fromlist=["_rt"])._rt
     stream = rt.stream(0)
@@ -400,7 +400,7 @@ def profile_launches() -> None:
     import numpy as np
 
     from generated import kernels_hip
-    from runtime import gpu_quant
+    from runtime.gpu import quant as gpu_quant
 
     rt = __import__("runtime.cuda", fromlist=["_rt"])._rt
     stream = rt.stream(0)
@@ -450,7 +450,7 @@ def bench_qmatmul_rows(rows: dict, counts=(1, 4, 8, 16, 24, 32, 128, 512)) -> No
 
     import generated as g
     from bench.gpu_nn import _opgen_seconds
-    from runtime import gpu_quant
+    from runtime.gpu import quant as gpu_quant
 
     dev = g.Device.parse("cuda:0")
     rng = np.random.default_rng(5)

@@ -9,9 +9,9 @@ import sys
 import torch
 
 import generated as g
-import runtime.gpu
+import runtime.gpu.memory
 
-runtime.gpu.POISON = True  # fresh buffers are NaN until the kernels write them
+runtime.gpu.memory.POISON = True  # fresh buffers are NaN until the kernels write them
 CUDA = g.Device.parse("cuda:0")
 N, STEPS, TRIALS = 1 << 24, 30, 20
 

@@ -83,6 +83,11 @@ class Backend:
     line: int
     runtime_path: str | None = None  # the file read, for the up-to-date stamp
     stubs: frozenset[str] = frozenset()  # functions defined as stubs (gen new-backend's): not implemented
+    imports: tuple[str, ...] = ()  # files its `from <runtime module> import *` read, for the stamp too
+
+    @property
+    def runtime_paths(self) -> tuple[str, ...]:
+        return ((self.runtime_path,) if self.runtime_path else ()) + self.imports
 
     @property
     def member(self) -> str:
@@ -349,7 +354,7 @@ class Registry:
     @property
     def input_files(self) -> tuple[str, ...]:
         """Files besides the registry, templates and generator that the output depends on."""
-        return tuple(sorted({*(b.runtime_path for b in self.backends if b.runtime_path), *self.hip_sources}))
+        return tuple(sorted({*(p for b in self.backends for p in b.runtime_paths), *self.hip_sources}))
 
     def hip_ops(self) -> tuple[Elementwise, ...]:
         """Elementwise ops with a HIP expression: generated/elementwise.hip instantiates them."""

@@ -5,6 +5,11 @@ hand-kept list, and nothing is imported (a GPU runtime may not import here). A f
 body only raises NotImplementedForBackend (the stubs `gen new-backend` writes) is not
 counted: its op is still missing, and its arm raises the generated missing error.
 
+A module may take its functions from another runtime module with `from <module> import *` (the
+GPU vendor modules take theirs from runtime/gpu/exports.py): the scan follows it, as Python and
+mypy do, to the names of that module's `__all__` (a literal list), or else its public names.
+`paths` lists every file read, for the up-to-date stamp.
+
 `ast`, not libcst: only names and statement kinds are read, and importing libcst alone took
 0.1 s of every `gen`."""
 
@@ -41,6 +46,7 @@ class RuntimeModule:
     functions: frozenset[str]
     error: str | None = None
     stubs: frozenset[str] = frozenset()  # functions whose body only raises NotImplementedForBackend
+    paths: tuple[Path, ...] = ()  # the module's file, then those its star imports read
 
 
 def module_path(root: Path, dotted: str) -> Path | None:
@@ -93,14 +99,51 @@ def _top_level_names(module: ast.Module) -> set[str]:
     return names
 
 
+def _star_imports(module: ast.Module) -> list[str]:
+    """The modules of the top-level `from <module> import *` statements (absolute ones)."""
+    return [stmt.module for stmt in module.body if isinstance(stmt, ast.ImportFrom) and not stmt.level
+            and stmt.module and any(alias.name == "*" for alias in stmt.names)]
+
+
+def _all(module: ast.Module) -> set[str] | None:
+    """The names of a literal `__all__ = [...]` (or tuple), or None where there is none."""
+    for stmt in module.body:
+        if (isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in stmt.targets)
+                and isinstance(stmt.value, (ast.List, ast.Tuple))):
+            return {e.value for e in stmt.value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)}
+    return None
+
+
+def _parse(path: Path) -> ast.Module:
+    text = (_PENDING.get() or {}).get(path.resolve())
+    return ast.parse(path.read_text(encoding="utf-8") if text is None else text, str(path))
+
+
+def _read(root: Path, path: Path, seen: list[Path]) -> tuple[set[str], set[str]]:
+    """(public names, stubs) of the module at `path`, star imports of modules under `root`
+    followed (each file once: `seen` collects the files read)."""
+    seen.append(path)
+    module = _parse(path)
+    names = {n for n in _top_level_names(module) if not n.startswith("_")}
+    stubs = _stubs(module)
+    for dotted in _star_imports(module):
+        target = module_path(root, dotted)
+        if target is None or target in seen:
+            continue  # not a runtime module here (a library's): nothing to read
+        inner, inner_stubs = _read(root, target, seen)
+        exported = _all(_parse(target))
+        names |= inner if exported is None else inner & exported
+        stubs |= inner_stubs if exported is None else inner_stubs & exported
+    return names, stubs
+
+
 def scan(root: Path, dotted: str) -> RuntimeModule:
     path = module_path(root, dotted)
     if path is None:
         return RuntimeModule(dotted, None, frozenset(), f"runtime module {dotted!r} not found under {root}")
+    seen: list[Path] = []
     try:
-        text = (_PENDING.get() or {}).get(path.resolve())
-        module = ast.parse(path.read_text(encoding="utf-8") if text is None else text, str(path))
+        names, stubs = _read(root, path, seen)
     except (SyntaxError, ValueError, OSError, UnicodeDecodeError) as exc:
-        return RuntimeModule(dotted, path, frozenset(), f"cannot read runtime module {path}: {exc}")
-    names = {n for n in _top_level_names(module) if not n.startswith("_")}
-    return RuntimeModule(dotted, path, frozenset(names), stubs=frozenset(_stubs(module)))
+        return RuntimeModule(dotted, path, frozenset(), f"cannot read runtime module {seen[-1]}: {exc}")
+    return RuntimeModule(dotted, path, frozenset(names), stubs=frozenset(stubs), paths=tuple(seen))

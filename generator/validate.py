@@ -293,10 +293,12 @@ class Validator:
             functions: frozenset[str] = frozenset()
             stubs: frozenset[str] = frozenset()
             runtime_path = None
+            imports: tuple[str, ...] = ()
             if runtime:
                 module = scan(self.runtime_root, runtime)
                 functions, stubs = module.functions, module.stubs
                 runtime_path = str(module.path) if module.path else None
+                imports = tuple(str(p) for p in module.paths[1:])
                 if module.error:
                     self.error(node.get("runtime"), f"backends.{name}.runtime", module.error)
                 else:
@@ -308,7 +310,7 @@ class Validator:
             out.append(model.Backend(
                 name, runtime, bool(ordinal.value) if ordinal is not None else False,
                 self.text(node.get("doc")), self.text(node.get("kernels")) or None, functions, node.position.line,
-                runtime_path, stubs,
+                runtime_path, stubs, imports,
             ))
         section = self.root.get("backends")
         if not out and section is not None and section.tag == "map":

@@ -5,11 +5,11 @@
 //   elu_<dt>(numel, num_dims, info, alpha, inp, out)           float dtypes
 //
 // info: dims[num_dims] then strides[num_dims] of the input view, or nullptr when it is
-// contiguous; out is contiguous. Semantics are runtime/cpu.py's:
+// contiguous; out is contiguous. Semantics are runtime/cpu/__init__.py's:
 //   affine: x * mul + add with mul and add already converted to the dtype (Rust `as`,
 //           done by the caller); integers wrap; bf16/f16 round to the dtype after the
 //           multiply and after the add (Candle's half types do); f32/f64 round after
-//           each (compile with FP contraction off: runtime/gpu_compile.py does).
+//           each (compile with FP contraction off: runtime/gpu/compile.py does).
 //   powf:   pow(x, exponent) in compute_t: the exponent is passed as compute_t<dt>
 //           (float for bf16/f16, not rounded to the half type, as the CPU reference).
 //   elu:    x if x's sign bit is clear, else alpha * (exp(x) - 1); alpha is passed as

@@ -7,9 +7,9 @@
 // d) contiguous; the pointers point at the first element and are 16-byte aligned. A causal
 // mask is aligned bottom-right (query i sees keys j <= i + skv - sq, as hip/nn.hip's
 // sdpa_softmax); a query that sees no key gets a row of zeros. Semantics are
-// runtime/cpu_nn_ops.py's sdpa; runtime/gpu_nn.py's sdpa launches these where they apply.
+// runtime/cpu/nn_ops.py's sdpa; runtime/gpu/nn.py's sdpa launches these where they apply.
 //
-// Launch: blockDim.x = kThreads (runtime/gpu_nn.py's _FLASH_GEOMETRY), any 1-D grid (a
+// Launch: blockDim.x = kThreads (runtime/gpu/nn.py's _FLASH_GEOMETRY), any 1-D grid (a
 // grid-stride loop over the work items; ceil(sq / kBlockM) * bh blocks give one item each). No
 // dynamic shared memory: the tiles live in static shared memory (at most 48 KiB a block).
 //
@@ -33,16 +33,14 @@
 // diagonal are skipped, masks are applied only to the tiles that need them (the diagonal and
 // the ragged last tile). Work items are ordered batch-head major, the heaviest causal query
 // tile first: blocks running together share K and V in L2. The scale must be positive (the
-// row maxima are taken before scaling); runtime/gpu_nn.py sends other scales to the GEMM path.
+// row maxima are taken before scaling); runtime/gpu/nn.py sends other scales to the GEMM path.
 //
-// Tuned on the H100 (bf16, batch 8, 16 heads, 2048 queries and keys, d = 128): 4 warps of 16
-// rows, 64-key tiles, three slots, 3 blocks a multiprocessor (168 registers): 341-344 TFLOP/s
-// full, 305-309 causal (was 317 and 283; 32 rows a warp with 32-key tiles, 255 registers and
-// 2 blocks a multiprocessor, 327 and 272). d = 64: the same tiles, 4 blocks a multiprocessor
-// (127 registers), 306-308 and 268.
+// Tuned on the device tool's GPU: 4 warps of 16 rows, 64-key tiles, three slots, 3 blocks a
+// multiprocessor (d = 128; 4 at d = 64), against 32 rows a warp with 32-key tiles and 2 blocks
+// a multiprocessor (figures: bench/results/gpu-notes.md, "Tuning figures").
 //
 // Elsewhere (hiprtc for AMD, NVIDIA before sm_80) the entry points are a plain scalar
-// version: a thread per query, the same online softmax in f32. Correct, slow; runtime/gpu_nn.py
+// version: a thread per query, the same online softmax in f32. Correct, slow; runtime/gpu/nn.py
 // does not launch them there (AMD keeps the GEMM path).
 #include "compat.h"
 
@@ -52,7 +50,7 @@
 #define OPGEN_FLASH_MMA 0
 #endif
 
-// Tile shapes by head dim (overridable at compile time for tuning; runtime/gpu_nn.py's
+// Tile shapes by head dim (overridable at compile time for tuning; runtime/gpu/nn.py's
 // _FLASH_GEOMETRY must match: threads = 32 * warps, rows = warps * row tiles * 16). SLOTS:
 // the K / V ring's slots of BLOCK_N keys (with the Q tile, at most 48 KiB).
 #ifndef OPGEN_FLASH_D64_WARPS

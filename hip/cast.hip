@@ -3,7 +3,7 @@
 //   cast_<src>_<dst>(numel, num_dims, info, inp, out)
 //
 // info: dims, strides of the input view, or nullptr when contiguous; out is
-// contiguous. Semantics are runtime/cpu.py's to_dtype, bit for bit:
+// contiguous. Semantics are runtime/cpu/__init__.py's to_dtype, bit for bit:
 //   float -> int    Rust `as`: truncate toward zero, saturate at the bounds, NaN -> 0
 //   int -> int      wraps (C conversion to the target's width), as Rust `as`
 //   int -> f32/f64  one rounding (to nearest even)

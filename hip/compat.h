@@ -46,7 +46,7 @@
 #include <hip/hip_fp16.h>
 #endif
 #else
-#include <cuda_fp16.h>  // NVRTC: from the CUDA include dir (-I), see runtime/gpu_compile.py
+#include <cuda_fp16.h>  // NVRTC: from the CUDA include dir (-I), see runtime/gpu/compile.py
 #include <cuda_bf16.h>
 #endif
 

@@ -1,4 +1,4 @@
-// Convolutions. Float dtypes take a GEMM path in runtime/gpu.py (im2col / col2im below
+// Convolutions. Float dtypes take a GEMM path in runtime/gpu/conv.py (im2col / col2im below
 // around the vendor BLAS); the direct kernels (one thread per output element, Candle's
 // conv1d / conv2d / conv_transpose1d / conv_transpose2d) cover every other case.
 //
@@ -31,7 +31,7 @@
 // may be any strided views; dst is contiguous. The first parameter is dst's element
 // count (Candle passes src_numel there and derives the dst count). out_padding only
 // widens the output (l_out / h_out / w_out already include it).
-// Semantics (runtime/cpu_nn.py): bf16/f16 accumulate in f32 and round once; integers
+// Semantics (runtime/cpu/nn.py): bf16/f16 accumulate in f32 and round once; integers
 // wrap; f32 accumulates in f32 in (c_in, k) order, not BLAS order: compare with a
 // tolerance.
 #include "compat.h"

@@ -27,9 +27,9 @@ namespace opgen {
 
 // --------------------------------------------------------------------------- tiles
 
-// 16-byte accesses per operand in flight per thread in the contiguous maps. 1: on the H100
-// (exp / add f32, 64M) 2 and 4 were no faster once the grid holds 64 blocks per
-// multiprocessor (runtime/gpu.py's geometry; bench/gpu.py --parts explore compares).
+// 16-byte accesses per operand in flight per thread in the contiguous maps. 1: 2 and 4 were
+// no faster once the grid holds 64 blocks per multiprocessor (runtime/gpu/launch.py's
+// geometry; bench/gpu.py --parts explore compares; figures: bench/results/gpu-notes.md, "Tuning figures").
 #ifndef OPGEN_EW_UNROLL
 #define OPGEN_EW_UNROLL 1
 #endif

@@ -3,7 +3,7 @@
 //
 // Every entry point takes a last argument `bad`: a u32 word on the device that the kernel
 // sets to 1 when some id lies outside its dim ([0, size)), so the runtime never reads the
-// ids on the host (runtime/gpu.py's IdChecks raises the op's ShapeMismatch at the next
+// ids on the host (runtime/gpu/indexing.py's IdChecks raises the op's ShapeMismatch at the next
 // synchronization). A bad id is never read or written through: it gives 0 (index_select,
 // gather) or is skipped (scatter_*, index_add). nullptr: no flag.
 //
@@ -15,7 +15,7 @@
 //       out[p] = inp[p with p[dim] = ids[p]] over every position p of ids (numel of
 //       them), out contiguous with ids' shape. info: ids dims[n], ids strides[n], inp
 //       strides[n] (n = num_dims): ids may be smaller than inp in every dim but `dim`,
-//       and both may be strided (runtime/cpu.py's gather).
+//       and both may be strided (runtime/cpu/__init__.py's gather).
 //   scatter_set_<it>_<dt> / scatter_add_<it>_<dt>(numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad)
 //       In place: dst[p with p[dim] = ids[p]] = (or +=) src[p] over every position p of
 //       ids (numel of them). info: ids dims, ids strides, src strides, dst strides
@@ -24,7 +24,7 @@
 //       write wins for set; adds accumulate in order, rounding each add for half types).
 //   index_add_<it>_<dt>(ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad)
 //       Candle's ia_*: in place, out[pre, ids[j], post] += inp[pre, j, post]; ids, inp
-//       and out contiguous (the runtime copies x into out first, as runtime/cpu.py's
+//       and out contiguous (the runtime copies x into out first, as runtime/cpu/__init__.py's
 //       index_add returns a new tensor); src_dim_size == ids_dim_size (Candle's
 //       signature). Same thread-per-column order as scatter_add.
 #include "compat.h"

@@ -12,10 +12,10 @@
 //   arg_sort_local_<dt>(nrows, ncols, pad, ascending, k_first, k_last, x, keys, idx, out)
 //   arg_sort_merge_<dt>(nrows, pad, k, j, keys, idx)            every dtype; out: u32 indices
 //
-// dt: bf16, f16, f32, f64 unless said. Every tensor is contiguous (runtime/gpu_nn.py copies
+// dt: bf16, f16, f32, f64 unless said. Every tensor is contiguous (runtime/gpu/nn.py copies
 // other views first, except sigmoid's); the pointers point at the first element. Values are
 // computed in compute_t (float for bf16 / f16, double for f64) and rounded once on store.
-// Semantics are runtime/cpu_nn_ops.py's.
+// Semantics are runtime/cpu/nn_ops.py's.
 //
 // Row kernels (softmax_last_dim, sdpa_softmax, rms_norm, layer_norm; nrows rows of ncols):
 // a block per row, in a grid-stride loop over rows (any grid), blockDim.x at most 512
@@ -30,8 +30,8 @@
 // bytes wide where every row pointer is 16-byte aligned (aligned base pointers and a row
 // length that is a multiple of 16 bytes), an element wide otherwise (then at most
 // kLooseValues (8) values a thread: see row_values); neighbouring threads touch
-// neighbouring addresses. On the H100, (4096, 4096) f32 / bf16: 91-94% / 79-90% of copy
-// bandwidth (bench/results/gpu-notes.md; bench/gpu.py --parts nn-explore compares settings).
+// neighbouring addresses (bench/gpu.py --parts nn-explore compares settings; figures:
+// bench/results/gpu-notes.md, "Tuning figures").
 //
 // sdpa_softmax: the rows of the scores S = Q K^T of (batch, sq, skv) attention, row r being
 // query r % sq, are replaced by softmax(scale * S) over the keys the query sees: all, or
@@ -48,7 +48,7 @@
 // stages below the chunk's size. It reads the row's values (x != nullptr) or pairs from
 // keys/idx, and writes the row's indices to out (out != nullptr) or pairs back. For rows
 // past kSortChunk, arg_sort_merge_<dt> runs one stage (k, j >= the chunk) on global pairs:
-// runtime/gpu_nn.py's arg_sort sequences the launches.
+// runtime/gpu/nn.py's arg_sort sequences the launches.
 #include "compat.h"
 #include "elementwise.h"
 
@@ -56,14 +56,14 @@ namespace {
 
 using opgen::compute_t;
 
-// Bytes of a row a thread of a row kernel holds (runtime/gpu_nn.py's ROW_BYTES); -D may set
+// Bytes of a row a thread of a row kernel holds (runtime/gpu/nn.py's ROW_BYTES); -D may set
 // it (bench/gpu.py --parts nn-explore compares 32, 64 and 128: 64 was best for every op).
 #ifndef OPGEN_ROW_BYTES
 #define OPGEN_ROW_BYTES 64
 #endif
 constexpr int kRowBytes = OPGEN_ROW_BYTES;
-constexpr int kLooseValues = 8;  // values a thread holds where rows do not fit 16-byte packs (runtime/gpu_nn.py's LOOSE_VALUES)
-constexpr size_t kSortChunk = 4096;  // pairs a block sorts in shared memory (runtime/gpu_nn.py's SORT_CHUNK)
+constexpr int kLooseValues = 8;  // values a thread holds where rows do not fit 16-byte packs (runtime/gpu/nn.py's LOOSE_VALUES)
+constexpr size_t kSortChunk = 4096;  // pairs a block sorts in shared memory (runtime/gpu/nn.py's SORT_CHUNK)
 
 template <typename C> __device__ __forceinline__ C neg_inf();
 template <> __device__ __forceinline__ float neg_inf<float>() { return -__int_as_float(0x7f800000); }

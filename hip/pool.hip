@@ -11,10 +11,10 @@
 //   upsample_nearest2d_<dt>(dst_numel, w_out, h_out, info, src, dst)
 //       src (b, c, h, w) -> dst (b, c, h_out, w_out), floor(o * in / out) per axis;
 //       info: src dims[4], strides[4]. (Candle passes float scales; the exact integer
-//       form is runtime/cpu_nn.py's and avoids off-by-one at exact multiples.)
+//       form is runtime/cpu/nn.py's and avoids off-by-one at exact multiples.)
 //
 // dst is contiguous; the first parameter is dst's element count. Semantics
-// (runtime/cpu_nn.py): avg_pool2d sums floats in f64 and divides once, rounding to the
+// (runtime/cpu/nn.py): avg_pool2d sums floats in f64 and divides once, rounding to the
 // dtype as numpy / ml_dtypes do; integers sum exactly (64-bit) and truncate the mean
 // toward zero; max_pool2d propagates NaN and computes bf16/f16 in f32.
 #include "compat.h"

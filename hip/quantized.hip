@@ -16,7 +16,7 @@
 //
 // Launch: dequantize_*: any grid and block (a thread per 8 weights, grid-stride).
 // qmatvec_*: any grid (grid-stride over items); blocks of kThreads (128) threads, but for
-// qmatvec_q4_0 / q8_0 on NVIDIA: fast_launch<F>::threads (256; runtime/gpu_quant.py's
+// qmatvec_q4_0 / q8_0 on NVIDIA: fast_launch<F>::threads (256; runtime/gpu/quant.py's
 // QMATVEC_FAST), the block size of their dp4a path (another multiple of 32 there takes
 // the general path; their launch bounds allow no more).
 //
@@ -24,10 +24,8 @@
 // path (below, at its code): 8 weight rows per item, staged through shared memory with
 // coalesced 16-byte copies (cp.async on NVIDIA sm_80 and up), a thread per 32 weights whose
 // x serves all 8 rows, f32 FMA of exact quants per sub-block, then the sub-block's scales
-// (runtime/gpu_quant.py's QMATVEC_K: 8 rows per item). H100, 4096 x 4096 from HBM, per
-// product in a graph: q4_k 17.2 -> 9.3 us, q6_k 20.8 -> 12.0 us (35% / 39% of copy
-// bandwidth; bench/results/qmatvec-kquant-h100.md). Bound by the compute after the slab
-// lands (9.4 MB from L2 still takes 6.9 us), not by HBM.
+// (runtime/gpu/quant.py's QMATVEC_K: 8 rows per item). Bound by the compute after the slab
+// lands, not by HBM (figures: bench/results/gpu-notes.md, "Tuning figures").
 //
 // qmatvec_q4_0 and qmatvec_q8_0, when k % 256 == 0 and w is 16-byte aligned: on NVIDIA
 // sm_80 and up, the dp4a path (below, at its code: x quantized exactly enough to 22 bits,
@@ -210,7 +208,7 @@ __device__ __forceinline__ void scale_min_k4(int j, const uint8_t* q, uint32_t& 
 
 struct q4_k {  // d, dmin (f16), scales[12], qs[128]: 8 sub-blocks of 32, (d*sc)*q - dmin*m
     static constexpr int kElems = 256, kBytes = 144;
-    static constexpr int kKRows = 8;  // the K path's weight rows per item (runtime/gpu_quant.py's QMATVEC_K)
+    static constexpr int kKRows = 8;  // the K path's weight rows per item (runtime/gpu/quant.py's QMATVEC_K)
     static __device__ __forceinline__ void decode8(const uint8_t* b, int j, float (&v)[8]) {
         const int sub = j >> 2;  // sub-blocks 2c and 2c+1: low and high nibbles of qs[32c..32c+31]
         uint32_t sc, m;
@@ -453,16 +451,13 @@ template <typename F> __device__ void qmatvec_tiled(const uint8_t* __restrict__ 
 // warp (log2 rows shuffles of halving width), one shared slot per warp and row, then the
 // first threads add the warps' slots and write y.
 //
-// Shapes (bench/gpu_quant.py --explore, H100, 4096 x 4096, weights from HBM): the kernel is
-// bound by each warp's instruction stream (latency, few warps), not by bandwidth: a split of
-// 2 threads per block beat 1 (whole blocks per thread: 7.25 / 10.1 us for q4_0 / q8_0, against
-// 6.2-6.5 / 9.3) and 4 (7.2 us, q4_0: more instructions in all); 8 rows per item for q4_0 and
-// 2 or 8 stages were within noise; 4 rows per item for q8_0 were slower (more blocks, each
+// Shapes (bench/gpu_quant.py --explore; figures: bench/results/gpu-notes.md, "Tuning figures"): the kernel is bound by each warp's
+// instruction stream (latency, few warps), not by bandwidth: a split of 2 threads per block
+// beat 1 (whole blocks per thread) and 4 (more instructions in all); 8 rows per item for q4_0
+// and 2 or 8 stages were within noise; 4 rows per item for q8_0 were slower (more blocks, each
 // quantizing x again). Launched programmatically (wait_for_predecessor, below), a product
-// prefetches its weight rows into L2 while the previous kernel ends: per product in a graph
-// from HBM, q4_0 7.3 -> 5.5 us and q8_0 10.3 -> 7.8-8.5 us; a plain launch pays ~0.5 us (q4_0)
-// and ~0.9 us (q8_0) for the prefetch, which then only duplicates the cp.async requests
-// (bench/results/qmatvec-h100.md).
+// prefetches its weight rows into L2 while the previous kernel ends; a plain launch pays for
+// the prefetch, which then only duplicates the cp.async requests.
 
 // cp.async: 16 bytes global -> shared, asynchronous, not through L1 (an L2::256B prefetch
 // hint measured no different).
@@ -728,8 +723,8 @@ template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w
 // position and scaled by the exact power of two at the end. Against GGML's dequantized
 // weights, the difference is of f32 rounding size (the tests' bound is 1e-5 of sum |x||W|).
 //
-// Shapes (bench/gpu_quant.py --explore, H100, 4096 x 4096 from HBM, per product in a graph):
-// q4_k 8 rows per item 9.4 us, 4 rows 10.1, 16 rows 9.6; q6_k 8 rows 12.0, 4 rows 11.9.
+// Shapes (bench/gpu_quant.py --explore): 8 rows per item beat 4 and 16 for q4_k, and tie with
+// 4 for q6_k (figures: bench/results/gpu-notes.md, "Tuning figures").
 // Direct global loads were not tried for q6_k: its blocks are 2-byte aligned only.
 
 constexpr int kKBlocks = kThreads / 8;  // weight blocks per step and row: a thread per 32 weights

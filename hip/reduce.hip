@@ -8,7 +8,7 @@
 // el_to_sum_per_block elements, each reduced to one dst element. info: dims and
 // strides of that permuted view (so any set of reduced dims, any strides), or nullptr
 // when it is contiguous (reducing the last dims of a contiguous tensor). argmin /
-// argmax write u32: the row-major index within the group (runtime/cpu.py's
+// argmax write u32: the row-major index within the group (runtime/cpu/__init__.py's
 // reduce_op). el_to_sum_per_block must be >= 1 (an empty reduction is the caller's:
 // sum -> zeros, the others -> an error, as the CPU reference). A group that is the last
 // dim of the view is read with one multiply per element, no index division: the runtime
@@ -47,7 +47,7 @@
 // boundary), several accesses in flight per thread; warps combine with shuffles, a
 // block through one shared slot per warp.
 //
-// Semantics (runtime/cpu.py): integer sums wrap; bf16/f16 sum in f32 (partials too) and
+// Semantics (runtime/cpu/__init__.py): integer sums wrap; bf16/f16 sum in f32 (partials too) and
 // round once; min / max propagate NaN; argmin / argmax return the first NaN if any, else
 // the first extreme element (states carry the index, so any split keeps "first").
 // Float sums are not in numpy's (pairwise) order: compare with a tolerance.
@@ -282,8 +282,8 @@ template <typename T> struct group_source {
         if (k0 >= k1) return acc;
         if (simple && rs != 1) {
             // Strided elements (a thread per item, reducing a leading dim): U loads in flight
-            // before their updates, which keep k's order (sum over dim 0 of (8192, 8192) f32
-            // with one load at a time: 1,009 GB/s on the H100).
+            // before their updates, which keep k's order (one load at a time was slower:
+            // bench/results/gpu-notes.md, "Tuning figures").
             const T* p = src + base(g);
             constexpr int U = kStridedLoads;
             size_t k = k0 + lane;
@@ -388,7 +388,7 @@ template <typename P> struct partial_source {
 
 // The chunk length for `chunks` chunks of `el` elements: a multiple of 16 elements (so
 // chunks start on 16-byte boundaries when the group does), the last chunks possibly
-// short or empty. runtime/gpu.py's reduce_op computes the same.
+// short or empty. runtime/gpu/reduce.py's reduce_op computes the same.
 __device__ __forceinline__ size_t chunk_length(size_t el, size_t chunks) {
     const size_t len = (el + chunks - 1) / chunks;
     return chunks == 1 ? el : (len + 15) / 16 * 16;

@@ -1,10 +1,12 @@
 """cuda backend runtime: NVIDIA GPUs through cuda-python (driver API + NVRTC).
 
-All of it is the Driver below, the vendor layer of runtime/gpu.py: memory from the
-device's stream-ordered pool, copies, module loading and launches on one stream per
-device. The storage ops themselves are runtime/gpu.py's, shared with rocm. Importing this
-module never fails: cuda-python and libcuda are loaded on first use, and availability()
-says what is missing."""
+The Driver below is all this module adds to the shared GPU runtime (runtime/gpu/): the
+calls StreamDriver makes (memory from the device's stream-ordered pool, copies, events, module
+loading, on one stream per device), named in cuda-python, and what is CUDA's own: contexts,
+NVRTC, prepared launches through cuLaunchKernelEx, cuBLAS. The runtime functions the generated
+arms call come from runtime/gpu/exports.py, bound to this module's runtime; the CUDA Array
+Interface is added here. Importing this module never fails: cuda-python and libcuda are loaded
+on first use, and availability() says what is missing."""
 
 from __future__ import annotations
 
@@ -17,8 +19,11 @@ import threading
 import numpy as np
 
 from runtime.errors import BackendUnavailable
-from runtime import gpu_cudnn, gpu_interop, gpu_nn, gpu_quant
-from runtime.gpu import STRUCT_CODES, GpuError, GpuRuntime, kernel_params
+from runtime.gpu import interop as gpu_interop
+from runtime.gpu.cudnn import Cudnn
+from runtime.gpu.driver import DriverCalls, GpuError, StreamDriver
+from runtime.gpu.launch import STRUCT_CODES, kernel_params
+from runtime.gpu.runtime import GpuRuntime, export
 
 
 @functools.cache
@@ -45,9 +50,8 @@ def _libcuda_symbol(name: str, hold_gil: bool = False):
 
 #: Whether prepared launches (CudaDriver.launcher) keep the GIL during cuLaunchKernelEx.
 #: The call only queues work (it waits only when the launch queue is full), so other
-#: Python threads lose little, and a small op saves the GIL's release and retaking (exp of
-#: 1,024 f32 on the H100: 6.11-6.15 us per call against 6.21-6.28; torch's launches keep
-#: it too). bench/gpu.py --parts latency times both.
+#: Python threads lose little, and a small op saves the GIL's release and retaking (torch's
+#: launches keep it too; figures: bench/results/gpu-notes.md). bench/gpu.py --parts latency times both.
 LAUNCH_HOLDS_GIL = True
 
 
@@ -117,25 +121,29 @@ def _dim(value) -> ctypes.c_uint:
     return ctypes.c_uint(value)
 
 
-class CudaDriver:
+class CudaDriver(StreamDriver):
     name = "cuda"
+    calls = DriverCalls(
+        alloc="cuMemAllocAsync", free="cuMemFreeAsync", upload="cuMemcpyHtoDAsync", download="cuMemcpyDtoHAsync",
+        copy="cuMemcpyDtoDAsync", memset="cuMemsetD8Async", stream_synchronize="cuStreamSynchronize",
+        stream_wait_event="cuStreamWaitEvent", event_record="cuEventRecord", event_destroy="cuEventDestroy",
+        module_load="cuModuleLoadData", module_function="cuModuleGetFunction")
 
     def __init__(self) -> None:
+        super().__init__()
         self._contexts: dict[int, object] = {}
-        self._streams: dict[int, object] = {}
         self._devices: dict[int, object] = {}
         self._local = threading.local()  # per thread: the current ordinal, the launch argument holders
         self._programmatic: set[int] = set()  # functions of PROGRAMMATIC_KERNELS built for sm_90 and up
         self._blas_handles: dict[int, int] = {}  # ordinal -> cuBLAS handle
         self._blas_streams: dict[int, int | None] = {}  # ordinal -> the stream its handle is bound to
 
-    def _call(self, what: str, result):
-        err, *rest = result
-        if int(err) != 0:
-            cu = _driver_api()
-            name = cu.cuGetErrorName(err)[1]
-            raise GpuError(self.name, what, name.decode() if isinstance(name, bytes) else str(err))
-        return rest[0] if len(rest) == 1 else rest
+    def api(self):
+        return _driver_api()
+
+    def error_name(self, err) -> str:
+        name = _driver_api().cuGetErrorName(err)[1]
+        return name.decode() if isinstance(name, bytes) else str(err)
 
     def availability(self) -> str | None:
         try:
@@ -151,7 +159,7 @@ class CudaDriver:
             name = name.decode() if isinstance(name, bytes) else str(err)
             return _INIT_ERRORS.get(name, f"cuInit failed: {name}")
         try:
-            from runtime import gpu_compile
+            from runtime.gpu import compile as gpu_compile
 
             gpu_compile.nvrtc_version()
         except Exception as exc:  # noqa: BLE001  (any failure to load the compiler)
@@ -175,17 +183,17 @@ class CudaDriver:
         minor = self._attribute(ordinal, a.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)
         return f"sm_{major}{minor}"
 
-    @functools.cache
+    @functools.cache  # noqa: B019  (one driver per backend, for the whole process)
     def multiprocessors(self, ordinal: int) -> int:
         return self._attribute(ordinal, _driver_api().CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
 
     def compiler_version(self) -> str:
-        from runtime import gpu_compile
+        from runtime.gpu import compile as gpu_compile
 
         return f"nvrtc {gpu_compile.nvrtc_version()}"
 
     def compile(self, source: str, name: str, arch: str) -> bytes:
-        from runtime import gpu_compile
+        from runtime.gpu import compile as gpu_compile
 
         return gpu_compile.compile_cuda(source, name, arch)
 
@@ -200,7 +208,8 @@ class CudaDriver:
                 raise BackendUnavailable(self.name, reason)
             cu = _driver_api()
             device = self._device(ordinal)
-            context = self._contexts[ordinal] = self._call("cuDevicePrimaryCtxRetain", cu.cuDevicePrimaryCtxRetain(device))
+            context = self._contexts[ordinal] = self._call("cuDevicePrimaryCtxRetain",
+                                                           cu.cuDevicePrimaryCtxRetain(device))
             # Freed memory stays in the pool for the next op instead of going back to the driver.
             pool = self._call("cuDeviceGetDefaultMemPool", cu.cuDeviceGetDefaultMemPool(device))
             threshold = cu.cuuint64_t(2**64 - 1)
@@ -209,94 +218,29 @@ class CudaDriver:
         self._call("cuCtxSetCurrent", _driver_api().cuCtxSetCurrent(context))
         self._local.ordinal = ordinal
 
-    def stream(self, ordinal: int):
-        stream = self._streams.get(ordinal)
-        if stream is None:
-            cu = _driver_api()
-            flags = cu.CUstream_flags.CU_STREAM_NON_BLOCKING
-            stream = self._streams[ordinal] = self._call("cuStreamCreate", cu.cuStreamCreate(flags))
-        return stream
-
-    def alloc(self, nbytes: int, stream) -> int:
-        err, ptr = _driver_api().cuMemAllocAsync(nbytes, stream)
-        if int(err):  # the call's name is formatted only on failure: allocations are hot
-            self._call(f"cuMemAllocAsync({nbytes})", (err,))
-        return int(ptr)
-
-    def free(self, ptr: int, stream) -> None:
-        try:
-            _driver_api().cuMemFreeAsync(ptr, stream)
-        except Exception:  # noqa: BLE001  (at interpreter exit the driver may be gone)
-            pass
-
-    def upload(self, ptr: int, host: np.ndarray, stream) -> None:
-        self._call("cuMemcpyHtoDAsync", _driver_api().cuMemcpyHtoDAsync(ptr, host.ctypes.data, host.nbytes, stream))
-
-    def download(self, host: np.ndarray, ptr: int, stream) -> None:
+    def create_stream(self):
         cu = _driver_api()
-        self._call("cuMemcpyDtoHAsync", cu.cuMemcpyDtoHAsync(host.ctypes.data, ptr, host.nbytes, stream))
-        self._call("cuStreamSynchronize", cu.cuStreamSynchronize(stream))
+        return self._call("cuStreamCreate", cu.cuStreamCreate(cu.CUstream_flags.CU_STREAM_NON_BLOCKING))
 
-    def copy(self, dst: int, src: int, nbytes: int, stream) -> None:
-        self._call("cuMemcpyDtoDAsync", _driver_api().cuMemcpyDtoDAsync(dst, src, nbytes, stream))
-
-    def memset(self, ptr: int, nbytes: int, stream, byte: int = 0) -> None:
-        self._call("cuMemsetD8Async", _driver_api().cuMemsetD8Async(ptr, byte, nbytes, stream))
-
-    def peer_copy(self, dst: int, dst_ordinal: int, src: int, src_ordinal: int, nbytes: int, stream) -> bool:
-        """Copy between two devices' memory on `stream` (the destination's), after the work
-        queued on the source's stream; the source's stream waits for the copy in turn, so
-        that a free or a write queued there later cannot overtake it. False where the two
-        devices cannot copy peer to peer (the runtime then goes through host memory)."""
+    def create_event(self):
         cu = _driver_api()
-        self.activate(src_ordinal)  # events are recorded in their stream's context
-        src_stream = self.stream(src_ordinal)
-        ready = self._event(src_stream)
-        self.activate(dst_ordinal)
-        try:
-            self._call("cuStreamWaitEvent", cu.cuStreamWaitEvent(stream, ready, 0))
-            err, = cu.cuMemcpyPeerAsync(dst, self._contexts[dst_ordinal], src, self._contexts[src_ordinal], nbytes,
-                                        stream)
-            if err == cu.CUresult.CUDA_ERROR_PEER_ACCESS_UNSUPPORTED:
-                return False
-            self._call("cuMemcpyPeerAsync", (err,))
-            done = self._event(stream)
-            try:
-                self._call("cuStreamWaitEvent", cu.cuStreamWaitEvent(src_stream, done, 0))  # across contexts
-            finally:
-                cu.cuEventDestroy(done)  # released once the waits on it are done
-        finally:
-            cu.cuEventDestroy(ready)
+        return self._call("cuEventCreate", cu.cuEventCreate(cu.CUevent_flags.CU_EVENT_DISABLE_TIMING))
+
+    def copy_peer(self, dst: int, dst_ordinal: int, src: int, src_ordinal: int, nbytes: int, stream) -> bool:
+        cu = _driver_api()  # contexts name the devices
+        err, = cu.cuMemcpyPeerAsync(dst, self._contexts[dst_ordinal], src, self._contexts[src_ordinal], nbytes, stream)
+        if err == cu.CUresult.CUDA_ERROR_PEER_ACCESS_UNSUPPORTED:
+            return False
+        self._call("cuMemcpyPeerAsync", (err,))
         return True
 
-    def _event(self, stream):
-        """A fresh event (in the current context) recorded on `stream`."""
-        cu = _driver_api()
-        event = self._call("cuEventCreate", cu.cuEventCreate(cu.CUevent_flags.CU_EVENT_DISABLE_TIMING))
-        try:
-            self._call("cuEventRecord", cu.cuEventRecord(event, stream))
-        except GpuError:
-            cu.cuEventDestroy(event)
-            raise
-        return event
-
-    # -- interop (runtime/gpu_interop.py) ---------------------------------------------------
+    # -- interop (runtime/gpu/interop.py) ---------------------------------------------------
     dlpack_device_type = 2  # kDLCUDA
     dlpack_default_stream = 1  # CU_STREAM_LEGACY: what DLPack's stream=None means on CUDA
 
     @staticmethod
     def stream_id(stream) -> int:
         return int(stream)
-
-    def wait(self, waiter, producer) -> None:
-        """`waiter` (a stream, or a foreign stream's int handle) waits for the work queued
-        so far on `producer`; both in the current context."""
-        cu = _driver_api()
-        event = self._event(producer)
-        try:
-            self._call("cuStreamWaitEvent", cu.cuStreamWaitEvent(waiter, event, 0))
-        finally:
-            cu.cuEventDestroy(event)  # released once the wait is done
 
     def pointer_device(self, ptr: int) -> int:
         """The ordinal of the device holding `ptr` (driver initialized through device 0)."""
@@ -305,13 +249,10 @@ class CudaDriver:
         attribute = cu.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
         return int(self._call("cuPointerGetAttribute", cu.cuPointerGetAttribute(attribute, ptr)))
 
-    def load(self, image: bytes):
-        return self._call("cuModuleLoadData", _driver_api().cuModuleLoadData(image))
-
     def function(self, module, name: str):
-        cu = _driver_api()
-        fn = self._call(f"cuModuleGetFunction({name})", cu.cuModuleGetFunction(module, name.encode()))
+        fn = super().function(module, name)
         if name in PROGRAMMATIC_KERNELS:
+            cu = _driver_api()
             version = self._call("cuFuncGetAttribute", cu.cuFuncGetAttribute(
                 cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_BINARY_VERSION, fn))
             if version >= 90:  # griddepcontrol and the launch attribute: sm_90 and up
@@ -339,7 +280,7 @@ class CudaDriver:
         signatures and values the pack refuses take `launch`. The functions of
         PROGRAMMATIC_KERNELS (as `function` found them) carry the programmatic stream
         serialization attribute; `launch` never does."""
-        launch_ex = _libcuda_symbol("cuLaunchKernelEx", True) if LAUNCH_HOLDS_GIL else _libcuda_symbol("cuLaunchKernelEx")
+        launch_ex = _libcuda_symbol("cuLaunchKernelEx", LAUNCH_HOLDS_GIL)
         fields = [(f"a{i}", t) for i, t in enumerate(types)] + [("config", _LaunchConfig),
                                                                  ("attribute", _LaunchAttribute)]
         frame_type = type("Frame", (ctypes.Structure,), {"_fields_": fields})
@@ -392,9 +333,6 @@ class CudaDriver:
             pass
         raise GpuError(self.name, "cuLaunchKernel", detail)
 
-    def synchronize(self, ordinal: int) -> None:
-        self._call("cuStreamSynchronize", _driver_api().cuStreamSynchronize(self.stream(ordinal)))
-
     def blas_available(self) -> bool:
         """Whether `gemm` can run: nvmath-python imports and finds the cuBLAS library."""
         try:
@@ -437,81 +375,10 @@ class CudaDriver:
 
 
 _rt = GpuRuntime(CudaDriver())
-_rt.vendor_nn = gpu_cudnn.Cudnn(_rt)  # convolutions and attention through cuDNN where it loads
+_rt.vendor_nn = Cudnn(_rt)  # convolutions and attention through cuDNN where it loads
+export(_rt)  # the import below binds the runtime functions the generated arms call to _rt
+from runtime.gpu.exports import *  # noqa: E402, F403  (runtime/gpu/exports.py; `gen parity` reads them there)
 
-# The runtime functions the generated arms call; `gen parity` reads this list.
-availability = _rt.availability
-to_host = _rt.to_host
-from_host = _rt.from_host
-to_numpy = _rt.to_numpy
-to_device = _rt.to_device
-zeros = _rt.zeros
-ones = _rt.ones
-alloc_uninit = _rt.alloc_uninit
-storage_from_slice = _rt.storage_from_slice
-synchronize = _rt.synchronize
-location = _rt.location
-supports_bf16 = _rt.supports_bf16
-set_seed = _rt.set_seed
-rand_uniform = _rt.rand_uniform
-rand_normal = _rt.rand_normal
-try_clone = _rt.try_clone
-dtype = _rt.dtype
-device = _rt.device
-unary = _rt.unary
-binary = _rt.binary
-cmp = _rt.cmp
-affine = _rt.affine
-powf = _rt.powf
-elu = _rt.elu
-to_dtype = _rt.to_dtype
-where_cond = _rt.where_cond
-const_set = _rt.const_set
-copy_strided_src = _rt.copy_strided_src
-copy2d = _rt.copy2d
-reduce_op = _rt.reduce_op
-matmul = _rt.matmul
-conv1d = _rt.conv1d
-conv_transpose1d = _rt.conv_transpose1d
-conv2d = _rt.conv2d
-conv_transpose2d = _rt.conv_transpose2d
-avg_pool2d = _rt.avg_pool2d
-max_pool2d = _rt.max_pool2d
-upsample_nearest1d = _rt.upsample_nearest1d
-upsample_nearest2d = _rt.upsample_nearest2d
-gather = _rt.gather
-scatter_set = _rt.scatter_set
-scatter_add = _rt.scatter_add
-index_select = _rt.index_select
-index_add = _rt.index_add
-
-# candle-nn's ops (runtime/gpu_nn.py), called by the hooks of generated/nn.py.
-sigmoid = functools.partial(gpu_nn.sigmoid, _rt)
-softmax_last_dim = functools.partial(gpu_nn.softmax_last_dim, _rt)
-rms_norm = functools.partial(gpu_nn.rms_norm, _rt)
-layer_norm = functools.partial(gpu_nn.layer_norm, _rt)
-rope_i = functools.partial(gpu_nn.rope_i, _rt)
-rope = functools.partial(gpu_nn.rope, _rt)
-rope_thd = functools.partial(gpu_nn.rope_thd, _rt)
-sdpa = functools.partial(gpu_nn.sdpa, _rt)
-arg_sort = functools.partial(gpu_nn.arg_sort, _rt)
-
-# Quantized storage (runtime/gpu_quant.py): Device's quantize, qzeros, qstorage_from_bytes
-# and QStorage's q_<method>.
-quantize = functools.partial(gpu_quant.quantize, _rt)
-qzeros = functools.partial(gpu_quant.qzeros, _rt)
-qstorage_from_bytes = functools.partial(gpu_quant.qstorage_from_bytes, _rt)
-q_dtype = functools.partial(gpu_quant.q_dtype, _rt)
-q_device = functools.partial(gpu_quant.q_device, _rt)
-q_size_in_bytes = functools.partial(gpu_quant.q_size_in_bytes, _rt)
-q_data = functools.partial(gpu_quant.q_data, _rt)
-q_dequantize = functools.partial(gpu_quant.q_dequantize, _rt)
-q_dequantize_f16 = functools.partial(gpu_quant.q_dequantize_f16, _rt)
-q_matmul = functools.partial(gpu_quant.q_matmul, _rt)
-
-# Zero-copy exchange (runtime/gpu_interop.py), called by generated View and from_dlpack.
-dlpack_device = functools.partial(gpu_interop.dlpack_device, _rt)
-to_dlpack = functools.partial(gpu_interop.to_dlpack, _rt)
-from_dlpack = functools.partial(gpu_interop.from_dlpack, _rt)
+# The CUDA Array Interface is CUDA's (runtime/gpu/interop.py).
 cuda_array_interface = functools.partial(gpu_interop.cuda_array_interface, _rt)
 from_cuda_array_interface = functools.partial(gpu_interop.from_cuda_array_interface, _rt)

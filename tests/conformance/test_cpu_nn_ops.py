@@ -1,4 +1,4 @@
-"""cpu NN ops (runtime.cpu_nn_ops) against float64 references written here: every dtype, on
+"""cpu NN ops (runtime.cpu.nn_ops) against float64 references written here: every dtype, on
 contiguous, offset, transposed, narrowed and broadcast views (refs.make_layout), and the
 shape and dtype errors. The rotary embeddings are also checked against Candle's own
 reference compositions (candle-nn's rope_i_slow and rope_slow, and its rope_thd test),
@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pytest
 
-from runtime import cpu_nn_ops as nn
+from runtime.cpu import nn_ops as nn
 from runtime import nn_shapes
 from runtime.errors import DTypeMismatch, ShapeMismatch
 from runtime.layout import Layout
@@ -434,7 +434,7 @@ def _generated_op(op: str):
     if not hasattr(g, "nn"):
         pytest.skip("generated/ has no nn module yet (ops.yaml's nn ops, after `gen`)")
     if not hasattr(runtime.cpu, op):
-        pytest.skip(f"runtime.cpu does not export runtime.cpu_nn_ops.{op} yet: gen writes no cpu hook for it")
+        pytest.skip(f"runtime.cpu does not export runtime.cpu.nn_ops.{op} yet: gen writes no cpu hook for it")
     return g, {
         "sigmoid": lambda: g.nn.Sigmoid(),
         "softmax_last_dim": lambda: g.nn.SoftmaxLastDim(),

@@ -1,4 +1,4 @@
-"""GGML block formats (runtime.ggml) and the cpu backend's quantized storage (runtime.cpu_quant).
+"""GGML block formats (runtime.ggml) and the cpu backend's quantized storage (runtime.cpu.quant).
 
 Four independent references: blocks computed by hand here, byte images written by GGML's
 own reference C code (tests/fixtures/ggml, see its README), the `gguf` package's numpy
@@ -16,7 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from runtime import cpu_quant, ggml
+from runtime import ggml
+from runtime.cpu import quant as cpu_quant
 from runtime.errors import DTypeMismatch, ShapeMismatch
 from runtime.layout import Layout
 

@@ -11,7 +11,7 @@ import pytest
 
 from runtime import cuda
 from runtime.errors import BackendUnavailable
-from runtime.gpu import GpuError
+from runtime.gpu.driver import GpuError
 
 
 class FakeCublas:

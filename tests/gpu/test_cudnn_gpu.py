@@ -1,4 +1,4 @@
-"""GPU conformance of the cuDNN path (runtime/gpu_cudnn.py) on cuda, against the cpu
+"""GPU conformance of the cuDNN path (runtime/gpu/cudnn.py) on cuda, against the cpu
 backend with the suite's tolerances: convolutions and their transposes (1-D and 2-D, stride,
 padding, dilation, output padding; strided, offset and unaligned inputs and kernels) in every
 dtype it takes, and attention (bf16 / f16, full and causal, sq < skv and sq = skv, strided
@@ -22,8 +22,8 @@ _REASON = g.Backend.CUDA.unavailable_reason()
 if _REASON is not None:
     pytest.skip(f"cuda: unavailable: {_REASON}", allow_module_level=True)
 
-from runtime import gpu_cudnn  # noqa: E402
 from runtime.cuda import _rt  # noqa: E402
+from runtime.gpu import cudnn as gpu_cudnn  # noqa: E402
 
 VENDOR = _rt.vendor_nn
 if VENDOR is None or VENDOR.unavailable() is not None:

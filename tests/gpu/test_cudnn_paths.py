@@ -1,4 +1,4 @@
-"""runtime/gpu_cudnn.py without a GPU: a fake driver (memory in a bytearray) and a fake
+"""runtime/gpu/cudnn.py without a GPU: a fake driver (memory in a bytearray) and a fake
 `cudnn` module that records the graphs built and run. What is checked: which calls cuDNN
 takes and with which tensors, addresses, stream and workspace; one graph per shape (built
 on the first call, reused after); refused graphs fall back once and are not asked again;
@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 from generated import kernels_hip
-from runtime import gpu_cudnn, gpu_nn
-from runtime.gpu import GpuRuntime
+from runtime.gpu import cudnn as gpu_cudnn, nn as gpu_nn
+from runtime.gpu.runtime import GpuRuntime
 from runtime.layout import Layout
 from runtime.params import ConvParams1D, ConvParams2D, ConvTransposeParams2D
 
@@ -86,7 +86,7 @@ class Tensor:
 
 
 class Graph:
-    """cudnn.pygraph as runtime/gpu_cudnn.py calls it; every instance logs into FakeCudnn."""
+    """cudnn.pygraph as runtime/gpu/cudnn.py calls it; every instance logs into FakeCudnn."""
 
     def __init__(self, fake, **settings):
         self.fake, self.settings, self.nodes, self.steps, self.deselected = fake, settings, [], [], []
@@ -144,7 +144,7 @@ class Graph:
 
 
 class FakeCudnn(types.ModuleType):
-    """The `cudnn` module's surface that runtime/gpu_cudnn.py uses."""
+    """The `cudnn` module's surface that runtime/gpu/cudnn.py uses."""
 
     def __init__(self, version: int = 91000) -> None:
         super().__init__("cudnn")

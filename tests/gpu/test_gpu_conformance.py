@@ -268,7 +268,7 @@ def _permuted(shape, order):
 def test_convolutions_through_the_blas(backend, dtype, chunks, monkeypatch):
     """The GEMM path (im2col + BLAS, BLAS + col2im) on larger shapes than above: strided
     inputs and kernels, stride, dilation, output padding, 1-D and 2-D, batches in chunks."""
-    import runtime.gpu
+    import runtime.gpu.conv
 
     device = device_or_skip(backend)
     runtime_ = __import__(f"runtime.{backend.value}", fromlist=["_rt"])._rt
@@ -279,7 +279,7 @@ def test_convolutions_through_the_blas(backend, dtype, chunks, monkeypatch):
     dt = g.DType(dtype)
     rng = np.random.default_rng(21)
     if chunks != "one chunk":  # columns of 2 batches of the second case: chunks of 1 to 3 batches
-        monkeypatch.setattr(runtime.gpu, "CONV_COLUMN_BYTES", 2 * 16 * 3 * 3 * 17 * 15 * dt.numpy.itemsize)
+        monkeypatch.setattr(runtime.gpu.conv, "CONV_COLUMN_BYTES", 2 * 16 * 3 * 3 * 17 * 15 * dt.numpy.itemsize)
     cases = [
         ("conv2d", (5, 16, 33, 31), (2, 0, 3, 1), (8, 16, 3, 3), (0, 2, 1, 3),
          g.ConvParams2D(b_size=5, i_h=33, i_w=31, k_h=3, k_w=3, c_out=8, c_in=16, padding=2, stride=2, dilation=2)),

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import generated as g
-from runtime.gpu import FEW_GROUPS
+from runtime.gpu.reduce import FEW_GROUPS
 
 _REASONS = {b: b.unavailable_reason() for b in g.Backend if b is not g.Backend.CPU}
 GPU_BACKENDS = [b for b, reason in _REASONS.items() if reason is None]
@@ -126,7 +126,7 @@ def test_leading_dims_reduce_as_on_the_cpu_several_columns_a_thread(backend, dty
     """Several neighbouring columns a thread (aligned vector loads) where the view allows,
     one column a thread where it does not (odd widths, unaligned offsets, odd row strides):
     both against the cpu backend, every dtype, and the path each case takes."""
-    import runtime.gpu as gpu
+    import runtime.gpu.reduce as gpu
 
     taken: list[int] = []
     columns = gpu._reduce_columns

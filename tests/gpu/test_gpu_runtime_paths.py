@@ -1,4 +1,4 @@
-"""Which path runtime/gpu.py takes, on a fake driver whose memory is a bytearray: no GPU
+"""Which path the GPU runtime (runtime/gpu/) takes, on a fake driver whose memory is a bytearray: no GPU
 needed. The kernels themselves run in test_gpu_conformance.py and test_gpu_paths.py."""
 
 from __future__ import annotations
@@ -12,7 +12,10 @@ import pytest
 from generated import kernels_hip
 from generated.dtypes import ReduceOp
 from runtime.errors import ShapeMismatch
-from runtime.gpu import FEW_GROUPS, PASS0_HEADER, GpuBuffer, GpuRuntime, kernel_params
+from runtime.gpu.launch import kernel_params
+from runtime.gpu.memory import GpuBuffer
+from runtime.gpu.reduce import FEW_GROUPS, PASS0_HEADER
+from runtime.gpu.runtime import GpuRuntime
 from runtime.layout import Layout
 
 
@@ -185,7 +188,7 @@ def _dense_at(driver, ptr, shape):
 
 
 def test_each_nn_op_reading_dense_inputs_has_the_copy_kernel_of_each_of_its_dtypes():
-    from runtime.gpu_nn import COPY_STRIDED
+    from runtime.gpu.nn import COPY_STRIDED
 
     for op, table in kernels_hip.NN.items():
         if op != "sigmoid":  # reads any view, as the unary ops do
@@ -208,7 +211,7 @@ def test_dense_keeps_a_dense_view_and_copies_any_other_on_the_device():
 
 @pytest.mark.parametrize("op", ["softmax_last_dim", "arg_sort", "rms_norm"])
 def test_an_nn_op_reads_a_strided_input_through_a_device_copy(op):
-    from runtime import gpu_nn
+    from runtime.gpu import nn as gpu_nn
 
     rt, driver, launches = _runtime()
     buf = rt.from_host(0, Y)
@@ -223,7 +226,7 @@ def test_an_nn_op_reads_a_strided_input_through_a_device_copy(op):
 
 
 def test_sdpa_reads_strided_q_k_v_through_device_copies():
-    from runtime import gpu_nn
+    from runtime.gpu import nn as gpu_nn
 
     rt = GpuRuntime(driver := GemmDriver())
     launches = []
@@ -237,7 +240,7 @@ def test_sdpa_reads_strided_q_k_v_through_device_copies():
 
 def test_qmatmul_reads_a_strided_x_through_a_device_copy():
     from runtime import ggml
-    from runtime.gpu_quant import QGpuBuffer, q_matmul
+    from runtime.gpu.quant import QGpuBuffer, q_matmul
 
     rt, driver, launches = _runtime()
     n, k = 2, 32
@@ -271,7 +274,7 @@ def test_qmatmul_of_many_rows_dequantizes_once_and_runs_the_gemm(rows, blas):
     computing out^T = W x^T column-major; fewer rows, or no BLAS (rocm without hipBLAS):
     qmatvec."""
     from runtime import ggml
-    from runtime.gpu_quant import QGpuBuffer, gemm_rows, q_matmul
+    from runtime.gpu.quant import QGpuBuffer, gemm_rows, q_matmul
 
     rt = GpuRuntime(driver := GemmArgsDriver(blas))
     launches = []
@@ -295,7 +298,8 @@ def test_qmatmul_of_many_rows_dequantizes_once_and_runs_the_gemm(rows, blas):
 def test_dequantize_and_gemm_take_the_weight_in_slabs_into_one_buffer(monkeypatch):
     """A weight larger than GEMM_SLAB_BYTES as f32 is dequantized slab by slab of rows into
     one buffer, each slab multiplied into its columns of out."""
-    from runtime import ggml, gpu_quant
+    from runtime import ggml
+    from runtime.gpu import quant as gpu_quant
 
     rt = GpuRuntime(driver := GemmArgsDriver())
     launches = []
@@ -407,7 +411,7 @@ def test_a_flag_a_kernel_set_raises_the_ops_shape_mismatch_at_the_next_read(read
 
 
 def test_index_ops_past_every_flag_read_them_first(monkeypatch):
-    monkeypatch.setattr("runtime.gpu.ID_FLAG_SLOTS", 2)
+    monkeypatch.setattr("runtime.gpu.indexing.ID_FLAG_SLOTS", 2)
     driver = SyncingDriver()
     rt = GpuRuntime(driver)
     launches = []
@@ -476,7 +480,7 @@ def test_one_launch_reductions_give_a_warp_a_chunk_and_a_block_chunks_of_one_gro
     (4, 0, [[3, 1002], [48, 1]], [[300, 48]], 1),  # an outer stride not a multiple of 4
 ])
 def test_a_thread_reads_several_columns_where_the_vector_loads_are_aligned(itemsize, offset, kept, reduced, width):
-    from runtime.gpu import _reduce_columns
+    from runtime.gpu.reduce import _reduce_columns
 
     assert _reduce_columns(itemsize, (1 << 40) + offset, kept, reduced) == width
 
@@ -561,7 +565,7 @@ def test_small_buffers_are_recycled_per_device_and_size():
 
 
 def test_large_buffers_and_a_full_cache_go_back_to_the_pool(monkeypatch):
-    import runtime.gpu as gpu
+    import runtime.gpu.memory as gpu
 
     rt, driver, _ = _runtime()
     freed = []
@@ -578,7 +582,7 @@ def test_large_buffers_and_a_full_cache_go_back_to_the_pool(monkeypatch):
 
 
 def test_distinct_small_sizes_share_their_block_size_past_the_remembered_ones(monkeypatch):
-    import runtime.gpu as gpu
+    import runtime.gpu.memory as gpu
 
     monkeypatch.setattr(gpu, "BIN_SIZES_KEPT", 4)
     rt, driver, _ = _runtime()
@@ -808,7 +812,7 @@ def test_the_cuda_launcher_leaves_to_launch_what_its_buffer_cannot_take(monkeypa
 
 
 def test_a_failed_cuda_launch_raises_gpu_error(monkeypatch):
-    from runtime.gpu import GpuError
+    from runtime.gpu.driver import GpuError
 
     types = (ctypes.c_size_t,)
     _, launch, _ = _cuda_launcher(monkeypatch, types, result=1)  # CUDA_ERROR_INVALID_VALUE
@@ -882,7 +886,7 @@ def _conv_runtime(monkeypatch=None, column_bytes=None):
     launches = []
     rt.launch = lambda source, name, grid, block, stream, args, types: launches.append((name, args))
     if column_bytes is not None:
-        monkeypatch.setattr("runtime.gpu.CONV_COLUMN_BYTES", column_bytes)
+        monkeypatch.setattr("runtime.gpu.conv.CONV_COLUMN_BYTES", column_bytes)
     return rt, driver, launches
 
 
@@ -974,7 +978,7 @@ def test_integer_convolutions_keep_the_direct_kernels():
 # -- arg_sort: chunks in shared memory, merges through global memory ---------------------------
 
 def test_arg_sort_of_a_short_row_is_one_launch_and_a_long_row_merges_its_chunks():
-    from runtime import gpu_nn
+    from runtime.gpu import nn as gpu_nn
 
     table = kernels_hip.NN["arg_sort"]
     rt, driver, launches = _runtime()

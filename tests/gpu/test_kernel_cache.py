@@ -1,4 +1,4 @@
-"""The on-disk kernel cache (runtime.gpu_compile.KernelCache, cache_key).
+"""The on-disk kernel cache (runtime.gpu.compile.KernelCache, cache_key).
 
 Keys: every input that changes the binary changes the key (source, headers, compiler
 version, target, compile options, include directories), and the options keyed on are the
@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from runtime import gpu_compile
-from runtime.gpu_compile import KernelCache, _digest, cache_key
-from runtime.gpu_errors import CompileError, KernelCacheWarning
+from runtime.gpu import compile as gpu_compile
+from runtime.gpu.compile import KernelCache, _digest, cache_key
+from runtime.gpu.errors import CompileError, KernelCacheWarning
 
 ROOT = Path(__file__).resolve().parents[2]
 KERNEL = ('#include "compat.h"\n#ifndef SCALE\n#define SCALE 1.0f\n#endif\n'
@@ -279,7 +279,7 @@ RACER = """
 import hashlib, os, sys, time, warnings
 from pathlib import Path
 warnings.simplefilter("error")  # any cache warning fails this process
-from runtime.gpu_compile import KernelCache, cache_key, compile_cuda, nvrtc_version
+from runtime.gpu.compile import KernelCache, cache_key, compile_cuda, nvrtc_version
 cache_dir, log, gate, mode = sys.argv[1:5]
 Path(gate + "." + str(os.getpid())).touch()
 while not os.path.exists(gate):

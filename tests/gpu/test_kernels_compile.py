@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from runtime import gpu_compile
-from runtime.gpu_errors import CompileError, CompilerUnavailable
+from runtime.gpu import compile as gpu_compile
+from runtime.gpu.errors import CompileError, CompilerUnavailable
 
 ROOT = Path(__file__).resolve().parents[2]
 HIP = ROOT / "hip"
@@ -183,7 +183,7 @@ def test_missing_cuda_headers_say_what_to_install(monkeypatch, tmp_path):
 def test_import_loads_no_vendor_package():
     # (cuda-bindings' .pth file registers a bare `cuda` namespace at start-up: not a load.)
     vendor = ("cuda.bindings.nvrtc", "cuda.nvrtc", "hip.hiprtc", "hip.chiprtc")
-    code = f"import sys, runtime.gpu_compile; print([m for m in {vendor!r} if m in sys.modules])"
+    code = f"import sys, runtime.gpu.compile; print([m for m in {vendor!r} if m in sys.modules])"
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 

@@ -1,4 +1,4 @@
-"""GPU conformance of the NN ops (g.nn, hip/nn.hip through runtime/gpu_nn.py) against the
+"""GPU conformance of the NN ops (g.nn, hip/nn.hip through runtime/gpu/nn.py) against the
 cpu backend, through the generated custom ops: every dtype, rows of 1 to 20,000 elements
 (registers only, and segments read again), contiguous, misaligned, transposed and broadcast
 views. Output buffers are poisoned first (conftest): an element a kernel fails to write is

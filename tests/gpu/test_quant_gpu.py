@@ -37,7 +37,7 @@ FORMATS = list(BLOCKS)
 # k = 96 (blocks of 32 only) takes their general path.
 SHAPES = {fmt: [(9, 256), (33, 256), (7, 4096), (131, 4096), (3, 2304)] + ([(5, 96)] if BLOCKS[fmt][0] == 32 else [])
           for fmt in FORMATS}
-ROWS = [1, 2, 7, 33]  # 33: past runtime/gpu_quant.py gemm_rows (12 or 24): dequantize + GEMM
+ROWS = [1, 2, 7, 33]  # 33: past runtime/gpu/quant.py gemm_rows (12 or 24): dequantize + GEMM
 MATMUL_RTOL = 1e-5  # of sum |x| |W|; f32 over 4096 terms is ~1e-7 of it
 
 
@@ -157,9 +157,9 @@ def test_matmul_matches_the_cpu(backend, fmt, n, k, rows, kind):
 @pytest.mark.parametrize("backend", GPU_BACKENDS, ids=str)
 @pytest.mark.parametrize("fmt", ["q4_0", "q6_k"])
 def test_matmul_of_many_rows_in_slabs_of_the_weight(backend, fmt, monkeypatch):
-    """Dequantize + GEMM with the weight taken three rows at a time (runtime/gpu_quant.py
+    """Dequantize + GEMM with the weight taken three rows at a time (runtime/gpu/quant.py
     GEMM_SLAB_BYTES): each slab's columns of the result against the cpu."""
-    from runtime import gpu_quant
+    from runtime.gpu import quant as gpu_quant
 
     device = device_or_skip(backend)
     n, k, rows = 8, 512, 40

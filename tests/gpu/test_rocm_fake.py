@@ -16,7 +16,8 @@ import pytest
 pytest.importorskip("hip.hip", reason="hip-python is not installed: `make test` installs it")
 
 import generated as g  # noqa: E402
-from runtime import gpu, rocm  # noqa: E402
+from runtime import rocm  # noqa: E402
+from runtime.gpu import launch, runtime as gpu  # noqa: E402
 from tests.gpu.fake_hip import FakeHip, FakeHipblas, FakeHipError  # noqa: E402
 
 CPU = g.Device.parse("cpu")
@@ -34,8 +35,8 @@ def fake(monkeypatch, tmp_path):
     monkeypatch.setattr(rocm, "_loadable", lambda name: True)
     monkeypatch.setattr(rocm.HipDriver, "compiler_version", lambda self: "fake hiprtc")
     monkeypatch.setattr(rocm.HipDriver, "compile", lambda self, text, name, arch: b"FAKE:" + name.encode())
-    monkeypatch.setattr("runtime.gpu_compile.hiprtc_version", lambda: (5, 2))
-    monkeypatch.setattr("runtime.gpu_compile.CACHE_DIR", tmp_path)
+    monkeypatch.setattr("runtime.gpu.compile.hiprtc_version", lambda: (5, 2))
+    monkeypatch.setattr("runtime.gpu.compile.CACHE_DIR", tmp_path)
     rt = gpu.GpuRuntime(rocm.HipDriver())
     rt.cache.directory = tmp_path / "rocm"
     old = rocm._rt
@@ -157,7 +158,7 @@ def test_the_fake_refuses_what_hip_would(fake):
     import ctypes
 
     # affine_f32's packing (float mul, add) handed to affine_f64 (double mul, add): misaligned
-    params = gpu.kernel_params(type("L", (), {})(), (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p,
+    params = launch.kernel_params(type("L", (), {})(), (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p,
                                                      ctypes.c_void_p, ctypes.c_float, ctypes.c_float),
                                (4, 0, 0, dev.inner.ptr, dev.inner.ptr, 1.0, 0.0))
     with pytest.raises(FakeHipError, match="misaligned"):

@@ -12,7 +12,7 @@ import pytest
 
 from runtime import rocm
 from runtime.errors import BackendUnavailable
-from runtime.gpu import GpuError
+from runtime.gpu.driver import GpuError
 
 hipblas = pytest.importorskip("hip.hipblas", reason="hip-python is not installed: `make test` installs it")
 hip = pytest.importorskip("hip.hip")

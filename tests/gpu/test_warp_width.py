@@ -155,7 +155,7 @@ extern "C" __global__ void k_width(float* x) {{ x[0] = (float)warpSize; }}
 
 @pytest.mark.parametrize("backend,target,width", WIDTHS, ids=[t for _, t, _ in WIDTHS])
 def test_opgen_warp_size_is_the_targets_width(backend, target, width):
-    from runtime import gpu_compile
+    from runtime.gpu import compile as gpu_compile
 
     missing = gpu_compile.rocm_target_unavailable(target) if backend == "rocm" else gpu_compile.nvrtc_unavailable()
     if missing:

@@ -2,10 +2,10 @@
 the kernels of hip/quantized.hip dequantize them and multiply them by f32 activations.
 Quantizing runs on the host (runtime.ggml), as GGML itself quantizes these formats on the CPU.
 
-Every function takes the GpuRuntime first: runtime/cuda.py and runtime/rocm.py bind them with
-functools.partial. The ops that launch kernels get the launch wrappers as `table`, a dict from
+Every function takes the GpuRuntime first: runtime/gpu/exports.py binds them with
+functools.partial for each vendor. The ops that launch kernels get the launch wrappers as `table`, a dict from
 format name ("q4_0", ...) to the generated `launch_<kernel>` of that format, as the storage
-ops of runtime/gpu.py get theirs; matmul's also holds copy_strided_f32, keyed by the numpy
+ops of runtime/gpu/ get theirs; matmul's also holds copy_strided_f32, keyed by the numpy
 dtype, for an x it must make dense."""
 
 from __future__ import annotations
@@ -17,7 +17,9 @@ import numpy as np
 
 from runtime import ggml
 from runtime.errors import DTypeMismatch, ShapeMismatch
-from runtime.gpu import BLOCK, GpuBuffer, GpuRuntime, _fits, _same_ordinal
+from runtime.gpu.launch import BLOCK
+from runtime.gpu.memory import GpuBuffer, _fits, _same_ordinal
+from runtime.gpu.runtime import GpuRuntime
 from runtime.layout import Layout
 
 #: Weights and bytes per block, by format (llama.cpp's ggml-common.h).
@@ -34,10 +36,7 @@ QMATVEC_FAST = {"q4_0": (16, 256), "q8_0": (8, 256)}
 QMATVEC_K = {"q4_k": (8, 128), "q6_k": (8, 128)}
 #: Rows of x from which QMatMul dequantizes the weight once and runs the f32 BLAS GEMM instead
 #: of qmatvec, which reads the weight again for every row; by format, the others' value under
-#: None. H100, 4096 x 4096 (bench/gpu.py --parts qmatmul): dequantize + GEMM takes 64-102 us
-#: up to 32 rows; qmatvec 3.3 us a row for q4_0 (its dp4a path), 4.9 for q4_k and 5.9 for
-#: q6_k (the K path; bench/results/qmatmul-rows-kquant-h100.md): they cross near 27, 20 and
-#: 16 rows. q4_1 (the general path) took 10.4 us a row like q4_k's general path: near 10.
+#: None: where the two cross, measured (bench/gpu.py --parts qmatmul; figures: bench/results/gpu-notes.md, "Tuning figures").
 QMATMUL_GEMM_ROWS = {"q4_0": 24, "q8_0": 24, "q4_k": 20, "q6_k": 16, None: 12}
 #: The f32 weights dequantize + GEMM holds at once: slabs of W's rows up to this size.
 GEMM_SLAB_BYTES = 64 << 20
@@ -118,7 +117,7 @@ def _kernel(op: str, rt: GpuRuntime, table: dict, fmt: str):
 
 
 def _grid(rt: GpuRuntime, ordinal: int, items: int) -> int:
-    """A thread block per item, capped as runtime.gpu caps every grid-stride kernel."""
+    """A thread block per item, capped as GpuRuntime.geometry caps every grid-stride kernel."""
     return rt.geometry(items * BLOCK, ordinal)
 
 

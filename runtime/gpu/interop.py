@@ -1,4 +1,4 @@
-"""DLPack and the CUDA Array Interface for the GPU backends, over a Driver (runtime/gpu.py).
+"""DLPack and the CUDA Array Interface for the GPU backends, over a Driver (runtime/gpu/driver.py).
 
 Stream semantics, as the DLPack spec asks: the producer makes the consumer's stream wait
 for the work queued on its own, by an event; the consumer passes its stream. Both ways,
@@ -22,7 +22,8 @@ import numpy as np
 
 from runtime import dlpack
 from runtime.errors import DTypeMismatch, ShapeMismatch
-from runtime.gpu import GpuBuffer, GpuRuntime
+from runtime.gpu.memory import GpuBuffer
+from runtime.gpu.runtime import GpuRuntime
 from runtime.layout import Layout
 
 NO_SYNC = -1  # the DLPack `stream` value asking for no ordering

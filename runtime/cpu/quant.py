@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from runtime import ggml
-from runtime.cpu_views import BACKEND, F16, F32, FLOATS, contiguous_flat, names, shape_error, view
+from runtime.cpu.views import BACKEND, F16, F32, FLOATS, contiguous_flat, names, shape_error, view
 from runtime.errors import DTypeMismatch
 from runtime.layout import Layout
 

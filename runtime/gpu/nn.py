@@ -1,8 +1,8 @@
 """GPU NN ops (candle-nn's) for the cuda and rocm backends, over hip/nn.hip's kernels.
 
-The functions of runtime/cpu_nn_ops.py, with the GpuRuntime first and the op's launch table
-last (numpy dtype -> generated launch wrapper of that op's kernel); runtime/cuda.py and
-runtime/rocm.py bind them with functools.partial(fn, _rt). Each returns (GpuBuffer, shape).
+The functions of runtime/cpu/nn_ops.py, with the GpuRuntime first and the op's launch table
+last (numpy dtype -> generated launch wrapper of that op's kernel); runtime/gpu/exports.py
+binds them with functools.partial(fn, _rt) for each vendor. Each returns (GpuBuffer, shape).
 
 Layouts: the kernels read contiguous tensors. A contiguous view is read in place (at its
 offset); any other view is first copied dense on the device (GpuRuntime._dense) by
@@ -23,7 +23,8 @@ import numpy as np
 
 from runtime import nn_shapes
 from runtime.errors import DTypeMismatch, NotImplementedForBackend, ShapeMismatch
-from runtime.gpu import BLOCK, GpuBuffer, _fits, _same_ordinal
+from runtime.gpu.launch import BLOCK
+from runtime.gpu.memory import GpuBuffer, _fits, _same_ordinal
 from runtime.layout import Layout
 
 #: hip/nn.hip's kRowBytes: the bytes of a row each thread of a row kernel holds in registers.

@@ -1,4 +1,4 @@
-"""Typed errors of the GPU kernel compile harness (runtime.gpu_compile)."""
+"""Typed errors of the GPU kernel compile harness (runtime.gpu.compile)."""
 
 from __future__ import annotations
 

@@ -7,16 +7,16 @@ style). The generated `Storage.<op>` calls `<op>(self_inner, *args)` in registry
 device methods are called as `<name>(ordinal, *args)`. Errors are typed
 (runtime.errors) and name the op and "cpu".
 
-Convolutions, pooling and upsampling live in `runtime.cpu_nn`; candle-nn's ops (softmax, norms,
-rope, attention, arg_sort) in `runtime.cpu_nn_ops`; quantized storage (GGML blocks) in
-`runtime.cpu_quant`; the view helpers in `runtime.cpu_views`.
+Convolutions, pooling and upsampling live in `runtime.cpu.nn`; candle-nn's ops (softmax, norms,
+rope, attention, arg_sort) in `runtime.cpu.nn_ops`; quantized storage (GGML blocks) in
+`runtime.cpu.quant`; the view helpers in `runtime.cpu.views`.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from runtime.cpu_nn import (
+from runtime.cpu.nn import (
     avg_pool2d,
     conv1d,
     conv2d,
@@ -26,7 +26,7 @@ from runtime.cpu_nn import (
     upsample_nearest1d,
     upsample_nearest2d,
 )
-from runtime.cpu_nn_ops import (
+from runtime.cpu.nn_ops import (
     arg_sort,
     layer_norm,
     rms_norm,
@@ -38,8 +38,8 @@ from runtime.cpu_nn_ops import (
     softmax_last_dim,
 )
 # Zero-copy exchange (DLPack), called by generated View and from_dlpack.
-from runtime.cpu_interop import dlpack_device, from_dlpack, to_dlpack
-from runtime.cpu_quant import (
+from runtime.cpu.interop import dlpack_device, from_dlpack, to_dlpack
+from runtime.cpu.quant import (
     q_data,
     q_dequantize,
     q_dequantize_f16,
@@ -51,7 +51,7 @@ from runtime.cpu_quant import (
     quantize,
     qzeros,
 )
-from runtime.cpu_views import (
+from runtime.cpu.views import (
     BACKEND as _BACKEND,
     DTYPES as _DTYPES,
     F32 as _F32,
@@ -80,7 +80,7 @@ from runtime.cpu_views import (
     view as _view,
     writable_view as _writable_view,
 )
-from runtime.checks import reduce_dims as _reduce_dims
+from runtime.checks import matmul_dims as _matmul_dims, reduce_dims as _reduce_dims
 from runtime.errors import DTypeMismatch as _DTypeMismatch
 from runtime.layout import Layout as _Layout
 from runtime.params import Kernel as _Kernel, MatmulDims as _MatmulDims
@@ -97,12 +97,12 @@ __all__ = [
     "conv_transpose2d", "avg_pool2d", "max_pool2d", "upsample_nearest1d", "upsample_nearest2d",
     "gather", "scatter_set", "scatter_add", "index_select", "index_add", "matmul",
     "copy_strided_src", "copy2d",
-    # quantized storage (runtime.cpu_quant): device methods, then QStorage's q_<method>
+    # quantized storage (runtime.cpu.quant): device methods, then QStorage's q_<method>
     "quantize", "qzeros", "qstorage_from_bytes", "q_dtype", "q_device", "q_size_in_bytes", "q_data",
     "q_dequantize", "q_dequantize_f16", "q_matmul",
-    # nn ops (runtime.cpu_nn_ops), called by the hooks of generated/nn.py
+    # nn ops (runtime.cpu.nn_ops), called by the hooks of generated/nn.py
     "sigmoid", "softmax_last_dim", "rms_norm", "layer_norm", "rope_i", "rope", "rope_thd", "sdpa", "arg_sort",
-    # interop (runtime.cpu_interop), called by generated View and from_dlpack
+    # interop (runtime.cpu.interop), called by generated View and from_dlpack
     "to_dlpack", "dlpack_device", "from_dlpack",
 ]  # fmt: skip
 
@@ -499,23 +499,13 @@ def index_add(buf, layout, ids, ids_layout, src, src_layout, dim) -> np.ndarray:
 # --------------------------------------------------------------------------- matmul and copies
 
 
-def _batched(op: str, buf, layout: _Layout, b: int, rows: int, cols: int, what: str) -> np.ndarray:
-    shape = layout.shape
-    batch = 1
-    for d in shape[:-2]:
-        batch *= d
-    if len(shape) < 2 or shape[-2:] != (rows, cols) or batch != b:
-        raise _shape_error(op, f"{what} of shape (..., {rows}, {cols}) with {b} batches", shape)
-    return _view(op, buf, layout).reshape(b, rows, cols)
-
-
 def matmul(buf: np.ndarray, rhs: np.ndarray, bmnk: _MatmulDims, lhs_layout: _Layout, rhs_layout: _Layout) -> np.ndarray:
     """(b, m, k) @ (b, k, n) -> (b, m, n), contiguous; half types computed in f32."""
     op = "matmul"
     _check_same_dtype(op, buf, rhs)
-    b, m, n, k = (int(v) for v in bmnk)
-    a = _batched(op, buf, lhs_layout, b, m, k, "lhs")
-    c = _batched(op, rhs, rhs_layout, b, k, n, "rhs")
+    b, m, n, k = _matmul_dims(op, _BACKEND, bmnk, lhs_layout.shape, rhs_layout.shape)
+    a = _view(op, buf, lhs_layout).reshape(b, m, k)
+    c = _view(op, rhs, rhs_layout).reshape(b, k, n)
     dt = buf.dtype
     if dt in _HALF:
         out = np.matmul(a.astype(_F32), c.astype(_F32)).astype(dt)

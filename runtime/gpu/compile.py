@@ -36,9 +36,9 @@ import warnings
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Mapping
 
-from runtime.gpu_errors import CompileError, CompilerUnavailable, KernelCacheWarning
+from runtime.gpu.errors import CompileError, CompilerUnavailable, KernelCacheWarning
 
-HIP_DIR = Path(__file__).resolve().parent.parent / "hip"
+HIP_DIR = Path(__file__).resolve().parents[2] / "hip"
 
 #: The targets CI compiles every kernel source for. AMD: CDNA2 (MI200, wave64), CDNA3
 #: (MI300, wave64), RDNA2 and RDNA3 (wave32). Where the installed ROCm's comgr lacks a

@@ -8,7 +8,7 @@ run on our buffers' raw device addresses, on our stream, with a workspace from o
 - **Optional.** Nothing here imports `cudnn` until a convolution or attention call on cuda
   asks for it, and then once: where the package is missing, or finds no libcudnn.so.9, or
   `OPGEN_CUDNN=0` is set, `Cudnn.unavailable()` says why and every call answers None,
-  which sends the caller (runtime/gpu.py, runtime/gpu_nn.py) down its own kernels and BLAS
+  which sends the caller (runtime/gpu/conv.py, runtime/gpu/nn.py) down its own kernels and BLAS
   paths, with no error. `status()` is the one-line summary (README: "cuDNN").
 - **Plans per shape.** The graph of a call is keyed by the op, dtype, device, dims,
   strides and parameters; it is validated, lowered, planned (heuristics A, then the
@@ -241,7 +241,7 @@ class Cudnn:
 
     # -- convolutions -----------------------------------------------------------------------
     def conv(self, op: str, buf, layout: Layout, kernel, kernel_layout: Layout, p, table: dict):
-        """conv1d / conv2d / conv_transpose1d / conv_transpose2d of runtime/gpu.py's arguments
+        """conv1d / conv2d / conv_transpose1d / conv_transpose2d of runtime/gpu/conv.py's arguments
         (shapes and devices already checked) through cuDNN, or None. 1-D ones run as 2-D of
         height 1; transposed ones as the data gradient of the convolution they transpose
         (conv_dgrad: the kernel (c_in, c_out, k..) read as that convolution's (K, C, R, S),
@@ -293,7 +293,7 @@ class Cudnn:
 
     # -- attention --------------------------------------------------------------------------
     def sdpa(self, q, lq: Layout, k, lk: Layout, v, lv: Layout, scale: float, causal: bool, table: dict):
-        """O = softmax(scale Q K^T (+ causal mask)) V of runtime/gpu_nn.py's arguments (shapes,
+        """O = softmax(scale Q K^T (+ causal mask)) V of runtime/gpu/nn.py's arguments (shapes,
         dtypes and devices checked) through cuDNN's fused attention, or None. Views whose
         last dim is dense and whose other strides keep 16-byte rows are read in place, any
         other copied dense. Causal alignment is bottom-right (query i sees key j <= i + skv -

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from runtime.cpu_views import (
+from runtime.cpu.views import (
     F64 as _F64,
     HALF as _HALF,
     INTS as _INTS,

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from runtime import nn_shapes
-from runtime.cpu_views import (
+from runtime.cpu.views import (
     BACKEND,
     BF16,
     DTYPES,

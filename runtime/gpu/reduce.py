@@ -1,0 +1,184 @@
+"""reduce_op: sum, min, max, argmin, argmax over any dims, through hip/reduce.hip."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from runtime.checks import reduce_dims
+from runtime.errors import ShapeMismatch
+from runtime.gpu.launch import BLOCK
+from runtime.gpu.memory import GpuBuffer, _fits
+from runtime.layout import Layout
+
+# Reductions of at most this many groups, split into chunks, run in one launch whose last
+# block reduces the chunks' partial states: one warp per group of a 256-thread block.
+FEW_GROUPS = BLOCK // 32
+# Reductions: work items per multiprocessor a launch aims for before it splits groups into
+# chunks: warps (a warp per item) and threads (a thread per item, reducing a leading dim).
+# bench/gpu_issue11.py's reduce-explore compares other values.
+WARP_ITEMS_PER_SM = 32
+THREAD_ITEMS_PER_SM = 1024
+PASS0_HEADER = 16  # hip/reduce.hip's kStateHeader: pass 0's block counter, before the states
+
+
+class Reductions:
+    """GpuRuntime's reductions; `_scratch` (pass 0's, per device) is set up by GpuRuntime.
+    Uses Memory's `alloc` and Launch's `stream`, `_sms`, `_info`, `_entry`."""
+
+    def reduce_op(self, buf: GpuBuffer, kernel, layout: Layout, dims: tuple[int, ...], table: dict) -> GpuBuffer:
+        """Reduced dims keep size 1. The kernels reduce consecutive groups: the reduced dims
+        are moved last (in ascending order, as the cpu backend numbers argmin/argmax), then
+        adjacent dims merged where the view allows (kept with kept, reduced with reduced).
+
+        hip/reduce.hip covers a group with a thread, a warp or a block (it picks; the grid
+        here follows its choice). Groups too few to fill the device are split into chunks
+        (from 256 elements): reduce_chunks_<dt> pass 1 writes a partial state per chunk,
+        pass 2 reduces them. Up to FEW_GROUPS groups (a sum over all dims: one) take pass 0,
+        both in one launch, its last block finishing, with the scratch of _pass0_scratch
+        (chunks rounded to whole blocks, so that each block leaves one state); more take two
+        launches (one block could not finish them quickly). Where a thread reduces a group
+        (a leading dim), it takes `_reduce_columns` neighbouring groups at once."""
+        op = kernel.op
+        fn = self._entry(table, (op, buf.dtype), "reduce_op")
+        _fits(op, self.name, buf, layout)
+        reduced = reduce_dims(op, self.name, dims, layout.rank)
+        kept = [d for d in range(layout.rank) if d not in reduced]
+        lshape, lstride = layout.shape, layout.stride
+        # the view with the reduced dims last: its dims and strides (no Layout made: the
+        # host time of every reduction counts)
+        kshape, kstride = [lshape[d] for d in kept], [lstride[d] for d in kept]
+        rshape, rstride = [lshape[d] for d in reduced], [lstride[d] for d in reduced]
+        group = math.prod(rshape)
+        out_count = math.prod(kshape)
+        result = np.dtype(np.uint32) if op in ("argmin", "argmax") else buf.dtype
+        if group == 0:
+            if op != "sum":
+                raise ShapeMismatch(op, self.name, "a non-empty reduction", layout.shape)
+            out = self.alloc(buf.ordinal, out_count, result)
+            self.driver.memset(out.ptr, out.nbytes, self.stream(buf.ordinal).handle)
+            return out
+        out = self.alloc(buf.ordinal, out_count, result)
+        if not out.size:
+            return out
+
+        kept_dims = _merged(kshape, kstride)
+        red_dims = _merged(rshape, rstride)
+        flat_dims = kept_dims + red_dims
+        shape = tuple(n for n, _ in flat_dims)
+        stride = tuple(s for _, s in flat_dims)
+        contiguous = _row_major(flat_dims)
+        src = buf.at(layout)  # the view's first element (a permutation keeps it)
+        stream = self.stream(buf.ordinal)
+        info, keep = (0, None) if contiguous else self._info(buf.ordinal, shape, stride)
+        sms = self._sms(buf.ordinal)
+        block = 256
+        # The way hip/reduce.hip covers an item (its thread_per_item and kWarpItemMax).
+        by_thread = (not contiguous and len(red_dims) == 1 and red_dims[0][1] != 1
+                     and len(kept_dims) >= 1 and kept_dims[-1][1] == 1)
+        # Items to fill the device (threads, or warps) and the fewest elements worth an
+        # item; fewer groups than that are split into chunks (two launches). Warps: 32 per
+        # multiprocessor beat more (bench/gpu.py --parts explore); threads: 1,024 per
+        # multiprocessor with several columns a thread beat 4,096 (--parts reduce-explore);
+        # figures: bench/results/gpu-notes.md, "Tuning figures".
+        # A thread per item reads `cols` neighbouring groups at once where the view allows
+        # aligned vector accesses (the kernel's group_source::cols; same test).
+        cols = _reduce_columns(buf.dtype.itemsize, src, kept_dims, red_dims) if by_thread else 1
+        units = out_count // cols  # threads per chunk of every group (a thread per item)
+        if by_thread:
+            want, least = sms * THREAD_ITEMS_PER_SM, 64
+        else:
+            want, least = sms * WARP_ITEMS_PER_SM, min(1024, max(128, group // 32))
+        chunks = 1
+        few = out_count <= FEW_GROUPS and not by_thread  # one launch (pass 0)
+        if units < want and group >= 2 * least:
+            chunks = max(1, min(-(-want // units), group // least))
+            if few and chunks >= block // 32:  # whole blocks of one group (the kernel's block states)
+                chunks -= chunks % (block // 32)
+        per_chunk = -(-group // chunks)
+        length = group if chunks == 1 else -(-per_chunk // 16) * 16  # the kernel's chunk_length
+        items = units * chunks
+
+        def grid_for(n_items: int, item_length: int, thread_items: bool, warp_max: int = 65536) -> int:
+            if thread_items:
+                per_block = block
+            elif item_length <= warp_max:  # the kernel's kWarpItemMax / kWarpPartialMax: a warp per item
+                per_block = block // 32  # warps per block (AMD's 64-wide waves: half of them idle)
+            else:
+                per_block = 1
+            return max(1, min(-(-n_items // per_block), sms * 64))
+
+        numel = out_count * group
+        rank = len(shape)
+        if chunks == 1:
+            fn(self.launch, grid_for(items, length, by_thread), block, stream, numel, group, rank, info, src, out.ptr)
+            return out
+        chunked = self._entry(table, buf.dtype, "reduce_op")  # reduce_chunks_<dt>
+        if few:
+            scratch = self._pass0_scratch(buf.ordinal, PASS0_HEADER + items * 16)
+            chunked(self.launch, grid_for(items, length, False), block, stream, _REDUCE_CODES[op], 0, numel, group,
+                    rank, info, chunks, src, scratch.ptr, out.ptr)
+            return out
+        # a state per group and chunk (an item may hold `cols` groups), 16 bytes: the largest state
+        partial = self.alloc(buf.ordinal, out_count * chunks * 16, np.dtype(np.uint8))
+        # pass 2: a block per group past 1024 partial states, as wide as allowed
+        block2 = 1024 if chunks > 1024 else block
+        for pass_, grid, threads in ((1, grid_for(items, length, by_thread), block),
+                                     (2, grid_for(out_count, chunks, False, 1024), block2)):
+            chunked(self.launch, grid, threads, stream, _REDUCE_CODES[op], pass_, numel, group, rank, info, chunks,
+                    src, partial.ptr, out.ptr)
+        return out
+
+    def _pass0_scratch(self, ordinal: int, nbytes: int) -> GpuBuffer:
+        """reduce_chunks_<dt> pass 0's scratch on the device: its block counter (zeroed
+        here once; each launch's last block zeroes it again), then the partial states. One
+        per device, kept and grown, so a reduction allocates nothing; launches on the
+        device's one stream never overlap, so they can share it."""
+        scratch = self._scratch.get(ordinal)
+        if scratch is None or scratch.nbytes < nbytes:
+            scratch = self.alloc(ordinal, nbytes, np.dtype(np.uint8))
+            self.driver.memset(scratch.ptr, nbytes, self.driver.stream(ordinal))
+            self._scratch[ordinal] = scratch  # the one replaced is freed after the launches queued on it
+        return scratch
+
+
+_REDUCE_CODES = {"sum": 0, "min": 1, "max": 2, "argmin": 3, "argmax": 4}  # reduce_chunks_<dt>'s op
+
+
+def _merged(shape: list[int], stride: list[int]) -> list[list[int]]:
+    """[size, stride] of each dim, size-1 dims dropped, each dim folded into the one before
+    it where that one steps over it exactly (row-major order is unchanged)."""
+    dims: list[list[int]] = []
+    for n, s in zip(shape, stride):
+        if n == 1:
+            continue
+        if dims and dims[-1][1] == s * n:
+            dims[-1] = [dims[-1][0] * n, s]
+        else:
+            dims.append([n, s])
+    return dims
+
+
+def _row_major(dims: list[list[int]]) -> bool:
+    """Whether [size, stride] dims (none of size 1) are contiguous in row-major order."""
+    step = 1
+    for n, s in reversed(dims):
+        if s != step:
+            return False
+        step *= n
+    return True
+
+
+def _reduce_columns(itemsize: int, address: int, kept: list[list[int]], reduced: list[list[int]]) -> int:
+    """Neighbouring groups a thread reduces at once where a thread reduces a leading dim's
+    group (hip/reduce.hip's group_source::cols): kColumns (16 bytes of elements, at most 8)
+    where the first element's address, the innermost kept dim's size and every other
+    stride are multiples of it (aligned vector accesses), else 1. kept / reduced: the merged
+    [size, stride] dims (reduced: one, the innermost kept one of stride 1)."""
+    width = min(16 // itemsize, 8)
+    if width < 2 or address % (width * itemsize) or kept[-1][0] % width or reduced[0][1] % width:
+        return 1
+    if any(stride % width for _, stride in kept[:-1]):
+        return 1
+    return width
