@@ -16,23 +16,26 @@
 //
 // Launch: dequantize_*: any grid and block (a thread per 8 weights, grid-stride).
 // qmatvec_*: any grid (grid-stride over items); blocks of kThreads (128) threads, but for
-// qmatvec_q4_0 / q8_0 on NVIDIA: fast_launch<F>::threads (256; runtime/gpu_quant.py's
+// qmatvec_q4_0 / q4_1 / q8_0 on NVIDIA: fast_launch<F>::threads (256; runtime/gpu_quant.py's
 // QMATVEC_FAST), the block size of their dp4a path (another multiple of 32 there takes
 // the general path; their launch bounds allow no more).
 //
-// qmatvec_q4_k and qmatvec_q6_k, when w is 16-byte aligned and blocks are kThreads: the K
-// path (below, at its code): 8 weight rows per item, staged through shared memory with
-// coalesced 16-byte copies (cp.async on NVIDIA sm_80 and up), a thread per 32 weights whose
-// x serves all 8 rows, f32 FMA of exact quants per sub-block, then the sub-block's scales
-// (runtime/gpu_quant.py's QMATVEC_K: 8 rows per item). H100, 4096 x 4096 from HBM, per
-// product in a graph: q4_k 17.2 -> 9.3 us, q6_k 20.8 -> 12.0 us (35% / 39% of copy
-// bandwidth; bench/results/qmatvec-kquant-h100.md). Bound by the compute after the slab
-// lands (9.4 MB from L2 still takes 6.9 us), not by HBM.
+// qmatvec_q4_k and qmatvec_q6_k, when w is 16-byte aligned and blocks are kThreads: 8 weight
+// rows per item (runtime/gpu_quant.py's QMATVEC_K), staged through shared memory with
+// coalesced 16-byte copies, a thread per 32 weights whose x serves all 8 rows. On NVIDIA
+// sm_80 and up the integer K path (below, at its code: x quantized to 22 bits as the dp4a
+// path's, dp4a against the quants, cp.async in commit groups of rows); elsewhere the f32 K
+// path (f32 FMA of exact quants per sub-block, then the sub-block's scales). H100, 4096 x
+// 4096 from HBM, per product in a graph: q4_k 17.2 (general path) -> 9.3 (f32 K path) ->
+// 6.2-6.3 us, q6_k 20.8 -> 12.0 -> 8.6-8.8 us (51-52% / 53-55% of copy bandwidth;
+// bench/results/qmatvec-round2-h100.md). Bound by the instruction stream (from L2 still
+// 5.5-5.8 / 6.5-6.7 us), not by HBM.
 //
-// qmatvec_q4_0 and qmatvec_q8_0, when k % 256 == 0 and w is 16-byte aligned: on NVIDIA
-// sm_80 and up, the dp4a path (below, at its code: x quantized exactly enough to 22 bits,
-// integer dot products, the weights streamed through shared memory with cp.async, all in
-// flight at once). Elsewhere (AMD; it keeps working as it did), the tiled path:
+// qmatvec_q4_0, q4_1 and q8_0, when k % 256 == 0 and w is 16-byte aligned: on NVIDIA sm_80
+// and up, the dp4a path (below, at its code: x quantized exactly enough to 22 bits, integer
+// dot products, the weights streamed through shared memory with cp.async, all in flight at
+// once; q4_1 12.7 -> 5.7 us, 61-63% of copy bandwidth). Elsewhere (AMD; it keeps working as
+// it did), q4_1 takes the general path and q4_0 / q8_0 the tiled path:
 // a thread block computes 4 outputs, 4 weight rows against one row of x, so every
 // value of x it loads serves 4 rows. It streams the 4 rows through shared memory in tiles
 // (64 blocks per row for q4_0, 32 for q8_0: 4.5 KB), read with coalesced 16-byte loads: a
@@ -48,12 +51,13 @@
 // read it from L2. Many rows of x thus re-read the weights, from L2 where they fit (a
 // batched kernel would reuse them from registers).
 //
-// Everything else (q4_1, other k or alignments, rows of x alike) takes the general path: a
-// group of 32 lanes per output, a lane per 8 weights, decoded as dequantize does. Correct
-// for any shape; not tuned.
+// Everything else (other k or alignments, rows of x alike) takes the general path: a group
+// of 32 lanes per output, a lane per 8 weights, decoded as dequantize does. Correct for any
+// shape; not tuned.
 #include "compat.h"
 
-// The dp4a path of qmatvec_q4_0 / q8_0: NVIDIA sm_80 and up (cp.async, dp4a, max.NaN).
+// The dp4a path of qmatvec_q4_0 / q4_1 / q8_0 and the integer K path of qmatvec_q4_k / q6_k:
+// NVIDIA sm_80 and up (cp.async, dp4a, max.NaN).
 #if OPGEN_CUDA && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 #define OPGEN_QMATVEC_DP4A 1
 #else
@@ -279,7 +283,7 @@ template <typename F, typename T> __device__ void dequantize(const uint8_t* bloc
 // ---------------------------------------------------------------------------- qmatvec
 
 // Programmatic dependent launch (sm_90; no-ops elsewhere and in a plain launch). The runtime
-// launches qmatvec_q4_0 / q8_0 with programmatic stream serialization (runtime/cuda.py's
+// launches every qmatvec_<fmt> with programmatic stream serialization (runtime/cuda.py's
 // PROGRAMMATIC_KERNELS), so they may start while the kernel before them is still running:
 // nothing of device memory may be read or written before wait_for_predecessor() (it returns
 // once that kernel has finished and its writes are visible), but an L2 prefetch, which moves
@@ -433,7 +437,7 @@ template <typename F> __device__ void qmatvec_tiled(const uint8_t* __restrict__ 
 #if OPGEN_QMATVEC_DP4A
 // ---------------------------------------------------------------------------- the dp4a path
 //
-// NVIDIA (sm_80 and up), q4_0 and q8_0, k % 256 == 0, w 16-byte aligned, blocks of
+// NVIDIA (sm_80 and up), q4_0, q4_1 and q8_0, k % 256 == 0, w 16-byte aligned, blocks of
 // fast_launch<F>::threads = F::kFastSplit * kThreads threads. An item is F::kFastRows weight rows
 // against one row of x, taken in chunks of kThreads weight blocks (4096 weights) per row:
 // weight block t of the chunk belongs to the F::kFastSplit adjacent threads t * split ..,
@@ -456,7 +460,8 @@ template <typename F> __device__ void qmatvec_tiled(const uint8_t* __restrict__ 
 // float(S) * d * s * 2^-22 to its row's sum. (Against the cpu's f32 sums, the difference is
 // of f32 rounding size, ~3e-8 of sum |x||W| measured, against the tests' 1e-5; a single
 // int8 x per block, as GGML's q8_1, would err ~1e-4 of it.) An infinite or NaN x makes the
-// block's scale NaN: its outputs are NaN.
+// block's scale NaN: its outputs are NaN. q4_1 (no offset, a min m): sum (q d + m) x is
+// d * sigma * sum q X + m * sigma * sum X, sum X from the sums quantize_x keeps.
 //
 // Reduction: each thread holds kFastRows partial sums; a butterfly halves them across the
 // warp (log2 rows shuffles of halving width), one shared slot per warp and row, then the
@@ -782,7 +787,8 @@ template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w
 //
 // Shapes (bench/gpu_quant.py --explore, H100, 4096 x 4096 from HBM, per product in a graph):
 // q4_k 8 rows per item 9.4 us, 4 rows 10.1, 16 rows 9.6; q6_k 8 rows 12.0, 4 rows 11.9.
-// Direct global loads were not tried for q6_k: its blocks are 2-byte aligned only.
+// Direct global loads were not tried for q6_k: its blocks are 2-byte aligned only. On NVIDIA
+// sm_80 and up the integer K path (above) takes these items instead.
 
 constexpr int kKBlocks = kThreads / 8;  // weight blocks per step and row: a thread per 32 weights
 
@@ -924,14 +930,26 @@ struct q6_k_path {  // part p: half h = p / 4, l0 = 8 (p % 4): weights 128h + 32
 //   group of 4's sum of X. q4_k: sum (d*sc) q x - (dmin*m) x over a sub-block's half is
 //   sigma * ((d*sc) * sum q X) - (dmin*m) * (sigma * sum X); q6_k: sum (d*sc) (q - 32) x is
 //   d * sc * sigma * (sum q X - 32 sum X), the - 32 sum X folded into the first digit's
-//   accumulator. sum q X is exact in 32 bits (at most 16 * 63 * 2^22 < 2^30 before the
-//   offset); the digit sums combine with wrapping adds. Against GGML's dequantized weights
-//   the error is of f32 rounding size, as the dp4a path's (tests: 1e-5 of sum |x||W|).
+//   accumulator. The digit sums combine with wrapping adds into sums that fit 32 bits (q4_k
+//   |sum q X| <= 16 * 15 * 2^22 < 2^30, q6_k |sum (q - 32) X| <= 8 * 32 * 2^22 = 2^30).
+//   The scales and mins become floats by byte_float (a permute and an add, where a
+//   conversion instruction issues at a quarter of the rate). Against GGML's dequantized
+//   weights the error is of f32 rounding size, as the dp4a path's (2.5e-8 of sum |x||W|
+//   measured; the tests allow 1e-5).
 // - Weights: the step's slab (all kKRows rows) is copied to shared memory with cp.async in
 //   P::kStages commit groups of rows, all in flight before the first is used; each group's
 //   rows are used as soon as it lands (one barrier per group).
-// - Launched programmatically (runtime/cuda.py's PROGRAMMATIC_KERNELS): a product prefetches
-//   its first item's weight rows into L2 before it waits for the kernel before it.
+// - Launched programmatically (runtime/cuda.py's PROGRAMMATIC_KERNELS): a product waits for
+//   the kernel before it before any access to device memory. P::kPrefetch would prefetch the
+//   first item's weight rows into L2 before that wait, as the dp4a path does: within noise
+//   with PDL, 0.7-1.8 us slower per plain launch, so off.
+//
+// Shapes (bench/gpu_quant.py --explore, H100, 4096 x 4096 from HBM, per product in a graph;
+// bench/results/qmatvec-round2-h100.md): q4_k 6.2-6.3 us (f32 K path 8.5), q6_k 8.6-8.8
+// (11.2). Worse: 2 / 8 / 1 stages for q4_k, 4 / 1 for q6_k; scales by conversions (q4_k 0.2
+// us); 16 rows per item; fewer registers for 5 or 6 blocks per SM; 4 rows per item at 8
+// blocks per SM. From L2 the products still take 5.5-5.8 / 6.5-6.7 us: the instruction
+// stream (24 dp4a a row and part, the scale unpacking each thread repeats) bounds them.
 
 // Values of x (NG groups of 4) quantized as quantize_x (SPLIT 1: the scale is the thread's
 // own), with xs[g] = sum X over group g.

@@ -37,7 +37,10 @@ QMATVEC_K = {"q4_k": (8, 128), "q6_k": (8, 128)}
 #: None. H100, 4096 x 4096 (bench/gpu.py --parts qmatmul): dequantize + GEMM takes 64-102 us
 #: up to 32 rows; qmatvec 3.3 us a row for q4_0 (its dp4a path), 4.9 for q4_k and 5.9 for
 #: q6_k (the K path; bench/results/qmatmul-rows-kquant-h100.md): they cross near 27, 20 and
-#: 16 rows. q4_1 (the general path) took 10.4 us a row like q4_k's general path: near 10.
+#: 16 rows. q4_1 (the general path then) took 10.4 us a row like q4_k's general path: near 10.
+#: Since then q4_1 takes the dp4a path and q4_k / q6_k the integer K path (a product 2.2x /
+#: 1.4x faster, bench/results/qmatvec-round2-h100.md): their crossings were not measured
+#: again, so these stay as they were (low, on the side of the GEMM).
 QMATMUL_GEMM_ROWS = {"q4_0": 24, "q8_0": 24, "q4_k": 20, "q6_k": 16, None: 12}
 #: The f32 weights dequantize + GEMM holds at once: slabs of W's rows up to this size.
 GEMM_SLAB_BYTES = 64 << 20

@@ -707,7 +707,7 @@ def test_only_the_kernels_that_wait_for_their_predecessor_launch_programmaticall
     driver = cuda.CudaDriver()
     names = ("qmatvec_q4_0", "qmatvec_q4_1", "dequantize_q4_0_f32", "qmatvec_q8_0", "qmatvec_q4_k", "qmatvec_q6_k")
     programmatic = {"qmatvec_q4_0", "qmatvec_q4_1", "qmatvec_q8_0", "qmatvec_q4_k", "qmatvec_q6_k"}
-    assert cuda.PROGRAMMATIC_KERNELS == programmatic
+    assert programmatic == cuda.PROGRAMMATIC_KERNELS
     functions = {name: driver.function("module", name) for name in names}
     args = (0x1000, 0x2000, 0x3000, 4096, 4096, 1)
     for name, fn in functions.items():
