@@ -1,6 +1,7 @@
 """Quantized matrix-vector products on the GPU (cuda): y = W x for a 4096 x 4096 weight in
-q4_0 and q8_0 and one row of x, through qmatvec_<fmt> of hip/quantized.hip, beside torch.mv on
-the same weight dequantized to bf16, and the copy bandwidth of the same run.
+q4_0 and q8_0 (q4_1, q4_k, q6_k with --formats) and one row of x, through qmatvec_<fmt> of
+hip/quantized.hip, beside torch.mv on the same weight dequantized to bf16, and the copy
+bandwidth of the same run.
 
 Two figures, each labelled in its row:
 - per product in a graph: LAUNCHES back-to-back products captured in a CUDA graph (as a
@@ -155,10 +156,11 @@ def plain_launch(rt):
 
 
 def bench_quant(rows: dict, formats=("q4_0", "q8_0"), torch_mv: bool = True) -> None:
-    """Fill `rows` with the figures (name -> number or text), for qmatvec_<fmt> of `formats`."""
+    """Fill `rows` with the figures (name -> number or text), for qmatvec_<fmt> of `formats`;
+    the copy bandwidth of an earlier call on the same `rows` is kept."""
     import numpy as np
 
-    copy = copy_bandwidth()
+    copy = rows.get("quant: torch device-to-device copy (GB/s)") or copy_bandwidth()
     rows["quant: torch device-to-device copy (GB/s)"] = copy
     rng = np.random.default_rng(0)
     x = rng.standard_normal(K).astype(np.float32)
@@ -341,7 +343,7 @@ EXPLORE = {
 
 
 def explore_quant(rows: dict, formats=None) -> None:
-    """qmatvec_q4_0 / q8_0 compiled from copies of hip/quantized.hip changed as EXPLORE says:
+    """qmatvec_<fmt> compiled from copies of hip/quantized.hip changed as EXPLORE says:
     per product in a graph (one weight from L2; 16 from HBM with and without programmatic
     dependent launch) and the kernel duration from HBM (profiler). Each variant's result is
     checked against the first's, with y poisoned before."""
