@@ -447,7 +447,8 @@ def nn_explore(rows: dict) -> None:
 def quant(rows: dict) -> None:
     from bench.gpu_quant import bench_quant
 
-    bench_quant(rows)
+    bench_quant(rows)  # q4_0, q8_0, beside torch.mv
+    bench_quant(rows, ("q4_1", "q4_k", "q6_k"), torch_mv=False)  # the same copy bandwidth figure
 
 
 def issue11(rows: dict) -> None:
@@ -499,7 +500,7 @@ def main() -> None:
                         help="comma-separated: compile, bandwidth, latency, checks (fast-path self-checks), "
                              "explore (launch-geometry and unroll variants), nn (softmax, norms, attention "
                              "against torch: bench/gpu_nn.py), nn-explore (the row kernels with other bytes of a row per "
-                             "thread), quant (q4_0/q8_0 matrix-vector: "
+                             "thread), quant (q4_0/q8_0/q4_1/q4_K/q6_K matrix-vector: "
                              "bench/gpu_quant.py), qmatmul (QMatMul by 1 to 512 rows of x, qmatvec against "
                              "dequantize + GEMM), issue11, conv-explore, reduce-explore (the sums' kernel "
                              "variants), strided-explore (one column a thread, 4 to 32 loads in flight), "

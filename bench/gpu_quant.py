@@ -1,6 +1,7 @@
 """Quantized matrix-vector products on the GPU (cuda): y = W x for a 4096 x 4096 weight in
-q4_0 and q8_0 and one row of x, through qmatvec_<fmt> of hip/quantized.hip, beside torch.mv on
-the same weight dequantized to bf16, and the copy bandwidth of the same run.
+q4_0 and q8_0 (q4_1, q4_k, q6_k with --formats) and one row of x, through qmatvec_<fmt> of
+hip/quantized.hip, beside torch.mv on the same weight dequantized to bf16, and the copy
+bandwidth of the same run.
 
 Two figures, each labelled in its row:
 - per product in a graph: LAUNCHES back-to-back products captured in a CUDA graph (as a
@@ -155,10 +156,11 @@ def plain_launch(rt):
 
 
 def bench_quant(rows: dict, formats=("q4_0", "q8_0"), torch_mv: bool = True) -> None:
-    """Fill `rows` with the figures (name -> number or text), for qmatvec_<fmt> of `formats`."""
+    """Fill `rows` with the figures (name -> number or text), for qmatvec_<fmt> of `formats`;
+    the copy bandwidth of an earlier call on the same `rows` is kept."""
     import numpy as np
 
-    copy = copy_bandwidth()
+    copy = rows.get("quant: torch device-to-device copy (GB/s)") or copy_bandwidth()
     rows["quant: torch device-to-device copy (GB/s)"] = copy
     rng = np.random.default_rng(0)
     x = rng.standard_normal(K).astype(np.float32)
@@ -265,8 +267,29 @@ _Q4_FROM = "static constexpr int kFastPrefetchFrom = 0;"
 _Q8_FROM = "static constexpr int kFastPrefetchFrom = kFastRows / kFastStages;"
 _K4 = "static constexpr int kKRows = 8;  // the K path's"
 _K6 = "kBytes = 210;\n    static constexpr int kKRows = 8;"
+_Q41 = "static constexpr int kFastRows = 16, kFastSplit = 2, kFastStages = 4;"
+_KMIN = "constexpr int kKMinBlocks = 4;"
+_K4S = "static constexpr int kStages = 4;  // commit groups of an item's rows"
+_K4F = ("    static constexpr bool kPrefetch = false;   // L2 prefetch of the first item's rows before the wait\n"
+        "    static constexpr bool kAluScales = true;   // scales to floats by byte_float, not conversions\n"
+        "    static constexpr bool kAluDigits = false;  // digit sums to floats by int_float, not conversions")
+_K6F = ("static constexpr int kStages = 2;  // q6_k's commit groups\n    static constexpr bool kPrefetch = false;\n"
+        "    static constexpr bool kAluScales = true;\n    static constexpr bool kAluDigits = false;")
+_KF32 = {"qmatvec_kint<K>(w, x, y, n, k, rows);": "qmatvec_kpath<P>(w, x, y, n, k, rows);"}
+_I2F = "return __int2float_rn((int)((uint32_t)s0 + ((uint32_t)s1 << 8) + ((uint32_t)s2 << 16)));"
+_ALU_I2F = {_I2F: _I2F.replace("__int2float_rn(", "int_float(")}
+
+
+def _flag(text: str, name: str, value: str) -> dict:
+    """A replacement of `text` with the flag `name` (a line of it) set to `value`."""
+    lines = [line if f" {name} = " not in line else line.split(" = ")[0] + f" = {value};" + (
+        "  //" + line.split("  //", 1)[1] if "  //" in line else "") for line in text.split("\n")]
+    return {text: "\n".join(lines)}
+
+
 EXPLORE = {
     "q4_0": [("shipped", 256, 16, {}),
+             ("digit sums to float by int_float (no I2F)", 256, 16, _ALU_I2F),
              ("no L2 prefetch", 256, 16, {_PREFETCH: ""}),
              ("L2 prefetch of the rows after the first stage only", 256, 16,
               {_Q4_FROM: _Q4_FROM.replace("= 0", "= kFastRows / kFastStages")}),
@@ -282,19 +305,45 @@ EXPLORE = {
              ("L2 prefetch of every row", 256, 8, {_Q8_FROM: _Q8_FROM.replace("kFastRows / kFastStages", "0")}),
              ("next kernel released at the reduction", 256, 8, _LATE),
              ("8 stages", 256, 8, {_Q8: _Q8.replace("kFastStages = 4", "kFastStages = 8")})],
-    # the K path: rows per item (kKRows); the general path it replaced (a group of 32 lanes per output)
-    "q4_k": [("shipped (K path, 8 rows/item)", 128, 8, {}),
-             ("K path, 4 rows/item", 128, 4, {_K4: _K4.replace("= 8", "= 4")}),
-             ("K path, 16 rows/item", 128, 16, {_K4: _K4.replace("= 8", "= 16")}),
-             ("general path (before)", 128, 4, {"qmatvec_k<q4_k_path>": "qmatvec_general<q4_k>"})],
-    "q6_k": [("shipped (K path, 8 rows/item)", 128, 8, {}),
-             ("K path, 4 rows/item", 128, 4, {_K6: _K6.replace("= 8", "= 4")}),
-             ("general path (before)", 128, 4, {"qmatvec_k<q6_k_path>": "qmatvec_general<q6_k>"})],
+    # q4_1 on q4_0's dp4a path; the general path it replaced
+    "q4_1": [("shipped (dp4a path, 16 rows/item)", 256, 16, {}),
+             ("dp4a path, digit sums to float by int_float (no I2F)", 256, 16, _ALU_I2F),
+             ("dp4a path, 8 rows/item", 256, 8, {_Q41: _Q41.replace("= 16", "= 8")}),
+             ("general path (before)", 128, 4, {"    qmatvec_fast<q4_1>(w, x, y, n, k, rows);":
+                                                "    qmatvec_general<q4_1>(w, x, y, n, k, rows);"})],
+    # the integer K path (shipped): commit groups (kStages), the L2 prefetch, the scales and
+    # digit sums made floats with conversion instructions or with exponent tricks; the f32 K
+    # path it replaced (same launch)
+    "q4_k": [("shipped (integer K path, 8 rows/item, 4 stages, byte_float scales)", 128, 8, {}),
+             ("integer K path, scales by I2F", 128, 8, _flag(_K4F, "kAluScales", "false")),
+             ("integer K path, L2 prefetch", 128, 8, _flag(_K4F, "kPrefetch", "true")),
+             ("integer K path, scales by I2F, L2 prefetch", 128, 8,
+              {_K4F: list(_flag(list(_flag(_K4F, "kAluScales", "false").values())[0], "kPrefetch", "true").values())[0]}),
+             ("integer K path, scales by I2F, L2 prefetch, 5 blocks/SM", 128, 8,
+              {_K4F: list(_flag(list(_flag(_K4F, "kAluScales", "false").values())[0], "kPrefetch", "true").values())[0],
+               _KMIN: _KMIN.replace("= 4", "= 5")}),
+             ("integer K path, scales by I2F, L2 prefetch, 6 blocks/SM", 128, 8,
+              {_K4F: list(_flag(list(_flag(_K4F, "kAluScales", "false").values())[0], "kPrefetch", "true").values())[0],
+               _KMIN: _KMIN.replace("= 4", "= 6")}),
+             ("integer K path, 4 rows/item, 8 blocks/SM, L2 prefetch", 128, 4,
+              {**_flag(_K4F, "kPrefetch", "true"), _K4: _K4.replace("= 8", "= 4"), _KMIN: _KMIN.replace("= 4", "= 8")}),
+             ("f32 K path (before)", 128, 8, _KF32)],
+    "q6_k": [("shipped (integer K path, 8 rows/item, 2 stages, byte_float scales)", 128, 8, {}),
+             ("integer K path, L2 prefetch", 128, 8, {_K6F: _K6F.replace("kPrefetch = false", "kPrefetch = true")}),
+             ("integer K path, L2 prefetch, 5 blocks/SM", 128, 8,
+              {_K6F: _K6F.replace("kPrefetch = false", "kPrefetch = true"), _KMIN: _KMIN.replace("= 4", "= 5")}),
+             ("integer K path, L2 prefetch, 6 blocks/SM", 128, 8,
+              {_K6F: _K6F.replace("kPrefetch = false", "kPrefetch = true"), _KMIN: _KMIN.replace("= 4", "= 6")}),
+             ("integer K path, 4 rows/item, 8 blocks/SM, L2 prefetch", 128, 4,
+              {_K6F: _K6F.replace("kPrefetch = false", "kPrefetch = true"), _K6: _K6.replace("= 8", "= 4"),
+               _KMIN: _KMIN.replace("= 4", "= 8")}),
+             ("integer K path, 4 stages", 128, 8, {_K6F: _K6F.replace("kStages = 2", "kStages = 4")}),
+             ("f32 K path (before)", 128, 8, _KF32)],
 }
 
 
 def explore_quant(rows: dict, formats=None) -> None:
-    """qmatvec_q4_0 / q8_0 compiled from copies of hip/quantized.hip changed as EXPLORE says:
+    """qmatvec_<fmt> compiled from copies of hip/quantized.hip changed as EXPLORE says:
     per product in a graph (one weight from L2; 16 from HBM with and without programmatic
     dependent launch) and the kernel duration from HBM (profiler). Each variant's result is
     checked against the first's, with y poisoned before."""

@@ -16,21 +16,24 @@
 //
 // Launch: dequantize_*: any grid and block (a thread per 8 weights, grid-stride).
 // qmatvec_*: any grid (grid-stride over items); blocks of kThreads (128) threads, but for
-// qmatvec_q4_0 / q8_0 on NVIDIA: fast_launch<F>::threads (256; runtime/gpu/quant.py's
+// qmatvec_q4_0 / q4_1 / q8_0 on NVIDIA: fast_launch<F>::threads (256; runtime/gpu/quant.py's
 // QMATVEC_FAST), the block size of their dp4a path (another multiple of 32 there takes
 // the general path; their launch bounds allow no more).
 //
-// qmatvec_q4_k and qmatvec_q6_k, when w is 16-byte aligned and blocks are kThreads: the K
-// path (below, at its code): 8 weight rows per item, staged through shared memory with
-// coalesced 16-byte copies (cp.async on NVIDIA sm_80 and up), a thread per 32 weights whose
-// x serves all 8 rows, f32 FMA of exact quants per sub-block, then the sub-block's scales
-// (runtime/gpu/quant.py's QMATVEC_K: 8 rows per item). Bound by the compute after the slab
-// lands, not by HBM (figures: bench/results/gpu-notes.md, "Tuning figures").
+// qmatvec_q4_k and qmatvec_q6_k, when w is 16-byte aligned and blocks are kThreads: 8 weight
+// rows per item (runtime/gpu/quant.py's QMATVEC_K), staged through shared memory with
+// coalesced 16-byte copies, a thread per 32 weights whose x serves all 8 rows. On NVIDIA
+// sm_80 and up the integer K path (below, at its code: x quantized to 22 bits as the dp4a
+// path's, dp4a against the quants, cp.async in commit groups of rows); elsewhere the f32 K
+// path (f32 FMA of exact quants per sub-block, then the sub-block's scales). Bound by the
+// instruction stream, not by HBM (figures: bench/results/gpu-notes.md, "Tuning figures", and
+// bench/results/qmatvec-round2-h100.md).
 //
-// qmatvec_q4_0 and qmatvec_q8_0, when k % 256 == 0 and w is 16-byte aligned: on NVIDIA
-// sm_80 and up, the dp4a path (below, at its code: x quantized exactly enough to 22 bits,
-// integer dot products, the weights streamed through shared memory with cp.async, all in
-// flight at once). Elsewhere (AMD; it keeps working as it did), the tiled path:
+// qmatvec_q4_0, q4_1 and q8_0, when k % 256 == 0 and w is 16-byte aligned: on NVIDIA sm_80
+// and up, the dp4a path (below, at its code: x quantized exactly enough to 22 bits, integer
+// dot products, the weights streamed through shared memory with cp.async, all in flight at
+// once; figures: bench/results/qmatvec-round2-h100.md). Elsewhere (AMD; it keeps working as
+// it did), q4_1 takes the general path and q4_0 / q8_0 the tiled path:
 // a thread block computes 4 outputs, 4 weight rows against one row of x, so every
 // value of x it loads serves 4 rows. It streams the 4 rows through shared memory in tiles
 // (64 blocks per row for q4_0, 32 for q8_0: 4.5 KB), read with coalesced 16-byte loads: a
@@ -46,12 +49,13 @@
 // read it from L2. Many rows of x thus re-read the weights, from L2 where they fit (a
 // batched kernel would reuse them from registers).
 //
-// Everything else (q4_1, other k or alignments, rows of x alike) takes the general path: a
-// group of 32 lanes per output, a lane per 8 weights, decoded as dequantize does. Correct
-// for any shape; not tuned.
+// Everything else (other k or alignments, rows of x alike) takes the general path: a group
+// of 32 lanes per output, a lane per 8 weights, decoded as dequantize does. Correct for any
+// shape; not tuned.
 #include "compat.h"
 
-// The dp4a path of qmatvec_q4_0 / q8_0: NVIDIA sm_80 and up (cp.async, dp4a, max.NaN).
+// The dp4a path of qmatvec_q4_0 / q4_1 / q8_0 and the integer K path of qmatvec_q4_k / q6_k:
+// NVIDIA sm_80 and up (cp.async, dp4a, max.NaN).
 #if OPGEN_CUDA && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 #define OPGEN_QMATVEC_DP4A 1
 #else
@@ -106,6 +110,8 @@ __device__ __forceinline__ uint32_t byte_of(const uint32_t (&w)[2], int i) { ret
 
 struct q4_0 {  // d (f16), qs[16]: weight i < 16 the low nibble of qs[i], i + 16 its high one
     static constexpr int kElems = 32, kBytes = 18;
+    static constexpr int kHead = 2;         // bytes before the quants: d
+    static constexpr bool kTiled = true;    // has the tiled path (AMD)
     static constexpr int kTileBlocks = 64;  // the tiled path's blocks per row and tile: 4.5 KB tiles
     // The dp4a path (NVIDIA): rows per item, cp.async stages per item, threads per weight block.
     static constexpr int kFastRows = 16, kFastStages = 4, kFastSplit = 2;
@@ -149,6 +155,11 @@ struct q4_0 {  // d (f16), qs[16]: weight i < 16 the low nibble of qs[i], i + 16
 
 struct q4_1 {  // d, m (f16), qs[16] as q4_0: q * d + m
     static constexpr int kElems = 32, kBytes = 20;
+    static constexpr int kHead = 4;          // d, m
+    static constexpr bool kTiled = false;    // AMD: the general path
+    // The dp4a path (NVIDIA), as q4_0's (20-byte blocks: 40 KB of shared memory for 16 rows).
+    static constexpr int kFastRows = 16, kFastSplit = 2, kFastStages = 4;
+    static constexpr int kFastPrefetchFrom = 0;
     static __device__ __forceinline__ void decode8(const uint8_t* b, int j, float (&v)[8]) {
         const float d = half_at(b), m = half_at(b + 2);
         uint32_t w[2];
@@ -161,6 +172,8 @@ struct q4_1 {  // d, m (f16), qs[16] as q4_0: q * d + m
 
 struct q8_0 {  // d (f16), qs[32] int8: q * d
     static constexpr int kElems = 32, kBytes = 34;
+    static constexpr int kHead = 2;
+    static constexpr bool kTiled = true;
     static constexpr int kTileBlocks = 32;
     static constexpr int kFastRows = 8, kFastStages = 4, kFastSplit = 2;
     static constexpr int kFastPrefetchFrom = kFastRows / kFastStages;
@@ -268,7 +281,7 @@ template <typename F, typename T> __device__ void dequantize(const uint8_t* bloc
 // ---------------------------------------------------------------------------- qmatvec
 
 // Programmatic dependent launch (sm_90; no-ops elsewhere and in a plain launch). The runtime
-// launches qmatvec_q4_0 / q8_0 with programmatic stream serialization (runtime/cuda.py's
+// launches every qmatvec_<fmt> with programmatic stream serialization (runtime/cuda.py's
 // PROGRAMMATIC_KERNELS), so they may start while the kernel before them is still running:
 // nothing of device memory may be read or written before wait_for_predecessor() (it returns
 // once that kernel has finished and its writes are visible), but an L2 prefetch, which moves
@@ -422,7 +435,7 @@ template <typename F> __device__ void qmatvec_tiled(const uint8_t* __restrict__ 
 #if OPGEN_QMATVEC_DP4A
 // ---------------------------------------------------------------------------- the dp4a path
 //
-// NVIDIA (sm_80 and up), q4_0 and q8_0, k % 256 == 0, w 16-byte aligned, blocks of
+// NVIDIA (sm_80 and up), q4_0, q4_1 and q8_0, k % 256 == 0, w 16-byte aligned, blocks of
 // fast_launch<F>::threads = F::kFastSplit * kThreads threads. An item is F::kFastRows weight rows
 // against one row of x, taken in chunks of kThreads weight blocks (4096 weights) per row:
 // weight block t of the chunk belongs to the F::kFastSplit adjacent threads t * split ..,
@@ -445,7 +458,8 @@ template <typename F> __device__ void qmatvec_tiled(const uint8_t* __restrict__ 
 // float(S) * d * s * 2^-22 to its row's sum. (Against the cpu's f32 sums, the difference is
 // of f32 rounding size, ~3e-8 of sum |x||W| measured, against the tests' 1e-5; a single
 // int8 x per block, as GGML's q8_1, would err ~1e-4 of it.) An infinite or NaN x makes the
-// block's scale NaN: its outputs are NaN.
+// block's scale NaN: its outputs are NaN. q4_1 (no offset, a min m): sum (q d + m) x is
+// d * sigma * sum q X + m * sigma * sum X, sum X from the sums quantize_x keeps.
 //
 // Reduction: each thread holds kFastRows partial sums; a butterfly halves them across the
 // warp (log2 rows shuffles of halving width), one shared slot per warp and row, then the
@@ -524,6 +538,20 @@ __device__ __forceinline__ void quantize_x(const float4 (&v)[NG], uint32_t (&D)[
 
 __device__ __forceinline__ int dp4a(uint32_t a, uint32_t b, int c) { return __dp4a((int)a, (int)b, c); }
 
+// Byte B of w (0..255) as a float without a conversion instruction (those issue at a quarter
+// of the rate of f32 arithmetic or less): the byte under the exponent of 2^23, less 2^23.
+template <int B> __device__ __forceinline__ float byte_float(uint32_t w) {
+    return __uint_as_float(__byte_perm(w, 0x4B000000u, 0x7440u | (uint32_t)B)) - 8388608.0f;
+}
+
+// float(v), rounded to nearest even as __int2float_rn, without a conversion instruction: the
+// high and the low 16 bits under exponents (exact), then one rounding FMA.
+__device__ __forceinline__ float int_float(int v) {
+    const float hi = __int_as_float((v >> 16) + 0x4B400000) - 12582912.0f;
+    const float lo = __uint_as_float(((uint32_t)v & 0xFFFFu) | 0x4B000000u) - 8388608.0f;
+    return fmaf(hi, 65536.0f, lo);
+}
+
 // Per format, for a thread that takes NW consecutive words of quants of a block, from word
 // j0 = sub * NW: the groups of x they meet (NG, and where group g starts in the block) and
 // their dot product with those groups, without d and sigma: float(sum (q - offset) * X).
@@ -551,6 +579,29 @@ template <int NW> struct fast<q4_0, NW> {  // word j: weights 4j+i (low nibbles)
             s2 = dp4a(hi, D[2][NW + j], s2);
         }
         // |sum (q - 8) X| <= 32 * 8 * 2^22 = 2^30: exact in 32 bits (the parts wrap harmlessly)
+        return __int2float_rn((int)((uint32_t)s0 + ((uint32_t)s1 << 8) + ((uint32_t)s2 << 16)));
+    }
+};
+
+template <int NW> struct fast<q4_1, NW> {  // as q4_0's words, unsigned nibbles (the min m is added apart)
+    static constexpr int kGroups = 2 * NW;
+    static __device__ __forceinline__ int group_at(int j0, int g) { return fast<q4_0, NW>::group_at(j0, g); }
+    static __device__ __forceinline__ uint32_t corr(uint32_t) { return 0u; }
+    static __device__ __forceinline__ float dot(const uint32_t (&Wq)[NW + 1], uint32_t qsel,
+                                                const uint32_t (&D)[3][kGroups], uint32_t) {
+        int s0 = 0, s1 = 0, s2 = 0;
+#pragma unroll
+        for (int j = 0; j < NW; j++) {
+            const uint32_t q = __byte_perm(Wq[j], Wq[j + 1], qsel);
+            const uint32_t lo = q & 0x0F0F0F0Fu, hi = (q >> 4) & 0x0F0F0F0Fu;
+            s0 = dp4a(lo, D[0][j], s0);
+            s1 = dp4a(lo, D[1][j], s1);
+            s2 = dp4a(lo, D[2][j], s2);
+            s0 = dp4a(hi, D[0][NW + j], s0);
+            s1 = dp4a(hi, D[1][NW + j], s1);
+            s2 = dp4a(hi, D[2][NW + j], s2);
+        }
+        // |sum q X| <= 16 * 15 * 2^22 < 2^30: exact in 32 bits
         return __int2float_rn((int)((uint32_t)s0 + ((uint32_t)s1 << 8) + ((uint32_t)s2 << 16)));
     }
 };
@@ -627,10 +678,10 @@ template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w
                                                    float* __restrict__ y, size_t n, size_t k, size_t rows) {
     constexpr int R = F::kFastRows, S = F::kFastStages, RS = R / S, SPLIT = F::kFastSplit;
     constexpr int kT = SPLIT * kThreads, kWarps = kT / 32;
-    constexpr int NW = F::kBytes / 4 / SPLIT;  // words of quants per thread: 4 (q4_0) or 8 (q8_0) / SPLIT
+    constexpr int NW = (F::kBytes - F::kHead) / 4 / SPLIT;  // words of quants per thread: 4 (q4_0, q4_1) or 8 (q8_0) / SPLIT
     typedef fast<F, NW> G;
     constexpr int NG = G::kGroups;
-    static_assert(R % S == 0 && NW >= 1 && NW * SPLIT * 4 == F::kBytes - 2, "whole rows per stage, whole words");
+    static_assert(R % S == 0 && NW >= 1 && NW * SPLIT * 4 == F::kBytes - F::kHead, "whole rows per stage, whole words");
     constexpr int kRowBytes = kThreads * F::kBytes;  // a chunk row in shared memory (multiple of 16)
     __shared__ __align__(16) uint8_t slab[R * kRowBytes + 16];  // +16: the last block's trailing word
     __shared__ float partial[kWarps][R];
@@ -638,11 +689,13 @@ template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w
     const unsigned int t = threadIdx.x / SPLIT, j0 = (threadIdx.x % SPLIT) * NW;  // block, first word
     const size_t row_blocks = k / F::kElems, row_bytes = row_blocks * F::kBytes;
     const size_t items = (n + R - 1) / R * rows;
-    const unsigned int odd = t & 1u;  // block t starts at 18t / 34t: 2 mod 4 when t is odd
-    const uint8_t* floor = slab + t * F::kBytes - 2 * odd;  // d is in its first word
+    // block t starts at 18t / 34t / 20t: 2 mod 4 when t is odd for q4_0 / q8_0, never for q4_1
+    const unsigned int odd = ((t * F::kBytes) >> 1) & 1u;
+    const uint8_t* floor = slab + t * F::kBytes - 2 * odd;  // d (and q4_1's m) is in its first word
     const uint32_t* mine = reinterpret_cast<const uint32_t*>(floor + 4 * j0);  // quant word j0's floor
     const uint32_t* dword = reinterpret_cast<const uint32_t*>(floor);
-    const uint32_t qsel = odd ? 0x7654u : 0x5432u, dsel = odd ? 0x4432u : 0x4410u;
+    // the quants start 2 * odd + kHead bytes past the floor: 2 (select bytes 2..5) or 4 (the next word)
+    const uint32_t qsel = 2 * odd + F::kHead == 4 ? 0x7654u : 0x5432u, dsel = odd ? 0x4432u : 0x4410u;
     for (size_t item = blockIdx.x; item < items; item += gridDim.x) {
         const size_t n0 = item / rows * R, r = item % rows;
         const int nrows = n - n0 < (size_t)R ? (int)(n - n0) : R;
@@ -674,6 +727,8 @@ template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w
             float sigma;
             quantize_x<NG, SPLIT>(xv, D, sum_y, sigma);  // every lane: the max is shuffled
             const uint32_t corr = G::corr(sum_y);
+            // q4_1: the min's share, m * sum x = m * sigma * sum X (sum_y less its 0x808080 per value)
+            const float xsum = F::kHead == 4 ? sigma * (float)(int)(sum_y - (uint32_t)(4 * NG) * 0x808080u) : 0.0f;
 #pragma unroll
             for (int s = 0; s < S; s++) {
                 cp_async_wait(S - 1 - s);
@@ -687,7 +742,9 @@ template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w
                         for (int j = 0; j <= NW; j++) Wq[j] = p[j];
                         const uint32_t wd = dword[i * (kRowBytes / 4)];
                         const float d = opgen::f16_to_float(__ushort_as_half((unsigned short)__byte_perm(wd, 0u, dsel)));
-                        acc[i] = fmaf(G::dot(Wq, qsel, D, corr), d * sigma, acc[i]);
+                        float a = fmaf(G::dot(Wq, qsel, D, corr), d * sigma, acc[i]);
+                        if constexpr (F::kHead == 4) a = fmaf(opgen::f16_to_float(__ushort_as_half((unsigned short)(wd >> 16))), xsum, a);
+                        acc[i] = a;
                     }
                 }
             }
@@ -725,7 +782,8 @@ template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w
 //
 // Shapes (bench/gpu_quant.py --explore): 8 rows per item beat 4 and 16 for q4_k, and tie with
 // 4 for q6_k (figures: bench/results/gpu-notes.md, "Tuning figures").
-// Direct global loads were not tried for q6_k: its blocks are 2-byte aligned only.
+// Direct global loads were not tried for q6_k: its blocks are 2-byte aligned only. On NVIDIA
+// sm_80 and up the integer K path (above) takes these items instead.
 
 constexpr int kKBlocks = kThreads / 8;  // weight blocks per step and row: a thread per 32 weights
 
@@ -854,6 +912,290 @@ struct q6_k_path {  // part p: half h = p / 4, l0 = 8 (p % 4): weights 128h + 32
     }
 };
 
+#if OPGEN_QMATVEC_DP4A
+// ---------------------------------------------------------------------------- the K path, integer
+//
+// NVIDIA (sm_80 and up), qmatvec_q4_k / q6_k, w 16-byte aligned, blocks of kThreads threads:
+// the K path's items, steps and parts (F::kKRows weight rows against one row of x, steps of
+// kKBlocks weight blocks per row, thread t on part t % 8 of block t / 8 in every row), with
+// integer dot products as the dp4a path of q4_0 / q8_0:
+//
+// - x: a thread's 32 values of x, once per step, become X = rint(x * 2^22 / s) (s the power
+//   of two above the part's max |x|), three signed byte digits each (quantize_x), with each
+//   group of 4's sum of X. q4_k: sum (d*sc) q x - (dmin*m) x over a sub-block's half is
+//   sigma * ((d*sc) * sum q X) - (dmin*m) * (sigma * sum X); q6_k: sum (d*sc) (q - 32) x is
+//   d * sc * sigma * (sum q X - 32 sum X), the - 32 sum X folded into the first digit's
+//   accumulator. The digit sums combine with wrapping adds into sums that fit 32 bits (q4_k
+//   |sum q X| <= 16 * 15 * 2^22 < 2^30, q6_k |sum (q - 32) X| <= 8 * 32 * 2^22 = 2^30).
+//   The scales and mins become floats by byte_float (a permute and an add, where a
+//   conversion instruction issues at a quarter of the rate). Against GGML's dequantized
+//   weights the error is of f32 rounding size, as the dp4a path's (2.5e-8 of sum |x||W|
+//   measured; the tests allow 1e-5).
+// - Weights: the step's slab (all kKRows rows) is copied to shared memory with cp.async in
+//   P::kStages commit groups of rows, all in flight before the first is used; each group's
+//   rows are used as soon as it lands (one barrier per group).
+// - Launched programmatically (runtime/cuda.py's PROGRAMMATIC_KERNELS): a product waits for
+//   the kernel before it before any access to device memory. P::kPrefetch would prefetch the
+//   first item's weight rows into L2 before that wait, as the dp4a path does: within noise
+//   with PDL, slower per plain launch, so off.
+//
+// Shapes (bench/gpu_quant.py --explore; figures: bench/results/qmatvec-round2-h100.md):
+// worse were 2 / 8 / 1 stages for q4_k, 4 / 1 for q6_k; scales by conversions; 16 rows per
+// item; fewer registers for 5 or 6 blocks per SM; 4 rows per item at 8 blocks per SM. From
+// L2 the products take nearly as long as from HBM: the instruction stream (24 dp4a a row
+// and part, the scale unpacking each thread repeats) bounds them.
+
+// Values of x (NG groups of 4) quantized as quantize_x (SPLIT 1: the scale is the thread's
+// own), with xs[g] = sum X over group g.
+template <int NG>
+__device__ __forceinline__ void quantize_x_sums(const float4 (&v)[NG], uint32_t (&D)[3][NG], int (&xs)[NG], float& sigma) {
+    float m = 0.0f;
+#pragma unroll
+    for (int g = 0; g < NG; g++) {
+        m = max_nan(m, max_nan(max_nan(fabsf(v[g].x), fabsf(v[g].y)), max_nan(fabsf(v[g].z), fabsf(v[g].w))));
+    }
+    uint32_t e = __float_as_uint(m) >> 23;
+    e = e < 22u ? 22u : e;
+    const float f = __uint_as_float((275u - e) << 23);
+    sigma = e >= 255u ? __uint_as_float(0x7FC00000u) : __uint_as_float((e - 21u) << 23);
+#pragma unroll
+    for (int g = 0; g < NG; g++) {
+        const uint32_t y0 = __float_as_uint(fmaf(v[g].x, f, 12582912.0f)) - 0x4ABF7F80u;
+        const uint32_t y1 = __float_as_uint(fmaf(v[g].y, f, 12582912.0f)) - 0x4ABF7F80u;
+        const uint32_t y2 = __float_as_uint(fmaf(v[g].z, f, 12582912.0f)) - 0x4ABF7F80u;
+        const uint32_t y3 = __float_as_uint(fmaf(v[g].w, f, 12582912.0f)) - 0x4ABF7F80u;
+        xs[g] = (int)(((y0 + y1) + (y2 + y3)) - 4u * 0x808080u);
+        const uint32_t a = __byte_perm(y0, y1, 0x5140u), b = __byte_perm(y2, y3, 0x5140u);
+        D[0][g] = __byte_perm(a, b, 0x5410u) ^ 0x80808080u;
+        D[1][g] = __byte_perm(a, b, 0x7632u) ^ 0x80808080u;
+        D[2][g] = __byte_perm(__byte_perm(y0, y1, 0x0062u), __byte_perm(y2, y3, 0x0062u), 0x5410u) ^ 0x80808080u;
+    }
+}
+
+// Three digit sums as the one integer they stand for (mod 2^32).
+__device__ __forceinline__ int digits3(int s0, int s1, int s2) {
+    return (int)((uint32_t)s0 + ((uint32_t)s1 << 8) + ((uint32_t)s2 << 16));
+}
+
+struct q4_k_int {  // part p as q4_k_path's: groups 0..3 the low half (sub-block 2c), 4..7 the high (2c+1)
+    typedef q4_k F;
+    static constexpr int kStages = 4;  // commit groups of an item's rows
+    static constexpr bool kPrefetch = false;   // L2 prefetch of the first item's rows before the wait
+    static constexpr bool kAluScales = true;   // scales to floats by byte_float, not conversions
+    static constexpr bool kAluDigits = false;  // digit sums to floats by int_float, not conversions
+    struct X {
+        uint32_t D[3][8];
+        float sigma, sum_lo, sum_hi;  // sum_*: sigma * sum X of the half
+    };
+    static __device__ __forceinline__ void load_x(const float* xb, int p, float4 (&v)[8]) {
+        const float* lo = xb + 64 * (p >> 1) + 16 * (p & 1);
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            v[j] = load_x4(lo + 4 * j);
+            v[4 + j] = load_x4(lo + 32 + 4 * j);
+        }
+    }
+    static __device__ __forceinline__ void quantize(const float4 (&v)[8], X& q) {
+        int xs[8];
+        quantize_x_sums<8>(v, q.D, xs, q.sigma);
+        q.sum_lo = q.sigma * (float)((xs[0] + xs[1]) + (xs[2] + xs[3]));
+        q.sum_hi = q.sigma * (float)((xs[4] + xs[5]) + (xs[6] + xs[7]));
+    }
+    // The part's contribution to its row: b the block in shared memory (16-byte aligned).
+    static __device__ __forceinline__ float dot(const uint8_t* b, int p, const X& v) {
+        const uint4 h = *reinterpret_cast<const uint4*>(b);
+        const uint4 q = *reinterpret_cast<const uint4*>(b + 16 + 16 * p);
+        const uint32_t qw[4] = {q.x, q.y, q.z, q.w};
+        int a0 = 0, a1 = 0, a2 = 0, b0 = 0, b1 = 0, b2 = 0;
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            const uint32_t lo = qw[j] & 0x0F0F0F0Fu, hi = (qw[j] >> 4) & 0x0F0F0F0Fu;
+            a0 = dp4a(lo, v.D[0][j], a0);
+            a1 = dp4a(lo, v.D[1][j], a1);
+            a2 = dp4a(lo, v.D[2][j], a2);
+            b0 = dp4a(hi, v.D[0][4 + j], b0);
+            b1 = dp4a(hi, v.D[1][4 + j], b1);
+            b2 = dp4a(hi, v.D[2][4 + j], b2);
+        }
+        // scales and mins of sub-blocks 2c, 2c+1, as q4_k_path::dot
+        // (bytes 0 and 1 of sc and m: sub-blocks 2c and 2c+1; the bytes above are not read)
+        const int c = p >> 1, shift = 16 * (c & 1);
+        const uint32_t a = h.y >> shift, bb = h.z >> shift, cc = h.w >> shift;
+        const uint32_t sc = c < 2 ? a & 0x3F3Fu : (cc & 0x0F0Fu) | ((a >> 2) & 0x3030u);
+        const uint32_t m = c < 2 ? bb & 0x3F3Fu : ((cc >> 4) & 0x0F0Fu) | ((bb >> 2) & 0x3030u);
+        const float d = opgen::f16_to_float(__ushort_as_half((unsigned short)(h.x & 0xFFFFu)));
+        const float dmin = opgen::f16_to_float(__ushort_as_half((unsigned short)(h.x >> 16)));
+        float sc_lo, sc_hi, m_lo, m_hi, s_lo, s_hi;
+        if constexpr (kAluScales) {
+            sc_lo = byte_float<0>(sc), sc_hi = byte_float<1>(sc), m_lo = byte_float<0>(m), m_hi = byte_float<1>(m);
+        } else {
+            sc_lo = (float)(sc & 0xFFu), sc_hi = (float)((sc >> 8) & 0xFFu), m_lo = (float)(m & 0xFFu), m_hi = (float)((m >> 8) & 0xFFu);
+        }
+        if constexpr (kAluDigits) {
+            s_lo = int_float(digits3(a0, a1, a2)), s_hi = int_float(digits3(b0, b1, b2));
+        } else {
+            s_lo = (float)digits3(a0, a1, a2), s_hi = (float)digits3(b0, b1, b2);
+        }
+        float r = (d * sc_lo) * s_lo;
+        r = fmaf(d * sc_hi, s_hi, r) * v.sigma;
+        r = fmaf(-(dmin * m_lo), v.sum_lo, r);
+        return fmaf(-(dmin * m_hi), v.sum_hi, r);
+    }
+};
+
+struct q6_k_int {  // part p as q6_k_path's: groups 2g, 2g+1 are weights 128h + 32g + l0 + (0..7)
+    typedef q6_k F;
+    static constexpr int kStages = 2;  // q6_k's commit groups
+    static constexpr bool kPrefetch = false;
+    static constexpr bool kAluScales = true;
+    static constexpr bool kAluDigits = false;
+    struct X {
+        uint32_t D[3][8];
+        int corr[4];  // -32 * sum X of g's 8 values
+        float sigma;
+    };
+    static __device__ __forceinline__ void load_x(const float* xb, int p, float4 (&v)[8]) {
+        const float* base = xb + 128 * (p >> 2) + 8 * (p & 3);
+#pragma unroll
+        for (int g = 0; g < 4; g++) {
+            v[2 * g] = load_x4(base + 32 * g);
+            v[2 * g + 1] = load_x4(base + 32 * g + 4);
+        }
+    }
+    static __device__ __forceinline__ void quantize(const float4 (&v)[8], X& q) {
+        int xs[8];
+        quantize_x_sums<8>(v, q.D, xs, q.sigma);
+#pragma unroll
+        for (int g = 0; g < 4; g++) q.corr[g] = -32 * (xs[2 * g] + xs[2 * g + 1]);
+    }
+    // b: the block in shared memory (2-byte aligned).
+    static __device__ __forceinline__ float dot(const uint8_t* b, int p, const X& v) {
+        const int h = p >> 2, l0 = 8 * (p & 3);
+        uint32_t qa[2], qb[2], qh[2], s0, s1;
+        smem8(b + 64 * h + l0, qa[0], qa[1]);       // ql[64h + l0 + i]: g = 0 (low nibble), 2 (high)
+        smem8(b + 64 * h + 32 + l0, qb[0], qb[1]);  // ql[64h + 32 + l0 + i]: g = 1, 3
+        smem8(b + 128 + 32 * h + l0, qh[0], qh[1]); // qh[32h + l0 + i]: bits 2g, 2g+1
+        smem8(b + 192 + 8 * h, s0, s1);             // scales[8h + l0 / 16 + 2g]
+        const uint32_t scales = __byte_perm(s0, s1, (l0 >> 4) ? 0x7531u : 0x6420u);
+        const float d = half_at(b + 208);
+        int acc[4][3];
+#pragma unroll
+        for (int g = 0; g < 4; g++) {
+            acc[g][0] = v.corr[g];
+            acc[g][1] = acc[g][2] = 0;
+        }
+#pragma unroll
+        for (int w = 0; w < 2; w++) {
+            const uint32_t hw = qh[w];
+            const uint32_t q6[4] = {(qa[w] & 0x0F0F0F0Fu) | ((hw << 4) & 0x30303030u),
+                                    (qb[w] & 0x0F0F0F0Fu) | ((hw << 2) & 0x30303030u),
+                                    ((qa[w] >> 4) & 0x0F0F0F0Fu) | (hw & 0x30303030u),
+                                    ((qb[w] >> 4) & 0x0F0F0F0Fu) | ((hw >> 2) & 0x30303030u)};
+#pragma unroll
+            for (int g = 0; g < 4; g++) {
+#pragma unroll
+                for (int j = 0; j < 3; j++) acc[g][j] = dp4a(q6[g], v.D[j][2 * g + w], acc[g][j]);
+            }
+        }
+        float sc[4], s[4];
+        if constexpr (kAluScales) {  // int8 scales: offset by 128 to bytes, then back
+            const uint32_t u = scales ^ 0x80808080u;
+            sc[0] = byte_float<0>(u) - 128.0f, sc[1] = byte_float<1>(u) - 128.0f;
+            sc[2] = byte_float<2>(u) - 128.0f, sc[3] = byte_float<3>(u) - 128.0f;
+        } else {
+#pragma unroll
+            for (int g = 0; g < 4; g++) sc[g] = (float)(int8_t)((scales >> (8 * g)) & 0xFFu);
+        }
+#pragma unroll
+        for (int g = 0; g < 4; g++) {
+            const int t = digits3(acc[g][0], acc[g][1], acc[g][2]);
+            if constexpr (kAluDigits) {
+                s[g] = int_float(t);
+            } else {
+                s[g] = (float)t;
+            }
+        }
+        float r = sc[0] * s[0];
+        r = fmaf(sc[1], s[1], r);
+        r = fmaf(sc[2], s[2], r);
+        r = fmaf(sc[3], s[3], r);
+        return r * (d * v.sigma);
+    }
+};
+
+template <typename P> __device__ void qmatvec_kint(const uint8_t* __restrict__ w, const float* __restrict__ x,
+                                                   float* __restrict__ y, size_t n, size_t k, size_t rows) {
+    typedef typename P::F F;
+    constexpr int R = F::kKRows, S = P::kStages, RS = R / S;
+    static_assert(R % S == 0, "whole rows per stage");
+    constexpr int kRowVecs = kKBlocks * F::kBytes / 16 + 2;  // a step of a row from its 16-byte floor, + a spare
+    constexpr int kWarps = kThreads / 32;
+    constexpr bool kAligned = F::kBytes % 16 == 0;  // q4_k: every block of an aligned w is 16-byte aligned
+    __shared__ uint4 stage[R * kRowVecs];
+    __shared__ float partial[kWarps][R];
+    const unsigned int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    const int blk = (int)threadIdx.x / 8, part = (int)threadIdx.x % 8;
+    const size_t row_blocks = k / F::kElems, row_bytes = row_blocks * F::kBytes;
+    const size_t items = (n + R - 1) / R * rows;
+    for (size_t item = blockIdx.x; item < items; item += gridDim.x) {
+        const size_t n0 = item / rows * R, r = item % rows;
+        const int nrows = (int)(n - n0 < (size_t)R ? n - n0 : (size_t)R);
+        const uint8_t* wi = w + n0 * row_bytes;
+        const float* xr = x + r * k;
+        float acc[R];
+#pragma unroll
+        for (int i = 0; i < R; i++) acc[i] = 0.0f;
+        for (size_t c0 = 0; c0 < row_blocks; c0 += kKBlocks) {
+            const int cb = row_blocks - c0 < (size_t)kKBlocks ? (int)(row_blocks - c0) : kKBlocks;
+            const bool active = blk < cb;
+            float4 xv[8];  // x first: its loads are not queued behind the slab's
+#pragma unroll
+            for (int g = 0; g < 8; g++) xv[g] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            if (active) P::load_x(xr + (c0 + blk) * F::kElems, part, xv);
+            if (c0 > 0) __syncthreads();  // the previous step is used up
+            // Row i's step starts `skew` bytes into its 16-byte floor; unloaded pieces stay
+            // stale, never read for rows written out.
+#pragma unroll
+            for (int s = 0; s < S; s++) {
+                for (int u = (int)threadIdx.x; u < RS * kRowVecs; u += kThreads) {
+                    const int i = s * RS + u / kRowVecs, c = u % kRowVecs;
+                    const uint8_t* src = wi + i * row_bytes + c0 * F::kBytes;
+                    const unsigned long long skew = kAligned ? 0u : reinterpret_cast<unsigned long long>(src) & 15u;
+                    if (i < nrows && c < (int)((skew + cb * F::kBytes + 15) / 16)) {
+                        cp_async16(stage + i * kRowVecs + c, src - skew + 16 * c);
+                    }
+                }
+                cp_async_commit();
+            }
+            typename P::X xq;
+            P::quantize(xv, xq);
+#pragma unroll
+            for (int s = 0; s < S; s++) {
+                cp_async_wait(S - 1 - s);
+                __syncthreads();
+                if (active) {
+#pragma unroll
+                    for (int i = s * RS; i < (s + 1) * RS; i++) {  // rows past nrows: stale bytes, never written out
+                        const uint8_t* src = wi + i * row_bytes + c0 * F::kBytes;
+                        const unsigned long long skew = kAligned ? 0u : reinterpret_cast<unsigned long long>(src) & 15u;
+                        const uint8_t* b = reinterpret_cast<const uint8_t*>(stage + i * kRowVecs) + skew + blk * F::kBytes;
+                        acc[i] += P::dot(b, part, xq);
+                    }
+                }
+            }
+        }
+        warp_rows<R>(acc, lane, partial[warp]);
+        __syncthreads();
+        if ((int)threadIdx.x < nrows) {
+            float s = 0.0f;
+#pragma unroll
+            for (int g = 0; g < kWarps; g++) s += partial[g][threadIdx.x];
+            y[r * n + n0 + threadIdx.x] = s;
+        }
+    }
+}
+#endif  // OPGEN_QMATVEC_DP4A
+
 template <typename P> __device__ void qmatvec_kpath(const uint8_t* __restrict__ w, const float* __restrict__ x,
                                                     float* __restrict__ y, size_t n, size_t k, size_t rows) {
     typedef typename P::F F;
@@ -937,12 +1279,44 @@ template <typename P> __device__ void qmatvec_kpath(const uint8_t* __restrict__ 
     }
 }
 
-template <typename P> __device__ __forceinline__ void qmatvec_k(const uint8_t* w, const float* x, float* y, size_t n,
-                                                                size_t k, size_t rows) {
-    if (opgen::aligned16(w) && blockDim.x == (unsigned int)kThreads) {
+struct q4_k_int;  // the integer K path's (defined for NVIDIA sm_80 and up only)
+struct q6_k_int;
+
+// K: the integer K path's struct (NVIDIA sm_80 and up), P: the f32 K path's (elsewhere).
+template <typename K, typename P> __device__ __forceinline__ void qmatvec_k(const uint8_t* w, const float* x, float* y,
+                                                                            size_t n, size_t k, size_t rows) {
+    typedef typename P::F F;
+    const bool staged = opgen::aligned16(w) && blockDim.x == (unsigned int)kThreads;
+#if OPGEN_QMATVEC_DP4A
+    const size_t row_bytes = k / F::kElems * F::kBytes;
+    if (K::kPrefetch && staged && blockIdx.x % rows == 0 && row_bytes % 16 == 0) {  // the first item's rows, a row a thread
+        const size_t n0 = blockIdx.x / rows * F::kKRows;
+        if (threadIdx.x < (unsigned int)F::kKRows && n0 + threadIdx.x < n && row_bytes > 0) {
+            prefetch_l2(w + (n0 + threadIdx.x) * row_bytes, (uint32_t)row_bytes);
+        }
+    }
+    release_dependents();
+    wait_for_predecessor();
+    if (staged) {
+        qmatvec_kint<K>(w, x, y, n, k, rows);
+        return;
+    }
+#else
+    if (staged) {
         qmatvec_kpath<P>(w, x, y, n, k, rows);
+        return;
+    }
+#endif
+    qmatvec_general<F>(w, x, y, n, k, rows);
+}
+
+// The tiled path where the format has one (q4_0, q8_0), else the general path (q4_1).
+template <typename F> __device__ __forceinline__ void qmatvec_tiled_or_general(const uint8_t* w, const float* x, float* y,
+                                                                               size_t n, size_t k, size_t rows) {
+    if constexpr (F::kTiled) {
+        qmatvec_tiled<F>(w, x, y, n, k, rows);
     } else {
-        qmatvec_general<typename P::F>(w, x, y, n, k, rows);
+        qmatvec_general<F>(w, x, y, n, k, rows);
     }
 }
 
@@ -972,7 +1346,7 @@ template <typename F> __device__ __forceinline__ void qmatvec_fast(const uint8_t
     } else {
 #else
     if (k % 256 == 0 && opgen::aligned16(w)) {
-        qmatvec_tiled<F>(w, x, y, n, k, rows);
+        qmatvec_tiled_or_general<F>(w, x, y, n, k, rows);
     } else {
 #endif
         qmatvec_general<F>(w, x, y, n, k, rows);
@@ -983,7 +1357,7 @@ template <typename F> __device__ __forceinline__ void qmatvec_fast(const uint8_t
 
 extern "C" {
 __global__ void __launch_bounds__(fast_launch<q4_0>::threads, fast_launch<q4_0>::min_blocks) qmatvec_q4_0(const uint8_t* w, const float* x, float* y, const size_t n, const size_t k, const size_t rows);
-__global__ void __launch_bounds__(kThreads, kMinBlocks) qmatvec_q4_1(const uint8_t* w, const float* x, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(fast_launch<q4_1>::threads, fast_launch<q4_1>::min_blocks) qmatvec_q4_1(const uint8_t* w, const float* x, float* y, const size_t n, const size_t k, const size_t rows);
 __global__ void __launch_bounds__(fast_launch<q8_0>::threads, fast_launch<q8_0>::min_blocks) qmatvec_q8_0(const uint8_t* w, const float* x, float* y, const size_t n, const size_t k, const size_t rows);
 __global__ void __launch_bounds__(kThreads, kKMinBlocks) qmatvec_q4_k(const uint8_t* w, const float* x, float* y, const size_t n, const size_t k, const size_t rows);
 __global__ void __launch_bounds__(kThreads, kKMinBlocks) qmatvec_q6_k(const uint8_t* w, const float* x, float* y, const size_t n, const size_t k, const size_t rows);
@@ -1024,14 +1398,14 @@ extern "C" __global__ void qmatvec_q4_0(const uint8_t* w, const float* x, float*
     qmatvec_fast<q4_0>(w, x, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q4_1(const uint8_t* w, const float* x, float* y, const size_t n, const size_t k, const size_t rows) {
-    qmatvec_general<q4_1>(w, x, y, n, k, rows);
+    qmatvec_fast<q4_1>(w, x, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_0(const uint8_t* w, const float* x, float* y, const size_t n, const size_t k, const size_t rows) {
     qmatvec_fast<q8_0>(w, x, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q4_k(const uint8_t* w, const float* x, float* y, const size_t n, const size_t k, const size_t rows) {
-    qmatvec_k<q4_k_path>(w, x, y, n, k, rows);
+    qmatvec_k<q4_k_int, q4_k_path>(w, x, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q6_k(const uint8_t* w, const float* x, float* y, const size_t n, const size_t k, const size_t rows) {
-    qmatvec_k<q6_k_path>(w, x, y, n, k, rows);
+    qmatvec_k<q6_k_int, q6_k_path>(w, x, y, n, k, rows);
 }

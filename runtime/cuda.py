@@ -79,7 +79,7 @@ _PROGRAMMATIC_SERIALIZATION = 6
 #: the stream still runs, and its launch and first loads overlap that kernel's end
 #: (hip/quantized.hip, at wait_for_predecessor). A kernel named here that did not wait
 #: would race with its predecessor: add one only with that wait.
-PROGRAMMATIC_KERNELS = frozenset({"qmatvec_q4_0", "qmatvec_q8_0"})
+PROGRAMMATIC_KERNELS = frozenset({"qmatvec_q4_0", "qmatvec_q4_1", "qmatvec_q8_0", "qmatvec_q4_k", "qmatvec_q6_k"})
 
 
 # cuInit failures, by error name (the enum's members differ between cuda-python releases).

@@ -27,16 +27,19 @@ from runtime.layout import Layout
 QMATVEC_THREADS = 128
 #: Outputs (rows of the weight) a qmatvec_* thread block computes per item (kTileRows).
 QMATVEC_ROWS = 4
-#: The dp4a path of q4_0 and q8_0 (cuda, sm_80 and up): (rows per item, threads per block),
-#: hip/quantized.hip's (F::kFastRows, F::kFastSplit * kThreads). Other block sizes take the
-#: general path.
-QMATVEC_FAST = {"q4_0": (16, 256), "q8_0": (8, 256)}
-#: The K path of q4_k and q6_k (every backend): (rows per item, threads per block),
-#: hip/quantized.hip's (F::kKRows, kThreads).
+#: The dp4a path of q4_0, q4_1 and q8_0 (cuda, sm_80 and up): (rows per item, threads per
+#: block), hip/quantized.hip's (F::kFastRows, F::kFastSplit * kThreads). Other block sizes
+#: take the general path.
+QMATVEC_FAST = {"q4_0": (16, 256), "q4_1": (16, 256), "q8_0": (8, 256)}
+#: The K path of q4_k and q6_k (every backend; integer dot products on cuda sm_80 and up):
+#: (rows per item, threads per block), hip/quantized.hip's (F::kKRows, kThreads).
 QMATVEC_K = {"q4_k": (8, 128), "q6_k": (8, 128)}
 #: Rows of x from which QMatMul dequantizes the weight once and runs the f32 BLAS GEMM instead
 #: of qmatvec, which reads the weight again for every row; by format, the others' value under
-#: None: where the two cross, measured (bench/gpu.py --parts qmatmul; figures: bench/results/gpu-notes.md, "Tuning figures").
+#: None: where the two cross, measured (bench/gpu.py --parts qmatmul; figures: bench/results/gpu-notes.md,
+#: "Tuning figures"). Since then q4_1 takes the dp4a path and q4_k / q6_k the integer K path
+#: (faster products, bench/results/qmatvec-round2-h100.md): their crossings were not measured
+#: again, so these stay as they were (low, on the side of the GEMM).
 QMATMUL_GEMM_ROWS = {"q4_0": 24, "q8_0": 24, "q4_k": 20, "q6_k": 16, None: 12}
 #: The f32 weights dequantize + GEMM holds at once: slabs of W's rows up to this size.
 GEMM_SLAB_BYTES = 64 << 20

@@ -841,9 +841,9 @@ class FakeCudaApi:
 
 @pytest.mark.parametrize("version", [90, 80])
 def test_only_the_kernels_that_wait_for_their_predecessor_launch_programmatically(monkeypatch, version):
-    """qmatvec_q4_0 / q8_0 built for sm_90 and up carry the programmatic stream serialization
-    attribute (id 6, value 1) in every prepared launch; other kernels, and those kernels
-    built for an older GPU, carry none."""
+    """The qmatvec kernels (q4_0, q4_1, q8_0, q4_k, q6_k) built for sm_90 and up carry the
+    programmatic stream serialization attribute (id 6, value 1) in every prepared launch;
+    other kernels, and those kernels built for an older GPU, carry none."""
     import runtime.cuda as cuda
 
     types = (ctypes.c_void_p,) * 3 + (ctypes.c_size_t,) * 3
@@ -851,7 +851,10 @@ def test_only_the_kernels_that_wait_for_their_predecessor_launch_programmaticall
     monkeypatch.setattr(cuda, "_libcuda_symbol", lib.symbol)
     monkeypatch.setattr(cuda, "_driver_api", lambda: api)
     driver = cuda.CudaDriver()
-    functions = {name: driver.function("module", name) for name in ("qmatvec_q4_0", "qmatvec_q4_1", "qmatvec_q8_0")}
+    names = ("qmatvec_q4_0", "qmatvec_q4_1", "dequantize_q4_0_f32", "qmatvec_q8_0", "qmatvec_q4_k", "qmatvec_q6_k")
+    programmatic = {"qmatvec_q4_0", "qmatvec_q4_1", "qmatvec_q8_0", "qmatvec_q4_k", "qmatvec_q6_k"}
+    assert programmatic == cuda.PROGRAMMATIC_KERNELS
+    functions = {name: driver.function("module", name) for name in names}
     args = (0x1000, 0x2000, 0x3000, 4096, 4096, 1)
     for name, fn in functions.items():
         launch = driver.launcher(fn, types)
@@ -859,13 +862,13 @@ def test_only_the_kernels_that_wait_for_their_predecessor_launch_programmaticall
             launch(256, 256, 0x5000, args, types)
             kind, got_fn, dims, stream, attrs, count, params, _ = lib.calls[-1]
             assert (kind, got_fn, dims[:4], stream, params) == ("ex", fn, (256, 1, 1, 256), 0x5000, list(args))
-            if version >= 90 and name in ("qmatvec_q4_0", "qmatvec_q8_0"):
+            if version >= 90 and name in programmatic:
                 attribute = cuda._LaunchAttribute.from_address(attrs)
                 assert (count, attribute.id, attribute.value) == (1, 6, 1), name
                 assert ctypes.sizeof(cuda._LaunchAttribute) == 72  # cuda.h's CUlaunchAttribute
             else:
                 assert (attrs, count) == (None, 0), name
-    assert api.looked_up == ["qmatvec_q4_0", "qmatvec_q4_1", "qmatvec_q8_0"]
+    assert api.looked_up == list(names)
 
 
 # -- convolutions through the BLAS -----------------------------------------------------------

@@ -231,12 +231,14 @@ def test_storage_from_bytes_and_zeros(backend, fmt):
 @pytest.mark.parametrize("size", [4096, 2304])
 def test_chained_products_read_what_the_product_before_wrote(backend, size):
     """Each product's x is the output of the product just before, queued back to back with
-    no synchronization: on cuda (sm_90) qmatvec_q4_0 / q8_0 start while the kernel before
-    them runs (programmatic dependent launch), so reading x or writing y before that kernel
+    no synchronization: on cuda (sm_90) every qmatvec_<fmt> starts while the kernel before
+    it runs (programmatic dependent launch), so reading x or writing y before that kernel
     ends would show here as poison (NaN) or stale values. Each step is checked against the
     cpu on the input the gpu actually had."""
     device = device_or_skip(backend)
-    steps = [("q4_0", 0), ("q4_0", 1), ("q8_0", 0), ("q4_0", 0), ("q8_0", 1), ("q8_0", 0), ("q4_0", 1)]
+    steps = [("q4_0", 0), ("q4_0", 1), ("q8_0", 0), ("q4_0", 0), ("q8_0", 1), ("q8_0", 0), ("q4_0", 1),
+             ("q4_1", 0), ("q4_1", 1), ("q4_k", 0), ("q4_k", 1), ("q6_k", 0), ("q4_1", 0), ("q6_k", 1),
+             ("q6_k", 0), ("q4_k", 0)]
     weight = {}
     for fmt, seed in sorted(set(steps)):
         values = weights(size * size, seed=size + 7 * seed + FORMATS.index(fmt)) / np.float32(size ** 0.5)
@@ -260,4 +262,4 @@ def test_chained_products_read_what_the_product_before_wrote(backend, size):
         rt = cuda._rt
         if int(rt.driver.arch(0)[3:]) >= 90:
             launched = {name: int(fn) for (_, _, name), fn in rt._functions.items() if name.startswith("qmatvec_q")}
-            assert {launched["qmatvec_q4_0"], launched["qmatvec_q8_0"]} <= rt.driver._programmatic
+            assert {launched[f"qmatvec_{fmt}"] for fmt in FORMATS} <= rt.driver._programmatic
