@@ -10,6 +10,7 @@ import enum
 import functools
 import itertools
 import re
+import dataclasses
 from dataclasses import dataclass
 from typing import assert_never
 
@@ -99,6 +100,17 @@ class Backend:
     def defines(self, function: str) -> bool:
         """Implemented, or a stub: either way the module has it, with a signature to check."""
         return function in self.functions or function in self.stubs
+
+
+@dataclass(frozen=True)
+class KernelFact:
+    """A fact the HIP kernels and the GPU runtime share (ops.yaml `kernel_facts`): a number,
+    or a set of kernel entry points. generated/kernel_facts.h and kernel_facts.py carry it."""
+
+    name: str
+    value: int | tuple[str, ...]
+    doc: str
+    line: int
 
 
 @dataclass(frozen=True)
@@ -317,6 +329,7 @@ class Registry:
     nn: tuple[Operation, ...] = ()  # NN ops: custom ops generated as classes
     targets: tuple[Target, ...] = ()  # what to emit; () is the Python package alone, in --out
     interop: tuple[tuple[str, tuple[Arm, ...]], ...] = ()  # DLPack / CUDA Array Interface arms by function
+    kernel_facts: tuple[KernelFact, ...] = ()  # shared by the HIP kernels and the GPU runtime
 
     def interop_arms(self, function: str) -> tuple[Arm, ...]:
         return dict(self.interop)[function]
@@ -329,6 +342,27 @@ class Registry:
     def kernel_ops(self) -> tuple[Operation, ...]:
         """Ops whose HIP kernels the launch-wrapper module tabulates."""
         return tuple(op for op in (*self.storage, *self.qstorage, *self.nn) if op.kernel)
+
+    def kernel_patterns(self) -> tuple[str, ...]:
+        """Every `kernel:` pattern of the registry, each once, in the order ops declare them."""
+        return tuple(dict.fromkeys(p for op in self.kernel_ops for p in op.kernel))
+
+    def kernel_instances(self, pattern: str) -> tuple[KernelInstance, ...]:
+        """The entry points of one `kernel:` pattern: the union over every op declaring it of
+        the placeholder values it supports, ordered as the registry orders dtypes, ops and
+        formats (the order of the pattern's placeholders first)."""
+        found: dict[str, KernelInstance] = {}
+        for op in self.kernel_ops:
+            if pattern not in op.kernel:
+                continue
+            names = tuple(dict.fromkeys(re.findall(r"{(\w+)}", pattern)))
+            one = dataclasses.replace(op, kernel=(pattern,))
+            for values, name in kernel_entries(one, self):
+                if name not in found:
+                    found[name] = KernelInstance(pattern, name, tuple(zip(names, values)), self)
+        rank = {**{d.name: i for i, d in enumerate(self.dtypes)},
+                **{e.name: i for i, e in enumerate(self.elementwise)}, **{f.name: i for i, f in enumerate(self.formats)}}
+        return tuple(sorted(found.values(), key=lambda k: tuple(rank.get(v, 0) for _, v in k.placeholders)))
 
     @property
     def conversion_arms(self) -> tuple[Arm, ...]:
@@ -476,6 +510,39 @@ def numpy_entries(op: Elementwise, registry: Registry) -> tuple[KernelEntry, ...
             fn = f"_lowp{arity}({fn}, _{dt.compute.upper()}, {back})"
         out.append(KernelEntry(dt_name, fn))
     return tuple(out)
+
+
+@dataclass(frozen=True)
+class KernelInstance:
+    """One entry point of a `kernel:` pattern, as the entry-point templates
+    (templates/hip/*.h.j2) see it: `name`, `values.<placeholder>` (the registry's name: a
+    dtype, an op, a format), `types.<placeholder>` (a dtype's HIP type) and
+    `compute.<placeholder>` (the HIP type of the dtype it computes in)."""
+
+    pattern: str
+    name: str
+    placeholders: tuple[tuple[str, str], ...]  # (placeholder, value), in the pattern's order
+    registry: Registry = dataclasses.field(repr=False, compare=False)
+
+    @property
+    def values(self) -> dict[str, str]:
+        return dict(self.placeholders)
+
+    @property
+    def types(self) -> dict[str, str]:
+        dtypes = {d.name: d for d in self.registry.dtypes}
+        return {k: dtypes[v].hip or v for k, v in self.placeholders if v in dtypes}
+
+    @property
+    def compute(self) -> dict[str, str]:
+        dtypes = {d.name: d for d in self.registry.dtypes}
+        return {k: (dtypes[dtypes[v].compute] if dtypes[v].compute else dtypes[v]).hip or v
+                for k, v in self.placeholders if v in dtypes}
+
+
+def pattern_member(pattern: str) -> str:
+    """The KernelPattern member naming a `kernel:` pattern: copy_strided_{self} -> COPY_STRIDED_SELF."""
+    return re.sub(r"_+", "_", re.sub(r"\W", "_", pattern)).strip("_").upper()
 
 
 def kernel_placeholders(op: Operation) -> tuple[str, ...]:

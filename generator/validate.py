@@ -132,11 +132,12 @@ class Validator:
         self.cross_checks(backends, storage, device, elementwise)
         hip_kernels = self.hip_kernels(backends)
         hip_dir = self.runtime_root / "hip"
+        runs_hip = any(b.kernels == "hip" for b in backends) and hip_dir.is_dir()
         registry = model.Registry(
             self.path, dtypes, tuple(sets.items()), backends, elementwise, storage, device, customs,
             hip_kernels=tuple(sorted(hip_kernels.items())),
-            hip_sources=tuple(str(p) for p in sorted(hip_dir.glob("*.hip"))) if hip_kernels else (),
-            formats=formats, qstorage=qstorage, nn=nn,
+            hip_sources=tuple(str(p) for p in sorted(hip_dir.glob("*.hip"))) if runs_hip else (),
+            formats=formats, qstorage=qstorage, nn=nn, kernel_facts=self.kernel_facts(),
         )
         registry = dataclasses.replace(registry, targets=self.targets(registry))
         self.kernel_refs(registry, hip_kernels)
@@ -208,8 +209,39 @@ class Validator:
             return {}
 
     def kernel_refs(self, registry: model.Registry, hip_kernels: dict) -> None:
-        if not any(b.kernels == "hip" for b in registry.backends):
+        """Kernel patterns against the kernels, both ways: each pattern of an op is instantiated
+        by an entry-point template (templates/hip/*.h.j2, generator.hip_entries) or written by
+        hand in hip/*.hip; each pattern a template instantiates is declared by an op; each
+        template's kernel source exists and includes the header its entry points go to."""
+        users = [b for b in registry.backends if b.kernels == "hip"]
+        if not users:
             return
+        from generator import hip_entries
+        from jinja2 import TemplateSyntaxError
+
+        from generator.render import TEMPLATES, environment
+
+        kernels_node = self.root.get("backends").get(users[0].name).get("kernels")
+        kernels_key = f"backends.{users[0].name}.kernels"
+        try:
+            provided = hip_entries.instantiated_patterns(environment(TEMPLATES), TEMPLATES)
+        except (ValueError, TemplateSyntaxError) as exc:
+            self.error(kernels_node, kernels_key, str(exc))
+            return
+        sources = {Path(p).name: Path(p) for p in registry.hip_sources}
+        for stem, template in hip_entries.templates(TEMPLATES).items():
+            if f"{stem}.hip" not in sources:
+                self.error(kernels_node, kernels_key, f"templates/{template} writes the entry points of hip/{stem}.hip, "
+                                                      "which does not exist")
+            elif hip_entries.include_line(stem) not in sources[f"{stem}.hip"].read_text(encoding="utf-8"):
+                self.error(kernels_node, kernels_key, f"hip/{stem}.hip does not {hip_entries.include_line(stem)}, "
+                                                      f"where templates/{template} writes its entry points")
+        declared = set(registry.kernel_patterns())
+        for pattern, template in sorted(provided.items()):
+            if pattern not in declared:
+                self.error(kernels_node, kernels_key, f"templates/{template} instantiates kernel pattern {pattern!r}, "
+                                                      "which no op's `kernel:` declares")
+        names = set(hip_kernels)
         for op in registry.kernel_ops:
             key = f"{op.kind}.{op.name}.kernel"
             node = self.root.get(op.kind).get(op.name).get("kernel")
@@ -217,10 +249,40 @@ class Validator:
             if unknown:
                 self.error(node, key, f"{{{unknown[0]}}} is not self or a Storage, DType or op-enum parameter of {op.name}")
                 continue
-            missing = [e for _, e in model.kernel_entries(op, registry) if e not in hip_kernels]
-            if missing:
-                shown = ", ".join(missing[:4]) + (f" and {len(missing) - 4} more" if len(missing) > 4 else "")
-                self.error(node, key, f"kernel entry points not found in hip/*.hip: {shown}")
+            for pattern in op.kernel:
+                if pattern in provided:
+                    names.update(k.name for k in registry.kernel_instances(pattern))
+                    continue
+                one = dataclasses.replace(op, kernel=(pattern,))
+                missing = [e for _, e in model.kernel_entries(one, registry) if e not in hip_kernels]
+                if missing:
+                    shown = ", ".join(missing[:4]) + (f" and {len(missing) - 4} more" if len(missing) > 4 else "")
+                    self.error(node, key, f"kernel pattern {pattern!r}: no entry-point template (templates/hip/*.h.j2) "
+                                          f"instantiates it, and hip/*.hip does not define {shown}")
+        for fact in registry.kernel_facts:
+            if isinstance(fact.value, tuple):
+                fnode = self.root.get("kernel_facts").get(fact.name).get("value")
+                for i, name in enumerate(fact.value):
+                    if name not in names:
+                        self.error(fnode.value[i], f"kernel_facts.{fact.name}.value[{i}]",
+                                   f"{name!r} is not a kernel entry point{did_you_mean(name, names)}")
+
+    def kernel_facts(self) -> tuple[model.KernelFact, ...]:
+        out = []
+        for name, knode, node in self.section("kernel_facts"):
+            key = f"kernel_facts.{name}"
+            if not (name.isupper() and name.isidentifier()):
+                self.error(knode, key, f"kernel fact {name!r} must be an UPPER_CASE identifier: it names a "
+                                       "C macro (OPGEN_<NAME>) and a Python constant")
+            value = node.get("value") if node.tag == "map" else None
+            if value is None:
+                continue  # the spec reported it
+            if value.tag == "int":
+                out.append(model.KernelFact(name, value.value, self.text(node.get("doc")), node.position.line))
+            elif value.tag == "seq":
+                items = tuple(str(v.value) for v in value.value if v.tag == "str")
+                out.append(model.KernelFact(name, items, self.text(node.get("doc")), node.position.line))
+        return tuple(out)
 
     def dtypes(self) -> tuple[model.DType, ...]:
         out = []

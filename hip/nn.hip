@@ -50,6 +50,7 @@
 // past kSortChunk, arg_sort_merge_<dt> runs one stage (k, j >= the chunk) on global pairs:
 // runtime/gpu_nn.py's arg_sort sequences the launches.
 #include "compat.h"
+#include "kernel_facts.h"
 #include "elementwise.h"
 
 namespace {
@@ -62,8 +63,8 @@ using opgen::compute_t;
 #define OPGEN_ROW_BYTES 64
 #endif
 constexpr int kRowBytes = OPGEN_ROW_BYTES;
-constexpr int kLooseValues = 8;  // values a thread holds where rows do not fit 16-byte packs (runtime/gpu_nn.py's LOOSE_VALUES)
-constexpr size_t kSortChunk = 4096;  // pairs a block sorts in shared memory (runtime/gpu_nn.py's SORT_CHUNK)
+constexpr int kLooseValues = OPGEN_LOOSE_VALUES;  // values a thread holds where rows do not fit 16-byte packs (ops.yaml's kernel_facts)
+constexpr size_t kSortChunk = OPGEN_SORT_CHUNK;  // pairs a block sorts in shared memory (ops.yaml's kernel_facts)
 
 template <typename C> __device__ __forceinline__ C neg_inf();
 template <> __device__ __forceinline__ float neg_inf<float>() { return -__int_as_float(0x7f800000); }
@@ -573,7 +574,7 @@ __device__ __forceinline__ uint32_t order32_of(double) { return 0u; }
 // The packed sort keeps kSortPer pairs a thread in registers: the stages of distance
 // j < kSortPer run there, those of j < kSortPer * warpSize through warp shuffles, and only
 // the longer ones through shared memory (a barrier each).
-constexpr int kSortPer = 8;
+constexpr int kSortPer = OPGEN_SORT_PER;  // ops.yaml's kernel_facts
 
 // Where pair `pos` of the row lives in shared memory: swizzled within rows of 8, so that
 // a warp storing its registers (8 consecutive pairs a thread) hits few banks at once.

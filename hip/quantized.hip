@@ -52,6 +52,7 @@
 // group of 32 lanes per output, a lane per 8 weights, decoded as dequantize does. Correct
 // for any shape; not tuned.
 #include "compat.h"
+#include "kernel_facts.h"
 
 // The dp4a path of qmatvec_q4_0 / q8_0: NVIDIA sm_80 and up (cp.async, dp4a, max.NaN).
 #if OPGEN_CUDA && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800

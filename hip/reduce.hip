@@ -46,6 +46,7 @@
 // the first extreme element (states carry the index, so any split keeps "first").
 // Float sums are not in numpy's (pairwise) order: compare with a tolerance.
 #include "compat.h"
+#include "kernel_facts.h"
 
 namespace {
 
@@ -53,7 +54,7 @@ constexpr unsigned int kMaxBlock = 1024;
 constexpr size_t kWarpItemMax = 65536;     // elements of the source
 constexpr size_t kWarpPartialMax = 1024;  // partial states (pass 2)
 constexpr uint32_t kEmpty = 0xffffffffu;
-constexpr size_t kStateHeader = 16;  // pass 0: the counter, then the states (16-byte aligned)
+constexpr size_t kStateHeader = OPGEN_PASS0_HEADER;  // pass 0: the counter, then the states (16-byte aligned)
 // Strided loads in flight per thread where a thread reduces a leading dim's group; -D may
 // set it (bench/gpu.py --parts reduce-explore compares 4 to 32).
 #ifndef OPGEN_STRIDED_LOADS
@@ -426,8 +427,8 @@ template <typename T>
 __device__ __forceinline__ void reduce_chunks(const uint32_t op, const uint32_t pass, const size_t src_numel,
                                               const size_t el, const size_t num_dims, const size_t* info,
                                               const size_t chunks, const T* src, void* partial, void* dst) {
-    if (el == 0 || op > 4u) return;
-    if (op == 0u) {
+    if (el == 0 || op >= OPGEN_REDUCE_COUNT) return;
+    if (op == OPGEN_REDUCE_SUM) {
         if (pass == 0u) {
             reduce_once(sum_of<T>(), src_numel, el, num_dims, info, chunks, src, partial, dst);
         } else if (pass == 1u) {
@@ -436,7 +437,8 @@ __device__ __forceinline__ void reduce_chunks(const uint32_t op, const uint32_t 
             reduce_finish(sum_of<T>(), src_numel / el, chunks, partial, dst, blockIdx.x, gridDim.x);
         }
     } else {
-        const extreme_policy<T> pol = extreme_of<T>(op == 2u || op == 4u, op >= 3u);
+        const extreme_policy<T> pol = extreme_of<T>(op == OPGEN_REDUCE_MAX || op == OPGEN_REDUCE_ARGMAX,
+                                                     op == OPGEN_REDUCE_ARGMIN || op == OPGEN_REDUCE_ARGMAX);
         if (pass == 0u) {
             reduce_once(pol, src_numel, el, num_dims, info, chunks, src, partial, dst);
         } else if (pass == 1u) {
