@@ -19,6 +19,7 @@ from typing import Any, Callable, Protocol
 
 import numpy as np
 
+from generated.kernel_facts import PASS0_HEADER, REDUCE_CODES
 from runtime.cpu_views import sample_normal, sample_uniform
 from runtime.checks import reduce_dims
 from runtime.errors import DTypeMismatch, OpgenError, ShapeMismatch
@@ -32,7 +33,6 @@ BIN_SIZES_KEPT = 4096  # distinct small allocation sizes whose block size is rem
 # Reductions of at most this many groups, split into chunks, run in one launch whose last
 # block reduces the chunks' partial states: one warp per group of a 256-thread block.
 FEW_GROUPS = BLOCK // 32
-PASS0_HEADER = 16  # hip/reduce.hip's kStateHeader: pass 0's block counter, before the states
 # Index ops whose id checks may wait, per device, for the next synchronization (IdChecks):
 # one u32 flag each on the device; when all are in use the next index op synchronizes.
 ID_FLAG_SLOTS = 4096
@@ -998,10 +998,9 @@ class GpuRuntime:
                buf.at(view), out.ptr)
             return out
         chunked = self._entry(table, buf.dtype, "reduce_op")  # reduce_chunks_<dt>
-        codes = {"sum": 0, "min": 1, "max": 2, "argmin": 3, "argmax": 4}
         if out_count <= FEW_GROUPS and not by_thread:
             scratch = self._pass0_scratch(buf.ordinal, PASS0_HEADER + items * 16)
-            chunked(self.launch, grid_for(items, length, False), block, stream, codes[op], 0, numel, group,
+            chunked(self.launch, grid_for(items, length, False), block, stream, REDUCE_CODES[op], 0, numel, group,
                     flat.rank, info, chunks, buf.at(view), scratch.ptr, out.ptr)
             return out
         partial = self.alloc(buf.ordinal, items * 16, np.dtype(np.uint8))  # 16 bytes: the largest state
@@ -1009,7 +1008,7 @@ class GpuRuntime:
         block2 = 1024 if chunks > 1024 else block
         for pass_, grid, threads in ((1, grid_for(items, length, by_thread), block),
                                      (2, grid_for(out_count, chunks, False, 1024), block2)):
-            chunked(self.launch, grid, threads, stream, codes[op], pass_, numel, group, flat.rank, info, chunks,
+            chunked(self.launch, grid, threads, stream, REDUCE_CODES[op], pass_, numel, group, flat.rank, info, chunks,
                     buf.at(view), partial.ptr, out.ptr)
         return out
 

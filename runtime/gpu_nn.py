@@ -21,6 +21,7 @@ import math
 
 import numpy as np
 
+from generated.kernel_facts import LOOSE_VALUES, SORT_CHUNK, SORT_PER  # ops.yaml's kernel_facts, shared with hip/nn.hip
 from runtime import nn_shapes
 from runtime.errors import DTypeMismatch, NotImplementedForBackend, ShapeMismatch
 from runtime.gpu import BLOCK, GpuBuffer, _fits, _same_ordinal
@@ -28,16 +29,8 @@ from runtime.layout import Layout
 
 #: hip/nn.hip's kRowBytes: the bytes of a row each thread of a row kernel holds in registers.
 ROW_BYTES = 64
-#: hip/nn.hip's kLooseValues: values a thread holds where a row does not fit 16-byte packs.
-LOOSE_VALUES = 8
 #: Threads of a row kernel's block: hip/nn.hip's __launch_bounds__.
 ROW_BLOCK_MAX = 512
-#: hip/nn.hip's kSortChunk: arg_sort_local sorts this many (key, index) pairs (12 bytes each)
-#: in 48 KiB of static shared memory; longer rows merge their chunks through global memory.
-SORT_CHUNK = 4096
-#: hip/nn.hip's kSortPer: pairs a thread holds in registers where a row of a type of at most
-#: 32 bits fits one chunk (key and index packed into a u64): blocks of pad / SORT_PER threads.
-SORT_PER = 8
 #: The ops.yaml `kernel:` pattern of the strided copy in the tables of the ops below that read
 #: contiguous inputs: it shares the dtypes of the op's own kernel, so the table keys it
 #: (pattern, dtype).
