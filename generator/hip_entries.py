@@ -5,7 +5,8 @@ points, one per (pattern, values) of ops.yaml's `kernel:` patterns, are rendered
 templates/hip/<stem>.h.j2 into generated/<stem>_entries.h, which the source includes at its
 end (`#include "<stem>_entries.h"`; the GPU runtime hands generated/*.h to the compilers as
 in-memory headers beside hip/*.h). A template names the patterns it instantiates with
-`entries("affine_{self}")`, which yields model.KernelInstance's: the entry point's name and
+`entries("affine_{self}")` (or several patterns naming one kernel, as copy_strided_{self} and
+copy_strided_{ids}: their entry points once each), which yields model.KernelInstance's: the entry point's name and
 each placeholder's value, HIP type and compute type. The signature of each pattern is written
 once there, not once per dtype; the launch wrappers are derived from the rendered text, as
 those of generated/elementwise.hip.
@@ -48,7 +49,8 @@ def instantiated_patterns(env: jinja2.Environment, templates_dir: Path) -> dict[
         source = env.loader.get_source(env, name)[0]  # type: ignore[union-attr]
         for call in env.parse(source).find_all(jinja2.nodes.Call):
             if isinstance(call.node, jinja2.nodes.Name) and call.node.name == "entries":
-                if len(call.args) != 1 or not isinstance(call.args[0], jinja2.nodes.Const):
-                    raise ValueError(f"templates/{name}:{call.lineno}: entries() takes one literal pattern")
-                found.setdefault(call.args[0].value, name)
+                if not call.args or not all(isinstance(a, jinja2.nodes.Const) for a in call.args):
+                    raise ValueError(f"templates/{name}:{call.lineno}: entries() takes literal patterns")
+                for arg in call.args:
+                    found.setdefault(arg.value, name)
     return found

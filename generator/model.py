@@ -534,6 +534,15 @@ class KernelInstance:
         return {k: dtypes[v].hip or v for k, v in self.placeholders if v in dtypes}
 
     @property
+    def results(self) -> dict[str, str]:
+        """Op placeholders -> the HIP type of the op's result dtype, "" where it has none
+        (the result is the operand's dtype)."""
+        ops = {e.name: e for e in self.registry.elementwise}
+        dtypes = {d.name: d for d in self.registry.dtypes}
+        return {k: (dtypes[ops[v].result].hip or "") if ops[v].result else ""
+                for k, v in self.placeholders if v in ops and v not in dtypes}
+
+    @property
     def compute(self) -> dict[str, str]:
         dtypes = {d.name: d for d in self.registry.dtypes}
         return {k: (dtypes[dtypes[v].compute] if dtypes[v].compute else dtypes[v]).hip or v

@@ -279,17 +279,23 @@ def generated_kernels(registry: model.Registry, templates: Path | None = None) -
     units: dict[str, str] = {}  # generated file -> the source its entry points are compiled from
     if "hip" in registry.kernel_languages:
         env = environment(templates)
-        ctx = {**context(registry), "comment": "//"}
+        ctx = {**context(registry), "comment": "//", "facts": {f.name: f.value for f in registry.kernel_facts}}
         texts["elementwise.hip"] = env.get_template("elementwise.hip.j2").render(ctx)
         units["elementwise.hip"] = "elementwise.hip"
         patterns = set(registry.kernel_patterns())
         sources = {Path(p).name for p in registry.hip_sources}
 
-        def entries(pattern: str) -> tuple[model.KernelInstance, ...]:
-            if pattern not in patterns:  # validate.kernel_refs reports it first, with a position
-                raise RenderError(name, output, 0, 0, f"entries({pattern!r}): no op of the registry declares "
-                                                      "this kernel pattern", "HIP")
-            return registry.kernel_instances(pattern)
+        def entries(*names: str) -> tuple[model.KernelInstance, ...]:
+            """The entry points of the patterns `names`, each once (several patterns may name
+            one kernel: copy_strided_{self}, copy_strided_{ids})."""
+            found: dict[str, model.KernelInstance] = {}
+            for pattern in names:
+                if pattern not in patterns:  # validate.kernel_refs reports it first, with a position
+                    raise RenderError(name, output, 0, 0, f"entries({pattern!r}): no op of the registry declares "
+                                                          "this kernel pattern", "HIP")
+                for k in registry.kernel_instances(pattern):
+                    found.setdefault(k.name, k)
+            return tuple(found.values())
 
         for stem, name in hip_entries.templates(templates).items():
             if f"{stem}.hip" not in sources:
