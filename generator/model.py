@@ -6,11 +6,11 @@ implementation status of each op on each backend) is computed here, in Python.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import functools
 import itertools
 import re
-import dataclasses
 from dataclasses import dataclass
 from typing import assert_never
 
@@ -322,7 +322,7 @@ class Registry:
     custom_ops: tuple[CustomOpTrait, ...]
     to_numpy: tuple[Arm, ...] = ()  # one arm per backend
     hip_kernels: tuple = ()  # (name, KernelSignature) of the hand-written kernels in hip/
-    hip_sources: tuple[str, ...] = ()  # the hip/*.hip files read, for the up-to-date stamp
+    hip_sources: tuple[str, ...] = ()  # the hip/*.hip files and runtime modules naming KernelPattern read, for the stamp
     transfers: tuple[Transfer, ...] = ()  # to_device, one per (source, destination) pair
     formats: tuple[QFormat, ...] = ()  # quantized block formats
     qstorage: tuple[Operation, ...] = ()  # methods of QStorage

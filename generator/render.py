@@ -234,25 +234,22 @@ def launch_context(registry: model.Registry, kernels: tuple) -> dict:
 
 
 def _table_entries(op: model.Operation, registry: model.Registry, dtypes: set[str]) -> tuple[tuple[str, str], ...]:
-    """(key, entry point) of an op's launch table. A pattern whose keys an earlier pattern of
-    the op already uses (sdpa's flash_attention_{self}_d64 beside sdpa_softmax_{self}) is
-    keyed by (pattern, *values) instead."""
-    entries, seen = [], set()
+    """(key, entry point) of an op's launch table: every key is (pattern, *values), the
+    pattern a KernelPattern member, so runtimes name it by a checked name."""
+    entries = []
     for pattern in op.kernel:
         one = dataclasses.replace(op, kernel=(pattern,))
         for values, name in model.kernel_entries(one, registry):
-            key = _kernel_key(values, dtypes)
-            if key in seen:
-                key = _kernel_key((pattern, *values), dtypes)
-            seen.add(key)
-            entries.append((key, name))
+            entries.append((_kernel_key(pattern, values, dtypes), name))
     return tuple(entries)
 
 
-def _kernel_key(values: tuple[str, ...], dtypes: set[str]) -> str:
-    """The table key of one entry point: numpy dtypes for dtype placeholders, op names for ops."""
-    keys = [f"_{v.upper()}" if v in dtypes else repr(v) for v in values]
-    return keys[0] if len(keys) == 1 else f"({', '.join(keys)})"
+def _kernel_key(pattern: str, values: tuple[str, ...], dtypes: set[str]) -> str:
+    """The table key of one entry point: (KernelPattern member, *numpy dtypes for dtype
+    placeholders, op and format names for the others)."""
+    keys = [f"KernelPattern.{model.pattern_member(pattern)}"]
+    keys += [f"_{v.upper()}" if v in dtypes else repr(v) for v in values]
+    return f"({', '.join(keys)})"
 
 
 def py_params(kernel) -> list[str]:

@@ -136,7 +136,8 @@ class Validator:
         registry = model.Registry(
             self.path, dtypes, tuple(sets.items()), backends, elementwise, storage, device, customs,
             hip_kernels=tuple(sorted(hip_kernels.items())),
-            hip_sources=tuple(str(p) for p in sorted(hip_dir.glob("*.hip"))) if runs_hip else (),
+            hip_sources=tuple(str(p) for p in (*sorted(hip_dir.glob("*.hip")), *runtime_pattern_users(self.runtime_root)))
+            if runs_hip else (),
             formats=formats, qstorage=qstorage, nn=nn, kernel_facts=self.kernel_facts(),
         )
         registry = dataclasses.replace(registry, targets=self.targets(registry))
@@ -216,9 +217,9 @@ class Validator:
         users = [b for b in registry.backends if b.kernels == "hip"]
         if not users:
             return
-        from generator import hip_entries
         from jinja2 import TemplateSyntaxError
 
+        from generator import hip_entries
         from generator.render import TEMPLATES, environment
 
         kernels_node = self.root.get("backends").get(users[0].name).get("kernels")
@@ -259,6 +260,7 @@ class Validator:
                     shown = ", ".join(missing[:4]) + (f" and {len(missing) - 4} more" if len(missing) > 4 else "")
                     self.error(node, key, f"kernel pattern {pattern!r}: no entry-point template (templates/hip/*.h.j2) "
                                           f"instantiates it, and hip/*.hip does not define {shown}")
+        self.runtime_pattern_refs(registry, kernels_node, kernels_key)
         for fact in registry.kernel_facts:
             if isinstance(fact.value, tuple):
                 fnode = self.root.get("kernel_facts").get(fact.name).get("value")
@@ -266,6 +268,18 @@ class Validator:
                     if name not in names:
                         self.error(fnode.value[i], f"kernel_facts.{fact.name}.value[{i}]",
                                    f"{name!r} is not a kernel entry point{did_you_mean(name, names)}")
+
+    def runtime_pattern_refs(self, registry: model.Registry, node: Node, key: str) -> None:
+        """Every KernelPattern member the runtime modules name (runtime/**/*.py, read with ast)
+        is a pattern of the registry: a renamed pattern fails here, at generation time, not at
+        a launch. The launch tables are keyed (KernelPattern, *values)."""
+        members = {model.pattern_member(p) for p in registry.kernel_patterns()}
+        for path in runtime_pattern_users(self.runtime_root):
+            for line, name in kernel_pattern_refs(path):
+                if name not in members:
+                    where = f"{path.relative_to(self.runtime_root).as_posix()}:{line}"
+                    self.error(node, key, f"{where} names KernelPattern.{name}, which no `kernel:` pattern of "
+                                          f"the registry gives{did_you_mean(name, members)}")
 
     def kernel_facts(self) -> tuple[model.KernelFact, ...]:
         out = []
@@ -700,6 +714,26 @@ class Validator:
                 self.error(knode, f"{section}.{name}", f"{what} {name!r} collides with {seen[name.upper()]!r} "
                                                        "(the same upper-case name)")
             seen.setdefault(name.upper(), name)
+
+
+def runtime_pattern_users(runtime_root: Path) -> list[Path]:
+    """The runtime modules that import KernelPattern (runtime/**/*.py)."""
+    return [p for p in sorted((runtime_root / "runtime").rglob("*.py"))
+            if "KernelPattern" in p.read_text(encoding="utf-8")]
+
+
+@functools.lru_cache(maxsize=64)
+def _pattern_refs(text: str) -> tuple[tuple[int, str], ...]:
+    tree = ast.parse(text)
+    aliases = {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+               for a in n.names if a.name == "KernelPattern"}
+    return tuple((n.lineno, n.attr) for n in ast.walk(tree)
+                 if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in aliases)
+
+
+def kernel_pattern_refs(path: Path) -> tuple[tuple[int, str], ...]:
+    """(line, member) of every `KernelPattern.X` (or its alias's `K.X`) in a module."""
+    return _pattern_refs(path.read_text(encoding="utf-8"))
 
 
 def validate(root: Node, runtime_root: Path) -> model.Registry:
