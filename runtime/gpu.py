@@ -19,7 +19,7 @@ from typing import Any, Callable, Protocol
 
 import numpy as np
 
-from generated.kernel_facts import PASS0_HEADER, REDUCE_CODES
+from generated.kernel_facts import PASS0_HEADER, REDUCE_CODES, KernelPattern as K
 from runtime.cpu_views import sample_normal, sample_uniform
 from runtime.checks import reduce_dims
 from runtime.errors import DTypeMismatch, OpgenError, ShapeMismatch
@@ -356,7 +356,7 @@ class GpuRuntime:
         `table`, go through host memory."""
         if not layout.is_contiguous and table is not None:
             _fits("to_device", self.name, buf, layout)
-            dense = self._dense_copy(buf, layout, self._entry(table, buf.dtype, "to_device"))
+            dense = self._dense_copy(buf, layout, self._entry(table, (K.COPY_STRIDED_SELF, buf.dtype), "to_device"))
             if ordinal == buf.ordinal:
                 return dense
             buf, layout = dense, Layout.contiguous(layout.shape)
@@ -513,18 +513,18 @@ class GpuRuntime:
     cmp = binary  # same kernels' shape: the Kernel's result dtype (u8) sizes the output
 
     # -- ops through the hand-written kernels: `table` is the op's launch table --------------
-    def _entry(self, table: dict, key, op: str):
+    def _entry(self, table: dict, key: tuple, op: str):
         fn = table.get(key)
         if fn is None:
-            got = ", ".join(str(k) for k in (key if isinstance(key, tuple) else (key,)))
+            got = ", ".join(str(k) for k in key[1:])  # key: (KernelPattern, *values)
             raise DTypeMismatch(op, self.name, "a dtype its kernels cover", got)
         return fn
 
-    def _map(self, op: str, buf: GpuBuffer, layout: Layout, table: dict, key=None, out_dtype=None, extra=(),
+    def _map(self, op: str, buf: GpuBuffer, layout: Layout, table: dict, key: tuple, out_dtype=None, extra=(),
              before=()):
         """The common shape (numel, num_dims, info, [before...], inp, out, [extra...]): a
         strided input, a contiguous output of the layout's shape."""
-        fn = self._entry(table, buf.dtype if key is None else key, op)
+        fn = self._entry(table, key, op)
         _fits(op, self.name, buf, layout)
         out = self.alloc(buf.ordinal, layout.elem_count, out_dtype or buf.dtype)
         if out.size:
@@ -535,20 +535,20 @@ class GpuRuntime:
         return out
 
     def affine(self, buf: GpuBuffer, layout: Layout, mul: float, add: float, table: dict) -> GpuBuffer:
-        return self._map("affine", buf, layout, table, extra=(_scalar(mul, buf.dtype), _scalar(add, buf.dtype)))
+        return self._map("affine", buf, layout, table, (K.AFFINE_SELF, buf.dtype), extra=(_scalar(mul, buf.dtype), _scalar(add, buf.dtype)))
 
     def powf(self, buf: GpuBuffer, layout: Layout, exponent: float, table: dict) -> GpuBuffer:
-        return self._map("powf", buf, layout, table, before=(float(exponent),))
+        return self._map("powf", buf, layout, table, (K.POWF_SELF, buf.dtype), before=(float(exponent),))
 
     def elu(self, buf: GpuBuffer, layout: Layout, alpha: float, table: dict) -> GpuBuffer:
-        return self._map("elu", buf, layout, table, before=(_scalar(alpha, buf.dtype),))
+        return self._map("elu", buf, layout, table, (K.ELU_SELF, buf.dtype), before=(_scalar(alpha, buf.dtype),))
 
     def to_dtype(self, buf: GpuBuffer, layout: Layout, dtype, table: dict) -> GpuBuffer:
-        return self._map("to_dtype", buf, layout, table, key=(buf.dtype, dtype.numpy), out_dtype=dtype.numpy)
+        return self._map("to_dtype", buf, layout, table, (K.CAST_SELF_DTYPE, buf.dtype, dtype.numpy), out_dtype=dtype.numpy)
 
     def where_cond(self, buf: GpuBuffer, layout: Layout, on_true: GpuBuffer, true_layout: Layout,
                    on_false: GpuBuffer, false_layout: Layout, table: dict) -> GpuBuffer:
-        fn = self._entry(table, (buf.dtype, on_true.dtype), "where_cond")
+        fn = self._entry(table, (K.WHERE_COND_SELF_ON_TRUE, buf.dtype, on_true.dtype), "where_cond")
         for b, l in ((buf, layout), (on_true, true_layout), (on_false, false_layout)):
             _fits("where_cond", self.name, b, l)
             _same_ordinal("where_cond", self.name, buf, b)
@@ -563,7 +563,7 @@ class GpuRuntime:
         return out
 
     def const_set(self, buf: GpuBuffer, value, layout: Layout, table: dict) -> None:
-        fn = self._entry(table, buf.dtype, "const_set")
+        fn = self._entry(table, (K.CONST_SET_SELF, buf.dtype), "const_set")
         _fits("const_set", self.name, buf, layout)
         if layout.elem_count:
             stream = self.stream(buf.ordinal)
@@ -573,7 +573,7 @@ class GpuRuntime:
 
     def copy_strided_src(self, buf: GpuBuffer, dst: GpuBuffer, dst_offset: int, src_layout: Layout,
                          table: dict) -> None:
-        fn = self._entry(table, buf.dtype, "copy_strided_src")
+        fn = self._entry(table, (K.COPY_STRIDED_SELF, buf.dtype), "copy_strided_src")
         _fits("copy_strided_src", self.name, buf, src_layout)
         if dst_offset + src_layout.elem_count > dst.size:
             raise ShapeMismatch("copy_strided_src", self.name, f"at most {dst.size - dst_offset} elements",
@@ -591,7 +591,7 @@ class GpuRuntime:
 
     def copy2d(self, buf: GpuBuffer, dst: GpuBuffer, d1: int, d2: int, src_stride1: int, dst_stride1: int,
                src_offset: int, dst_offset: int, table: dict) -> None:
-        fn = self._entry(table, buf.dtype, "copy2d")
+        fn = self._entry(table, (K.COPY2D_SELF, buf.dtype), "copy2d")
         if d1 and d2:
             last_src = src_offset + (d1 - 1) * src_stride1 + d2
             last_dst = dst_offset + (d1 - 1) * dst_stride1 + d2
@@ -604,10 +604,10 @@ class GpuRuntime:
                dst.ptr + dst_offset * itemsize, d1, d2, src_stride1, dst_stride1)
 
     # -- convolutions, pooling, upsampling: one thread per output element ---------------------
-    def _nn(self, op: str, buf: GpuBuffer, layout: Layout, table: dict, out_shape: tuple[int, ...],
+    def _nn(self, op: str, pattern: K, buf: GpuBuffer, layout: Layout, table: dict, out_shape: tuple[int, ...],
             head: tuple, info_of: tuple, tail: tuple) -> GpuBuffer:
         """Launch (dst_numel, *head, info, *tail, dst) over a fresh contiguous output."""
-        fn = self._entry(table, buf.dtype, op)
+        fn = self._entry(table, (pattern, buf.dtype), op)
         _fits(op, self.name, buf, layout)
         out = self.alloc(buf.ordinal, math.prod(out_shape), buf.dtype)
         if out.size:
@@ -629,7 +629,7 @@ class GpuRuntime:
                                  p.stride, p.padding, 0, p.dilation, (sb, sc, 0, sl))
         if self._conv_by_gemm(buf, kernel, geometry, CONV_GEMM_DTYPES):
             return self._conv_gemm("conv1d", buf, layout, kernel, kernel_layout, table, geometry)
-        return self._nn("conv1d", buf, layout, table, (p.b_size, p.c_out, p.l_out()),
+        return self._nn("conv1d", K.CONV1D_SELF, buf, layout, table, (p.b_size, p.c_out, p.l_out()),
                         (p.l_out(), p.stride, p.padding, p.dilation), info_of, ptrs)
 
     def conv_transpose1d(self, buf, layout, kernel, kernel_layout, p, table):
@@ -642,7 +642,7 @@ class GpuRuntime:
                                    geometry, flipped=True)
         if self._conv_by_gemm(buf, kernel, geometry, CONV_TRANSPOSE_GEMM_DTYPES):
             return self._conv_transpose_gemm("conv_transpose1d", buf, layout, kernel, kernel_layout, table, geometry)
-        return self._nn("conv_transpose1d", buf, layout, table, (p.b_size, p.c_out, p.l_out()),
+        return self._nn("conv_transpose1d", K.CONV_TRANSPOSE1D_SELF, buf, layout, table, (p.b_size, p.c_out, p.l_out()),
                         (p.l_out(), p.stride, p.padding, p.output_padding, p.dilation), info_of, ptrs)
 
     def conv2d(self, buf, layout, kernel, kernel_layout, p, table):
@@ -652,7 +652,7 @@ class GpuRuntime:
                                  p.padding, p.dilation, tuple(layout.stride))
         if self._conv_by_gemm(buf, kernel, geometry, CONV_GEMM_DTYPES):
             return self._conv_gemm("conv2d", buf, layout, kernel, kernel_layout, table, geometry)
-        return self._nn("conv2d", buf, layout, table, (p.b_size, p.c_out, p.out_h(), p.out_w()),
+        return self._nn("conv2d", K.CONV2D_SELF, buf, layout, table, (p.b_size, p.c_out, p.out_h(), p.out_w()),
                         (p.out_w(), p.out_h(), p.stride, p.padding, p.dilation), info_of, ptrs)
 
     def conv_transpose2d(self, buf, layout, kernel, kernel_layout, p, table):
@@ -665,7 +665,7 @@ class GpuRuntime:
                                    geometry, flipped=True)
         if self._conv_by_gemm(buf, kernel, geometry, CONV_TRANSPOSE_GEMM_DTYPES):
             return self._conv_transpose_gemm("conv_transpose2d", buf, layout, kernel, kernel_layout, table, geometry)
-        return self._nn("conv_transpose2d", buf, layout, table, (p.b_size, p.c_out, p.out_h(), p.out_w()),
+        return self._nn("conv_transpose2d", K.CONV_TRANSPOSE2D_SELF, buf, layout, table, (p.b_size, p.c_out, p.out_h(), p.out_w()),
                         (p.out_w(), p.out_h(), p.stride, p.padding, p.output_padding, p.dilation), info_of, ptrs)
 
     # -- convolutions through the BLAS: im2col + GEMM, GEMM + col2im ---------------------------
@@ -692,8 +692,8 @@ class GpuRuntime:
         `flipped`: a transposed convolution of stride 1, kernel_layout its kernel viewed as
         (c_out, c_in, ..): the taps read the input backwards (hip/conv.hip's im2col)."""
         dtype, ordinal, itemsize = buf.dtype, buf.ordinal, buf.dtype.itemsize
-        weights, _ = self._dense(kernel, kernel_layout, self._entry(table, ("copy_strided_{self}", dtype), op))
-        im2col = self._entry(table, ("im2col_{self}", dtype), op)
+        weights, _ = self._dense(kernel, kernel_layout, self._entry(table, (K.COPY_STRIDED_SELF, dtype), op))
+        im2col = self._entry(table, (K.IM2COL_SELF, dtype), op)
         taps, positions = g.c_in * g.k_h * g.k_w, g.h_out * g.w_out
         out = self.alloc(ordinal, g.batch * g.c_out * positions, dtype)
         per_batch = max(1, CONV_COLUMN_BYTES // (taps * positions * itemsize))
@@ -717,10 +717,10 @@ class GpuRuntime:
         """col[b] (c_out * taps, inputs) = kernel^T (c_out * taps, c_in) @ x[b] (c_in, inputs)
         through the BLAS, then col2im_<dt> sums each output's taps; batches in chunks."""
         dtype, ordinal, itemsize = buf.dtype, buf.ordinal, buf.dtype.itemsize
-        copy = self._entry(table, ("copy_strided_{self}", dtype), op)
+        copy = self._entry(table, (K.COPY_STRIDED_SELF, dtype), op)
         weights, _ = self._dense(kernel, kernel_layout, copy)
         x, _ = self._dense(buf, layout, copy)
-        col2im = self._entry(table, ("col2im_{self}", dtype), op)
+        col2im = self._entry(table, (K.COL2IM_SELF, dtype), op)
         taps, inputs, positions = g.c_out * g.k_h * g.k_w, g.h_in * g.w_in, g.h_out * g.w_out
         out = self.alloc(ordinal, g.batch * g.c_out * positions, dtype)
         chunk = min(g.batch, max(1, CONV_COLUMN_BYTES // (taps * inputs * itemsize)))
@@ -737,27 +737,27 @@ class GpuRuntime:
                    out.ptr + b0 * g.c_out * positions * itemsize)
         return out
 
-    def _pool(self, op, buf, layout, kernel_size, stride, table):
+    def _pool(self, op, pattern, buf, layout, kernel_size, stride, table):
         (kh, kw), (sh, sw) = kernel_size, stride
         b, c, h, w = layout.shape
         out_shape = (b, c, (h - kh) // sh + 1, (w - kw) // sw + 1)
-        return self._nn(op, buf, layout, table, out_shape, (kw, kh, sw, sh), (layout.shape, layout.stride),
+        return self._nn(op, pattern, buf, layout, table, out_shape, (kw, kh, sw, sh), (layout.shape, layout.stride),
                         (buf.at(layout),))
 
     def avg_pool2d(self, buf, layout, kernel_size, stride, table):
-        return self._pool("avg_pool2d", buf, layout, kernel_size, stride, table)
+        return self._pool("avg_pool2d", K.AVG_POOL2D_SELF, buf, layout, kernel_size, stride, table)
 
     def max_pool2d(self, buf, layout, kernel_size, stride, table):
-        return self._pool("max_pool2d", buf, layout, kernel_size, stride, table)
+        return self._pool("max_pool2d", K.MAX_POOL2D_SELF, buf, layout, kernel_size, stride, table)
 
     def upsample_nearest1d(self, buf, layout, size, table):
         b, c, _ = layout.shape
-        return self._nn("upsample_nearest1d", buf, layout, table, (b, c, size), (size,),
+        return self._nn("upsample_nearest1d", K.UPSAMPLE_NEAREST1D_SELF, buf, layout, table, (b, c, size), (size,),
                         (layout.shape, layout.stride), (buf.at(layout),))
 
     def upsample_nearest2d(self, buf, layout, height, width, table):
         b, c, _, _ = layout.shape
-        return self._nn("upsample_nearest2d", buf, layout, table, (b, c, height, width), (width, height),
+        return self._nn("upsample_nearest2d", K.UPSAMPLE_NEAREST2D_SELF, buf, layout, table, (b, c, height, width), (width, height),
                         (layout.shape, layout.stride), (buf.at(layout),))
 
     # -- indexing: the kernels check the ids (IdChecks), read at the next synchronization ----
@@ -814,7 +814,7 @@ class GpuRuntime:
         return out
 
     def gather(self, buf, layout, ids, ids_layout, dim, table):
-        fn = self._entry(table, (ids.dtype, buf.dtype), "gather")
+        fn = self._entry(table, (K.GATHER_IDS_SELF, ids.dtype, buf.dtype), "gather")
         _fits("gather", self.name, buf, layout)
         bad = self._id_flag("gather", buf, ids, ids_layout, layout.shape[dim])
         out = self.alloc(buf.ordinal, ids_layout.elem_count, buf.dtype)
@@ -825,8 +825,8 @@ class GpuRuntime:
                dim, ids.at(ids_layout), buf.at(layout), out.ptr, layout.shape[dim], bad)
         return out
 
-    def _scatter(self, op, buf, layout, ids, ids_layout, src, src_layout, dim, table):
-        fn = self._entry(table, (ids.dtype, buf.dtype), op)
+    def _scatter(self, op, pattern, buf, layout, ids, ids_layout, src, src_layout, dim, table):
+        fn = self._entry(table, (pattern, ids.dtype, buf.dtype), op)
         _fits(op, self.name, buf, layout)
         _fits(op, self.name, src, src_layout)
         bad = self._id_flag(op, buf, ids, ids_layout, layout.shape[dim])
@@ -838,16 +838,16 @@ class GpuRuntime:
                bad)
 
     def scatter_set(self, buf, layout, ids, ids_layout, src, src_layout, dim, table):
-        self._scatter("scatter_set", buf, layout, ids, ids_layout, src, src_layout, dim, table)
+        self._scatter("scatter_set", K.SCATTER_SET_IDS_SELF, buf, layout, ids, ids_layout, src, src_layout, dim, table)
 
     def scatter_add(self, buf, layout, ids, ids_layout, src, src_layout, dim, table):
-        self._scatter("scatter_add", buf, layout, ids, ids_layout, src, src_layout, dim, table)
+        self._scatter("scatter_add", K.SCATTER_ADD_IDS_SELF, buf, layout, ids, ids_layout, src, src_layout, dim, table)
 
     def index_select(self, buf, ids, layout, ids_layout, dim, table):
-        fn = self._entry(table, (ids.dtype, buf.dtype), "index_select")
+        fn = self._entry(table, (K.INDEX_SELECT_IDS_SELF, ids.dtype, buf.dtype), "index_select")
         _fits("index_select", self.name, buf, layout)
         bad = self._id_flag("index_select", buf, ids, ids_layout, layout.shape[dim])
-        src, src_layout = self._dense(buf, layout, self._entry(table, buf.dtype, "index_select"))
+        src, src_layout = self._dense(buf, layout, self._entry(table, (K.COPY_STRIDED_SELF, buf.dtype), "index_select"))
         left, right = math.prod(layout.shape[:dim]), math.prod(layout.shape[dim + 1:])
         n_ids = ids_layout.elem_count
         out = self.alloc(buf.ordinal, left * n_ids * right, buf.dtype)
@@ -861,12 +861,12 @@ class GpuRuntime:
         return out
 
     def index_add(self, buf, layout, ids, ids_layout, src, src_layout, dim, table):
-        fn = self._entry(table, (ids.dtype, buf.dtype), "index_add")
+        fn = self._entry(table, (K.INDEX_ADD_IDS_SELF, ids.dtype, buf.dtype), "index_add")
         _fits("index_add", self.name, buf, layout)
         _fits("index_add", self.name, src, src_layout)
         bad = self._id_flag("index_add", buf, ids, ids_layout, layout.shape[dim])
-        copy = self._entry(table, buf.dtype, "index_add")
-        ids_dense, _ = self._dense(ids, ids_layout, self._entry(table, ("copy_strided_{ids}", ids.dtype), "index_add"))
+        copy = self._entry(table, (K.COPY_STRIDED_SELF, buf.dtype), "index_add")
+        ids_dense, _ = self._dense(ids, ids_layout, self._entry(table, (K.COPY_STRIDED_IDS, ids.dtype), "index_add"))
         src_dense, _ = self._dense(src, src_layout, copy)
         out = self._dense_copy(buf, layout, copy)  # a contiguous copy of self, then add
         left, right = math.prod(layout.shape[:dim]), math.prod(layout.shape[dim + 1:])
@@ -900,11 +900,11 @@ class GpuRuntime:
             return out
         lhs_buf, lhs_view = buf, lhs_layout
         if (a := _gemm_operand(lhs_view, m, k)) is None:
-            lhs_buf, lhs_view = self._dense(buf, lhs_layout, self._entry(table, buf.dtype, "matmul"))
+            lhs_buf, lhs_view = self._dense(buf, lhs_layout, self._entry(table, (K.COPY_STRIDED_SELF, buf.dtype), "matmul"))
             a = _gemm_operand(lhs_view, m, k)
         rhs_buf, rhs_view = rhs, rhs_layout
         if (bb := _gemm_operand(rhs_view, k, n)) is None:
-            rhs_buf, rhs_view = self._dense(rhs, rhs_layout, self._entry(table, rhs.dtype, "matmul"))
+            rhs_buf, rhs_view = self._dense(rhs, rhs_layout, self._entry(table, (K.COPY_STRIDED_SELF, rhs.dtype), "matmul"))
             bb = _gemm_operand(rhs_view, k, n)
         stream = self.stream(buf.ordinal)
         self.driver.gemm(buf.ordinal, stream.handle, buf.dtype, bb[0], a[0], n, m, k,
@@ -924,7 +924,7 @@ class GpuRuntime:
         both in one launch, its last block finishing, with the scratch of _pass0_scratch;
         more take two launches (one block could not finish them quickly)."""
         op = kernel.op
-        fn = self._entry(table, (op, buf.dtype), "reduce_op")
+        fn = self._entry(table, (K.FAST_OP_SELF, op, buf.dtype), "reduce_op")
         _fits(op, self.name, buf, layout)
         reduced = reduce_dims(op, self.name, dims, layout.rank)
         kept = [d for d in range(layout.rank) if d not in reduced]
@@ -997,7 +997,7 @@ class GpuRuntime:
             fn(self.launch, grid_for(items, length, by_thread), block, stream, numel, group, flat.rank, info,
                buf.at(view), out.ptr)
             return out
-        chunked = self._entry(table, buf.dtype, "reduce_op")  # reduce_chunks_<dt>
+        chunked = self._entry(table, (K.REDUCE_CHUNKS_SELF, buf.dtype), "reduce_op")
         if out_count <= FEW_GROUPS and not by_thread:
             scratch = self._pass0_scratch(buf.ordinal, PASS0_HEADER + items * 16)
             chunked(self.launch, grid_for(items, length, False), block, stream, REDUCE_CODES[op], 0, numel, group,
