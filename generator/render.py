@@ -213,24 +213,24 @@ def render(registry: model.Registry, templates: Path | None = None, out: Path | 
 def launch_context(registry: model.Registry, kernels: tuple) -> dict:
     """What the launch-wrapper template needs: kernels, their deduplicated ctypes tuples,
     and the kernel tables of the storage ops."""
-    arg_types: list[tuple[str, ...]] = []
-    arg_index, py_args = {}, {}
-    by_params: dict[int, tuple[int, str]] = {}  # kernel_sigs shares one tuple per distinct parameter list
+    arg_types: dict[tuple[str, ...], str] = {}  # ctypes of a parameter list -> its name, _ARGS_<first kernel>
+    arg_names, py_args = {}, {}
+    by_params: dict[int, tuple[str, str]] = {}  # kernel_sigs shares one tuple per distinct parameter list
     for k in kernels:
         if id(k.params) not in by_params:
             types = tuple(p.ctype for p in k.params)
-            if types not in arg_types:
-                arg_types.append(types)
-            by_params[id(k.params)] = (arg_types.index(types), ", ".join(py_params(k)))
-        arg_index[k.name], py_args[k.name] = by_params[id(k.params)]
+            arg_types.setdefault(types, f"_ARGS_{k.name.upper()}")
+            by_params[id(k.params)] = (arg_types[types], ", ".join(py_params(k)))
+        arg_names[k.name], py_args[k.name] = by_params[id(k.params)]
     dtypes = {d.name for d in registry.dtypes}
     tables: dict[str, list] = {"STORAGE": []}  # always defined: the storage arms name it
     for op in registry.kernel_ops:
         tables.setdefault(op.table, []).append((op.name, _table_entries(op, registry, dtypes)))
     sources = sorted({k.source for k in kernels})
-    return {"kernels": kernels, "arg_types": arg_types, "arg_index": arg_index, "py_args": py_args,
-            "kernel_tables": tables.items(),
-            "generated_sources": ("elementwise.hip",), "source_index": {s: i for i, s in enumerate(sources)}}
+    return {"kernels": kernels, "arg_types": [(name, types) for types, name in arg_types.items()],
+            "arg_names": arg_names, "py_args": py_args, "kernel_tables": tables.items(),
+            "generated_sources": ("elementwise.hip",),
+            "source_names": {s: "_SRC_" + re.sub(r"\W", "_", s.removesuffix(".hip")).upper() for s in sources}}
 
 
 def _table_entries(op: model.Operation, registry: model.Registry, dtypes: set[str]) -> tuple[tuple[str, str], ...]:
