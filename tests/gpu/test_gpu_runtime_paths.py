@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from generated import kernels_hip
-from generated.kernel_facts import KernelPattern
 from generated.dtypes import ReduceOp
+from generated.kernel_facts import KernelPattern
 from runtime.errors import ShapeMismatch
 from runtime.gpu import FEW_GROUPS, PASS0_HEADER, GpuBuffer, GpuRuntime, kernel_params
 from runtime.layout import Layout
