@@ -5,6 +5,8 @@ should be *rejected* instead live in tests/fixtures/broken/.)"""
 
 from __future__ import annotations
 
+import re
+
 import importlib
 import itertools
 
@@ -154,18 +156,22 @@ def test_backend_named_like_a_generated_helper(build, name):
 
 
 def test_a_kernel_item_naming_no_hip_entry_point_is_an_error():
-    """The shipped registry, with QMatMul's copy kernel misspelled: no package; a diagnostic at
-    the op's `kernel:` naming the entry point no kernel source provides, and one saying the
-    kernels instantiate a pattern (the right spelling) no op declares any more."""
+    """The shipped registry, with QMatMul's copy kernel misspelled (a renamed pattern): no
+    package; a diagnostic at the op's `kernel:` naming the entry point no kernel source
+    provides, one saying the kernels instantiate a pattern (the old spelling) no op declares,
+    and one at the runtime's use of the old pattern's KernelPattern member."""
     from gen_helpers import REPO
 
     text = (REPO / "ops.yaml").read_text(encoding="utf-8")
     assert text.count('"copy_strided_{x}"') == 1
     with pytest.raises(RegistryError) as info:
         model_of_text(text.replace('"copy_strided_{x}"', '"copy_stridd_{x}"'), "ops.yaml", REPO)
-    diagnostic, other = sorted(info.value.diagnostics, key=lambda d: "qstorage" not in str(d))
-    assert "qstorage.matmul.kernel" in str(diagnostic)
-    assert "kernel pattern 'copy_stridd_{x}': no entry-point template (templates/hip/*.h.j2) instantiates it, " \
-           "and hip/*.hip does not define copy_stridd_f32" in str(diagnostic)
-    assert "templates/hip/fill_copy.h.j2 instantiates kernel pattern 'copy_strided_{x}', which no op's " \
-           "`kernel:` declares" in str(other)
+    messages = sorted(str(d) for d in info.value.diagnostics)
+    assert len(messages) == 3, messages
+    assert any("qstorage.matmul.kernel" in m and "kernel pattern 'copy_stridd_{x}': no entry-point template "
+               "(templates/hip/*.h.j2) instantiates it, and hip/*.hip does not define copy_stridd_f32" in m
+               for m in messages), messages
+    assert any("templates/hip/fill_copy.h.j2 instantiates kernel pattern 'copy_strided_{x}', which no op's "
+               "`kernel:` declares" in m for m in messages), messages
+    assert any(re.search(r"runtime/gpu_quant\.py:\d+ names KernelPattern\.COPY_STRIDED_X, which no `kernel:` "
+                         r"pattern of the registry gives; did you mean 'COPY_STRIDD_X'\?", m) for m in messages), messages
