@@ -351,18 +351,35 @@ class Registry:
         """The entry points of one `kernel:` pattern: the union over every op declaring it of
         the placeholder values it supports, ordered as the registry orders dtypes, ops and
         formats (the order of the pattern's placeholders first)."""
-        found: dict[str, KernelInstance] = {}
+        return self._kernel_instances.get(pattern, ())
+
+    @functools.cached_property
+    def _kernel_instances(self) -> dict[str, tuple[KernelInstance, ...]]:
+        """kernel_instances of every pattern, computed once (the registry is frozen)."""
+        found: dict[str, dict[str, KernelInstance]] = {}
+        dtypes = {d.name: d for d in self.dtypes}
+        ops = {e.name: e for e in self.elementwise}
+        hip = {n: d.hip or n for n, d in dtypes.items()}
+        compute = {n: hip[d.compute] if d.compute else hip[n] for n, d in dtypes.items()}
+        results = {n: hip[e.result] if e.result and e.result in hip else "" for n, e in ops.items()}
         for op in self.kernel_ops:
-            if pattern not in op.kernel:
-                continue
-            names = tuple(dict.fromkeys(re.findall(r"{(\w+)}", pattern)))
-            one = dataclasses.replace(op, kernel=(pattern,))
-            for values, name in kernel_entries(one, self):
-                if name not in found:
-                    found[name] = KernelInstance(pattern, name, tuple(zip(names, values)), self)
+            for pattern in op.kernel:
+                names = tuple(dict.fromkeys(re.findall(r"{(\w+)}", pattern)))
+                one = dataclasses.replace(op, kernel=(pattern,))
+                into = found.setdefault(pattern, {})
+                for values, name in kernel_entries(one, self):
+                    if name in into:
+                        continue
+                    pairs = tuple(zip(names, values))
+                    into[name] = KernelInstance(
+                        pattern, name, pairs, dict(pairs),
+                        {k: hip[v] for k, v in pairs if v in dtypes},
+                        {k: compute[v] for k, v in pairs if v in dtypes},
+                        {k: results[v] for k, v in pairs if v in ops and v not in dtypes})
         rank = {**{d.name: i for i, d in enumerate(self.dtypes)},
                 **{e.name: i for i, e in enumerate(self.elementwise)}, **{f.name: i for i, f in enumerate(self.formats)}}
-        return tuple(sorted(found.values(), key=lambda k: tuple(rank.get(v, 0) for _, v in k.placeholders)))
+        return {pattern: tuple(sorted(by_name.values(), key=lambda k: tuple(rank.get(v, 0) for _, v in k.placeholders)))
+                for pattern, by_name in found.items()}
 
     @property
     def conversion_arms(self) -> tuple[Arm, ...]:
@@ -512,41 +529,21 @@ def numpy_entries(op: Elementwise, registry: Registry) -> tuple[KernelEntry, ...
     return tuple(out)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class KernelInstance:
     """One entry point of a `kernel:` pattern, as the entry-point templates
     (templates/hip/*.h.j2) see it: `name`, `values.<placeholder>` (the registry's name: a
-    dtype, an op, a format), `types.<placeholder>` (a dtype's HIP type) and
-    `compute.<placeholder>` (the HIP type of the dtype it computes in)."""
+    dtype, an op, a format), `types.<placeholder>` (a dtype's HIP type), `compute.<placeholder>`
+    (the HIP type of the dtype it computes in) and `results.<placeholder>` (an op's result
+    dtype's HIP type, "" where the op keeps the operand's dtype)."""
 
     pattern: str
     name: str
     placeholders: tuple[tuple[str, str], ...]  # (placeholder, value), in the pattern's order
-    registry: Registry = dataclasses.field(repr=False, compare=False)
-
-    @property
-    def values(self) -> dict[str, str]:
-        return dict(self.placeholders)
-
-    @property
-    def types(self) -> dict[str, str]:
-        dtypes = {d.name: d for d in self.registry.dtypes}
-        return {k: dtypes[v].hip or v for k, v in self.placeholders if v in dtypes}
-
-    @property
-    def results(self) -> dict[str, str]:
-        """Op placeholders -> the HIP type of the op's result dtype, "" where it has none
-        (the result is the operand's dtype)."""
-        ops = {e.name: e for e in self.registry.elementwise}
-        dtypes = {d.name: d for d in self.registry.dtypes}
-        return {k: (dtypes[ops[v].result].hip or "") if ops[v].result else ""
-                for k, v in self.placeholders if v in ops and v not in dtypes}
-
-    @property
-    def compute(self) -> dict[str, str]:
-        dtypes = {d.name: d for d in self.registry.dtypes}
-        return {k: (dtypes[dtypes[v].compute] if dtypes[v].compute else dtypes[v]).hip or v
-                for k, v in self.placeholders if v in dtypes}
+    values: dict[str, str]
+    types: dict[str, str]
+    compute: dict[str, str]
+    results: dict[str, str]
 
 
 def pattern_member(pattern: str) -> str:

@@ -159,7 +159,7 @@ def test_a_kernel_item_naming_no_hip_entry_point_is_an_error():
     """The shipped registry, with QMatMul's copy kernel misspelled (a renamed pattern): no
     package; a diagnostic at the op's `kernel:` naming the entry point no kernel source
     provides, one saying the kernels instantiate a pattern (the old spelling) no op declares,
-    and one at the runtime's use of the old pattern's KernelPattern member."""
+    and one at each line of the runtime naming the old pattern's KernelPattern member."""
     from gen_helpers import REPO
 
     text = (REPO / "ops.yaml").read_text(encoding="utf-8")
@@ -167,7 +167,7 @@ def test_a_kernel_item_naming_no_hip_entry_point_is_an_error():
     with pytest.raises(RegistryError) as info:
         model_of_text(text.replace('"copy_strided_{x}"', '"copy_stridd_{x}"'), "ops.yaml", REPO)
     messages = sorted(str(d) for d in info.value.diagnostics)
-    assert len(messages) == 3, messages
+    assert all("copy_stridd_{x}" in m or "copy_strided_{x}" in m or "COPY_STRIDED_X" in m for m in messages), messages
     assert any("qstorage.matmul.kernel" in m and "kernel pattern 'copy_stridd_{x}': no entry-point template "
                "(templates/hip/*.h.j2) instantiates it, and hip/*.hip does not define copy_stridd_f32" in m
                for m in messages), messages
