@@ -29,6 +29,8 @@ def registry(n_ops: int = N_OPS, seed: int = 0, hip: bool = True, rust: bool = F
     kept = ("device", "nn", "qstorage")
     counts["storage"] = n_ops - sum(counts.values()) - sum(len(base[k]) for k in kept)
     out = {k: base[k] for k in ("version", "dtypes", "dtype_sets", "backends", "custom_ops", "quantized", *kept)}
+    if hip:
+        out["kernel_facts"] = base["kernel_facts"]
     for family, exprs in (("unary", UNARY_EXPRS), ("binary", BINARY_EXPRS), ("cmp", ["x < y", "x == y"]),
                           ("reduce", ["np.sum(x, axis=-1)"])):
         out[family] = {
@@ -39,7 +41,6 @@ def registry(n_ops: int = N_OPS, seed: int = 0, hip: bool = True, rust: bool = F
             for spec in out[family].values():
                 spec["dtypes"] = "float"
     storage = {name: dict(spec) for name, spec in base["storage"].items()}
-    storage["reduce_op"].pop("kernel", None)  # the synthetic reductions have no hand-written kernels
     if not hip:  # no HIP kernel sources to name
         for section in (storage, out["nn"], out["qstorage"]):
             for spec in section.values():

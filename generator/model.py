@@ -6,6 +6,7 @@ implementation status of each op on each backend) is computed here, in Python.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import functools
 import itertools
@@ -104,6 +105,17 @@ class Backend:
     def defines(self, function: str) -> bool:
         """Implemented, or a stub: either way the module has it, with a signature to check."""
         return function in self.functions or function in self.stubs
+
+
+@dataclass(frozen=True)
+class KernelFact:
+    """A fact the HIP kernels and the GPU runtime share (ops.yaml `kernel_facts`): a number,
+    or a set of kernel entry points. generated/kernel_facts.h and kernel_facts.py carry it."""
+
+    name: str
+    value: int | tuple[str, ...]
+    doc: str
+    line: int
 
 
 @dataclass(frozen=True)
@@ -315,13 +327,15 @@ class Registry:
     custom_ops: tuple[CustomOpTrait, ...]
     to_numpy: tuple[Arm, ...] = ()  # one arm per backend
     hip_kernels: tuple = ()  # (name, KernelSignature) of the hand-written kernels in hip/
-    hip_sources: tuple[str, ...] = ()  # the hip/*.hip files read, for the up-to-date stamp
+    # the hip/*.hip files and runtime modules naming KernelPattern read, for the stamp
+    hip_sources: tuple[str, ...] = ()
     transfers: tuple[Transfer, ...] = ()  # to_device, one per (source, destination) pair
     formats: tuple[QFormat, ...] = ()  # quantized block formats
     qstorage: tuple[Operation, ...] = ()  # methods of QStorage
     nn: tuple[Operation, ...] = ()  # NN ops: custom ops generated as classes
     targets: tuple[Target, ...] = ()  # what to emit; () is the Python package alone, in --out
     interop: tuple[tuple[str, tuple[Arm, ...]], ...] = ()  # DLPack / CUDA Array Interface arms by function
+    kernel_facts: tuple[KernelFact, ...] = ()  # shared by the HIP kernels and the GPU runtime
 
     def interop_arms(self, function: str) -> tuple[Arm, ...]:
         return dict(self.interop)[function]
@@ -334,6 +348,45 @@ class Registry:
     def kernel_ops(self) -> tuple[Operation, ...]:
         """Ops whose HIP kernels the launch-wrapper module tabulates."""
         return tuple(op for op in (*self.storage, *self.qstorage, *self.nn) if op.kernel)
+
+    def kernel_patterns(self) -> tuple[str, ...]:
+        """Every `kernel:` pattern of the registry, each once, in the order ops declare them."""
+        return tuple(dict.fromkeys(p for op in self.kernel_ops for p in op.kernel))
+
+    def kernel_instances(self, pattern: str) -> tuple[KernelInstance, ...]:
+        """The entry points of one `kernel:` pattern: the union over every op declaring it of
+        the placeholder values it supports, ordered as the registry orders dtypes, ops and
+        formats (the order of the pattern's placeholders first)."""
+        return self._kernel_instances.get(pattern, ())
+
+    @functools.cached_property
+    def _kernel_instances(self) -> dict[str, tuple[KernelInstance, ...]]:
+        """kernel_instances of every pattern, computed once (the registry is frozen)."""
+        found: dict[str, dict[str, KernelInstance]] = {}
+        dtypes = {d.name: d for d in self.dtypes}
+        ops = {e.name: e for e in self.elementwise}
+        hip = {n: d.hip or n for n, d in dtypes.items()}
+        compute = {n: hip[d.compute] if d.compute else hip[n] for n, d in dtypes.items()}
+        results = {n: hip[e.result] if e.result and e.result in hip else "" for n, e in ops.items()}
+        for op in self.kernel_ops:
+            for pattern in op.kernel:
+                names = tuple(dict.fromkeys(re.findall(r"{(\w+)}", pattern)))
+                one = dataclasses.replace(op, kernel=(pattern,))
+                into = found.setdefault(pattern, {})
+                for values, name in kernel_entries(one, self):
+                    if name in into:
+                        continue
+                    pairs = tuple(zip(names, values))
+                    into[name] = KernelInstance(
+                        pattern, name, pairs, dict(pairs),
+                        {k: hip[v] for k, v in pairs if v in dtypes},
+                        {k: compute[v] for k, v in pairs if v in dtypes},
+                        {k: results[v] for k, v in pairs if v in ops and v not in dtypes})
+        rank = {**{d.name: i for i, d in enumerate(self.dtypes)},
+                **{e.name: i for i, e in enumerate(self.elementwise)},
+                **{f.name: i for i, f in enumerate(self.formats)}}
+        return {pattern: tuple(sorted(by_name.values(), key=lambda k: tuple(rank.get(v, 0) for _, v in k.placeholders)))
+                for pattern, by_name in found.items()}
 
     @property
     def conversion_arms(self) -> tuple[Arm, ...]:
@@ -486,6 +539,28 @@ def numpy_entries(op: Elementwise, registry: Registry) -> tuple[KernelEntry, ...
             fn = f"_lowp{arity}({fn}, _{dt.compute.upper()}, {back})"
         out.append(KernelEntry(dt_name, fn))
     return tuple(out)
+
+
+@dataclass(frozen=True, eq=False)
+class KernelInstance:
+    """One entry point of a `kernel:` pattern, as the entry-point templates
+    (templates/hip/*.h.j2) see it: `name`, `values.<placeholder>` (the registry's name: a
+    dtype, an op, a format), `types.<placeholder>` (a dtype's HIP type), `compute.<placeholder>`
+    (the HIP type of the dtype it computes in) and `results.<placeholder>` (an op's result
+    dtype's HIP type, "" where the op keeps the operand's dtype)."""
+
+    pattern: str
+    name: str
+    placeholders: tuple[tuple[str, str], ...]  # (placeholder, value), in the pattern's order
+    values: dict[str, str]
+    types: dict[str, str]
+    compute: dict[str, str]
+    results: dict[str, str]
+
+
+def pattern_member(pattern: str) -> str:
+    """The KernelPattern member naming a `kernel:` pattern: copy_strided_{self} -> COPY_STRIDED_SELF."""
+    return re.sub(r"_+", "_", re.sub(r"\W", "_", pattern)).strip("_").upper()
 
 
 def kernel_placeholders(op: Operation) -> tuple[str, ...]:

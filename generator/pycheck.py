@@ -24,8 +24,8 @@ _BLOCKS_PER_PIECE = 32
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 _LAUNCH_WRAPPER = re.compile(
     rf"def (?P<name>{_NAME})\(launch, grid, block, stream(?P<params>(?:, {_NAME})*)\) -> None:\n"
-    rf'    launch\(_SRC_[0-9]+, "{_NAME}", grid, block, stream, \((?P<args>{_NAME}(?:, {_NAME})*),\), '
-    rf"_ARGS_[0-9]+\)\n?"
+    rf'    launch\(_SRC_[A-Za-z0-9_]+, "{_NAME}", grid, block, stream, \((?P<args>{_NAME}(?:, {_NAME})*),\), '
+    rf"_ARGS_[A-Za-z0-9_]+\)\n?"
 )
 _WRAPPER_OWN = ("launch", "grid", "block", "stream")
 

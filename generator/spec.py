@@ -126,6 +126,17 @@ NN_OP = Record(
     required=("trait", "dtypes"),
 )
 
+KERNEL_FACT = Record(
+    {
+        "value": AnyOf((Int(0), List(Str(identifier=True))),
+                       doc="a number, or a list of kernel entry points (names the generated entries define)"),
+        "doc": Str(),
+    },
+    required=("value",),
+    doc="a fact the HIP kernels and the GPU runtime share: gen writes it into generated/kernel_facts.h "
+        "(OPGEN_<NAME>) and generated/kernel_facts.py (<NAME>)",
+)
+
 TARGET = Record(
     {"out": Str(doc="output directory, relative to the registry's folder, inside generated/ or tests/")},
     required=("out",),
@@ -170,6 +181,8 @@ REGISTRY = Record(
         "nn": Map(NN_OP, doc="NN ops: custom ops of the traits above, generated as classes in nn.py"),
         "quantized": Map(QFORMAT, doc="GGML block formats of quantized storage (QStorage)"),
         "qstorage": Map(OPERATION, doc="methods of QStorage; each arm calls the runtime function q_<name>"),
+        "kernel_facts": Map(KERNEL_FACT, doc="numbers and kernel lists the HIP kernels and the GPU runtime share, "
+                                             "in UPPER_CASE: one source for both"),
         "targets": Record(
             {"python": TARGET, "rust": TARGET},
             doc="what `gen` writes, and where: the Python package, Candle-shaped Rust dispatch "

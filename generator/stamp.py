@@ -15,7 +15,7 @@ from pathlib import Path
 
 GENERATOR = Path(__file__).resolve().parent
 VERSION = 2
-PYTHON_OWNED = ("*.py", "*.hip")
+PYTHON_OWNED = ("*.py", "*.hip", "*.h")
 
 
 def stamp_path(out: Path) -> Path:

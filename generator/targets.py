@@ -16,7 +16,7 @@ from generator import model
 
 # The files a target owns in its folder: what orphan removal and the up-to-date stamp look
 # at. Only files that also carry the generated marker are ever removed.
-OWNED = {"python": ("*.py", "*.hip"), "rust": ("*.rs",)}
+OWNED = {"python": ("*.py", "*.hip", "*.h"), "rust": ("*.rs",)}
 DEFAULT_PYTHON_OUT = Path("generated")
 
 
@@ -95,4 +95,5 @@ def template_files() -> list[Path]:
     from generator import rust
     from generator.render import TEMPLATES
 
-    return [*sorted(TEMPLATES.glob("*.j2")), *sorted(rust.TEMPLATES.glob("*.j2"))]
+    return [*sorted(TEMPLATES.glob("*.j2")), *sorted((TEMPLATES / "hip").glob("*.j2")),
+            *sorted(rust.TEMPLATES.glob("*.j2"))]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import functools
+import re
 from pathlib import Path
 
 from generator import dispatch, model
@@ -133,11 +134,14 @@ class Validator:
         self.cross_checks(backends, storage, device, elementwise)
         hip_kernels = self.hip_kernels(backends)
         hip_dir = self.runtime_root / "hip"
+        runs_hip = any(b.kernels == "hip" for b in backends) and hip_dir.is_dir()
         registry = model.Registry(
             self.path, dtypes, tuple(sets.items()), backends, elementwise, storage, device, customs,
             hip_kernels=tuple(sorted(hip_kernels.items())),
-            hip_sources=tuple(str(p) for p in sorted(hip_dir.glob("*.hip"))) if hip_kernels else (),
-            formats=formats, qstorage=qstorage, nn=nn,
+            hip_sources=tuple(str(p) for p in (*sorted(hip_dir.glob("*.hip")),
+                                               *runtime_pattern_users(self.runtime_root)))
+            if runs_hip else (),
+            formats=formats, qstorage=qstorage, nn=nn, kernel_facts=self.kernel_facts(),
         )
         registry = dataclasses.replace(registry, targets=self.targets(registry))
         self.kernel_refs(registry, hip_kernels)
@@ -210,8 +214,41 @@ class Validator:
             return {}
 
     def kernel_refs(self, registry: model.Registry, hip_kernels: dict) -> None:
-        if not any(b.kernels == "hip" for b in registry.backends):
+        """Kernel patterns against the kernels, both ways: each pattern of an op is instantiated
+        by an entry-point template (templates/hip/<name>.h.j2 of a hip/<name>.hip the registry's
+        folder holds; generator.hip_entries) or written by hand in hip/*.hip; each pattern such
+        a template instantiates is declared by an op; each such source includes the header its
+        entry points go to."""
+        users = [b for b in registry.backends if b.kernels == "hip"]
+        if not users:
             return
+        from jinja2 import TemplateSyntaxError
+
+        from generator import hip_entries
+        from generator.render import TEMPLATES, environment
+
+        kernels_node = self.root.find("backends", users[0].name, "kernels")
+        kernels_key = f"backends.{users[0].name}.kernels"
+        sources = {Path(p).name: Path(p) for p in registry.hip_sources}
+        try:  # the templates of the kernel sources this registry's hip/ holds
+            provided = {pattern: template for pattern, template in
+                        hip_entries.instantiated_patterns(environment(TEMPLATES), TEMPLATES).items()
+                        if f"{template.removeprefix(hip_entries.ENTRY_DIR + '/').removesuffix(hip_entries.SUFFIX)}.hip"
+                        in sources}
+        except (ValueError, TemplateSyntaxError) as exc:
+            self.error(kernels_node, kernels_key, str(exc))
+            return
+        for stem, template in hip_entries.templates(TEMPLATES).items():
+            if f"{stem}.hip" in sources and \
+                    hip_entries.include_line(stem) not in sources[f"{stem}.hip"].read_text(encoding="utf-8"):
+                self.error(kernels_node, kernels_key, f"hip/{stem}.hip does not {hip_entries.include_line(stem)}, "
+                                                      f"where templates/{template} writes its entry points")
+        declared = set(registry.kernel_patterns())
+        for pattern, template in sorted(provided.items()):
+            if pattern not in declared:
+                self.error(kernels_node, kernels_key, f"templates/{template} instantiates kernel pattern {pattern!r}, "
+                                                      "which no op's `kernel:` declares")
+        names = set(hip_kernels)
         for op in registry.kernel_ops:
             key = f"{op.kind}.{op.name}.kernel"
             node = self.root.find(op.kind, op.name, "kernel")
@@ -220,10 +257,53 @@ class Validator:
                 self.error(node, key,
                            f"{{{unknown[0]}}} is not self or a Storage, DType or op-enum parameter of {op.name}")
                 continue
-            missing = [e for _, e in model.kernel_entries(op, registry) if e not in hip_kernels]
-            if missing:
-                shown = ", ".join(missing[:4]) + (f" and {len(missing) - 4} more" if len(missing) > 4 else "")
-                self.error(node, key, f"kernel entry points not found in hip/*.hip: {shown}")
+            for pattern in op.kernel:
+                if pattern in provided:
+                    names.update(k.name for k in registry.kernel_instances(pattern))
+                    continue
+                one = dataclasses.replace(op, kernel=(pattern,))
+                missing = [e for _, e in model.kernel_entries(one, registry) if e not in hip_kernels]
+                if missing:
+                    shown = ", ".join(missing[:4]) + (f" and {len(missing) - 4} more" if len(missing) > 4 else "")
+                    self.error(node, key, f"kernel pattern {pattern!r}: no entry-point template (templates/hip/*.h.j2) "
+                                          f"instantiates it, and hip/*.hip does not define {shown}")
+        self.runtime_pattern_refs(registry, kernels_node, kernels_key)
+        for fact in registry.kernel_facts:
+            if isinstance(fact.value, tuple):
+                fnode = self.root.find("kernel_facts", fact.name, "value")
+                for i, name in enumerate(fact.value):
+                    if name not in names and fnode is not None:
+                        self.error(fnode.value[i], f"kernel_facts.{fact.name}.value[{i}]",
+                                   f"{name!r} is not a kernel entry point{did_you_mean(name, names)}")
+
+    def runtime_pattern_refs(self, registry: model.Registry, node: Node | None, key: str) -> None:
+        """Every KernelPattern member the runtime modules name (runtime/**/*.py, read with ast)
+        is a pattern of the registry: a renamed pattern fails here, at generation time, not at
+        a launch. The launch tables are keyed (KernelPattern, *values)."""
+        members = {model.pattern_member(p) for p in registry.kernel_patterns()}
+        for path in runtime_pattern_users(self.runtime_root):
+            for line, name in kernel_pattern_refs(path):
+                if name not in members:
+                    where = f"{path.relative_to(self.runtime_root).as_posix()}:{line}"
+                    self.error(node, key, f"{where} names KernelPattern.{name}, which no `kernel:` pattern of "
+                                          f"the registry gives{did_you_mean(name, members)}")
+
+    def kernel_facts(self) -> tuple[model.KernelFact, ...]:
+        out = []
+        for name, knode, node in self.section("kernel_facts"):
+            key = f"kernel_facts.{name}"
+            if not (name.isupper() and name.isidentifier()):
+                self.error(knode, key, f"kernel fact {name!r} must be an UPPER_CASE identifier: it names a "
+                                       "C macro (OPGEN_<NAME>) and a Python constant")
+            value = node.get("value") if node.tag == "map" else None
+            if value is None:
+                continue  # the spec reported it
+            if value.tag == "int":
+                out.append(model.KernelFact(name, value.value, self.text(node.get("doc")), node.position.line))
+            elif value.tag == "seq":
+                items = tuple(str(v.value) for v in value.value if v.tag == "str")
+                out.append(model.KernelFact(name, items, self.text(node.get("doc")), node.position.line))
+        return tuple(out)
 
     def dtypes(self) -> tuple[model.DType, ...]:
         out = []
@@ -655,6 +735,25 @@ class Validator:
                 self.error(knode, f"{section}.{name}", f"{what} {name!r} collides with {seen[name.upper()]!r} "
                                                        "(the same upper-case name)")
             seen.setdefault(name.upper(), name)
+
+
+def runtime_pattern_users(runtime_root: Path) -> list[Path]:
+    """The runtime modules that import KernelPattern (runtime/**/*.py)."""
+    return [p for p in sorted((runtime_root / "runtime").rglob("*.py"))
+            if "KernelPattern" in p.read_text(encoding="utf-8")]
+
+
+_KERNEL_PATTERN_ALIAS = re.compile(r"\bKernelPattern(?:\s+as\s+([A-Za-z_]\w*))?")
+
+
+def kernel_pattern_refs(path: Path) -> tuple[tuple[int, str], ...]:
+    """(line, member) of every `KernelPattern.X` (or its import alias's `K.X`) in a module,
+    read with regular expressions (ast took 0.2 s of a run over runtime/): comments and
+    strings count too, so a docstring naming a member stays true."""
+    text = path.read_text(encoding="utf-8")
+    aliases = {"KernelPattern", *(a for a in _KERNEL_PATTERN_ALIAS.findall(text) if a)}
+    refs = re.compile(rf"\b(?:{'|'.join(sorted(aliases))})\.([A-Za-z_]\w*)")
+    return tuple((text.count("\n", 0, m.start()) + 1, m[1]) for m in refs.finditer(text))
 
 
 def validate(root: Node, runtime_root: Path) -> model.Registry:

@@ -75,7 +75,7 @@ def is_generated(path: Path) -> bool:
         return False
 
 
-def plan(out: Path, rendered: dict[str, str], owned: tuple[str, ...] = ("*.py", "*.hip")) -> Plan:
+def plan(out: Path, rendered: dict[str, str], owned: tuple[str, ...] = ("*.py", "*.hip", "*.h")) -> Plan:
     """What to write and remove in `out`. `owned`: the patterns of the files the target owns
     there (top level only: another target's folder inside `out` is never looked into)."""
     result = Plan()

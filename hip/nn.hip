@@ -50,6 +50,7 @@
 // past kSortChunk, arg_sort_merge_<dt> runs one stage (k, j >= the chunk) on global pairs:
 // runtime/gpu/nn.py's arg_sort sequences the launches.
 #include "compat.h"
+#include "kernel_facts.h"
 #include "elementwise.h"
 
 namespace {
@@ -62,8 +63,8 @@ using opgen::compute_t;
 #define OPGEN_ROW_BYTES 64
 #endif
 constexpr int kRowBytes = OPGEN_ROW_BYTES;
-constexpr int kLooseValues = 8;  // values a thread holds where rows do not fit 16-byte packs (runtime/gpu/nn.py's LOOSE_VALUES)
-constexpr size_t kSortChunk = 4096;  // pairs a block sorts in shared memory (runtime/gpu/nn.py's SORT_CHUNK)
+constexpr int kLooseValues = OPGEN_LOOSE_VALUES;  // values a thread holds where rows do not fit 16-byte packs (ops.yaml's kernel_facts)
+constexpr size_t kSortChunk = OPGEN_SORT_CHUNK;  // pairs a block sorts in shared memory (ops.yaml's kernel_facts)
 
 template <typename C> __device__ __forceinline__ C neg_inf();
 template <> __device__ __forceinline__ float neg_inf<float>() { return -__int_as_float(0x7f800000); }
@@ -573,7 +574,7 @@ __device__ __forceinline__ uint32_t order32_of(double) { return 0u; }
 // The packed sort keeps kSortPer pairs a thread in registers: the stages of distance
 // j < kSortPer run there, those of j < kSortPer * warpSize through warp shuffles, and only
 // the longer ones through shared memory (a barrier each).
-constexpr int kSortPer = 8;
+constexpr int kSortPer = OPGEN_SORT_PER;  // ops.yaml's kernel_facts
 
 // Where pair `pos` of the row lives in shared memory: swizzled within rows of 8, so that
 // a warp storing its registers (8 consecutive pairs a thread) hits few banks at once.
@@ -743,166 +744,6 @@ __device__ __forceinline__ void arg_sort_merge(const size_t nrows, const size_t 
 
 }  // namespace
 
-// Declarations first: they carry the launch bounds (row kernels: blocks of up to 512
-// threads, arg_sort: 1024; NVRTC takes them from the declaration). The definitions follow in the one
-// form that gen's signature scan reads.
-extern "C" {
-__global__ void __launch_bounds__(512) softmax_last_dim_bf16(const size_t nrows, const size_t ncols, const bf16_t* x, bf16_t* out);
-__global__ void __launch_bounds__(512) softmax_last_dim_f16(const size_t nrows, const size_t ncols, const f16_t* x, f16_t* out);
-__global__ void __launch_bounds__(512) softmax_last_dim_f32(const size_t nrows, const size_t ncols, const float* x, float* out);
-__global__ void __launch_bounds__(512) softmax_last_dim_f64(const size_t nrows, const size_t ncols, const double* x, double* out);
-__global__ void __launch_bounds__(512) rms_norm_bf16(const size_t nrows, const size_t ncols, const double eps, const bf16_t* x, const bf16_t* alpha, bf16_t* out);
-__global__ void __launch_bounds__(512) rms_norm_f16(const size_t nrows, const size_t ncols, const double eps, const f16_t* x, const f16_t* alpha, f16_t* out);
-__global__ void __launch_bounds__(512) rms_norm_f32(const size_t nrows, const size_t ncols, const double eps, const float* x, const float* alpha, float* out);
-__global__ void __launch_bounds__(512) rms_norm_f64(const size_t nrows, const size_t ncols, const double eps, const double* x, const double* alpha, double* out);
-__global__ void __launch_bounds__(512) layer_norm_bf16(const size_t nrows, const size_t ncols, const double eps, const bf16_t* x, const bf16_t* alpha, const bf16_t* beta, bf16_t* out);
-__global__ void __launch_bounds__(512) layer_norm_f16(const size_t nrows, const size_t ncols, const double eps, const f16_t* x, const f16_t* alpha, const f16_t* beta, f16_t* out);
-__global__ void __launch_bounds__(512) layer_norm_f32(const size_t nrows, const size_t ncols, const double eps, const float* x, const float* alpha, const float* beta, float* out);
-__global__ void __launch_bounds__(512) layer_norm_f64(const size_t nrows, const size_t ncols, const double eps, const double* x, const double* alpha, const double* beta, double* out);
-__global__ void __launch_bounds__(512) sdpa_softmax_bf16(const size_t nrows, const size_t ncols, const size_t sq, const float scale, const uint32_t causal, bf16_t* scores);
-__global__ void __launch_bounds__(512) sdpa_softmax_f16(const size_t nrows, const size_t ncols, const size_t sq, const float scale, const uint32_t causal, f16_t* scores);
-__global__ void __launch_bounds__(512) sdpa_softmax_f32(const size_t nrows, const size_t ncols, const size_t sq, const float scale, const uint32_t causal, float* scores);
-__global__ void __launch_bounds__(1024) arg_sort_local_u8(const size_t nrows, const size_t ncols, const size_t pad, const uint32_t ascending, const size_t k_first, const size_t k_last, const uint8_t* x, uint64_t* keys, uint32_t* idx, uint32_t* out);
-__global__ void __launch_bounds__(1024) arg_sort_local_u32(const size_t nrows, const size_t ncols, const size_t pad, const uint32_t ascending, const size_t k_first, const size_t k_last, const uint32_t* x, uint64_t* keys, uint32_t* idx, uint32_t* out);
-__global__ void __launch_bounds__(1024) arg_sort_local_i64(const size_t nrows, const size_t ncols, const size_t pad, const uint32_t ascending, const size_t k_first, const size_t k_last, const int64_t* x, uint64_t* keys, uint32_t* idx, uint32_t* out);
-__global__ void __launch_bounds__(1024) arg_sort_local_bf16(const size_t nrows, const size_t ncols, const size_t pad, const uint32_t ascending, const size_t k_first, const size_t k_last, const bf16_t* x, uint64_t* keys, uint32_t* idx, uint32_t* out);
-__global__ void __launch_bounds__(1024) arg_sort_local_f16(const size_t nrows, const size_t ncols, const size_t pad, const uint32_t ascending, const size_t k_first, const size_t k_last, const f16_t* x, uint64_t* keys, uint32_t* idx, uint32_t* out);
-__global__ void __launch_bounds__(1024) arg_sort_local_f32(const size_t nrows, const size_t ncols, const size_t pad, const uint32_t ascending, const size_t k_first, const size_t k_last, const float* x, uint64_t* keys, uint32_t* idx, uint32_t* out);
-__global__ void __launch_bounds__(1024) arg_sort_local_f64(const size_t nrows, const size_t ncols, const size_t pad, const uint32_t ascending, const size_t k_first, const size_t k_last, const double* x, uint64_t* keys, uint32_t* idx, uint32_t* out);
-}
-
-extern "C" __global__ void sigmoid_bf16(const size_t numel, const size_t num_dims, const size_t* info, const bf16_t* inp, bf16_t* out) {
-    opgen::unary_map(sigmoid_fn{}, numel, num_dims, info, inp, out);
-}
-extern "C" __global__ void sigmoid_f16(const size_t numel, const size_t num_dims, const size_t* info, const f16_t* inp, f16_t* out) {
-    opgen::unary_map(sigmoid_fn{}, numel, num_dims, info, inp, out);
-}
-extern "C" __global__ void sigmoid_f32(const size_t numel, const size_t num_dims, const size_t* info, const float* inp, float* out) {
-    opgen::unary_map(sigmoid_fn{}, numel, num_dims, info, inp, out);
-}
-extern "C" __global__ void sigmoid_f64(const size_t numel, const size_t num_dims, const size_t* info, const double* inp, double* out) {
-    opgen::unary_map(sigmoid_fn{}, numel, num_dims, info, inp, out);
-}
-extern "C" __global__ void softmax_last_dim_bf16(const size_t nrows, const size_t ncols, const bf16_t* x, bf16_t* out) {
-    softmax_kernel(nrows, ncols, 1, 1.0f, false, x, out);
-}
-extern "C" __global__ void softmax_last_dim_f16(const size_t nrows, const size_t ncols, const f16_t* x, f16_t* out) {
-    softmax_kernel(nrows, ncols, 1, 1.0f, false, x, out);
-}
-extern "C" __global__ void softmax_last_dim_f32(const size_t nrows, const size_t ncols, const float* x, float* out) {
-    softmax_kernel(nrows, ncols, 1, 1.0f, false, x, out);
-}
-extern "C" __global__ void softmax_last_dim_f64(const size_t nrows, const size_t ncols, const double* x, double* out) {
-    softmax_kernel(nrows, ncols, 1, 1.0f, false, x, out);
-}
-extern "C" __global__ void rms_norm_bf16(const size_t nrows, const size_t ncols, const double eps, const bf16_t* x, const bf16_t* alpha, bf16_t* out) {
-    rms_norm_kernel(nrows, ncols, eps, x, alpha, out);
-}
-extern "C" __global__ void rms_norm_f16(const size_t nrows, const size_t ncols, const double eps, const f16_t* x, const f16_t* alpha, f16_t* out) {
-    rms_norm_kernel(nrows, ncols, eps, x, alpha, out);
-}
-extern "C" __global__ void rms_norm_f32(const size_t nrows, const size_t ncols, const double eps, const float* x, const float* alpha, float* out) {
-    rms_norm_kernel(nrows, ncols, eps, x, alpha, out);
-}
-extern "C" __global__ void rms_norm_f64(const size_t nrows, const size_t ncols, const double eps, const double* x, const double* alpha, double* out) {
-    rms_norm_kernel(nrows, ncols, eps, x, alpha, out);
-}
-extern "C" __global__ void layer_norm_bf16(const size_t nrows, const size_t ncols, const double eps, const bf16_t* x, const bf16_t* alpha, const bf16_t* beta, bf16_t* out) {
-    layer_norm_kernel(nrows, ncols, eps, x, alpha, beta, out);
-}
-extern "C" __global__ void layer_norm_f16(const size_t nrows, const size_t ncols, const double eps, const f16_t* x, const f16_t* alpha, const f16_t* beta, f16_t* out) {
-    layer_norm_kernel(nrows, ncols, eps, x, alpha, beta, out);
-}
-extern "C" __global__ void layer_norm_f32(const size_t nrows, const size_t ncols, const double eps, const float* x, const float* alpha, const float* beta, float* out) {
-    layer_norm_kernel(nrows, ncols, eps, x, alpha, beta, out);
-}
-extern "C" __global__ void layer_norm_f64(const size_t nrows, const size_t ncols, const double eps, const double* x, const double* alpha, const double* beta, double* out) {
-    layer_norm_kernel(nrows, ncols, eps, x, alpha, beta, out);
-}
-extern "C" __global__ void rope_i_bf16(const size_t bh, const size_t td, const bf16_t* x, const bf16_t* cos, const bf16_t* sin, bf16_t* out) {
-    rope_i_kernel(bh, td, x, cos, sin, out);
-}
-extern "C" __global__ void rope_i_f16(const size_t bh, const size_t td, const f16_t* x, const f16_t* cos, const f16_t* sin, f16_t* out) {
-    rope_i_kernel(bh, td, x, cos, sin, out);
-}
-extern "C" __global__ void rope_i_f32(const size_t bh, const size_t td, const float* x, const float* cos, const float* sin, float* out) {
-    rope_i_kernel(bh, td, x, cos, sin, out);
-}
-extern "C" __global__ void rope_i_f64(const size_t bh, const size_t td, const double* x, const double* cos, const double* sin, double* out) {
-    rope_i_kernel(bh, td, x, cos, sin, out);
-}
-extern "C" __global__ void rope_bf16(const size_t bh, const size_t td, const size_t d, const bf16_t* x, const bf16_t* cos, const bf16_t* sin, bf16_t* out) {
-    rope_kernel(bh, td, d, x, cos, sin, out);
-}
-extern "C" __global__ void rope_f16(const size_t bh, const size_t td, const size_t d, const f16_t* x, const f16_t* cos, const f16_t* sin, f16_t* out) {
-    rope_kernel(bh, td, d, x, cos, sin, out);
-}
-extern "C" __global__ void rope_f32(const size_t bh, const size_t td, const size_t d, const float* x, const float* cos, const float* sin, float* out) {
-    rope_kernel(bh, td, d, x, cos, sin, out);
-}
-extern "C" __global__ void rope_f64(const size_t bh, const size_t td, const size_t d, const double* x, const double* cos, const double* sin, double* out) {
-    rope_kernel(bh, td, d, x, cos, sin, out);
-}
-extern "C" __global__ void rope_thd_bf16(const size_t b, const size_t t, const size_t h, const size_t d, const bf16_t* x, const bf16_t* cos, const bf16_t* sin, bf16_t* out) {
-    rope_thd_kernel(b, t, h, d, x, cos, sin, out);
-}
-extern "C" __global__ void rope_thd_f16(const size_t b, const size_t t, const size_t h, const size_t d, const f16_t* x, const f16_t* cos, const f16_t* sin, f16_t* out) {
-    rope_thd_kernel(b, t, h, d, x, cos, sin, out);
-}
-extern "C" __global__ void rope_thd_f32(const size_t b, const size_t t, const size_t h, const size_t d, const float* x, const float* cos, const float* sin, float* out) {
-    rope_thd_kernel(b, t, h, d, x, cos, sin, out);
-}
-extern "C" __global__ void rope_thd_f64(const size_t b, const size_t t, const size_t h, const size_t d, const double* x, const double* cos, const double* sin, double* out) {
-    rope_thd_kernel(b, t, h, d, x, cos, sin, out);
-}
-extern "C" __global__ void sdpa_softmax_bf16(const size_t nrows, const size_t ncols, const size_t sq, const float scale, const uint32_t causal, bf16_t* scores) {
-    softmax_kernel(nrows, ncols, sq, scale, causal != 0u, scores, scores);
-}
-extern "C" __global__ void sdpa_softmax_f16(const size_t nrows, const size_t ncols, const size_t sq, const float scale, const uint32_t causal, f16_t* scores) {
-    softmax_kernel(nrows, ncols, sq, scale, causal != 0u, scores, scores);
-}
-extern "C" __global__ void sdpa_softmax_f32(const size_t nrows, const size_t ncols, const size_t sq, const float scale, const uint32_t causal, float* scores) {
-    softmax_kernel(nrows, ncols, sq, scale, causal != 0u, scores, scores);
-}
-extern "C" __global__ void arg_sort_local_u8(const size_t nrows, const size_t ncols, const size_t pad, const uint32_t ascending, const size_t k_first, const size_t k_last, const uint8_t* x, uint64_t* keys, uint32_t* idx, uint32_t* out) {
-    arg_sort_local(nrows, ncols, pad, ascending != 0u, k_first, k_last, x, keys, idx, out);
-}
-extern "C" __global__ void arg_sort_merge_u8(const size_t nrows, const size_t pad, const size_t k, const size_t j, uint64_t* keys, uint32_t* idx) {
-    arg_sort_merge(nrows, pad, k, j, keys, idx);
-}
-extern "C" __global__ void arg_sort_local_u32(const size_t nrows, const size_t ncols, const size_t pad, const uint32_t ascending, const size_t k_first, const size_t k_last, const uint32_t* x, uint64_t* keys, uint32_t* idx, uint32_t* out) {
-    arg_sort_local(nrows, ncols, pad, ascending != 0u, k_first, k_last, x, keys, idx, out);
-}
-extern "C" __global__ void arg_sort_merge_u32(const size_t nrows, const size_t pad, const size_t k, const size_t j, uint64_t* keys, uint32_t* idx) {
-    arg_sort_merge(nrows, pad, k, j, keys, idx);
-}
-extern "C" __global__ void arg_sort_local_i64(const size_t nrows, const size_t ncols, const size_t pad, const uint32_t ascending, const size_t k_first, const size_t k_last, const int64_t* x, uint64_t* keys, uint32_t* idx, uint32_t* out) {
-    arg_sort_local(nrows, ncols, pad, ascending != 0u, k_first, k_last, x, keys, idx, out);
-}
-extern "C" __global__ void arg_sort_merge_i64(const size_t nrows, const size_t pad, const size_t k, const size_t j, uint64_t* keys, uint32_t* idx) {
-    arg_sort_merge(nrows, pad, k, j, keys, idx);
-}
-extern "C" __global__ void arg_sort_local_bf16(const size_t nrows, const size_t ncols, const size_t pad, const uint32_t ascending, const size_t k_first, const size_t k_last, const bf16_t* x, uint64_t* keys, uint32_t* idx, uint32_t* out) {
-    arg_sort_local(nrows, ncols, pad, ascending != 0u, k_first, k_last, x, keys, idx, out);
-}
-extern "C" __global__ void arg_sort_merge_bf16(const size_t nrows, const size_t pad, const size_t k, const size_t j, uint64_t* keys, uint32_t* idx) {
-    arg_sort_merge(nrows, pad, k, j, keys, idx);
-}
-extern "C" __global__ void arg_sort_local_f16(const size_t nrows, const size_t ncols, const size_t pad, const uint32_t ascending, const size_t k_first, const size_t k_last, const f16_t* x, uint64_t* keys, uint32_t* idx, uint32_t* out) {
-    arg_sort_local(nrows, ncols, pad, ascending != 0u, k_first, k_last, x, keys, idx, out);
-}
-extern "C" __global__ void arg_sort_merge_f16(const size_t nrows, const size_t pad, const size_t k, const size_t j, uint64_t* keys, uint32_t* idx) {
-    arg_sort_merge(nrows, pad, k, j, keys, idx);
-}
-extern "C" __global__ void arg_sort_local_f32(const size_t nrows, const size_t ncols, const size_t pad, const uint32_t ascending, const size_t k_first, const size_t k_last, const float* x, uint64_t* keys, uint32_t* idx, uint32_t* out) {
-    arg_sort_local(nrows, ncols, pad, ascending != 0u, k_first, k_last, x, keys, idx, out);
-}
-extern "C" __global__ void arg_sort_merge_f32(const size_t nrows, const size_t pad, const size_t k, const size_t j, uint64_t* keys, uint32_t* idx) {
-    arg_sort_merge(nrows, pad, k, j, keys, idx);
-}
-extern "C" __global__ void arg_sort_local_f64(const size_t nrows, const size_t ncols, const size_t pad, const uint32_t ascending, const size_t k_first, const size_t k_last, const double* x, uint64_t* keys, uint32_t* idx, uint32_t* out) {
-    arg_sort_local(nrows, ncols, pad, ascending != 0u, k_first, k_last, x, keys, idx, out);
-}
-extern "C" __global__ void arg_sort_merge_f64(const size_t nrows, const size_t pad, const size_t k, const size_t j, uint64_t* keys, uint32_t* idx) {
-    arg_sort_merge(nrows, pad, k, j, keys, idx);
-}
+// The entry points, one per (pattern, values) of ops.yaml's `kernel:` patterns: generated by gen
+// from templates/hip/nn.h.j2.
+#include "nn_entries.h"

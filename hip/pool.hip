@@ -95,90 +95,10 @@ __device__ __forceinline__ void upsample_nearest2d_kernel(const size_t dst_numel
 }  // namespace
 
 // avg_pool2d
-extern "C" __global__ void avg_pool2d_u8(const size_t dst_numel, const size_t w_k, const size_t h_k, const size_t w_stride, const size_t h_stride, const size_t* info, const uint8_t* src, uint8_t* dst) {
-    pool2d_kernel<false>(dst_numel, w_k, h_k, w_stride, h_stride, info, src, dst);
-}
-extern "C" __global__ void avg_pool2d_u32(const size_t dst_numel, const size_t w_k, const size_t h_k, const size_t w_stride, const size_t h_stride, const size_t* info, const uint32_t* src, uint32_t* dst) {
-    pool2d_kernel<false>(dst_numel, w_k, h_k, w_stride, h_stride, info, src, dst);
-}
-extern "C" __global__ void avg_pool2d_i64(const size_t dst_numel, const size_t w_k, const size_t h_k, const size_t w_stride, const size_t h_stride, const size_t* info, const int64_t* src, int64_t* dst) {
-    pool2d_kernel<false>(dst_numel, w_k, h_k, w_stride, h_stride, info, src, dst);
-}
-extern "C" __global__ void avg_pool2d_bf16(const size_t dst_numel, const size_t w_k, const size_t h_k, const size_t w_stride, const size_t h_stride, const size_t* info, const bf16_t* src, bf16_t* dst) {
-    pool2d_kernel<false>(dst_numel, w_k, h_k, w_stride, h_stride, info, src, dst);
-}
-extern "C" __global__ void avg_pool2d_f16(const size_t dst_numel, const size_t w_k, const size_t h_k, const size_t w_stride, const size_t h_stride, const size_t* info, const f16_t* src, f16_t* dst) {
-    pool2d_kernel<false>(dst_numel, w_k, h_k, w_stride, h_stride, info, src, dst);
-}
-extern "C" __global__ void avg_pool2d_f32(const size_t dst_numel, const size_t w_k, const size_t h_k, const size_t w_stride, const size_t h_stride, const size_t* info, const float* src, float* dst) {
-    pool2d_kernel<false>(dst_numel, w_k, h_k, w_stride, h_stride, info, src, dst);
-}
-extern "C" __global__ void avg_pool2d_f64(const size_t dst_numel, const size_t w_k, const size_t h_k, const size_t w_stride, const size_t h_stride, const size_t* info, const double* src, double* dst) {
-    pool2d_kernel<false>(dst_numel, w_k, h_k, w_stride, h_stride, info, src, dst);
-}
 // max_pool2d
-extern "C" __global__ void max_pool2d_u8(const size_t dst_numel, const size_t w_k, const size_t h_k, const size_t w_stride, const size_t h_stride, const size_t* info, const uint8_t* src, uint8_t* dst) {
-    pool2d_kernel<true>(dst_numel, w_k, h_k, w_stride, h_stride, info, src, dst);
-}
-extern "C" __global__ void max_pool2d_u32(const size_t dst_numel, const size_t w_k, const size_t h_k, const size_t w_stride, const size_t h_stride, const size_t* info, const uint32_t* src, uint32_t* dst) {
-    pool2d_kernel<true>(dst_numel, w_k, h_k, w_stride, h_stride, info, src, dst);
-}
-extern "C" __global__ void max_pool2d_i64(const size_t dst_numel, const size_t w_k, const size_t h_k, const size_t w_stride, const size_t h_stride, const size_t* info, const int64_t* src, int64_t* dst) {
-    pool2d_kernel<true>(dst_numel, w_k, h_k, w_stride, h_stride, info, src, dst);
-}
-extern "C" __global__ void max_pool2d_bf16(const size_t dst_numel, const size_t w_k, const size_t h_k, const size_t w_stride, const size_t h_stride, const size_t* info, const bf16_t* src, bf16_t* dst) {
-    pool2d_kernel<true>(dst_numel, w_k, h_k, w_stride, h_stride, info, src, dst);
-}
-extern "C" __global__ void max_pool2d_f16(const size_t dst_numel, const size_t w_k, const size_t h_k, const size_t w_stride, const size_t h_stride, const size_t* info, const f16_t* src, f16_t* dst) {
-    pool2d_kernel<true>(dst_numel, w_k, h_k, w_stride, h_stride, info, src, dst);
-}
-extern "C" __global__ void max_pool2d_f32(const size_t dst_numel, const size_t w_k, const size_t h_k, const size_t w_stride, const size_t h_stride, const size_t* info, const float* src, float* dst) {
-    pool2d_kernel<true>(dst_numel, w_k, h_k, w_stride, h_stride, info, src, dst);
-}
-extern "C" __global__ void max_pool2d_f64(const size_t dst_numel, const size_t w_k, const size_t h_k, const size_t w_stride, const size_t h_stride, const size_t* info, const double* src, double* dst) {
-    pool2d_kernel<true>(dst_numel, w_k, h_k, w_stride, h_stride, info, src, dst);
-}
 // upsample_nearest1d
-extern "C" __global__ void upsample_nearest1d_u8(const size_t dst_numel, const size_t l_out, const size_t* info, const uint8_t* src, uint8_t* dst) {
-    upsample_nearest1d_kernel(dst_numel, l_out, info, src, dst);
-}
-extern "C" __global__ void upsample_nearest1d_u32(const size_t dst_numel, const size_t l_out, const size_t* info, const uint32_t* src, uint32_t* dst) {
-    upsample_nearest1d_kernel(dst_numel, l_out, info, src, dst);
-}
-extern "C" __global__ void upsample_nearest1d_i64(const size_t dst_numel, const size_t l_out, const size_t* info, const int64_t* src, int64_t* dst) {
-    upsample_nearest1d_kernel(dst_numel, l_out, info, src, dst);
-}
-extern "C" __global__ void upsample_nearest1d_bf16(const size_t dst_numel, const size_t l_out, const size_t* info, const bf16_t* src, bf16_t* dst) {
-    upsample_nearest1d_kernel(dst_numel, l_out, info, src, dst);
-}
-extern "C" __global__ void upsample_nearest1d_f16(const size_t dst_numel, const size_t l_out, const size_t* info, const f16_t* src, f16_t* dst) {
-    upsample_nearest1d_kernel(dst_numel, l_out, info, src, dst);
-}
-extern "C" __global__ void upsample_nearest1d_f32(const size_t dst_numel, const size_t l_out, const size_t* info, const float* src, float* dst) {
-    upsample_nearest1d_kernel(dst_numel, l_out, info, src, dst);
-}
-extern "C" __global__ void upsample_nearest1d_f64(const size_t dst_numel, const size_t l_out, const size_t* info, const double* src, double* dst) {
-    upsample_nearest1d_kernel(dst_numel, l_out, info, src, dst);
-}
 // upsample_nearest2d
-extern "C" __global__ void upsample_nearest2d_u8(const size_t dst_numel, const size_t w_out, const size_t h_out, const size_t* info, const uint8_t* src, uint8_t* dst) {
-    upsample_nearest2d_kernel(dst_numel, w_out, h_out, info, src, dst);
-}
-extern "C" __global__ void upsample_nearest2d_u32(const size_t dst_numel, const size_t w_out, const size_t h_out, const size_t* info, const uint32_t* src, uint32_t* dst) {
-    upsample_nearest2d_kernel(dst_numel, w_out, h_out, info, src, dst);
-}
-extern "C" __global__ void upsample_nearest2d_i64(const size_t dst_numel, const size_t w_out, const size_t h_out, const size_t* info, const int64_t* src, int64_t* dst) {
-    upsample_nearest2d_kernel(dst_numel, w_out, h_out, info, src, dst);
-}
-extern "C" __global__ void upsample_nearest2d_bf16(const size_t dst_numel, const size_t w_out, const size_t h_out, const size_t* info, const bf16_t* src, bf16_t* dst) {
-    upsample_nearest2d_kernel(dst_numel, w_out, h_out, info, src, dst);
-}
-extern "C" __global__ void upsample_nearest2d_f16(const size_t dst_numel, const size_t w_out, const size_t h_out, const size_t* info, const f16_t* src, f16_t* dst) {
-    upsample_nearest2d_kernel(dst_numel, w_out, h_out, info, src, dst);
-}
-extern "C" __global__ void upsample_nearest2d_f32(const size_t dst_numel, const size_t w_out, const size_t h_out, const size_t* info, const float* src, float* dst) {
-    upsample_nearest2d_kernel(dst_numel, w_out, h_out, info, src, dst);
-}
-extern "C" __global__ void upsample_nearest2d_f64(const size_t dst_numel, const size_t w_out, const size_t h_out, const size_t* info, const double* src, double* dst) {
-    upsample_nearest2d_kernel(dst_numel, w_out, h_out, info, src, dst);
-}
+
+// The entry points, one per (pattern, values) of ops.yaml's `kernel:` patterns: generated by gen
+// from templates/hip/pool.h.j2.
+#include "pool_entries.h"

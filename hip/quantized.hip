@@ -53,6 +53,7 @@
 // of 32 lanes per output, a lane per 8 weights, decoded as dequantize does. Correct for any
 // shape; not tuned.
 #include "compat.h"
+#include "kernel_facts.h"
 
 // The dp4a path of qmatvec_q4_0 / q4_1 / q8_0 and the integer K path of qmatvec_q4_k / q6_k:
 // NVIDIA sm_80 and up (cp.async, dp4a, max.NaN).
@@ -281,8 +282,9 @@ template <typename F, typename T> __device__ void dequantize(const uint8_t* bloc
 // ---------------------------------------------------------------------------- qmatvec
 
 // Programmatic dependent launch (sm_90; no-ops elsewhere and in a plain launch). The runtime
-// launches every qmatvec_<fmt> with programmatic stream serialization (runtime/cuda.py's
-// PROGRAMMATIC_KERNELS), so they may start while the kernel before them is still running:
+// launches every qmatvec_<fmt> with programmatic stream serialization (ops.yaml's
+// PROGRAMMATIC_KERNELS, checked against qmatvec_of<F>::waits below), so they may start while
+// the kernel before them is still running:
 // nothing of device memory may be read or written before wait_for_predecessor() (it returns
 // once that kernel has finished and its writes are visible), but an L2 prefetch, which moves
 // no data into the kernel and leaves every later read coherent (L2 is the device's point of
@@ -1353,59 +1355,42 @@ template <typename F> __device__ __forceinline__ void qmatvec_fast(const uint8_t
     }
 }
 
+// qmatvec_<F>'s path, launch bounds, and whether it waits for the kernel before it (so that it
+// may be launched programmatically: ops.yaml's PROGRAMMATIC_KERNELS, which its generated entry
+// point checks against `waits`). The general path by default; q4_0, q4_1 and q8_0 the fast
+// one, q4_k and q6_k the K path (the integer one on NVIDIA sm_80 and up).
+template <typename F> struct qmatvec_of {
+    static constexpr int threads = kThreads, min_blocks = kMinBlocks;
+    static constexpr bool waits = false;
+    static __device__ __forceinline__ void run(const uint8_t* w, const float* x, float* y, size_t n, size_t k,
+                                               size_t rows) {
+        qmatvec_general<F>(w, x, y, n, k, rows);
+    }
+};
+template <typename F> struct qmatvec_fast_of {
+    static constexpr int threads = fast_launch<F>::threads, min_blocks = fast_launch<F>::min_blocks;
+    static constexpr bool waits = true;  // wait_for_predecessor (on NVIDIA sm_90, where launches are programmatic)
+    static __device__ __forceinline__ void run(const uint8_t* w, const float* x, float* y, size_t n, size_t k,
+                                               size_t rows) {
+        qmatvec_fast<F>(w, x, y, n, k, rows);
+    }
+};
+template <typename K, typename P> struct qmatvec_k_of {
+    static constexpr int threads = kThreads, min_blocks = kKMinBlocks;
+    static constexpr bool waits = true;  // wait_for_predecessor (on NVIDIA sm_90, where launches are programmatic)
+    static __device__ __forceinline__ void run(const uint8_t* w, const float* x, float* y, size_t n, size_t k,
+                                               size_t rows) {
+        qmatvec_k<K, P>(w, x, y, n, k, rows);
+    }
+};
+template <> struct qmatvec_of<q4_0> : qmatvec_fast_of<q4_0> {};
+template <> struct qmatvec_of<q4_1> : qmatvec_fast_of<q4_1> {};
+template <> struct qmatvec_of<q8_0> : qmatvec_fast_of<q8_0> {};
+template <> struct qmatvec_of<q4_k> : qmatvec_k_of<q4_k_int, q4_k_path> {};
+template <> struct qmatvec_of<q6_k> : qmatvec_k_of<q6_k_int, q6_k_path> {};
+
 }  // namespace
 
-extern "C" {
-__global__ void __launch_bounds__(fast_launch<q4_0>::threads, fast_launch<q4_0>::min_blocks) qmatvec_q4_0(const uint8_t* w, const float* x, float* y, const size_t n, const size_t k, const size_t rows);
-__global__ void __launch_bounds__(fast_launch<q4_1>::threads, fast_launch<q4_1>::min_blocks) qmatvec_q4_1(const uint8_t* w, const float* x, float* y, const size_t n, const size_t k, const size_t rows);
-__global__ void __launch_bounds__(fast_launch<q8_0>::threads, fast_launch<q8_0>::min_blocks) qmatvec_q8_0(const uint8_t* w, const float* x, float* y, const size_t n, const size_t k, const size_t rows);
-__global__ void __launch_bounds__(kThreads, kKMinBlocks) qmatvec_q4_k(const uint8_t* w, const float* x, float* y, const size_t n, const size_t k, const size_t rows);
-__global__ void __launch_bounds__(kThreads, kKMinBlocks) qmatvec_q6_k(const uint8_t* w, const float* x, float* y, const size_t n, const size_t k, const size_t rows);
-}
-
-extern "C" __global__ void dequantize_q4_0_f32(const uint8_t* blocks, float* out, const size_t numel) {
-    dequantize<q4_0>(blocks, out, numel);
-}
-extern "C" __global__ void dequantize_q4_0_f16(const uint8_t* blocks, f16_t* out, const size_t numel) {
-    dequantize<q4_0>(blocks, out, numel);
-}
-extern "C" __global__ void dequantize_q4_1_f32(const uint8_t* blocks, float* out, const size_t numel) {
-    dequantize<q4_1>(blocks, out, numel);
-}
-extern "C" __global__ void dequantize_q4_1_f16(const uint8_t* blocks, f16_t* out, const size_t numel) {
-    dequantize<q4_1>(blocks, out, numel);
-}
-extern "C" __global__ void dequantize_q8_0_f32(const uint8_t* blocks, float* out, const size_t numel) {
-    dequantize<q8_0>(blocks, out, numel);
-}
-extern "C" __global__ void dequantize_q8_0_f16(const uint8_t* blocks, f16_t* out, const size_t numel) {
-    dequantize<q8_0>(blocks, out, numel);
-}
-extern "C" __global__ void dequantize_q4_k_f32(const uint8_t* blocks, float* out, const size_t numel) {
-    dequantize<q4_k>(blocks, out, numel);
-}
-extern "C" __global__ void dequantize_q4_k_f16(const uint8_t* blocks, f16_t* out, const size_t numel) {
-    dequantize<q4_k>(blocks, out, numel);
-}
-extern "C" __global__ void dequantize_q6_k_f32(const uint8_t* blocks, float* out, const size_t numel) {
-    dequantize<q6_k>(blocks, out, numel);
-}
-extern "C" __global__ void dequantize_q6_k_f16(const uint8_t* blocks, f16_t* out, const size_t numel) {
-    dequantize<q6_k>(blocks, out, numel);
-}
-
-extern "C" __global__ void qmatvec_q4_0(const uint8_t* w, const float* x, float* y, const size_t n, const size_t k, const size_t rows) {
-    qmatvec_fast<q4_0>(w, x, y, n, k, rows);
-}
-extern "C" __global__ void qmatvec_q4_1(const uint8_t* w, const float* x, float* y, const size_t n, const size_t k, const size_t rows) {
-    qmatvec_fast<q4_1>(w, x, y, n, k, rows);
-}
-extern "C" __global__ void qmatvec_q8_0(const uint8_t* w, const float* x, float* y, const size_t n, const size_t k, const size_t rows) {
-    qmatvec_fast<q8_0>(w, x, y, n, k, rows);
-}
-extern "C" __global__ void qmatvec_q4_k(const uint8_t* w, const float* x, float* y, const size_t n, const size_t k, const size_t rows) {
-    qmatvec_k<q4_k_int, q4_k_path>(w, x, y, n, k, rows);
-}
-extern "C" __global__ void qmatvec_q6_k(const uint8_t* w, const float* x, float* y, const size_t n, const size_t k, const size_t rows) {
-    qmatvec_k<q6_k_int, q6_k_path>(w, x, y, n, k, rows);
-}
+// The entry points, one per (pattern, values) of ops.yaml's `kernel:` patterns: generated by gen
+// from templates/hip/quantized.h.j2.
+#include "quantized_entries.h"

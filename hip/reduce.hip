@@ -52,6 +52,7 @@
 // the first extreme element (states carry the index, so any split keeps "first").
 // Float sums are not in numpy's (pairwise) order: compare with a tolerance.
 #include "compat.h"
+#include "kernel_facts.h"
 
 namespace {
 
@@ -59,7 +60,7 @@ constexpr unsigned int kMaxBlock = 1024;
 constexpr size_t kWarpItemMax = 65536;     // elements of the source
 constexpr size_t kWarpPartialMax = 1024;  // partial states (pass 2)
 constexpr uint32_t kEmpty = 0xffffffffu;
-constexpr size_t kStateHeader = 16;  // pass 0: the counter, then the states (16-byte aligned)
+constexpr size_t kStateHeader = OPGEN_PASS0_HEADER;  // pass 0: the counter, then the states (16-byte aligned)
 // Strided loads in flight per thread where a thread reduces a leading dim's group; -D may
 // set it (bench/gpu.py --parts reduce-explore compares 4 to 32).
 #ifndef OPGEN_STRIDED_LOADS
@@ -584,14 +585,28 @@ template <typename T> __device__ __forceinline__ extreme_policy<T> extreme_of(bo
     return extreme_policy<T>{is_max, arg};
 }
 
+// fast_<op>_<dt>: one pass, each group by a thread, a warp or a block; `Op` is the op's code
+// (generated/kernel_facts.h: ops.yaml's reduce ops, in order).
+template <uint32_t Op, typename T>
+__device__ __forceinline__ void reduce_fast(const size_t src_numel, const size_t el, const size_t num_dims,
+                                            const size_t* info, const T* src, void* dst) {
+    static_assert(Op < OPGEN_REDUCE_COUNT, "an op of ops.yaml's reduce section");
+    if constexpr (Op == OPGEN_REDUCE_SUM) {
+        reduce_groups(sum_of<T>(), src_numel, el, num_dims, info, 1, src, dst, false);
+    } else {
+        reduce_groups(extreme_of<T>(Op == OPGEN_REDUCE_MAX || Op == OPGEN_REDUCE_ARGMAX,
+                                    Op == OPGEN_REDUCE_ARGMIN || Op == OPGEN_REDUCE_ARGMAX),
+                      src_numel, el, num_dims, info, 1, src, dst, false);
+    }
+}
 
 // The passes of a chunked reduction (see the top of the file).
 template <typename T>
 __device__ __forceinline__ void reduce_chunks(const uint32_t op, const uint32_t pass, const size_t src_numel,
                                               const size_t el, const size_t num_dims, const size_t* info,
                                               const size_t chunks, const T* src, void* partial, void* dst) {
-    if (el == 0 || op > 4u) return;
-    if (op == 0u) {
+    if (el == 0 || op >= OPGEN_REDUCE_COUNT) return;
+    if (op == OPGEN_REDUCE_SUM) {
         if (pass == 0u) {
             reduce_once(sum_of<T>(), src_numel, el, num_dims, info, chunks, src, partial, dst);
         } else if (pass == 1u) {
@@ -600,7 +615,8 @@ __device__ __forceinline__ void reduce_chunks(const uint32_t op, const uint32_t 
             reduce_finish(sum_of<T>(), src_numel / el, chunks, partial, dst, blockIdx.x, gridDim.x);
         }
     } else {
-        const extreme_policy<T> pol = extreme_of<T>(op == 2u || op == 4u, op >= 3u);
+        const extreme_policy<T> pol = extreme_of<T>(op == OPGEN_REDUCE_MAX || op == OPGEN_REDUCE_ARGMAX,
+                                                     op == OPGEN_REDUCE_ARGMIN || op == OPGEN_REDUCE_ARGMAX);
         if (pass == 0u) {
             reduce_once(pol, src_numel, el, num_dims, info, chunks, src, partial, dst);
         } else if (pass == 1u) {
@@ -613,177 +629,6 @@ __device__ __forceinline__ void reduce_chunks(const uint32_t op, const uint32_t 
 
 }  // namespace
 
-// Declarations first: they carry the launch bounds (any block of up to 1024 threads must
-// fit the registers; NVRTC takes them from the declaration). The definitions follow in
-// the one form that gen's signature scan reads.
-extern "C" {
-__global__ void __launch_bounds__(1024) fast_sum_u8(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const uint8_t* src, uint8_t* dst);
-__global__ void __launch_bounds__(1024) fast_sum_u32(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const uint32_t* src, uint32_t* dst);
-__global__ void __launch_bounds__(1024) fast_sum_i64(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const int64_t* src, int64_t* dst);
-__global__ void __launch_bounds__(1024) fast_sum_bf16(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const bf16_t* src, bf16_t* dst);
-__global__ void __launch_bounds__(1024) fast_sum_f16(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const f16_t* src, f16_t* dst);
-__global__ void __launch_bounds__(1024) fast_sum_f32(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const float* src, float* dst);
-__global__ void __launch_bounds__(1024) fast_sum_f64(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const double* src, double* dst);
-__global__ void __launch_bounds__(1024) fast_min_u8(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const uint8_t* src, uint8_t* dst);
-__global__ void __launch_bounds__(1024) fast_min_u32(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const uint32_t* src, uint32_t* dst);
-__global__ void __launch_bounds__(1024) fast_min_i64(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const int64_t* src, int64_t* dst);
-__global__ void __launch_bounds__(1024) fast_min_bf16(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const bf16_t* src, bf16_t* dst);
-__global__ void __launch_bounds__(1024) fast_min_f16(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const f16_t* src, f16_t* dst);
-__global__ void __launch_bounds__(1024) fast_min_f32(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const float* src, float* dst);
-__global__ void __launch_bounds__(1024) fast_min_f64(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const double* src, double* dst);
-__global__ void __launch_bounds__(1024) fast_max_u8(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const uint8_t* src, uint8_t* dst);
-__global__ void __launch_bounds__(1024) fast_max_u32(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const uint32_t* src, uint32_t* dst);
-__global__ void __launch_bounds__(1024) fast_max_i64(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const int64_t* src, int64_t* dst);
-__global__ void __launch_bounds__(1024) fast_max_bf16(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const bf16_t* src, bf16_t* dst);
-__global__ void __launch_bounds__(1024) fast_max_f16(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const f16_t* src, f16_t* dst);
-__global__ void __launch_bounds__(1024) fast_max_f32(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const float* src, float* dst);
-__global__ void __launch_bounds__(1024) fast_max_f64(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const double* src, double* dst);
-__global__ void __launch_bounds__(1024) fast_argmin_u8(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const uint8_t* src, uint32_t* dst);
-__global__ void __launch_bounds__(1024) fast_argmin_u32(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const uint32_t* src, uint32_t* dst);
-__global__ void __launch_bounds__(1024) fast_argmin_i64(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const int64_t* src, uint32_t* dst);
-__global__ void __launch_bounds__(1024) fast_argmin_bf16(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const bf16_t* src, uint32_t* dst);
-__global__ void __launch_bounds__(1024) fast_argmin_f16(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const f16_t* src, uint32_t* dst);
-__global__ void __launch_bounds__(1024) fast_argmin_f32(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const float* src, uint32_t* dst);
-__global__ void __launch_bounds__(1024) fast_argmin_f64(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const double* src, uint32_t* dst);
-__global__ void __launch_bounds__(1024) fast_argmax_u8(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const uint8_t* src, uint32_t* dst);
-__global__ void __launch_bounds__(1024) fast_argmax_u32(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const uint32_t* src, uint32_t* dst);
-__global__ void __launch_bounds__(1024) fast_argmax_i64(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const int64_t* src, uint32_t* dst);
-__global__ void __launch_bounds__(1024) fast_argmax_bf16(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const bf16_t* src, uint32_t* dst);
-__global__ void __launch_bounds__(1024) fast_argmax_f16(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const f16_t* src, uint32_t* dst);
-__global__ void __launch_bounds__(1024) fast_argmax_f32(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const float* src, uint32_t* dst);
-__global__ void __launch_bounds__(1024) fast_argmax_f64(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const double* src, uint32_t* dst);
-__global__ void __launch_bounds__(1024) reduce_chunks_u8(const uint32_t op, const uint32_t pass, const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const size_t chunks, const uint8_t* src, void* partial, void* dst);
-__global__ void __launch_bounds__(1024) reduce_chunks_u32(const uint32_t op, const uint32_t pass, const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const size_t chunks, const uint32_t* src, void* partial, void* dst);
-__global__ void __launch_bounds__(1024) reduce_chunks_i64(const uint32_t op, const uint32_t pass, const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const size_t chunks, const int64_t* src, void* partial, void* dst);
-__global__ void __launch_bounds__(1024) reduce_chunks_bf16(const uint32_t op, const uint32_t pass, const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const size_t chunks, const bf16_t* src, void* partial, void* dst);
-__global__ void __launch_bounds__(1024) reduce_chunks_f16(const uint32_t op, const uint32_t pass, const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const size_t chunks, const f16_t* src, void* partial, void* dst);
-__global__ void __launch_bounds__(1024) reduce_chunks_f32(const uint32_t op, const uint32_t pass, const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const size_t chunks, const float* src, void* partial, void* dst);
-__global__ void __launch_bounds__(1024) reduce_chunks_f64(const uint32_t op, const uint32_t pass, const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const size_t chunks, const double* src, void* partial, void* dst);
-}
-
-extern "C" __global__ void fast_sum_u8(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const uint8_t* src, uint8_t* dst) {
-    reduce_groups(sum_of<uint8_t>(), src_numel, el_to_sum_per_block, num_dims, info, 1, src, dst, false);
-}
-extern "C" __global__ void fast_sum_u32(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const uint32_t* src, uint32_t* dst) {
-    reduce_groups(sum_of<uint32_t>(), src_numel, el_to_sum_per_block, num_dims, info, 1, src, dst, false);
-}
-extern "C" __global__ void fast_sum_i64(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const int64_t* src, int64_t* dst) {
-    reduce_groups(sum_of<int64_t>(), src_numel, el_to_sum_per_block, num_dims, info, 1, src, dst, false);
-}
-extern "C" __global__ void fast_sum_bf16(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const bf16_t* src, bf16_t* dst) {
-    reduce_groups(sum_of<bf16_t>(), src_numel, el_to_sum_per_block, num_dims, info, 1, src, dst, false);
-}
-extern "C" __global__ void fast_sum_f16(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const f16_t* src, f16_t* dst) {
-    reduce_groups(sum_of<f16_t>(), src_numel, el_to_sum_per_block, num_dims, info, 1, src, dst, false);
-}
-extern "C" __global__ void fast_sum_f32(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const float* src, float* dst) {
-    reduce_groups(sum_of<float>(), src_numel, el_to_sum_per_block, num_dims, info, 1, src, dst, false);
-}
-extern "C" __global__ void fast_sum_f64(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const double* src, double* dst) {
-    reduce_groups(sum_of<double>(), src_numel, el_to_sum_per_block, num_dims, info, 1, src, dst, false);
-}
-extern "C" __global__ void fast_min_u8(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const uint8_t* src, uint8_t* dst) {
-    reduce_groups(extreme_of<uint8_t>(false, false), src_numel, el_to_sum_per_block, num_dims, info, 1, src, dst, false);
-}
-extern "C" __global__ void fast_min_u32(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const uint32_t* src, uint32_t* dst) {
-    reduce_groups(extreme_of<uint32_t>(false, false), src_numel, el_to_sum_per_block, num_dims, info, 1, src, dst, false);
-}
-extern "C" __global__ void fast_min_i64(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const int64_t* src, int64_t* dst) {
-    reduce_groups(extreme_of<int64_t>(false, false), src_numel, el_to_sum_per_block, num_dims, info, 1, src, dst, false);
-}
-extern "C" __global__ void fast_min_bf16(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const bf16_t* src, bf16_t* dst) {
-    reduce_groups(extreme_of<bf16_t>(false, false), src_numel, el_to_sum_per_block, num_dims, info, 1, src, dst, false);
-}
-extern "C" __global__ void fast_min_f16(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const f16_t* src, f16_t* dst) {
-    reduce_groups(extreme_of<f16_t>(false, false), src_numel, el_to_sum_per_block, num_dims, info, 1, src, dst, false);
-}
-extern "C" __global__ void fast_min_f32(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const float* src, float* dst) {
-    reduce_groups(extreme_of<float>(false, false), src_numel, el_to_sum_per_block, num_dims, info, 1, src, dst, false);
-}
-extern "C" __global__ void fast_min_f64(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const double* src, double* dst) {
-    reduce_groups(extreme_of<double>(false, false), src_numel, el_to_sum_per_block, num_dims, info, 1, src, dst, false);
-}
-extern "C" __global__ void fast_max_u8(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const uint8_t* src, uint8_t* dst) {
-    reduce_groups(extreme_of<uint8_t>(true, false), src_numel, el_to_sum_per_block, num_dims, info, 1, src, dst, false);
-}
-extern "C" __global__ void fast_max_u32(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const uint32_t* src, uint32_t* dst) {
-    reduce_groups(extreme_of<uint32_t>(true, false), src_numel, el_to_sum_per_block, num_dims, info, 1, src, dst, false);
-}
-extern "C" __global__ void fast_max_i64(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const int64_t* src, int64_t* dst) {
-    reduce_groups(extreme_of<int64_t>(true, false), src_numel, el_to_sum_per_block, num_dims, info, 1, src, dst, false);
-}
-extern "C" __global__ void fast_max_bf16(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const bf16_t* src, bf16_t* dst) {
-    reduce_groups(extreme_of<bf16_t>(true, false), src_numel, el_to_sum_per_block, num_dims, info, 1, src, dst, false);
-}
-extern "C" __global__ void fast_max_f16(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const f16_t* src, f16_t* dst) {
-    reduce_groups(extreme_of<f16_t>(true, false), src_numel, el_to_sum_per_block, num_dims, info, 1, src, dst, false);
-}
-extern "C" __global__ void fast_max_f32(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const float* src, float* dst) {
-    reduce_groups(extreme_of<float>(true, false), src_numel, el_to_sum_per_block, num_dims, info, 1, src, dst, false);
-}
-extern "C" __global__ void fast_max_f64(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const double* src, double* dst) {
-    reduce_groups(extreme_of<double>(true, false), src_numel, el_to_sum_per_block, num_dims, info, 1, src, dst, false);
-}
-extern "C" __global__ void fast_argmin_u8(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const uint8_t* src, uint32_t* dst) {
-    reduce_groups(extreme_of<uint8_t>(false, true), src_numel, el_to_sum_per_block, num_dims, info, 1, src, dst, false);
-}
-extern "C" __global__ void fast_argmin_u32(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const uint32_t* src, uint32_t* dst) {
-    reduce_groups(extreme_of<uint32_t>(false, true), src_numel, el_to_sum_per_block, num_dims, info, 1, src, dst, false);
-}
-extern "C" __global__ void fast_argmin_i64(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const int64_t* src, uint32_t* dst) {
-    reduce_groups(extreme_of<int64_t>(false, true), src_numel, el_to_sum_per_block, num_dims, info, 1, src, dst, false);
-}
-extern "C" __global__ void fast_argmin_bf16(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const bf16_t* src, uint32_t* dst) {
-    reduce_groups(extreme_of<bf16_t>(false, true), src_numel, el_to_sum_per_block, num_dims, info, 1, src, dst, false);
-}
-extern "C" __global__ void fast_argmin_f16(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const f16_t* src, uint32_t* dst) {
-    reduce_groups(extreme_of<f16_t>(false, true), src_numel, el_to_sum_per_block, num_dims, info, 1, src, dst, false);
-}
-extern "C" __global__ void fast_argmin_f32(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const float* src, uint32_t* dst) {
-    reduce_groups(extreme_of<float>(false, true), src_numel, el_to_sum_per_block, num_dims, info, 1, src, dst, false);
-}
-extern "C" __global__ void fast_argmin_f64(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const double* src, uint32_t* dst) {
-    reduce_groups(extreme_of<double>(false, true), src_numel, el_to_sum_per_block, num_dims, info, 1, src, dst, false);
-}
-extern "C" __global__ void fast_argmax_u8(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const uint8_t* src, uint32_t* dst) {
-    reduce_groups(extreme_of<uint8_t>(true, true), src_numel, el_to_sum_per_block, num_dims, info, 1, src, dst, false);
-}
-extern "C" __global__ void fast_argmax_u32(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const uint32_t* src, uint32_t* dst) {
-    reduce_groups(extreme_of<uint32_t>(true, true), src_numel, el_to_sum_per_block, num_dims, info, 1, src, dst, false);
-}
-extern "C" __global__ void fast_argmax_i64(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const int64_t* src, uint32_t* dst) {
-    reduce_groups(extreme_of<int64_t>(true, true), src_numel, el_to_sum_per_block, num_dims, info, 1, src, dst, false);
-}
-extern "C" __global__ void fast_argmax_bf16(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const bf16_t* src, uint32_t* dst) {
-    reduce_groups(extreme_of<bf16_t>(true, true), src_numel, el_to_sum_per_block, num_dims, info, 1, src, dst, false);
-}
-extern "C" __global__ void fast_argmax_f16(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const f16_t* src, uint32_t* dst) {
-    reduce_groups(extreme_of<f16_t>(true, true), src_numel, el_to_sum_per_block, num_dims, info, 1, src, dst, false);
-}
-extern "C" __global__ void fast_argmax_f32(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const float* src, uint32_t* dst) {
-    reduce_groups(extreme_of<float>(true, true), src_numel, el_to_sum_per_block, num_dims, info, 1, src, dst, false);
-}
-extern "C" __global__ void fast_argmax_f64(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const double* src, uint32_t* dst) {
-    reduce_groups(extreme_of<double>(true, true), src_numel, el_to_sum_per_block, num_dims, info, 1, src, dst, false);
-}
-extern "C" __global__ void reduce_chunks_u8(const uint32_t op, const uint32_t pass, const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const size_t chunks, const uint8_t* src, void* partial, void* dst) {
-    reduce_chunks(op, pass, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst);
-}
-extern "C" __global__ void reduce_chunks_u32(const uint32_t op, const uint32_t pass, const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const size_t chunks, const uint32_t* src, void* partial, void* dst) {
-    reduce_chunks(op, pass, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst);
-}
-extern "C" __global__ void reduce_chunks_i64(const uint32_t op, const uint32_t pass, const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const size_t chunks, const int64_t* src, void* partial, void* dst) {
-    reduce_chunks(op, pass, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst);
-}
-extern "C" __global__ void reduce_chunks_bf16(const uint32_t op, const uint32_t pass, const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const size_t chunks, const bf16_t* src, void* partial, void* dst) {
-    reduce_chunks(op, pass, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst);
-}
-extern "C" __global__ void reduce_chunks_f16(const uint32_t op, const uint32_t pass, const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const size_t chunks, const f16_t* src, void* partial, void* dst) {
-    reduce_chunks(op, pass, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst);
-}
-extern "C" __global__ void reduce_chunks_f32(const uint32_t op, const uint32_t pass, const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const size_t chunks, const float* src, void* partial, void* dst) {
-    reduce_chunks(op, pass, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst);
-}
-extern "C" __global__ void reduce_chunks_f64(const uint32_t op, const uint32_t pass, const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const size_t chunks, const double* src, void* partial, void* dst) {
-    reduce_chunks(op, pass, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst);
-}
+// The entry points, one per (pattern, values) of ops.yaml's `kernel:` patterns: generated by gen
+// from templates/hip/reduce.h.j2.
+#include "reduce_entries.h"

@@ -18,6 +18,7 @@ import threading
 
 import numpy as np
 
+from generated.kernel_facts import PROGRAMMATIC_KERNELS
 from runtime.errors import BackendUnavailable
 from runtime.gpu import interop as gpu_interop
 from runtime.gpu.cudnn import Cudnn
@@ -73,13 +74,12 @@ class _LaunchAttribute(ctypes.Structure):
 #: CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION (cuda.h's CUlaunchAttributeID).
 _PROGRAMMATIC_SERIALIZATION = 6
 
-#: Kernels launched with programmatic stream serialization (compute capability 9.0 and up):
-#: each executes griddepcontrol.wait before it reads or writes device memory (all it does
-#: before is an L2 prefetch of its weights), so it may start while the kernel before it in
-#: the stream still runs, and its launch and first loads overlap that kernel's end
-#: (hip/quantized.hip, at wait_for_predecessor). A kernel named here that did not wait
-#: would race with its predecessor: add one only with that wait.
-PROGRAMMATIC_KERNELS = frozenset({"qmatvec_q4_0", "qmatvec_q4_1", "qmatvec_q8_0", "qmatvec_q4_k", "qmatvec_q6_k"})
+#: PROGRAMMATIC_KERNELS (ops.yaml's kernel_facts): kernels launched with programmatic stream
+#: serialization (compute capability 9.0 and up): each executes griddepcontrol.wait before it
+#: reads or writes device memory (all it does before is an L2 prefetch of its weights), so it
+#: may start while the kernel before it in the stream still runs, and its launch and first
+#: loads overlap that kernel's end (hip/quantized.hip, at wait_for_predecessor; its generated
+#: entry points assert that each kernel named there waits).
 
 
 # cuInit failures, by error name (the enum's members differ between cuda-python releases).

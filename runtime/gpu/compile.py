@@ -39,6 +39,8 @@ from typing import Callable, Iterable, Iterator, Mapping
 from runtime.gpu.errors import CompileError, CompilerUnavailable, KernelCacheWarning
 
 HIP_DIR = Path(__file__).resolve().parents[2] / "hip"
+#: gen's headers: kernel_facts.h and each hip/<name>.hip's <name>_entries.h (its entry points)
+GENERATED_DIR = Path(__file__).resolve().parents[2] / "generated"
 
 #: The targets CI compiles every kernel source for. AMD: CDNA2 (MI200, wave64), CDNA3
 #: (MI300, wave64), RDNA2 and RDNA3 (wave32). Where the installed ROCm's comgr lacks a
@@ -71,9 +73,10 @@ def kernel_names(source: str) -> list[str]:
     return _ENTRY.findall(_COMMENT.sub("", source))
 
 
-def kernel_headers(hip_dir: Path = HIP_DIR) -> dict[str, str]:
-    """The project's headers (hip/*.h) by include name."""
-    return {p.name: p.read_text() for p in sorted(Path(hip_dir).glob("*.h"))}
+def kernel_headers(hip_dir: Path = HIP_DIR, generated_dir: Path = GENERATED_DIR) -> dict[str, str]:
+    """The project's headers by include name: hip/*.h, and generated/*.h (gen's)."""
+    paths = [*sorted(Path(hip_dir).glob("*.h")), *sorted(Path(generated_dir).glob("*.h"))]
+    return {p.name: p.read_text() for p in paths}
 
 
 # --------------------------------------------------------------------------- NVRTC

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from generated.kernel_facts import KernelPattern as K
 from runtime.gpu.launch import BLOCK
 from runtime.gpu.memory import GpuBuffer, _fits, _same_ordinal
 from runtime.layout import Layout
@@ -46,10 +47,10 @@ class Convolutions:
     `_sms`, `_info`, `_entry`, and Elementwise's `_dense`."""
 
     # -- convolutions, pooling, upsampling: one thread per output element ---------------------
-    def _nn(self, op: str, buf: GpuBuffer, layout: Layout, table: dict, out_shape: tuple[int, ...],
+    def _nn(self, op: str, pattern: K, buf: GpuBuffer, layout: Layout, table: dict, out_shape: tuple[int, ...],
             head: tuple, info_of: tuple, tail: tuple) -> GpuBuffer:
         """Launch (dst_numel, *head, info, *tail, dst) over a fresh contiguous output."""
-        fn = self._entry(table, buf.dtype, op)
+        fn = self._entry(table, (pattern, buf.dtype), op)
         _fits(op, self.name, buf, layout)
         out = self.alloc(buf.ordinal, math.prod(out_shape), buf.dtype)
         if out.size:
@@ -75,7 +76,7 @@ class Convolutions:
                                  p.stride, p.padding, 0, p.dilation, (sb, sc, 0, sl))
         if self._conv_by_gemm(buf, kernel, geometry, CONV_GEMM_DTYPES):
             return self._conv_gemm("conv1d", buf, layout, kernel, kernel_layout, table, geometry)
-        return self._nn("conv1d", buf, layout, table, (p.b_size, p.c_out, p.l_out()),
+        return self._nn("conv1d", K.CONV1D_SELF, buf, layout, table, (p.b_size, p.c_out, p.l_out()),
                         (p.l_out(), p.stride, p.padding, p.dilation), info_of, ptrs)
 
     def conv_transpose1d(self, buf, layout, kernel, kernel_layout, p, table):
@@ -92,7 +93,7 @@ class Convolutions:
                                    geometry, flipped=True)
         if self._conv_by_gemm(buf, kernel, geometry, CONV_TRANSPOSE_GEMM_DTYPES):
             return self._conv_transpose_gemm("conv_transpose1d", buf, layout, kernel, kernel_layout, table, geometry)
-        return self._nn("conv_transpose1d", buf, layout, table, (p.b_size, p.c_out, p.l_out()),
+        return self._nn("conv_transpose1d", K.CONV_TRANSPOSE1D_SELF, buf, layout, table, (p.b_size, p.c_out, p.l_out()),
                         (p.l_out(), p.stride, p.padding, p.output_padding, p.dilation), info_of, ptrs)
 
     def conv2d(self, buf, layout, kernel, kernel_layout, p, table):
@@ -106,7 +107,7 @@ class Convolutions:
                                  p.padding, p.dilation, tuple(layout.stride))
         if self._conv_by_gemm(buf, kernel, geometry, CONV_GEMM_DTYPES):
             return self._conv_gemm("conv2d", buf, layout, kernel, kernel_layout, table, geometry)
-        return self._nn("conv2d", buf, layout, table, (p.b_size, p.c_out, p.out_h(), p.out_w()),
+        return self._nn("conv2d", K.CONV2D_SELF, buf, layout, table, (p.b_size, p.c_out, p.out_h(), p.out_w()),
                         (p.out_w(), p.out_h(), p.stride, p.padding, p.dilation), info_of, ptrs)
 
     def conv_transpose2d(self, buf, layout, kernel, kernel_layout, p, table):
@@ -123,7 +124,8 @@ class Convolutions:
                                    geometry, flipped=True)
         if self._conv_by_gemm(buf, kernel, geometry, CONV_TRANSPOSE_GEMM_DTYPES):
             return self._conv_transpose_gemm("conv_transpose2d", buf, layout, kernel, kernel_layout, table, geometry)
-        return self._nn("conv_transpose2d", buf, layout, table, (p.b_size, p.c_out, p.out_h(), p.out_w()),
+        return self._nn("conv_transpose2d", K.CONV_TRANSPOSE2D_SELF, buf, layout, table,
+                        (p.b_size, p.c_out, p.out_h(), p.out_w()),
                         (p.out_w(), p.out_h(), p.stride, p.padding, p.output_padding, p.dilation), info_of, ptrs)
 
     # -- convolutions through the BLAS: im2col + GEMM, GEMM + col2im ---------------------------
@@ -150,8 +152,8 @@ class Convolutions:
         `flipped`: a transposed convolution of stride 1, kernel_layout its kernel viewed as
         (c_out, c_in, ..): the taps read the input backwards (hip/conv.hip's im2col)."""
         dtype, ordinal, itemsize = buf.dtype, buf.ordinal, buf.dtype.itemsize
-        weights, _ = self._dense(kernel, kernel_layout, self._entry(table, ("copy_strided_{self}", dtype), op))
-        im2col = self._entry(table, ("im2col_{self}", dtype), op)
+        weights, _ = self._dense(kernel, kernel_layout, self._entry(table, (K.COPY_STRIDED_SELF, dtype), op))
+        im2col = self._entry(table, (K.IM2COL_SELF, dtype), op)
         taps, positions = g.c_in * g.k_h * g.k_w, g.h_out * g.w_out
         out = self.alloc(ordinal, g.batch * g.c_out * positions, dtype)
         per_batch = max(1, CONV_COLUMN_BYTES // (taps * positions * itemsize))
@@ -175,10 +177,10 @@ class Convolutions:
         """col[b] (c_out * taps, inputs) = kernel^T (c_out * taps, c_in) @ x[b] (c_in, inputs)
         through the BLAS, then col2im_<dt> sums each output's taps; batches in chunks."""
         dtype, ordinal, itemsize = buf.dtype, buf.ordinal, buf.dtype.itemsize
-        copy = self._entry(table, ("copy_strided_{self}", dtype), op)
+        copy = self._entry(table, (K.COPY_STRIDED_SELF, dtype), op)
         weights, _ = self._dense(kernel, kernel_layout, copy)
         x, _ = self._dense(buf, layout, copy)
-        col2im = self._entry(table, ("col2im_{self}", dtype), op)
+        col2im = self._entry(table, (K.COL2IM_SELF, dtype), op)
         taps, inputs, positions = g.c_out * g.k_h * g.k_w, g.h_in * g.w_in, g.h_out * g.w_out
         out = self.alloc(ordinal, g.batch * g.c_out * positions, dtype)
         chunk = min(g.batch, max(1, CONV_COLUMN_BYTES // (taps * inputs * itemsize)))
@@ -195,25 +197,26 @@ class Convolutions:
                    out.ptr + b0 * g.c_out * positions * itemsize)
         return out
 
-    def _pool(self, op, buf, layout, kernel_size, stride, table):
+    def _pool(self, op, pattern, buf, layout, kernel_size, stride, table):
         (kh, kw), (sh, sw) = kernel_size, stride
         b, c, h, w = layout.shape
         out_shape = (b, c, (h - kh) // sh + 1, (w - kw) // sw + 1)
-        return self._nn(op, buf, layout, table, out_shape, (kw, kh, sw, sh), (layout.shape, layout.stride),
+        return self._nn(op, pattern, buf, layout, table, out_shape, (kw, kh, sw, sh), (layout.shape, layout.stride),
                         (buf.at(layout),))
 
     def avg_pool2d(self, buf, layout, kernel_size, stride, table):
-        return self._pool("avg_pool2d", buf, layout, kernel_size, stride, table)
+        return self._pool("avg_pool2d", K.AVG_POOL2D_SELF, buf, layout, kernel_size, stride, table)
 
     def max_pool2d(self, buf, layout, kernel_size, stride, table):
-        return self._pool("max_pool2d", buf, layout, kernel_size, stride, table)
+        return self._pool("max_pool2d", K.MAX_POOL2D_SELF, buf, layout, kernel_size, stride, table)
 
     def upsample_nearest1d(self, buf, layout, size, table):
         b, c, _ = layout.shape
-        return self._nn("upsample_nearest1d", buf, layout, table, (b, c, size), (size,),
+        return self._nn("upsample_nearest1d", K.UPSAMPLE_NEAREST1D_SELF, buf, layout, table, (b, c, size), (size,),
                         (layout.shape, layout.stride), (buf.at(layout),))
 
     def upsample_nearest2d(self, buf, layout, height, width, table):
         b, c, _, _ = layout.shape
-        return self._nn("upsample_nearest2d", buf, layout, table, (b, c, height, width), (width, height),
+        return self._nn("upsample_nearest2d", K.UPSAMPLE_NEAREST2D_SELF, buf, layout, table, (b, c, height, width),
+                        (width, height),
                         (layout.shape, layout.stride), (buf.at(layout),))

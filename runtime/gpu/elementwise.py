@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from generated.kernel_facts import KernelPattern as K
 from runtime.errors import DTypeMismatch, ShapeMismatch
 from runtime.gpu.launch import BLOCK, DeviceStream
 from runtime.gpu.memory import GpuBuffer, _fits, _same_ordinal
@@ -111,11 +112,11 @@ class Elementwise:
     cmp = binary  # same kernels' shape: the Kernel's result dtype (u8) sizes the output
 
     # -- ops through the hand-written kernels: `table` is the op's launch table --------------
-    def _map(self, op: str, buf: GpuBuffer, layout: Layout, table: dict, key=None, out_dtype=None, extra=(),
+    def _map(self, op: str, buf: GpuBuffer, layout: Layout, table: dict, key: tuple, out_dtype=None, extra=(),
              before=()):
         """The common shape (numel, num_dims, info, [before...], inp, out, [extra...]): a
         strided input, a contiguous output of the layout's shape."""
-        fn = self._entry(table, buf.dtype if key is None else key, op)
+        fn = self._entry(table, key, op)
         _fits(op, self.name, buf, layout)
         out = self.alloc(buf.ordinal, layout.elem_count, out_dtype or buf.dtype)
         if out.size:
@@ -126,20 +127,22 @@ class Elementwise:
         return out
 
     def affine(self, buf: GpuBuffer, layout: Layout, mul: float, add: float, table: dict) -> GpuBuffer:
-        return self._map("affine", buf, layout, table, extra=(_scalar(mul, buf.dtype), _scalar(add, buf.dtype)))
+        return self._map("affine", buf, layout, table, (K.AFFINE_SELF, buf.dtype),
+                         extra=(_scalar(mul, buf.dtype), _scalar(add, buf.dtype)))
 
     def powf(self, buf: GpuBuffer, layout: Layout, exponent: float, table: dict) -> GpuBuffer:
-        return self._map("powf", buf, layout, table, before=(float(exponent),))
+        return self._map("powf", buf, layout, table, (K.POWF_SELF, buf.dtype), before=(float(exponent),))
 
     def elu(self, buf: GpuBuffer, layout: Layout, alpha: float, table: dict) -> GpuBuffer:
-        return self._map("elu", buf, layout, table, before=(_scalar(alpha, buf.dtype),))
+        return self._map("elu", buf, layout, table, (K.ELU_SELF, buf.dtype), before=(_scalar(alpha, buf.dtype),))
 
     def to_dtype(self, buf: GpuBuffer, layout: Layout, dtype, table: dict) -> GpuBuffer:
-        return self._map("to_dtype", buf, layout, table, key=(buf.dtype, dtype.numpy), out_dtype=dtype.numpy)
+        return self._map("to_dtype", buf, layout, table, (K.CAST_SELF_DTYPE, buf.dtype, dtype.numpy),
+                         out_dtype=dtype.numpy)
 
     def where_cond(self, buf: GpuBuffer, layout: Layout, on_true: GpuBuffer, true_layout: Layout,
                    on_false: GpuBuffer, false_layout: Layout, table: dict) -> GpuBuffer:
-        fn = self._entry(table, (buf.dtype, on_true.dtype), "where_cond")
+        fn = self._entry(table, (K.WHERE_COND_SELF_ON_TRUE, buf.dtype, on_true.dtype), "where_cond")
         for b, l in ((buf, layout), (on_true, true_layout), (on_false, false_layout)):
             _fits("where_cond", self.name, b, l)
             _same_ordinal("where_cond", self.name, buf, b)
@@ -154,7 +157,7 @@ class Elementwise:
         return out
 
     def const_set(self, buf: GpuBuffer, value, layout: Layout, table: dict) -> None:
-        fn = self._entry(table, buf.dtype, "const_set")
+        fn = self._entry(table, (K.CONST_SET_SELF, buf.dtype), "const_set")
         _fits("const_set", self.name, buf, layout)
         if layout.elem_count:
             stream = self.stream(buf.ordinal)
@@ -164,7 +167,7 @@ class Elementwise:
 
     def copy_strided_src(self, buf: GpuBuffer, dst: GpuBuffer, dst_offset: int, src_layout: Layout,
                          table: dict) -> None:
-        fn = self._entry(table, buf.dtype, "copy_strided_src")
+        fn = self._entry(table, (K.COPY_STRIDED_SELF, buf.dtype), "copy_strided_src")
         _fits("copy_strided_src", self.name, buf, src_layout)
         if dst_offset + src_layout.elem_count > dst.size:
             raise ShapeMismatch("copy_strided_src", self.name, f"at most {dst.size - dst_offset} elements",
@@ -182,7 +185,7 @@ class Elementwise:
 
     def copy2d(self, buf: GpuBuffer, dst: GpuBuffer, d1: int, d2: int, src_stride1: int, dst_stride1: int,
                src_offset: int, dst_offset: int, table: dict) -> None:
-        fn = self._entry(table, buf.dtype, "copy2d")
+        fn = self._entry(table, (K.COPY2D_SELF, buf.dtype), "copy2d")
         if d1 and d2:
             last_src = src_offset + (d1 - 1) * src_stride1 + d2
             last_dst = dst_offset + (d1 - 1) * dst_stride1 + d2

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from generated.kernel_facts import KernelPattern as K
 from runtime.errors import ShapeMismatch
 from runtime.gpu.launch import BLOCK
 from runtime.gpu.memory import GpuBuffer, _fits, _same_ordinal
@@ -79,7 +80,7 @@ class Indexing:
                                 "an id out of range (found by the kernel; reported at this synchronization)")
 
     def gather(self, buf, layout, ids, ids_layout, dim, table):
-        fn = self._entry(table, (ids.dtype, buf.dtype), "gather")
+        fn = self._entry(table, (K.GATHER_IDS_SELF, ids.dtype, buf.dtype), "gather")
         _fits("gather", self.name, buf, layout)
         bad = self._id_flag("gather", buf, ids, ids_layout, layout.shape[dim])
         out = self.alloc(buf.ordinal, ids_layout.elem_count, buf.dtype)
@@ -90,8 +91,8 @@ class Indexing:
                dim, ids.at(ids_layout), buf.at(layout), out.ptr, layout.shape[dim], bad)
         return out
 
-    def _scatter(self, op, buf, layout, ids, ids_layout, src, src_layout, dim, table):
-        fn = self._entry(table, (ids.dtype, buf.dtype), op)
+    def _scatter(self, op, pattern, buf, layout, ids, ids_layout, src, src_layout, dim, table):
+        fn = self._entry(table, (pattern, ids.dtype, buf.dtype), op)
         _fits(op, self.name, buf, layout)
         _fits(op, self.name, src, src_layout)
         bad = self._id_flag(op, buf, ids, ids_layout, layout.shape[dim])
@@ -103,16 +104,16 @@ class Indexing:
                bad)
 
     def scatter_set(self, buf, layout, ids, ids_layout, src, src_layout, dim, table):
-        self._scatter("scatter_set", buf, layout, ids, ids_layout, src, src_layout, dim, table)
+        self._scatter("scatter_set", K.SCATTER_SET_IDS_SELF, buf, layout, ids, ids_layout, src, src_layout, dim, table)
 
     def scatter_add(self, buf, layout, ids, ids_layout, src, src_layout, dim, table):
-        self._scatter("scatter_add", buf, layout, ids, ids_layout, src, src_layout, dim, table)
+        self._scatter("scatter_add", K.SCATTER_ADD_IDS_SELF, buf, layout, ids, ids_layout, src, src_layout, dim, table)
 
     def index_select(self, buf, ids, layout, ids_layout, dim, table):
-        fn = self._entry(table, (ids.dtype, buf.dtype), "index_select")
+        fn = self._entry(table, (K.INDEX_SELECT_IDS_SELF, ids.dtype, buf.dtype), "index_select")
         _fits("index_select", self.name, buf, layout)
         bad = self._id_flag("index_select", buf, ids, ids_layout, layout.shape[dim])
-        src, src_layout = self._dense(buf, layout, self._entry(table, buf.dtype, "index_select"))
+        src, src_layout = self._dense(buf, layout, self._entry(table, (K.COPY_STRIDED_SELF, buf.dtype), "index_select"))
         left, right = math.prod(layout.shape[:dim]), math.prod(layout.shape[dim + 1:])
         n_ids = ids_layout.elem_count
         out = self.alloc(buf.ordinal, left * n_ids * right, buf.dtype)
@@ -126,12 +127,12 @@ class Indexing:
         return out
 
     def index_add(self, buf, layout, ids, ids_layout, src, src_layout, dim, table):
-        fn = self._entry(table, (ids.dtype, buf.dtype), "index_add")
+        fn = self._entry(table, (K.INDEX_ADD_IDS_SELF, ids.dtype, buf.dtype), "index_add")
         _fits("index_add", self.name, buf, layout)
         _fits("index_add", self.name, src, src_layout)
         bad = self._id_flag("index_add", buf, ids, ids_layout, layout.shape[dim])
-        copy = self._entry(table, buf.dtype, "index_add")
-        ids_dense, _ = self._dense(ids, ids_layout, self._entry(table, ("copy_strided_{ids}", ids.dtype), "index_add"))
+        copy = self._entry(table, (K.COPY_STRIDED_SELF, buf.dtype), "index_add")
+        ids_dense, _ = self._dense(ids, ids_layout, self._entry(table, (K.COPY_STRIDED_IDS, ids.dtype), "index_add"))
         src_dense, _ = self._dense(src, src_layout, copy)
         out = self._dense_copy(buf, layout, copy)  # a contiguous copy of self, then add
         left, right = math.prod(layout.shape[:dim]), math.prod(layout.shape[dim + 1:])

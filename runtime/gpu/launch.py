@@ -147,9 +147,9 @@ class Launch:
         buf = self.from_host(ordinal, host)
         return buf.ptr, buf
 
-    def _entry(self, table: dict, key, op: str):
+    def _entry(self, table: dict, key: tuple, op: str):
         fn = table.get(key)
         if fn is None:
-            got = ", ".join(str(k) for k in (key if isinstance(key, tuple) else (key,)))
+            got = ", ".join(str(k) for k in key[1:])  # key: (KernelPattern, *values)
             raise DTypeMismatch(op, self.name, "a dtype its kernels cover", got)
         return fn

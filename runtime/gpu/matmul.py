@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from generated.kernel_facts import KernelPattern as K
 from runtime.checks import matmul_dims
 from runtime.gpu.memory import GpuBuffer, _fits, _same_ordinal
 from runtime.layout import Layout
@@ -30,11 +31,13 @@ class Matmul:
             return out
         lhs_buf, lhs_view = buf, lhs_layout
         if (a := _gemm_operand(lhs_view, m, k)) is None:
-            lhs_buf, lhs_view = self._dense(buf, lhs_layout, self._entry(table, buf.dtype, "matmul"))
+            copy = self._entry(table, (K.COPY_STRIDED_SELF, buf.dtype), "matmul")
+            lhs_buf, lhs_view = self._dense(buf, lhs_layout, copy)
             a = _gemm_operand(lhs_view, m, k)
         rhs_buf, rhs_view = rhs, rhs_layout
         if (bb := _gemm_operand(rhs_view, k, n)) is None:
-            rhs_buf, rhs_view = self._dense(rhs, rhs_layout, self._entry(table, rhs.dtype, "matmul"))
+            copy = self._entry(table, (K.COPY_STRIDED_SELF, rhs.dtype), "matmul")
+            rhs_buf, rhs_view = self._dense(rhs, rhs_layout, copy)
             bb = _gemm_operand(rhs_view, k, n)
         stream = self.stream(buf.ordinal)
         self.driver.gemm(buf.ordinal, stream.handle, buf.dtype, bb[0], a[0], n, m, k,

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from generated.kernel_facts import KernelPattern as K
 from runtime.cpu.views import sample_normal, sample_uniform
 from runtime.errors import ShapeMismatch
 from runtime.layout import Layout
@@ -203,7 +204,7 @@ class Memory:
         `table`, go through host memory."""
         if not layout.is_contiguous and table is not None:
             _fits("to_device", self.name, buf, layout)
-            dense = self._dense_copy(buf, layout, self._entry(table, buf.dtype, "to_device"))
+            dense = self._dense_copy(buf, layout, self._entry(table, (K.COPY_STRIDED_SELF, buf.dtype), "to_device"))
             if ordinal == buf.ordinal:
                 return dense
             buf, layout = dense, Layout.contiguous(layout.shape)

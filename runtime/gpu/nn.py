@@ -1,7 +1,7 @@
 """GPU NN ops (candle-nn's) for the cuda and rocm backends, over hip/nn.hip's kernels.
 
 The functions of runtime/cpu/nn_ops.py, with the GpuRuntime first and the op's launch table
-last (numpy dtype -> generated launch wrapper of that op's kernel); runtime/gpu/exports.py
+last ((KernelPattern, numpy dtype) -> generated launch wrapper); runtime/gpu/exports.py
 binds them with functools.partial(fn, _rt) for each vendor. Each returns (GpuBuffer, shape).
 
 Layouts: the kernels read contiguous tensors. A contiguous view is read in place (at its
@@ -21,6 +21,12 @@ import math
 
 import numpy as np
 
+from generated.kernel_facts import (  # ops.yaml's kernel_facts, shared with hip/nn.hip
+    LOOSE_VALUES,
+    SORT_CHUNK,
+    SORT_PER,
+    KernelPattern as K,
+)
 from runtime import nn_shapes
 from runtime.errors import DTypeMismatch, NotImplementedForBackend, ShapeMismatch
 from runtime.gpu.launch import BLOCK
@@ -29,25 +35,18 @@ from runtime.layout import Layout
 
 #: hip/nn.hip's kRowBytes: the bytes of a row each thread of a row kernel holds in registers.
 ROW_BYTES = 64
-#: hip/nn.hip's kLooseValues: values a thread holds where a row does not fit 16-byte packs.
-LOOSE_VALUES = 8
 #: Threads of a row kernel's block: hip/nn.hip's __launch_bounds__.
 ROW_BLOCK_MAX = 512
-#: hip/nn.hip's kSortChunk: arg_sort_local sorts this many (key, index) pairs (12 bytes each)
-#: in 48 KiB of static shared memory; longer rows merge their chunks through global memory.
-SORT_CHUNK = 4096
-#: hip/nn.hip's kSortPer: pairs a thread holds in registers where a row of a type of at most
-#: 32 bits fits one chunk (key and index packed into a u64): blocks of pad / SORT_PER threads.
-SORT_PER = 8
 #: The ops.yaml `kernel:` pattern of the strided copy in the tables of the ops below that read
-#: contiguous inputs: it shares the dtypes of the op's own kernel, so the table keys it
-#: (pattern, dtype).
-COPY_STRIDED = "copy_strided_{self}"
+#: contiguous inputs (every table key is (pattern, dtype)).
+COPY_STRIDED = K.COPY_STRIDED_SELF
 
 
-def _kernel(rt, op: str, table: dict, first: tuple[GpuBuffer, Layout], *others: tuple[GpuBuffer, Layout]):
-    """The launch wrapper for the first input's dtype, after the buffer, dtype and device checks."""
-    fn = rt._entry(table, first[0].dtype, op)
+def _kernel(rt, op: str, pattern: K, table: dict, first: tuple[GpuBuffer, Layout],
+            *others: tuple[GpuBuffer, Layout]):
+    """The launch wrapper of `pattern` for the first input's dtype, after the buffer, dtype and
+    device checks."""
+    fn = rt._entry(table, (pattern, first[0].dtype), op)
     for buf, layout in (first, *others):
         _fits(op, rt.name, buf, layout)
         if buf.dtype != first[0].dtype:
@@ -95,7 +94,7 @@ def _launch_rows(rt, fn, ordinal: int, shape: tuple[int, ...], itemsize: int, *a
 
 def sigmoid(rt, x: GpuBuffer, lx: Layout, table: dict):
     shape = nn_shapes.sigmoid(rt.name, lx.shape)
-    fn = _kernel(rt, "sigmoid", table, (x, lx))
+    fn = _kernel(rt, "sigmoid", K.SIGMOID_SELF, table, (x, lx))
     out = rt.alloc(x.ordinal, lx.elem_count, x.dtype)
     if out.size:
         info, keep = (0, None) if lx.is_contiguous else rt._info(x.ordinal, lx.shape, lx.stride)
@@ -106,7 +105,7 @@ def sigmoid(rt, x: GpuBuffer, lx: Layout, table: dict):
 
 def softmax_last_dim(rt, x: GpuBuffer, lx: Layout, table: dict):
     shape = nn_shapes.softmax_last_dim(rt.name, lx.shape)
-    fn = _kernel(rt, "softmax_last_dim", table, (x, lx))
+    fn = _kernel(rt, "softmax_last_dim", K.SOFTMAX_LAST_DIM_SELF, table, (x, lx))
     out = rt.alloc(x.ordinal, lx.elem_count, x.dtype)
     if out.size:
         views = _contiguous(rt, "softmax_last_dim", table, (x, lx))
@@ -116,7 +115,7 @@ def softmax_last_dim(rt, x: GpuBuffer, lx: Layout, table: dict):
 
 def rms_norm(rt, x: GpuBuffer, lx: Layout, alpha: GpuBuffer, la: Layout, eps: float, table: dict):
     shape = nn_shapes.rms_norm(rt.name, lx.shape, la.shape)
-    fn = _kernel(rt, "rms_norm", table, (x, lx), (alpha, la))
+    fn = _kernel(rt, "rms_norm", K.RMS_NORM_SELF, table, (x, lx), (alpha, la))
     out = rt.alloc(x.ordinal, lx.elem_count, x.dtype)
     if out.size:
         views = _contiguous(rt, "rms_norm", table, (x, lx), (alpha, la))
@@ -127,7 +126,7 @@ def rms_norm(rt, x: GpuBuffer, lx: Layout, alpha: GpuBuffer, la: Layout, eps: fl
 def layer_norm(rt, x: GpuBuffer, lx: Layout, alpha: GpuBuffer, la: Layout, beta: GpuBuffer, lb: Layout,
                eps: float, table: dict):
     shape = nn_shapes.layer_norm(rt.name, lx.shape, la.shape, lb.shape)
-    fn = _kernel(rt, "layer_norm", table, (x, lx), (alpha, la), (beta, lb))
+    fn = _kernel(rt, "layer_norm", K.LAYER_NORM_SELF, table, (x, lx), (alpha, la), (beta, lb))
     out = rt.alloc(x.ordinal, lx.elem_count, x.dtype)
     if out.size:
         views = _contiguous(rt, "layer_norm", table, (x, lx), (alpha, la), (beta, lb))
@@ -135,10 +134,10 @@ def layer_norm(rt, x: GpuBuffer, lx: Layout, alpha: GpuBuffer, la: Layout, beta:
     return out, shape
 
 
-def _rope(rt, op: str, check, x, lx, cos, lc, sin, ls, table, sizes):
+def _rope(rt, op: str, pattern: K, check, x, lx, cos, lc, sin, ls, table, sizes):
     """Launch the rope kernel `op` as fn(*sizes(shape), x, cos, sin, out), a thread per pair."""
     shape = check(rt.name, lx.shape, lc.shape, ls.shape)
-    fn = _kernel(rt, op, table, (x, lx), (cos, lc), (sin, ls))
+    fn = _kernel(rt, op, pattern, table, (x, lx), (cos, lc), (sin, ls))
     out = rt.alloc(x.ordinal, lx.elem_count, x.dtype)
     if out.size:
         views = _contiguous(rt, op, table, (x, lx), (cos, lc), (sin, ls))
@@ -148,22 +147,24 @@ def _rope(rt, op: str, check, x, lx, cos, lc, sin, ls, table, sizes):
 
 
 def rope_i(rt, x, lx, cos, lc, sin, ls, table):
-    return _rope(rt, "rope_i", nn_shapes.rope_i, x, lx, cos, lc, sin, ls, table,
+    return _rope(rt, "rope_i", K.ROPE_I_SELF, nn_shapes.rope_i, x, lx, cos, lc, sin, ls, table,
                  lambda s: (s[0] * s[1], s[2] * s[3]))
 
 
 def rope(rt, x, lx, cos, lc, sin, ls, table):
-    return _rope(rt, "rope", nn_shapes.rope, x, lx, cos, lc, sin, ls, table,
+    return _rope(rt, "rope", K.ROPE_SELF, nn_shapes.rope, x, lx, cos, lc, sin, ls, table,
                  lambda s: (s[0] * s[1], s[2] * s[3], s[3]))
 
 
 def rope_thd(rt, x, lx, cos, lc, sin, ls, table):
-    return _rope(rt, "rope_thd", nn_shapes.rope_thd, x, lx, cos, lc, sin, ls, table, lambda s: s)
+    return _rope(rt, "rope_thd", K.ROPE_THD_SELF, nn_shapes.rope_thd, x, lx, cos, lc, sin, ls, table, lambda s: s)
 
 
 #: hip/attention.hip's fused attention (cuda, sm_80 and later): head dim -> (threads a block, query
 #: rows a block), its kThreads and kBlockM (the kernel loops over the work items of any grid).
 _FLASH_GEOMETRY = {64: (128, 64), 128: (128, 64)}
+#: The fused kernels' `kernel:` patterns of sdpa, by head dim.
+_FLASH_PATTERNS = {64: K.FLASH_ATTENTION_SELF_D64, 128: K.FLASH_ATTENTION_SELF_D128}
 
 
 def _flash_kernel(rt, table: dict, dtype: np.dtype, d: int, ordinal: int):
@@ -171,7 +172,7 @@ def _flash_kernel(rt, table: dict, dtype: np.dtype, d: int, ordinal: int):
     (pattern, dtype) in sdpa's table), or None where it does not apply: it needs NVIDIA tensor
     cores (sm_80 and later: mma.sync on bf16 / f16), and exists for bf16 and f16 and head dims
     64 and 128. Elsewhere (f32, other head dims, AMD) sdpa runs gemm, sdpa_softmax, gemm."""
-    fn = table.get((f"flash_attention_{{self}}_d{d}", dtype))
+    fn = table.get((_FLASH_PATTERNS.get(d), dtype))
     if rt.name != "cuda" or fn is None or d not in _FLASH_GEOMETRY:
         return None
     arch = getattr(rt.driver, "arch", lambda ordinal: "")(ordinal)
@@ -197,7 +198,7 @@ def sdpa(rt, q: GpuBuffer, lq: Layout, k: GpuBuffer, lk: Layout, v: GpuBuffer, l
     P V. Row-major matrices are the column-major BLAS's transposes, so the gemms compute
     S^T = K Q^T and O^T = V^T P^T (as GpuRuntime.matmul maps row-major onto the BLAS)."""
     shape = nn_shapes.sdpa(rt.name, lq.shape, lk.shape, lv.shape)
-    fn = _kernel(rt, "sdpa", table, (q, lq), (k, lk), (v, lv))
+    fn = _kernel(rt, "sdpa", K.SDPA_SOFTMAX_SELF, table, (q, lq), (k, lk), (v, lv))
     b, h, sq, d = shape
     skv, batch = lk.shape[2], b * h
     if rt.vendor_nn is not None and (out := rt.vendor_nn.sdpa(q, lq, k, lk, v, lv, scale, causal, table)) is not None:
@@ -242,12 +243,12 @@ def arg_sort(rt, x: GpuBuffer, lx: Layout, ascending: bool, table: dict):
     ncols = shape[-1]
     if ncols >= 2**32:
         raise ShapeMismatch("arg_sort", rt.name, "rows of fewer than 2^32 elements (u32 indices)", ncols)
-    local = _kernel(rt, "arg_sort", table, (x, lx))
+    local = _kernel(rt, "arg_sort", K.ARG_SORT_LOCAL_SELF, table, (x, lx))
     out = rt.alloc(x.ordinal, lx.elem_count, np.dtype(np.uint32))
     if not out.size:
         return out, shape
     [(src, view)] = _contiguous(rt, "arg_sort", table, (x, lx))
-    merge = rt._entry(table, ("arg_sort_merge_{self}", x.dtype), "arg_sort")
+    merge = rt._entry(table, (K.ARG_SORT_MERGE_SELF, x.dtype), "arg_sort")
     nrows, pad = out.size // ncols, 1 << (ncols - 1).bit_length()
     chunk = min(pad, SORT_CHUNK)
     stream, up = rt.stream(x.ordinal), int(bool(ascending))

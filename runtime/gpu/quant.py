@@ -4,9 +4,9 @@ Quantizing runs on the host (runtime.ggml), as GGML itself quantizes these forma
 
 Every function takes the GpuRuntime first: runtime/gpu/exports.py binds them with
 functools.partial for each vendor. The ops that launch kernels get the launch wrappers as `table`, a dict from
-format name ("q4_0", ...) to the generated `launch_<kernel>` of that format, as the storage
-ops of runtime/gpu/ get theirs; matmul's also holds copy_strided_f32, keyed by the numpy
-dtype, for an x it must make dense."""
+(KernelPattern, format name "q4_0", ...) to the generated `launch_<kernel>` of that format, as
+the storage ops of runtime/gpu/ get theirs; matmul's also holds copy_strided_f32, keyed
+(KernelPattern.COPY_STRIDED_X, numpy dtype), for an x it must make dense."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from generated.kernel_facts import KernelPattern as K
 from runtime import ggml
 from runtime.errors import DTypeMismatch, ShapeMismatch
 from runtime.gpu.launch import BLOCK
@@ -111,10 +112,10 @@ def q_data(rt: GpuRuntime, q: QGpuBuffer) -> np.ndarray:
 
 
 # -- kernels -------------------------------------------------------------------------------
-def _kernel(op: str, rt: GpuRuntime, table: dict, fmt: str):
-    fn = table.get(fmt)
+def _kernel(op: str, rt: GpuRuntime, table: dict, pattern: K, fmt: str):
+    fn = table.get((pattern, fmt))
     if fn is None:
-        formats = sorted(k for k in table if isinstance(k, str))
+        formats = sorted(k[1] for k in table if k[0] == pattern)
         raise DTypeMismatch(op, rt.name, f"one of {', '.join(formats)}", fmt)
     return fn
 
@@ -136,7 +137,8 @@ def qmatvec_launch(rt: GpuRuntime, fmt: str) -> tuple[int, int]:
 
 
 def _dequantize(rt: GpuRuntime, q: QGpuBuffer, elem_count: int, table: dict, dtype) -> GpuBuffer:
-    fn = _kernel("dequantize", rt, table, q.fmt)
+    pattern = K.DEQUANTIZE_SELF_F32 if dtype == np.float32 else K.DEQUANTIZE_SELF_F16
+    fn = _kernel("dequantize", rt, table, pattern, q.fmt)
     blocks = _blocks("dequantize", rt, q.fmt, elem_count)
     if blocks * ggml.FORMATS[q.fmt].nbytes > q.buf.size:
         raise ShapeMismatch("dequantize", rt.name, f"at most {q.buf.size // ggml.FORMATS[q.fmt].nbytes * ggml.FORMATS[q.fmt].block} "
@@ -151,25 +153,25 @@ def _dequantize(rt: GpuRuntime, q: QGpuBuffer, elem_count: int, table: dict, dty
 
 def q_dequantize(rt: GpuRuntime, q: QGpuBuffer, elem_count: int, table: dict) -> GpuBuffer:
     """The first elem_count weights as f32, bit for bit the cpu backend's (GGML's arithmetic);
-    `table`: format -> launch wrapper of dequantize_<fmt>_f32."""
+    `table`: (pattern, format) -> launch wrapper of dequantize_<fmt>_f32."""
     return _dequantize(rt, q, elem_count, table, np.float32)
 
 
 def q_dequantize_f16(rt: GpuRuntime, q: QGpuBuffer, elem_count: int, table: dict) -> GpuBuffer:
     """The first elem_count weights as f16 (the f32 values rounded to nearest even);
-    `table`: format -> launch wrapper of dequantize_<fmt>_f16."""
+    `table`: (pattern, format) -> launch wrapper of dequantize_<fmt>_f16."""
     return _dequantize(rt, q, elem_count, table, np.float16)
 
 
 def q_matmul(rt: GpuRuntime, q: QGpuBuffer, x: GpuBuffer, x_layout: Layout, shape: tuple[int, int],
              table: dict) -> GpuBuffer:
     """x @ W^T: W the (n, k) weight matrix of `q` (row-major blocks), x f32 of shape (..., k)
-    in any layout; the result is f32 (..., n), contiguous. `table`: format -> launch wrapper
-    of qmatvec_<fmt>, one launch for all rows of x (a row of x re-reads W, from L2 where W
+    in any layout; the result is f32 (..., n), contiguous. `table`: (pattern, format) -> launch
+    wrapper of qmatvec_<fmt>, one launch for all rows of x (a row of x re-reads W, from L2 where W
     fits: fast for a few rows); from gemm_rows(format) rows, W dequantized once and the
     BLAS GEMM (_dequantized_gemm)."""
     n, k = shape
-    fn = _kernel("qmatmul", rt, table, q.fmt)
+    fn = _kernel("qmatmul", rt, table, K.QMATVEC_SELF, q.fmt)
     per_block, block_bytes = ggml.FORMATS[q.fmt].block, ggml.FORMATS[q.fmt].nbytes
     if x.dtype != np.float32:
         raise DTypeMismatch("qmatmul", rt.name, "float32", str(x.dtype))
@@ -190,7 +192,7 @@ def q_matmul(rt: GpuRuntime, q: QGpuBuffer, x: GpuBuffer, x_layout: Layout, shap
         rt.driver.memset(out.ptr, out.nbytes, stream.handle)
         return out
     # the kernels read x contiguous, 16-byte aligned: a strided x is copied dense on the device
-    dense, _ = rt._dense(x, x_layout, rt._entry(table, x.dtype, "qmatmul"))
+    dense, _ = rt._dense(x, x_layout, rt._entry(table, (K.COPY_STRIDED_X, x.dtype), "qmatmul"))
     if rows >= gemm_rows(q.fmt) and _dequantized_gemm(rt, q, dense, out, n, k, rows, table):
         return out
     item_rows, threads = qmatvec_launch(rt, q.fmt)
@@ -216,7 +218,7 @@ def _dequantized_gemm(rt: GpuRuntime, q: QGpuBuffer, x: GpuBuffer, out: GpuBuffe
     gemm = getattr(rt.driver, "gemm", None)
     if gemm is None or not getattr(rt.driver, "blas_available", lambda: True)():
         return False
-    fn = rt._entry(table, ("dequantize_{self}_f32", q.fmt), "qmatmul")
+    fn = rt._entry(table, (K.DEQUANTIZE_SELF_F32, q.fmt), "qmatmul")
     row_bytes = k // ggml.FORMATS[q.fmt].block * ggml.FORMATS[q.fmt].nbytes
     slab = max(1, min(n, GEMM_SLAB_BYTES // (4 * k)))
     w = rt.alloc(x.ordinal, slab * k, np.dtype(np.float32))

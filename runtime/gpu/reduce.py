@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from generated.kernel_facts import PASS0_HEADER, REDUCE_CODES, KernelPattern as K
 from runtime.checks import reduce_dims
 from runtime.errors import ShapeMismatch
 from runtime.gpu.launch import BLOCK
@@ -20,7 +21,6 @@ FEW_GROUPS = BLOCK // 32
 # bench/gpu_issue11.py's reduce-explore compares other values.
 WARP_ITEMS_PER_SM = 32
 THREAD_ITEMS_PER_SM = 1024
-PASS0_HEADER = 16  # hip/reduce.hip's kStateHeader: pass 0's block counter, before the states
 
 
 class Reductions:
@@ -41,7 +41,7 @@ class Reductions:
         launches (one block could not finish them quickly). Where a thread reduces a group
         (a leading dim), it takes `_reduce_columns` neighbouring groups at once."""
         op = kernel.op
-        fn = self._entry(table, (op, buf.dtype), "reduce_op")
+        fn = self._entry(table, (K.FAST_OP_SELF, op, buf.dtype), "reduce_op")
         _fits(op, self.name, buf, layout)
         reduced = reduce_dims(op, self.name, dims, layout.rank)
         kept = [d for d in range(layout.rank) if d not in reduced]
@@ -114,10 +114,10 @@ class Reductions:
         if chunks == 1:
             fn(self.launch, grid_for(items, length, by_thread), block, stream, numel, group, rank, info, src, out.ptr)
             return out
-        chunked = self._entry(table, buf.dtype, "reduce_op")  # reduce_chunks_<dt>
+        chunked = self._entry(table, (K.REDUCE_CHUNKS_SELF, buf.dtype), "reduce_op")
         if few:
             scratch = self._pass0_scratch(buf.ordinal, PASS0_HEADER + items * 16)
-            chunked(self.launch, grid_for(items, length, False), block, stream, _REDUCE_CODES[op], 0, numel, group,
+            chunked(self.launch, grid_for(items, length, False), block, stream, REDUCE_CODES[op], 0, numel, group,
                     rank, info, chunks, src, scratch.ptr, out.ptr)
             return out
         # a state per group and chunk (an item may hold `cols` groups), 16 bytes: the largest state
@@ -126,7 +126,7 @@ class Reductions:
         block2 = 1024 if chunks > 1024 else block
         for pass_, grid, threads in ((1, grid_for(items, length, by_thread), block),
                                      (2, grid_for(out_count, chunks, False, 1024), block2)):
-            chunked(self.launch, grid, threads, stream, _REDUCE_CODES[op], pass_, numel, group, rank, info, chunks,
+            chunked(self.launch, grid, threads, stream, REDUCE_CODES[op], pass_, numel, group, rank, info, chunks,
                     src, partial.ptr, out.ptr)
         return out
 
@@ -141,9 +141,6 @@ class Reductions:
             self.driver.memset(scratch.ptr, nbytes, self.driver.stream(ordinal))
             self._scratch[ordinal] = scratch  # the one replaced is freed after the launches queued on it
         return scratch
-
-
-_REDUCE_CODES = {"sum": 0, "min": 1, "max": 2, "argmin": 3, "argmax": 4}  # reduce_chunks_<dt>'s op
 
 
 def _merged(shape: list[int], stride: list[int]) -> list[list[int]]:

@@ -81,7 +81,7 @@ def test_accepts_what_compile_accepts(joined):
 # ----------------------------------------------------------------------------- launch wrappers
 
 WRAPPER = ('def launch_{name}(launch, grid, block, stream{params}) -> None:\n'
-           '    launch(_SRC_0, "{name}", grid, block, stream, ({args},), _ARGS_3)')
+           '    launch(_SRC_AFFINE, "{name}", grid, block, stream, ({args},), _ARGS_AFFINE_BF16)')
 NAMES = ["x", "numel", "info", "out", "grid", "launch", "match", "_", "type", "None", "class", "lambda",
          "__debug__", "print", "x1", "a_b"]
 

@@ -5,6 +5,8 @@ should be *rejected* instead live in tests/fixtures/broken/.)"""
 
 from __future__ import annotations
 
+import re
+
 import importlib
 import itertools
 
@@ -154,14 +156,23 @@ def test_backend_named_like_a_generated_helper(build, name):
 
 
 def test_a_kernel_item_naming_no_hip_entry_point_is_an_error():
-    """The shipped registry, with QMatMul's copy kernel misspelled: no package, one diagnostic
-    at the op's `kernel:` naming the entry point hip/ lacks."""
+    """The shipped registry, with QMatMul's copy kernel misspelled (a renamed pattern): no
+    package; a diagnostic at the op's `kernel:` naming the entry point no kernel source
+    provides, one saying the kernels instantiate a pattern (the old spelling) no op declares,
+    and one at each line of the runtime naming the old pattern's KernelPattern member."""
     from gen_helpers import REPO
 
     text = (REPO / "ops.yaml").read_text(encoding="utf-8")
     assert text.count('"copy_strided_{x}"') == 1
     with pytest.raises(RegistryError) as info:
         model_of_text(text.replace('"copy_strided_{x}"', '"copy_stridd_{x}"'), "ops.yaml", REPO)
-    [diagnostic] = info.value.diagnostics
-    assert "qstorage.matmul.kernel" in str(diagnostic)
-    assert "kernel entry points not found in hip/*.hip: copy_stridd_f32" in str(diagnostic)
+    messages = sorted(str(d) for d in info.value.diagnostics)
+    assert all("copy_stridd_{x}" in m or "copy_strided_{x}" in m or "COPY_STRIDED_X" in m for m in messages), messages
+    assert any("qstorage.matmul.kernel" in m and "kernel pattern 'copy_stridd_{x}': no entry-point template "
+               "(templates/hip/*.h.j2) instantiates it, and hip/*.hip does not define copy_stridd_f32" in m
+               for m in messages), messages
+    assert any("templates/hip/fill_copy.h.j2 instantiates kernel pattern 'copy_strided_{x}', which no op's "
+               "`kernel:` declares" in m for m in messages), messages
+    renamed = (r"runtime/gpu_quant\.py:\d+ names KernelPattern\.COPY_STRIDED_X, which no `kernel:` pattern of the "
+               r"registry gives; did you mean 'COPY_STRIDD_X'\?")
+    assert any(re.search(renamed, m) for m in messages), messages

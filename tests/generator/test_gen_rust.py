@@ -5,6 +5,7 @@ ops are all exercised by the cargo tests; `gen --check` notices a changed Rust t
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import re
 import shutil
@@ -131,10 +132,15 @@ def test_adding_a_backend_adds_its_arm_everywhere(tmp_path):
 
 
 def test_launch_wrappers_follow_the_kernel_signatures():
-    """Each entry point of hip/*.hip and elementwise.hip has its wrapper, parameters in order,
-    typed from the C types (an independent reading of the text gen wrote)."""
+    """Each entry point of hip/*.hip (generated into generated/<name>_entries.h, compiled from
+    hip/<name>.hip) and elementwise.hip has its wrapper, parameters in order, typed from the C
+    types (an independent reading of the text gen wrote)."""
     sigs = {**kernel_sigs.scan(REPO / "hip"),
             **{s.name: s for s in kernel_sigs.parse((REPO / "generated" / "elementwise.hip").read_text(), "elementwise.hip")}}
+    for source in sorted((REPO / "hip").glob("*.hip")):
+        entries = REPO / "generated" / f"{source.stem}_entries.h"
+        sigs.update({s.name: dataclasses.replace(s, source=source.name)
+                     for s in kernel_sigs.parse(entries.read_text(), entries.name)})
     text = (SHIPPED / "launch.rs").read_text()
     wrappers = dict(re.findall(r"pub fn launch_(\w+)<L: KernelLauncher \+ \?Sized>\(\s*(.*?)\) -> Result<\(\)>", text, re.S))
     assert set(wrappers) == set(sigs)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ctypes
 import itertools
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -229,7 +230,10 @@ class FakeHip:
             raise FakeHipError("hipModuleLoadData: not an image of the fake compiler")
         name = image[5:].decode()
         path = HIP_DIR / name if (HIP_DIR / name).exists() else GENERATED_DIR / name
-        sigs = {s.name: s for s in kernel_sigs.parse(path.read_text(encoding="utf-8"), name)}
+        text = path.read_text(encoding="utf-8")
+        for include in re.findall(r'^#include "(\w+_entries\.h)"', text, re.M):  # the generated entry points
+            text += "\n" + (GENERATED_DIR / include).read_text(encoding="utf-8")
+        sigs = {s.name: s for s in kernel_sigs.parse(text, name)}
         return _OK, (Handle("module", self.current, next(self._numbers)), sigs)
 
     def hipModuleGetFunction(self, module, name):

@@ -11,6 +11,7 @@ import pytest
 
 from generated import kernels_hip
 from generated.dtypes import ReduceOp
+from generated.kernel_facts import KernelPattern
 from runtime.errors import ShapeMismatch
 from runtime.gpu.launch import kernel_params
 from runtime.gpu.memory import GpuBuffer
@@ -192,15 +193,16 @@ def test_each_nn_op_reading_dense_inputs_has_the_copy_kernel_of_each_of_its_dtyp
 
     for op, table in kernels_hip.NN.items():
         if op != "sigmoid":  # reads any view, as the unary ops do
-            dtypes = {key for key in table if not isinstance(key, tuple)}
-            assert {key[1] for key in table if isinstance(key, tuple) and key[0] == COPY_STRIDED} == dtypes, op
-            assert all(table[(COPY_STRIDED, d)] is COPY[d] for d in dtypes), op
+            main = next(iter(table))[0]  # every key is (pattern, dtype); the op's own kernel first
+            dtypes = {key[1] for key in table if key[0] == main}
+            assert {key[1] for key in table if key[0] == COPY_STRIDED} == dtypes, op
+            assert all(table[(COPY_STRIDED, d)] is COPY[(COPY_STRIDED, d)] for d in dtypes), op
 
 
 def test_dense_keeps_a_dense_view_and_copies_any_other_on_the_device():
     rt, driver, launches = _runtime()
     buf = rt.from_host(0, Y)
-    copy = COPY[np.dtype(np.float32)]
+    copy = COPY[(KernelPattern.COPY_STRIDED_SELF, np.dtype(np.float32))]
     assert rt._dense(buf, Layout.contiguous((6, 8)), copy) == (buf, Layout.contiguous((6, 8))) and not launches
     for view, want in ((EVERY_OTHER, Y[::2, ::2]), (Layout.contiguous((2, 8), start_offset=8), Y[1:3])):
         dense, layout = rt._dense(buf, view, copy)
@@ -613,7 +615,7 @@ def test_a_function_is_looked_up_once_and_a_driver_without_launcher_launches_thr
     kernel = kernels_hip.UNARY[kernels_hip.UnaryOp.EXP]
     view = Layout.contiguous((4,), start_offset=3)
     outs = [rt.unary(buf, kernel, view) for _ in range(2)]
-    assert driver.of("function") == [("function", f"module:0:{kernels_hip._SRC_4}", "unary_exp_f32")]
+    assert driver.of("function") == [("function", f"module:0:{kernels_hip._SRC_ELEMENTWISE}", "unary_exp_f32")]
     launches = driver.of("launch")
     assert [c[1:5] for c in launches] == [("fn:unary_exp_f32", 1, 256, "stream0")] * 2
     assert [c[5] for c in launches] == [(4, 1, 0, buf.ptr + 12, out.ptr) for out in outs]

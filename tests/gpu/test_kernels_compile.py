@@ -1,7 +1,8 @@
 """The HIP kernel sources compile for both vendors, with no GPU: NVRTC for NVIDIA
 (sm_80, sm_90) and hiprtc for AMD (gfx90a, gfx942, gfx1030, gfx1100: gpu_compile.ROCM_TARGETS).
 
-Every hip/*.hip file and every generated/*.hip file is compiled once per target. The
+Every hip/*.hip file and every generated/*.hip file is compiled once per target (a hip/ source
+with the generated header of its entry points, generated/<name>_entries.h). The
 compiles run in a process pool
 started with the session (OPGEN_COMPILE_JOBS workers, default: the CPU count, at most
 2), so the suite takes about a minute and a compiler crash fails one test, not the
@@ -16,6 +17,7 @@ from __future__ import annotations
 import concurrent.futures
 import multiprocessing
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -32,6 +34,16 @@ GENERATED = sorted((ROOT / "generated").glob("*.hip"))
 SOURCES = sorted(HIP.glob("*.hip")) + GENERATED
 TARGETS = [("cuda", t) for t in gpu_compile.CUDA_TARGETS] + [("rocm", t) for t in gpu_compile.ROCM_TARGETS]
 REGISTRY = yaml.safe_load((ROOT / "ops.yaml").read_text(encoding="utf-8"))
+
+
+def entry_names(path: Path) -> list[str]:
+    """The entry points a source compiles to: those of its text and of the generated headers it
+    includes (hip/<name>.hip's entry points are generated into generated/<name>_entries.h)."""
+    text = path.read_text(encoding="utf-8")
+    headers = gpu_compile.kernel_headers()
+    for include in re.findall(r'^#include "(\w+_entries\.h)"', text, re.M):
+        text += "\n" + headers[include]
+    return gpu_compile.kernel_names(text)
 
 
 def _label(path: Path) -> str:
@@ -73,7 +85,7 @@ def test_source_compiles(compiled, path, backend, target):
         pytest.skip(f"{backend}: {result['unavailable']}")
     if "error" in result:
         pytest.fail(result["error"], pytrace=False)
-    names = gpu_compile.kernel_names(path.read_text(encoding="utf-8"))
+    names = entry_names(path)
     assert names, f"{path.name} declares no extern \"C\" __global__ entry point"
     missing = sorted(set(names) - set(result["symbols"]))
     assert not missing, f"{path.name} for {target}: entry points absent from the code object: {missing[:8]}"
@@ -125,7 +137,7 @@ ELEMENTWISE = ("unary", "binary", "cmp")
 def _declared(paths) -> dict[str, str]:
     found: dict[str, str] = {}
     for path in paths:
-        for name in gpu_compile.kernel_names(path.read_text(encoding="utf-8")):
+        for name in entry_names(path):
             assert name not in found, f"entry point {name} defined in {found[name]} and {path.name}"
             found[name] = path.name
     return found
