@@ -173,6 +173,6 @@ def test_a_kernel_item_naming_no_hip_entry_point_is_an_error():
                for m in messages), messages
     assert any("templates/hip/fill_copy.h.j2 instantiates kernel pattern 'copy_strided_{x}', which no op's "
                "`kernel:` declares" in m for m in messages), messages
-    renamed = (r"runtime/gpu_quant\.py:\d+ names KernelPattern\.COPY_STRIDED_X, which no `kernel:` pattern of the "
+    renamed = (r"runtime/gpu/quant\.py:\d+ names KernelPattern\.COPY_STRIDED_X, which no `kernel:` pattern of the "
                r"registry gives; did you mean 'COPY_STRIDD_X'\?")
     assert any(re.search(renamed, m) for m in messages), messages

@@ -32,7 +32,7 @@ def test_pre_commit_hook(hook):
 
 
 @pytest.mark.parametrize("path, runs", [
-    ("ops.yaml", True), ("templates/storage.py.j2", True), ("runtime/cpu.py", True),
+    ("ops.yaml", True), ("templates/storage.py.j2", True), ("runtime/cpu/__init__.py", True),
     ("generated/storage.py", True), ("README.md", False), ("tests/tools/test_ci_files.py", False),
     ("generator/cli.py", False), ("docs/ops.yaml", False),
 ])
