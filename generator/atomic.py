@@ -7,6 +7,11 @@ import os
 import tempfile
 from pathlib import Path
 
+# Written in an output folder while gen changes several files as one transaction (writer.py),
+# removed when it is done: a run killed in between leaves it. Here, so that stamp.py, on gen's
+# fast path, can look for it without importing the writer and its templates.
+JOURNAL = ".gen-journal"
+
 
 def write_text(path: Path, text: str) -> None:
     """Write `text` as is (its own line endings); an existing file keeps its permissions."""

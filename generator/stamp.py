@@ -13,6 +13,8 @@ import json
 import os
 from pathlib import Path
 
+from generator.atomic import JOURNAL
+
 GENERATOR = Path(__file__).resolve().parent
 VERSION = 2
 PYTHON_OWNED = ("*.py", "*.hip", "*.h")
@@ -72,6 +74,10 @@ def up_to_date(registry: Path, out: Path, given: Path | None = None) -> int | No
         if recorded.get("kernel_sources") != [str(p) for p in _kernel_sources(registry)]:
             return None
         if not recorded["targets"] or Path(recorded["targets"][0][0]) != out.resolve():
+            return None
+        # A run killed after its renames but before removing its journal leaves the files
+        # current and the journal behind: a full run clears it, which the stamp must not skip.
+        if any((Path(d) / JOURNAL).exists() for d, _ in recorded["targets"]):
             return None
         now = _snapshot(registry, inputs, [(Path(d), tuple(owned)) for d, owned in recorded["targets"]])
     except (OSError, ValueError, KeyError, TypeError):

@@ -26,9 +26,9 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from generator.atomic import JOURNAL
 from generator.render import MARKER_PREFIXES
 
-JOURNAL = ".gen-journal"
 TMP_PREFIX = ".gen-tmp."
 
 

@@ -374,3 +374,21 @@ def test_each_target_folder_is_its_own_transaction(tmp_path):
     assert run_cli("--registry", registry).exit_code == 0
     assert run_cli("--registry", registry, "--check").exit_code == 0
     assert not (rust_out / JOURNAL).exists()
+
+
+def test_a_journal_left_over_current_files_is_cleared_not_stamped_away(variants):
+    """A run killed after its renames, before it removed its journal, leaves current files,
+    a current stamp and the journal: `gen --check` passes (every file is what the registry
+    generates), and the next `gen` clears the journal (the stamp's fast path must not answer
+    "up to date" over a journal and leave it)."""
+    root, expected = variants
+    (root / "ops.yaml").write_text(registry_text("a"), encoding="utf-8")
+    out = root / "journal_left"
+    assert run_cli("--registry", root / "ops.yaml", "--out", out).exit_code == 0
+    (out / JOURNAL).write_text("# gen was changing these files\nwrite storage.py\n", encoding="utf-8")
+    assert run_cli("--registry", root / "ops.yaml", "--out", out, "--check").exit_code == 0
+    again = run_cli("--registry", root / "ops.yaml", "--out", out)
+    assert again.exit_code == 0, again.output
+    assert not (out / JOURNAL).exists()
+    assert package(out) == expected["a"]
+    assert run_cli("--registry", root / "ops.yaml", "--out", out, "--check").exit_code == 0

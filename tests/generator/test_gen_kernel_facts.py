@@ -29,8 +29,12 @@ KERNEL_FILES = ("affine_entries.h", "elementwise.hip", "kernel_facts.h", "kernel
 
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory) -> dict[str, bytes]:
-    out = tmp_path_factory.mktemp("golden") / "minihip"
-    result = run_cli("--registry", HIP_FIXTURE, "--out", out)
+    # A copy of the fixture, generated beside it: kernels_hip.py names the registry's hip/
+    # relative to itself ("../hip"), the same wherever the repository is checked out.
+    copy = tmp_path_factory.mktemp("golden") / "mini"
+    shutil.copytree(MINI_DIR, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    out = copy / "minihip"
+    result = run_cli("--registry", copy / HIP_FIXTURE.name, "--out", out)
     assert result.exit_code == 0, result.output
     return {name: (out / name).read_bytes() for name in KERNEL_FILES}
 
@@ -61,9 +65,11 @@ def test_entry_points_are_one_per_pattern_and_dtype(generated):
 
 
 def test_generation_is_byte_for_byte_deterministic(tmp_path, generated):
-    again = run_cli("--registry", HIP_FIXTURE, "--out", tmp_path / "again")
+    copy = tmp_path / "mini"
+    shutil.copytree(MINI_DIR, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    again = run_cli("--registry", copy / HIP_FIXTURE.name, "--out", copy / "again")
     assert again.exit_code == 0, again.output
-    assert {n: (tmp_path / "again" / n).read_bytes() for n in KERNEL_FILES} == generated
+    assert {n: (copy / "again" / n).read_bytes() for n in KERNEL_FILES} == generated
 
 
 def test_launch_tables_have_one_key_shape(generated):
@@ -195,11 +201,11 @@ def test_the_generated_header_and_module_agree():
 def test_the_runtime_reads_the_generated_facts():
     """runtime/ takes the shared facts from generated/kernel_facts.py rather than its own copies."""
     import runtime.cuda
-    import runtime.gpu
-    import runtime.gpu_nn
+    import runtime.gpu.nn
+    import runtime.gpu.reduce
 
-    assert runtime.gpu.PASS0_HEADER is facts.PASS0_HEADER and runtime.gpu.REDUCE_CODES is facts.REDUCE_CODES
-    assert runtime.gpu_nn.LOOSE_VALUES is facts.LOOSE_VALUES and runtime.gpu_nn.SORT_CHUNK is facts.SORT_CHUNK
+    assert runtime.gpu.reduce.PASS0_HEADER is facts.PASS0_HEADER and runtime.gpu.reduce.REDUCE_CODES is facts.REDUCE_CODES
+    assert runtime.gpu.nn.LOOSE_VALUES is facts.LOOSE_VALUES and runtime.gpu.nn.SORT_CHUNK is facts.SORT_CHUNK
     assert runtime.cuda.PROGRAMMATIC_KERNELS is facts.PROGRAMMATIC_KERNELS
 
 
@@ -215,7 +221,7 @@ def test_the_fixture_source_compiles_with_its_generated_headers(tmp_path):
     """hiprtc (AMD gfx90a) compiles the fixture's hand-written source with the generated
     headers beside hip/*.h, as the runtime hands them over, and the code object holds every
     generated entry point."""
-    from runtime import gpu_compile
+    from runtime.gpu import compile as gpu_compile
 
     missing = gpu_compile.rocm_target_unavailable("gfx90a")
     if missing:

@@ -25,7 +25,7 @@ _F32 = np.dtype("float32")
 # The sources the entry points compile from (_SRC_<source>): generated ones sit beside this
 # module, hand-written ones in hip/, which also holds the headers both include (with
 # generated/*.h: the hand-written sources' entry points and kernel_facts.h).
-HIP_DIR = Path(__file__).resolve().parent / "../../../../../work/wt/kfacts/tests/fixtures/mini/hip"
+HIP_DIR = Path(__file__).resolve().parent / "../hip"
 _SRC_AFFINE = str(HIP_DIR / "affine.hip")
 _SRC_ELEMENTWISE = str(Path(__file__).resolve().parent / "elementwise.hip")
 # The C types of each distinct parameter list, as the launch packs them: _ARGS_<the first
