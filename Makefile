@@ -29,9 +29,10 @@ gen: $(SETUP)
 	$(BIN)/gen
 	$(BIN)/python -m generator.demo
 
-## lint: ruff, and mypy on the backend contract (each runtime module against its Protocol)
+## lint: ruff (lint and format), and mypy (the generator, and each runtime module against its Protocol)
 lint: $(SETUP)
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
 ## test: set up (system packages too), fail on stale generated code, lint, run the whole test suite

@@ -43,17 +43,25 @@ FILES = 1000
 PYTHON_FILES = 1009
 RUNS = 5
 TEMPLATES = {  # fixture -> share of the tree
-    "candle/storage.rs": 0.15, "candle/quantized.rs": 0.10, "candle/custom_ops.rs": 0.10,
-    "candle/error_arms.rs": 0.10, "candle/dispatch_idioms.rs": 0.10,
-    "pytensor/tensor.py": 0.20, "pytensor/idioms.py": 0.10, "complete/ops.py": 0.025, "complete/ops.rs": 0.025,
+    "candle/storage.rs": 0.15,
+    "candle/quantized.rs": 0.10,
+    "candle/custom_ops.rs": 0.10,
+    "candle/error_arms.rs": 0.10,
+    "candle/dispatch_idioms.rs": 0.10,
+    "pytensor/tensor.py": 0.20,
+    "pytensor/idioms.py": 0.10,
+    "complete/ops.py": 0.025,
+    "complete/ops.rs": 0.025,
 }
 UNRELATED = [ROOT / "generator" / "loader.py", ROOT / "generator" / "writer.py"]  # the rest: no backend named
 # One wrapper per run, so that RUSAGE_CHILDREN holds this run's processes only.
-MEASURE = ("import json, resource, subprocess, sys, time\n"
-           "t = time.perf_counter(); p = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
-           "w = time.perf_counter() - t\n"
-           "print(json.dumps([w, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, p.returncode,"
-           " p.stdout.splitlines()[-1] if p.stdout else p.stderr]))\n")
+MEASURE = (
+    "import json, resource, subprocess, sys, time\n"
+    "t = time.perf_counter(); p = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
+    "w = time.perf_counter() - t\n"
+    "print(json.dumps([w, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, p.returncode,"
+    " p.stdout.splitlines()[-1] if p.stdout else p.stderr]))\n"
+)
 
 
 def mutate(text: str, i: int, rust: bool, rng: random.Random) -> str:
@@ -122,46 +130,90 @@ def measure(args: list[str], code: Path = ROOT, runs_wanted: int = RUNS) -> dict
         assert rc in (0, 1) or code != ROOT, last
         runs.append((wall, rss_kb, last))
     walls = [w for w, _, _ in runs]
-    return {"median": statistics.median(walls), "min": min(walls), "max": max(walls),
-            "rss_mb": max(r for _, r, _ in runs) / 1024, "summary": runs[-1][2]}
+    return {
+        "median": statistics.median(walls),
+        "min": min(walls),
+        "max": max(walls),
+        "rss_mb": max(r for _, r, _ in runs) / 1024,
+        "summary": runs[-1][2],
+    }
 
 
 def row(name: str, files: int, lines: int, jobs: int, m: dict) -> str:
-    return (f"| {name} | {files:,} | {lines:,} | {jobs} | {m['median']:.2f} s | {m['min']:.2f}–{m['max']:.2f} s "
-            f"| {m['rss_mb']:.0f} MB |")
+    return (
+        f"| {name} | {files:,} | {lines:,} | {jobs} | {m['median']:.2f} s | {m['min']:.2f}–{m['max']:.2f} s "
+        f"| {m['rss_mb']:.0f} MB |"
+    )
 
 
 def count(root: Path, suffixes: tuple[str, ...]) -> tuple[int, int]:
-    paths = [p for p in root.rglob("*") if p.suffix in suffixes and p.is_file()
-             and not any(part.startswith(".") or part in ("target", "node_modules", "__pycache__")
-                         for part in p.relative_to(root).parts)]
+    paths = [
+        p
+        for p in root.rglob("*")
+        if p.suffix in suffixes
+        and p.is_file()
+        and not any(
+            part.startswith(".") or part in ("target", "node_modules", "__pycache__")
+            for part in p.relative_to(root).parts
+        )
+    ]
     return len(paths), sum(p.read_bytes().count(b"\n") for p in paths)
 
 
 def breakdown(root: Path, require: str) -> str:
     """What the findings are, by kind (from --format json)."""
-    cmd = [sys.executable, "-m", "generator.cli", "audit", "--format", "json", "--backends", "cpu,cuda,metal,rocm",
-           "--require-fwd", require, str(root)]
-    doc = json.loads(subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT,
-                                    env={**os.environ, "PYTHONPATH": str(ROOT)}).stdout)
-    kinds = {"trait definitions": 0, "custom-op impls": 0, "no case at all": 0,
-             "only a failing wildcard": 0, "notes (a working wildcard)": 0}
+    cmd = [
+        sys.executable,
+        "-m",
+        "generator.cli",
+        "audit",
+        "--format",
+        "json",
+        "--backends",
+        "cpu,cuda,metal,rocm",
+        "--require-fwd",
+        require,
+        str(root),
+    ]
+    doc = json.loads(
+        subprocess.run(
+            cmd, capture_output=True, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}
+        ).stdout
+    )
+    kinds = {
+        "trait definitions": 0,
+        "custom-op impls": 0,
+        "no case at all": 0,
+        "only a failing wildcard": 0,
+        "notes (a working wildcard)": 0,
+    }
     storage = [0, 0]
     for f in doc["findings"]:
         msg = f["message"]
-        kind = ("notes (a working wildcard)" if f["kind"] == "wildcard" else "trait definitions" if " declares " in msg
-                else "custom-op impls" if msg.startswith(("impl ", "class ")) else
-                "only a failing wildcard" if "only fails" in msg else "no case at all")
+        kind = (
+            "notes (a working wildcard)"
+            if f["kind"] == "wildcard"
+            else "trait definitions"
+            if " declares " in msg
+            else "custom-op impls"
+            if msg.startswith(("impl ", "class "))
+            else "only a failing wildcard"
+            if "only fails" in msg
+            else "no case at all"
+        )
         kinds[kind] += 1
         if f["path"].endswith("candle-core/src/storage.rs"):
             storage[f["kind"] == "wildcard"] += 1
     return ", ".join(f"{n} {k}" for k, n in kinds.items()) + (
-        f" (candle-core/src/storage.rs: {storage[0]} missing, {storage[1]} notes)" if sum(storage) else "")
+        f" (candle-core/src/storage.rs: {storage[0]} missing, {storage[1]} notes)" if sum(storage) else ""
+    )
 
 
 def _commit(checkout: Path) -> str:
-    return subprocess.run(["git", "-C", str(checkout), "rev-parse", "HEAD"], capture_output=True,
-                          text=True).stdout.strip() or "unknown"
+    return (
+        subprocess.run(["git", "-C", str(checkout), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+        or "unknown"
+    )
 
 
 def main() -> None:
@@ -174,8 +226,10 @@ def main() -> None:
     opts = parser.parse_args()
     cores = os.cpu_count() or 1
     load = os.getloadavg()
-    table = ["| tree | files | lines | processes | wall, median | range | peak RSS |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
+    table = [
+        "| tree | files | lines | processes | wall, median | range | peak RSS |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
     notes = []
     reg = ["--registry", str(REGISTRY), "audit"]
     fixture_files, fixture_lines = count(AUDIT, (".py", ".rs"))
@@ -190,27 +244,49 @@ def main() -> None:
         for jobs in (1, cores):
             m = measure([*reg, "-j", str(jobs), str(tree)])
             table.append(row("generated from the fixtures", files, lines, jobs, m))
-        notes.append(f"Generated tree: `{m['summary']}`; " +
-                     ", ".join(f"{n} × {name}" for name, n in counts.items()) +
-                     " (copies renamed per file; about a third lose their ROCm arms).")
+        notes.append(
+            f"Generated tree: `{m['summary']}`; "
+            + ", ".join(f"{n} × {name}" for name, n in counts.items())
+            + " (copies renamed per file; about a third lose their ROCm arms)."
+        )
         pytree = Path(tmp) / "python"
         lines = make_python_tree(pytree)
         for jobs in (1, cores):
             m = python_m = measure(["audit", "--backends", "cpu,cuda,rocm", "-j", str(jobs), str(pytree)])
-            table.append(row(f"Python {platform.python_version()} standard library, every file parsed",
-                             PYTHON_FILES, lines, jobs, m))
-        notes.append(f"Python tree: `{m['summary']}` (the standard library dispatches on no backend: "
-                     "this measures reading and parsing)")
-        goals = [f"Goals of issue 12 on this machine: 1,009 Python files in ≤ 5 s and ≤ 200 MB: "
-                 f"{python_m['max']:.2f} s at worst, {python_m['rss_mb']:.0f} MB"]
+            table.append(
+                row(
+                    f"Python {platform.python_version()} standard library, every file parsed",
+                    PYTHON_FILES,
+                    lines,
+                    jobs,
+                    m,
+                )
+            )
+        notes.append(
+            f"Python tree: `{m['summary']}` (the standard library dispatches on no backend: "
+            "this measures reading and parsing)"
+        )
+        goals = [
+            f"Goals of issue 12 on this machine: 1,009 Python files in ≤ 5 s and ≤ 200 MB: "
+            f"{python_m['max']:.2f} s at worst, {python_m['rss_mb']:.0f} MB"
+        ]
         if opts.before:
             for jobs in (1, cores):
                 m = measure(["--registry", str(REGISTRY), "audit", "-j", str(jobs), str(pytree)], opts.before, 2)
                 if jobs == 1:
-                    notes.append(f"Before: `{m['summary']}` (libcst cannot parse one of the files: "
-                                 "exit 2, the others are still audited)")
-                table.append(row(f"the same, before (generator/ of {opts.before.name}, libcst), 2 runs",
-                                 PYTHON_FILES, lines, jobs, m))
+                    notes.append(
+                        f"Before: `{m['summary']}` (libcst cannot parse one of the files: "
+                        "exit 2, the others are still audited)"
+                    )
+                table.append(
+                    row(
+                        f"the same, before (generator/ of {opts.before.name}, libcst), 2 runs",
+                        PYTHON_FILES,
+                        lines,
+                        jobs,
+                        m,
+                    )
+                )
     if opts.candle:
         commit = opts.candle_commit or _commit(opts.candle)
         for sub in ("candle-core/src", "."):
@@ -229,15 +305,25 @@ def main() -> None:
         m = measure(["audit", "--backends", "cpu,cuda,xpu,mps,npu,mlu,musa,hpu", str(opts.python_repo.resolve())])
         table.append(row(name, files, lines, cores, m))
         notes.append(f"{name}: `{m['summary']}`")
-    text = "\n".join([
-        "# `gen audit` timing and memory", "",
-        f"Machine: {platform.machine()}, {cores} cores, shared with other jobs (load average "
-        f"{load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} at the start), Python {platform.python_version()}. "
-        "Wall clock of the CLI as a subprocess (interpreter start included); peak RSS of the largest process.", "",
-        *table, "", *(f"- {n}" for n in notes), "", "; ".join(goals) + ".", "",
-        "Reproduce: `python bench/audit.py --candle PATH-TO-CANDLE --python-repo PATH-TO-ACCELERATE "
-        "[--before DIR-HOLDING-AN-OLDER-generator/]`.", "",
-    ])
+    text = "\n".join(
+        [
+            "# `gen audit` timing and memory",
+            "",
+            f"Machine: {platform.machine()}, {cores} cores, shared with other jobs (load average "
+            f"{load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} at the start), Python {platform.python_version()}. "
+            "Wall clock of the CLI as a subprocess (interpreter start included); peak RSS of the largest process.",
+            "",
+            *table,
+            "",
+            *(f"- {n}" for n in notes),
+            "",
+            "; ".join(goals) + ".",
+            "",
+            "Reproduce: `python bench/audit.py --candle PATH-TO-CANDLE --python-repo PATH-TO-ACCELERATE "
+            "[--before DIR-HOLDING-AN-OLDER-generator/]`.",
+            "",
+        ]
+    )
     print(text)
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "audit.md").write_text(text, encoding="utf-8")

@@ -25,15 +25,22 @@ import tree_sitter_rust
 
 BACKENDS = ("Cpu", "Cuda", "Metal")
 VARIANT = re.compile(r"\b(?:Self|Storage|Device|QStorage|DeviceLocation)::(Cpu|Cuda|Metal)\b")
-FILES = ("candle-core/src/storage.rs", "candle-core/src/device.rs", "candle-core/src/quantized/mod.rs",
-         "candle-core/src/tensor.rs", "candle-core/src/custom_op.rs", "candle-core/src/lib.rs")
+FILES = (
+    "candle-core/src/storage.rs",
+    "candle-core/src/device.rs",
+    "candle-core/src/quantized/mod.rs",
+    "candle-core/src/tensor.rs",
+    "candle-core/src/custom_op.rs",
+    "candle-core/src/lib.rs",
+)
 ENUMS = {"Storage", "Device", "DeviceLocation", "QStorage"}
 TRAITS = {"CustomOp1", "CustomOp2", "CustomOp3", "InplaceOp1", "InplaceOp2", "InplaceOp3"}
 
 
 def show(git_dir: str, commit: str, path: str) -> bytes:
-    return subprocess.run(["git", f"--git-dir={git_dir}", "show", f"{commit}:{path}"], check=True,
-                          capture_output=True).stdout
+    return subprocess.run(
+        ["git", f"--git-dir={git_dir}", "show", f"{commit}:{path}"], check=True, capture_output=True
+    ).stdout
 
 
 def spans(source: bytes, path: str) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
@@ -53,9 +60,15 @@ def spans(source: bytes, path: str) -> tuple[list[tuple[int, int]], list[tuple[i
             in_to_device = in_to_device or (name is not None and name.text == b"to_device")
         if n.type == "match_expression" and not path.endswith(("custom_op.rs", "lib.rs")):
             body = n.child_by_field_name("body")
-            names = set(VARIANT.findall(b"".join(
-                (a.child_by_field_name("pattern").text or b"") for a in body.named_children
-                if a.type == "match_arm" and a.child_by_field_name("pattern") is not None).decode()))
+            names = set(
+                VARIANT.findall(
+                    b"".join(
+                        (a.child_by_field_name("pattern").text or b"")
+                        for a in body.named_children
+                        if a.type == "match_arm" and a.child_by_field_name("pattern") is not None
+                    ).decode()
+                )
+            )
             if names and (not path.endswith("tensor.rs") or in_to_device):
                 out.append(lines(n))
                 for arm in (a for a in body.named_children if a.type == "match_arm"):
@@ -63,25 +76,39 @@ def spans(source: bytes, path: str) -> tuple[list[tuple[int, int]], list[tuple[i
                     if pattern is not None and set(VARIANT.findall(pattern.text.decode())) == {"Metal"}:
                         metal.append(lines(arm))
                 return  # outermost only
-        if n.type == "enum_item" and n.child_by_field_name("name").text.decode() in ENUMS and path.endswith(
-                ("storage.rs", "device.rs", "mod.rs")):
+        if (
+            n.type == "enum_item"
+            and n.child_by_field_name("name").text.decode() in ENUMS
+            and path.endswith(("storage.rs", "device.rs", "mod.rs"))
+        ):
             out.append(lines(n))
             metal.extend(lines(v) for v in n.child_by_field_name("body").named_children if b"Metal" in v.text)
             return
         if n.type == "trait_item" and n.child_by_field_name("name").text.decode() in TRAITS:
             for item in n.child_by_field_name("body").named_children:
-                name = item.child_by_field_name("name") if item.type in ("function_item", "function_signature_item") else None
+                name = (
+                    item.child_by_field_name("name")
+                    if item.type in ("function_item", "function_signature_item")
+                    else None
+                )
                 if name is not None and name.text.decode().endswith("_fwd"):
                     start = item.prev_named_sibling  # the doc comment above it counts too
                     first = item
-                    while start is not None and start.type == "line_comment" and start.end_point[0] + 1 >= first.start_point[0]:
+                    while (
+                        start is not None
+                        and start.type == "line_comment"
+                        and start.end_point[0] + 1 >= first.start_point[0]
+                    ):
                         first, start = start, start.prev_named_sibling
                     out.append((first.start_point[0] + 1, item.end_point[0] + 1))
                     if name.text == b"metal_fwd":
                         metal.append(out[-1])
             return
-        if n.type == "use_declaration" and path.endswith("lib.rs") and re.search(
-                rb"\b(Cuda|Metal|Cpu)(Device|Storage)\b", n.text):
+        if (
+            n.type == "use_declaration"
+            and path.endswith("lib.rs")
+            and re.search(rb"\b(Cuda|Metal|Cpu)(Device|Storage)\b", n.text)
+        ):
             first = n.start_point[0] + 1
             prev = n.prev_sibling
             if prev is not None and prev.type == "attribute_item":
@@ -98,8 +125,9 @@ def spans(source: bytes, path: str) -> tuple[list[tuple[int, int]], list[tuple[i
 
 
 def main(git_dir: str, commit: str = "HEAD") -> None:
-    sha = subprocess.run(["git", f"--git-dir={git_dir}", "rev-parse", commit], check=True, capture_output=True,
-                         text=True).stdout.strip()
+    sha = subprocess.run(
+        ["git", f"--git-dir={git_dir}", "rev-parse", commit], check=True, capture_output=True, text=True
+    ).stdout.strip()
     rows, total, metal_total = [], 0, 0
     for path in FILES:
         source = show(git_dir, sha, path)

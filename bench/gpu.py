@@ -63,13 +63,15 @@ def device_seconds(fn, repeats: int = REPEATS, inner: int = 5) -> float:
 
 def cold_and_warm_compile(rows: dict) -> None:
     """Compile every kernel source with an empty disk cache, then load from the cache."""
-    from runtime.gpu import compile as gpu_compile
     import generated as g
+    from runtime.gpu import compile as gpu_compile
 
     cache = Path(tempfile.mkdtemp(prefix="opgen-cache-"))
     device = g.Device.parse("cuda:0")
     rt = __import__("runtime.cuda", fromlist=["_rt"])._rt
-    sources = sorted({*(str(p) for p in gpu_compile.HIP_DIR.glob("*.hip")), str(Path(g.__file__).parent / "elementwise.hip")})
+    sources = sorted(
+        {*(str(p) for p in gpu_compile.HIP_DIR.glob("*.hip")), str(Path(g.__file__).parent / "elementwise.hip")}
+    )
     rt.cache = gpu_compile.KernelCache("cuda", cache)
     rt._modules.clear()
     start = time.perf_counter()
@@ -116,10 +118,16 @@ def bandwidth(rows: dict) -> None:
         "add f32 64M contiguous": (lambda: a.binary(g.BinaryOp.ADD, b, flat, flat), lambda: tx + tx2, 3),
         # opgen (as Candle) writes the result contiguous in logical order: a transpose.
         # torch keeps the input's strides; .contiguous() gives the same result as opgen's.
-        "exp f32 64M transposed": (lambda: a.unary(g.UnaryOp.EXP, square),
-                                   lambda: torch.exp(tx.view(8192, -1).t().contiguous()), 2),
-        "add f32 64M transposed": (lambda: a.binary(g.BinaryOp.ADD, b, square, square),
-                                   lambda: torch.add(tx.view(8192, -1).t(), tx2.view(8192, -1).t()).contiguous(), 3),
+        "exp f32 64M transposed": (
+            lambda: a.unary(g.UnaryOp.EXP, square),
+            lambda: torch.exp(tx.view(8192, -1).t().contiguous()),
+            2,
+        ),
+        "add f32 64M transposed": (
+            lambda: a.binary(g.BinaryOp.ADD, b, square, square),
+            lambda: torch.add(tx.view(8192, -1).t(), tx2.view(8192, -1).t()).contiguous(),
+            3,
+        ),
     }
     for name, (ours, theirs, arrays) in cases.items():
         t_ours, t_torch = timed(ours, sync), timed(theirs, tsync)
@@ -132,8 +140,10 @@ def bandwidth(rows: dict) -> None:
     # Reductions read every element once (bytes = 4N; the output is negligible).
     grid = g.Layout.contiguous((8192, N // 8192))
     reductions = {
-        "sum f32 64M over the last dim": (lambda: a.reduce_op(g.ReduceOp.SUM, grid, (1,)),
-                                          lambda: tx.view(8192, -1).sum(dim=1, keepdim=True)),
+        "sum f32 64M over the last dim": (
+            lambda: a.reduce_op(g.ReduceOp.SUM, grid, (1,)),
+            lambda: tx.view(8192, -1).sum(dim=1, keepdim=True),
+        ),
         "sum f32 64M over all dims": (lambda: a.reduce_op(g.ReduceOp.SUM, grid, (0, 1)), lambda: tx.sum()),
     }
     for name, (ours, theirs) in reductions.items():
@@ -243,7 +253,11 @@ def checks(rows: dict) -> None:
             yc = np.ascontiguousarray(np.asarray(x).reshape(-1)[: int(np.prod(layout.shape))])
             res = {}
             for d in (cpu, dev):
-                sx, sy, sc = d.storage_from_slice(x.reshape(-1)), d.storage_from_slice(y.reshape(-1)), d.storage_from_slice(yc)
+                sx, sy, sc = (
+                    d.storage_from_slice(x.reshape(-1)),
+                    d.storage_from_slice(y.reshape(-1)),
+                    d.storage_from_slice(yc),
+                )
                 r = []
                 if dt.kind == "float":
                     r.append(g.to_numpy(sx.unary(g.UnaryOp.EXP, layout), out))
@@ -283,18 +297,21 @@ def explore(rows: dict) -> None:
     for per_sm in (16, 32, 64, 128):
         rt.geometry = lambda numel, ordinal, per_sm=per_sm: max(1, min(-(-numel // 256), sms * per_sm))
         rows[f"explore exp f32 64M transposed, grid {per_sm}/SM: device GB/s"] = gb(
-            8 * N, device_seconds(lambda: a.unary(g.UnaryOp.EXP, square)))
+            8 * N, device_seconds(lambda: a.unary(g.UnaryOp.EXP, square))
+        )
     rt.geometry = original
 
     text = (ROOT / "hip" / "reduce.hip").read_text()
     head = text.split("}  // namespace\n")[0] + "}  // namespace\n"
-    entries = ('extern "C" __global__ void BOUNDS fast_sum_f32(const size_t src_numel, const size_t el, '
-               "const size_t num_dims, const size_t* info, const float* src, float* dst) { "
-               "reduce_groups(sum_of<float>(), src_numel, el, num_dims, info, 1, src, dst, false); }\n"
-               'extern "C" __global__ void BOUNDS reduce_chunks_f32(const uint32_t op, const uint32_t pass, '
-               "const size_t src_numel, const size_t el, const size_t num_dims, const size_t* info, const size_t chunks, "
-               "const float* src, void* partial, void* dst) { reduce_chunks(op, pass, src_numel, el, num_dims, info, "
-               "chunks, src, partial, dst); }\n")
+    entries = (
+        'extern "C" __global__ void BOUNDS fast_sum_f32(const size_t src_numel, const size_t el, '
+        "const size_t num_dims, const size_t* info, const float* src, float* dst) { "
+        "reduce_groups(sum_of<float>(), src_numel, el, num_dims, info, 1, src, dst, false); }\n"
+        'extern "C" __global__ void BOUNDS reduce_chunks_f32(const uint32_t op, const uint32_t pass, '
+        "const size_t src_numel, const size_t el, const size_t num_dims, const size_t* info, const size_t chunks, "
+        "const float* src, void* partial, void* dst) { reduce_chunks(op, pass, src_numel, el, num_dims, info, "
+        "chunks, src, partial, dst); }\n"
+    )
     variants = {
         "launch_bounds(1024)": (head, "__launch_bounds__(1024)"),
         "launch_bounds(1024,2)": (head, "__launch_bounds__(1024, 2)"),
@@ -309,17 +326,32 @@ def explore(rows: dict) -> None:
         path.write_text(source + entries.replace("BOUNDS", bounds))
         try:
             for block in (256, 512):
-                fast = lambda block=block: rt.launch(str(path), "fast_sum_f32", groups, block, stream,  # noqa: E731
-                                                     (N, N // groups, 2, 0, a.inner.ptr, out.inner.ptr),
-                                                     (size, size, size, ptr, ptr, ptr))
+                fast = lambda block=block: rt.launch(  # noqa: E731
+                    str(path),
+                    "fast_sum_f32",
+                    groups,
+                    block,
+                    stream,
+                    (N, N // groups, 2, 0, a.inner.ptr, out.inner.ptr),
+                    (size, size, size, ptr, ptr, ptr),
+                )
                 rows[f"explore sum last dim (a warp per row), {label}, block {block}: device GB/s"] = gb(
-                    4 * N, device_seconds(fast))
+                    4 * N, device_seconds(fast)
+                )
             for chunks in (2112, 4224, 16896):
+
                 def two(chunks=chunks):
                     for pass_, grid in ((1, chunks // 8), (2, 1)):
-                        rt.launch(str(path), "reduce_chunks_f32", grid, 256, stream,
-                                  (0, pass_, N, N, 1, 0, chunks, a.inner.ptr, partial.inner.ptr, out.inner.ptr),
-                                  (u32, u32, size, size, size, ptr, size, ptr, ptr, ptr))
+                        rt.launch(
+                            str(path),
+                            "reduce_chunks_f32",
+                            grid,
+                            256,
+                            stream,
+                            (0, pass_, N, N, 1, 0, chunks, a.inner.ptr, partial.inner.ptr, out.inner.ptr),
+                            (u32, u32, size, size, size, ptr, size, ptr, ptr, ptr),
+                        )
+
                 rows[f"explore sum all, {label}, {chunks} chunks: device GB/s"] = gb(4 * N, device_seconds(two))
         except Exception as exc:  # noqa: BLE001
             rows[f"explore {label} failed"] = f"{type(exc).__name__}: {exc}"
@@ -343,10 +375,16 @@ def latency(rows: dict, rounds: int = 5) -> None:
     layout = g.Layout.contiguous((1024,))
     tx, ty = torch.from_numpy(x).cuda(), torch.from_numpy(x).cuda()
     n = 2000
-    cases = {"exp": (("opgen Storage.unary exp", lambda: a.unary(g.UnaryOp.EXP, layout)),
-                     ("torch.exp", lambda: torch.exp(tx))),
-             "add": (("opgen Storage.binary add", lambda: a.binary(g.BinaryOp.ADD, b, layout, layout)),
-                     ("torch.add", lambda: torch.add(tx, ty)))}
+    cases = {
+        "exp": (
+            ("opgen Storage.unary exp", lambda: a.unary(g.UnaryOp.EXP, layout)),
+            ("torch.exp", lambda: torch.exp(tx)),
+        ),
+        "add": (
+            ("opgen Storage.binary add", lambda: a.binary(g.BinaryOp.ADD, b, layout, layout)),
+            ("torch.add", lambda: torch.add(tx, ty)),
+        ),
+    }
 
     def per_call(fn) -> float:
         fn()
@@ -373,8 +411,9 @@ def latency(rows: dict, rounds: int = 5) -> None:
                     rows[f"small op 1,024 f32, host time per op: {name}{label} (us)"] = statistics.median(values)
             if not label:
                 (ours, _), (theirs, _) = case
-                rows[f"small op 1,024 f32, host time per op: {ours} / {theirs}"] = (
-                    statistics.median(samples[ours]) / statistics.median(samples[theirs]))
+                rows[f"small op 1,024 f32, host time per op: {ours} / {theirs}"] = statistics.median(
+                    samples[ours]
+                ) / statistics.median(samples[theirs])
 
     measure()
     rt, held = cuda._rt, cuda.LAUNCH_HOLDS_GIL
@@ -390,8 +429,11 @@ def latency(rows: dict, rounds: int = 5) -> None:
 
 
 def markdown(rows: dict, device: str) -> str:
-    lines = [f"# opgen GPU benchmarks\n\nDevice: {device}. Medians of {REPEATS} timed batches after warm-up.\n",
-             "| measurement | value |", "|---|---|"]
+    lines = [
+        f"# opgen GPU benchmarks\n\nDevice: {device}. Medians of {REPEATS} timed batches after warm-up.\n",
+        "| measurement | value |",
+        "|---|---|",
+    ]
     for k, v in rows.items():
         lines.append(f"| {k} | {v:.3f} |" if isinstance(v, float) else f"| {k} | {v} |")
     return "\n".join(lines) + "\n"
@@ -496,26 +538,42 @@ def sum_dim0(rows: dict) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
-    parser.add_argument("--parts", default="compile,bandwidth,latency,checks,nn,quant,qmatmul,issue11",
-                        help="comma-separated: compile, bandwidth, latency, checks (fast-path self-checks), "
-                             "explore (launch-geometry and unroll variants), nn (softmax, norms, attention "
-                             "against torch: bench/gpu_nn.py), nn-explore (the row kernels with other bytes of a row per "
-                             "thread), quant (q4_0/q8_0/q4_1/q4_K/q6_K matrix-vector: "
-                             "bench/gpu_quant.py), qmatmul (QMatMul by 1 to 512 rows of x, qmatvec against "
-                             "dequantize + GEMM), issue11, conv-explore, reduce-explore (the sums' kernel "
-                             "variants), strided-explore (one column a thread, 4 to 32 loads in flight), "
-                             "sum-dim0 (issue11's sum over dim 0 alone), cudnn (convolutions and attention with "
-                             "and without cuDNN, against torch: bench/gpu_issue11.py), cudnn-explore (its settings)")
+    parser.add_argument(
+        "--parts",
+        default="compile,bandwidth,latency,checks,nn,quant,qmatmul,issue11",
+        help="comma-separated: compile, bandwidth, latency, checks (fast-path self-checks), "
+        "explore (launch-geometry and unroll variants), nn (softmax, norms, attention "
+        "against torch: bench/gpu_nn.py), nn-explore (the row kernels with other bytes of a row per "
+        "thread), quant (q4_0/q8_0/q4_1/q4_K/q6_K matrix-vector: "
+        "bench/gpu_quant.py), qmatmul (QMatMul by 1 to 512 rows of x, qmatvec against "
+        "dequantize + GEMM), issue11, conv-explore, reduce-explore (the sums' kernel "
+        "variants), strided-explore (one column a thread, 4 to 32 loads in flight), "
+        "sum-dim0 (issue11's sum over dim 0 alone), cudnn (convolutions and attention with "
+        "and without cuDNN, against torch: bench/gpu_issue11.py), cudnn-explore (its settings)",
+    )
     args = parser.parse_args()
     import torch
 
     device = f"{torch.cuda.get_device_name(0)}, torch {torch.__version__}"
     rows: dict = {}
-    parts = {"compile": cold_and_warm_compile, "bandwidth": bandwidth, "latency": latency, "checks": checks,
-             "explore": explore, "nn": nn, "nn-explore": nn_explore, "quant": quant,
-             "qmatmul": qmatmul, "issue11": issue11,
-             "conv-explore": conv_explore, "reduce-explore": reduce_explore, "sum-dim0": sum_dim0,
-             "strided-explore": strided_explore, "cudnn": cudnn, "cudnn-explore": cudnn_explore}
+    parts = {
+        "compile": cold_and_warm_compile,
+        "bandwidth": bandwidth,
+        "latency": latency,
+        "checks": checks,
+        "explore": explore,
+        "nn": nn,
+        "nn-explore": nn_explore,
+        "quant": quant,
+        "qmatmul": qmatmul,
+        "issue11": issue11,
+        "conv-explore": conv_explore,
+        "reduce-explore": reduce_explore,
+        "sum-dim0": sum_dim0,
+        "strided-explore": strided_explore,
+        "cudnn": cudnn,
+        "cudnn-explore": cudnn_explore,
+    }
     for part in (parts[p.strip()] for p in args.parts.split(",") if p.strip()):
         try:
             part(rows)

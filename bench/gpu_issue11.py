@@ -14,8 +14,9 @@ import numpy as np
 from bench.gpu import device_seconds, timed
 
 
-def _pair(rows: dict, name: str, ours, theirs, sync, tsync, unit_work: float | None = None, unit: str = "",
-          repeats: int = 10) -> None:
+def _pair(
+    rows: dict, name: str, ours, theirs, sync, tsync, unit_work: float | None = None, unit: str = "", repeats: int = 10
+) -> None:
     """Time both; rows: each's ms, opgen / torch (time ratio, lower is better), and the
     work rate where `unit_work` (units per call) is given."""
     t_ours, t_torch = timed(ours, sync, repeats=repeats), timed(theirs, tsync, repeats=repeats)
@@ -56,10 +57,20 @@ def bench_issue11(rows: dict) -> None:
     ids = rng.integers(0, 4096, (4096, 1024)).astype(np.int64)
     (sx, tx), (si, ti) = put(x), put(ids)
     lx, li = g.Layout.contiguous(x.shape), g.Layout.contiguous(ids.shape)
-    _check(rows, "gather (4096,4096) f32 by (4096,1024) i64 ids",
-           g.to_numpy(sx.gather(lx, si, li, 1), li), torch.gather(tx, 1, ti).cpu().numpy())
-    _pair(rows, "gather (4096,4096) f32 by (4096,1024) i64 ids", lambda: sx.gather(lx, si, li, 1),
-          lambda: torch.gather(tx, 1, ti), sync, tsync)
+    _check(
+        rows,
+        "gather (4096,4096) f32 by (4096,1024) i64 ids",
+        g.to_numpy(sx.gather(lx, si, li, 1), li),
+        torch.gather(tx, 1, ti).cpu().numpy(),
+    )
+    _pair(
+        rows,
+        "gather (4096,4096) f32 by (4096,1024) i64 ids",
+        lambda: sx.gather(lx, si, li, 1),
+        lambda: torch.gather(tx, 1, ti),
+        sync,
+        tsync,
+    )
     del sx, tx, si, ti
 
     # index_select: 8,192 i64 ids of an embedding table (32000, 4096) f32 along dim 0
@@ -68,10 +79,22 @@ def bench_issue11(rows: dict) -> None:
     (st, tt), (sr, tr) = put(table), put(rows_ids)
     lt, lr = g.Layout.contiguous(table.shape), g.Layout.contiguous(rows_ids.shape)
     name = "index_select 8,192 i64 ids of (32000,4096) f32, dim 0"
-    _check(rows, name, g.to_numpy(st.index_select(sr, lt, lr, 0), g.Layout.contiguous((8192, 4096))),
-           torch.index_select(tt, 0, tr).cpu().numpy())
-    _pair(rows, name, lambda: st.index_select(sr, lt, lr, 0), lambda: torch.index_select(tt, 0, tr), sync, tsync,
-          2 * 8192 * 4096 * 4 / 1e9, "GB/s")
+    _check(
+        rows,
+        name,
+        g.to_numpy(st.index_select(sr, lt, lr, 0), g.Layout.contiguous((8192, 4096))),
+        torch.index_select(tt, 0, tr).cpu().numpy(),
+    )
+    _pair(
+        rows,
+        name,
+        lambda: st.index_select(sr, lt, lr, 0),
+        lambda: torch.index_select(tt, 0, tr),
+        sync,
+        tsync,
+        2 * 8192 * 4096 * 4 / 1e9,
+        "GB/s",
+    )
     del st, tt
 
     # convolutions, f32, TF32 off on both sides
@@ -84,27 +107,61 @@ def bench_issue11(rows: dict) -> None:
     p2 = g.ConvParams2D(b_size=16, i_h=56, i_w=56, k_h=3, k_w=3, c_out=64, c_in=64, padding=1)
     name = "conv2d f32 (16,64,56,56) by (64,64,3,3), padding 1"
     out_l = g.Layout.contiguous((16, 64, 56, 56))
-    _check(rows, name, g.to_numpy(sxc.conv2d(lxc, swc, lwc, p2), out_l),
-           F.conv2d(txc, twc, padding=1).cpu().numpy(), 1e-5)
-    _pair(rows, name, lambda: sxc.conv2d(lxc, swc, lwc, p2), lambda: F.conv2d(txc, twc, padding=1), sync, tsync,
-          flops, "TFLOP/s")
+    _check(
+        rows, name, g.to_numpy(sxc.conv2d(lxc, swc, lwc, p2), out_l), F.conv2d(txc, twc, padding=1).cpu().numpy(), 1e-5
+    )
+    _pair(
+        rows,
+        name,
+        lambda: sxc.conv2d(lxc, swc, lwc, p2),
+        lambda: F.conv2d(txc, twc, padding=1),
+        sync,
+        tsync,
+        flops,
+        "TFLOP/s",
+    )
     pt = g.ConvTransposeParams2D(b_size=16, i_h=56, i_w=56, k_h=3, k_w=3, c_out=64, c_in=64, padding=1)
     name = "conv_transpose2d f32 (16,64,56,56) by (64,64,3,3), padding 1"
-    _check(rows, name, g.to_numpy(sxc.conv_transpose2d(lxc, swc, lwc, pt), out_l),
-           F.conv_transpose2d(txc, twc, padding=1).cpu().numpy(), 1e-5)
-    _pair(rows, name, lambda: sxc.conv_transpose2d(lxc, swc, lwc, pt),
-          lambda: F.conv_transpose2d(txc, twc, padding=1), sync, tsync, flops, "TFLOP/s")
+    _check(
+        rows,
+        name,
+        g.to_numpy(sxc.conv_transpose2d(lxc, swc, lwc, pt), out_l),
+        F.conv_transpose2d(txc, twc, padding=1).cpu().numpy(),
+        1e-5,
+    )
+    _pair(
+        rows,
+        name,
+        lambda: sxc.conv_transpose2d(lxc, swc, lwc, pt),
+        lambda: F.conv_transpose2d(txc, twc, padding=1),
+        sync,
+        tsync,
+        flops,
+        "TFLOP/s",
+    )
     xu = rng.standard_normal((16, 64, 28, 28), dtype=np.float32)
     wu = (rng.standard_normal((64, 64, 4, 4), dtype=np.float32) / 32).astype(np.float32)
     (sxu, txu), (swu, twu) = put(xu), put(wu)
     lxu, lwu = g.Layout.contiguous(xu.shape), g.Layout.contiguous(wu.shape)
     pu = g.ConvTransposeParams2D(b_size=16, i_h=28, i_w=28, k_h=4, k_w=4, c_out=64, c_in=64, padding=1, stride=2)
     name = "conv_transpose2d f32 (16,64,28,28) by (64,64,4,4), stride 2, padding 1"
-    _check(rows, name, g.to_numpy(sxu.conv_transpose2d(lxu, swu, lwu, pu), out_l),
-           F.conv_transpose2d(txu, twu, stride=2, padding=1).cpu().numpy(), 1e-5)
-    _pair(rows, name, lambda: sxu.conv_transpose2d(lxu, swu, lwu, pu),
-          lambda: F.conv_transpose2d(txu, twu, stride=2, padding=1), sync, tsync,
-          2 * 16 * 64 * 28 * 28 * 64 * 16 / 1e12, "TFLOP/s")
+    _check(
+        rows,
+        name,
+        g.to_numpy(sxu.conv_transpose2d(lxu, swu, lwu, pu), out_l),
+        F.conv_transpose2d(txu, twu, stride=2, padding=1).cpu().numpy(),
+        1e-5,
+    )
+    _pair(
+        rows,
+        name,
+        lambda: sxu.conv_transpose2d(lxu, swu, lwu, pu),
+        lambda: F.conv_transpose2d(txu, twu, stride=2, padding=1),
+        sync,
+        tsync,
+        2 * 16 * 64 * 28 * 28 * 64 * 16 / 1e12,
+        "TFLOP/s",
+    )
     x1 = rng.standard_normal((16, 128, 4096), dtype=np.float32)
     w1 = (rng.standard_normal((128, 128, 3), dtype=np.float32) / 20).astype(np.float32)
     (sx1, tx1), (sw1, tw1) = put(x1), put(w1)
@@ -112,8 +169,16 @@ def bench_issue11(rows: dict) -> None:
     l1, lw1 = g.Layout.contiguous(x1.shape), g.Layout.contiguous(w1.shape)
     name = "conv1d f32 (16,128,4096) by (128,128,3), padding 1"
     _check(rows, name, g.to_numpy(sx1.conv1d(l1, sw1, lw1, p1), l1), F.conv1d(tx1, tw1, padding=1).cpu().numpy(), 1e-5)
-    _pair(rows, name, lambda: sx1.conv1d(l1, sw1, lw1, p1), lambda: F.conv1d(tx1, tw1, padding=1), sync, tsync,
-          2 * 16 * 128 * 4096 * 128 * 3 / 1e12, "TFLOP/s")
+    _pair(
+        rows,
+        name,
+        lambda: sx1.conv1d(l1, sw1, lw1, p1),
+        lambda: F.conv1d(tx1, tw1, padding=1),
+        sync,
+        tsync,
+        2 * 16 * 128 * 4096 * 128 * 3 / 1e12,
+        "TFLOP/s",
+    )
     del sxc, txc, sx1, tx1
 
     # arg_sort (4096, 4096) f32, ascending: the values at opgen's indices must be torch's sorted values
@@ -158,10 +223,23 @@ def bench_sum_dim0(rows: dict) -> None:
     sr_, tr_ = dev.storage_from_slice(xr), torch.from_numpy(xr).cuda()
     lrr = g.Layout.contiguous(xr.shape)
     name = "sum f32 (8192,8192) over dim 0"
-    _check(rows, name, g.to_numpy(sr_.reduce_op(g.ReduceOp.SUM, lrr, (0,)), g.Layout.contiguous((1, 8192))),
-           tr_.sum(dim=0, keepdim=True).cpu().numpy(), 1e-5)
-    _pair(rows, name, lambda: sr_.reduce_op(g.ReduceOp.SUM, lrr, (0,)), lambda: tr_.sum(dim=0, keepdim=True),
-          sync, tsync, 4 * 8192 * 8192 / 1e9, "GB/s")
+    _check(
+        rows,
+        name,
+        g.to_numpy(sr_.reduce_op(g.ReduceOp.SUM, lrr, (0,)), g.Layout.contiguous((1, 8192))),
+        tr_.sum(dim=0, keepdim=True).cpu().numpy(),
+        1e-5,
+    )
+    _pair(
+        rows,
+        name,
+        lambda: sr_.reduce_op(g.ReduceOp.SUM, lrr, (0,)),
+        lambda: tr_.sum(dim=0, keepdim=True),
+        sync,
+        tsync,
+        4 * 8192 * 8192 / 1e9,
+        "GB/s",
+    )
 
 
 def explore_conv_chunks(rows: dict) -> None:
@@ -186,8 +264,11 @@ def explore_conv_chunks(rows: dict) -> None:
     s1, sw1 = dev.storage_from_slice(x1), dev.storage_from_slice(w1)
     p1 = g.ConvParams1D(b_size=16, l_in=4096, c_out=128, c_in=128, k_size=3, padding=1)
     l1, lw1 = g.Layout.contiguous(x1.shape), g.Layout.contiguous(w1.shape)
-    cases = {"conv2d": lambda: sx.conv2d(lx, sw, lw, p2), "conv_transpose2d": lambda: sx.conv_transpose2d(lx, sw, lw, pt),
-             "conv1d": lambda: s1.conv1d(l1, sw1, lw1, p1)}
+    cases = {
+        "conv2d": lambda: sx.conv2d(lx, sw, lw, p2),
+        "conv_transpose2d": lambda: sx.conv_transpose2d(lx, sw, lw, pt),
+        "conv1d": lambda: s1.conv1d(l1, sw1, lw1, p1),
+    }
     kept = gpu.CONV_COLUMN_BYTES
     try:
         for mb in (512, 64, 32, 16, 8):
@@ -218,7 +299,8 @@ def explore_strided_loads(rows: dict, settings=(4, 8, 16, 32)) -> None:
             with _reduce_source(f"#define OPGEN_STRIDED_LOADS {loads}\n#define OPGEN_COLUMN_LOADS 0\n" + text):
                 seconds = _device_seconds_of(lambda: sx.reduce_op(g.ReduceOp.SUM, layout, (0,)))
             rows[f"explore sum f32 (8192,8192) over dim 0, {loads} strided loads in flight: device (GB/s)"] = (
-                4 * x.size / seconds / 1e9)
+                4 * x.size / seconds / 1e9
+            )
     finally:
         gpu._reduce_columns = columns
 
@@ -260,8 +342,9 @@ def bench_cudnn(rows: dict) -> None:
                 first = time.perf_counter() - start
                 took = sum(vendor.calls.values()) > before
                 label = f"{name} [{variant}{'' if took or not enabled else ': cuDNN declined'}]"
-                rows[f"{label}: first call, plan built and autotuned (ms)" if enabled else
-                     f"{label}: first call (ms)"] = first * 1e3
+                rows[
+                    f"{label}: first call, plan built and autotuned (ms)" if enabled else f"{label}: first call (ms)"
+                ] = first * 1e3
                 if enabled and not took:
                     rows[f"{label}: why"] = vendor.last_refusal
                 _check(rows, label, got.astype(np.float64), want, rel)
@@ -305,29 +388,52 @@ def _conv_rows_of(dtype, rel, rows, both, put, rng, dev, F, vendor, sync, tsync)
     flops = 2 * 16 * 64 * 56 * 56 * 64 * 9
     p2 = g.ConvParams2D(b_size=16, i_h=56, i_w=56, k_h=3, k_w=3, c_out=64, c_in=64, padding=1)
     pt = g.ConvTransposeParams2D(b_size=16, i_h=56, i_w=56, k_h=3, k_w=3, c_out=64, c_in=64, padding=1)
-    both(f"conv2d {dtype} (16,64,56,56) by (64,64,3,3), padding 1", lambda: sx.conv2d(lx, sw, lw, p2),
-         lambda: F.conv2d(tx, tw, padding=1), lambda: F.conv2d(tx, tw, padding=1).double().cpu().numpy(),
-         out_l, rel, flops)
-    both(f"conv_transpose2d {dtype} (16,64,56,56) by (64,64,3,3), padding 1",
-         lambda: sx.conv_transpose2d(lx, sw, lw, pt), lambda: F.conv_transpose2d(tx, tw, padding=1),
-         lambda: F.conv_transpose2d(tx, tw, padding=1).double().cpu().numpy(), out_l, rel, flops)
+    both(
+        f"conv2d {dtype} (16,64,56,56) by (64,64,3,3), padding 1",
+        lambda: sx.conv2d(lx, sw, lw, p2),
+        lambda: F.conv2d(tx, tw, padding=1),
+        lambda: F.conv2d(tx, tw, padding=1).double().cpu().numpy(),
+        out_l,
+        rel,
+        flops,
+    )
+    both(
+        f"conv_transpose2d {dtype} (16,64,56,56) by (64,64,3,3), padding 1",
+        lambda: sx.conv_transpose2d(lx, sw, lw, pt),
+        lambda: F.conv_transpose2d(tx, tw, padding=1),
+        lambda: F.conv_transpose2d(tx, tw, padding=1).double().cpu().numpy(),
+        out_l,
+        rel,
+        flops,
+    )
     xu = rng.standard_normal((16, 64, 28, 28), dtype=np.float32).astype(dt)
     wu = (rng.standard_normal((64, 64, 4, 4), dtype=np.float32) / 32).astype(dt)
     (sxu, txu), (swu, twu) = put(xu), put(wu)
     lxu, lwu = g.Layout.contiguous(xu.shape), g.Layout.contiguous(wu.shape)
     pu = g.ConvTransposeParams2D(b_size=16, i_h=28, i_w=28, k_h=4, k_w=4, c_out=64, c_in=64, padding=1, stride=2)
-    both(f"conv_transpose2d {dtype} (16,64,28,28) by (64,64,4,4), stride 2, padding 1",
-         lambda: sxu.conv_transpose2d(lxu, swu, lwu, pu), lambda: F.conv_transpose2d(txu, twu, stride=2, padding=1),
-         lambda: F.conv_transpose2d(txu, twu, stride=2, padding=1).double().cpu().numpy(), out_l, rel,
-         2 * 16 * 64 * 28 * 28 * 64 * 16)
+    both(
+        f"conv_transpose2d {dtype} (16,64,28,28) by (64,64,4,4), stride 2, padding 1",
+        lambda: sxu.conv_transpose2d(lxu, swu, lwu, pu),
+        lambda: F.conv_transpose2d(txu, twu, stride=2, padding=1),
+        lambda: F.conv_transpose2d(txu, twu, stride=2, padding=1).double().cpu().numpy(),
+        out_l,
+        rel,
+        2 * 16 * 64 * 28 * 28 * 64 * 16,
+    )
     x1 = rng.standard_normal((16, 128, 4096), dtype=np.float32).astype(dt)
     w1 = (rng.standard_normal((128, 128, 3), dtype=np.float32) / 20).astype(dt)
     (sx1, tx1), (sw1, tw1) = put(x1), put(w1)
     p1 = g.ConvParams1D(b_size=16, l_in=4096, c_out=128, c_in=128, k_size=3, padding=1)
     l1, lw1 = g.Layout.contiguous(x1.shape), g.Layout.contiguous(w1.shape)
-    both(f"conv1d {dtype} (16,128,4096) by (128,128,3), padding 1", lambda: sx1.conv1d(l1, sw1, lw1, p1),
-         lambda: F.conv1d(tx1, tw1, padding=1), lambda: F.conv1d(tx1, tw1, padding=1).double().cpu().numpy(),
-         l1, rel, 2 * 16 * 128 * 4096 * 128 * 3)
+    both(
+        f"conv1d {dtype} (16,128,4096) by (128,128,3), padding 1",
+        lambda: sx1.conv1d(l1, sw1, lw1, p1),
+        lambda: F.conv1d(tx1, tw1, padding=1),
+        lambda: F.conv1d(tx1, tw1, padding=1).double().cpu().numpy(),
+        l1,
+        rel,
+        2 * 16 * 128 * 4096 * 128 * 3,
+    )
     del sx, tx, sxu, txu, sx1, tx1
     if dtype != "f32":
         return
@@ -339,12 +445,13 @@ def _conv_rows_of(dtype, rel, rows, both, put, rng, dev, F, vendor, sync, tsync)
     ptiny = g.ConvParams2D(b_size=1, i_h=8, i_w=8, k_h=3, k_w=3, c_out=8, c_in=8, padding=1)
     for variant, enabled in (("cudnn", True), ("own", False)):
         vendor.enabled = enabled
-        rows[f"conv2d f32 (1,8,8,8) by (8,8,3,3) [{variant}]: host time per call (us)"] = timed(
-            lambda: sxt.conv2d(lxt, swt, lwt, ptiny), sync, inner=50) * 1e6
+        rows[f"conv2d f32 (1,8,8,8) by (8,8,3,3) [{variant}]: host time per call (us)"] = (
+            timed(lambda: sxt.conv2d(lxt, swt, lwt, ptiny), sync, inner=50) * 1e6
+        )
     vendor.enabled = True
-    rows["conv2d f32 (1,8,8,8) by (8,8,3,3): torch host time per call (us)"] = timed(
-        lambda: F.conv2d(txt, twt, padding=1), tsync, inner=50) * 1e6
-
+    rows["conv2d f32 (1,8,8,8) by (8,8,3,3): torch host time per call (us)"] = (
+        timed(lambda: F.conv2d(txt, twt, padding=1), tsync, inner=50) * 1e6
+    )
 
 
 def _attention_rows(rows, vendor, dev, rng, F, sync, tsync) -> None:
@@ -421,8 +528,10 @@ def explore_cudnn(rows: dict) -> None:
         wu = (rng.standard_normal((64, 64, 4, 4), dtype=np.float32) / 32).astype(dt)
         x1 = rng.standard_normal((16, 128, 4096), dtype=np.float32).astype(dt)
         w1 = (rng.standard_normal((128, 128, 3), dtype=np.float32) / 20).astype(dt)
-        s = {name: (dev.storage_from_slice(a), _to_torch(a), g.Layout.contiguous(a.shape))
-             for name, a in (("x", x), ("w", w), ("xu", xu), ("wu", wu), ("x1", x1), ("w1", w1))}
+        s = {
+            name: (dev.storage_from_slice(a), _to_torch(a), g.Layout.contiguous(a.shape))
+            for name, a in (("x", x), ("w", w), ("xu", xu), ("wu", wu), ("x1", x1), ("w1", w1))
+        }
         p2 = g.ConvParams2D(b_size=16, i_h=56, i_w=56, k_h=3, k_w=3, c_out=64, c_in=64, padding=1)
         pt = g.ConvTransposeParams2D(b_size=16, i_h=56, i_w=56, k_h=3, k_w=3, c_out=64, c_in=64, padding=1)
         pu = g.ConvTransposeParams2D(b_size=16, i_h=28, i_w=28, k_h=4, k_w=4, c_out=64, c_in=64, padding=1, stride=2)
@@ -434,15 +543,35 @@ def explore_cudnn(rows: dict) -> None:
             return (lambda: getattr(sa, op)(la, sb, lb, p)), (lambda: torch_fn(ta, tb)), g.Layout.contiguous(shape)
 
         cases += [
-            (f"conv2d {dtype}", rel, *case("conv2d", "x", "w", p2, (16, 64, 56, 56),
-                                           lambda a, b: F.conv2d(a, b, padding=1))),
-            (f"conv_transpose2d {dtype} stride 1", rel, *case("conv_transpose2d", "x", "w", pt, (16, 64, 56, 56),
-                                                              lambda a, b: F.conv_transpose2d(a, b, padding=1))),
-            (f"conv_transpose2d {dtype} stride 2", rel, *case(
-                "conv_transpose2d", "xu", "wu", pu, (16, 64, 56, 56),
-                lambda a, b: F.conv_transpose2d(a, b, stride=2, padding=1))),
-            (f"conv1d {dtype}", rel, *case("conv1d", "x1", "w1", p1, (16, 128, 4096),
-                                           lambda a, b: F.conv1d(a, b, padding=1))),
+            (
+                f"conv2d {dtype}",
+                rel,
+                *case("conv2d", "x", "w", p2, (16, 64, 56, 56), lambda a, b: F.conv2d(a, b, padding=1)),
+            ),
+            (
+                f"conv_transpose2d {dtype} stride 1",
+                rel,
+                *case(
+                    "conv_transpose2d", "x", "w", pt, (16, 64, 56, 56), lambda a, b: F.conv_transpose2d(a, b, padding=1)
+                ),
+            ),
+            (
+                f"conv_transpose2d {dtype} stride 2",
+                rel,
+                *case(
+                    "conv_transpose2d",
+                    "xu",
+                    "wu",
+                    pu,
+                    (16, 64, 56, 56),
+                    lambda a, b: F.conv_transpose2d(a, b, stride=2, padding=1),
+                ),
+            ),
+            (
+                f"conv1d {dtype}",
+                rel,
+                *case("conv1d", "x1", "w1", p1, (16, 128, 4096), lambda a, b: F.conv1d(a, b, padding=1)),
+            ),
         ]
     for name, _, _, theirs, _ in cases:
         rows[f"explore cudnn {name}: torch (ms)"] = timed(theirs, tsync) * 1e3
@@ -558,8 +687,10 @@ def explore_reductions(rows: dict) -> None:
             for per_sm in (1024, 2048, 4096):
                 gpu.THREAD_ITEMS_PER_SM = per_sm
                 with _reduce_source(f"#define OPGEN_COLUMN_INTERLEAVED {interleaved}\n" + text):
-                    rows[f"explore sum over dim 0, columns, rows interleaved {interleaved}, {per_sm} threads/SM: "
-                         "device (GB/s)"] = gbs(_device_seconds_of(dim0))
+                    rows[
+                        f"explore sum over dim 0, columns, rows interleaved {interleaved}, {per_sm} threads/SM: "
+                        "device (GB/s)"
+                    ] = gbs(_device_seconds_of(dim0))
         gpu.THREAD_ITEMS_PER_SM = kept[1]
         for interleaved in (0, 1):
             for per_sm in (32, 64):

@@ -81,8 +81,11 @@ def _host_arrays(dtype: str):
 
     rng = np.random.default_rng(0)
     dt = g.DType(dtype).numpy
-    return (rng.standard_normal((ROWS, COLS), dtype=np.float32).astype(dt),
-            rng.uniform(0.5, 1.5, COLS).astype(dt), rng.uniform(-0.5, 0.5, COLS).astype(dt))
+    return (
+        rng.standard_normal((ROWS, COLS), dtype=np.float32).astype(dt),
+        rng.uniform(0.5, 1.5, COLS).astype(dt),
+        rng.uniform(-0.5, 0.5, COLS).astype(dt),
+    )
 
 
 def _to_torch(array):
@@ -111,12 +114,18 @@ def _row_cases(dtype: str):
     softmax, rms, ln = g.nn.SoftmaxLastDim(), g.nn.RmsNorm(eps=EPS), g.nn.LayerNorm(eps=EPS)
     cases = {
         "softmax_last_dim": (lambda: sx.apply_op1(lx, softmax), lambda: torch.softmax(tx, dim=-1), io),
-        "layer_norm": (lambda: sx.apply_op3(lx, sa, lv, sb, lv, ln), lambda: F.layer_norm(tx, (COLS,), ta, tb, EPS),
-                       io + 2 * alpha.nbytes),
+        "layer_norm": (
+            lambda: sx.apply_op3(lx, sa, lv, sb, lv, ln),
+            lambda: F.layer_norm(tx, (COLS,), ta, tb, EPS),
+            io + 2 * alpha.nbytes,
+        ),
     }
     if hasattr(F, "rms_norm"):  # torch >= 2.4
-        cases["rms_norm"] = (lambda: sx.apply_op2(lx, sa, lv, rms), lambda: F.rms_norm(tx, (COLS,), ta, EPS),
-                             io + alpha.nbytes)
+        cases["rms_norm"] = (
+            lambda: sx.apply_op2(lx, sa, lv, rms),
+            lambda: F.rms_norm(tx, (COLS,), ta, EPS),
+            io + alpha.nbytes,
+        )
     return cases, lx
 
 
@@ -225,14 +234,24 @@ def explore_rows(rows: dict, settings=(32, 64, 128)) -> None:
         y = torch.empty_like(x)
         copy_bw = 2 * x.nbytes / _torch_seconds(lambda: y.copy_(x), CALLS) / 1e9
         cases = {  # op: (args after nrows, ncols; their ctypes; bytes moved; torch's result)
-            "softmax_last_dim": ((x.data_ptr(), out.data_ptr()), (ptr, ptr), 2 * x.nbytes,
-                                 torch.softmax(x.float(), -1)),
-            "rms_norm": ((EPS, x.data_ptr(), alpha.data_ptr(), out.data_ptr()), (ctypes.c_double, ptr, ptr, ptr),
-                         2 * x.nbytes + alpha.nbytes,
-                         x.float() * torch.rsqrt((x.float() ** 2).mean(-1, keepdim=True) + EPS) * alpha.float()),
-            "layer_norm": ((EPS, x.data_ptr(), alpha.data_ptr(), beta.data_ptr(), out.data_ptr()),
-                           (ctypes.c_double, ptr, ptr, ptr, ptr), 2 * x.nbytes + 2 * alpha.nbytes,
-                           F.layer_norm(x.float(), (COLS,), alpha.float(), beta.float(), EPS)),
+            "softmax_last_dim": (
+                (x.data_ptr(), out.data_ptr()),
+                (ptr, ptr),
+                2 * x.nbytes,
+                torch.softmax(x.float(), -1),
+            ),
+            "rms_norm": (
+                (EPS, x.data_ptr(), alpha.data_ptr(), out.data_ptr()),
+                (ctypes.c_double, ptr, ptr, ptr),
+                2 * x.nbytes + alpha.nbytes,
+                x.float() * torch.rsqrt((x.float() ** 2).mean(-1, keepdim=True) + EPS) * alpha.float(),
+            ),
+            "layer_norm": (
+                (EPS, x.data_ptr(), alpha.data_ptr(), beta.data_ptr(), out.data_ptr()),
+                (ctypes.c_double, ptr, ptr, ptr, ptr),
+                2 * x.nbytes + 2 * alpha.nbytes,
+                F.layer_norm(x.float(), (COLS,), alpha.float(), beta.float(), EPS),
+            ),
         }
         for setting in settings:
             path = tmp / f"nn_{setting}.hip"
@@ -243,8 +262,15 @@ def explore_rows(rows: dict, settings=(32, 64, 128)) -> None:
                     name = f"{op}_{dtype}"
                     label = f"explore nn {op} (4096, 4096) {dtype}, {setting} bytes a thread"
                     grid, block = gpu_nn._rows_geometry(rt, 0, ROWS, COLS, x.element_size())
-                    run = lambda: rt.launch(str(path), name, grid, block, stream,  # noqa: E731
-                                            (ROWS, COLS, *args), (size_t, size_t, *types))
+                    run = lambda: rt.launch(  # noqa: E731
+                        str(path),
+                        name,
+                        grid,
+                        block,
+                        stream,
+                        (ROWS, COLS, *args),
+                        (size_t, size_t, *types),
+                    )
                     try:
                         out.fill_(float("nan"))
                         torch.cuda.synchronize()
@@ -256,8 +282,10 @@ def explore_rows(rows: dict, settings=(32, 64, 128)) -> None:
                         regs = cu.cuFuncGetAttribute(cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NUM_REGS, fn)[1]
                         resident = cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(fn, block, 0)[1]
                         gbs = nbytes / seconds / 1e9
-                        rows[label] = (f"{gbs:.0f} GB/s = {gbs / copy_bw:.3f} of copy; block {block}, grid {grid} "
-                                       f"({sms} SMs), {regs} registers, {resident} blocks/SM; max |diff| {error:.2e}")
+                        rows[label] = (
+                            f"{gbs:.0f} GB/s = {gbs / copy_bw:.3f} of copy; block {block}, grid {grid} "
+                            f"({sms} SMs), {regs} registers, {resident} blocks/SM; max |diff| {error:.2e}"
+                        )
                     except Exception as exc:  # noqa: BLE001  (a failed variant is reported, the others run)
                         rows[label] = f"failed: {type(exc).__name__}: {exc}"
             finally:

@@ -122,11 +122,17 @@ def _kernel_records(prof) -> list[tuple[str, float]]:
     import torch
 
     try:  # kineto's own records: nanoseconds
-        records = [(e.name(), e.duration_ns() * 1e-9) for e in prof.profiler.kineto_results.events()
-                   if e.device_type() == torch.autograd.DeviceType.CUDA]
+        records = [
+            (e.name(), e.duration_ns() * 1e-9)
+            for e in prof.profiler.kineto_results.events()
+            if e.device_type() == torch.autograd.DeviceType.CUDA
+        ]
     except AttributeError:  # another torch: the parsed events (microseconds)
-        records = [(e.name, (e.time_range.end - e.time_range.start) * 1e-6) for e in prof.events()
-                   if e.device_type == torch.autograd.DeviceType.CUDA]
+        records = [
+            (e.name, (e.time_range.end - e.time_range.start) * 1e-6)
+            for e in prof.events()
+            if e.device_type == torch.autograd.DeviceType.CUDA
+        ]
     # kernels only: CUPTI reports copies and memsets on the device too
     return [(name, t) for name, t in records if not name.startswith(("Memcpy", "Memset"))]
 
@@ -149,6 +155,7 @@ def plain_launch(rt):
     """A `launch` for the generated wrappers that goes through the driver's cuLaunchKernel,
     without the runtime's prepared launch and its attributes (no programmatic dependent
     launch); the function must have been launched once through rt.launch."""
+
     def launch(source, name, grid, block, stream, args, types):
         rt.driver.launch(rt._functions[(stream.ordinal, source, name)], grid, block, stream.handle, args, types)
 
@@ -210,19 +217,27 @@ def qmatvec_rows(rows: dict, fmt: str, values, x, copy: float):
     plain = plain_launch(rt)
     for variant, distinct in (("one weight, L2-resident", 1), (f"{DISTINCT} weights in turn, from HBM", DISTINCT)):
         for how, via in (("", rt.launch), (" (no PDL)", plain)):
+
             def product(i, distinct=distinct, via=via):
                 launch(via, grid, threads, stream, weights[i % distinct].buf.ptr, x_buf.ptr, y.ptr, N, K, 1)
 
             seconds = graph_seconds(product, stream.handle)
             rows[f"{label}, {variant}: per product in a graph{how} (us)"] = seconds * 1e6
             rows[f"{label}, {variant}: per product in a graph{how}: share of copy bandwidth"] = (
-                nbytes / seconds / 1e9 / copy)
+                nbytes / seconds / 1e9 / copy
+            )
         records, count = kernel_seconds(
-            lambda i, distinct=distinct: launch(plain, grid, threads, stream, weights[i % distinct].buf.ptr,
-                                                x_buf.ptr, y.ptr, N, K, 1), PROFILED, lambda: rt.synchronize(0))
+            lambda i, distinct=distinct: launch(
+                plain, grid, threads, stream, weights[i % distinct].buf.ptr, x_buf.ptr, y.ptr, N, K, 1
+            ),
+            PROFILED,
+            lambda: rt.synchronize(0),
+        )
         ours = [t for name, t in records if name == f"qmatvec_{fmt}"]
         seconds = statistics.median(ours)
-        rows[f"{label}, {variant}: kernel duration, profiler (us; {len(ours)} of {count} launches seen)"] = seconds * 1e6
+        rows[f"{label}, {variant}: kernel duration, profiler (us; {len(ours)} of {count} launches seen)"] = (
+            seconds * 1e6
+        )
         rows[f"{label}, {variant}: kernel duration, profiler: share of copy bandwidth"] = nbytes / seconds / 1e9 / copy
     return w
 
@@ -236,6 +251,7 @@ def torch_rows(rows: dict, fmt: str, w, x) -> None:
     tx = torch.from_numpy(x).cuda().to(torch.bfloat16)
     ty = torch.empty(N, dtype=torch.bfloat16, device="cuda")
     for variant, distinct in (("one weight", 1), (f"{DISTINCT} weights in turn", DISTINCT)):
+
         def mv(i, distinct=distinct):
             torch.mv(weights[i % distinct], tx, out=ty)
 
@@ -246,8 +262,9 @@ def torch_rows(rows: dict, fmt: str, w, x) -> None:
         records, count = kernel_seconds(mv, PROFILED, torch.cuda.synchronize)
         seconds = sum(t for _, t in records) / count  # every kernel of the calls: torch.mv's
         names = sorted({name[:60] for name, _ in records})
-        rows[f"{label}: kernel duration, profiler (us; {len(records) / count:g} kernels per product: "
-             f"{', '.join(names)})"] = seconds * 1e6
+        rows[
+            f"{label}: kernel duration, profiler (us; {len(records) / count:g} kernels per product: {', '.join(names)})"
+        ] = seconds * 1e6
         rows[f"{label}: kernel duration, profiler: GB/s of weight"] = weights[0].nbytes / seconds / 1e9
 
 
@@ -270,11 +287,15 @@ _K6 = "kBytes = 210;\n    static constexpr int kKRows = 8;"
 _Q41 = "static constexpr int kFastRows = 16, kFastSplit = 2, kFastStages = 4;"
 _KMIN = "constexpr int kKMinBlocks = 4;"
 _K4S = "static constexpr int kStages = 4;  // commit groups of an item's rows"
-_K4F = ("    static constexpr bool kPrefetch = false;   // L2 prefetch of the first item's rows before the wait\n"
-        "    static constexpr bool kAluScales = true;   // scales to floats by byte_float, not conversions\n"
-        "    static constexpr bool kAluDigits = false;  // digit sums to floats by int_float, not conversions")
-_K6F = ("static constexpr int kStages = 2;  // q6_k's commit groups\n    static constexpr bool kPrefetch = false;\n"
-        "    static constexpr bool kAluScales = true;\n    static constexpr bool kAluDigits = false;")
+_K4F = (
+    "    static constexpr bool kPrefetch = false;   // L2 prefetch of the first item's rows before the wait\n"
+    "    static constexpr bool kAluScales = true;   // scales to floats by byte_float, not conversions\n"
+    "    static constexpr bool kAluDigits = false;  // digit sums to floats by int_float, not conversions"
+)
+_K6F = (
+    "static constexpr int kStages = 2;  // q6_k's commit groups\n    static constexpr bool kPrefetch = false;\n"
+    "    static constexpr bool kAluScales = true;\n    static constexpr bool kAluDigits = false;"
+)
 _KF32 = {"qmatvec_kint<K>(w, x, y, n, k, rows);": "qmatvec_kpath<P>(w, x, y, n, k, rows);"}
 _I2F = "return __int2float_rn((int)((uint32_t)s0 + ((uint32_t)s1 << 8) + ((uint32_t)s2 << 16)));"
 _ALU_I2F = {_I2F: _I2F.replace("__int2float_rn(", "int_float(")}
@@ -282,63 +303,127 @@ _ALU_I2F = {_I2F: _I2F.replace("__int2float_rn(", "int_float(")}
 
 def _flag(text: str, name: str, value: str) -> dict:
     """A replacement of `text` with the flag `name` (a line of it) set to `value`."""
-    lines = [line if f" {name} = " not in line else line.split(" = ")[0] + f" = {value};" + (
-        "  //" + line.split("  //", 1)[1] if "  //" in line else "") for line in text.split("\n")]
+    lines = [
+        line
+        if f" {name} = " not in line
+        else line.split(" = ")[0] + f" = {value};" + ("  //" + line.split("  //", 1)[1] if "  //" in line else "")
+        for line in text.split("\n")
+    ]
     return {text: "\n".join(lines)}
 
 
 EXPLORE = {
-    "q4_0": [("shipped", 256, 16, {}),
-             ("digit sums to float by int_float (no I2F)", 256, 16, _ALU_I2F),
-             ("no L2 prefetch", 256, 16, {_PREFETCH: ""}),
-             ("L2 prefetch of the rows after the first stage only", 256, 16,
-              {_Q4_FROM: _Q4_FROM.replace("= 0", "= kFastRows / kFastStages")}),
-             ("next kernel released at the reduction", 256, 16, _LATE),
-             ("8 stages", 256, 16, {_Q4: _Q4.replace("kFastStages = 4", "kFastStages = 8")}),
-             ("8 stages, no L2 prefetch", 256, 16, {_Q4: _Q4.replace("kFastStages = 4", "kFastStages = 8"),
-                                                    _PREFETCH: ""}),
-             ("8 stages, next kernel released at the reduction", 256, 16,
-              {_Q4: _Q4.replace("kFastStages = 4", "kFastStages = 8"), **_LATE}),
-             ("8 rows/item, 4 blocks/SM", 256, 8, {_Q4: _Q4.replace("kFastRows = 16", "kFastRows = 8")})],
-    "q8_0": [("shipped", 256, 8, {}),
-             ("no L2 prefetch", 256, 8, {_PREFETCH: ""}),
-             ("L2 prefetch of every row", 256, 8, {_Q8_FROM: _Q8_FROM.replace("kFastRows / kFastStages", "0")}),
-             ("next kernel released at the reduction", 256, 8, _LATE),
-             ("8 stages", 256, 8, {_Q8: _Q8.replace("kFastStages = 4", "kFastStages = 8")})],
+    "q4_0": [
+        ("shipped", 256, 16, {}),
+        ("digit sums to float by int_float (no I2F)", 256, 16, _ALU_I2F),
+        ("no L2 prefetch", 256, 16, {_PREFETCH: ""}),
+        (
+            "L2 prefetch of the rows after the first stage only",
+            256,
+            16,
+            {_Q4_FROM: _Q4_FROM.replace("= 0", "= kFastRows / kFastStages")},
+        ),
+        ("next kernel released at the reduction", 256, 16, _LATE),
+        ("8 stages", 256, 16, {_Q4: _Q4.replace("kFastStages = 4", "kFastStages = 8")}),
+        ("8 stages, no L2 prefetch", 256, 16, {_Q4: _Q4.replace("kFastStages = 4", "kFastStages = 8"), _PREFETCH: ""}),
+        (
+            "8 stages, next kernel released at the reduction",
+            256,
+            16,
+            {_Q4: _Q4.replace("kFastStages = 4", "kFastStages = 8"), **_LATE},
+        ),
+        ("8 rows/item, 4 blocks/SM", 256, 8, {_Q4: _Q4.replace("kFastRows = 16", "kFastRows = 8")}),
+    ],
+    "q8_0": [
+        ("shipped", 256, 8, {}),
+        ("no L2 prefetch", 256, 8, {_PREFETCH: ""}),
+        ("L2 prefetch of every row", 256, 8, {_Q8_FROM: _Q8_FROM.replace("kFastRows / kFastStages", "0")}),
+        ("next kernel released at the reduction", 256, 8, _LATE),
+        ("8 stages", 256, 8, {_Q8: _Q8.replace("kFastStages = 4", "kFastStages = 8")}),
+    ],
     # q4_1 on q4_0's dp4a path; the general path it replaced
-    "q4_1": [("shipped (dp4a path, 16 rows/item)", 256, 16, {}),
-             ("dp4a path, digit sums to float by int_float (no I2F)", 256, 16, _ALU_I2F),
-             ("dp4a path, 8 rows/item", 256, 8, {_Q41: _Q41.replace("= 16", "= 8")}),
-             ("general path (before)", 128, 4, {"    qmatvec_fast<q4_1>(w, x, y, n, k, rows);":
-                                                "    qmatvec_general<q4_1>(w, x, y, n, k, rows);"})],
+    "q4_1": [
+        ("shipped (dp4a path, 16 rows/item)", 256, 16, {}),
+        ("dp4a path, digit sums to float by int_float (no I2F)", 256, 16, _ALU_I2F),
+        ("dp4a path, 8 rows/item", 256, 8, {_Q41: _Q41.replace("= 16", "= 8")}),
+        (
+            "general path (before)",
+            128,
+            4,
+            {"    qmatvec_fast<q4_1>(w, x, y, n, k, rows);": "    qmatvec_general<q4_1>(w, x, y, n, k, rows);"},
+        ),
+    ],
     # the integer K path (shipped): commit groups (kStages), the L2 prefetch, the scales and
     # digit sums made floats with conversion instructions or with exponent tricks; the f32 K
     # path it replaced (same launch)
-    "q4_k": [("shipped (integer K path, 8 rows/item, 4 stages, byte_float scales)", 128, 8, {}),
-             ("integer K path, scales by I2F", 128, 8, _flag(_K4F, "kAluScales", "false")),
-             ("integer K path, L2 prefetch", 128, 8, _flag(_K4F, "kPrefetch", "true")),
-             ("integer K path, scales by I2F, L2 prefetch", 128, 8,
-              {_K4F: list(_flag(list(_flag(_K4F, "kAluScales", "false").values())[0], "kPrefetch", "true").values())[0]}),
-             ("integer K path, scales by I2F, L2 prefetch, 5 blocks/SM", 128, 8,
-              {_K4F: list(_flag(list(_flag(_K4F, "kAluScales", "false").values())[0], "kPrefetch", "true").values())[0],
-               _KMIN: _KMIN.replace("= 4", "= 5")}),
-             ("integer K path, scales by I2F, L2 prefetch, 6 blocks/SM", 128, 8,
-              {_K4F: list(_flag(list(_flag(_K4F, "kAluScales", "false").values())[0], "kPrefetch", "true").values())[0],
-               _KMIN: _KMIN.replace("= 4", "= 6")}),
-             ("integer K path, 4 rows/item, 8 blocks/SM, L2 prefetch", 128, 4,
-              {**_flag(_K4F, "kPrefetch", "true"), _K4: _K4.replace("= 8", "= 4"), _KMIN: _KMIN.replace("= 4", "= 8")}),
-             ("f32 K path (before)", 128, 8, _KF32)],
-    "q6_k": [("shipped (integer K path, 8 rows/item, 2 stages, byte_float scales)", 128, 8, {}),
-             ("integer K path, L2 prefetch", 128, 8, {_K6F: _K6F.replace("kPrefetch = false", "kPrefetch = true")}),
-             ("integer K path, L2 prefetch, 5 blocks/SM", 128, 8,
-              {_K6F: _K6F.replace("kPrefetch = false", "kPrefetch = true"), _KMIN: _KMIN.replace("= 4", "= 5")}),
-             ("integer K path, L2 prefetch, 6 blocks/SM", 128, 8,
-              {_K6F: _K6F.replace("kPrefetch = false", "kPrefetch = true"), _KMIN: _KMIN.replace("= 4", "= 6")}),
-             ("integer K path, 4 rows/item, 8 blocks/SM, L2 prefetch", 128, 4,
-              {_K6F: _K6F.replace("kPrefetch = false", "kPrefetch = true"), _K6: _K6.replace("= 8", "= 4"),
-               _KMIN: _KMIN.replace("= 4", "= 8")}),
-             ("integer K path, 4 stages", 128, 8, {_K6F: _K6F.replace("kStages = 2", "kStages = 4")}),
-             ("f32 K path (before)", 128, 8, _KF32)],
+    "q4_k": [
+        ("shipped (integer K path, 8 rows/item, 4 stages, byte_float scales)", 128, 8, {}),
+        ("integer K path, scales by I2F", 128, 8, _flag(_K4F, "kAluScales", "false")),
+        ("integer K path, L2 prefetch", 128, 8, _flag(_K4F, "kPrefetch", "true")),
+        (
+            "integer K path, scales by I2F, L2 prefetch",
+            128,
+            8,
+            {_K4F: list(_flag(list(_flag(_K4F, "kAluScales", "false").values())[0], "kPrefetch", "true").values())[0]},
+        ),
+        (
+            "integer K path, scales by I2F, L2 prefetch, 5 blocks/SM",
+            128,
+            8,
+            {
+                _K4F: list(_flag(list(_flag(_K4F, "kAluScales", "false").values())[0], "kPrefetch", "true").values())[
+                    0
+                ],
+                _KMIN: _KMIN.replace("= 4", "= 5"),
+            },
+        ),
+        (
+            "integer K path, scales by I2F, L2 prefetch, 6 blocks/SM",
+            128,
+            8,
+            {
+                _K4F: list(_flag(list(_flag(_K4F, "kAluScales", "false").values())[0], "kPrefetch", "true").values())[
+                    0
+                ],
+                _KMIN: _KMIN.replace("= 4", "= 6"),
+            },
+        ),
+        (
+            "integer K path, 4 rows/item, 8 blocks/SM, L2 prefetch",
+            128,
+            4,
+            {**_flag(_K4F, "kPrefetch", "true"), _K4: _K4.replace("= 8", "= 4"), _KMIN: _KMIN.replace("= 4", "= 8")},
+        ),
+        ("f32 K path (before)", 128, 8, _KF32),
+    ],
+    "q6_k": [
+        ("shipped (integer K path, 8 rows/item, 2 stages, byte_float scales)", 128, 8, {}),
+        ("integer K path, L2 prefetch", 128, 8, {_K6F: _K6F.replace("kPrefetch = false", "kPrefetch = true")}),
+        (
+            "integer K path, L2 prefetch, 5 blocks/SM",
+            128,
+            8,
+            {_K6F: _K6F.replace("kPrefetch = false", "kPrefetch = true"), _KMIN: _KMIN.replace("= 4", "= 5")},
+        ),
+        (
+            "integer K path, L2 prefetch, 6 blocks/SM",
+            128,
+            8,
+            {_K6F: _K6F.replace("kPrefetch = false", "kPrefetch = true"), _KMIN: _KMIN.replace("= 4", "= 6")},
+        ),
+        (
+            "integer K path, 4 rows/item, 8 blocks/SM, L2 prefetch",
+            128,
+            4,
+            {
+                _K6F: _K6F.replace("kPrefetch = false", "kPrefetch = true"),
+                _K6: _K6.replace("= 8", "= 4"),
+                _KMIN: _KMIN.replace("= 4", "= 8"),
+            },
+        ),
+        ("integer K path, 4 stages", 128, 8, {_K6F: _K6F.replace("kStages = 2", "kStages = 4")}),
+        ("f32 K path (before)", 128, 8, _KF32),
+    ],
 }
 
 
@@ -381,6 +466,7 @@ def explore_quant(rows: dict, formats=None) -> None:
             path.write_text(source)
             grid = -(-N // item_rows)
             try:
+
                 def run(i, path=path, grid=grid, threads=threads, distinct=1, plain=False):
                     args = (weights[i % distinct].buf.ptr, x_buf.ptr, y.ptr, N, K, 1)
                     if plain:
@@ -402,14 +488,17 @@ def explore_quant(rows: dict, formats=None) -> None:
                 l2 = graph_seconds(run, stream.handle)
                 hbm = graph_seconds(lambda i, run=run: run(i, distinct=DISTINCT), stream.handle)
                 hbm_plain = graph_seconds(lambda i, run=run: run(i, distinct=DISTINCT, plain=True), stream.handle)
-                records, count = kernel_seconds(lambda i, run=run: run(i, distinct=DISTINCT, plain=True), PROFILED,
-                                                lambda: rt.synchronize(0))
+                records, count = kernel_seconds(
+                    lambda i, run=run: run(i, distinct=DISTINCT, plain=True), PROFILED, lambda: rt.synchronize(0)
+                )
                 kernel = statistics.median([t for n, t in records if n == f"qmatvec_{fmt}"])
                 share = lambda t: nbytes / t / 1e9 / copy  # noqa: E731
-                rows[label] = (f"{regs} regs, {resident} blocks/SM, grid {grid}; per product in a graph: "
-                               f"L2 {l2 * 1e6:.2f} us, HBM {hbm * 1e6:.2f} us = {share(hbm):.3f} of copy, "
-                               f"HBM no PDL {hbm_plain * 1e6:.2f} us = {share(hbm_plain):.3f}; kernel duration "
-                               f"HBM {kernel * 1e6:.2f} us = {share(kernel):.3f}; error vs first {error:.1e}")
+                rows[label] = (
+                    f"{regs} regs, {resident} blocks/SM, grid {grid}; per product in a graph: "
+                    f"L2 {l2 * 1e6:.2f} us, HBM {hbm * 1e6:.2f} us = {share(hbm):.3f} of copy, "
+                    f"HBM no PDL {hbm_plain * 1e6:.2f} us = {share(hbm_plain):.3f}; kernel duration "
+                    f"HBM {kernel * 1e6:.2f} us = {share(kernel):.3f}; error vs first {error:.1e}"
+                )
             except Exception as exc:  # noqa: BLE001  (a variant that fails is reported, the others run)
                 rows[label] = f"failed: {type(exc).__name__}: {exc}"
     shutil.rmtree(tmp, ignore_errors=True)
@@ -432,16 +521,22 @@ def floor_quant(rows: dict) -> None:
     launch = kernels_hip.launch_qmatvec_q4_0
     item_rows, threads = gpu_quant.qmatvec_launch(rt, "q4_0")
     grid = -(-N // item_rows)
-    for label, g, n, k in ((f"no rows, grid {grid}", grid, 0, K), ("no rows, grid 1", 1, 0, K),
-                           ("16 x 256 weights, grid 1", 1, 16, 256)):
-        seconds = graph_seconds(lambda i, g=g, n=n, k=k: launch(rt.launch, g, threads, stream,
-                                                                  q.buf.ptr, x_buf.ptr, y.ptr, n, k, 1), stream.handle)
+    for label, g, n, k in (
+        (f"no rows, grid {grid}", grid, 0, K),
+        ("no rows, grid 1", 1, 0, K),
+        ("16 x 256 weights, grid 1", 1, 16, 256),
+    ):
+        seconds = graph_seconds(
+            lambda i, g=g, n=n, k=k: launch(rt.launch, g, threads, stream, q.buf.ptr, x_buf.ptr, y.ptr, n, k, 1),
+            stream.handle,
+        )
         rows[f"floor: qmatvec_q4_0 launch, {label}: device time per launch (us)"] = seconds * 1e6
     import torch
 
     tiny = torch.zeros(2, device="cuda")
     rows["floor: torch tiny add_ in a torch graph: device time per launch (us)"] = (
-        torch_graph_seconds(lambda i: tiny.add_(1.0)) * 1e6)
+        torch_graph_seconds(lambda i: tiny.add_(1.0)) * 1e6
+    )
 
 
 def profile_launches() -> None:
@@ -517,6 +612,7 @@ def bench_qmatmul_rows(rows: dict, counts=(1, 4, 8, 16, 24, 32, 128, 512)) -> No
                 best = min(times, key=times.get)
                 rows[f"qmatmul {fmt} {N}x{K}, {count} rows of x: us per call"] = (
                     ", ".join(f"{p} {t * 1e6:.1f}" for p, t in times.items()) + f" (faster: {best}; the runtime "
-                    f"takes {'dequantize + GEMM' if count >= saved.get(fmt, saved[None]) else 'qmatvec'})")
+                    f"takes {'dequantize + GEMM' if count >= saved.get(fmt, saved[None]) else 'qmatvec'})"
+                )
     finally:
         gpu_quant.QMATMUL_GEMM_ROWS.update(saved)

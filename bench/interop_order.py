@@ -44,8 +44,10 @@ def trial(ordered: bool) -> bool:
 def main() -> None:
     for ordered in (True, False):
         wrong = sum(not trial(ordered) for _ in range(TRIALS))
-        print(f"{'with' if ordered else 'without'} stream ordering: {wrong}/{TRIALS} hand-offs read unfinished data "
-              f"({N} f32, {STEPS} queued affine kernels, torch {torch.__version__}, {torch.cuda.get_device_name()})")
+        print(
+            f"{'with' if ordered else 'without'} stream ordering: {wrong}/{TRIALS} hand-offs read unfinished data "
+            f"({N} f32, {STEPS} queued affine kernels, torch {torch.__version__}, {torch.cuda.get_device_name()})"
+        )
     sys.stdout.flush()
 
 

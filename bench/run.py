@@ -25,7 +25,9 @@ sys.path.insert(0, str(ROOT))
 from bench import synthetic  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
-ROUNDS = int(os.environ.get("BENCH_ROUNDS", "5"))  # each command, full and unchanged; the commands take turns so load hits them alike
+ROUNDS = int(
+    os.environ.get("BENCH_ROUNDS", "5")
+)  # each command, full and unchanged; the commands take turns so load hits them alike
 GOALS = {"full_s": 1.5, "unchanged_s": 0.3, "torchgen_ratio": 15, "dispatch_added_ns": {"unary": 300, "binary": 600}}
 HIP_CASE = f"synthetic, {synthetic.N_OPS} ops, HIP kernels for cuda and rocm (every output)"
 
@@ -38,8 +40,17 @@ def torchgen_command(out: Path) -> list[str] | None:
     if spec is None or spec.origin is None:
         return None
     aten = Path(spec.origin).parent / "packaged" / "ATen"
-    return [sys.executable, "-m", "torchgen.gen", "--source-path", str(aten),
-            "--install-dir", str(out / "ATen"), "--aoti-install-dir", str(out / "aoti")]
+    return [
+        sys.executable,
+        "-m",
+        "torchgen.gen",
+        "--source-path",
+        str(aten),
+        "--install-dir",
+        str(out / "ATen"),
+        "--aoti-install-dir",
+        str(out / "aoti"),
+    ]
 
 
 def torchgen_ops() -> int:
@@ -74,8 +85,11 @@ def walls(commands: dict[str, tuple[list[str], Path, Path]]) -> dict:
             unchanged[name].append(timed(cmd, cwd))
 
     def row(runs: list[tuple[float, float]], what: str) -> dict:
-        return {f"{what}_s": statistics.median(w for w, _ in runs), f"{what}_cpu_s": statistics.median(c for _, c in runs),
-                f"{what}_runs_s": [round(w, 3) for w, _ in runs]}
+        return {
+            f"{what}_s": statistics.median(w for w, _ in runs),
+            f"{what}_cpu_s": statistics.median(c for _, c in runs),
+            f"{what}_runs_s": [round(w, 3) for w, _ in runs],
+        }
 
     return {name: {**row(full[name], "full"), **row(unchanged[name], "unchanged")} for name in commands}
 
@@ -92,9 +106,11 @@ def generation() -> tuple[dict, dict | None]:
             "shipped ops.yaml": gen_command(ROOT / "ops.yaml", tmp / "shipped_out" / "generated"),
             HIP_CASE: gen_command(synthetic.write(tmp / "synthetic"), tmp / "synthetic" / "generated"),
             f"{HIP_CASE}, and the rust target": gen_command(
-                synthetic.write(tmp / "synthetic_rust", rust=True), tmp / "synthetic_rust" / "generated"),
+                synthetic.write(tmp / "synthetic_rust", rust=True), tmp / "synthetic_rust" / "generated"
+            ),
             f"synthetic, {synthetic.N_OPS} ops, cpu backend only (no HIP outputs)": gen_command(
-                synthetic.write(tmp / "synthetic_numpy", hip=False), tmp / "synthetic_numpy" / "generated"),
+                synthetic.write(tmp / "synthetic_numpy", hip=False), tmp / "synthetic_numpy" / "generated"
+            ),
         }
         tg = torchgen_command(tmp / "torchgen")
         if tg is not None:
@@ -131,8 +147,14 @@ def dispatch() -> dict:
         ("binary", "binary add, 16 f32", lambda: s.binary(add, s, layout, layout), lambda: np.add(x, x)),
     ):
         (t_ours, cpu_ours), (t_ref, cpu_ref) = per_call_ns(ours), per_call_ns(ref)
-        rows[name] = {"kind": kind, "opgen_ns": t_ours, "numpy_ns": t_ref, "added_ns": t_ours - t_ref,
-                      "ratio": t_ours / t_ref, "cpu_added_ns": cpu_ours - cpu_ref}
+        rows[name] = {
+            "kind": kind,
+            "opgen_ns": t_ours,
+            "numpy_ns": t_ref,
+            "added_ns": t_ours - t_ref,
+            "ratio": t_ours / t_ref,
+            "cpu_added_ns": cpu_ours - cpu_ref,
+        }
     return rows
 
 
@@ -147,35 +169,51 @@ def load() -> str:
 def generation_lines(result: dict) -> list[str]:
     tg = result["torchgen"]
     if tg is None:
-        head = ("## Generation (`gen`)\n\ntorchgen was not timed: torch is not installed in this environment "
-                "(`make bench` installs it through the `bench` extra; `pip install -e '.[bench]'`).\n")
+        head = (
+            "## Generation (`gen`)\n\ntorchgen was not timed: torch is not installed in this environment "
+            "(`make bench` installs it through the `bench` extra; `pip install -e '.[bench]'`).\n"
+        )
     else:
-        head = (f"## Generation (`gen`), beside torchgen in the same run\n\ntorchgen (torch {tg['torch']}) on its "
-                f"{tg['ops']:,}-op native_functions.yaml, default outputs: full {tg['full_s']:.2f} s "
-                f"(CPU {tg['full_cpu_s']:.2f} s), run again over its output {tg['unchanged_s']:.2f} s.\n")
-    lines = [head, "| registry | full | unchanged | full: torchgen / gen, wall | the same, CPU time | goal |",
-             "|---|---|---|---|---|---|"]
+        head = (
+            f"## Generation (`gen`), beside torchgen in the same run\n\ntorchgen (torch {tg['torch']}) on its "
+            f"{tg['ops']:,}-op native_functions.yaml, default outputs: full {tg['full_s']:.2f} s "
+            f"(CPU {tg['full_cpu_s']:.2f} s), run again over its output {tg['unchanged_s']:.2f} s.\n"
+        )
+    lines = [
+        head,
+        "| registry | full | unchanged | full: torchgen / gen, wall | the same, CPU time | goal |",
+        "|---|---|---|---|---|---|",
+    ]
     for name, r in result["generation"].items():
         ratio = f"{tg['full_s'] / r['full_s']:.1f}x" if tg else "not timed"
         cpu = f"{tg['full_cpu_s'] / r['full_cpu_s']:.1f}x" if tg else "not timed"
-        lines.append(f"| {name} | {r['full_s']:.2f} s | {r['unchanged_s']:.2f} s | {ratio} | {cpu} | "
-                     f"≤ {GOALS['full_s']} s / ≤ {GOALS['unchanged_s']} s; ≥ {GOALS['torchgen_ratio']}x torchgen |")
+        lines.append(
+            f"| {name} | {r['full_s']:.2f} s | {r['unchanged_s']:.2f} s | {ratio} | {cpu} | "
+            f"≤ {GOALS['full_s']} s / ≤ {GOALS['unchanged_s']} s; ≥ {GOALS['torchgen_ratio']}x torchgen |"
+        )
     return lines
 
 
 def markdown(result: dict) -> str:
-    lines = [f"# opgen CPU benchmarks\n\nMachine: {result['machine']}; load average (1/5/15 min) "
-             f"{result['load_before']} before, {result['load_after']} after. Generation: medians of {ROUNDS} CLI runs "
-             "each (interpreter start included), the commands taking turns; dispatch: best of 7 x 200,000 calls "
-             "(the last column: the same by CPU time).\n"]
+    lines = [
+        f"# opgen CPU benchmarks\n\nMachine: {result['machine']}; load average (1/5/15 min) "
+        f"{result['load_before']} before, {result['load_after']} after. Generation: medians of {ROUNDS} CLI runs "
+        "each (interpreter start included), the commands taking turns; dispatch: best of 7 x 200,000 calls "
+        "(the last column: the same by CPU time).\n"
+    ]
     lines += generation_lines(result)
-    lines += ["", "## Dispatch: generated `Storage` op against calling numpy directly\n",
-              "| op | opgen | numpy | added per call | ratio | goal added | added, CPU time |",
-              "|---|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        "## Dispatch: generated `Storage` op against calling numpy directly\n",
+        "| op | opgen | numpy | added per call | ratio | goal added | added, CPU time |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for name, r in result["dispatch"].items():
-        lines.append(f"| {name} | {r['opgen_ns']:.0f} ns | {r['numpy_ns']:.0f} ns | {r['added_ns']:.0f} ns | "
-                     f"{r['ratio']:.2f}x | ≤ {GOALS['dispatch_added_ns'][r['kind']]} ns | "
-                     f"{r['cpu_added_ns']:.0f} ns |")
+        lines.append(
+            f"| {name} | {r['opgen_ns']:.0f} ns | {r['numpy_ns']:.0f} ns | {r['added_ns']:.0f} ns | "
+            f"{r['ratio']:.2f}x | ≤ {GOALS['dispatch_added_ns'][r['kind']]} ns | "
+            f"{r['cpu_added_ns']:.0f} ns |"
+        )
     return "\n".join(lines) + "\n"
 
 

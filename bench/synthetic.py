@@ -31,8 +31,12 @@ def registry(n_ops: int = N_OPS, seed: int = 0, hip: bool = True, rust: bool = F
     out = {k: base[k] for k in ("version", "dtypes", "dtype_sets", "backends", "custom_ops", "quantized", *kept)}
     if hip:
         out["kernel_facts"] = base["kernel_facts"]
-    for family, exprs in (("unary", UNARY_EXPRS), ("binary", BINARY_EXPRS), ("cmp", ["x < y", "x == y"]),
-                          ("reduce", ["np.sum(x, axis=-1)"])):
+    for family, exprs in (
+        ("unary", UNARY_EXPRS),
+        ("binary", BINARY_EXPRS),
+        ("cmp", ["x < y", "x == y"]),
+        ("reduce", ["np.sum(x, axis=-1)"]),
+    ):
         out[family] = {
             f"{family}_op_{i}": {"numpy": rng.choice(exprs), "hip": "x", "dtypes": rng.choice(["float", "all"])}
             for i in range(counts[family])

@@ -53,8 +53,10 @@ def sources(paths: list[str], lang: str | None) -> tuple[list[Source], list[str]
         elif p.is_file():
             file_lang = lang or LANGUAGES.get(p.suffix)
             if file_lang is None:
-                errors.append(f"{given}:1:1: cannot tell the language of this file (not .py or .rs); "
-                              "pass --lang python or --lang rust")
+                errors.append(
+                    f"{given}:1:1: cannot tell the language of this file (not .py or .rs); "
+                    "pass --lang python or --lang rust"
+                )
             else:
                 found.setdefault(given, Source(given, file_lang))
         else:
@@ -89,7 +91,7 @@ def audit_file(source: Source, backends: tuple[str, ...], require_fwd: bool = Tr
     except OSError as exc:
         return FileReport(source.path, error=f"{source.path}:1:1: cannot read: {exc.strerror}")
     except UnicodeDecodeError as exc:
-        line = data[:exc.start].count(b"\n") + 1
+        line = data[: exc.start].count(b"\n") + 1
         return FileReport(source.path, error=f"{source.path}:{line}:1: not UTF-8: {exc.reason}")
     if not _mentions(text, backends):
         return FileReport(source.path)
@@ -109,8 +111,7 @@ def audit_file(source: Source, backends: tuple[str, ...], require_fwd: bool = Tr
     none: frozenset[str] = frozenset()
     spelled = tuple(camel(b) for b in backends) if source.lang == "rust" else backends
     impls = [t for t in found.impls if require_fwd or t.definition]
-    findings = [f for d in found.dispatches
-                for f in judge_dispatch(source.path, d, spelled, allowed.get(d.line, none))]
+    findings = [f for d in found.dispatches for f in judge_dispatch(source.path, d, spelled, allowed.get(d.line, none))]
     findings += [f for t in impls for f in judge_trait(source.path, t, backends, allowed.get(t.line, none))]
     return FileReport(source.path, tuple(sorted(findings)), len(found.dispatches) + len(impls))
 
@@ -135,6 +136,8 @@ def summary(reports: list[FileReport], backends: tuple[str, ...]) -> list[str]:
     wild = sum(f.kind == WILDCARD for r in reports for f in r.findings)
     checked = sum(r.checked for r in reports)
     clean = sum(not r.findings and not r.error for r in reports)
-    lines.append(f"audit: {len(reports)} files, {checked} dispatch points, {missing} missing, {wild} wildcard, "
-                 f"{clean} files clean (backends: {', '.join(backends)})")
+    lines.append(
+        f"audit: {len(reports)} files, {checked} dispatch points, {missing} missing, {wild} wildcard, "
+        f"{clean} files clean (backends: {', '.join(backends)})"
+    )
     return lines

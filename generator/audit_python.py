@@ -39,8 +39,7 @@ class Found:
     impls: tuple[TraitImpl, ...]
 
 
-def statements(body: list[ast.stmt], backends: frozenset[str],
-               scope: Scope = None) -> Iterator[tuple[ast.stmt, Scope]]:
+def statements(body: list[ast.stmt], backends: frozenset[str], scope: Scope = None) -> Iterator[tuple[ast.stmt, Scope]]:
     """Every statement under `body`, in source order, with the backends that can reach it
     (those a `case` names, a `def <backend>_fwd`; None: any). Matches, ifs and classes are
     statements: walking statements only skips the expressions, most of a module's nodes."""
@@ -68,8 +67,11 @@ def statements(body: list[ast.stmt], backends: frozenset[str],
 def _case_scope(case: ast.match_case, backends: frozenset[str], scope: Scope) -> Scope:
     """A case that names backends (by enum member or string) is reached by those only."""
     values = [p.value for p in ast.walk(case.pattern) if isinstance(p, ast.MatchValue)]
-    names = {v.attr if isinstance(v, ast.Attribute) else str(v.value) for v in values
-             if isinstance(v, ast.Attribute) or isinstance(v, ast.Constant) and isinstance(v.value, str)}
+    names = {
+        v.attr if isinstance(v, ast.Attribute) else str(v.value)
+        for v in values
+        if isinstance(v, ast.Attribute) or isinstance(v, ast.Constant) and isinstance(v.value, str)
+    }
     return frozenset(map(normalize, names)) & backends or scope
 
 
@@ -111,8 +113,11 @@ class _Reader:
     def code(self, node: ast.expr | ast.stmt | ast.pattern) -> str:
         if node.lineno == node.end_lineno and node.lineno <= len(self.lines):
             line = self.lines[node.lineno - 1]
-            text = line[node.col_offset:node.end_col_offset] if line.isascii() else \
-                line.encode()[node.col_offset:node.end_col_offset].decode("utf-8", "replace")
+            text = (
+                line[node.col_offset : node.end_col_offset]
+                if line.isascii()
+                else line.encode()[node.col_offset : node.end_col_offset].decode("utf-8", "replace")
+            )
         else:
             text = ast.unparse(node)
         text = " ".join(text.split())
@@ -148,8 +153,10 @@ class _Reader:
         if isinstance(p, ast.MatchOr) and all(isinstance(e, ast.MatchSequence) for e in p.patterns):
             rows = [r for e in p.patterns if (r := self.positions(e)) is not ALL]
             if len(rows) == len(p.patterns) and len({len(r) for r in rows}) == 1:
-                return [(frozenset().union(*(r[i][0] for r in rows)), any(r[i][1] for r in rows))
-                        for i in range(len(rows[0]))]
+                return [
+                    (frozenset().union(*(r[i][0] for r in rows)), any(r[i][1] for r in rows))
+                    for i in range(len(rows[0]))
+                ]
         return [self.one(p)]
 
     def match(self, node: ast.Match) -> None:
@@ -168,19 +175,38 @@ class _Reader:
                     wild = case
             if names:
                 label = labels[i] if len(labels) == width and width > 1 else ""
-                slots.append(Slot(frozenset(names), wild.pattern.lineno if wild else None,
-                                  wild is not None and _fails(wild.body), label))
-        if not slots or not (self.names_enum(node) or device_valued(_last_name(node.subject))
-                             or isinstance(node.subject, ast.Tuple)
-                             and any(device_valued(_last_name(e)) for e in node.subject.elts)):
+                slots.append(
+                    Slot(
+                        frozenset(names),
+                        wild.pattern.lineno if wild else None,
+                        wild is not None and _fails(wild.body),
+                        label,
+                    )
+                )
+        if not slots or not (
+            self.names_enum(node)
+            or device_valued(_last_name(node.subject))
+            or isinstance(node.subject, ast.Tuple)
+            and any(device_valued(_last_name(e)) for e in node.subject.elts)
+        ):
             return  # `case "cpu":` over a format or a mode is a string, not a backend
-        self.dispatches.append(Dispatch(node.lineno, self.col(node.lineno, node.col_offset),
-                                        f"match on {self.code(node.subject)}", tuple(slots), scope=self.scope))
+        self.dispatches.append(
+            Dispatch(
+                node.lineno,
+                self.col(node.lineno, node.col_offset),
+                f"match on {self.code(node.subject)}",
+                tuple(slots),
+                scope=self.scope,
+            )
+        )
 
     def names_enum(self, node: ast.Match) -> bool:
         """Whether some case names a backend as an enum member (`Backend.CPU`), not a string."""
-        return any(isinstance(p, ast.MatchValue) and isinstance(p.value, ast.Attribute) and self.backend_value(p.value)
-                   for c in node.cases for p in ast.walk(c.pattern))
+        return any(
+            isinstance(p, ast.MatchValue) and isinstance(p.value, ast.Attribute) and self.backend_value(p.value)
+            for c in node.cases
+            for p in ast.walk(c.pattern)
+        )
 
     # -- if/elif --------------------------------------------------------------------------
     def tests(self, e: ast.expr) -> list[Test]:
@@ -226,7 +252,7 @@ class _Reader:
 
     def is_elif(self, node: ast.If) -> bool:
         line = self.lines[node.lineno - 1] if node.lineno <= len(self.lines) else ""
-        return line.encode()[node.col_offset:node.col_offset + 4] == b"elif"
+        return line.encode()[node.col_offset : node.col_offset + 4] == b"elif"
 
     def if_chain(self, node: ast.If) -> None:
         if id(node) in self.elifs:
@@ -245,8 +271,16 @@ class _Reader:
         subject, hits = chain
         wild = self.else_line(link) if link.orelse else None
         slot = Slot(frozenset().union(*hits), wild, wild is not None and _fails(link.orelse))
-        self.dispatches.append(Dispatch(node.lineno, self.col(node.lineno, node.col_offset),
-                                        f"if/elif chain over {subject}", (slot,), "branch", self.scope))
+        self.dispatches.append(
+            Dispatch(
+                node.lineno,
+                self.col(node.lineno, node.col_offset),
+                f"if/elif chain over {subject}",
+                (slot,),
+                "branch",
+                self.scope,
+            )
+        )
 
     def else_line(self, link: ast.If) -> int:
         """ast keeps no position for `else:`: it is the last such line before the else body."""

@@ -12,8 +12,11 @@ from generator.dispatch_coverage import MISSING, Finding
 
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 RULES = {  # kind -> (rule id, short description, SARIF level)
-    MISSING: ("missing-backend", "A backend dispatch has no case for a backend (or only a wildcard that fails).",
-              "error"),
+    MISSING: (
+        "missing-backend",
+        "A backend dispatch has no case for a backend (or only a wildcard that fails).",
+        "error",
+    ),
     "wildcard": ("wildcard-backend", "A backend is only handled by a wildcard case that does real work.", "note"),
 }
 
@@ -23,8 +26,17 @@ def findings(reports: list[FileReport]) -> list[Finding]:
 
 
 def as_json(reports: list[FileReport], errors: list[str], summary: list[str]) -> str:
-    rows = [{"path": f.path, "line": f.line, "col": f.col, "kind": f.kind, "backends": list(f.backends),
-             "message": f.message} for f in findings(reports)]
+    rows = [
+        {
+            "path": f.path,
+            "line": f.line,
+            "col": f.col,
+            "kind": f.kind,
+            "backends": list(f.backends),
+            "message": f.message,
+        }
+        for f in findings(reports)
+    ]
     return json.dumps({"findings": rows, "errors": errors, "summary": summary[-1]}, indent=2)
 
 
@@ -39,18 +51,34 @@ def _uri(path: str) -> str:
 
 def as_sarif(reports: list[FileReport], errors: list[str]) -> str:
     rule_ids = list(RULES)
-    results = [{
-        "ruleId": RULES[f.kind][0], "ruleIndex": rule_ids.index(f.kind), "level": RULES[f.kind][2],
-        "message": {"text": f.message},
-        "locations": [{"physicalLocation": {"artifactLocation": {"uri": _uri(f.path)},
-                                            "region": {"startLine": f.line, "startColumn": f.col}}}],
-    } for f in findings(reports)]
+    results = [
+        {
+            "ruleId": RULES[f.kind][0],
+            "ruleIndex": rule_ids.index(f.kind),
+            "level": RULES[f.kind][2],
+            "message": {"text": f.message},
+            "locations": [
+                {
+                    "physicalLocation": {
+                        "artifactLocation": {"uri": _uri(f.path)},
+                        "region": {"startLine": f.line, "startColumn": f.col},
+                    }
+                }
+            ],
+        }
+        for f in findings(reports)
+    ]
     notifications = [{"level": "error", "message": {"text": e}} for e in errors]
     run = {
-        "tool": {"driver": {"name": "gen audit",
-                            "rules": [{"id": rid, "shortDescription": {"text": text},
-                                       "defaultConfiguration": {"level": level}}
-                                      for rid, text, level in RULES.values()]}},
+        "tool": {
+            "driver": {
+                "name": "gen audit",
+                "rules": [
+                    {"id": rid, "shortDescription": {"text": text}, "defaultConfiguration": {"level": level}}
+                    for rid, text, level in RULES.values()
+                ],
+            }
+        },
         "results": results,
         "invocations": [{"executionSuccessful": not errors, "toolExecutionNotifications": notifications}],
         "columnKind": "unicodeCodePoints",

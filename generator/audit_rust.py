@@ -57,8 +57,7 @@ def _unwrap(value):
             if len(inner) != 1:
                 return None
             value = inner[0]
-        elif value.type in ("expression_statement", "return_expression", "try_expression",
-                            "parenthesized_expression"):
+        elif value.type in ("expression_statement", "return_expression", "try_expression", "parenthesized_expression"):
             value = value.named_children[0] if value.named_children else None
         else:
             return value
@@ -79,8 +78,12 @@ def _fails(value) -> bool:
 
 def _subject_name(node) -> str:
     """The last name of a tested value: `self.device` -> device, `s.device()` -> device."""
-    while node is not None and node.type in ("reference_expression", "unary_expression", "call_expression",
-                                             "parenthesized_expression"):
+    while node is not None and node.type in (
+        "reference_expression",
+        "unary_expression",
+        "call_expression",
+        "parenthesized_expression",
+    ):
         node = node.child_by_field_name("function") if node.type == "call_expression" else node.named_children[-1]
     if node is None:
         return ""
@@ -104,7 +107,7 @@ class _Reader:
     def position(self, node) -> tuple[int, int]:
         at = node.start_byte + self.delta
         row = bisect.bisect_right(self.line_starts, at)
-        return row, len(self.source[self.line_starts[row - 1]:at].decode("utf-8", "replace")) + 1
+        return row, len(self.source[self.line_starts[row - 1] : at].decode("utf-8", "replace")) + 1
 
     def code(self, node) -> str:
         text = " ".join(_text(node).split())
@@ -155,8 +158,10 @@ class _Reader:
             alternatives = [c for c in p.children if c.type != "|"]
             rows = [r for c in alternatives if (r := self.positions(c)) is not ALL]
             if len(rows) == len(alternatives) and len({len(r) for r in rows}) == 1 and len(rows[0]) > 1:
-                return [(frozenset().union(*(r[i][0] for r in rows)), any(r[i][1] for r in rows))
-                        for i in range(len(rows[0]))]
+                return [
+                    (frozenset().union(*(r[i][0] for r in rows)), any(r[i][1] for r in rows))
+                    for i in range(len(rows[0]))
+                ]
         return [self.one(p)]
 
     # -- match ----------------------------------------------------------------------------
@@ -182,8 +187,14 @@ class _Reader:
                     wild = arm
             if names:
                 label = self.code(labels[i]) if len(labels) == width > 1 else ""
-                slots.append(Slot(frozenset(names), self.line(wild) if wild else None,
-                                  wild is not None and _fails(wild.child_by_field_name("value")), label))
+                slots.append(
+                    Slot(
+                        frozenset(names),
+                        self.line(wild) if wild else None,
+                        wild is not None and _fails(wild.child_by_field_name("value")),
+                        label,
+                    )
+                )
         if not slots:
             return
         strings_only = all(n.type == "string_literal" for n in self.backend_nodes(body))
@@ -273,8 +284,11 @@ class _Reader:
 
     # -- impl <trait> for <type>, trait <name> ----------------------------------------------
     def hooks(self, body) -> frozenset[str]:
-        fns = [c.child_by_field_name("name") for c in (body.named_children if body is not None else ())
-               if c.type in ("function_item", "function_signature_item")]
+        fns = [
+            c.child_by_field_name("name")
+            for c in (body.named_children if body is not None else ())
+            if c.type in ("function_item", "function_signature_item")
+        ]
         found = {normalize(m["backend"]) for m in (FWD.match(_text(f)) for f in fns if f is not None) if m}
         return frozenset(found & self.backends)
 

@@ -26,8 +26,10 @@ def _load(registry: Path):
     from generator.validate import validate
 
     if registry.is_dir():
-        click.echo(f"error: {registry}: is a directory; --registry names the registry file (ops.yaml); "
-                   "nothing written", err=True)
+        click.echo(
+            f"error: {registry}: is a directory; --registry names the registry file (ops.yaml); nothing written",
+            err=True,
+        )
         sys.exit(EXIT_INVALID)
     try:
         return validate(load_file(str(registry)), registry.resolve().parent)
@@ -51,16 +53,29 @@ def _render(model, output):
 
 
 @click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--registry", type=click.Path(path_type=Path), default=Path("ops.yaml"),
-              show_default=True, help="The op registry to generate from.")
-@click.option("--out", type=click.Path(path_type=Path), default=None,
-              help="Directory of the generated Python package.  [default: the registry's python target, "
-                   "else generated]")
-@click.option("--check", is_flag=True,
-              help="Write nothing; exit 1 and print a unified diff if any generated file is stale.")
-@click.option("--patch", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="With --check: also write the diff to this file as a patch that `git apply` accepts "
-                   "(paths from the top of the git work tree; empty when nothing is stale).")
+@click.option(
+    "--registry",
+    type=click.Path(path_type=Path),
+    default=Path("ops.yaml"),
+    show_default=True,
+    help="The op registry to generate from.",
+)
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Directory of the generated Python package.  [default: the registry's python target, else generated]",
+)
+@click.option(
+    "--check", is_flag=True, help="Write nothing; exit 1 and print a unified diff if any generated file is stale."
+)
+@click.option(
+    "--patch",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="With --check: also write the diff to this file as a patch that `git apply` accepts "
+    "(paths from the top of the git work tree; empty when nothing is stale).",
+)
 @click.version_option(__version__, prog_name="gen")
 @click.pass_context
 def main(ctx: click.Context, registry: Path, out: Path | None, check: bool, patch: Path | None) -> None:
@@ -78,8 +93,9 @@ def main(ctx: click.Context, registry: Path, out: Path | None, check: bool, patc
     if ctx.invoked_subcommand is not None:
         return
     if out is not None and out.exists() and not out.is_dir():
-        click.echo(f"error: {out}: is a file; --out names the directory of the generated package; "
-                   "nothing written", err=True)
+        click.echo(
+            f"error: {out}: is a file; --out names the directory of the generated package; nothing written", err=True
+        )
         sys.exit(EXIT_INVALID)
     if patch is not None and not check:
         raise click.UsageError("--patch needs --check")
@@ -147,10 +163,12 @@ def main(ctx: click.Context, registry: Path, out: Path | None, check: bool, patc
             click.echo(f"wrote     {output.out / rel}")
         for rel in result.remove:
             click.echo(f"removed   {output.out / rel}")
-        written, unchanged, removed = (written + len(result.write), unchanged + len(result.unchanged),
-                                       removed + len(result.remove))
-    click.echo(f"{written} written, {unchanged} unchanged, {removed} removed "
-               f"in {time.perf_counter() - started:.2f}s")
+        written, unchanged, removed = (
+            written + len(result.write),
+            unchanged + len(result.unchanged),
+            removed + len(result.remove),
+        )
+    click.echo(f"{written} written, {unchanged} unchanged, {removed} removed in {time.perf_counter() - started:.2f}s")
 
 
 def _outputs(model, out: Path | None):
@@ -179,9 +197,12 @@ def _say_if_interrupted(out: Path, result, check: bool) -> None:
 
     changing = interrupted(out)
     if changing is not None and result.stale:
-        click.echo(f"{out}: a gen was interrupted while writing here ({out / JOURNAL} names the {len(changing)} "
-                   "files it was changing): the package may mix old and new files"
-                   + ("; run gen" if check else "; rewriting them"), err=True)
+        click.echo(
+            f"{out}: a gen was interrupted while writing here ({out / JOURNAL} names the {len(changing)} "
+            "files it was changing): the package may mix old and new files"
+            + ("; run gen" if check else "; rewriting them"),
+            err=True,
+        )
 
 
 def _git_patch(out: Path, result) -> str:
@@ -241,22 +262,55 @@ def schema(write: bool) -> None:
 
 @main.command()
 @click.argument("paths", nargs=-1, required=True)
-@click.option("--backends", "backend_list", metavar="A,B,..", default=None,
-              help="The backends to require, comma-separated (e.g. cpu,cuda,metal,rocm); "
-                   "no registry is read then.  [default: the registry's backends]")
-@click.option("--lang", type=click.Choice(["python", "rust"]), default=None,
-              help="Read every file as this language; in directories, only its files. Default: by extension.")
-@click.option("--require-fwd", type=click.Choice(["all", "none"]), default="all", show_default=True,
-              help="all: a custom-op implementation with some <backend>_fwd must have every one; "
-                   "none: leave implementations to their trait's defaults (trait definitions are still checked).")
+@click.option(
+    "--backends",
+    "backend_list",
+    metavar="A,B,..",
+    default=None,
+    help="The backends to require, comma-separated (e.g. cpu,cuda,metal,rocm); "
+    "no registry is read then.  [default: the registry's backends]",
+)
+@click.option(
+    "--lang",
+    type=click.Choice(["python", "rust"]),
+    default=None,
+    help="Read every file as this language; in directories, only its files. Default: by extension.",
+)
+@click.option(
+    "--require-fwd",
+    type=click.Choice(["all", "none"]),
+    default="all",
+    show_default=True,
+    help="all: a custom-op implementation with some <backend>_fwd must have every one; "
+    "none: leave implementations to their trait's defaults (trait definitions are still checked).",
+)
 @click.option("--strict", is_flag=True, help="Notes (backends only a working wildcard takes) fail too.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "sarif"]), default="text", show_default=True,
-              help="text: FILE:LINE:COL lines and a summary; json; sarif (SARIF 2.1.0, for code scanning).")
-@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
-              help="Processes reading files in parallel.  [default: the number of cores]")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "sarif"]),
+    default="text",
+    show_default=True,
+    help="text: FILE:LINE:COL lines and a summary; json; sarif (SARIF 2.1.0, for code scanning).",
+)
+@click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Processes reading files in parallel.  [default: the number of cores]",
+)
 @click.pass_context
-def audit(ctx: click.Context, paths: tuple[str, ...], backend_list: str | None, lang: str | None,
-          require_fwd: str, strict: bool, fmt: str, jobs: int | None) -> None:
+def audit(
+    ctx: click.Context,
+    paths: tuple[str, ...],
+    backend_list: str | None,
+    lang: str | None,
+    require_fwd: str,
+    strict: bool,
+    fmt: str,
+    jobs: int | None,
+) -> None:
     """Find hand-written backend dispatch that lacks a backend.
 
     Reads PATHS (files, or directories recursed: .py with Python's ast, .rs with
@@ -284,14 +338,18 @@ def audit(ctx: click.Context, paths: tuple[str, ...], backend_list: str | None, 
         backends = tuple(dict.fromkeys(b.strip() for b in backend_list.split(",") if b.strip()))
         bad = [b for b in backends if not b.isidentifier()]
         if not backends or bad:
-            click.echo(f"--backends {backend_list!r}: expected backend names separated by commas, "
-                       f"like cpu,cuda,rocm", err=True)
+            click.echo(
+                f"--backends {backend_list!r}: expected backend names separated by commas, like cpu,cuda,rocm", err=True
+            )
             sys.exit(EXIT_INVALID)
     else:
         registry = ctx.obj["registry"]
         if not registry.exists():
-            click.echo(f"{registry}: no registry here; name the backends to require with "
-                       "--backends cpu,cuda,... or a registry with --registry", err=True)
+            click.echo(
+                f"{registry}: no registry here; name the backends to require with "
+                "--backends cpu,cuda,... or a registry with --registry",
+                err=True,
+            )
             sys.exit(EXIT_INVALID)
         try:
             backends = tuple(b.name for b in validate(load_file(str(registry)), registry.resolve().parent).backends)
@@ -305,8 +363,10 @@ def audit(ctx: click.Context, paths: tuple[str, ...], backend_list: str | None, 
             import tree_sitter  # noqa: F401
             import tree_sitter_rust  # noqa: F401
         except ImportError:
-            errors.append(f"{next(f.path for f in files if f.lang == 'rust')}:1:1: reading Rust needs the "
-                          "tree-sitter and tree-sitter-rust packages (pip install tree-sitter tree-sitter-rust)")
+            errors.append(
+                f"{next(f.path for f in files if f.lang == 'rust')}:1:1: reading Rust needs the "
+                "tree-sitter and tree-sitter-rust packages (pip install tree-sitter tree-sitter-rust)"
+            )
             files = [f for f in files if f.lang != "rust"]
     reports = run_audit(files, backends, jobs or os.cpu_count() or 1, require_fwd == "all")
     errors += [r.error for r in reports if r.error]
@@ -331,11 +391,20 @@ def audit(ctx: click.Context, paths: tuple[str, ...], backend_list: str | None, 
 
 @main.command("new-backend")
 @click.argument("name")
-@click.option("--runtime", "module", metavar="MODULE", default=None,
-              help="Dotted name of the runtime module to write.  "
-                   "[default: beside the other backends' runtime modules: runtime.NAME]")
-@click.option("--ordinal/--no-ordinal", default=True, show_default=True,
-              help="Whether devices of the backend are numbered (NAME:0, NAME:1, ...).")
+@click.option(
+    "--runtime",
+    "module",
+    metavar="MODULE",
+    default=None,
+    help="Dotted name of the runtime module to write.  "
+    "[default: beside the other backends' runtime modules: runtime.NAME]",
+)
+@click.option(
+    "--ordinal/--no-ordinal",
+    default=True,
+    show_default=True,
+    help="Whether devices of the backend are numbered (NAME:0, NAME:1, ...).",
+)
 @click.option("--doc", default=None, help="A line describing the backend (the registry's `doc:`).")
 @click.pass_context
 def new_backend(ctx: click.Context, name: str, module: str | None, ordinal: bool, doc: str | None) -> None:
@@ -364,13 +433,19 @@ def new_backend(ctx: click.Context, name: str, module: str | None, ordinal: bool
     for i, line in enumerate(new.entry.splitlines()):
         click.echo(f"added     {registry}:{new.line + i}: {line.strip()}")
     click.echo(f"wrote     {new.runtime}: availability() and {new.stubs} stubs raising NotImplementedForBackend")
-    click.echo(f"next: run `gen` (every {name} arm raises until its stub is implemented), then `gen parity` "
-               "for what is left")
+    click.echo(
+        f"next: run `gen` (every {name} arm raises until its stub is implemented), then `gen parity` for what is left"
+    )
 
 
 @main.command()
-@click.option("--out", "out_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Write the reference to this file (atomically) instead of printing it.")
+@click.option(
+    "--out",
+    "out_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write the reference to this file (atomically) instead of printing it.",
+)
 @click.pass_context
 def docs(ctx: click.Context, out_file: Path | None) -> None:
     """Print the op reference in Markdown, generated from the registry.

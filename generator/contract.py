@@ -115,49 +115,96 @@ def op_arguments(op: Operation, backend: Backend) -> tuple[Argument, ...]:
 def nn_arguments(op: Operation, inputs: int, backend: Backend) -> tuple[Argument, ...]:
     """What an nn op's `<backend>_fwd` hook passes: each input's buffer and Layout, the op's
     fields, then the kernel table."""
-    storages = [a for i in range(1, inputs + 1)
-                for a in (Argument(f"s{i}", "Buffer", f"s{i}"), Argument(f"l{i}", "Layout", f"l{i}"))]
+    storages = [
+        a
+        for i in range(1, inputs + 1)
+        for a in (Argument(f"s{i}", "Buffer", f"s{i}"), Argument(f"l{i}", "Layout", f"l{i}"))
+    ]
     fields = [Argument(p.name, ANNOTATIONS.get(p.type, "Any"), f"self.{p.name}", p) for p in op.params]
     return (*storages, *fields, *kernel_table(op, backend))
 
 
 CONVERSIONS = (
-    ("to_numpy", (("inner", "Buffer"), ("layout", "Layout")), "np.ndarray",
-     "The elements of the storage that `layout` (a runtime.layout.Layout) selects, as a C-contiguous "
-     "numpy array in host memory. to_numpy, to_vec* and to_device out of this backend call it."),
-    ("to_host", (("inner", "Buffer"),), "np.ndarray",
-     "The whole buffer as a flat numpy array in host memory: ops that fall back run on it."),
-    ("from_host", (("ordinal", "int"), ("array", "np.ndarray")), "Buffer",
-     "A new buffer on device `ordinal` holding the flat numpy array `array` (the result of an op "
-     "that fell back, or to_device into this backend)."),
-    ("device", (("inner", "Buffer"),), "int",
-     "The ordinal of the device the buffer is on (fallbacks put their result there)."),
+    (
+        "to_numpy",
+        (("inner", "Buffer"), ("layout", "Layout")),
+        "np.ndarray",
+        "The elements of the storage that `layout` (a runtime.layout.Layout) selects, as a C-contiguous "
+        "numpy array in host memory. to_numpy, to_vec* and to_device out of this backend call it.",
+    ),
+    (
+        "to_host",
+        (("inner", "Buffer"),),
+        "np.ndarray",
+        "The whole buffer as a flat numpy array in host memory: ops that fall back run on it.",
+    ),
+    (
+        "from_host",
+        (("ordinal", "int"), ("array", "np.ndarray")),
+        "Buffer",
+        "A new buffer on device `ordinal` holding the flat numpy array `array` (the result of an op "
+        "that fell back, or to_device into this backend).",
+    ),
+    (
+        "device",
+        (("inner", "Buffer"),),
+        "int",
+        "The ordinal of the device the buffer is on (fallbacks put their result there).",
+    ),
 )
 # Interop (DLPack, the CUDA Array Interface): optional, listed where the runtime defines
 # them; a backend without one has its View method raise the generated missing error. The
 # arguments are generator.dispatch's INTEROP_EXPORTS / INTEROP_IMPORTS, in that order.
 INTEROP = (
-    ("to_dlpack", (("inner", "Buffer"), ("layout", "Layout"), ("stream", "Any"), ("max_version", "Any"),
-                   ("dl_device", "Any"), ("copy", "Any")), "Any",
-     "A DLPack capsule of the layout's view, ordered after the work queued on the buffer (`stream`)."),
+    (
+        "to_dlpack",
+        (
+            ("inner", "Buffer"),
+            ("layout", "Layout"),
+            ("stream", "Any"),
+            ("max_version", "Any"),
+            ("dl_device", "Any"),
+            ("copy", "Any"),
+        ),
+        "Any",
+        "A DLPack capsule of the layout's view, ordered after the work queued on the buffer (`stream`).",
+    ),
     ("dlpack_device", (("inner", "Buffer"),), "tuple[int, int]", "The DLPack (device type, ordinal) of the buffer."),
-    ("cuda_array_interface", (("inner", "Buffer"), ("layout", "Layout")), "dict[str, Any]",
-     "The __cuda_array_interface__ (v3) of the layout's view."),
-    ("from_dlpack", (("obj", "Any"), ("ordinal", "int")), "tuple[Buffer, Layout]",
-     "(buffer, layout) of a producer's DLPack object, without a copy."),
-    ("from_cuda_array_interface", (("obj", "Any"),), "tuple[Buffer, Layout]",
-     "(buffer, layout) of an object with a __cuda_array_interface__, without a copy."),
+    (
+        "cuda_array_interface",
+        (("inner", "Buffer"), ("layout", "Layout")),
+        "dict[str, Any]",
+        "The __cuda_array_interface__ (v3) of the layout's view.",
+    ),
+    (
+        "from_dlpack",
+        (("obj", "Any"), ("ordinal", "int")),
+        "tuple[Buffer, Layout]",
+        "(buffer, layout) of a producer's DLPack object, without a copy.",
+    ),
+    (
+        "from_cuda_array_interface",
+        (("obj", "Any"),),
+        "tuple[Buffer, Layout]",
+        "(buffer, layout) of an object with a __cuda_array_interface__, without a copy.",
+    ),
 )
-TO_DEVICE_DOC = ("A contiguous copy of the layout's view on device `ordinal` of this backend (optional: "
-                 "without it, to_device within the backend goes through host memory).")
+TO_DEVICE_DOC = (
+    "A contiguous copy of the layout's view on device `ordinal` of this backend (optional: "
+    "without it, to_device within the backend goes through host memory)."
+)
 
 
 def to_device(backend: Backend, registry: Registry) -> Function:
     """to_device within a backend; backends that run HIP kernels also get the launch table of
     copy_strided_src, to make a strided view dense on the device."""
     copy = next((op for op in registry.storage if op.name == "copy_strided_src"), None)
-    args = (Argument("inner", "Buffer", "storage.inner"), Argument("layout", "Layout", "layout"),
-            Argument("ordinal", "int", "device.ordinal"), *(kernel_table(copy, backend) if copy else ()))
+    args = (
+        Argument("inner", "Buffer", "storage.inner"),
+        Argument("layout", "Layout", "layout"),
+        Argument("ordinal", "int", "device.ordinal"),
+        *(kernel_table(copy, backend) if copy else ()),
+    )
     return Function("to_device", args, "Buffer", Section.CONVERSIONS, TO_DEVICE_DOC, optional=True)
 
 
@@ -184,14 +231,21 @@ def functions(registry: Registry, backend: Backend, optional: bool = True) -> tu
     ops = [op for op in (*registry.storage, *registry.device, *registry.qstorage, *registry.nn) if not op.hook]
     by_op = [_op_function(op, backend, inputs) for op in ops]
     taken = {f.name for f in by_op}
-    conversions = [Function(name, tuple(Argument(n, t, n) for n, t in params), returns, Section.CONVERSIONS, doc)
-                   for name, params, returns, doc in CONVERSIONS if name not in taken]
+    conversions = [
+        Function(name, tuple(Argument(n, t, n) for n, t in params), returns, Section.CONVERSIONS, doc)
+        for name, params, returns, doc in CONVERSIONS
+        if name not in taken
+    ]
     if optional and backend.implements("to_device") and "to_device" not in taken:
         conversions.append(to_device(backend, registry))
     if optional:
-        conversions += [Function(name, tuple(Argument(n, t, n) for n, t in params), returns, Section.CONVERSIONS, doc,
-                                 optional=True)
-                        for name, params, returns, doc in INTEROP if backend.implements(name) and name not in taken]
+        conversions += [
+            Function(
+                name, tuple(Argument(n, t, n) for n, t in params), returns, Section.CONVERSIONS, doc, optional=True
+            )
+            for name, params, returns, doc in INTEROP
+            if backend.implements(name) and name not in taken
+        ]
     order = list(Section)
     return tuple(sorted([*conversions, *by_op], key=lambda f: order.index(f.section)))
 

@@ -10,7 +10,7 @@ from generator.loader import Node
 def key_lines(root: Node) -> dict[tuple[str, str], int]:
     """(section, name) -> line of the entry's key, for every entry of every top-level mapping."""
     out = {}
-    for section, (_, node) in (root.value.items() if root.tag == "map" else ()):
+    for section, (_, node) in root.value.items() if root.tag == "map" else ():
         if node.tag == "map":
             out.update({(section, name): key.position.line for name, (key, _) in node.value.items()})
     return out

@@ -50,13 +50,15 @@ def _needs_kernels(op: Operation) -> bool:
 
 
 def _hook_arm(op: Operation, backend: Backend) -> Arm:
-    args = ", ".join(["self.inner", *(contract.param_argument(p, backend).expression
-                                      for p in op.params if p.name != op.hook)])
+    args = ", ".join(
+        ["self.inner", *(contract.param_argument(p, backend).expression for p in op.params if p.name != op.hook)]
+    )
     call = f"{op.hook}.{backend.name}_fwd({args})"
     if op.returns == "None":
         return Arm(backend, ArmStatus.HOOK, (call,))
-    return Arm(backend, ArmStatus.HOOK,
-               (f"inner, shape = {call}", f"return Storage(On.{backend.member}, inner), shape"))
+    return Arm(
+        backend, ArmStatus.HOOK, (f"inner, shape = {call}", f"return Storage(On.{backend.member}, inner), shape")
+    )
 
 
 def storage_arm(op: Operation, backend: Backend, registry: Registry) -> Arm:
@@ -138,8 +140,9 @@ def interop_arm(backend: Backend, fn: str) -> Arm:
 
 
 def interop(registry: Registry) -> tuple[tuple[str, tuple[Arm, ...]], ...]:
-    return tuple((fn, tuple(interop_arm(b, fn) for b in registry.backends))
-                 for fn in (*INTEROP_EXPORTS, *INTEROP_IMPORTS))
+    return tuple(
+        (fn, tuple(interop_arm(b, fn) for b in registry.backends)) for fn in (*INTEROP_EXPORTS, *INTEROP_IMPORTS)
+    )
 
 
 def with_arms(registry: Registry) -> Registry:
@@ -161,7 +164,12 @@ def with_arms(registry: Registry) -> Registry:
     )
     transfers = tuple(transfer(s, d, registry) for s in registry.backends for d in registry.backends)
     return dataclasses.replace(
-        registry, storage=storage, device=device, qstorage=qstorage, nn=nn,
-        to_numpy=tuple(to_numpy_arm(b) for b in registry.backends), transfers=transfers,
+        registry,
+        storage=storage,
+        device=device,
+        qstorage=qstorage,
+        nn=nn,
+        to_numpy=tuple(to_numpy_arm(b) for b in registry.backends),
+        transfers=transfers,
         interop=interop(registry),
     )

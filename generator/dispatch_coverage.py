@@ -99,8 +99,9 @@ def _where(d: Dispatch, slot_of: dict[str, list[int]], names: list[str]) -> str:
     return f" in position{'s' if len(positions) > 1 else ''} " + ", ".join(named)
 
 
-def judge_dispatch(path: str, d: Dispatch, backends: tuple[str, ...],
-                   allowed: frozenset[str] = frozenset()) -> list[Finding]:
+def judge_dispatch(
+    path: str, d: Dispatch, backends: tuple[str, ...], allowed: frozenset[str] = frozenset()
+) -> list[Finding]:
     """A missing finding for backends no case names, where no wildcard takes them or the
     wildcard only fails; a note for those a wildcard that does real work takes. Each position
     of a tuple is judged on its own. `allowed`: normalized names suppressed on this line."""
@@ -127,21 +128,38 @@ def judge_dispatch(path: str, d: Dispatch, backends: tuple[str, ...],
         if failing:
             where = ", ".join(f"line {n}" for n in sorted(failing))
             why = f"; its wildcard {d.case_word} ({where}) only fails"
-        out.append(Finding(path, d.line, d.col, MISSING,
-                           f"{d.what} has no {d.case_word} for {_names(names)}{_where(d, hard, names)} "
-                           f"({_plural(d.case_word)} for: {_names(named)}){why}", tuple(names)))
+        out.append(
+            Finding(
+                path,
+                d.line,
+                d.col,
+                MISSING,
+                f"{d.what} has no {d.case_word} for {_names(names)}{_where(d, hard, names)} "
+                f"({_plural(d.case_word)} for: {_names(named)}){why}",
+                tuple(names),
+            )
+        )
     soft_only = [b for b in soft if b not in hard]
     if soft_only:
         lines = sorted({line for b in soft_only for i in soft[b] if (line := d.slots[i].wildcard_line) is not None})
         where = ", ".join(f"line {n}" for n in lines)
-        out.append(Finding(path, d.line, d.col, WILDCARD,
-                           f"note: {d.what} sends {_names(soft_only)}{_where(d, soft, soft_only)} "
-                           f"to its wildcard {d.case_word} ({where})", tuple(soft_only)))
+        out.append(
+            Finding(
+                path,
+                d.line,
+                d.col,
+                WILDCARD,
+                f"note: {d.what} sends {_names(soft_only)}{_where(d, soft, soft_only)} "
+                f"to its wildcard {d.case_word} ({where})",
+                tuple(soft_only),
+            )
+        )
     return out
 
 
-def judge_trait(path: str, t: TraitImpl, backends: tuple[str, ...],
-                allowed: frozenset[str] = frozenset()) -> list[Finding]:
+def judge_trait(
+    path: str, t: TraitImpl, backends: tuple[str, ...], allowed: frozenset[str] = frozenset()
+) -> list[Finding]:
     """Some <backend>_fwd but not all: the others raise (Python) or error (Rust) at run time."""
     have = [b for b in backends if normalize(b) in t.hooks]
     lacking = [b for b in backends if normalize(b) not in t.hooks and normalize(b) not in allowed]

@@ -38,8 +38,10 @@ def include_line(stem: str) -> str:
 
 def templates(templates_dir: Path) -> dict[str, str]:
     """Kernel source stem -> its entry-point template's name (relative to templates/)."""
-    return {p.name.removesuffix(SUFFIX): f"{ENTRY_DIR}/{p.name}"
-            for p in sorted((templates_dir / ENTRY_DIR).glob(f"*{SUFFIX}"))}
+    return {
+        p.name.removesuffix(SUFFIX): f"{ENTRY_DIR}/{p.name}"
+        for p in sorted((templates_dir / ENTRY_DIR).glob(f"*{SUFFIX}"))
+    }
 
 
 _CALL = re.compile(r"\bentries\(")

@@ -79,8 +79,9 @@ def _read_param(text: str) -> KernelParam:
     c_type = re.sub(r"\s*\*\s*", "*", match["type"].strip()).replace("*", "*")
     base = c_type.removeprefix("const ").strip()
     if not c_type.endswith("*") and base not in CTYPES:
-        raise SignatureError(f"kernel parameter type {c_type!r} has no launch packing; "
-                             f"known: {', '.join(sorted(CTYPES))} and pointers")
+        raise SignatureError(
+            f"kernel parameter type {c_type!r} has no launch packing; known: {', '.join(sorted(CTYPES))} and pointers"
+        )
     return KernelParam(match["name"], c_type)
 
 
@@ -108,7 +109,8 @@ def scan(directory: Path) -> dict[str, KernelSignature]:
         for sig in parse(path.read_text(encoding="utf-8"), path.name):
             if sig.name in found:
                 first = found[sig.name]
-                raise SignatureError(f"{path.name}:{sig.line}: kernel {sig.name} already defined at "
-                                     f"{first.source}:{first.line}")
+                raise SignatureError(
+                    f"{path.name}:{sig.line}: kernel {sig.name} already defined at {first.source}:{first.line}"
+                )
             found[sig.name] = sig
     return found

@@ -101,9 +101,19 @@ def _check_aliases(text: str, path: str) -> None:
             size = sizes.get(event.anchor, 1)
             repeated += size
             if repeated > MAX_ALIAS_VALUES:
-                raise RegistryError([Diagnostic(_position(path, event.start_mark), "", (
-                    f"alias *{event.anchor} expands to {size:,} values, and the registry's aliases to more than "
-                    f"{MAX_ALIAS_VALUES:,} in all (an alias bomb?); write the values out or use fewer aliases"))])
+                raise RegistryError(
+                    [
+                        Diagnostic(
+                            _position(path, event.start_mark),
+                            "",
+                            (
+                                f"alias *{event.anchor} expands to {size:,} values, and the registry's aliases "
+                                f"to more than {MAX_ALIAS_VALUES:,} in all (an alias bomb?); write the values out "
+                                "or use fewer aliases"
+                            ),
+                        )
+                    ]
+                )
         elif isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
             open_.append([1, event.anchor])
             continue
@@ -125,8 +135,16 @@ def _convert(path: str, node: yaml.Node, errors: list[Diagnostic], key: str, dep
     mark = node.start_mark
     pos = Position(path, mark.line + 1, mark.column + 1)  # _position, inline: once per node
     if depth > MAX_DEPTH:
-        raise RegistryError([Diagnostic(pos, "", f"values nest more than {MAX_DEPTH} deep here (or an alias "
-                                                 "contains itself); a registry needs a handful of levels")])
+        raise RegistryError(
+            [
+                Diagnostic(
+                    pos,
+                    "",
+                    f"values nest more than {MAX_DEPTH} deep here (or an alias "
+                    "contains itself); a registry needs a handful of levels",
+                )
+            ]
+        )
     if isinstance(node, (yaml.MappingNode, yaml.SequenceNode)) and node.tag not in _COLLECTION_TAGS:
         errors.append(Diagnostic(pos, key, f"unsupported YAML tag {node.tag!r}"))
     if isinstance(node, yaml.MappingNode):
@@ -140,16 +158,22 @@ def _convert(path: str, node: yaml.Node, errors: list[Diagnostic], key: str, dep
                 continue
             if name in entries:
                 first = entries[name][0].position
-                errors.append(Diagnostic(
-                    k.position, child_key, f"duplicate key {name!r} (first defined at line {first.line})"))
+                errors.append(
+                    Diagnostic(k.position, child_key, f"duplicate key {name!r} (first defined at line {first.line})")
+                )
                 continue
             entries[name] = (k, _convert(path, vnode, errors, child_key, depth + 1))
         return Node(entries, pos, "map")
     if isinstance(node, yaml.SequenceNode):
         return Node([_convert(path, n, errors, f"{key}[{i}]", depth + 1) for i, n in enumerate(node.value)], pos, "seq")
     if len(node.value) > MAX_SCALAR:
-        errors.append(Diagnostic(pos, key, f"a value of {len(node.value):,} characters; "
-                                           f"the registry allows at most {MAX_SCALAR:,} per value"))
+        errors.append(
+            Diagnostic(
+                pos,
+                key,
+                f"a value of {len(node.value):,} characters; the registry allows at most {MAX_SCALAR:,} per value",
+            )
+        )
         return Node("", pos, "str")
     tag = _SCALAR_TAGS.get(node.tag)
     if tag is None:

@@ -378,15 +378,23 @@ class Registry:
                         continue
                     pairs = tuple(zip(names, values))
                     into[name] = KernelInstance(
-                        pattern, name, pairs, dict(pairs),
+                        pattern,
+                        name,
+                        pairs,
+                        dict(pairs),
                         {k: hip[v] for k, v in pairs if v in dtypes},
                         {k: compute[v] for k, v in pairs if v in dtypes},
-                        {k: results[v] for k, v in pairs if v in ops and v not in dtypes})
-        rank = {**{d.name: i for i, d in enumerate(self.dtypes)},
-                **{e.name: i for i, e in enumerate(self.elementwise)},
-                **{f.name: i for i, f in enumerate(self.formats)}}
-        return {pattern: tuple(sorted(by_name.values(), key=lambda k: tuple(rank.get(v, 0) for _, v in k.placeholders)))
-                for pattern, by_name in found.items()}
+                        {k: results[v] for k, v in pairs if v in ops and v not in dtypes},
+                    )
+        rank = {
+            **{d.name: i for i, d in enumerate(self.dtypes)},
+            **{e.name: i for i, e in enumerate(self.elementwise)},
+            **{f.name: i for i, f in enumerate(self.formats)},
+        }
+        return {
+            pattern: tuple(sorted(by_name.values(), key=lambda k: tuple(rank.get(v, 0) for _, v in k.placeholders)))
+            for pattern, by_name in found.items()
+        }
 
     @property
     def conversion_arms(self) -> tuple[Arm, ...]:
@@ -398,7 +406,8 @@ class Registry:
     def qstorage_transfer(self) -> bool:
         """Whether QStorage.to_device can be generated: it moves the raw blocks."""
         return {"data", "dtype"} <= {op.name for op in self.qstorage} and any(
-            op.name == "qstorage_from_bytes" for op in self.device)
+            op.name == "qstorage_from_bytes" for op in self.device
+        )
 
     @property
     def kernel_languages(self) -> tuple[str, ...]:
@@ -449,24 +458,33 @@ def dispatch_checks(op: Operation, backend: Backend | None = None) -> tuple[str,
 
     lines = []
     for p in op.storage_params:
-        lines += [f"if {p.name}.backend is not self.backend:",
-                  f'    raise _device_mismatch("{op.name}", self, {p.name})']
+        lines += [
+            f"if {p.name}.backend is not self.backend:",
+            f'    raise _device_mismatch("{op.name}", self, {p.name})',
+        ]
     if op.same_dtype:
         first, *rest = op.same_dtype
         lines.append(f"_dtype = {raw(first)}" if direct else f"_dtype = {first}.dtype()")
         for name in rest:
-            differs = (f"{raw(name)} is not _dtype and {registry_dtype(name)} is not _dtype_of(_dtype)" if direct
-                       else f"{name}.dtype() is not _dtype")
+            differs = (
+                f"{raw(name)} is not _dtype and {registry_dtype(name)} is not _dtype_of(_dtype)"
+                if direct
+                else f"{name}.dtype() is not _dtype"
+            )
             lines += [f"if {differs}:", f'    raise _dtype_mismatch("{op.name}", {first}, {name})']
     if op.same_shape:
         first, *rest = op.same_shape
         for name in rest:
-            lines += [f"if {name}.shape != {first}.shape:",
-                      f'    raise ShapeMismatch("{op.name}", self.backend.value, {first}.shape, {name}.shape)']
+            lines += [
+                f"if {name}.shape != {first}.shape:",
+                f'    raise ShapeMismatch("{op.name}", self.backend.value, {first}.shape, {name}.shape)',
+            ]
     for name, _ in op.arg_dtypes:
         allowed = _allowed_constant(op, name)
-        lines += [f"if {registry_dtype(name)} not in {allowed}:",
-                  f'    raise _dtype_not_in("{op.name}", {name}, {allowed})']
+        lines += [
+            f"if {registry_dtype(name)} not in {allowed}:",
+            f'    raise _dtype_not_in("{op.name}", {name}, {allowed})',
+        ]
     return tuple(lines)
 
 
@@ -491,15 +509,52 @@ class KernelEntry:
 # saving a Python call on every dispatch.
 _UFUNC_NAMES = frozenset(
     [
-    "exp", "log", "sin", "cos", "tan", "tanh", "sqrt", "abs", "absolute", "ceil", "floor", "trunc", "sign",
-    "negative", "reciprocal", "square", "add", "subtract", "multiply", "divide", "true_divide", "floor_divide",
-    "maximum", "minimum", "power", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
-]
+        "exp",
+        "log",
+        "sin",
+        "cos",
+        "tan",
+        "tanh",
+        "sqrt",
+        "abs",
+        "absolute",
+        "ceil",
+        "floor",
+        "trunc",
+        "sign",
+        "negative",
+        "reciprocal",
+        "square",
+        "add",
+        "subtract",
+        "multiply",
+        "divide",
+        "true_divide",
+        "floor_divide",
+        "maximum",
+        "minimum",
+        "power",
+        "equal",
+        "not_equal",
+        "less",
+        "less_equal",
+        "greater",
+        "greater_equal",
+    ]
 )
 _OPERATOR_UFUNCS = {
-    "x + y": "add", "x - y": "subtract", "x * y": "multiply", "x / y": "true_divide",
-    "x == y": "equal", "x != y": "not_equal", "x < y": "less", "x <= y": "less_equal",
-    "x > y": "greater", "x >= y": "greater_equal", "-x": "negative", "x * x": "square",
+    "x + y": "add",
+    "x - y": "subtract",
+    "x * y": "multiply",
+    "x / y": "true_divide",
+    "x == y": "equal",
+    "x != y": "not_equal",
+    "x < y": "less",
+    "x <= y": "less_equal",
+    "x > y": "greater",
+    "x >= y": "greater_equal",
+    "-x": "negative",
+    "x * x": "square",
 }
 
 
@@ -509,7 +564,7 @@ def ufunc_of(expression: str, arity: int) -> str | None:
     if expression.strip() in _OPERATOR_UFUNCS:
         return f"np.{_OPERATOR_UFUNCS[expression.strip()]}"
     args = "(x)" if arity == 1 else "(x,y)"
-    if text.startswith("np.") and text.endswith(args) and text[3:-len(args)] in _UFUNC_NAMES:
+    if text.startswith("np.") and text.endswith(args) and text[3 : -len(args)] in _UFUNC_NAMES:
         return text[: -len(args)]
     return None
 
@@ -598,7 +653,9 @@ def kernel_entries(op: Operation, registry: Registry) -> tuple[tuple[tuple[str, 
     limits = dict(op.kernel_dtypes)
     for pattern in op.kernel:
         names = tuple(dict.fromkeys(re.findall(r"{(\w+)}", pattern)))
-        domains = [limits[pattern] if n == "self" and pattern in limits else placeholder_values(op, n, registry) or ()
-                   for n in names]
+        domains = [
+            limits[pattern] if n == "self" and pattern in limits else placeholder_values(op, n, registry) or ()
+            for n in names
+        ]
         out += [(combo, pattern.format(**dict(zip(names, combo)))) for combo in itertools.product(*domains)]
     return tuple(out)

@@ -53,8 +53,9 @@ def default_module(registry: Registry, name: str) -> str:
 
 def plan(registry: Path, name: str, runtime: str | None, ordinal: bool, doc: str | None) -> NewBackend:
     if not NAME.fullmatch(name):
-        raise Refused([f"error: {name!r} is not a backend name: a lower-case letter, then lower-case letters, "
-                       "digits and _"])
+        raise Refused(
+            [f"error: {name!r} is not a backend name: a lower-case letter, then lower-case letters, digits and _"]
+        )
     root = registry.resolve().parent
     try:
         tree = load_file(str(registry))

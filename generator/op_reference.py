@@ -95,16 +95,34 @@ class Reference:
 
     # -- sections -------------------------------------------------------------------------
     def backends_section(self) -> list[str]:
-        rows = [[f"`{b.name}`", f"`{b.runtime}`", "yes" if b.ordinal else "no", b.kernels or "", b.doc,
-                 self.where(b.line, "backends", b.name)] for b in self.r.backends]
+        rows = [
+            [
+                f"`{b.name}`",
+                f"`{b.runtime}`",
+                "yes" if b.ordinal else "no",
+                b.kernels or "",
+                b.doc,
+                self.where(b.line, "backends", b.name),
+            ]
+            for b in self.r.backends
+        ]
         return ["## Backends", "", *_table(["backend", "runtime", "ordinal", "kernels", "doc", "declared"], rows)]
 
     def dtypes_section(self) -> list[str]:
-        rows = [[f"`{d.name}`", d.numpy, d.hip or "", d.kind, d.compute or "", self.where(d.line, "dtypes", d.name)]
-                for d in self.r.dtypes]
+        rows = [
+            [f"`{d.name}`", d.numpy, d.hip or "", d.kind, d.compute or "", self.where(d.line, "dtypes", d.name)]
+            for d in self.r.dtypes
+        ]
         sets = [f"- `{name}`: {', '.join(members)}" for name, members in self.r.dtype_sets]
-        return ["## Dtypes", "", *_table(["dtype", "numpy", "hip", "kind", "computes in", "declared"], rows),
-                "Dtype sets:", "", *sets, ""]
+        return [
+            "## Dtypes",
+            "",
+            *_table(["dtype", "numpy", "hip", "kind", "computes in", "declared"], rows),
+            "Dtype sets:",
+            "",
+            *sets,
+            "",
+        ]
 
     def elementwise_section(self) -> list[str]:
         out = ["## Elementwise ops", ""]
@@ -117,42 +135,72 @@ class Reference:
             if users:
                 calls = ", ".join(self.signature(op) for op in users)
                 those = "those ops" if len(users) > 1 else "that op"
-                out += [f"Run through {calls}; per-backend status from {those}'s "
-                        "arms (the kernel of each op and dtype is generated).", ""]
+                out += [
+                    f"Run through {calls}; per-backend status from {those}'s "
+                    "arms (the kernel of each op and dtype is generated).",
+                    "",
+                ]
             else:
                 out += [f"No storage op takes a `{enum}`: the kernels are generated, nothing dispatches them.", ""]
             status = self.statuses(users[0].arms) if users else ["—"] * len(self.backends)
             rows = []
             for op in ops:
                 numpy = "; ".join(f"{k}: {e}" if k != "*" else e for k, e in op.numpy)
-                rows.append([f"`{op.name}`", _code(numpy), _code(op.hip) if op.hip else "", ", ".join(op.dtypes),
-                             op.result or "", *status, self.where(op.line, family, op.name)])
+                rows.append(
+                    [
+                        f"`{op.name}`",
+                        _code(numpy),
+                        _code(op.hip) if op.hip else "",
+                        ", ".join(op.dtypes),
+                        op.result or "",
+                        *status,
+                        self.where(op.line, family, op.name),
+                    ]
+                )
             out += _table(["op", "numpy", "hip", "dtypes", "result", *self.backends, "declared"], rows)
         return out
 
     def operations_section(self, title: str, ops: tuple[Operation, ...]) -> list[str]:
         if not ops:
             return []
-        rows = [[f"`{op.name}`", self.signature(op), self.dtypes(op), self.notes(op), *self.statuses(op.arms),
-                 self.where(op.line, op.kind, op.name)] for op in ops]
+        rows = [
+            [
+                f"`{op.name}`",
+                self.signature(op),
+                self.dtypes(op),
+                self.notes(op),
+                *self.statuses(op.arms),
+                self.where(op.line, op.kind, op.name),
+            ]
+            for op in ops
+        ]
         return [f"## {title}", "", *_table(["op", "signature", "dtypes", "notes", *self.backends, "declared"], rows)]
 
     def formats_section(self) -> list[str]:
         if not self.r.formats:
             return []
-        rows = [[f"`{f.name}`", f.block, f.nbytes, f.ggml_type, self.where(f.line, "quantized", f.name)]
-                for f in self.r.formats]
-        return ["## Quantized formats", "", *_table(["format", "values per block", "bytes per block", "GGML type",
-                                                     "declared"], rows)]
+        rows = [
+            [f"`{f.name}`", f.block, f.nbytes, f.ggml_type, self.where(f.line, "quantized", f.name)]
+            for f in self.r.formats
+        ]
+        return [
+            "## Quantized formats",
+            "",
+            *_table(["format", "values per block", "bytes per block", "GGML type", "declared"], rows),
+        ]
 
     def conversions_section(self) -> list[str]:
         rows = [["`to_numpy(storage, layout)`", *self.statuses(self.r.to_numpy)]]
         for src in self.r.backends:
             by_dst = {t.dst.name: STATUS[t.arm.status] for t in self.r.transfers if t.src is src}
             rows.append([f"`to_device` from {src.name}", *(by_dst.get(b, "") for b in self.backends)])
-        return ["## Conversions", "",
-                "Columns: the backend the storage is on (`to_numpy`) or moves to (`to_device`).", "",
-                *_table(["function", *self.backends], rows)]
+        return [
+            "## Conversions",
+            "",
+            "Columns: the backend the storage is on (`to_numpy`) or moves to (`to_device`).",
+            "",
+            *_table(["function", *self.backends], rows),
+        ]
 
     def custom_ops_section(self) -> list[str]:
         if not self.r.custom_ops:
@@ -163,10 +211,14 @@ class Reference:
             used = ", ".join(f"`{op.name}`" for op in self.r.storage if any(p.type == t.name for p in op.params))
             returns = "None (in place)" if t.inplace else "(storage, shape)"
             rows.append([f"`{t.name}`", t.inputs, returns, hooks, used, self.where(t.line, "custom_ops", t.name)])
-        return ["## Custom-op traits", "",
-                "Subclass one, set `name`, override the hooks of the backends you support; the others raise "
-                "`NotImplementedForBackend`. `gen audit` finds subclasses that override some hooks but not all.", "",
-                *_table(["trait", "inputs", "returns", "hooks", "used by", "declared"], rows)]
+        return [
+            "## Custom-op traits",
+            "",
+            "Subclass one, set `name`, override the hooks of the backends you support; the others raise "
+            "`NotImplementedForBackend`. `gen audit` finds subclasses that override some hooks but not all.",
+            "",
+            *_table(["trait", "inputs", "returns", "hooks", "used by", "declared"], rows),
+        ]
 
     def targets_section(self) -> list[str]:
         """What `gen` writes from this registry (only where it declares `targets:`)."""
@@ -177,19 +229,29 @@ class Reference:
         return ["## Targets", "", *_table(["target", "folder", "what", "declared"], rows)]
 
     def render(self) -> str:
-        counts = (f"{len(self.r.backends)} backends, {len(self.r.dtypes)} dtypes, {len(self.r.elementwise)} "
-                  f"elementwise ops, {len(self.r.storage)} storage ops, {len(self.r.device)} device methods, "
-                  f"{len(self.r.custom_ops)} custom-op traits, {len(self.r.nn)} nn ops, "
-                  f"{len(self.r.formats)} quantized formats, {len(self.r.qstorage)} QStorage methods")
+        counts = (
+            f"{len(self.r.backends)} backends, {len(self.r.dtypes)} dtypes, {len(self.r.elementwise)} "
+            f"elementwise ops, {len(self.r.storage)} storage ops, {len(self.r.device)} device methods, "
+            f"{len(self.r.custom_ops)} custom-op traits, {len(self.r.nn)} nn ops, "
+            f"{len(self.r.formats)} quantized formats, {len(self.r.qstorage)} QStorage methods"
+        )
         lines = [
-            "# Op reference", "",
-            f"Generated by `gen docs` from `{self.r.path}`; do not edit. {counts}.", "",
-            LEGEND, "",
-            *self.targets_section(), *self.backends_section(), *self.dtypes_section(), *self.elementwise_section(),
+            "# Op reference",
+            "",
+            f"Generated by `gen docs` from `{self.r.path}`; do not edit. {counts}.",
+            "",
+            LEGEND,
+            "",
+            *self.targets_section(),
+            *self.backends_section(),
+            *self.dtypes_section(),
+            *self.elementwise_section(),
             *self.operations_section("Storage ops", self.r.storage),
             *self.operations_section("Device methods", self.r.device),
-            *self.conversions_section(), *self.custom_ops_section(),
-            *self.operations_section("NN ops", self.r.nn), *self.formats_section(),
+            *self.conversions_section(),
+            *self.custom_ops_section(),
+            *self.operations_section("NN ops", self.r.nn),
+            *self.formats_section(),
             *self.operations_section("QStorage methods", self.r.qstorage),
         ]
         return "\n".join(lines).rstrip("\n") + "\n"

@@ -49,8 +49,10 @@ def git_patch(out: Path, plan: Plan, cwd: Path) -> str:
         elif new is None:
             chunks.append(f"deleted file mode {MODE}\n")
         lines = difflib.unified_diff(
-            _lines(old), _lines(new),
-            f"a/{path}" if old is not None else "/dev/null", f"b/{path}" if new is not None else "/dev/null",
+            _lines(old),
+            _lines(new),
+            f"a/{path}" if old is not None else "/dev/null",
+            f"b/{path}" if new is not None else "/dev/null",
         )
         # As git writes a last line without a newline, so that `git apply` keeps it that way.
         chunks.extend(ln if ln.endswith("\n") else f"{ln}\n\\ No newline at end of file\n" for ln in lines)

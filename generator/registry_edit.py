@@ -72,8 +72,9 @@ def add_backend(text: str, path: str, name: str, fields: list[tuple[str, str]]) 
         raise EditRefused(f"{where}: `backends:` is one flow mapping ({{...}}); add {name!r} to it by hand")
     for k, _ in backends.value:
         if k.value == name:
-            raise EditRefused(f"{path}:{k.start_mark.line + 1}:{k.start_mark.column + 1}: "
-                              f"backend {name!r} is already declared")
+            raise EditRefused(
+                f"{path}:{k.start_mark.line + 1}:{k.start_mark.column + 1}: backend {name!r} is already declared"
+            )
     last_key, last_value = backends.value[-1]
     indent = last_key.start_mark.column
     if isinstance(last_value, yaml.MappingNode) and last_value.flow_style:

@@ -25,10 +25,32 @@ MARKER_PREFIXES = (f"# {MARKER_TEXT}", f"// {MARKER_TEXT}")  # Python, HIP C++
 MARKER_PREFIX = MARKER_PREFIXES[0]
 FAMILY_ENUMS = (("unary", "UnaryOp"), ("binary", "BinaryOp"), ("cmp", "CmpOp"), ("reduce", "ReduceOp"))
 FIXED_EXPORTS = (
-    "Backend", "BackendUnavailable", "ConvParams1D", "ConvParams2D", "ConvTransposeParams1D",
-    "ConvTransposeParams2D", "DType", "DTypeMismatch", "Device", "DeviceMismatch", "Kernel", "Layout",
-    "MatmulDims", "NotImplementedForBackend", "OpgenError", "ShapeMismatch", "Storage", "to_device",
-    "to_numpy", "to_scalar", "to_vec1", "to_vec2", "to_vec3", "View", "from_dlpack", "from_cuda_array_interface",
+    "Backend",
+    "BackendUnavailable",
+    "ConvParams1D",
+    "ConvParams2D",
+    "ConvTransposeParams1D",
+    "ConvTransposeParams2D",
+    "DType",
+    "DTypeMismatch",
+    "Device",
+    "DeviceMismatch",
+    "Kernel",
+    "Layout",
+    "MatmulDims",
+    "NotImplementedForBackend",
+    "OpgenError",
+    "ShapeMismatch",
+    "Storage",
+    "to_device",
+    "to_numpy",
+    "to_scalar",
+    "to_vec1",
+    "to_vec2",
+    "to_vec3",
+    "View",
+    "from_dlpack",
+    "from_cuda_array_interface",
 )
 
 
@@ -101,8 +123,16 @@ def uses(ops: tuple[model.Operation, ...] = (), arms: tuple[model.Arm, ...] = ()
 
 def outputs(registry: model.Registry) -> dict[str, str]:
     """Template name -> output file name, for this registry."""
-    files = ["__init__.py", "backends.py", "contract.py", "conversions.py", "custom_ops.py", "device.py", "dtypes.py",
-             "storage.py"]
+    files = [
+        "__init__.py",
+        "backends.py",
+        "contract.py",
+        "conversions.py",
+        "custom_ops.py",
+        "device.py",
+        "dtypes.py",
+        "storage.py",
+    ]
     files += ["quantized.py"] if registry.qstorage else []
     files += ["nn.py"] if registry.nn else []
     files += [f"kernels_{lang}.py" for lang in registry.kernel_languages]
@@ -140,8 +170,10 @@ class BackendContract:
 CONTRACT_IMPORTS = (
     ("numpy", ("np",)),
     ("runtime.layout", ("Layout",)),
-    ("runtime.params", ("ConvParams1D", "ConvParams2D", "ConvTransposeParams1D", "ConvTransposeParams2D", "Kernel",
-                        "MatmulDims")),
+    (
+        "runtime.params",
+        ("ConvParams1D", "ConvParams2D", "ConvTransposeParams1D", "ConvTransposeParams2D", "Kernel", "MatmulDims"),
+    ),
     (".dtypes", ("DType", "GgmlDType")),
 )
 
@@ -150,8 +182,9 @@ def contract_context(registry: model.Registry) -> dict:
     contracts = []
     for b in registry.backends:
         functions = contract.functions(registry, b)
-        sections = tuple((s.value, fns) for s in contract.Section
-                         if (fns := tuple(f for f in functions if f.section is s)))
+        sections = tuple(
+            (s.value, fns) for s in contract.Section if (fns := tuple(f for f in functions if f.section is s))
+        )
         missing = tuple(f.name for f in functions if not f.optional and not b.defines(f.name))
         contracts.append(BackendContract(b, contract.protocol_name(b), sections, missing))
     used = {word for c in contracts for _, fns in c.sections for f in fns for word in re.findall(r"\w+", f.signature)}
@@ -162,8 +195,12 @@ def contract_context(registry: model.Registry) -> dict:
             imports += ["import numpy as np", ""]
         elif wanted:
             imports.append(f"from {module} import {', '.join(wanted)}")
-    return {"contracts": contracts, "contract_imports": imports, "contract_tables": "KernelTable" in used,
-            "contract_checks": _contract_checks(contracts)}
+    return {
+        "contracts": contracts,
+        "contract_imports": imports,
+        "contract_tables": "KernelTable" in used,
+        "contract_checks": _contract_checks(contracts),
+    }
 
 
 def _contract_checks(contracts: list[BackendContract]) -> list[str]:
@@ -182,8 +219,11 @@ def _contract_checks(contracts: list[BackendContract]) -> list[str]:
 
 def optional_exports(registry: model.Registry) -> tuple[str, ...]:
     """Names the package exports only where the registry has what they are."""
-    return tuple(name for name, present in (("GgmlDType", registry.formats), ("QStorage", registry.qstorage),
-                                             ("nn", registry.nn)) if present)
+    return tuple(
+        name
+        for name, present in (("GgmlDType", registry.formats), ("QStorage", registry.qstorage), ("nn", registry.nn))
+        if present
+    )
 
 
 def render(registry: model.Registry, templates: Path | None = None, out: Path | None = None) -> dict[str, str]:
@@ -227,10 +267,15 @@ def launch_context(registry: model.Registry, kernels: tuple) -> dict:
     for op in registry.kernel_ops:
         tables.setdefault(op.table, []).append((op.name, _table_entries(op, registry, dtypes)))
     sources = sorted({k.source for k in kernels})
-    return {"kernels": kernels, "arg_types": [(name, types) for types, name in arg_types.items()],
-            "arg_names": arg_names, "py_args": py_args, "kernel_tables": tables.items(),
-            "generated_sources": ("elementwise.hip",),
-            "source_names": {s: "_SRC_" + re.sub(r"\W", "_", s.removesuffix(".hip")).upper() for s in sources}}
+    return {
+        "kernels": kernels,
+        "arg_types": [(name, types) for types, name in arg_types.items()],
+        "arg_names": arg_names,
+        "py_args": py_args,
+        "kernel_tables": tables.items(),
+        "generated_sources": ("elementwise.hip",),
+        "source_names": {s: "_SRC_" + re.sub(r"\W", "_", s.removesuffix(".hip")).upper() for s in sources},
+    }
 
 
 def _table_entries(op: model.Operation, registry: model.Registry, dtypes: set[str]) -> tuple[tuple[str, str], ...]:
@@ -288,8 +333,14 @@ def generated_kernels(registry: model.Registry, templates: Path | None = None) -
             found: dict[str, model.KernelInstance] = {}
             for pattern in names:
                 if pattern not in patterns:  # validate.kernel_refs reports it first, with a position
-                    raise RenderError(name, output, 0, 0, f"entries({pattern!r}): no op of the registry declares "
-                                                          "this kernel pattern", "HIP")
+                    raise RenderError(
+                        name,
+                        output,
+                        0,
+                        0,
+                        f"entries({pattern!r}): no op of the registry declares this kernel pattern",
+                        "HIP",
+                    )
                 for k in registry.kernel_instances(pattern):
                     found.setdefault(k.name, k)
             return tuple(found.values())
@@ -314,7 +365,8 @@ def _hip_kernels(registry: model.Registry, texts: dict[str, str], units: dict[st
             for sig in kernel_sigs.parse(text, output):
                 if sig.name in found:
                     raise kernel_sigs.SignatureError(
-                        f"{output}:{sig.line}: kernel {sig.name} is also defined in {found[sig.name].source}")
+                        f"{output}:{sig.line}: kernel {sig.name} is also defined in {found[sig.name].source}"
+                    )
                 found[sig.name] = dataclasses.replace(sig, source=units[output])
         except kernel_sigs.SignatureError as exc:
             template = "elementwise.hip.j2" if output == "elementwise.hip" else f"hip/{output}"

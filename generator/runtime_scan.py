@@ -58,8 +58,20 @@ def module_path(root: Path, dotted: str) -> Path | None:
 
 
 # Statements that hold other statements: a body with one of these is real code.
-_COMPOUND = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, ast.TryStar, ast.Match,
-             ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_COMPOUND = (
+    ast.If,
+    ast.For,
+    ast.AsyncFor,
+    ast.While,
+    ast.With,
+    ast.AsyncWith,
+    ast.Try,
+    ast.TryStar,
+    ast.Match,
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.ClassDef,
+)
 
 
 def _raises_stub_error(stmt: ast.stmt) -> bool:
@@ -101,15 +113,24 @@ def _top_level_names(module: ast.Module) -> set[str]:
 
 def _star_imports(module: ast.Module) -> list[str]:
     """The modules of the top-level `from <module> import *` statements (absolute ones)."""
-    return [stmt.module for stmt in module.body if isinstance(stmt, ast.ImportFrom) and not stmt.level
-            and stmt.module and any(alias.name == "*" for alias in stmt.names)]
+    return [
+        stmt.module
+        for stmt in module.body
+        if isinstance(stmt, ast.ImportFrom)
+        and not stmt.level
+        and stmt.module
+        and any(alias.name == "*" for alias in stmt.names)
+    ]
 
 
 def _all(module: ast.Module) -> set[str] | None:
     """The names of a literal `__all__ = [...]` (or tuple), or None where there is none."""
     for stmt in module.body:
-        if (isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in stmt.targets)
-                and isinstance(stmt.value, (ast.List, ast.Tuple))):
+        if (
+            isinstance(stmt, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == "__all__" for t in stmt.targets)
+            and isinstance(stmt.value, (ast.List, ast.Tuple))
+        ):
             return {e.value for e in stmt.value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)}
     return None
 

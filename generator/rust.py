@@ -64,31 +64,116 @@ RETURN_TYPES = {
 }
 # Where each name the generated files use lives in candle-core.
 PATHS = {
-    "Layout": "crate::Layout", "Shape": "crate::Shape", "DType": "crate::DType", "Result": "crate::Result",
-    "Error": "crate::Error", "WithDType": "crate::WithDType", "Scalar": "crate::scalar::Scalar",
-    "UnaryOp": "crate::op::UnaryOp", "BinaryOp": "crate::op::BinaryOp", "CmpOp": "crate::op::CmpOp",
-    "ReduceOp": "crate::op::ReduceOp", "ParamsConv1D": "crate::conv::ParamsConv1D",
-    "ParamsConvTranspose1D": "crate::conv::ParamsConvTranspose1D", "ParamsConv2D": "crate::conv::ParamsConv2D",
-    "ParamsConvTranspose2D": "crate::conv::ParamsConvTranspose2D", "GgmlDType": "crate::quantized::GgmlDType",
-    "QStorage": "crate::quantized::QStorage", "Storage": "crate::Storage", "Device": "crate::Device",
-    "DeviceLocation": "crate::DeviceLocation", "BackendStorage": "crate::backend::BackendStorage",
-    "BackendDevice": "crate::backend::BackendDevice", "QBackendStorage": "crate::backend::QBackendStorage",
-    "Cow": "std::borrow::Cow", "dtype_in": "crate::storage::dtype_in", "same_shape": "crate::storage::same_shape",
+    "Layout": "crate::Layout",
+    "Shape": "crate::Shape",
+    "DType": "crate::DType",
+    "Result": "crate::Result",
+    "Error": "crate::Error",
+    "WithDType": "crate::WithDType",
+    "Scalar": "crate::scalar::Scalar",
+    "UnaryOp": "crate::op::UnaryOp",
+    "BinaryOp": "crate::op::BinaryOp",
+    "CmpOp": "crate::op::CmpOp",
+    "ReduceOp": "crate::op::ReduceOp",
+    "ParamsConv1D": "crate::conv::ParamsConv1D",
+    "ParamsConvTranspose1D": "crate::conv::ParamsConvTranspose1D",
+    "ParamsConv2D": "crate::conv::ParamsConv2D",
+    "ParamsConvTranspose2D": "crate::conv::ParamsConvTranspose2D",
+    "GgmlDType": "crate::quantized::GgmlDType",
+    "QStorage": "crate::quantized::QStorage",
+    "Storage": "crate::Storage",
+    "Device": "crate::Device",
+    "DeviceLocation": "crate::DeviceLocation",
+    "BackendStorage": "crate::backend::BackendStorage",
+    "BackendDevice": "crate::backend::BackendDevice",
+    "QBackendStorage": "crate::backend::QBackendStorage",
+    "Cow": "std::borrow::Cow",
+    "dtype_in": "crate::storage::dtype_in",
+    "same_shape": "crate::storage::same_shape",
 }
 # C types of kernel arguments -> Rust: scalars by value, pointers as typed device addresses.
 C_SCALARS = {
-    "size_t": "usize", "int": "i32", "unsigned": "u32", "unsigned int": "u32", "uint8_t": "u8",
-    "uint32_t": "u32", "int32_t": "i32", "int64_t": "i64", "uint64_t": "u64", "float": "f32", "double": "f64",
-    "f16_t": "F16", "bf16_t": "Bf16", "void": "c_void",
+    "size_t": "usize",
+    "int": "i32",
+    "unsigned": "u32",
+    "unsigned int": "u32",
+    "uint8_t": "u8",
+    "uint32_t": "u32",
+    "int32_t": "i32",
+    "int64_t": "i64",
+    "uint64_t": "u64",
+    "float": "f32",
+    "double": "f64",
+    "f16_t": "F16",
+    "bf16_t": "Bf16",
+    "void": "c_void",
 }
-ARG_VARIANTS = {"usize": "Usize", "i32": "I32", "u32": "U32", "u8": "U8", "i64": "I64", "f32": "F32",
-                "f64": "F64", "F16": "F16", "Bf16": "Bf16"}
-RUST_KEYWORDS = frozenset([
-    "as", "break", "const", "continue", "crate", "else", "enum", "extern", "false", "fn", "for", "if", "impl", "in",
-    "let", "loop", "match", "mod", "move", "mut", "pub", "ref", "return", "self", "Self", "static", "struct",
-    "super", "trait", "true", "type", "unsafe", "use", "where", "while", "async", "await", "dyn", "abstract",
-    "become", "box", "do", "final", "macro", "override", "priv", "typeof", "unsized", "virtual", "yield", "try",
-])
+ARG_VARIANTS = {
+    "usize": "Usize",
+    "i32": "I32",
+    "u32": "U32",
+    "u8": "U8",
+    "i64": "I64",
+    "f32": "F32",
+    "f64": "F64",
+    "F16": "F16",
+    "Bf16": "Bf16",
+}
+RUST_KEYWORDS = frozenset(
+    [
+        "as",
+        "break",
+        "const",
+        "continue",
+        "crate",
+        "else",
+        "enum",
+        "extern",
+        "false",
+        "fn",
+        "for",
+        "if",
+        "impl",
+        "in",
+        "let",
+        "loop",
+        "match",
+        "mod",
+        "move",
+        "mut",
+        "pub",
+        "ref",
+        "return",
+        "self",
+        "Self",
+        "static",
+        "struct",
+        "super",
+        "trait",
+        "true",
+        "type",
+        "unsafe",
+        "use",
+        "where",
+        "while",
+        "async",
+        "await",
+        "dyn",
+        "abstract",
+        "become",
+        "box",
+        "do",
+        "final",
+        "macro",
+        "override",
+        "priv",
+        "typeof",
+        "unsized",
+        "virtual",
+        "yield",
+        "try",
+    ]
+)
 
 
 @dataclass(frozen=True)
@@ -289,11 +374,22 @@ class Methods:
         if operands:
             names = [fresh("lhs", op), *(ident(p.name) for p in operands)]
             devices = ", ".join(f"{n}.device()" for n in names)
-            arms.append(Arm(None, f"({', '.join(names)})",
-                            (f'Err(Device::mismatch("{op.label}", &[{devices}]))',), "unreachable_patterns"))
+            arms.append(
+                Arm(
+                    None,
+                    f"({', '.join(names)})",
+                    (f'Err(Device::mismatch("{op.label}", &[{devices}]))',),
+                    "unreachable_patterns",
+                )
+            )
         doc = op.doc or f"`{op.label}` on the backend of {'its storages' if operands else 'the storage'}."
-        return Method(f"{doc} (registry: `{op.kind}.{op.name}`)", self.signature(op, owner),
-                      self.checks(op, owner), subject, tuple(arms))
+        return Method(
+            f"{doc} (registry: `{op.kind}.{op.name}`)",
+            self.signature(op, owner),
+            self.checks(op, owner),
+            subject,
+            tuple(arms),
+        )
 
     @staticmethod
     def hook_body(op: model.Operation, v: Variant, s: str) -> tuple[tuple[str, ...], bool]:
@@ -315,8 +411,7 @@ class Methods:
             pattern = f"Self::{v.name}" if not v.backend.ordinal else f"Self::{v.name}({d})"
             arms.append(Arm(v.cfg, pattern, (body,)))
         doc = op.doc or f"`{op.name}` on the device's backend."
-        return Method(f"{doc} (registry: `device.{op.name}`)", self.signature(op, "Device"), (),
-                      "self", tuple(arms))
+        return Method(f"{doc} (registry: `device.{op.name}`)", self.signature(op, "Device"), (), "self", tuple(arms))
 
 
 def storage_methods(registry: model.Registry) -> tuple[Method, ...]:
@@ -342,8 +437,11 @@ OUTRIGHT_DEVICE = frozenset({"location"})
 def device_methods(registry: model.Registry, quantized: bool) -> tuple[Method, ...]:
     """Device methods; `quantized`: those that make a QStorage (quantized.rs), else the rest."""
     m = Methods(registry)
-    return tuple(m.device_method(op) for op in registry.device
-                 if op.name not in OUTRIGHT_DEVICE and (op.returns == "QStorage") == quantized)
+    return tuple(
+        m.device_method(op)
+        for op in registry.device
+        if op.name not in OUTRIGHT_DEVICE and (op.returns == "QStorage") == quantized
+    )
 
 
 # -- to_device ----------------------------------------------------------------------------------
@@ -450,8 +548,10 @@ def uses(*names: str) -> tuple[str, ...]:
     for name in sorted(set(names)):
         module, _, item = PATHS[name].rpartition("::")
         groups.setdefault(module, []).append(item)
-    return tuple(f"use {m}::{items[0]};" if len(items) == 1 else f"use {m}::{{{', '.join(items)}}};"
-                 for m, items in sorted(groups.items()))
+    return tuple(
+        f"use {m}::{items[0]};" if len(items) == 1 else f"use {m}::{{{', '.join(items)}}};"
+        for m, items in sorted(groups.items())
+    )
 
 
 def _mentioned(methods: tuple[Method, ...], candidates) -> set[str]:
@@ -465,9 +565,26 @@ def _word_in(word: str, text: str) -> bool:
     return re.search(rf"\b{re.escape(word)}\b", text) is not None
 
 
-TYPE_NAMES = ("Layout", "Shape", "DType", "WithDType", "Scalar", "UnaryOp", "BinaryOp", "CmpOp", "ReduceOp",
-              "ParamsConv1D", "ParamsConvTranspose1D", "ParamsConv2D", "ParamsConvTranspose2D", "GgmlDType",
-              "QStorage", "Cow", "Storage", "Device")
+TYPE_NAMES = (
+    "Layout",
+    "Shape",
+    "DType",
+    "WithDType",
+    "Scalar",
+    "UnaryOp",
+    "BinaryOp",
+    "CmpOp",
+    "ReduceOp",
+    "ParamsConv1D",
+    "ParamsConvTranspose1D",
+    "ParamsConv2D",
+    "ParamsConvTranspose2D",
+    "GgmlDType",
+    "QStorage",
+    "Cow",
+    "Storage",
+    "Device",
+)
 
 
 HELPERS = ("dtype_in", "same_shape")  # storage.rs's check functions, which other files may call
@@ -500,14 +617,31 @@ def context(registry: model.Registry) -> dict:
         "launch_uses_c_void": any("c_void" in line for k in kernels for line in k.signature),
         "checks_text": "\n".join(line for m in (*storage, *hooked, *qmethods) for line in m.checks),
         "dtypes": registry.dtypes,
-        "uses_storage": uses("Error", "Result", "Device", "DType", "Layout", "BackendStorage",
-                             *(_mentioned(storage, TYPE_NAMES) - {"Storage"})),
+        "uses_storage": uses(
+            "Error",
+            "Result",
+            "Device",
+            "DType",
+            "Layout",
+            "BackendStorage",
+            *(_mentioned(storage, TYPE_NAMES) - {"Storage"}),
+        ),
         "uses_device": uses("Result", "Error", "BackendDevice", *(_mentioned(device, TYPE_NAMES) - {"Device"})),
-        "uses_custom_op": uses("Error", "Result", "Layout", "Shape",
-                               *(_mentioned(hooked, (*TYPE_NAMES, *HELPERS)) | ({"Storage"} if hooked else set()))),
-        "uses_quantized": uses("Result", "Device", "GgmlDType", "QBackendStorage",
-                               *(("BackendDevice",) if qdevice else ()),
-                               *(_mentioned((*qmethods, *qdevice), (*TYPE_NAMES, *HELPERS)) - {"QStorage"})),
+        "uses_custom_op": uses(
+            "Error",
+            "Result",
+            "Layout",
+            "Shape",
+            *(_mentioned(hooked, (*TYPE_NAMES, *HELPERS)) | ({"Storage"} if hooked else set())),
+        ),
+        "uses_quantized": uses(
+            "Result",
+            "Device",
+            "GgmlDType",
+            "QBackendStorage",
+            *(("BackendDevice",) if qdevice else ()),
+            *(_mentioned((*qmethods, *qdevice), (*TYPE_NAMES, *HELPERS)) - {"QStorage"}),
+        ),
         "uses_to_device": uses("Result", "Device", "Storage", "BackendStorage"),
         # Only arms towards a non-host device call the device (storage_from_<host>_storage).
         "gpu_cfg": _any_cfg(vs),
@@ -561,7 +695,7 @@ def check_rust(template: str, output: str, text: str) -> None:
             cut = text.find("\n/// `", cut + 1)
             if cut < 0:
                 break
-        text = text if cut < 0 else text[:cut + 1]
+        text = text if cut < 0 else text[: cut + 1]
     problem = syntax_error(text)
     if problem:
         raise RenderError(template, output, *problem, "Rust") from None

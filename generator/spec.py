@@ -84,8 +84,8 @@ ELEMENTWISE = Record(
 KERNEL_PATTERNS = AnyOf(
     (Str(), List(AnyOf((Str(), Record({"pattern": Str(), "dtypes": DTYPE_LIST}, required=("pattern", "dtypes")))))),
     doc="HIP entry point pattern(s) in hip/, e.g. affine_{self} or cast_{self}_{dtype}: each {name} "
-        "is self or a parameter, standing for its dtypes (or an op enum's ops); a {pattern, dtypes} "
-        "item covers only those dtypes of self",
+    "is self or a parameter, standing for its dtypes (or an op enum's ops); a {pattern, dtypes} "
+    "item covers only those dtypes of self",
 )
 
 OPERATION = Record(
@@ -128,13 +128,15 @@ NN_OP = Record(
 
 KERNEL_FACT = Record(
     {
-        "value": AnyOf((Int(0), List(Str(identifier=True))),
-                       doc="a number, or a list of kernel entry points (names the generated entries define)"),
+        "value": AnyOf(
+            (Int(0), List(Str(identifier=True))),
+            doc="a number, or a list of kernel entry points (names the generated entries define)",
+        ),
         "doc": Str(),
     },
     required=("value",),
     doc="a fact the HIP kernels and the GPU runtime share: gen writes it into generated/kernel_facts.h "
-        "(OPGEN_<NAME>) and generated/kernel_facts.py (<NAME>)",
+    "(OPGEN_<NAME>) and generated/kernel_facts.py (<NAME>)",
 )
 
 TARGET = Record(
@@ -181,12 +183,15 @@ REGISTRY = Record(
         "nn": Map(NN_OP, doc="NN ops: custom ops of the traits above, generated as classes in nn.py"),
         "quantized": Map(QFORMAT, doc="GGML block formats of quantized storage (QStorage)"),
         "qstorage": Map(OPERATION, doc="methods of QStorage; each arm calls the runtime function q_<name>"),
-        "kernel_facts": Map(KERNEL_FACT, doc="numbers and kernel lists the HIP kernels and the GPU runtime share, "
-                                             "in UPPER_CASE: one source for both"),
+        "kernel_facts": Map(
+            KERNEL_FACT,
+            doc="numbers and kernel lists the HIP kernels and the GPU runtime share, "
+            "in UPPER_CASE: one source for both",
+        ),
         "targets": Record(
             {"python": TARGET, "rust": TARGET},
             doc="what `gen` writes, and where: the Python package, Candle-shaped Rust dispatch "
-                "(absent: the Python package, in --out)",
+            "(absent: the Python package, in --out)",
         ),
     },
     required=("version", "dtypes", "backends"),

@@ -85,8 +85,13 @@ def up_to_date(registry: Path, out: Path, given: Path | None = None) -> int | No
     return len(now["outputs"]) if {**now, "default_out": recorded["default_out"]} == recorded else None
 
 
-def record(registry: Path, inputs: list[Path], out: Path,
-           targets: list[tuple[Path, tuple[str, ...]]] | None = None, default_out: Path | None = None) -> None:
+def record(
+    registry: Path,
+    inputs: list[Path],
+    out: Path,
+    targets: list[tuple[Path, tuple[str, ...]]] | None = None,
+    default_out: Path | None = None,
+) -> None:
     """Write the stamp after a run that left `out` (and every other folder of `targets`)
     exactly as the inputs generate it. The stamp lives in `out`, the first target's folder;
     `default_out` is the python target's folder when --out is not given (None: none)."""

@@ -48,8 +48,10 @@ def outputs(registry: model.Registry, cli_out: Path | None) -> tuple[Output, ...
     declared = {t.name: t for t in registry.targets}
     python = declared.get("python")
     if cli_out is not None and python is None:
-        raise TargetsRefused(f"--out names the Python package's folder, but {registry.path} asks for no "
-                             f"python target (targets: {', '.join(declared)})")
+        raise TargetsRefused(
+            f"--out names the Python package's folder, but {registry.path} asks for no "
+            f"python target (targets: {', '.join(declared)})"
+        )
     python_out = cli_out if cli_out is not None else (_display(base / python.out) if python else None)
     result = []
     for name in model.TARGET_NAMES:
@@ -95,5 +97,8 @@ def template_files() -> list[Path]:
     from generator import rust
     from generator.render import TEMPLATES
 
-    return [*sorted(TEMPLATES.glob("*.j2")), *sorted((TEMPLATES / "hip").glob("*.j2")),
-            *sorted(rust.TEMPLATES.glob("*.j2"))]
+    return [
+        *sorted(TEMPLATES.glob("*.j2")),
+        *sorted((TEMPLATES / "hip").glob("*.j2")),
+        *sorted(rust.TEMPLATES.glob("*.j2")),
+    ]

@@ -35,7 +35,9 @@ KNOWN_NUMPY_KINDS = {
     **{f"uint{n}": "uint" for n in (8, 16, 32, 64)},
     **{f"int{n}": "int" for n in (8, 16, 32, 64)},
     **{f"float{n}": "float" for n in (16, 32, 64)},
-    "bfloat16": "float", "float8_e4m3fn": "float", "float8_e5m2": "float",
+    "bfloat16": "float",
+    "float8_e4m3fn": "float",
+    "float8_e5m2": "float",
 }
 NOT_A_DTYPE = "unknown"
 
@@ -66,11 +68,29 @@ def numpy_kind(name: str) -> str | None:
 
 # Names the generated modules define or import: a parameter or custom-op trait of that
 # name would hide them inside the generated code.
-GENERATED_NAMES = frozenset({
-    "Storage", "Device", "DType", "Backend", "On", "Layout", "Kernel", "MatmulDims", "ConvParams1D",
-    "ConvParams2D", "ConvTransposeParams1D", "ConvTransposeParams2D", "UnaryOp", "BinaryOp", "CmpOp",
-    "ReduceOp", "np", "QStorage", "GgmlDType",
-})
+GENERATED_NAMES = frozenset(
+    {
+        "Storage",
+        "Device",
+        "DType",
+        "Backend",
+        "On",
+        "Layout",
+        "Kernel",
+        "MatmulDims",
+        "ConvParams1D",
+        "ConvParams2D",
+        "ConvTransposeParams1D",
+        "ConvTransposeParams2D",
+        "UnaryOp",
+        "BinaryOp",
+        "CmpOp",
+        "ReduceOp",
+        "np",
+        "QStorage",
+        "GgmlDType",
+    }
+)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -136,12 +156,24 @@ class Validator:
         hip_dir = self.runtime_root / "hip"
         runs_hip = any(b.kernels == "hip" for b in backends) and hip_dir.is_dir()
         registry = model.Registry(
-            self.path, dtypes, tuple(sets.items()), backends, elementwise, storage, device, customs,
+            self.path,
+            dtypes,
+            tuple(sets.items()),
+            backends,
+            elementwise,
+            storage,
+            device,
+            customs,
             hip_kernels=tuple(sorted(hip_kernels.items())),
-            hip_sources=tuple(str(p) for p in (*sorted(hip_dir.glob("*.hip")),
-                                               *runtime_pattern_users(self.runtime_root)))
-            if runs_hip else (),
-            formats=formats, qstorage=qstorage, nn=nn, kernel_facts=self.kernel_facts(),
+            hip_sources=tuple(
+                str(p) for p in (*sorted(hip_dir.glob("*.hip")), *runtime_pattern_users(self.runtime_root))
+            )
+            if runs_hip
+            else (),
+            formats=formats,
+            qstorage=qstorage,
+            nn=nn,
+            kernel_facts=self.kernel_facts(),
         )
         registry = dataclasses.replace(registry, targets=self.targets(registry))
         self.kernel_refs(registry, hip_kernels)
@@ -164,11 +196,13 @@ class Validator:
             if path.startswith("/") or (len(parts[0]) > 1 and parts[0][1] == ":"):
                 self.error(onode, key, f"output folder {path!r} is absolute; give it relative to the registry's folder")
             elif any(p in ("", ".", "..") for p in parts):
-                self.error(onode, key,
-                           f"output folder {path!r} must be a plain relative path (no '.', '..' or empty parts)")
+                self.error(
+                    onode, key, f"output folder {path!r} must be a plain relative path (no '.', '..' or empty parts)"
+                )
             elif parts[0] not in ("generated", "tests"):
-                self.error(onode, key, f"output folder {path!r} is outside generated/ and tests/, "
-                                       "where generated files live")
+                self.error(
+                    onode, key, f"output folder {path!r} is outside generated/ and tests/, where generated files live"
+                )
             elif path in seen:
                 self.error(onode, key, f"output folder {path!r} is also the {seen[path]} target's")
             else:
@@ -183,17 +217,30 @@ class Validator:
         its device and dtype checks read."""
         node = self.root.find("targets", "rust")
         if registry.backends and not any(not b.ordinal for b in registry.backends):
-            self.error(node, "targets.rust", "the rust target needs a host backend (one with `ordinal: false`): "
-                                             "to_device copies between other backends through its storage")
+            self.error(
+                node,
+                "targets.rust",
+                "the rust target needs a host backend (one with `ordinal: false`): "
+                "to_device copies between other backends through its storage",
+            )
         getters = {(op.name, op.returns) for op in registry.storage}
         for name, returns in (("device", "Device"), ("dtype", "DType")):
             if (name, returns) not in getters:
-                self.error(node, "targets.rust", f"the rust target needs a storage op `{name}` returning {returns}: "
-                                                 "the generated device and dtype checks call it")
+                self.error(
+                    node,
+                    "targets.rust",
+                    f"the rust target needs a storage op `{name}` returning {returns}: "
+                    "the generated device and dtype checks call it",
+                )
         if any(op.storage_params for op in registry.qstorage) and not any(
-                op.name == "device" and op.returns == "Device" for op in registry.qstorage):
-            self.error(node, "targets.rust", "the rust target needs a qstorage op `device` returning Device: "
-                                             "QStorage methods that take a Storage check its device")
+            op.name == "device" and op.returns == "Device" for op in registry.qstorage
+        ):
+            self.error(
+                node,
+                "targets.rust",
+                "the rust target needs a qstorage op `device` returning Device: "
+                "QStorage methods that take a Storage check its device",
+            )
 
     def hip_kernels(self, backends) -> dict:
         """Entry points of hip/*.hip, read when a backend runs HIP kernels."""
@@ -231,31 +278,42 @@ class Validator:
         kernels_key = f"backends.{users[0].name}.kernels"
         sources = {Path(p).name: Path(p) for p in registry.hip_sources}
         try:  # the templates of the kernel sources this registry's hip/ holds
-            provided = {pattern: template for pattern, template in
-                        hip_entries.instantiated_patterns(environment(TEMPLATES), TEMPLATES).items()
-                        if f"{template.removeprefix(hip_entries.ENTRY_DIR + '/').removesuffix(hip_entries.SUFFIX)}.hip"
-                        in sources}
+            provided = {
+                pattern: template
+                for pattern, template in hip_entries.instantiated_patterns(environment(TEMPLATES), TEMPLATES).items()
+                if f"{template.removeprefix(hip_entries.ENTRY_DIR + '/').removesuffix(hip_entries.SUFFIX)}.hip"
+                in sources
+            }
         except (ValueError, TemplateSyntaxError) as exc:
             self.error(kernels_node, kernels_key, str(exc))
             return
         for stem, template in hip_entries.templates(TEMPLATES).items():
-            if f"{stem}.hip" in sources and \
-                    hip_entries.include_line(stem) not in sources[f"{stem}.hip"].read_text(encoding="utf-8"):
-                self.error(kernels_node, kernels_key, f"hip/{stem}.hip does not {hip_entries.include_line(stem)}, "
-                                                      f"where templates/{template} writes its entry points")
+            if f"{stem}.hip" in sources and hip_entries.include_line(stem) not in sources[f"{stem}.hip"].read_text(
+                encoding="utf-8"
+            ):
+                self.error(
+                    kernels_node,
+                    kernels_key,
+                    f"hip/{stem}.hip does not {hip_entries.include_line(stem)}, "
+                    f"where templates/{template} writes its entry points",
+                )
         declared = set(registry.kernel_patterns())
         for pattern, template in sorted(provided.items()):
             if pattern not in declared:
-                self.error(kernels_node, kernels_key, f"templates/{template} instantiates kernel pattern {pattern!r}, "
-                                                      "which no op's `kernel:` declares")
+                self.error(
+                    kernels_node,
+                    kernels_key,
+                    f"templates/{template} instantiates kernel pattern {pattern!r}, which no op's `kernel:` declares",
+                )
         names = set(hip_kernels)
         for op in registry.kernel_ops:
             key = f"{op.kind}.{op.name}.kernel"
             node = self.root.find(op.kind, op.name, "kernel")
             unknown = [n for n in model.kernel_placeholders(op) if model.placeholder_values(op, n, registry) is None]
             if unknown:
-                self.error(node, key,
-                           f"{{{unknown[0]}}} is not self or a Storage, DType or op-enum parameter of {op.name}")
+                self.error(
+                    node, key, f"{{{unknown[0]}}} is not self or a Storage, DType or op-enum parameter of {op.name}"
+                )
                 continue
             for pattern in op.kernel:
                 if pattern in provided:
@@ -265,16 +323,23 @@ class Validator:
                 missing = [e for _, e in model.kernel_entries(one, registry) if e not in hip_kernels]
                 if missing:
                     shown = ", ".join(missing[:4]) + (f" and {len(missing) - 4} more" if len(missing) > 4 else "")
-                    self.error(node, key, f"kernel pattern {pattern!r}: no entry-point template (templates/hip/*.h.j2) "
-                                          f"instantiates it, and hip/*.hip does not define {shown}")
+                    self.error(
+                        node,
+                        key,
+                        f"kernel pattern {pattern!r}: no entry-point template (templates/hip/*.h.j2) "
+                        f"instantiates it, and hip/*.hip does not define {shown}",
+                    )
         self.runtime_pattern_refs(registry, kernels_node, kernels_key)
         for fact in registry.kernel_facts:
             if isinstance(fact.value, tuple):
                 fnode = self.root.find("kernel_facts", fact.name, "value")
                 for i, name in enumerate(fact.value):
                     if name not in names and fnode is not None:
-                        self.error(fnode.value[i], f"kernel_facts.{fact.name}.value[{i}]",
-                                   f"{name!r} is not a kernel entry point{did_you_mean(name, names)}")
+                        self.error(
+                            fnode.value[i],
+                            f"kernel_facts.{fact.name}.value[{i}]",
+                            f"{name!r} is not a kernel entry point{did_you_mean(name, names)}",
+                        )
 
     def runtime_pattern_refs(self, registry: model.Registry, node: Node | None, key: str) -> None:
         """Every KernelPattern member the runtime modules name (runtime/**/*.py, read with ast)
@@ -285,16 +350,24 @@ class Validator:
             for line, name in kernel_pattern_refs(path):
                 if name not in members:
                     where = f"{path.relative_to(self.runtime_root).as_posix()}:{line}"
-                    self.error(node, key, f"{where} names KernelPattern.{name}, which no `kernel:` pattern of "
-                                          f"the registry gives{did_you_mean(name, members)}")
+                    self.error(
+                        node,
+                        key,
+                        f"{where} names KernelPattern.{name}, which no `kernel:` pattern of "
+                        f"the registry gives{did_you_mean(name, members)}",
+                    )
 
     def kernel_facts(self) -> tuple[model.KernelFact, ...]:
         out = []
         for name, knode, node in self.section("kernel_facts"):
             key = f"kernel_facts.{name}"
             if not (name.isupper() and name.isidentifier()):
-                self.error(knode, key, f"kernel fact {name!r} must be an UPPER_CASE identifier: it names a "
-                                       "C macro (OPGEN_<NAME>) and a Python constant")
+                self.error(
+                    knode,
+                    key,
+                    f"kernel fact {name!r} must be an UPPER_CASE identifier: it names a "
+                    "C macro (OPGEN_<NAME>) and a Python constant",
+                )
             value = node.get("value") if node.tag == "map" else None
             if value is None:
                 continue  # the spec reported it
@@ -317,15 +390,23 @@ class Validator:
             elif numpy_name and numpy_kind_ is None:
                 self.error(node.get("numpy"), f"{key}.numpy", f"numpy dtype {numpy_name!r} is not a scalar number type")
             elif kind is not None and kind.value in ("uint", "int", "float") and kind.value != numpy_kind_:
-                self.error(kind, f"{key}.kind", f"kind {kind.value!r} does not match numpy dtype {numpy_name} "
-                                                f"({numpy_kind_})")
+                self.error(
+                    kind, f"{key}.kind", f"kind {kind.value!r} does not match numpy dtype {numpy_name} ({numpy_kind_})"
+                )
             if compute is not None and compute.tag == "str" and compute.value not in names:
-                self.error(compute, f"{key}.compute",
-                           f"unknown dtype {compute.value!r}{did_you_mean(compute.value, names)}")
-            out.append(model.DType(
-                name, numpy_name, self.text(node.get("hip")) or None, self.text(node.get("kind"), "float"),
-                self.text(compute) or None, node.position.line,
-            ))
+                self.error(
+                    compute, f"{key}.compute", f"unknown dtype {compute.value!r}{did_you_mean(compute.value, names)}"
+                )
+            out.append(
+                model.DType(
+                    name,
+                    numpy_name,
+                    self.text(node.get("hip")) or None,
+                    self.text(node.get("kind"), "float"),
+                    self.text(compute) or None,
+                    node.position.line,
+                )
+            )
         section = self.root.get("dtypes")
         if not out and section is not None and section.tag == "map":
             self.error(section, "dtypes", "declare at least one dtype")
@@ -384,14 +465,26 @@ class Validator:
                 else:
                     for required in model.REQUIRED_RUNTIME:
                         if required not in functions:
-                            self.error(node.get("runtime"), f"backends.{name}.runtime",
-                                       f"runtime module {runtime!r} does not define {required}()")
+                            self.error(
+                                node.get("runtime"),
+                                f"backends.{name}.runtime",
+                                f"runtime module {runtime!r} does not define {required}()",
+                            )
             ordinal = node.get("ordinal")
-            out.append(model.Backend(
-                name, runtime, bool(ordinal.value) if ordinal is not None else False,
-                self.text(node.get("doc")), self.text(node.get("kernels")) or None, functions, node.position.line,
-                runtime_path, stubs, imports,
-            ))
+            out.append(
+                model.Backend(
+                    name,
+                    runtime,
+                    bool(ordinal.value) if ordinal is not None else False,
+                    self.text(node.get("doc")),
+                    self.text(node.get("kernels")) or None,
+                    functions,
+                    node.position.line,
+                    runtime_path,
+                    stubs,
+                    imports,
+                )
+            )
         section = self.root.get("backends")
         if not out and section is not None and section.tag == "map":
             self.error(section, "backends", "declare at least one backend")
@@ -419,18 +512,32 @@ class Validator:
             dtypes_node = node.get("dtypes")
             trait = self.text(node.get("trait")) or None
             if trait is not None and trait not in traits:
-                self.error(node.get("trait"), f"{key}.trait",
-                           f"unknown custom-op trait {trait!r}{did_you_mean(trait, traits)}")
+                self.error(
+                    node.get("trait"), f"{key}.trait", f"unknown custom-op trait {trait!r}{did_you_mean(trait, traits)}"
+                )
             elif trait is not None and traits[trait].inplace:
                 self.error(node.get("trait"), f"{key}.trait", f"{trait} works in place; an nn op returns a new storage")
             if name in taken:
-                self.error(knode, key, f"nn op {name!r} has the name of a storage op or device method "
-                                       "(both call the runtime function of that name)")
+                self.error(
+                    knode,
+                    key,
+                    f"nn op {name!r} has the name of a storage op or device method "
+                    "(both call the runtime function of that name)",
+                )
             op = model.Operation(
-                name, model.OpKind.NN, self.nn_params(node.get("params"), f"{key}.params"), "StorageShape",
-                None, None, (), (),
+                name,
+                model.OpKind.NN,
+                self.nn_params(node.get("params"), f"{key}.params"),
+                "StorageShape",
+                None,
+                None,
+                (),
+                (),
                 (("self", self.dtype_names(dtypes_node, f"{key}.dtypes", known, sets)),) if dtypes_node else (),
-                (), self.text(node.get("doc")), node.position.line, trait=trait,
+                (),
+                self.text(node.get("doc")),
+                node.position.line,
+                trait=trait,
                 **self.patterns(node.get("kernel"), f"{key}.kernel", known, sets),
             )
             if op.class_name in classes or op.class_name in traits or op.class_name in GENERATED_NAMES:
@@ -456,12 +563,14 @@ class Validator:
             if name in GENERATED_NAMES or name in model.PARAM_TYPES or name in model.RETURN_TYPES:
                 self.error(knode, f"custom_ops.{name}", f"custom op {name!r} has the name of a generated or core type")
             inputs, inplace = node.get("inputs"), node.get("inplace")
-            out.append(model.CustomOpTrait(
-                name,
-                inputs.value if inputs is not None and inputs.tag == "int" else 1,
-                bool(inplace.value) if inplace is not None and inplace.tag == "bool" else False,
-                node.position.line,
-            ))
+            out.append(
+                model.CustomOpTrait(
+                    name,
+                    inputs.value if inputs is not None and inputs.tag == "int" else 1,
+                    bool(inplace.value) if inplace is not None and inplace.tag == "bool" else False,
+                    node.position.line,
+                )
+            )
         return tuple(out)
 
     def elementwise(self, family: str, dtypes, sets) -> list[model.Elementwise]:
@@ -478,17 +587,23 @@ class Validator:
             for dt in names:
                 kind = known[dt].kind  # an invalid kind is reported at the dtype, not again here
                 if "*" not in kinds and kind not in kinds and exprs and kind in ("uint", "int", "float"):
-                    self.error(node.get("numpy"), f"{key}.numpy",
-                               f"no numpy expression for {dt} (kind {kind})")
+                    self.error(node.get("numpy"), f"{key}.numpy", f"no numpy expression for {dt} (kind {kind})")
             result = node.get("result")
             if result is not None and result.tag == "str" and result.value not in known:
-                self.error(result, f"{key}.result",
-                           f"unknown dtype {result.value!r}{did_you_mean(result.value, known)}")
-            out.append(model.Elementwise(
-                name, family, exprs, self.text(node.get("hip")) or None, names,
-                self.text(result) or ("u8" if family == "cmp" and "u8" in known else None) or None,
-                node.position.line,
-            ))
+                self.error(
+                    result, f"{key}.result", f"unknown dtype {result.value!r}{did_you_mean(result.value, known)}"
+                )
+            out.append(
+                model.Elementwise(
+                    name,
+                    family,
+                    exprs,
+                    self.text(node.get("hip")) or None,
+                    names,
+                    self.text(result) or ("u8" if family == "cmp" and "u8" in known else None) or None,
+                    node.position.line,
+                )
+            )
         return out
 
     def numpy_exprs(self, node: Node | None, key: str, operands: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
@@ -527,8 +642,11 @@ class Validator:
             by_name = {p.name: p for p in params}
             returns = self.text(node.get("returns"))
             if node.get("returns") is not None and returns and returns not in model.RETURN_TYPES:
-                self.error(node.get("returns"), f"{key}.returns",
-                           f"unknown return type {returns!r}{did_you_mean(returns, model.RETURN_TYPES)}")
+                self.error(
+                    node.get("returns"),
+                    f"{key}.returns",
+                    f"unknown return type {returns!r}{did_you_mean(returns, model.RETURN_TYPES)}",
+                )
             quantized = [t for t in (returns, *(p.type for p in params)) if t in model.QUANTIZED_TYPES]
             if quantized and not formats:
                 self.error(knode, key, f"{quantized[0]} needs the quantized formats: declare a `quantized` section")
@@ -538,27 +656,43 @@ class Validator:
             if fallback is not None:
                 fnode = node.get("fallback")
                 if fallback not in backend_names:
-                    self.error(fnode, f"{key}.fallback",
-                               f"unknown backend {fallback!r}{did_you_mean(fallback, backend_names)}")
+                    self.error(
+                        fnode, f"{key}.fallback", f"unknown backend {fallback!r}{did_you_mean(fallback, backend_names)}"
+                    )
                 elif kind != "storage" or returns != "Storage":
                     self.error(fnode, f"{key}.fallback", "only storage ops that return a new Storage can fall back")
                 elif not backends[[b.name for b in backends].index(fallback)].implements(
-                        self.text((node.get("impl") or node).get(fallback)) or name):
+                    self.text((node.get("impl") or node).get(fallback)) or name
+                ):
                     self.error(fnode, f"{key}.fallback", f"fallback backend {fallback!r} does not implement {name}")
             hook = self.text(node.get("hook")) or None
             if hook is not None:
                 self.check_hook(node.get("hook"), f"{key}.hook", hook, by_name, trait_names, returns, kind)
-            same_dtype = self.param_refs(node.get("same_dtype"), f"{key}.same_dtype", by_name, "Storage",
-                                         allow_self=True)
+            same_dtype = self.param_refs(
+                node.get("same_dtype"), f"{key}.same_dtype", by_name, "Storage", allow_self=True
+            )
             same_shape = self.param_refs(node.get("same_shape"), f"{key}.same_shape", by_name, "Layout")
             arg_dtypes = self.arg_dtypes(node.get("dtypes"), f"{key}.dtypes", by_name, known_dtypes, sets)
             impl = self.impl(node.get("impl"), f"{key}.impl", backends)
             writes = self.writes(node.get("writes"), f"{key}.writes", by_name, kind)
-            out.append(model.Operation(
-                name, model.OpKind(kind), params, returns or "None", fallback, hook, same_dtype, same_shape, arg_dtypes,
-                impl, self.text(node.get("doc")), node.position.line,
-                **self.patterns(node.get("kernel"), f"{key}.kernel", known_dtypes, sets), writes=writes,
-            ))
+            out.append(
+                model.Operation(
+                    name,
+                    model.OpKind(kind),
+                    params,
+                    returns or "None",
+                    fallback,
+                    hook,
+                    same_dtype,
+                    same_shape,
+                    arg_dtypes,
+                    impl,
+                    self.text(node.get("doc")),
+                    node.position.line,
+                    **self.patterns(node.get("kernel"), f"{key}.kernel", known_dtypes, sets),
+                    writes=writes,
+                )
+            )
         return tuple(out)
 
     def writes(self, node, key, by_name, kind) -> str | None:
@@ -621,8 +755,9 @@ class Validator:
             trait = traits[param.type]
             storages = 1 + sum(p.is_storage for p in by_name.values())
             if trait.inputs != storages:
-                self.error(node, key,
-                           f"{param.type} takes {trait.inputs} input(s) but the op has {storages} storage(s)")
+                self.error(
+                    node, key, f"{param.type} takes {trait.inputs} input(s) but the op has {storages} storage(s)"
+                )
             expected = "None" if trait.inplace else "StorageShape"
             if returns and returns != expected:
                 self.error(node, key, f"an op hooked to {param.type} must return {expected}, not {returns}")
@@ -670,8 +805,11 @@ class Validator:
             if name not in by_name:
                 self.error(knode, f"{key}.{name}", f"unknown backend {name!r}{did_you_mean(name, by_name)}")
             elif vnode.tag == "str" and by_name[name].runtime and not by_name[name].implements(vnode.value):
-                self.error(vnode, f"{key}.{name}",
-                           f"runtime module {by_name[name].runtime!r} defines no function {vnode.value!r}")
+                self.error(
+                    vnode,
+                    f"{key}.{name}",
+                    f"runtime module {by_name[name].runtime!r} defines no function {vnode.value!r}",
+                )
             else:
                 out.append((name, str(vnode.value)))
         return tuple(out)
@@ -683,14 +821,21 @@ class Validator:
             for name, knode, _ in self.section(fam):
                 member = f"{fam}:{name.upper()}"
                 if member in seen:
-                    self.error(knode, f"{fam}.{name}",
-                               f"op {name!r} collides with another {fam} op of the same upper-case name")
+                    self.error(
+                        knode,
+                        f"{fam}.{name}",
+                        f"op {name!r} collides with another {fam} op of the same upper-case name",
+                    )
                 seen[member] = knode
         storage_names = {k: kn for k, kn, _ in self.section("storage")}
         for name, knode, _ in self.section("device"):
             if name in storage_names:
-                self.error(knode, f"device.{name}", f"device method {name!r} has the name of a storage op "
-                                                   "(both call the runtime function of that name)")
+                self.error(
+                    knode,
+                    f"device.{name}",
+                    f"device method {name!r} has the name of a storage op "
+                    "(both call the runtime function of that name)",
+                )
             if any(name == f"is_{b.name}" for b in backends):
                 self.error(knode, f"device.{name}", f"device method {name!r} is generated for every backend")
         for name, knode, _ in self.section("backends"):
@@ -702,45 +847,61 @@ class Validator:
             for b in backends:
                 if b.implements(op.function(b.name)) and not b.kernels:
                     node = self.root.find("backends", b.name)
-                    self.error(node, f"backends.{b.name}.kernels",
-                               f"{b.runtime} implements {op.name}, which takes generated kernels, "
-                               "but the backend declares no `kernels`")
+                    self.error(
+                        node,
+                        f"backends.{b.name}.kernels",
+                        f"{b.runtime} implements {op.name}, which takes generated kernels, "
+                        "but the backend declares no `kernels`",
+                    )
         families = {e.family for e in elementwise}
         for section in ("storage", "device"):
             for op_name, _, op_node in self.section(section):
                 params = op_node.get("params")
-                for p_name, (_, t_node) in (params.value.items() if params is not None and params.tag == "map" else ()):
+                for p_name, (_, t_node) in params.value.items() if params is not None and params.tag == "map" else ():
                     family = model.OP_ENUM_TYPES.get(t_node.value) if t_node.tag == "str" else None
                     if family and family not in families:
-                        self.error(t_node, f"{section}.{op_name}.params.{p_name}",
-                                   f"parameters of type {t_node.value} need at least one {family} op")
+                        self.error(
+                            t_node,
+                            f"{section}.{op_name}.params.{p_name}",
+                            f"parameters of type {t_node.value} need at least one {family} op",
+                        )
         self.collisions("dtypes", "dtype")
         functions: dict[str, str] = {}
         for op in elementwise:
             for fn, _ in model.numpy_functions(op):
                 if fn in functions:
-                    self.error(self.root.find(op.family, op.name), f"{op.family}.{op.name}",
-                               f"kernel function {fn} of {op.name!r} collides with that of {functions[fn]!r}")
+                    self.error(
+                        self.root.find(op.family, op.name),
+                        f"{op.family}.{op.name}",
+                        f"kernel function {fn} of {op.name!r} collides with that of {functions[fn]!r}",
+                    )
                 functions.setdefault(fn, op.name)
         checks = [op.name for op in storage if op.same_dtype or op.arg_dtypes]
         if checks and not any(op.name == "dtype" and op.returns == "DType" for op in storage):
-            self.error(self.root.get("storage"), "storage",
-                       f"{checks[0]} checks dtypes before dispatch: declare a storage op `dtype` returning DType")
+            self.error(
+                self.root.get("storage"),
+                "storage",
+                f"{checks[0]} checks dtypes before dispatch: declare a storage op `dtype` returning DType",
+            )
 
     def collisions(self, section: str, what: str) -> None:
         """Names that differ only in case become one enum member."""
         seen: dict[str, str] = {}
         for name, knode, _ in self.section(section):
             if name.upper() in seen:
-                self.error(knode, f"{section}.{name}", f"{what} {name!r} collides with {seen[name.upper()]!r} "
-                                                       "(the same upper-case name)")
+                self.error(
+                    knode,
+                    f"{section}.{name}",
+                    f"{what} {name!r} collides with {seen[name.upper()]!r} (the same upper-case name)",
+                )
             seen.setdefault(name.upper(), name)
 
 
 def runtime_pattern_users(runtime_root: Path) -> list[Path]:
     """The runtime modules that import KernelPattern (runtime/**/*.py)."""
-    return [p for p in sorted((runtime_root / "runtime").rglob("*.py"))
-            if "KernelPattern" in p.read_text(encoding="utf-8")]
+    return [
+        p for p in sorted((runtime_root / "runtime").rglob("*.py")) if "KernelPattern" in p.read_text(encoding="utf-8")
+    ]
 
 
 _KERNEL_PATTERN_ALIAS = re.compile(r"\bKernelPattern(?:\s+as\s+([A-Za-z_]\w*))?")

@@ -58,7 +58,8 @@ class Plan:
             old = self.current.get(rel, "")
             new = self.write.get(rel, "")
             lines = difflib.unified_diff(
-                old.splitlines(keepends=True), new.splitlines(keepends=True),
+                old.splitlines(keepends=True),
+                new.splitlines(keepends=True),
                 f"a/{label}{rel}" if rel in self.current else "/dev/null",
                 f"b/{label}{rel}" if rel in self.write else "/dev/null",
             )
@@ -82,8 +83,9 @@ def plan(out: Path, rendered: dict[str, str], owned: tuple[str, ...] = ("*.py", 
     for rel, text in sorted(rendered.items()):
         path = out / rel
         if path.is_symlink():
-            raise WriteRefused(f"{path}: is a symbolic link (to {os.readlink(path)}); refusing to write through "
-                               "or replace it")
+            raise WriteRefused(
+                f"{path}: is a symbolic link (to {os.readlink(path)}); refusing to write through or replace it"
+            )
         if not path.exists():
             result.write[rel] = text
             continue
@@ -156,8 +158,12 @@ def apply(out: Path, result: Plan) -> None:
             _fault("temp")
         changes = [*(f"write {rel}" for rel in temps), *(f"remove {rel}" for rel in result.remove)]
         if changes:
-            journal = _write_temp(out, JOURNAL, "# gen was changing these files: if this file is here, it was "
-                                                 "interrupted; run gen\n" + "".join(f"{c}\n" for c in changes))
+            journal = _write_temp(
+                out,
+                JOURNAL,
+                "# gen was changing these files: if this file is here, it was "
+                "interrupted; run gen\n" + "".join(f"{c}\n" for c in changes),
+            )
             os.replace(journal, out / JOURNAL)
     except BaseException as exc:
         for tmp in temps.values():
@@ -175,8 +181,10 @@ def apply(out: Path, result: Plan) -> None:
         _fault("done")
         (out / JOURNAL).unlink(missing_ok=True)
     except OSError as exc:
-        raise OutputError(f"{exc.filename}: cannot write ({exc.strerror}); {out} is half-written "
-                          f"({JOURNAL} says which files changed): run gen again") from None
+        raise OutputError(
+            f"{exc.filename}: cannot write ({exc.strerror}); {out} is half-written "
+            f"({JOURNAL} says which files changed): run gen again"
+        ) from None
 
 
 def _clear_temps(out: Path) -> None:
@@ -190,8 +198,9 @@ def _clear_temps(out: Path) -> None:
 
 
 @contextlib.contextmanager
-def locked(outs: Iterable[Path], *, exclusive: bool = True,
-           waiting: Callable[[Path], None] = lambda out: None) -> Iterator[None]:
+def locked(
+    outs: Iterable[Path], *, exclusive: bool = True, waiting: Callable[[Path], None] = lambda out: None
+) -> Iterator[None]:
     """Hold the lock of every output directory of one run (in one order, so that two runs
     cannot deadlock): exclusive to write, creating missing directories; shared to read
     (`gen --check`), skipping directories that do not exist or cannot hold a lock file.

@@ -21,8 +21,9 @@ def reduce_dims(op: str, backend: str, dims: object, rank: int) -> list[int]:
     return sorted(given)
 
 
-def matmul_dims(op: str, backend: str, bmnk: object, lhs_shape: tuple[int, ...],
-                rhs_shape: tuple[int, ...]) -> tuple[int, int, int, int]:
+def matmul_dims(
+    op: str, backend: str, bmnk: object, lhs_shape: tuple[int, ...], rhs_shape: tuple[int, ...]
+) -> tuple[int, int, int, int]:
     """(b, m, n, k) of a matmul whose lhs is (.., m, k) and rhs (.., k, n), each with b batches
     in its leading dims; ShapeMismatch naming the operand that is not."""
     b, m, n, k = (int(v) for v in bmnk)  # type: ignore[attr-defined]

@@ -59,10 +59,18 @@ LAUNCH_HOLDS_GIL = True
 class _LaunchConfig(ctypes.Structure):
     """CUlaunchConfig (cuda.h), cuLaunchKernelEx's first argument."""
 
-    _fields_ = [("gridDimX", ctypes.c_uint), ("gridDimY", ctypes.c_uint), ("gridDimZ", ctypes.c_uint),
-                ("blockDimX", ctypes.c_uint), ("blockDimY", ctypes.c_uint), ("blockDimZ", ctypes.c_uint),
-                ("sharedMemBytes", ctypes.c_uint), ("hStream", ctypes.c_void_p), ("attrs", ctypes.c_void_p),
-                ("numAttrs", ctypes.c_uint)]
+    _fields_ = [
+        ("gridDimX", ctypes.c_uint),
+        ("gridDimY", ctypes.c_uint),
+        ("gridDimZ", ctypes.c_uint),
+        ("blockDimX", ctypes.c_uint),
+        ("blockDimY", ctypes.c_uint),
+        ("blockDimZ", ctypes.c_uint),
+        ("sharedMemBytes", ctypes.c_uint),
+        ("hStream", ctypes.c_void_p),
+        ("attrs", ctypes.c_void_p),
+        ("numAttrs", ctypes.c_uint),
+    ]
 
 
 class _LaunchAttribute(ctypes.Structure):
@@ -101,9 +109,9 @@ def _cublas():
 
 # cudaDataType, cublasComputeType and the host scalar type of alpha/beta, by dtype.
 _GEMM_TYPES = {
-    np.dtype("float16"): (2, 68, np.float32),   # CUDA_R_16F, CUBLAS_COMPUTE_32F
-    np.dtype("float32"): (0, 68, np.float32),   # CUDA_R_32F, CUBLAS_COMPUTE_32F
-    np.dtype("float64"): (1, 70, np.float64),   # CUDA_R_64F, CUBLAS_COMPUTE_64F
+    np.dtype("float16"): (2, 68, np.float32),  # CUDA_R_16F, CUBLAS_COMPUTE_32F
+    np.dtype("float32"): (0, 68, np.float32),  # CUDA_R_32F, CUBLAS_COMPUTE_32F
+    np.dtype("float64"): (1, 70, np.float64),  # CUDA_R_64F, CUBLAS_COMPUTE_64F
 }
 try:
     import ml_dtypes
@@ -124,10 +132,19 @@ def _dim(value) -> ctypes.c_uint:
 class CudaDriver(StreamDriver):
     name = "cuda"
     calls = DriverCalls(
-        alloc="cuMemAllocAsync", free="cuMemFreeAsync", upload="cuMemcpyHtoDAsync", download="cuMemcpyDtoHAsync",
-        copy="cuMemcpyDtoDAsync", memset="cuMemsetD8Async", stream_synchronize="cuStreamSynchronize",
-        stream_wait_event="cuStreamWaitEvent", event_record="cuEventRecord", event_destroy="cuEventDestroy",
-        module_load="cuModuleLoadData", module_function="cuModuleGetFunction")
+        alloc="cuMemAllocAsync",
+        free="cuMemFreeAsync",
+        upload="cuMemcpyHtoDAsync",
+        download="cuMemcpyDtoHAsync",
+        copy="cuMemcpyDtoDAsync",
+        memset="cuMemsetD8Async",
+        stream_synchronize="cuStreamSynchronize",
+        stream_wait_event="cuStreamWaitEvent",
+        event_record="cuEventRecord",
+        event_destroy="cuEventDestroy",
+        module_load="cuModuleLoadData",
+        module_function="cuModuleGetFunction",
+    )
 
     def __init__(self) -> None:
         super().__init__()
@@ -151,7 +168,7 @@ class CudaDriver(StreamDriver):
         except ImportError:
             return "library not found (cuda-python is not installed)"
         try:
-            err, = cu.cuInit(0)
+            (err,) = cu.cuInit(0)
         except RuntimeError as exc:  # libcuda itself is missing
             return f"library not found (libcuda): {exc}"
         if int(err) != 0:
@@ -208,13 +225,16 @@ class CudaDriver(StreamDriver):
                 raise BackendUnavailable(self.name, reason)
             cu = _driver_api()
             device = self._device(ordinal)
-            context = self._contexts[ordinal] = self._call("cuDevicePrimaryCtxRetain",
-                                                           cu.cuDevicePrimaryCtxRetain(device))
+            context = self._contexts[ordinal] = self._call(
+                "cuDevicePrimaryCtxRetain", cu.cuDevicePrimaryCtxRetain(device)
+            )
             # Freed memory stays in the pool for the next op instead of going back to the driver.
             pool = self._call("cuDeviceGetDefaultMemPool", cu.cuDeviceGetDefaultMemPool(device))
             threshold = cu.cuuint64_t(2**64 - 1)
-            self._call("cuMemPoolSetAttribute", cu.cuMemPoolSetAttribute(
-                pool, cu.CUmemPool_attribute.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, threshold))
+            self._call(
+                "cuMemPoolSetAttribute",
+                cu.cuMemPoolSetAttribute(pool, cu.CUmemPool_attribute.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, threshold),
+            )
         self._call("cuCtxSetCurrent", _driver_api().cuCtxSetCurrent(context))
         self._local.ordinal = ordinal
 
@@ -228,7 +248,9 @@ class CudaDriver(StreamDriver):
 
     def copy_peer(self, dst: int, dst_ordinal: int, src: int, src_ordinal: int, nbytes: int, stream) -> bool:
         cu = _driver_api()  # contexts name the devices
-        err, = cu.cuMemcpyPeerAsync(dst, self._contexts[dst_ordinal], src, self._contexts[src_ordinal], nbytes, stream)
+        (err,) = cu.cuMemcpyPeerAsync(
+            dst, self._contexts[dst_ordinal], src, self._contexts[src_ordinal], nbytes, stream
+        )
         if err == cu.CUresult.CUDA_ERROR_PEER_ACCESS_UNSUPPORTED:
             return False
         self._call("cuMemcpyPeerAsync", (err,))
@@ -253,8 +275,10 @@ class CudaDriver(StreamDriver):
         fn = super().function(module, name)
         if name in PROGRAMMATIC_KERNELS:
             cu = _driver_api()
-            version = self._call("cuFuncGetAttribute", cu.cuFuncGetAttribute(
-                cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_BINARY_VERSION, fn))
+            version = self._call(
+                "cuFuncGetAttribute",
+                cu.cuFuncGetAttribute(cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_BINARY_VERSION, fn),
+            )
             if version >= 90:  # griddepcontrol and the launch attribute: sm_90 and up
                 self._programmatic.add(int(fn))
         return fn
@@ -263,10 +287,21 @@ class CudaDriver(StreamDriver):
         address = kernel_params(self._local, types, args)
         cu_launch = _libcuda_symbol("cuLaunchKernel")
         if cu_launch is None:
-            err, = _driver_api().cuLaunchKernel(fn, grid, 1, 1, block, 1, 1, 0, stream, address, 0)
+            (err,) = _driver_api().cuLaunchKernel(fn, grid, 1, 1, block, 1, 1, 0, stream, address, 0)
         else:
-            err = cu_launch(ctypes.c_void_p(int(fn)), _dim(grid), 1, 1, _dim(block), 1, 1, 0,
-                            ctypes.c_void_p(int(stream)), ctypes.c_void_p(address), None)
+            err = cu_launch(
+                ctypes.c_void_p(int(fn)),
+                _dim(grid),
+                1,
+                1,
+                _dim(block),
+                1,
+                1,
+                0,
+                ctypes.c_void_p(int(stream)),
+                ctypes.c_void_p(address),
+                None,
+            )
         if int(err):
             self._raise_launch(err)
 
@@ -281,8 +316,10 @@ class CudaDriver(StreamDriver):
         PROGRAMMATIC_KERNELS (as `function` found them) carry the programmatic stream
         serialization attribute; `launch` never does."""
         launch_ex = _libcuda_symbol("cuLaunchKernelEx", LAUNCH_HOLDS_GIL)
-        fields = [(f"a{i}", t) for i, t in enumerate(types)] + [("config", _LaunchConfig),
-                                                                 ("attribute", _LaunchAttribute)]
+        fields = [(f"a{i}", t) for i, t in enumerate(types)] + [
+            ("config", _LaunchConfig),
+            ("attribute", _LaunchAttribute),
+        ]
         frame_type = type("Frame", (ctypes.Structure,), {"_fields_": fields})
         layout = struct.Struct("@" + "".join(STRUCT_CODES[t] for t in types) + "0P" + "IIII")
         if launch_ex is None or layout.size != frame_type.config.offset + 16:
@@ -290,7 +327,8 @@ class CudaDriver(StreamDriver):
         frame = frame_type()
         base = ctypes.addressof(frame)
         pointers = (ctypes.c_void_p * max(len(types), 1))(
-            *(base + getattr(frame_type, f"a{i}").offset for i in range(len(types))))
+            *(base + getattr(frame_type, f"a{i}").offset for i in range(len(types)))
+        )
         config = frame.config
         config.blockDimY = config.blockDimZ = 1  # sharedMemBytes, attrs, numAttrs: 0
         if int(fn) in self._programmatic:
@@ -354,22 +392,64 @@ class CudaDriver(StreamDriver):
             self._blas_streams[ordinal] = int(stream)
         return handle
 
-    def gemm(self, ordinal, stream, dtype, trans_a, trans_b, m, n, k, a, lda, stride_a, b, ldb, stride_b,
-             c, ldc, stride_c, batch) -> None:
+    def gemm(
+        self,
+        ordinal,
+        stream,
+        dtype,
+        trans_a,
+        trans_b,
+        m,
+        n,
+        k,
+        a,
+        lda,
+        stride_a,
+        b,
+        ldb,
+        stride_b,
+        c,
+        ldc,
+        stride_c,
+        batch,
+    ) -> None:
         """Column-major strided-batched GEMM on our stream, through cuBLAS (nvmath-python's
         binding of cublasGemmStridedBatchedEx). f32 computes in f32 (no TF32), as the cpu."""
         try:
             cublas = _cublas()
         except ImportError:
-            raise BackendUnavailable(self.name, "matmul needs cuBLAS through nvmath-python "
-                                                "(pip install 'opgen[gpu]')") from None
+            raise BackendUnavailable(
+                self.name, "matmul needs cuBLAS through nvmath-python (pip install 'opgen[gpu]')"
+            ) from None
         data, compute, scalar = _GEMM_TYPES[np.dtype(dtype)]
         one, zero = np.ones(1, scalar), np.zeros(1, scalar)
         try:
             handle = self._blas_handle(ordinal, stream)
             cublas.gemm_strided_batched_ex(
-                handle, int(trans_a), int(trans_b), m, n, k, one.ctypes.data, a, data, lda, stride_a,
-                b, data, ldb, stride_b, zero.ctypes.data, c, data, ldc, stride_c, batch, compute, -1)
+                handle,
+                int(trans_a),
+                int(trans_b),
+                m,
+                n,
+                k,
+                one.ctypes.data,
+                a,
+                data,
+                lda,
+                stride_a,
+                b,
+                data,
+                ldb,
+                stride_b,
+                zero.ctypes.data,
+                c,
+                data,
+                ldc,
+                stride_c,
+                batch,
+                compute,
+                -1,
+            )
         except cublas.cuBLASError as exc:
             raise GpuError(self.name, "cublasGemmStridedBatchedEx", str(exc)) from None
 

@@ -38,11 +38,19 @@ BACKEND_OF = {CPU: "cpu", CUDA_HOST: "cpu", ROCM_HOST: "cpu", CUDA: "cuda", CUDA
 # DLDataTypeCode (dlpack.h)
 _INT, _UINT, _FLOAT, _BFLOAT, _BOOL = 0, 1, 2, 4, 6
 _CODES = {
-    np.dtype(np.int8): (_INT, 8), np.dtype(np.int16): (_INT, 16), np.dtype(np.int32): (_INT, 32),
-    np.dtype(np.int64): (_INT, 64), np.dtype(np.uint8): (_UINT, 8), np.dtype(np.uint16): (_UINT, 16),
-    np.dtype(np.uint32): (_UINT, 32), np.dtype(np.uint64): (_UINT, 64), np.dtype(np.float16): (_FLOAT, 16),
-    np.dtype(np.float32): (_FLOAT, 32), np.dtype(np.float64): (_FLOAT, 64),
-    np.dtype(ml_dtypes.bfloat16): (_BFLOAT, 16), np.dtype(np.bool_): (_BOOL, 8),
+    np.dtype(np.int8): (_INT, 8),
+    np.dtype(np.int16): (_INT, 16),
+    np.dtype(np.int32): (_INT, 32),
+    np.dtype(np.int64): (_INT, 64),
+    np.dtype(np.uint8): (_UINT, 8),
+    np.dtype(np.uint16): (_UINT, 16),
+    np.dtype(np.uint32): (_UINT, 32),
+    np.dtype(np.uint64): (_UINT, 64),
+    np.dtype(np.float16): (_FLOAT, 16),
+    np.dtype(np.float32): (_FLOAT, 32),
+    np.dtype(np.float64): (_FLOAT, 64),
+    np.dtype(ml_dtypes.bfloat16): (_BFLOAT, 16),
+    np.dtype(np.bool_): (_BOOL, 8),
 }
 _DTYPES = {code: dtype for dtype, code in _CODES.items()}
 
@@ -62,9 +70,15 @@ class DLDataType(ctypes.Structure):
 
 
 class DLTensor(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("device", DLDevice), ("ndim", ctypes.c_int32),
-                ("dtype", DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
-                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("device", DLDevice),
+        ("ndim", ctypes.c_int32),
+        ("dtype", DLDataType),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("strides", ctypes.POINTER(ctypes.c_int64)),
+        ("byte_offset", ctypes.c_uint64),
+    ]
 
 
 class DLPackVersion(ctypes.Structure):
@@ -79,17 +93,26 @@ class DLManagedTensor(ctypes.Structure):
 
 
 class DLManagedTensorVersioned(ctypes.Structure):
-    _fields_ = [("version", DLPackVersion), ("manager_ctx", ctypes.c_void_p), ("deleter", _Deleter),
-                ("flags", ctypes.c_uint64), ("dl_tensor", DLTensor)]
+    _fields_ = [
+        ("version", DLPackVersion),
+        ("manager_ctx", ctypes.c_void_p),
+        ("deleter", _Deleter),
+        ("flags", ctypes.c_uint64),
+        ("dl_tensor", DLTensor),
+    ]
 
 
 _CapsuleDestructor = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 _api = ctypes.pythonapi
-_api.PyCapsule_New.restype, _api.PyCapsule_New.argtypes = ctypes.py_object, [
-    ctypes.c_void_p, ctypes.c_char_p, _CapsuleDestructor]
+_api.PyCapsule_New.restype, _api.PyCapsule_New.argtypes = (
+    ctypes.py_object,
+    [ctypes.c_void_p, ctypes.c_char_p, _CapsuleDestructor],
+)
 _api.PyCapsule_IsValid.restype, _api.PyCapsule_IsValid.argtypes = ctypes.c_int, [ctypes.py_object, ctypes.c_char_p]
-_api.PyCapsule_GetPointer.restype, _api.PyCapsule_GetPointer.argtypes = ctypes.c_void_p, [
-    ctypes.py_object, ctypes.c_char_p]
+_api.PyCapsule_GetPointer.restype, _api.PyCapsule_GetPointer.argtypes = (
+    ctypes.c_void_p,
+    [ctypes.py_object, ctypes.c_char_p],
+)
 _api.PyCapsule_SetName.restype, _api.PyCapsule_SetName.argtypes = ctypes.c_int, [ctypes.py_object, ctypes.c_char_p]
 # The destructor gets the capsule as a borrowed PyObject*: read with these (no py_object
 # conversion, which would touch the reference count of an object being destroyed).
@@ -173,8 +196,10 @@ def check_request(device: tuple[int, int], dl_device, copy) -> None:
     if dl_device is not None and tuple(dl_device) != tuple(device):
         raise DLPackError(f"dlpack: the view lives on device {tuple(device)}, not {tuple(dl_device)}")
     if copy:
-        raise DLPackError("dlpack: copy=True is not supported: views are exported in place "
-                          "(make the copy with try_clone or to_device first)")
+        raise DLPackError(
+            "dlpack: copy=True is not supported: views are exported in place "
+            "(make the copy with try_clone or to_device first)"
+        )
 
 
 # -- consuming ------------------------------------------------------------------------------
@@ -198,8 +223,10 @@ def take(capsule_: Any) -> Imported:
         name = _VERSIONED
         managed = DLManagedTensorVersioned.from_address(_api.PyCapsule_GetPointer(capsule_, name))
         if managed.version.major != VERSION[0]:
-            raise DLPackError(f"dlpack: DLPack {managed.version.major}.{managed.version.minor} is not "
-                              f"supported (this reads {VERSION[0]}.x)")
+            raise DLPackError(
+                f"dlpack: DLPack {managed.version.major}.{managed.version.minor} is not "
+                f"supported (this reads {VERSION[0]}.x)"
+            )
         read_only = bool(managed.flags & READ_ONLY)
     elif _api.PyCapsule_IsValid(capsule_, _LEGACY):
         name = _LEGACY

@@ -52,8 +52,7 @@ def _rope(op: str, backend: str, x: Shape, cos: Shape, sin: Shape, dims: str, t_
     t, half = x[t_dim], x[3] // 2
     for what, table in (("cos", cos), ("sin", sin)):
         if len(table) != 2 or table[1] != half or table[0] < t:
-            raise ShapeMismatch(op, backend, f"{what} of shape (t, d/2) = ({t}, {half}), or more rows",
-                                tuple(table))
+            raise ShapeMismatch(op, backend, f"{what} of shape (t, d/2) = ({t}, {half}), or more rows", tuple(table))
     return tuple(x)
 
 

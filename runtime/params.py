@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, NamedTuple
+from typing import Any, NamedTuple
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,8 +36,11 @@ class ConvTransposeParams1D:
 
     def l_out(self) -> int:
         return (
-            (self.l_in - 1) * self.stride - 2 * self.padding
-            + self.dilation * (self.k_size - 1) + self.output_padding + 1
+            (self.l_in - 1) * self.stride
+            - 2 * self.padding
+            + self.dilation * (self.k_size - 1)
+            + self.output_padding
+            + 1
         )
 
 
@@ -75,10 +79,14 @@ class ConvTransposeParams2D:
     dilation: int = 1
 
     def out_h(self) -> int:
-        return (self.i_h - 1) * self.stride - 2 * self.padding + self.dilation * (self.k_h - 1) + self.output_padding + 1
+        return (
+            (self.i_h - 1) * self.stride - 2 * self.padding + self.dilation * (self.k_h - 1) + self.output_padding + 1
+        )
 
     def out_w(self) -> int:
-        return (self.i_w - 1) * self.stride - 2 * self.padding + self.dilation * (self.k_w - 1) + self.output_padding + 1
+        return (
+            (self.i_w - 1) * self.stride - 2 * self.padding + self.dilation * (self.k_w - 1) + self.output_padding + 1
+        )
 
 
 class MatmulDims(NamedTuple):

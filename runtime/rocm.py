@@ -99,10 +99,19 @@ def _name(hip, err) -> str:
 class HipDriver(StreamDriver):
     name = "rocm"
     calls = DriverCalls(
-        alloc="hipMallocAsync", free="hipFreeAsync", upload="hipMemcpyHtoDAsync", download="hipMemcpyDtoHAsync",
-        copy="hipMemcpyDtoDAsync", memset="hipMemsetD8Async", stream_synchronize="hipStreamSynchronize",
-        stream_wait_event="hipStreamWaitEvent", event_record="hipEventRecord", event_destroy="hipEventDestroy",
-        module_load="hipModuleLoadData", module_function="hipModuleGetFunction")
+        alloc="hipMallocAsync",
+        free="hipFreeAsync",
+        upload="hipMemcpyHtoDAsync",
+        download="hipMemcpyDtoHAsync",
+        copy="hipMemcpyDtoDAsync",
+        memset="hipMemsetD8Async",
+        stream_synchronize="hipStreamSynchronize",
+        stream_wait_event="hipStreamWaitEvent",
+        event_record="hipEventRecord",
+        event_destroy="hipEventDestroy",
+        module_load="hipModuleLoadData",
+        module_function="hipModuleGetFunction",
+    )
 
     def __init__(self) -> None:
         super().__init__()
@@ -174,7 +183,7 @@ class HipDriver(StreamDriver):
 
     def copy_peer(self, dst: int, dst_ordinal: int, src: int, src_ordinal: int, nbytes: int, stream) -> bool:
         hip = _hip()
-        err, = hip.hipMemcpyPeerAsync(dst, dst_ordinal, src, src_ordinal, nbytes, stream)
+        (err,) = hip.hipMemcpyPeerAsync(dst, dst_ordinal, src, src_ordinal, nbytes, stream)
         if err == hip.hipError_t.hipErrorPeerAccessUnsupported:
             return False
         self._call("hipMemcpyPeerAsync", (err,))
@@ -190,7 +199,7 @@ class HipDriver(StreamDriver):
 
     def launch(self, fn, grid: int, block: int, stream, args: tuple, types: tuple) -> None:
         address = kernel_params(self._local, types, args)
-        err, = _hip().hipModuleLaunchKernel(fn, grid, 1, 1, block, 1, 1, 0, stream, address, None)
+        (err,) = _hip().hipModuleLaunchKernel(fn, grid, 1, 1, block, 1, 1, 0, stream, address, None)
         if int(err):
             self._call("hipModuleLaunchKernel", (err,))
 
@@ -218,8 +227,27 @@ class HipDriver(StreamDriver):
             return False
         return True
 
-    def gemm(self, ordinal, stream, dtype, trans_a, trans_b, m, n, k, a, lda, stride_a, b, ldb, stride_b,
-             c, ldc, stride_c, batch) -> None:
+    def gemm(
+        self,
+        ordinal,
+        stream,
+        dtype,
+        trans_a,
+        trans_b,
+        m,
+        n,
+        k,
+        a,
+        lda,
+        stride_a,
+        b,
+        ldb,
+        stride_b,
+        c,
+        ldc,
+        stride_c,
+        batch,
+    ) -> None:
         """Column-major strided-batched GEMM on our stream, through hipBLAS: the twin of
         CudaDriver.gemm."""
         hipblas = _hipblas()
@@ -228,11 +256,31 @@ class HipDriver(StreamDriver):
         compute = getattr(hipblas.hipblasComputeType_t, compute_name)
         op = hipblas.hipblasOperation_t
         one, zero = np.ones(1, scalar), np.zeros(1, scalar)  # host scalars: the default pointer mode
-        status, = hipblas.hipblasGemmStridedBatchedEx_v2(
-            self._blas(ordinal, stream), op.HIPBLAS_OP_T if trans_a else op.HIPBLAS_OP_N,
-            op.HIPBLAS_OP_T if trans_b else op.HIPBLAS_OP_N, m, n, k, one, a, data, lda, stride_a,
-            b, data, ldb, stride_b, zero, c, data, ldc, stride_c, batch, compute,
-            hipblas.hipblasGemmAlgo_t.HIPBLAS_GEMM_DEFAULT)
+        (status,) = hipblas.hipblasGemmStridedBatchedEx_v2(
+            self._blas(ordinal, stream),
+            op.HIPBLAS_OP_T if trans_a else op.HIPBLAS_OP_N,
+            op.HIPBLAS_OP_T if trans_b else op.HIPBLAS_OP_N,
+            m,
+            n,
+            k,
+            one,
+            a,
+            data,
+            lda,
+            stride_a,
+            b,
+            data,
+            ldb,
+            stride_b,
+            zero,
+            c,
+            data,
+            ldc,
+            stride_c,
+            batch,
+            compute,
+            hipblas.hipblasGemmAlgo_t.HIPBLAS_GEMM_DEFAULT,
+        )
         self._blas_status(_GEMM, status)
 
 

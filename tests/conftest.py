@@ -7,5 +7,9 @@ import pytest
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption("--update-golden", action="store_true", default=False,
-                     help="rewrite tests/golden/mini/ from tests/fixtures/mini/ops.yaml (generator tests)")
+    parser.addoption(
+        "--update-golden",
+        action="store_true",
+        default=False,
+        help="rewrite tests/golden/mini/ from tests/fixtures/mini/ops.yaml (generator tests)",
+    )

@@ -37,6 +37,7 @@ from runtime.cpu.nn_ops import (
     sigmoid,
     softmax_last_dim,
 )
+
 # Zero-copy exchange (DLPack), called by generated View and from_dlpack.
 from runtime.cpu.interop import dlpack_device, from_dlpack, to_dlpack
 from runtime.cpu.quant import (
@@ -275,7 +276,10 @@ def binary(buf: np.ndarray, kernel: _Kernel, rhs: np.ndarray, lhs_layout: _Layou
     rdt = rhs.dtype
     if rdt is not dt and rdt != dt:
         _check_same_dtype(kernel.op, buf, rhs)
-    if lhs_layout.dense_count == buf.size == rhs.size == rhs_layout.dense_count and lhs_layout.shape == rhs_layout.shape:
+    if (
+        lhs_layout.dense_count == buf.size == rhs.size == rhs_layout.dense_count
+        and lhs_layout.shape == rhs_layout.shape
+    ):
         out = f(buf, rhs)  # whole buffers: the common case, kept cheap
         if out is buf or out is rhs:
             out = out.copy()

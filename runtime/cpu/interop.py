@@ -29,8 +29,9 @@ def to_dlpack(buf: np.ndarray, layout: Layout, stream=None, max_version=None, dl
         raise ShapeMismatch("to_dlpack", "cpu", f"a layout within {buf.size} elements", layout)
     dlpack.check_request(_DEVICE, dl_device, copy)
     data = buf.ctypes.data + layout.start_offset * buf.dtype.itemsize
-    export = dlpack.Export(data, _DEVICE, buf.dtype, layout.shape, layout.stride, buf,
-                           read_only=not buf.flags.writeable)
+    export = dlpack.Export(
+        data, _DEVICE, buf.dtype, layout.shape, layout.stride, buf, read_only=not buf.flags.writeable
+    )
     return dlpack.capsule(export, max_version)
 
 

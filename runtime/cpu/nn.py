@@ -62,7 +62,9 @@ def conv1d(buf: np.ndarray, layout: _Layout, kernel: np.ndarray, kernel_layout: 
     return _result(out.transpose(0, 2, 1), buf.dtype)
 
 
-def conv_transpose1d(buf: np.ndarray, layout: _Layout, kernel: np.ndarray, kernel_layout: _Layout, params) -> np.ndarray:
+def conv_transpose1d(
+    buf: np.ndarray, layout: _Layout, kernel: np.ndarray, kernel_layout: _Layout, params
+) -> np.ndarray:
     """(b, c_in, l_in) * (c_in, c_out, k) -> (b, c_out, l_out)."""
     op, p = "conv_transpose1d", params
     x, w = _conv_inputs(op, buf, layout, kernel, kernel_layout, (p.b_size, p.c_in, p.l_in), (p.c_in, p.c_out, p.k_size))
@@ -96,7 +98,9 @@ def conv2d(buf: np.ndarray, layout: _Layout, kernel: np.ndarray, kernel_layout: 
     return _result(out.transpose(0, 3, 1, 2), buf.dtype)
 
 
-def conv_transpose2d(buf: np.ndarray, layout: _Layout, kernel: np.ndarray, kernel_layout: _Layout, params) -> np.ndarray:
+def conv_transpose2d(
+    buf: np.ndarray, layout: _Layout, kernel: np.ndarray, kernel_layout: _Layout, params
+) -> np.ndarray:
     """(b, c_in, h, w) * (c_in, c_out, k_h, k_w) -> (b, c_out, out_h, out_w)."""
     op, p = "conv_transpose2d", params
     x, w = _conv_inputs(

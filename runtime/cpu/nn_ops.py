@@ -84,8 +84,7 @@ def rms_norm(x: np.ndarray, lx: Layout, alpha: np.ndarray, la: Layout, eps: floa
     return _result(v / np.sqrt(ms + v.dtype.type(eps)) * a, x.dtype, shape)
 
 
-def layer_norm(x: np.ndarray, lx: Layout, alpha: np.ndarray, la: Layout, beta: np.ndarray, lb: Layout,
-               eps: float):
+def layer_norm(x: np.ndarray, lx: Layout, alpha: np.ndarray, la: Layout, beta: np.ndarray, lb: Layout, eps: float):
     shape = nn_shapes.layer_norm(BACKEND, lx.shape, la.shape, lb.shape)
     v, a, b = _operands("layer_norm", FLOATS, (x, lx), (alpha, la), (beta, lb))
     if v.size == 0:
@@ -141,8 +140,7 @@ def _visible(sq: int, skv: int) -> np.ndarray:
     return np.arange(skv)[None, :] <= np.arange(sq)[:, None] + (skv - sq)
 
 
-def sdpa(q: np.ndarray, lq: Layout, k: np.ndarray, lk: Layout, v: np.ndarray, lv: Layout, scale: float,
-         causal: bool):
+def sdpa(q: np.ndarray, lq: Layout, k: np.ndarray, lk: Layout, v: np.ndarray, lv: Layout, scale: float, causal: bool):
     shape = nn_shapes.sdpa(BACKEND, lq.shape, lk.shape, lv.shape)
     qq, kk, vv = _operands("sdpa", _ATTENTION, (q, lq), (k, lk), (v, lv))
     scores = qq.dtype.type(scale) * (qq @ np.swapaxes(kk, -1, -2))

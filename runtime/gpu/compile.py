@@ -33,8 +33,8 @@ import stat
 import struct
 import tempfile
 import warnings
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Mapping
 
 from runtime.gpu.errors import CompileError, CompilerUnavailable, KernelCacheWarning
 
@@ -56,7 +56,8 @@ ROCM_TARGETS = ("gfx90a", "gfx942", "gfx1030", "gfx1100")
 #: without shipping them.
 ROCM_TARGETS_MISSING_WHY = (
     "no ROCm with a newer comgr can be installed from the reachable registries: Debian bookworm ships "
-    "ROCm 5.2.3 only, and PyPI's rocm / rocm-sdk-core packages are empty placeholders")
+    "ROCm 5.2.3 only, and PyPI's rocm / rocm-sdk-core packages are empty placeholders"
+)
 
 #: Options passed on every compile. FP contraction is off so that `x * m + a` rounds
 #: twice, as the numpy reference does (a fused multiply-add would differ in the last bit).
@@ -163,8 +164,9 @@ def compile_options(backend: str, arch: str, options: Iterable[str] = ()) -> lis
     raise ValueError(f"no runtime compiler for backend {backend!r}")
 
 
-def _compile_error(name: str, backend: str, arch: str, log: str, opts: list[str], source: str,
-                   headers: Mapping[str, str] | None) -> CompileError:
+def _compile_error(
+    name: str, backend: str, arch: str, log: str, opts: list[str], source: str, headers: Mapping[str, str] | None
+) -> CompileError:
     hs = kernel_headers() if headers is None else dict(headers)
     return CompileError(name, backend, arch, log, options=tuple(opts), excerpt=source_excerpt(log, name, source, hs))
 
@@ -190,8 +192,10 @@ def source_excerpt(log: str, name: str, source: str, headers: Mapping[str, str],
         if not 1 <= at <= len(lines):
             continue
         last = min(len(lines), at + context)
-        shown = [f"{'>' if n == at else ' '} {n:>{len(str(last))}} | {lines[n - 1]}"
-                 for n in range(max(1, at - context), last + 1)]
+        shown = [
+            f"{'>' if n == at else ' '} {n:>{len(str(last))}} | {lines[n - 1]}"
+            for n in range(max(1, at - context), last + 1)
+        ]
         return f"{file}:\n" + "\n".join(shown)
     return ""
 
@@ -433,7 +437,7 @@ def code_symbols(image: bytes) -> set[str]:
         return found
     if image[4] != 2:
         raise ValueError("not a 64-bit ELF")
-    shoff, = struct.unpack_from("<Q", image, 0x28)
+    (shoff,) = struct.unpack_from("<Q", image, 0x28)
     shentsize, shnum = struct.unpack_from("<HH", image, 0x3A)
     sections = [struct.unpack_from("<IIQQQQIIQQ", image, shoff + i * shentsize) for i in range(shnum)]
     names: set[str] = set()
@@ -473,8 +477,15 @@ def _directory_listing(directory: str) -> bytes:
     return repr(entries).encode()
 
 
-def cache_key(backend: str, source: str, arch: str, compiler_version: str, *,
-              headers: Mapping[str, str] | None = None, options: Iterable[str] = ()) -> str:
+def cache_key(
+    backend: str,
+    source: str,
+    arch: str,
+    compiler_version: str,
+    *,
+    headers: Mapping[str, str] | None = None,
+    options: Iterable[str] = (),
+) -> str:
     """The kernel cache key of one compile: everything that changes the binary. The
     source, the in-memory headers (hip/*.h by default) by name, the compiler's version,
     the target, every option the compiler gets (compile_options) and the listing of each
@@ -482,8 +493,15 @@ def cache_key(backend: str, source: str, arch: str, compiler_version: str, *,
     opts = compile_options(backend, arch, options)
     hs = kernel_headers() if headers is None else dict(headers)
     includes = [_directory_listing(o[2:]) for o in opts if o.startswith("-I")]
-    return _digest(backend.encode(), source.encode(), *(f"{k}\0{v}".encode() for k, v in sorted(hs.items())),
-                   compiler_version.encode(), arch.encode(), "\0".join(opts).encode(), *includes)
+    return _digest(
+        backend.encode(),
+        source.encode(),
+        *(f"{k}\0{v}".encode() for k, v in sorted(hs.items())),
+        compiler_version.encode(),
+        arch.encode(),
+        "\0".join(opts).encode(),
+        *includes,
+    )
 
 
 class KernelCache:
@@ -517,8 +535,10 @@ class KernelCache:
             _warn(f"kernel cache: {path} {damage}; compiled the kernel again{replaced}")
         elif failure and not self._warned_unwritable:
             self._warned_unwritable = True
-            _warn(f"kernel cache: cannot write to {self.directory} ({failure}); kernels are compiled "
-                  "in every process (set OPGEN_CACHE_DIR to a writable directory)")
+            _warn(
+                f"kernel cache: cannot write to {self.directory} ({failure}); kernels are compiled "
+                "in every process (set OPGEN_CACHE_DIR to a writable directory)"
+            )
         return image
 
     @contextlib.contextmanager

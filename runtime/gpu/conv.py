@@ -40,15 +40,24 @@ class _ConvGeometry:
     strides: tuple[int, int, int, int]
 
 
-
 class Convolutions:
     """GpuRuntime's convolutions, pooling and upsampling; `_blas` (whether the driver's BLAS
     runs) is set up by GpuRuntime. Uses Memory's `alloc`, Launch's `stream`, `geometry`,
     `_sms`, `_info`, `_entry`, and Elementwise's `_dense`."""
 
     # -- convolutions, pooling, upsampling: one thread per output element ---------------------
-    def _nn(self, op: str, pattern: K, buf: GpuBuffer, layout: Layout, table: dict, out_shape: tuple[int, ...],
-            head: tuple, info_of: tuple, tail: tuple) -> GpuBuffer:
+    def _nn(
+        self,
+        op: str,
+        pattern: K,
+        buf: GpuBuffer,
+        layout: Layout,
+        table: dict,
+        out_shape: tuple[int, ...],
+        head: tuple,
+        info_of: tuple,
+        tail: tuple,
+    ) -> GpuBuffer:
         """Launch (dst_numel, *head, info, *tail, dst) over a fresh contiguous output."""
         fn = self._entry(table, (pattern, buf.dtype), op)
         _fits(op, self.name, buf, layout)
@@ -62,8 +71,10 @@ class Convolutions:
     def _conv_operands(self, op, buf, layout, kernel, kernel_layout):
         _fits(op, self.name, kernel, kernel_layout)
         _same_ordinal(op, self.name, buf, kernel)
-        return (layout.shape, layout.stride, kernel_layout.shape, kernel_layout.stride), \
-            (buf.at(layout), kernel.at(kernel_layout))
+        return (layout.shape, layout.stride, kernel_layout.shape, kernel_layout.stride), (
+            buf.at(layout),
+            kernel.at(kernel_layout),
+        )
 
     def conv1d(self, buf, layout, kernel, kernel_layout, p, table):
         info_of, ptrs = self._conv_operands("conv1d", buf, layout, kernel, kernel_layout)
@@ -72,12 +83,35 @@ class Convolutions:
             if out is not None:  # the vendor's library took it (cuDNN on cuda)
                 return out
         (b, c_in, l_in), (sb, sc, sl) = layout.shape, layout.stride
-        geometry = _ConvGeometry(b, c_in, 1, l_in, kernel_layout.shape[0], 1, kernel_layout.shape[2], 1, p.l_out(),
-                                 p.stride, p.padding, 0, p.dilation, (sb, sc, 0, sl))
+        geometry = _ConvGeometry(
+            b,
+            c_in,
+            1,
+            l_in,
+            kernel_layout.shape[0],
+            1,
+            kernel_layout.shape[2],
+            1,
+            p.l_out(),
+            p.stride,
+            p.padding,
+            0,
+            p.dilation,
+            (sb, sc, 0, sl),
+        )
         if self._conv_by_gemm(buf, kernel, geometry, CONV_GEMM_DTYPES):
             return self._conv_gemm("conv1d", buf, layout, kernel, kernel_layout, table, geometry)
-        return self._nn("conv1d", K.CONV1D_SELF, buf, layout, table, (p.b_size, p.c_out, p.l_out()),
-                        (p.l_out(), p.stride, p.padding, p.dilation), info_of, ptrs)
+        return self._nn(
+            "conv1d",
+            K.CONV1D_SELF,
+            buf,
+            layout,
+            table,
+            (p.b_size, p.c_out, p.l_out()),
+            (p.l_out(), p.stride, p.padding, p.dilation),
+            info_of,
+            ptrs,
+        )
 
     def conv_transpose1d(self, buf, layout, kernel, kernel_layout, p, table):
         info_of, ptrs = self._conv_operands("conv_transpose1d", buf, layout, kernel, kernel_layout)
@@ -86,15 +120,39 @@ class Convolutions:
             if out is not None:  # the vendor's library took it (cuDNN on cuda)
                 return out
         (b, c_in, l_in), (sb, sc, sl) = layout.shape, layout.stride
-        geometry = _ConvGeometry(b, c_in, 1, l_in, kernel_layout.shape[1], 1, kernel_layout.shape[2], 1, p.l_out(),
-                                 p.stride, p.padding, 0, p.dilation, (sb, sc, 0, sl))
+        geometry = _ConvGeometry(
+            b,
+            c_in,
+            1,
+            l_in,
+            kernel_layout.shape[1],
+            1,
+            kernel_layout.shape[2],
+            1,
+            p.l_out(),
+            p.stride,
+            p.padding,
+            0,
+            p.dilation,
+            (sb, sc, 0, sl),
+        )
         if p.stride == 1 and self._conv_by_gemm(buf, kernel, geometry, CONV_GEMM_DTYPES):
-            return self._conv_gemm("conv_transpose1d", buf, layout, kernel, kernel_layout.permute((1, 0, 2)), table,
-                                   geometry, flipped=True)
+            return self._conv_gemm(
+                "conv_transpose1d", buf, layout, kernel, kernel_layout.permute((1, 0, 2)), table, geometry, flipped=True
+            )
         if self._conv_by_gemm(buf, kernel, geometry, CONV_TRANSPOSE_GEMM_DTYPES):
             return self._conv_transpose_gemm("conv_transpose1d", buf, layout, kernel, kernel_layout, table, geometry)
-        return self._nn("conv_transpose1d", K.CONV_TRANSPOSE1D_SELF, buf, layout, table, (p.b_size, p.c_out, p.l_out()),
-                        (p.l_out(), p.stride, p.padding, p.output_padding, p.dilation), info_of, ptrs)
+        return self._nn(
+            "conv_transpose1d",
+            K.CONV_TRANSPOSE1D_SELF,
+            buf,
+            layout,
+            table,
+            (p.b_size, p.c_out, p.l_out()),
+            (p.l_out(), p.stride, p.padding, p.output_padding, p.dilation),
+            info_of,
+            ptrs,
+        )
 
     def conv2d(self, buf, layout, kernel, kernel_layout, p, table):
         info_of, ptrs = self._conv_operands("conv2d", buf, layout, kernel, kernel_layout)
@@ -103,12 +161,35 @@ class Convolutions:
             if out is not None:  # the vendor's library took it (cuDNN on cuda)
                 return out
         (b, c_in, h_in, w_in), (c_out, _, k_h, k_w) = layout.shape, kernel_layout.shape
-        geometry = _ConvGeometry(b, c_in, h_in, w_in, c_out, k_h, k_w, p.out_h(), p.out_w(), p.stride, p.padding,
-                                 p.padding, p.dilation, tuple(layout.stride))
+        geometry = _ConvGeometry(
+            b,
+            c_in,
+            h_in,
+            w_in,
+            c_out,
+            k_h,
+            k_w,
+            p.out_h(),
+            p.out_w(),
+            p.stride,
+            p.padding,
+            p.padding,
+            p.dilation,
+            tuple(layout.stride),
+        )
         if self._conv_by_gemm(buf, kernel, geometry, CONV_GEMM_DTYPES):
             return self._conv_gemm("conv2d", buf, layout, kernel, kernel_layout, table, geometry)
-        return self._nn("conv2d", K.CONV2D_SELF, buf, layout, table, (p.b_size, p.c_out, p.out_h(), p.out_w()),
-                        (p.out_w(), p.out_h(), p.stride, p.padding, p.dilation), info_of, ptrs)
+        return self._nn(
+            "conv2d",
+            K.CONV2D_SELF,
+            buf,
+            layout,
+            table,
+            (p.b_size, p.c_out, p.out_h(), p.out_w()),
+            (p.out_w(), p.out_h(), p.stride, p.padding, p.dilation),
+            info_of,
+            ptrs,
+        )
 
     def conv_transpose2d(self, buf, layout, kernel, kernel_layout, p, table):
         info_of, ptrs = self._conv_operands("conv_transpose2d", buf, layout, kernel, kernel_layout)
@@ -117,16 +198,46 @@ class Convolutions:
             if out is not None:  # the vendor's library took it (cuDNN on cuda)
                 return out
         (b, c_in, h_in, w_in), (_, c_out, k_h, k_w) = layout.shape, kernel_layout.shape
-        geometry = _ConvGeometry(b, c_in, h_in, w_in, c_out, k_h, k_w, p.out_h(), p.out_w(), p.stride, p.padding,
-                                 p.padding, p.dilation, tuple(layout.stride))
+        geometry = _ConvGeometry(
+            b,
+            c_in,
+            h_in,
+            w_in,
+            c_out,
+            k_h,
+            k_w,
+            p.out_h(),
+            p.out_w(),
+            p.stride,
+            p.padding,
+            p.padding,
+            p.dilation,
+            tuple(layout.stride),
+        )
         if p.stride == 1 and self._conv_by_gemm(buf, kernel, geometry, CONV_GEMM_DTYPES):
-            return self._conv_gemm("conv_transpose2d", buf, layout, kernel, kernel_layout.permute((1, 0, 2, 3)), table,
-                                   geometry, flipped=True)
+            return self._conv_gemm(
+                "conv_transpose2d",
+                buf,
+                layout,
+                kernel,
+                kernel_layout.permute((1, 0, 2, 3)),
+                table,
+                geometry,
+                flipped=True,
+            )
         if self._conv_by_gemm(buf, kernel, geometry, CONV_TRANSPOSE_GEMM_DTYPES):
             return self._conv_transpose_gemm("conv_transpose2d", buf, layout, kernel, kernel_layout, table, geometry)
-        return self._nn("conv_transpose2d", K.CONV_TRANSPOSE2D_SELF, buf, layout, table,
-                        (p.b_size, p.c_out, p.out_h(), p.out_w()),
-                        (p.out_w(), p.out_h(), p.stride, p.padding, p.output_padding, p.dilation), info_of, ptrs)
+        return self._nn(
+            "conv_transpose2d",
+            K.CONV_TRANSPOSE2D_SELF,
+            buf,
+            layout,
+            table,
+            (p.b_size, p.c_out, p.out_h(), p.out_w()),
+            (p.out_w(), p.out_h(), p.stride, p.padding, p.output_padding, p.dilation),
+            info_of,
+            ptrs,
+        )
 
     # -- convolutions through the BLAS: im2col + GEMM, GEMM + col2im ---------------------------
     def _conv_by_gemm(self, buf: GpuBuffer, kernel: GpuBuffer, g: _ConvGeometry, dtypes: frozenset) -> bool:
@@ -144,8 +255,9 @@ class Convolutions:
             self._blas = bool(available and available())
         return self._blas
 
-    def _conv_gemm(self, op, buf, layout, kernel, kernel_layout, table, g: _ConvGeometry,
-                   flipped: bool = False) -> GpuBuffer:
+    def _conv_gemm(
+        self, op, buf, layout, kernel, kernel_layout, table, g: _ConvGeometry, flipped: bool = False
+    ) -> GpuBuffer:
         """out[b] (c_out, positions) = kernel (c_out, taps) @ col[b] (taps, positions), col
         made by im2col_<dt> from the strided input; batches in chunks of CONV_COLUMN_BYTES.
         Column-major, the BLAS computes out[b]^T = col[b]^T kernel^T: col first.
@@ -165,12 +277,50 @@ class Convolutions:
         for b0 in range(0, g.batch, chunk):
             n = min(chunk, g.batch - b0)
             rows = n * taps
-            im2col(self.launch, min(rows, self._sms(ordinal) * 16), BLOCK, stream, rows, g.c_in, g.h_in, g.w_in,
-                   g.k_h, g.k_w, g.h_out, g.w_out, g.stride, step, offset_y, offset_x, sb, sc, sh, sw,
-                   buf.at(layout) + b0 * sb * itemsize, col.ptr)
-            self.driver.gemm(ordinal, stream.handle, dtype, False, False, positions, g.c_out, taps,
-                             col.ptr, positions, taps * positions, weights.ptr, taps, 0,
-                             out.ptr + b0 * g.c_out * positions * itemsize, positions, g.c_out * positions, n)
+            im2col(
+                self.launch,
+                min(rows, self._sms(ordinal) * 16),
+                BLOCK,
+                stream,
+                rows,
+                g.c_in,
+                g.h_in,
+                g.w_in,
+                g.k_h,
+                g.k_w,
+                g.h_out,
+                g.w_out,
+                g.stride,
+                step,
+                offset_y,
+                offset_x,
+                sb,
+                sc,
+                sh,
+                sw,
+                buf.at(layout) + b0 * sb * itemsize,
+                col.ptr,
+            )
+            self.driver.gemm(
+                ordinal,
+                stream.handle,
+                dtype,
+                False,
+                False,
+                positions,
+                g.c_out,
+                taps,
+                col.ptr,
+                positions,
+                taps * positions,
+                weights.ptr,
+                taps,
+                0,
+                out.ptr + b0 * g.c_out * positions * itemsize,
+                positions,
+                g.c_out * positions,
+                n,
+            )
         return out
 
     def _conv_transpose_gemm(self, op, buf, layout, kernel, kernel_layout, table, g: _ConvGeometry) -> GpuBuffer:
@@ -188,21 +338,63 @@ class Convolutions:
         stream = self.stream(ordinal)
         for b0 in range(0, g.batch, chunk):
             n = min(chunk, g.batch - b0)
-            self.driver.gemm(ordinal, stream.handle, dtype, False, True, inputs, taps, g.c_in,
-                             x.ptr + b0 * g.c_in * inputs * itemsize, inputs, g.c_in * inputs, weights.ptr, taps, 0,
-                             col.ptr, inputs, taps * inputs, n)
+            self.driver.gemm(
+                ordinal,
+                stream.handle,
+                dtype,
+                False,
+                True,
+                inputs,
+                taps,
+                g.c_in,
+                x.ptr + b0 * g.c_in * inputs * itemsize,
+                inputs,
+                g.c_in * inputs,
+                weights.ptr,
+                taps,
+                0,
+                col.ptr,
+                inputs,
+                taps * inputs,
+                n,
+            )
             rows = n * g.c_out
-            col2im(self.launch, min(rows, self._sms(ordinal) * 16), BLOCK, stream, rows, g.k_h, g.k_w, g.h_in,
-                   g.w_in, g.h_out, g.w_out, g.stride, g.padding, g.pad_h, g.dilation, col.ptr,
-                   out.ptr + b0 * g.c_out * positions * itemsize)
+            col2im(
+                self.launch,
+                min(rows, self._sms(ordinal) * 16),
+                BLOCK,
+                stream,
+                rows,
+                g.k_h,
+                g.k_w,
+                g.h_in,
+                g.w_in,
+                g.h_out,
+                g.w_out,
+                g.stride,
+                g.padding,
+                g.pad_h,
+                g.dilation,
+                col.ptr,
+                out.ptr + b0 * g.c_out * positions * itemsize,
+            )
         return out
 
     def _pool(self, op, pattern, buf, layout, kernel_size, stride, table):
         (kh, kw), (sh, sw) = kernel_size, stride
         b, c, h, w = layout.shape
         out_shape = (b, c, (h - kh) // sh + 1, (w - kw) // sw + 1)
-        return self._nn(op, pattern, buf, layout, table, out_shape, (kw, kh, sw, sh), (layout.shape, layout.stride),
-                        (buf.at(layout),))
+        return self._nn(
+            op,
+            pattern,
+            buf,
+            layout,
+            table,
+            out_shape,
+            (kw, kh, sw, sh),
+            (layout.shape, layout.stride),
+            (buf.at(layout),),
+        )
 
     def avg_pool2d(self, buf, layout, kernel_size, stride, table):
         return self._pool("avg_pool2d", K.AVG_POOL2D_SELF, buf, layout, kernel_size, stride, table)
@@ -212,11 +404,28 @@ class Convolutions:
 
     def upsample_nearest1d(self, buf, layout, size, table):
         b, c, _ = layout.shape
-        return self._nn("upsample_nearest1d", K.UPSAMPLE_NEAREST1D_SELF, buf, layout, table, (b, c, size), (size,),
-                        (layout.shape, layout.stride), (buf.at(layout),))
+        return self._nn(
+            "upsample_nearest1d",
+            K.UPSAMPLE_NEAREST1D_SELF,
+            buf,
+            layout,
+            table,
+            (b, c, size),
+            (size,),
+            (layout.shape, layout.stride),
+            (buf.at(layout),),
+        )
 
     def upsample_nearest2d(self, buf, layout, height, width, table):
         b, c, _, _ = layout.shape
-        return self._nn("upsample_nearest2d", K.UPSAMPLE_NEAREST2D_SELF, buf, layout, table, (b, c, height, width),
-                        (width, height),
-                        (layout.shape, layout.stride), (buf.at(layout),))
+        return self._nn(
+            "upsample_nearest2d",
+            K.UPSAMPLE_NEAREST2D_SELF,
+            buf,
+            layout,
+            table,
+            (b, c, height, width),
+            (width, height),
+            (layout.shape, layout.stride),
+            (buf.at(layout),),
+        )

@@ -132,8 +132,10 @@ class Cudnn:
             return f"cuDNN not in use: {reason}; convolutions and attention run opgen's kernels and the BLAS"
         cudnn = self._module
         v = _backend_version(cudnn)  # 9.x: major * 10000 + minor * 100 + patch
-        return f"cuDNN {v // 10000}.{v // 100 % 100}.{v % 100} through nvidia-cudnn-frontend " \
-               f"{getattr(cudnn, '__version__', '?')}"
+        return (
+            f"cuDNN {v // 10000}.{v // 100 % 100}.{v % 100} through nvidia-cudnn-frontend "
+            f"{getattr(cudnn, '__version__', '?')}"
+        )
 
     # -- per device -------------------------------------------------------------------------
     def _handle(self, ordinal: int, stream: int):
@@ -304,8 +306,14 @@ class Cudnn:
             return None
         b, h, sq, d = lq.shape
         skv = lk.shape[2]
-        if not (b and h and sq) or (causal and sq > skv) or d % 8 or d > 256 or not (1e-30 < abs(scale) < 1e30) or \
-                max(map(math.prod, (lq.shape, lk.shape))) >= 2**31:
+        if (
+            not (b and h and sq)
+            or (causal and sq > skv)
+            or d % 8
+            or d > 256
+            or not (1e-30 < abs(scale) < 1e30)
+            or max(map(math.prod, (lq.shape, lk.shape))) >= 2**31
+        ):
             return None
         ordinal = q.ordinal
         stream = self.rt.stream(ordinal)
@@ -325,8 +333,9 @@ class Cudnn:
             try:
                 return _sdpa_plan(cudnn, handle, dtype, (b, h, sq, skv, d), strides, float(scale), bool(causal))
             except TypeError:  # a frontend before the diagonal-band and generate_stats arguments
-                return _sdpa_plan(cudnn, handle, dtype, (b, h, sq, skv, d), strides, float(scale), bool(causal),
-                                  legacy=True)
+                return _sdpa_plan(
+                    cudnn, handle, dtype, (b, h, sq, skv, d), strides, float(scale), bool(causal), legacy=True
+                )
 
         plan = self._plan(key, ordinal, handle_stream, make)
         if plan is None:
@@ -365,12 +374,17 @@ def _backend_version(cudnn) -> int:
 
 
 def _data_type(cudnn, dtype: np.dtype):
-    return {"float32": cudnn.data_type.FLOAT, "float16": cudnn.data_type.HALF, "bfloat16": cudnn.data_type.BFLOAT16,
-            "float64": cudnn.data_type.DOUBLE}[dtype.name]
+    return {
+        "float32": cudnn.data_type.FLOAT,
+        "float16": cudnn.data_type.HALF,
+        "bfloat16": cudnn.data_type.BFLOAT16,
+        "float64": cudnn.data_type.DOUBLE,
+    }[dtype.name]
 
 
-def _finish(cudnn, graph, handle, dtype: np.dtype, tensors: tuple, heuristics=("A", "FALLBACK"),
-            tune: bool = False) -> Plan:
+def _finish(
+    cudnn, graph, handle, dtype: np.dtype, tensors: tuple, heuristics=("A", "FALLBACK"), tune: bool = False
+) -> Plan:
     """Validate, lower, plan (`heuristics`: cudnn.heur_mode names, in order), drop the plans
     that compute f32 in less than f32, check, build (every plan where `tune`: timed on the
     first call's buffers): the graph's Plan."""
@@ -387,8 +401,7 @@ def _finish(cudnn, graph, handle, dtype: np.dtype, tensors: tuple, heuristics=("
     return Plan(graph, tensors, int(graph.get_workspace_size()), tune=tune)
 
 
-def _conv_plan(cudnn, handle, transposed: bool, dtype: np.dtype, x_dims, w_dims, y_dims, pad, stride,
-               dilation) -> Plan:
+def _conv_plan(cudnn, handle, transposed: bool, dtype: np.dtype, x_dims, w_dims, y_dims, pad, stride, dilation) -> Plan:
     """A convolution (NCHW, dense) as a graph: conv_fprop x (*) w -> y, or for a transposed
     one conv_dgrad of the convolution y -> x: dy = x, filter w, dx = y."""
     io = _data_type(cudnn, dtype)
@@ -397,17 +410,32 @@ def _conv_plan(cudnn, handle, transposed: bool, dtype: np.dtype, x_dims, w_dims,
     x = graph.tensor(name="x", dim=list(x_dims), stride=_dense_strides(x_dims), data_type=io)
     w = graph.tensor(name="w", dim=list(w_dims), stride=_dense_strides(w_dims), data_type=io)
     if transposed:
-        y = graph.conv_dgrad(loss=x, filter=w, padding=list(pad), stride=list(stride), dilation=list(dilation),
-                             compute_data_type=compute, name="conv_transpose")
+        y = graph.conv_dgrad(
+            loss=x,
+            filter=w,
+            padding=list(pad),
+            stride=list(stride),
+            dilation=list(dilation),
+            compute_data_type=compute,
+            name="conv_transpose",
+        )
     else:
-        y = graph.conv_fprop(image=x, weight=w, padding=list(pad), stride=list(stride), dilation=list(dilation),
-                             compute_data_type=compute, name="conv")
+        y = graph.conv_fprop(
+            image=x,
+            weight=w,
+            padding=list(pad),
+            stride=list(stride),
+            dilation=list(dilation),
+            compute_data_type=compute,
+            name="conv",
+        )
     y.set_output(True).set_dim(list(y_dims)).set_stride(_dense_strides(y_dims)).set_data_type(io)
     return _finish(cudnn, graph, handle, dtype, (x, w, y), HEURISTICS, AUTOTUNE)
 
 
-def _sdpa_plan(cudnn, handle, dtype: np.dtype, sizes, strides, scale: float, causal: bool,
-               legacy: bool = False) -> Plan:
+def _sdpa_plan(
+    cudnn, handle, dtype: np.dtype, sizes, strides, scale: float, causal: bool, legacy: bool = False
+) -> Plan:
     """Attention for inference (no softmax statistics) as a graph: q, k, v (b, h, s, d) with
     the views' strides, o dense. `legacy`: the older frontends' spelling of the arguments
     (is_inference, use_causal_mask_bottom_right)."""
@@ -421,8 +449,11 @@ def _sdpa_plan(cudnn, handle, dtype: np.dtype, sizes, strides, scale: float, cau
     if legacy:
         options: dict[str, Any] = {"is_inference": True, "use_causal_mask_bottom_right": causal}
     elif causal:
-        options = {"generate_stats": False, "diagonal_alignment": cudnn.diagonal_alignment.BOTTOM_RIGHT,
-                   "diagonal_band_right_bound": 0}
+        options = {
+            "generate_stats": False,
+            "diagonal_alignment": cudnn.diagonal_alignment.BOTTOM_RIGHT,
+            "diagonal_band_right_bound": 0,
+        }
     else:
         options = {"generate_stats": False}
     result = graph.sdpa(q=q, k=k, v=v, attn_scale=scale, name="sdpa", **options)

@@ -44,9 +44,27 @@ class Driver(Protocol):
     def launch(self, fn: Any, grid: int, block: int, stream: Any, args: tuple, types: tuple) -> None: ...
     def synchronize(self, ordinal: int) -> None: ...
     def blas_available(self) -> bool: ...
-    def gemm(self, ordinal: int, stream: Any, dtype: np.dtype, trans_a: bool, trans_b: bool, m: int, n: int, k: int,
-             a: int, lda: int, stride_a: int, b: int, ldb: int, stride_b: int, c: int, ldc: int, stride_c: int,
-             batch: int) -> None: ...
+    def gemm(
+        self,
+        ordinal: int,
+        stream: Any,
+        dtype: np.dtype,
+        trans_a: bool,
+        trans_b: bool,
+        m: int,
+        n: int,
+        k: int,
+        a: int,
+        lda: int,
+        stride_a: int,
+        b: int,
+        ldb: int,
+        stride_b: int,
+        c: int,
+        ldc: int,
+        stride_c: int,
+        batch: int,
+    ) -> None: ...
 
 
 class PreparingDriver(Driver, Protocol):

@@ -80,8 +80,14 @@ class Elementwise:
             info = 0
         else:
             info, keep = self._info(ordinal, lhs_layout.shape, lhs_layout.stride, rhs_layout.stride)
-        args = (n, len(lhs_layout.shape), info, buf.ptr + lhs_layout.start_offset * dtype.itemsize,
-                rhs.ptr + rhs_layout.start_offset * rhs.dtype.itemsize, out.ptr)
+        args = (
+            n,
+            len(lhs_layout.shape),
+            info,
+            buf.ptr + lhs_layout.start_offset * dtype.itemsize,
+            rhs.ptr + rhs_layout.start_offset * rhs.dtype.itemsize,
+            out.ptr,
+        )
         grid = -(-n // BLOCK) if n <= 64 * BLOCK else self.geometry(n, ordinal)
         direct = self._direct.get((fn, ordinal))
         if direct is None:
@@ -112,8 +118,9 @@ class Elementwise:
     cmp = binary  # same kernels' shape: the Kernel's result dtype (u8) sizes the output
 
     # -- ops through the hand-written kernels: `table` is the op's launch table --------------
-    def _map(self, op: str, buf: GpuBuffer, layout: Layout, table: dict, key: tuple, out_dtype=None, extra=(),
-             before=()):
+    def _map(
+        self, op: str, buf: GpuBuffer, layout: Layout, table: dict, key: tuple, out_dtype=None, extra=(), before=()
+    ):
         """The common shape (numel, num_dims, info, [before...], inp, out, [extra...]): a
         strided input, a contiguous output of the layout's shape."""
         fn = self._entry(table, key, op)
@@ -122,13 +129,30 @@ class Elementwise:
         if out.size:
             stream = self.stream(buf.ordinal)
             info, keep = (0, None) if layout.is_contiguous else self._info(buf.ordinal, layout.shape, layout.stride)
-            fn(self.launch, self.geometry(out.size, buf.ordinal), BLOCK, stream,
-               out.size, layout.rank, info, *before, buf.at(layout), out.ptr, *extra)
+            fn(
+                self.launch,
+                self.geometry(out.size, buf.ordinal),
+                BLOCK,
+                stream,
+                out.size,
+                layout.rank,
+                info,
+                *before,
+                buf.at(layout),
+                out.ptr,
+                *extra,
+            )
         return out
 
     def affine(self, buf: GpuBuffer, layout: Layout, mul: float, add: float, table: dict) -> GpuBuffer:
-        return self._map("affine", buf, layout, table, (K.AFFINE_SELF, buf.dtype),
-                         extra=(_scalar(mul, buf.dtype), _scalar(add, buf.dtype)))
+        return self._map(
+            "affine",
+            buf,
+            layout,
+            table,
+            (K.AFFINE_SELF, buf.dtype),
+            extra=(_scalar(mul, buf.dtype), _scalar(add, buf.dtype)),
+        )
 
     def powf(self, buf: GpuBuffer, layout: Layout, exponent: float, table: dict) -> GpuBuffer:
         return self._map("powf", buf, layout, table, (K.POWF_SELF, buf.dtype), before=(float(exponent),))
@@ -137,11 +161,20 @@ class Elementwise:
         return self._map("elu", buf, layout, table, (K.ELU_SELF, buf.dtype), before=(_scalar(alpha, buf.dtype),))
 
     def to_dtype(self, buf: GpuBuffer, layout: Layout, dtype, table: dict) -> GpuBuffer:
-        return self._map("to_dtype", buf, layout, table, (K.CAST_SELF_DTYPE, buf.dtype, dtype.numpy),
-                         out_dtype=dtype.numpy)
+        return self._map(
+            "to_dtype", buf, layout, table, (K.CAST_SELF_DTYPE, buf.dtype, dtype.numpy), out_dtype=dtype.numpy
+        )
 
-    def where_cond(self, buf: GpuBuffer, layout: Layout, on_true: GpuBuffer, true_layout: Layout,
-                   on_false: GpuBuffer, false_layout: Layout, table: dict) -> GpuBuffer:
+    def where_cond(
+        self,
+        buf: GpuBuffer,
+        layout: Layout,
+        on_true: GpuBuffer,
+        true_layout: Layout,
+        on_false: GpuBuffer,
+        false_layout: Layout,
+        table: dict,
+    ) -> GpuBuffer:
         fn = self._entry(table, (K.WHERE_COND_SELF_ON_TRUE, buf.dtype, on_true.dtype), "where_cond")
         for b, l in ((buf, layout), (on_true, true_layout), (on_false, false_layout)):
             _fits("where_cond", self.name, b, l)
@@ -150,10 +183,24 @@ class Elementwise:
         if out.size:
             stream = self.stream(buf.ordinal)
             dense = layout.is_contiguous and true_layout.is_contiguous and false_layout.is_contiguous
-            info, keep = (0, None) if dense else self._info(
-                buf.ordinal, layout.shape, layout.stride, true_layout.stride, false_layout.stride)
-            fn(self.launch, self.geometry(out.size, buf.ordinal), BLOCK, stream, out.size, layout.rank, info,
-               buf.at(layout), on_true.at(true_layout), on_false.at(false_layout), out.ptr)
+            info, keep = (
+                (0, None)
+                if dense
+                else self._info(buf.ordinal, layout.shape, layout.stride, true_layout.stride, false_layout.stride)
+            )
+            fn(
+                self.launch,
+                self.geometry(out.size, buf.ordinal),
+                BLOCK,
+                stream,
+                out.size,
+                layout.rank,
+                info,
+                buf.at(layout),
+                on_true.at(true_layout),
+                on_false.at(false_layout),
+                out.ptr,
+            )
         return out
 
     def const_set(self, buf: GpuBuffer, value, layout: Layout, table: dict) -> None:
@@ -162,16 +209,27 @@ class Elementwise:
         if layout.elem_count:
             stream = self.stream(buf.ordinal)
             info, keep = (0, None) if layout.is_contiguous else self._info(buf.ordinal, layout.shape, layout.stride)
-            fn(self.launch, self.geometry(layout.elem_count, buf.ordinal), BLOCK, stream,
-               layout.elem_count, layout.rank, info, _scalar(value, buf.dtype), buf.at(layout))
+            fn(
+                self.launch,
+                self.geometry(layout.elem_count, buf.ordinal),
+                BLOCK,
+                stream,
+                layout.elem_count,
+                layout.rank,
+                info,
+                _scalar(value, buf.dtype),
+                buf.at(layout),
+            )
 
-    def copy_strided_src(self, buf: GpuBuffer, dst: GpuBuffer, dst_offset: int, src_layout: Layout,
-                         table: dict) -> None:
+    def copy_strided_src(
+        self, buf: GpuBuffer, dst: GpuBuffer, dst_offset: int, src_layout: Layout, table: dict
+    ) -> None:
         fn = self._entry(table, (K.COPY_STRIDED_SELF, buf.dtype), "copy_strided_src")
         _fits("copy_strided_src", self.name, buf, src_layout)
         if dst_offset + src_layout.elem_count > dst.size:
-            raise ShapeMismatch("copy_strided_src", self.name, f"at most {dst.size - dst_offset} elements",
-                                src_layout.elem_count)
+            raise ShapeMismatch(
+                "copy_strided_src", self.name, f"at most {dst.size - dst_offset} elements", src_layout.elem_count
+            )
         if src_layout.elem_count:
             self._copy_view(fn, buf, src_layout, dst.ptr + dst_offset * dst.dtype.itemsize)
 
@@ -180,22 +238,52 @@ class Elementwise:
         launch wrapper of copy_strided_<dtype> (hip/fill_copy.hip)."""
         stream = self.stream(buf.ordinal)
         info, keep = (0, None) if layout.is_contiguous else self._info(buf.ordinal, layout.shape, layout.stride)
-        copy(self.launch, self.geometry(layout.elem_count, buf.ordinal), BLOCK, stream,
-             layout.elem_count, layout.rank, info, buf.at(layout), dst_ptr)
+        copy(
+            self.launch,
+            self.geometry(layout.elem_count, buf.ordinal),
+            BLOCK,
+            stream,
+            layout.elem_count,
+            layout.rank,
+            info,
+            buf.at(layout),
+            dst_ptr,
+        )
 
-    def copy2d(self, buf: GpuBuffer, dst: GpuBuffer, d1: int, d2: int, src_stride1: int, dst_stride1: int,
-               src_offset: int, dst_offset: int, table: dict) -> None:
+    def copy2d(
+        self,
+        buf: GpuBuffer,
+        dst: GpuBuffer,
+        d1: int,
+        d2: int,
+        src_stride1: int,
+        dst_stride1: int,
+        src_offset: int,
+        dst_offset: int,
+        table: dict,
+    ) -> None:
         fn = self._entry(table, (K.COPY2D_SELF, buf.dtype), "copy2d")
         if d1 and d2:
             last_src = src_offset + (d1 - 1) * src_stride1 + d2
             last_dst = dst_offset + (d1 - 1) * dst_stride1 + d2
             if last_src > buf.size or last_dst > dst.size:
-                raise ShapeMismatch("copy2d", self.name, f"rows within {buf.size} / {dst.size} elements",
-                                    (last_src, last_dst))
+                raise ShapeMismatch(
+                    "copy2d", self.name, f"rows within {buf.size} / {dst.size} elements", (last_src, last_dst)
+                )
             itemsize = buf.dtype.itemsize
             stream = self.stream(buf.ordinal)
-            fn(self.launch, self.geometry(d1 * d2, buf.ordinal), BLOCK, stream, buf.ptr + src_offset * itemsize,
-               dst.ptr + dst_offset * itemsize, d1, d2, src_stride1, dst_stride1)
+            fn(
+                self.launch,
+                self.geometry(d1 * d2, buf.ordinal),
+                BLOCK,
+                stream,
+                buf.ptr + src_offset * itemsize,
+                dst.ptr + dst_offset * itemsize,
+                d1,
+                d2,
+                src_stride1,
+                dst_stride1,
+            )
 
     def _dense(self, buf: GpuBuffer, layout: Layout, copy) -> tuple[GpuBuffer, Layout]:
         """The view as a contiguous, offset-free buffer where a kernel needs one: the view
@@ -213,7 +301,6 @@ class Elementwise:
         if out.size:
             self._copy_view(copy, buf, layout, out.ptr)
         return out
-
 
 
 def _scalar(value, dtype: np.dtype):

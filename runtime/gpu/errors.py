@@ -10,8 +10,9 @@ class CompileError(OpgenError, RuntimeError):
     carries the compiler's log, the options it was given and the numbered source lines
     around the first error (`excerpt`, "" when the log names no line)."""
 
-    def __init__(self, file: str, backend: str, target: str, log: str, *, options: tuple[str, ...] = (),
-                 excerpt: str = "") -> None:
+    def __init__(
+        self, file: str, backend: str, target: str, log: str, *, options: tuple[str, ...] = (), excerpt: str = ""
+    ) -> None:
         self.file, self.backend, self.target, self.log = file, backend, target, log
         self.options, self.excerpt = options, excerpt
         parts = [f"{backend}: {file} does not compile for {target}:", log.rstrip()]

@@ -37,7 +37,6 @@ class IdChecks:
     pending: list = field(default_factory=list)  # (op, dim size) of each flag in use, in order
 
 
-
 class Indexing:
     """GpuRuntime's index ops and their id checks; `_id_checks` (per device) is set up by
     GpuRuntime. Uses Memory's `alloc`, Launch's `stream`, `geometry`, `_info`, `_entry`, and
@@ -76,8 +75,12 @@ class Indexing:
         if bad.size:
             self.driver.memset(checks.flags.ptr, host.nbytes, stream)
             op, size = pending[int(bad[0])]
-            raise ShapeMismatch(op, self.name, f"ids in [0, {size})",
-                                "an id out of range (found by the kernel; reported at this synchronization)")
+            raise ShapeMismatch(
+                op,
+                self.name,
+                f"ids in [0, {size})",
+                "an id out of range (found by the kernel; reported at this synchronization)",
+            )
 
     def gather(self, buf, layout, ids, ids_layout, dim, table):
         fn = self._entry(table, (K.GATHER_IDS_SELF, ids.dtype, buf.dtype), "gather")
@@ -87,8 +90,21 @@ class Indexing:
         if out.size:
             stream = self.stream(buf.ordinal)
             info, keep = self._info(buf.ordinal, ids_layout.shape, ids_layout.stride, layout.stride)
-            fn(self.launch, self.geometry(out.size, buf.ordinal), BLOCK, stream, out.size, ids_layout.rank, info,
-               dim, ids.at(ids_layout), buf.at(layout), out.ptr, layout.shape[dim], bad)
+            fn(
+                self.launch,
+                self.geometry(out.size, buf.ordinal),
+                BLOCK,
+                stream,
+                out.size,
+                ids_layout.rank,
+                info,
+                dim,
+                ids.at(ids_layout),
+                buf.at(layout),
+                out.ptr,
+                layout.shape[dim],
+                bad,
+            )
         return out
 
     def _scatter(self, op, pattern, buf, layout, ids, ids_layout, src, src_layout, dim, table):
@@ -99,9 +115,21 @@ class Indexing:
         if ids_layout.elem_count:
             stream = self.stream(buf.ordinal)
             info, keep = self._info(buf.ordinal, ids_layout.shape, ids_layout.stride, src_layout.stride, layout.stride)
-            fn(self.launch, self.geometry(ids_layout.elem_count, buf.ordinal), BLOCK, stream, ids_layout.elem_count,
-               ids_layout.rank, info, dim, ids.at(ids_layout), src.at(src_layout), buf.at(layout), layout.shape[dim],
-               bad)
+            fn(
+                self.launch,
+                self.geometry(ids_layout.elem_count, buf.ordinal),
+                BLOCK,
+                stream,
+                ids_layout.elem_count,
+                ids_layout.rank,
+                info,
+                dim,
+                ids.at(ids_layout),
+                src.at(src_layout),
+                buf.at(layout),
+                layout.shape[dim],
+                bad,
+            )
 
     def scatter_set(self, buf, layout, ids, ids_layout, src, src_layout, dim, table):
         self._scatter("scatter_set", K.SCATTER_SET_IDS_SELF, buf, layout, ids, ids_layout, src, src_layout, dim, table)
@@ -114,16 +142,32 @@ class Indexing:
         _fits("index_select", self.name, buf, layout)
         bad = self._id_flag("index_select", buf, ids, ids_layout, layout.shape[dim])
         src, src_layout = self._dense(buf, layout, self._entry(table, (K.COPY_STRIDED_SELF, buf.dtype), "index_select"))
-        left, right = math.prod(layout.shape[:dim]), math.prod(layout.shape[dim + 1:])
+        left, right = math.prod(layout.shape[:dim]), math.prod(layout.shape[dim + 1 :])
         n_ids = ids_layout.elem_count
         out = self.alloc(buf.ordinal, left * n_ids * right, buf.dtype)
         if out.size:
             stream = self.stream(buf.ordinal)
             # contiguous ids need no dims and strides on the device (an upload per call)
-            info, keep = (0, None) if ids_layout.is_contiguous else self._info(
-                buf.ordinal, ids_layout.shape, ids_layout.stride)
-            fn(self.launch, self.geometry(out.size, buf.ordinal), BLOCK, stream, out.size, ids_layout.rank, info,
-               ids.at(ids_layout), src.ptr, out.ptr, left, layout.shape[dim], n_ids, right, bad)
+            info, keep = (
+                (0, None) if ids_layout.is_contiguous else self._info(buf.ordinal, ids_layout.shape, ids_layout.stride)
+            )
+            fn(
+                self.launch,
+                self.geometry(out.size, buf.ordinal),
+                BLOCK,
+                stream,
+                out.size,
+                ids_layout.rank,
+                info,
+                ids.at(ids_layout),
+                src.ptr,
+                out.ptr,
+                left,
+                layout.shape[dim],
+                n_ids,
+                right,
+                bad,
+            )
         return out
 
     def index_add(self, buf, layout, ids, ids_layout, src, src_layout, dim, table):
@@ -135,10 +179,22 @@ class Indexing:
         ids_dense, _ = self._dense(ids, ids_layout, self._entry(table, (K.COPY_STRIDED_IDS, ids.dtype), "index_add"))
         src_dense, _ = self._dense(src, src_layout, copy)
         out = self._dense_copy(buf, layout, copy)  # a contiguous copy of self, then add
-        left, right = math.prod(layout.shape[:dim]), math.prod(layout.shape[dim + 1:])
+        left, right = math.prod(layout.shape[:dim]), math.prod(layout.shape[dim + 1 :])
         if left * right and ids_layout.elem_count:
             stream = self.stream(buf.ordinal)
-            fn(self.launch, self.geometry(left * right, buf.ordinal), BLOCK, stream, ids_dense.ptr,
-               ids_layout.elem_count, src_dense.ptr, out.ptr, left, src_layout.shape[dim], layout.shape[dim], right,
-               bad)
+            fn(
+                self.launch,
+                self.geometry(left * right, buf.ordinal),
+                BLOCK,
+                stream,
+                ids_dense.ptr,
+                ids_layout.elem_count,
+                src_dense.ptr,
+                out.ptr,
+                left,
+                src_layout.shape[dim],
+                layout.shape[dim],
+                right,
+                bad,
+            )
         return out

@@ -46,15 +46,16 @@ def consumer_stream(rt: GpuRuntime, stream: int | None) -> int | None:
     if stream == NO_SYNC:
         return None
     if stream == 0 and rt.driver.dlpack_default_stream != 0:
-        raise dlpack.DLPackError(f"dlpack: stream 0 is ambiguous on {rt.name}: pass 1 (legacy default) or "
-                                 "2 (per-thread default) or a stream handle")
+        raise dlpack.DLPackError(
+            f"dlpack: stream 0 is ambiguous on {rt.name}: pass 1 (legacy default) or "
+            "2 (per-thread default) or a stream handle"
+        )
     if stream < 0:
         raise dlpack.DLPackError(f"dlpack: stream {stream} is not a stream")
     return stream
 
 
-def to_dlpack(rt: GpuRuntime, buf: GpuBuffer, layout: Layout, stream=None, max_version=None, dl_device=None,
-              copy=None):
+def to_dlpack(rt: GpuRuntime, buf: GpuBuffer, layout: Layout, stream=None, max_version=None, dl_device=None, copy=None):
     _fits("to_dlpack", rt, buf, layout)
     device = dlpack_device(rt, buf)
     dlpack.check_request(device, dl_device, copy)
@@ -82,8 +83,9 @@ def from_dlpack(rt: GpuRuntime, obj: Any, ordinal: int) -> tuple[GpuBuffer, Layo
     expected = (rt.driver.dlpack_device_type, ordinal)
     if imported.device != expected:
         imported.release()
-        raise dlpack.DLPackError(f"from_dlpack: the capsule holds device {imported.device}, "
-                                 f"__dlpack_device__ said {expected}")
+        raise dlpack.DLPackError(
+            f"from_dlpack: the capsule holds device {imported.device}, __dlpack_device__ said {expected}"
+        )
     release = functools.partial(_release_import, rt, ordinal, imported.release)
     return GpuBuffer(imported.base, imported.span, imported.dtype, ordinal, release), imported.layout
 
@@ -101,14 +103,21 @@ def cuda_array_interface(rt: GpuRuntime, buf: GpuBuffer, layout: Layout) -> dict
     """The view as __cuda_array_interface__ v3: consumers wait on `stream`, this device's."""
     _fits("cuda_array_interface", rt, buf, layout)
     if buf.dtype.kind == "V":  # bfloat16 (ml_dtypes) has no typestr of its own
-        raise DTypeMismatch("cuda_array_interface", rt.name, "a dtype with a numpy typestr (use DLPack for bf16)",
-                            str(buf.dtype))
+        raise DTypeMismatch(
+            "cuda_array_interface", rt.name, "a dtype with a numpy typestr (use DLPack for bf16)", str(buf.dtype)
+        )
     itemsize = buf.dtype.itemsize
     strides = None if layout.is_contiguous else tuple(s * itemsize for s in layout.stride)
     data = buf.at(layout) if layout.elem_count else 0
     rt.driver.activate(buf.ordinal)
-    return {"shape": layout.shape, "typestr": buf.dtype.str, "data": (data, False), "strides": strides,
-            "version": 3, "stream": rt.driver.stream_id(rt.driver.stream(buf.ordinal))}
+    return {
+        "shape": layout.shape,
+        "typestr": buf.dtype.str,
+        "data": (data, False),
+        "strides": strides,
+        "version": 3,
+        "stream": rt.driver.stream_id(rt.driver.stream(buf.ordinal)),
+    }
 
 
 def from_cuda_array_interface(rt: GpuRuntime, obj: Any) -> tuple[GpuBuffer, Layout]:
@@ -124,8 +133,9 @@ def from_cuda_array_interface(rt: GpuRuntime, obj: Any) -> tuple[GpuBuffer, Layo
         stride = Layout.contiguous(shape).stride
     else:
         if any(s % itemsize or s < 0 for s in cai["strides"]):
-            raise dlpack.DLPackError(f"from_cuda_array_interface: strides {cai['strides']} are not "
-                                     f"non-negative multiples of {itemsize}")
+            raise dlpack.DLPackError(
+                f"from_cuda_array_interface: strides {cai['strides']} are not non-negative multiples of {itemsize}"
+            )
         stride = tuple(s // itemsize for s in cai["strides"])
     layout = Layout(shape, stride)
     ptr = int(cai["data"][0])

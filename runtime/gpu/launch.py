@@ -28,11 +28,20 @@ class DeviceStream:
     handle: Any
 
 
-
 # struct codes of the ctypes types launch wrappers pack arguments as (kernel_sigs.CTYPES).
-STRUCT_CODES = {ctypes.c_size_t: "N", ctypes.c_void_p: "P", ctypes.c_int: "i", ctypes.c_uint: "I",
-          ctypes.c_uint8: "B", ctypes.c_uint16: "H", ctypes.c_uint32: "I", ctypes.c_int32: "i",
-          ctypes.c_int64: "q", ctypes.c_float: "f", ctypes.c_double: "d"}
+STRUCT_CODES = {
+    ctypes.c_size_t: "N",
+    ctypes.c_void_p: "P",
+    ctypes.c_int: "i",
+    ctypes.c_uint: "I",
+    ctypes.c_uint8: "B",
+    ctypes.c_uint16: "H",
+    ctypes.c_uint32: "I",
+    ctypes.c_int32: "i",
+    ctypes.c_int64: "q",
+    ctypes.c_float: "f",
+    ctypes.c_double: "d",
+}
 
 
 class _Arguments:
@@ -48,7 +57,8 @@ class _Arguments:
         self.values = fields()
         base = ctypes.addressof(self.values)
         self.pointers = (ctypes.c_void_p * max(len(types), 1))(
-            *(base + getattr(fields, f"a{i}").offset for i in range(len(types))))
+            *(base + getattr(fields, f"a{i}").offset for i in range(len(types)))
+        )
         self.address = ctypes.addressof(self.pointers)
 
     def fill(self, args: tuple) -> int:
@@ -74,15 +84,15 @@ def kernel_params(local: Any, types: tuple, args: tuple) -> int:
     return entry.fill(args)
 
 
-
 class Launch:
     """GpuRuntime's launches: the modules, functions and prepared launches per device, and
     what every family uses to launch (`stream`, `geometry`, `_info`, `_entry`). Its state is
     set up by GpuRuntime; `_info` uploads through Memory's `from_host`."""
 
     # -- kernels ----------------------------------------------------------------------------
-    def launch(self, source: str, name: str, grid: int, block: int, stream: DeviceStream,
-               args: tuple, types: tuple) -> None:
+    def launch(
+        self, source: str, name: str, grid: int, block: int, stream: DeviceStream, args: tuple, types: tuple
+    ) -> None:
         """Run entry point `name` of `source` (a .hip path); the generated wrappers call this."""
         call = self._launches.get((stream.ordinal, source, name))
         if call is None:
@@ -103,6 +113,7 @@ class Launch:
 
             def call(grid, block, stream, args, types, fn=fn):
                 launch(fn, grid, block, stream, args, types)
+
         self._launches[key] = call
         return call
 

@@ -13,8 +13,9 @@ class Matmul:
     `stream`, `_entry`, and Elementwise's `_dense`."""
 
     # -- matmul through the vendor BLAS (row-major storage, column-major BLAS) -----------------
-    def matmul(self, buf: GpuBuffer, rhs: GpuBuffer, bmnk, lhs_layout: Layout, rhs_layout: Layout,
-               table: dict) -> GpuBuffer:
+    def matmul(
+        self, buf: GpuBuffer, rhs: GpuBuffer, bmnk, lhs_layout: Layout, rhs_layout: Layout, table: dict
+    ) -> GpuBuffer:
         """C = A @ B per batch, A (b, m, k) and B (b, k, n) views, C contiguous (b, m, n).
         Row-major C is column-major C^T = B^T A^T: the BLAS gets B first. A view whose last
         two dims are transposed needs no copy; other strided views are made dense first, on
@@ -40,11 +41,27 @@ class Matmul:
             rhs_buf, rhs_view = self._dense(rhs, rhs_layout, copy)
             bb = _gemm_operand(rhs_view, k, n)
         stream = self.stream(buf.ordinal)
-        self.driver.gemm(buf.ordinal, stream.handle, buf.dtype, bb[0], a[0], n, m, k,
-                         rhs_buf.at(rhs_view), bb[1], bb[2], lhs_buf.at(lhs_view), a[1], a[2],
-                         out.ptr, n, m * n, b)
+        self.driver.gemm(
+            buf.ordinal,
+            stream.handle,
+            buf.dtype,
+            bb[0],
+            a[0],
+            n,
+            m,
+            k,
+            rhs_buf.at(rhs_view),
+            bb[1],
+            bb[2],
+            lhs_buf.at(lhs_view),
+            a[1],
+            a[2],
+            out.ptr,
+            n,
+            m * n,
+            b,
+        )
         return out
-
 
 
 def _gemm_operand(layout: Layout, rows: int, cols: int) -> tuple[bool, int, int] | None:

@@ -49,7 +49,6 @@ class GpuBuffer:
         return self.ptr + layout.start_offset * self.dtype.itemsize
 
 
-
 class _PooledBuffer(GpuBuffer):
     """A GpuBuffer in one of the runtime's small blocks (GpuRuntime._alloc): dropped, the
     block goes back to its bin. Cheaper than a GpuBuffer with a release callable, on the
@@ -79,8 +78,9 @@ class _Bin:
 
     __slots__ = ("ordinal", "size", "kept", "free", "driver_free", "stream")
 
-    def __init__(self, ordinal: int, size: int, kept: _Kept, driver_free: Callable[[int, Any], None],
-                 stream: Any) -> None:
+    def __init__(
+        self, ordinal: int, size: int, kept: _Kept, driver_free: Callable[[int, Any], None], stream: Any
+    ) -> None:
         self.ordinal, self.size, self.kept = ordinal, size, kept
         self.free: list[int] = []
         self.driver_free, self.stream = driver_free, stream
@@ -93,7 +93,6 @@ class _Bin:
             return
         self.free.append(ptr)
         kept.bytes = total
-
 
 
 class Memory:
@@ -173,7 +172,8 @@ class Memory:
         flat = self.to_host(buf)
         itemsize = flat.dtype.itemsize
         view = np.lib.stride_tricks.as_strided(
-            flat[layout.start_offset:], layout.shape, [s * itemsize for s in layout.stride])
+            flat[layout.start_offset :], layout.shape, [s * itemsize for s in layout.stride]
+        )
         return np.ascontiguousarray(view)
 
     def zeros(self, ordinal: int, shape: tuple[int, ...], dtype) -> GpuBuffer:
@@ -240,7 +240,6 @@ class Memory:
     @staticmethod
     def device(buf: GpuBuffer) -> int:
         return buf.ordinal
-
 
 
 def _fits(op: str, backend: str, buf: GpuBuffer, layout: Layout) -> None:

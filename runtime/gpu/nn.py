@@ -42,8 +42,7 @@ ROW_BLOCK_MAX = 512
 COPY_STRIDED = K.COPY_STRIDED_SELF
 
 
-def _kernel(rt, op: str, pattern: K, table: dict, first: tuple[GpuBuffer, Layout],
-            *others: tuple[GpuBuffer, Layout]):
+def _kernel(rt, op: str, pattern: K, table: dict, first: tuple[GpuBuffer, Layout], *others: tuple[GpuBuffer, Layout]):
     """The launch wrapper of `pattern` for the first input's dtype, after the buffer, dtype and
     device checks."""
     fn = rt._entry(table, (pattern, first[0].dtype), op)
@@ -59,8 +58,10 @@ def _contiguous(rt, op: str, table: dict, *operands: tuple[GpuBuffer, Layout]) -
     """Each (buffer, layout) as the kernels read it: a contiguous view in place (at its
     offset), any other copied dense on the device first. Hold the result until the kernels
     are launched."""
-    return [(buf, layout) if layout.is_contiguous else rt._dense(buf, layout, _copy(rt, op, table, buf))
-            for buf, layout in operands]
+    return [
+        (buf, layout) if layout.is_contiguous else rt._dense(buf, layout, _copy(rt, op, table, buf))
+        for buf, layout in operands
+    ]
 
 
 def _copy(rt, op: str, table: dict, buf: GpuBuffer):
@@ -98,8 +99,17 @@ def sigmoid(rt, x: GpuBuffer, lx: Layout, table: dict):
     out = rt.alloc(x.ordinal, lx.elem_count, x.dtype)
     if out.size:
         info, keep = (0, None) if lx.is_contiguous else rt._info(x.ordinal, lx.shape, lx.stride)
-        fn(rt.launch, rt.geometry(out.size, x.ordinal), BLOCK, rt.stream(x.ordinal), out.size, lx.rank, info,
-           x.at(lx), out.ptr)
+        fn(
+            rt.launch,
+            rt.geometry(out.size, x.ordinal),
+            BLOCK,
+            rt.stream(x.ordinal),
+            out.size,
+            lx.rank,
+            info,
+            x.at(lx),
+            out.ptr,
+        )
     return out, shape
 
 
@@ -123,8 +133,9 @@ def rms_norm(rt, x: GpuBuffer, lx: Layout, alpha: GpuBuffer, la: Layout, eps: fl
     return out, shape
 
 
-def layer_norm(rt, x: GpuBuffer, lx: Layout, alpha: GpuBuffer, la: Layout, beta: GpuBuffer, lb: Layout,
-               eps: float, table: dict):
+def layer_norm(
+    rt, x: GpuBuffer, lx: Layout, alpha: GpuBuffer, la: Layout, beta: GpuBuffer, lb: Layout, eps: float, table: dict
+):
     shape = nn_shapes.layer_norm(rt.name, lx.shape, la.shape, lb.shape)
     fn = _kernel(rt, "layer_norm", K.LAYER_NORM_SELF, table, (x, lx), (alpha, la), (beta, lb))
     out = rt.alloc(x.ordinal, lx.elem_count, x.dtype)
@@ -141,19 +152,50 @@ def _rope(rt, op: str, pattern: K, check, x, lx, cos, lc, sin, ls, table, sizes)
     out = rt.alloc(x.ordinal, lx.elem_count, x.dtype)
     if out.size:
         views = _contiguous(rt, op, table, (x, lx), (cos, lc), (sin, ls))
-        fn(rt.launch, rt.geometry(out.size // 2, x.ordinal), BLOCK, rt.stream(x.ordinal), *sizes(shape),
-           *_at(views), out.ptr)
+        fn(
+            rt.launch,
+            rt.geometry(out.size // 2, x.ordinal),
+            BLOCK,
+            rt.stream(x.ordinal),
+            *sizes(shape),
+            *_at(views),
+            out.ptr,
+        )
     return out, shape
 
 
 def rope_i(rt, x, lx, cos, lc, sin, ls, table):
-    return _rope(rt, "rope_i", K.ROPE_I_SELF, nn_shapes.rope_i, x, lx, cos, lc, sin, ls, table,
-                 lambda s: (s[0] * s[1], s[2] * s[3]))
+    return _rope(
+        rt,
+        "rope_i",
+        K.ROPE_I_SELF,
+        nn_shapes.rope_i,
+        x,
+        lx,
+        cos,
+        lc,
+        sin,
+        ls,
+        table,
+        lambda s: (s[0] * s[1], s[2] * s[3]),
+    )
 
 
 def rope(rt, x, lx, cos, lc, sin, ls, table):
-    return _rope(rt, "rope", K.ROPE_SELF, nn_shapes.rope, x, lx, cos, lc, sin, ls, table,
-                 lambda s: (s[0] * s[1], s[2] * s[3], s[3]))
+    return _rope(
+        rt,
+        "rope",
+        K.ROPE_SELF,
+        nn_shapes.rope,
+        x,
+        lx,
+        cos,
+        lc,
+        sin,
+        ls,
+        table,
+        lambda s: (s[0] * s[1], s[2] * s[3], s[3]),
+    )
 
 
 def rope_thd(rt, x, lx, cos, lc, sin, ls, table):
@@ -181,16 +223,52 @@ def _flash_kernel(rt, table: dict, dtype: np.dtype, d: int, ordinal: int):
     return fn
 
 
-def _flash_sdpa(rt, fn, ordinal: int, batch: int, sq: int, skv: int, d: int, scale: float, causal: bool,
-                q: int, k: int, v: int, out: int) -> None:
+def _flash_sdpa(
+    rt,
+    fn,
+    ordinal: int,
+    batch: int,
+    sq: int,
+    skv: int,
+    d: int,
+    scale: float,
+    causal: bool,
+    q: int,
+    k: int,
+    v: int,
+    out: int,
+) -> None:
     """(bh, sq, skv, scale, causal, q, k, v, out) through the generated launch wrapper."""
     threads, rows = _FLASH_GEOMETRY[d]
-    fn(rt.launch, batch * -(-sq // rows), threads, rt.stream(ordinal), batch, sq, skv, float(scale),
-       int(bool(causal)), q, k, v, out)
+    fn(
+        rt.launch,
+        batch * -(-sq // rows),
+        threads,
+        rt.stream(ordinal),
+        batch,
+        sq,
+        skv,
+        float(scale),
+        int(bool(causal)),
+        q,
+        k,
+        v,
+        out,
+    )
 
 
-def sdpa(rt, q: GpuBuffer, lq: Layout, k: GpuBuffer, lk: Layout, v: GpuBuffer, lv: Layout, scale: float,
-         causal: bool, table: dict):
+def sdpa(
+    rt,
+    q: GpuBuffer,
+    lq: Layout,
+    k: GpuBuffer,
+    lk: Layout,
+    v: GpuBuffer,
+    lv: Layout,
+    scale: float,
+    causal: bool,
+    table: dict,
+):
     """Per (b, h): O = softmax(scale * Q K^T + mask) V.
 
     cuda, bf16 / f16, head dim 64 or 128: hip/attention.hip's fused (flash) kernel, the scores
@@ -224,12 +302,48 @@ def sdpa(rt, q: GpuBuffer, lq: Layout, k: GpuBuffer, lk: Layout, v: GpuBuffer, l
         raise NotImplementedForBackend(rt.name, "sdpa (needs the driver's BLAS gemm)")
     scores = rt.alloc(q.ordinal, batch * sq * skv, q.dtype)
     stream = rt.stream(q.ordinal)
-    gemm(q.ordinal, stream.handle, q.dtype, True, False, skv, sq, d, kp, d, skv * d, qp, d, sq * d,
-         scores.ptr, skv, sq * skv, batch)
+    gemm(
+        q.ordinal,
+        stream.handle,
+        q.dtype,
+        True,
+        False,
+        skv,
+        sq,
+        d,
+        kp,
+        d,
+        skv * d,
+        qp,
+        d,
+        sq * d,
+        scores.ptr,
+        skv,
+        sq * skv,
+        batch,
+    )
     grid, block = _rows_geometry(rt, q.ordinal, batch * sq, skv, q.dtype.itemsize)
     fn(rt.launch, grid, block, stream, batch * sq, skv, sq, float(scale), int(bool(causal)), scores.ptr)
-    gemm(q.ordinal, stream.handle, q.dtype, False, False, d, sq, skv, vp, d, skv * d, scores.ptr, skv,
-         sq * skv, out.ptr, d, sq * d, batch)
+    gemm(
+        q.ordinal,
+        stream.handle,
+        q.dtype,
+        False,
+        False,
+        d,
+        sq,
+        skv,
+        vp,
+        d,
+        skv * d,
+        scores.ptr,
+        skv,
+        sq * skv,
+        out.ptr,
+        d,
+        sq * d,
+        batch,
+    )
     return out, shape
 
 
@@ -265,11 +379,13 @@ def arg_sort(rt, x: GpuBuffer, lx: Layout, ascending: bool, table: dict):
     while k <= pad:
         j = k // 2
         while j >= chunk:
-            merge(rt.launch, rt.geometry(nrows * pad // 2, x.ordinal), BLOCK, stream, nrows, pad, k, j, keys.ptr,
-                  idx.ptr)
+            merge(
+                rt.launch, rt.geometry(nrows * pad // 2, x.ordinal), BLOCK, stream, nrows, pad, k, j, keys.ptr, idx.ptr
+            )
             j //= 2
         last = k == pad
-        local(rt.launch, grid, threads, stream, nrows, ncols, pad, up, k, k, 0, keys.ptr, idx.ptr,
-              out.ptr if last else 0)
+        local(
+            rt.launch, grid, threads, stream, nrows, ncols, pad, up, k, k, 0, keys.ptr, idx.ptr, out.ptr if last else 0
+        )
         k *= 2
     return out, shape

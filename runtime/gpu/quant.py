@@ -141,13 +141,17 @@ def _dequantize(rt: GpuRuntime, q: QGpuBuffer, elem_count: int, table: dict, dty
     fn = _kernel("dequantize", rt, table, pattern, q.fmt)
     blocks = _blocks("dequantize", rt, q.fmt, elem_count)
     if blocks * ggml.FORMATS[q.fmt].nbytes > q.buf.size:
-        raise ShapeMismatch("dequantize", rt.name, f"at most {q.buf.size // ggml.FORMATS[q.fmt].nbytes * ggml.FORMATS[q.fmt].block} "
-                            f"elements ({q.buf.size} bytes of {q.fmt})", elem_count)
+        raise ShapeMismatch(
+            "dequantize",
+            rt.name,
+            f"at most {q.buf.size // ggml.FORMATS[q.fmt].nbytes * ggml.FORMATS[q.fmt].block} "
+            f"elements ({q.buf.size} bytes of {q.fmt})",
+            elem_count,
+        )
     ordinal = q.buf.ordinal
     out = rt.alloc(ordinal, elem_count, np.dtype(dtype))
     if elem_count:  # a thread per 8 weights
-        fn(rt.launch, rt.geometry(elem_count // 8, ordinal), BLOCK, rt.stream(ordinal), q.buf.ptr, out.ptr,
-           elem_count)
+        fn(rt.launch, rt.geometry(elem_count // 8, ordinal), BLOCK, rt.stream(ordinal), q.buf.ptr, out.ptr, elem_count)
     return out
 
 
@@ -163,8 +167,9 @@ def q_dequantize_f16(rt: GpuRuntime, q: QGpuBuffer, elem_count: int, table: dict
     return _dequantize(rt, q, elem_count, table, np.float16)
 
 
-def q_matmul(rt: GpuRuntime, q: QGpuBuffer, x: GpuBuffer, x_layout: Layout, shape: tuple[int, int],
-             table: dict) -> GpuBuffer:
+def q_matmul(
+    rt: GpuRuntime, q: QGpuBuffer, x: GpuBuffer, x_layout: Layout, shape: tuple[int, int], table: dict
+) -> GpuBuffer:
     """x @ W^T: W the (n, k) weight matrix of `q` (row-major blocks), x f32 of shape (..., k)
     in any layout; the result is f32 (..., n), contiguous. `table`: (pattern, format) -> launch
     wrapper of qmatvec_<fmt>, one launch for all rows of x (a row of x re-reads W, from L2 where W
@@ -176,8 +181,12 @@ def q_matmul(rt: GpuRuntime, q: QGpuBuffer, x: GpuBuffer, x_layout: Layout, shap
     if x.dtype != np.float32:
         raise DTypeMismatch("qmatmul", rt.name, "float32", str(x.dtype))
     if k % per_block or n * (k // per_block) * block_bytes != q.buf.size:
-        raise ShapeMismatch("qmatmul", rt.name, f"({n}, {k}) weights in {q.buf.size} bytes of {q.fmt} blocks "
-                            f"({per_block} weights each, along k)", shape)
+        raise ShapeMismatch(
+            "qmatmul",
+            rt.name,
+            f"({n}, {k}) weights in {q.buf.size} bytes of {q.fmt} blocks ({per_block} weights each, along k)",
+            shape,
+        )
     if x_layout.rank == 0 or x_layout.shape[-1] != k:
         raise ShapeMismatch("qmatmul", rt.name, f"x of shape (..., {k})", x_layout.shape)
     _fits("qmatmul", rt.name, x, x_layout)
@@ -206,8 +215,9 @@ def gemm_rows(fmt: str) -> int:
     return QMATMUL_GEMM_ROWS.get(fmt, QMATMUL_GEMM_ROWS[None])
 
 
-def _dequantized_gemm(rt: GpuRuntime, q: QGpuBuffer, x: GpuBuffer, out: GpuBuffer, n: int, k: int, rows: int,
-                      table: dict) -> bool:
+def _dequantized_gemm(
+    rt: GpuRuntime, q: QGpuBuffer, x: GpuBuffer, out: GpuBuffer, n: int, k: int, rows: int, table: dict
+) -> bool:
     """out (rows, n) = x (rows, k) @ W^T with W dequantized to f32 (bit for bit the cpu's
     weights) and the driver's BLAS GEMM in f32: a row of x then costs a share of one read of
     W, where qmatvec reads it again per row. W is taken in slabs of rows of at most
@@ -227,6 +237,24 @@ def _dequantized_gemm(rt: GpuRuntime, q: QGpuBuffer, x: GpuBuffer, out: GpuBuffe
         m = min(slab, n - n0)
         fn(rt.launch, rt.geometry(m * k // 8, x.ordinal), BLOCK, stream, q.buf.ptr + n0 * row_bytes, w.ptr, m * k)
         # column-major: out^T rows n0.. (m x rows, ld n) = W slab (k x m, transposed) . x^T (k x rows)
-        gemm(x.ordinal, stream.handle, np.dtype(np.float32), True, False, m, rows, k,
-             w.ptr, k, 0, x.ptr, k, 0, out.ptr + 4 * n0, n, 0, 1)
+        gemm(
+            x.ordinal,
+            stream.handle,
+            np.dtype(np.float32),
+            True,
+            False,
+            m,
+            rows,
+            k,
+            w.ptr,
+            k,
+            0,
+            x.ptr,
+            k,
+            0,
+            out.ptr + 4 * n0,
+            n,
+            0,
+            1,
+        )
     return True

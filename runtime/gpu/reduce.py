@@ -75,8 +75,13 @@ class Reductions:
         sms = self._sms(buf.ordinal)
         block = 256
         # The way hip/reduce.hip covers an item (its thread_per_item and kWarpItemMax).
-        by_thread = (not contiguous and len(red_dims) == 1 and red_dims[0][1] != 1
-                     and len(kept_dims) >= 1 and kept_dims[-1][1] == 1)
+        by_thread = (
+            not contiguous
+            and len(red_dims) == 1
+            and red_dims[0][1] != 1
+            and len(kept_dims) >= 1
+            and kept_dims[-1][1] == 1
+        )
         # Items to fill the device (threads, or warps) and the fewest elements worth an
         # item; fewer groups than that are split into chunks (two launches). Warps: 32 per
         # multiprocessor beat more (bench/gpu.py --parts explore); threads: 1,024 per
@@ -117,17 +122,47 @@ class Reductions:
         chunked = self._entry(table, (K.REDUCE_CHUNKS_SELF, buf.dtype), "reduce_op")
         if few:
             scratch = self._pass0_scratch(buf.ordinal, PASS0_HEADER + items * 16)
-            chunked(self.launch, grid_for(items, length, False), block, stream, REDUCE_CODES[op], 0, numel, group,
-                    rank, info, chunks, src, scratch.ptr, out.ptr)
+            chunked(
+                self.launch,
+                grid_for(items, length, False),
+                block,
+                stream,
+                REDUCE_CODES[op],
+                0,
+                numel,
+                group,
+                rank,
+                info,
+                chunks,
+                src,
+                scratch.ptr,
+                out.ptr,
+            )
             return out
         # a state per group and chunk (an item may hold `cols` groups), 16 bytes: the largest state
         partial = self.alloc(buf.ordinal, out_count * chunks * 16, np.dtype(np.uint8))
         # pass 2: a block per group past 1024 partial states, as wide as allowed
         block2 = 1024 if chunks > 1024 else block
-        for pass_, grid, threads in ((1, grid_for(items, length, by_thread), block),
-                                     (2, grid_for(out_count, chunks, False, 1024), block2)):
-            chunked(self.launch, grid, threads, stream, REDUCE_CODES[op], pass_, numel, group, rank, info, chunks,
-                    src, partial.ptr, out.ptr)
+        for pass_, grid, threads in (
+            (1, grid_for(items, length, by_thread), block),
+            (2, grid_for(out_count, chunks, False, 1024), block2),
+        ):
+            chunked(
+                self.launch,
+                grid,
+                threads,
+                stream,
+                REDUCE_CODES[op],
+                pass_,
+                numel,
+                group,
+                rank,
+                info,
+                chunks,
+                src,
+                partial.ptr,
+                out.ptr,
+            )
         return out
 
     def _pass0_scratch(self, ordinal: int, nbytes: int) -> GpuBuffer:

@@ -88,6 +88,5 @@ def export(rt: GpuRuntime) -> None:
 def exported() -> GpuRuntime:
     """The runtime runtime/gpu/exports.py binds its names to (the one `export` was given)."""
     if not _exporting:
-        raise ImportError(f"{_EXPORTS} is imported by a GPU vendor module after export(runtime): "
-                          "see runtime/cuda.py")
+        raise ImportError(f"{_EXPORTS} is imported by a GPU vendor module after export(runtime): see runtime/cuda.py")
     return _exporting.pop()

@@ -158,9 +158,7 @@ def read_view(flat: np.ndarray, layout: Layout) -> np.ndarray:
 
 
 def offsets_of(layout: Layout) -> set[int]:
-    return {
-        layout.start_offset + sum(i * s for i, s in zip(idx, layout.stride)) for idx in np.ndindex(*layout.shape)
-    }
+    return {layout.start_offset + sum(i * s for i, s in zip(idx, layout.stride)) for idx in np.ndindex(*layout.shape)}
 
 
 def operand(name: str, kind: str, shape, rng, domain: str = "any"):

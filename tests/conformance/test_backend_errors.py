@@ -15,8 +15,12 @@ from runtime.gpu.runtime import GpuRuntime
 from .refs import CPU
 
 SHAPE = (3, 4, 5)
-BAD = [((-1,), "distinct dims in [0, 3)"), ((0, 0), "distinct dims in [0, 3)"), ((3,), "distinct dims in [0, 3)"),
-       ((1, -2), "distinct dims in [0, 3)")]
+BAD = [
+    ((-1,), "distinct dims in [0, 3)"),
+    ((0, 0), "distinct dims in [0, 3)"),
+    ((3,), "distinct dims in [0, 3)"),
+    ((1, -2), "distinct dims in [0, 3)"),
+]
 
 
 class _NoDevice:
@@ -41,8 +45,9 @@ def test_the_gpu_runtime_refuses_them_with_the_same_error(dims, expected):
     rt = GpuRuntime(_NoDevice())
     buf = GpuBuffer(1 << 40, int(np.prod(SHAPE)), np.dtype(np.float32), 0)  # never read
     with pytest.raises(ShapeMismatch) as err:
-        rt.reduce_op(buf, kernels_hip.REDUCE[ReduceOp.SUM], Layout.contiguous(SHAPE), dims,
-                     kernels_hip.STORAGE["reduce_op"])
+        rt.reduce_op(
+            buf, kernels_hip.REDUCE[ReduceOp.SUM], Layout.contiguous(SHAPE), dims, kernels_hip.STORAGE["reduce_op"]
+        )
     assert (err.value.op, err.value.backend, err.value.expected, err.value.got) == ("sum", "gpu", expected, dims)
 
 
@@ -78,8 +83,14 @@ def test_the_gpu_runtime_refuses_those_operands_with_the_same_error(lhs_shape, r
     lhs = GpuBuffer(1 << 40, int(np.prod(lhs_shape)), np.dtype(np.float32), 0)  # never read
     rhs = GpuBuffer(1 << 41, int(np.prod(rhs_shape)), np.dtype(np.float32), 0)
     with pytest.raises(ShapeMismatch) as err:
-        rt.matmul(lhs, rhs, MatmulDims(*bmnk), Layout.contiguous(lhs_shape), Layout.contiguous(rhs_shape),
-                  kernels_hip.STORAGE["matmul"])
+        rt.matmul(
+            lhs,
+            rhs,
+            MatmulDims(*bmnk),
+            Layout.contiguous(lhs_shape),
+            Layout.contiguous(rhs_shape),
+            kernels_hip.STORAGE["matmul"],
+        )
     assert (err.value.op, err.value.backend, err.value.expected, err.value.got) == ("matmul", "gpu", expected, got)
 
 

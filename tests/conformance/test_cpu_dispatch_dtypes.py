@@ -15,8 +15,12 @@ from .conftest import REGISTRY, expand
 from .refs import NP
 
 LAYOUT = Layout.contiguous((6,))
-CASES = [(family, op, dt) for family in ("binary", "cmp") for op, spec in REGISTRY[family].items()
-         for dt in expand(spec.get("dtypes"))]
+CASES = [
+    (family, op, dt)
+    for family in ("binary", "cmp")
+    for op, spec in REGISTRY[family].items()
+    for dt in expand(spec.get("dtypes"))
+]
 
 
 def _storages(dt: str, rng) -> tuple[np.ndarray, np.ndarray]:

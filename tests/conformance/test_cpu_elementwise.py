@@ -210,7 +210,11 @@ def test_to_dtype(src, dst, kind, rng):
 
 # --------------------------------------------------------------------------- where_cond
 
-WHERE_KINDS = [("contig", "contig", "contig"), ("transposed", "broadcast", "offset"), ("broadcast", "narrowed", "transposed")]
+WHERE_KINDS = [
+    ("contig", "contig", "contig"),
+    ("transposed", "broadcast", "offset"),
+    ("broadcast", "narrowed", "transposed"),
+]
 
 
 @pytest.mark.parametrize("kinds", WHERE_KINDS, ids=["-".join(k) for k in WHERE_KINDS])

@@ -82,7 +82,9 @@ def _call(op: str, overrides: dict):
 
 
 def _cases(key: str):
-    return [pytest.param(op, group, id=f"{op}-{'-'.join(group)}") for op, spec in OPS.items() if (group := spec.get(key))]
+    return [
+        pytest.param(op, group, id=f"{op}-{'-'.join(group)}") for op, spec in OPS.items() if (group := spec.get(key))
+    ]
 
 
 @pytest.mark.parametrize("op,group", _cases("same_dtype"))

@@ -243,4 +243,3 @@ def test_gather_ids_rank(rng):
     si, li = _ids_storage("u32", np.zeros((3, 4), dtype=np.int64))
     with pytest.raises(ShapeMismatch):
         s.gather(layout, si, li, 0)
-

@@ -119,4 +119,3 @@ def test_copy2d_out_of_bounds(which):
     with pytest.raises(ShapeMismatch) as e:
         s.copy2d(d, *args)
     assert e.value.op == "copy2d"
-

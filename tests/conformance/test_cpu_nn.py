@@ -24,8 +24,12 @@ CONV1D = {
 }
 CONV_T1D = {
     "plain": ConvTransposeParams1D(b_size=2, l_in=5, c_out=2, c_in=3, k_size=3),
-    "stride2-pad1-outpad1": ConvTransposeParams1D(b_size=2, l_in=4, c_out=3, c_in=2, k_size=3, padding=1, output_padding=1, stride=2),
-    "stride3-dil2-pad2": ConvTransposeParams1D(b_size=1, l_in=3, c_out=2, c_in=2, k_size=2, padding=2, output_padding=2, stride=3, dilation=2),
+    "stride2-pad1-outpad1": ConvTransposeParams1D(
+        b_size=2, l_in=4, c_out=3, c_in=2, k_size=3, padding=1, output_padding=1, stride=2
+    ),
+    "stride3-dil2-pad2": ConvTransposeParams1D(
+        b_size=1, l_in=3, c_out=2, c_in=2, k_size=2, padding=2, output_padding=2, stride=3, dilation=2
+    ),
     "stride2-outpad1": ConvTransposeParams1D(b_size=1, l_in=3, c_out=2, c_in=2, k_size=2, output_padding=1, stride=2),
 }
 CONV2D = {
@@ -35,9 +39,13 @@ CONV2D = {
 }
 CONV_T2D = {
     "plain": ConvTransposeParams2D(b_size=2, i_h=3, i_w=4, k_h=2, k_w=3, c_out=2, c_in=3),
-    "stride2-pad1-outpad1": ConvTransposeParams2D(b_size=1, i_h=3, i_w=3, k_h=3, k_w=3, c_out=2, c_in=2, padding=1, output_padding=1, stride=2),
+    "stride2-pad1-outpad1": ConvTransposeParams2D(
+        b_size=1, i_h=3, i_w=3, k_h=3, k_w=3, c_out=2, c_in=2, padding=1, output_padding=1, stride=2
+    ),
     "dil2-pad1": ConvTransposeParams2D(b_size=1, i_h=3, i_w=2, k_h=2, k_w=2, c_out=3, c_in=2, padding=1, dilation=2),
-    "stride2-outpad1": ConvTransposeParams2D(b_size=1, i_h=2, i_w=3, k_h=2, k_w=2, c_out=2, c_in=2, output_padding=1, stride=2),
+    "stride2-outpad1": ConvTransposeParams2D(
+        b_size=1, i_h=2, i_w=3, k_h=2, k_w=2, c_out=2, c_in=2, output_padding=1, stride=2
+    ),
 }
 CONV_KINDS = ["contig", "permuted"]
 
@@ -61,8 +69,17 @@ def _run_conv(op, name, kind, p, x_shape, k_shape, out_shape, ref, rng):
 @pytest.mark.parametrize("name", storage_dtypes("conv1d"))
 def test_conv1d(name, case, kind, rng):
     p = CONV1D[case]
-    _run_conv("conv1d", name, kind, p, (p.b_size, p.c_in, p.l_in), (p.c_out, p.c_in, p.k_size),
-              (p.b_size, p.c_out, p.l_out()), refs.conv1d_ref, rng)
+    _run_conv(
+        "conv1d",
+        name,
+        kind,
+        p,
+        (p.b_size, p.c_in, p.l_in),
+        (p.c_out, p.c_in, p.k_size),
+        (p.b_size, p.c_out, p.l_out()),
+        refs.conv1d_ref,
+        rng,
+    )
 
 
 @pytest.mark.parametrize("kind", CONV_KINDS)
@@ -70,8 +87,17 @@ def test_conv1d(name, case, kind, rng):
 @pytest.mark.parametrize("name", storage_dtypes("conv_transpose1d"))
 def test_conv_transpose1d(name, case, kind, rng):
     p = CONV_T1D[case]
-    _run_conv("conv_transpose1d", name, kind, p, (p.b_size, p.c_in, p.l_in), (p.c_in, p.c_out, p.k_size),
-              (p.b_size, p.c_out, p.l_out()), refs.conv_transpose1d_ref, rng)
+    _run_conv(
+        "conv_transpose1d",
+        name,
+        kind,
+        p,
+        (p.b_size, p.c_in, p.l_in),
+        (p.c_in, p.c_out, p.k_size),
+        (p.b_size, p.c_out, p.l_out()),
+        refs.conv_transpose1d_ref,
+        rng,
+    )
 
 
 @pytest.mark.parametrize("kind", CONV_KINDS)
@@ -79,8 +105,17 @@ def test_conv_transpose1d(name, case, kind, rng):
 @pytest.mark.parametrize("name", storage_dtypes("conv2d"))
 def test_conv2d(name, case, kind, rng):
     p = CONV2D[case]
-    _run_conv("conv2d", name, kind, p, (p.b_size, p.c_in, p.i_h, p.i_w), (p.c_out, p.c_in, p.k_h, p.k_w),
-              (p.b_size, p.c_out, p.out_h(), p.out_w()), refs.conv2d_ref, rng)
+    _run_conv(
+        "conv2d",
+        name,
+        kind,
+        p,
+        (p.b_size, p.c_in, p.i_h, p.i_w),
+        (p.c_out, p.c_in, p.k_h, p.k_w),
+        (p.b_size, p.c_out, p.out_h(), p.out_w()),
+        refs.conv2d_ref,
+        rng,
+    )
 
 
 @pytest.mark.parametrize("kind", CONV_KINDS)
@@ -88,8 +123,17 @@ def test_conv2d(name, case, kind, rng):
 @pytest.mark.parametrize("name", storage_dtypes("conv_transpose2d"))
 def test_conv_transpose2d(name, case, kind, rng):
     p = CONV_T2D[case]
-    _run_conv("conv_transpose2d", name, kind, p, (p.b_size, p.c_in, p.i_h, p.i_w), (p.c_in, p.c_out, p.k_h, p.k_w),
-              (p.b_size, p.c_out, p.out_h(), p.out_w()), refs.conv_transpose2d_ref, rng)
+    _run_conv(
+        "conv_transpose2d",
+        name,
+        kind,
+        p,
+        (p.b_size, p.c_in, p.i_h, p.i_w),
+        (p.c_in, p.c_out, p.k_h, p.k_w),
+        (p.b_size, p.c_out, p.out_h(), p.out_w()),
+        refs.conv_transpose2d_ref,
+        rng,
+    )
 
 
 @pytest.mark.parametrize(

@@ -11,8 +11,8 @@ import math
 import numpy as np
 import pytest
 
-from runtime.cpu import nn_ops as nn
 from runtime import nn_shapes
+from runtime.cpu import nn_ops as nn
 from runtime.errors import DTypeMismatch, ShapeMismatch
 from runtime.layout import Layout
 
@@ -146,6 +146,7 @@ def ref_sdpa(q, k, v, scale: float, causal: bool) -> np.ndarray:
 
 def ref_arg_sort(x: np.ndarray, ascending: bool) -> np.ndarray:
     """Equal values in index order, NaN the largest value."""
+
     def key(r, i):
         v = r[i]
         if isinstance(v, float) and math.isnan(v):
@@ -236,8 +237,9 @@ def test_norms_of_empty_rows():
     x, a = np.zeros(0, np.float32), np.ones(4, np.float32)
     out, shape = nn.rms_norm(x, Layout.contiguous((0, 4)), a, Layout.contiguous((4,)), EPS)
     assert out.size == 0 and shape == (0, 4)
-    out, shape = nn.layer_norm(x, Layout.contiguous((0, 4)), a, Layout.contiguous((4,)), a,
-                               Layout.contiguous((4,)), EPS)
+    out, shape = nn.layer_norm(
+        x, Layout.contiguous((0, 4)), a, Layout.contiguous((4,)), a, Layout.contiguous((4,)), EPS
+    )
     assert out.size == 0 and shape == (0, 4)
 
 
@@ -362,19 +364,31 @@ SHAPE_ERRORS = {
     "softmax of a scalar": (lambda: nn.softmax_last_dim(*_c()), "softmax_last_dim", "rank >= 1"),
     "arg_sort of a scalar": (lambda: nn.arg_sort(*_c(), True), "arg_sort", "rank >= 1"),
     "rms_norm alpha too short": (lambda: nn.rms_norm(*_c(2, 7), *_c(6), EPS), "rms_norm", "alpha of shape (7,)"),
-    "layer_norm beta of rank 2": (lambda: nn.layer_norm(*_c(2, 7), *_c(7), *_c(1, 7), EPS), "layer_norm",
-                                  "beta of shape (7,)"),
+    "layer_norm beta of rank 2": (
+        lambda: nn.layer_norm(*_c(2, 7), *_c(7), *_c(1, 7), EPS),
+        "layer_norm",
+        "beta of shape (7,)",
+    ),
     "rope odd d": (lambda: nn.rope(*_c(1, 2, 3, 5), *_c(3, 2), *_c(3, 2)), "rope", "d even"),
     "rope_i rank 3": (lambda: nn.rope_i(*_c(2, 3, 4), *_c(3, 2), *_c(3, 2)), "rope_i", "(b, h, t, d)"),
     "rope cos too few rows": (lambda: nn.rope(*_c(1, 2, 3, 4), *_c(2, 2), *_c(3, 2)), "rope", "cos of shape"),
-    "rope_thd sin of d": (lambda: nn.rope_thd(*_c(1, 3, 2, 4), *_c(3, 2), *_c(3, 4)), "rope_thd", "sin of shape (t, d/2) = (3, 2)"),
+    "rope_thd sin of d": (
+        lambda: nn.rope_thd(*_c(1, 3, 2, 4), *_c(3, 2), *_c(3, 4)),
+        "rope_thd",
+        "sin of shape (t, d/2) = (3, 2)",
+    ),
     "sdpa q rank 3": (lambda: nn.sdpa(*_c(2, 3, 4), *_c(2, 3, 4), *_c(2, 3, 4), 1.0, False), "sdpa", "q of shape"),
-    "sdpa k of other heads": (lambda: nn.sdpa(*_c(1, 2, 3, 4), *_c(1, 3, 3, 4), *_c(1, 3, 3, 4), 1.0, False),
-                              "sdpa", "k of shape (1, 2, skv, 4)"),
-    "sdpa no keys": (lambda: nn.sdpa(*_c(1, 2, 3, 4), *_c(1, 2, 0, 4), *_c(1, 2, 0, 4), 1.0, True), "sdpa",
-                     "skv >= 1"),
-    "sdpa v unlike k": (lambda: nn.sdpa(*_c(1, 2, 3, 4), *_c(1, 2, 5, 4), *_c(1, 2, 6, 4), 1.0, False), "sdpa",
-                        "v of k's shape (1, 2, 5, 4)"),
+    "sdpa k of other heads": (
+        lambda: nn.sdpa(*_c(1, 2, 3, 4), *_c(1, 3, 3, 4), *_c(1, 3, 3, 4), 1.0, False),
+        "sdpa",
+        "k of shape (1, 2, skv, 4)",
+    ),
+    "sdpa no keys": (lambda: nn.sdpa(*_c(1, 2, 3, 4), *_c(1, 2, 0, 4), *_c(1, 2, 0, 4), 1.0, True), "sdpa", "skv >= 1"),
+    "sdpa v unlike k": (
+        lambda: nn.sdpa(*_c(1, 2, 3, 4), *_c(1, 2, 5, 4), *_c(1, 2, 6, 4), 1.0, False),
+        "sdpa",
+        "v of k's shape (1, 2, 5, 4)",
+    ),
 }
 
 
@@ -396,10 +410,12 @@ def test_shape_rules_name_the_backend_they_are_given():
 DTYPE_ERRORS = {
     "sigmoid of u8": lambda: nn.sigmoid(np.zeros(3, np.uint8), Layout.contiguous((3,))),
     "softmax of i64": lambda: nn.softmax_last_dim(np.zeros(3, np.int64), Layout.contiguous((3,))),
-    "rms_norm alpha of another dtype": lambda: nn.rms_norm(*_c(2, 3), np.ones(3, np.float16),
-                                                           Layout.contiguous((3,)), EPS),
-    "sdpa of f64": lambda: nn.sdpa(*[a for _ in range(3) for a in (np.zeros(8), Layout.contiguous((1, 1, 2, 4)))],
-                                   1.0, False),
+    "rms_norm alpha of another dtype": lambda: nn.rms_norm(
+        *_c(2, 3), np.ones(3, np.float16), Layout.contiguous((3,)), EPS
+    ),
+    "sdpa of f64": lambda: nn.sdpa(
+        *[a for _ in range(3) for a in (np.zeros(8), Layout.contiguous((1, 1, 2, 4)))], 1.0, False
+    ),
     "rope sin of another dtype": lambda: nn.rope(*_c(1, 1, 2, 4), *_c(2, 2), np.zeros(4), Layout.contiguous((2, 2))),
 }
 
@@ -459,7 +475,8 @@ def test_the_generated_op_runs_these_functions_on_the_cpu(rng, op):
     first, *rest = [cpu.storage_from_slice(a) for a in arrays]
     args = [x for s, layout in zip(rest, layouts[1:]) for x in (s, layout)]
     out, shape = getattr(first, f"apply_op{len(arrays)}")(layouts[0], *args, custom)
-    want, want_shape = getattr(nn, op)(*[x for a, layout in zip(arrays, layouts) for x in (a.reshape(-1), layout)],
-                                       *PARAMS.get(op, ()))
+    want, want_shape = getattr(nn, op)(
+        *[x for a, layout in zip(arrays, layouts) for x in (a.reshape(-1), layout)], *PARAMS.get(op, ())
+    )
     assert shape == want_shape
     np.testing.assert_array_equal(g.to_numpy(out, Layout.contiguous(shape)).reshape(-1), want)

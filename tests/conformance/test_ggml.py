@@ -12,8 +12,7 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 from hypothesis.extra.numpy import arrays
 
 from runtime import ggml
@@ -192,6 +191,7 @@ def test_dequantize_matches_ggml(fmt, reference_inputs):
 
 
 # --------------------------------------------------------------------------- the gguf package
+
 
 def gguf_type(fmt: str):
     return gguf.GGMLQuantizationType[fmt.upper()]

@@ -4,7 +4,6 @@ rewrites tests/golden/mini/."""
 from __future__ import annotations
 
 import pytest
-
 from gen_helpers import Importer, workspace
 
 

@@ -43,12 +43,12 @@ def check(text: str) -> RenderError | None:
 
 
 BREAKS = [
-    "def broken(:\n    pass",                  # a syntax error
-    "def dup(a, a):\n    pass",                # a symbol-table error (compile, not the parser)
-    "x = [\n    1,",                           # a bracket the rest of the text cannot close
-    "from __future__ import annotations",      # a future import after other statements
-    "  half = 1",                              # a dedent to no enclosing level
-    "def f():\n    nonlocal q",                # nonlocal without an enclosing binding
+    "def broken(:\n    pass",  # a syntax error
+    "def dup(a, a):\n    pass",  # a symbol-table error (compile, not the parser)
+    "x = [\n    1,",  # a bracket the rest of the text cannot close
+    "from __future__ import annotations",  # a future import after other statements
+    "  half = 1",  # a dedent to no enclosing level
+    "def f():\n    nonlocal q",  # nonlocal without an enclosing binding
 ]
 
 
@@ -63,13 +63,16 @@ def test_rejects_what_compile_rejects_at_the_same_line(broken, where):
     assert (got.line, got.col) == (want.lineno, want.offset)
 
 
-@pytest.mark.parametrize("joined", [
-    's = """one\n\n\ntwo"""',                   # two blank lines inside a string: a split that is no statement boundary
-    "x = (\n    1,\n\n\n    2,\n)",             # ... inside brackets
-    "@decorator\n\n\ndef h():\n    pass",     # ... between a decorator and its def
-    "if c:\n    pass\n\n\nelse:\n    pass",   # ... between if and else
-    "    more = 1",                            # a block that goes on with the def before it
-])
+@pytest.mark.parametrize(
+    "joined",
+    [
+        's = """one\n\n\ntwo"""',  # two blank lines inside a string: a split that is no statement boundary
+        "x = (\n    1,\n\n\n    2,\n)",  # ... inside brackets
+        "@decorator\n\n\ndef h():\n    pass",  # ... between a decorator and its def
+        "if c:\n    pass\n\n\nelse:\n    pass",  # ... between if and else
+        "    more = 1",  # a block that goes on with the def before it
+    ],
+)
 def test_accepts_what_compile_accepts(joined):
     blocks = module(200)
     blocks.insert(100, joined)
@@ -80,17 +83,37 @@ def test_accepts_what_compile_accepts(joined):
 
 # ----------------------------------------------------------------------------- launch wrappers
 
-WRAPPER = ('def launch_{name}(launch, grid, block, stream{params}) -> None:\n'
-           '    launch(_SRC_AFFINE, "{name}", grid, block, stream, ({args},), _ARGS_AFFINE_BF16)')
-NAMES = ["x", "numel", "info", "out", "grid", "launch", "match", "_", "type", "None", "class", "lambda",
-         "__debug__", "print", "x1", "a_b"]
+WRAPPER = (
+    "def launch_{name}(launch, grid, block, stream{params}) -> None:\n"
+    '    launch(_SRC_AFFINE, "{name}", grid, block, stream, ({args},), _ARGS_AFFINE_BF16)'
+)
+NAMES = [
+    "x",
+    "numel",
+    "info",
+    "out",
+    "grid",
+    "launch",
+    "match",
+    "_",
+    "type",
+    "None",
+    "class",
+    "lambda",
+    "__debug__",
+    "print",
+    "x1",
+    "a_b",
+]
 
 
 def wrapper(name: str, params: list[str], args: list[str]) -> str:
     return WRAPPER.format(name=name, params="".join(f", {p}" for p in params), args=", ".join(args))
 
 
-@given(st.sampled_from(NAMES), st.lists(st.sampled_from(NAMES), max_size=5), st.lists(st.sampled_from(NAMES), max_size=5))
+@given(
+    st.sampled_from(NAMES), st.lists(st.sampled_from(NAMES), max_size=5), st.lists(st.sampled_from(NAMES), max_size=5)
+)
 def test_a_recognized_launch_wrapper_always_compiles(name, params, args):
     """The recognizer stands in for compile on the blocks it accepts: it must accept none
     that compile rejects (keywords, __debug__, repeated parameters, an empty tuple)."""
@@ -109,8 +132,9 @@ def test_every_generated_launch_wrapper_is_recognized():
     assert blocks and all(pycheck.is_launch_wrapper(b) for b in blocks)
 
 
-@pytest.mark.parametrize(("before", "after"), [("x = (", ")"), ('s = """', '"""'), ("@decorator", "y = 1"),
-                                               ("class C:", "    z = 1")])
+@pytest.mark.parametrize(
+    ("before", "after"), [("x = (", ")"), ('s = """', '"""'), ("@decorator", "y = 1"), ("class C:", "    z = 1")]
+)
 def test_a_wrapper_inside_another_blocks_brackets_or_strings(before, after):
     """A wrapper between a block that opens something and one that closes it: the pieces
     around it never join across it, so the verdict is compile's on the whole text."""

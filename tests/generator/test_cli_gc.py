@@ -12,9 +12,11 @@ from gen_helpers import BROKEN, MINI, run_cli
 @pytest.mark.parametrize("case", ["written", "stale", "broken"])
 def test_collector_is_enabled_again_after_gen(case, tmp_path):
     out = tmp_path / "pkg"
-    args = {"written": ("--registry", MINI, "--out", out),
-            "stale": ("--registry", MINI, "--out", out, "--check"),
-            "broken": ("--registry", sorted(BROKEN.glob("*.yaml"))[0], "--out", out)}[case]
+    args = {
+        "written": ("--registry", MINI, "--out", out),
+        "stale": ("--registry", MINI, "--out", out, "--check"),
+        "broken": ("--registry", sorted(BROKEN.glob("*.yaml"))[0], "--out", out),
+    }[case]
     assert gc.isenabled()
     result = run_cli(*args)
     assert result.exit_code == {"written": 0, "stale": 1, "broken": 2}[case], result.output

@@ -7,7 +7,6 @@ from __future__ import annotations
 import shutil
 
 import pytest
-
 from gen_helpers import BROKEN, MINI, corpus, corpus_header, crashed, diagnostics, run_cli, snapshot
 
 CORPUS = corpus()
@@ -43,7 +42,8 @@ def test_broken_registry(ws, path):
     assert len(got) == len(expectations), f"expected {len(expectations)} diagnostic(s), got:\n{report}"
     for e, (line, col, msg) in zip(expectations, got):
         assert (line, col) == (e.line, e.col) and e.fragment in msg, (
-            f"expected {e.line}:{e.col} ...{e.fragment}..., got:\n{report}")
+            f"expected {e.line}:{e.col} ...{e.fragment}..., got:\n{report}"
+        )
     assert not out.exists(), "an invalid registry must write nothing"
 
 
@@ -107,7 +107,9 @@ def test_deeply_nested_yaml_is_a_diagnostic(ws):
     target.write_text(
         "version: 1\ndtypes:\n  f32: {numpy: float32, kind: float}\n"
         "backends:\n  cpu: {runtime: mini_rt.cpu, kernels: numpy}\n"
-        f"dtype_sets:\n  deep: {'[' * depth}{']' * depth}\n", encoding="utf-8")
+        f"dtype_sets:\n  deep: {'[' * depth}{']' * depth}\n",
+        encoding="utf-8",
+    )
     result = run_cli("--registry", target, "--out", ws / "out_deeply_nested")
     assert not crashed(result), f"traceback instead of diagnostics: {result.exception!r}"
     assert result.exit_code == 2

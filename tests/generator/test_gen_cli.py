@@ -8,14 +8,25 @@ import os
 import shutil
 
 import pytest
+from gen_helpers import MINI, crashed, model_of_text, run_cli, snapshot, workspace
 
 import generator
 import generator.render
-from gen_helpers import MINI, crashed, model_of_text, run_cli, snapshot, workspace
 from generator.render import MARKER_PREFIX, TEMPLATES, RenderError, render
 
-FILES = ["__init__.py", "backends.py", "contract.py", "conversions.py", "custom_ops.py", "device.py", "dtypes.py",
-         "kernels_numpy.py", "nn.py", "quantized.py", "storage.py"]
+FILES = [
+    "__init__.py",
+    "backends.py",
+    "contract.py",
+    "conversions.py",
+    "custom_ops.py",
+    "device.py",
+    "dtypes.py",
+    "kernels_numpy.py",
+    "nn.py",
+    "quantized.py",
+    "storage.py",
+]
 
 
 @pytest.fixture
@@ -240,8 +251,17 @@ def test_help(args):
 
 def test_main_help_documents_exit_status_and_commands():
     text = run_cli("--help").stdout
-    for needed in ("--registry", "--out", "--check", "--version", "parity", "schema", "Exit status",
-                   "1 stale", "2 invalid"):
+    for needed in (
+        "--registry",
+        "--out",
+        "--check",
+        "--version",
+        "parity",
+        "schema",
+        "Exit status",
+        "1 stale",
+        "2 invalid",
+    ):
         assert needed in text, needed
 
 
@@ -261,7 +281,9 @@ def test_parity_table_of_the_fixture():
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     assert lines[0].split() == ["op", "cpu", "gpu"]
-    ops = {ln.split()[0]: ln.split()[1:] for ln in lines[1:] if ln.startswith(("storage.", "device.", "qstorage.", "nn."))}
+    ops = {
+        ln.split()[0]: ln.split()[1:] for ln in lines[1:] if ln.startswith(("storage.", "device.", "qstorage.", "nn."))
+    }
     assert ops == {
         "storage.dtype": ["yes", "yes"],
         "storage.device": ["yes", "yes"],
@@ -280,8 +302,12 @@ def test_parity_table_of_the_fixture():
         "nn.scale_rows": ["yes", "MISSING"],
     }
     transfers = [ln.split() for ln in lines if ln.startswith("to_device")]
-    assert [t[1:] for t in transfers] == [["cpu->cpu", "yes"], ["cpu->gpu", "yes"], ["gpu->cpu", "yes"],
-                                          ["gpu->gpu", "yes"]]
+    assert [t[1:] for t in transfers] == [
+        ["cpu->cpu", "yes"],
+        ["cpu->gpu", "yes"],
+        ["gpu->cpu", "yes"],
+        ["gpu->gpu", "yes"],
+    ]
     assert "cpu: 13 implemented, 0 fall back, 1 custom-op hooks, 1 missing" in result.stdout
     assert "gpu: 5 implemented, 1 fall back, 1 custom-op hooks, 8 missing" in result.stdout
 

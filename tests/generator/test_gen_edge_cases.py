@@ -5,15 +5,14 @@ should be *rejected* instead live in tests/fixtures/broken/.)"""
 
 from __future__ import annotations
 
-import re
-
 import importlib
 import itertools
+import re
 
 import numpy as np
 import pytest
-
 from gen_helpers import model_of_text, render_text, undefined_globals, unused_imports, write_package
+
 from generator.diagnostics import RegistryError
 from runtime.layout import Layout
 
@@ -63,15 +62,17 @@ def test_every_optional_section_can_be_left_out(build):
 @pytest.mark.parametrize("doc", ['the "fast" path', 'ends with a quote"', "C:\\xdir", 'three """ quotes', "tab\\t"])
 def test_op_docs_are_quoted(build, doc):
     yaml_doc = "'" + doc.replace("'", "''") + "'"
-    m = build(HEAD + TRAIT + f"storage:\n  dtype: {{params: {{}}, returns: DType, doc: {yaml_doc}}}\n"
-              f"device:\n  location: {{params: {{}}, returns: str, doc: {yaml_doc}}}\n")
+    m = build(
+        HEAD + TRAIT + f"storage:\n  dtype: {{params: {{}}, returns: DType, doc: {yaml_doc}}}\n"
+        f"device:\n  location: {{params: {{}}, returns: str, doc: {yaml_doc}}}\n"
+    )
     assert m.Storage.dtype.__doc__ == doc
     assert m.Device.location.__doc__ == doc
 
 
 def test_backend_doc_is_quoted(build):
     m = build(HEAD.replace("kernels: numpy}", "kernels: numpy, doc: 'it''s \"quoted\" \\\\ here'}") + TRAIT)
-    assert m.Backend.CPU.doc == "it's \"quoted\" \\\\ here"
+    assert m.Backend.CPU.doc == 'it\'s "quoted" \\\\ here'
 
 
 def test_dtype_hip_name_is_quoted(build):
@@ -83,8 +84,10 @@ def test_device_method_with_an_op_enum_parameter(build):
     """Device arms pass op enums as kernel tables, as Storage arms do, but device.py does not
     import the kernel module: the arm raises NameError instead of calling the runtime."""
     try:
-        m = build(HEAD + TRAIT + 'unary:\n  neg: {numpy: "-x", dtypes: all}\n'
-                  "device:\n  location: {params: {op: UnaryOp}, returns: str}\n")
+        m = build(
+            HEAD + TRAIT + 'unary:\n  neg: {numpy: "-x", dtypes: all}\n'
+            "device:\n  location: {params: {op: UnaryOp}, returns: str}\n"
+        )
     except RegistryError as exc:  # rejecting op-enum parameters of device methods is a fix too
         assert "device.location.params.op" in str(exc)
         return
@@ -94,9 +97,14 @@ def test_device_method_with_an_op_enum_parameter(build):
 
 def test_fallback_with_impl(build):
     """`impl` renames the runtime function; the fallback check must look for that name, not the op's."""
-    text = (HEAD + "  gpu: {runtime: mini_rt.gpu, ordinal: true}\n" + TRAIT + FROM_SLICE +
-            "storage:\n  scale: {params: {layout: Layout, mul: float, add: float}, returns: Storage,"
-            " impl: {cpu: affine}, fallback: cpu}\n")
+    text = (
+        HEAD
+        + "  gpu: {runtime: mini_rt.gpu, ordinal: true}\n"
+        + TRAIT
+        + FROM_SLICE
+        + "storage:\n  scale: {params: {layout: Layout, mul: float, add: float}, returns: Storage,"
+        " impl: {cpu: affine}, fallback: cpu}\n"
+    )
     try:
         m = build(text)
     except RegistryError as exc:
@@ -109,9 +117,11 @@ def test_fallback_with_impl(build):
 def test_kernel_names_of_per_kind_expressions_do_not_collide(build):
     """`exp` with one expression per kind gets functions unary_exp_float, ...; an op named
     `exp_float` gets unary_exp_float too, and the later definition wins."""
-    text = (HEAD + TRAIT + FROM_SLICE + 'unary:\n  exp: {numpy: {float: "np.exp(x)", uint: "x"}, dtypes: all}\n'
-            '  exp_float: {numpy: "-x", dtypes: all}\n'
-            "storage:\n  unary: {params: {op: UnaryOp, layout: Layout}, returns: Storage}\n")
+    text = (
+        HEAD + TRAIT + FROM_SLICE + 'unary:\n  exp: {numpy: {float: "np.exp(x)", uint: "x"}, dtypes: all}\n'
+        '  exp_float: {numpy: "-x", dtypes: all}\n'
+        "storage:\n  unary: {params: {op: UnaryOp, layout: Layout}, returns: Storage}\n"
+    )
     try:
         m = build(text)
     except RegistryError:
@@ -124,9 +134,11 @@ def test_kernel_names_of_per_kind_expressions_do_not_collide(build):
 def test_dtype_checks_without_a_dtype_op(build):
     """same_dtype and `dtypes:` checks call Storage.dtype(), and __repr__ does too; a registry
     without a `dtype` storage op must be rejected, or these must work without it."""
-    text = (HEAD + TRAIT + FROM_SLICE + 'binary:\n  div: {numpy: "x / y", dtypes: all}\n'
-            "storage:\n  binary:\n    params: {op: BinaryOp, rhs: Storage, lhs_layout: Layout, rhs_layout: Layout}\n"
-            "    returns: Storage\n    same_dtype: [self, rhs]\n")
+    text = (
+        HEAD + TRAIT + FROM_SLICE + 'binary:\n  div: {numpy: "x / y", dtypes: all}\n'
+        "storage:\n  binary:\n    params: {op: BinaryOp, rhs: Storage, lhs_layout: Layout, rhs_layout: Layout}\n"
+        "    returns: Storage\n    same_dtype: [self, rhs]\n"
+    )
     try:
         m = build(text)
     except RegistryError as exc:
@@ -147,9 +159,14 @@ def test_validation_is_repeatable():
 def test_backend_named_like_a_generated_helper(build, name):
     """Runtime modules are imported under a prefix no generated name uses (_rt_<backend>),
     so a backend may be called like a helper of the generated code and still dispatch."""
-    text = HEAD.replace("  cpu: {runtime: mini_rt.cpu, kernels: numpy}",
-                        f"  {name}: {{runtime: mini_rt.cpu, kernels: numpy}}") + TRAIT + FROM_SLICE + \
-        "storage:\n  affine: {params: {layout: Layout, mul: float, add: float}, returns: Storage}\n"
+    text = (
+        HEAD.replace(
+            "  cpu: {runtime: mini_rt.cpu, kernels: numpy}", f"  {name}: {{runtime: mini_rt.cpu, kernels: numpy}}"
+        )
+        + TRAIT
+        + FROM_SLICE
+        + "storage:\n  affine: {params: {layout: Layout, mul: float, add: float}, returns: Storage}\n"
+    )
     m = build(text)
     s = m.Device(m.Backend(name)).storage_from_slice(np.array([1, 2, 3], np.float32))
     assert m.to_numpy(s.affine(L3, 2.0, 1.0), L3).tolist() == [3, 5, 7]
@@ -168,11 +185,20 @@ def test_a_kernel_item_naming_no_hip_entry_point_is_an_error():
         model_of_text(text.replace('"copy_strided_{x}"', '"copy_stridd_{x}"'), "ops.yaml", REPO)
     messages = sorted(str(d) for d in info.value.diagnostics)
     assert all("copy_stridd_{x}" in m or "copy_strided_{x}" in m or "COPY_STRIDED_X" in m for m in messages), messages
-    assert any("qstorage.matmul.kernel" in m and "kernel pattern 'copy_stridd_{x}': no entry-point template "
-               "(templates/hip/*.h.j2) instantiates it, and hip/*.hip does not define copy_stridd_f32" in m
-               for m in messages), messages
-    assert any("templates/hip/fill_copy.h.j2 instantiates kernel pattern 'copy_strided_{x}', which no op's "
-               "`kernel:` declares" in m for m in messages), messages
-    renamed = (r"runtime/gpu/quant\.py:\d+ names KernelPattern\.COPY_STRIDED_X, which no `kernel:` pattern of the "
-               r"registry gives; did you mean 'COPY_STRIDD_X'\?")
+    assert any(
+        "qstorage.matmul.kernel" in m
+        and "kernel pattern 'copy_stridd_{x}': no entry-point template "
+        "(templates/hip/*.h.j2) instantiates it, and hip/*.hip does not define copy_stridd_f32"
+        in m
+        for m in messages
+    ), messages
+    assert any(
+        "templates/hip/fill_copy.h.j2 instantiates kernel pattern 'copy_strided_{x}', which no op's "
+        "`kernel:` declares" in m
+        for m in messages
+    ), messages
+    renamed = (
+        r"runtime/gpu/quant\.py:\d+ names KernelPattern\.COPY_STRIDED_X, which no `kernel:` pattern of the "
+        r"registry gives; did you mean 'COPY_STRIDD_X'\?"
+    )
     assert any(re.search(renamed, m) for m in messages), messages

@@ -23,13 +23,19 @@ from gen_helpers import MINI, REPO, crashed, run_cli, workspace
 from generator.writer import JOURNAL, TMP_PREFIX
 
 A_TO_B = [  # edits turning the fixture registry into another one that changes nine of its ten modules
-    ('  gpu: {runtime: mini_rt.gpu, ordinal: true, doc: "fixture device backend; only some ops"}\n',
-     '  gpu: {runtime: mini_rt.gpu, ordinal: true, doc: "fixture device backend; only some ops"}\n'
-     '  rocm2: {runtime: mini_rt.rocm2, ordinal: true}\n'),
-    ("  f32:  {numpy: float32, hip: float, kind: float}\n",
-     "  f32:  {numpy: float32, hip: float, kind: float}\n  u32:  {numpy: uint32, hip: uint32_t, kind: uint}\n"),
-    ('  exp: {numpy: "np.exp(x)", dtypes: [f32, bf16]}\n',
-     '  exp: {numpy: "np.exp(x)", dtypes: [f32, bf16]}\n  sqr: {numpy: "x * x", dtypes: all}\n'),
+    (
+        '  gpu: {runtime: mini_rt.gpu, ordinal: true, doc: "fixture device backend; only some ops"}\n',
+        '  gpu: {runtime: mini_rt.gpu, ordinal: true, doc: "fixture device backend; only some ops"}\n'
+        "  rocm2: {runtime: mini_rt.rocm2, ordinal: true}\n",
+    ),
+    (
+        "  f32:  {numpy: float32, hip: float, kind: float}\n",
+        "  f32:  {numpy: float32, hip: float, kind: float}\n  u32:  {numpy: uint32, hip: uint32_t, kind: uint}\n",
+    ),
+    (
+        '  exp: {numpy: "np.exp(x)", dtypes: [f32, bf16]}\n',
+        '  exp: {numpy: "np.exp(x)", dtypes: [f32, bf16]}\n  sqr: {numpy: "x * x", dtypes: all}\n',
+    ),
 ]
 INTERRUPTED = "a gen was interrupted while writing here"
 
@@ -66,8 +72,13 @@ def variants(tmp_path_factory):
 def gen(root: Path, out: Path, *args: str, env: dict | None = None, **kwargs) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "generator.cli", "--registry", str(root / "ops.yaml"), "--out", str(out), *args],
-        cwd=REPO, env={**os.environ, **(env or {})}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        **kwargs)
+        cwd=REPO,
+        env={**os.environ, **(env or {})},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kwargs,
+    )
 
 
 def finish(proc: subprocess.Popen) -> tuple[int, str, str]:
@@ -161,7 +172,11 @@ def test_concurrent_runs_take_turns(variants, tmp_path):
     registry_a.write_text(registry_text("a"), encoding="utf-8")
     second = subprocess.Popen(
         [sys.executable, "-m", "generator.cli", "--registry", str(registry_a), "--out", str(out)],
-        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     waiting = second.stderr.readline()  # blocks until the second run reports the lock is busy
     assert waiting.strip() == f"{out}: another gen is writing here; waiting for it"
     assert second.poll() is None
@@ -231,7 +246,8 @@ def test_a_link_where_a_generated_file_goes_is_refused(generated, tmp_path):
         assert result.exit_code == 2 and not crashed(result)
         assert result.stderr.strip().splitlines() == [
             f"error: {out / 'storage.py'}: is a symbolic link (to {victim}); refusing to write through or replace "
-            "it; nothing written"]
+            "it; nothing written"
+        ]
     assert victim.read_bytes() == before and (out / "storage.py").is_symlink()
 
 
@@ -277,12 +293,18 @@ def test_out_is_a_file_registry_is_a_directory(tmp_path):
     afile = tmp_path / "afile"
     afile.write_text("x\n")
     for args, line in (
-        (("--registry", MINI, "--out", afile),
-         f"error: {afile}: is a file; --out names the directory of the generated package; nothing written"),
-        (("--registry", tmp_path, "--out", tmp_path / "o"),
-         f"error: {tmp_path}: is a directory; --registry names the registry file (ops.yaml); nothing written"),
-        (("--registry", MINI, "--out", afile / "sub"), f"error: {afile / 'sub'}: cannot write (Not a directory); "
-                                                        "nothing written"),
+        (
+            ("--registry", MINI, "--out", afile),
+            f"error: {afile}: is a file; --out names the directory of the generated package; nothing written",
+        ),
+        (
+            ("--registry", tmp_path, "--out", tmp_path / "o"),
+            f"error: {tmp_path}: is a directory; --registry names the registry file (ops.yaml); nothing written",
+        ),
+        (
+            ("--registry", MINI, "--out", afile / "sub"),
+            f"error: {afile / 'sub'}: cannot write (Not a directory); nothing written",
+        ),
     ):
         result = run_cli(*args)
         assert result.exit_code == 2 and not crashed(result), result.output
@@ -315,13 +337,18 @@ def test_unwritable_output_directory_writes_nothing(tmp_path, monkeypatch, faili
     monkeypatch.setattr(writer.tempfile, "mkstemp", mkstemp)
     result = run_cli("--registry", MINI, "--out", out)
     assert result.exit_code == 2 and not crashed(result), result.output
-    assert result.stderr.splitlines() == [f"error: {out / '.gen-tmp.x'}: cannot write (Permission denied); nothing written"]
+    assert result.stderr.splitlines() == [
+        f"error: {out / '.gen-tmp.x'}: cannot write (Permission denied); nothing written"
+    ]
     assert package(out) == edited != before
     assert sorted(p.name for p in out.iterdir()) == sorted(edited)
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="runs as root, whom directory permissions do not stop "
-                                              "(test_unwritable_output_directory_writes_nothing simulates it)")
+@pytest.mark.skipif(
+    os.geteuid() == 0,
+    reason="runs as root, whom directory permissions do not stop "
+    "(test_unwritable_output_directory_writes_nothing simulates it)",
+)
 def test_read_only_output_directory(tmp_path):
     out = tmp_path / "pkg"
     assert run_cli("--registry", MINI, "--out", out).exit_code == 0
@@ -346,7 +373,9 @@ def test_each_target_folder_is_its_own_transaction(tmp_path):
 
     def add_backend(registry: Path) -> None:  # changes files of both targets
         old = "  gpu: {runtime: mini_rt.gpu, ordinal: true}\n"
-        registry.write_text(registry.read_text().replace(old, old + "  rocm2: {runtime: mini_rt.rocm2, ordinal: true}\n"))
+        registry.write_text(
+            registry.read_text().replace(old, old + "  rocm2: {runtime: mini_rt.rocm2, ordinal: true}\n")
+        )
 
     scratch = fixture_copy(tmp_path / "scratch")  # how many files of each folder the edit rewrites
     assert run_cli("--registry", scratch).exit_code == 0
@@ -359,10 +388,14 @@ def test_each_target_folder_is_its_own_transaction(tmp_path):
     registry = fixture_copy(tmp_path / "ws")
     assert run_cli("--registry", registry).exit_code == 0
     add_backend(registry)
-    proc = subprocess.Popen([sys.executable, "-m", "generator.cli", "--registry", str(registry)], cwd=registry.parent,
-                            env={**os.environ, "OPGEN_FAULT": f"rename:{python_writes + rust_writes // 2}",
-                                 "PYTHONPATH": str(REPO)},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "generator.cli", "--registry", str(registry)],
+        cwd=registry.parent,
+        env={**os.environ, "OPGEN_FAULT": f"rename:{python_writes + rust_writes // 2}", "PYTHONPATH": str(REPO)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert finish(proc)[0] == -signal.SIGKILL
     python_out, rust_out = registry.parent / "generated", registry.parent / "generated" / "rust"
     assert not (python_out / JOURNAL).exists() and (rust_out / JOURNAL).exists()

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from gen_helpers import MINI, run_cli
+
 from runtime.errors import (
     BackendUnavailable,
     DeviceMismatch,
@@ -94,8 +94,9 @@ def test_implemented_arms_on_cpu(m, cpu):
 def test_strided_layouts_reach_the_runtime(m, cpu):
     a = cpu.storage_from_slice(np.arange(6, dtype=np.float32))
     t = Layout.contiguous((2, 3)).transpose(0, 1)
-    np.testing.assert_array_equal(m.to_vec2(a.unary(m.UnaryOp.NEG, t), Layout.contiguous((3, 2))),
-                                  -np.arange(6, dtype=np.float32).reshape(2, 3).T)
+    np.testing.assert_array_equal(
+        m.to_vec2(a.unary(m.UnaryOp.NEG, t), Layout.contiguous((3, 2))), -np.arange(6, dtype=np.float32).reshape(2, 3).T
+    )
 
 
 def test_fallback_arm_runs_on_cpu_and_stays_on_gpu(m, gpu):
@@ -166,8 +167,9 @@ def test_to_device_every_pair(m, cpu, gpu):
             moved = m.to_device(s, L3, dst)
             assert moved.backend is dst.backend, (src, dst)
             np.testing.assert_array_equal(m.to_vec1(moved, L3), X)
-    strided = m.to_device(cpu.storage_from_slice(np.arange(6, dtype=np.float32)),
-                          Layout.contiguous((2, 3)).transpose(0, 1), gpu)
+    strided = m.to_device(
+        cpu.storage_from_slice(np.arange(6, dtype=np.float32)), Layout.contiguous((2, 3)).transpose(0, 1), gpu
+    )
     assert m.to_vec2(strided, Layout.contiguous((3, 2))).tolist() == [[0, 3], [1, 4], [2, 5]]
 
 

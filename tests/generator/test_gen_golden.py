@@ -9,8 +9,8 @@ import subprocess
 import sys
 
 import pytest
-
 from gen_helpers import GOLDEN, MINI, REPO, run_cli, undefined_globals, unused_imports
+
 import generator.render
 from generator.render import MARKER_PREFIX
 
@@ -44,17 +44,30 @@ def test_golden_files(generated, update_golden):
     assert sorted(generated) == sorted(golden), "the set of generated files changed (run pytest --update-golden)"
     for name, data in generated.items():
         if data != golden[name]:
-            diff = "".join(difflib.unified_diff(
-                golden[name].decode().splitlines(keepends=True), data.decode().splitlines(keepends=True),
-                f"golden/{name}", f"generated/{name}"))
+            diff = "".join(
+                difflib.unified_diff(
+                    golden[name].decode().splitlines(keepends=True),
+                    data.decode().splitlines(keepends=True),
+                    f"golden/{name}",
+                    f"generated/{name}",
+                )
+            )
             pytest.fail(f"{name} differs from tests/golden/mini (run pytest --update-golden if intended):\n{diff}")
 
 
 def test_golden_covers_the_package():
     """The golden set is the whole package, kernels included (the fixture's cpu has numpy kernels)."""
     names = set(_files(GOLDEN))
-    assert {"__init__.py", "backends.py", "conversions.py", "custom_ops.py", "device.py", "dtypes.py",
-            "kernels_numpy.py", "storage.py"} <= names
+    assert {
+        "__init__.py",
+        "backends.py",
+        "conversions.py",
+        "custom_ops.py",
+        "device.py",
+        "dtypes.py",
+        "kernels_numpy.py",
+        "storage.py",
+    } <= names
 
 
 def test_every_file_starts_with_the_marker(generated):
@@ -102,7 +115,11 @@ def _generate_in_subprocess(out, seed: str, cwd) -> dict[str, bytes]:
     env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(REPO)}
     proc = subprocess.run(
         [sys.executable, "-m", "generator.cli", "--registry", str(MINI), "--out", str(out)],
-        cwd=cwd, env=env, capture_output=True, text=True, timeout=60,
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert proc.returncode == 0, proc.stderr
     return _files(out)

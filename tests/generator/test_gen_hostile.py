@@ -32,9 +32,14 @@ HOSTILE = {
     "billion_laughs": (laughs(9, 9), "alias *l"),
     "binary_laughs": (laughs(40, 2), "alias *l"),
     # Mappings of aliases expand like lists do.
-    "mapping_laughs": ("a: &a {x: 1, y: 2}\n" + "".join(
-        f"b{i}: &b{i} {{p: *{'a' if i == 0 else f'b{i - 1}'}, q: *{'a' if i == 0 else f'b{i - 1}'}}}\n"
-        for i in range(40)), "alias *b"),
+    "mapping_laughs": (
+        "a: &a {x: 1, y: 2}\n"
+        + "".join(
+            f"b{i}: &b{i} {{p: *{'a' if i == 0 else f'b{i - 1}'}, q: *{'a' if i == 0 else f'b{i - 1}'}}}\n"
+            for i in range(40)
+        ),
+        "alias *b",
+    ),
     "alias_contains_itself": ("x: &x [1, *x]\n", "alias contains itself"),
     "deep_flow": ("x: " + "[" * 900 + "]" * 900 + "\n", "nest more than"),
     "deep_block": ("".join("  " * i + f"k{i}:\n" for i in range(200)) + "  " * 200 + "v\n", "nest more than"),
@@ -49,8 +54,14 @@ def test_hostile_registry_is_rejected_in_bounded_memory(tmp_path, name):
     registry = tmp_path / "ops.yaml"
     registry.write_text(text, encoding="utf-8")
     out = tmp_path / "generated"
-    proc = subprocess.run([sys.executable, "-m", "generator.cli", "--registry", str(registry), "--out", str(out)],
-                          cwd=REPO, capture_output=True, text=True, timeout=HANG, preexec_fn=_limit_memory)
+    proc = subprocess.run(
+        [sys.executable, "-m", "generator.cli", "--registry", str(registry), "--out", str(out)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=HANG,
+        preexec_fn=_limit_memory,
+    )
     assert proc.returncode == 2, f"exit {proc.returncode}:\n{proc.stderr[-3000:]}"
     lines = proc.stderr.splitlines()
     assert len(lines) == 2, proc.stderr[:3000]
@@ -76,8 +87,10 @@ def test_a_diagnostic_is_one_line_whatever_the_value():
     breaks = "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"
     text = str(Diagnostic(Position("r.yaml", 3, 4), f"k{breaks}", f"unknown kind u{breaks}int"))
     assert text.splitlines() == [text]
-    assert text == ("r.yaml:3:4: unknown kind u\\n\\r\\x0b\\x0c\\x1c\\x1d\\x1e\\x85\\u2028\\u2029int "
-                    "(at k\\n\\r\\x0b\\x0c\\x1c\\x1d\\x1e\\x85\\u2028\\u2029)")
+    assert text == (
+        "r.yaml:3:4: unknown kind u\\n\\r\\x0b\\x0c\\x1c\\x1d\\x1e\\x85\\u2028\\u2029int "
+        "(at k\\n\\r\\x0b\\x0c\\x1c\\x1d\\x1e\\x85\\u2028\\u2029)"
+    )
 
 
 @pytest.mark.parametrize("space", ["\u2028", "\u0085", "\u3000", "\n", " \t"])

@@ -12,8 +12,8 @@ import json
 import re
 
 import pytest
-
 from gen_helpers import MINI, class_methods, match_cases, module_functions, run_cli, workspace
+
 from runtime.errors import BackendUnavailable, NotImplementedForBackend
 from runtime.layout import Layout
 
@@ -72,13 +72,15 @@ def test_every_match_gets_a_rocm2_arm(generated):
     device_ops = {"zeros", "storage_from_slice", "location", "quantize"}
     qstorage_ops = {"dtype", "dequantize", "matmul"}
     assert {f"Storage.{op}" for op in storage_ops} | {f"Device.{op}" for op in device_ops} | {
-        f"QStorage.{op}" for op in qstorage_ops} | {"to_numpy", "to_device", "from_dlpack"} == set(new)
+        f"QStorage.{op}" for op in qstorage_ops
+    } | {"to_numpy", "to_device", "from_dlpack"} == set(new)
     for where, cases in new.items():
         if where == "to_device":
             assert len(cases) == 9 and len(old[where]) == 4
             backends = ("CPU", "GPU", "ROCM2")
             assert sorted(cases) == sorted(f"[{s}, {d}]" for s in backends for d in backends), (
-                "to_device needs one arm per (source, destination) pair")
+                "to_device needs one arm per (source, destination) pair"
+            )
         else:
             assert cases == [*old[where], "ROCM2"], where
 
@@ -200,8 +202,7 @@ def test_unavailable_backend_says_why(pkg, reason):
     assert m.Device.available()[m.Backend.CPU] is None
     s = m.Storage(m.Backend.ROCM2, object())
     d = m.Device(m.Backend.ROCM2)
-    calls = [*_storage_calls(m, s).items(), *_device_calls(m, d).items(),
-             ("to_numpy", lambda: m.to_numpy(s, L))]
+    calls = [*_storage_calls(m, s).items(), *_device_calls(m, d).items(), ("to_numpy", lambda: m.to_numpy(s, L))]
     for op, call in calls:
         if op == "apply_scale":
             continue  # the hook is the custom op's own code: it raises what the custom op raises

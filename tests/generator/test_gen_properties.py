@@ -23,9 +23,6 @@ import ml_dtypes
 import numpy as np
 import pytest
 import yaml
-from hypothesis import HealthCheck, assume, event, given, settings
-from hypothesis import strategies as st
-
 from gen_helpers import (
     DIAGNOSTIC,
     MINI,
@@ -36,6 +33,8 @@ from gen_helpers import (
     unused_imports,
     write_package,
 )
+from hypothesis import HealthCheck, assume, event, given, settings, strategies as st
+
 from generator.diagnostics import RegistryError
 from generator.model import PARAM_TYPES, QUANTIZED_TYPES, RETURN_TYPES
 from runtime.errors import NotImplementedForBackend
@@ -48,8 +47,13 @@ def examples(n: int) -> int:
     return n * FUZZ if FUZZ else n
 
 
-PROPERTY = settings(max_examples=examples(30), deadline=None, derandomize=not FUZZ, print_blob=True,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+PROPERTY = settings(
+    max_examples=examples(30),
+    deadline=None,
+    derandomize=not FUZZ,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 
 # ----------------------------------------------------------------------------- (a) valid registries
 
@@ -58,26 +62,71 @@ PROPERTY = settings(max_examples=examples(30), deadline=None, derandomize=not FU
 # backend name that the generator does not reject although it breaks the package (see
 # tests/fixtures/broken/backend_name_shadows_generated_name.yaml).
 TAKEN = {
-    "all", "backend", "inner", "ordinal", "parse", "available", "missing", "view", "availability",
-    "to_numpy", "to_host", "from_host", "device", "to_device", "dtype", "unary", "binary", "cmp", "affine",
-    "fill", "zeros", "storage_from_slice", "location", "self", "np", "special", "reduce", "apply",
+    "all",
+    "backend",
+    "inner",
+    "ordinal",
+    "parse",
+    "available",
+    "missing",
+    "view",
+    "availability",
+    "to_numpy",
+    "to_host",
+    "from_host",
+    "device",
+    "to_device",
+    "dtype",
+    "unary",
+    "binary",
+    "cmp",
+    "affine",
+    "fill",
+    "zeros",
+    "storage_from_slice",
+    "location",
+    "self",
+    "np",
+    "special",
+    "reduce",
+    "apply",
 }
 
 # Lower-case names without underscores: they cannot collide with generated helper names
 # (`_lowp1`, `unary_<op>_<kind>`, ...).
 NAME = st.from_regex(r"[a-z][a-z0-9]{1,6}", fullmatch=True).filter(
-    lambda n: not keyword.iskeyword(n) and not keyword.issoftkeyword(n) and n not in TAKEN)
+    lambda n: not keyword.iskeyword(n) and not keyword.issoftkeyword(n) and n not in TAKEN
+)
 
 # numpy name -> kind; half types compute in the registry's float32 dtype when there is one.
-NUMPY_DTYPES = {"uint8": "uint", "uint32": "uint", "int32": "int", "int64": "int",
-                "float32": "float", "float64": "float", "float16": "float", "bfloat16": "float"}
+NUMPY_DTYPES = {
+    "uint8": "uint",
+    "uint32": "uint",
+    "int32": "int",
+    "int64": "int",
+    "float32": "float",
+    "float64": "float",
+    "float16": "float",
+    "bfloat16": "float",
+}
 HALF = {"float16", "bfloat16"}
 
-UNARY = ["-x", "x * x", "np.abs(x)", "x + 1", "np.maximum(x, 0)",
-         {"float": "np.exp(x)", "int": "x * 2", "uint": "x + 1"},
-         {"float": "np.sqrt(x)", "int": "-x", "uint": "x"}]
-BINARY = ["x + y", "x * y", "np.maximum(x, y)", "np.minimum(x, y)",
-          {"float": "x / y", "int": "x // y", "uint": "x // y"}]
+UNARY = [
+    "-x",
+    "x * x",
+    "np.abs(x)",
+    "x + 1",
+    "np.maximum(x, 0)",
+    {"float": "np.exp(x)", "int": "x * 2", "uint": "x + 1"},
+    {"float": "np.sqrt(x)", "int": "-x", "uint": "x"},
+]
+BINARY = [
+    "x + y",
+    "x * y",
+    "np.maximum(x, y)",
+    "np.minimum(x, y)",
+    {"float": "x / y", "int": "x // y", "uint": "x // y"},
+]
 CMP = ["x < y", "x == y", "x >= y", "x != y"]
 REDUCE = ["np.sum(x, axis=-1, dtype=x.dtype)", "np.max(x, axis=-1)"]
 POOLS = {"unary": UNARY, "binary": BINARY, "cmp": CMP, "reduce": REDUCE}
@@ -133,22 +182,36 @@ def registries(draw):
         storage["unary"] = {"params": {"op": "UnaryOp", "layout": "Layout"}, "returns": "Storage"}
     for family, enum in (("binary", "BinaryOp"), ("cmp", "CmpOp")):
         if family in reg:
-            storage[family] = {"params": {"op": enum, "rhs": "Storage", "lhs_layout": "Layout", "rhs_layout": "Layout"},
-                               "returns": "Storage", "same_dtype": ["self", "rhs"],
-                               "same_shape": ["lhs_layout", "rhs_layout"]}
-    storage["affine"] = {"params": {"layout": "Layout", "mul": "float", "add": "float"}, "returns": "Storage",
-                         "fallback": cpu}
-    enums = [t for t, fam in (("UnaryOp", "unary"), ("BinaryOp", "binary"), ("CmpOp", "cmp"), ("ReduceOp", "reduce"))
-             if fam in reg]
+            storage[family] = {
+                "params": {"op": enum, "rhs": "Storage", "lhs_layout": "Layout", "rhs_layout": "Layout"},
+                "returns": "Storage",
+                "same_dtype": ["self", "rhs"],
+                "same_shape": ["lhs_layout", "rhs_layout"],
+            }
+    storage["affine"] = {
+        "params": {"layout": "Layout", "mul": "float", "add": "float"},
+        "returns": "Storage",
+        "fallback": cpu,
+    }
+    enums = [
+        t
+        for t, fam in (("UnaryOp", "unary"), ("BinaryOp", "binary"), ("CmpOp", "cmp"), ("ReduceOp", "reduce"))
+        if fam in reg
+    ]
     trait = next(names).capitalize() + "Op"
     for _ in range(draw(st.integers(0, 3))):
         pnames = draw(st.lists(NAME, max_size=4, unique=True))
         params = {p: draw(st.sampled_from([*SIMPLE_PARAM_TYPES, *enums, trait])) for p in pnames}
-        storage[next(names)] = {"params": params, "returns": draw(st.sampled_from(sorted(set(RETURN_TYPES) - QUANTIZED_TYPES)))}
+        storage[next(names)] = {
+            "params": params,
+            "returns": draw(st.sampled_from(sorted(set(RETURN_TYPES) - QUANTIZED_TYPES))),
+        }
     storage["apply"] = {"params": {"layout": "Layout", "op": trait}, "returns": "StorageShape", "hook": "op"}
     reg["storage"] = storage
-    reg["device"] = {"storage_from_slice": {"params": {"array": "Array"}, "returns": "Storage"},
-                     "location": {"params": {}, "returns": "str"}}
+    reg["device"] = {
+        "storage_from_slice": {"params": {"array": "Array"}, "returns": "Storage"},
+        "location": {"params": {}, "returns": "str"},
+    }
     reg["custom_ops"] = {trait: {"inputs": 1, "inplace": False}}
     return reg
 
@@ -249,11 +312,48 @@ def test_random_valid_registries_generate_working_packages(reg, tmp_path_factory
 
 BASE = MINI.read_text(encoding="utf-8")
 BASE_LINES = BASE.splitlines(keepends=True)
-SCALARS = ["1", "0", "-1", "2", "1.5", "true", "false", "null", "~", "[]", "{}", "x", "f32", "u8", "all", "float",
-           "Storage", "Layout", "None", "cpu", "gpu", "'a b'", '"x +"', '"np.exp(x)"', "[f32, nope]", "{a: 1}",
-           "mini_rt.nope", "mini_rt.gpu", "class", "Scale1", "op", "!!str 3", "&a 1", "*a", "|", ">", "'", '"',
-           """'the "fast" path'""", "'C:\\xdir'"] + [
-           "a" * 40]
+SCALARS = [
+    "1",
+    "0",
+    "-1",
+    "2",
+    "1.5",
+    "true",
+    "false",
+    "null",
+    "~",
+    "[]",
+    "{}",
+    "x",
+    "f32",
+    "u8",
+    "all",
+    "float",
+    "Storage",
+    "Layout",
+    "None",
+    "cpu",
+    "gpu",
+    "'a b'",
+    '"x +"',
+    '"np.exp(x)"',
+    "[f32, nope]",
+    "{a: 1}",
+    "mini_rt.nope",
+    "mini_rt.gpu",
+    "class",
+    "Scale1",
+    "op",
+    "!!str 3",
+    "&a 1",
+    "*a",
+    "|",
+    ">",
+    "'",
+    '"',
+    """'the "fast" path'""",
+    "'C:\\xdir'",
+] + ["a" * 40]
 GARBAGE = st.one_of(
     st.text(alphabet=" \t\n:-{}[],#&*!|>'\"%@`?=.xyz019\u00e9", min_size=1, max_size=12),
     st.sampled_from(["\x07", "\x00", "\x1b[0m", "\ufeff", "\u2028", "\U0001f600", "\\", "\\x"]),  # pasted junk
@@ -276,7 +376,7 @@ def mutants(draw):
             tokens = list(re.finditer(r"[A-Za-z0-9_.\-\"']+", line))
             if tokens:
                 t = draw(st.sampled_from(tokens))
-                lines[i] = line[:t.start()] + draw(st.sampled_from(SCALARS)) + line[t.end():]
+                lines[i] = line[: t.start()] + draw(st.sampled_from(SCALARS)) + line[t.end() :]
         elif kind == "garbage":
             col = draw(st.integers(0, len(line)))
             lines[i] = line[:col] + draw(GARBAGE) + line[col:]
@@ -287,9 +387,25 @@ def mutants(draw):
         else:
             m = KEY.match(line)
             if m:
-                new = draw(st.sampled_from([m[2] + "s", m[2][:-1] or "x", m[2].upper(), "version", "storage",
-                                            "dtypes", "params", "returns", "x-y", "1", "self", "doc"]))
-                lines[i] = line[:m.start(2)] + new + line[m.end(2):]
+                new = draw(
+                    st.sampled_from(
+                        [
+                            m[2] + "s",
+                            m[2][:-1] or "x",
+                            m[2].upper(),
+                            "version",
+                            "storage",
+                            "dtypes",
+                            "params",
+                            "returns",
+                            "x-y",
+                            "1",
+                            "self",
+                            "doc",
+                        ]
+                    )
+                )
+                lines[i] = line[: m.start(2)] + new + line[m.end(2) :]
         if not lines:
             lines = ["\n"]
     return "".join(lines)
@@ -312,7 +428,8 @@ def test_mutated_registries_never_crash(text, ws, session_importer):
     assert not out.exists()
     lines = result.stderr.splitlines()
     assert lines[-1].startswith(f"{registry}: ") and lines[-1].endswith("; nothing written"), (
-        f"not a registry diagnostic:\n{result.stderr}\n---\n{text}")
+        f"not a registry diagnostic:\n{result.stderr}\n---\n{text}"
+    )
     assert len(lines) >= 2
     n_lines = text.count("\n") + 1
     for line in lines[:-1]:
@@ -323,6 +440,7 @@ def test_mutated_registries_never_crash(text, ws, session_importer):
 
 # ----------------------------------------------------------------------------- (c) aliases
 
+
 @st.composite
 def alias_documents(draw):
     """Definitions a0..aN, each a list or mapping of scalars and aliases of earlier ones:
@@ -332,7 +450,9 @@ def alias_documents(draw):
     for i in range(draw(st.integers(8, 12) if bomb else st.integers(1, 12))):
         item = st.just("x") if i == 0 else st.one_of(st.just("x"), st.integers(0, i - 1))
         chain = [i - 1] * draw(st.integers(4, 12)) if bomb and i else []
-        defs.append((draw(st.sampled_from(["seq", "map"])), draw(st.permutations(chain + draw(st.lists(item, max_size=4))))))
+        defs.append(
+            (draw(st.sampled_from(["seq", "map"])), draw(st.permutations(chain + draw(st.lists(item, max_size=4)))))
+        )
     return defs
 
 
@@ -340,7 +460,11 @@ def _alias_text(defs) -> str:
     lines = []
     for i, (kind, items) in enumerate(defs):
         words = ["x" if it == "x" else f"*a{it}" for it in items]
-        body = f"[{', '.join(words)}]" if kind == "seq" else "{" + ", ".join(f"k{n}: {w}" for n, w in enumerate(words)) + "}"
+        body = (
+            f"[{', '.join(words)}]"
+            if kind == "seq"
+            else "{" + ", ".join(f"k{n}: {w}" for n, w in enumerate(words)) + "}"
+        )
         lines.append(f"a{i}: &a{i} {body}\n")
     return "".join(lines)
 

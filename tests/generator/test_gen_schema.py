@@ -9,8 +9,8 @@ import json
 import jsonschema
 import pytest
 import yaml
-
 from gen_helpers import MINI, REPO, corpus, corpus_header, run_cli
+
 from generator.spec import registry_json_schema
 
 SCHEMA_FILE = REPO / "generator" / "ops.schema.json"
@@ -26,7 +26,8 @@ def validator():
 def test_schema_file_is_up_to_date():
     """Written by `gen schema --write`; stale when generator/spec.py changed without it."""
     assert json.loads(SCHEMA_FILE.read_text(encoding="utf-8")) == registry_json_schema(), (
-        "generator/ops.schema.json is stale: run `gen schema --write`")
+        "generator/ops.schema.json is stale: run `gen schema --write`"
+    )
 
 
 def test_schema_command_prints_the_file():
@@ -59,8 +60,14 @@ ACCEPT = [p for p, s in SCHEMA_CASES if s == "accept"]
 def test_corpus_marks_schema_cases():
     assert len(REJECT) >= 10 and len(ACCEPT) >= 10
     names = {p.stem for p in REJECT}
-    for needed in ("unknown_key_did_you_mean", "wrong_type_str_for_int", "wrong_type_list_for_mapping",
-                   "missing_required_key", "version_not_1", "unknown_dtype_kind"):
+    for needed in (
+        "unknown_key_did_you_mean",
+        "wrong_type_str_for_int",
+        "wrong_type_list_for_mapping",
+        "missing_required_key",
+        "version_not_1",
+        "unknown_dtype_kind",
+    ):
         assert needed in names
 
 

@@ -29,8 +29,15 @@ hipblas_enums = __import__("hip.hipblas", fromlist=["hipblas"])
 
 HIP_DIR = Path(__file__).resolve().parents[2] / "hip"
 GENERATED_DIR = Path(__file__).resolve().parents[2] / "generated"
-_DTYPES = {"u8": np.uint8, "u32": np.uint32, "i64": np.int64, "f16": np.float16, "bf16": ml_dtypes.bfloat16,
-           "f32": np.float32, "f64": np.float64}
+_DTYPES = {
+    "u8": np.uint8,
+    "u32": np.uint32,
+    "i64": np.int64,
+    "f16": np.float16,
+    "bf16": ml_dtypes.bfloat16,
+    "f32": np.float32,
+    "f64": np.float64,
+}
 _OK = hip_enums.hipError_t.hipSuccess
 
 
@@ -103,7 +110,7 @@ class FakeHip:
             if alloc.alive and alloc.base <= ptr and ptr + nbytes <= alloc.base + alloc.data.size:
                 if device is not None and alloc.device != device:
                     raise FakeHipError(f"{what}: {ptr:#x} is memory of device {alloc.device}, not {device}")
-                return alloc.data[ptr - alloc.base:ptr - alloc.base + nbytes]
+                return alloc.data[ptr - alloc.base : ptr - alloc.base + nbytes]
         raise FakeHipError(f"{what}: [{ptr:#x}, +{nbytes}) is not inside one live allocation")
 
     # -- devices ------------------------------------------------------------------------
@@ -193,7 +200,9 @@ class FakeHip:
     def hipMemcpyHtoDAsync(self, dst, src, nbytes, stream):
         self._uint("hipMemcpyHtoDAsync size", nbytes)
         self._stream("hipMemcpyHtoDAsync", stream)
-        self.memory("hipMemcpyHtoDAsync dst", dst, nbytes, self.current)[:] = (ctypes.c_uint8 * nbytes).from_address(src)
+        self.memory("hipMemcpyHtoDAsync dst", dst, nbytes, self.current)[:] = (ctypes.c_uint8 * nbytes).from_address(
+            src
+        )
         return (_OK,)
 
     def hipMemcpyDtoHAsync(self, dst, src, nbytes, stream):
@@ -220,7 +229,8 @@ class FakeHip:
         if not self.peer:
             return (hip_enums.hipError_t.hipErrorPeerAccessUnsupported,)
         self.memory("hipMemcpyPeerAsync dst", dst, nbytes, dst_device)[:] = self.memory(
-            "hipMemcpyPeerAsync src", src, nbytes, src_device)
+            "hipMemcpyPeerAsync src", src, nbytes, src_device
+        )
         self._record("peer", dst_device, src_device, nbytes)
         return (_OK,)
 
@@ -247,8 +257,15 @@ class FakeHip:
 
     def hipModuleLaunchKernel(self, f, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
         device, sig = f
-        for what, v in (("grid", gx), ("grid", gy), ("grid", gz), ("block", bx), ("block", by), ("block", bz),
-                        ("shared", shared)):
+        for what, v in (
+            ("grid", gx),
+            ("grid", gy),
+            ("grid", gz),
+            ("block", bx),
+            ("block", by),
+            ("block", bz),
+            ("shared", shared),
+        ):
             self._uint(f"hipModuleLaunchKernel {what}", v, 32)
         if bx * by * bz > 1024 or gx == 0:
             raise FakeHipError(f"hipModuleLaunchKernel: block {bx}x{by}x{bz}, grid {gx}")
@@ -268,8 +285,10 @@ class FakeHip:
         for p, address in zip(sig.params, pointers):
             ctype = getattr(ctypes, p.ctype.removeprefix("ctypes."))
             if address is None or address % ctypes.alignment(ctype):
-                raise FakeHipError(f"{sig.name}: argument {p.name} ({p.c_type}) at {address}: "
-                                   f"misaligned for its C type (packing does not match the signature)")
+                raise FakeHipError(
+                    f"{sig.name}: argument {p.name} ({p.c_type}) at {address}: "
+                    f"misaligned for its C type (packing does not match the signature)"
+                )
             value = ctype.from_address(address).value
             if p.is_pointer and value:
                 self.memory(f"{sig.name}: argument {p.name}", value, 1, self.current)
@@ -336,8 +355,32 @@ class FakeHipblas:
         self.handles[id(handle)] = stream
         return (hipblas_enums.hipblasStatus_t.HIPBLAS_STATUS_SUCCESS,)
 
-    def hipblasGemmStridedBatchedEx_v2(self, handle, ta, tb, m, n, k, alpha, a, a_type, lda, sa, b, b_type, ldb, sb,
-                                      beta, c, c_type, ldc, sc, batch, compute, algo):
+    def hipblasGemmStridedBatchedEx_v2(
+        self,
+        handle,
+        ta,
+        tb,
+        m,
+        n,
+        k,
+        alpha,
+        a,
+        a_type,
+        lda,
+        sa,
+        b,
+        b_type,
+        ldb,
+        sb,
+        beta,
+        c,
+        c_type,
+        ldc,
+        sc,
+        batch,
+        compute,
+        algo,
+    ):
         if id(handle) not in self.handles or self.handles[id(handle)] is None:
             raise FakeHipError("hipblasGemm: a handle without a stream")
         for op in (ta, tb):
@@ -347,18 +390,28 @@ class FakeHipblas:
             raise FakeHipError("hipblasGemm: data types differ or are not hipDataType")
         if not isinstance(compute, hipblas_enums.hipblasComputeType_t) or not isinstance(alpha, np.ndarray):
             raise FakeHipError("hipblasGemm: compute type or host alpha/beta of the wrong type")
-        dtype = np.dtype({"HIP_R_16F": np.float16, "HIP_R_32F": np.float32, "HIP_R_64F": np.float64,
-                          "HIP_R_16BF": ml_dtypes.bfloat16}[a_type.name])
+        dtype = np.dtype(
+            {
+                "HIP_R_16F": np.float16,
+                "HIP_R_32F": np.float32,
+                "HIP_R_64F": np.float64,
+                "HIP_R_16BF": ml_dtypes.bfloat16,
+            }[a_type.name]
+        )
         acc = alpha.dtype
         for i in range(batch):
-            A = self._col_major(a + i * sa * dtype.itemsize, dtype, *((k, m) if ta.name.endswith("_T") else (m, k)), lda)
-            B = self._col_major(b + i * sb * dtype.itemsize, dtype, *((n, k) if tb.name.endswith("_T") else (k, n)), ldb)
+            A = self._col_major(
+                a + i * sa * dtype.itemsize, dtype, *((k, m) if ta.name.endswith("_T") else (m, k)), lda
+            )
+            B = self._col_major(
+                b + i * sb * dtype.itemsize, dtype, *((n, k) if tb.name.endswith("_T") else (k, n)), ldb
+            )
             A = A.T if ta.name.endswith("_T") else A
             B = B.T if tb.name.endswith("_T") else B
             C = alpha[0] * (A.astype(acc) @ B.astype(acc))
             out = self.fake.memory("hipblasGemm C", c + i * sc * dtype.itemsize, ((n - 1) * ldc + m) * dtype.itemsize)
             for j in range(n):
-                out.view(dtype)[j * ldc:j * ldc + m] = C[:, j].astype(dtype)
+                out.view(dtype)[j * ldc : j * ldc + m] = C[:, j].astype(dtype)
         self.gemms += 1
         return (hipblas_enums.hipblasStatus_t.HIPBLAS_STATUS_SUCCESS,)
 

@@ -36,8 +36,15 @@ def test_import_never_loads_a_vendor_library():
     import sys
 
     # (cuda-python installs a .pth that imports a bare `cuda` package at start-up: not ours.)
-    bindings = ("cuda.bindings.driver", "cuda.bindings.nvrtc", "hip.hip", "hip.hiprtc", "hip.chip", "nvmath",
-                "nvmath.bindings.cublas")
+    bindings = (
+        "cuda.bindings.driver",
+        "cuda.bindings.nvrtc",
+        "hip.hip",
+        "hip.hiprtc",
+        "hip.chip",
+        "nvmath",
+        "nvmath.bindings.cublas",
+    )
     code = f"import sys, generated; print(sorted(m for m in sys.modules if m in {bindings!r}))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
@@ -51,7 +58,10 @@ def test_every_gpu_op_of_an_unavailable_backend_says_why(backend):
     device = g.Device(backend)
     import numpy as np
 
-    for call in (lambda: device.zeros((2,), g.DType.F32), lambda: device.storage_from_slice(np.ones(2)),
-                 lambda: device.synchronize()):
+    for call in (
+        lambda: device.zeros((2,), g.DType.F32),
+        lambda: device.storage_from_slice(np.ones(2)),
+        lambda: device.synchronize(),
+    ):
         with pytest.raises(g.BackendUnavailable, match=f"^{backend.value}: unavailable: "):
             call()

@@ -48,8 +48,10 @@ def _driver(monkeypatch, fake) -> cuda.CudaDriver:
     return cuda.CudaDriver()
 
 
-@pytest.mark.parametrize("dtype, data, compute", [(np.float32, 0, 68), (np.float64, 1, 70), (np.float16, 2, 68),
-                                                   (ml_dtypes.bfloat16, 14, 68)])
+@pytest.mark.parametrize(
+    "dtype, data, compute",
+    [(np.float32, 0, 68), (np.float64, 1, 70), (np.float16, 2, 68), (ml_dtypes.bfloat16, 14, 68)],
+)
 def test_gemm_passes_cublas_its_arguments_on_our_stream(monkeypatch, dtype, data, compute):
     """f32 computes in f32 (CUBLAS_COMPUTE_32F, not the TF32 mode), halves accumulate in f32."""
     fake = FakeCublas()
@@ -57,8 +59,32 @@ def test_gemm_passes_cublas_its_arguments_on_our_stream(monkeypatch, dtype, data
     driver.gemm(0, 5, np.dtype(dtype), True, False, 2, 3, 4, 100, 4, 8, 200, 4, 0, 300, 2, 6, 7)
     [create, bind, gemm] = fake.calls
     assert create == ("create",) and bind == ("set_stream", 77, 5)
-    assert gemm == ("gemm", 77, 1, 0, 2, 3, 4, 1.0, 100, data, 4, 8, 200, data, 4, 0, 0.0, 300, data, 2, 6, 7,
-                    compute, -1)
+    assert gemm == (
+        "gemm",
+        77,
+        1,
+        0,
+        2,
+        3,
+        4,
+        1.0,
+        100,
+        data,
+        4,
+        8,
+        200,
+        data,
+        4,
+        0,
+        0.0,
+        300,
+        data,
+        2,
+        6,
+        7,
+        compute,
+        -1,
+    )
 
 
 def test_one_handle_per_device_rebound_only_when_the_stream_changes(monkeypatch):
@@ -67,7 +93,12 @@ def test_one_handle_per_device_rebound_only_when_the_stream_changes(monkeypatch)
     for ordinal, stream in ((0, 5), (0, 5), (0, 9), (1, 11), (0, 9)):
         driver.gemm(ordinal, stream, np.dtype(np.float32), False, False, 1, 1, 1, 8, 1, 1, 16, 1, 1, 24, 1, 1, 1)
     assert [c for c in fake.calls if c[0] != "gemm"] == [
-        ("create",), ("set_stream", 77, 5), ("set_stream", 77, 9), ("create",), ("set_stream", 77, 11)]
+        ("create",),
+        ("set_stream", 77, 5),
+        ("set_stream", 77, 9),
+        ("create",),
+        ("set_stream", 77, 11),
+    ]
 
 
 def test_a_cublas_failure_is_a_gpu_error_naming_the_call(monkeypatch):

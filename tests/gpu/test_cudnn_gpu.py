@@ -63,29 +63,63 @@ def _stored(rng, dtype: str, shape, kind: str):
         order = (0, *range(len(shape) - 1, 0, -1))
         stored = tuple(shape[i] for i in order)
         return rng.uniform(-1, 1, stored).astype(dt), g.Layout.contiguous(stored).permute(
-            tuple(order.index(i) for i in range(len(shape))))
+            tuple(order.index(i) for i in range(len(shape)))
+        )
     raise ValueError(kind)
 
 
 CONV_CASES = [  # op, x shape, kernel shape, params
-    ("conv2d", (4, 16, 17, 15), (8, 16, 3, 3),
-     g.ConvParams2D(b_size=4, i_h=17, i_w=15, k_h=3, k_w=3, c_out=8, c_in=16, padding=1)),
-    ("conv2d", (3, 8, 33, 31), (12, 8, 3, 2),
-     g.ConvParams2D(b_size=3, i_h=33, i_w=31, k_h=3, k_w=2, c_out=12, c_in=8, padding=2, stride=2, dilation=2)),
-    ("conv1d", (3, 16, 70), (8, 16, 5),
-     g.ConvParams1D(b_size=3, l_in=70, c_out=8, c_in=16, k_size=5, padding=3, stride=3, dilation=2)),
+    (
+        "conv2d",
+        (4, 16, 17, 15),
+        (8, 16, 3, 3),
+        g.ConvParams2D(b_size=4, i_h=17, i_w=15, k_h=3, k_w=3, c_out=8, c_in=16, padding=1),
+    ),
+    (
+        "conv2d",
+        (3, 8, 33, 31),
+        (12, 8, 3, 2),
+        g.ConvParams2D(b_size=3, i_h=33, i_w=31, k_h=3, k_w=2, c_out=12, c_in=8, padding=2, stride=2, dilation=2),
+    ),
+    (
+        "conv1d",
+        (3, 16, 70),
+        (8, 16, 5),
+        g.ConvParams1D(b_size=3, l_in=70, c_out=8, c_in=16, k_size=5, padding=3, stride=3, dilation=2),
+    ),
     ("conv1d", (2, 8, 4096), (16, 8, 3), g.ConvParams1D(b_size=2, l_in=4096, c_out=16, c_in=8, k_size=3, padding=1)),
-    ("conv_transpose2d", (3, 16, 11, 9), (16, 8, 3, 2),
-     g.ConvTransposeParams2D(b_size=3, i_h=11, i_w=9, k_h=3, k_w=2, c_out=8, c_in=16, padding=1, output_padding=1,
-                             stride=2, dilation=2)),
-    ("conv_transpose2d", (2, 16, 12, 10), (16, 8, 3, 3),
-     g.ConvTransposeParams2D(b_size=2, i_h=12, i_w=10, k_h=3, k_w=3, c_out=8, c_in=16, padding=1)),
-    ("conv_transpose2d", (2, 8, 14, 14), (8, 8, 4, 4),
-     g.ConvTransposeParams2D(b_size=2, i_h=14, i_w=14, k_h=4, k_w=4, c_out=8, c_in=8, padding=1, stride=2)),
-    ("conv_transpose1d", (3, 16, 40), (16, 8, 4),
-     g.ConvTransposeParams1D(b_size=3, l_in=40, c_out=8, c_in=16, k_size=4, padding=2, output_padding=2, stride=3)),
-    ("conv_transpose1d", (2, 8, 30), (8, 8, 5),
-     g.ConvTransposeParams1D(b_size=2, l_in=30, c_out=8, c_in=8, k_size=5, padding=3)),
+    (
+        "conv_transpose2d",
+        (3, 16, 11, 9),
+        (16, 8, 3, 2),
+        g.ConvTransposeParams2D(
+            b_size=3, i_h=11, i_w=9, k_h=3, k_w=2, c_out=8, c_in=16, padding=1, output_padding=1, stride=2, dilation=2
+        ),
+    ),
+    (
+        "conv_transpose2d",
+        (2, 16, 12, 10),
+        (16, 8, 3, 3),
+        g.ConvTransposeParams2D(b_size=2, i_h=12, i_w=10, k_h=3, k_w=3, c_out=8, c_in=16, padding=1),
+    ),
+    (
+        "conv_transpose2d",
+        (2, 8, 14, 14),
+        (8, 8, 4, 4),
+        g.ConvTransposeParams2D(b_size=2, i_h=14, i_w=14, k_h=4, k_w=4, c_out=8, c_in=8, padding=1, stride=2),
+    ),
+    (
+        "conv_transpose1d",
+        (3, 16, 40),
+        (16, 8, 4),
+        g.ConvTransposeParams1D(b_size=3, l_in=40, c_out=8, c_in=16, k_size=4, padding=2, output_padding=2, stride=3),
+    ),
+    (
+        "conv_transpose1d",
+        (2, 8, 30),
+        (8, 8, 5),
+        g.ConvTransposeParams1D(b_size=2, l_in=30, c_out=8, c_in=8, k_size=5, padding=3),
+    ),
 ]
 
 
@@ -106,8 +140,10 @@ def test_convolutions_through_cudnn(dtype, case, views, monkeypatch):
     if g.DType(dtype).numpy.name not in gpu_cudnn.CONV_DTYPES[op]:
         pytest.skip(f"cuDNN does not take {op} {dtype}")
     rng = np.random.default_rng(31 + case)
-    (x, lx), (k, lk) = _stored(rng, dtype, xs, views), _stored(rng, dtype, ks, "contiguous" if views == "offset"
-                                                                   else views)
+    (x, lx), (k, lk) = (
+        _stored(rng, dtype, xs, views),
+        _stored(rng, dtype, ks, "contiguous" if views == "offset" else views),
+    )
     before = _calls(op)
     want, got = _conv_both(op, x, lx, k, lk, p)
     assert _calls(op) == before + 1, f"cuDNN did not run {op} {dtype} {views}"
@@ -125,8 +161,9 @@ def test_convolutions_through_cudnn_with_other_settings(dtype, case, setting, mo
     """Autotuning off (the heuristics' first plan), heuristics B: right either way (the
     tests above ran the default: autotuned, heuristics A)."""
     op, xs, ks, p = CONV_CASES[case]
-    monkeypatch.setattr(gpu_cudnn, setting, ("B", "FALLBACK") if setting == "HEURISTICS" else
-                        not getattr(gpu_cudnn, setting))
+    monkeypatch.setattr(
+        gpu_cudnn, setting, ("B", "FALLBACK") if setting == "HEURISTICS" else not getattr(gpu_cudnn, setting)
+    )
     rng = np.random.default_rng(41 + case)
     (x, lx), (k, lk) = _stored(rng, dtype, xs, "contiguous"), _stored(rng, dtype, ks, "permuted")
     before = _calls(op)
@@ -160,8 +197,9 @@ def _sdpa_both(operands, scale, causal):
     results = []
     for dev in (CPU, CUDA):
         (q, lq), (k, lk), (v, lv) = operands
-        s, shape = dev.storage_from_slice(q).apply_op3(lq, dev.storage_from_slice(k), lk, dev.storage_from_slice(v),
-                                                        lv, op)
+        s, shape = dev.storage_from_slice(q).apply_op3(
+            lq, dev.storage_from_slice(k), lk, dev.storage_from_slice(v), lv, op
+        )
         results.append(g.to_numpy(s, g.Layout.contiguous(shape)))
     return results
 

@@ -52,7 +52,7 @@ class Driver:
         pass
 
     def upload(self, ptr, host, stream):
-        self.memory[ptr:ptr + host.nbytes] = host.tobytes()
+        self.memory[ptr : ptr + host.nbytes] = host.tobytes()
 
     def memset(self, ptr, nbytes, stream, byte=0):
         pass
@@ -156,11 +156,11 @@ class FakeCudnn(types.ModuleType):
         self.handles: list[object] = []
         self.data_type = types.SimpleNamespace(FLOAT="FLOAT", HALF="HALF", BFLOAT16="BFLOAT16", DOUBLE="DOUBLE")
         self.heur_mode = types.SimpleNamespace(A="A", FALLBACK="FALLBACK")
-        self.numerical_note = types.SimpleNamespace(TENSOR_CORE="TENSOR_CORE",
-                                                    DOWN_CONVERT_INPUTS="DOWN_CONVERT_INPUTS")
+        self.numerical_note = types.SimpleNamespace(
+            TENSOR_CORE="TENSOR_CORE", DOWN_CONVERT_INPUTS="DOWN_CONVERT_INPUTS"
+        )
         self.diagonal_alignment = types.SimpleNamespace(BOTTOM_RIGHT="BOTTOM_RIGHT", TOP_LEFT="TOP_LEFT")
-        self.convolution_mode = types.SimpleNamespace(CONVOLUTION="CONVOLUTION",
-                                                      CROSS_CORRELATION="CROSS_CORRELATION")
+        self.convolution_mode = types.SimpleNamespace(CONVOLUTION="CONVOLUTION", CROSS_CORRELATION="CROSS_CORRELATION")
         self.build_plan_policy = types.SimpleNamespace(ALL="ALL", HEURISTICS_CHOICE="HEURISTICS_CHOICE")
 
     def backend_version(self):
@@ -207,8 +207,13 @@ def test_conv2d_runs_one_cudnn_graph_built_once_on_our_stream(monkeypatch):
     _, _, out2, _ = _conv2d(rt)
     assert not launches and not rt.driver.gemms  # no im2col, no GEMM
     [graph] = fake.graphs  # built on the first call, reused by the second
-    assert graph.steps == ["validate", "build_operation_graph", ("create_execution_plans", ("A", "FALLBACK")),
-                           "check_support", "build_plans"]
+    assert graph.steps == [
+        "validate",
+        "build_operation_graph",
+        ("create_execution_plans", ("A", "FALLBACK")),
+        "check_support",
+        "build_plans",
+    ]
     assert graph.deselected == ["TENSOR_CORE", "DOWN_CONVERT_INPUTS"]  # f32 in f32: no TF32
     assert graph.settings["io_data_type"] == "FLOAT" and graph.settings["compute_data_type"] == "FLOAT"
     [(kind, image, weight, params)] = graph.nodes
@@ -255,12 +260,19 @@ def test_conv_transpose2d_is_the_data_gradient_with_output_padding_in_its_extent
     fake = FakeCudnn()
     rt, _ = _runtime(monkeypatch, fake)
     b, c_in, h, w, c_out = 2, 4, 5, 6, 3
-    p = ConvTransposeParams2D(b_size=b, i_h=h, i_w=w, k_h=3, k_w=2, c_out=c_out, c_in=c_in, padding=1,
-                              output_padding=1, stride=2, dilation=2)
+    p = ConvTransposeParams2D(
+        b_size=b, i_h=h, i_w=w, k_h=3, k_w=2, c_out=c_out, c_in=c_in, padding=1, output_padding=1, stride=2, dilation=2
+    )
     x = rt.from_host(0, np.ones((b, c_in, h, w), np.float32))
     k = rt.from_host(0, np.ones((c_in, c_out, 3, 2), np.float32))
-    out = rt.conv_transpose2d(x, Layout.contiguous((b, c_in, h, w)), k, Layout.contiguous((c_in, c_out, 3, 2)), p,
-                              kernels_hip.STORAGE["conv_transpose2d"])
+    out = rt.conv_transpose2d(
+        x,
+        Layout.contiguous((b, c_in, h, w)),
+        k,
+        Layout.contiguous((c_in, c_out, 3, 2)),
+        p,
+        kernels_hip.STORAGE["conv_transpose2d"],
+    )
     [graph] = fake.graphs
     [(kind, loss, filter_, params)] = graph.nodes
     assert kind == "conv_dgrad" and loss.dim == [b, c_in, h, w] and filter_.dim == [c_in, c_out, 3, 2]
@@ -276,8 +288,7 @@ def test_conv1d_runs_as_a_2d_convolution_of_height_1(monkeypatch):
     p = ConvParams1D(b_size=2, l_in=20, c_out=5, c_in=3, k_size=4, padding=2, stride=3, dilation=2)
     x = rt.from_host(0, np.ones((2, 3, 20), np.float32))
     k = rt.from_host(0, np.ones((5, 3, 4), np.float32))
-    out = rt.conv1d(x, Layout.contiguous((2, 3, 20)), k, Layout.contiguous((5, 3, 4)), p,
-                    kernels_hip.STORAGE["conv1d"])
+    out = rt.conv1d(x, Layout.contiguous((2, 3, 20)), k, Layout.contiguous((5, 3, 4)), p, kernels_hip.STORAGE["conv1d"])
     [(kind, image, weight, params)] = fake.graphs[0].nodes
     assert (image.dim, weight.dim) == ([2, 3, 1, 20], [5, 3, 1, 4])
     assert (params["padding"], params["stride"], params["dilation"]) == ([0, 2], [1, 3], [1, 2])
@@ -340,8 +351,9 @@ def test_opgen_cudnn_0_turns_it_off(monkeypatch):
     rt, launches = _runtime(monkeypatch, fake)
     _conv2d(rt)
     assert not fake.graphs and [name for name, _ in launches] == ["im2col_f32"]
-    assert rt.vendor_nn.status() == ("cuDNN not in use: disabled (OPGEN_CUDNN=0); convolutions and attention run "
-                                     "opgen's kernels and the BLAS")
+    assert rt.vendor_nn.status() == (
+        "cuDNN not in use: disabled (OPGEN_CUDNN=0); convolutions and attention run opgen's kernels and the BLAS"
+    )
 
 
 def test_status_names_the_versions(monkeypatch):
@@ -350,6 +362,7 @@ def test_status_names_the_versions(monkeypatch):
 
 
 # -- attention ---------------------------------------------------------------------------------
+
 
 def _sdpa(rt, dtype, sq, skv, causal, q_layout=None, d=64, b=1, h=2):
     q = rt.from_host(0, np.ones(b * h * sq * d + 8, dtype))
@@ -369,8 +382,13 @@ def test_bf16_attention_runs_cudnn_with_bottom_right_causal_alignment(monkeypatc
     [graph] = fake.graphs
     [(kind, tq, tk, tv, params)] = graph.nodes
     assert (tq.dim, tk.dim, tv.dim) == ([1, 2, 16, 64], [1, 2, 40, 64], [1, 2, 40, 64])
-    assert params == {"attn_scale": 0.125, "name": "sdpa", "generate_stats": False,
-                      "diagonal_alignment": "BOTTOM_RIGHT", "diagonal_band_right_bound": 0}
+    assert params == {
+        "attn_scale": 0.125,
+        "name": "sdpa",
+        "generate_stats": False,
+        "diagonal_alignment": "BOTTOM_RIGHT",
+        "diagonal_band_right_bound": 0,
+    }
     assert fake.executed[0][1] == {"q": q.ptr, "k": k.ptr, "v": v.ptr, "o": out.ptr}
     _sdpa(rt, BF16, 16, 40, False)
     assert fake.graphs[1].nodes[0][4] == {"attn_scale": 0.125, "name": "sdpa", "generate_stats": False}
@@ -413,8 +431,12 @@ def test_an_older_frontend_gets_the_older_attention_arguments(monkeypatch):
     monkeypatch.setattr(Graph, "sdpa", old_sdpa)
     rt, _ = _runtime(monkeypatch, fake)
     _sdpa(rt, BF16, 16, 40, True)
-    assert fake.graphs[-1].nodes[0][4] == {"attn_scale": 0.125, "name": "sdpa", "is_inference": True,
-                                          "use_causal_mask_bottom_right": True}
+    assert fake.graphs[-1].nodes[0][4] == {
+        "attn_scale": 0.125,
+        "name": "sdpa",
+        "is_inference": True,
+        "use_causal_mask_bottom_right": True,
+    }
     assert len(fake.executed) == 1
 
 

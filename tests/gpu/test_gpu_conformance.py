@@ -7,10 +7,11 @@ each test skips, saying why."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import yaml
-from pathlib import Path
 
 import generated as g
 
@@ -20,8 +21,10 @@ _REASONS = {b: b.unavailable_reason() for b in g.Backend if b is not g.Backend.C
 # Only the GPU backends that can run here; with none, the module is one skip that says why.
 GPU_BACKENDS = [b for b, reason in _REASONS.items() if reason is None]
 if not GPU_BACKENDS:
-    pytest.skip("no GPU backend can run here: " + "; ".join(f"{b.value}: {r}" for b, r in _REASONS.items()),
-                allow_module_level=True)
+    pytest.skip(
+        "no GPU backend can run here: " + "; ".join(f"{b.value}: {r}" for b, r in _REASONS.items()),
+        allow_module_level=True,
+    )
 TOLERANCE = {"bf16": 2e-2, "f16": 2e-3, "f32": 1e-5, "f64": 1e-12}
 SHAPE = (6, 35)  # odd sizes: tails after the 16-byte vector path
 
@@ -53,7 +56,10 @@ def operand(dtype: g.DType, shape, rng, positive=False) -> np.ndarray:
 LAYOUTS = {
     "contiguous": lambda shape: (shape, g.Layout.contiguous(shape)),
     "transposed": lambda shape: (shape[::-1], g.Layout.contiguous(shape).transpose(0, 1)),
-    "offset": lambda shape: ((shape[0] - 1, shape[1] - 2), g.Layout.contiguous(shape).narrow(0, 1, shape[0] - 1).narrow(1, 2, shape[1] - 2)),
+    "offset": lambda shape: (
+        (shape[0] - 1, shape[1] - 2),
+        g.Layout.contiguous(shape).narrow(0, 1, shape[0] - 1).narrow(1, 2, shape[1] - 2),
+    ),
 }
 
 
@@ -112,7 +118,9 @@ def test_binary_and_cmp(backend, layout_kind, family, op, dtype):
     method = "binary" if family == "binary" else "cmp"
     want = g.to_numpy(getattr(cl, method)(enum(op), cr, lhs_layout, rhs_layout), g.Layout.contiguous(shape))
     got = g.to_numpy(getattr(gl, method)(enum(op), gr, lhs_layout, rhs_layout), g.Layout.contiguous(shape))
-    assert_close(got, want, dtype if family == "binary" else "u8", f"{backend.value} {family} {op} {dtype} {layout_kind}")
+    assert_close(
+        got, want, dtype if family == "binary" else "u8", f"{backend.value} {family} {op} {dtype} {layout_kind}"
+    )
 
 
 @pytest.mark.parametrize("backend", GPU_BACKENDS, ids=str)
@@ -136,6 +144,7 @@ def test_round_trip_and_to_device(backend, dtype):
 
 # -- the ops on hand-written kernels, and some that fall back to the cpu ------------------
 
+
 def run_both(device, arrays, call):
     """call(storages...) on the cpu and on `device`; both results as numpy."""
     cpu = g.Device.parse("cpu")
@@ -149,8 +158,9 @@ MAP_LAYOUTS = ["contiguous", "transposed", "offset"]
 
 @pytest.mark.parametrize("backend", GPU_BACKENDS, ids=str)
 @pytest.mark.parametrize("layout_kind", MAP_LAYOUTS)
-@pytest.mark.parametrize("op, dtype", [("affine", d) for d in ALL] + [("powf", d) for d in FLOAT]
-                         + [("elu", d) for d in FLOAT])
+@pytest.mark.parametrize(
+    "op, dtype", [("affine", d) for d in ALL] + [("powf", d) for d in FLOAT] + [("elu", d) for d in FLOAT]
+)
 def test_affine_powf_elu(backend, layout_kind, op, dtype):
     device = device_or_skip(backend)
     dt = g.DType(dtype)
@@ -168,7 +178,9 @@ def test_to_dtype(backend, layout_kind, src, dst):
     device = device_or_skip(backend)
     x = operand(g.DType(src), SHAPE, np.random.default_rng(4))
     shape, layout = LAYOUTS[layout_kind](SHAPE)
-    want, got = run_both(device, [x], lambda s: g.to_numpy(s.to_dtype(layout, g.DType(dst)), g.Layout.contiguous(shape)))
+    want, got = run_both(
+        device, [x], lambda s: g.to_numpy(s.to_dtype(layout, g.DType(dst)), g.Layout.contiguous(shape))
+    )
     np.testing.assert_array_equal(got, want, err_msg=f"{backend.value} cast {src}->{dst} {layout_kind}")
 
 
@@ -181,7 +193,9 @@ def test_where_cond(backend, cond, dtype):
     t, f = operand(g.DType(dtype), SHAPE, rng), operand(g.DType(dtype), SHAPE, rng)
     layout = g.Layout.contiguous(SHAPE).transpose(0, 1)
     out = g.Layout.contiguous(SHAPE[::-1])
-    want, got = run_both(device, [c, t, f], lambda sc, st, sf: g.to_numpy(sc.where_cond(layout, st, layout, sf, layout), out))
+    want, got = run_both(
+        device, [c, t, f], lambda sc, st, sf: g.to_numpy(sc.where_cond(layout, st, layout, sf, layout), out)
+    )
     np.testing.assert_array_equal(got, want, err_msg=f"{backend.value} where {cond} {dtype}")
 
 
@@ -218,8 +232,9 @@ def test_reduce(backend, dims, op, dtype):
     x = operand(dt, (3, 5, 67), np.random.default_rng(7))
     layout = g.Layout.contiguous((3, 5, 67)).transpose(0, 2)  # a strided view, shape (67, 5, 3)
     out_shape = tuple(1 if i in {d % 3 for d in dims} else n for i, n in enumerate(layout.shape))
-    want, got = run_both(device, [x], lambda s: g.to_numpy(s.reduce_op(g.ReduceOp(op), layout, dims),
-                                                           g.Layout.contiguous(out_shape)))
+    want, got = run_both(
+        device, [x], lambda s: g.to_numpy(s.reduce_op(g.ReduceOp(op), layout, dims), g.Layout.contiguous(out_shape))
+    )
     if op == "sum" and dt.kind == "float":
         assert_close(got, want, dtype, f"{backend.value} {op} {dtype} {dims}")
     else:
@@ -243,16 +258,42 @@ def test_convolutions(backend, dtype):
     dt = g.DType(dtype)
     rng = np.random.default_rng(9)
     cases = [
-        ("conv1d", (2, 4, 11), (3, 4, 3), g.ConvParams1D(b_size=2, l_in=11, c_out=3, c_in=4, k_size=3, padding=1, stride=2, dilation=2)),
-        ("conv_transpose1d", (2, 4, 7), (4, 3, 3), g.ConvTransposeParams1D(b_size=2, l_in=7, c_out=3, c_in=4, k_size=3, padding=1, output_padding=1, stride=2, dilation=2)),
-        ("conv2d", (2, 2, 9, 8), (3, 2, 3, 2), g.ConvParams2D(b_size=2, i_h=9, i_w=8, k_h=3, k_w=2, c_out=3, c_in=2, padding=1, stride=2)),
-        ("conv_transpose2d", (1, 3, 5, 4), (3, 2, 3, 2), g.ConvTransposeParams2D(b_size=1, i_h=5, i_w=4, k_h=3, k_w=2, c_out=2, c_in=3, padding=1, output_padding=1, stride=2)),
+        (
+            "conv1d",
+            (2, 4, 11),
+            (3, 4, 3),
+            g.ConvParams1D(b_size=2, l_in=11, c_out=3, c_in=4, k_size=3, padding=1, stride=2, dilation=2),
+        ),
+        (
+            "conv_transpose1d",
+            (2, 4, 7),
+            (4, 3, 3),
+            g.ConvTransposeParams1D(
+                b_size=2, l_in=7, c_out=3, c_in=4, k_size=3, padding=1, output_padding=1, stride=2, dilation=2
+            ),
+        ),
+        (
+            "conv2d",
+            (2, 2, 9, 8),
+            (3, 2, 3, 2),
+            g.ConvParams2D(b_size=2, i_h=9, i_w=8, k_h=3, k_w=2, c_out=3, c_in=2, padding=1, stride=2),
+        ),
+        (
+            "conv_transpose2d",
+            (1, 3, 5, 4),
+            (3, 2, 3, 2),
+            g.ConvTransposeParams2D(
+                b_size=1, i_h=5, i_w=4, k_h=3, k_w=2, c_out=2, c_in=3, padding=1, output_padding=1, stride=2
+            ),
+        ),
     ]
     for op, xs, ks, p in cases:
         x, k = small(dt, xs, rng), small(dt, ks, rng)
         lx, lk = g.Layout.contiguous(xs), g.Layout.contiguous(ks)
         out_shape = (p.b_size, p.c_out, p.l_out()) if len(xs) == 3 else (p.b_size, p.c_out, p.out_h(), p.out_w())
-        want, got = run_both(device, [x, k], lambda a, b: g.to_numpy(getattr(a, op)(lx, b, lk, p), g.Layout.contiguous(out_shape)))
+        want, got = run_both(
+            device, [x, k], lambda a, b: g.to_numpy(getattr(a, op)(lx, b, lk, p), g.Layout.contiguous(out_shape))
+        )
         assert_close(got, want, dtype, f"{backend.value} {op} {dtype}")
 
 
@@ -281,29 +322,84 @@ def test_convolutions_through_the_blas(backend, dtype, chunks, monkeypatch):
     if chunks != "one chunk":  # columns of 2 batches of the second case: chunks of 1 to 3 batches
         monkeypatch.setattr(runtime.gpu.conv, "CONV_COLUMN_BYTES", 2 * 16 * 3 * 3 * 17 * 15 * dt.numpy.itemsize)
     cases = [
-        ("conv2d", (5, 16, 33, 31), (2, 0, 3, 1), (8, 16, 3, 3), (0, 2, 1, 3),
-         g.ConvParams2D(b_size=5, i_h=33, i_w=31, k_h=3, k_w=3, c_out=8, c_in=16, padding=2, stride=2, dilation=2)),
-        ("conv2d", (5, 16, 17, 15), (0, 1, 2, 3), (8, 16, 3, 3), (0, 1, 2, 3),
-         g.ConvParams2D(b_size=5, i_h=17, i_w=15, k_h=3, k_w=3, c_out=8, c_in=16, padding=1)),
-        ("conv1d", (5, 16, 70), (2, 0, 1), (8, 16, 5), (1, 0, 2),
-         g.ConvParams1D(b_size=5, l_in=70, c_out=8, c_in=16, k_size=5, padding=3, stride=3, dilation=2)),
-        ("conv_transpose2d", (5, 16, 11, 9), (0, 2, 3, 1), (16, 6, 3, 2), (1, 0, 2, 3),
-         g.ConvTransposeParams2D(b_size=5, i_h=11, i_w=9, k_h=3, k_w=2, c_out=6, c_in=16, padding=1,
-                                 output_padding=1, stride=2, dilation=2)),
-        ("conv_transpose2d", (5, 16, 12, 10), (1, 0, 2, 3), (16, 6, 3, 3), (0, 2, 3, 1),  # stride 1: im2col
-         g.ConvTransposeParams2D(b_size=5, i_h=12, i_w=10, k_h=3, k_w=3, c_out=6, c_in=16, padding=1, dilation=2)),
-        ("conv_transpose1d", (5, 16, 30), (2, 1, 0), (16, 6, 5), (1, 0, 2),
-         g.ConvTransposeParams1D(b_size=5, l_in=30, c_out=6, c_in=16, k_size=5, padding=3)),
-        ("conv_transpose1d", (5, 16, 40), (0, 2, 1), (16, 6, 4), (2, 1, 0),
-         g.ConvTransposeParams1D(b_size=5, l_in=40, c_out=6, c_in=16, k_size=4, padding=2, output_padding=2,
-                                 stride=3)),
+        (
+            "conv2d",
+            (5, 16, 33, 31),
+            (2, 0, 3, 1),
+            (8, 16, 3, 3),
+            (0, 2, 1, 3),
+            g.ConvParams2D(b_size=5, i_h=33, i_w=31, k_h=3, k_w=3, c_out=8, c_in=16, padding=2, stride=2, dilation=2),
+        ),
+        (
+            "conv2d",
+            (5, 16, 17, 15),
+            (0, 1, 2, 3),
+            (8, 16, 3, 3),
+            (0, 1, 2, 3),
+            g.ConvParams2D(b_size=5, i_h=17, i_w=15, k_h=3, k_w=3, c_out=8, c_in=16, padding=1),
+        ),
+        (
+            "conv1d",
+            (5, 16, 70),
+            (2, 0, 1),
+            (8, 16, 5),
+            (1, 0, 2),
+            g.ConvParams1D(b_size=5, l_in=70, c_out=8, c_in=16, k_size=5, padding=3, stride=3, dilation=2),
+        ),
+        (
+            "conv_transpose2d",
+            (5, 16, 11, 9),
+            (0, 2, 3, 1),
+            (16, 6, 3, 2),
+            (1, 0, 2, 3),
+            g.ConvTransposeParams2D(
+                b_size=5,
+                i_h=11,
+                i_w=9,
+                k_h=3,
+                k_w=2,
+                c_out=6,
+                c_in=16,
+                padding=1,
+                output_padding=1,
+                stride=2,
+                dilation=2,
+            ),
+        ),
+        (
+            "conv_transpose2d",
+            (5, 16, 12, 10),
+            (1, 0, 2, 3),
+            (16, 6, 3, 3),
+            (0, 2, 3, 1),  # stride 1: im2col
+            g.ConvTransposeParams2D(b_size=5, i_h=12, i_w=10, k_h=3, k_w=3, c_out=6, c_in=16, padding=1, dilation=2),
+        ),
+        (
+            "conv_transpose1d",
+            (5, 16, 30),
+            (2, 1, 0),
+            (16, 6, 5),
+            (1, 0, 2),
+            g.ConvTransposeParams1D(b_size=5, l_in=30, c_out=6, c_in=16, k_size=5, padding=3),
+        ),
+        (
+            "conv_transpose1d",
+            (5, 16, 40),
+            (0, 2, 1),
+            (16, 6, 4),
+            (2, 1, 0),
+            g.ConvTransposeParams1D(
+                b_size=5, l_in=40, c_out=6, c_in=16, k_size=4, padding=2, output_padding=2, stride=3
+            ),
+        ),
     ]
     for op, xs, x_order, ks, k_order, p in cases:
         (x_stored, lx), (k_stored, lk) = _permuted(xs, x_order), _permuted(ks, k_order)
         x, k = small(dt, x_stored, rng), small(dt, k_stored, rng)
         out_shape = (p.b_size, p.c_out, p.l_out()) if len(xs) == 3 else (p.b_size, p.c_out, p.out_h(), p.out_w())
-        want, got = run_both(device, [x, k], lambda a, b: g.to_numpy(getattr(a, op)(lx, b, lk, p),
-                                                                       g.Layout.contiguous(out_shape)))
+        want, got = run_both(
+            device, [x, k], lambda a, b: g.to_numpy(getattr(a, op)(lx, b, lk, p), g.Layout.contiguous(out_shape))
+        )
         assert_close(got, want, dtype, f"{backend.value} {op} {dtype} {xs} by {ks}")
 
 
@@ -315,20 +411,28 @@ def test_pooling_and_upsampling(backend, dtype):
     x = operand(dt, (2, 3, 7, 9), np.random.default_rng(10))
     layout = g.Layout.contiguous((2, 3, 7, 9)).transpose(2, 3)  # (2, 3, 9, 7), strided
     for op in ("avg_pool2d", "max_pool2d"):
-        want, got = run_both(device, [x], lambda s: g.to_numpy(getattr(s, op)(layout, (3, 2), (2, 3)), g.Layout.contiguous((2, 3, 4, 2))))
+        want, got = run_both(
+            device, [x], lambda s: g.to_numpy(getattr(s, op)(layout, (3, 2), (2, 3)), g.Layout.contiguous((2, 3, 4, 2)))
+        )
         if op == "avg_pool2d" and dt.kind == "float":
             assert_close(got, want, dtype, f"{backend.value} {op} {dtype}")
         else:
             np.testing.assert_array_equal(got, want, err_msg=f"{backend.value} {op} {dtype}")
     l1 = g.Layout.contiguous((2, 3, 63)).narrow(2, 4, 5)
-    want, got = run_both(device, [x], lambda s: g.to_numpy(s.upsample_nearest1d(l1, 12), g.Layout.contiguous((2, 3, 12))))
+    want, got = run_both(
+        device, [x], lambda s: g.to_numpy(s.upsample_nearest1d(l1, 12), g.Layout.contiguous((2, 3, 12)))
+    )
     np.testing.assert_array_equal(got, want, err_msg=f"{backend.value} upsample_nearest1d {dtype}")
-    want, got = run_both(device, [x], lambda s: g.to_numpy(s.upsample_nearest2d(layout, 11, 13), g.Layout.contiguous((2, 3, 11, 13))))
+    want, got = run_both(
+        device, [x], lambda s: g.to_numpy(s.upsample_nearest2d(layout, 11, 13), g.Layout.contiguous((2, 3, 11, 13)))
+    )
     np.testing.assert_array_equal(got, want, err_msg=f"{backend.value} upsample_nearest2d {dtype}")
 
 
 @pytest.mark.parametrize("backend", GPU_BACKENDS, ids=str)
-@pytest.mark.parametrize("ids_dtype, dtype", [(i, d) for i in ("u8", "u32", "i64") for d in ("f32", "bf16", "i64", "u8")])
+@pytest.mark.parametrize(
+    "ids_dtype, dtype", [(i, d) for i in ("u8", "u32", "i64") for d in ("f32", "bf16", "i64", "u8")]
+)
 def test_indexing(backend, ids_dtype, dtype):
     device = device_or_skip(backend)
     dt, it = g.DType(dtype), g.DType(ids_dtype).numpy
@@ -340,7 +444,9 @@ def test_indexing(backend, ids_dtype, dtype):
     ids = np.array([4, 0, 2, 2], it)
     li = g.Layout.contiguous((4,))
     for layout in (lx, strided):
-        want, got = run_both(device, [x, ids], lambda a, i: g.to_numpy(a.index_select(i, layout, li, 1), g.Layout.contiguous((6, 4, 4))))
+        want, got = run_both(
+            device, [x, ids], lambda a, i: g.to_numpy(a.index_select(i, layout, li, 1), g.Layout.contiguous((6, 4, 4)))
+        )
         np.testing.assert_array_equal(got, want, err_msg=f"{backend.value} index_select {ids_dtype} {dtype}")
 
     gids = rng.integers(0, 6, (3, 4, 2)).astype(it)
@@ -352,16 +458,21 @@ def test_indexing(backend, ids_dtype, dtype):
     src = operand(dt, (4, 3, 5), rng)
     lsrc = g.Layout.contiguous((4, 3, 5)).permute((2, 1, 0))  # (5, 3, 4), strided
     for op in ("scatter_set", "scatter_add"):
+
         def program(a, i, s):
             getattr(a, op)(lx, i, g.Layout.contiguous(sids.shape), s, lsrc, 1)
             return g.to_numpy(a, lx)
+
         want, got = run_both(device, [x, sids, src], program)
         np.testing.assert_array_equal(got, want, err_msg=f"{backend.value} {op} {ids_dtype} {dtype}")
 
     aids = np.array([1, 4, 1, 0], it)
     asrc = operand(dt, (6, 4, 4), rng)
-    want, got = run_both(device, [x, aids, asrc], lambda a, i, s: g.to_numpy(
-        a.index_add(lx, i, li, s, g.Layout.contiguous((6, 4, 4)), 1), lx))
+    want, got = run_both(
+        device,
+        [x, aids, asrc],
+        lambda a, i, s: g.to_numpy(a.index_add(lx, i, li, s, g.Layout.contiguous((6, 4, 4)), 1), lx),
+    )
     np.testing.assert_array_equal(got, want, err_msg=f"{backend.value} index_add {ids_dtype} {dtype}")
 
 
@@ -425,10 +536,30 @@ def test_the_first_failed_index_op_is_named_and_good_ones_pass(backend):
 MATMUL_LAYOUTS = {
     # name: (lhs shape as stored, lhs layout, rhs shape as stored, rhs layout), b=2 m=8 k=16 n=5
     "contiguous": ((2, 8, 16), lambda s: g.Layout.contiguous(s), (2, 16, 5), lambda s: g.Layout.contiguous(s)),
-    "rhs transposed": ((2, 8, 16), lambda s: g.Layout.contiguous(s), (2, 5, 16), lambda s: g.Layout.contiguous(s).transpose(1, 2)),
-    "lhs transposed": ((2, 16, 8), lambda s: g.Layout.contiguous(s).transpose(1, 2), (2, 16, 5), lambda s: g.Layout.contiguous(s)),
-    "rhs broadcast": ((2, 8, 16), lambda s: g.Layout.contiguous(s), (16, 5), lambda s: g.Layout.contiguous(s).broadcast_as((2, 16, 5))),
-    "batch-strided": ((8, 2, 16), lambda s: g.Layout.contiguous(s).transpose(0, 1), (2, 16, 5), lambda s: g.Layout.contiguous(s)),
+    "rhs transposed": (
+        (2, 8, 16),
+        lambda s: g.Layout.contiguous(s),
+        (2, 5, 16),
+        lambda s: g.Layout.contiguous(s).transpose(1, 2),
+    ),
+    "lhs transposed": (
+        (2, 16, 8),
+        lambda s: g.Layout.contiguous(s).transpose(1, 2),
+        (2, 16, 5),
+        lambda s: g.Layout.contiguous(s),
+    ),
+    "rhs broadcast": (
+        (2, 8, 16),
+        lambda s: g.Layout.contiguous(s),
+        (16, 5),
+        lambda s: g.Layout.contiguous(s).broadcast_as((2, 16, 5)),
+    ),
+    "batch-strided": (
+        (8, 2, 16),
+        lambda s: g.Layout.contiguous(s).transpose(0, 1),
+        (2, 16, 5),
+        lambda s: g.Layout.contiguous(s),
+    ),
 }
 
 
@@ -443,8 +574,11 @@ def test_matmul(backend, kind, dtype):
     a_shape, a_layout, b_shape, b_layout = MATMUL_LAYOUTS[kind]
     a, b = operand(dt, a_shape, rng), operand(dt, b_shape, rng)
     la, lb = a_layout(a_shape), b_layout(b_shape)
-    want, got = run_both(device, [a, b], lambda x, y: g.to_numpy(x.matmul(y, g.MatmulDims(2, 8, 5, 16), la, lb),
-                                                                   g.Layout.contiguous((2, 8, 5))))
+    want, got = run_both(
+        device,
+        [a, b],
+        lambda x, y: g.to_numpy(x.matmul(y, g.MatmulDims(2, 8, 5, 16), la, lb), g.Layout.contiguous((2, 8, 5))),
+    )
     assert_close(got, want, dtype, f"{backend.value} matmul {dtype} {kind}")
 
 
@@ -480,8 +614,9 @@ def test_reduce_long_groups(backend, dims, op, dtype):
     x = operand(dt, shape, np.random.default_rng(12), positive=True)  # sums without cancellation
     layout = g.Layout.contiguous(shape)
     out_shape = tuple(1 if i in dims else n for i, n in enumerate(shape))
-    want, got = run_both(device, [x], lambda s: g.to_numpy(s.reduce_op(g.ReduceOp(op), layout, dims),
-                                                           g.Layout.contiguous(out_shape)))
+    want, got = run_both(
+        device, [x], lambda s: g.to_numpy(s.reduce_op(g.ReduceOp(op), layout, dims), g.Layout.contiguous(out_shape))
+    )
     if op == "sum" and dt.kind == "float":
         assert_close(got, want, dtype, f"{backend.value} {op} {dtype} {dims}")
     else:

@@ -15,8 +15,10 @@ from runtime.gpu.reduce import FEW_GROUPS
 _REASONS = {b: b.unavailable_reason() for b in g.Backend if b is not g.Backend.CPU}
 GPU_BACKENDS = [b for b, reason in _REASONS.items() if reason is None]
 if not GPU_BACKENDS:
-    pytest.skip("no GPU backend can run here: " + "; ".join(f"{b.value}: {r}" for b, r in _REASONS.items()),
-                allow_module_level=True)
+    pytest.skip(
+        "no GPU backend can run here: " + "; ".join(f"{b.value}: {r}" for b, r in _REASONS.items()),
+        allow_module_level=True,
+    )
 
 CPU = g.Device.parse("cpu")
 REDUCE = list(g.ReduceOp)
@@ -71,8 +73,13 @@ def test_few_long_groups_reduce_as_on_the_cpu_launch_after_launch(backend, dtype
             x = _values(dt, shape, seed=len(shape) + round_)
             layout, view_shape = _layout(shape, view)
             what = f"{backend.value} {op.value} {dtype} {shape} {view} {dims} round {round_}"
-            _check(_reduce(device, x, layout, view_shape, op, dims), _reduce(CPU, x, layout, view_shape, op, dims),
-                   op, dt, what)
+            _check(
+                _reduce(device, x, layout, view_shape, op, dims),
+                _reduce(CPU, x, layout, view_shape, op, dims),
+                op,
+                dt,
+                what,
+            )
 
 
 @pytest.mark.parametrize("backend", GPU_BACKENDS, ids=str)
@@ -96,14 +103,14 @@ def test_one_launch_keeps_the_first_extreme_and_the_first_nan(backend, op):
 # of the vector width (16 bytes of elements, at most 8): 64 and 48 columns are, 37 and an
 # offset of 1 are not; a row stride of 66 is for 8-byte types only (width 2).
 COLUMN_CASES = [
-    ((4099, 64), lambda l: l, (0,), True),            # chunked: two launches
-    ((100, 64), lambda l: l, (0,), True),             # one launch (groups too short to split)
-    ((4099, 37), lambda l: l, (0,), False),           # columns not a multiple of the width
-    ((700, 72), lambda l: l.narrow(1, 8, 64), (0,), True),   # an aligned offset
+    ((4099, 64), lambda l: l, (0,), True),  # chunked: two launches
+    ((100, 64), lambda l: l, (0,), True),  # one launch (groups too short to split)
+    ((4099, 37), lambda l: l, (0,), False),  # columns not a multiple of the width
+    ((700, 72), lambda l: l.narrow(1, 8, 64), (0,), True),  # an aligned offset
     ((700, 72), lambda l: l.narrow(1, 1, 64), (0,), False),  # an unaligned offset
-    ((700, 66), lambda l: l.narrow(1, 0, 64), (0,), None),   # row stride 66: 8-byte types only
-    ((3, 300, 48), lambda l: l, (1,), True),          # a batch of column sums
-    ((50, 40, 16), lambda l: l, (0, 1), True),        # two leading dims merged
+    ((700, 66), lambda l: l.narrow(1, 0, 64), (0,), None),  # row stride 66: 8-byte types only
+    ((3, 300, 48), lambda l: l, (1,), True),  # a batch of column sums
+    ((50, 40, 16), lambda l: l, (0, 1), True),  # two leading dims merged
     ((9, 5, 48), lambda l: l.narrow(1, 1, 3), (0, 1), None),  # reduced dims that do not merge: generic path
 ]
 

@@ -49,7 +49,7 @@ class FakeDriver:
         pass
 
     def upload(self, ptr, host, stream):
-        self.memory[ptr:ptr + host.nbytes] = host.tobytes()
+        self.memory[ptr : ptr + host.nbytes] = host.tobytes()
 
     def download(self, host, ptr, stream):
         self.calls.append(("download", ptr, host.nbytes))
@@ -57,16 +57,16 @@ class FakeDriver:
 
     def copy(self, dst, src, nbytes, stream):
         self.calls.append(("copy", dst, src, nbytes, stream))
-        self.memory[dst:dst + nbytes] = self.memory[src:src + nbytes]
+        self.memory[dst : dst + nbytes] = self.memory[src : src + nbytes]
 
     def memset(self, ptr, nbytes, stream, byte=0):
         self.calls.append(("memset", ptr, nbytes, byte))
-        self.memory[ptr:ptr + nbytes] = bytes([byte]) * nbytes
+        self.memory[ptr : ptr + nbytes] = bytes([byte]) * nbytes
 
     def peer_copy(self, dst, dst_ordinal, src, src_ordinal, nbytes, stream):
         self.calls.append(("peer_copy", dst, dst_ordinal, src, src_ordinal, nbytes, stream))
         if self.peer:
-            self.memory[dst:dst + nbytes] = self.memory[src:src + nbytes]
+            self.memory[dst : dst + nbytes] = self.memory[src : src + nbytes]
         return self.peer
 
     def of(self, kind):
@@ -179,8 +179,27 @@ Y = np.arange(48, dtype=np.float32).reshape(6, 8)
 
 
 class GemmDriver(FakeDriver):
-    def gemm(self, ordinal, stream, dtype, transa, transb, m, n, k, a, lda, stride_a, b, ldb, stride_b,
-             c, ldc, stride_c, batch):
+    def gemm(
+        self,
+        ordinal,
+        stream,
+        dtype,
+        transa,
+        transb,
+        m,
+        n,
+        k,
+        a,
+        lda,
+        stride_a,
+        b,
+        ldb,
+        stride_b,
+        c,
+        ldc,
+        stride_c,
+        batch,
+    ):
         self.calls.append(("gemm", a, b, c))
 
 
@@ -217,8 +236,10 @@ def test_an_nn_op_reads_a_strided_input_through_a_device_copy(op):
 
     rt, driver, launches = _runtime()
     buf = rt.from_host(0, Y)
-    extra = {"arg_sort": (True,), "rms_norm": (rt.from_host(0, np.ones(4, np.float32)), Layout.contiguous((4,)),
-                                              1e-5)}.get(op, ())
+    extra = {
+        "arg_sort": (True,),
+        "rms_norm": (rt.from_host(0, np.ones(4, np.float32)), Layout.contiguous((4,)), 1e-5),
+    }.get(op, ())
     getattr(gpu_nn, op)(rt, buf, EVERY_OTHER, *extra, kernels_hip.NN[op])
     (copy, _, _, (_, _, _, _, dense)), (kernel, _, _, args) = launches
     assert (copy, kernel) == ("copy_strided_f32", "arg_sort_local_f32" if op == "arg_sort" else f"{op}_f32")
@@ -289,8 +310,9 @@ def test_qmatmul_of_many_rows_dequantizes_once_and_runs_the_gemm(rows, blas):
     if rows >= gemm_rows("q4_0") and blas:
         [(name, (blocks, w, numel))] = launches
         assert (name, blocks, numel) == ("dequantize_q4_0_f32", q.buf.ptr, n * k)
-        [(_, ordinal, _, dtype, trans_a, trans_b, m, cols, depth, a, lda, _, b, ldb, _, c, ldc, _, batch)] = \
-            driver.of("gemm")
+        [(_, ordinal, _, dtype, trans_a, trans_b, m, cols, depth, a, lda, _, b, ldb, _, c, ldc, _, batch)] = driver.of(
+            "gemm"
+        )
         assert (dtype, trans_a, trans_b, m, cols, depth) == (np.dtype(np.float32), True, False, n, rows, k)
         assert (a, lda, b, ldb, c, ldc, batch) == (w, k, x.ptr, k, out.ptr, n, 1)
     else:
@@ -326,8 +348,9 @@ def test_a_matmul_operand_the_blas_cannot_read_is_copied_on_the_device():
     rt.launch = lambda source, name, grid, block, stream, args, types: launches.append((name, args[4]))
     lhs = rt.from_host(0, Y)
     rhs = rt.from_host(0, np.ones((4, 5), np.float32))
-    out = rt.matmul(lhs, rhs, MatmulDims(1, 3, 5, 4), EVERY_OTHER, Layout.contiguous((4, 5)),
-                    kernels_hip.STORAGE["matmul"])
+    out = rt.matmul(
+        lhs, rhs, MatmulDims(1, 3, 5, 4), EVERY_OTHER, Layout.contiguous((4, 5)), kernels_hip.STORAGE["matmul"]
+    )
     [(name, dense)] = launches
     assert name == "copy_strided_f32" and driver.of("gemm") == [("gemm", rhs.ptr, dense, out.ptr)]
     assert not driver.of("download")
@@ -337,13 +360,22 @@ def test_index_add_copies_self_and_a_strided_src_on_the_device():
     rt, driver, launches = _runtime()
     buf = rt.from_host(0, Y)
     ids = rt.from_host(0, np.array([0, 2], np.uint32))
-    rt.index_add(buf, EVERY_OTHER, ids, Layout.contiguous((2,)), buf, Layout((3, 2), (16, 2)), 1,
-                 kernels_hip.STORAGE["index_add"])
+    rt.index_add(
+        buf,
+        EVERY_OTHER,
+        ids,
+        Layout.contiguous((2,)),
+        buf,
+        Layout((3, 2), (16, 2)),
+        1,
+        kernels_hip.STORAGE["index_add"],
+    )
     assert [name for name, *_ in launches] == ["copy_strided_f32", "copy_strided_f32", "index_add_u32_f32"]
     assert not driver.of("download")  # the kernel checks the ids: nothing waits for the device
 
 
 # -- index ops: ids checked by the kernels, read at the next synchronization ------------------
+
 
 class SyncingDriver(FakeDriver):
     def synchronize(self, ordinal):
@@ -403,12 +435,15 @@ def test_a_flag_a_kernel_set_raises_the_ops_shape_mismatch_at_the_next_read(read
     ops["scatter_add"]()
     ops["index_select"]()
     flag = launches[1][1][-1]  # scatter_add's kernel found a bad id
-    driver.memory[flag:flag + 4] = (1).to_bytes(4, "little")
-    read = {"synchronize": lambda: rt.synchronize(0), "to_host": lambda: rt.to_host(x),
-            "to_numpy": lambda: rt.to_numpy(x, Layout.contiguous((4, 6)))}[reader]
+    driver.memory[flag : flag + 4] = (1).to_bytes(4, "little")
+    read = {
+        "synchronize": lambda: rt.synchronize(0),
+        "to_host": lambda: rt.to_host(x),
+        "to_numpy": lambda: rt.to_numpy(x, Layout.contiguous((4, 6))),
+    }[reader]
     with pytest.raises(ShapeMismatch, match=r"scatter_add on fake: expected shape ids in \[0, 6\), got an id out of"):
         read()
-    assert driver.memory[flag:flag + 4] == bytes(4)  # cleared for the next ops
+    assert driver.memory[flag : flag + 4] == bytes(4)  # cleared for the next ops
     read()  # reported once
 
 
@@ -457,8 +492,9 @@ def test_a_reduction_over_all_dims_is_one_launch_into_a_kept_scratch(op):
     assert driver.of("memset")[-1][1] != scratch.ptr
 
 
-@pytest.mark.parametrize("shape, dims", [((8192, 8192), (0, 1)), ((3, 1 << 18), (1,)), ((5, 100_003), (1,)),
-                                         ((FEW_GROUPS, 5000), (1,))])
+@pytest.mark.parametrize(
+    "shape, dims", [((8192, 8192), (0, 1)), ((3, 1 << 18), (1,)), ((5, 100_003), (1,)), ((FEW_GROUPS, 5000), (1,))]
+)
 def test_one_launch_reductions_give_a_warp_a_chunk_and_a_block_chunks_of_one_group(shape, dims):
     """hip/reduce.hip's pass 0 combines a block's states when each warp has one chunk and
     the chunks are a multiple of the block's warps (so a block holds chunks of one group)."""
@@ -469,18 +505,21 @@ def test_one_launch_reductions_give_a_warp_a_chunk_and_a_block_chunks_of_one_gro
     assert args[1] == 0 and chunks % (block // 32) == 0 and grid * (block // 32) == groups * chunks
 
 
-@pytest.mark.parametrize("itemsize, offset, kept, reduced, width", [
-    (4, 0, [[8192, 1]], [[8192, 8192]], 4),
-    (1, 0, [[64, 1]], [[99, 64]], 8),
-    (2, 0, [[64, 1]], [[99, 64]], 8),
-    (8, 0, [[66, 1]], [[99, 66]], 2),
-    (4, 0, [[37, 1]], [[99, 37]], 1),       # columns not a multiple of 4
-    (4, 4, [[64, 1]], [[99, 72]], 1),       # the first element 4 bytes past a 16-byte boundary
-    (4, 32, [[64, 1]], [[99, 72]], 4),
-    (4, 0, [[64, 1]], [[99, 66]], 1),       # a row stride not a multiple of 4
-    (4, 0, [[3, 300 * 48], [48, 1]], [[300, 48]], 4),
-    (4, 0, [[3, 1002], [48, 1]], [[300, 48]], 1),  # an outer stride not a multiple of 4
-])
+@pytest.mark.parametrize(
+    "itemsize, offset, kept, reduced, width",
+    [
+        (4, 0, [[8192, 1]], [[8192, 8192]], 4),
+        (1, 0, [[64, 1]], [[99, 64]], 8),
+        (2, 0, [[64, 1]], [[99, 64]], 8),
+        (8, 0, [[66, 1]], [[99, 66]], 2),
+        (4, 0, [[37, 1]], [[99, 37]], 1),  # columns not a multiple of 4
+        (4, 4, [[64, 1]], [[99, 72]], 1),  # the first element 4 bytes past a 16-byte boundary
+        (4, 32, [[64, 1]], [[99, 72]], 4),
+        (4, 0, [[64, 1]], [[99, 66]], 1),  # a row stride not a multiple of 4
+        (4, 0, [[3, 300 * 48], [48, 1]], [[300, 48]], 4),
+        (4, 0, [[3, 1002], [48, 1]], [[300, 48]], 1),  # an outer stride not a multiple of 4
+    ],
+)
 def test_a_thread_reads_several_columns_where_the_vector_loads_are_aligned(itemsize, offset, kept, reduced, width):
     from runtime.gpu.reduce import _reduce_columns
 
@@ -504,8 +543,11 @@ def test_the_scratch_grows_when_a_reduction_needs_more():
     rt._scratch[0] = small = rt.alloc(0, 64, np.dtype(np.uint8))
     _reduce(rt, (3, 1 << 18), (1,))
     assert launches[0][3][1] == 0 and rt._scratch[0] is not small
-    assert launches[0][3][8] == rt._scratch[0].ptr and driver.of("memset")[-1][1:] == (rt._scratch[0].ptr,
-                                                                                      rt._scratch[0].nbytes, 0)
+    assert launches[0][3][8] == rt._scratch[0].ptr and driver.of("memset")[-1][1:] == (
+        rt._scratch[0].ptr,
+        rt._scratch[0].nbytes,
+        0,
+    )
 
 
 def test_more_groups_than_one_block_finishes_take_two_launches():
@@ -620,7 +662,9 @@ def test_a_function_is_looked_up_once_and_a_driver_without_launcher_launches_thr
     assert [c[1:5] for c in launches] == [("fn:unary_exp_f32", 1, 256, "stream0")] * 2
     assert [c[5] for c in launches] == [(4, 1, 0, buf.ptr + 12, out.ptr) for out in outs]
     unary_types = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
-    assert launches[0][6] is next(v for k, v in vars(kernels_hip).items() if k.startswith("_ARGS_") and v == unary_types)
+    assert launches[0][6] is next(
+        v for k, v in vars(kernels_hip).items() if k.startswith("_ARGS_") and v == unary_types
+    )
 
 
 def test_unary_checks_dtype_and_extent_before_it_allocates():
@@ -649,6 +693,7 @@ def _counting(kernel, calls: list):
         def counted(*args):
             calls.append(fn.__name__)
             fn(*args)
+
         return counted
 
     return Kernel(kernel.op, {dt: wrap(fn) for dt, fn in kernel.by_dtype.items()}, kernel.result)
@@ -693,8 +738,11 @@ def test_the_direct_launches_keep_every_check():
     launched = len(driver.of("launch"))
     with pytest.raises(DTypeMismatch, match="exp"):
         rt.unary(rt.from_host(0, np.ones(8, np.uint8)), exp, Layout.contiguous((8,)))
-    for view in (Layout.contiguous((8,), start_offset=1), Layout.contiguous((9,)),
-                 Layout.contiguous((3, 3)).transpose(0, 1)):
+    for view in (
+        Layout.contiguous((8,), start_offset=1),
+        Layout.contiguous((9,)),
+        Layout.contiguous((3, 3)).transpose(0, 1),
+    ):
         with pytest.raises(ShapeMismatch, match="exp"):
             rt.unary(x, exp, view)
         with pytest.raises(ShapeMismatch, match="add"):
@@ -728,10 +776,12 @@ class FakeLibcuda:
     def __init__(self, types, result=0):
         self.types, self.result, self.calls = types, result, []
         cu_result = ctypes.c_int
-        self.ex = ctypes.CFUNCTYPE(cu_result, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
-                                   ctypes.c_void_p)(self._ex)
-        self.plain = ctypes.CFUNCTYPE(cu_result, ctypes.c_void_p, *[ctypes.c_uint] * 7, ctypes.c_void_p,
-                                      ctypes.c_void_p, ctypes.c_void_p)(self._plain)
+        self.ex = ctypes.CFUNCTYPE(cu_result, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)(
+            self._ex
+        )
+        self.plain = ctypes.CFUNCTYPE(
+            cu_result, ctypes.c_void_p, *[ctypes.c_uint] * 7, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p
+        )(self._plain)
 
     def _ex(self, config, fn, params, extra):
         from runtime.cuda import _LaunchConfig
@@ -742,8 +792,9 @@ class FakeLibcuda:
         return self.result
 
     def _plain(self, fn, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
-        self.calls.append(("plain", fn, (gx, gy, gz, bx, by, bz, shared), stream, None, 0,
-                           _read_back(params, self.types), extra))
+        self.calls.append(
+            ("plain", fn, (gx, gy, gz, bx, by, bz, shared), stream, None, 0, _read_back(params, self.types), extra)
+        )
         return self.result
 
     def symbol(self, name, hold_gil=False):
@@ -875,6 +926,7 @@ def test_only_the_kernels_that_wait_for_their_predecessor_launch_programmaticall
 
 # -- convolutions through the BLAS -----------------------------------------------------------
 
+
 class BlasDriver(FakeDriver):
     """A driver whose BLAS is there: each gemm's arguments are recorded."""
 
@@ -915,8 +967,26 @@ def test_conv2d_of_floats_is_im2col_then_one_gemm_per_chunk_with_the_kernel_broa
     col = first[17]
     gemms = driver.of("gemm")
     assert [g_[1:] for g_ in gemms] == [
-        (np.dtype(np.float32), False, False, positions, c_out, taps, col, positions, taps * positions, k.ptr, taps, 0,
-         out.ptr + b0 * c_out * positions * 4, positions, c_out * positions, n) for b0, n in ((0, 2), (2, 1))]
+        (
+            np.dtype(np.float32),
+            False,
+            False,
+            positions,
+            c_out,
+            taps,
+            col,
+            positions,
+            taps * positions,
+            k.ptr,
+            taps,
+            0,
+            out.ptr + b0 * c_out * positions * 4,
+            positions,
+            c_out * positions,
+            n,
+        )
+        for b0, n in ((0, 2), (2, 1))
+    ]
     assert not driver.of("download")
 
 
@@ -932,14 +1002,31 @@ def test_conv_transpose2d_of_f32_is_a_gemm_then_col2im_and_bf16_keeps_the_direct
         x = rt.from_host(0, np.ones((b, c_in, h, w), dtype))
         k = rt.from_host(0, np.ones((c_in, c_out, 2, 2), dtype))
         driver.calls.clear()
-        out = rt.conv_transpose2d(x, Layout.contiguous((b, c_in, h, w)), k, Layout.contiguous((c_in, c_out, 2, 2)),
-                                  p, kernels_hip.STORAGE["conv_transpose2d"])
+        out = rt.conv_transpose2d(
+            x,
+            Layout.contiguous((b, c_in, h, w)),
+            k,
+            Layout.contiguous((c_in, c_out, 2, 2)),
+            p,
+            kernels_hip.STORAGE["conv_transpose2d"],
+        )
         assert [name for name, _ in launches] == want
         if dtype is np.float32:
             taps, inputs = c_out * 4, h * w
             [(_, _, ta, tb, m, n, kk, a, lda, sa, bb, ldb, sb, c, ldc, sc, batch)] = driver.of("gemm")
-            assert (ta, tb, m, n, kk, a, lda, sa, bb, ldb, sb) == (False, True, inputs, taps, c_in, x.ptr, inputs,
-                                                                  c_in * inputs, k.ptr, taps, 0)
+            assert (ta, tb, m, n, kk, a, lda, sa, bb, ldb, sb) == (
+                False,
+                True,
+                inputs,
+                taps,
+                c_in,
+                x.ptr,
+                inputs,
+                c_in * inputs,
+                k.ptr,
+                taps,
+                0,
+            )
             assert (ldc, sc, batch) == (inputs, taps * inputs, b)
             [(_, args)] = launches
             assert args[:11] == (b * c_out, 2, 2, h, w, p.out_h(), p.out_w(), 2, 0, 0, 1) and args[11:] == (c, out.ptr)
@@ -956,8 +1043,14 @@ def test_a_transposed_convolution_of_stride_1_is_a_convolution_reading_the_taps_
     p = ConvTransposeParams1D(b_size=b, l_in=l_in, c_out=c_out, c_in=c_in, k_size=3, padding=1, dilation=2)
     x = rt.from_host(0, np.ones((b, c_in, l_in), np.float32))
     k = rt.from_host(0, np.ones((c_in, c_out, 3), np.float32))
-    out = rt.conv_transpose1d(x, Layout.contiguous((b, c_in, l_in)), k, Layout.contiguous((c_in, c_out, 3)), p,
-                              kernels_hip.STORAGE["conv_transpose1d"])
+    out = rt.conv_transpose1d(
+        x,
+        Layout.contiguous((b, c_in, l_in)),
+        k,
+        Layout.contiguous((c_in, c_out, 3)),
+        p,
+        kernels_hip.STORAGE["conv_transpose1d"],
+    )
     assert [name for name, _ in launches] == ["copy_strided_f32", "im2col_f32"]
     (_, copy), (_, im2col) = launches
     assert copy[:2] == (c_in * c_out * 3, 3)  # the kernel as (c_out, c_in, k), made dense
@@ -975,12 +1068,19 @@ def test_integer_convolutions_keep_the_direct_kernels():
     rt, driver, launches = _conv_runtime()
     x = rt.from_host(0, np.ones((2, 3, 8), np.int64))
     k = rt.from_host(0, np.ones((4, 3, 3), np.int64))
-    rt.conv1d(x, Layout.contiguous((2, 3, 8)), k, Layout.contiguous((4, 3, 3)),
-              ConvParams1D(b_size=2, l_in=8, c_out=4, c_in=3, k_size=3), kernels_hip.STORAGE["conv1d"])
+    rt.conv1d(
+        x,
+        Layout.contiguous((2, 3, 8)),
+        k,
+        Layout.contiguous((4, 3, 3)),
+        ConvParams1D(b_size=2, l_in=8, c_out=4, c_in=3, k_size=3),
+        kernels_hip.STORAGE["conv1d"],
+    )
     assert [name for name, _ in launches] == ["conv1d_i64"] and not driver.of("gemm")
 
 
 # -- arg_sort: chunks in shared memory, merges through global memory ---------------------------
+
 
 def test_arg_sort_of_a_short_row_is_one_launch_and_a_long_row_merges_its_chunks():
     from runtime.gpu import nn as gpu_nn
@@ -999,8 +1099,12 @@ def test_arg_sort_of_a_short_row_is_one_launch_and_a_long_row_merges_its_chunks(
     steps = [(name.rsplit("_", 1)[0], args) for name, _, _, args in launches]
     assert [(name, args[2:4] if name == "arg_sort_merge" else args[4:6]) for name, args in steps] == [
         ("arg_sort_local", (2, 4096)),
-        ("arg_sort_merge", (8192, 4096)), ("arg_sort_local", (8192, 8192)),
-        ("arg_sort_merge", (16384, 8192)), ("arg_sort_merge", (16384, 4096)), ("arg_sort_local", (16384, 16384))]
+        ("arg_sort_merge", (8192, 4096)),
+        ("arg_sort_local", (8192, 8192)),
+        ("arg_sort_merge", (16384, 8192)),
+        ("arg_sort_merge", (16384, 4096)),
+        ("arg_sort_local", (16384, 16384)),
+    ]
     assert all(args[9] == 0 for _, args in steps[:-1] if len(args) == 10) and steps[-1][1][9] == out.ptr
     assert steps[0][1][6] == x.ptr and all(args[6] == 0 for name, args in steps[1:] if name == "arg_sort_local")
     assert not driver.of("download")
@@ -1012,8 +1116,14 @@ def test_index_select_of_contiguous_ids_uploads_no_dims_and_strides():
     ids = rt.from_host(0, np.array([0, 5, 5, 1, 7, 2], np.int64))
     uploads = []
     driver.upload = lambda ptr, host, stream: uploads.append(host.nbytes)
-    rt.index_select(x, ids, Layout.contiguous((4, 6)), Layout.contiguous((2,), start_offset=3), 1,
-                    kernels_hip.STORAGE["index_select"])
+    rt.index_select(
+        x,
+        ids,
+        Layout.contiguous((4, 6)),
+        Layout.contiguous((2,), start_offset=3),
+        1,
+        kernels_hip.STORAGE["index_select"],
+    )
     [(name, _, _, args)] = launches
     assert name == "index_select_i64_f32" and args[2] == 0 and args[3] == ids.ptr + 24 and uploads == []
     rt.index_select(x, ids, Layout.contiguous((4, 6)), Layout((2,), (2,), 1), 1, kernels_hip.STORAGE["index_select"])

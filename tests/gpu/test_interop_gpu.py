@@ -24,9 +24,13 @@ torch = pytest.importorskip("torch", reason="torch is not installed (the H100 im
 cupy = pytest.importorskip("cupy", reason="CuPy is not installed (the H100 image has it)")
 
 CUDA = g.Device.parse("cuda:0")
-DTYPES = {"f32": (np.float32, torch.float32), "f16": (np.float16, torch.float16),
-          "bf16": (ml_dtypes.bfloat16, torch.bfloat16), "i64": (np.int64, torch.int64),
-          "u8": (np.uint8, torch.uint8)}
+DTYPES = {
+    "f32": (np.float32, torch.float32),
+    "f16": (np.float16, torch.float16),
+    "bf16": (ml_dtypes.bfloat16, torch.bfloat16),
+    "i64": (np.int64, torch.int64),
+    "u8": (np.uint8, torch.uint8),
+}
 SHAPE = (6, 10)
 LAYOUTS = {
     "contiguous": g.Layout.contiguous(SHAPE),
@@ -149,8 +153,9 @@ def test_work_queued_before_the_hand_off_is_done_before_the_consumer_reads(consu
 
 def _extremes(storage: g.Storage, layout: g.Layout) -> tuple[float, float]:
     one = g.Layout.contiguous((1,))
-    return tuple(float(g.to_numpy(storage.reduce_op(op, layout, (0,)), one)[0])
-                 for op in (g.ReduceOp.MIN, g.ReduceOp.MAX))
+    return tuple(
+        float(g.to_numpy(storage.reduce_op(op, layout, (0,)), one)[0]) for op in (g.ReduceOp.MIN, g.ReduceOp.MAX)
+    )
 
 
 def test_work_the_producer_queued_is_done_before_our_kernels_read():

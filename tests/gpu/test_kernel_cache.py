@@ -24,8 +24,10 @@ from runtime.gpu.compile import KernelCache, _digest, cache_key
 from runtime.gpu.errors import CompileError, KernelCacheWarning
 
 ROOT = Path(__file__).resolve().parents[2]
-KERNEL = ('#include "compat.h"\n#ifndef SCALE\n#define SCALE 1.0f\n#endif\n'
-          'extern "C" __global__ void k_scale(float* x) { x[threadIdx.x] *= SCALE; }\n')
+KERNEL = (
+    '#include "compat.h"\n#ifndef SCALE\n#define SCALE 1.0f\n#endif\n'
+    'extern "C" __global__ void k_scale(float* x) { x[threadIdx.x] *= SCALE; }\n'
+)
 
 
 def needs_nvrtc():
@@ -54,6 +56,7 @@ def test_entries_are_reused_and_keys_separate_inputs(tmp_path):
         def run():
             calls.append(image)
             return image
+
         return run
 
     key = _digest(b"source", b"header", b"nvrtc 12.9", b"sm_90")
@@ -127,6 +130,7 @@ def test_changing_an_option_recompiles_instead_of_serving_the_old_binary(monkeyp
         def compile_():
             compiled.append(1)
             return gpu_compile.compile_cuda(KERNEL, "k.hip", "sm_90")
+
         return cache.get_or_compile(key, compile_), bool(compiled)
 
     plain, compiled = get()
@@ -146,9 +150,18 @@ def test_compile_error_carries_options_and_the_numbered_lines(backend, target):
     missing = gpu_compile.nvrtc_unavailable() if backend == "cuda" else gpu_compile.rocm_target_unavailable(target)
     if missing:
         pytest.skip(f"{backend}: {missing}")
-    lines = ['#include "compat.h"', "// two", "// three", "// four",
-             'extern "C" __global__ void broken(float* x) {', "  x[0] = no_such_name;", "}", "// eight", "// nine",
-             "// ten"]
+    lines = [
+        '#include "compat.h"',
+        "// two",
+        "// three",
+        "// four",
+        'extern "C" __global__ void broken(float* x) {',
+        "  x[0] = no_such_name;",
+        "}",
+        "// eight",
+        "// nine",
+        "// ten",
+    ]
     with pytest.raises(CompileError) as info:
         gpu_compile.compile_for(backend, "\n".join(lines) + "\n", "broken.hip", target, options=["-DFOO=1"])
     err = info.value
@@ -164,8 +177,12 @@ def test_an_error_in_a_header_shows_the_header():
     needs_nvrtc()
     headers = {"mine.h": "// mine\n#pragma once\ninline int f() { return oops; }\n"}
     with pytest.raises(CompileError) as info:
-        gpu_compile.compile_cuda('#include "mine.h"\nextern "C" __global__ void k(int* x) { x[0] = f(); }\n',
-                                 "k.hip", "sm_90", headers=headers)
+        gpu_compile.compile_cuda(
+            '#include "mine.h"\nextern "C" __global__ void k(int* x) { x[0] = f(); }\n',
+            "k.hip",
+            "sm_90",
+            headers=headers,
+        )
     assert info.value.excerpt.splitlines()[0] == "mine.h:"
     assert "> 3 | inline int f() { return oops; }" in info.value.excerpt
 
@@ -185,14 +202,17 @@ def _stored(tmp_path, backend="rocm"):
     return cache, key, tmp_path / backend / f"{key}.bin"
 
 
-@pytest.mark.parametrize("damage", [
-    pytest.param(lambda b: b[:-3], id="truncated"),
-    pytest.param(lambda b: b[:40], id="truncated-in-checksum"),
-    pytest.param(lambda b: b"", id="empty"),
-    pytest.param(lambda b: b[:64] + b"evil image", id="wrong-image"),
-    pytest.param(lambda b: b"\xff" * 80, id="garbage"),
-    pytest.param(lambda b: b[:64], id="checksum-only"),
-])
+@pytest.mark.parametrize(
+    "damage",
+    [
+        pytest.param(lambda b: b[:-3], id="truncated"),
+        pytest.param(lambda b: b[:40], id="truncated-in-checksum"),
+        pytest.param(lambda b: b"", id="empty"),
+        pytest.param(lambda b: b[:64] + b"evil image", id="wrong-image"),
+        pytest.param(lambda b: b"\xff" * 80, id="garbage"),
+        pytest.param(lambda b: b[:64], id="checksum-only"),
+    ],
+)
 def test_a_damaged_entry_is_compiled_again_with_one_warning(tmp_path, damage):
     cache, key, path = _stored(tmp_path)
     path.write_bytes(damage(path.read_bytes()))
@@ -240,8 +260,10 @@ def test_an_unreadable_entry_is_compiled_again(tmp_path, monkeypatch):
     assert len(said) == 1 and "cannot be read (Permission denied)" in said[0] and "replaced it" in said[0]
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="runs as root, who can read any file "
-                                              "(test_an_unreadable_entry_is_compiled_again simulates it)")
+@pytest.mark.skipif(
+    os.geteuid() == 0,
+    reason="runs as root, who can read any file (test_an_unreadable_entry_is_compiled_again simulates it)",
+)
 def test_unreadable_entry_for_real(tmp_path):
     cache, key, path = _stored(tmp_path)
     path.chmod(0)
@@ -253,15 +275,20 @@ def test_an_unwritable_cache_directory_warns_once_and_compiles(tmp_path):
     blocked = tmp_path / "file"
     blocked.write_text("not a directory")
     cache = KernelCache("cuda", blocked)
-    results, said = cache_warnings(lambda: [cache.get_or_compile(_digest(k), lambda k=k: k) for k in (b"a", b"b", b"a")])
+    results, said = cache_warnings(
+        lambda: [cache.get_or_compile(_digest(k), lambda k=k: k) for k in (b"a", b"b", b"a")]
+    )
     assert results == [b"a", b"b", b"a"]
     assert len(said) == 1 and f"cannot write to {blocked / 'cuda'}" in said[0] and "OPGEN_CACHE_DIR" in said[0]
     assert blocked.read_text() == "not a directory"
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="runs as root, whom directory permissions do not stop "
-                                              "(test_an_unwritable_cache_directory_warns_once_and_compiles "
-                                              "uses a file in the directory's place)")
+@pytest.mark.skipif(
+    os.geteuid() == 0,
+    reason="runs as root, whom directory permissions do not stop "
+    "(test_an_unwritable_cache_directory_warns_once_and_compiles "
+    "uses a file in the directory's place)",
+)
 def test_a_read_only_cache_directory(tmp_path):
     (tmp_path / "cuda").mkdir()
     (tmp_path / "cuda").chmod(0o555)
@@ -304,8 +331,16 @@ def test_two_processes_wanting_one_kernel_compile_it_once(tmp_path, mode):
     if mode == "nvrtc":
         needs_nvrtc()
     log, gate = tmp_path / "compiles.log", tmp_path / "go"
-    procs = [subprocess.Popen([sys.executable, "-c", RACER, str(tmp_path / "cache"), str(log), str(gate), mode],
-                              cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", RACER, str(tmp_path / "cache"), str(log), str(gate), mode],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
     while len(list(tmp_path.glob("go.*"))) < 2:  # both started and waiting at the gate
         assert all(p.poll() is None for p in procs), [p.communicate() for p in procs]
     gate.touch()

@@ -86,7 +86,7 @@ def test_source_compiles(compiled, path, backend, target):
     if "error" in result:
         pytest.fail(result["error"], pytrace=False)
     names = entry_names(path)
-    assert names, f"{path.name} declares no extern \"C\" __global__ entry point"
+    assert names, f'{path.name} declares no extern "C" __global__ entry point'
     missing = sorted(set(names) - set(result["symbols"]))
     assert not missing, f"{path.name} for {target}: entry points absent from the code object: {missing[:8]}"
 
@@ -218,8 +218,12 @@ def test_code_symbols_reads_an_elf_symbol_table():
         missing = gpu_compile.rocm_target_unavailable("gfx90a")
         if missing:
             pytest.skip(f"no GPU compiler: {missing}")
-        image = gpu_compile.compile_rocm('extern "C" __global__ void k_one(float* x) { x[0] = 1.0f; }', "k.hip", "gfx90a")
+        image = gpu_compile.compile_rocm(
+            'extern "C" __global__ void k_one(float* x) { x[0] = 1.0f; }', "k.hip", "gfx90a"
+        )
     else:
-        image = gpu_compile.compile_cuda('extern "C" __global__ void k_one(float* x) { x[0] = 1.0f; }', "k.hip", "sm_90")
+        image = gpu_compile.compile_cuda(
+            'extern "C" __global__ void k_one(float* x) { x[0] = 1.0f; }', "k.hip", "sm_90"
+        )
     assert "k_one" in gpu_compile.code_symbols(image)
     assert gpu_compile.code_symbols(b"not an ELF image") == set()

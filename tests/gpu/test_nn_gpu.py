@@ -19,8 +19,10 @@ import generated as g
 _REASONS = {b: b.unavailable_reason() for b in g.Backend if b is not g.Backend.CPU}
 GPU_BACKENDS = [b for b, reason in _REASONS.items() if reason is None]
 if not GPU_BACKENDS:
-    pytest.skip("no GPU backend can run here: " + "; ".join(f"{b.value}: {r}" for b, r in _REASONS.items()),
-                allow_module_level=True)
+    pytest.skip(
+        "no GPU backend can run here: " + "; ".join(f"{b.value}: {r}" for b, r in _REASONS.items()),
+        allow_module_level=True,
+    )
 
 CPU = g.Device.parse("cpu")
 FLOAT = ["bf16", "f16", "f32", "f64"]
@@ -129,8 +131,9 @@ def test_softmax_of_infinities_and_nan_rows(backend, dtype, cols):
     x = _special_rows(np.random.default_rng(12), cols).astype(g.DType(dtype).numpy)
     with np.errstate(invalid="ignore"):
         want, got = on_both(device_of(backend), g.nn.SoftmaxLastDim(), [(x, g.Layout.contiguous(x.shape))])
-    assert np.array_equal(np.isnan(got.astype(np.float64)), np.isnan(want.astype(np.float64))), \
+    assert np.array_equal(np.isnan(got.astype(np.float64)), np.isnan(want.astype(np.float64))), (
         f"{backend.value} softmax {dtype} {cols}: NaN rows differ"
+    )
     finite = ~np.isnan(want.astype(np.float64)).any(axis=1)
     assert finite.tolist() == [True, False, False, False, True, True]
     assert_close(got[finite], want[finite], dtype, f"{backend.value} softmax {dtype} {cols} special rows")
@@ -356,8 +359,12 @@ def test_shape_errors_match_the_cpu(backend):
     errors = []
     for dev in (CPU, device_of(backend)):
         with pytest.raises(g.ShapeMismatch) as info:
-            dev.storage_from_slice(x).apply_op2(g.Layout.contiguous((2, 7)), dev.storage_from_slice(alpha),
-                                                g.Layout.contiguous((6,)), g.nn.RmsNorm(eps=EPS))
+            dev.storage_from_slice(x).apply_op2(
+                g.Layout.contiguous((2, 7)),
+                dev.storage_from_slice(alpha),
+                g.Layout.contiguous((6,)),
+                g.nn.RmsNorm(eps=EPS),
+            )
         errors.append(info.value)
     cpu, gpu = ((e.op, e.expected, e.got) for e in errors)
     assert cpu == gpu and errors[1].backend == backend.value

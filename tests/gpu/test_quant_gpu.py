@@ -27,16 +27,20 @@ import generated as g
 _REASONS = {b: b.unavailable_reason() for b in g.Backend if b is not g.Backend.CPU}
 GPU_BACKENDS = [b for b, reason in _REASONS.items() if reason is None]
 if not GPU_BACKENDS:
-    pytest.skip("no GPU backend can run here: " + "; ".join(f"{b.value}: {r}" for b, r in _REASONS.items()),
-                allow_module_level=True)
+    pytest.skip(
+        "no GPU backend can run here: " + "; ".join(f"{b.value}: {r}" for b, r in _REASONS.items()),
+        allow_module_level=True,
+    )
 
 # weights and bytes per block
 BLOCKS = {"q4_0": (32, 18), "q4_1": (32, 20), "q8_0": (32, 34), "q4_k": (256, 144), "q6_k": (256, 210)}
 FORMATS = list(BLOCKS)
 # (n, k): k = 256 and 4096 with odd n; k = 2304 ends on a partial tile of the q4_0/q8_0 kernels,
 # k = 96 (blocks of 32 only) takes their general path.
-SHAPES = {fmt: [(9, 256), (33, 256), (7, 4096), (131, 4096), (3, 2304)] + ([(5, 96)] if BLOCKS[fmt][0] == 32 else [])
-          for fmt in FORMATS}
+SHAPES = {
+    fmt: [(9, 256), (33, 256), (7, 4096), (131, 4096), (3, 2304)] + ([(5, 96)] if BLOCKS[fmt][0] == 32 else [])
+    for fmt in FORMATS
+}
 ROWS = [1, 2, 7, 33]  # 33: past runtime/gpu/quant.py gemm_rows (12 or 24): dequantize + GEMM
 MATMUL_RTOL = 1e-5  # of sum |x| |W|; f32 over 4096 terms is ~1e-7 of it
 
@@ -127,7 +131,9 @@ def x_operand(device: g.Device, x: np.ndarray, kind: str) -> tuple[g.Storage, g.
     """x (rows, k) as a contiguous view, or as the transpose of a (k, rows) storage."""
     if kind == "contiguous":
         return device.storage_from_slice(x.reshape(-1)), g.Layout.contiguous(x.shape)
-    return device.storage_from_slice(np.ascontiguousarray(x.T).reshape(-1)), g.Layout.contiguous(x.shape[::-1]).transpose(0, 1)
+    return device.storage_from_slice(np.ascontiguousarray(x.T).reshape(-1)), g.Layout.contiguous(
+        x.shape[::-1]
+    ).transpose(0, 1)
 
 
 def assert_matmul_close(got: np.ndarray, want: np.ndarray, x: np.ndarray, w: np.ndarray, what: str) -> None:
@@ -135,7 +141,9 @@ def assert_matmul_close(got: np.ndarray, want: np.ndarray, x: np.ndarray, w: np.
     assert np.isfinite(got).all(), f"{what}: not finite (an unwritten output?)"
     scale = np.abs(x.reshape(-1, x.shape[-1])).astype(np.float64) @ np.abs(w).astype(np.float64).T
     err = np.abs(got.astype(np.float64) - want.astype(np.float64)).reshape(scale.shape) / (scale + 1e-30)
-    assert err.max() <= MATMUL_RTOL, f"{what}: error {err.max():.2e} of sum |x||W| at {np.unravel_index(err.argmax(), err.shape)}"
+    assert err.max() <= MATMUL_RTOL, (
+        f"{what}: error {err.max():.2e} of sum |x||W| at {np.unravel_index(err.argmax(), err.shape)}"
+    )
 
 
 @pytest.mark.parametrize("backend", GPU_BACKENDS, ids=str)
@@ -218,8 +226,9 @@ def test_storage_from_bytes_and_zeros(backend, fmt):
     _, cpu, _ = quantized(backend, fmt, count)
     q = device.qstorage_from_bytes(cpu.data(), g.GgmlDType(fmt))
     np.testing.assert_array_equal(q.data(), cpu.data())
-    np.testing.assert_array_equal(flat(q.dequantize(count), count).view(np.uint32),
-                                  flat(cpu.dequantize(count), count).view(np.uint32))
+    np.testing.assert_array_equal(
+        flat(q.dequantize(count), count).view(np.uint32), flat(cpu.dequantize(count), count).view(np.uint32)
+    )
     zeros = device.qzeros(count, g.GgmlDType(fmt))
     assert zeros.size_in_bytes() == cpu.size_in_bytes() and not zeros.data().any()
     assert not flat(zeros.dequantize(count), count).any()
@@ -236,14 +245,31 @@ def test_chained_products_read_what_the_product_before_wrote(backend, size):
     ends would show here as poison (NaN) or stale values. Each step is checked against the
     cpu on the input the gpu actually had."""
     device = device_or_skip(backend)
-    steps = [("q4_0", 0), ("q4_0", 1), ("q8_0", 0), ("q4_0", 0), ("q8_0", 1), ("q8_0", 0), ("q4_0", 1),
-             ("q4_1", 0), ("q4_1", 1), ("q4_k", 0), ("q4_k", 1), ("q6_k", 0), ("q4_1", 0), ("q6_k", 1),
-             ("q6_k", 0), ("q4_k", 0)]
+    steps = [
+        ("q4_0", 0),
+        ("q4_0", 1),
+        ("q8_0", 0),
+        ("q4_0", 0),
+        ("q8_0", 1),
+        ("q8_0", 0),
+        ("q4_0", 1),
+        ("q4_1", 0),
+        ("q4_1", 1),
+        ("q4_k", 0),
+        ("q4_k", 1),
+        ("q6_k", 0),
+        ("q4_1", 0),
+        ("q6_k", 1),
+        ("q6_k", 0),
+        ("q4_k", 0),
+    ]
     weight = {}
     for fmt, seed in sorted(set(steps)):
-        values = weights(size * size, seed=size + 7 * seed + FORMATS.index(fmt)) / np.float32(size ** 0.5)
-        weight[fmt, seed] = (g.Device.parse("cpu").quantize(values, g.GgmlDType(fmt)),
-                             device.quantize(values, g.GgmlDType(fmt)))
+        values = weights(size * size, seed=size + 7 * seed + FORMATS.index(fmt)) / np.float32(size**0.5)
+        weight[fmt, seed] = (
+            g.Device.parse("cpu").quantize(values, g.GgmlDType(fmt)),
+            device.quantize(values, g.GgmlDType(fmt)),
+        )
     x = np.random.default_rng(size).standard_normal(size).astype(np.float32)
     layout = g.Layout.contiguous((size,))
     outs = [device.storage_from_slice(x)]
@@ -254,7 +280,9 @@ def test_chained_products_read_what_the_product_before_wrote(backend, size):
     for i, (fmt, seed) in enumerate(steps):
         cpu_q = weight[fmt, seed][0]
         w = flat(cpu_q.dequantize(size * size), size * size).reshape(size, size)
-        want = g.to_numpy(cpu_q.matmul(g.Device.parse("cpu").storage_from_slice(values[i]), layout, (size, size)), layout)
+        want = g.to_numpy(
+            cpu_q.matmul(g.Device.parse("cpu").storage_from_slice(values[i]), layout, (size, size)), layout
+        )
         assert_matmul_close(values[i + 1], want, values[i], w, f"{backend.value} step {i} {fmt} ({size}, {size})")
     if backend is g.Backend.CUDA:
         import runtime.cuda as cuda

@@ -71,10 +71,15 @@ def test_affine_and_unary_match_the_cpu_backend(fake, dtype, name):
     # halves: the kernels round once from f32, the cpu backend may round twice (as in
     # test_gpu_conformance.py's tolerances)
     tol = {"f16": 2e-3, "bf16": 2e-2}.get(dtype, 0)
-    np.testing.assert_allclose(g.to_numpy(dev.affine(layout, 1.5, -0.25), out).astype(np.float64),
-                               g.to_numpy(cpu.affine(layout, 1.5, -0.25), out).astype(np.float64), rtol=tol, atol=tol)
-    np.testing.assert_array_equal(g.to_numpy(dev.unary(g.UnaryOp.NEG, layout), out),
-                                  g.to_numpy(cpu.unary(g.UnaryOp.NEG, layout), out))
+    np.testing.assert_allclose(
+        g.to_numpy(dev.affine(layout, 1.5, -0.25), out).astype(np.float64),
+        g.to_numpy(cpu.affine(layout, 1.5, -0.25), out).astype(np.float64),
+        rtol=tol,
+        atol=tol,
+    )
+    np.testing.assert_array_equal(
+        g.to_numpy(dev.unary(g.UnaryOp.NEG, layout), out), g.to_numpy(cpu.unary(g.UnaryOp.NEG, layout), out)
+    )
     launches = [c for c in fake.calls if c[0] == "launch"]
     assert {c[1] for c in launches} >= {f"affine_{dtype}", f"unary_neg_{dtype}"}
     affine = next(c[2] for c in launches if c[1] == f"affine_{dtype}")
@@ -91,7 +96,9 @@ def test_const_set_and_strided_copies_match(fake, dtype):
     full = g.Layout.contiguous((35,))
     np.testing.assert_array_equal(g.to_numpy(dev, full), g.to_numpy(cpu, full))
     moved = g.to_device(dev, LAYOUTS["transposed"], ROCM)  # copy_strided on the device
-    np.testing.assert_array_equal(g.to_numpy(moved, g.Layout.contiguous((7, 5))), g.to_numpy(cpu, LAYOUTS["transposed"]))
+    np.testing.assert_array_equal(
+        g.to_numpy(moved, g.Layout.contiguous((7, 5))), g.to_numpy(cpu, LAYOUTS["transposed"])
+    )
 
 
 def test_peer_copies_between_two_devices_order_both_streams(fake):
@@ -119,8 +126,12 @@ def test_matmul_through_hipblas_matches_the_cpu_backend(fake, dtype):
     a, b = rng.uniform(-1, 1, (2, 3, 4)).astype(FLOATS[dtype]), rng.uniform(-1, 1, (2, 4, 5)).astype(FLOATS[dtype])
     la, lb = g.Layout.contiguous((2, 3, 4)), g.Layout.contiguous((2, 4, 5))
     dims = g.MatmulDims(2, 3, 5, 4)
-    want = g.to_numpy(CPU.storage_from_slice(a).matmul(CPU.storage_from_slice(b), dims, la, lb), g.Layout.contiguous((2, 3, 5)))
-    got = g.to_numpy(ROCM.storage_from_slice(a).matmul(ROCM.storage_from_slice(b), dims, la, lb), g.Layout.contiguous((2, 3, 5)))
+    want = g.to_numpy(
+        CPU.storage_from_slice(a).matmul(CPU.storage_from_slice(b), dims, la, lb), g.Layout.contiguous((2, 3, 5))
+    )
+    got = g.to_numpy(
+        ROCM.storage_from_slice(a).matmul(ROCM.storage_from_slice(b), dims, la, lb), g.Layout.contiguous((2, 3, 5))
+    )
     tol = {"f32": 1e-6, "f64": 1e-12, "f16": 2e-3, "bf16": 1e-2}[dtype]
     np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=tol, atol=tol)
     assert fake.blas.gemms == 1
@@ -158,9 +169,19 @@ def test_the_fake_refuses_what_hip_would(fake):
     import ctypes
 
     # affine_f32's packing (float mul, add) handed to affine_f64 (double mul, add): misaligned
-    params = launch.kernel_params(type("L", (), {})(), (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p,
-                                                     ctypes.c_void_p, ctypes.c_float, ctypes.c_float),
-                               (4, 0, 0, dev.inner.ptr, dev.inner.ptr, 1.0, 0.0))
+    params = launch.kernel_params(
+        type("L", (), {})(),
+        (
+            ctypes.c_size_t,
+            ctypes.c_size_t,
+            ctypes.c_void_p,
+            ctypes.c_void_p,
+            ctypes.c_void_p,
+            ctypes.c_float,
+            ctypes.c_float,
+        ),
+        (4, 0, 0, dev.inner.ptr, dev.inner.ptr, 1.0, 0.0),
+    )
     with pytest.raises(FakeHipError, match="misaligned"):
         fake.hipModuleLaunchKernel(fn, 1, 1, 1, 64, 1, 1, 0, None, params, None)
     with pytest.raises(FakeHipError, match="must be bytes"):

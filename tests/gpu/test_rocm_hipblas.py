@@ -53,9 +53,13 @@ class _FakeHipblas(types.SimpleNamespace):
     """hip.hipblas's enums, with the calls recorded instead of made."""
 
     def __init__(self, status=0):
-        super().__init__(hipblasOperation_t=hipblas.hipblasOperation_t,
-                         hipblasComputeType_t=hipblas.hipblasComputeType_t,
-                         hipblasGemmAlgo_t=hipblas.hipblasGemmAlgo_t, calls=[], status=status)
+        super().__init__(
+            hipblasOperation_t=hipblas.hipblasOperation_t,
+            hipblasComputeType_t=hipblas.hipblasComputeType_t,
+            hipblasGemmAlgo_t=hipblas.hipblasGemmAlgo_t,
+            calls=[],
+            status=status,
+        )
 
     def hipblasCreate(self):
         self.calls.append(("create",))
@@ -81,19 +85,51 @@ def fake(monkeypatch):
 @pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16, np.float32, np.float64], ids=str)
 def test_gemm_passes_cuda_drivers_arguments_to_hipblas(fake, dtype):
     driver = rocm.HipDriver()
-    driver.gemm(0, "stream0", np.dtype(dtype), True, False, 3, 4, 5, 0xA000, 5, 15, 0xB000, 5, 20,
-                0xC000, 3, 12, 2)
-    driver.gemm(0, "stream0", np.dtype(dtype), False, True, 3, 4, 5, 0xA000, 3, 0, 0xB000, 4, 20,
-                0xC000, 3, 12, 2)
+    driver.gemm(0, "stream0", np.dtype(dtype), True, False, 3, 4, 5, 0xA000, 5, 15, 0xB000, 5, 20, 0xC000, 3, 12, 2)
+    driver.gemm(0, "stream0", np.dtype(dtype), False, True, 3, 4, 5, 0xA000, 3, 0, 0xB000, 4, 20, 0xC000, 3, 12, 2)
     assert fake.calls[:2] == [("create",), ("stream", "handle", "stream0")]  # one handle per device
     first, second = fake.calls[2], fake.calls[3]
     data, compute, scalar = rocm._GEMM_TYPES[np.dtype(dtype)]
     op = hipblas.hipblasOperation_t
-    (_, handle, ta, tb, m, n, k, alpha, a, a_type, lda, stride_a, b, b_type, ldb, stride_b, beta, c, c_type,
-     ldc, stride_c, batch, compute_type, algo) = first
+    (
+        _,
+        handle,
+        ta,
+        tb,
+        m,
+        n,
+        k,
+        alpha,
+        a,
+        a_type,
+        lda,
+        stride_a,
+        b,
+        b_type,
+        ldb,
+        stride_b,
+        beta,
+        c,
+        c_type,
+        ldc,
+        stride_c,
+        batch,
+        compute_type,
+        algo,
+    ) = first
     assert (handle, ta, tb, m, n, k) == ("handle", op.HIPBLAS_OP_T, op.HIPBLAS_OP_N, 3, 4, 5)
     assert (a, lda, stride_a, b, ldb, stride_b, c, ldc, stride_c, batch) == (
-        0xA000, 5, 15, 0xB000, 5, 20, 0xC000, 3, 12, 2)
+        0xA000,
+        5,
+        15,
+        0xB000,
+        5,
+        20,
+        0xC000,
+        3,
+        12,
+        2,
+    )
     assert a_type == b_type == c_type == getattr(hip.hipDataType, data)
     assert compute_type == getattr(hipblas.hipblasComputeType_t, compute)
     assert algo == hipblas.hipblasGemmAlgo_t.HIPBLAS_GEMM_DEFAULT
@@ -111,8 +147,11 @@ def test_without_libhipblas_matmul_is_unavailable_with_the_reason():
     if _has_hipblas():
         pytest.skip("libhipblas is installed here")
     rocm._hipblas.cache_clear()
-    with pytest.raises(BackendUnavailable, match=r"^rocm: unavailable: matmul needs hipBLAS: library not found "
-                                                 r"\(libhipblas\)$"):
+    with pytest.raises(
+        BackendUnavailable,
+        match=r"^rocm: unavailable: matmul needs hipBLAS: library not found "
+        r"\(libhipblas\)$",
+    ):
         rocm.HipDriver().gemm(0, "s", np.dtype(np.float32), False, False, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1)
 
 

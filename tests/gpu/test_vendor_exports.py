@@ -15,9 +15,18 @@ from runtime.gpu.runtime import GpuRuntime, export
 
 def _bound(namespace: dict, rt: GpuRuntime) -> dict[str, object]:
     """The names bound to `rt`: its methods (static ones too), partials over it."""
-    return {n: v for n, v in namespace.items() if not n.startswith("_") and (
-        getattr(v, "__self__", None) is rt or isinstance(v, functools.partial) and v.args[:1] == (rt,)
-        or callable(v) and getattr(type(rt), n, None) is v)}
+    return {
+        n: v
+        for n, v in namespace.items()
+        if not n.startswith("_")
+        and (
+            getattr(v, "__self__", None) is rt
+            or isinstance(v, functools.partial)
+            and v.args[:1] == (rt,)
+            or callable(v)
+            and getattr(type(rt), n, None) is v
+        )
+    }
 
 
 class _Driver:

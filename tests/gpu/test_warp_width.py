@@ -24,11 +24,14 @@ HIP = Path(__file__).resolve().parents[2] / "hip"
 COMPAT = "compat.h"
 
 RULES = {
-    "warp intrinsic": re.compile(r"\b__(shfl\w*|ballot\w*|any(_sync)?|all(_sync)?|activemask|syncwarp|match_\w+"
-                                 r"|reduce_\w+_sync)\s*\("),
+    "warp intrinsic": re.compile(
+        r"\b__(shfl\w*|ballot\w*|any(_sync)?|all(_sync)?|activemask|syncwarp|match_\w+"
+        r"|reduce_\w+_sync)\s*\("
+    ),
     "literal warp width in a lane index": re.compile(
         r"\b(threadIdx\.[xyz]|tid|lane|blockDim\.[xyz])\s*(%|/)\s*32u?\b"
-        r"|\b(threadIdx\.[xyz]|tid|lane)\s*&\s*(31u?|0x1[fF]u?)\b|\b(threadIdx\.[xyz]|tid)\s*>>\s*5\b"),
+        r"|\b(threadIdx\.[xyz]|tid|lane)\s*&\s*(31u?|0x1[fF]u?)\b|\b(threadIdx\.[xyz]|tid)\s*>>\s*5\b"
+    ),
     "lane count compared with 32": re.compile(r"\b(active|lanes|nlanes|width)\s*(>=|<=|<|>|==)\s*32u?\b"),
     "threads from a literal warp width": re.compile(r"\b32u?\s*\*\s*\w*WARPS\b|\b\w*WARPS\s*\*\s*32u?\b"),
 }
@@ -121,14 +124,18 @@ CAUGHT = [
 
 @pytest.mark.parametrize("code", CAUGHT)
 def test_the_check_catches(code):
-    assert findings("k.hip", f"#include \"compat.h\"\n{code}\n")
+    assert findings("k.hip", f'#include "compat.h"\n{code}\n')
 
 
-@pytest.mark.parametrize("guard", [
-    "#if OPGEN_CUDA && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800\n{code}\n#endif",
-    "#if OPGEN_HIP\nint x;\n#else\n{code}\n#endif",
-    "#if OPGEN_CUDA && __CUDA_ARCH__ >= 800\n#define FAST 1\n#else\n#define FAST 0\n#endif\n#if FAST\n{code}\n#endif",
-])
+@pytest.mark.parametrize(
+    "guard",
+    [
+        "#if OPGEN_CUDA && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800\n{code}\n#endif",
+        "#if OPGEN_HIP\nint x;\n#else\n{code}\n#endif",
+        "#if OPGEN_CUDA && __CUDA_ARCH__ >= 800\n#define FAST 1\n#else\n#define FAST 0\n#endif\n"
+        "#if FAST\n{code}\n#endif",
+    ],
+)
 @pytest.mark.parametrize("code", CAUGHT[:5])
 def test_the_check_leaves_nvidia_only_code_alone(guard, code):
     assert not findings("k.hip", guard.format(code=code))
@@ -144,8 +151,13 @@ def test_the_check_sees_the_amd_branch(code):
 
 # compat.h's compile-time width, as each compiler sees the target: CDNA is wave64, RDNA
 # (by default) and NVIDIA 32. A wrong width fails the static_assert, so the compile fails.
-WIDTHS = [("rocm", "gfx90a", 64), ("rocm", "gfx942", 64), ("rocm", "gfx1030", 32), ("rocm", "gfx1100", 32),
-          ("cuda", "sm_90", 32)]
+WIDTHS = [
+    ("rocm", "gfx90a", 64),
+    ("rocm", "gfx942", 64),
+    ("rocm", "gfx1030", 32),
+    ("rocm", "gfx1100", 32),
+    ("cuda", "sm_90", 32),
+]
 WIDTH_PROBE = """#include "compat.h"
 static_assert(OPGEN_WARP_SIZE == {width}, "OPGEN_WARP_SIZE");
 static_assert(OPGEN_LANE_GROUP == 32 && OPGEN_WARP_SIZE % OPGEN_LANE_GROUP == 0, "lane groups tile a warp");

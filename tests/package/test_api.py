@@ -15,8 +15,9 @@ def storage(array: np.ndarray) -> tuple[g.Storage, g.Layout]:
     return CPU.storage_from_slice(array), g.Layout.contiguous(array.shape)
 
 
-@pytest.mark.parametrize("text, backend, ordinal", [("cpu", "cpu", 0), ("cuda", "cuda", 0), ("cuda:3", "cuda", 3),
-                                                    ("rocm:0", "rocm", 0)])
+@pytest.mark.parametrize(
+    "text, backend, ordinal", [("cpu", "cpu", 0), ("cuda", "cuda", 0), ("cuda:3", "cuda", 3), ("rocm:0", "rocm", 0)]
+)
 def test_parse_and_str_round_trip(text, backend, ordinal):
     d = g.Device.parse(text)
     assert (d.backend.value, d.ordinal) == (backend, ordinal)
@@ -136,7 +137,7 @@ class AddInto(g.InplaceOp2):
     name = "add_into"
 
     def cpu_fwd(self, s1, l1, s2, l2):
-        s1[l1.start_offset:l1.start_offset + l1.elem_count] += s2[l2.start_offset:l2.start_offset + l2.elem_count]
+        s1[l1.start_offset : l1.start_offset + l1.elem_count] += s2[l2.start_offset : l2.start_offset + l2.elem_count]
 
 
 def test_custom_op_hooks_run_the_backend_fwd():

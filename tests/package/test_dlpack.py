@@ -66,8 +66,9 @@ def test_numpy_arrays_come_in_place(dtype):
         assert layout.stride == tuple(s // array.itemsize for s in array.strides)
         np.testing.assert_array_equal(g.to_numpy(storage, layout), array)
         # and ops run on it, reading the producer's memory
-        np.testing.assert_array_equal(g.to_numpy(storage.affine(layout, 1.0, 0.0), layout.contiguous(layout.shape)),
-                                      array)
+        np.testing.assert_array_equal(
+            g.to_numpy(storage.affine(layout, 1.0, 0.0), layout.contiguous(layout.shape)), array
+        )
 
 
 def test_writes_are_shared_both_ways():
@@ -103,8 +104,10 @@ def test_our_capsules_round_trip(dtype, versioned):
     np.testing.assert_array_equal(g.to_numpy(back, back_layout), g.to_numpy(storage, layout))
 
 
-@pytest.mark.parametrize("dtype,code,bits", [(ml_dtypes.bfloat16, 4, 16), (np.float16, 2, 16), (np.float32, 2, 32),
-                                             (np.uint8, 1, 8), (np.int64, 0, 64)])
+@pytest.mark.parametrize(
+    "dtype,code,bits",
+    [(ml_dtypes.bfloat16, 4, 16), (np.float16, 2, 16), (np.float32, 2, 32), (np.uint8, 1, 8), (np.int64, 0, 64)],
+)
 def test_capsule_fields_follow_dlpack_h(dtype, code, bits):
     """The C struct as dlpack.h lays it out (kDLBfloat = 4, kDLFloat = 2, kDLUInt = 1, kDLInt
     = 0; kDLCPU = 1), read at the offsets of the C ABI."""
@@ -184,11 +187,14 @@ def test_read_only_arrays_come_read_only():
     assert not np.from_dlpack(g.View(storage, layout)).flags.writeable
 
 
-@pytest.mark.parametrize("kwargs,message", [
-    ({"stream": 1}, "cpu has no streams"),
-    ({"dl_device": (2, 0)}, "lives on device (1, 0)"),
-    ({"copy": True}, "copy=True is not supported"),
-])
+@pytest.mark.parametrize(
+    "kwargs,message",
+    [
+        ({"stream": 1}, "cpu has no streams"),
+        ({"dl_device": (2, 0)}, "lives on device (1, 0)"),
+        ({"copy": True}, "copy=True is not supported"),
+    ],
+)
 def test_requests_a_cpu_view_cannot_meet_raise_buffer_error(kwargs, message):
     view = g.View(CPU.storage_from_slice(np.arange(4, dtype=np.float32)), g.Layout.contiguous((4,)))
     with pytest.raises(BufferError, match=message.replace("(", r"\(").replace(")", r"\)")):

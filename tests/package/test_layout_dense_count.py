@@ -13,16 +13,20 @@ from runtime.layout import Layout
 
 
 def offsets(layout: Layout) -> list[int]:
-    return [layout.start_offset + sum(i * s for i, s in zip(index, layout.stride))
-            for index in itertools.product(*(range(d) for d in layout.shape))]
+    return [
+        layout.start_offset + sum(i * s for i, s in zip(index, layout.stride))
+        for index in itertools.product(*(range(d) for d in layout.shape))
+    ]
 
 
-layouts = st.integers(0, 3).flatmap(lambda rank: st.builds(
-    Layout,
-    st.tuples(*[st.integers(0, 4)] * rank),
-    st.tuples(*[st.integers(0, 12)] * rank),
-    st.integers(0, 3),
-))
+layouts = st.integers(0, 3).flatmap(
+    lambda rank: st.builds(
+        Layout,
+        st.tuples(*[st.integers(0, 4)] * rank),
+        st.tuples(*[st.integers(0, 12)] * rank),
+        st.integers(0, 3),
+    )
+)
 
 
 @given(layouts)

@@ -33,10 +33,20 @@ def _cargo() -> str:
 @pytest.mark.parametrize("features", FEATURES, ids=list(FEATURES))
 def test_generated_rust_builds_and_passes(features):
     cargo = _cargo()
-    env = {**os.environ, "CARGO_TERM_COLOR": "never", "CARGO_NET_OFFLINE": "true",
-           "CARGO_TARGET_DIR": str(CRATE / "target")}
-    proc = subprocess.run([cargo, "test", "--offline", "--quiet", *FEATURES[features]], cwd=CRATE, env=env,
-                          capture_output=True, text=True, timeout=900)
+    env = {
+        **os.environ,
+        "CARGO_TERM_COLOR": "never",
+        "CARGO_NET_OFFLINE": "true",
+        "CARGO_TARGET_DIR": str(CRATE / "target"),
+    }
+    proc = subprocess.run(
+        [cargo, "test", "--offline", "--quiet", *FEATURES[features]],
+        cwd=CRATE,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     output = proc.stdout + proc.stderr
     assert proc.returncode == 0, f"cargo test ({features}) failed:\n{output[-6000:]}"
     passed = [int(n) for n in re.findall(r"test result: ok\. (\d+) passed", output)]
@@ -51,8 +61,14 @@ def test_generated_rust_passes_clippy(features):
     env = {**os.environ, "CARGO_TERM_COLOR": "never", "CARGO_TARGET_DIR": str(CRATE / "target")}
     if subprocess.run([cargo, "clippy", "--version"], capture_output=True, env=env).returncode != 0:
         pytest.skip("cargo clippy is not installed (rustup component add clippy): clippy is not run here")
-    proc = subprocess.run([cargo, "clippy", "--offline", "--quiet", "--lib", "--tests", *FEATURES[features], "--",
-                           "-D", "warnings"], cwd=CRATE, env=env, capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(
+        [cargo, "clippy", "--offline", "--quiet", "--lib", "--tests", *FEATURES[features], "--", "-D", "warnings"],
+        cwd=CRATE,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert proc.returncode == 0, f"clippy ({features}):\n{(proc.stdout + proc.stderr)[-6000:]}"
 
 

@@ -13,7 +13,6 @@ import tomllib
 import jsonschema
 import pytest
 import yaml
-
 from tools_helpers import REPO, run_cli
 
 
@@ -26,16 +25,28 @@ def hook() -> dict:
 
 def test_pre_commit_hook(hook):
     assert {k: hook[k] for k in ("id", "entry", "language", "pass_filenames")} == {
-        "id": "opgen-check", "entry": "gen --check", "language": "python", "pass_filenames": False}
+        "id": "opgen-check",
+        "entry": "gen --check",
+        "language": "python",
+        "pass_filenames": False,
+    }
     scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
     assert hook["entry"].split()[0] in scripts, "the entry is a console script the package installs"
 
 
-@pytest.mark.parametrize("path, runs", [
-    ("ops.yaml", True), ("templates/storage.py.j2", True), ("runtime/cpu/__init__.py", True),
-    ("generated/storage.py", True), ("README.md", False), ("tests/tools/test_ci_files.py", False),
-    ("generator/cli.py", False), ("docs/ops.yaml", False),
-])
+@pytest.mark.parametrize(
+    "path, runs",
+    [
+        ("ops.yaml", True),
+        ("templates/storage.py.j2", True),
+        ("runtime/cpu/__init__.py", True),
+        ("generated/storage.py", True),
+        ("README.md", False),
+        ("tests/tools/test_ci_files.py", False),
+        ("generator/cli.py", False),
+        ("docs/ops.yaml", False),
+    ],
+)
 def test_pre_commit_hook_files(hook, path, runs):
     assert bool(re.search(hook["files"], path)) is runs
 
@@ -44,10 +55,13 @@ def test_generated_is_marked_generated_and_diffable():
     lines = [ln for ln in (REPO / ".gitattributes").read_text().splitlines() if ln and not ln.startswith("#")]
     assert lines == ["generated/** linguist-generated=true"]
     if shutil.which("git") and (REPO / ".git").exists():
-        out = subprocess.run(["git", "check-attr", "linguist-generated", "diff", "--", "generated/storage.py"],
-                             cwd=REPO, capture_output=True, text=True).stdout
-        assert out == ("generated/storage.py: linguist-generated: true\n"
-                       "generated/storage.py: diff: unspecified\n")
+        out = subprocess.run(
+            ["git", "check-attr", "linguist-generated", "diff", "--", "generated/storage.py"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+        ).stdout
+        assert out == ("generated/storage.py: linguist-generated: true\ngenerated/storage.py: diff: unspecified\n")
 
 
 def test_schema_reference_on_the_first_line():
@@ -63,7 +77,7 @@ def test_schema_reference_on_the_first_line():
 
 def test_readme_ci_workflow():
     readme = (REPO / "README.md").read_text()
-    section = readme[readme.index("## Continuous integration"):]
+    section = readme[readme.index("## Continuous integration") :]
     block = re.search(r"```yaml\n(.*?)```", section, re.S)[1]
     workflow = yaml.safe_load(block)
     steps = [s.get("run", "") for job in workflow["jobs"].values() for s in job["steps"]]

@@ -25,20 +25,30 @@ def mypy(contract_file: Path, cwd: Path) -> subprocess.CompletedProcess:
     reports what breaks the contract, not the runtime modules' own typing."""
     env = {**os.environ, "MYPYPATH": str(REPO)}
     args = ["--follow-imports=silent", "--ignore-missing-imports", "--no-incremental", "--python-version", "3.11"]
-    return subprocess.run([sys.executable, "-m", "mypy", *args, str(contract_file.relative_to(cwd))], cwd=cwd,
-                          env=env, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "mypy", *args, str(contract_file.relative_to(cwd))],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def _protocol_members(path: Path, protocol: str) -> dict[str, list[str]]:
     """member -> parameter names (self dropped) of a Protocol class of a generated contract."""
     cls = next(n for n in ast.parse(path.read_text()).body if isinstance(n, ast.ClassDef) and n.name == protocol)
-    return {f.name: [a.arg for a in (*f.args.posonlyargs, *f.args.args)][1:]
-            for f in cls.body if isinstance(f, ast.FunctionDef)}
+    return {
+        f.name: [a.arg for a in (*f.args.posonlyargs, *f.args.args)][1:]
+        for f in cls.body
+        if isinstance(f, ast.FunctionDef)
+    }
 
 
 def _stub_params(path: Path) -> dict[str, list[str]]:
-    return {f.name: [a.arg for a in f.args.args] for f in ast.parse(path.read_text()).body
-            if isinstance(f, ast.FunctionDef)}
+    return {
+        f.name: [a.arg for a in f.args.args] for f in ast.parse(path.read_text()).body if isinstance(f, ast.FunctionDef)
+    }
 
 
 def test_the_shipped_runtimes_satisfy_their_contracts():
@@ -97,18 +107,24 @@ def test_every_call_of_the_generated_arms_is_a_member_of_the_contract():
     as it declares; every member but availability (backends.py calls it through a table) and
     to_host is called by some arm."""
     package = REPO / "generated"
-    protocols = {b: _protocol_members(package / "contract.py", f"{b.capitalize()}Runtime")
-                 for b in ("cpu", "cuda", "rocm")}
+    protocols = {
+        b: _protocol_members(package / "contract.py", f"{b.capitalize()}Runtime") for b in ("cpu", "cuda", "rocm")
+    }
     called = set()
     for name in ("storage.py", "device.py", "quantized.py", "nn.py", "conversions.py"):
         for node in ast.walk(ast.parse((package / name).read_text())):
-            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                    and isinstance(node.func.value, ast.Name) and node.func.value.id.startswith("_rt_")):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id.startswith("_rt_")
+            ):
                 backend, fn = node.func.value.id.removeprefix("_rt_"), node.func.attr
                 assert fn in protocols[backend], f"{name}: {backend} arm calls {fn}, not in the contract"
                 assert len(node.args) == len(protocols[backend][fn]), f"{name}: {backend}.{fn} arity"
                 called.add((backend, fn))
     # and nothing in the contract that no arm calls; to_host only fallback arms call, and no
     # shipped backend falls back today
-    assert called == {(b, fn) for b, members in protocols.items() for fn in members
-                      if fn not in ("availability", "to_host")}
+    assert called == {
+        (b, fn) for b, members in protocols.items() for fn in members if fn not in ("availability", "to_host")
+    }

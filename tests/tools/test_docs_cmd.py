@@ -7,7 +7,6 @@ import json
 import re
 
 import pytest
-
 from tools_helpers import MINI_DIR, mini_copy, run_cli
 
 MINI = MINI_DIR / "ops.yaml"
@@ -42,18 +41,29 @@ def test_deterministic(page):
     assert run_cli("--registry", MINI, "docs").stdout == page
 
 
-@pytest.mark.parametrize("section, names", [
-    ("backends", ["cpu", "gpu"]),
-    ("unary", ["neg", "exp"]), ("binary", ["div"]), ("cmp", ["lt"]), ("reduce", ["sum"]),
-    ("storage", ["dtype", "device", "unary", "binary", "affine", "fill", "apply_scale"]),
-    ("device", ["zeros", "storage_from_slice", "location"]),
-    ("custom_ops", ["Scale1", "Bump2"]),
-])
+@pytest.mark.parametrize(
+    "section, names",
+    [
+        ("backends", ["cpu", "gpu"]),
+        ("unary", ["neg", "exp"]),
+        ("binary", ["div"]),
+        ("cmp", ["lt"]),
+        ("reduce", ["sum"]),
+        ("storage", ["dtype", "device", "unary", "binary", "affine", "fill", "apply_scale"]),
+        ("device", ["zeros", "storage_from_slice", "location"]),
+        ("custom_ops", ["Scale1", "Bump2"]),
+    ],
+)
 def test_every_entry_with_its_registry_line(page, section, names):
     table = rows(page)
     for name in names:
-        row = table[f"`{name}`"] if section != "storage" or name not in ("unary", "binary") else [
-            r for r in (line for line in page.splitlines() if line.startswith(f"| `{name}` | `Storage."))][0].split(" | ")
+        row = (
+            table[f"`{name}`"]
+            if section != "storage" or name not in ("unary", "binary")
+            else [r for r in (line for line in page.splitlines() if line.startswith(f"| `{name}` | `Storage."))][
+                0
+            ].split(" | ")
+        )
         assert row[-1].rstrip(" |") == f"`{MINI}:{declared_line(name, section)}`", (section, name)
 
 
@@ -66,17 +76,24 @@ def test_status_agrees_with_parity(page):
     assert columns == ["op", "signature", "dtypes", "notes", "cpu", "gpu", "declared"]
     for row in ops:
         kind, name = row["op"].split(".")
-        section = {"storage": "## Storage ops", "device": "## Device methods", "nn": "## NN ops",
-                   "qstorage": "## QStorage methods"}[kind]
-        line = next(ln for ln in lines[lines.index(section):] if ln.startswith(f"| `{name}` |"))
+        section = {
+            "storage": "## Storage ops",
+            "device": "## Device methods",
+            "nn": "## NN ops",
+            "qstorage": "## QStorage methods",
+        }[kind]
+        line = next(ln for ln in lines[lines.index(section) :] if ln.startswith(f"| `{name}` |"))
         cells = [c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]]
         assert cells[4:6] == [WORDS[row["cpu"]], WORDS[row["gpu"]]], row
 
 
 def test_signatures_dtypes_and_notes(page):
     table = rows(page)
-    assert table["`affine`"][1:4] == ["`Storage.affine(layout: Layout, mul: float, add: float) -> Storage`",
-                                     "self: f32, bf16", "falls back to cpu; x * mul + add"]
+    assert table["`affine`"][1:4] == [
+        "`Storage.affine(layout: Layout, mul: float, add: float) -> Storage`",
+        "self: f32, bf16",
+        "falls back to cpu; x * mul + add",
+    ]
     assert table["`apply_scale`"][3:6] == ["runs `op.<backend>_fwd`", "hook", "hook"]
     assert table["`div`"][1] == "`float: x / y; uint: x // y`"
     assert table["`Scale1`"][1:5] == ["1", "(storage, shape)", "`cpu_fwd(s1, l1)`, `gpu_fwd(s1, l1)`", "`apply_scale`"]

@@ -8,12 +8,12 @@ import shutil
 from pathlib import Path
 
 import pytest
+from tools_helpers import REPO, mini_copy, python, run_cli
 
 from generator.declared import key_lines
 from generator.loader import load_file
 from generator.scaffold import runtime_module
 from generator.validate import validate
-from tools_helpers import REPO, mini_copy, python, run_cli
 
 ALIGNED = """\
 # A registry whose entries are aligned, with comments to keep.
@@ -55,7 +55,7 @@ def test_one_line_after_the_last_backend(tmp_path):
     after = registry.read_text().splitlines(keepends=True)
     lines = before.splitlines(keepends=True)
     gpu = next(i for i, ln in enumerate(lines) if ln.startswith("  gpu:"))
-    assert after == [*lines[:gpu + 1], "  toy: {runtime: mini_rt.toy, ordinal: true}\n", *lines[gpu + 1:]]
+    assert after == [*lines[: gpu + 1], "  toy: {runtime: mini_rt.toy, ordinal: true}\n", *lines[gpu + 1 :]]
     module = tmp_path / "mini_rt" / "toy.py"
     tree = load_file(str(mini_copy(tmp_path / "orig")))
     expected = runtime_module(validate(tree, tmp_path / "orig"), "toy", "mini_rt/toy.py", key_lines(tree))
@@ -74,34 +74,62 @@ def test_aligned_columns_and_comments_are_kept(tmp_path):
     result = new_backend(registry, "toy", "--doc", 'a "toy"')
     assert result.exit_code == 0, result.output
     assert registry.read_text() == ALIGNED.replace(
-        "  # rocm", '  toy:  {runtime: rt.toy,  ordinal: true,  doc: "a \\"toy\\""}\n  # rocm')
+        "  # rocm", '  toy:  {runtime: rt.toy,  ordinal: true,  doc: "a \\"toy\\""}\n  # rocm'
+    )
     assert load_file(str(registry)).get("backends").get("toy").get("doc").value == 'a "toy"'
 
 
 def test_block_style_and_crlf(tmp_path):
     runtimes(tmp_path, "cpu")
     registry = tmp_path / "ops.yaml"
-    text = ("version: 1\r\ndtypes:\r\n  f32: {numpy: float32, kind: float}\r\nbackends:\r\n  cpu:\r\n"
-            "      runtime: rt.cpu   # six spaces\r\n      ordinal: false\r\n\r\n# end\r\n")
+    text = (
+        "version: 1\r\ndtypes:\r\n  f32: {numpy: float32, kind: float}\r\nbackends:\r\n  cpu:\r\n"
+        "      runtime: rt.cpu   # six spaces\r\n      ordinal: false\r\n\r\n# end\r\n"
+    )
     registry.write_bytes(text.encode())
     result = new_backend(registry, "my_npu", "--no-ordinal", "--runtime", "rt.npu")
     assert result.exit_code == 0, result.output
     assert registry.read_bytes().decode() == text.replace(
-        "false\r\n\r\n", "false\r\n  my_npu:\r\n      runtime: rt.npu\r\n      ordinal: false\r\n\r\n")
+        "false\r\n\r\n", "false\r\n  my_npu:\r\n      runtime: rt.npu\r\n      ordinal: false\r\n\r\n"
+    )
     assert (tmp_path / "rt" / "npu.py").is_file()
 
 
-@pytest.mark.parametrize("args, setup, expected", [
-    (["gpu"], None, ["{registry}:15:3: backend 'gpu' is already declared"]),
-    (["toy"], "mini_rt/toy.py", ["{root}/mini_rt/toy.py:1:1: runtime module 'mini_rt.toy' exists; refusing to overwrite it"]),
-    (["Toy"], None, ["error: 'Toy' is not a backend name: a lower-case letter, then lower-case letters, digits and _"]),
-    (["../x"], None, ["error: '../x' is not a backend name: a lower-case letter, then lower-case letters, digits and _"]),
-    (["match"], None, ["{registry}:16:3: 'match' is a Python keyword (at backends.match)",
-                       "{registry}: the entry would make the registry invalid; nothing changed"]),
-    (["toy", "--runtime", "nowhere.toy"], None,
-     ["error: {root}/nowhere does not exist: create the package of 'nowhere.toy' first"]),
-    (["toy", "--runtime", "bad-name"], None, ["error: --runtime 'bad-name' is not a dotted module name"]),
-])
+@pytest.mark.parametrize(
+    "args, setup, expected",
+    [
+        (["gpu"], None, ["{registry}:15:3: backend 'gpu' is already declared"]),
+        (
+            ["toy"],
+            "mini_rt/toy.py",
+            ["{root}/mini_rt/toy.py:1:1: runtime module 'mini_rt.toy' exists; refusing to overwrite it"],
+        ),
+        (
+            ["Toy"],
+            None,
+            ["error: 'Toy' is not a backend name: a lower-case letter, then lower-case letters, digits and _"],
+        ),
+        (
+            ["../x"],
+            None,
+            ["error: '../x' is not a backend name: a lower-case letter, then lower-case letters, digits and _"],
+        ),
+        (
+            ["match"],
+            None,
+            [
+                "{registry}:16:3: 'match' is a Python keyword (at backends.match)",
+                "{registry}: the entry would make the registry invalid; nothing changed",
+            ],
+        ),
+        (
+            ["toy", "--runtime", "nowhere.toy"],
+            None,
+            ["error: {root}/nowhere does not exist: create the package of 'nowhere.toy' first"],
+        ),
+        (["toy", "--runtime", "bad-name"], None, ["error: --runtime 'bad-name' is not a dotted module name"]),
+    ],
+)
 def test_refusals_change_nothing(tmp_path, args, setup, expected):
     registry = mini_copy(tmp_path)
     if setup:
@@ -127,7 +155,9 @@ def test_a_broken_registry_is_refused_first(tmp_path):
 def test_flow_style_backends_are_refused(tmp_path):
     runtimes(tmp_path, "cpu")
     registry = tmp_path / "ops.yaml"
-    registry.write_text("version: 1\ndtypes: {f32: {numpy: float32, kind: float}}\nbackends: {cpu: {runtime: rt.cpu}}\n")
+    registry.write_text(
+        "version: 1\ndtypes: {f32: {numpy: float32, kind: float}}\nbackends: {cpu: {runtime: rt.cpu}}\n"
+    )
     result = new_backend(registry, "toy")
     assert result.exit_code == 2
     assert result.stderr == f"{registry}:3:1: `backends:` is one flow mapping ({{...}}); add 'toy' to it by hand\n"
@@ -197,14 +227,22 @@ def test_implementing_stubs_moves_the_table(tmp_path):
     assert new_backend(registry, "toy").exit_code == 0
     module = tmp_path / "mini_rt" / "toy.py"
     text = module.read_text()
-    for name, body in (("to_host", "return inner"), ("from_host", "return array"), ("device", "return 0"),
-                       ("location", 'return "toy memory"')):
+    for name, body in (
+        ("to_host", "return inner"),
+        ("from_host", "return array"),
+        ("device", "return 0"),
+        ("location", 'return "toy memory"'),
+    ):
         text = text.replace(f'    raise NotImplementedForBackend(_BACKEND, "{name}")', f"    {body}")
     module.write_text(text)
     parity = run_cli("--registry", registry, "parity").stdout
     row = {ln.split()[0]: ln.split()[-1] for ln in parity.splitlines()[1:11]}
     assert (row["storage.device"], row["storage.affine"], row["device.location"], row["storage.fill"]) == (
-        "yes", "fallback", "yes", "MISSING")
+        "yes",
+        "fallback",
+        "yes",
+        "MISSING",
+    )
     assert "toy: 2 implemented, 1 fall back, 1 custom-op hooks, 11 missing (21% runnable)" in parity
 
 

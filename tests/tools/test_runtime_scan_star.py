@@ -21,9 +21,11 @@ def write(root: Path, files: dict[str, str]) -> None:
 
 
 def test_public_names_of_a_star_imported_module_count(tmp_path):
-    write(tmp_path, {
-        "rt.vendor": "from rt.shared import *  # noqa\n\ndef own():\n    return 1\n",
-        "rt.shared": """\
+    write(
+        tmp_path,
+        {
+            "rt.vendor": "from rt.shared import *  # noqa\n\ndef own():\n    return 1\n",
+            "rt.shared": """\
             import functools as _functools
             from rt.helpers import helper as _helper
             _private = 1
@@ -33,27 +35,34 @@ def test_public_names_of_a_star_imported_module_count(tmp_path):
             def zeros(ordinal):
                 raise NotImplementedForBackend("toy", "zeros")
             """,
-        "rt.helpers": "def helper(*a):\n    return a\n",
-    })
+            "rt.helpers": "def helper(*a):\n    return a\n",
+        },
+    )
     module = scan(tmp_path, "rt.vendor")
     assert module.functions == {"own", "affine", "unary"} and module.stubs == {"zeros"}
     assert module.paths == (tmp_path / "rt/vendor.py", tmp_path / "rt/shared.py")
 
 
 def test_all_limits_what_a_star_import_takes(tmp_path):
-    write(tmp_path, {
-        "vendor": "from shared import *\n",
-        "shared": "__all__ = ['affine']\naffine = 1\nunary = 2\n",
-    })
+    write(
+        tmp_path,
+        {
+            "vendor": "from shared import *\n",
+            "shared": "__all__ = ['affine']\naffine = 1\nunary = 2\n",
+        },
+    )
     assert scan(tmp_path, "vendor").functions == {"affine"}
 
 
 def test_star_imports_are_followed_through_chains_and_cycles_once(tmp_path):
-    write(tmp_path, {
-        "a": "from b import *\ndef fa(): ...\n",
-        "b": "from c import *\nfrom a import *\ndef fb(): ...\n",
-        "c": "from numpy import *\ndef fc(): ...\n",  # not a module under the root: not read
-    })
+    write(
+        tmp_path,
+        {
+            "a": "from b import *\ndef fa(): ...\n",
+            "b": "from c import *\nfrom a import *\ndef fb(): ...\n",
+            "c": "from numpy import *\ndef fc(): ...\n",  # not a module under the root: not read
+        },
+    )
     module = scan(tmp_path, "a")
     assert module.functions == {"fa", "fb", "fc"}
     assert [p.name for p in module.paths] == ["a.py", "b.py", "c.py"]
@@ -74,6 +83,11 @@ def test_the_gpu_vendor_modules_read_as_they_import():
         read = scan(ROOT, module.__name__)
         assert read.paths[1:] == (ROOT / "runtime/gpu/exports.py",)
         assert all(hasattr(module, name) for name in read.functions)
-        bound = {n for n, v in vars(module).items() if getattr(v, "__self__", None) is module._rt
-                 or isinstance(v, functools.partial) and v.args[:1] == (module._rt,)}
+        bound = {
+            n
+            for n, v in vars(module).items()
+            if getattr(v, "__self__", None) is module._rt
+            or isinstance(v, functools.partial)
+            and v.args[:1] == (module._rt,)
+        }
         assert bound <= read.functions and len(bound) >= 58

@@ -6,12 +6,12 @@ from __future__ import annotations
 import textwrap
 
 import pytest
+from tools_helpers import MINI_DIR
 
 from generator.loader import load_file
 from generator.runtime_scan import pending, scan
 from generator.scaffold import runtime_module
 from generator.validate import validate
-from tools_helpers import MINI_DIR
 
 
 def defined(tmp_path, source: str) -> set[str]:
@@ -19,12 +19,15 @@ def defined(tmp_path, source: str) -> set[str]:
     return set(scan(tmp_path, "rt_mod").functions)
 
 
-@pytest.mark.parametrize("body", [
-    'raise NotImplementedForBackend("toy", "f")',
-    '"""Docstring."""\n    raise NotImplementedForBackend("toy", "f")',
-    "raise errors.NotImplementedForBackend(BACKEND, 'f')",
-    "raise NotImplementedForBackend",
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        'raise NotImplementedForBackend("toy", "f")',
+        '"""Docstring."""\n    raise NotImplementedForBackend("toy", "f")',
+        "raise errors.NotImplementedForBackend(BACKEND, 'f')",
+        "raise NotImplementedForBackend",
+    ],
+)
 def test_stubs_are_not_counted(tmp_path, body):
     assert defined(tmp_path, f"def f(inner, layout):\n    {body}\n\n\ndef g():\n    return 1\n") == {"g"}
 
@@ -33,14 +36,17 @@ def test_one_line_stub(tmp_path):
     assert defined(tmp_path, 'def f(): raise NotImplementedForBackend("toy", "f")\n') == set()
 
 
-@pytest.mark.parametrize("body", [
-    "raise NotImplementedError('f')",  # another error: a deliberate implementation choice
-    '"""Only a docstring."""',
-    "if x:\n        raise NotImplementedForBackend('toy', 'f')\n    return x",
-    "raise NotImplementedForBackend('toy', 'f')\n    return 1",
-    "x = 1\n    raise NotImplementedForBackend('toy', 'f')",
-    "return NotImplementedForBackend('toy', 'f')",
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        "raise NotImplementedError('f')",  # another error: a deliberate implementation choice
+        '"""Only a docstring."""',
+        "if x:\n        raise NotImplementedForBackend('toy', 'f')\n    return x",
+        "raise NotImplementedForBackend('toy', 'f')\n    return 1",
+        "x = 1\n    raise NotImplementedForBackend('toy', 'f')",
+        "return NotImplementedForBackend('toy', 'f')",
+    ],
+)
 def test_real_bodies_are_counted(tmp_path, body):
     assert defined(tmp_path, f"def f(x=None):\n    {body}\n") == {"f"}
 

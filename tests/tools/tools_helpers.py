@@ -29,8 +29,14 @@ def run_cli(*args: object) -> Result:
 def gen(*args: object, cwd: Path) -> subprocess.CompletedProcess:
     """`gen` as a subprocess in `cwd`, with this checkout's generator first on the path."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
-    return subprocess.run([sys.executable, "-m", "generator.cli", *map(str, args)], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "generator.cli", *map(str, args)],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def python(code: str, cwd: Path) -> subprocess.CompletedProcess:
