@@ -16,6 +16,15 @@
 // arg_sort_local: pairs a thread holds in registers where a row of a type of at most 32 bits fits one chunk
 #define OPGEN_SORT_PER 8
 
+// nn row kernels: the most threads of a block (their __launch_bounds__); the runtime sizes blocks up to it
+#define OPGEN_ROW_BLOCK_MAX 512
+
+// reductions: the longest item (elements) one warp reduces; longer items take a block
+#define OPGEN_WARP_ITEM_MAX 65536
+
+// reductions, pass 2: the most partial states one warp reduces; more take a block
+#define OPGEN_WARP_PARTIAL_MAX 1024
+
 // launched with programmatic stream serialization (cuda, sm_90 and up): each waits (griddepcontrol.wait) before it touches memory
 #define OPGEN_PROGRAMMATIC_KERNELS "qmatvec_q4_0 qmatvec_q4_1 qmatvec_q8_0 qmatvec_q4_k qmatvec_q6_k"
 

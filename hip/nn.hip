@@ -19,7 +19,8 @@
 //
 // Row kernels (softmax_last_dim, sdpa_softmax, rms_norm, layer_norm; nrows rows of ncols):
 // a block per row, in a grid-stride loop over rows (any grid), blockDim.x at most 512
-// (declared below with __launch_bounds__(512)). The runtime picks blockDim.x so that each
+// (declared with __launch_bounds__(OPGEN_ROW_BLOCK_MAX): ops.yaml's kernel_facts, 512). The
+// runtime picks blockDim.x so that each
 // thread holds at most kRowBytes (64) bytes of its row, V = 64 / sizeof(T) values,
 // kept as loaded in 32-bit words (two half values to a register): the row is then read
 // once into registers, reduced in ONE block reduction (warp shuffles, then one shared slot

@@ -57,8 +57,8 @@
 namespace {
 
 constexpr unsigned int kMaxBlock = 1024;
-constexpr size_t kWarpItemMax = 65536;     // elements of the source
-constexpr size_t kWarpPartialMax = 1024;  // partial states (pass 2)
+constexpr size_t kWarpItemMax = OPGEN_WARP_ITEM_MAX;        // elements of the source (ops.yaml's kernel_facts)
+constexpr size_t kWarpPartialMax = OPGEN_WARP_PARTIAL_MAX;  // partial states (pass 2; ops.yaml's kernel_facts)
 constexpr uint32_t kEmpty = 0xffffffffu;
 constexpr size_t kStateHeader = OPGEN_PASS0_HEADER;  // pass 0: the counter, then the states (16-byte aligned)
 // Strided loads in flight per thread where a thread reduces a leading dim's group; -D may

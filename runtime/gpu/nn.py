@@ -23,6 +23,7 @@ import numpy as np
 
 from generated.kernel_facts import (  # ops.yaml's kernel_facts, shared with hip/nn.hip
     LOOSE_VALUES,
+    ROW_BLOCK_MAX,
     SORT_CHUNK,
     SORT_PER,
     KernelPattern as K,
@@ -35,8 +36,6 @@ from runtime.layout import Layout
 
 #: hip/nn.hip's kRowBytes: the bytes of a row each thread of a row kernel holds in registers.
 ROW_BYTES = 64
-#: Threads of a row kernel's block: hip/nn.hip's __launch_bounds__.
-ROW_BLOCK_MAX = 512
 #: The ops.yaml `kernel:` pattern of the strided copy in the tables of the ops below that read
 #: contiguous inputs (every table key is (pattern, dtype)).
 COPY_STRIDED = K.COPY_STRIDED_SELF

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from generated.kernel_facts import PASS0_HEADER, REDUCE_CODES, KernelPattern as K
+from generated.kernel_facts import PASS0_HEADER, REDUCE_CODES, WARP_ITEM_MAX, WARP_PARTIAL_MAX, KernelPattern as K
 from runtime.checks import reduce_dims
 from runtime.errors import ShapeMismatch
 from runtime.gpu.launch import BLOCK
@@ -105,7 +105,7 @@ class Reductions:
         length = group if chunks == 1 else -(-per_chunk // 16) * 16  # the kernel's chunk_length
         items = units * chunks
 
-        def grid_for(n_items: int, item_length: int, thread_items: bool, warp_max: int = 65536) -> int:
+        def grid_for(n_items: int, item_length: int, thread_items: bool, warp_max: int = WARP_ITEM_MAX) -> int:
             if thread_items:
                 per_block = block
             elif item_length <= warp_max:  # the kernel's kWarpItemMax / kWarpPartialMax: a warp per item
@@ -145,7 +145,7 @@ class Reductions:
         block2 = 1024 if chunks > 1024 else block
         for pass_, grid, threads in (
             (1, grid_for(items, length, by_thread), block),
-            (2, grid_for(out_count, chunks, False, 1024), block2),
+            (2, grid_for(out_count, chunks, False, WARP_PARTIAL_MAX), block2),
         ):
             chunked(
                 self.launch,
