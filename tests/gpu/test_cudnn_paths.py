@@ -469,3 +469,31 @@ def test_autotuning_times_every_plan_in_rounds_once_and_runs_the_fastest(monkeyp
     workspaces = {e[2] for e in fake.executed[:tuned]}
     assert len(workspaces) == 1 and rt.vendor_nn._workspaces[0].nbytes >= 3000  # one buffer, the largest need
     assert [e[4] for e in (fake.executed[tuned - 1], fake.executed[tuned])] == [1, 1]  # the two calls: plan 1
+
+
+def test_the_fastest_plans_are_timed_again_once_the_shape_is_in_steady_use(monkeypatch):
+    fake = FakeCudnn()
+    rt, _ = _runtime(monkeypatch, fake)
+    timed: list[int] = []
+    first = {0: 3e-3, 1: 1e-3, 2: 2e-3}  # the first call keeps plan 1
+    later = {0: 3e-3, 1: 4e-3, 2: 2e-3}  # in steady use plan 2 is the faster
+
+    def timer(run, stream, runs):
+        before = len(fake.executed)
+        run()
+        index = fake.executed[before][4]
+        timed.append(index)
+        return (first if len(timed) <= 3 * gpu_cudnn.AUTOTUNE_ROUNDS else later)[index]
+
+    monkeypatch.setattr(rt.vendor_nn, "timer", timer)
+    monkeypatch.setattr(gpu_cudnn, "AUTOTUNE", True)  # the default
+    monkeypatch.setattr(gpu_cudnn, "SECOND_LOOK_PLANS", 2)
+    for _ in range(gpu_cudnn.SECOND_LOOK_CALL):
+        _conv2d(rt)
+    assert len(timed) == 3 * gpu_cudnn.AUTOTUNE_ROUNDS  # no second look before its call
+    assert fake.executed[-1][4] == 1
+    _conv2d(rt)
+    assert timed[3 * gpu_cudnn.AUTOTUNE_ROUNDS :] == [1, 2] * gpu_cudnn.AUTOTUNE_ROUNDS  # the two fastest, again
+    assert fake.executed[-1][4] == 2
+    _conv2d(rt)
+    assert len(timed) == 5 * gpu_cudnn.AUTOTUNE_ROUNDS and fake.executed[-1][4] == 2  # once only
