@@ -5,15 +5,22 @@ arm per backend."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-import runtime.cpu as _rt_cpu
-import runtime.cuda as _rt_cuda
-import runtime.rocm as _rt_rocm
-
 from .backends import Backend, On
+from .backends import lazy_module as _lazy_module
 from .dtypes import DType, GgmlDType
+
+if TYPE_CHECKING:
+    import runtime.cpu as _rt_cpu
+    import runtime.cuda as _rt_cuda
+    import runtime.rocm as _rt_rocm
+else:  # imported on first use: a cpu op loads no GPU runtime
+    _rt_cpu = _lazy_module('runtime.cpu')
+    _rt_cuda = _lazy_module('runtime.cuda')
+    _rt_rocm = _lazy_module('runtime.rocm')
 
 
 @dataclass(frozen=True, slots=True)

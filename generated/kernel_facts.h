@@ -10,11 +10,29 @@
 // nn row kernels: values a thread holds where a row does not fit 16-byte packs
 #define OPGEN_LOOSE_VALUES 8
 
+// nn row kernels: the bytes of its row a thread holds in registers, in 16-byte packs (bench/gpu.py nn-explore compares 32, 64 and 128)
+// (a default: -D OPGEN_ROW_BYTES=... may tune it, with the runtime's ROW_BYTES set alike)
+#ifndef OPGEN_ROW_BYTES
+#define OPGEN_ROW_BYTES 64
+#endif
+
 // arg_sort_local: (key, index) pairs a block sorts in shared memory; longer rows merge through global memory
 #define OPGEN_SORT_CHUNK 4096
 
 // arg_sort_local: pairs a thread holds in registers where a row of a type of at most 32 bits fits one chunk
 #define OPGEN_SORT_PER 8
+
+// flash_attention_<dt>_d64: threads a block, whole warps of 32 (its __launch_bounds__)
+#define OPGEN_FLASH_THREADS_D64 128
+
+// flash_attention_<dt>_d64: query rows a block, warps * row tiles * 16 (the grid: batch * heads * ceil(sq / rows))
+#define OPGEN_FLASH_ROWS_D64 64
+
+// flash_attention_<dt>_d128: threads a block, whole warps of 32 (its __launch_bounds__)
+#define OPGEN_FLASH_THREADS_D128 128
+
+// flash_attention_<dt>_d128: query rows a block, warps * row tiles * 16 (the grid: batch * heads * ceil(sq / rows))
+#define OPGEN_FLASH_ROWS_D128 64
 
 // nn row kernels: the most threads of a block (their __launch_bounds__); the runtime sizes blocks up to it
 #define OPGEN_ROW_BLOCK_MAX 512

@@ -5,13 +5,20 @@ Low-precision dtypes compute in their registry `compute` dtype and are cast back
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import ml_dtypes  # noqa: F401  (registers bfloat16 with numpy)
 import numpy as np
-from scipy import special
 
 from runtime.params import Kernel
 
+from .backends import lazy_module as _lazy_module
 from .dtypes import UnaryOp, BinaryOp, CmpOp, ReduceOp
+
+if TYPE_CHECKING:
+    from scipy import special
+else:  # scipy.special (about a quarter of a second) with the first op that calls it
+    special = _lazy_module("scipy.special")
 
 _U8 = np.dtype("uint8")
 _U32 = np.dtype("uint32")

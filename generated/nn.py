@@ -7,18 +7,27 @@ which raises "no <backend> implementation for <op>"."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import ml_dtypes  # noqa: F401  (registers bfloat16 with numpy)
 import numpy as np
 
-import runtime.cpu as _rt_cpu
-import runtime.cuda as _rt_cuda
-import runtime.rocm as _rt_rocm
 from runtime.errors import DTypeMismatch
 
-from . import kernels_hip as _kernels_hip
+from .backends import lazy_module as _lazy_module
 from .custom_ops import CustomOp1, CustomOp2, CustomOp3
 from .dtypes import dtype_of as _dtype_of
+
+if TYPE_CHECKING:
+    import runtime.cpu as _rt_cpu
+    import runtime.cuda as _rt_cuda
+    import runtime.rocm as _rt_rocm
+    from . import kernels_hip as _kernels_hip
+else:  # imported on first use: a cpu op loads no GPU runtime
+    _rt_cpu = _lazy_module('runtime.cpu')
+    _rt_cuda = _lazy_module('runtime.cuda')
+    _rt_rocm = _lazy_module('runtime.rocm')
+    _kernels_hip = _lazy_module(f"{__package__}.kernels_hip")
 
 
 @dataclass(frozen=True)

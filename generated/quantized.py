@@ -5,18 +5,28 @@ checked for device and dtype first."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-import runtime.cpu as _rt_cpu
-import runtime.cuda as _rt_cuda
-import runtime.rocm as _rt_rocm
 from runtime.errors import DeviceMismatch, DTypeMismatch, OpgenError
 from runtime.layout import Layout
 
-from . import kernels_hip as _kernels_hip
 from .backends import Backend, On
+from .backends import lazy_module as _lazy_module
 from .dtypes import DType, GgmlDType
 from .storage import Storage
+
+if TYPE_CHECKING:
+    import runtime.cpu as _rt_cpu
+    import runtime.cuda as _rt_cuda
+    import runtime.rocm as _rt_rocm
+    from . import kernels_hip as _kernels_hip
+else:  # imported on first use: a cpu op loads no GPU runtime
+    _rt_cpu = _lazy_module('runtime.cpu')
+    _rt_cuda = _lazy_module('runtime.cuda')
+    _rt_rocm = _lazy_module('runtime.rocm')
+    _kernels_hip = _lazy_module(f"{__package__}.kernels_hip")
 
 
 class QStorage:

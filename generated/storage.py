@@ -4,9 +4,8 @@ with one arm per backend; arguments are checked for device, dtype and shape firs
 
 from __future__ import annotations
 
-import runtime.cpu as _rt_cpu
-import runtime.cuda as _rt_cuda
-import runtime.rocm as _rt_rocm
+from typing import TYPE_CHECKING
+
 from runtime.errors import DeviceMismatch, DTypeMismatch, OpgenError, ShapeMismatch
 from runtime.layout import Layout
 from runtime.params import (
@@ -17,12 +16,24 @@ from runtime.params import (
     MatmulDims,
 )
 
-from . import kernels_hip as _kernels_hip
-from . import kernels_numpy as _kernels_numpy
 from .backends import Backend, On
+from .backends import lazy_module as _lazy_module
 from .custom_ops import CustomOp1, CustomOp2, CustomOp3, InplaceOp1, InplaceOp2, InplaceOp3
 from .dtypes import UnaryOp, BinaryOp, CmpOp, ReduceOp, DType
 from .dtypes import dtype_of as _dtype_of
+
+if TYPE_CHECKING:
+    import runtime.cpu as _rt_cpu
+    import runtime.cuda as _rt_cuda
+    import runtime.rocm as _rt_rocm
+    from . import kernels_hip as _kernels_hip
+    from . import kernels_numpy as _kernels_numpy
+else:  # imported on first use: a cpu op loads no GPU runtime
+    _rt_cpu = _lazy_module('runtime.cpu')
+    _rt_cuda = _lazy_module('runtime.cuda')
+    _rt_rocm = _lazy_module('runtime.rocm')
+    _kernels_hip = _lazy_module(f"{__package__}.kernels_hip")
+    _kernels_numpy = _lazy_module(f"{__package__}.kernels_numpy")
 
 
 class Storage:

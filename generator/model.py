@@ -116,6 +116,7 @@ class KernelFact:
     value: int | tuple[str, ...]
     doc: str
     line: int
+    overridable: bool = False  # the header's value is a default (#ifndef): a -D may tune it
 
 
 @dataclass(frozen=True)

@@ -132,6 +132,11 @@ KERNEL_FACT = Record(
             (Int(0), List(Str(identifier=True))),
             doc="a number, or a list of kernel entry points (names the generated entries define)",
         ),
+        "overridable": Bool(
+            doc="the header's value is a default (#ifndef): a -D, or a #define before the include, may set "
+            "another to tune the kernels, and whoever does sets the runtime's <NAME> alike (bench/gpu.py "
+            "nn-explore does both)"
+        ),
         "doc": Str(),
     },
     required=("value",),

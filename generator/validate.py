@@ -371,11 +371,14 @@ class Validator:
             value = node.get("value") if node.tag == "map" else None
             if value is None:
                 continue  # the spec reported it
+            overridable = node.get("overridable")
+            tunable = overridable is not None and overridable.value is True
+            doc, line = self.text(node.get("doc")), node.position.line
             if value.tag == "int":
-                out.append(model.KernelFact(name, value.value, self.text(node.get("doc")), node.position.line))
+                out.append(model.KernelFact(name, value.value, doc, line, tunable))
             elif value.tag == "seq":
                 items = tuple(str(v.value) for v in value.value if v.tag == "str")
-                out.append(model.KernelFact(name, items, self.text(node.get("doc")), node.position.line))
+                out.append(model.KernelFact(name, items, doc, line, tunable))
         return tuple(out)
 
     def dtypes(self) -> tuple[model.DType, ...]:

@@ -9,8 +9,9 @@
 // sdpa_softmax); a query that sees no key gets a row of zeros. Semantics are
 // runtime/cpu/nn_ops.py's sdpa; runtime/gpu/nn.py's sdpa launches these where they apply.
 //
-// Launch: blockDim.x = kThreads (runtime/gpu/nn.py's _FLASH_GEOMETRY), any 1-D grid (a
-// grid-stride loop over the work items; ceil(sq / kBlockM) * bh blocks give one item each). No
+// Launch: blockDim.x = OPGEN_FLASH_THREADS_D<hd>, any 1-D grid (a grid-stride loop over the work
+// items; ceil(sq / OPGEN_FLASH_ROWS_D<hd>) * bh blocks give one item each): ops.yaml's
+// kernel_facts, which runtime/gpu/nn.py reads from generated/kernel_facts.py. No
 // dynamic shared memory: the tiles live in static shared memory (at most 48 KiB a block).
 //
 // NVIDIA (NVRTC, sm_80 and later): tensor cores through inline PTX. A block takes kBlockM
@@ -43,6 +44,7 @@
 // version: a thread per query, the same online softmax in f32. Correct, slow; runtime/gpu/nn.py
 // does not launch them there (AMD keeps the GEMM path).
 #include "compat.h"
+#include "kernel_facts.h"
 
 #if OPGEN_CUDA && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 #define OPGEN_FLASH_MMA 1
@@ -50,15 +52,10 @@
 #define OPGEN_FLASH_MMA 0
 #endif
 
-// Tile shapes by head dim (overridable at compile time for tuning; runtime/gpu/nn.py's
-// _FLASH_GEOMETRY must match: threads = 32 * warps, rows = warps * row tiles * 16). SLOTS:
-// the K / V ring's slots of BLOCK_N keys (with the Q tile, at most 48 KiB).
-#ifndef OPGEN_FLASH_D64_WARPS
-#define OPGEN_FLASH_D64_WARPS 4
-#endif
-#ifndef OPGEN_FLASH_D64_ROW_TILES
-#define OPGEN_FLASH_D64_ROW_TILES 1
-#endif
+// Tile shapes by head dim. Threads and query rows a block are ops.yaml's kernel_facts (the
+// runtime launches with them); the warps and each warp's 16-row tiles follow from them, and a
+// pair that does not divide fails here. The rest are the kernel's own (overridable at compile
+// time for tuning). SLOTS: the K / V ring's slots of BLOCK_N keys (with the Q tile, at most 48 KiB).
 #ifndef OPGEN_FLASH_D64_BLOCK_N
 #define OPGEN_FLASH_D64_BLOCK_N 64
 #endif
@@ -67,12 +64,6 @@
 #endif
 #ifndef OPGEN_FLASH_D64_MIN_BLOCKS
 #define OPGEN_FLASH_D64_MIN_BLOCKS 4
-#endif
-#ifndef OPGEN_FLASH_D128_WARPS
-#define OPGEN_FLASH_D128_WARPS 4
-#endif
-#ifndef OPGEN_FLASH_D128_ROW_TILES
-#define OPGEN_FLASH_D128_ROW_TILES 1
 #endif
 #ifndef OPGEN_FLASH_D128_BLOCK_N
 #define OPGEN_FLASH_D128_BLOCK_N 64
@@ -92,23 +83,28 @@
 
 namespace {
 
+// A block of THREADS threads (whole warps of 32 lanes) takes ROWS query rows: each warp
+// kRowTiles tiles of 16 rows (mma.sync's m16).
+template <int THREADS, int ROWS, int BLOCK_N, int SLOTS> struct flash_shape {
+    enum : int {
+        kThreads = THREADS,
+        kRows = ROWS,
+        kWarps = THREADS / OPGEN_LANE_GROUP,
+        kRowTiles = ROWS / (16 * (THREADS / OPGEN_LANE_GROUP)),
+        kBlockN = BLOCK_N,
+        kSlots = SLOTS
+    };
+    static_assert(THREADS % OPGEN_LANE_GROUP == 0 && kWarps >= 1, "FLASH_THREADS_D<hd>: whole warps of 32 lanes");
+    static_assert(kRowTiles >= 1 && kWarps * kRowTiles * 16 == ROWS,
+                  "FLASH_ROWS_D<hd> = warps * row tiles * 16 (warps = FLASH_THREADS_D<hd> / 32)");
+};
 template <int D> struct flash_config;
-template <> struct flash_config<64> {
-    enum : int {
-        kWarps = OPGEN_FLASH_D64_WARPS,
-        kRowTiles = OPGEN_FLASH_D64_ROW_TILES,
-        kBlockN = OPGEN_FLASH_D64_BLOCK_N,
-        kSlots = OPGEN_FLASH_D64_SLOTS
-    };
-};
-template <> struct flash_config<128> {
-    enum : int {
-        kWarps = OPGEN_FLASH_D128_WARPS,
-        kRowTiles = OPGEN_FLASH_D128_ROW_TILES,
-        kBlockN = OPGEN_FLASH_D128_BLOCK_N,
-        kSlots = OPGEN_FLASH_D128_SLOTS
-    };
-};
+template <>
+struct flash_config<64> : flash_shape<OPGEN_FLASH_THREADS_D64, OPGEN_FLASH_ROWS_D64, OPGEN_FLASH_D64_BLOCK_N,
+                                      OPGEN_FLASH_D64_SLOTS> {};
+template <>
+struct flash_config<128> : flash_shape<OPGEN_FLASH_THREADS_D128, OPGEN_FLASH_ROWS_D128, OPGEN_FLASH_D128_BLOCK_N,
+                                       OPGEN_FLASH_D128_SLOTS> {};
 
 __device__ __forceinline__ float flash_neg_inf() { return -__int_as_float(0x7f800000); }
 
@@ -224,6 +220,7 @@ __device__ __forceinline__ void flash_forward(const unsigned bh, const unsigned 
     typedef mma16816<T> mma;
     constexpr int MT = cfg::kRowTiles, W = cfg::kWarps, BN = cfg::kBlockN, S = cfg::kSlots;
     constexpr int BM = W * 16 * MT, NT = W * 32;
+    static_assert(NT == cfg::kThreads && BM == cfg::kRows, "the launch geometry of ops.yaml's FLASH_*_D<hd>");
     constexpr int kKv = BN * D, kQ = BM * D;  // elements of a K (or V) tile, of the Q tile
     // A ring of S tile slots: K_0, V_0, K_1, V_1, ... in turn, each copied S - 1 steps ahead
     // of its use. The Q tile is staged once, before, at the end of the buffer: the slots
@@ -532,9 +529,6 @@ __device__ __forceinline__ void flash_forward(const unsigned bh, const unsigned 
 #endif  // OPGEN_FLASH_MMA
 
 }  // namespace
-
-#define OPGEN_FLASH_THREADS_D64 (OPGEN_LANE_GROUP * OPGEN_FLASH_D64_WARPS)
-#define OPGEN_FLASH_THREADS_D128 (OPGEN_LANE_GROUP * OPGEN_FLASH_D128_WARPS)
 
 // The entry points, one per (pattern, values) of ops.yaml's `kernel:` patterns: generated by gen
 // from templates/hip/attention.h.j2.

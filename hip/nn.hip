@@ -58,12 +58,11 @@ namespace {
 
 using opgen::compute_t;
 
-// Bytes of a row a thread of a row kernel holds (runtime/gpu/nn.py's ROW_BYTES); -D may set
-// it (bench/gpu.py --parts nn-explore compares 32, 64 and 128: 64 was best for every op).
-#ifndef OPGEN_ROW_BYTES
-#define OPGEN_ROW_BYTES 64
-#endif
+// Bytes of a row a thread of a row kernel holds (ops.yaml's kernel_facts, the runtime's ROW_BYTES;
+// overridable: bench/gpu.py --parts nn-explore compiles 32, 64 and 128 with -D, and 64 was best for
+// every op).
 constexpr int kRowBytes = OPGEN_ROW_BYTES;
+static_assert(kRowBytes >= 16 && kRowBytes % 16 == 0, "ROW_BYTES: a thread holds whole 16-byte packs of its row");
 constexpr int kLooseValues = OPGEN_LOOSE_VALUES;  // values a thread holds where rows do not fit 16-byte packs (ops.yaml's kernel_facts)
 constexpr size_t kSortChunk = OPGEN_SORT_CHUNK;  // pairs a block sorts in shared memory (ops.yaml's kernel_facts)
 

@@ -21,9 +21,14 @@ import math
 
 import numpy as np
 
-from generated.kernel_facts import (  # ops.yaml's kernel_facts, shared with hip/nn.hip
+from generated.kernel_facts import (  # ops.yaml's kernel_facts, shared with hip/nn.hip and hip/attention.hip
+    FLASH_ROWS_D64,
+    FLASH_ROWS_D128,
+    FLASH_THREADS_D64,
+    FLASH_THREADS_D128,
     LOOSE_VALUES,
     ROW_BLOCK_MAX,
+    ROW_BYTES,
     SORT_CHUNK,
     SORT_PER,
     KernelPattern as K,
@@ -34,8 +39,6 @@ from runtime.gpu.launch import BLOCK
 from runtime.gpu.memory import GpuBuffer, _fits, _same_ordinal
 from runtime.layout import Layout
 
-#: hip/nn.hip's kRowBytes: the bytes of a row each thread of a row kernel holds in registers.
-ROW_BYTES = 64
 #: The ops.yaml `kernel:` pattern of the strided copy in the tables of the ops below that read
 #: contiguous inputs (every table key is (pattern, dtype)).
 COPY_STRIDED = K.COPY_STRIDED_SELF
@@ -202,8 +205,9 @@ def rope_thd(rt, x, lx, cos, lc, sin, ls, table):
 
 
 #: hip/attention.hip's fused attention (cuda, sm_80 and later): head dim -> (threads a block, query
-#: rows a block), its kThreads and kBlockM (the kernel loops over the work items of any grid).
-_FLASH_GEOMETRY = {64: (128, 64), 128: (128, 64)}
+#: rows a block), ops.yaml's FLASH_THREADS_D<hd> and FLASH_ROWS_D<hd> (the kernel loops over the
+#: work items of any grid).
+_FLASH_GEOMETRY = {64: (FLASH_THREADS_D64, FLASH_ROWS_D64), 128: (FLASH_THREADS_D128, FLASH_ROWS_D128)}
 #: The fused kernels' `kernel:` patterns of sdpa, by head dim.
 _FLASH_PATTERNS = {64: K.FLASH_ATTENTION_SELF_D64, 128: K.FLASH_ATTENTION_SELF_D128}
 

@@ -234,7 +234,28 @@ def test_the_runtime_reads_the_generated_facts():
         runtime.gpu.reduce.PASS0_HEADER is facts.PASS0_HEADER and runtime.gpu.reduce.REDUCE_CODES is facts.REDUCE_CODES
     )
     assert runtime.gpu.nn.LOOSE_VALUES is facts.LOOSE_VALUES and runtime.gpu.nn.SORT_CHUNK is facts.SORT_CHUNK
+    assert runtime.gpu.nn.ROW_BYTES is facts.ROW_BYTES
+    assert runtime.gpu.nn._FLASH_GEOMETRY == {
+        64: (facts.FLASH_THREADS_D64, facts.FLASH_ROWS_D64),
+        128: (facts.FLASH_THREADS_D128, facts.FLASH_ROWS_D128),
+    }
     assert runtime.cuda.PROGRAMMATIC_KERNELS is facts.PROGRAMMATIC_KERNELS
+
+
+def test_an_overridable_fact_is_a_default_in_the_header(generated):
+    """`overridable: true`: the header's value is a default (#ifndef) a -D may tune; others are
+    plain defines, so a second definition is a redefinition the compiler reports."""
+    header = generated["kernel_facts.h"].decode()
+    assert "#ifndef OPGEN_ROW_VALUES\n#define OPGEN_ROW_VALUES 8\n#endif\n" in header
+    assert "#ifndef OPGEN_WAITING_KERNELS" not in header
+    assert "kernel compiled with -D OPGEN_ROW_VALUES=... needs this set alike" in generated["kernel_facts.py"].decode()
+
+
+def test_the_shipped_overridable_facts_are_row_bytes_alone():
+    """The runtime can follow a -D only where a bench sets both sides (nn-explore: ROW_BYTES);
+    the flash geometry is fixed in ops.yaml, its tiling checked by static_assert."""
+    registry = validate(load_file(str(REPO / "ops.yaml")), REPO)
+    assert [f.name for f in registry.kernel_facts if f.overridable] == ["ROW_BYTES"]
 
 
 def test_a_registry_without_kernel_facts_still_has_the_reduce_codes():

@@ -227,3 +227,33 @@ def test_code_symbols_reads_an_elf_symbol_table():
         )
     assert "k_one" in gpu_compile.code_symbols(image)
     assert gpu_compile.code_symbols(b"not an ELF image") == set()
+
+
+def _compile_error(source: str, name: str, headers: dict[str, str] | None = None) -> str:
+    """The log of compiling `source`, which must fail (NVRTC for sm_80, else hiprtc for gfx90a)."""
+    backend, target = "cuda", "sm_80"
+    if gpu_compile.nvrtc_unavailable():
+        backend, target = "rocm", "gfx90a"
+        if missing := gpu_compile.rocm_target_unavailable(target):
+            pytest.skip(f"no GPU compiler: {missing}")
+    with pytest.raises(CompileError) as info:
+        gpu_compile.compile_for(backend, source, name, target, headers=headers)
+    return info.value.log
+
+
+def test_a_flash_geometry_the_kernel_cannot_take_fails_to_compile():
+    """hip/attention.hip derives its warps and row tiles from ops.yaml's FLASH_THREADS_D<hd> and
+    FLASH_ROWS_D<hd> (the runtime's launch geometry): rows that are not warps * tiles * 16 fail."""
+    headers = gpu_compile.kernel_headers()
+    facts = headers["kernel_facts.h"]
+    assert "#define OPGEN_FLASH_ROWS_D64 64\n" in facts
+    headers["kernel_facts.h"] = facts.replace("#define OPGEN_FLASH_ROWS_D64 64\n", "#define OPGEN_FLASH_ROWS_D64 48\n")
+    log = _compile_error((HIP / "attention.hip").read_text(encoding="utf-8"), "attention.hip", headers)
+    assert "FLASH_ROWS_D<hd> = warps * row tiles * 16" in log
+
+
+def test_row_bytes_is_a_default_a_define_overrides():
+    """ROW_BYTES is overridable (bench/gpu.py nn-explore defines OPGEN_ROW_BYTES before the
+    source): the kernel takes the define, and checks it (whole 16-byte packs)."""
+    source = "#define OPGEN_ROW_BYTES 24\n" + (HIP / "nn.hip").read_text(encoding="utf-8")
+    assert "ROW_BYTES: a thread holds whole 16-byte packs" in _compile_error(source, "nn.hip")

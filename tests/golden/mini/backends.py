@@ -4,9 +4,10 @@
 from __future__ import annotations
 
 import enum
+import importlib
+import sys
+from typing import Any
 
-import mini_rt.cpu as _rt_cpu
-import mini_rt.gpu as _rt_gpu
 from runtime.errors import BackendUnavailable, NotImplementedForBackend, OpgenError
 
 
@@ -47,9 +48,54 @@ class _On:
 On = _On()
 
 
-_RUNTIMES = {
-    Backend.CPU: _rt_cpu,
-    Backend.GPU: _rt_gpu,
+class _FirstUse:
+    """A module that is not imported yet, in the globals of the package's modules: the first
+    read of one of its attributes imports it and puts the module itself in this stand-in's
+    place everywhere in the package, so the dispatch arms read a plain module global from then
+    on, as after `import`. Importing the package loads no backend runtime, and a cpu op loads
+    no GPU one. Two threads may meet here: the import system's module lock lets one import,
+    and the swap is the same for both."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __getattr__(self, attr: str) -> Any:
+        module = importlib.import_module(self.name)
+        package = __name__.rpartition(".")[0]
+        for name, loaded in list(sys.modules.items()):
+            namespace = getattr(loaded, "__dict__", None)
+            if namespace is None or not (name == package or name.startswith(package + ".")):
+                continue
+            for key, value in list(namespace.items()):
+                if value is self:
+                    namespace[key] = module
+        for backend, value in list(_RUNTIMES.items()):
+            if value is self:
+                _RUNTIMES[backend] = module
+        _FIRST_USE.pop(self.name, None)
+        return getattr(module, attr)
+
+    def __repr__(self) -> str:
+        return f"<module {self.name!r}, imported on first use>"
+
+
+_FIRST_USE: dict[str, _FirstUse] = {}
+
+
+def lazy_module(name: str) -> Any:
+    """The module `name` (absolute) for a module global: the module where it is imported
+    already, else its stand-in (one per name) until the first use of an attribute."""
+    module = sys.modules.get(name)
+    if module is not None:
+        return module
+    return _FIRST_USE.setdefault(name, _FirstUse(name))
+
+
+_RUNTIMES: dict[Backend, Any] = {  # each backend's runtime module (availability, ...)
+    Backend.CPU: lazy_module('mini_rt.cpu'),
+    Backend.GPU: lazy_module('mini_rt.gpu'),
 }
 _NUMBERED = frozenset({Backend.GPU, })
 _DOC = {

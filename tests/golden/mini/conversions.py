@@ -5,21 +5,27 @@ CUDA Array Interface)."""
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-import mini_rt.cpu as _rt_cpu
-import mini_rt.gpu as _rt_gpu
 import runtime.dlpack as _dlpack
 from runtime.errors import DTypeMismatch, NotImplementedForBackend, ShapeMismatch
 from runtime.layout import Layout
 
 from .backends import Backend, On
 from .backends import missing as _missing
+from .backends import lazy_module as _lazy_module
 from .device import Device
 from .dtypes import DType
 from .storage import Storage
+
+if TYPE_CHECKING:
+    import mini_rt.cpu as _rt_cpu
+    import mini_rt.gpu as _rt_gpu
+else:  # imported on first use: a cpu op loads no GPU runtime
+    _rt_cpu = _lazy_module('mini_rt.cpu')
+    _rt_gpu = _lazy_module('mini_rt.gpu')
 
 
 def to_numpy(storage: Storage, layout: Layout) -> np.ndarray:

@@ -5,15 +5,21 @@ arm per backend."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-import mini_rt.cpu as _rt_cpu
-import mini_rt.gpu as _rt_gpu
-
 from .backends import Backend, On
 from .backends import missing as _missing
+from .backends import lazy_module as _lazy_module
 from .dtypes import DType, GgmlDType
+
+if TYPE_CHECKING:
+    import mini_rt.cpu as _rt_cpu
+    import mini_rt.gpu as _rt_gpu
+else:  # imported on first use: a cpu op loads no GPU runtime
+    _rt_cpu = _lazy_module('mini_rt.cpu')
+    _rt_gpu = _lazy_module('mini_rt.gpu')
 
 
 @dataclass(frozen=True, slots=True)

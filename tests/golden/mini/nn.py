@@ -7,15 +7,21 @@ which raises "no <backend> implementation for <op>"."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import ml_dtypes  # noqa: F401  (registers bfloat16 with numpy)
 import numpy as np
 
-import mini_rt.cpu as _rt_cpu
 from runtime.errors import DTypeMismatch
 
+from .backends import lazy_module as _lazy_module
 from .custom_ops import Scale1
 from .dtypes import dtype_of as _dtype_of
+
+if TYPE_CHECKING:
+    import mini_rt.cpu as _rt_cpu
+else:  # imported on first use: a cpu op loads no GPU runtime
+    _rt_cpu = _lazy_module('mini_rt.cpu')
 
 
 @dataclass(frozen=True)

@@ -4,17 +4,26 @@ with one arm per backend; arguments are checked for device, dtype and shape firs
 
 from __future__ import annotations
 
-import mini_rt.cpu as _rt_cpu
-import mini_rt.gpu as _rt_gpu
+from typing import TYPE_CHECKING
+
 from runtime.errors import DeviceMismatch, DTypeMismatch, OpgenError, ShapeMismatch
 from runtime.layout import Layout
 
-from . import kernels_numpy as _kernels_numpy
 from .backends import Backend, On
 from .backends import missing as _missing
+from .backends import lazy_module as _lazy_module
 from .custom_ops import Scale1
 from .dtypes import UnaryOp, BinaryOp, DType
 from .dtypes import dtype_of as _dtype_of
+
+if TYPE_CHECKING:
+    import mini_rt.cpu as _rt_cpu
+    import mini_rt.gpu as _rt_gpu
+    from . import kernels_numpy as _kernels_numpy
+else:  # imported on first use: a cpu op loads no GPU runtime
+    _rt_cpu = _lazy_module('mini_rt.cpu')
+    _rt_gpu = _lazy_module('mini_rt.gpu')
+    _kernels_numpy = _lazy_module(f"{__package__}.kernels_numpy")
 
 
 class Storage:

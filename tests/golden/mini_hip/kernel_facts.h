@@ -5,7 +5,10 @@
 #pragma once
 
 // values a thread holds
+// (a default: -D OPGEN_ROW_VALUES=... may tune it, with the runtime's ROW_VALUES set alike)
+#ifndef OPGEN_ROW_VALUES
 #define OPGEN_ROW_VALUES 8
+#endif
 
 // kernels that wait for their predecessor
 #define OPGEN_WAITING_KERNELS "affine_f32 powf_bf16"

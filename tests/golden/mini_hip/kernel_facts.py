@@ -8,6 +8,7 @@ from __future__ import annotations
 import enum
 
 #: values a thread holds
+#: (the kernels' default: a kernel compiled with -D OPGEN_ROW_VALUES=... needs this set alike)
 ROW_VALUES = 8
 
 #: kernels that wait for their predecessor
