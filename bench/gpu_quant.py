@@ -273,8 +273,8 @@ def torch_rows(rows: dict, fmt: str, w, x) -> None:
 # groups (kFastStages), threads per weight block (kFastSplit: 128 times that many a block),
 # the resident blocks per SM its registers are bounded for (fast_launch::want), and the L2
 # prefetch before the wait for the previous kernel.
-_Q4 = "static constexpr int kFastRows = 16, kFastStages = 4, kFastSplit = 2;"
-_Q8 = "static constexpr int kFastRows = 8, kFastStages = 4, kFastSplit = 2;"  # 16 rows: over 48 KB static
+_Q4 = "kFastRows = OPGEN_QMATVEC_FAST_ROWS_Q4_0, kFastStages = 4,"
+_Q8 = "kFastRows = OPGEN_QMATVEC_FAST_ROWS_Q8_0, kFastStages = 4,"  # 16 rows: over 48 KB static
 
 _PREFETCH = "prefetch_l2(w + (n0 + row) * row_bytes, (uint32_t)row_bytes);"
 _RELEASE = "    release_dependents();\n    wait_for_predecessor();"
@@ -282,9 +282,9 @@ _REDUCE = "        warp_rows<R>(acc, lane, partial[warp]);"
 _LATE = {_RELEASE: "    wait_for_predecessor();", _REDUCE: "        release_dependents();\n" + _REDUCE}
 _Q4_FROM = "static constexpr int kFastPrefetchFrom = 0;"
 _Q8_FROM = "static constexpr int kFastPrefetchFrom = kFastRows / kFastStages;"
-_K4 = "static constexpr int kKRows = 8;  // the K path's"
-_K6 = "kBytes = 210;\n    static constexpr int kKRows = 8;"
-_Q41 = "static constexpr int kFastRows = 16, kFastSplit = 2, kFastStages = 4;"
+_K4 = "kKRows = OPGEN_QMATVEC_K_ROWS_Q4_K;"
+_K6 = "kKRows = OPGEN_QMATVEC_K_ROWS_Q6_K;"
+_Q41 = "kFastRows = OPGEN_QMATVEC_FAST_ROWS_Q4_1,"
 _KMIN = "constexpr int kKMinBlocks = 4;"
 _K4S = "static constexpr int kStages = 4;  // commit groups of an item's rows"
 _K4F = (
@@ -332,7 +332,7 @@ EXPLORE = {
             16,
             {_Q4: _Q4.replace("kFastStages = 4", "kFastStages = 8"), **_LATE},
         ),
-        ("8 rows/item, 4 blocks/SM", 256, 8, {_Q4: _Q4.replace("kFastRows = 16", "kFastRows = 8")}),
+        ("8 rows/item, 4 blocks/SM", 256, 8, {_Q4: _Q4.replace("OPGEN_QMATVEC_FAST_ROWS_Q4_0", "8")}),
     ],
     "q8_0": [
         ("shipped", 256, 8, {}),
@@ -345,7 +345,7 @@ EXPLORE = {
     "q4_1": [
         ("shipped (dp4a path, 16 rows/item)", 256, 16, {}),
         ("dp4a path, digit sums to float by int_float (no I2F)", 256, 16, _ALU_I2F),
-        ("dp4a path, 8 rows/item", 256, 8, {_Q41: _Q41.replace("= 16", "= 8")}),
+        ("dp4a path, 8 rows/item", 256, 8, {_Q41: _Q41.replace("OPGEN_QMATVEC_FAST_ROWS_Q4_1", "8")}),
         (
             "general path (before)",
             128,
@@ -392,7 +392,11 @@ EXPLORE = {
             "integer K path, 4 rows/item, 8 blocks/SM, L2 prefetch",
             128,
             4,
-            {**_flag(_K4F, "kPrefetch", "true"), _K4: _K4.replace("= 8", "= 4"), _KMIN: _KMIN.replace("= 4", "= 8")},
+            {
+                **_flag(_K4F, "kPrefetch", "true"),
+                _K4: _K4.replace("OPGEN_QMATVEC_K_ROWS_Q4_K", "4"),
+                _KMIN: _KMIN.replace("= 4", "= 8"),
+            },
         ),
         ("f32 K path (before)", 128, 8, _KF32),
     ],
@@ -417,7 +421,7 @@ EXPLORE = {
             4,
             {
                 _K6F: _K6F.replace("kPrefetch = false", "kPrefetch = true"),
-                _K6: _K6.replace("= 8", "= 4"),
+                _K6: _K6.replace("OPGEN_QMATVEC_K_ROWS_Q6_K", "4"),
                 _KMIN: _KMIN.replace("= 4", "= 8"),
             },
         ),

@@ -16,12 +16,12 @@
 //
 // Launch: dequantize_*: any grid and block (a thread per 8 weights, grid-stride).
 // qmatvec_*: any grid (grid-stride over items); blocks of kThreads (128) threads, but for
-// qmatvec_q4_0 / q4_1 / q8_0 on NVIDIA: fast_launch<F>::threads (256; runtime/gpu/quant.py's
-// QMATVEC_FAST), the block size of their dp4a path (another multiple of 32 there takes
+// qmatvec_q4_0 / q4_1 / q8_0 on NVIDIA: fast_launch<F>::threads (256: ops.yaml's kernel_facts,
+// QMATVEC_FAST_THREADS), the block size of their dp4a path (another multiple of 32 there takes
 // the general path; their launch bounds allow no more).
 //
 // qmatvec_q4_k and qmatvec_q6_k, when w is 16-byte aligned and blocks are kThreads: 8 weight
-// rows per item (runtime/gpu/quant.py's QMATVEC_K), staged through shared memory with
+// rows per item (ops.yaml's kernel_facts, QMATVEC_K_ROWS_*), staged through shared memory with
 // coalesced 16-byte copies, a thread per 32 weights whose x serves all 8 rows. On NVIDIA
 // sm_80 and up the integer K path (below, at its code: x quantized to 22 bits as the dp4a
 // path's, dp4a against the quants, cp.async in commit groups of rows); elsewhere the f32 K
@@ -65,11 +65,13 @@
 
 namespace {
 
-constexpr int kThreads = 128;                // qmatvec's block size
+constexpr int kThreads = OPGEN_QMATVEC_THREADS;  // qmatvec's block size (ops.yaml's kernel_facts, 128)
 constexpr int kGroups = kThreads / OPGEN_LANE_GROUP;  // groups of 32 lanes (a warp; half an AMD wave64)
-constexpr int kTileRows = 4;                 // weight rows per item of the tiled path
+constexpr int kTileRows = OPGEN_QMATVEC_ROWS;   // weight rows per item of the tiled path (kernel_facts, 4)
 constexpr int kMinBlocks = 8;                // resident blocks per SM qmatvec is built for (NVIDIA: <= 64 registers)
 constexpr int kKMinBlocks = 4;               // the same for the K path (q4_k, q6_k): <= 128 registers
+static_assert(kThreads % OPGEN_LANE_GROUP == 0 && OPGEN_QMATVEC_FAST_THREADS % kThreads == 0,
+              "qmatvec's blocks: whole groups of lanes; the dp4a path's a multiple of kThreads");
 
 // ---------------------------------------------------------------------------- block bytes
 //
@@ -115,7 +117,7 @@ struct q4_0 {  // d (f16), qs[16]: weight i < 16 the low nibble of qs[i], i + 16
     static constexpr bool kTiled = true;    // has the tiled path (AMD)
     static constexpr int kTileBlocks = 64;  // the tiled path's blocks per row and tile: 4.5 KB tiles
     // The dp4a path (NVIDIA): rows per item, cp.async stages per item, threads per weight block.
-    static constexpr int kFastRows = 16, kFastStages = 4, kFastSplit = 2;
+    static constexpr int kFastRows = OPGEN_QMATVEC_FAST_ROWS_Q4_0, kFastStages = 4, kFastSplit = OPGEN_QMATVEC_FAST_THREADS / kThreads;
     // The first of an item's rows the dp4a path prefetches into L2 before waiting for the
     // previous kernel (bench/gpu_quant.py --explore: from row 0 here, from the second stage for q8_0).
     static constexpr int kFastPrefetchFrom = 0;
@@ -159,7 +161,7 @@ struct q4_1 {  // d, m (f16), qs[16] as q4_0: q * d + m
     static constexpr int kHead = 4;          // d, m
     static constexpr bool kTiled = false;    // AMD: the general path
     // The dp4a path (NVIDIA), as q4_0's (20-byte blocks: 40 KB of shared memory for 16 rows).
-    static constexpr int kFastRows = 16, kFastSplit = 2, kFastStages = 4;
+    static constexpr int kFastRows = OPGEN_QMATVEC_FAST_ROWS_Q4_1, kFastSplit = OPGEN_QMATVEC_FAST_THREADS / kThreads, kFastStages = 4;
     static constexpr int kFastPrefetchFrom = 0;
     static __device__ __forceinline__ void decode8(const uint8_t* b, int j, float (&v)[8]) {
         const float d = half_at(b), m = half_at(b + 2);
@@ -176,7 +178,7 @@ struct q8_0 {  // d (f16), qs[32] int8: q * d
     static constexpr int kHead = 2;
     static constexpr bool kTiled = true;
     static constexpr int kTileBlocks = 32;
-    static constexpr int kFastRows = 8, kFastStages = 4, kFastSplit = 2;
+    static constexpr int kFastRows = OPGEN_QMATVEC_FAST_ROWS_Q8_0, kFastStages = 4, kFastSplit = OPGEN_QMATVEC_FAST_THREADS / kThreads;
     static constexpr int kFastPrefetchFrom = kFastRows / kFastStages;
     static __device__ __forceinline__ void decode8(const uint8_t* b, int j, float (&v)[8]) {
         const float d = half_at(b);
@@ -222,7 +224,7 @@ __device__ __forceinline__ void scale_min_k4(int j, const uint8_t* q, uint32_t& 
 
 struct q4_k {  // d, dmin (f16), scales[12], qs[128]: 8 sub-blocks of 32, (d*sc)*q - dmin*m
     static constexpr int kElems = 256, kBytes = 144;
-    static constexpr int kKRows = 8;  // the K path's weight rows per item (runtime/gpu/quant.py's QMATVEC_K)
+    static constexpr int kKRows = OPGEN_QMATVEC_K_ROWS_Q4_K;  // the K path's weight rows per item (ops.yaml's kernel_facts)
     static __device__ __forceinline__ void decode8(const uint8_t* b, int j, float (&v)[8]) {
         const int sub = j >> 2;  // sub-blocks 2c and 2c+1: low and high nibbles of qs[32c..32c+31]
         uint32_t sc, m;
@@ -238,7 +240,7 @@ struct q4_k {  // d, dmin (f16), scales[12], qs[128]: 8 sub-blocks of 32, (d*sc)
 
 struct q6_k {  // ql[128], qh[64], scales[16] int8, d (f16): d * sc * (q - 32), q 6 bits
     static constexpr int kElems = 256, kBytes = 210;
-    static constexpr int kKRows = 8;
+    static constexpr int kKRows = OPGEN_QMATVEC_K_ROWS_Q6_K;
     static __device__ __forceinline__ void decode8(const uint8_t* b, int j, float (&v)[8]) {
         // Two halves of 128; in a half, weight l + 32g (l < 32, g < 4) takes nibble g / 2
         // of ql[l + 32 (g % 2)], bits 2g..2g+1 of qh[l], scale l / 16 + 2g.
@@ -1322,7 +1324,7 @@ template <typename F> __device__ __forceinline__ void qmatvec_tiled_or_general(c
     }
 }
 
-// The block size qmatvec_<F> is launched with (the runtime's QMATVEC_FAST), and the resident
+// The block size qmatvec_<F> is launched with (QMATVEC_FAST_THREADS of ops.yaml's kernel_facts), and the resident
 // blocks per SM its registers are bounded for: enough for a grid of 4096-row items on an H100.
 template <typename F> struct fast_launch {
     static constexpr int threads = OPGEN_QMATVEC_DP4A ? F::kFastSplit * kThreads : kThreads;
