@@ -70,6 +70,11 @@ constexpr int kGroups = kThreads / OPGEN_LANE_GROUP;  // groups of 32 lanes (a w
 constexpr int kTileRows = OPGEN_QMATVEC_ROWS;   // weight rows per item of the tiled path (kernel_facts, 4)
 constexpr int kMinBlocks = 8;                // resident blocks per SM qmatvec is built for (NVIDIA: <= 64 registers)
 constexpr int kKMinBlocks = 4;               // the same for the K path (q4_k, q6_k): <= 128 registers
+// Items of its own whose weight rows a block of the dp4a path / the K path prefetches into L2
+// before it waits for the kernel before it (programmatic launch): the first, or more when
+// the grid is smaller than the items (bench/gpu_quant.py --explore).
+constexpr int kFastPrefetchItems = 1;
+constexpr int kKPrefetchItems = 1;
 static_assert(kThreads % OPGEN_LANE_GROUP == 0 && OPGEN_QMATVEC_FAST_THREADS % kThreads == 0,
               "qmatvec's blocks: whole groups of lanes; the dp4a path's a multiple of kThreads");
 
@@ -987,9 +992,13 @@ struct q4_k_int {  // part p as q4_k_path's: groups 0..3 the low half (sub-block
     static constexpr bool kPrefetch = false;   // L2 prefetch of the first item's rows before the wait
     static constexpr bool kAluScales = true;   // scales to floats by byte_float, not conversions
     static constexpr bool kAluDigits = false;  // digit sums to floats by int_float, not conversions
+    // Parts 2c and 2c+1 (adjacent lanes) share sub-blocks 2c, 2c+1: the even lane unpacks their
+    // scales (times d), the odd lane their mins (times dmin), and they swap halves by a shuffle.
+    static constexpr bool kShareScales = false;
     struct X {
         uint32_t D[3][8];
         float sigma, sum_lo, sum_hi;  // sum_*: sigma * sum X of the half
+        unsigned int lanes;           // the warp's lanes on active parts (kShareScales' shuffles)
     };
     static __device__ __forceinline__ void load_x(const float* xb, int p, float4 (&v)[8]) {
         const float* lo = xb + 64 * (p >> 1) + 16 * (p & 1);
@@ -1021,6 +1030,34 @@ struct q4_k_int {  // part p as q4_k_path's: groups 0..3 the low half (sub-block
             b1 = dp4a(hi, v.D[1][4 + j], b1);
             b2 = dp4a(hi, v.D[2][4 + j], b2);
         }
+        float s_lo, s_hi;
+        if constexpr (kAluDigits) {
+            s_lo = int_float(digits3(a0, a1, a2)), s_hi = int_float(digits3(b0, b1, b2));
+        } else {
+            s_lo = (float)digits3(a0, a1, a2), s_hi = (float)digits3(b0, b1, b2);
+        }
+        if constexpr (kShareScales) {
+            // this lane's pair: even p d * (sc of 2c, 2c+1), odd p dmin * (m of 2c, 2c+1), the
+            // operations of the unshared branch below (the same values, bit for bit)
+            const int c = p >> 1, shift = 16 * (c & 1);
+            const bool odd = (p & 1) != 0;
+            const uint32_t a = h.y >> shift, bb = h.z >> shift, cc = h.w >> shift;
+            const uint32_t xw = odd ? bb : a, yw = odd ? cc >> 4 : cc;
+            const uint32_t v2 = c < 2 ? xw & 0x3F3Fu : (yw & 0x0F0Fu) | ((xw >> 2) & 0x3030u);
+            const float scale = opgen::f16_to_float(__ushort_as_half((unsigned short)((odd ? h.x >> 16 : h.x) & 0xFFFFu)));
+            float lo, hi;
+            if constexpr (kAluScales) {
+                lo = scale * byte_float<0>(v2), hi = scale * byte_float<1>(v2);
+            } else {
+                lo = scale * (float)(v2 & 0xFFu), hi = scale * (float)((v2 >> 8) & 0xFFu);
+            }
+            const float olo = __shfl_xor_sync(v.lanes, lo, 1), ohi = __shfl_xor_sync(v.lanes, hi, 1);
+            const float dsc_lo = odd ? olo : lo, dsc_hi = odd ? ohi : hi, dm_lo = odd ? lo : olo, dm_hi = odd ? hi : ohi;
+            float r = dsc_lo * s_lo;
+            r = fmaf(dsc_hi, s_hi, r) * v.sigma;
+            r = fmaf(-dm_lo, v.sum_lo, r);
+            return fmaf(-dm_hi, v.sum_hi, r);
+        }
         // scales and mins of sub-blocks 2c, 2c+1, as q4_k_path::dot
         // (bytes 0 and 1 of sc and m: sub-blocks 2c and 2c+1; the bytes above are not read)
         const int c = p >> 1, shift = 16 * (c & 1);
@@ -1029,16 +1066,11 @@ struct q4_k_int {  // part p as q4_k_path's: groups 0..3 the low half (sub-block
         const uint32_t m = c < 2 ? bb & 0x3F3Fu : ((cc >> 4) & 0x0F0Fu) | ((bb >> 2) & 0x3030u);
         const float d = opgen::f16_to_float(__ushort_as_half((unsigned short)(h.x & 0xFFFFu)));
         const float dmin = opgen::f16_to_float(__ushort_as_half((unsigned short)(h.x >> 16)));
-        float sc_lo, sc_hi, m_lo, m_hi, s_lo, s_hi;
+        float sc_lo, sc_hi, m_lo, m_hi;
         if constexpr (kAluScales) {
             sc_lo = byte_float<0>(sc), sc_hi = byte_float<1>(sc), m_lo = byte_float<0>(m), m_hi = byte_float<1>(m);
         } else {
             sc_lo = (float)(sc & 0xFFu), sc_hi = (float)((sc >> 8) & 0xFFu), m_lo = (float)(m & 0xFFu), m_hi = (float)((m >> 8) & 0xFFu);
-        }
-        if constexpr (kAluDigits) {
-            s_lo = int_float(digits3(a0, a1, a2)), s_hi = int_float(digits3(b0, b1, b2));
-        } else {
-            s_lo = (float)digits3(a0, a1, a2), s_hi = (float)digits3(b0, b1, b2);
         }
         float r = (d * sc_lo) * s_lo;
         r = fmaf(d * sc_hi, s_hi, r) * v.sigma;
@@ -1053,6 +1085,7 @@ struct q6_k_int {  // part p as q6_k_path's: groups 2g, 2g+1 are weights 128h + 
     static constexpr bool kPrefetch = false;
     static constexpr bool kAluScales = true;
     static constexpr bool kAluDigits = false;
+    static constexpr bool kShareScales = false;  // (q4_k_int's; not for q6_k)
     struct X {
         uint32_t D[3][8];
         int corr[4];  // -32 * sum X of g's 8 values
@@ -1173,6 +1206,7 @@ template <typename P> __device__ void qmatvec_kint(const uint8_t* __restrict__ w
             }
             typename P::X xq;
             P::quantize(xv, xq);
+            if constexpr (P::kShareScales) xq.lanes = __ballot_sync(0xFFFFFFFFu, active);  // a part and its partner alike
 #pragma unroll
             for (int s = 0; s < S; s++) {
                 cp_async_wait(S - 1 - s);
@@ -1293,10 +1327,14 @@ template <typename K, typename P> __device__ __forceinline__ void qmatvec_k(cons
     const bool staged = opgen::aligned16(w) && blockDim.x == (unsigned int)kThreads;
 #if OPGEN_QMATVEC_DP4A
     const size_t row_bytes = k / F::kElems * F::kBytes;
-    if (K::kPrefetch && staged && blockIdx.x % rows == 0 && row_bytes % 16 == 0) {  // the first item's rows, a row a thread
-        const size_t n0 = blockIdx.x / rows * F::kKRows;
-        if (threadIdx.x < (unsigned int)F::kKRows && n0 + threadIdx.x < n && row_bytes > 0) {
-            prefetch_l2(w + (n0 + threadIdx.x) * row_bytes, (uint32_t)row_bytes);
+    if (K::kPrefetch && staged && row_bytes % 16 == 0) {  // the first kKPrefetchItems items' rows, a row a thread
+        const size_t items = (n + F::kKRows - 1) / F::kKRows * rows;
+        size_t item = blockIdx.x;
+        for (int j = 0; j < kKPrefetchItems && item < items; j++, item += gridDim.x) {
+            const size_t n0 = item / rows * F::kKRows;
+            if (item % rows == 0 && threadIdx.x < (unsigned int)F::kKRows && n0 + threadIdx.x < n && row_bytes > 0) {
+                prefetch_l2(w + (n0 + threadIdx.x) * row_bytes, (uint32_t)row_bytes);
+            }
         }
     }
     release_dependents();
@@ -1336,11 +1374,15 @@ template <typename F> __device__ __forceinline__ void qmatvec_fast(const uint8_t
                                                                    size_t k, size_t rows) {
 #if OPGEN_QMATVEC_DP4A
     const bool dp4a = k % 256 == 0 && opgen::aligned16(w) && blockDim.x == (unsigned int)fast_launch<F>::threads;
-    if (dp4a && blockIdx.x % rows == 0) {  // the weight rows of this block's first item, a row a thread
-        const size_t n0 = blockIdx.x / rows * F::kFastRows, row_bytes = k / F::kElems * F::kBytes;
-        const unsigned int row = threadIdx.x + F::kFastPrefetchFrom;
-        if (row < (unsigned int)F::kFastRows && n0 + row < n) {
-            prefetch_l2(w + (n0 + row) * row_bytes, (uint32_t)row_bytes);  // 16-byte multiple: k % 256 == 0
+    if (dp4a) {  // the weight rows of this block's first kFastPrefetchItems items, a row a thread
+        const size_t row_bytes = k / F::kElems * F::kBytes, items = (n + F::kFastRows - 1) / F::kFastRows * rows;
+        size_t item = blockIdx.x;
+        for (int j = 0; j < kFastPrefetchItems && item < items; j++, item += gridDim.x) {
+            const size_t n0 = item / rows * F::kFastRows;
+            const unsigned int row = threadIdx.x + (j == 0 ? F::kFastPrefetchFrom : 0);  // the first: past its first stage (q8_0)
+            if (item % rows == 0 && row < (unsigned int)F::kFastRows && n0 + row < n) {
+                prefetch_l2(w + (n0 + row) * row_bytes, (uint32_t)row_bytes);  // 16-byte multiple: k % 256 == 0
+            }
         }
     }
     release_dependents();
