@@ -288,9 +288,7 @@ _K6P = "static constexpr int kStages = 2;  // q6_k's commit groups\n    static c
 _K_ALL = {"constexpr int kKPrefetchItems = 1;": "constexpr int kKPrefetchItems = 64;"}
 _K4_ALL = {**_K_ALL, _K4P: _K4P.replace("= false", "= true")}
 _K6_ALL = {**_K_ALL, _K6P: _K6P.replace("= false", "= true")}
-_SHARE = {
-    "kShareScales = false;\n    struct X": "kShareScales = true;\n    struct X"
-}
+_SHARE = {"kShareScales = false;\n    struct X": "kShareScales = true;\n    struct X"}
 _Q4_8 = {_Q4: _Q4.replace("OPGEN_QMATVEC_FAST_ROWS_Q4_0", "8")}
 
 
