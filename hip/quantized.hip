@@ -71,8 +71,11 @@ constexpr int kTileRows = OPGEN_QMATVEC_ROWS;   // weight rows per item of the t
 constexpr int kMinBlocks = 8;                // resident blocks per SM qmatvec is built for (NVIDIA: <= 64 registers)
 constexpr int kKMinBlocks = 4;               // the same for the K path (q4_k, q6_k): <= 128 registers
 // Items of its own whose weight rows a block of the dp4a path / the K path prefetches into L2
-// before it waits for the kernel before it (programmatic launch): the first, or more when
-// the grid is smaller than the items (bench/gpu_quant.py --explore).
+// before it waits for the kernel before it (programmatic launch): the first, or more for a
+// grid smaller than the items. Grids of 1-3 blocks per multiprocessor with every item
+// prefetched (room for the next product's blocks) were slower for every format
+// (bench/gpu_quant.py --explore; bench/results/qmatvec-round3-h100.md). At 1 the kernels
+// compile to the code they had before these switches.
 constexpr int kFastPrefetchItems = 1;
 constexpr int kKPrefetchItems = 1;
 static_assert(kThreads % OPGEN_LANE_GROUP == 0 && OPGEN_QMATVEC_FAST_THREADS % kThreads == 0,
@@ -994,11 +997,11 @@ struct q4_k_int {  // part p as q4_k_path's: groups 0..3 the low half (sub-block
     static constexpr bool kAluDigits = false;  // digit sums to floats by int_float, not conversions
     // Parts 2c and 2c+1 (adjacent lanes) share sub-blocks 2c, 2c+1: the even lane unpacks their
     // scales (times d), the odd lane their mins (times dmin), and they swap halves by a shuffle.
+    // Within noise or slower (L2 5.47 against 5.30 us: bench/results/qmatvec-round3-h100.md): off.
     static constexpr bool kShareScales = false;
     struct X {
         uint32_t D[3][8];
         float sigma, sum_lo, sum_hi;  // sum_*: sigma * sum X of the half
-        unsigned int lanes;           // the warp's lanes on active parts (kShareScales' shuffles)
     };
     static __device__ __forceinline__ void load_x(const float* xb, int p, float4 (&v)[8]) {
         const float* lo = xb + 64 * (p >> 1) + 16 * (p & 1);
@@ -1031,12 +1034,12 @@ struct q4_k_int {  // part p as q4_k_path's: groups 0..3 the low half (sub-block
             b2 = dp4a(hi, v.D[2][4 + j], b2);
         }
         float s_lo, s_hi;
-        if constexpr (kAluDigits) {
-            s_lo = int_float(digits3(a0, a1, a2)), s_hi = int_float(digits3(b0, b1, b2));
-        } else {
-            s_lo = (float)digits3(a0, a1, a2), s_hi = (float)digits3(b0, b1, b2);
-        }
         if constexpr (kShareScales) {
+            if constexpr (kAluDigits) {
+                s_lo = int_float(digits3(a0, a1, a2)), s_hi = int_float(digits3(b0, b1, b2));
+            } else {
+                s_lo = (float)digits3(a0, a1, a2), s_hi = (float)digits3(b0, b1, b2);
+            }
             // this lane's pair: even p d * (sc of 2c, 2c+1), odd p dmin * (m of 2c, 2c+1), the
             // operations of the unshared branch below (the same values, bit for bit)
             const int c = p >> 1, shift = 16 * (c & 1);
@@ -1051,7 +1054,9 @@ struct q4_k_int {  // part p as q4_k_path's: groups 0..3 the low half (sub-block
             } else {
                 lo = scale * (float)(v2 & 0xFFu), hi = scale * (float)((v2 >> 8) & 0xFFu);
             }
-            const float olo = __shfl_xor_sync(v.lanes, lo, 1), ohi = __shfl_xor_sync(v.lanes, hi, 1);
+            // the 8 lanes of this weight block: active (or not) together
+            const unsigned int lanes = 0xFFu << (threadIdx.x & 24u);
+            const float olo = __shfl_xor_sync(lanes, lo, 1), ohi = __shfl_xor_sync(lanes, hi, 1);
             const float dsc_lo = odd ? olo : lo, dsc_hi = odd ? ohi : hi, dm_lo = odd ? lo : olo, dm_hi = odd ? hi : ohi;
             float r = dsc_lo * s_lo;
             r = fmaf(dsc_hi, s_hi, r) * v.sigma;
@@ -1071,6 +1076,11 @@ struct q4_k_int {  // part p as q4_k_path's: groups 0..3 the low half (sub-block
             sc_lo = byte_float<0>(sc), sc_hi = byte_float<1>(sc), m_lo = byte_float<0>(m), m_hi = byte_float<1>(m);
         } else {
             sc_lo = (float)(sc & 0xFFu), sc_hi = (float)((sc >> 8) & 0xFFu), m_lo = (float)(m & 0xFFu), m_hi = (float)((m >> 8) & 0xFFu);
+        }
+        if constexpr (kAluDigits) {
+            s_lo = int_float(digits3(a0, a1, a2)), s_hi = int_float(digits3(b0, b1, b2));
+        } else {
+            s_lo = (float)digits3(a0, a1, a2), s_hi = (float)digits3(b0, b1, b2);
         }
         float r = (d * sc_lo) * s_lo;
         r = fmaf(d * sc_hi, s_hi, r) * v.sigma;
@@ -1206,7 +1216,6 @@ template <typename P> __device__ void qmatvec_kint(const uint8_t* __restrict__ w
             }
             typename P::X xq;
             P::quantize(xv, xq);
-            if constexpr (P::kShareScales) xq.lanes = __ballot_sync(0xFFFFFFFFu, active);  // a part and its partner alike
 #pragma unroll
             for (int s = 0; s < S; s++) {
                 cp_async_wait(S - 1 - s);
@@ -1374,7 +1383,15 @@ template <typename F> __device__ __forceinline__ void qmatvec_fast(const uint8_t
                                                                    size_t k, size_t rows) {
 #if OPGEN_QMATVEC_DP4A
     const bool dp4a = k % 256 == 0 && opgen::aligned16(w) && blockDim.x == (unsigned int)fast_launch<F>::threads;
-    if (dp4a) {  // the weight rows of this block's first kFastPrefetchItems items, a row a thread
+    if constexpr (kFastPrefetchItems == 1) {  // the weight rows of this block's first item, a row a thread
+        if (dp4a && blockIdx.x % rows == 0) {
+            const size_t n0 = blockIdx.x / rows * F::kFastRows, row_bytes = k / F::kElems * F::kBytes;
+            const unsigned int row = threadIdx.x + F::kFastPrefetchFrom;
+            if (row < (unsigned int)F::kFastRows && n0 + row < n) {
+                prefetch_l2(w + (n0 + row) * row_bytes, (uint32_t)row_bytes);  // 16-byte multiple: k % 256 == 0
+            }
+        }
+    } else if (dp4a) {  // the same for its first kFastPrefetchItems items
         const size_t row_bytes = k / F::kElems * F::kBytes, items = (n + F::kFastRows - 1) / F::kFastRows * rows;
         size_t item = blockIdx.x;
         for (int j = 0; j < kFastPrefetchItems && item < items; j++, item += gridDim.x) {
