@@ -19,6 +19,7 @@ honest "read once" figure. Bandwidth counts the quantized weight's bytes (x and 
 
     python3 bench/gpu_quant.py [--floor] [--explore]   # prints the rows
     python3 bench/gpu_quant.py --formats q4_k,q6_k,q4_1 [--no-torch]   # other formats, same figures
+    python3 bench/gpu_quant.py --explore-only [--formats ...]   # the variants alone, as measured
     python3 bench/gpu_quant.py --profile     # a few launches of each kernel, for ncu
     bench_quant(rows)                         # a part of bench/gpu.py: fills `rows`
     explore_quant(rows)                       # shapes of the dp4a path, for tuning"""
@@ -269,169 +270,68 @@ def torch_rows(rows: dict, fmt: str, w, x) -> None:
 
 
 # explore_quant's variants: (label, threads per block, rows per item, {text: replacement} in
-# hip/quantized.hip). The dp4a path's shapes: rows per item (kFastRows), cp.async commit
-# groups (kFastStages), threads per weight block (kFastSplit: 128 times that many a block),
-# the resident blocks per SM its registers are bounded for (fast_launch::want), and the L2
-# prefetch before the wait for the previous kernel.
-_Q4 = "static constexpr int kFastRows = 16, kFastStages = 4, kFastSplit = 2;"
-_Q8 = "static constexpr int kFastRows = 8, kFastStages = 4, kFastSplit = 2;"  # 16 rows: over 48 KB static
-
-_PREFETCH = "prefetch_l2(w + (n0 + row) * row_bytes, (uint32_t)row_bytes);"
-_RELEASE = "    release_dependents();\n    wait_for_predecessor();"
-_REDUCE = "        warp_rows<R>(acc, lane, partial[warp]);"
-_LATE = {_RELEASE: "    wait_for_predecessor();", _REDUCE: "        release_dependents();\n" + _REDUCE}
-_Q4_FROM = "static constexpr int kFastPrefetchFrom = 0;"
-_Q8_FROM = "static constexpr int kFastPrefetchFrom = kFastRows / kFastStages;"
-_K4 = "static constexpr int kKRows = 8;  // the K path's"
-_K6 = "kBytes = 210;\n    static constexpr int kKRows = 8;"
-_Q41 = "static constexpr int kFastRows = 16, kFastSplit = 2, kFastStages = 4;"
-_KMIN = "constexpr int kKMinBlocks = 4;"
-_K4S = "static constexpr int kStages = 4;  // commit groups of an item's rows"
-_K4F = (
-    "    static constexpr bool kPrefetch = false;   // L2 prefetch of the first item's rows before the wait\n"
-    "    static constexpr bool kAluScales = true;   // scales to floats by byte_float, not conversions\n"
-    "    static constexpr bool kAluDigits = false;  // digit sums to floats by int_float, not conversions"
-)
-_K6F = (
-    "static constexpr int kStages = 2;  // q6_k's commit groups\n    static constexpr bool kPrefetch = false;\n"
-    "    static constexpr bool kAluScales = true;\n    static constexpr bool kAluDigits = false;"
-)
-_KF32 = {"qmatvec_kint<K>(w, x, y, n, k, rows);": "qmatvec_kpath<P>(w, x, y, n, k, rows);"}
-_I2F = "return __int2float_rn((int)((uint32_t)s0 + ((uint32_t)s1 << 8) + ((uint32_t)s2 << 16)));"
-_ALU_I2F = {_I2F: _I2F.replace("__int2float_rn(", "int_float(")}
-
-
-def _flag(text: str, name: str, value: str) -> dict:
-    """A replacement of `text` with the flag `name` (a line of it) set to `value`."""
-    lines = [
-        line
-        if f" {name} = " not in line
-        else line.split(" = ")[0] + f" = {value};" + ("  //" + line.split("  //", 1)[1] if "  //" in line else "")
-        for line in text.split("\n")
-    ]
-    return {text: "\n".join(lines)}
+# hip/quantized.hip[, blocks per multiprocessor]). The last, where given, caps the grid at that
+# many blocks per multiprocessor (the kernels stride over items; by default a block per item).
+# Round 3 (bench/results/qmatvec-round3-h100.md): smaller grids, which leave room on each
+# multiprocessor for the next product's blocks, with every item's weight rows prefetched into
+# L2 before the wait for the previous kernel; q4_k's scales unpacked once per pair of lanes.
+# Rounds 1 and 2's variants (stages, splits, rows per item, conversions, registers) are in
+# git history and in qmatvec-h100.md / qmatvec-round2-h100.md.
+_Q4 = "kFastRows = OPGEN_QMATVEC_FAST_ROWS_Q4_0, kFastStages = 4,"
+_Q8 = "kFastRows = OPGEN_QMATVEC_FAST_ROWS_Q8_0, kFastStages = 4,"  # 16 rows: over 48 KB static
+_K4 = "kKRows = OPGEN_QMATVEC_K_ROWS_Q4_K;"
+_K6 = "kKRows = OPGEN_QMATVEC_K_ROWS_Q6_K;"
+_Q41 = "kFastRows = OPGEN_QMATVEC_FAST_ROWS_Q4_1,"
+_FAST_ALL = {"constexpr int kFastPrefetchItems = 1;": "constexpr int kFastPrefetchItems = 64;"}
+_K4P = "    static constexpr bool kPrefetch = false;   // L2 prefetch of the first item's rows before the wait"
+_K6P = "static constexpr int kStages = 2;  // q6_k's commit groups\n    static constexpr bool kPrefetch = false;"
+_K_ALL = {"constexpr int kKPrefetchItems = 1;": "constexpr int kKPrefetchItems = 64;"}
+_K4_ALL = {**_K_ALL, _K4P: _K4P.replace("= false", "= true")}
+_K6_ALL = {**_K_ALL, _K6P: _K6P.replace("= false", "= true")}
+_SHARE = {"kShareScales = false;\n    struct X": "kShareScales = true;\n    struct X"}
+_Q4_8 = {_Q4: _Q4.replace("OPGEN_QMATVEC_FAST_ROWS_Q4_0", "8")}
 
 
 EXPLORE = {
     "q4_0": [
         ("shipped", 256, 16, {}),
-        ("digit sums to float by int_float (no I2F)", 256, 16, _ALU_I2F),
-        ("no L2 prefetch", 256, 16, {_PREFETCH: ""}),
-        (
-            "L2 prefetch of the rows after the first stage only",
-            256,
-            16,
-            {_Q4_FROM: _Q4_FROM.replace("= 0", "= kFastRows / kFastStages")},
-        ),
-        ("next kernel released at the reduction", 256, 16, _LATE),
-        ("8 stages", 256, 16, {_Q4: _Q4.replace("kFastStages = 4", "kFastStages = 8")}),
-        ("8 stages, no L2 prefetch", 256, 16, {_Q4: _Q4.replace("kFastStages = 4", "kFastStages = 8"), _PREFETCH: ""}),
-        (
-            "8 stages, next kernel released at the reduction",
-            256,
-            16,
-            {_Q4: _Q4.replace("kFastStages = 4", "kFastStages = 8"), **_LATE},
-        ),
-        ("8 rows/item, 4 blocks/SM", 256, 8, {_Q4: _Q4.replace("kFastRows = 16", "kFastRows = 8")}),
+        ("grid 1/SM, first item prefetched", 256, 16, {}, 1),
+        ("grid 1/SM, every item prefetched", 256, 16, _FAST_ALL, 1),
+        ("8 rows/item, grid 2/SM, every item prefetched", 256, 8, {**_Q4_8, **_FAST_ALL}, 2),
+        ("8 rows/item, grid 1/SM, every item prefetched", 256, 8, {**_Q4_8, **_FAST_ALL}, 1),
+    ],
+    "q4_1": [
+        ("shipped", 256, 16, {}),
+        ("grid 1/SM, every item prefetched", 256, 16, _FAST_ALL, 1),
     ],
     "q8_0": [
         ("shipped", 256, 8, {}),
-        ("no L2 prefetch", 256, 8, {_PREFETCH: ""}),
-        ("L2 prefetch of every row", 256, 8, {_Q8_FROM: _Q8_FROM.replace("kFastRows / kFastStages", "0")}),
-        ("next kernel released at the reduction", 256, 8, _LATE),
-        ("8 stages", 256, 8, {_Q8: _Q8.replace("kFastStages = 4", "kFastStages = 8")}),
+        ("grid 2/SM, every item prefetched", 256, 8, _FAST_ALL, 2),
+        ("grid 1/SM, every item prefetched", 256, 8, _FAST_ALL, 1),
     ],
-    # q4_1 on q4_0's dp4a path; the general path it replaced
-    "q4_1": [
-        ("shipped (dp4a path, 16 rows/item)", 256, 16, {}),
-        ("dp4a path, digit sums to float by int_float (no I2F)", 256, 16, _ALU_I2F),
-        ("dp4a path, 8 rows/item", 256, 8, {_Q41: _Q41.replace("= 16", "= 8")}),
-        (
-            "general path (before)",
-            128,
-            4,
-            {"    qmatvec_fast<q4_1>(w, x, y, n, k, rows);": "    qmatvec_general<q4_1>(w, x, y, n, k, rows);"},
-        ),
-    ],
-    # the integer K path (shipped): commit groups (kStages), the L2 prefetch, the scales and
-    # digit sums made floats with conversion instructions or with exponent tricks; the f32 K
-    # path it replaced (same launch)
     "q4_k": [
-        ("shipped (integer K path, 8 rows/item, 4 stages, byte_float scales)", 128, 8, {}),
-        ("integer K path, scales by I2F", 128, 8, _flag(_K4F, "kAluScales", "false")),
-        ("integer K path, L2 prefetch", 128, 8, _flag(_K4F, "kPrefetch", "true")),
-        (
-            "integer K path, scales by I2F, L2 prefetch",
-            128,
-            8,
-            {_K4F: list(_flag(list(_flag(_K4F, "kAluScales", "false").values())[0], "kPrefetch", "true").values())[0]},
-        ),
-        (
-            "integer K path, scales by I2F, L2 prefetch, 5 blocks/SM",
-            128,
-            8,
-            {
-                _K4F: list(_flag(list(_flag(_K4F, "kAluScales", "false").values())[0], "kPrefetch", "true").values())[
-                    0
-                ],
-                _KMIN: _KMIN.replace("= 4", "= 5"),
-            },
-        ),
-        (
-            "integer K path, scales by I2F, L2 prefetch, 6 blocks/SM",
-            128,
-            8,
-            {
-                _K4F: list(_flag(list(_flag(_K4F, "kAluScales", "false").values())[0], "kPrefetch", "true").values())[
-                    0
-                ],
-                _KMIN: _KMIN.replace("= 4", "= 6"),
-            },
-        ),
-        (
-            "integer K path, 4 rows/item, 8 blocks/SM, L2 prefetch",
-            128,
-            4,
-            {**_flag(_K4F, "kPrefetch", "true"), _K4: _K4.replace("= 8", "= 4"), _KMIN: _KMIN.replace("= 4", "= 8")},
-        ),
-        ("f32 K path (before)", 128, 8, _KF32),
+        ("shipped", 128, 8, {}),
+        ("scales shared by lane pairs", 128, 8, _SHARE),
+        ("grid 2/SM, every item prefetched", 128, 8, _K4_ALL, 2),
+        ("scales shared, grid 2/SM, every item prefetched", 128, 8, {**_SHARE, **_K4_ALL}, 2),
+        ("scales shared, grid 1/SM, every item prefetched", 128, 8, {**_SHARE, **_K4_ALL}, 1),
+        ("scales shared, grid 3/SM, every item prefetched", 128, 8, {**_SHARE, **_K4_ALL}, 3),
     ],
     "q6_k": [
-        ("shipped (integer K path, 8 rows/item, 2 stages, byte_float scales)", 128, 8, {}),
-        ("integer K path, L2 prefetch", 128, 8, {_K6F: _K6F.replace("kPrefetch = false", "kPrefetch = true")}),
-        (
-            "integer K path, L2 prefetch, 5 blocks/SM",
-            128,
-            8,
-            {_K6F: _K6F.replace("kPrefetch = false", "kPrefetch = true"), _KMIN: _KMIN.replace("= 4", "= 5")},
-        ),
-        (
-            "integer K path, L2 prefetch, 6 blocks/SM",
-            128,
-            8,
-            {_K6F: _K6F.replace("kPrefetch = false", "kPrefetch = true"), _KMIN: _KMIN.replace("= 4", "= 6")},
-        ),
-        (
-            "integer K path, 4 rows/item, 8 blocks/SM, L2 prefetch",
-            128,
-            4,
-            {
-                _K6F: _K6F.replace("kPrefetch = false", "kPrefetch = true"),
-                _K6: _K6.replace("= 8", "= 4"),
-                _KMIN: _KMIN.replace("= 4", "= 8"),
-            },
-        ),
-        ("integer K path, 4 stages", 128, 8, {_K6F: _K6F.replace("kStages = 2", "kStages = 4")}),
-        ("f32 K path (before)", 128, 8, _KF32),
+        ("shipped", 128, 8, {}),
+        ("grid 2/SM, every item prefetched", 128, 8, _K6_ALL, 2),
+        ("grid 1/SM, every item prefetched", 128, 8, _K6_ALL, 1),
+        ("grid 3/SM, every item prefetched", 128, 8, _K6_ALL, 3),
     ],
 }
 
 
-def explore_quant(rows: dict, formats=None) -> None:
+def explore_quant(rows: dict, formats=None, profile: bool = True, echo: bool = False) -> None:
     """qmatvec_<fmt> compiled from copies of hip/quantized.hip changed as EXPLORE says:
     per product in a graph (one weight from L2; 16 from HBM with and without programmatic
     dependent launch) and the kernel duration from HBM (profiler). Each variant's result is
-    checked against the first's, with y poisoned before."""
+    checked against the first's, with y poisoned before. profile=False leaves out the
+    profiler's figure; echo prints each row as it is measured."""
     import ctypes
     import shutil
     import tempfile
@@ -456,7 +356,7 @@ def explore_quant(rows: dict, formats=None) -> None:
         weights = [q] + [gpu_quant.qstorage_from_bytes(rt, 0, data, fmt) for _ in range(DISTINCT - 1)]
         nbytes = gpu_quant.q_size_in_bytes(rt, q)
         want = None
-        for number, (name, threads, item_rows, changes) in enumerate(variants):
+        for number, (name, threads, item_rows, changes, *per_sm) in enumerate(variants):
             label = f"explore qmatvec {fmt}: {name}"
             source = text
             for old, new in changes.items():
@@ -465,6 +365,8 @@ def explore_quant(rows: dict, formats=None) -> None:
             path = tmp / f"quantized_{fmt}_{number}.hip"
             path.write_text(source)
             grid = -(-N // item_rows)
+            if per_sm:
+                grid = min(grid, per_sm[0] * rt.driver.multiprocessors(0))
             try:
 
                 def run(i, path=path, grid=grid, threads=threads, distinct=1, plain=False):
@@ -488,19 +390,24 @@ def explore_quant(rows: dict, formats=None) -> None:
                 l2 = graph_seconds(run, stream.handle)
                 hbm = graph_seconds(lambda i, run=run: run(i, distinct=DISTINCT), stream.handle)
                 hbm_plain = graph_seconds(lambda i, run=run: run(i, distinct=DISTINCT, plain=True), stream.handle)
-                records, count = kernel_seconds(
-                    lambda i, run=run: run(i, distinct=DISTINCT, plain=True), PROFILED, lambda: rt.synchronize(0)
-                )
-                kernel = statistics.median([t for n, t in records if n == f"qmatvec_{fmt}"])
                 share = lambda t: nbytes / t / 1e9 / copy  # noqa: E731
+                duration = ""
+                if profile:
+                    records, count = kernel_seconds(
+                        lambda i, run=run: run(i, distinct=DISTINCT, plain=True), PROFILED, lambda: rt.synchronize(0)
+                    )
+                    kernel = statistics.median([t for n, t in records if n == f"qmatvec_{fmt}"])
+                    duration = f"; kernel duration HBM {kernel * 1e6:.2f} us = {share(kernel):.3f}"
                 rows[label] = (
                     f"{regs} regs, {resident} blocks/SM, grid {grid}; per product in a graph: "
                     f"L2 {l2 * 1e6:.2f} us, HBM {hbm * 1e6:.2f} us = {share(hbm):.3f} of copy, "
-                    f"HBM no PDL {hbm_plain * 1e6:.2f} us = {share(hbm_plain):.3f}; kernel duration "
-                    f"HBM {kernel * 1e6:.2f} us = {share(kernel):.3f}; error vs first {error:.1e}"
+                    f"HBM no PDL {hbm_plain * 1e6:.2f} us = {share(hbm_plain):.3f}{duration}; "
+                    f"error vs first {error:.1e}"
                 )
             except Exception as exc:  # noqa: BLE001  (a variant that fails is reported, the others run)
                 rows[label] = f"failed: {type(exc).__name__}: {exc}"
+            if echo:
+                print(f"| {label} | {rows[label]} |", flush=True)
     shutil.rmtree(tmp, ignore_errors=True)
 
 
@@ -576,6 +483,9 @@ if __name__ == "__main__":
     formats = ("q4_0", "q8_0")
     if "--formats" in sys.argv:
         formats = tuple(sys.argv[sys.argv.index("--formats") + 1].split(","))
+    if "--explore-only" in sys.argv:  # the variants alone, each printed as it is measured, no profiler
+        explore_quant(table, formats if "--formats" in sys.argv else None, profile=False, echo=True)
+        sys.exit(0)
     bench_quant(table, formats, torch_mv="--no-torch" not in sys.argv)
     if "--floor" in sys.argv:
         floor_quant(table)

@@ -44,6 +44,30 @@ WARP_ITEM_MAX = 65536
 #: reductions, pass 2: the most partial states one warp reduces; more take a block
 WARP_PARTIAL_MAX = 1024
 
+#: qmatvec_*: threads per block of the general, tiled and K paths (hip/quantized.hip's kThreads)
+QMATVEC_THREADS = 128
+
+#: qmatvec_*: weight rows per item of the tiled path (kTileRows); the runtime's rows per item where no other path applies
+QMATVEC_ROWS = 4
+
+#: qmatvec_q4_0 / q4_1 / q8_0, the dp4a path (cuda sm_80 and up): threads per block, a multiple of QMATVEC_THREADS (kFastSplit threads per weight block)
+QMATVEC_FAST_THREADS = 256
+
+#: qmatvec_q4_0, the dp4a path: weight rows per item (kFastRows)
+QMATVEC_FAST_ROWS_Q4_0 = 16
+
+#: qmatvec_q4_1, the dp4a path: weight rows per item (kFastRows)
+QMATVEC_FAST_ROWS_Q4_1 = 16
+
+#: qmatvec_q8_0, the dp4a path: weight rows per item (kFastRows)
+QMATVEC_FAST_ROWS_Q8_0 = 8
+
+#: qmatvec_q4_k, the K path (blocks of QMATVEC_THREADS): weight rows per item (kKRows)
+QMATVEC_K_ROWS_Q4_K = 8
+
+#: qmatvec_q6_k, the K path (blocks of QMATVEC_THREADS): weight rows per item (kKRows)
+QMATVEC_K_ROWS_Q6_K = 8
+
 #: launched with programmatic stream serialization (cuda, sm_90 and up): each waits (griddepcontrol.wait) before it touches memory
 PROGRAMMATIC_KERNELS = frozenset({'qmatvec_q4_0', 'qmatvec_q4_1', 'qmatvec_q8_0', 'qmatvec_q4_k', 'qmatvec_q6_k'})
 

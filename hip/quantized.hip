@@ -16,12 +16,12 @@
 //
 // Launch: dequantize_*: any grid and block (a thread per 8 weights, grid-stride).
 // qmatvec_*: any grid (grid-stride over items); blocks of kThreads (128) threads, but for
-// qmatvec_q4_0 / q4_1 / q8_0 on NVIDIA: fast_launch<F>::threads (256; runtime/gpu/quant.py's
-// QMATVEC_FAST), the block size of their dp4a path (another multiple of 32 there takes
+// qmatvec_q4_0 / q4_1 / q8_0 on NVIDIA: fast_launch<F>::threads (256: ops.yaml's kernel_facts,
+// QMATVEC_FAST_THREADS), the block size of their dp4a path (another multiple of 32 there takes
 // the general path; their launch bounds allow no more).
 //
 // qmatvec_q4_k and qmatvec_q6_k, when w is 16-byte aligned and blocks are kThreads: 8 weight
-// rows per item (runtime/gpu/quant.py's QMATVEC_K), staged through shared memory with
+// rows per item (ops.yaml's kernel_facts, QMATVEC_K_ROWS_*), staged through shared memory with
 // coalesced 16-byte copies, a thread per 32 weights whose x serves all 8 rows. On NVIDIA
 // sm_80 and up the integer K path (below, at its code: x quantized to 22 bits as the dp4a
 // path's, dp4a against the quants, cp.async in commit groups of rows); elsewhere the f32 K
@@ -65,11 +65,21 @@
 
 namespace {
 
-constexpr int kThreads = 128;                // qmatvec's block size
+constexpr int kThreads = OPGEN_QMATVEC_THREADS;  // qmatvec's block size (ops.yaml's kernel_facts, 128)
 constexpr int kGroups = kThreads / OPGEN_LANE_GROUP;  // groups of 32 lanes (a warp; half an AMD wave64)
-constexpr int kTileRows = 4;                 // weight rows per item of the tiled path
+constexpr int kTileRows = OPGEN_QMATVEC_ROWS;   // weight rows per item of the tiled path (kernel_facts, 4)
 constexpr int kMinBlocks = 8;                // resident blocks per SM qmatvec is built for (NVIDIA: <= 64 registers)
 constexpr int kKMinBlocks = 4;               // the same for the K path (q4_k, q6_k): <= 128 registers
+// Items of its own whose weight rows a block of the dp4a path / the K path prefetches into L2
+// before it waits for the kernel before it (programmatic launch): the first, or more for a
+// grid smaller than the items. Grids of 1-3 blocks per multiprocessor with every item
+// prefetched (room for the next product's blocks) were slower for every format
+// (bench/gpu_quant.py --explore; bench/results/qmatvec-round3-h100.md). At 1 the kernels
+// compile to the code they had before these switches.
+constexpr int kFastPrefetchItems = 1;
+constexpr int kKPrefetchItems = 1;
+static_assert(kThreads % OPGEN_LANE_GROUP == 0 && OPGEN_QMATVEC_FAST_THREADS % kThreads == 0,
+              "qmatvec's blocks: whole groups of lanes; the dp4a path's a multiple of kThreads");
 
 // ---------------------------------------------------------------------------- block bytes
 //
@@ -115,7 +125,7 @@ struct q4_0 {  // d (f16), qs[16]: weight i < 16 the low nibble of qs[i], i + 16
     static constexpr bool kTiled = true;    // has the tiled path (AMD)
     static constexpr int kTileBlocks = 64;  // the tiled path's blocks per row and tile: 4.5 KB tiles
     // The dp4a path (NVIDIA): rows per item, cp.async stages per item, threads per weight block.
-    static constexpr int kFastRows = 16, kFastStages = 4, kFastSplit = 2;
+    static constexpr int kFastRows = OPGEN_QMATVEC_FAST_ROWS_Q4_0, kFastStages = 4, kFastSplit = OPGEN_QMATVEC_FAST_THREADS / kThreads;
     // The first of an item's rows the dp4a path prefetches into L2 before waiting for the
     // previous kernel (bench/gpu_quant.py --explore: from row 0 here, from the second stage for q8_0).
     static constexpr int kFastPrefetchFrom = 0;
@@ -159,7 +169,7 @@ struct q4_1 {  // d, m (f16), qs[16] as q4_0: q * d + m
     static constexpr int kHead = 4;          // d, m
     static constexpr bool kTiled = false;    // AMD: the general path
     // The dp4a path (NVIDIA), as q4_0's (20-byte blocks: 40 KB of shared memory for 16 rows).
-    static constexpr int kFastRows = 16, kFastSplit = 2, kFastStages = 4;
+    static constexpr int kFastRows = OPGEN_QMATVEC_FAST_ROWS_Q4_1, kFastSplit = OPGEN_QMATVEC_FAST_THREADS / kThreads, kFastStages = 4;
     static constexpr int kFastPrefetchFrom = 0;
     static __device__ __forceinline__ void decode8(const uint8_t* b, int j, float (&v)[8]) {
         const float d = half_at(b), m = half_at(b + 2);
@@ -176,7 +186,7 @@ struct q8_0 {  // d (f16), qs[32] int8: q * d
     static constexpr int kHead = 2;
     static constexpr bool kTiled = true;
     static constexpr int kTileBlocks = 32;
-    static constexpr int kFastRows = 8, kFastStages = 4, kFastSplit = 2;
+    static constexpr int kFastRows = OPGEN_QMATVEC_FAST_ROWS_Q8_0, kFastStages = 4, kFastSplit = OPGEN_QMATVEC_FAST_THREADS / kThreads;
     static constexpr int kFastPrefetchFrom = kFastRows / kFastStages;
     static __device__ __forceinline__ void decode8(const uint8_t* b, int j, float (&v)[8]) {
         const float d = half_at(b);
@@ -222,7 +232,7 @@ __device__ __forceinline__ void scale_min_k4(int j, const uint8_t* q, uint32_t& 
 
 struct q4_k {  // d, dmin (f16), scales[12], qs[128]: 8 sub-blocks of 32, (d*sc)*q - dmin*m
     static constexpr int kElems = 256, kBytes = 144;
-    static constexpr int kKRows = 8;  // the K path's weight rows per item (runtime/gpu/quant.py's QMATVEC_K)
+    static constexpr int kKRows = OPGEN_QMATVEC_K_ROWS_Q4_K;  // the K path's weight rows per item (ops.yaml's kernel_facts)
     static __device__ __forceinline__ void decode8(const uint8_t* b, int j, float (&v)[8]) {
         const int sub = j >> 2;  // sub-blocks 2c and 2c+1: low and high nibbles of qs[32c..32c+31]
         uint32_t sc, m;
@@ -238,7 +248,7 @@ struct q4_k {  // d, dmin (f16), scales[12], qs[128]: 8 sub-blocks of 32, (d*sc)
 
 struct q6_k {  // ql[128], qh[64], scales[16] int8, d (f16): d * sc * (q - 32), q 6 bits
     static constexpr int kElems = 256, kBytes = 210;
-    static constexpr int kKRows = 8;
+    static constexpr int kKRows = OPGEN_QMATVEC_K_ROWS_Q6_K;
     static __device__ __forceinline__ void decode8(const uint8_t* b, int j, float (&v)[8]) {
         // Two halves of 128; in a half, weight l + 32g (l < 32, g < 4) takes nibble g / 2
         // of ql[l + 32 (g % 2)], bits 2g..2g+1 of qh[l], scale l / 16 + 2g.
@@ -985,6 +995,10 @@ struct q4_k_int {  // part p as q4_k_path's: groups 0..3 the low half (sub-block
     static constexpr bool kPrefetch = false;   // L2 prefetch of the first item's rows before the wait
     static constexpr bool kAluScales = true;   // scales to floats by byte_float, not conversions
     static constexpr bool kAluDigits = false;  // digit sums to floats by int_float, not conversions
+    // Parts 2c and 2c+1 (adjacent lanes) share sub-blocks 2c, 2c+1: the even lane unpacks their
+    // scales (times d), the odd lane their mins (times dmin), and they swap halves by a shuffle.
+    // Within noise or slower (L2 5.47 against 5.30 us: bench/results/qmatvec-round3-h100.md): off.
+    static constexpr bool kShareScales = false;
     struct X {
         uint32_t D[3][8];
         float sigma, sum_lo, sum_hi;  // sum_*: sigma * sum X of the half
@@ -1019,6 +1033,36 @@ struct q4_k_int {  // part p as q4_k_path's: groups 0..3 the low half (sub-block
             b1 = dp4a(hi, v.D[1][4 + j], b1);
             b2 = dp4a(hi, v.D[2][4 + j], b2);
         }
+        float s_lo, s_hi;
+        if constexpr (kShareScales) {
+            if constexpr (kAluDigits) {
+                s_lo = int_float(digits3(a0, a1, a2)), s_hi = int_float(digits3(b0, b1, b2));
+            } else {
+                s_lo = (float)digits3(a0, a1, a2), s_hi = (float)digits3(b0, b1, b2);
+            }
+            // this lane's pair: even p d * (sc of 2c, 2c+1), odd p dmin * (m of 2c, 2c+1), the
+            // operations of the unshared branch below (the same values, bit for bit)
+            const int c = p >> 1, shift = 16 * (c & 1);
+            const bool odd = (p & 1) != 0;
+            const uint32_t a = h.y >> shift, bb = h.z >> shift, cc = h.w >> shift;
+            const uint32_t xw = odd ? bb : a, yw = odd ? cc >> 4 : cc;
+            const uint32_t v2 = c < 2 ? xw & 0x3F3Fu : (yw & 0x0F0Fu) | ((xw >> 2) & 0x3030u);
+            const float scale = opgen::f16_to_float(__ushort_as_half((unsigned short)((odd ? h.x >> 16 : h.x) & 0xFFFFu)));
+            float lo, hi;
+            if constexpr (kAluScales) {
+                lo = scale * byte_float<0>(v2), hi = scale * byte_float<1>(v2);
+            } else {
+                lo = scale * (float)(v2 & 0xFFu), hi = scale * (float)((v2 >> 8) & 0xFFu);
+            }
+            // the 8 lanes of this weight block: active (or not) together
+            const unsigned int lanes = 0xFFu << (threadIdx.x & 24u);
+            const float olo = __shfl_xor_sync(lanes, lo, 1), ohi = __shfl_xor_sync(lanes, hi, 1);
+            const float dsc_lo = odd ? olo : lo, dsc_hi = odd ? ohi : hi, dm_lo = odd ? lo : olo, dm_hi = odd ? hi : ohi;
+            float r = dsc_lo * s_lo;
+            r = fmaf(dsc_hi, s_hi, r) * v.sigma;
+            r = fmaf(-dm_lo, v.sum_lo, r);
+            return fmaf(-dm_hi, v.sum_hi, r);
+        }
         // scales and mins of sub-blocks 2c, 2c+1, as q4_k_path::dot
         // (bytes 0 and 1 of sc and m: sub-blocks 2c and 2c+1; the bytes above are not read)
         const int c = p >> 1, shift = 16 * (c & 1);
@@ -1027,7 +1071,7 @@ struct q4_k_int {  // part p as q4_k_path's: groups 0..3 the low half (sub-block
         const uint32_t m = c < 2 ? bb & 0x3F3Fu : ((cc >> 4) & 0x0F0Fu) | ((bb >> 2) & 0x3030u);
         const float d = opgen::f16_to_float(__ushort_as_half((unsigned short)(h.x & 0xFFFFu)));
         const float dmin = opgen::f16_to_float(__ushort_as_half((unsigned short)(h.x >> 16)));
-        float sc_lo, sc_hi, m_lo, m_hi, s_lo, s_hi;
+        float sc_lo, sc_hi, m_lo, m_hi;
         if constexpr (kAluScales) {
             sc_lo = byte_float<0>(sc), sc_hi = byte_float<1>(sc), m_lo = byte_float<0>(m), m_hi = byte_float<1>(m);
         } else {
@@ -1051,6 +1095,7 @@ struct q6_k_int {  // part p as q6_k_path's: groups 2g, 2g+1 are weights 128h + 
     static constexpr bool kPrefetch = false;
     static constexpr bool kAluScales = true;
     static constexpr bool kAluDigits = false;
+    static constexpr bool kShareScales = false;  // (q4_k_int's; not for q6_k)
     struct X {
         uint32_t D[3][8];
         int corr[4];  // -32 * sum X of g's 8 values
@@ -1291,10 +1336,14 @@ template <typename K, typename P> __device__ __forceinline__ void qmatvec_k(cons
     const bool staged = opgen::aligned16(w) && blockDim.x == (unsigned int)kThreads;
 #if OPGEN_QMATVEC_DP4A
     const size_t row_bytes = k / F::kElems * F::kBytes;
-    if (K::kPrefetch && staged && blockIdx.x % rows == 0 && row_bytes % 16 == 0) {  // the first item's rows, a row a thread
-        const size_t n0 = blockIdx.x / rows * F::kKRows;
-        if (threadIdx.x < (unsigned int)F::kKRows && n0 + threadIdx.x < n && row_bytes > 0) {
-            prefetch_l2(w + (n0 + threadIdx.x) * row_bytes, (uint32_t)row_bytes);
+    if (K::kPrefetch && staged && row_bytes % 16 == 0) {  // the first kKPrefetchItems items' rows, a row a thread
+        const size_t items = (n + F::kKRows - 1) / F::kKRows * rows;
+        size_t item = blockIdx.x;
+        for (int j = 0; j < kKPrefetchItems && item < items; j++, item += gridDim.x) {
+            const size_t n0 = item / rows * F::kKRows;
+            if (item % rows == 0 && threadIdx.x < (unsigned int)F::kKRows && n0 + threadIdx.x < n && row_bytes > 0) {
+                prefetch_l2(w + (n0 + threadIdx.x) * row_bytes, (uint32_t)row_bytes);
+            }
         }
     }
     release_dependents();
@@ -1322,7 +1371,7 @@ template <typename F> __device__ __forceinline__ void qmatvec_tiled_or_general(c
     }
 }
 
-// The block size qmatvec_<F> is launched with (the runtime's QMATVEC_FAST), and the resident
+// The block size qmatvec_<F> is launched with (QMATVEC_FAST_THREADS of ops.yaml's kernel_facts), and the resident
 // blocks per SM its registers are bounded for: enough for a grid of 4096-row items on an H100.
 template <typename F> struct fast_launch {
     static constexpr int threads = OPGEN_QMATVEC_DP4A ? F::kFastSplit * kThreads : kThreads;
@@ -1334,11 +1383,23 @@ template <typename F> __device__ __forceinline__ void qmatvec_fast(const uint8_t
                                                                    size_t k, size_t rows) {
 #if OPGEN_QMATVEC_DP4A
     const bool dp4a = k % 256 == 0 && opgen::aligned16(w) && blockDim.x == (unsigned int)fast_launch<F>::threads;
-    if (dp4a && blockIdx.x % rows == 0) {  // the weight rows of this block's first item, a row a thread
-        const size_t n0 = blockIdx.x / rows * F::kFastRows, row_bytes = k / F::kElems * F::kBytes;
-        const unsigned int row = threadIdx.x + F::kFastPrefetchFrom;
-        if (row < (unsigned int)F::kFastRows && n0 + row < n) {
-            prefetch_l2(w + (n0 + row) * row_bytes, (uint32_t)row_bytes);  // 16-byte multiple: k % 256 == 0
+    if constexpr (kFastPrefetchItems == 1) {  // the weight rows of this block's first item, a row a thread
+        if (dp4a && blockIdx.x % rows == 0) {
+            const size_t n0 = blockIdx.x / rows * F::kFastRows, row_bytes = k / F::kElems * F::kBytes;
+            const unsigned int row = threadIdx.x + F::kFastPrefetchFrom;
+            if (row < (unsigned int)F::kFastRows && n0 + row < n) {
+                prefetch_l2(w + (n0 + row) * row_bytes, (uint32_t)row_bytes);  // 16-byte multiple: k % 256 == 0
+            }
+        }
+    } else if (dp4a) {  // the same for its first kFastPrefetchItems items
+        const size_t row_bytes = k / F::kElems * F::kBytes, items = (n + F::kFastRows - 1) / F::kFastRows * rows;
+        size_t item = blockIdx.x;
+        for (int j = 0; j < kFastPrefetchItems && item < items; j++, item += gridDim.x) {
+            const size_t n0 = item / rows * F::kFastRows;
+            const unsigned int row = threadIdx.x + (j == 0 ? F::kFastPrefetchFrom : 0);  // the first: past its first stage (q8_0)
+            if (item % rows == 0 && row < (unsigned int)F::kFastRows && n0 + row < n) {
+                prefetch_l2(w + (n0 + row) * row_bytes, (uint32_t)row_bytes);  // 16-byte multiple: k % 256 == 0
+            }
         }
     }
     release_dependents();

@@ -15,7 +15,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from generated.kernel_facts import KernelPattern as K
+from generated.kernel_facts import (
+    QMATVEC_FAST_ROWS_Q4_0,
+    QMATVEC_FAST_ROWS_Q4_1,
+    QMATVEC_FAST_ROWS_Q8_0,
+    QMATVEC_FAST_THREADS,
+    QMATVEC_K_ROWS_Q4_K,
+    QMATVEC_K_ROWS_Q6_K,
+    QMATVEC_ROWS,
+    QMATVEC_THREADS,
+    KernelPattern as K,
+)
 from runtime import ggml
 from runtime.errors import DTypeMismatch, ShapeMismatch
 from runtime.gpu.launch import BLOCK
@@ -23,18 +33,21 @@ from runtime.gpu.memory import GpuBuffer, _fits, _same_ordinal
 from runtime.gpu.runtime import GpuRuntime
 from runtime.layout import Layout
 
-#: Weights and bytes per block, by format (llama.cpp's ggml-common.h).
-#: qmatvec_*'s block size, hip/quantized.hip's kThreads (but for QMATVEC_FAST below).
-QMATVEC_THREADS = 128
-#: Outputs (rows of the weight) a qmatvec_* thread block computes per item (kTileRows).
-QMATVEC_ROWS = 4
+#: qmatvec_*'s launch, hip/quantized.hip's block sizes and rows per item: one source, ops.yaml's
+#: `kernel_facts` (generated/kernel_facts.py here, OPGEN_<NAME> in the kernels).
+#: The general and tiled paths: (rows per item, threads per block).
+QMATVEC_DEFAULT = (QMATVEC_ROWS, QMATVEC_THREADS)
 #: The dp4a path of q4_0, q4_1 and q8_0 (cuda, sm_80 and up): (rows per item, threads per
 #: block), hip/quantized.hip's (F::kFastRows, F::kFastSplit * kThreads). Other block sizes
 #: take the general path.
-QMATVEC_FAST = {"q4_0": (16, 256), "q4_1": (16, 256), "q8_0": (8, 256)}
+QMATVEC_FAST = {
+    "q4_0": (QMATVEC_FAST_ROWS_Q4_0, QMATVEC_FAST_THREADS),
+    "q4_1": (QMATVEC_FAST_ROWS_Q4_1, QMATVEC_FAST_THREADS),
+    "q8_0": (QMATVEC_FAST_ROWS_Q8_0, QMATVEC_FAST_THREADS),
+}
 #: The K path of q4_k and q6_k (every backend; integer dot products on cuda sm_80 and up):
 #: (rows per item, threads per block), hip/quantized.hip's (F::kKRows, kThreads).
-QMATVEC_K = {"q4_k": (8, 128), "q6_k": (8, 128)}
+QMATVEC_K = {"q4_k": (QMATVEC_K_ROWS_Q4_K, QMATVEC_THREADS), "q6_k": (QMATVEC_K_ROWS_Q6_K, QMATVEC_THREADS)}
 #: Rows of x from which QMatMul dequantizes the weight once and runs the f32 BLAS GEMM instead
 #: of qmatvec, which reads the weight again for every row; by format, the others' value under
 #: None: where the two cross, measured (bench/gpu.py --parts qmatmul; figures: bench/results/gpu-notes.md,
@@ -133,7 +146,7 @@ def qmatvec_launch(rt: GpuRuntime, fmt: str) -> tuple[int, int]:
         return QMATVEC_FAST[fmt]
     if fmt in QMATVEC_K:
         return QMATVEC_K[fmt]
-    return QMATVEC_ROWS, QMATVEC_THREADS
+    return QMATVEC_DEFAULT
 
 
 def _dequantize(rt: GpuRuntime, q: QGpuBuffer, elem_count: int, table: dict, dtype) -> GpuBuffer:

@@ -228,6 +228,7 @@ def test_the_runtime_reads_the_generated_facts():
     """runtime/ takes the shared facts from generated/kernel_facts.py rather than its own copies."""
     import runtime.cuda
     import runtime.gpu.nn
+    import runtime.gpu.quant
     import runtime.gpu.reduce
 
     assert (
@@ -240,6 +241,34 @@ def test_the_runtime_reads_the_generated_facts():
         128: (facts.FLASH_THREADS_D128, facts.FLASH_ROWS_D128),
     }
     assert runtime.cuda.PROGRAMMATIC_KERNELS is facts.PROGRAMMATIC_KERNELS
+    # qmatvec's launch: the block sizes and rows per item hip/quantized.hip is built for
+    assert runtime.gpu.quant.QMATVEC_FAST == {
+        "q4_0": (facts.QMATVEC_FAST_ROWS_Q4_0, facts.QMATVEC_FAST_THREADS),
+        "q4_1": (facts.QMATVEC_FAST_ROWS_Q4_1, facts.QMATVEC_FAST_THREADS),
+        "q8_0": (facts.QMATVEC_FAST_ROWS_Q8_0, facts.QMATVEC_FAST_THREADS),
+    }
+    assert runtime.gpu.quant.QMATVEC_K == {
+        "q4_k": (facts.QMATVEC_K_ROWS_Q4_K, facts.QMATVEC_THREADS),
+        "q6_k": (facts.QMATVEC_K_ROWS_Q6_K, facts.QMATVEC_THREADS),
+    }
+    assert runtime.gpu.quant.QMATVEC_DEFAULT == (facts.QMATVEC_ROWS, facts.QMATVEC_THREADS)
+
+
+def test_the_quantized_kernels_read_their_launch_from_the_generated_facts():
+    """hip/quantized.hip's block sizes and rows per item are the OPGEN_QMATVEC_* macros, not
+    numbers of its own (the runtime launches with the same facts)."""
+    text = (REPO / "hip" / "quantized.hip").read_text(encoding="utf-8")
+    for line in (
+        "constexpr int kThreads = OPGEN_QMATVEC_THREADS;",
+        "constexpr int kTileRows = OPGEN_QMATVEC_ROWS;",
+        "kFastRows = OPGEN_QMATVEC_FAST_ROWS_Q4_0,",
+        "kFastRows = OPGEN_QMATVEC_FAST_ROWS_Q4_1,",
+        "kFastRows = OPGEN_QMATVEC_FAST_ROWS_Q8_0,",
+        "kKRows = OPGEN_QMATVEC_K_ROWS_Q4_K;",
+        "kKRows = OPGEN_QMATVEC_K_ROWS_Q6_K;",
+    ):
+        assert line in text, line
+    assert text.count("kFastSplit = OPGEN_QMATVEC_FAST_THREADS / kThreads") == 3
 
 
 def test_an_overridable_fact_is_a_default_in_the_header(generated):
