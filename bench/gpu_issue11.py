@@ -254,7 +254,10 @@ def explore_column_tiles(rows: dict) -> None:
     pass 3) under variants, device time (CUDA events) and host time against torch in the same
     run: threads aimed at per multiprocessor (gpu.COLUMN_THREADS_PER_SM: 8 slices of the rows
     at 1,024), threads per block (gpu.COLUMN_BLOCK), rows in flight a thread
-    (OPGEN_COLUMN_LOADS), and the two launches of before (gpu.COLUMN_TILES off)."""
+    (OPGEN_COLUMN_LOADS, with OPGEN_EXPLORE_LOADS=2,8: those alone, a compile each), and the
+    two launches of before (gpu.COLUMN_TILES off)."""
+    import os
+
     import torch
 
     import generated as g
@@ -277,7 +280,10 @@ def explore_column_tiles(rows: dict) -> None:
     variants = [("two launches (before)", {"COLUMN_TILES": False}, "")]
     variants += [(f"{n} threads/SM, block 256", {"COLUMN_THREADS_PER_SM": n}, "") for n in (512, 1024, 2048)]
     variants += [("1024 threads/SM, block 512", {"COLUMN_BLOCK": 512}, "")]
-    variants += [(f"{n} rows in flight", {}, f"#define OPGEN_COLUMN_LOADS {n}\n") for n in (2, 8)]
+    # rows in flight need a compile each: only those OPGEN_EXPLORE_LOADS names ("2,8")
+    loads = [int(n) for n in os.environ.get("OPGEN_EXPLORE_LOADS", "").split(",") if n.strip()]
+    variants = variants if not loads else []
+    variants += [(f"{n} rows in flight", {}, f"#define OPGEN_COLUMN_LOADS {n}\n") for n in loads]
     try:
         for label, settings, defines in variants:
             gpu.COLUMN_THREADS_PER_SM, gpu.COLUMN_BLOCK, gpu.COLUMN_TILES = kept
