@@ -529,6 +529,12 @@ def strided_explore(rows: dict) -> None:
     explore_strided_loads(rows)
 
 
+def column_explore(rows: dict) -> None:
+    from bench.gpu_issue11 import explore_column_tiles
+
+    explore_column_tiles(rows)
+
+
 def sum_dim0(rows: dict) -> None:
     from bench.gpu_issue11 import bench_sum_dim0
 
@@ -548,7 +554,8 @@ def main() -> None:
         "bench/gpu_quant.py), qmatmul (QMatMul by 1 to 512 rows of x, qmatvec against "
         "dequantize + GEMM), issue11, conv-explore, reduce-explore (the sums' kernel "
         "variants), strided-explore (one column a thread, 4 to 32 loads in flight), "
-        "sum-dim0 (issue11's sum over dim 0 alone), cudnn (convolutions and attention with "
+        "sum-dim0 (issue11's sum over dim 0 alone), column-explore (its one-launch column tiles' "
+        "variants), cudnn (convolutions and attention with "
         "and without cuDNN, against torch: bench/gpu_issue11.py), cudnn-explore (its settings)",
     )
     args = parser.parse_args()
@@ -570,6 +577,7 @@ def main() -> None:
         "conv-explore": conv_explore,
         "reduce-explore": reduce_explore,
         "sum-dim0": sum_dim0,
+        "column-explore": column_explore,
         "strided-explore": strided_explore,
         "cudnn": cudnn,
         "cudnn-explore": cudnn_explore,

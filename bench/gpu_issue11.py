@@ -240,6 +240,63 @@ def bench_sum_dim0(rows: dict) -> None:
         4 * 8192 * 8192 / 1e9,
         "GB/s",
     )
+    rows[f"{name}: torch, device time only (ms)"] = _device_seconds_torch(lambda: tr_.sum(dim=0, keepdim=True)) * 1e3
+    rows[f"{name}: device time opgen / torch"] = (
+        rows[f"{name}: opgen, device time only (ms)"] / rows[f"{name}: torch, device time only (ms)"]
+    )
+    first = g.to_numpy(sr_.reduce_op(g.ReduceOp.SUM, lrr, (0,)), g.Layout.contiguous((1, 8192)))
+    again = g.to_numpy(sr_.reduce_op(g.ReduceOp.SUM, lrr, (0,)), g.Layout.contiguous((1, 8192)))
+    rows[f"{name}: the same bits twice"] = bool(np.array_equal(first.view(np.uint32), again.view(np.uint32)))
+
+
+def explore_column_tiles(rows: dict) -> None:
+    """The sum over dim 0 of (8192, 8192) f32 in one launch of column tiles (reduce_chunks
+    pass 3) under variants, device time (CUDA events) and host time against torch in the same
+    run: threads aimed at per multiprocessor (gpu.COLUMN_THREADS_PER_SM: 8 slices of the rows
+    at 1,024), threads per block (gpu.COLUMN_BLOCK), rows in flight a thread
+    (OPGEN_COLUMN_LOADS, with OPGEN_EXPLORE_LOADS=2,8: those alone, a compile each), and the
+    two launches of before (gpu.COLUMN_TILES off)."""
+    import os
+
+    import torch
+
+    import generated as g
+    import runtime.gpu.reduce as gpu
+    from bench.gpu import timed
+    from runtime.gpu.compile import HIP_DIR
+
+    dev = g.Device.parse("cuda:0")
+    sync = dev.synchronize
+    x = np.random.default_rng(3).standard_normal((8192, 8192), dtype=np.float32)
+    sx, layout = dev.storage_from_slice(x), g.Layout.contiguous(x.shape)
+    tx = torch.from_numpy(x).cuda()
+    text = (HIP_DIR / "reduce.hip").read_text()
+    gbs = lambda seconds: 4 * x.size / seconds / 1e9  # noqa: E731
+    dim0 = lambda: sx.reduce_op(g.ReduceOp.SUM, layout, (0,))  # noqa: E731
+    want = tx.sum(dim=0, keepdim=True).double().cpu().numpy()
+    rows["explore columns torch: device (GB/s)"] = gbs(_device_seconds_torch(lambda: tx.sum(dim=0, keepdim=True)))
+    rows["explore columns torch: host (GB/s)"] = gbs(timed(lambda: tx.sum(dim=0, keepdim=True), torch.cuda.synchronize))
+    kept = (gpu.COLUMN_THREADS_PER_SM, gpu.COLUMN_BLOCK, gpu.COLUMN_TILES)
+    variants = [("two launches (before)", {"COLUMN_TILES": False}, "")]
+    variants += [(f"{n} threads/SM, block 256", {"COLUMN_THREADS_PER_SM": n}, "") for n in (512, 1024, 2048)]
+    variants += [("1024 threads/SM, block 512", {"COLUMN_BLOCK": 512}, "")]
+    # rows in flight need a compile each: only those OPGEN_EXPLORE_LOADS names ("2,8")
+    loads = [int(n) for n in os.environ.get("OPGEN_EXPLORE_LOADS", "").split(",") if n.strip()]
+    variants = variants if not loads else []
+    variants += [(f"{n} rows in flight", {}, f"#define OPGEN_COLUMN_LOADS {n}\n") for n in loads]
+    try:
+        for label, settings, defines in variants:
+            gpu.COLUMN_THREADS_PER_SM, gpu.COLUMN_BLOCK, gpu.COLUMN_TILES = kept
+            for attr, value in settings.items():
+                setattr(gpu, attr, value)
+            with _reduce_source(defines + text):
+                got = g.to_numpy(dim0(), g.Layout.contiguous((1, 8192))).astype(np.float64)
+                err = float(np.abs(got - want).max() / np.abs(want).max())
+                rows[f"explore columns, {label}: max error / max |sum|"] = err
+                rows[f"explore columns, {label}: device (GB/s)"] = gbs(_device_seconds_of(dim0))
+                rows[f"explore columns, {label}: host (GB/s)"] = gbs(timed(dim0, sync))
+    finally:
+        gpu.COLUMN_THREADS_PER_SM, gpu.COLUMN_BLOCK, gpu.COLUMN_TILES = kept
 
 
 def explore_conv_chunks(rows: dict) -> None:

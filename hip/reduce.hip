@@ -25,6 +25,10 @@
 // `partial` starts with a kStateHeader-byte header whose first u32 is that counter: zero
 // at launch, and the last block zeroes it again, so the buffer serves the next launch as
 // it is. Meant for a few groups (one block finishes them all), on one stream at a time.
+// Pass 3 is the one launch for a leading dim's groups (a thread per item, below): `chunks`
+// is the number of slices their rows are split into; each column tile's last block to
+// finish combines its slices' states (a counter per tile before `partial`: see
+// reduce_column_tiles). The runtime takes it where pass 1 and 2 would split such groups.
 // Where the runtime launches a warp per chunk and whole blocks per group (chunks a
 // multiple of the block's warps), the group's blocks read it interleaved (16-byte vector
 // t, t + T, ... for thread t of T: the device reads one window of memory at a time) and
@@ -61,6 +65,9 @@ constexpr size_t kWarpItemMax = OPGEN_WARP_ITEM_MAX;        // elements of the s
 constexpr size_t kWarpPartialMax = OPGEN_WARP_PARTIAL_MAX;  // partial states (pass 2; ops.yaml's kernel_facts)
 constexpr uint32_t kEmpty = 0xffffffffu;
 constexpr size_t kStateHeader = OPGEN_PASS0_HEADER;  // pass 0: the counter, then the states (16-byte aligned)
+// Pass 3: threads across a column tile (runtime/gpu/reduce.py's COLUMN_TILE: the grid it
+// launches is a tile per 32 threads' groups; any grid is correct).
+constexpr unsigned int kTileThreads = 32;
 // Strided loads in flight per thread where a thread reduces a leading dim's group; -D may
 // set it (bench/gpu.py --parts reduce-explore compares 4 to 32).
 #ifndef OPGEN_STRIDED_LOADS
@@ -580,6 +587,110 @@ __device__ __noinline__ void reduce_once(const Pol pol, const size_t src_numel, 
     if (threadIdx.x == 0) *finished = 0u;  // every block has counted: ready for the next launch
 }
 
+// Pass 3: a leading dim's groups (group_source::thread_per_item) in one launch. A tile is
+// `tx_n` threads across (32, fewer where there are fewer units), each holding `W`
+// neighbouring groups (group_source::cols: W = kColumns, else 1), so 32 x 16 bytes of each
+// row a warp; the group's rows are split into `splits` consecutive slices of
+// ceil(el / splits) rows (the last one shorter, or empty), and a block reduces one slice
+// of one tile: its blockDim.x / tx_n rows of threads read the slice's rows interleaved
+// (row r0 + ty, r0 + ty + ty_n, ...). The block's rows of threads are combined (within a
+// warp by shuffles, then warp after warp through shared memory) and the block writes one
+// state per group of its tile to partial[s * groups + g]; then it counts itself on its
+// tile's counter (after a __threadfence), and the block that arrives last combines the
+// tile's `splits` states of every group in the order s = 0, 1, ... (so a sum is the same run
+// to run, whichever block finishes last), writes dst and zeroes the counter for the next
+// launch. The counters precede `partial`: tile t's is ((uint32_t*)partial)[-1 - t], the
+// runtime keeps at least as many zeroed there (runtime/gpu/reduce.py's _pass3_scratch).
+// Items (tile, slice) are numbered slice-major: block b of the grid takes items b,
+// b + gridDim.x, ... (any grid is correct). On one stream at a time, as pass 0.
+template <class Pol, class Source, int W>
+__device__ __noinline__ void reduce_column_tiles(const Pol pol, const Source source, const size_t groups,
+                                                 const size_t el, const size_t splits, void* partial, void* dst) {
+    typedef typename Pol::P P;
+    __shared__ P sh[kTileThreads * W];
+    __shared__ bool last;
+    const unsigned int ws = (unsigned int)warpSize, lane = threadIdx.x % ws, warp = threadIdx.x / ws;
+    const unsigned int nw = (blockDim.x + ws - 1) / ws;
+    const unsigned int in_warp = blockDim.x - warp * ws < ws ? blockDim.x - warp * ws : ws;
+    const size_t units = groups / W;
+    unsigned int tx_n = kTileThreads;  // a power of two, at least the units where they are fewer
+    while (tx_n > 1 && ((size_t)(tx_n / 2) >= units || tx_n > blockDim.x)) tx_n /= 2;
+    const unsigned int ty_n = blockDim.x / tx_n, tx = threadIdx.x % tx_n, ty = threadIdx.x / tx_n;
+    const size_t tiles = (units + tx_n - 1) / tx_n, items = tiles * splits;
+    const size_t rows = (el + splits - 1) / splits;
+    const unsigned int span = tx_n * (unsigned int)W;  // groups of a tile
+    P* states = static_cast<P*>(partial);
+    unsigned int* counters = static_cast<unsigned int*>(partial);
+    for (size_t it = blockIdx.x; it < items; it += gridDim.x) {
+        const size_t s = it / tiles, tile = it - s * tiles;
+        const size_t u = tile * tx_n + tx, g0 = tile * span;
+        const size_t r0 = s * rows < el ? s * rows : el, r1 = r0 + rows < el ? r0 + rows : el;
+        P acc[W];
+#pragma unroll
+        for (int j = 0; j < W; j++) acc[j] = pol.identity();
+        if (ty < ty_n && u < units) {
+            if constexpr (W > 1) {
+                source.accumulate_columns(pol, u * W, r0 + ty, r1, ty_n, acc);
+            } else {
+                acc[0] = source.accumulate(pol, u, r0, r1, ty, ty_n);
+            }
+        }
+        // the warp's rows of threads: lanes tx and tx + tx_n, ... hold the same groups
+        for (unsigned int off = tx_n; off < ws; off <<= 1) {
+#pragma unroll
+            for (int j = 0; j < W; j++) {
+                const P o = opgen::shfl_down(acc[j], off, opgen::lane_mask(in_warp));
+                if (lane + off < in_warp) acc[j] = pol.combine(acc[j], o);
+            }
+        }
+        // then warp after warp (lanes [0, tx_n) of each), in the warps' order
+        for (unsigned int w = 0; w < nw; w++) {
+            if (warp == w && lane < tx_n) {
+#pragma unroll
+                for (int j = 0; j < W; j++) sh[lane * W + j] = w == 0 ? acc[j] : pol.combine(sh[lane * W + j], acc[j]);
+            }
+            __syncthreads();
+        }
+        for (unsigned int t = threadIdx.x; t < span; t += blockDim.x) {
+            if (g0 + t < groups) states[s * groups + g0 + t] = sh[t];
+        }
+        __threadfence();  // this thread's states are visible device-wide before its block counts
+        __syncthreads();
+        unsigned int* const counter = counters - 1 - tile;
+        if (threadIdx.x == 0) last = atomicAdd(counter, 1u) == splits - 1;
+        __syncthreads();
+        if (last) {
+            __threadfence();  // the tile's other blocks' states are seen past the count
+            for (unsigned int t = threadIdx.x; t < span; t += blockDim.x) {
+                const size_t g = g0 + t;
+                if (g >= groups) continue;
+                P a = load_state(states + g);
+                for (size_t k = 1; k < splits; k++) a = pol.combine(a, load_state(states + k * groups + g));
+                pol.store(dst, g, a);
+            }
+            if (threadIdx.x == 0) *counter = 0u;  // every block of the tile has counted
+        }
+        __syncthreads();  // sh and `last` serve the next item
+    }
+}
+
+// Pass 3 (above): the source's columns a thread decide W.
+template <class Pol, typename T>
+__device__ __noinline__ void reduce_columns_once(const Pol pol, const size_t src_numel, const size_t el,
+                                                 const size_t num_dims, const size_t* info, const size_t splits,
+                                                 const T* src, void* partial, void* dst) {
+    if (el == 0 || splits == 0 || blockDim.x > kMaxBlock) return;
+    group_source<T> source;
+    source.init(src, el, num_dims, info);
+    if (!source.thread_per_item()) return;  // the runtime launches pass 3 only for these
+    if (group_source<T>::kColumns > 1 && source.columns() > 1) {
+        reduce_column_tiles<Pol, group_source<T>, group_source<T>::kColumns>(pol, source, src_numel / el, el, splits,
+                                                                             partial, dst);
+    } else {
+        reduce_column_tiles<Pol, group_source<T>, 1>(pol, source, src_numel / el, el, splits, partial, dst);
+    }
+}
+
 template <typename T> __device__ __forceinline__ sum_policy<T> sum_of() { return sum_policy<T>{}; }
 template <typename T> __device__ __forceinline__ extreme_policy<T> extreme_of(bool is_max, bool arg) {
     return extreme_policy<T>{is_max, arg};
@@ -609,6 +720,8 @@ __device__ __forceinline__ void reduce_chunks(const uint32_t op, const uint32_t 
     if (op == OPGEN_REDUCE_SUM) {
         if (pass == 0u) {
             reduce_once(sum_of<T>(), src_numel, el, num_dims, info, chunks, src, partial, dst);
+        } else if (pass == 3u) {
+            reduce_columns_once(sum_of<T>(), src_numel, el, num_dims, info, chunks, src, partial, dst);
         } else if (pass == 1u) {
             reduce_groups(sum_of<T>(), src_numel, el, num_dims, info, chunks, src, partial, true);
         } else {
@@ -619,6 +732,8 @@ __device__ __forceinline__ void reduce_chunks(const uint32_t op, const uint32_t 
                                                      op == OPGEN_REDUCE_ARGMIN || op == OPGEN_REDUCE_ARGMAX);
         if (pass == 0u) {
             reduce_once(pol, src_numel, el, num_dims, info, chunks, src, partial, dst);
+        } else if (pass == 3u) {
+            reduce_columns_once(pol, src_numel, el, num_dims, info, chunks, src, partial, dst);
         } else if (pass == 1u) {
             reduce_groups(pol, src_numel, el, num_dims, info, chunks, src, partial, true);
         } else {

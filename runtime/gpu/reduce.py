@@ -21,6 +21,20 @@ FEW_GROUPS = BLOCK // 32
 # bench/gpu_issue11.py's reduce-explore compares other values.
 WARP_ITEMS_PER_SM = 32
 THREAD_ITEMS_PER_SM = 1024
+# Pass 3 (a leading dim's groups split into slices of rows, one launch): threads across a
+# column tile (hip/reduce.hip's kTileThreads), threads per block, threads a launch aims for
+# per multiprocessor, and the fewest rows a thread reads in a slice.
+COLUMN_TILE = 32
+COLUMN_BLOCK = 256
+COLUMN_THREADS_PER_SM = 1024
+COLUMN_ROWS_LEAST = 32
+# Pass 3's tile counters: the scratch holds a multiple of this many (4 bytes each).
+COLUMN_COUNTERS = 1024
+# Pass 3's most blocks: past (tile, slice) items this many, a block takes several in turn.
+COLUMN_GRID_MAX = 1 << 16
+# False: such groups take pass 1 and 2 (two launches), as before pass 3 (bench/gpu_issue11.py
+# compares the two).
+COLUMN_TILES = True
 
 
 class Reductions:
@@ -39,7 +53,10 @@ class Reductions:
         both in one launch, its last block finishing, with the scratch of _pass0_scratch
         (chunks rounded to whole blocks, so that each block leaves one state); more take two
         launches (one block could not finish them quickly). Where a thread reduces a group
-        (a leading dim), it takes `_reduce_columns` neighbouring groups at once."""
+        (a leading dim), it takes `_reduce_columns` neighbouring groups at once, and where
+        such groups would be split, pass 3 splits them in one launch instead: column tiles
+        of COLUMN_TILE threads (a tile's row slices in blocks of their own, the last block
+        of a tile to finish combining them; see `_reduce_column_tiles`)."""
         op = kernel.op
         fn = self._entry(table, (K.FAST_OP_SELF, op, buf.dtype), "reduce_op")
         _fits(op, self.name, buf, layout)
@@ -101,6 +118,8 @@ class Reductions:
             chunks = max(1, min(-(-want // units), group // least))
             if few and chunks >= block // 32:  # whole blocks of one group (the kernel's block states)
                 chunks -= chunks % (block // 32)
+        if by_thread and chunks > 1 and COLUMN_TILES:
+            return self._reduce_column_tiles(buf, op, out, units, group, len(shape), info, src, table)
         per_chunk = -(-group // chunks)
         length = group if chunks == 1 else -(-per_chunk // 16) * 16  # the kernel's chunk_length
         items = units * chunks
@@ -164,6 +183,61 @@ class Reductions:
                 out.ptr,
             )
         return out
+
+    def _reduce_column_tiles(
+        self, buf: GpuBuffer, op: str, out: GpuBuffer, units: int, group: int, rank: int, info: int, src: int, table
+    ) -> GpuBuffer:
+        """reduce_chunks_<dt> pass 3 (hip/reduce.hip's reduce_column_tiles): `units` items of
+        a thread per item (each `cols` neighbouring groups of `group` rows), COLUMN_TILE
+        units across a tile (fewer, a power of two, where the units are fewer), each tile's
+        rows split into `splits` slices, a block of COLUMN_BLOCK threads per (tile, slice):
+        as many blocks as COLUMN_THREADS_PER_SM threads per multiprocessor fill, at least
+        COLUMN_ROWS_LEAST rows a thread. One launch; the scratch holds a counter per tile
+        and a state per (slice, group)."""
+        ordinal = buf.ordinal
+        block, sms = COLUMN_BLOCK, self._sms(ordinal)
+        tile = COLUMN_TILE
+        while tile > 1 and (tile // 2 >= units or tile > block):
+            tile //= 2
+        tiles = -(-units // tile)
+        fill = sms * COLUMN_THREADS_PER_SM // block // tiles  # slices whose blocks fill the device
+        splits = max(1, min(fill, group // (block // tile * COLUMN_ROWS_LEAST)))
+        grid = max(1, min(tiles * splits, COLUMN_GRID_MAX))
+        groups = out.size
+        partial = self._pass3_scratch(ordinal, tiles, groups * splits * 16)  # states of up to 16 bytes
+        chunked = self._entry(table, (K.REDUCE_CHUNKS_SELF, buf.dtype), "reduce_op")
+        chunked(
+            self.launch,
+            grid,
+            block,
+            self.stream(ordinal),
+            REDUCE_CODES[op],
+            3,
+            groups * group,
+            group,
+            rank,
+            info,
+            splits,
+            src,
+            partial,
+            out.ptr,
+        )
+        return out
+
+    def _pass3_scratch(self, ordinal: int, counters: int, nbytes: int) -> int:
+        """Pass 3's scratch on the device: the address of its `nbytes` of partial states,
+        preceded by at least `counters` tile counters (u32, zero between launches: zeroed
+        here once, and each tile's last block zeroes its own again). The counters' room is a
+        multiple of COLUMN_COUNTERS and never shrinks, so the states of one launch never lie
+        where another launch counts. One per device, kept and grown, as pass 0's."""
+        kept = self._tile_scratch.get(ordinal)
+        room, states = (kept[1], kept[0].nbytes - 4 * kept[1]) if kept else (0, 0)
+        if kept is None or room < counters or states < nbytes:
+            room = max(room, -(-counters // COLUMN_COUNTERS) * COLUMN_COUNTERS)
+            scratch = self.alloc(ordinal, 4 * room + max(states, nbytes), np.dtype(np.uint8))
+            self.driver.memset(scratch.ptr, 4 * room, self.driver.stream(ordinal))
+            kept = self._tile_scratch[ordinal] = (scratch, room)  # the one replaced is freed after its launches
+        return kept[0].ptr + 4 * kept[1]
 
     def _pass0_scratch(self, ordinal: int, nbytes: int) -> GpuBuffer:
         """reduce_chunks_<dt> pass 0's scratch on the device: its block counter (zeroed

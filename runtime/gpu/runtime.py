@@ -47,6 +47,7 @@ class GpuRuntime(Memory, Launch, Elementwise, Reductions, Convolutions, Indexing
         self._bin_of: dict[tuple[int, int], _Bin] = {}  # (ordinal, nbytes asked for) -> its bin
         self._kept: dict[int, _Kept] = {}  # ordinal -> bytes its bins hold
         self._scratch: dict[int, GpuBuffer] = {}
+        self._tile_scratch: dict[int, tuple[GpuBuffer, int]] = {}  # reduce pass 3's: (buffer, counters)
         self._multiprocessors: dict[int, int] = {}
         self._id_checks: dict[int, IdChecks] = {}
         self._blas: bool | None = None  # whether the driver's BLAS can run (convolutions ask)

@@ -103,7 +103,7 @@ def test_one_launch_keeps_the_first_extreme_and_the_first_nan(backend, op):
 # of the vector width (16 bytes of elements, at most 8): 64 and 48 columns are, 37 and an
 # offset of 1 are not; a row stride of 66 is for 8-byte types only (width 2).
 COLUMN_CASES = [
-    ((4099, 64), lambda l: l, (0,), True),  # chunked: two launches
+    ((4099, 64), lambda l: l, (0,), True),  # rows split: one launch of column tiles (pass 3)
     ((100, 64), lambda l: l, (0,), True),  # one launch (groups too short to split)
     ((4099, 37), lambda l: l, (0,), False),  # columns not a multiple of the width
     ((700, 72), lambda l: l.narrow(1, 8, 64), (0,), True),  # an aligned offset
@@ -159,6 +159,72 @@ def test_leading_dims_reduce_as_on_the_cpu_several_columns_a_thread(backend, dty
             assert taken == [], what  # not a thread per group
         else:
             assert taken == [width if wide else 1], what
+
+
+# -- leading dims in one launch: column tiles, their rows split over several blocks -------
+
+# (base shape, view, dims): groups of a leading dim too long for a thread each, which the
+# runtime reduces in one launch (reduce_chunks pass 3): rows in slices of several blocks
+# per column tile, the last block of a tile to finish combining them. Rows that no slice
+# count divides (4,099, 2,053, 3,001 in 8 / 8 / 11 slices), tiles short of 32 threads, a
+# last tile cut short (1,000 columns), a column a thread (37 columns, unaligned offsets),
+# several columns a thread (8 / 4 / 2 for 1- and 2-, 4- and 8-byte types).
+COLUMN_TILE_CASES = [
+    ((4099, 64), lambda l: l, (0,)),
+    ((2053, 1000), lambda l: l, (0,)),
+    ((3001, 37), lambda l: l, (0,)),
+    ((700, 72), lambda l: l.narrow(1, 8, 64), (0,)),
+    ((700, 72), lambda l: l.narrow(1, 1, 64), (0,)),
+    ((3, 300, 48), lambda l: l, (1,)),
+    ((4099, 64), lambda l: l, (0,)),  # again, after launches with more tiles: the counters were left at zero
+]
+
+
+@pytest.mark.parametrize("backend", GPU_BACKENDS, ids=str)
+@pytest.mark.parametrize("dtype", ["f32", "bf16", "f16", "f64", "i64", "u32", "u8"])
+@pytest.mark.parametrize("op", REDUCE, ids=str)
+def test_column_tiles_reduce_as_on_the_cpu_in_one_launch(backend, dtype, op, monkeypatch):
+    """Every case against the cpu backend, every dtype, ties and NaNs for the extremes (the
+    first extreme, the first NaN), and each case through pass 3."""
+    import runtime.gpu.reduce as gpu
+
+    taken: list[tuple] = []
+    tiles = gpu.Reductions._reduce_column_tiles
+
+    def spy(self, *args):
+        taken.append(args)
+        return tiles(self, *args)
+
+    monkeypatch.setattr(gpu.Reductions, "_reduce_column_tiles", spy)
+    device, dt = g.Device(backend, 0), g.DType(dtype)
+    for i, (shape, make_view, dims) in enumerate(COLUMN_TILE_CASES):
+        x = _column_values(dt, shape, op, seed=100 + i)
+        layout = make_view(g.Layout.contiguous(shape))
+        what = f"{backend.value} {op.value} {dtype} {shape} case {i} {dims}"
+        taken.clear()
+        got = _reduce(device, x.reshape(-1), layout, layout.shape, op, dims)
+        want = _reduce(CPU, x.reshape(-1), layout, layout.shape, op, dims)
+        _check(got, want, op, dt, what)
+        assert len(taken) == 1, what
+
+
+@pytest.mark.parametrize("backend", GPU_BACKENDS, ids=str)
+@pytest.mark.parametrize("dtype", ["f32", "bf16", "f64"])
+def test_column_tiles_sum_the_same_whichever_block_finishes_last(backend, dtype, monkeypatch):
+    """A float sum of pass 3 is the same bit for bit run after run, and with a grid of 3
+    blocks that take the (tile, slice) items in turn (so other blocks arrive last)."""
+    import runtime.gpu.reduce as gpu
+
+    device, dt = g.Device(backend, 0), g.DType(dtype)
+    x = np.random.default_rng(21).uniform(-1, 1, (2053, 1000)).astype(dt.numpy)
+    layout = g.Layout.contiguous(x.shape)
+    first = _reduce(device, x.reshape(-1), layout, x.shape, g.ReduceOp.SUM, (0,))
+    again = _reduce(device, x.reshape(-1), layout, x.shape, g.ReduceOp.SUM, (0,))
+    monkeypatch.setattr(gpu, "COLUMN_GRID_MAX", 3)
+    few_blocks = _reduce(device, x.reshape(-1), layout, x.shape, g.ReduceOp.SUM, (0,))
+    assert first.tobytes() == again.tobytes() == few_blocks.tobytes()
+    want = _reduce(CPU, x.reshape(-1), layout, x.shape, g.ReduceOp.SUM, (0,))
+    _check(first, want, g.ReduceOp.SUM, dt, f"{backend.value} sum {dtype}")
 
 
 # -- peer copies ---------------------------------------------------------------------------

@@ -526,16 +526,115 @@ def test_a_thread_reads_several_columns_where_the_vector_loads_are_aligned(items
     assert _reduce_columns(itemsize, (1 << 40) + offset, kept, reduced) == width
 
 
-def test_a_sum_over_dim_0_gives_a_thread_four_columns():
+def test_a_sum_over_dim_0_is_one_launch_of_column_tiles():
+    """A leading dim's groups too long for a thread each: reduce_chunks pass 3, one launch,
+    a thread per 4 columns, 32 threads across a tile (128 columns), the rows split into 8
+    slices (8 blocks of 256 threads per tile fill 4 per multiprocessor: 512 of 528), into a
+    kept scratch whose tile counters precede the states and are zeroed once."""
     rt, driver, launches = _runtime()
+    out = _reduce(rt, (8192, 8192), (0,))
+    [(name, grid, block, args)] = launches
+    code, pass_, numel, group, rank, info, splits, src, partial, dst = args
+    assert (name, pass_, numel, group, dst) == ("reduce_chunks_f32", 3, 1 << 26, 8192, out.ptr)
+    assert (block, splits, grid) == (256, 8, (8192 // 128) * 8)
+    scratch, room = rt._tile_scratch[0]
+    assert room % 1024 == 0 and room >= 8192 // 128 and partial == scratch.ptr + 4 * room
+    assert scratch.nbytes >= 4 * room + 8192 * splits * 16  # a state (up to 16 bytes) per column and slice
+    assert ("memset", scratch.ptr, 4 * room, 0) in driver.calls  # the counters start at zero
+    allocs = len(driver.of("alloc"))
     _reduce(rt, (8192, 8192), (0,))
-    (name, grid, block, args), (name2, _, _, args2) = launches
-    chunks = args[6]
-    assert (name, args[1], name2, args2[1]) == ("reduce_chunks_f32", 1, "reduce_chunks_f32", 2)
-    assert grid * block == (8192 // 4) * chunks  # a thread per 4 columns and chunk
-    partial = args[8]
-    [nbytes] = [c[2] for c in driver.of("alloc") if c[1] == partial]
-    assert nbytes >= 8192 * chunks * 16  # a state (up to 16 bytes) per column and chunk, not per thread
+    assert launches[1][3][8] == partial  # the same scratch, not zeroed again
+    assert len(driver.of("alloc")) == allocs + 1  # the output only
+    assert [c for c in driver.of("memset") if c[3] == 0] == [("memset", scratch.ptr, 4 * room, 0)]
+
+
+def test_column_tiles_counters_grow_and_never_meet_the_states():
+    """More tiles than the counters' room: a new scratch with room for them, zeroed there;
+    the states start past every counter, so a later launch with fewer tiles still finds
+    its counters at zero whatever the earlier launch's states wrote."""
+    rt, driver, launches = _runtime()
+    driver.memory = bytearray(1 << 23)
+    _reduce(rt, (300, 64), (0,))
+    first, room = rt._tile_scratch[0]
+    assert room == 1024 and launches[0][3][8] == first.ptr + 4096
+    _reduce(rt, (256, 160_000), (0,))  # 40,000 units of 4 columns: 1,250 tiles
+    assert launches[1][3][1] == 3
+    second, room2 = rt._tile_scratch[0]
+    assert second is not first and room2 == 2048 and launches[1][3][8] == second.ptr + 4 * 2048
+    assert ("memset", second.ptr, 4 * 2048, 0) in driver.calls
+    _reduce(rt, (300, 64), (0,))
+    assert rt._tile_scratch[0][0] is second and launches[2][3][8] == second.ptr + 4 * 2048
+
+
+def _column_tiles(memory: bytearray, args, block: int, order: np.random.Generator) -> None:
+    """reduce_chunks_f32 pass 3 of a sum (hip/reduce.hip's reduce_column_tiles) on the fake
+    memory, as the kernel's blocks do it, in a random order of the (tile, slice) items: each
+    writes its slice's sums to the states, counts itself on its tile's counter (which must
+    be zero at launch), and the last of a tile adds the tile's states in slice order."""
+    from runtime.gpu.reduce import COLUMN_TILE, _reduce_columns
+
+    code, pass_, numel, group, rank, info, splits, src, partial, dst = args
+    assert (code, pass_) == (0, 3)
+    dims, strides = np.frombuffer(memory, np.uint64, 2 * rank, info).astype(int).reshape(2, rank)
+    flat = np.frombuffer(memory, np.float32, (len(memory) - src) // 4, src)
+    view = np.lib.stride_tricks.as_strided(flat, tuple(dims), tuple(4 * s for s in strides)).reshape(-1, group)
+    groups = numel // group
+    width = _reduce_columns(4, src, [[n, s] for n, s in zip(dims[:-1], strides[:-1])], [[dims[-1], strides[-1]]])
+    units = groups // width
+    tile = COLUMN_TILE
+    while tile > 1 and (tile // 2 >= units or tile > block):
+        tile //= 2
+    tiles, rows, span = -(-units // tile), -(-group // splits), tile * width
+    counters = np.frombuffer(memory, np.uint32, tiles, partial - 4 * tiles)[::-1]  # tile t's at partial - 4 (t + 1)
+    assert not counters.any(), "a tile counter is not zero at launch"
+    states = np.frombuffer(memory, np.float32, splits * groups, partial).reshape(splits, groups)
+    out = np.frombuffer(memory, np.float32, groups, dst)
+    for item in order.permutation(tiles * splits):
+        s, t = divmod(int(item), tiles)
+        g0, g1 = t * span, min(groups, (t + 1) * span)
+        r0 = min(s * rows, group)
+        states[s, g0:g1] = view[g0:g1, r0 : min(r0 + rows, group)].sum(axis=1, dtype=np.float32)
+        counters[t] += 1
+        if counters[t] == splits:
+            total = states[0, g0:g1].copy()
+            for k in range(1, splits):
+                total += states[k, g0:g1]
+            out[g0:g1] = total
+            counters[t] = 0
+
+
+COLUMN_TILE_CASES = [
+    ((4099, 64), (0,), lambda l: l),  # 16 units of 4 columns: a tile of 16 threads; 4,099 rows in 8 slices
+    ((2053, 1000), (0,), lambda l: l),  # 250 units: 8 tiles, the last one short; slices with a tail
+    ((3001, 37), (0,), lambda l: l),  # a column a thread (37 is no multiple of 4): 2 tiles
+    ((3, 300, 48), (1,), lambda l: l),  # a batch of column sums
+    ((50, 40, 16), (0, 1), lambda l: l),  # two leading dims merged
+    ((700, 72), (0,), lambda l: l.narrow(1, 1, 64)),  # unaligned: a column a thread
+    ((4099, 64), (0,), lambda l: l),  # again, after launches with more tiles
+]
+
+
+def test_column_tiles_sum_as_numpy_launch_after_launch():
+    """Pass 3 through the fake driver with the kernel's protocol modelled in numpy (blocks in
+    a random order): the arguments, the scratch layout and the counters handed from launch
+    to launch give numpy's sums, and every case takes pass 3."""
+    rt, driver, launches = _runtime()
+    driver.memory = bytearray(1 << 25)
+    order = np.random.default_rng(5)
+    for i, (shape, dims, make_view) in enumerate(COLUMN_TILE_CASES):
+        x = np.random.default_rng(i).uniform(-1, 1, shape).astype(np.float32)
+        layout = make_view(Layout.contiguous(shape))
+        buf = rt.from_host(0, x)
+        out = rt.reduce_op(buf, kernels_hip.REDUCE[ReduceOp.SUM], layout, dims, TABLE)
+        name, grid, block, args = launches[-1]
+        assert (name, args[1]) == ("reduce_chunks_f32", 3), shape
+        _column_tiles(driver.memory, args, block, order)
+        view = np.lib.stride_tricks.as_strided(
+            x.reshape(-1)[layout.start_offset :], layout.shape, tuple(4 * s for s in layout.stride)
+        )
+        want = view.sum(axis=dims, keepdims=True, dtype=np.float64)
+        got = np.frombuffer(driver.memory, np.float32, out.size, out.ptr).reshape(want.shape)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4, err_msg=str(shape))
 
 
 def test_the_scratch_grows_when_a_reduction_needs_more():
