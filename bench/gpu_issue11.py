@@ -249,13 +249,45 @@ def bench_sum_dim0(rows: dict) -> None:
     rows[f"{name}: the same bits twice"] = bool(np.array_equal(first.view(np.uint32), again.view(np.uint32)))
 
 
+def _column_variants() -> list[tuple[str, dict, str]]:
+    """column-explore's variants: (label, runtime/gpu/reduce.py settings, #defines put before
+    hip/reduce.hip). "default": the source as it is (4 columns a thread, slices interleaved,
+    plain loads, 256-thread blocks); the others change what their label says."""
+    bands, packs2 = "#define OPGEN_TILE_INTERLEAVED 0\n", "#define OPGEN_COLUMN_PACKS 2\n"
+    p2 = {"COLUMN_PACKS": 2}
+    return [
+        ("default", {}, ""),
+        ("default, block 512", {"COLUMN_BLOCK": 512}, ""),
+        ("two launches (before)", {"COLUMN_TILES": False}, ""),
+        ("4 columns, bands", {}, bands),
+        ("4 columns, __ldcs", {}, "#define OPGEN_COLUMN_STREAM 1\n"),
+        ("4 columns, no_allocate", {}, "#define OPGEN_COLUMN_STREAM 2\n"),
+        ("8 columns, bands", p2, bands + packs2),
+        ("8 columns", p2, packs2),
+        ("8 columns, block 512", {**p2, "COLUMN_BLOCK": 512}, packs2),
+        ("8 columns, 8 rows in flight", p2, packs2 + "#define OPGEN_COLUMN_LOADS 8\n"),
+        ("8 columns, no_allocate", p2, packs2 + "#define OPGEN_COLUMN_STREAM 2\n"),
+    ]
+
+
+def column_variant_sources() -> list[str]:
+    """hip/reduce.hip as column-explore compiles it, each variant (bench/precompile.py)."""
+    from runtime.gpu.compile import HIP_DIR
+
+    text = (HIP_DIR / "reduce.hip").read_text(encoding="utf-8")
+    return list(dict.fromkeys(defines + text for _, _, defines in _column_variants()))
+
+
 def explore_column_tiles(rows: dict) -> None:
     """The sum over dim 0 of (8192, 8192) f32 in one launch of column tiles (reduce_chunks
     pass 3) under variants, device time (CUDA events) and host time against torch in the same
-    run: threads aimed at per multiprocessor (gpu.COLUMN_THREADS_PER_SM: 8 slices of the rows
-    at 1,024), threads per block (gpu.COLUMN_BLOCK), rows in flight a thread
-    (OPGEN_COLUMN_LOADS, with OPGEN_EXPLORE_LOADS=2,8: those alone, a compile each), and the
-    two launches of before (gpu.COLUMN_TILES off)."""
+    run: the default source, and hip/reduce.hip's switches (a compile each): slices as bands
+    of rows (OPGEN_TILE_INTERLEAVED 0, the default before), 8 columns a thread (two 16-byte
+    loads a row: OPGEN_COLUMN_PACKS 2, with gpu.COLUMN_PACKS), 8 rows in flight a thread
+    (OPGEN_COLUMN_LOADS), loads with a streaming hint (OPGEN_COLUMN_STREAM 1: __ldcs, 2:
+    ld.global.nc.L1::no_allocate); threads per block (gpu.COLUMN_BLOCK 512: 16 rows of
+    threads, torch's 32 x 16), and the two launches of before (gpu.COLUMN_TILES off).
+    OPGEN_EXPLORE_COLUMNS (labels, comma-separated) times those alone."""
     import os
 
     import torch
@@ -274,29 +306,31 @@ def explore_column_tiles(rows: dict) -> None:
     gbs = lambda seconds: 4 * x.size / seconds / 1e9  # noqa: E731
     dim0 = lambda: sx.reduce_op(g.ReduceOp.SUM, layout, (0,))  # noqa: E731
     want = tx.sum(dim=0, keepdim=True).double().cpu().numpy()
-    rows["explore columns torch: device (GB/s)"] = gbs(_device_seconds_torch(lambda: tx.sum(dim=0, keepdim=True)))
-    rows["explore columns torch: host (GB/s)"] = gbs(timed(lambda: tx.sum(dim=0, keepdim=True), torch.cuda.synchronize))
-    kept = (gpu.COLUMN_THREADS_PER_SM, gpu.COLUMN_BLOCK, gpu.COLUMN_TILES)
-    variants = [("two launches (before)", {"COLUMN_TILES": False}, "")]
-    variants += [(f"{n} threads/SM, block 256", {"COLUMN_THREADS_PER_SM": n}, "") for n in (512, 1024, 2048)]
-    variants += [("1024 threads/SM, block 512", {"COLUMN_BLOCK": 512}, "")]
-    # rows in flight need a compile each: only those OPGEN_EXPLORE_LOADS names ("2,8")
-    loads = [int(n) for n in os.environ.get("OPGEN_EXPLORE_LOADS", "").split(",") if n.strip()]
-    variants = variants if not loads else []
-    variants += [(f"{n} rows in flight", {}, f"#define OPGEN_COLUMN_LOADS {n}\n") for n in loads]
+    torch_fn = lambda: tx.sum(dim=0, keepdim=True)  # noqa: E731
+    rows["explore columns torch: device (GB/s)"] = gbs(_device_seconds_torch(torch_fn))
+    rows["explore columns torch: host (GB/s)"] = gbs(timed(torch_fn, torch.cuda.synchronize))
+    names = ("COLUMN_THREADS_PER_SM", "COLUMN_BLOCK", "COLUMN_TILES", "COLUMN_PACKS")
+    kept = {name: getattr(gpu, name) for name in names}
+    variants = _column_variants()
+    only = [n.strip() for n in os.environ.get("OPGEN_EXPLORE_COLUMNS", "").split(",") if n.strip()]
+    variants = [v for v in variants if not only or v[0] in only]
     try:
         for label, settings, defines in variants:
-            gpu.COLUMN_THREADS_PER_SM, gpu.COLUMN_BLOCK, gpu.COLUMN_TILES = kept
-            for attr, value in settings.items():
-                setattr(gpu, attr, value)
-            with _reduce_source(defines + text):
-                got = g.to_numpy(dim0(), g.Layout.contiguous((1, 8192))).astype(np.float64)
-                err = float(np.abs(got - want).max() / np.abs(want).max())
-                rows[f"explore columns, {label}: max error / max |sum|"] = err
-                rows[f"explore columns, {label}: device (GB/s)"] = gbs(_device_seconds_of(dim0))
-                rows[f"explore columns, {label}: host (GB/s)"] = gbs(timed(dim0, sync))
+            for name, value in {**kept, **settings}.items():
+                setattr(gpu, name, value)
+            try:
+                with _reduce_source(defines + text):
+                    got = g.to_numpy(dim0(), g.Layout.contiguous((1, 8192))).astype(np.float64)
+                    err = float(np.abs(got - want).max() / np.abs(want).max())
+                    rows[f"explore columns, {label}: max error / max |sum|"] = err
+                    rows[f"explore columns, {label}: device (GB/s)"] = gbs(_device_seconds_of(dim0))
+                    rows[f"explore columns, {label}: host (GB/s)"] = gbs(timed(dim0, sync))
+            except Exception as exc:  # noqa: BLE001
+                rows[f"explore columns, {label}: failed"] = f"{type(exc).__name__}: {exc}"
+        rows["explore columns torch, again: device (GB/s)"] = gbs(_device_seconds_torch(torch_fn))
     finally:
-        gpu.COLUMN_THREADS_PER_SM, gpu.COLUMN_BLOCK, gpu.COLUMN_TILES = kept
+        for name, value in kept.items():
+            setattr(gpu, name, value)
 
 
 def explore_conv_chunks(rows: dict) -> None:

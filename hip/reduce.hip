@@ -91,6 +91,26 @@ constexpr int kColumnLoads = OPGEN_COLUMN_LOADS;
 #ifndef OPGEN_PASS0_INTERLEAVED
 #define OPGEN_PASS0_INTERLEAVED 1
 #endif
+// Pass 3: the rows of a tile's slices interleaved (1): slice s's row of threads ty reads rows
+// s * ty_n + ty + k * splits * ty_n (ty_n rows of threads a block), so that the whole grid
+// reads one window of rows at a time (as torch's column reductions); 0: each slice a band of
+// consecutive rows (read interleaved by the block's rows of threads). bench/gpu_issue11.py's
+// column-explore compares them.
+#ifndef OPGEN_TILE_INTERLEAVED
+#define OPGEN_TILE_INTERLEAVED 1
+#endif
+// Several columns a thread: 16-byte accesses a row a thread holds (1: 4 f32 columns, 2: 8,
+// two loads a row; at most 8 columns whatever the type). runtime/gpu/reduce.py's
+// COLUMN_PACKS must match (its _reduce_columns); -D may set it (column-explore).
+#ifndef OPGEN_COLUMN_PACKS
+#define OPGEN_COLUMN_PACKS 1
+#endif
+// Several columns a thread: 0 plain loads, 1 with an evict-first (streaming) hint (__ldcs),
+// 2 through the read-only path without L1 allocation (ld.global.nc.L1::no_allocate); NVIDIA
+// only (plain loads on AMD). -D may set it (column-explore).
+#ifndef OPGEN_COLUMN_STREAM
+#define OPGEN_COLUMN_STREAM 0
+#endif
 // Several columns a thread (a thread per item): its chunk as rows c, c + chunks, ... (1)
 // instead of a band of consecutive rows (0).
 #ifndef OPGEN_COLUMN_INTERLEAVED
@@ -200,6 +220,30 @@ __device__ __forceinline__ typename Pol::P block_reduce(const Pol& pol, typename
 
 // ---------------------------------------------------------------------------- sources
 
+// A row's access of N elements where a thread reduces several columns (OPGEN_COLUMN_STREAM).
+template <typename T, int N> __device__ __forceinline__ opgen::pack<T, N> load_row_pack(const T* p) {
+#if OPGEN_COLUMN_STREAM && !OPGEN_HIP
+    typedef typename opgen::raw_type<(int)sizeof(T) * N>::type raw;
+    opgen::pack<T, N> r;
+#if OPGEN_COLUMN_STREAM == 1
+    *reinterpret_cast<raw*>(&r) = __ldcs(reinterpret_cast<const raw*>(p));
+#else
+    if constexpr (sizeof(raw) == 16) {
+        uint4 v;
+        asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+                     : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                     : "l"(p));
+        *reinterpret_cast<uint4*>(&r) = v;
+    } else {
+        *reinterpret_cast<raw*>(&r) = __ldg(reinterpret_cast<const raw*>(p));
+    }
+#endif
+    return r;
+#else
+    return opgen::load_pack<T, N>(p);
+#endif
+}
+
 // The groups of the source view.
 template <typename T> struct group_source {
     const T* src;
@@ -211,10 +255,14 @@ template <typename T> struct group_source {
     bool simple;      // the group is the last dim: element k of group g at base(g) + k * rs
     size_t rs;
     // A thread per item: neighbouring groups a thread reduces at once, reading one row of
-    // them with one access of kColumns elements (16 bytes for 2- to 8-byte types, 8 for u8),
+    // them with OPGEN_COLUMN_PACKS accesses of kPack elements (16 bytes for 2- to 8-byte types,
+    // 8 for u8; kColumns at most 8),
     // where every such access is aligned: the view's first element, the innermost kept dim's
     // size and every other stride multiples of kColumns elements. Else 1 (a group a thread).
-    static constexpr int kColumns = opgen::pack_width<T>::value < 8 ? opgen::pack_width<T>::value : 8;
+    static constexpr int kPack = opgen::pack_width<T>::value < 8 ? opgen::pack_width<T>::value : 8;  // one access
+    static constexpr int kColumns =
+        kPack * OPGEN_COLUMN_PACKS < 8 ? kPack * OPGEN_COLUMN_PACKS : 8;  // OPGEN_COLUMN_PACKS accesses
+    static_assert(kColumns % kPack == 0, "whole accesses a row");
     unsigned int cols;
 
     __device__ __forceinline__ void init(const T* s, size_t el_, size_t num_dims, const size_t* info) {
@@ -258,25 +306,30 @@ template <typename T> struct group_source {
     template <class Pol>
     __device__ __forceinline__ void accumulate_columns(const Pol& pol, size_t g, size_t k0, size_t k1, size_t step,
                                                        typename Pol::P (&acc)[kColumns]) const {
-        constexpr int W = kColumns, U = kColumnLoads > 0 ? kColumnLoads : 1;
+        constexpr int W = kColumns, V = kPack, NP = W / V, U = kColumnLoads > 0 ? kColumnLoads : 1;
 #pragma unroll
         for (int j = 0; j < W; j++) acc[j] = pol.identity();
         const T* p = src + base(g);
         size_t k = k0;
         for (; k + (U - 1) * step < k1; k += U * step) {
-            opgen::pack<T, W> x[U];
-#pragma unroll
-            for (int u = 0; u < U; u++) x[u] = opgen::load_pack<T, W>(p + (k + u * step) * rs);
+            opgen::pack<T, V> x[U][NP];
 #pragma unroll
             for (int u = 0; u < U; u++) {
 #pragma unroll
-                for (int j = 0; j < W; j++) acc[j] = pol.update(acc[j], x[u].v[j], k + u * step);
+                for (int q = 0; q < NP; q++) x[u][q] = load_row_pack<T, V>(p + (k + u * step) * rs + q * V);
+            }
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+#pragma unroll
+                for (int j = 0; j < W; j++) acc[j] = pol.update(acc[j], x[u][j / V].v[j % V], k + u * step);
             }
         }
         for (; k < k1; k += step) {
-            const opgen::pack<T, W> x = opgen::load_pack<T, W>(p + k * rs);
+            opgen::pack<T, V> x[NP];
 #pragma unroll
-            for (int j = 0; j < W; j++) acc[j] = pol.update(acc[j], x.v[j], k);
+            for (int q = 0; q < NP; q++) x[q] = load_row_pack<T, V>(p + k * rs + q * V);
+#pragma unroll
+            for (int j = 0; j < W; j++) acc[j] = pol.update(acc[j], x[j / V].v[j % V], k);
         }
     }
 
@@ -592,8 +645,10 @@ __device__ __noinline__ void reduce_once(const Pol pol, const size_t src_numel, 
 // neighbouring groups (group_source::cols: W = kColumns, else 1), so 32 x 16 bytes of each
 // row a warp; the group's rows are split into `splits` consecutive slices of
 // ceil(el / splits) rows (the last one shorter, or empty), and a block reduces one slice
-// of one tile: its blockDim.x / tx_n rows of threads read the slice's rows interleaved
-// (row r0 + ty, r0 + ty + ty_n, ...). The block's rows of threads are combined (within a
+// of one tile: its ty_n = blockDim.x / tx_n rows of threads read the slice's rows interleaved
+// (row r0 + ty, r0 + ty + ty_n, ...). With OPGEN_TILE_INTERLEAVED (the default) a slice is
+// not a band but every splits-th run of ty_n rows: rows s * ty_n + ty + k * splits * ty_n,
+// so the grid's blocks read one window of rows at a time. The block's rows of threads are combined (within a
 // warp by shuffles, then warp after warp through shared memory) and the block writes one
 // state per group of its tile to partial[s * groups + g]; then it counts itself on its
 // tile's counter (after a __threadfence), and the block that arrives last combines the
@@ -629,10 +684,14 @@ __device__ __noinline__ void reduce_column_tiles(const Pol pol, const Source sou
 #pragma unroll
         for (int j = 0; j < W; j++) acc[j] = pol.identity();
         if (ty < ty_n && u < units) {
+            // OPGEN_TILE_INTERLEAVED: rows s * ty_n + ty + k * splits * ty_n; else the slice's band
+            const size_t k0 = OPGEN_TILE_INTERLEAVED ? 0 : r0, k1 = OPGEN_TILE_INTERLEAVED ? el : r1;
+            const size_t first = OPGEN_TILE_INTERLEAVED ? s * ty_n + ty : ty;
+            const size_t step = OPGEN_TILE_INTERLEAVED ? splits * ty_n : ty_n;
             if constexpr (W > 1) {
-                source.accumulate_columns(pol, u * W, r0 + ty, r1, ty_n, acc);
+                source.accumulate_columns(pol, u * W, k0 + first, k1, step, acc);
             } else {
-                acc[0] = source.accumulate(pol, u, r0, r1, ty, ty_n);
+                acc[0] = source.accumulate(pol, u, k0, k1, (unsigned int)first, (unsigned int)step);
             }
         }
         // the warp's rows of threads: lanes tx and tx + tx_n, ... hold the same groups

@@ -28,6 +28,14 @@ COLUMN_TILE = 32
 COLUMN_BLOCK = 256
 COLUMN_THREADS_PER_SM = 1024
 COLUMN_ROWS_LEAST = 32
+# A thread per item: the 16-byte accesses a row where a thread reads several neighbouring
+# groups (hip/reduce.hip's OPGEN_COLUMN_PACKS: 1, four f32 columns a thread; at most 8
+# columns whatever the type). bench/gpu_issue11.py's column-explore compares 2.
+COLUMN_PACKS = 1
+# Pass 3 reads a tile's slices interleaved (hip/reduce.hip's OPGEN_TILE_INTERLEAVED: slice s
+# the rows s * ty_n + ty + k * splits * ty_n, ty_n = COLUMN_BLOCK // tile rows of threads),
+# not as bands of consecutive rows; no effect on the launch (the fake-driver model reads it).
+COLUMN_SLICES_INTERLEAVED = True
 # Pass 3's tile counters: the scratch holds a multiple of this many (4 bytes each).
 COLUMN_COUNTERS = 1024
 # Pass 3's most blocks: past (tile, slice) items this many, a block takes several in turn.
@@ -278,11 +286,11 @@ def _row_major(dims: list[list[int]]) -> bool:
 
 def _reduce_columns(itemsize: int, address: int, kept: list[list[int]], reduced: list[list[int]]) -> int:
     """Neighbouring groups a thread reduces at once where a thread reduces a leading dim's
-    group (hip/reduce.hip's group_source::cols): kColumns (16 bytes of elements, at most 8)
-    where the first element's address, the innermost kept dim's size and every other
+    group (hip/reduce.hip's group_source::cols): kColumns (COLUMN_PACKS x 16 bytes of
+    elements, at most 8) where the first element's address, the innermost kept dim's size and every other
     stride are multiples of it (aligned vector accesses), else 1. kept / reduced: the merged
     [size, stride] dims (reduced: one, the innermost kept one of stride 1)."""
-    width = min(16 // itemsize, 8)
+    width = min(COLUMN_PACKS * min(16 // itemsize, 8), 8)
     if width < 2 or address % (width * itemsize) or kept[-1][0] % width or reduced[0][1] % width:
         return 1
     if any(stride % width for _, stride in kept[:-1]):

@@ -526,6 +526,26 @@ def test_a_thread_reads_several_columns_where_the_vector_loads_are_aligned(items
     assert _reduce_columns(itemsize, (1 << 40) + offset, kept, reduced) == width
 
 
+@pytest.mark.parametrize(
+    "itemsize, offset, kept, reduced, width",
+    [
+        (4, 0, [[8192, 1]], [[8192, 8192]], 8),
+        (4, 16, [[64, 1]], [[99, 72]], 1),  # 16 bytes past a 32-byte boundary
+        (4, 0, [[68, 1]], [[99, 68]], 1),  # 68 columns: no multiple of 8
+        (8, 0, [[64, 1]], [[99, 64]], 4),
+        (2, 0, [[64, 1]], [[99, 64]], 8),  # at most 8 columns whatever the type
+        (1, 0, [[64, 1]], [[99, 64]], 8),
+    ],
+)
+def test_two_accesses_a_row_double_the_columns(itemsize, offset, kept, reduced, width, monkeypatch):
+    """COLUMN_PACKS 2 (hip/reduce.hip's OPGEN_COLUMN_PACKS 2): two 16-byte accesses a row, so
+    twice the columns a thread (at most 8) and alignment to both accesses."""
+    from runtime.gpu import reduce as gpu
+
+    monkeypatch.setattr(gpu, "COLUMN_PACKS", 2)
+    assert gpu._reduce_columns(itemsize, (1 << 40) + offset, kept, reduced) == width
+
+
 def test_a_sum_over_dim_0_is_one_launch_of_column_tiles():
     """A leading dim's groups too long for a thread each: reduce_chunks pass 3, one launch,
     a thread per 4 columns, 32 threads across a tile (128 columns), the rows split into 8
@@ -569,9 +589,11 @@ def test_column_tiles_counters_grow_and_never_meet_the_states():
 def _column_tiles(memory: bytearray, args, block: int, order: np.random.Generator) -> None:
     """reduce_chunks_f32 pass 3 of a sum (hip/reduce.hip's reduce_column_tiles) on the fake
     memory, as the kernel's blocks do it, in a random order of the (tile, slice) items: each
-    writes its slice's sums to the states, counts itself on its tile's counter (which must
-    be zero at launch), and the last of a tile adds the tile's states in slice order."""
-    from runtime.gpu.reduce import COLUMN_TILE, _reduce_columns
+    writes its slice's sums to the states (a slice: every splits-th run of the block's rows
+    of threads, or a band of rows where the kernel's OPGEN_TILE_INTERLEAVED is 0), counts
+    itself on its tile's counter (which must be zero at launch), and the last of a tile adds
+    the tile's states in slice order."""
+    from runtime.gpu.reduce import COLUMN_SLICES_INTERLEAVED, COLUMN_TILE, _reduce_columns
 
     code, pass_, numel, group, rank, info, splits, src, partial, dst = args
     assert (code, pass_) == (0, 3)
@@ -592,8 +614,13 @@ def _column_tiles(memory: bytearray, args, block: int, order: np.random.Generato
     for item in order.permutation(tiles * splits):
         s, t = divmod(int(item), tiles)
         g0, g1 = t * span, min(groups, (t + 1) * span)
-        r0 = min(s * rows, group)
-        states[s, g0:g1] = view[g0:g1, r0 : min(r0 + rows, group)].sum(axis=1, dtype=np.float32)
+        if COLUMN_SLICES_INTERLEAVED:  # runs of ty_n rows (the block's rows of threads), every splits-th
+            ty_n = block // tile
+            mine = (np.arange(group) // ty_n) % splits == s
+            states[s, g0:g1] = view[g0:g1, mine].sum(axis=1, dtype=np.float32)
+        else:  # a band of consecutive rows
+            r0 = min(s * rows, group)
+            states[s, g0:g1] = view[g0:g1, r0 : min(r0 + rows, group)].sum(axis=1, dtype=np.float32)
         counters[t] += 1
         if counters[t] == splits:
             total = states[0, g0:g1].copy()
@@ -614,10 +641,14 @@ COLUMN_TILE_CASES = [
 ]
 
 
-def test_column_tiles_sum_as_numpy_launch_after_launch():
+@pytest.mark.parametrize("packs, interleaved", [(1, True), (1, False), (2, True)])
+def test_column_tiles_sum_as_numpy_launch_after_launch(packs, interleaved, monkeypatch):
     """Pass 3 through the fake driver with the kernel's protocol modelled in numpy (blocks in
     a random order): the arguments, the scratch layout and the counters handed from launch
-    to launch give numpy's sums, and every case takes pass 3."""
+    to launch give numpy's sums, and every case takes pass 3; slices interleaved or as bands
+    (hip/reduce.hip's OPGEN_TILE_INTERLEAVED), 4 or 8 f32 columns a thread (COLUMN_PACKS)."""
+    monkeypatch.setattr("runtime.gpu.reduce.COLUMN_PACKS", packs)
+    monkeypatch.setattr("runtime.gpu.reduce.COLUMN_SLICES_INTERLEAVED", interleaved)
     rt, driver, launches = _runtime()
     driver.memory = bytearray(1 << 25)
     order = np.random.default_rng(5)
