@@ -43,6 +43,21 @@
 // reductions, pass 2: the most partial states one warp reduces; more take a block
 #define OPGEN_WARP_PARTIAL_MAX 1024
 
+// reductions, pass 3: threads across a column tile (a power of two, at most a warp; its last block combines the tile's row slices)
+#define OPGEN_COLUMN_TILE 32
+
+// reductions, a thread per item reading neighbouring columns: 16-byte accesses a row (1: four f32 columns; 2: eight, two loads a row; bench/gpu.py column-explore compares them)
+// (a default: -D OPGEN_COLUMN_PACKS=... may tune it, with the runtime's COLUMN_PACKS set alike)
+#ifndef OPGEN_COLUMN_PACKS
+#define OPGEN_COLUMN_PACKS 1
+#endif
+
+// reductions, pass 3: 1 reads a tile's row slices interleaved (slice s the rows s * ty + k * slices * ty, the grid on one window of rows), 0 as bands of consecutive rows
+// (a default: -D OPGEN_TILE_INTERLEAVED=... may tune it, with the runtime's TILE_INTERLEAVED set alike)
+#ifndef OPGEN_TILE_INTERLEAVED
+#define OPGEN_TILE_INTERLEAVED 1
+#endif
+
 // qmatvec_*: threads per block of the general, tiled and K paths (hip/quantized.hip's kThreads)
 #define OPGEN_QMATVEC_THREADS 128
 

@@ -44,6 +44,17 @@ WARP_ITEM_MAX = 65536
 #: reductions, pass 2: the most partial states one warp reduces; more take a block
 WARP_PARTIAL_MAX = 1024
 
+#: reductions, pass 3: threads across a column tile (a power of two, at most a warp; its last block combines the tile's row slices)
+COLUMN_TILE = 32
+
+#: reductions, a thread per item reading neighbouring columns: 16-byte accesses a row (1: four f32 columns; 2: eight, two loads a row; bench/gpu.py column-explore compares them)
+#: (the kernels' default: a kernel compiled with -D OPGEN_COLUMN_PACKS=... needs this set alike)
+COLUMN_PACKS = 1
+
+#: reductions, pass 3: 1 reads a tile's row slices interleaved (slice s the rows s * ty + k * slices * ty, the grid on one window of rows), 0 as bands of consecutive rows
+#: (the kernels' default: a kernel compiled with -D OPGEN_TILE_INTERLEAVED=... needs this set alike)
+TILE_INTERLEAVED = 1
+
 #: qmatvec_*: threads per block of the general, tiled and K paths (hip/quantized.hip's kThreads)
 QMATVEC_THREADS = 128
 

@@ -67,7 +67,9 @@ constexpr uint32_t kEmpty = 0xffffffffu;
 constexpr size_t kStateHeader = OPGEN_PASS0_HEADER;  // pass 0: the counter, then the states (16-byte aligned)
 // Pass 3: threads across a column tile (runtime/gpu/reduce.py's COLUMN_TILE: the grid it
 // launches is a tile per 32 threads' groups; any grid is correct).
-constexpr unsigned int kTileThreads = 32;
+constexpr unsigned int kTileThreads = OPGEN_COLUMN_TILE;  // ops.yaml's kernel_facts
+static_assert(kTileThreads >= 1 && kTileThreads <= 32 && (kTileThreads & (kTileThreads - 1)) == 0,
+              "COLUMN_TILE: a power of two, at most a warp");
 // Strided loads in flight per thread where a thread reduces a leading dim's group; -D may
 // set it (bench/gpu.py --parts reduce-explore compares 4 to 32).
 #ifndef OPGEN_STRIDED_LOADS
@@ -95,16 +97,14 @@ constexpr int kColumnLoads = OPGEN_COLUMN_LOADS;
 // s * ty_n + ty + k * splits * ty_n (ty_n rows of threads a block), so that the whole grid
 // reads one window of rows at a time (as torch's column reductions); 0: each slice a band of
 // consecutive rows (read interleaved by the block's rows of threads). bench/gpu_issue11.py's
-// column-explore compares them.
-#ifndef OPGEN_TILE_INTERLEAVED
-#define OPGEN_TILE_INTERLEAVED 1
-#endif
+// column-explore compares them. OPGEN_TILE_INTERLEAVED: ops.yaml's kernel_facts (its default;
+// -D may set it).
 // Several columns a thread: 16-byte accesses a row a thread holds (1: 4 f32 columns, 2: 8,
-// two loads a row; at most 8 columns whatever the type). runtime/gpu/reduce.py's
-// COLUMN_PACKS must match (its _reduce_columns); -D may set it (column-explore).
-#ifndef OPGEN_COLUMN_PACKS
-#define OPGEN_COLUMN_PACKS 1
-#endif
+// two loads a row; at most 8 columns whatever the type). OPGEN_COLUMN_PACKS: ops.yaml's
+// kernel_facts, which runtime/gpu/reduce.py reads too; a -D that sets it (column-explore)
+// needs the runtime's COLUMN_PACKS set alike.
+static_assert(OPGEN_COLUMN_PACKS == 1 || OPGEN_COLUMN_PACKS == 2, "COLUMN_PACKS: one or two 16-byte accesses a row");
+static_assert(OPGEN_TILE_INTERLEAVED == 0 || OPGEN_TILE_INTERLEAVED == 1, "TILE_INTERLEAVED: 0 or 1");
 // Several columns a thread: 0 plain loads, 1 with an evict-first (streaming) hint (__ldcs),
 // 2 through the read-only path without L1 allocation (ld.global.nc.L1::no_allocate); NVIDIA
 // only (plain loads on AMD). -D may set it (column-explore).

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from generated import kernel_facts
 from generated.kernel_facts import PASS0_HEADER, REDUCE_CODES, WARP_ITEM_MAX, WARP_PARTIAL_MAX, KernelPattern as K
 from runtime.checks import reduce_dims
 from runtime.errors import ShapeMismatch
@@ -22,20 +23,21 @@ FEW_GROUPS = BLOCK // 32
 WARP_ITEMS_PER_SM = 32
 THREAD_ITEMS_PER_SM = 1024
 # Pass 3 (a leading dim's groups split into slices of rows, one launch): threads across a
-# column tile (hip/reduce.hip's kTileThreads), threads per block, threads a launch aims for
-# per multiprocessor, and the fewest rows a thread reads in a slice.
-COLUMN_TILE = 32
+# column tile (ops.yaml's kernel_facts, hip/reduce.hip's kTileThreads), threads per block,
+# threads a launch aims for per multiprocessor, and the fewest rows a thread reads in a slice.
+COLUMN_TILE = kernel_facts.COLUMN_TILE
 COLUMN_BLOCK = 256
 COLUMN_THREADS_PER_SM = 1024
 COLUMN_ROWS_LEAST = 32
 # A thread per item: the 16-byte accesses a row where a thread reads several neighbouring
-# groups (hip/reduce.hip's OPGEN_COLUMN_PACKS: 1, four f32 columns a thread; at most 8
-# columns whatever the type). bench/gpu_issue11.py's column-explore compares 2.
-COLUMN_PACKS = 1
-# Pass 3 reads a tile's slices interleaved (hip/reduce.hip's OPGEN_TILE_INTERLEAVED: slice s
-# the rows s * ty_n + ty + k * splits * ty_n, ty_n = COLUMN_BLOCK // tile rows of threads),
-# not as bands of consecutive rows; no effect on the launch (the fake-driver model reads it).
-COLUMN_SLICES_INTERLEAVED = True
+# groups (ops.yaml's kernel_facts, the kernels' OPGEN_COLUMN_PACKS: 1, four f32 columns a
+# thread; at most 8 columns whatever the type). bench/gpu_issue11.py's column-explore
+# compiles 2 and sets this alike.
+COLUMN_PACKS = kernel_facts.COLUMN_PACKS
+# Pass 3 reads a tile's slices interleaved (kernel_facts' TILE_INTERLEAVED: slice s the rows
+# s * ty_n + ty + k * splits * ty_n, ty_n = COLUMN_BLOCK // tile rows of threads), not as
+# bands of consecutive rows; no effect on the launch (the fake-driver model reads it).
+TILE_INTERLEAVED = bool(kernel_facts.TILE_INTERLEAVED)
 # Pass 3's tile counters: the scratch holds a multiple of this many (4 bytes each).
 COLUMN_COUNTERS = 1024
 # Pass 3's most blocks: past (tile, slice) items this many, a block takes several in turn.

@@ -593,7 +593,7 @@ def _column_tiles(memory: bytearray, args, block: int, order: np.random.Generato
     of threads, or a band of rows where the kernel's OPGEN_TILE_INTERLEAVED is 0), counts
     itself on its tile's counter (which must be zero at launch), and the last of a tile adds
     the tile's states in slice order."""
-    from runtime.gpu.reduce import COLUMN_SLICES_INTERLEAVED, COLUMN_TILE, _reduce_columns
+    from runtime.gpu.reduce import COLUMN_TILE, TILE_INTERLEAVED, _reduce_columns
 
     code, pass_, numel, group, rank, info, splits, src, partial, dst = args
     assert (code, pass_) == (0, 3)
@@ -614,7 +614,7 @@ def _column_tiles(memory: bytearray, args, block: int, order: np.random.Generato
     for item in order.permutation(tiles * splits):
         s, t = divmod(int(item), tiles)
         g0, g1 = t * span, min(groups, (t + 1) * span)
-        if COLUMN_SLICES_INTERLEAVED:  # runs of ty_n rows (the block's rows of threads), every splits-th
+        if TILE_INTERLEAVED:  # runs of ty_n rows (the block's rows of threads), every splits-th
             ty_n = block // tile
             mine = (np.arange(group) // ty_n) % splits == s
             states[s, g0:g1] = view[g0:g1, mine].sum(axis=1, dtype=np.float32)
@@ -648,7 +648,7 @@ def test_column_tiles_sum_as_numpy_launch_after_launch(packs, interleaved, monke
     to launch give numpy's sums, and every case takes pass 3; slices interleaved or as bands
     (hip/reduce.hip's OPGEN_TILE_INTERLEAVED), 4 or 8 f32 columns a thread (COLUMN_PACKS)."""
     monkeypatch.setattr("runtime.gpu.reduce.COLUMN_PACKS", packs)
-    monkeypatch.setattr("runtime.gpu.reduce.COLUMN_SLICES_INTERLEAVED", interleaved)
+    monkeypatch.setattr("runtime.gpu.reduce.TILE_INTERLEAVED", interleaved)
     rt, driver, launches = _runtime()
     driver.memory = bytearray(1 << 25)
     order = np.random.default_rng(5)
