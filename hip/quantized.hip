@@ -946,7 +946,7 @@ struct q6_k_path {  // part p: half h = p / 4, l0 = 8 (p % 4): weights 128h + 32
 // - Weights: the step's slab (all kKRows rows) is copied to shared memory with cp.async in
 //   P::kStages commit groups of rows, all in flight before the first is used; each group's
 //   rows are used as soon as it lands (one barrier per group).
-// - Launched programmatically (runtime/cuda.py's PROGRAMMATIC_KERNELS): a product waits for
+// - Launched programmatically (ops.yaml's kernel_facts PROGRAMMATIC_KERNELS): a product waits for
 //   the kernel before it before any access to device memory. P::kPrefetch would prefetch the
 //   first item's weight rows into L2 before that wait, as the dp4a path does: within noise
 //   with PDL, slower per plain launch, so off.

@@ -65,9 +65,9 @@ constexpr size_t kWarpItemMax = OPGEN_WARP_ITEM_MAX;        // elements of the s
 constexpr size_t kWarpPartialMax = OPGEN_WARP_PARTIAL_MAX;  // partial states (pass 2; ops.yaml's kernel_facts)
 constexpr uint32_t kEmpty = 0xffffffffu;
 constexpr size_t kStateHeader = OPGEN_PASS0_HEADER;  // pass 0: the counter, then the states (16-byte aligned)
-// Pass 3: threads across a column tile (runtime/gpu/reduce.py's COLUMN_TILE: the grid it
-// launches is a tile per 32 threads' groups; any grid is correct).
-constexpr unsigned int kTileThreads = OPGEN_COLUMN_TILE;  // ops.yaml's kernel_facts
+// Pass 3: threads across a column tile (ops.yaml's kernel_facts COLUMN_TILE, which
+// runtime/gpu/reduce.py launches a tile of groups for; any grid is correct).
+constexpr unsigned int kTileThreads = OPGEN_COLUMN_TILE;
 static_assert(kTileThreads >= 1 && kTileThreads <= 32 && (kTileThreads & (kTileThreads - 1)) == 0,
               "COLUMN_TILE: a power of two, at most a warp");
 // Strided loads in flight per thread where a thread reduces a leading dim's group; -D may
