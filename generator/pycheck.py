@@ -59,7 +59,8 @@ def _pieces(text: str) -> list[str]:
     run: list[str] = []
     for block in text.split("\n\n\n"):
         if is_launch_wrapper(block):
-            pieces.append("\n\n\n".join(run))
+            if run:  # wrappers in a row leave nothing between them to compile
+                pieces.append("\n\n\n".join(run))
             run = []
             continue
         run.append(block)
