@@ -46,8 +46,8 @@ def compute_dtype(dt: np.dtype) -> np.dtype:
     return F32 if dt in HALF else dt
 
 
-def unsupported(op: str, dt: np.dtype, allowed) -> DTypeMismatch:
-    return DTypeMismatch(op, BACKEND, expected=names(allowed), got=str(dt))
+def unsupported(op: str, dt: np.dtype, allowed, backend: str = BACKEND) -> DTypeMismatch:
+    return DTypeMismatch(op, backend, expected=names(allowed), got=str(dt))
 
 
 def check_dtype(op: str, buf: np.ndarray, allowed) -> None:
@@ -60,8 +60,8 @@ def check_same_dtype(op: str, a: np.ndarray, b: np.ndarray) -> None:
         raise DTypeMismatch(op, BACKEND, expected=str(a.dtype), got=str(b.dtype))
 
 
-def shape_error(op: str, expected: object, got: object) -> ShapeMismatch:
-    return ShapeMismatch(op, BACKEND, expected=expected, got=got)
+def shape_error(op: str, expected: object, got: object, backend: str = BACKEND) -> ShapeMismatch:
+    return ShapeMismatch(op, backend, expected=expected, got=got)
 
 
 def check_shape(op: str, what: str, got: tuple, expected: tuple) -> None:
@@ -131,13 +131,13 @@ def contiguous_flat(x: np.ndarray, dt: np.dtype | None = None) -> np.ndarray:
     return np.ascontiguousarray(x).reshape(-1)
 
 
-def size_of(op: str, shape) -> int:
+def size_of(op: str, shape, backend: str = BACKEND) -> int:
     try:
         dims = tuple(int(d) for d in shape)
     except TypeError:
-        raise shape_error(op, "a shape (sequence of ints)", shape) from None
+        raise shape_error(op, "a shape (sequence of ints)", shape, backend) from None
     if any(d < 0 for d in dims):
-        raise shape_error(op, "non-negative dims", dims)
+        raise shape_error(op, "non-negative dims", dims, backend)
     return math.prod(dims)
 
 
@@ -187,27 +187,31 @@ def ids_array(op: str, ids: np.ndarray, layout: Layout, size: int) -> np.ndarray
     return idx.astype(np.intp, copy=False)
 
 
-def _float_dtype(op: str, dtype) -> np.dtype:
+def _float_dtype(op: str, dtype, backend: str) -> np.dtype:
     dt = np.dtype(dtype.numpy)
     if dt not in FLOATS:
-        raise unsupported(op, dt, FLOATS)
+        raise unsupported(op, dt, FLOATS, backend)
     return dt
 
 
-def sample_uniform(rng: np.random.Generator, shape, dtype, low: float, high: float) -> np.ndarray:
+def sample_uniform(
+    rng: np.random.Generator, shape, dtype, low: float, high: float, backend: str = BACKEND
+) -> np.ndarray:
     """Flat uniform samples in [low, high) of a float dtype (f64 drawn in f64, others in f32);
-    shared by every backend that draws on the host."""
-    dt = _float_dtype("rand_uniform", dtype)
-    n = size_of("rand_uniform", shape)
+    shared by every backend that draws on the host (`backend`: the one its errors name)."""
+    dt = _float_dtype("rand_uniform", dtype, backend)
+    n = size_of("rand_uniform", shape, backend)
     ct = F64 if dt == F64 else F32
     r = rng.random(n, dtype=ct)
     return (ct.type(low) + ct.type(high - low) * r).astype(dt, copy=False)
 
 
-def sample_normal(rng: np.random.Generator, shape, dtype, mean: float, std: float) -> np.ndarray:
+def sample_normal(
+    rng: np.random.Generator, shape, dtype, mean: float, std: float, backend: str = BACKEND
+) -> np.ndarray:
     """Flat normal samples of a float dtype, as sample_uniform."""
-    dt = _float_dtype("rand_normal", dtype)
-    n = size_of("rand_normal", shape)
+    dt = _float_dtype("rand_normal", dtype, backend)
+    n = size_of("rand_normal", shape, backend)
     ct = F64 if dt == F64 else F32
     r = rng.standard_normal(n, dtype=ct)
     return (r * ct.type(std) + ct.type(mean)).astype(dt, copy=False)

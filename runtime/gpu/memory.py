@@ -228,10 +228,10 @@ class Memory:
         return self._rngs.setdefault(ordinal, np.random.default_rng())
 
     def rand_uniform(self, ordinal: int, shape, dtype, low: float, high: float) -> GpuBuffer:
-        return self.from_host(ordinal, sample_uniform(self._rng(ordinal), shape, dtype, low, high))
+        return self.from_host(ordinal, sample_uniform(self._rng(ordinal), shape, dtype, low, high, self.name))
 
     def rand_normal(self, ordinal: int, shape, dtype, mean: float, std: float) -> GpuBuffer:
-        return self.from_host(ordinal, sample_normal(self._rng(ordinal), shape, dtype, mean, std))
+        return self.from_host(ordinal, sample_normal(self._rng(ordinal), shape, dtype, mean, std, self.name))
 
     @staticmethod
     def dtype(buf: GpuBuffer) -> np.dtype:

@@ -599,7 +599,7 @@ def test_random_storages_are_reproducible(backend, dtype):
     np.testing.assert_array_equal(n1, n2)
     assert -2 <= u1.min() and u1.max() <= 3 and abs(u1.mean() - 0.5) < 0.1
     assert abs(n1.mean() - 1.0) < 0.05 and abs(n1.std() - 0.5) < 0.05
-    with pytest.raises(g.DTypeMismatch, match="rand_uniform"):
+    with pytest.raises(g.DTypeMismatch, match=f"rand_uniform on {backend.value}: expected dtype"):
         device.rand_uniform((4,), g.DType.U8, 0.0, 1.0)
 
 

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from generated import kernels_hip
-from generated.dtypes import ReduceOp
+from generated.dtypes import DType, ReduceOp
 from generated.kernel_facts import KernelPattern
-from runtime.errors import ShapeMismatch
+from runtime.errors import DTypeMismatch, ShapeMismatch
 from runtime.gpu.launch import kernel_params
 from runtime.gpu.memory import GpuBuffer
 from runtime.gpu.reduce import FEW_GROUPS, PASS0_HEADER
@@ -1258,3 +1258,15 @@ def test_index_select_of_contiguous_ids_uploads_no_dims_and_strides():
     assert name == "index_select_i64_f32" and args[2] == 0 and args[3] == ids.ptr + 24 and uploads == []
     rt.index_select(x, ids, Layout.contiguous((4, 6)), Layout((2,), (2,), 1), 1, kernels_hip.STORAGE["index_select"])
     assert launches[1][3][2] != 0 and uploads == [2 * 8]  # a strided view: its dim and stride
+
+
+@pytest.mark.parametrize("method", ["rand_uniform", "rand_normal"])
+def test_host_drawn_random_storages_name_the_gpu_backend_in_their_errors(method):
+    """The samples are drawn on the host by the cpu runtime's code; its errors name the GPU
+    backend that was asked (they named cpu), and nothing is uploaded."""
+    rt, driver, _ = _runtime()
+    with pytest.raises(DTypeMismatch, match=f"{method} on fake: expected dtype"):
+        getattr(rt, method)(0, (4,), DType.U8, 0.0, 1.0)
+    with pytest.raises(ShapeMismatch, match=f"{method} on fake: expected shape non-negative dims"):
+        getattr(rt, method)(0, (2, -1), DType.F32, 0.0, 1.0)
+    assert not [c for c in driver.calls if c[0] == "alloc"]
