@@ -14,7 +14,6 @@ from typing import Any
 import numpy as np
 
 from generated.kernel_facts import KernelPattern as K
-from runtime.cpu.views import sample_normal, sample_uniform
 from runtime.errors import ShapeMismatch
 from runtime.layout import Layout
 
@@ -227,10 +226,16 @@ class Memory:
     def _rng(self, ordinal: int) -> np.random.Generator:
         return self._rngs.setdefault(ordinal, np.random.default_rng())
 
+    # The samplers are the cpu runtime's, imported on first use: loading runtime.cpu (and
+    # ml_dtypes) costs a GPU-only program ~0.1 s at import for two rarely used ops.
     def rand_uniform(self, ordinal: int, shape, dtype, low: float, high: float) -> GpuBuffer:
+        from runtime.cpu.views import sample_uniform
+
         return self.from_host(ordinal, sample_uniform(self._rng(ordinal), shape, dtype, low, high, self.name))
 
     def rand_normal(self, ordinal: int, shape, dtype, mean: float, std: float) -> GpuBuffer:
+        from runtime.cpu.views import sample_normal
+
         return self.from_host(ordinal, sample_normal(self._rng(ordinal), shape, dtype, mean, std, self.name))
 
     @staticmethod
