@@ -29,6 +29,9 @@
 // is the number of slices their rows are split into; each column tile's last block to
 // finish combines its slices' states (a counter per tile before `partial`: see
 // reduce_column_tiles). The runtime takes it where pass 1 and 2 would split such groups.
+// Pass 4 is pass 3 for a rank-2 view given by value: `num_dims` holds the row stride (dims
+// (src_numel / el, el), strides (1, num_dims)) and `info` is unused, so no thread reads an
+// info array from device memory before its first row, and the runtime uploads none.
 // Where the runtime launches a warp per chunk and whole blocks per group (chunks a
 // multiple of the block's warps), the group's blocks read it interleaved (16-byte vector
 // t, t + T, ... for thread t of T: the device reads one window of memory at a time) and
@@ -111,6 +114,13 @@ static_assert(OPGEN_TILE_INTERLEAVED == 0 || OPGEN_TILE_INTERLEAVED == 1, "TILE_
 #ifndef OPGEN_COLUMN_STREAM
 #define OPGEN_COLUMN_STREAM 0
 #endif
+// Pass 3: the states a tile's last block has in flight per group while it combines the
+// tile's slices (in slice order whatever the setting); 1: one at a time. -D may set it.
+#ifndef OPGEN_TILE_COMBINE_LOADS
+#define OPGEN_TILE_COMBINE_LOADS 8
+#endif
+constexpr int kCombineLoads = OPGEN_TILE_COMBINE_LOADS;
+static_assert(kCombineLoads >= 1, "TILE_COMBINE_LOADS: at least one");
 // Several columns a thread (a thread per item): its chunk as rows c, c + chunks, ... (1)
 // instead of a band of consecutive rows (0).
 #ifndef OPGEN_COLUMN_INTERLEAVED
@@ -264,6 +274,10 @@ template <typename T> struct group_source {
         kPack * OPGEN_COLUMN_PACKS < 8 ? kPack * OPGEN_COLUMN_PACKS : 8;  // OPGEN_COLUMN_PACKS accesses
     static_assert(kColumns % kPack == 0, "whole accesses a row");
     unsigned int cols;
+    // A rank-2 view given by value (init_columns: pass 4), no info array: dims (groups, el),
+    // strides (1, rs); group g starts at element g.
+    bool by_value;
+    size_t groups2;
 
     __device__ __forceinline__ void init(const T* s, size_t el_, size_t num_dims, const size_t* info) {
         src = s;
@@ -271,6 +285,8 @@ template <typename T> struct group_source {
         nd = num_dims;
         dims = info;
         strides = info ? info + num_dims : nullptr;
+        by_value = false;
+        groups2 = 0;
         contiguous = info == nullptr || opgen::is_contiguous(num_dims, info, info + num_dims);
         simple = contiguous || (nd >= 1 && dims[nd - 1] == el);
         rs = contiguous ? 1 : (nd >= 1 ? strides[nd - 1] : 1);
@@ -284,11 +300,34 @@ template <typename T> struct group_source {
         }
     }
 
+    // Pass 4: `groups` groups of `el_` rows, row stride `row_stride` (elements), group g at
+    // element g: what init gives for the info dims (groups, el_) and strides (1, row_stride),
+    // without reading them from device memory before the first row.
+    __device__ __forceinline__ void init_columns(const T* s, size_t el_, size_t groups, size_t row_stride) {
+        src = s;
+        el = el_;
+        nd = 2;
+        dims = nullptr;
+        strides = nullptr;
+        contiguous = false;
+        simple = true;
+        rs = row_stride;
+        by_value = true;
+        groups2 = groups;
+        cols = 1;
+        if (kColumns > 1 && kColumnLoads > 0 && thread_per_item()) {
+            const size_t w = (size_t)kColumns;
+            if (reinterpret_cast<unsigned long long>(src) % (w * sizeof(T)) == 0 && groups % w == 0 && rs % w == 0)
+                cols = (unsigned int)kColumns;
+        }
+    }
+
     __device__ __forceinline__ unsigned int columns() const { return cols; }
 
     // One thread per item: the group's elements are strided, the groups' first elements
     // adjacent (the innermost kept dim has stride 1).
     __device__ __forceinline__ bool thread_per_item() const {
+        if (by_value) return rs != 1 && groups2 > 1;
         return !contiguous && simple && rs != 1 && nd >= 2 && strides[nd - 2] == 1 && dims[nd - 2] > 1;
     }
 
@@ -296,6 +335,7 @@ template <typename T> struct group_source {
 
     __device__ __forceinline__ size_t base(size_t g) const {
         if (contiguous) return g * el;
+        if (by_value) return g;
         return nd > 1 ? opgen::get_strided_index(g, nd - 1, dims, strides) : 0;
     }
 
@@ -724,7 +764,16 @@ __device__ __noinline__ void reduce_column_tiles(const Pol pol, const Source sou
                 const size_t g = g0 + t;
                 if (g >= groups) continue;
                 P a = load_state(states + g);
-                for (size_t k = 1; k < splits; k++) a = pol.combine(a, load_state(states + k * groups + g));
+                size_t k = 1;
+                // kCombineLoads states in flight, combined in slice order (the same bits)
+                for (; k + kCombineLoads <= splits; k += kCombineLoads) {
+                    P x[kCombineLoads];
+#pragma unroll
+                    for (int u = 0; u < kCombineLoads; u++) x[u] = load_state(states + (k + u) * groups + g);
+#pragma unroll
+                    for (int u = 0; u < kCombineLoads; u++) a = pol.combine(a, x[u]);
+                }
+                for (; k < splits; k++) a = pol.combine(a, load_state(states + k * groups + g));
                 pol.store(dst, g, a);
             }
             if (threadIdx.x == 0) *counter = 0u;  // every block of the tile has counted
@@ -733,7 +782,19 @@ __device__ __noinline__ void reduce_column_tiles(const Pol pol, const Source sou
     }
 }
 
-// Pass 3 (above): the source's columns a thread decide W.
+// Pass 3 and 4 (above): the source's columns a thread decide W.
+template <class Pol, typename T>
+__device__ __forceinline__ void reduce_columns_of(const Pol& pol, const group_source<T>& source, const size_t groups,
+                                                  const size_t el, const size_t splits, void* partial, void* dst) {
+    if (!source.thread_per_item()) return;  // the runtime launches pass 3 / 4 only for these
+    if (group_source<T>::kColumns > 1 && source.columns() > 1) {
+        reduce_column_tiles<Pol, group_source<T>, group_source<T>::kColumns>(pol, source, groups, el, splits, partial,
+                                                                             dst);
+    } else {
+        reduce_column_tiles<Pol, group_source<T>, 1>(pol, source, groups, el, splits, partial, dst);
+    }
+}
+
 template <class Pol, typename T>
 __device__ __noinline__ void reduce_columns_once(const Pol pol, const size_t src_numel, const size_t el,
                                                  const size_t num_dims, const size_t* info, const size_t splits,
@@ -741,13 +802,19 @@ __device__ __noinline__ void reduce_columns_once(const Pol pol, const size_t src
     if (el == 0 || splits == 0 || blockDim.x > kMaxBlock) return;
     group_source<T> source;
     source.init(src, el, num_dims, info);
-    if (!source.thread_per_item()) return;  // the runtime launches pass 3 only for these
-    if (group_source<T>::kColumns > 1 && source.columns() > 1) {
-        reduce_column_tiles<Pol, group_source<T>, group_source<T>::kColumns>(pol, source, src_numel / el, el, splits,
-                                                                             partial, dst);
-    } else {
-        reduce_column_tiles<Pol, group_source<T>, 1>(pol, source, src_numel / el, el, splits, partial, dst);
-    }
+    reduce_columns_of(pol, source, src_numel / el, el, splits, partial, dst);
+}
+
+// Pass 4: pass 3 of a rank-2 view given by value (num_dims holds the row stride: dims
+// (src_numel / el, el), strides (1, num_dims); no info array to read before the first row).
+template <class Pol, typename T>
+__device__ __noinline__ void reduce_columns_by_value(const Pol pol, const size_t src_numel, const size_t el,
+                                                     const size_t row_stride, const size_t splits, const T* src,
+                                                     void* partial, void* dst) {
+    if (el == 0 || splits == 0 || blockDim.x > kMaxBlock) return;
+    group_source<T> source;
+    source.init_columns(src, el, src_numel / el, row_stride);
+    reduce_columns_of(pol, source, src_numel / el, el, splits, partial, dst);
 }
 
 template <typename T> __device__ __forceinline__ sum_policy<T> sum_of() { return sum_policy<T>{}; }
@@ -781,6 +848,8 @@ __device__ __forceinline__ void reduce_chunks(const uint32_t op, const uint32_t 
             reduce_once(sum_of<T>(), src_numel, el, num_dims, info, chunks, src, partial, dst);
         } else if (pass == 3u) {
             reduce_columns_once(sum_of<T>(), src_numel, el, num_dims, info, chunks, src, partial, dst);
+        } else if (pass == 4u) {
+            reduce_columns_by_value(sum_of<T>(), src_numel, el, num_dims, chunks, src, partial, dst);
         } else if (pass == 1u) {
             reduce_groups(sum_of<T>(), src_numel, el, num_dims, info, chunks, src, partial, true);
         } else {
@@ -793,6 +862,8 @@ __device__ __forceinline__ void reduce_chunks(const uint32_t op, const uint32_t 
             reduce_once(pol, src_numel, el, num_dims, info, chunks, src, partial, dst);
         } else if (pass == 3u) {
             reduce_columns_once(pol, src_numel, el, num_dims, info, chunks, src, partial, dst);
+        } else if (pass == 4u) {
+            reduce_columns_by_value(pol, src_numel, el, num_dims, chunks, src, partial, dst);
         } else if (pass == 1u) {
             reduce_groups(pol, src_numel, el, num_dims, info, chunks, src, partial, true);
         } else {
