@@ -252,32 +252,68 @@ def bench_sum_dim0(rows: dict) -> None:
 def _column_variants() -> list[tuple[str, dict, str]]:
     """column-explore's variants: (label, runtime/gpu/reduce.py settings, #defines put before
     hip/reduce.hip, or "before": the source of OPGEN_REDUCE_BEFORE, a path). "default": the
-    source and settings as they are (pass 4: a rank-2 view's row stride by value; the tiles'
-    last blocks with 8 states in flight); the others change what their label says. The
-    variants of the rounds before (bands, 8 columns, load hints, 512-thread blocks, the two
-    launches: column-explore2-h100.md) are in git history."""
-    one = "#define OPGEN_TILE_COMBINE_LOADS 1\n"
-    info = {"COLUMN_BY_VALUE": False}
+    source and settings as they are (pass 4: a rank-2 view's row stride by value; the block's
+    warps combined in one round of shared slots, thread 0 fencing; 256-thread blocks, 8 slices);
+    the others change what their label says. Labels that start with "default, " change only
+    runtime settings: pick_column_settings chooses among them. The variants of the rounds
+    before (bands, 8 columns, load hints, pass 3 against pass 4, 1 or 8 states in flight in the
+    tiles' final combine: column-explore2/3-h100.md) are in git history."""
+    old = "#define OPGEN_TILE_COMBINE 0\n"
+    torch_like = {"COLUMN_BLOCK": 128, "COLUMN_THREADS_PER_SM": 2048}
     return [
-        ("HEAD's source, pass 3 with info", {**info}, "before"),
-        ("pass 3 with info, combine 1", {**info}, one),
-        ("pass 3 with info, combine 8", {**info}, ""),
-        ("pass 4 by value, combine 1", {}, one),
+        ("HEAD's source, pass 3 with info", {"COLUMN_BY_VALUE": False}, "before"),
+        ("pass 4, block combine warp after warp (round 1)", {}, old),
         ("default", {}, ""),
-        ("pass 4, whole waves (33 slices on 528 blocks)", {"COLUMN_SPLITS": 33, "COLUMN_GRID_MAX": 528}, ""),
-        ("pass 4, 16 slices on 528 blocks", {"COLUMN_SPLITS": 16, "COLUMN_GRID_MAX": 528}, ""),
+        ("default, 128-thread blocks, 33 slices (torch's grid)", torch_like, ""),
+        ("default, 128-thread blocks, 16 slices", {"COLUMN_BLOCK": 128, "COLUMN_THREADS_PER_SM": 1024}, ""),
+        ("default, 128-thread blocks, 64 slices", {"COLUMN_BLOCK": 128, "COLUMN_THREADS_PER_SM": 4096}, ""),
+        ("default, 256-thread blocks, 16 slices", {"COLUMN_THREADS_PER_SM": 2048}, ""),
+        ("default, 33 slices on 528 blocks", {"COLUMN_SPLITS": 33, "COLUMN_GRID_MAX": 528}, ""),
+        ("warp after warp, 128-thread blocks, 33 slices", torch_like, old),
     ]
+
+
+def pick_column_settings(path: str) -> str:
+    """From a column-explore run's gpu.json: the settings ("NAME=VALUE,...", for bench/gpu.py's
+    OPGEN_REDUCE_SETTINGS and the GPU tests' OPGEN_TEST_REDUCE_DEFINES) of the runtime-only
+    variant ("default, ...") with the lowest median device time among those faster than the
+    default in every round, on device and host time both; "" where none is."""
+    import json
+    from pathlib import Path
+
+    rows = json.loads(Path(path).read_text(encoding="utf-8"))["rows"]
+
+    def rounds(label: str, kind: str) -> list[float] | None:
+        text = rows.get(f"explore columns, {label}: {kind} (us), median / rounds")
+        return [float(v) for v in text.split("/")[1].split(",")] if text else None
+
+    base_dev, base_host = rounds("default", "device"), rounds("default", "host")
+    if not base_dev or not base_host:
+        return ""
+    best, best_time = "", float("inf")
+    for label, settings, defines in _column_variants():
+        if not label.startswith("default, ") or defines:
+            continue
+        dev, host = rounds(label, "device"), rounds(label, "host")
+        if not dev or not host or len(dev) != len(base_dev) or len(host) != len(base_host):
+            continue
+        if all(d < b for d, b in zip(dev, base_dev)) and all(h < b for h, b in zip(host, base_host)):
+            median = sorted(dev)[len(dev) // 2]
+            if median < best_time:
+                best, best_time = ",".join(f"{k}={int(v)}" for k, v in settings.items()), median
+    return best
 
 
 def _variant_text(defines: str, text: str) -> str | None:
     """A variant's source: `text` under its #defines, or OPGEN_REDUCE_BEFORE's file for
     "before" (None where that is not set)."""
     import os
+    from pathlib import Path
 
     if defines != "before":
         return defines + text
     before = os.environ.get("OPGEN_REDUCE_BEFORE")
-    return open(before, encoding="utf-8").read() if before else None
+    return Path(before).read_text(encoding="utf-8") if before else None
 
 
 def column_variant_sources() -> list[str]:
@@ -859,3 +895,10 @@ def _device_seconds_torch(fn, repeats: int = 10, inner: int = 5) -> float:
         end.synchronize()
         samples.append(start.elapsed_time(end) / 1e3 / inner)
     return statistics.median(samples)
+
+
+if __name__ == "__main__":
+    import sys
+
+    if sys.argv[1:2] == ["pick-columns"]:
+        print(pick_column_settings(sys.argv[2]))

@@ -680,6 +680,24 @@ __device__ __noinline__ void reduce_once(const Pol pol, const size_t src_numel, 
     if (threadIdx.x == 0) *finished = 0u;  // every block has counted: ready for the next launch
 }
 
+// Pass 3's block combine: 1 combines the warps' states through shared slots, kTileRound warps a
+// round (two barriers a round), and only thread 0 fences and counts the block; 0 as before: warp
+// after warp, a barrier each, every thread fencing. The same states in the same order either
+// way (the same bits). -D may set it (column-explore compares them).
+#ifndef OPGEN_TILE_COMBINE
+#define OPGEN_TILE_COMBINE 1
+#endif
+constexpr unsigned int kTileRound = 8;
+// Shared memory for those slots: one buffer for every element type and policy (AMD's compilers
+// count every such buffer of the module against each kernel's 64 KB), kTileRound slots of a
+// tile's groups, each group's state at most 64 bytes (kColumns x its state: 8 x 8 bytes for the
+// 1- and 2-byte types' (value, index) pairs, 2 x 16 for the 8-byte types').
+constexpr size_t kTileSlotBytes = kTileThreads * 64;
+__device__ __forceinline__ unsigned char* tile_slots() {
+    __shared__ unsigned long long buffer[kTileRound * kTileSlotBytes / 8];  // 8-byte aligned: every state's
+    return reinterpret_cast<unsigned char*>(buffer);
+}
+
 // Pass 3: a leading dim's groups (group_source::thread_per_item) in one launch. A tile is
 // `tx_n` threads across (32, fewer where there are fewer units), each holding `W`
 // neighbouring groups (group_source::cols: W = kColumns, else 1), so 32 x 16 bytes of each
@@ -702,7 +720,14 @@ template <class Pol, class Source, int W>
 __device__ __noinline__ void reduce_column_tiles(const Pol pol, const Source source, const size_t groups,
                                                  const size_t el, const size_t splits, void* partial, void* dst) {
     typedef typename Pol::P P;
+#if OPGEN_TILE_COMBINE
+    // kTileRound warps' states a round
+    P* const slots = reinterpret_cast<P*>(tile_slots());
+    constexpr unsigned int kSlot = kTileThreads * W;  // a slot: a state per group of a tile
+    static_assert(kSlot * sizeof(P) <= kTileSlotBytes, "a tile's states fit a slot");
+#else
     __shared__ P sh[kTileThreads * W];
+#endif
     __shared__ bool last;
     const unsigned int ws = (unsigned int)warpSize, lane = threadIdx.x % ws, warp = threadIdx.x / ws;
     const unsigned int nw = (blockDim.x + ws - 1) / ws;
@@ -742,6 +767,42 @@ __device__ __noinline__ void reduce_column_tiles(const Pol pol, const Source sou
                 if (lane + off < in_warp) acc[j] = pol.combine(acc[j], o);
             }
         }
+        unsigned int* const counter = counters - 1 - tile;
+#if OPGEN_TILE_COMBINE
+        // then the warps' states (lanes [0, tx_n) of each) through shared memory, kTileRound warps
+        // a round (one barrier to write them, one after reading), combined in the warps' order;
+        // each thread writes its groups' states to the scratch
+        // (several rounds only where the block has more than kTileRound warps, so more threads
+        // than a tile has groups (at most 32 x 8): each thread keeps its group's running state)
+        P run = pol.identity();
+        for (unsigned int w0 = 0; w0 < nw; w0 += kTileRound) {
+            if (warp >= w0 && warp < w0 + kTileRound && lane < tx_n) {
+#pragma unroll
+                for (int j = 0; j < W; j++) slots[(warp - w0) * kSlot + lane * W + j] = acc[j];
+            }
+            __syncthreads();
+            const unsigned int n = nw - w0 < kTileRound ? nw - w0 : kTileRound;
+            for (unsigned int t = threadIdx.x; t < span; t += blockDim.x) {
+                P a = w0 == 0 ? slots[t] : pol.combine(run, slots[t]);
+                for (unsigned int w = 1; w < n; w++) a = pol.combine(a, slots[w * kSlot + t]);
+                if (w0 + kTileRound < nw) {
+                    run = a;
+                } else if (g0 + t < groups) {
+                    states[s * groups + g0 + t] = a;
+                }
+            }
+            __syncthreads();  // the slots are read; the block's states are all stored
+        }
+        // thread 0 publishes the block's states (a fence after the barrier covers the whole
+        // block's stores, as a grid-wide sync does) and counts the block on its tile's counter;
+        // the last block's thread 0 fences again, so the block reads every other block's states
+        if (threadIdx.x == 0) {
+            __threadfence();
+            last = atomicAdd(counter, 1u) == splits - 1;
+            if (last) __threadfence();
+        }
+        __syncthreads();
+#else
         // then warp after warp (lanes [0, tx_n) of each), in the warps' order
         for (unsigned int w = 0; w < nw; w++) {
             if (warp == w && lane < tx_n) {
@@ -755,11 +816,11 @@ __device__ __noinline__ void reduce_column_tiles(const Pol pol, const Source sou
         }
         __threadfence();  // this thread's states are visible device-wide before its block counts
         __syncthreads();
-        unsigned int* const counter = counters - 1 - tile;
         if (threadIdx.x == 0) last = atomicAdd(counter, 1u) == splits - 1;
         __syncthreads();
+        if (last) __threadfence();  // the tile's other blocks' states are seen past the count
+#endif
         if (last) {
-            __threadfence();  // the tile's other blocks' states are seen past the count
             for (unsigned int t = threadIdx.x; t < span; t += blockDim.x) {
                 const size_t g = g0 + t;
                 if (g >= groups) continue;
