@@ -29,7 +29,7 @@ OPGEN_TEST_REDUCE_DEFINES="$SETTINGS" OPGEN_POISON=1 timeout 45 python3 -m pytes
   -p no:randomly --ignore=tests/gpu/test_kernels_compile.py -k "reduce or sum or column" >>"$LOG" 2>&1
 echo "rc $?" >>"$LOG"
 step "ncu"
-OPGEN_REDUCE_SETTINGS="$SETTINGS" timeout 30 ncu --section SpeedOfLight --section Occupancy --section LaunchStats \
+OPGEN_REDUCE_SETTINGS="$SETTINGS" timeout 20 ncu --section SpeedOfLight --section Occupancy --section LaunchStats \
   --section MemoryWorkloadAnalysis --clock-control none -k 'regex:reduce_chunks_f32|reduce_kernel' -c 6 \
   python3 -m bench.dim0_ncu >"$OUT/dim0c2-ncu.txt" 2>&1
 echo "rc $?" >>"$LOG"

@@ -268,7 +268,6 @@ def _column_variants() -> list[tuple[str, dict, str]]:
         ("default, 128-thread blocks, 16 slices", {"COLUMN_BLOCK": 128, "COLUMN_THREADS_PER_SM": 1024}, ""),
         ("default, 128-thread blocks, 64 slices", {"COLUMN_BLOCK": 128, "COLUMN_THREADS_PER_SM": 4096}, ""),
         ("default, 256-thread blocks, 16 slices", {"COLUMN_THREADS_PER_SM": 2048}, ""),
-        ("default, 33 slices on 528 blocks", {"COLUMN_SPLITS": 33, "COLUMN_GRID_MAX": 528}, ""),
         ("warp after warp, 128-thread blocks, 33 slices", torch_like, old),
     ]
 
