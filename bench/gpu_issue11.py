@@ -252,23 +252,21 @@ def bench_sum_dim0(rows: dict) -> None:
 def _column_variants() -> list[tuple[str, dict, str]]:
     """column-explore's variants: (label, runtime/gpu/reduce.py settings, #defines put before
     hip/reduce.hip, or "before": the source of OPGEN_REDUCE_BEFORE, a path). "default": the
-    source and settings as they are (pass 4: a rank-2 view's row stride by value; the block's
-    warps combined in one round of shared slots, thread 0 fencing; 256-thread blocks, 8 slices);
-    the others change what their label says. Labels that start with "default, " change only
-    runtime settings: pick_column_settings chooses among them. The variants of the rounds
-    before (bands, 8 columns, load hints, pass 3 against pass 4, 1 or 8 states in flight in the
-    tiles' final combine: column-explore2/3-h100.md) are in git history."""
-    old = "#define OPGEN_TILE_COMBINE 0\n"
+    source and settings as they are (pass 4: a rank-2 view's row stride by value; 256-thread
+    blocks, 8 slices); the others change what their label says. Labels that start with
+    "default, " change only runtime settings: pick_column_settings chooses among them. The
+    variants of the rounds before (bands, 8 columns, load hints: column-explore2-h100.md; the
+    grids of one round: column-explore3/4-h100.md, whose "default" was the source of then) are
+    in git history."""
     torch_like = {"COLUMN_BLOCK": 128, "COLUMN_THREADS_PER_SM": 2048}
     return [
         ("HEAD's source, pass 3 with info", {"COLUMN_BY_VALUE": False}, "before"),
-        ("pass 4, block combine warp after warp (round 1)", {}, old),
+        ("pass 3 with info", {"COLUMN_BY_VALUE": False}, ""),
         ("default", {}, ""),
-        ("default, 128-thread blocks, 33 slices (torch's grid)", torch_like, ""),
+        ("the block's warps in one round, thread 0 fencing", {}, "#define OPGEN_TILE_COMBINE 1\n"),
+        ("8 states in flight in the final combine", {}, "#define OPGEN_TILE_COMBINE_LOADS 8\n"),
         ("default, 128-thread blocks, 16 slices", {"COLUMN_BLOCK": 128, "COLUMN_THREADS_PER_SM": 1024}, ""),
-        ("default, 128-thread blocks, 64 slices", {"COLUMN_BLOCK": 128, "COLUMN_THREADS_PER_SM": 4096}, ""),
-        ("default, 256-thread blocks, 16 slices", {"COLUMN_THREADS_PER_SM": 2048}, ""),
-        ("warp after warp, 128-thread blocks, 33 slices", torch_like, old),
+        ("default, 128-thread blocks, 33 slices (torch's grid)", torch_like, ""),
     ]
 
 

@@ -29,7 +29,8 @@
 // is the number of slices their rows are split into; each column tile's last block to
 // finish combines its slices' states (a counter per tile before `partial`: see
 // reduce_column_tiles). The runtime takes it where pass 1 and 2 would split such groups.
-// Pass 4 is pass 3 for a rank-2 view given by value: `num_dims` holds the row stride (dims
+// Pass 4 (ops.yaml's kernel_facts COLUMN_PASS_BY_VALUE) is pass 3 for a rank-2 view given by
+// value: `num_dims` holds the row stride (dims
 // (src_numel / el, el), strides (1, num_dims)) and `info` is unused, so no thread reads an
 // info array from device memory before its first row, and the runtime uploads none.
 // Where the runtime launches a warp per chunk and whole blocks per group (chunks a
@@ -115,9 +116,10 @@ static_assert(OPGEN_TILE_INTERLEAVED == 0 || OPGEN_TILE_INTERLEAVED == 1, "TILE_
 #define OPGEN_COLUMN_STREAM 0
 #endif
 // Pass 3: the states a tile's last block has in flight per group while it combines the
-// tile's slices (in slice order whatever the setting); 1: one at a time. -D may set it.
+// tile's slices (in slice order whatever the setting); 1: one at a time. -D may set it: 8 was
+// no faster for the sum over dim 0 of (8192, 8192) f32 (bench/results/dim0c-h100.md).
 #ifndef OPGEN_TILE_COMBINE_LOADS
-#define OPGEN_TILE_COMBINE_LOADS 8
+#define OPGEN_TILE_COMBINE_LOADS 1
 #endif
 constexpr int kCombineLoads = OPGEN_TILE_COMBINE_LOADS;
 static_assert(kCombineLoads >= 1, "TILE_COMBINE_LOADS: at least one");
@@ -681,11 +683,12 @@ __device__ __noinline__ void reduce_once(const Pol pol, const size_t src_numel, 
 }
 
 // Pass 3's block combine: 1 combines the warps' states through shared slots, kTileRound warps a
-// round (two barriers a round), and only thread 0 fences and counts the block; 0 as before: warp
-// after warp, a barrier each, every thread fencing. The same states in the same order either
-// way (the same bits). -D may set it (column-explore compares them).
+// round (two barriers a round), and only thread 0 fences and counts the block; 0: warp after
+// warp, a barrier each, every thread fencing. The same states in the same order either way (the
+// same bits). -D may set it: 1 was no faster for the sum over dim 0 of (8192, 8192) f32, nor with
+// grids of several blocks per slot (bench/results/dim0c-h100.md), so 0 stays the default.
 #ifndef OPGEN_TILE_COMBINE
-#define OPGEN_TILE_COMBINE 1
+#define OPGEN_TILE_COMBINE 0
 #endif
 constexpr unsigned int kTileRound = 8;
 // Shared memory for those slots: one buffer for every element type and policy (AMD's compilers
@@ -909,7 +912,7 @@ __device__ __forceinline__ void reduce_chunks(const uint32_t op, const uint32_t 
             reduce_once(sum_of<T>(), src_numel, el, num_dims, info, chunks, src, partial, dst);
         } else if (pass == 3u) {
             reduce_columns_once(sum_of<T>(), src_numel, el, num_dims, info, chunks, src, partial, dst);
-        } else if (pass == 4u) {
+        } else if (pass == OPGEN_COLUMN_PASS_BY_VALUE) {
             reduce_columns_by_value(sum_of<T>(), src_numel, el, num_dims, chunks, src, partial, dst);
         } else if (pass == 1u) {
             reduce_groups(sum_of<T>(), src_numel, el, num_dims, info, chunks, src, partial, true);
@@ -923,7 +926,7 @@ __device__ __forceinline__ void reduce_chunks(const uint32_t op, const uint32_t 
             reduce_once(pol, src_numel, el, num_dims, info, chunks, src, partial, dst);
         } else if (pass == 3u) {
             reduce_columns_once(pol, src_numel, el, num_dims, info, chunks, src, partial, dst);
-        } else if (pass == 4u) {
+        } else if (pass == OPGEN_COLUMN_PASS_BY_VALUE) {
             reduce_columns_by_value(pol, src_numel, el, num_dims, chunks, src, partial, dst);
         } else if (pass == 1u) {
             reduce_groups(pol, src_numel, el, num_dims, info, chunks, src, partial, true);

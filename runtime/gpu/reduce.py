@@ -7,7 +7,14 @@ import math
 import numpy as np
 
 from generated import kernel_facts
-from generated.kernel_facts import PASS0_HEADER, REDUCE_CODES, WARP_ITEM_MAX, WARP_PARTIAL_MAX, KernelPattern as K
+from generated.kernel_facts import (
+    COLUMN_PASS_BY_VALUE,
+    PASS0_HEADER,
+    REDUCE_CODES,
+    WARP_ITEM_MAX,
+    WARP_PARTIAL_MAX,
+    KernelPattern as K,
+)
 from runtime.checks import reduce_dims
 from runtime.errors import ShapeMismatch
 from runtime.gpu.launch import BLOCK
@@ -45,10 +52,11 @@ COLUMN_GRID_MAX = 1 << 16
 # Pass 3's slices of a tile's rows: 0 computes them (above); another value is taken as it
 # is (bench/gpu_issue11.py's column-explore times whole waves: 33 slices on 528 blocks).
 COLUMN_SPLITS = 0
-# A rank-2 view (one kept dim of stride 1, one reduced dim) takes pass 4: pass 3 with its
-# row stride as a kernel argument, no dims and strides uploaded to the device per call nor
-# read there before the first row. False: pass 3 with the info array (column-explore
-# compares them).
+# A rank-2 view (one kept dim of stride 1, one reduced dim) takes pass 4 (kernel_facts'
+# COLUMN_PASS_BY_VALUE): pass 3 with its row stride as a kernel argument, no dims and strides
+# uploaded to the device per call nor read there before the first row. False: pass 3 with the
+# info array (bench/gpu_issue11.py's column-explore compares them; figures:
+# bench/results/dim0c-h100.md).
 COLUMN_BY_VALUE = True
 # False: such groups take pass 1 and 2 (two launches), as before pass 3 (bench/gpu_issue11.py
 # compares the two).
@@ -74,7 +82,8 @@ class Reductions:
         (a leading dim), it takes `_reduce_columns` neighbouring groups at once, and where
         such groups would be split, pass 3 splits them in one launch instead: column tiles
         of COLUMN_TILE threads (a tile's row slices in blocks of their own, the last block
-        of a tile to finish combining them; see `_reduce_column_tiles`)."""
+        of a tile to finish combining them; see `_reduce_column_tiles`), or pass 4 where the
+        merged view is rank 2 (its row stride an argument: no dims and strides uploaded)."""
         op = kernel.op
         fn = self._entry(table, (K.FAST_OP_SELF, op, buf.dtype), "reduce_op")
         _fits(op, self.name, buf, layout)
@@ -137,7 +146,10 @@ class Reductions:
                 chunks -= chunks % (block // 32)
         if by_thread and chunks > 1 and COLUMN_TILES:
             if COLUMN_BY_VALUE and len(flat_dims) == 2:  # pass 4: the row stride by value
-                return self._reduce_column_tiles(buf, op, out, units, group, red_dims[0][1], 0, src, table, 4)
+                row_stride = red_dims[0][1]
+                return self._reduce_column_tiles(
+                    buf, op, out, units, group, row_stride, 0, src, table, COLUMN_PASS_BY_VALUE
+                )
             info, keep = self._info(buf.ordinal, shape, stride)
             return self._reduce_column_tiles(buf, op, out, units, group, len(shape), info, src, table)
         info, keep = (0, None) if contiguous else self._info(buf.ordinal, shape, stride)
