@@ -563,6 +563,16 @@ def main() -> None:
 
     device = f"{torch.cuda.get_device_name(0)}, torch {torch.__version__}"
     rows: dict = {}
+    # OPGEN_REDUCE_SETTINGS="NAME=VALUE,...": integer settings of runtime/gpu/reduce.py for this
+    # run (bench/gpu_issue11.py's pick_column_settings writes them), recorded in the rows
+    settings = [item.split("=", 1) for item in os.environ.get("OPGEN_REDUCE_SETTINGS", "").split(",") if item.strip()]
+    if settings:
+        import runtime.gpu.reduce as reductions
+
+        for name, value in settings:
+            getattr(reductions, name.strip())  # AttributeError: no such setting
+            setattr(reductions, name.strip(), int(value))
+        rows["reduce settings (OPGEN_REDUCE_SETTINGS)"] = ",".join(f"{n.strip()}={v.strip()}" for n, v in settings)
     parts = {
         "compile": cold_and_warm_compile,
         "bandwidth": bandwidth,

@@ -251,23 +251,66 @@ def bench_sum_dim0(rows: dict) -> None:
 
 def _column_variants() -> list[tuple[str, dict, str]]:
     """column-explore's variants: (label, runtime/gpu/reduce.py settings, #defines put before
-    hip/reduce.hip). "default": the source as it is (4 columns a thread, slices interleaved,
-    plain loads, 256-thread blocks); the others change what their label says."""
-    bands, packs2 = "#define OPGEN_TILE_INTERLEAVED 0\n", "#define OPGEN_COLUMN_PACKS 2\n"
-    p2 = {"COLUMN_PACKS": 2}
+    hip/reduce.hip, or "before": the source of OPGEN_REDUCE_BEFORE, a path). "default": the
+    source and settings as they are (pass 4: a rank-2 view's row stride by value; 256-thread
+    blocks, 8 slices); the others change what their label says. Labels that start with
+    "default, " change only runtime settings: pick_column_settings chooses among them. The
+    variants of the rounds before (bands, 8 columns, load hints: column-explore2-h100.md; the
+    grids of one round: column-explore3/4-h100.md, whose "default" was the source of then) are
+    in git history."""
+    torch_like = {"COLUMN_BLOCK": 128, "COLUMN_THREADS_PER_SM": 2048}
     return [
+        ("HEAD's source, pass 3 with info", {"COLUMN_BY_VALUE": False}, "before"),
+        ("pass 3 with info", {"COLUMN_BY_VALUE": False}, ""),
         ("default", {}, ""),
-        ("default, block 512", {"COLUMN_BLOCK": 512}, ""),
-        ("two launches (before)", {"COLUMN_TILES": False}, ""),
-        ("4 columns, bands", {}, bands),
-        ("4 columns, __ldcs", {}, "#define OPGEN_COLUMN_STREAM 1\n"),
-        ("4 columns, no_allocate", {}, "#define OPGEN_COLUMN_STREAM 2\n"),
-        ("8 columns, bands", p2, bands + packs2),
-        ("8 columns", p2, packs2),
-        ("8 columns, block 512", {**p2, "COLUMN_BLOCK": 512}, packs2),
-        ("8 columns, 8 rows in flight", p2, packs2 + "#define OPGEN_COLUMN_LOADS 8\n"),
-        ("8 columns, no_allocate", p2, packs2 + "#define OPGEN_COLUMN_STREAM 2\n"),
+        ("the block's warps in one round, thread 0 fencing", {}, "#define OPGEN_TILE_COMBINE 1\n"),
+        ("8 states in flight in the final combine", {}, "#define OPGEN_TILE_COMBINE_LOADS 8\n"),
+        ("default, 128-thread blocks, 16 slices", {"COLUMN_BLOCK": 128, "COLUMN_THREADS_PER_SM": 1024}, ""),
+        ("default, 128-thread blocks, 33 slices (torch's grid)", torch_like, ""),
     ]
+
+
+def pick_column_settings(path: str) -> str:
+    """From a column-explore run's gpu.json: the settings ("NAME=VALUE,...", for bench/gpu.py's
+    OPGEN_REDUCE_SETTINGS and the GPU tests' OPGEN_TEST_REDUCE_DEFINES) of the runtime-only
+    variant ("default, ...") with the lowest median device time among those faster than the
+    default in every round, on device and host time both; "" where none is."""
+    import json
+    from pathlib import Path
+
+    rows = json.loads(Path(path).read_text(encoding="utf-8"))["rows"]
+
+    def rounds(label: str, kind: str) -> list[float] | None:
+        text = rows.get(f"explore columns, {label}: {kind} (us), median / rounds")
+        return [float(v) for v in text.split("/")[1].split(",")] if text else None
+
+    base_dev, base_host = rounds("default", "device"), rounds("default", "host")
+    if not base_dev or not base_host:
+        return ""
+    best, best_time = "", float("inf")
+    for label, settings, defines in _column_variants():
+        if not label.startswith("default, ") or defines:
+            continue
+        dev, host = rounds(label, "device"), rounds(label, "host")
+        if not dev or not host or len(dev) != len(base_dev) or len(host) != len(base_host):
+            continue
+        if all(d < b for d, b in zip(dev, base_dev)) and all(h < b for h, b in zip(host, base_host)):
+            median = sorted(dev)[len(dev) // 2]
+            if median < best_time:
+                best, best_time = ",".join(f"{k}={int(v)}" for k, v in settings.items()), median
+    return best
+
+
+def _variant_text(defines: str, text: str) -> str | None:
+    """A variant's source: `text` under its #defines, or OPGEN_REDUCE_BEFORE's file for
+    "before" (None where that is not set)."""
+    import os
+    from pathlib import Path
+
+    if defines != "before":
+        return defines + text
+    before = os.environ.get("OPGEN_REDUCE_BEFORE")
+    return Path(before).read_text(encoding="utf-8") if before else None
 
 
 def column_variant_sources() -> list[str]:
@@ -275,20 +318,20 @@ def column_variant_sources() -> list[str]:
     from runtime.gpu.compile import HIP_DIR
 
     text = (HIP_DIR / "reduce.hip").read_text(encoding="utf-8")
-    return list(dict.fromkeys(defines + text for _, _, defines in _column_variants()))
+    texts = [_variant_text(defines, text) for _, _, defines in _column_variants()]
+    return list(dict.fromkeys(t for t in texts if t is not None))
 
 
-def explore_column_tiles(rows: dict) -> None:
-    """The sum over dim 0 of (8192, 8192) f32 in one launch of column tiles (reduce_chunks
-    pass 3) under variants, device time (CUDA events) and host time against torch in the same
-    run: the default source, and hip/reduce.hip's switches (a compile each): slices as bands
-    of rows (OPGEN_TILE_INTERLEAVED 0, the default before), 8 columns a thread (two 16-byte
-    loads a row: OPGEN_COLUMN_PACKS 2, with gpu.COLUMN_PACKS), 8 rows in flight a thread
-    (OPGEN_COLUMN_LOADS), loads with a streaming hint (OPGEN_COLUMN_STREAM 1: __ldcs, 2:
-    ld.global.nc.L1::no_allocate); threads per block (gpu.COLUMN_BLOCK 512: 16 rows of
-    threads, torch's 32 x 16), and the two launches of before (gpu.COLUMN_TILES off).
-    OPGEN_EXPLORE_COLUMNS (labels, comma-separated) times those alone."""
+def explore_column_tiles(rows: dict, rounds: int = 3) -> None:
+    """The sum over dim 0 of (8192, 8192) f32 in one launch of column tiles under variants
+    (_column_variants: reduce_chunks pass 3 with the view's dims and strides uploaded per call
+    and read by every thread, or pass 4 with the row stride as an argument; the tiles' last
+    blocks combining with 1 or 8 states in flight (OPGEN_TILE_COMBINE_LOADS); whole waves of
+    blocks), device time (CUDA events) and host time, torch in the same process; `rounds`
+    rounds of every variant in turn (the machine drifts: each variant's median of its rounds
+    and its spread). OPGEN_EXPLORE_COLUMNS (labels, comma-separated) times those alone."""
     import os
+    import statistics
 
     import torch
 
@@ -307,30 +350,62 @@ def explore_column_tiles(rows: dict) -> None:
     dim0 = lambda: sx.reduce_op(g.ReduceOp.SUM, layout, (0,))  # noqa: E731
     want = tx.sum(dim=0, keepdim=True).double().cpu().numpy()
     torch_fn = lambda: tx.sum(dim=0, keepdim=True)  # noqa: E731
-    rows["explore columns torch: device (GB/s)"] = gbs(_device_seconds_torch(torch_fn))
-    rows["explore columns torch: host (GB/s)"] = gbs(timed(torch_fn, torch.cuda.synchronize))
-    names = ("COLUMN_THREADS_PER_SM", "COLUMN_BLOCK", "COLUMN_TILES", "COLUMN_PACKS")
+    names = ("COLUMN_THREADS_PER_SM", "COLUMN_BLOCK", "COLUMN_TILES", "COLUMN_PACKS", "COLUMN_BY_VALUE")
+    names += ("COLUMN_SPLITS", "COLUMN_GRID_MAX")
     kept = {name: getattr(gpu, name) for name in names}
     variants = _column_variants()
     only = [n.strip() for n in os.environ.get("OPGEN_EXPLORE_COLUMNS", "").split(",") if n.strip()]
     variants = [v for v in variants if not only or v[0] in only]
+    samples: dict[str, list[tuple[float, float]]] = {}
+    first = None
     try:
-        for label, settings, defines in variants:
-            for name, value in {**kept, **settings}.items():
-                setattr(gpu, name, value)
-            try:
-                with _reduce_source(defines + text):
-                    got = g.to_numpy(dim0(), g.Layout.contiguous((1, 8192))).astype(np.float64)
-                    err = float(np.abs(got - want).max() / np.abs(want).max())
-                    rows[f"explore columns, {label}: max error / max |sum|"] = err
-                    rows[f"explore columns, {label}: device (GB/s)"] = gbs(_device_seconds_of(dim0))
-                    rows[f"explore columns, {label}: host (GB/s)"] = gbs(timed(dim0, sync))
-            except Exception as exc:  # noqa: BLE001
-                rows[f"explore columns, {label}: failed"] = f"{type(exc).__name__}: {exc}"
-        rows["explore columns torch, again: device (GB/s)"] = gbs(_device_seconds_torch(torch_fn))
+        for r in range(rounds):
+            t_dev, t_host = _device_seconds_torch(torch_fn), timed(torch_fn, torch.cuda.synchronize)
+            samples.setdefault("torch", []).append((t_dev, t_host))
+            for label, settings, defines in variants:
+                source = _variant_text(defines, text)
+                if source is None:
+                    continue
+                for name, value in {**kept, **settings}.items():
+                    setattr(gpu, name, value)
+                try:
+                    with _reduce_source(source):
+                        got = g.to_numpy(dim0(), g.Layout.contiguous((1, 8192)))
+                        if r == 0:
+                            err = float(np.abs(got - want).max() / np.abs(want).max())
+                            rows[f"explore columns, {label}: max error / max |sum|"] = err
+                            again = g.to_numpy(dim0(), g.Layout.contiguous((1, 8192)))
+                            same = np.array_equal(got.view(np.uint32), again.view(np.uint32))
+                            if first is None:
+                                first = got
+                            rows[f"explore columns, {label}: the same bits twice / as the first variant"] = (
+                                f"{same} / {np.array_equal(got.view(np.uint32), first.view(np.uint32))}"
+                            )
+                        samples.setdefault(label, []).append((_device_seconds_of(dim0), timed(dim0, sync)))
+                except Exception as exc:  # noqa: BLE001
+                    rows[f"explore columns, {label}: failed"] = f"{type(exc).__name__}: {exc}"
     finally:
         for name, value in kept.items():
             setattr(gpu, name, value)
+    for label, got in samples.items():
+        dev_us = [d * 1e6 for d, _ in got]
+        host_us = [h * 1e6 for _, h in got]
+        rows[f"explore columns, {label}: device (us), median / rounds"] = (
+            f"{statistics.median(dev_us):.2f} / " + ", ".join(f"{v:.2f}" for v in dev_us)
+        )
+        rows[f"explore columns, {label}: host (us), median / rounds"] = (
+            f"{statistics.median(host_us):.2f} / " + ", ".join(f"{v:.2f}" for v in host_us)
+        )
+        rows[f"explore columns, {label}: device (GB/s)"] = gbs(statistics.median(d for d, _ in got))
+    if "torch" in samples:
+        t_dev = statistics.median(d for d, _ in samples["torch"])
+        t_host = statistics.median(h for _, h in samples["torch"])
+        for label, got in samples.items():
+            if label != "torch":
+                rows[f"explore columns, {label}: / torch, device / host"] = (
+                    f"{statistics.median(d for d, _ in got) / t_dev:.3f} / "
+                    f"{statistics.median(h for _, h in got) / t_host:.3f}"
+                )
 
 
 def explore_conv_chunks(rows: dict) -> None:
@@ -817,3 +892,10 @@ def _device_seconds_torch(fn, repeats: int = 10, inner: int = 5) -> float:
         end.synchronize()
         samples.append(start.elapsed_time(end) / 1e3 / inner)
     return statistics.median(samples)
+
+
+if __name__ == "__main__":
+    import sys
+
+    if sys.argv[1:2] == ["pick-columns"]:
+        print(pick_column_settings(sys.argv[2]))

@@ -52,6 +52,9 @@
 #define OPGEN_COLUMN_PACKS 1
 #endif
 
+// reductions: reduce_chunks' pass for pass 3 (the column tiles) of a rank-2 view given by value: num_dims holds the row stride, info is unused (no dims and strides uploaded nor read)
+#define OPGEN_COLUMN_PASS_BY_VALUE 4
+
 // reductions, pass 3: 1 reads a tile's row slices interleaved (slice s the rows s * ty + k * slices * ty, the grid on one window of rows), 0 as bands of consecutive rows
 // (a default: -D OPGEN_TILE_INTERLEAVED=... may tune it, with the runtime's TILE_INTERLEAVED set alike)
 #ifndef OPGEN_TILE_INTERLEAVED

@@ -51,6 +51,9 @@ COLUMN_TILE = 32
 #: (the kernels' default: a kernel compiled with -D OPGEN_COLUMN_PACKS=... needs this set alike)
 COLUMN_PACKS = 1
 
+#: reductions: reduce_chunks' pass for pass 3 (the column tiles) of a rank-2 view given by value: num_dims holds the row stride, info is unused (no dims and strides uploaded nor read)
+COLUMN_PASS_BY_VALUE = 4
+
 #: reductions, pass 3: 1 reads a tile's row slices interleaved (slice s the rows s * ty + k * slices * ty, the grid on one window of rows), 0 as bands of consecutive rows
 #: (the kernels' default: a kernel compiled with -D OPGEN_TILE_INTERLEAVED=... needs this set alike)
 TILE_INTERLEAVED = 1

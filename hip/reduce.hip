@@ -29,6 +29,10 @@
 // is the number of slices their rows are split into; each column tile's last block to
 // finish combines its slices' states (a counter per tile before `partial`: see
 // reduce_column_tiles). The runtime takes it where pass 1 and 2 would split such groups.
+// Pass 4 (ops.yaml's kernel_facts COLUMN_PASS_BY_VALUE) is pass 3 for a rank-2 view given by
+// value: `num_dims` holds the row stride (dims
+// (src_numel / el, el), strides (1, num_dims)) and `info` is unused, so no thread reads an
+// info array from device memory before its first row, and the runtime uploads none.
 // Where the runtime launches a warp per chunk and whole blocks per group (chunks a
 // multiple of the block's warps), the group's blocks read it interleaved (16-byte vector
 // t, t + T, ... for thread t of T: the device reads one window of memory at a time) and
@@ -111,6 +115,14 @@ static_assert(OPGEN_TILE_INTERLEAVED == 0 || OPGEN_TILE_INTERLEAVED == 1, "TILE_
 #ifndef OPGEN_COLUMN_STREAM
 #define OPGEN_COLUMN_STREAM 0
 #endif
+// Pass 3: the states a tile's last block has in flight per group while it combines the
+// tile's slices (in slice order whatever the setting); 1: one at a time. -D may set it: 8 was
+// no faster for the sum over dim 0 of (8192, 8192) f32 (bench/results/dim0c-h100.md).
+#ifndef OPGEN_TILE_COMBINE_LOADS
+#define OPGEN_TILE_COMBINE_LOADS 1
+#endif
+constexpr int kCombineLoads = OPGEN_TILE_COMBINE_LOADS;
+static_assert(kCombineLoads >= 1, "TILE_COMBINE_LOADS: at least one");
 // Several columns a thread (a thread per item): its chunk as rows c, c + chunks, ... (1)
 // instead of a band of consecutive rows (0).
 #ifndef OPGEN_COLUMN_INTERLEAVED
@@ -264,6 +276,10 @@ template <typename T> struct group_source {
         kPack * OPGEN_COLUMN_PACKS < 8 ? kPack * OPGEN_COLUMN_PACKS : 8;  // OPGEN_COLUMN_PACKS accesses
     static_assert(kColumns % kPack == 0, "whole accesses a row");
     unsigned int cols;
+    // A rank-2 view given by value (init_columns: pass 4), no info array: dims (groups, el),
+    // strides (1, rs); group g starts at element g.
+    bool by_value;
+    size_t groups2;
 
     __device__ __forceinline__ void init(const T* s, size_t el_, size_t num_dims, const size_t* info) {
         src = s;
@@ -271,6 +287,8 @@ template <typename T> struct group_source {
         nd = num_dims;
         dims = info;
         strides = info ? info + num_dims : nullptr;
+        by_value = false;
+        groups2 = 0;
         contiguous = info == nullptr || opgen::is_contiguous(num_dims, info, info + num_dims);
         simple = contiguous || (nd >= 1 && dims[nd - 1] == el);
         rs = contiguous ? 1 : (nd >= 1 ? strides[nd - 1] : 1);
@@ -284,11 +302,34 @@ template <typename T> struct group_source {
         }
     }
 
+    // Pass 4: `groups` groups of `el_` rows, row stride `row_stride` (elements), group g at
+    // element g: what init gives for the info dims (groups, el_) and strides (1, row_stride),
+    // without reading them from device memory before the first row.
+    __device__ __forceinline__ void init_columns(const T* s, size_t el_, size_t groups, size_t row_stride) {
+        src = s;
+        el = el_;
+        nd = 2;
+        dims = nullptr;
+        strides = nullptr;
+        contiguous = false;
+        simple = true;
+        rs = row_stride;
+        by_value = true;
+        groups2 = groups;
+        cols = 1;
+        if (kColumns > 1 && kColumnLoads > 0 && thread_per_item()) {
+            const size_t w = (size_t)kColumns;
+            if (reinterpret_cast<unsigned long long>(src) % (w * sizeof(T)) == 0 && groups % w == 0 && rs % w == 0)
+                cols = (unsigned int)kColumns;
+        }
+    }
+
     __device__ __forceinline__ unsigned int columns() const { return cols; }
 
     // One thread per item: the group's elements are strided, the groups' first elements
     // adjacent (the innermost kept dim has stride 1).
     __device__ __forceinline__ bool thread_per_item() const {
+        if (by_value) return rs != 1 && groups2 > 1;
         return !contiguous && simple && rs != 1 && nd >= 2 && strides[nd - 2] == 1 && dims[nd - 2] > 1;
     }
 
@@ -296,6 +337,7 @@ template <typename T> struct group_source {
 
     __device__ __forceinline__ size_t base(size_t g) const {
         if (contiguous) return g * el;
+        if (by_value) return g;
         return nd > 1 ? opgen::get_strided_index(g, nd - 1, dims, strides) : 0;
     }
 
@@ -640,6 +682,25 @@ __device__ __noinline__ void reduce_once(const Pol pol, const size_t src_numel, 
     if (threadIdx.x == 0) *finished = 0u;  // every block has counted: ready for the next launch
 }
 
+// Pass 3's block combine: 1 combines the warps' states through shared slots, kTileRound warps a
+// round (two barriers a round), and only thread 0 fences and counts the block; 0: warp after
+// warp, a barrier each, every thread fencing. The same states in the same order either way (the
+// same bits). -D may set it: 1 was no faster for the sum over dim 0 of (8192, 8192) f32, nor with
+// grids of several blocks per slot (bench/results/dim0c-h100.md), so 0 stays the default.
+#ifndef OPGEN_TILE_COMBINE
+#define OPGEN_TILE_COMBINE 0
+#endif
+constexpr unsigned int kTileRound = 8;
+// Shared memory for those slots: one buffer for every element type and policy (AMD's compilers
+// count every such buffer of the module against each kernel's 64 KB), kTileRound slots of a
+// tile's groups, each group's state at most 64 bytes (kColumns x its state: 8 x 8 bytes for the
+// 1- and 2-byte types' (value, index) pairs, 2 x 16 for the 8-byte types').
+constexpr size_t kTileSlotBytes = kTileThreads * 64;
+__device__ __forceinline__ unsigned char* tile_slots() {
+    __shared__ unsigned long long buffer[kTileRound * kTileSlotBytes / 8];  // 8-byte aligned: every state's
+    return reinterpret_cast<unsigned char*>(buffer);
+}
+
 // Pass 3: a leading dim's groups (group_source::thread_per_item) in one launch. A tile is
 // `tx_n` threads across (32, fewer where there are fewer units), each holding `W`
 // neighbouring groups (group_source::cols: W = kColumns, else 1), so 32 x 16 bytes of each
@@ -662,7 +723,14 @@ template <class Pol, class Source, int W>
 __device__ __noinline__ void reduce_column_tiles(const Pol pol, const Source source, const size_t groups,
                                                  const size_t el, const size_t splits, void* partial, void* dst) {
     typedef typename Pol::P P;
+#if OPGEN_TILE_COMBINE
+    // kTileRound warps' states a round
+    P* const slots = reinterpret_cast<P*>(tile_slots());
+    constexpr unsigned int kSlot = kTileThreads * W;  // a slot: a state per group of a tile
+    static_assert(kSlot * sizeof(P) <= kTileSlotBytes, "a tile's states fit a slot");
+#else
     __shared__ P sh[kTileThreads * W];
+#endif
     __shared__ bool last;
     const unsigned int ws = (unsigned int)warpSize, lane = threadIdx.x % ws, warp = threadIdx.x / ws;
     const unsigned int nw = (blockDim.x + ws - 1) / ws;
@@ -702,6 +770,42 @@ __device__ __noinline__ void reduce_column_tiles(const Pol pol, const Source sou
                 if (lane + off < in_warp) acc[j] = pol.combine(acc[j], o);
             }
         }
+        unsigned int* const counter = counters - 1 - tile;
+#if OPGEN_TILE_COMBINE
+        // then the warps' states (lanes [0, tx_n) of each) through shared memory, kTileRound warps
+        // a round (one barrier to write them, one after reading), combined in the warps' order;
+        // each thread writes its groups' states to the scratch
+        // (several rounds only where the block has more than kTileRound warps, so more threads
+        // than a tile has groups (at most 32 x 8): each thread keeps its group's running state)
+        P run = pol.identity();
+        for (unsigned int w0 = 0; w0 < nw; w0 += kTileRound) {
+            if (warp >= w0 && warp < w0 + kTileRound && lane < tx_n) {
+#pragma unroll
+                for (int j = 0; j < W; j++) slots[(warp - w0) * kSlot + lane * W + j] = acc[j];
+            }
+            __syncthreads();
+            const unsigned int n = nw - w0 < kTileRound ? nw - w0 : kTileRound;
+            for (unsigned int t = threadIdx.x; t < span; t += blockDim.x) {
+                P a = w0 == 0 ? slots[t] : pol.combine(run, slots[t]);
+                for (unsigned int w = 1; w < n; w++) a = pol.combine(a, slots[w * kSlot + t]);
+                if (w0 + kTileRound < nw) {
+                    run = a;
+                } else if (g0 + t < groups) {
+                    states[s * groups + g0 + t] = a;
+                }
+            }
+            __syncthreads();  // the slots are read; the block's states are all stored
+        }
+        // thread 0 publishes the block's states (a fence after the barrier covers the whole
+        // block's stores, as a grid-wide sync does) and counts the block on its tile's counter;
+        // the last block's thread 0 fences again, so the block reads every other block's states
+        if (threadIdx.x == 0) {
+            __threadfence();
+            last = atomicAdd(counter, 1u) == splits - 1;
+            if (last) __threadfence();
+        }
+        __syncthreads();
+#else
         // then warp after warp (lanes [0, tx_n) of each), in the warps' order
         for (unsigned int w = 0; w < nw; w++) {
             if (warp == w && lane < tx_n) {
@@ -715,16 +819,25 @@ __device__ __noinline__ void reduce_column_tiles(const Pol pol, const Source sou
         }
         __threadfence();  // this thread's states are visible device-wide before its block counts
         __syncthreads();
-        unsigned int* const counter = counters - 1 - tile;
         if (threadIdx.x == 0) last = atomicAdd(counter, 1u) == splits - 1;
         __syncthreads();
+        if (last) __threadfence();  // the tile's other blocks' states are seen past the count
+#endif
         if (last) {
-            __threadfence();  // the tile's other blocks' states are seen past the count
             for (unsigned int t = threadIdx.x; t < span; t += blockDim.x) {
                 const size_t g = g0 + t;
                 if (g >= groups) continue;
                 P a = load_state(states + g);
-                for (size_t k = 1; k < splits; k++) a = pol.combine(a, load_state(states + k * groups + g));
+                size_t k = 1;
+                // kCombineLoads states in flight, combined in slice order (the same bits)
+                for (; k + kCombineLoads <= splits; k += kCombineLoads) {
+                    P x[kCombineLoads];
+#pragma unroll
+                    for (int u = 0; u < kCombineLoads; u++) x[u] = load_state(states + (k + u) * groups + g);
+#pragma unroll
+                    for (int u = 0; u < kCombineLoads; u++) a = pol.combine(a, x[u]);
+                }
+                for (; k < splits; k++) a = pol.combine(a, load_state(states + k * groups + g));
                 pol.store(dst, g, a);
             }
             if (threadIdx.x == 0) *counter = 0u;  // every block of the tile has counted
@@ -733,7 +846,19 @@ __device__ __noinline__ void reduce_column_tiles(const Pol pol, const Source sou
     }
 }
 
-// Pass 3 (above): the source's columns a thread decide W.
+// Pass 3 and 4 (above): the source's columns a thread decide W.
+template <class Pol, typename T>
+__device__ __forceinline__ void reduce_columns_of(const Pol& pol, const group_source<T>& source, const size_t groups,
+                                                  const size_t el, const size_t splits, void* partial, void* dst) {
+    if (!source.thread_per_item()) return;  // the runtime launches pass 3 / 4 only for these
+    if (group_source<T>::kColumns > 1 && source.columns() > 1) {
+        reduce_column_tiles<Pol, group_source<T>, group_source<T>::kColumns>(pol, source, groups, el, splits, partial,
+                                                                             dst);
+    } else {
+        reduce_column_tiles<Pol, group_source<T>, 1>(pol, source, groups, el, splits, partial, dst);
+    }
+}
+
 template <class Pol, typename T>
 __device__ __noinline__ void reduce_columns_once(const Pol pol, const size_t src_numel, const size_t el,
                                                  const size_t num_dims, const size_t* info, const size_t splits,
@@ -741,13 +866,19 @@ __device__ __noinline__ void reduce_columns_once(const Pol pol, const size_t src
     if (el == 0 || splits == 0 || blockDim.x > kMaxBlock) return;
     group_source<T> source;
     source.init(src, el, num_dims, info);
-    if (!source.thread_per_item()) return;  // the runtime launches pass 3 only for these
-    if (group_source<T>::kColumns > 1 && source.columns() > 1) {
-        reduce_column_tiles<Pol, group_source<T>, group_source<T>::kColumns>(pol, source, src_numel / el, el, splits,
-                                                                             partial, dst);
-    } else {
-        reduce_column_tiles<Pol, group_source<T>, 1>(pol, source, src_numel / el, el, splits, partial, dst);
-    }
+    reduce_columns_of(pol, source, src_numel / el, el, splits, partial, dst);
+}
+
+// Pass 4: pass 3 of a rank-2 view given by value (num_dims holds the row stride: dims
+// (src_numel / el, el), strides (1, num_dims); no info array to read before the first row).
+template <class Pol, typename T>
+__device__ __noinline__ void reduce_columns_by_value(const Pol pol, const size_t src_numel, const size_t el,
+                                                     const size_t row_stride, const size_t splits, const T* src,
+                                                     void* partial, void* dst) {
+    if (el == 0 || splits == 0 || blockDim.x > kMaxBlock) return;
+    group_source<T> source;
+    source.init_columns(src, el, src_numel / el, row_stride);
+    reduce_columns_of(pol, source, src_numel / el, el, splits, partial, dst);
 }
 
 template <typename T> __device__ __forceinline__ sum_policy<T> sum_of() { return sum_policy<T>{}; }
@@ -781,6 +912,8 @@ __device__ __forceinline__ void reduce_chunks(const uint32_t op, const uint32_t 
             reduce_once(sum_of<T>(), src_numel, el, num_dims, info, chunks, src, partial, dst);
         } else if (pass == 3u) {
             reduce_columns_once(sum_of<T>(), src_numel, el, num_dims, info, chunks, src, partial, dst);
+        } else if (pass == OPGEN_COLUMN_PASS_BY_VALUE) {
+            reduce_columns_by_value(sum_of<T>(), src_numel, el, num_dims, chunks, src, partial, dst);
         } else if (pass == 1u) {
             reduce_groups(sum_of<T>(), src_numel, el, num_dims, info, chunks, src, partial, true);
         } else {
@@ -793,6 +926,8 @@ __device__ __forceinline__ void reduce_chunks(const uint32_t op, const uint32_t 
             reduce_once(pol, src_numel, el, num_dims, info, chunks, src, partial, dst);
         } else if (pass == 3u) {
             reduce_columns_once(pol, src_numel, el, num_dims, info, chunks, src, partial, dst);
+        } else if (pass == OPGEN_COLUMN_PASS_BY_VALUE) {
+            reduce_columns_by_value(pol, src_numel, el, num_dims, chunks, src, partial, dst);
         } else if (pass == 1u) {
             reduce_groups(pol, src_numel, el, num_dims, info, chunks, src, partial, true);
         } else {

@@ -7,7 +7,14 @@ import math
 import numpy as np
 
 from generated import kernel_facts
-from generated.kernel_facts import PASS0_HEADER, REDUCE_CODES, WARP_ITEM_MAX, WARP_PARTIAL_MAX, KernelPattern as K
+from generated.kernel_facts import (
+    COLUMN_PASS_BY_VALUE,
+    PASS0_HEADER,
+    REDUCE_CODES,
+    WARP_ITEM_MAX,
+    WARP_PARTIAL_MAX,
+    KernelPattern as K,
+)
 from runtime.checks import reduce_dims
 from runtime.errors import ShapeMismatch
 from runtime.gpu.launch import BLOCK
@@ -42,6 +49,15 @@ TILE_INTERLEAVED = bool(kernel_facts.TILE_INTERLEAVED)
 COLUMN_COUNTERS = 1024
 # Pass 3's most blocks: past (tile, slice) items this many, a block takes several in turn.
 COLUMN_GRID_MAX = 1 << 16
+# Pass 3's slices of a tile's rows: 0 computes them (above); another value is taken as it
+# is (bench/gpu_issue11.py's column-explore times whole waves: 33 slices on 528 blocks).
+COLUMN_SPLITS = 0
+# A rank-2 view (one kept dim of stride 1, one reduced dim) takes pass 4 (kernel_facts'
+# COLUMN_PASS_BY_VALUE): pass 3 with its row stride as a kernel argument, no dims and strides
+# uploaded to the device per call nor read there before the first row. False: pass 3 with the
+# info array (bench/gpu_issue11.py's column-explore compares them; figures:
+# bench/results/dim0c-h100.md).
+COLUMN_BY_VALUE = True
 # False: such groups take pass 1 and 2 (two launches), as before pass 3 (bench/gpu_issue11.py
 # compares the two).
 COLUMN_TILES = True
@@ -66,7 +82,8 @@ class Reductions:
         (a leading dim), it takes `_reduce_columns` neighbouring groups at once, and where
         such groups would be split, pass 3 splits them in one launch instead: column tiles
         of COLUMN_TILE threads (a tile's row slices in blocks of their own, the last block
-        of a tile to finish combining them; see `_reduce_column_tiles`)."""
+        of a tile to finish combining them; see `_reduce_column_tiles`), or pass 4 where the
+        merged view is rank 2 (its row stride an argument: no dims and strides uploaded)."""
         op = kernel.op
         fn = self._entry(table, (K.FAST_OP_SELF, op, buf.dtype), "reduce_op")
         _fits(op, self.name, buf, layout)
@@ -98,7 +115,6 @@ class Reductions:
         contiguous = _row_major(flat_dims)
         src = buf.at(layout)  # the view's first element (a permutation keeps it)
         stream = self.stream(buf.ordinal)
-        info, keep = (0, None) if contiguous else self._info(buf.ordinal, shape, stride)
         sms = self._sms(buf.ordinal)
         block = 256
         # The way hip/reduce.hip covers an item (its thread_per_item and kWarpItemMax).
@@ -129,7 +145,14 @@ class Reductions:
             if few and chunks >= block // 32:  # whole blocks of one group (the kernel's block states)
                 chunks -= chunks % (block // 32)
         if by_thread and chunks > 1 and COLUMN_TILES:
+            if COLUMN_BY_VALUE and len(flat_dims) == 2:  # pass 4: the row stride by value
+                row_stride = red_dims[0][1]
+                return self._reduce_column_tiles(
+                    buf, op, out, units, group, row_stride, 0, src, table, COLUMN_PASS_BY_VALUE
+                )
+            info, keep = self._info(buf.ordinal, shape, stride)
             return self._reduce_column_tiles(buf, op, out, units, group, len(shape), info, src, table)
+        info, keep = (0, None) if contiguous else self._info(buf.ordinal, shape, stride)
         per_chunk = -(-group // chunks)
         length = group if chunks == 1 else -(-per_chunk // 16) * 16  # the kernel's chunk_length
         items = units * chunks
@@ -195,9 +218,20 @@ class Reductions:
         return out
 
     def _reduce_column_tiles(
-        self, buf: GpuBuffer, op: str, out: GpuBuffer, units: int, group: int, rank: int, info: int, src: int, table
+        self,
+        buf: GpuBuffer,
+        op: str,
+        out: GpuBuffer,
+        units: int,
+        group: int,
+        rank: int,
+        info: int,
+        src: int,
+        table,
+        pass_: int = 3,
     ) -> GpuBuffer:
-        """reduce_chunks_<dt> pass 3 (hip/reduce.hip's reduce_column_tiles): `units` items of
+        """reduce_chunks_<dt> pass 3 (hip/reduce.hip's reduce_column_tiles), or pass 4 (the
+        same for a rank-2 view, `rank` then being its row stride and `info` 0): `units` items of
         a thread per item (each `cols` neighbouring groups of `group` rows), COLUMN_TILE
         units across a tile (fewer, a power of two, where the units are fewer), each tile's
         rows split into `splits` slices, a block of COLUMN_BLOCK threads per (tile, slice):
@@ -211,7 +245,7 @@ class Reductions:
             tile //= 2
         tiles = -(-units // tile)
         fill = sms * COLUMN_THREADS_PER_SM // block // tiles  # slices whose blocks fill the device
-        splits = max(1, min(fill, group // (block // tile * COLUMN_ROWS_LEAST)))
+        splits = COLUMN_SPLITS or max(1, min(fill, group // (block // tile * COLUMN_ROWS_LEAST)))
         grid = max(1, min(tiles * splits, COLUMN_GRID_MAX))
         groups = out.size
         partial = self._pass3_scratch(ordinal, tiles, groups * splits * 16)  # states of up to 16 bytes
@@ -222,7 +256,7 @@ class Reductions:
             block,
             self.stream(ordinal),
             REDUCE_CODES[op],
-            3,
+            pass_,
             groups * group,
             group,
             rank,

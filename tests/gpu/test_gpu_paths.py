@@ -183,11 +183,14 @@ COLUMN_TILE_CASES = [
 @pytest.mark.parametrize("backend", GPU_BACKENDS, ids=str)
 @pytest.mark.parametrize("dtype", ["f32", "bf16", "f16", "f64", "i64", "u32", "u8"])
 @pytest.mark.parametrize("op", REDUCE, ids=str)
-def test_column_tiles_reduce_as_on_the_cpu_in_one_launch(backend, dtype, op, monkeypatch):
+@pytest.mark.parametrize("by_value", [True, False], ids=["by-value", "info"])
+def test_column_tiles_reduce_as_on_the_cpu_in_one_launch(backend, dtype, op, by_value, monkeypatch):
     """Every case against the cpu backend, every dtype, ties and NaNs for the extremes (the
-    first extreme, the first NaN), and each case through pass 3."""
+    first extreme, the first NaN), and each case in one launch of column tiles: pass 4 (the
+    row stride by value) for the rank-2 views where COLUMN_BY_VALUE is on, else pass 3."""
     import runtime.gpu.reduce as gpu
 
+    monkeypatch.setattr(gpu, "COLUMN_BY_VALUE", by_value)
     taken: list[tuple] = []
     tiles = gpu.Reductions._reduce_column_tiles
 
@@ -206,13 +209,16 @@ def test_column_tiles_reduce_as_on_the_cpu_in_one_launch(backend, dtype, op, mon
         want = _reduce(CPU, x.reshape(-1), layout, layout.shape, op, dims)
         _check(got, want, op, dt, what)
         assert len(taken) == 1, what
+        rank2 = len(shape) - len(dims) == 1  # the merged view: one kept dim, one reduced
+        assert (taken[0][9] if len(taken[0]) > 9 else 3) == (4 if by_value and rank2 else 3), what
 
 
 @pytest.mark.parametrize("backend", GPU_BACKENDS, ids=str)
 @pytest.mark.parametrize("dtype", ["f32", "bf16", "f64"])
 def test_column_tiles_sum_the_same_whichever_block_finishes_last(backend, dtype, monkeypatch):
-    """A float sum of pass 3 is the same bit for bit run after run, and with a grid of 3
-    blocks that take the (tile, slice) items in turn (so other blocks arrive last)."""
+    """A float sum of pass 4 is the same bit for bit run after run, with a grid of 3
+    blocks that take the (tile, slice) items in turn (so other blocks arrive last), and
+    through pass 3 (the dims and strides uploaded)."""
     import runtime.gpu.reduce as gpu
 
     device, dt = g.Device(backend, 0), g.DType(dtype)
@@ -222,7 +228,9 @@ def test_column_tiles_sum_the_same_whichever_block_finishes_last(backend, dtype,
     again = _reduce(device, x.reshape(-1), layout, x.shape, g.ReduceOp.SUM, (0,))
     monkeypatch.setattr(gpu, "COLUMN_GRID_MAX", 3)
     few_blocks = _reduce(device, x.reshape(-1), layout, x.shape, g.ReduceOp.SUM, (0,))
-    assert first.tobytes() == again.tobytes() == few_blocks.tobytes()
+    monkeypatch.setattr(gpu, "COLUMN_BY_VALUE", False)  # pass 3: the same sums in the same order
+    with_info = _reduce(device, x.reshape(-1), layout, x.shape, g.ReduceOp.SUM, (0,))
+    assert first.tobytes() == again.tobytes() == few_blocks.tobytes() == with_info.tobytes()
     want = _reduce(CPU, x.reshape(-1), layout, x.shape, g.ReduceOp.SUM, (0,))
     # signs mixed, so a column's sum may cancel to near 0: the rounding is bounded by the sum
     # of |x| (2,053 f32 terms: a few ulps of it), not by the result

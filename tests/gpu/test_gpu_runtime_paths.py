@@ -49,6 +49,7 @@ class FakeDriver:
         pass
 
     def upload(self, ptr, host, stream):
+        self.calls.append(("upload", ptr, host.nbytes))
         self.memory[ptr : ptr + host.nbytes] = host.tobytes()
 
     def download(self, host, ptr, stream):
@@ -547,7 +548,8 @@ def test_two_accesses_a_row_double_the_columns(itemsize, offset, kept, reduced, 
 
 
 def test_a_sum_over_dim_0_is_one_launch_of_column_tiles():
-    """A leading dim's groups too long for a thread each: reduce_chunks pass 3, one launch,
+    """A leading dim's groups too long for a thread each: reduce_chunks pass 4 (pass 3 of a
+    rank-2 view, its row stride an argument, nothing uploaded), one launch,
     a thread per 4 columns, 32 threads across a tile (128 columns), the rows split into 8
     slices (8 blocks of 256 threads per tile fill 4 per multiprocessor: 512 of 528), into a
     kept scratch whose tile counters precede the states and are zeroed once."""
@@ -555,7 +557,8 @@ def test_a_sum_over_dim_0_is_one_launch_of_column_tiles():
     out = _reduce(rt, (8192, 8192), (0,))
     [(name, grid, block, args)] = launches
     code, pass_, numel, group, rank, info, splits, src, partial, dst = args
-    assert (name, pass_, numel, group, dst) == ("reduce_chunks_f32", 3, 1 << 26, 8192, out.ptr)
+    assert (name, pass_, numel, group, rank, info) == ("reduce_chunks_f32", 4, 1 << 26, 8192, 8192, 0)
+    assert dst == out.ptr and not driver.of("upload")  # no dims and strides uploaded
     assert (block, splits, grid) == (256, 8, (8192 // 128) * 8)
     scratch, room = rt._tile_scratch[0]
     assert room % 1024 == 0 and room >= 8192 // 128 and partial == scratch.ptr + 4 * room
@@ -578,7 +581,7 @@ def test_column_tiles_counters_grow_and_never_meet_the_states():
     first, room = rt._tile_scratch[0]
     assert room == 1024 and launches[0][3][8] == first.ptr + 4096
     _reduce(rt, (256, 160_000), (0,))  # 40,000 units of 4 columns: 1,250 tiles
-    assert launches[1][3][1] == 3
+    assert launches[1][3][1] == 4  # pass 4: a rank-2 view
     second, room2 = rt._tile_scratch[0]
     assert second is not first and room2 == 2048 and launches[1][3][8] == second.ptr + 4 * 2048
     assert ("memset", second.ptr, 4 * 2048, 0) in driver.calls
@@ -596,8 +599,11 @@ def _column_tiles(memory: bytearray, args, block: int, order: np.random.Generato
     from runtime.gpu.reduce import COLUMN_TILE, TILE_INTERLEAVED, _reduce_columns
 
     code, pass_, numel, group, rank, info, splits, src, partial, dst = args
-    assert (code, pass_) == (0, 3)
-    dims, strides = np.frombuffer(memory, np.uint64, 2 * rank, info).astype(int).reshape(2, rank)
+    assert code == 0 and pass_ in (3, 4)
+    if pass_ == 4:  # a rank-2 view by value: `rank` holds the row stride
+        dims, strides = np.array([numel // group, group]), np.array([1, rank])
+    else:
+        dims, strides = np.frombuffer(memory, np.uint64, 2 * rank, info).astype(int).reshape(2, rank)
     flat = np.frombuffer(memory, np.float32, (len(memory) - src) // 4, src)
     view = np.lib.stride_tricks.as_strided(flat, tuple(dims), tuple(4 * s for s in strides)).reshape(-1, group)
     groups = numel // group
@@ -641,14 +647,17 @@ COLUMN_TILE_CASES = [
 ]
 
 
-@pytest.mark.parametrize("packs, interleaved", [(1, True), (1, False), (2, True)])
-def test_column_tiles_sum_as_numpy_launch_after_launch(packs, interleaved, monkeypatch):
+@pytest.mark.parametrize(
+    "packs, interleaved, by_value", [(1, True, True), (1, True, False), (1, False, True), (2, True, True)]
+)
+def test_column_tiles_sum_as_numpy_launch_after_launch(packs, interleaved, by_value, monkeypatch):
     """Pass 3 through the fake driver with the kernel's protocol modelled in numpy (blocks in
     a random order): the arguments, the scratch layout and the counters handed from launch
     to launch give numpy's sums, and every case takes pass 3; slices interleaved or as bands
     (hip/reduce.hip's OPGEN_TILE_INTERLEAVED), 4 or 8 f32 columns a thread (COLUMN_PACKS)."""
     monkeypatch.setattr("runtime.gpu.reduce.COLUMN_PACKS", packs)
     monkeypatch.setattr("runtime.gpu.reduce.TILE_INTERLEAVED", interleaved)
+    monkeypatch.setattr("runtime.gpu.reduce.COLUMN_BY_VALUE", by_value)
     rt, driver, launches = _runtime()
     driver.memory = bytearray(1 << 25)
     order = np.random.default_rng(5)
@@ -658,7 +667,7 @@ def test_column_tiles_sum_as_numpy_launch_after_launch(packs, interleaved, monke
         buf = rt.from_host(0, x)
         out = rt.reduce_op(buf, kernels_hip.REDUCE[ReduceOp.SUM], layout, dims, TABLE)
         name, grid, block, args = launches[-1]
-        assert (name, args[1]) == ("reduce_chunks_f32", 3), shape
+        assert name == "reduce_chunks_f32" and args[1] == (4 if by_value and len(shape) - len(dims) == 1 else 3), shape
         _column_tiles(driver.memory, args, block, order)
         view = np.lib.stride_tricks.as_strided(
             x.reshape(-1)[layout.start_offset :], layout.shape, tuple(4 * s for s in layout.stride)
