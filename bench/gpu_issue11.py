@@ -267,6 +267,11 @@ def _column_variants() -> list[tuple[str, dict, str]]:
         ("8 states in flight in the final combine", {}, "#define OPGEN_TILE_COMBINE_LOADS 8\n"),
         ("default, 128-thread blocks, 16 slices", {"COLUMN_BLOCK": 128, "COLUMN_THREADS_PER_SM": 1024}, ""),
         ("default, 128-thread blocks, 33 slices (torch's grid)", torch_like, ""),
+        # reduce_chunks declared for 256-thread blocks (its pass 2 takes 1024: an experiment
+        # for an entry point of pass 3/4's own): 255 registers at most; or 3 blocks a
+        # multiprocessor (85) with the grid that keeps one wave (6 slices, 384 blocks)
+        ("reduce_chunks bounded for 256 threads", {}, "bounds:256"),
+        ("reduce_chunks bounded for 3 blocks of 256, 6 slices", {"COLUMN_THREADS_PER_SM": 768}, "bounds:256, 3"),
     ]
 
 
@@ -307,6 +312,12 @@ def _variant_text(defines: str, text: str) -> str | None:
     import os
     from pathlib import Path
 
+    if defines.startswith("bounds:"):  # the entry points' header inlined, reduce_chunks' bound changed
+        from runtime.gpu.compile import HIP_DIR
+
+        entries = (HIP_DIR.parent / "generated" / "reduce_entries.h").read_text(encoding="utf-8")
+        entries = entries.replace("__launch_bounds__(1024) reduce_chunks_", f"__launch_bounds__({defines[7:]}) reduce_chunks_")
+        return text.replace('#include "reduce_entries.h"', entries)
     if defines != "before":
         return defines + text
     before = os.environ.get("OPGEN_REDUCE_BEFORE")
