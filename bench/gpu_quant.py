@@ -292,6 +292,16 @@ _SHARE = {"kShareScales = false;\n    struct X": "kShareScales = true;\n    stru
 _Q4_8 = {_Q4: _Q4.replace("OPGEN_QMATVEC_FAST_ROWS_Q4_0", "8")}
 
 
+# Round 4 (bench/results/qmatvec-kquant-round4-h100.md): the K path's compile switches
+# (hip/quantized.hip, OPGEN_QMATVEC_K_*), each turned on by its #define.
+def _on(*names: str) -> dict:
+    return {f"#define OPGEN_QMATVEC_{n} 0": f"#define OPGEN_QMATVEC_{n} 1" for n in names}
+
+
+_K4L = "static constexpr int kStages = 4;\n    static constexpr bool kPrefetch = false;\n    static constexpr bool kFold = true;"
+_K6R = "static constexpr int kStages = 2;\n    static constexpr bool kPrefetch = false;\n    static constexpr bool kFold = true;\n"
+
+
 EXPLORE = {
     "q4_0": [
         ("shipped", 256, 16, {}),
@@ -311,17 +321,21 @@ EXPLORE = {
     ],
     "q4_k": [
         ("shipped", 128, 8, {}),
-        ("scales shared by lane pairs", 128, 8, _SHARE),
-        ("grid 2/SM, every item prefetched", 128, 8, _K4_ALL, 2),
-        ("scales shared, grid 2/SM, every item prefetched", 128, 8, {**_SHARE, **_K4_ALL}, 2),
-        ("scales shared, grid 1/SM, every item prefetched", 128, 8, {**_SHARE, **_K4_ALL}, 1),
-        ("scales shared, grid 3/SM, every item prefetched", 128, 8, {**_SHARE, **_K4_ALL}, 3),
+        ("row copy", 128, 8, _on("K_ROWCOPY")),
+        ("lean", 128, 8, _on("K4_LEAN")),
+        ("row copy + lean", 128, 8, _on("K_ROWCOPY", "K4_LEAN")),
+        ("row copy + lean + tc digits", 128, 8, _on("K_ROWCOPY", "K4_LEAN", "K_TC")),
+        ("row copy + lean + tc, 2 stages", 128, 8, {**_on("K_ROWCOPY", "K4_LEAN", "K_TC"), _K4L: _K4L.replace("= 4", "= 2")}),
+        ("row copy + lean + tc, 8 stages", 128, 8, {**_on("K_ROWCOPY", "K4_LEAN", "K_TC"), _K4L: _K4L.replace("= 4", "= 8")}),
     ],
     "q6_k": [
         ("shipped", 128, 8, {}),
-        ("grid 2/SM, every item prefetched", 128, 8, _K6_ALL, 2),
-        ("grid 1/SM, every item prefetched", 128, 8, _K6_ALL, 1),
-        ("grid 3/SM, every item prefetched", 128, 8, _K6_ALL, 3),
+        ("row copy", 128, 8, _on("K_ROWCOPY")),
+        ("pair", 128, 8, _on("K6_PAIR")),
+        ("row copy + pair", 128, 8, _on("K_ROWCOPY", "K6_PAIR")),
+        ("row copy + pair + tc digits", 128, 8, _on("K_ROWCOPY", "K6_PAIR", "K_TC")),
+        ("row copy + pair + tc, 4 stages", 128, 8, {**_on("K_ROWCOPY", "K6_PAIR", "K_TC"), _K6R: _K6R.replace("= 2", "= 4")}),
+        ("row copy + pair + tc, 1 stage", 128, 8, {**_on("K_ROWCOPY", "K6_PAIR", "K_TC"), _K6R: _K6R.replace("= 2", "= 1")}),
     ],
 }
 
