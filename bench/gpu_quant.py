@@ -301,6 +301,10 @@ def _on(*names: str) -> dict:
 _K4L = "static constexpr int kStages = 4;\n    static constexpr bool kPrefetch = false;\n    static constexpr bool kFold = true;"
 _K6R = "static constexpr int kStages = 2;\n    static constexpr bool kPrefetch = false;\n    static constexpr bool kFold = true;\n"
 
+_K8 = {"constexpr int kKMinBlocks = 4;": "constexpr int kKMinBlocks = 8;"}  # 64 registers (no spills)
+_K4R = {_K4: "kKRows = 4;", **_K8}
+_K6F = {_K6: "kKRows = 4;", **_K8}
+
 
 EXPLORE = {
     "q4_0": [
@@ -327,6 +331,7 @@ EXPLORE = {
         ("row copy + lean + tc digits", 128, 8, _on("K_ROWCOPY", "K4_LEAN", "K_TC")),
         ("row copy + lean + tc, 2 stages", 128, 8, {**_on("K_ROWCOPY", "K4_LEAN", "K_TC"), _K4L: _K4L.replace("= 4", "= 2")}),
         ("row copy + lean + tc, 8 stages", 128, 8, {**_on("K_ROWCOPY", "K4_LEAN", "K_TC"), _K4L: _K4L.replace("= 4", "= 8")}),
+        ("row copy + lean + tc, 4 rows/item, 8 blocks/SM", 128, 4, {**_on("K_ROWCOPY", "K4_LEAN", "K_TC"), **_K4R}),
     ],
     "q6_k": [
         ("shipped", 128, 8, {}),
@@ -336,6 +341,7 @@ EXPLORE = {
         ("row copy + pair + tc digits", 128, 8, _on("K_ROWCOPY", "K6_PAIR", "K_TC")),
         ("row copy + pair + tc, 4 stages", 128, 8, {**_on("K_ROWCOPY", "K6_PAIR", "K_TC"), _K6R: _K6R.replace("= 2", "= 4")}),
         ("row copy + pair + tc, 1 stage", 128, 8, {**_on("K_ROWCOPY", "K6_PAIR", "K_TC"), _K6R: _K6R.replace("= 2", "= 1")}),
+        ("row copy + pair + tc, 4 rows/item, 8 blocks/SM", 128, 4, {**_on("K_ROWCOPY", "K6_PAIR", "K_TC"), **_K6F}),
     ],
 }
 
