@@ -79,24 +79,38 @@ constexpr int kKMinBlocks = 4;               // the same for the K path (q4_k, q
 constexpr int kFastPrefetchItems = 1;
 constexpr int kKPrefetchItems = 1;
 // Round 4's switches of the integer K path (bench/gpu_quant.py --explore; figures:
-// bench/results/qmatvec-kquant-round4-h100.md), each 0 or 1:
-// - OPGEN_QMATVEC_K_ROWCOPY: a step's slab copied row by row, thread t taking pieces t and
-//   t + kThreads of each row (one address a row), instead of one loop over the slab's pieces
-//   (a division and a 64-bit address per piece);
-// - OPGEN_QMATVEC_K4_LEAN: q4_k_lean for q4_k (below, at its code);
-// - OPGEN_QMATVEC_K6_PAIR: q6_k_pair for q6_k (below, at its code).
-// - OPGEN_QMATVEC_K_TC: q4_k_lean / q6_k_pair take x's digits as quantize_x_tc makes them.
-#ifndef OPGEN_QMATVEC_K_TC
-#define OPGEN_QMATVEC_K_TC 0
-#endif
-#ifndef OPGEN_QMATVEC_K_ROWCOPY
-#define OPGEN_QMATVEC_K_ROWCOPY 0
-#endif
+// bench/results/qmatvec-kquant-round4-h100.md), each 0 or 1, per format (K4_*: q4_k, K6_*: q6_k):
+// - K4_LEAN / K6_PAIR: q4_k_lean for q4_k, q6_k_pair for q6_k (below, at their code);
+// - K*_ROWCOPY: a step's slab copied row by row, thread t taking pieces t and t + kThreads
+//   of each row (one address a row), instead of one loop over the slab's pieces (a
+//   division and a 64-bit address per piece);
+// - K*_TC: q4_k_lean / q6_k_pair take x's digits as quantize_x_tc makes them;
+// - K*_CAP: the slab's shared array padded to 46 KB, so that no more than 4 blocks fit a
+//   multiprocessor when the kernel needs fewer registers (with the row copy q4_k needs 93,
+//   5 blocks per SM, which were slower from HBM with PDL: 6.60 against 5.79 us).
 #ifndef OPGEN_QMATVEC_K4_LEAN
 #define OPGEN_QMATVEC_K4_LEAN 0
 #endif
+#ifndef OPGEN_QMATVEC_K4_ROWCOPY
+#define OPGEN_QMATVEC_K4_ROWCOPY 0
+#endif
+#ifndef OPGEN_QMATVEC_K4_TC
+#define OPGEN_QMATVEC_K4_TC 0
+#endif
+#ifndef OPGEN_QMATVEC_K4_CAP
+#define OPGEN_QMATVEC_K4_CAP 0
+#endif
 #ifndef OPGEN_QMATVEC_K6_PAIR
 #define OPGEN_QMATVEC_K6_PAIR 0
+#endif
+#ifndef OPGEN_QMATVEC_K6_ROWCOPY
+#define OPGEN_QMATVEC_K6_ROWCOPY 0
+#endif
+#ifndef OPGEN_QMATVEC_K6_TC
+#define OPGEN_QMATVEC_K6_TC 0
+#endif
+#ifndef OPGEN_QMATVEC_K6_CAP
+#define OPGEN_QMATVEC_K6_CAP 0
 #endif
 static_assert(kThreads % OPGEN_LANE_GROUP == 0 && OPGEN_QMATVEC_FAST_THREADS % kThreads == 0,
               "qmatvec's blocks: whole groups of lanes; the dp4a path's a multiple of kThreads");
@@ -1022,6 +1036,7 @@ struct q4_k_int {  // part p as q4_k_path's: groups 0..3 the low half (sub-block
     // Within noise or slower (L2 5.47 against 5.30 us: bench/results/qmatvec-round3-h100.md): off.
     static constexpr bool kShareScales = false;
     static constexpr bool kFold = false;  // dot, not dot_acc (q4_k_lean's)
+    static constexpr bool kRowCopy = OPGEN_QMATVEC_K4_ROWCOPY, kCap = OPGEN_QMATVEC_K4_CAP;  // round 4's switches
     struct X {
         uint32_t D[3][8];
         float sigma, sum_lo, sum_hi;  // sum_*: sigma * sum X of the half
@@ -1120,6 +1135,7 @@ struct q6_k_int {  // part p as q6_k_path's: groups 2g, 2g+1 are weights 128h + 
     static constexpr bool kAluDigits = false;
     static constexpr bool kShareScales = false;  // (q4_k_int's; not for q6_k)
     static constexpr bool kFold = false;
+    static constexpr bool kRowCopy = OPGEN_QMATVEC_K6_ROWCOPY, kCap = OPGEN_QMATVEC_K6_CAP;  // round 4's switches
     struct X {
         uint32_t D[3][8];
         int corr[4];  // -32 * sum X of g's 8 values
@@ -1251,13 +1267,14 @@ struct q4_k_lean {  // part p as q4_k_int's
     static constexpr int kStages = 4;
     static constexpr bool kPrefetch = false;
     static constexpr bool kFold = true;  // dot_acc: the step's sum without sigma
+    static constexpr bool kRowCopy = OPGEN_QMATVEC_K4_ROWCOPY, kCap = OPGEN_QMATVEC_K4_CAP;
     static constexpr int kBits = 22;
     struct X {
         uint32_t D[3][8];
         float sigma, sx_lo, sx_hi;  // sx_*: sum X of the half (exact: |sum| <= 16 * 2^22)
     };
     static __device__ __forceinline__ void load_x(const float* xb, int p, float4 (&v)[8]) { q4_k_int::load_x(xb, p, v); }
-    static constexpr bool kTc = OPGEN_QMATVEC_K_TC;  // quantize_x_tc's digits
+    static constexpr bool kTc = OPGEN_QMATVEC_K4_TC;  // quantize_x_tc's digits
     static __device__ __forceinline__ void quantize(const float4 (&v)[8], X& q) {
         int xs[8];
         if constexpr (kTc) {
@@ -1327,9 +1344,10 @@ struct q4_k_lean {  // part p as q4_k_int's
 // 2^30 keeps the digits' sums in 32 bits (with 22 bits it could reach 2^31).
 struct q6_k_pair {
     typedef q6_k F;
-    static constexpr int kStages = 2;
+    static constexpr int kStages = 4;  // (2: 8.08 us, 1: 8.86, 4: 7.89 from HBM; round 4)
     static constexpr bool kPrefetch = false;
     static constexpr bool kFold = true;
+    static constexpr bool kRowCopy = OPGEN_QMATVEC_K6_ROWCOPY, kCap = OPGEN_QMATVEC_K6_CAP;
     struct X {
         uint32_t D[3][8];  // groups 0..3: g = e, 4..7: g = e + 2
         int corr[2];       // -32 * sum X of each run of 16
@@ -1343,7 +1361,7 @@ struct q6_k_pair {
             v[4 + j] = load_x4(base + 64 + 4 * j);
         }
     }
-    static constexpr bool kTc = OPGEN_QMATVEC_K_TC;  // quantize_x_tc's digits
+    static constexpr bool kTc = OPGEN_QMATVEC_K6_TC;  // quantize_x_tc's digits
     static __device__ __forceinline__ void quantize(const float4 (&v)[8], X& q) {
         int xs[8];
         if constexpr (kTc) {
@@ -1408,7 +1426,8 @@ template <typename P> __device__ void qmatvec_kint(const uint8_t* __restrict__ w
     constexpr int kRowVecs = kKBlocks * F::kBytes / 16 + 2;  // a step of a row from its 16-byte floor, + a spare
     constexpr int kWarps = kThreads / 32;
     constexpr bool kAligned = F::kBytes % 16 == 0;  // q4_k: every block of an aligned w is 16-byte aligned
-    __shared__ uint4 stage[R * kRowVecs];
+    constexpr int kCapVecs = P::kCap ? 46 * 1024 / 16 : 0;  // 5 blocks of 47 KB > 228 KB
+    __shared__ uint4 stage[R * kRowVecs > kCapVecs ? R * kRowVecs : kCapVecs];
     __shared__ float partial[kWarps][R];
     const unsigned int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     const int blk = (int)threadIdx.x / 8, part = (int)threadIdx.x % 8;
@@ -1432,38 +1451,37 @@ template <typename P> __device__ void qmatvec_kint(const uint8_t* __restrict__ w
             if (c0 > 0) __syncthreads();  // the previous step is used up
             // Row i's step starts `skew` bytes into its 16-byte floor; unloaded pieces stay
             // stale, never read for rows written out.
-#if OPGEN_QMATVEC_K_ROWCOPY
-            // row by row: thread t copies pieces t, t + kThreads, .. of each row's step
+            if constexpr (P::kRowCopy) {  // row by row: thread t copies pieces t, t + kThreads, .. of each row's step
 #pragma unroll
-            for (int s = 0; s < S; s++) {
+                for (int s = 0; s < S; s++) {
 #pragma unroll
-                for (int i = s * RS; i < (s + 1) * RS; i++) {
-                    const uint8_t* src = wi + i * row_bytes + c0 * F::kBytes;
-                    const unsigned long long skew = kAligned ? 0u : reinterpret_cast<unsigned long long>(src) & 15u;
-                    const int nv = kAligned ? cb * F::kBytes / 16 : (int)((skew + cb * F::kBytes + 15) / 16);
-                    const uint8_t* from = src - skew;
+                    for (int i = s * RS; i < (s + 1) * RS; i++) {
+                        const uint8_t* src = wi + i * row_bytes + c0 * F::kBytes;
+                        const unsigned long long skew = kAligned ? 0u : reinterpret_cast<unsigned long long>(src) & 15u;
+                        const int nv = kAligned ? cb * F::kBytes / 16 : (int)((skew + cb * F::kBytes + 15) / 16);
+                        const uint8_t* from = src - skew;
 #pragma unroll
-                    for (int j = 0; j < (kRowVecs + kThreads - 1) / kThreads; j++) {
-                        const int c = (int)threadIdx.x + j * kThreads;
-                        if (i < nrows && c < nv) cp_async16(stage + i * kRowVecs + c, from + 16 * c);
+                        for (int j = 0; j < (kRowVecs + kThreads - 1) / kThreads; j++) {
+                            const int c = (int)threadIdx.x + j * kThreads;
+                            if (i < nrows && c < nv) cp_async16(stage + i * kRowVecs + c, from + 16 * c);
+                        }
                     }
-                }
-                cp_async_commit();
+                    cp_async_commit();
             }
-#else
+            } else {
 #pragma unroll
-            for (int s = 0; s < S; s++) {
-                for (int u = (int)threadIdx.x; u < RS * kRowVecs; u += kThreads) {
-                    const int i = s * RS + u / kRowVecs, c = u % kRowVecs;
-                    const uint8_t* src = wi + i * row_bytes + c0 * F::kBytes;
-                    const unsigned long long skew = kAligned ? 0u : reinterpret_cast<unsigned long long>(src) & 15u;
-                    if (i < nrows && c < (int)((skew + cb * F::kBytes + 15) / 16)) {
-                        cp_async16(stage + i * kRowVecs + c, src - skew + 16 * c);
+                for (int s = 0; s < S; s++) {
+                    for (int u = (int)threadIdx.x; u < RS * kRowVecs; u += kThreads) {
+                        const int i = s * RS + u / kRowVecs, c = u % kRowVecs;
+                        const uint8_t* src = wi + i * row_bytes + c0 * F::kBytes;
+                        const unsigned long long skew = kAligned ? 0u : reinterpret_cast<unsigned long long>(src) & 15u;
+                        if (i < nrows && c < (int)((skew + cb * F::kBytes + 15) / 16)) {
+                            cp_async16(stage + i * kRowVecs + c, src - skew + 16 * c);
+                        }
                     }
-                }
-                cp_async_commit();
+                    cp_async_commit();
             }
-#endif
+            }
             typename P::X xq;
             P::quantize(xv, xq);
             float sacc[R];  // P::kFold: the step's sums over sigma
