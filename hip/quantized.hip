@@ -85,32 +85,43 @@ constexpr int kKPrefetchItems = 1;
 //   of each row (one address a row), instead of one loop over the slab's pieces (a
 //   division and a 64-bit address per piece);
 // - K*_TC: q4_k_lean / q6_k_pair take x's digits as quantize_x_tc makes them;
+// - K*_ROLLED: with K*_ROWCOPY, the copy's stages kept a loop (#pragma unroll 1). Fully
+//   unrolled, ptxas moves x's quantization (which waits for x's loads) between the stages'
+//   cp.async, so a warp stalls on x before it has asked for the whole slab (sm_90 SASS of
+//   row copy + lean: FMNMX between the LDGSTS groups): from L2 q4_k took 4.34 us against
+//   5.29, from HBM 5.91 against 5.79. Not measured yet (round 4 had no call left).
 // - K*_CAP: the slab's shared array padded to 46 KB, so that no more than 4 blocks fit a
 //   multiprocessor when the kernel needs fewer registers (with the row copy q4_k needs 93,
 //   5 blocks per SM, which were slower from HBM with PDL: 6.60 against 5.79 us).
 #ifndef OPGEN_QMATVEC_K4_LEAN
-#define OPGEN_QMATVEC_K4_LEAN 0
+#define OPGEN_QMATVEC_K4_LEAN 1
 #endif
 #ifndef OPGEN_QMATVEC_K4_ROWCOPY
 #define OPGEN_QMATVEC_K4_ROWCOPY 0
 #endif
 #ifndef OPGEN_QMATVEC_K4_TC
-#define OPGEN_QMATVEC_K4_TC 0
+#define OPGEN_QMATVEC_K4_TC 1
 #endif
 #ifndef OPGEN_QMATVEC_K4_CAP
 #define OPGEN_QMATVEC_K4_CAP 0
 #endif
+#ifndef OPGEN_QMATVEC_K4_ROLLED
+#define OPGEN_QMATVEC_K4_ROLLED 0
+#endif
 #ifndef OPGEN_QMATVEC_K6_PAIR
-#define OPGEN_QMATVEC_K6_PAIR 0
+#define OPGEN_QMATVEC_K6_PAIR 1
 #endif
 #ifndef OPGEN_QMATVEC_K6_ROWCOPY
-#define OPGEN_QMATVEC_K6_ROWCOPY 0
+#define OPGEN_QMATVEC_K6_ROWCOPY 1
 #endif
 #ifndef OPGEN_QMATVEC_K6_TC
-#define OPGEN_QMATVEC_K6_TC 0
+#define OPGEN_QMATVEC_K6_TC 1
 #endif
 #ifndef OPGEN_QMATVEC_K6_CAP
 #define OPGEN_QMATVEC_K6_CAP 0
+#endif
+#ifndef OPGEN_QMATVEC_K6_ROLLED
+#define OPGEN_QMATVEC_K6_ROLLED 0
 #endif
 static_assert(kThreads % OPGEN_LANE_GROUP == 0 && OPGEN_QMATVEC_FAST_THREADS % kThreads == 0,
               "qmatvec's blocks: whole groups of lanes; the dp4a path's a multiple of kThreads");
@@ -1036,7 +1047,8 @@ struct q4_k_int {  // part p as q4_k_path's: groups 0..3 the low half (sub-block
     // Within noise or slower (L2 5.47 against 5.30 us: bench/results/qmatvec-round3-h100.md): off.
     static constexpr bool kShareScales = false;
     static constexpr bool kFold = false;  // dot, not dot_acc (q4_k_lean's)
-    static constexpr bool kRowCopy = OPGEN_QMATVEC_K4_ROWCOPY, kCap = OPGEN_QMATVEC_K4_CAP;  // round 4's switches
+    static constexpr bool kRowCopy = OPGEN_QMATVEC_K4_ROWCOPY, kCap = OPGEN_QMATVEC_K4_CAP,
+                          kRolled = OPGEN_QMATVEC_K4_ROLLED;  // round 4's switches
     struct X {
         uint32_t D[3][8];
         float sigma, sum_lo, sum_hi;  // sum_*: sigma * sum X of the half
@@ -1135,7 +1147,8 @@ struct q6_k_int {  // part p as q6_k_path's: groups 2g, 2g+1 are weights 128h + 
     static constexpr bool kAluDigits = false;
     static constexpr bool kShareScales = false;  // (q4_k_int's; not for q6_k)
     static constexpr bool kFold = false;
-    static constexpr bool kRowCopy = OPGEN_QMATVEC_K6_ROWCOPY, kCap = OPGEN_QMATVEC_K6_CAP;  // round 4's switches
+    static constexpr bool kRowCopy = OPGEN_QMATVEC_K6_ROWCOPY, kCap = OPGEN_QMATVEC_K6_CAP,
+                          kRolled = OPGEN_QMATVEC_K6_ROLLED;  // round 4's switches
     struct X {
         uint32_t D[3][8];
         int corr[4];  // -32 * sum X of g's 8 values
@@ -1267,7 +1280,8 @@ struct q4_k_lean {  // part p as q4_k_int's
     static constexpr int kStages = 4;
     static constexpr bool kPrefetch = false;
     static constexpr bool kFold = true;  // dot_acc: the step's sum without sigma
-    static constexpr bool kRowCopy = OPGEN_QMATVEC_K4_ROWCOPY, kCap = OPGEN_QMATVEC_K4_CAP;
+    static constexpr bool kRowCopy = OPGEN_QMATVEC_K4_ROWCOPY, kCap = OPGEN_QMATVEC_K4_CAP,
+                          kRolled = OPGEN_QMATVEC_K4_ROLLED;
     static constexpr int kBits = 22;
     struct X {
         uint32_t D[3][8];
@@ -1347,7 +1361,8 @@ struct q6_k_pair {
     static constexpr int kStages = 4;  // (2: 8.08 us, 1: 8.86, 4: 7.89 from HBM; round 4)
     static constexpr bool kPrefetch = false;
     static constexpr bool kFold = true;
-    static constexpr bool kRowCopy = OPGEN_QMATVEC_K6_ROWCOPY, kCap = OPGEN_QMATVEC_K6_CAP;
+    static constexpr bool kRowCopy = OPGEN_QMATVEC_K6_ROWCOPY, kCap = OPGEN_QMATVEC_K6_CAP,
+                          kRolled = OPGEN_QMATVEC_K6_ROLLED;
     struct X {
         uint32_t D[3][8];  // groups 0..3: g = e, 4..7: g = e + 2
         int corr[2];       // -32 * sum X of each run of 16
@@ -1451,7 +1466,25 @@ template <typename P> __device__ void qmatvec_kint(const uint8_t* __restrict__ w
             if (c0 > 0) __syncthreads();  // the previous step is used up
             // Row i's step starts `skew` bytes into its 16-byte floor; unloaded pieces stay
             // stale, never read for rows written out.
-            if constexpr (P::kRowCopy) {  // row by row: thread t copies pieces t, t + kThreads, .. of each row's step
+            if constexpr (P::kRowCopy && P::kRolled) {  // the same, the stages a loop ptxas keeps
+#pragma unroll 1
+                for (int s = 0; s < S; s++) {
+#pragma unroll
+                    for (int r = 0; r < RS; r++) {
+                        const int i = s * RS + r;
+                        const uint8_t* src = wi + i * row_bytes + c0 * F::kBytes;
+                        const unsigned long long skew = kAligned ? 0u : reinterpret_cast<unsigned long long>(src) & 15u;
+                        const int nv = kAligned ? cb * F::kBytes / 16 : (int)((skew + cb * F::kBytes + 15) / 16);
+                        const uint8_t* from = src - skew;
+#pragma unroll
+                        for (int j = 0; j < (kRowVecs + kThreads - 1) / kThreads; j++) {
+                            const int c = (int)threadIdx.x + j * kThreads;
+                            if (i < nrows && c < nv) cp_async16(stage + i * kRowVecs + c, from + 16 * c);
+                        }
+                    }
+                    cp_async_commit();
+                }
+            } else if constexpr (P::kRowCopy) {  // row by row: thread t copies pieces t, t + kThreads, .. of each row's step
 #pragma unroll
                 for (int s = 0; s < S; s++) {
 #pragma unroll
