@@ -24,10 +24,11 @@
 // rows per item (ops.yaml's kernel_facts, QMATVEC_K_ROWS_*), staged through shared memory with
 // coalesced 16-byte copies, a thread per 32 weights whose x serves all 8 rows. On NVIDIA
 // sm_80 and up the integer K path (below, at its code: x quantized to 22 bits as the dp4a
-// path's, dp4a against the quants, cp.async in commit groups of rows); elsewhere the f32 K
-// path (f32 FMA of exact quants per sub-block, then the sub-block's scales). Bound by the
-// instruction stream, not by HBM (figures: bench/results/gpu-notes.md, "Tuning figures", and
-// bench/results/qmatvec-round2-h100.md).
+// path's, 21 for q6_k, dp4a against the quants, cp.async in commit groups of rows; q4_k by
+// q4_k_lean, q6_k by q6_k_pair since round 4); elsewhere the f32 K path (f32 FMA of exact
+// quants per sub-block, then the sub-block's scales). Bound by the instruction stream, not by
+// HBM (figures: bench/results/gpu-notes.md, "Tuning figures", and
+// bench/results/qmatvec-round2-h100.md, qmatvec-kquant-round4-h100.md).
 //
 // qmatvec_q4_0, q4_1 and q8_0, when k % 256 == 0 and w is 16-byte aligned: on NVIDIA sm_80
 // and up, the dp4a path (below, at its code: x quantized exactly enough to 22 bits, integer
@@ -79,7 +80,10 @@ constexpr int kKMinBlocks = 4;               // the same for the K path (q4_k, q
 constexpr int kFastPrefetchItems = 1;
 constexpr int kKPrefetchItems = 1;
 // Round 4's switches of the integer K path (bench/gpu_quant.py --explore; figures:
-// bench/results/qmatvec-kquant-round4-h100.md), each 0 or 1, per format (K4_*: q4_k, K6_*: q6_k):
+// bench/results/qmatvec-kquant-round4-h100.md), each 0 or 1, per format (K4_*: q4_k, K6_*: q6_k).
+// On: K4_LEAN, K4_TC (q4_k 5.69 against 5.79 us per product from HBM, L2 5.07 against 5.29)
+// and K6_PAIR, K6_ROWCOPY, K6_TC (q6_k 7.91 against 8.39, L2 5.28 against 6.31); with all of
+// them off the kernels are round 3's, machine code for machine code.
 // - K4_LEAN / K6_PAIR: q4_k_lean for q4_k, q6_k_pair for q6_k (below, at their code);
 // - K*_ROWCOPY: a step's slab copied row by row, thread t taking pieces t and t + kThreads
 //   of each row (one address a row), instead of one loop over the slab's pieces (a
@@ -1001,6 +1005,14 @@ struct q6_k_path {  // part p: half h = p / 4, l0 = 8 (p % 4): weights 128h + 32
 // item; fewer registers for 5 or 6 blocks per SM; 4 rows per item at 8 blocks per SM. From
 // L2 the products take nearly as long as from HBM: the instruction stream (24 dp4a a row
 // and part, the scale unpacking each thread repeats) bounds them.
+//
+// Round 4 (bench/results/qmatvec-kquant-round4-h100.md): q4_k takes q4_k_lean and q6_k
+// q6_k_pair (below, after q6_k_int), which count fewer instructions per row and part in
+// sm_90 SASS (q4_k 76 -> 67 between the first and the last dp4a, q6_k 124 -> 96), with x's
+// digits from quantize_x_tc and, for q6_k, the row copy (K6_ROWCOPY). q4_k_int and q6_k_int
+// stay as the switches' other side. The row copy cut q4_k's registers to 93, so 5 blocks
+// fit a multiprocessor, and that was slower from HBM (also with a cap at 4: see K*_ROLLED
+// at the switches for why, and what is not measured yet).
 
 // Values of x (NG groups of 4) quantized as quantize_x (SPLIT 1: the scale is the thread's
 // own), with xs[g] = sum X over group g. BITS 21 (q6_k_pair) quantizes to |X| <= 2^21
