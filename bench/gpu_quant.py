@@ -292,6 +292,27 @@ _SHARE = {"kShareScales = false;\n    struct X": "kShareScales = true;\n    stru
 _Q4_8 = {_Q4: _Q4.replace("OPGEN_QMATVEC_FAST_ROWS_Q4_0", "8")}
 
 
+# Round 4 (bench/results/qmatvec-kquant-round4-h100.md): the K path's compile switches
+# (hip/quantized.hip, OPGEN_QMATVEC_K4_* / K6_*), each set by its #define; shipped: q4_k
+# K4_LEAN + K4_TC, q6_k K6_PAIR + K6_ROWCOPY + K6_TC (q6_k_pair with 4 stages). The variants
+# of its two device calls, which ran before those became the defaults, are in that file;
+# the K*_ROLLED ones below were not measured yet.
+def _on(*names: str) -> dict:
+    return {f"#define OPGEN_QMATVEC_{n} 0": f"#define OPGEN_QMATVEC_{n} 1" for n in names}
+
+
+def _off(*names: str) -> dict:
+    return {f"#define OPGEN_QMATVEC_{n} 1": f"#define OPGEN_QMATVEC_{n} 0" for n in names}
+
+
+_K4L = (
+    "static constexpr int kStages = 4;\n    static constexpr bool kPrefetch = false;\n"
+    "    static constexpr bool kFold = true;"
+)
+_K6R = "static constexpr int kStages = 4;  // (2: 8.08 us, 1: 8.86, 4: 7.89 from HBM; round 4)"
+_K8 = {"constexpr int kKMinBlocks = 4;": "constexpr int kKMinBlocks = 8;"}  # 64 registers (no spills)
+
+
 EXPLORE = {
     "q4_0": [
         ("shipped", 256, 16, {}),
@@ -310,18 +331,30 @@ EXPLORE = {
         ("grid 1/SM, every item prefetched", 256, 8, _FAST_ALL, 1),
     ],
     "q4_k": [
-        ("shipped", 128, 8, {}),
-        ("scales shared by lane pairs", 128, 8, _SHARE),
-        ("grid 2/SM, every item prefetched", 128, 8, _K4_ALL, 2),
-        ("scales shared, grid 2/SM, every item prefetched", 128, 8, {**_SHARE, **_K4_ALL}, 2),
-        ("scales shared, grid 1/SM, every item prefetched", 128, 8, {**_SHARE, **_K4_ALL}, 1),
-        ("scales shared, grid 3/SM, every item prefetched", 128, 8, {**_SHARE, **_K4_ALL}, 3),
+        ("shipped (lean + tc digits)", 128, 8, {}),
+        ("round 3's (q4_k_int)", 128, 8, _off("K4_LEAN", "K4_TC")),
+        ("row copy, capped at 4 blocks/SM", 128, 8, _on("K4_ROWCOPY", "K4_CAP")),
+        ("row copy rolled, capped at 4 blocks/SM", 128, 8, _on("K4_ROWCOPY", "K4_CAP", "K4_ROLLED")),
+        ("row copy rolled (5 blocks/SM)", 128, 8, _on("K4_ROWCOPY", "K4_ROLLED")),
+        (
+            "row copy rolled, capped, 2 stages",
+            128,
+            8,
+            {**_on("K4_ROWCOPY", "K4_CAP", "K4_ROLLED"), _K4L: _K4L.replace("= 4", "= 2")},
+        ),
+        (
+            "row copy rolled, 4 rows/item, 8 blocks/SM",
+            128,
+            4,
+            {**_on("K4_ROWCOPY", "K4_ROLLED"), _K4: "kKRows = 4;", **_K8},
+        ),
     ],
     "q6_k": [
-        ("shipped", 128, 8, {}),
-        ("grid 2/SM, every item prefetched", 128, 8, _K6_ALL, 2),
-        ("grid 1/SM, every item prefetched", 128, 8, _K6_ALL, 1),
-        ("grid 3/SM, every item prefetched", 128, 8, _K6_ALL, 3),
+        ("shipped (row copy + pair + tc, 4 stages)", 128, 8, {}),
+        ("round 3's (q6_k_int)", 128, 8, _off("K6_ROWCOPY", "K6_PAIR", "K6_TC")),
+        ("row copy rolled", 128, 8, _on("K6_ROLLED")),
+        ("row copy rolled, 8 stages", 128, 8, {**_on("K6_ROLLED"), _K6R: _K6R.replace("= 4;", "= 8;")}),
+        ("row copy rolled, 4 rows/item, 8 blocks/SM", 128, 4, {**_on("K6_ROLLED"), _K6: "kKRows = 4;", **_K8}),
     ],
 }
 

@@ -24,10 +24,11 @@
 // rows per item (ops.yaml's kernel_facts, QMATVEC_K_ROWS_*), staged through shared memory with
 // coalesced 16-byte copies, a thread per 32 weights whose x serves all 8 rows. On NVIDIA
 // sm_80 and up the integer K path (below, at its code: x quantized to 22 bits as the dp4a
-// path's, dp4a against the quants, cp.async in commit groups of rows); elsewhere the f32 K
-// path (f32 FMA of exact quants per sub-block, then the sub-block's scales). Bound by the
-// instruction stream, not by HBM (figures: bench/results/gpu-notes.md, "Tuning figures", and
-// bench/results/qmatvec-round2-h100.md).
+// path's, 21 for q6_k, dp4a against the quants, cp.async in commit groups of rows; q4_k by
+// q4_k_lean, q6_k by q6_k_pair since round 4); elsewhere the f32 K path (f32 FMA of exact
+// quants per sub-block, then the sub-block's scales). Bound by the instruction stream, not by
+// HBM (figures: bench/results/gpu-notes.md, "Tuning figures", and
+// bench/results/qmatvec-round2-h100.md, qmatvec-kquant-round4-h100.md).
 //
 // qmatvec_q4_0, q4_1 and q8_0, when k % 256 == 0 and w is 16-byte aligned: on NVIDIA sm_80
 // and up, the dp4a path (below, at its code: x quantized exactly enough to 22 bits, integer
@@ -78,6 +79,54 @@ constexpr int kKMinBlocks = 4;               // the same for the K path (q4_k, q
 // compile to the code they had before these switches.
 constexpr int kFastPrefetchItems = 1;
 constexpr int kKPrefetchItems = 1;
+// Round 4's switches of the integer K path (bench/gpu_quant.py --explore; figures:
+// bench/results/qmatvec-kquant-round4-h100.md), each 0 or 1, per format (K4_*: q4_k, K6_*: q6_k).
+// On: K4_LEAN, K4_TC (q4_k 5.69 against 5.79 us per product from HBM, L2 5.07 against 5.29)
+// and K6_PAIR, K6_ROWCOPY, K6_TC (q6_k 7.91 against 8.39, L2 5.28 against 6.31); with all of
+// them off the kernels are round 3's, machine code for machine code.
+// - K4_LEAN / K6_PAIR: q4_k_lean for q4_k, q6_k_pair for q6_k (below, at their code);
+// - K*_ROWCOPY: a step's slab copied row by row, thread t taking pieces t and t + kThreads
+//   of each row (one address a row), instead of one loop over the slab's pieces (a
+//   division and a 64-bit address per piece);
+// - K*_TC: q4_k_lean / q6_k_pair take x's digits as quantize_x_tc makes them;
+// - K*_ROLLED: with K*_ROWCOPY, the copy's stages kept a loop (#pragma unroll 1). Fully
+//   unrolled, ptxas moves x's quantization (which waits for x's loads) between the stages'
+//   cp.async, so a warp stalls on x before it has asked for the whole slab (sm_90 SASS of
+//   row copy + lean: FMNMX between the LDGSTS groups): from L2 q4_k took 4.34 us against
+//   5.29, from HBM 5.91 against 5.79. Not measured yet (round 4 had no call left).
+// - K*_CAP: the slab's shared array padded to 46 KB, so that no more than 4 blocks fit a
+//   multiprocessor when the kernel needs fewer registers (with the row copy q4_k needs 93,
+//   5 blocks per SM, which were slower from HBM with PDL: 6.60 against 5.79 us).
+#ifndef OPGEN_QMATVEC_K4_LEAN
+#define OPGEN_QMATVEC_K4_LEAN 1
+#endif
+#ifndef OPGEN_QMATVEC_K4_ROWCOPY
+#define OPGEN_QMATVEC_K4_ROWCOPY 0
+#endif
+#ifndef OPGEN_QMATVEC_K4_TC
+#define OPGEN_QMATVEC_K4_TC 1
+#endif
+#ifndef OPGEN_QMATVEC_K4_CAP
+#define OPGEN_QMATVEC_K4_CAP 0
+#endif
+#ifndef OPGEN_QMATVEC_K4_ROLLED
+#define OPGEN_QMATVEC_K4_ROLLED 0
+#endif
+#ifndef OPGEN_QMATVEC_K6_PAIR
+#define OPGEN_QMATVEC_K6_PAIR 1
+#endif
+#ifndef OPGEN_QMATVEC_K6_ROWCOPY
+#define OPGEN_QMATVEC_K6_ROWCOPY 1
+#endif
+#ifndef OPGEN_QMATVEC_K6_TC
+#define OPGEN_QMATVEC_K6_TC 1
+#endif
+#ifndef OPGEN_QMATVEC_K6_CAP
+#define OPGEN_QMATVEC_K6_CAP 0
+#endif
+#ifndef OPGEN_QMATVEC_K6_ROLLED
+#define OPGEN_QMATVEC_K6_ROLLED 0
+#endif
 static_assert(kThreads % OPGEN_LANE_GROUP == 0 && OPGEN_QMATVEC_FAST_THREADS % kThreads == 0,
               "qmatvec's blocks: whole groups of lanes; the dp4a path's a multiple of kThreads");
 
@@ -956,20 +1005,30 @@ struct q6_k_path {  // part p: half h = p / 4, l0 = 8 (p % 4): weights 128h + 32
 // item; fewer registers for 5 or 6 blocks per SM; 4 rows per item at 8 blocks per SM. From
 // L2 the products take nearly as long as from HBM: the instruction stream (24 dp4a a row
 // and part, the scale unpacking each thread repeats) bounds them.
+//
+// Round 4 (bench/results/qmatvec-kquant-round4-h100.md): q4_k takes q4_k_lean and q6_k
+// q6_k_pair (below, after q6_k_int), which count fewer instructions per row and part in
+// sm_90 SASS (q4_k 76 -> 67 between the first and the last dp4a, q6_k 124 -> 96), with x's
+// digits from quantize_x_tc and, for q6_k, the row copy (K6_ROWCOPY). q4_k_int and q6_k_int
+// stay as the switches' other side. The row copy cut q4_k's registers to 93, so 5 blocks
+// fit a multiprocessor, and that was slower from HBM (also with a cap at 4: see K*_ROLLED
+// at the switches for why, and what is not measured yet).
 
 // Values of x (NG groups of 4) quantized as quantize_x (SPLIT 1: the scale is the thread's
-// own), with xs[g] = sum X over group g.
-template <int NG>
+// own), with xs[g] = sum X over group g. BITS 21 (q6_k_pair) quantizes to |X| <= 2^21
+// instead of 2^22: still three digits, half the range.
+template <int NG, int BITS = 22>
 __device__ __forceinline__ void quantize_x_sums(const float4 (&v)[NG], uint32_t (&D)[3][NG], int (&xs)[NG], float& sigma) {
+    static_assert(BITS == 22 || BITS == 21, "X of 22 or 21 bits");
     float m = 0.0f;
 #pragma unroll
     for (int g = 0; g < NG; g++) {
         m = max_nan(m, max_nan(max_nan(fabsf(v[g].x), fabsf(v[g].y)), max_nan(fabsf(v[g].z), fabsf(v[g].w))));
     }
     uint32_t e = __float_as_uint(m) >> 23;
-    e = e < 22u ? 22u : e;
-    const float f = __uint_as_float((275u - e) << 23);
-    sigma = e >= 255u ? __uint_as_float(0x7FC00000u) : __uint_as_float((e - 21u) << 23);
+    e = e < (uint32_t)BITS ? (uint32_t)BITS : e;
+    const float f = __uint_as_float((253u + BITS - e) << 23);  // 2^(126 + BITS - E)
+    sigma = e >= 255u ? __uint_as_float(0x7FC00000u) : __uint_as_float((e + 1u - BITS) << 23);
 #pragma unroll
     for (int g = 0; g < NG; g++) {
         const uint32_t y0 = __float_as_uint(fmaf(v[g].x, f, 12582912.0f)) - 0x4ABF7F80u;
@@ -999,6 +1058,9 @@ struct q4_k_int {  // part p as q4_k_path's: groups 0..3 the low half (sub-block
     // scales (times d), the odd lane their mins (times dmin), and they swap halves by a shuffle.
     // Within noise or slower (L2 5.47 against 5.30 us: bench/results/qmatvec-round3-h100.md): off.
     static constexpr bool kShareScales = false;
+    static constexpr bool kFold = false;  // dot, not dot_acc (q4_k_lean's)
+    static constexpr bool kRowCopy = OPGEN_QMATVEC_K4_ROWCOPY, kCap = OPGEN_QMATVEC_K4_CAP,
+                          kRolled = OPGEN_QMATVEC_K4_ROLLED;  // round 4's switches
     struct X {
         uint32_t D[3][8];
         float sigma, sum_lo, sum_hi;  // sum_*: sigma * sum X of the half
@@ -1096,6 +1158,9 @@ struct q6_k_int {  // part p as q6_k_path's: groups 2g, 2g+1 are weights 128h + 
     static constexpr bool kAluScales = true;
     static constexpr bool kAluDigits = false;
     static constexpr bool kShareScales = false;  // (q4_k_int's; not for q6_k)
+    static constexpr bool kFold = false;
+    static constexpr bool kRowCopy = OPGEN_QMATVEC_K6_ROWCOPY, kCap = OPGEN_QMATVEC_K6_CAP,
+                          kRolled = OPGEN_QMATVEC_K6_ROLLED;  // round 4's switches
     struct X {
         uint32_t D[3][8];
         int corr[4];  // -32 * sum X of g's 8 values
@@ -1170,6 +1235,216 @@ struct q6_k_int {  // part p as q6_k_path's: groups 2g, 2g+1 are weights 128h + 
     }
 };
 
+// x quantized as quantize_x_sums<NG, BITS>, the same X, but in other digits: X =
+// D0 + 256 D1 + 65536 D2 with D0, D1 X's two low bytes (unsigned, 0..255) and D2 = X >> 16
+// (signed, |D2| <= 64), read straight from the bits of rint(x * f) + 1.5 * 2^23 (0x4B400000 +
+// X: its low 16 bits are X's), so no value needs the subtraction and no digit word the
+// flip of the balanced digits; D2's byte there is 0x40 + D2, made signed by + 0x40 and a
+// flip of bit 7 (no carry: 0x40 + D2 + 0x40 <= 0xC0). Dot products: unsigned quants by
+// unsigned D0, D1 (dp4a_uu), by signed D2 (dp4a_us); the sums wrap as digits3's.
+template <int NG, int BITS>
+__device__ __forceinline__ void quantize_x_tc(const float4 (&v)[NG], uint32_t (&D)[3][NG], int (&xs)[NG], float& sigma) {
+    static_assert(BITS == 22 || BITS == 21, "X of 22 or 21 bits");
+    float m = 0.0f;
+#pragma unroll
+    for (int g = 0; g < NG; g++) {
+        m = max_nan(m, max_nan(max_nan(fabsf(v[g].x), fabsf(v[g].y)), max_nan(fabsf(v[g].z), fabsf(v[g].w))));
+    }
+    uint32_t e = __float_as_uint(m) >> 23;
+    e = e < (uint32_t)BITS ? (uint32_t)BITS : e;
+    const float f = __uint_as_float((253u + BITS - e) << 23);
+    sigma = e >= 255u ? __uint_as_float(0x7FC00000u) : __uint_as_float((e + 1u - BITS) << 23);
+#pragma unroll
+    for (int g = 0; g < NG; g++) {
+        const uint32_t y0 = __float_as_uint(fmaf(v[g].x, f, 12582912.0f));
+        const uint32_t y1 = __float_as_uint(fmaf(v[g].y, f, 12582912.0f));
+        const uint32_t y2 = __float_as_uint(fmaf(v[g].z, f, 12582912.0f));
+        const uint32_t y3 = __float_as_uint(fmaf(v[g].w, f, 12582912.0f));
+        xs[g] = (int)(((y0 + y1) + (y2 + y3)) - 4u * 0x4B400000u);
+        const uint32_t a = __byte_perm(y0, y1, 0x5140u), b = __byte_perm(y2, y3, 0x5140u);
+        D[0][g] = __byte_perm(a, b, 0x5410u);
+        D[1][g] = __byte_perm(a, b, 0x7632u);
+        D[2][g] = (__byte_perm(__byte_perm(y0, y1, 0x0062u), __byte_perm(y2, y3, 0x0062u), 0x5410u) + 0x40404040u) ^ 0x80808080u;
+    }
+}
+__device__ __forceinline__ int dp4a_uu(uint32_t a, uint32_t b, int c) { return (int)__dp4a(a, b, (unsigned int)c); }
+
+// Round 4 (switches OPGEN_QMATVEC_K4_LEAN / OPGEN_QMATVEC_K6_PAIR, off by default): the same
+// items, parts of 32 weights and digits of x, with fewer instructions per row and part.
+// Both add into a step's accumulator without sigma (a power of two: scaling it out of
+// every part and into the step's sum, acc += sigma * step, changes no rounding but at the
+// ends of the exponent range), so each part saves the multiply by sigma.
+//
+// q4_k_lean (q4_k): the high nibbles are multiplied in place (q & 0xF0F0F0F0, unsigned by
+// signed dp4a: 16 times the sums, divided out exactly by a shift when the digits combine),
+// which saves the shift of each quant word; the scales and mins of the part's two
+// sub-blocks come out as the four bytes of one word (a permute that picks the bytes the
+// part needs from the two 32-bit words that hold them, then masks), not two half-words
+// by branches; the min term takes sum X as a float (sigma folded out as above).
+__device__ __forceinline__ int dp4a_us(uint32_t a, uint32_t b, int c) {  // unsigned bytes of a, signed of b
+    int d;
+    asm("dp4a.u32.s32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+    return d;
+}
+
+struct q4_k_lean {  // part p as q4_k_int's
+    typedef q4_k F;
+    static constexpr int kStages = 4;
+    static constexpr bool kPrefetch = false;
+    static constexpr bool kFold = true;  // dot_acc: the step's sum without sigma
+    static constexpr bool kRowCopy = OPGEN_QMATVEC_K4_ROWCOPY, kCap = OPGEN_QMATVEC_K4_CAP,
+                          kRolled = OPGEN_QMATVEC_K4_ROLLED;
+    static constexpr int kBits = 22;
+    struct X {
+        uint32_t D[3][8];
+        float sigma, sx_lo, sx_hi;  // sx_*: sum X of the half (exact: |sum| <= 16 * 2^22)
+    };
+    static __device__ __forceinline__ void load_x(const float* xb, int p, float4 (&v)[8]) { q4_k_int::load_x(xb, p, v); }
+    static constexpr bool kTc = OPGEN_QMATVEC_K4_TC;  // quantize_x_tc's digits
+    static __device__ __forceinline__ void quantize(const float4 (&v)[8], X& q) {
+        int xs[8];
+        if constexpr (kTc) {
+            quantize_x_tc<8, 22>(v, q.D, xs, q.sigma);
+        } else {
+            quantize_x_sums<8>(v, q.D, xs, q.sigma);
+        }
+        q.sx_lo = (float)((xs[0] + xs[1]) + (xs[2] + xs[3]));
+        q.sx_hi = (float)((xs[4] + xs[5]) + (xs[6] + xs[7]));
+    }
+    // The part's contribution to its row over sigma, added to acc: row the step's row in
+    // shared memory, off the block's byte offset in it (a multiple of 16).
+    static __device__ __forceinline__ void dot_acc(const uint8_t* row, int off, int p, const X& v, float& acc) {
+        const uint8_t* b = row + off;
+        const uint4 h = *reinterpret_cast<const uint4*>(b);
+        const uint4 q = *reinterpret_cast<const uint4*>(b + 16 + 16 * p);
+        const uint32_t qw[4] = {q.x, q.y, q.z, q.w};
+        int a0 = 0, a1 = 0, a2 = 0, b0 = 0, b1 = 0, b2 = 0;
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            const uint32_t lo = qw[j] & 0x0F0F0F0Fu, hi = qw[j] & 0xF0F0F0F0u;  // hi: 16 q
+            if constexpr (kTc) {
+                a0 = dp4a_uu(lo, v.D[0][j], a0);
+                a1 = dp4a_uu(lo, v.D[1][j], a1);
+                b0 = dp4a_uu(hi, v.D[0][4 + j], b0);
+                b1 = dp4a_uu(hi, v.D[1][4 + j], b1);
+            } else {
+                a0 = dp4a(lo, v.D[0][j], a0);
+                a1 = dp4a(lo, v.D[1][j], a1);
+                b0 = dp4a_us(hi, v.D[0][4 + j], b0);
+                b1 = dp4a_us(hi, v.D[1][4 + j], b1);
+            }
+            a2 = dp4a(lo, v.D[2][j], a2);
+            b2 = dp4a_us(hi, v.D[2][4 + j], b2);
+        }
+        // sum q X of the high half: b0 / 16 + 16 b1 + 4096 b2 (b0 a multiple of 16: the shift is
+        // exact), wrapping as digits3 (|sum q X| <= 16 * 15 * 2^22 < 2^30)
+        const int s_hi = (int)((uint32_t)(b0 >> 4) + ((uint32_t)b1 << 4) + ((uint32_t)b2 << 12));
+        const int s_lo = digits3(a0, a1, a2);
+        // Scales and mins of sub-blocks 2c, 2c+1 (c = p / 2, k = c % 2) as the bytes of one word
+        // [sc(2c), sc(2c+1), m(2c), m(2c+1)] (get_scale_min_k4): c < 2 bytes 2k, 2k+1 of
+        // scales[0..3] (h.y) and of scales[4..7] (h.z), low 6 bits; c >= 2 the low (scales) and
+        // high (mins) nibbles of bytes 2k, 2k+1 of scales[8..11] (h.w), with bits 6..7 of the
+        // c < 2 bytes above them.
+        const int c = p >> 1;
+        const uint32_t sel = (c & 1) ? 0x7632u : 0x5410u;
+        const uint32_t low = __byte_perm(h.y, h.z, sel);
+        const uint32_t high = (__byte_perm(h.w, h.w >> 4, sel) & 0x0F0F0F0Fu) | ((low >> 2) & 0x30303030u);
+        const uint32_t sm = c < 2 ? low & 0x3F3F3F3Fu : high;
+        const float d = opgen::f16_to_float(__ushort_as_half((unsigned short)(h.x & 0xFFFFu)));
+        const float dmin = opgen::f16_to_float(__ushort_as_half((unsigned short)(h.x >> 16)));
+        float r = fmaf(d * byte_float<0>(sm), (float)s_lo, acc);
+        r = fmaf(d * byte_float<1>(sm), (float)s_hi, r);
+        r = fmaf(-(dmin * byte_float<2>(sm)), v.sx_lo, r);
+        acc = fmaf(-(dmin * byte_float<3>(sm)), v.sx_hi, r);
+    }
+};
+
+// q6_k_pair (q6_k): other parts, so that a part meets 2 of the block's 16 scales instead of
+// 4. Part p: half h = p / 4, g pair e = (p / 2) % 2, l0 = 16 (p % 2): weights
+// 128h + 32g + l0 + i (i < 16) for g = e and e + 2, which are the low and the high nibbles
+// of the same 16 bytes ql[64h + 32e + l0 + i], with bits 2g, 2g+1 of qh[32h + l0 + i], and
+// scales[8h + p % 2 + 2g]: 24 dp4a (6 accumulators, not 12), 2 scales, 2 conversions of
+// sums. Its 16-byte windows of quants are read as aligned words from shared memory, with
+// one byte permute per word where the block sits 2 bytes off (blocks of 210 bytes). X has
+// 21 bits (quantize_x_sums<8, 21>): |sum (q - 32) X| over 16 weights <= 16 * 32 * 2^21 =
+// 2^30 keeps the digits' sums in 32 bits (with 22 bits it could reach 2^31).
+struct q6_k_pair {
+    typedef q6_k F;
+    static constexpr int kStages = 4;  // (2: 8.08 us, 1: 8.86, 4: 7.89 from HBM; round 4)
+    static constexpr bool kPrefetch = false;
+    static constexpr bool kFold = true;
+    static constexpr bool kRowCopy = OPGEN_QMATVEC_K6_ROWCOPY, kCap = OPGEN_QMATVEC_K6_CAP,
+                          kRolled = OPGEN_QMATVEC_K6_ROLLED;
+    struct X {
+        uint32_t D[3][8];  // groups 0..3: g = e, 4..7: g = e + 2
+        int corr[2];       // -32 * sum X of each run of 16
+        float sigma;
+    };
+    static __device__ __forceinline__ void load_x(const float* xb, int p, float4 (&v)[8]) {
+        const float* base = xb + 128 * (p >> 2) + 32 * ((p >> 1) & 1) + 16 * (p & 1);
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            v[j] = load_x4(base + 4 * j);
+            v[4 + j] = load_x4(base + 64 + 4 * j);
+        }
+    }
+    static constexpr bool kTc = OPGEN_QMATVEC_K6_TC;  // quantize_x_tc's digits
+    static __device__ __forceinline__ void quantize(const float4 (&v)[8], X& q) {
+        int xs[8];
+        if constexpr (kTc) {
+            quantize_x_tc<8, 21>(v, q.D, xs, q.sigma);
+        } else {
+            quantize_x_sums<8, 21>(v, q.D, xs, q.sigma);
+        }
+        q.corr[0] = -32 * ((xs[0] + xs[1]) + (xs[2] + xs[3]));
+        q.corr[1] = -32 * ((xs[4] + xs[5]) + (xs[6] + xs[7]));
+    }
+    // 16 bytes at row + o (o even) as 4 words: 5 aligned words from its 4-byte floor, aligned
+    // by sel (0x3210 or 0x5432).
+    static __device__ __forceinline__ void window16(const uint8_t* row, int o, uint32_t sel, uint32_t (&w)[4]) {
+        const uint32_t* f = reinterpret_cast<const uint32_t*>(row) + (o >> 2);
+        uint32_t u[5];
+#pragma unroll
+        for (int k = 0; k < 5; k++) u[k] = f[k];
+#pragma unroll
+        for (int k = 0; k < 4; k++) w[k] = __byte_perm(u[k], u[k + 1], sel);
+    }
+    // row: the step's row in shared memory (16-byte aligned), off: the block's byte offset (even).
+    static __device__ __forceinline__ void dot_acc(const uint8_t* row, int off, int p, const X& v, float& acc) {
+        const int h = p >> 2, e = (p >> 1) & 1, l0 = 16 * (p & 1);
+        const uint32_t sel = (off & 2) ? 0x5432u : 0x3210u;
+        uint32_t ql[4], qh[4];
+        window16(row, off + 64 * h + 32 * e + l0, sel, ql);
+        window16(row, off + 128 + 32 * h + l0, sel, qh);
+        const int so = off + 192 + 8 * h + (p & 1) + 2 * e;
+        const float sc_a = (float)reinterpret_cast<const int8_t*>(row)[so];
+        const float sc_b = (float)reinterpret_cast<const int8_t*>(row)[so + 4];
+        const float d = opgen::f16_to_float(__ushort_as_half(reinterpret_cast<const unsigned short*>(row)[(off + 208) >> 1]));
+        int a0 = v.corr[0], a1 = 0, a2 = 0, b0 = v.corr[1], b1 = 0, b2 = 0;
+        const int up = 4 - 2 * e, down = 2 * e;  // bits 2g of qh to bit 4: g = e up, g = e + 2 down
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            const uint32_t lo = (ql[k] & 0x0F0F0F0Fu) | ((qh[k] << up) & 0x30303030u);
+            const uint32_t hi = ((ql[k] >> 4) & 0x0F0F0F0Fu) | ((qh[k] >> down) & 0x30303030u);
+            if constexpr (kTc) {  // quants 0..63: unsigned as signed alike
+                a0 = dp4a_uu(lo, v.D[0][k], a0);
+                a1 = dp4a_uu(lo, v.D[1][k], a1);
+                b0 = dp4a_uu(hi, v.D[0][4 + k], b0);
+                b1 = dp4a_uu(hi, v.D[1][4 + k], b1);
+            } else {
+                a0 = dp4a(lo, v.D[0][k], a0);
+                a1 = dp4a(lo, v.D[1][k], a1);
+                b0 = dp4a(hi, v.D[0][4 + k], b0);
+                b1 = dp4a(hi, v.D[1][4 + k], b1);
+            }
+            a2 = dp4a(lo, v.D[2][k], a2);
+            b2 = dp4a(hi, v.D[2][4 + k], b2);
+        }
+        const float r = fmaf(sc_b, (float)digits3(b0, b1, b2), sc_a * (float)digits3(a0, a1, a2));
+        acc = fmaf(d, r, acc);
+    }
+};
+
 template <typename P> __device__ void qmatvec_kint(const uint8_t* __restrict__ w, const float* __restrict__ x,
                                                    float* __restrict__ y, size_t n, size_t k, size_t rows) {
     typedef typename P::F F;
@@ -1178,7 +1453,8 @@ template <typename P> __device__ void qmatvec_kint(const uint8_t* __restrict__ w
     constexpr int kRowVecs = kKBlocks * F::kBytes / 16 + 2;  // a step of a row from its 16-byte floor, + a spare
     constexpr int kWarps = kThreads / 32;
     constexpr bool kAligned = F::kBytes % 16 == 0;  // q4_k: every block of an aligned w is 16-byte aligned
-    __shared__ uint4 stage[R * kRowVecs];
+    constexpr int kCapVecs = P::kCap ? 46 * 1024 / 16 : 0;  // 5 blocks of 47 KB > 228 KB
+    __shared__ uint4 stage[R * kRowVecs > kCapVecs ? R * kRowVecs : kCapVecs];
     __shared__ float partial[kWarps][R];
     const unsigned int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     const int blk = (int)threadIdx.x / 8, part = (int)threadIdx.x % 8;
@@ -1202,20 +1478,60 @@ template <typename P> __device__ void qmatvec_kint(const uint8_t* __restrict__ w
             if (c0 > 0) __syncthreads();  // the previous step is used up
             // Row i's step starts `skew` bytes into its 16-byte floor; unloaded pieces stay
             // stale, never read for rows written out.
+            if constexpr (P::kRowCopy && P::kRolled) {  // the same, the stages a loop ptxas keeps
+#pragma unroll 1
+                for (int s = 0; s < S; s++) {
 #pragma unroll
-            for (int s = 0; s < S; s++) {
-                for (int u = (int)threadIdx.x; u < RS * kRowVecs; u += kThreads) {
-                    const int i = s * RS + u / kRowVecs, c = u % kRowVecs;
-                    const uint8_t* src = wi + i * row_bytes + c0 * F::kBytes;
-                    const unsigned long long skew = kAligned ? 0u : reinterpret_cast<unsigned long long>(src) & 15u;
-                    if (i < nrows && c < (int)((skew + cb * F::kBytes + 15) / 16)) {
-                        cp_async16(stage + i * kRowVecs + c, src - skew + 16 * c);
+                    for (int r = 0; r < RS; r++) {
+                        const int i = s * RS + r;
+                        const uint8_t* src = wi + i * row_bytes + c0 * F::kBytes;
+                        const unsigned long long skew = kAligned ? 0u : reinterpret_cast<unsigned long long>(src) & 15u;
+                        const int nv = kAligned ? cb * F::kBytes / 16 : (int)((skew + cb * F::kBytes + 15) / 16);
+                        const uint8_t* from = src - skew;
+#pragma unroll
+                        for (int j = 0; j < (kRowVecs + kThreads - 1) / kThreads; j++) {
+                            const int c = (int)threadIdx.x + j * kThreads;
+                            if (i < nrows && c < nv) cp_async16(stage + i * kRowVecs + c, from + 16 * c);
+                        }
                     }
+                    cp_async_commit();
                 }
-                cp_async_commit();
+            } else if constexpr (P::kRowCopy) {  // row by row: thread t copies pieces t, t + kThreads, .. of each row's step
+#pragma unroll
+                for (int s = 0; s < S; s++) {
+#pragma unroll
+                    for (int i = s * RS; i < (s + 1) * RS; i++) {
+                        const uint8_t* src = wi + i * row_bytes + c0 * F::kBytes;
+                        const unsigned long long skew = kAligned ? 0u : reinterpret_cast<unsigned long long>(src) & 15u;
+                        const int nv = kAligned ? cb * F::kBytes / 16 : (int)((skew + cb * F::kBytes + 15) / 16);
+                        const uint8_t* from = src - skew;
+#pragma unroll
+                        for (int j = 0; j < (kRowVecs + kThreads - 1) / kThreads; j++) {
+                            const int c = (int)threadIdx.x + j * kThreads;
+                            if (i < nrows && c < nv) cp_async16(stage + i * kRowVecs + c, from + 16 * c);
+                        }
+                    }
+                    cp_async_commit();
+            }
+            } else {
+#pragma unroll
+                for (int s = 0; s < S; s++) {
+                    for (int u = (int)threadIdx.x; u < RS * kRowVecs; u += kThreads) {
+                        const int i = s * RS + u / kRowVecs, c = u % kRowVecs;
+                        const uint8_t* src = wi + i * row_bytes + c0 * F::kBytes;
+                        const unsigned long long skew = kAligned ? 0u : reinterpret_cast<unsigned long long>(src) & 15u;
+                        if (i < nrows && c < (int)((skew + cb * F::kBytes + 15) / 16)) {
+                            cp_async16(stage + i * kRowVecs + c, src - skew + 16 * c);
+                        }
+                    }
+                    cp_async_commit();
+            }
             }
             typename P::X xq;
             P::quantize(xv, xq);
+            float sacc[R];  // P::kFold: the step's sums over sigma
+#pragma unroll
+            for (int i = 0; i < R; i++) sacc[i] = 0.0f;
 #pragma unroll
             for (int s = 0; s < S; s++) {
                 cp_async_wait(S - 1 - s);
@@ -1225,10 +1541,18 @@ template <typename P> __device__ void qmatvec_kint(const uint8_t* __restrict__ w
                     for (int i = s * RS; i < (s + 1) * RS; i++) {  // rows past nrows: stale bytes, never written out
                         const uint8_t* src = wi + i * row_bytes + c0 * F::kBytes;
                         const unsigned long long skew = kAligned ? 0u : reinterpret_cast<unsigned long long>(src) & 15u;
-                        const uint8_t* b = reinterpret_cast<const uint8_t*>(stage + i * kRowVecs) + skew + blk * F::kBytes;
-                        acc[i] += P::dot(b, part, xq);
+                        if constexpr (P::kFold) {
+                            P::dot_acc(reinterpret_cast<const uint8_t*>(stage + i * kRowVecs), (int)skew + blk * F::kBytes, part, xq, sacc[i]);
+                        } else {
+                            const uint8_t* b = reinterpret_cast<const uint8_t*>(stage + i * kRowVecs) + skew + blk * F::kBytes;
+                            acc[i] += P::dot(b, part, xq);
+                        }
                     }
                 }
+            }
+            if constexpr (P::kFold) {
+#pragma unroll
+                for (int i = 0; i < R; i++) acc[i] = fmaf(xq.sigma, sacc[i], acc[i]);
             }
         }
         warp_rows<R>(acc, lane, partial[warp]);
@@ -1328,6 +1652,18 @@ template <typename P> __device__ void qmatvec_kpath(const uint8_t* __restrict__ 
 
 struct q4_k_int;  // the integer K path's (defined for NVIDIA sm_80 and up only)
 struct q6_k_int;
+struct q4_k_lean;
+struct q6_k_pair;
+#if OPGEN_QMATVEC_K4_LEAN
+typedef q4_k_lean q4_k_kint;  // q4_k's integer K path
+#else
+typedef q4_k_int q4_k_kint;
+#endif
+#if OPGEN_QMATVEC_K6_PAIR
+typedef q6_k_pair q6_k_kint;  // q6_k's
+#else
+typedef q6_k_int q6_k_kint;
+#endif
 
 // K: the integer K path's struct (NVIDIA sm_80 and up), P: the f32 K path's (elsewhere).
 template <typename K, typename P> __device__ __forceinline__ void qmatvec_k(const uint8_t* w, const float* x, float* y,
@@ -1447,8 +1783,8 @@ template <typename K, typename P> struct qmatvec_k_of {
 template <> struct qmatvec_of<q4_0> : qmatvec_fast_of<q4_0> {};
 template <> struct qmatvec_of<q4_1> : qmatvec_fast_of<q4_1> {};
 template <> struct qmatvec_of<q8_0> : qmatvec_fast_of<q8_0> {};
-template <> struct qmatvec_of<q4_k> : qmatvec_k_of<q4_k_int, q4_k_path> {};
-template <> struct qmatvec_of<q6_k> : qmatvec_k_of<q6_k_int, q6_k_path> {};
+template <> struct qmatvec_of<q4_k> : qmatvec_k_of<q4_k_kint, q4_k_path> {};
+template <> struct qmatvec_of<q6_k> : qmatvec_k_of<q6_k_kint, q6_k_path> {};
 
 }  // namespace
 
