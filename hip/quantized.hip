@@ -63,6 +63,37 @@
 #define OPGEN_QMATVEC_DP4A 0
 #endif
 
+// Round-4 switches of the dp4a path (bench/gpu_quant.py --explore compiles copies with them
+// set; bench/results/qmatvec-round4-h100.md). OPGEN_QMV_TMA: the slab copied by bulk copies
+// (cp.async.bulk, a row a lane of warp 0) that complete on an mbarrier per stage, on sm_90,
+// instead of 16-byte cp.async by every thread and a block barrier per stage;
+// OPGEN_QMV_TMA_STAGES: its stages (mbarriers) per chunk, at most the rows per item;
+// OPGEN_QMV_MIN_BLOCKS: resident blocks per SM the launch bounds ask for, 16-row items (0: 2).
+#ifndef OPGEN_QMV_TMA
+#define OPGEN_QMV_TMA 0
+#endif
+#ifndef OPGEN_QMV_TMA_STAGES
+#define OPGEN_QMV_TMA_STAGES 4
+#endif
+#ifndef OPGEN_QMV_MIN_BLOCKS
+#define OPGEN_QMV_MIN_BLOCKS 0
+#endif
+#if OPGEN_QMV_TMA && OPGEN_QMATVEC_DP4A && __CUDA_ARCH__ >= 900
+#define OPGEN_QMV_BULK 1
+#else
+#define OPGEN_QMV_BULK 0
+#endif
+// OPGEN_QMV_EARLY (with the bulk copies only): a block's first chunk of weights is copied into
+// shared memory before the wait for the kernel before it (programmatic launch), not only
+// prefetched into L2. Safe only where no kernel writes the weights (measured, not shipped).
+#if defined(OPGEN_QMV_EARLY) && OPGEN_QMV_EARLY && OPGEN_QMV_BULK
+#undef OPGEN_QMV_EARLY
+#define OPGEN_QMV_EARLY 1
+#else
+#undef OPGEN_QMV_EARLY
+#define OPGEN_QMV_EARLY 0
+#endif
+
 namespace {
 
 constexpr int kThreads = OPGEN_QMATVEC_THREADS;  // qmatvec's block size (ops.yaml's kernel_facts, 128)
@@ -187,7 +218,7 @@ struct q8_0 {  // d (f16), qs[32] int8: q * d
     static constexpr bool kTiled = true;
     static constexpr int kTileBlocks = 32;
     static constexpr int kFastRows = OPGEN_QMATVEC_FAST_ROWS_Q8_0, kFastStages = 4, kFastSplit = OPGEN_QMATVEC_FAST_THREADS / kThreads;
-    static constexpr int kFastPrefetchFrom = kFastRows / kFastStages;
+    static constexpr int kFastPrefetchFrom = kFastRows / 4;  // rows of the first of 4 stages
     static __device__ __forceinline__ void decode8(const uint8_t* b, int j, float (&v)[8]) {
         const float d = half_at(b);
         uint32_t w[2];
@@ -506,6 +537,40 @@ __device__ __forceinline__ void cp_async_wait(int pending) {
     }
 }
 
+#if OPGEN_QMV_BULK
+// Bulk copies (sm_90's TMA engine) that complete on an mbarrier in shared memory: a stage's
+// barrier is armed once per chunk with the bytes its rows bring (one arrival) and completes
+// (its phase flips) when they have all landed; every thread waits on it for itself, no block
+// barrier per stage.
+__device__ __forceinline__ uint32_t shared_addr(const void* p) { return (uint32_t)__cvta_generic_to_shared(p); }
+__device__ __forceinline__ void mbar_init(uint64_t* bar) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(shared_addr(bar)) : "memory");
+}
+// The barriers' initialisation visible to the bulk copy engine (then a block barrier for the threads).
+__device__ __forceinline__ void mbar_init_fence() { asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory"); }
+__device__ __forceinline__ void mbar_arm(uint64_t* bar, uint32_t bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(shared_addr(bar)), "r"(bytes) : "memory");
+}
+// bytes (a multiple of 16; both addresses 16-byte aligned) from global src to shared dst.
+__device__ __forceinline__ void bulk_copy(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+                     shared_addr(dst)),
+                 "l"(src), "r"(bytes), "r"(shared_addr(bar))
+                 : "memory");
+}
+// Until the barrier's phase of parity `parity` has completed.
+__device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
+    uint32_t done;
+    do {
+        asm volatile(
+            "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+            : "=r"(done)
+            : "r"(shared_addr(bar)), "r"(parity)
+            : "memory");
+    } while (!done);
+}
+#endif
+
 __device__ __forceinline__ float max_nan(float a, float b) {  // NaN if either is
     float r;
     asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
@@ -686,9 +751,27 @@ template <typename F, int RS, int P> __device__ __forceinline__ void copy_stage(
     cp_async_commit();
 }
 
+#if OPGEN_QMV_BULK
+// Warp 0 (all its lanes) issues a chunk of an item: lane s arms stage s's barrier with its rows'
+// bytes, then lane i copies row i (cb weight blocks) into the slab.
+template <typename F, int S> __device__ __forceinline__ void bulk_chunk(uint8_t* slab, uint64_t* landed, const uint8_t* src,
+                                                                      size_t row_bytes, int nrows, int cb,
+                                                                      unsigned int lane) {
+    constexpr int R = F::kFastRows, RS = R / S, kRowBytes = kThreads * F::kBytes;
+    const uint32_t row_copy = (uint32_t)cb * F::kBytes;  // cb % 8 == 0: a multiple of 16
+    if ((int)lane < S) {
+        const int below = nrows - (int)lane * RS, in = below < 0 ? 0 : below < RS ? below : RS;
+        mbar_arm(&landed[lane], (uint32_t)in * row_copy);
+    }
+    __syncwarp();
+    for (int i = (int)lane; i < nrows; i += 32) bulk_copy(slab + i * kRowBytes, src + i * row_bytes, row_copy, &landed[i / RS]);
+}
+#endif
+
 template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w, const float* __restrict__ x,
                                                    float* __restrict__ y, size_t n, size_t k, size_t rows) {
-    constexpr int R = F::kFastRows, S = F::kFastStages, RS = R / S, SPLIT = F::kFastSplit;
+    constexpr int R = F::kFastRows, S = OPGEN_QMV_BULK ? (OPGEN_QMV_TMA_STAGES < R ? OPGEN_QMV_TMA_STAGES : R) : F::kFastStages;
+    constexpr int RS = R / S, SPLIT = F::kFastSplit;
     constexpr int kT = SPLIT * kThreads, kWarps = kT / 32;
     constexpr int NW = (F::kBytes - F::kHead) / 4 / SPLIT;  // words of quants per thread: 4 (q4_0, q4_1) or 8 (q8_0) / SPLIT
     typedef fast<F, NW> G;
@@ -708,6 +791,26 @@ template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w
     const uint32_t* dword = reinterpret_cast<const uint32_t*>(floor);
     // the quants start 2 * odd + kHead bytes past the floor: 2 (select bytes 2..5) or 4 (the next word)
     const uint32_t qsel = 2 * odd + F::kHead == 4 ? 0x7654u : 0x5432u, dsel = odd ? 0x4432u : 0x4410u;
+#if OPGEN_QMV_BULK
+    __shared__ __align__(8) uint64_t landed[S];  // stage s's rows have landed (a phase a chunk)
+    if (threadIdx.x == 0) {
+#pragma unroll
+        for (int s = 0; s < S; s++) mbar_init(&landed[s]);
+        mbar_init_fence();
+    }
+    uint32_t parity = 0u;  // of the barriers' current phase (one per chunk)
+#if OPGEN_QMV_EARLY
+    // The first item's first chunk of weights is copied before the wait for the kernel before
+    // (the caller leaves the wait to this function): it assumes no kernel writes the weights.
+    if (warp == 0 && (size_t)blockIdx.x < items) {
+        __syncwarp();  // thread 0's initialisation, for the lanes that arm
+        const size_t n0 = blockIdx.x / rows * R;
+        const int cb = row_blocks < (size_t)kThreads ? (int)row_blocks : kThreads;
+        bulk_chunk<F, S>(slab, landed, w + n0 * row_bytes, row_bytes, n - n0 < (size_t)R ? (int)(n - n0) : R, cb, lane);
+    }
+    wait_for_predecessor();
+#endif
+#endif
     for (size_t item = blockIdx.x; item < items; item += gridDim.x) {
         const size_t n0 = item / rows * R, r = item % rows;
         const int nrows = n - n0 < (size_t)R ? (int)(n - n0) : R;
@@ -718,7 +821,9 @@ template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w
         for (int i = 0; i < R; i++) acc[i] = 0.0f;
         for (size_t c0 = 0; c0 < row_blocks; c0 += kThreads) {
             const int cb = row_blocks - c0 < (size_t)kThreads ? (int)(row_blocks - c0) : kThreads;
+#if !OPGEN_QMV_BULK
             const int pieces = cb * F::kBytes / 16;  // cb is a multiple of 8: whole pieces
+#endif
             const bool active = (int)t < cb;
             float4 xv[NG];  // x first: its loads are not queued behind the slab's
 #pragma unroll
@@ -726,8 +831,17 @@ template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w
                 xv[g] = active ? *reinterpret_cast<const float4*>(xr + (c0 + t) * F::kElems + G::group_at(j0, g))
                                : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
             }
-            if (c0 > 0) __syncthreads();  // the previous chunk is used up
             const uint8_t* src = wi + c0 * F::kBytes;
+#if OPGEN_QMV_BULK
+            // the previous chunk is used up (and, the first time, the barriers are initialised):
+            // every thread has passed its last read of the slab and of `partial`
+            __syncthreads();
+            // (OPGEN_QMV_EARLY: the block's first chunk was issued before the wait, above)
+            if (warp == 0 && !(OPGEN_QMV_EARLY && item == blockIdx.x && c0 == 0)) {
+                bulk_chunk<F, S>(slab, landed, src, row_bytes, nrows, cb, lane);
+            }
+#else
+            if (c0 > 0) __syncthreads();  // the previous chunk is used up
             if (cb == kThreads) {
 #pragma unroll
                 for (int s = 0; s < S; s++) copy_stage<F, RS, kRowBytes / 16>(slab, src, row_bytes, s, nrows, pieces);
@@ -735,6 +849,7 @@ template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w
 #pragma unroll
                 for (int s = 0; s < S; s++) copy_stage<F, RS, 0>(slab, src, row_bytes, s, nrows, pieces);
             }
+#endif
             uint32_t D[3][NG], sum_y;
             float sigma;
             quantize_x<NG, SPLIT>(xv, D, sum_y, sigma);  // every lane: the max is shuffled
@@ -743,8 +858,12 @@ template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w
             const float xsum = F::kHead == 4 ? sigma * (float)(int)(sum_y - (uint32_t)(4 * NG) * 0x808080u) : 0.0f;
 #pragma unroll
             for (int s = 0; s < S; s++) {
+#if OPGEN_QMV_BULK
+                if (active) mbar_wait(&landed[s], parity);  // this stage's rows have landed
+#else
                 cp_async_wait(S - 1 - s);
                 __syncthreads();
+#endif
                 if (active) {  // rows past nrows compute on stale shared memory, never written out:
 #pragma unroll      // no branch per row, so the rows of a stage interleave
                     for (int i = s * RS; i < (s + 1) * RS; i++) {
@@ -760,6 +879,9 @@ template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w
                     }
                 }
             }
+#if OPGEN_QMV_BULK
+            parity ^= 1u;
+#endif
         }
         warp_rows<R>(acc, lane, partial[warp]);
         __syncthreads();
@@ -1375,7 +1497,7 @@ template <typename F> __device__ __forceinline__ void qmatvec_tiled_or_general(c
 // blocks per SM its registers are bounded for: enough for a grid of 4096-row items on an H100.
 template <typename F> struct fast_launch {
     static constexpr int threads = OPGEN_QMATVEC_DP4A ? F::kFastSplit * kThreads : kThreads;
-    static constexpr int want = F::kFastRows >= 16 ? 2 : F::kFastRows >= 8 ? 4 : 8;
+    static constexpr int want = F::kFastRows >= 16 ? (OPGEN_QMV_MIN_BLOCKS > 0 ? OPGEN_QMV_MIN_BLOCKS : 2) : F::kFastRows >= 8 ? 4 : 8;
     static constexpr int min_blocks = !OPGEN_QMATVEC_DP4A ? kMinBlocks : want < 2048 / threads ? want : 2048 / threads;
 };
 
@@ -1403,6 +1525,10 @@ template <typename F> __device__ __forceinline__ void qmatvec_fast(const uint8_t
         }
     }
     release_dependents();
+    if (OPGEN_QMV_EARLY && dp4a) {  // it waits for the kernel before itself, after its first copies
+        qmatvec_dp4a<F>(w, x, y, n, k, rows);
+        return;
+    }
     wait_for_predecessor();
     if (dp4a) {
         qmatvec_dp4a<F>(w, x, y, n, k, rows);
