@@ -21,7 +21,7 @@ honest "read once" figure. Bandwidth counts the quantized weight's bytes (x and 
     python3 bench/gpu_quant.py --formats q4_k,q6_k,q4_1 [--no-torch]   # other formats, same figures
     python3 bench/gpu_quant.py --explore-only [--formats ...]   # the variants alone, as measured
     python3 bench/gpu_quant.py --profile     # a few launches of each kernel, for ncu
-    python3 bench/gpu_quant.py --profile-variants q4_0:0,3   # explore variants 0 and 3, for ncu
+    python3 bench/gpu_quant.py --profile-variants q4_0:0,1   # explore variants 0 and 1, for ncu
     bench_quant(rows)                         # a part of bench/gpu.py: fills `rows`
     explore_quant(rows)                       # shapes of the dp4a path, for tuning"""
 
@@ -274,11 +274,12 @@ def torch_rows(rows: dict, fmt: str, w, x) -> None:
 # hip/quantized.hip[, blocks per multiprocessor]). The last, where given, caps the grid at that
 # many blocks per multiprocessor (the kernels stride over items; by default a block per item).
 # Round 4 (bench/results/qmatvec-round4-h100.md): the dp4a path's compile switches
-# (OPGEN_QMV_*, hip/quantized.hip): the slab by bulk copies (TMA) completing on an mbarrier
-# per stage, its stage count, the launch bounds' resident blocks, and the first chunk copied
-# before the wait for the kernel before. Earlier rounds' variants (stages, splits, rows per
-# item, conversions, registers, smaller grids with L2 prefetch, q4_K's shared scales) are in
-# git history and in qmatvec-h100.md / qmatvec-round2-h100.md / qmatvec-round3-h100.md.
+# (OPGEN_QMV_*, hip/quantized.hip), set against the shipped defaults: the slab by bulk copies
+# (TMA) completing on an mbarrier per stage, its stage count, the first chunk copied before the
+# wait for the kernel before, the launch bounds' resident blocks; q8_0 (cp.async) with them.
+# Earlier rounds' variants (stages, splits, rows per item, conversions, registers, smaller grids
+# with L2 prefetch, q4_K's shared scales) are in git history and in qmatvec-h100.md /
+# qmatvec-round2-h100.md / qmatvec-round3-h100.md.
 
 
 def _defs(**switches) -> dict:
@@ -287,21 +288,28 @@ def _defs(**switches) -> dict:
     return {'#include "compat.h"': head + '#include "compat.h"'}
 
 
+_Q8_BULK = {"    static constexpr bool kFastBulk = false;": "    static constexpr bool kFastBulk = true;"}
+
 EXPLORE = {
     "q4_0": [
-        ("shipped", 256, 16, {}),
-        ("TMA, 4 stages", 256, 16, _defs(TMA=1, TMA_STAGES=4)),
-        ("TMA, 16 stages", 256, 16, _defs(TMA=1, TMA_STAGES=16)),
-        ("TMA, 4 stages, 3 blocks/SM", 256, 16, _defs(TMA=1, TMA_STAGES=4, MIN_BLOCKS=3)),
-        ("TMA, 16 stages, first chunk before the wait", 256, 16, _defs(TMA=1, TMA_STAGES=16, EARLY=1)),
+        ("shipped: bulk copies, 2 stages, first chunk before the wait", 256, 16, {}),
+        ("cp.async, 4 stages (rounds 1-3)", 256, 16, _defs(TMA=0)),
+        ("bulk copies, 2 stages, after the wait", 256, 16, _defs(EARLY=0)),
+        ("bulk copies, 4 stages, first chunk before the wait", 256, 16, _defs(TMA_STAGES=4)),
+        ("bulk copies, 4 stages, after the wait", 256, 16, _defs(TMA_STAGES=4, EARLY=0)),
+        ("bulk copies, 16 stages, first chunk before the wait", 256, 16, _defs(TMA_STAGES=16)),
+        ("bulk copies, 4 stages, after the wait, 3 blocks/SM", 256, 16, _defs(TMA_STAGES=4, EARLY=0, MIN_BLOCKS=3)),
     ],
     "q4_1": [
-        ("shipped", 256, 16, {}),
-        ("TMA, 16 stages", 256, 16, _defs(TMA=1, TMA_STAGES=16)),
+        ("shipped: bulk copies, 2 stages, first chunk before the wait", 256, 16, {}),
+        ("cp.async, 4 stages (rounds 2-3)", 256, 16, _defs(TMA=0)),
+        ("bulk copies, 4 stages, first chunk before the wait", 256, 16, _defs(TMA_STAGES=4)),
     ],
     "q8_0": [
-        ("shipped", 256, 8, {}),
-        ("TMA, 8 stages (16: a stage a row)", 256, 8, _defs(TMA=1, TMA_STAGES=16)),
+        ("shipped: cp.async, 4 stages", 256, 8, {}),
+        ("bulk copies, 2 stages, first chunk before the wait", 256, 8, _Q8_BULK),
+        ("bulk copies, 4 stages, first chunk before the wait", 256, 8, {**_Q8_BULK, **_defs(TMA_STAGES=4)}),
+        ("bulk copies, 8 stages, after the wait", 256, 8, {**_Q8_BULK, **_defs(TMA_STAGES=16, EARLY=0)}),
     ],
     "q4_k": [("shipped", 128, 8, {})],
     "q6_k": [("shipped", 128, 8, {})],
@@ -497,7 +505,7 @@ if __name__ == "__main__":
     if "--profile" in sys.argv:
         profile_launches()
         sys.exit(0)
-    if "--profile-variants" in sys.argv:  # --profile-variants q4_0:0,3 (EXPLORE's numbers)
+    if "--profile-variants" in sys.argv:  # --profile-variants q4_0:0,1 (EXPLORE's numbers)
         fmt, numbers = sys.argv[sys.argv.index("--profile-variants") + 1].split(":")
         profile_variants(fmt, [int(v) for v in numbers.split(",")])
         sys.exit(0)

@@ -31,8 +31,9 @@
 //
 // qmatvec_q4_0, q4_1 and q8_0, when k % 256 == 0 and w is 16-byte aligned: on NVIDIA sm_80
 // and up, the dp4a path (below, at its code: x quantized exactly enough to 22 bits, integer
-// dot products, the weights streamed through shared memory with cp.async, all in flight at
-// once; figures: bench/results/qmatvec-round2-h100.md). Elsewhere (AMD; it keeps working as
+// dot products, the weights streamed through shared memory, all in flight at once: on sm_90
+// q4_0 / q4_1 by bulk copies, the first chunk before the wait for the kernel before, else with
+// cp.async; figures: bench/results/qmatvec-round2-h100.md, qmatvec-round4-h100.md). Elsewhere (AMD; it keeps working as
 // it did), q4_1 takes the general path and q4_0 / q8_0 the tiled path:
 // a thread block computes 4 outputs, 4 weight rows against one row of x, so every
 // value of x it loads serves 4 rows. It streams the 4 rows through shared memory in tiles
@@ -63,17 +64,25 @@
 #define OPGEN_QMATVEC_DP4A 0
 #endif
 
-// Round-4 switches of the dp4a path (bench/gpu_quant.py --explore compiles copies with them
-// set; bench/results/qmatvec-round4-h100.md). OPGEN_QMV_TMA: the slab copied by bulk copies
-// (cp.async.bulk, a row a lane of warp 0) that complete on an mbarrier per stage, on sm_90,
-// instead of 16-byte cp.async by every thread and a block barrier per stage;
-// OPGEN_QMV_TMA_STAGES: its stages (mbarriers) per chunk, at most the rows per item;
-// OPGEN_QMV_MIN_BLOCKS: resident blocks per SM the launch bounds ask for, 16-row items (0: 2).
+// Switches of the dp4a path (bench/gpu_quant.py --explore compiles copies with other values;
+// figures: bench/results/qmatvec-round4-h100.md). They apply to the formats whose kFastBulk is
+// true (q4_0, q4_1), on sm_90; elsewhere, and for q8_0, the path copies with cp.async.
+// OPGEN_QMV_TMA: the slab copied by bulk copies (cp.async.bulk: the TMA engine; a row a lane
+// of warp 0) that complete on an mbarrier per stage, instead of 16-byte cp.async by every
+// thread and a block barrier per stage. OPGEN_QMV_TMA_STAGES: its stages (mbarriers) per
+// chunk, at most the rows per item. OPGEN_QMV_EARLY: a block's first chunk of weights is
+// copied into shared memory before the wait for the kernel before it (programmatic launch),
+// not only prefetched into L2 (see qmatvec_fast: it relies on no kernel writing a QStorage's
+// blocks). OPGEN_QMV_MIN_BLOCKS: resident blocks per SM the launch bounds ask for, 16-row
+// items (0: 2). Shipped: bulk copies in 2 stages, the first chunk before the wait.
 #ifndef OPGEN_QMV_TMA
-#define OPGEN_QMV_TMA 0
+#define OPGEN_QMV_TMA 1
 #endif
 #ifndef OPGEN_QMV_TMA_STAGES
-#define OPGEN_QMV_TMA_STAGES 4
+#define OPGEN_QMV_TMA_STAGES 2
+#endif
+#ifndef OPGEN_QMV_EARLY
+#define OPGEN_QMV_EARLY 1
 #endif
 #ifndef OPGEN_QMV_MIN_BLOCKS
 #define OPGEN_QMV_MIN_BLOCKS 0
@@ -82,16 +91,6 @@
 #define OPGEN_QMV_BULK 1
 #else
 #define OPGEN_QMV_BULK 0
-#endif
-// OPGEN_QMV_EARLY (with the bulk copies only): a block's first chunk of weights is copied into
-// shared memory before the wait for the kernel before it (programmatic launch), not only
-// prefetched into L2. Safe only where no kernel writes the weights (measured, not shipped).
-#if defined(OPGEN_QMV_EARLY) && OPGEN_QMV_EARLY && OPGEN_QMV_BULK
-#undef OPGEN_QMV_EARLY
-#define OPGEN_QMV_EARLY 1
-#else
-#undef OPGEN_QMV_EARLY
-#define OPGEN_QMV_EARLY 0
 #endif
 
 namespace {
@@ -160,6 +159,9 @@ struct q4_0 {  // d (f16), qs[16]: weight i < 16 the low nibble of qs[i], i + 16
     // The first of an item's rows the dp4a path prefetches into L2 before waiting for the
     // previous kernel (bench/gpu_quant.py --explore: from row 0 here, from the second stage for q8_0).
     static constexpr int kFastPrefetchFrom = 0;
+    // The dp4a path's slab by bulk copies on sm_90 (OPGEN_QMV_TMA, OPGEN_QMV_EARLY): 4.98-4.99
+    // against 5.33-5.36 us per product from HBM (bench/results/qmatvec-round4-h100.md).
+    static constexpr bool kFastBulk = true;
     static __device__ __forceinline__ void decode8(const uint8_t* b, int j, float (&v)[8]) {
         const float d = half_at(b);
         uint32_t w[2];
@@ -202,6 +204,7 @@ struct q4_1 {  // d, m (f16), qs[16] as q4_0: q * d + m
     // The dp4a path (NVIDIA), as q4_0's (20-byte blocks: 40 KB of shared memory for 16 rows).
     static constexpr int kFastRows = OPGEN_QMATVEC_FAST_ROWS_Q4_1, kFastSplit = OPGEN_QMATVEC_FAST_THREADS / kThreads, kFastStages = 4;
     static constexpr int kFastPrefetchFrom = 0;
+    static constexpr bool kFastBulk = true;  // as q4_0's: 5.09-5.28 against 5.55-5.88 us
     static __device__ __forceinline__ void decode8(const uint8_t* b, int j, float (&v)[8]) {
         const float d = half_at(b), m = half_at(b + 2);
         uint32_t w[2];
@@ -219,6 +222,9 @@ struct q8_0 {  // d (f16), qs[32] int8: q * d
     static constexpr int kTileBlocks = 32;
     static constexpr int kFastRows = OPGEN_QMATVEC_FAST_ROWS_Q8_0, kFastStages = 4, kFastSplit = OPGEN_QMATVEC_FAST_THREADS / kThreads;
     static constexpr int kFastPrefetchFrom = kFastRows / 4;  // rows of the first of 4 stages
+    // cp.async: the bulk copies, first chunk before the wait, were slower (8.8-9.1 against
+    // 7.6 us per product from HBM; bench/results/qmatvec-round4-h100.md).
+    static constexpr bool kFastBulk = false;
     static __device__ __forceinline__ void decode8(const uint8_t* b, int j, float (&v)[8]) {
         const float d = half_at(b);
         uint32_t w[2];
@@ -330,6 +336,9 @@ template <typename F, typename T> __device__ void dequantize(const uint8_t* bloc
 // once that kernel has finished and its writes are visible), but an L2 prefetch, which moves
 // no data into the kernel and leaves every later read coherent (L2 is the device's point of
 // coherence), may run before it: the weights start streaming while the previous kernel ends.
+// One exception, the weights themselves, which no kernel writes (OPGEN_QMV_EARLY: see
+// qmatvec_fast): the dp4a path of q4_0 / q4_1 on sm_90 copies its first chunk of them into
+// shared memory before the wait.
 __device__ __forceinline__ void wait_for_predecessor() {
 #if OPGEN_CUDA && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.wait;\n" ::: "memory");
@@ -490,6 +499,15 @@ template <typename F> __device__ void qmatvec_tiled(const uint8_t* __restrict__ 
 // pieces, coalesced: a chunk row is 2304 / 4352 bytes, a multiple of 16), all of them at
 // once, in kFastStages commit groups of rows, so the whole slab is in flight before the
 // first use; the rows of a stage are used as soon as it lands (one barrier per stage).
+// On sm_90, for the formats whose kFastBulk is true (q4_0, q4_1): a bulk copy per row (lane i
+// of warp 0 copies row i; the TMA engine moves it, no thread's registers or instructions per
+// 16 bytes) in OPGEN_QMV_TMA_STAGES (2) stages of rows, each completing an mbarrier that every
+// thread waits on for itself (no block barrier per stage), and a block's first chunk copied
+// before the wait for the kernel before it (qmatvec_fast). Those builds take 79 / 80
+// registers, so 3 blocks fit on a multiprocessor: the next product's blocks start beside
+// this one's 2 and copy their first chunk while it computes. From HBM 4.98-4.99 us per
+// product for q4_0 (64.1-64.7% of copy bandwidth) against 5.33-5.36 with cp.async; the bulk
+// copies alone, or with 3 resident blocks alone, were slower (bench/results/qmatvec-round4-h100.md).
 // A thread reads its words from the block's 4-byte-aligned floor (blocks of 18 and 34 bytes
 // alternate between 0 and 2 mod 4: one byte permute per word aligns them).
 //
@@ -770,7 +788,8 @@ template <typename F, int S> __device__ __forceinline__ void bulk_chunk(uint8_t*
 
 template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w, const float* __restrict__ x,
                                                    float* __restrict__ y, size_t n, size_t k, size_t rows) {
-    constexpr int R = F::kFastRows, S = OPGEN_QMV_BULK ? (OPGEN_QMV_TMA_STAGES < R ? OPGEN_QMV_TMA_STAGES : R) : F::kFastStages;
+    constexpr bool B = OPGEN_QMV_BULK && F::kFastBulk;  // the slab by bulk copies (sm_90; q4_0, q4_1)
+    constexpr int R = F::kFastRows, S = B ? (OPGEN_QMV_TMA_STAGES < R ? OPGEN_QMV_TMA_STAGES : R) : F::kFastStages;
     constexpr int RS = R / S, SPLIT = F::kFastSplit;
     constexpr int kT = SPLIT * kThreads, kWarps = kT / 32;
     constexpr int NW = (F::kBytes - F::kHead) / 4 / SPLIT;  // words of quants per thread: 4 (q4_0, q4_1) or 8 (q8_0) / SPLIT
@@ -793,23 +812,26 @@ template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w
     const uint32_t qsel = 2 * odd + F::kHead == 4 ? 0x7654u : 0x5432u, dsel = odd ? 0x4432u : 0x4410u;
 #if OPGEN_QMV_BULK
     __shared__ __align__(8) uint64_t landed[S];  // stage s's rows have landed (a phase a chunk)
-    if (threadIdx.x == 0) {
+    uint32_t parity = 0u;                          // of the barriers' current phase (one per chunk)
+    if constexpr (B) {
+        if (threadIdx.x == 0) {
 #pragma unroll
-        for (int s = 0; s < S; s++) mbar_init(&landed[s]);
-        mbar_init_fence();
+            for (int s = 0; s < S; s++) mbar_init(&landed[s]);
+            mbar_init_fence();
+        }
+        if constexpr (OPGEN_QMV_EARLY) {
+            // The first item's first chunk of weights is copied before the wait for the kernel
+            // before (qmatvec_fast leaves the wait to this function; see there why it may).
+            if (warp == 0 && (size_t)blockIdx.x < items) {
+                __syncwarp();  // thread 0's initialisation, for the lanes that arm
+                const size_t n0 = blockIdx.x / rows * R;
+                const int cb = row_blocks < (size_t)kThreads ? (int)row_blocks : kThreads;
+                bulk_chunk<F, S>(slab, landed, w + n0 * row_bytes, row_bytes, n - n0 < (size_t)R ? (int)(n - n0) : R, cb,
+                                 lane);
+            }
+            wait_for_predecessor();
+        }
     }
-    uint32_t parity = 0u;  // of the barriers' current phase (one per chunk)
-#if OPGEN_QMV_EARLY
-    // The first item's first chunk of weights is copied before the wait for the kernel before
-    // (the caller leaves the wait to this function): it assumes no kernel writes the weights.
-    if (warp == 0 && (size_t)blockIdx.x < items) {
-        __syncwarp();  // thread 0's initialisation, for the lanes that arm
-        const size_t n0 = blockIdx.x / rows * R;
-        const int cb = row_blocks < (size_t)kThreads ? (int)row_blocks : kThreads;
-        bulk_chunk<F, S>(slab, landed, w + n0 * row_bytes, row_bytes, n - n0 < (size_t)R ? (int)(n - n0) : R, cb, lane);
-    }
-    wait_for_predecessor();
-#endif
 #endif
     for (size_t item = blockIdx.x; item < items; item += gridDim.x) {
         const size_t n0 = item / rows * R, r = item % rows;
@@ -821,9 +843,6 @@ template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w
         for (int i = 0; i < R; i++) acc[i] = 0.0f;
         for (size_t c0 = 0; c0 < row_blocks; c0 += kThreads) {
             const int cb = row_blocks - c0 < (size_t)kThreads ? (int)(row_blocks - c0) : kThreads;
-#if !OPGEN_QMV_BULK
-            const int pieces = cb * F::kBytes / 16;  // cb is a multiple of 8: whole pieces
-#endif
             const bool active = (int)t < cb;
             float4 xv[NG];  // x first: its loads are not queued behind the slab's
 #pragma unroll
@@ -833,23 +852,27 @@ template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w
             }
             const uint8_t* src = wi + c0 * F::kBytes;
 #if OPGEN_QMV_BULK
-            // the previous chunk is used up (and, the first time, the barriers are initialised):
-            // every thread has passed its last read of the slab and of `partial`
-            __syncthreads();
-            // (OPGEN_QMV_EARLY: the block's first chunk was issued before the wait, above)
-            if (warp == 0 && !(OPGEN_QMV_EARLY && item == blockIdx.x && c0 == 0)) {
-                bulk_chunk<F, S>(slab, landed, src, row_bytes, nrows, cb, lane);
-            }
-#else
-            if (c0 > 0) __syncthreads();  // the previous chunk is used up
-            if (cb == kThreads) {
-#pragma unroll
-                for (int s = 0; s < S; s++) copy_stage<F, RS, kRowBytes / 16>(slab, src, row_bytes, s, nrows, pieces);
-            } else {
-#pragma unroll
-                for (int s = 0; s < S; s++) copy_stage<F, RS, 0>(slab, src, row_bytes, s, nrows, pieces);
-            }
+            if constexpr (B) {
+                // the previous chunk is used up (and, the first time, the barriers are
+                // initialised): every thread has passed its last read of the slab and of `partial`
+                __syncthreads();
+                // (OPGEN_QMV_EARLY: the block's first chunk was issued before the wait, above)
+                if (warp == 0 && !(OPGEN_QMV_EARLY && item == blockIdx.x && c0 == 0)) {
+                    bulk_chunk<F, S>(slab, landed, src, row_bytes, nrows, cb, lane);
+                }
+            } else
 #endif
+            {
+                const int pieces = cb * F::kBytes / 16;  // cb is a multiple of 8: whole pieces
+                if (c0 > 0) __syncthreads();              // the previous chunk is used up
+                if (cb == kThreads) {
+#pragma unroll
+                    for (int s = 0; s < S; s++) copy_stage<F, RS, kRowBytes / 16>(slab, src, row_bytes, s, nrows, pieces);
+                } else {
+#pragma unroll
+                    for (int s = 0; s < S; s++) copy_stage<F, RS, 0>(slab, src, row_bytes, s, nrows, pieces);
+                }
+            }
             uint32_t D[3][NG], sum_y;
             float sigma;
             quantize_x<NG, SPLIT>(xv, D, sum_y, sigma);  // every lane: the max is shuffled
@@ -859,11 +882,14 @@ template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w
 #pragma unroll
             for (int s = 0; s < S; s++) {
 #if OPGEN_QMV_BULK
-                if (active) mbar_wait(&landed[s], parity);  // this stage's rows have landed
-#else
-                cp_async_wait(S - 1 - s);
-                __syncthreads();
+                if constexpr (B) {
+                    if (active) mbar_wait(&landed[s], parity);  // this stage's rows have landed
+                } else
 #endif
+                {
+                    cp_async_wait(S - 1 - s);
+                    __syncthreads();
+                }
                 if (active) {  // rows past nrows compute on stale shared memory, never written out:
 #pragma unroll      // no branch per row, so the rows of a stage interleave
                     for (int i = s * RS; i < (s + 1) * RS; i++) {
@@ -880,7 +906,7 @@ template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w
                 }
             }
 #if OPGEN_QMV_BULK
-            parity ^= 1u;
+            if constexpr (B) parity ^= 1u;
 #endif
         }
         warp_rows<R>(acc, lane, partial[warp]);
@@ -1525,7 +1551,15 @@ template <typename F> __device__ __forceinline__ void qmatvec_fast(const uint8_t
         }
     }
     release_dependents();
-    if (OPGEN_QMV_EARLY && dp4a) {  // it waits for the kernel before itself, after its first copies
+    // OPGEN_QMV_EARLY: the dp4a path copies its first chunk of weights into shared memory and
+    // only then waits for the kernel before. That reads the weights while that kernel may still
+    // run, which is safe because no kernel writes a QStorage's blocks: runtime/gpu/quant.py
+    // writes them only by host-to-device copies and memsets (quantize, qzeros,
+    // qstorage_from_bytes), and a programmatic launch overlaps only kernels queued before it,
+    // never across a copy or a memset (the stream orders those fully). A kernel that wrote quantized
+    // blocks on the device would need this switch off. x is still read, and y written, only
+    // after the wait.
+    if (OPGEN_QMV_BULK && OPGEN_QMV_EARLY && F::kFastBulk && dp4a) {  // it waits itself, after its first copies
         qmatvec_dp4a<F>(w, x, y, n, k, rows);
         return;
     }
