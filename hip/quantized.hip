@@ -33,8 +33,9 @@
 // and up, the dp4a path (below, at its code: x quantized exactly enough to 22 bits, integer
 // dot products, the weights streamed through shared memory, all in flight at once: on sm_90
 // q4_0 / q4_1 by bulk copies, the first chunk before the wait for the kernel before, else with
-// cp.async; figures: bench/results/qmatvec-round2-h100.md, qmatvec-round4-h100.md). Elsewhere (AMD; it keeps working as
-// it did), q4_1 takes the general path and q4_0 / q8_0 the tiled path:
+// cp.async; figures: bench/results/qmatvec-round2-h100.md, qmatvec-round4-h100.md).
+// Elsewhere (AMD; it keeps working as it did), q4_1 takes the general path and q4_0 / q8_0
+// the tiled path:
 // a thread block computes 4 outputs, 4 weight rows against one row of x, so every
 // value of x it loads serves 4 rows. It streams the 4 rows through shared memory in tiles
 // (64 blocks per row for q4_0, 32 for q8_0: 4.5 KB), read with coalesced 16-byte loads: a
@@ -1556,9 +1557,9 @@ template <typename F> __device__ __forceinline__ void qmatvec_fast(const uint8_t
     // run, which is safe because no kernel writes a QStorage's blocks: runtime/gpu/quant.py
     // writes them only by host-to-device copies and memsets (quantize, qzeros,
     // qstorage_from_bytes), and a programmatic launch overlaps only kernels queued before it,
-    // never across a copy or a memset (the stream orders those fully). A kernel that wrote quantized
-    // blocks on the device would need this switch off. x is still read, and y written, only
-    // after the wait.
+    // never across a copy or a memset (the stream orders those fully). A kernel that wrote
+    // quantized blocks on the device would need this switch off. x is still read, and y
+    // written, only after the wait.
     if (OPGEN_QMV_BULK && OPGEN_QMV_EARLY && F::kFastBulk && dp4a) {  // it waits itself, after its first copies
         qmatvec_dp4a<F>(w, x, y, n, k, rows);
         return;

@@ -4,6 +4,9 @@
 # fastest q4_0 variant that keeps the PDL contract chosen and compiled in as the default, the
 # quant tests and three bench/gpu.py --parts quant processes on it, then ncu on shipped and
 # TMA kernels. Each step has its own timeout; everything goes to $OUT.
+# As run on 2026-11-25 (call 1: commit 21cd64a; call 2: CALL2=1 with the second explore list,
+# both with the switches off by default): the variant names below are bench/gpu_quant.py's
+# EXPLORE of those calls, not of the tree since (its defaults are the chosen variant now).
 set -u
 LOG=$OUT/log.txt
 say() { echo "$@" | tee -a "$LOG"; }
