@@ -316,7 +316,9 @@ def _variant_text(defines: str, text: str) -> str | None:
         from runtime.gpu.compile import HIP_DIR
 
         entries = (HIP_DIR.parent / "generated" / "reduce_entries.h").read_text(encoding="utf-8")
-        entries = entries.replace("__launch_bounds__(1024) reduce_chunks_", f"__launch_bounds__({defines[7:]}) reduce_chunks_")
+        entries = entries.replace(
+            "__launch_bounds__(1024) reduce_chunks_", f"__launch_bounds__({defines[7:]}) reduce_chunks_"
+        )
         return text.replace('#include "reduce_entries.h"', entries)
     if defines != "before":
         return defines + text

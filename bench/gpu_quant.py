@@ -21,6 +21,7 @@ honest "read once" figure. Bandwidth counts the quantized weight's bytes (x and 
     python3 bench/gpu_quant.py --formats q4_k,q6_k,q4_1 [--no-torch]   # other formats, same figures
     python3 bench/gpu_quant.py --explore-only [--formats ...]   # the variants alone, as measured
     python3 bench/gpu_quant.py --profile     # a few launches of each kernel, for ncu
+    python3 bench/gpu_quant.py --profile-variants q4_0:0,1   # explore variants 0 and 1, for ncu
     bench_quant(rows)                         # a part of bench/gpu.py: fills `rows`
     explore_quant(rows)                       # shapes of the dp4a path, for tuning"""
 
@@ -272,24 +273,13 @@ def torch_rows(rows: dict, fmt: str, w, x) -> None:
 # explore_quant's variants: (label, threads per block, rows per item, {text: replacement} in
 # hip/quantized.hip[, blocks per multiprocessor]). The last, where given, caps the grid at that
 # many blocks per multiprocessor (the kernels stride over items; by default a block per item).
-# Round 3 (bench/results/qmatvec-round3-h100.md): smaller grids, which leave room on each
-# multiprocessor for the next product's blocks, with every item's weight rows prefetched into
-# L2 before the wait for the previous kernel; q4_k's scales unpacked once per pair of lanes.
-# Rounds 1 and 2's variants (stages, splits, rows per item, conversions, registers) are in
-# git history and in qmatvec-h100.md / qmatvec-round2-h100.md.
-_Q4 = "kFastRows = OPGEN_QMATVEC_FAST_ROWS_Q4_0, kFastStages = 4,"
-_Q8 = "kFastRows = OPGEN_QMATVEC_FAST_ROWS_Q8_0, kFastStages = 4,"  # 16 rows: over 48 KB static
-_K4 = "kKRows = OPGEN_QMATVEC_K_ROWS_Q4_K;"
-_K6 = "kKRows = OPGEN_QMATVEC_K_ROWS_Q6_K;"
-_Q41 = "kFastRows = OPGEN_QMATVEC_FAST_ROWS_Q4_1,"
-_FAST_ALL = {"constexpr int kFastPrefetchItems = 1;": "constexpr int kFastPrefetchItems = 64;"}
-_K4P = "    static constexpr bool kPrefetch = false;   // L2 prefetch of the first item's rows before the wait"
-_K6P = "static constexpr int kStages = 2;  // q6_k's commit groups\n    static constexpr bool kPrefetch = false;"
-_K_ALL = {"constexpr int kKPrefetchItems = 1;": "constexpr int kKPrefetchItems = 64;"}
-_K4_ALL = {**_K_ALL, _K4P: _K4P.replace("= false", "= true")}
-_K6_ALL = {**_K_ALL, _K6P: _K6P.replace("= false", "= true")}
-_SHARE = {"kShareScales = false;\n    struct X": "kShareScales = true;\n    struct X"}
-_Q4_8 = {_Q4: _Q4.replace("OPGEN_QMATVEC_FAST_ROWS_Q4_0", "8")}
+# Round 4 (bench/results/qmatvec-round4-h100.md): the dp4a path's compile switches
+# (OPGEN_QMV_*, hip/quantized.hip), set against the shipped defaults: the slab by bulk copies
+# (TMA) completing on an mbarrier per stage, its stage count, the first chunk copied before the
+# wait for the kernel before, the launch bounds' resident blocks; q8_0 (cp.async) with them.
+# Earlier rounds' variants (stages, splits, rows per item, conversions, registers, smaller grids
+# with L2 prefetch, q4_K's shared scales) are in git history and in qmatvec-h100.md /
+# qmatvec-round2-h100.md / qmatvec-round3-h100.md.
 
 
 # Round 4 (bench/results/qmatvec-kquant-round4-h100.md): the K path's compile switches
@@ -305,6 +295,8 @@ def _off(*names: str) -> dict:
     return {f"#define OPGEN_QMATVEC_{n} 1": f"#define OPGEN_QMATVEC_{n} 0" for n in names}
 
 
+_K4 = "kKRows = OPGEN_QMATVEC_K_ROWS_Q4_K;"
+_K6 = "kKRows = OPGEN_QMATVEC_K_ROWS_Q6_K;"
 _K4L = (
     "static constexpr int kStages = 4;\n    static constexpr bool kPrefetch = false;\n"
     "    static constexpr bool kFold = true;"
@@ -313,22 +305,34 @@ _K6R = "static constexpr int kStages = 4;  // (2: 8.08 us, 1: 8.86, 4: 7.89 from
 _K8 = {"constexpr int kKMinBlocks = 4;": "constexpr int kKMinBlocks = 8;"}  # 64 registers (no spills)
 
 
+def _defs(**switches) -> dict:
+    """A variant's compile switches: #defines put before the source's first include."""
+    head = "".join(f"#define OPGEN_QMV_{name} {value}\n" for name, value in switches.items())
+    return {'#include "compat.h"': head + '#include "compat.h"'}
+
+
+_Q8_BULK = {"    static constexpr bool kFastBulk = false;": "    static constexpr bool kFastBulk = true;"}
+
 EXPLORE = {
     "q4_0": [
-        ("shipped", 256, 16, {}),
-        ("grid 1/SM, first item prefetched", 256, 16, {}, 1),
-        ("grid 1/SM, every item prefetched", 256, 16, _FAST_ALL, 1),
-        ("8 rows/item, grid 2/SM, every item prefetched", 256, 8, {**_Q4_8, **_FAST_ALL}, 2),
-        ("8 rows/item, grid 1/SM, every item prefetched", 256, 8, {**_Q4_8, **_FAST_ALL}, 1),
+        ("shipped: bulk copies, 2 stages, first chunk before the wait", 256, 16, {}),
+        ("cp.async, 4 stages (rounds 1-3)", 256, 16, _defs(TMA=0)),
+        ("bulk copies, 2 stages, after the wait", 256, 16, _defs(EARLY=0)),
+        ("bulk copies, 4 stages, first chunk before the wait", 256, 16, _defs(TMA_STAGES=4)),
+        ("bulk copies, 4 stages, after the wait", 256, 16, _defs(TMA_STAGES=4, EARLY=0)),
+        ("bulk copies, 16 stages, first chunk before the wait", 256, 16, _defs(TMA_STAGES=16)),
+        ("bulk copies, 4 stages, after the wait, 3 blocks/SM", 256, 16, _defs(TMA_STAGES=4, EARLY=0, MIN_BLOCKS=3)),
     ],
     "q4_1": [
-        ("shipped", 256, 16, {}),
-        ("grid 1/SM, every item prefetched", 256, 16, _FAST_ALL, 1),
+        ("shipped: bulk copies, 2 stages, first chunk before the wait", 256, 16, {}),
+        ("cp.async, 4 stages (rounds 2-3)", 256, 16, _defs(TMA=0)),
+        ("bulk copies, 4 stages, first chunk before the wait", 256, 16, _defs(TMA_STAGES=4)),
     ],
     "q8_0": [
-        ("shipped", 256, 8, {}),
-        ("grid 2/SM, every item prefetched", 256, 8, _FAST_ALL, 2),
-        ("grid 1/SM, every item prefetched", 256, 8, _FAST_ALL, 1),
+        ("shipped: cp.async, 4 stages", 256, 8, {}),
+        ("bulk copies, 2 stages, first chunk before the wait", 256, 8, _Q8_BULK),
+        ("bulk copies, 4 stages, first chunk before the wait", 256, 8, {**_Q8_BULK, **_defs(TMA_STAGES=4)}),
+        ("bulk copies, 8 stages, after the wait", 256, 8, {**_Q8_BULK, **_defs(TMA_STAGES=16, EARLY=0)}),
     ],
     "q4_k": [
         ("shipped (lean + tc digits)", 128, 8, {}),
@@ -444,6 +448,42 @@ def explore_quant(rows: dict, formats=None, profile: bool = True, echo: bool = F
     shutil.rmtree(tmp, ignore_errors=True)
 
 
+def profile_variants(fmt: str, numbers) -> None:
+    """For ncu (-k regex:qmatvec): variants `numbers` of EXPLORE[fmt], in that order, each
+    compiled from its copy of hip/quantized.hip and launched twice on two distinct weights
+    (plain launches, synchronized after each): profile the second of each pair."""
+    import ctypes
+    import shutil
+    import tempfile
+
+    import numpy as np
+
+    from runtime.gpu import quant as gpu_quant
+
+    rt = __import__("runtime.cuda", fromlist=["_rt"])._rt
+    text = (ROOT / "hip" / "quantized.hip").read_text()
+    tmp = Path(tempfile.mkdtemp(prefix="opgen-quant-"))
+    stream = rt.stream(0)
+    rng = np.random.default_rng(3)
+    x_buf, y = rt.from_host(0, rng.standard_normal(K).astype(np.float32)), rt.alloc(0, N, np.dtype(np.float32))
+    q = gpu_quant.quantize(rt, 0, rng.standard_normal(N * K).astype(np.float32), fmt)
+    weights = [q, gpu_quant.qstorage_from_bytes(rt, 0, gpu_quant.q_data(rt, q), fmt)]
+    types = (ctypes.c_void_p,) * 3 + (ctypes.c_size_t,) * 3
+    for number in numbers:
+        name, threads, item_rows, changes, *_ = EXPLORE[fmt][number]
+        source = text
+        for old, new in changes.items():
+            source = source.replace(old, new)
+        path = tmp / f"quantized_{fmt}_{number}.hip"
+        path.write_text(source)
+        print(f"profile: {fmt} variant {number} ({name}): launches 2 and 3 of this process pair", flush=True)
+        for wq in weights:
+            args = (wq.buf.ptr, x_buf.ptr, y.ptr, N, K, 1)
+            rt.launch(str(path), f"qmatvec_{fmt}", -(-N // item_rows), threads, stream, args, types)
+            rt.synchronize(0)
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
 def floor_quant(rows: dict) -> None:
     """The harness's floor: device time per launch, in the same CUDA graphs, of launches that
     do (almost) nothing: qmatvec_q4_0 over no rows (every block exits at once), with the
@@ -511,6 +551,10 @@ def profile_launches() -> None:
 if __name__ == "__main__":
     if "--profile" in sys.argv:
         profile_launches()
+        sys.exit(0)
+    if "--profile-variants" in sys.argv:  # --profile-variants q4_0:0,1 (EXPLORE's numbers)
+        fmt, numbers = sys.argv[sys.argv.index("--profile-variants") + 1].split(":")
+        profile_variants(fmt, [int(v) for v in numbers.split(",")])
         sys.exit(0)
     table: dict = {}
     formats = ("q4_0", "q8_0")

@@ -32,9 +32,11 @@
 //
 // qmatvec_q4_0, q4_1 and q8_0, when k % 256 == 0 and w is 16-byte aligned: on NVIDIA sm_80
 // and up, the dp4a path (below, at its code: x quantized exactly enough to 22 bits, integer
-// dot products, the weights streamed through shared memory with cp.async, all in flight at
-// once; figures: bench/results/qmatvec-round2-h100.md). Elsewhere (AMD; it keeps working as
-// it did), q4_1 takes the general path and q4_0 / q8_0 the tiled path:
+// dot products, the weights streamed through shared memory, all in flight at once: on sm_90
+// q4_0 / q4_1 by bulk copies, the first chunk before the wait for the kernel before, else with
+// cp.async; figures: bench/results/qmatvec-round2-h100.md, qmatvec-round4-h100.md).
+// Elsewhere (AMD; it keeps working as it did), q4_1 takes the general path and q4_0 / q8_0
+// the tiled path:
 // a thread block computes 4 outputs, 4 weight rows against one row of x, so every
 // value of x it loads serves 4 rows. It streams the 4 rows through shared memory in tiles
 // (64 blocks per row for q4_0, 32 for q8_0: 4.5 KB), read with coalesced 16-byte loads: a
@@ -62,6 +64,35 @@
 #define OPGEN_QMATVEC_DP4A 1
 #else
 #define OPGEN_QMATVEC_DP4A 0
+#endif
+
+// Switches of the dp4a path (bench/gpu_quant.py --explore compiles copies with other values;
+// figures: bench/results/qmatvec-round4-h100.md). They apply to the formats whose kFastBulk is
+// true (q4_0, q4_1), on sm_90; elsewhere, and for q8_0, the path copies with cp.async.
+// OPGEN_QMV_TMA: the slab copied by bulk copies (cp.async.bulk: the TMA engine; a row a lane
+// of warp 0) that complete on an mbarrier per stage, instead of 16-byte cp.async by every
+// thread and a block barrier per stage. OPGEN_QMV_TMA_STAGES: its stages (mbarriers) per
+// chunk, at most the rows per item. OPGEN_QMV_EARLY: a block's first chunk of weights is
+// copied into shared memory before the wait for the kernel before it (programmatic launch),
+// not only prefetched into L2 (see qmatvec_fast: it relies on no kernel writing a QStorage's
+// blocks). OPGEN_QMV_MIN_BLOCKS: resident blocks per SM the launch bounds ask for, 16-row
+// items (0: 2). Shipped: bulk copies in 2 stages, the first chunk before the wait.
+#ifndef OPGEN_QMV_TMA
+#define OPGEN_QMV_TMA 1
+#endif
+#ifndef OPGEN_QMV_TMA_STAGES
+#define OPGEN_QMV_TMA_STAGES 2
+#endif
+#ifndef OPGEN_QMV_EARLY
+#define OPGEN_QMV_EARLY 1
+#endif
+#ifndef OPGEN_QMV_MIN_BLOCKS
+#define OPGEN_QMV_MIN_BLOCKS 0
+#endif
+#if OPGEN_QMV_TMA && OPGEN_QMATVEC_DP4A && __CUDA_ARCH__ >= 900
+#define OPGEN_QMV_BULK 1
+#else
+#define OPGEN_QMV_BULK 0
 #endif
 
 namespace {
@@ -178,6 +209,9 @@ struct q4_0 {  // d (f16), qs[16]: weight i < 16 the low nibble of qs[i], i + 16
     // The first of an item's rows the dp4a path prefetches into L2 before waiting for the
     // previous kernel (bench/gpu_quant.py --explore: from row 0 here, from the second stage for q8_0).
     static constexpr int kFastPrefetchFrom = 0;
+    // The dp4a path's slab by bulk copies on sm_90 (OPGEN_QMV_TMA, OPGEN_QMV_EARLY): 4.98-4.99
+    // against 5.33-5.36 us per product from HBM (bench/results/qmatvec-round4-h100.md).
+    static constexpr bool kFastBulk = true;
     static __device__ __forceinline__ void decode8(const uint8_t* b, int j, float (&v)[8]) {
         const float d = half_at(b);
         uint32_t w[2];
@@ -220,6 +254,7 @@ struct q4_1 {  // d, m (f16), qs[16] as q4_0: q * d + m
     // The dp4a path (NVIDIA), as q4_0's (20-byte blocks: 40 KB of shared memory for 16 rows).
     static constexpr int kFastRows = OPGEN_QMATVEC_FAST_ROWS_Q4_1, kFastSplit = OPGEN_QMATVEC_FAST_THREADS / kThreads, kFastStages = 4;
     static constexpr int kFastPrefetchFrom = 0;
+    static constexpr bool kFastBulk = true;  // as q4_0's: 5.09-5.28 against 5.55-5.88 us
     static __device__ __forceinline__ void decode8(const uint8_t* b, int j, float (&v)[8]) {
         const float d = half_at(b), m = half_at(b + 2);
         uint32_t w[2];
@@ -236,7 +271,10 @@ struct q8_0 {  // d (f16), qs[32] int8: q * d
     static constexpr bool kTiled = true;
     static constexpr int kTileBlocks = 32;
     static constexpr int kFastRows = OPGEN_QMATVEC_FAST_ROWS_Q8_0, kFastStages = 4, kFastSplit = OPGEN_QMATVEC_FAST_THREADS / kThreads;
-    static constexpr int kFastPrefetchFrom = kFastRows / kFastStages;
+    static constexpr int kFastPrefetchFrom = kFastRows / 4;  // rows of the first of 4 stages
+    // cp.async: the bulk copies, first chunk before the wait, were slower (8.8-9.1 against
+    // 7.6 us per product from HBM; bench/results/qmatvec-round4-h100.md).
+    static constexpr bool kFastBulk = false;
     static __device__ __forceinline__ void decode8(const uint8_t* b, int j, float (&v)[8]) {
         const float d = half_at(b);
         uint32_t w[2];
@@ -348,6 +386,9 @@ template <typename F, typename T> __device__ void dequantize(const uint8_t* bloc
 // once that kernel has finished and its writes are visible), but an L2 prefetch, which moves
 // no data into the kernel and leaves every later read coherent (L2 is the device's point of
 // coherence), may run before it: the weights start streaming while the previous kernel ends.
+// One exception, the weights themselves, which no kernel writes (OPGEN_QMV_EARLY: see
+// qmatvec_fast): the dp4a path of q4_0 / q4_1 on sm_90 copies its first chunk of them into
+// shared memory before the wait.
 __device__ __forceinline__ void wait_for_predecessor() {
 #if OPGEN_CUDA && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.wait;\n" ::: "memory");
@@ -508,6 +549,15 @@ template <typename F> __device__ void qmatvec_tiled(const uint8_t* __restrict__ 
 // pieces, coalesced: a chunk row is 2304 / 4352 bytes, a multiple of 16), all of them at
 // once, in kFastStages commit groups of rows, so the whole slab is in flight before the
 // first use; the rows of a stage are used as soon as it lands (one barrier per stage).
+// On sm_90, for the formats whose kFastBulk is true (q4_0, q4_1): a bulk copy per row (lane i
+// of warp 0 copies row i; the TMA engine moves it, no thread's registers or instructions per
+// 16 bytes) in OPGEN_QMV_TMA_STAGES (2) stages of rows, each completing an mbarrier that every
+// thread waits on for itself (no block barrier per stage), and a block's first chunk copied
+// before the wait for the kernel before it (qmatvec_fast). Those builds take 79 / 80
+// registers, so 3 blocks fit on a multiprocessor: the next product's blocks start beside
+// this one's 2 and copy their first chunk while it computes. From HBM 4.98-4.99 us per
+// product for q4_0 (64.1-64.7% of copy bandwidth) against 5.33-5.36 with cp.async; the bulk
+// copies alone, or with 3 resident blocks alone, were slower (bench/results/qmatvec-round4-h100.md).
 // A thread reads its words from the block's 4-byte-aligned floor (blocks of 18 and 34 bytes
 // alternate between 0 and 2 mod 4: one byte permute per word aligns them).
 //
@@ -554,6 +604,40 @@ __device__ __forceinline__ void cp_async_wait(int pending) {
         default: asm volatile("cp.async.wait_group 7;\n" ::: "memory"); break;
     }
 }
+
+#if OPGEN_QMV_BULK
+// Bulk copies (sm_90's TMA engine) that complete on an mbarrier in shared memory: a stage's
+// barrier is armed once per chunk with the bytes its rows bring (one arrival) and completes
+// (its phase flips) when they have all landed; every thread waits on it for itself, no block
+// barrier per stage.
+__device__ __forceinline__ uint32_t shared_addr(const void* p) { return (uint32_t)__cvta_generic_to_shared(p); }
+__device__ __forceinline__ void mbar_init(uint64_t* bar) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(shared_addr(bar)) : "memory");
+}
+// The barriers' initialisation visible to the bulk copy engine (then a block barrier for the threads).
+__device__ __forceinline__ void mbar_init_fence() { asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory"); }
+__device__ __forceinline__ void mbar_arm(uint64_t* bar, uint32_t bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(shared_addr(bar)), "r"(bytes) : "memory");
+}
+// bytes (a multiple of 16; both addresses 16-byte aligned) from global src to shared dst.
+__device__ __forceinline__ void bulk_copy(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+                     shared_addr(dst)),
+                 "l"(src), "r"(bytes), "r"(shared_addr(bar))
+                 : "memory");
+}
+// Until the barrier's phase of parity `parity` has completed.
+__device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
+    uint32_t done;
+    do {
+        asm volatile(
+            "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+            : "=r"(done)
+            : "r"(shared_addr(bar)), "r"(parity)
+            : "memory");
+    } while (!done);
+}
+#endif
 
 __device__ __forceinline__ float max_nan(float a, float b) {  // NaN if either is
     float r;
@@ -735,9 +819,28 @@ template <typename F, int RS, int P> __device__ __forceinline__ void copy_stage(
     cp_async_commit();
 }
 
+#if OPGEN_QMV_BULK
+// Warp 0 (all its lanes) issues a chunk of an item: lane s arms stage s's barrier with its rows'
+// bytes, then lane i copies row i (cb weight blocks) into the slab.
+template <typename F, int S> __device__ __forceinline__ void bulk_chunk(uint8_t* slab, uint64_t* landed, const uint8_t* src,
+                                                                      size_t row_bytes, int nrows, int cb,
+                                                                      unsigned int lane) {
+    constexpr int R = F::kFastRows, RS = R / S, kRowBytes = kThreads * F::kBytes;
+    const uint32_t row_copy = (uint32_t)cb * F::kBytes;  // cb % 8 == 0: a multiple of 16
+    if ((int)lane < S) {
+        const int below = nrows - (int)lane * RS, in = below < 0 ? 0 : below < RS ? below : RS;
+        mbar_arm(&landed[lane], (uint32_t)in * row_copy);
+    }
+    __syncwarp();
+    for (int i = (int)lane; i < nrows; i += 32) bulk_copy(slab + i * kRowBytes, src + i * row_bytes, row_copy, &landed[i / RS]);
+}
+#endif
+
 template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w, const float* __restrict__ x,
                                                    float* __restrict__ y, size_t n, size_t k, size_t rows) {
-    constexpr int R = F::kFastRows, S = F::kFastStages, RS = R / S, SPLIT = F::kFastSplit;
+    constexpr bool B = OPGEN_QMV_BULK && F::kFastBulk;  // the slab by bulk copies (sm_90; q4_0, q4_1)
+    constexpr int R = F::kFastRows, S = B ? (OPGEN_QMV_TMA_STAGES < R ? OPGEN_QMV_TMA_STAGES : R) : F::kFastStages;
+    constexpr int RS = R / S, SPLIT = F::kFastSplit;
     constexpr int kT = SPLIT * kThreads, kWarps = kT / 32;
     constexpr int NW = (F::kBytes - F::kHead) / 4 / SPLIT;  // words of quants per thread: 4 (q4_0, q4_1) or 8 (q8_0) / SPLIT
     typedef fast<F, NW> G;
@@ -757,6 +860,29 @@ template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w
     const uint32_t* dword = reinterpret_cast<const uint32_t*>(floor);
     // the quants start 2 * odd + kHead bytes past the floor: 2 (select bytes 2..5) or 4 (the next word)
     const uint32_t qsel = 2 * odd + F::kHead == 4 ? 0x7654u : 0x5432u, dsel = odd ? 0x4432u : 0x4410u;
+#if OPGEN_QMV_BULK
+    __shared__ __align__(8) uint64_t landed[S];  // stage s's rows have landed (a phase a chunk)
+    uint32_t parity = 0u;                          // of the barriers' current phase (one per chunk)
+    if constexpr (B) {
+        if (threadIdx.x == 0) {
+#pragma unroll
+            for (int s = 0; s < S; s++) mbar_init(&landed[s]);
+            mbar_init_fence();
+        }
+        if constexpr (OPGEN_QMV_EARLY) {
+            // The first item's first chunk of weights is copied before the wait for the kernel
+            // before (qmatvec_fast leaves the wait to this function; see there why it may).
+            if (warp == 0 && (size_t)blockIdx.x < items) {
+                __syncwarp();  // thread 0's initialisation, for the lanes that arm
+                const size_t n0 = blockIdx.x / rows * R;
+                const int cb = row_blocks < (size_t)kThreads ? (int)row_blocks : kThreads;
+                bulk_chunk<F, S>(slab, landed, w + n0 * row_bytes, row_bytes, n - n0 < (size_t)R ? (int)(n - n0) : R, cb,
+                                 lane);
+            }
+            wait_for_predecessor();
+        }
+    }
+#endif
     for (size_t item = blockIdx.x; item < items; item += gridDim.x) {
         const size_t n0 = item / rows * R, r = item % rows;
         const int nrows = n - n0 < (size_t)R ? (int)(n - n0) : R;
@@ -767,7 +893,6 @@ template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w
         for (int i = 0; i < R; i++) acc[i] = 0.0f;
         for (size_t c0 = 0; c0 < row_blocks; c0 += kThreads) {
             const int cb = row_blocks - c0 < (size_t)kThreads ? (int)(row_blocks - c0) : kThreads;
-            const int pieces = cb * F::kBytes / 16;  // cb is a multiple of 8: whole pieces
             const bool active = (int)t < cb;
             float4 xv[NG];  // x first: its loads are not queued behind the slab's
 #pragma unroll
@@ -775,14 +900,28 @@ template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w
                 xv[g] = active ? *reinterpret_cast<const float4*>(xr + (c0 + t) * F::kElems + G::group_at(j0, g))
                                : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
             }
-            if (c0 > 0) __syncthreads();  // the previous chunk is used up
             const uint8_t* src = wi + c0 * F::kBytes;
-            if (cb == kThreads) {
+#if OPGEN_QMV_BULK
+            if constexpr (B) {
+                // the previous chunk is used up (and, the first time, the barriers are
+                // initialised): every thread has passed its last read of the slab and of `partial`
+                __syncthreads();
+                // (OPGEN_QMV_EARLY: the block's first chunk was issued before the wait, above)
+                if (warp == 0 && !(OPGEN_QMV_EARLY && item == blockIdx.x && c0 == 0)) {
+                    bulk_chunk<F, S>(slab, landed, src, row_bytes, nrows, cb, lane);
+                }
+            } else
+#endif
+            {
+                const int pieces = cb * F::kBytes / 16;  // cb is a multiple of 8: whole pieces
+                if (c0 > 0) __syncthreads();              // the previous chunk is used up
+                if (cb == kThreads) {
 #pragma unroll
-                for (int s = 0; s < S; s++) copy_stage<F, RS, kRowBytes / 16>(slab, src, row_bytes, s, nrows, pieces);
-            } else {
+                    for (int s = 0; s < S; s++) copy_stage<F, RS, kRowBytes / 16>(slab, src, row_bytes, s, nrows, pieces);
+                } else {
 #pragma unroll
-                for (int s = 0; s < S; s++) copy_stage<F, RS, 0>(slab, src, row_bytes, s, nrows, pieces);
+                    for (int s = 0; s < S; s++) copy_stage<F, RS, 0>(slab, src, row_bytes, s, nrows, pieces);
+                }
             }
             uint32_t D[3][NG], sum_y;
             float sigma;
@@ -792,8 +931,15 @@ template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w
             const float xsum = F::kHead == 4 ? sigma * (float)(int)(sum_y - (uint32_t)(4 * NG) * 0x808080u) : 0.0f;
 #pragma unroll
             for (int s = 0; s < S; s++) {
-                cp_async_wait(S - 1 - s);
-                __syncthreads();
+#if OPGEN_QMV_BULK
+                if constexpr (B) {
+                    if (active) mbar_wait(&landed[s], parity);  // this stage's rows have landed
+                } else
+#endif
+                {
+                    cp_async_wait(S - 1 - s);
+                    __syncthreads();
+                }
                 if (active) {  // rows past nrows compute on stale shared memory, never written out:
 #pragma unroll      // no branch per row, so the rows of a stage interleave
                     for (int i = s * RS; i < (s + 1) * RS; i++) {
@@ -809,6 +955,9 @@ template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w
                     }
                 }
             }
+#if OPGEN_QMV_BULK
+            if constexpr (B) parity ^= 1u;
+#endif
         }
         warp_rows<R>(acc, lane, partial[warp]);
         __syncthreads();
@@ -1711,7 +1860,7 @@ template <typename F> __device__ __forceinline__ void qmatvec_tiled_or_general(c
 // blocks per SM its registers are bounded for: enough for a grid of 4096-row items on an H100.
 template <typename F> struct fast_launch {
     static constexpr int threads = OPGEN_QMATVEC_DP4A ? F::kFastSplit * kThreads : kThreads;
-    static constexpr int want = F::kFastRows >= 16 ? 2 : F::kFastRows >= 8 ? 4 : 8;
+    static constexpr int want = F::kFastRows >= 16 ? (OPGEN_QMV_MIN_BLOCKS > 0 ? OPGEN_QMV_MIN_BLOCKS : 2) : F::kFastRows >= 8 ? 4 : 8;
     static constexpr int min_blocks = !OPGEN_QMATVEC_DP4A ? kMinBlocks : want < 2048 / threads ? want : 2048 / threads;
 };
 
@@ -1739,6 +1888,18 @@ template <typename F> __device__ __forceinline__ void qmatvec_fast(const uint8_t
         }
     }
     release_dependents();
+    // OPGEN_QMV_EARLY: the dp4a path copies its first chunk of weights into shared memory and
+    // only then waits for the kernel before. That reads the weights while that kernel may still
+    // run, which is safe because no kernel writes a QStorage's blocks: runtime/gpu/quant.py
+    // writes them only by host-to-device copies and memsets (quantize, qzeros,
+    // qstorage_from_bytes), and a programmatic launch overlaps only kernels queued before it,
+    // never across a copy or a memset (the stream orders those fully). A kernel that wrote
+    // quantized blocks on the device would need this switch off. x is still read, and y
+    // written, only after the wait.
+    if (OPGEN_QMV_BULK && OPGEN_QMV_EARLY && F::kFastBulk && dp4a) {  // it waits itself, after its first copies
+        qmatvec_dp4a<F>(w, x, y, n, k, rows);
+        return;
+    }
     wait_for_predecessor();
     if (dp4a) {
         qmatvec_dp4a<F>(w, x, y, n, k, rows);

@@ -61,7 +61,10 @@ GEMM_SLAB_BYTES = 64 << 20
 
 @dataclass(eq=False)
 class QGpuBuffer:
-    """The `inner` of a GPU QStorage: the blocks of `fmt`, as bytes on the device."""
+    """The `inner` of a GPU QStorage: the blocks of `fmt`, as bytes on the device. Only
+    host-to-device copies and memsets write them, never a kernel: qmatvec_q4_0 / q4_1 on sm_90
+    read their first weight rows before waiting for the kernel before them (hip/quantized.hip,
+    qmatvec_fast, OPGEN_QMV_EARLY), which relies on it."""
 
     fmt: str
     buf: GpuBuffer  # uint8

@@ -36,9 +36,11 @@ if not GPU_BACKENDS:
 BLOCKS = {"q4_0": (32, 18), "q4_1": (32, 20), "q8_0": (32, 34), "q4_k": (256, 144), "q6_k": (256, 210)}
 FORMATS = list(BLOCKS)
 # (n, k): k = 256 and 4096 with odd n; k = 2304 ends on a partial tile of the q4_0/q8_0 kernels,
-# k = 96 (blocks of 32 only) takes their general path.
+# k = 6400 is a whole chunk of 4096 and a partial one for their dp4a path (the bulk copies'
+# barriers used twice), k = 96 (blocks of 32 only) takes their general path.
 SHAPES = {
-    fmt: [(9, 256), (33, 256), (7, 4096), (131, 4096), (3, 2304)] + ([(5, 96)] if BLOCKS[fmt][0] == 32 else [])
+    fmt: [(9, 256), (33, 256), (7, 4096), (131, 4096), (3, 2304), (5, 6400)]
+    + ([(5, 96)] if BLOCKS[fmt][0] == 32 else [])
     for fmt in FORMATS
 }
 ROWS = [1, 2, 7, 33]  # 33: past runtime/gpu/quant.py gemm_rows (12 or 24): dequantize + GEMM
