@@ -271,7 +271,7 @@ def _column_variants() -> list[tuple[str, dict, str]]:
         # for an entry point of pass 3/4's own): 255 registers at most; or 3 blocks a
         # multiprocessor (85) with the grid that keeps one wave (6 slices, 384 blocks)
         ("reduce_chunks bounded for 256 threads", {}, "bounds:256"),
-        ("reduce_chunks bounded for 3 blocks of 256, 6 slices", {"COLUMN_THREADS_PER_SM": 768}, "bounds:256, 3"),
+        ("reduce_chunks bounded for 3 blocks of 256 and 6 slices", {"COLUMN_THREADS_PER_SM": 768}, "bounds:256, 3"),
     ]
 
 
