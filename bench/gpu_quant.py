@@ -354,11 +354,11 @@ EXPLORE = {
         ),
     ],
     "q6_k": [
-        ("shipped (row copy + pair + tc, 4 stages)", 128, 8, {}),
-        ("round 3's (q6_k_int)", 128, 8, _off("K6_ROWCOPY", "K6_PAIR", "K6_TC")),
-        ("row copy rolled", 128, 8, _on("K6_ROLLED")),
-        ("row copy rolled, 8 stages", 128, 8, {**_on("K6_ROLLED"), _K6R: _K6R.replace("= 4;", "= 8;")}),
-        ("row copy rolled, 4 rows/item, 8 blocks/SM", 128, 4, {**_on("K6_ROLLED"), _K6: "kKRows = 4;", **_K8}),
+        ("shipped (row copy rolled + pair + tc, 4 stages)", 128, 8, {}),
+        ("row copy unrolled (round 4's first)", 128, 8, _off("K6_ROLLED")),
+        ("round 3's (q6_k_int)", 128, 8, _off("K6_ROWCOPY", "K6_PAIR", "K6_TC", "K6_ROLLED")),
+        ("row copy rolled, 8 stages", 128, 8, {_K6R: _K6R.replace("= 4;", "= 8;")}),
+        ("row copy rolled, 4 rows/item, 8 blocks/SM", 128, 4, {_K6: "kKRows = 4;", **_K8}),
     ],
 }
 

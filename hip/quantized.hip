@@ -113,7 +113,8 @@ constexpr int kKPrefetchItems = 1;
 // Round 4's switches of the integer K path (bench/gpu_quant.py --explore; figures:
 // bench/results/qmatvec-kquant-round4-h100.md), each 0 or 1, per format (K4_*: q4_k, K6_*: q6_k).
 // On: K4_LEAN, K4_TC (q4_k 5.69 against 5.79 us per product from HBM, L2 5.07 against 5.29)
-// and K6_PAIR, K6_ROWCOPY, K6_TC (q6_k 7.91 against 8.39, L2 5.28 against 6.31); with all of
+// and K6_PAIR, K6_ROWCOPY, K6_TC, K6_ROLLED (q6_k 7.91 against 8.39, L2 5.28 against 6.31, before
+// K6_ROLLED; with it 7.74); with all of
 // them off the kernels are round 3's, machine code for machine code.
 // - K4_LEAN / K6_PAIR: q4_k_lean for q4_k, q6_k_pair for q6_k (below, at their code);
 // - K*_ROWCOPY: a step's slab copied row by row, thread t taking pieces t and t + kThreads
@@ -124,7 +125,9 @@ constexpr int kKPrefetchItems = 1;
 //   unrolled, ptxas moves x's quantization (which waits for x's loads) between the stages'
 //   cp.async, so a warp stalls on x before it has asked for the whole slab (sm_90 SASS of
 //   row copy + lean: FMNMX between the LDGSTS groups): from L2 q4_k took 4.34 us against
-//   5.29, from HBM 5.91 against 5.79. Not measured yet (round 4 had no call left).
+//   5.29, from HBM 5.91 against 5.79. Measured in stop 19's call (qmatvec-kquant-round4b-h100.log):
+//   on for q6_k (7.74 against 7.89 us from HBM, 105 registers against 120, the same bits);
+//   off for q4_k (capped at 4 blocks/SM 5.82 against 5.69 us; uncapped, 5 blocks/SM, 6.08).
 // - K*_CAP: the slab's shared array padded to 46 KB, so that no more than 4 blocks fit a
 //   multiprocessor when the kernel needs fewer registers (with the row copy q4_k needs 93,
 //   5 blocks per SM, which were slower from HBM with PDL: 6.60 against 5.79 us).
@@ -156,7 +159,7 @@ constexpr int kKPrefetchItems = 1;
 #define OPGEN_QMATVEC_K6_CAP 0
 #endif
 #ifndef OPGEN_QMATVEC_K6_ROLLED
-#define OPGEN_QMATVEC_K6_ROLLED 0
+#define OPGEN_QMATVEC_K6_ROLLED 1
 #endif
 static_assert(kThreads % OPGEN_LANE_GROUP == 0 && OPGEN_QMATVEC_FAST_THREADS % kThreads == 0,
               "qmatvec's blocks: whole groups of lanes; the dp4a path's a multiple of kThreads");
