@@ -25,7 +25,8 @@
 // coalesced 16-byte copies, a thread per 32 weights whose x serves all 8 rows. On NVIDIA
 // sm_80 and up the integer K path (below, at its code: x quantized to 22 bits as the dp4a
 // path's, 21 for q6_k, dp4a against the quants, cp.async in commit groups of rows; q4_k by
-// q4_k_lean, q6_k by q6_k_pair since round 4); elsewhere the f32 K path (f32 FMA of exact
+// q4_k_lean, q6_k by q6_k_pair since round 4; on sm_90 q4_k's rows by bulk copies, the first
+// step before the wait for the kernel before, since round 5); elsewhere the f32 K path (f32 FMA of exact
 // quants per sub-block, then the sub-block's scales). Bound by the instruction stream, not by
 // HBM (figures: bench/results/gpu-notes.md, "Tuning figures", and
 // bench/results/qmatvec-round2-h100.md, qmatvec-kquant-round4-h100.md).
@@ -168,7 +169,7 @@ constexpr int kKPrefetchItems = 1;
 #ifndef OPGEN_QMATVEC_K6_ROLLED
 #define OPGEN_QMATVEC_K6_ROLLED 1
 #endif
-// Round 5's switches of the integer K path (bench/results/qmatvec-kquant-round5-h100.md), the
+// Round 5's switches of the integer K path (bench/results/qmatvec-kquant-round5-h200.md), the
 // dp4a path's round 4 applied to it, on sm_90 only (elsewhere, and with them 0, the code
 // above): K*_BULK: a step's slab copied by bulk copies (the TMA engine; lane i of warp 0
 // copies row i from its 16-byte floor, the bytes the cp.async pieces would bring) that
@@ -178,11 +179,18 @@ constexpr int kKPrefetchItems = 1;
 // the kernel before it (see qmatvec_fast for why that is safe); x is read and y written
 // only after it. K*_BLOCKS: resident blocks per SM the launch bounds ask for (0: kKMinBlocks,
 // 4), so that the next product's blocks find a slot beside this one's.
+// Measured in round 5's one call (an H200; per product in a graph, from HBM / from L2):
+// on for q4_k, K4_BULK + K4_EARLY at 4 blocks/SM (104 registers): 5.04 / 4.26 us against
+// 5.16 / 5.12, the same bits; at 5 blocks/SM (K4_BLOCKS 5, 90 registers) 5.15 / 4.85, at 6
+// (79) 5.87 / 5.62, at 7 (72) 6.91; 6 blocks/SM alone (cp.async) 7.21. Off for q6_k: at 5
+// blocks/SM 6.44 / 6.07 against 6.51 / 5.52 (slower from L2), at 4 6.77 / 5.53, at 6 7.89.
+// A third block per SM was what made q4_0's early copy pay; here the extra blocks (the
+// grid is 512 items of 8 rows, about 4 per SM) were slower.
 #ifndef OPGEN_QMATVEC_K4_BULK
-#define OPGEN_QMATVEC_K4_BULK 0
+#define OPGEN_QMATVEC_K4_BULK 1
 #endif
 #ifndef OPGEN_QMATVEC_K4_EARLY
-#define OPGEN_QMATVEC_K4_EARLY 0
+#define OPGEN_QMATVEC_K4_EARLY 1
 #endif
 #ifndef OPGEN_QMATVEC_K4_BLOCKS
 #define OPGEN_QMATVEC_K4_BLOCKS 0
@@ -426,7 +434,8 @@ template <typename F, typename T> __device__ void dequantize(const uint8_t* bloc
 // coherence), may run before it: the weights start streaming while the previous kernel ends.
 // One exception, the weights themselves, which no kernel writes (OPGEN_QMV_EARLY: see
 // qmatvec_fast): the dp4a path of q4_0 / q4_1 on sm_90 copies its first chunk of them into
-// shared memory before the wait.
+// shared memory before the wait, and so does the integer K path of q4_k (OPGEN_QMATVEC_K4_EARLY)
+// with its first step.
 __device__ __forceinline__ void wait_for_predecessor() {
 #if OPGEN_CUDA && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.wait;\n" ::: "memory");
@@ -1181,7 +1190,11 @@ struct q6_k_path {  // part p: half h = p / 4, l0 = 8 (p % 4): weights 128h + 32
 //   measured; the tests allow 1e-5).
 // - Weights: the step's slab (all kKRows rows) is copied to shared memory with cp.async in
 //   P::kStages commit groups of rows, all in flight before the first is used; each group's
-//   rows are used as soon as it lands (one barrier per group).
+//   rows are used as soon as it lands (one barrier per group). On sm_90 with K*_BULK (q4_k
+//   since round 5): a bulk copy per row by warp 0, an mbarrier per stage that every thread
+//   waits on for itself, and with K*_EARLY the first step copied before the wait for the
+//   kernel before (5.04 against 5.16 us per product from HBM on an H200, 4.26 against 5.12
+//   from L2; bench/results/qmatvec-kquant-round5-h200.md).
 // - Launched programmatically (ops.yaml's kernel_facts PROGRAMMATIC_KERNELS): a product waits for
 //   the kernel before it before any access to device memory. P::kPrefetch would prefetch the
 //   first item's weight rows into L2 before that wait, as the dp4a path does: within noise
