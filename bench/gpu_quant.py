@@ -295,6 +295,10 @@ def _off(*names: str) -> dict:
     return {f"#define OPGEN_QMATVEC_{n} 1": f"#define OPGEN_QMATVEC_{n} 0" for n in names}
 
 
+def _set(name: str, value: int) -> dict:  # a switch that is 0 by default (K*_BLOCKS)
+    return {f"#define OPGEN_QMATVEC_{name} 0": f"#define OPGEN_QMATVEC_{name} {value}"}
+
+
 _K4 = "kKRows = OPGEN_QMATVEC_K_ROWS_Q4_K;"
 _K6 = "kKRows = OPGEN_QMATVEC_K_ROWS_Q6_K;"
 _K4L = (
@@ -334,31 +338,24 @@ EXPLORE = {
         ("bulk copies, 4 stages, first chunk before the wait", 256, 8, {**_Q8_BULK, **_defs(TMA_STAGES=4)}),
         ("bulk copies, 8 stages, after the wait", 256, 8, {**_Q8_BULK, **_defs(TMA_STAGES=16, EARLY=0)}),
     ],
+    # Round 5 (bench/results/qmatvec-kquant-round5-h200.md): the dp4a path's round 4 on the K
+    # path (sm_90): K*_BULK (bulk copies, an mbarrier per stage), K*_EARLY (the first step
+    # copied before the wait), K*_BLOCKS (the launch bounds' blocks per SM); q4_k ships bulk +
+    # early at 4 blocks/SM since. Round 5's call measured 6 and 7 blocks/SM, 2 stages and 6
+    # blocks/SM alone too (all slower; that file). Round 4's K variants (row copy, rolled, caps,
+    # stages, 4 rows/item) are in qmatvec-kquant-round4-h100.md and its .log / round4b .log.
     "q4_k": [
-        ("shipped (lean + tc digits)", 128, 8, {}),
-        ("round 3's (q4_k_int)", 128, 8, _off("K4_LEAN", "K4_TC")),
-        ("row copy, capped at 4 blocks/SM", 128, 8, _on("K4_ROWCOPY", "K4_CAP")),
-        ("row copy rolled, capped at 4 blocks/SM", 128, 8, _on("K4_ROWCOPY", "K4_CAP", "K4_ROLLED")),
-        ("row copy rolled (5 blocks/SM)", 128, 8, _on("K4_ROWCOPY", "K4_ROLLED")),
-        (
-            "row copy rolled, capped, 2 stages",
-            128,
-            8,
-            {**_on("K4_ROWCOPY", "K4_CAP", "K4_ROLLED"), _K4L: _K4L.replace("= 4", "= 2")},
-        ),
-        (
-            "row copy rolled, 4 rows/item, 8 blocks/SM",
-            128,
-            4,
-            {**_on("K4_ROWCOPY", "K4_ROLLED"), _K4: "kKRows = 4;", **_K8},
-        ),
+        ("shipped (bulk + early, 4 blocks/SM; lean + tc digits)", 128, 8, {}),
+        ("round 4's (cp.async, after the wait)", 128, 8, _off("K4_BULK", "K4_EARLY")),
+        ("bulk + early, 5 blocks/SM", 128, 8, _set("K4_BLOCKS", 5)),
+        ("bulk, after the wait", 128, 8, _off("K4_EARLY")),
     ],
     "q6_k": [
         ("shipped (row copy rolled + pair + tc, 4 stages)", 128, 8, {}),
-        ("row copy unrolled (round 4's first)", 128, 8, _off("K6_ROLLED")),
-        ("round 3's (q6_k_int)", 128, 8, _off("K6_ROWCOPY", "K6_PAIR", "K6_TC", "K6_ROLLED")),
-        ("row copy rolled, 8 stages", 128, 8, {_K6R: _K6R.replace("= 4;", "= 8;")}),
-        ("row copy rolled, 4 rows/item, 8 blocks/SM", 128, 4, {_K6: "kKRows = 4;", **_K8}),
+        ("bulk + early, 6 blocks/SM", 128, 8, {**_on("K6_BULK", "K6_EARLY"), **_set("K6_BLOCKS", 6)}),
+        ("bulk + early, 5 blocks/SM", 128, 8, {**_on("K6_BULK", "K6_EARLY"), **_set("K6_BLOCKS", 5)}),
+        ("bulk + early (4 blocks/SM)", 128, 8, _on("K6_BULK", "K6_EARLY")),
+        ("6 blocks/SM alone (cp.async, after the wait)", 128, 8, _set("K6_BLOCKS", 6)),
     ],
 }
 

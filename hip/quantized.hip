@@ -25,7 +25,8 @@
 // coalesced 16-byte copies, a thread per 32 weights whose x serves all 8 rows. On NVIDIA
 // sm_80 and up the integer K path (below, at its code: x quantized to 22 bits as the dp4a
 // path's, 21 for q6_k, dp4a against the quants, cp.async in commit groups of rows; q4_k by
-// q4_k_lean, q6_k by q6_k_pair since round 4); elsewhere the f32 K path (f32 FMA of exact
+// q4_k_lean, q6_k by q6_k_pair since round 4; on sm_90 q4_k's rows by bulk copies, the first
+// step before the wait for the kernel before, since round 5); elsewhere the f32 K path (f32 FMA of exact
 // quants per sub-block, then the sub-block's scales). Bound by the instruction stream, not by
 // HBM (figures: bench/results/gpu-notes.md, "Tuning figures", and
 // bench/results/qmatvec-round2-h100.md, qmatvec-kquant-round4-h100.md).
@@ -89,7 +90,14 @@
 #ifndef OPGEN_QMV_MIN_BLOCKS
 #define OPGEN_QMV_MIN_BLOCKS 0
 #endif
-#if OPGEN_QMV_TMA && OPGEN_QMATVEC_DP4A && __CUDA_ARCH__ >= 900
+// OPGEN_QMV_SM90: the bulk copy / mbarrier helpers (sm_90), for the dp4a path (OPGEN_QMV_BULK)
+// and the integer K path (OPGEN_QMATVEC_K4_BULK / K6_BULK).
+#if OPGEN_QMATVEC_DP4A && __CUDA_ARCH__ >= 900
+#define OPGEN_QMV_SM90 1
+#else
+#define OPGEN_QMV_SM90 0
+#endif
+#if OPGEN_QMV_TMA && OPGEN_QMV_SM90
 #define OPGEN_QMV_BULK 1
 #else
 #define OPGEN_QMV_BULK 0
@@ -160,6 +168,41 @@ constexpr int kKPrefetchItems = 1;
 #endif
 #ifndef OPGEN_QMATVEC_K6_ROLLED
 #define OPGEN_QMATVEC_K6_ROLLED 1
+#endif
+// Round 5's switches of the integer K path (bench/results/qmatvec-kquant-round5-h200.md), the
+// dp4a path's round 4 applied to it, on sm_90 only (elsewhere, and with them 0, the code
+// above): K*_BULK: a step's slab copied by bulk copies (the TMA engine; lane i of warp 0
+// copies row i from its 16-byte floor, the bytes the cp.async pieces would bring) that
+// complete on an mbarrier per stage (one arrival per row), every thread waiting on its
+// stage's barrier for itself: no copy loop in every thread, no block barrier per stage.
+// K*_EARLY (with K*_BULK): a block's first step of weights is copied before the wait for
+// the kernel before it (see qmatvec_fast for why that is safe); x is read and y written
+// only after it. K*_BLOCKS: resident blocks per SM the launch bounds ask for (0: kKMinBlocks,
+// 4), so that the next product's blocks find a slot beside this one's.
+// Measured in round 5's one call (an H200; per product in a graph, from HBM / from L2):
+// on for q4_k, K4_BULK + K4_EARLY at 4 blocks/SM (104 registers): 5.04 / 4.26 us against
+// 5.16 / 5.12, the same bits; at 5 blocks/SM (K4_BLOCKS 5, 90 registers) 5.15 / 4.85, at 6
+// (79) 5.87 / 5.62, at 7 (72) 6.91; 6 blocks/SM alone (cp.async) 7.21. Off for q6_k: at 5
+// blocks/SM 6.44 / 6.07 against 6.51 / 5.52 (slower from L2), at 4 6.77 / 5.53, at 6 7.89.
+// A third block per SM was what made q4_0's early copy pay; here the extra blocks (the
+// grid is 512 items of 8 rows, about 4 per SM) were slower.
+#ifndef OPGEN_QMATVEC_K4_BULK
+#define OPGEN_QMATVEC_K4_BULK 1
+#endif
+#ifndef OPGEN_QMATVEC_K4_EARLY
+#define OPGEN_QMATVEC_K4_EARLY 1
+#endif
+#ifndef OPGEN_QMATVEC_K4_BLOCKS
+#define OPGEN_QMATVEC_K4_BLOCKS 0
+#endif
+#ifndef OPGEN_QMATVEC_K6_BULK
+#define OPGEN_QMATVEC_K6_BULK 0
+#endif
+#ifndef OPGEN_QMATVEC_K6_EARLY
+#define OPGEN_QMATVEC_K6_EARLY 0
+#endif
+#ifndef OPGEN_QMATVEC_K6_BLOCKS
+#define OPGEN_QMATVEC_K6_BLOCKS 0
 #endif
 static_assert(kThreads % OPGEN_LANE_GROUP == 0 && OPGEN_QMATVEC_FAST_THREADS % kThreads == 0,
               "qmatvec's blocks: whole groups of lanes; the dp4a path's a multiple of kThreads");
@@ -391,7 +434,8 @@ template <typename F, typename T> __device__ void dequantize(const uint8_t* bloc
 // coherence), may run before it: the weights start streaming while the previous kernel ends.
 // One exception, the weights themselves, which no kernel writes (OPGEN_QMV_EARLY: see
 // qmatvec_fast): the dp4a path of q4_0 / q4_1 on sm_90 copies its first chunk of them into
-// shared memory before the wait.
+// shared memory before the wait, and so does the integer K path of q4_k (OPGEN_QMATVEC_K4_EARLY)
+// with its first step.
 __device__ __forceinline__ void wait_for_predecessor() {
 #if OPGEN_CUDA && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.wait;\n" ::: "memory");
@@ -608,14 +652,14 @@ __device__ __forceinline__ void cp_async_wait(int pending) {
     }
 }
 
-#if OPGEN_QMV_BULK
+#if OPGEN_QMV_SM90
 // Bulk copies (sm_90's TMA engine) that complete on an mbarrier in shared memory: a stage's
-// barrier is armed once per chunk with the bytes its rows bring (one arrival) and completes
-// (its phase flips) when they have all landed; every thread waits on it for itself, no block
-// barrier per stage.
+// barrier is armed once per chunk with the bytes its rows bring (one arrival; the K path: N
+// arrivals, one per row) and completes (its phase flips) when they have all landed; every
+// thread waits on it for itself, no block barrier per stage.
 __device__ __forceinline__ uint32_t shared_addr(const void* p) { return (uint32_t)__cvta_generic_to_shared(p); }
-__device__ __forceinline__ void mbar_init(uint64_t* bar) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(shared_addr(bar)) : "memory");
+template <int N = 1> __device__ __forceinline__ void mbar_init(uint64_t* bar) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(shared_addr(bar)), "n"(N) : "memory");
 }
 // The barriers' initialisation visible to the bulk copy engine (then a block barrier for the threads).
 __device__ __forceinline__ void mbar_init_fence() { asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory"); }
@@ -1146,7 +1190,11 @@ struct q6_k_path {  // part p: half h = p / 4, l0 = 8 (p % 4): weights 128h + 32
 //   measured; the tests allow 1e-5).
 // - Weights: the step's slab (all kKRows rows) is copied to shared memory with cp.async in
 //   P::kStages commit groups of rows, all in flight before the first is used; each group's
-//   rows are used as soon as it lands (one barrier per group).
+//   rows are used as soon as it lands (one barrier per group). On sm_90 with K*_BULK (q4_k
+//   since round 5): a bulk copy per row by warp 0, an mbarrier per stage that every thread
+//   waits on for itself, and with K*_EARLY the first step copied before the wait for the
+//   kernel before (5.04 against 5.16 us per product from HBM on an H200, 4.26 against 5.12
+//   from L2; bench/results/qmatvec-kquant-round5-h200.md).
 // - Launched programmatically (ops.yaml's kernel_facts PROGRAMMATIC_KERNELS): a product waits for
 //   the kernel before it before any access to device memory. P::kPrefetch would prefetch the
 //   first item's weight rows into L2 before that wait, as the dp4a path does: within noise
@@ -1213,6 +1261,7 @@ struct q4_k_int {  // part p as q4_k_path's: groups 0..3 the low half (sub-block
     static constexpr bool kFold = false;  // dot, not dot_acc (q4_k_lean's)
     static constexpr bool kRowCopy = OPGEN_QMATVEC_K4_ROWCOPY, kCap = OPGEN_QMATVEC_K4_CAP,
                           kRolled = OPGEN_QMATVEC_K4_ROLLED;  // round 4's switches
+    static constexpr bool kBulk = OPGEN_QMATVEC_K4_BULK, kEarly = OPGEN_QMATVEC_K4_EARLY;  // round 5's
     struct X {
         uint32_t D[3][8];
         float sigma, sum_lo, sum_hi;  // sum_*: sigma * sum X of the half
@@ -1313,6 +1362,7 @@ struct q6_k_int {  // part p as q6_k_path's: groups 2g, 2g+1 are weights 128h + 
     static constexpr bool kFold = false;
     static constexpr bool kRowCopy = OPGEN_QMATVEC_K6_ROWCOPY, kCap = OPGEN_QMATVEC_K6_CAP,
                           kRolled = OPGEN_QMATVEC_K6_ROLLED;  // round 4's switches
+    static constexpr bool kBulk = OPGEN_QMATVEC_K6_BULK, kEarly = OPGEN_QMATVEC_K6_EARLY;  // round 5's
     struct X {
         uint32_t D[3][8];
         int corr[4];  // -32 * sum X of g's 8 values
@@ -1446,6 +1496,7 @@ struct q4_k_lean {  // part p as q4_k_int's
     static constexpr bool kFold = true;  // dot_acc: the step's sum without sigma
     static constexpr bool kRowCopy = OPGEN_QMATVEC_K4_ROWCOPY, kCap = OPGEN_QMATVEC_K4_CAP,
                           kRolled = OPGEN_QMATVEC_K4_ROLLED;
+    static constexpr bool kBulk = OPGEN_QMATVEC_K4_BULK, kEarly = OPGEN_QMATVEC_K4_EARLY;
     static constexpr int kBits = 22;
     struct X {
         uint32_t D[3][8];
@@ -1527,6 +1578,7 @@ struct q6_k_pair {
     static constexpr bool kFold = true;
     static constexpr bool kRowCopy = OPGEN_QMATVEC_K6_ROWCOPY, kCap = OPGEN_QMATVEC_K6_CAP,
                           kRolled = OPGEN_QMATVEC_K6_ROLLED;
+    static constexpr bool kBulk = OPGEN_QMATVEC_K6_BULK, kEarly = OPGEN_QMATVEC_K6_EARLY;
     struct X {
         uint32_t D[3][8];  // groups 0..3: g = e, 4..7: g = e + 2
         int corr[2];       // -32 * sum X of each run of 16
@@ -1597,6 +1649,30 @@ struct q6_k_pair {
     }
 };
 
+#if OPGEN_QMV_SM90
+// K*_BULK: warp 0 issues a step of an item by bulk copies: lane i (< kKRows) arrives on its
+// stage's barrier (kKRows / kStages arrivals a phase) with the bytes of row i's step from its
+// 16-byte floor (the cp.async pieces' bytes: the same bytes land in the same places), then
+// copies them; lanes of rows past nrows arrive with none.
+template <typename P> __device__ __forceinline__ void bulk_step(uint4* stage, uint64_t* landed, const uint8_t* wi,
+                                                               size_t row_bytes, size_t c0, int nrows, int cb,
+                                                               unsigned int lane) {
+    typedef typename P::F F;
+    constexpr int R = F::kKRows, RS = R / P::kStages;
+    constexpr int kRowVecs = kKBlocks * F::kBytes / 16 + 2;
+    constexpr bool kAligned = F::kBytes % 16 == 0;
+    static_assert(R <= 32, "a row a lane of warp 0");
+    if ((int)lane < R) {
+        const int i = (int)lane;
+        const uint8_t* src = wi + i * row_bytes + c0 * F::kBytes;
+        const uint32_t skew = kAligned ? 0u : (uint32_t)(reinterpret_cast<unsigned long long>(src) & 15u);
+        const uint32_t bytes = i >= nrows ? 0u : kAligned ? (uint32_t)cb * F::kBytes : (skew + (uint32_t)cb * F::kBytes + 15u) & ~15u;
+        mbar_arm(&landed[i / RS], bytes);
+        if (i < nrows) bulk_copy(stage + i * kRowVecs, src - skew, bytes, &landed[i / RS]);
+    }
+}
+#endif
+
 template <typename P> __device__ void qmatvec_kint(const uint8_t* __restrict__ w, const float* __restrict__ x,
                                                    float* __restrict__ y, size_t n, size_t k, size_t rows) {
     typedef typename P::F F;
@@ -1605,6 +1681,7 @@ template <typename P> __device__ void qmatvec_kint(const uint8_t* __restrict__ w
     constexpr int kRowVecs = kKBlocks * F::kBytes / 16 + 2;  // a step of a row from its 16-byte floor, + a spare
     constexpr int kWarps = kThreads / 32;
     constexpr bool kAligned = F::kBytes % 16 == 0;  // q4_k: every block of an aligned w is 16-byte aligned
+    constexpr bool B = OPGEN_QMV_SM90 && P::kBulk, E = B && P::kEarly;  // round 5's (sm_90)
     constexpr int kCapVecs = P::kCap ? 46 * 1024 / 16 : 0;  // 5 blocks of 47 KB > 228 KB
     __shared__ uint4 stage[R * kRowVecs > kCapVecs ? R * kRowVecs : kCapVecs];
     __shared__ float partial[kWarps][R];
@@ -1612,6 +1689,29 @@ template <typename P> __device__ void qmatvec_kint(const uint8_t* __restrict__ w
     const int blk = (int)threadIdx.x / 8, part = (int)threadIdx.x % 8;
     const size_t row_blocks = k / F::kElems, row_bytes = row_blocks * F::kBytes;
     const size_t items = (n + R - 1) / R * rows;
+#if OPGEN_QMV_SM90
+    __shared__ __align__(8) uint64_t landed[B ? S : 1];  // K*_BULK: stage s's rows have landed (a phase a step)
+    uint32_t parity = 0u;                                  // of the barriers' current phase (one per step)
+    if constexpr (B) {
+        if (threadIdx.x == 0) {
+#pragma unroll
+            for (int s = 0; s < S; s++) mbar_init<RS>(&landed[s]);
+            mbar_init_fence();
+        }
+        if constexpr (E) {
+            // The first item's first step of weights is copied before the wait for the kernel
+            // before (qmatvec_k leaves the wait to this function; qmatvec_fast says why it may).
+            if (warp == 0 && (size_t)blockIdx.x < items) {
+                __syncwarp();  // thread 0's initialisation, for the lanes that arrive
+                const size_t n0 = blockIdx.x / rows * R;
+                const int cb = row_blocks < (size_t)kKBlocks ? (int)row_blocks : kKBlocks;
+                bulk_step<P>(stage, landed, w + n0 * row_bytes, row_bytes, 0, n - n0 < (size_t)R ? (int)(n - n0) : R, cb,
+                             lane);
+            }
+            wait_for_predecessor();
+        }
+    }
+#endif
     for (size_t item = blockIdx.x; item < items; item += gridDim.x) {
         const size_t n0 = item / rows * R, r = item % rows;
         const int nrows = (int)(n - n0 < (size_t)R ? n - n0 : (size_t)R);
@@ -1627,10 +1727,20 @@ template <typename P> __device__ void qmatvec_kint(const uint8_t* __restrict__ w
 #pragma unroll
             for (int g = 0; g < 8; g++) xv[g] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
             if (active) P::load_x(xr + (c0 + blk) * F::kElems, part, xv);
-            if (c0 > 0) __syncthreads();  // the previous step is used up
             // Row i's step starts `skew` bytes into its 16-byte floor; unloaded pieces stay
             // stale, never read for rows written out.
-            if constexpr (P::kRowCopy && P::kRolled) {  // the same, the stages a loop ptxas keeps
+#if OPGEN_QMV_SM90
+            if constexpr (B) {
+                // the previous step is used up (every thread has passed its last read of the
+                // stage and of `partial`), and, the first time, the barriers are initialised
+                __syncthreads();
+                if (warp == 0 && !(E && item == blockIdx.x && c0 == 0)) bulk_step<P>(stage, landed, wi, row_bytes, c0, nrows, cb, lane);
+            } else
+#endif
+            if (c0 > 0) __syncthreads();  // the previous step is used up
+            if constexpr (B) {
+                // (K*_BULK: issued above)
+            } else if constexpr (P::kRowCopy && P::kRolled) {  // the same, the stages a loop ptxas keeps
 #pragma unroll 1
                 for (int s = 0; s < S; s++) {
 #pragma unroll
@@ -1686,8 +1796,15 @@ template <typename P> __device__ void qmatvec_kint(const uint8_t* __restrict__ w
             for (int i = 0; i < R; i++) sacc[i] = 0.0f;
 #pragma unroll
             for (int s = 0; s < S; s++) {
-                cp_async_wait(S - 1 - s);
-                __syncthreads();
+#if OPGEN_QMV_SM90
+                if constexpr (B) {
+                    if (active) mbar_wait(&landed[s], parity);  // this stage's rows have landed
+                } else
+#endif
+                {
+                    cp_async_wait(S - 1 - s);
+                    __syncthreads();
+                }
                 if (active) {
 #pragma unroll
                     for (int i = s * RS; i < (s + 1) * RS; i++) {  // rows past nrows: stale bytes, never written out
@@ -1706,6 +1823,9 @@ template <typename P> __device__ void qmatvec_kint(const uint8_t* __restrict__ w
 #pragma unroll
                 for (int i = 0; i < R; i++) acc[i] = fmaf(xq.sigma, sacc[i], acc[i]);
             }
+#if OPGEN_QMV_SM90
+            if constexpr (B) parity ^= 1u;
+#endif
         }
         warp_rows<R>(acc, lane, partial[warp]);
         __syncthreads();
@@ -1835,6 +1955,10 @@ template <typename K, typename P> __device__ __forceinline__ void qmatvec_k(cons
         }
     }
     release_dependents();
+    if (OPGEN_QMV_SM90 && K::kBulk && K::kEarly && staged) {  // it waits itself, after its first copies (K*_EARLY)
+        qmatvec_kint<K>(w, x, y, n, k, rows);
+        return;
+    }
     wait_for_predecessor();
     if (staged) {
         qmatvec_kint<K>(w, x, y, n, k, rows);
@@ -1936,8 +2060,9 @@ template <typename F> struct qmatvec_fast_of {
         qmatvec_fast<F>(w, x, y, n, k, rows);
     }
 };
-template <typename K, typename P> struct qmatvec_k_of {
-    static constexpr int threads = kThreads, min_blocks = kKMinBlocks;
+template <typename K, typename P, int MB = 0> struct qmatvec_k_of {
+    // MB (K*_BLOCKS, sm_90): the launch bounds' resident blocks per SM instead of kKMinBlocks
+    static constexpr int threads = kThreads, min_blocks = OPGEN_QMV_SM90 && MB > 0 ? MB : kKMinBlocks;
     static constexpr bool waits = true;  // wait_for_predecessor (on NVIDIA sm_90, where launches are programmatic)
     static __device__ __forceinline__ void run(const uint8_t* w, const float* x, float* y, size_t n, size_t k,
                                                size_t rows) {
@@ -1947,8 +2072,8 @@ template <typename K, typename P> struct qmatvec_k_of {
 template <> struct qmatvec_of<q4_0> : qmatvec_fast_of<q4_0> {};
 template <> struct qmatvec_of<q4_1> : qmatvec_fast_of<q4_1> {};
 template <> struct qmatvec_of<q8_0> : qmatvec_fast_of<q8_0> {};
-template <> struct qmatvec_of<q4_k> : qmatvec_k_of<q4_k_kint, q4_k_path> {};
-template <> struct qmatvec_of<q6_k> : qmatvec_k_of<q6_k_kint, q6_k_path> {};
+template <> struct qmatvec_of<q4_k> : qmatvec_k_of<q4_k_kint, q4_k_path, OPGEN_QMATVEC_K4_BLOCKS> {};
+template <> struct qmatvec_of<q6_k> : qmatvec_k_of<q6_k_kint, q6_k_path, OPGEN_QMATVEC_K6_BLOCKS> {};
 
 }  // namespace
 
