@@ -295,8 +295,8 @@ def _off(*names: str) -> dict:
     return {f"#define OPGEN_QMATVEC_{n} 1": f"#define OPGEN_QMATVEC_{n} 0" for n in names}
 
 
-def _set(name: str, value: int) -> dict:  # a switch that is 0 by default (K*_BLOCKS)
-    return {f"#define OPGEN_QMATVEC_{name} 0": f"#define OPGEN_QMATVEC_{name} {value}"}
+def _set(name: str, default: int, value: int) -> dict:  # a switch from its shipped value to another
+    return {f"#define OPGEN_QMATVEC_{name} {default}": f"#define OPGEN_QMATVEC_{name} {value}"}
 
 
 _K4 = "kKRows = OPGEN_QMATVEC_K_ROWS_Q4_K;"
@@ -345,17 +345,24 @@ EXPLORE = {
     # blocks/SM alone too (all slower; that file). Round 4's K variants (row copy, rolled, caps,
     # stages, 4 rows/item) are in qmatvec-kquant-round4-h100.md and its .log / round4b .log.
     "q4_k": [
-        ("shipped (bulk + early, 4 blocks/SM; lean + tc digits)", 128, 8, {}),
-        ("round 4's (cp.async, after the wait)", 128, 8, _off("K4_BULK", "K4_EARLY")),
-        ("bulk + early, 5 blocks/SM", 128, 8, _set("K4_BLOCKS", 5)),
-        ("bulk, after the wait", 128, 8, _off("K4_EARLY")),
+        ("shipped (bulk + early, 5 blocks/SM; lean + tc digits)", 128, 8, {}),
+        ("bulk + early, 4 blocks/SM (round 5's first)", 128, 8, _set("K4_BLOCKS", 5, 0)),
+        (
+            "round 4's (cp.async, after the wait)",
+            128,
+            8,
+            {**_set("K4_BULK", 1, 0), **_set("K4_EARLY", 1, 0), **_set("K4_BLOCKS", 5, 0)},
+        ),
     ],
     "q6_k": [
-        ("shipped (row copy rolled + pair + tc, 4 stages)", 128, 8, {}),
-        ("bulk + early, 6 blocks/SM", 128, 8, {**_on("K6_BULK", "K6_EARLY"), **_set("K6_BLOCKS", 6)}),
-        ("bulk + early, 5 blocks/SM", 128, 8, {**_on("K6_BULK", "K6_EARLY"), **_set("K6_BLOCKS", 5)}),
-        ("bulk + early (4 blocks/SM)", 128, 8, _on("K6_BULK", "K6_EARLY")),
-        ("6 blocks/SM alone (cp.async, after the wait)", 128, 8, _set("K6_BLOCKS", 6)),
+        ("shipped (bulk + early, 5 blocks/SM; row copy rolled + pair + tc, 4 stages)", 128, 8, {}),
+        ("bulk + early, 4 blocks/SM", 128, 8, _set("K6_BLOCKS", 5, 0)),
+        (
+            "round 4's (cp.async, after the wait, 4 blocks/SM)",
+            128,
+            8,
+            {**_set("K6_BULK", 1, 0), **_set("K6_EARLY", 1, 0), **_set("K6_BLOCKS", 5, 0)},
+        ),
     ],
 }
 

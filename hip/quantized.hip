@@ -193,16 +193,16 @@ constexpr int kKPrefetchItems = 1;
 #define OPGEN_QMATVEC_K4_EARLY 1
 #endif
 #ifndef OPGEN_QMATVEC_K4_BLOCKS
-#define OPGEN_QMATVEC_K4_BLOCKS 0
+#define OPGEN_QMATVEC_K4_BLOCKS 5
 #endif
 #ifndef OPGEN_QMATVEC_K6_BULK
-#define OPGEN_QMATVEC_K6_BULK 0
+#define OPGEN_QMATVEC_K6_BULK 1
 #endif
 #ifndef OPGEN_QMATVEC_K6_EARLY
-#define OPGEN_QMATVEC_K6_EARLY 0
+#define OPGEN_QMATVEC_K6_EARLY 1
 #endif
 #ifndef OPGEN_QMATVEC_K6_BLOCKS
-#define OPGEN_QMATVEC_K6_BLOCKS 0
+#define OPGEN_QMATVEC_K6_BLOCKS 5
 #endif
 static_assert(kThreads % OPGEN_LANE_GROUP == 0 && OPGEN_QMATVEC_FAST_THREADS % kThreads == 0,
               "qmatvec's blocks: whole groups of lanes; the dp4a path's a multiple of kThreads");
