@@ -302,8 +302,8 @@ def _set(name: str, default: int, value: int) -> dict:  # a switch from its ship
 _K4 = "kKRows = OPGEN_QMATVEC_K_ROWS_Q4_K;"
 _K6 = "kKRows = OPGEN_QMATVEC_K_ROWS_Q6_K;"
 _K4L = (
-    "static constexpr int kStages = 4;\n    static constexpr bool kPrefetch = false;\n"
-    "    static constexpr bool kFold = true;"
+    "static constexpr int kStages = 2;  // (bulk + early, 5 blocks/SM: 5.10 against 4: 5.22, 8: 5.38 us; stop 19)\n"
+    "    static constexpr bool kPrefetch = false;\n    static constexpr bool kFold = true;"
 )
 _K6R = "static constexpr int kStages = 4;  // (2: 8.08 us, 1: 8.86, 4: 7.89 from HBM; round 4)"
 _K8 = {"constexpr int kKMinBlocks = 4;": "constexpr int kKMinBlocks = 8;"}  # 64 registers (no spills)
@@ -345,8 +345,11 @@ EXPLORE = {
     # blocks/SM alone too (all slower; that file). Round 4's K variants (row copy, rolled, caps,
     # stages, 4 rows/item) are in qmatvec-kquant-round4-h100.md and its .log / round4b .log.
     "q4_k": [
-        ("shipped (bulk + early, 5 blocks/SM; lean + tc digits)", 128, 8, {}),
-        ("bulk + early, 4 blocks/SM (round 5's first)", 128, 8, _set("K4_BLOCKS", 5, 0)),
+        ("shipped (bulk + early, 5 blocks/SM, 2 stages; lean + tc digits)", 128, 8, {}),
+        ("bulk + early, 4 blocks/SM, 2 stages", 128, 8, _set("K4_BLOCKS", 5, 0)),
+        ("bulk + early, 6 blocks/SM", 128, 8, _set("K4_BLOCKS", 5, 6)),
+        ("bulk + early, 5 blocks/SM, 4 stages", 128, 8, {_K4L: _K4L.replace("= 2;", "= 4;")}),
+        ("bulk + early, 5 blocks/SM, 8 stages", 128, 8, {_K4L: _K4L.replace("= 2;", "= 8;")}),
         (
             "round 4's (cp.async, after the wait)",
             128,
@@ -357,6 +360,7 @@ EXPLORE = {
     "q6_k": [
         ("shipped (bulk + early, 5 blocks/SM; row copy rolled + pair + tc, 4 stages)", 128, 8, {}),
         ("bulk + early, 4 blocks/SM", 128, 8, _set("K6_BLOCKS", 5, 0)),
+        ("bulk + early, 5 blocks/SM, 2 stages", 128, 8, {_K6R: _K6R.replace("= 4;", "= 2;")}),
         (
             "round 4's (cp.async, after the wait, 4 blocks/SM)",
             128,
