@@ -326,6 +326,8 @@ EXPLORE = {
         ("bulk copies, 4 stages, after the wait", 256, 16, _defs(TMA_STAGES=4, EARLY=0)),
         ("bulk copies, 16 stages, first chunk before the wait", 256, 16, _defs(TMA_STAGES=16)),
         ("bulk copies, 4 stages, after the wait, 3 blocks/SM", 256, 16, _defs(TMA_STAGES=4, EARLY=0, MIN_BLOCKS=3)),
+        ("shipped, launch bounds for 4 blocks/SM", 256, 16, _defs(MIN_BLOCKS=4)),
+        ("shipped, 8 rows per item", 256, 8, {}),
     ],
     "q4_1": [
         ("shipped: bulk copies, 2 stages, first chunk before the wait", 256, 16, {}),
