@@ -184,8 +184,10 @@ constexpr int kKPrefetchItems = 1;
 // 5.16 / 5.12, the same bits; at 5 blocks/SM (K4_BLOCKS 5, 90 registers) 5.15 / 4.85, at 6
 // (79) 5.87 / 5.62, at 7 (72) 6.91; 6 blocks/SM alone (cp.async) 7.21. Off for q6_k: at 5
 // blocks/SM 6.44 / 6.07 against 6.51 / 5.52 (slower from L2), at 4 6.77 / 5.53, at 6 7.89.
-// A third block per SM was what made q4_0's early copy pay; here the extra blocks (the
-// grid is 512 items of 8 rows, about 4 per SM) were slower.
+// On the H100 (stop 19's calls, bench/results/gpu-notes.md "Stop 19"), 5 blocks per SM won
+// for both formats, so both ship it: q4_k at 5 blocks/SM with 2 stages 5.09-5.11 us from HBM
+// against 5.56-5.61 at 4 and 5.66-5.91 for round 4's code; q6_k at 5 blocks/SM 7.10-7.18
+// against 7.74-7.77 at 4 and 7.72-7.74 for round 4's; 6 blocks/SM slower for both (6.1 / 8.6).
 #ifndef OPGEN_QMATVEC_K4_BULK
 #define OPGEN_QMATVEC_K4_BULK 1
 #endif
