@@ -10,6 +10,7 @@ the names and shapes follow candle-core (the commit is in templates/rust/README.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -555,14 +556,13 @@ def uses(*names: str) -> tuple[str, ...]:
 
 
 def _mentioned(methods: tuple[Method, ...], candidates) -> set[str]:
+    """The candidates (identifiers) that stand as whole words in the methods' lines: the
+    words of the text found once, not one search of the whole text per candidate."""
     text = "\n".join("\n".join([*m.signature, *m.checks, *(ln for a in m.arms for ln in a.body)]) for m in methods)
-    return {c for c in candidates if _word_in(c, text)}
+    return set(candidates) & set(_WORD.findall(text))
 
 
-def _word_in(word: str, text: str) -> bool:
-    import re
-
-    return re.search(rf"\b{re.escape(word)}\b", text) is not None
+_WORD = re.compile(r"\w+")
 
 
 TYPE_NAMES = (
