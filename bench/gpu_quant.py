@@ -284,9 +284,9 @@ def torch_rows(rows: dict, fmt: str, w, x) -> None:
 
 # Round 4 (bench/results/qmatvec-kquant-round4-h100.md): the K path's compile switches
 # (hip/quantized.hip, OPGEN_QMATVEC_K4_* / K6_*), each set by its #define; shipped: q4_k
-# K4_LEAN + K4_TC, q6_k K6_PAIR + K6_ROWCOPY + K6_TC (q6_k_pair with 4 stages). The variants
-# of its two device calls, which ran before those became the defaults, are in that file;
-# the K*_ROLLED ones below were not measured yet.
+# K4_LEAN + K4_TC, q6_k K6_PAIR + K6_ROWCOPY + K6_TC + K6_ROLLED (q6_k_pair with 4 stages),
+# and round 5's K*_BULK + K*_EARLY at K*_BLOCKS 5 (q4_k in 2 stages). The variants of round
+# 4's device calls are in that file, stop 19's in bench/results/gpu-notes.md ("Stop 19").
 def _on(*names: str) -> dict:
     return {f"#define OPGEN_QMATVEC_{n} 0": f"#define OPGEN_QMATVEC_{n} 1" for n in names}
 

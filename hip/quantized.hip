@@ -182,7 +182,7 @@ constexpr int kKPrefetchItems = 1;
 // Measured in round 5's one call (an H200; per product in a graph, from HBM / from L2):
 // on for q4_k, K4_BULK + K4_EARLY at 4 blocks/SM (104 registers): 5.04 / 4.26 us against
 // 5.16 / 5.12, the same bits; at 5 blocks/SM (K4_BLOCKS 5, 90 registers) 5.15 / 4.85, at 6
-// (79) 5.87 / 5.62, at 7 (72) 6.91; 6 blocks/SM alone (cp.async) 7.21. Off for q6_k: at 5
+// (79) 5.87 / 5.62, at 7 (72) 6.91; 6 blocks/SM alone (cp.async) 7.21. q6_k there: at 5
 // blocks/SM 6.44 / 6.07 against 6.51 / 5.52 (slower from L2), at 4 6.77 / 5.53, at 6 7.89.
 // On the H100 (stop 19's calls, bench/results/gpu-notes.md "Stop 19"), 5 blocks per SM won
 // for both formats, so both ship it: q4_k at 5 blocks/SM with 2 stages 5.09-5.11 us from HBM
