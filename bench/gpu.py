@@ -489,8 +489,16 @@ def nn_explore(rows: dict) -> None:
 def quant(rows: dict) -> None:
     from bench.gpu_quant import bench_quant
 
-    bench_quant(rows)  # q4_0, q8_0, beside torch.mv
-    bench_quant(rows, ("q4_1", "q4_k", "q6_k"), torch_mv=False)  # the same copy bandwidth figure
+    bench_quant(rows, figures=("graph",))  # q4_0, q8_0, beside torch.mv
+    bench_quant(rows, ("q4_1", "q4_k", "q6_k"), torch_mv=False, figures=("graph",))  # the same copy bandwidth figure
+
+
+def quant_durations(rows: dict) -> None:
+    """quant's kernel durations (the profiler): last, as CUPTI slows every graph timed after it."""
+    from bench.gpu_quant import bench_quant
+
+    bench_quant(rows, figures=("profiler",))
+    bench_quant(rows, ("q4_1", "q4_k", "q6_k"), torch_mv=False, figures=("profiler",))
 
 
 def issue11(rows: dict) -> None:
@@ -546,12 +554,13 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     parser.add_argument(
         "--parts",
-        default="compile,bandwidth,latency,checks,nn,quant,qmatmul,issue11",
+        default="compile,bandwidth,latency,checks,nn,quant,qmatmul,issue11,quant-durations",
         help="comma-separated: compile, bandwidth, latency, checks (fast-path self-checks), "
         "explore (launch-geometry and unroll variants), nn (softmax, norms, attention "
         "against torch: bench/gpu_nn.py), nn-explore (the row kernels with other bytes of a row per "
         "thread), quant (q4_0/q8_0/q4_1/q4_K/q6_K matrix-vector: "
-        "bench/gpu_quant.py), qmatmul (QMatMul by 1 to 512 rows of x, qmatvec against "
+        "bench/gpu_quant.py; its kernel durations by the profiler: quant-durations, last, as CUPTI "
+        "slows what is timed after it), qmatmul (QMatMul by 1 to 512 rows of x, qmatvec against "
         "dequantize + GEMM), issue11, conv-explore, reduce-explore (the sums' kernel "
         "variants), strided-explore (one column a thread, 4 to 32 loads in flight), "
         "sum-dim0 (issue11's sum over dim 0 alone), column-explore (its one-launch column tiles' "
@@ -582,6 +591,7 @@ def main() -> None:
         "nn": nn,
         "nn-explore": nn_explore,
         "quant": quant,
+        "quant-durations": quant_durations,
         "qmatmul": qmatmul,
         "issue11": issue11,
         "conv-explore": conv_explore,

@@ -12,14 +12,17 @@ Two figures, each labelled in its row:
 - kernel duration: the kernel's own start-to-end time as CUPTI reports it through
   torch.profiler (ProfilerActivity.CUDA; it sees the kernels launched through cuda-python in
   this process too, and each row says how many of the launches it saw), over plain
-  launches, no graph, not overlapping: ours, and every kernel torch.mv runs.
+  launches, no graph, not overlapping: ours, and every kernel torch.mv runs. CUPTI, once on,
+  slows the graphs timed after it in the same process (q4_0 from HBM 5.00-5.12 against
+  4.70-4.76 us, bench/results/gpu-notes.md, stop 20), so every profiler figure is taken after
+  every graph: bench/gpu.py's part quant-durations, its last.
 Two weights: one read over and over (9.4 / 17.8 MB: it stays in the H100's 50 MB L2), and
 DISTINCT weights in turn (several times the L2), which reads every weight from HBM: the
 honest "read once" figure. Bandwidth counts the quantized weight's bytes (x and y are 16 KB).
 
     python3 bench/gpu_quant.py [--floor] [--explore]   # prints the rows
     python3 bench/gpu_quant.py --formats q4_k,q6_k,q4_1 [--no-torch]   # other formats, same figures
-    python3 bench/gpu_quant.py --explore-only [--formats ...]   # the variants alone, as measured
+    python3 bench/gpu_quant.py --explore-only [--formats ...] [--variants 9,10]   # the variants alone, as measured
     python3 bench/gpu_quant.py --profile     # a few launches of each kernel, for ncu
     python3 bench/gpu_quant.py --profile-variants q4_0:0,1   # explore variants 0 and 1, for ncu
     bench_quant(rows)                         # a part of bench/gpu.py: fills `rows`
@@ -164,24 +167,29 @@ def plain_launch(rt):
     return launch
 
 
-def bench_quant(rows: dict, formats=("q4_0", "q8_0"), torch_mv: bool = True) -> None:
+def bench_quant(rows: dict, formats=("q4_0", "q8_0"), torch_mv: bool = True, figures=("graph", "profiler")) -> None:
     """Fill `rows` with the figures (name -> number or text), for qmatvec_<fmt> of `formats`;
-    the copy bandwidth of an earlier call on the same `rows` is kept."""
-    import numpy as np
+    the copy bandwidth of an earlier call on the same `rows` is kept. `figures`: "graph" (per
+    product in a graph), "profiler" (kernel durations), or both, graphs first."""
+    for kind in ("graph", "profiler"):
+        if kind not in figures:
+            continue
+        import numpy as np
 
-    copy = rows.get("quant: torch device-to-device copy (GB/s)") or copy_bandwidth()
-    rows["quant: torch device-to-device copy (GB/s)"] = copy
-    rng = np.random.default_rng(0)
-    x = rng.standard_normal(K).astype(np.float32)
-    for fmt in formats:
-        w = qmatvec_rows(rows, fmt, rng.standard_normal(N * K).astype(np.float32), x, copy)
-        if torch_mv:
-            torch_rows(rows, fmt, w, x)
+        copy = rows.get("quant: torch device-to-device copy (GB/s)") or copy_bandwidth()
+        rows["quant: torch device-to-device copy (GB/s)"] = copy
+        rng = np.random.default_rng(0)  # the same weights and x for both kinds
+        x = rng.standard_normal(K).astype(np.float32)
+        for fmt in formats:
+            w = qmatvec_rows(rows, fmt, rng.standard_normal(N * K).astype(np.float32), x, copy, kind)
+            if torch_mv:
+                torch_rows(rows, fmt, w, x, kind)
 
 
-def qmatvec_rows(rows: dict, fmt: str, values, x, copy: float):
+def qmatvec_rows(rows: dict, fmt: str, values, x, copy: float, kind: str):
     """qmatvec_<fmt> on `values` quantized, (N, K), and x: its error, its occupancy and its
-    device time in both variants. Returns the dequantized weight (f32, host)."""
+    device time, in graphs (kind "graph") or by the profiler ("profiler"), from L2 and from
+    HBM. Returns the dequantized weight (f32, host)."""
     import numpy as np
     from cuda.bindings import driver as cu
 
@@ -217,7 +225,8 @@ def qmatvec_rows(rows: dict, fmt: str, values, x, copy: float):
     programmatic = fn is not None and int(fn) in getattr(rt.driver, "_programmatic", ())
     rows[f"qmatvec_{fmt}: launched with programmatic dependent launch"] = "yes" if programmatic else "no"
     plain = plain_launch(rt)
-    for variant, distinct in (("one weight, L2-resident", 1), (f"{DISTINCT} weights in turn, from HBM", DISTINCT)):
+    variants = (("one weight, L2-resident", 1), (f"{DISTINCT} weights in turn, from HBM", DISTINCT))
+    for variant, distinct in variants if kind == "graph" else ():
         for how, via in (("", rt.launch), (" (no PDL)", plain)):
 
             def product(i, distinct=distinct, via=via):
@@ -228,6 +237,7 @@ def qmatvec_rows(rows: dict, fmt: str, values, x, copy: float):
             rows[f"{label}, {variant}: per product in a graph{how}: share of copy bandwidth"] = (
                 nbytes / seconds / 1e9 / copy
             )
+    for variant, distinct in variants if kind == "profiler" else ():
         records, count = kernel_seconds(
             lambda i, distinct=distinct: launch(
                 plain, grid, threads, stream, weights[i % distinct].buf.ptr, x_buf.ptr, y.ptr, N, K, 1
@@ -244,8 +254,9 @@ def qmatvec_rows(rows: dict, fmt: str, values, x, copy: float):
     return w
 
 
-def torch_rows(rows: dict, fmt: str, w, x) -> None:
-    """Context: torch.mv on the same weight dequantized to bf16 (twice the bytes of q8_0)."""
+def torch_rows(rows: dict, fmt: str, w, x, kind: str) -> None:
+    """Context: torch.mv on the same weight dequantized to bf16 (twice the bytes of q8_0), in
+    graphs (kind "graph") or by the profiler ("profiler")."""
     import torch
 
     weights = [torch.from_numpy(w).cuda().to(torch.bfloat16)]
@@ -257,10 +268,12 @@ def torch_rows(rows: dict, fmt: str, w, x) -> None:
         def mv(i, distinct=distinct):
             torch.mv(weights[i % distinct], tx, out=ty)
 
-        seconds = torch_graph_seconds(mv)
         label = f"torch.mv bf16 {N}x{K} ({fmt} dequantized), {variant}"
-        rows[f"{label}: per product in a graph (us)"] = seconds * 1e6
-        rows[f"{label}: per product in a graph: GB/s of weight"] = weights[0].nbytes / seconds / 1e9
+        if kind == "graph":
+            seconds = torch_graph_seconds(mv)
+            rows[f"{label}: per product in a graph (us)"] = seconds * 1e6
+            rows[f"{label}: per product in a graph: GB/s of weight"] = weights[0].nbytes / seconds / 1e9
+            continue
         records, count = kernel_seconds(mv, PROFILED, torch.cuda.synchronize)
         seconds = sum(t for _, t in records) / count  # every kernel of the calls: torch.mv's
         names = sorted({name[:60] for name, _ in records})
@@ -316,6 +329,30 @@ def _defs(**switches) -> dict:
 
 
 _Q8_BULK = {"    static constexpr bool kFastBulk = false;": "    static constexpr bool kFastBulk = true;"}
+_WHOLE = {  # q4_0's dp4a path with a thread per weight block (kFastSplit 1; its rows per item stay a switch)
+    "kFastStages = 4, kFastSplit = OPGEN_QMATVEC_FAST_THREADS / kThreads;\n    // The first of an item's rows": (
+        "kFastStages = 4, kFastSplit = 1;\n    // The first of an item's rows"
+    )
+}
+_DYNAMIC = "#define OPGEN_QMV_SLAB_DYNAMIC 1"  # the slab in dynamic shared memory: the launch passes its bytes
+
+
+def _rows(fmt: str, rows: int) -> dict:  # the dp4a path's rows per item (ops.yaml's kernel fact) for one variant
+    name = f"kFastRows = OPGEN_QMATVEC_FAST_ROWS_{fmt.upper()}"
+    return {name: f"kFastRows = {rows}"}
+
+
+def _r32(**switches) -> dict:  # q4_0's dp4a path with 32 rows per item, the slab in dynamic shared memory
+    return {**_defs(SLAB_DYNAMIC=1, **switches), **_rows("q4_0", 32)}
+
+
+def _slab_bytes(fmt: str, rows: int) -> int:
+    """Dynamic shared memory of a variant with _DYNAMIC: hip/quantized.hip's R * kRowBytes + 16."""
+    from generated.kernel_facts import QMATVEC_THREADS
+    from runtime import ggml
+
+    return rows * QMATVEC_THREADS * ggml.FORMATS[fmt].nbytes + 16
+
 
 EXPLORE = {
     "q4_0": [
@@ -327,7 +364,40 @@ EXPLORE = {
         ("bulk copies, 16 stages, first chunk before the wait", 256, 16, _defs(TMA_STAGES=16)),
         ("bulk copies, 4 stages, after the wait, 3 blocks/SM", 256, 16, _defs(TMA_STAGES=4, EARLY=0, MIN_BLOCKS=3)),
         ("shipped, launch bounds for 4 blocks/SM", 256, 16, _defs(MIN_BLOCKS=4)),
-        ("shipped, 8 rows per item", 256, 8, {}),
+        # (stop 19's row had no kernel change: 16-row items on a grid of 512, half the blocks idle)
+        ("8 rows per item", 256, 8, _rows("q4_0", 8)),
+        # stop 20: x in 2 digits (14 bits); 32 rows per item (a block per SM, the slab in
+        # dynamic shared memory: 73.7 KB)
+        ("shipped, x in 2 digits", 256, 16, _defs(DIGITS=2)),
+        ("32 rows per item, 2 stages", 256, 32, _r32()),
+        ("32 rows per item, 4 stages", 256, 32, _r32(TMA_STAGES=4)),
+        ("32 rows per item, 2 stages, x in 2 digits", 256, 32, _r32(DIGITS=2)),
+        ("32 rows per item, 4 stages, x in 2 digits", 256, 32, _r32(TMA_STAGES=4, DIGITS=2)),
+        ("32 rows per item, 4 stages, 3 blocks/SM", 256, 32, _r32(TMA_STAGES=4, MIN_BLOCKS=3)),
+        # a whole weight block per thread (blocks of 128 threads): every next product's block fits beside
+        ("a weight block per thread", 128, 16, _WHOLE),
+        ("a weight block per thread, 4 blocks/SM", 128, 16, {**_WHOLE, **_defs(MIN_BLOCKS=4)}),
+        ("a weight block per thread, 5 blocks/SM", 128, 16, {**_WHOLE, **_defs(MIN_BLOCKS=5)}),
+        ("a weight block per thread, 8 rows per item", 128, 8, {**_WHOLE, **_rows("q4_0", 8)}),
+        ("a weight block per thread, 4 stages", 128, 16, {**_WHOLE, **_defs(TMA_STAGES=4)}),
+        # each stage's rows summed as they are done (a stage's sums held: 67 registers); the first
+        # chunk's first stage alone copied before the wait
+        ("stage sums", 256, 16, _defs(STAGE_SUMS=1)),
+        ("stage sums, 4 blocks/SM", 256, 16, _defs(STAGE_SUMS=1, MIN_BLOCKS=4)),
+        ("first stage before the wait", 256, 16, _defs(EARLY_STAGES=1)),
+        ("first stage before the wait, 4 blocks/SM", 256, 16, _defs(EARLY_STAGES=1, MIN_BLOCKS=4)),
+        (
+            "stage sums, first stage before the wait, 4 blocks/SM",
+            256,
+            16,
+            _defs(STAGE_SUMS=1, EARLY_STAGES=1, MIN_BLOCKS=4),
+        ),
+        # the same at 3 blocks/SM (80 registers at most; 83 left 2): stages of 8 or 4 rows
+        ("first stage before the wait, 3 blocks/SM", 256, 16, _defs(EARLY_STAGES=1, MIN_BLOCKS=3)),
+        ("4 stages, 1 before the wait, 3 blocks/SM", 256, 16, _defs(TMA_STAGES=4, EARLY_STAGES=1, MIN_BLOCKS=3)),
+        ("4 stages, 2 before the wait, 3 blocks/SM", 256, 16, _defs(TMA_STAGES=4, EARLY_STAGES=2, MIN_BLOCKS=3)),
+        ("4 stages, 3 before the wait, 3 blocks/SM", 256, 16, _defs(TMA_STAGES=4, EARLY_STAGES=3, MIN_BLOCKS=3)),
+        ("4 stages, all before the wait, 3 blocks/SM", 256, 16, _defs(TMA_STAGES=4, MIN_BLOCKS=3)),
     ],
     "q4_1": [
         ("shipped: bulk copies, 2 stages, first chunk before the wait", 256, 16, {}),
@@ -373,12 +443,13 @@ EXPLORE = {
 }
 
 
-def explore_quant(rows: dict, formats=None, profile: bool = True, echo: bool = False) -> None:
+def explore_quant(rows: dict, formats=None, profile: bool = True, echo: bool = False, numbers=None) -> None:
     """qmatvec_<fmt> compiled from copies of hip/quantized.hip changed as EXPLORE says:
     per product in a graph (one weight from L2; 16 from HBM with and without programmatic
     dependent launch) and the kernel duration from HBM (profiler). Each variant's result is
     checked against the first's, with y poisoned before. profile=False leaves out the
-    profiler's figure; echo prints each row as it is measured."""
+    profiler's figure; echo prints each row as it is measured; numbers: only the variants of
+    those indices in each format's list (the first, the reference for the error, always)."""
     import ctypes
     import shutil
     import tempfile
@@ -404,6 +475,8 @@ def explore_quant(rows: dict, formats=None, profile: bool = True, echo: bool = F
         nbytes = gpu_quant.q_size_in_bytes(rt, q)
         want = None
         for number, (name, threads, item_rows, changes, *per_sm) in enumerate(variants):
+            if numbers is not None and number and number not in numbers:
+                continue
             label = f"explore qmatvec {fmt}: {name}"
             source = text
             for old, new in changes.items():
@@ -414,13 +487,16 @@ def explore_quant(rows: dict, formats=None, profile: bool = True, echo: bool = F
             grid = -(-N // item_rows)
             if per_sm:
                 grid = min(grid, per_sm[0] * rt.driver.multiprocessors(0))
+            shared = _slab_bytes(fmt, item_rows) if _DYNAMIC in source else 0
             try:
+                if shared:
+                    _dynamic_shared(rt, str(path), f"qmatvec_{fmt}", types, shared)
 
-                def run(i, path=path, grid=grid, threads=threads, distinct=1, plain=False):
+                def run(i, path=path, grid=grid, threads=threads, distinct=1, plain=False, shared=shared):
                     args = (weights[i % distinct].buf.ptr, x_buf.ptr, y.ptr, N, K, 1)
                     if plain:
                         fn = rt._functions[(0, str(path), f"qmatvec_{fmt}")]
-                        rt.driver.launch(fn, grid, threads, stream.handle, args, types)
+                        _plain(rt, fn, grid, threads, stream.handle, args, types, shared)
                     else:
                         rt.launch(str(path), f"qmatvec_{fmt}", grid, threads, stream, args, types)
 
@@ -433,7 +509,7 @@ def explore_quant(rows: dict, formats=None, profile: bool = True, echo: bool = F
                 from cuda.bindings import driver as cu
 
                 regs = _ok(cu.cuFuncGetAttribute(cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NUM_REGS, fn))
-                resident = _ok(cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(fn, threads, 0))
+                resident = _ok(cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(fn, threads, shared))
                 l2 = graph_seconds(run, stream.handle)
                 hbm = graph_seconds(lambda i, run=run: run(i, distinct=DISTINCT), stream.handle)
                 hbm_plain = graph_seconds(lambda i, run=run: run(i, distinct=DISTINCT, plain=True), stream.handle)
@@ -456,6 +532,34 @@ def explore_quant(rows: dict, formats=None, profile: bool = True, echo: bool = F
             if echo:
                 print(f"| {label} | {rows[label]} |", flush=True)
     shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _dynamic_shared(rt, source: str, name: str, types: tuple, nbytes: int) -> None:
+    """Prepare `name`'s launch with nbytes of dynamic shared memory (the runtime launches with
+    none): the function's limit raised, and its prepared launch's config given the bytes."""
+    from cuda.bindings import driver as cu
+
+    call = rt._prepare(0, source, name, types)
+    fn = rt._functions[(0, source, name)]
+    attribute = cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    _ok(cu.cuFuncSetAttribute(fn, attribute, nbytes))
+    frame = getattr(call, "keep", (None,))[0]
+    if frame is None:
+        raise RuntimeError("the runtime's launch is not a prepared cuLaunchKernelEx: no dynamic shared memory")
+    frame.config.sharedMemBytes = nbytes
+
+
+def _plain(rt, fn, grid: int, threads: int, stream, args: tuple, types: tuple, shared: int) -> None:
+    """A plain launch (no programmatic serialization) with `shared` bytes of dynamic shared memory."""
+    if not shared:
+        rt.driver.launch(fn, grid, threads, stream, args, types)
+        return
+    from cuda.bindings import driver as cu
+
+    from runtime.gpu.launch import kernel_params
+
+    address = kernel_params(rt.driver._local, types, args)
+    _ok(cu.cuLaunchKernel(fn, grid, 1, 1, threads, 1, 1, shared, stream, address, 0))
 
 
 def profile_variants(fmt: str, numbers) -> None:
@@ -571,7 +675,10 @@ if __name__ == "__main__":
     if "--formats" in sys.argv:
         formats = tuple(sys.argv[sys.argv.index("--formats") + 1].split(","))
     if "--explore-only" in sys.argv:  # the variants alone, each printed as it is measured, no profiler
-        explore_quant(table, formats if "--formats" in sys.argv else None, profile=False, echo=True)
+        picked = None
+        if "--variants" in sys.argv:  # --variants 9,10 (EXPLORE's indices; the first always runs)
+            picked = {int(v) for v in sys.argv[sys.argv.index("--variants") + 1].split(",")}
+        explore_quant(table, formats if "--formats" in sys.argv else None, profile=False, echo=True, numbers=picked)
         sys.exit(0)
     bench_quant(table, formats, torch_mv="--no-torch" not in sys.argv)
     if "--floor" in sys.argv:
