@@ -334,24 +334,11 @@ _WHOLE = {  # q4_0's dp4a path with a thread per weight block (kFastSplit 1; its
         "kFastStages = 4, kFastSplit = 1;\n    // The first of an item's rows"
     )
 }
-_DYNAMIC = "#define OPGEN_QMV_SLAB_DYNAMIC 1"  # the slab in dynamic shared memory: the launch passes its bytes
 
 
 def _rows(fmt: str, rows: int) -> dict:  # the dp4a path's rows per item (ops.yaml's kernel fact) for one variant
     name = f"kFastRows = OPGEN_QMATVEC_FAST_ROWS_{fmt.upper()}"
     return {name: f"kFastRows = {rows}"}
-
-
-def _r32(**switches) -> dict:  # q4_0's dp4a path with 32 rows per item, the slab in dynamic shared memory
-    return {**_defs(SLAB_DYNAMIC=1, **switches), **_rows("q4_0", 32)}
-
-
-def _slab_bytes(fmt: str, rows: int) -> int:
-    """Dynamic shared memory of a variant with _DYNAMIC: hip/quantized.hip's R * kRowBytes + 16."""
-    from generated.kernel_facts import QMATVEC_THREADS
-    from runtime import ggml
-
-    return rows * QMATVEC_THREADS * ggml.FORMATS[fmt].nbytes + 16
 
 
 EXPLORE = {
@@ -366,38 +353,15 @@ EXPLORE = {
         ("shipped, launch bounds for 4 blocks/SM", 256, 16, _defs(MIN_BLOCKS=4)),
         # (stop 19's row had no kernel change: 16-row items on a grid of 512, half the blocks idle)
         ("8 rows per item", 256, 8, _rows("q4_0", 8)),
-        # stop 20: x in 2 digits (14 bits); 32 rows per item (a block per SM, the slab in
-        # dynamic shared memory: 73.7 KB)
-        ("shipped, x in 2 digits", 256, 16, _defs(DIGITS=2)),
-        ("32 rows per item, 2 stages", 256, 32, _r32()),
-        ("32 rows per item, 4 stages", 256, 32, _r32(TMA_STAGES=4)),
-        ("32 rows per item, 2 stages, x in 2 digits", 256, 32, _r32(DIGITS=2)),
-        ("32 rows per item, 4 stages, x in 2 digits", 256, 32, _r32(TMA_STAGES=4, DIGITS=2)),
-        ("32 rows per item, 4 stages, 3 blocks/SM", 256, 32, _r32(TMA_STAGES=4, MIN_BLOCKS=3)),
-        # a whole weight block per thread (blocks of 128 threads): every next product's block fits beside
+        # Round 6 (stop 20; qmatvec-round6-h100.log): x in 2 digits, 32 rows per item in dynamic shared
+        # memory, stage sums and partial early copies were kernel switches, all removed after
+        # commit 53c9f14 (which has them and their rows); the rows below need no switch.
+        # A whole weight block per thread (blocks of 128 threads): every next product's block fits beside
         ("a weight block per thread", 128, 16, _WHOLE),
         ("a weight block per thread, 4 blocks/SM", 128, 16, {**_WHOLE, **_defs(MIN_BLOCKS=4)}),
         ("a weight block per thread, 5 blocks/SM", 128, 16, {**_WHOLE, **_defs(MIN_BLOCKS=5)}),
         ("a weight block per thread, 8 rows per item", 128, 8, {**_WHOLE, **_rows("q4_0", 8)}),
         ("a weight block per thread, 4 stages", 128, 16, {**_WHOLE, **_defs(TMA_STAGES=4)}),
-        # each stage's rows summed as they are done (a stage's sums held: 67 registers); the first
-        # chunk's first stage alone copied before the wait
-        ("stage sums", 256, 16, _defs(STAGE_SUMS=1)),
-        ("stage sums, 4 blocks/SM", 256, 16, _defs(STAGE_SUMS=1, MIN_BLOCKS=4)),
-        ("first stage before the wait", 256, 16, _defs(EARLY_STAGES=1)),
-        ("first stage before the wait, 4 blocks/SM", 256, 16, _defs(EARLY_STAGES=1, MIN_BLOCKS=4)),
-        (
-            "stage sums, first stage before the wait, 4 blocks/SM",
-            256,
-            16,
-            _defs(STAGE_SUMS=1, EARLY_STAGES=1, MIN_BLOCKS=4),
-        ),
-        # the same at 3 blocks/SM (80 registers at most; 83 left 2): stages of 8 or 4 rows
-        ("first stage before the wait, 3 blocks/SM", 256, 16, _defs(EARLY_STAGES=1, MIN_BLOCKS=3)),
-        ("4 stages, 1 before the wait, 3 blocks/SM", 256, 16, _defs(TMA_STAGES=4, EARLY_STAGES=1, MIN_BLOCKS=3)),
-        ("4 stages, 2 before the wait, 3 blocks/SM", 256, 16, _defs(TMA_STAGES=4, EARLY_STAGES=2, MIN_BLOCKS=3)),
-        ("4 stages, 3 before the wait, 3 blocks/SM", 256, 16, _defs(TMA_STAGES=4, EARLY_STAGES=3, MIN_BLOCKS=3)),
-        ("4 stages, all before the wait, 3 blocks/SM", 256, 16, _defs(TMA_STAGES=4, MIN_BLOCKS=3)),
     ],
     "q4_1": [
         ("shipped: bulk copies, 2 stages, first chunk before the wait", 256, 16, {}),
@@ -487,16 +451,13 @@ def explore_quant(rows: dict, formats=None, profile: bool = True, echo: bool = F
             grid = -(-N // item_rows)
             if per_sm:
                 grid = min(grid, per_sm[0] * rt.driver.multiprocessors(0))
-            shared = _slab_bytes(fmt, item_rows) if _DYNAMIC in source else 0
             try:
-                if shared:
-                    _dynamic_shared(rt, str(path), f"qmatvec_{fmt}", types, shared)
 
-                def run(i, path=path, grid=grid, threads=threads, distinct=1, plain=False, shared=shared):
+                def run(i, path=path, grid=grid, threads=threads, distinct=1, plain=False):
                     args = (weights[i % distinct].buf.ptr, x_buf.ptr, y.ptr, N, K, 1)
                     if plain:
                         fn = rt._functions[(0, str(path), f"qmatvec_{fmt}")]
-                        _plain(rt, fn, grid, threads, stream.handle, args, types, shared)
+                        rt.driver.launch(fn, grid, threads, stream.handle, args, types)
                     else:
                         rt.launch(str(path), f"qmatvec_{fmt}", grid, threads, stream, args, types)
 
@@ -509,7 +470,7 @@ def explore_quant(rows: dict, formats=None, profile: bool = True, echo: bool = F
                 from cuda.bindings import driver as cu
 
                 regs = _ok(cu.cuFuncGetAttribute(cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NUM_REGS, fn))
-                resident = _ok(cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(fn, threads, shared))
+                resident = _ok(cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(fn, threads, 0))
                 l2 = graph_seconds(run, stream.handle)
                 hbm = graph_seconds(lambda i, run=run: run(i, distinct=DISTINCT), stream.handle)
                 hbm_plain = graph_seconds(lambda i, run=run: run(i, distinct=DISTINCT, plain=True), stream.handle)
@@ -532,34 +493,6 @@ def explore_quant(rows: dict, formats=None, profile: bool = True, echo: bool = F
             if echo:
                 print(f"| {label} | {rows[label]} |", flush=True)
     shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _dynamic_shared(rt, source: str, name: str, types: tuple, nbytes: int) -> None:
-    """Prepare `name`'s launch with nbytes of dynamic shared memory (the runtime launches with
-    none): the function's limit raised, and its prepared launch's config given the bytes."""
-    from cuda.bindings import driver as cu
-
-    call = rt._prepare(0, source, name, types)
-    fn = rt._functions[(0, source, name)]
-    attribute = cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-    _ok(cu.cuFuncSetAttribute(fn, attribute, nbytes))
-    frame = getattr(call, "keep", (None,))[0]
-    if frame is None:
-        raise RuntimeError("the runtime's launch is not a prepared cuLaunchKernelEx: no dynamic shared memory")
-    frame.config.sharedMemBytes = nbytes
-
-
-def _plain(rt, fn, grid: int, threads: int, stream, args: tuple, types: tuple, shared: int) -> None:
-    """A plain launch (no programmatic serialization) with `shared` bytes of dynamic shared memory."""
-    if not shared:
-        rt.driver.launch(fn, grid, threads, stream, args, types)
-        return
-    from cuda.bindings import driver as cu
-
-    from runtime.gpu.launch import kernel_params
-
-    address = kernel_params(rt.driver._local, types, args)
-    _ok(cu.cuLaunchKernel(fn, grid, 1, 1, threads, 1, 1, shared, stream, address, 0))
 
 
 def profile_variants(fmt: str, numbers) -> None:

@@ -90,26 +90,6 @@
 #ifndef OPGEN_QMV_MIN_BLOCKS
 #define OPGEN_QMV_MIN_BLOCKS 0
 #endif
-// OPGEN_QMV_DIGITS: signed-byte digits of x's quantization in the dp4a path, 3 (22 bits, f32
-// rounding size) or 2 (14 bits: a third fewer dp4a). OPGEN_QMV_SLAB_DYNAMIC: the slab in
-// dynamic shared memory (items of more than 20 rows need over 48 KB; the launch passes the
-// slab's bytes, R * kThreads * kBytes + 16).
-#ifndef OPGEN_QMV_DIGITS
-#define OPGEN_QMV_DIGITS 3
-#endif
-#ifndef OPGEN_QMV_SLAB_DYNAMIC
-#define OPGEN_QMV_SLAB_DYNAMIC 0
-#endif
-// OPGEN_QMV_STAGE_SUMS: a stage's rows summed over the warp as soon as they are computed (into
-// the shared slots, added over chunks), so a thread holds one stage's sums, not the item's.
-#ifndef OPGEN_QMV_STAGE_SUMS
-#define OPGEN_QMV_STAGE_SUMS 0
-#endif
-// OPGEN_QMV_EARLY_STAGES: with OPGEN_QMV_EARLY, the stages of the first chunk copied before the
-// wait (the rest after it); 0: all of them.
-#ifndef OPGEN_QMV_EARLY_STAGES
-#define OPGEN_QMV_EARLY_STAGES 0
-#endif
 // OPGEN_QMV_SM90: the bulk copy / mbarrier helpers (sm_90), for the dp4a path (OPGEN_QMV_BULK)
 // and the integer K path (OPGEN_QMATVEC_K4_BULK / K6_BULK).
 #if OPGEN_QMATVEC_DP4A && __CUDA_ARCH__ >= 900
@@ -718,9 +698,6 @@ __device__ __forceinline__ float max_nan(float a, float b) {  // NaN if either i
 // SPLIT adjacent lanes that share the block): D[j][g] holds digit j of group g's values (byte
 // i: value 4g+i) as signed bytes; sigma is the value of one unit of X; sum_y is sum X plus
 // 4 NG * 0x808080 (mod 2^32), for the formats whose quants carry an offset.
-constexpr int kXDigits = OPGEN_QMV_DIGITS;
-static_assert(kXDigits == 2 || kXDigits == 3, "x's digits: 2 or 3");
-constexpr uint32_t kXBias = kXDigits == 3 ? 0x808080u : 0x8080u;  // 128 per digit
 template <int NG, int SPLIT>
 __device__ __forceinline__ void quantize_x(const float4 (&v)[NG], uint32_t (&D)[3][NG], uint32_t& sum_y, float& sigma) {
     float m = 0.0f;
@@ -733,23 +710,22 @@ __device__ __forceinline__ void quantize_x(const float4 (&v)[NG], uint32_t (&D)[
     // m in [2^(E-127), 2^(E-126)) for its exponent field E: s = 2^(E-126), |x| * 2^22 / s < 2^22.
     uint32_t e = __float_as_uint(m) >> 23;
     e = e < 22u ? 22u : e;  // tiny blocks: the scale stays normal (|x| * f < 1 there)
-    constexpr uint32_t kLess = 8u * (3u - (uint32_t)kXDigits);  // 8 bits fewer per digit left out
-    const float f = __uint_as_float((275u - kLess - e) << 23);  // 2^(148 - E) (3 digits)
-    sigma = e >= 255u ? __uint_as_float(0x7FC00000u) : __uint_as_float((e - 21u + kLess) << 23);  // 2^(E-148)
+    const float f = __uint_as_float((275u - e) << 23);  // 2^(148 - E)
+    sigma = e >= 255u ? __uint_as_float(0x7FC00000u) : __uint_as_float((e - 21u) << 23);  // 2^(E-148)
     // rint(x * f) + 1.5 * 2^23 has the bits 0x4B400000 + X; Y = X + 0x808080 (bytes 0..2 are
     // X's balanced signed digits + 128, all in [0, 2^24)).
     uint32_t sy = 0u;
 #pragma unroll
     for (int g = 0; g < NG; g++) {
-        const uint32_t y0 = __float_as_uint(fmaf(v[g].x, f, 12582912.0f)) - (0x4B400000u - kXBias);
-        const uint32_t y1 = __float_as_uint(fmaf(v[g].y, f, 12582912.0f)) - (0x4B400000u - kXBias);
-        const uint32_t y2 = __float_as_uint(fmaf(v[g].z, f, 12582912.0f)) - (0x4B400000u - kXBias);
-        const uint32_t y3 = __float_as_uint(fmaf(v[g].w, f, 12582912.0f)) - (0x4B400000u - kXBias);
+        const uint32_t y0 = __float_as_uint(fmaf(v[g].x, f, 12582912.0f)) - 0x4ABF7F80u;
+        const uint32_t y1 = __float_as_uint(fmaf(v[g].y, f, 12582912.0f)) - 0x4ABF7F80u;
+        const uint32_t y2 = __float_as_uint(fmaf(v[g].z, f, 12582912.0f)) - 0x4ABF7F80u;
+        const uint32_t y3 = __float_as_uint(fmaf(v[g].w, f, 12582912.0f)) - 0x4ABF7F80u;
         sy += (y0 + y1) + (y2 + y3);
         const uint32_t a = __byte_perm(y0, y1, 0x5140u), b = __byte_perm(y2, y3, 0x5140u);
         D[0][g] = __byte_perm(a, b, 0x5410u) ^ 0x80808080u;
         D[1][g] = __byte_perm(a, b, 0x7632u) ^ 0x80808080u;
-        D[2][g] = kXDigits == 3 ? __byte_perm(__byte_perm(y0, y1, 0x0062u), __byte_perm(y2, y3, 0x0062u), 0x5410u) ^ 0x80808080u : 0u;
+        D[2][g] = __byte_perm(__byte_perm(y0, y1, 0x0062u), __byte_perm(y2, y3, 0x0062u), 0x5410u) ^ 0x80808080u;
     }
     sum_y = sy;
 }
@@ -780,7 +756,7 @@ template <int NW> struct fast<q4_0, NW> {  // word j: weights 4j+i (low nibbles)
     static constexpr int kGroups = 2 * NW;
     static __device__ __forceinline__ int group_at(int j0, int g) { return g < NW ? 4 * (j0 + g) : 16 + 4 * (j0 + g - NW); }
     static __device__ __forceinline__ uint32_t corr(uint32_t sum_y) {  // -8 * sum X
-        return 8u * (uint32_t)(4 * kGroups) * kXBias - 8u * sum_y;
+        return 8u * (uint32_t)(4 * kGroups) * 0x808080u - 8u * sum_y;
     }
     static __device__ __forceinline__ float dot(const uint32_t (&Wq)[NW + 1], uint32_t qsel,
                                                 const uint32_t (&D)[3][kGroups], uint32_t corr) {
@@ -791,10 +767,10 @@ template <int NW> struct fast<q4_0, NW> {  // word j: weights 4j+i (low nibbles)
             const uint32_t lo = q & 0x0F0F0F0Fu, hi = (q >> 4) & 0x0F0F0F0Fu;
             s0 = dp4a(lo, D[0][j], s0);
             s1 = dp4a(lo, D[1][j], s1);
-            if constexpr (kXDigits == 3) s2 = dp4a(lo, D[2][j], s2);
+            s2 = dp4a(lo, D[2][j], s2);
             s0 = dp4a(hi, D[0][NW + j], s0);
             s1 = dp4a(hi, D[1][NW + j], s1);
-            if constexpr (kXDigits == 3) s2 = dp4a(hi, D[2][NW + j], s2);
+            s2 = dp4a(hi, D[2][NW + j], s2);
         }
         // |sum (q - 8) X| <= 32 * 8 * 2^22 = 2^30: exact in 32 bits (the parts wrap harmlessly)
         return __int2float_rn((int)((uint32_t)s0 + ((uint32_t)s1 << 8) + ((uint32_t)s2 << 16)));
@@ -814,10 +790,10 @@ template <int NW> struct fast<q4_1, NW> {  // as q4_0's words, unsigned nibbles 
             const uint32_t lo = q & 0x0F0F0F0Fu, hi = (q >> 4) & 0x0F0F0F0Fu;
             s0 = dp4a(lo, D[0][j], s0);
             s1 = dp4a(lo, D[1][j], s1);
-            if constexpr (kXDigits == 3) s2 = dp4a(lo, D[2][j], s2);
+            s2 = dp4a(lo, D[2][j], s2);
             s0 = dp4a(hi, D[0][NW + j], s0);
             s1 = dp4a(hi, D[1][NW + j], s1);
-            if constexpr (kXDigits == 3) s2 = dp4a(hi, D[2][NW + j], s2);
+            s2 = dp4a(hi, D[2][NW + j], s2);
         }
         // |sum q X| <= 16 * 15 * 2^22 < 2^30: exact in 32 bits
         return __int2float_rn((int)((uint32_t)s0 + ((uint32_t)s1 << 8) + ((uint32_t)s2 << 16)));
@@ -836,7 +812,7 @@ template <int NW> struct fast<q8_0, NW> {  // word j: weights 4j+i, int8
             const uint32_t q = __byte_perm(Wq[j], Wq[j + 1], qsel);
             s0 = dp4a(q, D[0][j], s0);
             s1 = dp4a(q, D[1][j], s1);
-            if constexpr (kXDigits == 3) s2 = dp4a(q, D[2][j], s2);
+            s2 = dp4a(q, D[2][j], s2);
         }
         // sum q X can reach 2^34: |s0 + 256 s1| < 2^28 and |s2| < 2^22 are exact apart
         const float hi = __int_as_float(s2 + 0x4B400000) - 12582912.0f;
@@ -845,7 +821,7 @@ template <int NW> struct fast<q8_0, NW> {  // word j: weights 4j+i, int8
 };
 
 // acc[R] of each lane -> out[row] for the warp's row sums (a butterfly: R/2 + R/4 + ... shuffles).
-template <int R> __device__ __forceinline__ void warp_rows(float (&v)[R], unsigned int lane, float* out, bool add = false) {
+template <int R> __device__ __forceinline__ void warp_rows(float (&v)[R], unsigned int lane, float* out) {
     static_assert(R >= 1 && R <= 32 && (R & (R - 1)) == 0, "rows per item: a power of two up to 32");
     constexpr int kSteps = R >= 32 ? 5 : R >= 16 ? 4 : R >= 8 ? 3 : R >= 4 ? 2 : R >= 2 ? 1 : 0;  // log2(R)
     int row = 0;
@@ -867,7 +843,7 @@ template <int R> __device__ __forceinline__ void warp_rows(float (&v)[R], unsign
     }
 #pragma unroll
     for (int step = kSteps; step < 5; step++) v[0] += __shfl_xor_sync(0xffffffffu, v[0], 16 >> step);
-    if ((lane & (unsigned int)(32 / R - 1)) == 0u) out[row] = add ? out[row] + v[0] : v[0];
+    if ((lane & (unsigned int)(32 / R - 1)) == 0u) out[row] = v[0];
 }
 
 // Stage s of an item's chunk (rows s*RS.. of the slab, those below nrows) with cp.async:
@@ -895,18 +871,17 @@ template <typename F, int RS, int P> __device__ __forceinline__ void copy_stage(
 #if OPGEN_QMV_BULK
 // Warp 0 (all its lanes) issues a chunk of an item: lane s arms stage s's barrier with its rows'
 // bytes, then lane i copies row i (cb weight blocks) into the slab.
-template <typename F, int S, int FROM = 0, int TO = S>  // stages FROM..TO-1 of the chunk
-__device__ __forceinline__ void bulk_chunk(uint8_t* slab, uint64_t* landed, const uint8_t* src, size_t row_bytes,
-                                           int nrows, int cb, unsigned int lane) {
+template <typename F, int S> __device__ __forceinline__ void bulk_chunk(uint8_t* slab, uint64_t* landed, const uint8_t* src,
+                                                                      size_t row_bytes, int nrows, int cb,
+                                                                      unsigned int lane) {
     constexpr int R = F::kFastRows, RS = R / S, kRowBytes = kThreads * F::kBytes;
     const uint32_t row_copy = (uint32_t)cb * F::kBytes;  // cb % 8 == 0: a multiple of 16
-    if ((int)lane >= FROM && (int)lane < TO) {
+    if ((int)lane < S) {
         const int below = nrows - (int)lane * RS, in = below < 0 ? 0 : below < RS ? below : RS;
         mbar_arm(&landed[lane], (uint32_t)in * row_copy);
     }
     __syncwarp();
-    const int end = TO == S || nrows < TO * RS ? nrows : TO * RS;
-    for (int i = FROM * RS + (int)lane; i < end; i += 32) bulk_copy(slab + i * kRowBytes, src + i * row_bytes, row_copy, &landed[i / RS]);
+    for (int i = (int)lane; i < nrows; i += 32) bulk_copy(slab + i * kRowBytes, src + i * row_bytes, row_copy, &landed[i / RS]);
 }
 #endif
 
@@ -921,12 +896,7 @@ template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w
     constexpr int NG = G::kGroups;
     static_assert(R % S == 0 && NW >= 1 && NW * SPLIT * 4 == F::kBytes - F::kHead, "whole rows per stage, whole words");
     constexpr int kRowBytes = kThreads * F::kBytes;  // a chunk row in shared memory (multiple of 16)
-#if OPGEN_QMV_SLAB_DYNAMIC
-    extern __shared__ __align__(16) uint8_t slab_dynamic[];  // R * kRowBytes + 16 bytes
-    uint8_t* const slab = slab_dynamic;
-#else
     __shared__ __align__(16) uint8_t slab[R * kRowBytes + 16];  // +16: the last block's trailing word
-#endif
     __shared__ float partial[kWarps][R];
     const unsigned int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     const unsigned int t = threadIdx.x / SPLIT, j0 = (threadIdx.x % SPLIT) * NW;  // block, first word
@@ -941,7 +911,6 @@ template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w
     const uint32_t qsel = 2 * odd + F::kHead == 4 ? 0x7654u : 0x5432u, dsel = odd ? 0x4432u : 0x4410u;
 #if OPGEN_QMV_BULK
     __shared__ __align__(8) uint64_t landed[S];  // stage s's rows have landed (a phase a chunk)
-    constexpr int kEarlyTo = OPGEN_QMV_EARLY_STAGES > 0 && OPGEN_QMV_EARLY_STAGES < S ? OPGEN_QMV_EARLY_STAGES : S;
     uint32_t parity = 0u;                          // of the barriers' current phase (one per chunk)
     if constexpr (B) {
         if (threadIdx.x == 0) {
@@ -956,7 +925,7 @@ template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w
                 __syncwarp();  // thread 0's initialisation, for the lanes that arm
                 const size_t n0 = blockIdx.x / rows * R;
                 const int cb = row_blocks < (size_t)kThreads ? (int)row_blocks : kThreads;
-                bulk_chunk<F, S, 0, kEarlyTo>(slab, landed, w + n0 * row_bytes, row_bytes, n - n0 < (size_t)R ? (int)(n - n0) : R, cb,
+                bulk_chunk<F, S>(slab, landed, w + n0 * row_bytes, row_bytes, n - n0 < (size_t)R ? (int)(n - n0) : R, cb,
                                  lane);
             }
             wait_for_predecessor();
@@ -968,11 +937,9 @@ template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w
         const int nrows = n - n0 < (size_t)R ? (int)(n - n0) : R;
         const uint8_t* wi = w + n0 * row_bytes;
         const float* xr = x + r * k;
-        constexpr bool SUMS = OPGEN_QMV_STAGE_SUMS;  // acc holds a stage's rows (from row s * RS), else the item's
-        constexpr int A = SUMS ? RS : R;
-        float acc[A];
+        float acc[R];
 #pragma unroll
-        for (int i = 0; i < A; i++) acc[i] = 0.0f;
+        for (int i = 0; i < R; i++) acc[i] = 0.0f;
         for (size_t c0 = 0; c0 < row_blocks; c0 += kThreads) {
             const int cb = row_blocks - c0 < (size_t)kThreads ? (int)(row_blocks - c0) : kThreads;
             const bool active = (int)t < cb;
@@ -991,8 +958,6 @@ template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w
                 // (OPGEN_QMV_EARLY: the block's first chunk was issued before the wait, above)
                 if (warp == 0 && !(OPGEN_QMV_EARLY && item == blockIdx.x && c0 == 0)) {
                     bulk_chunk<F, S>(slab, landed, src, row_bytes, nrows, cb, lane);
-                } else if (warp == 0 && kEarlyTo < S) {  // the first chunk's stages not copied before the wait
-                    bulk_chunk<F, S, kEarlyTo, S>(slab, landed, src, row_bytes, nrows, cb, lane);
                 }
             } else
 #endif
@@ -1012,7 +977,7 @@ template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w
             quantize_x<NG, SPLIT>(xv, D, sum_y, sigma);  // every lane: the max is shuffled
             const uint32_t corr = G::corr(sum_y);
             // q4_1: the min's share, m * sum x = m * sigma * sum X (sum_y less its 0x808080 per value)
-            const float xsum = F::kHead == 4 ? sigma * (float)(int)(sum_y - (uint32_t)(4 * NG) * kXBias) : 0.0f;
+            const float xsum = F::kHead == 4 ? sigma * (float)(int)(sum_y - (uint32_t)(4 * NG) * 0x808080u) : 0.0f;
 #pragma unroll
             for (int s = 0; s < S; s++) {
 #if OPGEN_QMV_BULK
@@ -1033,22 +998,17 @@ template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w
                         for (int j = 0; j <= NW; j++) Wq[j] = p[j];
                         const uint32_t wd = dword[i * (kRowBytes / 4)];
                         const float d = opgen::f16_to_float(__ushort_as_half((unsigned short)__byte_perm(wd, 0u, dsel)));
-                        float a = fmaf(G::dot(Wq, qsel, D, corr), d * sigma, acc[SUMS ? i - s * RS : i]);
+                        float a = fmaf(G::dot(Wq, qsel, D, corr), d * sigma, acc[i]);
                         if constexpr (F::kHead == 4) a = fmaf(opgen::f16_to_float(__ushort_as_half((unsigned short)(wd >> 16))), xsum, a);
-                        acc[SUMS ? i - s * RS : i] = a;
+                        acc[i] = a;
                     }
-                }
-                if constexpr (SUMS) {  // every lane: the shuffles of the warp
-                    warp_rows<RS>(acc, lane, partial[warp] + s * RS, c0 > 0);
-#pragma unroll
-                    for (int i = 0; i < RS; i++) acc[i] = 0.0f;
                 }
             }
 #if OPGEN_QMV_BULK
             if constexpr (B) parity ^= 1u;
 #endif
         }
-        if constexpr (!SUMS) warp_rows<R>(acc, lane, partial[warp]);
+        warp_rows<R>(acc, lane, partial[warp]);
         __syncthreads();
         if ((int)threadIdx.x < nrows) {
             float sum = 0.0f;
