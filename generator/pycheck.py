@@ -17,6 +17,7 @@ also places the error."""
 
 from __future__ import annotations
 
+import functools
 import keyword
 import re
 
@@ -28,6 +29,7 @@ _LAUNCH_WRAPPER = re.compile(
     rf"_ARGS_[A-Za-z0-9_]+\)\n?"
 )
 _WRAPPER_OWN = ("launch", "grid", "block", "stream")
+_RESERVED = frozenset([*keyword.kwlist, "__debug__"])  # names no parameter or call may have
 
 
 def syntax_error(output: str, text: str) -> SyntaxError | None:
@@ -46,9 +48,16 @@ def is_launch_wrapper(block: str) -> bool:
     match = _LAUNCH_WRAPPER.fullmatch(block)
     if match is None:
         return False
-    params = [*_WRAPPER_OWN, *match["params"].split(", ")[1:]]
-    names = [match["name"], *params, *match["args"].split(", ")]
-    return len(set(params)) == len(params) and not any(keyword.iskeyword(n) or n == "__debug__" for n in names)
+    return match["name"] not in _RESERVED and _names_allowed(match["params"], match["args"])
+
+
+@functools.lru_cache(maxsize=None)
+def _names_allowed(params: str, args: str) -> bool:
+    """Whether a wrapper's parameters (", a, b": after its own) are distinct and neither they
+    nor its arguments ("a, b") are reserved. A few hundred distinct lists stand for the
+    thousands of wrappers: each is judged once."""
+    names = [*_WRAPPER_OWN, *params.split(", ")[1:]]
+    return len(set(names)) == len(names) and _RESERVED.isdisjoint(names) and _RESERVED.isdisjoint(args.split(", "))
 
 
 def _pieces(text: str) -> list[str]:
