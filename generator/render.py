@@ -379,12 +379,12 @@ def _hip_kernels(registry: model.Registry, texts: dict[str, str], units: dict[st
     found = dict(registry.hip_kernels)
     for output, text in texts.items():
         try:
-            for sig in kernel_sigs.parse(text, output):
+            for sig in kernel_sigs.parse(text, output, units[output]):
                 if sig.name in found:
                     raise kernel_sigs.SignatureError(
                         f"{output}:{sig.line}: kernel {sig.name} is also defined in {found[sig.name].source}"
                     )
-                found[sig.name] = dataclasses.replace(sig, source=units[output])
+                found[sig.name] = sig
         except kernel_sigs.SignatureError as exc:
             template = "elementwise.hip.j2" if output == "elementwise.hip" else f"hip/{output}"
             raise RenderError(template, output, 0, 0, str(exc), "HIP") from None
