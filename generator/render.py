@@ -159,7 +159,8 @@ def contract_context(registry: model.Registry) -> dict:
         )
         missing = tuple(f.name for f in functions if not f.optional and not b.defines(f.name))
         contracts.append(BackendContract(b, contract.protocol_name(b), sections, missing))
-    used = {word for c in contracts for _, fns in c.sections for f in fns for word in re.findall(r"\w+", f.signature)}
+    signatures = "\n".join(f.signature for c in contracts for _, fns in c.sections for f in fns)
+    used = set(re.findall(r"\w+", signatures))  # the words of every signature, found at once
     imports = []  # only what the Protocols use: a generated module imports nothing it does not use
     for module, names in CONTRACT_IMPORTS:
         wanted = [n for n in names if n in used]
