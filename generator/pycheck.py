@@ -19,6 +19,11 @@ modules of a big registry, with the same verdict and the same error position.
    start: a name is never a keyword nor `__debug__` (`None` stands only where a value does),
    a callee is a name; strings hold no quote, backslash or control character. A block that
    differs in anything is compiled.
+4. Protocol stubs. A class of exactly contract.py's Protocol shape (`class CpuRuntime(Protocol):`,
+   a one-line docstring, then stubs `def f(self, a: T, b: U | None, /) -> tuple[int, ...]: ...`,
+   comments and blank lines) is valid by its shape, with the same checks of its names and
+   each stub's parameters distinct: the 2,584-op registry's three Protocols were 0.09 s of
+   compile.
 
 Whenever a piece fails alone (a split inside a string, a block that goes on from the one
 before), or a later piece holds a `__future__` import, the whole text goes to compile, which
@@ -94,6 +99,50 @@ def _names_allowed_in_tables(block: str) -> bool:
     return True
 
 
+def _protocol() -> re.Pattern[str]:
+    """The grammar of 4. above, over the class's lines each ended by a newline. Annotations:
+    names, unions, subscripts two deep, `...` inside a subscript."""
+    dotted = rf"{_NAME}(?:\.{_NAME})*"
+    term0 = rf"(?:{dotted}|\.\.\.)"
+    union0 = rf"{term0}(?: \| {term0})*"
+    term1 = rf"(?:{dotted}(?:\[{union0}(?:, {union0})*\])?|\.\.\.)"
+    union1 = rf"{term1}(?: \| {term1})*"
+    term2 = rf"{dotted}(?:\[{union1}(?:, {union1})*\])?"
+    annotation = rf"{term2}(?: \| {term2})*"
+    stub = rf"    def {_NAME}\(self(?:, {_NAME}: {annotation})*(?:, /)?\) -> {annotation}: \.\.\."
+    docstring = r'    """[ !#-\[\]-~]*"""'  # ASCII, no quote or backslash
+    return re.compile(rf"class {_NAME}\({dotted}\):\n{docstring}\n(?:(?:{stub}|    #[ -~]*|)\n)*")
+
+
+_PROTOCOL = _protocol()
+_STUB_PARAMS = re.compile(r"^    def [^(]*\(self(.*)\) -> ", re.MULTILINE)
+_PARAM_NAME = re.compile(rf"({_NAME}): ")
+_PROTOCOL_NOTES = re.compile(r'^    (?:#|""").*', re.MULTILINE)  # comment and docstring lines
+
+
+def is_protocol(block: str) -> bool:
+    """Whether `block` is one Protocol class of the recognized shape (4. above)."""
+    if not block.startswith("class ") or _PROTOCOL.fullmatch(block + "\n") is None:
+        return False
+    code = _PROTOCOL_NOTES.sub("", block)
+    for params in _STUB_PARAMS.findall(code):  # ", a: T, b: U, /": annotations hold no ": "
+        names = ["self", *_PARAM_NAME.findall(params)]
+        if len(set(names)) != len(names):
+            return False
+    code = code.removeprefix("class ").replace("\n    def ", "\n    ")  # the grammar's own keywords
+    if not _NOT_NAMES.isdisjoint(_IDENTIFIER.findall(code)):
+        return False
+    at = code.find("None")
+    while at >= 0:
+        before, after = code[at - 2 : at], code[at + 4 : at + 5]
+        alone = before[-1:] not in _NAME_CHARS and after not in _NAME_CHARS  # None itself, not in a name
+        misplaced = before[-1:] == "." or after in (".", "(", "[") or (after == ":" and before in (", ", "("))
+        if alone and misplaced:  # an attribute, a def, a subscript or call, a parameter
+            return False
+        at = code.find("None", at + 4)
+    return True
+
+
 def syntax_error(output: str, text: str) -> SyntaxError | None:
     """None when `text` is valid Python, else the SyntaxError of compiling it whole."""
     if _pieces_compile(output, text):
@@ -123,13 +172,13 @@ def _names_allowed(params: str, args: str) -> bool:
 
 
 def _pieces(text: str) -> list[str]:
-    """Runs of consecutive blocks that are not launch wrappers or kernel tables, at most
+    """Runs of consecutive blocks that are not launch wrappers, kernel tables or Protocols, at most
     _BLOCKS_PER_PIECE long: a piece never spans a recognized block, so none can hide inside
     another block's brackets or strings."""
     pieces: list[str] = []
     run: list[str] = []
     for block in text.split("\n\n\n"):
-        if is_launch_wrapper(block) or is_kernel_tables(block):
+        if is_launch_wrapper(block) or is_kernel_tables(block) or is_protocol(block):
             if run:  # wrappers in a row leave nothing between them to compile
                 pieces.append("\n\n\n".join(run))
             run = []

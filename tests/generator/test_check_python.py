@@ -224,3 +224,53 @@ def test_a_table_inside_another_blocks_brackets_or_strings(before, after):
     assert (want is None) == (got is None)
     if want is not None:
         assert (got.line, got.col) == (want.lineno, want.offset)
+
+
+# ---------------------------------------------------------------------------- Protocol stubs
+
+ANNOTATIONS = ["int", "np.ndarray", "int | None", "tuple[int, ...]", "tuple[Buffer, tuple[int, ...]]", "None", "X.None"]
+
+
+def protocol(name: str, stubs: list[tuple[str, list[tuple[str, str]], str]]) -> str:
+    """A Protocol class of contract.py's shape: (stub name, [(parameter, annotation)], returns)."""
+    lines = [f"class {name}(Protocol):", '    """cpu (runtime.cpu): kernels."""', ""]
+    for i, (fn, params, returns) in enumerate(stubs):
+        if i % 3 == 2:
+            lines += ["", "    # a section"]
+        args = "".join(f", {p}: {a}" for p, a in params) + (", /" if params else "")
+        lines.append(f"    def {fn}(self{args}) -> {returns}: ...")
+    return "\n".join(lines)
+
+
+@given(
+    st.sampled_from(NAMES),
+    st.lists(
+        st.tuples(
+            st.sampled_from(NAMES),
+            st.lists(st.tuples(st.sampled_from([*NAMES, "self"]), st.sampled_from(ANNOTATIONS)), max_size=4),
+            st.sampled_from(ANNOTATIONS),
+        ),
+        max_size=4,
+    ),
+)
+def test_a_recognized_protocol_always_compiles(name, stubs):
+    """The recognizer stands in for compile on the classes it accepts: it must accept none
+    that compile rejects (keywords or __debug__ as names, None as a name or an attribute,
+    a parameter twice or named self)."""
+    block = protocol(name, stubs)
+    try:
+        compile(block, "p.py", "exec", dont_inherit=True)
+    except SyntaxError:
+        assert not pycheck.is_protocol(block)
+
+
+def test_the_protocol_shape_is_recognized():
+    stubs = [("f", [("a", "int | None"), ("b", "tuple[int, ...]")], "str | None"), ("g", [], "None")]
+    assert pycheck.is_protocol(protocol("CpuRuntime", stubs * 3))
+
+
+def test_every_generated_protocol_is_recognized():
+    """The shipped contract.py: every Protocol takes the fast path."""
+    text = (REPO / "generated" / "contract.py").read_text(encoding="utf-8")
+    blocks = [b for b in text.split("\n\n\n") if b.startswith("class ")]
+    assert blocks and all(pycheck.is_protocol(b) for b in blocks)
