@@ -11,14 +11,14 @@ modules of a big registry, with the same verdict and the same error position.
    the parameters distinct) is valid Python by its shape, and is not compiled: 7,864 of them
    were 80% of the compile time above. A block that differs in anything is compiled.
 3. Kernel tables. A block of dict displays of exactly the kernel tables' shape (`UNARY:
-   dict[UnaryOp, Kernel] = {` and entries `Op.X: Kernel("x", {_F32: fn, ...}, None),` or
-   `"op": {(Pattern.P, 'f32', _F32): fn, ...},`, names that are no keyword, plain ASCII
-   strings, comments between tables) is valid Python by its shape, and is not compiled:
-   kernels_hip.py's and kernels_numpy.py's tables were 0.2 s of compile for the 2,584-op
-   registry. Every production of that grammar is valid Python wherever a statement may
-   start: a name is never a keyword nor `__debug__` (`None` stands only where a value does),
-   a callee is a name; strings hold no quote, backslash or control character. A block that
-   differs in anything is compiled.
+   dict[UnaryOp, Kernel] = {` or `_UNARY_DTYPES = {`, and entries `Op.X: Kernel("x", {_F32:
+   fn, ...}, None),`, `"op": {(Pattern.P, 'f32', _F32): fn, ...},` or `Op.X: (DType.F32, ),`,
+   names that are no keyword, plain ASCII strings, comments between tables) is valid Python
+   by its shape, and is not compiled: kernels_hip.py's, kernels_numpy.py's and dtypes.py's
+   tables were 0.2 s of compile for the 2,584-op registry. Every production of that grammar
+   is valid Python wherever a statement may start: a name is never a keyword nor `__debug__`
+   (`None` stands only where a value does), a callee is a name; strings hold no quote,
+   backslash or control character. A block that differs in anything is compiled.
 4. Protocol stubs. A class of exactly contract.py's Protocol shape (`class CpuRuntime(Protocol):`,
    a one-line docstring, then stubs `def f(self, a: T, b: U | None, /) -> tuple[int, ...]: ...`,
    comments and blank lines) is valid by its shape, with the same checks of its names and
@@ -65,7 +65,8 @@ def _kernel_tables() -> re.Pattern[str]:
     inner = rf"{dotted}(?:\[{dotted}(?:, {dotted})*\])?"  # str, dict[object, object]
     annotation = rf"{dotted}(?:\[{inner}(?:, {inner})*\])?"
     comment = r"#[ -~]*\n"  # printable ASCII: no \r, NUL or surrogate
-    table = rf"(?:{comment})*{_NAME}: {annotation} = \{{\n(?:{kernel_entry}|{dict_entry})*\}}"
+    tuple_entry = rf"    {key}: \((?:{atom}, )+\),\n"
+    table = rf"(?:{comment})*{_NAME}(?:: {annotation})? = \{{\n(?:{kernel_entry}|{dict_entry}|{tuple_entry})*\}}"
     return re.compile(rf"(?:{table}(?:\n\n?(?!\n*\Z)|\n?\Z))+")  # tables, blank lines between
 
 

@@ -175,7 +175,8 @@ def table(name: str, keys: list[str], values: list[str], strings: list[str], com
         lines += [f"            {key}: _lowp1({values[0] if values else key}, _F32, _BF16),"]
         lines += ["        },", "        None,", "    ),"]
     op = strings[0] if strings else "op"
-    lines += [f"    '{op}': {{", f"        (Pattern.{keys[0]}, 'f32', _F32): {keys[-1]},", "    },"]
+    lines += [f"    '{op}': {{", f"        (Pattern.{keys[0]}, 'f32', _F32): {keys[-1]},", "    },", "}", ""]
+    lines += [f"_{name}_DTYPES = {{", *(f"    Op.{key}: ({', '.join([*values, key])}, )," for key in keys)]
     return "\n".join([*lines, "}"])
 
 
@@ -205,14 +206,16 @@ def test_the_table_shape_is_recognized():
     assert pycheck.is_kernel_tables(two)
 
 
-@pytest.mark.parametrize("output", ["kernels_hip.py", "kernels_numpy.py"])
-def test_every_generated_kernel_table_is_recognized(output):
+@pytest.mark.parametrize(
+    ("output", "head"), [("kernels_hip.py", ": dict["), ("kernels_numpy.py", ": dict["), ("dtypes.py", "_DTYPES = {")]
+)
+def test_every_generated_kernel_table_is_recognized(output, head):
     """The shipped modules: every table takes the fast path (a change to the tables' shape
     would silently make every check compile them again)."""
     text = (REPO / "generated" / output).read_text(encoding="utf-8")
-    blocks = [b for b in text.split("\n\n\n") if ": dict[" in b.split("{", 1)[0]]
+    blocks = [b for b in text.split("\n\n\n") if head in b.split("\n", 1)[0]]
     assert blocks and all(pycheck.is_kernel_tables(b) for b in blocks)
-    assert not any(": dict[" in piece for piece in pycheck._pieces(text))
+    assert not any(head in piece for piece in pycheck._pieces(text))
 
 
 @pytest.mark.parametrize(("before", "after"), [("x = (", ")"), ('s = """', '"""'), ("class C:", "    z = 1")])
