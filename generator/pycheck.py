@@ -36,11 +36,12 @@ import keyword
 import re
 
 _BLOCKS_PER_PIECE = 32
-_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
+_NAME = r"[^\W\d]\w*"  # an ASCII identifier: every pattern below is compiled with re.ASCII
 _LAUNCH_WRAPPER = re.compile(
     rf"def (?P<name>{_NAME})\(launch, grid, block, stream(?P<params>(?:, {_NAME})*)\) -> None:\n"
     rf'    launch\(_SRC_[A-Za-z0-9_]+, "{_NAME}", grid, block, stream, \((?P<args>{_NAME}(?:, {_NAME})*),\), '
-    rf"_ARGS_[A-Za-z0-9_]+\)\n?"
+    rf"_ARGS_[A-Za-z0-9_]+\)\n?",
+    re.ASCII,
 )
 _WRAPPER_OWN = ("launch", "grid", "block", "stream")
 _RESERVED = frozenset([*keyword.kwlist, "__debug__"])  # names no parameter or call may have
@@ -67,12 +68,12 @@ def _kernel_tables() -> re.Pattern[str]:
     comment = r"#[ -~]*\n"  # printable ASCII: no \r, NUL or surrogate
     tuple_entry = rf"    {key}: \((?:{atom}, )+\),\n"
     table = rf"(?:{comment})*{_NAME}(?:: {annotation})? = \{{\n(?:{kernel_entry}|{dict_entry}|{tuple_entry})*\}}"
-    return re.compile(rf"(?:{table}(?:\n\n?(?!\n*\Z)|\n?\Z))+")  # tables, blank lines between
+    return re.compile(rf"(?:{table}(?:\n\n?(?!\n*\Z)|\n?\Z))+", re.ASCII)  # tables, blank lines between
 
 
 _KERNEL_TABLES = _kernel_tables()
 _COMMENT_LINE = re.compile(r"^#[^\n]*", re.MULTILINE)
-_IDENTIFIER = re.compile(_NAME)
+_IDENTIFIER = re.compile(_NAME, re.ASCII)
 _NOT_NAMES = _RESERVED - {"None"}  # None is a value; where it stands is checked apart
 _NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 
@@ -112,12 +113,12 @@ def _protocol() -> re.Pattern[str]:
     annotation = rf"{term2}(?: \| {term2})*"
     stub = rf"    def {_NAME}\(self(?:, {_NAME}: {annotation})*(?:, /)?\) -> {annotation}: \.\.\."
     docstring = r'    """[ !#-\[\]-~]*"""'  # ASCII, no quote or backslash
-    return re.compile(rf"class {_NAME}\({dotted}\):\n{docstring}\n(?:(?:{stub}|    #[ -~]*|)\n)*")
+    return re.compile(rf"class {_NAME}\({dotted}\):\n{docstring}\n(?:(?:{stub}|    #[ -~]*|)\n)*", re.ASCII)
 
 
 _PROTOCOL = _protocol()
 _STUB_PARAMS = re.compile(r"^    def [^(]*\(self(.*)\) -> ", re.MULTILINE)
-_PARAM_NAME = re.compile(rf"({_NAME}): ")
+_PARAM_NAME = re.compile(rf"({_NAME}): ", re.ASCII)
 _PROTOCOL_NOTES = re.compile(r'^    (?:#|""").*', re.MULTILINE)  # comment and docstring lines
 
 
