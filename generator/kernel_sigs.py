@@ -85,10 +85,12 @@ def _read_param(text: str) -> KernelParam:
     return KernelParam(match["name"], c_type)
 
 
-def parse(source: str, file_name: str) -> list[KernelSignature]:
-    """Every entry point of one source, in order."""
+def parse(source: str, file_name: str, unit: str | None = None) -> list[KernelSignature]:
+    """Every entry point of one source, in order. `unit`: the file they are compiled from,
+    where that is not `file_name` itself (a generated header, included by a hip/ source)."""
     text = _COMMENTS.sub(lambda m: "\n" * m.group().count("\n"), source)
     out = []
+    unit = unit or file_name
     line, last = 1, 0
     read: dict[str, tuple[KernelParam, ...]] = {}  # parameter lists repeat across dtypes and ops
     for match in _ENTRY.finditer(text):
@@ -98,7 +100,7 @@ def parse(source: str, file_name: str) -> list[KernelSignature]:
         if params is None:
             where = f"{file_name}:{line}"
             params = read[match[2]] = tuple(_param(p, where) for p in match[2].split(",") if p.strip())
-        out.append(KernelSignature(match[1], file_name, line, params))
+        out.append(KernelSignature(match[1], unit, line, params))
     return out
 
 

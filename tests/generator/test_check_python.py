@@ -1,11 +1,13 @@
 """check_python compiles large generated modules in pieces (split at two blank lines), and
-takes blocks of the launch wrapper's shape as valid without compiling them (generator.pycheck).
+takes blocks of the launch wrapper's and the kernel tables' shape as valid without compiling
+them (generator.pycheck).
 It must accept and reject exactly what one compile of the whole text does, and place errors
 where that compile places them."""
 
 from __future__ import annotations
 
 import random
+import warnings
 
 import pytest
 from gen_helpers import REPO
@@ -155,3 +157,123 @@ def test_a_wrapper_inside_another_blocks_brackets_or_strings(before, after):
     assert (want is None) == (got is None)
     if want is not None:
         assert (got.line, got.col) == (want.lineno, want.offset)
+
+
+# ------------------------------------------------------------------------------ kernel tables
+
+STRINGS = ["x", "unary_op_0", "a b", "it's", 'say "hi"', "back\\slash", "tab\there", "", "{", "é"]
+
+
+def table(name: str, keys: list[str], values: list[str], strings: list[str], comment: str = "") -> str:
+    """A kernel table of the generated shape, with the given names and strings put in."""
+    lines = [f"# {comment}"] if comment else []
+    lines.append(f"{name}: dict[{keys[0]}, Kernel] = {{")
+    for i, key in enumerate(keys):
+        s = strings[i % len(strings)] if strings else "x"
+        lines += [f"    Op.{key}: Kernel(", f'        "{s}",', "        {"]
+        lines += [f"            _{v.upper()}: {v}," for v in values]
+        lines += [f"            {key}: _lowp1({values[0] if values else key}, _F32, _BF16),"]
+        lines += ["        },", "        None,", "    ),"]
+    op = strings[0] if strings else "op"
+    lines += [f"    '{op}': {{", f"        (Pattern.{keys[0]}, 'f32', _F32): {keys[-1]},", "    },", "}", ""]
+    lines += [f"_{name}_DTYPES = {{", *(f"    Op.{key}: ({', '.join([*values, key])}, )," for key in keys)]
+    return "\n".join([*lines, "}"])
+
+
+@given(
+    st.sampled_from(NAMES),
+    st.lists(st.sampled_from(NAMES), min_size=1, max_size=4),
+    st.lists(st.sampled_from(NAMES), max_size=4),
+    st.lists(st.sampled_from(STRINGS), max_size=3),
+    st.sampled_from(["", "tables", "a\rb = (", "x\x00", "–"]),
+)
+def test_a_recognized_kernel_table_always_compiles(name, keys, values, strings, comment):
+    """The recognizer stands in for compile on the tables it accepts: it must accept none
+    that compile rejects (keywords as names or attributes, __debug__ as the target, quotes
+    and backslashes in strings, a carriage return or NUL in a comment)."""
+    block = table(name, keys, values, strings, comment)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # invalid escapes ('\\s'): a warning, not an error
+            compile(block, "t.py", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError):  # ValueError: a NUL
+        assert not pycheck.is_kernel_tables(block)
+
+
+def test_the_table_shape_is_recognized():
+    assert pycheck.is_kernel_tables(table("UNARY", ["EXP", "ADD"], ["f", "g"], ["exp"], "tables"))
+    two = table("A", ["X"], ["f"], ["x"]) + "\n" + table("B", ["Y"], ["g"], ["y"], "the next") + "\n"
+    assert pycheck.is_kernel_tables(two)
+
+
+@pytest.mark.parametrize(
+    ("output", "head"), [("kernels_hip.py", ": dict["), ("kernels_numpy.py", ": dict["), ("dtypes.py", "_DTYPES = {")]
+)
+def test_every_generated_kernel_table_is_recognized(output, head):
+    """The shipped modules: every table takes the fast path (a change to the tables' shape
+    would silently make every check compile them again)."""
+    text = (REPO / "generated" / output).read_text(encoding="utf-8")
+    blocks = [b for b in text.split("\n\n\n") if head in b.split("\n", 1)[0]]
+    assert blocks and all(pycheck.is_kernel_tables(b) for b in blocks)
+    assert not any(head in piece for piece in pycheck._pieces(text))
+
+
+@pytest.mark.parametrize(("before", "after"), [("x = (", ")"), ('s = """', '"""'), ("class C:", "    z = 1")])
+def test_a_table_inside_another_blocks_brackets_or_strings(before, after):
+    blocks = module(100)
+    blocks[50:50] = [before, table("T", ["X"], ["f"], ["x"]), after]
+    text = "\n\n\n".join(blocks) + "\n"
+    want, got = whole_error(text), check(text)
+    assert (want is None) == (got is None)
+    if want is not None:
+        assert (got.line, got.col) == (want.lineno, want.offset)
+
+
+# ---------------------------------------------------------------------------- Protocol stubs
+
+ANNOTATIONS = ["int", "np.ndarray", "int | None", "tuple[int, ...]", "tuple[Buffer, tuple[int, ...]]", "None", "X.None"]
+
+
+def protocol(name: str, stubs: list[tuple[str, list[tuple[str, str]], str]]) -> str:
+    """A Protocol class of contract.py's shape: (stub name, [(parameter, annotation)], returns)."""
+    lines = [f"class {name}(Protocol):", '    """cpu (runtime.cpu): kernels."""', ""]
+    for i, (fn, params, returns) in enumerate(stubs):
+        if i % 3 == 2:
+            lines += ["", "    # a section"]
+        args = "".join(f", {p}: {a}" for p, a in params) + (", /" if params else "")
+        lines.append(f"    def {fn}(self{args}) -> {returns}: ...")
+    return "\n".join(lines)
+
+
+@given(
+    st.sampled_from(NAMES),
+    st.lists(
+        st.tuples(
+            st.sampled_from(NAMES),
+            st.lists(st.tuples(st.sampled_from([*NAMES, "self"]), st.sampled_from(ANNOTATIONS)), max_size=4),
+            st.sampled_from(ANNOTATIONS),
+        ),
+        max_size=4,
+    ),
+)
+def test_a_recognized_protocol_always_compiles(name, stubs):
+    """The recognizer stands in for compile on the classes it accepts: it must accept none
+    that compile rejects (keywords or __debug__ as names, None as a name or an attribute,
+    a parameter twice or named self)."""
+    block = protocol(name, stubs)
+    try:
+        compile(block, "p.py", "exec", dont_inherit=True)
+    except SyntaxError:
+        assert not pycheck.is_protocol(block)
+
+
+def test_the_protocol_shape_is_recognized():
+    stubs = [("f", [("a", "int | None"), ("b", "tuple[int, ...]")], "str | None"), ("g", [], "None")]
+    assert pycheck.is_protocol(protocol("CpuRuntime", stubs * 3))
+
+
+def test_every_generated_protocol_is_recognized():
+    """The shipped contract.py: every Protocol takes the fast path."""
+    text = (REPO / "generated" / "contract.py").read_text(encoding="utf-8")
+    blocks = [b for b in text.split("\n\n\n") if b.startswith("class ")]
+    assert blocks and all(pycheck.is_protocol(b) for b in blocks)
