@@ -177,6 +177,15 @@ class Storage:
     def unary(self, op: UnaryOp, layout: Layout) -> Storage:
         match self.backend:
             case On.CPU:
+                _inner = self.inner
+                _f = _kernels_numpy.UNARY_WHOLE[op].get(_inner.dtype)
+                if _f is not None and layout.dense_count == _inner.size:
+                    _out = _f(_inner)
+                    if _out is not _inner:
+                        _storage = _new_object(Storage)
+                        _storage.backend = On.CPU
+                        _storage.inner = _out
+                        return _storage
                 return Storage(On.CPU, _rt_cpu.unary(self.inner, _kernels_numpy.UNARY[op], layout))
             case On.CUDA:
                 return Storage(On.CUDA, _rt_cuda.unary(self.inner, _kernels_hip.UNARY[op], layout))
@@ -188,6 +197,17 @@ class Storage:
             case On.CPU:
                 if rhs.backend is not self.backend:
                     raise _device_mismatch("binary", self, rhs)
+                _inner = self.inner
+                _other = rhs.inner
+                _dt = _inner.dtype
+                _f = _kernels_numpy.BINARY_WHOLE[op].get(_dt)
+                if _f is not None and _other.dtype is _dt and lhs_layout.dense_count == _inner.size == _other.size == rhs_layout.dense_count and rhs_layout.shape == lhs_layout.shape:
+                    _out = _f(_inner, _other)
+                    if _out is not _inner and _out is not _other:
+                        _storage = _new_object(Storage)
+                        _storage.backend = On.CPU
+                        _storage.inner = _out
+                        return _storage
                 _dtype = _rt_cpu.dtype(self.inner)
                 if _rt_cpu.dtype(rhs.inner) is not _dtype and _dtype_of(_rt_cpu.dtype(rhs.inner)) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("binary", self, rhs)
@@ -719,6 +739,10 @@ class Storage:
                 if t3.backend is not self.backend:
                     raise _device_mismatch("inplace_op3", self, t3)
                 op.rocm_fwd(self.inner, layout, t2.inner, layout2, t3.inner, layout3)
+
+
+# A Storage without running __init__ (one Python frame less on 3.11): the fast paths' results.
+_new_object = object.__new__
 
 
 def _device_mismatch(op: str, this: Storage, other: Storage) -> DeviceMismatch:

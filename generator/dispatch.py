@@ -61,13 +61,64 @@ def _hook_arm(op: Operation, backend: Backend) -> Arm:
     )
 
 
+# Families whose numpy kernels map whole buffers elementwise: their ops get a fast path.
+WHOLE_BUFFER_FAMILIES = ("unary", "binary")
+
+
+def whole_buffer_fast_path(op: Operation, backend: Backend) -> tuple[str, ...]:
+    """The fast path of an elementwise Storage op on a backend running numpy kernels, for the
+    common case: every input a whole buffer read in order (its layout contiguous from offset 0
+    over all of it), the inputs of one dtype object, and a kernel for that dtype that keeps it
+    (`<FAMILY>_WHOLE` of the kernels module). Then the arm calls the kernel on the buffers
+    itself and builds the Storage without `__init__`: no runtime call, no second frame. It
+    returns only where the general path (the checks after it, then the runtime) would pass
+    every check and call the same function on the same buffers; anything else (a strided,
+    offset or broadcast layout, mismatched dtypes or shapes, a dtype the op lacks, a result
+    that is an input) falls through to the general path unchanged, which raises or computes
+    as before. () where the op is not such an op."""
+    enums = [p for p in op.params if p.type in OP_ENUM_TYPES]
+    layouts = [p.name for p in op.params if p.type == "Layout"]
+    inputs = ["self", *(p.name for p in op.storage_params)]
+    if (
+        backend.kernels != "numpy"
+        or op.returns != "Storage"
+        or len(enums) != 1
+        or OP_ENUM_TYPES[enums[0].type] not in WHOLE_BUFFER_FAMILIES
+        or len(layouts) != len(inputs)
+        or len(inputs) > 2
+    ):
+        return ()
+    table = f"_kernels_numpy.{OP_ENUM_TYPES[enums[0].type].upper()}_WHOLE"
+    bufs = ["_inner", "_other"][: len(inputs)]
+    lines = [f"{buf} = {name}.inner" for buf, name in zip(bufs, inputs)]
+    if len(bufs) == 1:
+        lines.append(f"_f = {table}[{enums[0].name}].get(_inner.dtype)")
+    else:  # the rhs must have the same dtype object: `is`, no comparison by value
+        lines += ["_dt = _inner.dtype", f"_f = {table}[{enums[0].name}].get(_dt)"]
+    conds = ["_f is not None", *(f"{buf}.dtype is _dt" for buf in bufs[1:])]
+    # the runtime's own whole-buffer test: each layout's dense_count equal to every buffer's size
+    sizes = [f"{layouts[0]}.dense_count", *(f"{b}.size" for b in bufs), *(f"{lay}.dense_count" for lay in layouts[1:])]
+    conds.append(" == ".join(sizes))
+    conds += [f"{lay}.shape == {layouts[0]}.shape" for lay in layouts[1:]]
+    lines += [f"if {' and '.join(conds)}:", f"    _out = _f({', '.join(bufs)})"]
+    lines += [
+        f"    if {' and '.join(f'_out is not {buf}' for buf in bufs)}:",
+        "        _storage = _new_object(Storage)",
+        f"        _storage.backend = On.{backend.member}",
+        "        _storage.inner = _out",
+        "        return _storage",
+    ]
+    return tuple(lines)
+
+
 def storage_arm(op: Operation, backend: Backend, registry: Registry) -> Arm:
     if op.hook:
         return _hook_arm(op, backend)
     fn = op.function(backend.name)
     if backend.implements(fn) and (backend.kernels or not _needs_kernels(op)):
         call = _call(backend, fn, contract.op_arguments(op, backend))
-        return Arm(backend, ArmStatus.IMPLEMENTED, _wrap(op.returns, backend, call))
+        fast = whole_buffer_fast_path(op, backend)
+        return Arm(backend, ArmStatus.IMPLEMENTED, _wrap(op.returns, backend, call), fast)
     if op.fallback and op.fallback != backend.name and all(backend.implements(f) for f in FALLBACK_NEEDS):
         host = registry.backend(op.fallback)
         args = ", ".join([f"{backend.alias}.to_host(self.inner)", *(_host_arg(p, host, backend) for p in op.params)])

@@ -192,6 +192,9 @@ class Arm:
     backend: Backend
     status: ArmStatus
     body: tuple[str, ...]
+    # Statements run after the device checks and before the others: a fast path that returns
+    # only where every later check would pass, else falls through to them (dispatch.py).
+    fast: tuple[str, ...] = ()
 
     @property
     def runs(self) -> bool:
@@ -440,9 +443,10 @@ class Registry:
         return next(b for b in self.backends if b.name == name)
 
 
-def dispatch_checks(op: Operation, backend: Backend | None = None) -> tuple[str, ...]:
+def dispatch_checks(op: Operation, backend: Backend | None = None, fast: tuple[str, ...] = ()) -> tuple[str, ...]:
     """Statements run before dispatch: device, dtype and shape agreement of the arguments.
-    Written as plain `if`s so that the common case, all agreeing, calls nothing more.
+    Written as plain `if`s so that the common case, all agreeing, calls nothing more. `fast`
+    (the arm's fast path) goes after the device checks, before the dtype and shape checks.
 
     In `backend`'s arm of a Storage op whose runtime defines `dtype`, dtypes are read from
     the runtime directly rather than through Storage.dtype() (a method call and a `match`
@@ -463,6 +467,7 @@ def dispatch_checks(op: Operation, backend: Backend | None = None) -> tuple[str,
             f"if {p.name}.backend is not self.backend:",
             f'    raise _device_mismatch("{op.name}", self, {p.name})',
         ]
+    lines += fast
     if op.same_dtype:
         first, *rest = op.same_dtype
         lines.append(f"_dtype = {raw(first)}" if direct else f"_dtype = {first}.dtype()")

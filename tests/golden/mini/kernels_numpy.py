@@ -94,3 +94,9 @@ REDUCE: dict[ReduceOp, Kernel] = {
         None,
     ),
 }
+
+
+# The whole-buffer fast path of the elementwise Storage ops (generator/dispatch.py): per op,
+# its functions by dtype where the result keeps the input's dtype; {} where it does not.
+UNARY_WHOLE: dict[UnaryOp, dict] = {op: (k.by_dtype if k.result is None else {}) for op, k in UNARY.items()}
+BINARY_WHOLE: dict[BinaryOp, dict] = {op: (k.by_dtype if k.result is None else {}) for op, k in BINARY.items()}
