@@ -6,6 +6,8 @@ where that compile places them."""
 
 from __future__ import annotations
 
+import re
+
 import random
 import warnings
 
@@ -215,7 +217,9 @@ def test_every_generated_kernel_table_is_recognized(output, head):
     text = (REPO / "generated" / output).read_text(encoding="utf-8")
     blocks = [b for b in text.split("\n\n\n") if head in b.split("\n", 1)[0]]
     assert blocks and all(pycheck.is_kernel_tables(b) for b in blocks)
-    assert not any(head in piece for piece in pycheck._pieces(text))
+    # what is compiled holds no table's opening line (one-line derived maps, as UNARY_WHOLE, may be there)
+    opening = re.compile(rf"^[A-Za-z_]\w*{re.escape(head)}(?:.*[{{(])?$", re.MULTILINE)
+    assert not any(opening.search(piece) for piece in pycheck._pieces(text))
 
 
 @pytest.mark.parametrize(("before", "after"), [("x = (", ")"), ('s = """', '"""'), ("class C:", "    z = 1")])
