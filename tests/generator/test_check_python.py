@@ -6,9 +6,8 @@ where that compile places them."""
 
 from __future__ import annotations
 
-import re
-
 import random
+import re
 import warnings
 
 import pytest
