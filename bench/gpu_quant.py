@@ -286,13 +286,15 @@ def torch_rows(rows: dict, fmt: str, w, x, kind: str) -> None:
 # explore_quant's variants: (label, threads per block, rows per item, {text: replacement} in
 # hip/quantized.hip[, blocks per multiprocessor]). The last, where given, caps the grid at that
 # many blocks per multiprocessor (the kernels stride over items; by default a block per item).
-# Round 4 (bench/results/qmatvec-round4-h100.md): the dp4a path's compile switches
-# (OPGEN_QMV_*, hip/quantized.hip), set against the shipped defaults: the slab by bulk copies
-# (TMA) completing on an mbarrier per stage, its stage count, the first chunk copied before the
-# wait for the kernel before, the launch bounds' resident blocks; q8_0 (cp.async) with them.
-# Earlier rounds' variants (stages, splits, rows per item, conversions, registers, smaller grids
-# with L2 prefetch, q4_K's shared scales) are in git history and in qmatvec-h100.md /
-# qmatvec-round2-h100.md / qmatvec-round3-h100.md.
+# The rows below change the shipped source's text. The variants that flipped hip/quantized.hip's
+# compile switches (round 4's OPGEN_QMV_* of the dp4a path: cp.async on sm_90, 4 or 16 stages,
+# the first chunk after the wait, other launch bounds; rounds 4-5's OPGEN_QMATVEC_K4_* / K6_* of
+# the integer K path) were removed with the switches after commit 3eb441a, which has them, their
+# rows and the code they compiled (figures: bench/results/qmatvec-round4-h100.md,
+# qmatvec-kquant-round4-h100.md, qmatvec-kquant-round5-h200.md). Earlier rounds' variants
+# (stages, splits, rows per item, conversions, registers, smaller grids with L2 prefetch, q4_K's
+# shared scales) are in git history and in qmatvec-h100.md / qmatvec-round2-h100.md /
+# qmatvec-round3-h100.md.
 
 
 # Round 4 (bench/results/qmatvec-kquant-round4-h100.md): the K path's compile switches
@@ -322,12 +324,6 @@ _K6R = "static constexpr int kStages = 4;  // (2: 8.08 us, 1: 8.86, 4: 7.89 from
 _K8 = {"constexpr int kKMinBlocks = 4;": "constexpr int kKMinBlocks = 8;"}  # 64 registers (no spills)
 
 
-def _defs(**switches) -> dict:
-    """A variant's compile switches: #defines put before the source's first include."""
-    head = "".join(f"#define OPGEN_QMV_{name} {value}\n" for name, value in switches.items())
-    return {'#include "compat.h"': head + '#include "compat.h"'}
-
-
 _Q8_BULK = {"    static constexpr bool kFastBulk = false;": "    static constexpr bool kFastBulk = true;"}
 _WHOLE = {  # q4_0's dp4a path with a thread per weight block (kFastSplit 1; its rows per item stay a switch)
     "kFastStages = 4, kFastSplit = OPGEN_QMATVEC_FAST_THREADS / kThreads;\n    // The first of an item's rows": (
@@ -344,13 +340,6 @@ def _rows(fmt: str, rows: int) -> dict:  # the dp4a path's rows per item (ops.ya
 EXPLORE = {
     "q4_0": [
         ("shipped: bulk copies, 2 stages, first chunk before the wait", 256, 16, {}),
-        ("cp.async, 4 stages (rounds 1-3)", 256, 16, _defs(TMA=0)),
-        ("bulk copies, 2 stages, after the wait", 256, 16, _defs(EARLY=0)),
-        ("bulk copies, 4 stages, first chunk before the wait", 256, 16, _defs(TMA_STAGES=4)),
-        ("bulk copies, 4 stages, after the wait", 256, 16, _defs(TMA_STAGES=4, EARLY=0)),
-        ("bulk copies, 16 stages, first chunk before the wait", 256, 16, _defs(TMA_STAGES=16)),
-        ("bulk copies, 4 stages, after the wait, 3 blocks/SM", 256, 16, _defs(TMA_STAGES=4, EARLY=0, MIN_BLOCKS=3)),
-        ("shipped, launch bounds for 4 blocks/SM", 256, 16, _defs(MIN_BLOCKS=4)),
         # (stop 19's row had no kernel change: 16-row items on a grid of 512, half the blocks idle)
         ("8 rows per item", 256, 8, _rows("q4_0", 8)),
         # Round 6 (stop 20; qmatvec-round6-h100.log): x in 2 digits, 32 rows per item in dynamic shared
@@ -358,21 +347,14 @@ EXPLORE = {
         # commit 53c9f14 (which has them and their rows); the rows below need no switch.
         # A whole weight block per thread (blocks of 128 threads): every next product's block fits beside
         ("a weight block per thread", 128, 16, _WHOLE),
-        ("a weight block per thread, 4 blocks/SM", 128, 16, {**_WHOLE, **_defs(MIN_BLOCKS=4)}),
-        ("a weight block per thread, 5 blocks/SM", 128, 16, {**_WHOLE, **_defs(MIN_BLOCKS=5)}),
         ("a weight block per thread, 8 rows per item", 128, 8, {**_WHOLE, **_rows("q4_0", 8)}),
-        ("a weight block per thread, 4 stages", 128, 16, {**_WHOLE, **_defs(TMA_STAGES=4)}),
     ],
     "q4_1": [
         ("shipped: bulk copies, 2 stages, first chunk before the wait", 256, 16, {}),
-        ("cp.async, 4 stages (rounds 2-3)", 256, 16, _defs(TMA=0)),
-        ("bulk copies, 4 stages, first chunk before the wait", 256, 16, _defs(TMA_STAGES=4)),
     ],
     "q8_0": [
         ("shipped: cp.async, 4 stages", 256, 8, {}),
         ("bulk copies, 2 stages, first chunk before the wait", 256, 8, _Q8_BULK),
-        ("bulk copies, 4 stages, first chunk before the wait", 256, 8, {**_Q8_BULK, **_defs(TMA_STAGES=4)}),
-        ("bulk copies, 8 stages, after the wait", 256, 8, {**_Q8_BULK, **_defs(TMA_STAGES=16, EARLY=0)}),
     ],
     # Round 5 (bench/results/qmatvec-kquant-round5-h200.md): the dp4a path's round 4 on the K
     # path (sm_90): K*_BULK (bulk copies, an mbarrier per stage), K*_EARLY (the first step

@@ -67,40 +67,18 @@
 #define OPGEN_QMATVEC_DP4A 0
 #endif
 
-// Switches of the dp4a path (bench/gpu_quant.py --explore compiles copies with other values;
-// figures: bench/results/qmatvec-round4-h100.md). They apply to the formats whose kFastBulk is
-// true (q4_0, q4_1), on sm_90; elsewhere, and for q8_0, the path copies with cp.async.
-// OPGEN_QMV_TMA: the slab copied by bulk copies (cp.async.bulk: the TMA engine; a row a lane
-// of warp 0) that complete on an mbarrier per stage, instead of 16-byte cp.async by every
-// thread and a block barrier per stage. OPGEN_QMV_TMA_STAGES: its stages (mbarriers) per
-// chunk, at most the rows per item. OPGEN_QMV_EARLY: a block's first chunk of weights is
-// copied into shared memory before the wait for the kernel before it (programmatic launch),
-// not only prefetched into L2 (see qmatvec_fast: it relies on no kernel writing a QStorage's
-// blocks). OPGEN_QMV_MIN_BLOCKS: resident blocks per SM the launch bounds ask for, 16-row
-// items (0: 2). Shipped: bulk copies in 2 stages, the first chunk before the wait.
-#ifndef OPGEN_QMV_TMA
-#define OPGEN_QMV_TMA 1
-#endif
-#ifndef OPGEN_QMV_TMA_STAGES
-#define OPGEN_QMV_TMA_STAGES 2
-#endif
-#ifndef OPGEN_QMV_EARLY
-#define OPGEN_QMV_EARLY 1
-#endif
-#ifndef OPGEN_QMV_MIN_BLOCKS
-#define OPGEN_QMV_MIN_BLOCKS 0
-#endif
-// OPGEN_QMV_SM90: the bulk copy / mbarrier helpers (sm_90), for the dp4a path (OPGEN_QMV_BULK)
-// and the integer K path (OPGEN_QMATVEC_K4_BULK / K6_BULK).
+// OPGEN_QMV_SM90: bulk copies (cp.async.bulk: the TMA engine) that complete on mbarriers, and
+// a block's first weights copied into shared memory before the wait for the kernel before it
+// (programmatic launch; qmatvec_fast says why that is safe): the dp4a path of the formats whose
+// kFastBulk is true (q4_0, q4_1) and the integer K path (q4_k, q6_k) take them on sm_90 (figures:
+// bench/results/qmatvec-round4-h100.md, qmatvec-kquant-round5-h200.md); elsewhere, and for q8_0,
+// cp.async with a block barrier per stage. Variants measured against them (cp.async on sm_90,
+// other stage counts, the copies after the wait, other launch bounds) were compile switches
+// until commit 3eb441a (bench/gpu_quant.py --explore compiled them).
 #if OPGEN_QMATVEC_DP4A && __CUDA_ARCH__ >= 900
 #define OPGEN_QMV_SM90 1
 #else
 #define OPGEN_QMV_SM90 0
-#endif
-#if OPGEN_QMV_TMA && OPGEN_QMV_SM90
-#define OPGEN_QMV_BULK 1
-#else
-#define OPGEN_QMV_BULK 0
 #endif
 
 namespace {
@@ -110,14 +88,6 @@ constexpr int kGroups = kThreads / OPGEN_LANE_GROUP;  // groups of 32 lanes (a w
 constexpr int kTileRows = OPGEN_QMATVEC_ROWS;   // weight rows per item of the tiled path (kernel_facts, 4)
 constexpr int kMinBlocks = 8;                // resident blocks per SM qmatvec is built for (NVIDIA: <= 64 registers)
 constexpr int kKMinBlocks = 4;               // the same for the K path (q4_k, q6_k): <= 128 registers
-// Items of its own whose weight rows a block of the dp4a path / the K path prefetches into L2
-// before it waits for the kernel before it (programmatic launch): the first, or more for a
-// grid smaller than the items. Grids of 1-3 blocks per multiprocessor with every item
-// prefetched (room for the next product's blocks) were slower for every format
-// (bench/gpu_quant.py --explore; bench/results/qmatvec-round3-h100.md). At 1 the kernels
-// compile to the code they had before these switches.
-constexpr int kFastPrefetchItems = 1;
-constexpr int kKPrefetchItems = 1;
 // Round 4's switches of the integer K path (bench/gpu_quant.py --explore; figures:
 // bench/results/qmatvec-kquant-round4-h100.md), each 0 or 1, per format (K4_*: q4_k, K6_*: q6_k).
 // On: K4_LEAN, K4_TC (q4_k 5.69 against 5.79 us per product from HBM, L2 5.07 against 5.29)
@@ -257,7 +227,7 @@ struct q4_0 {  // d (f16), qs[16]: weight i < 16 the low nibble of qs[i], i + 16
     // The first of an item's rows the dp4a path prefetches into L2 before waiting for the
     // previous kernel (bench/gpu_quant.py --explore: from row 0 here, from the second stage for q8_0).
     static constexpr int kFastPrefetchFrom = 0;
-    // The dp4a path's slab by bulk copies on sm_90 (OPGEN_QMV_TMA, OPGEN_QMV_EARLY): 4.98-4.99
+    // The dp4a path's slab by bulk copies on sm_90 (OPGEN_QMV_SM90), first chunk early: 4.98-4.99
     // against 5.33-5.36 us per product from HBM (bench/results/qmatvec-round4-h100.md).
     static constexpr bool kFastBulk = true;
     static __device__ __forceinline__ void decode8(const uint8_t* b, int j, float (&v)[8]) {
@@ -434,10 +404,9 @@ template <typename F, typename T> __device__ void dequantize(const uint8_t* bloc
 // once that kernel has finished and its writes are visible), but an L2 prefetch, which moves
 // no data into the kernel and leaves every later read coherent (L2 is the device's point of
 // coherence), may run before it: the weights start streaming while the previous kernel ends.
-// One exception, the weights themselves, which no kernel writes (OPGEN_QMV_EARLY: see
-// qmatvec_fast): the dp4a path of q4_0 / q4_1 on sm_90 copies its first chunk of them into
-// shared memory before the wait, and so does the integer K path of q4_k (OPGEN_QMATVEC_K4_EARLY)
-// with its first step.
+// One exception, the weights themselves, which no kernel writes (see qmatvec_fast): on sm_90
+// the dp4a path of q4_0 / q4_1 copies its first chunk of them into shared memory before the
+// wait, and so does the integer K path of q4_k / q6_k with its first step.
 __device__ __forceinline__ void wait_for_predecessor() {
 #if OPGEN_CUDA && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.wait;\n" ::: "memory");
@@ -600,7 +569,7 @@ template <typename F> __device__ void qmatvec_tiled(const uint8_t* __restrict__ 
 // first use; the rows of a stage are used as soon as it lands (one barrier per stage).
 // On sm_90, for the formats whose kFastBulk is true (q4_0, q4_1): a bulk copy per row (lane i
 // of warp 0 copies row i; the TMA engine moves it, no thread's registers or instructions per
-// 16 bytes) in OPGEN_QMV_TMA_STAGES (2) stages of rows, each completing an mbarrier that every
+// 16 bytes) in 2 stages of rows, each completing an mbarrier that every
 // thread waits on for itself (no block barrier per stage), and a block's first chunk copied
 // before the wait for the kernel before it (qmatvec_fast). Those builds take 79 / 80
 // registers, so 3 blocks fit on a multiprocessor: the next product's blocks start beside
@@ -868,7 +837,7 @@ template <typename F, int RS, int P> __device__ __forceinline__ void copy_stage(
     cp_async_commit();
 }
 
-#if OPGEN_QMV_BULK
+#if OPGEN_QMV_SM90
 // Warp 0 (all its lanes) issues a chunk of an item: lane s arms stage s's barrier with its rows'
 // bytes, then lane i copies row i (cb weight blocks) into the slab.
 template <typename F, int S> __device__ __forceinline__ void bulk_chunk(uint8_t* slab, uint64_t* landed, const uint8_t* src,
@@ -887,8 +856,8 @@ template <typename F, int S> __device__ __forceinline__ void bulk_chunk(uint8_t*
 
 template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w, const float* __restrict__ x,
                                                    float* __restrict__ y, size_t n, size_t k, size_t rows) {
-    constexpr bool B = OPGEN_QMV_BULK && F::kFastBulk;  // the slab by bulk copies (sm_90; q4_0, q4_1)
-    constexpr int R = F::kFastRows, S = B ? (OPGEN_QMV_TMA_STAGES < R ? OPGEN_QMV_TMA_STAGES : R) : F::kFastStages;
+    constexpr bool B = OPGEN_QMV_SM90 && F::kFastBulk;  // the slab by bulk copies (sm_90; q4_0, q4_1)
+    constexpr int R = F::kFastRows, S = B ? (2 < R ? 2 : R) : F::kFastStages;  // bulk copies: 2 stages
     constexpr int RS = R / S, SPLIT = F::kFastSplit;
     constexpr int kT = SPLIT * kThreads, kWarps = kT / 32;
     constexpr int NW = (F::kBytes - F::kHead) / 4 / SPLIT;  // words of quants per thread: 4 (q4_0, q4_1) or 8 (q8_0) / SPLIT
@@ -909,7 +878,7 @@ template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w
     const uint32_t* dword = reinterpret_cast<const uint32_t*>(floor);
     // the quants start 2 * odd + kHead bytes past the floor: 2 (select bytes 2..5) or 4 (the next word)
     const uint32_t qsel = 2 * odd + F::kHead == 4 ? 0x7654u : 0x5432u, dsel = odd ? 0x4432u : 0x4410u;
-#if OPGEN_QMV_BULK
+#if OPGEN_QMV_SM90
     __shared__ __align__(8) uint64_t landed[S];  // stage s's rows have landed (a phase a chunk)
     uint32_t parity = 0u;                          // of the barriers' current phase (one per chunk)
     if constexpr (B) {
@@ -918,18 +887,16 @@ template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w
             for (int s = 0; s < S; s++) mbar_init(&landed[s]);
             mbar_init_fence();
         }
-        if constexpr (OPGEN_QMV_EARLY) {
-            // The first item's first chunk of weights is copied before the wait for the kernel
-            // before (qmatvec_fast leaves the wait to this function; see there why it may).
-            if (warp == 0 && (size_t)blockIdx.x < items) {
-                __syncwarp();  // thread 0's initialisation, for the lanes that arm
-                const size_t n0 = blockIdx.x / rows * R;
-                const int cb = row_blocks < (size_t)kThreads ? (int)row_blocks : kThreads;
-                bulk_chunk<F, S>(slab, landed, w + n0 * row_bytes, row_bytes, n - n0 < (size_t)R ? (int)(n - n0) : R, cb,
-                                 lane);
-            }
-            wait_for_predecessor();
+        // The first item's first chunk of weights is copied before the wait for the kernel
+        // before (qmatvec_fast leaves the wait to this function; see there why it may).
+        if (warp == 0 && (size_t)blockIdx.x < items) {
+            __syncwarp();  // thread 0's initialisation, for the lanes that arm
+            const size_t n0 = blockIdx.x / rows * R;
+            const int cb = row_blocks < (size_t)kThreads ? (int)row_blocks : kThreads;
+            bulk_chunk<F, S>(slab, landed, w + n0 * row_bytes, row_bytes, n - n0 < (size_t)R ? (int)(n - n0) : R, cb,
+                             lane);
         }
+        wait_for_predecessor();
     }
 #endif
     for (size_t item = blockIdx.x; item < items; item += gridDim.x) {
@@ -950,13 +917,13 @@ template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w
                                : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
             }
             const uint8_t* src = wi + c0 * F::kBytes;
-#if OPGEN_QMV_BULK
+#if OPGEN_QMV_SM90
             if constexpr (B) {
                 // the previous chunk is used up (and, the first time, the barriers are
                 // initialised): every thread has passed its last read of the slab and of `partial`
                 __syncthreads();
-                // (OPGEN_QMV_EARLY: the block's first chunk was issued before the wait, above)
-                if (warp == 0 && !(OPGEN_QMV_EARLY && item == blockIdx.x && c0 == 0)) {
+                // (the block's first chunk was issued before the wait, above)
+                if (warp == 0 && !(item == blockIdx.x && c0 == 0)) {
                     bulk_chunk<F, S>(slab, landed, src, row_bytes, nrows, cb, lane);
                 }
             } else
@@ -980,7 +947,7 @@ template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w
             const float xsum = F::kHead == 4 ? sigma * (float)(int)(sum_y - (uint32_t)(4 * NG) * 0x808080u) : 0.0f;
 #pragma unroll
             for (int s = 0; s < S; s++) {
-#if OPGEN_QMV_BULK
+#if OPGEN_QMV_SM90
                 if constexpr (B) {
                     if (active) mbar_wait(&landed[s], parity);  // this stage's rows have landed
                 } else
@@ -1004,7 +971,7 @@ template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w
                     }
                 }
             }
-#if OPGEN_QMV_BULK
+#if OPGEN_QMV_SM90
             if constexpr (B) parity ^= 1u;
 #endif
         }
@@ -1945,17 +1912,6 @@ template <typename K, typename P> __device__ __forceinline__ void qmatvec_k(cons
     typedef typename P::F F;
     const bool staged = opgen::aligned16(w) && blockDim.x == (unsigned int)kThreads;
 #if OPGEN_QMATVEC_DP4A
-    const size_t row_bytes = k / F::kElems * F::kBytes;
-    if (K::kPrefetch && staged && row_bytes % 16 == 0) {  // the first kKPrefetchItems items' rows, a row a thread
-        const size_t items = (n + F::kKRows - 1) / F::kKRows * rows;
-        size_t item = blockIdx.x;
-        for (int j = 0; j < kKPrefetchItems && item < items; j++, item += gridDim.x) {
-            const size_t n0 = item / rows * F::kKRows;
-            if (item % rows == 0 && threadIdx.x < (unsigned int)F::kKRows && n0 + threadIdx.x < n && row_bytes > 0) {
-                prefetch_l2(w + (n0 + threadIdx.x) * row_bytes, (uint32_t)row_bytes);
-            }
-        }
-    }
     release_dependents();
     if (OPGEN_QMV_SM90 && K::kBulk && K::kEarly && staged) {  // it waits itself, after its first copies (K*_EARLY)
         qmatvec_kint<K>(w, x, y, n, k, rows);
@@ -1989,7 +1945,7 @@ template <typename F> __device__ __forceinline__ void qmatvec_tiled_or_general(c
 // blocks per SM its registers are bounded for: enough for a grid of 4096-row items on an H100.
 template <typename F> struct fast_launch {
     static constexpr int threads = OPGEN_QMATVEC_DP4A ? F::kFastSplit * kThreads : kThreads;
-    static constexpr int want = F::kFastRows >= 16 ? (OPGEN_QMV_MIN_BLOCKS > 0 ? OPGEN_QMV_MIN_BLOCKS : 2) : F::kFastRows >= 8 ? 4 : 8;
+    static constexpr int want = F::kFastRows >= 16 ? 2 : F::kFastRows >= 8 ? 4 : 8;
     static constexpr int min_blocks = !OPGEN_QMATVEC_DP4A ? kMinBlocks : want < 2048 / threads ? want : 2048 / threads;
 };
 
@@ -1997,35 +1953,26 @@ template <typename F> __device__ __forceinline__ void qmatvec_fast(const uint8_t
                                                                    size_t k, size_t rows) {
 #if OPGEN_QMATVEC_DP4A
     const bool dp4a = k % 256 == 0 && opgen::aligned16(w) && blockDim.x == (unsigned int)fast_launch<F>::threads;
-    if constexpr (kFastPrefetchItems == 1) {  // the weight rows of this block's first item, a row a thread
-        if (dp4a && blockIdx.x % rows == 0) {
-            const size_t n0 = blockIdx.x / rows * F::kFastRows, row_bytes = k / F::kElems * F::kBytes;
-            const unsigned int row = threadIdx.x + F::kFastPrefetchFrom;
-            if (row < (unsigned int)F::kFastRows && n0 + row < n) {
-                prefetch_l2(w + (n0 + row) * row_bytes, (uint32_t)row_bytes);  // 16-byte multiple: k % 256 == 0
-            }
-        }
-    } else if (dp4a) {  // the same for its first kFastPrefetchItems items
-        const size_t row_bytes = k / F::kElems * F::kBytes, items = (n + F::kFastRows - 1) / F::kFastRows * rows;
-        size_t item = blockIdx.x;
-        for (int j = 0; j < kFastPrefetchItems && item < items; j++, item += gridDim.x) {
-            const size_t n0 = item / rows * F::kFastRows;
-            const unsigned int row = threadIdx.x + (j == 0 ? F::kFastPrefetchFrom : 0);  // the first: past its first stage (q8_0)
-            if (item % rows == 0 && row < (unsigned int)F::kFastRows && n0 + row < n) {
-                prefetch_l2(w + (n0 + row) * row_bytes, (uint32_t)row_bytes);  // 16-byte multiple: k % 256 == 0
-            }
+    // The weight rows of this block's first item into L2 before the wait, a row a thread (only
+    // the first item: grids of 1-3 blocks per multiprocessor with every item prefetched were
+    // slower for every format, bench/results/qmatvec-round3-h100.md).
+    if (dp4a && blockIdx.x % rows == 0) {
+        const size_t n0 = blockIdx.x / rows * F::kFastRows, row_bytes = k / F::kElems * F::kBytes;
+        const unsigned int row = threadIdx.x + F::kFastPrefetchFrom;
+        if (row < (unsigned int)F::kFastRows && n0 + row < n) {
+            prefetch_l2(w + (n0 + row) * row_bytes, (uint32_t)row_bytes);  // 16-byte multiple: k % 256 == 0
         }
     }
     release_dependents();
-    // OPGEN_QMV_EARLY: the dp4a path copies its first chunk of weights into shared memory and
-    // only then waits for the kernel before. That reads the weights while that kernel may still
+    // On sm_90 (q4_0, q4_1) the dp4a path copies its first chunk of weights into shared memory
+    // and only then waits for the kernel before. That reads the weights while that kernel may still
     // run, which is safe because no kernel writes a QStorage's blocks: runtime/gpu/quant.py
     // writes them only by host-to-device copies and memsets (quantize, qzeros,
     // qstorage_from_bytes), and a programmatic launch overlaps only kernels queued before it,
     // never across a copy or a memset (the stream orders those fully). A kernel that wrote
-    // quantized blocks on the device would need this switch off. x is still read, and y
-    // written, only after the wait.
-    if (OPGEN_QMV_BULK && OPGEN_QMV_EARLY && F::kFastBulk && dp4a) {  // it waits itself, after its first copies
+    // quantized blocks on the device would need the copies moved after the wait. x is still
+    // read, and y written, only after the wait.
+    if (OPGEN_QMV_SM90 && F::kFastBulk && dp4a) {  // it waits itself, after its first copies
         qmatvec_dp4a<F>(w, x, y, n, k, rows);
         return;
     }
