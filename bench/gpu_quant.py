@@ -316,10 +316,7 @@ def _set(name: str, default: int, value: int) -> dict:  # a switch from its ship
 
 _K4 = "kKRows = OPGEN_QMATVEC_K_ROWS_Q4_K;"
 _K6 = "kKRows = OPGEN_QMATVEC_K_ROWS_Q6_K;"
-_K4L = (
-    "static constexpr int kStages = 2;  // (bulk + early, 5 blocks/SM: 5.10 against 4: 5.22, 8: 5.38 us; stop 19)\n"
-    "    static constexpr bool kPrefetch = false;\n    static constexpr bool kFold = true;"
-)
+_K4L = "static constexpr int kStages = 2;  // (bulk + early, 5 blocks/SM: 5.10 against 4: 5.22, 8: 5.38 us; stop 19)"
 _K6R = "static constexpr int kStages = 4;  // (2: 8.08 us, 1: 8.86, 4: 7.89 from HBM; round 4)"
 _K8 = {"constexpr int kKMinBlocks = 4;": "constexpr int kKMinBlocks = 8;"}  # 64 registers (no spills)
 

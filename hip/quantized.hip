@@ -109,14 +109,8 @@ constexpr int kKMinBlocks = 4;               // the same for the K path (q4_k, q
 // - K*_CAP: the slab's shared array padded to 46 KB, so that no more than 4 blocks fit a
 //   multiprocessor when the kernel needs fewer registers (with the row copy q4_k needs 93,
 //   5 blocks per SM, which were slower from HBM with PDL: 6.60 against 5.79 us).
-#ifndef OPGEN_QMATVEC_K4_LEAN
-#define OPGEN_QMATVEC_K4_LEAN 1
-#endif
 #ifndef OPGEN_QMATVEC_K4_ROWCOPY
 #define OPGEN_QMATVEC_K4_ROWCOPY 0
-#endif
-#ifndef OPGEN_QMATVEC_K4_TC
-#define OPGEN_QMATVEC_K4_TC 1
 #endif
 #ifndef OPGEN_QMATVEC_K4_CAP
 #define OPGEN_QMATVEC_K4_CAP 0
@@ -124,14 +118,8 @@ constexpr int kKMinBlocks = 4;               // the same for the K path (q4_k, q
 #ifndef OPGEN_QMATVEC_K4_ROLLED
 #define OPGEN_QMATVEC_K4_ROLLED 0
 #endif
-#ifndef OPGEN_QMATVEC_K6_PAIR
-#define OPGEN_QMATVEC_K6_PAIR 1
-#endif
 #ifndef OPGEN_QMATVEC_K6_ROWCOPY
 #define OPGEN_QMATVEC_K6_ROWCOPY 1
-#endif
-#ifndef OPGEN_QMATVEC_K6_TC
-#define OPGEN_QMATVEC_K6_TC 1
 #endif
 #ifndef OPGEN_QMATVEC_K6_CAP
 #define OPGEN_QMATVEC_K6_CAP 0
@@ -707,14 +695,6 @@ template <int B> __device__ __forceinline__ float byte_float(uint32_t w) {
     return __uint_as_float(__byte_perm(w, 0x4B000000u, 0x7440u | (uint32_t)B)) - 8388608.0f;
 }
 
-// float(v), rounded to nearest even as __int2float_rn, without a conversion instruction: the
-// high and the low 16 bits under exponents (exact), then one rounding FMA.
-__device__ __forceinline__ float int_float(int v) {
-    const float hi = __int_as_float((v >> 16) + 0x4B400000) - 12582912.0f;
-    const float lo = __uint_as_float(((uint32_t)v & 0xFFFFu) | 0x4B000000u) - 8388608.0f;
-    return fmaf(hi, 65536.0f, lo);
-}
-
 // Per format, for a thread that takes NW consecutive words of quants of a block, from word
 // j0 = sub * NW: the groups of x they meet (NG, and where group g starts in the block) and
 // their dot product with those groups, without d and sigma: float(sum (q - offset) * X).
@@ -1142,18 +1122,18 @@ struct q6_k_path {  // part p: half h = p / 4, l0 = 8 (p % 4): weights 128h + 32
 // ---------------------------------------------------------------------------- the K path, integer
 //
 // NVIDIA (sm_80 and up), qmatvec_q4_k / q6_k, w 16-byte aligned, blocks of kThreads threads:
-// the K path's items, steps and parts (F::kKRows weight rows against one row of x, steps of
-// kKBlocks weight blocks per row, thread t on part t % 8 of block t / 8 in every row), with
+// the K path's items and steps (F::kKRows weight rows against one row of x, steps of kKBlocks
+// weight blocks per row, a thread on a part of 32 weights of a block in every row), with
 // integer dot products as the dp4a path of q4_0 / q8_0:
 //
-// - x: a thread's 32 values of x, once per step, become X = rint(x * 2^22 / s) (s the power
-//   of two above the part's max |x|), three signed byte digits each (quantize_x), with each
-//   group of 4's sum of X. q4_k: sum (d*sc) q x - (dmin*m) x over a sub-block's half is
-//   sigma * ((d*sc) * sum q X) - (dmin*m) * (sigma * sum X); q6_k: sum (d*sc) (q - 32) x is
-//   d * sc * sigma * (sum q X - 32 sum X), the - 32 sum X folded into the first digit's
+// - x: a thread's 32 values of x, once per step, become X = rint(x * 2^B / s) (s the power
+//   of two above the part's max |x|; B 22 for q4_k, 21 for q6_k), three byte digits each
+//   (quantize_x_tc), with each group of 4's sum of X. q4_k: sum (d*sc) q x - (dmin*m) x over a
+//   sub-block's half is sigma * ((d*sc) * sum q X - (dmin*m) * sum X); q6_k: sum (d*sc) (q - 32) x
+//   is d * sc * sigma * (sum q X - 32 sum X), the - 32 sum X folded into the first digit's
 //   accumulator. The digit sums combine with wrapping adds into sums that fit 32 bits (q4_k
-//   |sum q X| <= 16 * 15 * 2^22 < 2^30, q6_k |sum (q - 32) X| <= 8 * 32 * 2^22 = 2^30).
-//   The scales and mins become floats by byte_float (a permute and an add, where a
+//   |sum q X| <= 16 * 15 * 2^22 < 2^30, q6_k |sum (q - 32) X| <= 16 * 32 * 2^21 = 2^30).
+//   q4_k's scales and mins become floats by byte_float (a permute and an add, where a
 //   conversion instruction issues at a quarter of the rate). Against GGML's dequantized
 //   weights the error is of f32 rounding size, as the dp4a path's (2.5e-8 of sum |x||W|
 //   measured; the tests allow 1e-5).
@@ -1165,9 +1145,9 @@ struct q6_k_path {  // part p: half h = p / 4, l0 = 8 (p % 4): weights 128h + 32
 //   kernel before (5.04 against 5.16 us per product from HBM on an H200, 4.26 against 5.12
 //   from L2; bench/results/qmatvec-kquant-round5-h200.md).
 // - Launched programmatically (ops.yaml's kernel_facts PROGRAMMATIC_KERNELS): a product waits for
-//   the kernel before it before any access to device memory. P::kPrefetch would prefetch the
-//   first item's weight rows into L2 before that wait, as the dp4a path does: within noise
-//   with PDL, slower per plain launch, so off.
+//   the kernel before it before any access to device memory (but the weights' first step on
+//   sm_90, below). An L2 prefetch of the first item's weight rows before that wait, as the dp4a
+//   path does, was within noise with PDL and slower per plain launch (round 3): there is none.
 //
 // Shapes (bench/gpu_quant.py --explore; figures: bench/results/qmatvec-round2-h100.md):
 // worse were 2 / 8 / 1 stages for q4_k, 4 / 1 for q6_k; scales by conversions; 16 rows per
@@ -1175,244 +1155,26 @@ struct q6_k_path {  // part p: half h = p / 4, l0 = 8 (p % 4): weights 128h + 32
 // L2 the products take nearly as long as from HBM: the instruction stream (24 dp4a a row
 // and part, the scale unpacking each thread repeats) bounds them.
 //
-// Round 4 (bench/results/qmatvec-kquant-round4-h100.md): q4_k takes q4_k_lean and q6_k
-// q6_k_pair (below, after q6_k_int), which count fewer instructions per row and part in
-// sm_90 SASS (q4_k 76 -> 67 between the first and the last dp4a, q6_k 124 -> 96), with x's
-// digits from quantize_x_tc and, for q6_k, the row copy (K6_ROWCOPY). q4_k_int and q6_k_int
-// stay as the switches' other side. The row copy cut q4_k's registers to 93, so 5 blocks
-// fit a multiprocessor, and that was slower from HBM (also with a cap at 4: see K*_ROLLED
-// at the switches for why, and what is not measured yet).
-
-// Values of x (NG groups of 4) quantized as quantize_x (SPLIT 1: the scale is the thread's
-// own), with xs[g] = sum X over group g. BITS 21 (q6_k_pair) quantizes to |X| <= 2^21
-// instead of 2^22: still three digits, half the range.
-template <int NG, int BITS = 22>
-__device__ __forceinline__ void quantize_x_sums(const float4 (&v)[NG], uint32_t (&D)[3][NG], int (&xs)[NG], float& sigma) {
-    static_assert(BITS == 22 || BITS == 21, "X of 22 or 21 bits");
-    float m = 0.0f;
-#pragma unroll
-    for (int g = 0; g < NG; g++) {
-        m = max_nan(m, max_nan(max_nan(fabsf(v[g].x), fabsf(v[g].y)), max_nan(fabsf(v[g].z), fabsf(v[g].w))));
-    }
-    uint32_t e = __float_as_uint(m) >> 23;
-    e = e < (uint32_t)BITS ? (uint32_t)BITS : e;
-    const float f = __uint_as_float((253u + BITS - e) << 23);  // 2^(126 + BITS - E)
-    sigma = e >= 255u ? __uint_as_float(0x7FC00000u) : __uint_as_float((e + 1u - BITS) << 23);
-#pragma unroll
-    for (int g = 0; g < NG; g++) {
-        const uint32_t y0 = __float_as_uint(fmaf(v[g].x, f, 12582912.0f)) - 0x4ABF7F80u;
-        const uint32_t y1 = __float_as_uint(fmaf(v[g].y, f, 12582912.0f)) - 0x4ABF7F80u;
-        const uint32_t y2 = __float_as_uint(fmaf(v[g].z, f, 12582912.0f)) - 0x4ABF7F80u;
-        const uint32_t y3 = __float_as_uint(fmaf(v[g].w, f, 12582912.0f)) - 0x4ABF7F80u;
-        xs[g] = (int)(((y0 + y1) + (y2 + y3)) - 4u * 0x808080u);
-        const uint32_t a = __byte_perm(y0, y1, 0x5140u), b = __byte_perm(y2, y3, 0x5140u);
-        D[0][g] = __byte_perm(a, b, 0x5410u) ^ 0x80808080u;
-        D[1][g] = __byte_perm(a, b, 0x7632u) ^ 0x80808080u;
-        D[2][g] = __byte_perm(__byte_perm(y0, y1, 0x0062u), __byte_perm(y2, y3, 0x0062u), 0x5410u) ^ 0x80808080u;
-    }
-}
+// Round 4 (bench/results/qmatvec-kquant-round4-h100.md): q4_k_lean and q6_k_pair (below) count
+// fewer instructions per row and part in sm_90 SASS than round 3's q4_k_int / q6_k_int (q4_k
+// 76 -> 67 between the first and the last dp4a, q6_k 124 -> 96: 5.69 against 5.79 us per
+// product from HBM for q4_k, 7.91 against 8.39 for q6_k); round 3's structs, x's digits by
+// quantize_x_sums and conversions of the digit sums by int_float are in commit 3eb441a.
 
 // Three digit sums as the one integer they stand for (mod 2^32).
 __device__ __forceinline__ int digits3(int s0, int s1, int s2) {
     return (int)((uint32_t)s0 + ((uint32_t)s1 << 8) + ((uint32_t)s2 << 16));
 }
 
-struct q4_k_int {  // part p as q4_k_path's: groups 0..3 the low half (sub-block 2c), 4..7 the high (2c+1)
-    typedef q4_k F;
-    static constexpr int kStages = 4;  // commit groups of an item's rows
-    static constexpr bool kPrefetch = false;   // L2 prefetch of the first item's rows before the wait
-    static constexpr bool kAluScales = true;   // scales to floats by byte_float, not conversions
-    static constexpr bool kAluDigits = false;  // digit sums to floats by int_float, not conversions
-    // Parts 2c and 2c+1 (adjacent lanes) share sub-blocks 2c, 2c+1: the even lane unpacks their
-    // scales (times d), the odd lane their mins (times dmin), and they swap halves by a shuffle.
-    // Within noise or slower (L2 5.47 against 5.30 us: bench/results/qmatvec-round3-h100.md): off.
-    static constexpr bool kShareScales = false;
-    static constexpr bool kFold = false;  // dot, not dot_acc (q4_k_lean's)
-    static constexpr bool kRowCopy = OPGEN_QMATVEC_K4_ROWCOPY, kCap = OPGEN_QMATVEC_K4_CAP,
-                          kRolled = OPGEN_QMATVEC_K4_ROLLED;  // round 4's switches
-    static constexpr bool kBulk = OPGEN_QMATVEC_K4_BULK, kEarly = OPGEN_QMATVEC_K4_EARLY;  // round 5's
-    struct X {
-        uint32_t D[3][8];
-        float sigma, sum_lo, sum_hi;  // sum_*: sigma * sum X of the half
-    };
-    static __device__ __forceinline__ void load_x(const float* xb, int p, float4 (&v)[8]) {
-        const float* lo = xb + 64 * (p >> 1) + 16 * (p & 1);
-#pragma unroll
-        for (int j = 0; j < 4; j++) {
-            v[j] = load_x4(lo + 4 * j);
-            v[4 + j] = load_x4(lo + 32 + 4 * j);
-        }
-    }
-    static __device__ __forceinline__ void quantize(const float4 (&v)[8], X& q) {
-        int xs[8];
-        quantize_x_sums<8>(v, q.D, xs, q.sigma);
-        q.sum_lo = q.sigma * (float)((xs[0] + xs[1]) + (xs[2] + xs[3]));
-        q.sum_hi = q.sigma * (float)((xs[4] + xs[5]) + (xs[6] + xs[7]));
-    }
-    // The part's contribution to its row: b the block in shared memory (16-byte aligned).
-    static __device__ __forceinline__ float dot(const uint8_t* b, int p, const X& v) {
-        const uint4 h = *reinterpret_cast<const uint4*>(b);
-        const uint4 q = *reinterpret_cast<const uint4*>(b + 16 + 16 * p);
-        const uint32_t qw[4] = {q.x, q.y, q.z, q.w};
-        int a0 = 0, a1 = 0, a2 = 0, b0 = 0, b1 = 0, b2 = 0;
-#pragma unroll
-        for (int j = 0; j < 4; j++) {
-            const uint32_t lo = qw[j] & 0x0F0F0F0Fu, hi = (qw[j] >> 4) & 0x0F0F0F0Fu;
-            a0 = dp4a(lo, v.D[0][j], a0);
-            a1 = dp4a(lo, v.D[1][j], a1);
-            a2 = dp4a(lo, v.D[2][j], a2);
-            b0 = dp4a(hi, v.D[0][4 + j], b0);
-            b1 = dp4a(hi, v.D[1][4 + j], b1);
-            b2 = dp4a(hi, v.D[2][4 + j], b2);
-        }
-        float s_lo, s_hi;
-        if constexpr (kShareScales) {
-            if constexpr (kAluDigits) {
-                s_lo = int_float(digits3(a0, a1, a2)), s_hi = int_float(digits3(b0, b1, b2));
-            } else {
-                s_lo = (float)digits3(a0, a1, a2), s_hi = (float)digits3(b0, b1, b2);
-            }
-            // this lane's pair: even p d * (sc of 2c, 2c+1), odd p dmin * (m of 2c, 2c+1), the
-            // operations of the unshared branch below (the same values, bit for bit)
-            const int c = p >> 1, shift = 16 * (c & 1);
-            const bool odd = (p & 1) != 0;
-            const uint32_t a = h.y >> shift, bb = h.z >> shift, cc = h.w >> shift;
-            const uint32_t xw = odd ? bb : a, yw = odd ? cc >> 4 : cc;
-            const uint32_t v2 = c < 2 ? xw & 0x3F3Fu : (yw & 0x0F0Fu) | ((xw >> 2) & 0x3030u);
-            const float scale = opgen::f16_to_float(__ushort_as_half((unsigned short)((odd ? h.x >> 16 : h.x) & 0xFFFFu)));
-            float lo, hi;
-            if constexpr (kAluScales) {
-                lo = scale * byte_float<0>(v2), hi = scale * byte_float<1>(v2);
-            } else {
-                lo = scale * (float)(v2 & 0xFFu), hi = scale * (float)((v2 >> 8) & 0xFFu);
-            }
-            // the 8 lanes of this weight block: active (or not) together
-            const unsigned int lanes = 0xFFu << (threadIdx.x & 24u);
-            const float olo = __shfl_xor_sync(lanes, lo, 1), ohi = __shfl_xor_sync(lanes, hi, 1);
-            const float dsc_lo = odd ? olo : lo, dsc_hi = odd ? ohi : hi, dm_lo = odd ? lo : olo, dm_hi = odd ? hi : ohi;
-            float r = dsc_lo * s_lo;
-            r = fmaf(dsc_hi, s_hi, r) * v.sigma;
-            r = fmaf(-dm_lo, v.sum_lo, r);
-            return fmaf(-dm_hi, v.sum_hi, r);
-        }
-        // scales and mins of sub-blocks 2c, 2c+1, as q4_k_path::dot
-        // (bytes 0 and 1 of sc and m: sub-blocks 2c and 2c+1; the bytes above are not read)
-        const int c = p >> 1, shift = 16 * (c & 1);
-        const uint32_t a = h.y >> shift, bb = h.z >> shift, cc = h.w >> shift;
-        const uint32_t sc = c < 2 ? a & 0x3F3Fu : (cc & 0x0F0Fu) | ((a >> 2) & 0x3030u);
-        const uint32_t m = c < 2 ? bb & 0x3F3Fu : ((cc >> 4) & 0x0F0Fu) | ((bb >> 2) & 0x3030u);
-        const float d = opgen::f16_to_float(__ushort_as_half((unsigned short)(h.x & 0xFFFFu)));
-        const float dmin = opgen::f16_to_float(__ushort_as_half((unsigned short)(h.x >> 16)));
-        float sc_lo, sc_hi, m_lo, m_hi;
-        if constexpr (kAluScales) {
-            sc_lo = byte_float<0>(sc), sc_hi = byte_float<1>(sc), m_lo = byte_float<0>(m), m_hi = byte_float<1>(m);
-        } else {
-            sc_lo = (float)(sc & 0xFFu), sc_hi = (float)((sc >> 8) & 0xFFu), m_lo = (float)(m & 0xFFu), m_hi = (float)((m >> 8) & 0xFFu);
-        }
-        if constexpr (kAluDigits) {
-            s_lo = int_float(digits3(a0, a1, a2)), s_hi = int_float(digits3(b0, b1, b2));
-        } else {
-            s_lo = (float)digits3(a0, a1, a2), s_hi = (float)digits3(b0, b1, b2);
-        }
-        float r = (d * sc_lo) * s_lo;
-        r = fmaf(d * sc_hi, s_hi, r) * v.sigma;
-        r = fmaf(-(dmin * m_lo), v.sum_lo, r);
-        return fmaf(-(dmin * m_hi), v.sum_hi, r);
-    }
-};
-
-struct q6_k_int {  // part p as q6_k_path's: groups 2g, 2g+1 are weights 128h + 32g + l0 + (0..7)
-    typedef q6_k F;
-    static constexpr int kStages = 2;  // q6_k's commit groups
-    static constexpr bool kPrefetch = false;
-    static constexpr bool kAluScales = true;
-    static constexpr bool kAluDigits = false;
-    static constexpr bool kShareScales = false;  // (q4_k_int's; not for q6_k)
-    static constexpr bool kFold = false;
-    static constexpr bool kRowCopy = OPGEN_QMATVEC_K6_ROWCOPY, kCap = OPGEN_QMATVEC_K6_CAP,
-                          kRolled = OPGEN_QMATVEC_K6_ROLLED;  // round 4's switches
-    static constexpr bool kBulk = OPGEN_QMATVEC_K6_BULK, kEarly = OPGEN_QMATVEC_K6_EARLY;  // round 5's
-    struct X {
-        uint32_t D[3][8];
-        int corr[4];  // -32 * sum X of g's 8 values
-        float sigma;
-    };
-    static __device__ __forceinline__ void load_x(const float* xb, int p, float4 (&v)[8]) {
-        const float* base = xb + 128 * (p >> 2) + 8 * (p & 3);
-#pragma unroll
-        for (int g = 0; g < 4; g++) {
-            v[2 * g] = load_x4(base + 32 * g);
-            v[2 * g + 1] = load_x4(base + 32 * g + 4);
-        }
-    }
-    static __device__ __forceinline__ void quantize(const float4 (&v)[8], X& q) {
-        int xs[8];
-        quantize_x_sums<8>(v, q.D, xs, q.sigma);
-#pragma unroll
-        for (int g = 0; g < 4; g++) q.corr[g] = -32 * (xs[2 * g] + xs[2 * g + 1]);
-    }
-    // b: the block in shared memory (2-byte aligned).
-    static __device__ __forceinline__ float dot(const uint8_t* b, int p, const X& v) {
-        const int h = p >> 2, l0 = 8 * (p & 3);
-        uint32_t qa[2], qb[2], qh[2], s0, s1;
-        smem8(b + 64 * h + l0, qa[0], qa[1]);       // ql[64h + l0 + i]: g = 0 (low nibble), 2 (high)
-        smem8(b + 64 * h + 32 + l0, qb[0], qb[1]);  // ql[64h + 32 + l0 + i]: g = 1, 3
-        smem8(b + 128 + 32 * h + l0, qh[0], qh[1]); // qh[32h + l0 + i]: bits 2g, 2g+1
-        smem8(b + 192 + 8 * h, s0, s1);             // scales[8h + l0 / 16 + 2g]
-        const uint32_t scales = __byte_perm(s0, s1, (l0 >> 4) ? 0x7531u : 0x6420u);
-        const float d = half_at(b + 208);
-        int acc[4][3];
-#pragma unroll
-        for (int g = 0; g < 4; g++) {
-            acc[g][0] = v.corr[g];
-            acc[g][1] = acc[g][2] = 0;
-        }
-#pragma unroll
-        for (int w = 0; w < 2; w++) {
-            const uint32_t hw = qh[w];
-            const uint32_t q6[4] = {(qa[w] & 0x0F0F0F0Fu) | ((hw << 4) & 0x30303030u),
-                                    (qb[w] & 0x0F0F0F0Fu) | ((hw << 2) & 0x30303030u),
-                                    ((qa[w] >> 4) & 0x0F0F0F0Fu) | (hw & 0x30303030u),
-                                    ((qb[w] >> 4) & 0x0F0F0F0Fu) | ((hw >> 2) & 0x30303030u)};
-#pragma unroll
-            for (int g = 0; g < 4; g++) {
-#pragma unroll
-                for (int j = 0; j < 3; j++) acc[g][j] = dp4a(q6[g], v.D[j][2 * g + w], acc[g][j]);
-            }
-        }
-        float sc[4], s[4];
-        if constexpr (kAluScales) {  // int8 scales: offset by 128 to bytes, then back
-            const uint32_t u = scales ^ 0x80808080u;
-            sc[0] = byte_float<0>(u) - 128.0f, sc[1] = byte_float<1>(u) - 128.0f;
-            sc[2] = byte_float<2>(u) - 128.0f, sc[3] = byte_float<3>(u) - 128.0f;
-        } else {
-#pragma unroll
-            for (int g = 0; g < 4; g++) sc[g] = (float)(int8_t)((scales >> (8 * g)) & 0xFFu);
-        }
-#pragma unroll
-        for (int g = 0; g < 4; g++) {
-            const int t = digits3(acc[g][0], acc[g][1], acc[g][2]);
-            if constexpr (kAluDigits) {
-                s[g] = int_float(t);
-            } else {
-                s[g] = (float)t;
-            }
-        }
-        float r = sc[0] * s[0];
-        r = fmaf(sc[1], s[1], r);
-        r = fmaf(sc[2], s[2], r);
-        r = fmaf(sc[3], s[3], r);
-        return r * (d * v.sigma);
-    }
-};
-
-// x quantized as quantize_x_sums<NG, BITS>, the same X, but in other digits: X =
-// D0 + 256 D1 + 65536 D2 with D0, D1 X's two low bytes (unsigned, 0..255) and D2 = X >> 16
-// (signed, |D2| <= 64), read straight from the bits of rint(x * f) + 1.5 * 2^23 (0x4B400000 +
-// X: its low 16 bits are X's), so no value needs the subtraction and no digit word the
-// flip of the balanced digits; D2's byte there is 0x40 + D2, made signed by + 0x40 and a
-// flip of bit 7 (no carry: 0x40 + D2 + 0x40 <= 0xC0). Dot products: unsigned quants by
-// unsigned D0, D1 (dp4a_uu), by signed D2 (dp4a_us); the sums wrap as digits3's.
+// x quantized to X = rint(x * 2^BITS / s) (s the power of two above max |x| of the NG groups of
+// 4; sigma = s * 2^-BITS, the value of one unit of X, NaN for an infinite or NaN x), with
+// xs[g] = sum X over group g, in three digits X = D0 + 256 D1 + 65536 D2: D0, D1 X's two low
+// bytes (unsigned, 0..255) and D2 = X >> 16 (signed, |D2| <= 64), read straight from the bits
+// of rint(x * f) + 1.5 * 2^23 (0x4B400000 + X: its low 16 bits are X's), so no value needs a
+// subtraction and no digit word a flip to balanced digits; D2's byte there is 0x40 + D2, made
+// signed by + 0x40 and a flip of bit 7 (no carry: 0x40 + D2 + 0x40 <= 0xC0). Dot products:
+// unsigned quants by unsigned D0, D1 (dp4a_uu), by signed D2 (dp4a, or dp4a_us where the quants
+// pass 127); the sums wrap as digits3's.
 template <int NG, int BITS>
 __device__ __forceinline__ void quantize_x_tc(const float4 (&v)[NG], uint32_t (&D)[3][NG], int (&xs)[NG], float& sigma) {
     static_assert(BITS == 22 || BITS == 21, "X of 22 or 21 bits");
@@ -1440,11 +1202,9 @@ __device__ __forceinline__ void quantize_x_tc(const float4 (&v)[NG], uint32_t (&
 }
 __device__ __forceinline__ int dp4a_uu(uint32_t a, uint32_t b, int c) { return (int)__dp4a(a, b, (unsigned int)c); }
 
-// Round 4 (switches OPGEN_QMATVEC_K4_LEAN / OPGEN_QMATVEC_K6_PAIR, off by default): the same
-// items, parts of 32 weights and digits of x, with fewer instructions per row and part.
-// Both add into a step's accumulator without sigma (a power of two: scaling it out of
-// every part and into the step's sum, acc += sigma * step, changes no rounding but at the
-// ends of the exponent range), so each part saves the multiply by sigma.
+// q4_k_lean and q6_k_pair add into a step's accumulator without sigma (a power of two: scaling
+// it out of every part and into the step's sum, acc += sigma * step, changes no rounding but at
+// the ends of the exponent range), so each part saves the multiply by sigma.
 //
 // q4_k_lean (q4_k): the high nibbles are multiplied in place (q & 0xF0F0F0F0, unsigned by
 // signed dp4a: 16 times the sums, divided out exactly by a shift when the digits combine),
@@ -1458,11 +1218,9 @@ __device__ __forceinline__ int dp4a_us(uint32_t a, uint32_t b, int c) {  // unsi
     return d;
 }
 
-struct q4_k_lean {  // part p as q4_k_int's
+struct q4_k_lean {  // part p as q4_k_path's: groups 0..3 the low half (sub-block 2c), 4..7 the high (2c+1)
     typedef q4_k F;
     static constexpr int kStages = 2;  // (bulk + early, 5 blocks/SM: 5.10 against 4: 5.22, 8: 5.38 us; stop 19)
-    static constexpr bool kPrefetch = false;
-    static constexpr bool kFold = true;  // dot_acc: the step's sum without sigma
     static constexpr bool kRowCopy = OPGEN_QMATVEC_K4_ROWCOPY, kCap = OPGEN_QMATVEC_K4_CAP,
                           kRolled = OPGEN_QMATVEC_K4_ROLLED;
     static constexpr bool kBulk = OPGEN_QMATVEC_K4_BULK, kEarly = OPGEN_QMATVEC_K4_EARLY;
@@ -1471,15 +1229,17 @@ struct q4_k_lean {  // part p as q4_k_int's
         uint32_t D[3][8];
         float sigma, sx_lo, sx_hi;  // sx_*: sum X of the half (exact: |sum| <= 16 * 2^22)
     };
-    static __device__ __forceinline__ void load_x(const float* xb, int p, float4 (&v)[8]) { q4_k_int::load_x(xb, p, v); }
-    static constexpr bool kTc = OPGEN_QMATVEC_K4_TC;  // quantize_x_tc's digits
+    static __device__ __forceinline__ void load_x(const float* xb, int p, float4 (&v)[8]) {
+        const float* lo = xb + 64 * (p >> 1) + 16 * (p & 1);
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            v[j] = load_x4(lo + 4 * j);
+            v[4 + j] = load_x4(lo + 32 + 4 * j);
+        }
+    }
     static __device__ __forceinline__ void quantize(const float4 (&v)[8], X& q) {
         int xs[8];
-        if constexpr (kTc) {
-            quantize_x_tc<8, 22>(v, q.D, xs, q.sigma);
-        } else {
-            quantize_x_sums<8>(v, q.D, xs, q.sigma);
-        }
+        quantize_x_tc<8, 22>(v, q.D, xs, q.sigma);
         q.sx_lo = (float)((xs[0] + xs[1]) + (xs[2] + xs[3]));
         q.sx_hi = (float)((xs[4] + xs[5]) + (xs[6] + xs[7]));
     }
@@ -1494,17 +1254,10 @@ struct q4_k_lean {  // part p as q4_k_int's
 #pragma unroll
         for (int j = 0; j < 4; j++) {
             const uint32_t lo = qw[j] & 0x0F0F0F0Fu, hi = qw[j] & 0xF0F0F0F0u;  // hi: 16 q
-            if constexpr (kTc) {
-                a0 = dp4a_uu(lo, v.D[0][j], a0);
-                a1 = dp4a_uu(lo, v.D[1][j], a1);
-                b0 = dp4a_uu(hi, v.D[0][4 + j], b0);
-                b1 = dp4a_uu(hi, v.D[1][4 + j], b1);
-            } else {
-                a0 = dp4a(lo, v.D[0][j], a0);
-                a1 = dp4a(lo, v.D[1][j], a1);
-                b0 = dp4a_us(hi, v.D[0][4 + j], b0);
-                b1 = dp4a_us(hi, v.D[1][4 + j], b1);
-            }
+            a0 = dp4a_uu(lo, v.D[0][j], a0);
+            a1 = dp4a_uu(lo, v.D[1][j], a1);
+            b0 = dp4a_uu(hi, v.D[0][4 + j], b0);
+            b1 = dp4a_uu(hi, v.D[1][4 + j], b1);
             a2 = dp4a(lo, v.D[2][j], a2);
             b2 = dp4a_us(hi, v.D[2][4 + j], b2);
         }
@@ -1538,13 +1291,11 @@ struct q4_k_lean {  // part p as q4_k_int's
 // scales[8h + p % 2 + 2g]: 24 dp4a (6 accumulators, not 12), 2 scales, 2 conversions of
 // sums. Its 16-byte windows of quants are read as aligned words from shared memory, with
 // one byte permute per word where the block sits 2 bytes off (blocks of 210 bytes). X has
-// 21 bits (quantize_x_sums<8, 21>): |sum (q - 32) X| over 16 weights <= 16 * 32 * 2^21 =
+// 21 bits (quantize_x_tc<8, 21>): |sum (q - 32) X| over 16 weights <= 16 * 32 * 2^21 =
 // 2^30 keeps the digits' sums in 32 bits (with 22 bits it could reach 2^31).
 struct q6_k_pair {
     typedef q6_k F;
     static constexpr int kStages = 4;  // (2: 8.08 us, 1: 8.86, 4: 7.89 from HBM; round 4)
-    static constexpr bool kPrefetch = false;
-    static constexpr bool kFold = true;
     static constexpr bool kRowCopy = OPGEN_QMATVEC_K6_ROWCOPY, kCap = OPGEN_QMATVEC_K6_CAP,
                           kRolled = OPGEN_QMATVEC_K6_ROLLED;
     static constexpr bool kBulk = OPGEN_QMATVEC_K6_BULK, kEarly = OPGEN_QMATVEC_K6_EARLY;
@@ -1561,14 +1312,9 @@ struct q6_k_pair {
             v[4 + j] = load_x4(base + 64 + 4 * j);
         }
     }
-    static constexpr bool kTc = OPGEN_QMATVEC_K6_TC;  // quantize_x_tc's digits
     static __device__ __forceinline__ void quantize(const float4 (&v)[8], X& q) {
         int xs[8];
-        if constexpr (kTc) {
-            quantize_x_tc<8, 21>(v, q.D, xs, q.sigma);
-        } else {
-            quantize_x_sums<8, 21>(v, q.D, xs, q.sigma);
-        }
+        quantize_x_tc<8, 21>(v, q.D, xs, q.sigma);
         q.corr[0] = -32 * ((xs[0] + xs[1]) + (xs[2] + xs[3]));
         q.corr[1] = -32 * ((xs[4] + xs[5]) + (xs[6] + xs[7]));
     }
@@ -1599,17 +1345,10 @@ struct q6_k_pair {
         for (int k = 0; k < 4; k++) {
             const uint32_t lo = (ql[k] & 0x0F0F0F0Fu) | ((qh[k] << up) & 0x30303030u);
             const uint32_t hi = ((ql[k] >> 4) & 0x0F0F0F0Fu) | ((qh[k] >> down) & 0x30303030u);
-            if constexpr (kTc) {  // quants 0..63: unsigned as signed alike
-                a0 = dp4a_uu(lo, v.D[0][k], a0);
-                a1 = dp4a_uu(lo, v.D[1][k], a1);
-                b0 = dp4a_uu(hi, v.D[0][4 + k], b0);
-                b1 = dp4a_uu(hi, v.D[1][4 + k], b1);
-            } else {
-                a0 = dp4a(lo, v.D[0][k], a0);
-                a1 = dp4a(lo, v.D[1][k], a1);
-                b0 = dp4a(hi, v.D[0][4 + k], b0);
-                b1 = dp4a(hi, v.D[1][4 + k], b1);
-            }
+            a0 = dp4a_uu(lo, v.D[0][k], a0);  // quants 0..63: unsigned as signed alike
+            a1 = dp4a_uu(lo, v.D[1][k], a1);
+            b0 = dp4a_uu(hi, v.D[0][4 + k], b0);
+            b1 = dp4a_uu(hi, v.D[1][4 + k], b1);
             a2 = dp4a(lo, v.D[2][k], a2);
             b2 = dp4a(hi, v.D[2][4 + k], b2);
         }
@@ -1760,7 +1499,7 @@ template <typename P> __device__ void qmatvec_kint(const uint8_t* __restrict__ w
             }
             typename P::X xq;
             P::quantize(xv, xq);
-            float sacc[R];  // P::kFold: the step's sums over sigma
+            float sacc[R];  // the step's sums over sigma
 #pragma unroll
             for (int i = 0; i < R; i++) sacc[i] = 0.0f;
 #pragma unroll
@@ -1779,19 +1518,12 @@ template <typename P> __device__ void qmatvec_kint(const uint8_t* __restrict__ w
                     for (int i = s * RS; i < (s + 1) * RS; i++) {  // rows past nrows: stale bytes, never written out
                         const uint8_t* src = wi + i * row_bytes + c0 * F::kBytes;
                         const unsigned long long skew = kAligned ? 0u : reinterpret_cast<unsigned long long>(src) & 15u;
-                        if constexpr (P::kFold) {
-                            P::dot_acc(reinterpret_cast<const uint8_t*>(stage + i * kRowVecs), (int)skew + blk * F::kBytes, part, xq, sacc[i]);
-                        } else {
-                            const uint8_t* b = reinterpret_cast<const uint8_t*>(stage + i * kRowVecs) + skew + blk * F::kBytes;
-                            acc[i] += P::dot(b, part, xq);
-                        }
+                        P::dot_acc(reinterpret_cast<const uint8_t*>(stage + i * kRowVecs), (int)skew + blk * F::kBytes, part, xq, sacc[i]);
                     }
                 }
             }
-            if constexpr (P::kFold) {
 #pragma unroll
-                for (int i = 0; i < R; i++) acc[i] = fmaf(xq.sigma, sacc[i], acc[i]);
-            }
+            for (int i = 0; i < R; i++) acc[i] = fmaf(xq.sigma, sacc[i], acc[i]);
 #if OPGEN_QMV_SM90
             if constexpr (B) parity ^= 1u;
 #endif
@@ -1891,20 +1623,8 @@ template <typename P> __device__ void qmatvec_kpath(const uint8_t* __restrict__ 
     }
 }
 
-struct q4_k_int;  // the integer K path's (defined for NVIDIA sm_80 and up only)
-struct q6_k_int;
-struct q4_k_lean;
+struct q4_k_lean;  // the integer K path's (defined for NVIDIA sm_80 and up only)
 struct q6_k_pair;
-#if OPGEN_QMATVEC_K4_LEAN
-typedef q4_k_lean q4_k_kint;  // q4_k's integer K path
-#else
-typedef q4_k_int q4_k_kint;
-#endif
-#if OPGEN_QMATVEC_K6_PAIR
-typedef q6_k_pair q6_k_kint;  // q6_k's
-#else
-typedef q6_k_int q6_k_kint;
-#endif
 
 // K: the integer K path's struct (NVIDIA sm_80 and up), P: the f32 K path's (elsewhere).
 template <typename K, typename P> __device__ __forceinline__ void qmatvec_k(const uint8_t* w, const float* x, float* y,
@@ -2021,8 +1741,8 @@ template <typename K, typename P, int MB = 0> struct qmatvec_k_of {
 template <> struct qmatvec_of<q4_0> : qmatvec_fast_of<q4_0> {};
 template <> struct qmatvec_of<q4_1> : qmatvec_fast_of<q4_1> {};
 template <> struct qmatvec_of<q8_0> : qmatvec_fast_of<q8_0> {};
-template <> struct qmatvec_of<q4_k> : qmatvec_k_of<q4_k_kint, q4_k_path, OPGEN_QMATVEC_K4_BLOCKS> {};
-template <> struct qmatvec_of<q6_k> : qmatvec_k_of<q6_k_kint, q6_k_path, OPGEN_QMATVEC_K6_BLOCKS> {};
+template <> struct qmatvec_of<q4_k> : qmatvec_k_of<q4_k_lean, q4_k_path, OPGEN_QMATVEC_K4_BLOCKS> {};
+template <> struct qmatvec_of<q6_k> : qmatvec_k_of<q6_k_pair, q6_k_path, OPGEN_QMATVEC_K6_BLOCKS> {};
 
 }  // namespace
 
