@@ -88,45 +88,6 @@ constexpr int kGroups = kThreads / OPGEN_LANE_GROUP;  // groups of 32 lanes (a w
 constexpr int kTileRows = OPGEN_QMATVEC_ROWS;   // weight rows per item of the tiled path (kernel_facts, 4)
 constexpr int kMinBlocks = 8;                // resident blocks per SM qmatvec is built for (NVIDIA: <= 64 registers)
 constexpr int kKMinBlocks = 4;               // the same for the K path (q4_k, q6_k): <= 128 registers
-// Round 4's switches of the integer K path (bench/gpu_quant.py --explore; figures:
-// bench/results/qmatvec-kquant-round4-h100.md), each 0 or 1, per format (K4_*: q4_k, K6_*: q6_k).
-// On: K4_LEAN, K4_TC (q4_k 5.69 against 5.79 us per product from HBM, L2 5.07 against 5.29)
-// and K6_PAIR, K6_ROWCOPY, K6_TC, K6_ROLLED (q6_k 7.91 against 8.39, L2 5.28 against 6.31, before
-// K6_ROLLED; with it 7.74); with all of
-// them off the kernels are round 3's, machine code for machine code.
-// - K4_LEAN / K6_PAIR: q4_k_lean for q4_k, q6_k_pair for q6_k (below, at their code);
-// - K*_ROWCOPY: a step's slab copied row by row, thread t taking pieces t and t + kThreads
-//   of each row (one address a row), instead of one loop over the slab's pieces (a
-//   division and a 64-bit address per piece);
-// - K*_TC: q4_k_lean / q6_k_pair take x's digits as quantize_x_tc makes them;
-// - K*_ROLLED: with K*_ROWCOPY, the copy's stages kept a loop (#pragma unroll 1). Fully
-//   unrolled, ptxas moves x's quantization (which waits for x's loads) between the stages'
-//   cp.async, so a warp stalls on x before it has asked for the whole slab (sm_90 SASS of
-//   row copy + lean: FMNMX between the LDGSTS groups): from L2 q4_k took 4.34 us against
-//   5.29, from HBM 5.91 against 5.79. Measured in stop 19's call (qmatvec-kquant-round4b-h100.log):
-//   on for q6_k (7.74 against 7.89 us from HBM, 105 registers against 120, the same bits);
-//   off for q4_k (capped at 4 blocks/SM 5.82 against 5.69 us; uncapped, 5 blocks/SM, 6.08).
-// - K*_CAP: the slab's shared array padded to 46 KB, so that no more than 4 blocks fit a
-//   multiprocessor when the kernel needs fewer registers (with the row copy q4_k needs 93,
-//   5 blocks per SM, which were slower from HBM with PDL: 6.60 against 5.79 us).
-#ifndef OPGEN_QMATVEC_K4_ROWCOPY
-#define OPGEN_QMATVEC_K4_ROWCOPY 0
-#endif
-#ifndef OPGEN_QMATVEC_K4_CAP
-#define OPGEN_QMATVEC_K4_CAP 0
-#endif
-#ifndef OPGEN_QMATVEC_K4_ROLLED
-#define OPGEN_QMATVEC_K4_ROLLED 0
-#endif
-#ifndef OPGEN_QMATVEC_K6_ROWCOPY
-#define OPGEN_QMATVEC_K6_ROWCOPY 1
-#endif
-#ifndef OPGEN_QMATVEC_K6_CAP
-#define OPGEN_QMATVEC_K6_CAP 0
-#endif
-#ifndef OPGEN_QMATVEC_K6_ROLLED
-#define OPGEN_QMATVEC_K6_ROLLED 1
-#endif
 // Round 5's switches of the integer K path (bench/results/qmatvec-kquant-round5-h200.md), the
 // dp4a path's round 4 applied to it, on sm_90 only (elsewhere, and with them 0, the code
 // above): K*_BULK: a step's slab copied by bulk copies (the TMA engine; lane i of warp 0
@@ -1158,8 +1119,9 @@ struct q6_k_path {  // part p: half h = p / 4, l0 = 8 (p % 4): weights 128h + 32
 // Round 4 (bench/results/qmatvec-kquant-round4-h100.md): q4_k_lean and q6_k_pair (below) count
 // fewer instructions per row and part in sm_90 SASS than round 3's q4_k_int / q6_k_int (q4_k
 // 76 -> 67 between the first and the last dp4a, q6_k 124 -> 96: 5.69 against 5.79 us per
-// product from HBM for q4_k, 7.91 against 8.39 for q6_k); round 3's structs, x's digits by
-// quantize_x_sums and conversions of the digit sums by int_float are in commit 3eb441a.
+// product from HBM for q4_k, 7.91 against 8.39 for q6_k with the row copy, both with cp.async);
+// round 3's structs with their variants (digit sums by int_float, shared scales), x's digits by
+// quantize_x_sums and round 4's capped slabs and unrolled row copies are in commit 3eb441a.
 
 // Three digit sums as the one integer they stand for (mod 2^32).
 __device__ __forceinline__ int digits3(int s0, int s1, int s2) {
@@ -1221,8 +1183,7 @@ __device__ __forceinline__ int dp4a_us(uint32_t a, uint32_t b, int c) {  // unsi
 struct q4_k_lean {  // part p as q4_k_path's: groups 0..3 the low half (sub-block 2c), 4..7 the high (2c+1)
     typedef q4_k F;
     static constexpr int kStages = 2;  // (bulk + early, 5 blocks/SM: 5.10 against 4: 5.22, 8: 5.38 us; stop 19)
-    static constexpr bool kRowCopy = OPGEN_QMATVEC_K4_ROWCOPY, kCap = OPGEN_QMATVEC_K4_CAP,
-                          kRolled = OPGEN_QMATVEC_K4_ROLLED;
+    static constexpr bool kRowCopy = false;  // cp.async (sm_80): one loop over the slab's pieces (qmatvec_kint)
     static constexpr bool kBulk = OPGEN_QMATVEC_K4_BULK, kEarly = OPGEN_QMATVEC_K4_EARLY;
     static constexpr int kBits = 22;
     struct X {
@@ -1296,8 +1257,7 @@ struct q4_k_lean {  // part p as q4_k_path's: groups 0..3 the low half (sub-bloc
 struct q6_k_pair {
     typedef q6_k F;
     static constexpr int kStages = 4;  // (2: 8.08 us, 1: 8.86, 4: 7.89 from HBM; round 4)
-    static constexpr bool kRowCopy = OPGEN_QMATVEC_K6_ROWCOPY, kCap = OPGEN_QMATVEC_K6_CAP,
-                          kRolled = OPGEN_QMATVEC_K6_ROLLED;
+    static constexpr bool kRowCopy = true;  // cp.async (sm_80): row by row, the stages a loop (qmatvec_kint)
     static constexpr bool kBulk = OPGEN_QMATVEC_K6_BULK, kEarly = OPGEN_QMATVEC_K6_EARLY;
     struct X {
         uint32_t D[3][8];  // groups 0..3: g = e, 4..7: g = e + 2
@@ -1390,8 +1350,7 @@ template <typename P> __device__ void qmatvec_kint(const uint8_t* __restrict__ w
     constexpr int kWarps = kThreads / 32;
     constexpr bool kAligned = F::kBytes % 16 == 0;  // q4_k: every block of an aligned w is 16-byte aligned
     constexpr bool B = OPGEN_QMV_SM90 && P::kBulk, E = B && P::kEarly;  // round 5's (sm_90)
-    constexpr int kCapVecs = P::kCap ? 46 * 1024 / 16 : 0;  // 5 blocks of 47 KB > 228 KB
-    __shared__ uint4 stage[R * kRowVecs > kCapVecs ? R * kRowVecs : kCapVecs];
+    __shared__ uint4 stage[R * kRowVecs];
     __shared__ float partial[kWarps][R];
     const unsigned int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     const int blk = (int)threadIdx.x / 8, part = (int)threadIdx.x % 8;
@@ -1448,7 +1407,16 @@ template <typename P> __device__ void qmatvec_kint(const uint8_t* __restrict__ w
             if (c0 > 0) __syncthreads();  // the previous step is used up
             if constexpr (B) {
                 // (K*_BULK: issued above)
-            } else if constexpr (P::kRowCopy && P::kRolled) {  // the same, the stages a loop ptxas keeps
+            } else if constexpr (P::kRowCopy) {
+                // Row by row (q6_k): thread t copies pieces t, t + kThreads, .. of each row's step (an
+                // address a row, not a division and a 64-bit address a piece), the stages kept a loop
+                // (#pragma unroll 1): fully unrolled, ptxas moves x's quantization (which waits for
+                // x's loads) between the stages' cp.async, so a warp stalls on x before it has asked
+                // for the whole slab. On an H100 with cp.async (round 4, qmatvec-kquant-round4-h100.md,
+                // and stop 19's qmatvec-kquant-round4b-h100.log), per product from HBM: q6_k 7.74 us
+                // against 7.89 unrolled (105 registers against 120; by the loop below 8.27 against
+                // 8.21 by rows, 2 stages); q4_k by rows took 93 registers, so 5 blocks per SM, and was
+                // slower (6.08 us; 5.82 capped at 4 blocks by a padded slab) than by the loop (5.69).
 #pragma unroll 1
                 for (int s = 0; s < S; s++) {
 #pragma unroll
@@ -1466,23 +1434,6 @@ template <typename P> __device__ void qmatvec_kint(const uint8_t* __restrict__ w
                     }
                     cp_async_commit();
                 }
-            } else if constexpr (P::kRowCopy) {  // row by row: thread t copies pieces t, t + kThreads, .. of each row's step
-#pragma unroll
-                for (int s = 0; s < S; s++) {
-#pragma unroll
-                    for (int i = s * RS; i < (s + 1) * RS; i++) {
-                        const uint8_t* src = wi + i * row_bytes + c0 * F::kBytes;
-                        const unsigned long long skew = kAligned ? 0u : reinterpret_cast<unsigned long long>(src) & 15u;
-                        const int nv = kAligned ? cb * F::kBytes / 16 : (int)((skew + cb * F::kBytes + 15) / 16);
-                        const uint8_t* from = src - skew;
-#pragma unroll
-                        for (int j = 0; j < (kRowVecs + kThreads - 1) / kThreads; j++) {
-                            const int c = (int)threadIdx.x + j * kThreads;
-                            if (i < nrows && c < nv) cp_async16(stage + i * kRowVecs + c, from + 16 * c);
-                        }
-                    }
-                    cp_async_commit();
-            }
             } else {
 #pragma unroll
                 for (int s = 0; s < S; s++) {
