@@ -297,28 +297,17 @@ def torch_rows(rows: dict, fmt: str, w, x, kind: str) -> None:
 # qmatvec-round3-h100.md.
 
 
-# Round 4 (bench/results/qmatvec-kquant-round4-h100.md): the K path's compile switches
-# (hip/quantized.hip, OPGEN_QMATVEC_K4_* / K6_*), each set by its #define; shipped: q4_k
-# K4_LEAN + K4_TC, q6_k K6_PAIR + K6_ROWCOPY + K6_TC + K6_ROLLED (q6_k_pair with 4 stages),
-# and round 5's K*_BULK + K*_EARLY at K*_BLOCKS 5 (q4_k in 2 stages). The variants of round
-# 4's device calls are in that file, stop 19's in bench/results/gpu-notes.md ("Stop 19").
-def _on(*names: str) -> dict:
-    return {f"#define OPGEN_QMATVEC_{n} 0": f"#define OPGEN_QMATVEC_{n} 1" for n in names}
+# The integer K path (q4_k, q6_k; bench/results/qmatvec-kquant-round4-h100.md,
+# qmatvec-kquant-round5-h200.md, gpu-notes.md "Stop 19"): shipped q4_k_lean (2 stages) and
+# q6_k_pair (4 stages), on sm_90 by bulk copies, the first step before the wait, launch bounds of
+# 5 blocks/SM; on sm_80 by cp.async after the wait, 4 blocks/SM.
+def _k_blocks(fmt: str, blocks: int) -> dict:  # the K path's launch bounds on sm_90 (blocks per SM)
+    return {f"{fmt}_path, 5>": f"{fmt}_path, {blocks}>"}
 
 
-def _off(*names: str) -> dict:
-    return {f"#define OPGEN_QMATVEC_{n} 1": f"#define OPGEN_QMATVEC_{n} 0" for n in names}
-
-
-def _set(name: str, default: int, value: int) -> dict:  # a switch from its shipped value to another
-    return {f"#define OPGEN_QMATVEC_{name} {default}": f"#define OPGEN_QMATVEC_{name} {value}"}
-
-
-_K4 = "kKRows = OPGEN_QMATVEC_K_ROWS_Q4_K;"
-_K6 = "kKRows = OPGEN_QMATVEC_K_ROWS_Q6_K;"
+_SM80 = {"#define OPGEN_QMV_SM90 1": "#define OPGEN_QMV_SM90 0"}  # sm_80's code: cp.async, after the wait
 _K4L = "static constexpr int kStages = 2;  // (bulk + early, 5 blocks/SM: 5.10 against 4: 5.22, 8: 5.38 us; stop 19)"
 _K6R = "static constexpr int kStages = 4;  // (2: 8.08 us, 1: 8.86, 4: 7.89 from HBM; round 4)"
-_K8 = {"constexpr int kKMinBlocks = 4;": "constexpr int kKMinBlocks = 8;"}  # 64 registers (no spills)
 
 
 _Q8_BULK = {"    static constexpr bool kFastBulk = false;": "    static constexpr bool kFastBulk = true;"}
@@ -354,34 +343,24 @@ EXPLORE = {
         ("bulk copies, 2 stages, first chunk before the wait", 256, 8, _Q8_BULK),
     ],
     # Round 5 (bench/results/qmatvec-kquant-round5-h200.md): the dp4a path's round 4 on the K
-    # path (sm_90): K*_BULK (bulk copies, an mbarrier per stage), K*_EARLY (the first step
-    # copied before the wait), K*_BLOCKS (the launch bounds' blocks per SM); q4_k ships bulk +
-    # early at 4 blocks/SM since. Round 5's call measured 6 and 7 blocks/SM, 2 stages and 6
-    # blocks/SM alone too (all slower; that file). Round 4's K variants (row copy, rolled, caps,
-    # stages, 4 rows/item) are in qmatvec-kquant-round4-h100.md and its .log / round4b .log.
+    # path (sm_90): bulk copies with an mbarrier per stage, the first step copied before the
+    # wait, the launch bounds' blocks per SM (5 since stop 19). Round 5's call measured 6 and 7
+    # blocks/SM, 2 stages and 6 blocks/SM alone too (all slower; that file). Round 4's K variants
+    # (row copy, rolled, caps, stages, 4 rows/item) are in qmatvec-kquant-round4-h100.md and its
+    # .log / round4b .log; their switches in commit 3eb441a.
     "q4_k": [
         ("shipped (bulk + early, 5 blocks/SM, 2 stages; lean + tc digits)", 128, 8, {}),
-        ("bulk + early, 4 blocks/SM, 2 stages", 128, 8, _set("K4_BLOCKS", 5, 0)),
-        ("bulk + early, 6 blocks/SM", 128, 8, _set("K4_BLOCKS", 5, 6)),
+        ("bulk + early, 4 blocks/SM, 2 stages", 128, 8, _k_blocks("q4_k", 4)),
+        ("bulk + early, 6 blocks/SM", 128, 8, _k_blocks("q4_k", 6)),
         ("bulk + early, 5 blocks/SM, 4 stages", 128, 8, {_K4L: _K4L.replace("= 2;", "= 4;")}),
         ("bulk + early, 5 blocks/SM, 8 stages", 128, 8, {_K4L: _K4L.replace("= 2;", "= 8;")}),
-        (
-            "round 4's (cp.async, after the wait)",
-            128,
-            8,
-            {**_set("K4_BULK", 1, 0), **_set("K4_EARLY", 1, 0), **_set("K4_BLOCKS", 5, 0)},
-        ),
+        ("round 4's = sm_80's code (cp.async, after the wait, 4 blocks/SM)", 128, 8, _SM80),
     ],
     "q6_k": [
-        ("shipped (bulk + early, 5 blocks/SM; row copy rolled + pair + tc, 4 stages)", 128, 8, {}),
-        ("bulk + early, 4 blocks/SM", 128, 8, _set("K6_BLOCKS", 5, 0)),
+        ("shipped (bulk + early, 5 blocks/SM; pair + tc digits, 4 stages)", 128, 8, {}),
+        ("bulk + early, 4 blocks/SM", 128, 8, _k_blocks("q6_k", 4)),
         ("bulk + early, 5 blocks/SM, 2 stages", 128, 8, {_K6R: _K6R.replace("= 4;", "= 2;")}),
-        (
-            "round 4's (cp.async, after the wait, 4 blocks/SM)",
-            128,
-            8,
-            {**_set("K6_BULK", 1, 0), **_set("K6_EARLY", 1, 0), **_set("K6_BLOCKS", 5, 0)},
-        ),
+        ("round 4's = sm_80's code (cp.async, after the wait, 4 blocks/SM)", 128, 8, _SM80),
     ],
 }
 

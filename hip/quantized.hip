@@ -88,43 +88,6 @@ constexpr int kGroups = kThreads / OPGEN_LANE_GROUP;  // groups of 32 lanes (a w
 constexpr int kTileRows = OPGEN_QMATVEC_ROWS;   // weight rows per item of the tiled path (kernel_facts, 4)
 constexpr int kMinBlocks = 8;                // resident blocks per SM qmatvec is built for (NVIDIA: <= 64 registers)
 constexpr int kKMinBlocks = 4;               // the same for the K path (q4_k, q6_k): <= 128 registers
-// Round 5's switches of the integer K path (bench/results/qmatvec-kquant-round5-h200.md), the
-// dp4a path's round 4 applied to it, on sm_90 only (elsewhere, and with them 0, the code
-// above): K*_BULK: a step's slab copied by bulk copies (the TMA engine; lane i of warp 0
-// copies row i from its 16-byte floor, the bytes the cp.async pieces would bring) that
-// complete on an mbarrier per stage (one arrival per row), every thread waiting on its
-// stage's barrier for itself: no copy loop in every thread, no block barrier per stage.
-// K*_EARLY (with K*_BULK): a block's first step of weights is copied before the wait for
-// the kernel before it (see qmatvec_fast for why that is safe); x is read and y written
-// only after it. K*_BLOCKS: resident blocks per SM the launch bounds ask for (0: kKMinBlocks,
-// 4), so that the next product's blocks find a slot beside this one's.
-// Measured in round 5's one call (an H200; per product in a graph, from HBM / from L2):
-// on for q4_k, K4_BULK + K4_EARLY at 4 blocks/SM (104 registers): 5.04 / 4.26 us against
-// 5.16 / 5.12, the same bits; at 5 blocks/SM (K4_BLOCKS 5, 90 registers) 5.15 / 4.85, at 6
-// (79) 5.87 / 5.62, at 7 (72) 6.91; 6 blocks/SM alone (cp.async) 7.21. q6_k there: at 5
-// blocks/SM 6.44 / 6.07 against 6.51 / 5.52 (slower from L2), at 4 6.77 / 5.53, at 6 7.89.
-// On the H100 (stop 19's calls, bench/results/gpu-notes.md "Stop 19"), 5 blocks per SM won
-// for both formats, so both ship it: q4_k at 5 blocks/SM with 2 stages 5.09-5.11 us from HBM
-// against 5.56-5.61 at 4 and 5.66-5.91 for round 4's code; q6_k at 5 blocks/SM 7.10-7.18
-// against 7.74-7.77 at 4 and 7.72-7.74 for round 4's; 6 blocks/SM slower for both (6.1 / 8.6).
-#ifndef OPGEN_QMATVEC_K4_BULK
-#define OPGEN_QMATVEC_K4_BULK 1
-#endif
-#ifndef OPGEN_QMATVEC_K4_EARLY
-#define OPGEN_QMATVEC_K4_EARLY 1
-#endif
-#ifndef OPGEN_QMATVEC_K4_BLOCKS
-#define OPGEN_QMATVEC_K4_BLOCKS 5
-#endif
-#ifndef OPGEN_QMATVEC_K6_BULK
-#define OPGEN_QMATVEC_K6_BULK 1
-#endif
-#ifndef OPGEN_QMATVEC_K6_EARLY
-#define OPGEN_QMATVEC_K6_EARLY 1
-#endif
-#ifndef OPGEN_QMATVEC_K6_BLOCKS
-#define OPGEN_QMATVEC_K6_BLOCKS 5
-#endif
 static_assert(kThreads % OPGEN_LANE_GROUP == 0 && OPGEN_QMATVEC_FAST_THREADS % kThreads == 0,
               "qmatvec's blocks: whole groups of lanes; the dp4a path's a multiple of kThreads");
 
@@ -1098,13 +1061,21 @@ struct q6_k_path {  // part p: half h = p / 4, l0 = 8 (p % 4): weights 128h + 32
 //   conversion instruction issues at a quarter of the rate). Against GGML's dequantized
 //   weights the error is of f32 rounding size, as the dp4a path's (2.5e-8 of sum |x||W|
 //   measured; the tests allow 1e-5).
-// - Weights: the step's slab (all kKRows rows) is copied to shared memory with cp.async in
+// - Weights: on sm_90 a step's slab (all kKRows rows) is copied by bulk copies (the TMA engine;
+//   lane i of warp 0 copies row i from its 16-byte floor: bulk_step) that complete on an
+//   mbarrier per stage (one arrival per row), every thread waiting on its stage's barrier for
+//   itself (no copy loop in every thread, no block barrier per stage), and a block's first
+//   step is copied before the wait for the kernel before it (qmatvec_fast says why that is
+//   safe; x is read and y written only after the wait). Elsewhere (sm_80) with cp.async in
 //   P::kStages commit groups of rows, all in flight before the first is used; each group's
-//   rows are used as soon as it lands (one barrier per group). On sm_90 with K*_BULK (q4_k
-//   since round 5): a bulk copy per row by warp 0, an mbarrier per stage that every thread
-//   waits on for itself, and with K*_EARLY the first step copied before the wait for the
-//   kernel before (5.04 against 5.16 us per product from HBM on an H200, 4.26 against 5.12
-//   from L2; bench/results/qmatvec-kquant-round5-h200.md).
+//   rows are used as soon as it lands (one barrier per group). On sm_90 the launch bounds ask
+//   for 5 resident blocks per SM (qmatvec_k_of; 4 elsewhere), so that the next product's blocks
+//   find a slot beside this one's. On an H100 (stop 19's calls, bench/results/gpu-notes.md
+//   "Stop 19"), per product from HBM: q4_k (2 stages) 5.09-5.11 us against 5.56-5.61 at 4
+//   blocks/SM and 5.66-5.91 with cp.async after the wait (round 4's code, sm_80's); q6_k
+//   7.10-7.18 against 7.74-7.77 at 4 and 7.72-7.74 for round 4's; 6 blocks/SM were slower for
+//   both (6.1 / 8.6). On an H200 (round 5, qmatvec-kquant-round5-h200.md) q4_k took 5.04 us
+//   against 5.16 with cp.async, 4.26 against 5.12 from L2, at 4 blocks/SM.
 // - Launched programmatically (ops.yaml's kernel_facts PROGRAMMATIC_KERNELS): a product waits for
 //   the kernel before it before any access to device memory (but the weights' first step on
 //   sm_90, below). An L2 prefetch of the first item's weight rows before that wait, as the dp4a
@@ -1184,7 +1155,6 @@ struct q4_k_lean {  // part p as q4_k_path's: groups 0..3 the low half (sub-bloc
     typedef q4_k F;
     static constexpr int kStages = 2;  // (bulk + early, 5 blocks/SM: 5.10 against 4: 5.22, 8: 5.38 us; stop 19)
     static constexpr bool kRowCopy = false;  // cp.async (sm_80): one loop over the slab's pieces (qmatvec_kint)
-    static constexpr bool kBulk = OPGEN_QMATVEC_K4_BULK, kEarly = OPGEN_QMATVEC_K4_EARLY;
     static constexpr int kBits = 22;
     struct X {
         uint32_t D[3][8];
@@ -1258,7 +1228,6 @@ struct q6_k_pair {
     typedef q6_k F;
     static constexpr int kStages = 4;  // (2: 8.08 us, 1: 8.86, 4: 7.89 from HBM; round 4)
     static constexpr bool kRowCopy = true;  // cp.async (sm_80): row by row, the stages a loop (qmatvec_kint)
-    static constexpr bool kBulk = OPGEN_QMATVEC_K6_BULK, kEarly = OPGEN_QMATVEC_K6_EARLY;
     struct X {
         uint32_t D[3][8];  // groups 0..3: g = e, 4..7: g = e + 2
         int corr[2];       // -32 * sum X of each run of 16
@@ -1318,7 +1287,7 @@ struct q6_k_pair {
 };
 
 #if OPGEN_QMV_SM90
-// K*_BULK: warp 0 issues a step of an item by bulk copies: lane i (< kKRows) arrives on its
+// Warp 0 issues a step of an item by bulk copies: lane i (< kKRows) arrives on its
 // stage's barrier (kKRows / kStages arrivals a phase) with the bytes of row i's step from its
 // 16-byte floor (the cp.async pieces' bytes: the same bytes land in the same places), then
 // copies them; lanes of rows past nrows arrive with none.
@@ -1349,7 +1318,6 @@ template <typename P> __device__ void qmatvec_kint(const uint8_t* __restrict__ w
     constexpr int kRowVecs = kKBlocks * F::kBytes / 16 + 2;  // a step of a row from its 16-byte floor, + a spare
     constexpr int kWarps = kThreads / 32;
     constexpr bool kAligned = F::kBytes % 16 == 0;  // q4_k: every block of an aligned w is 16-byte aligned
-    constexpr bool B = OPGEN_QMV_SM90 && P::kBulk, E = B && P::kEarly;  // round 5's (sm_90)
     __shared__ uint4 stage[R * kRowVecs];
     __shared__ float partial[kWarps][R];
     const unsigned int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
@@ -1357,27 +1325,22 @@ template <typename P> __device__ void qmatvec_kint(const uint8_t* __restrict__ w
     const size_t row_blocks = k / F::kElems, row_bytes = row_blocks * F::kBytes;
     const size_t items = (n + R - 1) / R * rows;
 #if OPGEN_QMV_SM90
-    __shared__ __align__(8) uint64_t landed[B ? S : 1];  // K*_BULK: stage s's rows have landed (a phase a step)
-    uint32_t parity = 0u;                                  // of the barriers' current phase (one per step)
-    if constexpr (B) {
-        if (threadIdx.x == 0) {
+    __shared__ __align__(8) uint64_t landed[S];  // stage s's rows have landed (a phase a step)
+    uint32_t parity = 0u;                          // of the barriers' current phase (one per step)
+    if (threadIdx.x == 0) {
 #pragma unroll
-            for (int s = 0; s < S; s++) mbar_init<RS>(&landed[s]);
-            mbar_init_fence();
-        }
-        if constexpr (E) {
-            // The first item's first step of weights is copied before the wait for the kernel
-            // before (qmatvec_k leaves the wait to this function; qmatvec_fast says why it may).
-            if (warp == 0 && (size_t)blockIdx.x < items) {
-                __syncwarp();  // thread 0's initialisation, for the lanes that arrive
-                const size_t n0 = blockIdx.x / rows * R;
-                const int cb = row_blocks < (size_t)kKBlocks ? (int)row_blocks : kKBlocks;
-                bulk_step<P>(stage, landed, w + n0 * row_bytes, row_bytes, 0, n - n0 < (size_t)R ? (int)(n - n0) : R, cb,
-                             lane);
-            }
-            wait_for_predecessor();
-        }
+        for (int s = 0; s < S; s++) mbar_init<RS>(&landed[s]);
+        mbar_init_fence();
     }
+    // The first item's first step of weights is copied before the wait for the kernel before
+    // (qmatvec_k leaves the wait to this function; qmatvec_fast says why it may).
+    if (warp == 0 && (size_t)blockIdx.x < items) {
+        __syncwarp();  // thread 0's initialisation, for the lanes that arrive
+        const size_t n0 = blockIdx.x / rows * R;
+        const int cb = row_blocks < (size_t)kKBlocks ? (int)row_blocks : kKBlocks;
+        bulk_step<P>(stage, landed, w + n0 * row_bytes, row_bytes, 0, n - n0 < (size_t)R ? (int)(n - n0) : R, cb, lane);
+    }
+    wait_for_predecessor();
 #endif
     for (size_t item = blockIdx.x; item < items; item += gridDim.x) {
         const size_t n0 = item / rows * R, r = item % rows;
@@ -1397,17 +1360,14 @@ template <typename P> __device__ void qmatvec_kint(const uint8_t* __restrict__ w
             // Row i's step starts `skew` bytes into its 16-byte floor; unloaded pieces stay
             // stale, never read for rows written out.
 #if OPGEN_QMV_SM90
-            if constexpr (B) {
-                // the previous step is used up (every thread has passed its last read of the
-                // stage and of `partial`), and, the first time, the barriers are initialised
-                __syncthreads();
-                if (warp == 0 && !(E && item == blockIdx.x && c0 == 0)) bulk_step<P>(stage, landed, wi, row_bytes, c0, nrows, cb, lane);
-            } else
-#endif
+            // the previous step is used up (every thread has passed its last read of the stage
+            // and of `partial`), and, the first time, the barriers are initialised; the block's
+            // first step was issued before the wait, above
+            __syncthreads();
+            if (warp == 0 && !(item == blockIdx.x && c0 == 0)) bulk_step<P>(stage, landed, wi, row_bytes, c0, nrows, cb, lane);
+#else
             if (c0 > 0) __syncthreads();  // the previous step is used up
-            if constexpr (B) {
-                // (K*_BULK: issued above)
-            } else if constexpr (P::kRowCopy) {
+            if constexpr (P::kRowCopy) {
                 // Row by row (q6_k): thread t copies pieces t, t + kThreads, .. of each row's step (an
                 // address a row, not a division and a 64-bit address a piece), the stages kept a loop
                 // (#pragma unroll 1): fully unrolled, ptxas moves x's quantization (which waits for
@@ -1446,8 +1406,9 @@ template <typename P> __device__ void qmatvec_kint(const uint8_t* __restrict__ w
                         }
                     }
                     cp_async_commit();
+                }
             }
-            }
+#endif
             typename P::X xq;
             P::quantize(xv, xq);
             float sacc[R];  // the step's sums over sigma
@@ -1456,14 +1417,11 @@ template <typename P> __device__ void qmatvec_kint(const uint8_t* __restrict__ w
 #pragma unroll
             for (int s = 0; s < S; s++) {
 #if OPGEN_QMV_SM90
-                if constexpr (B) {
-                    if (active) mbar_wait(&landed[s], parity);  // this stage's rows have landed
-                } else
+                if (active) mbar_wait(&landed[s], parity);  // this stage's rows have landed
+#else
+                cp_async_wait(S - 1 - s);
+                __syncthreads();
 #endif
-                {
-                    cp_async_wait(S - 1 - s);
-                    __syncthreads();
-                }
                 if (active) {
 #pragma unroll
                     for (int i = s * RS; i < (s + 1) * RS; i++) {  // rows past nrows: stale bytes, never written out
@@ -1476,7 +1434,7 @@ template <typename P> __device__ void qmatvec_kint(const uint8_t* __restrict__ w
 #pragma unroll
             for (int i = 0; i < R; i++) acc[i] = fmaf(xq.sigma, sacc[i], acc[i]);
 #if OPGEN_QMV_SM90
-            if constexpr (B) parity ^= 1u;
+            parity ^= 1u;
 #endif
         }
         warp_rows<R>(acc, lane, partial[warp]);
@@ -1584,7 +1542,7 @@ template <typename K, typename P> __device__ __forceinline__ void qmatvec_k(cons
     const bool staged = opgen::aligned16(w) && blockDim.x == (unsigned int)kThreads;
 #if OPGEN_QMATVEC_DP4A
     release_dependents();
-    if (OPGEN_QMV_SM90 && K::kBulk && K::kEarly && staged) {  // it waits itself, after its first copies (K*_EARLY)
+    if (OPGEN_QMV_SM90 && staged) {  // it waits itself, after its first copies
         qmatvec_kint<K>(w, x, y, n, k, rows);
         return;
     }
@@ -1681,7 +1639,7 @@ template <typename F> struct qmatvec_fast_of {
     }
 };
 template <typename K, typename P, int MB = 0> struct qmatvec_k_of {
-    // MB (K*_BLOCKS, sm_90): the launch bounds' resident blocks per SM instead of kKMinBlocks
+    // MB: the launch bounds' resident blocks per SM on sm_90 (kKMinBlocks elsewhere)
     static constexpr int threads = kThreads, min_blocks = OPGEN_QMV_SM90 && MB > 0 ? MB : kKMinBlocks;
     static constexpr bool waits = true;  // wait_for_predecessor (on NVIDIA sm_90, where launches are programmatic)
     static __device__ __forceinline__ void run(const uint8_t* w, const float* x, float* y, size_t n, size_t k,
@@ -1692,8 +1650,8 @@ template <typename K, typename P, int MB = 0> struct qmatvec_k_of {
 template <> struct qmatvec_of<q4_0> : qmatvec_fast_of<q4_0> {};
 template <> struct qmatvec_of<q4_1> : qmatvec_fast_of<q4_1> {};
 template <> struct qmatvec_of<q8_0> : qmatvec_fast_of<q8_0> {};
-template <> struct qmatvec_of<q4_k> : qmatvec_k_of<q4_k_lean, q4_k_path, OPGEN_QMATVEC_K4_BLOCKS> {};
-template <> struct qmatvec_of<q6_k> : qmatvec_k_of<q6_k_pair, q6_k_path, OPGEN_QMATVEC_K6_BLOCKS> {};
+template <> struct qmatvec_of<q4_k> : qmatvec_k_of<q4_k_lean, q4_k_path, 5> {};
+template <> struct qmatvec_of<q6_k> : qmatvec_k_of<q6_k_pair, q6_k_path, 5> {};
 
 }  // namespace
 
