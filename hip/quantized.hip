@@ -24,10 +24,10 @@
 // rows per item (ops.yaml's kernel_facts, QMATVEC_K_ROWS_*), staged through shared memory with
 // coalesced 16-byte copies, a thread per 32 weights whose x serves all 8 rows. On NVIDIA
 // sm_80 and up the integer K path (below, at its code: x quantized to 22 bits as the dp4a
-// path's, 21 for q6_k, dp4a against the quants, cp.async in commit groups of rows; q4_k by
-// q4_k_lean, q6_k by q6_k_pair since round 4; on sm_90 q4_k's rows by bulk copies, the first
-// step before the wait for the kernel before, since round 5); elsewhere the f32 K path (f32 FMA of exact
-// quants per sub-block, then the sub-block's scales). Bound by the instruction stream, not by
+// path's, 21 for q6_k, dp4a against the quants, by q4_k_lean / q6_k_pair; on sm_90 the rows by
+// bulk copies, the first step before the wait for the kernel before, on sm_80 by cp.async in
+// commit groups of rows); elsewhere the f32 K path (f32 FMA of exact quants per sub-block,
+// then the sub-block's scales). Bound by the instruction stream, not by
 // HBM (figures: bench/results/gpu-notes.md, "Tuning figures", and
 // bench/results/qmatvec-round2-h100.md, qmatvec-kquant-round4-h100.md).
 //
@@ -913,7 +913,7 @@ template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w
 // Shapes (bench/gpu_quant.py --explore): 8 rows per item beat 4 and 16 for q4_k, and tie with
 // 4 for q6_k (figures: bench/results/gpu-notes.md, "Tuning figures").
 // Direct global loads were not tried for q6_k: its blocks are 2-byte aligned only. On NVIDIA
-// sm_80 and up the integer K path (above) takes these items instead.
+// sm_80 and up the integer K path (below) takes these items instead.
 
 constexpr int kKBlocks = kThreads / 8;  // weight blocks per step and row: a thread per 32 weights
 
@@ -1477,18 +1477,6 @@ template <typename P> __device__ void qmatvec_kpath(const uint8_t* __restrict__ 
             if (c0 > 0) __syncthreads();  // the previous step is used up
             // Row i's step starts `skew` bytes into its 16-byte floor (it changes from row to row
             // when row_bytes % 16 != 0).
-#if OPGEN_QMATVEC_DP4A
-            // cp.async: the pieces need no registers; unloaded ones stay stale, never read for
-            // rows written out
-            for (int u = (int)threadIdx.x; u < kVecs; u += kThreads) {
-                const int i = u / kRowVecs, c = u % kRowVecs;
-                const uint8_t* src = wi + i * row_bytes + c0 * F::kBytes;
-                const unsigned long long skew = reinterpret_cast<unsigned long long>(src) & 15u;
-                if (i < nrows && c < (int)((skew + cb * F::kBytes + 15) / 16)) cp_async16(stage + u, src - skew + 16 * c);
-            }
-            cp_async_commit();
-            cp_async_wait(0);
-#else
             uint4 v[kPer];
 #pragma unroll
             for (int j = 0; j < kPer; j++) {
@@ -1504,7 +1492,6 @@ template <typename P> __device__ void qmatvec_kpath(const uint8_t* __restrict__ 
                 const int u = (int)threadIdx.x + j * kThreads;
                 if (u < kVecs) stage[u] = v[j];  // unloaded pieces: stale, never read for rows written out
             }
-#endif
             __syncthreads();
             if (active) {
 #pragma unroll
