@@ -1155,7 +1155,6 @@ struct q4_k_lean {  // part p as q4_k_path's: groups 0..3 the low half (sub-bloc
     typedef q4_k F;
     static constexpr int kStages = 2;  // (bulk + early, 5 blocks/SM: 5.10 against 4: 5.22, 8: 5.38 us; stop 19)
     static constexpr bool kRowCopy = false;  // cp.async (sm_80): one loop over the slab's pieces (qmatvec_kint)
-    static constexpr int kBits = 22;
     struct X {
         uint32_t D[3][8];
         float sigma, sx_lo, sx_hi;  // sx_*: sum X of the half (exact: |sum| <= 16 * 2^22)
