@@ -481,9 +481,10 @@ template <typename F> __device__ void qmatvec_tiled(const uint8_t* __restrict__ 
 // first use; the rows of a stage are used as soon as it lands (one barrier per stage).
 // On sm_90, for the formats whose kFastBulk is true (q4_0, q4_1): a bulk copy per row (lane i
 // of warp 0 copies row i; the TMA engine moves it, no thread's registers or instructions per
-// 16 bytes) in 2 stages of rows, each completing an mbarrier that every
-// thread waits on for itself (no block barrier per stage), and a block's first chunk copied
-// before the wait for the kernel before it (qmatvec_fast). Those builds take 79 / 80
+// 16 bytes) in 2 stages of rows, each completing an mbarrier that every thread waits on for
+// itself (no block barrier per stage), and a block's first chunk copied before the wait for
+// the kernel before it (qmatvec_fast); 4 or 16 stages, or the copies after the wait, were
+// slower (qmatvec-round4-h100.md; gpu-notes.md, "Tuning figures"). Those builds take 79 / 80
 // registers, so 3 blocks fit on a multiprocessor: the next product's blocks start beside
 // this one's 2 and copy their first chunk while it computes. From HBM 4.98-4.99 us per
 // product for q4_0 (64.1-64.7% of copy bandwidth) against 5.33-5.36 with cp.async; the bulk
