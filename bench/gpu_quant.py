@@ -286,46 +286,28 @@ def torch_rows(rows: dict, fmt: str, w, x, kind: str) -> None:
 # explore_quant's variants: (label, threads per block, rows per item, {text: replacement} in
 # hip/quantized.hip[, blocks per multiprocessor]). The last, where given, caps the grid at that
 # many blocks per multiprocessor (the kernels stride over items; by default a block per item).
-# Round 4 (bench/results/qmatvec-round4-h100.md): the dp4a path's compile switches
-# (OPGEN_QMV_*, hip/quantized.hip), set against the shipped defaults: the slab by bulk copies
-# (TMA) completing on an mbarrier per stage, its stage count, the first chunk copied before the
-# wait for the kernel before, the launch bounds' resident blocks; q8_0 (cp.async) with them.
-# Earlier rounds' variants (stages, splits, rows per item, conversions, registers, smaller grids
-# with L2 prefetch, q4_K's shared scales) are in git history and in qmatvec-h100.md /
-# qmatvec-round2-h100.md / qmatvec-round3-h100.md.
+# The rows below change the shipped source's text. The variants that flipped hip/quantized.hip's
+# compile switches (round 4's OPGEN_QMV_* of the dp4a path: cp.async on sm_90, 4 or 16 stages,
+# the first chunk after the wait, other launch bounds; rounds 4-5's OPGEN_QMATVEC_K4_* / K6_* of
+# the integer K path) were removed with the switches after commit 3eb441a, which has them, their
+# rows and the code they compiled (figures: bench/results/qmatvec-round4-h100.md,
+# qmatvec-kquant-round4-h100.md, qmatvec-kquant-round5-h200.md). Earlier rounds' variants
+# (stages, splits, rows per item, conversions, registers, smaller grids with L2 prefetch, q4_K's
+# shared scales) are in git history and in qmatvec-h100.md / qmatvec-round2-h100.md /
+# qmatvec-round3-h100.md.
 
 
-# Round 4 (bench/results/qmatvec-kquant-round4-h100.md): the K path's compile switches
-# (hip/quantized.hip, OPGEN_QMATVEC_K4_* / K6_*), each set by its #define; shipped: q4_k
-# K4_LEAN + K4_TC, q6_k K6_PAIR + K6_ROWCOPY + K6_TC + K6_ROLLED (q6_k_pair with 4 stages),
-# and round 5's K*_BULK + K*_EARLY at K*_BLOCKS 5 (q4_k in 2 stages). The variants of round
-# 4's device calls are in that file, stop 19's in bench/results/gpu-notes.md ("Stop 19").
-def _on(*names: str) -> dict:
-    return {f"#define OPGEN_QMATVEC_{n} 0": f"#define OPGEN_QMATVEC_{n} 1" for n in names}
+# The integer K path (q4_k, q6_k; bench/results/qmatvec-kquant-round4-h100.md,
+# qmatvec-kquant-round5-h200.md, gpu-notes.md "Stop 19"): shipped q4_k_lean (2 stages) and
+# q6_k_pair (4 stages), on sm_90 by bulk copies, the first step before the wait, launch bounds of
+# 5 blocks/SM; on sm_80 by cp.async after the wait, 4 blocks/SM.
+def _k_blocks(fmt: str, blocks: int) -> dict:  # the K path's launch bounds on sm_90 (blocks per SM)
+    return {f"{fmt}_path, 5>": f"{fmt}_path, {blocks}>"}
 
 
-def _off(*names: str) -> dict:
-    return {f"#define OPGEN_QMATVEC_{n} 1": f"#define OPGEN_QMATVEC_{n} 0" for n in names}
-
-
-def _set(name: str, default: int, value: int) -> dict:  # a switch from its shipped value to another
-    return {f"#define OPGEN_QMATVEC_{name} {default}": f"#define OPGEN_QMATVEC_{name} {value}"}
-
-
-_K4 = "kKRows = OPGEN_QMATVEC_K_ROWS_Q4_K;"
-_K6 = "kKRows = OPGEN_QMATVEC_K_ROWS_Q6_K;"
-_K4L = (
-    "static constexpr int kStages = 2;  // (bulk + early, 5 blocks/SM: 5.10 against 4: 5.22, 8: 5.38 us; stop 19)\n"
-    "    static constexpr bool kPrefetch = false;\n    static constexpr bool kFold = true;"
-)
+_SM80 = {"#define OPGEN_QMV_SM90 1": "#define OPGEN_QMV_SM90 0"}  # sm_80's code: cp.async, after the wait
+_K4L = "static constexpr int kStages = 2;  // (bulk + early, 5 blocks/SM: 5.10 against 4: 5.22, 8: 5.38 us; stop 19)"
 _K6R = "static constexpr int kStages = 4;  // (2: 8.08 us, 1: 8.86, 4: 7.89 from HBM; round 4)"
-_K8 = {"constexpr int kKMinBlocks = 4;": "constexpr int kKMinBlocks = 8;"}  # 64 registers (no spills)
-
-
-def _defs(**switches) -> dict:
-    """A variant's compile switches: #defines put before the source's first include."""
-    head = "".join(f"#define OPGEN_QMV_{name} {value}\n" for name, value in switches.items())
-    return {'#include "compat.h"': head + '#include "compat.h"'}
 
 
 _Q8_BULK = {"    static constexpr bool kFastBulk = false;": "    static constexpr bool kFastBulk = true;"}
@@ -344,13 +326,6 @@ def _rows(fmt: str, rows: int) -> dict:  # the dp4a path's rows per item (ops.ya
 EXPLORE = {
     "q4_0": [
         ("shipped: bulk copies, 2 stages, first chunk before the wait", 256, 16, {}),
-        ("cp.async, 4 stages (rounds 1-3)", 256, 16, _defs(TMA=0)),
-        ("bulk copies, 2 stages, after the wait", 256, 16, _defs(EARLY=0)),
-        ("bulk copies, 4 stages, first chunk before the wait", 256, 16, _defs(TMA_STAGES=4)),
-        ("bulk copies, 4 stages, after the wait", 256, 16, _defs(TMA_STAGES=4, EARLY=0)),
-        ("bulk copies, 16 stages, first chunk before the wait", 256, 16, _defs(TMA_STAGES=16)),
-        ("bulk copies, 4 stages, after the wait, 3 blocks/SM", 256, 16, _defs(TMA_STAGES=4, EARLY=0, MIN_BLOCKS=3)),
-        ("shipped, launch bounds for 4 blocks/SM", 256, 16, _defs(MIN_BLOCKS=4)),
         # (stop 19's row had no kernel change: 16-row items on a grid of 512, half the blocks idle)
         ("8 rows per item", 256, 8, _rows("q4_0", 8)),
         # Round 6 (stop 20; qmatvec-round6-h100.log): x in 2 digits, 32 rows per item in dynamic shared
@@ -358,51 +333,34 @@ EXPLORE = {
         # commit 53c9f14 (which has them and their rows); the rows below need no switch.
         # A whole weight block per thread (blocks of 128 threads): every next product's block fits beside
         ("a weight block per thread", 128, 16, _WHOLE),
-        ("a weight block per thread, 4 blocks/SM", 128, 16, {**_WHOLE, **_defs(MIN_BLOCKS=4)}),
-        ("a weight block per thread, 5 blocks/SM", 128, 16, {**_WHOLE, **_defs(MIN_BLOCKS=5)}),
         ("a weight block per thread, 8 rows per item", 128, 8, {**_WHOLE, **_rows("q4_0", 8)}),
-        ("a weight block per thread, 4 stages", 128, 16, {**_WHOLE, **_defs(TMA_STAGES=4)}),
     ],
     "q4_1": [
         ("shipped: bulk copies, 2 stages, first chunk before the wait", 256, 16, {}),
-        ("cp.async, 4 stages (rounds 2-3)", 256, 16, _defs(TMA=0)),
-        ("bulk copies, 4 stages, first chunk before the wait", 256, 16, _defs(TMA_STAGES=4)),
     ],
     "q8_0": [
         ("shipped: cp.async, 4 stages", 256, 8, {}),
         ("bulk copies, 2 stages, first chunk before the wait", 256, 8, _Q8_BULK),
-        ("bulk copies, 4 stages, first chunk before the wait", 256, 8, {**_Q8_BULK, **_defs(TMA_STAGES=4)}),
-        ("bulk copies, 8 stages, after the wait", 256, 8, {**_Q8_BULK, **_defs(TMA_STAGES=16, EARLY=0)}),
     ],
     # Round 5 (bench/results/qmatvec-kquant-round5-h200.md): the dp4a path's round 4 on the K
-    # path (sm_90): K*_BULK (bulk copies, an mbarrier per stage), K*_EARLY (the first step
-    # copied before the wait), K*_BLOCKS (the launch bounds' blocks per SM); q4_k ships bulk +
-    # early at 4 blocks/SM since. Round 5's call measured 6 and 7 blocks/SM, 2 stages and 6
-    # blocks/SM alone too (all slower; that file). Round 4's K variants (row copy, rolled, caps,
-    # stages, 4 rows/item) are in qmatvec-kquant-round4-h100.md and its .log / round4b .log.
+    # path (sm_90): bulk copies with an mbarrier per stage, the first step copied before the
+    # wait, the launch bounds' blocks per SM (5 since stop 19). Round 5's call measured 6 and 7
+    # blocks/SM, 2 stages and 6 blocks/SM alone too (all slower; that file). Round 4's K variants
+    # (row copy, rolled, caps, stages, 4 rows/item) are in qmatvec-kquant-round4-h100.md and its
+    # .log / round4b .log; their switches in commit 3eb441a.
     "q4_k": [
         ("shipped (bulk + early, 5 blocks/SM, 2 stages; lean + tc digits)", 128, 8, {}),
-        ("bulk + early, 4 blocks/SM, 2 stages", 128, 8, _set("K4_BLOCKS", 5, 0)),
-        ("bulk + early, 6 blocks/SM", 128, 8, _set("K4_BLOCKS", 5, 6)),
+        ("bulk + early, 4 blocks/SM, 2 stages", 128, 8, _k_blocks("q4_k", 4)),
+        ("bulk + early, 6 blocks/SM", 128, 8, _k_blocks("q4_k", 6)),
         ("bulk + early, 5 blocks/SM, 4 stages", 128, 8, {_K4L: _K4L.replace("= 2;", "= 4;")}),
         ("bulk + early, 5 blocks/SM, 8 stages", 128, 8, {_K4L: _K4L.replace("= 2;", "= 8;")}),
-        (
-            "round 4's (cp.async, after the wait)",
-            128,
-            8,
-            {**_set("K4_BULK", 1, 0), **_set("K4_EARLY", 1, 0), **_set("K4_BLOCKS", 5, 0)},
-        ),
+        ("round 4's = sm_80's code (cp.async, after the wait, 4 blocks/SM)", 128, 8, _SM80),
     ],
     "q6_k": [
-        ("shipped (bulk + early, 5 blocks/SM; row copy rolled + pair + tc, 4 stages)", 128, 8, {}),
-        ("bulk + early, 4 blocks/SM", 128, 8, _set("K6_BLOCKS", 5, 0)),
+        ("shipped (bulk + early, 5 blocks/SM; pair + tc digits, 4 stages)", 128, 8, {}),
+        ("bulk + early, 4 blocks/SM", 128, 8, _k_blocks("q6_k", 4)),
         ("bulk + early, 5 blocks/SM, 2 stages", 128, 8, {_K6R: _K6R.replace("= 4;", "= 2;")}),
-        (
-            "round 4's (cp.async, after the wait, 4 blocks/SM)",
-            128,
-            8,
-            {**_set("K6_BULK", 1, 0), **_set("K6_EARLY", 1, 0), **_set("K6_BLOCKS", 5, 0)},
-        ),
+        ("round 4's = sm_80's code (cp.async, after the wait, 4 blocks/SM)", 128, 8, _SM80),
     ],
 }
 

@@ -24,10 +24,10 @@
 // rows per item (ops.yaml's kernel_facts, QMATVEC_K_ROWS_*), staged through shared memory with
 // coalesced 16-byte copies, a thread per 32 weights whose x serves all 8 rows. On NVIDIA
 // sm_80 and up the integer K path (below, at its code: x quantized to 22 bits as the dp4a
-// path's, 21 for q6_k, dp4a against the quants, cp.async in commit groups of rows; q4_k by
-// q4_k_lean, q6_k by q6_k_pair since round 4; on sm_90 q4_k's rows by bulk copies, the first
-// step before the wait for the kernel before, since round 5); elsewhere the f32 K path (f32 FMA of exact
-// quants per sub-block, then the sub-block's scales). Bound by the instruction stream, not by
+// path's, 21 for q6_k, dp4a against the quants, by q4_k_lean / q6_k_pair; on sm_90 the rows by
+// bulk copies, the first step before the wait for the kernel before, on sm_80 by cp.async in
+// commit groups of rows); elsewhere the f32 K path (f32 FMA of exact quants per sub-block,
+// then the sub-block's scales). Bound by the instruction stream, not by
 // HBM (figures: bench/results/gpu-notes.md, "Tuning figures", and
 // bench/results/qmatvec-round2-h100.md, qmatvec-kquant-round4-h100.md).
 //
@@ -67,40 +67,18 @@
 #define OPGEN_QMATVEC_DP4A 0
 #endif
 
-// Switches of the dp4a path (bench/gpu_quant.py --explore compiles copies with other values;
-// figures: bench/results/qmatvec-round4-h100.md). They apply to the formats whose kFastBulk is
-// true (q4_0, q4_1), on sm_90; elsewhere, and for q8_0, the path copies with cp.async.
-// OPGEN_QMV_TMA: the slab copied by bulk copies (cp.async.bulk: the TMA engine; a row a lane
-// of warp 0) that complete on an mbarrier per stage, instead of 16-byte cp.async by every
-// thread and a block barrier per stage. OPGEN_QMV_TMA_STAGES: its stages (mbarriers) per
-// chunk, at most the rows per item. OPGEN_QMV_EARLY: a block's first chunk of weights is
-// copied into shared memory before the wait for the kernel before it (programmatic launch),
-// not only prefetched into L2 (see qmatvec_fast: it relies on no kernel writing a QStorage's
-// blocks). OPGEN_QMV_MIN_BLOCKS: resident blocks per SM the launch bounds ask for, 16-row
-// items (0: 2). Shipped: bulk copies in 2 stages, the first chunk before the wait.
-#ifndef OPGEN_QMV_TMA
-#define OPGEN_QMV_TMA 1
-#endif
-#ifndef OPGEN_QMV_TMA_STAGES
-#define OPGEN_QMV_TMA_STAGES 2
-#endif
-#ifndef OPGEN_QMV_EARLY
-#define OPGEN_QMV_EARLY 1
-#endif
-#ifndef OPGEN_QMV_MIN_BLOCKS
-#define OPGEN_QMV_MIN_BLOCKS 0
-#endif
-// OPGEN_QMV_SM90: the bulk copy / mbarrier helpers (sm_90), for the dp4a path (OPGEN_QMV_BULK)
-// and the integer K path (OPGEN_QMATVEC_K4_BULK / K6_BULK).
+// OPGEN_QMV_SM90: bulk copies (cp.async.bulk: the TMA engine) that complete on mbarriers, and
+// a block's first weights copied into shared memory before the wait for the kernel before it
+// (programmatic launch; qmatvec_fast says why that is safe): the dp4a path of the formats whose
+// kFastBulk is true (q4_0, q4_1) and the integer K path (q4_k, q6_k) take them on sm_90 (figures:
+// bench/results/qmatvec-round4-h100.md, qmatvec-kquant-round5-h200.md); elsewhere, and for q8_0,
+// cp.async with a block barrier per stage. Variants measured against them (cp.async on sm_90,
+// other stage counts, the copies after the wait, other launch bounds) were compile switches
+// until commit 3eb441a (bench/gpu_quant.py --explore compiled them).
 #if OPGEN_QMATVEC_DP4A && __CUDA_ARCH__ >= 900
 #define OPGEN_QMV_SM90 1
 #else
 #define OPGEN_QMV_SM90 0
-#endif
-#if OPGEN_QMV_TMA && OPGEN_QMV_SM90
-#define OPGEN_QMV_BULK 1
-#else
-#define OPGEN_QMV_BULK 0
 #endif
 
 namespace {
@@ -110,102 +88,6 @@ constexpr int kGroups = kThreads / OPGEN_LANE_GROUP;  // groups of 32 lanes (a w
 constexpr int kTileRows = OPGEN_QMATVEC_ROWS;   // weight rows per item of the tiled path (kernel_facts, 4)
 constexpr int kMinBlocks = 8;                // resident blocks per SM qmatvec is built for (NVIDIA: <= 64 registers)
 constexpr int kKMinBlocks = 4;               // the same for the K path (q4_k, q6_k): <= 128 registers
-// Items of its own whose weight rows a block of the dp4a path / the K path prefetches into L2
-// before it waits for the kernel before it (programmatic launch): the first, or more for a
-// grid smaller than the items. Grids of 1-3 blocks per multiprocessor with every item
-// prefetched (room for the next product's blocks) were slower for every format
-// (bench/gpu_quant.py --explore; bench/results/qmatvec-round3-h100.md). At 1 the kernels
-// compile to the code they had before these switches.
-constexpr int kFastPrefetchItems = 1;
-constexpr int kKPrefetchItems = 1;
-// Round 4's switches of the integer K path (bench/gpu_quant.py --explore; figures:
-// bench/results/qmatvec-kquant-round4-h100.md), each 0 or 1, per format (K4_*: q4_k, K6_*: q6_k).
-// On: K4_LEAN, K4_TC (q4_k 5.69 against 5.79 us per product from HBM, L2 5.07 against 5.29)
-// and K6_PAIR, K6_ROWCOPY, K6_TC, K6_ROLLED (q6_k 7.91 against 8.39, L2 5.28 against 6.31, before
-// K6_ROLLED; with it 7.74); with all of
-// them off the kernels are round 3's, machine code for machine code.
-// - K4_LEAN / K6_PAIR: q4_k_lean for q4_k, q6_k_pair for q6_k (below, at their code);
-// - K*_ROWCOPY: a step's slab copied row by row, thread t taking pieces t and t + kThreads
-//   of each row (one address a row), instead of one loop over the slab's pieces (a
-//   division and a 64-bit address per piece);
-// - K*_TC: q4_k_lean / q6_k_pair take x's digits as quantize_x_tc makes them;
-// - K*_ROLLED: with K*_ROWCOPY, the copy's stages kept a loop (#pragma unroll 1). Fully
-//   unrolled, ptxas moves x's quantization (which waits for x's loads) between the stages'
-//   cp.async, so a warp stalls on x before it has asked for the whole slab (sm_90 SASS of
-//   row copy + lean: FMNMX between the LDGSTS groups): from L2 q4_k took 4.34 us against
-//   5.29, from HBM 5.91 against 5.79. Measured in stop 19's call (qmatvec-kquant-round4b-h100.log):
-//   on for q6_k (7.74 against 7.89 us from HBM, 105 registers against 120, the same bits);
-//   off for q4_k (capped at 4 blocks/SM 5.82 against 5.69 us; uncapped, 5 blocks/SM, 6.08).
-// - K*_CAP: the slab's shared array padded to 46 KB, so that no more than 4 blocks fit a
-//   multiprocessor when the kernel needs fewer registers (with the row copy q4_k needs 93,
-//   5 blocks per SM, which were slower from HBM with PDL: 6.60 against 5.79 us).
-#ifndef OPGEN_QMATVEC_K4_LEAN
-#define OPGEN_QMATVEC_K4_LEAN 1
-#endif
-#ifndef OPGEN_QMATVEC_K4_ROWCOPY
-#define OPGEN_QMATVEC_K4_ROWCOPY 0
-#endif
-#ifndef OPGEN_QMATVEC_K4_TC
-#define OPGEN_QMATVEC_K4_TC 1
-#endif
-#ifndef OPGEN_QMATVEC_K4_CAP
-#define OPGEN_QMATVEC_K4_CAP 0
-#endif
-#ifndef OPGEN_QMATVEC_K4_ROLLED
-#define OPGEN_QMATVEC_K4_ROLLED 0
-#endif
-#ifndef OPGEN_QMATVEC_K6_PAIR
-#define OPGEN_QMATVEC_K6_PAIR 1
-#endif
-#ifndef OPGEN_QMATVEC_K6_ROWCOPY
-#define OPGEN_QMATVEC_K6_ROWCOPY 1
-#endif
-#ifndef OPGEN_QMATVEC_K6_TC
-#define OPGEN_QMATVEC_K6_TC 1
-#endif
-#ifndef OPGEN_QMATVEC_K6_CAP
-#define OPGEN_QMATVEC_K6_CAP 0
-#endif
-#ifndef OPGEN_QMATVEC_K6_ROLLED
-#define OPGEN_QMATVEC_K6_ROLLED 1
-#endif
-// Round 5's switches of the integer K path (bench/results/qmatvec-kquant-round5-h200.md), the
-// dp4a path's round 4 applied to it, on sm_90 only (elsewhere, and with them 0, the code
-// above): K*_BULK: a step's slab copied by bulk copies (the TMA engine; lane i of warp 0
-// copies row i from its 16-byte floor, the bytes the cp.async pieces would bring) that
-// complete on an mbarrier per stage (one arrival per row), every thread waiting on its
-// stage's barrier for itself: no copy loop in every thread, no block barrier per stage.
-// K*_EARLY (with K*_BULK): a block's first step of weights is copied before the wait for
-// the kernel before it (see qmatvec_fast for why that is safe); x is read and y written
-// only after it. K*_BLOCKS: resident blocks per SM the launch bounds ask for (0: kKMinBlocks,
-// 4), so that the next product's blocks find a slot beside this one's.
-// Measured in round 5's one call (an H200; per product in a graph, from HBM / from L2):
-// on for q4_k, K4_BULK + K4_EARLY at 4 blocks/SM (104 registers): 5.04 / 4.26 us against
-// 5.16 / 5.12, the same bits; at 5 blocks/SM (K4_BLOCKS 5, 90 registers) 5.15 / 4.85, at 6
-// (79) 5.87 / 5.62, at 7 (72) 6.91; 6 blocks/SM alone (cp.async) 7.21. q6_k there: at 5
-// blocks/SM 6.44 / 6.07 against 6.51 / 5.52 (slower from L2), at 4 6.77 / 5.53, at 6 7.89.
-// On the H100 (stop 19's calls, bench/results/gpu-notes.md "Stop 19"), 5 blocks per SM won
-// for both formats, so both ship it: q4_k at 5 blocks/SM with 2 stages 5.09-5.11 us from HBM
-// against 5.56-5.61 at 4 and 5.66-5.91 for round 4's code; q6_k at 5 blocks/SM 7.10-7.18
-// against 7.74-7.77 at 4 and 7.72-7.74 for round 4's; 6 blocks/SM slower for both (6.1 / 8.6).
-#ifndef OPGEN_QMATVEC_K4_BULK
-#define OPGEN_QMATVEC_K4_BULK 1
-#endif
-#ifndef OPGEN_QMATVEC_K4_EARLY
-#define OPGEN_QMATVEC_K4_EARLY 1
-#endif
-#ifndef OPGEN_QMATVEC_K4_BLOCKS
-#define OPGEN_QMATVEC_K4_BLOCKS 5
-#endif
-#ifndef OPGEN_QMATVEC_K6_BULK
-#define OPGEN_QMATVEC_K6_BULK 1
-#endif
-#ifndef OPGEN_QMATVEC_K6_EARLY
-#define OPGEN_QMATVEC_K6_EARLY 1
-#endif
-#ifndef OPGEN_QMATVEC_K6_BLOCKS
-#define OPGEN_QMATVEC_K6_BLOCKS 5
-#endif
 static_assert(kThreads % OPGEN_LANE_GROUP == 0 && OPGEN_QMATVEC_FAST_THREADS % kThreads == 0,
               "qmatvec's blocks: whole groups of lanes; the dp4a path's a multiple of kThreads");
 
@@ -257,7 +139,7 @@ struct q4_0 {  // d (f16), qs[16]: weight i < 16 the low nibble of qs[i], i + 16
     // The first of an item's rows the dp4a path prefetches into L2 before waiting for the
     // previous kernel (bench/gpu_quant.py --explore: from row 0 here, from the second stage for q8_0).
     static constexpr int kFastPrefetchFrom = 0;
-    // The dp4a path's slab by bulk copies on sm_90 (OPGEN_QMV_TMA, OPGEN_QMV_EARLY): 4.98-4.99
+    // The dp4a path's slab by bulk copies on sm_90 (OPGEN_QMV_SM90), first chunk early: 4.98-4.99
     // against 5.33-5.36 us per product from HBM (bench/results/qmatvec-round4-h100.md).
     static constexpr bool kFastBulk = true;
     static __device__ __forceinline__ void decode8(const uint8_t* b, int j, float (&v)[8]) {
@@ -434,10 +316,9 @@ template <typename F, typename T> __device__ void dequantize(const uint8_t* bloc
 // once that kernel has finished and its writes are visible), but an L2 prefetch, which moves
 // no data into the kernel and leaves every later read coherent (L2 is the device's point of
 // coherence), may run before it: the weights start streaming while the previous kernel ends.
-// One exception, the weights themselves, which no kernel writes (OPGEN_QMV_EARLY: see
-// qmatvec_fast): the dp4a path of q4_0 / q4_1 on sm_90 copies its first chunk of them into
-// shared memory before the wait, and so does the integer K path of q4_k (OPGEN_QMATVEC_K4_EARLY)
-// with its first step.
+// One exception, the weights themselves, which no kernel writes (see qmatvec_fast): on sm_90
+// the dp4a path of q4_0 / q4_1 copies its first chunk of them into shared memory before the
+// wait, and so does the integer K path of q4_k / q6_k with its first step.
 __device__ __forceinline__ void wait_for_predecessor() {
 #if OPGEN_CUDA && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.wait;\n" ::: "memory");
@@ -600,9 +481,10 @@ template <typename F> __device__ void qmatvec_tiled(const uint8_t* __restrict__ 
 // first use; the rows of a stage are used as soon as it lands (one barrier per stage).
 // On sm_90, for the formats whose kFastBulk is true (q4_0, q4_1): a bulk copy per row (lane i
 // of warp 0 copies row i; the TMA engine moves it, no thread's registers or instructions per
-// 16 bytes) in OPGEN_QMV_TMA_STAGES (2) stages of rows, each completing an mbarrier that every
-// thread waits on for itself (no block barrier per stage), and a block's first chunk copied
-// before the wait for the kernel before it (qmatvec_fast). Those builds take 79 / 80
+// 16 bytes) in 2 stages of rows, each completing an mbarrier that every thread waits on for
+// itself (no block barrier per stage), and a block's first chunk copied before the wait for
+// the kernel before it (qmatvec_fast); 4 or 16 stages, or the copies after the wait, were
+// slower (qmatvec-round4-h100.md; gpu-notes.md, "Tuning figures"). Those builds take 79 / 80
 // registers, so 3 blocks fit on a multiprocessor: the next product's blocks start beside
 // this one's 2 and copy their first chunk while it computes. From HBM 4.98-4.99 us per
 // product for q4_0 (64.1-64.7% of copy bandwidth) against 5.33-5.36 with cp.async; the bulk
@@ -738,14 +620,6 @@ template <int B> __device__ __forceinline__ float byte_float(uint32_t w) {
     return __uint_as_float(__byte_perm(w, 0x4B000000u, 0x7440u | (uint32_t)B)) - 8388608.0f;
 }
 
-// float(v), rounded to nearest even as __int2float_rn, without a conversion instruction: the
-// high and the low 16 bits under exponents (exact), then one rounding FMA.
-__device__ __forceinline__ float int_float(int v) {
-    const float hi = __int_as_float((v >> 16) + 0x4B400000) - 12582912.0f;
-    const float lo = __uint_as_float(((uint32_t)v & 0xFFFFu) | 0x4B000000u) - 8388608.0f;
-    return fmaf(hi, 65536.0f, lo);
-}
-
 // Per format, for a thread that takes NW consecutive words of quants of a block, from word
 // j0 = sub * NW: the groups of x they meet (NG, and where group g starts in the block) and
 // their dot product with those groups, without d and sigma: float(sum (q - offset) * X).
@@ -868,7 +742,7 @@ template <typename F, int RS, int P> __device__ __forceinline__ void copy_stage(
     cp_async_commit();
 }
 
-#if OPGEN_QMV_BULK
+#if OPGEN_QMV_SM90
 // Warp 0 (all its lanes) issues a chunk of an item: lane s arms stage s's barrier with its rows'
 // bytes, then lane i copies row i (cb weight blocks) into the slab.
 template <typename F, int S> __device__ __forceinline__ void bulk_chunk(uint8_t* slab, uint64_t* landed, const uint8_t* src,
@@ -887,8 +761,8 @@ template <typename F, int S> __device__ __forceinline__ void bulk_chunk(uint8_t*
 
 template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w, const float* __restrict__ x,
                                                    float* __restrict__ y, size_t n, size_t k, size_t rows) {
-    constexpr bool B = OPGEN_QMV_BULK && F::kFastBulk;  // the slab by bulk copies (sm_90; q4_0, q4_1)
-    constexpr int R = F::kFastRows, S = B ? (OPGEN_QMV_TMA_STAGES < R ? OPGEN_QMV_TMA_STAGES : R) : F::kFastStages;
+    constexpr bool B = OPGEN_QMV_SM90 && F::kFastBulk;  // the slab by bulk copies (sm_90; q4_0, q4_1)
+    constexpr int R = F::kFastRows, S = B ? (2 < R ? 2 : R) : F::kFastStages;  // bulk copies: 2 stages
     constexpr int RS = R / S, SPLIT = F::kFastSplit;
     constexpr int kT = SPLIT * kThreads, kWarps = kT / 32;
     constexpr int NW = (F::kBytes - F::kHead) / 4 / SPLIT;  // words of quants per thread: 4 (q4_0, q4_1) or 8 (q8_0) / SPLIT
@@ -909,7 +783,7 @@ template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w
     const uint32_t* dword = reinterpret_cast<const uint32_t*>(floor);
     // the quants start 2 * odd + kHead bytes past the floor: 2 (select bytes 2..5) or 4 (the next word)
     const uint32_t qsel = 2 * odd + F::kHead == 4 ? 0x7654u : 0x5432u, dsel = odd ? 0x4432u : 0x4410u;
-#if OPGEN_QMV_BULK
+#if OPGEN_QMV_SM90
     __shared__ __align__(8) uint64_t landed[S];  // stage s's rows have landed (a phase a chunk)
     uint32_t parity = 0u;                          // of the barriers' current phase (one per chunk)
     if constexpr (B) {
@@ -918,18 +792,16 @@ template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w
             for (int s = 0; s < S; s++) mbar_init(&landed[s]);
             mbar_init_fence();
         }
-        if constexpr (OPGEN_QMV_EARLY) {
-            // The first item's first chunk of weights is copied before the wait for the kernel
-            // before (qmatvec_fast leaves the wait to this function; see there why it may).
-            if (warp == 0 && (size_t)blockIdx.x < items) {
-                __syncwarp();  // thread 0's initialisation, for the lanes that arm
-                const size_t n0 = blockIdx.x / rows * R;
-                const int cb = row_blocks < (size_t)kThreads ? (int)row_blocks : kThreads;
-                bulk_chunk<F, S>(slab, landed, w + n0 * row_bytes, row_bytes, n - n0 < (size_t)R ? (int)(n - n0) : R, cb,
-                                 lane);
-            }
-            wait_for_predecessor();
+        // The first item's first chunk of weights is copied before the wait for the kernel
+        // before (qmatvec_fast leaves the wait to this function; see there why it may).
+        if (warp == 0 && (size_t)blockIdx.x < items) {
+            __syncwarp();  // thread 0's initialisation, for the lanes that arm
+            const size_t n0 = blockIdx.x / rows * R;
+            const int cb = row_blocks < (size_t)kThreads ? (int)row_blocks : kThreads;
+            bulk_chunk<F, S>(slab, landed, w + n0 * row_bytes, row_bytes, n - n0 < (size_t)R ? (int)(n - n0) : R, cb,
+                             lane);
         }
+        wait_for_predecessor();
     }
 #endif
     for (size_t item = blockIdx.x; item < items; item += gridDim.x) {
@@ -950,13 +822,13 @@ template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w
                                : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
             }
             const uint8_t* src = wi + c0 * F::kBytes;
-#if OPGEN_QMV_BULK
+#if OPGEN_QMV_SM90
             if constexpr (B) {
                 // the previous chunk is used up (and, the first time, the barriers are
                 // initialised): every thread has passed its last read of the slab and of `partial`
                 __syncthreads();
-                // (OPGEN_QMV_EARLY: the block's first chunk was issued before the wait, above)
-                if (warp == 0 && !(OPGEN_QMV_EARLY && item == blockIdx.x && c0 == 0)) {
+                // (the block's first chunk was issued before the wait, above)
+                if (warp == 0 && !(item == blockIdx.x && c0 == 0)) {
                     bulk_chunk<F, S>(slab, landed, src, row_bytes, nrows, cb, lane);
                 }
             } else
@@ -980,7 +852,7 @@ template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w
             const float xsum = F::kHead == 4 ? sigma * (float)(int)(sum_y - (uint32_t)(4 * NG) * 0x808080u) : 0.0f;
 #pragma unroll
             for (int s = 0; s < S; s++) {
-#if OPGEN_QMV_BULK
+#if OPGEN_QMV_SM90
                 if constexpr (B) {
                     if (active) mbar_wait(&landed[s], parity);  // this stage's rows have landed
                 } else
@@ -1004,7 +876,7 @@ template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w
                     }
                 }
             }
-#if OPGEN_QMV_BULK
+#if OPGEN_QMV_SM90
             if constexpr (B) parity ^= 1u;
 #endif
         }
@@ -1042,7 +914,7 @@ template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w
 // Shapes (bench/gpu_quant.py --explore): 8 rows per item beat 4 and 16 for q4_k, and tie with
 // 4 for q6_k (figures: bench/results/gpu-notes.md, "Tuning figures").
 // Direct global loads were not tried for q6_k: its blocks are 2-byte aligned only. On NVIDIA
-// sm_80 and up the integer K path (above) takes these items instead.
+// sm_80 and up the integer K path (below) takes these items instead.
 
 constexpr int kKBlocks = kThreads / 8;  // weight blocks per step and row: a thread per 32 weights
 
@@ -1175,32 +1047,40 @@ struct q6_k_path {  // part p: half h = p / 4, l0 = 8 (p % 4): weights 128h + 32
 // ---------------------------------------------------------------------------- the K path, integer
 //
 // NVIDIA (sm_80 and up), qmatvec_q4_k / q6_k, w 16-byte aligned, blocks of kThreads threads:
-// the K path's items, steps and parts (F::kKRows weight rows against one row of x, steps of
-// kKBlocks weight blocks per row, thread t on part t % 8 of block t / 8 in every row), with
+// the K path's items and steps (F::kKRows weight rows against one row of x, steps of kKBlocks
+// weight blocks per row, a thread on a part of 32 weights of a block in every row), with
 // integer dot products as the dp4a path of q4_0 / q8_0:
 //
-// - x: a thread's 32 values of x, once per step, become X = rint(x * 2^22 / s) (s the power
-//   of two above the part's max |x|), three signed byte digits each (quantize_x), with each
-//   group of 4's sum of X. q4_k: sum (d*sc) q x - (dmin*m) x over a sub-block's half is
-//   sigma * ((d*sc) * sum q X) - (dmin*m) * (sigma * sum X); q6_k: sum (d*sc) (q - 32) x is
-//   d * sc * sigma * (sum q X - 32 sum X), the - 32 sum X folded into the first digit's
+// - x: a thread's 32 values of x, once per step, become X = rint(x * 2^B / s) (s the power
+//   of two above the part's max |x|; B 22 for q4_k, 21 for q6_k), three byte digits each
+//   (quantize_x_tc), with each group of 4's sum of X. q4_k: sum (d*sc) q x - (dmin*m) x over a
+//   sub-block's half is sigma * ((d*sc) * sum q X - (dmin*m) * sum X); q6_k: sum (d*sc) (q - 32) x
+//   is d * sc * sigma * (sum q X - 32 sum X), the - 32 sum X folded into the first digit's
 //   accumulator. The digit sums combine with wrapping adds into sums that fit 32 bits (q4_k
-//   |sum q X| <= 16 * 15 * 2^22 < 2^30, q6_k |sum (q - 32) X| <= 8 * 32 * 2^22 = 2^30).
-//   The scales and mins become floats by byte_float (a permute and an add, where a
+//   |sum q X| <= 16 * 15 * 2^22 < 2^30, q6_k |sum (q - 32) X| <= 16 * 32 * 2^21 = 2^30).
+//   q4_k's scales and mins become floats by byte_float (a permute and an add, where a
 //   conversion instruction issues at a quarter of the rate). Against GGML's dequantized
 //   weights the error is of f32 rounding size, as the dp4a path's (2.5e-8 of sum |x||W|
 //   measured; the tests allow 1e-5).
-// - Weights: the step's slab (all kKRows rows) is copied to shared memory with cp.async in
+// - Weights: on sm_90 a step's slab (all kKRows rows) is copied by bulk copies (the TMA engine;
+//   lane i of warp 0 copies row i from its 16-byte floor: bulk_step) that complete on an
+//   mbarrier per stage (one arrival per row), every thread waiting on its stage's barrier for
+//   itself (no copy loop in every thread, no block barrier per stage), and a block's first
+//   step is copied before the wait for the kernel before it (qmatvec_fast says why that is
+//   safe; x is read and y written only after the wait). Elsewhere (sm_80) with cp.async in
 //   P::kStages commit groups of rows, all in flight before the first is used; each group's
-//   rows are used as soon as it lands (one barrier per group). On sm_90 with K*_BULK (q4_k
-//   since round 5): a bulk copy per row by warp 0, an mbarrier per stage that every thread
-//   waits on for itself, and with K*_EARLY the first step copied before the wait for the
-//   kernel before (5.04 against 5.16 us per product from HBM on an H200, 4.26 against 5.12
-//   from L2; bench/results/qmatvec-kquant-round5-h200.md).
+//   rows are used as soon as it lands (one barrier per group). On sm_90 the launch bounds ask
+//   for 5 resident blocks per SM (qmatvec_k_of; 4 elsewhere), so that the next product's blocks
+//   find a slot beside this one's. On an H100 (stop 19's calls, bench/results/gpu-notes.md
+//   "Stop 19"), per product from HBM: q4_k (2 stages) 5.09-5.11 us against 5.56-5.61 at 4
+//   blocks/SM and 5.66-5.91 with cp.async after the wait (round 4's code, sm_80's); q6_k
+//   7.10-7.18 against 7.74-7.77 at 4 and 7.72-7.74 for round 4's; 6 blocks/SM were slower for
+//   both (6.1 / 8.6). On an H200 (round 5, qmatvec-kquant-round5-h200.md) q4_k took 5.04 us
+//   against 5.16 with cp.async, 4.26 against 5.12 from L2, at 4 blocks/SM.
 // - Launched programmatically (ops.yaml's kernel_facts PROGRAMMATIC_KERNELS): a product waits for
-//   the kernel before it before any access to device memory. P::kPrefetch would prefetch the
-//   first item's weight rows into L2 before that wait, as the dp4a path does: within noise
-//   with PDL, slower per plain launch, so off.
+//   the kernel before it before any access to device memory (but the weights' first step on
+//   sm_90, below). An L2 prefetch of the first item's weight rows before that wait, as the dp4a
+//   path does, was within noise with PDL and slower per plain launch (round 3): there is none.
 //
 // Shapes (bench/gpu_quant.py --explore; figures: bench/results/qmatvec-round2-h100.md):
 // worse were 2 / 8 / 1 stages for q4_k, 4 / 1 for q6_k; scales by conversions; 16 rows per
@@ -1208,244 +1088,27 @@ struct q6_k_path {  // part p: half h = p / 4, l0 = 8 (p % 4): weights 128h + 32
 // L2 the products take nearly as long as from HBM: the instruction stream (24 dp4a a row
 // and part, the scale unpacking each thread repeats) bounds them.
 //
-// Round 4 (bench/results/qmatvec-kquant-round4-h100.md): q4_k takes q4_k_lean and q6_k
-// q6_k_pair (below, after q6_k_int), which count fewer instructions per row and part in
-// sm_90 SASS (q4_k 76 -> 67 between the first and the last dp4a, q6_k 124 -> 96), with x's
-// digits from quantize_x_tc and, for q6_k, the row copy (K6_ROWCOPY). q4_k_int and q6_k_int
-// stay as the switches' other side. The row copy cut q4_k's registers to 93, so 5 blocks
-// fit a multiprocessor, and that was slower from HBM (also with a cap at 4: see K*_ROLLED
-// at the switches for why, and what is not measured yet).
-
-// Values of x (NG groups of 4) quantized as quantize_x (SPLIT 1: the scale is the thread's
-// own), with xs[g] = sum X over group g. BITS 21 (q6_k_pair) quantizes to |X| <= 2^21
-// instead of 2^22: still three digits, half the range.
-template <int NG, int BITS = 22>
-__device__ __forceinline__ void quantize_x_sums(const float4 (&v)[NG], uint32_t (&D)[3][NG], int (&xs)[NG], float& sigma) {
-    static_assert(BITS == 22 || BITS == 21, "X of 22 or 21 bits");
-    float m = 0.0f;
-#pragma unroll
-    for (int g = 0; g < NG; g++) {
-        m = max_nan(m, max_nan(max_nan(fabsf(v[g].x), fabsf(v[g].y)), max_nan(fabsf(v[g].z), fabsf(v[g].w))));
-    }
-    uint32_t e = __float_as_uint(m) >> 23;
-    e = e < (uint32_t)BITS ? (uint32_t)BITS : e;
-    const float f = __uint_as_float((253u + BITS - e) << 23);  // 2^(126 + BITS - E)
-    sigma = e >= 255u ? __uint_as_float(0x7FC00000u) : __uint_as_float((e + 1u - BITS) << 23);
-#pragma unroll
-    for (int g = 0; g < NG; g++) {
-        const uint32_t y0 = __float_as_uint(fmaf(v[g].x, f, 12582912.0f)) - 0x4ABF7F80u;
-        const uint32_t y1 = __float_as_uint(fmaf(v[g].y, f, 12582912.0f)) - 0x4ABF7F80u;
-        const uint32_t y2 = __float_as_uint(fmaf(v[g].z, f, 12582912.0f)) - 0x4ABF7F80u;
-        const uint32_t y3 = __float_as_uint(fmaf(v[g].w, f, 12582912.0f)) - 0x4ABF7F80u;
-        xs[g] = (int)(((y0 + y1) + (y2 + y3)) - 4u * 0x808080u);
-        const uint32_t a = __byte_perm(y0, y1, 0x5140u), b = __byte_perm(y2, y3, 0x5140u);
-        D[0][g] = __byte_perm(a, b, 0x5410u) ^ 0x80808080u;
-        D[1][g] = __byte_perm(a, b, 0x7632u) ^ 0x80808080u;
-        D[2][g] = __byte_perm(__byte_perm(y0, y1, 0x0062u), __byte_perm(y2, y3, 0x0062u), 0x5410u) ^ 0x80808080u;
-    }
-}
+// Round 4 (bench/results/qmatvec-kquant-round4-h100.md): q4_k_lean and q6_k_pair (below) count
+// fewer instructions per row and part in sm_90 SASS than round 3's q4_k_int / q6_k_int (q4_k
+// 76 -> 67 between the first and the last dp4a, q6_k 124 -> 96: 5.69 against 5.79 us per
+// product from HBM for q4_k, 7.91 against 8.39 for q6_k with the row copy, both with cp.async);
+// round 3's structs with their variants (digit sums by int_float, shared scales), x's digits by
+// quantize_x_sums and round 4's capped slabs and unrolled row copies are in commit 3eb441a.
 
 // Three digit sums as the one integer they stand for (mod 2^32).
 __device__ __forceinline__ int digits3(int s0, int s1, int s2) {
     return (int)((uint32_t)s0 + ((uint32_t)s1 << 8) + ((uint32_t)s2 << 16));
 }
 
-struct q4_k_int {  // part p as q4_k_path's: groups 0..3 the low half (sub-block 2c), 4..7 the high (2c+1)
-    typedef q4_k F;
-    static constexpr int kStages = 4;  // commit groups of an item's rows
-    static constexpr bool kPrefetch = false;   // L2 prefetch of the first item's rows before the wait
-    static constexpr bool kAluScales = true;   // scales to floats by byte_float, not conversions
-    static constexpr bool kAluDigits = false;  // digit sums to floats by int_float, not conversions
-    // Parts 2c and 2c+1 (adjacent lanes) share sub-blocks 2c, 2c+1: the even lane unpacks their
-    // scales (times d), the odd lane their mins (times dmin), and they swap halves by a shuffle.
-    // Within noise or slower (L2 5.47 against 5.30 us: bench/results/qmatvec-round3-h100.md): off.
-    static constexpr bool kShareScales = false;
-    static constexpr bool kFold = false;  // dot, not dot_acc (q4_k_lean's)
-    static constexpr bool kRowCopy = OPGEN_QMATVEC_K4_ROWCOPY, kCap = OPGEN_QMATVEC_K4_CAP,
-                          kRolled = OPGEN_QMATVEC_K4_ROLLED;  // round 4's switches
-    static constexpr bool kBulk = OPGEN_QMATVEC_K4_BULK, kEarly = OPGEN_QMATVEC_K4_EARLY;  // round 5's
-    struct X {
-        uint32_t D[3][8];
-        float sigma, sum_lo, sum_hi;  // sum_*: sigma * sum X of the half
-    };
-    static __device__ __forceinline__ void load_x(const float* xb, int p, float4 (&v)[8]) {
-        const float* lo = xb + 64 * (p >> 1) + 16 * (p & 1);
-#pragma unroll
-        for (int j = 0; j < 4; j++) {
-            v[j] = load_x4(lo + 4 * j);
-            v[4 + j] = load_x4(lo + 32 + 4 * j);
-        }
-    }
-    static __device__ __forceinline__ void quantize(const float4 (&v)[8], X& q) {
-        int xs[8];
-        quantize_x_sums<8>(v, q.D, xs, q.sigma);
-        q.sum_lo = q.sigma * (float)((xs[0] + xs[1]) + (xs[2] + xs[3]));
-        q.sum_hi = q.sigma * (float)((xs[4] + xs[5]) + (xs[6] + xs[7]));
-    }
-    // The part's contribution to its row: b the block in shared memory (16-byte aligned).
-    static __device__ __forceinline__ float dot(const uint8_t* b, int p, const X& v) {
-        const uint4 h = *reinterpret_cast<const uint4*>(b);
-        const uint4 q = *reinterpret_cast<const uint4*>(b + 16 + 16 * p);
-        const uint32_t qw[4] = {q.x, q.y, q.z, q.w};
-        int a0 = 0, a1 = 0, a2 = 0, b0 = 0, b1 = 0, b2 = 0;
-#pragma unroll
-        for (int j = 0; j < 4; j++) {
-            const uint32_t lo = qw[j] & 0x0F0F0F0Fu, hi = (qw[j] >> 4) & 0x0F0F0F0Fu;
-            a0 = dp4a(lo, v.D[0][j], a0);
-            a1 = dp4a(lo, v.D[1][j], a1);
-            a2 = dp4a(lo, v.D[2][j], a2);
-            b0 = dp4a(hi, v.D[0][4 + j], b0);
-            b1 = dp4a(hi, v.D[1][4 + j], b1);
-            b2 = dp4a(hi, v.D[2][4 + j], b2);
-        }
-        float s_lo, s_hi;
-        if constexpr (kShareScales) {
-            if constexpr (kAluDigits) {
-                s_lo = int_float(digits3(a0, a1, a2)), s_hi = int_float(digits3(b0, b1, b2));
-            } else {
-                s_lo = (float)digits3(a0, a1, a2), s_hi = (float)digits3(b0, b1, b2);
-            }
-            // this lane's pair: even p d * (sc of 2c, 2c+1), odd p dmin * (m of 2c, 2c+1), the
-            // operations of the unshared branch below (the same values, bit for bit)
-            const int c = p >> 1, shift = 16 * (c & 1);
-            const bool odd = (p & 1) != 0;
-            const uint32_t a = h.y >> shift, bb = h.z >> shift, cc = h.w >> shift;
-            const uint32_t xw = odd ? bb : a, yw = odd ? cc >> 4 : cc;
-            const uint32_t v2 = c < 2 ? xw & 0x3F3Fu : (yw & 0x0F0Fu) | ((xw >> 2) & 0x3030u);
-            const float scale = opgen::f16_to_float(__ushort_as_half((unsigned short)((odd ? h.x >> 16 : h.x) & 0xFFFFu)));
-            float lo, hi;
-            if constexpr (kAluScales) {
-                lo = scale * byte_float<0>(v2), hi = scale * byte_float<1>(v2);
-            } else {
-                lo = scale * (float)(v2 & 0xFFu), hi = scale * (float)((v2 >> 8) & 0xFFu);
-            }
-            // the 8 lanes of this weight block: active (or not) together
-            const unsigned int lanes = 0xFFu << (threadIdx.x & 24u);
-            const float olo = __shfl_xor_sync(lanes, lo, 1), ohi = __shfl_xor_sync(lanes, hi, 1);
-            const float dsc_lo = odd ? olo : lo, dsc_hi = odd ? ohi : hi, dm_lo = odd ? lo : olo, dm_hi = odd ? hi : ohi;
-            float r = dsc_lo * s_lo;
-            r = fmaf(dsc_hi, s_hi, r) * v.sigma;
-            r = fmaf(-dm_lo, v.sum_lo, r);
-            return fmaf(-dm_hi, v.sum_hi, r);
-        }
-        // scales and mins of sub-blocks 2c, 2c+1, as q4_k_path::dot
-        // (bytes 0 and 1 of sc and m: sub-blocks 2c and 2c+1; the bytes above are not read)
-        const int c = p >> 1, shift = 16 * (c & 1);
-        const uint32_t a = h.y >> shift, bb = h.z >> shift, cc = h.w >> shift;
-        const uint32_t sc = c < 2 ? a & 0x3F3Fu : (cc & 0x0F0Fu) | ((a >> 2) & 0x3030u);
-        const uint32_t m = c < 2 ? bb & 0x3F3Fu : ((cc >> 4) & 0x0F0Fu) | ((bb >> 2) & 0x3030u);
-        const float d = opgen::f16_to_float(__ushort_as_half((unsigned short)(h.x & 0xFFFFu)));
-        const float dmin = opgen::f16_to_float(__ushort_as_half((unsigned short)(h.x >> 16)));
-        float sc_lo, sc_hi, m_lo, m_hi;
-        if constexpr (kAluScales) {
-            sc_lo = byte_float<0>(sc), sc_hi = byte_float<1>(sc), m_lo = byte_float<0>(m), m_hi = byte_float<1>(m);
-        } else {
-            sc_lo = (float)(sc & 0xFFu), sc_hi = (float)((sc >> 8) & 0xFFu), m_lo = (float)(m & 0xFFu), m_hi = (float)((m >> 8) & 0xFFu);
-        }
-        if constexpr (kAluDigits) {
-            s_lo = int_float(digits3(a0, a1, a2)), s_hi = int_float(digits3(b0, b1, b2));
-        } else {
-            s_lo = (float)digits3(a0, a1, a2), s_hi = (float)digits3(b0, b1, b2);
-        }
-        float r = (d * sc_lo) * s_lo;
-        r = fmaf(d * sc_hi, s_hi, r) * v.sigma;
-        r = fmaf(-(dmin * m_lo), v.sum_lo, r);
-        return fmaf(-(dmin * m_hi), v.sum_hi, r);
-    }
-};
-
-struct q6_k_int {  // part p as q6_k_path's: groups 2g, 2g+1 are weights 128h + 32g + l0 + (0..7)
-    typedef q6_k F;
-    static constexpr int kStages = 2;  // q6_k's commit groups
-    static constexpr bool kPrefetch = false;
-    static constexpr bool kAluScales = true;
-    static constexpr bool kAluDigits = false;
-    static constexpr bool kShareScales = false;  // (q4_k_int's; not for q6_k)
-    static constexpr bool kFold = false;
-    static constexpr bool kRowCopy = OPGEN_QMATVEC_K6_ROWCOPY, kCap = OPGEN_QMATVEC_K6_CAP,
-                          kRolled = OPGEN_QMATVEC_K6_ROLLED;  // round 4's switches
-    static constexpr bool kBulk = OPGEN_QMATVEC_K6_BULK, kEarly = OPGEN_QMATVEC_K6_EARLY;  // round 5's
-    struct X {
-        uint32_t D[3][8];
-        int corr[4];  // -32 * sum X of g's 8 values
-        float sigma;
-    };
-    static __device__ __forceinline__ void load_x(const float* xb, int p, float4 (&v)[8]) {
-        const float* base = xb + 128 * (p >> 2) + 8 * (p & 3);
-#pragma unroll
-        for (int g = 0; g < 4; g++) {
-            v[2 * g] = load_x4(base + 32 * g);
-            v[2 * g + 1] = load_x4(base + 32 * g + 4);
-        }
-    }
-    static __device__ __forceinline__ void quantize(const float4 (&v)[8], X& q) {
-        int xs[8];
-        quantize_x_sums<8>(v, q.D, xs, q.sigma);
-#pragma unroll
-        for (int g = 0; g < 4; g++) q.corr[g] = -32 * (xs[2 * g] + xs[2 * g + 1]);
-    }
-    // b: the block in shared memory (2-byte aligned).
-    static __device__ __forceinline__ float dot(const uint8_t* b, int p, const X& v) {
-        const int h = p >> 2, l0 = 8 * (p & 3);
-        uint32_t qa[2], qb[2], qh[2], s0, s1;
-        smem8(b + 64 * h + l0, qa[0], qa[1]);       // ql[64h + l0 + i]: g = 0 (low nibble), 2 (high)
-        smem8(b + 64 * h + 32 + l0, qb[0], qb[1]);  // ql[64h + 32 + l0 + i]: g = 1, 3
-        smem8(b + 128 + 32 * h + l0, qh[0], qh[1]); // qh[32h + l0 + i]: bits 2g, 2g+1
-        smem8(b + 192 + 8 * h, s0, s1);             // scales[8h + l0 / 16 + 2g]
-        const uint32_t scales = __byte_perm(s0, s1, (l0 >> 4) ? 0x7531u : 0x6420u);
-        const float d = half_at(b + 208);
-        int acc[4][3];
-#pragma unroll
-        for (int g = 0; g < 4; g++) {
-            acc[g][0] = v.corr[g];
-            acc[g][1] = acc[g][2] = 0;
-        }
-#pragma unroll
-        for (int w = 0; w < 2; w++) {
-            const uint32_t hw = qh[w];
-            const uint32_t q6[4] = {(qa[w] & 0x0F0F0F0Fu) | ((hw << 4) & 0x30303030u),
-                                    (qb[w] & 0x0F0F0F0Fu) | ((hw << 2) & 0x30303030u),
-                                    ((qa[w] >> 4) & 0x0F0F0F0Fu) | (hw & 0x30303030u),
-                                    ((qb[w] >> 4) & 0x0F0F0F0Fu) | ((hw >> 2) & 0x30303030u)};
-#pragma unroll
-            for (int g = 0; g < 4; g++) {
-#pragma unroll
-                for (int j = 0; j < 3; j++) acc[g][j] = dp4a(q6[g], v.D[j][2 * g + w], acc[g][j]);
-            }
-        }
-        float sc[4], s[4];
-        if constexpr (kAluScales) {  // int8 scales: offset by 128 to bytes, then back
-            const uint32_t u = scales ^ 0x80808080u;
-            sc[0] = byte_float<0>(u) - 128.0f, sc[1] = byte_float<1>(u) - 128.0f;
-            sc[2] = byte_float<2>(u) - 128.0f, sc[3] = byte_float<3>(u) - 128.0f;
-        } else {
-#pragma unroll
-            for (int g = 0; g < 4; g++) sc[g] = (float)(int8_t)((scales >> (8 * g)) & 0xFFu);
-        }
-#pragma unroll
-        for (int g = 0; g < 4; g++) {
-            const int t = digits3(acc[g][0], acc[g][1], acc[g][2]);
-            if constexpr (kAluDigits) {
-                s[g] = int_float(t);
-            } else {
-                s[g] = (float)t;
-            }
-        }
-        float r = sc[0] * s[0];
-        r = fmaf(sc[1], s[1], r);
-        r = fmaf(sc[2], s[2], r);
-        r = fmaf(sc[3], s[3], r);
-        return r * (d * v.sigma);
-    }
-};
-
-// x quantized as quantize_x_sums<NG, BITS>, the same X, but in other digits: X =
-// D0 + 256 D1 + 65536 D2 with D0, D1 X's two low bytes (unsigned, 0..255) and D2 = X >> 16
-// (signed, |D2| <= 64), read straight from the bits of rint(x * f) + 1.5 * 2^23 (0x4B400000 +
-// X: its low 16 bits are X's), so no value needs the subtraction and no digit word the
-// flip of the balanced digits; D2's byte there is 0x40 + D2, made signed by + 0x40 and a
-// flip of bit 7 (no carry: 0x40 + D2 + 0x40 <= 0xC0). Dot products: unsigned quants by
-// unsigned D0, D1 (dp4a_uu), by signed D2 (dp4a_us); the sums wrap as digits3's.
+// x quantized to X = rint(x * 2^BITS / s) (s the power of two above max |x| of the NG groups of
+// 4; sigma = s * 2^-BITS, the value of one unit of X, NaN for an infinite or NaN x), with
+// xs[g] = sum X over group g, in three digits X = D0 + 256 D1 + 65536 D2: D0, D1 X's two low
+// bytes (unsigned, 0..255) and D2 = X >> 16 (signed, |D2| <= 64), read straight from the bits
+// of rint(x * f) + 1.5 * 2^23 (0x4B400000 + X: its low 16 bits are X's), so no value needs a
+// subtraction and no digit word a flip to balanced digits; D2's byte there is 0x40 + D2, made
+// signed by + 0x40 and a flip of bit 7 (no carry: 0x40 + D2 + 0x40 <= 0xC0). Dot products:
+// unsigned quants by unsigned D0, D1 (dp4a_uu), by signed D2 (dp4a, or dp4a_us where the quants
+// pass 127); the sums wrap as digits3's.
 template <int NG, int BITS>
 __device__ __forceinline__ void quantize_x_tc(const float4 (&v)[NG], uint32_t (&D)[3][NG], int (&xs)[NG], float& sigma) {
     static_assert(BITS == 22 || BITS == 21, "X of 22 or 21 bits");
@@ -1473,11 +1136,9 @@ __device__ __forceinline__ void quantize_x_tc(const float4 (&v)[NG], uint32_t (&
 }
 __device__ __forceinline__ int dp4a_uu(uint32_t a, uint32_t b, int c) { return (int)__dp4a(a, b, (unsigned int)c); }
 
-// Round 4 (switches OPGEN_QMATVEC_K4_LEAN / OPGEN_QMATVEC_K6_PAIR, off by default): the same
-// items, parts of 32 weights and digits of x, with fewer instructions per row and part.
-// Both add into a step's accumulator without sigma (a power of two: scaling it out of
-// every part and into the step's sum, acc += sigma * step, changes no rounding but at the
-// ends of the exponent range), so each part saves the multiply by sigma.
+// q4_k_lean and q6_k_pair add into a step's accumulator without sigma (a power of two: scaling
+// it out of every part and into the step's sum, acc += sigma * step, changes no rounding but at
+// the ends of the exponent range), so each part saves the multiply by sigma.
 //
 // q4_k_lean (q4_k): the high nibbles are multiplied in place (q & 0xF0F0F0F0, unsigned by
 // signed dp4a: 16 times the sums, divided out exactly by a shift when the digits combine),
@@ -1491,28 +1152,25 @@ __device__ __forceinline__ int dp4a_us(uint32_t a, uint32_t b, int c) {  // unsi
     return d;
 }
 
-struct q4_k_lean {  // part p as q4_k_int's
+struct q4_k_lean {  // part p as q4_k_path's: groups 0..3 the low half (sub-block 2c), 4..7 the high (2c+1)
     typedef q4_k F;
     static constexpr int kStages = 2;  // (bulk + early, 5 blocks/SM: 5.10 against 4: 5.22, 8: 5.38 us; stop 19)
-    static constexpr bool kPrefetch = false;
-    static constexpr bool kFold = true;  // dot_acc: the step's sum without sigma
-    static constexpr bool kRowCopy = OPGEN_QMATVEC_K4_ROWCOPY, kCap = OPGEN_QMATVEC_K4_CAP,
-                          kRolled = OPGEN_QMATVEC_K4_ROLLED;
-    static constexpr bool kBulk = OPGEN_QMATVEC_K4_BULK, kEarly = OPGEN_QMATVEC_K4_EARLY;
-    static constexpr int kBits = 22;
+    static constexpr bool kRowCopy = false;  // cp.async (sm_80): one loop over the slab's pieces (qmatvec_kint)
     struct X {
         uint32_t D[3][8];
         float sigma, sx_lo, sx_hi;  // sx_*: sum X of the half (exact: |sum| <= 16 * 2^22)
     };
-    static __device__ __forceinline__ void load_x(const float* xb, int p, float4 (&v)[8]) { q4_k_int::load_x(xb, p, v); }
-    static constexpr bool kTc = OPGEN_QMATVEC_K4_TC;  // quantize_x_tc's digits
+    static __device__ __forceinline__ void load_x(const float* xb, int p, float4 (&v)[8]) {
+        const float* lo = xb + 64 * (p >> 1) + 16 * (p & 1);
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            v[j] = load_x4(lo + 4 * j);
+            v[4 + j] = load_x4(lo + 32 + 4 * j);
+        }
+    }
     static __device__ __forceinline__ void quantize(const float4 (&v)[8], X& q) {
         int xs[8];
-        if constexpr (kTc) {
-            quantize_x_tc<8, 22>(v, q.D, xs, q.sigma);
-        } else {
-            quantize_x_sums<8>(v, q.D, xs, q.sigma);
-        }
+        quantize_x_tc<8, 22>(v, q.D, xs, q.sigma);
         q.sx_lo = (float)((xs[0] + xs[1]) + (xs[2] + xs[3]));
         q.sx_hi = (float)((xs[4] + xs[5]) + (xs[6] + xs[7]));
     }
@@ -1527,17 +1185,10 @@ struct q4_k_lean {  // part p as q4_k_int's
 #pragma unroll
         for (int j = 0; j < 4; j++) {
             const uint32_t lo = qw[j] & 0x0F0F0F0Fu, hi = qw[j] & 0xF0F0F0F0u;  // hi: 16 q
-            if constexpr (kTc) {
-                a0 = dp4a_uu(lo, v.D[0][j], a0);
-                a1 = dp4a_uu(lo, v.D[1][j], a1);
-                b0 = dp4a_uu(hi, v.D[0][4 + j], b0);
-                b1 = dp4a_uu(hi, v.D[1][4 + j], b1);
-            } else {
-                a0 = dp4a(lo, v.D[0][j], a0);
-                a1 = dp4a(lo, v.D[1][j], a1);
-                b0 = dp4a_us(hi, v.D[0][4 + j], b0);
-                b1 = dp4a_us(hi, v.D[1][4 + j], b1);
-            }
+            a0 = dp4a_uu(lo, v.D[0][j], a0);
+            a1 = dp4a_uu(lo, v.D[1][j], a1);
+            b0 = dp4a_uu(hi, v.D[0][4 + j], b0);
+            b1 = dp4a_uu(hi, v.D[1][4 + j], b1);
             a2 = dp4a(lo, v.D[2][j], a2);
             b2 = dp4a_us(hi, v.D[2][4 + j], b2);
         }
@@ -1571,16 +1222,12 @@ struct q4_k_lean {  // part p as q4_k_int's
 // scales[8h + p % 2 + 2g]: 24 dp4a (6 accumulators, not 12), 2 scales, 2 conversions of
 // sums. Its 16-byte windows of quants are read as aligned words from shared memory, with
 // one byte permute per word where the block sits 2 bytes off (blocks of 210 bytes). X has
-// 21 bits (quantize_x_sums<8, 21>): |sum (q - 32) X| over 16 weights <= 16 * 32 * 2^21 =
+// 21 bits (quantize_x_tc<8, 21>): |sum (q - 32) X| over 16 weights <= 16 * 32 * 2^21 =
 // 2^30 keeps the digits' sums in 32 bits (with 22 bits it could reach 2^31).
 struct q6_k_pair {
     typedef q6_k F;
     static constexpr int kStages = 4;  // (2: 8.08 us, 1: 8.86, 4: 7.89 from HBM; round 4)
-    static constexpr bool kPrefetch = false;
-    static constexpr bool kFold = true;
-    static constexpr bool kRowCopy = OPGEN_QMATVEC_K6_ROWCOPY, kCap = OPGEN_QMATVEC_K6_CAP,
-                          kRolled = OPGEN_QMATVEC_K6_ROLLED;
-    static constexpr bool kBulk = OPGEN_QMATVEC_K6_BULK, kEarly = OPGEN_QMATVEC_K6_EARLY;
+    static constexpr bool kRowCopy = true;  // cp.async (sm_80): row by row, the stages a loop (qmatvec_kint)
     struct X {
         uint32_t D[3][8];  // groups 0..3: g = e, 4..7: g = e + 2
         int corr[2];       // -32 * sum X of each run of 16
@@ -1594,14 +1241,9 @@ struct q6_k_pair {
             v[4 + j] = load_x4(base + 64 + 4 * j);
         }
     }
-    static constexpr bool kTc = OPGEN_QMATVEC_K6_TC;  // quantize_x_tc's digits
     static __device__ __forceinline__ void quantize(const float4 (&v)[8], X& q) {
         int xs[8];
-        if constexpr (kTc) {
-            quantize_x_tc<8, 21>(v, q.D, xs, q.sigma);
-        } else {
-            quantize_x_sums<8, 21>(v, q.D, xs, q.sigma);
-        }
+        quantize_x_tc<8, 21>(v, q.D, xs, q.sigma);
         q.corr[0] = -32 * ((xs[0] + xs[1]) + (xs[2] + xs[3]));
         q.corr[1] = -32 * ((xs[4] + xs[5]) + (xs[6] + xs[7]));
     }
@@ -1632,17 +1274,10 @@ struct q6_k_pair {
         for (int k = 0; k < 4; k++) {
             const uint32_t lo = (ql[k] & 0x0F0F0F0Fu) | ((qh[k] << up) & 0x30303030u);
             const uint32_t hi = ((ql[k] >> 4) & 0x0F0F0F0Fu) | ((qh[k] >> down) & 0x30303030u);
-            if constexpr (kTc) {  // quants 0..63: unsigned as signed alike
-                a0 = dp4a_uu(lo, v.D[0][k], a0);
-                a1 = dp4a_uu(lo, v.D[1][k], a1);
-                b0 = dp4a_uu(hi, v.D[0][4 + k], b0);
-                b1 = dp4a_uu(hi, v.D[1][4 + k], b1);
-            } else {
-                a0 = dp4a(lo, v.D[0][k], a0);
-                a1 = dp4a(lo, v.D[1][k], a1);
-                b0 = dp4a(hi, v.D[0][4 + k], b0);
-                b1 = dp4a(hi, v.D[1][4 + k], b1);
-            }
+            a0 = dp4a_uu(lo, v.D[0][k], a0);  // quants 0..63: unsigned as signed alike
+            a1 = dp4a_uu(lo, v.D[1][k], a1);
+            b0 = dp4a_uu(hi, v.D[0][4 + k], b0);
+            b1 = dp4a_uu(hi, v.D[1][4 + k], b1);
             a2 = dp4a(lo, v.D[2][k], a2);
             b2 = dp4a(hi, v.D[2][4 + k], b2);
         }
@@ -1652,7 +1287,7 @@ struct q6_k_pair {
 };
 
 #if OPGEN_QMV_SM90
-// K*_BULK: warp 0 issues a step of an item by bulk copies: lane i (< kKRows) arrives on its
+// Warp 0 issues a step of an item by bulk copies: lane i (< kKRows) arrives on its
 // stage's barrier (kKRows / kStages arrivals a phase) with the bytes of row i's step from its
 // 16-byte floor (the cp.async pieces' bytes: the same bytes land in the same places), then
 // copies them; lanes of rows past nrows arrive with none.
@@ -1683,36 +1318,29 @@ template <typename P> __device__ void qmatvec_kint(const uint8_t* __restrict__ w
     constexpr int kRowVecs = kKBlocks * F::kBytes / 16 + 2;  // a step of a row from its 16-byte floor, + a spare
     constexpr int kWarps = kThreads / 32;
     constexpr bool kAligned = F::kBytes % 16 == 0;  // q4_k: every block of an aligned w is 16-byte aligned
-    constexpr bool B = OPGEN_QMV_SM90 && P::kBulk, E = B && P::kEarly;  // round 5's (sm_90)
-    constexpr int kCapVecs = P::kCap ? 46 * 1024 / 16 : 0;  // 5 blocks of 47 KB > 228 KB
-    __shared__ uint4 stage[R * kRowVecs > kCapVecs ? R * kRowVecs : kCapVecs];
+    __shared__ uint4 stage[R * kRowVecs];
     __shared__ float partial[kWarps][R];
     const unsigned int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     const int blk = (int)threadIdx.x / 8, part = (int)threadIdx.x % 8;
     const size_t row_blocks = k / F::kElems, row_bytes = row_blocks * F::kBytes;
     const size_t items = (n + R - 1) / R * rows;
 #if OPGEN_QMV_SM90
-    __shared__ __align__(8) uint64_t landed[B ? S : 1];  // K*_BULK: stage s's rows have landed (a phase a step)
-    uint32_t parity = 0u;                                  // of the barriers' current phase (one per step)
-    if constexpr (B) {
-        if (threadIdx.x == 0) {
+    __shared__ __align__(8) uint64_t landed[S];  // stage s's rows have landed (a phase a step)
+    uint32_t parity = 0u;                          // of the barriers' current phase (one per step)
+    if (threadIdx.x == 0) {
 #pragma unroll
-            for (int s = 0; s < S; s++) mbar_init<RS>(&landed[s]);
-            mbar_init_fence();
-        }
-        if constexpr (E) {
-            // The first item's first step of weights is copied before the wait for the kernel
-            // before (qmatvec_k leaves the wait to this function; qmatvec_fast says why it may).
-            if (warp == 0 && (size_t)blockIdx.x < items) {
-                __syncwarp();  // thread 0's initialisation, for the lanes that arrive
-                const size_t n0 = blockIdx.x / rows * R;
-                const int cb = row_blocks < (size_t)kKBlocks ? (int)row_blocks : kKBlocks;
-                bulk_step<P>(stage, landed, w + n0 * row_bytes, row_bytes, 0, n - n0 < (size_t)R ? (int)(n - n0) : R, cb,
-                             lane);
-            }
-            wait_for_predecessor();
-        }
+        for (int s = 0; s < S; s++) mbar_init<RS>(&landed[s]);
+        mbar_init_fence();
     }
+    // The first item's first step of weights is copied before the wait for the kernel before
+    // (qmatvec_k leaves the wait to this function; qmatvec_fast says why it may).
+    if (warp == 0 && (size_t)blockIdx.x < items) {
+        __syncwarp();  // thread 0's initialisation, for the lanes that arrive
+        const size_t n0 = blockIdx.x / rows * R;
+        const int cb = row_blocks < (size_t)kKBlocks ? (int)row_blocks : kKBlocks;
+        bulk_step<P>(stage, landed, w + n0 * row_bytes, row_bytes, 0, n - n0 < (size_t)R ? (int)(n - n0) : R, cb, lane);
+    }
+    wait_for_predecessor();
 #endif
     for (size_t item = blockIdx.x; item < items; item += gridDim.x) {
         const size_t n0 = item / rows * R, r = item % rows;
@@ -1732,17 +1360,23 @@ template <typename P> __device__ void qmatvec_kint(const uint8_t* __restrict__ w
             // Row i's step starts `skew` bytes into its 16-byte floor; unloaded pieces stay
             // stale, never read for rows written out.
 #if OPGEN_QMV_SM90
-            if constexpr (B) {
-                // the previous step is used up (every thread has passed its last read of the
-                // stage and of `partial`), and, the first time, the barriers are initialised
-                __syncthreads();
-                if (warp == 0 && !(E && item == blockIdx.x && c0 == 0)) bulk_step<P>(stage, landed, wi, row_bytes, c0, nrows, cb, lane);
-            } else
-#endif
+            // the previous step is used up (every thread has passed its last read of the stage
+            // and of `partial`), and, the first time, the barriers are initialised; the block's
+            // first step was issued before the wait, above
+            __syncthreads();
+            if (warp == 0 && !(item == blockIdx.x && c0 == 0)) bulk_step<P>(stage, landed, wi, row_bytes, c0, nrows, cb, lane);
+#else
             if (c0 > 0) __syncthreads();  // the previous step is used up
-            if constexpr (B) {
-                // (K*_BULK: issued above)
-            } else if constexpr (P::kRowCopy && P::kRolled) {  // the same, the stages a loop ptxas keeps
+            if constexpr (P::kRowCopy) {
+                // Row by row (q6_k): thread t copies pieces t, t + kThreads, .. of each row's step (an
+                // address a row, not a division and a 64-bit address a piece), the stages kept a loop
+                // (#pragma unroll 1): fully unrolled, ptxas moves x's quantization (which waits for
+                // x's loads) between the stages' cp.async, so a warp stalls on x before it has asked
+                // for the whole slab. On an H100 with cp.async (round 4, qmatvec-kquant-round4-h100.md,
+                // and stop 19's qmatvec-kquant-round4b-h100.log), per product from HBM: q6_k 7.74 us
+                // against 7.89 unrolled (105 registers against 120; by the loop below 8.27 against
+                // 8.21 by rows, 2 stages); q4_k by rows took 93 registers, so 5 blocks per SM, and was
+                // slower (6.08 us; 5.82 capped at 4 blocks by a padded slab) than by the loop (5.69).
 #pragma unroll 1
                 for (int s = 0; s < S; s++) {
 #pragma unroll
@@ -1760,23 +1394,6 @@ template <typename P> __device__ void qmatvec_kint(const uint8_t* __restrict__ w
                     }
                     cp_async_commit();
                 }
-            } else if constexpr (P::kRowCopy) {  // row by row: thread t copies pieces t, t + kThreads, .. of each row's step
-#pragma unroll
-                for (int s = 0; s < S; s++) {
-#pragma unroll
-                    for (int i = s * RS; i < (s + 1) * RS; i++) {
-                        const uint8_t* src = wi + i * row_bytes + c0 * F::kBytes;
-                        const unsigned long long skew = kAligned ? 0u : reinterpret_cast<unsigned long long>(src) & 15u;
-                        const int nv = kAligned ? cb * F::kBytes / 16 : (int)((skew + cb * F::kBytes + 15) / 16);
-                        const uint8_t* from = src - skew;
-#pragma unroll
-                        for (int j = 0; j < (kRowVecs + kThreads - 1) / kThreads; j++) {
-                            const int c = (int)threadIdx.x + j * kThreads;
-                            if (i < nrows && c < nv) cp_async16(stage + i * kRowVecs + c, from + 16 * c);
-                        }
-                    }
-                    cp_async_commit();
-            }
             } else {
 #pragma unroll
                 for (int s = 0; s < S; s++) {
@@ -1789,44 +1406,35 @@ template <typename P> __device__ void qmatvec_kint(const uint8_t* __restrict__ w
                         }
                     }
                     cp_async_commit();
+                }
             }
-            }
+#endif
             typename P::X xq;
             P::quantize(xv, xq);
-            float sacc[R];  // P::kFold: the step's sums over sigma
+            float sacc[R];  // the step's sums over sigma
 #pragma unroll
             for (int i = 0; i < R; i++) sacc[i] = 0.0f;
 #pragma unroll
             for (int s = 0; s < S; s++) {
 #if OPGEN_QMV_SM90
-                if constexpr (B) {
-                    if (active) mbar_wait(&landed[s], parity);  // this stage's rows have landed
-                } else
+                if (active) mbar_wait(&landed[s], parity);  // this stage's rows have landed
+#else
+                cp_async_wait(S - 1 - s);
+                __syncthreads();
 #endif
-                {
-                    cp_async_wait(S - 1 - s);
-                    __syncthreads();
-                }
                 if (active) {
 #pragma unroll
                     for (int i = s * RS; i < (s + 1) * RS; i++) {  // rows past nrows: stale bytes, never written out
                         const uint8_t* src = wi + i * row_bytes + c0 * F::kBytes;
                         const unsigned long long skew = kAligned ? 0u : reinterpret_cast<unsigned long long>(src) & 15u;
-                        if constexpr (P::kFold) {
-                            P::dot_acc(reinterpret_cast<const uint8_t*>(stage + i * kRowVecs), (int)skew + blk * F::kBytes, part, xq, sacc[i]);
-                        } else {
-                            const uint8_t* b = reinterpret_cast<const uint8_t*>(stage + i * kRowVecs) + skew + blk * F::kBytes;
-                            acc[i] += P::dot(b, part, xq);
-                        }
+                        P::dot_acc(reinterpret_cast<const uint8_t*>(stage + i * kRowVecs), (int)skew + blk * F::kBytes, part, xq, sacc[i]);
                     }
                 }
             }
-            if constexpr (P::kFold) {
 #pragma unroll
-                for (int i = 0; i < R; i++) acc[i] = fmaf(xq.sigma, sacc[i], acc[i]);
-            }
+            for (int i = 0; i < R; i++) acc[i] = fmaf(xq.sigma, sacc[i], acc[i]);
 #if OPGEN_QMV_SM90
-            if constexpr (B) parity ^= 1u;
+            parity ^= 1u;
 #endif
         }
         warp_rows<R>(acc, lane, partial[warp]);
@@ -1869,18 +1477,6 @@ template <typename P> __device__ void qmatvec_kpath(const uint8_t* __restrict__ 
             if (c0 > 0) __syncthreads();  // the previous step is used up
             // Row i's step starts `skew` bytes into its 16-byte floor (it changes from row to row
             // when row_bytes % 16 != 0).
-#if OPGEN_QMATVEC_DP4A
-            // cp.async: the pieces need no registers; unloaded ones stay stale, never read for
-            // rows written out
-            for (int u = (int)threadIdx.x; u < kVecs; u += kThreads) {
-                const int i = u / kRowVecs, c = u % kRowVecs;
-                const uint8_t* src = wi + i * row_bytes + c0 * F::kBytes;
-                const unsigned long long skew = reinterpret_cast<unsigned long long>(src) & 15u;
-                if (i < nrows && c < (int)((skew + cb * F::kBytes + 15) / 16)) cp_async16(stage + u, src - skew + 16 * c);
-            }
-            cp_async_commit();
-            cp_async_wait(0);
-#else
             uint4 v[kPer];
 #pragma unroll
             for (int j = 0; j < kPer; j++) {
@@ -1896,7 +1492,6 @@ template <typename P> __device__ void qmatvec_kpath(const uint8_t* __restrict__ 
                 const int u = (int)threadIdx.x + j * kThreads;
                 if (u < kVecs) stage[u] = v[j];  // unloaded pieces: stale, never read for rows written out
             }
-#endif
             __syncthreads();
             if (active) {
 #pragma unroll
@@ -1924,20 +1519,8 @@ template <typename P> __device__ void qmatvec_kpath(const uint8_t* __restrict__ 
     }
 }
 
-struct q4_k_int;  // the integer K path's (defined for NVIDIA sm_80 and up only)
-struct q6_k_int;
-struct q4_k_lean;
+struct q4_k_lean;  // the integer K path's (defined for NVIDIA sm_80 and up only)
 struct q6_k_pair;
-#if OPGEN_QMATVEC_K4_LEAN
-typedef q4_k_lean q4_k_kint;  // q4_k's integer K path
-#else
-typedef q4_k_int q4_k_kint;
-#endif
-#if OPGEN_QMATVEC_K6_PAIR
-typedef q6_k_pair q6_k_kint;  // q6_k's
-#else
-typedef q6_k_int q6_k_kint;
-#endif
 
 // K: the integer K path's struct (NVIDIA sm_80 and up), P: the f32 K path's (elsewhere).
 template <typename K, typename P> __device__ __forceinline__ void qmatvec_k(const uint8_t* w, const float* x, float* y,
@@ -1945,19 +1528,8 @@ template <typename K, typename P> __device__ __forceinline__ void qmatvec_k(cons
     typedef typename P::F F;
     const bool staged = opgen::aligned16(w) && blockDim.x == (unsigned int)kThreads;
 #if OPGEN_QMATVEC_DP4A
-    const size_t row_bytes = k / F::kElems * F::kBytes;
-    if (K::kPrefetch && staged && row_bytes % 16 == 0) {  // the first kKPrefetchItems items' rows, a row a thread
-        const size_t items = (n + F::kKRows - 1) / F::kKRows * rows;
-        size_t item = blockIdx.x;
-        for (int j = 0; j < kKPrefetchItems && item < items; j++, item += gridDim.x) {
-            const size_t n0 = item / rows * F::kKRows;
-            if (item % rows == 0 && threadIdx.x < (unsigned int)F::kKRows && n0 + threadIdx.x < n && row_bytes > 0) {
-                prefetch_l2(w + (n0 + threadIdx.x) * row_bytes, (uint32_t)row_bytes);
-            }
-        }
-    }
     release_dependents();
-    if (OPGEN_QMV_SM90 && K::kBulk && K::kEarly && staged) {  // it waits itself, after its first copies (K*_EARLY)
+    if (OPGEN_QMV_SM90 && staged) {  // it waits itself, after its first copies
         qmatvec_kint<K>(w, x, y, n, k, rows);
         return;
     }
@@ -1989,7 +1561,7 @@ template <typename F> __device__ __forceinline__ void qmatvec_tiled_or_general(c
 // blocks per SM its registers are bounded for: enough for a grid of 4096-row items on an H100.
 template <typename F> struct fast_launch {
     static constexpr int threads = OPGEN_QMATVEC_DP4A ? F::kFastSplit * kThreads : kThreads;
-    static constexpr int want = F::kFastRows >= 16 ? (OPGEN_QMV_MIN_BLOCKS > 0 ? OPGEN_QMV_MIN_BLOCKS : 2) : F::kFastRows >= 8 ? 4 : 8;
+    static constexpr int want = F::kFastRows >= 16 ? 2 : F::kFastRows >= 8 ? 4 : 8;
     static constexpr int min_blocks = !OPGEN_QMATVEC_DP4A ? kMinBlocks : want < 2048 / threads ? want : 2048 / threads;
 };
 
@@ -1997,35 +1569,26 @@ template <typename F> __device__ __forceinline__ void qmatvec_fast(const uint8_t
                                                                    size_t k, size_t rows) {
 #if OPGEN_QMATVEC_DP4A
     const bool dp4a = k % 256 == 0 && opgen::aligned16(w) && blockDim.x == (unsigned int)fast_launch<F>::threads;
-    if constexpr (kFastPrefetchItems == 1) {  // the weight rows of this block's first item, a row a thread
-        if (dp4a && blockIdx.x % rows == 0) {
-            const size_t n0 = blockIdx.x / rows * F::kFastRows, row_bytes = k / F::kElems * F::kBytes;
-            const unsigned int row = threadIdx.x + F::kFastPrefetchFrom;
-            if (row < (unsigned int)F::kFastRows && n0 + row < n) {
-                prefetch_l2(w + (n0 + row) * row_bytes, (uint32_t)row_bytes);  // 16-byte multiple: k % 256 == 0
-            }
-        }
-    } else if (dp4a) {  // the same for its first kFastPrefetchItems items
-        const size_t row_bytes = k / F::kElems * F::kBytes, items = (n + F::kFastRows - 1) / F::kFastRows * rows;
-        size_t item = blockIdx.x;
-        for (int j = 0; j < kFastPrefetchItems && item < items; j++, item += gridDim.x) {
-            const size_t n0 = item / rows * F::kFastRows;
-            const unsigned int row = threadIdx.x + (j == 0 ? F::kFastPrefetchFrom : 0);  // the first: past its first stage (q8_0)
-            if (item % rows == 0 && row < (unsigned int)F::kFastRows && n0 + row < n) {
-                prefetch_l2(w + (n0 + row) * row_bytes, (uint32_t)row_bytes);  // 16-byte multiple: k % 256 == 0
-            }
+    // The weight rows of this block's first item into L2 before the wait, a row a thread (only
+    // the first item: grids of 1-3 blocks per multiprocessor with every item prefetched were
+    // slower for every format, bench/results/qmatvec-round3-h100.md).
+    if (dp4a && blockIdx.x % rows == 0) {
+        const size_t n0 = blockIdx.x / rows * F::kFastRows, row_bytes = k / F::kElems * F::kBytes;
+        const unsigned int row = threadIdx.x + F::kFastPrefetchFrom;
+        if (row < (unsigned int)F::kFastRows && n0 + row < n) {
+            prefetch_l2(w + (n0 + row) * row_bytes, (uint32_t)row_bytes);  // 16-byte multiple: k % 256 == 0
         }
     }
     release_dependents();
-    // OPGEN_QMV_EARLY: the dp4a path copies its first chunk of weights into shared memory and
-    // only then waits for the kernel before. That reads the weights while that kernel may still
+    // On sm_90 (q4_0, q4_1) the dp4a path copies its first chunk of weights into shared memory
+    // and only then waits for the kernel before. That reads the weights while that kernel may still
     // run, which is safe because no kernel writes a QStorage's blocks: runtime/gpu/quant.py
     // writes them only by host-to-device copies and memsets (quantize, qzeros,
     // qstorage_from_bytes), and a programmatic launch overlaps only kernels queued before it,
     // never across a copy or a memset (the stream orders those fully). A kernel that wrote
-    // quantized blocks on the device would need this switch off. x is still read, and y
-    // written, only after the wait.
-    if (OPGEN_QMV_BULK && OPGEN_QMV_EARLY && F::kFastBulk && dp4a) {  // it waits itself, after its first copies
+    // quantized blocks on the device would need the copies moved after the wait. x is still
+    // read, and y written, only after the wait.
+    if (OPGEN_QMV_SM90 && F::kFastBulk && dp4a) {  // it waits itself, after its first copies
         qmatvec_dp4a<F>(w, x, y, n, k, rows);
         return;
     }
@@ -2063,7 +1626,7 @@ template <typename F> struct qmatvec_fast_of {
     }
 };
 template <typename K, typename P, int MB = 0> struct qmatvec_k_of {
-    // MB (K*_BLOCKS, sm_90): the launch bounds' resident blocks per SM instead of kKMinBlocks
+    // MB: the launch bounds' resident blocks per SM on sm_90 (kKMinBlocks elsewhere)
     static constexpr int threads = kThreads, min_blocks = OPGEN_QMV_SM90 && MB > 0 ? MB : kKMinBlocks;
     static constexpr bool waits = true;  // wait_for_predecessor (on NVIDIA sm_90, where launches are programmatic)
     static __device__ __forceinline__ void run(const uint8_t* w, const float* x, float* y, size_t n, size_t k,
@@ -2074,8 +1637,8 @@ template <typename K, typename P, int MB = 0> struct qmatvec_k_of {
 template <> struct qmatvec_of<q4_0> : qmatvec_fast_of<q4_0> {};
 template <> struct qmatvec_of<q4_1> : qmatvec_fast_of<q4_1> {};
 template <> struct qmatvec_of<q8_0> : qmatvec_fast_of<q8_0> {};
-template <> struct qmatvec_of<q4_k> : qmatvec_k_of<q4_k_kint, q4_k_path, OPGEN_QMATVEC_K4_BLOCKS> {};
-template <> struct qmatvec_of<q6_k> : qmatvec_k_of<q6_k_kint, q6_k_path, OPGEN_QMATVEC_K6_BLOCKS> {};
+template <> struct qmatvec_of<q4_k> : qmatvec_k_of<q4_k_lean, q4_k_path, 5> {};
+template <> struct qmatvec_of<q6_k> : qmatvec_k_of<q6_k_pair, q6_k_path, 5> {};
 
 }  // namespace
 

@@ -64,8 +64,7 @@ class QGpuBuffer:
     """The `inner` of a GPU QStorage: the blocks of `fmt`, as bytes on the device. Only
     host-to-device copies and memsets write them, never a kernel: qmatvec_q4_0 / q4_1 / q4_k /
     q6_k on sm_90 read their first weight rows before waiting for the kernel before them
-    (hip/quantized.hip, qmatvec_fast and qmatvec_k; OPGEN_QMV_EARLY, OPGEN_QMATVEC_K4_EARLY,
-    OPGEN_QMATVEC_K6_EARLY), which relies on it."""
+    (hip/quantized.hip, qmatvec_fast and qmatvec_k), which relies on it."""
 
     fmt: str
     buf: GpuBuffer  # uint8
