@@ -38,6 +38,23 @@ def timed(fn, sync, repeats: int = REPEATS, inner: int = 5) -> float:
     return statistics.median(samples)
 
 
+def timed_pair(fn, sync, other, other_sync, repeats: int = REPEATS, inner: int = 5) -> tuple[float, float]:
+    """timed() of fn and of other, their samples taken in turn (fn, other, fn, ...), so that a
+    burst of the machine's noise slows both alike: the median seconds per call of each."""
+    for f, s in ((fn, sync), (other, other_sync)):
+        f()
+        s()
+    samples: tuple[list[float], list[float]] = ([], [])
+    for _ in range(repeats):
+        for f, s, kept in ((fn, sync, samples[0]), (other, other_sync, samples[1])):
+            start = time.perf_counter()
+            for _ in range(inner):
+                f()
+            s()
+            kept.append((time.perf_counter() - start) / inner)
+    return statistics.median(samples[0]), statistics.median(samples[1])
+
+
 def device_seconds(fn, repeats: int = REPEATS, inner: int = 5) -> float:
     """Median seconds per call on opgen's stream (CUDA events), the host's launch cost
     excluded: a first call keeps the GPU busy while the timed ones are queued."""
