@@ -1341,7 +1341,40 @@ def test_the_cuda_arms_build_a_storage_of_the_runtimes_buffer(cuda_storage):
     out = x.binary(BinaryOp.ADD, y, strided, strided)
     (_, _, _, _, (n, rank, info, *_)) = launches[-1]
     assert (n, rank) == (8, 2) and info
+    import runtime.cuda as cuda  # the arms' dtype and device of a buffer, as Memory gives them
+
+    assert (cuda.dtype(x.inner), cuda.device(x.inner)) == (rt.dtype(x.inner), rt.device(x.inner)) == (x.inner.dtype, 0)
     with pytest.raises(DTypeMismatch):  # the arm's checks still come first
         x.binary(BinaryOp.ADD, Storage(On.CUDA, rt.from_host(0, np.ones(8, dtype=np.float64))), lay, lay)
     with pytest.raises(ShapeMismatch):
         x.binary(BinaryOp.ADD, y, lay, Layout.contiguous((2, 4)))
+
+
+@pytest.mark.parametrize("family", ["unary", "binary"])
+def test_unary_and_binary_reuse_a_free_block_as_alloc_does(monkeypatch, family):
+    """Without POISON, unary and binary take a dropped block of their output's size
+    themselves: the same block, buffer and accounting as `_alloc`, no driver allocation."""
+    import runtime.gpu.memory as memory
+
+    monkeypatch.setattr(memory, "POISON", False)
+    rt, driver, launches = _runtime()
+    x = rt.from_host(0, np.arange(1024, dtype=np.float32))
+    lay = Layout.contiguous((1024,))
+    if family == "unary":
+        run = lambda: rt.unary(x, kernels_hip.UNARY[kernels_hip.UnaryOp.EXP], lay)  # noqa: E731
+    else:
+        run = lambda: rt.binary(x, kernels_hip.BINARY[kernels_hip.BinaryOp.ADD], x, lay, lay)  # noqa: E731
+    first = run()
+    ptr, bin_ = first.ptr, first.bin
+    del first
+    assert bin_.free == [ptr] and rt._kept[0].bytes == 4096
+    allocs = len(driver.of("alloc"))
+    out = run()
+    assert type(out) is memory._PooledBuffer and out.bin is bin_
+    assert (out.ptr, out.size, out.dtype, out.ordinal, out.release) == (ptr, 1024, np.dtype(np.float32), 0, None)
+    assert bin_.free == [] and rt._kept[0].bytes == 0 and len(driver.of("alloc")) == allocs
+    assert launches[-1][3][-1] == ptr  # the kernel writes the reused block
+    general = rt._alloc(0, 1024, np.dtype(np.float32), "stream0")  # what _alloc gives for the same size
+    assert (type(general), general.bin) == (type(out), bin_)
+    del out
+    assert bin_.free == [ptr]  # back to the bin when dropped, as _alloc's blocks
