@@ -17,7 +17,6 @@ Every public name here is exported (no `__all__`): what is not one of the runtim
 is imported under a private name."""
 
 import functools as _functools
-import operator as _operator
 
 from runtime.gpu import interop as _interop, nn as _nn, quant as _quant
 from runtime.gpu.runtime import GpuRuntime as _GpuRuntime, exported as _exported
@@ -41,10 +40,8 @@ set_seed = _rt.set_seed
 rand_uniform = _rt.rand_uniform
 rand_normal = _rt.rand_normal
 try_clone = _rt.try_clone
-# A buffer's dtype and device as Memory.dtype / Memory.device give them, read in C: the
-# dispatch arms' checks call `dtype` on every input of every op (no Python frame each).
-dtype = _operator.attrgetter("dtype")
-device = _operator.attrgetter("ordinal")
+dtype = _rt.dtype
+device = _rt.device
 unary = _rt.unary
 binary = _rt.binary
 cmp = _rt.cmp
