@@ -188,9 +188,17 @@ class Storage:
                         return _storage
                 return Storage(On.CPU, _rt_cpu.unary(self.inner, _kernels_numpy.UNARY[op], layout))
             case On.CUDA:
-                return Storage(On.CUDA, _rt_cuda.unary(self.inner, _kernels_hip.UNARY[op], layout))
+                _out = _rt_cuda.unary(self.inner, _kernels_hip.UNARY[op], layout)
+                _storage = _new_object(Storage)
+                _storage.backend = On.CUDA
+                _storage.inner = _out
+                return _storage
             case On.ROCM:
-                return Storage(On.ROCM, _rt_rocm.unary(self.inner, _kernels_hip.UNARY[op], layout))
+                _out = _rt_rocm.unary(self.inner, _kernels_hip.UNARY[op], layout)
+                _storage = _new_object(Storage)
+                _storage.backend = On.ROCM
+                _storage.inner = _out
+                return _storage
 
     def binary(self, op: BinaryOp, rhs: Storage, lhs_layout: Layout, rhs_layout: Layout) -> Storage:
         match self.backend:
@@ -222,7 +230,11 @@ class Storage:
                     raise _dtype_mismatch("binary", self, rhs)
                 if rhs_layout.shape != lhs_layout.shape:
                     raise ShapeMismatch("binary", self.backend.value, lhs_layout.shape, rhs_layout.shape)
-                return Storage(On.CUDA, _rt_cuda.binary(self.inner, _kernels_hip.BINARY[op], rhs.inner, lhs_layout, rhs_layout))
+                _out = _rt_cuda.binary(self.inner, _kernels_hip.BINARY[op], rhs.inner, lhs_layout, rhs_layout)
+                _storage = _new_object(Storage)
+                _storage.backend = On.CUDA
+                _storage.inner = _out
+                return _storage
             case On.ROCM:
                 if rhs.backend is not self.backend:
                     raise _device_mismatch("binary", self, rhs)
@@ -231,7 +243,11 @@ class Storage:
                     raise _dtype_mismatch("binary", self, rhs)
                 if rhs_layout.shape != lhs_layout.shape:
                     raise ShapeMismatch("binary", self.backend.value, lhs_layout.shape, rhs_layout.shape)
-                return Storage(On.ROCM, _rt_rocm.binary(self.inner, _kernels_hip.BINARY[op], rhs.inner, lhs_layout, rhs_layout))
+                _out = _rt_rocm.binary(self.inner, _kernels_hip.BINARY[op], rhs.inner, lhs_layout, rhs_layout)
+                _storage = _new_object(Storage)
+                _storage.backend = On.ROCM
+                _storage.inner = _out
+                return _storage
 
     def where_cond(self, layout: Layout, on_true: Storage, true_layout: Layout, on_false: Storage, false_layout: Layout) -> Storage:
         match self.backend:

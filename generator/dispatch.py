@@ -111,6 +111,27 @@ def whole_buffer_fast_path(op: Operation, backend: Backend) -> tuple[str, ...]:
     return tuple(lines)
 
 
+def _elementwise_family(op: Operation) -> str | None:
+    """The family (of WHOLE_BUFFER_FAMILIES) of an op taking one op enum, else None."""
+    enums = [p for p in op.params if p.type in OP_ENUM_TYPES]
+    if len(enums) != 1 or OP_ENUM_TYPES[enums[0].type] not in WHOLE_BUFFER_FAMILIES:
+        return None
+    return OP_ENUM_TYPES[enums[0].type]
+
+
+def _new_storage(backend: Backend, call: str) -> tuple[str, ...]:
+    """`return Storage(On.<backend>, call)` without `__init__` (a Python frame called from C,
+    about as costly as the rest of the arm), as the numpy fast path builds its result: the
+    runtime's buffer first, so that a runtime error leaves nothing half made."""
+    return (
+        f"_out = {call}",
+        "_storage = _new_object(Storage)",
+        f"_storage.backend = On.{backend.member}",
+        "_storage.inner = _out",
+        "return _storage",
+    )
+
+
 def storage_arm(op: Operation, backend: Backend, registry: Registry) -> Arm:
     if op.hook:
         return _hook_arm(op, backend)
@@ -118,6 +139,9 @@ def storage_arm(op: Operation, backend: Backend, registry: Registry) -> Arm:
     if backend.implements(fn) and (backend.kernels or not _needs_kernels(op)):
         call = _call(backend, fn, contract.op_arguments(op, backend))
         fast = whole_buffer_fast_path(op, backend)
+        if backend.kernels and backend.kernels != "numpy" and op.returns == "Storage" and _elementwise_family(op):
+            # the GPU arms of unary and binary: a small op there is all host time (issue 11)
+            return Arm(backend, ArmStatus.IMPLEMENTED, _new_storage(backend, call), fast)
         return Arm(backend, ArmStatus.IMPLEMENTED, _wrap(op.returns, backend, call), fast)
     if op.fallback and op.fallback != backend.name and all(backend.implements(f) for f in FALLBACK_NEEDS):
         host = registry.backend(op.fallback)

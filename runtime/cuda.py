@@ -310,19 +310,19 @@ class CudaDriver(StreamDriver):
         cuLaunchKernelEx: four arguments for ctypes to convert, all made here, against
         eleven for cuLaunchKernel. One buffer (owned by the thread that made it) holds the
         kernel's arguments as `types` and after them the launch config; each launch fills
-        both with one struct.pack_into (the arguments, then the grid and block dims), and
-        the stream's handle is written when the stream changes. Other threads, other
-        signatures and values the pack refuses take `launch`. The functions of
-        PROGRAMMATIC_KERNELS (as `function` found them) carry the programmatic stream
-        serialization attribute; `launch` never does."""
+        the arguments and the grid's x dim with one struct.pack_into (y and z are 1 for
+        good), and the block's x dim and the stream's handle are written when they change.
+        Other threads, other signatures and values the pack refuses take `launch`. The
+        functions of PROGRAMMATIC_KERNELS (as `function` found them) carry the programmatic
+        stream serialization attribute; `launch` never does."""
         launch_ex = _libcuda_symbol("cuLaunchKernelEx", LAUNCH_HOLDS_GIL)
         fields = [(f"a{i}", t) for i, t in enumerate(types)] + [
             ("config", _LaunchConfig),
             ("attribute", _LaunchAttribute),
         ]
         frame_type = type("Frame", (ctypes.Structure,), {"_fields_": fields})
-        layout = struct.Struct("@" + "".join(STRUCT_CODES[t] for t in types) + "0P" + "IIII")
-        if launch_ex is None or layout.size != frame_type.config.offset + 16:
+        layout = struct.Struct("@" + "".join(STRUCT_CODES[t] for t in types) + "0P" + "I")
+        if launch_ex is None or layout.size != frame_type.config.offset + 4:
             return lambda grid, block, stream, args, types_: self.launch(fn, grid, block, stream, args, types_)
         frame = frame_type()
         base = ctypes.addressof(frame)
@@ -330,7 +330,10 @@ class CudaDriver(StreamDriver):
             *(base + getattr(frame_type, f"a{i}").offset for i in range(len(types)))
         )
         config = frame.config
-        config.blockDimY = config.blockDimZ = 1  # sharedMemBytes, attrs, numAttrs: 0
+        # sharedMemBytes, attrs, numAttrs: 0
+        config.gridDimY = config.gridDimZ = config.blockDimY = config.blockDimZ = 1
+        block_at = frame_type.config.offset + _LaunchConfig.blockDimX.offset
+        pack_block = struct.Struct("@I").pack_into  # range-checked as the grid is
         if int(fn) in self._programmatic:
             frame.attribute.id, frame.attribute.value = _PROGRAMMATIC_SERIALIZATION, 1
             config.attrs, config.numAttrs = base + frame_type.attribute.offset, 1
@@ -339,16 +342,20 @@ class CudaDriver(StreamDriver):
         function = ctypes.c_void_p(int(fn))
         pack = layout.pack_into
         owner, get_ident = threading.get_ident(), threading.get_ident
-        last_stream = None
+        last_stream = last_block = None
 
         def launch(grid: int, block: int, stream, args: tuple, types_: tuple) -> None:
-            nonlocal last_stream
+            nonlocal last_stream, last_block
             if (types_ is not types and types_ != types) or get_ident() != owner:
                 self.launch(fn, grid, block, stream, args, types_)
                 return
             try:
-                pack(frame, 0, *args, grid, 1, 1, block)
+                pack(frame, 0, *args, grid)
+                if block is not last_block:
+                    pack_block(frame, block_at, block)
+                    last_block = block
             except struct.error:  # None pointers, ints to wrap, dims out of range: as `launch` does
+                last_block = None  # a refused pack leaves its bytes zeroed
                 self.launch(fn, grid, block, stream, args, types_)
                 return
             if stream is not last_stream:

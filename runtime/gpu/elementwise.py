@@ -7,8 +7,9 @@ import numpy as np
 
 from generated.kernel_facts import KernelPattern as K
 from runtime.errors import DTypeMismatch, ShapeMismatch
+from runtime.gpu import memory
 from runtime.gpu.launch import BLOCK, DeviceStream
-from runtime.gpu.memory import GpuBuffer, _fits, _same_ordinal
+from runtime.gpu.memory import GpuBuffer, _fits, _new_pooled, _PooledBuffer, _same_ordinal
 from runtime.layout import Layout
 
 
@@ -27,7 +28,9 @@ class Elementwise:
 
     # unary and binary are the hot path of small ops (a 1,024-element exp is all host time):
     # unary inlines the checks of _launcher and _fits where they pass on a contiguous view,
-    # and both make the device current once (alloc and stream would each do it again).
+    # both make the device current once (alloc and stream would each do it again), and both
+    # take a free block of the output's size themselves, as _alloc would (a frame less; a
+    # first block of a size, a large one, and POISON's memset go through _alloc).
     def unary(self, buf: GpuBuffer, kernel, layout: Layout) -> GpuBuffer:
         dtype = buf.dtype
         fn = kernel.by_dtype.get(dtype)
@@ -39,7 +42,15 @@ class Elementwise:
         ordinal = buf.ordinal
         self.driver.activate(ordinal)
         stream = self._streams.get(ordinal) or self.stream(ordinal)
-        out = self._alloc(ordinal, n, kernel.result or dtype, stream.handle)
+        out_dtype = kernel.result or dtype
+        bin_ = self._bin_of.get((ordinal, n * out_dtype.itemsize or 1))
+        if bin_ is not None and bin_.free and not memory.POISON:
+            out = _new_pooled(_PooledBuffer)
+            out.ptr = bin_.free.pop()
+            bin_.kept.bytes -= bin_.size
+            out.size, out.dtype, out.ordinal, out.release, out.bin = n, out_dtype, ordinal, None, bin_
+        else:
+            out = self._alloc(ordinal, n, out_dtype, stream.handle)
         if not n:
             return out
         if layout.is_contiguous:
@@ -72,7 +83,15 @@ class Elementwise:
             _same_ordinal(kernel.op, self.name, buf, rhs)  # raises DeviceMismatch
         self.driver.activate(ordinal)
         stream = self._streams.get(ordinal) or self.stream(ordinal)
-        out = self._alloc(ordinal, n, kernel.result or dtype, stream.handle)
+        out_dtype = kernel.result or dtype
+        bin_ = self._bin_of.get((ordinal, n * out_dtype.itemsize or 1))
+        if bin_ is not None and bin_.free and not memory.POISON:
+            out = _new_pooled(_PooledBuffer)
+            out.ptr = bin_.free.pop()
+            bin_.kept.bytes -= bin_.size
+            out.size, out.dtype, out.ordinal, out.release, out.bin = n, out_dtype, ordinal, None, bin_
+        else:
+            out = self._alloc(ordinal, n, out_dtype, stream.handle)
         if not n:
             return out
         keep = None

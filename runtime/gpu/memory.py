@@ -57,7 +57,16 @@ class _PooledBuffer(GpuBuffer):
     __slots__ = ("bin",)
 
     def __del__(self) -> None:
-        self.bin.give(self.ptr)
+        # _Bin.give's body, inlined: a finalizer is called from C, each frame it adds costs
+        # as much as the block lookup in _alloc (bench/results/cpu-notes.md, GPU host path).
+        bin_ = self.bin
+        kept = bin_.kept
+        total = kept.bytes + bin_.size
+        if total > SMALL_CACHE_LIMIT:
+            bin_.driver_free(self.ptr, bin_.stream)
+            return
+        bin_.free.append(self.ptr)
+        kept.bytes = total
 
 
 _new_pooled = object.__new__
@@ -73,7 +82,8 @@ class _Kept:
 
 
 class _Bin:
-    """One device's dropped small blocks of one size; `give` is a block's release."""
+    """One device's dropped small blocks of one size; `give` is a block's release
+    (_PooledBuffer.__del__ runs the same statements itself)."""
 
     __slots__ = ("ordinal", "size", "kept", "free", "driver_free", "stream")
 

@@ -1279,3 +1279,102 @@ def test_host_drawn_random_storages_name_the_gpu_backend_in_their_errors(method)
     with pytest.raises(ShapeMismatch, match=f"{method} on fake: expected shape non-negative dims"):
         getattr(rt, method)(0, (2, -1), DType.F32, 0.0, 1.0)
     assert not [c for c in driver.calls if c[0] == "alloc"]
+
+
+def test_the_cuda_launcher_writes_a_changed_block_and_refuses_one_out_of_range(monkeypatch):
+    types = SIGNATURES[0]
+    _, launch, lib = _cuda_launcher(monkeypatch, types)
+    args = tuple(_sample(t, i) for i, t in enumerate(types))
+    for grid, block in ((3, 256), (4, 256), (5, 64), (6, 256)):
+        launch(grid, block, 0x5000, args, types)
+        assert lib.calls[-1] == ("ex", 0xF00D, (grid, 1, 1, block, 1, 1, 0), 0x5000, None, 0, list(args), None)
+    with pytest.raises(OverflowError):  # as cuLaunchKernel's own checks: never a wrapped dim
+        launch(7, 2**32, 0x5000, args, types)
+    launch(8, 256, 0x5000, args, types)
+    assert lib.calls[-1] == ("ex", 0xF00D, (8, 1, 1, 256, 1, 1, 0), 0x5000, None, 0, list(args), None)
+
+
+# -- the generated cuda arms of unary / binary, through Storage, over the fake driver ------
+@pytest.fixture
+def cuda_storage(monkeypatch):
+    """runtime.cuda's runtime (what the generated arms call) over FakeDriver, recording launches."""
+    import runtime.cuda as cuda
+
+    rt = cuda._rt
+    driver = FakeDriver()
+    launches: list[tuple] = []
+    monkeypatch.setattr(rt, "driver", driver)
+    for state in ("_streams", "_bins", "_bin_of", "_kept", "_direct", "_launches"):
+        monkeypatch.setattr(rt, state, {})
+    monkeypatch.setattr(
+        rt,
+        "launch",
+        lambda source, name, grid, block, stream, args, types: launches.append(
+            (name, grid, block, stream.handle, args)
+        ),
+    )
+    return rt, launches
+
+
+def test_the_cuda_arms_build_a_storage_of_the_runtimes_buffer(cuda_storage):
+    from generated.backends import On
+    from generated.dtypes import BinaryOp, UnaryOp
+    from generated.storage import Storage
+
+    rt, launches = cuda_storage
+    x = Storage(On.CUDA, rt.from_host(0, np.arange(8, dtype=np.float32)))
+    y = Storage(On.CUDA, rt.from_host(0, np.ones(8, dtype=np.float32)))
+    lay = Layout.contiguous((8,))
+    for op, name, args in (
+        (lambda: x.unary(UnaryOp.EXP, lay), "unary_exp_f32", lambda o: (8, 1, 0, x.inner.ptr, o.ptr)),
+        (
+            lambda: x.binary(BinaryOp.ADD, y, lay, lay),
+            "binary_add_f32",
+            lambda o: (8, 1, 0, x.inner.ptr, y.inner.ptr, o.ptr),
+        ),
+    ):
+        out = op()
+        assert type(out) is Storage and out.backend is On.CUDA and isinstance(out.inner, GpuBuffer)
+        assert (out.inner.size, out.inner.dtype, out.inner.ordinal) == (8, np.dtype(np.float32), 0)
+        assert launches[-1] == (name, 1, 256, "stream0", args(out.inner))
+    strided = Layout.contiguous((4, 2)).transpose(0, 1)  # still the general path's info buffer
+    out = x.binary(BinaryOp.ADD, y, strided, strided)
+    (_, _, _, _, (n, rank, info, *_)) = launches[-1]
+    assert (n, rank) == (8, 2) and info
+    import runtime.cuda as cuda  # the arms' dtype and device of a buffer, as Memory gives them
+
+    assert (cuda.dtype(x.inner), cuda.device(x.inner)) == (rt.dtype(x.inner), rt.device(x.inner)) == (x.inner.dtype, 0)
+    with pytest.raises(DTypeMismatch):  # the arm's checks still come first
+        x.binary(BinaryOp.ADD, Storage(On.CUDA, rt.from_host(0, np.ones(8, dtype=np.float64))), lay, lay)
+    with pytest.raises(ShapeMismatch):
+        x.binary(BinaryOp.ADD, y, lay, Layout.contiguous((2, 4)))
+
+
+@pytest.mark.parametrize("family", ["unary", "binary"])
+def test_unary_and_binary_reuse_a_free_block_as_alloc_does(monkeypatch, family):
+    """Without POISON, unary and binary take a dropped block of their output's size
+    themselves: the same block, buffer and accounting as `_alloc`, no driver allocation."""
+    import runtime.gpu.memory as memory
+
+    monkeypatch.setattr(memory, "POISON", False)
+    rt, driver, launches = _runtime()
+    x = rt.from_host(0, np.arange(1024, dtype=np.float32))
+    lay = Layout.contiguous((1024,))
+    if family == "unary":
+        run = lambda: rt.unary(x, kernels_hip.UNARY[kernels_hip.UnaryOp.EXP], lay)  # noqa: E731
+    else:
+        run = lambda: rt.binary(x, kernels_hip.BINARY[kernels_hip.BinaryOp.ADD], x, lay, lay)  # noqa: E731
+    first = run()
+    ptr, bin_ = first.ptr, first.bin
+    del first
+    assert bin_.free == [ptr] and rt._kept[0].bytes == 4096
+    allocs = len(driver.of("alloc"))
+    out = run()
+    assert type(out) is memory._PooledBuffer and out.bin is bin_
+    assert (out.ptr, out.size, out.dtype, out.ordinal, out.release) == (ptr, 1024, np.dtype(np.float32), 0, None)
+    assert bin_.free == [] and rt._kept[0].bytes == 0 and len(driver.of("alloc")) == allocs
+    assert launches[-1][3][-1] == ptr  # the kernel writes the reused block
+    general = rt._alloc(0, 1024, np.dtype(np.float32), "stream0")  # what _alloc gives for the same size
+    assert (type(general), general.bin) == (type(out), bin_)
+    del out
+    assert bin_.free == [ptr]  # back to the bin when dropped, as _alloc's blocks
