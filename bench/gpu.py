@@ -26,33 +26,31 @@ REPEATS = 10
 
 def timed(fn, sync, repeats: int = REPEATS, inner: int = 5) -> float:
     """Median seconds per call."""
-    fn()
-    sync()
-    samples = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        for _ in range(inner):
-            fn()
-        sync()
-        samples.append((time.perf_counter() - start) / inner)
-    return statistics.median(samples)
+    return _timed_in_turn(((fn, sync),), repeats, inner)[0]
 
 
 def timed_pair(fn, sync, other, other_sync, repeats: int = REPEATS, inner: int = 5) -> tuple[float, float]:
     """timed() of fn and of other, their samples taken in turn (fn, other, fn, ...), so that a
     burst of the machine's noise slows both alike: the median seconds per call of each."""
-    for f, s in ((fn, sync), (other, other_sync)):
-        f()
-        s()
-    samples: tuple[list[float], list[float]] = ([], [])
+    first, second = _timed_in_turn(((fn, sync), (other, other_sync)), repeats, inner)
+    return first, second
+
+
+def _timed_in_turn(calls, repeats: int, inner: int) -> list[float]:
+    """For each (fn, sync) of `calls`: one call first, then `repeats` samples of `inner` calls
+    and a sync, the calls' samples taken in turn; the median seconds per call of each."""
+    for fn, sync in calls:
+        fn()
+        sync()
+    samples: list[list[float]] = [[] for _ in calls]
     for _ in range(repeats):
-        for f, s, kept in ((fn, sync, samples[0]), (other, other_sync, samples[1])):
+        for (fn, sync), kept in zip(calls, samples):
             start = time.perf_counter()
             for _ in range(inner):
-                f()
-            s()
+                fn()
+            sync()
             kept.append((time.perf_counter() - start) / inner)
-    return statistics.median(samples[0]), statistics.median(samples[1])
+    return [statistics.median(kept) for kept in samples]
 
 
 def device_seconds(fn, repeats: int = REPEATS, inner: int = 5) -> float:
