@@ -152,12 +152,17 @@ def bandwidth(rows: dict) -> None:
             3,
         ),
     }
+    # Each op's share of copy bandwidth against a copy timed in turn with it (copy, opgen,
+    # torch, copy, ...), so that a drift of the machine over the part (clocks, a first
+    # process on a fresh machine) moves the op and its reference alike.
+    copy = (lambda: ty.copy_(tx), tsync)
     for name, (ours, theirs, arrays) in cases.items():
-        t_ours, t_torch = timed(ours, sync), timed(theirs, tsync)
+        t_copy, t_ours, t_torch = _timed_in_turn((copy, (ours, sync), (theirs, tsync)), REPEATS, 5)
         bw_ours, bw_torch = gb(arrays * 4 * N, t_ours), gb(arrays * 4 * N, t_torch)
         rows[f"{name}: opgen (GB/s)"] = bw_ours
         rows[f"{name}: torch (GB/s)"] = bw_torch
-        rows[f"{name}: opgen / copy bandwidth"] = bw_ours / copy_bw
+        rows[f"{name}: copy timed in turn (GB/s)"] = gb(2 * 4 * N, t_copy)
+        rows[f"{name}: opgen / copy bandwidth"] = bw_ours / gb(2 * 4 * N, t_copy)
         rows[f"{name}: opgen / torch"] = bw_ours / bw_torch
         rows[f"{name}: opgen, device time only (GB/s)"] = gb(arrays * 4 * N, device_seconds(ours))
     # Reductions read every element once (bytes = 4N; the output is negligible).
@@ -170,10 +175,11 @@ def bandwidth(rows: dict) -> None:
         "sum f32 64M over all dims": (lambda: a.reduce_op(g.ReduceOp.SUM, grid, (0, 1)), lambda: tx.sum()),
     }
     for name, (ours, theirs) in reductions.items():
-        t_ours, t_torch = timed(ours, sync), timed(theirs, tsync)
+        t_copy, t_ours, t_torch = _timed_in_turn((copy, (ours, sync), (theirs, tsync)), REPEATS, 5)
         rows[f"{name}: opgen (GB/s)"] = gb(4 * N, t_ours)
         rows[f"{name}: torch (GB/s)"] = gb(4 * N, t_torch)
-        rows[f"{name}: opgen / copy bandwidth"] = gb(4 * N, t_ours) / copy_bw
+        rows[f"{name}: copy timed in turn (GB/s)"] = gb(2 * 4 * N, t_copy)
+        rows[f"{name}: opgen / copy bandwidth"] = gb(4 * N, t_ours) / gb(2 * 4 * N, t_copy)
         rows[f"{name}: opgen / torch"] = t_torch / t_ours
         rows[f"{name}: opgen, device time only (GB/s)"] = gb(4 * N, device_seconds(ours))
     # matmul bf16 8192^3 through cuBLAS (nvmath-python's binding), against torch.matmul.
@@ -476,8 +482,10 @@ def plot(rows: dict, path: Path) -> None:
     names = [k[: -len(": opgen (GB/s)")] for k in rows if k.endswith(": opgen (GB/s)")]
     if not copy or not names:
         return
-    ours = [rows[f"{n}: opgen (GB/s)"] / copy for n in names]
-    theirs = [rows[f"{n}: torch (GB/s)"] / copy for n in names]
+    # the copy timed in turn with the op where the part took one (bandwidth), else the run's
+    copies = [rows.get(f"{n}: copy timed in turn (GB/s)", copy) for n in names]
+    ours = [rows[f"{n}: opgen (GB/s)"] / c for n, c in zip(names, copies)]
+    theirs = [rows[f"{n}: torch (GB/s)"] / c for n, c in zip(names, copies)]
     fig, ax = plt.subplots(figsize=(10, 4.5))
     x = range(len(names))
     ax.barh([i + 0.2 for i in x], ours, 0.4, label="opgen")
