@@ -318,13 +318,6 @@ _WHOLE = {  # q4_0's dp4a path with a thread per weight block (kFastSplit 1; its
 }
 
 
-_MMA = {"#define OPGEN_QMV_MMA 0": "#define OPGEN_QMV_MMA 1"}  # q4_0's digits on tensor cores (round 7)
-
-
-def _mma_blocks(blocks: int) -> dict:  # the mma path's launch bounds (blocks per SM)
-    return {**_MMA, "#define OPGEN_QMV_MMA_BLOCKS 3": f"#define OPGEN_QMV_MMA_BLOCKS {blocks}"}
-
-
 def _rows(fmt: str, rows: int) -> dict:  # the dp4a path's rows per item (ops.yaml's kernel fact) for one variant
     name = f"kFastRows = OPGEN_QMATVEC_FAST_ROWS_{fmt.upper()}"
     return {name: f"kFastRows = {rows}"}
@@ -341,10 +334,9 @@ EXPLORE = {
         # A whole weight block per thread (blocks of 128 threads): every next product's block fits beside
         ("a weight block per thread", 128, 16, _WHOLE),
         ("a weight block per thread, 8 rows per item", 128, 8, {**_WHOLE, **_rows("q4_0", 8)}),
-        # Round 7: x's digits against the weights on tensor cores (hip/quantized.hip's qmatvec_mma)
-        ("mma m16n8k32 u8.s8, 3 blocks/SM", 256, 16, _MMA),
-        ("mma m16n8k32 u8.s8, 2 blocks/SM", 256, 16, _mma_blocks(2)),
-        ("mma m16n8k32 u8.s8, 4 blocks/SM", 256, 16, _mma_blocks(4)),
+        # Round 7 (branch q4mma; qmatvec-round7-h100.log): x's digits against the weights on tensor
+        # cores (mma.m16n8k32, switch OPGEN_QMV_MMA) at 2 / 3 / 4 blocks/SM, all slower; the switch
+        # and its rows are in commit f62a32f.
     ],
     "q4_1": [
         ("shipped: bulk copies, 2 stages, first chunk before the wait", 256, 16, {}),

@@ -81,15 +81,6 @@
 #define OPGEN_QMV_SM90 0
 #endif
 
-// OPGEN_QMV_MMA (experiment): q4_0's dp4a path on sm_90 with x's digits against the weights on
-// tensor cores (qmatvec_mma).
-#ifndef OPGEN_QMV_MMA
-#define OPGEN_QMV_MMA 0
-#endif
-#ifndef OPGEN_QMV_MMA_BLOCKS
-#define OPGEN_QMV_MMA_BLOCKS 3  // its launch bounds' blocks per SM
-#endif
-
 namespace {
 
 constexpr int kThreads = OPGEN_QMATVEC_THREADS;  // qmatvec's block size (ops.yaml's kernel_facts, 128)
@@ -899,189 +890,6 @@ template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w
         }
     }
 }
-
-#if OPGEN_QMV_SM90 && OPGEN_QMV_MMA
-// ---------------------------------------------------------------------------- q4_0 on tensor cores
-//
-// Experiment (OPGEN_QMV_MMA): q4_0's dp4a path with the digits' dot products on tensor cores,
-// mma.m16n8k32 (u8 x s8 -> s32). An item's 16 rows are the M of every mma; a weight block (32
-// weights) its K; x's three digits of that block are columns 0..2 of B. Two blocks (a pair,
-// blocks 2p and 2p + 1 of the chunk) per two chained mma: the first block's digits in columns
-// 0..2, the second's in 4..6 (B zero elsewhere), so that each lane of C holds one block's sums:
-// lane (g, t4) rows g and g + 8, t4 = 0 / 1 the first block's digits 0 + 1 / 2, t4 = 2 / 3 the
-// second's. A: row r's quant word t4 of the block, its low nibbles (k = 4 t4..) and high
-// nibbles (k = 16 + 4 t4..) as unsigned bytes; the offset 8 comes in through C's start,
-// -8 * (the block's digit sums), so a lane's sum is exact: sum (q - 8) D0 + 256 sum (q - 8) D1
-// (|.| < 2^24) or sum (q - 8) D2, made a float and scaled by d * sigma (* 65536 for digit 2).
-//
-// The chunk (128 blocks a row) is copied in 2 stages of blocks (0..63, 64..127 of every row: a
-// bulk copy per row and stage, lane i of warp 0 row i & 15, stage i >> 4); rows lie 2320 bytes
-// apart (2304 + 16: the 8 rows a load of A touches fall in different banks). Warp w takes pairs
-// 32 h + 8 i + w (stage h, i = 0..3) and quantizes x for exactly those blocks itself (lane: pair
-// i = lane / 8, block (lane / 4) % 2, groups lane % 4 and 4 + lane % 4 of it, as B wants them),
-// into its own part of shared memory: B fragments [pair][block][digit (3: zeros)][t4] and the
-// blocks' {scale, correction} [pair][block][t4 % 2], a warp barrier between.
-__device__ __forceinline__ void mma_u8s8(int (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1,
-                                         const int (&c)[4]) {
-    asm("mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};\n"
-        : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
-}
-
-// Warp 0 issues a chunk of an item for the mma path: stage s = blocks [64 s, 64 s + 64) of every
-// row; lane s arms stage s's barrier, lane i copies row i % 16's part i / 16.
-template <typename F, int kRowBytes> __device__ __forceinline__ void bulk_chunk_mma(uint8_t* slab, uint64_t* landed,
-                                                                                   const uint8_t* src, size_t row_bytes,
-                                                                                   int nrows, int cb, unsigned int lane) {
-    constexpr int kHalf = kThreads / 2;
-    const int c1 = cb < kHalf ? cb : kHalf, c2 = cb - c1;
-    if (lane < 2u) mbar_arm(&landed[lane], (uint32_t)(nrows * (lane ? c2 : c1) * F::kBytes));
-    __syncwarp();
-    const int i = (int)(lane & 15u), s = (int)(lane >> 4), cs = s ? c2 : c1;
-    if (i < nrows && cs > 0) {
-        bulk_copy(slab + i * kRowBytes + s * kHalf * F::kBytes, src + i * row_bytes + s * kHalf * F::kBytes,
-                  (uint32_t)(cs * F::kBytes), &landed[s]);
-    }
-}
-
-// The pairs of one stage (h) of a warp: Full: all 4 exist (whole chunks).
-template <bool Full, int kRowBytes>
-__device__ __forceinline__ void mma_stage(int h, int P, unsigned int warp, const uint8_t* ra, const uint8_t* rd,
-                                          const uint2* b1, const uint2* b2, const uint2* tb, float& acc0, float& acc1) {
-#pragma unroll
-    for (int i = 0; i < 4; i++) {
-        if (!Full && 32 * h + 8 * i + (int)warp >= P) break;  // pairs of the warp ascend
-        const int off = 1152 * h + 288 * i;  // pair 32 h + 8 i + w at 36 p in a row (36 w in ra, rd)
-        const uint32_t* p0 = reinterpret_cast<const uint32_t*>(ra + off);
-        const uint32_t* p1 = reinterpret_cast<const uint32_t*>(ra + 8 * kRowBytes + off);
-        const uint32_t e0 = __byte_perm(p0[0], p0[1], 0x5432u), o0 = p0[5];  // row g: word t4 of blocks 2p, 2p + 1
-        const uint32_t e1 = __byte_perm(p1[0], p1[1], 0x5432u), o1 = p1[5];  // row g + 8
-        const uint32_t a1[4] = {e0 & 0x0F0F0F0Fu, e1 & 0x0F0F0F0Fu, (e0 >> 4) & 0x0F0F0F0Fu, (e1 >> 4) & 0x0F0F0F0Fu};
-        const uint32_t a2[4] = {o0 & 0x0F0F0F0Fu, o1 & 0x0F0F0F0Fu, (o0 >> 4) & 0x0F0F0F0Fu, (o1 >> 4) & 0x0F0F0F0Fu};
-        const uint2 x1 = b1[32 * i], x2 = b2[32 * i], s = tb[4 * i];  // 32 / 4 uint2 per pair
-        const int zero[4] = {0, 0, 0, 0};
-        int d1[4], d2[4];
-        mma_u8s8(d1, a1, x1.x, x1.y, zero);
-        mma_u8s8(d2, a2, x2.x, x2.y, d1);
-        const float scale = __uint_as_float(s.x);
-        const float dg0 = opgen::f16_to_float(__ushort_as_half(*reinterpret_cast<const unsigned short*>(rd + off)));
-        const float dg1 = opgen::f16_to_float(__ushort_as_half(*reinterpret_cast<const unsigned short*>(rd + 8 * kRowBytes + off)));
-        acc0 = fmaf((float)(d2[0] + d2[1] * 256 + (int)s.y), dg0 * scale, acc0);
-        acc1 = fmaf((float)(d2[2] + d2[3] * 256 + (int)s.y), dg1 * scale, acc1);
-    }
-}
-
-template <typename F> __device__ void qmatvec_mma(const uint8_t* __restrict__ w, const float* __restrict__ x,
-                                                  float* __restrict__ y, size_t n, size_t k, size_t rows) {
-    constexpr int R = 16, kWarps = 8, kHalf = kThreads / 2;
-    static_assert(F::kElems == 32 && F::kBytes == 18 && F::kFastRows == R && F::kFastSplit * kThreads == 32 * kWarps &&
-                      kThreads == 128,
-                  "the mma path: q4_0's blocks, 16 rows an item, 8 warps, chunks of 128 blocks");
-    constexpr int kRowBytes = kThreads * F::kBytes + 16;  // 2320 bytes: rows 4 banks apart
-    __shared__ __align__(16) uint8_t slab[R * kRowBytes];
-    __shared__ __align__(16) uint2 xq[kWarps][4][2][4][4];  // [warp][pair][block][digit][t4]: B, (b0, b1)
-    __shared__ __align__(16) uint2 tab[kWarps][4][4];       // [warp][pair][2 block + t4 % 2]: scale, C's start
-    __shared__ float partial[kWarps][R];
-    __shared__ __align__(8) uint64_t landed[2];
-    const unsigned int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    const unsigned int g = lane >> 2, t4 = lane & 3u;
-    // the lane's x: stage qh, its pair qi, block qb of the pair, half qs of the block
-    const unsigned int qh = lane >> 4, qi = (lane >> 2) & 3u, qb = (lane >> 1) & 1u, qs = lane & 1u;
-    const size_t row_blocks = k / F::kElems, row_bytes = row_blocks * F::kBytes;
-    const size_t items = (n + R - 1) / R * rows;
-    const uint8_t* ra = slab + g * kRowBytes + 36 * warp + 4 * t4;        // A: floor of word t4, pair w
-    const uint8_t* rd = slab + g * kRowBytes + 36 * warp + 18 * (t4 >> 1);  // d of the lane's block of pair w
-    const uint2* b1 = &xq[warp][0][0][g < 3u ? g : 3u][t4];
-    const uint2* b2 = &xq[warp][0][1][g >= 4u && g < 7u ? g - 4u : 3u][t4];
-    const uint2* tb = &tab[warp][0][t4];
-    uint32_t parity = 0u;
-    // digit 3 of every block: B's zero columns (never written again)
-    reinterpret_cast<uint2*>(&xq[warp][0][0][0][0])[16 * (lane >> 2) + 3 * 4 + (lane & 3u)] = make_uint2(0u, 0u);
-    if (threadIdx.x == 0) {
-        mbar_init(&landed[0]);
-        mbar_init(&landed[1]);
-        mbar_init_fence();
-    }
-    if (warp == 0 && (size_t)blockIdx.x < items) {
-        __syncwarp();
-        const size_t n0 = blockIdx.x / rows * R;
-        const int cb = row_blocks < (size_t)kThreads ? (int)row_blocks : kThreads;
-        bulk_chunk_mma<F, kRowBytes>(slab, landed, w + n0 * row_bytes, row_bytes, n - n0 < (size_t)R ? (int)(n - n0) : R,
-                                     cb, lane);
-    }
-    wait_for_predecessor();
-    for (size_t item = blockIdx.x; item < items; item += gridDim.x) {
-        const size_t n0 = item / rows * R, r = item % rows;
-        const int nrows = n - n0 < (size_t)R ? (int)(n - n0) : R;
-        const uint8_t* wi = w + n0 * row_bytes;
-        const float* xr = x + r * k;
-        float acc0 = 0.0f, acc1 = 0.0f;
-        for (size_t c0 = 0; c0 < row_blocks; c0 += kThreads) {
-            const int cb = row_blocks - c0 < (size_t)kThreads ? (int)(row_blocks - c0) : kThreads, P = cb / 2;
-            // the lane's x: 16 values of block 2 p + qb, p = 32 qh + 8 qi + w, groups 2 qs, 2 qs + 1
-            // (weights 8 qs..8 qs + 7) and 4 + 2 qs, 5 + 2 qs (16 + 8 qs..): B's words t4 = 2 qs, 2 qs + 1
-            const int qp = 32 * (int)qh + 8 * (int)qi + (int)warp;
-            float4 xv[4];  // x first, its loads not queued behind the slab's
-#pragma unroll
-            for (int q = 0; q < 4; q++) {
-                xv[q] = qp < P ? *reinterpret_cast<const float4*>(xr + (c0 + 2 * qp + qb) * F::kElems + (q < 2 ? 0 : 16) +
-                                                                  8 * qs + 4 * (q & 1))
-                               : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-            }
-            // the previous chunk is used up (slab, xq, tab, partial), and the barriers initialised
-            __syncthreads();
-            if (warp == 0 && !(item == blockIdx.x && c0 == 0)) {
-                bulk_chunk_mma<F, kRowBytes>(slab, landed, wi + c0 * F::kBytes, row_bytes, nrows, cb, lane);
-            }
-            uint32_t D[3][4], sum_y;
-            float sigma;
-            quantize_x<4, 2>(xv, D, sum_y, sigma);  // lanes lane, lane ^ 1 share the block's max
-            int se = dp4a(D[0][0], 0x01010101u, dp4a(D[0][1], 0x01010101u, dp4a(D[0][2], 0x01010101u, dp4a(D[0][3], 0x01010101u, 0)))) +
-                     256 * dp4a(D[1][0], 0x01010101u, dp4a(D[1][1], 0x01010101u, dp4a(D[1][2], 0x01010101u, dp4a(D[1][3], 0x01010101u, 0))));
-            int so = dp4a(D[2][0], 0x01010101u, dp4a(D[2][1], 0x01010101u, dp4a(D[2][2], 0x01010101u, dp4a(D[2][3], 0x01010101u, 0))));
-            se += __shfl_xor_sync(0xffffffffu, se, 1);
-            so += __shfl_xor_sync(0xffffffffu, so, 1);
-            const uint2 entry = make_uint2(__float_as_uint(qs ? sigma * 65536.0f : sigma), (uint32_t)(-8 * (qs ? so : se)));
-#pragma unroll
-            for (int h = 0; h < 2; h++) {
-                if (qh == (unsigned int)h) {  // this stage's lanes leave their B words and block entry
-#pragma unroll
-                    for (int j = 0; j < 3; j++) {
-                        *reinterpret_cast<uint4*>(&xq[warp][qi][qb][j][2 * qs]) = make_uint4(D[j][0], D[j][2], D[j][1], D[j][3]);
-                    }
-                    tab[warp][qi][2 * qb + qs] = entry;
-                }
-                __syncwarp();
-                mbar_wait(&landed[h], parity);  // this stage's blocks have landed
-                if (cb == kThreads) {
-                    mma_stage<true, kRowBytes>(h, P, warp, ra, rd, b1, b2, tb, acc0, acc1);
-                } else {
-                    mma_stage<false, kRowBytes>(h, P, warp, ra, rd, b1, b2, tb, acc0, acc1);
-                }
-                __syncwarp();  // xq and tab are rewritten for the next stage
-            }
-            parity ^= 1u;
-        }
-        // rows g, g + 8: the sums of the lane's 4 t4 (two blocks' parts each)
-        acc0 += __shfl_xor_sync(0xffffffffu, acc0, 1);
-        acc1 += __shfl_xor_sync(0xffffffffu, acc1, 1);
-        acc0 += __shfl_xor_sync(0xffffffffu, acc0, 2);
-        acc1 += __shfl_xor_sync(0xffffffffu, acc1, 2);
-        if (t4 == 0u) {
-            partial[warp][g] = acc0;
-            partial[warp][g + 8] = acc1;
-        }
-        __syncthreads();
-        if ((int)threadIdx.x < nrows) {
-            float sum = 0.0f;
-#pragma unroll
-            for (int q = 0; q < kWarps; q++) sum += partial[q][threadIdx.x];
-            y[r * n + n0 + threadIdx.x] = sum;
-        }
-    }
-}
-#endif  // OPGEN_QMV_SM90 && OPGEN_QMV_MMA
-
 #endif  // OPGEN_QMATVEC_DP4A
 
 // ---------------------------------------------------------------------------- the K path
@@ -1753,8 +1561,7 @@ template <typename F> __device__ __forceinline__ void qmatvec_tiled_or_general(c
 // blocks per SM its registers are bounded for: enough for a grid of 4096-row items on an H100.
 template <typename F> struct fast_launch {
     static constexpr int threads = OPGEN_QMATVEC_DP4A ? F::kFastSplit * kThreads : kThreads;
-    static constexpr int want = OPGEN_QMV_MMA && F::kBytes == 18 && F::kFastRows == 16 ? OPGEN_QMV_MMA_BLOCKS
-                                : F::kFastRows >= 16 ? 2 : F::kFastRows >= 8 ? 4 : 8;
+    static constexpr int want = F::kFastRows >= 16 ? 2 : F::kFastRows >= 8 ? 4 : 8;
     static constexpr int min_blocks = !OPGEN_QMATVEC_DP4A ? kMinBlocks : want < 2048 / threads ? want : 2048 / threads;
 };
 
@@ -1781,14 +1588,6 @@ template <typename F> __device__ __forceinline__ void qmatvec_fast(const uint8_t
     // never across a copy or a memset (the stream orders those fully). A kernel that wrote
     // quantized blocks on the device would need the copies moved after the wait. x is still
     // read, and y written, only after the wait.
-#if OPGEN_QMV_SM90 && OPGEN_QMV_MMA
-    if constexpr (F::kBytes == 18 && F::kFastRows == 16) {  // q4_0
-        if (dp4a) {  // it waits itself, after its first copies
-            qmatvec_mma<F>(w, x, y, n, k, rows);
-            return;
-        }
-    }
-#endif
     if (OPGEN_QMV_SM90 && F::kFastBulk && dp4a) {  // it waits itself, after its first copies
         qmatvec_dp4a<F>(w, x, y, n, k, rows);
         return;

@@ -2,7 +2,8 @@
 # Round 7 (branch q4mma), device call 1: q4_0's digits on tensor cores (hip/quantized.hip's
 # OPGEN_QMV_MMA): the quant GPU tests with the mma path compiled in, the new adversarial-x test
 # on the shipped kernel, then the explore (shipped, mma at 3 / 2 / 4 blocks per SM) twice.
-# Run from the tree's root on the device (bench/results/qmatvec-round7-h100.log has its output).
+# Run from the root of commit f62a32f's tree on the device (the switch and the explore rows 4-6 are
+# there only); bench/results/qmatvec-round7-h100.log has its output.
 set -u
 export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee $OUT/device.txt
