@@ -334,6 +334,9 @@ EXPLORE = {
         # A whole weight block per thread (blocks of 128 threads): every next product's block fits beside
         ("a weight block per thread", 128, 16, _WHOLE),
         ("a weight block per thread, 8 rows per item", 128, 8, {**_WHOLE, **_rows("q4_0", 8)}),
+        # Round 7 (branch q4mma; qmatvec-round7-h100.log): x's digits against the weights on tensor
+        # cores (mma.m16n8k32, switch OPGEN_QMV_MMA) at 2 / 3 / 4 blocks/SM, all slower; the switch
+        # and its rows are in commit f62a32f.
     ],
     "q4_1": [
         ("shipped: bulk copies, 2 stages, first chunk before the wait", 256, 16, {}),

@@ -164,6 +164,73 @@ def test_matmul_matches_the_cpu(backend, fmt, n, k, rows, kind):
     assert_matmul_close(got, want, x, w, f"{backend.value} {fmt} ({n}, {k}) x {rows} rows {kind}")
 
 
+def crafted_blocks(fmt: str, n: int, k: int, zero_at: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Blocks of an (n, k) weight in `fmt` (q4_0, q4_1, q8_0) from random quants and scales, with
+    the weight 0 at the positions `zero_at` (one per block of 32) in every odd row."""
+    blocks = k // 32
+    d = rng.uniform(0.01, 2.0, (n, blocks)).astype(np.float16)
+    if fmt == "q8_0":
+        q = rng.integers(-127, 128, (n, k)).astype(np.int8)
+        q[1::2, np.arange(blocks) * 32 + zero_at] = 0
+        head = [d.view(np.uint8).reshape(n, blocks, 2)]
+        return np.concatenate([*head, q.view(np.uint8).reshape(n, blocks, 32)], 2).reshape(-1)
+    q = rng.integers(0, 16, (n, k)).astype(np.uint8)
+    q[1::2, np.arange(blocks) * 32 + zero_at] = 8 if fmt == "q4_0" else 0  # q4_0: (q - 8) d; q4_1: q d + m, m = 0
+    q = q.reshape(n, blocks, 32)
+    qs = q[:, :, :16] | (q[:, :, 16:] << 4)  # weight i < 16: the low nibble of byte i, i + 16 its high one
+    head = [d.view(np.uint8).reshape(n, blocks, 2)]
+    if fmt == "q4_1":
+        m = rng.uniform(-1.0, 1.0, (n, blocks)).astype(np.float16)
+        m[1::2] = 0
+        head.append(m.view(np.uint8).reshape(n, blocks, 2))
+    return np.concatenate([*head, qs], 2).reshape(-1)
+
+
+@pytest.mark.parametrize("backend", GPU_BACKENDS, ids=str)
+@pytest.mark.parametrize("fmt", ["q4_0", "q4_1", "q8_0"])
+@pytest.mark.parametrize("n, k", [(37, 6400), (16, 4096), (5, 96)])
+def test_matmul_of_adversarial_x(backend, fmt, n, k):
+    """x that the kernels' integer digits of x (22 bits per block of 32, against the block's
+    largest |x|) must get right, against the dequantized weight in f64: row 0, a value of 64
+    among N(0, 1) ones in every block, where the odd rows of W are 0 (the large sum of x meets
+    no weight); row 1, blocks scaled by 2^-30..2^30 and zero blocks; row 2, zeros (y exactly 0);
+    row 3, blocks of 2^-20 with one value of 2^-14. Then a NaN in x row 0 and an infinity in
+    row 1: those rows' outputs are not finite, the other rows' unchanged."""
+    device = device_or_skip(backend)
+    if not hasattr(device, "qstorage_from_bytes"):
+        pytest.skip("the generated Device has no qstorage_from_bytes")
+    rng = np.random.default_rng(k + n + FORMATS.index(fmt))
+    blocks = k // 32
+    big = rng.integers(0, 32, blocks)  # the large value's place in each block
+    data = crafted_blocks(fmt, n, k, big, rng)
+    dtype = g.GgmlDType(fmt)
+    w = flat(g.Device.parse("cpu").qstorage_from_bytes(data, dtype).dequantize(n * k), n * k).reshape(n, k)
+    gpu_q = device.qstorage_from_bytes(data, dtype)
+    x = rng.standard_normal((4, blocks, 32))
+    x[0, np.arange(blocks), big] = 64.0 * rng.choice([-1.0, 1.0], blocks)
+    x[1] *= 2.0 ** rng.integers(-30, 31, (blocks, 1))
+    x[1, ::5] = 0.0
+    x[2] = 0.0
+    x[3] *= 2.0**-20
+    x[3, np.arange(blocks), big] = 2.0**-14
+    x = x.reshape(4, k).astype(np.float32)
+
+    def product(x: np.ndarray) -> np.ndarray:
+        got = gpu_q.matmul(device.storage_from_slice(x.reshape(-1)), g.Layout.contiguous(x.shape), (n, k))
+        return g.to_numpy(got, g.Layout.contiguous((x.shape[0], n)))
+
+    got = product(x)
+    want = x.astype(np.float64) @ w.astype(np.float64).T
+    assert_matmul_close(got, want.astype(np.float32), x, w, f"{backend.value} {fmt} ({n}, {k}) adversarial x")
+    assert not got[2].any(), "x of zeros: y is not exactly 0"
+    bad = x.copy()
+    bad[0, k // 2] = np.nan
+    bad[1, 7] = np.inf
+    got_bad = product(bad)
+    assert not np.isfinite(got_bad[:2]).any(), "a NaN or infinity in x: its row's outputs must not be finite"
+    np.testing.assert_array_equal(got_bad[2:], got[2:])
+
+
 @pytest.mark.parametrize("backend", GPU_BACKENDS, ids=str)
 @pytest.mark.parametrize("fmt", ["q4_0", "q6_k"])
 def test_matmul_of_many_rows_in_slabs_of_the_weight(backend, fmt, monkeypatch):
