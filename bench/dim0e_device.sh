@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# Branch dim0e's one device call (bench/results/gpu-notes.md, "dim0e"): run from the root of
+# Branch dim0e's device calls (bench/results/gpu-notes.md, "dim0e"): run from the root of
 # this tree on the device machine, HEAD's tree (main before dim0e) at $1, results to $OUT.
 #   reduce.hip of both trees precompiled at once; three fresh processes of
 #   `bench/gpu.py --parts sum-dim0` for each tree, before and after in turn; the reduce tests
-#   under OPGEN_POISON=1; column-explore (default, size_t indices, 4 blocks a multiprocessor,
-#   the info array; 3 rounds, torch beside); the column-tile tests again with size_t indices.
+#   under OPGEN_POISON=1; column-explore (default, size_t indices, 2 and 4 blocks a
+#   multiprocessor, the info array; 3 rounds, torch beside); the column-tile tests again with
+#   size_t indices. $2 (optional): the call's label in the file names (default: none).
 set -u
 export PYTHONUNBUFFERED=1
 BASE="$1"
-LOG=$OUT/dim0e-h100.log
+TAG="${2:-}"
+LOG=$OUT/dim0e$TAG-h100.log
 START=$SECONDS
 step() { echo "== step $1 $(date +%T) (+$((SECONDS - START)) s)" >>"$LOG"; }
 left() { [ $((SECONDS - START)) -lt "$1" ]; }  # whether fewer than $1 seconds have gone
@@ -21,10 +23,11 @@ rt, text = c._rt, (HIP_DIR / 'reduce.hip').read_text()
 arch = rt.driver.arch(0)
 key = cache_key(rt.name, text, arch, rt.driver.compiler_version())
 KernelCache('cuda').get_or_compile(key, lambda: compile_for('cuda', text, 'reduce.hip', arch))
-print('base reduce.hip compiled')" >"$OUT/precompile-base.log" 2>&1) &
+print('base reduce.hip compiled')" >/tmp/precompile-base.log 2>&1) &
 timeout 150 python3 -m bench.precompile --column-explore --no-sources --jobs 8 >>"$LOG" 2>&1
 echo "rc $?" >>"$LOG"
 wait
+cat /tmp/precompile-base.log >>"$LOG"
 for r in 1 2 3; do
   for tree in base dim0e; do
     step "sum-dim0 $tree run $r"
@@ -32,28 +35,25 @@ for r in 1 2 3; do
     [ "$tree" = base ] && dir="$BASE"
     (cd "$dir" && timeout 45 python3 bench/gpu.py --parts sum-dim0 --out "/tmp/$tree-run$r" >>"$LOG" 2>&1)
     echo "rc $?" >>"$LOG"
-    cp "/tmp/$tree-run$r/gpu.json" "$OUT/gpu-dim0e-$tree-h100-run$r.json" 2>/dev/null
+    cp "/tmp/$tree-run$r/gpu.json" "$OUT/gpu-dim0e$TAG-$tree-h100-run$r.json" 2>/dev/null
   done
 done
+if left 330; then
+  step "column-explore"
+  OPGEN_EXPLORE_COLUMNS="pass 3 with info,default,size_t indices,4 blocks a multiprocessor (8 slices),2 blocks a multiprocessor (4 slices)" \
+    timeout 60 python3 bench/gpu.py --parts column-explore --out /tmp/explore >>"$LOG" 2>&1
+  echo "rc $?" >>"$LOG"
+  cp /tmp/explore/gpu.json "$OUT/column-explore6$TAG-h100.json" 2>/dev/null
+fi
 step "reduce tests"
 OPGEN_POISON=1 timeout 150 python3 -m pytest -q -p no:cacheprovider -p no:randomly \
   tests/gpu/test_gpu_paths.py tests/gpu/test_gpu_runtime_paths.py tests/gpu/test_gpu_conformance.py \
-  -k "reduce or sum or column or plan or leading" >"$OUT/gpu-dim0e-tests-h100.log" 2>&1
+  -k "reduce or sum or column or plan or leading" >>"$LOG" 2>&1
 echo "rc $?" >>"$LOG"
-tail -3 "$OUT/gpu-dim0e-tests-h100.log" >>"$LOG"
-if left 330; then
-  step "column-explore"
-  OPGEN_EXPLORE_COLUMNS="pass 3 with info,default,size_t indices,4 blocks a multiprocessor, 8 slices" \
-    timeout 60 python3 bench/gpu.py --parts column-explore --out /tmp/explore >>"$LOG" 2>&1
-  echo "rc $?" >>"$LOG"
-  cp /tmp/explore/gpu.json "$OUT/column-explore6-h100.json" 2>/dev/null
-fi
 if left 380; then
   step "column-tile tests with size_t indices (OPGEN_COLUMN_INDEX32=0)"
   OPGEN_POISON=1 OPGEN_TEST_REDUCE_DEFINES=OPGEN_COLUMN_INDEX32=0 timeout 60 python3 -m pytest -q \
-    -p no:cacheprovider -p no:randomly tests/gpu/test_gpu_paths.py -k "column_tiles" \
-    >"$OUT/gpu-dim0e-tests-index64-h100.log" 2>&1
+    -p no:cacheprovider -p no:randomly tests/gpu/test_gpu_paths.py -k "column_tiles" >>"$LOG" 2>&1
   echo "rc $?" >>"$LOG"
-  tail -3 "$OUT/gpu-dim0e-tests-index64-h100.log" >>"$LOG"
 fi
 step "end"
