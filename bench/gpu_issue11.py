@@ -253,27 +253,27 @@ def bench_sum_dim0(rows: dict) -> None:
 
 def _column_variants() -> list[tuple[str, dict, str]]:
     """column-explore's variants: (label, runtime/gpu/reduce.py settings, #defines put before
-    hip/reduce.hip, or "before": the source of OPGEN_REDUCE_BEFORE, a path). "default": the
-    source and settings as they are (pass 4: a rank-2 view's row stride by value; 256-thread
-    blocks, 8 slices); the others change what their label says. Labels that start with
-    "default, " change only runtime settings: pick_column_settings chooses among them. The
-    variants of the rounds before (bands, 8 columns, load hints: column-explore2-h100.md; the
-    grids of one round: column-explore3/4-h100.md, whose "default" was the source of then) are
-    in git history."""
+    hip/reduce.hip). "default": the source and settings as they are (reduce_columns_<dt>, a
+    rank-2 view by value with 32-bit indices; 256-thread blocks, 3 a multiprocessor: 6
+    slices); the others change what their label says. Labels that start with "default, "
+    change only runtime settings: pick_column_settings chooses among them. The variants of
+    the rounds before (bands, 8 columns, load hints: column-explore2-h100.md; the grids of one
+    round: column-explore3/4-h100.md; HEAD's source and launch bounds on reduce_chunks:
+    column-explore5-h100.json) are in git history."""
     torch_like = {"COLUMN_BLOCK": 128, "COLUMN_THREADS_PER_SM": 2048}
     return [
-        ("HEAD's source, pass 3 with info", {"COLUMN_BY_VALUE": False}, "before"),
         ("pass 3 with info", {"COLUMN_BY_VALUE": False}, ""),
         ("default", {}, ""),
+        ("size_t indices", {}, "#define OPGEN_COLUMN_INDEX32 0\n"),
+        # the register cap of 4 blocks of 256 (64, as reduce_chunks' bound for 1024 threads
+        # gave the column tiles before dim0e) and the grid that fills them (8 slices); 2
+        # blocks (128 registers, 4 slices)
+        ("4 blocks a multiprocessor (8 slices)", {"COLUMN_MIN_BLOCKS": 4}, "#define OPGEN_COLUMN_MIN_BLOCKS 4\n"),
+        ("2 blocks a multiprocessor (4 slices)", {"COLUMN_MIN_BLOCKS": 2}, "#define OPGEN_COLUMN_MIN_BLOCKS 2\n"),
         ("the block's warps in one round, thread 0 fencing", {}, "#define OPGEN_TILE_COMBINE 1\n"),
         ("8 states in flight in the final combine", {}, "#define OPGEN_TILE_COMBINE_LOADS 8\n"),
-        ("default, 128-thread blocks, 16 slices", {"COLUMN_BLOCK": 128, "COLUMN_THREADS_PER_SM": 1024}, ""),
+        ("default, 128-thread blocks, 12 slices", {"COLUMN_BLOCK": 128, "COLUMN_THREADS_PER_SM": 768}, ""),
         ("default, 128-thread blocks, 33 slices (torch's grid)", torch_like, ""),
-        # reduce_chunks declared for 256-thread blocks (its pass 2 takes 1024: an experiment
-        # for an entry point of pass 3/4's own): 255 registers at most; or 3 blocks a
-        # multiprocessor (85) with the grid that keeps one wave (6 slices, 384 blocks)
-        ("reduce_chunks bounded for 256 threads", {}, "bounds:256"),
-        ("reduce_chunks bounded for 3 blocks of 256 and 6 slices", {"COLUMN_THREADS_PER_SM": 768}, "bounds:256, 3"),
     ]
 
 
@@ -308,24 +308,9 @@ def pick_column_settings(path: str) -> str:
     return best
 
 
-def _variant_text(defines: str, text: str) -> str | None:
-    """A variant's source: `text` under its #defines, or OPGEN_REDUCE_BEFORE's file for
-    "before" (None where that is not set)."""
-    import os
-    from pathlib import Path
-
-    if defines.startswith("bounds:"):  # the entry points' header inlined, reduce_chunks' bound changed
-        from runtime.gpu.compile import HIP_DIR
-
-        entries = (HIP_DIR.parent / "generated" / "reduce_entries.h").read_text(encoding="utf-8")
-        entries = entries.replace(
-            "__launch_bounds__(1024) reduce_chunks_", f"__launch_bounds__({defines[7:]}) reduce_chunks_"
-        )
-        return text.replace('#include "reduce_entries.h"', entries)
-    if defines != "before":
-        return defines + text
-    before = os.environ.get("OPGEN_REDUCE_BEFORE")
-    return Path(before).read_text(encoding="utf-8") if before else None
+def _variant_text(defines: str, text: str) -> str:
+    """A variant's source: `text` under its #defines."""
+    return defines + text
 
 
 def column_variant_sources() -> list[str]:
@@ -333,16 +318,16 @@ def column_variant_sources() -> list[str]:
     from runtime.gpu.compile import HIP_DIR
 
     text = (HIP_DIR / "reduce.hip").read_text(encoding="utf-8")
-    texts = [_variant_text(defines, text) for _, _, defines in _column_variants()]
-    return list(dict.fromkeys(t for t in texts if t is not None))
+    return list(dict.fromkeys(_variant_text(defines, text) for _, _, defines in _column_variants()))
 
 
 def explore_column_tiles(rows: dict, rounds: int = 3) -> None:
     """The sum over dim 0 of (8192, 8192) f32 in one launch of column tiles under variants
-    (_column_variants: reduce_chunks pass 3 with the view's dims and strides uploaded per call
-    and read by every thread, or pass 4 with the row stride as an argument; the tiles' last
-    blocks combining with 1 or 8 states in flight (OPGEN_TILE_COMBINE_LOADS); whole waves of
-    blocks), device time (CUDA events) and host time, torch in the same process; `rounds`
+    (_column_variants: reduce_columns_<dt> with the view's dims and strides uploaded and read
+    by every thread, or the row stride as an argument; 32-bit or size_t indices; 3 or 4 blocks
+    a multiprocessor; the tiles' last blocks combining with 1 or 8 states in flight
+    (OPGEN_TILE_COMBINE_LOADS); other grids), device time (CUDA events) and host time, torch
+    in the same process; `rounds`
     rounds of every variant in turn (the machine drifts: each variant's median of its rounds
     and its spread). OPGEN_EXPLORE_COLUMNS (labels, comma-separated) times those alone."""
     import os
@@ -366,7 +351,7 @@ def explore_column_tiles(rows: dict, rounds: int = 3) -> None:
     want = tx.sum(dim=0, keepdim=True).double().cpu().numpy()
     torch_fn = lambda: tx.sum(dim=0, keepdim=True)  # noqa: E731
     names = ("COLUMN_THREADS_PER_SM", "COLUMN_BLOCK", "COLUMN_TILES", "COLUMN_PACKS", "COLUMN_BY_VALUE")
-    names += ("COLUMN_SPLITS", "COLUMN_GRID_MAX")
+    names += ("COLUMN_SPLITS", "COLUMN_GRID_MAX", "COLUMN_MIN_BLOCKS")
     kept = {name: getattr(gpu, name) for name in names}
     variants = _column_variants()
     only = [n.strip() for n in os.environ.get("OPGEN_EXPLORE_COLUMNS", "").split(",") if n.strip()]
@@ -379,8 +364,6 @@ def explore_column_tiles(rows: dict, rounds: int = 3) -> None:
             samples.setdefault("torch", []).append((t_dev, t_host))
             for label, settings, defines in variants:
                 source = _variant_text(defines, text)
-                if source is None:
-                    continue
                 for name, value in {**kept, **settings}.items():
                     setattr(gpu, name, value)
                 try:

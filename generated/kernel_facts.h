@@ -52,8 +52,14 @@
 #define OPGEN_COLUMN_PACKS 1
 #endif
 
-// reductions: reduce_chunks' pass for pass 3 (the column tiles) of a rank-2 view given by value: num_dims holds the row stride, info is unused (no dims and strides uploaded nor read)
-#define OPGEN_COLUMN_PASS_BY_VALUE 4
+// reductions, reduce_columns_*: threads a block (its __launch_bounds__; the runtime launches blocks of at most this many)
+#define OPGEN_COLUMN_BLOCK 256
+
+// reductions, reduce_columns_*: blocks of COLUMN_BLOCK threads resident per multiprocessor (the launch bound's second figure, which caps the registers); the runtime's grid fills that many (bench/gpu.py column-explore compares others)
+// (a default: -D OPGEN_COLUMN_MIN_BLOCKS=... may tune it, with the runtime's COLUMN_MIN_BLOCKS set alike)
+#ifndef OPGEN_COLUMN_MIN_BLOCKS
+#define OPGEN_COLUMN_MIN_BLOCKS 3
+#endif
 
 // reductions, pass 3: 1 reads a tile's row slices interleaved (slice s the rows s * ty + k * slices * ty, the grid on one window of rows), 0 as bands of consecutive rows
 // (a default: -D OPGEN_TILE_INTERLEAVED=... may tune it, with the runtime's TILE_INTERLEAVED set alike)

@@ -51,8 +51,12 @@ COLUMN_TILE = 32
 #: (the kernels' default: a kernel compiled with -D OPGEN_COLUMN_PACKS=... needs this set alike)
 COLUMN_PACKS = 1
 
-#: reductions: reduce_chunks' pass for pass 3 (the column tiles) of a rank-2 view given by value: num_dims holds the row stride, info is unused (no dims and strides uploaded nor read)
-COLUMN_PASS_BY_VALUE = 4
+#: reductions, reduce_columns_*: threads a block (its __launch_bounds__; the runtime launches blocks of at most this many)
+COLUMN_BLOCK = 256
+
+#: reductions, reduce_columns_*: blocks of COLUMN_BLOCK threads resident per multiprocessor (the launch bound's second figure, which caps the registers); the runtime's grid fills that many (bench/gpu.py column-explore compares others)
+#: (the kernels' default: a kernel compiled with -D OPGEN_COLUMN_MIN_BLOCKS=... needs this set alike)
+COLUMN_MIN_BLOCKS = 3
 
 #: reductions, pass 3: 1 reads a tile's row slices interleaved (slice s the rows s * ty + k * slices * ty, the grid on one window of rows), 0 as bands of consecutive rows
 #: (the kernels' default: a kernel compiled with -D OPGEN_TILE_INTERLEAVED=... needs this set alike)
@@ -106,6 +110,7 @@ class KernelPattern(enum.StrEnum):
     ELU_SELF = 'elu_{self}'
     FAST_OP_SELF = 'fast_{op}_{self}'
     REDUCE_CHUNKS_SELF = 'reduce_chunks_{self}'
+    REDUCE_COLUMNS_SELF = 'reduce_columns_{self}'
     CAST_SELF_DTYPE = 'cast_{self}_{dtype}'
     WHERE_COND_SELF_ON_TRUE = 'where_cond_{self}_{on_true}'
     CONV1D_SELF = 'conv1d_{self}'

@@ -79,6 +79,7 @@ _ARGS_INDEX_SELECT_I64_BF16 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p
 _ARGS_LAYER_NORM_BF16 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_double, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,)
 _ARGS_QMATVEC_Q4_0 = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t,)
 _ARGS_REDUCE_CHUNKS_BF16 = (ctypes.c_uint32, ctypes.c_uint32, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,)
+_ARGS_REDUCE_COLUMNS_BF16 = (ctypes.c_uint32, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,)
 _ARGS_RMS_NORM_BF16 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_double, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,)
 _ARGS_ROPE_BF16 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,)
 _ARGS_ROPE_THD_BF16 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,)
@@ -1555,6 +1556,34 @@ def launch_reduce_chunks_u8(launch, grid, block, stream, op, pass_, src_numel, e
     launch(_SRC_REDUCE, "reduce_chunks_u8", grid, block, stream, (op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst,), _ARGS_REDUCE_CHUNKS_BF16)
 
 
+def launch_reduce_columns_bf16(launch, grid, block, stream, op, groups, el, row_stride, num_dims, info, splits, src, partial, dst) -> None:
+    launch(_SRC_REDUCE, "reduce_columns_bf16", grid, block, stream, (op, groups, el, row_stride, num_dims, info, splits, src, partial, dst,), _ARGS_REDUCE_COLUMNS_BF16)
+
+
+def launch_reduce_columns_f16(launch, grid, block, stream, op, groups, el, row_stride, num_dims, info, splits, src, partial, dst) -> None:
+    launch(_SRC_REDUCE, "reduce_columns_f16", grid, block, stream, (op, groups, el, row_stride, num_dims, info, splits, src, partial, dst,), _ARGS_REDUCE_COLUMNS_BF16)
+
+
+def launch_reduce_columns_f32(launch, grid, block, stream, op, groups, el, row_stride, num_dims, info, splits, src, partial, dst) -> None:
+    launch(_SRC_REDUCE, "reduce_columns_f32", grid, block, stream, (op, groups, el, row_stride, num_dims, info, splits, src, partial, dst,), _ARGS_REDUCE_COLUMNS_BF16)
+
+
+def launch_reduce_columns_f64(launch, grid, block, stream, op, groups, el, row_stride, num_dims, info, splits, src, partial, dst) -> None:
+    launch(_SRC_REDUCE, "reduce_columns_f64", grid, block, stream, (op, groups, el, row_stride, num_dims, info, splits, src, partial, dst,), _ARGS_REDUCE_COLUMNS_BF16)
+
+
+def launch_reduce_columns_i64(launch, grid, block, stream, op, groups, el, row_stride, num_dims, info, splits, src, partial, dst) -> None:
+    launch(_SRC_REDUCE, "reduce_columns_i64", grid, block, stream, (op, groups, el, row_stride, num_dims, info, splits, src, partial, dst,), _ARGS_REDUCE_COLUMNS_BF16)
+
+
+def launch_reduce_columns_u32(launch, grid, block, stream, op, groups, el, row_stride, num_dims, info, splits, src, partial, dst) -> None:
+    launch(_SRC_REDUCE, "reduce_columns_u32", grid, block, stream, (op, groups, el, row_stride, num_dims, info, splits, src, partial, dst,), _ARGS_REDUCE_COLUMNS_BF16)
+
+
+def launch_reduce_columns_u8(launch, grid, block, stream, op, groups, el, row_stride, num_dims, info, splits, src, partial, dst) -> None:
+    launch(_SRC_REDUCE, "reduce_columns_u8", grid, block, stream, (op, groups, el, row_stride, num_dims, info, splits, src, partial, dst,), _ARGS_REDUCE_COLUMNS_BF16)
+
+
 def launch_rms_norm_bf16(launch, grid, block, stream, nrows, ncols, eps, x, alpha, out) -> None:
     launch(_SRC_NN, "rms_norm_bf16", grid, block, stream, (nrows, ncols, eps, x, alpha, out,), _ARGS_RMS_NORM_BF16)
 
@@ -2778,6 +2807,13 @@ STORAGE: dict[str, dict[object, object]] = {
         (KernelPattern.REDUCE_CHUNKS_SELF, _F16): launch_reduce_chunks_f16,
         (KernelPattern.REDUCE_CHUNKS_SELF, _F32): launch_reduce_chunks_f32,
         (KernelPattern.REDUCE_CHUNKS_SELF, _F64): launch_reduce_chunks_f64,
+        (KernelPattern.REDUCE_COLUMNS_SELF, _U8): launch_reduce_columns_u8,
+        (KernelPattern.REDUCE_COLUMNS_SELF, _U32): launch_reduce_columns_u32,
+        (KernelPattern.REDUCE_COLUMNS_SELF, _I64): launch_reduce_columns_i64,
+        (KernelPattern.REDUCE_COLUMNS_SELF, _BF16): launch_reduce_columns_bf16,
+        (KernelPattern.REDUCE_COLUMNS_SELF, _F16): launch_reduce_columns_f16,
+        (KernelPattern.REDUCE_COLUMNS_SELF, _F32): launch_reduce_columns_f32,
+        (KernelPattern.REDUCE_COLUMNS_SELF, _F64): launch_reduce_columns_f64,
     },
     "to_dtype": {
         (KernelPattern.CAST_SELF_DTYPE, _U8, _U8): launch_cast_u8_u8,

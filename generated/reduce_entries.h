@@ -47,6 +47,13 @@ __global__ void __launch_bounds__(1024) reduce_chunks_bf16(const uint32_t op, co
 __global__ void __launch_bounds__(1024) reduce_chunks_f16(const uint32_t op, const uint32_t pass, const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const size_t chunks, const f16_t* src, void* partial, void* dst);
 __global__ void __launch_bounds__(1024) reduce_chunks_f32(const uint32_t op, const uint32_t pass, const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const size_t chunks, const float* src, void* partial, void* dst);
 __global__ void __launch_bounds__(1024) reduce_chunks_f64(const uint32_t op, const uint32_t pass, const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const size_t chunks, const double* src, void* partial, void* dst);
+__global__ void __launch_bounds__(OPGEN_COLUMN_BLOCK, OPGEN_COLUMN_MIN_BLOCKS) reduce_columns_u8(const uint32_t op, const size_t groups, const size_t el, const size_t row_stride, const size_t num_dims, const size_t* info, const size_t splits, const uint8_t* src, void* partial, void* dst);
+__global__ void __launch_bounds__(OPGEN_COLUMN_BLOCK, OPGEN_COLUMN_MIN_BLOCKS) reduce_columns_u32(const uint32_t op, const size_t groups, const size_t el, const size_t row_stride, const size_t num_dims, const size_t* info, const size_t splits, const uint32_t* src, void* partial, void* dst);
+__global__ void __launch_bounds__(OPGEN_COLUMN_BLOCK, OPGEN_COLUMN_MIN_BLOCKS) reduce_columns_i64(const uint32_t op, const size_t groups, const size_t el, const size_t row_stride, const size_t num_dims, const size_t* info, const size_t splits, const int64_t* src, void* partial, void* dst);
+__global__ void __launch_bounds__(OPGEN_COLUMN_BLOCK, OPGEN_COLUMN_MIN_BLOCKS) reduce_columns_bf16(const uint32_t op, const size_t groups, const size_t el, const size_t row_stride, const size_t num_dims, const size_t* info, const size_t splits, const bf16_t* src, void* partial, void* dst);
+__global__ void __launch_bounds__(OPGEN_COLUMN_BLOCK, OPGEN_COLUMN_MIN_BLOCKS) reduce_columns_f16(const uint32_t op, const size_t groups, const size_t el, const size_t row_stride, const size_t num_dims, const size_t* info, const size_t splits, const f16_t* src, void* partial, void* dst);
+__global__ void __launch_bounds__(OPGEN_COLUMN_BLOCK, OPGEN_COLUMN_MIN_BLOCKS) reduce_columns_f32(const uint32_t op, const size_t groups, const size_t el, const size_t row_stride, const size_t num_dims, const size_t* info, const size_t splits, const float* src, void* partial, void* dst);
+__global__ void __launch_bounds__(OPGEN_COLUMN_BLOCK, OPGEN_COLUMN_MIN_BLOCKS) reduce_columns_f64(const uint32_t op, const size_t groups, const size_t el, const size_t row_stride, const size_t num_dims, const size_t* info, const size_t splits, const double* src, void* partial, void* dst);
 }
 
 extern "C" __global__ void fast_sum_u8(const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const uint8_t* src, uint8_t* dst) {
@@ -174,4 +181,25 @@ extern "C" __global__ void reduce_chunks_f32(const uint32_t op, const uint32_t p
 }
 extern "C" __global__ void reduce_chunks_f64(const uint32_t op, const uint32_t pass, const size_t src_numel, const size_t el_to_sum_per_block, const size_t num_dims, const size_t* info, const size_t chunks, const double* src, void* partial, void* dst) {
     reduce_chunks(op, pass, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst);
+}
+extern "C" __global__ void reduce_columns_u8(const uint32_t op, const size_t groups, const size_t el, const size_t row_stride, const size_t num_dims, const size_t* info, const size_t splits, const uint8_t* src, void* partial, void* dst) {
+    reduce_columns(op, groups, el, row_stride, num_dims, info, splits, src, partial, dst);
+}
+extern "C" __global__ void reduce_columns_u32(const uint32_t op, const size_t groups, const size_t el, const size_t row_stride, const size_t num_dims, const size_t* info, const size_t splits, const uint32_t* src, void* partial, void* dst) {
+    reduce_columns(op, groups, el, row_stride, num_dims, info, splits, src, partial, dst);
+}
+extern "C" __global__ void reduce_columns_i64(const uint32_t op, const size_t groups, const size_t el, const size_t row_stride, const size_t num_dims, const size_t* info, const size_t splits, const int64_t* src, void* partial, void* dst) {
+    reduce_columns(op, groups, el, row_stride, num_dims, info, splits, src, partial, dst);
+}
+extern "C" __global__ void reduce_columns_bf16(const uint32_t op, const size_t groups, const size_t el, const size_t row_stride, const size_t num_dims, const size_t* info, const size_t splits, const bf16_t* src, void* partial, void* dst) {
+    reduce_columns(op, groups, el, row_stride, num_dims, info, splits, src, partial, dst);
+}
+extern "C" __global__ void reduce_columns_f16(const uint32_t op, const size_t groups, const size_t el, const size_t row_stride, const size_t num_dims, const size_t* info, const size_t splits, const f16_t* src, void* partial, void* dst) {
+    reduce_columns(op, groups, el, row_stride, num_dims, info, splits, src, partial, dst);
+}
+extern "C" __global__ void reduce_columns_f32(const uint32_t op, const size_t groups, const size_t el, const size_t row_stride, const size_t num_dims, const size_t* info, const size_t splits, const float* src, void* partial, void* dst) {
+    reduce_columns(op, groups, el, row_stride, num_dims, info, splits, src, partial, dst);
+}
+extern "C" __global__ void reduce_columns_f64(const uint32_t op, const size_t groups, const size_t el, const size_t row_stride, const size_t num_dims, const size_t* info, const size_t splits, const double* src, void* partial, void* dst) {
+    reduce_columns(op, groups, el, row_stride, num_dims, info, splits, src, partial, dst);
 }

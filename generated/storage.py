@@ -161,9 +161,17 @@ class Storage:
             case On.CPU:
                 return Storage(On.CPU, _rt_cpu.reduce_op(self.inner, _kernels_numpy.REDUCE[op], layout, dims))
             case On.CUDA:
-                return Storage(On.CUDA, _rt_cuda.reduce_op(self.inner, _kernels_hip.REDUCE[op], layout, dims, _kernels_hip.STORAGE["reduce_op"]))
+                _out = _rt_cuda.reduce_op(self.inner, _kernels_hip.REDUCE[op], layout, dims, _kernels_hip.STORAGE["reduce_op"])
+                _storage = _new_object(Storage)
+                _storage.backend = On.CUDA
+                _storage.inner = _out
+                return _storage
             case On.ROCM:
-                return Storage(On.ROCM, _rt_rocm.reduce_op(self.inner, _kernels_hip.REDUCE[op], layout, dims, _kernels_hip.STORAGE["reduce_op"]))
+                _out = _rt_rocm.reduce_op(self.inner, _kernels_hip.REDUCE[op], layout, dims, _kernels_hip.STORAGE["reduce_op"])
+                _storage = _new_object(Storage)
+                _storage.backend = On.ROCM
+                _storage.inner = _out
+                return _storage
 
     def to_dtype(self, layout: Layout, dtype: DType) -> Storage:
         match self.backend:

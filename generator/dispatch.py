@@ -111,10 +111,16 @@ def whole_buffer_fast_path(op: Operation, backend: Backend) -> tuple[str, ...]:
     return tuple(lines)
 
 
-def _elementwise_family(op: Operation) -> str | None:
-    """The family (of WHOLE_BUFFER_FAMILIES) of an op taking one op enum, else None."""
+# Families whose GPU arms build their Storage without `__init__` (_new_storage): the small
+# elementwise ops, all host time (issue 11), and the reductions, whose host time counts
+# against a sum's (bench/results/cpu-notes.md).
+NEW_STORAGE_FAMILIES = (*WHOLE_BUFFER_FAMILIES, "reduce")
+
+
+def _elementwise_family(op: Operation, families: tuple[str, ...] = WHOLE_BUFFER_FAMILIES) -> str | None:
+    """The family (of `families`) of an op taking one op enum, else None."""
     enums = [p for p in op.params if p.type in OP_ENUM_TYPES]
-    if len(enums) != 1 or OP_ENUM_TYPES[enums[0].type] not in WHOLE_BUFFER_FAMILIES:
+    if len(enums) != 1 or OP_ENUM_TYPES[enums[0].type] not in families:
         return None
     return OP_ENUM_TYPES[enums[0].type]
 
@@ -139,8 +145,13 @@ def storage_arm(op: Operation, backend: Backend, registry: Registry) -> Arm:
     if backend.implements(fn) and (backend.kernels or not _needs_kernels(op)):
         call = _call(backend, fn, contract.op_arguments(op, backend))
         fast = whole_buffer_fast_path(op, backend)
-        if backend.kernels and backend.kernels != "numpy" and op.returns == "Storage" and _elementwise_family(op):
-            # the GPU arms of unary and binary: a small op there is all host time (issue 11)
+        if (
+            backend.kernels
+            and backend.kernels != "numpy"
+            and op.returns == "Storage"
+            and _elementwise_family(op, NEW_STORAGE_FAMILIES)
+        ):
+            # the GPU arms of unary, binary and reduce_op: a small op there is all host time (issue 11)
             return Arm(backend, ArmStatus.IMPLEMENTED, _new_storage(backend, call), fast)
         return Arm(backend, ArmStatus.IMPLEMENTED, _wrap(op.returns, backend, call), fast)
     if op.fallback and op.fallback != backend.name and all(backend.implements(f) for f in FALLBACK_NEEDS):

@@ -2,6 +2,7 @@
 //
 //   fast_<op>_<dt>(src_numel, el_to_sum_per_block, num_dims, info, src, dst)
 //   reduce_chunks_<dt>(op, pass, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst)
+//   reduce_columns_<dt>(op, groups, el, row_stride, num_dims, info, splits, src, partial, dst)
 //
 // The caller moves the reduced dims last (a permuted view, no copy): the source view
 // then is dst_numel = src_numel / el_to_sum_per_block consecutive groups of
@@ -25,23 +26,26 @@
 // `partial` starts with a kStateHeader-byte header whose first u32 is that counter: zero
 // at launch, and the last block zeroes it again, so the buffer serves the next launch as
 // it is. Meant for a few groups (one block finishes them all), on one stream at a time.
-// Pass 3 is the one launch for a leading dim's groups (a thread per item, below): `chunks`
-// is the number of slices their rows are split into; each column tile's last block to
-// finish combines its slices' states (a counter per tile before `partial`: see
-// reduce_column_tiles). The runtime takes it where pass 1 and 2 would split such groups.
-// Pass 4 (ops.yaml's kernel_facts COLUMN_PASS_BY_VALUE) is pass 3 for a rank-2 view given by
-// value: `num_dims` holds the row stride (dims
-// (src_numel / el, el), strides (1, num_dims)) and `info` is unused, so no thread reads an
-// info array from device memory before its first row, and the runtime uploads none.
+// reduce_columns_<dt> (the column tiles; "pass 3" in the notes) is the one launch for a
+// leading dim's groups (a thread per item, below): `splits` is the number of slices their rows
+// are split into; each column tile's last block to finish combines its slices' states (a
+// counter per tile before `partial`: see reduce_column_tiles). The runtime takes it where
+// pass 1 and 2 would split such groups. A rank-2 view is given by value (info nullptr: dims
+// (groups, el), strides (1, row_stride); "pass 4"), so no thread reads an info array from
+// device memory before its first row and the runtime uploads none, and indexes in 32 bits
+// where the view allows; other views by their info array (num_dims dims and strides). Its
+// entry points are declared for blocks of OPGEN_COLUMN_BLOCK threads, OPGEN_COLUMN_MIN_BLOCKS
+// of them resident per multiprocessor (ops.yaml's kernel_facts; the runtime sizes its grid
+// from the same facts), and every function of the 32-bit path is inlined into them.
 // Where the runtime launches a warp per chunk and whole blocks per group (chunks a
 // multiple of the block's warps), the group's blocks read it interleaved (16-byte vector
 // t, t + T, ... for thread t of T: the device reads one window of memory at a time) and
 // each block leaves one state (reduce_block_states): the last block reads a state per
 // block, not per warp.
 //
-// Launch: any grid, any blockDim.x <= 1024 (each kernel loops over its work; the entry
-// points are declared with __launch_bounds__(1024) below, so that 1024 threads fit their
-// registers). A launch
+// Launch: any grid, any blockDim.x <= 1024 (each kernel loops over its work; fast_* and
+// reduce_chunks_* are declared with __launch_bounds__(1024), so that 1024 threads fit their
+// registers; reduce_columns_* takes at most OPGEN_COLUMN_BLOCK). A launch
 // covers each work item (a group, or a chunk of one) in one of three ways:
 //   - one thread per item, when the group's elements are strided but consecutive groups
 //     start at consecutive elements (reducing a leading dim): a warp reads neighbouring
@@ -128,6 +132,13 @@ static_assert(kCombineLoads >= 1, "TILE_COMBINE_LOADS: at least one");
 #ifndef OPGEN_COLUMN_INTERLEAVED
 #define OPGEN_COLUMN_INTERLEAVED 0
 #endif
+// reduce_columns_*: a rank-2 view's tiles with 32-bit indices where they fit (1), or always the
+// size_t path (0: bench/gpu_issue11.py's column-explore compares them).
+#ifndef OPGEN_COLUMN_INDEX32
+#define OPGEN_COLUMN_INDEX32 1
+#endif
+static_assert(OPGEN_COLUMN_BLOCK >= 32 && OPGEN_COLUMN_BLOCK <= 1024 && OPGEN_COLUMN_BLOCK % 32 == 0,
+              "COLUMN_BLOCK: whole warps, at most 1024 threads");
 
 // ---------------------------------------------------------------------------- policies
 //
@@ -719,9 +730,12 @@ __device__ __forceinline__ unsigned char* tile_slots() {
 // runtime keeps at least as many zeroed there (runtime/gpu/reduce.py's _pass3_scratch).
 // Items (tile, slice) are numbered slice-major: block b of the grid takes items b,
 // b + gridDim.x, ... (any grid is correct). On one stream at a time, as pass 0.
-template <class Pol, class Source, int W>
-__device__ __noinline__ void reduce_column_tiles(const Pol pol, const Source source, const size_t groups,
-                                                 const size_t el, const size_t splits, void* partial, void* dst) {
+// I: the index type of the tile's sizes, rows and states (uint32_t where reduce_columns found
+// that they fit, else size_t). Inlined into its caller: reduce_columns_<dt>'s 32-bit path, or a
+// __noinline__ wrapper (reduce_column_tiles_call) for the others.
+template <class Pol, class Source, int W, typename I>
+__device__ __forceinline__ void reduce_column_tiles(const Pol& pol, const Source& source, const I groups, const I el,
+                                                    const I splits, void* partial, void* dst) {
     typedef typename Pol::P P;
 #if OPGEN_TILE_COMBINE
     // kTileRound warps' states a round
@@ -735,31 +749,31 @@ __device__ __noinline__ void reduce_column_tiles(const Pol pol, const Source sou
     const unsigned int ws = (unsigned int)warpSize, lane = threadIdx.x % ws, warp = threadIdx.x / ws;
     const unsigned int nw = (blockDim.x + ws - 1) / ws;
     const unsigned int in_warp = blockDim.x - warp * ws < ws ? blockDim.x - warp * ws : ws;
-    const size_t units = groups / W;
+    const I units = groups / W;
     unsigned int tx_n = kTileThreads;  // a power of two, at least the units where they are fewer
-    while (tx_n > 1 && ((size_t)(tx_n / 2) >= units || tx_n > blockDim.x)) tx_n /= 2;
+    while (tx_n > 1 && ((I)(tx_n / 2) >= units || tx_n > blockDim.x)) tx_n /= 2;
     const unsigned int ty_n = blockDim.x / tx_n, tx = threadIdx.x % tx_n, ty = threadIdx.x / tx_n;
-    const size_t tiles = (units + tx_n - 1) / tx_n, items = tiles * splits;
-    const size_t rows = (el + splits - 1) / splits;
+    const I tiles = (units + tx_n - 1) / tx_n, items = tiles * splits;
+    const I rows = (el + splits - 1) / splits;
     const unsigned int span = tx_n * (unsigned int)W;  // groups of a tile
     P* states = static_cast<P*>(partial);
     unsigned int* counters = static_cast<unsigned int*>(partial);
-    for (size_t it = blockIdx.x; it < items; it += gridDim.x) {
-        const size_t s = it / tiles, tile = it - s * tiles;
-        const size_t u = tile * tx_n + tx, g0 = tile * span;
-        const size_t r0 = s * rows < el ? s * rows : el, r1 = r0 + rows < el ? r0 + rows : el;
+    for (I it = blockIdx.x; it < items; it += gridDim.x) {
+        const I s = it / tiles, tile = it - s * tiles;
+        const I u = tile * tx_n + tx, g0 = tile * span;
+        const I r0 = s * rows < el ? s * rows : el, r1 = r0 + rows < el ? r0 + rows : el;
         P acc[W];
 #pragma unroll
         for (int j = 0; j < W; j++) acc[j] = pol.identity();
         if (ty < ty_n && u < units) {
             // OPGEN_TILE_INTERLEAVED: rows s * ty_n + ty + k * splits * ty_n; else the slice's band
-            const size_t k0 = OPGEN_TILE_INTERLEAVED ? 0 : r0, k1 = OPGEN_TILE_INTERLEAVED ? el : r1;
-            const size_t first = OPGEN_TILE_INTERLEAVED ? s * ty_n + ty : ty;
-            const size_t step = OPGEN_TILE_INTERLEAVED ? splits * ty_n : ty_n;
+            const I k0 = OPGEN_TILE_INTERLEAVED ? 0 : r0, k1 = OPGEN_TILE_INTERLEAVED ? el : r1;
+            const I first = OPGEN_TILE_INTERLEAVED ? s * ty_n + ty : ty;
+            const I step = OPGEN_TILE_INTERLEAVED ? splits * ty_n : ty_n;
             if constexpr (W > 1) {
                 source.accumulate_columns(pol, u * W, k0 + first, k1, step, acc);
             } else {
-                acc[0] = source.accumulate(pol, u, k0, k1, (unsigned int)first, (unsigned int)step);
+                acc[0] = source.accumulate(pol, u, k0, k1, first, step);
             }
         }
         // the warp's rows of threads: lanes tx and tx + tx_n, ... hold the same groups
@@ -825,10 +839,10 @@ __device__ __noinline__ void reduce_column_tiles(const Pol pol, const Source sou
 #endif
         if (last) {
             for (unsigned int t = threadIdx.x; t < span; t += blockDim.x) {
-                const size_t g = g0 + t;
+                const I g = g0 + t;
                 if (g >= groups) continue;
                 P a = load_state(states + g);
-                size_t k = 1;
+                I k = 1;
                 // kCombineLoads states in flight, combined in slice order (the same bits)
                 for (; k + kCombineLoads <= splits; k += kCombineLoads) {
                     P x[kCombineLoads];
@@ -846,39 +860,117 @@ __device__ __noinline__ void reduce_column_tiles(const Pol pol, const Source sou
     }
 }
 
-// Pass 3 and 4 (above): the source's columns a thread decide W.
+// reduce_column_tiles out of line, for the paths of reduce_columns_<dt> that index in size_t
+// (a view given by its info array, or too large for 32 bits): one call a launch, so the inlined
+// 32-bit path alone sets the kernel's registers and stack.
+template <class Pol, class Source, int W>
+__device__ __noinline__ void reduce_column_tiles_call(const Pol pol, const Source source, const size_t groups,
+                                                      const size_t el, const size_t splits, void* partial, void* dst) {
+    reduce_column_tiles<Pol, Source, W, size_t>(pol, source, groups, el, splits, partial, dst);
+}
+
+// The column tiles of a view of group_source (its info array, or a rank-2 view by value in
+// size_t): the source's columns a thread decide W.
 template <class Pol, typename T>
 __device__ __forceinline__ void reduce_columns_of(const Pol& pol, const group_source<T>& source, const size_t groups,
                                                   const size_t el, const size_t splits, void* partial, void* dst) {
-    if (!source.thread_per_item()) return;  // the runtime launches pass 3 / 4 only for these
+    if (!source.thread_per_item()) return;  // the runtime launches column tiles only for these
     if (group_source<T>::kColumns > 1 && source.columns() > 1) {
-        reduce_column_tiles<Pol, group_source<T>, group_source<T>::kColumns>(pol, source, groups, el, splits, partial,
-                                                                             dst);
+        reduce_column_tiles_call<Pol, group_source<T>, group_source<T>::kColumns>(pol, source, groups, el, splits,
+                                                                                  partial, dst);
     } else {
-        reduce_column_tiles<Pol, group_source<T>, 1>(pol, source, groups, el, splits, partial, dst);
+        reduce_column_tiles_call<Pol, group_source<T>, 1>(pol, source, groups, el, splits, partial, dst);
     }
 }
 
-template <class Pol, typename T>
-__device__ __noinline__ void reduce_columns_once(const Pol pol, const size_t src_numel, const size_t el,
-                                                 const size_t num_dims, const size_t* info, const size_t splits,
-                                                 const T* src, void* partial, void* dst) {
-    if (el == 0 || splits == 0 || blockDim.x > kMaxBlock) return;
-    group_source<T> source;
-    source.init(src, el, num_dims, info);
-    reduce_columns_of(pol, source, src_numel / el, el, splits, partial, dst);
+// A rank-2 view given by value whose indices fit 32 bits (rank2_fits32): dims (groups, el),
+// strides (1, rs), group g's row k at element g + k * rs. The same loads, updates and order as
+// group_source's (init_columns) with 32-bit index math.
+template <typename T> struct rank2_source {
+    const T* src;
+    uint32_t rs;
+    static constexpr int kPack = group_source<T>::kPack;
+    static constexpr int kColumns = group_source<T>::kColumns;
+
+    // Rows k0, k0 + step, ... below k1 of the kColumns groups g, g + 1, ...: kColumnLoads rows in
+    // flight, each one aligned access of the kColumns elements (group_source::accumulate_columns).
+    template <class Pol>
+    __device__ __forceinline__ void accumulate_columns(const Pol& pol, uint32_t g, uint32_t k0, uint32_t k1,
+                                                       uint32_t step, typename Pol::P (&acc)[kColumns]) const {
+        constexpr int W = kColumns, V = kPack, NP = W / V, U = kColumnLoads > 0 ? kColumnLoads : 1;
+#pragma unroll
+        for (int j = 0; j < W; j++) acc[j] = pol.identity();
+        const T* p = src + g;
+        uint32_t k = k0;
+        for (; k + (U - 1) * step < k1; k += U * step) {
+            opgen::pack<T, V> x[U][NP];
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+#pragma unroll
+                for (int q = 0; q < NP; q++) x[u][q] = load_row_pack<T, V>(p + (k + u * step) * rs + q * V);
+            }
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+#pragma unroll
+                for (int j = 0; j < W; j++) acc[j] = pol.update(acc[j], x[u][j / V].v[j % V], k + u * step);
+            }
+        }
+        for (; k < k1; k += step) {
+            opgen::pack<T, V> x[NP];
+#pragma unroll
+            for (int q = 0; q < NP; q++) x[q] = load_row_pack<T, V>(p + k * rs + q * V);
+#pragma unroll
+            for (int j = 0; j < W; j++) acc[j] = pol.update(acc[j], x[j / V].v[j % V], k);
+        }
+    }
+
+    // Rows k0 + lane, k0 + lane + nl, ... below k1 of group g alone (a column a thread), kStridedLoads
+    // in flight (group_source::accumulate's strided path).
+    template <class Pol>
+    __device__ __forceinline__ typename Pol::P accumulate(const Pol& pol, uint32_t g, uint32_t k0, uint32_t k1,
+                                                          uint32_t lane, uint32_t nl) const {
+        typename Pol::P acc = pol.identity();
+        const T* p = src + g;
+        constexpr int U = kStridedLoads;
+        uint32_t k = k0 + lane;
+        for (; k + (U - 1) * nl < k1; k += U * nl) {
+            T x[U];
+#pragma unroll
+            for (int u = 0; u < U; u++) x[u] = p[(k + u * nl) * rs];
+#pragma unroll
+            for (int u = 0; u < U; u++) acc = pol.update(acc, x[u], k + u * nl);
+        }
+        for (; k < k1; k += nl) acc = pol.update(acc, p[k * rs], k);
+        return acc;
+    }
+};
+
+// Whether a rank-2 view's column tiles index in 32 bits: every element offset ((el - 1) * rs +
+// groups), every state (splits * groups) and every row with a loop's look-ahead (el plus 8 steps of
+// at most 2^16 slices of 1024 rows of threads) below 2^32; the bounds keep a margin.
+__device__ __forceinline__ bool rank2_fits32(size_t groups, size_t el, size_t rs, size_t splits) {
+    constexpr size_t kLimit = (size_t)1 << 31;
+    if (groups >= kLimit || el >= kLimit || rs >= kLimit || splits >= ((size_t)1 << 16)) return false;
+    return (el - 1) * rs + groups < kLimit && splits * groups < kLimit;
 }
 
-// Pass 4: pass 3 of a rank-2 view given by value (num_dims holds the row stride: dims
-// (src_numel / el, el), strides (1, num_dims); no info array to read before the first row).
+// The column tiles of a rank-2 view with 32-bit indices, inlined (no call, no stack frame, no
+// 64-bit division at a block's start): W as the view's alignment allows (group_source::init_columns'
+// test), nothing where a thread does not reduce a leading dim's groups.
 template <class Pol, typename T>
-__device__ __noinline__ void reduce_columns_by_value(const Pol pol, const size_t src_numel, const size_t el,
-                                                     const size_t row_stride, const size_t splits, const T* src,
-                                                     void* partial, void* dst) {
-    if (el == 0 || splits == 0 || blockDim.x > kMaxBlock) return;
-    group_source<T> source;
-    source.init_columns(src, el, src_numel / el, row_stride);
-    reduce_columns_of(pol, source, src_numel / el, el, splits, partial, dst);
+__device__ __forceinline__ void reduce_rank2_tiles(const Pol& pol, const T* src, const uint32_t groups,
+                                                   const uint32_t el, const uint32_t rs, const uint32_t splits,
+                                                   void* partial, void* dst) {
+    if (rs == 1 || groups < 2) return;  // group_source::thread_per_item of a view by value
+    const rank2_source<T> source{src, rs};
+    constexpr uint32_t w = (uint32_t)rank2_source<T>::kColumns;
+    if (w > 1 && kColumnLoads > 0 && reinterpret_cast<unsigned long long>(src) % (w * sizeof(T)) == 0 &&
+        groups % w == 0 && rs % w == 0) {
+        reduce_column_tiles<Pol, rank2_source<T>, rank2_source<T>::kColumns, uint32_t>(pol, source, groups, el, splits,
+                                                                                       partial, dst);
+    } else {
+        reduce_column_tiles<Pol, rank2_source<T>, 1, uint32_t>(pol, source, groups, el, splits, partial, dst);
+    }
 }
 
 template <typename T> __device__ __forceinline__ sum_policy<T> sum_of() { return sum_policy<T>{}; }
@@ -910,10 +1002,6 @@ __device__ __forceinline__ void reduce_chunks(const uint32_t op, const uint32_t 
     if (op == OPGEN_REDUCE_SUM) {
         if (pass == 0u) {
             reduce_once(sum_of<T>(), src_numel, el, num_dims, info, chunks, src, partial, dst);
-        } else if (pass == 3u) {
-            reduce_columns_once(sum_of<T>(), src_numel, el, num_dims, info, chunks, src, partial, dst);
-        } else if (pass == OPGEN_COLUMN_PASS_BY_VALUE) {
-            reduce_columns_by_value(sum_of<T>(), src_numel, el, num_dims, chunks, src, partial, dst);
         } else if (pass == 1u) {
             reduce_groups(sum_of<T>(), src_numel, el, num_dims, info, chunks, src, partial, true);
         } else {
@@ -924,15 +1012,48 @@ __device__ __forceinline__ void reduce_chunks(const uint32_t op, const uint32_t 
                                                      op == OPGEN_REDUCE_ARGMIN || op == OPGEN_REDUCE_ARGMAX);
         if (pass == 0u) {
             reduce_once(pol, src_numel, el, num_dims, info, chunks, src, partial, dst);
-        } else if (pass == 3u) {
-            reduce_columns_once(pol, src_numel, el, num_dims, info, chunks, src, partial, dst);
-        } else if (pass == OPGEN_COLUMN_PASS_BY_VALUE) {
-            reduce_columns_by_value(pol, src_numel, el, num_dims, chunks, src, partial, dst);
         } else if (pass == 1u) {
             reduce_groups(pol, src_numel, el, num_dims, info, chunks, src, partial, true);
         } else {
             reduce_finish(pol, src_numel / el, chunks, partial, dst, blockIdx.x, gridDim.x);
         }
+    }
+}
+
+// reduce_columns_<dt>: the column tiles in one launch (see reduce_column_tiles), for `groups`
+// groups of `el` rows where a thread reduces a leading dim's groups. info nullptr: a rank-2 view
+// given by value, dims (groups, el), strides (1, row_stride); it takes 32-bit indices where they
+// fit, inlined. Else `info` holds the view's num_dims dims and strides (runtime/gpu/reduce.py's
+// merged view, the reduced dim last). `splits` slices of each tile's rows; the tile counters
+// precede `partial` (zero at launch, zero again after it). Blocks of at most OPGEN_COLUMN_BLOCK
+// threads (the entry points' launch bound); a larger block does nothing.
+template <typename T>
+__device__ __forceinline__ void reduce_columns(const uint32_t op, const size_t groups, const size_t el,
+                                               const size_t row_stride, const size_t num_dims, const size_t* info,
+                                               const size_t splits, const T* src, void* partial, void* dst) {
+    if (el == 0 || splits == 0 || groups == 0 || op >= OPGEN_REDUCE_COUNT || blockDim.x > OPGEN_COLUMN_BLOCK) return;
+    const bool is_max = op == OPGEN_REDUCE_MAX || op == OPGEN_REDUCE_ARGMAX;
+    const bool arg = op == OPGEN_REDUCE_ARGMIN || op == OPGEN_REDUCE_ARGMAX;
+    if (info == nullptr && OPGEN_COLUMN_INDEX32 && rank2_fits32(groups, el, row_stride, splits)) {
+        if (op == OPGEN_REDUCE_SUM) {
+            reduce_rank2_tiles(sum_of<T>(), src, (uint32_t)groups, (uint32_t)el, (uint32_t)row_stride,
+                               (uint32_t)splits, partial, dst);
+        } else {
+            reduce_rank2_tiles(extreme_of<T>(is_max, arg), src, (uint32_t)groups, (uint32_t)el, (uint32_t)row_stride,
+                               (uint32_t)splits, partial, dst);
+        }
+        return;
+    }
+    group_source<T> source;
+    if (info == nullptr) {
+        source.init_columns(src, el, groups, row_stride);
+    } else {
+        source.init(src, el, num_dims, info);
+    }
+    if (op == OPGEN_REDUCE_SUM) {
+        reduce_columns_of(sum_of<T>(), source, groups, el, splits, partial, dst);
+    } else {
+        reduce_columns_of(extreme_of<T>(is_max, arg), source, groups, el, splits, partial, dst);
     }
 }
 

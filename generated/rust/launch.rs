@@ -6034,6 +6034,139 @@ pub fn launch_reduce_chunks_u8<L: KernelLauncher + ?Sized>(
     launcher.launch(Kernel { name: "reduce_chunks_u8", source: "reduce.hip" }, cfg, &[KernelArg::U32(op), KernelArg::U32(pass), KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(chunks), src.arg(), partial.arg(), dst.arg()])
 }
 
+/// `reduce_columns_bf16` of reduce.hip.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_reduce_columns_bf16<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    op: u32,
+    groups: usize,
+    el: usize,
+    row_stride: usize,
+    num_dims: usize,
+    info: DevicePtr<usize>,
+    splits: usize,
+    src: DevicePtr<Bf16>,
+    partial: DevicePtrMut<c_void>,
+    dst: DevicePtrMut<c_void>,
+) -> Result<()> {
+    launcher.launch(Kernel { name: "reduce_columns_bf16", source: "reduce.hip" }, cfg, &[KernelArg::U32(op), KernelArg::Usize(groups), KernelArg::Usize(el), KernelArg::Usize(row_stride), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(splits), src.arg(), partial.arg(), dst.arg()])
+}
+
+/// `reduce_columns_f16` of reduce.hip.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_reduce_columns_f16<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    op: u32,
+    groups: usize,
+    el: usize,
+    row_stride: usize,
+    num_dims: usize,
+    info: DevicePtr<usize>,
+    splits: usize,
+    src: DevicePtr<F16>,
+    partial: DevicePtrMut<c_void>,
+    dst: DevicePtrMut<c_void>,
+) -> Result<()> {
+    launcher.launch(Kernel { name: "reduce_columns_f16", source: "reduce.hip" }, cfg, &[KernelArg::U32(op), KernelArg::Usize(groups), KernelArg::Usize(el), KernelArg::Usize(row_stride), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(splits), src.arg(), partial.arg(), dst.arg()])
+}
+
+/// `reduce_columns_f32` of reduce.hip.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_reduce_columns_f32<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    op: u32,
+    groups: usize,
+    el: usize,
+    row_stride: usize,
+    num_dims: usize,
+    info: DevicePtr<usize>,
+    splits: usize,
+    src: DevicePtr<f32>,
+    partial: DevicePtrMut<c_void>,
+    dst: DevicePtrMut<c_void>,
+) -> Result<()> {
+    launcher.launch(Kernel { name: "reduce_columns_f32", source: "reduce.hip" }, cfg, &[KernelArg::U32(op), KernelArg::Usize(groups), KernelArg::Usize(el), KernelArg::Usize(row_stride), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(splits), src.arg(), partial.arg(), dst.arg()])
+}
+
+/// `reduce_columns_f64` of reduce.hip.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_reduce_columns_f64<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    op: u32,
+    groups: usize,
+    el: usize,
+    row_stride: usize,
+    num_dims: usize,
+    info: DevicePtr<usize>,
+    splits: usize,
+    src: DevicePtr<f64>,
+    partial: DevicePtrMut<c_void>,
+    dst: DevicePtrMut<c_void>,
+) -> Result<()> {
+    launcher.launch(Kernel { name: "reduce_columns_f64", source: "reduce.hip" }, cfg, &[KernelArg::U32(op), KernelArg::Usize(groups), KernelArg::Usize(el), KernelArg::Usize(row_stride), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(splits), src.arg(), partial.arg(), dst.arg()])
+}
+
+/// `reduce_columns_i64` of reduce.hip.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_reduce_columns_i64<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    op: u32,
+    groups: usize,
+    el: usize,
+    row_stride: usize,
+    num_dims: usize,
+    info: DevicePtr<usize>,
+    splits: usize,
+    src: DevicePtr<i64>,
+    partial: DevicePtrMut<c_void>,
+    dst: DevicePtrMut<c_void>,
+) -> Result<()> {
+    launcher.launch(Kernel { name: "reduce_columns_i64", source: "reduce.hip" }, cfg, &[KernelArg::U32(op), KernelArg::Usize(groups), KernelArg::Usize(el), KernelArg::Usize(row_stride), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(splits), src.arg(), partial.arg(), dst.arg()])
+}
+
+/// `reduce_columns_u32` of reduce.hip.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_reduce_columns_u32<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    op: u32,
+    groups: usize,
+    el: usize,
+    row_stride: usize,
+    num_dims: usize,
+    info: DevicePtr<usize>,
+    splits: usize,
+    src: DevicePtr<u32>,
+    partial: DevicePtrMut<c_void>,
+    dst: DevicePtrMut<c_void>,
+) -> Result<()> {
+    launcher.launch(Kernel { name: "reduce_columns_u32", source: "reduce.hip" }, cfg, &[KernelArg::U32(op), KernelArg::Usize(groups), KernelArg::Usize(el), KernelArg::Usize(row_stride), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(splits), src.arg(), partial.arg(), dst.arg()])
+}
+
+/// `reduce_columns_u8` of reduce.hip.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_reduce_columns_u8<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    op: u32,
+    groups: usize,
+    el: usize,
+    row_stride: usize,
+    num_dims: usize,
+    info: DevicePtr<usize>,
+    splits: usize,
+    src: DevicePtr<u8>,
+    partial: DevicePtrMut<c_void>,
+    dst: DevicePtrMut<c_void>,
+) -> Result<()> {
+    launcher.launch(Kernel { name: "reduce_columns_u8", source: "reduce.hip" }, cfg, &[KernelArg::U32(op), KernelArg::Usize(groups), KernelArg::Usize(el), KernelArg::Usize(row_stride), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(splits), src.arg(), partial.arg(), dst.arg()])
+}
+
 /// `rms_norm_bf16` of nn.hip.
 #[allow(clippy::too_many_arguments)]
 pub fn launch_rms_norm_bf16<L: KernelLauncher + ?Sized>(

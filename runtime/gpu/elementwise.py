@@ -116,7 +116,7 @@ class Elementwise:
         del keep
         return out
 
-    def _direct_first(self, fn, ordinal: int, grid: int, stream: DeviceStream, args: tuple) -> None:
+    def _direct_first(self, fn, ordinal: int, grid: int, stream: DeviceStream, args: tuple, block: int = BLOCK) -> None:
         """Launch wrapper `fn` with `args` through `launch`, and keep the prepared launch it
         reached (with the wrapper's argument types) for _direct: later calls skip the
         wrapper. Where `launch` prepares nothing (a test's stand-in), nothing is kept."""
@@ -127,7 +127,7 @@ class Elementwise:
             reached.append((source, name, types))
             launch(source, name, grid_, block, stream_, args_, types)
 
-        fn(learn, grid, BLOCK, stream, *args)
+        fn(learn, grid, block, stream, *args)
         if len(reached) == 1:
             source, name, types = reached[0]
             call = self._launches.get((ordinal, source, name))

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import math
+import sys
+import types
+import weakref
 
 import numpy as np
 
 from generated import kernel_facts
 from generated.kernel_facts import (
-    COLUMN_PASS_BY_VALUE,
     PASS0_HEADER,
     REDUCE_CODES,
     WARP_ITEM_MAX,
@@ -17,8 +19,9 @@ from generated.kernel_facts import (
 )
 from runtime.checks import reduce_dims
 from runtime.errors import ShapeMismatch
+from runtime.gpu import memory
 from runtime.gpu.launch import BLOCK
-from runtime.gpu.memory import GpuBuffer, _fits
+from runtime.gpu.memory import GpuBuffer, _fits, _new_pooled, _PooledBuffer
 from runtime.layout import Layout
 
 # Reductions of at most this many groups, split into chunks, run in one launch whose last
@@ -29,43 +32,112 @@ FEW_GROUPS = BLOCK // 32
 # bench/gpu_issue11.py's reduce-explore compares other values.
 WARP_ITEMS_PER_SM = 32
 THREAD_ITEMS_PER_SM = 1024
-# Pass 3 (a leading dim's groups split into slices of rows, one launch): threads across a
-# column tile (ops.yaml's kernel_facts, hip/reduce.hip's kTileThreads), threads per block,
-# threads a launch aims for per multiprocessor, and the fewest rows a thread reads in a slice.
+# The column tiles (reduce_columns_<dt>: a leading dim's groups split into slices of rows,
+# one launch): threads across a column tile (ops.yaml's kernel_facts, hip/reduce.hip's
+# kTileThreads), threads per block (at most kernel_facts' COLUMN_BLOCK, the entry points'
+# launch bound: a larger value launches that many), the blocks a launch aims for per
+# multiprocessor (kernel_facts' COLUMN_MIN_BLOCKS, the launch bound's second figure, which
+# column-explore compiles with other values and sets here alike; figures:
+# bench/results/gpu-notes.md, dim0e), or the threads it aims for per multiprocessor where
+# COLUMN_THREADS_PER_SM is not 0 (column-explore's other grids), and the fewest rows a
+# thread reads in a slice.
 COLUMN_TILE = kernel_facts.COLUMN_TILE
-COLUMN_BLOCK = 256
-COLUMN_THREADS_PER_SM = 1024
+COLUMN_BLOCK = kernel_facts.COLUMN_BLOCK
+COLUMN_MIN_BLOCKS = kernel_facts.COLUMN_MIN_BLOCKS
+COLUMN_THREADS_PER_SM = 0
 COLUMN_ROWS_LEAST = 32
 # A thread per item: the 16-byte accesses a row where a thread reads several neighbouring
 # groups (ops.yaml's kernel_facts, the kernels' OPGEN_COLUMN_PACKS: 1, four f32 columns a
 # thread; at most 8 columns whatever the type). bench/gpu_issue11.py's column-explore
 # compiles 2 and sets this alike.
 COLUMN_PACKS = kernel_facts.COLUMN_PACKS
-# Pass 3 reads a tile's slices interleaved (kernel_facts' TILE_INTERLEAVED: slice s the rows
-# s * ty_n + ty + k * splits * ty_n, ty_n = COLUMN_BLOCK // tile rows of threads), not as
-# bands of consecutive rows; no effect on the launch (the fake-driver model reads it).
+# The column tiles read a tile's slices interleaved (kernel_facts' TILE_INTERLEAVED: slice s
+# the rows s * ty_n + ty + k * splits * ty_n, ty_n = COLUMN_BLOCK // tile rows of threads),
+# not as bands of consecutive rows; no effect on the launch (the fake-driver model reads it).
 TILE_INTERLEAVED = bool(kernel_facts.TILE_INTERLEAVED)
-# Pass 3's tile counters: the scratch holds a multiple of this many (4 bytes each).
+# The column tiles' counters: the scratch holds a multiple of this many (4 bytes each).
 COLUMN_COUNTERS = 1024
-# Pass 3's most blocks: past (tile, slice) items this many, a block takes several in turn.
+# The column tiles' most blocks: past (tile, slice) items this many, a block takes several in turn.
 COLUMN_GRID_MAX = 1 << 16
-# Pass 3's slices of a tile's rows: 0 computes them (above); another value is taken as it
-# is (bench/gpu_issue11.py's column-explore times whole waves: 33 slices on 528 blocks).
+# The column tiles' slices of a tile's rows: 0 computes them (above); another value is taken
+# as it is (bench/gpu_issue11.py's column-explore times whole waves: 33 slices on 528 blocks).
 COLUMN_SPLITS = 0
-# A rank-2 view (one kept dim of stride 1, one reduced dim) takes pass 4 (kernel_facts'
-# COLUMN_PASS_BY_VALUE): pass 3 with its row stride as a kernel argument, no dims and strides
-# uploaded to the device per call nor read there before the first row. False: pass 3 with the
-# info array (bench/gpu_issue11.py's column-explore compares them; figures:
+# A rank-2 view (one kept dim of stride 1, one reduced dim) is given to reduce_columns by
+# value ("pass 4": its row stride an argument, no dims and strides uploaded nor read on the
+# device, 32-bit indices where they fit). False: by its info array ("pass 3", as every other
+# view; bench/gpu_issue11.py's column-explore compares them; figures:
 # bench/results/dim0c-h100.md).
 COLUMN_BY_VALUE = True
-# False: such groups take pass 1 and 2 (two launches), as before pass 3 (bench/gpu_issue11.py
-# compares the two).
+# False: such groups take pass 1 and 2 of reduce_chunks (two launches), as before the column
+# tiles (bench/gpu_issue11.py compares the two).
 COLUMN_TILES = True
+# Reduction plans kept per runtime (what reduce_op works out before it launches, for one
+# op, dtype, device, view, dims and alignment): the oldest goes past this many.
+REDUCE_PLANS_KEPT = 256
+
+# The runtimes whose plans a change of the settings above makes stale (see _Settings).
+_planners: weakref.WeakSet = weakref.WeakSet()
+
+
+class _Settings(types.ModuleType):
+    """This module's type: assigning one of its names (a setting above, as the tests and
+    bench/gpu_issue11.py do, monkeypatch's undo included) forgets every runtime's kept
+    reduction plans, which were worked out under the old values."""
+
+    def __setattr__(self, name: str, value: object) -> None:
+        super().__setattr__(name, value)
+        for planner in list(_planners):
+            planner._reduce_plans.clear()
+
+    def __delattr__(self, name: str) -> None:
+        super().__delattr__(name)
+        for planner in list(_planners):
+            planner._reduce_plans.clear()
+
+
+sys.modules[__name__].__class__ = _Settings
+
+# What a plan's launches are, and what each call adds to their arguments.
+_EMPTY_SUM = 0  # no element to reduce: a sum of zeros (memset)
+_NOTHING = 1  # no group: the empty output
+_FAST = 2  # fast_<op>: head + (src, out)
+_PASS0 = 3  # reduce_chunks pass 0: head + (src, pass 0's scratch, out)
+_TWO_PASSES = 4  # reduce_chunks pass 1 then 2: each head + (src, partial states, out)
+_TILES = 5  # reduce_columns: head + (src, the tiles' scratch, out)
+
+
+class _Plan:
+    """What reduce_op works out before it launches, for one key (reduce_op's): the launch
+    table it was made from (a call with another table plans again), the view's end (a call
+    whose buffer is shorter plans again, which raises), the output's size and dtype, and the
+    launches: each the launch wrapper, its grid, its block and the arguments before the
+    call's own (the view's first element, the scratch, the output). `keep`: the view's dims
+    and strides on the device where a launch reads them (uploaded once, with the plan)."""
+
+    __slots__ = (
+        "table",
+        "end",
+        "count",
+        "result",
+        "nbytes",
+        "kind",
+        "launches",
+        "keep",
+        "scratch",
+    )
+
+    def __init__(self, table: dict, end: int, count: int, result: np.dtype, kind: int) -> None:
+        self.table, self.end, self.count, self.result, self.kind = table, end, count, result, kind
+        self.nbytes = count * result.itemsize or 1  # the output's bytes as _alloc asks its bin
+        self.launches: tuple = ()
+        self.keep: GpuBuffer | None = None
+        self.scratch: tuple[int, int] = (0, 0)  # pass 0: (bytes, 0); tiles: (counters, bytes); two passes: (bytes, 0)
 
 
 class Reductions:
-    """GpuRuntime's reductions; `_scratch` (pass 0's, per device) is set up by GpuRuntime.
-    Uses Memory's `alloc` and Launch's `stream`, `_sms`, `_info`, `_entry`."""
+    """GpuRuntime's reductions; `_scratch` (pass 0's, per device), `_tile_scratch` and
+    `_reduce_plans` are set up by GpuRuntime. Uses Memory's `alloc`, Launch's `stream`, `_sms`,
+    `_info`, `_entry` and Elementwise's `_direct_first`."""
 
     def reduce_op(self, buf: GpuBuffer, kernel, layout: Layout, dims: tuple[int, ...], table: dict) -> GpuBuffer:
         """Reduced dims keep size 1. The kernels reduce consecutive groups: the reduced dims
@@ -80,18 +152,84 @@ class Reductions:
         (chunks rounded to whole blocks, so that each block leaves one state); more take two
         launches (one block could not finish them quickly). Where a thread reduces a group
         (a leading dim), it takes `_reduce_columns` neighbouring groups at once, and where
-        such groups would be split, pass 3 splits them in one launch instead: column tiles
-        of COLUMN_TILE threads (a tile's row slices in blocks of their own, the last block
-        of a tile to finish combining them; see `_reduce_column_tiles`), or pass 4 where the
-        merged view is rank 2 (its row stride an argument: no dims and strides uploaded)."""
-        op = kernel.op
+        such groups would be split, reduce_columns_<dt> splits them in one launch instead:
+        column tiles of COLUMN_TILE threads (a tile's row slices in blocks of their own, the
+        last block of a tile to finish combining them; see `_reduce_column_tiles`), a rank-2
+        view given by value (its row stride an argument: no dims and strides uploaded).
+
+        What all this works out (checks, merged dims, the path, grids, the arguments before
+        the buffers' addresses) is kept as a plan per (op, dtype, device, shape, strides,
+        offset, dims, the first element's address modulo 64), so a repeated reduction goes
+        straight to its launches (bench/gpu_host.py counts the host work; figures:
+        bench/results/cpu-notes.md). A plan is used only with the launch table it was made
+        from and on a buffer that holds the view (else the call plans again, which raises
+        the same errors as ever); assigning a setting of this module forgets every plan."""
+        dtype = buf.dtype
+        ordinal = buf.ordinal
+        src = buf.ptr + layout.start_offset * dtype.itemsize
+        key = (kernel.op, dtype, ordinal, layout.shape, layout.stride, layout.start_offset, dims, src & 63)
+        try:
+            plan = self._reduce_plans.get(key)
+        except TypeError:  # dims (or a shape) given as a list: planned each call
+            plan = key = None
+        if plan is None or plan.table is not table or plan.end > buf.size:
+            plan = self._reduce_plan(buf, kernel.op, layout, dims, table, key)
+        self.driver.activate(ordinal)
+        stream = self._streams.get(ordinal) or self.stream(ordinal)
+        # the output from a free block of its size, as _alloc would (a first block, a large
+        # one and POISON's memset go through _alloc)
+        bin_ = self._bin_of.get((ordinal, plan.nbytes))
+        if bin_ is not None and bin_.free and not memory.POISON:
+            out = _new_pooled(_PooledBuffer)
+            out.ptr = bin_.free.pop()
+            bin_.kept.bytes -= bin_.size
+            out.size, out.dtype, out.ordinal, out.release, out.bin = plan.count, plan.result, ordinal, None, bin_
+        else:
+            out = self._alloc(ordinal, plan.count, plan.result, stream.handle)
+        kind = plan.kind
+        if kind == _TILES:
+            counters, nbytes = plan.scratch
+            kept = self._tile_scratch.get(ordinal)  # (buffer, counters' room, states' bytes, states' address)
+            if kept is not None and kept[1] >= counters and kept[2] >= nbytes:
+                partial = kept[3]
+            else:
+                partial = self._pass3_scratch(ordinal, counters, nbytes)
+        elif kind == _PASS0:
+            partial = self._pass0_scratch(ordinal, plan.scratch[0]).ptr
+        elif kind == _TWO_PASSES:
+            states = self.alloc(ordinal, plan.scratch[0], np.dtype(np.uint8))
+            partial = states.ptr
+        elif kind == _FAST:
+            partial = -1
+        elif kind == _EMPTY_SUM:
+            self.driver.memset(out.ptr, out.nbytes, stream.handle)
+            return out
+        else:
+            return out
+        tail = (src, out.ptr) if partial < 0 else (src, partial, out.ptr)
+        direct = self._direct
+        for fn, grid, block, head in plan.launches:
+            args = head + tail
+            call = direct.get((fn, ordinal))
+            if call is None:
+                self._direct_first(fn, ordinal, grid, stream, args, block)
+            else:
+                call[0](grid, block, stream.handle, args, call[1])
+        return out
+
+    def _reduce_plan(
+        self, buf: GpuBuffer, op: str, layout: Layout, dims: tuple[int, ...], table: dict, key: tuple | None
+    ) -> _Plan:
+        """reduce_op's plan for this call: every check first (the same typed errors, in the
+        same order, as ever), then the path and its launches; kept under `key` (None: not
+        kept) for the calls that follow."""
         fn = self._entry(table, (K.FAST_OP_SELF, op, buf.dtype), "reduce_op")
         _fits(op, self.name, buf, layout)
         reduced = reduce_dims(op, self.name, dims, layout.rank)
+        end = layout.start_offset + layout.elem_count if layout.is_contiguous else layout.max_offset()
         kept = [d for d in range(layout.rank) if d not in reduced]
         lshape, lstride = layout.shape, layout.stride
-        # the view with the reduced dims last: its dims and strides (no Layout made: the
-        # host time of every reduction counts)
+        # the view with the reduced dims last: its dims and strides (no Layout made)
         kshape, kstride = [lshape[d] for d in kept], [lstride[d] for d in kept]
         rshape, rstride = [lshape[d] for d in reduced], [lstride[d] for d in reduced]
         group = math.prod(rshape)
@@ -100,12 +238,10 @@ class Reductions:
         if group == 0:
             if op != "sum":
                 raise ShapeMismatch(op, self.name, "a non-empty reduction", layout.shape)
-            out = self.alloc(buf.ordinal, out_count, result)
-            self.driver.memset(out.ptr, out.nbytes, self.stream(buf.ordinal).handle)
-            return out
-        out = self.alloc(buf.ordinal, out_count, result)
-        if not out.size:
-            return out
+            return self._keep_plan(key, _Plan(table, end, out_count, result, _EMPTY_SUM))
+        plan = _Plan(table, end, out_count, result, _NOTHING if out_count == 0 else _FAST)
+        if not out_count:
+            return self._keep_plan(key, plan)
 
         kept_dims = _merged(kshape, kstride)
         red_dims = _merged(rshape, rstride)
@@ -114,8 +250,8 @@ class Reductions:
         stride = tuple(s for _, s in flat_dims)
         contiguous = _row_major(flat_dims)
         src = buf.at(layout)  # the view's first element (a permutation keeps it)
-        stream = self.stream(buf.ordinal)
-        sms = self._sms(buf.ordinal)
+        ordinal = buf.ordinal
+        sms = self._sms(ordinal)
         block = 256
         # The way hip/reduce.hip covers an item (its thread_per_item and kWarpItemMax).
         by_thread = (
@@ -145,14 +281,13 @@ class Reductions:
             if few and chunks >= block // 32:  # whole blocks of one group (the kernel's block states)
                 chunks -= chunks % (block // 32)
         if by_thread and chunks > 1 and COLUMN_TILES:
-            if COLUMN_BY_VALUE and len(flat_dims) == 2:  # pass 4: the row stride by value
-                row_stride = red_dims[0][1]
-                return self._reduce_column_tiles(
-                    buf, op, out, units, group, row_stride, 0, src, table, COLUMN_PASS_BY_VALUE
-                )
-            info, keep = self._info(buf.ordinal, shape, stride)
-            return self._reduce_column_tiles(buf, op, out, units, group, len(shape), info, src, table)
-        info, keep = (0, None) if contiguous else self._info(buf.ordinal, shape, stride)
+            if COLUMN_BY_VALUE and len(flat_dims) == 2:  # a rank-2 view by value: its row stride
+                head = (red_dims[0][1], 0, 0)
+            else:
+                info, plan.keep = self._info(ordinal, shape, stride)
+                head = (0, len(shape), info)
+            return self._keep_plan(key, self._reduce_column_tiles(plan, buf, op, units, group, head, table))
+        info, plan.keep = (0, None) if contiguous else self._info(ordinal, shape, stride)
         per_chunk = -(-group // chunks)
         length = group if chunks == 1 else -(-per_chunk // 16) * 16  # the kernel's chunk_length
         items = units * chunks
@@ -169,119 +304,82 @@ class Reductions:
         numel = out_count * group
         rank = len(shape)
         if chunks == 1:
-            fn(self.launch, grid_for(items, length, by_thread), block, stream, numel, group, rank, info, src, out.ptr)
-            return out
+            plan.launches = ((fn, grid_for(items, length, by_thread), block, (numel, group, rank, info)),)
+            return self._keep_plan(key, plan)
         chunked = self._entry(table, (K.REDUCE_CHUNKS_SELF, buf.dtype), "reduce_op")
+        code = REDUCE_CODES[op]
         if few:
-            scratch = self._pass0_scratch(buf.ordinal, PASS0_HEADER + items * 16)
-            chunked(
-                self.launch,
-                grid_for(items, length, False),
-                block,
-                stream,
-                REDUCE_CODES[op],
-                0,
-                numel,
-                group,
-                rank,
-                info,
-                chunks,
-                src,
-                scratch.ptr,
-                out.ptr,
-            )
-            return out
+            plan.kind, plan.scratch = _PASS0, (PASS0_HEADER + items * 16, 0)
+            head = (code, 0, numel, group, rank, info, chunks)
+            plan.launches = ((chunked, grid_for(items, length, False), block, head),)
+            return self._keep_plan(key, plan)
         # a state per group and chunk (an item may hold `cols` groups), 16 bytes: the largest state
-        partial = self.alloc(buf.ordinal, out_count * chunks * 16, np.dtype(np.uint8))
+        plan.kind, plan.scratch = _TWO_PASSES, (out_count * chunks * 16, 0)
         # pass 2: a block per group past 1024 partial states, as wide as allowed
         block2 = 1024 if chunks > 1024 else block
-        for pass_, grid, threads in (
-            (1, grid_for(items, length, by_thread), block),
-            (2, grid_for(out_count, chunks, False, WARP_PARTIAL_MAX), block2),
-        ):
-            chunked(
-                self.launch,
-                grid,
-                threads,
-                stream,
-                REDUCE_CODES[op],
-                pass_,
-                numel,
-                group,
-                rank,
-                info,
-                chunks,
-                src,
-                partial.ptr,
-                out.ptr,
+        plan.launches = tuple(
+            (chunked, grid, threads, (code, pass_, numel, group, rank, info, chunks))
+            for pass_, grid, threads in (
+                (1, grid_for(items, length, by_thread), block),
+                (2, grid_for(out_count, chunks, False, WARP_PARTIAL_MAX), block2),
             )
-        return out
+        )
+        return self._keep_plan(key, plan)
+
+    def _keep_plan(self, key: tuple | None, plan: _Plan) -> _Plan:
+        """`plan`, kept under `key` (the oldest dropped past REDUCE_PLANS_KEPT)."""
+        if key is not None:
+            plans = self._reduce_plans
+            if len(plans) >= REDUCE_PLANS_KEPT and key not in plans:
+                del plans[next(iter(plans))]
+            plans[key] = plan
+            _planners.add(self)
+        return plan
 
     def _reduce_column_tiles(
-        self,
-        buf: GpuBuffer,
-        op: str,
-        out: GpuBuffer,
-        units: int,
-        group: int,
-        rank: int,
-        info: int,
-        src: int,
-        table,
-        pass_: int = 3,
-    ) -> GpuBuffer:
-        """reduce_chunks_<dt> pass 3 (hip/reduce.hip's reduce_column_tiles), or pass 4 (the
-        same for a rank-2 view, `rank` then being its row stride and `info` 0): `units` items of
-        a thread per item (each `cols` neighbouring groups of `group` rows), COLUMN_TILE
-        units across a tile (fewer, a power of two, where the units are fewer), each tile's
-        rows split into `splits` slices, a block of COLUMN_BLOCK threads per (tile, slice):
-        as many blocks as COLUMN_THREADS_PER_SM threads per multiprocessor fill, at least
-        COLUMN_ROWS_LEAST rows a thread. One launch; the scratch holds a counter per tile
-        and a state per (slice, group)."""
+        self, plan: _Plan, buf: GpuBuffer, op: str, units: int, group: int, head: tuple, table: dict
+    ) -> _Plan:
+        """`plan`'s launch of reduce_columns_<dt> (hip/reduce.hip's reduce_column_tiles):
+        `units` items of a thread per item (each `cols` neighbouring groups of `group` rows),
+        COLUMN_TILE units across a tile (fewer, a power of two, where the units are fewer),
+        each tile's rows split into `splits` slices, a block of COLUMN_BLOCK threads per
+        (tile, slice): as many blocks as fill COLUMN_MIN_BLOCKS blocks per multiprocessor
+        (or COLUMN_THREADS_PER_SM threads), at least COLUMN_ROWS_LEAST rows a thread. One launch; the scratch holds a
+        counter per tile and a state per (slice, group). `head`: (row stride, 0, 0) for a
+        rank-2 view by value, else (0, rank, info)."""
         ordinal = buf.ordinal
-        block, sms = COLUMN_BLOCK, self._sms(ordinal)
+        block, sms = min(COLUMN_BLOCK, kernel_facts.COLUMN_BLOCK), self._sms(ordinal)
         tile = COLUMN_TILE
         while tile > 1 and (tile // 2 >= units or tile > block):
             tile //= 2
         tiles = -(-units // tile)
-        fill = sms * COLUMN_THREADS_PER_SM // block // tiles  # slices whose blocks fill the device
+        per_sm = COLUMN_THREADS_PER_SM or COLUMN_MIN_BLOCKS * block
+        fill = sms * per_sm // block // tiles  # slices whose blocks fill the device
         splits = COLUMN_SPLITS or max(1, min(fill, group // (block // tile * COLUMN_ROWS_LEAST)))
         grid = max(1, min(tiles * splits, COLUMN_GRID_MAX))
-        groups = out.size
-        partial = self._pass3_scratch(ordinal, tiles, groups * splits * 16)  # states of up to 16 bytes
-        chunked = self._entry(table, (K.REDUCE_CHUNKS_SELF, buf.dtype), "reduce_op")
-        chunked(
-            self.launch,
-            grid,
-            block,
-            self.stream(ordinal),
-            REDUCE_CODES[op],
-            pass_,
-            groups * group,
-            group,
-            rank,
-            info,
-            splits,
-            src,
-            partial,
-            out.ptr,
-        )
-        return out
+        groups = plan.count
+        columns = self._entry(table, (K.REDUCE_COLUMNS_SELF, buf.dtype), "reduce_op")
+        plan.kind, plan.scratch = _TILES, (tiles, groups * splits * 16)  # states of up to 16 bytes
+        plan.launches = ((columns, grid, block, (REDUCE_CODES[op], groups, group, *head, splits)),)
+        return plan
 
     def _pass3_scratch(self, ordinal: int, counters: int, nbytes: int) -> int:
-        """Pass 3's scratch on the device: the address of its `nbytes` of partial states,
-        preceded by at least `counters` tile counters (u32, zero between launches: zeroed
-        here once, and each tile's last block zeroes its own again). The counters' room is a
-        multiple of COLUMN_COUNTERS and never shrinks, so the states of one launch never lie
-        where another launch counts. One per device, kept and grown, as pass 0's."""
+        """The column tiles' scratch on the device: the address of its `nbytes` of partial
+        states, preceded by at least `counters` tile counters (u32, zero between launches:
+        zeroed here once, and each tile's last block zeroes its own again). The counters' room
+        is a multiple of COLUMN_COUNTERS and never shrinks, so the states of one launch never
+        lie where another launch counts. One per device, kept and grown, as pass 0's; kept as
+        (buffer, counters' room, states' bytes, states' address), which reduce_op reads."""
         kept = self._tile_scratch.get(ordinal)
-        room, states = (kept[1], kept[0].nbytes - 4 * kept[1]) if kept else (0, 0)
+        room, states = (kept[1], kept[2]) if kept else (0, 0)
         if kept is None or room < counters or states < nbytes:
             room = max(room, -(-counters // COLUMN_COUNTERS) * COLUMN_COUNTERS)
-            scratch = self.alloc(ordinal, 4 * room + max(states, nbytes), np.dtype(np.uint8))
+            states = max(states, nbytes)
+            scratch = self.alloc(ordinal, 4 * room + states, np.dtype(np.uint8))
             self.driver.memset(scratch.ptr, 4 * room, self.driver.stream(ordinal))
-            kept = self._tile_scratch[ordinal] = (scratch, room)  # the one replaced is freed after its launches
-        return kept[0].ptr + 4 * kept[1]
+            # the one replaced is freed after its launches
+            kept = self._tile_scratch[ordinal] = (scratch, room, states, scratch.ptr + 4 * room)
+        return kept[3]
 
     def _pass0_scratch(self, ordinal: int, nbytes: int) -> GpuBuffer:
         """reduce_chunks_<dt> pass 0's scratch on the device: its block counter (zeroed

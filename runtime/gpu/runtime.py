@@ -47,7 +47,9 @@ class GpuRuntime(Memory, Launch, Elementwise, Reductions, Convolutions, Indexing
         self._bin_of: dict[tuple[int, int], _Bin] = {}  # (ordinal, nbytes asked for) -> its bin
         self._kept: dict[int, _Kept] = {}  # ordinal -> bytes its bins hold
         self._scratch: dict[int, GpuBuffer] = {}
-        self._tile_scratch: dict[int, tuple[GpuBuffer, int]] = {}  # reduce pass 3's: (buffer, counters)
+        # the column tiles' scratch (runtime/gpu/reduce.py): (buffer, counters, states' bytes, states' address)
+        self._tile_scratch: dict[int, tuple[GpuBuffer, int, int, int]] = {}
+        self._reduce_plans: dict[tuple, Any] = {}  # reduce_op's key -> its plan (runtime/gpu/reduce.py)
         self._multiprocessors: dict[int, int] = {}
         self._id_checks: dict[int, IdChecks] = {}
         self._blas: bool | None = None  # whether the driver's BLAS can run (convolutions ask)

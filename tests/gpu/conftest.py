@@ -14,7 +14,7 @@ def poison_fresh_gpu_buffers(monkeypatch):
 def reduce_source_variant():
     """OPGEN_TEST_REDUCE_DEFINES="NAME=VALUE,...": the GPU tests run a variant before it becomes
     the default: names OPGEN_* are #defines put before hip/reduce.hip (its -D switches; the
-    runtime's COLUMN_PACKS follows OPGEN_COLUMN_PACKS), other names integer settings of
+    runtime's COLUMN_PACKS and COLUMN_MIN_BLOCKS follow theirs), other names integer settings of
     runtime/gpu/reduce.py (COLUMN_BLOCK=512). Unset: the source and settings as they are."""
     import os
 
@@ -33,8 +33,9 @@ def reduce_source_variant():
     text = "".join(f"#define {name} {value}\n" for name, value in pairs if name.startswith("OPGEN_"))
     text += (HIP_DIR / "reduce.hip").read_text(encoding="utf-8")
     settings = {name: int(value) for name, value in pairs if not name.startswith("OPGEN_")}
-    if "OPGEN_COLUMN_PACKS" in dict(pairs):
-        settings["COLUMN_PACKS"] = int(dict(pairs)["OPGEN_COLUMN_PACKS"])
+    for fact in ("COLUMN_PACKS", "COLUMN_MIN_BLOCKS"):  # the facts whose -D the runtime follows
+        if f"OPGEN_{fact}" in dict(pairs):
+            settings[fact] = int(dict(pairs)[f"OPGEN_{fact}"])
     kept = {name: getattr(reductions, name) for name in settings}  # AttributeError: no such setting
     for name, value in settings.items():
         setattr(reductions, name, value)

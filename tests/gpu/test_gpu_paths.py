@@ -164,11 +164,13 @@ def test_leading_dims_reduce_as_on_the_cpu_several_columns_a_thread(backend, dty
 # -- leading dims in one launch: column tiles, their rows split over several blocks -------
 
 # (base shape, view, dims): groups of a leading dim too long for a thread each, which the
-# runtime reduces in one launch (reduce_chunks pass 3): rows in slices of several blocks
+# runtime reduces in one launch (reduce_columns_<dt>): rows in slices of several blocks
 # per column tile, the last block of a tile to finish combining them. Rows that no slice
-# count divides (4,099, 2,053, 3,001 in 8 / 8 / 11 slices), tiles short of 32 threads, a
-# last tile cut short (1,000 columns), a column a thread (37 columns, unaligned offsets),
-# several columns a thread (8 / 4 / 2 for 1- and 2-, 4- and 8-byte types).
+# count divides (4,099, 2,053, 3,001 in 6 / 6 / 11 slices), tiles short of 32 threads (down
+# to 2: 8 columns, or 3 columns a column a thread), a last tile cut short (1,000 columns), a
+# column a thread (37 columns, unaligned offsets), several columns a thread (8 / 4 / 2 for 1-
+# and 2-, 4- and 8-byte types), a row stride past the columns (a narrowed view), the fewest
+# rows split (128), and a rank-3 view (by its info array).
 COLUMN_TILE_CASES = [
     ((4099, 64), lambda l: l, (0,)),
     ((2053, 1000), lambda l: l, (0,)),
@@ -176,6 +178,10 @@ COLUMN_TILE_CASES = [
     ((700, 72), lambda l: l.narrow(1, 8, 64), (0,)),
     ((700, 72), lambda l: l.narrow(1, 1, 64), (0,)),
     ((3, 300, 48), lambda l: l, (1,)),
+    ((129, 8), lambda l: l, (0,)),
+    ((257, 3), lambda l: l, (0,)),
+    ((128, 64), lambda l: l, (0,)),
+    ((1500, 1100), lambda l: l.narrow(1, 16, 1000).narrow(0, 3, 1490), (0,)),
     ((4099, 64), lambda l: l, (0,)),  # again, after launches with more tiles: the counters were left at zero
 ]
 
@@ -186,8 +192,10 @@ COLUMN_TILE_CASES = [
 @pytest.mark.parametrize("by_value", [True, False], ids=["by-value", "info"])
 def test_column_tiles_reduce_as_on_the_cpu_in_one_launch(backend, dtype, op, by_value, monkeypatch):
     """Every case against the cpu backend, every dtype, ties and NaNs for the extremes (the
-    first extreme, the first NaN), and each case in one launch of column tiles: pass 4 (the
-    row stride by value) for the rank-2 views where COLUMN_BY_VALUE is on, else pass 3."""
+    first extreme, the first NaN), and each case in one launch of column tiles: a rank-2
+    view by value (its row stride an argument; 32-bit indices) where COLUMN_BY_VALUE is on,
+    else by its info array. Each case is planned afresh (its plan dropped first), so that
+    the path it plans is seen; the repeated case launches again whatever the plans."""
     import runtime.gpu.reduce as gpu
 
     monkeypatch.setattr(gpu, "COLUMN_BY_VALUE", by_value)
@@ -200,25 +208,29 @@ def test_column_tiles_reduce_as_on_the_cpu_in_one_launch(backend, dtype, op, by_
 
     monkeypatch.setattr(gpu.Reductions, "_reduce_column_tiles", spy)
     device, dt = g.Device(backend, 0), g.DType(dtype)
+    rt = importlib.import_module(f"runtime.{backend.value}")._rt
     for i, (shape, make_view, dims) in enumerate(COLUMN_TILE_CASES):
         x = _column_values(dt, shape, op, seed=100 + i)
         layout = make_view(g.Layout.contiguous(shape))
         what = f"{backend.value} {op.value} {dtype} {shape} case {i} {dims}"
         taken.clear()
+        rt._reduce_plans.clear()
         got = _reduce(device, x.reshape(-1), layout, layout.shape, op, dims)
         want = _reduce(CPU, x.reshape(-1), layout, layout.shape, op, dims)
         _check(got, want, op, dt, what)
         assert len(taken) == 1, what
         rank2 = len(shape) - len(dims) == 1  # the merged view: one kept dim, one reduced
-        assert (taken[0][9] if len(taken[0]) > 9 else 3) == (4 if by_value and rank2 else 3), what
+        row_stride, rank, info = taken[0][5]  # the arguments before splits: by value, or the info array
+        assert (info == 0 and rank == 0 and row_stride == layout.stride[0]) == (by_value and rank2), what
 
 
 @pytest.mark.parametrize("backend", GPU_BACKENDS, ids=str)
 @pytest.mark.parametrize("dtype", ["f32", "bf16", "f64"])
 def test_column_tiles_sum_the_same_whichever_block_finishes_last(backend, dtype, monkeypatch):
-    """A float sum of pass 4 is the same bit for bit run after run, with a grid of 3
-    blocks that take the (tile, slice) items in turn (so other blocks arrive last), and
-    through pass 3 (the dims and strides uploaded)."""
+    """A float sum of a rank-2 view's column tiles (by value, 32-bit indices) is the same bit
+    for bit run after run, with a grid of 3 blocks that take the (tile, slice) items in turn
+    (so other blocks arrive last), and through the info array (the dims and strides
+    uploaded; size_t indices)."""
     import runtime.gpu.reduce as gpu
 
     device, dt = g.Device(backend, 0), g.DType(dtype)

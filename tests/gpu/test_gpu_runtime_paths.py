@@ -548,21 +548,23 @@ def test_two_accesses_a_row_double_the_columns(itemsize, offset, kept, reduced, 
 
 
 def test_a_sum_over_dim_0_is_one_launch_of_column_tiles():
-    """A leading dim's groups too long for a thread each: reduce_chunks pass 4 (pass 3 of a
-    rank-2 view, its row stride an argument, nothing uploaded), one launch,
-    a thread per 4 columns, 32 threads across a tile (128 columns), the rows split into 8
-    slices (8 blocks of 256 threads per tile fill 4 per multiprocessor: 512 of 528), into a
-    kept scratch whose tile counters precede the states and are zeroed once."""
+    """A leading dim's groups too long for a thread each: reduce_columns_f32 with the rank-2
+    view by value (its row stride an argument, no info: nothing uploaded), one launch, a
+    thread per 4 columns, 32 threads across a tile (128 columns), the rows split into 6
+    slices (6 blocks of 256 threads per tile fill the 3 blocks per multiprocessor of the
+    entry point's launch bound: 384 of 396), into a kept scratch whose tile counters precede
+    the states and are zeroed once."""
     rt, driver, launches = _runtime()
     out = _reduce(rt, (8192, 8192), (0,))
     [(name, grid, block, args)] = launches
-    code, pass_, numel, group, rank, info, splits, src, partial, dst = args
-    assert (name, pass_, numel, group, rank, info) == ("reduce_chunks_f32", 4, 1 << 26, 8192, 8192, 0)
-    assert dst == out.ptr and not driver.of("upload")  # no dims and strides uploaded
-    assert (block, splits, grid) == (256, 8, (8192 // 128) * 8)
-    scratch, room = rt._tile_scratch[0]
+    code, groups, el, row_stride, rank, info, splits, src, partial, dst = args
+    assert (name, code, groups, el, row_stride, rank, info) == ("reduce_columns_f32", 0, 8192, 8192, 8192, 0, 0)
+    assert dst == out.ptr and src == 1 << 40 and not driver.of("upload")  # no dims and strides uploaded
+    assert (block, splits, grid) == (256, 6, (8192 // 128) * 6)
+    scratch, room, states, _ = rt._tile_scratch[0]
     assert room % 1024 == 0 and room >= 8192 // 128 and partial == scratch.ptr + 4 * room
-    assert scratch.nbytes >= 4 * room + 8192 * splits * 16  # a state (up to 16 bytes) per column and slice
+    # a state (up to 16 bytes) per column and slice, past the counters
+    assert states >= 8192 * splits * 16 and scratch.nbytes >= 4 * room + states
     assert ("memset", scratch.ptr, 4 * room, 0) in driver.calls  # the counters start at zero
     allocs = len(driver.of("alloc"))
     _reduce(rt, (8192, 8192), (0,))
@@ -578,11 +580,11 @@ def test_column_tiles_counters_grow_and_never_meet_the_states():
     rt, driver, launches = _runtime()
     driver.memory = bytearray(1 << 23)
     _reduce(rt, (300, 64), (0,))
-    first, room = rt._tile_scratch[0]
+    first, room, _, _ = rt._tile_scratch[0]
     assert room == 1024 and launches[0][3][8] == first.ptr + 4096
     _reduce(rt, (256, 160_000), (0,))  # 40,000 units of 4 columns: 1,250 tiles
-    assert launches[1][3][1] == 4  # pass 4: a rank-2 view
-    second, room2 = rt._tile_scratch[0]
+    assert launches[1][0] == "reduce_columns_f32" and launches[1][3][5] == 0  # a rank-2 view by value
+    second, room2, _, _ = rt._tile_scratch[0]
     assert second is not first and room2 == 2048 and launches[1][3][8] == second.ptr + 4 * 2048
     assert ("memset", second.ptr, 4 * 2048, 0) in driver.calls
     _reduce(rt, (300, 64), (0,))
@@ -590,7 +592,7 @@ def test_column_tiles_counters_grow_and_never_meet_the_states():
 
 
 def _column_tiles(memory: bytearray, args, block: int, order: np.random.Generator) -> None:
-    """reduce_chunks_f32 pass 3 of a sum (hip/reduce.hip's reduce_column_tiles) on the fake
+    """reduce_columns_f32 of a sum (hip/reduce.hip's reduce_column_tiles) on the fake
     memory, as the kernel's blocks do it, in a random order of the (tile, slice) items: each
     writes its slice's sums to the states (a slice: every splits-th run of the block's rows
     of threads, or a band of rows where the kernel's OPGEN_TILE_INTERLEAVED is 0), counts
@@ -598,15 +600,17 @@ def _column_tiles(memory: bytearray, args, block: int, order: np.random.Generato
     the tile's states in slice order."""
     from runtime.gpu.reduce import COLUMN_TILE, TILE_INTERLEAVED, _reduce_columns
 
-    code, pass_, numel, group, rank, info, splits, src, partial, dst = args
-    assert code == 0 and pass_ in (3, 4)
-    if pass_ == 4:  # a rank-2 view by value: `rank` holds the row stride
-        dims, strides = np.array([numel // group, group]), np.array([1, rank])
+    code, groups, group, row_stride, rank, info, splits, src, partial, dst = args
+    assert code == 0
+    if not info:  # a rank-2 view by value
+        assert rank == 0
+        dims, strides = np.array([groups, group]), np.array([1, row_stride])
     else:
+        assert row_stride == 0
         dims, strides = np.frombuffer(memory, np.uint64, 2 * rank, info).astype(int).reshape(2, rank)
     flat = np.frombuffer(memory, np.float32, (len(memory) - src) // 4, src)
     view = np.lib.stride_tricks.as_strided(flat, tuple(dims), tuple(4 * s for s in strides)).reshape(-1, group)
-    groups = numel // group
+    assert view.shape[0] == groups
     width = _reduce_columns(4, src, [[n, s] for n, s in zip(dims[:-1], strides[:-1])], [[dims[-1], strides[-1]]])
     units = groups // width
     tile = COLUMN_TILE
@@ -651,9 +655,10 @@ COLUMN_TILE_CASES = [
     "packs, interleaved, by_value", [(1, True, True), (1, True, False), (1, False, True), (2, True, True)]
 )
 def test_column_tiles_sum_as_numpy_launch_after_launch(packs, interleaved, by_value, monkeypatch):
-    """Pass 3 through the fake driver with the kernel's protocol modelled in numpy (blocks in
-    a random order): the arguments, the scratch layout and the counters handed from launch
-    to launch give numpy's sums, and every case takes pass 3; slices interleaved or as bands
+    """The column tiles through the fake driver with the kernel's protocol modelled in numpy
+    (blocks in a random order): the arguments, the scratch layout and the counters handed
+    from launch to launch give numpy's sums, and every case takes reduce_columns, a rank-2
+    view by value where COLUMN_BY_VALUE is on; slices interleaved or as bands
     (hip/reduce.hip's OPGEN_TILE_INTERLEAVED), 4 or 8 f32 columns a thread (COLUMN_PACKS)."""
     monkeypatch.setattr("runtime.gpu.reduce.COLUMN_PACKS", packs)
     monkeypatch.setattr("runtime.gpu.reduce.TILE_INTERLEAVED", interleaved)
@@ -667,7 +672,7 @@ def test_column_tiles_sum_as_numpy_launch_after_launch(packs, interleaved, by_va
         buf = rt.from_host(0, x)
         out = rt.reduce_op(buf, kernels_hip.REDUCE[ReduceOp.SUM], layout, dims, TABLE)
         name, grid, block, args = launches[-1]
-        assert name == "reduce_chunks_f32" and args[1] == (4 if by_value and len(shape) - len(dims) == 1 else 3), shape
+        assert name == "reduce_columns_f32" and (args[5] == 0) == (by_value and len(shape) - len(dims) == 1), shape
         _column_tiles(driver.memory, args, block, order)
         view = np.lib.stride_tricks.as_strided(
             x.reshape(-1)[layout.start_offset :], layout.shape, tuple(4 * s for s in layout.stride)
@@ -702,6 +707,175 @@ def test_groups_long_enough_for_one_warp_each_stay_one_launch_of_fast_kernels():
     _reduce(rt, (8192, 8192), (1,))
     [(name, _, _, _)] = launches
     assert name == "fast_sum_f32"
+
+
+# -- reduce_op's plans: what a call works out before it launches, kept per key ----------------
+
+
+def _shape_of(launch, out_ptr: int, memory: bytearray) -> tuple:
+    """A launch with the addresses a plan or a call allocates afresh replaced: the output
+    named, the partial states of two launches (reduce_chunks pass 1 / 2) named, and the
+    view's dims and strides on the device (info) by their values."""
+    name, grid, block, args = launch
+    args = ["out" if a == out_ptr and i == len(args) - 1 else a for i, a in enumerate(args)]
+    rank_at = 2 if name.startswith("fast_") else 4
+    if args[rank_at + 1]:
+        info, rank = args[rank_at + 1], args[rank_at]
+        args[rank_at + 1] = tuple(np.frombuffer(memory, np.uint64, 2 * rank, info).tolist())
+    if name.startswith("reduce_chunks_") and args[1] in (1, 2):
+        args[8] = "partial"
+    return name, grid, block, tuple(args)
+
+
+# (dtype, shape, view, dims, op): every path (fast kernels, pass 0, pass 1 and 2, column tiles
+# by value and by info, the empty output, the empty sum), views that differ only in their
+# strides, offset, alignment or dims, and dtypes and ops of the same view.
+PLAN_CASES = [
+    (np.float32, (64, 48), lambda l: l, (0,), ReduceOp.SUM),
+    (np.float32, (64, 48), lambda l: l, (1,), ReduceOp.SUM),
+    (np.float32, (64, 48), lambda l: l, (0, 1), ReduceOp.SUM),
+    (np.float32, (64, 48), lambda l: l.transpose(0, 1), (0,), ReduceOp.SUM),
+    (np.float32, (64, 48), lambda l: l, (0,), ReduceOp.ARGMAX),
+    (np.float64, (64, 48), lambda l: l, (0,), ReduceOp.SUM),
+    (np.uint8, (64, 48), lambda l: l, (0,), ReduceOp.MAX),
+    (np.float32, (300, 64), lambda l: l, (0,), ReduceOp.SUM),
+    (np.float32, (300, 72), lambda l: l.narrow(1, 0, 64), (0,), ReduceOp.SUM),  # the same shape, another stride
+    (np.float32, (300, 72), lambda l: l.narrow(1, 1, 64), (0,), ReduceOp.SUM),  # unaligned: a column a thread
+    (np.float32, (300, 72), lambda l: l.narrow(1, 4, 64), (0,), ReduceOp.SUM),
+    (np.float32, (300, 72), lambda l: l.narrow(0, 1, 299).narrow(1, 0, 64), (0,), ReduceOp.SUM),
+    (np.float32, (3, 300, 48), lambda l: l, (1,), ReduceOp.SUM),  # tiles by the info array
+    (np.float32, (3, 300, 48), lambda l: l, (0, 1), ReduceOp.SUM),
+    (np.float32, (9, 5000), lambda l: l, (1,), ReduceOp.SUM),  # pass 1 and 2
+    (np.float32, (3, 5000), lambda l: l, (1,), ReduceOp.MIN),  # pass 0
+    (np.float32, (3, 0), lambda l: l, (1,), ReduceOp.SUM),  # an empty sum: zeros
+    (np.float32, (0, 5), lambda l: l, (1,), ReduceOp.SUM),  # no group
+]
+
+
+def test_reductions_reuse_their_plan_only_for_the_same_op_dtype_view_and_dims():
+    """Calls of every case, in a shuffled order over and over, launch what a fresh plan
+    launches for that call (every plan dropped for it, then put back): no case takes another's plan,
+    whatever differs (dims, op, dtype, strides, offset, alignment, rank); the repeated calls
+    plan nothing."""
+    from runtime.gpu import reduce as gpu
+
+    rt, driver, launches = _runtime()
+    driver.memory = bytearray(1 << 22)
+    bufs = []
+    for i, (dtype, shape, _, _, _) in enumerate(PLAN_CASES):
+        x = np.random.default_rng(i).integers(0, 9, shape).astype(dtype)
+        bufs.append(rt.from_host(0, x))
+    planned: list[tuple] = []
+    plan = gpu.Reductions._reduce_plan
+
+    def spy(self, *args):
+        planned.append(args)
+        return plan(self, *args)
+
+    def call(i):
+        dtype, shape, make_view, dims, op = PLAN_CASES[i]
+        before = len(launches)
+        out = rt.reduce_op(bufs[i], kernels_hip.REDUCE[op], make_view(Layout.contiguous(shape)), dims, TABLE)
+        return out, [_shape_of(launch, out.ptr, driver.memory) for launch in launches[before:]]
+
+    with pytest.MonkeyPatch().context() as m:
+        m.setattr(gpu.Reductions, "_reduce_plan", spy)
+        order = np.random.default_rng(1).permutation(np.tile(np.arange(len(PLAN_CASES)), 4))
+        seen = set()
+        for i in order:
+            planned.clear()
+            _, cached = call(int(i))
+            assert len(planned) == (0 if int(i) in seen else 1), PLAN_CASES[i]
+            seen.add(int(i))
+            kept = dict(rt._reduce_plans)
+            rt._reduce_plans.clear()
+            _, fresh = call(int(i))
+            assert cached == fresh, PLAN_CASES[i]
+            rt._reduce_plans.clear()
+            rt._reduce_plans.update(kept)
+    assert launches  # the cases launch (all but the empty ones)
+
+
+def test_a_plan_is_kept_per_runtime_bounded_and_forgotten_when_a_setting_changes(monkeypatch):
+    from runtime.gpu import reduce as gpu
+
+    rt, driver, launches = _runtime()
+    _reduce(rt, (8192, 8192), (0,))
+    assert len(rt._reduce_plans) == 1 and launches[-1][3][6] == 6  # 6 slices
+    monkeypatch.setattr(gpu, "COLUMN_SPLITS", 5)  # a setting: every plan forgotten
+    assert not rt._reduce_plans
+    _reduce(rt, (8192, 8192), (0,))
+    assert launches[-1][3][6] == 5
+    monkeypatch.undo()  # back to 0: forgotten again
+    assert not rt._reduce_plans
+    _reduce(rt, (8192, 8192), (0,))
+    assert launches[-1][3][6] == 6
+    monkeypatch.setattr(gpu, "REDUCE_PLANS_KEPT", 4)
+    for rows in range(200, 210):
+        _reduce(rt, (rows, 64), (0,))
+    assert len(rt._reduce_plans) == 4
+    assert [key[3] for key in rt._reduce_plans] == [(rows, 64) for rows in range(206, 210)]  # the newest
+
+
+def test_a_planned_reduction_still_checks_its_table_buffer_and_dims():
+    """A kept plan serves only a call with its launch table and a buffer that holds the
+    view: a shorter buffer raises ShapeMismatch as the first call would, another table (a
+    dtype it lacks) DTypeMismatch; dims as a list or invalid dims are planned (or refused)
+    each call."""
+    rt, _, launches = _runtime()
+    layout = Layout.contiguous((300, 64))
+    buf = GpuBuffer(1 << 40, 300 * 64, np.dtype(np.float32), 0)
+    kernel = kernels_hip.REDUCE[ReduceOp.SUM]
+    rt.reduce_op(buf, kernel, layout, (0,), TABLE)
+    short = GpuBuffer(1 << 40, 300 * 64 - 1, np.dtype(np.float32), 0)
+    with pytest.raises(ShapeMismatch):
+        rt.reduce_op(short, kernel, layout, (0,), TABLE)
+    lacking = {k: v for k, v in TABLE.items() if np.dtype(np.float32) not in k}
+    with pytest.raises(DTypeMismatch):
+        rt.reduce_op(buf, kernel, layout, (0,), lacking)
+    further = Layout((300, 64), (64, 1), 16)  # 64 bytes on: the same alignment, past the buffer's end
+    with pytest.raises(ShapeMismatch):
+        rt.reduce_op(buf, kernel, further, (0,), TABLE)
+    for dims in ((0, 0), (2,), (-1,)):
+        for _ in range(2):
+            with pytest.raises(ShapeMismatch):
+                rt.reduce_op(buf, kernel, layout, dims, TABLE)
+    count = len(launches)
+    rt.reduce_op(buf, kernel, layout, [0], TABLE)  # a list: not a key, planned
+    rt.reduce_op(buf, kernel, layout, [0], TABLE)
+    assert launches[count][:3] == launches[count + 1][:3] == launches[0][:3]
+    assert len(rt._reduce_plans) == 1
+
+
+def test_a_plan_is_kept_per_alignment_of_the_first_element():
+    """The same view of two buffers whose first elements differ in alignment (a foreign
+    pointer 4 bytes past a 16-byte boundary) takes 4 columns a thread in one and 1 in the
+    other: two plans, one for each alignment (64 bytes on: the first's)."""
+    rt, _, launches = _runtime()
+    layout = Layout.contiguous((300, 64))
+    kernel = kernels_hip.REDUCE[ReduceOp.SUM]
+    shapes = []
+    for ptr in ((1 << 40), (1 << 40) + 4, (1 << 40) + 64, (1 << 40) + 4):
+        buf = GpuBuffer(ptr, 300 * 64, np.dtype(np.float32), 0)
+        rt.reduce_op(buf, kernel, layout, (0,), TABLE)
+        shapes.append(launches[-1][:3] + (launches[-1][3][:7],))
+    assert shapes[0] == shapes[2] != shapes[1] == shapes[3]
+    assert shapes[0][3][1] == 64 and shapes[0][1] == 1  # 16 units of 4 columns: one tile
+    assert len(rt._reduce_plans) == 2
+
+
+def test_a_plan_uploads_a_views_dims_and_strides_once():
+    """Column tiles of a rank-3 view read its dims and strides on the device: uploaded with
+    the plan, kept with it, not per call."""
+    rt, driver, launches = _runtime()
+    driver.memory = bytearray(1 << 22)
+    buf = rt.from_host(0, np.ones((3, 300, 48), np.float32))
+    uploads = len(driver.of("upload"))
+    for _ in range(3):
+        rt.reduce_op(buf, kernels_hip.REDUCE[ReduceOp.SUM], Layout.contiguous((3, 300, 48)), (1,), TABLE)
+    assert len(driver.of("upload")) == uploads + 1
+    info = launches[0][3][5]
+    assert info and all(launch[3][5] == info for launch in launches)
 
 
 # -- kernel arguments ----------------------------------------------------------------------
