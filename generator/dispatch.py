@@ -66,9 +66,9 @@ WHOLE_BUFFER_FAMILIES = ("unary", "binary")
 
 
 def backend_global(backend: Backend) -> str:
-    """The module global of storage.py holding `On.<MEMBER>`, for the fast paths' `is` test
-    (one global read, where `On.CPU` is two reads and `case On.CPU:` an `==` between StrEnums,
-    which CPython 3.11 does not specialize)."""
+    """The module global of storage.py holding `On.<MEMBER>`: one global read where `On.CPU` is
+    two, for the fast paths' `is` test (`case On.CPU:` is an `==` between StrEnums, which
+    CPython 3.11 does not specialize) and the backend of the Storage an arm builds itself."""
     return f"_ON_{backend.member}"
 
 
@@ -153,7 +153,7 @@ def _new_storage(backend: Backend, call: str) -> tuple[str, ...]:
     return (
         f"_out = {call}",
         "_storage = _new_object(Storage)",
-        f"_storage.backend = On.{backend.member}",
+        f"_storage.backend = {backend_global(backend)}",
         "_storage.inner = _out",
         "return _storage",
     )

@@ -138,7 +138,8 @@ class Storage:
 
 # A Storage without running __init__ (one Python frame less on 3.11): the fast paths' results.
 _new_object = object.__new__
-_ON_CPU = On.CPU  # one global read for the fast paths' `is` test
+# On's members as globals (one read, where On.CPU is two): the fast paths' test, built results.
+_ON_CPU = On.CPU
 
 
 def _device_mismatch(op: str, this: Storage, other: Storage) -> DeviceMismatch:
