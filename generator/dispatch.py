@@ -65,17 +65,29 @@ def _hook_arm(op: Operation, backend: Backend) -> Arm:
 WHOLE_BUFFER_FAMILIES = ("unary", "binary")
 
 
+def backend_global(backend: Backend) -> str:
+    """The module global of storage.py holding `On.<MEMBER>`: one global read where `On.CPU` is
+    two, for the fast paths' `is` test (`case On.CPU:` is an `==` between StrEnums, which
+    CPython 3.11 does not specialize) and the backend of the Storage an arm builds itself."""
+    return f"_ON_{backend.member}"
+
+
 def whole_buffer_fast_path(op: Operation, backend: Backend) -> tuple[str, ...]:
     """The fast path of an elementwise Storage op on a backend running numpy kernels, for the
-    common case: every input a whole buffer read in order (its layout contiguous from offset 0
-    over all of it), the inputs of one dtype object, and a kernel for that dtype that keeps it
-    (`<FAMILY>_WHOLE` of the kernels module). Then the arm calls the kernel on the buffers
-    itself and builds the Storage without `__init__`: no runtime call, no second frame. It
-    returns only where the general path (the checks after it, then the runtime) would pass
-    every check and call the same function on the same buffers; anything else (a strided,
-    offset or broadcast layout, mismatched dtypes or shapes, a dtype the op lacks, a result
-    that is an input) falls through to the general path unchanged, which raises or computes
-    as before. () where the op is not such an op."""
+    common case: every input on that backend and a whole buffer read in order (its layout
+    contiguous from offset 0 over all of it), the inputs of one dtype object, and a kernel for
+    that dtype that keeps it (`<FAMILY>_WHOLE` of the kernels module). Then it calls the kernel
+    on the buffers itself and builds the Storage without `__init__`: no runtime call, no second
+    frame. It is one `if` in front of the method's `match` (so the `match`'s `==` between
+    StrEnums is not paid on the way) and returns only where the backend's arm (its checks, then
+    the runtime) would pass every check and call the same function on the same buffers;
+    anything else (another backend, a strided, offset or broadcast layout, mismatched dtypes or
+    shapes, a dtype the op lacks, a result that is an input) falls through to the `match`
+    unchanged, which raises or computes as before. The kernel is looked up by subscription in a
+    `try` (free in CPython 3.11 where nothing is raised, and cheaper than `dict.get` and a test
+    of its None): a missing kernel costs an exception, paid only by calls that the general path
+    then rejects (a dtype the op lacks) or converts (an op whose result has another dtype,
+    which has no whole-buffer kernels). () where the op is not such an op."""
     enums = [p for p in op.params if p.type in OP_ENUM_TYPES]
     layouts = [p.name for p in op.params if p.type == "Layout"]
     inputs = ["self", *(p.name for p in op.storage_params)]
@@ -88,27 +100,42 @@ def whole_buffer_fast_path(op: Operation, backend: Backend) -> tuple[str, ...]:
         or len(inputs) > 2
     ):
         return ()
-    table = f"_kernels_numpy.{OP_ENUM_TYPES[enums[0].type].upper()}_WHOLE"
+    on = backend_global(backend)
+    table = f"_kernels_numpy.{OP_ENUM_TYPES[enums[0].type].upper()}_WHOLE[{enums[0].name}]"
     bufs = ["_inner", "_other"][: len(inputs)]
-    lines = [f"{buf} = {name}.inner" for buf, name in zip(bufs, inputs)]
+    body = [f"{buf} = {name}.inner" for buf, name in zip(bufs, inputs)]
     if len(bufs) == 1:
-        lines.append(f"_f = {table}[{enums[0].name}].get(_inner.dtype)")
+        lookup = f"{table}[_inner.dtype]"
+        # the runtime's own whole-buffer test: the layout's dense_count equal to the buffer's size
+        conds = [f"{layouts[0]}.dense_count == _inner.size"]
     else:  # the rhs must have the same dtype object: `is`, no comparison by value
-        lines += ["_dt = _inner.dtype", f"_f = {table}[{enums[0].name}].get(_dt)"]
-    conds = ["_f is not None", *(f"{buf}.dtype is _dt" for buf in bufs[1:])]
-    # the runtime's own whole-buffer test: each layout's dense_count equal to every buffer's size
-    sizes = [f"{layouts[0]}.dense_count", *(f"{b}.size" for b in bufs), *(f"{lay}.dense_count" for lay in layouts[1:])]
-    conds.append(" == ".join(sizes))
-    conds += [f"{lay}.shape == {layouts[0]}.shape" for lay in layouts[1:]]
-    lines += [f"if {' and '.join(conds)}:", f"    _out = _f({', '.join(bufs)})"]
-    lines += [
-        f"    if {' and '.join(f'_out is not {buf}' for buf in bufs)}:",
-        "        _storage = _new_object(Storage)",
-        f"        _storage.backend = On.{backend.member}",
-        "        _storage.inner = _out",
-        "        return _storage",
+        body.append("_dt = _inner.dtype")
+        lookup = f"{table}[_dt]"
+        conds = [f"{buf}.dtype is _dt" for buf in bufs[1:]]
+        # every layout's dense_count equal to every buffer's size (a chained == costs more)
+        conds += [f"_n == {b}.size" for b in bufs] + [f"_n == {lay}.dense_count" for lay in layouts[1:]]
+        # the same shapes; one Layout object on both sides is the same shape without comparing
+        conds += [f"({lay} is {layouts[0]} or {lay}.shape == {layouts[0]}.shape)" for lay in layouts[1:]]
+    body += [
+        "try:",
+        f"    _f = {lookup}",
+        "except KeyError:  # no kernel keeping this dtype: the general path decides",
+        "    pass",
+        "else:",
     ]
-    return tuple(lines)
+    if len(bufs) > 1:
+        body.append(f"    _n = {layouts[0]}.dense_count")
+    body += [
+        f"    if {' and '.join(conds)}:",
+        f"        _out = _f({', '.join(bufs)})",
+        f"        if {' and '.join(f'_out is not {buf}' for buf in bufs)}:",
+        "            _storage = _new_object(Storage)",
+        f"            _storage.backend = {on}",
+        "            _storage.inner = _out",
+        "            return _storage",
+    ]
+    guard = " and ".join(f"{name}.backend is {on}" for name in inputs)
+    return (f"if {guard}:  # whole buffers: the fast path", *(f"    {line}" for line in body))
 
 
 # Families whose GPU arms build their Storage without `__init__` (_new_storage): the small
@@ -132,7 +159,7 @@ def _new_storage(backend: Backend, call: str) -> tuple[str, ...]:
     return (
         f"_out = {call}",
         "_storage = _new_object(Storage)",
-        f"_storage.backend = On.{backend.member}",
+        f"_storage.backend = {backend_global(backend)}",
         "_storage.inner = _out",
         "return _storage",
     )

@@ -192,8 +192,8 @@ class Arm:
     backend: Backend
     status: ArmStatus
     body: tuple[str, ...]
-    # Statements run after the device checks and before the others: a fast path that returns
-    # only where every later check would pass, else falls through to them (dispatch.py).
+    # Statements run before the method's `match`: a fast path that returns only where this arm
+    # would pass every check and compute the same, else falls through to the `match` (dispatch.py).
     fast: tuple[str, ...] = ()
 
     @property
@@ -443,10 +443,9 @@ class Registry:
         return next(b for b in self.backends if b.name == name)
 
 
-def dispatch_checks(op: Operation, backend: Backend | None = None, fast: tuple[str, ...] = ()) -> tuple[str, ...]:
+def dispatch_checks(op: Operation, backend: Backend | None = None) -> tuple[str, ...]:
     """Statements run before dispatch: device, dtype and shape agreement of the arguments.
-    Written as plain `if`s so that the common case, all agreeing, calls nothing more. `fast`
-    (the arm's fast path) goes after the device checks, before the dtype and shape checks.
+    Written as plain `if`s so that the common case, all agreeing, calls nothing more.
 
     In `backend`'s arm of a Storage op whose runtime defines `dtype`, dtypes are read from
     the runtime directly rather than through Storage.dtype() (a method call and a `match`
@@ -467,7 +466,6 @@ def dispatch_checks(op: Operation, backend: Backend | None = None, fast: tuple[s
             f"if {p.name}.backend is not self.backend:",
             f'    raise _device_mismatch("{op.name}", self, {p.name})',
         ]
-    lines += fast
     if op.same_dtype:
         first, *rest = op.same_dtype
         lines.append(f"_dtype = {raw(first)}" if direct else f"_dtype = {first}.dtype()")

@@ -78,6 +78,7 @@ def environment(templates: Path | None = None) -> jinja2.Environment:
         py_params=py_params,
         uses=uses,
         whole_buffer_families=dispatch.WHOLE_BUFFER_FAMILIES,
+        backend_global=dispatch.backend_global,
         kernel_pattern_member=model.pattern_member,
     )
     return env

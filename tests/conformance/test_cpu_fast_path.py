@@ -1,17 +1,31 @@
-"""The cpu arm's whole-buffer fast path of Storage.unary / binary (generator/dispatch.py).
+"""The cpu whole-buffer fast path of Storage.unary / binary (generator/dispatch.py), one `if`
+in front of the method's `match`.
 
 Whole contiguous buffers of one dtype go the fast way (the runtime function is not called);
 strided, offset, narrowed and broadcast layouts, buffers larger than their layout, mismatched
-dtypes and shapes go the general way. Both give numpy's bits, and every error is the general
-path's own."""
+dtypes and shapes, dtypes without a whole-buffer kernel and storages of other backends go the
+general way (the `match`). Both give numpy's bits, and every error is the general path's own."""
 
 from __future__ import annotations
+
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
+import generated.storage
 import runtime.cpu
-from generated import BinaryOp, DTypeMismatch, Layout, ShapeMismatch, Storage, UnaryOp, kernels_numpy
+from generated import (
+    Backend,
+    BinaryOp,
+    DeviceMismatch,
+    DTypeMismatch,
+    Layout,
+    ShapeMismatch,
+    Storage,
+    UnaryOp,
+    kernels_numpy,
+)
 
 from .refs import CPU, NP
 
@@ -141,3 +155,51 @@ def test_a_kernel_returning_its_input_still_gives_a_new_buffer(monkeypatch):
     s = CPU.storage_from_slice(x)
     out = s.unary(UnaryOp.NEG, Layout.contiguous((8,)))
     assert out.inner is not s.inner and np.array_equal(out.inner, x)
+
+
+@pytest.mark.parametrize("kind", ["unary", "binary"])
+def test_a_dtype_without_a_whole_buffer_kernel_goes_the_general_way(kind, calls, monkeypatch):
+    """The fast path's kernel lookup misses (its KeyError is caught): the runtime runs the op."""
+    table = kernels_numpy.UNARY_WHOLE if kind == "unary" else kernels_numpy.BINARY_WHOLE
+    op = UnaryOp.EXP if kind == "unary" else BinaryOp.ADD
+    monkeypatch.setitem(table, op, {})
+    x, y = _values("f32", 16, 1), _values("f32", 16, 2)
+    a, b = CPU.storage_from_slice(x), CPU.storage_from_slice(y)
+    lay = Layout.contiguous((16,))
+    out = a.unary(op, lay) if kind == "unary" else a.binary(op, b, lay, lay)
+    want = np.exp(x) if kind == "unary" else np.add(x, y)
+    assert calls[kind] == 1 and type(out) is Storage and out.backend is Backend.CPU
+    assert np.array_equal(_bits(out.inner), _bits(want))
+
+
+def test_other_backends_run_their_own_arm(monkeypatch):
+    """A storage of another backend never takes the cpu fast path, even holding a numpy buffer
+    (here a stand-in cuda runtime that records its calls), and a cpu storage with a foreign
+    operand raises the general path's DeviceMismatch, whichever side is foreign."""
+    ran = []
+
+    def unary(inner, kernel, layout):
+        ran.append("unary")
+        return inner
+
+    def binary(inner, kernel, rhs, lhs_layout, rhs_layout):
+        ran.append("binary")
+        return inner
+
+    fake = SimpleNamespace(unary=unary, binary=binary, dtype=lambda inner: inner.dtype)
+    monkeypatch.setattr(generated.storage, "_rt_cuda", fake)
+    monkeypatch.setattr(
+        generated.storage, "_kernels_hip", SimpleNamespace(UNARY={UnaryOp.EXP: 0}, BINARY={BinaryOp.ADD: 0})
+    )
+    x = _values("f32", 16)
+    lay = Layout.contiguous((16,))
+    gpu, cpu = Storage(Backend.CUDA, x), CPU.storage_from_slice(x)
+    out = gpu.unary(UnaryOp.EXP, lay)
+    assert ran == ["unary"] and out.backend is Backend.CUDA and out.inner is x
+    out = gpu.binary(BinaryOp.ADD, Storage(Backend.CUDA, x), lay, lay)
+    assert ran == ["unary", "binary"] and out.backend is Backend.CUDA and out.inner is x
+    for lhs, rhs, where in [(cpu, gpu, "cpu"), (gpu, cpu, "cuda")]:
+        with pytest.raises(DeviceMismatch) as e:
+            lhs.binary(BinaryOp.ADD, rhs, lay, lay)
+        assert (e.value.op, e.value.backend) == ("binary", where)
+    assert ran == ["unary", "binary"]

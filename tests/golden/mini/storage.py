@@ -56,37 +56,48 @@ class Storage:
                 return Device(On.GPU, _rt_gpu.device(self.inner))
 
     def unary(self, op: UnaryOp, layout: Layout) -> Storage:
-        match self.backend:
-            case On.CPU:
-                _inner = self.inner
-                _f = _kernels_numpy.UNARY_WHOLE[op].get(_inner.dtype)
-                if _f is not None and layout.dense_count == _inner.size:
+        if self.backend is _ON_CPU:  # whole buffers: the fast path
+            _inner = self.inner
+            try:
+                _f = _kernels_numpy.UNARY_WHOLE[op][_inner.dtype]
+            except KeyError:  # no kernel keeping this dtype: the general path decides
+                pass
+            else:
+                if layout.dense_count == _inner.size:
                     _out = _f(_inner)
                     if _out is not _inner:
                         _storage = _new_object(Storage)
-                        _storage.backend = On.CPU
+                        _storage.backend = _ON_CPU
                         _storage.inner = _out
                         return _storage
+        match self.backend:
+            case On.CPU:
                 return Storage(On.CPU, _rt_cpu.unary(self.inner, _kernels_numpy.UNARY[op], layout))
             case On.GPU:
                 raise _missing(On.GPU, "unary")
 
     def binary(self, op: BinaryOp, rhs: Storage, lhs_layout: Layout, rhs_layout: Layout) -> Storage:
+        if self.backend is _ON_CPU and rhs.backend is _ON_CPU:  # whole buffers: the fast path
+            _inner = self.inner
+            _other = rhs.inner
+            _dt = _inner.dtype
+            try:
+                _f = _kernels_numpy.BINARY_WHOLE[op][_dt]
+            except KeyError:  # no kernel keeping this dtype: the general path decides
+                pass
+            else:
+                _n = lhs_layout.dense_count
+                if _other.dtype is _dt and _n == _inner.size and _n == _other.size and _n == rhs_layout.dense_count and (rhs_layout is lhs_layout or rhs_layout.shape == lhs_layout.shape):
+                    _out = _f(_inner, _other)
+                    if _out is not _inner and _out is not _other:
+                        _storage = _new_object(Storage)
+                        _storage.backend = _ON_CPU
+                        _storage.inner = _out
+                        return _storage
         match self.backend:
             case On.CPU:
                 if rhs.backend is not self.backend:
                     raise _device_mismatch("binary", self, rhs)
-                _inner = self.inner
-                _other = rhs.inner
-                _dt = _inner.dtype
-                _f = _kernels_numpy.BINARY_WHOLE[op].get(_dt)
-                if _f is not None and _other.dtype is _dt and lhs_layout.dense_count == _inner.size == _other.size == rhs_layout.dense_count and rhs_layout.shape == lhs_layout.shape:
-                    _out = _f(_inner, _other)
-                    if _out is not _inner and _out is not _other:
-                        _storage = _new_object(Storage)
-                        _storage.backend = On.CPU
-                        _storage.inner = _out
-                        return _storage
                 _dtype = _rt_cpu.dtype(self.inner)
                 if _rt_cpu.dtype(rhs.inner) is not _dtype and _dtype_of(_rt_cpu.dtype(rhs.inner)) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("binary", self, rhs)
@@ -127,6 +138,8 @@ class Storage:
 
 # A Storage without running __init__ (one Python frame less on 3.11): the fast paths' results.
 _new_object = object.__new__
+# On's members as globals (one read, where On.CPU is two): the fast paths' test, built results.
+_ON_CPU = On.CPU
 
 
 def _device_mismatch(op: str, this: Storage, other: Storage) -> DeviceMismatch:
