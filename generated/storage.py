@@ -163,13 +163,13 @@ class Storage:
             case On.CUDA:
                 _out = _rt_cuda.reduce_op(self.inner, _kernels_hip.REDUCE[op], layout, dims, _kernels_hip.STORAGE["reduce_op"])
                 _storage = _new_object(Storage)
-                _storage.backend = On.CUDA
+                _storage.backend = _ON_CUDA
                 _storage.inner = _out
                 return _storage
             case On.ROCM:
                 _out = _rt_rocm.reduce_op(self.inner, _kernels_hip.REDUCE[op], layout, dims, _kernels_hip.STORAGE["reduce_op"])
                 _storage = _new_object(Storage)
-                _storage.backend = On.ROCM
+                _storage.backend = _ON_ROCM
                 _storage.inner = _out
                 return _storage
 
