@@ -267,6 +267,58 @@ template <typename T, int N> __device__ __forceinline__ opgen::pack<T, N> load_r
 #endif
 }
 
+// The row loops of a thread per item, shared by group_source (size_t indices) and
+// rank2_source (uint32_t: I). Rows k0, k0 + step, ... below k1 of the W neighbouring groups
+// starting at p (row stride rs), each row one aligned access of V elements per pack:
+// kColumnLoads rows in flight before their updates, which keep k's order.
+template <typename I, int W, int V, class Pol, typename T>
+__device__ __forceinline__ void accumulate_column_rows(const Pol& pol, const T* p, const I rs, const I k0, const I k1,
+                                                       const I step, typename Pol::P (&acc)[W]) {
+    constexpr int NP = W / V, U = kColumnLoads > 0 ? kColumnLoads : 1;
+#pragma unroll
+    for (int j = 0; j < W; j++) acc[j] = pol.identity();
+    I k = k0;
+    for (; k + (U - 1) * step < k1; k += U * step) {
+        opgen::pack<T, V> x[U][NP];
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+#pragma unroll
+            for (int q = 0; q < NP; q++) x[u][q] = load_row_pack<T, V>(p + (k + u * step) * rs + q * V);
+        }
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+#pragma unroll
+            for (int j = 0; j < W; j++) acc[j] = pol.update(acc[j], x[u][j / V].v[j % V], k + u * step);
+        }
+    }
+    for (; k < k1; k += step) {
+        opgen::pack<T, V> x[NP];
+#pragma unroll
+        for (int q = 0; q < NP; q++) x[q] = load_row_pack<T, V>(p + k * rs + q * V);
+#pragma unroll
+        for (int j = 0; j < W; j++) acc[j] = pol.update(acc[j], x[j / V].v[j % V], k);
+    }
+}
+
+// Rows k, k + nl, ... below k1 of the one group at p (row stride rs), combined:
+// kStridedLoads loads in flight before their updates, which keep k's order (one load at a
+// time was slower: bench/results/gpu-notes.md, "Tuning figures").
+template <typename I, class Pol, typename T>
+__device__ __forceinline__ typename Pol::P accumulate_strided_rows(const Pol& pol, const T* p, const I rs, I k,
+                                                                   const I k1, const I nl) {
+    typename Pol::P acc = pol.identity();
+    constexpr int U = kStridedLoads;
+    for (; k + (U - 1) * nl < k1; k += U * nl) {
+        T x[U];
+#pragma unroll
+        for (int u = 0; u < U; u++) x[u] = p[(k + u * nl) * rs];
+#pragma unroll
+        for (int u = 0; u < U; u++) acc = pol.update(acc, x[u], k + u * nl);
+    }
+    for (; k < k1; k += nl) acc = pol.update(acc, p[k * rs], k);
+    return acc;
+}
+
 // The groups of the source view.
 template <typename T> struct group_source {
     const T* src;
@@ -359,31 +411,7 @@ template <typename T> struct group_source {
     template <class Pol>
     __device__ __forceinline__ void accumulate_columns(const Pol& pol, size_t g, size_t k0, size_t k1, size_t step,
                                                        typename Pol::P (&acc)[kColumns]) const {
-        constexpr int W = kColumns, V = kPack, NP = W / V, U = kColumnLoads > 0 ? kColumnLoads : 1;
-#pragma unroll
-        for (int j = 0; j < W; j++) acc[j] = pol.identity();
-        const T* p = src + base(g);
-        size_t k = k0;
-        for (; k + (U - 1) * step < k1; k += U * step) {
-            opgen::pack<T, V> x[U][NP];
-#pragma unroll
-            for (int u = 0; u < U; u++) {
-#pragma unroll
-                for (int q = 0; q < NP; q++) x[u][q] = load_row_pack<T, V>(p + (k + u * step) * rs + q * V);
-            }
-#pragma unroll
-            for (int u = 0; u < U; u++) {
-#pragma unroll
-                for (int j = 0; j < W; j++) acc[j] = pol.update(acc[j], x[u][j / V].v[j % V], k + u * step);
-            }
-        }
-        for (; k < k1; k += step) {
-            opgen::pack<T, V> x[NP];
-#pragma unroll
-            for (int q = 0; q < NP; q++) x[q] = load_row_pack<T, V>(p + k * rs + q * V);
-#pragma unroll
-            for (int j = 0; j < W; j++) acc[j] = pol.update(acc[j], x[j / V].v[j % V], k);
-        }
+        accumulate_column_rows<size_t, kColumns, kPack>(pol, src + base(g), rs, k0, k1, step, acc);
     }
 
     // The states of elements [k0, k1) of group g that lane `lane` of `nl` cooperating
@@ -395,21 +423,8 @@ template <typename T> struct group_source {
         P acc = pol.identity();
         if (k0 >= k1) return acc;
         if (simple && rs != 1) {
-            // Strided elements (a thread per item, reducing a leading dim): U loads in flight
-            // before their updates, which keep k's order (one load at a time was slower:
-            // bench/results/gpu-notes.md, "Tuning figures").
-            const T* p = src + base(g);
-            constexpr int U = kStridedLoads;
-            size_t k = k0 + lane;
-            for (; k + (U - 1) * (size_t)nl < k1; k += U * (size_t)nl) {
-                T x[U];
-#pragma unroll
-                for (int u = 0; u < U; u++) x[u] = p[(k + u * (size_t)nl) * rs];
-#pragma unroll
-                for (int u = 0; u < U; u++) acc = pol.update(acc, x[u], k + u * (size_t)nl);
-            }
-            for (; k < k1; k += nl) acc = pol.update(acc, p[k * rs], k);
-            return acc;
+            // strided elements (a thread per item, reducing a leading dim)
+            return accumulate_strided_rows<size_t>(pol, src + base(g), rs, k0 + lane, k1, (size_t)nl);
         }
         if (!simple) {
             for (size_t k = k0 + lane; k < k1; k += nl) {
@@ -892,56 +907,16 @@ template <typename T> struct rank2_source {
     static constexpr int kPack = group_source<T>::kPack;
     static constexpr int kColumns = group_source<T>::kColumns;
 
-    // Rows k0, k0 + step, ... below k1 of the kColumns groups g, g + 1, ...: kColumnLoads rows in
-    // flight, each one aligned access of the kColumns elements (group_source::accumulate_columns).
     template <class Pol>
     __device__ __forceinline__ void accumulate_columns(const Pol& pol, uint32_t g, uint32_t k0, uint32_t k1,
                                                        uint32_t step, typename Pol::P (&acc)[kColumns]) const {
-        constexpr int W = kColumns, V = kPack, NP = W / V, U = kColumnLoads > 0 ? kColumnLoads : 1;
-#pragma unroll
-        for (int j = 0; j < W; j++) acc[j] = pol.identity();
-        const T* p = src + g;
-        uint32_t k = k0;
-        for (; k + (U - 1) * step < k1; k += U * step) {
-            opgen::pack<T, V> x[U][NP];
-#pragma unroll
-            for (int u = 0; u < U; u++) {
-#pragma unroll
-                for (int q = 0; q < NP; q++) x[u][q] = load_row_pack<T, V>(p + (k + u * step) * rs + q * V);
-            }
-#pragma unroll
-            for (int u = 0; u < U; u++) {
-#pragma unroll
-                for (int j = 0; j < W; j++) acc[j] = pol.update(acc[j], x[u][j / V].v[j % V], k + u * step);
-            }
-        }
-        for (; k < k1; k += step) {
-            opgen::pack<T, V> x[NP];
-#pragma unroll
-            for (int q = 0; q < NP; q++) x[q] = load_row_pack<T, V>(p + k * rs + q * V);
-#pragma unroll
-            for (int j = 0; j < W; j++) acc[j] = pol.update(acc[j], x[j / V].v[j % V], k);
-        }
+        accumulate_column_rows<uint32_t, kColumns, kPack>(pol, src + g, rs, k0, k1, step, acc);
     }
 
-    // Rows k0 + lane, k0 + lane + nl, ... below k1 of group g alone (a column a thread), kStridedLoads
-    // in flight (group_source::accumulate's strided path).
     template <class Pol>
     __device__ __forceinline__ typename Pol::P accumulate(const Pol& pol, uint32_t g, uint32_t k0, uint32_t k1,
                                                           uint32_t lane, uint32_t nl) const {
-        typename Pol::P acc = pol.identity();
-        const T* p = src + g;
-        constexpr int U = kStridedLoads;
-        uint32_t k = k0 + lane;
-        for (; k + (U - 1) * nl < k1; k += U * nl) {
-            T x[U];
-#pragma unroll
-            for (int u = 0; u < U; u++) x[u] = p[(k + u * nl) * rs];
-#pragma unroll
-            for (int u = 0; u < U; u++) acc = pol.update(acc, x[u], k + u * nl);
-        }
-        for (; k < k1; k += nl) acc = pol.update(acc, p[k * rs], k);
-        return acc;
+        return accumulate_strided_rows<uint32_t>(pol, src + g, rs, k0 + lane, k1, nl);
     }
 };
 

@@ -19,9 +19,8 @@ from generated.kernel_facts import (
 )
 from runtime.checks import reduce_dims
 from runtime.errors import ShapeMismatch
-from runtime.gpu import memory
 from runtime.gpu.launch import BLOCK
-from runtime.gpu.memory import GpuBuffer, _fits, _new_pooled, _PooledBuffer
+from runtime.gpu.memory import GpuBuffer, _fits
 from runtime.layout import Layout
 
 # Reductions of at most this many groups, split into chunks, run in one launch whose last
@@ -119,7 +118,6 @@ class _Plan:
         "end",
         "count",
         "result",
-        "nbytes",
         "kind",
         "launches",
         "keep",
@@ -128,7 +126,6 @@ class _Plan:
 
     def __init__(self, table: dict, end: int, count: int, result: np.dtype, kind: int) -> None:
         self.table, self.end, self.count, self.result, self.kind = table, end, count, result, kind
-        self.nbytes = count * result.itemsize or 1  # the output's bytes as _alloc asks its bin
         self.launches: tuple = ()
         self.keep: GpuBuffer | None = None
         self.scratch: tuple[int, int] = (0, 0)  # pass 0: (bytes, 0); tiles: (counters, bytes); two passes: (bytes, 0)
@@ -176,24 +173,10 @@ class Reductions:
             plan = self._reduce_plan(buf, kernel.op, layout, dims, table, key)
         self.driver.activate(ordinal)
         stream = self._streams.get(ordinal) or self.stream(ordinal)
-        # the output from a free block of its size, as _alloc would (a first block, a large
-        # one and POISON's memset go through _alloc)
-        bin_ = self._bin_of.get((ordinal, plan.nbytes))
-        if bin_ is not None and bin_.free and not memory.POISON:
-            out = _new_pooled(_PooledBuffer)
-            out.ptr = bin_.free.pop()
-            bin_.kept.bytes -= bin_.size
-            out.size, out.dtype, out.ordinal, out.release, out.bin = plan.count, plan.result, ordinal, None, bin_
-        else:
-            out = self._alloc(ordinal, plan.count, plan.result, stream.handle)
+        out = self._alloc(ordinal, plan.count, plan.result, stream.handle)
         kind = plan.kind
         if kind == _TILES:
-            counters, nbytes = plan.scratch
-            kept = self._tile_scratch.get(ordinal)  # (buffer, counters' room, states' bytes, states' address)
-            if kept is not None and kept[1] >= counters and kept[2] >= nbytes:
-                partial = kept[3]
-            else:
-                partial = self._pass3_scratch(ordinal, counters, nbytes)
+            partial = self._pass3_scratch(ordinal, *plan.scratch)
         elif kind == _PASS0:
             partial = self._pass0_scratch(ordinal, plan.scratch[0]).ptr
         elif kind == _TWO_PASSES:
@@ -369,7 +352,7 @@ class Reductions:
         zeroed here once, and each tile's last block zeroes its own again). The counters' room
         is a multiple of COLUMN_COUNTERS and never shrinks, so the states of one launch never
         lie where another launch counts. One per device, kept and grown, as pass 0's; kept as
-        (buffer, counters' room, states' bytes, states' address), which reduce_op reads."""
+        (buffer, counters' room, states' bytes, states' address)."""
         kept = self._tile_scratch.get(ordinal)
         room, states = (kept[1], kept[2]) if kept else (0, 0)
         if kept is None or room < counters or states < nbytes:
