@@ -317,9 +317,6 @@ _WHOLE = {  # q4_0's dp4a path with a thread per weight block (kFastSplit 1; its
     )
 }
 
-_NO_REALIGN = {"static constexpr bool kFastRealign = true;": "static constexpr bool kFastRealign = false;"}
-_REALIGN_2 = {"F::kFastRealign ? 3 : 2)": "F::kFastRealign ? 2 : 2)"}
-
 
 def _rows(fmt: str, rows: int) -> dict:  # the dp4a path's rows per item (ops.yaml's kernel fact) for one variant
     name = f"kFastRows = OPGEN_QMATVEC_FAST_ROWS_{fmt.upper()}"
@@ -328,11 +325,7 @@ def _rows(fmt: str, rows: int) -> dict:  # the dp4a path's rows per item (ops.ya
 
 EXPLORE = {
     "q4_0": [
-        ("shipped: bulk copies, 2 stages, first chunk before the wait and realigned", 256, 16, {}),
-        # Round 8 (stop 22): the chunk's quant words realigned and its scales converted once, before
-        # the wait for the first chunk; against stop 21's kernel (no realign, 79 registers, 3 blocks/SM)
-        ("no realign (stop 21's kernel)", 256, 16, _NO_REALIGN),
-        ("realigned, launch bounds of 2 blocks/SM (105 registers)", 256, 16, _REALIGN_2),
+        ("shipped: bulk copies, 2 stages, first chunk before the wait", 256, 16, {}),
         # (stop 19's row had no kernel change: 16-row items on a grid of 512, half the blocks idle)
         ("8 rows per item", 256, 8, _rows("q4_0", 8)),
         # Round 6 (stop 20; qmatvec-round6-h100.log): x in 2 digits, 32 rows per item in dynamic shared
@@ -344,6 +337,9 @@ EXPLORE = {
         # Round 7 (branch q4mma; qmatvec-round7-h100.log): x's digits against the weights on tensor
         # cores (mma.m16n8k32, switch OPGEN_QMV_MMA) at 2 / 3 / 4 blocks/SM, all slower; the switch
         # and its rows are in commit f62a32f.
+        # Round 8 (stop 22; qmatvec-round8-h100.log): each chunk's quant words realigned in shared
+        # memory and its scales converted once, before the wait or by stage after it, slower in
+        # both forms; the kernel and its rows are in commit 6da0d29.
     ],
     "q4_1": [
         ("shipped: bulk copies, 2 stages, first chunk before the wait", 256, 16, {}),

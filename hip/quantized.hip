@@ -142,8 +142,6 @@ struct q4_0 {  // d (f16), qs[16]: weight i < 16 the low nibble of qs[i], i + 16
     // The dp4a path's slab by bulk copies on sm_90 (OPGEN_QMV_SM90), first chunk early: 4.98-4.99
     // against 5.33-5.36 us per product from HBM (bench/results/qmatvec-round4-h100.md).
     static constexpr bool kFastBulk = true;
-    // With the bulk copies: each landed chunk realigned in shared memory before use (realign_stage).
-    static constexpr bool kFastRealign = true;
     static __device__ __forceinline__ void decode8(const uint8_t* b, int j, float (&v)[8]) {
         const float d = half_at(b);
         uint32_t w[2];
@@ -187,7 +185,6 @@ struct q4_1 {  // d, m (f16), qs[16] as q4_0: q * d + m
     static constexpr int kFastRows = OPGEN_QMATVEC_FAST_ROWS_Q4_1, kFastSplit = OPGEN_QMATVEC_FAST_THREADS / kThreads, kFastStages = 4;
     static constexpr int kFastPrefetchFrom = 0;
     static constexpr bool kFastBulk = true;  // as q4_0's: 5.09-5.28 against 5.55-5.88 us
-    static constexpr bool kFastRealign = false;  // its 20-byte blocks are word-aligned already
     static __device__ __forceinline__ void decode8(const uint8_t* b, int j, float (&v)[8]) {
         const float d = half_at(b), m = half_at(b + 2);
         uint32_t w[2];
@@ -208,7 +205,6 @@ struct q8_0 {  // d (f16), qs[32] int8: q * d
     // cp.async: the bulk copies, first chunk before the wait, were slower (8.8-9.1 against
     // 7.6 us per product from HBM; bench/results/qmatvec-round4-h100.md).
     static constexpr bool kFastBulk = false;
-    static constexpr bool kFastRealign = false;
     static __device__ __forceinline__ void decode8(const uint8_t* b, int j, float (&v)[8]) {
         const float d = half_at(b);
         uint32_t w[2];
@@ -636,13 +632,12 @@ template <int NW> struct fast<q4_0, NW> {  // word j: weights 4j+i (low nibbles)
     static __device__ __forceinline__ uint32_t corr(uint32_t sum_y) {  // -8 * sum X
         return 8u * (uint32_t)(4 * kGroups) * 0x808080u - 8u * sum_y;
     }
-    template <bool Aligned = false>  // Aligned: Wq's words are the quant words (qsel unused)
     static __device__ __forceinline__ float dot(const uint32_t (&Wq)[NW + 1], uint32_t qsel,
                                                 const uint32_t (&D)[3][kGroups], uint32_t corr) {
         int s0 = (int)corr, s1 = 0, s2 = 0;
 #pragma unroll
         for (int j = 0; j < NW; j++) {
-            const uint32_t q = Aligned ? Wq[j] : __byte_perm(Wq[j], Wq[j + 1], qsel);
+            const uint32_t q = __byte_perm(Wq[j], Wq[j + 1], qsel);
             const uint32_t lo = q & 0x0F0F0F0Fu, hi = (q >> 4) & 0x0F0F0F0Fu;
             s0 = dp4a(lo, D[0][j], s0);
             s1 = dp4a(lo, D[1][j], s1);
@@ -660,13 +655,12 @@ template <int NW> struct fast<q4_1, NW> {  // as q4_0's words, unsigned nibbles 
     static constexpr int kGroups = 2 * NW;
     static __device__ __forceinline__ int group_at(int j0, int g) { return fast<q4_0, NW>::group_at(j0, g); }
     static __device__ __forceinline__ uint32_t corr(uint32_t) { return 0u; }
-    template <bool Aligned = false>  // Aligned: Wq's words are the quant words (qsel unused)
     static __device__ __forceinline__ float dot(const uint32_t (&Wq)[NW + 1], uint32_t qsel,
                                                 const uint32_t (&D)[3][kGroups], uint32_t) {
         int s0 = 0, s1 = 0, s2 = 0;
 #pragma unroll
         for (int j = 0; j < NW; j++) {
-            const uint32_t q = Aligned ? Wq[j] : __byte_perm(Wq[j], Wq[j + 1], qsel);
+            const uint32_t q = __byte_perm(Wq[j], Wq[j + 1], qsel);
             const uint32_t lo = q & 0x0F0F0F0Fu, hi = (q >> 4) & 0x0F0F0F0Fu;
             s0 = dp4a(lo, D[0][j], s0);
             s1 = dp4a(lo, D[1][j], s1);
@@ -684,13 +678,12 @@ template <int NW> struct fast<q8_0, NW> {  // word j: weights 4j+i, int8
     static constexpr int kGroups = NW;
     static __device__ __forceinline__ int group_at(int j0, int g) { return 4 * (j0 + g); }
     static __device__ __forceinline__ uint32_t corr(uint32_t) { return 0u; }
-    template <bool Aligned = false>  // Aligned: Wq's words are the quant words (qsel unused)
     static __device__ __forceinline__ float dot(const uint32_t (&Wq)[NW + 1], uint32_t qsel,
                                                 const uint32_t (&D)[3][kGroups], uint32_t) {
         int s0 = 0, s1 = 0, s2 = 0;
 #pragma unroll
         for (int j = 0; j < NW; j++) {
-            const uint32_t q = Aligned ? Wq[j] : __byte_perm(Wq[j], Wq[j + 1], qsel);
+            const uint32_t q = __byte_perm(Wq[j], Wq[j + 1], qsel);
             s0 = dp4a(q, D[0][j], s0);
             s1 = dp4a(q, D[1][j], s1);
             s2 = dp4a(q, D[2][j], s2);
@@ -764,53 +757,11 @@ template <typename F, int S> __device__ __forceinline__ void bulk_chunk(uint8_t*
     __syncwarp();
     for (int i = (int)lane; i < nrows; i += 32) bulk_copy(slab + i * kRowBytes, src + i * row_bytes, row_copy, &landed[i / RS]);
 }
-
-// Stage s's rows of a landed chunk rewritten in place for the dot products (formats whose
-// kFastRealign is true: q4_0, whose 18-byte blocks leave half the quant words 2 bytes off a
-// word): block t's quant words at word 4t of its row, word-aligned, and its scale as f32 in
-// scales[row][t]. A thread moves the words it will read itself (NW from word j0); all of the
-// stage's reads come before the block barrier and every write after it, as a block's new place
-// overlaps its neighbours' old ones; a second barrier orders the writes before the stage's
-// reads. The first stage runs while x's loads are in flight, the second after the first's
-// products; the products then neither permute nor convert.
-template <typename F, int RS, int NW>
-__device__ __forceinline__ void realign_stage(uint8_t* slab, float (*scales)[kThreads], uint64_t* landed, uint32_t parity,
-                                              int s, const uint32_t* mine, const uint32_t* dword, uint32_t qsel,
-                                              uint32_t dsel, bool active, unsigned int t, unsigned int j0) {
-    constexpr int kRowWords = kThreads * F::kBytes / 4;
-    uint32_t q[RS][NW];
-    float d[RS];
-    if (active) {
-        mbar_wait(&landed[s], parity);  // the stage's rows have landed
-#pragma unroll
-        for (int i = 0; i < RS; i++) {
-            const uint32_t* p = mine + (s * RS + i) * kRowWords;
-            uint32_t w[NW + 1];
-#pragma unroll
-            for (int j = 0; j <= NW; j++) w[j] = p[j];
-#pragma unroll
-            for (int j = 0; j < NW; j++) q[i][j] = __byte_perm(w[j], w[j + 1], qsel);
-            d[i] = opgen::f16_to_float(__ushort_as_half((unsigned short)__byte_perm(dword[(s * RS + i) * kRowWords], 0u, dsel)));
-        }
-    }
-    __syncthreads();
-    if (active) {
-#pragma unroll
-        for (int i = 0; i < RS; i++) {
-            uint32_t* o = reinterpret_cast<uint32_t*>(slab) + (s * RS + i) * kRowWords + 4 * t + j0;
-#pragma unroll
-            for (int j = 0; j < NW; j++) o[j] = q[i][j];
-            if (j0 == 0) scales[s * RS + i][t] = d[i];
-        }
-    }
-    __syncthreads();  // every word written, before any thread reads the stage
-}
 #endif
 
 template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w, const float* __restrict__ x,
                                                    float* __restrict__ y, size_t n, size_t k, size_t rows) {
     constexpr bool B = OPGEN_QMV_SM90 && F::kFastBulk;  // the slab by bulk copies (sm_90; q4_0, q4_1)
-    constexpr bool A = B && F::kFastRealign;            // each chunk realigned before use (realign_stage; q4_0)
     constexpr int R = F::kFastRows, S = B ? (2 < R ? 2 : R) : F::kFastStages;  // bulk copies: 2 stages
     constexpr int RS = R / S, SPLIT = F::kFastSplit;
     constexpr int kT = SPLIT * kThreads, kWarps = kT / 32;
@@ -821,7 +772,6 @@ template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w
     constexpr int kRowBytes = kThreads * F::kBytes;  // a chunk row in shared memory (multiple of 16)
     __shared__ __align__(16) uint8_t slab[R * kRowBytes + 16];  // +16: the last block's trailing word
     __shared__ float partial[kWarps][R];
-    __shared__ float scales[A ? R : 1][A ? kThreads : 1];  // the realigned chunk's scales
     const unsigned int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     const unsigned int t = threadIdx.x / SPLIT, j0 = (threadIdx.x % SPLIT) * NW;  // block, first word
     const size_t row_blocks = k / F::kElems, row_bytes = row_blocks * F::kBytes;
@@ -881,9 +831,6 @@ template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w
                 if (warp == 0 && !(item == blockIdx.x && c0 == 0)) {
                     bulk_chunk<F, S>(slab, landed, src, row_bytes, nrows, cb, lane);
                 }
-                if constexpr (A) {  // the first stage while x's loads are in flight
-                    realign_stage<F, RS, NW>(slab, scales, landed, parity, 0, mine, dword, qsel, dsel, active, t, j0);
-                }
             } else
 #endif
             {
@@ -906,9 +853,7 @@ template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w
 #pragma unroll
             for (int s = 0; s < S; s++) {
 #if OPGEN_QMV_SM90
-                if constexpr (A) {  // (stage 0 realigned above)
-                    if (s > 0) realign_stage<F, RS, NW>(slab, scales, landed, parity, s, mine, dword, qsel, dsel, active, t, j0);
-                } else if constexpr (B) {
+                if constexpr (B) {
                     if (active) mbar_wait(&landed[s], parity);  // this stage's rows have landed
                 } else
 #endif
@@ -919,23 +864,13 @@ template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w
                 if (active) {  // rows past nrows compute on stale shared memory, never written out:
 #pragma unroll      // no branch per row, so the rows of a stage interleave
                     for (int i = s * RS; i < (s + 1) * RS; i++) {
+                        const uint32_t* p = mine + i * (kRowBytes / 4);
                         uint32_t Wq[NW + 1];
-                        float d;
-                        uint32_t wd = 0u;
-                        if constexpr (A) {  // realigned: the quant words themselves, d as f32
-                            const uint32_t* p = reinterpret_cast<const uint32_t*>(slab) + i * (kRowBytes / 4) + 4 * t + j0;
 #pragma unroll
-                            for (int j = 0; j < NW; j++) Wq[j] = p[j];
-                            Wq[NW] = 0u;
-                            d = scales[i][t];
-                        } else {
-                            const uint32_t* p = mine + i * (kRowBytes / 4);
-#pragma unroll
-                            for (int j = 0; j <= NW; j++) Wq[j] = p[j];
-                            wd = dword[i * (kRowBytes / 4)];
-                            d = opgen::f16_to_float(__ushort_as_half((unsigned short)__byte_perm(wd, 0u, dsel)));
-                        }
-                        float a = fmaf(G::template dot<A>(Wq, qsel, D, corr), d * sigma, acc[i]);
+                        for (int j = 0; j <= NW; j++) Wq[j] = p[j];
+                        const uint32_t wd = dword[i * (kRowBytes / 4)];
+                        const float d = opgen::f16_to_float(__ushort_as_half((unsigned short)__byte_perm(wd, 0u, dsel)));
+                        float a = fmaf(G::dot(Wq, qsel, D, corr), d * sigma, acc[i]);
                         if constexpr (F::kHead == 4) a = fmaf(opgen::f16_to_float(__ushort_as_half((unsigned short)(wd >> 16))), xsum, a);
                         acc[i] = a;
                     }
@@ -1626,10 +1561,7 @@ template <typename F> __device__ __forceinline__ void qmatvec_tiled_or_general(c
 // blocks per SM its registers are bounded for: enough for a grid of 4096-row items on an H100.
 template <typename F> struct fast_launch {
     static constexpr int threads = OPGEN_QMATVEC_DP4A ? F::kFastSplit * kThreads : kThreads;
-    // 16-row items: 2 blocks, or 3 where chunks are realigned (sm_90 q4_0: without the bound its build
-    // takes 105 registers, and the next product's block no longer fits beside this one's two)
-    static constexpr int want = F::kFastRows >= 16 ? (OPGEN_QMV_SM90 && F::kFastBulk && F::kFastRealign ? 3 : 2)
-                                : F::kFastRows >= 8 ? 4 : 8;
+    static constexpr int want = F::kFastRows >= 16 ? 2 : F::kFastRows >= 8 ? 4 : 8;
     static constexpr int min_blocks = !OPGEN_QMATVEC_DP4A ? kMinBlocks : want < 2048 / threads ? want : 2048 / threads;
 };
 

@@ -366,7 +366,7 @@ def test_chained_products_read_what_the_product_before_wrote(backend, size):
 def test_matmul_on_any_grid_is_the_same(fmt):
     """qmatvec_<fmt> strides over its items (row groups of W x rows of x), so a grid of fewer
     blocks than items gives the same bits: a block then takes later items after its first,
-    whose chunks it copies (and, for q4_0 on sm_90, realigns) after the wait, not before it.
+    whose chunks it copies after the wait, not before it.
     k = 6400 adds a second, partial chunk per item. cuda only: the launch wrapper is driven
     directly, with grids of 1, 2 and 7 blocks against the runtime's own."""
     if g.Backend.CUDA not in GPU_BACKENDS:
