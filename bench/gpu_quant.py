@@ -318,11 +318,6 @@ _WHOLE = {  # q4_0's dp4a path with a thread per weight block (kFastSplit 1; its
 }
 
 
-def _cluster(blocks: int) -> dict:  # q4_0's blocks per cluster sharing x (ops.yaml's QMATVEC_CLUSTER)
-    name = "static constexpr int kFastCluster = "
-    return {f"{name}OPGEN_QMATVEC_CLUSTER;": f"{name}{blocks};"}
-
-
 def _rows(fmt: str, rows: int) -> dict:  # the dp4a path's rows per item (ops.yaml's kernel fact) for one variant
     name = f"kFastRows = OPGEN_QMATVEC_FAST_ROWS_{fmt.upper()}"
     return {name: f"kFastRows = {rows}"}
@@ -330,11 +325,7 @@ def _rows(fmt: str, rows: int) -> dict:  # the dp4a path's rows per item (ops.ya
 
 EXPLORE = {
     "q4_0": [
-        ("shipped: bulk copies, 2 stages, first chunk before the wait, x shared in clusters of 4", 256, 16, {}),
-        # Round 9 (stop 22): x's loads shared by the blocks of a cluster (each loads 1/CL of it into
-        # shared memory, every thread reads its values from the block holding them), against none
-        ("no clusters (stop 21's kernel)", 256, 16, _cluster(1)),
-        ("x shared in clusters of 8", 256, 16, _cluster(8)),
+        ("shipped: bulk copies, 2 stages, first chunk before the wait", 256, 16, {}),
         # (stop 19's row had no kernel change: 16-row items on a grid of 512, half the blocks idle)
         ("8 rows per item", 256, 8, _rows("q4_0", 8)),
         # Round 6 (stop 20; qmatvec-round6-h100.log): x in 2 digits, 32 rows per item in dynamic shared
@@ -349,6 +340,8 @@ EXPLORE = {
         # Round 8 (stop 22; qmatvec-round8-h100.log): each chunk's quant words realigned in shared
         # memory and its scales converted once, before the wait or by stage after it, slower in
         # both forms; the kernel and its rows are in commit 6da0d29.
+        # Round 9 (stop 22; qmatvec-round9-h100.log): x shared by the blocks of a cluster of 4 or 8
+        # through distributed shared memory, correct but slower (7.17 / 7.69 us); commit 08096bd.
     ],
     "q4_1": [
         ("shipped: bulk copies, 2 stages, first chunk before the wait", 256, 16, {}),
@@ -521,11 +514,10 @@ def floor_quant(rows: dict) -> None:
     launch = kernels_hip.launch_qmatvec_q4_0
     item_rows, threads = gpu_quant.qmatvec_launch(rt, "q4_0")
     grid = -(-N // item_rows)
-    one = gpu_quant.qmatvec_grid(rt, 0, "q4_0", 1)  # one cluster on sm_90 (the others' blocks take no rows)
     for label, g, n, k in (
         (f"no rows, grid {grid}", grid, 0, K),
-        (f"no rows, grid {one}", one, 0, K),
-        (f"16 x 256 weights, grid {one}", one, 16, 256),
+        ("no rows, grid 1", 1, 0, K),
+        ("16 x 256 weights, grid 1", 1, 16, 256),
     ):
         seconds = graph_seconds(
             lambda i, g=g, n=n, k=k: launch(rt.launch, g, threads, stream, q.buf.ptr, x_buf.ptr, y.ptr, n, k, 1),

@@ -142,8 +142,6 @@ struct q4_0 {  // d (f16), qs[16]: weight i < 16 the low nibble of qs[i], i + 16
     // The dp4a path's slab by bulk copies on sm_90 (OPGEN_QMV_SM90), first chunk early: 4.98-4.99
     // against 5.33-5.36 us per product from HBM (bench/results/qmatvec-round4-h100.md).
     static constexpr bool kFastBulk = true;
-    // With the bulk copies: thread blocks per cluster that share x's loads (qmatvec_dp4a).
-    static constexpr int kFastCluster = OPGEN_QMATVEC_CLUSTER;
     static __device__ __forceinline__ void decode8(const uint8_t* b, int j, float (&v)[8]) {
         const float d = half_at(b);
         uint32_t w[2];
@@ -187,7 +185,6 @@ struct q4_1 {  // d, m (f16), qs[16] as q4_0: q * d + m
     static constexpr int kFastRows = OPGEN_QMATVEC_FAST_ROWS_Q4_1, kFastSplit = OPGEN_QMATVEC_FAST_THREADS / kThreads, kFastStages = 4;
     static constexpr int kFastPrefetchFrom = 0;
     static constexpr bool kFastBulk = true;  // as q4_0's: 5.09-5.28 against 5.55-5.88 us
-    static constexpr int kFastCluster = 1;   // (q4_0's two buffers of x parts would not fit beside its slab)
     static __device__ __forceinline__ void decode8(const uint8_t* b, int j, float (&v)[8]) {
         const float d = half_at(b), m = half_at(b + 2);
         uint32_t w[2];
@@ -208,7 +205,6 @@ struct q8_0 {  // d (f16), qs[32] int8: q * d
     // cp.async: the bulk copies, first chunk before the wait, were slower (8.8-9.1 against
     // 7.6 us per product from HBM; bench/results/qmatvec-round4-h100.md).
     static constexpr bool kFastBulk = false;
-    static constexpr int kFastCluster = 1;
     static __device__ __forceinline__ void decode8(const uint8_t* b, int j, float (&v)[8]) {
         const float d = half_at(b);
         uint32_t w[2];
@@ -572,30 +568,6 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
             : "memory");
     } while (!done);
 }
-
-// A thread block cluster's barrier, in two halves: arrive, and wait (until every thread of the
-// cluster has arrived; acquire: the writes released before the arrivals are seen after it).
-// cluster_publish arrives with this thread's writes to its own block's shared memory released
-// to the cluster: a fence restricted to them (a CTA memory barrier), where the arrive's own
-// release semantics would be a GPU-wide memory barrier (MEMBAR.ALL.GPU), which waits for far
-// more than those writes (4 us a product, measured).
-__device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void cluster_publish() {
-    asm volatile("fence.release.sync_restrict::shared::cta.cluster;\n" ::: "memory");
-    cluster_arrive();
-}
-__device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory"); }
-// 16 bytes at p (16-byte aligned) in the shared memory of block `rank` of this cluster.
-__device__ __forceinline__ float4 load_peer4(const float* p, unsigned int rank) {
-    uint32_t a;
-    float4 v;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(a) : "r"(shared_addr(p)), "r"(rank));
-    asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
-                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
-                 : "r"(a)
-                 : "memory");
-    return v;
-}
 #endif
 
 __device__ __forceinline__ float max_nan(float a, float b) {  // NaN if either is
@@ -800,21 +772,10 @@ template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w
     constexpr int kRowBytes = kThreads * F::kBytes;  // a chunk row in shared memory (multiple of 16)
     __shared__ __align__(16) uint8_t slab[R * kRowBytes + 16];  // +16: the last block's trailing word
     __shared__ float partial[kWarps][R];
-    // A cluster of CL blocks (sm_90, the bulk path) shares x: each loads 1/CL of a chunk's x into
-    // shared memory, and every thread reads its values from the block that holds them.
-    constexpr int CL = B ? F::kFastCluster : 1;
-    constexpr int kXSeg = kThreads * F::kElems / CL;    // floats of a whole chunk's x a block holds
-    constexpr int XP = (kXSeg + 4 * kT - 1) / (4 * kT);  // float4 of them a thread loads
-    static_assert(CL >= 1 && 8 % CL == 0, "a cluster divides a chunk's blocks (a multiple of 8)");
-    __shared__ __align__(16) float xpart[CL > 1 ? 2 : 1][CL > 1 ? kXSeg : 4];  // two: a chunk's, the next one's
     const unsigned int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     const unsigned int t = threadIdx.x / SPLIT, j0 = (threadIdx.x % SPLIT) * NW;  // block, first word
     const size_t row_blocks = k / F::kElems, row_bytes = row_blocks * F::kBytes;
-    // Items: groups of R weight rows against one row of x. A cluster takes CL consecutive groups
-    // against one row of x at a time (a cluster item; a block past the last group only holds its
-    // part of x), all its blocks the same count of them; without clusters (CL 1) an item each.
-    const size_t groups = (n + R - 1) / R, citems = (groups + CL - 1) / CL * rows;
-    const unsigned int rank = blockIdx.x % CL;  // in its cluster (1-D clusters of consecutive blocks)
+    const size_t items = (n + R - 1) / R * rows;
     // block t starts at 18t / 34t / 20t: 2 mod 4 when t is odd for q4_0 / q8_0, never for q4_1
     const unsigned int odd = ((t * F::kBytes) >> 1) & 1u;
     const uint8_t* floor = slab + t * F::kBytes - 2 * odd;  // d (and q4_1's m) is in its first word
@@ -833,21 +794,19 @@ template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w
         }
         // The first item's first chunk of weights is copied before the wait for the kernel
         // before (qmatvec_fast leaves the wait to this function; see there why it may).
-        if (warp == 0 && (size_t)(blockIdx.x / CL) < citems) {
+        if (warp == 0 && (size_t)blockIdx.x < items) {
             __syncwarp();  // thread 0's initialisation, for the lanes that arm
-            const size_t group = blockIdx.x / CL / rows * CL + rank, n0 = group * R;
+            const size_t n0 = blockIdx.x / rows * R;
             const int cb = row_blocks < (size_t)kThreads ? (int)row_blocks : kThreads;
-            // (no rows past the last group: the barriers armed with nothing complete at once)
-            const int nrows = group >= groups ? 0 : n - n0 < (size_t)R ? (int)(n - n0) : R;
-            bulk_chunk<F, S>(slab, landed, w + n0 * row_bytes, row_bytes, nrows, cb, lane);
+            bulk_chunk<F, S>(slab, landed, w + n0 * row_bytes, row_bytes, n - n0 < (size_t)R ? (int)(n - n0) : R, cb,
+                             lane);
         }
         wait_for_predecessor();
     }
 #endif
-    unsigned int chunk = 0;  // chunks done: which xpart is this one's
-    for (size_t item = blockIdx.x / CL; item < citems; item += gridDim.x / CL) {
-        const size_t r = item % rows, group = item / rows * CL + rank, n0 = group * R;
-        const int nrows = group >= groups ? 0 : n - n0 < (size_t)R ? (int)(n - n0) : R;
+    for (size_t item = blockIdx.x; item < items; item += gridDim.x) {
+        const size_t n0 = item / rows * R, r = item % rows;
+        const int nrows = n - n0 < (size_t)R ? (int)(n - n0) : R;
         const uint8_t* wi = w + n0 * row_bytes;
         const float* xr = x + r * k;
         float acc[R];
@@ -856,22 +815,11 @@ template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w
         for (size_t c0 = 0; c0 < row_blocks; c0 += kThreads) {
             const int cb = row_blocks - c0 < (size_t)kThreads ? (int)(row_blocks - c0) : kThreads;
             const bool active = (int)t < cb;
-            float4 xv[NG];       // x first: its loads are not queued behind the slab's
-            float4 xown[XP];     // (clusters: this thread's share of the block's part)
-            const int seg = cb * F::kElems / CL;  // floats of this chunk's x a block holds
-            if constexpr (CL > 1) {
-                const float* from = xr + c0 * F::kElems + (size_t)rank * seg;
+            float4 xv[NG];  // x first: its loads are not queued behind the slab's
 #pragma unroll
-                for (int i = 0; i < XP; i++) {
-                    const int at = 4 * ((int)threadIdx.x + i * kT);
-                    if (at < seg) xown[i] = *reinterpret_cast<const float4*>(from + at);
-                }
-            } else {
-#pragma unroll
-                for (int g = 0; g < NG; g++) {
-                    xv[g] = active ? *reinterpret_cast<const float4*>(xr + (c0 + t) * F::kElems + G::group_at(j0, g))
-                                   : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-                }
+            for (int g = 0; g < NG; g++) {
+                xv[g] = active ? *reinterpret_cast<const float4*>(xr + (c0 + t) * F::kElems + G::group_at(j0, g))
+                               : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
             }
             const uint8_t* src = wi + c0 * F::kBytes;
 #if OPGEN_QMV_SM90
@@ -880,27 +828,8 @@ template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w
                 // initialised): every thread has passed its last read of the slab and of `partial`
                 __syncthreads();
                 // (the block's first chunk was issued before the wait, above)
-                if (warp == 0 && !(item == blockIdx.x / CL && c0 == 0)) {
+                if (warp == 0 && !(item == blockIdx.x && c0 == 0)) {
                     bulk_chunk<F, S>(slab, landed, src, row_bytes, nrows, cb, lane);
-                }
-                if constexpr (CL > 1) {
-                    float* part = xpart[chunk & 1u];
-#pragma unroll
-                    for (int i = 0; i < XP; i++) {
-                        const int at = 4 * ((int)threadIdx.x + i * kT);
-                        if (at < seg) *reinterpret_cast<float4*>(part + at) = xown[i];
-                    }
-                    // Every block's part written. A part is written again two chunks later, after
-                    // the next chunk's barrier, which no block passes before every block has read
-                    // this one (each reads before it arrives there).
-                    cluster_publish();
-                    cluster_wait();
-                    const unsigned int owner = t * F::kElems / seg, at = t * F::kElems - owner * seg;
-#pragma unroll
-                    for (int g = 0; g < NG; g++) {
-                        xv[g] = active ? load_peer4(part + at + G::group_at(j0, g), owner) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-                    }
-                    chunk++;
                 }
             } else
 #endif
@@ -918,14 +847,6 @@ template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w
             uint32_t D[3][NG], sum_y;
             float sigma;
             quantize_x<NG, SPLIT>(xv, D, sum_y, sigma);  // every lane: the max is shuffled
-#if OPGEN_QMV_SM90
-            // Clusters: once its last values of x are used (read, so their loads are done), a
-            // block arrives once more, and waits at its end: no block leaves (its shared memory
-            // gone) while another may still read it.
-            if constexpr (CL > 1) {
-                if (item + gridDim.x / CL >= citems && c0 + kThreads >= row_blocks) cluster_arrive();
-            }
-#endif
             const uint32_t corr = G::corr(sum_y);
             // q4_1: the min's share, m * sum x = m * sigma * sum X (sum_y less its 0x808080 per value)
             const float xsum = F::kHead == 4 ? sigma * (float)(int)(sum_y - (uint32_t)(4 * NG) * 0x808080u) : 0.0f;
@@ -968,11 +889,6 @@ template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w
             y[r * n + n0 + threadIdx.x] = sum;
         }
     }
-#if OPGEN_QMV_SM90
-    if constexpr (CL > 1) {
-        if ((size_t)(blockIdx.x / CL) < citems) cluster_wait();  // (the arrive: after the last chunk's reads)
-    }
-#endif
 }
 #endif  // OPGEN_QMATVEC_DP4A
 
@@ -1645,10 +1561,7 @@ template <typename F> __device__ __forceinline__ void qmatvec_tiled_or_general(c
 // blocks per SM its registers are bounded for: enough for a grid of 4096-row items on an H100.
 template <typename F> struct fast_launch {
     static constexpr int threads = OPGEN_QMATVEC_DP4A ? F::kFastSplit * kThreads : kThreads;
-    // 16-row items: 2 blocks, or 3 where x is shared in clusters (sm_90 q4_0: its build would
-    // otherwise take 91 registers, and the next product's block no longer fit beside this one's two)
-    static constexpr int want = F::kFastRows >= 16 ? (OPGEN_QMV_SM90 && F::kFastBulk && F::kFastCluster > 1 ? 3 : 2)
-                                : F::kFastRows >= 8 ? 4 : 8;
+    static constexpr int want = F::kFastRows >= 16 ? 2 : F::kFastRows >= 8 ? 4 : 8;
     static constexpr int min_blocks = !OPGEN_QMATVEC_DP4A ? kMinBlocks : want < 2048 / threads ? want : 2048 / threads;
 };
 
@@ -1697,7 +1610,7 @@ template <typename F> __device__ __forceinline__ void qmatvec_fast(const uint8_t
 // point checks against `waits`). The general path by default; q4_0, q4_1 and q8_0 the fast
 // one, q4_k and q6_k the K path (the integer one on NVIDIA sm_80 and up).
 template <typename F> struct qmatvec_of {
-    static constexpr int threads = kThreads, min_blocks = kMinBlocks, cluster = 1;
+    static constexpr int threads = kThreads, min_blocks = kMinBlocks;
     static constexpr bool waits = false;
     static __device__ __forceinline__ void run(const uint8_t* w, const float* x, float* y, size_t n, size_t k,
                                                size_t rows) {
@@ -1706,7 +1619,6 @@ template <typename F> struct qmatvec_of {
 };
 template <typename F> struct qmatvec_fast_of {
     static constexpr int threads = fast_launch<F>::threads, min_blocks = fast_launch<F>::min_blocks;
-    static constexpr int cluster = OPGEN_QMV_SM90 && F::kFastBulk ? F::kFastCluster : 1;  // blocks sharing x
     static constexpr bool waits = true;  // wait_for_predecessor (on NVIDIA sm_90, where launches are programmatic)
     static __device__ __forceinline__ void run(const uint8_t* w, const float* x, float* y, size_t n, size_t k,
                                                size_t rows) {
@@ -1715,7 +1627,7 @@ template <typename F> struct qmatvec_fast_of {
 };
 template <typename K, typename P, int MB = 0> struct qmatvec_k_of {
     // MB: the launch bounds' resident blocks per SM on sm_90 (kKMinBlocks elsewhere)
-    static constexpr int threads = kThreads, min_blocks = OPGEN_QMV_SM90 && MB > 0 ? MB : kKMinBlocks, cluster = 1;
+    static constexpr int threads = kThreads, min_blocks = OPGEN_QMV_SM90 && MB > 0 ? MB : kKMinBlocks;
     static constexpr bool waits = true;  // wait_for_predecessor (on NVIDIA sm_90, where launches are programmatic)
     static __device__ __forceinline__ void run(const uint8_t* w, const float* x, float* y, size_t n, size_t k,
                                                size_t rows) {
@@ -1729,15 +1641,6 @@ template <> struct qmatvec_of<q4_k> : qmatvec_k_of<q4_k_lean, q4_k_path, 5> {};
 template <> struct qmatvec_of<q6_k> : qmatvec_k_of<q6_k_pair, q6_k_path, 5> {};
 
 }  // namespace
-
-// The entry points' cluster dims: on sm_90, qmatvec_<F> runs in clusters of qmatvec_of<F>::cluster
-// blocks (q4_0 and q4_1 share x's loads in them; 1 for the others), and the grid must be a
-// multiple of it (runtime/gpu/quant.py's qmatvec_grid). No clusters elsewhere.
-#if OPGEN_QMV_SM90
-#define OPGEN_QMATVEC_CLUSTER_DIMS(F) __cluster_dims__(qmatvec_of<F>::cluster, 1, 1)
-#else
-#define OPGEN_QMATVEC_CLUSTER_DIMS(F)
-#endif
 
 // The entry points, one per (pattern, values) of ops.yaml's `kernel:` patterns: generated by gen
 // from templates/hip/quantized.h.j2.
