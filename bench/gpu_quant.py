@@ -317,8 +317,6 @@ _WHOLE = {  # q4_0's dp4a path with a thread per weight block (kFastSplit 1; its
     )
 }
 
-_CONSECUTIVE = {"static constexpr bool kFastInterleave = true;": "static constexpr bool kFastInterleave = false;"}
-
 
 def _rows(fmt: str, rows: int) -> dict:  # the dp4a path's rows per item (ops.yaml's kernel fact) for one variant
     name = f"kFastRows = OPGEN_QMATVEC_FAST_ROWS_{fmt.upper()}"
@@ -327,10 +325,7 @@ def _rows(fmt: str, rows: int) -> dict:  # the dp4a path's rows per item (ops.ya
 
 EXPLORE = {
     "q4_0": [
-        ("shipped: bulk copies, 2 stages, first chunk before the wait, interleaved words", 256, 16, {}),
-        # Round 10 (stop 22): a block's two threads interleave its quant words, so that x's loads
-        # read whole sectors, against consecutive words (each sector read twice)
-        ("consecutive words (stop 21's kernel)", 256, 16, _CONSECUTIVE),
+        ("shipped: bulk copies, 2 stages, first chunk before the wait", 256, 16, {}),
         # (stop 19's row had no kernel change: 16-row items on a grid of 512, half the blocks idle)
         ("8 rows per item", 256, 8, _rows("q4_0", 8)),
         # Round 6 (stop 20; qmatvec-round6-h100.log): x in 2 digits, 32 rows per item in dynamic shared
@@ -347,6 +342,8 @@ EXPLORE = {
         # both forms; the kernel and its rows are in commit 6da0d29.
         # Round 9 (stop 22; qmatvec-round9-h100.log): x shared by the blocks of a cluster of 4 or 8
         # through distributed shared memory, correct but slower (7.17 / 7.69 us); commit 08096bd.
+        # Round 10 (stop 22; qmatvec-round10-h100.log): a block's two threads interleaving their quant
+        # words (x's loads in whole sectors), at 3 blocks/SM: 5.50-5.53 us; commit 1fe4a5e.
     ],
     "q4_1": [
         ("shipped: bulk copies, 2 stages, first chunk before the wait", 256, 16, {}),

@@ -142,8 +142,6 @@ struct q4_0 {  // d (f16), qs[16]: weight i < 16 the low nibble of qs[i], i + 16
     // The dp4a path's slab by bulk copies on sm_90 (OPGEN_QMV_SM90), first chunk early: 4.98-4.99
     // against 5.33-5.36 us per product from HBM (bench/results/qmatvec-round4-h100.md).
     static constexpr bool kFastBulk = true;
-    // The dp4a path: a block's SPLIT threads interleave its quant words (fast<q4_0, NW>::kWordStride).
-    static constexpr bool kFastInterleave = true;
     static __device__ __forceinline__ void decode8(const uint8_t* b, int j, float (&v)[8]) {
         const float d = half_at(b);
         uint32_t w[2];
@@ -187,7 +185,6 @@ struct q4_1 {  // d, m (f16), qs[16] as q4_0: q * d + m
     static constexpr int kFastRows = OPGEN_QMATVEC_FAST_ROWS_Q4_1, kFastSplit = OPGEN_QMATVEC_FAST_THREADS / kThreads, kFastStages = 4;
     static constexpr int kFastPrefetchFrom = 0;
     static constexpr bool kFastBulk = true;  // as q4_0's: 5.09-5.28 against 5.55-5.88 us
-    static constexpr bool kFastInterleave = false;
     static __device__ __forceinline__ void decode8(const uint8_t* b, int j, float (&v)[8]) {
         const float d = half_at(b), m = half_at(b + 2);
         uint32_t w[2];
@@ -208,7 +205,6 @@ struct q8_0 {  // d (f16), qs[32] int8: q * d
     // cp.async: the bulk copies, first chunk before the wait, were slower (8.8-9.1 against
     // 7.6 us per product from HBM; bench/results/qmatvec-round4-h100.md).
     static constexpr bool kFastBulk = false;
-    static constexpr bool kFastInterleave = false;
     static __device__ __forceinline__ void decode8(const uint8_t* b, int j, float (&v)[8]) {
         const float d = half_at(b);
         uint32_t w[2];
@@ -627,28 +623,21 @@ template <int B> __device__ __forceinline__ float byte_float(uint32_t w) {
 // Per format, for a thread that takes NW consecutive words of quants of a block, from word
 // j0 = sub * NW: the groups of x they meet (NG, and where group g starts in the block) and
 // their dot product with those groups, without d and sigma: float(sum (q - offset) * X).
-// Wq: for each of its words j, the two aligned words from that word's floor (qsel aligns them).
-// kWordStride: the thread's words are w0, w0 + kWordStride, ... (q4_0: its SPLIT threads of a block
-// interleave their words, so that the lanes of a block together load each 32-byte sector of x
-// whole, in one load instruction: 4 sectors a block in 4 instructions; with consecutive words
-// each instruction of a lane pair reads half of 2 sectors, each sector twice); else w0 = j0.
+// Wq: the NW + 1 aligned words from the floor of quant word j0 (qsel aligns them).
 template <typename F, int NW> struct fast;
 
 template <int NW> struct fast<q4_0, NW> {  // word j: weights 4j+i (low nibbles), 16+4j+i (high)
     static constexpr int kGroups = 2 * NW;
-    static constexpr int kWordStride = q4_0::kFastInterleave ? q4_0::kFastSplit : 1;
-    static __device__ __forceinline__ int group_at(int w0, int g) {
-        return g < NW ? 4 * (w0 + kWordStride * g) : 16 + 4 * (w0 + kWordStride * (g - NW));
-    }
+    static __device__ __forceinline__ int group_at(int j0, int g) { return g < NW ? 4 * (j0 + g) : 16 + 4 * (j0 + g - NW); }
     static __device__ __forceinline__ uint32_t corr(uint32_t sum_y) {  // -8 * sum X
         return 8u * (uint32_t)(4 * kGroups) * 0x808080u - 8u * sum_y;
     }
-    static __device__ __forceinline__ float dot(const uint32_t (&Wq)[2 * NW], uint32_t qsel,
+    static __device__ __forceinline__ float dot(const uint32_t (&Wq)[NW + 1], uint32_t qsel,
                                                 const uint32_t (&D)[3][kGroups], uint32_t corr) {
         int s0 = (int)corr, s1 = 0, s2 = 0;
 #pragma unroll
         for (int j = 0; j < NW; j++) {
-            const uint32_t q = __byte_perm(Wq[2 * j], Wq[2 * j + 1], qsel);
+            const uint32_t q = __byte_perm(Wq[j], Wq[j + 1], qsel);
             const uint32_t lo = q & 0x0F0F0F0Fu, hi = (q >> 4) & 0x0F0F0F0Fu;
             s0 = dp4a(lo, D[0][j], s0);
             s1 = dp4a(lo, D[1][j], s1);
@@ -664,15 +653,14 @@ template <int NW> struct fast<q4_0, NW> {  // word j: weights 4j+i (low nibbles)
 
 template <int NW> struct fast<q4_1, NW> {  // as q4_0's words, unsigned nibbles (the min m is added apart)
     static constexpr int kGroups = 2 * NW;
-    static constexpr int kWordStride = 1;
-    static __device__ __forceinline__ int group_at(int j0, int g) { return g < NW ? 4 * (j0 + g) : 16 + 4 * (j0 + g - NW); }
+    static __device__ __forceinline__ int group_at(int j0, int g) { return fast<q4_0, NW>::group_at(j0, g); }
     static __device__ __forceinline__ uint32_t corr(uint32_t) { return 0u; }
-    static __device__ __forceinline__ float dot(const uint32_t (&Wq)[2 * NW], uint32_t qsel,
+    static __device__ __forceinline__ float dot(const uint32_t (&Wq)[NW + 1], uint32_t qsel,
                                                 const uint32_t (&D)[3][kGroups], uint32_t) {
         int s0 = 0, s1 = 0, s2 = 0;
 #pragma unroll
         for (int j = 0; j < NW; j++) {
-            const uint32_t q = __byte_perm(Wq[2 * j], Wq[2 * j + 1], qsel);
+            const uint32_t q = __byte_perm(Wq[j], Wq[j + 1], qsel);
             const uint32_t lo = q & 0x0F0F0F0Fu, hi = (q >> 4) & 0x0F0F0F0Fu;
             s0 = dp4a(lo, D[0][j], s0);
             s1 = dp4a(lo, D[1][j], s1);
@@ -688,15 +676,14 @@ template <int NW> struct fast<q4_1, NW> {  // as q4_0's words, unsigned nibbles 
 
 template <int NW> struct fast<q8_0, NW> {  // word j: weights 4j+i, int8
     static constexpr int kGroups = NW;
-    static constexpr int kWordStride = 1;
     static __device__ __forceinline__ int group_at(int j0, int g) { return 4 * (j0 + g); }
     static __device__ __forceinline__ uint32_t corr(uint32_t) { return 0u; }
-    static __device__ __forceinline__ float dot(const uint32_t (&Wq)[2 * NW], uint32_t qsel,
+    static __device__ __forceinline__ float dot(const uint32_t (&Wq)[NW + 1], uint32_t qsel,
                                                 const uint32_t (&D)[3][kGroups], uint32_t) {
         int s0 = 0, s1 = 0, s2 = 0;
 #pragma unroll
         for (int j = 0; j < NW; j++) {
-            const uint32_t q = __byte_perm(Wq[2 * j], Wq[2 * j + 1], qsel);
+            const uint32_t q = __byte_perm(Wq[j], Wq[j + 1], qsel);
             s0 = dp4a(q, D[0][j], s0);
             s1 = dp4a(q, D[1][j], s1);
             s2 = dp4a(q, D[2][j], s2);
@@ -792,9 +779,7 @@ template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w
     // block t starts at 18t / 34t / 20t: 2 mod 4 when t is odd for q4_0 / q8_0, never for q4_1
     const unsigned int odd = ((t * F::kBytes) >> 1) & 1u;
     const uint8_t* floor = slab + t * F::kBytes - 2 * odd;  // d (and q4_1's m) is in its first word
-    // the thread's first quant word (fast<F, NW>::kWordStride apart), and its floor
-    const unsigned int w0 = G::kWordStride > 1 ? threadIdx.x % SPLIT : j0;
-    const uint32_t* mine = reinterpret_cast<const uint32_t*>(floor + 4 * w0);
+    const uint32_t* mine = reinterpret_cast<const uint32_t*>(floor + 4 * j0);  // quant word j0's floor
     const uint32_t* dword = reinterpret_cast<const uint32_t*>(floor);
     // the quants start 2 * odd + kHead bytes past the floor: 2 (select bytes 2..5) or 4 (the next word)
     const uint32_t qsel = 2 * odd + F::kHead == 4 ? 0x7654u : 0x5432u, dsel = odd ? 0x4432u : 0x4410u;
@@ -833,7 +818,7 @@ template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w
             float4 xv[NG];  // x first: its loads are not queued behind the slab's
 #pragma unroll
             for (int g = 0; g < NG; g++) {
-                xv[g] = active ? *reinterpret_cast<const float4*>(xr + (c0 + t) * F::kElems + G::group_at(w0, g))
+                xv[g] = active ? *reinterpret_cast<const float4*>(xr + (c0 + t) * F::kElems + G::group_at(j0, g))
                                : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
             }
             const uint8_t* src = wi + c0 * F::kBytes;
@@ -880,12 +865,9 @@ template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w
 #pragma unroll      // no branch per row, so the rows of a stage interleave
                     for (int i = s * RS; i < (s + 1) * RS; i++) {
                         const uint32_t* p = mine + i * (kRowBytes / 4);
-                        uint32_t Wq[2 * NW];  // (the loads of a word shared by two pairs are one)
+                        uint32_t Wq[NW + 1];
 #pragma unroll
-                        for (int j = 0; j < NW; j++) {
-                            Wq[2 * j] = p[G::kWordStride * j];
-                            Wq[2 * j + 1] = p[G::kWordStride * j + 1];
-                        }
+                        for (int j = 0; j <= NW; j++) Wq[j] = p[j];
                         const uint32_t wd = dword[i * (kRowBytes / 4)];
                         const float d = opgen::f16_to_float(__ushort_as_half((unsigned short)__byte_perm(wd, 0u, dsel)));
                         float a = fmaf(G::dot(Wq, qsel, D, corr), d * sigma, acc[i]);
@@ -1579,9 +1561,7 @@ template <typename F> __device__ __forceinline__ void qmatvec_tiled_or_general(c
 // blocks per SM its registers are bounded for: enough for a grid of 4096-row items on an H100.
 template <typename F> struct fast_launch {
     static constexpr int threads = OPGEN_QMATVEC_DP4A ? F::kFastSplit * kThreads : kThreads;
-    // 16-row items: 2 blocks, 3 with interleaved words (q4_0: without the bound its build takes 82
-    // registers, and the next product's block no longer fits beside this one's two)
-    static constexpr int want = F::kFastRows >= 16 ? (F::kFastInterleave ? 3 : 2) : F::kFastRows >= 8 ? 4 : 8;
+    static constexpr int want = F::kFastRows >= 16 ? 2 : F::kFastRows >= 8 ? 4 : 8;
     static constexpr int min_blocks = !OPGEN_QMATVEC_DP4A ? kMinBlocks : want < 2048 / threads ? want : 2048 / threads;
 };
 
