@@ -318,14 +318,6 @@ _WHOLE = {  # q4_0's dp4a path with a thread per weight block (kFastSplit 1; its
 }
 
 
-def _cluster(blocks: int) -> dict:  # q4_0's blocks per cluster sharing x (ops.yaml's QMATVEC_CLUSTER)
-    name = "static constexpr int kFastCluster = "
-    return {f"{name}OPGEN_QMATVEC_CLUSTER;": f"{name}{blocks};"}
-
-
-_MULTICAST_2 = {"F::kFastCluster > 1 ? 3 : 2)": "F::kFastCluster > 1 ? 2 : 2)"}
-
-
 def _rows(fmt: str, rows: int) -> dict:  # the dp4a path's rows per item (ops.yaml's kernel fact) for one variant
     name = f"kFastRows = OPGEN_QMATVEC_FAST_ROWS_{fmt.upper()}"
     return {name: f"kFastRows = {rows}"}
@@ -333,13 +325,7 @@ def _rows(fmt: str, rows: int) -> dict:  # the dp4a path's rows per item (ops.ya
 
 EXPLORE = {
     "q4_0": [
-        ("shipped: bulk copies, 2 stages, first chunk before the wait, x multicast in clusters of 4", 256, 16, {}),
-        # Round 11 (stop 22): each block of a cluster copies 1/CL of a chunk's x with a bulk copy
-        # multicast to every block of the cluster (L2 read once a cluster), against none
-        ("no clusters (stop 21's kernel)", 256, 16, _cluster(1)),
-        ("x multicast in clusters of 2", 256, 16, _cluster(2)),
-        ("x multicast in clusters of 8", 256, 16, _cluster(8)),
-        ("x multicast in clusters of 4, launch bounds of 2 blocks/SM", 256, 16, _MULTICAST_2),
+        ("shipped: bulk copies, 2 stages, first chunk before the wait", 256, 16, {}),
         # (stop 19's row had no kernel change: 16-row items on a grid of 512, half the blocks idle)
         ("8 rows per item", 256, 8, _rows("q4_0", 8)),
         # Round 6 (stop 20; qmatvec-round6-h100.log): x in 2 digits, 32 rows per item in dynamic shared
@@ -358,6 +344,8 @@ EXPLORE = {
         # through distributed shared memory, correct but slower (7.17 / 7.69 us); commit 08096bd.
         # Round 10 (stop 22; qmatvec-round10-h100.log): a block's two threads interleaving their quant
         # words (x's loads in whole sectors), at 3 blocks/SM: 5.50-5.53 us; commit 1fe4a5e.
+        # Round 11 (stop 22; qmatvec-round11-h100.log): x multicast to the blocks of a cluster of 2, 4
+        # or 8 by bulk copies into dynamic shared memory: 5.38-5.44 us; commit 981c140.
     ],
     "q4_1": [
         ("shipped: bulk copies, 2 stages, first chunk before the wait", 256, 16, {}),
@@ -530,11 +518,10 @@ def floor_quant(rows: dict) -> None:
     launch = kernels_hip.launch_qmatvec_q4_0
     item_rows, threads = gpu_quant.qmatvec_launch(rt, "q4_0")
     grid = -(-N // item_rows)
-    one = gpu_quant.qmatvec_grid(rt, 0, "q4_0", 1)  # one cluster on sm_90 (the others' blocks take no rows)
     for label, g, n, k in (
         (f"no rows, grid {grid}", grid, 0, K),
-        (f"no rows, grid {one}", one, 0, K),
-        (f"16 x 256 weights, grid {one}", one, 16, 256),
+        ("no rows, grid 1", 1, 0, K),
+        ("16 x 256 weights, grid 1", 1, 16, 256),
     ):
         seconds = graph_seconds(
             lambda i, g=g, n=n, k=k: launch(rt.launch, g, threads, stream, q.buf.ptr, x_buf.ptr, y.ptr, n, k, 1),

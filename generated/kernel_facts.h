@@ -85,12 +85,6 @@
 // qmatvec_q8_0, the dp4a path: weight rows per item (kFastRows)
 #define OPGEN_QMATVEC_FAST_ROWS_Q8_0 8
 
-// qmatvec_q4_0, the dp4a path on cuda sm_90: thread blocks per cluster, which share x's loads (kFastCluster); its grids a multiple of it
-#define OPGEN_QMATVEC_CLUSTER 4
-
-// qmatvec_q4_0 on cuda sm_90: bytes of dynamic shared memory its launches pass, a chunk's x (QMATVEC_THREADS weight blocks of f32) that the blocks of a cluster multicast to each other
-#define OPGEN_QMATVEC_SHARED_X 16384
-
 // qmatvec_q4_k, the K path (blocks of QMATVEC_THREADS): weight rows per item (kKRows)
 #define OPGEN_QMATVEC_K_ROWS_Q4_K 8
 

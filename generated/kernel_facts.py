@@ -80,12 +80,6 @@ QMATVEC_FAST_ROWS_Q4_1 = 16
 #: qmatvec_q8_0, the dp4a path: weight rows per item (kFastRows)
 QMATVEC_FAST_ROWS_Q8_0 = 8
 
-#: qmatvec_q4_0, the dp4a path on cuda sm_90: thread blocks per cluster, which share x's loads (kFastCluster); its grids a multiple of it
-QMATVEC_CLUSTER = 4
-
-#: qmatvec_q4_0 on cuda sm_90: bytes of dynamic shared memory its launches pass, a chunk's x (QMATVEC_THREADS weight blocks of f32) that the blocks of a cluster multicast to each other
-QMATVEC_SHARED_X = 16384
-
 #: qmatvec_q4_k, the K path (blocks of QMATVEC_THREADS): weight rows per item (kKRows)
 QMATVEC_K_ROWS_Q4_K = 8
 

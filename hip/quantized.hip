@@ -142,8 +142,6 @@ struct q4_0 {  // d (f16), qs[16]: weight i < 16 the low nibble of qs[i], i + 16
     // The dp4a path's slab by bulk copies on sm_90 (OPGEN_QMV_SM90), first chunk early: 4.98-4.99
     // against 5.33-5.36 us per product from HBM (bench/results/qmatvec-round4-h100.md).
     static constexpr bool kFastBulk = true;
-    // With the bulk copies: thread blocks per cluster that multicast each other x (qmatvec_dp4a).
-    static constexpr int kFastCluster = OPGEN_QMATVEC_CLUSTER;
     static __device__ __forceinline__ void decode8(const uint8_t* b, int j, float (&v)[8]) {
         const float d = half_at(b);
         uint32_t w[2];
@@ -187,7 +185,6 @@ struct q4_1 {  // d, m (f16), qs[16] as q4_0: q * d + m
     static constexpr int kFastRows = OPGEN_QMATVEC_FAST_ROWS_Q4_1, kFastSplit = OPGEN_QMATVEC_FAST_THREADS / kThreads, kFastStages = 4;
     static constexpr int kFastPrefetchFrom = 0;
     static constexpr bool kFastBulk = true;  // as q4_0's: 5.09-5.28 against 5.55-5.88 us
-    static constexpr int kFastCluster = 1;
     static __device__ __forceinline__ void decode8(const uint8_t* b, int j, float (&v)[8]) {
         const float d = half_at(b), m = half_at(b + 2);
         uint32_t w[2];
@@ -208,7 +205,6 @@ struct q8_0 {  // d (f16), qs[32] int8: q * d
     // cp.async: the bulk copies, first chunk before the wait, were slower (8.8-9.1 against
     // 7.6 us per product from HBM; bench/results/qmatvec-round4-h100.md).
     static constexpr bool kFastBulk = false;
-    static constexpr int kFastCluster = 1;
     static __device__ __forceinline__ void decode8(const uint8_t* b, int j, float (&v)[8]) {
         const float d = half_at(b);
         uint32_t w[2];
@@ -572,27 +568,6 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
             : "memory");
     } while (!done);
 }
-
-// A thread block cluster's barrier in two halves, arrive and wait (until every thread of the
-// cluster has arrived), relaxed: they order nothing here but the bulk copies they separate
-// (the arrive's release form compiles to a GPU-wide memory barrier, MEMBAR.ALL.GPU).
-__device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.aligned;\n" ::: "memory"); }
-// A bulk copy multicast: bytes from global src to shared dst of every block of the cluster in
-// `ranks` (a bit a block), at dst's offset there; each one's barrier at bar's offset counts them.
-__device__ __forceinline__ void bulk_copy_multicast(void* dst, const void* src, uint32_t bytes, uint64_t* bar,
-                                                    uint16_t ranks) {
-    asm volatile(
-        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1], %2, [%3], %4;\n" ::
-            "r"(shared_addr(dst)),
-        "l"(src), "r"(bytes), "r"(shared_addr(bar)), "h"(ranks)
-        : "memory");
-}
-__device__ __forceinline__ uint32_t dynamic_shared_bytes() {
-    uint32_t r;
-    asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(r));
-    return r;
-}
 #endif
 
 __device__ __forceinline__ float max_nan(float a, float b) {  // NaN if either is
@@ -797,24 +772,10 @@ template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w
     constexpr int kRowBytes = kThreads * F::kBytes;  // a chunk row in shared memory (multiple of 16)
     __shared__ __align__(16) uint8_t slab[R * kRowBytes + 16];  // +16: the last block's trailing word
     __shared__ float partial[kWarps][R];
-    // Clusters of CL blocks (sm_90, the bulk path; q4_0): each block copies 1/CL of a chunk's x
-    // with a bulk copy multicast to every block of the cluster, into dynamic shared memory
-    // (ops.yaml's QMATVEC_SHARED_X bytes, which the runtime passes to these builds): L2 reads x
-    // once a cluster, not once a block (every block reads all of it, all at the same moment
-    // after the wait; bench/results/gpu-notes.md, q4_0 rounds 9 and 11). Launched without those
-    // bytes, each block loads all of x itself, as without clusters.
-    constexpr int CL = B ? F::kFastCluster : 1;
-    static_assert(CL >= 1 && 8 % CL == 0, "a cluster divides a chunk's blocks (a multiple of 8)");
-    static_assert(CL == 1 || kThreads * F::kElems * 4 == OPGEN_QMATVEC_SHARED_X, "a chunk's x: QMATVEC_SHARED_X bytes");
-    extern __shared__ __align__(16) float xchunk[];
     const unsigned int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     const unsigned int t = threadIdx.x / SPLIT, j0 = (threadIdx.x % SPLIT) * NW;  // block, first word
     const size_t row_blocks = k / F::kElems, row_bytes = row_blocks * F::kBytes;
-    // Items: groups of R weight rows against one row of x. A cluster takes CL consecutive groups
-    // against one row of x at a time (a cluster item; a block past the last group only copies its
-    // part of x), all its blocks the same count of them; without clusters (CL 1) an item each.
-    const size_t groups = (n + R - 1) / R, citems = (groups + CL - 1) / CL * rows;
-    const unsigned int rank = blockIdx.x % CL;  // in its cluster (1-D clusters of consecutive blocks)
+    const size_t items = (n + R - 1) / R * rows;
     // block t starts at 18t / 34t / 20t: 2 mod 4 when t is odd for q4_0 / q8_0, never for q4_1
     const unsigned int odd = ((t * F::kBytes) >> 1) & 1u;
     const uint8_t* floor = slab + t * F::kBytes - 2 * odd;  // d (and q4_1's m) is in its first word
@@ -824,39 +785,28 @@ template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w
     const uint32_t qsel = 2 * odd + F::kHead == 4 ? 0x7654u : 0x5432u, dsel = odd ? 0x4432u : 0x4410u;
 #if OPGEN_QMV_SM90
     __shared__ __align__(8) uint64_t landed[S];  // stage s's rows have landed (a phase a chunk)
-    __shared__ __align__(8) uint64_t x_landed;   // clusters: the chunk's x has landed (a phase a chunk)
     uint32_t parity = 0u;                          // of the barriers' current phase (one per chunk)
-    const bool multicast = CL > 1 && dynamic_shared_bytes() >= (uint32_t)(kThreads * F::kElems * 4);
     if constexpr (B) {
         if (threadIdx.x == 0) {
 #pragma unroll
             for (int s = 0; s < S; s++) mbar_init(&landed[s]);
-            if (CL > 1) mbar_init(&x_landed);
             mbar_init_fence();
-        }
-        if constexpr (CL > 1) {  // every block's barrier initialised before any copy lands there
-            cluster_arrive();
-            cluster_wait();
         }
         // The first item's first chunk of weights is copied before the wait for the kernel
         // before (qmatvec_fast leaves the wait to this function; see there why it may).
-        if (warp == 0 && (size_t)(blockIdx.x / CL) < citems) {
+        if (warp == 0 && (size_t)blockIdx.x < items) {
             __syncwarp();  // thread 0's initialisation, for the lanes that arm
-            const size_t group = blockIdx.x / CL / rows * CL + rank, n0 = group * R;
+            const size_t n0 = blockIdx.x / rows * R;
             const int cb = row_blocks < (size_t)kThreads ? (int)row_blocks : kThreads;
-            // (no rows past the last group: the barriers armed with nothing complete at once)
-            const int nrows = group >= groups ? 0 : n - n0 < (size_t)R ? (int)(n - n0) : R;
-            bulk_chunk<F, S>(slab, landed, w + n0 * row_bytes, row_bytes, nrows, cb, lane);
+            bulk_chunk<F, S>(slab, landed, w + n0 * row_bytes, row_bytes, n - n0 < (size_t)R ? (int)(n - n0) : R, cb,
+                             lane);
         }
         wait_for_predecessor();
     }
 #endif
-#if OPGEN_QMV_SM90
-    uint32_t x_parity = 0u;  // of x_landed's current phase
-#endif
-    for (size_t item = blockIdx.x / CL; item < citems; item += gridDim.x / CL) {
-        const size_t r = item % rows, group = item / rows * CL + rank, n0 = group * R;
-        const int nrows = group >= groups ? 0 : n - n0 < (size_t)R ? (int)(n - n0) : R;
+    for (size_t item = blockIdx.x; item < items; item += gridDim.x) {
+        const size_t n0 = item / rows * R, r = item % rows;
+        const int nrows = n - n0 < (size_t)R ? (int)(n - n0) : R;
         const uint8_t* wi = w + n0 * row_bytes;
         const float* xr = x + r * k;
         float acc[R];
@@ -866,24 +816,10 @@ template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w
             const int cb = row_blocks - c0 < (size_t)kThreads ? (int)(row_blocks - c0) : kThreads;
             const bool active = (int)t < cb;
             float4 xv[NG];  // x first: its loads are not queued behind the slab's
-#if OPGEN_QMV_SM90
-            if (multicast) {
-                // every block has read the chunk before's x (it arrived after), so it may be overwritten
-                if (!(item == blockIdx.x / CL && c0 == 0)) cluster_wait();
-                if (threadIdx.x == 0) {
-                    const int seg = cb * F::kElems / CL;  // floats of x each block copies
-                    mbar_arm(&x_landed, (uint32_t)(cb * F::kElems * 4));
-                    bulk_copy_multicast(xchunk + rank * seg, xr + c0 * F::kElems + (size_t)rank * seg,
-                                        (uint32_t)(seg * 4), &x_landed, (uint16_t)((1u << CL) - 1u));
-                }
-            } else
-#endif
-            {
 #pragma unroll
-                for (int g = 0; g < NG; g++) {
-                    xv[g] = active ? *reinterpret_cast<const float4*>(xr + (c0 + t) * F::kElems + G::group_at(j0, g))
-                                   : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-                }
+            for (int g = 0; g < NG; g++) {
+                xv[g] = active ? *reinterpret_cast<const float4*>(xr + (c0 + t) * F::kElems + G::group_at(j0, g))
+                               : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
             }
             const uint8_t* src = wi + c0 * F::kBytes;
 #if OPGEN_QMV_SM90
@@ -892,7 +828,7 @@ template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w
                 // initialised): every thread has passed its last read of the slab and of `partial`
                 __syncthreads();
                 // (the block's first chunk was issued before the wait, above)
-                if (warp == 0 && !(item == blockIdx.x / CL && c0 == 0)) {
+                if (warp == 0 && !(item == blockIdx.x && c0 == 0)) {
                     bulk_chunk<F, S>(slab, landed, src, row_bytes, nrows, cb, lane);
                 }
             } else
@@ -908,25 +844,9 @@ template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w
                     for (int s = 0; s < S; s++) copy_stage<F, RS, 0>(slab, src, row_bytes, s, nrows, pieces);
                 }
             }
-#if OPGEN_QMV_SM90
-            if (multicast) {
-                mbar_wait(&x_landed, x_parity);  // every block's part of the chunk's x has landed here
-                x_parity ^= 1u;
-#pragma unroll
-                for (int g = 0; g < NG; g++) {
-                    xv[g] = active ? *reinterpret_cast<const float4*>(xchunk + t * F::kElems + G::group_at(j0, g))
-                                   : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-                }
-            }
-#endif
             uint32_t D[3][NG], sum_y;
             float sigma;
             quantize_x<NG, SPLIT>(xv, D, sum_y, sigma);  // every lane: the max is shuffled
-#if OPGEN_QMV_SM90
-            // x read (its values used): the block arrives, for the next chunk's copies and for
-            // the end, where it waits: no block leaves while a copy it issued may still land
-            if (multicast) cluster_arrive();
-#endif
             const uint32_t corr = G::corr(sum_y);
             // q4_1: the min's share, m * sum x = m * sigma * sum X (sum_y less its 0x808080 per value)
             const float xsum = F::kHead == 4 ? sigma * (float)(int)(sum_y - (uint32_t)(4 * NG) * 0x808080u) : 0.0f;
@@ -969,9 +889,6 @@ template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w
             y[r * n + n0 + threadIdx.x] = sum;
         }
     }
-#if OPGEN_QMV_SM90
-    if (multicast && (size_t)(blockIdx.x / CL) < citems) cluster_wait();
-#endif
 }
 #endif  // OPGEN_QMATVEC_DP4A
 
@@ -1644,10 +1561,7 @@ template <typename F> __device__ __forceinline__ void qmatvec_tiled_or_general(c
 // blocks per SM its registers are bounded for: enough for a grid of 4096-row items on an H100.
 template <typename F> struct fast_launch {
     static constexpr int threads = OPGEN_QMATVEC_DP4A ? F::kFastSplit * kThreads : kThreads;
-    // 16-row items: 2 blocks, or 3 where x is multicast in clusters (sm_90 q4_0: its build would
-    // otherwise take 102 registers, and the next product's block no longer fit beside this one's two)
-    static constexpr int want = F::kFastRows >= 16 ? (OPGEN_QMV_SM90 && F::kFastBulk && F::kFastCluster > 1 ? 3 : 2)
-                                : F::kFastRows >= 8 ? 4 : 8;
+    static constexpr int want = F::kFastRows >= 16 ? 2 : F::kFastRows >= 8 ? 4 : 8;
     static constexpr int min_blocks = !OPGEN_QMATVEC_DP4A ? kMinBlocks : want < 2048 / threads ? want : 2048 / threads;
 };
 
@@ -1696,7 +1610,7 @@ template <typename F> __device__ __forceinline__ void qmatvec_fast(const uint8_t
 // point checks against `waits`). The general path by default; q4_0, q4_1 and q8_0 the fast
 // one, q4_k and q6_k the K path (the integer one on NVIDIA sm_80 and up).
 template <typename F> struct qmatvec_of {
-    static constexpr int threads = kThreads, min_blocks = kMinBlocks, cluster = 1;
+    static constexpr int threads = kThreads, min_blocks = kMinBlocks;
     static constexpr bool waits = false;
     static __device__ __forceinline__ void run(const uint8_t* w, const float* x, float* y, size_t n, size_t k,
                                                size_t rows) {
@@ -1705,7 +1619,6 @@ template <typename F> struct qmatvec_of {
 };
 template <typename F> struct qmatvec_fast_of {
     static constexpr int threads = fast_launch<F>::threads, min_blocks = fast_launch<F>::min_blocks;
-    static constexpr int cluster = OPGEN_QMV_SM90 && F::kFastBulk ? F::kFastCluster : 1;  // blocks sharing x
     static constexpr bool waits = true;  // wait_for_predecessor (on NVIDIA sm_90, where launches are programmatic)
     static __device__ __forceinline__ void run(const uint8_t* w, const float* x, float* y, size_t n, size_t k,
                                                size_t rows) {
@@ -1714,7 +1627,7 @@ template <typename F> struct qmatvec_fast_of {
 };
 template <typename K, typename P, int MB = 0> struct qmatvec_k_of {
     // MB: the launch bounds' resident blocks per SM on sm_90 (kKMinBlocks elsewhere)
-    static constexpr int threads = kThreads, min_blocks = OPGEN_QMV_SM90 && MB > 0 ? MB : kKMinBlocks, cluster = 1;
+    static constexpr int threads = kThreads, min_blocks = OPGEN_QMV_SM90 && MB > 0 ? MB : kKMinBlocks;
     static constexpr bool waits = true;  // wait_for_predecessor (on NVIDIA sm_90, where launches are programmatic)
     static __device__ __forceinline__ void run(const uint8_t* w, const float* x, float* y, size_t n, size_t k,
                                                size_t rows) {
@@ -1728,15 +1641,6 @@ template <> struct qmatvec_of<q4_k> : qmatvec_k_of<q4_k_lean, q4_k_path, 5> {};
 template <> struct qmatvec_of<q6_k> : qmatvec_k_of<q6_k_pair, q6_k_path, 5> {};
 
 }  // namespace
-
-// The entry points' cluster dims: on sm_90, qmatvec_<F> runs in clusters of qmatvec_of<F>::cluster
-// blocks (q4_0's multicast x to each other in them; 1 for the others), and a grid must be a
-// multiple of it (runtime/gpu/quant.py's qmatvec_grid). No clusters elsewhere.
-#if OPGEN_QMV_SM90
-#define OPGEN_QMATVEC_CLUSTER_DIMS(F) __cluster_dims__(qmatvec_of<F>::cluster, 1, 1)
-#else
-#define OPGEN_QMATVEC_CLUSTER_DIMS(F)
-#endif
 
 // The entry points, one per (pattern, values) of ops.yaml's `kernel:` patterns: generated by gen
 // from templates/hip/quantized.h.j2.

@@ -18,7 +18,7 @@ import threading
 
 import numpy as np
 
-from generated.kernel_facts import PROGRAMMATIC_KERNELS, QMATVEC_SHARED_X
+from generated.kernel_facts import PROGRAMMATIC_KERNELS
 from runtime.errors import BackendUnavailable
 from runtime.gpu import interop as gpu_interop
 from runtime.gpu.cudnn import Cudnn
@@ -90,12 +90,6 @@ _PROGRAMMATIC_SERIALIZATION = 6
 #: entry points assert that each kernel named there waits).
 
 
-#: Kernels whose sm_90 builds take dynamic shared memory: name -> bytes each launch passes
-#: (ops.yaml's kernel_facts; hip/quantized.hip's qmatvec_dp4a keeps a chunk of x there, which
-#: the blocks of a cluster multicast to each other). Builds for older devices take none.
-DYNAMIC_SHARED = {"qmatvec_q4_0": QMATVEC_SHARED_X}
-
-
 # cuInit failures, by error name (the enum's members differ between cuda-python releases).
 _INIT_ERRORS = {
     "CUDA_ERROR_NO_DEVICE": "no device",
@@ -158,7 +152,6 @@ class CudaDriver(StreamDriver):
         self._devices: dict[int, object] = {}
         self._local = threading.local()  # per thread: the current ordinal, the launch argument holders
         self._programmatic: set[int] = set()  # functions of PROGRAMMATIC_KERNELS built for sm_90 and up
-        self._dynamic_shared: dict[int, int] = {}  # functions of DYNAMIC_SHARED built for sm_90 and up -> bytes
         self._blas_handles: dict[int, int] = {}  # ordinal -> cuBLAS handle
         self._blas_streams: dict[int, int | None] = {}  # ordinal -> the stream its handle is bound to
 
@@ -280,27 +273,21 @@ class CudaDriver(StreamDriver):
 
     def function(self, module, name: str):
         fn = super().function(module, name)
-        if name in PROGRAMMATIC_KERNELS or name in DYNAMIC_SHARED:
+        if name in PROGRAMMATIC_KERNELS:
             cu = _driver_api()
             version = self._call(
                 "cuFuncGetAttribute",
                 cu.cuFuncGetAttribute(cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_BINARY_VERSION, fn),
             )
-            if version >= 90 and name in PROGRAMMATIC_KERNELS:  # griddepcontrol and the launch attribute
+            if version >= 90:  # griddepcontrol and the launch attribute: sm_90 and up
                 self._programmatic.add(int(fn))
-            if version >= 90 and name in DYNAMIC_SHARED:
-                # past 48 KB with the static part only by this opt-in, set once per function
-                attribute = cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-                self._call("cuFuncSetAttribute", cu.cuFuncSetAttribute(fn, attribute, DYNAMIC_SHARED[name]))
-                self._dynamic_shared[int(fn)] = DYNAMIC_SHARED[name]
         return fn
 
     def launch(self, fn, grid: int, block: int, stream, args: tuple, types: tuple) -> None:
         address = kernel_params(self._local, types, args)
         cu_launch = _libcuda_symbol("cuLaunchKernel")
-        shared = self._dynamic_shared.get(int(fn), 0)
         if cu_launch is None:
-            (err,) = _driver_api().cuLaunchKernel(fn, grid, 1, 1, block, 1, 1, shared, stream, address, 0)
+            (err,) = _driver_api().cuLaunchKernel(fn, grid, 1, 1, block, 1, 1, 0, stream, address, 0)
         else:
             err = cu_launch(
                 ctypes.c_void_p(int(fn)),
@@ -310,7 +297,7 @@ class CudaDriver(StreamDriver):
                 _dim(block),
                 1,
                 1,
-                shared,
+                0,
                 ctypes.c_void_p(int(stream)),
                 ctypes.c_void_p(address),
                 None,
@@ -327,8 +314,7 @@ class CudaDriver(StreamDriver):
         good), and the block's x dim and the stream's handle are written when they change.
         Other threads, other signatures and values the pack refuses take `launch`. The
         functions of PROGRAMMATIC_KERNELS (as `function` found them) carry the programmatic
-        stream serialization attribute; `launch` never does. Both pass the dynamic shared
-        memory of DYNAMIC_SHARED's functions."""
+        stream serialization attribute; `launch` never does."""
         launch_ex = _libcuda_symbol("cuLaunchKernelEx", LAUNCH_HOLDS_GIL)
         fields = [(f"a{i}", t) for i, t in enumerate(types)] + [
             ("config", _LaunchConfig),
@@ -344,9 +330,8 @@ class CudaDriver(StreamDriver):
             *(base + getattr(frame_type, f"a{i}").offset for i in range(len(types)))
         )
         config = frame.config
-        # attrs, numAttrs: 0 (but for programmatic launches, below)
+        # sharedMemBytes, attrs, numAttrs: 0
         config.gridDimY = config.gridDimZ = config.blockDimY = config.blockDimZ = 1
-        config.sharedMemBytes = self._dynamic_shared.get(int(fn), 0)
         block_at = frame_type.config.offset + _LaunchConfig.blockDimX.offset
         pack_block = struct.Struct("@I").pack_into  # range-checked as the grid is
         if int(fn) in self._programmatic:

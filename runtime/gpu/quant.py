@@ -16,7 +16,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from generated.kernel_facts import (
-    QMATVEC_CLUSTER,
     QMATVEC_FAST_ROWS_Q4_0,
     QMATVEC_FAST_ROWS_Q4_1,
     QMATVEC_FAST_ROWS_Q8_0,
@@ -46,10 +45,6 @@ QMATVEC_FAST = {
     "q4_1": (QMATVEC_FAST_ROWS_Q4_1, QMATVEC_FAST_THREADS),
     "q8_0": (QMATVEC_FAST_ROWS_Q8_0, QMATVEC_FAST_THREADS),
 }
-#: Thread blocks per cluster of qmatvec_<fmt> on cuda: on sm_90 its entry point carries cluster
-#: dims (hip/quantized.hip's qmatvec_of<F>::cluster; q4_0's blocks share x's loads), and a grid
-#: must be a whole number of clusters. The other formats: 1.
-QMATVEC_CLUSTERS = {"q4_0": QMATVEC_CLUSTER}
 #: The K path of q4_k and q6_k (every backend; integer dot products on cuda sm_80 and up):
 #: (rows per item, threads per block), hip/quantized.hip's (F::kKRows, kThreads).
 QMATVEC_K = {"q4_k": (QMATVEC_K_ROWS_Q4_K, QMATVEC_THREADS), "q6_k": (QMATVEC_K_ROWS_Q6_K, QMATVEC_THREADS)}
@@ -141,12 +136,9 @@ def _kernel(op: str, rt: GpuRuntime, table: dict, pattern: K, fmt: str):
     return fn
 
 
-def qmatvec_grid(rt: GpuRuntime, ordinal: int, fmt: str, items: int) -> int:
-    """The grid of qmatvec_<fmt> for `items`: a thread block per item, capped as
-    GpuRuntime.geometry caps every grid-stride kernel, then rounded up to whole clusters
-    (QMATVEC_CLUSTERS; the blocks past the last item take no rows)."""
-    cluster = QMATVEC_CLUSTERS.get(fmt, 1) if rt.name == "cuda" else 1
-    return -(-rt.geometry(items * BLOCK, ordinal) // cluster) * cluster
+def _grid(rt: GpuRuntime, ordinal: int, items: int) -> int:
+    """A thread block per item, capped as GpuRuntime.geometry caps every grid-stride kernel."""
+    return rt.geometry(items * BLOCK, ordinal)
 
 
 def qmatvec_launch(rt: GpuRuntime, fmt: str) -> tuple[int, int]:
@@ -230,7 +222,7 @@ def q_matmul(
         return out
     item_rows, threads = qmatvec_launch(rt, q.fmt)
     items = -(-n // item_rows) * rows
-    fn(rt.launch, qmatvec_grid(rt, ordinal, q.fmt, items), threads, stream, q.buf.ptr, dense.ptr, out.ptr, n, k, rows)
+    fn(rt.launch, _grid(rt, ordinal, items), threads, stream, q.buf.ptr, dense.ptr, out.ptr, n, k, rows)
     return out
 
 

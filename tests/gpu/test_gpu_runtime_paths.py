@@ -1192,14 +1192,9 @@ class FakeCudaApi:
 
     class CUfunction_attribute:  # noqa: N801  (cuda-python's name)
         CU_FUNC_ATTRIBUTE_BINARY_VERSION = "binary version"
-        CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = "max dynamic shared"
 
     def __init__(self, version):
-        self.version, self.looked_up, self.set = version, [], []
-
-    def cuFuncSetAttribute(self, fn, attribute, value):  # noqa: N802
-        self.set.append((fn, attribute, value))
-        return (0,)
+        self.version, self.looked_up = version, []
 
     def cuModuleGetFunction(self, module, name):  # noqa: N802
         self.looked_up.append(name.decode())
@@ -1240,31 +1235,6 @@ def test_only_the_kernels_that_wait_for_their_predecessor_launch_programmaticall
             else:
                 assert (attrs, count) == (None, 0), name
     assert api.looked_up == list(names)
-
-
-@pytest.mark.parametrize("version", [90, 80])
-def test_dynamic_shared_memory_goes_with_the_sm90_builds_of_its_kernels(monkeypatch, version):
-    """qmatvec_q4_0 built for sm_90 keeps a chunk of x in dynamic shared memory: its function
-    gets the opt-in for that many bytes once, and every launch passes them, prepared or plain;
-    other kernels, and its build for an older GPU, pass none and set nothing."""
-    import runtime.cuda as cuda
-
-    types = (ctypes.c_void_p,) * 3 + (ctypes.c_size_t,) * 3
-    lib, api = FakeLibcuda(types), FakeCudaApi(version)
-    monkeypatch.setattr(cuda, "_libcuda_symbol", lib.symbol)
-    monkeypatch.setattr(cuda, "_driver_api", lambda: api)
-    driver = cuda.CudaDriver()
-    assert cuda.DYNAMIC_SHARED == {"qmatvec_q4_0": cuda.QMATVEC_SHARED_X}
-    functions = {name: driver.function("module", name) for name in ("qmatvec_q4_0", "qmatvec_q8_0", "affine_f32")}
-    shared = {name: cuda.QMATVEC_SHARED_X if version >= 90 and name == "qmatvec_q4_0" else 0 for name in functions}
-    want_set = [(functions["qmatvec_q4_0"], "max dynamic shared", cuda.QMATVEC_SHARED_X)] if version >= 90 else []
-    assert api.set == want_set
-    args = (0x1000, 0x2000, 0x3000, 4096, 4096, 1)
-    for name, fn in functions.items():
-        driver.launcher(fn, types)(256, 256, 0x5000, args, types)
-        assert lib.calls[-1][0] == "ex" and lib.calls[-1][2][6] == shared[name], name
-        driver.launch(fn, 256, 256, 0x5000, args, types)
-        assert lib.calls[-1][0] == "plain" and lib.calls[-1][2][6] == shared[name], name
 
 
 # -- convolutions through the BLAS -----------------------------------------------------------
