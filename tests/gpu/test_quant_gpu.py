@@ -383,6 +383,7 @@ def test_matmul_on_any_grid_is_the_same(fmt):
     launch = getattr(kernels_hip, f"launch_qmatvec_{fmt}")
     item_rows, threads = gpu_quant.qmatvec_launch(rt, fmt)
     items = -(-n // item_rows) * rows
+    assert items > 7, items  # every smaller grid below strides over items
     got = {}
     for grid in (items, 1, 2, 7):
         y = rt.alloc(0, rows * n, np.dtype(np.float32))  # poisoned: an unwritten output is NaN
