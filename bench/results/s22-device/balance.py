@@ -1,5 +1,7 @@
 """q4_0 per product against n: is the shipped kernel bound by 256 items on 132 SMs?"""
+
 import sys
+
 sys.path.insert(0, ".")
 import bench.gpu_quant as gq
 
