@@ -27,7 +27,7 @@ system-deps:
 ## gen: set up, regenerate generated/ from ops.yaml, run the demo on every available backend
 gen: $(SETUP)
 	$(BIN)/gen
-	$(BIN)/python -m generator.demo
+	$(BIN)/python -m generator.tools.demo
 
 ## lint: ruff (lint and format), and mypy (the generator, and each runtime module against its Protocol)
 lint: $(SETUP)

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import click
 
-from generator import __version__, stamp
+from . import __version__
+from .output import stamp
 
 EXIT_STALE = 1
 EXIT_MISSING = 1  # gen audit found a dispatch without some backend
@@ -21,9 +22,9 @@ DEFAULT_OUT = Path("generated")  # --out where the registry declares no targets
 
 def _load(registry: Path):
     """The validated model; on a broken registry print every error and exit 2."""
-    from generator.diagnostics import RegistryError
-    from generator.loader import load_file
-    from generator.validate import validate
+    from .registry.diagnostics import RegistryError
+    from .registry.loader import load_file
+    from .registry.validate import validate
 
     if registry.is_dir():
         click.echo(
@@ -42,8 +43,8 @@ def _load(registry: Path):
 
 
 def _render(model, output):
-    from generator.render import RenderError
-    from generator.targets import render
+    from .targets import render
+    from .targets.python import RenderError
 
     try:
         return render(model, output)
@@ -110,8 +111,8 @@ def main(ctx: click.Context, registry: Path, out: Path | None, check: bool, patc
             _write_patch(patch, "")
             click.echo(f"{home}: {current} generated files up to date")
             return
-    from generator.targets import template_files
-    from generator.writer import OutputError, WriteRefused, apply, plan
+    from .output.writer import OutputError, WriteRefused, apply, plan
+    from .targets import template_files
 
     model = _load(registry)
     outputs = _outputs(model, out)
@@ -173,7 +174,7 @@ def main(ctx: click.Context, registry: Path, out: Path | None, check: bool, patc
 
 def _outputs(model, out: Path | None):
     """The target folders of this run; --out on a registry with no python target is refused."""
-    from generator.targets import TargetsRefused, outputs
+    from .targets import TargetsRefused, outputs
 
     try:
         return outputs(model, out)
@@ -184,7 +185,7 @@ def _outputs(model, out: Path | None):
 
 def _lock(ctx: click.Context, outs: list[Path], check: bool) -> None:
     """Hold the output directories' locks until the command ends: runs on one tree take turns."""
-    from generator.writer import locked
+    from .output.writer import locked
 
     def waiting(out: Path) -> None:
         click.echo(f"{out}: another gen is writing here; waiting for it", err=True)
@@ -193,7 +194,7 @@ def _lock(ctx: click.Context, outs: list[Path], check: bool) -> None:
 
 
 def _say_if_interrupted(out: Path, result, check: bool) -> None:
-    from generator.writer import JOURNAL, interrupted
+    from .output.writer import JOURNAL, interrupted
 
     changing = interrupted(out)
     if changing is not None and result.stale:
@@ -206,7 +207,7 @@ def _say_if_interrupted(out: Path, result, check: bool) -> None:
 
 
 def _git_patch(out: Path, result) -> str:
-    from generator.patch import PatchRefused, git_patch
+    from .output.patch import PatchRefused, git_patch
 
     try:
         return git_patch(out, result, Path.cwd())
@@ -219,7 +220,7 @@ def _write_patch(patch: Path | None, text: str) -> None:
     """Written even when empty, so that a patch left by an earlier run never outlives it."""
     if patch is None:
         return
-    from generator import atomic
+    from .output import atomic
 
     if not patch.parent.is_dir():
         click.echo(f"error: {patch.parent} is not a directory; no patch written", err=True)
@@ -237,7 +238,7 @@ def parity(ctx: click.Context, fmt: str) -> None:
     'yes' the runtime implements it, 'fallback' it runs on the fallback backend through
     host memory, 'hook' a custom op's <backend>_fwd runs it, 'MISSING' it raises.
     """
-    from generator.parity import parity_rows, render_table
+    from .tools.parity import parity_rows, render_table
 
     rows = parity_rows(_load(ctx.obj["registry"]))
     if fmt == "json":
@@ -250,7 +251,7 @@ def parity(ctx: click.Context, fmt: str) -> None:
 @click.option("--write", is_flag=True, help=f"Write it to {SCHEMA_PATH.name} beside the generator.")
 def schema(write: bool) -> None:
     """Print the JSON Schema of the registry format (for YAML editors)."""
-    from generator.spec import registry_json_schema
+    from .registry.spec import registry_json_schema
 
     text = json.dumps(registry_json_schema(), indent=2) + "\n"
     if write:
@@ -328,11 +329,11 @@ def audit(
     """
     import os
 
-    from generator.audit import audit as run_audit, sources, summary
-    from generator.audit_report import as_json, as_sarif
-    from generator.diagnostics import RegistryError
-    from generator.loader import load_file
-    from generator.validate import validate
+    from .audit import audit as run_audit, sources, summary
+    from .audit.report import as_json, as_sarif
+    from .registry.diagnostics import RegistryError
+    from .registry.loader import load_file
+    from .registry.validate import validate
 
     if backend_list is not None:
         backends = tuple(dict.fromkeys(b.strip() for b in backend_list.split(",") if b.strip()))
@@ -420,7 +421,7 @@ def new_backend(ctx: click.Context, name: str, module: str | None, ordinal: bool
     \b
     Exit status: 0 added, 2 refused (invalid name or registry, backend or module exists).
     """
-    from generator.new_backend import Refused, plan, write
+    from .tools.new_backend import Refused, plan, write
 
     registry = ctx.obj["registry"]
     try:
@@ -455,9 +456,9 @@ def docs(ctx: click.Context, out_file: Path | None) -> None:
     backend (implemented, fallback, hook, missing), from the same dispatch arms `gen`
     renders. Deterministic: the same registry and runtime modules give the same bytes.
     """
-    from generator import atomic
-    from generator.loader import load_file
-    from generator.op_reference import reference
+    from .output import atomic
+    from .registry.loader import load_file
+    from .tools.docs import reference
 
     model = _load(ctx.obj["registry"])
     text = reference(model, load_file(str(ctx.obj["registry"])))

@@ -6,7 +6,7 @@ arms pass, in the order they pass them, and the types they pass.
 It is the one source of three things: the calls in the arms (generator.dispatch builds their
 argument lists from it), the `typing.Protocol` per backend in generated/contract.py (mypy
 checks each runtime module against it in `make lint`), and the stubs `gen new-backend` writes
-(generator.scaffold)."""
+(generator.tools.scaffold)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import enum
 from dataclasses import dataclass
 from typing import assert_never
 
-from generator.model import OP_ENUM_TYPES, PARAM_TYPES, Backend, Operation, OpKind, Param, Registry
+from .model import OP_ENUM_TYPES, PARAM_TYPES, Backend, Operation, OpKind, Param, Registry
 
 # Registry parameter types -> their annotation in generated/contract.py: the package's own
 # annotations, except what the arms pass in place of a Storage or an op enum.

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from generator import contract
-from generator.model import OP_ENUM_TYPES, Arm, ArmStatus, Backend, Operation, Param, Registry, Transfer
+from . import contract
+from .model import OP_ENUM_TYPES, Arm, ArmStatus, Backend, Operation, Param, Registry, Transfer
 
 # Runtime functions a backend needs so that another backend can run its ops for it.
 FALLBACK_NEEDS = ("to_host", "from_host", "device")

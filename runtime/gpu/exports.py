@@ -11,7 +11,7 @@ that each vendor's import runs the body below again, for its own runtime: the na
 plain attributes of the vendor module (bound methods and partials, called as directly as when
 each vendor listed them). The import itself is static: mypy follows it when it checks each
 vendor module against its Protocol in generated/contract.py, and `gen` follows it too
-(generator/runtime_scan.py) to decide which arms are implemented.
+(generator/registry/runtime_scan.py) to decide which arms are implemented.
 
 Every public name here is exported (no `__all__`): what is not one of the runtime functions
 is imported under a private name."""

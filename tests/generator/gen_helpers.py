@@ -14,9 +14,9 @@ from pathlib import Path
 from click.testing import CliRunner, Result
 
 from generator.cli import main as cli_main
-from generator.loader import load_file, load_text
-from generator.render import render
-from generator.validate import validate
+from generator.registry.loader import load_file, load_text
+from generator.registry.validate import validate
+from generator.targets.python import render
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures"

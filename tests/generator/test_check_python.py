@@ -1,6 +1,6 @@
 """check_python compiles large generated modules in pieces (split at two blank lines), and
 takes blocks of the launch wrapper's and the kernel tables' shape as valid without compiling
-them (generator.pycheck).
+them (generator.targets.pycheck).
 It must accept and reject exactly what one compile of the whole text does, and place errors
 where that compile places them."""
 
@@ -14,8 +14,8 @@ import pytest
 from gen_helpers import REPO
 from hypothesis import given, strategies as st
 
-from generator import pycheck
-from generator.render import RenderError, check_python
+from generator.targets import pycheck
+from generator.targets.python import RenderError, check_python
 
 
 def module(n_defs: int, seed: int = 0) -> list[str]:

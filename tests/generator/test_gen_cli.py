@@ -11,8 +11,8 @@ import pytest
 from gen_helpers import MINI, crashed, model_of_text, run_cli, snapshot, workspace
 
 import generator
-import generator.render
-from generator.render import MARKER_PREFIX, TEMPLATES, RenderError, render
+import generator.targets.python
+from generator.targets.python import MARKER_PREFIX, TEMPLATES, RenderError, render
 
 FILES = [
     "__init__.py",
@@ -348,11 +348,11 @@ def test_render_reports_template_and_generated_line(tmp_path):
 def _use_templates(monkeypatch, templates):
     """Point the generator at other templates: the module constant, and render()'s default
     (bound when render.py was imported)."""
-    monkeypatch.setattr(generator.render, "TEMPLATES", templates)
-    params = inspect.signature(generator.render.render).parameters
+    monkeypatch.setattr(generator.targets.python, "TEMPLATES", templates)
+    params = inspect.signature(generator.targets.python.render).parameters
     if "templates" in params and params["templates"].default is not inspect.Parameter.empty:
-        defaults = tuple(templates if d == TEMPLATES else d for d in generator.render.render.__defaults__)
-        monkeypatch.setattr(generator.render.render, "__defaults__", defaults)
+        defaults = tuple(templates if d == TEMPLATES else d for d in generator.targets.python.render.__defaults__)
+        monkeypatch.setattr(generator.targets.python.render, "__defaults__", defaults)
 
 
 def test_cli_reports_a_broken_template_and_writes_nothing(tmp_path, monkeypatch):

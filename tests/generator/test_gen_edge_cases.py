@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from gen_helpers import model_of_text, render_text, undefined_globals, unused_imports, write_package
 
-from generator.diagnostics import RegistryError
+from generator.registry.diagnostics import RegistryError
 from runtime.layout import Layout
 
 HEAD = """version: 1

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from gen_helpers import MINI, REPO, crashed, run_cli, workspace
 
-from generator.writer import JOURNAL, TMP_PREFIX
+from generator.output.writer import JOURNAL, TMP_PREFIX
 
 A_TO_B = [  # edits turning the fixture registry into another one that changes nine of its ten modules
     (
@@ -317,7 +317,7 @@ def test_unwritable_output_directory_writes_nothing(tmp_path, monkeypatch, faili
     """Simulated (the tests may run as root, whom permissions do not stop): the first or
     third temp file, or the journal (after the ten files), cannot be created; the temp files
     before it are removed and the package is as it was."""
-    import generator.writer as writer
+    import generator.output.writer as writer
 
     out = tmp_path / "pkg"
     assert run_cli("--registry", MINI, "--out", out).exit_code == 0

@@ -11,11 +11,11 @@ import sys
 import pytest
 from gen_helpers import GOLDEN, MINI, REPO, run_cli, undefined_globals, unused_imports
 
-import generator.render
-from generator.render import MARKER_PREFIX
+import generator.targets.python
+from generator.targets.python import MARKER_PREFIX
 
 # Every comment style a generated file's marker may use (Python's first).
-MARKERS = tuple(getattr(generator.render, "MARKER_PREFIXES", (MARKER_PREFIX,)))
+MARKERS = tuple(getattr(generator.targets.python, "MARKER_PREFIXES", (MARKER_PREFIX,)))
 
 
 def _files(directory) -> dict[str, bytes]:

@@ -73,7 +73,7 @@ def test_hostile_registry_is_rejected_in_bounded_memory(tmp_path, name):
 
 def test_aliases_within_the_cap_load_as_their_values(tmp_path):
     """The cap is on expansion, not on aliases: a dtype list shared by a thousand ops loads."""
-    from generator.loader import MAX_ALIAS_VALUES, load_text
+    from generator.registry.loader import MAX_ALIAS_VALUES, load_text
 
     shared = "d: &d [f32, bf16]\n" + "".join(f"o{i}: *d\n" for i in range(1000))
     tree = load_text(shared, "r.yaml")
@@ -82,7 +82,7 @@ def test_aliases_within_the_cap_load_as_their_values(tmp_path):
 
 
 def test_a_diagnostic_is_one_line_whatever_the_value():
-    from generator.diagnostics import Diagnostic, Position
+    from generator.registry.diagnostics import Diagnostic, Position
 
     breaks = "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"
     text = str(Diagnostic(Position("r.yaml", 3, 4), f"k{breaks}", f"unknown kind u{breaks}int"))

@@ -15,11 +15,11 @@ import pytest
 from gen_helpers import MINI_DIR, REPO, run_cli
 
 import generated.kernel_facts as facts
-from generator import kernel_sigs
-from generator.diagnostics import RegistryError
-from generator.loader import load_file, load_text
-from generator.render import render
-from generator.validate import validate
+from generator.registry import kernel_sigs
+from generator.registry.diagnostics import RegistryError
+from generator.registry.loader import load_file, load_text
+from generator.registry.validate import validate
+from generator.targets.python import render
 
 HIP_FIXTURE = MINI_DIR / "hip.yaml"
 GOLDEN_HIP = REPO / "tests" / "golden" / "mini_hip"
@@ -182,8 +182,8 @@ def test_shipped_registry_renders_entry_points_for_every_source():
 
 def test_an_entries_call_needs_literal_patterns(tmp_path):
     """The patterns a template instantiates are read from its syntax tree: only literals."""
-    from generator import hip_entries
-    from generator.render import environment
+    from generator.targets import hip as hip_entries
+    from generator.targets.python import environment
 
     (tmp_path / "hip").mkdir()
     (tmp_path / "hip" / "x.h.j2").write_text('{% set p = "affine_{self}" %}{% for e in entries(p) %}{% endfor %}')

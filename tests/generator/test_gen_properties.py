@@ -35,8 +35,8 @@ from gen_helpers import (
 )
 from hypothesis import HealthCheck, assume, event, given, settings, strategies as st
 
-from generator.diagnostics import RegistryError
 from generator.model import PARAM_TYPES, QUANTIZED_TYPES, RETURN_TYPES
+from generator.registry.diagnostics import RegistryError
 from runtime.errors import NotImplementedForBackend
 from runtime.layout import Layout
 
@@ -480,7 +480,7 @@ def _plain(node):
 @PROPERTY
 @given(defs=alias_documents())
 def test_aliases_load_as_their_values_or_stop_at_the_cap(defs):
-    from generator.loader import MAX_ALIAS_VALUES, load_text
+    from generator.registry.loader import MAX_ALIAS_VALUES, load_text
 
     sizes: list[int] = []  # values each definition expands to, computed from the definitions
     repeated, crossing = 0, None

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 from gen_helpers import MINI_DIR, REPO, run_cli
 
-import generator.rust
-from generator import kernel_sigs
-from generator.audit_rust import read
-from generator.loader import load_file
-from generator.validate import validate
+import generator.targets.rust
+from generator.audit.rust import read
+from generator.registry import kernel_sigs
+from generator.registry.loader import load_file
+from generator.registry.validate import validate
 
 RUST_FIXTURE = MINI_DIR / "rust.yaml"
 GOLDEN_RUST = REPO / "tests" / "golden" / "mini_rust"
@@ -214,10 +214,10 @@ def test_check_fails_with_a_diff_when_a_rust_template_changes(tmp_path, monkeypa
     registry = fixture_copy(tmp_path / "repo")
     assert run_cli("--registry", registry).exit_code == 0
     templates = tmp_path / "templates"
-    shutil.copytree(generator.rust.TEMPLATES, templates)
+    shutil.copytree(generator.targets.rust.TEMPLATES, templates)
     path = templates / "to_device.rs.j2"
     path.write_text(path.read_text().replace("A copy of this storage on", "A fresh copy of this storage on"))
-    monkeypatch.setattr(generator.rust, "TEMPLATES", templates)
+    monkeypatch.setattr(generator.targets.rust, "TEMPLATES", templates)
     # The stamp hashes the templates it read (test_the_stamp_hashes_the_rust_templates); these
     # stand in for an edited copy of them, which it never read.
     shutil.rmtree(registry.parent / "generated" / "__pycache__")
@@ -279,7 +279,7 @@ def test_the_stamp_hashes_the_rust_templates(tmp_path):
     assert run_cli("--registry", registry).exit_code == 0
     stamp = json.loads((registry.parent / "generated" / "__pycache__" / "opgen-stamp.json").read_text())
     read = set(stamp["inputs"])
-    for template in generator.rust.TEMPLATES.glob("*.j2"):
+    for template in generator.targets.rust.TEMPLATES.glob("*.j2"):
         assert str(template.resolve()) in read, template.name
     assert any(p.endswith("/rust/storage.rs") for p in stamp["outputs"])
     again = run_cli("--registry", registry)
@@ -324,10 +324,10 @@ def test_patch_covers_the_rust_target(tmp_path):
 def test_a_template_rendering_invalid_rust_writes_nothing(tmp_path, monkeypatch):
     registry = fixture_copy(tmp_path / "repo")
     templates = tmp_path / "templates"
-    shutil.copytree(generator.rust.TEMPLATES, templates)
+    shutil.copytree(generator.targets.rust.TEMPLATES, templates)
     path = templates / "storage.rs.j2"
     path.write_text(path.read_text().replace("pub enum Storage {", "pub enum Storage (", 1))
-    monkeypatch.setattr(generator.rust, "TEMPLATES", templates)
+    monkeypatch.setattr(generator.targets.rust, "TEMPLATES", templates)
     result = run_cli("--registry", registry)
     assert result.exit_code == 2
     assert re.search(
@@ -379,4 +379,4 @@ def test_parameters_never_meet_the_generated_bindings(tmp_path):
     hooked = (rust / "custom_op.rs").read_text()
     assert "let (out, shape_) = op.cpu_fwd(s, shape)?;" in hooked
     assert "Self::Gpu(d_) => Ok(Storage::Gpu(d_.full(d, shape)?))," in device
-    assert generator.rust.syntax_error(storage) is None and generator.rust.syntax_error(device) is None
+    assert generator.targets.rust.syntax_error(storage) is None and generator.targets.rust.syntax_error(device) is None

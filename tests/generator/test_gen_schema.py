@@ -1,4 +1,4 @@
-"""generator/ops.schema.json is the loader's own spec (generator.spec) as JSON Schema, and the
+"""generator/ops.schema.json is the loader's own spec (generator.registry.spec) as JSON Schema, and the
 two agree: what the loader accepts the schema accepts, and structurally broken registries
 are rejected by both."""
 
@@ -11,7 +11,7 @@ import pytest
 import yaml
 from gen_helpers import MINI, REPO, corpus, corpus_header, run_cli
 
-from generator.spec import registry_json_schema
+from generator.registry.spec import registry_json_schema
 
 SCHEMA_FILE = REPO / "generator" / "ops.schema.json"
 
@@ -24,7 +24,7 @@ def validator():
 
 
 def test_schema_file_is_up_to_date():
-    """Written by `gen schema --write`; stale when generator/spec.py changed without it."""
+    """Written by `gen schema --write`; stale when generator/registry/spec.py changed without it."""
     assert json.loads(SCHEMA_FILE.read_text(encoding="utf-8")) == registry_json_schema(), (
         "generator/ops.schema.json is stale: run `gen schema --write`"
     )

@@ -7,7 +7,7 @@ import shutil
 
 from gen_helpers import MINI, model_of_text
 
-from generator.render import TEMPLATES, render
+from generator.targets.python import TEMPLATES, render
 
 
 def model():

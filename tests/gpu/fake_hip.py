@@ -6,7 +6,7 @@ enums as Cython converts them, pointers as hip-python's adapters take them), tha
 device address lies inside a live allocation of the right device, that events and streams
 belong to the device they are used on, and the packing of kernel arguments: a launch's
 kernelParams is read back, one pointer per parameter of the entry point as
-generator/kernel_sigs.py parses it from the .hip source, each value at its C type's
+generator/registry/kernel_sigs.py parses it from the .hip source, each value at its C type's
 alignment. Memory is host buffers. A small set of kernels (const_set, affine, copy_strided,
 unary exp/neg) and the hipBLAS GEMM are computed with numpy from the recorded launch, so
 results compare with the cpu backend."""
@@ -22,7 +22,7 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 
-from generator import kernel_sigs
+from generator.registry import kernel_sigs
 
 hip_enums = __import__("hip.hip", fromlist=["hip"])  # hip-python's enums (its library is never loaded)
 hipblas_enums = __import__("hip.hipblas", fromlist=["hipblas"])

@@ -15,8 +15,8 @@ import textwrap
 import pytest
 from tools_helpers import AUDIT, AUDIT_REGISTRY, REPO, run_cli
 
-from generator import audit_python, audit_rust
-from generator.dispatch_coverage import normalize
+from generator.audit import python as audit_python, rust as audit_rust
+from generator.audit.coverage import normalize
 
 BACKENDS = frozenset({"cpu", "cuda", "rocm"})
 

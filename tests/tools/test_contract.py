@@ -16,8 +16,8 @@ from pathlib import Path
 from tools_helpers import REPO, mini_copy, run_cli
 
 from generator import contract
-from generator.loader import load_file
-from generator.validate import validate
+from generator.registry.loader import load_file
+from generator.registry.validate import validate
 
 
 def mypy(contract_file: Path, cwd: Path) -> subprocess.CompletedProcess:

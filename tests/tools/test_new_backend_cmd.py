@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from tools_helpers import REPO, mini_copy, python, run_cli
 
-from generator.declared import key_lines
-from generator.loader import load_file
-from generator.scaffold import runtime_module
-from generator.validate import validate
+from generator.registry.declared import key_lines
+from generator.registry.loader import load_file
+from generator.registry.validate import validate
+from generator.tools.scaffold import runtime_module
 
 ALIGNED = """\
 # A registry whose entries are aligned, with comments to keep.

@@ -8,7 +8,7 @@ import functools
 import textwrap
 from pathlib import Path
 
-from generator.runtime_scan import scan
+from generator.registry.runtime_scan import scan
 
 ROOT = Path(__file__).resolve().parents[2]
 

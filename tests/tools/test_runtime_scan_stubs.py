@@ -8,10 +8,10 @@ import textwrap
 import pytest
 from tools_helpers import MINI_DIR
 
-from generator.loader import load_file
-from generator.runtime_scan import pending, scan
-from generator.scaffold import runtime_module
-from generator.validate import validate
+from generator.registry.loader import load_file
+from generator.registry.runtime_scan import pending, scan
+from generator.registry.validate import validate
+from generator.tools.scaffold import runtime_module
 
 
 def defined(tmp_path, source: str) -> set[str]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import assert_never
 
-from generator.model import ArmStatus, Registry
+from ..model import ArmStatus, Registry
 
 
 def _label(status: ArmStatus) -> str:

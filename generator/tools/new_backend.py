@@ -8,15 +8,15 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from generator import atomic
-from generator.declared import key_lines
-from generator.diagnostics import RegistryError
-from generator.loader import load_file, load_text
-from generator.model import Registry
-from generator.registry_edit import EditRefused, add_backend
-from generator.runtime_scan import module_path, pending
-from generator.scaffold import runtime_module
-from generator.validate import validate
+from ..model import Registry
+from ..output import atomic
+from ..registry.declared import key_lines
+from ..registry.diagnostics import RegistryError
+from ..registry.loader import load_file, load_text
+from ..registry.runtime_scan import module_path, pending
+from ..registry.validate import validate
+from .registry_edit import EditRefused, add_backend
+from .scaffold import runtime_module
 
 NAME = re.compile(r"[a-z][a-z0-9_]*")
 

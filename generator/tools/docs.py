@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import assert_never
 
-from generator.declared import key_lines
-from generator.loader import Node
-from generator.model import OP_ENUM_TYPES, Arm, ArmStatus, Operation, OpKind, Registry
+from ..model import OP_ENUM_TYPES, Arm, ArmStatus, Operation, OpKind, Registry
+from ..registry.declared import key_lines
+from ..registry.loader import Node
 
 
 def _status(status: ArmStatus) -> str:

@@ -4,7 +4,7 @@ value, which for a block mapping is the line below its name."""
 
 from __future__ import annotations
 
-from generator.loader import Node
+from .loader import Node
 
 
 def key_lines(root: Node) -> dict[tuple[str, str], int]:

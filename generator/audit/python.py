@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from generator.dispatch_coverage import Dispatch, Slot, TraitImpl, chain_subject, device_valued, normalize
+from .coverage import Dispatch, Slot, TraitImpl, chain_subject, device_valued, normalize
 
 FWD = re.compile(r"^(?P<backend>\w+?)_fwd$")
 AVAILABLE = re.compile(r"^is_(?P<backend>\w+?)_available$")

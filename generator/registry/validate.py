@@ -1,6 +1,6 @@
 """Validate: a loaded Node tree -> the frozen Registry model, or every error at once.
 
-Structure is checked against generator.spec; the checks here are about meaning: names
+Structure is checked against generator.registry.spec; the checks here are about meaning: names
 that must refer to something, expressions that must parse, runtime functions that must
 exist. Each diagnostic names the file position and the key at fault."""
 
@@ -12,11 +12,11 @@ import functools
 import re
 from pathlib import Path
 
-from generator import dispatch, model
-from generator.diagnostics import RegistryError
-from generator.loader import Node
-from generator.runtime_scan import scan
-from generator.spec import REGISTRY, Checker, did_you_mean
+from .. import dispatch, model
+from .diagnostics import RegistryError
+from .loader import Node
+from .runtime_scan import scan
+from .spec import REGISTRY, Checker, did_you_mean
 
 # Names a numpy expression may use besides its operands.
 NUMPY_NAMESPACES = frozenset({"np", "special"})
@@ -247,7 +247,7 @@ class Validator:
         users = [b for b in backends if b.kernels == "hip"]
         if not users:
             return {}
-        from generator import kernel_sigs
+        from . import kernel_sigs
 
         node = self.root.find("backends", users[0].name, "kernels")
         directory = self.runtime_root / "hip"
@@ -263,7 +263,7 @@ class Validator:
     def kernel_refs(self, registry: model.Registry, hip_kernels: dict) -> None:
         """Kernel patterns against the kernels, both ways: each pattern of an op is instantiated
         by an entry-point template (templates/hip/<name>.h.j2 of a hip/<name>.hip the registry's
-        folder holds; generator.hip_entries) or written by hand in hip/*.hip; each pattern such
+        folder holds; generator.targets.hip) or written by hand in hip/*.hip; each pattern such
         a template instantiates is declared by an op; each such source includes the header its
         entry points go to."""
         users = [b for b in registry.backends if b.kernels == "hip"]
@@ -271,8 +271,8 @@ class Validator:
             return
         from jinja2 import TemplateSyntaxError
 
-        from generator import hip_entries
-        from generator.render import TEMPLATES, environment
+        from ..targets import hip as hip_entries
+        from ..targets.python import TEMPLATES, environment
 
         kernels_node = self.root.find("backends", users[0].name, "kernels")
         kernels_key = f"backends.{users[0].name}.kernels"

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import yaml
 
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # as generator.loader: same marks, faster
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # as generator.registry.loader: same marks, faster
 
 
 class EditRefused(Exception):

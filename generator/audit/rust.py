@@ -14,8 +14,8 @@ import bisect
 import os
 import re
 
-from generator.audit_python import ALL, FWD, Found, Names, ParseError
-from generator.dispatch_coverage import Dispatch, Slot, TraitImpl, chain_subject, device_valued, normalize
+from .coverage import Dispatch, Slot, TraitImpl, chain_subject, device_valued, normalize
+from .python import ALL, FWD, Found, Names, ParseError
 
 PUNCTUATION = frozenset({"(", ")", ",", "[", "]"})
 FAIL_MACROS = frozenset({"bail", "unreachable", "panic", "todo", "unimplemented"})

@@ -7,8 +7,8 @@ import json
 import os
 from pathlib import Path
 
-from generator.audit import FileReport
-from generator.dispatch_coverage import MISSING, Finding
+from . import FileReport
+from .coverage import MISSING, Finding
 
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 RULES = {  # kind -> (rule id, short description, SARIF level)

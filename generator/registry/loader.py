@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import yaml
 
-from generator.diagnostics import Diagnostic, Position, RegistryError
+from .diagnostics import Diagnostic, Position, RegistryError
 
 Scalar = str | int | float | bool | None
 

@@ -26,8 +26,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from generator.atomic import JOURNAL
-from generator.render import MARKER_PREFIXES
+from ..targets.python import MARKER_PREFIXES
+from .atomic import JOURNAL
 
 TMP_PREFIX = ".gen-tmp."
 

@@ -14,7 +14,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from generator.dispatch_coverage import MISSING, WILDCARD, Finding, camel, judge_dispatch, judge_trait, normalize
+from .coverage import MISSING, WILDCARD, Finding, camel, judge_dispatch, judge_trait, normalize
 
 LANGUAGES = {".py": "python", ".rs": "rust"}
 SKIP_DIRS = frozenset({"__pycache__", "node_modules", "target"})  # and hidden ones (.git, .venv)
@@ -83,7 +83,7 @@ def allowances(text: str) -> dict[int, frozenset[str]]:
 
 
 def audit_file(source: Source, backends: tuple[str, ...], require_fwd: bool = True) -> FileReport:
-    from generator.audit_python import ParseError
+    from .python import ParseError
 
     try:
         data = Path(source.path).read_bytes()
@@ -98,11 +98,11 @@ def audit_file(source: Source, backends: tuple[str, ...], require_fwd: bool = Tr
     known = frozenset(map(normalize, backends))
     try:
         if source.lang == "rust":
-            from generator import audit_rust
+            from . import rust as audit_rust
 
             found = audit_rust.read(data, known)
         else:
-            from generator import audit_python
+            from . import python as audit_python
 
             found = audit_python.read(text, known)
     except ParseError as exc:

@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from generator import model
+from .. import model
 
 # The files a target owns in its folder: what orphan removal and the up-to-date stamp look
 # at. Only files that also carry the generated marker are ever removed.
@@ -84,18 +84,18 @@ def _label(out: Path, python_out: Path | None) -> str:
 def render(registry: model.Registry, output: Output) -> dict[str, str]:
     """Every generated file of one target, by name relative to its folder."""
     if output.name == "python":
-        from generator.render import render as render_python
+        from .python import render as render_python
 
         return render_python(registry, out=output.out)
-    from generator.rust import render as render_rust
+    from .rust import render as render_rust
 
     return render_rust(registry)
 
 
 def template_files() -> list[Path]:
     """Every template a run may read, for the up-to-date stamp."""
-    from generator import rust
-    from generator.render import TEMPLATES
+    from . import rust
+    from .python import TEMPLATES
 
     return [
         *sorted(TEMPLATES.glob("*.j2")),

@@ -9,8 +9,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from generator.diagnostics import Diagnostic
-from generator.loader import Node
+from .diagnostics import Diagnostic
+from .loader import Node
 
 
 @dataclass(frozen=True)

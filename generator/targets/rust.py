@@ -17,11 +17,11 @@ from typing import NamedTuple
 
 import jinja2
 
-from generator import model
-from generator.dispatch_coverage import camel
-from generator.render import environment as python_environment, generated_kernels
+from .. import model
+from ..audit.coverage import camel
+from .python import environment as python_environment, generated_kernels
 
-TEMPLATES = Path(__file__).resolve().parent.parent / "templates" / "rust"
+TEMPLATES = Path(__file__).resolve().parents[2] / "templates" / "rust"
 LINE_WIDTH = 100  # as rustfmt: a longer signature gets one parameter per line
 
 # Registry parameter types -> Rust parameter types, as candle-core's methods take them.
@@ -705,7 +705,7 @@ LAUNCH_SAMPLE = 64
 def check_rust(template: str, output: str, text: str) -> None:
     """Parse the rendered Rust (tree-sitter): a template that renders invalid Rust fails the
     run before anything is written, with the line and column."""
-    from generator.render import RenderError
+    from .python import RenderError
 
     if output == "launch.rs":
         cut = -1

@@ -2,7 +2,7 @@
 backend contract (generator.contract: what the generated arms of a backend call), each with
 the arm's parameters and a docstring.
 
-A stub's body is only `raise NotImplementedForBackend(...)`, which generator.runtime_scan
+A stub's body is only `raise NotImplementedForBackend(...)`, which generator.registry.runtime_scan
 does not count as an implementation: until a body is replaced, the op stays missing (the arm
 raises the generated error and `gen parity` lists it), and replacing one is all it takes."""
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 import textwrap
 
-from generator import contract
-from generator.model import OP_ENUM_TYPES, PARAM_TYPES, Backend, Operation, OpKind, Param, Registry
+from .. import contract
+from ..model import OP_ENUM_TYPES, PARAM_TYPES, Backend, Operation, OpKind, Param, Registry
 
 RETURNS = {
     "Storage": "the result's buffer on this backend (the arm wraps it in a Storage)",
@@ -92,7 +92,7 @@ def _function_stub(fn: contract.Function, backend: str, registry_name: str, wher
 def runtime_module(
     registry: Registry, backend: str, runtime_file: str, lines: dict[tuple[str, str], int] | None = None
 ) -> str:
-    """The text of the new backend's runtime module; `lines` (generator.declared) places each
+    """The text of the new backend's runtime module; `lines` (generator.registry.declared) places each
     op at its key's line in the docstrings."""
     lines = lines or {}
 

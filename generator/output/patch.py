@@ -11,7 +11,7 @@ import difflib
 import os
 from pathlib import Path
 
-from generator.writer import Plan
+from .writer import Plan
 
 MODE = "100644"  # the writer writes every generated file 0644
 

@@ -13,9 +13,9 @@ import json
 import os
 from pathlib import Path
 
-from generator.atomic import JOURNAL
+from .atomic import JOURNAL
 
-GENERATOR = Path(__file__).resolve().parent
+GENERATOR = Path(__file__).resolve().parents[1]
 VERSION = 2
 PYTHON_OWNED = ("*.py", "*.hip", "*.h")
 
@@ -34,7 +34,7 @@ def _digest(path: Path) -> str | None:
 def _snapshot(registry: Path, inputs: list[Path], targets: list[tuple[Path, tuple[str, ...]]]) -> dict:
     """`targets`: each output folder of the run (the stamp's own first) with the patterns of
     the files it owns there."""
-    files = sorted({registry.resolve(), *(p.resolve() for p in inputs), *GENERATOR.glob("*.py")})
+    files = sorted({registry.resolve(), *(p.resolve() for p in inputs), *GENERATOR.rglob("*.py")})
     outputs = {}
     for out, owned in targets:
         for p in sorted(p for pattern in owned for p in out.glob(pattern)):

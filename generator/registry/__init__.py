@@ -1,0 +1,3 @@
+"""The registry stage: ops.yaml's text -> positioned nodes (loader) -> checked against its
+shape (spec) and the hand-written sources it names (runtime_scan, kernel_sigs) -> the frozen
+model (validate), or every problem at once (diagnostics)."""
