@@ -1,0 +1,127 @@
+"""The rust target: Candle's dispatch layer from the same model as the Python package.
+
+Candle (candle-core) spells out, by hand, one `match` arm per backend in every method of
+`Storage`, `Device` and `QStorage`, a `<backend>_fwd` per backend in every custom-op trait,
+every backend pair of `to_device`, the exports of each backend's types and the launch of
+every kernel. This module derives those facts from the frozen model: Rust types of the
+registry's parameter and return types, the arms of each method, the cfg gate of each arm.
+The templates in templates/rust/ only lay them out. No raw YAML, nothing copied from Candle:
+the names and shapes follow candle-core (the commit is in templates/rust/README.md)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import jinja2
+
+from ... import model
+from ..python import environment as python_environment, generated_kernels
+from .custom_ops import hooks
+from .launch import Launch, launches
+from .methods import device_methods, hooked_methods, qstorage_methods, storage_methods
+from .syntax import check_rust, syntax_error
+from .to_device import transfers
+from .types import HELPERS, TYPE_NAMES, Method, Variant, uses, variants
+
+__all__ = ["outputs", "render", "syntax_error"]
+
+TEMPLATES = Path(__file__).resolve().parents[3] / "templates" / "rust"
+
+
+def _mentioned(methods: tuple[Method, ...], candidates) -> set[str]:
+    """The candidates (identifiers) that stand as whole words in the methods' lines: the
+    words of the text found once, not one search of the whole text per candidate."""
+    text = "\n".join("\n".join([*m.signature, *m.checks, *(ln for a in m.arms for ln in a.body)]) for m in methods)
+    return set(candidates) & set(_WORD.findall(text))
+
+
+_WORD = re.compile(r"\w+")
+
+
+def context(registry: model.Registry) -> dict:
+    vs = variants(registry)
+    storage = storage_methods(registry)
+    hooked = hooked_methods(registry)
+    qmethods = qstorage_methods(registry)
+    device = device_methods(registry, quantized=False)
+    qdevice = device_methods(registry, quantized=True)
+    traits = [t for t in registry.custom_ops]
+    kernels: tuple[Launch, ...] = ()
+    if any(b.kernels == "hip" for b in registry.backends):
+        kernels = launches(generated_kernels(registry)[1])
+    return {
+        "registry": registry,
+        "registry_name": Path(registry.path).name,
+        "variants": vs,
+        "host": next(v for v in vs if v.cfg is None),
+        "storage_methods": storage,
+        "hooked_methods": hooked,
+        "qstorage_methods": qmethods,
+        "device_methods": device,
+        "qdevice_methods": qdevice,
+        "transfers": transfers(registry),
+        "traits": [(t, hooks(t, vs)) for t in traits],
+        "launches": kernels,
+        "launch_uses_c_void": any("c_void" in k.signature for k in kernels),
+        "checks_text": "\n".join(line for m in (*storage, *hooked, *qmethods) for line in m.checks),
+        "dtypes": registry.dtypes,
+        "uses_storage": uses(
+            "Error",
+            "Result",
+            "Device",
+            "DType",
+            "Layout",
+            "BackendStorage",
+            *(_mentioned(storage, TYPE_NAMES) - {"Storage"}),
+        ),
+        "uses_device": uses("Result", "Error", "BackendDevice", *(_mentioned(device, TYPE_NAMES) - {"Device"})),
+        "uses_custom_op": uses(
+            "Error",
+            "Result",
+            "Layout",
+            "Shape",
+            *(_mentioned(hooked, (*TYPE_NAMES, *HELPERS)) | ({"Storage"} if hooked else set())),
+        ),
+        "uses_quantized": uses(
+            "Result",
+            "Device",
+            "GgmlDType",
+            "QBackendStorage",
+            *(("BackendDevice",) if qdevice else ()),
+            *(_mentioned((*qmethods, *qdevice), (*TYPE_NAMES, *HELPERS)) - {"QStorage"}),
+        ),
+        "uses_to_device": uses("Result", "Device", "Storage", "BackendStorage"),
+        # Only arms towards a non-host device call the device (storage_from_<host>_storage).
+        "gpu_cfg": _any_cfg(vs),
+    }
+
+
+def _any_cfg(vs: tuple[Variant, ...]) -> str | None:
+    gates = [v.cfg for v in vs if v.cfg]
+    return None if not gates else gates[0] if len(gates) == 1 else f"any({', '.join(gates)})"
+
+
+def outputs(registry: model.Registry) -> dict[str, str]:
+    """Template -> output file, for this registry."""
+    files = ["backends.rs", "device.rs", "storage.rs", "custom_op.rs", "to_device.rs"]
+    files += ["quantized.rs"] if registry.qstorage or any(op.returns == "QStorage" for op in registry.device) else []
+    files += ["launch.rs"] if any(b.kernels == "hip" for b in registry.backends) else []
+    return {f"{f}.j2": f for f in files}
+
+
+def environment() -> jinja2.Environment:
+    """The Python target's Jinja settings (strict, cached), over templates/rust/."""
+    return python_environment(TEMPLATES)
+
+
+def render(registry: model.Registry) -> dict[str, str]:
+    """Every generated Rust file's text, by name; each is parsed (tree-sitter) before anything is written."""
+    env = environment()
+    ctx = context(registry)
+    rendered = {}
+    for template, output in sorted(outputs(registry).items()):
+        text = env.get_template(template).render(ctx)
+        check_rust(template, output, text)
+        rendered[output] = text
+    return rendered
