@@ -6,3 +6,5 @@ pub use crate::cpu_backend::{CpuDevice, CpuStorage, QCpuStorage};
 pub use crate::cuda_backend::{CudaDevice, CudaStorage, QCudaStorage};
 #[cfg(feature = "rocm")]
 pub use crate::rocm_backend::{RocmDevice, RocmStorage, QRocmStorage};
+#[cfg(feature = "metal")]
+pub use crate::metal_backend::{MetalDevice, MetalStorage, QMetalStorage};

@@ -33,6 +33,16 @@ pub trait CustomOp1 {
     ) -> Result<(crate::RocmStorage, Shape)> {
         Err(Error::NotImplementedForBackend { op: self.name(), backend: "rocm" }.bt())
     }
+
+    /// The forward pass on metal storages (each with its layout: any strides and offset).
+    #[cfg(feature = "metal")]
+    fn metal_fwd(
+        &self,
+        _s1: &crate::MetalStorage,
+        _l1: &Layout,
+    ) -> Result<(crate::MetalStorage, Shape)> {
+        Err(Error::NotImplementedForBackend { op: self.name(), backend: "metal" }.bt())
+    }
 }
 
 /// CustomOp2: 2 input storages, a new storage and its shape out.
@@ -73,6 +83,18 @@ pub trait CustomOp2 {
         _l2: &Layout,
     ) -> Result<(crate::RocmStorage, Shape)> {
         Err(Error::NotImplementedForBackend { op: self.name(), backend: "rocm" }.bt())
+    }
+
+    /// The forward pass on metal storages (each with its layout: any strides and offset).
+    #[cfg(feature = "metal")]
+    fn metal_fwd(
+        &self,
+        _s1: &crate::MetalStorage,
+        _l1: &Layout,
+        _s2: &crate::MetalStorage,
+        _l2: &Layout,
+    ) -> Result<(crate::MetalStorage, Shape)> {
+        Err(Error::NotImplementedForBackend { op: self.name(), backend: "metal" }.bt())
     }
 }
 
@@ -121,6 +143,20 @@ pub trait CustomOp3 {
     ) -> Result<(crate::RocmStorage, Shape)> {
         Err(Error::NotImplementedForBackend { op: self.name(), backend: "rocm" }.bt())
     }
+
+    /// The forward pass on metal storages (each with its layout: any strides and offset).
+    #[cfg(feature = "metal")]
+    fn metal_fwd(
+        &self,
+        _s1: &crate::MetalStorage,
+        _l1: &Layout,
+        _s2: &crate::MetalStorage,
+        _l2: &Layout,
+        _s3: &crate::MetalStorage,
+        _l3: &Layout,
+    ) -> Result<(crate::MetalStorage, Shape)> {
+        Err(Error::NotImplementedForBackend { op: self.name(), backend: "metal" }.bt())
+    }
 }
 
 /// InplaceOp1: 1 input storage, written in place.
@@ -143,6 +179,12 @@ pub trait InplaceOp1 {
     #[cfg(feature = "rocm")]
     fn rocm_fwd(&self, _s1: &mut crate::RocmStorage, _l1: &Layout) -> Result<()> {
         Err(Error::NotImplementedForBackend { op: self.name(), backend: "rocm" }.bt())
+    }
+
+    /// The forward pass on metal storages (each with its layout: any strides and offset).
+    #[cfg(feature = "metal")]
+    fn metal_fwd(&self, _s1: &mut crate::MetalStorage, _l1: &Layout) -> Result<()> {
+        Err(Error::NotImplementedForBackend { op: self.name(), backend: "metal" }.bt())
     }
 }
 
@@ -184,6 +226,18 @@ pub trait InplaceOp2 {
         _l2: &Layout,
     ) -> Result<()> {
         Err(Error::NotImplementedForBackend { op: self.name(), backend: "rocm" }.bt())
+    }
+
+    /// The forward pass on metal storages (each with its layout: any strides and offset).
+    #[cfg(feature = "metal")]
+    fn metal_fwd(
+        &self,
+        _s1: &mut crate::MetalStorage,
+        _l1: &Layout,
+        _s2: &crate::MetalStorage,
+        _l2: &Layout,
+    ) -> Result<()> {
+        Err(Error::NotImplementedForBackend { op: self.name(), backend: "metal" }.bt())
     }
 }
 
@@ -232,6 +286,20 @@ pub trait InplaceOp3 {
     ) -> Result<()> {
         Err(Error::NotImplementedForBackend { op: self.name(), backend: "rocm" }.bt())
     }
+
+    /// The forward pass on metal storages (each with its layout: any strides and offset).
+    #[cfg(feature = "metal")]
+    fn metal_fwd(
+        &self,
+        _s1: &mut crate::MetalStorage,
+        _l1: &Layout,
+        _s2: &crate::MetalStorage,
+        _l2: &Layout,
+        _s3: &crate::MetalStorage,
+        _l3: &Layout,
+    ) -> Result<()> {
+        Err(Error::NotImplementedForBackend { op: self.name(), backend: "metal" }.bt())
+    }
 }
 
 impl Storage {
@@ -251,6 +319,11 @@ impl Storage {
             Self::Rocm(s) => {
                 let (out, shape) = op.rocm_fwd(s, layout)?;
                 Ok((Self::Rocm(out), shape))
+            }
+            #[cfg(feature = "metal")]
+            Self::Metal(s) => {
+                let (out, shape) = op.metal_fwd(s, layout)?;
+                Ok((Self::Metal(out), shape))
             }
         }
     }
@@ -278,6 +351,11 @@ impl Storage {
             (Self::Rocm(s), Self::Rocm(t2)) => {
                 let (out, shape) = op.rocm_fwd(s, layout, t2, layout2)?;
                 Ok((Self::Rocm(out), shape))
+            }
+            #[cfg(feature = "metal")]
+            (Self::Metal(s), Self::Metal(t2)) => {
+                let (out, shape) = op.metal_fwd(s, layout, t2, layout2)?;
+                Ok((Self::Metal(out), shape))
             }
             #[allow(unreachable_patterns)]
             (lhs, t2) => Err(Device::mismatch("apply_op2", &[lhs.device(), t2.device()])),
@@ -311,6 +389,11 @@ impl Storage {
                 let (out, shape) = op.rocm_fwd(s, layout, t2, layout2, t3, layout3)?;
                 Ok((Self::Rocm(out), shape))
             }
+            #[cfg(feature = "metal")]
+            (Self::Metal(s), Self::Metal(t2), Self::Metal(t3)) => {
+                let (out, shape) = op.metal_fwd(s, layout, t2, layout2, t3, layout3)?;
+                Ok((Self::Metal(out), shape))
+            }
             #[allow(unreachable_patterns)]
             (lhs, t2, t3) => {
                 Err(Device::mismatch("apply_op3", &[lhs.device(), t2.device(), t3.device()]))
@@ -326,6 +409,8 @@ impl Storage {
             Self::Cuda(s) => op.cuda_fwd(s, layout),
             #[cfg(feature = "rocm")]
             Self::Rocm(s) => op.rocm_fwd(s, layout),
+            #[cfg(feature = "metal")]
+            Self::Metal(s) => op.metal_fwd(s, layout),
         }
     }
 
@@ -344,6 +429,8 @@ impl Storage {
             (Self::Cuda(s), Self::Cuda(t2)) => op.cuda_fwd(s, layout, t2, layout2),
             #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(t2)) => op.rocm_fwd(s, layout, t2, layout2),
+            #[cfg(feature = "metal")]
+            (Self::Metal(s), Self::Metal(t2)) => op.metal_fwd(s, layout, t2, layout2),
             #[allow(unreachable_patterns)]
             (lhs, t2) => Err(Device::mismatch("inplace_op2", &[lhs.device(), t2.device()])),
         }
@@ -372,6 +459,10 @@ impl Storage {
             #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(t2), Self::Rocm(t3)) => {
                 op.rocm_fwd(s, layout, t2, layout2, t3, layout3)
+            }
+            #[cfg(feature = "metal")]
+            (Self::Metal(s), Self::Metal(t2), Self::Metal(t3)) => {
+                op.metal_fwd(s, layout, t2, layout2, t3, layout3)
             }
             #[allow(unreachable_patterns)]
             (lhs, t2, t3) => {

@@ -14,9 +14,11 @@ pub enum DeviceLocation {
     Cuda { gpu_id: usize },
     #[cfg(feature = "rocm")]
     Rocm { gpu_id: usize },
+    #[cfg(feature = "metal")]
+    Metal { gpu_id: usize },
 }
 
-/// A device of one of the backends: cpu, cuda, rocm.
+/// A device of one of the backends: cpu, cuda, rocm, metal.
 
 #[derive(Debug, Clone)]
 pub enum Device {
@@ -25,6 +27,8 @@ pub enum Device {
     Cuda(crate::CudaDevice),
     #[cfg(feature = "rocm")]
     Rocm(crate::RocmDevice),
+    #[cfg(feature = "metal")]
+    Metal(crate::MetalDevice),
 }
 
 impl Device {
@@ -36,6 +40,8 @@ impl Device {
             Self::Cuda(d) => d.location(),
             #[cfg(feature = "rocm")]
             Self::Rocm(d) => d.location(),
+            #[cfg(feature = "metal")]
+            Self::Metal(d) => d.location(),
         }
     }
 
@@ -47,6 +53,8 @@ impl Device {
             (Self::Cuda(lhs), Self::Cuda(rhs)) => lhs.same_device(rhs),
             #[cfg(feature = "rocm")]
             (Self::Rocm(lhs), Self::Rocm(rhs)) => lhs.same_device(rhs),
+            #[cfg(feature = "metal")]
+            (Self::Metal(lhs), Self::Metal(rhs)) => lhs.same_device(rhs),
             #[allow(unreachable_patterns)]
             _ => false,
         }
@@ -95,14 +103,27 @@ impl Device {
         false
     }
 
+    #[cfg(feature = "metal")]
+    pub fn is_metal(&self) -> bool {
+        matches!(self, Self::Metal(_))
+    }
+
+    /// False: metal is not compiled in.
+    #[cfg(not(feature = "metal"))]
+    pub fn is_metal(&self) -> bool {
+        false
+    }
+
     /// `zeros` on the device's backend. (registry: `device.zeros`)
     pub fn zeros(&self, shape: &Shape, dtype: DType) -> Result<Storage> {
         match self {
-            Self::Cpu => Ok(Storage::Cpu(crate::CpuDevice.zeros(shape, dtype)?)),
+            Self::Cpu => Ok(Storage::Cpu(crate::CpuDevice.zeros_impl(shape, dtype)?)),
             #[cfg(feature = "cuda")]
-            Self::Cuda(d) => Ok(Storage::Cuda(d.zeros(shape, dtype)?)),
+            Self::Cuda(d) => Ok(Storage::Cuda(d.zeros_impl(shape, dtype)?)),
             #[cfg(feature = "rocm")]
-            Self::Rocm(d) => Ok(Storage::Rocm(d.zeros(shape, dtype)?)),
+            Self::Rocm(d) => Ok(Storage::Rocm(d.zeros_impl(shape, dtype)?)),
+            #[cfg(feature = "metal")]
+            Self::Metal(d) => Ok(Storage::Metal(d.zeros_impl(shape, dtype)?)),
         }
     }
 
@@ -114,38 +135,48 @@ impl Device {
             Self::Cuda(d) => Ok(Storage::Cuda(d.ones(shape, dtype)?)),
             #[cfg(feature = "rocm")]
             Self::Rocm(d) => Ok(Storage::Rocm(d.ones(shape, dtype)?)),
+            #[cfg(feature = "metal")]
+            Self::Metal(d) => Ok(Storage::Metal(d.ones(shape, dtype)?)),
         }
     }
 
     /// `alloc_uninit` on the device's backend. (registry: `device.alloc_uninit`)
-    pub fn alloc_uninit(&self, shape: &Shape, dtype: DType) -> Result<Storage> {
+    ///
+    /// # Safety
+    ///
+    /// The storage is not initialized: write it before reading it.
+    pub unsafe fn alloc_uninit(&self, shape: &Shape, dtype: DType) -> Result<Storage> {
         match self {
             Self::Cpu => Ok(Storage::Cpu(crate::CpuDevice.alloc_uninit(shape, dtype)?)),
             #[cfg(feature = "cuda")]
             Self::Cuda(d) => Ok(Storage::Cuda(d.alloc_uninit(shape, dtype)?)),
             #[cfg(feature = "rocm")]
             Self::Rocm(d) => Ok(Storage::Rocm(d.alloc_uninit(shape, dtype)?)),
+            #[cfg(feature = "metal")]
+            Self::Metal(d) => Ok(Storage::Metal(d.alloc_uninit(shape, dtype)?)),
         }
     }
 
     /// `storage_from_slice` on the device's backend. (registry: `device.storage_from_slice`)
-    pub fn storage_from_slice<T: WithDType>(&self, array: &[T]) -> Result<Storage> {
+    pub fn storage_from_slice<D: WithDType>(&self, array: &[D]) -> Result<Storage> {
         match self {
             Self::Cpu => Ok(Storage::Cpu(crate::CpuDevice.storage_from_slice(array)?)),
             #[cfg(feature = "cuda")]
             Self::Cuda(d) => Ok(Storage::Cuda(d.storage_from_slice(array)?)),
             #[cfg(feature = "rocm")]
             Self::Rocm(d) => Ok(Storage::Rocm(d.storage_from_slice(array)?)),
+            #[cfg(feature = "metal")]
+            Self::Metal(d) => Ok(Storage::Metal(d.storage_from_slice(array)?)),
         }
     }
 
     /// `rand_uniform` on the device's backend. (registry: `device.rand_uniform`)
-    pub fn rand_uniform(
+    pub fn rand_uniform_f64(
         &self,
-        shape: &Shape,
-        dtype: DType,
         low: f64,
         high: f64,
+        shape: &Shape,
+        dtype: DType,
     ) -> Result<Storage> {
         match self {
             Self::Cpu => Ok(Storage::Cpu(crate::CpuDevice.rand_uniform(shape, dtype, low, high)?)),
@@ -153,28 +184,40 @@ impl Device {
             Self::Cuda(d) => Ok(Storage::Cuda(d.rand_uniform(shape, dtype, low, high)?)),
             #[cfg(feature = "rocm")]
             Self::Rocm(d) => Ok(Storage::Rocm(d.rand_uniform(shape, dtype, low, high)?)),
+            #[cfg(feature = "metal")]
+            Self::Metal(d) => Ok(Storage::Metal(d.rand_uniform(shape, dtype, low, high)?)),
         }
     }
 
     /// `rand_normal` on the device's backend. (registry: `device.rand_normal`)
-    pub fn rand_normal(&self, shape: &Shape, dtype: DType, mean: f64, std: f64) -> Result<Storage> {
+    pub fn rand_normal_f64(
+        &self,
+        mean: f64,
+        std: f64,
+        shape: &Shape,
+        dtype: DType,
+    ) -> Result<Storage> {
         match self {
             Self::Cpu => Ok(Storage::Cpu(crate::CpuDevice.rand_normal(shape, dtype, mean, std)?)),
             #[cfg(feature = "cuda")]
             Self::Cuda(d) => Ok(Storage::Cuda(d.rand_normal(shape, dtype, mean, std)?)),
             #[cfg(feature = "rocm")]
             Self::Rocm(d) => Ok(Storage::Rocm(d.rand_normal(shape, dtype, mean, std)?)),
+            #[cfg(feature = "metal")]
+            Self::Metal(d) => Ok(Storage::Metal(d.rand_normal(shape, dtype, mean, std)?)),
         }
     }
 
     /// `set_seed` on the device's backend. (registry: `device.set_seed`)
-    pub fn set_seed(&self, seed: usize) -> Result<()> {
+    pub fn set_seed(&self, seed: u64) -> Result<()> {
         match self {
             Self::Cpu => crate::CpuDevice.set_seed(seed),
             #[cfg(feature = "cuda")]
             Self::Cuda(d) => d.set_seed(seed),
             #[cfg(feature = "rocm")]
             Self::Rocm(d) => d.set_seed(seed),
+            #[cfg(feature = "metal")]
+            Self::Metal(d) => d.set_seed(seed),
         }
     }
 
@@ -186,6 +229,8 @@ impl Device {
             Self::Cuda(d) => d.synchronize(),
             #[cfg(feature = "rocm")]
             Self::Rocm(d) => d.synchronize(),
+            #[cfg(feature = "metal")]
+            Self::Metal(d) => d.synchronize(),
         }
     }
 
@@ -197,6 +242,207 @@ impl Device {
             Self::Cuda(d) => d.supports_bf16(),
             #[cfg(feature = "rocm")]
             Self::Rocm(d) => d.supports_bf16(),
+            #[cfg(feature = "metal")]
+            Self::Metal(d) => d.supports_bf16(),
+        }
+    }
+
+    /// The cuda device of that ordinal.
+    #[cfg(feature = "cuda")]
+    pub fn new_cuda(ordinal: usize) -> Result<Self> {
+        Ok(Self::Cuda(crate::CudaDevice::new(ordinal)?))
+    }
+
+    /// The rocm device of that ordinal.
+    #[cfg(feature = "rocm")]
+    pub fn new_rocm(ordinal: usize) -> Result<Self> {
+        Ok(Self::Rocm(crate::RocmDevice::new(ordinal)?))
+    }
+
+    /// The metal device of that ordinal.
+    #[cfg(feature = "metal")]
+    pub fn new_metal(ordinal: usize) -> Result<Self> {
+        Ok(Self::Metal(crate::MetalDevice::new(ordinal)?))
+    }
+
+    /// The cuda device of that ordinal, on a stream of its own.
+    #[cfg(feature = "cuda")]
+    pub fn new_cuda_with_stream(ordinal: usize) -> Result<Self> {
+        Ok(Self::Cuda(crate::CudaDevice::new_with_stream(ordinal)?))
+    }
+
+    /// The rocm device of that ordinal, on a stream of its own.
+    #[cfg(feature = "rocm")]
+    pub fn new_rocm_with_stream(ordinal: usize) -> Result<Self> {
+        Ok(Self::Rocm(crate::RocmDevice::new_with_stream(ordinal)?))
+    }
+
+    /// The cuda backend's device, or an error naming the device's backend.
+    #[cfg(feature = "cuda")]
+    pub fn as_cuda_device(&self) -> Result<&crate::CudaDevice> {
+        match self {
+            Self::Cpu => crate::bail!("expected a cuda device, got cpu"),
+            #[cfg(feature = "cuda")]
+            Self::Cuda(d) => Ok(d),
+            #[cfg(feature = "rocm")]
+            Self::Rocm(_) => crate::bail!("expected a cuda device, got rocm"),
+            #[cfg(feature = "metal")]
+            Self::Metal(_) => crate::bail!("expected a cuda device, got metal"),
+        }
+    }
+
+    /// The rocm backend's device, or an error naming the device's backend.
+    #[cfg(feature = "rocm")]
+    pub fn as_rocm_device(&self) -> Result<&crate::RocmDevice> {
+        match self {
+            Self::Cpu => crate::bail!("expected a rocm device, got cpu"),
+            #[cfg(feature = "cuda")]
+            Self::Cuda(_) => crate::bail!("expected a rocm device, got cuda"),
+            #[cfg(feature = "rocm")]
+            Self::Rocm(d) => Ok(d),
+            #[cfg(feature = "metal")]
+            Self::Metal(_) => crate::bail!("expected a rocm device, got metal"),
+        }
+    }
+
+    /// The metal backend's device, or an error naming the device's backend.
+    #[cfg(feature = "metal")]
+    pub fn as_metal_device(&self) -> Result<&crate::MetalDevice> {
+        match self {
+            Self::Cpu => crate::bail!("expected a metal device, got cpu"),
+            #[cfg(feature = "cuda")]
+            Self::Cuda(_) => crate::bail!("expected a metal device, got cuda"),
+            #[cfg(feature = "rocm")]
+            Self::Rocm(_) => crate::bail!("expected a metal device, got rocm"),
+            #[cfg(feature = "metal")]
+            Self::Metal(d) => Ok(d),
+        }
+    }
+
+    /// The cuda device of that ordinal where cuda is available, else the host's.
+    #[cfg(feature = "cuda")]
+    pub fn cuda_if_available(ordinal: usize) -> Result<Self> {
+        if crate::utils::cuda_is_available() {
+            Self::new_cuda(ordinal)
+        } else {
+            Ok(Self::Cpu)
+        }
+    }
+
+    /// The rocm device of that ordinal where rocm is available, else the host's.
+    #[cfg(feature = "rocm")]
+    pub fn rocm_if_available(ordinal: usize) -> Result<Self> {
+        if crate::utils::rocm_is_available() {
+            Self::new_rocm(ordinal)
+        } else {
+            Ok(Self::Cpu)
+        }
+    }
+
+    /// The metal device of that ordinal where metal is available, else the host's.
+    #[cfg(feature = "metal")]
+    pub fn metal_if_available(ordinal: usize) -> Result<Self> {
+        if crate::utils::metal_is_available() {
+            Self::new_metal(ordinal)
+        } else {
+            Ok(Self::Cpu)
+        }
+    }
+
+    /// Runs `f` in the device's context: on the host, inside the library's thread pool.
+    pub fn with_context<F, R>(&self, f: F) -> R
+    where
+        F: FnOnce() -> R + Send,
+        R: Send,
+    {
+        match self {
+            Self::Cpu => crate::utils::with_threadpool(f),
+            #[cfg(feature = "cuda")]
+            Self::Cuda(_) => f(),
+            #[cfg(feature = "rocm")]
+            Self::Rocm(_) => f(),
+            #[cfg(feature = "metal")]
+            Self::Metal(_) => f(),
+        }
+    }
+
+    /// The seed of the device's random generator.
+    pub fn get_current_seed(&self) -> Result<u64> {
+        match self {
+            Self::Cpu => crate::CpuDevice.get_current_seed(),
+            #[cfg(feature = "cuda")]
+            Self::Cuda(d) => d.get_current_seed(),
+            #[cfg(feature = "rocm")]
+            Self::Rocm(d) => d.get_current_seed(),
+            #[cfg(feature = "metal")]
+            Self::Metal(d) => d.get_current_seed(),
+        }
+    }
+
+    /// BF16 where the device supports it, else F32.
+    pub fn bf16_default_to_f32(&self) -> DType {
+        if self.supports_bf16() {
+            DType::BF16
+        } else {
+            DType::F32
+        }
+    }
+
+    /// Uniform values in [lo, up) of T's dtype.
+    pub fn rand_uniform<T: crate::FloatDType>(
+        &self,
+        lo: T,
+        up: T,
+        shape: &Shape,
+    ) -> Result<Storage> {
+        self.rand_uniform_f64(lo.to_f64(), up.to_f64(), shape, T::DTYPE)
+    }
+
+    /// Normal values of T's dtype.
+    pub fn rand_normal<T: crate::FloatDType>(
+        &self,
+        mean: T,
+        std: T,
+        shape: &Shape,
+    ) -> Result<Storage> {
+        self.rand_normal_f64(mean.to_f64(), std.to_f64(), shape, T::DTYPE)
+    }
+
+    /// A storage holding the array's values.
+    pub fn storage<A: crate::NdArray>(&self, array: A) -> Result<Storage> {
+        match self {
+            Self::Cpu => Ok(Storage::Cpu(array.to_cpu_storage())),
+            #[cfg(feature = "cuda")]
+            Self::Cuda(d) => {
+                Ok(Storage::Cuda(d.storage_from_cpu_storage_owned(array.to_cpu_storage())?))
+            }
+            #[cfg(feature = "rocm")]
+            Self::Rocm(d) => {
+                Ok(Storage::Rocm(d.storage_from_cpu_storage_owned(array.to_cpu_storage())?))
+            }
+            #[cfg(feature = "metal")]
+            Self::Metal(d) => {
+                Ok(Storage::Metal(d.storage_from_cpu_storage_owned(array.to_cpu_storage())?))
+            }
+        }
+    }
+
+    /// A storage holding the vector's values, moved where the device is the host.
+    pub fn storage_owned<S: WithDType>(&self, data: Vec<S>) -> Result<Storage> {
+        match self {
+            Self::Cpu => Ok(Storage::Cpu(S::to_cpu_storage_owned(data))),
+            #[cfg(feature = "cuda")]
+            Self::Cuda(d) => {
+                Ok(Storage::Cuda(d.storage_from_cpu_storage_owned(S::to_cpu_storage_owned(data))?))
+            }
+            #[cfg(feature = "rocm")]
+            Self::Rocm(d) => {
+                Ok(Storage::Rocm(d.storage_from_cpu_storage_owned(S::to_cpu_storage_owned(data))?))
+            }
+            #[cfg(feature = "metal")]
+            Self::Metal(d) => {
+                Ok(Storage::Metal(d.storage_from_cpu_storage_owned(S::to_cpu_storage_owned(data))?))
+            }
         }
     }
 }

@@ -15,6 +15,8 @@ pub enum QStorage {
     Cuda(crate::QCudaStorage),
     #[cfg(feature = "rocm")]
     Rocm(crate::QRocmStorage),
+    #[cfg(feature = "metal")]
+    Metal(crate::QMetalStorage),
 }
 
 impl QStorage {
@@ -26,6 +28,8 @@ impl QStorage {
             Self::Cuda(s) => s.dtype(),
             #[cfg(feature = "rocm")]
             Self::Rocm(s) => s.dtype(),
+            #[cfg(feature = "metal")]
+            Self::Metal(s) => s.dtype(),
         }
     }
 
@@ -37,6 +41,8 @@ impl QStorage {
             Self::Cuda(s) => Device::Cuda(s.device().clone()),
             #[cfg(feature = "rocm")]
             Self::Rocm(s) => Device::Rocm(s.device().clone()),
+            #[cfg(feature = "metal")]
+            Self::Metal(s) => Device::Metal(s.device().clone()),
         }
     }
 
@@ -48,6 +54,8 @@ impl QStorage {
             Self::Cuda(s) => s.size_in_bytes(),
             #[cfg(feature = "rocm")]
             Self::Rocm(s) => s.size_in_bytes(),
+            #[cfg(feature = "metal")]
+            Self::Metal(s) => s.size_in_bytes(),
         }
     }
 
@@ -59,6 +67,8 @@ impl QStorage {
             Self::Cuda(s) => s.data(),
             #[cfg(feature = "rocm")]
             Self::Rocm(s) => s.data(),
+            #[cfg(feature = "metal")]
+            Self::Metal(s) => s.data(),
         }
     }
 
@@ -70,6 +80,8 @@ impl QStorage {
             Self::Cuda(s) => Ok(Storage::Cuda(s.dequantize(elem_count)?)),
             #[cfg(feature = "rocm")]
             Self::Rocm(s) => Ok(Storage::Rocm(s.dequantize(elem_count)?)),
+            #[cfg(feature = "metal")]
+            Self::Metal(s) => Ok(Storage::Metal(s.dequantize(elem_count)?)),
         }
     }
 
@@ -81,6 +93,8 @@ impl QStorage {
             Self::Cuda(s) => Ok(Storage::Cuda(s.dequantize_f16(elem_count)?)),
             #[cfg(feature = "rocm")]
             Self::Rocm(s) => Ok(Storage::Rocm(s.dequantize_f16(elem_count)?)),
+            #[cfg(feature = "metal")]
+            Self::Metal(s) => Ok(Storage::Metal(s.dequantize_f16(elem_count)?)),
         }
     }
 
@@ -94,8 +108,141 @@ impl QStorage {
             (Self::Cuda(s), Storage::Cuda(x)) => Ok(Storage::Cuda(s.matmul(x, x_layout, shape)?)),
             #[cfg(feature = "rocm")]
             (Self::Rocm(s), Storage::Rocm(x)) => Ok(Storage::Rocm(s.matmul(x, x_layout, shape)?)),
+            #[cfg(feature = "metal")]
+            (Self::Metal(s), Storage::Metal(x)) => {
+                Ok(Storage::Metal(s.matmul(x, x_layout, shape)?))
+            }
             #[allow(unreachable_patterns)]
             (lhs, x) => Err(Device::mismatch("QStorage.matmul", &[lhs.device(), x.device()])),
+        }
+    }
+
+    /// Quantized storage of the blocks `data` holds, on `device`.
+    pub fn from_data(data: Cow<'_, [u8]>, device: &Device, dtype: GgmlDType) -> Result<Self> {
+        match device {
+            Device::Cpu => {
+                Ok(Self::Cpu(crate::QCpuStorage::from_data(&crate::CpuDevice, data, dtype)?))
+            }
+            #[cfg(feature = "cuda")]
+            Device::Cuda(d) => Ok(Self::Cuda(crate::QCudaStorage::from_data(d, data, dtype)?)),
+            #[cfg(feature = "rocm")]
+            Device::Rocm(d) => Ok(Self::Rocm(crate::QRocmStorage::from_data(d, data, dtype)?)),
+            #[cfg(feature = "metal")]
+            Device::Metal(d) => Ok(Self::Metal(crate::QMetalStorage::from_data(d, data, dtype)?)),
+        }
+    }
+
+    /// Values a block of the storage's format holds.
+    pub fn block_size(&self) -> usize {
+        match self {
+            Self::Cpu(s) => s.block_size(),
+            #[cfg(feature = "cuda")]
+            Self::Cuda(s) => s.block_size(),
+            #[cfg(feature = "rocm")]
+            Self::Rocm(s) => s.block_size(),
+            #[cfg(feature = "metal")]
+            Self::Metal(s) => s.block_size(),
+        }
+    }
+
+    /// Quantizes `src` (f32, on the same device) into this storage.
+    pub fn quantize(&mut self, src: &Storage) -> Result<()> {
+        match (self, src) {
+            (Self::Cpu(s), Storage::Cpu(src)) => s.quantize(src),
+            #[cfg(feature = "cuda")]
+            (Self::Cuda(s), Storage::Cuda(src)) => s.quantize(src),
+            #[cfg(feature = "rocm")]
+            (Self::Rocm(s), Storage::Rocm(src)) => s.quantize(src),
+            #[cfg(feature = "metal")]
+            (Self::Metal(s), Storage::Metal(src)) => s.quantize(src),
+            #[allow(unreachable_patterns)]
+            (lhs, src) => Err(Device::mismatch("quantize", &[lhs.device(), src.device()])),
+        }
+    }
+
+    /// Quantizes `src` into this storage, weighting each column by the importance matrix.
+    pub fn quantize_imatrix(
+        &mut self,
+        src: &Storage,
+        imatrix_weights: &[f32],
+        n_per_row: usize,
+    ) -> Result<()> {
+        match (self, src) {
+            (Self::Cpu(s), Storage::Cpu(src)) => {
+                s.quantize_imatrix(src, imatrix_weights, n_per_row)
+            }
+            #[cfg(feature = "cuda")]
+            (Self::Cuda(s), Storage::Cuda(src)) => {
+                s.quantize_imatrix(src, imatrix_weights, n_per_row)
+            }
+            #[cfg(feature = "rocm")]
+            (Self::Rocm(s), Storage::Rocm(src)) => {
+                s.quantize_imatrix(src, imatrix_weights, n_per_row)
+            }
+            #[cfg(feature = "metal")]
+            (Self::Metal(s), Storage::Metal(src)) => {
+                s.quantize_imatrix(src, imatrix_weights, n_per_row)
+            }
+            #[allow(unreachable_patterns)]
+            (lhs, src) => Err(Device::mismatch("quantize_imatrix", &[lhs.device(), src.device()])),
+        }
+    }
+
+    /// Quantizes `src` (f32, on the host) into this storage, on its device.
+    pub fn quantize_onto(&mut self, src: &Storage) -> Result<()> {
+        match (self, src) { // opgen: allow(cuda, rocm, metal): src is on the host by design
+            (Self::Cpu(s), Storage::Cpu(src)) => s.quantize_onto(src),
+            #[cfg(feature = "cuda")]
+            (Self::Cuda(s), Storage::Cpu(src)) => s.quantize_onto(src),
+            #[cfg(feature = "rocm")]
+            (Self::Rocm(s), Storage::Cpu(src)) => s.quantize_onto(src),
+            #[cfg(feature = "metal")]
+            (Self::Metal(s), Storage::Cpu(src)) => s.quantize_onto(src),
+            #[allow(unreachable_patterns)]
+            (lhs, src) => Err(Device::mismatch("quantize_onto", &[lhs.device(), src.device()])),
+        }
+    }
+
+    /// quantize_imatrix from a host storage onto this storage's device.
+    pub fn quantize_imatrix_onto(
+        &mut self,
+        src: &Storage,
+        imatrix_weights: &[f32],
+        n_per_row: usize,
+    ) -> Result<()> {
+        match (self, src) { // opgen: allow(cuda, rocm, metal): src is on the host by design
+            (Self::Cpu(s), Storage::Cpu(src)) => {
+                s.quantize_imatrix_onto(src, imatrix_weights, n_per_row)
+            }
+            #[cfg(feature = "cuda")]
+            (Self::Cuda(s), Storage::Cpu(src)) => {
+                s.quantize_imatrix_onto(src, imatrix_weights, n_per_row)
+            }
+            #[cfg(feature = "rocm")]
+            (Self::Rocm(s), Storage::Cpu(src)) => {
+                s.quantize_imatrix_onto(src, imatrix_weights, n_per_row)
+            }
+            #[cfg(feature = "metal")]
+            (Self::Metal(s), Storage::Cpu(src)) => {
+                s.quantize_imatrix_onto(src, imatrix_weights, n_per_row)
+            }
+            #[allow(unreachable_patterns)]
+            (lhs, src) => {
+                Err(Device::mismatch("quantize_imatrix_onto", &[lhs.device(), src.device()]))
+            }
+        }
+    }
+
+    /// The device address of the blocks.
+    pub fn device_ptr(&self) -> Result<*const u8> {
+        match self {
+            Self::Cpu(s) => s.device_ptr(),
+            #[cfg(feature = "cuda")]
+            Self::Cuda(s) => s.device_ptr(),
+            #[cfg(feature = "rocm")]
+            Self::Rocm(s) => s.device_ptr(),
+            #[cfg(feature = "metal")]
+            Self::Metal(s) => s.device_ptr(),
         }
     }
 }
@@ -109,6 +256,8 @@ impl Device {
             Self::Cuda(d) => Ok(QStorage::Cuda(d.quantize(array, format)?)),
             #[cfg(feature = "rocm")]
             Self::Rocm(d) => Ok(QStorage::Rocm(d.quantize(array, format)?)),
+            #[cfg(feature = "metal")]
+            Self::Metal(d) => Ok(QStorage::Metal(d.quantize(array, format)?)),
         }
     }
 
@@ -120,6 +269,8 @@ impl Device {
             Self::Cuda(d) => Ok(QStorage::Cuda(d.qzeros(elem_count, format)?)),
             #[cfg(feature = "rocm")]
             Self::Rocm(d) => Ok(QStorage::Rocm(d.qzeros(elem_count, format)?)),
+            #[cfg(feature = "metal")]
+            Self::Metal(d) => Ok(QStorage::Metal(d.qzeros(elem_count, format)?)),
         }
     }
 
@@ -135,6 +286,8 @@ impl Device {
             Self::Cuda(d) => Ok(QStorage::Cuda(d.qstorage_from_bytes(data, format)?)),
             #[cfg(feature = "rocm")]
             Self::Rocm(d) => Ok(QStorage::Rocm(d.qstorage_from_bytes(data, format)?)),
+            #[cfg(feature = "metal")]
+            Self::Metal(d) => Ok(QStorage::Metal(d.qstorage_from_bytes(data, format)?)),
         }
     }
 }

@@ -8,7 +8,7 @@
 use crate::{DType, Device, Error, Layout, Result};
 use crate::backend::BackendStorage;
 use crate::conv::{ParamsConv1D, ParamsConv2D, ParamsConvTranspose1D, ParamsConvTranspose2D};
-use crate::op::{BinaryOp, CmpOp, ReduceOp, UnaryOp};
+use crate::op::{CmpOp, ReduceOp};
 use crate::scalar::Scalar;
 
 // Not Clone: a copy can fail (out of memory); try_clone returns the error.
@@ -19,6 +19,8 @@ pub enum Storage {
     Cuda(crate::CudaStorage),
     #[cfg(feature = "rocm")]
     Rocm(crate::RocmStorage),
+    #[cfg(feature = "metal")]
+    Metal(crate::MetalStorage),
 }
 
 impl Storage {
@@ -45,6 +47,8 @@ impl Storage {
             Self::Cuda(s) => Ok(Self::Cuda(s.try_clone(layout)?)),
             #[cfg(feature = "rocm")]
             Self::Rocm(s) => Ok(Self::Rocm(s.try_clone(layout)?)),
+            #[cfg(feature = "metal")]
+            Self::Metal(s) => Ok(Self::Metal(s.try_clone(layout)?)),
         }
     }
 
@@ -56,6 +60,8 @@ impl Storage {
             Self::Cuda(s) => s.dtype(),
             #[cfg(feature = "rocm")]
             Self::Rocm(s) => s.dtype(),
+            #[cfg(feature = "metal")]
+            Self::Metal(s) => s.dtype(),
         }
     }
 
@@ -67,6 +73,8 @@ impl Storage {
             Self::Cuda(s) => Device::Cuda(s.device().clone()),
             #[cfg(feature = "rocm")]
             Self::Rocm(s) => Device::Rocm(s.device().clone()),
+            #[cfg(feature = "metal")]
+            Self::Metal(s) => Device::Metal(s.device().clone()),
         }
     }
 
@@ -78,6 +86,8 @@ impl Storage {
             Self::Cuda(s) => s.const_set(value, layout),
             #[cfg(feature = "rocm")]
             Self::Rocm(s) => s.const_set(value, layout),
+            #[cfg(feature = "metal")]
+            Self::Metal(s) => s.const_set(value, layout),
         }
     }
 
@@ -89,6 +99,8 @@ impl Storage {
             Self::Cuda(s) => Ok(Self::Cuda(s.affine(layout, mul, add)?)),
             #[cfg(feature = "rocm")]
             Self::Rocm(s) => Ok(Self::Rocm(s.affine(layout, mul, add)?)),
+            #[cfg(feature = "metal")]
+            Self::Metal(s) => Ok(Self::Metal(s.affine(layout, mul, add)?)),
         }
     }
 
@@ -101,6 +113,8 @@ impl Storage {
             Self::Cuda(s) => Ok(Self::Cuda(s.powf(layout, exponent)?)),
             #[cfg(feature = "rocm")]
             Self::Rocm(s) => Ok(Self::Rocm(s.powf(layout, exponent)?)),
+            #[cfg(feature = "metal")]
+            Self::Metal(s) => Ok(Self::Metal(s.powf(layout, exponent)?)),
         }
     }
 
@@ -113,6 +127,8 @@ impl Storage {
             Self::Cuda(s) => Ok(Self::Cuda(s.elu(layout, alpha)?)),
             #[cfg(feature = "rocm")]
             Self::Rocm(s) => Ok(Self::Rocm(s.elu(layout, alpha)?)),
+            #[cfg(feature = "metal")]
+            Self::Metal(s) => Ok(Self::Metal(s.elu(layout, alpha)?)),
         }
     }
 
@@ -139,6 +155,10 @@ impl Storage {
             (Self::Rocm(s), Self::Rocm(rhs)) => {
                 Ok(Self::Rocm(s.cmp(op, rhs, lhs_layout, rhs_layout)?))
             }
+            #[cfg(feature = "metal")]
+            (Self::Metal(s), Self::Metal(rhs)) => {
+                Ok(Self::Metal(s.cmp(op, rhs, lhs_layout, rhs_layout)?))
+            }
             #[allow(unreachable_patterns)]
             (lhs, rhs) => Err(Device::mismatch("cmp", &[lhs.device(), rhs.device()])),
         }
@@ -152,6 +172,8 @@ impl Storage {
             Self::Cuda(s) => Ok(Self::Cuda(s.reduce_op(op, layout, dims)?)),
             #[cfg(feature = "rocm")]
             Self::Rocm(s) => Ok(Self::Rocm(s.reduce_op(op, layout, dims)?)),
+            #[cfg(feature = "metal")]
+            Self::Metal(s) => Ok(Self::Metal(s.reduce_op(op, layout, dims)?)),
         }
     }
 
@@ -163,24 +185,27 @@ impl Storage {
             Self::Cuda(s) => Ok(Self::Cuda(s.to_dtype(layout, dtype)?)),
             #[cfg(feature = "rocm")]
             Self::Rocm(s) => Ok(Self::Rocm(s.to_dtype(layout, dtype)?)),
+            #[cfg(feature = "metal")]
+            Self::Metal(s) => Ok(Self::Metal(s.to_dtype(layout, dtype)?)),
         }
     }
 
     /// `unary` on the backend of the storage. (registry: `storage.unary`)
-    pub fn unary(&self, op: UnaryOp, layout: &Layout) -> Result<Self> {
+    pub fn unary_impl<B: crate::op::UnaryOpT>(&self, layout: &Layout) -> Result<Self> {
         match self {
-            Self::Cpu(s) => Ok(Self::Cpu(s.unary(op, layout)?)),
+            Self::Cpu(s) => Ok(Self::Cpu(s.unary_impl::<B>(layout)?)),
             #[cfg(feature = "cuda")]
-            Self::Cuda(s) => Ok(Self::Cuda(s.unary(op, layout)?)),
+            Self::Cuda(s) => Ok(Self::Cuda(s.unary_impl::<B>(layout)?)),
             #[cfg(feature = "rocm")]
-            Self::Rocm(s) => Ok(Self::Rocm(s.unary(op, layout)?)),
+            Self::Rocm(s) => Ok(Self::Rocm(s.unary_impl::<B>(layout)?)),
+            #[cfg(feature = "metal")]
+            Self::Metal(s) => Ok(Self::Metal(s.unary_impl::<B>(layout)?)),
         }
     }
 
     /// `binary` on the backend of its storages. (registry: `storage.binary`)
-    pub fn binary(
+    pub fn binary_impl<B: crate::op::BinaryOpT>(
         &self,
-        op: BinaryOp,
         rhs: &Self,
         lhs_layout: &Layout,
         rhs_layout: &Layout,
@@ -190,15 +215,19 @@ impl Storage {
         same_shape(lhs_layout, rhs_layout, "binary")?;
         match (self, rhs) {
             (Self::Cpu(s), Self::Cpu(rhs)) => {
-                Ok(Self::Cpu(s.binary(op, rhs, lhs_layout, rhs_layout)?))
+                Ok(Self::Cpu(s.binary_impl::<B>(rhs, lhs_layout, rhs_layout)?))
             }
             #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(rhs)) => {
-                Ok(Self::Cuda(s.binary(op, rhs, lhs_layout, rhs_layout)?))
+                Ok(Self::Cuda(s.binary_impl::<B>(rhs, lhs_layout, rhs_layout)?))
             }
             #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(rhs)) => {
-                Ok(Self::Rocm(s.binary(op, rhs, lhs_layout, rhs_layout)?))
+                Ok(Self::Rocm(s.binary_impl::<B>(rhs, lhs_layout, rhs_layout)?))
+            }
+            #[cfg(feature = "metal")]
+            (Self::Metal(s), Self::Metal(rhs)) => {
+                Ok(Self::Metal(s.binary_impl::<B>(rhs, lhs_layout, rhs_layout)?))
             }
             #[allow(unreachable_patterns)]
             (lhs, rhs) => Err(Device::mismatch("binary", &[lhs.device(), rhs.device()])),
@@ -232,6 +261,10 @@ impl Storage {
             (Self::Rocm(s), Self::Rocm(on_true), Self::Rocm(on_false)) => {
                 Ok(Self::Rocm(s.where_cond(layout, on_true, true_layout, on_false, false_layout)?))
             }
+            #[cfg(feature = "metal")]
+            (Self::Metal(s), Self::Metal(on_true), Self::Metal(on_false)) => {
+                Ok(Self::Metal(s.where_cond(layout, on_true, true_layout, on_false, false_layout)?))
+            }
             #[allow(unreachable_patterns)]
             (lhs, on_true, on_false) => {
                 Err(Device::mismatch("where_cond", &[lhs.device(), on_true.device(), on_false.device()]))
@@ -261,6 +294,10 @@ impl Storage {
             (Self::Rocm(s), Self::Rocm(kernel)) => {
                 Ok(Self::Rocm(s.conv1d(layout, kernel, kernel_layout, params)?))
             }
+            #[cfg(feature = "metal")]
+            (Self::Metal(s), Self::Metal(kernel)) => {
+                Ok(Self::Metal(s.conv1d(layout, kernel, kernel_layout, params)?))
+            }
             #[allow(unreachable_patterns)]
             (lhs, kernel) => Err(Device::mismatch("conv1d", &[lhs.device(), kernel.device()])),
         }
@@ -287,6 +324,10 @@ impl Storage {
             #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(kernel)) => {
                 Ok(Self::Rocm(s.conv_transpose1d(layout, kernel, kernel_layout, params)?))
+            }
+            #[cfg(feature = "metal")]
+            (Self::Metal(s), Self::Metal(kernel)) => {
+                Ok(Self::Metal(s.conv_transpose1d(layout, kernel, kernel_layout, params)?))
             }
             #[allow(unreachable_patterns)]
             (lhs, kernel) => {
@@ -317,6 +358,10 @@ impl Storage {
             (Self::Rocm(s), Self::Rocm(kernel)) => {
                 Ok(Self::Rocm(s.conv2d(layout, kernel, kernel_layout, params)?))
             }
+            #[cfg(feature = "metal")]
+            (Self::Metal(s), Self::Metal(kernel)) => {
+                Ok(Self::Metal(s.conv2d(layout, kernel, kernel_layout, params)?))
+            }
             #[allow(unreachable_patterns)]
             (lhs, kernel) => Err(Device::mismatch("conv2d", &[lhs.device(), kernel.device()])),
         }
@@ -344,6 +389,10 @@ impl Storage {
             (Self::Rocm(s), Self::Rocm(kernel)) => {
                 Ok(Self::Rocm(s.conv_transpose2d(layout, kernel, kernel_layout, params)?))
             }
+            #[cfg(feature = "metal")]
+            (Self::Metal(s), Self::Metal(kernel)) => {
+                Ok(Self::Metal(s.conv_transpose2d(layout, kernel, kernel_layout, params)?))
+            }
             #[allow(unreachable_patterns)]
             (lhs, kernel) => {
                 Err(Device::mismatch("conv_transpose2d", &[lhs.device(), kernel.device()]))
@@ -364,6 +413,8 @@ impl Storage {
             Self::Cuda(s) => Ok(Self::Cuda(s.avg_pool2d(layout, kernel_size, stride)?)),
             #[cfg(feature = "rocm")]
             Self::Rocm(s) => Ok(Self::Rocm(s.avg_pool2d(layout, kernel_size, stride)?)),
+            #[cfg(feature = "metal")]
+            Self::Metal(s) => Ok(Self::Metal(s.avg_pool2d(layout, kernel_size, stride)?)),
         }
     }
 
@@ -380,6 +431,8 @@ impl Storage {
             Self::Cuda(s) => Ok(Self::Cuda(s.max_pool2d(layout, kernel_size, stride)?)),
             #[cfg(feature = "rocm")]
             Self::Rocm(s) => Ok(Self::Rocm(s.max_pool2d(layout, kernel_size, stride)?)),
+            #[cfg(feature = "metal")]
+            Self::Metal(s) => Ok(Self::Metal(s.max_pool2d(layout, kernel_size, stride)?)),
         }
     }
 
@@ -391,6 +444,8 @@ impl Storage {
             Self::Cuda(s) => Ok(Self::Cuda(s.upsample_nearest1d(layout, size)?)),
             #[cfg(feature = "rocm")]
             Self::Rocm(s) => Ok(Self::Rocm(s.upsample_nearest1d(layout, size)?)),
+            #[cfg(feature = "metal")]
+            Self::Metal(s) => Ok(Self::Metal(s.upsample_nearest1d(layout, size)?)),
         }
     }
 
@@ -402,6 +457,8 @@ impl Storage {
             Self::Cuda(s) => Ok(Self::Cuda(s.upsample_nearest2d(layout, height, width)?)),
             #[cfg(feature = "rocm")]
             Self::Rocm(s) => Ok(Self::Rocm(s.upsample_nearest2d(layout, height, width)?)),
+            #[cfg(feature = "metal")]
+            Self::Metal(s) => Ok(Self::Metal(s.upsample_nearest2d(layout, height, width)?)),
         }
     }
 
@@ -426,6 +483,10 @@ impl Storage {
             #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(ids)) => {
                 Ok(Self::Rocm(s.gather(layout, ids, ids_layout, dim)?))
+            }
+            #[cfg(feature = "metal")]
+            (Self::Metal(s), Self::Metal(ids)) => {
+                Ok(Self::Metal(s.gather(layout, ids, ids_layout, dim)?))
             }
             #[allow(unreachable_patterns)]
             (lhs, ids) => Err(Device::mismatch("gather", &[lhs.device(), ids.device()])),
@@ -458,6 +519,10 @@ impl Storage {
             (Self::Rocm(s), Self::Rocm(ids), Self::Rocm(src)) => {
                 s.scatter_set(layout, ids, ids_layout, src, src_layout, dim)
             }
+            #[cfg(feature = "metal")]
+            (Self::Metal(s), Self::Metal(ids), Self::Metal(src)) => {
+                s.scatter_set(layout, ids, ids_layout, src, src_layout, dim)
+            }
             #[allow(unreachable_patterns)]
             (lhs, ids, src) => {
                 Err(Device::mismatch("scatter_set", &[lhs.device(), ids.device(), src.device()]))
@@ -481,15 +546,19 @@ impl Storage {
         dtype_in(ids.dtype(), &[DType::U8, DType::U32, DType::I64], "scatter_add")?;
         match (self, ids, src) {
             (Self::Cpu(s), Self::Cpu(ids), Self::Cpu(src)) => {
-                s.scatter_add(layout, ids, ids_layout, src, src_layout, dim)
+                s.scatter_add_set(layout, ids, ids_layout, src, src_layout, dim)
             }
             #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(ids), Self::Cuda(src)) => {
-                s.scatter_add(layout, ids, ids_layout, src, src_layout, dim)
+                s.scatter_add_set(layout, ids, ids_layout, src, src_layout, dim)
             }
             #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(ids), Self::Rocm(src)) => {
-                s.scatter_add(layout, ids, ids_layout, src, src_layout, dim)
+                s.scatter_add_set(layout, ids, ids_layout, src, src_layout, dim)
+            }
+            #[cfg(feature = "metal")]
+            (Self::Metal(s), Self::Metal(ids), Self::Metal(src)) => {
+                s.scatter_add_set(layout, ids, ids_layout, src, src_layout, dim)
             }
             #[allow(unreachable_patterns)]
             (lhs, ids, src) => {
@@ -519,6 +588,10 @@ impl Storage {
             #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(ids)) => {
                 Ok(Self::Rocm(s.index_select(ids, layout, ids_layout, dim)?))
+            }
+            #[cfg(feature = "metal")]
+            (Self::Metal(s), Self::Metal(ids)) => {
+                Ok(Self::Metal(s.index_select(ids, layout, ids_layout, dim)?))
             }
             #[allow(unreachable_patterns)]
             (lhs, ids) => Err(Device::mismatch("index_select", &[lhs.device(), ids.device()])),
@@ -551,6 +624,10 @@ impl Storage {
             (Self::Rocm(s), Self::Rocm(ids), Self::Rocm(src)) => {
                 Ok(Self::Rocm(s.index_add(layout, ids, ids_layout, src, src_layout, dim)?))
             }
+            #[cfg(feature = "metal")]
+            (Self::Metal(s), Self::Metal(ids), Self::Metal(src)) => {
+                Ok(Self::Metal(s.index_add(layout, ids, ids_layout, src, src_layout, dim)?))
+            }
             #[allow(unreachable_patterns)]
             (lhs, ids, src) => {
                 Err(Device::mismatch("index_add", &[lhs.device(), ids.device(), src.device()]))
@@ -581,6 +658,10 @@ impl Storage {
             (Self::Rocm(s), Self::Rocm(rhs)) => {
                 Ok(Self::Rocm(s.matmul(rhs, bmnk, lhs_layout, rhs_layout)?))
             }
+            #[cfg(feature = "metal")]
+            (Self::Metal(s), Self::Metal(rhs)) => {
+                Ok(Self::Metal(s.matmul(rhs, bmnk, lhs_layout, rhs_layout)?))
+            }
             #[allow(unreachable_patterns)]
             (lhs, rhs) => Err(Device::mismatch("matmul", &[lhs.device(), rhs.device()])),
         }
@@ -601,6 +682,8 @@ impl Storage {
             (Self::Cuda(s), Self::Cuda(dst)) => s.copy_strided_src(dst, dst_offset, src_layout),
             #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(dst)) => s.copy_strided_src(dst, dst_offset, src_layout),
+            #[cfg(feature = "metal")]
+            (Self::Metal(s), Self::Metal(dst)) => s.copy_strided_src(dst, dst_offset, src_layout),
             #[allow(unreachable_patterns)]
             (lhs, dst) => Err(Device::mismatch("copy_strided_src", &[lhs.device(), dst.device()])),
         }
@@ -632,8 +715,41 @@ impl Storage {
             (Self::Rocm(s), Self::Rocm(dst)) => {
                 s.copy2d(dst, d1, d2, src_stride1, dst_stride1, src_offset, dst_offset)
             }
+            #[cfg(feature = "metal")]
+            (Self::Metal(s), Self::Metal(dst)) => {
+                s.copy2d(dst, d1, d2, src_stride1, dst_stride1, src_offset, dst_offset)
+            }
             #[allow(unreachable_patterns)]
             (lhs, dst) => Err(Device::mismatch("copy2d", &[lhs.device(), dst.device()])),
+        }
+    }
+
+    /// Bilinear upsampling to (h, w), on the storage's backend.
+    pub fn upsample_bilinear2d(
+        &self,
+        layout: &Layout,
+        h: usize,
+        w: usize,
+        align_corners: bool,
+        scale_h: Option<f64>,
+        scale_w: Option<f64>,
+    ) -> Result<Self> {
+        match self {
+            Self::Cpu(s) => {
+                Ok(Self::Cpu(s.upsample_bilinear2d(layout, h, w, align_corners, scale_h, scale_w)?))
+            }
+            #[cfg(feature = "cuda")]
+            Self::Cuda(s) => {
+                Ok(Self::Cuda(s.upsample_bilinear2d(layout, h, w, align_corners, scale_h, scale_w)?))
+            }
+            #[cfg(feature = "rocm")]
+            Self::Rocm(s) => {
+                Ok(Self::Rocm(s.upsample_bilinear2d(layout, h, w, align_corners, scale_h, scale_w)?))
+            }
+            #[cfg(feature = "metal")]
+            Self::Metal(s) => {
+                Ok(Self::Metal(s.upsample_bilinear2d(layout, h, w, align_corners, scale_h, scale_w)?))
+            }
         }
     }
 }

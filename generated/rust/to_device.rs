@@ -4,7 +4,7 @@
 // (cpu), through its storage; between two others, through host memory.
 use crate::{Device, Result, Storage};
 use crate::backend::BackendStorage;
-#[cfg(any(feature = "cuda", feature = "rocm"))]
+#[cfg(any(feature = "cuda", feature = "rocm", feature = "metal"))]
 use crate::backend::BackendDevice;
 
 impl Storage {
@@ -16,6 +16,8 @@ impl Storage {
             (Self::Cpu(s), Device::Cuda(d)) => Ok(Self::Cuda(d.storage_from_cpu_storage(s)?)),
             #[cfg(feature = "rocm")]
             (Self::Cpu(s), Device::Rocm(d)) => Ok(Self::Rocm(d.storage_from_cpu_storage(s)?)),
+            #[cfg(feature = "metal")]
+            (Self::Cpu(s), Device::Metal(d)) => Ok(Self::Metal(d.storage_from_cpu_storage(s)?)),
             #[cfg(feature = "cuda")]
             (Self::Cuda(s), Device::Cpu) => Ok(Self::Cpu(s.to_cpu_storage()?)),
             #[cfg(feature = "cuda")]
@@ -23,6 +25,10 @@ impl Storage {
             #[cfg(all(feature = "cuda", feature = "rocm"))]
             (Self::Cuda(s), Device::Rocm(d)) => {
                 Ok(Self::Rocm(d.storage_from_cpu_storage(&s.to_cpu_storage()?)?))
+            }
+            #[cfg(all(feature = "cuda", feature = "metal"))]
+            (Self::Cuda(s), Device::Metal(d)) => {
+                Ok(Self::Metal(d.storage_from_cpu_storage(&s.to_cpu_storage()?)?))
             }
             #[cfg(feature = "rocm")]
             (Self::Rocm(s), Device::Cpu) => Ok(Self::Cpu(s.to_cpu_storage()?)),
@@ -32,6 +38,22 @@ impl Storage {
             }
             #[cfg(feature = "rocm")]
             (Self::Rocm(s), Device::Rocm(d)) => Ok(Self::Rocm(s.transfer_to_device(d)?)),
+            #[cfg(all(feature = "rocm", feature = "metal"))]
+            (Self::Rocm(s), Device::Metal(d)) => {
+                Ok(Self::Metal(d.storage_from_cpu_storage(&s.to_cpu_storage()?)?))
+            }
+            #[cfg(feature = "metal")]
+            (Self::Metal(s), Device::Cpu) => Ok(Self::Cpu(s.to_cpu_storage()?)),
+            #[cfg(all(feature = "metal", feature = "cuda"))]
+            (Self::Metal(s), Device::Cuda(d)) => {
+                Ok(Self::Cuda(d.storage_from_cpu_storage(&s.to_cpu_storage()?)?))
+            }
+            #[cfg(all(feature = "metal", feature = "rocm"))]
+            (Self::Metal(s), Device::Rocm(d)) => {
+                Ok(Self::Rocm(d.storage_from_cpu_storage(&s.to_cpu_storage()?)?))
+            }
+            #[cfg(feature = "metal")]
+            (Self::Metal(s), Device::Metal(d)) => Ok(Self::Metal(s.transfer_to_device(d)?)),
         }
     }
 }

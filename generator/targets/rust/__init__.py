@@ -17,12 +17,13 @@ import jinja2
 
 from ... import model
 from ..python import environment as python_environment, generated_kernels
+from .additions import additions
 from .custom_ops import hooks
 from .launch import Launch, launches
 from .methods import device_methods, hooked_methods, qstorage_methods, storage_methods
 from .syntax import check_rust, syntax_error
 from .to_device import transfers
-from .types import HELPERS, TYPE_NAMES, Method, Variant, uses, variants
+from .types import HELPERS, TYPE_NAMES, Method, Variant, profile, uses, variants
 
 __all__ = ["outputs", "render", "syntax_error"]
 
@@ -32,7 +33,9 @@ TEMPLATES = Path(__file__).resolve().parents[3] / "templates" / "rust"
 def _mentioned(methods: tuple[Method, ...], candidates) -> set[str]:
     """The candidates (identifiers) that stand as whole words in the methods' lines: the
     words of the text found once, not one search of the whole text per candidate."""
-    text = "\n".join("\n".join([*m.signature, *m.checks, *(ln for a in m.arms for ln in a.body)]) for m in methods)
+    text = "\n".join(
+        "\n".join([*m.signature, *m.checks, *m.body, *(ln for a in m.arms for ln in a.body)]) for m in methods
+    )
     return set(candidates) & set(_WORD.findall(text))
 
 
@@ -41,10 +44,11 @@ _WORD = re.compile(r"\w+")
 
 def context(registry: model.Registry) -> dict:
     vs = variants(registry)
-    storage = storage_methods(registry)
+    spelled = profile(registry)
+    storage = (*storage_methods(registry), *additions(registry, spelled, "Storage"))
     hooked = hooked_methods(registry)
-    qmethods = qstorage_methods(registry)
-    device = device_methods(registry, quantized=False)
+    qmethods = (*qstorage_methods(registry), *additions(registry, spelled, "QStorage"))
+    device = (*device_methods(registry, quantized=False), *additions(registry, spelled, "Device"))
     qdevice = device_methods(registry, quantized=True)
     traits = [t for t in registry.custom_ops]
     kernels: tuple[Launch, ...] = ()

@@ -4,7 +4,8 @@ backend's method of the op's name, after candle-core's checks."""
 from __future__ import annotations
 
 from ... import model
-from .types import PARAM_TYPES, RETURN_TYPES, Arm, Method, Variant, fresh, ident, layout_signature, variants
+from .additions import safety
+from .types import PARAM_TYPES, RETURN_TYPES, Arm, Method, Variant, fresh, ident, layout_signature, profile, variants
 
 
 class Methods:
@@ -14,6 +15,19 @@ class Methods:
         self.registry = registry
         self.variants = variants(registry)
         self.traits = {t.name: t for t in registry.custom_ops}
+        self.profile = profile(registry)
+
+    def spelling(self, op: model.Operation, owner: str) -> model.ApiMethod | None:
+        """The profile's spelling of the op, where the target's profile has one."""
+        return self.profile.spelling(owner, op.name) if self.profile else None
+
+    def kept(self, op: model.Operation, owner: str) -> tuple[model.Param, ...]:
+        """The op's parameters the spelling keeps (all, without one), in the registry's order."""
+        spelled = self.spelling(op, owner)
+        if spelled is None or spelled.params is None:
+            return op.params
+        names = {n for n, _ in spelled.params}
+        return tuple(p for p in op.params if p.name in names)
 
     def writes(self, op: model.Operation) -> str | None:
         hook = next((p for p in op.params if p.name == op.hook), None)
@@ -30,13 +44,24 @@ class Methods:
         return PARAM_TYPES[p.type]
 
     def signature(self, op: model.Operation, owner: str) -> tuple[str, ...]:
+        spelled = self.spelling(op, owner)
         receiver = "&mut self" if self.writes(op) == "self" else "&self"
-        params = [receiver, *(f"{ident(p.name)}: {self.param_type(op, p, owner)}" for p in op.params)]
+        typed = {p.name: self.param_type(op, p, owner) for p in op.params}
+        order = [p.name for p in op.params]
         generic = "<T: WithDType>" if any(p.type == "Array" for p in op.params) else ""
         returns = RETURN_TYPES[op.returns]
         if owner == "Storage":
             returns = returns.replace("Storage", "Self")
-        return layout_signature(f"pub fn {ident(op.name)}{generic}", params, f" -> {returns} {{")
+        name, unsafe = ident(op.name), ""
+        if spelled is not None:
+            typed.update(spelled.types)
+            order = [n for n, _ in spelled.params] if spelled.params is not None else order
+            generic = f"<{spelled.generics}>" if spelled.generics else generic
+            returns = spelled.returns or returns
+            receiver = spelled.receiver if spelled.receiver is not None else receiver
+            name, unsafe = spelled.name, "unsafe " if spelled.unsafe else ""
+        params = [*([receiver] if receiver else []), *(f"{ident(n)}: {typed[n]}" for n in order)]
+        return layout_signature(f"pub {unsafe}fn {name}{generic}", params, f" -> {returns} {{")
 
     def checks(self, op: model.Operation, owner: str) -> tuple[str, ...]:
         """Candle's checks before dispatch: devices, then dtypes, shapes, allowed dtypes."""
@@ -55,11 +80,12 @@ class Methods:
             lines.append(f'dtype_in({ident(name)}.dtype(), &[{allowed}], "{op.label}")?;')
         return tuple(lines)
 
-    @staticmethod
-    def call(op: model.Operation, receiver: str) -> str:
+    def call(self, op: model.Operation, receiver: str, owner: str) -> str:
         """The backend storage's method call of an arm; storage arguments are the arm's bindings."""
-        args = ", ".join(ident(p.name) for p in op.params)
-        return f"{receiver}.{ident(op.name)}({args})"
+        spelled = self.spelling(op, owner)
+        args = ", ".join(ident(p.name) for p in self.kept(op, owner))
+        name = spelled.call if spelled is not None and spelled.call else ident(op.name)
+        return f"{receiver}.{name}({args})"
 
     def wrap(self, returns: str, v: Variant, call: str, owner: str) -> tuple[str, bool]:
         """(the arm's expression, whether it uses the storage binding)."""
@@ -88,7 +114,7 @@ class Methods:
             if op.hook:
                 body, used = self.hook_body(op, v, s)
             else:
-                line, used = self.wrap(op.returns, v, self.call(op, s), owner)
+                line, used = self.wrap(op.returns, v, self.call(op, s, owner), owner)
                 body = (line,)
             first = f"{enum}::{v.name}({s if used else '_'})"
             other = "Self" if owner == "Storage" else "Storage"
@@ -132,11 +158,15 @@ class Methods:
         d = fresh("d", op)
         for v in self.variants:
             target = f"crate::{v.device}" if not v.backend.ordinal else d
-            body, _ = self.wrap(op.returns, v, self.call(op, target), "Device")
+            body, _ = self.wrap(op.returns, v, self.call(op, target, "Device"), "Device")
             pattern = f"Self::{v.name}" if not v.backend.ordinal else f"Self::{v.name}({d})"
             arms.append(Arm(v.cfg, pattern, (body,)))
         doc = op.doc or f"`{op.name}` on the device's backend."
-        return Method(f"{doc} (registry: `device.{op.name}`)", self.signature(op, "Device"), (), "self", tuple(arms))
+        spelled = self.spelling(op, "Device")
+        safety_doc = safety(spelled) if spelled else ""
+        return Method(
+            f"{doc} (registry: `device.{op.name}`){safety_doc}", self.signature(op, "Device"), (), "self", tuple(arms)
+        )
 
 
 def storage_methods(registry: model.Registry) -> tuple[Method, ...]:

@@ -161,6 +161,13 @@ class Method:
     checks: tuple[str, ...]  # statements before the match
     subject: str
     arms: tuple[Arm, ...]
+    body: tuple[str, ...] = ()  # a method that does not dispatch: its statements, no match
+    cfg: str | None = None  # the method's own gate (a method of one backend)
+    note: str | None = None  # a comment on the match line (an audit allowance, with its reason)
+
+    @property
+    def docs(self) -> tuple[str, ...]:
+        return tuple(self.doc.split("\n"))
 
 
 @dataclass(frozen=True)
@@ -188,9 +195,17 @@ class Variant:
         return f"{self.backend.name}_backend"
 
 
+def profile(registry: model.Registry) -> model.Profile | None:
+    """The rust target's API profile (candle.yaml for Candle), if the registry names one."""
+    return next((t.profile for t in registry.targets if t.name == "rust"), None)
+
+
 def variants(registry: model.Registry) -> tuple[Variant, ...]:
+    """The registry's backends, then the profile's backends of this target alone (Metal)."""
     host = host_backend(registry)
-    return tuple(Variant(b, camel(b.name), None if b is host else f'feature = "{b.name}"') for b in registry.backends)
+    spelled = profile(registry)
+    backends = (*registry.backends, *(spelled.backends if spelled else ()))
+    return tuple(Variant(b, camel(b.name), None if b is host else f'feature = "{b.name}"') for b in backends)
 
 
 def host_backend(registry: model.Registry) -> model.Backend:

@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 
 use crate::conv::{ParamsConv1D, ParamsConv2D, ParamsConvTranspose1D, ParamsConvTranspose2D};
-use crate::op::{BinaryOp, CmpOp, ReduceOp, UnaryOp};
+use crate::op::{BinaryOpT, CmpOp, ReduceOp, UnaryOpT};
 use crate::quantized::GgmlDType;
 use crate::scalar::Scalar;
 use crate::{CpuStorage, DType, DeviceLocation, Layout, Result, Shape, WithDType};
@@ -22,8 +22,8 @@ pub trait BackendStorage: Sized {
     fn cmp(&self, op: CmpOp, rhs: &Self, lhs_layout: &Layout, rhs_layout: &Layout) -> Result<Self>;
     fn reduce_op(&self, op: ReduceOp, layout: &Layout, dims: &[usize]) -> Result<Self>;
     fn to_dtype(&self, layout: &Layout, dtype: DType) -> Result<Self>;
-    fn unary(&self, op: UnaryOp, layout: &Layout) -> Result<Self>;
-    fn binary(&self, op: BinaryOp, rhs: &Self, lhs_layout: &Layout, rhs_layout: &Layout) -> Result<Self>;
+    fn unary_impl<B: UnaryOpT>(&self, layout: &Layout) -> Result<Self>;
+    fn binary_impl<B: BinaryOpT>(&self, rhs: &Self, lhs_layout: &Layout, rhs_layout: &Layout) -> Result<Self>;
     fn where_cond(&self, layout: &Layout, t: &Self, tl: &Layout, f: &Self, fl: &Layout) -> Result<Self>;
     fn conv1d(&self, l: &Layout, k: &Self, kl: &Layout, p: &ParamsConv1D) -> Result<Self>;
     fn conv_transpose1d(&self, l: &Layout, k: &Self, kl: &Layout, p: &ParamsConvTranspose1D) -> Result<Self>;
@@ -33,10 +33,12 @@ pub trait BackendStorage: Sized {
     fn max_pool2d(&self, l: &Layout, kernel_size: (usize, usize), stride: (usize, usize)) -> Result<Self>;
     fn upsample_nearest1d(&self, l: &Layout, size: usize) -> Result<Self>;
     fn upsample_nearest2d(&self, l: &Layout, h: usize, w: usize) -> Result<Self>;
+    fn upsample_bilinear2d(&self, l: &Layout, h: usize, w: usize, ac: bool, sh: Option<f64>, sw: Option<f64>)
+        -> Result<Self>;
     fn gather(&self, l: &Layout, ids: &Self, ids_l: &Layout, dim: usize) -> Result<Self>;
     fn scatter_set(&mut self, l: &Layout, ids: &Self, ids_l: &Layout, src: &Self, src_l: &Layout, dim: usize)
         -> Result<()>;
-    fn scatter_add(&mut self, l: &Layout, ids: &Self, ids_l: &Layout, src: &Self, src_l: &Layout, dim: usize)
+    fn scatter_add_set(&mut self, l: &Layout, ids: &Self, ids_l: &Layout, src: &Self, src_l: &Layout, dim: usize)
         -> Result<()>;
     fn index_select(&self, ids: &Self, l: &Layout, ids_l: &Layout, dim: usize) -> Result<Self>;
     fn index_add(&self, l: &Layout, ids: &Self, ids_l: &Layout, src: &Self, src_l: &Layout, dim: usize)
@@ -56,27 +58,40 @@ pub trait BackendDevice: Sized + std::fmt::Debug + Clone {
 
     fn location(&self) -> DeviceLocation;
     fn same_device(&self, rhs: &Self) -> bool;
-    fn zeros(&self, shape: &Shape, dtype: DType) -> Result<Self::Storage>;
+    fn new(ordinal: usize) -> Result<Self>;
+    fn zeros_impl(&self, shape: &Shape, dtype: DType) -> Result<Self::Storage>;
     fn ones(&self, shape: &Shape, dtype: DType) -> Result<Self::Storage>;
-    fn alloc_uninit(&self, shape: &Shape, dtype: DType) -> Result<Self::Storage>;
+    /// # Safety
+    ///
+    /// The storage is not initialized.
+    unsafe fn alloc_uninit(&self, shape: &Shape, dtype: DType) -> Result<Self::Storage>;
     fn storage_from_slice<T: WithDType>(&self, data: &[T]) -> Result<Self::Storage>;
     fn rand_uniform(&self, shape: &Shape, dtype: DType, low: f64, high: f64) -> Result<Self::Storage>;
     fn rand_normal(&self, shape: &Shape, dtype: DType, mean: f64, std: f64) -> Result<Self::Storage>;
-    fn set_seed(&self, seed: usize) -> Result<()>;
+    fn set_seed(&self, seed: u64) -> Result<()>;
+    fn get_current_seed(&self) -> Result<u64>;
     fn synchronize(&self) -> Result<()>;
     fn supports_bf16(&self) -> bool;
     fn quantize<T: WithDType>(&self, data: &[T], format: GgmlDType) -> Result<Self::QStorage>;
     fn qzeros(&self, elem_count: usize, format: GgmlDType) -> Result<Self::QStorage>;
     fn qstorage_from_bytes<T: WithDType>(&self, data: &[T], format: GgmlDType) -> Result<Self::QStorage>;
     fn storage_from_cpu_storage(&self, storage: &CpuStorage) -> Result<Self::Storage>;
+    fn storage_from_cpu_storage_owned(&self, storage: CpuStorage) -> Result<Self::Storage>;
 }
 
 pub trait QBackendStorage: Sized {
     type Storage;
     type Device;
 
+    fn from_data(device: &Self::Device, data: Cow<'_, [u8]>, dtype: GgmlDType) -> Result<Self>;
     fn dtype(&self) -> GgmlDType;
+    fn block_size(&self) -> usize;
     fn device(&self) -> &Self::Device;
+    fn quantize(&mut self, src: &Self::Storage) -> Result<()>;
+    fn quantize_imatrix(&mut self, src: &Self::Storage, imatrix: &[f32], n_per_row: usize) -> Result<()>;
+    fn quantize_onto(&mut self, src: &CpuStorage) -> Result<()>;
+    fn quantize_imatrix_onto(&mut self, src: &CpuStorage, imatrix: &[f32], n_per_row: usize) -> Result<()>;
+    fn device_ptr(&self) -> Result<*const u8>;
     fn size_in_bytes(&self) -> usize;
     fn data(&self) -> Result<Cow<'_, [u8]>>;
     fn dequantize(&self, elem_count: usize) -> Result<Self::Storage>;

@@ -10,11 +10,14 @@ mod core;
 pub mod op;
 pub mod scalar;
 
-pub use crate::core::{DType, Error, Layout, Result, Shape, WithDType};
+pub use crate::core::{DType, Error, FloatDType, Layout, NdArray, Result, Shape, WithDType};
+pub mod utils;
 
 pub mod cpu_backend;
 #[cfg(feature = "cuda")]
 pub mod cuda_backend;
+#[cfg(feature = "metal")]
+pub mod metal_backend;
 #[cfg(feature = "rocm")]
 pub mod rocm_backend;
 mod mock;

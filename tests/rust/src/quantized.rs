@@ -14,3 +14,13 @@ pub enum GgmlDType {
     Q4K,
     Q6K,
 }
+
+impl GgmlDType {
+    /// Values a block holds (ops.yaml `quantized: <format>: block`).
+    pub fn block_size(&self) -> usize {
+        match self {
+            Self::Q4_0 | Self::Q4_1 | Self::Q8_0 => 32,
+            Self::Q4K | Self::Q6K => 256,
+        }
+    }
+}

@@ -10,6 +10,8 @@ fn blocks(q: &QStorage) -> (&'static str, Vec<String>) {
         QStorage::Cuda(s) => ("cuda", s.calls.clone()),
         #[cfg(feature = "rocm")]
         QStorage::Rocm(s) => ("rocm", s.calls.clone()),
+        #[cfg(feature = "metal")]
+        QStorage::Metal(s) => ("metal", s.calls.clone()),
     }
 }
 
