@@ -4,7 +4,6 @@
 // quantized storage (QBackendStorage); and the Device methods that make one.
 use crate::{DType, Device, Layout, Result, Storage, WithDType};
 use crate::backend::{BackendDevice, QBackendStorage};
-use crate::quantized::GgmlDType;
 use crate::storage::dtype_in;
 use std::borrow::Cow;
 
@@ -17,6 +16,63 @@ pub enum QStorage {
     Rocm(crate::QRocmStorage),
     #[cfg(feature = "metal")]
     Metal(crate::QMetalStorage),
+}
+
+/// The GGML block formats of the registry (`quantized:`), as candle-core's GgmlDType.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum GgmlDType {
+    Q4_0,
+    Q4_1,
+    Q8_0,
+    Q4K,
+    Q6K,
+}
+
+impl GgmlDType {
+    /// The format of GGML's type id (as GGUF files name it).
+    pub fn from_u32(u: u32) -> Result<Self> {
+        match u {
+            2 => Ok(Self::Q4_0),
+            3 => Ok(Self::Q4_1),
+            8 => Ok(Self::Q8_0),
+            12 => Ok(Self::Q4K),
+            14 => Ok(Self::Q6K),
+            _ => crate::bail!("unknown GGML type id {u}"),
+        }
+    }
+
+    /// GGML's type id of the format.
+    pub fn to_u32(self) -> u32 {
+        match self {
+            Self::Q4_0 => 2,
+            Self::Q4_1 => 3,
+            Self::Q8_0 => 8,
+            Self::Q4K => 12,
+            Self::Q6K => 14,
+        }
+    }
+
+    /// Values a block holds.
+    pub fn block_size(&self) -> usize {
+        match self {
+            Self::Q4_0 => 32,
+            Self::Q4_1 => 32,
+            Self::Q8_0 => 32,
+            Self::Q4K => 256,
+            Self::Q6K => 256,
+        }
+    }
+
+    /// Bytes a block takes.
+    pub fn type_size(&self) -> usize {
+        match self {
+            Self::Q4_0 => 18,
+            Self::Q4_1 => 20,
+            Self::Q8_0 => 34,
+            Self::Q4K => 144,
+            Self::Q6K => 210,
+        }
+    }
 }
 
 impl QStorage {

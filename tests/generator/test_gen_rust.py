@@ -101,8 +101,9 @@ def test_audit_of_the_shipped_rust_finds_nothing_missing():
     assert code == 0, output
     assert re.search(r"\b0 missing, 0 wildcard\b", summary), summary
     points = int(re.search(r"(\d+) dispatch points", summary).group(1))
-    texts = [p.read_text() for p in SHIPPED.glob("*.rs")]
-    matches = sum(len(re.findall(r"\bmatch (?:self|\()", t)) for t in texts)
+    # GgmlDType's matches are over the formats, not the backends
+    texts = [re.sub(r"\nimpl GgmlDType \{.*?\n\}\n", "", p.read_text(), flags=re.S) for p in SHIPPED.glob("*.rs")]
+    matches = sum(len(re.findall(r"\bmatch (?:self|\(|device\b)", t)) for t in texts)
     traits = sum(len(re.findall(r"\bpub trait (?:Custom|Inplace)Op\d\b", t)) for t in texts)
     # every match of the output dispatches on the backend; the audit reads the custom-op traits' hooks too
     assert points == matches + traits and matches > 50 and traits == 6, summary
@@ -114,10 +115,12 @@ def _dispatches(text: str, backends: frozenset[str]):
 
 def test_every_match_names_every_backend_in_every_position():
     """No arm stands in for a backend: each position of each match names each backend."""
-    backends = frozenset({"cpu", "cuda", "rocm"})
+    backends = frozenset({"cpu", "cuda", "rocm", "metal"})  # metal: the Candle profile's
     for path in sorted(SHIPPED.glob("*.rs")):
-        for d in _dispatches(path.read_text(), backends):
-            for slot in d.slots:
+        text = path.read_text()
+        allowed = {i + 1 for i, line in enumerate(text.splitlines()) if "opgen: allow(" in line}
+        for d in _dispatches(text, backends):
+            for slot in d.slots[:1] if d.line in allowed else d.slots:  # host operands, by design
                 assert slot.backends == backends, f"{path.name}:{d.line}: {d.what} names only {sorted(slot.backends)}"
 
 
@@ -204,9 +207,12 @@ def test_launch_wrappers_follow_the_kernel_signatures():
 def test_every_registry_op_is_exercised_by_the_cargo_tests():
     model = validate(load_file(str(REPO / "ops.yaml")), REPO)
     tests = "\n".join(p.read_text() for p in (REPO / "tests" / "rust" / "src" / "tests").glob("*.rs"))
-    names = {op.name for op in (*model.storage, *model.device, *model.qstorage)}
+    profile = next(t.profile for t in model.targets if t.profile)
+    spelled = {o: {m.op: m.name for m in profile.methods if m.owner == o and m.op} for o in ("Storage", "Device")}
+    names = {spelled["Storage"].get(op.name, op.name) for op in model.storage}
+    names |= {spelled["Device"].get(op.name, op.name) for op in model.device} | {op.name for op in model.qstorage}
     names |= {f"is_{b.name}" for b in model.backends} | {"same_device", "to_device"}
-    untested = sorted(n for n in names if not re.search(rf"\.{n}\(", tests))
+    untested = sorted(n for n in names if not re.search(rf"\.{n}(?:::<[^>]*>)?\(", tests))
     assert not untested, f"no cargo test calls {untested}"
 
 

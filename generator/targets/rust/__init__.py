@@ -70,6 +70,7 @@ def context(registry: model.Registry) -> dict:
         "launch_uses_c_void": any("c_void" in k.signature for k in kernels),
         "checks_text": "\n".join(line for m in (*storage, *hooked, *qmethods) for line in m.checks),
         "dtypes": registry.dtypes,
+        "formats": ggml_variants(registry),
         "uses_storage": uses(
             "Error",
             "Result",
@@ -90,15 +91,20 @@ def context(registry: model.Registry) -> dict:
         "uses_quantized": uses(
             "Result",
             "Device",
-            "GgmlDType",
             "QBackendStorage",
             *(("BackendDevice",) if qdevice else ()),
-            *(_mentioned((*qmethods, *qdevice), (*TYPE_NAMES, *HELPERS)) - {"QStorage"}),
+            *(_mentioned((*qmethods, *qdevice), (*TYPE_NAMES, *HELPERS)) - {"QStorage", "GgmlDType"}),
         ),
         "uses_to_device": uses("Result", "Device", "Storage", "BackendStorage"),
         # Only arms towards a non-host device call the device (storage_from_<host>_storage).
         "gpu_cfg": _any_cfg(vs),
     }
+
+
+def ggml_variants(registry: model.Registry) -> tuple[tuple[str, model.QFormat], ...]:
+    """(Rust variant, format) of each quantized format, as candle-core's GgmlDType spells it:
+    upper case, the K-quants without their underscore (q4_0 -> Q4_0, q4_k -> Q4K)."""
+    return tuple((re.sub(r"_K$", "K", f.name.upper()), f) for f in registry.formats)
 
 
 def _any_cfg(vs: tuple[Variant, ...]) -> str | None:

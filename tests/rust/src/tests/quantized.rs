@@ -53,3 +53,13 @@ fn qmatmul_checks_device_and_dtype() {
         }
     }
 }
+
+#[test]
+fn ggml_formats_round_trip_their_type_ids() {
+    for (id, format, block, bytes) in [(2, GgmlDType::Q4_0, 32, 18), (8, GgmlDType::Q8_0, 32, 34), (12, GgmlDType::Q4K, 256, 144)] {
+        assert_eq!(GgmlDType::from_u32(id).unwrap(), format);
+        assert_eq!(format.to_u32(), id);
+        assert_eq!((format.block_size(), format.type_size()), (block, bytes));
+    }
+    assert_eq!(GgmlDType::from_u32(99).unwrap_err(), Error::Msg("unknown GGML type id 99".into()));
+}
