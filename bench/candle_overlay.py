@@ -8,9 +8,10 @@ Takes a candle checkout (a work tree, changed in place: pass a disposable one), 
      matches over the backend variants, the backend enums, the custom-op traits' `*_fwd`
      hooks, lib.rs's backend exports);
   2. removes what the generated files stand for: the `Storage`, `Device`, `DeviceLocation`
-     and `QStorage` enums and their inherent impls, the six custom-op traits, lib.rs's backend
-     exports, and to_device's match in tensor.rs (replaced by a call of the generated
-     `Storage::to_device`); writes the generated files under candle-core/src/opgen/;
+     and `QStorage` enums and their inherent impls, the six custom-op traits, the backend
+     traits of backend.rs, the dummy backends, lib.rs's backend exports, and to_device's match
+     in tensor.rs (replaced by a call of the generated `Storage::to_device`); writes the
+     generated files under candle-core/src/opgen/;
   3. audits the same files and the generated ones again, and prints both counts.
 The result is read, not compiled: candle's crates are not built here (no network for its
 dependencies). Nothing of candle's text is printed or kept."""
@@ -30,7 +31,11 @@ from generator.audit import MISSING, WILDCARD, audit, sources
 
 BACKENDS = ("cpu", "cuda", "metal", "rocm")
 FILES = ("storage.rs", "device.rs", "quantized/mod.rs", "tensor.rs", "custom_op.rs", "lib.rs")
+REWRITTEN = (*FILES, "backend.rs")  # the files whose replaced items the overlay removes
 OWNERS = {"Storage", "Device", "QStorage"}
+BACKEND_TRAITS = {"BackendStorage", "BackendDevice"}
+# candle-core's dummy backends (a backend whose feature is off), which the generated dummies replace
+DUMMIES = ("dummy_cuda_backend.rs", "dummy_metal_backend.rs", "quantized/dummy_cuda.rs", "quantized/dummy_metal.rs")
 
 
 def _parser() -> tree_sitter.Parser:
@@ -55,7 +60,7 @@ def replaced_ranges(source: bytes, path: str) -> list[tuple[int, int, bytes]]:
         if kind == "impl_item" and node.child_by_field_name("trait") is None and _name(node, "type") in OWNERS:
             out.append((node.start_byte, node.end_byte, b""))
             return
-        if kind == "trait_item" and _name(node, "name") in TRAITS:
+        if kind == "trait_item" and _name(node, "name") in TRAITS | BACKEND_TRAITS:
             out.append((node.start_byte, node.end_byte, b""))
             return
         if kind == "use_declaration" and path.endswith("lib.rs") and _exports_backend(node.text or b""):
@@ -75,6 +80,18 @@ def replaced_ranges(source: bytes, path: str) -> list[tuple[int, int, bytes]]:
 
 def _exports_backend(text: bytes) -> bool:
     return any(f"{v}{t}".encode() in text for v in ("Cpu", "Cuda", "Metal") for t in ("Device", "Storage"))
+
+
+def boilerplate_lines(src: Path) -> dict[str, int]:
+    """Lines of the backend traits (backend.rs) and of the dummy backends the generated files replace."""
+    counts = {}
+    root = _parser().parse((src / "backend.rs").read_bytes()).root_node
+    traits = [n for n in root.named_children if n.type == "trait_item" and _name(n, "name") in BACKEND_TRAITS]
+    counts["backend.rs (BackendStorage, BackendDevice)"] = sum(n.end_point[0] - n.start_point[0] + 1 for n in traits)
+    for rel in DUMMIES:
+        if (src / rel).is_file():
+            counts[rel] = len((src / rel).read_text().splitlines())
+    return counts
 
 
 def dispatch_lines(src: Path) -> dict[str, int]:
@@ -98,7 +115,9 @@ def audit_counts(paths: list[Path]) -> tuple[int, int, int]:
 
 def overlay(src: Path, generated: Path) -> int:
     """Strip the replaced items from candle-core's files, write the generated ones; their lines."""
-    for rel in FILES:
+    for rel in DUMMIES:
+        (src / rel).unlink(missing_ok=True)
+    for rel in REWRITTEN:
         path = src / rel
         text = path.read_bytes()
         for start, end, new in sorted(replaced_ranges(text, rel), reverse=True):
@@ -125,19 +144,26 @@ def main(argv: list[str] | None = None) -> None:
     before_points, before_missing, before_wild = audit_counts(targets)
     whole_before = audit_counts([src])
     lines = dispatch_lines(src)
+    boilerplate = boilerplate_lines(src)
     written = overlay(src, args.out)
     after_points, after_missing, after_wild = audit_counts([*targets, src / "opgen"])
+    generated = audit_counts([src / "opgen"])
     whole_after = audit_counts([src])
     print(f"backends: {', '.join(BACKENDS)}")
     print("| | dispatch points | missing | wildcard |\n|---|---|---|---|")
     print(f"| dispatch files, hand-written | {before_points} | {before_missing} | {before_wild} |")
     print(f"| dispatch files + generated | {after_points} | {after_missing} | {after_wild} |")
+    print(f"| generated files alone | {generated[0]} | {generated[1]} | {generated[2]} |")
     print(f"| all of candle-core/src, before | {whole_before[0]} | {whole_before[1]} | {whole_before[2]} |")
     print(f"| all of candle-core/src, after | {whole_after[0]} | {whole_after[1]} | {whole_after[2]} |")
     print("\n| file | hand-written dispatch lines replaced |\n|---|---|")
     for rel, n in lines.items():
         print(f"| {rel} | {n} |")
     print(f"| total | {sum(lines.values())} |")
+    print("\n| backend traits and dummy backends | lines replaced |\n|---|---|")
+    for rel, n in boilerplate.items():
+        print(f"| {rel} | {n} |")
+    print(f"| total | {sum(boilerplate.values())} |")
     print(f"\ngenerated lines written (candle-core/src/opgen/, launch.rs included): {written}")
 
 

@@ -329,6 +329,7 @@ class ApiMethod:
     host_operands: tuple[str, ...] = ()  # Storage parameters always on the host backend
     each: tuple[str, ...] | None = None  # one method per backend: those named, () every backend
     doc: str = ""
+    omit: bool = False  # a registry op the library does not have: not generated for this target
 
 
 @dataclass(frozen=True)
@@ -343,9 +344,16 @@ class Profile:
     backends: tuple[Backend, ...]  # of this target alone: no runtime, arms generated like the others
     methods: tuple[ApiMethod, ...]
     dummies: bool = False  # a backend whose feature is off compiles as a dummy, as candle-core does
+    # backend-trait methods the generated code calls besides the ops' (to_cpu_storage, new ...),
+    # owner = the trait; with them the target writes the traits (backend.rs)
+    trait_methods: tuple[ApiMethod, ...] = ()
 
     def spelling(self, owner: str, op: str) -> ApiMethod | None:
         return next((m for m in self.methods if m.owner == owner and m.op == op), None)
+
+    def omits(self, owner: str, op: str) -> bool:
+        spelled = self.spelling(owner, op)
+        return spelled is not None and spelled.omit
 
     def additions(self, owner: str) -> tuple[ApiMethod, ...]:
         return tuple(m for m in self.methods if m.owner == owner and m.op is None)

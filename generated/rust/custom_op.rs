@@ -15,7 +15,6 @@ pub trait CustomOp1 {
     }
 
     /// The forward pass on cuda storages (each with its layout: any strides and offset).
-    #[cfg(feature = "cuda")]
     fn cuda_fwd(
         &self,
         _s1: &crate::CudaStorage,
@@ -25,7 +24,6 @@ pub trait CustomOp1 {
     }
 
     /// The forward pass on rocm storages (each with its layout: any strides and offset).
-    #[cfg(feature = "rocm")]
     fn rocm_fwd(
         &self,
         _s1: &crate::RocmStorage,
@@ -35,7 +33,6 @@ pub trait CustomOp1 {
     }
 
     /// The forward pass on metal storages (each with its layout: any strides and offset).
-    #[cfg(feature = "metal")]
     fn metal_fwd(
         &self,
         _s1: &crate::MetalStorage,
@@ -62,7 +59,6 @@ pub trait CustomOp2 {
     }
 
     /// The forward pass on cuda storages (each with its layout: any strides and offset).
-    #[cfg(feature = "cuda")]
     fn cuda_fwd(
         &self,
         _s1: &crate::CudaStorage,
@@ -74,7 +70,6 @@ pub trait CustomOp2 {
     }
 
     /// The forward pass on rocm storages (each with its layout: any strides and offset).
-    #[cfg(feature = "rocm")]
     fn rocm_fwd(
         &self,
         _s1: &crate::RocmStorage,
@@ -86,7 +81,6 @@ pub trait CustomOp2 {
     }
 
     /// The forward pass on metal storages (each with its layout: any strides and offset).
-    #[cfg(feature = "metal")]
     fn metal_fwd(
         &self,
         _s1: &crate::MetalStorage,
@@ -117,7 +111,6 @@ pub trait CustomOp3 {
     }
 
     /// The forward pass on cuda storages (each with its layout: any strides and offset).
-    #[cfg(feature = "cuda")]
     fn cuda_fwd(
         &self,
         _s1: &crate::CudaStorage,
@@ -131,7 +124,6 @@ pub trait CustomOp3 {
     }
 
     /// The forward pass on rocm storages (each with its layout: any strides and offset).
-    #[cfg(feature = "rocm")]
     fn rocm_fwd(
         &self,
         _s1: &crate::RocmStorage,
@@ -145,7 +137,6 @@ pub trait CustomOp3 {
     }
 
     /// The forward pass on metal storages (each with its layout: any strides and offset).
-    #[cfg(feature = "metal")]
     fn metal_fwd(
         &self,
         _s1: &crate::MetalStorage,
@@ -170,19 +161,16 @@ pub trait InplaceOp1 {
     }
 
     /// The forward pass on cuda storages (each with its layout: any strides and offset).
-    #[cfg(feature = "cuda")]
     fn cuda_fwd(&self, _s1: &mut crate::CudaStorage, _l1: &Layout) -> Result<()> {
         Err(Error::NotImplementedForBackend { op: self.name(), backend: "cuda" }.bt())
     }
 
     /// The forward pass on rocm storages (each with its layout: any strides and offset).
-    #[cfg(feature = "rocm")]
     fn rocm_fwd(&self, _s1: &mut crate::RocmStorage, _l1: &Layout) -> Result<()> {
         Err(Error::NotImplementedForBackend { op: self.name(), backend: "rocm" }.bt())
     }
 
     /// The forward pass on metal storages (each with its layout: any strides and offset).
-    #[cfg(feature = "metal")]
     fn metal_fwd(&self, _s1: &mut crate::MetalStorage, _l1: &Layout) -> Result<()> {
         Err(Error::NotImplementedForBackend { op: self.name(), backend: "metal" }.bt())
     }
@@ -205,7 +193,6 @@ pub trait InplaceOp2 {
     }
 
     /// The forward pass on cuda storages (each with its layout: any strides and offset).
-    #[cfg(feature = "cuda")]
     fn cuda_fwd(
         &self,
         _s1: &mut crate::CudaStorage,
@@ -217,7 +204,6 @@ pub trait InplaceOp2 {
     }
 
     /// The forward pass on rocm storages (each with its layout: any strides and offset).
-    #[cfg(feature = "rocm")]
     fn rocm_fwd(
         &self,
         _s1: &mut crate::RocmStorage,
@@ -229,7 +215,6 @@ pub trait InplaceOp2 {
     }
 
     /// The forward pass on metal storages (each with its layout: any strides and offset).
-    #[cfg(feature = "metal")]
     fn metal_fwd(
         &self,
         _s1: &mut crate::MetalStorage,
@@ -260,7 +245,6 @@ pub trait InplaceOp3 {
     }
 
     /// The forward pass on cuda storages (each with its layout: any strides and offset).
-    #[cfg(feature = "cuda")]
     fn cuda_fwd(
         &self,
         _s1: &mut crate::CudaStorage,
@@ -274,7 +258,6 @@ pub trait InplaceOp3 {
     }
 
     /// The forward pass on rocm storages (each with its layout: any strides and offset).
-    #[cfg(feature = "rocm")]
     fn rocm_fwd(
         &self,
         _s1: &mut crate::RocmStorage,
@@ -288,7 +271,6 @@ pub trait InplaceOp3 {
     }
 
     /// The forward pass on metal storages (each with its layout: any strides and offset).
-    #[cfg(feature = "metal")]
     fn metal_fwd(
         &self,
         _s1: &mut crate::MetalStorage,
@@ -310,17 +292,14 @@ impl Storage {
                 let (out, shape) = op.cpu_fwd(s, layout)?;
                 Ok((Self::Cpu(out), shape))
             }
-            #[cfg(feature = "cuda")]
             Self::Cuda(s) => {
                 let (out, shape) = op.cuda_fwd(s, layout)?;
                 Ok((Self::Cuda(out), shape))
             }
-            #[cfg(feature = "rocm")]
             Self::Rocm(s) => {
                 let (out, shape) = op.rocm_fwd(s, layout)?;
                 Ok((Self::Rocm(out), shape))
             }
-            #[cfg(feature = "metal")]
             Self::Metal(s) => {
                 let (out, shape) = op.metal_fwd(s, layout)?;
                 Ok((Self::Metal(out), shape))
@@ -342,17 +321,14 @@ impl Storage {
                 let (out, shape) = op.cpu_fwd(s, layout, t2, layout2)?;
                 Ok((Self::Cpu(out), shape))
             }
-            #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(t2)) => {
                 let (out, shape) = op.cuda_fwd(s, layout, t2, layout2)?;
                 Ok((Self::Cuda(out), shape))
             }
-            #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(t2)) => {
                 let (out, shape) = op.rocm_fwd(s, layout, t2, layout2)?;
                 Ok((Self::Rocm(out), shape))
             }
-            #[cfg(feature = "metal")]
             (Self::Metal(s), Self::Metal(t2)) => {
                 let (out, shape) = op.metal_fwd(s, layout, t2, layout2)?;
                 Ok((Self::Metal(out), shape))
@@ -379,17 +355,14 @@ impl Storage {
                 let (out, shape) = op.cpu_fwd(s, layout, t2, layout2, t3, layout3)?;
                 Ok((Self::Cpu(out), shape))
             }
-            #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(t2), Self::Cuda(t3)) => {
                 let (out, shape) = op.cuda_fwd(s, layout, t2, layout2, t3, layout3)?;
                 Ok((Self::Cuda(out), shape))
             }
-            #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(t2), Self::Rocm(t3)) => {
                 let (out, shape) = op.rocm_fwd(s, layout, t2, layout2, t3, layout3)?;
                 Ok((Self::Rocm(out), shape))
             }
-            #[cfg(feature = "metal")]
             (Self::Metal(s), Self::Metal(t2), Self::Metal(t3)) => {
                 let (out, shape) = op.metal_fwd(s, layout, t2, layout2, t3, layout3)?;
                 Ok((Self::Metal(out), shape))
@@ -405,11 +378,8 @@ impl Storage {
     pub fn inplace_op1(&mut self, layout: &Layout, op: &dyn InplaceOp1) -> Result<()> {
         match self {
             Self::Cpu(s) => op.cpu_fwd(s, layout),
-            #[cfg(feature = "cuda")]
             Self::Cuda(s) => op.cuda_fwd(s, layout),
-            #[cfg(feature = "rocm")]
             Self::Rocm(s) => op.rocm_fwd(s, layout),
-            #[cfg(feature = "metal")]
             Self::Metal(s) => op.metal_fwd(s, layout),
         }
     }
@@ -425,11 +395,8 @@ impl Storage {
         self.same_device(t2, "inplace_op2")?;
         match (self, t2) {
             (Self::Cpu(s), Self::Cpu(t2)) => op.cpu_fwd(s, layout, t2, layout2),
-            #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(t2)) => op.cuda_fwd(s, layout, t2, layout2),
-            #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(t2)) => op.rocm_fwd(s, layout, t2, layout2),
-            #[cfg(feature = "metal")]
             (Self::Metal(s), Self::Metal(t2)) => op.metal_fwd(s, layout, t2, layout2),
             #[allow(unreachable_patterns)]
             (lhs, t2) => Err(Device::mismatch("inplace_op2", &[lhs.device(), t2.device()])),
@@ -452,15 +419,12 @@ impl Storage {
             (Self::Cpu(s), Self::Cpu(t2), Self::Cpu(t3)) => {
                 op.cpu_fwd(s, layout, t2, layout2, t3, layout3)
             }
-            #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(t2), Self::Cuda(t3)) => {
                 op.cuda_fwd(s, layout, t2, layout2, t3, layout3)
             }
-            #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(t2), Self::Rocm(t3)) => {
                 op.rocm_fwd(s, layout, t2, layout2, t3, layout3)
             }
-            #[cfg(feature = "metal")]
             (Self::Metal(s), Self::Metal(t2), Self::Metal(t3)) => {
                 op.metal_fwd(s, layout, t2, layout2, t3, layout3)
             }

@@ -10,11 +10,8 @@ use crate::backend::BackendDevice;
 #[derive(Debug, Copy, Clone, PartialEq, Eq, Hash)]
 pub enum DeviceLocation {
     Cpu,
-    #[cfg(feature = "cuda")]
     Cuda { gpu_id: usize },
-    #[cfg(feature = "rocm")]
     Rocm { gpu_id: usize },
-    #[cfg(feature = "metal")]
     Metal { gpu_id: usize },
 }
 
@@ -23,11 +20,8 @@ pub enum DeviceLocation {
 #[derive(Debug, Clone)]
 pub enum Device {
     Cpu,
-    #[cfg(feature = "cuda")]
     Cuda(crate::CudaDevice),
-    #[cfg(feature = "rocm")]
     Rocm(crate::RocmDevice),
-    #[cfg(feature = "metal")]
     Metal(crate::MetalDevice),
 }
 
@@ -36,11 +30,8 @@ impl Device {
     pub fn location(&self) -> DeviceLocation {
         match self {
             Self::Cpu => DeviceLocation::Cpu,
-            #[cfg(feature = "cuda")]
             Self::Cuda(d) => d.location(),
-            #[cfg(feature = "rocm")]
             Self::Rocm(d) => d.location(),
-            #[cfg(feature = "metal")]
             Self::Metal(d) => d.location(),
         }
     }
@@ -49,11 +40,8 @@ impl Device {
     pub fn same_device(&self, rhs: &Self) -> bool {
         match (self, rhs) {
             (Self::Cpu, Self::Cpu) => true,
-            #[cfg(feature = "cuda")]
             (Self::Cuda(lhs), Self::Cuda(rhs)) => lhs.same_device(rhs),
-            #[cfg(feature = "rocm")]
             (Self::Rocm(lhs), Self::Rocm(rhs)) => lhs.same_device(rhs),
-            #[cfg(feature = "metal")]
             (Self::Metal(lhs), Self::Metal(rhs)) => lhs.same_device(rhs),
             #[allow(unreachable_patterns)]
             _ => false,
@@ -81,62 +69,25 @@ impl Device {
         matches!(self, Self::Cpu)
     }
 
-    #[cfg(feature = "cuda")]
     pub fn is_cuda(&self) -> bool {
         matches!(self, Self::Cuda(_))
     }
 
-    /// False: cuda is not compiled in.
-    #[cfg(not(feature = "cuda"))]
-    pub fn is_cuda(&self) -> bool {
-        false
-    }
-
-    #[cfg(feature = "rocm")]
     pub fn is_rocm(&self) -> bool {
         matches!(self, Self::Rocm(_))
     }
 
-    /// False: rocm is not compiled in.
-    #[cfg(not(feature = "rocm"))]
-    pub fn is_rocm(&self) -> bool {
-        false
-    }
-
-    #[cfg(feature = "metal")]
     pub fn is_metal(&self) -> bool {
         matches!(self, Self::Metal(_))
-    }
-
-    /// False: metal is not compiled in.
-    #[cfg(not(feature = "metal"))]
-    pub fn is_metal(&self) -> bool {
-        false
     }
 
     /// `zeros` on the device's backend. (registry: `device.zeros`)
     pub fn zeros(&self, shape: &Shape, dtype: DType) -> Result<Storage> {
         match self {
             Self::Cpu => Ok(Storage::Cpu(crate::CpuDevice.zeros_impl(shape, dtype)?)),
-            #[cfg(feature = "cuda")]
             Self::Cuda(d) => Ok(Storage::Cuda(d.zeros_impl(shape, dtype)?)),
-            #[cfg(feature = "rocm")]
             Self::Rocm(d) => Ok(Storage::Rocm(d.zeros_impl(shape, dtype)?)),
-            #[cfg(feature = "metal")]
             Self::Metal(d) => Ok(Storage::Metal(d.zeros_impl(shape, dtype)?)),
-        }
-    }
-
-    /// `ones` on the device's backend. (registry: `device.ones`)
-    pub fn ones(&self, shape: &Shape, dtype: DType) -> Result<Storage> {
-        match self {
-            Self::Cpu => Ok(Storage::Cpu(crate::CpuDevice.ones(shape, dtype)?)),
-            #[cfg(feature = "cuda")]
-            Self::Cuda(d) => Ok(Storage::Cuda(d.ones(shape, dtype)?)),
-            #[cfg(feature = "rocm")]
-            Self::Rocm(d) => Ok(Storage::Rocm(d.ones(shape, dtype)?)),
-            #[cfg(feature = "metal")]
-            Self::Metal(d) => Ok(Storage::Metal(d.ones(shape, dtype)?)),
         }
     }
 
@@ -148,11 +99,8 @@ impl Device {
     pub unsafe fn alloc_uninit(&self, shape: &Shape, dtype: DType) -> Result<Storage> {
         match self {
             Self::Cpu => Ok(Storage::Cpu(crate::CpuDevice.alloc_uninit(shape, dtype)?)),
-            #[cfg(feature = "cuda")]
             Self::Cuda(d) => Ok(Storage::Cuda(d.alloc_uninit(shape, dtype)?)),
-            #[cfg(feature = "rocm")]
             Self::Rocm(d) => Ok(Storage::Rocm(d.alloc_uninit(shape, dtype)?)),
-            #[cfg(feature = "metal")]
             Self::Metal(d) => Ok(Storage::Metal(d.alloc_uninit(shape, dtype)?)),
         }
     }
@@ -161,11 +109,8 @@ impl Device {
     pub fn storage_from_slice<D: WithDType>(&self, array: &[D]) -> Result<Storage> {
         match self {
             Self::Cpu => Ok(Storage::Cpu(crate::CpuDevice.storage_from_slice(array)?)),
-            #[cfg(feature = "cuda")]
             Self::Cuda(d) => Ok(Storage::Cuda(d.storage_from_slice(array)?)),
-            #[cfg(feature = "rocm")]
             Self::Rocm(d) => Ok(Storage::Rocm(d.storage_from_slice(array)?)),
-            #[cfg(feature = "metal")]
             Self::Metal(d) => Ok(Storage::Metal(d.storage_from_slice(array)?)),
         }
     }
@@ -180,11 +125,8 @@ impl Device {
     ) -> Result<Storage> {
         match self {
             Self::Cpu => Ok(Storage::Cpu(crate::CpuDevice.rand_uniform(shape, dtype, low, high)?)),
-            #[cfg(feature = "cuda")]
             Self::Cuda(d) => Ok(Storage::Cuda(d.rand_uniform(shape, dtype, low, high)?)),
-            #[cfg(feature = "rocm")]
             Self::Rocm(d) => Ok(Storage::Rocm(d.rand_uniform(shape, dtype, low, high)?)),
-            #[cfg(feature = "metal")]
             Self::Metal(d) => Ok(Storage::Metal(d.rand_uniform(shape, dtype, low, high)?)),
         }
     }
@@ -199,11 +141,8 @@ impl Device {
     ) -> Result<Storage> {
         match self {
             Self::Cpu => Ok(Storage::Cpu(crate::CpuDevice.rand_normal(shape, dtype, mean, std)?)),
-            #[cfg(feature = "cuda")]
             Self::Cuda(d) => Ok(Storage::Cuda(d.rand_normal(shape, dtype, mean, std)?)),
-            #[cfg(feature = "rocm")]
             Self::Rocm(d) => Ok(Storage::Rocm(d.rand_normal(shape, dtype, mean, std)?)),
-            #[cfg(feature = "metal")]
             Self::Metal(d) => Ok(Storage::Metal(d.rand_normal(shape, dtype, mean, std)?)),
         }
     }
@@ -212,11 +151,8 @@ impl Device {
     pub fn set_seed(&self, seed: u64) -> Result<()> {
         match self {
             Self::Cpu => crate::CpuDevice.set_seed(seed),
-            #[cfg(feature = "cuda")]
             Self::Cuda(d) => d.set_seed(seed),
-            #[cfg(feature = "rocm")]
             Self::Rocm(d) => d.set_seed(seed),
-            #[cfg(feature = "metal")]
             Self::Metal(d) => d.set_seed(seed),
         }
     }
@@ -225,102 +161,78 @@ impl Device {
     pub fn synchronize(&self) -> Result<()> {
         match self {
             Self::Cpu => crate::CpuDevice.synchronize(),
-            #[cfg(feature = "cuda")]
             Self::Cuda(d) => d.synchronize(),
-            #[cfg(feature = "rocm")]
             Self::Rocm(d) => d.synchronize(),
-            #[cfg(feature = "metal")]
             Self::Metal(d) => d.synchronize(),
         }
     }
 
-    /// `supports_bf16` on the device's backend. (registry: `device.supports_bf16`)
+    /// `supports_bf16`, as the target's library spells it.
     pub fn supports_bf16(&self) -> bool {
         match self {
-            Self::Cpu => crate::CpuDevice.supports_bf16(),
-            #[cfg(feature = "cuda")]
-            Self::Cuda(d) => d.supports_bf16(),
-            #[cfg(feature = "rocm")]
-            Self::Rocm(d) => d.supports_bf16(),
-            #[cfg(feature = "metal")]
-            Self::Metal(d) => d.supports_bf16(),
+            Self::Cpu => false,
+            Self::Cuda(_) => true,
+            Self::Rocm(_) => true,
+            Self::Metal(_) => true,
         }
     }
 
     /// The cuda device of that ordinal.
-    #[cfg(feature = "cuda")]
     pub fn new_cuda(ordinal: usize) -> Result<Self> {
         Ok(Self::Cuda(crate::CudaDevice::new(ordinal)?))
     }
 
     /// The rocm device of that ordinal.
-    #[cfg(feature = "rocm")]
     pub fn new_rocm(ordinal: usize) -> Result<Self> {
         Ok(Self::Rocm(crate::RocmDevice::new(ordinal)?))
     }
 
     /// The metal device of that ordinal.
-    #[cfg(feature = "metal")]
     pub fn new_metal(ordinal: usize) -> Result<Self> {
         Ok(Self::Metal(crate::MetalDevice::new(ordinal)?))
     }
 
     /// The cuda device of that ordinal, on a stream of its own.
-    #[cfg(feature = "cuda")]
     pub fn new_cuda_with_stream(ordinal: usize) -> Result<Self> {
         Ok(Self::Cuda(crate::CudaDevice::new_with_stream(ordinal)?))
     }
 
     /// The rocm device of that ordinal, on a stream of its own.
-    #[cfg(feature = "rocm")]
     pub fn new_rocm_with_stream(ordinal: usize) -> Result<Self> {
         Ok(Self::Rocm(crate::RocmDevice::new_with_stream(ordinal)?))
     }
 
     /// The cuda backend's device, or an error naming the device's backend.
-    #[cfg(feature = "cuda")]
     pub fn as_cuda_device(&self) -> Result<&crate::CudaDevice> {
         match self {
             Self::Cpu => crate::bail!("expected a cuda device, got cpu"),
-            #[cfg(feature = "cuda")]
             Self::Cuda(d) => Ok(d),
-            #[cfg(feature = "rocm")]
             Self::Rocm(_) => crate::bail!("expected a cuda device, got rocm"),
-            #[cfg(feature = "metal")]
             Self::Metal(_) => crate::bail!("expected a cuda device, got metal"),
         }
     }
 
     /// The rocm backend's device, or an error naming the device's backend.
-    #[cfg(feature = "rocm")]
     pub fn as_rocm_device(&self) -> Result<&crate::RocmDevice> {
         match self {
             Self::Cpu => crate::bail!("expected a rocm device, got cpu"),
-            #[cfg(feature = "cuda")]
             Self::Cuda(_) => crate::bail!("expected a rocm device, got cuda"),
-            #[cfg(feature = "rocm")]
             Self::Rocm(d) => Ok(d),
-            #[cfg(feature = "metal")]
             Self::Metal(_) => crate::bail!("expected a rocm device, got metal"),
         }
     }
 
     /// The metal backend's device, or an error naming the device's backend.
-    #[cfg(feature = "metal")]
     pub fn as_metal_device(&self) -> Result<&crate::MetalDevice> {
         match self {
             Self::Cpu => crate::bail!("expected a metal device, got cpu"),
-            #[cfg(feature = "cuda")]
             Self::Cuda(_) => crate::bail!("expected a metal device, got cuda"),
-            #[cfg(feature = "rocm")]
             Self::Rocm(_) => crate::bail!("expected a metal device, got rocm"),
-            #[cfg(feature = "metal")]
             Self::Metal(d) => Ok(d),
         }
     }
 
     /// The cuda device of that ordinal where cuda is available, else the host's.
-    #[cfg(feature = "cuda")]
     pub fn cuda_if_available(ordinal: usize) -> Result<Self> {
         if crate::utils::cuda_is_available() {
             Self::new_cuda(ordinal)
@@ -330,7 +242,6 @@ impl Device {
     }
 
     /// The rocm device of that ordinal where rocm is available, else the host's.
-    #[cfg(feature = "rocm")]
     pub fn rocm_if_available(ordinal: usize) -> Result<Self> {
         if crate::utils::rocm_is_available() {
             Self::new_rocm(ordinal)
@@ -340,7 +251,6 @@ impl Device {
     }
 
     /// The metal device of that ordinal where metal is available, else the host's.
-    #[cfg(feature = "metal")]
     pub fn metal_if_available(ordinal: usize) -> Result<Self> {
         if crate::utils::metal_is_available() {
             Self::new_metal(ordinal)
@@ -357,11 +267,8 @@ impl Device {
     {
         match self {
             Self::Cpu => crate::utils::with_threadpool(f),
-            #[cfg(feature = "cuda")]
             Self::Cuda(_) => f(),
-            #[cfg(feature = "rocm")]
             Self::Rocm(_) => f(),
-            #[cfg(feature = "metal")]
             Self::Metal(_) => f(),
         }
     }
@@ -370,11 +277,8 @@ impl Device {
     pub fn get_current_seed(&self) -> Result<u64> {
         match self {
             Self::Cpu => crate::CpuDevice.get_current_seed(),
-            #[cfg(feature = "cuda")]
             Self::Cuda(d) => d.get_current_seed(),
-            #[cfg(feature = "rocm")]
             Self::Rocm(d) => d.get_current_seed(),
-            #[cfg(feature = "metal")]
             Self::Metal(d) => d.get_current_seed(),
         }
     }
@@ -412,15 +316,12 @@ impl Device {
     pub fn storage<A: crate::NdArray>(&self, array: A) -> Result<Storage> {
         match self {
             Self::Cpu => Ok(Storage::Cpu(array.to_cpu_storage())),
-            #[cfg(feature = "cuda")]
             Self::Cuda(d) => {
                 Ok(Storage::Cuda(d.storage_from_cpu_storage_owned(array.to_cpu_storage())?))
             }
-            #[cfg(feature = "rocm")]
             Self::Rocm(d) => {
                 Ok(Storage::Rocm(d.storage_from_cpu_storage_owned(array.to_cpu_storage())?))
             }
-            #[cfg(feature = "metal")]
             Self::Metal(d) => {
                 Ok(Storage::Metal(d.storage_from_cpu_storage_owned(array.to_cpu_storage())?))
             }
@@ -431,15 +332,12 @@ impl Device {
     pub fn storage_owned<S: WithDType>(&self, data: Vec<S>) -> Result<Storage> {
         match self {
             Self::Cpu => Ok(Storage::Cpu(S::to_cpu_storage_owned(data))),
-            #[cfg(feature = "cuda")]
             Self::Cuda(d) => {
                 Ok(Storage::Cuda(d.storage_from_cpu_storage_owned(S::to_cpu_storage_owned(data))?))
             }
-            #[cfg(feature = "rocm")]
             Self::Rocm(d) => {
                 Ok(Storage::Rocm(d.storage_from_cpu_storage_owned(S::to_cpu_storage_owned(data))?))
             }
-            #[cfg(feature = "metal")]
             Self::Metal(d) => {
                 Ok(Storage::Metal(d.storage_from_cpu_storage_owned(S::to_cpu_storage_owned(data))?))
             }

@@ -2,19 +2,16 @@
 // candle-core's QStorage (quantized/mod.rs): one variant per backend, every QStorage method
 // of the registry as a method whose match has one arm per backend, calling that backend's
 // quantized storage (QBackendStorage); and the Device methods that make one.
-use crate::{DType, Device, Layout, Result, Storage, WithDType};
-use crate::backend::{BackendDevice, QBackendStorage};
+use crate::{DType, Device, Layout, Result, Storage};
+use crate::backend::QBackendStorage;
 use crate::storage::dtype_in;
 use std::borrow::Cow;
 
 /// Quantized (GGML block) storage on one backend.
 pub enum QStorage {
     Cpu(crate::QCpuStorage),
-    #[cfg(feature = "cuda")]
     Cuda(crate::QCudaStorage),
-    #[cfg(feature = "rocm")]
     Rocm(crate::QRocmStorage),
-    #[cfg(feature = "metal")]
     Metal(crate::QMetalStorage),
 }
 
@@ -80,11 +77,8 @@ impl QStorage {
     pub fn dtype(&self) -> GgmlDType {
         match self {
             Self::Cpu(s) => s.dtype(),
-            #[cfg(feature = "cuda")]
             Self::Cuda(s) => s.dtype(),
-            #[cfg(feature = "rocm")]
             Self::Rocm(s) => s.dtype(),
-            #[cfg(feature = "metal")]
             Self::Metal(s) => s.dtype(),
         }
     }
@@ -93,11 +87,8 @@ impl QStorage {
     pub fn device(&self) -> Device {
         match self {
             Self::Cpu(_) => Device::Cpu,
-            #[cfg(feature = "cuda")]
             Self::Cuda(s) => Device::Cuda(s.device().clone()),
-            #[cfg(feature = "rocm")]
             Self::Rocm(s) => Device::Rocm(s.device().clone()),
-            #[cfg(feature = "metal")]
             Self::Metal(s) => Device::Metal(s.device().clone()),
         }
     }
@@ -106,11 +97,8 @@ impl QStorage {
     pub fn size_in_bytes(&self) -> usize {
         match self {
             Self::Cpu(s) => s.size_in_bytes(),
-            #[cfg(feature = "cuda")]
             Self::Cuda(s) => s.size_in_bytes(),
-            #[cfg(feature = "rocm")]
             Self::Rocm(s) => s.size_in_bytes(),
-            #[cfg(feature = "metal")]
             Self::Metal(s) => s.size_in_bytes(),
         }
     }
@@ -119,11 +107,8 @@ impl QStorage {
     pub fn data(&self) -> Result<Cow<'_, [u8]>> {
         match self {
             Self::Cpu(s) => s.data(),
-            #[cfg(feature = "cuda")]
             Self::Cuda(s) => s.data(),
-            #[cfg(feature = "rocm")]
             Self::Rocm(s) => s.data(),
-            #[cfg(feature = "metal")]
             Self::Metal(s) => s.data(),
         }
     }
@@ -132,11 +117,8 @@ impl QStorage {
     pub fn dequantize(&self, elem_count: usize) -> Result<Storage> {
         match self {
             Self::Cpu(s) => Ok(Storage::Cpu(s.dequantize(elem_count)?)),
-            #[cfg(feature = "cuda")]
             Self::Cuda(s) => Ok(Storage::Cuda(s.dequantize(elem_count)?)),
-            #[cfg(feature = "rocm")]
             Self::Rocm(s) => Ok(Storage::Rocm(s.dequantize(elem_count)?)),
-            #[cfg(feature = "metal")]
             Self::Metal(s) => Ok(Storage::Metal(s.dequantize(elem_count)?)),
         }
     }
@@ -145,11 +127,8 @@ impl QStorage {
     pub fn dequantize_f16(&self, elem_count: usize) -> Result<Storage> {
         match self {
             Self::Cpu(s) => Ok(Storage::Cpu(s.dequantize_f16(elem_count)?)),
-            #[cfg(feature = "cuda")]
             Self::Cuda(s) => Ok(Storage::Cuda(s.dequantize_f16(elem_count)?)),
-            #[cfg(feature = "rocm")]
             Self::Rocm(s) => Ok(Storage::Rocm(s.dequantize_f16(elem_count)?)),
-            #[cfg(feature = "metal")]
             Self::Metal(s) => Ok(Storage::Metal(s.dequantize_f16(elem_count)?)),
         }
     }
@@ -160,11 +139,8 @@ impl QStorage {
         dtype_in(x.dtype(), &[DType::F32], "QStorage.matmul")?;
         match (self, x) {
             (Self::Cpu(s), Storage::Cpu(x)) => Ok(Storage::Cpu(s.matmul(x, x_layout, shape)?)),
-            #[cfg(feature = "cuda")]
             (Self::Cuda(s), Storage::Cuda(x)) => Ok(Storage::Cuda(s.matmul(x, x_layout, shape)?)),
-            #[cfg(feature = "rocm")]
             (Self::Rocm(s), Storage::Rocm(x)) => Ok(Storage::Rocm(s.matmul(x, x_layout, shape)?)),
-            #[cfg(feature = "metal")]
             (Self::Metal(s), Storage::Metal(x)) => {
                 Ok(Storage::Metal(s.matmul(x, x_layout, shape)?))
             }
@@ -179,11 +155,8 @@ impl QStorage {
             Device::Cpu => {
                 Ok(Self::Cpu(crate::QCpuStorage::from_data(&crate::CpuDevice, data, dtype)?))
             }
-            #[cfg(feature = "cuda")]
             Device::Cuda(d) => Ok(Self::Cuda(crate::QCudaStorage::from_data(d, data, dtype)?)),
-            #[cfg(feature = "rocm")]
             Device::Rocm(d) => Ok(Self::Rocm(crate::QRocmStorage::from_data(d, data, dtype)?)),
-            #[cfg(feature = "metal")]
             Device::Metal(d) => Ok(Self::Metal(crate::QMetalStorage::from_data(d, data, dtype)?)),
         }
     }
@@ -192,11 +165,8 @@ impl QStorage {
     pub fn block_size(&self) -> usize {
         match self {
             Self::Cpu(s) => s.block_size(),
-            #[cfg(feature = "cuda")]
             Self::Cuda(s) => s.block_size(),
-            #[cfg(feature = "rocm")]
             Self::Rocm(s) => s.block_size(),
-            #[cfg(feature = "metal")]
             Self::Metal(s) => s.block_size(),
         }
     }
@@ -205,11 +175,8 @@ impl QStorage {
     pub fn quantize(&mut self, src: &Storage) -> Result<()> {
         match (self, src) {
             (Self::Cpu(s), Storage::Cpu(src)) => s.quantize(src),
-            #[cfg(feature = "cuda")]
             (Self::Cuda(s), Storage::Cuda(src)) => s.quantize(src),
-            #[cfg(feature = "rocm")]
             (Self::Rocm(s), Storage::Rocm(src)) => s.quantize(src),
-            #[cfg(feature = "metal")]
             (Self::Metal(s), Storage::Metal(src)) => s.quantize(src),
             #[allow(unreachable_patterns)]
             (lhs, src) => Err(Device::mismatch("quantize", &[lhs.device(), src.device()])),
@@ -227,15 +194,12 @@ impl QStorage {
             (Self::Cpu(s), Storage::Cpu(src)) => {
                 s.quantize_imatrix(src, imatrix_weights, n_per_row)
             }
-            #[cfg(feature = "cuda")]
             (Self::Cuda(s), Storage::Cuda(src)) => {
                 s.quantize_imatrix(src, imatrix_weights, n_per_row)
             }
-            #[cfg(feature = "rocm")]
             (Self::Rocm(s), Storage::Rocm(src)) => {
                 s.quantize_imatrix(src, imatrix_weights, n_per_row)
             }
-            #[cfg(feature = "metal")]
             (Self::Metal(s), Storage::Metal(src)) => {
                 s.quantize_imatrix(src, imatrix_weights, n_per_row)
             }
@@ -248,11 +212,8 @@ impl QStorage {
     pub fn quantize_onto(&mut self, src: &Storage) -> Result<()> {
         match (self, src) { // opgen: allow(cuda, rocm, metal): src is on the host by design
             (Self::Cpu(s), Storage::Cpu(src)) => s.quantize_onto(src),
-            #[cfg(feature = "cuda")]
             (Self::Cuda(s), Storage::Cpu(src)) => s.quantize_onto(src),
-            #[cfg(feature = "rocm")]
             (Self::Rocm(s), Storage::Cpu(src)) => s.quantize_onto(src),
-            #[cfg(feature = "metal")]
             (Self::Metal(s), Storage::Cpu(src)) => s.quantize_onto(src),
             #[allow(unreachable_patterns)]
             (lhs, src) => Err(Device::mismatch("quantize_onto", &[lhs.device(), src.device()])),
@@ -270,15 +231,12 @@ impl QStorage {
             (Self::Cpu(s), Storage::Cpu(src)) => {
                 s.quantize_imatrix_onto(src, imatrix_weights, n_per_row)
             }
-            #[cfg(feature = "cuda")]
             (Self::Cuda(s), Storage::Cpu(src)) => {
                 s.quantize_imatrix_onto(src, imatrix_weights, n_per_row)
             }
-            #[cfg(feature = "rocm")]
             (Self::Rocm(s), Storage::Cpu(src)) => {
                 s.quantize_imatrix_onto(src, imatrix_weights, n_per_row)
             }
-            #[cfg(feature = "metal")]
             (Self::Metal(s), Storage::Cpu(src)) => {
                 s.quantize_imatrix_onto(src, imatrix_weights, n_per_row)
             }
@@ -293,57 +251,25 @@ impl QStorage {
     pub fn device_ptr(&self) -> Result<*const u8> {
         match self {
             Self::Cpu(s) => s.device_ptr(),
-            #[cfg(feature = "cuda")]
             Self::Cuda(s) => s.device_ptr(),
-            #[cfg(feature = "rocm")]
             Self::Rocm(s) => s.device_ptr(),
-            #[cfg(feature = "metal")]
             Self::Metal(s) => s.device_ptr(),
         }
     }
 }
 
 impl Device {
-    /// `quantize` on the device's backend. (registry: `device.quantize`)
-    pub fn quantize<T: WithDType>(&self, array: &[T], format: GgmlDType) -> Result<QStorage> {
-        match self {
-            Self::Cpu => Ok(QStorage::Cpu(crate::CpuDevice.quantize(array, format)?)),
-            #[cfg(feature = "cuda")]
-            Self::Cuda(d) => Ok(QStorage::Cuda(d.quantize(array, format)?)),
-            #[cfg(feature = "rocm")]
-            Self::Rocm(d) => Ok(QStorage::Rocm(d.quantize(array, format)?)),
-            #[cfg(feature = "metal")]
-            Self::Metal(d) => Ok(QStorage::Metal(d.quantize(array, format)?)),
-        }
-    }
-
-    /// `qzeros` on the device's backend. (registry: `device.qzeros`)
+    /// `qzeros`, as the target's library spells it.
     pub fn qzeros(&self, elem_count: usize, format: GgmlDType) -> Result<QStorage> {
         match self {
-            Self::Cpu => Ok(QStorage::Cpu(crate::CpuDevice.qzeros(elem_count, format)?)),
-            #[cfg(feature = "cuda")]
-            Self::Cuda(d) => Ok(QStorage::Cuda(d.qzeros(elem_count, format)?)),
-            #[cfg(feature = "rocm")]
-            Self::Rocm(d) => Ok(QStorage::Rocm(d.qzeros(elem_count, format)?)),
-            #[cfg(feature = "metal")]
-            Self::Metal(d) => Ok(QStorage::Metal(d.qzeros(elem_count, format)?)),
-        }
-    }
-
-    /// `qstorage_from_bytes` on the device's backend. (registry: `device.qstorage_from_bytes`)
-    pub fn qstorage_from_bytes<T: WithDType>(
-        &self,
-        data: &[T],
-        format: GgmlDType,
-    ) -> Result<QStorage> {
-        match self {
-            Self::Cpu => Ok(QStorage::Cpu(crate::CpuDevice.qstorage_from_bytes(data, format)?)),
-            #[cfg(feature = "cuda")]
-            Self::Cuda(d) => Ok(QStorage::Cuda(d.qstorage_from_bytes(data, format)?)),
-            #[cfg(feature = "rocm")]
-            Self::Rocm(d) => Ok(QStorage::Rocm(d.qstorage_from_bytes(data, format)?)),
-            #[cfg(feature = "metal")]
-            Self::Metal(d) => Ok(QStorage::Metal(d.qstorage_from_bytes(data, format)?)),
+            Self::Cpu => {
+                Ok(QStorage::Cpu(crate::QCpuStorage::zeros(&crate::CpuDevice, elem_count, format)?))
+            }
+            Self::Cuda(d) => Ok(QStorage::Cuda(crate::QCudaStorage::zeros(d, elem_count, format)?)),
+            Self::Rocm(d) => Ok(QStorage::Rocm(crate::QRocmStorage::zeros(d, elem_count, format)?)),
+            Self::Metal(d) => {
+                Ok(QStorage::Metal(crate::QMetalStorage::zeros(d, elem_count, format)?))
+            }
         }
     }
 }

@@ -15,11 +15,8 @@ use crate::scalar::Scalar;
 #[derive(Debug)]
 pub enum Storage {
     Cpu(crate::CpuStorage),
-    #[cfg(feature = "cuda")]
     Cuda(crate::CudaStorage),
-    #[cfg(feature = "rocm")]
     Rocm(crate::RocmStorage),
-    #[cfg(feature = "metal")]
     Metal(crate::MetalStorage),
 }
 
@@ -43,11 +40,8 @@ impl Storage {
     pub fn try_clone(&self, layout: &Layout) -> Result<Self> {
         match self {
             Self::Cpu(s) => Ok(Self::Cpu(s.try_clone(layout)?)),
-            #[cfg(feature = "cuda")]
             Self::Cuda(s) => Ok(Self::Cuda(s.try_clone(layout)?)),
-            #[cfg(feature = "rocm")]
             Self::Rocm(s) => Ok(Self::Rocm(s.try_clone(layout)?)),
-            #[cfg(feature = "metal")]
             Self::Metal(s) => Ok(Self::Metal(s.try_clone(layout)?)),
         }
     }
@@ -56,11 +50,8 @@ impl Storage {
     pub fn dtype(&self) -> DType {
         match self {
             Self::Cpu(s) => s.dtype(),
-            #[cfg(feature = "cuda")]
             Self::Cuda(s) => s.dtype(),
-            #[cfg(feature = "rocm")]
             Self::Rocm(s) => s.dtype(),
-            #[cfg(feature = "metal")]
             Self::Metal(s) => s.dtype(),
         }
     }
@@ -69,11 +60,8 @@ impl Storage {
     pub fn device(&self) -> Device {
         match self {
             Self::Cpu(_) => Device::Cpu,
-            #[cfg(feature = "cuda")]
             Self::Cuda(s) => Device::Cuda(s.device().clone()),
-            #[cfg(feature = "rocm")]
             Self::Rocm(s) => Device::Rocm(s.device().clone()),
-            #[cfg(feature = "metal")]
             Self::Metal(s) => Device::Metal(s.device().clone()),
         }
     }
@@ -82,11 +70,8 @@ impl Storage {
     pub fn const_set(&mut self, value: Scalar, layout: &Layout) -> Result<()> {
         match self {
             Self::Cpu(s) => s.const_set(value, layout),
-            #[cfg(feature = "cuda")]
             Self::Cuda(s) => s.const_set(value, layout),
-            #[cfg(feature = "rocm")]
             Self::Rocm(s) => s.const_set(value, layout),
-            #[cfg(feature = "metal")]
             Self::Metal(s) => s.const_set(value, layout),
         }
     }
@@ -95,11 +80,8 @@ impl Storage {
     pub fn affine(&self, layout: &Layout, mul: f64, add: f64) -> Result<Self> {
         match self {
             Self::Cpu(s) => Ok(Self::Cpu(s.affine(layout, mul, add)?)),
-            #[cfg(feature = "cuda")]
             Self::Cuda(s) => Ok(Self::Cuda(s.affine(layout, mul, add)?)),
-            #[cfg(feature = "rocm")]
             Self::Rocm(s) => Ok(Self::Rocm(s.affine(layout, mul, add)?)),
-            #[cfg(feature = "metal")]
             Self::Metal(s) => Ok(Self::Metal(s.affine(layout, mul, add)?)),
         }
     }
@@ -109,11 +91,8 @@ impl Storage {
         dtype_in(self.dtype(), &[DType::BF16, DType::F16, DType::F32, DType::F64], "powf")?;
         match self {
             Self::Cpu(s) => Ok(Self::Cpu(s.powf(layout, exponent)?)),
-            #[cfg(feature = "cuda")]
             Self::Cuda(s) => Ok(Self::Cuda(s.powf(layout, exponent)?)),
-            #[cfg(feature = "rocm")]
             Self::Rocm(s) => Ok(Self::Rocm(s.powf(layout, exponent)?)),
-            #[cfg(feature = "metal")]
             Self::Metal(s) => Ok(Self::Metal(s.powf(layout, exponent)?)),
         }
     }
@@ -123,11 +102,8 @@ impl Storage {
         dtype_in(self.dtype(), &[DType::BF16, DType::F16, DType::F32, DType::F64], "elu")?;
         match self {
             Self::Cpu(s) => Ok(Self::Cpu(s.elu(layout, alpha)?)),
-            #[cfg(feature = "cuda")]
             Self::Cuda(s) => Ok(Self::Cuda(s.elu(layout, alpha)?)),
-            #[cfg(feature = "rocm")]
             Self::Rocm(s) => Ok(Self::Rocm(s.elu(layout, alpha)?)),
-            #[cfg(feature = "metal")]
             Self::Metal(s) => Ok(Self::Metal(s.elu(layout, alpha)?)),
         }
     }
@@ -147,15 +123,12 @@ impl Storage {
             (Self::Cpu(s), Self::Cpu(rhs)) => {
                 Ok(Self::Cpu(s.cmp(op, rhs, lhs_layout, rhs_layout)?))
             }
-            #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(rhs)) => {
                 Ok(Self::Cuda(s.cmp(op, rhs, lhs_layout, rhs_layout)?))
             }
-            #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(rhs)) => {
                 Ok(Self::Rocm(s.cmp(op, rhs, lhs_layout, rhs_layout)?))
             }
-            #[cfg(feature = "metal")]
             (Self::Metal(s), Self::Metal(rhs)) => {
                 Ok(Self::Metal(s.cmp(op, rhs, lhs_layout, rhs_layout)?))
             }
@@ -168,11 +141,8 @@ impl Storage {
     pub fn reduce_op(&self, op: ReduceOp, layout: &Layout, dims: &[usize]) -> Result<Self> {
         match self {
             Self::Cpu(s) => Ok(Self::Cpu(s.reduce_op(op, layout, dims)?)),
-            #[cfg(feature = "cuda")]
             Self::Cuda(s) => Ok(Self::Cuda(s.reduce_op(op, layout, dims)?)),
-            #[cfg(feature = "rocm")]
             Self::Rocm(s) => Ok(Self::Rocm(s.reduce_op(op, layout, dims)?)),
-            #[cfg(feature = "metal")]
             Self::Metal(s) => Ok(Self::Metal(s.reduce_op(op, layout, dims)?)),
         }
     }
@@ -181,11 +151,8 @@ impl Storage {
     pub fn to_dtype(&self, layout: &Layout, dtype: DType) -> Result<Self> {
         match self {
             Self::Cpu(s) => Ok(Self::Cpu(s.to_dtype(layout, dtype)?)),
-            #[cfg(feature = "cuda")]
             Self::Cuda(s) => Ok(Self::Cuda(s.to_dtype(layout, dtype)?)),
-            #[cfg(feature = "rocm")]
             Self::Rocm(s) => Ok(Self::Rocm(s.to_dtype(layout, dtype)?)),
-            #[cfg(feature = "metal")]
             Self::Metal(s) => Ok(Self::Metal(s.to_dtype(layout, dtype)?)),
         }
     }
@@ -194,11 +161,8 @@ impl Storage {
     pub fn unary_impl<B: crate::op::UnaryOpT>(&self, layout: &Layout) -> Result<Self> {
         match self {
             Self::Cpu(s) => Ok(Self::Cpu(s.unary_impl::<B>(layout)?)),
-            #[cfg(feature = "cuda")]
             Self::Cuda(s) => Ok(Self::Cuda(s.unary_impl::<B>(layout)?)),
-            #[cfg(feature = "rocm")]
             Self::Rocm(s) => Ok(Self::Rocm(s.unary_impl::<B>(layout)?)),
-            #[cfg(feature = "metal")]
             Self::Metal(s) => Ok(Self::Metal(s.unary_impl::<B>(layout)?)),
         }
     }
@@ -217,15 +181,12 @@ impl Storage {
             (Self::Cpu(s), Self::Cpu(rhs)) => {
                 Ok(Self::Cpu(s.binary_impl::<B>(rhs, lhs_layout, rhs_layout)?))
             }
-            #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(rhs)) => {
                 Ok(Self::Cuda(s.binary_impl::<B>(rhs, lhs_layout, rhs_layout)?))
             }
-            #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(rhs)) => {
                 Ok(Self::Rocm(s.binary_impl::<B>(rhs, lhs_layout, rhs_layout)?))
             }
-            #[cfg(feature = "metal")]
             (Self::Metal(s), Self::Metal(rhs)) => {
                 Ok(Self::Metal(s.binary_impl::<B>(rhs, lhs_layout, rhs_layout)?))
             }
@@ -253,15 +214,12 @@ impl Storage {
             (Self::Cpu(s), Self::Cpu(on_true), Self::Cpu(on_false)) => {
                 Ok(Self::Cpu(s.where_cond(layout, on_true, true_layout, on_false, false_layout)?))
             }
-            #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(on_true), Self::Cuda(on_false)) => {
                 Ok(Self::Cuda(s.where_cond(layout, on_true, true_layout, on_false, false_layout)?))
             }
-            #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(on_true), Self::Rocm(on_false)) => {
                 Ok(Self::Rocm(s.where_cond(layout, on_true, true_layout, on_false, false_layout)?))
             }
-            #[cfg(feature = "metal")]
             (Self::Metal(s), Self::Metal(on_true), Self::Metal(on_false)) => {
                 Ok(Self::Metal(s.where_cond(layout, on_true, true_layout, on_false, false_layout)?))
             }
@@ -286,15 +244,12 @@ impl Storage {
             (Self::Cpu(s), Self::Cpu(kernel)) => {
                 Ok(Self::Cpu(s.conv1d(layout, kernel, kernel_layout, params)?))
             }
-            #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(kernel)) => {
                 Ok(Self::Cuda(s.conv1d(layout, kernel, kernel_layout, params)?))
             }
-            #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(kernel)) => {
                 Ok(Self::Rocm(s.conv1d(layout, kernel, kernel_layout, params)?))
             }
-            #[cfg(feature = "metal")]
             (Self::Metal(s), Self::Metal(kernel)) => {
                 Ok(Self::Metal(s.conv1d(layout, kernel, kernel_layout, params)?))
             }
@@ -317,15 +272,12 @@ impl Storage {
             (Self::Cpu(s), Self::Cpu(kernel)) => {
                 Ok(Self::Cpu(s.conv_transpose1d(layout, kernel, kernel_layout, params)?))
             }
-            #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(kernel)) => {
                 Ok(Self::Cuda(s.conv_transpose1d(layout, kernel, kernel_layout, params)?))
             }
-            #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(kernel)) => {
                 Ok(Self::Rocm(s.conv_transpose1d(layout, kernel, kernel_layout, params)?))
             }
-            #[cfg(feature = "metal")]
             (Self::Metal(s), Self::Metal(kernel)) => {
                 Ok(Self::Metal(s.conv_transpose1d(layout, kernel, kernel_layout, params)?))
             }
@@ -350,15 +302,12 @@ impl Storage {
             (Self::Cpu(s), Self::Cpu(kernel)) => {
                 Ok(Self::Cpu(s.conv2d(layout, kernel, kernel_layout, params)?))
             }
-            #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(kernel)) => {
                 Ok(Self::Cuda(s.conv2d(layout, kernel, kernel_layout, params)?))
             }
-            #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(kernel)) => {
                 Ok(Self::Rocm(s.conv2d(layout, kernel, kernel_layout, params)?))
             }
-            #[cfg(feature = "metal")]
             (Self::Metal(s), Self::Metal(kernel)) => {
                 Ok(Self::Metal(s.conv2d(layout, kernel, kernel_layout, params)?))
             }
@@ -381,15 +330,12 @@ impl Storage {
             (Self::Cpu(s), Self::Cpu(kernel)) => {
                 Ok(Self::Cpu(s.conv_transpose2d(layout, kernel, kernel_layout, params)?))
             }
-            #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(kernel)) => {
                 Ok(Self::Cuda(s.conv_transpose2d(layout, kernel, kernel_layout, params)?))
             }
-            #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(kernel)) => {
                 Ok(Self::Rocm(s.conv_transpose2d(layout, kernel, kernel_layout, params)?))
             }
-            #[cfg(feature = "metal")]
             (Self::Metal(s), Self::Metal(kernel)) => {
                 Ok(Self::Metal(s.conv_transpose2d(layout, kernel, kernel_layout, params)?))
             }
@@ -409,11 +355,8 @@ impl Storage {
     ) -> Result<Self> {
         match self {
             Self::Cpu(s) => Ok(Self::Cpu(s.avg_pool2d(layout, kernel_size, stride)?)),
-            #[cfg(feature = "cuda")]
             Self::Cuda(s) => Ok(Self::Cuda(s.avg_pool2d(layout, kernel_size, stride)?)),
-            #[cfg(feature = "rocm")]
             Self::Rocm(s) => Ok(Self::Rocm(s.avg_pool2d(layout, kernel_size, stride)?)),
-            #[cfg(feature = "metal")]
             Self::Metal(s) => Ok(Self::Metal(s.avg_pool2d(layout, kernel_size, stride)?)),
         }
     }
@@ -427,11 +370,8 @@ impl Storage {
     ) -> Result<Self> {
         match self {
             Self::Cpu(s) => Ok(Self::Cpu(s.max_pool2d(layout, kernel_size, stride)?)),
-            #[cfg(feature = "cuda")]
             Self::Cuda(s) => Ok(Self::Cuda(s.max_pool2d(layout, kernel_size, stride)?)),
-            #[cfg(feature = "rocm")]
             Self::Rocm(s) => Ok(Self::Rocm(s.max_pool2d(layout, kernel_size, stride)?)),
-            #[cfg(feature = "metal")]
             Self::Metal(s) => Ok(Self::Metal(s.max_pool2d(layout, kernel_size, stride)?)),
         }
     }
@@ -440,11 +380,8 @@ impl Storage {
     pub fn upsample_nearest1d(&self, layout: &Layout, size: usize) -> Result<Self> {
         match self {
             Self::Cpu(s) => Ok(Self::Cpu(s.upsample_nearest1d(layout, size)?)),
-            #[cfg(feature = "cuda")]
             Self::Cuda(s) => Ok(Self::Cuda(s.upsample_nearest1d(layout, size)?)),
-            #[cfg(feature = "rocm")]
             Self::Rocm(s) => Ok(Self::Rocm(s.upsample_nearest1d(layout, size)?)),
-            #[cfg(feature = "metal")]
             Self::Metal(s) => Ok(Self::Metal(s.upsample_nearest1d(layout, size)?)),
         }
     }
@@ -453,11 +390,8 @@ impl Storage {
     pub fn upsample_nearest2d(&self, layout: &Layout, height: usize, width: usize) -> Result<Self> {
         match self {
             Self::Cpu(s) => Ok(Self::Cpu(s.upsample_nearest2d(layout, height, width)?)),
-            #[cfg(feature = "cuda")]
             Self::Cuda(s) => Ok(Self::Cuda(s.upsample_nearest2d(layout, height, width)?)),
-            #[cfg(feature = "rocm")]
             Self::Rocm(s) => Ok(Self::Rocm(s.upsample_nearest2d(layout, height, width)?)),
-            #[cfg(feature = "metal")]
             Self::Metal(s) => Ok(Self::Metal(s.upsample_nearest2d(layout, height, width)?)),
         }
     }
@@ -476,15 +410,12 @@ impl Storage {
             (Self::Cpu(s), Self::Cpu(ids)) => {
                 Ok(Self::Cpu(s.gather(layout, ids, ids_layout, dim)?))
             }
-            #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(ids)) => {
                 Ok(Self::Cuda(s.gather(layout, ids, ids_layout, dim)?))
             }
-            #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(ids)) => {
                 Ok(Self::Rocm(s.gather(layout, ids, ids_layout, dim)?))
             }
-            #[cfg(feature = "metal")]
             (Self::Metal(s), Self::Metal(ids)) => {
                 Ok(Self::Metal(s.gather(layout, ids, ids_layout, dim)?))
             }
@@ -511,15 +442,12 @@ impl Storage {
             (Self::Cpu(s), Self::Cpu(ids), Self::Cpu(src)) => {
                 s.scatter_set(layout, ids, ids_layout, src, src_layout, dim)
             }
-            #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(ids), Self::Cuda(src)) => {
                 s.scatter_set(layout, ids, ids_layout, src, src_layout, dim)
             }
-            #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(ids), Self::Rocm(src)) => {
                 s.scatter_set(layout, ids, ids_layout, src, src_layout, dim)
             }
-            #[cfg(feature = "metal")]
             (Self::Metal(s), Self::Metal(ids), Self::Metal(src)) => {
                 s.scatter_set(layout, ids, ids_layout, src, src_layout, dim)
             }
@@ -548,15 +476,12 @@ impl Storage {
             (Self::Cpu(s), Self::Cpu(ids), Self::Cpu(src)) => {
                 s.scatter_add_set(layout, ids, ids_layout, src, src_layout, dim)
             }
-            #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(ids), Self::Cuda(src)) => {
                 s.scatter_add_set(layout, ids, ids_layout, src, src_layout, dim)
             }
-            #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(ids), Self::Rocm(src)) => {
                 s.scatter_add_set(layout, ids, ids_layout, src, src_layout, dim)
             }
-            #[cfg(feature = "metal")]
             (Self::Metal(s), Self::Metal(ids), Self::Metal(src)) => {
                 s.scatter_add_set(layout, ids, ids_layout, src, src_layout, dim)
             }
@@ -581,15 +506,12 @@ impl Storage {
             (Self::Cpu(s), Self::Cpu(ids)) => {
                 Ok(Self::Cpu(s.index_select(ids, layout, ids_layout, dim)?))
             }
-            #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(ids)) => {
                 Ok(Self::Cuda(s.index_select(ids, layout, ids_layout, dim)?))
             }
-            #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(ids)) => {
                 Ok(Self::Rocm(s.index_select(ids, layout, ids_layout, dim)?))
             }
-            #[cfg(feature = "metal")]
             (Self::Metal(s), Self::Metal(ids)) => {
                 Ok(Self::Metal(s.index_select(ids, layout, ids_layout, dim)?))
             }
@@ -616,15 +538,12 @@ impl Storage {
             (Self::Cpu(s), Self::Cpu(ids), Self::Cpu(src)) => {
                 Ok(Self::Cpu(s.index_add(layout, ids, ids_layout, src, src_layout, dim)?))
             }
-            #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(ids), Self::Cuda(src)) => {
                 Ok(Self::Cuda(s.index_add(layout, ids, ids_layout, src, src_layout, dim)?))
             }
-            #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(ids), Self::Rocm(src)) => {
                 Ok(Self::Rocm(s.index_add(layout, ids, ids_layout, src, src_layout, dim)?))
             }
-            #[cfg(feature = "metal")]
             (Self::Metal(s), Self::Metal(ids), Self::Metal(src)) => {
                 Ok(Self::Metal(s.index_add(layout, ids, ids_layout, src, src_layout, dim)?))
             }
@@ -650,15 +569,12 @@ impl Storage {
             (Self::Cpu(s), Self::Cpu(rhs)) => {
                 Ok(Self::Cpu(s.matmul(rhs, bmnk, lhs_layout, rhs_layout)?))
             }
-            #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(rhs)) => {
                 Ok(Self::Cuda(s.matmul(rhs, bmnk, lhs_layout, rhs_layout)?))
             }
-            #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(rhs)) => {
                 Ok(Self::Rocm(s.matmul(rhs, bmnk, lhs_layout, rhs_layout)?))
             }
-            #[cfg(feature = "metal")]
             (Self::Metal(s), Self::Metal(rhs)) => {
                 Ok(Self::Metal(s.matmul(rhs, bmnk, lhs_layout, rhs_layout)?))
             }
@@ -678,11 +594,8 @@ impl Storage {
         self.same_dtype(dst, "copy_strided_src")?;
         match (self, dst) {
             (Self::Cpu(s), Self::Cpu(dst)) => s.copy_strided_src(dst, dst_offset, src_layout),
-            #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(dst)) => s.copy_strided_src(dst, dst_offset, src_layout),
-            #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(dst)) => s.copy_strided_src(dst, dst_offset, src_layout),
-            #[cfg(feature = "metal")]
             (Self::Metal(s), Self::Metal(dst)) => s.copy_strided_src(dst, dst_offset, src_layout),
             #[allow(unreachable_patterns)]
             (lhs, dst) => Err(Device::mismatch("copy_strided_src", &[lhs.device(), dst.device()])),
@@ -707,15 +620,12 @@ impl Storage {
             (Self::Cpu(s), Self::Cpu(dst)) => {
                 s.copy2d(dst, d1, d2, src_stride1, dst_stride1, src_offset, dst_offset)
             }
-            #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(dst)) => {
                 s.copy2d(dst, d1, d2, src_stride1, dst_stride1, src_offset, dst_offset)
             }
-            #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(dst)) => {
                 s.copy2d(dst, d1, d2, src_stride1, dst_stride1, src_offset, dst_offset)
             }
-            #[cfg(feature = "metal")]
             (Self::Metal(s), Self::Metal(dst)) => {
                 s.copy2d(dst, d1, d2, src_stride1, dst_stride1, src_offset, dst_offset)
             }
@@ -738,15 +648,12 @@ impl Storage {
             Self::Cpu(s) => {
                 Ok(Self::Cpu(s.upsample_bilinear2d(layout, h, w, align_corners, scale_h, scale_w)?))
             }
-            #[cfg(feature = "cuda")]
             Self::Cuda(s) => {
                 Ok(Self::Cuda(s.upsample_bilinear2d(layout, h, w, align_corners, scale_h, scale_w)?))
             }
-            #[cfg(feature = "rocm")]
             Self::Rocm(s) => {
                 Ok(Self::Rocm(s.upsample_bilinear2d(layout, h, w, align_corners, scale_h, scale_w)?))
             }
-            #[cfg(feature = "metal")]
             Self::Metal(s) => {
                 Ok(Self::Metal(s.upsample_bilinear2d(layout, h, w, align_corners, scale_h, scale_w)?))
             }

@@ -43,8 +43,10 @@ METHOD = Record(
         "host_operands": List(Str(identifier=True), doc="Storage parameters always on the host backend"),
         "each": AnyOf((Bool(), List(Str(identifier=True))), doc="true, or the backends: one method per backend"),
         "doc": Str(),
+        "omit": Bool(doc="a registry op the library does not have: not generated for this target"),
     }
 )
+TRAITS = ("BackendStorage", "BackendDevice", "QBackendStorage")
 PROFILE = Record(
     {
         "library": Str(doc="the library whose API this profile spells"),
@@ -54,6 +56,10 @@ PROFILE = Record(
             doc="backends of this target alone: no runtime, arms and hooks generated like the others",
         ),
         "dummies": Bool(doc="a backend whose feature is off compiles as a dummy that errs, not as a cfg'd-out variant"),
+        "traits": Record(
+            {t: Map(METHOD, doc=f"{t} methods besides the ops'") for t in TRAITS},
+            doc="backend-trait methods the generated code calls besides the ops' (absent: no backend.rs)",
+        ),
         **{
             owner: Map(
                 METHOD,
@@ -91,6 +97,13 @@ def load(
             method = _method(owner, name, knode, node, names, ops.get(owner, set()), checker)
             if method is not None:
                 methods.append(method)
+    traits = root.get("traits")
+    trait_methods = [
+        m
+        for t in TRAITS
+        for name, (knode, node) in _items(traits.get(t) if traits is not None else None)
+        if (m := _method(t, name, knode, node, names, set(), checker)) is not None
+    ]
     for b, (k, _) in zip(backends, (v for _, v in _items(root.get("backends"))), strict=True):
         if b.name in known_backends:
             checker.error(k, f"backends.{b.name}", f"backend {b.name!r} is the registry's already")
@@ -108,6 +121,7 @@ def load(
         backends,
         tuple(methods),
         _flag(root.get("dummies")),
+        tuple(trait_methods),
     ), []
 
 
@@ -177,4 +191,5 @@ def _method(
         host_operands=_texts(node.get("host_operands")),
         each=each,
         doc=_text(node.get("doc")),
+        omit=_flag(node.get("omit")),
     )

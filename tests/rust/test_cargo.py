@@ -26,7 +26,7 @@ FEATURES = {
 }
 # The crate's tests, in every feature set. Those over pairs of devices find one pair
 # within a backend (cuda:0, cuda:1) where one GPU backend is compiled, none with cpu alone.
-MIN_TESTS = 20
+MIN_TESTS = 22
 
 
 def _cargo() -> str:

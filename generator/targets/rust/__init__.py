@@ -23,6 +23,7 @@ from .launch import Launch, launches
 from .methods import device_methods, hooked_methods, qstorage_methods, storage_methods
 from .syntax import check_rust, syntax_error
 from .to_device import transfers
+from .traits import dummies, traits
 from .types import HELPERS, TYPE_NAMES, Method, Variant, profile, uses, variants
 
 __all__ = ["outputs", "render", "syntax_error"]
@@ -58,7 +59,7 @@ def context(registry: model.Registry) -> dict:
         "registry": registry,
         "registry_name": Path(registry.path).name,
         "variants": vs,
-        "host": next(v for v in vs if v.cfg is None),
+        "host": next(v for v in vs if not v.backend.ordinal),
         "storage_methods": storage,
         "hooked_methods": hooked,
         "qstorage_methods": qmethods,
@@ -92,12 +93,39 @@ def context(registry: model.Registry) -> dict:
             "Result",
             "Device",
             "QBackendStorage",
-            *(("BackendDevice",) if qdevice else ()),
+            *(("BackendDevice",) if _calls_a_device(qdevice) else ()),
             *(_mentioned((*qmethods, *qdevice), (*TYPE_NAMES, *HELPERS)) - {"QStorage", "GgmlDType"}),
         ),
         "uses_to_device": uses("Result", "Device", "Storage", "BackendStorage"),
         # Only arms towards a non-host device call the device (storage_from_<host>_storage).
         "gpu_cfg": _any_cfg(vs),
+        "has_gpu": any(v.backend.ordinal for v in vs),
+        **_trait_context(registry, spelled),
+    }
+
+
+TRAIT_BOUNDS = {
+    "BackendStorage": "Sized",
+    "BackendDevice": "Sized + std::fmt::Debug + Clone",
+    "QBackendStorage": "Sized",
+}
+TRAIT_NAMES = (*TYPE_NAMES, "CpuStorage", "DeviceLocation", "WithDType")
+
+
+def _trait_context(registry: model.Registry, spelled: model.Profile | None) -> dict:
+    """The backend traits (backend.rs) and the dummy backends, where the profile asks for them."""
+    if spelled is None or not spelled.trait_methods:
+        return {"backend_traits": (), "uses_backend": (), "uses_dummy": (), "has_qtrait": False}
+    found = traits(registry, spelled)
+    text = re.sub(r"Self::\w+", "", "\n".join(line for t in found for m in t.methods for line in m.signature))
+    names = set(TRAIT_NAMES) & set(_WORD.findall(text))
+    has_q = any(t.name == "QBackendStorage" for t in found)
+    return {
+        "backend_traits": found,
+        "trait_bounds": TRAIT_BOUNDS,
+        "has_qtrait": has_q,
+        "uses_backend": uses("Result", *names),
+        "uses_dummy": uses("Error", "Result", *(t.name for t in found), *names),
     }
 
 
@@ -107,17 +135,42 @@ def ggml_variants(registry: model.Registry) -> tuple[tuple[str, model.QFormat], 
     return tuple((re.sub(r"_K$", "K", f.name.upper()), f) for f in registry.formats)
 
 
+def _calls_a_device(methods: tuple[Method, ...]) -> bool:
+    """Whether an arm calls a backend device's method (BackendDevice must be in scope)."""
+    return any(_DEVICE_CALL.search(line) for m in methods for a in m.arms for line in a.body)
+
+
+_DEVICE_CALL = re.compile(r"(?:\bd|crate::\w+Device)\.\w+\(")
+
+
 def _any_cfg(vs: tuple[Variant, ...]) -> str | None:
     gates = [v.cfg for v in vs if v.cfg]
     return None if not gates else gates[0] if len(gates) == 1 else f"any({', '.join(gates)})"
 
 
-def outputs(registry: model.Registry) -> dict[str, str]:
-    """Template -> output file, for this registry."""
+def outputs(registry: model.Registry) -> dict[str, tuple[str, dict]]:
+    """Output file -> (its template, what it adds to the context), for this registry."""
     files = ["backends.rs", "device.rs", "storage.rs", "custom_op.rs", "to_device.rs"]
     files += ["quantized.rs"] if registry.qstorage or any(op.returns == "QStorage" for op in registry.device) else []
     files += ["launch.rs"] if any(b.kernels == "hip" for b in registry.backends) else []
-    return {f"{f}.j2": f for f in files}
+    spelled = profile(registry)
+    files += ["backend.rs"] if spelled and spelled.trait_methods else []
+    out: dict[str, tuple[str, dict]] = {f: (f"{f}.j2", {}) for f in files}
+    for d in dummies(registry, spelled):
+        v = d.variant
+        out[f"dummy_{v.module}.rs"] = (
+            "dummy_backend.rs.j2",
+            {
+                "dummy": d,
+                "dummy_types": {"BackendStorage": v.storage, "BackendDevice": v.device, "QBackendStorage": v.qstorage},
+                "dummy_assoc": {
+                    "BackendStorage": (f"type Device = {v.device};",),
+                    "BackendDevice": (f"type Storage = {v.storage};",),
+                    "QBackendStorage": (f"type Storage = {v.storage};", f"type Device = {v.device};"),
+                },
+            },
+        )
+    return out
 
 
 def environment() -> jinja2.Environment:
@@ -130,8 +183,8 @@ def render(registry: model.Registry) -> dict[str, str]:
     env = environment()
     ctx = context(registry)
     rendered = {}
-    for template, output in sorted(outputs(registry).items()):
-        text = env.get_template(template).render(ctx)
+    for output, (template, extra) in sorted(outputs(registry).items()):
+        text = env.get_template(template).render({**ctx, **extra} if extra else ctx)
         check_rust(template, output, text)
         rendered[output] = text
     return rendered

@@ -33,7 +33,7 @@ def additions(registry: model.Registry, spelled: model.Profile | None, owner: st
 
 
 def _fill(text: str, own: Variant | None, arm: Variant | None, vs: tuple[Variant, ...]) -> str:
-    host = next(v for v in vs if v.cfg is None or not v.backend.ordinal)
+    host = next(v for v in vs if not v.backend.ordinal)
     pairs = {"{Host}": host.name}
     if own is not None:
         pairs |= {"{backend}": own.backend.name, "{Variant}": own.name}
@@ -75,6 +75,14 @@ def _method(m: model.ApiMethod, vs: tuple[Variant, ...], own: Variant | None) ->
     if m.arms:
         return Method(doc, signature, (), m.subject or "self", _written_arms(m, own, vs), (), cfg)
     return _dispatch(m, doc, signature, vs, cfg)
+
+
+def written(m: model.ApiMethod, vs: tuple[Variant, ...], signature: tuple[str, ...]) -> Method:
+    """A registry op the library spells with its own arms or body (its signature derived)."""
+    doc = m.doc or f"`{m.name}`, as the target's library spells it."
+    if m.body:
+        return Method(doc, signature, (), "", (), tuple(_fill(m.body, None, None, vs).split("\n")))
+    return Method(doc, signature, (), m.subject or "self", _written_arms(m, None, vs))
 
 
 def _pattern(m: model.ApiMethod, v: Variant, binding: str | None) -> str:

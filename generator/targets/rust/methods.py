@@ -4,7 +4,7 @@ backend's method of the op's name, after candle-core's checks."""
 from __future__ import annotations
 
 from ... import model
-from .additions import safety
+from .additions import safety, written
 from .types import PARAM_TYPES, RETURN_TYPES, Arm, Method, Variant, fresh, ident, layout_signature, profile, variants
 
 
@@ -20,6 +20,9 @@ class Methods:
     def spelling(self, op: model.Operation, owner: str) -> model.ApiMethod | None:
         """The profile's spelling of the op, where the target's profile has one."""
         return self.profile.spelling(owner, op.name) if self.profile else None
+
+    def omits(self, op: model.Operation, owner: str) -> bool:
+        return self.profile is not None and self.profile.omits(owner, op.name)
 
     def kept(self, op: model.Operation, owner: str) -> tuple[model.Param, ...]:
         """The op's parameters the spelling keeps (all, without one), in the registry's order."""
@@ -154,6 +157,9 @@ class Methods:
         return (f"let ({out}, {shape}) = {call}?;", f"Ok((Self::{v.name}({out}), {shape}))"), True
 
     def device_method(self, op: model.Operation) -> Method:
+        spelled = self.spelling(op, "Device")
+        if spelled is not None and (spelled.arms or spelled.body):  # the library's own arms
+            return written(spelled, self.variants, self.signature(op, "Device"))
         arms = []
         d = fresh("d", op)
         for v in self.variants:
@@ -162,7 +168,6 @@ class Methods:
             pattern = f"Self::{v.name}" if not v.backend.ordinal else f"Self::{v.name}({d})"
             arms.append(Arm(v.cfg, pattern, (body,)))
         doc = op.doc or f"`{op.name}` on the device's backend."
-        spelled = self.spelling(op, "Device")
         safety_doc = safety(spelled) if spelled else ""
         return Method(
             f"{doc} (registry: `device.{op.name}`){safety_doc}", self.signature(op, "Device"), (), "self", tuple(arms)
@@ -171,7 +176,7 @@ class Methods:
 
 def storage_methods(registry: model.Registry) -> tuple[Method, ...]:
     m = Methods(registry)
-    return tuple(m.storage_method(op) for op in registry.storage if not op.hook)
+    return tuple(m.storage_method(op) for op in registry.storage if not op.hook and not m.omits(op, "Storage"))
 
 
 def hooked_methods(registry: model.Registry) -> tuple[Method, ...]:
@@ -181,7 +186,7 @@ def hooked_methods(registry: model.Registry) -> tuple[Method, ...]:
 
 def qstorage_methods(registry: model.Registry) -> tuple[Method, ...]:
     m = Methods(registry)
-    return tuple(m.storage_method(op, "QStorage") for op in registry.qstorage)
+    return tuple(m.storage_method(op, "QStorage") for op in registry.qstorage if not m.omits(op, "QStorage"))
 
 
 # Device methods Rust generates from the backends alone: the registry's `location` is a
@@ -195,5 +200,5 @@ def device_methods(registry: model.Registry, quantized: bool) -> tuple[Method, .
     return tuple(
         m.device_method(op)
         for op in registry.device
-        if op.name not in OUTRIGHT_DEVICE and (op.returns == "QStorage") == quantized
+        if op.name not in OUTRIGHT_DEVICE and (op.returns == "QStorage") == quantized and not m.omits(op, "Device")
     )

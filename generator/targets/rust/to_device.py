@@ -11,7 +11,7 @@ def transfers(registry: model.Registry) -> tuple[Arm, ...]:
     transfer, to and from the host through the host storage, between two other backends
     through host memory."""
     vs = variants(registry)
-    host = next(v for v in vs if v.cfg is None)
+    host = next(v for v in vs if not v.backend.ordinal)
     to_host = f"to_{host.backend.name}_storage"
     from_host = f"storage_from_{host.backend.name}_storage"
     arms = []

@@ -77,6 +77,7 @@ PATHS = {
     "BackendDevice": "crate::backend::BackendDevice",
     "QBackendStorage": "crate::backend::QBackendStorage",
     "Cow": "std::borrow::Cow",
+    "CpuStorage": "crate::CpuStorage",
     "dtype_in": "crate::storage::dtype_in",
     "same_shape": "crate::storage::same_shape",
 }
@@ -205,7 +206,10 @@ def variants(registry: model.Registry) -> tuple[Variant, ...]:
     host = host_backend(registry)
     spelled = profile(registry)
     backends = (*registry.backends, *(spelled.backends if spelled else ()))
-    return tuple(Variant(b, camel(b.name), None if b is host else f'feature = "{b.name}"') for b in backends)
+    gated = not (spelled and spelled.dummies)  # dummies: every variant compiled, as candle-core does
+    return tuple(
+        Variant(b, camel(b.name), None if b is host or not gated else f'feature = "{b.name}"') for b in backends
+    )
 
 
 def host_backend(registry: model.Registry) -> model.Backend:

@@ -56,6 +56,10 @@ pub enum Error {
     Mock(String),
     /// What `bail!` returns: a message (candle-core's Error::Msg).
     Msg(String),
+    /// What a dummy backend answers: its feature is off.
+    NotCompiledWithCudaSupport,
+    NotCompiledWithMetalSupport,
+    NotCompiledWithRocmSupport,
 }
 
 impl Error {

@@ -17,12 +17,5 @@ impl MockDevice for CudaDevice {
     }
 }
 
-impl CudaDevice {
-    /// The device of that ordinal on a stream of its own (one stream per mock device).
-    pub fn new_with_stream(ordinal: usize) -> Result<Self> {
-        Ok(Self { ordinal })
-    }
-}
-
 pub type CudaStorage = MockStorage<CudaDevice>;
 pub type QCudaStorage = MockQStorage<CudaDevice>;

@@ -174,7 +174,6 @@ impl<D: MockDevice + BackendDevice<Storage = MockStorage<D>>> BackendStorage for
 
 impl<D: MockDevice> BackendDevice for D {
     type Storage = MockStorage<D>;
-    type QStorage = MockQStorage<D>;
 
     fn location(&self) -> DeviceLocation {
         self.mock_location()
@@ -185,11 +184,11 @@ impl<D: MockDevice> BackendDevice for D {
     fn new(ordinal: usize) -> Result<Self> {
         D::mock_new(ordinal)
     }
+    fn new_with_stream(ordinal: usize) -> Result<Self> {
+        D::mock_new(ordinal)
+    }
     fn zeros_impl(&self, shape: &Shape, dtype: DType) -> Result<MockStorage<D>> {
         Ok(MockStorage::new(self, dtype, shape.elem_count(), "zeros"))
-    }
-    fn ones(&self, shape: &Shape, dtype: DType) -> Result<MockStorage<D>> {
-        Ok(MockStorage::new(self, dtype, shape.elem_count(), "ones"))
     }
     unsafe fn alloc_uninit(&self, shape: &Shape, dtype: DType) -> Result<MockStorage<D>> {
         Ok(MockStorage::new(self, dtype, shape.elem_count(), "alloc_uninit"))
@@ -213,18 +212,6 @@ impl<D: MockDevice> BackendDevice for D {
     fn synchronize(&self) -> Result<()> {
         SEEDS.with(|s| s.borrow_mut().push(format!("{}.synchronize", D::BACKEND)));
         Ok(())
-    }
-    fn supports_bf16(&self) -> bool {
-        D::BACKEND != "cpu"
-    }
-    fn quantize<T: WithDType>(&self, data: &[T], format: GgmlDType) -> Result<MockQStorage<D>> {
-        Ok(MockQStorage::new(self, format, data.len(), "quantize"))
-    }
-    fn qzeros(&self, elem_count: usize, format: GgmlDType) -> Result<MockQStorage<D>> {
-        Ok(MockQStorage::new(self, format, elem_count, "qzeros"))
-    }
-    fn qstorage_from_bytes<T: WithDType>(&self, data: &[T], format: GgmlDType) -> Result<MockQStorage<D>> {
-        Ok(MockQStorage::new(self, format, data.len(), "qstorage_from_bytes"))
     }
     fn storage_from_cpu_storage(&self, storage: &CpuStorage) -> Result<MockStorage<D>> {
         let mut out = MockStorage::new(self, storage.dtype, storage.len, "storage_from_cpu_storage");
@@ -252,6 +239,9 @@ impl<D: MockDevice> QBackendStorage for MockQStorage<D> {
     type Storage = MockStorage<D>;
     type Device = D;
 
+    fn zeros(device: &D, elem_count: usize, dtype: GgmlDType) -> Result<Self> {
+        Ok(Self::new(device, dtype, elem_count, "qzeros"))
+    }
     fn from_data(device: &D, data: Cow<'_, [u8]>, dtype: GgmlDType) -> Result<Self> {
         let mut out = Self::new(device, dtype, 0, "q.from_data");
         out.blocks = data.into_owned();

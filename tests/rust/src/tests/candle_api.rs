@@ -73,6 +73,8 @@ fn qstorage_methods_of_the_profile_reach_the_backend() {
             QStorage::Rocm(s) => s.calls.clone(),
             #[cfg(feature = "metal")]
             QStorage::Metal(s) => s.calls.clone(),
+            #[allow(unreachable_patterns)] // every backend compiled: none is a dummy
+            _ => unreachable!("a dummy backend makes no quantized storage"),
         };
         let want: Vec<String> = ["q.from_data", "q.quantize:6", "q.quantize_imatrix:6:3:3", "q.quantize_onto:6", "q.quantize_imatrix_onto:6:2:3"]
             .iter()
@@ -80,4 +82,17 @@ fn qstorage_methods_of_the_profile_reach_the_backend() {
             .collect();
         assert_eq!(calls, want);
     }
+}
+
+#[test]
+fn a_backend_compiled_out_is_a_dummy_that_says_so() {
+    // Every variant exists whatever the features (candle-core's dummies); only its constructor errs.
+    #[cfg(not(feature = "cuda"))]
+    assert_eq!(Device::new_cuda(0).unwrap_err(), crate::Error::NotCompiledWithCudaSupport);
+    #[cfg(not(feature = "metal"))]
+    assert_eq!(Device::new_metal(0).unwrap_err(), crate::Error::NotCompiledWithMetalSupport);
+    #[cfg(not(feature = "rocm"))]
+    assert_eq!(Device::new_rocm_with_stream(0).unwrap_err(), crate::Error::NotCompiledWithRocmSupport);
+    assert!(!Device::Cpu.is_cuda() && !Device::Cpu.is_metal() && !Device::Cpu.is_rocm());
+    assert!(Device::Cpu.as_metal_device().is_err());
 }

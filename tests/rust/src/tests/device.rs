@@ -10,7 +10,6 @@ fn every_device_method_reaches_the_device_backend() {
         let b = backend(&device);
         let made = [
             (device.zeros(&s, DType::F16).unwrap(), "zeros"),
-            (device.ones(&s, DType::F16).unwrap(), "ones"),
             // SAFETY: the mock storage holds no memory.
             (unsafe { device.alloc_uninit(&s, DType::F16) }.unwrap(), "alloc_uninit"),
             (device.rand_uniform_f64(-1.0, 2.0, &s, DType::F16).unwrap(), "rand_uniform:-1:2"),
