@@ -387,3 +387,38 @@ def test_parameters_never_meet_the_generated_bindings(tmp_path):
     assert "let (out, shape_) = op.cpu_fwd(s, shape)?;" in hooked
     assert "Self::Gpu(d_) => Ok(Storage::Gpu(d_.full(d, shape)?))," in device
     assert generator.targets.rust.syntax_error(storage) is None and generator.targets.rust.syntax_error(device) is None
+
+
+# candle-core's GgmlDType at the pinned commit, in its order, with GGML's type ids.
+CANDLE_GGML = {
+    "F32": ("f32", 0),
+    "F16": ("f16", 1),
+    "BF16": ("bf16", 30),
+    "Q4_0": ("q4_0", 2),
+    "Q4_1": ("q4_1", 3),
+    "Q5_0": ("q5_0", 6),
+    "Q5_1": ("q5_1", 7),
+    "Q8_0": ("q8_0", 8),
+    "Q8_1": ("q8_1", 9),
+    "Q2K": ("q2_k", 10),
+    "Q3K": ("q3_k", 11),
+    "Q4K": ("q4_k", 12),
+    "Q5K": ("q5_k", 13),
+    "Q6K": ("q6_k", 14),
+    "Q8K": ("q8_k", 15),
+}
+
+
+def test_ggml_formats_get_candles_variant_names(tmp_path):
+    """A registry with GGML's 15 formats (named as ops.yaml names them) gets candle-core's 15
+    GgmlDType variants, each with its type id."""
+    registry = fixture_copy(tmp_path)
+    formats = "".join(f"  {name}: {{block: 32, bytes: 34, ggml_type: {gid}}}\n" for name, gid in CANDLE_GGML.values())
+    registry.write_text(registry.read_text().replace("  q8: {block: 4, bytes: 8, ggml_type: 99}\n", formats))
+    result = run_cli("--registry", registry)
+    assert result.exit_code == 0, result.output
+    text = (registry.parent / "generated" / "rust" / "quantized.rs").read_text()
+    enum = re.search(r"pub enum GgmlDType \{\n(.*?)\n\}", text, re.S).group(1)
+    assert [v.strip(" ,") for v in enum.splitlines()] == list(CANDLE_GGML)
+    for variant, (_, gid) in CANDLE_GGML.items():
+        assert f"{gid} => Ok(Self::{variant})," in text
