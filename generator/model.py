@@ -347,6 +347,9 @@ class Profile:
     # backend-trait methods the generated code calls besides the ops' (to_cpu_storage, new ...),
     # owner = the trait; with them the target writes the traits (backend.rs)
     trait_methods: tuple[ApiMethod, ...] = ()
+    crate: str = ""  # how the library's other crates name it (candle); "" for `crate`
+    nn_names: tuple[tuple[str, str], ...] = ()  # registry nn op -> the library's struct name
+    thiserror: bool = False  # the error enum derives thiserror::Error: variants carry #[error(..)]
 
     def spelling(self, owner: str, op: str) -> ApiMethod | None:
         return next((m for m in self.methods if m.owner == owner and m.op == op), None)

@@ -177,6 +177,16 @@ impl Device {
         }
     }
 
+    /// Whether the device is an accelerator (every backend but the host's).
+    pub fn is_accelerator(&self) -> bool {
+        match self {
+            Self::Cpu => false,
+            Self::Cuda(_) => true,
+            Self::Rocm(_) => true,
+            Self::Metal(_) => true,
+        }
+    }
+
     /// The cuda device of that ordinal.
     pub fn new_cuda(ordinal: usize) -> Result<Self> {
         Ok(Self::Cuda(crate::CudaDevice::new(ordinal)?))

@@ -17,6 +17,18 @@ pub struct CudaDevice;
 #[derive(Debug)]
 pub struct CudaStorage;
 
+/// The backend's error, which nothing makes while the backend is not compiled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CudaError;
+
+impl std::fmt::Display for CudaError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("cuda is not compiled")
+    }
+}
+
+impl std::error::Error for CudaError {}
+
 #[derive(Debug)]
 pub struct QCudaStorage;
 

@@ -17,6 +17,18 @@ pub struct MetalDevice;
 #[derive(Debug)]
 pub struct MetalStorage;
 
+/// The backend's error, which nothing makes while the backend is not compiled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MetalError;
+
+impl std::fmt::Display for MetalError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("metal is not compiled")
+    }
+}
+
+impl std::error::Error for MetalError {}
+
 #[derive(Debug)]
 pub struct QMetalStorage;
 

@@ -17,6 +17,18 @@ pub struct RocmDevice;
 #[derive(Debug)]
 pub struct RocmStorage;
 
+/// The backend's error, which nothing makes while the backend is not compiled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RocmError;
+
+impl std::fmt::Display for RocmError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("rocm is not compiled")
+    }
+}
+
+impl std::error::Error for RocmError {}
+
 #[derive(Debug)]
 pub struct QRocmStorage;
 

@@ -56,6 +56,9 @@ PROFILE = Record(
             doc="backends of this target alone: no runtime, arms and hooks generated like the others",
         ),
         "dummies": Bool(doc="a backend whose feature is off compiles as a dummy that errs, not as a cfg'd-out variant"),
+        "crate": Str(identifier=True, doc="how the library's other crates name it (`candle` for candle-core)"),
+        "nn": Map(Str(identifier=True), doc="registry nn op: the library's name of its custom-op struct"),
+        "thiserror": Bool(doc="the error enum derives thiserror::Error: generated variants carry #[error(..)]"),
         "traits": Record(
             {t: Map(METHOD, doc=f"{t} methods besides the ops'") for t in TRAITS},
             doc="backend-trait methods the generated code calls besides the ops' (absent: no backend.rs)",
@@ -104,6 +107,9 @@ def load(
         for name, (knode, node) in _items(traits.get(t) if traits is not None else None)
         if (m := _method(t, name, knode, node, names, set(), checker)) is not None
     ]
+    for op, (k, _) in _items(root.get("nn")):
+        if op not in ops.get("nn", set()):
+            checker.error(k, f"nn.{op}", f"the registry has no nn op {op!r}")
     for b, (k, _) in zip(backends, (v for _, v in _items(root.get("backends"))), strict=True):
         if b.name in known_backends:
             checker.error(k, f"backends.{b.name}", f"backend {b.name!r} is the registry's already")
@@ -122,6 +128,9 @@ def load(
         tuple(methods),
         _flag(root.get("dummies")),
         tuple(trait_methods),
+        crate=_text(root.get("crate")),
+        nn_names=tuple((op, _text(v)) for op, (_, v) in _items(root.get("nn"))),
+        thiserror=_flag(root.get("thiserror")),
     ), []
 
 

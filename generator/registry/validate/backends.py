@@ -120,6 +120,7 @@ class BackendChecks(DTypeChecks):
             return None
         ops = {"Storage": {o.name for o in registry.storage}, "Device": {o.name for o in registry.device}}
         ops["QStorage"] = {o.name for o in registry.qstorage}
+        ops["nn"] = {o.name for o in registry.nn}
         found, errors = profile.load(path, tuple(b.name for b in registry.backends), ops)
         self.checker.errors.extend(errors)
         return found

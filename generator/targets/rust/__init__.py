@@ -20,6 +20,7 @@ from ..python import environment as python_environment, generated_kernels
 from .additions import additions
 from .custom_ops import hooks
 from .launch import Launch, launches
+from .nn import nn_ops
 from .methods import device_methods, hooked_methods, qstorage_methods, storage_methods
 from .syntax import check_rust, syntax_error
 from .to_device import transfers
@@ -53,8 +54,10 @@ def context(registry: model.Registry) -> dict:
     qdevice = device_methods(registry, quantized=True)
     traits = [t for t in registry.custom_ops]
     kernels: tuple[Launch, ...] = ()
+    entry_points: tuple = ()
     if any(b.kernels == "hip" for b in registry.backends):
-        kernels = launches(generated_kernels(registry)[1])
+        entry_points = generated_kernels(registry)[1]
+        kernels = launches(entry_points)
     return {
         "registry": registry,
         "registry_name": Path(registry.path).name,
@@ -99,6 +102,10 @@ def context(registry: model.Registry) -> dict:
         "uses_to_device": uses("Result", "Device", "Storage", "BackendStorage"),
         # Only arms towards a non-host device call the device (storage_from_<host>_storage).
         "gpu_cfg": _any_cfg(vs),
+        "nn_ops": nn_ops(registry, vs, entry_points) if kernels else (),
+        "numbered": tuple(v for v in vs if v.backend.ordinal),
+        "library_crate": (spelled.crate if spelled else "") or "crate",
+        "thiserror": bool(spelled and spelled.thiserror),
         "has_gpu": any(v.backend.ordinal for v in vs),
         **_trait_context(registry, spelled),
     }
@@ -155,6 +162,10 @@ def outputs(registry: model.Registry) -> dict[str, tuple[str, dict]]:
     files += ["launch.rs"] if any(b.kernels == "hip" for b in registry.backends) else []
     spelled = profile(registry)
     files += ["backend.rs"] if spelled and spelled.trait_methods else []
+    files += ["nn_ops.rs"] if registry.nn and "launch.rs" in files else []
+    # the sites around the dispatch that construct devices by the profile's `new_<backend>`
+    files += ["backend_error.rs", "test_device.rs"] if spelled else []
+    files += ["python_device.rs"] if spelled and spelled.crate else []
     out: dict[str, tuple[str, dict]] = {f: (f"{f}.j2", {}) for f in files}
     for d in dummies(registry, spelled):
         v = d.variant

@@ -17,6 +17,10 @@ pub enum DType {
 pub struct Shape(pub Vec<usize>);
 
 impl Shape {
+    pub fn dims(&self) -> &[usize] {
+        &self.0
+    }
+
     pub fn elem_count(&self) -> usize {
         self.0.iter().product()
     }
@@ -41,25 +45,38 @@ impl Layout {
     pub fn shape(&self) -> &Shape {
         &self.shape
     }
+
+    /// Row-major with no gaps (an offset allowed).
+    pub fn is_contiguous(&self) -> bool {
+        *self == Self { start_offset: self.start_offset, ..Self::contiguous(&self.shape.0) }
+    }
+
+    /// A view of `dims` with these strides from `start_offset` (a transpose, a slice).
+    pub fn strided(dims: &[usize], stride: Vec<usize>, start_offset: usize) -> Self {
+        Self { shape: Shape(dims.to_vec()), stride, start_offset }
+    }
+
+    pub fn start_offset(&self) -> usize {
+        self.start_offset
+    }
 }
 
-/// The errors of candle-core's Error that the generated dispatch returns, and the one it
-/// adds (NotImplementedForBackend).
-#[derive(Debug, Clone, PartialEq)]
-pub enum Error {
-    DeviceMismatchBinaryOp { lhs: DeviceLocation, rhs: DeviceLocation, op: &'static str },
-    DTypeMismatchBinaryOp { lhs: DType, rhs: DType, op: &'static str },
-    ShapeMismatchBinaryOp { lhs: Shape, rhs: Shape, op: &'static str },
-    UnsupportedDTypeForOp(DType, &'static str),
-    NotImplementedForBackend { op: &'static str, backend: &'static str },
-    /// What a mock backend reports for a call it refuses (never one the tests expect).
-    Mock(String),
-    /// What `bail!` returns: a message (candle-core's Error::Msg).
-    Msg(String),
-    /// What a dummy backend answers: its feature is off.
-    NotCompiledWithCudaSupport,
-    NotCompiledWithMetalSupport,
-    NotCompiledWithRocmSupport,
+error_with_backends! {
+    /// The errors of candle-core's Error that the generated dispatch returns, and the one it
+    /// adds (NotImplementedForBackend); the backends' variants are generated
+    /// (backend_error.rs).
+    #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+    pub enum Error {
+        DeviceMismatchBinaryOp { lhs: DeviceLocation, rhs: DeviceLocation, op: &'static str },
+        DTypeMismatchBinaryOp { lhs: DType, rhs: DType, op: &'static str },
+        ShapeMismatchBinaryOp { lhs: Shape, rhs: Shape, op: &'static str },
+        UnsupportedDTypeForOp(DType, &'static str),
+        NotImplementedForBackend { op: &'static str, backend: &'static str },
+        /// What a mock backend reports for a call it refuses (never one the tests expect).
+        Mock(String),
+        /// What `bail!` returns: a message (candle-core's Error::Msg).
+        Msg(String),
+    }
 }
 
 impl Error {

@@ -19,3 +19,6 @@ impl MockDevice for CudaDevice {
 
 pub type CudaStorage = MockStorage<CudaDevice>;
 pub type QCudaStorage = MockQStorage<CudaDevice>;
+
+/// The backend's error (the generated Error's `Cuda` variant wraps it).
+pub type CudaError = crate::mock::BackendFailure;

@@ -4,6 +4,19 @@
 //! the generated dummy where the backend's feature is off), and the generated files as modules. The tests are in `tests/`.
 #![deny(warnings)]
 
+// candle's other crates (candle-nn, candle-pyo3) name candle-core `candle`; so does the
+// generated code meant for them (python_device.rs)
+extern crate self as candle;
+
+#[path = "../../../generated/rust/backend_error.rs"]
+#[rustfmt::skip] // generated: `gen --check` owns its layout
+#[macro_use]
+mod backend_error;
+#[path = "../../../generated/rust/test_device.rs"]
+#[rustfmt::skip] // generated: `gen --check` owns its layout
+#[macro_use]
+mod test_device;
+
 #[path = "../../../generated/rust/backend.rs"]
 #[rustfmt::skip] // generated: `gen --check` owns its layout
 pub mod backend;
@@ -37,7 +50,7 @@ pub mod rocm_backend;
 #[path = "../../../generated/rust/dummy_rocm_backend.rs"]
 #[rustfmt::skip] // generated: `gen --check` owns its layout
 pub mod rocm_backend;
-mod mock;
+pub mod mock;
 
 #[path = "../../../generated/rust/backends.rs"]
 #[rustfmt::skip] // generated: `gen --check` owns its layout
@@ -68,6 +81,16 @@ pub mod quantized;
 #[path = "../../../generated/rust/launch.rs"]
 #[rustfmt::skip] // generated: `gen --check` owns its layout
 pub mod launch;
+
+#[path = "../../../generated/rust/nn_ops.rs"]
+#[rustfmt::skip] // generated: `gen --check` owns its layout
+pub mod nn_ops;
+pub mod nn_mock;
+
+// candle-pyo3's device, over the pyo3 stand-in beside this crate
+#[path = "../../../generated/rust/python_device.rs"]
+#[rustfmt::skip] // generated: `gen --check` owns its layout
+pub mod python_device;
 
 #[cfg(test)]
 mod tests;

@@ -19,3 +19,6 @@ impl MockDevice for MetalDevice {
 
 pub type MetalStorage = MockStorage<MetalDevice>;
 pub type QMetalStorage = MockQStorage<MetalDevice>;
+
+/// The backend's error (the generated Error's `Metal` variant wraps it).
+pub type MetalError = crate::mock::BackendFailure;

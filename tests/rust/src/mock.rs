@@ -19,6 +19,10 @@ pub trait MockDevice: Clone + Debug + PartialEq + 'static {
     fn mock_new(ordinal: usize) -> Result<Self>;
 }
 
+/// A mock backend's error: its message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BackendFailure(pub String);
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct MockStorage<D> {
     pub device: D,

@@ -19,3 +19,6 @@ impl MockDevice for RocmDevice {
 
 pub type RocmStorage = MockStorage<RocmDevice>;
 pub type QRocmStorage = MockQStorage<RocmDevice>;
+
+/// The backend's error (the generated Error's `Rocm` variant wraps it).
+pub type RocmError = crate::mock::BackendFailure;

@@ -5,6 +5,7 @@ mod custom_op;
 mod device;
 mod launch;
 mod quantized;
+mod sites;
 mod storage;
 
 use crate::mock::MockStorage;
