@@ -12,13 +12,18 @@ Takes a candle checkout (a work tree, changed in place: pass a disposable one), 
      traits of backend.rs, the dummy backends, lib.rs's backend exports, and to_device's match
      in tensor.rs (replaced by a call of the generated `Storage::to_device`); writes the
      generated files under candle-core/src/opgen/;
-  3. audits the same files and the generated ones again, and prints both counts.
+  3. audits the same files and the generated ones again, and prints both counts;
+  4. does the same for the sites around the dispatch (bench/candle_sites.py: candle-nn's NN
+     ops, candle-pyo3's PyDevice, test_utils.rs's test_device!, error.rs's backend variants)
+     and audits candle-core/src, candle-nn/src and candle-pyo3/src before and after, listing
+     what is still missing, and the backend chains of candle-examples by file:line:col.
 The result is read, not compiled: candle's crates are not built here (no network for its
 dependencies). Nothing of candle's text is printed or kept."""
 
 from __future__ import annotations
 
 import argparse
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -27,9 +32,12 @@ import tree_sitter
 import tree_sitter_rust
 
 from bench.candle_dispatch import ENUMS, TRAITS, spans
+from bench.candle_sites import backend_chains, overlay_sites, rewrite_test_device_calls
 from generator.audit import MISSING, WILDCARD, audit, sources
 
 BACKENDS = ("cpu", "cuda", "metal", "rocm")
+ADDED = ("rocm",)  # the backends candle does not have, which the overlay adds
+CRATES = ("candle-core", "candle-nn", "candle-pyo3")
 FILES = ("storage.rs", "device.rs", "quantized/mod.rs", "tensor.rs", "custom_op.rs", "lib.rs")
 REWRITTEN = (*FILES, "backend.rs")  # the files whose replaced items the overlay removes
 OWNERS = {"Storage", "Device", "QStorage"}
@@ -104,11 +112,17 @@ def dispatch_lines(src: Path) -> dict[str, int]:
 
 
 def audit_counts(paths: list[Path]) -> tuple[int, int, int]:
+    points, missing, wild = audit_findings(paths)
+    return points, len(missing), wild
+
+
+def audit_findings(paths: list[Path]) -> tuple[int, list[str], int]:
+    """(dispatch points, every missing finding as file:line:col: message, wildcard notes)."""
     files, errors = sources([str(p) for p in paths], "rust")
     if errors:
         raise SystemExit("\n".join(errors))
     reports = audit(files, BACKENDS, 1)
-    missing = sum(f.kind == MISSING for r in reports for f in r.findings)
+    missing = [str(f) for r in reports for f in r.findings if f.kind == MISSING]
     wild = sum(f.kind == WILDCARD for r in reports for f in r.findings)
     return sum(r.checked for r in reports), missing, wild
 
@@ -140,12 +154,20 @@ def main(argv: list[str] | None = None) -> None:
     src = args.candle / "candle-core" / "src"
     if not (src / "storage.rs").is_file():
         sys.exit(f"{args.candle}: no candle-core/src/storage.rs here")
+    crates = [args.candle / c / "src" for c in CRATES]
+    crates_before = {c.parent.name: audit_findings([c]) for c in crates}
+    chains, single = backend_chains(args.candle / "candle-examples", BACKENDS)
     targets = [src / rel for rel in FILES]
     before_points, before_missing, before_wild = audit_counts(targets)
     whole_before = audit_counts([src])
     lines = dispatch_lines(src)
     boilerplate = boilerplate_lines(src)
     written = overlay(src, args.out)
+    sites = overlay_sites(args.candle, args.out, BACKENDS, ADDED)
+    order = re.search(r"\(\$fn_name:ident((?:, \$\w+:ident)*)\)", (args.out / "test_device.rs").read_text())
+    names = re.findall(r"\$(\w+):ident", order[1]) if order else []
+    calls = rewrite_test_device_calls(args.candle, ADDED, names.index(ADDED[0]) + 1) if ADDED[0] in names else 0
+    crates_after = {c.parent.name: audit_findings([c]) for c in crates}
     after_points, after_missing, after_wild = audit_counts([*targets, src / "opgen"])
     generated = audit_counts([src / "opgen"])
     whole_after = audit_counts([src])
@@ -165,6 +187,27 @@ def main(argv: list[str] | None = None) -> None:
         print(f"| {rel} | {n} |")
     print(f"| total | {sum(boilerplate.values())} |")
     print(f"\ngenerated lines written (candle-core/src/opgen/, launch.rs included): {written}")
+    print("\n| crate (src/) | dispatch points before | missing before | points after | missing after |")
+    print("|---|---|---|---|---|")
+    for name in crates_before:
+        (bp, bm, _), (ap, am, _) = crates_before[name], crates_after[name]
+        print(f"| {name} | {bp} | {len(bm)} | {ap} | {len(am)} |")
+    total = [sum(len(v[1]) for v in d.values()) for d in (crates_before, crates_after)]
+    print(f"| all three | | {total[0]} | | {total[1]} |")
+    print("\n| site file | hand-written lines removed |\n|---|---|")
+    for rel, n in sites.items():
+        print(f"| {rel} | {n} |")
+    print(f"\ntest_device! calls given a {', '.join(ADDED)} test name (candle-core/tests, candle-nn/tests): {calls}")
+    print("\nstill missing after the overlay:")
+    for name in crates_after:
+        for line in crates_after[name][1]:
+            print(f"  {line.removeprefix(str(args.candle) + '/')}")
+    print(f"\nbackend chains in candle-examples (a predicate of the profile replaces each): {len(chains)}")
+    for at in chains:
+        print(f"  {at}")
+    print(f"\nother is_<backend>() tests in candle-examples (one backend chosen; a capability names it): {len(single)}")
+    for at in single:
+        print(f"  {at}")
 
 
 if __name__ == "__main__":

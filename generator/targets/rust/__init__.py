@@ -20,8 +20,8 @@ from ..python import environment as python_environment, generated_kernels
 from .additions import additions
 from .custom_ops import hooks
 from .launch import Launch, launches
-from .nn import nn_ops
 from .methods import device_methods, hooked_methods, qstorage_methods, storage_methods
+from .nn import nn_ops
 from .syntax import check_rust, syntax_error
 from .to_device import transfers
 from .traits import dummies, traits
