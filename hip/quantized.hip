@@ -1154,7 +1154,7 @@ __device__ __forceinline__ int dp4a_us(uint32_t a, uint32_t b, int c) {  // unsi
 
 struct q4_k_lean {  // part p as q4_k_path's: groups 0..3 the low half (sub-block 2c), 4..7 the high (2c+1)
     typedef q4_k F;
-    static constexpr int kStages = 2;  // (bulk + early, 5 blocks/SM: 5.10 against 4: 5.22, 8: 5.38 us; stop 19)
+    static constexpr int kStages = 2;  // q4_k's stages (H100, from HBM, 5 blocks/SM: 2: 5.10 us, 4: 5.22, 8: 5.38)
     static constexpr bool kRowCopy = false;  // cp.async (sm_80): one loop over the slab's pieces (qmatvec_kint)
     struct X {
         uint32_t D[3][8];
@@ -1226,7 +1226,7 @@ struct q4_k_lean {  // part p as q4_k_path's: groups 0..3 the low half (sub-bloc
 // 2^30 keeps the digits' sums in 32 bits (with 22 bits it could reach 2^31).
 struct q6_k_pair {
     typedef q6_k F;
-    static constexpr int kStages = 4;  // (2: 8.08 us, 1: 8.86, 4: 7.89 from HBM; round 4)
+    static constexpr int kStages = 4;  // q6_k's stages (H100, from HBM, cp.async: 4: 7.89 us, 2: 8.08, 1: 8.86)
     static constexpr bool kRowCopy = true;  // cp.async (sm_80): row by row, the stages a loop (qmatvec_kint)
     struct X {
         uint32_t D[3][8];  // groups 0..3: g = e, 4..7: g = e + 2

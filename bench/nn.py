@@ -1,76 +1,40 @@
-"""GPU benchmarks of the NN ops (hip/nn.hip through g.nn), side by side with torch in one run,
-on the H100 through the device tool. bench/gpu.py runs bench_nn as its `nn` part.
+"""NN ops on the GPU (hip/nn.hip and hip/attention.hip through g.nn), beside torch in one run:
 
 - softmax_last_dim, rms_norm, layer_norm over (4096, 4096), f32 and bf16, against
   torch.softmax, torch.nn.functional.rms_norm and torch.nn.functional.layer_norm: GB/s
   (bytes read and written), the share of the copy bandwidth of the same bytes (a torch
-  device-to-device copy of the input), the ratio to torch.
+  device-to-device copy of the input), the ratio to torch;
 - sdpa bf16, batch 8, 16 heads, 2048 queries and keys, head dim 128, causal and not, against
   torch.nn.functional.scaled_dot_product_attention: TFLOP/s (4 b h s^2 d, half of it when
-  causal: the work a causal kernel does) and the ratio to torch.
+  causal: the work a causal kernel does) and the ratio to torch;
+- arg_sort of (4096, 4096) and (64, 65536) f32 rows against torch.argsort (host time of pairs
+  timed in turn).
 
-Figures are device time: CUDA events around a batch of calls queued behind a long fill of a
-scratch buffer on the same stream, so that the host's cost per call (opgen's is larger than
-torch's, and larger than a (4096, 4096) bf16 kernel) does not leave the GPU idle between
-calls. Host wall-clock figures are reported beside them. Medians of REPEATS batches."""
+Figures of the row ops and attention are device time: CUDA events around a batch of calls
+queued behind a long fill of a scratch buffer on the same stream, so that the host's cost per
+call (opgen's is larger than torch's, and larger than a (4096, 4096) bf16 kernel) does not
+leave the GPU idle between calls (bench/timing.py). Host wall-clock figures are beside them.
+
+Explorations (bench/gpu.py --explore NAME): `nn-rows`, the row kernels compiled with other
+bytes of a row per thread (OPGEN_ROW_BYTES, the runtime's ROW_BYTES alike); `cudnn-attention`, attention
+through cuDNN and through opgen's own kernel (with bench/convolution.py's rows)."""
 
 from __future__ import annotations
 
 import math
-import statistics
+
+from bench.compare import check, max_difference, pair, to_torch
+from bench.timing import (
+    cuda_runtime,
+    seconds_behind_fill,
+    timed,
+    torch_seconds_behind_fill,
+)
 
 ROWS = COLS = 4096
 SDPA_SHAPE = (8, 16, 2048, 128)  # batch, heads, sequence, head dim
 EPS = 1e-5
-REPEATS = 10
 CALLS = 20  # per timed batch of the row ops
-BUSY_BYTES = 4 << 30  # the fill queued before each batch: about 1.5 ms on an H100
-
-
-def _opgen_seconds(fn, calls: int) -> float:
-    """Median device seconds per call of fn on opgen's cuda stream."""
-    import numpy as np
-    from cuda.bindings import driver as cu
-
-    from runtime.cuda import _rt as rt
-
-    stream = rt.stream(0).handle
-    busy = rt.alloc(0, BUSY_BYTES // 4, np.dtype(np.float32))
-    start, end = cu.cuEventCreate(0)[1], cu.cuEventCreate(0)[1]
-    fn()
-    rt.synchronize(0)
-    samples = []
-    for _ in range(REPEATS):
-        rt.driver.memset(busy.ptr, busy.nbytes, stream)
-        cu.cuEventRecord(start, stream)
-        for _ in range(calls):
-            fn()
-        cu.cuEventRecord(end, stream)
-        cu.cuEventSynchronize(end)
-        samples.append(cu.cuEventElapsedTime(start, end)[1] / 1e3 / calls)
-    cu.cuEventDestroy(start)
-    cu.cuEventDestroy(end)
-    return statistics.median(samples)
-
-
-def _torch_seconds(fn, calls: int) -> float:
-    """Median device seconds per call of fn on torch's current stream."""
-    import torch
-
-    busy = torch.empty(BUSY_BYTES // 4, dtype=torch.float32, device="cuda")
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    fn()
-    torch.cuda.synchronize()
-    samples = []
-    for _ in range(REPEATS):
-        busy.zero_()
-        start.record()
-        for _ in range(calls):
-            fn()
-        end.record()
-        end.synchronize()
-        samples.append(start.elapsed_time(end) / 1e3 / calls)
-    return statistics.median(samples)
 
 
 def _host_arrays(dtype: str):
@@ -88,16 +52,6 @@ def _host_arrays(dtype: str):
     )
 
 
-def _to_torch(array):
-    import ml_dtypes
-    import numpy as np
-    import torch
-
-    if array.dtype == np.dtype(ml_dtypes.bfloat16):
-        return torch.from_numpy(array.view(np.uint16)).cuda().view(torch.bfloat16)
-    return torch.from_numpy(array).cuda()
-
-
 def _row_cases(dtype: str):
     """({op: (opgen call, torch call, bytes read and written)}, the layout of x and the results)."""
     import torch
@@ -108,7 +62,7 @@ def _row_cases(dtype: str):
     dev = g.Device.parse("cuda:0")
     x, alpha, beta = _host_arrays(dtype)
     sx, sa, sb = (dev.storage_from_slice(a) for a in (x, alpha, beta))
-    tx, ta, tb = (_to_torch(a) for a in (x, alpha, beta))
+    tx, ta, tb = (to_torch(a) for a in (x, alpha, beta))
     lx, lv = g.Layout.contiguous(x.shape), g.Layout.contiguous(alpha.shape)
     io = 2 * x.nbytes
     softmax, rms, ln = g.nn.SoftmaxLastDim(), g.nn.RmsNorm(eps=EPS), g.nn.LayerNorm(eps=EPS)
@@ -129,47 +83,38 @@ def _row_cases(dtype: str):
     return cases, lx
 
 
-def _max_difference(ours, theirs) -> float:
-    """max |a - b| of an opgen result (numpy) and a torch one."""
-    import numpy as np
-
-    return float(np.abs(ours.astype(np.float64) - theirs.float().cpu().numpy().astype(np.float64)).max())
-
-
-def _sync_opgen() -> None:
-    from runtime.cuda import _rt as rt
-
-    rt.synchronize(0)
-
-
-def bench_rows(rows: dict) -> None:
+def rows_ops(rows: dict) -> None:
     import torch
 
     import generated as g
-    from bench.gpu import timed
 
     gb = lambda nbytes, seconds: nbytes / seconds / 1e9  # noqa: E731
     for dtype in ("f32", "bf16"):
         cases, layout = _row_cases(dtype)
-        x = _to_torch(_host_arrays(dtype)[0])
+        x = to_torch(_host_arrays(dtype)[0])
         y = torch.empty_like(x)
         io = 2 * x.numel() * x.element_size()
-        copy_bw = gb(io, _torch_seconds(lambda: y.copy_(x), CALLS))
+        copy_bw = gb(io, torch_seconds_behind_fill(lambda: y.copy_(x), CALLS))
         rows[f"nn (4096, 4096) {dtype}: torch copy of the input, device time (GB/s)"] = copy_bw
         for name, (ours, theirs, nbytes) in cases.items():
             label = f"nn {name} (4096, 4096) {dtype}"
-            bw_ours, bw_torch = gb(nbytes, _opgen_seconds(ours, CALLS)), gb(nbytes, _torch_seconds(theirs, CALLS))
+            bw_ours, bw_torch = (
+                gb(nbytes, seconds_behind_fill(ours, CALLS)),
+                gb(nbytes, torch_seconds_behind_fill(theirs, CALLS)),
+            )
             rows[f"{label}: opgen, device time (GB/s)"] = bw_ours
             rows[f"{label}: torch, device time (GB/s)"] = bw_torch
             rows[f"{label}: opgen / copy bandwidth"] = bw_ours / copy_bw
             rows[f"{label}: opgen / torch"] = bw_ours / bw_torch
-            rows[f"{label}: opgen, host wall clock (GB/s)"] = gb(nbytes, timed(ours, _sync_opgen))
-            rows[f"{label}: max |opgen - torch|"] = _max_difference(g.to_numpy(ours()[0], layout), theirs())
+            rows[f"{label}: opgen, host wall clock (GB/s)"] = gb(
+                nbytes, timed(ours, lambda: cuda_runtime().synchronize(0))
+            )
+            rows[f"{label}: max |opgen - torch|"] = max_difference(g.to_numpy(ours()[0], layout), theirs())
         if "rms_norm" not in cases:
             rows[f"nn rms_norm (4096, 4096) {dtype}: torch"] = f"torch {torch.__version__} has no rms_norm"
 
 
-def bench_sdpa(rows: dict) -> None:
+def sdpa(rows: dict) -> None:
     import numpy as np
     import torch.nn.functional as F
 
@@ -180,7 +125,7 @@ def bench_sdpa(rows: dict) -> None:
     rng = np.random.default_rng(1)
     arrays = [rng.standard_normal(SDPA_SHAPE, dtype=np.float32).astype(g.DType.BF16.numpy) for _ in range(3)]
     sq, sk, sv = (dev.storage_from_slice(a) for a in arrays)
-    tq, tk, tv = (_to_torch(a) for a in arrays)
+    tq, tk, tv = (to_torch(a) for a in arrays)
     layout = g.Layout.contiguous(SDPA_SHAPE)
     scale = 1 / math.sqrt(d)
     for causal in (False, True):
@@ -189,24 +134,24 @@ def bench_sdpa(rows: dict) -> None:
         ours = lambda op=op: sq.apply_op3(layout, sk, layout, sv, layout, op)  # noqa: E731
         theirs = lambda causal=causal: F.scaled_dot_product_attention(tq, tk, tv, is_causal=causal, scale=scale)  # noqa: E731
         flops = 4 * b * h * s * s * d / (2 if causal else 1)
-        t_ours, t_torch = _opgen_seconds(ours, 3), _torch_seconds(theirs, 3)
+        t_ours, t_torch = seconds_behind_fill(ours, 3), torch_seconds_behind_fill(theirs, 3)
         rows[f"{label}: opgen (TFLOP/s)"] = flops / t_ours / 1e12
         rows[f"{label}: torch (TFLOP/s)"] = flops / t_torch / 1e12
         rows[f"{label}: opgen / torch"] = t_torch / t_ours
-        rows[f"{label}: max |opgen - torch|"] = _max_difference(g.to_numpy(ours()[0], layout), theirs())
+        rows[f"{label}: max |opgen - torch|"] = max_difference(g.to_numpy(ours()[0], layout), theirs())
 
 
-def bench_nn(rows: dict) -> None:
+def nn(rows: dict) -> None:
     """Every figure above into `rows` (bench/gpu.py's table); a failed half says so and the
     other still runs."""
-    for part in (bench_rows, bench_sdpa):
+    for part in (rows_ops, sdpa):
         try:
             part(rows)
         except Exception as exc:  # noqa: BLE001  (reported in the table, as bench/gpu.py does)
             rows[f"nn {part.__name__} failed"] = f"{type(exc).__name__}: {exc}"
 
 
-def explore_rows(rows: dict, settings=(32, 64, 128)) -> None:
+def explore_row_bytes(rows: dict, settings=(32, 64, 128)) -> None:
     """Device time of the row kernels compiled from copies of hip/nn.hip with other bytes of
     a row per thread (OPGEN_ROW_BYTES), on the bench's shapes,
     with the runtime's geometry for that setting: GB/s, share of copy bandwidth, registers
@@ -220,19 +165,21 @@ def explore_rows(rows: dict, settings=(32, 64, 128)) -> None:
     import torch.nn.functional as F
     from cuda.bindings import driver as cu
 
-    from runtime.cuda import _rt as rt
     from runtime.gpu import nn as gpu_nn
+    from runtime.gpu.compile import HIP_DIR
 
-    text = (Path(gpu_nn.__file__).resolve().parent.parent / "hip" / "nn.hip").read_text()
+    rt = cuda_runtime()
+
+    text = (HIP_DIR / "nn.hip").read_text()
     tmp = Path(tempfile.mkdtemp(prefix="opgen-rows-"))
     stream = rt.stream(0)
     sms = rt.driver.multiprocessors(0)
     size_t, ptr = ctypes.c_size_t, ctypes.c_void_p
     for dtype in ("f32", "bf16"):
-        x, alpha, beta = (_to_torch(a) for a in _host_arrays(dtype))
+        x, alpha, beta = (to_torch(a) for a in _host_arrays(dtype))
         out = torch.empty_like(x)
         y = torch.empty_like(x)
-        copy_bw = 2 * x.nbytes / _torch_seconds(lambda: y.copy_(x), CALLS) / 1e9
+        copy_bw = 2 * x.nbytes / torch_seconds_behind_fill(lambda: y.copy_(x), CALLS) / 1e9
         cases = {  # op: (args after nrows, ncols; their ctypes; bytes moved; torch's result)
             "softmax_last_dim": (
                 (x.data_ptr(), out.data_ptr()),
@@ -277,7 +224,7 @@ def explore_rows(rows: dict, settings=(32, 64, 128)) -> None:
                         run()
                         rt.synchronize(0)
                         error = float((out.float() - want).abs().max())
-                        seconds = _opgen_seconds(run, CALLS)
+                        seconds = seconds_behind_fill(run, CALLS)
                         fn = rt._functions[(0, str(path), name)]
                         regs = cu.cuFuncGetAttribute(cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NUM_REGS, fn)[1]
                         resident = cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(fn, block, 0)[1]
@@ -291,3 +238,73 @@ def explore_rows(rows: dict, settings=(32, 64, 128)) -> None:
             finally:
                 gpu_nn.ROW_BYTES = saved
     shutil.rmtree(tmp, ignore_errors=True)
+
+
+def arg_sort(rows: dict) -> None:
+    """arg_sort ascending: the values at opgen's indices must be torch's sorted values."""
+    import numpy as np
+    import torch
+
+    import generated as g
+
+    dev = g.Device.parse("cuda:0")
+    sync, tsync = dev.synchronize, torch.cuda.synchronize
+    rng = np.random.default_rng(11)
+    sort = g.nn.ArgSort(ascending=True)
+    for shape in ((4096, 4096), (64, 65536)):
+        x = rng.standard_normal(shape, dtype=np.float32)
+        sx, tx = dev.storage_from_slice(x), torch.from_numpy(x).cuda()
+        layout = g.Layout.contiguous(shape)
+        name = f"arg_sort ({shape[0]},{shape[1]}) f32"
+        try:
+            got, _ = sx.apply_op1(layout, sort)
+            order = g.to_numpy(got, layout).astype(np.int64)
+            check(rows, name, np.take_along_axis(x, order, 1), torch.sort(tx, dim=1).values.cpu().numpy())
+            pair(rows, name, lambda: sx.apply_op1(layout, sort), lambda: torch.argsort(tx, dim=1), sync, tsync)
+        except Exception as exc:  # noqa: BLE001  (reported, the other rows still run)
+            rows[f"{name}: failed"] = f"{type(exc).__name__}: {exc}"
+
+
+def explore_cudnn_attention(rows: dict) -> None:
+    """attention bf16 (8, 16, 2048, 128), full and causal, through cuDNN and through opgen's own
+    kernel (vendor_nn.enabled off), against torch: device time behind a fill, and host time."""
+    import numpy as np
+    import torch
+    import torch.nn.functional as F
+
+    import generated as g
+
+    vendor = cuda_runtime().vendor_nn
+    dev = g.Device.parse("cuda:0")
+    b, h, s, d = SDPA_SHAPE
+    rng = np.random.default_rng(11)
+    arrays = [rng.standard_normal(SDPA_SHAPE, dtype=np.float32).astype(g.DType.BF16.numpy) for _ in range(3)]
+    sq, sk, sv = (dev.storage_from_slice(a) for a in arrays)
+    tq, tk, tv = (to_torch(a) for a in arrays)
+    layout = g.Layout.contiguous(SDPA_SHAPE)
+    scale = 1 / math.sqrt(d)
+    for causal in (False, True):
+        name = f"attention bf16 {SDPA_SHAPE} {'causal' if causal else 'full'}"
+        op = g.nn.Sdpa(scale=scale, causal=causal)
+        ours = lambda op=op: sq.apply_op3(layout, sk, layout, sv, layout, op)  # noqa: E731
+        theirs = lambda causal=causal: F.scaled_dot_product_attention(tq, tk, tv, is_causal=causal, scale=scale)  # noqa: E731
+        flops = 4 * b * h * s * s * d / (2 if causal else 1)
+        want = theirs().float().cpu().numpy()
+        t_torch = torch_seconds_behind_fill(theirs, 3)
+        rows[f"{name}: torch (TFLOP/s)"] = flops / t_torch / 1e12
+        for variant, enabled in (("cudnn", True), ("own", False)):
+            vendor.enabled = enabled
+            try:
+                before = vendor.calls.get("sdpa", 0)
+                got = g.to_numpy(ours()[0], layout).astype(np.float32)
+                declined = enabled and vendor.calls.get("sdpa", 0) == before
+                label = f"{name} [{variant}{': cuDNN declined' if declined else ''}]"
+                rows[f"{label}: max |opgen - torch|"] = float(np.abs(got - want).max())
+                t = seconds_behind_fill(ours, 3)
+                rows[f"{label}: opgen (TFLOP/s)"] = flops / t / 1e12
+                rows[f"{label}: opgen / torch"] = t_torch / t
+                rows[f"{label}: opgen host wall clock (ms)"] = timed(ours, dev.synchronize) * 1e3
+            except Exception as exc:  # noqa: BLE001
+                rows[f"{name} [{variant}]: failed"] = f"{type(exc).__name__}: {exc}"
+        vendor.enabled = True
+        rows[f"{name}: torch host wall clock (ms)"] = timed(theirs, torch.cuda.synchronize) * 1e3
