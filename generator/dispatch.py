@@ -140,7 +140,7 @@ def whole_buffer_fast_path(op: Operation, backend: Backend) -> tuple[str, ...]:
 
 # Families whose GPU arms build their Storage without `__init__` (_new_storage): the small
 # elementwise ops, all host time (issue 11), and the reductions, whose host time counts
-# against a sum's (bench/results/cpu-notes.md).
+# against a sum's (bench/results/NOTES.md).
 NEW_STORAGE_FAMILIES = (*WHOLE_BUFFER_FAMILIES, "reduce")
 
 

@@ -52,7 +52,7 @@ def _libcuda_symbol(name: str, hold_gil: bool = False):
 #: Whether prepared launches (CudaDriver.launcher) keep the GIL during cuLaunchKernelEx.
 #: The call only queues work (it waits only when the launch queue is full), so other
 #: Python threads lose little, and a small op saves the GIL's release and retaking (torch's
-#: launches keep it too; figures: bench/results/gpu-notes.md). bench/gpu.py --parts latency times both.
+#: launches keep it too; figures: bench/results/NOTES.md). bench/gpu.py --parts latency times both.
 LAUNCH_HOLDS_GIL = True
 
 

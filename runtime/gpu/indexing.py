@@ -24,7 +24,7 @@ class IdChecks:
     """One device's range checks of index-op ids, done by the kernels themselves.
 
     Reading the ids on the host would make every index op wait for the device (figures:
-    bench/results/gpu-notes.md, "Tuning figures"). Instead each launch gets a flag word of
+    bench/results/NOTES.md, "Tuning figures"). Instead each launch gets a flag word of
     `flags` (one per op since the last check), which its kernel sets when an id lies outside
     the dim; the kernel gives 0 for such an id (or skips it) and never reads or writes
     through it. The flags are read at the device's next synchronization point (to_host,

@@ -139,8 +139,8 @@ class Launch:
 
     def geometry(self, numel: int, ordinal: int) -> int:
         """Blocks for a grid-stride kernel over `numel` elements: enough to fill the device
-        several times over (64 blocks per multiprocessor beat 32 and 8: bench/gpu.py --parts
-        explore; figures: bench/results/gpu-notes.md, "Tuning figures")."""
+        several times over (64 blocks per multiprocessor beat 32 and 8: bench/gpu.py --explore
+        grid; figures: bench/results/NOTES.md, "Tuning figures")."""
         blocks = -(-numel // BLOCK)
         if blocks <= 64:  # below any device's cap (a multiprocessor takes 64)
             return blocks or 1

@@ -58,7 +58,7 @@ class _PooledBuffer(GpuBuffer):
 
     def __del__(self) -> None:
         # _Bin.give's body, inlined: a finalizer is called from C, each frame it adds costs
-        # as much as the block lookup in _alloc (bench/results/cpu-notes.md, GPU host path).
+        # as much as the block lookup in _alloc (bench/host_latency.py counts it).
         bin_ = self.bin
         kept = bin_.kept
         total = kept.bytes + bin_.size

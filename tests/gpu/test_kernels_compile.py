@@ -253,7 +253,7 @@ def test_a_flash_geometry_the_kernel_cannot_take_fails_to_compile():
 
 
 def test_row_bytes_is_a_default_a_define_overrides():
-    """ROW_BYTES is overridable (bench/gpu.py nn-explore defines OPGEN_ROW_BYTES before the
+    """ROW_BYTES is overridable (bench/gpu.py --explore nn-rows defines OPGEN_ROW_BYTES before the
     source): the kernel takes the define, and checks it (whole 16-byte packs)."""
     source = "#define OPGEN_ROW_BYTES 24\n" + (HIP / "nn.hip").read_text(encoding="utf-8")
     assert "ROW_BYTES: a thread holds whole 16-byte packs" in _compile_error(source, "nn.hip")
