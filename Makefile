@@ -29,7 +29,7 @@ gen: $(SETUP)
 	$(BIN)/gen
 	$(BIN)/python -m generator.tools.demo
 
-## lint: ruff (lint and format), and mypy (the generator, and each runtime module against its Protocol)
+## lint: ruff (lint and format), and mypy (the generator, the runtime, and each runtime module against its Protocol)
 lint: $(SETUP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .

@@ -12,6 +12,7 @@ from generated.kernel_facts import KernelPattern as K
 from runtime.errors import ShapeMismatch
 from runtime.gpu.launch import BLOCK
 from runtime.gpu.memory import GpuBuffer, _fits, _same_ordinal
+from runtime.gpu.state import RuntimeState
 from runtime.layout import Layout
 
 # Index ops whose id checks may wait, per device, for the next synchronization (IdChecks):
@@ -37,7 +38,7 @@ class IdChecks:
     pending: list = field(default_factory=list)  # (op, dim size) of each flag in use, in order
 
 
-class Indexing:
+class Indexing(RuntimeState):
     """GpuRuntime's index ops and their id checks; `_id_checks` (per device) is set up by
     GpuRuntime. Uses Memory's `alloc`, Launch's `stream`, `geometry`, `_info`, `_entry`, and
     Elementwise's `_dense`, `_dense_copy`."""

@@ -21,6 +21,7 @@ from runtime.checks import reduce_dims
 from runtime.errors import ShapeMismatch
 from runtime.gpu.launch import BLOCK
 from runtime.gpu.memory import GpuBuffer, _fits
+from runtime.gpu.state import RuntimeState
 from runtime.layout import Layout
 
 # Reductions of at most this many groups, split into chunks, run in one launch whose last
@@ -131,7 +132,7 @@ class _Plan:
         self.scratch: tuple[int, int] = (0, 0)  # pass 0: (bytes, 0); tiles: (counters, bytes); two passes: (bytes, 0)
 
 
-class Reductions:
+class Reductions(RuntimeState):
     """GpuRuntime's reductions; `_scratch` (pass 0's, per device), `_tile_scratch` and
     `_reduce_plans` are set up by GpuRuntime. Uses Memory's `alloc`, Launch's `stream`, `_sms`,
     `_info`, `_entry` and Elementwise's `_direct_first`."""
@@ -164,6 +165,7 @@ class Reductions:
         dtype = buf.dtype
         ordinal = buf.ordinal
         src = buf.ptr + layout.start_offset * dtype.itemsize
+        key: tuple | None
         key = (kernel.op, dtype, ordinal, layout.shape, layout.stride, layout.start_offset, dims, src & 63)
         try:
             plan = self._reduce_plans.get(key)
@@ -265,7 +267,7 @@ class Reductions:
                 chunks -= chunks % (block // 32)
         if by_thread and chunks > 1 and COLUMN_TILES:
             if COLUMN_BY_VALUE and len(flat_dims) == 2:  # a rank-2 view by value: its row stride
-                head = (red_dims[0][1], 0, 0)
+                head: tuple[int, ...] = (red_dims[0][1], 0, 0)
             else:
                 info, plan.keep = self._info(ordinal, shape, stride)
                 head = (0, len(shape), info)
