@@ -40,7 +40,7 @@ test: system-deps $(SETUP) lint
 	$(BIN)/gen --check
 	$(BIN)/python -m pytest -q
 
-## bench: generation time (beside torchgen, from the torch wheel) and dispatch cost (results in bench/)
+## bench: generation time (beside torchgen, from the torch wheel) and dispatch cost (results in bench/results/)
 BENCH_SETUP := $(VENV)/.bench-done
 $(BENCH_SETUP): $(SETUP)
 	$(BIN)/python -m pip install -q -e '.[test,gpu,bench]' && touch $@ \
