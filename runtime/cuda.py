@@ -15,6 +15,7 @@ import functools
 import operator
 import struct
 import threading
+from typing import Any
 
 import numpy as np
 
@@ -52,7 +53,7 @@ def _libcuda_symbol(name: str, hold_gil: bool = False):
 #: Whether prepared launches (CudaDriver.launcher) keep the GIL during cuLaunchKernelEx.
 #: The call only queues work (it waits only when the launch queue is full), so other
 #: Python threads lose little, and a small op saves the GIL's release and retaking (torch's
-#: launches keep it too; figures: bench/results/gpu-notes.md). bench/gpu.py --parts latency times both.
+#: launches keep it too; figures: bench/results/NOTES.md). bench/gpu.py --parts latency times both.
 LAUNCH_HOLDS_GIL = True
 
 
@@ -320,7 +321,7 @@ class CudaDriver(StreamDriver):
             ("config", _LaunchConfig),
             ("attribute", _LaunchAttribute),
         ]
-        frame_type = type("Frame", (ctypes.Structure,), {"_fields_": fields})
+        frame_type: Any = type("Frame", (ctypes.Structure,), {"_fields_": fields})  # its fields: these types
         layout = struct.Struct("@" + "".join(STRUCT_CODES[t] for t in types) + "0P" + "I")
         if launch_ex is None or layout.size != frame_type.config.offset + 4:
             return lambda grid, block, stream, args, types_: self.launch(fn, grid, block, stream, args, types_)
@@ -364,7 +365,8 @@ class CudaDriver(StreamDriver):
             if err:
                 self._raise_launch(err)
 
-        launch.keep = (frame, pointers)  # what the addresses above point into
+        # what the addresses above point into (mypy has no model of a function's attributes)
+        launch.keep = (frame, pointers)  # type: ignore[attr-defined]
         return launch
 
     def _raise_launch(self, err) -> None:

@@ -137,7 +137,7 @@ KERNEL_FACT = Record(
         "overridable": Bool(
             doc="the header's value is a default (#ifndef): a -D, or a #define before the include, may set "
             "another to tune the kernels, and whoever does sets the runtime's <NAME> alike (bench/gpu.py "
-            "nn-explore does both)"
+            "--explore nn-rows does both)"
         ),
         "doc": Str(),
     },

@@ -614,7 +614,7 @@ def compile_for(backend: str, source: str, name: str, arch: str, **kwargs) -> by
 
 def compile_job(path: str, backend: str, arch: str) -> dict:
     """Compile one file, for process pools (CI compiles files in parallel, and a
-    compiler crash then takes down a worker, not the test session). Returns plain data:
+    compiler crash then takes down a worker, not the whole test run). Returns plain data:
     {"seconds", "size", "symbols", "log"} on success, {"unavailable": reason} when the
     compiler or target is missing, {"error": message} on a CompileError."""
     import time

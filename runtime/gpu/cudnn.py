@@ -30,8 +30,8 @@ run on our buffers' raw device addresses, on our stream, with a workspace from o
   in f32 (compute and intermediate data type FLOAT), attention too.
 
 Which ops and dtypes take this path (CONV_DTYPES, SDPA_DTYPES) was chosen by measurement on
-the H100 against the paths already there, torch in the same run (bench/gpu_issue11.py's
-bench_cudnn and explore_cudnn; bench/results/gpu-notes.md, "Issue 11, round 3: cuDNN"):
+the H100 against the paths already there, torch in the same run (bench/gpu.py
+--explore cudnn,cudnn-attention,cudnn-plans; the measurements, commit c1a5b26's bench/results/):
 f64 convolutions stay on the BLAS path (cuDNN's took twice as long), f32 attention on the
 BLAS path (cuDNN's fused attention takes the half types only).
 
@@ -66,7 +66,7 @@ PLAN_CACHE = 256
 HEURISTICS = ("A", "FALLBACK")
 #: Convolutions: build every plan the heuristics list and time each on the first call's
 #: buffers (AUTOTUNE_ROUNDS rounds of AUTOTUNE_RUNS runs, CUDA events), then run the fastest (torch's
-#: cudnn.benchmark does the like). Measured on the H100 (gpu-notes.md): the heuristics' first
+#: cudnn.benchmark does the like). Measured on the H100 (bench/gpu.py --explore cudnn-plans): the heuristics' first
 #: plan ran conv_transpose2d f32 (16, 64, 56, 56) in 0.229 ms of device time, the fastest
 #: plan in 0.161; bf16 convolutions 1.1-1.6x faster. Attention keeps the heuristics' plan.
 AUTOTUNE = True
@@ -275,7 +275,7 @@ class Cudnn:
         height 1; transposed ones as the data gradient of the convolution they transpose
         (conv_dgrad: the kernel (c_in, c_out, k..) read as that convolution's (K, C, R, S),
         output_padding in the output's extent). (Transposed ones of stride 1 as convolutions of
-        the flipped kernel, cuDNN's CONVOLUTION mode, measured slower: gpu-notes.md.)"""
+        the flipped kernel, cuDNN's CONVOLUTION mode, measured slower on the H100.)"""
         dtype = buf.dtype
         if dtype.name not in CONV_DTYPES.get(op, ()) or kernel.dtype != dtype or self.module() is None:
             return None
