@@ -678,11 +678,12 @@ def explore_cudnn(rows: dict) -> None:
     F = torch.nn.functional
     rng = np.random.default_rng(11)
     settings = {
-        "heuristics A": {"AUTOTUNE": False},
-        "heuristics B": {"AUTOTUNE": False, "HEURISTICS": ("B", "FALLBACK")},
-        "autotune": {"AUTOTUNE": True},
+        "heuristics A": {},
+        "heuristics B": {"HEURISTICS": ("B", "FALLBACK")},
+        "autotune": {},  # the runtime's autotune switch, below
     }
-    kept = {name: getattr(gpu_cudnn, name) for name in ("HEURISTICS", "AUTOTUNE", "CONV_DTYPES")}
+    kept = {name: getattr(gpu_cudnn, name) for name in ("HEURISTICS", "CONV_DTYPES")}
+    kept_autotune = rt.autotune()
     cases = []
     for dtype in ("f32", "bf16"):
         dt = g.DType(dtype).numpy
@@ -745,6 +746,7 @@ def explore_cudnn(rows: dict) -> None:
                 setattr(gpu_cudnn, attr, value)
             for attr, value in values.items():
                 setattr(gpu_cudnn, attr, value)
+            rt.set_autotune(setting == "autotune")
             vendor._plans.clear()
             for name, rel, ours, theirs, layout in cases:
                 label = f"explore cudnn {name}, {setting}"
@@ -764,6 +766,7 @@ def explore_cudnn(rows: dict) -> None:
     finally:
         for attr, value in kept.items():
             setattr(gpu_cudnn, attr, value)
+        rt.set_autotune(kept_autotune)
         vendor._plans.clear()
 
 

@@ -107,7 +107,18 @@ def _cublas():
     return cublas
 
 
-# cudaDataType, cublasComputeType and the host scalar type of alpha/beta, by dtype.
+# cudaDataType, cublasComputeType and the host scalar type of alpha/beta, by dtype; and where
+# reduced precision is allowed (runtime/gpu/switches.py), the compute and scalar types then:
+# f32 on TF32 tensor cores, f16 accumulating in f16 (as Candle's switches do), bf16 in f32 with
+# its split-K reductions allowed in bf16 (the math mode below; cuBLAS has no bf16 accumulation).
+_REDUCED_TYPES = {
+    np.dtype("float16"): (64, np.float16),  # CUBLAS_COMPUTE_16F
+    np.dtype("float32"): (77, np.float32),  # CUBLAS_COMPUTE_32F_FAST_TF32
+}
+# cublasMath_t: CUBLAS_DEFAULT_MATH, and that with CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION
+# (split-K partial sums of the half types kept in the compute type, f32, not the output type).
+_MATH_DEFAULT, _MATH_F32_REDUCTIONS = 0, 16
+_HALF_TYPES = (2, 14)  # CUDA_R_16F, CUDA_R_16BF
 _GEMM_TYPES = {
     np.dtype("float16"): (2, 68, np.float32),  # CUDA_R_16F, CUBLAS_COMPUTE_32F
     np.dtype("float32"): (0, 68, np.float32),  # CUDA_R_32F, CUBLAS_COMPUTE_32F
@@ -154,6 +165,7 @@ class CudaDriver(StreamDriver):
         self._programmatic: set[int] = set()  # functions of PROGRAMMATIC_KERNELS built for sm_90 and up
         self._blas_handles: dict[int, int] = {}  # ordinal -> cuBLAS handle
         self._blas_streams: dict[int, int | None] = {}  # ordinal -> the stream its handle is bound to
+        self._blas_math: dict[int, int] = {}  # ordinal -> the math mode its handle is set to
 
     def api(self):
         return _driver_api()
@@ -199,6 +211,11 @@ class CudaDriver(StreamDriver):
         major = self._attribute(ordinal, a.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)
         minor = self._attribute(ordinal, a.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)
         return f"sm_{major}{minor}"
+
+    def device_name(self, ordinal: int) -> str:
+        """The device's name (the plan cache keys on it: runtime/gpu/plan_cache.py)."""
+        raw = self._call("cuDeviceGetName", _driver_api().cuDeviceGetName(256, self._device(ordinal)))
+        return bytes(raw).split(b"\0", 1)[0].decode(errors="replace")
 
     @functools.cache  # noqa: B019  (one driver per backend, for the whole process)
     def multiprocessors(self, ordinal: int) -> int:
@@ -393,11 +410,18 @@ class CudaDriver(StreamDriver):
         handle = self._blas_handles.get(ordinal)
         if handle is None:
             handle = self._blas_handles[ordinal] = cublas.create()
+            self._blas_math[ordinal] = _MATH_DEFAULT
             self._blas_streams[ordinal] = None
         if self._blas_streams[ordinal] != int(stream):
             cublas.set_stream(handle, int(stream))
             self._blas_streams[ordinal] = int(stream)
         return handle
+
+    def _set_math(self, ordinal: int, handle: int, mode: int) -> None:
+        """Set the handle's math mode where it differs (a new handle's is the default)."""
+        if self._blas_math.get(ordinal, _MATH_DEFAULT) != mode:
+            _cublas().set_math_mode(handle, mode)
+            self._blas_math[ordinal] = mode
 
     def gemm(
         self,
@@ -419,19 +443,28 @@ class CudaDriver(StreamDriver):
         ldc,
         stride_c,
         batch,
+        *,
+        reduced=False,
     ) -> None:
         """Column-major strided-batched GEMM on our stream, through cuBLAS (nvmath-python's
-        binding of cublasGemmStridedBatchedEx). f32 computes in f32 (no TF32), as the cpu."""
+        binding of cublasGemmStridedBatchedEx). f32 computes in f32 (no TF32), as the cpu, and
+        the half types accumulate in f32, their split-K sums too; unless `reduced`
+        (_REDUCED_TYPES)."""
         try:
             cublas = _cublas()
         except ImportError:
             raise BackendUnavailable(
                 self.name, "matmul needs cuBLAS through nvmath-python (pip install 'opgen[gpu]')"
             ) from None
-        data, compute, scalar = _GEMM_TYPES[np.dtype(dtype)]
+        dtype = np.dtype(dtype)
+        data, compute, scalar = _GEMM_TYPES[dtype]
+        if reduced and dtype in _REDUCED_TYPES:
+            compute, scalar = _REDUCED_TYPES[dtype]
         one, zero = np.ones(1, scalar), np.zeros(1, scalar)
         try:
             handle = self._blas_handle(ordinal, stream)
+            if data in _HALF_TYPES:
+                self._set_math(ordinal, handle, _MATH_DEFAULT if reduced else _MATH_F32_REDUCTIONS)
             cublas.gemm_strided_batched_ex(
                 handle,
                 int(trans_a),

@@ -320,6 +320,7 @@ class Convolutions:
                 positions,
                 g.c_out * positions,
                 n,
+                reduced=self.switches.conv_reduced(dtype),
             )
         return out
 
@@ -357,6 +358,7 @@ class Convolutions:
                 inputs,
                 taps * inputs,
                 n,
+                reduced=self.switches.conv_reduced(dtype),
             )
             rows = n * g.c_out
             col2im(

@@ -60,6 +60,7 @@ class Matmul:
             n,
             m * n,
             b,
+            reduced=self.switches.gemm_reduced(buf.dtype),
         )
         return out
 
