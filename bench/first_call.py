@@ -37,14 +37,26 @@ FAMILIES = {
     "conv": "conv2d f32 (16,64,56,56) by (64,64,3,3), padding 1, TF32 off",
     "conv-tf32": "the same conv2d, TF32 on (opgen's conv switch, torch's cudnn.allow_tf32)",
     "conv-autotune": "the same conv2d, TF32 off, autotuned (opgen's autotune, torch's cudnn.benchmark)",
+    "conv-tf32-autotune": "the same conv2d, TF32 on, autotuned",
     "attention": "sdpa bf16 (4, 16, 1024, 64), not causal",
     "qmatvec": "q4_0 4096x4096 by one row (torch: f16 mv of the dequantized weight)",
 }
 
 
-def _warm(call, sync, batches: int = 15, inner: int = 10) -> float:
-    call()
-    sync()
+#: Families whose first call is profiled too (run 1, another warm-cache process: the profiler's
+#: own cost kept out of the first-call figures).
+PROFILED = ("elementwise", "matmul-f32", "conv", "attention")
+
+
+def _warm(call, sync, batches: int = 20, spin: float = 0.3, batch_seconds: float = 2e-3) -> float:
+    """Median seconds per call of batches of synchronised calls, after `spin` seconds of calls
+    (the GPU's clocks up), each batch about `batch_seconds` long."""
+    calls, start = 0, time.perf_counter()
+    while time.perf_counter() - start < spin:
+        call()
+        sync()
+        calls += 1
+    inner = max(10, int(batch_seconds / ((time.perf_counter() - start) / calls)))
     samples = []
     for _ in range(batches):
         start = time.perf_counter()
@@ -69,9 +81,9 @@ def _opgen_case(family: str):
     def put(a):
         return dev.storage_from_slice(a), g.Layout.contiguous(a.shape)
 
-    if family == "conv-tf32" and hasattr(cuda, "set_conv_reduced_precision_f32"):
+    if "tf32" in family and hasattr(cuda, "set_conv_reduced_precision_f32"):
         cuda.set_conv_reduced_precision_f32(True)
-    if family == "conv-autotune" and hasattr(cuda, "set_autotune"):
+    if "autotune" in family and hasattr(cuda, "set_autotune"):
         cuda.set_autotune(True)
     f32 = np.float32
     if family == "elementwise":
@@ -113,8 +125,8 @@ def _torch_case(family: str):
     import torch.nn.functional as F
 
     torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = family == "conv-tf32"
-    torch.backends.cudnn.benchmark = family == "conv-autotune"
+    torch.backends.cudnn.allow_tf32 = "tf32" in family
+    torch.backends.cudnn.benchmark = "autotune" in family
     gen = torch.Generator(device="cuda").manual_seed(1)
 
     def randn(*shape, dtype=torch.float32):
@@ -148,11 +160,15 @@ def _torch_case(family: str):
     return call, torch.cuda.synchronize
 
 
-def child(lib: str, families: list[str], tree: str) -> None:
-    """In a fresh process: each family's first call and warm time, one JSON line each."""
+def child(lib: str, families: list[str], tree: str, profile: bool = False) -> None:
+    """In a fresh process: each family's first call and warm time, one JSON line each;
+    `profile`: the first call's costliest functions (cumulative) instead of the times."""
     sys.path.insert(0, tree)
     for family in families:
         call, sync = (_torch_case if lib == "torch" else _opgen_case)(family)
+        if profile:
+            print(json.dumps({"family": family, "profile": _profiled(call, sync)}), flush=True)
+            continue
         start = time.perf_counter()
         call()
         sync()
@@ -164,7 +180,22 @@ def child(lib: str, families: list[str], tree: str) -> None:
         print(json.dumps(row), flush=True)
 
 
-def _spawn(lib: str, families: list[str], tree: Path, cache: Path) -> dict[str, dict]:
+def _profiled(call, sync, top: int = 14) -> list[str]:
+    """The first call's `top` functions by cumulative time, as 'ms  function' lines."""
+    import cProfile
+    import pstats
+
+    profiler = cProfile.Profile()
+    profiler.enable()
+    call()
+    sync()
+    profiler.disable()
+    stats = pstats.Stats(profiler).sort_stats("cumulative")
+    rows = sorted(stats.stats.items(), key=lambda item: -item[1][3])[:top]  # type: ignore[attr-defined]
+    return [f"{v[3] * 1e3:8.1f} ms  {Path(k[0]).name}:{k[1]} {k[2]}" for k, v in rows]
+
+
+def _spawn(lib: str, families: list[str], tree: Path, cache: Path, profile: bool = False) -> dict[str, dict]:
     env = dict(
         os.environ,
         OPGEN_CACHE_DIR=str(cache),
@@ -173,6 +204,8 @@ def _spawn(lib: str, families: list[str], tree: Path, cache: Path) -> dict[str, 
     env.pop("OPGEN_TF32", None)
     env.pop("OPGEN_AUTOTUNE", None)
     args = [sys.executable, str(Path(__file__).resolve()), "--child", lib, "--tree", str(tree), *families]
+    if profile:
+        args.insert(2, "--profile")
     done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=300)
     rows = {}
     for line in done.stdout.splitlines():
@@ -184,9 +217,9 @@ def _spawn(lib: str, families: list[str], tree: Path, cache: Path) -> dict[str, 
     return rows
 
 
-def one_run(families: list[str], baseline: Path | None) -> dict:
+def one_run(families: list[str], baseline: Path | None, profile: bool = False) -> dict:
     """Per family: opgen cold, then warm on the cache the cold process filled, then torch;
-    the baseline's warm times in one process."""
+    the baseline's warm times in one process; `profile`: PROFILED's first calls too."""
     run: dict = {"families": {}}
     with tempfile.TemporaryDirectory() as scratch:
         for family in families:
@@ -195,6 +228,8 @@ def one_run(families: list[str], baseline: Path | None) -> dict:
             warm = _spawn("opgen", [family], ROOT, cache)
             theirs = _spawn("torch", [family], ROOT, cache)
             run["families"][family] = {"opgen cold": cold, "opgen warm": warm, "torch": theirs}
+            if profile and family in PROFILED:
+                run["families"][family]["opgen warm, profiled"] = _spawn("opgen", [family], ROOT, cache, True)
         if baseline is not None:
             run["baseline"] = _spawn("opgen", families, baseline, Path(scratch) / "baseline")
     return run
@@ -229,12 +264,18 @@ def markdown(runs: list[dict], device: str) -> str:
             cells = [fmt(tf), fmt(of), ratio(of, tf), fmt(oc), fmt(tw), fmt(ow), ratio(ow, tw), fmt(bw), ratio(ow, bw)]
             lines.append(f"| {family} (run {n}) | " + " | ".join(cells) + " |\n")
     lines.append("\nFamilies: " + "; ".join(f"**{k}**: {v}" for k, v in FAMILIES.items()) + ".\n")
+    for family, rows in runs[0]["families"].items() if runs else ():
+        profile = rows.get("opgen warm, profiled", {}).get(family, {}).get("profile")
+        if profile:
+            lines.append(f"\nopgen's first call of {family}, warm disk caches, profiled (run 1; cumulative):\n\n")
+            lines.append("```\n" + "\n".join(profile) + "\n```\n")
     return "".join(lines)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--child", choices=("opgen", "torch"))
+    parser.add_argument("--profile", action="store_true", help="with --child: profile the first calls")
     parser.add_argument("--tree", default=str(ROOT))
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--baseline", type=Path, help="another opgen tree: its warm times beside")
@@ -242,7 +283,7 @@ def main() -> None:
     parser.add_argument("families", nargs="*", default=list(FAMILIES))
     args = parser.parse_args()
     if args.child:
-        child(args.child, args.families, args.tree)
+        child(args.child, args.families, args.tree, args.profile)
         return
     device = subprocess.run(
         ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True
@@ -252,7 +293,7 @@ def main() -> None:
     runs: list[dict] = []
     for n in range(args.runs):  # the files are written after each run: a cut-off call keeps the runs done
         start = time.perf_counter()
-        runs.append(one_run(args.families, args.baseline))
+        runs.append(one_run(args.families, args.baseline, profile=n == 0))
         print(f"run {n + 1}: {time.perf_counter() - start:.0f} s", flush=True)
         (args.out / "first-call.json").write_text(json.dumps({**meta, "runs": runs}, indent=1))
         (args.out / "first-call.md").write_text(markdown(runs, device))

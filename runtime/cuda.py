@@ -12,9 +12,14 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import importlib
+import importlib.util
 import operator
+import os
 import struct
+import sys
 import threading
+import types
 
 import numpy as np
 
@@ -29,6 +34,10 @@ from runtime.gpu.runtime import GpuRuntime, export
 
 @functools.cache
 def _driver_api():
+    # Kernels loaded when first launched, not all of a module at once (CUDA's lazy loading,
+    # read by the driver at cuInit): a first call loads the functions it runs. torch sets the
+    # same default; a value the user set is kept.
+    os.environ.setdefault("CUDA_MODULE_LOADING", "LAZY")
     from cuda.bindings import driver  # noqa: PLC0415  (optional dependency)
 
     return driver
@@ -101,10 +110,47 @@ _INIT_ERRORS = {
 @functools.cache
 def _cublas():
     """cuBLAS through nvmath-python's bindings (the `gpu` extra installs both; imported on
-    first use, so a machine without them or without a GPU still imports this module)."""
-    from nvmath.bindings import cublas  # noqa: PLC0415  (optional dependency)
+    first use, so a machine without them or without a GPU still imports this module).
 
-    return cublas
+    The binding alone: `nvmath/__init__` imports the whole of nvmath (linalg, fft, cuda.core:
+    most of a first matmul's time), which the binding does not need. Where nvmath is not
+    imported yet, bare stand-ins of the two packages give their paths while the binding and
+    its own modules import, and are taken out after: a later `import nvmath` runs the package
+    as ever and finds its binding already loaded. Any failure of that takes the plain import."""
+    with _IMPORT_LOCK:
+        if "nvmath" not in sys.modules:
+            try:
+                return _binding_alone("nvmath", ("nvmath", "nvmath.bindings"), "nvmath.bindings.cublas")
+            except ImportError:
+                raise
+            except Exception:  # noqa: BLE001, S110  (another layout of the package: imported whole)
+                pass
+        from nvmath.bindings import cublas  # noqa: PLC0415  (optional dependency)
+
+        return cublas
+
+
+_IMPORT_LOCK = threading.Lock()
+
+
+def _binding_alone(top: str, packages: tuple[str, ...], module: str):
+    """Import `module` with `packages` (top first, each inside the one before) as bare modules
+    holding their paths, not run; the stand-ins are removed after, whatever happens."""
+    spec = importlib.util.find_spec(top)
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError(f"No module named {top!r}")
+    paths = list(spec.submodule_search_locations)
+    made = []
+    try:
+        for name in packages:
+            stand_in = types.ModuleType(name)
+            stand_in.__path__ = [os.path.join(p, *name.split(".")[1:]) for p in paths]
+            sys.modules[name] = stand_in
+            made.append(name)
+        return importlib.import_module(module)
+    finally:
+        for name in made:
+            sys.modules.pop(name, None)
 
 
 # cudaDataType, cublasComputeType and the host scalar type of alpha/beta, by dtype; and where

@@ -4,6 +4,8 @@ that binding: no GPU needed. (On the H100 the GEMMs themselves run in the confor
 from __future__ import annotations
 
 import ctypes
+import importlib
+import sys
 
 import ml_dtypes
 import numpy as np
@@ -157,3 +159,25 @@ def test_the_math_mode_is_set_only_when_the_half_types_switch(monkeypatch):
         ("set_math_mode", 77, 0),
         ("set_math_mode", 77, 16),
     ]
+
+
+def test_the_binding_imports_without_running_its_packages(monkeypatch, tmp_path):
+    """cuda._binding_alone (how _cublas imports nvmath's cuBLAS binding): the packages' __init__
+    files do not run, the module and what it imports load, the stand-ins are gone after, and a
+    later plain import runs the package as ever and finds the module already there."""
+    package = tmp_path / "heavy" / "bindings"
+    package.mkdir(parents=True)
+    (tmp_path / "heavy" / "__init__.py").write_text("raise RuntimeError('the whole package ran')\n")
+    (package / "__init__.py").write_text("raise RuntimeError('the bindings package ran')\n")
+    (package / "helper.py").write_text("VALUE = 7\n")
+    (package / "blas.py").write_text("from heavy.bindings.helper import VALUE\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in ("heavy", "heavy.bindings", "heavy.bindings.blas", "heavy.bindings.helper"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    blas = cuda._binding_alone("heavy", ("heavy", "heavy.bindings"), "heavy.bindings.blas")
+    assert blas.VALUE == 7 and "heavy" not in sys.modules and "heavy.bindings" not in sys.modules
+    assert sys.modules["heavy.bindings.blas"] is blas
+    with pytest.raises(RuntimeError, match="the whole package ran"):
+        importlib.import_module("heavy")
+    with pytest.raises(ImportError, match="nowhere"):
+        cuda._binding_alone("nowhere", ("nowhere",), "nowhere.blas")
