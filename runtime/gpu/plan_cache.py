@@ -11,7 +11,7 @@ without asking the heuristics or compiling a runtime-fused kernel again.
 
 Damage never costs a result: a damaged or unreadable entry is as if there were none (the plan
 is chosen again and the entry replaced), a directory that cannot be written means choosing in
-every process; each such fault gives one KernelCacheWarning per cache."""
+every process; the first such fault of a cache gives a KernelCacheWarning, saying which."""
 
 from __future__ import annotations
 
