@@ -10,7 +10,7 @@ runtime/gpu/cudnn.py:
 - `cudnn`: each convolution three ways, through cuDNN, through opgen's own kernels and the BLAS,
   and torch's, for f32, bf16, f16 and f64 (which dtypes CONV_DTYPES sends to cuDNN), and the host
   cost of a tiny convolution (`cudnn-attention`, in bench/nn.py: attention the same ways);
-- `cudnn-plans`: the heuristics' first plan (A or B) against autotuning (AUTOTUNE, HEURISTICS)."""
+- `cudnn-plans`: the heuristics' first plan (A or B) against autotuning (the runtime's autotune switch, HEURISTICS)."""
 
 from __future__ import annotations
 
@@ -229,23 +229,27 @@ def explore_cudnn_plans(rows: dict) -> None:
     dev = g.Device.parse("cuda:0")
     rng = np.random.default_rng(11)
     put = lambda a: (dev.storage_from_slice(a), to_torch(a))  # noqa: E731
-    settings = {
-        "heuristics A": {"AUTOTUNE": False},
-        "heuristics B": {"AUTOTUNE": False, "HEURISTICS": ("B", "FALLBACK")},
-        "autotune": {"AUTOTUNE": True},
+    settings = {  # (the runtime's autotune switch, the module's settings)
+        "heuristics A": (False, {}),
+        "heuristics B": (False, {"HEURISTICS": ("B", "FALLBACK")}),
+        "autotune": (True, {}),
     }
-    kept = {name: getattr(gpu_cudnn, name) for name in ("HEURISTICS", "AUTOTUNE", "CONV_DTYPES")}
+    switches = cuda_runtime().switches
+    kept_autotune = switches.autotune
+    kept = {name: getattr(gpu_cudnn, name) for name in ("HEURISTICS", "CONV_DTYPES")}
     cases = [(name, rel, *case) for dtype, rel in RELATIVE[:2] for name, *case in _cases(dtype, rng, put)]
     for name, _, _, theirs, _, _ in cases:
         rows[f"explore cudnn {name}: torch (ms)"] = timed(theirs, torch.cuda.synchronize) * 1e3
     try:
-        for setting, values in settings.items():
+        for setting, (autotune, values) in settings.items():
+            switches.autotune = autotune
             for attr, value in {**kept, **values}.items():
                 setattr(gpu_cudnn, attr, value)
             vendor._plans.clear()
             for name, rel, ours, theirs, layout, _ in cases:
                 _plan_rows(rows, f"explore cudnn {name}, {setting}", name, vendor, ours, theirs, layout, rel, dev)
     finally:
+        switches.autotune = kept_autotune
         for attr, value in kept.items():
             setattr(gpu_cudnn, attr, value)
         vendor._plans.clear()

@@ -56,7 +56,11 @@ EXPLORATIONS = {
     "conv-chunks": ("convolution", "explore_chunks", "im2col columns in chunks (CONV_COLUMN_BYTES)"),
     "cudnn": ("convolution", "explore_cudnn", "cuDNN against opgen's own kernels by dtype (CONV_DTYPES)"),
     "cudnn-attention": ("nn", "explore_cudnn_attention", "attention through cuDNN against opgen's own kernel"),
-    "cudnn-plans": ("convolution", "explore_cudnn_plans", "cuDNN's heuristics against autotuning (AUTOTUNE)"),
+    "cudnn-plans": (
+        "convolution",
+        "explore_cudnn_plans",
+        "cuDNN's heuristics against autotuning (the autotune switch)",
+    ),
     "qmatvec": ("quantized", "explore_qmatvec", "qmatvec's shapes and stages per format (hip/quantized.hip)"),
 }
 

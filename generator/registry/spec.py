@@ -146,6 +146,17 @@ KERNEL_FACT = Record(
     "(OPGEN_<NAME>) and generated/kernel_facts.py (<NAME>)",
 )
 
+SWITCH = Record(
+    {
+        "backends": List(Str(identifier=True), doc="the backends whose runtime module has the switch"),
+        "doc": Str(),
+    },
+    required=("backends",),
+    doc="a process-wide switch of some backends (Candle's set_gemm_reduced_precision_*): its runtime "
+    "modules define <name>() and set_<name>(enabled); gen writes generated/switches.py and "
+    "generated/rust/switches.rs (a module per backend, as candle_core::cuda has them)",
+)
+
 TARGET = Record(
     {
         "out": Str(doc="output directory, relative to the registry's folder, inside generated/ or tests/"),
@@ -198,6 +209,7 @@ REGISTRY = Record(
             doc="numbers and kernel lists the HIP kernels and the GPU runtime share, "
             "in UPPER_CASE: one source for both",
         ),
+        "switches": Map(SWITCH, doc="process-wide switches of the backends, off by default"),
         "targets": Record(
             {"python": TARGET, "rust": TARGET},
             doc="what `gen` writes, and where: the Python package, Candle-shaped Rust dispatch "

@@ -321,6 +321,7 @@ class Convolutions(RuntimeState):
                 positions,
                 g.c_out * positions,
                 n,
+                reduced=self.switches.conv_reduced(dtype),
             )
         return out
 
@@ -358,6 +359,7 @@ class Convolutions(RuntimeState):
                 inputs,
                 taps * inputs,
                 n,
+                reduced=self.switches.conv_reduced(dtype),
             )
             rows = n * g.c_out
             col2im(

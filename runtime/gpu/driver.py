@@ -70,7 +70,12 @@ class Driver(Protocol):
         ldc: int,
         stride_c: int,
         batch: int,
+        *,
+        reduced: bool = False,
     ) -> None: ...
+
+    # `reduced`: the GEMM may compute in reduced precision (runtime/gpu/switches.py says how
+    # much for each dtype); off, f32 computes in f32 and the half types accumulate in f32.
 
 
 class PreparingDriver(Driver, Protocol):

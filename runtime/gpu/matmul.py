@@ -63,6 +63,7 @@ class Matmul(RuntimeState):
             n,
             m * n,
             b,
+            reduced=self.switches.gemm_reduced(buf.dtype),
         )
         return out
 

@@ -272,5 +272,6 @@ def _dequantized_gemm(
             n,
             0,
             1,
+            reduced=rt.switches.gemm_reduced(np.dtype(np.float32)),
         )
     return True
