@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from runtime.gpu.indexing import IdChecks
     from runtime.gpu.launch import DeviceStream
     from runtime.gpu.memory import GpuBuffer, _Bin, _Kept
+    from runtime.gpu.switches import Switches
     from runtime.layout import Layout
 
 
@@ -48,6 +49,7 @@ class RuntimeState:
     _id_checks: dict[int, IdChecks]
     _blas: bool | None
     vendor_nn: Any
+    switches: Switches
     _launch_method: Callable[..., None]
 
     if TYPE_CHECKING:
