@@ -62,6 +62,7 @@ def context(registry: model.Registry) -> dict:
         "registry": registry,
         "registry_name": Path(registry.path).name,
         "variants": vs,
+        "switch_backends": sorted({b for switch in registry.switches for b in switch.backends}),
         "host": next(v for v in vs if not v.backend.ordinal),
         "storage_methods": storage,
         "hooked_methods": hooked,
@@ -160,6 +161,7 @@ def outputs(registry: model.Registry) -> dict[str, tuple[str, dict]]:
     files = ["backends.rs", "device.rs", "storage.rs", "custom_op.rs", "to_device.rs"]
     files += ["quantized.rs"] if registry.qstorage or any(op.returns == "QStorage" for op in registry.device) else []
     files += ["launch.rs"] if any(b.kernels == "hip" for b in registry.backends) else []
+    files += ["switches.rs"] if registry.switches else []
     spelled = profile(registry)
     files += ["backend.rs"] if spelled and spelled.trait_methods else []
     files += ["nn_ops.rs"] if registry.nn and "launch.rs" in files else []

@@ -92,5 +92,9 @@ pub mod nn_mock;
 #[rustfmt::skip] // generated: `gen --check` owns its layout
 pub mod python_device;
 
+#[path = "../../../generated/rust/switches.rs"]
+#[rustfmt::skip] // generated: `gen --check` owns its layout
+pub mod switches;
+
 #[cfg(test)]
 mod tests;

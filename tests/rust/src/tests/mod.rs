@@ -7,6 +7,7 @@ mod launch;
 mod quantized;
 mod sites;
 mod storage;
+mod switches;
 
 use crate::mock::MockStorage;
 use crate::{DType, Device, Layout, Shape, Storage};
