@@ -5,8 +5,8 @@
 // arguments those of the kernel's signature), or, where the op takes several launches, calls
 // the backend storage's NnStorage method too.
 use crate::launch::{DevicePtr, DevicePtrMut, KernelLauncher, LaunchConfig};
-use crate::{DType, Error, Layout, Result, Shape};
 use crate::{CustomOp1, CustomOp2, CustomOp3};
+use crate::{DType, Error, Layout, Result, Shape};
 
 /// What a backend storage computes of the NN ops itself (the host: all of them); each
 /// method's default errs naming the op and the backend.
@@ -16,17 +16,29 @@ pub trait NnStorage: Sized {
 
     /// 1 / (1 + exp(-x)), elementwise.
     fn sigmoid(&self, _l1: &Layout) -> Result<(Self, Shape)> {
-        Err(Error::NotImplementedForBackend { op: "sigmoid", backend: Self::BACKEND }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: "sigmoid",
+            backend: Self::BACKEND,
+        }
+        .bt())
     }
 
     /// Softmax over the last dim.
     fn softmax_last_dim(&self, _l1: &Layout) -> Result<(Self, Shape)> {
-        Err(Error::NotImplementedForBackend { op: "softmax_last_dim", backend: Self::BACKEND }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: "softmax_last_dim",
+            backend: Self::BACKEND,
+        }
+        .bt())
     }
 
     /// x (.., d), alpha (d): x / sqrt(mean(x^2) + eps) * alpha.
     fn rms_norm(&self, _l1: &Layout, _s2: &Self, _l2: &Layout, _eps: f32) -> Result<(Self, Shape)> {
-        Err(Error::NotImplementedForBackend { op: "rms_norm", backend: Self::BACKEND }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: "rms_norm",
+            backend: Self::BACKEND,
+        }
+        .bt())
     }
 
     /// x (.., d), alpha, beta (d): (x - mean) / sqrt(var + eps) * alpha + beta.
@@ -39,7 +51,11 @@ pub trait NnStorage: Sized {
         _l3: &Layout,
         _eps: f32,
     ) -> Result<(Self, Shape)> {
-        Err(Error::NotImplementedForBackend { op: "layer_norm", backend: Self::BACKEND }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: "layer_norm",
+            backend: Self::BACKEND,
+        }
+        .bt())
     }
 
     /// Rotary embedding of interleaved pairs; x (b, h, t, d), cos and sin (t, d/2).
@@ -51,7 +67,11 @@ pub trait NnStorage: Sized {
         _s3: &Self,
         _l3: &Layout,
     ) -> Result<(Self, Shape)> {
-        Err(Error::NotImplementedForBackend { op: "rope_i", backend: Self::BACKEND }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: "rope_i",
+            backend: Self::BACKEND,
+        }
+        .bt())
     }
 
     /// Rotary embedding of the two halves; x (b, h, t, d), cos and sin (t, d/2).
@@ -63,7 +83,11 @@ pub trait NnStorage: Sized {
         _s3: &Self,
         _l3: &Layout,
     ) -> Result<(Self, Shape)> {
-        Err(Error::NotImplementedForBackend { op: "rope", backend: Self::BACKEND }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: "rope",
+            backend: Self::BACKEND,
+        }
+        .bt())
     }
 
     /// Rotary embedding of the two halves; x (b, t, h, d), cos and sin (t, d/2).
@@ -75,7 +99,11 @@ pub trait NnStorage: Sized {
         _s3: &Self,
         _l3: &Layout,
     ) -> Result<(Self, Shape)> {
-        Err(Error::NotImplementedForBackend { op: "rope_thd", backend: Self::BACKEND }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: "rope_thd",
+            backend: Self::BACKEND,
+        }
+        .bt())
     }
 
     /// Attention: q (b, h, sq, d), k and v (b, h, skv, d); causal masks align bottom-right.
@@ -90,12 +118,20 @@ pub trait NnStorage: Sized {
         _scale: f32,
         _causal: bool,
     ) -> Result<(Self, Shape)> {
-        Err(Error::NotImplementedForBackend { op: "sdpa", backend: Self::BACKEND }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: "sdpa",
+            backend: Self::BACKEND,
+        }
+        .bt())
     }
 
     /// u32 indices that sort each row of the last dim.
     fn arg_sort(&self, _l1: &Layout, _ascending: bool) -> Result<(Self, Shape)> {
-        Err(Error::NotImplementedForBackend { op: "arg_sort", backend: Self::BACKEND }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: "arg_sort",
+            backend: Self::BACKEND,
+        }
+        .bt())
     }
 }
 
@@ -132,17 +168,50 @@ impl CustomOp1 for Sigmoid {
     #[cfg(feature = "cuda")]
     fn cuda_fwd(
         &self,
-        s1: &crate::CudaStorage, l1: &Layout,
+        s1: &crate::CudaStorage,
+        l1: &Layout,
     ) -> Result<(crate::CudaStorage, Shape)> {
         let dims = l1.shape().dims();
         let numel = l1.shape().elem_count();
         let mut out = s1.alloc(l1.shape(), s1.dtype())?;
         let cfg = s1.launch_config("sigmoid", numel);
         match s1.dtype() {
-            DType::BF16 => crate::launch::launch_sigmoid_bf16(s1.launcher(), &cfg, numel, dims.len(), s1.layout_info(l1)?, s1.ptr(l1), out.ptr_mut())?,
-            DType::F16 => crate::launch::launch_sigmoid_f16(s1.launcher(), &cfg, numel, dims.len(), s1.layout_info(l1)?, s1.ptr(l1), out.ptr_mut())?,
-            DType::F32 => crate::launch::launch_sigmoid_f32(s1.launcher(), &cfg, numel, dims.len(), s1.layout_info(l1)?, s1.ptr(l1), out.ptr_mut())?,
-            DType::F64 => crate::launch::launch_sigmoid_f64(s1.launcher(), &cfg, numel, dims.len(), s1.layout_info(l1)?, s1.ptr(l1), out.ptr_mut())?,
+            DType::BF16 => crate::launch::launch_sigmoid_bf16(
+                s1.launcher(),
+                &cfg,
+                numel,
+                dims.len(),
+                s1.layout_info(l1)?,
+                s1.ptr(l1),
+                out.ptr_mut(),
+            )?,
+            DType::F16 => crate::launch::launch_sigmoid_f16(
+                s1.launcher(),
+                &cfg,
+                numel,
+                dims.len(),
+                s1.layout_info(l1)?,
+                s1.ptr(l1),
+                out.ptr_mut(),
+            )?,
+            DType::F32 => crate::launch::launch_sigmoid_f32(
+                s1.launcher(),
+                &cfg,
+                numel,
+                dims.len(),
+                s1.layout_info(l1)?,
+                s1.ptr(l1),
+                out.ptr_mut(),
+            )?,
+            DType::F64 => crate::launch::launch_sigmoid_f64(
+                s1.launcher(),
+                &cfg,
+                numel,
+                dims.len(),
+                s1.layout_info(l1)?,
+                s1.ptr(l1),
+                out.ptr_mut(),
+            )?,
             dtype => return Err(Error::UnsupportedDTypeForOp(dtype, "sigmoid").bt()),
         }
         Ok((out, l1.shape().clone()))
@@ -151,17 +220,50 @@ impl CustomOp1 for Sigmoid {
     #[cfg(feature = "rocm")]
     fn rocm_fwd(
         &self,
-        s1: &crate::RocmStorage, l1: &Layout,
+        s1: &crate::RocmStorage,
+        l1: &Layout,
     ) -> Result<(crate::RocmStorage, Shape)> {
         let dims = l1.shape().dims();
         let numel = l1.shape().elem_count();
         let mut out = s1.alloc(l1.shape(), s1.dtype())?;
         let cfg = s1.launch_config("sigmoid", numel);
         match s1.dtype() {
-            DType::BF16 => crate::launch::launch_sigmoid_bf16(s1.launcher(), &cfg, numel, dims.len(), s1.layout_info(l1)?, s1.ptr(l1), out.ptr_mut())?,
-            DType::F16 => crate::launch::launch_sigmoid_f16(s1.launcher(), &cfg, numel, dims.len(), s1.layout_info(l1)?, s1.ptr(l1), out.ptr_mut())?,
-            DType::F32 => crate::launch::launch_sigmoid_f32(s1.launcher(), &cfg, numel, dims.len(), s1.layout_info(l1)?, s1.ptr(l1), out.ptr_mut())?,
-            DType::F64 => crate::launch::launch_sigmoid_f64(s1.launcher(), &cfg, numel, dims.len(), s1.layout_info(l1)?, s1.ptr(l1), out.ptr_mut())?,
+            DType::BF16 => crate::launch::launch_sigmoid_bf16(
+                s1.launcher(),
+                &cfg,
+                numel,
+                dims.len(),
+                s1.layout_info(l1)?,
+                s1.ptr(l1),
+                out.ptr_mut(),
+            )?,
+            DType::F16 => crate::launch::launch_sigmoid_f16(
+                s1.launcher(),
+                &cfg,
+                numel,
+                dims.len(),
+                s1.layout_info(l1)?,
+                s1.ptr(l1),
+                out.ptr_mut(),
+            )?,
+            DType::F32 => crate::launch::launch_sigmoid_f32(
+                s1.launcher(),
+                &cfg,
+                numel,
+                dims.len(),
+                s1.layout_info(l1)?,
+                s1.ptr(l1),
+                out.ptr_mut(),
+            )?,
+            DType::F64 => crate::launch::launch_sigmoid_f64(
+                s1.launcher(),
+                &cfg,
+                numel,
+                dims.len(),
+                s1.layout_info(l1)?,
+                s1.ptr(l1),
+                out.ptr_mut(),
+            )?,
             dtype => return Err(Error::UnsupportedDTypeForOp(dtype, "sigmoid").bt()),
         }
         Ok((out, l1.shape().clone()))
@@ -170,7 +272,8 @@ impl CustomOp1 for Sigmoid {
     #[cfg(feature = "metal")]
     fn metal_fwd(
         &self,
-        s1: &crate::MetalStorage, l1: &Layout,
+        s1: &crate::MetalStorage,
+        l1: &Layout,
     ) -> Result<(crate::MetalStorage, Shape)> {
         s1.sigmoid(l1)
     }
@@ -192,7 +295,8 @@ impl CustomOp1 for SoftmaxLastDim {
     #[cfg(feature = "cuda")]
     fn cuda_fwd(
         &self,
-        s1: &crate::CudaStorage, l1: &Layout,
+        s1: &crate::CudaStorage,
+        l1: &Layout,
     ) -> Result<(crate::CudaStorage, Shape)> {
         let dims = l1.shape().dims();
         let numel = l1.shape().elem_count();
@@ -202,10 +306,38 @@ impl CustomOp1 for SoftmaxLastDim {
         let mut out = s1.alloc(l1.shape(), s1.dtype())?;
         let cfg = s1.launch_config("softmax_last_dim", numel);
         match s1.dtype() {
-            DType::BF16 => crate::launch::launch_softmax_last_dim_bf16(s1.launcher(), &cfg, numel / dims[dims.len() - 1], dims[dims.len() - 1], s1.ptr(l1), out.ptr_mut())?,
-            DType::F16 => crate::launch::launch_softmax_last_dim_f16(s1.launcher(), &cfg, numel / dims[dims.len() - 1], dims[dims.len() - 1], s1.ptr(l1), out.ptr_mut())?,
-            DType::F32 => crate::launch::launch_softmax_last_dim_f32(s1.launcher(), &cfg, numel / dims[dims.len() - 1], dims[dims.len() - 1], s1.ptr(l1), out.ptr_mut())?,
-            DType::F64 => crate::launch::launch_softmax_last_dim_f64(s1.launcher(), &cfg, numel / dims[dims.len() - 1], dims[dims.len() - 1], s1.ptr(l1), out.ptr_mut())?,
+            DType::BF16 => crate::launch::launch_softmax_last_dim_bf16(
+                s1.launcher(),
+                &cfg,
+                numel / dims[dims.len() - 1],
+                dims[dims.len() - 1],
+                s1.ptr(l1),
+                out.ptr_mut(),
+            )?,
+            DType::F16 => crate::launch::launch_softmax_last_dim_f16(
+                s1.launcher(),
+                &cfg,
+                numel / dims[dims.len() - 1],
+                dims[dims.len() - 1],
+                s1.ptr(l1),
+                out.ptr_mut(),
+            )?,
+            DType::F32 => crate::launch::launch_softmax_last_dim_f32(
+                s1.launcher(),
+                &cfg,
+                numel / dims[dims.len() - 1],
+                dims[dims.len() - 1],
+                s1.ptr(l1),
+                out.ptr_mut(),
+            )?,
+            DType::F64 => crate::launch::launch_softmax_last_dim_f64(
+                s1.launcher(),
+                &cfg,
+                numel / dims[dims.len() - 1],
+                dims[dims.len() - 1],
+                s1.ptr(l1),
+                out.ptr_mut(),
+            )?,
             dtype => return Err(Error::UnsupportedDTypeForOp(dtype, "softmax_last_dim").bt()),
         }
         Ok((out, l1.shape().clone()))
@@ -214,7 +346,8 @@ impl CustomOp1 for SoftmaxLastDim {
     #[cfg(feature = "rocm")]
     fn rocm_fwd(
         &self,
-        s1: &crate::RocmStorage, l1: &Layout,
+        s1: &crate::RocmStorage,
+        l1: &Layout,
     ) -> Result<(crate::RocmStorage, Shape)> {
         let dims = l1.shape().dims();
         let numel = l1.shape().elem_count();
@@ -224,10 +357,38 @@ impl CustomOp1 for SoftmaxLastDim {
         let mut out = s1.alloc(l1.shape(), s1.dtype())?;
         let cfg = s1.launch_config("softmax_last_dim", numel);
         match s1.dtype() {
-            DType::BF16 => crate::launch::launch_softmax_last_dim_bf16(s1.launcher(), &cfg, numel / dims[dims.len() - 1], dims[dims.len() - 1], s1.ptr(l1), out.ptr_mut())?,
-            DType::F16 => crate::launch::launch_softmax_last_dim_f16(s1.launcher(), &cfg, numel / dims[dims.len() - 1], dims[dims.len() - 1], s1.ptr(l1), out.ptr_mut())?,
-            DType::F32 => crate::launch::launch_softmax_last_dim_f32(s1.launcher(), &cfg, numel / dims[dims.len() - 1], dims[dims.len() - 1], s1.ptr(l1), out.ptr_mut())?,
-            DType::F64 => crate::launch::launch_softmax_last_dim_f64(s1.launcher(), &cfg, numel / dims[dims.len() - 1], dims[dims.len() - 1], s1.ptr(l1), out.ptr_mut())?,
+            DType::BF16 => crate::launch::launch_softmax_last_dim_bf16(
+                s1.launcher(),
+                &cfg,
+                numel / dims[dims.len() - 1],
+                dims[dims.len() - 1],
+                s1.ptr(l1),
+                out.ptr_mut(),
+            )?,
+            DType::F16 => crate::launch::launch_softmax_last_dim_f16(
+                s1.launcher(),
+                &cfg,
+                numel / dims[dims.len() - 1],
+                dims[dims.len() - 1],
+                s1.ptr(l1),
+                out.ptr_mut(),
+            )?,
+            DType::F32 => crate::launch::launch_softmax_last_dim_f32(
+                s1.launcher(),
+                &cfg,
+                numel / dims[dims.len() - 1],
+                dims[dims.len() - 1],
+                s1.ptr(l1),
+                out.ptr_mut(),
+            )?,
+            DType::F64 => crate::launch::launch_softmax_last_dim_f64(
+                s1.launcher(),
+                &cfg,
+                numel / dims[dims.len() - 1],
+                dims[dims.len() - 1],
+                s1.ptr(l1),
+                out.ptr_mut(),
+            )?,
             dtype => return Err(Error::UnsupportedDTypeForOp(dtype, "softmax_last_dim").bt()),
         }
         Ok((out, l1.shape().clone()))
@@ -236,7 +397,8 @@ impl CustomOp1 for SoftmaxLastDim {
     #[cfg(feature = "metal")]
     fn metal_fwd(
         &self,
-        s1: &crate::MetalStorage, l1: &Layout,
+        s1: &crate::MetalStorage,
+        l1: &Layout,
     ) -> Result<(crate::MetalStorage, Shape)> {
         s1.softmax_last_dim(l1)
     }
@@ -255,8 +417,10 @@ impl CustomOp2 for RmsNorm {
 
     fn cpu_fwd(
         &self,
-        s1: &crate::CpuStorage, l1: &Layout,
-        s2: &crate::CpuStorage, l2: &Layout,
+        s1: &crate::CpuStorage,
+        l1: &Layout,
+        s2: &crate::CpuStorage,
+        l2: &Layout,
     ) -> Result<(crate::CpuStorage, Shape)> {
         s1.rms_norm(l1, s2, l2, self.eps)
     }
@@ -264,8 +428,10 @@ impl CustomOp2 for RmsNorm {
     #[cfg(feature = "cuda")]
     fn cuda_fwd(
         &self,
-        s1: &crate::CudaStorage, l1: &Layout,
-        s2: &crate::CudaStorage, l2: &Layout,
+        s1: &crate::CudaStorage,
+        l1: &Layout,
+        s2: &crate::CudaStorage,
+        l2: &Layout,
     ) -> Result<(crate::CudaStorage, Shape)> {
         let dims = l1.shape().dims();
         let numel = l1.shape().elem_count();
@@ -275,10 +441,46 @@ impl CustomOp2 for RmsNorm {
         let mut out = s1.alloc(l1.shape(), s1.dtype())?;
         let cfg = s1.launch_config("rms_norm", numel);
         match s1.dtype() {
-            DType::BF16 => crate::launch::launch_rms_norm_bf16(s1.launcher(), &cfg, numel / dims[dims.len() - 1], dims[dims.len() - 1], f64::from(self.eps), s1.ptr(l1), s2.ptr(l2), out.ptr_mut())?,
-            DType::F16 => crate::launch::launch_rms_norm_f16(s1.launcher(), &cfg, numel / dims[dims.len() - 1], dims[dims.len() - 1], f64::from(self.eps), s1.ptr(l1), s2.ptr(l2), out.ptr_mut())?,
-            DType::F32 => crate::launch::launch_rms_norm_f32(s1.launcher(), &cfg, numel / dims[dims.len() - 1], dims[dims.len() - 1], f64::from(self.eps), s1.ptr(l1), s2.ptr(l2), out.ptr_mut())?,
-            DType::F64 => crate::launch::launch_rms_norm_f64(s1.launcher(), &cfg, numel / dims[dims.len() - 1], dims[dims.len() - 1], f64::from(self.eps), s1.ptr(l1), s2.ptr(l2), out.ptr_mut())?,
+            DType::BF16 => crate::launch::launch_rms_norm_bf16(
+                s1.launcher(),
+                &cfg,
+                numel / dims[dims.len() - 1],
+                dims[dims.len() - 1],
+                f64::from(self.eps),
+                s1.ptr(l1),
+                s2.ptr(l2),
+                out.ptr_mut(),
+            )?,
+            DType::F16 => crate::launch::launch_rms_norm_f16(
+                s1.launcher(),
+                &cfg,
+                numel / dims[dims.len() - 1],
+                dims[dims.len() - 1],
+                f64::from(self.eps),
+                s1.ptr(l1),
+                s2.ptr(l2),
+                out.ptr_mut(),
+            )?,
+            DType::F32 => crate::launch::launch_rms_norm_f32(
+                s1.launcher(),
+                &cfg,
+                numel / dims[dims.len() - 1],
+                dims[dims.len() - 1],
+                f64::from(self.eps),
+                s1.ptr(l1),
+                s2.ptr(l2),
+                out.ptr_mut(),
+            )?,
+            DType::F64 => crate::launch::launch_rms_norm_f64(
+                s1.launcher(),
+                &cfg,
+                numel / dims[dims.len() - 1],
+                dims[dims.len() - 1],
+                f64::from(self.eps),
+                s1.ptr(l1),
+                s2.ptr(l2),
+                out.ptr_mut(),
+            )?,
             dtype => return Err(Error::UnsupportedDTypeForOp(dtype, "rms_norm").bt()),
         }
         Ok((out, l1.shape().clone()))
@@ -287,8 +489,10 @@ impl CustomOp2 for RmsNorm {
     #[cfg(feature = "rocm")]
     fn rocm_fwd(
         &self,
-        s1: &crate::RocmStorage, l1: &Layout,
-        s2: &crate::RocmStorage, l2: &Layout,
+        s1: &crate::RocmStorage,
+        l1: &Layout,
+        s2: &crate::RocmStorage,
+        l2: &Layout,
     ) -> Result<(crate::RocmStorage, Shape)> {
         let dims = l1.shape().dims();
         let numel = l1.shape().elem_count();
@@ -298,10 +502,46 @@ impl CustomOp2 for RmsNorm {
         let mut out = s1.alloc(l1.shape(), s1.dtype())?;
         let cfg = s1.launch_config("rms_norm", numel);
         match s1.dtype() {
-            DType::BF16 => crate::launch::launch_rms_norm_bf16(s1.launcher(), &cfg, numel / dims[dims.len() - 1], dims[dims.len() - 1], f64::from(self.eps), s1.ptr(l1), s2.ptr(l2), out.ptr_mut())?,
-            DType::F16 => crate::launch::launch_rms_norm_f16(s1.launcher(), &cfg, numel / dims[dims.len() - 1], dims[dims.len() - 1], f64::from(self.eps), s1.ptr(l1), s2.ptr(l2), out.ptr_mut())?,
-            DType::F32 => crate::launch::launch_rms_norm_f32(s1.launcher(), &cfg, numel / dims[dims.len() - 1], dims[dims.len() - 1], f64::from(self.eps), s1.ptr(l1), s2.ptr(l2), out.ptr_mut())?,
-            DType::F64 => crate::launch::launch_rms_norm_f64(s1.launcher(), &cfg, numel / dims[dims.len() - 1], dims[dims.len() - 1], f64::from(self.eps), s1.ptr(l1), s2.ptr(l2), out.ptr_mut())?,
+            DType::BF16 => crate::launch::launch_rms_norm_bf16(
+                s1.launcher(),
+                &cfg,
+                numel / dims[dims.len() - 1],
+                dims[dims.len() - 1],
+                f64::from(self.eps),
+                s1.ptr(l1),
+                s2.ptr(l2),
+                out.ptr_mut(),
+            )?,
+            DType::F16 => crate::launch::launch_rms_norm_f16(
+                s1.launcher(),
+                &cfg,
+                numel / dims[dims.len() - 1],
+                dims[dims.len() - 1],
+                f64::from(self.eps),
+                s1.ptr(l1),
+                s2.ptr(l2),
+                out.ptr_mut(),
+            )?,
+            DType::F32 => crate::launch::launch_rms_norm_f32(
+                s1.launcher(),
+                &cfg,
+                numel / dims[dims.len() - 1],
+                dims[dims.len() - 1],
+                f64::from(self.eps),
+                s1.ptr(l1),
+                s2.ptr(l2),
+                out.ptr_mut(),
+            )?,
+            DType::F64 => crate::launch::launch_rms_norm_f64(
+                s1.launcher(),
+                &cfg,
+                numel / dims[dims.len() - 1],
+                dims[dims.len() - 1],
+                f64::from(self.eps),
+                s1.ptr(l1),
+                s2.ptr(l2),
+                out.ptr_mut(),
+            )?,
             dtype => return Err(Error::UnsupportedDTypeForOp(dtype, "rms_norm").bt()),
         }
         Ok((out, l1.shape().clone()))
@@ -310,8 +550,10 @@ impl CustomOp2 for RmsNorm {
     #[cfg(feature = "metal")]
     fn metal_fwd(
         &self,
-        s1: &crate::MetalStorage, l1: &Layout,
-        s2: &crate::MetalStorage, l2: &Layout,
+        s1: &crate::MetalStorage,
+        l1: &Layout,
+        s2: &crate::MetalStorage,
+        l2: &Layout,
     ) -> Result<(crate::MetalStorage, Shape)> {
         s1.rms_norm(l1, s2, l2, self.eps)
     }
@@ -330,9 +572,12 @@ impl CustomOp3 for LayerNorm {
 
     fn cpu_fwd(
         &self,
-        s1: &crate::CpuStorage, l1: &Layout,
-        s2: &crate::CpuStorage, l2: &Layout,
-        s3: &crate::CpuStorage, l3: &Layout,
+        s1: &crate::CpuStorage,
+        l1: &Layout,
+        s2: &crate::CpuStorage,
+        l2: &Layout,
+        s3: &crate::CpuStorage,
+        l3: &Layout,
     ) -> Result<(crate::CpuStorage, Shape)> {
         s1.layer_norm(l1, s2, l2, s3, l3, self.eps)
     }
@@ -340,9 +585,12 @@ impl CustomOp3 for LayerNorm {
     #[cfg(feature = "cuda")]
     fn cuda_fwd(
         &self,
-        s1: &crate::CudaStorage, l1: &Layout,
-        s2: &crate::CudaStorage, l2: &Layout,
-        s3: &crate::CudaStorage, l3: &Layout,
+        s1: &crate::CudaStorage,
+        l1: &Layout,
+        s2: &crate::CudaStorage,
+        l2: &Layout,
+        s3: &crate::CudaStorage,
+        l3: &Layout,
     ) -> Result<(crate::CudaStorage, Shape)> {
         let dims = l1.shape().dims();
         let numel = l1.shape().elem_count();
@@ -352,10 +600,50 @@ impl CustomOp3 for LayerNorm {
         let mut out = s1.alloc(l1.shape(), s1.dtype())?;
         let cfg = s1.launch_config("layer_norm", numel);
         match s1.dtype() {
-            DType::BF16 => crate::launch::launch_layer_norm_bf16(s1.launcher(), &cfg, numel / dims[dims.len() - 1], dims[dims.len() - 1], f64::from(self.eps), s1.ptr(l1), s2.ptr(l2), s3.ptr(l3), out.ptr_mut())?,
-            DType::F16 => crate::launch::launch_layer_norm_f16(s1.launcher(), &cfg, numel / dims[dims.len() - 1], dims[dims.len() - 1], f64::from(self.eps), s1.ptr(l1), s2.ptr(l2), s3.ptr(l3), out.ptr_mut())?,
-            DType::F32 => crate::launch::launch_layer_norm_f32(s1.launcher(), &cfg, numel / dims[dims.len() - 1], dims[dims.len() - 1], f64::from(self.eps), s1.ptr(l1), s2.ptr(l2), s3.ptr(l3), out.ptr_mut())?,
-            DType::F64 => crate::launch::launch_layer_norm_f64(s1.launcher(), &cfg, numel / dims[dims.len() - 1], dims[dims.len() - 1], f64::from(self.eps), s1.ptr(l1), s2.ptr(l2), s3.ptr(l3), out.ptr_mut())?,
+            DType::BF16 => crate::launch::launch_layer_norm_bf16(
+                s1.launcher(),
+                &cfg,
+                numel / dims[dims.len() - 1],
+                dims[dims.len() - 1],
+                f64::from(self.eps),
+                s1.ptr(l1),
+                s2.ptr(l2),
+                s3.ptr(l3),
+                out.ptr_mut(),
+            )?,
+            DType::F16 => crate::launch::launch_layer_norm_f16(
+                s1.launcher(),
+                &cfg,
+                numel / dims[dims.len() - 1],
+                dims[dims.len() - 1],
+                f64::from(self.eps),
+                s1.ptr(l1),
+                s2.ptr(l2),
+                s3.ptr(l3),
+                out.ptr_mut(),
+            )?,
+            DType::F32 => crate::launch::launch_layer_norm_f32(
+                s1.launcher(),
+                &cfg,
+                numel / dims[dims.len() - 1],
+                dims[dims.len() - 1],
+                f64::from(self.eps),
+                s1.ptr(l1),
+                s2.ptr(l2),
+                s3.ptr(l3),
+                out.ptr_mut(),
+            )?,
+            DType::F64 => crate::launch::launch_layer_norm_f64(
+                s1.launcher(),
+                &cfg,
+                numel / dims[dims.len() - 1],
+                dims[dims.len() - 1],
+                f64::from(self.eps),
+                s1.ptr(l1),
+                s2.ptr(l2),
+                s3.ptr(l3),
+                out.ptr_mut(),
+            )?,
             dtype => return Err(Error::UnsupportedDTypeForOp(dtype, "layer_norm").bt()),
         }
         Ok((out, l1.shape().clone()))
@@ -364,9 +652,12 @@ impl CustomOp3 for LayerNorm {
     #[cfg(feature = "rocm")]
     fn rocm_fwd(
         &self,
-        s1: &crate::RocmStorage, l1: &Layout,
-        s2: &crate::RocmStorage, l2: &Layout,
-        s3: &crate::RocmStorage, l3: &Layout,
+        s1: &crate::RocmStorage,
+        l1: &Layout,
+        s2: &crate::RocmStorage,
+        l2: &Layout,
+        s3: &crate::RocmStorage,
+        l3: &Layout,
     ) -> Result<(crate::RocmStorage, Shape)> {
         let dims = l1.shape().dims();
         let numel = l1.shape().elem_count();
@@ -376,10 +667,50 @@ impl CustomOp3 for LayerNorm {
         let mut out = s1.alloc(l1.shape(), s1.dtype())?;
         let cfg = s1.launch_config("layer_norm", numel);
         match s1.dtype() {
-            DType::BF16 => crate::launch::launch_layer_norm_bf16(s1.launcher(), &cfg, numel / dims[dims.len() - 1], dims[dims.len() - 1], f64::from(self.eps), s1.ptr(l1), s2.ptr(l2), s3.ptr(l3), out.ptr_mut())?,
-            DType::F16 => crate::launch::launch_layer_norm_f16(s1.launcher(), &cfg, numel / dims[dims.len() - 1], dims[dims.len() - 1], f64::from(self.eps), s1.ptr(l1), s2.ptr(l2), s3.ptr(l3), out.ptr_mut())?,
-            DType::F32 => crate::launch::launch_layer_norm_f32(s1.launcher(), &cfg, numel / dims[dims.len() - 1], dims[dims.len() - 1], f64::from(self.eps), s1.ptr(l1), s2.ptr(l2), s3.ptr(l3), out.ptr_mut())?,
-            DType::F64 => crate::launch::launch_layer_norm_f64(s1.launcher(), &cfg, numel / dims[dims.len() - 1], dims[dims.len() - 1], f64::from(self.eps), s1.ptr(l1), s2.ptr(l2), s3.ptr(l3), out.ptr_mut())?,
+            DType::BF16 => crate::launch::launch_layer_norm_bf16(
+                s1.launcher(),
+                &cfg,
+                numel / dims[dims.len() - 1],
+                dims[dims.len() - 1],
+                f64::from(self.eps),
+                s1.ptr(l1),
+                s2.ptr(l2),
+                s3.ptr(l3),
+                out.ptr_mut(),
+            )?,
+            DType::F16 => crate::launch::launch_layer_norm_f16(
+                s1.launcher(),
+                &cfg,
+                numel / dims[dims.len() - 1],
+                dims[dims.len() - 1],
+                f64::from(self.eps),
+                s1.ptr(l1),
+                s2.ptr(l2),
+                s3.ptr(l3),
+                out.ptr_mut(),
+            )?,
+            DType::F32 => crate::launch::launch_layer_norm_f32(
+                s1.launcher(),
+                &cfg,
+                numel / dims[dims.len() - 1],
+                dims[dims.len() - 1],
+                f64::from(self.eps),
+                s1.ptr(l1),
+                s2.ptr(l2),
+                s3.ptr(l3),
+                out.ptr_mut(),
+            )?,
+            DType::F64 => crate::launch::launch_layer_norm_f64(
+                s1.launcher(),
+                &cfg,
+                numel / dims[dims.len() - 1],
+                dims[dims.len() - 1],
+                f64::from(self.eps),
+                s1.ptr(l1),
+                s2.ptr(l2),
+                s3.ptr(l3),
+                out.ptr_mut(),
+            )?,
             dtype => return Err(Error::UnsupportedDTypeForOp(dtype, "layer_norm").bt()),
         }
         Ok((out, l1.shape().clone()))
@@ -388,9 +719,12 @@ impl CustomOp3 for LayerNorm {
     #[cfg(feature = "metal")]
     fn metal_fwd(
         &self,
-        s1: &crate::MetalStorage, l1: &Layout,
-        s2: &crate::MetalStorage, l2: &Layout,
-        s3: &crate::MetalStorage, l3: &Layout,
+        s1: &crate::MetalStorage,
+        l1: &Layout,
+        s2: &crate::MetalStorage,
+        l2: &Layout,
+        s3: &crate::MetalStorage,
+        l3: &Layout,
     ) -> Result<(crate::MetalStorage, Shape)> {
         s1.layer_norm(l1, s2, l2, s3, l3, self.eps)
     }
@@ -407,9 +741,12 @@ impl CustomOp3 for RotaryEmbI {
 
     fn cpu_fwd(
         &self,
-        s1: &crate::CpuStorage, l1: &Layout,
-        s2: &crate::CpuStorage, l2: &Layout,
-        s3: &crate::CpuStorage, l3: &Layout,
+        s1: &crate::CpuStorage,
+        l1: &Layout,
+        s2: &crate::CpuStorage,
+        l2: &Layout,
+        s3: &crate::CpuStorage,
+        l3: &Layout,
     ) -> Result<(crate::CpuStorage, Shape)> {
         s1.rope_i(l1, s2, l2, s3, l3)
     }
@@ -417,9 +754,12 @@ impl CustomOp3 for RotaryEmbI {
     #[cfg(feature = "cuda")]
     fn cuda_fwd(
         &self,
-        s1: &crate::CudaStorage, l1: &Layout,
-        s2: &crate::CudaStorage, l2: &Layout,
-        s3: &crate::CudaStorage, l3: &Layout,
+        s1: &crate::CudaStorage,
+        l1: &Layout,
+        s2: &crate::CudaStorage,
+        l2: &Layout,
+        s3: &crate::CudaStorage,
+        l3: &Layout,
     ) -> Result<(crate::CudaStorage, Shape)> {
         let dims = l1.shape().dims();
         let numel = l1.shape().elem_count();
@@ -429,10 +769,46 @@ impl CustomOp3 for RotaryEmbI {
         let mut out = s1.alloc(l1.shape(), s1.dtype())?;
         let cfg = s1.launch_config("rope_i", numel);
         match s1.dtype() {
-            DType::BF16 => crate::launch::launch_rope_i_bf16(s1.launcher(), &cfg, dims[0] * dims[1], dims[2] * dims[3], s1.ptr(l1), s2.ptr(l2), s3.ptr(l3), out.ptr_mut())?,
-            DType::F16 => crate::launch::launch_rope_i_f16(s1.launcher(), &cfg, dims[0] * dims[1], dims[2] * dims[3], s1.ptr(l1), s2.ptr(l2), s3.ptr(l3), out.ptr_mut())?,
-            DType::F32 => crate::launch::launch_rope_i_f32(s1.launcher(), &cfg, dims[0] * dims[1], dims[2] * dims[3], s1.ptr(l1), s2.ptr(l2), s3.ptr(l3), out.ptr_mut())?,
-            DType::F64 => crate::launch::launch_rope_i_f64(s1.launcher(), &cfg, dims[0] * dims[1], dims[2] * dims[3], s1.ptr(l1), s2.ptr(l2), s3.ptr(l3), out.ptr_mut())?,
+            DType::BF16 => crate::launch::launch_rope_i_bf16(
+                s1.launcher(),
+                &cfg,
+                dims[0] * dims[1],
+                dims[2] * dims[3],
+                s1.ptr(l1),
+                s2.ptr(l2),
+                s3.ptr(l3),
+                out.ptr_mut(),
+            )?,
+            DType::F16 => crate::launch::launch_rope_i_f16(
+                s1.launcher(),
+                &cfg,
+                dims[0] * dims[1],
+                dims[2] * dims[3],
+                s1.ptr(l1),
+                s2.ptr(l2),
+                s3.ptr(l3),
+                out.ptr_mut(),
+            )?,
+            DType::F32 => crate::launch::launch_rope_i_f32(
+                s1.launcher(),
+                &cfg,
+                dims[0] * dims[1],
+                dims[2] * dims[3],
+                s1.ptr(l1),
+                s2.ptr(l2),
+                s3.ptr(l3),
+                out.ptr_mut(),
+            )?,
+            DType::F64 => crate::launch::launch_rope_i_f64(
+                s1.launcher(),
+                &cfg,
+                dims[0] * dims[1],
+                dims[2] * dims[3],
+                s1.ptr(l1),
+                s2.ptr(l2),
+                s3.ptr(l3),
+                out.ptr_mut(),
+            )?,
             dtype => return Err(Error::UnsupportedDTypeForOp(dtype, "rope_i").bt()),
         }
         Ok((out, l1.shape().clone()))
@@ -441,9 +817,12 @@ impl CustomOp3 for RotaryEmbI {
     #[cfg(feature = "rocm")]
     fn rocm_fwd(
         &self,
-        s1: &crate::RocmStorage, l1: &Layout,
-        s2: &crate::RocmStorage, l2: &Layout,
-        s3: &crate::RocmStorage, l3: &Layout,
+        s1: &crate::RocmStorage,
+        l1: &Layout,
+        s2: &crate::RocmStorage,
+        l2: &Layout,
+        s3: &crate::RocmStorage,
+        l3: &Layout,
     ) -> Result<(crate::RocmStorage, Shape)> {
         let dims = l1.shape().dims();
         let numel = l1.shape().elem_count();
@@ -453,10 +832,46 @@ impl CustomOp3 for RotaryEmbI {
         let mut out = s1.alloc(l1.shape(), s1.dtype())?;
         let cfg = s1.launch_config("rope_i", numel);
         match s1.dtype() {
-            DType::BF16 => crate::launch::launch_rope_i_bf16(s1.launcher(), &cfg, dims[0] * dims[1], dims[2] * dims[3], s1.ptr(l1), s2.ptr(l2), s3.ptr(l3), out.ptr_mut())?,
-            DType::F16 => crate::launch::launch_rope_i_f16(s1.launcher(), &cfg, dims[0] * dims[1], dims[2] * dims[3], s1.ptr(l1), s2.ptr(l2), s3.ptr(l3), out.ptr_mut())?,
-            DType::F32 => crate::launch::launch_rope_i_f32(s1.launcher(), &cfg, dims[0] * dims[1], dims[2] * dims[3], s1.ptr(l1), s2.ptr(l2), s3.ptr(l3), out.ptr_mut())?,
-            DType::F64 => crate::launch::launch_rope_i_f64(s1.launcher(), &cfg, dims[0] * dims[1], dims[2] * dims[3], s1.ptr(l1), s2.ptr(l2), s3.ptr(l3), out.ptr_mut())?,
+            DType::BF16 => crate::launch::launch_rope_i_bf16(
+                s1.launcher(),
+                &cfg,
+                dims[0] * dims[1],
+                dims[2] * dims[3],
+                s1.ptr(l1),
+                s2.ptr(l2),
+                s3.ptr(l3),
+                out.ptr_mut(),
+            )?,
+            DType::F16 => crate::launch::launch_rope_i_f16(
+                s1.launcher(),
+                &cfg,
+                dims[0] * dims[1],
+                dims[2] * dims[3],
+                s1.ptr(l1),
+                s2.ptr(l2),
+                s3.ptr(l3),
+                out.ptr_mut(),
+            )?,
+            DType::F32 => crate::launch::launch_rope_i_f32(
+                s1.launcher(),
+                &cfg,
+                dims[0] * dims[1],
+                dims[2] * dims[3],
+                s1.ptr(l1),
+                s2.ptr(l2),
+                s3.ptr(l3),
+                out.ptr_mut(),
+            )?,
+            DType::F64 => crate::launch::launch_rope_i_f64(
+                s1.launcher(),
+                &cfg,
+                dims[0] * dims[1],
+                dims[2] * dims[3],
+                s1.ptr(l1),
+                s2.ptr(l2),
+                s3.ptr(l3),
+                out.ptr_mut(),
+            )?,
             dtype => return Err(Error::UnsupportedDTypeForOp(dtype, "rope_i").bt()),
         }
         Ok((out, l1.shape().clone()))
@@ -465,9 +880,12 @@ impl CustomOp3 for RotaryEmbI {
     #[cfg(feature = "metal")]
     fn metal_fwd(
         &self,
-        s1: &crate::MetalStorage, l1: &Layout,
-        s2: &crate::MetalStorage, l2: &Layout,
-        s3: &crate::MetalStorage, l3: &Layout,
+        s1: &crate::MetalStorage,
+        l1: &Layout,
+        s2: &crate::MetalStorage,
+        l2: &Layout,
+        s3: &crate::MetalStorage,
+        l3: &Layout,
     ) -> Result<(crate::MetalStorage, Shape)> {
         s1.rope_i(l1, s2, l2, s3, l3)
     }
@@ -484,9 +902,12 @@ impl CustomOp3 for RotaryEmb {
 
     fn cpu_fwd(
         &self,
-        s1: &crate::CpuStorage, l1: &Layout,
-        s2: &crate::CpuStorage, l2: &Layout,
-        s3: &crate::CpuStorage, l3: &Layout,
+        s1: &crate::CpuStorage,
+        l1: &Layout,
+        s2: &crate::CpuStorage,
+        l2: &Layout,
+        s3: &crate::CpuStorage,
+        l3: &Layout,
     ) -> Result<(crate::CpuStorage, Shape)> {
         s1.rope(l1, s2, l2, s3, l3)
     }
@@ -494,9 +915,12 @@ impl CustomOp3 for RotaryEmb {
     #[cfg(feature = "cuda")]
     fn cuda_fwd(
         &self,
-        s1: &crate::CudaStorage, l1: &Layout,
-        s2: &crate::CudaStorage, l2: &Layout,
-        s3: &crate::CudaStorage, l3: &Layout,
+        s1: &crate::CudaStorage,
+        l1: &Layout,
+        s2: &crate::CudaStorage,
+        l2: &Layout,
+        s3: &crate::CudaStorage,
+        l3: &Layout,
     ) -> Result<(crate::CudaStorage, Shape)> {
         let dims = l1.shape().dims();
         let numel = l1.shape().elem_count();
@@ -506,10 +930,50 @@ impl CustomOp3 for RotaryEmb {
         let mut out = s1.alloc(l1.shape(), s1.dtype())?;
         let cfg = s1.launch_config("rope", numel);
         match s1.dtype() {
-            DType::BF16 => crate::launch::launch_rope_bf16(s1.launcher(), &cfg, dims[0] * dims[1], dims[2] * dims[3], dims[3], s1.ptr(l1), s2.ptr(l2), s3.ptr(l3), out.ptr_mut())?,
-            DType::F16 => crate::launch::launch_rope_f16(s1.launcher(), &cfg, dims[0] * dims[1], dims[2] * dims[3], dims[3], s1.ptr(l1), s2.ptr(l2), s3.ptr(l3), out.ptr_mut())?,
-            DType::F32 => crate::launch::launch_rope_f32(s1.launcher(), &cfg, dims[0] * dims[1], dims[2] * dims[3], dims[3], s1.ptr(l1), s2.ptr(l2), s3.ptr(l3), out.ptr_mut())?,
-            DType::F64 => crate::launch::launch_rope_f64(s1.launcher(), &cfg, dims[0] * dims[1], dims[2] * dims[3], dims[3], s1.ptr(l1), s2.ptr(l2), s3.ptr(l3), out.ptr_mut())?,
+            DType::BF16 => crate::launch::launch_rope_bf16(
+                s1.launcher(),
+                &cfg,
+                dims[0] * dims[1],
+                dims[2] * dims[3],
+                dims[3],
+                s1.ptr(l1),
+                s2.ptr(l2),
+                s3.ptr(l3),
+                out.ptr_mut(),
+            )?,
+            DType::F16 => crate::launch::launch_rope_f16(
+                s1.launcher(),
+                &cfg,
+                dims[0] * dims[1],
+                dims[2] * dims[3],
+                dims[3],
+                s1.ptr(l1),
+                s2.ptr(l2),
+                s3.ptr(l3),
+                out.ptr_mut(),
+            )?,
+            DType::F32 => crate::launch::launch_rope_f32(
+                s1.launcher(),
+                &cfg,
+                dims[0] * dims[1],
+                dims[2] * dims[3],
+                dims[3],
+                s1.ptr(l1),
+                s2.ptr(l2),
+                s3.ptr(l3),
+                out.ptr_mut(),
+            )?,
+            DType::F64 => crate::launch::launch_rope_f64(
+                s1.launcher(),
+                &cfg,
+                dims[0] * dims[1],
+                dims[2] * dims[3],
+                dims[3],
+                s1.ptr(l1),
+                s2.ptr(l2),
+                s3.ptr(l3),
+                out.ptr_mut(),
+            )?,
             dtype => return Err(Error::UnsupportedDTypeForOp(dtype, "rope").bt()),
         }
         Ok((out, l1.shape().clone()))
@@ -518,9 +982,12 @@ impl CustomOp3 for RotaryEmb {
     #[cfg(feature = "rocm")]
     fn rocm_fwd(
         &self,
-        s1: &crate::RocmStorage, l1: &Layout,
-        s2: &crate::RocmStorage, l2: &Layout,
-        s3: &crate::RocmStorage, l3: &Layout,
+        s1: &crate::RocmStorage,
+        l1: &Layout,
+        s2: &crate::RocmStorage,
+        l2: &Layout,
+        s3: &crate::RocmStorage,
+        l3: &Layout,
     ) -> Result<(crate::RocmStorage, Shape)> {
         let dims = l1.shape().dims();
         let numel = l1.shape().elem_count();
@@ -530,10 +997,50 @@ impl CustomOp3 for RotaryEmb {
         let mut out = s1.alloc(l1.shape(), s1.dtype())?;
         let cfg = s1.launch_config("rope", numel);
         match s1.dtype() {
-            DType::BF16 => crate::launch::launch_rope_bf16(s1.launcher(), &cfg, dims[0] * dims[1], dims[2] * dims[3], dims[3], s1.ptr(l1), s2.ptr(l2), s3.ptr(l3), out.ptr_mut())?,
-            DType::F16 => crate::launch::launch_rope_f16(s1.launcher(), &cfg, dims[0] * dims[1], dims[2] * dims[3], dims[3], s1.ptr(l1), s2.ptr(l2), s3.ptr(l3), out.ptr_mut())?,
-            DType::F32 => crate::launch::launch_rope_f32(s1.launcher(), &cfg, dims[0] * dims[1], dims[2] * dims[3], dims[3], s1.ptr(l1), s2.ptr(l2), s3.ptr(l3), out.ptr_mut())?,
-            DType::F64 => crate::launch::launch_rope_f64(s1.launcher(), &cfg, dims[0] * dims[1], dims[2] * dims[3], dims[3], s1.ptr(l1), s2.ptr(l2), s3.ptr(l3), out.ptr_mut())?,
+            DType::BF16 => crate::launch::launch_rope_bf16(
+                s1.launcher(),
+                &cfg,
+                dims[0] * dims[1],
+                dims[2] * dims[3],
+                dims[3],
+                s1.ptr(l1),
+                s2.ptr(l2),
+                s3.ptr(l3),
+                out.ptr_mut(),
+            )?,
+            DType::F16 => crate::launch::launch_rope_f16(
+                s1.launcher(),
+                &cfg,
+                dims[0] * dims[1],
+                dims[2] * dims[3],
+                dims[3],
+                s1.ptr(l1),
+                s2.ptr(l2),
+                s3.ptr(l3),
+                out.ptr_mut(),
+            )?,
+            DType::F32 => crate::launch::launch_rope_f32(
+                s1.launcher(),
+                &cfg,
+                dims[0] * dims[1],
+                dims[2] * dims[3],
+                dims[3],
+                s1.ptr(l1),
+                s2.ptr(l2),
+                s3.ptr(l3),
+                out.ptr_mut(),
+            )?,
+            DType::F64 => crate::launch::launch_rope_f64(
+                s1.launcher(),
+                &cfg,
+                dims[0] * dims[1],
+                dims[2] * dims[3],
+                dims[3],
+                s1.ptr(l1),
+                s2.ptr(l2),
+                s3.ptr(l3),
+                out.ptr_mut(),
+            )?,
             dtype => return Err(Error::UnsupportedDTypeForOp(dtype, "rope").bt()),
         }
         Ok((out, l1.shape().clone()))
@@ -542,9 +1049,12 @@ impl CustomOp3 for RotaryEmb {
     #[cfg(feature = "metal")]
     fn metal_fwd(
         &self,
-        s1: &crate::MetalStorage, l1: &Layout,
-        s2: &crate::MetalStorage, l2: &Layout,
-        s3: &crate::MetalStorage, l3: &Layout,
+        s1: &crate::MetalStorage,
+        l1: &Layout,
+        s2: &crate::MetalStorage,
+        l2: &Layout,
+        s3: &crate::MetalStorage,
+        l3: &Layout,
     ) -> Result<(crate::MetalStorage, Shape)> {
         s1.rope(l1, s2, l2, s3, l3)
     }
@@ -561,9 +1071,12 @@ impl CustomOp3 for RotaryEmbThd {
 
     fn cpu_fwd(
         &self,
-        s1: &crate::CpuStorage, l1: &Layout,
-        s2: &crate::CpuStorage, l2: &Layout,
-        s3: &crate::CpuStorage, l3: &Layout,
+        s1: &crate::CpuStorage,
+        l1: &Layout,
+        s2: &crate::CpuStorage,
+        l2: &Layout,
+        s3: &crate::CpuStorage,
+        l3: &Layout,
     ) -> Result<(crate::CpuStorage, Shape)> {
         s1.rope_thd(l1, s2, l2, s3, l3)
     }
@@ -571,9 +1084,12 @@ impl CustomOp3 for RotaryEmbThd {
     #[cfg(feature = "cuda")]
     fn cuda_fwd(
         &self,
-        s1: &crate::CudaStorage, l1: &Layout,
-        s2: &crate::CudaStorage, l2: &Layout,
-        s3: &crate::CudaStorage, l3: &Layout,
+        s1: &crate::CudaStorage,
+        l1: &Layout,
+        s2: &crate::CudaStorage,
+        l2: &Layout,
+        s3: &crate::CudaStorage,
+        l3: &Layout,
     ) -> Result<(crate::CudaStorage, Shape)> {
         let dims = l1.shape().dims();
         let numel = l1.shape().elem_count();
@@ -583,10 +1099,54 @@ impl CustomOp3 for RotaryEmbThd {
         let mut out = s1.alloc(l1.shape(), s1.dtype())?;
         let cfg = s1.launch_config("rope_thd", numel);
         match s1.dtype() {
-            DType::BF16 => crate::launch::launch_rope_thd_bf16(s1.launcher(), &cfg, dims[0], dims[1], dims[2], dims[3], s1.ptr(l1), s2.ptr(l2), s3.ptr(l3), out.ptr_mut())?,
-            DType::F16 => crate::launch::launch_rope_thd_f16(s1.launcher(), &cfg, dims[0], dims[1], dims[2], dims[3], s1.ptr(l1), s2.ptr(l2), s3.ptr(l3), out.ptr_mut())?,
-            DType::F32 => crate::launch::launch_rope_thd_f32(s1.launcher(), &cfg, dims[0], dims[1], dims[2], dims[3], s1.ptr(l1), s2.ptr(l2), s3.ptr(l3), out.ptr_mut())?,
-            DType::F64 => crate::launch::launch_rope_thd_f64(s1.launcher(), &cfg, dims[0], dims[1], dims[2], dims[3], s1.ptr(l1), s2.ptr(l2), s3.ptr(l3), out.ptr_mut())?,
+            DType::BF16 => crate::launch::launch_rope_thd_bf16(
+                s1.launcher(),
+                &cfg,
+                dims[0],
+                dims[1],
+                dims[2],
+                dims[3],
+                s1.ptr(l1),
+                s2.ptr(l2),
+                s3.ptr(l3),
+                out.ptr_mut(),
+            )?,
+            DType::F16 => crate::launch::launch_rope_thd_f16(
+                s1.launcher(),
+                &cfg,
+                dims[0],
+                dims[1],
+                dims[2],
+                dims[3],
+                s1.ptr(l1),
+                s2.ptr(l2),
+                s3.ptr(l3),
+                out.ptr_mut(),
+            )?,
+            DType::F32 => crate::launch::launch_rope_thd_f32(
+                s1.launcher(),
+                &cfg,
+                dims[0],
+                dims[1],
+                dims[2],
+                dims[3],
+                s1.ptr(l1),
+                s2.ptr(l2),
+                s3.ptr(l3),
+                out.ptr_mut(),
+            )?,
+            DType::F64 => crate::launch::launch_rope_thd_f64(
+                s1.launcher(),
+                &cfg,
+                dims[0],
+                dims[1],
+                dims[2],
+                dims[3],
+                s1.ptr(l1),
+                s2.ptr(l2),
+                s3.ptr(l3),
+                out.ptr_mut(),
+            )?,
             dtype => return Err(Error::UnsupportedDTypeForOp(dtype, "rope_thd").bt()),
         }
         Ok((out, l1.shape().clone()))
@@ -595,9 +1155,12 @@ impl CustomOp3 for RotaryEmbThd {
     #[cfg(feature = "rocm")]
     fn rocm_fwd(
         &self,
-        s1: &crate::RocmStorage, l1: &Layout,
-        s2: &crate::RocmStorage, l2: &Layout,
-        s3: &crate::RocmStorage, l3: &Layout,
+        s1: &crate::RocmStorage,
+        l1: &Layout,
+        s2: &crate::RocmStorage,
+        l2: &Layout,
+        s3: &crate::RocmStorage,
+        l3: &Layout,
     ) -> Result<(crate::RocmStorage, Shape)> {
         let dims = l1.shape().dims();
         let numel = l1.shape().elem_count();
@@ -607,10 +1170,54 @@ impl CustomOp3 for RotaryEmbThd {
         let mut out = s1.alloc(l1.shape(), s1.dtype())?;
         let cfg = s1.launch_config("rope_thd", numel);
         match s1.dtype() {
-            DType::BF16 => crate::launch::launch_rope_thd_bf16(s1.launcher(), &cfg, dims[0], dims[1], dims[2], dims[3], s1.ptr(l1), s2.ptr(l2), s3.ptr(l3), out.ptr_mut())?,
-            DType::F16 => crate::launch::launch_rope_thd_f16(s1.launcher(), &cfg, dims[0], dims[1], dims[2], dims[3], s1.ptr(l1), s2.ptr(l2), s3.ptr(l3), out.ptr_mut())?,
-            DType::F32 => crate::launch::launch_rope_thd_f32(s1.launcher(), &cfg, dims[0], dims[1], dims[2], dims[3], s1.ptr(l1), s2.ptr(l2), s3.ptr(l3), out.ptr_mut())?,
-            DType::F64 => crate::launch::launch_rope_thd_f64(s1.launcher(), &cfg, dims[0], dims[1], dims[2], dims[3], s1.ptr(l1), s2.ptr(l2), s3.ptr(l3), out.ptr_mut())?,
+            DType::BF16 => crate::launch::launch_rope_thd_bf16(
+                s1.launcher(),
+                &cfg,
+                dims[0],
+                dims[1],
+                dims[2],
+                dims[3],
+                s1.ptr(l1),
+                s2.ptr(l2),
+                s3.ptr(l3),
+                out.ptr_mut(),
+            )?,
+            DType::F16 => crate::launch::launch_rope_thd_f16(
+                s1.launcher(),
+                &cfg,
+                dims[0],
+                dims[1],
+                dims[2],
+                dims[3],
+                s1.ptr(l1),
+                s2.ptr(l2),
+                s3.ptr(l3),
+                out.ptr_mut(),
+            )?,
+            DType::F32 => crate::launch::launch_rope_thd_f32(
+                s1.launcher(),
+                &cfg,
+                dims[0],
+                dims[1],
+                dims[2],
+                dims[3],
+                s1.ptr(l1),
+                s2.ptr(l2),
+                s3.ptr(l3),
+                out.ptr_mut(),
+            )?,
+            DType::F64 => crate::launch::launch_rope_thd_f64(
+                s1.launcher(),
+                &cfg,
+                dims[0],
+                dims[1],
+                dims[2],
+                dims[3],
+                s1.ptr(l1),
+                s2.ptr(l2),
+                s3.ptr(l3),
+                out.ptr_mut(),
+            )?,
             dtype => return Err(Error::UnsupportedDTypeForOp(dtype, "rope_thd").bt()),
         }
         Ok((out, l1.shape().clone()))
@@ -619,9 +1226,12 @@ impl CustomOp3 for RotaryEmbThd {
     #[cfg(feature = "metal")]
     fn metal_fwd(
         &self,
-        s1: &crate::MetalStorage, l1: &Layout,
-        s2: &crate::MetalStorage, l2: &Layout,
-        s3: &crate::MetalStorage, l3: &Layout,
+        s1: &crate::MetalStorage,
+        l1: &Layout,
+        s2: &crate::MetalStorage,
+        l2: &Layout,
+        s3: &crate::MetalStorage,
+        l3: &Layout,
     ) -> Result<(crate::MetalStorage, Shape)> {
         s1.rope_thd(l1, s2, l2, s3, l3)
     }
@@ -641,9 +1251,12 @@ impl CustomOp3 for Sdpa {
 
     fn cpu_fwd(
         &self,
-        s1: &crate::CpuStorage, l1: &Layout,
-        s2: &crate::CpuStorage, l2: &Layout,
-        s3: &crate::CpuStorage, l3: &Layout,
+        s1: &crate::CpuStorage,
+        l1: &Layout,
+        s2: &crate::CpuStorage,
+        l2: &Layout,
+        s3: &crate::CpuStorage,
+        l3: &Layout,
     ) -> Result<(crate::CpuStorage, Shape)> {
         s1.sdpa(l1, s2, l2, s3, l3, self.scale, self.causal)
     }
@@ -651,9 +1264,12 @@ impl CustomOp3 for Sdpa {
     #[cfg(feature = "cuda")]
     fn cuda_fwd(
         &self,
-        s1: &crate::CudaStorage, l1: &Layout,
-        s2: &crate::CudaStorage, l2: &Layout,
-        s3: &crate::CudaStorage, l3: &Layout,
+        s1: &crate::CudaStorage,
+        l1: &Layout,
+        s2: &crate::CudaStorage,
+        l2: &Layout,
+        s3: &crate::CudaStorage,
+        l3: &Layout,
     ) -> Result<(crate::CudaStorage, Shape)> {
         s1.sdpa(l1, s2, l2, s3, l3, self.scale, self.causal)
     }
@@ -661,9 +1277,12 @@ impl CustomOp3 for Sdpa {
     #[cfg(feature = "rocm")]
     fn rocm_fwd(
         &self,
-        s1: &crate::RocmStorage, l1: &Layout,
-        s2: &crate::RocmStorage, l2: &Layout,
-        s3: &crate::RocmStorage, l3: &Layout,
+        s1: &crate::RocmStorage,
+        l1: &Layout,
+        s2: &crate::RocmStorage,
+        l2: &Layout,
+        s3: &crate::RocmStorage,
+        l3: &Layout,
     ) -> Result<(crate::RocmStorage, Shape)> {
         s1.sdpa(l1, s2, l2, s3, l3, self.scale, self.causal)
     }
@@ -671,9 +1290,12 @@ impl CustomOp3 for Sdpa {
     #[cfg(feature = "metal")]
     fn metal_fwd(
         &self,
-        s1: &crate::MetalStorage, l1: &Layout,
-        s2: &crate::MetalStorage, l2: &Layout,
-        s3: &crate::MetalStorage, l3: &Layout,
+        s1: &crate::MetalStorage,
+        l1: &Layout,
+        s2: &crate::MetalStorage,
+        l2: &Layout,
+        s3: &crate::MetalStorage,
+        l3: &Layout,
     ) -> Result<(crate::MetalStorage, Shape)> {
         s1.sdpa(l1, s2, l2, s3, l3, self.scale, self.causal)
     }
@@ -697,7 +1319,8 @@ impl CustomOp1 for ArgSort {
     #[cfg(feature = "cuda")]
     fn cuda_fwd(
         &self,
-        s1: &crate::CudaStorage, l1: &Layout,
+        s1: &crate::CudaStorage,
+        l1: &Layout,
     ) -> Result<(crate::CudaStorage, Shape)> {
         s1.arg_sort(l1, self.ascending)
     }
@@ -705,7 +1328,8 @@ impl CustomOp1 for ArgSort {
     #[cfg(feature = "rocm")]
     fn rocm_fwd(
         &self,
-        s1: &crate::RocmStorage, l1: &Layout,
+        s1: &crate::RocmStorage,
+        l1: &Layout,
     ) -> Result<(crate::RocmStorage, Shape)> {
         s1.arg_sort(l1, self.ascending)
     }
@@ -713,7 +1337,8 @@ impl CustomOp1 for ArgSort {
     #[cfg(feature = "metal")]
     fn metal_fwd(
         &self,
-        s1: &crate::MetalStorage, l1: &Layout,
+        s1: &crate::MetalStorage,
+        l1: &Layout,
     ) -> Result<(crate::MetalStorage, Shape)> {
         s1.arg_sort(l1, self.ascending)
     }

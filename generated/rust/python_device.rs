@@ -61,8 +61,13 @@ impl PyDevice {
 }
 
 /// The device `cell` holds, made by `make` the first time.
-fn shared(cell: &Mutex<Option<Device>>, make: impl FnOnce() -> candle::Result<Device>) -> PyResult<Device> {
-    let mut held = cell.lock().map_err(|e| PyValueError::new_err(e.to_string()))?;
+fn shared(
+    cell: &Mutex<Option<Device>>,
+    make: impl FnOnce() -> candle::Result<Device>,
+) -> PyResult<Device> {
+    let mut held = cell
+        .lock()
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
     if let Some(device) = held.as_ref() {
         return Ok(device.clone());
     }

@@ -23,7 +23,7 @@ def test_the_shipped_candle_profile_loads():
     from generator.registry.validate import validate
 
     registry = validate(load_file(str(REPO / "ops.yaml")), REPO)
-    ops = {"Storage": registry.storage, "Device": registry.device, "QStorage": registry.qstorage}
+    ops = {"Storage": registry.storage, "Device": registry.device, "QStorage": registry.qstorage, "nn": registry.nn}
     backends = tuple(b.name for b in registry.backends)
     found, errors = profile.load(REPO / "candle.yaml", backends, {o: {op.name for op in v} for o, v in ops.items()})
     assert errors == [] and found is not None
@@ -31,6 +31,9 @@ def test_the_shipped_candle_profile_loads():
     unary = found.spelling("Storage", "unary")
     assert unary is not None and (unary.name, unary.call) == ("unary_impl", "unary_impl::<B>")
     assert {m.name for m in found.additions("Device")} >= {"new_{backend}", "as_{backend}_device", "get_current_seed"}
+    assert (found.crate, found.thiserror) == ("candle", True)
+    assert dict(found.nn_names)["rope_i"] == "RotaryEmbI"
+    assert {op for op, _ in found.nn_names} == {op.name for op in registry.nn}
 
 
 def test_every_error_at_once_with_its_position(tmp_path):
@@ -46,6 +49,8 @@ def test_every_error_at_once_with_its_position(tmp_path):
           extra: {params: {a: usize}}
           each_one: {each: [vulkan], returns: "()", body: "()"}
           arms_one: {returns: "()", arms: {tpu: "()"}}
+        nn:
+          softmax: Softmax
         """,
     )
     assert found is None
@@ -55,6 +60,7 @@ def test_every_error_at_once_with_its_position(tmp_path):
     assert "lib.yaml:7:3: a method of the library alone needs `returns` (at Storage.extra)" in text
     assert "no backend 'vulkan' (at Storage.each_one.each)" in text
     assert "no backend 'tpu' (at Storage.arms_one.arms.tpu)" in text
+    assert "lib.yaml:11:3: the registry has no nn op 'softmax' (at nn.softmax)" in text
 
 
 def test_an_unknown_key_is_named_with_a_suggestion(tmp_path):

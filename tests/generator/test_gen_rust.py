@@ -103,10 +103,13 @@ def test_audit_of_the_shipped_rust_finds_nothing_missing():
     points = int(re.search(r"(\d+) dispatch points", summary).group(1))
     # GgmlDType's matches are over the formats, not the backends
     texts = [re.sub(r"\nimpl GgmlDType \{.*?\n\}\n", "", p.read_text(), flags=re.S) for p in SHIPPED.glob("*.rs")]
-    matches = sum(len(re.findall(r"\bmatch (?:self|\(|device\b)", t)) for t in texts)
+    # (python_device.rs's `match device.as_str()` is over Python's strings: no dispatch point)
+    matches = sum(len(re.findall(r"\bmatch (?:self|\(|device\b(?!\.as_str))", t)) for t in texts)
     traits = sum(len(re.findall(r"\bpub trait (?:Custom|Inplace)Op\d\b", t)) for t in texts)
-    # every match of the output dispatches on the backend; the audit reads the custom-op traits' hooks too
-    assert points == matches + traits and matches > 50 and traits == 6, summary
+    impls = sum(len(re.findall(r"^impl (?:Custom|Inplace)Op\d for \w+", t, re.M)) for t in texts)
+    # every match of the output dispatches on the backend; the audit reads the custom-op traits'
+    # hooks and the NN ops' implementations of them too
+    assert points == matches + traits + impls and matches > 50 and traits == 6 and impls == 9, summary
 
 
 def _dispatches(text: str, backends: frozenset[str]):
@@ -422,3 +425,64 @@ def test_ggml_formats_get_candles_variant_names(tmp_path):
     assert [v.strip(" ,") for v in enum.splitlines()] == list(CANDLE_GGML)
     for variant, (_, gid) in CANDLE_GGML.items():
         assert f"{gid} => Ok(Self::{variant})," in text
+
+
+def test_every_nn_op_has_every_backends_hook_and_hip_ones_launch_its_kernel():
+    """nn_ops.rs: one struct per nn op of the registry, a <backend>_fwd per backend; a HIP
+    backend's hook launches the op's first kernel for each of its dtypes with as many
+    arguments as the kernel's signature has, or (several launches) calls the storage."""
+    from generator.targets.python import generated_kernels
+    from generator.targets.rust.nn import nn_ops
+    from generator.targets.rust.types import variants
+
+    model = validate(load_file(str(REPO / "ops.yaml")), REPO)
+    vs = variants(model)
+    kernels = {k.name: k for k in generated_kernels(model)[1]}
+    ops = nn_ops(model, vs, tuple(kernels.values()))
+    assert [o.name for o in ops] == [o.name for o in model.nn]
+    text = (SHIPPED / "nn_ops.rs").read_text()
+    for op, spec in zip(ops, model.nn, strict=True):
+        assert f"impl {spec.trait} for {op.struct} {{" in text
+        assert [h.backend for h in op.hooks] == [v.backend.name for v in vs]
+        for hook, v in zip(op.hooks, vs, strict=True):
+            body = "\n".join(hook.body)
+            assert (hook.cfg is None) == (not v.backend.ordinal), (op.name, hook.backend)
+            if v.backend.kernels != "hip" or op.name in ("sdpa", "arg_sort"):
+                assert body.startswith(f"s1.{op.name}(l1"), (op.name, hook.backend, body)
+                continue
+            for dtype in dict(spec.arg_dtypes)["self"]:
+                kernel = kernels[spec.kernel[0].replace("{self}", dtype)]
+                assert f"launch_{kernel.name}(" in body, (op.name, dtype)
+                args = _call_arguments(body, f"launch_{kernel.name}(")
+                assert len(args) == 2 + len(kernel.params), (op.name, dtype, args)
+
+
+def _call_arguments(text: str, head: str) -> list[str]:
+    """The top-level arguments of the call that starts with `head` (its opening parenthesis)."""
+    start = text.index(head) + len(head)
+    depth, args, current = 0, [], ""
+    for ch in text[start:]:
+        if ch == ")" and depth == 0:
+            break
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if ch == "," and depth == 0:
+            args.append(current.strip())
+            current = ""
+        else:
+            current += ch
+    return [a for a in (*args, current.strip()) if a]
+
+
+def test_the_sites_are_generated_with_a_profile_only(fixture_output):
+    """Without a profile (the fixture): no Python binding, test macro or error variants, which
+    construct devices by the profile's new_<backend>; with Candle's, each backend in each."""
+    assert not {"python_device.rs", "test_device.rs", "backend_error.rs"} & set(fixture_output)
+    py = (SHIPPED / "python_device.rs").read_text()
+    tests = (SHIPPED / "test_device.rs").read_text()
+    errors = (SHIPPED / "backend_error.rs").read_text()
+    for name in ("cpu", "cuda", "rocm", "metal"):
+        variant = name.capitalize()
+        assert f'"{name}" => Ok(Self::{variant}),' in py
+        assert f"fn ${name}() -> $crate::Result<()>" in tests
+        if name != "cpu":
+            assert f"NotCompiledWith{variant}Support," in errors and f'#[cfg(feature = "{name}")]' in tests

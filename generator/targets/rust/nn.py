@@ -70,7 +70,7 @@ def nn_ops(registry: model.Registry, vs: tuple[Variant, ...], kernels) -> tuple[
         hooks = []
         for v in vs:
             storage = f"crate::{v.storage}"
-            params = ["&self", *(f"{x}: &{storage}, {y}: &Layout" for x, y in inputs)]
+            params = ["&self", *(p for x, y in inputs for p in (f"{x}: &{storage}", f"{y}: &Layout"))]
             sig = layout_signature(f"fn {v.backend.name}_fwd", params, f" -> Result<({storage}, Shape)> {{")
             launch = _launch_body(op, inputs, fields, by_name) if v.backend.kernels == "hip" else None
             if launch is None:
@@ -96,10 +96,11 @@ def _launch_body(op: model.Operation, inputs, fields, kernels: dict) -> tuple[st
         args = _arguments(kernel, inputs, dict(fields))
         if args is None:
             return None
-        arms.append(f"DType::{dtype.upper()} => crate::launch::launch_{kernel.name}(s1.launcher(), &cfg, {args})?,")
+        head = f"DType::{dtype.upper()} => crate::launch::launch_{kernel.name}("
+        arms += _arm(head, ["s1.launcher()", "&cfg", *args])
     if not arms:
         return None
-    strided = any("info" in a for a in arms)
+    strided = any("layout_info" in a for a in arms)
     lines = [
         "let dims = l1.shape().dims();",
         "let numel = l1.shape().elem_count();",
@@ -119,7 +120,21 @@ def _launch_body(op: model.Operation, inputs, fields, kernels: dict) -> tuple[st
     return tuple(lines)
 
 
-def _arguments(kernel, inputs, fields: dict[str, str]) -> str | None:
+# rustfmt's widths: a call's arguments over 60 columns, or a line over 100, go one per line.
+CALL_WIDTH = 60
+LINE_WIDTH = 100
+ARM_INDENT = 12  # a match arm inside a hook's body
+
+
+def _arm(head: str, args: list[str]) -> list[str]:
+    """`head(args)?,` on one line, or laid out as rustfmt lays out a long call."""
+    joined = ", ".join(args)
+    if len(joined) <= CALL_WIDTH and ARM_INDENT + len(head) + len(joined) + 3 <= LINE_WIDTH:
+        return [f"{head}{joined})?,"]
+    return [head, *(f"    {a}," for a in args), ")?,"]
+
+
+def _arguments(kernel, inputs, fields: dict[str, str]) -> list[str] | None:
     """The launch wrapper's arguments after (launcher, cfg), from the kernel's parameters."""
     args, pointer = [], 0
     for p in kernel.params:
@@ -138,7 +153,7 @@ def _arguments(kernel, inputs, fields: dict[str, str]) -> str | None:
             args.append(f"{x}.ptr({y})")
         else:
             return None
-    return ", ".join(args)
+    return args
 
 
 def _cast(value: str, field: str, kernel: str) -> str:
