@@ -6,6 +6,8 @@ in a candle checkout (bench/candle_overlay.py runs this after the dispatch files
 - candle-pyo3's lib.rs: `PyDevice`, its conversions and its device cells (python_device.rs);
 - candle-core's test_utils.rs: `test_device!` (test_device.rs), whose callers in the crates'
   tests/ get one test name more per added backend;
+- candle-core's tensor.rs: to_scalar's and to_vec1/2/3's matches over the storage, one call of
+  the profile's `Storage::to_cpu_storage` each;
 - candle-core's error.rs: the backends' variants and not-compiled errors, now added by
   `error_with_backends!` (backend_error.rs) around the hand-written enum;
 and the backend chains of candle-examples (`device.is_cuda() || device.is_metal()`), which a
@@ -26,6 +28,7 @@ PY_FILE = "candle-pyo3/src/lib.rs"
 PY_ITEMS = {"PyDevice"}
 PY_CELLS = re.compile(r"^[A-Z]+_DEVICE$")  # the device cells (CUDA_DEVICE) python_device.rs holds
 ERROR_FILE = "candle-core/src/error.rs"
+TENSOR_FILE = "candle-core/src/tensor.rs"
 TEST_UTILS = "candle-core/src/test_utils.rs"
 TEST_DIRS = ("candle-core/tests", "candle-nn/tests")
 # where generated files go: the crate whose code each stands for
@@ -92,6 +95,34 @@ def pyo3_ranges(source: bytes) -> list[tuple[int, int, bytes]]:
                 out.append(_with_attributes(node))
         elif node.type == "static_item" and PY_CELLS.match(_name(node, "name")):
             out.append(_with_attributes(node))
+    return out
+
+
+def host_copy_ranges(source: bytes) -> list[tuple[int, int, bytes]]:
+    """Tensor's `match &*self.storage() { Storage::Cpu(s) => f(s), Storage::Cuda(s) =>
+    f(&s.to_cpu_storage()?), .. }` (to_scalar, to_vec1/2/3): one call of the generated
+    `Storage::to_cpu_storage` instead, `f(&self.storage().to_cpu_storage()?)`."""
+    out = []
+    stack = [_parse(source)]
+    while stack:
+        node = stack.pop()
+        stack.extend(node.children)
+        if node.type != "match_expression" or _name(node, "value") != "&*self.storage()":
+            continue
+        body = node.child_by_field_name("body")
+        calls = set()
+        for arm in (c for c in (body.named_children if body is not None else ()) if c.type == "match_arm"):
+            found = re.fullmatch(
+                r"Storage::(\w+)\((\w+)\)\s*=>\s*(\w+)\((&?)(\w+)(\.to_cpu_storage\(\)\?)?\),?",
+                " ".join((arm.text or b"").decode().split()),
+            )
+            host = found is not None and found[1] == "Cpu"
+            if found is None or found[2] != found[5] or (host == bool(found[6])) or (host == bool(found[4])):
+                calls = set()
+                break
+            calls.add(found[3])
+        if len(calls) == 1:
+            out.append((node.start_byte, node.end_byte, f"{calls.pop()}(&self.storage().to_cpu_storage()?)".encode()))
     return out
 
 
@@ -182,6 +213,7 @@ def overlay_sites(candle: Path, generated: Path, backends: tuple[str, ...], adde
     structs = generated_structs(generated / "nn_ops.rs")
     for rel in NN_FILES:
         removed[rel] = _cut(candle / rel, nn_ranges((candle / rel).read_bytes(), structs))
+    removed[TENSOR_FILE] = _cut(candle / TENSOR_FILE, host_copy_ranges((candle / TENSOR_FILE).read_bytes()))
     removed[PY_FILE] = _cut(candle / PY_FILE, pyo3_ranges((candle / PY_FILE).read_bytes()))
     removed[TEST_UTILS] = _cut(candle / TEST_UTILS, test_utils_ranges((candle / TEST_UTILS).read_bytes()))
     numbered = tuple(b for b in backends if b != "cpu")

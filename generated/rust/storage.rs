@@ -10,6 +10,7 @@ use crate::backend::BackendStorage;
 use crate::conv::{ParamsConv1D, ParamsConv2D, ParamsConvTranspose1D, ParamsConvTranspose2D};
 use crate::op::{CmpOp, ReduceOp};
 use crate::scalar::Scalar;
+use std::borrow::Cow;
 
 // Not Clone: a copy can fail (out of memory); try_clone returns the error.
 #[derive(Debug)]
@@ -657,6 +658,16 @@ impl Storage {
             Self::Metal(s) => {
                 Ok(Self::Metal(s.upsample_bilinear2d(layout, h, w, align_corners, scale_h, scale_w)?))
             }
+        }
+    }
+
+    /// The storage's values on the host: borrowed there, copied from its device elsewhere.
+    pub fn to_cpu_storage(&self) -> Result<Cow<'_, crate::CpuStorage>> {
+        match self {
+            Self::Cpu(s) => Ok(Cow::Borrowed(s)),
+            Self::Cuda(s) => Ok(Cow::Owned(s.to_cpu_storage()?)),
+            Self::Rocm(s) => Ok(Cow::Owned(s.to_cpu_storage()?)),
+            Self::Metal(s) => Ok(Cow::Owned(s.to_cpu_storage()?)),
         }
     }
 }

@@ -200,3 +200,20 @@ fn metal_hooks_call_the_metal_storage_and_launch_nothing() {
     assert_eq!(out.calls, vec!["metal.softmax_last_dim"]);
     assert!(crate::nn_mock::take_launches().is_empty());
 }
+
+#[test]
+fn host_values_are_borrowed_on_the_host_and_copied_from_a_device() {
+    for device in devices(false) {
+        let storage = super::zeros(&device, DType::F32);
+        let host = storage.to_cpu_storage().unwrap();
+        let b = backend(&device);
+        match (&host, b) {
+            (std::borrow::Cow::Borrowed(_), "cpu") => {}
+            (std::borrow::Cow::Owned(copied), _) if b != "cpu" => {
+                assert_eq!(copied.calls.last().unwrap(), &format!("{b}.to_cpu_storage"), "{device:?}");
+            }
+            _ => panic!("{b}: {host:?}"),
+        }
+        assert_eq!(host.dtype, DType::F32);
+    }
+}
