@@ -8,6 +8,8 @@ in a candle checkout (bench/candle_overlay.py runs this after the dispatch files
   tests/ get one test name more per added backend;
 - candle-core's tensor.rs: to_scalar's and to_vec1/2/3's matches over the storage, one call of
   the profile's `Storage::to_cpu_storage` each;
+- candle-core's display.rs: the device suffix's matches over DeviceLocation, the generated
+  `Display` of DeviceLocation ("rocm:0") instead;
 - candle-core's error.rs: the backends' variants and not-compiled errors, now added by
   `error_with_backends!` (backend_error.rs) around the hand-written enum;
 and the backend chains of candle-examples (`device.is_cuda() || device.is_metal()`), which a
@@ -29,12 +31,17 @@ PY_ITEMS = {"PyDevice"}
 PY_CELLS = re.compile(r"^[A-Z]+_DEVICE$")  # the device cells (CUDA_DEVICE) python_device.rs holds
 ERROR_FILE = "candle-core/src/error.rs"
 TENSOR_FILE = "candle-core/src/tensor.rs"
+DISPLAY_FILE = "candle-core/src/display.rs"
 TEST_UTILS = "candle-core/src/test_utils.rs"
 TEST_DIRS = ("candle-core/tests", "candle-nn/tests")
 # where generated files go: the crate whose code each stands for
 PLACES = {"python_device.rs": "candle-pyo3/src/opgen"}
 CORE_PLACE = "candle-core/src/opgen"
 TEST_DEVICE_CALL = re.compile(r"test_device!\(\s*(\w+),\s*(\w+),\s*(\w+),\s*(\w+)\s*\)")
+# the device suffix of a tensor's display, through DeviceLocation's generated Display
+DEVICE_SUFFIX = (
+    b'if self.device().is_cpu() {\n    String::new()\n} else {\n    format!(", {}", self.device().location())\n}'
+)
 IS_BACKEND = re.compile(r"\.is_(\w+)\(\)")
 
 
@@ -126,6 +133,26 @@ def host_copy_ranges(source: bytes) -> list[tuple[int, int, bytes]]:
     return out
 
 
+def location_ranges(source: bytes) -> list[tuple[int, int, bytes]]:
+    """display.rs's `match self.device().location() { Cpu => "", Cuda { gpu_id } =>
+    format!(", cuda:{gpu_id}"), .. }`: the generated `Display` of DeviceLocation instead."""
+    out = []
+    stack = [_parse(source)]
+    while stack:
+        node = stack.pop()
+        stack.extend(node.children)
+        if node.type != "match_expression" or _name(node, "value") != "self.device().location()":
+            continue
+        body = node.child_by_field_name("body")
+        arms = [c for c in (body.named_children if body is not None else ()) if c.type == "match_arm"]
+        texts = [" ".join((a.text or b"").decode().split()) for a in arms]
+        host = [t for t in texts if re.match(r"(crate::)?DeviceLocation::Cpu =>", t)]
+        others = [t for t in texts if re.search(r'format!\(", \w+:\{gpu_id\}"\)', t)]
+        if len(host) == 1 and '"".to_owned()' in host[0] and len(others) == len(texts) - 1:
+            out.append((node.start_byte, node.end_byte, DEVICE_SUFFIX))
+    return out
+
+
 def test_utils_ranges(source: bytes) -> list[tuple[int, int, bytes]]:
     return [
         _with_attributes(n)
@@ -214,6 +241,7 @@ def overlay_sites(candle: Path, generated: Path, backends: tuple[str, ...], adde
     for rel in NN_FILES:
         removed[rel] = _cut(candle / rel, nn_ranges((candle / rel).read_bytes(), structs))
     removed[TENSOR_FILE] = _cut(candle / TENSOR_FILE, host_copy_ranges((candle / TENSOR_FILE).read_bytes()))
+    removed[DISPLAY_FILE] = _cut(candle / DISPLAY_FILE, location_ranges((candle / DISPLAY_FILE).read_bytes()))
     removed[PY_FILE] = _cut(candle / PY_FILE, pyo3_ranges((candle / PY_FILE).read_bytes()))
     removed[TEST_UTILS] = _cut(candle / TEST_UTILS, test_utils_ranges((candle / TEST_UTILS).read_bytes()))
     numbered = tuple(b for b in backends if b != "cpu")

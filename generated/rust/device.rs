@@ -15,6 +15,18 @@ pub enum DeviceLocation {
     Metal { gpu_id: usize },
 }
 
+/// The backend's registry name, then the device's number where it has one, as Python's str(device).
+impl std::fmt::Display for DeviceLocation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Cpu => f.write_str("cpu"),
+            Self::Cuda { gpu_id } => write!(f, "cuda:{gpu_id}"),
+            Self::Rocm { gpu_id } => write!(f, "rocm:{gpu_id}"),
+            Self::Metal { gpu_id } => write!(f, "metal:{gpu_id}"),
+        }
+    }
+}
+
 /// A device of one of the backends: cpu, cuda, rocm, metal.
 
 #[derive(Debug, Clone)]

@@ -217,3 +217,18 @@ fn host_values_are_borrowed_on_the_host_and_copied_from_a_device() {
         assert_eq!(host.dtype, DType::F32);
     }
 }
+
+#[test]
+fn locations_print_as_python_names_devices() {
+    assert_eq!(Device::Cpu.location().to_string(), "cpu");
+    for device in devices(true).into_iter().skip(1) {
+        let b = backend(&device);
+        let gpu_id = match device.location() {
+            crate::DeviceLocation::Cpu => unreachable!("the host is first"),
+            crate::DeviceLocation::Cuda { gpu_id }
+            | crate::DeviceLocation::Rocm { gpu_id }
+            | crate::DeviceLocation::Metal { gpu_id } => gpu_id,
+        };
+        assert_eq!(device.location().to_string(), format!("{b}:{gpu_id}"));
+    }
+}
