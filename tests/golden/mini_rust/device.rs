@@ -14,6 +14,17 @@ pub enum DeviceLocation {
     Gpu { gpu_id: usize },
 }
 
+/// The backend's registry name, then the device's number where it has one, as Python's str(device).
+impl std::fmt::Display for DeviceLocation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Cpu => f.write_str("cpu"),
+            #[cfg(feature = "gpu")]
+            Self::Gpu { gpu_id } => write!(f, "gpu:{gpu_id}"),
+        }
+    }
+}
+
 /// A device of one of the backends: cpu, gpu.
 
 #[derive(Debug, Clone)]
