@@ -5,4 +5,4 @@ pub use crate::cpu_backend::{CpuDevice, CpuStorage, QCpuStorage};
 #[cfg(feature = "cuda")]
 pub use crate::cuda_backend::{CudaDevice, CudaStorage, QCudaStorage};
 #[cfg(feature = "rocm")]
-pub use crate::rocm_backend::{RocmDevice, RocmStorage, QRocmStorage};
+pub use crate::rocm_backend::{QRocmStorage, RocmDevice, RocmStorage};

@@ -11,7 +11,11 @@ pub trait CustomOp1 {
 
     /// The forward pass on cpu storages (each with its layout: any strides and offset).
     fn cpu_fwd(&self, _s1: &crate::CpuStorage, _l1: &Layout) -> Result<(crate::CpuStorage, Shape)> {
-        Err(Error::NotImplementedForBackend { op: self.name(), backend: "cpu" }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "cpu",
+        }
+        .bt())
     }
 
     /// The forward pass on cuda storages (each with its layout: any strides and offset).
@@ -21,7 +25,11 @@ pub trait CustomOp1 {
         _s1: &crate::CudaStorage,
         _l1: &Layout,
     ) -> Result<(crate::CudaStorage, Shape)> {
-        Err(Error::NotImplementedForBackend { op: self.name(), backend: "cuda" }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "cuda",
+        }
+        .bt())
     }
 
     /// The forward pass on rocm storages (each with its layout: any strides and offset).
@@ -31,7 +39,11 @@ pub trait CustomOp1 {
         _s1: &crate::RocmStorage,
         _l1: &Layout,
     ) -> Result<(crate::RocmStorage, Shape)> {
-        Err(Error::NotImplementedForBackend { op: self.name(), backend: "rocm" }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "rocm",
+        }
+        .bt())
     }
 }
 
@@ -48,7 +60,11 @@ pub trait CustomOp2 {
         _s2: &crate::CpuStorage,
         _l2: &Layout,
     ) -> Result<(crate::CpuStorage, Shape)> {
-        Err(Error::NotImplementedForBackend { op: self.name(), backend: "cpu" }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "cpu",
+        }
+        .bt())
     }
 
     /// The forward pass on cuda storages (each with its layout: any strides and offset).
@@ -60,7 +76,11 @@ pub trait CustomOp2 {
         _s2: &crate::CudaStorage,
         _l2: &Layout,
     ) -> Result<(crate::CudaStorage, Shape)> {
-        Err(Error::NotImplementedForBackend { op: self.name(), backend: "cuda" }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "cuda",
+        }
+        .bt())
     }
 
     /// The forward pass on rocm storages (each with its layout: any strides and offset).
@@ -72,7 +92,11 @@ pub trait CustomOp2 {
         _s2: &crate::RocmStorage,
         _l2: &Layout,
     ) -> Result<(crate::RocmStorage, Shape)> {
-        Err(Error::NotImplementedForBackend { op: self.name(), backend: "rocm" }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "rocm",
+        }
+        .bt())
     }
 }
 
@@ -91,7 +115,11 @@ pub trait CustomOp3 {
         _s3: &crate::CpuStorage,
         _l3: &Layout,
     ) -> Result<(crate::CpuStorage, Shape)> {
-        Err(Error::NotImplementedForBackend { op: self.name(), backend: "cpu" }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "cpu",
+        }
+        .bt())
     }
 
     /// The forward pass on cuda storages (each with its layout: any strides and offset).
@@ -105,7 +133,11 @@ pub trait CustomOp3 {
         _s3: &crate::CudaStorage,
         _l3: &Layout,
     ) -> Result<(crate::CudaStorage, Shape)> {
-        Err(Error::NotImplementedForBackend { op: self.name(), backend: "cuda" }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "cuda",
+        }
+        .bt())
     }
 
     /// The forward pass on rocm storages (each with its layout: any strides and offset).
@@ -119,7 +151,11 @@ pub trait CustomOp3 {
         _s3: &crate::RocmStorage,
         _l3: &Layout,
     ) -> Result<(crate::RocmStorage, Shape)> {
-        Err(Error::NotImplementedForBackend { op: self.name(), backend: "rocm" }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "rocm",
+        }
+        .bt())
     }
 }
 
@@ -130,19 +166,31 @@ pub trait InplaceOp1 {
 
     /// The forward pass on cpu storages (each with its layout: any strides and offset).
     fn cpu_fwd(&self, _s1: &mut crate::CpuStorage, _l1: &Layout) -> Result<()> {
-        Err(Error::NotImplementedForBackend { op: self.name(), backend: "cpu" }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "cpu",
+        }
+        .bt())
     }
 
     /// The forward pass on cuda storages (each with its layout: any strides and offset).
     #[cfg(feature = "cuda")]
     fn cuda_fwd(&self, _s1: &mut crate::CudaStorage, _l1: &Layout) -> Result<()> {
-        Err(Error::NotImplementedForBackend { op: self.name(), backend: "cuda" }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "cuda",
+        }
+        .bt())
     }
 
     /// The forward pass on rocm storages (each with its layout: any strides and offset).
     #[cfg(feature = "rocm")]
     fn rocm_fwd(&self, _s1: &mut crate::RocmStorage, _l1: &Layout) -> Result<()> {
-        Err(Error::NotImplementedForBackend { op: self.name(), backend: "rocm" }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "rocm",
+        }
+        .bt())
     }
 }
 
@@ -159,7 +207,11 @@ pub trait InplaceOp2 {
         _s2: &crate::CpuStorage,
         _l2: &Layout,
     ) -> Result<()> {
-        Err(Error::NotImplementedForBackend { op: self.name(), backend: "cpu" }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "cpu",
+        }
+        .bt())
     }
 
     /// The forward pass on cuda storages (each with its layout: any strides and offset).
@@ -171,7 +223,11 @@ pub trait InplaceOp2 {
         _s2: &crate::CudaStorage,
         _l2: &Layout,
     ) -> Result<()> {
-        Err(Error::NotImplementedForBackend { op: self.name(), backend: "cuda" }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "cuda",
+        }
+        .bt())
     }
 
     /// The forward pass on rocm storages (each with its layout: any strides and offset).
@@ -183,7 +239,11 @@ pub trait InplaceOp2 {
         _s2: &crate::RocmStorage,
         _l2: &Layout,
     ) -> Result<()> {
-        Err(Error::NotImplementedForBackend { op: self.name(), backend: "rocm" }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "rocm",
+        }
+        .bt())
     }
 }
 
@@ -202,7 +262,11 @@ pub trait InplaceOp3 {
         _s3: &crate::CpuStorage,
         _l3: &Layout,
     ) -> Result<()> {
-        Err(Error::NotImplementedForBackend { op: self.name(), backend: "cpu" }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "cpu",
+        }
+        .bt())
     }
 
     /// The forward pass on cuda storages (each with its layout: any strides and offset).
@@ -216,7 +280,11 @@ pub trait InplaceOp3 {
         _s3: &crate::CudaStorage,
         _l3: &Layout,
     ) -> Result<()> {
-        Err(Error::NotImplementedForBackend { op: self.name(), backend: "cuda" }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "cuda",
+        }
+        .bt())
     }
 
     /// The forward pass on rocm storages (each with its layout: any strides and offset).
@@ -230,7 +298,11 @@ pub trait InplaceOp3 {
         _s3: &crate::RocmStorage,
         _l3: &Layout,
     ) -> Result<()> {
-        Err(Error::NotImplementedForBackend { op: self.name(), backend: "rocm" }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "rocm",
+        }
+        .bt())
     }
 }
 

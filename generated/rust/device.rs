@@ -3,17 +3,21 @@
 // the registry as a method whose match has one arm per backend, calling that backend
 // device's method of the same name (BackendDevice). location, same_device and
 // is_<backend> follow from the backends alone.
-use crate::{DType, Error, Result, Shape, Storage, WithDType};
 use crate::backend::BackendDevice;
+use crate::{DType, Error, Result, Shape, Storage, WithDType};
 
 /// Where a device's memory is: one physical device, which several Devices may share.
 #[derive(Debug, Copy, Clone, PartialEq, Eq, Hash)]
 pub enum DeviceLocation {
     Cpu,
     #[cfg(feature = "cuda")]
-    Cuda { gpu_id: usize },
+    Cuda {
+        gpu_id: usize,
+    },
     #[cfg(feature = "rocm")]
-    Rocm { gpu_id: usize },
+    Rocm {
+        gpu_id: usize,
+    },
 }
 
 /// A device of one of the backends: cpu, cuda, rocm.
@@ -65,8 +69,16 @@ impl Device {
     /// first device and the first that differs from it.
     pub fn mismatch(op: &'static str, devices: &[Device]) -> Error {
         let first = &devices[0];
-        let other = devices.iter().find(|d| !d.same_device(first)).unwrap_or(first);
-        Error::DeviceMismatchBinaryOp { lhs: first.location(), rhs: other.location(), op }.bt()
+        let other = devices
+            .iter()
+            .find(|d| !d.same_device(first))
+            .unwrap_or(first);
+        Error::DeviceMismatchBinaryOp {
+            lhs: first.location(),
+            rhs: other.location(),
+            op,
+        }
+        .bt()
     }
 
     pub fn is_cpu(&self) -> bool {

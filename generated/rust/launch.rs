@@ -65,7 +65,10 @@ impl<T> Copy for DevicePtrMut<T> {}
 
 impl<T> DevicePtr<T> {
     pub fn new(addr: u64) -> Self {
-        Self { addr, elem: PhantomData }
+        Self {
+            addr,
+            elem: PhantomData,
+        }
     }
 
     pub fn addr(self) -> u64 {
@@ -79,7 +82,10 @@ impl<T> DevicePtr<T> {
 
 impl<T> DevicePtrMut<T> {
     pub fn new(addr: u64) -> Self {
-        Self { addr, elem: PhantomData }
+        Self {
+            addr,
+            elem: PhantomData,
+        }
     }
 
     pub fn addr(self) -> u64 {
@@ -125,7 +131,20 @@ pub fn launch_affine_bf16<L: KernelLauncher + ?Sized>(
     mul: Bf16,
     add: Bf16,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "affine_bf16", source: "affine.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg(), KernelArg::Bf16(mul), KernelArg::Bf16(add)])
+    let kernel = Kernel {
+        name: "affine_bf16",
+        source: "affine.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Bf16(mul),
+        KernelArg::Bf16(add),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `affine_f16` of affine.hip.
@@ -141,7 +160,20 @@ pub fn launch_affine_f16<L: KernelLauncher + ?Sized>(
     mul: F16,
     add: F16,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "affine_f16", source: "affine.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg(), KernelArg::F16(mul), KernelArg::F16(add)])
+    let kernel = Kernel {
+        name: "affine_f16",
+        source: "affine.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::F16(mul),
+        KernelArg::F16(add),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `affine_f32` of affine.hip.
@@ -157,7 +189,20 @@ pub fn launch_affine_f32<L: KernelLauncher + ?Sized>(
     mul: f32,
     add: f32,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "affine_f32", source: "affine.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg(), KernelArg::F32(mul), KernelArg::F32(add)])
+    let kernel = Kernel {
+        name: "affine_f32",
+        source: "affine.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::F32(mul),
+        KernelArg::F32(add),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `affine_f64` of affine.hip.
@@ -173,7 +218,20 @@ pub fn launch_affine_f64<L: KernelLauncher + ?Sized>(
     mul: f64,
     add: f64,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "affine_f64", source: "affine.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg(), KernelArg::F64(mul), KernelArg::F64(add)])
+    let kernel = Kernel {
+        name: "affine_f64",
+        source: "affine.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::F64(mul),
+        KernelArg::F64(add),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `affine_i64` of affine.hip.
@@ -189,7 +247,20 @@ pub fn launch_affine_i64<L: KernelLauncher + ?Sized>(
     mul: i64,
     add: i64,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "affine_i64", source: "affine.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg(), KernelArg::I64(mul), KernelArg::I64(add)])
+    let kernel = Kernel {
+        name: "affine_i64",
+        source: "affine.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::I64(mul),
+        KernelArg::I64(add),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `affine_u32` of affine.hip.
@@ -205,7 +276,20 @@ pub fn launch_affine_u32<L: KernelLauncher + ?Sized>(
     mul: u32,
     add: u32,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "affine_u32", source: "affine.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg(), KernelArg::U32(mul), KernelArg::U32(add)])
+    let kernel = Kernel {
+        name: "affine_u32",
+        source: "affine.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::U32(mul),
+        KernelArg::U32(add),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `affine_u8` of affine.hip.
@@ -221,7 +305,20 @@ pub fn launch_affine_u8<L: KernelLauncher + ?Sized>(
     mul: u8,
     add: u8,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "affine_u8", source: "affine.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg(), KernelArg::U8(mul), KernelArg::U8(add)])
+    let kernel = Kernel {
+        name: "affine_u8",
+        source: "affine.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::U8(mul),
+        KernelArg::U8(add),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `arg_sort_local_bf16` of nn.hip.
@@ -240,7 +337,23 @@ pub fn launch_arg_sort_local_bf16<L: KernelLauncher + ?Sized>(
     idx: DevicePtrMut<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "arg_sort_local_bf16", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), KernelArg::Usize(pad), KernelArg::U32(ascending), KernelArg::Usize(k_first), KernelArg::Usize(k_last), x.arg(), keys.arg(), idx.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "arg_sort_local_bf16",
+        source: "nn.hip",
+    };
+    let args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(ncols),
+        KernelArg::Usize(pad),
+        KernelArg::U32(ascending),
+        KernelArg::Usize(k_first),
+        KernelArg::Usize(k_last),
+        x.arg(),
+        keys.arg(),
+        idx.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `arg_sort_local_f16` of nn.hip.
@@ -259,7 +372,23 @@ pub fn launch_arg_sort_local_f16<L: KernelLauncher + ?Sized>(
     idx: DevicePtrMut<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "arg_sort_local_f16", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), KernelArg::Usize(pad), KernelArg::U32(ascending), KernelArg::Usize(k_first), KernelArg::Usize(k_last), x.arg(), keys.arg(), idx.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "arg_sort_local_f16",
+        source: "nn.hip",
+    };
+    let args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(ncols),
+        KernelArg::Usize(pad),
+        KernelArg::U32(ascending),
+        KernelArg::Usize(k_first),
+        KernelArg::Usize(k_last),
+        x.arg(),
+        keys.arg(),
+        idx.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `arg_sort_local_f32` of nn.hip.
@@ -278,7 +407,23 @@ pub fn launch_arg_sort_local_f32<L: KernelLauncher + ?Sized>(
     idx: DevicePtrMut<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "arg_sort_local_f32", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), KernelArg::Usize(pad), KernelArg::U32(ascending), KernelArg::Usize(k_first), KernelArg::Usize(k_last), x.arg(), keys.arg(), idx.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "arg_sort_local_f32",
+        source: "nn.hip",
+    };
+    let args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(ncols),
+        KernelArg::Usize(pad),
+        KernelArg::U32(ascending),
+        KernelArg::Usize(k_first),
+        KernelArg::Usize(k_last),
+        x.arg(),
+        keys.arg(),
+        idx.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `arg_sort_local_f64` of nn.hip.
@@ -297,7 +442,23 @@ pub fn launch_arg_sort_local_f64<L: KernelLauncher + ?Sized>(
     idx: DevicePtrMut<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "arg_sort_local_f64", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), KernelArg::Usize(pad), KernelArg::U32(ascending), KernelArg::Usize(k_first), KernelArg::Usize(k_last), x.arg(), keys.arg(), idx.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "arg_sort_local_f64",
+        source: "nn.hip",
+    };
+    let args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(ncols),
+        KernelArg::Usize(pad),
+        KernelArg::U32(ascending),
+        KernelArg::Usize(k_first),
+        KernelArg::Usize(k_last),
+        x.arg(),
+        keys.arg(),
+        idx.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `arg_sort_local_i64` of nn.hip.
@@ -316,7 +477,23 @@ pub fn launch_arg_sort_local_i64<L: KernelLauncher + ?Sized>(
     idx: DevicePtrMut<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "arg_sort_local_i64", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), KernelArg::Usize(pad), KernelArg::U32(ascending), KernelArg::Usize(k_first), KernelArg::Usize(k_last), x.arg(), keys.arg(), idx.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "arg_sort_local_i64",
+        source: "nn.hip",
+    };
+    let args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(ncols),
+        KernelArg::Usize(pad),
+        KernelArg::U32(ascending),
+        KernelArg::Usize(k_first),
+        KernelArg::Usize(k_last),
+        x.arg(),
+        keys.arg(),
+        idx.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `arg_sort_local_u32` of nn.hip.
@@ -335,7 +512,23 @@ pub fn launch_arg_sort_local_u32<L: KernelLauncher + ?Sized>(
     idx: DevicePtrMut<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "arg_sort_local_u32", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), KernelArg::Usize(pad), KernelArg::U32(ascending), KernelArg::Usize(k_first), KernelArg::Usize(k_last), x.arg(), keys.arg(), idx.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "arg_sort_local_u32",
+        source: "nn.hip",
+    };
+    let args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(ncols),
+        KernelArg::Usize(pad),
+        KernelArg::U32(ascending),
+        KernelArg::Usize(k_first),
+        KernelArg::Usize(k_last),
+        x.arg(),
+        keys.arg(),
+        idx.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `arg_sort_local_u8` of nn.hip.
@@ -354,7 +547,23 @@ pub fn launch_arg_sort_local_u8<L: KernelLauncher + ?Sized>(
     idx: DevicePtrMut<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "arg_sort_local_u8", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), KernelArg::Usize(pad), KernelArg::U32(ascending), KernelArg::Usize(k_first), KernelArg::Usize(k_last), x.arg(), keys.arg(), idx.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "arg_sort_local_u8",
+        source: "nn.hip",
+    };
+    let args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(ncols),
+        KernelArg::Usize(pad),
+        KernelArg::U32(ascending),
+        KernelArg::Usize(k_first),
+        KernelArg::Usize(k_last),
+        x.arg(),
+        keys.arg(),
+        idx.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `arg_sort_merge_bf16` of nn.hip.
@@ -369,7 +578,19 @@ pub fn launch_arg_sort_merge_bf16<L: KernelLauncher + ?Sized>(
     keys: DevicePtrMut<u64>,
     idx: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "arg_sort_merge_bf16", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(pad), KernelArg::Usize(k), KernelArg::Usize(j), keys.arg(), idx.arg()])
+    let kernel = Kernel {
+        name: "arg_sort_merge_bf16",
+        source: "nn.hip",
+    };
+    let args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(pad),
+        KernelArg::Usize(k),
+        KernelArg::Usize(j),
+        keys.arg(),
+        idx.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `arg_sort_merge_f16` of nn.hip.
@@ -384,7 +605,19 @@ pub fn launch_arg_sort_merge_f16<L: KernelLauncher + ?Sized>(
     keys: DevicePtrMut<u64>,
     idx: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "arg_sort_merge_f16", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(pad), KernelArg::Usize(k), KernelArg::Usize(j), keys.arg(), idx.arg()])
+    let kernel = Kernel {
+        name: "arg_sort_merge_f16",
+        source: "nn.hip",
+    };
+    let args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(pad),
+        KernelArg::Usize(k),
+        KernelArg::Usize(j),
+        keys.arg(),
+        idx.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `arg_sort_merge_f32` of nn.hip.
@@ -399,7 +632,19 @@ pub fn launch_arg_sort_merge_f32<L: KernelLauncher + ?Sized>(
     keys: DevicePtrMut<u64>,
     idx: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "arg_sort_merge_f32", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(pad), KernelArg::Usize(k), KernelArg::Usize(j), keys.arg(), idx.arg()])
+    let kernel = Kernel {
+        name: "arg_sort_merge_f32",
+        source: "nn.hip",
+    };
+    let args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(pad),
+        KernelArg::Usize(k),
+        KernelArg::Usize(j),
+        keys.arg(),
+        idx.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `arg_sort_merge_f64` of nn.hip.
@@ -414,7 +659,19 @@ pub fn launch_arg_sort_merge_f64<L: KernelLauncher + ?Sized>(
     keys: DevicePtrMut<u64>,
     idx: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "arg_sort_merge_f64", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(pad), KernelArg::Usize(k), KernelArg::Usize(j), keys.arg(), idx.arg()])
+    let kernel = Kernel {
+        name: "arg_sort_merge_f64",
+        source: "nn.hip",
+    };
+    let args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(pad),
+        KernelArg::Usize(k),
+        KernelArg::Usize(j),
+        keys.arg(),
+        idx.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `arg_sort_merge_i64` of nn.hip.
@@ -429,7 +686,19 @@ pub fn launch_arg_sort_merge_i64<L: KernelLauncher + ?Sized>(
     keys: DevicePtrMut<u64>,
     idx: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "arg_sort_merge_i64", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(pad), KernelArg::Usize(k), KernelArg::Usize(j), keys.arg(), idx.arg()])
+    let kernel = Kernel {
+        name: "arg_sort_merge_i64",
+        source: "nn.hip",
+    };
+    let args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(pad),
+        KernelArg::Usize(k),
+        KernelArg::Usize(j),
+        keys.arg(),
+        idx.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `arg_sort_merge_u32` of nn.hip.
@@ -444,7 +713,19 @@ pub fn launch_arg_sort_merge_u32<L: KernelLauncher + ?Sized>(
     keys: DevicePtrMut<u64>,
     idx: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "arg_sort_merge_u32", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(pad), KernelArg::Usize(k), KernelArg::Usize(j), keys.arg(), idx.arg()])
+    let kernel = Kernel {
+        name: "arg_sort_merge_u32",
+        source: "nn.hip",
+    };
+    let args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(pad),
+        KernelArg::Usize(k),
+        KernelArg::Usize(j),
+        keys.arg(),
+        idx.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `arg_sort_merge_u8` of nn.hip.
@@ -459,7 +740,19 @@ pub fn launch_arg_sort_merge_u8<L: KernelLauncher + ?Sized>(
     keys: DevicePtrMut<u64>,
     idx: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "arg_sort_merge_u8", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(pad), KernelArg::Usize(k), KernelArg::Usize(j), keys.arg(), idx.arg()])
+    let kernel = Kernel {
+        name: "arg_sort_merge_u8",
+        source: "nn.hip",
+    };
+    let args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(pad),
+        KernelArg::Usize(k),
+        KernelArg::Usize(j),
+        keys.arg(),
+        idx.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `avg_pool2d_bf16` of pool.hip.
@@ -476,7 +769,21 @@ pub fn launch_avg_pool2d_bf16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<Bf16>,
     dst: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "avg_pool2d_bf16", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_k), KernelArg::Usize(h_k), KernelArg::Usize(w_stride), KernelArg::Usize(h_stride), info.arg(), src.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "avg_pool2d_bf16",
+        source: "pool.hip",
+    };
+    let args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_k),
+        KernelArg::Usize(h_k),
+        KernelArg::Usize(w_stride),
+        KernelArg::Usize(h_stride),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `avg_pool2d_f16` of pool.hip.
@@ -493,7 +800,21 @@ pub fn launch_avg_pool2d_f16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<F16>,
     dst: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "avg_pool2d_f16", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_k), KernelArg::Usize(h_k), KernelArg::Usize(w_stride), KernelArg::Usize(h_stride), info.arg(), src.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "avg_pool2d_f16",
+        source: "pool.hip",
+    };
+    let args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_k),
+        KernelArg::Usize(h_k),
+        KernelArg::Usize(w_stride),
+        KernelArg::Usize(h_stride),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `avg_pool2d_f32` of pool.hip.
@@ -510,7 +831,21 @@ pub fn launch_avg_pool2d_f32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f32>,
     dst: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "avg_pool2d_f32", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_k), KernelArg::Usize(h_k), KernelArg::Usize(w_stride), KernelArg::Usize(h_stride), info.arg(), src.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "avg_pool2d_f32",
+        source: "pool.hip",
+    };
+    let args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_k),
+        KernelArg::Usize(h_k),
+        KernelArg::Usize(w_stride),
+        KernelArg::Usize(h_stride),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `avg_pool2d_f64` of pool.hip.
@@ -527,7 +862,21 @@ pub fn launch_avg_pool2d_f64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f64>,
     dst: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "avg_pool2d_f64", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_k), KernelArg::Usize(h_k), KernelArg::Usize(w_stride), KernelArg::Usize(h_stride), info.arg(), src.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "avg_pool2d_f64",
+        source: "pool.hip",
+    };
+    let args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_k),
+        KernelArg::Usize(h_k),
+        KernelArg::Usize(w_stride),
+        KernelArg::Usize(h_stride),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `avg_pool2d_i64` of pool.hip.
@@ -544,7 +893,21 @@ pub fn launch_avg_pool2d_i64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<i64>,
     dst: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "avg_pool2d_i64", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_k), KernelArg::Usize(h_k), KernelArg::Usize(w_stride), KernelArg::Usize(h_stride), info.arg(), src.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "avg_pool2d_i64",
+        source: "pool.hip",
+    };
+    let args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_k),
+        KernelArg::Usize(h_k),
+        KernelArg::Usize(w_stride),
+        KernelArg::Usize(h_stride),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `avg_pool2d_u32` of pool.hip.
@@ -561,7 +924,21 @@ pub fn launch_avg_pool2d_u32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "avg_pool2d_u32", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_k), KernelArg::Usize(h_k), KernelArg::Usize(w_stride), KernelArg::Usize(h_stride), info.arg(), src.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "avg_pool2d_u32",
+        source: "pool.hip",
+    };
+    let args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_k),
+        KernelArg::Usize(h_k),
+        KernelArg::Usize(w_stride),
+        KernelArg::Usize(h_stride),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `avg_pool2d_u8` of pool.hip.
@@ -578,7 +955,21 @@ pub fn launch_avg_pool2d_u8<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u8>,
     dst: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "avg_pool2d_u8", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_k), KernelArg::Usize(h_k), KernelArg::Usize(w_stride), KernelArg::Usize(h_stride), info.arg(), src.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "avg_pool2d_u8",
+        source: "pool.hip",
+    };
+    let args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_k),
+        KernelArg::Usize(h_k),
+        KernelArg::Usize(w_stride),
+        KernelArg::Usize(h_stride),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `binary_add_bf16` of elementwise.hip.
@@ -593,7 +984,19 @@ pub fn launch_binary_add_bf16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_add_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "binary_add_bf16",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `binary_add_f16` of elementwise.hip.
@@ -608,7 +1011,19 @@ pub fn launch_binary_add_f16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_add_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "binary_add_f16",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `binary_add_f32` of elementwise.hip.
@@ -623,7 +1038,19 @@ pub fn launch_binary_add_f32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_add_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "binary_add_f32",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `binary_add_f64` of elementwise.hip.
@@ -638,7 +1065,19 @@ pub fn launch_binary_add_f64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_add_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "binary_add_f64",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `binary_add_i64` of elementwise.hip.
@@ -653,7 +1092,19 @@ pub fn launch_binary_add_i64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_add_i64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "binary_add_i64",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `binary_add_u32` of elementwise.hip.
@@ -668,7 +1119,19 @@ pub fn launch_binary_add_u32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_add_u32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "binary_add_u32",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `binary_add_u8` of elementwise.hip.
@@ -683,7 +1146,19 @@ pub fn launch_binary_add_u8<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_add_u8", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "binary_add_u8",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `binary_div_bf16` of elementwise.hip.
@@ -698,7 +1173,19 @@ pub fn launch_binary_div_bf16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_div_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "binary_div_bf16",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `binary_div_f16` of elementwise.hip.
@@ -713,7 +1200,19 @@ pub fn launch_binary_div_f16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_div_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "binary_div_f16",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `binary_div_f32` of elementwise.hip.
@@ -728,7 +1227,19 @@ pub fn launch_binary_div_f32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_div_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "binary_div_f32",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `binary_div_f64` of elementwise.hip.
@@ -743,7 +1254,19 @@ pub fn launch_binary_div_f64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_div_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "binary_div_f64",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `binary_div_i64` of elementwise.hip.
@@ -758,7 +1281,19 @@ pub fn launch_binary_div_i64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_div_i64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "binary_div_i64",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `binary_div_u32` of elementwise.hip.
@@ -773,7 +1308,19 @@ pub fn launch_binary_div_u32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_div_u32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "binary_div_u32",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `binary_div_u8` of elementwise.hip.
@@ -788,7 +1335,19 @@ pub fn launch_binary_div_u8<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_div_u8", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "binary_div_u8",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `binary_maximum_bf16` of elementwise.hip.
@@ -803,7 +1362,19 @@ pub fn launch_binary_maximum_bf16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_maximum_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "binary_maximum_bf16",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `binary_maximum_f16` of elementwise.hip.
@@ -818,7 +1389,19 @@ pub fn launch_binary_maximum_f16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_maximum_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "binary_maximum_f16",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `binary_maximum_f32` of elementwise.hip.
@@ -833,7 +1416,19 @@ pub fn launch_binary_maximum_f32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_maximum_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "binary_maximum_f32",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `binary_maximum_f64` of elementwise.hip.
@@ -848,7 +1443,19 @@ pub fn launch_binary_maximum_f64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_maximum_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "binary_maximum_f64",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `binary_maximum_i64` of elementwise.hip.
@@ -863,7 +1470,19 @@ pub fn launch_binary_maximum_i64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_maximum_i64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "binary_maximum_i64",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `binary_maximum_u32` of elementwise.hip.
@@ -878,7 +1497,19 @@ pub fn launch_binary_maximum_u32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_maximum_u32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "binary_maximum_u32",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `binary_maximum_u8` of elementwise.hip.
@@ -893,7 +1524,19 @@ pub fn launch_binary_maximum_u8<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_maximum_u8", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "binary_maximum_u8",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `binary_minimum_bf16` of elementwise.hip.
@@ -908,7 +1551,19 @@ pub fn launch_binary_minimum_bf16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_minimum_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "binary_minimum_bf16",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `binary_minimum_f16` of elementwise.hip.
@@ -923,7 +1578,19 @@ pub fn launch_binary_minimum_f16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_minimum_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "binary_minimum_f16",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `binary_minimum_f32` of elementwise.hip.
@@ -938,7 +1605,19 @@ pub fn launch_binary_minimum_f32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_minimum_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "binary_minimum_f32",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `binary_minimum_f64` of elementwise.hip.
@@ -953,7 +1632,19 @@ pub fn launch_binary_minimum_f64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_minimum_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "binary_minimum_f64",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `binary_minimum_i64` of elementwise.hip.
@@ -968,7 +1659,19 @@ pub fn launch_binary_minimum_i64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_minimum_i64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "binary_minimum_i64",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `binary_minimum_u32` of elementwise.hip.
@@ -983,7 +1686,19 @@ pub fn launch_binary_minimum_u32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_minimum_u32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "binary_minimum_u32",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `binary_minimum_u8` of elementwise.hip.
@@ -998,7 +1713,19 @@ pub fn launch_binary_minimum_u8<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_minimum_u8", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "binary_minimum_u8",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `binary_mul_bf16` of elementwise.hip.
@@ -1013,7 +1740,19 @@ pub fn launch_binary_mul_bf16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_mul_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "binary_mul_bf16",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `binary_mul_f16` of elementwise.hip.
@@ -1028,7 +1767,19 @@ pub fn launch_binary_mul_f16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_mul_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "binary_mul_f16",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `binary_mul_f32` of elementwise.hip.
@@ -1043,7 +1794,19 @@ pub fn launch_binary_mul_f32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_mul_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "binary_mul_f32",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `binary_mul_f64` of elementwise.hip.
@@ -1058,7 +1821,19 @@ pub fn launch_binary_mul_f64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_mul_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "binary_mul_f64",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `binary_mul_i64` of elementwise.hip.
@@ -1073,7 +1848,19 @@ pub fn launch_binary_mul_i64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_mul_i64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "binary_mul_i64",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `binary_mul_u32` of elementwise.hip.
@@ -1088,7 +1875,19 @@ pub fn launch_binary_mul_u32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_mul_u32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "binary_mul_u32",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `binary_mul_u8` of elementwise.hip.
@@ -1103,7 +1902,19 @@ pub fn launch_binary_mul_u8<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_mul_u8", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "binary_mul_u8",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `binary_sub_bf16` of elementwise.hip.
@@ -1118,7 +1929,19 @@ pub fn launch_binary_sub_bf16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_sub_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "binary_sub_bf16",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `binary_sub_f16` of elementwise.hip.
@@ -1133,7 +1956,19 @@ pub fn launch_binary_sub_f16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_sub_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "binary_sub_f16",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `binary_sub_f32` of elementwise.hip.
@@ -1148,7 +1983,19 @@ pub fn launch_binary_sub_f32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_sub_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "binary_sub_f32",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `binary_sub_f64` of elementwise.hip.
@@ -1163,7 +2010,19 @@ pub fn launch_binary_sub_f64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_sub_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "binary_sub_f64",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `binary_sub_i64` of elementwise.hip.
@@ -1178,7 +2037,19 @@ pub fn launch_binary_sub_i64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_sub_i64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "binary_sub_i64",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `binary_sub_u32` of elementwise.hip.
@@ -1193,7 +2064,19 @@ pub fn launch_binary_sub_u32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_sub_u32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "binary_sub_u32",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `binary_sub_u8` of elementwise.hip.
@@ -1208,7 +2091,19 @@ pub fn launch_binary_sub_u8<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_sub_u8", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "binary_sub_u8",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cast_bf16_bf16` of cast.hip.
@@ -1221,7 +2116,18 @@ pub fn launch_cast_bf16_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_bf16_bf16", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cast_bf16_bf16",
+        source: "cast.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cast_bf16_f16` of cast.hip.
@@ -1234,7 +2140,18 @@ pub fn launch_cast_bf16_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_bf16_f16", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cast_bf16_f16",
+        source: "cast.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cast_bf16_f32` of cast.hip.
@@ -1247,7 +2164,18 @@ pub fn launch_cast_bf16_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_bf16_f32", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cast_bf16_f32",
+        source: "cast.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cast_bf16_f64` of cast.hip.
@@ -1260,7 +2188,18 @@ pub fn launch_cast_bf16_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_bf16_f64", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cast_bf16_f64",
+        source: "cast.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cast_bf16_i64` of cast.hip.
@@ -1273,7 +2212,18 @@ pub fn launch_cast_bf16_i64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_bf16_i64", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cast_bf16_i64",
+        source: "cast.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cast_bf16_u32` of cast.hip.
@@ -1286,7 +2236,18 @@ pub fn launch_cast_bf16_u32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_bf16_u32", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cast_bf16_u32",
+        source: "cast.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cast_bf16_u8` of cast.hip.
@@ -1299,7 +2260,18 @@ pub fn launch_cast_bf16_u8<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_bf16_u8", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cast_bf16_u8",
+        source: "cast.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cast_f16_bf16` of cast.hip.
@@ -1312,7 +2284,18 @@ pub fn launch_cast_f16_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_f16_bf16", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cast_f16_bf16",
+        source: "cast.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cast_f16_f16` of cast.hip.
@@ -1325,7 +2308,18 @@ pub fn launch_cast_f16_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_f16_f16", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cast_f16_f16",
+        source: "cast.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cast_f16_f32` of cast.hip.
@@ -1338,7 +2332,18 @@ pub fn launch_cast_f16_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_f16_f32", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cast_f16_f32",
+        source: "cast.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cast_f16_f64` of cast.hip.
@@ -1351,7 +2356,18 @@ pub fn launch_cast_f16_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_f16_f64", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cast_f16_f64",
+        source: "cast.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cast_f16_i64` of cast.hip.
@@ -1364,7 +2380,18 @@ pub fn launch_cast_f16_i64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_f16_i64", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cast_f16_i64",
+        source: "cast.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cast_f16_u32` of cast.hip.
@@ -1377,7 +2404,18 @@ pub fn launch_cast_f16_u32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_f16_u32", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cast_f16_u32",
+        source: "cast.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cast_f16_u8` of cast.hip.
@@ -1390,7 +2428,18 @@ pub fn launch_cast_f16_u8<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_f16_u8", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cast_f16_u8",
+        source: "cast.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cast_f32_bf16` of cast.hip.
@@ -1403,7 +2452,18 @@ pub fn launch_cast_f32_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_f32_bf16", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cast_f32_bf16",
+        source: "cast.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cast_f32_f16` of cast.hip.
@@ -1416,7 +2476,18 @@ pub fn launch_cast_f32_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_f32_f16", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cast_f32_f16",
+        source: "cast.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cast_f32_f32` of cast.hip.
@@ -1429,7 +2500,18 @@ pub fn launch_cast_f32_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_f32_f32", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cast_f32_f32",
+        source: "cast.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cast_f32_f64` of cast.hip.
@@ -1442,7 +2524,18 @@ pub fn launch_cast_f32_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_f32_f64", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cast_f32_f64",
+        source: "cast.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cast_f32_i64` of cast.hip.
@@ -1455,7 +2548,18 @@ pub fn launch_cast_f32_i64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_f32_i64", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cast_f32_i64",
+        source: "cast.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cast_f32_u32` of cast.hip.
@@ -1468,7 +2572,18 @@ pub fn launch_cast_f32_u32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_f32_u32", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cast_f32_u32",
+        source: "cast.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cast_f32_u8` of cast.hip.
@@ -1481,7 +2596,18 @@ pub fn launch_cast_f32_u8<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_f32_u8", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cast_f32_u8",
+        source: "cast.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cast_f64_bf16` of cast.hip.
@@ -1494,7 +2620,18 @@ pub fn launch_cast_f64_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_f64_bf16", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cast_f64_bf16",
+        source: "cast.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cast_f64_f16` of cast.hip.
@@ -1507,7 +2644,18 @@ pub fn launch_cast_f64_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_f64_f16", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cast_f64_f16",
+        source: "cast.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cast_f64_f32` of cast.hip.
@@ -1520,7 +2668,18 @@ pub fn launch_cast_f64_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_f64_f32", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cast_f64_f32",
+        source: "cast.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cast_f64_f64` of cast.hip.
@@ -1533,7 +2692,18 @@ pub fn launch_cast_f64_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_f64_f64", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cast_f64_f64",
+        source: "cast.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cast_f64_i64` of cast.hip.
@@ -1546,7 +2716,18 @@ pub fn launch_cast_f64_i64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_f64_i64", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cast_f64_i64",
+        source: "cast.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cast_f64_u32` of cast.hip.
@@ -1559,7 +2740,18 @@ pub fn launch_cast_f64_u32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_f64_u32", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cast_f64_u32",
+        source: "cast.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cast_f64_u8` of cast.hip.
@@ -1572,7 +2764,18 @@ pub fn launch_cast_f64_u8<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_f64_u8", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cast_f64_u8",
+        source: "cast.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cast_i64_bf16` of cast.hip.
@@ -1585,7 +2788,18 @@ pub fn launch_cast_i64_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<i64>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_i64_bf16", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cast_i64_bf16",
+        source: "cast.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cast_i64_f16` of cast.hip.
@@ -1598,7 +2812,18 @@ pub fn launch_cast_i64_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<i64>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_i64_f16", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cast_i64_f16",
+        source: "cast.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cast_i64_f32` of cast.hip.
@@ -1611,7 +2836,18 @@ pub fn launch_cast_i64_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<i64>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_i64_f32", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cast_i64_f32",
+        source: "cast.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cast_i64_f64` of cast.hip.
@@ -1624,7 +2860,18 @@ pub fn launch_cast_i64_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<i64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_i64_f64", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cast_i64_f64",
+        source: "cast.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cast_i64_i64` of cast.hip.
@@ -1637,7 +2884,18 @@ pub fn launch_cast_i64_i64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_i64_i64", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cast_i64_i64",
+        source: "cast.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cast_i64_u32` of cast.hip.
@@ -1650,7 +2908,18 @@ pub fn launch_cast_i64_u32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<i64>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_i64_u32", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cast_i64_u32",
+        source: "cast.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cast_i64_u8` of cast.hip.
@@ -1663,7 +2932,18 @@ pub fn launch_cast_i64_u8<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<i64>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_i64_u8", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cast_i64_u8",
+        source: "cast.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cast_u32_bf16` of cast.hip.
@@ -1676,7 +2956,18 @@ pub fn launch_cast_u32_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u32>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_u32_bf16", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cast_u32_bf16",
+        source: "cast.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cast_u32_f16` of cast.hip.
@@ -1689,7 +2980,18 @@ pub fn launch_cast_u32_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u32>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_u32_f16", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cast_u32_f16",
+        source: "cast.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cast_u32_f32` of cast.hip.
@@ -1702,7 +3004,18 @@ pub fn launch_cast_u32_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_u32_f32", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cast_u32_f32",
+        source: "cast.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cast_u32_f64` of cast.hip.
@@ -1715,7 +3028,18 @@ pub fn launch_cast_u32_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u32>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_u32_f64", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cast_u32_f64",
+        source: "cast.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cast_u32_i64` of cast.hip.
@@ -1728,7 +3052,18 @@ pub fn launch_cast_u32_i64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u32>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_u32_i64", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cast_u32_i64",
+        source: "cast.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cast_u32_u32` of cast.hip.
@@ -1741,7 +3076,18 @@ pub fn launch_cast_u32_u32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_u32_u32", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cast_u32_u32",
+        source: "cast.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cast_u32_u8` of cast.hip.
@@ -1754,7 +3100,18 @@ pub fn launch_cast_u32_u8<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u32>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_u32_u8", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cast_u32_u8",
+        source: "cast.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cast_u8_bf16` of cast.hip.
@@ -1767,7 +3124,18 @@ pub fn launch_cast_u8_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u8>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_u8_bf16", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cast_u8_bf16",
+        source: "cast.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cast_u8_f16` of cast.hip.
@@ -1780,7 +3148,18 @@ pub fn launch_cast_u8_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u8>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_u8_f16", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cast_u8_f16",
+        source: "cast.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cast_u8_f32` of cast.hip.
@@ -1793,7 +3172,18 @@ pub fn launch_cast_u8_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u8>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_u8_f32", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cast_u8_f32",
+        source: "cast.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cast_u8_f64` of cast.hip.
@@ -1806,7 +3196,18 @@ pub fn launch_cast_u8_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u8>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_u8_f64", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cast_u8_f64",
+        source: "cast.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cast_u8_i64` of cast.hip.
@@ -1819,7 +3220,18 @@ pub fn launch_cast_u8_i64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u8>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_u8_i64", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cast_u8_i64",
+        source: "cast.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cast_u8_u32` of cast.hip.
@@ -1832,7 +3244,18 @@ pub fn launch_cast_u8_u32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u8>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_u8_u32", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cast_u8_u32",
+        source: "cast.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cast_u8_u8` of cast.hip.
@@ -1845,7 +3268,18 @@ pub fn launch_cast_u8_u8<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_u8_u8", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cast_u8_u8",
+        source: "cast.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cmp_eq_bf16` of elementwise.hip.
@@ -1860,7 +3294,19 @@ pub fn launch_cmp_eq_bf16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<Bf16>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_eq_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cmp_eq_bf16",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cmp_eq_f16` of elementwise.hip.
@@ -1875,7 +3321,19 @@ pub fn launch_cmp_eq_f16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<F16>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_eq_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cmp_eq_f16",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cmp_eq_f32` of elementwise.hip.
@@ -1890,7 +3348,19 @@ pub fn launch_cmp_eq_f32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f32>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_eq_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cmp_eq_f32",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cmp_eq_f64` of elementwise.hip.
@@ -1905,7 +3375,19 @@ pub fn launch_cmp_eq_f64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f64>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_eq_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cmp_eq_f64",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cmp_eq_i64` of elementwise.hip.
@@ -1920,7 +3402,19 @@ pub fn launch_cmp_eq_i64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<i64>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_eq_i64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cmp_eq_i64",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cmp_eq_u32` of elementwise.hip.
@@ -1935,7 +3429,19 @@ pub fn launch_cmp_eq_u32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u32>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_eq_u32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cmp_eq_u32",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cmp_eq_u8` of elementwise.hip.
@@ -1950,7 +3456,19 @@ pub fn launch_cmp_eq_u8<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_eq_u8", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cmp_eq_u8",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cmp_ge_bf16` of elementwise.hip.
@@ -1965,7 +3483,19 @@ pub fn launch_cmp_ge_bf16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<Bf16>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_ge_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cmp_ge_bf16",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cmp_ge_f16` of elementwise.hip.
@@ -1980,7 +3510,19 @@ pub fn launch_cmp_ge_f16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<F16>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_ge_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cmp_ge_f16",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cmp_ge_f32` of elementwise.hip.
@@ -1995,7 +3537,19 @@ pub fn launch_cmp_ge_f32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f32>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_ge_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cmp_ge_f32",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cmp_ge_f64` of elementwise.hip.
@@ -2010,7 +3564,19 @@ pub fn launch_cmp_ge_f64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f64>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_ge_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cmp_ge_f64",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cmp_ge_i64` of elementwise.hip.
@@ -2025,7 +3591,19 @@ pub fn launch_cmp_ge_i64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<i64>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_ge_i64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cmp_ge_i64",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cmp_ge_u32` of elementwise.hip.
@@ -2040,7 +3618,19 @@ pub fn launch_cmp_ge_u32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u32>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_ge_u32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cmp_ge_u32",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cmp_ge_u8` of elementwise.hip.
@@ -2055,7 +3645,19 @@ pub fn launch_cmp_ge_u8<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_ge_u8", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cmp_ge_u8",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cmp_gt_bf16` of elementwise.hip.
@@ -2070,7 +3672,19 @@ pub fn launch_cmp_gt_bf16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<Bf16>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_gt_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cmp_gt_bf16",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cmp_gt_f16` of elementwise.hip.
@@ -2085,7 +3699,19 @@ pub fn launch_cmp_gt_f16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<F16>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_gt_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cmp_gt_f16",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cmp_gt_f32` of elementwise.hip.
@@ -2100,7 +3726,19 @@ pub fn launch_cmp_gt_f32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f32>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_gt_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cmp_gt_f32",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cmp_gt_f64` of elementwise.hip.
@@ -2115,7 +3753,19 @@ pub fn launch_cmp_gt_f64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f64>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_gt_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cmp_gt_f64",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cmp_gt_i64` of elementwise.hip.
@@ -2130,7 +3780,19 @@ pub fn launch_cmp_gt_i64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<i64>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_gt_i64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cmp_gt_i64",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cmp_gt_u32` of elementwise.hip.
@@ -2145,7 +3807,19 @@ pub fn launch_cmp_gt_u32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u32>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_gt_u32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cmp_gt_u32",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cmp_gt_u8` of elementwise.hip.
@@ -2160,7 +3834,19 @@ pub fn launch_cmp_gt_u8<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_gt_u8", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cmp_gt_u8",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cmp_le_bf16` of elementwise.hip.
@@ -2175,7 +3861,19 @@ pub fn launch_cmp_le_bf16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<Bf16>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_le_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cmp_le_bf16",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cmp_le_f16` of elementwise.hip.
@@ -2190,7 +3888,19 @@ pub fn launch_cmp_le_f16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<F16>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_le_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cmp_le_f16",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cmp_le_f32` of elementwise.hip.
@@ -2205,7 +3915,19 @@ pub fn launch_cmp_le_f32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f32>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_le_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cmp_le_f32",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cmp_le_f64` of elementwise.hip.
@@ -2220,7 +3942,19 @@ pub fn launch_cmp_le_f64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f64>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_le_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cmp_le_f64",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cmp_le_i64` of elementwise.hip.
@@ -2235,7 +3969,19 @@ pub fn launch_cmp_le_i64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<i64>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_le_i64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cmp_le_i64",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cmp_le_u32` of elementwise.hip.
@@ -2250,7 +3996,19 @@ pub fn launch_cmp_le_u32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u32>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_le_u32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cmp_le_u32",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cmp_le_u8` of elementwise.hip.
@@ -2265,7 +4023,19 @@ pub fn launch_cmp_le_u8<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_le_u8", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cmp_le_u8",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cmp_lt_bf16` of elementwise.hip.
@@ -2280,7 +4050,19 @@ pub fn launch_cmp_lt_bf16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<Bf16>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_lt_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cmp_lt_bf16",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cmp_lt_f16` of elementwise.hip.
@@ -2295,7 +4077,19 @@ pub fn launch_cmp_lt_f16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<F16>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_lt_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cmp_lt_f16",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cmp_lt_f32` of elementwise.hip.
@@ -2310,7 +4104,19 @@ pub fn launch_cmp_lt_f32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f32>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_lt_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cmp_lt_f32",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cmp_lt_f64` of elementwise.hip.
@@ -2325,7 +4131,19 @@ pub fn launch_cmp_lt_f64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f64>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_lt_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cmp_lt_f64",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cmp_lt_i64` of elementwise.hip.
@@ -2340,7 +4158,19 @@ pub fn launch_cmp_lt_i64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<i64>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_lt_i64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cmp_lt_i64",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cmp_lt_u32` of elementwise.hip.
@@ -2355,7 +4185,19 @@ pub fn launch_cmp_lt_u32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u32>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_lt_u32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cmp_lt_u32",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cmp_lt_u8` of elementwise.hip.
@@ -2370,7 +4212,19 @@ pub fn launch_cmp_lt_u8<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_lt_u8", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cmp_lt_u8",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cmp_ne_bf16` of elementwise.hip.
@@ -2385,7 +4239,19 @@ pub fn launch_cmp_ne_bf16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<Bf16>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_ne_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cmp_ne_bf16",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cmp_ne_f16` of elementwise.hip.
@@ -2400,7 +4266,19 @@ pub fn launch_cmp_ne_f16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<F16>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_ne_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cmp_ne_f16",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cmp_ne_f32` of elementwise.hip.
@@ -2415,7 +4293,19 @@ pub fn launch_cmp_ne_f32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f32>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_ne_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cmp_ne_f32",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cmp_ne_f64` of elementwise.hip.
@@ -2430,7 +4320,19 @@ pub fn launch_cmp_ne_f64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f64>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_ne_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cmp_ne_f64",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cmp_ne_i64` of elementwise.hip.
@@ -2445,7 +4347,19 @@ pub fn launch_cmp_ne_i64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<i64>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_ne_i64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cmp_ne_i64",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cmp_ne_u32` of elementwise.hip.
@@ -2460,7 +4374,19 @@ pub fn launch_cmp_ne_u32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u32>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_ne_u32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cmp_ne_u32",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `cmp_ne_u8` of elementwise.hip.
@@ -2475,7 +4401,19 @@ pub fn launch_cmp_ne_u8<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_ne_u8", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "cmp_ne_u8",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `col2im_bf16` of conv.hip.
@@ -2497,7 +4435,26 @@ pub fn launch_col2im_bf16<L: KernelLauncher + ?Sized>(
     col: DevicePtr<Bf16>,
     dst: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "col2im_bf16", source: "conv.hip" }, cfg, &[KernelArg::Usize(rows), KernelArg::Usize(k_h), KernelArg::Usize(k_w), KernelArg::Usize(h_in), KernelArg::Usize(w_in), KernelArg::Usize(h_out), KernelArg::Usize(w_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(pad_h), KernelArg::Usize(dilation), col.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "col2im_bf16",
+        source: "conv.hip",
+    };
+    let args = [
+        KernelArg::Usize(rows),
+        KernelArg::Usize(k_h),
+        KernelArg::Usize(k_w),
+        KernelArg::Usize(h_in),
+        KernelArg::Usize(w_in),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(pad_h),
+        KernelArg::Usize(dilation),
+        col.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `col2im_f16` of conv.hip.
@@ -2519,7 +4476,26 @@ pub fn launch_col2im_f16<L: KernelLauncher + ?Sized>(
     col: DevicePtr<F16>,
     dst: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "col2im_f16", source: "conv.hip" }, cfg, &[KernelArg::Usize(rows), KernelArg::Usize(k_h), KernelArg::Usize(k_w), KernelArg::Usize(h_in), KernelArg::Usize(w_in), KernelArg::Usize(h_out), KernelArg::Usize(w_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(pad_h), KernelArg::Usize(dilation), col.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "col2im_f16",
+        source: "conv.hip",
+    };
+    let args = [
+        KernelArg::Usize(rows),
+        KernelArg::Usize(k_h),
+        KernelArg::Usize(k_w),
+        KernelArg::Usize(h_in),
+        KernelArg::Usize(w_in),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(pad_h),
+        KernelArg::Usize(dilation),
+        col.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `col2im_f32` of conv.hip.
@@ -2541,7 +4517,26 @@ pub fn launch_col2im_f32<L: KernelLauncher + ?Sized>(
     col: DevicePtr<f32>,
     dst: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "col2im_f32", source: "conv.hip" }, cfg, &[KernelArg::Usize(rows), KernelArg::Usize(k_h), KernelArg::Usize(k_w), KernelArg::Usize(h_in), KernelArg::Usize(w_in), KernelArg::Usize(h_out), KernelArg::Usize(w_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(pad_h), KernelArg::Usize(dilation), col.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "col2im_f32",
+        source: "conv.hip",
+    };
+    let args = [
+        KernelArg::Usize(rows),
+        KernelArg::Usize(k_h),
+        KernelArg::Usize(k_w),
+        KernelArg::Usize(h_in),
+        KernelArg::Usize(w_in),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(pad_h),
+        KernelArg::Usize(dilation),
+        col.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `col2im_f64` of conv.hip.
@@ -2563,7 +4558,26 @@ pub fn launch_col2im_f64<L: KernelLauncher + ?Sized>(
     col: DevicePtr<f64>,
     dst: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "col2im_f64", source: "conv.hip" }, cfg, &[KernelArg::Usize(rows), KernelArg::Usize(k_h), KernelArg::Usize(k_w), KernelArg::Usize(h_in), KernelArg::Usize(w_in), KernelArg::Usize(h_out), KernelArg::Usize(w_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(pad_h), KernelArg::Usize(dilation), col.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "col2im_f64",
+        source: "conv.hip",
+    };
+    let args = [
+        KernelArg::Usize(rows),
+        KernelArg::Usize(k_h),
+        KernelArg::Usize(k_w),
+        KernelArg::Usize(h_in),
+        KernelArg::Usize(w_in),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(pad_h),
+        KernelArg::Usize(dilation),
+        col.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `col2im_i64` of conv.hip.
@@ -2585,7 +4599,26 @@ pub fn launch_col2im_i64<L: KernelLauncher + ?Sized>(
     col: DevicePtr<i64>,
     dst: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "col2im_i64", source: "conv.hip" }, cfg, &[KernelArg::Usize(rows), KernelArg::Usize(k_h), KernelArg::Usize(k_w), KernelArg::Usize(h_in), KernelArg::Usize(w_in), KernelArg::Usize(h_out), KernelArg::Usize(w_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(pad_h), KernelArg::Usize(dilation), col.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "col2im_i64",
+        source: "conv.hip",
+    };
+    let args = [
+        KernelArg::Usize(rows),
+        KernelArg::Usize(k_h),
+        KernelArg::Usize(k_w),
+        KernelArg::Usize(h_in),
+        KernelArg::Usize(w_in),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(pad_h),
+        KernelArg::Usize(dilation),
+        col.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `col2im_u32` of conv.hip.
@@ -2607,7 +4640,26 @@ pub fn launch_col2im_u32<L: KernelLauncher + ?Sized>(
     col: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "col2im_u32", source: "conv.hip" }, cfg, &[KernelArg::Usize(rows), KernelArg::Usize(k_h), KernelArg::Usize(k_w), KernelArg::Usize(h_in), KernelArg::Usize(w_in), KernelArg::Usize(h_out), KernelArg::Usize(w_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(pad_h), KernelArg::Usize(dilation), col.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "col2im_u32",
+        source: "conv.hip",
+    };
+    let args = [
+        KernelArg::Usize(rows),
+        KernelArg::Usize(k_h),
+        KernelArg::Usize(k_w),
+        KernelArg::Usize(h_in),
+        KernelArg::Usize(w_in),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(pad_h),
+        KernelArg::Usize(dilation),
+        col.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `col2im_u8` of conv.hip.
@@ -2629,7 +4681,26 @@ pub fn launch_col2im_u8<L: KernelLauncher + ?Sized>(
     col: DevicePtr<u8>,
     dst: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "col2im_u8", source: "conv.hip" }, cfg, &[KernelArg::Usize(rows), KernelArg::Usize(k_h), KernelArg::Usize(k_w), KernelArg::Usize(h_in), KernelArg::Usize(w_in), KernelArg::Usize(h_out), KernelArg::Usize(w_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(pad_h), KernelArg::Usize(dilation), col.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "col2im_u8",
+        source: "conv.hip",
+    };
+    let args = [
+        KernelArg::Usize(rows),
+        KernelArg::Usize(k_h),
+        KernelArg::Usize(k_w),
+        KernelArg::Usize(h_in),
+        KernelArg::Usize(w_in),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(pad_h),
+        KernelArg::Usize(dilation),
+        col.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `const_set_bf16` of fill_copy.hip.
@@ -2642,7 +4713,18 @@ pub fn launch_const_set_bf16<L: KernelLauncher + ?Sized>(
     v: Bf16,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "const_set_bf16", source: "fill_copy.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Bf16(v), out.arg()])
+    let kernel = Kernel {
+        name: "const_set_bf16",
+        source: "fill_copy.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Bf16(v),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `const_set_f16` of fill_copy.hip.
@@ -2655,7 +4737,18 @@ pub fn launch_const_set_f16<L: KernelLauncher + ?Sized>(
     v: F16,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "const_set_f16", source: "fill_copy.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::F16(v), out.arg()])
+    let kernel = Kernel {
+        name: "const_set_f16",
+        source: "fill_copy.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::F16(v),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `const_set_f32` of fill_copy.hip.
@@ -2668,7 +4761,18 @@ pub fn launch_const_set_f32<L: KernelLauncher + ?Sized>(
     v: f32,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "const_set_f32", source: "fill_copy.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::F32(v), out.arg()])
+    let kernel = Kernel {
+        name: "const_set_f32",
+        source: "fill_copy.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::F32(v),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `const_set_f64` of fill_copy.hip.
@@ -2681,7 +4785,18 @@ pub fn launch_const_set_f64<L: KernelLauncher + ?Sized>(
     v: f64,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "const_set_f64", source: "fill_copy.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::F64(v), out.arg()])
+    let kernel = Kernel {
+        name: "const_set_f64",
+        source: "fill_copy.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::F64(v),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `const_set_i64` of fill_copy.hip.
@@ -2694,7 +4809,18 @@ pub fn launch_const_set_i64<L: KernelLauncher + ?Sized>(
     v: i64,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "const_set_i64", source: "fill_copy.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::I64(v), out.arg()])
+    let kernel = Kernel {
+        name: "const_set_i64",
+        source: "fill_copy.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::I64(v),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `const_set_u32` of fill_copy.hip.
@@ -2707,7 +4833,18 @@ pub fn launch_const_set_u32<L: KernelLauncher + ?Sized>(
     v: u32,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "const_set_u32", source: "fill_copy.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::U32(v), out.arg()])
+    let kernel = Kernel {
+        name: "const_set_u32",
+        source: "fill_copy.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::U32(v),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `const_set_u8` of fill_copy.hip.
@@ -2720,7 +4857,18 @@ pub fn launch_const_set_u8<L: KernelLauncher + ?Sized>(
     v: u8,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "const_set_u8", source: "fill_copy.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::U8(v), out.arg()])
+    let kernel = Kernel {
+        name: "const_set_u8",
+        source: "fill_copy.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::U8(v),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `conv1d_bf16` of conv.hip.
@@ -2738,7 +4886,22 @@ pub fn launch_conv1d_bf16<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<Bf16>,
     dst: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv1d_bf16", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(l_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "conv1d_bf16",
+        source: "conv.hip",
+    };
+    let args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(l_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `conv1d_f16` of conv.hip.
@@ -2756,7 +4919,22 @@ pub fn launch_conv1d_f16<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<F16>,
     dst: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv1d_f16", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(l_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "conv1d_f16",
+        source: "conv.hip",
+    };
+    let args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(l_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `conv1d_f32` of conv.hip.
@@ -2774,7 +4952,22 @@ pub fn launch_conv1d_f32<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<f32>,
     dst: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv1d_f32", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(l_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "conv1d_f32",
+        source: "conv.hip",
+    };
+    let args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(l_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `conv1d_f64` of conv.hip.
@@ -2792,7 +4985,22 @@ pub fn launch_conv1d_f64<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<f64>,
     dst: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv1d_f64", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(l_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "conv1d_f64",
+        source: "conv.hip",
+    };
+    let args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(l_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `conv1d_i64` of conv.hip.
@@ -2810,7 +5018,22 @@ pub fn launch_conv1d_i64<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<i64>,
     dst: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv1d_i64", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(l_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "conv1d_i64",
+        source: "conv.hip",
+    };
+    let args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(l_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `conv1d_u32` of conv.hip.
@@ -2828,7 +5051,22 @@ pub fn launch_conv1d_u32<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv1d_u32", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(l_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "conv1d_u32",
+        source: "conv.hip",
+    };
+    let args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(l_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `conv1d_u8` of conv.hip.
@@ -2846,7 +5084,22 @@ pub fn launch_conv1d_u8<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<u8>,
     dst: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv1d_u8", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(l_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "conv1d_u8",
+        source: "conv.hip",
+    };
+    let args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(l_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `conv2d_bf16` of conv.hip.
@@ -2865,7 +5118,23 @@ pub fn launch_conv2d_bf16<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<Bf16>,
     dst: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv2d_bf16", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_out), KernelArg::Usize(h_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "conv2d_bf16",
+        source: "conv.hip",
+    };
+    let args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `conv2d_f16` of conv.hip.
@@ -2884,7 +5153,23 @@ pub fn launch_conv2d_f16<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<F16>,
     dst: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv2d_f16", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_out), KernelArg::Usize(h_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "conv2d_f16",
+        source: "conv.hip",
+    };
+    let args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `conv2d_f32` of conv.hip.
@@ -2903,7 +5188,23 @@ pub fn launch_conv2d_f32<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<f32>,
     dst: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv2d_f32", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_out), KernelArg::Usize(h_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "conv2d_f32",
+        source: "conv.hip",
+    };
+    let args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `conv2d_f64` of conv.hip.
@@ -2922,7 +5223,23 @@ pub fn launch_conv2d_f64<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<f64>,
     dst: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv2d_f64", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_out), KernelArg::Usize(h_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "conv2d_f64",
+        source: "conv.hip",
+    };
+    let args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `conv2d_i64` of conv.hip.
@@ -2941,7 +5258,23 @@ pub fn launch_conv2d_i64<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<i64>,
     dst: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv2d_i64", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_out), KernelArg::Usize(h_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "conv2d_i64",
+        source: "conv.hip",
+    };
+    let args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `conv2d_u32` of conv.hip.
@@ -2960,7 +5293,23 @@ pub fn launch_conv2d_u32<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv2d_u32", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_out), KernelArg::Usize(h_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "conv2d_u32",
+        source: "conv.hip",
+    };
+    let args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `conv2d_u8` of conv.hip.
@@ -2979,7 +5328,23 @@ pub fn launch_conv2d_u8<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<u8>,
     dst: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv2d_u8", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_out), KernelArg::Usize(h_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "conv2d_u8",
+        source: "conv.hip",
+    };
+    let args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `conv_transpose1d_bf16` of conv.hip.
@@ -2998,7 +5363,23 @@ pub fn launch_conv_transpose1d_bf16<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<Bf16>,
     dst: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv_transpose1d_bf16", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(l_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(out_padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "conv_transpose1d_bf16",
+        source: "conv.hip",
+    };
+    let args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(l_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(out_padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `conv_transpose1d_f16` of conv.hip.
@@ -3017,7 +5398,23 @@ pub fn launch_conv_transpose1d_f16<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<F16>,
     dst: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv_transpose1d_f16", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(l_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(out_padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "conv_transpose1d_f16",
+        source: "conv.hip",
+    };
+    let args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(l_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(out_padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `conv_transpose1d_f32` of conv.hip.
@@ -3036,7 +5433,23 @@ pub fn launch_conv_transpose1d_f32<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<f32>,
     dst: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv_transpose1d_f32", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(l_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(out_padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "conv_transpose1d_f32",
+        source: "conv.hip",
+    };
+    let args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(l_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(out_padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `conv_transpose1d_f64` of conv.hip.
@@ -3055,7 +5468,23 @@ pub fn launch_conv_transpose1d_f64<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<f64>,
     dst: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv_transpose1d_f64", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(l_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(out_padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "conv_transpose1d_f64",
+        source: "conv.hip",
+    };
+    let args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(l_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(out_padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `conv_transpose1d_i64` of conv.hip.
@@ -3074,7 +5503,23 @@ pub fn launch_conv_transpose1d_i64<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<i64>,
     dst: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv_transpose1d_i64", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(l_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(out_padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "conv_transpose1d_i64",
+        source: "conv.hip",
+    };
+    let args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(l_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(out_padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `conv_transpose1d_u32` of conv.hip.
@@ -3093,7 +5538,23 @@ pub fn launch_conv_transpose1d_u32<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv_transpose1d_u32", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(l_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(out_padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "conv_transpose1d_u32",
+        source: "conv.hip",
+    };
+    let args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(l_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(out_padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `conv_transpose1d_u8` of conv.hip.
@@ -3112,7 +5573,23 @@ pub fn launch_conv_transpose1d_u8<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<u8>,
     dst: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv_transpose1d_u8", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(l_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(out_padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "conv_transpose1d_u8",
+        source: "conv.hip",
+    };
+    let args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(l_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(out_padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `conv_transpose2d_bf16` of conv.hip.
@@ -3132,7 +5609,24 @@ pub fn launch_conv_transpose2d_bf16<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<Bf16>,
     dst: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv_transpose2d_bf16", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_out), KernelArg::Usize(h_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(out_padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "conv_transpose2d_bf16",
+        source: "conv.hip",
+    };
+    let args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(out_padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `conv_transpose2d_f16` of conv.hip.
@@ -3152,7 +5646,24 @@ pub fn launch_conv_transpose2d_f16<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<F16>,
     dst: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv_transpose2d_f16", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_out), KernelArg::Usize(h_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(out_padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "conv_transpose2d_f16",
+        source: "conv.hip",
+    };
+    let args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(out_padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `conv_transpose2d_f32` of conv.hip.
@@ -3172,7 +5683,24 @@ pub fn launch_conv_transpose2d_f32<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<f32>,
     dst: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv_transpose2d_f32", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_out), KernelArg::Usize(h_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(out_padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "conv_transpose2d_f32",
+        source: "conv.hip",
+    };
+    let args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(out_padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `conv_transpose2d_f64` of conv.hip.
@@ -3192,7 +5720,24 @@ pub fn launch_conv_transpose2d_f64<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<f64>,
     dst: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv_transpose2d_f64", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_out), KernelArg::Usize(h_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(out_padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "conv_transpose2d_f64",
+        source: "conv.hip",
+    };
+    let args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(out_padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `conv_transpose2d_i64` of conv.hip.
@@ -3212,7 +5757,24 @@ pub fn launch_conv_transpose2d_i64<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<i64>,
     dst: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv_transpose2d_i64", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_out), KernelArg::Usize(h_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(out_padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "conv_transpose2d_i64",
+        source: "conv.hip",
+    };
+    let args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(out_padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `conv_transpose2d_u32` of conv.hip.
@@ -3232,7 +5794,24 @@ pub fn launch_conv_transpose2d_u32<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv_transpose2d_u32", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_out), KernelArg::Usize(h_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(out_padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "conv_transpose2d_u32",
+        source: "conv.hip",
+    };
+    let args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(out_padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `conv_transpose2d_u8` of conv.hip.
@@ -3252,7 +5831,24 @@ pub fn launch_conv_transpose2d_u8<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<u8>,
     dst: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv_transpose2d_u8", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_out), KernelArg::Usize(h_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(out_padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "conv_transpose2d_u8",
+        source: "conv.hip",
+    };
+    let args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(out_padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `copy2d_bf16` of fill_copy.hip.
@@ -3267,7 +5863,19 @@ pub fn launch_copy2d_bf16<L: KernelLauncher + ?Sized>(
     src_s: usize,
     dst_s: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "copy2d_bf16", source: "fill_copy.hip" }, cfg, &[src.arg(), dst.arg(), KernelArg::Usize(d1), KernelArg::Usize(d2), KernelArg::Usize(src_s), KernelArg::Usize(dst_s)])
+    let kernel = Kernel {
+        name: "copy2d_bf16",
+        source: "fill_copy.hip",
+    };
+    let args = [
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(d1),
+        KernelArg::Usize(d2),
+        KernelArg::Usize(src_s),
+        KernelArg::Usize(dst_s),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `copy2d_f16` of fill_copy.hip.
@@ -3282,7 +5890,19 @@ pub fn launch_copy2d_f16<L: KernelLauncher + ?Sized>(
     src_s: usize,
     dst_s: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "copy2d_f16", source: "fill_copy.hip" }, cfg, &[src.arg(), dst.arg(), KernelArg::Usize(d1), KernelArg::Usize(d2), KernelArg::Usize(src_s), KernelArg::Usize(dst_s)])
+    let kernel = Kernel {
+        name: "copy2d_f16",
+        source: "fill_copy.hip",
+    };
+    let args = [
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(d1),
+        KernelArg::Usize(d2),
+        KernelArg::Usize(src_s),
+        KernelArg::Usize(dst_s),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `copy2d_f32` of fill_copy.hip.
@@ -3297,7 +5917,19 @@ pub fn launch_copy2d_f32<L: KernelLauncher + ?Sized>(
     src_s: usize,
     dst_s: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "copy2d_f32", source: "fill_copy.hip" }, cfg, &[src.arg(), dst.arg(), KernelArg::Usize(d1), KernelArg::Usize(d2), KernelArg::Usize(src_s), KernelArg::Usize(dst_s)])
+    let kernel = Kernel {
+        name: "copy2d_f32",
+        source: "fill_copy.hip",
+    };
+    let args = [
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(d1),
+        KernelArg::Usize(d2),
+        KernelArg::Usize(src_s),
+        KernelArg::Usize(dst_s),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `copy2d_f64` of fill_copy.hip.
@@ -3312,7 +5944,19 @@ pub fn launch_copy2d_f64<L: KernelLauncher + ?Sized>(
     src_s: usize,
     dst_s: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "copy2d_f64", source: "fill_copy.hip" }, cfg, &[src.arg(), dst.arg(), KernelArg::Usize(d1), KernelArg::Usize(d2), KernelArg::Usize(src_s), KernelArg::Usize(dst_s)])
+    let kernel = Kernel {
+        name: "copy2d_f64",
+        source: "fill_copy.hip",
+    };
+    let args = [
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(d1),
+        KernelArg::Usize(d2),
+        KernelArg::Usize(src_s),
+        KernelArg::Usize(dst_s),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `copy2d_i64` of fill_copy.hip.
@@ -3327,7 +5971,19 @@ pub fn launch_copy2d_i64<L: KernelLauncher + ?Sized>(
     src_s: usize,
     dst_s: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "copy2d_i64", source: "fill_copy.hip" }, cfg, &[src.arg(), dst.arg(), KernelArg::Usize(d1), KernelArg::Usize(d2), KernelArg::Usize(src_s), KernelArg::Usize(dst_s)])
+    let kernel = Kernel {
+        name: "copy2d_i64",
+        source: "fill_copy.hip",
+    };
+    let args = [
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(d1),
+        KernelArg::Usize(d2),
+        KernelArg::Usize(src_s),
+        KernelArg::Usize(dst_s),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `copy2d_u32` of fill_copy.hip.
@@ -3342,7 +5998,19 @@ pub fn launch_copy2d_u32<L: KernelLauncher + ?Sized>(
     src_s: usize,
     dst_s: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "copy2d_u32", source: "fill_copy.hip" }, cfg, &[src.arg(), dst.arg(), KernelArg::Usize(d1), KernelArg::Usize(d2), KernelArg::Usize(src_s), KernelArg::Usize(dst_s)])
+    let kernel = Kernel {
+        name: "copy2d_u32",
+        source: "fill_copy.hip",
+    };
+    let args = [
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(d1),
+        KernelArg::Usize(d2),
+        KernelArg::Usize(src_s),
+        KernelArg::Usize(dst_s),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `copy2d_u8` of fill_copy.hip.
@@ -3357,7 +6025,19 @@ pub fn launch_copy2d_u8<L: KernelLauncher + ?Sized>(
     src_s: usize,
     dst_s: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "copy2d_u8", source: "fill_copy.hip" }, cfg, &[src.arg(), dst.arg(), KernelArg::Usize(d1), KernelArg::Usize(d2), KernelArg::Usize(src_s), KernelArg::Usize(dst_s)])
+    let kernel = Kernel {
+        name: "copy2d_u8",
+        source: "fill_copy.hip",
+    };
+    let args = [
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(d1),
+        KernelArg::Usize(d2),
+        KernelArg::Usize(src_s),
+        KernelArg::Usize(dst_s),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `copy_strided_bf16` of fill_copy.hip.
@@ -3370,7 +6050,18 @@ pub fn launch_copy_strided_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "copy_strided_bf16", source: "fill_copy.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "copy_strided_bf16",
+        source: "fill_copy.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `copy_strided_f16` of fill_copy.hip.
@@ -3383,7 +6074,18 @@ pub fn launch_copy_strided_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "copy_strided_f16", source: "fill_copy.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "copy_strided_f16",
+        source: "fill_copy.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `copy_strided_f32` of fill_copy.hip.
@@ -3396,7 +6098,18 @@ pub fn launch_copy_strided_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "copy_strided_f32", source: "fill_copy.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "copy_strided_f32",
+        source: "fill_copy.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `copy_strided_f64` of fill_copy.hip.
@@ -3409,7 +6122,18 @@ pub fn launch_copy_strided_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "copy_strided_f64", source: "fill_copy.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "copy_strided_f64",
+        source: "fill_copy.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `copy_strided_i64` of fill_copy.hip.
@@ -3422,7 +6146,18 @@ pub fn launch_copy_strided_i64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "copy_strided_i64", source: "fill_copy.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "copy_strided_i64",
+        source: "fill_copy.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `copy_strided_u32` of fill_copy.hip.
@@ -3435,7 +6170,18 @@ pub fn launch_copy_strided_u32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "copy_strided_u32", source: "fill_copy.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "copy_strided_u32",
+        source: "fill_copy.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `copy_strided_u8` of fill_copy.hip.
@@ -3448,7 +6194,18 @@ pub fn launch_copy_strided_u8<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "copy_strided_u8", source: "fill_copy.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "copy_strided_u8",
+        source: "fill_copy.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `dequantize_q4_0_f16` of quantized.hip.
@@ -3459,7 +6216,12 @@ pub fn launch_dequantize_q4_0_f16<L: KernelLauncher + ?Sized>(
     out: DevicePtrMut<F16>,
     numel: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "dequantize_q4_0_f16", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
+    let kernel = Kernel {
+        name: "dequantize_q4_0_f16",
+        source: "quantized.hip",
+    };
+    let args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `dequantize_q4_0_f32` of quantized.hip.
@@ -3470,7 +6232,12 @@ pub fn launch_dequantize_q4_0_f32<L: KernelLauncher + ?Sized>(
     out: DevicePtrMut<f32>,
     numel: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "dequantize_q4_0_f32", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
+    let kernel = Kernel {
+        name: "dequantize_q4_0_f32",
+        source: "quantized.hip",
+    };
+    let args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `dequantize_q4_1_f16` of quantized.hip.
@@ -3481,7 +6248,12 @@ pub fn launch_dequantize_q4_1_f16<L: KernelLauncher + ?Sized>(
     out: DevicePtrMut<F16>,
     numel: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "dequantize_q4_1_f16", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
+    let kernel = Kernel {
+        name: "dequantize_q4_1_f16",
+        source: "quantized.hip",
+    };
+    let args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `dequantize_q4_1_f32` of quantized.hip.
@@ -3492,7 +6264,12 @@ pub fn launch_dequantize_q4_1_f32<L: KernelLauncher + ?Sized>(
     out: DevicePtrMut<f32>,
     numel: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "dequantize_q4_1_f32", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
+    let kernel = Kernel {
+        name: "dequantize_q4_1_f32",
+        source: "quantized.hip",
+    };
+    let args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `dequantize_q4_k_f16` of quantized.hip.
@@ -3503,7 +6280,12 @@ pub fn launch_dequantize_q4_k_f16<L: KernelLauncher + ?Sized>(
     out: DevicePtrMut<F16>,
     numel: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "dequantize_q4_k_f16", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
+    let kernel = Kernel {
+        name: "dequantize_q4_k_f16",
+        source: "quantized.hip",
+    };
+    let args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `dequantize_q4_k_f32` of quantized.hip.
@@ -3514,7 +6296,12 @@ pub fn launch_dequantize_q4_k_f32<L: KernelLauncher + ?Sized>(
     out: DevicePtrMut<f32>,
     numel: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "dequantize_q4_k_f32", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
+    let kernel = Kernel {
+        name: "dequantize_q4_k_f32",
+        source: "quantized.hip",
+    };
+    let args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `dequantize_q6_k_f16` of quantized.hip.
@@ -3525,7 +6312,12 @@ pub fn launch_dequantize_q6_k_f16<L: KernelLauncher + ?Sized>(
     out: DevicePtrMut<F16>,
     numel: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "dequantize_q6_k_f16", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
+    let kernel = Kernel {
+        name: "dequantize_q6_k_f16",
+        source: "quantized.hip",
+    };
+    let args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `dequantize_q6_k_f32` of quantized.hip.
@@ -3536,7 +6328,12 @@ pub fn launch_dequantize_q6_k_f32<L: KernelLauncher + ?Sized>(
     out: DevicePtrMut<f32>,
     numel: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "dequantize_q6_k_f32", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
+    let kernel = Kernel {
+        name: "dequantize_q6_k_f32",
+        source: "quantized.hip",
+    };
+    let args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `dequantize_q8_0_f16` of quantized.hip.
@@ -3547,7 +6344,12 @@ pub fn launch_dequantize_q8_0_f16<L: KernelLauncher + ?Sized>(
     out: DevicePtrMut<F16>,
     numel: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "dequantize_q8_0_f16", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
+    let kernel = Kernel {
+        name: "dequantize_q8_0_f16",
+        source: "quantized.hip",
+    };
+    let args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `dequantize_q8_0_f32` of quantized.hip.
@@ -3558,7 +6360,12 @@ pub fn launch_dequantize_q8_0_f32<L: KernelLauncher + ?Sized>(
     out: DevicePtrMut<f32>,
     numel: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "dequantize_q8_0_f32", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
+    let kernel = Kernel {
+        name: "dequantize_q8_0_f32",
+        source: "quantized.hip",
+    };
+    let args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `elu_bf16` of affine.hip.
@@ -3573,7 +6380,19 @@ pub fn launch_elu_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "elu_bf16", source: "affine.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Bf16(param), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "elu_bf16",
+        source: "affine.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Bf16(param),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `elu_f16` of affine.hip.
@@ -3588,7 +6407,19 @@ pub fn launch_elu_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "elu_f16", source: "affine.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::F16(param), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "elu_f16",
+        source: "affine.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::F16(param),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `elu_f32` of affine.hip.
@@ -3603,7 +6434,19 @@ pub fn launch_elu_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "elu_f32", source: "affine.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::F32(param), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "elu_f32",
+        source: "affine.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::F32(param),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `elu_f64` of affine.hip.
@@ -3618,7 +6461,19 @@ pub fn launch_elu_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "elu_f64", source: "affine.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::F64(param), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "elu_f64",
+        source: "affine.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::F64(param),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `fast_argmax_bf16` of reduce.hip.
@@ -3633,7 +6488,19 @@ pub fn launch_fast_argmax_bf16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<Bf16>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_argmax_bf16", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "fast_argmax_bf16",
+        source: "reduce.hip",
+    };
+    let args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `fast_argmax_f16` of reduce.hip.
@@ -3648,7 +6515,19 @@ pub fn launch_fast_argmax_f16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<F16>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_argmax_f16", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "fast_argmax_f16",
+        source: "reduce.hip",
+    };
+    let args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `fast_argmax_f32` of reduce.hip.
@@ -3663,7 +6542,19 @@ pub fn launch_fast_argmax_f32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_argmax_f32", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "fast_argmax_f32",
+        source: "reduce.hip",
+    };
+    let args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `fast_argmax_f64` of reduce.hip.
@@ -3678,7 +6569,19 @@ pub fn launch_fast_argmax_f64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f64>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_argmax_f64", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "fast_argmax_f64",
+        source: "reduce.hip",
+    };
+    let args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `fast_argmax_i64` of reduce.hip.
@@ -3693,7 +6596,19 @@ pub fn launch_fast_argmax_i64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<i64>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_argmax_i64", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "fast_argmax_i64",
+        source: "reduce.hip",
+    };
+    let args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `fast_argmax_u32` of reduce.hip.
@@ -3708,7 +6623,19 @@ pub fn launch_fast_argmax_u32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_argmax_u32", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "fast_argmax_u32",
+        source: "reduce.hip",
+    };
+    let args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `fast_argmax_u8` of reduce.hip.
@@ -3723,7 +6650,19 @@ pub fn launch_fast_argmax_u8<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u8>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_argmax_u8", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "fast_argmax_u8",
+        source: "reduce.hip",
+    };
+    let args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `fast_argmin_bf16` of reduce.hip.
@@ -3738,7 +6677,19 @@ pub fn launch_fast_argmin_bf16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<Bf16>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_argmin_bf16", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "fast_argmin_bf16",
+        source: "reduce.hip",
+    };
+    let args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `fast_argmin_f16` of reduce.hip.
@@ -3753,7 +6704,19 @@ pub fn launch_fast_argmin_f16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<F16>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_argmin_f16", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "fast_argmin_f16",
+        source: "reduce.hip",
+    };
+    let args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `fast_argmin_f32` of reduce.hip.
@@ -3768,7 +6731,19 @@ pub fn launch_fast_argmin_f32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_argmin_f32", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "fast_argmin_f32",
+        source: "reduce.hip",
+    };
+    let args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `fast_argmin_f64` of reduce.hip.
@@ -3783,7 +6758,19 @@ pub fn launch_fast_argmin_f64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f64>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_argmin_f64", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "fast_argmin_f64",
+        source: "reduce.hip",
+    };
+    let args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `fast_argmin_i64` of reduce.hip.
@@ -3798,7 +6785,19 @@ pub fn launch_fast_argmin_i64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<i64>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_argmin_i64", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "fast_argmin_i64",
+        source: "reduce.hip",
+    };
+    let args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `fast_argmin_u32` of reduce.hip.
@@ -3813,7 +6812,19 @@ pub fn launch_fast_argmin_u32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_argmin_u32", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "fast_argmin_u32",
+        source: "reduce.hip",
+    };
+    let args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `fast_argmin_u8` of reduce.hip.
@@ -3828,7 +6839,19 @@ pub fn launch_fast_argmin_u8<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u8>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_argmin_u8", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "fast_argmin_u8",
+        source: "reduce.hip",
+    };
+    let args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `fast_max_bf16` of reduce.hip.
@@ -3843,7 +6866,19 @@ pub fn launch_fast_max_bf16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<Bf16>,
     dst: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_max_bf16", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "fast_max_bf16",
+        source: "reduce.hip",
+    };
+    let args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `fast_max_f16` of reduce.hip.
@@ -3858,7 +6893,19 @@ pub fn launch_fast_max_f16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<F16>,
     dst: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_max_f16", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "fast_max_f16",
+        source: "reduce.hip",
+    };
+    let args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `fast_max_f32` of reduce.hip.
@@ -3873,7 +6920,19 @@ pub fn launch_fast_max_f32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f32>,
     dst: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_max_f32", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "fast_max_f32",
+        source: "reduce.hip",
+    };
+    let args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `fast_max_f64` of reduce.hip.
@@ -3888,7 +6947,19 @@ pub fn launch_fast_max_f64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f64>,
     dst: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_max_f64", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "fast_max_f64",
+        source: "reduce.hip",
+    };
+    let args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `fast_max_i64` of reduce.hip.
@@ -3903,7 +6974,19 @@ pub fn launch_fast_max_i64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<i64>,
     dst: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_max_i64", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "fast_max_i64",
+        source: "reduce.hip",
+    };
+    let args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `fast_max_u32` of reduce.hip.
@@ -3918,7 +7001,19 @@ pub fn launch_fast_max_u32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_max_u32", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "fast_max_u32",
+        source: "reduce.hip",
+    };
+    let args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `fast_max_u8` of reduce.hip.
@@ -3933,7 +7028,19 @@ pub fn launch_fast_max_u8<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u8>,
     dst: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_max_u8", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "fast_max_u8",
+        source: "reduce.hip",
+    };
+    let args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `fast_min_bf16` of reduce.hip.
@@ -3948,7 +7055,19 @@ pub fn launch_fast_min_bf16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<Bf16>,
     dst: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_min_bf16", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "fast_min_bf16",
+        source: "reduce.hip",
+    };
+    let args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `fast_min_f16` of reduce.hip.
@@ -3963,7 +7082,19 @@ pub fn launch_fast_min_f16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<F16>,
     dst: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_min_f16", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "fast_min_f16",
+        source: "reduce.hip",
+    };
+    let args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `fast_min_f32` of reduce.hip.
@@ -3978,7 +7109,19 @@ pub fn launch_fast_min_f32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f32>,
     dst: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_min_f32", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "fast_min_f32",
+        source: "reduce.hip",
+    };
+    let args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `fast_min_f64` of reduce.hip.
@@ -3993,7 +7136,19 @@ pub fn launch_fast_min_f64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f64>,
     dst: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_min_f64", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "fast_min_f64",
+        source: "reduce.hip",
+    };
+    let args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `fast_min_i64` of reduce.hip.
@@ -4008,7 +7163,19 @@ pub fn launch_fast_min_i64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<i64>,
     dst: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_min_i64", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "fast_min_i64",
+        source: "reduce.hip",
+    };
+    let args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `fast_min_u32` of reduce.hip.
@@ -4023,7 +7190,19 @@ pub fn launch_fast_min_u32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_min_u32", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "fast_min_u32",
+        source: "reduce.hip",
+    };
+    let args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `fast_min_u8` of reduce.hip.
@@ -4038,7 +7217,19 @@ pub fn launch_fast_min_u8<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u8>,
     dst: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_min_u8", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "fast_min_u8",
+        source: "reduce.hip",
+    };
+    let args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `fast_sum_bf16` of reduce.hip.
@@ -4053,7 +7244,19 @@ pub fn launch_fast_sum_bf16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<Bf16>,
     dst: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_sum_bf16", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "fast_sum_bf16",
+        source: "reduce.hip",
+    };
+    let args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `fast_sum_f16` of reduce.hip.
@@ -4068,7 +7271,19 @@ pub fn launch_fast_sum_f16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<F16>,
     dst: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_sum_f16", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "fast_sum_f16",
+        source: "reduce.hip",
+    };
+    let args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `fast_sum_f32` of reduce.hip.
@@ -4083,7 +7298,19 @@ pub fn launch_fast_sum_f32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f32>,
     dst: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_sum_f32", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "fast_sum_f32",
+        source: "reduce.hip",
+    };
+    let args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `fast_sum_f64` of reduce.hip.
@@ -4098,7 +7325,19 @@ pub fn launch_fast_sum_f64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f64>,
     dst: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_sum_f64", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "fast_sum_f64",
+        source: "reduce.hip",
+    };
+    let args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `fast_sum_i64` of reduce.hip.
@@ -4113,7 +7352,19 @@ pub fn launch_fast_sum_i64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<i64>,
     dst: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_sum_i64", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "fast_sum_i64",
+        source: "reduce.hip",
+    };
+    let args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `fast_sum_u32` of reduce.hip.
@@ -4128,7 +7379,19 @@ pub fn launch_fast_sum_u32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_sum_u32", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "fast_sum_u32",
+        source: "reduce.hip",
+    };
+    let args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `fast_sum_u8` of reduce.hip.
@@ -4143,7 +7406,19 @@ pub fn launch_fast_sum_u8<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u8>,
     dst: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_sum_u8", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "fast_sum_u8",
+        source: "reduce.hip",
+    };
+    let args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `flash_attention_bf16_d128` of attention.hip.
@@ -4161,7 +7436,22 @@ pub fn launch_flash_attention_bf16_d128<L: KernelLauncher + ?Sized>(
     v: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "flash_attention_bf16_d128", source: "attention.hip" }, cfg, &[KernelArg::U32(bh), KernelArg::U32(sq), KernelArg::U32(skv), KernelArg::F32(scale), KernelArg::U32(causal), q.arg(), k.arg(), v.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "flash_attention_bf16_d128",
+        source: "attention.hip",
+    };
+    let args = [
+        KernelArg::U32(bh),
+        KernelArg::U32(sq),
+        KernelArg::U32(skv),
+        KernelArg::F32(scale),
+        KernelArg::U32(causal),
+        q.arg(),
+        k.arg(),
+        v.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `flash_attention_bf16_d64` of attention.hip.
@@ -4179,7 +7469,22 @@ pub fn launch_flash_attention_bf16_d64<L: KernelLauncher + ?Sized>(
     v: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "flash_attention_bf16_d64", source: "attention.hip" }, cfg, &[KernelArg::U32(bh), KernelArg::U32(sq), KernelArg::U32(skv), KernelArg::F32(scale), KernelArg::U32(causal), q.arg(), k.arg(), v.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "flash_attention_bf16_d64",
+        source: "attention.hip",
+    };
+    let args = [
+        KernelArg::U32(bh),
+        KernelArg::U32(sq),
+        KernelArg::U32(skv),
+        KernelArg::F32(scale),
+        KernelArg::U32(causal),
+        q.arg(),
+        k.arg(),
+        v.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `flash_attention_f16_d128` of attention.hip.
@@ -4197,7 +7502,22 @@ pub fn launch_flash_attention_f16_d128<L: KernelLauncher + ?Sized>(
     v: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "flash_attention_f16_d128", source: "attention.hip" }, cfg, &[KernelArg::U32(bh), KernelArg::U32(sq), KernelArg::U32(skv), KernelArg::F32(scale), KernelArg::U32(causal), q.arg(), k.arg(), v.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "flash_attention_f16_d128",
+        source: "attention.hip",
+    };
+    let args = [
+        KernelArg::U32(bh),
+        KernelArg::U32(sq),
+        KernelArg::U32(skv),
+        KernelArg::F32(scale),
+        KernelArg::U32(causal),
+        q.arg(),
+        k.arg(),
+        v.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `flash_attention_f16_d64` of attention.hip.
@@ -4215,7 +7535,22 @@ pub fn launch_flash_attention_f16_d64<L: KernelLauncher + ?Sized>(
     v: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "flash_attention_f16_d64", source: "attention.hip" }, cfg, &[KernelArg::U32(bh), KernelArg::U32(sq), KernelArg::U32(skv), KernelArg::F32(scale), KernelArg::U32(causal), q.arg(), k.arg(), v.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "flash_attention_f16_d64",
+        source: "attention.hip",
+    };
+    let args = [
+        KernelArg::U32(bh),
+        KernelArg::U32(sq),
+        KernelArg::U32(skv),
+        KernelArg::F32(scale),
+        KernelArg::U32(causal),
+        q.arg(),
+        k.arg(),
+        v.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `gather_i64_bf16` of indexing.hip.
@@ -4233,7 +7568,22 @@ pub fn launch_gather_i64_bf16<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_i64_bf16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
+    let kernel = Kernel {
+        name: "gather_i64_bf16",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(src_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `gather_i64_f16` of indexing.hip.
@@ -4251,7 +7601,22 @@ pub fn launch_gather_i64_f16<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_i64_f16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
+    let kernel = Kernel {
+        name: "gather_i64_f16",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(src_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `gather_i64_f32` of indexing.hip.
@@ -4269,7 +7634,22 @@ pub fn launch_gather_i64_f32<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_i64_f32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
+    let kernel = Kernel {
+        name: "gather_i64_f32",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(src_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `gather_i64_f64` of indexing.hip.
@@ -4287,7 +7667,22 @@ pub fn launch_gather_i64_f64<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_i64_f64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
+    let kernel = Kernel {
+        name: "gather_i64_f64",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(src_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `gather_i64_i64` of indexing.hip.
@@ -4305,7 +7700,22 @@ pub fn launch_gather_i64_i64<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_i64_i64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
+    let kernel = Kernel {
+        name: "gather_i64_i64",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(src_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `gather_i64_u32` of indexing.hip.
@@ -4323,7 +7733,22 @@ pub fn launch_gather_i64_u32<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_i64_u32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
+    let kernel = Kernel {
+        name: "gather_i64_u32",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(src_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `gather_i64_u8` of indexing.hip.
@@ -4341,7 +7766,22 @@ pub fn launch_gather_i64_u8<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_i64_u8", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
+    let kernel = Kernel {
+        name: "gather_i64_u8",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(src_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `gather_u32_bf16` of indexing.hip.
@@ -4359,7 +7799,22 @@ pub fn launch_gather_u32_bf16<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_u32_bf16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
+    let kernel = Kernel {
+        name: "gather_u32_bf16",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(src_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `gather_u32_f16` of indexing.hip.
@@ -4377,7 +7832,22 @@ pub fn launch_gather_u32_f16<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_u32_f16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
+    let kernel = Kernel {
+        name: "gather_u32_f16",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(src_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `gather_u32_f32` of indexing.hip.
@@ -4395,7 +7865,22 @@ pub fn launch_gather_u32_f32<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_u32_f32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
+    let kernel = Kernel {
+        name: "gather_u32_f32",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(src_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `gather_u32_f64` of indexing.hip.
@@ -4413,7 +7898,22 @@ pub fn launch_gather_u32_f64<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_u32_f64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
+    let kernel = Kernel {
+        name: "gather_u32_f64",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(src_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `gather_u32_i64` of indexing.hip.
@@ -4431,7 +7931,22 @@ pub fn launch_gather_u32_i64<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_u32_i64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
+    let kernel = Kernel {
+        name: "gather_u32_i64",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(src_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `gather_u32_u32` of indexing.hip.
@@ -4449,7 +7964,22 @@ pub fn launch_gather_u32_u32<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_u32_u32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
+    let kernel = Kernel {
+        name: "gather_u32_u32",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(src_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `gather_u32_u8` of indexing.hip.
@@ -4467,7 +7997,22 @@ pub fn launch_gather_u32_u8<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_u32_u8", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
+    let kernel = Kernel {
+        name: "gather_u32_u8",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(src_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `gather_u8_bf16` of indexing.hip.
@@ -4485,7 +8030,22 @@ pub fn launch_gather_u8_bf16<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_u8_bf16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
+    let kernel = Kernel {
+        name: "gather_u8_bf16",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(src_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `gather_u8_f16` of indexing.hip.
@@ -4503,7 +8063,22 @@ pub fn launch_gather_u8_f16<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_u8_f16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
+    let kernel = Kernel {
+        name: "gather_u8_f16",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(src_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `gather_u8_f32` of indexing.hip.
@@ -4521,7 +8096,22 @@ pub fn launch_gather_u8_f32<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_u8_f32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
+    let kernel = Kernel {
+        name: "gather_u8_f32",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(src_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `gather_u8_f64` of indexing.hip.
@@ -4539,7 +8129,22 @@ pub fn launch_gather_u8_f64<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_u8_f64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
+    let kernel = Kernel {
+        name: "gather_u8_f64",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(src_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `gather_u8_i64` of indexing.hip.
@@ -4557,7 +8162,22 @@ pub fn launch_gather_u8_i64<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_u8_i64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
+    let kernel = Kernel {
+        name: "gather_u8_i64",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(src_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `gather_u8_u32` of indexing.hip.
@@ -4575,7 +8195,22 @@ pub fn launch_gather_u8_u32<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_u8_u32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
+    let kernel = Kernel {
+        name: "gather_u8_u32",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(src_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `gather_u8_u8` of indexing.hip.
@@ -4593,7 +8228,22 @@ pub fn launch_gather_u8_u8<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_u8_u8", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
+    let kernel = Kernel {
+        name: "gather_u8_u8",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(src_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `im2col_bf16` of conv.hip.
@@ -4620,7 +8270,31 @@ pub fn launch_im2col_bf16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<Bf16>,
     col: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "im2col_bf16", source: "conv.hip" }, cfg, &[KernelArg::Usize(rows), KernelArg::Usize(c_in), KernelArg::Usize(h_in), KernelArg::Usize(w_in), KernelArg::Usize(k_h), KernelArg::Usize(k_w), KernelArg::Usize(h_out), KernelArg::Usize(w_out), KernelArg::Usize(stride), KernelArg::I64(tap_step), KernelArg::I64(offset_y), KernelArg::I64(offset_x), KernelArg::Usize(sb), KernelArg::Usize(sc), KernelArg::Usize(sh), KernelArg::Usize(sw), src.arg(), col.arg()])
+    let kernel = Kernel {
+        name: "im2col_bf16",
+        source: "conv.hip",
+    };
+    let args = [
+        KernelArg::Usize(rows),
+        KernelArg::Usize(c_in),
+        KernelArg::Usize(h_in),
+        KernelArg::Usize(w_in),
+        KernelArg::Usize(k_h),
+        KernelArg::Usize(k_w),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(stride),
+        KernelArg::I64(tap_step),
+        KernelArg::I64(offset_y),
+        KernelArg::I64(offset_x),
+        KernelArg::Usize(sb),
+        KernelArg::Usize(sc),
+        KernelArg::Usize(sh),
+        KernelArg::Usize(sw),
+        src.arg(),
+        col.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `im2col_f16` of conv.hip.
@@ -4647,7 +8321,31 @@ pub fn launch_im2col_f16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<F16>,
     col: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "im2col_f16", source: "conv.hip" }, cfg, &[KernelArg::Usize(rows), KernelArg::Usize(c_in), KernelArg::Usize(h_in), KernelArg::Usize(w_in), KernelArg::Usize(k_h), KernelArg::Usize(k_w), KernelArg::Usize(h_out), KernelArg::Usize(w_out), KernelArg::Usize(stride), KernelArg::I64(tap_step), KernelArg::I64(offset_y), KernelArg::I64(offset_x), KernelArg::Usize(sb), KernelArg::Usize(sc), KernelArg::Usize(sh), KernelArg::Usize(sw), src.arg(), col.arg()])
+    let kernel = Kernel {
+        name: "im2col_f16",
+        source: "conv.hip",
+    };
+    let args = [
+        KernelArg::Usize(rows),
+        KernelArg::Usize(c_in),
+        KernelArg::Usize(h_in),
+        KernelArg::Usize(w_in),
+        KernelArg::Usize(k_h),
+        KernelArg::Usize(k_w),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(stride),
+        KernelArg::I64(tap_step),
+        KernelArg::I64(offset_y),
+        KernelArg::I64(offset_x),
+        KernelArg::Usize(sb),
+        KernelArg::Usize(sc),
+        KernelArg::Usize(sh),
+        KernelArg::Usize(sw),
+        src.arg(),
+        col.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `im2col_f32` of conv.hip.
@@ -4674,7 +8372,31 @@ pub fn launch_im2col_f32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f32>,
     col: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "im2col_f32", source: "conv.hip" }, cfg, &[KernelArg::Usize(rows), KernelArg::Usize(c_in), KernelArg::Usize(h_in), KernelArg::Usize(w_in), KernelArg::Usize(k_h), KernelArg::Usize(k_w), KernelArg::Usize(h_out), KernelArg::Usize(w_out), KernelArg::Usize(stride), KernelArg::I64(tap_step), KernelArg::I64(offset_y), KernelArg::I64(offset_x), KernelArg::Usize(sb), KernelArg::Usize(sc), KernelArg::Usize(sh), KernelArg::Usize(sw), src.arg(), col.arg()])
+    let kernel = Kernel {
+        name: "im2col_f32",
+        source: "conv.hip",
+    };
+    let args = [
+        KernelArg::Usize(rows),
+        KernelArg::Usize(c_in),
+        KernelArg::Usize(h_in),
+        KernelArg::Usize(w_in),
+        KernelArg::Usize(k_h),
+        KernelArg::Usize(k_w),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(stride),
+        KernelArg::I64(tap_step),
+        KernelArg::I64(offset_y),
+        KernelArg::I64(offset_x),
+        KernelArg::Usize(sb),
+        KernelArg::Usize(sc),
+        KernelArg::Usize(sh),
+        KernelArg::Usize(sw),
+        src.arg(),
+        col.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `im2col_f64` of conv.hip.
@@ -4701,7 +8423,31 @@ pub fn launch_im2col_f64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f64>,
     col: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "im2col_f64", source: "conv.hip" }, cfg, &[KernelArg::Usize(rows), KernelArg::Usize(c_in), KernelArg::Usize(h_in), KernelArg::Usize(w_in), KernelArg::Usize(k_h), KernelArg::Usize(k_w), KernelArg::Usize(h_out), KernelArg::Usize(w_out), KernelArg::Usize(stride), KernelArg::I64(tap_step), KernelArg::I64(offset_y), KernelArg::I64(offset_x), KernelArg::Usize(sb), KernelArg::Usize(sc), KernelArg::Usize(sh), KernelArg::Usize(sw), src.arg(), col.arg()])
+    let kernel = Kernel {
+        name: "im2col_f64",
+        source: "conv.hip",
+    };
+    let args = [
+        KernelArg::Usize(rows),
+        KernelArg::Usize(c_in),
+        KernelArg::Usize(h_in),
+        KernelArg::Usize(w_in),
+        KernelArg::Usize(k_h),
+        KernelArg::Usize(k_w),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(stride),
+        KernelArg::I64(tap_step),
+        KernelArg::I64(offset_y),
+        KernelArg::I64(offset_x),
+        KernelArg::Usize(sb),
+        KernelArg::Usize(sc),
+        KernelArg::Usize(sh),
+        KernelArg::Usize(sw),
+        src.arg(),
+        col.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `im2col_i64` of conv.hip.
@@ -4728,7 +8474,31 @@ pub fn launch_im2col_i64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<i64>,
     col: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "im2col_i64", source: "conv.hip" }, cfg, &[KernelArg::Usize(rows), KernelArg::Usize(c_in), KernelArg::Usize(h_in), KernelArg::Usize(w_in), KernelArg::Usize(k_h), KernelArg::Usize(k_w), KernelArg::Usize(h_out), KernelArg::Usize(w_out), KernelArg::Usize(stride), KernelArg::I64(tap_step), KernelArg::I64(offset_y), KernelArg::I64(offset_x), KernelArg::Usize(sb), KernelArg::Usize(sc), KernelArg::Usize(sh), KernelArg::Usize(sw), src.arg(), col.arg()])
+    let kernel = Kernel {
+        name: "im2col_i64",
+        source: "conv.hip",
+    };
+    let args = [
+        KernelArg::Usize(rows),
+        KernelArg::Usize(c_in),
+        KernelArg::Usize(h_in),
+        KernelArg::Usize(w_in),
+        KernelArg::Usize(k_h),
+        KernelArg::Usize(k_w),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(stride),
+        KernelArg::I64(tap_step),
+        KernelArg::I64(offset_y),
+        KernelArg::I64(offset_x),
+        KernelArg::Usize(sb),
+        KernelArg::Usize(sc),
+        KernelArg::Usize(sh),
+        KernelArg::Usize(sw),
+        src.arg(),
+        col.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `im2col_u32` of conv.hip.
@@ -4755,7 +8525,31 @@ pub fn launch_im2col_u32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u32>,
     col: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "im2col_u32", source: "conv.hip" }, cfg, &[KernelArg::Usize(rows), KernelArg::Usize(c_in), KernelArg::Usize(h_in), KernelArg::Usize(w_in), KernelArg::Usize(k_h), KernelArg::Usize(k_w), KernelArg::Usize(h_out), KernelArg::Usize(w_out), KernelArg::Usize(stride), KernelArg::I64(tap_step), KernelArg::I64(offset_y), KernelArg::I64(offset_x), KernelArg::Usize(sb), KernelArg::Usize(sc), KernelArg::Usize(sh), KernelArg::Usize(sw), src.arg(), col.arg()])
+    let kernel = Kernel {
+        name: "im2col_u32",
+        source: "conv.hip",
+    };
+    let args = [
+        KernelArg::Usize(rows),
+        KernelArg::Usize(c_in),
+        KernelArg::Usize(h_in),
+        KernelArg::Usize(w_in),
+        KernelArg::Usize(k_h),
+        KernelArg::Usize(k_w),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(stride),
+        KernelArg::I64(tap_step),
+        KernelArg::I64(offset_y),
+        KernelArg::I64(offset_x),
+        KernelArg::Usize(sb),
+        KernelArg::Usize(sc),
+        KernelArg::Usize(sh),
+        KernelArg::Usize(sw),
+        src.arg(),
+        col.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `im2col_u8` of conv.hip.
@@ -4782,7 +8576,31 @@ pub fn launch_im2col_u8<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u8>,
     col: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "im2col_u8", source: "conv.hip" }, cfg, &[KernelArg::Usize(rows), KernelArg::Usize(c_in), KernelArg::Usize(h_in), KernelArg::Usize(w_in), KernelArg::Usize(k_h), KernelArg::Usize(k_w), KernelArg::Usize(h_out), KernelArg::Usize(w_out), KernelArg::Usize(stride), KernelArg::I64(tap_step), KernelArg::I64(offset_y), KernelArg::I64(offset_x), KernelArg::Usize(sb), KernelArg::Usize(sc), KernelArg::Usize(sh), KernelArg::Usize(sw), src.arg(), col.arg()])
+    let kernel = Kernel {
+        name: "im2col_u8",
+        source: "conv.hip",
+    };
+    let args = [
+        KernelArg::Usize(rows),
+        KernelArg::Usize(c_in),
+        KernelArg::Usize(h_in),
+        KernelArg::Usize(w_in),
+        KernelArg::Usize(k_h),
+        KernelArg::Usize(k_w),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(stride),
+        KernelArg::I64(tap_step),
+        KernelArg::I64(offset_y),
+        KernelArg::I64(offset_x),
+        KernelArg::Usize(sb),
+        KernelArg::Usize(sc),
+        KernelArg::Usize(sh),
+        KernelArg::Usize(sw),
+        src.arg(),
+        col.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `index_add_i64_bf16` of indexing.hip.
@@ -4800,7 +8618,22 @@ pub fn launch_index_add_i64_bf16<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_i64_bf16", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let kernel = Kernel {
+        name: "index_add_i64_bf16",
+        source: "indexing.hip",
+    };
+    let args = [
+        ids.arg(),
+        KernelArg::Usize(ids_dim_size),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(dst_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `index_add_i64_f16` of indexing.hip.
@@ -4818,7 +8651,22 @@ pub fn launch_index_add_i64_f16<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_i64_f16", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let kernel = Kernel {
+        name: "index_add_i64_f16",
+        source: "indexing.hip",
+    };
+    let args = [
+        ids.arg(),
+        KernelArg::Usize(ids_dim_size),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(dst_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `index_add_i64_f32` of indexing.hip.
@@ -4836,7 +8684,22 @@ pub fn launch_index_add_i64_f32<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_i64_f32", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let kernel = Kernel {
+        name: "index_add_i64_f32",
+        source: "indexing.hip",
+    };
+    let args = [
+        ids.arg(),
+        KernelArg::Usize(ids_dim_size),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(dst_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `index_add_i64_f64` of indexing.hip.
@@ -4854,7 +8717,22 @@ pub fn launch_index_add_i64_f64<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_i64_f64", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let kernel = Kernel {
+        name: "index_add_i64_f64",
+        source: "indexing.hip",
+    };
+    let args = [
+        ids.arg(),
+        KernelArg::Usize(ids_dim_size),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(dst_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `index_add_i64_i64` of indexing.hip.
@@ -4872,7 +8750,22 @@ pub fn launch_index_add_i64_i64<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_i64_i64", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let kernel = Kernel {
+        name: "index_add_i64_i64",
+        source: "indexing.hip",
+    };
+    let args = [
+        ids.arg(),
+        KernelArg::Usize(ids_dim_size),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(dst_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `index_add_i64_u32` of indexing.hip.
@@ -4890,7 +8783,22 @@ pub fn launch_index_add_i64_u32<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_i64_u32", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let kernel = Kernel {
+        name: "index_add_i64_u32",
+        source: "indexing.hip",
+    };
+    let args = [
+        ids.arg(),
+        KernelArg::Usize(ids_dim_size),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(dst_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `index_add_i64_u8` of indexing.hip.
@@ -4908,7 +8816,22 @@ pub fn launch_index_add_i64_u8<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_i64_u8", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let kernel = Kernel {
+        name: "index_add_i64_u8",
+        source: "indexing.hip",
+    };
+    let args = [
+        ids.arg(),
+        KernelArg::Usize(ids_dim_size),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(dst_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `index_add_u32_bf16` of indexing.hip.
@@ -4926,7 +8849,22 @@ pub fn launch_index_add_u32_bf16<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_u32_bf16", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let kernel = Kernel {
+        name: "index_add_u32_bf16",
+        source: "indexing.hip",
+    };
+    let args = [
+        ids.arg(),
+        KernelArg::Usize(ids_dim_size),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(dst_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `index_add_u32_f16` of indexing.hip.
@@ -4944,7 +8882,22 @@ pub fn launch_index_add_u32_f16<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_u32_f16", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let kernel = Kernel {
+        name: "index_add_u32_f16",
+        source: "indexing.hip",
+    };
+    let args = [
+        ids.arg(),
+        KernelArg::Usize(ids_dim_size),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(dst_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `index_add_u32_f32` of indexing.hip.
@@ -4962,7 +8915,22 @@ pub fn launch_index_add_u32_f32<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_u32_f32", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let kernel = Kernel {
+        name: "index_add_u32_f32",
+        source: "indexing.hip",
+    };
+    let args = [
+        ids.arg(),
+        KernelArg::Usize(ids_dim_size),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(dst_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `index_add_u32_f64` of indexing.hip.
@@ -4980,7 +8948,22 @@ pub fn launch_index_add_u32_f64<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_u32_f64", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let kernel = Kernel {
+        name: "index_add_u32_f64",
+        source: "indexing.hip",
+    };
+    let args = [
+        ids.arg(),
+        KernelArg::Usize(ids_dim_size),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(dst_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `index_add_u32_i64` of indexing.hip.
@@ -4998,7 +8981,22 @@ pub fn launch_index_add_u32_i64<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_u32_i64", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let kernel = Kernel {
+        name: "index_add_u32_i64",
+        source: "indexing.hip",
+    };
+    let args = [
+        ids.arg(),
+        KernelArg::Usize(ids_dim_size),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(dst_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `index_add_u32_u32` of indexing.hip.
@@ -5016,7 +9014,22 @@ pub fn launch_index_add_u32_u32<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_u32_u32", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let kernel = Kernel {
+        name: "index_add_u32_u32",
+        source: "indexing.hip",
+    };
+    let args = [
+        ids.arg(),
+        KernelArg::Usize(ids_dim_size),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(dst_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `index_add_u32_u8` of indexing.hip.
@@ -5034,7 +9047,22 @@ pub fn launch_index_add_u32_u8<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_u32_u8", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let kernel = Kernel {
+        name: "index_add_u32_u8",
+        source: "indexing.hip",
+    };
+    let args = [
+        ids.arg(),
+        KernelArg::Usize(ids_dim_size),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(dst_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `index_add_u8_bf16` of indexing.hip.
@@ -5052,7 +9080,22 @@ pub fn launch_index_add_u8_bf16<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_u8_bf16", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let kernel = Kernel {
+        name: "index_add_u8_bf16",
+        source: "indexing.hip",
+    };
+    let args = [
+        ids.arg(),
+        KernelArg::Usize(ids_dim_size),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(dst_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `index_add_u8_f16` of indexing.hip.
@@ -5070,7 +9113,22 @@ pub fn launch_index_add_u8_f16<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_u8_f16", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let kernel = Kernel {
+        name: "index_add_u8_f16",
+        source: "indexing.hip",
+    };
+    let args = [
+        ids.arg(),
+        KernelArg::Usize(ids_dim_size),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(dst_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `index_add_u8_f32` of indexing.hip.
@@ -5088,7 +9146,22 @@ pub fn launch_index_add_u8_f32<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_u8_f32", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let kernel = Kernel {
+        name: "index_add_u8_f32",
+        source: "indexing.hip",
+    };
+    let args = [
+        ids.arg(),
+        KernelArg::Usize(ids_dim_size),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(dst_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `index_add_u8_f64` of indexing.hip.
@@ -5106,7 +9179,22 @@ pub fn launch_index_add_u8_f64<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_u8_f64", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let kernel = Kernel {
+        name: "index_add_u8_f64",
+        source: "indexing.hip",
+    };
+    let args = [
+        ids.arg(),
+        KernelArg::Usize(ids_dim_size),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(dst_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `index_add_u8_i64` of indexing.hip.
@@ -5124,7 +9212,22 @@ pub fn launch_index_add_u8_i64<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_u8_i64", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let kernel = Kernel {
+        name: "index_add_u8_i64",
+        source: "indexing.hip",
+    };
+    let args = [
+        ids.arg(),
+        KernelArg::Usize(ids_dim_size),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(dst_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `index_add_u8_u32` of indexing.hip.
@@ -5142,7 +9245,22 @@ pub fn launch_index_add_u8_u32<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_u8_u32", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let kernel = Kernel {
+        name: "index_add_u8_u32",
+        source: "indexing.hip",
+    };
+    let args = [
+        ids.arg(),
+        KernelArg::Usize(ids_dim_size),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(dst_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `index_add_u8_u8` of indexing.hip.
@@ -5160,7 +9278,22 @@ pub fn launch_index_add_u8_u8<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_u8_u8", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let kernel = Kernel {
+        name: "index_add_u8_u8",
+        source: "indexing.hip",
+    };
+    let args = [
+        ids.arg(),
+        KernelArg::Usize(ids_dim_size),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(dst_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `index_select_i64_bf16` of indexing.hip.
@@ -5180,7 +9313,24 @@ pub fn launch_index_select_i64_bf16<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_i64_bf16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let kernel = Kernel {
+        name: "index_select_i64_bf16",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(ids_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `index_select_i64_f16` of indexing.hip.
@@ -5200,7 +9350,24 @@ pub fn launch_index_select_i64_f16<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_i64_f16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let kernel = Kernel {
+        name: "index_select_i64_f16",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(ids_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `index_select_i64_f32` of indexing.hip.
@@ -5220,7 +9387,24 @@ pub fn launch_index_select_i64_f32<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_i64_f32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let kernel = Kernel {
+        name: "index_select_i64_f32",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(ids_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `index_select_i64_f64` of indexing.hip.
@@ -5240,7 +9424,24 @@ pub fn launch_index_select_i64_f64<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_i64_f64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let kernel = Kernel {
+        name: "index_select_i64_f64",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(ids_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `index_select_i64_i64` of indexing.hip.
@@ -5260,7 +9461,24 @@ pub fn launch_index_select_i64_i64<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_i64_i64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let kernel = Kernel {
+        name: "index_select_i64_i64",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(ids_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `index_select_i64_u32` of indexing.hip.
@@ -5280,7 +9498,24 @@ pub fn launch_index_select_i64_u32<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_i64_u32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let kernel = Kernel {
+        name: "index_select_i64_u32",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(ids_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `index_select_i64_u8` of indexing.hip.
@@ -5300,7 +9535,24 @@ pub fn launch_index_select_i64_u8<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_i64_u8", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let kernel = Kernel {
+        name: "index_select_i64_u8",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(ids_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `index_select_u32_bf16` of indexing.hip.
@@ -5320,7 +9572,24 @@ pub fn launch_index_select_u32_bf16<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_u32_bf16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let kernel = Kernel {
+        name: "index_select_u32_bf16",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(ids_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `index_select_u32_f16` of indexing.hip.
@@ -5340,7 +9609,24 @@ pub fn launch_index_select_u32_f16<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_u32_f16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let kernel = Kernel {
+        name: "index_select_u32_f16",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(ids_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `index_select_u32_f32` of indexing.hip.
@@ -5360,7 +9646,24 @@ pub fn launch_index_select_u32_f32<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_u32_f32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let kernel = Kernel {
+        name: "index_select_u32_f32",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(ids_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `index_select_u32_f64` of indexing.hip.
@@ -5380,7 +9683,24 @@ pub fn launch_index_select_u32_f64<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_u32_f64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let kernel = Kernel {
+        name: "index_select_u32_f64",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(ids_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `index_select_u32_i64` of indexing.hip.
@@ -5400,7 +9720,24 @@ pub fn launch_index_select_u32_i64<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_u32_i64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let kernel = Kernel {
+        name: "index_select_u32_i64",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(ids_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `index_select_u32_u32` of indexing.hip.
@@ -5420,7 +9757,24 @@ pub fn launch_index_select_u32_u32<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_u32_u32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let kernel = Kernel {
+        name: "index_select_u32_u32",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(ids_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `index_select_u32_u8` of indexing.hip.
@@ -5440,7 +9794,24 @@ pub fn launch_index_select_u32_u8<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_u32_u8", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let kernel = Kernel {
+        name: "index_select_u32_u8",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(ids_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `index_select_u8_bf16` of indexing.hip.
@@ -5460,7 +9831,24 @@ pub fn launch_index_select_u8_bf16<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_u8_bf16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let kernel = Kernel {
+        name: "index_select_u8_bf16",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(ids_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `index_select_u8_f16` of indexing.hip.
@@ -5480,7 +9868,24 @@ pub fn launch_index_select_u8_f16<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_u8_f16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let kernel = Kernel {
+        name: "index_select_u8_f16",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(ids_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `index_select_u8_f32` of indexing.hip.
@@ -5500,7 +9905,24 @@ pub fn launch_index_select_u8_f32<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_u8_f32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let kernel = Kernel {
+        name: "index_select_u8_f32",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(ids_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `index_select_u8_f64` of indexing.hip.
@@ -5520,7 +9942,24 @@ pub fn launch_index_select_u8_f64<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_u8_f64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let kernel = Kernel {
+        name: "index_select_u8_f64",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(ids_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `index_select_u8_i64` of indexing.hip.
@@ -5540,7 +9979,24 @@ pub fn launch_index_select_u8_i64<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_u8_i64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let kernel = Kernel {
+        name: "index_select_u8_i64",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(ids_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `index_select_u8_u32` of indexing.hip.
@@ -5560,7 +10016,24 @@ pub fn launch_index_select_u8_u32<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_u8_u32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let kernel = Kernel {
+        name: "index_select_u8_u32",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(ids_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `index_select_u8_u8` of indexing.hip.
@@ -5580,7 +10053,24 @@ pub fn launch_index_select_u8_u8<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_u8_u8", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let kernel = Kernel {
+        name: "index_select_u8_u8",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(ids_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `layer_norm_bf16` of nn.hip.
@@ -5596,7 +10086,20 @@ pub fn launch_layer_norm_bf16<L: KernelLauncher + ?Sized>(
     beta: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "layer_norm_bf16", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), KernelArg::F64(eps), x.arg(), alpha.arg(), beta.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "layer_norm_bf16",
+        source: "nn.hip",
+    };
+    let args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(ncols),
+        KernelArg::F64(eps),
+        x.arg(),
+        alpha.arg(),
+        beta.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `layer_norm_f16` of nn.hip.
@@ -5612,7 +10115,20 @@ pub fn launch_layer_norm_f16<L: KernelLauncher + ?Sized>(
     beta: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "layer_norm_f16", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), KernelArg::F64(eps), x.arg(), alpha.arg(), beta.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "layer_norm_f16",
+        source: "nn.hip",
+    };
+    let args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(ncols),
+        KernelArg::F64(eps),
+        x.arg(),
+        alpha.arg(),
+        beta.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `layer_norm_f32` of nn.hip.
@@ -5628,7 +10144,20 @@ pub fn launch_layer_norm_f32<L: KernelLauncher + ?Sized>(
     beta: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "layer_norm_f32", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), KernelArg::F64(eps), x.arg(), alpha.arg(), beta.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "layer_norm_f32",
+        source: "nn.hip",
+    };
+    let args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(ncols),
+        KernelArg::F64(eps),
+        x.arg(),
+        alpha.arg(),
+        beta.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `layer_norm_f64` of nn.hip.
@@ -5644,7 +10173,20 @@ pub fn launch_layer_norm_f64<L: KernelLauncher + ?Sized>(
     beta: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "layer_norm_f64", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), KernelArg::F64(eps), x.arg(), alpha.arg(), beta.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "layer_norm_f64",
+        source: "nn.hip",
+    };
+    let args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(ncols),
+        KernelArg::F64(eps),
+        x.arg(),
+        alpha.arg(),
+        beta.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `max_pool2d_bf16` of pool.hip.
@@ -5661,7 +10203,21 @@ pub fn launch_max_pool2d_bf16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<Bf16>,
     dst: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "max_pool2d_bf16", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_k), KernelArg::Usize(h_k), KernelArg::Usize(w_stride), KernelArg::Usize(h_stride), info.arg(), src.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "max_pool2d_bf16",
+        source: "pool.hip",
+    };
+    let args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_k),
+        KernelArg::Usize(h_k),
+        KernelArg::Usize(w_stride),
+        KernelArg::Usize(h_stride),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `max_pool2d_f16` of pool.hip.
@@ -5678,7 +10234,21 @@ pub fn launch_max_pool2d_f16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<F16>,
     dst: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "max_pool2d_f16", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_k), KernelArg::Usize(h_k), KernelArg::Usize(w_stride), KernelArg::Usize(h_stride), info.arg(), src.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "max_pool2d_f16",
+        source: "pool.hip",
+    };
+    let args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_k),
+        KernelArg::Usize(h_k),
+        KernelArg::Usize(w_stride),
+        KernelArg::Usize(h_stride),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `max_pool2d_f32` of pool.hip.
@@ -5695,7 +10265,21 @@ pub fn launch_max_pool2d_f32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f32>,
     dst: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "max_pool2d_f32", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_k), KernelArg::Usize(h_k), KernelArg::Usize(w_stride), KernelArg::Usize(h_stride), info.arg(), src.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "max_pool2d_f32",
+        source: "pool.hip",
+    };
+    let args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_k),
+        KernelArg::Usize(h_k),
+        KernelArg::Usize(w_stride),
+        KernelArg::Usize(h_stride),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `max_pool2d_f64` of pool.hip.
@@ -5712,7 +10296,21 @@ pub fn launch_max_pool2d_f64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f64>,
     dst: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "max_pool2d_f64", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_k), KernelArg::Usize(h_k), KernelArg::Usize(w_stride), KernelArg::Usize(h_stride), info.arg(), src.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "max_pool2d_f64",
+        source: "pool.hip",
+    };
+    let args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_k),
+        KernelArg::Usize(h_k),
+        KernelArg::Usize(w_stride),
+        KernelArg::Usize(h_stride),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `max_pool2d_i64` of pool.hip.
@@ -5729,7 +10327,21 @@ pub fn launch_max_pool2d_i64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<i64>,
     dst: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "max_pool2d_i64", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_k), KernelArg::Usize(h_k), KernelArg::Usize(w_stride), KernelArg::Usize(h_stride), info.arg(), src.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "max_pool2d_i64",
+        source: "pool.hip",
+    };
+    let args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_k),
+        KernelArg::Usize(h_k),
+        KernelArg::Usize(w_stride),
+        KernelArg::Usize(h_stride),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `max_pool2d_u32` of pool.hip.
@@ -5746,7 +10358,21 @@ pub fn launch_max_pool2d_u32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "max_pool2d_u32", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_k), KernelArg::Usize(h_k), KernelArg::Usize(w_stride), KernelArg::Usize(h_stride), info.arg(), src.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "max_pool2d_u32",
+        source: "pool.hip",
+    };
+    let args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_k),
+        KernelArg::Usize(h_k),
+        KernelArg::Usize(w_stride),
+        KernelArg::Usize(h_stride),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `max_pool2d_u8` of pool.hip.
@@ -5763,7 +10389,21 @@ pub fn launch_max_pool2d_u8<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u8>,
     dst: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "max_pool2d_u8", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_k), KernelArg::Usize(h_k), KernelArg::Usize(w_stride), KernelArg::Usize(h_stride), info.arg(), src.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "max_pool2d_u8",
+        source: "pool.hip",
+    };
+    let args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_k),
+        KernelArg::Usize(h_k),
+        KernelArg::Usize(w_stride),
+        KernelArg::Usize(h_stride),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `powf_bf16` of affine.hip.
@@ -5778,7 +10418,19 @@ pub fn launch_powf_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "powf_bf16", source: "affine.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::F32(param), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "powf_bf16",
+        source: "affine.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::F32(param),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `powf_f16` of affine.hip.
@@ -5793,7 +10445,19 @@ pub fn launch_powf_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "powf_f16", source: "affine.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::F32(param), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "powf_f16",
+        source: "affine.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::F32(param),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `powf_f32` of affine.hip.
@@ -5808,7 +10472,19 @@ pub fn launch_powf_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "powf_f32", source: "affine.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::F32(param), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "powf_f32",
+        source: "affine.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::F32(param),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `powf_f64` of affine.hip.
@@ -5823,7 +10499,19 @@ pub fn launch_powf_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "powf_f64", source: "affine.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::F64(param), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "powf_f64",
+        source: "affine.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::F64(param),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `qmatvec_q4_0` of quantized.hip.
@@ -5838,7 +10526,19 @@ pub fn launch_qmatvec_q4_0<L: KernelLauncher + ?Sized>(
     k: usize,
     rows: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "qmatvec_q4_0", source: "quantized.hip" }, cfg, &[w.arg(), x.arg(), y.arg(), KernelArg::Usize(n), KernelArg::Usize(k), KernelArg::Usize(rows)])
+    let kernel = Kernel {
+        name: "qmatvec_q4_0",
+        source: "quantized.hip",
+    };
+    let args = [
+        w.arg(),
+        x.arg(),
+        y.arg(),
+        KernelArg::Usize(n),
+        KernelArg::Usize(k),
+        KernelArg::Usize(rows),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `qmatvec_q4_1` of quantized.hip.
@@ -5853,7 +10553,19 @@ pub fn launch_qmatvec_q4_1<L: KernelLauncher + ?Sized>(
     k: usize,
     rows: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "qmatvec_q4_1", source: "quantized.hip" }, cfg, &[w.arg(), x.arg(), y.arg(), KernelArg::Usize(n), KernelArg::Usize(k), KernelArg::Usize(rows)])
+    let kernel = Kernel {
+        name: "qmatvec_q4_1",
+        source: "quantized.hip",
+    };
+    let args = [
+        w.arg(),
+        x.arg(),
+        y.arg(),
+        KernelArg::Usize(n),
+        KernelArg::Usize(k),
+        KernelArg::Usize(rows),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `qmatvec_q4_k` of quantized.hip.
@@ -5868,7 +10580,19 @@ pub fn launch_qmatvec_q4_k<L: KernelLauncher + ?Sized>(
     k: usize,
     rows: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "qmatvec_q4_k", source: "quantized.hip" }, cfg, &[w.arg(), x.arg(), y.arg(), KernelArg::Usize(n), KernelArg::Usize(k), KernelArg::Usize(rows)])
+    let kernel = Kernel {
+        name: "qmatvec_q4_k",
+        source: "quantized.hip",
+    };
+    let args = [
+        w.arg(),
+        x.arg(),
+        y.arg(),
+        KernelArg::Usize(n),
+        KernelArg::Usize(k),
+        KernelArg::Usize(rows),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `qmatvec_q6_k` of quantized.hip.
@@ -5883,7 +10607,19 @@ pub fn launch_qmatvec_q6_k<L: KernelLauncher + ?Sized>(
     k: usize,
     rows: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "qmatvec_q6_k", source: "quantized.hip" }, cfg, &[w.arg(), x.arg(), y.arg(), KernelArg::Usize(n), KernelArg::Usize(k), KernelArg::Usize(rows)])
+    let kernel = Kernel {
+        name: "qmatvec_q6_k",
+        source: "quantized.hip",
+    };
+    let args = [
+        w.arg(),
+        x.arg(),
+        y.arg(),
+        KernelArg::Usize(n),
+        KernelArg::Usize(k),
+        KernelArg::Usize(rows),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `qmatvec_q8_0` of quantized.hip.
@@ -5898,7 +10634,19 @@ pub fn launch_qmatvec_q8_0<L: KernelLauncher + ?Sized>(
     k: usize,
     rows: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "qmatvec_q8_0", source: "quantized.hip" }, cfg, &[w.arg(), x.arg(), y.arg(), KernelArg::Usize(n), KernelArg::Usize(k), KernelArg::Usize(rows)])
+    let kernel = Kernel {
+        name: "qmatvec_q8_0",
+        source: "quantized.hip",
+    };
+    let args = [
+        w.arg(),
+        x.arg(),
+        y.arg(),
+        KernelArg::Usize(n),
+        KernelArg::Usize(k),
+        KernelArg::Usize(rows),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `reduce_chunks_bf16` of reduce.hip.
@@ -5917,7 +10665,23 @@ pub fn launch_reduce_chunks_bf16<L: KernelLauncher + ?Sized>(
     partial: DevicePtrMut<c_void>,
     dst: DevicePtrMut<c_void>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "reduce_chunks_bf16", source: "reduce.hip" }, cfg, &[KernelArg::U32(op), KernelArg::U32(pass), KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(chunks), src.arg(), partial.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "reduce_chunks_bf16",
+        source: "reduce.hip",
+    };
+    let args = [
+        KernelArg::U32(op),
+        KernelArg::U32(pass),
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(chunks),
+        src.arg(),
+        partial.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `reduce_chunks_f16` of reduce.hip.
@@ -5936,7 +10700,23 @@ pub fn launch_reduce_chunks_f16<L: KernelLauncher + ?Sized>(
     partial: DevicePtrMut<c_void>,
     dst: DevicePtrMut<c_void>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "reduce_chunks_f16", source: "reduce.hip" }, cfg, &[KernelArg::U32(op), KernelArg::U32(pass), KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(chunks), src.arg(), partial.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "reduce_chunks_f16",
+        source: "reduce.hip",
+    };
+    let args = [
+        KernelArg::U32(op),
+        KernelArg::U32(pass),
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(chunks),
+        src.arg(),
+        partial.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `reduce_chunks_f32` of reduce.hip.
@@ -5955,7 +10735,23 @@ pub fn launch_reduce_chunks_f32<L: KernelLauncher + ?Sized>(
     partial: DevicePtrMut<c_void>,
     dst: DevicePtrMut<c_void>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "reduce_chunks_f32", source: "reduce.hip" }, cfg, &[KernelArg::U32(op), KernelArg::U32(pass), KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(chunks), src.arg(), partial.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "reduce_chunks_f32",
+        source: "reduce.hip",
+    };
+    let args = [
+        KernelArg::U32(op),
+        KernelArg::U32(pass),
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(chunks),
+        src.arg(),
+        partial.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `reduce_chunks_f64` of reduce.hip.
@@ -5974,7 +10770,23 @@ pub fn launch_reduce_chunks_f64<L: KernelLauncher + ?Sized>(
     partial: DevicePtrMut<c_void>,
     dst: DevicePtrMut<c_void>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "reduce_chunks_f64", source: "reduce.hip" }, cfg, &[KernelArg::U32(op), KernelArg::U32(pass), KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(chunks), src.arg(), partial.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "reduce_chunks_f64",
+        source: "reduce.hip",
+    };
+    let args = [
+        KernelArg::U32(op),
+        KernelArg::U32(pass),
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(chunks),
+        src.arg(),
+        partial.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `reduce_chunks_i64` of reduce.hip.
@@ -5993,7 +10805,23 @@ pub fn launch_reduce_chunks_i64<L: KernelLauncher + ?Sized>(
     partial: DevicePtrMut<c_void>,
     dst: DevicePtrMut<c_void>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "reduce_chunks_i64", source: "reduce.hip" }, cfg, &[KernelArg::U32(op), KernelArg::U32(pass), KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(chunks), src.arg(), partial.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "reduce_chunks_i64",
+        source: "reduce.hip",
+    };
+    let args = [
+        KernelArg::U32(op),
+        KernelArg::U32(pass),
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(chunks),
+        src.arg(),
+        partial.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `reduce_chunks_u32` of reduce.hip.
@@ -6012,7 +10840,23 @@ pub fn launch_reduce_chunks_u32<L: KernelLauncher + ?Sized>(
     partial: DevicePtrMut<c_void>,
     dst: DevicePtrMut<c_void>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "reduce_chunks_u32", source: "reduce.hip" }, cfg, &[KernelArg::U32(op), KernelArg::U32(pass), KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(chunks), src.arg(), partial.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "reduce_chunks_u32",
+        source: "reduce.hip",
+    };
+    let args = [
+        KernelArg::U32(op),
+        KernelArg::U32(pass),
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(chunks),
+        src.arg(),
+        partial.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `reduce_chunks_u8` of reduce.hip.
@@ -6031,7 +10875,23 @@ pub fn launch_reduce_chunks_u8<L: KernelLauncher + ?Sized>(
     partial: DevicePtrMut<c_void>,
     dst: DevicePtrMut<c_void>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "reduce_chunks_u8", source: "reduce.hip" }, cfg, &[KernelArg::U32(op), KernelArg::U32(pass), KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(chunks), src.arg(), partial.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "reduce_chunks_u8",
+        source: "reduce.hip",
+    };
+    let args = [
+        KernelArg::U32(op),
+        KernelArg::U32(pass),
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(chunks),
+        src.arg(),
+        partial.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `reduce_columns_bf16` of reduce.hip.
@@ -6050,7 +10910,23 @@ pub fn launch_reduce_columns_bf16<L: KernelLauncher + ?Sized>(
     partial: DevicePtrMut<c_void>,
     dst: DevicePtrMut<c_void>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "reduce_columns_bf16", source: "reduce.hip" }, cfg, &[KernelArg::U32(op), KernelArg::Usize(groups), KernelArg::Usize(el), KernelArg::Usize(row_stride), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(splits), src.arg(), partial.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "reduce_columns_bf16",
+        source: "reduce.hip",
+    };
+    let args = [
+        KernelArg::U32(op),
+        KernelArg::Usize(groups),
+        KernelArg::Usize(el),
+        KernelArg::Usize(row_stride),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(splits),
+        src.arg(),
+        partial.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `reduce_columns_f16` of reduce.hip.
@@ -6069,7 +10945,23 @@ pub fn launch_reduce_columns_f16<L: KernelLauncher + ?Sized>(
     partial: DevicePtrMut<c_void>,
     dst: DevicePtrMut<c_void>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "reduce_columns_f16", source: "reduce.hip" }, cfg, &[KernelArg::U32(op), KernelArg::Usize(groups), KernelArg::Usize(el), KernelArg::Usize(row_stride), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(splits), src.arg(), partial.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "reduce_columns_f16",
+        source: "reduce.hip",
+    };
+    let args = [
+        KernelArg::U32(op),
+        KernelArg::Usize(groups),
+        KernelArg::Usize(el),
+        KernelArg::Usize(row_stride),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(splits),
+        src.arg(),
+        partial.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `reduce_columns_f32` of reduce.hip.
@@ -6088,7 +10980,23 @@ pub fn launch_reduce_columns_f32<L: KernelLauncher + ?Sized>(
     partial: DevicePtrMut<c_void>,
     dst: DevicePtrMut<c_void>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "reduce_columns_f32", source: "reduce.hip" }, cfg, &[KernelArg::U32(op), KernelArg::Usize(groups), KernelArg::Usize(el), KernelArg::Usize(row_stride), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(splits), src.arg(), partial.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "reduce_columns_f32",
+        source: "reduce.hip",
+    };
+    let args = [
+        KernelArg::U32(op),
+        KernelArg::Usize(groups),
+        KernelArg::Usize(el),
+        KernelArg::Usize(row_stride),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(splits),
+        src.arg(),
+        partial.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `reduce_columns_f64` of reduce.hip.
@@ -6107,7 +11015,23 @@ pub fn launch_reduce_columns_f64<L: KernelLauncher + ?Sized>(
     partial: DevicePtrMut<c_void>,
     dst: DevicePtrMut<c_void>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "reduce_columns_f64", source: "reduce.hip" }, cfg, &[KernelArg::U32(op), KernelArg::Usize(groups), KernelArg::Usize(el), KernelArg::Usize(row_stride), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(splits), src.arg(), partial.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "reduce_columns_f64",
+        source: "reduce.hip",
+    };
+    let args = [
+        KernelArg::U32(op),
+        KernelArg::Usize(groups),
+        KernelArg::Usize(el),
+        KernelArg::Usize(row_stride),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(splits),
+        src.arg(),
+        partial.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `reduce_columns_i64` of reduce.hip.
@@ -6126,7 +11050,23 @@ pub fn launch_reduce_columns_i64<L: KernelLauncher + ?Sized>(
     partial: DevicePtrMut<c_void>,
     dst: DevicePtrMut<c_void>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "reduce_columns_i64", source: "reduce.hip" }, cfg, &[KernelArg::U32(op), KernelArg::Usize(groups), KernelArg::Usize(el), KernelArg::Usize(row_stride), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(splits), src.arg(), partial.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "reduce_columns_i64",
+        source: "reduce.hip",
+    };
+    let args = [
+        KernelArg::U32(op),
+        KernelArg::Usize(groups),
+        KernelArg::Usize(el),
+        KernelArg::Usize(row_stride),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(splits),
+        src.arg(),
+        partial.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `reduce_columns_u32` of reduce.hip.
@@ -6145,7 +11085,23 @@ pub fn launch_reduce_columns_u32<L: KernelLauncher + ?Sized>(
     partial: DevicePtrMut<c_void>,
     dst: DevicePtrMut<c_void>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "reduce_columns_u32", source: "reduce.hip" }, cfg, &[KernelArg::U32(op), KernelArg::Usize(groups), KernelArg::Usize(el), KernelArg::Usize(row_stride), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(splits), src.arg(), partial.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "reduce_columns_u32",
+        source: "reduce.hip",
+    };
+    let args = [
+        KernelArg::U32(op),
+        KernelArg::Usize(groups),
+        KernelArg::Usize(el),
+        KernelArg::Usize(row_stride),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(splits),
+        src.arg(),
+        partial.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `reduce_columns_u8` of reduce.hip.
@@ -6164,7 +11120,23 @@ pub fn launch_reduce_columns_u8<L: KernelLauncher + ?Sized>(
     partial: DevicePtrMut<c_void>,
     dst: DevicePtrMut<c_void>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "reduce_columns_u8", source: "reduce.hip" }, cfg, &[KernelArg::U32(op), KernelArg::Usize(groups), KernelArg::Usize(el), KernelArg::Usize(row_stride), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(splits), src.arg(), partial.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "reduce_columns_u8",
+        source: "reduce.hip",
+    };
+    let args = [
+        KernelArg::U32(op),
+        KernelArg::Usize(groups),
+        KernelArg::Usize(el),
+        KernelArg::Usize(row_stride),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(splits),
+        src.arg(),
+        partial.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `rms_norm_bf16` of nn.hip.
@@ -6179,7 +11151,19 @@ pub fn launch_rms_norm_bf16<L: KernelLauncher + ?Sized>(
     alpha: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "rms_norm_bf16", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), KernelArg::F64(eps), x.arg(), alpha.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "rms_norm_bf16",
+        source: "nn.hip",
+    };
+    let args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(ncols),
+        KernelArg::F64(eps),
+        x.arg(),
+        alpha.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `rms_norm_f16` of nn.hip.
@@ -6194,7 +11178,19 @@ pub fn launch_rms_norm_f16<L: KernelLauncher + ?Sized>(
     alpha: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "rms_norm_f16", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), KernelArg::F64(eps), x.arg(), alpha.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "rms_norm_f16",
+        source: "nn.hip",
+    };
+    let args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(ncols),
+        KernelArg::F64(eps),
+        x.arg(),
+        alpha.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `rms_norm_f32` of nn.hip.
@@ -6209,7 +11205,19 @@ pub fn launch_rms_norm_f32<L: KernelLauncher + ?Sized>(
     alpha: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "rms_norm_f32", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), KernelArg::F64(eps), x.arg(), alpha.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "rms_norm_f32",
+        source: "nn.hip",
+    };
+    let args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(ncols),
+        KernelArg::F64(eps),
+        x.arg(),
+        alpha.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `rms_norm_f64` of nn.hip.
@@ -6224,7 +11232,19 @@ pub fn launch_rms_norm_f64<L: KernelLauncher + ?Sized>(
     alpha: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "rms_norm_f64", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), KernelArg::F64(eps), x.arg(), alpha.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "rms_norm_f64",
+        source: "nn.hip",
+    };
+    let args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(ncols),
+        KernelArg::F64(eps),
+        x.arg(),
+        alpha.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `rope_bf16` of nn.hip.
@@ -6240,7 +11260,20 @@ pub fn launch_rope_bf16<L: KernelLauncher + ?Sized>(
     sin: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "rope_bf16", source: "nn.hip" }, cfg, &[KernelArg::Usize(bh), KernelArg::Usize(td), KernelArg::Usize(d), x.arg(), cos.arg(), sin.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "rope_bf16",
+        source: "nn.hip",
+    };
+    let args = [
+        KernelArg::Usize(bh),
+        KernelArg::Usize(td),
+        KernelArg::Usize(d),
+        x.arg(),
+        cos.arg(),
+        sin.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `rope_f16` of nn.hip.
@@ -6256,7 +11289,20 @@ pub fn launch_rope_f16<L: KernelLauncher + ?Sized>(
     sin: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "rope_f16", source: "nn.hip" }, cfg, &[KernelArg::Usize(bh), KernelArg::Usize(td), KernelArg::Usize(d), x.arg(), cos.arg(), sin.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "rope_f16",
+        source: "nn.hip",
+    };
+    let args = [
+        KernelArg::Usize(bh),
+        KernelArg::Usize(td),
+        KernelArg::Usize(d),
+        x.arg(),
+        cos.arg(),
+        sin.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `rope_f32` of nn.hip.
@@ -6272,7 +11318,20 @@ pub fn launch_rope_f32<L: KernelLauncher + ?Sized>(
     sin: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "rope_f32", source: "nn.hip" }, cfg, &[KernelArg::Usize(bh), KernelArg::Usize(td), KernelArg::Usize(d), x.arg(), cos.arg(), sin.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "rope_f32",
+        source: "nn.hip",
+    };
+    let args = [
+        KernelArg::Usize(bh),
+        KernelArg::Usize(td),
+        KernelArg::Usize(d),
+        x.arg(),
+        cos.arg(),
+        sin.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `rope_f64` of nn.hip.
@@ -6288,7 +11347,20 @@ pub fn launch_rope_f64<L: KernelLauncher + ?Sized>(
     sin: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "rope_f64", source: "nn.hip" }, cfg, &[KernelArg::Usize(bh), KernelArg::Usize(td), KernelArg::Usize(d), x.arg(), cos.arg(), sin.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "rope_f64",
+        source: "nn.hip",
+    };
+    let args = [
+        KernelArg::Usize(bh),
+        KernelArg::Usize(td),
+        KernelArg::Usize(d),
+        x.arg(),
+        cos.arg(),
+        sin.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `rope_i_bf16` of nn.hip.
@@ -6303,7 +11375,19 @@ pub fn launch_rope_i_bf16<L: KernelLauncher + ?Sized>(
     sin: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "rope_i_bf16", source: "nn.hip" }, cfg, &[KernelArg::Usize(bh), KernelArg::Usize(td), x.arg(), cos.arg(), sin.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "rope_i_bf16",
+        source: "nn.hip",
+    };
+    let args = [
+        KernelArg::Usize(bh),
+        KernelArg::Usize(td),
+        x.arg(),
+        cos.arg(),
+        sin.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `rope_i_f16` of nn.hip.
@@ -6318,7 +11402,19 @@ pub fn launch_rope_i_f16<L: KernelLauncher + ?Sized>(
     sin: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "rope_i_f16", source: "nn.hip" }, cfg, &[KernelArg::Usize(bh), KernelArg::Usize(td), x.arg(), cos.arg(), sin.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "rope_i_f16",
+        source: "nn.hip",
+    };
+    let args = [
+        KernelArg::Usize(bh),
+        KernelArg::Usize(td),
+        x.arg(),
+        cos.arg(),
+        sin.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `rope_i_f32` of nn.hip.
@@ -6333,7 +11429,19 @@ pub fn launch_rope_i_f32<L: KernelLauncher + ?Sized>(
     sin: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "rope_i_f32", source: "nn.hip" }, cfg, &[KernelArg::Usize(bh), KernelArg::Usize(td), x.arg(), cos.arg(), sin.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "rope_i_f32",
+        source: "nn.hip",
+    };
+    let args = [
+        KernelArg::Usize(bh),
+        KernelArg::Usize(td),
+        x.arg(),
+        cos.arg(),
+        sin.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `rope_i_f64` of nn.hip.
@@ -6348,7 +11456,19 @@ pub fn launch_rope_i_f64<L: KernelLauncher + ?Sized>(
     sin: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "rope_i_f64", source: "nn.hip" }, cfg, &[KernelArg::Usize(bh), KernelArg::Usize(td), x.arg(), cos.arg(), sin.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "rope_i_f64",
+        source: "nn.hip",
+    };
+    let args = [
+        KernelArg::Usize(bh),
+        KernelArg::Usize(td),
+        x.arg(),
+        cos.arg(),
+        sin.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `rope_thd_bf16` of nn.hip.
@@ -6365,7 +11485,21 @@ pub fn launch_rope_thd_bf16<L: KernelLauncher + ?Sized>(
     sin: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "rope_thd_bf16", source: "nn.hip" }, cfg, &[KernelArg::Usize(b), KernelArg::Usize(t), KernelArg::Usize(h), KernelArg::Usize(d), x.arg(), cos.arg(), sin.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "rope_thd_bf16",
+        source: "nn.hip",
+    };
+    let args = [
+        KernelArg::Usize(b),
+        KernelArg::Usize(t),
+        KernelArg::Usize(h),
+        KernelArg::Usize(d),
+        x.arg(),
+        cos.arg(),
+        sin.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `rope_thd_f16` of nn.hip.
@@ -6382,7 +11516,21 @@ pub fn launch_rope_thd_f16<L: KernelLauncher + ?Sized>(
     sin: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "rope_thd_f16", source: "nn.hip" }, cfg, &[KernelArg::Usize(b), KernelArg::Usize(t), KernelArg::Usize(h), KernelArg::Usize(d), x.arg(), cos.arg(), sin.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "rope_thd_f16",
+        source: "nn.hip",
+    };
+    let args = [
+        KernelArg::Usize(b),
+        KernelArg::Usize(t),
+        KernelArg::Usize(h),
+        KernelArg::Usize(d),
+        x.arg(),
+        cos.arg(),
+        sin.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `rope_thd_f32` of nn.hip.
@@ -6399,7 +11547,21 @@ pub fn launch_rope_thd_f32<L: KernelLauncher + ?Sized>(
     sin: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "rope_thd_f32", source: "nn.hip" }, cfg, &[KernelArg::Usize(b), KernelArg::Usize(t), KernelArg::Usize(h), KernelArg::Usize(d), x.arg(), cos.arg(), sin.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "rope_thd_f32",
+        source: "nn.hip",
+    };
+    let args = [
+        KernelArg::Usize(b),
+        KernelArg::Usize(t),
+        KernelArg::Usize(h),
+        KernelArg::Usize(d),
+        x.arg(),
+        cos.arg(),
+        sin.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `rope_thd_f64` of nn.hip.
@@ -6416,7 +11578,21 @@ pub fn launch_rope_thd_f64<L: KernelLauncher + ?Sized>(
     sin: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "rope_thd_f64", source: "nn.hip" }, cfg, &[KernelArg::Usize(b), KernelArg::Usize(t), KernelArg::Usize(h), KernelArg::Usize(d), x.arg(), cos.arg(), sin.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "rope_thd_f64",
+        source: "nn.hip",
+    };
+    let args = [
+        KernelArg::Usize(b),
+        KernelArg::Usize(t),
+        KernelArg::Usize(h),
+        KernelArg::Usize(d),
+        x.arg(),
+        cos.arg(),
+        sin.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `scatter_add_i64_bf16` of indexing.hip.
@@ -6434,7 +11610,22 @@ pub fn launch_scatter_add_i64_bf16<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_i64_bf16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let kernel = Kernel {
+        name: "scatter_add_i64_bf16",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `scatter_add_i64_f16` of indexing.hip.
@@ -6452,7 +11643,22 @@ pub fn launch_scatter_add_i64_f16<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_i64_f16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let kernel = Kernel {
+        name: "scatter_add_i64_f16",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `scatter_add_i64_f32` of indexing.hip.
@@ -6470,7 +11676,22 @@ pub fn launch_scatter_add_i64_f32<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_i64_f32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let kernel = Kernel {
+        name: "scatter_add_i64_f32",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `scatter_add_i64_f64` of indexing.hip.
@@ -6488,7 +11709,22 @@ pub fn launch_scatter_add_i64_f64<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_i64_f64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let kernel = Kernel {
+        name: "scatter_add_i64_f64",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `scatter_add_i64_i64` of indexing.hip.
@@ -6506,7 +11742,22 @@ pub fn launch_scatter_add_i64_i64<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_i64_i64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let kernel = Kernel {
+        name: "scatter_add_i64_i64",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `scatter_add_i64_u32` of indexing.hip.
@@ -6524,7 +11775,22 @@ pub fn launch_scatter_add_i64_u32<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_i64_u32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let kernel = Kernel {
+        name: "scatter_add_i64_u32",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `scatter_add_i64_u8` of indexing.hip.
@@ -6542,7 +11808,22 @@ pub fn launch_scatter_add_i64_u8<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_i64_u8", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let kernel = Kernel {
+        name: "scatter_add_i64_u8",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `scatter_add_u32_bf16` of indexing.hip.
@@ -6560,7 +11841,22 @@ pub fn launch_scatter_add_u32_bf16<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_u32_bf16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let kernel = Kernel {
+        name: "scatter_add_u32_bf16",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `scatter_add_u32_f16` of indexing.hip.
@@ -6578,7 +11874,22 @@ pub fn launch_scatter_add_u32_f16<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_u32_f16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let kernel = Kernel {
+        name: "scatter_add_u32_f16",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `scatter_add_u32_f32` of indexing.hip.
@@ -6596,7 +11907,22 @@ pub fn launch_scatter_add_u32_f32<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_u32_f32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let kernel = Kernel {
+        name: "scatter_add_u32_f32",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `scatter_add_u32_f64` of indexing.hip.
@@ -6614,7 +11940,22 @@ pub fn launch_scatter_add_u32_f64<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_u32_f64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let kernel = Kernel {
+        name: "scatter_add_u32_f64",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `scatter_add_u32_i64` of indexing.hip.
@@ -6632,7 +11973,22 @@ pub fn launch_scatter_add_u32_i64<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_u32_i64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let kernel = Kernel {
+        name: "scatter_add_u32_i64",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `scatter_add_u32_u32` of indexing.hip.
@@ -6650,7 +12006,22 @@ pub fn launch_scatter_add_u32_u32<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_u32_u32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let kernel = Kernel {
+        name: "scatter_add_u32_u32",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `scatter_add_u32_u8` of indexing.hip.
@@ -6668,7 +12039,22 @@ pub fn launch_scatter_add_u32_u8<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_u32_u8", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let kernel = Kernel {
+        name: "scatter_add_u32_u8",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `scatter_add_u8_bf16` of indexing.hip.
@@ -6686,7 +12072,22 @@ pub fn launch_scatter_add_u8_bf16<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_u8_bf16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let kernel = Kernel {
+        name: "scatter_add_u8_bf16",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `scatter_add_u8_f16` of indexing.hip.
@@ -6704,7 +12105,22 @@ pub fn launch_scatter_add_u8_f16<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_u8_f16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let kernel = Kernel {
+        name: "scatter_add_u8_f16",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `scatter_add_u8_f32` of indexing.hip.
@@ -6722,7 +12138,22 @@ pub fn launch_scatter_add_u8_f32<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_u8_f32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let kernel = Kernel {
+        name: "scatter_add_u8_f32",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `scatter_add_u8_f64` of indexing.hip.
@@ -6740,7 +12171,22 @@ pub fn launch_scatter_add_u8_f64<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_u8_f64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let kernel = Kernel {
+        name: "scatter_add_u8_f64",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `scatter_add_u8_i64` of indexing.hip.
@@ -6758,7 +12204,22 @@ pub fn launch_scatter_add_u8_i64<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_u8_i64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let kernel = Kernel {
+        name: "scatter_add_u8_i64",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `scatter_add_u8_u32` of indexing.hip.
@@ -6776,7 +12237,22 @@ pub fn launch_scatter_add_u8_u32<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_u8_u32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let kernel = Kernel {
+        name: "scatter_add_u8_u32",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `scatter_add_u8_u8` of indexing.hip.
@@ -6794,7 +12270,22 @@ pub fn launch_scatter_add_u8_u8<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_u8_u8", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let kernel = Kernel {
+        name: "scatter_add_u8_u8",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `scatter_set_i64_bf16` of indexing.hip.
@@ -6812,7 +12303,22 @@ pub fn launch_scatter_set_i64_bf16<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_i64_bf16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let kernel = Kernel {
+        name: "scatter_set_i64_bf16",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `scatter_set_i64_f16` of indexing.hip.
@@ -6830,7 +12336,22 @@ pub fn launch_scatter_set_i64_f16<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_i64_f16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let kernel = Kernel {
+        name: "scatter_set_i64_f16",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `scatter_set_i64_f32` of indexing.hip.
@@ -6848,7 +12369,22 @@ pub fn launch_scatter_set_i64_f32<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_i64_f32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let kernel = Kernel {
+        name: "scatter_set_i64_f32",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `scatter_set_i64_f64` of indexing.hip.
@@ -6866,7 +12402,22 @@ pub fn launch_scatter_set_i64_f64<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_i64_f64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let kernel = Kernel {
+        name: "scatter_set_i64_f64",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `scatter_set_i64_i64` of indexing.hip.
@@ -6884,7 +12435,22 @@ pub fn launch_scatter_set_i64_i64<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_i64_i64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let kernel = Kernel {
+        name: "scatter_set_i64_i64",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `scatter_set_i64_u32` of indexing.hip.
@@ -6902,7 +12468,22 @@ pub fn launch_scatter_set_i64_u32<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_i64_u32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let kernel = Kernel {
+        name: "scatter_set_i64_u32",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `scatter_set_i64_u8` of indexing.hip.
@@ -6920,7 +12501,22 @@ pub fn launch_scatter_set_i64_u8<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_i64_u8", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let kernel = Kernel {
+        name: "scatter_set_i64_u8",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `scatter_set_u32_bf16` of indexing.hip.
@@ -6938,7 +12534,22 @@ pub fn launch_scatter_set_u32_bf16<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_u32_bf16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let kernel = Kernel {
+        name: "scatter_set_u32_bf16",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `scatter_set_u32_f16` of indexing.hip.
@@ -6956,7 +12567,22 @@ pub fn launch_scatter_set_u32_f16<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_u32_f16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let kernel = Kernel {
+        name: "scatter_set_u32_f16",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `scatter_set_u32_f32` of indexing.hip.
@@ -6974,7 +12600,22 @@ pub fn launch_scatter_set_u32_f32<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_u32_f32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let kernel = Kernel {
+        name: "scatter_set_u32_f32",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `scatter_set_u32_f64` of indexing.hip.
@@ -6992,7 +12633,22 @@ pub fn launch_scatter_set_u32_f64<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_u32_f64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let kernel = Kernel {
+        name: "scatter_set_u32_f64",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `scatter_set_u32_i64` of indexing.hip.
@@ -7010,7 +12666,22 @@ pub fn launch_scatter_set_u32_i64<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_u32_i64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let kernel = Kernel {
+        name: "scatter_set_u32_i64",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `scatter_set_u32_u32` of indexing.hip.
@@ -7028,7 +12699,22 @@ pub fn launch_scatter_set_u32_u32<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_u32_u32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let kernel = Kernel {
+        name: "scatter_set_u32_u32",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `scatter_set_u32_u8` of indexing.hip.
@@ -7046,7 +12732,22 @@ pub fn launch_scatter_set_u32_u8<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_u32_u8", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let kernel = Kernel {
+        name: "scatter_set_u32_u8",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `scatter_set_u8_bf16` of indexing.hip.
@@ -7064,7 +12765,22 @@ pub fn launch_scatter_set_u8_bf16<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_u8_bf16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let kernel = Kernel {
+        name: "scatter_set_u8_bf16",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `scatter_set_u8_f16` of indexing.hip.
@@ -7082,7 +12798,22 @@ pub fn launch_scatter_set_u8_f16<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_u8_f16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let kernel = Kernel {
+        name: "scatter_set_u8_f16",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `scatter_set_u8_f32` of indexing.hip.
@@ -7100,7 +12831,22 @@ pub fn launch_scatter_set_u8_f32<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_u8_f32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let kernel = Kernel {
+        name: "scatter_set_u8_f32",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `scatter_set_u8_f64` of indexing.hip.
@@ -7118,7 +12864,22 @@ pub fn launch_scatter_set_u8_f64<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_u8_f64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let kernel = Kernel {
+        name: "scatter_set_u8_f64",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `scatter_set_u8_i64` of indexing.hip.
@@ -7136,7 +12897,22 @@ pub fn launch_scatter_set_u8_i64<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_u8_i64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let kernel = Kernel {
+        name: "scatter_set_u8_i64",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `scatter_set_u8_u32` of indexing.hip.
@@ -7154,7 +12930,22 @@ pub fn launch_scatter_set_u8_u32<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_u8_u32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let kernel = Kernel {
+        name: "scatter_set_u8_u32",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `scatter_set_u8_u8` of indexing.hip.
@@ -7172,7 +12963,22 @@ pub fn launch_scatter_set_u8_u8<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_u8_u8", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let kernel = Kernel {
+        name: "scatter_set_u8_u8",
+        source: "indexing.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `sdpa_softmax_bf16` of nn.hip.
@@ -7187,7 +12993,19 @@ pub fn launch_sdpa_softmax_bf16<L: KernelLauncher + ?Sized>(
     causal: u32,
     scores: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "sdpa_softmax_bf16", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), KernelArg::Usize(sq), KernelArg::F32(scale), KernelArg::U32(causal), scores.arg()])
+    let kernel = Kernel {
+        name: "sdpa_softmax_bf16",
+        source: "nn.hip",
+    };
+    let args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(ncols),
+        KernelArg::Usize(sq),
+        KernelArg::F32(scale),
+        KernelArg::U32(causal),
+        scores.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `sdpa_softmax_f16` of nn.hip.
@@ -7202,7 +13020,19 @@ pub fn launch_sdpa_softmax_f16<L: KernelLauncher + ?Sized>(
     causal: u32,
     scores: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "sdpa_softmax_f16", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), KernelArg::Usize(sq), KernelArg::F32(scale), KernelArg::U32(causal), scores.arg()])
+    let kernel = Kernel {
+        name: "sdpa_softmax_f16",
+        source: "nn.hip",
+    };
+    let args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(ncols),
+        KernelArg::Usize(sq),
+        KernelArg::F32(scale),
+        KernelArg::U32(causal),
+        scores.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `sdpa_softmax_f32` of nn.hip.
@@ -7217,7 +13047,19 @@ pub fn launch_sdpa_softmax_f32<L: KernelLauncher + ?Sized>(
     causal: u32,
     scores: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "sdpa_softmax_f32", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), KernelArg::Usize(sq), KernelArg::F32(scale), KernelArg::U32(causal), scores.arg()])
+    let kernel = Kernel {
+        name: "sdpa_softmax_f32",
+        source: "nn.hip",
+    };
+    let args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(ncols),
+        KernelArg::Usize(sq),
+        KernelArg::F32(scale),
+        KernelArg::U32(causal),
+        scores.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `sigmoid_bf16` of nn.hip.
@@ -7230,7 +13072,18 @@ pub fn launch_sigmoid_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "sigmoid_bf16", source: "nn.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "sigmoid_bf16",
+        source: "nn.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `sigmoid_f16` of nn.hip.
@@ -7243,7 +13096,18 @@ pub fn launch_sigmoid_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "sigmoid_f16", source: "nn.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "sigmoid_f16",
+        source: "nn.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `sigmoid_f32` of nn.hip.
@@ -7256,7 +13120,18 @@ pub fn launch_sigmoid_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "sigmoid_f32", source: "nn.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "sigmoid_f32",
+        source: "nn.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `sigmoid_f64` of nn.hip.
@@ -7269,7 +13144,18 @@ pub fn launch_sigmoid_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "sigmoid_f64", source: "nn.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "sigmoid_f64",
+        source: "nn.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `softmax_last_dim_bf16` of nn.hip.
@@ -7281,7 +13167,17 @@ pub fn launch_softmax_last_dim_bf16<L: KernelLauncher + ?Sized>(
     x: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "softmax_last_dim_bf16", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), x.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "softmax_last_dim_bf16",
+        source: "nn.hip",
+    };
+    let args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(ncols),
+        x.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `softmax_last_dim_f16` of nn.hip.
@@ -7293,7 +13189,17 @@ pub fn launch_softmax_last_dim_f16<L: KernelLauncher + ?Sized>(
     x: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "softmax_last_dim_f16", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), x.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "softmax_last_dim_f16",
+        source: "nn.hip",
+    };
+    let args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(ncols),
+        x.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `softmax_last_dim_f32` of nn.hip.
@@ -7305,7 +13211,17 @@ pub fn launch_softmax_last_dim_f32<L: KernelLauncher + ?Sized>(
     x: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "softmax_last_dim_f32", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), x.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "softmax_last_dim_f32",
+        source: "nn.hip",
+    };
+    let args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(ncols),
+        x.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `softmax_last_dim_f64` of nn.hip.
@@ -7317,7 +13233,17 @@ pub fn launch_softmax_last_dim_f64<L: KernelLauncher + ?Sized>(
     x: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "softmax_last_dim_f64", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), x.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "softmax_last_dim_f64",
+        source: "nn.hip",
+    };
+    let args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(ncols),
+        x.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_abs_bf16` of elementwise.hip.
@@ -7330,7 +13256,18 @@ pub fn launch_unary_abs_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_abs_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_abs_bf16",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_abs_f16` of elementwise.hip.
@@ -7343,7 +13280,18 @@ pub fn launch_unary_abs_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_abs_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_abs_f16",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_abs_f32` of elementwise.hip.
@@ -7356,7 +13304,18 @@ pub fn launch_unary_abs_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_abs_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_abs_f32",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_abs_f64` of elementwise.hip.
@@ -7369,7 +13328,18 @@ pub fn launch_unary_abs_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_abs_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_abs_f64",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_abs_i64` of elementwise.hip.
@@ -7382,7 +13352,18 @@ pub fn launch_unary_abs_i64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_abs_i64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_abs_i64",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_ceil_bf16` of elementwise.hip.
@@ -7395,7 +13376,18 @@ pub fn launch_unary_ceil_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_ceil_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_ceil_bf16",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_ceil_f16` of elementwise.hip.
@@ -7408,7 +13400,18 @@ pub fn launch_unary_ceil_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_ceil_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_ceil_f16",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_ceil_f32` of elementwise.hip.
@@ -7421,7 +13424,18 @@ pub fn launch_unary_ceil_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_ceil_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_ceil_f32",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_ceil_f64` of elementwise.hip.
@@ -7434,7 +13448,18 @@ pub fn launch_unary_ceil_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_ceil_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_ceil_f64",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_cos_bf16` of elementwise.hip.
@@ -7447,7 +13472,18 @@ pub fn launch_unary_cos_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_cos_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_cos_bf16",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_cos_f16` of elementwise.hip.
@@ -7460,7 +13496,18 @@ pub fn launch_unary_cos_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_cos_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_cos_f16",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_cos_f32` of elementwise.hip.
@@ -7473,7 +13520,18 @@ pub fn launch_unary_cos_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_cos_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_cos_f32",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_cos_f64` of elementwise.hip.
@@ -7486,7 +13544,18 @@ pub fn launch_unary_cos_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_cos_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_cos_f64",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_erf_bf16` of elementwise.hip.
@@ -7499,7 +13568,18 @@ pub fn launch_unary_erf_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_erf_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_erf_bf16",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_erf_f16` of elementwise.hip.
@@ -7512,7 +13592,18 @@ pub fn launch_unary_erf_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_erf_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_erf_f16",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_erf_f32` of elementwise.hip.
@@ -7525,7 +13616,18 @@ pub fn launch_unary_erf_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_erf_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_erf_f32",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_erf_f64` of elementwise.hip.
@@ -7538,7 +13640,18 @@ pub fn launch_unary_erf_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_erf_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_erf_f64",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_exp_bf16` of elementwise.hip.
@@ -7551,7 +13664,18 @@ pub fn launch_unary_exp_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_exp_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_exp_bf16",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_exp_f16` of elementwise.hip.
@@ -7564,7 +13688,18 @@ pub fn launch_unary_exp_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_exp_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_exp_f16",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_exp_f32` of elementwise.hip.
@@ -7577,7 +13712,18 @@ pub fn launch_unary_exp_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_exp_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_exp_f32",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_exp_f64` of elementwise.hip.
@@ -7590,7 +13736,18 @@ pub fn launch_unary_exp_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_exp_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_exp_f64",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_floor_bf16` of elementwise.hip.
@@ -7603,7 +13760,18 @@ pub fn launch_unary_floor_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_floor_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_floor_bf16",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_floor_f16` of elementwise.hip.
@@ -7616,7 +13784,18 @@ pub fn launch_unary_floor_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_floor_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_floor_f16",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_floor_f32` of elementwise.hip.
@@ -7629,7 +13808,18 @@ pub fn launch_unary_floor_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_floor_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_floor_f32",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_floor_f64` of elementwise.hip.
@@ -7642,7 +13832,18 @@ pub fn launch_unary_floor_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_floor_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_floor_f64",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_gelu_bf16` of elementwise.hip.
@@ -7655,7 +13856,18 @@ pub fn launch_unary_gelu_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_gelu_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_gelu_bf16",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_gelu_erf_bf16` of elementwise.hip.
@@ -7668,7 +13880,18 @@ pub fn launch_unary_gelu_erf_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_gelu_erf_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_gelu_erf_bf16",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_gelu_erf_f16` of elementwise.hip.
@@ -7681,7 +13904,18 @@ pub fn launch_unary_gelu_erf_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_gelu_erf_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_gelu_erf_f16",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_gelu_erf_f32` of elementwise.hip.
@@ -7694,7 +13928,18 @@ pub fn launch_unary_gelu_erf_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_gelu_erf_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_gelu_erf_f32",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_gelu_erf_f64` of elementwise.hip.
@@ -7707,7 +13952,18 @@ pub fn launch_unary_gelu_erf_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_gelu_erf_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_gelu_erf_f64",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_gelu_f16` of elementwise.hip.
@@ -7720,7 +13976,18 @@ pub fn launch_unary_gelu_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_gelu_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_gelu_f16",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_gelu_f32` of elementwise.hip.
@@ -7733,7 +14000,18 @@ pub fn launch_unary_gelu_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_gelu_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_gelu_f32",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_gelu_f64` of elementwise.hip.
@@ -7746,7 +14024,18 @@ pub fn launch_unary_gelu_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_gelu_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_gelu_f64",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_log_bf16` of elementwise.hip.
@@ -7759,7 +14048,18 @@ pub fn launch_unary_log_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_log_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_log_bf16",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_log_f16` of elementwise.hip.
@@ -7772,7 +14072,18 @@ pub fn launch_unary_log_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_log_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_log_f16",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_log_f32` of elementwise.hip.
@@ -7785,7 +14096,18 @@ pub fn launch_unary_log_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_log_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_log_f32",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_log_f64` of elementwise.hip.
@@ -7798,7 +14120,18 @@ pub fn launch_unary_log_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_log_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_log_f64",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_neg_bf16` of elementwise.hip.
@@ -7811,7 +14144,18 @@ pub fn launch_unary_neg_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_neg_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_neg_bf16",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_neg_f16` of elementwise.hip.
@@ -7824,7 +14168,18 @@ pub fn launch_unary_neg_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_neg_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_neg_f16",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_neg_f32` of elementwise.hip.
@@ -7837,7 +14192,18 @@ pub fn launch_unary_neg_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_neg_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_neg_f32",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_neg_f64` of elementwise.hip.
@@ -7850,7 +14216,18 @@ pub fn launch_unary_neg_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_neg_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_neg_f64",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_neg_i64` of elementwise.hip.
@@ -7863,7 +14240,18 @@ pub fn launch_unary_neg_i64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_neg_i64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_neg_i64",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_recip_bf16` of elementwise.hip.
@@ -7876,7 +14264,18 @@ pub fn launch_unary_recip_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_recip_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_recip_bf16",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_recip_f16` of elementwise.hip.
@@ -7889,7 +14288,18 @@ pub fn launch_unary_recip_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_recip_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_recip_f16",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_recip_f32` of elementwise.hip.
@@ -7902,7 +14312,18 @@ pub fn launch_unary_recip_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_recip_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_recip_f32",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_recip_f64` of elementwise.hip.
@@ -7915,7 +14336,18 @@ pub fn launch_unary_recip_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_recip_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_recip_f64",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_relu_bf16` of elementwise.hip.
@@ -7928,7 +14360,18 @@ pub fn launch_unary_relu_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_relu_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_relu_bf16",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_relu_f16` of elementwise.hip.
@@ -7941,7 +14384,18 @@ pub fn launch_unary_relu_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_relu_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_relu_f16",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_relu_f32` of elementwise.hip.
@@ -7954,7 +14408,18 @@ pub fn launch_unary_relu_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_relu_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_relu_f32",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_relu_f64` of elementwise.hip.
@@ -7967,7 +14432,18 @@ pub fn launch_unary_relu_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_relu_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_relu_f64",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_relu_i64` of elementwise.hip.
@@ -7980,7 +14456,18 @@ pub fn launch_unary_relu_i64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_relu_i64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_relu_i64",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_round_bf16` of elementwise.hip.
@@ -7993,7 +14480,18 @@ pub fn launch_unary_round_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_round_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_round_bf16",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_round_f16` of elementwise.hip.
@@ -8006,7 +14504,18 @@ pub fn launch_unary_round_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_round_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_round_f16",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_round_f32` of elementwise.hip.
@@ -8019,7 +14528,18 @@ pub fn launch_unary_round_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_round_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_round_f32",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_round_f64` of elementwise.hip.
@@ -8032,7 +14552,18 @@ pub fn launch_unary_round_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_round_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_round_f64",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_sign_bf16` of elementwise.hip.
@@ -8045,7 +14576,18 @@ pub fn launch_unary_sign_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_sign_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_sign_bf16",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_sign_f16` of elementwise.hip.
@@ -8058,7 +14600,18 @@ pub fn launch_unary_sign_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_sign_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_sign_f16",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_sign_f32` of elementwise.hip.
@@ -8071,7 +14624,18 @@ pub fn launch_unary_sign_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_sign_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_sign_f32",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_sign_f64` of elementwise.hip.
@@ -8084,7 +14648,18 @@ pub fn launch_unary_sign_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_sign_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_sign_f64",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_sign_i64` of elementwise.hip.
@@ -8097,7 +14672,18 @@ pub fn launch_unary_sign_i64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_sign_i64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_sign_i64",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_silu_bf16` of elementwise.hip.
@@ -8110,7 +14696,18 @@ pub fn launch_unary_silu_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_silu_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_silu_bf16",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_silu_f16` of elementwise.hip.
@@ -8123,7 +14720,18 @@ pub fn launch_unary_silu_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_silu_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_silu_f16",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_silu_f32` of elementwise.hip.
@@ -8136,7 +14744,18 @@ pub fn launch_unary_silu_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_silu_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_silu_f32",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_silu_f64` of elementwise.hip.
@@ -8149,7 +14768,18 @@ pub fn launch_unary_silu_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_silu_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_silu_f64",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_sin_bf16` of elementwise.hip.
@@ -8162,7 +14792,18 @@ pub fn launch_unary_sin_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_sin_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_sin_bf16",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_sin_f16` of elementwise.hip.
@@ -8175,7 +14816,18 @@ pub fn launch_unary_sin_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_sin_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_sin_f16",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_sin_f32` of elementwise.hip.
@@ -8188,7 +14840,18 @@ pub fn launch_unary_sin_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_sin_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_sin_f32",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_sin_f64` of elementwise.hip.
@@ -8201,7 +14864,18 @@ pub fn launch_unary_sin_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_sin_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_sin_f64",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_sqr_bf16` of elementwise.hip.
@@ -8214,7 +14888,18 @@ pub fn launch_unary_sqr_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_sqr_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_sqr_bf16",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_sqr_f16` of elementwise.hip.
@@ -8227,7 +14912,18 @@ pub fn launch_unary_sqr_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_sqr_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_sqr_f16",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_sqr_f32` of elementwise.hip.
@@ -8240,7 +14936,18 @@ pub fn launch_unary_sqr_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_sqr_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_sqr_f32",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_sqr_f64` of elementwise.hip.
@@ -8253,7 +14960,18 @@ pub fn launch_unary_sqr_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_sqr_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_sqr_f64",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_sqr_i64` of elementwise.hip.
@@ -8266,7 +14984,18 @@ pub fn launch_unary_sqr_i64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_sqr_i64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_sqr_i64",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_sqr_u32` of elementwise.hip.
@@ -8279,7 +15008,18 @@ pub fn launch_unary_sqr_u32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_sqr_u32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_sqr_u32",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_sqr_u8` of elementwise.hip.
@@ -8292,7 +15032,18 @@ pub fn launch_unary_sqr_u8<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_sqr_u8", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_sqr_u8",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_sqrt_bf16` of elementwise.hip.
@@ -8305,7 +15056,18 @@ pub fn launch_unary_sqrt_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_sqrt_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_sqrt_bf16",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_sqrt_f16` of elementwise.hip.
@@ -8318,7 +15080,18 @@ pub fn launch_unary_sqrt_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_sqrt_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_sqrt_f16",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_sqrt_f32` of elementwise.hip.
@@ -8331,7 +15104,18 @@ pub fn launch_unary_sqrt_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_sqrt_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_sqrt_f32",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_sqrt_f64` of elementwise.hip.
@@ -8344,7 +15128,18 @@ pub fn launch_unary_sqrt_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_sqrt_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_sqrt_f64",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_tanh_bf16` of elementwise.hip.
@@ -8357,7 +15152,18 @@ pub fn launch_unary_tanh_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_tanh_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_tanh_bf16",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_tanh_f16` of elementwise.hip.
@@ -8370,7 +15176,18 @@ pub fn launch_unary_tanh_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_tanh_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_tanh_f16",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_tanh_f32` of elementwise.hip.
@@ -8383,7 +15200,18 @@ pub fn launch_unary_tanh_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_tanh_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_tanh_f32",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `unary_tanh_f64` of elementwise.hip.
@@ -8396,7 +15224,18 @@ pub fn launch_unary_tanh_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_tanh_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "unary_tanh_f64",
+        source: "elementwise.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `upsample_nearest1d_bf16` of pool.hip.
@@ -8409,7 +15248,18 @@ pub fn launch_upsample_nearest1d_bf16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<Bf16>,
     dst: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "upsample_nearest1d_bf16", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(l_out), info.arg(), src.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "upsample_nearest1d_bf16",
+        source: "pool.hip",
+    };
+    let args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(l_out),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `upsample_nearest1d_f16` of pool.hip.
@@ -8422,7 +15272,18 @@ pub fn launch_upsample_nearest1d_f16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<F16>,
     dst: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "upsample_nearest1d_f16", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(l_out), info.arg(), src.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "upsample_nearest1d_f16",
+        source: "pool.hip",
+    };
+    let args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(l_out),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `upsample_nearest1d_f32` of pool.hip.
@@ -8435,7 +15296,18 @@ pub fn launch_upsample_nearest1d_f32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f32>,
     dst: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "upsample_nearest1d_f32", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(l_out), info.arg(), src.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "upsample_nearest1d_f32",
+        source: "pool.hip",
+    };
+    let args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(l_out),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `upsample_nearest1d_f64` of pool.hip.
@@ -8448,7 +15320,18 @@ pub fn launch_upsample_nearest1d_f64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f64>,
     dst: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "upsample_nearest1d_f64", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(l_out), info.arg(), src.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "upsample_nearest1d_f64",
+        source: "pool.hip",
+    };
+    let args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(l_out),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `upsample_nearest1d_i64` of pool.hip.
@@ -8461,7 +15344,18 @@ pub fn launch_upsample_nearest1d_i64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<i64>,
     dst: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "upsample_nearest1d_i64", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(l_out), info.arg(), src.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "upsample_nearest1d_i64",
+        source: "pool.hip",
+    };
+    let args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(l_out),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `upsample_nearest1d_u32` of pool.hip.
@@ -8474,7 +15368,18 @@ pub fn launch_upsample_nearest1d_u32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "upsample_nearest1d_u32", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(l_out), info.arg(), src.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "upsample_nearest1d_u32",
+        source: "pool.hip",
+    };
+    let args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(l_out),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `upsample_nearest1d_u8` of pool.hip.
@@ -8487,7 +15392,18 @@ pub fn launch_upsample_nearest1d_u8<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u8>,
     dst: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "upsample_nearest1d_u8", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(l_out), info.arg(), src.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "upsample_nearest1d_u8",
+        source: "pool.hip",
+    };
+    let args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(l_out),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `upsample_nearest2d_bf16` of pool.hip.
@@ -8502,7 +15418,19 @@ pub fn launch_upsample_nearest2d_bf16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<Bf16>,
     dst: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "upsample_nearest2d_bf16", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_out), KernelArg::Usize(h_out), info.arg(), src.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "upsample_nearest2d_bf16",
+        source: "pool.hip",
+    };
+    let args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(h_out),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `upsample_nearest2d_f16` of pool.hip.
@@ -8517,7 +15445,19 @@ pub fn launch_upsample_nearest2d_f16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<F16>,
     dst: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "upsample_nearest2d_f16", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_out), KernelArg::Usize(h_out), info.arg(), src.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "upsample_nearest2d_f16",
+        source: "pool.hip",
+    };
+    let args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(h_out),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `upsample_nearest2d_f32` of pool.hip.
@@ -8532,7 +15472,19 @@ pub fn launch_upsample_nearest2d_f32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f32>,
     dst: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "upsample_nearest2d_f32", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_out), KernelArg::Usize(h_out), info.arg(), src.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "upsample_nearest2d_f32",
+        source: "pool.hip",
+    };
+    let args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(h_out),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `upsample_nearest2d_f64` of pool.hip.
@@ -8547,7 +15499,19 @@ pub fn launch_upsample_nearest2d_f64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f64>,
     dst: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "upsample_nearest2d_f64", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_out), KernelArg::Usize(h_out), info.arg(), src.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "upsample_nearest2d_f64",
+        source: "pool.hip",
+    };
+    let args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(h_out),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `upsample_nearest2d_i64` of pool.hip.
@@ -8562,7 +15526,19 @@ pub fn launch_upsample_nearest2d_i64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<i64>,
     dst: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "upsample_nearest2d_i64", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_out), KernelArg::Usize(h_out), info.arg(), src.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "upsample_nearest2d_i64",
+        source: "pool.hip",
+    };
+    let args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(h_out),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `upsample_nearest2d_u32` of pool.hip.
@@ -8577,7 +15553,19 @@ pub fn launch_upsample_nearest2d_u32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "upsample_nearest2d_u32", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_out), KernelArg::Usize(h_out), info.arg(), src.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "upsample_nearest2d_u32",
+        source: "pool.hip",
+    };
+    let args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(h_out),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `upsample_nearest2d_u8` of pool.hip.
@@ -8592,7 +15580,19 @@ pub fn launch_upsample_nearest2d_u8<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u8>,
     dst: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "upsample_nearest2d_u8", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_out), KernelArg::Usize(h_out), info.arg(), src.arg(), dst.arg()])
+    let kernel = Kernel {
+        name: "upsample_nearest2d_u8",
+        source: "pool.hip",
+    };
+    let args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(h_out),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `where_cond_i64_bf16` of where_cond.hip.
@@ -8608,7 +15608,20 @@ pub fn launch_where_cond_i64_bf16<L: KernelLauncher + ?Sized>(
     f: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "where_cond_i64_bf16", source: "where_cond.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), t.arg(), f.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "where_cond_i64_bf16",
+        source: "where_cond.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        t.arg(),
+        f.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `where_cond_i64_f16` of where_cond.hip.
@@ -8624,7 +15637,20 @@ pub fn launch_where_cond_i64_f16<L: KernelLauncher + ?Sized>(
     f: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "where_cond_i64_f16", source: "where_cond.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), t.arg(), f.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "where_cond_i64_f16",
+        source: "where_cond.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        t.arg(),
+        f.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `where_cond_i64_f32` of where_cond.hip.
@@ -8640,7 +15666,20 @@ pub fn launch_where_cond_i64_f32<L: KernelLauncher + ?Sized>(
     f: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "where_cond_i64_f32", source: "where_cond.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), t.arg(), f.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "where_cond_i64_f32",
+        source: "where_cond.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        t.arg(),
+        f.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `where_cond_i64_f64` of where_cond.hip.
@@ -8656,7 +15695,20 @@ pub fn launch_where_cond_i64_f64<L: KernelLauncher + ?Sized>(
     f: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "where_cond_i64_f64", source: "where_cond.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), t.arg(), f.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "where_cond_i64_f64",
+        source: "where_cond.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        t.arg(),
+        f.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `where_cond_i64_i64` of where_cond.hip.
@@ -8672,7 +15724,20 @@ pub fn launch_where_cond_i64_i64<L: KernelLauncher + ?Sized>(
     f: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "where_cond_i64_i64", source: "where_cond.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), t.arg(), f.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "where_cond_i64_i64",
+        source: "where_cond.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        t.arg(),
+        f.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `where_cond_i64_u32` of where_cond.hip.
@@ -8688,7 +15753,20 @@ pub fn launch_where_cond_i64_u32<L: KernelLauncher + ?Sized>(
     f: DevicePtr<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "where_cond_i64_u32", source: "where_cond.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), t.arg(), f.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "where_cond_i64_u32",
+        source: "where_cond.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        t.arg(),
+        f.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `where_cond_i64_u8` of where_cond.hip.
@@ -8704,7 +15782,20 @@ pub fn launch_where_cond_i64_u8<L: KernelLauncher + ?Sized>(
     f: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "where_cond_i64_u8", source: "where_cond.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), t.arg(), f.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "where_cond_i64_u8",
+        source: "where_cond.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        t.arg(),
+        f.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `where_cond_u32_bf16` of where_cond.hip.
@@ -8720,7 +15811,20 @@ pub fn launch_where_cond_u32_bf16<L: KernelLauncher + ?Sized>(
     f: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "where_cond_u32_bf16", source: "where_cond.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), t.arg(), f.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "where_cond_u32_bf16",
+        source: "where_cond.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        t.arg(),
+        f.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `where_cond_u32_f16` of where_cond.hip.
@@ -8736,7 +15840,20 @@ pub fn launch_where_cond_u32_f16<L: KernelLauncher + ?Sized>(
     f: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "where_cond_u32_f16", source: "where_cond.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), t.arg(), f.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "where_cond_u32_f16",
+        source: "where_cond.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        t.arg(),
+        f.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `where_cond_u32_f32` of where_cond.hip.
@@ -8752,7 +15869,20 @@ pub fn launch_where_cond_u32_f32<L: KernelLauncher + ?Sized>(
     f: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "where_cond_u32_f32", source: "where_cond.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), t.arg(), f.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "where_cond_u32_f32",
+        source: "where_cond.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        t.arg(),
+        f.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `where_cond_u32_f64` of where_cond.hip.
@@ -8768,7 +15898,20 @@ pub fn launch_where_cond_u32_f64<L: KernelLauncher + ?Sized>(
     f: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "where_cond_u32_f64", source: "where_cond.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), t.arg(), f.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "where_cond_u32_f64",
+        source: "where_cond.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        t.arg(),
+        f.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `where_cond_u32_i64` of where_cond.hip.
@@ -8784,7 +15927,20 @@ pub fn launch_where_cond_u32_i64<L: KernelLauncher + ?Sized>(
     f: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "where_cond_u32_i64", source: "where_cond.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), t.arg(), f.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "where_cond_u32_i64",
+        source: "where_cond.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        t.arg(),
+        f.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `where_cond_u32_u32` of where_cond.hip.
@@ -8800,7 +15956,20 @@ pub fn launch_where_cond_u32_u32<L: KernelLauncher + ?Sized>(
     f: DevicePtr<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "where_cond_u32_u32", source: "where_cond.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), t.arg(), f.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "where_cond_u32_u32",
+        source: "where_cond.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        t.arg(),
+        f.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `where_cond_u32_u8` of where_cond.hip.
@@ -8816,7 +15985,20 @@ pub fn launch_where_cond_u32_u8<L: KernelLauncher + ?Sized>(
     f: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "where_cond_u32_u8", source: "where_cond.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), t.arg(), f.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "where_cond_u32_u8",
+        source: "where_cond.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        t.arg(),
+        f.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `where_cond_u8_bf16` of where_cond.hip.
@@ -8832,7 +16014,20 @@ pub fn launch_where_cond_u8_bf16<L: KernelLauncher + ?Sized>(
     f: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "where_cond_u8_bf16", source: "where_cond.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), t.arg(), f.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "where_cond_u8_bf16",
+        source: "where_cond.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        t.arg(),
+        f.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `where_cond_u8_f16` of where_cond.hip.
@@ -8848,7 +16043,20 @@ pub fn launch_where_cond_u8_f16<L: KernelLauncher + ?Sized>(
     f: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "where_cond_u8_f16", source: "where_cond.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), t.arg(), f.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "where_cond_u8_f16",
+        source: "where_cond.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        t.arg(),
+        f.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `where_cond_u8_f32` of where_cond.hip.
@@ -8864,7 +16072,20 @@ pub fn launch_where_cond_u8_f32<L: KernelLauncher + ?Sized>(
     f: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "where_cond_u8_f32", source: "where_cond.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), t.arg(), f.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "where_cond_u8_f32",
+        source: "where_cond.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        t.arg(),
+        f.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `where_cond_u8_f64` of where_cond.hip.
@@ -8880,7 +16101,20 @@ pub fn launch_where_cond_u8_f64<L: KernelLauncher + ?Sized>(
     f: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "where_cond_u8_f64", source: "where_cond.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), t.arg(), f.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "where_cond_u8_f64",
+        source: "where_cond.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        t.arg(),
+        f.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `where_cond_u8_i64` of where_cond.hip.
@@ -8896,7 +16130,20 @@ pub fn launch_where_cond_u8_i64<L: KernelLauncher + ?Sized>(
     f: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "where_cond_u8_i64", source: "where_cond.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), t.arg(), f.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "where_cond_u8_i64",
+        source: "where_cond.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        t.arg(),
+        f.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `where_cond_u8_u32` of where_cond.hip.
@@ -8912,7 +16159,20 @@ pub fn launch_where_cond_u8_u32<L: KernelLauncher + ?Sized>(
     f: DevicePtr<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "where_cond_u8_u32", source: "where_cond.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), t.arg(), f.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "where_cond_u8_u32",
+        source: "where_cond.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        t.arg(),
+        f.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }
 
 /// `where_cond_u8_u8` of where_cond.hip.
@@ -8928,5 +16188,18 @@ pub fn launch_where_cond_u8_u8<L: KernelLauncher + ?Sized>(
     f: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "where_cond_u8_u8", source: "where_cond.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), t.arg(), f.arg(), out.arg()])
+    let kernel = Kernel {
+        name: "where_cond_u8_u8",
+        source: "where_cond.hip",
+    };
+    let args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        t.arg(),
+        f.arg(),
+        out.arg(),
+    ];
+    launcher.launch(kernel, cfg, &args)
 }

@@ -2,10 +2,10 @@
 // candle-core's QStorage (quantized/mod.rs): one variant per backend, every QStorage method
 // of the registry as a method whose match has one arm per backend, calling that backend's
 // quantized storage (QBackendStorage); and the Device methods that make one.
-use crate::{DType, Device, Layout, Result, Storage, WithDType};
 use crate::backend::{BackendDevice, QBackendStorage};
 use crate::quantized::GgmlDType;
 use crate::storage::dtype_in;
+use crate::{DType, Device, Layout, Result, Storage, WithDType};
 use std::borrow::Cow;
 
 /// Quantized (GGML block) storage on one backend.

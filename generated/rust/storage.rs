@@ -5,11 +5,11 @@
 // every position of each arm; its last arm answers storages of different backends with the
 // typed device-mismatch error. The custom-op dispatch (apply_op*, inplace_op*) is in
 // custom_op.rs, to_device in to_device.rs.
-use crate::{DType, Device, Error, Layout, Result};
 use crate::backend::BackendStorage;
 use crate::conv::{ParamsConv1D, ParamsConv2D, ParamsConvTranspose1D, ParamsConvTranspose2D};
 use crate::op::{BinaryOp, CmpOp, ReduceOp, UnaryOp};
 use crate::scalar::Scalar;
+use crate::{DType, Device, Error, Layout, Result};
 
 // Not Clone: a copy can fail (out of memory); try_clone returns the error.
 #[derive(Debug)]

@@ -19,6 +19,7 @@ import jinja2
 
 from .. import model
 from ..audit.coverage import camel
+from . import rust_layout
 from .python import environment as python_environment, generated_kernels
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates" / "rust"
@@ -292,10 +293,11 @@ class Parameters:
         return Parameters(allow, ", ".join(params), tuple(f"    {p}," for p in params))
 
 
-def laid_out(head: str, params: Parameters, tail: str) -> tuple[str, ...]:
-    """layout_signature, for a parameter list laid out already."""
+def laid_out(head: str, params: Parameters, tail: str, indent: int = 4) -> tuple[str, ...]:
+    """layout_signature, for a parameter list laid out already; `indent`: the columns before
+    `head` (4: a method of an impl or trait, 0: a free function)."""
     one = f"{head}({params.joined}){tail}"
-    if len(one) + 4 <= LINE_WIDTH:
+    if len(one) + indent <= LINE_WIDTH:
         return (*params.allow, one)
     return (*params.allow, f"{head}(", *params.lines, f"){tail}")
 
@@ -500,7 +502,7 @@ class Launch(NamedTuple):  # ~9,500 for a 2,584-op registry: a tuple is built 3x
     name: str
     source: str
     signature: str  # its lines, joined; parameters "numel: usize", "inp: DevicePtr<f32>" in kernel order
-    args: str  # "KernelArg::Usize(numel), inp.arg(), ..."
+    args: str  # "    let args = [KernelArg::Usize(numel), inp.arg(), ...];", laid out as rustfmt lays it
 
 
 def _rust_c_type(c_type: str) -> str:
@@ -526,10 +528,11 @@ def launches(kernels) -> tuple[Launch, ...]:
                 rust = types.get(p.c_type) or types.setdefault(p.c_type, _rust_c_type(p.c_type))
                 params.append(f"{name}: {rust}")
                 args.append(f"{name}.arg()" if p.is_pointer else f"KernelArg::{ARG_VARIANTS[rust]}({name})")
-            by_params[id(k.params)] = (Parameters.of(params), ", ".join(args))
-        params_, joined = by_params[id(k.params)]
+            by_params[id(k.params)] = (Parameters.of(params), rust_layout.array_statement("let args = ", args, ";"))
+        params_, statement = by_params[id(k.params)]
         head = f"pub fn launch_{k.name}<L: KernelLauncher + ?Sized>"
-        out.append(Launch(k.name, k.source, "\n".join(laid_out(head, params_, " -> Result<()> {")), joined))
+        signature = laid_out(head, params_, " -> Result<()> {", indent=0)
+        out.append(Launch(k.name, k.source, "\n".join(signature), statement))
     return tuple(out)
 
 
@@ -561,16 +564,19 @@ def hooks(trait: model.CustomOpTrait, vs: tuple[Variant, ...]) -> tuple[Hook, ..
 # -- files ----------------------------------------------------------------------------------------
 
 
-def uses(*names: str) -> tuple[str, ...]:
-    """`use` lines for the names a file mentions, grouped by module, sorted."""
+def uses(*names: str, cfg_uses: tuple[tuple[str, str], ...] = ()) -> tuple[str, ...]:
+    """`use` lines for the names a file mentions, grouped by module, in rustfmt's order;
+    `cfg_uses`: (cfg, path) of uses under a `#[cfg]`, sorted in among them."""
     groups: dict[str, list[str]] = {}
     for name in sorted(set(names)):
         module, _, item = PATHS[name].rpartition("::")
         groups.setdefault(module, []).append(item)
-    return tuple(
-        f"use {m}::{items[0]};" if len(items) == 1 else f"use {m}::{{{', '.join(items)}}};"
-        for m, items in sorted(groups.items())
-    )
+    lines = [
+        ((), f"use {m}::{items[0]};" if len(items) == 1 else f"use {m}::{{{', '.join(items)}}};")
+        for m, items in groups.items()
+    ]
+    lines += [((f"#[cfg({cfg})]",), f"use {path};") for cfg, path in cfg_uses]
+    return tuple(line for attrs, use in sorted(lines, key=lambda u: rust_layout.use_order(u[1])) for line in (*attrs, use))
 
 
 def _mentioned(methods: tuple[Method, ...], candidates) -> set[str]:
@@ -660,7 +666,13 @@ def context(registry: model.Registry) -> dict:
             *(("BackendDevice",) if qdevice else ()),
             *(_mentioned((*qmethods, *qdevice), (*TYPE_NAMES, *HELPERS)) - {"QStorage"}),
         ),
-        "uses_to_device": uses("Result", "Device", "Storage", "BackendStorage"),
+        "uses_to_device": uses(
+            "Result",
+            "Device",
+            "Storage",
+            "BackendStorage",
+            cfg_uses=((gpu_cfg, "crate::backend::BackendDevice"),) if (gpu_cfg := _any_cfg(vs)) else (),
+        ),
         # Only arms towards a non-host device call the device (storage_from_<host>_storage).
         "gpu_cfg": _any_cfg(vs),
     }
