@@ -576,7 +576,9 @@ def uses(*names: str, cfg_uses: tuple[tuple[str, str], ...] = ()) -> tuple[str, 
         for m, items in groups.items()
     ]
     lines += [((f"#[cfg({cfg})]",), f"use {path};") for cfg, path in cfg_uses]
-    return tuple(line for attrs, use in sorted(lines, key=lambda u: rust_layout.use_order(u[1])) for line in (*attrs, use))
+    return tuple(
+        line for attrs, use in sorted(lines, key=lambda u: rust_layout.use_order(u[1])) for line in (*attrs, use)
+    )
 
 
 def _mentioned(methods: tuple[Method, ...], candidates) -> set[str]:
