@@ -384,9 +384,10 @@ impl Storage {
                 Ok((Self::Rocm(out), shape))
             }
             #[allow(unreachable_patterns)]
-            (lhs, t2, t3) => {
-                Err(Device::mismatch("apply_op3", &[lhs.device(), t2.device(), t3.device()]))
-            }
+            (lhs, t2, t3) => Err(Device::mismatch(
+                "apply_op3",
+                &[lhs.device(), t2.device(), t3.device()],
+            )),
         }
     }
 
@@ -417,7 +418,10 @@ impl Storage {
             #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(t2)) => op.rocm_fwd(s, layout, t2, layout2),
             #[allow(unreachable_patterns)]
-            (lhs, t2) => Err(Device::mismatch("inplace_op2", &[lhs.device(), t2.device()])),
+            (lhs, t2) => Err(Device::mismatch(
+                "inplace_op2",
+                &[lhs.device(), t2.device()],
+            )),
         }
     }
 
@@ -446,9 +450,10 @@ impl Storage {
                 op.rocm_fwd(s, layout, t2, layout2, t3, layout3)
             }
             #[allow(unreachable_patterns)]
-            (lhs, t2, t3) => {
-                Err(Device::mismatch("inplace_op3", &[lhs.device(), t2.device(), t3.device()]))
-            }
+            (lhs, t2, t3) => Err(Device::mismatch(
+                "inplace_op3",
+                &[lhs.device(), t2.device(), t3.device()],
+            )),
         }
     }
 }

@@ -160,7 +160,10 @@ impl Device {
         high: f64,
     ) -> Result<Storage> {
         match self {
-            Self::Cpu => Ok(Storage::Cpu(crate::CpuDevice.rand_uniform(shape, dtype, low, high)?)),
+            Self::Cpu => {
+                let s = crate::CpuDevice.rand_uniform(shape, dtype, low, high)?;
+                Ok(Storage::Cpu(s))
+            }
             #[cfg(feature = "cuda")]
             Self::Cuda(d) => Ok(Storage::Cuda(d.rand_uniform(shape, dtype, low, high)?)),
             #[cfg(feature = "rocm")]
@@ -171,7 +174,10 @@ impl Device {
     /// `rand_normal` on the device's backend. (registry: `device.rand_normal`)
     pub fn rand_normal(&self, shape: &Shape, dtype: DType, mean: f64, std: f64) -> Result<Storage> {
         match self {
-            Self::Cpu => Ok(Storage::Cpu(crate::CpuDevice.rand_normal(shape, dtype, mean, std)?)),
+            Self::Cpu => {
+                let s = crate::CpuDevice.rand_normal(shape, dtype, mean, std)?;
+                Ok(Storage::Cpu(s))
+            }
             #[cfg(feature = "cuda")]
             Self::Cuda(d) => Ok(Storage::Cuda(d.rand_normal(shape, dtype, mean, std)?)),
             #[cfg(feature = "rocm")]

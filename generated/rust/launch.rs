@@ -131,11 +131,11 @@ pub fn launch_affine_bf16<L: KernelLauncher + ?Sized>(
     mul: Bf16,
     add: Bf16,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "affine_bf16",
         source: "affine.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -144,7 +144,7 @@ pub fn launch_affine_bf16<L: KernelLauncher + ?Sized>(
         KernelArg::Bf16(mul),
         KernelArg::Bf16(add),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `affine_f16` of affine.hip.
@@ -160,11 +160,11 @@ pub fn launch_affine_f16<L: KernelLauncher + ?Sized>(
     mul: F16,
     add: F16,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "affine_f16",
         source: "affine.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -173,7 +173,7 @@ pub fn launch_affine_f16<L: KernelLauncher + ?Sized>(
         KernelArg::F16(mul),
         KernelArg::F16(add),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `affine_f32` of affine.hip.
@@ -189,11 +189,11 @@ pub fn launch_affine_f32<L: KernelLauncher + ?Sized>(
     mul: f32,
     add: f32,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "affine_f32",
         source: "affine.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -202,7 +202,7 @@ pub fn launch_affine_f32<L: KernelLauncher + ?Sized>(
         KernelArg::F32(mul),
         KernelArg::F32(add),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `affine_f64` of affine.hip.
@@ -218,11 +218,11 @@ pub fn launch_affine_f64<L: KernelLauncher + ?Sized>(
     mul: f64,
     add: f64,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "affine_f64",
         source: "affine.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -231,7 +231,7 @@ pub fn launch_affine_f64<L: KernelLauncher + ?Sized>(
         KernelArg::F64(mul),
         KernelArg::F64(add),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `affine_i64` of affine.hip.
@@ -247,11 +247,11 @@ pub fn launch_affine_i64<L: KernelLauncher + ?Sized>(
     mul: i64,
     add: i64,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "affine_i64",
         source: "affine.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -260,7 +260,7 @@ pub fn launch_affine_i64<L: KernelLauncher + ?Sized>(
         KernelArg::I64(mul),
         KernelArg::I64(add),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `affine_u32` of affine.hip.
@@ -276,11 +276,11 @@ pub fn launch_affine_u32<L: KernelLauncher + ?Sized>(
     mul: u32,
     add: u32,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "affine_u32",
         source: "affine.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -289,7 +289,7 @@ pub fn launch_affine_u32<L: KernelLauncher + ?Sized>(
         KernelArg::U32(mul),
         KernelArg::U32(add),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `affine_u8` of affine.hip.
@@ -305,11 +305,11 @@ pub fn launch_affine_u8<L: KernelLauncher + ?Sized>(
     mul: u8,
     add: u8,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "affine_u8",
         source: "affine.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -318,7 +318,7 @@ pub fn launch_affine_u8<L: KernelLauncher + ?Sized>(
         KernelArg::U8(mul),
         KernelArg::U8(add),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `arg_sort_local_bf16` of nn.hip.
@@ -337,11 +337,11 @@ pub fn launch_arg_sort_local_bf16<L: KernelLauncher + ?Sized>(
     idx: DevicePtrMut<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "arg_sort_local_bf16",
         source: "nn.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(nrows),
         KernelArg::Usize(ncols),
         KernelArg::Usize(pad),
@@ -353,7 +353,7 @@ pub fn launch_arg_sort_local_bf16<L: KernelLauncher + ?Sized>(
         idx.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `arg_sort_local_f16` of nn.hip.
@@ -372,11 +372,11 @@ pub fn launch_arg_sort_local_f16<L: KernelLauncher + ?Sized>(
     idx: DevicePtrMut<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "arg_sort_local_f16",
         source: "nn.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(nrows),
         KernelArg::Usize(ncols),
         KernelArg::Usize(pad),
@@ -388,7 +388,7 @@ pub fn launch_arg_sort_local_f16<L: KernelLauncher + ?Sized>(
         idx.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `arg_sort_local_f32` of nn.hip.
@@ -407,11 +407,11 @@ pub fn launch_arg_sort_local_f32<L: KernelLauncher + ?Sized>(
     idx: DevicePtrMut<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "arg_sort_local_f32",
         source: "nn.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(nrows),
         KernelArg::Usize(ncols),
         KernelArg::Usize(pad),
@@ -423,7 +423,7 @@ pub fn launch_arg_sort_local_f32<L: KernelLauncher + ?Sized>(
         idx.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `arg_sort_local_f64` of nn.hip.
@@ -442,11 +442,11 @@ pub fn launch_arg_sort_local_f64<L: KernelLauncher + ?Sized>(
     idx: DevicePtrMut<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "arg_sort_local_f64",
         source: "nn.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(nrows),
         KernelArg::Usize(ncols),
         KernelArg::Usize(pad),
@@ -458,7 +458,7 @@ pub fn launch_arg_sort_local_f64<L: KernelLauncher + ?Sized>(
         idx.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `arg_sort_local_i64` of nn.hip.
@@ -477,11 +477,11 @@ pub fn launch_arg_sort_local_i64<L: KernelLauncher + ?Sized>(
     idx: DevicePtrMut<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "arg_sort_local_i64",
         source: "nn.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(nrows),
         KernelArg::Usize(ncols),
         KernelArg::Usize(pad),
@@ -493,7 +493,7 @@ pub fn launch_arg_sort_local_i64<L: KernelLauncher + ?Sized>(
         idx.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `arg_sort_local_u32` of nn.hip.
@@ -512,11 +512,11 @@ pub fn launch_arg_sort_local_u32<L: KernelLauncher + ?Sized>(
     idx: DevicePtrMut<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "arg_sort_local_u32",
         source: "nn.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(nrows),
         KernelArg::Usize(ncols),
         KernelArg::Usize(pad),
@@ -528,7 +528,7 @@ pub fn launch_arg_sort_local_u32<L: KernelLauncher + ?Sized>(
         idx.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `arg_sort_local_u8` of nn.hip.
@@ -547,11 +547,11 @@ pub fn launch_arg_sort_local_u8<L: KernelLauncher + ?Sized>(
     idx: DevicePtrMut<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "arg_sort_local_u8",
         source: "nn.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(nrows),
         KernelArg::Usize(ncols),
         KernelArg::Usize(pad),
@@ -563,7 +563,7 @@ pub fn launch_arg_sort_local_u8<L: KernelLauncher + ?Sized>(
         idx.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `arg_sort_merge_bf16` of nn.hip.
@@ -578,11 +578,11 @@ pub fn launch_arg_sort_merge_bf16<L: KernelLauncher + ?Sized>(
     keys: DevicePtrMut<u64>,
     idx: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "arg_sort_merge_bf16",
         source: "nn.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(nrows),
         KernelArg::Usize(pad),
         KernelArg::Usize(k),
@@ -590,7 +590,7 @@ pub fn launch_arg_sort_merge_bf16<L: KernelLauncher + ?Sized>(
         keys.arg(),
         idx.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `arg_sort_merge_f16` of nn.hip.
@@ -605,11 +605,11 @@ pub fn launch_arg_sort_merge_f16<L: KernelLauncher + ?Sized>(
     keys: DevicePtrMut<u64>,
     idx: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "arg_sort_merge_f16",
         source: "nn.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(nrows),
         KernelArg::Usize(pad),
         KernelArg::Usize(k),
@@ -617,7 +617,7 @@ pub fn launch_arg_sort_merge_f16<L: KernelLauncher + ?Sized>(
         keys.arg(),
         idx.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `arg_sort_merge_f32` of nn.hip.
@@ -632,11 +632,11 @@ pub fn launch_arg_sort_merge_f32<L: KernelLauncher + ?Sized>(
     keys: DevicePtrMut<u64>,
     idx: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "arg_sort_merge_f32",
         source: "nn.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(nrows),
         KernelArg::Usize(pad),
         KernelArg::Usize(k),
@@ -644,7 +644,7 @@ pub fn launch_arg_sort_merge_f32<L: KernelLauncher + ?Sized>(
         keys.arg(),
         idx.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `arg_sort_merge_f64` of nn.hip.
@@ -659,11 +659,11 @@ pub fn launch_arg_sort_merge_f64<L: KernelLauncher + ?Sized>(
     keys: DevicePtrMut<u64>,
     idx: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "arg_sort_merge_f64",
         source: "nn.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(nrows),
         KernelArg::Usize(pad),
         KernelArg::Usize(k),
@@ -671,7 +671,7 @@ pub fn launch_arg_sort_merge_f64<L: KernelLauncher + ?Sized>(
         keys.arg(),
         idx.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `arg_sort_merge_i64` of nn.hip.
@@ -686,11 +686,11 @@ pub fn launch_arg_sort_merge_i64<L: KernelLauncher + ?Sized>(
     keys: DevicePtrMut<u64>,
     idx: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "arg_sort_merge_i64",
         source: "nn.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(nrows),
         KernelArg::Usize(pad),
         KernelArg::Usize(k),
@@ -698,7 +698,7 @@ pub fn launch_arg_sort_merge_i64<L: KernelLauncher + ?Sized>(
         keys.arg(),
         idx.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `arg_sort_merge_u32` of nn.hip.
@@ -713,11 +713,11 @@ pub fn launch_arg_sort_merge_u32<L: KernelLauncher + ?Sized>(
     keys: DevicePtrMut<u64>,
     idx: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "arg_sort_merge_u32",
         source: "nn.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(nrows),
         KernelArg::Usize(pad),
         KernelArg::Usize(k),
@@ -725,7 +725,7 @@ pub fn launch_arg_sort_merge_u32<L: KernelLauncher + ?Sized>(
         keys.arg(),
         idx.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `arg_sort_merge_u8` of nn.hip.
@@ -740,11 +740,11 @@ pub fn launch_arg_sort_merge_u8<L: KernelLauncher + ?Sized>(
     keys: DevicePtrMut<u64>,
     idx: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "arg_sort_merge_u8",
         source: "nn.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(nrows),
         KernelArg::Usize(pad),
         KernelArg::Usize(k),
@@ -752,7 +752,7 @@ pub fn launch_arg_sort_merge_u8<L: KernelLauncher + ?Sized>(
         keys.arg(),
         idx.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `avg_pool2d_bf16` of pool.hip.
@@ -769,11 +769,11 @@ pub fn launch_avg_pool2d_bf16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<Bf16>,
     dst: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "avg_pool2d_bf16",
         source: "pool.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(w_k),
         KernelArg::Usize(h_k),
@@ -783,7 +783,7 @@ pub fn launch_avg_pool2d_bf16<L: KernelLauncher + ?Sized>(
         src.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `avg_pool2d_f16` of pool.hip.
@@ -800,11 +800,11 @@ pub fn launch_avg_pool2d_f16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<F16>,
     dst: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "avg_pool2d_f16",
         source: "pool.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(w_k),
         KernelArg::Usize(h_k),
@@ -814,7 +814,7 @@ pub fn launch_avg_pool2d_f16<L: KernelLauncher + ?Sized>(
         src.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `avg_pool2d_f32` of pool.hip.
@@ -831,11 +831,11 @@ pub fn launch_avg_pool2d_f32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f32>,
     dst: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "avg_pool2d_f32",
         source: "pool.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(w_k),
         KernelArg::Usize(h_k),
@@ -845,7 +845,7 @@ pub fn launch_avg_pool2d_f32<L: KernelLauncher + ?Sized>(
         src.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `avg_pool2d_f64` of pool.hip.
@@ -862,11 +862,11 @@ pub fn launch_avg_pool2d_f64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f64>,
     dst: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "avg_pool2d_f64",
         source: "pool.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(w_k),
         KernelArg::Usize(h_k),
@@ -876,7 +876,7 @@ pub fn launch_avg_pool2d_f64<L: KernelLauncher + ?Sized>(
         src.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `avg_pool2d_i64` of pool.hip.
@@ -893,11 +893,11 @@ pub fn launch_avg_pool2d_i64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<i64>,
     dst: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "avg_pool2d_i64",
         source: "pool.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(w_k),
         KernelArg::Usize(h_k),
@@ -907,7 +907,7 @@ pub fn launch_avg_pool2d_i64<L: KernelLauncher + ?Sized>(
         src.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `avg_pool2d_u32` of pool.hip.
@@ -924,11 +924,11 @@ pub fn launch_avg_pool2d_u32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "avg_pool2d_u32",
         source: "pool.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(w_k),
         KernelArg::Usize(h_k),
@@ -938,7 +938,7 @@ pub fn launch_avg_pool2d_u32<L: KernelLauncher + ?Sized>(
         src.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `avg_pool2d_u8` of pool.hip.
@@ -955,11 +955,11 @@ pub fn launch_avg_pool2d_u8<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u8>,
     dst: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "avg_pool2d_u8",
         source: "pool.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(w_k),
         KernelArg::Usize(h_k),
@@ -969,7 +969,7 @@ pub fn launch_avg_pool2d_u8<L: KernelLauncher + ?Sized>(
         src.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_add_bf16` of elementwise.hip.
@@ -984,11 +984,11 @@ pub fn launch_binary_add_bf16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "binary_add_bf16",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -996,7 +996,7 @@ pub fn launch_binary_add_bf16<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_add_f16` of elementwise.hip.
@@ -1011,11 +1011,11 @@ pub fn launch_binary_add_f16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "binary_add_f16",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -1023,7 +1023,7 @@ pub fn launch_binary_add_f16<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_add_f32` of elementwise.hip.
@@ -1038,11 +1038,11 @@ pub fn launch_binary_add_f32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "binary_add_f32",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -1050,7 +1050,7 @@ pub fn launch_binary_add_f32<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_add_f64` of elementwise.hip.
@@ -1065,11 +1065,11 @@ pub fn launch_binary_add_f64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "binary_add_f64",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -1077,7 +1077,7 @@ pub fn launch_binary_add_f64<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_add_i64` of elementwise.hip.
@@ -1092,11 +1092,11 @@ pub fn launch_binary_add_i64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "binary_add_i64",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -1104,7 +1104,7 @@ pub fn launch_binary_add_i64<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_add_u32` of elementwise.hip.
@@ -1119,11 +1119,11 @@ pub fn launch_binary_add_u32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "binary_add_u32",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -1131,7 +1131,7 @@ pub fn launch_binary_add_u32<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_add_u8` of elementwise.hip.
@@ -1146,11 +1146,11 @@ pub fn launch_binary_add_u8<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "binary_add_u8",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -1158,7 +1158,7 @@ pub fn launch_binary_add_u8<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_div_bf16` of elementwise.hip.
@@ -1173,11 +1173,11 @@ pub fn launch_binary_div_bf16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "binary_div_bf16",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -1185,7 +1185,7 @@ pub fn launch_binary_div_bf16<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_div_f16` of elementwise.hip.
@@ -1200,11 +1200,11 @@ pub fn launch_binary_div_f16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "binary_div_f16",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -1212,7 +1212,7 @@ pub fn launch_binary_div_f16<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_div_f32` of elementwise.hip.
@@ -1227,11 +1227,11 @@ pub fn launch_binary_div_f32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "binary_div_f32",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -1239,7 +1239,7 @@ pub fn launch_binary_div_f32<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_div_f64` of elementwise.hip.
@@ -1254,11 +1254,11 @@ pub fn launch_binary_div_f64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "binary_div_f64",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -1266,7 +1266,7 @@ pub fn launch_binary_div_f64<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_div_i64` of elementwise.hip.
@@ -1281,11 +1281,11 @@ pub fn launch_binary_div_i64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "binary_div_i64",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -1293,7 +1293,7 @@ pub fn launch_binary_div_i64<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_div_u32` of elementwise.hip.
@@ -1308,11 +1308,11 @@ pub fn launch_binary_div_u32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "binary_div_u32",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -1320,7 +1320,7 @@ pub fn launch_binary_div_u32<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_div_u8` of elementwise.hip.
@@ -1335,11 +1335,11 @@ pub fn launch_binary_div_u8<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "binary_div_u8",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -1347,7 +1347,7 @@ pub fn launch_binary_div_u8<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_maximum_bf16` of elementwise.hip.
@@ -1362,11 +1362,11 @@ pub fn launch_binary_maximum_bf16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "binary_maximum_bf16",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -1374,7 +1374,7 @@ pub fn launch_binary_maximum_bf16<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_maximum_f16` of elementwise.hip.
@@ -1389,11 +1389,11 @@ pub fn launch_binary_maximum_f16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "binary_maximum_f16",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -1401,7 +1401,7 @@ pub fn launch_binary_maximum_f16<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_maximum_f32` of elementwise.hip.
@@ -1416,11 +1416,11 @@ pub fn launch_binary_maximum_f32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "binary_maximum_f32",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -1428,7 +1428,7 @@ pub fn launch_binary_maximum_f32<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_maximum_f64` of elementwise.hip.
@@ -1443,11 +1443,11 @@ pub fn launch_binary_maximum_f64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "binary_maximum_f64",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -1455,7 +1455,7 @@ pub fn launch_binary_maximum_f64<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_maximum_i64` of elementwise.hip.
@@ -1470,11 +1470,11 @@ pub fn launch_binary_maximum_i64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "binary_maximum_i64",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -1482,7 +1482,7 @@ pub fn launch_binary_maximum_i64<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_maximum_u32` of elementwise.hip.
@@ -1497,11 +1497,11 @@ pub fn launch_binary_maximum_u32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "binary_maximum_u32",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -1509,7 +1509,7 @@ pub fn launch_binary_maximum_u32<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_maximum_u8` of elementwise.hip.
@@ -1524,11 +1524,11 @@ pub fn launch_binary_maximum_u8<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "binary_maximum_u8",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -1536,7 +1536,7 @@ pub fn launch_binary_maximum_u8<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_minimum_bf16` of elementwise.hip.
@@ -1551,11 +1551,11 @@ pub fn launch_binary_minimum_bf16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "binary_minimum_bf16",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -1563,7 +1563,7 @@ pub fn launch_binary_minimum_bf16<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_minimum_f16` of elementwise.hip.
@@ -1578,11 +1578,11 @@ pub fn launch_binary_minimum_f16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "binary_minimum_f16",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -1590,7 +1590,7 @@ pub fn launch_binary_minimum_f16<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_minimum_f32` of elementwise.hip.
@@ -1605,11 +1605,11 @@ pub fn launch_binary_minimum_f32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "binary_minimum_f32",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -1617,7 +1617,7 @@ pub fn launch_binary_minimum_f32<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_minimum_f64` of elementwise.hip.
@@ -1632,11 +1632,11 @@ pub fn launch_binary_minimum_f64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "binary_minimum_f64",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -1644,7 +1644,7 @@ pub fn launch_binary_minimum_f64<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_minimum_i64` of elementwise.hip.
@@ -1659,11 +1659,11 @@ pub fn launch_binary_minimum_i64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "binary_minimum_i64",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -1671,7 +1671,7 @@ pub fn launch_binary_minimum_i64<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_minimum_u32` of elementwise.hip.
@@ -1686,11 +1686,11 @@ pub fn launch_binary_minimum_u32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "binary_minimum_u32",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -1698,7 +1698,7 @@ pub fn launch_binary_minimum_u32<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_minimum_u8` of elementwise.hip.
@@ -1713,11 +1713,11 @@ pub fn launch_binary_minimum_u8<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "binary_minimum_u8",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -1725,7 +1725,7 @@ pub fn launch_binary_minimum_u8<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_mul_bf16` of elementwise.hip.
@@ -1740,11 +1740,11 @@ pub fn launch_binary_mul_bf16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "binary_mul_bf16",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -1752,7 +1752,7 @@ pub fn launch_binary_mul_bf16<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_mul_f16` of elementwise.hip.
@@ -1767,11 +1767,11 @@ pub fn launch_binary_mul_f16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "binary_mul_f16",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -1779,7 +1779,7 @@ pub fn launch_binary_mul_f16<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_mul_f32` of elementwise.hip.
@@ -1794,11 +1794,11 @@ pub fn launch_binary_mul_f32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "binary_mul_f32",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -1806,7 +1806,7 @@ pub fn launch_binary_mul_f32<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_mul_f64` of elementwise.hip.
@@ -1821,11 +1821,11 @@ pub fn launch_binary_mul_f64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "binary_mul_f64",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -1833,7 +1833,7 @@ pub fn launch_binary_mul_f64<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_mul_i64` of elementwise.hip.
@@ -1848,11 +1848,11 @@ pub fn launch_binary_mul_i64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "binary_mul_i64",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -1860,7 +1860,7 @@ pub fn launch_binary_mul_i64<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_mul_u32` of elementwise.hip.
@@ -1875,11 +1875,11 @@ pub fn launch_binary_mul_u32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "binary_mul_u32",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -1887,7 +1887,7 @@ pub fn launch_binary_mul_u32<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_mul_u8` of elementwise.hip.
@@ -1902,11 +1902,11 @@ pub fn launch_binary_mul_u8<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "binary_mul_u8",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -1914,7 +1914,7 @@ pub fn launch_binary_mul_u8<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_sub_bf16` of elementwise.hip.
@@ -1929,11 +1929,11 @@ pub fn launch_binary_sub_bf16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "binary_sub_bf16",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -1941,7 +1941,7 @@ pub fn launch_binary_sub_bf16<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_sub_f16` of elementwise.hip.
@@ -1956,11 +1956,11 @@ pub fn launch_binary_sub_f16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "binary_sub_f16",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -1968,7 +1968,7 @@ pub fn launch_binary_sub_f16<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_sub_f32` of elementwise.hip.
@@ -1983,11 +1983,11 @@ pub fn launch_binary_sub_f32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "binary_sub_f32",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -1995,7 +1995,7 @@ pub fn launch_binary_sub_f32<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_sub_f64` of elementwise.hip.
@@ -2010,11 +2010,11 @@ pub fn launch_binary_sub_f64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "binary_sub_f64",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -2022,7 +2022,7 @@ pub fn launch_binary_sub_f64<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_sub_i64` of elementwise.hip.
@@ -2037,11 +2037,11 @@ pub fn launch_binary_sub_i64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "binary_sub_i64",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -2049,7 +2049,7 @@ pub fn launch_binary_sub_i64<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_sub_u32` of elementwise.hip.
@@ -2064,11 +2064,11 @@ pub fn launch_binary_sub_u32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "binary_sub_u32",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -2076,7 +2076,7 @@ pub fn launch_binary_sub_u32<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_sub_u8` of elementwise.hip.
@@ -2091,11 +2091,11 @@ pub fn launch_binary_sub_u8<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "binary_sub_u8",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -2103,7 +2103,7 @@ pub fn launch_binary_sub_u8<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_bf16_bf16` of cast.hip.
@@ -2116,18 +2116,18 @@ pub fn launch_cast_bf16_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cast_bf16_bf16",
         source: "cast.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_bf16_f16` of cast.hip.
@@ -2140,18 +2140,18 @@ pub fn launch_cast_bf16_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cast_bf16_f16",
         source: "cast.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_bf16_f32` of cast.hip.
@@ -2164,18 +2164,18 @@ pub fn launch_cast_bf16_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cast_bf16_f32",
         source: "cast.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_bf16_f64` of cast.hip.
@@ -2188,18 +2188,18 @@ pub fn launch_cast_bf16_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cast_bf16_f64",
         source: "cast.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_bf16_i64` of cast.hip.
@@ -2212,18 +2212,18 @@ pub fn launch_cast_bf16_i64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cast_bf16_i64",
         source: "cast.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_bf16_u32` of cast.hip.
@@ -2236,18 +2236,18 @@ pub fn launch_cast_bf16_u32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cast_bf16_u32",
         source: "cast.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_bf16_u8` of cast.hip.
@@ -2260,18 +2260,18 @@ pub fn launch_cast_bf16_u8<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cast_bf16_u8",
         source: "cast.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_f16_bf16` of cast.hip.
@@ -2284,18 +2284,18 @@ pub fn launch_cast_f16_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cast_f16_bf16",
         source: "cast.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_f16_f16` of cast.hip.
@@ -2308,18 +2308,18 @@ pub fn launch_cast_f16_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cast_f16_f16",
         source: "cast.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_f16_f32` of cast.hip.
@@ -2332,18 +2332,18 @@ pub fn launch_cast_f16_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cast_f16_f32",
         source: "cast.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_f16_f64` of cast.hip.
@@ -2356,18 +2356,18 @@ pub fn launch_cast_f16_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cast_f16_f64",
         source: "cast.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_f16_i64` of cast.hip.
@@ -2380,18 +2380,18 @@ pub fn launch_cast_f16_i64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cast_f16_i64",
         source: "cast.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_f16_u32` of cast.hip.
@@ -2404,18 +2404,18 @@ pub fn launch_cast_f16_u32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cast_f16_u32",
         source: "cast.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_f16_u8` of cast.hip.
@@ -2428,18 +2428,18 @@ pub fn launch_cast_f16_u8<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cast_f16_u8",
         source: "cast.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_f32_bf16` of cast.hip.
@@ -2452,18 +2452,18 @@ pub fn launch_cast_f32_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cast_f32_bf16",
         source: "cast.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_f32_f16` of cast.hip.
@@ -2476,18 +2476,18 @@ pub fn launch_cast_f32_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cast_f32_f16",
         source: "cast.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_f32_f32` of cast.hip.
@@ -2500,18 +2500,18 @@ pub fn launch_cast_f32_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cast_f32_f32",
         source: "cast.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_f32_f64` of cast.hip.
@@ -2524,18 +2524,18 @@ pub fn launch_cast_f32_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cast_f32_f64",
         source: "cast.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_f32_i64` of cast.hip.
@@ -2548,18 +2548,18 @@ pub fn launch_cast_f32_i64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cast_f32_i64",
         source: "cast.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_f32_u32` of cast.hip.
@@ -2572,18 +2572,18 @@ pub fn launch_cast_f32_u32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cast_f32_u32",
         source: "cast.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_f32_u8` of cast.hip.
@@ -2596,18 +2596,18 @@ pub fn launch_cast_f32_u8<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cast_f32_u8",
         source: "cast.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_f64_bf16` of cast.hip.
@@ -2620,18 +2620,18 @@ pub fn launch_cast_f64_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cast_f64_bf16",
         source: "cast.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_f64_f16` of cast.hip.
@@ -2644,18 +2644,18 @@ pub fn launch_cast_f64_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cast_f64_f16",
         source: "cast.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_f64_f32` of cast.hip.
@@ -2668,18 +2668,18 @@ pub fn launch_cast_f64_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cast_f64_f32",
         source: "cast.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_f64_f64` of cast.hip.
@@ -2692,18 +2692,18 @@ pub fn launch_cast_f64_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cast_f64_f64",
         source: "cast.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_f64_i64` of cast.hip.
@@ -2716,18 +2716,18 @@ pub fn launch_cast_f64_i64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cast_f64_i64",
         source: "cast.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_f64_u32` of cast.hip.
@@ -2740,18 +2740,18 @@ pub fn launch_cast_f64_u32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cast_f64_u32",
         source: "cast.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_f64_u8` of cast.hip.
@@ -2764,18 +2764,18 @@ pub fn launch_cast_f64_u8<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cast_f64_u8",
         source: "cast.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_i64_bf16` of cast.hip.
@@ -2788,18 +2788,18 @@ pub fn launch_cast_i64_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<i64>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cast_i64_bf16",
         source: "cast.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_i64_f16` of cast.hip.
@@ -2812,18 +2812,18 @@ pub fn launch_cast_i64_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<i64>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cast_i64_f16",
         source: "cast.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_i64_f32` of cast.hip.
@@ -2836,18 +2836,18 @@ pub fn launch_cast_i64_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<i64>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cast_i64_f32",
         source: "cast.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_i64_f64` of cast.hip.
@@ -2860,18 +2860,18 @@ pub fn launch_cast_i64_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<i64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cast_i64_f64",
         source: "cast.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_i64_i64` of cast.hip.
@@ -2884,18 +2884,18 @@ pub fn launch_cast_i64_i64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cast_i64_i64",
         source: "cast.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_i64_u32` of cast.hip.
@@ -2908,18 +2908,18 @@ pub fn launch_cast_i64_u32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<i64>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cast_i64_u32",
         source: "cast.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_i64_u8` of cast.hip.
@@ -2932,18 +2932,18 @@ pub fn launch_cast_i64_u8<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<i64>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cast_i64_u8",
         source: "cast.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_u32_bf16` of cast.hip.
@@ -2956,18 +2956,18 @@ pub fn launch_cast_u32_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u32>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cast_u32_bf16",
         source: "cast.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_u32_f16` of cast.hip.
@@ -2980,18 +2980,18 @@ pub fn launch_cast_u32_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u32>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cast_u32_f16",
         source: "cast.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_u32_f32` of cast.hip.
@@ -3004,18 +3004,18 @@ pub fn launch_cast_u32_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cast_u32_f32",
         source: "cast.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_u32_f64` of cast.hip.
@@ -3028,18 +3028,18 @@ pub fn launch_cast_u32_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u32>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cast_u32_f64",
         source: "cast.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_u32_i64` of cast.hip.
@@ -3052,18 +3052,18 @@ pub fn launch_cast_u32_i64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u32>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cast_u32_i64",
         source: "cast.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_u32_u32` of cast.hip.
@@ -3076,18 +3076,18 @@ pub fn launch_cast_u32_u32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cast_u32_u32",
         source: "cast.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_u32_u8` of cast.hip.
@@ -3100,18 +3100,18 @@ pub fn launch_cast_u32_u8<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u32>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cast_u32_u8",
         source: "cast.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_u8_bf16` of cast.hip.
@@ -3124,18 +3124,18 @@ pub fn launch_cast_u8_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u8>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cast_u8_bf16",
         source: "cast.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_u8_f16` of cast.hip.
@@ -3148,18 +3148,18 @@ pub fn launch_cast_u8_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u8>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cast_u8_f16",
         source: "cast.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_u8_f32` of cast.hip.
@@ -3172,18 +3172,18 @@ pub fn launch_cast_u8_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u8>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cast_u8_f32",
         source: "cast.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_u8_f64` of cast.hip.
@@ -3196,18 +3196,18 @@ pub fn launch_cast_u8_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u8>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cast_u8_f64",
         source: "cast.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_u8_i64` of cast.hip.
@@ -3220,18 +3220,18 @@ pub fn launch_cast_u8_i64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u8>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cast_u8_i64",
         source: "cast.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_u8_u32` of cast.hip.
@@ -3244,18 +3244,18 @@ pub fn launch_cast_u8_u32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u8>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cast_u8_u32",
         source: "cast.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_u8_u8` of cast.hip.
@@ -3268,18 +3268,18 @@ pub fn launch_cast_u8_u8<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cast_u8_u8",
         source: "cast.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_eq_bf16` of elementwise.hip.
@@ -3294,11 +3294,11 @@ pub fn launch_cmp_eq_bf16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<Bf16>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cmp_eq_bf16",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -3306,7 +3306,7 @@ pub fn launch_cmp_eq_bf16<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_eq_f16` of elementwise.hip.
@@ -3321,11 +3321,11 @@ pub fn launch_cmp_eq_f16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<F16>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cmp_eq_f16",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -3333,7 +3333,7 @@ pub fn launch_cmp_eq_f16<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_eq_f32` of elementwise.hip.
@@ -3348,11 +3348,11 @@ pub fn launch_cmp_eq_f32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f32>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cmp_eq_f32",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -3360,7 +3360,7 @@ pub fn launch_cmp_eq_f32<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_eq_f64` of elementwise.hip.
@@ -3375,11 +3375,11 @@ pub fn launch_cmp_eq_f64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f64>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cmp_eq_f64",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -3387,7 +3387,7 @@ pub fn launch_cmp_eq_f64<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_eq_i64` of elementwise.hip.
@@ -3402,11 +3402,11 @@ pub fn launch_cmp_eq_i64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<i64>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cmp_eq_i64",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -3414,7 +3414,7 @@ pub fn launch_cmp_eq_i64<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_eq_u32` of elementwise.hip.
@@ -3429,11 +3429,11 @@ pub fn launch_cmp_eq_u32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u32>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cmp_eq_u32",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -3441,7 +3441,7 @@ pub fn launch_cmp_eq_u32<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_eq_u8` of elementwise.hip.
@@ -3456,11 +3456,11 @@ pub fn launch_cmp_eq_u8<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cmp_eq_u8",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -3468,7 +3468,7 @@ pub fn launch_cmp_eq_u8<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_ge_bf16` of elementwise.hip.
@@ -3483,11 +3483,11 @@ pub fn launch_cmp_ge_bf16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<Bf16>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cmp_ge_bf16",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -3495,7 +3495,7 @@ pub fn launch_cmp_ge_bf16<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_ge_f16` of elementwise.hip.
@@ -3510,11 +3510,11 @@ pub fn launch_cmp_ge_f16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<F16>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cmp_ge_f16",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -3522,7 +3522,7 @@ pub fn launch_cmp_ge_f16<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_ge_f32` of elementwise.hip.
@@ -3537,11 +3537,11 @@ pub fn launch_cmp_ge_f32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f32>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cmp_ge_f32",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -3549,7 +3549,7 @@ pub fn launch_cmp_ge_f32<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_ge_f64` of elementwise.hip.
@@ -3564,11 +3564,11 @@ pub fn launch_cmp_ge_f64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f64>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cmp_ge_f64",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -3576,7 +3576,7 @@ pub fn launch_cmp_ge_f64<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_ge_i64` of elementwise.hip.
@@ -3591,11 +3591,11 @@ pub fn launch_cmp_ge_i64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<i64>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cmp_ge_i64",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -3603,7 +3603,7 @@ pub fn launch_cmp_ge_i64<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_ge_u32` of elementwise.hip.
@@ -3618,11 +3618,11 @@ pub fn launch_cmp_ge_u32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u32>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cmp_ge_u32",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -3630,7 +3630,7 @@ pub fn launch_cmp_ge_u32<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_ge_u8` of elementwise.hip.
@@ -3645,11 +3645,11 @@ pub fn launch_cmp_ge_u8<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cmp_ge_u8",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -3657,7 +3657,7 @@ pub fn launch_cmp_ge_u8<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_gt_bf16` of elementwise.hip.
@@ -3672,11 +3672,11 @@ pub fn launch_cmp_gt_bf16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<Bf16>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cmp_gt_bf16",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -3684,7 +3684,7 @@ pub fn launch_cmp_gt_bf16<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_gt_f16` of elementwise.hip.
@@ -3699,11 +3699,11 @@ pub fn launch_cmp_gt_f16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<F16>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cmp_gt_f16",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -3711,7 +3711,7 @@ pub fn launch_cmp_gt_f16<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_gt_f32` of elementwise.hip.
@@ -3726,11 +3726,11 @@ pub fn launch_cmp_gt_f32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f32>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cmp_gt_f32",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -3738,7 +3738,7 @@ pub fn launch_cmp_gt_f32<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_gt_f64` of elementwise.hip.
@@ -3753,11 +3753,11 @@ pub fn launch_cmp_gt_f64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f64>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cmp_gt_f64",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -3765,7 +3765,7 @@ pub fn launch_cmp_gt_f64<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_gt_i64` of elementwise.hip.
@@ -3780,11 +3780,11 @@ pub fn launch_cmp_gt_i64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<i64>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cmp_gt_i64",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -3792,7 +3792,7 @@ pub fn launch_cmp_gt_i64<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_gt_u32` of elementwise.hip.
@@ -3807,11 +3807,11 @@ pub fn launch_cmp_gt_u32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u32>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cmp_gt_u32",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -3819,7 +3819,7 @@ pub fn launch_cmp_gt_u32<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_gt_u8` of elementwise.hip.
@@ -3834,11 +3834,11 @@ pub fn launch_cmp_gt_u8<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cmp_gt_u8",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -3846,7 +3846,7 @@ pub fn launch_cmp_gt_u8<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_le_bf16` of elementwise.hip.
@@ -3861,11 +3861,11 @@ pub fn launch_cmp_le_bf16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<Bf16>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cmp_le_bf16",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -3873,7 +3873,7 @@ pub fn launch_cmp_le_bf16<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_le_f16` of elementwise.hip.
@@ -3888,11 +3888,11 @@ pub fn launch_cmp_le_f16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<F16>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cmp_le_f16",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -3900,7 +3900,7 @@ pub fn launch_cmp_le_f16<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_le_f32` of elementwise.hip.
@@ -3915,11 +3915,11 @@ pub fn launch_cmp_le_f32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f32>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cmp_le_f32",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -3927,7 +3927,7 @@ pub fn launch_cmp_le_f32<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_le_f64` of elementwise.hip.
@@ -3942,11 +3942,11 @@ pub fn launch_cmp_le_f64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f64>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cmp_le_f64",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -3954,7 +3954,7 @@ pub fn launch_cmp_le_f64<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_le_i64` of elementwise.hip.
@@ -3969,11 +3969,11 @@ pub fn launch_cmp_le_i64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<i64>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cmp_le_i64",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -3981,7 +3981,7 @@ pub fn launch_cmp_le_i64<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_le_u32` of elementwise.hip.
@@ -3996,11 +3996,11 @@ pub fn launch_cmp_le_u32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u32>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cmp_le_u32",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -4008,7 +4008,7 @@ pub fn launch_cmp_le_u32<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_le_u8` of elementwise.hip.
@@ -4023,11 +4023,11 @@ pub fn launch_cmp_le_u8<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cmp_le_u8",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -4035,7 +4035,7 @@ pub fn launch_cmp_le_u8<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_lt_bf16` of elementwise.hip.
@@ -4050,11 +4050,11 @@ pub fn launch_cmp_lt_bf16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<Bf16>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cmp_lt_bf16",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -4062,7 +4062,7 @@ pub fn launch_cmp_lt_bf16<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_lt_f16` of elementwise.hip.
@@ -4077,11 +4077,11 @@ pub fn launch_cmp_lt_f16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<F16>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cmp_lt_f16",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -4089,7 +4089,7 @@ pub fn launch_cmp_lt_f16<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_lt_f32` of elementwise.hip.
@@ -4104,11 +4104,11 @@ pub fn launch_cmp_lt_f32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f32>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cmp_lt_f32",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -4116,7 +4116,7 @@ pub fn launch_cmp_lt_f32<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_lt_f64` of elementwise.hip.
@@ -4131,11 +4131,11 @@ pub fn launch_cmp_lt_f64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f64>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cmp_lt_f64",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -4143,7 +4143,7 @@ pub fn launch_cmp_lt_f64<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_lt_i64` of elementwise.hip.
@@ -4158,11 +4158,11 @@ pub fn launch_cmp_lt_i64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<i64>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cmp_lt_i64",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -4170,7 +4170,7 @@ pub fn launch_cmp_lt_i64<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_lt_u32` of elementwise.hip.
@@ -4185,11 +4185,11 @@ pub fn launch_cmp_lt_u32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u32>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cmp_lt_u32",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -4197,7 +4197,7 @@ pub fn launch_cmp_lt_u32<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_lt_u8` of elementwise.hip.
@@ -4212,11 +4212,11 @@ pub fn launch_cmp_lt_u8<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cmp_lt_u8",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -4224,7 +4224,7 @@ pub fn launch_cmp_lt_u8<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_ne_bf16` of elementwise.hip.
@@ -4239,11 +4239,11 @@ pub fn launch_cmp_ne_bf16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<Bf16>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cmp_ne_bf16",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -4251,7 +4251,7 @@ pub fn launch_cmp_ne_bf16<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_ne_f16` of elementwise.hip.
@@ -4266,11 +4266,11 @@ pub fn launch_cmp_ne_f16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<F16>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cmp_ne_f16",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -4278,7 +4278,7 @@ pub fn launch_cmp_ne_f16<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_ne_f32` of elementwise.hip.
@@ -4293,11 +4293,11 @@ pub fn launch_cmp_ne_f32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f32>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cmp_ne_f32",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -4305,7 +4305,7 @@ pub fn launch_cmp_ne_f32<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_ne_f64` of elementwise.hip.
@@ -4320,11 +4320,11 @@ pub fn launch_cmp_ne_f64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f64>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cmp_ne_f64",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -4332,7 +4332,7 @@ pub fn launch_cmp_ne_f64<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_ne_i64` of elementwise.hip.
@@ -4347,11 +4347,11 @@ pub fn launch_cmp_ne_i64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<i64>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cmp_ne_i64",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -4359,7 +4359,7 @@ pub fn launch_cmp_ne_i64<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_ne_u32` of elementwise.hip.
@@ -4374,11 +4374,11 @@ pub fn launch_cmp_ne_u32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u32>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cmp_ne_u32",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -4386,7 +4386,7 @@ pub fn launch_cmp_ne_u32<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_ne_u8` of elementwise.hip.
@@ -4401,11 +4401,11 @@ pub fn launch_cmp_ne_u8<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "cmp_ne_u8",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -4413,7 +4413,7 @@ pub fn launch_cmp_ne_u8<L: KernelLauncher + ?Sized>(
         rhs.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `col2im_bf16` of conv.hip.
@@ -4435,11 +4435,11 @@ pub fn launch_col2im_bf16<L: KernelLauncher + ?Sized>(
     col: DevicePtr<Bf16>,
     dst: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "col2im_bf16",
         source: "conv.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(rows),
         KernelArg::Usize(k_h),
         KernelArg::Usize(k_w),
@@ -4454,7 +4454,7 @@ pub fn launch_col2im_bf16<L: KernelLauncher + ?Sized>(
         col.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `col2im_f16` of conv.hip.
@@ -4476,11 +4476,11 @@ pub fn launch_col2im_f16<L: KernelLauncher + ?Sized>(
     col: DevicePtr<F16>,
     dst: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "col2im_f16",
         source: "conv.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(rows),
         KernelArg::Usize(k_h),
         KernelArg::Usize(k_w),
@@ -4495,7 +4495,7 @@ pub fn launch_col2im_f16<L: KernelLauncher + ?Sized>(
         col.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `col2im_f32` of conv.hip.
@@ -4517,11 +4517,11 @@ pub fn launch_col2im_f32<L: KernelLauncher + ?Sized>(
     col: DevicePtr<f32>,
     dst: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "col2im_f32",
         source: "conv.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(rows),
         KernelArg::Usize(k_h),
         KernelArg::Usize(k_w),
@@ -4536,7 +4536,7 @@ pub fn launch_col2im_f32<L: KernelLauncher + ?Sized>(
         col.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `col2im_f64` of conv.hip.
@@ -4558,11 +4558,11 @@ pub fn launch_col2im_f64<L: KernelLauncher + ?Sized>(
     col: DevicePtr<f64>,
     dst: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "col2im_f64",
         source: "conv.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(rows),
         KernelArg::Usize(k_h),
         KernelArg::Usize(k_w),
@@ -4577,7 +4577,7 @@ pub fn launch_col2im_f64<L: KernelLauncher + ?Sized>(
         col.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `col2im_i64` of conv.hip.
@@ -4599,11 +4599,11 @@ pub fn launch_col2im_i64<L: KernelLauncher + ?Sized>(
     col: DevicePtr<i64>,
     dst: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "col2im_i64",
         source: "conv.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(rows),
         KernelArg::Usize(k_h),
         KernelArg::Usize(k_w),
@@ -4618,7 +4618,7 @@ pub fn launch_col2im_i64<L: KernelLauncher + ?Sized>(
         col.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `col2im_u32` of conv.hip.
@@ -4640,11 +4640,11 @@ pub fn launch_col2im_u32<L: KernelLauncher + ?Sized>(
     col: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "col2im_u32",
         source: "conv.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(rows),
         KernelArg::Usize(k_h),
         KernelArg::Usize(k_w),
@@ -4659,7 +4659,7 @@ pub fn launch_col2im_u32<L: KernelLauncher + ?Sized>(
         col.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `col2im_u8` of conv.hip.
@@ -4681,11 +4681,11 @@ pub fn launch_col2im_u8<L: KernelLauncher + ?Sized>(
     col: DevicePtr<u8>,
     dst: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "col2im_u8",
         source: "conv.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(rows),
         KernelArg::Usize(k_h),
         KernelArg::Usize(k_w),
@@ -4700,7 +4700,7 @@ pub fn launch_col2im_u8<L: KernelLauncher + ?Sized>(
         col.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `const_set_bf16` of fill_copy.hip.
@@ -4713,18 +4713,18 @@ pub fn launch_const_set_bf16<L: KernelLauncher + ?Sized>(
     v: Bf16,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "const_set_bf16",
         source: "fill_copy.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         KernelArg::Bf16(v),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `const_set_f16` of fill_copy.hip.
@@ -4737,18 +4737,18 @@ pub fn launch_const_set_f16<L: KernelLauncher + ?Sized>(
     v: F16,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "const_set_f16",
         source: "fill_copy.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         KernelArg::F16(v),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `const_set_f32` of fill_copy.hip.
@@ -4761,18 +4761,18 @@ pub fn launch_const_set_f32<L: KernelLauncher + ?Sized>(
     v: f32,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "const_set_f32",
         source: "fill_copy.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         KernelArg::F32(v),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `const_set_f64` of fill_copy.hip.
@@ -4785,18 +4785,18 @@ pub fn launch_const_set_f64<L: KernelLauncher + ?Sized>(
     v: f64,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "const_set_f64",
         source: "fill_copy.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         KernelArg::F64(v),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `const_set_i64` of fill_copy.hip.
@@ -4809,18 +4809,18 @@ pub fn launch_const_set_i64<L: KernelLauncher + ?Sized>(
     v: i64,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "const_set_i64",
         source: "fill_copy.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         KernelArg::I64(v),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `const_set_u32` of fill_copy.hip.
@@ -4833,18 +4833,18 @@ pub fn launch_const_set_u32<L: KernelLauncher + ?Sized>(
     v: u32,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "const_set_u32",
         source: "fill_copy.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         KernelArg::U32(v),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `const_set_u8` of fill_copy.hip.
@@ -4857,18 +4857,18 @@ pub fn launch_const_set_u8<L: KernelLauncher + ?Sized>(
     v: u8,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "const_set_u8",
         source: "fill_copy.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         KernelArg::U8(v),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv1d_bf16` of conv.hip.
@@ -4886,11 +4886,11 @@ pub fn launch_conv1d_bf16<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<Bf16>,
     dst: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "conv1d_bf16",
         source: "conv.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(l_out),
         KernelArg::Usize(stride),
@@ -4901,7 +4901,7 @@ pub fn launch_conv1d_bf16<L: KernelLauncher + ?Sized>(
         kernel.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv1d_f16` of conv.hip.
@@ -4919,11 +4919,11 @@ pub fn launch_conv1d_f16<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<F16>,
     dst: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "conv1d_f16",
         source: "conv.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(l_out),
         KernelArg::Usize(stride),
@@ -4934,7 +4934,7 @@ pub fn launch_conv1d_f16<L: KernelLauncher + ?Sized>(
         kernel.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv1d_f32` of conv.hip.
@@ -4952,11 +4952,11 @@ pub fn launch_conv1d_f32<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<f32>,
     dst: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "conv1d_f32",
         source: "conv.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(l_out),
         KernelArg::Usize(stride),
@@ -4967,7 +4967,7 @@ pub fn launch_conv1d_f32<L: KernelLauncher + ?Sized>(
         kernel.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv1d_f64` of conv.hip.
@@ -4985,11 +4985,11 @@ pub fn launch_conv1d_f64<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<f64>,
     dst: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "conv1d_f64",
         source: "conv.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(l_out),
         KernelArg::Usize(stride),
@@ -5000,7 +5000,7 @@ pub fn launch_conv1d_f64<L: KernelLauncher + ?Sized>(
         kernel.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv1d_i64` of conv.hip.
@@ -5018,11 +5018,11 @@ pub fn launch_conv1d_i64<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<i64>,
     dst: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "conv1d_i64",
         source: "conv.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(l_out),
         KernelArg::Usize(stride),
@@ -5033,7 +5033,7 @@ pub fn launch_conv1d_i64<L: KernelLauncher + ?Sized>(
         kernel.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv1d_u32` of conv.hip.
@@ -5051,11 +5051,11 @@ pub fn launch_conv1d_u32<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "conv1d_u32",
         source: "conv.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(l_out),
         KernelArg::Usize(stride),
@@ -5066,7 +5066,7 @@ pub fn launch_conv1d_u32<L: KernelLauncher + ?Sized>(
         kernel.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv1d_u8` of conv.hip.
@@ -5084,11 +5084,11 @@ pub fn launch_conv1d_u8<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<u8>,
     dst: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "conv1d_u8",
         source: "conv.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(l_out),
         KernelArg::Usize(stride),
@@ -5099,7 +5099,7 @@ pub fn launch_conv1d_u8<L: KernelLauncher + ?Sized>(
         kernel.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv2d_bf16` of conv.hip.
@@ -5118,11 +5118,11 @@ pub fn launch_conv2d_bf16<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<Bf16>,
     dst: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "conv2d_bf16",
         source: "conv.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(w_out),
         KernelArg::Usize(h_out),
@@ -5134,7 +5134,7 @@ pub fn launch_conv2d_bf16<L: KernelLauncher + ?Sized>(
         kernel.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv2d_f16` of conv.hip.
@@ -5153,11 +5153,11 @@ pub fn launch_conv2d_f16<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<F16>,
     dst: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "conv2d_f16",
         source: "conv.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(w_out),
         KernelArg::Usize(h_out),
@@ -5169,7 +5169,7 @@ pub fn launch_conv2d_f16<L: KernelLauncher + ?Sized>(
         kernel.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv2d_f32` of conv.hip.
@@ -5188,11 +5188,11 @@ pub fn launch_conv2d_f32<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<f32>,
     dst: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "conv2d_f32",
         source: "conv.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(w_out),
         KernelArg::Usize(h_out),
@@ -5204,7 +5204,7 @@ pub fn launch_conv2d_f32<L: KernelLauncher + ?Sized>(
         kernel.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv2d_f64` of conv.hip.
@@ -5223,11 +5223,11 @@ pub fn launch_conv2d_f64<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<f64>,
     dst: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "conv2d_f64",
         source: "conv.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(w_out),
         KernelArg::Usize(h_out),
@@ -5239,7 +5239,7 @@ pub fn launch_conv2d_f64<L: KernelLauncher + ?Sized>(
         kernel.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv2d_i64` of conv.hip.
@@ -5258,11 +5258,11 @@ pub fn launch_conv2d_i64<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<i64>,
     dst: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "conv2d_i64",
         source: "conv.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(w_out),
         KernelArg::Usize(h_out),
@@ -5274,7 +5274,7 @@ pub fn launch_conv2d_i64<L: KernelLauncher + ?Sized>(
         kernel.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv2d_u32` of conv.hip.
@@ -5293,11 +5293,11 @@ pub fn launch_conv2d_u32<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "conv2d_u32",
         source: "conv.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(w_out),
         KernelArg::Usize(h_out),
@@ -5309,7 +5309,7 @@ pub fn launch_conv2d_u32<L: KernelLauncher + ?Sized>(
         kernel.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv2d_u8` of conv.hip.
@@ -5328,11 +5328,11 @@ pub fn launch_conv2d_u8<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<u8>,
     dst: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "conv2d_u8",
         source: "conv.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(w_out),
         KernelArg::Usize(h_out),
@@ -5344,7 +5344,7 @@ pub fn launch_conv2d_u8<L: KernelLauncher + ?Sized>(
         kernel.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv_transpose1d_bf16` of conv.hip.
@@ -5363,11 +5363,11 @@ pub fn launch_conv_transpose1d_bf16<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<Bf16>,
     dst: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "conv_transpose1d_bf16",
         source: "conv.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(l_out),
         KernelArg::Usize(stride),
@@ -5379,7 +5379,7 @@ pub fn launch_conv_transpose1d_bf16<L: KernelLauncher + ?Sized>(
         kernel.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv_transpose1d_f16` of conv.hip.
@@ -5398,11 +5398,11 @@ pub fn launch_conv_transpose1d_f16<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<F16>,
     dst: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "conv_transpose1d_f16",
         source: "conv.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(l_out),
         KernelArg::Usize(stride),
@@ -5414,7 +5414,7 @@ pub fn launch_conv_transpose1d_f16<L: KernelLauncher + ?Sized>(
         kernel.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv_transpose1d_f32` of conv.hip.
@@ -5433,11 +5433,11 @@ pub fn launch_conv_transpose1d_f32<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<f32>,
     dst: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "conv_transpose1d_f32",
         source: "conv.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(l_out),
         KernelArg::Usize(stride),
@@ -5449,7 +5449,7 @@ pub fn launch_conv_transpose1d_f32<L: KernelLauncher + ?Sized>(
         kernel.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv_transpose1d_f64` of conv.hip.
@@ -5468,11 +5468,11 @@ pub fn launch_conv_transpose1d_f64<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<f64>,
     dst: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "conv_transpose1d_f64",
         source: "conv.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(l_out),
         KernelArg::Usize(stride),
@@ -5484,7 +5484,7 @@ pub fn launch_conv_transpose1d_f64<L: KernelLauncher + ?Sized>(
         kernel.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv_transpose1d_i64` of conv.hip.
@@ -5503,11 +5503,11 @@ pub fn launch_conv_transpose1d_i64<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<i64>,
     dst: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "conv_transpose1d_i64",
         source: "conv.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(l_out),
         KernelArg::Usize(stride),
@@ -5519,7 +5519,7 @@ pub fn launch_conv_transpose1d_i64<L: KernelLauncher + ?Sized>(
         kernel.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv_transpose1d_u32` of conv.hip.
@@ -5538,11 +5538,11 @@ pub fn launch_conv_transpose1d_u32<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "conv_transpose1d_u32",
         source: "conv.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(l_out),
         KernelArg::Usize(stride),
@@ -5554,7 +5554,7 @@ pub fn launch_conv_transpose1d_u32<L: KernelLauncher + ?Sized>(
         kernel.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv_transpose1d_u8` of conv.hip.
@@ -5573,11 +5573,11 @@ pub fn launch_conv_transpose1d_u8<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<u8>,
     dst: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "conv_transpose1d_u8",
         source: "conv.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(l_out),
         KernelArg::Usize(stride),
@@ -5589,7 +5589,7 @@ pub fn launch_conv_transpose1d_u8<L: KernelLauncher + ?Sized>(
         kernel.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv_transpose2d_bf16` of conv.hip.
@@ -5609,11 +5609,11 @@ pub fn launch_conv_transpose2d_bf16<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<Bf16>,
     dst: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "conv_transpose2d_bf16",
         source: "conv.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(w_out),
         KernelArg::Usize(h_out),
@@ -5626,7 +5626,7 @@ pub fn launch_conv_transpose2d_bf16<L: KernelLauncher + ?Sized>(
         kernel.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv_transpose2d_f16` of conv.hip.
@@ -5646,11 +5646,11 @@ pub fn launch_conv_transpose2d_f16<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<F16>,
     dst: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "conv_transpose2d_f16",
         source: "conv.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(w_out),
         KernelArg::Usize(h_out),
@@ -5663,7 +5663,7 @@ pub fn launch_conv_transpose2d_f16<L: KernelLauncher + ?Sized>(
         kernel.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv_transpose2d_f32` of conv.hip.
@@ -5683,11 +5683,11 @@ pub fn launch_conv_transpose2d_f32<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<f32>,
     dst: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "conv_transpose2d_f32",
         source: "conv.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(w_out),
         KernelArg::Usize(h_out),
@@ -5700,7 +5700,7 @@ pub fn launch_conv_transpose2d_f32<L: KernelLauncher + ?Sized>(
         kernel.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv_transpose2d_f64` of conv.hip.
@@ -5720,11 +5720,11 @@ pub fn launch_conv_transpose2d_f64<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<f64>,
     dst: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "conv_transpose2d_f64",
         source: "conv.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(w_out),
         KernelArg::Usize(h_out),
@@ -5737,7 +5737,7 @@ pub fn launch_conv_transpose2d_f64<L: KernelLauncher + ?Sized>(
         kernel.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv_transpose2d_i64` of conv.hip.
@@ -5757,11 +5757,11 @@ pub fn launch_conv_transpose2d_i64<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<i64>,
     dst: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "conv_transpose2d_i64",
         source: "conv.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(w_out),
         KernelArg::Usize(h_out),
@@ -5774,7 +5774,7 @@ pub fn launch_conv_transpose2d_i64<L: KernelLauncher + ?Sized>(
         kernel.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv_transpose2d_u32` of conv.hip.
@@ -5794,11 +5794,11 @@ pub fn launch_conv_transpose2d_u32<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "conv_transpose2d_u32",
         source: "conv.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(w_out),
         KernelArg::Usize(h_out),
@@ -5811,7 +5811,7 @@ pub fn launch_conv_transpose2d_u32<L: KernelLauncher + ?Sized>(
         kernel.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv_transpose2d_u8` of conv.hip.
@@ -5831,11 +5831,11 @@ pub fn launch_conv_transpose2d_u8<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<u8>,
     dst: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "conv_transpose2d_u8",
         source: "conv.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(w_out),
         KernelArg::Usize(h_out),
@@ -5848,7 +5848,7 @@ pub fn launch_conv_transpose2d_u8<L: KernelLauncher + ?Sized>(
         kernel.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `copy2d_bf16` of fill_copy.hip.
@@ -5863,11 +5863,11 @@ pub fn launch_copy2d_bf16<L: KernelLauncher + ?Sized>(
     src_s: usize,
     dst_s: usize,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "copy2d_bf16",
         source: "fill_copy.hip",
     };
-    let args = [
+    let kernel_args = [
         src.arg(),
         dst.arg(),
         KernelArg::Usize(d1),
@@ -5875,7 +5875,7 @@ pub fn launch_copy2d_bf16<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(src_s),
         KernelArg::Usize(dst_s),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `copy2d_f16` of fill_copy.hip.
@@ -5890,11 +5890,11 @@ pub fn launch_copy2d_f16<L: KernelLauncher + ?Sized>(
     src_s: usize,
     dst_s: usize,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "copy2d_f16",
         source: "fill_copy.hip",
     };
-    let args = [
+    let kernel_args = [
         src.arg(),
         dst.arg(),
         KernelArg::Usize(d1),
@@ -5902,7 +5902,7 @@ pub fn launch_copy2d_f16<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(src_s),
         KernelArg::Usize(dst_s),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `copy2d_f32` of fill_copy.hip.
@@ -5917,11 +5917,11 @@ pub fn launch_copy2d_f32<L: KernelLauncher + ?Sized>(
     src_s: usize,
     dst_s: usize,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "copy2d_f32",
         source: "fill_copy.hip",
     };
-    let args = [
+    let kernel_args = [
         src.arg(),
         dst.arg(),
         KernelArg::Usize(d1),
@@ -5929,7 +5929,7 @@ pub fn launch_copy2d_f32<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(src_s),
         KernelArg::Usize(dst_s),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `copy2d_f64` of fill_copy.hip.
@@ -5944,11 +5944,11 @@ pub fn launch_copy2d_f64<L: KernelLauncher + ?Sized>(
     src_s: usize,
     dst_s: usize,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "copy2d_f64",
         source: "fill_copy.hip",
     };
-    let args = [
+    let kernel_args = [
         src.arg(),
         dst.arg(),
         KernelArg::Usize(d1),
@@ -5956,7 +5956,7 @@ pub fn launch_copy2d_f64<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(src_s),
         KernelArg::Usize(dst_s),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `copy2d_i64` of fill_copy.hip.
@@ -5971,11 +5971,11 @@ pub fn launch_copy2d_i64<L: KernelLauncher + ?Sized>(
     src_s: usize,
     dst_s: usize,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "copy2d_i64",
         source: "fill_copy.hip",
     };
-    let args = [
+    let kernel_args = [
         src.arg(),
         dst.arg(),
         KernelArg::Usize(d1),
@@ -5983,7 +5983,7 @@ pub fn launch_copy2d_i64<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(src_s),
         KernelArg::Usize(dst_s),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `copy2d_u32` of fill_copy.hip.
@@ -5998,11 +5998,11 @@ pub fn launch_copy2d_u32<L: KernelLauncher + ?Sized>(
     src_s: usize,
     dst_s: usize,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "copy2d_u32",
         source: "fill_copy.hip",
     };
-    let args = [
+    let kernel_args = [
         src.arg(),
         dst.arg(),
         KernelArg::Usize(d1),
@@ -6010,7 +6010,7 @@ pub fn launch_copy2d_u32<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(src_s),
         KernelArg::Usize(dst_s),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `copy2d_u8` of fill_copy.hip.
@@ -6025,11 +6025,11 @@ pub fn launch_copy2d_u8<L: KernelLauncher + ?Sized>(
     src_s: usize,
     dst_s: usize,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "copy2d_u8",
         source: "fill_copy.hip",
     };
-    let args = [
+    let kernel_args = [
         src.arg(),
         dst.arg(),
         KernelArg::Usize(d1),
@@ -6037,7 +6037,7 @@ pub fn launch_copy2d_u8<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(src_s),
         KernelArg::Usize(dst_s),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `copy_strided_bf16` of fill_copy.hip.
@@ -6050,18 +6050,18 @@ pub fn launch_copy_strided_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "copy_strided_bf16",
         source: "fill_copy.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `copy_strided_f16` of fill_copy.hip.
@@ -6074,18 +6074,18 @@ pub fn launch_copy_strided_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "copy_strided_f16",
         source: "fill_copy.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `copy_strided_f32` of fill_copy.hip.
@@ -6098,18 +6098,18 @@ pub fn launch_copy_strided_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "copy_strided_f32",
         source: "fill_copy.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `copy_strided_f64` of fill_copy.hip.
@@ -6122,18 +6122,18 @@ pub fn launch_copy_strided_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "copy_strided_f64",
         source: "fill_copy.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `copy_strided_i64` of fill_copy.hip.
@@ -6146,18 +6146,18 @@ pub fn launch_copy_strided_i64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "copy_strided_i64",
         source: "fill_copy.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `copy_strided_u32` of fill_copy.hip.
@@ -6170,18 +6170,18 @@ pub fn launch_copy_strided_u32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "copy_strided_u32",
         source: "fill_copy.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `copy_strided_u8` of fill_copy.hip.
@@ -6194,18 +6194,18 @@ pub fn launch_copy_strided_u8<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "copy_strided_u8",
         source: "fill_copy.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `dequantize_q4_0_f16` of quantized.hip.
@@ -6216,12 +6216,12 @@ pub fn launch_dequantize_q4_0_f16<L: KernelLauncher + ?Sized>(
     out: DevicePtrMut<F16>,
     numel: usize,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "dequantize_q4_0_f16",
         source: "quantized.hip",
     };
-    let args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
-    launcher.launch(kernel, cfg, &args)
+    let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `dequantize_q4_0_f32` of quantized.hip.
@@ -6232,12 +6232,12 @@ pub fn launch_dequantize_q4_0_f32<L: KernelLauncher + ?Sized>(
     out: DevicePtrMut<f32>,
     numel: usize,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "dequantize_q4_0_f32",
         source: "quantized.hip",
     };
-    let args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
-    launcher.launch(kernel, cfg, &args)
+    let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `dequantize_q4_1_f16` of quantized.hip.
@@ -6248,12 +6248,12 @@ pub fn launch_dequantize_q4_1_f16<L: KernelLauncher + ?Sized>(
     out: DevicePtrMut<F16>,
     numel: usize,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "dequantize_q4_1_f16",
         source: "quantized.hip",
     };
-    let args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
-    launcher.launch(kernel, cfg, &args)
+    let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `dequantize_q4_1_f32` of quantized.hip.
@@ -6264,12 +6264,12 @@ pub fn launch_dequantize_q4_1_f32<L: KernelLauncher + ?Sized>(
     out: DevicePtrMut<f32>,
     numel: usize,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "dequantize_q4_1_f32",
         source: "quantized.hip",
     };
-    let args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
-    launcher.launch(kernel, cfg, &args)
+    let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `dequantize_q4_k_f16` of quantized.hip.
@@ -6280,12 +6280,12 @@ pub fn launch_dequantize_q4_k_f16<L: KernelLauncher + ?Sized>(
     out: DevicePtrMut<F16>,
     numel: usize,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "dequantize_q4_k_f16",
         source: "quantized.hip",
     };
-    let args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
-    launcher.launch(kernel, cfg, &args)
+    let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `dequantize_q4_k_f32` of quantized.hip.
@@ -6296,12 +6296,12 @@ pub fn launch_dequantize_q4_k_f32<L: KernelLauncher + ?Sized>(
     out: DevicePtrMut<f32>,
     numel: usize,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "dequantize_q4_k_f32",
         source: "quantized.hip",
     };
-    let args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
-    launcher.launch(kernel, cfg, &args)
+    let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `dequantize_q6_k_f16` of quantized.hip.
@@ -6312,12 +6312,12 @@ pub fn launch_dequantize_q6_k_f16<L: KernelLauncher + ?Sized>(
     out: DevicePtrMut<F16>,
     numel: usize,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "dequantize_q6_k_f16",
         source: "quantized.hip",
     };
-    let args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
-    launcher.launch(kernel, cfg, &args)
+    let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `dequantize_q6_k_f32` of quantized.hip.
@@ -6328,12 +6328,12 @@ pub fn launch_dequantize_q6_k_f32<L: KernelLauncher + ?Sized>(
     out: DevicePtrMut<f32>,
     numel: usize,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "dequantize_q6_k_f32",
         source: "quantized.hip",
     };
-    let args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
-    launcher.launch(kernel, cfg, &args)
+    let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `dequantize_q8_0_f16` of quantized.hip.
@@ -6344,12 +6344,12 @@ pub fn launch_dequantize_q8_0_f16<L: KernelLauncher + ?Sized>(
     out: DevicePtrMut<F16>,
     numel: usize,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "dequantize_q8_0_f16",
         source: "quantized.hip",
     };
-    let args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
-    launcher.launch(kernel, cfg, &args)
+    let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `dequantize_q8_0_f32` of quantized.hip.
@@ -6360,12 +6360,12 @@ pub fn launch_dequantize_q8_0_f32<L: KernelLauncher + ?Sized>(
     out: DevicePtrMut<f32>,
     numel: usize,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "dequantize_q8_0_f32",
         source: "quantized.hip",
     };
-    let args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
-    launcher.launch(kernel, cfg, &args)
+    let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `elu_bf16` of affine.hip.
@@ -6380,11 +6380,11 @@ pub fn launch_elu_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "elu_bf16",
         source: "affine.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -6392,7 +6392,7 @@ pub fn launch_elu_bf16<L: KernelLauncher + ?Sized>(
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `elu_f16` of affine.hip.
@@ -6407,11 +6407,11 @@ pub fn launch_elu_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "elu_f16",
         source: "affine.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -6419,7 +6419,7 @@ pub fn launch_elu_f16<L: KernelLauncher + ?Sized>(
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `elu_f32` of affine.hip.
@@ -6434,11 +6434,11 @@ pub fn launch_elu_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "elu_f32",
         source: "affine.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -6446,7 +6446,7 @@ pub fn launch_elu_f32<L: KernelLauncher + ?Sized>(
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `elu_f64` of affine.hip.
@@ -6461,11 +6461,11 @@ pub fn launch_elu_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "elu_f64",
         source: "affine.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -6473,7 +6473,7 @@ pub fn launch_elu_f64<L: KernelLauncher + ?Sized>(
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_argmax_bf16` of reduce.hip.
@@ -6488,11 +6488,11 @@ pub fn launch_fast_argmax_bf16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<Bf16>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "fast_argmax_bf16",
         source: "reduce.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(src_numel),
         KernelArg::Usize(el_to_sum_per_block),
         KernelArg::Usize(num_dims),
@@ -6500,7 +6500,7 @@ pub fn launch_fast_argmax_bf16<L: KernelLauncher + ?Sized>(
         src.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_argmax_f16` of reduce.hip.
@@ -6515,11 +6515,11 @@ pub fn launch_fast_argmax_f16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<F16>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "fast_argmax_f16",
         source: "reduce.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(src_numel),
         KernelArg::Usize(el_to_sum_per_block),
         KernelArg::Usize(num_dims),
@@ -6527,7 +6527,7 @@ pub fn launch_fast_argmax_f16<L: KernelLauncher + ?Sized>(
         src.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_argmax_f32` of reduce.hip.
@@ -6542,11 +6542,11 @@ pub fn launch_fast_argmax_f32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "fast_argmax_f32",
         source: "reduce.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(src_numel),
         KernelArg::Usize(el_to_sum_per_block),
         KernelArg::Usize(num_dims),
@@ -6554,7 +6554,7 @@ pub fn launch_fast_argmax_f32<L: KernelLauncher + ?Sized>(
         src.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_argmax_f64` of reduce.hip.
@@ -6569,11 +6569,11 @@ pub fn launch_fast_argmax_f64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f64>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "fast_argmax_f64",
         source: "reduce.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(src_numel),
         KernelArg::Usize(el_to_sum_per_block),
         KernelArg::Usize(num_dims),
@@ -6581,7 +6581,7 @@ pub fn launch_fast_argmax_f64<L: KernelLauncher + ?Sized>(
         src.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_argmax_i64` of reduce.hip.
@@ -6596,11 +6596,11 @@ pub fn launch_fast_argmax_i64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<i64>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "fast_argmax_i64",
         source: "reduce.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(src_numel),
         KernelArg::Usize(el_to_sum_per_block),
         KernelArg::Usize(num_dims),
@@ -6608,7 +6608,7 @@ pub fn launch_fast_argmax_i64<L: KernelLauncher + ?Sized>(
         src.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_argmax_u32` of reduce.hip.
@@ -6623,11 +6623,11 @@ pub fn launch_fast_argmax_u32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "fast_argmax_u32",
         source: "reduce.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(src_numel),
         KernelArg::Usize(el_to_sum_per_block),
         KernelArg::Usize(num_dims),
@@ -6635,7 +6635,7 @@ pub fn launch_fast_argmax_u32<L: KernelLauncher + ?Sized>(
         src.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_argmax_u8` of reduce.hip.
@@ -6650,11 +6650,11 @@ pub fn launch_fast_argmax_u8<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u8>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "fast_argmax_u8",
         source: "reduce.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(src_numel),
         KernelArg::Usize(el_to_sum_per_block),
         KernelArg::Usize(num_dims),
@@ -6662,7 +6662,7 @@ pub fn launch_fast_argmax_u8<L: KernelLauncher + ?Sized>(
         src.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_argmin_bf16` of reduce.hip.
@@ -6677,11 +6677,11 @@ pub fn launch_fast_argmin_bf16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<Bf16>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "fast_argmin_bf16",
         source: "reduce.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(src_numel),
         KernelArg::Usize(el_to_sum_per_block),
         KernelArg::Usize(num_dims),
@@ -6689,7 +6689,7 @@ pub fn launch_fast_argmin_bf16<L: KernelLauncher + ?Sized>(
         src.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_argmin_f16` of reduce.hip.
@@ -6704,11 +6704,11 @@ pub fn launch_fast_argmin_f16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<F16>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "fast_argmin_f16",
         source: "reduce.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(src_numel),
         KernelArg::Usize(el_to_sum_per_block),
         KernelArg::Usize(num_dims),
@@ -6716,7 +6716,7 @@ pub fn launch_fast_argmin_f16<L: KernelLauncher + ?Sized>(
         src.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_argmin_f32` of reduce.hip.
@@ -6731,11 +6731,11 @@ pub fn launch_fast_argmin_f32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "fast_argmin_f32",
         source: "reduce.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(src_numel),
         KernelArg::Usize(el_to_sum_per_block),
         KernelArg::Usize(num_dims),
@@ -6743,7 +6743,7 @@ pub fn launch_fast_argmin_f32<L: KernelLauncher + ?Sized>(
         src.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_argmin_f64` of reduce.hip.
@@ -6758,11 +6758,11 @@ pub fn launch_fast_argmin_f64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f64>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "fast_argmin_f64",
         source: "reduce.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(src_numel),
         KernelArg::Usize(el_to_sum_per_block),
         KernelArg::Usize(num_dims),
@@ -6770,7 +6770,7 @@ pub fn launch_fast_argmin_f64<L: KernelLauncher + ?Sized>(
         src.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_argmin_i64` of reduce.hip.
@@ -6785,11 +6785,11 @@ pub fn launch_fast_argmin_i64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<i64>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "fast_argmin_i64",
         source: "reduce.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(src_numel),
         KernelArg::Usize(el_to_sum_per_block),
         KernelArg::Usize(num_dims),
@@ -6797,7 +6797,7 @@ pub fn launch_fast_argmin_i64<L: KernelLauncher + ?Sized>(
         src.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_argmin_u32` of reduce.hip.
@@ -6812,11 +6812,11 @@ pub fn launch_fast_argmin_u32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "fast_argmin_u32",
         source: "reduce.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(src_numel),
         KernelArg::Usize(el_to_sum_per_block),
         KernelArg::Usize(num_dims),
@@ -6824,7 +6824,7 @@ pub fn launch_fast_argmin_u32<L: KernelLauncher + ?Sized>(
         src.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_argmin_u8` of reduce.hip.
@@ -6839,11 +6839,11 @@ pub fn launch_fast_argmin_u8<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u8>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "fast_argmin_u8",
         source: "reduce.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(src_numel),
         KernelArg::Usize(el_to_sum_per_block),
         KernelArg::Usize(num_dims),
@@ -6851,7 +6851,7 @@ pub fn launch_fast_argmin_u8<L: KernelLauncher + ?Sized>(
         src.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_max_bf16` of reduce.hip.
@@ -6866,11 +6866,11 @@ pub fn launch_fast_max_bf16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<Bf16>,
     dst: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "fast_max_bf16",
         source: "reduce.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(src_numel),
         KernelArg::Usize(el_to_sum_per_block),
         KernelArg::Usize(num_dims),
@@ -6878,7 +6878,7 @@ pub fn launch_fast_max_bf16<L: KernelLauncher + ?Sized>(
         src.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_max_f16` of reduce.hip.
@@ -6893,11 +6893,11 @@ pub fn launch_fast_max_f16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<F16>,
     dst: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "fast_max_f16",
         source: "reduce.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(src_numel),
         KernelArg::Usize(el_to_sum_per_block),
         KernelArg::Usize(num_dims),
@@ -6905,7 +6905,7 @@ pub fn launch_fast_max_f16<L: KernelLauncher + ?Sized>(
         src.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_max_f32` of reduce.hip.
@@ -6920,11 +6920,11 @@ pub fn launch_fast_max_f32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f32>,
     dst: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "fast_max_f32",
         source: "reduce.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(src_numel),
         KernelArg::Usize(el_to_sum_per_block),
         KernelArg::Usize(num_dims),
@@ -6932,7 +6932,7 @@ pub fn launch_fast_max_f32<L: KernelLauncher + ?Sized>(
         src.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_max_f64` of reduce.hip.
@@ -6947,11 +6947,11 @@ pub fn launch_fast_max_f64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f64>,
     dst: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "fast_max_f64",
         source: "reduce.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(src_numel),
         KernelArg::Usize(el_to_sum_per_block),
         KernelArg::Usize(num_dims),
@@ -6959,7 +6959,7 @@ pub fn launch_fast_max_f64<L: KernelLauncher + ?Sized>(
         src.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_max_i64` of reduce.hip.
@@ -6974,11 +6974,11 @@ pub fn launch_fast_max_i64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<i64>,
     dst: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "fast_max_i64",
         source: "reduce.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(src_numel),
         KernelArg::Usize(el_to_sum_per_block),
         KernelArg::Usize(num_dims),
@@ -6986,7 +6986,7 @@ pub fn launch_fast_max_i64<L: KernelLauncher + ?Sized>(
         src.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_max_u32` of reduce.hip.
@@ -7001,11 +7001,11 @@ pub fn launch_fast_max_u32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "fast_max_u32",
         source: "reduce.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(src_numel),
         KernelArg::Usize(el_to_sum_per_block),
         KernelArg::Usize(num_dims),
@@ -7013,7 +7013,7 @@ pub fn launch_fast_max_u32<L: KernelLauncher + ?Sized>(
         src.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_max_u8` of reduce.hip.
@@ -7028,11 +7028,11 @@ pub fn launch_fast_max_u8<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u8>,
     dst: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "fast_max_u8",
         source: "reduce.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(src_numel),
         KernelArg::Usize(el_to_sum_per_block),
         KernelArg::Usize(num_dims),
@@ -7040,7 +7040,7 @@ pub fn launch_fast_max_u8<L: KernelLauncher + ?Sized>(
         src.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_min_bf16` of reduce.hip.
@@ -7055,11 +7055,11 @@ pub fn launch_fast_min_bf16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<Bf16>,
     dst: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "fast_min_bf16",
         source: "reduce.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(src_numel),
         KernelArg::Usize(el_to_sum_per_block),
         KernelArg::Usize(num_dims),
@@ -7067,7 +7067,7 @@ pub fn launch_fast_min_bf16<L: KernelLauncher + ?Sized>(
         src.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_min_f16` of reduce.hip.
@@ -7082,11 +7082,11 @@ pub fn launch_fast_min_f16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<F16>,
     dst: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "fast_min_f16",
         source: "reduce.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(src_numel),
         KernelArg::Usize(el_to_sum_per_block),
         KernelArg::Usize(num_dims),
@@ -7094,7 +7094,7 @@ pub fn launch_fast_min_f16<L: KernelLauncher + ?Sized>(
         src.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_min_f32` of reduce.hip.
@@ -7109,11 +7109,11 @@ pub fn launch_fast_min_f32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f32>,
     dst: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "fast_min_f32",
         source: "reduce.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(src_numel),
         KernelArg::Usize(el_to_sum_per_block),
         KernelArg::Usize(num_dims),
@@ -7121,7 +7121,7 @@ pub fn launch_fast_min_f32<L: KernelLauncher + ?Sized>(
         src.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_min_f64` of reduce.hip.
@@ -7136,11 +7136,11 @@ pub fn launch_fast_min_f64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f64>,
     dst: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "fast_min_f64",
         source: "reduce.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(src_numel),
         KernelArg::Usize(el_to_sum_per_block),
         KernelArg::Usize(num_dims),
@@ -7148,7 +7148,7 @@ pub fn launch_fast_min_f64<L: KernelLauncher + ?Sized>(
         src.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_min_i64` of reduce.hip.
@@ -7163,11 +7163,11 @@ pub fn launch_fast_min_i64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<i64>,
     dst: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "fast_min_i64",
         source: "reduce.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(src_numel),
         KernelArg::Usize(el_to_sum_per_block),
         KernelArg::Usize(num_dims),
@@ -7175,7 +7175,7 @@ pub fn launch_fast_min_i64<L: KernelLauncher + ?Sized>(
         src.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_min_u32` of reduce.hip.
@@ -7190,11 +7190,11 @@ pub fn launch_fast_min_u32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "fast_min_u32",
         source: "reduce.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(src_numel),
         KernelArg::Usize(el_to_sum_per_block),
         KernelArg::Usize(num_dims),
@@ -7202,7 +7202,7 @@ pub fn launch_fast_min_u32<L: KernelLauncher + ?Sized>(
         src.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_min_u8` of reduce.hip.
@@ -7217,11 +7217,11 @@ pub fn launch_fast_min_u8<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u8>,
     dst: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "fast_min_u8",
         source: "reduce.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(src_numel),
         KernelArg::Usize(el_to_sum_per_block),
         KernelArg::Usize(num_dims),
@@ -7229,7 +7229,7 @@ pub fn launch_fast_min_u8<L: KernelLauncher + ?Sized>(
         src.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_sum_bf16` of reduce.hip.
@@ -7244,11 +7244,11 @@ pub fn launch_fast_sum_bf16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<Bf16>,
     dst: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "fast_sum_bf16",
         source: "reduce.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(src_numel),
         KernelArg::Usize(el_to_sum_per_block),
         KernelArg::Usize(num_dims),
@@ -7256,7 +7256,7 @@ pub fn launch_fast_sum_bf16<L: KernelLauncher + ?Sized>(
         src.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_sum_f16` of reduce.hip.
@@ -7271,11 +7271,11 @@ pub fn launch_fast_sum_f16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<F16>,
     dst: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "fast_sum_f16",
         source: "reduce.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(src_numel),
         KernelArg::Usize(el_to_sum_per_block),
         KernelArg::Usize(num_dims),
@@ -7283,7 +7283,7 @@ pub fn launch_fast_sum_f16<L: KernelLauncher + ?Sized>(
         src.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_sum_f32` of reduce.hip.
@@ -7298,11 +7298,11 @@ pub fn launch_fast_sum_f32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f32>,
     dst: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "fast_sum_f32",
         source: "reduce.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(src_numel),
         KernelArg::Usize(el_to_sum_per_block),
         KernelArg::Usize(num_dims),
@@ -7310,7 +7310,7 @@ pub fn launch_fast_sum_f32<L: KernelLauncher + ?Sized>(
         src.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_sum_f64` of reduce.hip.
@@ -7325,11 +7325,11 @@ pub fn launch_fast_sum_f64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f64>,
     dst: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "fast_sum_f64",
         source: "reduce.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(src_numel),
         KernelArg::Usize(el_to_sum_per_block),
         KernelArg::Usize(num_dims),
@@ -7337,7 +7337,7 @@ pub fn launch_fast_sum_f64<L: KernelLauncher + ?Sized>(
         src.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_sum_i64` of reduce.hip.
@@ -7352,11 +7352,11 @@ pub fn launch_fast_sum_i64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<i64>,
     dst: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "fast_sum_i64",
         source: "reduce.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(src_numel),
         KernelArg::Usize(el_to_sum_per_block),
         KernelArg::Usize(num_dims),
@@ -7364,7 +7364,7 @@ pub fn launch_fast_sum_i64<L: KernelLauncher + ?Sized>(
         src.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_sum_u32` of reduce.hip.
@@ -7379,11 +7379,11 @@ pub fn launch_fast_sum_u32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "fast_sum_u32",
         source: "reduce.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(src_numel),
         KernelArg::Usize(el_to_sum_per_block),
         KernelArg::Usize(num_dims),
@@ -7391,7 +7391,7 @@ pub fn launch_fast_sum_u32<L: KernelLauncher + ?Sized>(
         src.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_sum_u8` of reduce.hip.
@@ -7406,11 +7406,11 @@ pub fn launch_fast_sum_u8<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u8>,
     dst: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "fast_sum_u8",
         source: "reduce.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(src_numel),
         KernelArg::Usize(el_to_sum_per_block),
         KernelArg::Usize(num_dims),
@@ -7418,7 +7418,7 @@ pub fn launch_fast_sum_u8<L: KernelLauncher + ?Sized>(
         src.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `flash_attention_bf16_d128` of attention.hip.
@@ -7436,11 +7436,11 @@ pub fn launch_flash_attention_bf16_d128<L: KernelLauncher + ?Sized>(
     v: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "flash_attention_bf16_d128",
         source: "attention.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::U32(bh),
         KernelArg::U32(sq),
         KernelArg::U32(skv),
@@ -7451,7 +7451,7 @@ pub fn launch_flash_attention_bf16_d128<L: KernelLauncher + ?Sized>(
         v.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `flash_attention_bf16_d64` of attention.hip.
@@ -7469,11 +7469,11 @@ pub fn launch_flash_attention_bf16_d64<L: KernelLauncher + ?Sized>(
     v: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "flash_attention_bf16_d64",
         source: "attention.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::U32(bh),
         KernelArg::U32(sq),
         KernelArg::U32(skv),
@@ -7484,7 +7484,7 @@ pub fn launch_flash_attention_bf16_d64<L: KernelLauncher + ?Sized>(
         v.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `flash_attention_f16_d128` of attention.hip.
@@ -7502,11 +7502,11 @@ pub fn launch_flash_attention_f16_d128<L: KernelLauncher + ?Sized>(
     v: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "flash_attention_f16_d128",
         source: "attention.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::U32(bh),
         KernelArg::U32(sq),
         KernelArg::U32(skv),
@@ -7517,7 +7517,7 @@ pub fn launch_flash_attention_f16_d128<L: KernelLauncher + ?Sized>(
         v.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `flash_attention_f16_d64` of attention.hip.
@@ -7535,11 +7535,11 @@ pub fn launch_flash_attention_f16_d64<L: KernelLauncher + ?Sized>(
     v: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "flash_attention_f16_d64",
         source: "attention.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::U32(bh),
         KernelArg::U32(sq),
         KernelArg::U32(skv),
@@ -7550,7 +7550,7 @@ pub fn launch_flash_attention_f16_d64<L: KernelLauncher + ?Sized>(
         v.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `gather_i64_bf16` of indexing.hip.
@@ -7568,11 +7568,11 @@ pub fn launch_gather_i64_bf16<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "gather_i64_bf16",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -7583,7 +7583,7 @@ pub fn launch_gather_i64_bf16<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(src_dim_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `gather_i64_f16` of indexing.hip.
@@ -7601,11 +7601,11 @@ pub fn launch_gather_i64_f16<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "gather_i64_f16",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -7616,7 +7616,7 @@ pub fn launch_gather_i64_f16<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(src_dim_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `gather_i64_f32` of indexing.hip.
@@ -7634,11 +7634,11 @@ pub fn launch_gather_i64_f32<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "gather_i64_f32",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -7649,7 +7649,7 @@ pub fn launch_gather_i64_f32<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(src_dim_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `gather_i64_f64` of indexing.hip.
@@ -7667,11 +7667,11 @@ pub fn launch_gather_i64_f64<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "gather_i64_f64",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -7682,7 +7682,7 @@ pub fn launch_gather_i64_f64<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(src_dim_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `gather_i64_i64` of indexing.hip.
@@ -7700,11 +7700,11 @@ pub fn launch_gather_i64_i64<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "gather_i64_i64",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -7715,7 +7715,7 @@ pub fn launch_gather_i64_i64<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(src_dim_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `gather_i64_u32` of indexing.hip.
@@ -7733,11 +7733,11 @@ pub fn launch_gather_i64_u32<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "gather_i64_u32",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -7748,7 +7748,7 @@ pub fn launch_gather_i64_u32<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(src_dim_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `gather_i64_u8` of indexing.hip.
@@ -7766,11 +7766,11 @@ pub fn launch_gather_i64_u8<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "gather_i64_u8",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -7781,7 +7781,7 @@ pub fn launch_gather_i64_u8<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(src_dim_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `gather_u32_bf16` of indexing.hip.
@@ -7799,11 +7799,11 @@ pub fn launch_gather_u32_bf16<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "gather_u32_bf16",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -7814,7 +7814,7 @@ pub fn launch_gather_u32_bf16<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(src_dim_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `gather_u32_f16` of indexing.hip.
@@ -7832,11 +7832,11 @@ pub fn launch_gather_u32_f16<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "gather_u32_f16",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -7847,7 +7847,7 @@ pub fn launch_gather_u32_f16<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(src_dim_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `gather_u32_f32` of indexing.hip.
@@ -7865,11 +7865,11 @@ pub fn launch_gather_u32_f32<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "gather_u32_f32",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -7880,7 +7880,7 @@ pub fn launch_gather_u32_f32<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(src_dim_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `gather_u32_f64` of indexing.hip.
@@ -7898,11 +7898,11 @@ pub fn launch_gather_u32_f64<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "gather_u32_f64",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -7913,7 +7913,7 @@ pub fn launch_gather_u32_f64<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(src_dim_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `gather_u32_i64` of indexing.hip.
@@ -7931,11 +7931,11 @@ pub fn launch_gather_u32_i64<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "gather_u32_i64",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -7946,7 +7946,7 @@ pub fn launch_gather_u32_i64<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(src_dim_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `gather_u32_u32` of indexing.hip.
@@ -7964,11 +7964,11 @@ pub fn launch_gather_u32_u32<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "gather_u32_u32",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -7979,7 +7979,7 @@ pub fn launch_gather_u32_u32<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(src_dim_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `gather_u32_u8` of indexing.hip.
@@ -7997,11 +7997,11 @@ pub fn launch_gather_u32_u8<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "gather_u32_u8",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -8012,7 +8012,7 @@ pub fn launch_gather_u32_u8<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(src_dim_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `gather_u8_bf16` of indexing.hip.
@@ -8030,11 +8030,11 @@ pub fn launch_gather_u8_bf16<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "gather_u8_bf16",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -8045,7 +8045,7 @@ pub fn launch_gather_u8_bf16<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(src_dim_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `gather_u8_f16` of indexing.hip.
@@ -8063,11 +8063,11 @@ pub fn launch_gather_u8_f16<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "gather_u8_f16",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -8078,7 +8078,7 @@ pub fn launch_gather_u8_f16<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(src_dim_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `gather_u8_f32` of indexing.hip.
@@ -8096,11 +8096,11 @@ pub fn launch_gather_u8_f32<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "gather_u8_f32",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -8111,7 +8111,7 @@ pub fn launch_gather_u8_f32<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(src_dim_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `gather_u8_f64` of indexing.hip.
@@ -8129,11 +8129,11 @@ pub fn launch_gather_u8_f64<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "gather_u8_f64",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -8144,7 +8144,7 @@ pub fn launch_gather_u8_f64<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(src_dim_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `gather_u8_i64` of indexing.hip.
@@ -8162,11 +8162,11 @@ pub fn launch_gather_u8_i64<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "gather_u8_i64",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -8177,7 +8177,7 @@ pub fn launch_gather_u8_i64<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(src_dim_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `gather_u8_u32` of indexing.hip.
@@ -8195,11 +8195,11 @@ pub fn launch_gather_u8_u32<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "gather_u8_u32",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -8210,7 +8210,7 @@ pub fn launch_gather_u8_u32<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(src_dim_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `gather_u8_u8` of indexing.hip.
@@ -8228,11 +8228,11 @@ pub fn launch_gather_u8_u8<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "gather_u8_u8",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -8243,7 +8243,7 @@ pub fn launch_gather_u8_u8<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(src_dim_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `im2col_bf16` of conv.hip.
@@ -8270,11 +8270,11 @@ pub fn launch_im2col_bf16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<Bf16>,
     col: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "im2col_bf16",
         source: "conv.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(rows),
         KernelArg::Usize(c_in),
         KernelArg::Usize(h_in),
@@ -8294,7 +8294,7 @@ pub fn launch_im2col_bf16<L: KernelLauncher + ?Sized>(
         src.arg(),
         col.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `im2col_f16` of conv.hip.
@@ -8321,11 +8321,11 @@ pub fn launch_im2col_f16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<F16>,
     col: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "im2col_f16",
         source: "conv.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(rows),
         KernelArg::Usize(c_in),
         KernelArg::Usize(h_in),
@@ -8345,7 +8345,7 @@ pub fn launch_im2col_f16<L: KernelLauncher + ?Sized>(
         src.arg(),
         col.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `im2col_f32` of conv.hip.
@@ -8372,11 +8372,11 @@ pub fn launch_im2col_f32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f32>,
     col: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "im2col_f32",
         source: "conv.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(rows),
         KernelArg::Usize(c_in),
         KernelArg::Usize(h_in),
@@ -8396,7 +8396,7 @@ pub fn launch_im2col_f32<L: KernelLauncher + ?Sized>(
         src.arg(),
         col.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `im2col_f64` of conv.hip.
@@ -8423,11 +8423,11 @@ pub fn launch_im2col_f64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f64>,
     col: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "im2col_f64",
         source: "conv.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(rows),
         KernelArg::Usize(c_in),
         KernelArg::Usize(h_in),
@@ -8447,7 +8447,7 @@ pub fn launch_im2col_f64<L: KernelLauncher + ?Sized>(
         src.arg(),
         col.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `im2col_i64` of conv.hip.
@@ -8474,11 +8474,11 @@ pub fn launch_im2col_i64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<i64>,
     col: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "im2col_i64",
         source: "conv.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(rows),
         KernelArg::Usize(c_in),
         KernelArg::Usize(h_in),
@@ -8498,7 +8498,7 @@ pub fn launch_im2col_i64<L: KernelLauncher + ?Sized>(
         src.arg(),
         col.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `im2col_u32` of conv.hip.
@@ -8525,11 +8525,11 @@ pub fn launch_im2col_u32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u32>,
     col: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "im2col_u32",
         source: "conv.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(rows),
         KernelArg::Usize(c_in),
         KernelArg::Usize(h_in),
@@ -8549,7 +8549,7 @@ pub fn launch_im2col_u32<L: KernelLauncher + ?Sized>(
         src.arg(),
         col.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `im2col_u8` of conv.hip.
@@ -8576,11 +8576,11 @@ pub fn launch_im2col_u8<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u8>,
     col: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "im2col_u8",
         source: "conv.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(rows),
         KernelArg::Usize(c_in),
         KernelArg::Usize(h_in),
@@ -8600,7 +8600,7 @@ pub fn launch_im2col_u8<L: KernelLauncher + ?Sized>(
         src.arg(),
         col.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_add_i64_bf16` of indexing.hip.
@@ -8618,11 +8618,11 @@ pub fn launch_index_add_i64_bf16<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "index_add_i64_bf16",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         ids.arg(),
         KernelArg::Usize(ids_dim_size),
         inp.arg(),
@@ -8633,7 +8633,7 @@ pub fn launch_index_add_i64_bf16<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(right_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_add_i64_f16` of indexing.hip.
@@ -8651,11 +8651,11 @@ pub fn launch_index_add_i64_f16<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "index_add_i64_f16",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         ids.arg(),
         KernelArg::Usize(ids_dim_size),
         inp.arg(),
@@ -8666,7 +8666,7 @@ pub fn launch_index_add_i64_f16<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(right_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_add_i64_f32` of indexing.hip.
@@ -8684,11 +8684,11 @@ pub fn launch_index_add_i64_f32<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "index_add_i64_f32",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         ids.arg(),
         KernelArg::Usize(ids_dim_size),
         inp.arg(),
@@ -8699,7 +8699,7 @@ pub fn launch_index_add_i64_f32<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(right_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_add_i64_f64` of indexing.hip.
@@ -8717,11 +8717,11 @@ pub fn launch_index_add_i64_f64<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "index_add_i64_f64",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         ids.arg(),
         KernelArg::Usize(ids_dim_size),
         inp.arg(),
@@ -8732,7 +8732,7 @@ pub fn launch_index_add_i64_f64<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(right_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_add_i64_i64` of indexing.hip.
@@ -8750,11 +8750,11 @@ pub fn launch_index_add_i64_i64<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "index_add_i64_i64",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         ids.arg(),
         KernelArg::Usize(ids_dim_size),
         inp.arg(),
@@ -8765,7 +8765,7 @@ pub fn launch_index_add_i64_i64<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(right_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_add_i64_u32` of indexing.hip.
@@ -8783,11 +8783,11 @@ pub fn launch_index_add_i64_u32<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "index_add_i64_u32",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         ids.arg(),
         KernelArg::Usize(ids_dim_size),
         inp.arg(),
@@ -8798,7 +8798,7 @@ pub fn launch_index_add_i64_u32<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(right_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_add_i64_u8` of indexing.hip.
@@ -8816,11 +8816,11 @@ pub fn launch_index_add_i64_u8<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "index_add_i64_u8",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         ids.arg(),
         KernelArg::Usize(ids_dim_size),
         inp.arg(),
@@ -8831,7 +8831,7 @@ pub fn launch_index_add_i64_u8<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(right_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_add_u32_bf16` of indexing.hip.
@@ -8849,11 +8849,11 @@ pub fn launch_index_add_u32_bf16<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "index_add_u32_bf16",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         ids.arg(),
         KernelArg::Usize(ids_dim_size),
         inp.arg(),
@@ -8864,7 +8864,7 @@ pub fn launch_index_add_u32_bf16<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(right_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_add_u32_f16` of indexing.hip.
@@ -8882,11 +8882,11 @@ pub fn launch_index_add_u32_f16<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "index_add_u32_f16",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         ids.arg(),
         KernelArg::Usize(ids_dim_size),
         inp.arg(),
@@ -8897,7 +8897,7 @@ pub fn launch_index_add_u32_f16<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(right_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_add_u32_f32` of indexing.hip.
@@ -8915,11 +8915,11 @@ pub fn launch_index_add_u32_f32<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "index_add_u32_f32",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         ids.arg(),
         KernelArg::Usize(ids_dim_size),
         inp.arg(),
@@ -8930,7 +8930,7 @@ pub fn launch_index_add_u32_f32<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(right_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_add_u32_f64` of indexing.hip.
@@ -8948,11 +8948,11 @@ pub fn launch_index_add_u32_f64<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "index_add_u32_f64",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         ids.arg(),
         KernelArg::Usize(ids_dim_size),
         inp.arg(),
@@ -8963,7 +8963,7 @@ pub fn launch_index_add_u32_f64<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(right_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_add_u32_i64` of indexing.hip.
@@ -8981,11 +8981,11 @@ pub fn launch_index_add_u32_i64<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "index_add_u32_i64",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         ids.arg(),
         KernelArg::Usize(ids_dim_size),
         inp.arg(),
@@ -8996,7 +8996,7 @@ pub fn launch_index_add_u32_i64<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(right_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_add_u32_u32` of indexing.hip.
@@ -9014,11 +9014,11 @@ pub fn launch_index_add_u32_u32<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "index_add_u32_u32",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         ids.arg(),
         KernelArg::Usize(ids_dim_size),
         inp.arg(),
@@ -9029,7 +9029,7 @@ pub fn launch_index_add_u32_u32<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(right_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_add_u32_u8` of indexing.hip.
@@ -9047,11 +9047,11 @@ pub fn launch_index_add_u32_u8<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "index_add_u32_u8",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         ids.arg(),
         KernelArg::Usize(ids_dim_size),
         inp.arg(),
@@ -9062,7 +9062,7 @@ pub fn launch_index_add_u32_u8<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(right_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_add_u8_bf16` of indexing.hip.
@@ -9080,11 +9080,11 @@ pub fn launch_index_add_u8_bf16<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "index_add_u8_bf16",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         ids.arg(),
         KernelArg::Usize(ids_dim_size),
         inp.arg(),
@@ -9095,7 +9095,7 @@ pub fn launch_index_add_u8_bf16<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(right_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_add_u8_f16` of indexing.hip.
@@ -9113,11 +9113,11 @@ pub fn launch_index_add_u8_f16<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "index_add_u8_f16",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         ids.arg(),
         KernelArg::Usize(ids_dim_size),
         inp.arg(),
@@ -9128,7 +9128,7 @@ pub fn launch_index_add_u8_f16<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(right_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_add_u8_f32` of indexing.hip.
@@ -9146,11 +9146,11 @@ pub fn launch_index_add_u8_f32<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "index_add_u8_f32",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         ids.arg(),
         KernelArg::Usize(ids_dim_size),
         inp.arg(),
@@ -9161,7 +9161,7 @@ pub fn launch_index_add_u8_f32<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(right_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_add_u8_f64` of indexing.hip.
@@ -9179,11 +9179,11 @@ pub fn launch_index_add_u8_f64<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "index_add_u8_f64",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         ids.arg(),
         KernelArg::Usize(ids_dim_size),
         inp.arg(),
@@ -9194,7 +9194,7 @@ pub fn launch_index_add_u8_f64<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(right_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_add_u8_i64` of indexing.hip.
@@ -9212,11 +9212,11 @@ pub fn launch_index_add_u8_i64<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "index_add_u8_i64",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         ids.arg(),
         KernelArg::Usize(ids_dim_size),
         inp.arg(),
@@ -9227,7 +9227,7 @@ pub fn launch_index_add_u8_i64<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(right_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_add_u8_u32` of indexing.hip.
@@ -9245,11 +9245,11 @@ pub fn launch_index_add_u8_u32<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "index_add_u8_u32",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         ids.arg(),
         KernelArg::Usize(ids_dim_size),
         inp.arg(),
@@ -9260,7 +9260,7 @@ pub fn launch_index_add_u8_u32<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(right_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_add_u8_u8` of indexing.hip.
@@ -9278,11 +9278,11 @@ pub fn launch_index_add_u8_u8<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "index_add_u8_u8",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         ids.arg(),
         KernelArg::Usize(ids_dim_size),
         inp.arg(),
@@ -9293,7 +9293,7 @@ pub fn launch_index_add_u8_u8<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(right_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_select_i64_bf16` of indexing.hip.
@@ -9313,11 +9313,11 @@ pub fn launch_index_select_i64_bf16<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "index_select_i64_bf16",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -9330,7 +9330,7 @@ pub fn launch_index_select_i64_bf16<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(right_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_select_i64_f16` of indexing.hip.
@@ -9350,11 +9350,11 @@ pub fn launch_index_select_i64_f16<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "index_select_i64_f16",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -9367,7 +9367,7 @@ pub fn launch_index_select_i64_f16<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(right_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_select_i64_f32` of indexing.hip.
@@ -9387,11 +9387,11 @@ pub fn launch_index_select_i64_f32<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "index_select_i64_f32",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -9404,7 +9404,7 @@ pub fn launch_index_select_i64_f32<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(right_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_select_i64_f64` of indexing.hip.
@@ -9424,11 +9424,11 @@ pub fn launch_index_select_i64_f64<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "index_select_i64_f64",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -9441,7 +9441,7 @@ pub fn launch_index_select_i64_f64<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(right_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_select_i64_i64` of indexing.hip.
@@ -9461,11 +9461,11 @@ pub fn launch_index_select_i64_i64<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "index_select_i64_i64",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -9478,7 +9478,7 @@ pub fn launch_index_select_i64_i64<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(right_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_select_i64_u32` of indexing.hip.
@@ -9498,11 +9498,11 @@ pub fn launch_index_select_i64_u32<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "index_select_i64_u32",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -9515,7 +9515,7 @@ pub fn launch_index_select_i64_u32<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(right_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_select_i64_u8` of indexing.hip.
@@ -9535,11 +9535,11 @@ pub fn launch_index_select_i64_u8<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "index_select_i64_u8",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -9552,7 +9552,7 @@ pub fn launch_index_select_i64_u8<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(right_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_select_u32_bf16` of indexing.hip.
@@ -9572,11 +9572,11 @@ pub fn launch_index_select_u32_bf16<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "index_select_u32_bf16",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -9589,7 +9589,7 @@ pub fn launch_index_select_u32_bf16<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(right_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_select_u32_f16` of indexing.hip.
@@ -9609,11 +9609,11 @@ pub fn launch_index_select_u32_f16<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "index_select_u32_f16",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -9626,7 +9626,7 @@ pub fn launch_index_select_u32_f16<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(right_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_select_u32_f32` of indexing.hip.
@@ -9646,11 +9646,11 @@ pub fn launch_index_select_u32_f32<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "index_select_u32_f32",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -9663,7 +9663,7 @@ pub fn launch_index_select_u32_f32<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(right_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_select_u32_f64` of indexing.hip.
@@ -9683,11 +9683,11 @@ pub fn launch_index_select_u32_f64<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "index_select_u32_f64",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -9700,7 +9700,7 @@ pub fn launch_index_select_u32_f64<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(right_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_select_u32_i64` of indexing.hip.
@@ -9720,11 +9720,11 @@ pub fn launch_index_select_u32_i64<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "index_select_u32_i64",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -9737,7 +9737,7 @@ pub fn launch_index_select_u32_i64<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(right_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_select_u32_u32` of indexing.hip.
@@ -9757,11 +9757,11 @@ pub fn launch_index_select_u32_u32<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "index_select_u32_u32",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -9774,7 +9774,7 @@ pub fn launch_index_select_u32_u32<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(right_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_select_u32_u8` of indexing.hip.
@@ -9794,11 +9794,11 @@ pub fn launch_index_select_u32_u8<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "index_select_u32_u8",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -9811,7 +9811,7 @@ pub fn launch_index_select_u32_u8<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(right_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_select_u8_bf16` of indexing.hip.
@@ -9831,11 +9831,11 @@ pub fn launch_index_select_u8_bf16<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "index_select_u8_bf16",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -9848,7 +9848,7 @@ pub fn launch_index_select_u8_bf16<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(right_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_select_u8_f16` of indexing.hip.
@@ -9868,11 +9868,11 @@ pub fn launch_index_select_u8_f16<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "index_select_u8_f16",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -9885,7 +9885,7 @@ pub fn launch_index_select_u8_f16<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(right_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_select_u8_f32` of indexing.hip.
@@ -9905,11 +9905,11 @@ pub fn launch_index_select_u8_f32<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "index_select_u8_f32",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -9922,7 +9922,7 @@ pub fn launch_index_select_u8_f32<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(right_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_select_u8_f64` of indexing.hip.
@@ -9942,11 +9942,11 @@ pub fn launch_index_select_u8_f64<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "index_select_u8_f64",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -9959,7 +9959,7 @@ pub fn launch_index_select_u8_f64<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(right_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_select_u8_i64` of indexing.hip.
@@ -9979,11 +9979,11 @@ pub fn launch_index_select_u8_i64<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "index_select_u8_i64",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -9996,7 +9996,7 @@ pub fn launch_index_select_u8_i64<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(right_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_select_u8_u32` of indexing.hip.
@@ -10016,11 +10016,11 @@ pub fn launch_index_select_u8_u32<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "index_select_u8_u32",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -10033,7 +10033,7 @@ pub fn launch_index_select_u8_u32<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(right_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_select_u8_u8` of indexing.hip.
@@ -10053,11 +10053,11 @@ pub fn launch_index_select_u8_u8<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "index_select_u8_u8",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -10070,7 +10070,7 @@ pub fn launch_index_select_u8_u8<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(right_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `layer_norm_bf16` of nn.hip.
@@ -10086,11 +10086,11 @@ pub fn launch_layer_norm_bf16<L: KernelLauncher + ?Sized>(
     beta: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "layer_norm_bf16",
         source: "nn.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(nrows),
         KernelArg::Usize(ncols),
         KernelArg::F64(eps),
@@ -10099,7 +10099,7 @@ pub fn launch_layer_norm_bf16<L: KernelLauncher + ?Sized>(
         beta.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `layer_norm_f16` of nn.hip.
@@ -10115,11 +10115,11 @@ pub fn launch_layer_norm_f16<L: KernelLauncher + ?Sized>(
     beta: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "layer_norm_f16",
         source: "nn.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(nrows),
         KernelArg::Usize(ncols),
         KernelArg::F64(eps),
@@ -10128,7 +10128,7 @@ pub fn launch_layer_norm_f16<L: KernelLauncher + ?Sized>(
         beta.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `layer_norm_f32` of nn.hip.
@@ -10144,11 +10144,11 @@ pub fn launch_layer_norm_f32<L: KernelLauncher + ?Sized>(
     beta: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "layer_norm_f32",
         source: "nn.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(nrows),
         KernelArg::Usize(ncols),
         KernelArg::F64(eps),
@@ -10157,7 +10157,7 @@ pub fn launch_layer_norm_f32<L: KernelLauncher + ?Sized>(
         beta.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `layer_norm_f64` of nn.hip.
@@ -10173,11 +10173,11 @@ pub fn launch_layer_norm_f64<L: KernelLauncher + ?Sized>(
     beta: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "layer_norm_f64",
         source: "nn.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(nrows),
         KernelArg::Usize(ncols),
         KernelArg::F64(eps),
@@ -10186,7 +10186,7 @@ pub fn launch_layer_norm_f64<L: KernelLauncher + ?Sized>(
         beta.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `max_pool2d_bf16` of pool.hip.
@@ -10203,11 +10203,11 @@ pub fn launch_max_pool2d_bf16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<Bf16>,
     dst: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "max_pool2d_bf16",
         source: "pool.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(w_k),
         KernelArg::Usize(h_k),
@@ -10217,7 +10217,7 @@ pub fn launch_max_pool2d_bf16<L: KernelLauncher + ?Sized>(
         src.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `max_pool2d_f16` of pool.hip.
@@ -10234,11 +10234,11 @@ pub fn launch_max_pool2d_f16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<F16>,
     dst: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "max_pool2d_f16",
         source: "pool.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(w_k),
         KernelArg::Usize(h_k),
@@ -10248,7 +10248,7 @@ pub fn launch_max_pool2d_f16<L: KernelLauncher + ?Sized>(
         src.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `max_pool2d_f32` of pool.hip.
@@ -10265,11 +10265,11 @@ pub fn launch_max_pool2d_f32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f32>,
     dst: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "max_pool2d_f32",
         source: "pool.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(w_k),
         KernelArg::Usize(h_k),
@@ -10279,7 +10279,7 @@ pub fn launch_max_pool2d_f32<L: KernelLauncher + ?Sized>(
         src.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `max_pool2d_f64` of pool.hip.
@@ -10296,11 +10296,11 @@ pub fn launch_max_pool2d_f64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f64>,
     dst: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "max_pool2d_f64",
         source: "pool.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(w_k),
         KernelArg::Usize(h_k),
@@ -10310,7 +10310,7 @@ pub fn launch_max_pool2d_f64<L: KernelLauncher + ?Sized>(
         src.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `max_pool2d_i64` of pool.hip.
@@ -10327,11 +10327,11 @@ pub fn launch_max_pool2d_i64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<i64>,
     dst: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "max_pool2d_i64",
         source: "pool.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(w_k),
         KernelArg::Usize(h_k),
@@ -10341,7 +10341,7 @@ pub fn launch_max_pool2d_i64<L: KernelLauncher + ?Sized>(
         src.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `max_pool2d_u32` of pool.hip.
@@ -10358,11 +10358,11 @@ pub fn launch_max_pool2d_u32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "max_pool2d_u32",
         source: "pool.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(w_k),
         KernelArg::Usize(h_k),
@@ -10372,7 +10372,7 @@ pub fn launch_max_pool2d_u32<L: KernelLauncher + ?Sized>(
         src.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `max_pool2d_u8` of pool.hip.
@@ -10389,11 +10389,11 @@ pub fn launch_max_pool2d_u8<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u8>,
     dst: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "max_pool2d_u8",
         source: "pool.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(w_k),
         KernelArg::Usize(h_k),
@@ -10403,7 +10403,7 @@ pub fn launch_max_pool2d_u8<L: KernelLauncher + ?Sized>(
         src.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `powf_bf16` of affine.hip.
@@ -10418,11 +10418,11 @@ pub fn launch_powf_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "powf_bf16",
         source: "affine.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -10430,7 +10430,7 @@ pub fn launch_powf_bf16<L: KernelLauncher + ?Sized>(
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `powf_f16` of affine.hip.
@@ -10445,11 +10445,11 @@ pub fn launch_powf_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "powf_f16",
         source: "affine.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -10457,7 +10457,7 @@ pub fn launch_powf_f16<L: KernelLauncher + ?Sized>(
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `powf_f32` of affine.hip.
@@ -10472,11 +10472,11 @@ pub fn launch_powf_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "powf_f32",
         source: "affine.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -10484,7 +10484,7 @@ pub fn launch_powf_f32<L: KernelLauncher + ?Sized>(
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `powf_f64` of affine.hip.
@@ -10499,11 +10499,11 @@ pub fn launch_powf_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "powf_f64",
         source: "affine.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -10511,7 +10511,7 @@ pub fn launch_powf_f64<L: KernelLauncher + ?Sized>(
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `qmatvec_q4_0` of quantized.hip.
@@ -10526,11 +10526,11 @@ pub fn launch_qmatvec_q4_0<L: KernelLauncher + ?Sized>(
     k: usize,
     rows: usize,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "qmatvec_q4_0",
         source: "quantized.hip",
     };
-    let args = [
+    let kernel_args = [
         w.arg(),
         x.arg(),
         y.arg(),
@@ -10538,7 +10538,7 @@ pub fn launch_qmatvec_q4_0<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(k),
         KernelArg::Usize(rows),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `qmatvec_q4_1` of quantized.hip.
@@ -10553,11 +10553,11 @@ pub fn launch_qmatvec_q4_1<L: KernelLauncher + ?Sized>(
     k: usize,
     rows: usize,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "qmatvec_q4_1",
         source: "quantized.hip",
     };
-    let args = [
+    let kernel_args = [
         w.arg(),
         x.arg(),
         y.arg(),
@@ -10565,7 +10565,7 @@ pub fn launch_qmatvec_q4_1<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(k),
         KernelArg::Usize(rows),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `qmatvec_q4_k` of quantized.hip.
@@ -10580,11 +10580,11 @@ pub fn launch_qmatvec_q4_k<L: KernelLauncher + ?Sized>(
     k: usize,
     rows: usize,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "qmatvec_q4_k",
         source: "quantized.hip",
     };
-    let args = [
+    let kernel_args = [
         w.arg(),
         x.arg(),
         y.arg(),
@@ -10592,7 +10592,7 @@ pub fn launch_qmatvec_q4_k<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(k),
         KernelArg::Usize(rows),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `qmatvec_q6_k` of quantized.hip.
@@ -10607,11 +10607,11 @@ pub fn launch_qmatvec_q6_k<L: KernelLauncher + ?Sized>(
     k: usize,
     rows: usize,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "qmatvec_q6_k",
         source: "quantized.hip",
     };
-    let args = [
+    let kernel_args = [
         w.arg(),
         x.arg(),
         y.arg(),
@@ -10619,7 +10619,7 @@ pub fn launch_qmatvec_q6_k<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(k),
         KernelArg::Usize(rows),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `qmatvec_q8_0` of quantized.hip.
@@ -10634,11 +10634,11 @@ pub fn launch_qmatvec_q8_0<L: KernelLauncher + ?Sized>(
     k: usize,
     rows: usize,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "qmatvec_q8_0",
         source: "quantized.hip",
     };
-    let args = [
+    let kernel_args = [
         w.arg(),
         x.arg(),
         y.arg(),
@@ -10646,7 +10646,7 @@ pub fn launch_qmatvec_q8_0<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(k),
         KernelArg::Usize(rows),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `reduce_chunks_bf16` of reduce.hip.
@@ -10665,11 +10665,11 @@ pub fn launch_reduce_chunks_bf16<L: KernelLauncher + ?Sized>(
     partial: DevicePtrMut<c_void>,
     dst: DevicePtrMut<c_void>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "reduce_chunks_bf16",
         source: "reduce.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::U32(op),
         KernelArg::U32(pass),
         KernelArg::Usize(src_numel),
@@ -10681,7 +10681,7 @@ pub fn launch_reduce_chunks_bf16<L: KernelLauncher + ?Sized>(
         partial.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `reduce_chunks_f16` of reduce.hip.
@@ -10700,11 +10700,11 @@ pub fn launch_reduce_chunks_f16<L: KernelLauncher + ?Sized>(
     partial: DevicePtrMut<c_void>,
     dst: DevicePtrMut<c_void>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "reduce_chunks_f16",
         source: "reduce.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::U32(op),
         KernelArg::U32(pass),
         KernelArg::Usize(src_numel),
@@ -10716,7 +10716,7 @@ pub fn launch_reduce_chunks_f16<L: KernelLauncher + ?Sized>(
         partial.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `reduce_chunks_f32` of reduce.hip.
@@ -10735,11 +10735,11 @@ pub fn launch_reduce_chunks_f32<L: KernelLauncher + ?Sized>(
     partial: DevicePtrMut<c_void>,
     dst: DevicePtrMut<c_void>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "reduce_chunks_f32",
         source: "reduce.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::U32(op),
         KernelArg::U32(pass),
         KernelArg::Usize(src_numel),
@@ -10751,7 +10751,7 @@ pub fn launch_reduce_chunks_f32<L: KernelLauncher + ?Sized>(
         partial.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `reduce_chunks_f64` of reduce.hip.
@@ -10770,11 +10770,11 @@ pub fn launch_reduce_chunks_f64<L: KernelLauncher + ?Sized>(
     partial: DevicePtrMut<c_void>,
     dst: DevicePtrMut<c_void>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "reduce_chunks_f64",
         source: "reduce.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::U32(op),
         KernelArg::U32(pass),
         KernelArg::Usize(src_numel),
@@ -10786,7 +10786,7 @@ pub fn launch_reduce_chunks_f64<L: KernelLauncher + ?Sized>(
         partial.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `reduce_chunks_i64` of reduce.hip.
@@ -10805,11 +10805,11 @@ pub fn launch_reduce_chunks_i64<L: KernelLauncher + ?Sized>(
     partial: DevicePtrMut<c_void>,
     dst: DevicePtrMut<c_void>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "reduce_chunks_i64",
         source: "reduce.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::U32(op),
         KernelArg::U32(pass),
         KernelArg::Usize(src_numel),
@@ -10821,7 +10821,7 @@ pub fn launch_reduce_chunks_i64<L: KernelLauncher + ?Sized>(
         partial.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `reduce_chunks_u32` of reduce.hip.
@@ -10840,11 +10840,11 @@ pub fn launch_reduce_chunks_u32<L: KernelLauncher + ?Sized>(
     partial: DevicePtrMut<c_void>,
     dst: DevicePtrMut<c_void>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "reduce_chunks_u32",
         source: "reduce.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::U32(op),
         KernelArg::U32(pass),
         KernelArg::Usize(src_numel),
@@ -10856,7 +10856,7 @@ pub fn launch_reduce_chunks_u32<L: KernelLauncher + ?Sized>(
         partial.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `reduce_chunks_u8` of reduce.hip.
@@ -10875,11 +10875,11 @@ pub fn launch_reduce_chunks_u8<L: KernelLauncher + ?Sized>(
     partial: DevicePtrMut<c_void>,
     dst: DevicePtrMut<c_void>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "reduce_chunks_u8",
         source: "reduce.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::U32(op),
         KernelArg::U32(pass),
         KernelArg::Usize(src_numel),
@@ -10891,7 +10891,7 @@ pub fn launch_reduce_chunks_u8<L: KernelLauncher + ?Sized>(
         partial.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `reduce_columns_bf16` of reduce.hip.
@@ -10910,11 +10910,11 @@ pub fn launch_reduce_columns_bf16<L: KernelLauncher + ?Sized>(
     partial: DevicePtrMut<c_void>,
     dst: DevicePtrMut<c_void>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "reduce_columns_bf16",
         source: "reduce.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::U32(op),
         KernelArg::Usize(groups),
         KernelArg::Usize(el),
@@ -10926,7 +10926,7 @@ pub fn launch_reduce_columns_bf16<L: KernelLauncher + ?Sized>(
         partial.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `reduce_columns_f16` of reduce.hip.
@@ -10945,11 +10945,11 @@ pub fn launch_reduce_columns_f16<L: KernelLauncher + ?Sized>(
     partial: DevicePtrMut<c_void>,
     dst: DevicePtrMut<c_void>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "reduce_columns_f16",
         source: "reduce.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::U32(op),
         KernelArg::Usize(groups),
         KernelArg::Usize(el),
@@ -10961,7 +10961,7 @@ pub fn launch_reduce_columns_f16<L: KernelLauncher + ?Sized>(
         partial.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `reduce_columns_f32` of reduce.hip.
@@ -10980,11 +10980,11 @@ pub fn launch_reduce_columns_f32<L: KernelLauncher + ?Sized>(
     partial: DevicePtrMut<c_void>,
     dst: DevicePtrMut<c_void>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "reduce_columns_f32",
         source: "reduce.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::U32(op),
         KernelArg::Usize(groups),
         KernelArg::Usize(el),
@@ -10996,7 +10996,7 @@ pub fn launch_reduce_columns_f32<L: KernelLauncher + ?Sized>(
         partial.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `reduce_columns_f64` of reduce.hip.
@@ -11015,11 +11015,11 @@ pub fn launch_reduce_columns_f64<L: KernelLauncher + ?Sized>(
     partial: DevicePtrMut<c_void>,
     dst: DevicePtrMut<c_void>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "reduce_columns_f64",
         source: "reduce.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::U32(op),
         KernelArg::Usize(groups),
         KernelArg::Usize(el),
@@ -11031,7 +11031,7 @@ pub fn launch_reduce_columns_f64<L: KernelLauncher + ?Sized>(
         partial.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `reduce_columns_i64` of reduce.hip.
@@ -11050,11 +11050,11 @@ pub fn launch_reduce_columns_i64<L: KernelLauncher + ?Sized>(
     partial: DevicePtrMut<c_void>,
     dst: DevicePtrMut<c_void>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "reduce_columns_i64",
         source: "reduce.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::U32(op),
         KernelArg::Usize(groups),
         KernelArg::Usize(el),
@@ -11066,7 +11066,7 @@ pub fn launch_reduce_columns_i64<L: KernelLauncher + ?Sized>(
         partial.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `reduce_columns_u32` of reduce.hip.
@@ -11085,11 +11085,11 @@ pub fn launch_reduce_columns_u32<L: KernelLauncher + ?Sized>(
     partial: DevicePtrMut<c_void>,
     dst: DevicePtrMut<c_void>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "reduce_columns_u32",
         source: "reduce.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::U32(op),
         KernelArg::Usize(groups),
         KernelArg::Usize(el),
@@ -11101,7 +11101,7 @@ pub fn launch_reduce_columns_u32<L: KernelLauncher + ?Sized>(
         partial.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `reduce_columns_u8` of reduce.hip.
@@ -11120,11 +11120,11 @@ pub fn launch_reduce_columns_u8<L: KernelLauncher + ?Sized>(
     partial: DevicePtrMut<c_void>,
     dst: DevicePtrMut<c_void>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "reduce_columns_u8",
         source: "reduce.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::U32(op),
         KernelArg::Usize(groups),
         KernelArg::Usize(el),
@@ -11136,7 +11136,7 @@ pub fn launch_reduce_columns_u8<L: KernelLauncher + ?Sized>(
         partial.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `rms_norm_bf16` of nn.hip.
@@ -11151,11 +11151,11 @@ pub fn launch_rms_norm_bf16<L: KernelLauncher + ?Sized>(
     alpha: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "rms_norm_bf16",
         source: "nn.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(nrows),
         KernelArg::Usize(ncols),
         KernelArg::F64(eps),
@@ -11163,7 +11163,7 @@ pub fn launch_rms_norm_bf16<L: KernelLauncher + ?Sized>(
         alpha.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `rms_norm_f16` of nn.hip.
@@ -11178,11 +11178,11 @@ pub fn launch_rms_norm_f16<L: KernelLauncher + ?Sized>(
     alpha: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "rms_norm_f16",
         source: "nn.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(nrows),
         KernelArg::Usize(ncols),
         KernelArg::F64(eps),
@@ -11190,7 +11190,7 @@ pub fn launch_rms_norm_f16<L: KernelLauncher + ?Sized>(
         alpha.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `rms_norm_f32` of nn.hip.
@@ -11205,11 +11205,11 @@ pub fn launch_rms_norm_f32<L: KernelLauncher + ?Sized>(
     alpha: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "rms_norm_f32",
         source: "nn.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(nrows),
         KernelArg::Usize(ncols),
         KernelArg::F64(eps),
@@ -11217,7 +11217,7 @@ pub fn launch_rms_norm_f32<L: KernelLauncher + ?Sized>(
         alpha.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `rms_norm_f64` of nn.hip.
@@ -11232,11 +11232,11 @@ pub fn launch_rms_norm_f64<L: KernelLauncher + ?Sized>(
     alpha: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "rms_norm_f64",
         source: "nn.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(nrows),
         KernelArg::Usize(ncols),
         KernelArg::F64(eps),
@@ -11244,7 +11244,7 @@ pub fn launch_rms_norm_f64<L: KernelLauncher + ?Sized>(
         alpha.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `rope_bf16` of nn.hip.
@@ -11260,11 +11260,11 @@ pub fn launch_rope_bf16<L: KernelLauncher + ?Sized>(
     sin: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "rope_bf16",
         source: "nn.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(bh),
         KernelArg::Usize(td),
         KernelArg::Usize(d),
@@ -11273,7 +11273,7 @@ pub fn launch_rope_bf16<L: KernelLauncher + ?Sized>(
         sin.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `rope_f16` of nn.hip.
@@ -11289,11 +11289,11 @@ pub fn launch_rope_f16<L: KernelLauncher + ?Sized>(
     sin: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "rope_f16",
         source: "nn.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(bh),
         KernelArg::Usize(td),
         KernelArg::Usize(d),
@@ -11302,7 +11302,7 @@ pub fn launch_rope_f16<L: KernelLauncher + ?Sized>(
         sin.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `rope_f32` of nn.hip.
@@ -11318,11 +11318,11 @@ pub fn launch_rope_f32<L: KernelLauncher + ?Sized>(
     sin: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "rope_f32",
         source: "nn.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(bh),
         KernelArg::Usize(td),
         KernelArg::Usize(d),
@@ -11331,7 +11331,7 @@ pub fn launch_rope_f32<L: KernelLauncher + ?Sized>(
         sin.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `rope_f64` of nn.hip.
@@ -11347,11 +11347,11 @@ pub fn launch_rope_f64<L: KernelLauncher + ?Sized>(
     sin: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "rope_f64",
         source: "nn.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(bh),
         KernelArg::Usize(td),
         KernelArg::Usize(d),
@@ -11360,7 +11360,7 @@ pub fn launch_rope_f64<L: KernelLauncher + ?Sized>(
         sin.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `rope_i_bf16` of nn.hip.
@@ -11375,11 +11375,11 @@ pub fn launch_rope_i_bf16<L: KernelLauncher + ?Sized>(
     sin: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "rope_i_bf16",
         source: "nn.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(bh),
         KernelArg::Usize(td),
         x.arg(),
@@ -11387,7 +11387,7 @@ pub fn launch_rope_i_bf16<L: KernelLauncher + ?Sized>(
         sin.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `rope_i_f16` of nn.hip.
@@ -11402,11 +11402,11 @@ pub fn launch_rope_i_f16<L: KernelLauncher + ?Sized>(
     sin: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "rope_i_f16",
         source: "nn.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(bh),
         KernelArg::Usize(td),
         x.arg(),
@@ -11414,7 +11414,7 @@ pub fn launch_rope_i_f16<L: KernelLauncher + ?Sized>(
         sin.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `rope_i_f32` of nn.hip.
@@ -11429,11 +11429,11 @@ pub fn launch_rope_i_f32<L: KernelLauncher + ?Sized>(
     sin: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "rope_i_f32",
         source: "nn.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(bh),
         KernelArg::Usize(td),
         x.arg(),
@@ -11441,7 +11441,7 @@ pub fn launch_rope_i_f32<L: KernelLauncher + ?Sized>(
         sin.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `rope_i_f64` of nn.hip.
@@ -11456,11 +11456,11 @@ pub fn launch_rope_i_f64<L: KernelLauncher + ?Sized>(
     sin: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "rope_i_f64",
         source: "nn.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(bh),
         KernelArg::Usize(td),
         x.arg(),
@@ -11468,7 +11468,7 @@ pub fn launch_rope_i_f64<L: KernelLauncher + ?Sized>(
         sin.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `rope_thd_bf16` of nn.hip.
@@ -11485,11 +11485,11 @@ pub fn launch_rope_thd_bf16<L: KernelLauncher + ?Sized>(
     sin: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "rope_thd_bf16",
         source: "nn.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(b),
         KernelArg::Usize(t),
         KernelArg::Usize(h),
@@ -11499,7 +11499,7 @@ pub fn launch_rope_thd_bf16<L: KernelLauncher + ?Sized>(
         sin.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `rope_thd_f16` of nn.hip.
@@ -11516,11 +11516,11 @@ pub fn launch_rope_thd_f16<L: KernelLauncher + ?Sized>(
     sin: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "rope_thd_f16",
         source: "nn.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(b),
         KernelArg::Usize(t),
         KernelArg::Usize(h),
@@ -11530,7 +11530,7 @@ pub fn launch_rope_thd_f16<L: KernelLauncher + ?Sized>(
         sin.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `rope_thd_f32` of nn.hip.
@@ -11547,11 +11547,11 @@ pub fn launch_rope_thd_f32<L: KernelLauncher + ?Sized>(
     sin: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "rope_thd_f32",
         source: "nn.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(b),
         KernelArg::Usize(t),
         KernelArg::Usize(h),
@@ -11561,7 +11561,7 @@ pub fn launch_rope_thd_f32<L: KernelLauncher + ?Sized>(
         sin.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `rope_thd_f64` of nn.hip.
@@ -11578,11 +11578,11 @@ pub fn launch_rope_thd_f64<L: KernelLauncher + ?Sized>(
     sin: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "rope_thd_f64",
         source: "nn.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(b),
         KernelArg::Usize(t),
         KernelArg::Usize(h),
@@ -11592,7 +11592,7 @@ pub fn launch_rope_thd_f64<L: KernelLauncher + ?Sized>(
         sin.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_add_i64_bf16` of indexing.hip.
@@ -11610,11 +11610,11 @@ pub fn launch_scatter_add_i64_bf16<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "scatter_add_i64_bf16",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -11625,7 +11625,7 @@ pub fn launch_scatter_add_i64_bf16<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(dst_dim_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_add_i64_f16` of indexing.hip.
@@ -11643,11 +11643,11 @@ pub fn launch_scatter_add_i64_f16<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "scatter_add_i64_f16",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -11658,7 +11658,7 @@ pub fn launch_scatter_add_i64_f16<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(dst_dim_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_add_i64_f32` of indexing.hip.
@@ -11676,11 +11676,11 @@ pub fn launch_scatter_add_i64_f32<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "scatter_add_i64_f32",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -11691,7 +11691,7 @@ pub fn launch_scatter_add_i64_f32<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(dst_dim_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_add_i64_f64` of indexing.hip.
@@ -11709,11 +11709,11 @@ pub fn launch_scatter_add_i64_f64<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "scatter_add_i64_f64",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -11724,7 +11724,7 @@ pub fn launch_scatter_add_i64_f64<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(dst_dim_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_add_i64_i64` of indexing.hip.
@@ -11742,11 +11742,11 @@ pub fn launch_scatter_add_i64_i64<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "scatter_add_i64_i64",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -11757,7 +11757,7 @@ pub fn launch_scatter_add_i64_i64<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(dst_dim_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_add_i64_u32` of indexing.hip.
@@ -11775,11 +11775,11 @@ pub fn launch_scatter_add_i64_u32<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "scatter_add_i64_u32",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -11790,7 +11790,7 @@ pub fn launch_scatter_add_i64_u32<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(dst_dim_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_add_i64_u8` of indexing.hip.
@@ -11808,11 +11808,11 @@ pub fn launch_scatter_add_i64_u8<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "scatter_add_i64_u8",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -11823,7 +11823,7 @@ pub fn launch_scatter_add_i64_u8<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(dst_dim_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_add_u32_bf16` of indexing.hip.
@@ -11841,11 +11841,11 @@ pub fn launch_scatter_add_u32_bf16<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "scatter_add_u32_bf16",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -11856,7 +11856,7 @@ pub fn launch_scatter_add_u32_bf16<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(dst_dim_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_add_u32_f16` of indexing.hip.
@@ -11874,11 +11874,11 @@ pub fn launch_scatter_add_u32_f16<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "scatter_add_u32_f16",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -11889,7 +11889,7 @@ pub fn launch_scatter_add_u32_f16<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(dst_dim_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_add_u32_f32` of indexing.hip.
@@ -11907,11 +11907,11 @@ pub fn launch_scatter_add_u32_f32<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "scatter_add_u32_f32",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -11922,7 +11922,7 @@ pub fn launch_scatter_add_u32_f32<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(dst_dim_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_add_u32_f64` of indexing.hip.
@@ -11940,11 +11940,11 @@ pub fn launch_scatter_add_u32_f64<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "scatter_add_u32_f64",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -11955,7 +11955,7 @@ pub fn launch_scatter_add_u32_f64<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(dst_dim_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_add_u32_i64` of indexing.hip.
@@ -11973,11 +11973,11 @@ pub fn launch_scatter_add_u32_i64<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "scatter_add_u32_i64",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -11988,7 +11988,7 @@ pub fn launch_scatter_add_u32_i64<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(dst_dim_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_add_u32_u32` of indexing.hip.
@@ -12006,11 +12006,11 @@ pub fn launch_scatter_add_u32_u32<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "scatter_add_u32_u32",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -12021,7 +12021,7 @@ pub fn launch_scatter_add_u32_u32<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(dst_dim_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_add_u32_u8` of indexing.hip.
@@ -12039,11 +12039,11 @@ pub fn launch_scatter_add_u32_u8<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "scatter_add_u32_u8",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -12054,7 +12054,7 @@ pub fn launch_scatter_add_u32_u8<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(dst_dim_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_add_u8_bf16` of indexing.hip.
@@ -12072,11 +12072,11 @@ pub fn launch_scatter_add_u8_bf16<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "scatter_add_u8_bf16",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -12087,7 +12087,7 @@ pub fn launch_scatter_add_u8_bf16<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(dst_dim_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_add_u8_f16` of indexing.hip.
@@ -12105,11 +12105,11 @@ pub fn launch_scatter_add_u8_f16<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "scatter_add_u8_f16",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -12120,7 +12120,7 @@ pub fn launch_scatter_add_u8_f16<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(dst_dim_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_add_u8_f32` of indexing.hip.
@@ -12138,11 +12138,11 @@ pub fn launch_scatter_add_u8_f32<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "scatter_add_u8_f32",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -12153,7 +12153,7 @@ pub fn launch_scatter_add_u8_f32<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(dst_dim_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_add_u8_f64` of indexing.hip.
@@ -12171,11 +12171,11 @@ pub fn launch_scatter_add_u8_f64<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "scatter_add_u8_f64",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -12186,7 +12186,7 @@ pub fn launch_scatter_add_u8_f64<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(dst_dim_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_add_u8_i64` of indexing.hip.
@@ -12204,11 +12204,11 @@ pub fn launch_scatter_add_u8_i64<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "scatter_add_u8_i64",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -12219,7 +12219,7 @@ pub fn launch_scatter_add_u8_i64<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(dst_dim_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_add_u8_u32` of indexing.hip.
@@ -12237,11 +12237,11 @@ pub fn launch_scatter_add_u8_u32<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "scatter_add_u8_u32",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -12252,7 +12252,7 @@ pub fn launch_scatter_add_u8_u32<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(dst_dim_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_add_u8_u8` of indexing.hip.
@@ -12270,11 +12270,11 @@ pub fn launch_scatter_add_u8_u8<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "scatter_add_u8_u8",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -12285,7 +12285,7 @@ pub fn launch_scatter_add_u8_u8<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(dst_dim_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_set_i64_bf16` of indexing.hip.
@@ -12303,11 +12303,11 @@ pub fn launch_scatter_set_i64_bf16<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "scatter_set_i64_bf16",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -12318,7 +12318,7 @@ pub fn launch_scatter_set_i64_bf16<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(dst_dim_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_set_i64_f16` of indexing.hip.
@@ -12336,11 +12336,11 @@ pub fn launch_scatter_set_i64_f16<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "scatter_set_i64_f16",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -12351,7 +12351,7 @@ pub fn launch_scatter_set_i64_f16<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(dst_dim_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_set_i64_f32` of indexing.hip.
@@ -12369,11 +12369,11 @@ pub fn launch_scatter_set_i64_f32<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "scatter_set_i64_f32",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -12384,7 +12384,7 @@ pub fn launch_scatter_set_i64_f32<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(dst_dim_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_set_i64_f64` of indexing.hip.
@@ -12402,11 +12402,11 @@ pub fn launch_scatter_set_i64_f64<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "scatter_set_i64_f64",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -12417,7 +12417,7 @@ pub fn launch_scatter_set_i64_f64<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(dst_dim_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_set_i64_i64` of indexing.hip.
@@ -12435,11 +12435,11 @@ pub fn launch_scatter_set_i64_i64<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "scatter_set_i64_i64",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -12450,7 +12450,7 @@ pub fn launch_scatter_set_i64_i64<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(dst_dim_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_set_i64_u32` of indexing.hip.
@@ -12468,11 +12468,11 @@ pub fn launch_scatter_set_i64_u32<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "scatter_set_i64_u32",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -12483,7 +12483,7 @@ pub fn launch_scatter_set_i64_u32<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(dst_dim_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_set_i64_u8` of indexing.hip.
@@ -12501,11 +12501,11 @@ pub fn launch_scatter_set_i64_u8<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "scatter_set_i64_u8",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -12516,7 +12516,7 @@ pub fn launch_scatter_set_i64_u8<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(dst_dim_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_set_u32_bf16` of indexing.hip.
@@ -12534,11 +12534,11 @@ pub fn launch_scatter_set_u32_bf16<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "scatter_set_u32_bf16",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -12549,7 +12549,7 @@ pub fn launch_scatter_set_u32_bf16<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(dst_dim_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_set_u32_f16` of indexing.hip.
@@ -12567,11 +12567,11 @@ pub fn launch_scatter_set_u32_f16<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "scatter_set_u32_f16",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -12582,7 +12582,7 @@ pub fn launch_scatter_set_u32_f16<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(dst_dim_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_set_u32_f32` of indexing.hip.
@@ -12600,11 +12600,11 @@ pub fn launch_scatter_set_u32_f32<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "scatter_set_u32_f32",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -12615,7 +12615,7 @@ pub fn launch_scatter_set_u32_f32<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(dst_dim_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_set_u32_f64` of indexing.hip.
@@ -12633,11 +12633,11 @@ pub fn launch_scatter_set_u32_f64<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "scatter_set_u32_f64",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -12648,7 +12648,7 @@ pub fn launch_scatter_set_u32_f64<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(dst_dim_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_set_u32_i64` of indexing.hip.
@@ -12666,11 +12666,11 @@ pub fn launch_scatter_set_u32_i64<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "scatter_set_u32_i64",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -12681,7 +12681,7 @@ pub fn launch_scatter_set_u32_i64<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(dst_dim_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_set_u32_u32` of indexing.hip.
@@ -12699,11 +12699,11 @@ pub fn launch_scatter_set_u32_u32<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "scatter_set_u32_u32",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -12714,7 +12714,7 @@ pub fn launch_scatter_set_u32_u32<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(dst_dim_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_set_u32_u8` of indexing.hip.
@@ -12732,11 +12732,11 @@ pub fn launch_scatter_set_u32_u8<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "scatter_set_u32_u8",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -12747,7 +12747,7 @@ pub fn launch_scatter_set_u32_u8<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(dst_dim_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_set_u8_bf16` of indexing.hip.
@@ -12765,11 +12765,11 @@ pub fn launch_scatter_set_u8_bf16<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "scatter_set_u8_bf16",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -12780,7 +12780,7 @@ pub fn launch_scatter_set_u8_bf16<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(dst_dim_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_set_u8_f16` of indexing.hip.
@@ -12798,11 +12798,11 @@ pub fn launch_scatter_set_u8_f16<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "scatter_set_u8_f16",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -12813,7 +12813,7 @@ pub fn launch_scatter_set_u8_f16<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(dst_dim_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_set_u8_f32` of indexing.hip.
@@ -12831,11 +12831,11 @@ pub fn launch_scatter_set_u8_f32<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "scatter_set_u8_f32",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -12846,7 +12846,7 @@ pub fn launch_scatter_set_u8_f32<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(dst_dim_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_set_u8_f64` of indexing.hip.
@@ -12864,11 +12864,11 @@ pub fn launch_scatter_set_u8_f64<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "scatter_set_u8_f64",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -12879,7 +12879,7 @@ pub fn launch_scatter_set_u8_f64<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(dst_dim_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_set_u8_i64` of indexing.hip.
@@ -12897,11 +12897,11 @@ pub fn launch_scatter_set_u8_i64<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "scatter_set_u8_i64",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -12912,7 +12912,7 @@ pub fn launch_scatter_set_u8_i64<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(dst_dim_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_set_u8_u32` of indexing.hip.
@@ -12930,11 +12930,11 @@ pub fn launch_scatter_set_u8_u32<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "scatter_set_u8_u32",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -12945,7 +12945,7 @@ pub fn launch_scatter_set_u8_u32<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(dst_dim_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_set_u8_u8` of indexing.hip.
@@ -12963,11 +12963,11 @@ pub fn launch_scatter_set_u8_u8<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "scatter_set_u8_u8",
         source: "indexing.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -12978,7 +12978,7 @@ pub fn launch_scatter_set_u8_u8<L: KernelLauncher + ?Sized>(
         KernelArg::Usize(dst_dim_size),
         bad.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `sdpa_softmax_bf16` of nn.hip.
@@ -12993,11 +12993,11 @@ pub fn launch_sdpa_softmax_bf16<L: KernelLauncher + ?Sized>(
     causal: u32,
     scores: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "sdpa_softmax_bf16",
         source: "nn.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(nrows),
         KernelArg::Usize(ncols),
         KernelArg::Usize(sq),
@@ -13005,7 +13005,7 @@ pub fn launch_sdpa_softmax_bf16<L: KernelLauncher + ?Sized>(
         KernelArg::U32(causal),
         scores.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `sdpa_softmax_f16` of nn.hip.
@@ -13020,11 +13020,11 @@ pub fn launch_sdpa_softmax_f16<L: KernelLauncher + ?Sized>(
     causal: u32,
     scores: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "sdpa_softmax_f16",
         source: "nn.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(nrows),
         KernelArg::Usize(ncols),
         KernelArg::Usize(sq),
@@ -13032,7 +13032,7 @@ pub fn launch_sdpa_softmax_f16<L: KernelLauncher + ?Sized>(
         KernelArg::U32(causal),
         scores.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `sdpa_softmax_f32` of nn.hip.
@@ -13047,11 +13047,11 @@ pub fn launch_sdpa_softmax_f32<L: KernelLauncher + ?Sized>(
     causal: u32,
     scores: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "sdpa_softmax_f32",
         source: "nn.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(nrows),
         KernelArg::Usize(ncols),
         KernelArg::Usize(sq),
@@ -13059,7 +13059,7 @@ pub fn launch_sdpa_softmax_f32<L: KernelLauncher + ?Sized>(
         KernelArg::U32(causal),
         scores.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `sigmoid_bf16` of nn.hip.
@@ -13072,18 +13072,18 @@ pub fn launch_sigmoid_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "sigmoid_bf16",
         source: "nn.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `sigmoid_f16` of nn.hip.
@@ -13096,18 +13096,18 @@ pub fn launch_sigmoid_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "sigmoid_f16",
         source: "nn.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `sigmoid_f32` of nn.hip.
@@ -13120,18 +13120,18 @@ pub fn launch_sigmoid_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "sigmoid_f32",
         source: "nn.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `sigmoid_f64` of nn.hip.
@@ -13144,18 +13144,18 @@ pub fn launch_sigmoid_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "sigmoid_f64",
         source: "nn.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `softmax_last_dim_bf16` of nn.hip.
@@ -13167,17 +13167,17 @@ pub fn launch_softmax_last_dim_bf16<L: KernelLauncher + ?Sized>(
     x: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "softmax_last_dim_bf16",
         source: "nn.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(nrows),
         KernelArg::Usize(ncols),
         x.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `softmax_last_dim_f16` of nn.hip.
@@ -13189,17 +13189,17 @@ pub fn launch_softmax_last_dim_f16<L: KernelLauncher + ?Sized>(
     x: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "softmax_last_dim_f16",
         source: "nn.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(nrows),
         KernelArg::Usize(ncols),
         x.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `softmax_last_dim_f32` of nn.hip.
@@ -13211,17 +13211,17 @@ pub fn launch_softmax_last_dim_f32<L: KernelLauncher + ?Sized>(
     x: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "softmax_last_dim_f32",
         source: "nn.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(nrows),
         KernelArg::Usize(ncols),
         x.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `softmax_last_dim_f64` of nn.hip.
@@ -13233,17 +13233,17 @@ pub fn launch_softmax_last_dim_f64<L: KernelLauncher + ?Sized>(
     x: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "softmax_last_dim_f64",
         source: "nn.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(nrows),
         KernelArg::Usize(ncols),
         x.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_abs_bf16` of elementwise.hip.
@@ -13256,18 +13256,18 @@ pub fn launch_unary_abs_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_abs_bf16",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_abs_f16` of elementwise.hip.
@@ -13280,18 +13280,18 @@ pub fn launch_unary_abs_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_abs_f16",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_abs_f32` of elementwise.hip.
@@ -13304,18 +13304,18 @@ pub fn launch_unary_abs_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_abs_f32",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_abs_f64` of elementwise.hip.
@@ -13328,18 +13328,18 @@ pub fn launch_unary_abs_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_abs_f64",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_abs_i64` of elementwise.hip.
@@ -13352,18 +13352,18 @@ pub fn launch_unary_abs_i64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_abs_i64",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_ceil_bf16` of elementwise.hip.
@@ -13376,18 +13376,18 @@ pub fn launch_unary_ceil_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_ceil_bf16",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_ceil_f16` of elementwise.hip.
@@ -13400,18 +13400,18 @@ pub fn launch_unary_ceil_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_ceil_f16",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_ceil_f32` of elementwise.hip.
@@ -13424,18 +13424,18 @@ pub fn launch_unary_ceil_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_ceil_f32",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_ceil_f64` of elementwise.hip.
@@ -13448,18 +13448,18 @@ pub fn launch_unary_ceil_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_ceil_f64",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_cos_bf16` of elementwise.hip.
@@ -13472,18 +13472,18 @@ pub fn launch_unary_cos_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_cos_bf16",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_cos_f16` of elementwise.hip.
@@ -13496,18 +13496,18 @@ pub fn launch_unary_cos_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_cos_f16",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_cos_f32` of elementwise.hip.
@@ -13520,18 +13520,18 @@ pub fn launch_unary_cos_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_cos_f32",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_cos_f64` of elementwise.hip.
@@ -13544,18 +13544,18 @@ pub fn launch_unary_cos_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_cos_f64",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_erf_bf16` of elementwise.hip.
@@ -13568,18 +13568,18 @@ pub fn launch_unary_erf_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_erf_bf16",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_erf_f16` of elementwise.hip.
@@ -13592,18 +13592,18 @@ pub fn launch_unary_erf_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_erf_f16",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_erf_f32` of elementwise.hip.
@@ -13616,18 +13616,18 @@ pub fn launch_unary_erf_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_erf_f32",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_erf_f64` of elementwise.hip.
@@ -13640,18 +13640,18 @@ pub fn launch_unary_erf_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_erf_f64",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_exp_bf16` of elementwise.hip.
@@ -13664,18 +13664,18 @@ pub fn launch_unary_exp_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_exp_bf16",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_exp_f16` of elementwise.hip.
@@ -13688,18 +13688,18 @@ pub fn launch_unary_exp_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_exp_f16",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_exp_f32` of elementwise.hip.
@@ -13712,18 +13712,18 @@ pub fn launch_unary_exp_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_exp_f32",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_exp_f64` of elementwise.hip.
@@ -13736,18 +13736,18 @@ pub fn launch_unary_exp_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_exp_f64",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_floor_bf16` of elementwise.hip.
@@ -13760,18 +13760,18 @@ pub fn launch_unary_floor_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_floor_bf16",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_floor_f16` of elementwise.hip.
@@ -13784,18 +13784,18 @@ pub fn launch_unary_floor_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_floor_f16",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_floor_f32` of elementwise.hip.
@@ -13808,18 +13808,18 @@ pub fn launch_unary_floor_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_floor_f32",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_floor_f64` of elementwise.hip.
@@ -13832,18 +13832,18 @@ pub fn launch_unary_floor_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_floor_f64",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_gelu_bf16` of elementwise.hip.
@@ -13856,18 +13856,18 @@ pub fn launch_unary_gelu_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_gelu_bf16",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_gelu_erf_bf16` of elementwise.hip.
@@ -13880,18 +13880,18 @@ pub fn launch_unary_gelu_erf_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_gelu_erf_bf16",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_gelu_erf_f16` of elementwise.hip.
@@ -13904,18 +13904,18 @@ pub fn launch_unary_gelu_erf_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_gelu_erf_f16",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_gelu_erf_f32` of elementwise.hip.
@@ -13928,18 +13928,18 @@ pub fn launch_unary_gelu_erf_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_gelu_erf_f32",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_gelu_erf_f64` of elementwise.hip.
@@ -13952,18 +13952,18 @@ pub fn launch_unary_gelu_erf_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_gelu_erf_f64",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_gelu_f16` of elementwise.hip.
@@ -13976,18 +13976,18 @@ pub fn launch_unary_gelu_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_gelu_f16",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_gelu_f32` of elementwise.hip.
@@ -14000,18 +14000,18 @@ pub fn launch_unary_gelu_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_gelu_f32",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_gelu_f64` of elementwise.hip.
@@ -14024,18 +14024,18 @@ pub fn launch_unary_gelu_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_gelu_f64",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_log_bf16` of elementwise.hip.
@@ -14048,18 +14048,18 @@ pub fn launch_unary_log_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_log_bf16",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_log_f16` of elementwise.hip.
@@ -14072,18 +14072,18 @@ pub fn launch_unary_log_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_log_f16",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_log_f32` of elementwise.hip.
@@ -14096,18 +14096,18 @@ pub fn launch_unary_log_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_log_f32",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_log_f64` of elementwise.hip.
@@ -14120,18 +14120,18 @@ pub fn launch_unary_log_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_log_f64",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_neg_bf16` of elementwise.hip.
@@ -14144,18 +14144,18 @@ pub fn launch_unary_neg_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_neg_bf16",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_neg_f16` of elementwise.hip.
@@ -14168,18 +14168,18 @@ pub fn launch_unary_neg_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_neg_f16",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_neg_f32` of elementwise.hip.
@@ -14192,18 +14192,18 @@ pub fn launch_unary_neg_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_neg_f32",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_neg_f64` of elementwise.hip.
@@ -14216,18 +14216,18 @@ pub fn launch_unary_neg_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_neg_f64",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_neg_i64` of elementwise.hip.
@@ -14240,18 +14240,18 @@ pub fn launch_unary_neg_i64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_neg_i64",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_recip_bf16` of elementwise.hip.
@@ -14264,18 +14264,18 @@ pub fn launch_unary_recip_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_recip_bf16",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_recip_f16` of elementwise.hip.
@@ -14288,18 +14288,18 @@ pub fn launch_unary_recip_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_recip_f16",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_recip_f32` of elementwise.hip.
@@ -14312,18 +14312,18 @@ pub fn launch_unary_recip_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_recip_f32",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_recip_f64` of elementwise.hip.
@@ -14336,18 +14336,18 @@ pub fn launch_unary_recip_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_recip_f64",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_relu_bf16` of elementwise.hip.
@@ -14360,18 +14360,18 @@ pub fn launch_unary_relu_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_relu_bf16",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_relu_f16` of elementwise.hip.
@@ -14384,18 +14384,18 @@ pub fn launch_unary_relu_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_relu_f16",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_relu_f32` of elementwise.hip.
@@ -14408,18 +14408,18 @@ pub fn launch_unary_relu_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_relu_f32",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_relu_f64` of elementwise.hip.
@@ -14432,18 +14432,18 @@ pub fn launch_unary_relu_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_relu_f64",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_relu_i64` of elementwise.hip.
@@ -14456,18 +14456,18 @@ pub fn launch_unary_relu_i64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_relu_i64",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_round_bf16` of elementwise.hip.
@@ -14480,18 +14480,18 @@ pub fn launch_unary_round_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_round_bf16",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_round_f16` of elementwise.hip.
@@ -14504,18 +14504,18 @@ pub fn launch_unary_round_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_round_f16",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_round_f32` of elementwise.hip.
@@ -14528,18 +14528,18 @@ pub fn launch_unary_round_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_round_f32",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_round_f64` of elementwise.hip.
@@ -14552,18 +14552,18 @@ pub fn launch_unary_round_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_round_f64",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_sign_bf16` of elementwise.hip.
@@ -14576,18 +14576,18 @@ pub fn launch_unary_sign_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_sign_bf16",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_sign_f16` of elementwise.hip.
@@ -14600,18 +14600,18 @@ pub fn launch_unary_sign_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_sign_f16",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_sign_f32` of elementwise.hip.
@@ -14624,18 +14624,18 @@ pub fn launch_unary_sign_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_sign_f32",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_sign_f64` of elementwise.hip.
@@ -14648,18 +14648,18 @@ pub fn launch_unary_sign_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_sign_f64",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_sign_i64` of elementwise.hip.
@@ -14672,18 +14672,18 @@ pub fn launch_unary_sign_i64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_sign_i64",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_silu_bf16` of elementwise.hip.
@@ -14696,18 +14696,18 @@ pub fn launch_unary_silu_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_silu_bf16",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_silu_f16` of elementwise.hip.
@@ -14720,18 +14720,18 @@ pub fn launch_unary_silu_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_silu_f16",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_silu_f32` of elementwise.hip.
@@ -14744,18 +14744,18 @@ pub fn launch_unary_silu_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_silu_f32",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_silu_f64` of elementwise.hip.
@@ -14768,18 +14768,18 @@ pub fn launch_unary_silu_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_silu_f64",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_sin_bf16` of elementwise.hip.
@@ -14792,18 +14792,18 @@ pub fn launch_unary_sin_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_sin_bf16",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_sin_f16` of elementwise.hip.
@@ -14816,18 +14816,18 @@ pub fn launch_unary_sin_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_sin_f16",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_sin_f32` of elementwise.hip.
@@ -14840,18 +14840,18 @@ pub fn launch_unary_sin_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_sin_f32",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_sin_f64` of elementwise.hip.
@@ -14864,18 +14864,18 @@ pub fn launch_unary_sin_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_sin_f64",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_sqr_bf16` of elementwise.hip.
@@ -14888,18 +14888,18 @@ pub fn launch_unary_sqr_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_sqr_bf16",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_sqr_f16` of elementwise.hip.
@@ -14912,18 +14912,18 @@ pub fn launch_unary_sqr_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_sqr_f16",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_sqr_f32` of elementwise.hip.
@@ -14936,18 +14936,18 @@ pub fn launch_unary_sqr_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_sqr_f32",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_sqr_f64` of elementwise.hip.
@@ -14960,18 +14960,18 @@ pub fn launch_unary_sqr_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_sqr_f64",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_sqr_i64` of elementwise.hip.
@@ -14984,18 +14984,18 @@ pub fn launch_unary_sqr_i64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_sqr_i64",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_sqr_u32` of elementwise.hip.
@@ -15008,18 +15008,18 @@ pub fn launch_unary_sqr_u32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_sqr_u32",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_sqr_u8` of elementwise.hip.
@@ -15032,18 +15032,18 @@ pub fn launch_unary_sqr_u8<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_sqr_u8",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_sqrt_bf16` of elementwise.hip.
@@ -15056,18 +15056,18 @@ pub fn launch_unary_sqrt_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_sqrt_bf16",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_sqrt_f16` of elementwise.hip.
@@ -15080,18 +15080,18 @@ pub fn launch_unary_sqrt_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_sqrt_f16",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_sqrt_f32` of elementwise.hip.
@@ -15104,18 +15104,18 @@ pub fn launch_unary_sqrt_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_sqrt_f32",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_sqrt_f64` of elementwise.hip.
@@ -15128,18 +15128,18 @@ pub fn launch_unary_sqrt_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_sqrt_f64",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_tanh_bf16` of elementwise.hip.
@@ -15152,18 +15152,18 @@ pub fn launch_unary_tanh_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_tanh_bf16",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_tanh_f16` of elementwise.hip.
@@ -15176,18 +15176,18 @@ pub fn launch_unary_tanh_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_tanh_f16",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_tanh_f32` of elementwise.hip.
@@ -15200,18 +15200,18 @@ pub fn launch_unary_tanh_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_tanh_f32",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_tanh_f64` of elementwise.hip.
@@ -15224,18 +15224,18 @@ pub fn launch_unary_tanh_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "unary_tanh_f64",
         source: "elementwise.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
         inp.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `upsample_nearest1d_bf16` of pool.hip.
@@ -15248,18 +15248,18 @@ pub fn launch_upsample_nearest1d_bf16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<Bf16>,
     dst: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "upsample_nearest1d_bf16",
         source: "pool.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(l_out),
         info.arg(),
         src.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `upsample_nearest1d_f16` of pool.hip.
@@ -15272,18 +15272,18 @@ pub fn launch_upsample_nearest1d_f16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<F16>,
     dst: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "upsample_nearest1d_f16",
         source: "pool.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(l_out),
         info.arg(),
         src.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `upsample_nearest1d_f32` of pool.hip.
@@ -15296,18 +15296,18 @@ pub fn launch_upsample_nearest1d_f32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f32>,
     dst: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "upsample_nearest1d_f32",
         source: "pool.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(l_out),
         info.arg(),
         src.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `upsample_nearest1d_f64` of pool.hip.
@@ -15320,18 +15320,18 @@ pub fn launch_upsample_nearest1d_f64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f64>,
     dst: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "upsample_nearest1d_f64",
         source: "pool.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(l_out),
         info.arg(),
         src.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `upsample_nearest1d_i64` of pool.hip.
@@ -15344,18 +15344,18 @@ pub fn launch_upsample_nearest1d_i64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<i64>,
     dst: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "upsample_nearest1d_i64",
         source: "pool.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(l_out),
         info.arg(),
         src.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `upsample_nearest1d_u32` of pool.hip.
@@ -15368,18 +15368,18 @@ pub fn launch_upsample_nearest1d_u32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "upsample_nearest1d_u32",
         source: "pool.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(l_out),
         info.arg(),
         src.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `upsample_nearest1d_u8` of pool.hip.
@@ -15392,18 +15392,18 @@ pub fn launch_upsample_nearest1d_u8<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u8>,
     dst: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "upsample_nearest1d_u8",
         source: "pool.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(l_out),
         info.arg(),
         src.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `upsample_nearest2d_bf16` of pool.hip.
@@ -15418,11 +15418,11 @@ pub fn launch_upsample_nearest2d_bf16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<Bf16>,
     dst: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "upsample_nearest2d_bf16",
         source: "pool.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(w_out),
         KernelArg::Usize(h_out),
@@ -15430,7 +15430,7 @@ pub fn launch_upsample_nearest2d_bf16<L: KernelLauncher + ?Sized>(
         src.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `upsample_nearest2d_f16` of pool.hip.
@@ -15445,11 +15445,11 @@ pub fn launch_upsample_nearest2d_f16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<F16>,
     dst: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "upsample_nearest2d_f16",
         source: "pool.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(w_out),
         KernelArg::Usize(h_out),
@@ -15457,7 +15457,7 @@ pub fn launch_upsample_nearest2d_f16<L: KernelLauncher + ?Sized>(
         src.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `upsample_nearest2d_f32` of pool.hip.
@@ -15472,11 +15472,11 @@ pub fn launch_upsample_nearest2d_f32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f32>,
     dst: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "upsample_nearest2d_f32",
         source: "pool.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(w_out),
         KernelArg::Usize(h_out),
@@ -15484,7 +15484,7 @@ pub fn launch_upsample_nearest2d_f32<L: KernelLauncher + ?Sized>(
         src.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `upsample_nearest2d_f64` of pool.hip.
@@ -15499,11 +15499,11 @@ pub fn launch_upsample_nearest2d_f64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f64>,
     dst: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "upsample_nearest2d_f64",
         source: "pool.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(w_out),
         KernelArg::Usize(h_out),
@@ -15511,7 +15511,7 @@ pub fn launch_upsample_nearest2d_f64<L: KernelLauncher + ?Sized>(
         src.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `upsample_nearest2d_i64` of pool.hip.
@@ -15526,11 +15526,11 @@ pub fn launch_upsample_nearest2d_i64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<i64>,
     dst: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "upsample_nearest2d_i64",
         source: "pool.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(w_out),
         KernelArg::Usize(h_out),
@@ -15538,7 +15538,7 @@ pub fn launch_upsample_nearest2d_i64<L: KernelLauncher + ?Sized>(
         src.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `upsample_nearest2d_u32` of pool.hip.
@@ -15553,11 +15553,11 @@ pub fn launch_upsample_nearest2d_u32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "upsample_nearest2d_u32",
         source: "pool.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(w_out),
         KernelArg::Usize(h_out),
@@ -15565,7 +15565,7 @@ pub fn launch_upsample_nearest2d_u32<L: KernelLauncher + ?Sized>(
         src.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `upsample_nearest2d_u8` of pool.hip.
@@ -15580,11 +15580,11 @@ pub fn launch_upsample_nearest2d_u8<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u8>,
     dst: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "upsample_nearest2d_u8",
         source: "pool.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(w_out),
         KernelArg::Usize(h_out),
@@ -15592,7 +15592,7 @@ pub fn launch_upsample_nearest2d_u8<L: KernelLauncher + ?Sized>(
         src.arg(),
         dst.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `where_cond_i64_bf16` of where_cond.hip.
@@ -15608,11 +15608,11 @@ pub fn launch_where_cond_i64_bf16<L: KernelLauncher + ?Sized>(
     f: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "where_cond_i64_bf16",
         source: "where_cond.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -15621,7 +15621,7 @@ pub fn launch_where_cond_i64_bf16<L: KernelLauncher + ?Sized>(
         f.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `where_cond_i64_f16` of where_cond.hip.
@@ -15637,11 +15637,11 @@ pub fn launch_where_cond_i64_f16<L: KernelLauncher + ?Sized>(
     f: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "where_cond_i64_f16",
         source: "where_cond.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -15650,7 +15650,7 @@ pub fn launch_where_cond_i64_f16<L: KernelLauncher + ?Sized>(
         f.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `where_cond_i64_f32` of where_cond.hip.
@@ -15666,11 +15666,11 @@ pub fn launch_where_cond_i64_f32<L: KernelLauncher + ?Sized>(
     f: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "where_cond_i64_f32",
         source: "where_cond.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -15679,7 +15679,7 @@ pub fn launch_where_cond_i64_f32<L: KernelLauncher + ?Sized>(
         f.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `where_cond_i64_f64` of where_cond.hip.
@@ -15695,11 +15695,11 @@ pub fn launch_where_cond_i64_f64<L: KernelLauncher + ?Sized>(
     f: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "where_cond_i64_f64",
         source: "where_cond.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -15708,7 +15708,7 @@ pub fn launch_where_cond_i64_f64<L: KernelLauncher + ?Sized>(
         f.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `where_cond_i64_i64` of where_cond.hip.
@@ -15724,11 +15724,11 @@ pub fn launch_where_cond_i64_i64<L: KernelLauncher + ?Sized>(
     f: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "where_cond_i64_i64",
         source: "where_cond.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -15737,7 +15737,7 @@ pub fn launch_where_cond_i64_i64<L: KernelLauncher + ?Sized>(
         f.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `where_cond_i64_u32` of where_cond.hip.
@@ -15753,11 +15753,11 @@ pub fn launch_where_cond_i64_u32<L: KernelLauncher + ?Sized>(
     f: DevicePtr<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "where_cond_i64_u32",
         source: "where_cond.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -15766,7 +15766,7 @@ pub fn launch_where_cond_i64_u32<L: KernelLauncher + ?Sized>(
         f.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `where_cond_i64_u8` of where_cond.hip.
@@ -15782,11 +15782,11 @@ pub fn launch_where_cond_i64_u8<L: KernelLauncher + ?Sized>(
     f: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "where_cond_i64_u8",
         source: "where_cond.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -15795,7 +15795,7 @@ pub fn launch_where_cond_i64_u8<L: KernelLauncher + ?Sized>(
         f.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `where_cond_u32_bf16` of where_cond.hip.
@@ -15811,11 +15811,11 @@ pub fn launch_where_cond_u32_bf16<L: KernelLauncher + ?Sized>(
     f: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "where_cond_u32_bf16",
         source: "where_cond.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -15824,7 +15824,7 @@ pub fn launch_where_cond_u32_bf16<L: KernelLauncher + ?Sized>(
         f.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `where_cond_u32_f16` of where_cond.hip.
@@ -15840,11 +15840,11 @@ pub fn launch_where_cond_u32_f16<L: KernelLauncher + ?Sized>(
     f: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "where_cond_u32_f16",
         source: "where_cond.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -15853,7 +15853,7 @@ pub fn launch_where_cond_u32_f16<L: KernelLauncher + ?Sized>(
         f.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `where_cond_u32_f32` of where_cond.hip.
@@ -15869,11 +15869,11 @@ pub fn launch_where_cond_u32_f32<L: KernelLauncher + ?Sized>(
     f: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "where_cond_u32_f32",
         source: "where_cond.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -15882,7 +15882,7 @@ pub fn launch_where_cond_u32_f32<L: KernelLauncher + ?Sized>(
         f.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `where_cond_u32_f64` of where_cond.hip.
@@ -15898,11 +15898,11 @@ pub fn launch_where_cond_u32_f64<L: KernelLauncher + ?Sized>(
     f: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "where_cond_u32_f64",
         source: "where_cond.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -15911,7 +15911,7 @@ pub fn launch_where_cond_u32_f64<L: KernelLauncher + ?Sized>(
         f.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `where_cond_u32_i64` of where_cond.hip.
@@ -15927,11 +15927,11 @@ pub fn launch_where_cond_u32_i64<L: KernelLauncher + ?Sized>(
     f: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "where_cond_u32_i64",
         source: "where_cond.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -15940,7 +15940,7 @@ pub fn launch_where_cond_u32_i64<L: KernelLauncher + ?Sized>(
         f.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `where_cond_u32_u32` of where_cond.hip.
@@ -15956,11 +15956,11 @@ pub fn launch_where_cond_u32_u32<L: KernelLauncher + ?Sized>(
     f: DevicePtr<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "where_cond_u32_u32",
         source: "where_cond.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -15969,7 +15969,7 @@ pub fn launch_where_cond_u32_u32<L: KernelLauncher + ?Sized>(
         f.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `where_cond_u32_u8` of where_cond.hip.
@@ -15985,11 +15985,11 @@ pub fn launch_where_cond_u32_u8<L: KernelLauncher + ?Sized>(
     f: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "where_cond_u32_u8",
         source: "where_cond.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -15998,7 +15998,7 @@ pub fn launch_where_cond_u32_u8<L: KernelLauncher + ?Sized>(
         f.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `where_cond_u8_bf16` of where_cond.hip.
@@ -16014,11 +16014,11 @@ pub fn launch_where_cond_u8_bf16<L: KernelLauncher + ?Sized>(
     f: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "where_cond_u8_bf16",
         source: "where_cond.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -16027,7 +16027,7 @@ pub fn launch_where_cond_u8_bf16<L: KernelLauncher + ?Sized>(
         f.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `where_cond_u8_f16` of where_cond.hip.
@@ -16043,11 +16043,11 @@ pub fn launch_where_cond_u8_f16<L: KernelLauncher + ?Sized>(
     f: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "where_cond_u8_f16",
         source: "where_cond.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -16056,7 +16056,7 @@ pub fn launch_where_cond_u8_f16<L: KernelLauncher + ?Sized>(
         f.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `where_cond_u8_f32` of where_cond.hip.
@@ -16072,11 +16072,11 @@ pub fn launch_where_cond_u8_f32<L: KernelLauncher + ?Sized>(
     f: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "where_cond_u8_f32",
         source: "where_cond.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -16085,7 +16085,7 @@ pub fn launch_where_cond_u8_f32<L: KernelLauncher + ?Sized>(
         f.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `where_cond_u8_f64` of where_cond.hip.
@@ -16101,11 +16101,11 @@ pub fn launch_where_cond_u8_f64<L: KernelLauncher + ?Sized>(
     f: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "where_cond_u8_f64",
         source: "where_cond.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -16114,7 +16114,7 @@ pub fn launch_where_cond_u8_f64<L: KernelLauncher + ?Sized>(
         f.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `where_cond_u8_i64` of where_cond.hip.
@@ -16130,11 +16130,11 @@ pub fn launch_where_cond_u8_i64<L: KernelLauncher + ?Sized>(
     f: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "where_cond_u8_i64",
         source: "where_cond.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -16143,7 +16143,7 @@ pub fn launch_where_cond_u8_i64<L: KernelLauncher + ?Sized>(
         f.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `where_cond_u8_u32` of where_cond.hip.
@@ -16159,11 +16159,11 @@ pub fn launch_where_cond_u8_u32<L: KernelLauncher + ?Sized>(
     f: DevicePtr<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "where_cond_u8_u32",
         source: "where_cond.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -16172,7 +16172,7 @@ pub fn launch_where_cond_u8_u32<L: KernelLauncher + ?Sized>(
         f.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `where_cond_u8_u8` of where_cond.hip.
@@ -16188,11 +16188,11 @@ pub fn launch_where_cond_u8_u8<L: KernelLauncher + ?Sized>(
     f: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let kernel = Kernel {
+    let entry_point = Kernel {
         name: "where_cond_u8_u8",
         source: "where_cond.hip",
     };
-    let args = [
+    let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
         info.arg(),
@@ -16201,5 +16201,5 @@ pub fn launch_where_cond_u8_u8<L: KernelLauncher + ?Sized>(
         f.arg(),
         out.arg(),
     ];
-    launcher.launch(kernel, cfg, &args)
+    launcher.launch(entry_point, cfg, &kernel_args)
 }

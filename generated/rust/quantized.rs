@@ -95,7 +95,10 @@ impl QStorage {
             #[cfg(feature = "rocm")]
             (Self::Rocm(s), Storage::Rocm(x)) => Ok(Storage::Rocm(s.matmul(x, x_layout, shape)?)),
             #[allow(unreachable_patterns)]
-            (lhs, x) => Err(Device::mismatch("QStorage.matmul", &[lhs.device(), x.device()])),
+            (lhs, x) => Err(Device::mismatch(
+                "QStorage.matmul",
+                &[lhs.device(), x.device()],
+            )),
         }
     }
 }
@@ -130,7 +133,10 @@ impl Device {
         format: GgmlDType,
     ) -> Result<QStorage> {
         match self {
-            Self::Cpu => Ok(QStorage::Cpu(crate::CpuDevice.qstorage_from_bytes(data, format)?)),
+            Self::Cpu => {
+                let s = crate::CpuDevice.qstorage_from_bytes(data, format)?;
+                Ok(QStorage::Cpu(s))
+            }
             #[cfg(feature = "cuda")]
             Self::Cuda(d) => Ok(QStorage::Cuda(d.qstorage_from_bytes(data, format)?)),
             #[cfg(feature = "rocm")]

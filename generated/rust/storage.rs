@@ -94,7 +94,11 @@ impl Storage {
 
     /// `powf` on the backend of the storage. (registry: `storage.powf`)
     pub fn powf(&self, layout: &Layout, exponent: f64) -> Result<Self> {
-        dtype_in(self.dtype(), &[DType::BF16, DType::F16, DType::F32, DType::F64], "powf")?;
+        dtype_in(
+            self.dtype(),
+            &[DType::BF16, DType::F16, DType::F32, DType::F64],
+            "powf",
+        )?;
         match self {
             Self::Cpu(s) => Ok(Self::Cpu(s.powf(layout, exponent)?)),
             #[cfg(feature = "cuda")]
@@ -106,7 +110,11 @@ impl Storage {
 
     /// `elu` on the backend of the storage. (registry: `storage.elu`)
     pub fn elu(&self, layout: &Layout, alpha: f64) -> Result<Self> {
-        dtype_in(self.dtype(), &[DType::BF16, DType::F16, DType::F32, DType::F64], "elu")?;
+        dtype_in(
+            self.dtype(),
+            &[DType::BF16, DType::F16, DType::F32, DType::F64],
+            "elu",
+        )?;
         match self {
             Self::Cpu(s) => Ok(Self::Cpu(s.elu(layout, alpha)?)),
             #[cfg(feature = "cuda")]
@@ -129,15 +137,18 @@ impl Storage {
         same_shape(lhs_layout, rhs_layout, "cmp")?;
         match (self, rhs) {
             (Self::Cpu(s), Self::Cpu(rhs)) => {
-                Ok(Self::Cpu(s.cmp(op, rhs, lhs_layout, rhs_layout)?))
+                let s = s.cmp(op, rhs, lhs_layout, rhs_layout)?;
+                Ok(Self::Cpu(s))
             }
             #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(rhs)) => {
-                Ok(Self::Cuda(s.cmp(op, rhs, lhs_layout, rhs_layout)?))
+                let s = s.cmp(op, rhs, lhs_layout, rhs_layout)?;
+                Ok(Self::Cuda(s))
             }
             #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(rhs)) => {
-                Ok(Self::Rocm(s.cmp(op, rhs, lhs_layout, rhs_layout)?))
+                let s = s.cmp(op, rhs, lhs_layout, rhs_layout)?;
+                Ok(Self::Rocm(s))
             }
             #[allow(unreachable_patterns)]
             (lhs, rhs) => Err(Device::mismatch("cmp", &[lhs.device(), rhs.device()])),
@@ -190,15 +201,18 @@ impl Storage {
         same_shape(lhs_layout, rhs_layout, "binary")?;
         match (self, rhs) {
             (Self::Cpu(s), Self::Cpu(rhs)) => {
-                Ok(Self::Cpu(s.binary(op, rhs, lhs_layout, rhs_layout)?))
+                let s = s.binary(op, rhs, lhs_layout, rhs_layout)?;
+                Ok(Self::Cpu(s))
             }
             #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(rhs)) => {
-                Ok(Self::Cuda(s.binary(op, rhs, lhs_layout, rhs_layout)?))
+                let s = s.binary(op, rhs, lhs_layout, rhs_layout)?;
+                Ok(Self::Cuda(s))
             }
             #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(rhs)) => {
-                Ok(Self::Rocm(s.binary(op, rhs, lhs_layout, rhs_layout)?))
+                let s = s.binary(op, rhs, lhs_layout, rhs_layout)?;
+                Ok(Self::Rocm(s))
             }
             #[allow(unreachable_patterns)]
             (lhs, rhs) => Err(Device::mismatch("binary", &[lhs.device(), rhs.device()])),
@@ -219,23 +233,31 @@ impl Storage {
         on_true.same_dtype(on_false, "where_cond")?;
         same_shape(layout, true_layout, "where_cond")?;
         same_shape(layout, false_layout, "where_cond")?;
-        dtype_in(self.dtype(), &[DType::U8, DType::U32, DType::I64], "where_cond")?;
+        dtype_in(
+            self.dtype(),
+            &[DType::U8, DType::U32, DType::I64],
+            "where_cond",
+        )?;
         match (self, on_true, on_false) {
             (Self::Cpu(s), Self::Cpu(on_true), Self::Cpu(on_false)) => {
-                Ok(Self::Cpu(s.where_cond(layout, on_true, true_layout, on_false, false_layout)?))
+                let s = s.where_cond(layout, on_true, true_layout, on_false, false_layout)?;
+                Ok(Self::Cpu(s))
             }
             #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(on_true), Self::Cuda(on_false)) => {
-                Ok(Self::Cuda(s.where_cond(layout, on_true, true_layout, on_false, false_layout)?))
+                let s = s.where_cond(layout, on_true, true_layout, on_false, false_layout)?;
+                Ok(Self::Cuda(s))
             }
             #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(on_true), Self::Rocm(on_false)) => {
-                Ok(Self::Rocm(s.where_cond(layout, on_true, true_layout, on_false, false_layout)?))
+                let s = s.where_cond(layout, on_true, true_layout, on_false, false_layout)?;
+                Ok(Self::Rocm(s))
             }
             #[allow(unreachable_patterns)]
-            (lhs, on_true, on_false) => {
-                Err(Device::mismatch("where_cond", &[lhs.device(), on_true.device(), on_false.device()]))
-            }
+            (lhs, on_true, on_false) => Err(Device::mismatch(
+                "where_cond",
+                &[lhs.device(), on_true.device(), on_false.device()],
+            )),
         }
     }
 
@@ -251,15 +273,18 @@ impl Storage {
         self.same_dtype(kernel, "conv1d")?;
         match (self, kernel) {
             (Self::Cpu(s), Self::Cpu(kernel)) => {
-                Ok(Self::Cpu(s.conv1d(layout, kernel, kernel_layout, params)?))
+                let s = s.conv1d(layout, kernel, kernel_layout, params)?;
+                Ok(Self::Cpu(s))
             }
             #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(kernel)) => {
-                Ok(Self::Cuda(s.conv1d(layout, kernel, kernel_layout, params)?))
+                let s = s.conv1d(layout, kernel, kernel_layout, params)?;
+                Ok(Self::Cuda(s))
             }
             #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(kernel)) => {
-                Ok(Self::Rocm(s.conv1d(layout, kernel, kernel_layout, params)?))
+                let s = s.conv1d(layout, kernel, kernel_layout, params)?;
+                Ok(Self::Rocm(s))
             }
             #[allow(unreachable_patterns)]
             (lhs, kernel) => Err(Device::mismatch("conv1d", &[lhs.device(), kernel.device()])),
@@ -278,20 +303,24 @@ impl Storage {
         self.same_dtype(kernel, "conv_transpose1d")?;
         match (self, kernel) {
             (Self::Cpu(s), Self::Cpu(kernel)) => {
-                Ok(Self::Cpu(s.conv_transpose1d(layout, kernel, kernel_layout, params)?))
+                let s = s.conv_transpose1d(layout, kernel, kernel_layout, params)?;
+                Ok(Self::Cpu(s))
             }
             #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(kernel)) => {
-                Ok(Self::Cuda(s.conv_transpose1d(layout, kernel, kernel_layout, params)?))
+                let s = s.conv_transpose1d(layout, kernel, kernel_layout, params)?;
+                Ok(Self::Cuda(s))
             }
             #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(kernel)) => {
-                Ok(Self::Rocm(s.conv_transpose1d(layout, kernel, kernel_layout, params)?))
+                let s = s.conv_transpose1d(layout, kernel, kernel_layout, params)?;
+                Ok(Self::Rocm(s))
             }
             #[allow(unreachable_patterns)]
-            (lhs, kernel) => {
-                Err(Device::mismatch("conv_transpose1d", &[lhs.device(), kernel.device()]))
-            }
+            (lhs, kernel) => Err(Device::mismatch(
+                "conv_transpose1d",
+                &[lhs.device(), kernel.device()],
+            )),
         }
     }
 
@@ -307,15 +336,18 @@ impl Storage {
         self.same_dtype(kernel, "conv2d")?;
         match (self, kernel) {
             (Self::Cpu(s), Self::Cpu(kernel)) => {
-                Ok(Self::Cpu(s.conv2d(layout, kernel, kernel_layout, params)?))
+                let s = s.conv2d(layout, kernel, kernel_layout, params)?;
+                Ok(Self::Cpu(s))
             }
             #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(kernel)) => {
-                Ok(Self::Cuda(s.conv2d(layout, kernel, kernel_layout, params)?))
+                let s = s.conv2d(layout, kernel, kernel_layout, params)?;
+                Ok(Self::Cuda(s))
             }
             #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(kernel)) => {
-                Ok(Self::Rocm(s.conv2d(layout, kernel, kernel_layout, params)?))
+                let s = s.conv2d(layout, kernel, kernel_layout, params)?;
+                Ok(Self::Rocm(s))
             }
             #[allow(unreachable_patterns)]
             (lhs, kernel) => Err(Device::mismatch("conv2d", &[lhs.device(), kernel.device()])),
@@ -334,20 +366,24 @@ impl Storage {
         self.same_dtype(kernel, "conv_transpose2d")?;
         match (self, kernel) {
             (Self::Cpu(s), Self::Cpu(kernel)) => {
-                Ok(Self::Cpu(s.conv_transpose2d(layout, kernel, kernel_layout, params)?))
+                let s = s.conv_transpose2d(layout, kernel, kernel_layout, params)?;
+                Ok(Self::Cpu(s))
             }
             #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(kernel)) => {
-                Ok(Self::Cuda(s.conv_transpose2d(layout, kernel, kernel_layout, params)?))
+                let s = s.conv_transpose2d(layout, kernel, kernel_layout, params)?;
+                Ok(Self::Cuda(s))
             }
             #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(kernel)) => {
-                Ok(Self::Rocm(s.conv_transpose2d(layout, kernel, kernel_layout, params)?))
+                let s = s.conv_transpose2d(layout, kernel, kernel_layout, params)?;
+                Ok(Self::Rocm(s))
             }
             #[allow(unreachable_patterns)]
-            (lhs, kernel) => {
-                Err(Device::mismatch("conv_transpose2d", &[lhs.device(), kernel.device()]))
-            }
+            (lhs, kernel) => Err(Device::mismatch(
+                "conv_transpose2d",
+                &[lhs.device(), kernel.device()],
+            )),
         }
     }
 
@@ -417,15 +453,18 @@ impl Storage {
         dtype_in(ids.dtype(), &[DType::U8, DType::U32, DType::I64], "gather")?;
         match (self, ids) {
             (Self::Cpu(s), Self::Cpu(ids)) => {
-                Ok(Self::Cpu(s.gather(layout, ids, ids_layout, dim)?))
+                let s = s.gather(layout, ids, ids_layout, dim)?;
+                Ok(Self::Cpu(s))
             }
             #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(ids)) => {
-                Ok(Self::Cuda(s.gather(layout, ids, ids_layout, dim)?))
+                let s = s.gather(layout, ids, ids_layout, dim)?;
+                Ok(Self::Cuda(s))
             }
             #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(ids)) => {
-                Ok(Self::Rocm(s.gather(layout, ids, ids_layout, dim)?))
+                let s = s.gather(layout, ids, ids_layout, dim)?;
+                Ok(Self::Rocm(s))
             }
             #[allow(unreachable_patterns)]
             (lhs, ids) => Err(Device::mismatch("gather", &[lhs.device(), ids.device()])),
@@ -445,7 +484,11 @@ impl Storage {
         self.same_device(ids, "scatter_set")?;
         self.same_device(src, "scatter_set")?;
         self.same_dtype(src, "scatter_set")?;
-        dtype_in(ids.dtype(), &[DType::U8, DType::U32, DType::I64], "scatter_set")?;
+        dtype_in(
+            ids.dtype(),
+            &[DType::U8, DType::U32, DType::I64],
+            "scatter_set",
+        )?;
         match (self, ids, src) {
             (Self::Cpu(s), Self::Cpu(ids), Self::Cpu(src)) => {
                 s.scatter_set(layout, ids, ids_layout, src, src_layout, dim)
@@ -459,9 +502,10 @@ impl Storage {
                 s.scatter_set(layout, ids, ids_layout, src, src_layout, dim)
             }
             #[allow(unreachable_patterns)]
-            (lhs, ids, src) => {
-                Err(Device::mismatch("scatter_set", &[lhs.device(), ids.device(), src.device()]))
-            }
+            (lhs, ids, src) => Err(Device::mismatch(
+                "scatter_set",
+                &[lhs.device(), ids.device(), src.device()],
+            )),
         }
     }
 
@@ -478,7 +522,11 @@ impl Storage {
         self.same_device(ids, "scatter_add")?;
         self.same_device(src, "scatter_add")?;
         self.same_dtype(src, "scatter_add")?;
-        dtype_in(ids.dtype(), &[DType::U8, DType::U32, DType::I64], "scatter_add")?;
+        dtype_in(
+            ids.dtype(),
+            &[DType::U8, DType::U32, DType::I64],
+            "scatter_add",
+        )?;
         match (self, ids, src) {
             (Self::Cpu(s), Self::Cpu(ids), Self::Cpu(src)) => {
                 s.scatter_add(layout, ids, ids_layout, src, src_layout, dim)
@@ -492,9 +540,10 @@ impl Storage {
                 s.scatter_add(layout, ids, ids_layout, src, src_layout, dim)
             }
             #[allow(unreachable_patterns)]
-            (lhs, ids, src) => {
-                Err(Device::mismatch("scatter_add", &[lhs.device(), ids.device(), src.device()]))
-            }
+            (lhs, ids, src) => Err(Device::mismatch(
+                "scatter_add",
+                &[lhs.device(), ids.device(), src.device()],
+            )),
         }
     }
 
@@ -507,21 +556,31 @@ impl Storage {
         dim: usize,
     ) -> Result<Self> {
         self.same_device(ids, "index_select")?;
-        dtype_in(ids.dtype(), &[DType::U8, DType::U32, DType::I64], "index_select")?;
+        dtype_in(
+            ids.dtype(),
+            &[DType::U8, DType::U32, DType::I64],
+            "index_select",
+        )?;
         match (self, ids) {
             (Self::Cpu(s), Self::Cpu(ids)) => {
-                Ok(Self::Cpu(s.index_select(ids, layout, ids_layout, dim)?))
+                let s = s.index_select(ids, layout, ids_layout, dim)?;
+                Ok(Self::Cpu(s))
             }
             #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(ids)) => {
-                Ok(Self::Cuda(s.index_select(ids, layout, ids_layout, dim)?))
+                let s = s.index_select(ids, layout, ids_layout, dim)?;
+                Ok(Self::Cuda(s))
             }
             #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(ids)) => {
-                Ok(Self::Rocm(s.index_select(ids, layout, ids_layout, dim)?))
+                let s = s.index_select(ids, layout, ids_layout, dim)?;
+                Ok(Self::Rocm(s))
             }
             #[allow(unreachable_patterns)]
-            (lhs, ids) => Err(Device::mismatch("index_select", &[lhs.device(), ids.device()])),
+            (lhs, ids) => Err(Device::mismatch(
+                "index_select",
+                &[lhs.device(), ids.device()],
+            )),
         }
     }
 
@@ -538,23 +597,31 @@ impl Storage {
         self.same_device(ids, "index_add")?;
         self.same_device(src, "index_add")?;
         self.same_dtype(src, "index_add")?;
-        dtype_in(ids.dtype(), &[DType::U8, DType::U32, DType::I64], "index_add")?;
+        dtype_in(
+            ids.dtype(),
+            &[DType::U8, DType::U32, DType::I64],
+            "index_add",
+        )?;
         match (self, ids, src) {
             (Self::Cpu(s), Self::Cpu(ids), Self::Cpu(src)) => {
-                Ok(Self::Cpu(s.index_add(layout, ids, ids_layout, src, src_layout, dim)?))
+                let s = s.index_add(layout, ids, ids_layout, src, src_layout, dim)?;
+                Ok(Self::Cpu(s))
             }
             #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(ids), Self::Cuda(src)) => {
-                Ok(Self::Cuda(s.index_add(layout, ids, ids_layout, src, src_layout, dim)?))
+                let s = s.index_add(layout, ids, ids_layout, src, src_layout, dim)?;
+                Ok(Self::Cuda(s))
             }
             #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(ids), Self::Rocm(src)) => {
-                Ok(Self::Rocm(s.index_add(layout, ids, ids_layout, src, src_layout, dim)?))
+                let s = s.index_add(layout, ids, ids_layout, src, src_layout, dim)?;
+                Ok(Self::Rocm(s))
             }
             #[allow(unreachable_patterns)]
-            (lhs, ids, src) => {
-                Err(Device::mismatch("index_add", &[lhs.device(), ids.device(), src.device()]))
-            }
+            (lhs, ids, src) => Err(Device::mismatch(
+                "index_add",
+                &[lhs.device(), ids.device(), src.device()],
+            )),
         }
     }
 
@@ -568,18 +635,25 @@ impl Storage {
     ) -> Result<Self> {
         self.same_device(rhs, "matmul")?;
         self.same_dtype(rhs, "matmul")?;
-        dtype_in(self.dtype(), &[DType::BF16, DType::F16, DType::F32, DType::F64], "matmul")?;
+        dtype_in(
+            self.dtype(),
+            &[DType::BF16, DType::F16, DType::F32, DType::F64],
+            "matmul",
+        )?;
         match (self, rhs) {
             (Self::Cpu(s), Self::Cpu(rhs)) => {
-                Ok(Self::Cpu(s.matmul(rhs, bmnk, lhs_layout, rhs_layout)?))
+                let s = s.matmul(rhs, bmnk, lhs_layout, rhs_layout)?;
+                Ok(Self::Cpu(s))
             }
             #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(rhs)) => {
-                Ok(Self::Cuda(s.matmul(rhs, bmnk, lhs_layout, rhs_layout)?))
+                let s = s.matmul(rhs, bmnk, lhs_layout, rhs_layout)?;
+                Ok(Self::Cuda(s))
             }
             #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(rhs)) => {
-                Ok(Self::Rocm(s.matmul(rhs, bmnk, lhs_layout, rhs_layout)?))
+                let s = s.matmul(rhs, bmnk, lhs_layout, rhs_layout)?;
+                Ok(Self::Rocm(s))
             }
             #[allow(unreachable_patterns)]
             (lhs, rhs) => Err(Device::mismatch("matmul", &[lhs.device(), rhs.device()])),
@@ -602,7 +676,10 @@ impl Storage {
             #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(dst)) => s.copy_strided_src(dst, dst_offset, src_layout),
             #[allow(unreachable_patterns)]
-            (lhs, dst) => Err(Device::mismatch("copy_strided_src", &[lhs.device(), dst.device()])),
+            (lhs, dst) => Err(Device::mismatch(
+                "copy_strided_src",
+                &[lhs.device(), dst.device()],
+            )),
         }
     }
 
@@ -621,17 +698,35 @@ impl Storage {
         self.same_device(dst, "copy2d")?;
         self.same_dtype(dst, "copy2d")?;
         match (self, dst) {
-            (Self::Cpu(s), Self::Cpu(dst)) => {
-                s.copy2d(dst, d1, d2, src_stride1, dst_stride1, src_offset, dst_offset)
-            }
+            (Self::Cpu(s), Self::Cpu(dst)) => s.copy2d(
+                dst,
+                d1,
+                d2,
+                src_stride1,
+                dst_stride1,
+                src_offset,
+                dst_offset,
+            ),
             #[cfg(feature = "cuda")]
-            (Self::Cuda(s), Self::Cuda(dst)) => {
-                s.copy2d(dst, d1, d2, src_stride1, dst_stride1, src_offset, dst_offset)
-            }
+            (Self::Cuda(s), Self::Cuda(dst)) => s.copy2d(
+                dst,
+                d1,
+                d2,
+                src_stride1,
+                dst_stride1,
+                src_offset,
+                dst_offset,
+            ),
             #[cfg(feature = "rocm")]
-            (Self::Rocm(s), Self::Rocm(dst)) => {
-                s.copy2d(dst, d1, d2, src_stride1, dst_stride1, src_offset, dst_offset)
-            }
+            (Self::Rocm(s), Self::Rocm(dst)) => s.copy2d(
+                dst,
+                d1,
+                d2,
+                src_stride1,
+                dst_stride1,
+                src_offset,
+                dst_offset,
+            ),
             #[allow(unreachable_patterns)]
             (lhs, dst) => Err(Device::mismatch("copy2d", &[lhs.device(), dst.device()])),
         }

@@ -22,13 +22,15 @@ impl Storage {
             (Self::Cuda(s), Device::Cuda(d)) => Ok(Self::Cuda(s.transfer_to_device(d)?)),
             #[cfg(all(feature = "cuda", feature = "rocm"))]
             (Self::Cuda(s), Device::Rocm(d)) => {
-                Ok(Self::Rocm(d.storage_from_cpu_storage(&s.to_cpu_storage()?)?))
+                let s = d.storage_from_cpu_storage(&s.to_cpu_storage()?)?;
+                Ok(Self::Rocm(s))
             }
             #[cfg(feature = "rocm")]
             (Self::Rocm(s), Device::Cpu) => Ok(Self::Cpu(s.to_cpu_storage()?)),
             #[cfg(all(feature = "rocm", feature = "cuda"))]
             (Self::Rocm(s), Device::Cuda(d)) => {
-                Ok(Self::Cuda(d.storage_from_cpu_storage(&s.to_cpu_storage()?)?))
+                let s = d.storage_from_cpu_storage(&s.to_cpu_storage()?)?;
+                Ok(Self::Cuda(s))
             }
             #[cfg(feature = "rocm")]
             (Self::Rocm(s), Device::Rocm(d)) => Ok(Self::Rocm(s.transfer_to_device(d)?)),

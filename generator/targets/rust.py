@@ -502,7 +502,7 @@ class Launch(NamedTuple):  # ~9,500 for a 2,584-op registry: a tuple is built 3x
     name: str
     source: str
     signature: str  # its lines, joined; parameters "numel: usize", "inp: DevicePtr<f32>" in kernel order
-    args: str  # "    let args = [KernelArg::Usize(numel), inp.arg(), ...];", laid out as rustfmt lays it
+    args: str  # "    let kernel_args = [KernelArg::Usize(numel), inp.arg(), ...];", laid out as rustfmt lays it
 
 
 def _rust_c_type(c_type: str) -> str:
@@ -515,7 +515,7 @@ def _rust_c_type(c_type: str) -> str:
 
 def launches(kernels) -> tuple[Launch, ...]:
     """One wrapper per kernel entry point: parameters in the kernel's order, with its types."""
-    taken = {"launcher", "cfg"}
+    taken = {"launcher", "cfg", "entry_point", "kernel_args"}  # the wrapper's own names
     types: dict[str, str] = {}  # the same few C types over and over: converted once
     by_params: dict[int, tuple[Parameters, str]] = {}  # kernel_sigs shares one tuple per distinct list
     out = []
@@ -528,7 +528,10 @@ def launches(kernels) -> tuple[Launch, ...]:
                 rust = types.get(p.c_type) or types.setdefault(p.c_type, _rust_c_type(p.c_type))
                 params.append(f"{name}: {rust}")
                 args.append(f"{name}.arg()" if p.is_pointer else f"KernelArg::{ARG_VARIANTS[rust]}({name})")
-            by_params[id(k.params)] = (Parameters.of(params), rust_layout.array_statement("let args = ", args, ";"))
+            by_params[id(k.params)] = (
+                Parameters.of(params),
+                rust_layout.array_statement("let kernel_args = ", args, ";"),
+            )
         params_, statement = by_params[id(k.params)]
         head = f"pub fn launch_{k.name}<L: KernelLauncher + ?Sized>"
         signature = laid_out(head, params_, " -> Result<()> {", indent=0)
@@ -571,7 +574,7 @@ def uses(*names: str, cfg_uses: tuple[tuple[str, str], ...] = ()) -> tuple[str, 
     for name in sorted(set(names)):
         module, _, item = PATHS[name].rpartition("::")
         groups.setdefault(module, []).append(item)
-    lines = [
+    lines: list[tuple[tuple[str, ...], str]] = [  # (attributes, the use)
         ((), f"use {m}::{items[0]};" if len(items) == 1 else f"use {m}::{{{', '.join(items)}}};")
         for m, items in groups.items()
     ]
@@ -704,7 +707,7 @@ def render(registry: model.Registry) -> dict[str, str]:
     ctx = context(registry)
     rendered = {}
     for template, output in sorted(outputs(registry).items()):
-        text = env.get_template(template).render(ctx)
+        text = rust_layout.fit(env.get_template(template).render(ctx))
         check_rust(template, output, text)
         rendered[output] = text
     return rendered

@@ -1,11 +1,15 @@
-"""Generated Python passes its host's formatter and linter as it is: `ruff format --check` and
-`ruff check` (the pinned ruff of the `test` extra, this project's configuration) report
-nothing on the shipped package, the golden outputs and a synthetic registry's package, which
-has every shape a big registry makes (long launch wrappers and Protocol stubs, empty families).
-`make lint` checks generated/ as well; the goldens and the synthetic output are checked here."""
+"""Generated files pass their host's formatter and linter as they are.
+
+Python: `ruff format --check` and `ruff check` (the pinned ruff of the `test` extra, this
+project's configuration) report nothing on the shipped package, the golden outputs and a
+synthetic registry's package, which has every shape a big registry makes (long launch
+wrappers and Protocol stubs, empty families). `make lint` checks generated/ as well.
+Rust: `rustfmt --check` (edition 2021, default configuration) reports nothing on the same
+outputs' Rust, where rustfmt is installed; clippy runs in tests/rust/test_cargo.py."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -50,3 +54,28 @@ def test_shipped_and_golden_python_pass_ruff(folder):
 
 def test_a_synthetic_registrys_python_passes_ruff(synthetic_package):
     assert_ruff_clean(synthetic_package)
+
+
+def _rustfmt() -> str:
+    rustfmt = shutil.which("rustfmt")
+    if rustfmt is None:
+        pytest.skip("rustfmt is not on PATH: the generated Rust's layout is not checked here")
+    return rustfmt
+
+
+def assert_rustfmt_clean(folder: Path) -> None:
+    files = sorted(folder.glob("*.rs"))
+    assert files, f"no Rust files in {folder}"
+    proc = subprocess.run(
+        [_rustfmt(), "--edition", "2021", "--check", *map(str, files)], capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 0, f"rustfmt would change {folder}:\n{proc.stdout[-6000:]}{proc.stderr[-2000:]}"
+
+
+@pytest.mark.parametrize("folder", ["generated/rust", "tests/golden/mini_rust"])
+def test_shipped_and_golden_rust_pass_rustfmt(folder):
+    assert_rustfmt_clean(REPO / folder)
+
+
+def test_a_synthetic_registrys_rust_passes_rustfmt(synthetic_package):
+    assert_rustfmt_clean(synthetic_package / "rust")

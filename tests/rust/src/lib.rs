@@ -20,33 +20,27 @@ pub mod rocm_backend;
 mod mock;
 
 #[path = "../../../generated/rust/backends.rs"]
-#[rustfmt::skip] // generated: `gen --check` owns its layout
 mod backends;
 pub use backends::*;
 
 #[path = "../../../generated/rust/custom_op.rs"]
-#[rustfmt::skip] // generated: `gen --check` owns its layout
 mod custom_op;
 pub use custom_op::{CustomOp1, CustomOp2, CustomOp3, InplaceOp1, InplaceOp2, InplaceOp3};
 
 #[path = "../../../generated/rust/device.rs"]
-#[rustfmt::skip] // generated: `gen --check` owns its layout
 mod device;
 pub use device::{Device, DeviceLocation};
 
 #[path = "../../../generated/rust/storage.rs"]
-#[rustfmt::skip] // generated: `gen --check` owns its layout
 mod storage;
 pub use storage::Storage;
 
 #[path = "../../../generated/rust/to_device.rs"]
-#[rustfmt::skip] // generated: `gen --check` owns its layout
 mod to_device;
 
 pub mod quantized;
 
 #[path = "../../../generated/rust/launch.rs"]
-#[rustfmt::skip] // generated: `gen --check` owns its layout
 pub mod launch;
 
 #[cfg(test)]
