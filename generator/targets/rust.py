@@ -671,6 +671,7 @@ def context(registry: model.Registry) -> dict:
             *(("BackendDevice",) if qdevice else ()),
             *(_mentioned((*qmethods, *qdevice), (*TYPE_NAMES, *HELPERS)) - {"QStorage"}),
         ),
+        # Only arms towards a non-host device call the device (storage_from_<host>_storage).
         "uses_to_device": uses(
             "Result",
             "Device",
@@ -678,8 +679,6 @@ def context(registry: model.Registry) -> dict:
             "BackendStorage",
             cfg_uses=((gpu_cfg, "crate::backend::BackendDevice"),) if (gpu_cfg := _any_cfg(vs)) else (),
         ),
-        # Only arms towards a non-host device call the device (storage_from_<host>_storage).
-        "gpu_cfg": _any_cfg(vs),
     }
 
 
