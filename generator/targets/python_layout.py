@@ -11,7 +11,7 @@ width, the way the formatter breaks them (black's "right hand split"):
   by a comma, each item split again where still too long;
 - the condition of an `if` made of `and`s (or `or`s) goes in parentheses, an operand a line;
 - `from m import a, b` breaks one name a line, as isort's formatting does;
-- `NAME = {` and `}` on the next line become `NAME = {}`;
+- `NAME = {` and `}` at the start of the next line become `NAME = {}`;
 - a comment line too long is wrapped at word boundaries, as a person would.
 
 It only moves text between lines, adds trailing commas in lists of two or more items and
@@ -26,9 +26,12 @@ import textwrap
 
 WIDTH = 120
 INDENT = "    "
-_LONG_LINE = re.compile(rf"^.{{{WIDTH + 1},}}$", re.MULTILINE)
+_LONG_LINE = re.compile(rf"\n([^\n]{{{WIDTH + 1},}})")
 _BLOCK_CONDITION = re.compile(r"(?P<keyword>if|elif|while) (?P<test>.*):")
-_EMPTY_DISPLAY = re.compile(r"^( *[\w.]+(?:: [\w\[\], .]+)? = [\[({])\n *([\])}])$", re.MULTILINE)
+# What the layout looks at in a line: brackets, separators, a comment's start; and string
+# literals, matched whole so that what they hold is skipped (a generated line holds no
+# string that goes on to the next).
+_TOKEN = re.compile(r"""[()\[\]{},#]| and | or |"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'""")
 _OPENERS = {"(": ")", "[": "]", "{": "}"}
 _CLOSERS = frozenset(_OPENERS.values())
 
@@ -36,11 +39,13 @@ _CLOSERS = frozenset(_OPENERS.values())
 def fit(text: str, width: int = WIDTH) -> str:
     """`text` with every line longer than `width` broken as the formatter breaks it, and every
     empty display a template opened and closed on two lines (a family without ops) on one."""
-    text = _EMPTY_DISPLAY.sub(r"\1\2", text)
-    long_line = _LONG_LINE if width == WIDTH else re.compile(rf"^.{{{width + 1},}}$", re.MULTILINE)
-    if long_line.search(text) is None:
-        return text
-    return long_line.sub(lambda m: "\n".join(fit_line(m.group(), width)), text)
+    for opening, closing in _OPENERS.items():
+        text = text.replace(f" = {opening}\n{closing}\n", f" = {opening}{closing}\n")
+    long_line = _LONG_LINE if width == WIDTH else re.compile(rf"\n([^\n]{{{width + 1},}})")
+    text = "\n" + text  # every line after a newline: the pattern starts with one, which makes it fast
+    if long_line.search(text) is not None:
+        text = long_line.sub(lambda m: "\n" + "\n".join(fit_line(m[1], width)), text)
+    return text[1:]
 
 
 def fit_line(line: str, width: int = WIDTH) -> list[str]:
@@ -99,56 +104,34 @@ def _wrap_comment(indent: str, code: str, width: int) -> list[str]:
 def _first_bracket(code: str) -> tuple[int, int] | None:
     """(opening, closing) index of the statement's first bracket pair, skipping strings; None
     where there is none, or a comment follows the code."""
-    depth, start, i = 0, -1, 0
-    while i < len(code):
-        c = code[i]
-        if c in "\"'":
-            i = _string_end(code, i)
-            continue
+    depth, start = 0, -1
+    for token in _TOKEN.finditer(code):
+        c = token.group()[0]
         if c == "#":
             return None
         if c in _OPENERS:
-            start = i if depth == 0 and start < 0 else start
+            start = token.start() if depth == 0 and start < 0 else start
             depth += 1
         elif c in _CLOSERS:
             depth -= 1
             if depth == 0:
-                return (start, i) if "#" not in code[i:] else None
-        i += 1
+                return (start, token.start()) if "#" not in code[token.start() :] else None
     return None
 
 
-def _string_end(code: str, i: int) -> int:
-    """The index just past the string literal whose opening quote is at `i`."""
-    quote = code[i] * 3 if code.startswith(code[i] * 3, i) else code[i]
-    j = i + len(quote)
-    while j < len(code):
-        if code[j] == "\\":
-            j += 2
-            continue
-        if code.startswith(quote, j):
-            return j + len(quote)
-        j += 1
-    return len(code)
-
-
 def _split_items(body: str, separator: str = ",") -> list[str]:
-    """The parts of a bracket's contents (a condition) between `separator`s at depth 0, stripped."""
-    items, depth, start, i = [], 0, 0, 0
-    while i < len(body):
-        c = body[i]
-        if c in "\"'":
-            i = _string_end(body, i)
-            continue
-        if c in _OPENERS:
+    """The parts of a bracket's contents (a condition) between `separator`s (",", " and ",
+    " or ") at depth 0, stripped."""
+    items, depth, start = [], 0, 0
+    for token in _TOKEN.finditer(body):
+        text = token.group()
+        if text[0] in _OPENERS:
             depth += 1
-        elif c in _CLOSERS:
+        elif text[0] in _CLOSERS:
             depth -= 1
-        elif depth == 0 and body.startswith(separator, i):
-            items.append(body[start:i].strip())
-            start = i = i + len(separator)
-            continue
-        i += 1
+        elif depth == 0 and text == separator:
+            items.append(body[start : token.start()].strip())
+            start = token.end()
     items.append(body[start:].strip())
     return items
 

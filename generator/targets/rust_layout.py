@@ -47,14 +47,15 @@ def use_order(use: str) -> tuple[tuple[int, str], ...]:
 # there, else with its arguments one a line.
 
 FN_CALL_WIDTH = 60
-_INLINE_ARM = re.compile(r"^(?P<indent> +)(?P<pattern>[^\n]+?) => (?P<body>[^\n{][^\n]*),$", re.MULTILINE)
+_INLINE_ARM = re.compile(r"^(?P<indent> ++)(?P<pattern>[^\n]+?) => (?P<body>[^\n{][^\n]*),$", re.MULTILINE)
 _BLOCK_ARM = re.compile(
-    r"^(?P<indent> +)(?P<pattern>[^\n]+?) => \{\n +(?P<body>[^\n]*[^;\n])\n(?P=indent)\}$", re.MULTILINE
+    r"^(?P<indent> ++)(?P<pattern>[^\n]+?) => \{\n ++(?P<body>[^\n]*[^;\n])\n(?P=indent)\}$", re.MULTILINE
 )
-_CALL_STATEMENT = re.compile(r"^(?P<indent> +)(?P<call>[\w.:]+\([^\n]*\)\??);$", re.MULTILINE)
+_CALL_STATEMENT = re.compile(r"^(?P<indent> ++)(?P<call>[\w.:]+\([^\n]*\)\??);$", re.MULTILINE)
 _OK_VARIANT = re.compile(r"Ok\((?P<variant>[\w:]+)\((?P<value>.+)\)\)")
 _ERR_CALL = re.compile(r"Err\((?P<callee>[\w:]+)\((?P<args>.+)\)\)")
 _PAIRS = {"(": ")", "[": "]"}
+_BRACKET = re.compile(r"[()\[\]]")
 
 
 def fit(text: str) -> str:
@@ -123,13 +124,15 @@ def call_statement(head: str, call: str, tail: str, indent: str) -> str:
 def fits_in_calls(expression: str) -> bool:
     """Whether every call's arguments and every array's items in `expression`, written on one
     line, take at most 60 columns (rustfmt's fn_call_width and array_width)."""
+    if len(expression) <= FN_CALL_WIDTH:
+        return True
     opened: list[int] = []
-    for i, c in enumerate(expression):
-        if c in _PAIRS:
-            opened.append(i)
-        elif c in ")]" and opened:
+    for bracket in _BRACKET.finditer(expression):
+        if bracket[0] in _PAIRS:
+            opened.append(bracket.start())
+        elif opened:
             start = opened.pop()
-            if i - start - 1 > FN_CALL_WIDTH:
+            if bracket.start() - start - 1 > FN_CALL_WIDTH:
                 return False
     return True
 
