@@ -23,6 +23,12 @@ pub struct Kernel {
     pub source: &'static str,
 }
 
+impl Kernel {
+    pub const fn new(name: &'static str, source: &'static str) -> Self {
+        Self { name, source }
+    }
+}
+
 /// The bits of an f16 value: kernels take f16_t by value as its 16 bits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(transparent)]
@@ -131,10 +137,7 @@ pub fn launch_affine_bf16<L: KernelLauncher + ?Sized>(
     mul: Bf16,
     add: Bf16,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "affine_bf16",
-        source: "affine.hip",
-    };
+    let entry_point = Kernel::new("affine_bf16", "affine.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -160,10 +163,7 @@ pub fn launch_affine_f16<L: KernelLauncher + ?Sized>(
     mul: F16,
     add: F16,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "affine_f16",
-        source: "affine.hip",
-    };
+    let entry_point = Kernel::new("affine_f16", "affine.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -189,10 +189,7 @@ pub fn launch_affine_f32<L: KernelLauncher + ?Sized>(
     mul: f32,
     add: f32,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "affine_f32",
-        source: "affine.hip",
-    };
+    let entry_point = Kernel::new("affine_f32", "affine.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -218,10 +215,7 @@ pub fn launch_affine_f64<L: KernelLauncher + ?Sized>(
     mul: f64,
     add: f64,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "affine_f64",
-        source: "affine.hip",
-    };
+    let entry_point = Kernel::new("affine_f64", "affine.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -247,10 +241,7 @@ pub fn launch_affine_i64<L: KernelLauncher + ?Sized>(
     mul: i64,
     add: i64,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "affine_i64",
-        source: "affine.hip",
-    };
+    let entry_point = Kernel::new("affine_i64", "affine.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -276,10 +267,7 @@ pub fn launch_affine_u32<L: KernelLauncher + ?Sized>(
     mul: u32,
     add: u32,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "affine_u32",
-        source: "affine.hip",
-    };
+    let entry_point = Kernel::new("affine_u32", "affine.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -305,10 +293,7 @@ pub fn launch_affine_u8<L: KernelLauncher + ?Sized>(
     mul: u8,
     add: u8,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "affine_u8",
-        source: "affine.hip",
-    };
+    let entry_point = Kernel::new("affine_u8", "affine.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -337,10 +322,7 @@ pub fn launch_arg_sort_local_bf16<L: KernelLauncher + ?Sized>(
     idx: DevicePtrMut<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "arg_sort_local_bf16",
-        source: "nn.hip",
-    };
+    let entry_point = Kernel::new("arg_sort_local_bf16", "nn.hip");
     let kernel_args = [
         KernelArg::Usize(nrows),
         KernelArg::Usize(ncols),
@@ -372,10 +354,7 @@ pub fn launch_arg_sort_local_f16<L: KernelLauncher + ?Sized>(
     idx: DevicePtrMut<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "arg_sort_local_f16",
-        source: "nn.hip",
-    };
+    let entry_point = Kernel::new("arg_sort_local_f16", "nn.hip");
     let kernel_args = [
         KernelArg::Usize(nrows),
         KernelArg::Usize(ncols),
@@ -407,10 +386,7 @@ pub fn launch_arg_sort_local_f32<L: KernelLauncher + ?Sized>(
     idx: DevicePtrMut<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "arg_sort_local_f32",
-        source: "nn.hip",
-    };
+    let entry_point = Kernel::new("arg_sort_local_f32", "nn.hip");
     let kernel_args = [
         KernelArg::Usize(nrows),
         KernelArg::Usize(ncols),
@@ -442,10 +418,7 @@ pub fn launch_arg_sort_local_f64<L: KernelLauncher + ?Sized>(
     idx: DevicePtrMut<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "arg_sort_local_f64",
-        source: "nn.hip",
-    };
+    let entry_point = Kernel::new("arg_sort_local_f64", "nn.hip");
     let kernel_args = [
         KernelArg::Usize(nrows),
         KernelArg::Usize(ncols),
@@ -477,10 +450,7 @@ pub fn launch_arg_sort_local_i64<L: KernelLauncher + ?Sized>(
     idx: DevicePtrMut<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "arg_sort_local_i64",
-        source: "nn.hip",
-    };
+    let entry_point = Kernel::new("arg_sort_local_i64", "nn.hip");
     let kernel_args = [
         KernelArg::Usize(nrows),
         KernelArg::Usize(ncols),
@@ -512,10 +482,7 @@ pub fn launch_arg_sort_local_u32<L: KernelLauncher + ?Sized>(
     idx: DevicePtrMut<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "arg_sort_local_u32",
-        source: "nn.hip",
-    };
+    let entry_point = Kernel::new("arg_sort_local_u32", "nn.hip");
     let kernel_args = [
         KernelArg::Usize(nrows),
         KernelArg::Usize(ncols),
@@ -547,10 +514,7 @@ pub fn launch_arg_sort_local_u8<L: KernelLauncher + ?Sized>(
     idx: DevicePtrMut<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "arg_sort_local_u8",
-        source: "nn.hip",
-    };
+    let entry_point = Kernel::new("arg_sort_local_u8", "nn.hip");
     let kernel_args = [
         KernelArg::Usize(nrows),
         KernelArg::Usize(ncols),
@@ -578,10 +542,7 @@ pub fn launch_arg_sort_merge_bf16<L: KernelLauncher + ?Sized>(
     keys: DevicePtrMut<u64>,
     idx: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "arg_sort_merge_bf16",
-        source: "nn.hip",
-    };
+    let entry_point = Kernel::new("arg_sort_merge_bf16", "nn.hip");
     let kernel_args = [
         KernelArg::Usize(nrows),
         KernelArg::Usize(pad),
@@ -605,10 +566,7 @@ pub fn launch_arg_sort_merge_f16<L: KernelLauncher + ?Sized>(
     keys: DevicePtrMut<u64>,
     idx: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "arg_sort_merge_f16",
-        source: "nn.hip",
-    };
+    let entry_point = Kernel::new("arg_sort_merge_f16", "nn.hip");
     let kernel_args = [
         KernelArg::Usize(nrows),
         KernelArg::Usize(pad),
@@ -632,10 +590,7 @@ pub fn launch_arg_sort_merge_f32<L: KernelLauncher + ?Sized>(
     keys: DevicePtrMut<u64>,
     idx: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "arg_sort_merge_f32",
-        source: "nn.hip",
-    };
+    let entry_point = Kernel::new("arg_sort_merge_f32", "nn.hip");
     let kernel_args = [
         KernelArg::Usize(nrows),
         KernelArg::Usize(pad),
@@ -659,10 +614,7 @@ pub fn launch_arg_sort_merge_f64<L: KernelLauncher + ?Sized>(
     keys: DevicePtrMut<u64>,
     idx: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "arg_sort_merge_f64",
-        source: "nn.hip",
-    };
+    let entry_point = Kernel::new("arg_sort_merge_f64", "nn.hip");
     let kernel_args = [
         KernelArg::Usize(nrows),
         KernelArg::Usize(pad),
@@ -686,10 +638,7 @@ pub fn launch_arg_sort_merge_i64<L: KernelLauncher + ?Sized>(
     keys: DevicePtrMut<u64>,
     idx: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "arg_sort_merge_i64",
-        source: "nn.hip",
-    };
+    let entry_point = Kernel::new("arg_sort_merge_i64", "nn.hip");
     let kernel_args = [
         KernelArg::Usize(nrows),
         KernelArg::Usize(pad),
@@ -713,10 +662,7 @@ pub fn launch_arg_sort_merge_u32<L: KernelLauncher + ?Sized>(
     keys: DevicePtrMut<u64>,
     idx: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "arg_sort_merge_u32",
-        source: "nn.hip",
-    };
+    let entry_point = Kernel::new("arg_sort_merge_u32", "nn.hip");
     let kernel_args = [
         KernelArg::Usize(nrows),
         KernelArg::Usize(pad),
@@ -740,10 +686,7 @@ pub fn launch_arg_sort_merge_u8<L: KernelLauncher + ?Sized>(
     keys: DevicePtrMut<u64>,
     idx: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "arg_sort_merge_u8",
-        source: "nn.hip",
-    };
+    let entry_point = Kernel::new("arg_sort_merge_u8", "nn.hip");
     let kernel_args = [
         KernelArg::Usize(nrows),
         KernelArg::Usize(pad),
@@ -769,10 +712,7 @@ pub fn launch_avg_pool2d_bf16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<Bf16>,
     dst: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "avg_pool2d_bf16",
-        source: "pool.hip",
-    };
+    let entry_point = Kernel::new("avg_pool2d_bf16", "pool.hip");
     let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(w_k),
@@ -800,10 +740,7 @@ pub fn launch_avg_pool2d_f16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<F16>,
     dst: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "avg_pool2d_f16",
-        source: "pool.hip",
-    };
+    let entry_point = Kernel::new("avg_pool2d_f16", "pool.hip");
     let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(w_k),
@@ -831,10 +768,7 @@ pub fn launch_avg_pool2d_f32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f32>,
     dst: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "avg_pool2d_f32",
-        source: "pool.hip",
-    };
+    let entry_point = Kernel::new("avg_pool2d_f32", "pool.hip");
     let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(w_k),
@@ -862,10 +796,7 @@ pub fn launch_avg_pool2d_f64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f64>,
     dst: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "avg_pool2d_f64",
-        source: "pool.hip",
-    };
+    let entry_point = Kernel::new("avg_pool2d_f64", "pool.hip");
     let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(w_k),
@@ -893,10 +824,7 @@ pub fn launch_avg_pool2d_i64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<i64>,
     dst: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "avg_pool2d_i64",
-        source: "pool.hip",
-    };
+    let entry_point = Kernel::new("avg_pool2d_i64", "pool.hip");
     let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(w_k),
@@ -924,10 +852,7 @@ pub fn launch_avg_pool2d_u32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "avg_pool2d_u32",
-        source: "pool.hip",
-    };
+    let entry_point = Kernel::new("avg_pool2d_u32", "pool.hip");
     let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(w_k),
@@ -955,10 +880,7 @@ pub fn launch_avg_pool2d_u8<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u8>,
     dst: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "avg_pool2d_u8",
-        source: "pool.hip",
-    };
+    let entry_point = Kernel::new("avg_pool2d_u8", "pool.hip");
     let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(w_k),
@@ -984,10 +906,7 @@ pub fn launch_binary_add_bf16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "binary_add_bf16",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("binary_add_bf16", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -1011,10 +930,7 @@ pub fn launch_binary_add_f16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "binary_add_f16",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("binary_add_f16", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -1038,10 +954,7 @@ pub fn launch_binary_add_f32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "binary_add_f32",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("binary_add_f32", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -1065,10 +978,7 @@ pub fn launch_binary_add_f64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "binary_add_f64",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("binary_add_f64", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -1092,10 +1002,7 @@ pub fn launch_binary_add_i64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "binary_add_i64",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("binary_add_i64", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -1119,10 +1026,7 @@ pub fn launch_binary_add_u32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "binary_add_u32",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("binary_add_u32", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -1146,10 +1050,7 @@ pub fn launch_binary_add_u8<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "binary_add_u8",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("binary_add_u8", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -1173,10 +1074,7 @@ pub fn launch_binary_div_bf16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "binary_div_bf16",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("binary_div_bf16", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -1200,10 +1098,7 @@ pub fn launch_binary_div_f16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "binary_div_f16",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("binary_div_f16", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -1227,10 +1122,7 @@ pub fn launch_binary_div_f32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "binary_div_f32",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("binary_div_f32", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -1254,10 +1146,7 @@ pub fn launch_binary_div_f64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "binary_div_f64",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("binary_div_f64", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -1281,10 +1170,7 @@ pub fn launch_binary_div_i64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "binary_div_i64",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("binary_div_i64", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -1308,10 +1194,7 @@ pub fn launch_binary_div_u32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "binary_div_u32",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("binary_div_u32", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -1335,10 +1218,7 @@ pub fn launch_binary_div_u8<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "binary_div_u8",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("binary_div_u8", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -1362,10 +1242,7 @@ pub fn launch_binary_maximum_bf16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "binary_maximum_bf16",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("binary_maximum_bf16", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -1389,10 +1266,7 @@ pub fn launch_binary_maximum_f16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "binary_maximum_f16",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("binary_maximum_f16", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -1416,10 +1290,7 @@ pub fn launch_binary_maximum_f32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "binary_maximum_f32",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("binary_maximum_f32", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -1443,10 +1314,7 @@ pub fn launch_binary_maximum_f64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "binary_maximum_f64",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("binary_maximum_f64", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -1470,10 +1338,7 @@ pub fn launch_binary_maximum_i64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "binary_maximum_i64",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("binary_maximum_i64", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -1497,10 +1362,7 @@ pub fn launch_binary_maximum_u32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "binary_maximum_u32",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("binary_maximum_u32", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -1524,10 +1386,7 @@ pub fn launch_binary_maximum_u8<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "binary_maximum_u8",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("binary_maximum_u8", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -1551,10 +1410,7 @@ pub fn launch_binary_minimum_bf16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "binary_minimum_bf16",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("binary_minimum_bf16", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -1578,10 +1434,7 @@ pub fn launch_binary_minimum_f16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "binary_minimum_f16",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("binary_minimum_f16", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -1605,10 +1458,7 @@ pub fn launch_binary_minimum_f32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "binary_minimum_f32",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("binary_minimum_f32", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -1632,10 +1482,7 @@ pub fn launch_binary_minimum_f64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "binary_minimum_f64",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("binary_minimum_f64", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -1659,10 +1506,7 @@ pub fn launch_binary_minimum_i64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "binary_minimum_i64",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("binary_minimum_i64", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -1686,10 +1530,7 @@ pub fn launch_binary_minimum_u32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "binary_minimum_u32",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("binary_minimum_u32", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -1713,10 +1554,7 @@ pub fn launch_binary_minimum_u8<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "binary_minimum_u8",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("binary_minimum_u8", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -1740,10 +1578,7 @@ pub fn launch_binary_mul_bf16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "binary_mul_bf16",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("binary_mul_bf16", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -1767,10 +1602,7 @@ pub fn launch_binary_mul_f16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "binary_mul_f16",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("binary_mul_f16", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -1794,10 +1626,7 @@ pub fn launch_binary_mul_f32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "binary_mul_f32",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("binary_mul_f32", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -1821,10 +1650,7 @@ pub fn launch_binary_mul_f64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "binary_mul_f64",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("binary_mul_f64", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -1848,10 +1674,7 @@ pub fn launch_binary_mul_i64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "binary_mul_i64",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("binary_mul_i64", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -1875,10 +1698,7 @@ pub fn launch_binary_mul_u32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "binary_mul_u32",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("binary_mul_u32", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -1902,10 +1722,7 @@ pub fn launch_binary_mul_u8<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "binary_mul_u8",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("binary_mul_u8", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -1929,10 +1746,7 @@ pub fn launch_binary_sub_bf16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "binary_sub_bf16",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("binary_sub_bf16", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -1956,10 +1770,7 @@ pub fn launch_binary_sub_f16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "binary_sub_f16",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("binary_sub_f16", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -1983,10 +1794,7 @@ pub fn launch_binary_sub_f32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "binary_sub_f32",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("binary_sub_f32", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -2010,10 +1818,7 @@ pub fn launch_binary_sub_f64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "binary_sub_f64",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("binary_sub_f64", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -2037,10 +1842,7 @@ pub fn launch_binary_sub_i64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "binary_sub_i64",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("binary_sub_i64", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -2064,10 +1866,7 @@ pub fn launch_binary_sub_u32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "binary_sub_u32",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("binary_sub_u32", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -2091,10 +1890,7 @@ pub fn launch_binary_sub_u8<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "binary_sub_u8",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("binary_sub_u8", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -2116,10 +1912,7 @@ pub fn launch_cast_bf16_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cast_bf16_bf16",
-        source: "cast.hip",
-    };
+    let entry_point = Kernel::new("cast_bf16_bf16", "cast.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -2140,10 +1933,7 @@ pub fn launch_cast_bf16_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cast_bf16_f16",
-        source: "cast.hip",
-    };
+    let entry_point = Kernel::new("cast_bf16_f16", "cast.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -2164,10 +1954,7 @@ pub fn launch_cast_bf16_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cast_bf16_f32",
-        source: "cast.hip",
-    };
+    let entry_point = Kernel::new("cast_bf16_f32", "cast.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -2188,10 +1975,7 @@ pub fn launch_cast_bf16_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cast_bf16_f64",
-        source: "cast.hip",
-    };
+    let entry_point = Kernel::new("cast_bf16_f64", "cast.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -2212,10 +1996,7 @@ pub fn launch_cast_bf16_i64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cast_bf16_i64",
-        source: "cast.hip",
-    };
+    let entry_point = Kernel::new("cast_bf16_i64", "cast.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -2236,10 +2017,7 @@ pub fn launch_cast_bf16_u32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cast_bf16_u32",
-        source: "cast.hip",
-    };
+    let entry_point = Kernel::new("cast_bf16_u32", "cast.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -2260,10 +2038,7 @@ pub fn launch_cast_bf16_u8<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cast_bf16_u8",
-        source: "cast.hip",
-    };
+    let entry_point = Kernel::new("cast_bf16_u8", "cast.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -2284,10 +2059,7 @@ pub fn launch_cast_f16_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cast_f16_bf16",
-        source: "cast.hip",
-    };
+    let entry_point = Kernel::new("cast_f16_bf16", "cast.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -2308,10 +2080,7 @@ pub fn launch_cast_f16_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cast_f16_f16",
-        source: "cast.hip",
-    };
+    let entry_point = Kernel::new("cast_f16_f16", "cast.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -2332,10 +2101,7 @@ pub fn launch_cast_f16_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cast_f16_f32",
-        source: "cast.hip",
-    };
+    let entry_point = Kernel::new("cast_f16_f32", "cast.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -2356,10 +2122,7 @@ pub fn launch_cast_f16_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cast_f16_f64",
-        source: "cast.hip",
-    };
+    let entry_point = Kernel::new("cast_f16_f64", "cast.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -2380,10 +2143,7 @@ pub fn launch_cast_f16_i64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cast_f16_i64",
-        source: "cast.hip",
-    };
+    let entry_point = Kernel::new("cast_f16_i64", "cast.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -2404,10 +2164,7 @@ pub fn launch_cast_f16_u32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cast_f16_u32",
-        source: "cast.hip",
-    };
+    let entry_point = Kernel::new("cast_f16_u32", "cast.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -2428,10 +2185,7 @@ pub fn launch_cast_f16_u8<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cast_f16_u8",
-        source: "cast.hip",
-    };
+    let entry_point = Kernel::new("cast_f16_u8", "cast.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -2452,10 +2206,7 @@ pub fn launch_cast_f32_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cast_f32_bf16",
-        source: "cast.hip",
-    };
+    let entry_point = Kernel::new("cast_f32_bf16", "cast.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -2476,10 +2227,7 @@ pub fn launch_cast_f32_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cast_f32_f16",
-        source: "cast.hip",
-    };
+    let entry_point = Kernel::new("cast_f32_f16", "cast.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -2500,10 +2248,7 @@ pub fn launch_cast_f32_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cast_f32_f32",
-        source: "cast.hip",
-    };
+    let entry_point = Kernel::new("cast_f32_f32", "cast.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -2524,10 +2269,7 @@ pub fn launch_cast_f32_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cast_f32_f64",
-        source: "cast.hip",
-    };
+    let entry_point = Kernel::new("cast_f32_f64", "cast.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -2548,10 +2290,7 @@ pub fn launch_cast_f32_i64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cast_f32_i64",
-        source: "cast.hip",
-    };
+    let entry_point = Kernel::new("cast_f32_i64", "cast.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -2572,10 +2311,7 @@ pub fn launch_cast_f32_u32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cast_f32_u32",
-        source: "cast.hip",
-    };
+    let entry_point = Kernel::new("cast_f32_u32", "cast.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -2596,10 +2332,7 @@ pub fn launch_cast_f32_u8<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cast_f32_u8",
-        source: "cast.hip",
-    };
+    let entry_point = Kernel::new("cast_f32_u8", "cast.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -2620,10 +2353,7 @@ pub fn launch_cast_f64_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cast_f64_bf16",
-        source: "cast.hip",
-    };
+    let entry_point = Kernel::new("cast_f64_bf16", "cast.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -2644,10 +2374,7 @@ pub fn launch_cast_f64_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cast_f64_f16",
-        source: "cast.hip",
-    };
+    let entry_point = Kernel::new("cast_f64_f16", "cast.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -2668,10 +2395,7 @@ pub fn launch_cast_f64_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cast_f64_f32",
-        source: "cast.hip",
-    };
+    let entry_point = Kernel::new("cast_f64_f32", "cast.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -2692,10 +2416,7 @@ pub fn launch_cast_f64_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cast_f64_f64",
-        source: "cast.hip",
-    };
+    let entry_point = Kernel::new("cast_f64_f64", "cast.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -2716,10 +2437,7 @@ pub fn launch_cast_f64_i64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cast_f64_i64",
-        source: "cast.hip",
-    };
+    let entry_point = Kernel::new("cast_f64_i64", "cast.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -2740,10 +2458,7 @@ pub fn launch_cast_f64_u32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cast_f64_u32",
-        source: "cast.hip",
-    };
+    let entry_point = Kernel::new("cast_f64_u32", "cast.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -2764,10 +2479,7 @@ pub fn launch_cast_f64_u8<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cast_f64_u8",
-        source: "cast.hip",
-    };
+    let entry_point = Kernel::new("cast_f64_u8", "cast.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -2788,10 +2500,7 @@ pub fn launch_cast_i64_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<i64>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cast_i64_bf16",
-        source: "cast.hip",
-    };
+    let entry_point = Kernel::new("cast_i64_bf16", "cast.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -2812,10 +2521,7 @@ pub fn launch_cast_i64_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<i64>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cast_i64_f16",
-        source: "cast.hip",
-    };
+    let entry_point = Kernel::new("cast_i64_f16", "cast.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -2836,10 +2542,7 @@ pub fn launch_cast_i64_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<i64>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cast_i64_f32",
-        source: "cast.hip",
-    };
+    let entry_point = Kernel::new("cast_i64_f32", "cast.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -2860,10 +2563,7 @@ pub fn launch_cast_i64_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<i64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cast_i64_f64",
-        source: "cast.hip",
-    };
+    let entry_point = Kernel::new("cast_i64_f64", "cast.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -2884,10 +2584,7 @@ pub fn launch_cast_i64_i64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cast_i64_i64",
-        source: "cast.hip",
-    };
+    let entry_point = Kernel::new("cast_i64_i64", "cast.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -2908,10 +2605,7 @@ pub fn launch_cast_i64_u32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<i64>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cast_i64_u32",
-        source: "cast.hip",
-    };
+    let entry_point = Kernel::new("cast_i64_u32", "cast.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -2932,10 +2626,7 @@ pub fn launch_cast_i64_u8<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<i64>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cast_i64_u8",
-        source: "cast.hip",
-    };
+    let entry_point = Kernel::new("cast_i64_u8", "cast.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -2956,10 +2647,7 @@ pub fn launch_cast_u32_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u32>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cast_u32_bf16",
-        source: "cast.hip",
-    };
+    let entry_point = Kernel::new("cast_u32_bf16", "cast.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -2980,10 +2668,7 @@ pub fn launch_cast_u32_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u32>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cast_u32_f16",
-        source: "cast.hip",
-    };
+    let entry_point = Kernel::new("cast_u32_f16", "cast.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -3004,10 +2689,7 @@ pub fn launch_cast_u32_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cast_u32_f32",
-        source: "cast.hip",
-    };
+    let entry_point = Kernel::new("cast_u32_f32", "cast.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -3028,10 +2710,7 @@ pub fn launch_cast_u32_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u32>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cast_u32_f64",
-        source: "cast.hip",
-    };
+    let entry_point = Kernel::new("cast_u32_f64", "cast.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -3052,10 +2731,7 @@ pub fn launch_cast_u32_i64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u32>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cast_u32_i64",
-        source: "cast.hip",
-    };
+    let entry_point = Kernel::new("cast_u32_i64", "cast.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -3076,10 +2752,7 @@ pub fn launch_cast_u32_u32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cast_u32_u32",
-        source: "cast.hip",
-    };
+    let entry_point = Kernel::new("cast_u32_u32", "cast.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -3100,10 +2773,7 @@ pub fn launch_cast_u32_u8<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u32>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cast_u32_u8",
-        source: "cast.hip",
-    };
+    let entry_point = Kernel::new("cast_u32_u8", "cast.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -3124,10 +2794,7 @@ pub fn launch_cast_u8_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u8>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cast_u8_bf16",
-        source: "cast.hip",
-    };
+    let entry_point = Kernel::new("cast_u8_bf16", "cast.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -3148,10 +2815,7 @@ pub fn launch_cast_u8_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u8>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cast_u8_f16",
-        source: "cast.hip",
-    };
+    let entry_point = Kernel::new("cast_u8_f16", "cast.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -3172,10 +2836,7 @@ pub fn launch_cast_u8_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u8>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cast_u8_f32",
-        source: "cast.hip",
-    };
+    let entry_point = Kernel::new("cast_u8_f32", "cast.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -3196,10 +2857,7 @@ pub fn launch_cast_u8_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u8>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cast_u8_f64",
-        source: "cast.hip",
-    };
+    let entry_point = Kernel::new("cast_u8_f64", "cast.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -3220,10 +2878,7 @@ pub fn launch_cast_u8_i64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u8>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cast_u8_i64",
-        source: "cast.hip",
-    };
+    let entry_point = Kernel::new("cast_u8_i64", "cast.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -3244,10 +2899,7 @@ pub fn launch_cast_u8_u32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u8>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cast_u8_u32",
-        source: "cast.hip",
-    };
+    let entry_point = Kernel::new("cast_u8_u32", "cast.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -3268,10 +2920,7 @@ pub fn launch_cast_u8_u8<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cast_u8_u8",
-        source: "cast.hip",
-    };
+    let entry_point = Kernel::new("cast_u8_u8", "cast.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -3294,10 +2943,7 @@ pub fn launch_cmp_eq_bf16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<Bf16>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cmp_eq_bf16",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("cmp_eq_bf16", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -3321,10 +2967,7 @@ pub fn launch_cmp_eq_f16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<F16>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cmp_eq_f16",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("cmp_eq_f16", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -3348,10 +2991,7 @@ pub fn launch_cmp_eq_f32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f32>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cmp_eq_f32",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("cmp_eq_f32", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -3375,10 +3015,7 @@ pub fn launch_cmp_eq_f64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f64>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cmp_eq_f64",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("cmp_eq_f64", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -3402,10 +3039,7 @@ pub fn launch_cmp_eq_i64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<i64>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cmp_eq_i64",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("cmp_eq_i64", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -3429,10 +3063,7 @@ pub fn launch_cmp_eq_u32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u32>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cmp_eq_u32",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("cmp_eq_u32", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -3456,10 +3087,7 @@ pub fn launch_cmp_eq_u8<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cmp_eq_u8",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("cmp_eq_u8", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -3483,10 +3111,7 @@ pub fn launch_cmp_ge_bf16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<Bf16>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cmp_ge_bf16",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("cmp_ge_bf16", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -3510,10 +3135,7 @@ pub fn launch_cmp_ge_f16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<F16>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cmp_ge_f16",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("cmp_ge_f16", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -3537,10 +3159,7 @@ pub fn launch_cmp_ge_f32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f32>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cmp_ge_f32",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("cmp_ge_f32", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -3564,10 +3183,7 @@ pub fn launch_cmp_ge_f64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f64>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cmp_ge_f64",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("cmp_ge_f64", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -3591,10 +3207,7 @@ pub fn launch_cmp_ge_i64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<i64>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cmp_ge_i64",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("cmp_ge_i64", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -3618,10 +3231,7 @@ pub fn launch_cmp_ge_u32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u32>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cmp_ge_u32",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("cmp_ge_u32", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -3645,10 +3255,7 @@ pub fn launch_cmp_ge_u8<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cmp_ge_u8",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("cmp_ge_u8", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -3672,10 +3279,7 @@ pub fn launch_cmp_gt_bf16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<Bf16>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cmp_gt_bf16",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("cmp_gt_bf16", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -3699,10 +3303,7 @@ pub fn launch_cmp_gt_f16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<F16>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cmp_gt_f16",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("cmp_gt_f16", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -3726,10 +3327,7 @@ pub fn launch_cmp_gt_f32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f32>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cmp_gt_f32",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("cmp_gt_f32", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -3753,10 +3351,7 @@ pub fn launch_cmp_gt_f64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f64>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cmp_gt_f64",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("cmp_gt_f64", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -3780,10 +3375,7 @@ pub fn launch_cmp_gt_i64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<i64>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cmp_gt_i64",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("cmp_gt_i64", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -3807,10 +3399,7 @@ pub fn launch_cmp_gt_u32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u32>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cmp_gt_u32",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("cmp_gt_u32", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -3834,10 +3423,7 @@ pub fn launch_cmp_gt_u8<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cmp_gt_u8",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("cmp_gt_u8", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -3861,10 +3447,7 @@ pub fn launch_cmp_le_bf16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<Bf16>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cmp_le_bf16",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("cmp_le_bf16", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -3888,10 +3471,7 @@ pub fn launch_cmp_le_f16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<F16>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cmp_le_f16",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("cmp_le_f16", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -3915,10 +3495,7 @@ pub fn launch_cmp_le_f32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f32>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cmp_le_f32",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("cmp_le_f32", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -3942,10 +3519,7 @@ pub fn launch_cmp_le_f64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f64>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cmp_le_f64",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("cmp_le_f64", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -3969,10 +3543,7 @@ pub fn launch_cmp_le_i64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<i64>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cmp_le_i64",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("cmp_le_i64", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -3996,10 +3567,7 @@ pub fn launch_cmp_le_u32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u32>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cmp_le_u32",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("cmp_le_u32", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -4023,10 +3591,7 @@ pub fn launch_cmp_le_u8<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cmp_le_u8",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("cmp_le_u8", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -4050,10 +3615,7 @@ pub fn launch_cmp_lt_bf16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<Bf16>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cmp_lt_bf16",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("cmp_lt_bf16", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -4077,10 +3639,7 @@ pub fn launch_cmp_lt_f16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<F16>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cmp_lt_f16",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("cmp_lt_f16", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -4104,10 +3663,7 @@ pub fn launch_cmp_lt_f32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f32>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cmp_lt_f32",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("cmp_lt_f32", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -4131,10 +3687,7 @@ pub fn launch_cmp_lt_f64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f64>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cmp_lt_f64",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("cmp_lt_f64", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -4158,10 +3711,7 @@ pub fn launch_cmp_lt_i64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<i64>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cmp_lt_i64",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("cmp_lt_i64", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -4185,10 +3735,7 @@ pub fn launch_cmp_lt_u32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u32>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cmp_lt_u32",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("cmp_lt_u32", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -4212,10 +3759,7 @@ pub fn launch_cmp_lt_u8<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cmp_lt_u8",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("cmp_lt_u8", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -4239,10 +3783,7 @@ pub fn launch_cmp_ne_bf16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<Bf16>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cmp_ne_bf16",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("cmp_ne_bf16", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -4266,10 +3807,7 @@ pub fn launch_cmp_ne_f16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<F16>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cmp_ne_f16",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("cmp_ne_f16", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -4293,10 +3831,7 @@ pub fn launch_cmp_ne_f32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f32>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cmp_ne_f32",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("cmp_ne_f32", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -4320,10 +3855,7 @@ pub fn launch_cmp_ne_f64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f64>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cmp_ne_f64",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("cmp_ne_f64", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -4347,10 +3879,7 @@ pub fn launch_cmp_ne_i64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<i64>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cmp_ne_i64",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("cmp_ne_i64", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -4374,10 +3903,7 @@ pub fn launch_cmp_ne_u32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u32>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cmp_ne_u32",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("cmp_ne_u32", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -4401,10 +3927,7 @@ pub fn launch_cmp_ne_u8<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "cmp_ne_u8",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("cmp_ne_u8", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -4435,10 +3958,7 @@ pub fn launch_col2im_bf16<L: KernelLauncher + ?Sized>(
     col: DevicePtr<Bf16>,
     dst: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "col2im_bf16",
-        source: "conv.hip",
-    };
+    let entry_point = Kernel::new("col2im_bf16", "conv.hip");
     let kernel_args = [
         KernelArg::Usize(rows),
         KernelArg::Usize(k_h),
@@ -4476,10 +3996,7 @@ pub fn launch_col2im_f16<L: KernelLauncher + ?Sized>(
     col: DevicePtr<F16>,
     dst: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "col2im_f16",
-        source: "conv.hip",
-    };
+    let entry_point = Kernel::new("col2im_f16", "conv.hip");
     let kernel_args = [
         KernelArg::Usize(rows),
         KernelArg::Usize(k_h),
@@ -4517,10 +4034,7 @@ pub fn launch_col2im_f32<L: KernelLauncher + ?Sized>(
     col: DevicePtr<f32>,
     dst: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "col2im_f32",
-        source: "conv.hip",
-    };
+    let entry_point = Kernel::new("col2im_f32", "conv.hip");
     let kernel_args = [
         KernelArg::Usize(rows),
         KernelArg::Usize(k_h),
@@ -4558,10 +4072,7 @@ pub fn launch_col2im_f64<L: KernelLauncher + ?Sized>(
     col: DevicePtr<f64>,
     dst: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "col2im_f64",
-        source: "conv.hip",
-    };
+    let entry_point = Kernel::new("col2im_f64", "conv.hip");
     let kernel_args = [
         KernelArg::Usize(rows),
         KernelArg::Usize(k_h),
@@ -4599,10 +4110,7 @@ pub fn launch_col2im_i64<L: KernelLauncher + ?Sized>(
     col: DevicePtr<i64>,
     dst: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "col2im_i64",
-        source: "conv.hip",
-    };
+    let entry_point = Kernel::new("col2im_i64", "conv.hip");
     let kernel_args = [
         KernelArg::Usize(rows),
         KernelArg::Usize(k_h),
@@ -4640,10 +4148,7 @@ pub fn launch_col2im_u32<L: KernelLauncher + ?Sized>(
     col: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "col2im_u32",
-        source: "conv.hip",
-    };
+    let entry_point = Kernel::new("col2im_u32", "conv.hip");
     let kernel_args = [
         KernelArg::Usize(rows),
         KernelArg::Usize(k_h),
@@ -4681,10 +4186,7 @@ pub fn launch_col2im_u8<L: KernelLauncher + ?Sized>(
     col: DevicePtr<u8>,
     dst: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "col2im_u8",
-        source: "conv.hip",
-    };
+    let entry_point = Kernel::new("col2im_u8", "conv.hip");
     let kernel_args = [
         KernelArg::Usize(rows),
         KernelArg::Usize(k_h),
@@ -4713,10 +4215,7 @@ pub fn launch_const_set_bf16<L: KernelLauncher + ?Sized>(
     v: Bf16,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "const_set_bf16",
-        source: "fill_copy.hip",
-    };
+    let entry_point = Kernel::new("const_set_bf16", "fill_copy.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -4737,10 +4236,7 @@ pub fn launch_const_set_f16<L: KernelLauncher + ?Sized>(
     v: F16,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "const_set_f16",
-        source: "fill_copy.hip",
-    };
+    let entry_point = Kernel::new("const_set_f16", "fill_copy.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -4761,10 +4257,7 @@ pub fn launch_const_set_f32<L: KernelLauncher + ?Sized>(
     v: f32,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "const_set_f32",
-        source: "fill_copy.hip",
-    };
+    let entry_point = Kernel::new("const_set_f32", "fill_copy.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -4785,10 +4278,7 @@ pub fn launch_const_set_f64<L: KernelLauncher + ?Sized>(
     v: f64,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "const_set_f64",
-        source: "fill_copy.hip",
-    };
+    let entry_point = Kernel::new("const_set_f64", "fill_copy.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -4809,10 +4299,7 @@ pub fn launch_const_set_i64<L: KernelLauncher + ?Sized>(
     v: i64,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "const_set_i64",
-        source: "fill_copy.hip",
-    };
+    let entry_point = Kernel::new("const_set_i64", "fill_copy.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -4833,10 +4320,7 @@ pub fn launch_const_set_u32<L: KernelLauncher + ?Sized>(
     v: u32,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "const_set_u32",
-        source: "fill_copy.hip",
-    };
+    let entry_point = Kernel::new("const_set_u32", "fill_copy.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -4857,10 +4341,7 @@ pub fn launch_const_set_u8<L: KernelLauncher + ?Sized>(
     v: u8,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "const_set_u8",
-        source: "fill_copy.hip",
-    };
+    let entry_point = Kernel::new("const_set_u8", "fill_copy.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -4886,10 +4367,7 @@ pub fn launch_conv1d_bf16<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<Bf16>,
     dst: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "conv1d_bf16",
-        source: "conv.hip",
-    };
+    let entry_point = Kernel::new("conv1d_bf16", "conv.hip");
     let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(l_out),
@@ -4919,10 +4397,7 @@ pub fn launch_conv1d_f16<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<F16>,
     dst: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "conv1d_f16",
-        source: "conv.hip",
-    };
+    let entry_point = Kernel::new("conv1d_f16", "conv.hip");
     let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(l_out),
@@ -4952,10 +4427,7 @@ pub fn launch_conv1d_f32<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<f32>,
     dst: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "conv1d_f32",
-        source: "conv.hip",
-    };
+    let entry_point = Kernel::new("conv1d_f32", "conv.hip");
     let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(l_out),
@@ -4985,10 +4457,7 @@ pub fn launch_conv1d_f64<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<f64>,
     dst: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "conv1d_f64",
-        source: "conv.hip",
-    };
+    let entry_point = Kernel::new("conv1d_f64", "conv.hip");
     let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(l_out),
@@ -5018,10 +4487,7 @@ pub fn launch_conv1d_i64<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<i64>,
     dst: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "conv1d_i64",
-        source: "conv.hip",
-    };
+    let entry_point = Kernel::new("conv1d_i64", "conv.hip");
     let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(l_out),
@@ -5051,10 +4517,7 @@ pub fn launch_conv1d_u32<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "conv1d_u32",
-        source: "conv.hip",
-    };
+    let entry_point = Kernel::new("conv1d_u32", "conv.hip");
     let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(l_out),
@@ -5084,10 +4547,7 @@ pub fn launch_conv1d_u8<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<u8>,
     dst: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "conv1d_u8",
-        source: "conv.hip",
-    };
+    let entry_point = Kernel::new("conv1d_u8", "conv.hip");
     let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(l_out),
@@ -5118,10 +4578,7 @@ pub fn launch_conv2d_bf16<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<Bf16>,
     dst: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "conv2d_bf16",
-        source: "conv.hip",
-    };
+    let entry_point = Kernel::new("conv2d_bf16", "conv.hip");
     let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(w_out),
@@ -5153,10 +4610,7 @@ pub fn launch_conv2d_f16<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<F16>,
     dst: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "conv2d_f16",
-        source: "conv.hip",
-    };
+    let entry_point = Kernel::new("conv2d_f16", "conv.hip");
     let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(w_out),
@@ -5188,10 +4642,7 @@ pub fn launch_conv2d_f32<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<f32>,
     dst: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "conv2d_f32",
-        source: "conv.hip",
-    };
+    let entry_point = Kernel::new("conv2d_f32", "conv.hip");
     let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(w_out),
@@ -5223,10 +4674,7 @@ pub fn launch_conv2d_f64<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<f64>,
     dst: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "conv2d_f64",
-        source: "conv.hip",
-    };
+    let entry_point = Kernel::new("conv2d_f64", "conv.hip");
     let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(w_out),
@@ -5258,10 +4706,7 @@ pub fn launch_conv2d_i64<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<i64>,
     dst: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "conv2d_i64",
-        source: "conv.hip",
-    };
+    let entry_point = Kernel::new("conv2d_i64", "conv.hip");
     let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(w_out),
@@ -5293,10 +4738,7 @@ pub fn launch_conv2d_u32<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "conv2d_u32",
-        source: "conv.hip",
-    };
+    let entry_point = Kernel::new("conv2d_u32", "conv.hip");
     let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(w_out),
@@ -5328,10 +4770,7 @@ pub fn launch_conv2d_u8<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<u8>,
     dst: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "conv2d_u8",
-        source: "conv.hip",
-    };
+    let entry_point = Kernel::new("conv2d_u8", "conv.hip");
     let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(w_out),
@@ -5363,10 +4802,7 @@ pub fn launch_conv_transpose1d_bf16<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<Bf16>,
     dst: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "conv_transpose1d_bf16",
-        source: "conv.hip",
-    };
+    let entry_point = Kernel::new("conv_transpose1d_bf16", "conv.hip");
     let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(l_out),
@@ -5398,10 +4834,7 @@ pub fn launch_conv_transpose1d_f16<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<F16>,
     dst: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "conv_transpose1d_f16",
-        source: "conv.hip",
-    };
+    let entry_point = Kernel::new("conv_transpose1d_f16", "conv.hip");
     let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(l_out),
@@ -5433,10 +4866,7 @@ pub fn launch_conv_transpose1d_f32<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<f32>,
     dst: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "conv_transpose1d_f32",
-        source: "conv.hip",
-    };
+    let entry_point = Kernel::new("conv_transpose1d_f32", "conv.hip");
     let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(l_out),
@@ -5468,10 +4898,7 @@ pub fn launch_conv_transpose1d_f64<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<f64>,
     dst: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "conv_transpose1d_f64",
-        source: "conv.hip",
-    };
+    let entry_point = Kernel::new("conv_transpose1d_f64", "conv.hip");
     let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(l_out),
@@ -5503,10 +4930,7 @@ pub fn launch_conv_transpose1d_i64<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<i64>,
     dst: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "conv_transpose1d_i64",
-        source: "conv.hip",
-    };
+    let entry_point = Kernel::new("conv_transpose1d_i64", "conv.hip");
     let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(l_out),
@@ -5538,10 +4962,7 @@ pub fn launch_conv_transpose1d_u32<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "conv_transpose1d_u32",
-        source: "conv.hip",
-    };
+    let entry_point = Kernel::new("conv_transpose1d_u32", "conv.hip");
     let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(l_out),
@@ -5573,10 +4994,7 @@ pub fn launch_conv_transpose1d_u8<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<u8>,
     dst: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "conv_transpose1d_u8",
-        source: "conv.hip",
-    };
+    let entry_point = Kernel::new("conv_transpose1d_u8", "conv.hip");
     let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(l_out),
@@ -5609,10 +5027,7 @@ pub fn launch_conv_transpose2d_bf16<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<Bf16>,
     dst: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "conv_transpose2d_bf16",
-        source: "conv.hip",
-    };
+    let entry_point = Kernel::new("conv_transpose2d_bf16", "conv.hip");
     let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(w_out),
@@ -5646,10 +5061,7 @@ pub fn launch_conv_transpose2d_f16<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<F16>,
     dst: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "conv_transpose2d_f16",
-        source: "conv.hip",
-    };
+    let entry_point = Kernel::new("conv_transpose2d_f16", "conv.hip");
     let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(w_out),
@@ -5683,10 +5095,7 @@ pub fn launch_conv_transpose2d_f32<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<f32>,
     dst: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "conv_transpose2d_f32",
-        source: "conv.hip",
-    };
+    let entry_point = Kernel::new("conv_transpose2d_f32", "conv.hip");
     let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(w_out),
@@ -5720,10 +5129,7 @@ pub fn launch_conv_transpose2d_f64<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<f64>,
     dst: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "conv_transpose2d_f64",
-        source: "conv.hip",
-    };
+    let entry_point = Kernel::new("conv_transpose2d_f64", "conv.hip");
     let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(w_out),
@@ -5757,10 +5163,7 @@ pub fn launch_conv_transpose2d_i64<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<i64>,
     dst: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "conv_transpose2d_i64",
-        source: "conv.hip",
-    };
+    let entry_point = Kernel::new("conv_transpose2d_i64", "conv.hip");
     let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(w_out),
@@ -5794,10 +5197,7 @@ pub fn launch_conv_transpose2d_u32<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "conv_transpose2d_u32",
-        source: "conv.hip",
-    };
+    let entry_point = Kernel::new("conv_transpose2d_u32", "conv.hip");
     let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(w_out),
@@ -5831,10 +5231,7 @@ pub fn launch_conv_transpose2d_u8<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<u8>,
     dst: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "conv_transpose2d_u8",
-        source: "conv.hip",
-    };
+    let entry_point = Kernel::new("conv_transpose2d_u8", "conv.hip");
     let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(w_out),
@@ -5863,10 +5260,7 @@ pub fn launch_copy2d_bf16<L: KernelLauncher + ?Sized>(
     src_s: usize,
     dst_s: usize,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "copy2d_bf16",
-        source: "fill_copy.hip",
-    };
+    let entry_point = Kernel::new("copy2d_bf16", "fill_copy.hip");
     let kernel_args = [
         src.arg(),
         dst.arg(),
@@ -5890,10 +5284,7 @@ pub fn launch_copy2d_f16<L: KernelLauncher + ?Sized>(
     src_s: usize,
     dst_s: usize,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "copy2d_f16",
-        source: "fill_copy.hip",
-    };
+    let entry_point = Kernel::new("copy2d_f16", "fill_copy.hip");
     let kernel_args = [
         src.arg(),
         dst.arg(),
@@ -5917,10 +5308,7 @@ pub fn launch_copy2d_f32<L: KernelLauncher + ?Sized>(
     src_s: usize,
     dst_s: usize,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "copy2d_f32",
-        source: "fill_copy.hip",
-    };
+    let entry_point = Kernel::new("copy2d_f32", "fill_copy.hip");
     let kernel_args = [
         src.arg(),
         dst.arg(),
@@ -5944,10 +5332,7 @@ pub fn launch_copy2d_f64<L: KernelLauncher + ?Sized>(
     src_s: usize,
     dst_s: usize,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "copy2d_f64",
-        source: "fill_copy.hip",
-    };
+    let entry_point = Kernel::new("copy2d_f64", "fill_copy.hip");
     let kernel_args = [
         src.arg(),
         dst.arg(),
@@ -5971,10 +5356,7 @@ pub fn launch_copy2d_i64<L: KernelLauncher + ?Sized>(
     src_s: usize,
     dst_s: usize,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "copy2d_i64",
-        source: "fill_copy.hip",
-    };
+    let entry_point = Kernel::new("copy2d_i64", "fill_copy.hip");
     let kernel_args = [
         src.arg(),
         dst.arg(),
@@ -5998,10 +5380,7 @@ pub fn launch_copy2d_u32<L: KernelLauncher + ?Sized>(
     src_s: usize,
     dst_s: usize,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "copy2d_u32",
-        source: "fill_copy.hip",
-    };
+    let entry_point = Kernel::new("copy2d_u32", "fill_copy.hip");
     let kernel_args = [
         src.arg(),
         dst.arg(),
@@ -6025,10 +5404,7 @@ pub fn launch_copy2d_u8<L: KernelLauncher + ?Sized>(
     src_s: usize,
     dst_s: usize,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "copy2d_u8",
-        source: "fill_copy.hip",
-    };
+    let entry_point = Kernel::new("copy2d_u8", "fill_copy.hip");
     let kernel_args = [
         src.arg(),
         dst.arg(),
@@ -6050,10 +5426,7 @@ pub fn launch_copy_strided_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "copy_strided_bf16",
-        source: "fill_copy.hip",
-    };
+    let entry_point = Kernel::new("copy_strided_bf16", "fill_copy.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -6074,10 +5447,7 @@ pub fn launch_copy_strided_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "copy_strided_f16",
-        source: "fill_copy.hip",
-    };
+    let entry_point = Kernel::new("copy_strided_f16", "fill_copy.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -6098,10 +5468,7 @@ pub fn launch_copy_strided_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "copy_strided_f32",
-        source: "fill_copy.hip",
-    };
+    let entry_point = Kernel::new("copy_strided_f32", "fill_copy.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -6122,10 +5489,7 @@ pub fn launch_copy_strided_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "copy_strided_f64",
-        source: "fill_copy.hip",
-    };
+    let entry_point = Kernel::new("copy_strided_f64", "fill_copy.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -6146,10 +5510,7 @@ pub fn launch_copy_strided_i64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "copy_strided_i64",
-        source: "fill_copy.hip",
-    };
+    let entry_point = Kernel::new("copy_strided_i64", "fill_copy.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -6170,10 +5531,7 @@ pub fn launch_copy_strided_u32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "copy_strided_u32",
-        source: "fill_copy.hip",
-    };
+    let entry_point = Kernel::new("copy_strided_u32", "fill_copy.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -6194,10 +5552,7 @@ pub fn launch_copy_strided_u8<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "copy_strided_u8",
-        source: "fill_copy.hip",
-    };
+    let entry_point = Kernel::new("copy_strided_u8", "fill_copy.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -6216,10 +5571,7 @@ pub fn launch_dequantize_q4_0_f16<L: KernelLauncher + ?Sized>(
     out: DevicePtrMut<F16>,
     numel: usize,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "dequantize_q4_0_f16",
-        source: "quantized.hip",
-    };
+    let entry_point = Kernel::new("dequantize_q4_0_f16", "quantized.hip");
     let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
     launcher.launch(entry_point, cfg, &kernel_args)
 }
@@ -6232,10 +5584,7 @@ pub fn launch_dequantize_q4_0_f32<L: KernelLauncher + ?Sized>(
     out: DevicePtrMut<f32>,
     numel: usize,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "dequantize_q4_0_f32",
-        source: "quantized.hip",
-    };
+    let entry_point = Kernel::new("dequantize_q4_0_f32", "quantized.hip");
     let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
     launcher.launch(entry_point, cfg, &kernel_args)
 }
@@ -6248,10 +5597,7 @@ pub fn launch_dequantize_q4_1_f16<L: KernelLauncher + ?Sized>(
     out: DevicePtrMut<F16>,
     numel: usize,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "dequantize_q4_1_f16",
-        source: "quantized.hip",
-    };
+    let entry_point = Kernel::new("dequantize_q4_1_f16", "quantized.hip");
     let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
     launcher.launch(entry_point, cfg, &kernel_args)
 }
@@ -6264,10 +5610,7 @@ pub fn launch_dequantize_q4_1_f32<L: KernelLauncher + ?Sized>(
     out: DevicePtrMut<f32>,
     numel: usize,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "dequantize_q4_1_f32",
-        source: "quantized.hip",
-    };
+    let entry_point = Kernel::new("dequantize_q4_1_f32", "quantized.hip");
     let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
     launcher.launch(entry_point, cfg, &kernel_args)
 }
@@ -6280,10 +5623,7 @@ pub fn launch_dequantize_q4_k_f16<L: KernelLauncher + ?Sized>(
     out: DevicePtrMut<F16>,
     numel: usize,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "dequantize_q4_k_f16",
-        source: "quantized.hip",
-    };
+    let entry_point = Kernel::new("dequantize_q4_k_f16", "quantized.hip");
     let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
     launcher.launch(entry_point, cfg, &kernel_args)
 }
@@ -6296,10 +5636,7 @@ pub fn launch_dequantize_q4_k_f32<L: KernelLauncher + ?Sized>(
     out: DevicePtrMut<f32>,
     numel: usize,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "dequantize_q4_k_f32",
-        source: "quantized.hip",
-    };
+    let entry_point = Kernel::new("dequantize_q4_k_f32", "quantized.hip");
     let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
     launcher.launch(entry_point, cfg, &kernel_args)
 }
@@ -6312,10 +5649,7 @@ pub fn launch_dequantize_q6_k_f16<L: KernelLauncher + ?Sized>(
     out: DevicePtrMut<F16>,
     numel: usize,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "dequantize_q6_k_f16",
-        source: "quantized.hip",
-    };
+    let entry_point = Kernel::new("dequantize_q6_k_f16", "quantized.hip");
     let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
     launcher.launch(entry_point, cfg, &kernel_args)
 }
@@ -6328,10 +5662,7 @@ pub fn launch_dequantize_q6_k_f32<L: KernelLauncher + ?Sized>(
     out: DevicePtrMut<f32>,
     numel: usize,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "dequantize_q6_k_f32",
-        source: "quantized.hip",
-    };
+    let entry_point = Kernel::new("dequantize_q6_k_f32", "quantized.hip");
     let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
     launcher.launch(entry_point, cfg, &kernel_args)
 }
@@ -6344,10 +5675,7 @@ pub fn launch_dequantize_q8_0_f16<L: KernelLauncher + ?Sized>(
     out: DevicePtrMut<F16>,
     numel: usize,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "dequantize_q8_0_f16",
-        source: "quantized.hip",
-    };
+    let entry_point = Kernel::new("dequantize_q8_0_f16", "quantized.hip");
     let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
     launcher.launch(entry_point, cfg, &kernel_args)
 }
@@ -6360,10 +5688,7 @@ pub fn launch_dequantize_q8_0_f32<L: KernelLauncher + ?Sized>(
     out: DevicePtrMut<f32>,
     numel: usize,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "dequantize_q8_0_f32",
-        source: "quantized.hip",
-    };
+    let entry_point = Kernel::new("dequantize_q8_0_f32", "quantized.hip");
     let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
     launcher.launch(entry_point, cfg, &kernel_args)
 }
@@ -6380,10 +5705,7 @@ pub fn launch_elu_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "elu_bf16",
-        source: "affine.hip",
-    };
+    let entry_point = Kernel::new("elu_bf16", "affine.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -6407,10 +5729,7 @@ pub fn launch_elu_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "elu_f16",
-        source: "affine.hip",
-    };
+    let entry_point = Kernel::new("elu_f16", "affine.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -6434,10 +5753,7 @@ pub fn launch_elu_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "elu_f32",
-        source: "affine.hip",
-    };
+    let entry_point = Kernel::new("elu_f32", "affine.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -6461,10 +5777,7 @@ pub fn launch_elu_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "elu_f64",
-        source: "affine.hip",
-    };
+    let entry_point = Kernel::new("elu_f64", "affine.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -6488,10 +5801,7 @@ pub fn launch_fast_argmax_bf16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<Bf16>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "fast_argmax_bf16",
-        source: "reduce.hip",
-    };
+    let entry_point = Kernel::new("fast_argmax_bf16", "reduce.hip");
     let kernel_args = [
         KernelArg::Usize(src_numel),
         KernelArg::Usize(el_to_sum_per_block),
@@ -6515,10 +5825,7 @@ pub fn launch_fast_argmax_f16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<F16>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "fast_argmax_f16",
-        source: "reduce.hip",
-    };
+    let entry_point = Kernel::new("fast_argmax_f16", "reduce.hip");
     let kernel_args = [
         KernelArg::Usize(src_numel),
         KernelArg::Usize(el_to_sum_per_block),
@@ -6542,10 +5849,7 @@ pub fn launch_fast_argmax_f32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "fast_argmax_f32",
-        source: "reduce.hip",
-    };
+    let entry_point = Kernel::new("fast_argmax_f32", "reduce.hip");
     let kernel_args = [
         KernelArg::Usize(src_numel),
         KernelArg::Usize(el_to_sum_per_block),
@@ -6569,10 +5873,7 @@ pub fn launch_fast_argmax_f64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f64>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "fast_argmax_f64",
-        source: "reduce.hip",
-    };
+    let entry_point = Kernel::new("fast_argmax_f64", "reduce.hip");
     let kernel_args = [
         KernelArg::Usize(src_numel),
         KernelArg::Usize(el_to_sum_per_block),
@@ -6596,10 +5897,7 @@ pub fn launch_fast_argmax_i64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<i64>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "fast_argmax_i64",
-        source: "reduce.hip",
-    };
+    let entry_point = Kernel::new("fast_argmax_i64", "reduce.hip");
     let kernel_args = [
         KernelArg::Usize(src_numel),
         KernelArg::Usize(el_to_sum_per_block),
@@ -6623,10 +5921,7 @@ pub fn launch_fast_argmax_u32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "fast_argmax_u32",
-        source: "reduce.hip",
-    };
+    let entry_point = Kernel::new("fast_argmax_u32", "reduce.hip");
     let kernel_args = [
         KernelArg::Usize(src_numel),
         KernelArg::Usize(el_to_sum_per_block),
@@ -6650,10 +5945,7 @@ pub fn launch_fast_argmax_u8<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u8>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "fast_argmax_u8",
-        source: "reduce.hip",
-    };
+    let entry_point = Kernel::new("fast_argmax_u8", "reduce.hip");
     let kernel_args = [
         KernelArg::Usize(src_numel),
         KernelArg::Usize(el_to_sum_per_block),
@@ -6677,10 +5969,7 @@ pub fn launch_fast_argmin_bf16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<Bf16>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "fast_argmin_bf16",
-        source: "reduce.hip",
-    };
+    let entry_point = Kernel::new("fast_argmin_bf16", "reduce.hip");
     let kernel_args = [
         KernelArg::Usize(src_numel),
         KernelArg::Usize(el_to_sum_per_block),
@@ -6704,10 +5993,7 @@ pub fn launch_fast_argmin_f16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<F16>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "fast_argmin_f16",
-        source: "reduce.hip",
-    };
+    let entry_point = Kernel::new("fast_argmin_f16", "reduce.hip");
     let kernel_args = [
         KernelArg::Usize(src_numel),
         KernelArg::Usize(el_to_sum_per_block),
@@ -6731,10 +6017,7 @@ pub fn launch_fast_argmin_f32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "fast_argmin_f32",
-        source: "reduce.hip",
-    };
+    let entry_point = Kernel::new("fast_argmin_f32", "reduce.hip");
     let kernel_args = [
         KernelArg::Usize(src_numel),
         KernelArg::Usize(el_to_sum_per_block),
@@ -6758,10 +6041,7 @@ pub fn launch_fast_argmin_f64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f64>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "fast_argmin_f64",
-        source: "reduce.hip",
-    };
+    let entry_point = Kernel::new("fast_argmin_f64", "reduce.hip");
     let kernel_args = [
         KernelArg::Usize(src_numel),
         KernelArg::Usize(el_to_sum_per_block),
@@ -6785,10 +6065,7 @@ pub fn launch_fast_argmin_i64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<i64>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "fast_argmin_i64",
-        source: "reduce.hip",
-    };
+    let entry_point = Kernel::new("fast_argmin_i64", "reduce.hip");
     let kernel_args = [
         KernelArg::Usize(src_numel),
         KernelArg::Usize(el_to_sum_per_block),
@@ -6812,10 +6089,7 @@ pub fn launch_fast_argmin_u32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "fast_argmin_u32",
-        source: "reduce.hip",
-    };
+    let entry_point = Kernel::new("fast_argmin_u32", "reduce.hip");
     let kernel_args = [
         KernelArg::Usize(src_numel),
         KernelArg::Usize(el_to_sum_per_block),
@@ -6839,10 +6113,7 @@ pub fn launch_fast_argmin_u8<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u8>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "fast_argmin_u8",
-        source: "reduce.hip",
-    };
+    let entry_point = Kernel::new("fast_argmin_u8", "reduce.hip");
     let kernel_args = [
         KernelArg::Usize(src_numel),
         KernelArg::Usize(el_to_sum_per_block),
@@ -6866,10 +6137,7 @@ pub fn launch_fast_max_bf16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<Bf16>,
     dst: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "fast_max_bf16",
-        source: "reduce.hip",
-    };
+    let entry_point = Kernel::new("fast_max_bf16", "reduce.hip");
     let kernel_args = [
         KernelArg::Usize(src_numel),
         KernelArg::Usize(el_to_sum_per_block),
@@ -6893,10 +6161,7 @@ pub fn launch_fast_max_f16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<F16>,
     dst: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "fast_max_f16",
-        source: "reduce.hip",
-    };
+    let entry_point = Kernel::new("fast_max_f16", "reduce.hip");
     let kernel_args = [
         KernelArg::Usize(src_numel),
         KernelArg::Usize(el_to_sum_per_block),
@@ -6920,10 +6185,7 @@ pub fn launch_fast_max_f32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f32>,
     dst: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "fast_max_f32",
-        source: "reduce.hip",
-    };
+    let entry_point = Kernel::new("fast_max_f32", "reduce.hip");
     let kernel_args = [
         KernelArg::Usize(src_numel),
         KernelArg::Usize(el_to_sum_per_block),
@@ -6947,10 +6209,7 @@ pub fn launch_fast_max_f64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f64>,
     dst: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "fast_max_f64",
-        source: "reduce.hip",
-    };
+    let entry_point = Kernel::new("fast_max_f64", "reduce.hip");
     let kernel_args = [
         KernelArg::Usize(src_numel),
         KernelArg::Usize(el_to_sum_per_block),
@@ -6974,10 +6233,7 @@ pub fn launch_fast_max_i64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<i64>,
     dst: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "fast_max_i64",
-        source: "reduce.hip",
-    };
+    let entry_point = Kernel::new("fast_max_i64", "reduce.hip");
     let kernel_args = [
         KernelArg::Usize(src_numel),
         KernelArg::Usize(el_to_sum_per_block),
@@ -7001,10 +6257,7 @@ pub fn launch_fast_max_u32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "fast_max_u32",
-        source: "reduce.hip",
-    };
+    let entry_point = Kernel::new("fast_max_u32", "reduce.hip");
     let kernel_args = [
         KernelArg::Usize(src_numel),
         KernelArg::Usize(el_to_sum_per_block),
@@ -7028,10 +6281,7 @@ pub fn launch_fast_max_u8<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u8>,
     dst: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "fast_max_u8",
-        source: "reduce.hip",
-    };
+    let entry_point = Kernel::new("fast_max_u8", "reduce.hip");
     let kernel_args = [
         KernelArg::Usize(src_numel),
         KernelArg::Usize(el_to_sum_per_block),
@@ -7055,10 +6305,7 @@ pub fn launch_fast_min_bf16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<Bf16>,
     dst: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "fast_min_bf16",
-        source: "reduce.hip",
-    };
+    let entry_point = Kernel::new("fast_min_bf16", "reduce.hip");
     let kernel_args = [
         KernelArg::Usize(src_numel),
         KernelArg::Usize(el_to_sum_per_block),
@@ -7082,10 +6329,7 @@ pub fn launch_fast_min_f16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<F16>,
     dst: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "fast_min_f16",
-        source: "reduce.hip",
-    };
+    let entry_point = Kernel::new("fast_min_f16", "reduce.hip");
     let kernel_args = [
         KernelArg::Usize(src_numel),
         KernelArg::Usize(el_to_sum_per_block),
@@ -7109,10 +6353,7 @@ pub fn launch_fast_min_f32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f32>,
     dst: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "fast_min_f32",
-        source: "reduce.hip",
-    };
+    let entry_point = Kernel::new("fast_min_f32", "reduce.hip");
     let kernel_args = [
         KernelArg::Usize(src_numel),
         KernelArg::Usize(el_to_sum_per_block),
@@ -7136,10 +6377,7 @@ pub fn launch_fast_min_f64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f64>,
     dst: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "fast_min_f64",
-        source: "reduce.hip",
-    };
+    let entry_point = Kernel::new("fast_min_f64", "reduce.hip");
     let kernel_args = [
         KernelArg::Usize(src_numel),
         KernelArg::Usize(el_to_sum_per_block),
@@ -7163,10 +6401,7 @@ pub fn launch_fast_min_i64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<i64>,
     dst: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "fast_min_i64",
-        source: "reduce.hip",
-    };
+    let entry_point = Kernel::new("fast_min_i64", "reduce.hip");
     let kernel_args = [
         KernelArg::Usize(src_numel),
         KernelArg::Usize(el_to_sum_per_block),
@@ -7190,10 +6425,7 @@ pub fn launch_fast_min_u32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "fast_min_u32",
-        source: "reduce.hip",
-    };
+    let entry_point = Kernel::new("fast_min_u32", "reduce.hip");
     let kernel_args = [
         KernelArg::Usize(src_numel),
         KernelArg::Usize(el_to_sum_per_block),
@@ -7217,10 +6449,7 @@ pub fn launch_fast_min_u8<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u8>,
     dst: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "fast_min_u8",
-        source: "reduce.hip",
-    };
+    let entry_point = Kernel::new("fast_min_u8", "reduce.hip");
     let kernel_args = [
         KernelArg::Usize(src_numel),
         KernelArg::Usize(el_to_sum_per_block),
@@ -7244,10 +6473,7 @@ pub fn launch_fast_sum_bf16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<Bf16>,
     dst: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "fast_sum_bf16",
-        source: "reduce.hip",
-    };
+    let entry_point = Kernel::new("fast_sum_bf16", "reduce.hip");
     let kernel_args = [
         KernelArg::Usize(src_numel),
         KernelArg::Usize(el_to_sum_per_block),
@@ -7271,10 +6497,7 @@ pub fn launch_fast_sum_f16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<F16>,
     dst: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "fast_sum_f16",
-        source: "reduce.hip",
-    };
+    let entry_point = Kernel::new("fast_sum_f16", "reduce.hip");
     let kernel_args = [
         KernelArg::Usize(src_numel),
         KernelArg::Usize(el_to_sum_per_block),
@@ -7298,10 +6521,7 @@ pub fn launch_fast_sum_f32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f32>,
     dst: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "fast_sum_f32",
-        source: "reduce.hip",
-    };
+    let entry_point = Kernel::new("fast_sum_f32", "reduce.hip");
     let kernel_args = [
         KernelArg::Usize(src_numel),
         KernelArg::Usize(el_to_sum_per_block),
@@ -7325,10 +6545,7 @@ pub fn launch_fast_sum_f64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f64>,
     dst: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "fast_sum_f64",
-        source: "reduce.hip",
-    };
+    let entry_point = Kernel::new("fast_sum_f64", "reduce.hip");
     let kernel_args = [
         KernelArg::Usize(src_numel),
         KernelArg::Usize(el_to_sum_per_block),
@@ -7352,10 +6569,7 @@ pub fn launch_fast_sum_i64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<i64>,
     dst: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "fast_sum_i64",
-        source: "reduce.hip",
-    };
+    let entry_point = Kernel::new("fast_sum_i64", "reduce.hip");
     let kernel_args = [
         KernelArg::Usize(src_numel),
         KernelArg::Usize(el_to_sum_per_block),
@@ -7379,10 +6593,7 @@ pub fn launch_fast_sum_u32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "fast_sum_u32",
-        source: "reduce.hip",
-    };
+    let entry_point = Kernel::new("fast_sum_u32", "reduce.hip");
     let kernel_args = [
         KernelArg::Usize(src_numel),
         KernelArg::Usize(el_to_sum_per_block),
@@ -7406,10 +6617,7 @@ pub fn launch_fast_sum_u8<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u8>,
     dst: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "fast_sum_u8",
-        source: "reduce.hip",
-    };
+    let entry_point = Kernel::new("fast_sum_u8", "reduce.hip");
     let kernel_args = [
         KernelArg::Usize(src_numel),
         KernelArg::Usize(el_to_sum_per_block),
@@ -7436,10 +6644,7 @@ pub fn launch_flash_attention_bf16_d128<L: KernelLauncher + ?Sized>(
     v: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "flash_attention_bf16_d128",
-        source: "attention.hip",
-    };
+    let entry_point = Kernel::new("flash_attention_bf16_d128", "attention.hip");
     let kernel_args = [
         KernelArg::U32(bh),
         KernelArg::U32(sq),
@@ -7469,10 +6674,7 @@ pub fn launch_flash_attention_bf16_d64<L: KernelLauncher + ?Sized>(
     v: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "flash_attention_bf16_d64",
-        source: "attention.hip",
-    };
+    let entry_point = Kernel::new("flash_attention_bf16_d64", "attention.hip");
     let kernel_args = [
         KernelArg::U32(bh),
         KernelArg::U32(sq),
@@ -7502,10 +6704,7 @@ pub fn launch_flash_attention_f16_d128<L: KernelLauncher + ?Sized>(
     v: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "flash_attention_f16_d128",
-        source: "attention.hip",
-    };
+    let entry_point = Kernel::new("flash_attention_f16_d128", "attention.hip");
     let kernel_args = [
         KernelArg::U32(bh),
         KernelArg::U32(sq),
@@ -7535,10 +6734,7 @@ pub fn launch_flash_attention_f16_d64<L: KernelLauncher + ?Sized>(
     v: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "flash_attention_f16_d64",
-        source: "attention.hip",
-    };
+    let entry_point = Kernel::new("flash_attention_f16_d64", "attention.hip");
     let kernel_args = [
         KernelArg::U32(bh),
         KernelArg::U32(sq),
@@ -7568,10 +6764,7 @@ pub fn launch_gather_i64_bf16<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "gather_i64_bf16",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("gather_i64_bf16", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -7601,10 +6794,7 @@ pub fn launch_gather_i64_f16<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "gather_i64_f16",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("gather_i64_f16", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -7634,10 +6824,7 @@ pub fn launch_gather_i64_f32<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "gather_i64_f32",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("gather_i64_f32", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -7667,10 +6854,7 @@ pub fn launch_gather_i64_f64<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "gather_i64_f64",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("gather_i64_f64", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -7700,10 +6884,7 @@ pub fn launch_gather_i64_i64<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "gather_i64_i64",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("gather_i64_i64", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -7733,10 +6914,7 @@ pub fn launch_gather_i64_u32<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "gather_i64_u32",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("gather_i64_u32", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -7766,10 +6944,7 @@ pub fn launch_gather_i64_u8<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "gather_i64_u8",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("gather_i64_u8", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -7799,10 +6974,7 @@ pub fn launch_gather_u32_bf16<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "gather_u32_bf16",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("gather_u32_bf16", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -7832,10 +7004,7 @@ pub fn launch_gather_u32_f16<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "gather_u32_f16",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("gather_u32_f16", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -7865,10 +7034,7 @@ pub fn launch_gather_u32_f32<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "gather_u32_f32",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("gather_u32_f32", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -7898,10 +7064,7 @@ pub fn launch_gather_u32_f64<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "gather_u32_f64",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("gather_u32_f64", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -7931,10 +7094,7 @@ pub fn launch_gather_u32_i64<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "gather_u32_i64",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("gather_u32_i64", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -7964,10 +7124,7 @@ pub fn launch_gather_u32_u32<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "gather_u32_u32",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("gather_u32_u32", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -7997,10 +7154,7 @@ pub fn launch_gather_u32_u8<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "gather_u32_u8",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("gather_u32_u8", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -8030,10 +7184,7 @@ pub fn launch_gather_u8_bf16<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "gather_u8_bf16",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("gather_u8_bf16", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -8063,10 +7214,7 @@ pub fn launch_gather_u8_f16<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "gather_u8_f16",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("gather_u8_f16", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -8096,10 +7244,7 @@ pub fn launch_gather_u8_f32<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "gather_u8_f32",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("gather_u8_f32", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -8129,10 +7274,7 @@ pub fn launch_gather_u8_f64<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "gather_u8_f64",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("gather_u8_f64", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -8162,10 +7304,7 @@ pub fn launch_gather_u8_i64<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "gather_u8_i64",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("gather_u8_i64", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -8195,10 +7334,7 @@ pub fn launch_gather_u8_u32<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "gather_u8_u32",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("gather_u8_u32", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -8228,10 +7364,7 @@ pub fn launch_gather_u8_u8<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "gather_u8_u8",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("gather_u8_u8", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -8270,10 +7403,7 @@ pub fn launch_im2col_bf16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<Bf16>,
     col: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "im2col_bf16",
-        source: "conv.hip",
-    };
+    let entry_point = Kernel::new("im2col_bf16", "conv.hip");
     let kernel_args = [
         KernelArg::Usize(rows),
         KernelArg::Usize(c_in),
@@ -8321,10 +7451,7 @@ pub fn launch_im2col_f16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<F16>,
     col: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "im2col_f16",
-        source: "conv.hip",
-    };
+    let entry_point = Kernel::new("im2col_f16", "conv.hip");
     let kernel_args = [
         KernelArg::Usize(rows),
         KernelArg::Usize(c_in),
@@ -8372,10 +7499,7 @@ pub fn launch_im2col_f32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f32>,
     col: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "im2col_f32",
-        source: "conv.hip",
-    };
+    let entry_point = Kernel::new("im2col_f32", "conv.hip");
     let kernel_args = [
         KernelArg::Usize(rows),
         KernelArg::Usize(c_in),
@@ -8423,10 +7547,7 @@ pub fn launch_im2col_f64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f64>,
     col: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "im2col_f64",
-        source: "conv.hip",
-    };
+    let entry_point = Kernel::new("im2col_f64", "conv.hip");
     let kernel_args = [
         KernelArg::Usize(rows),
         KernelArg::Usize(c_in),
@@ -8474,10 +7595,7 @@ pub fn launch_im2col_i64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<i64>,
     col: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "im2col_i64",
-        source: "conv.hip",
-    };
+    let entry_point = Kernel::new("im2col_i64", "conv.hip");
     let kernel_args = [
         KernelArg::Usize(rows),
         KernelArg::Usize(c_in),
@@ -8525,10 +7643,7 @@ pub fn launch_im2col_u32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u32>,
     col: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "im2col_u32",
-        source: "conv.hip",
-    };
+    let entry_point = Kernel::new("im2col_u32", "conv.hip");
     let kernel_args = [
         KernelArg::Usize(rows),
         KernelArg::Usize(c_in),
@@ -8576,10 +7691,7 @@ pub fn launch_im2col_u8<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u8>,
     col: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "im2col_u8",
-        source: "conv.hip",
-    };
+    let entry_point = Kernel::new("im2col_u8", "conv.hip");
     let kernel_args = [
         KernelArg::Usize(rows),
         KernelArg::Usize(c_in),
@@ -8618,10 +7730,7 @@ pub fn launch_index_add_i64_bf16<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "index_add_i64_bf16",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("index_add_i64_bf16", "indexing.hip");
     let kernel_args = [
         ids.arg(),
         KernelArg::Usize(ids_dim_size),
@@ -8651,10 +7760,7 @@ pub fn launch_index_add_i64_f16<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "index_add_i64_f16",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("index_add_i64_f16", "indexing.hip");
     let kernel_args = [
         ids.arg(),
         KernelArg::Usize(ids_dim_size),
@@ -8684,10 +7790,7 @@ pub fn launch_index_add_i64_f32<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "index_add_i64_f32",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("index_add_i64_f32", "indexing.hip");
     let kernel_args = [
         ids.arg(),
         KernelArg::Usize(ids_dim_size),
@@ -8717,10 +7820,7 @@ pub fn launch_index_add_i64_f64<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "index_add_i64_f64",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("index_add_i64_f64", "indexing.hip");
     let kernel_args = [
         ids.arg(),
         KernelArg::Usize(ids_dim_size),
@@ -8750,10 +7850,7 @@ pub fn launch_index_add_i64_i64<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "index_add_i64_i64",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("index_add_i64_i64", "indexing.hip");
     let kernel_args = [
         ids.arg(),
         KernelArg::Usize(ids_dim_size),
@@ -8783,10 +7880,7 @@ pub fn launch_index_add_i64_u32<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "index_add_i64_u32",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("index_add_i64_u32", "indexing.hip");
     let kernel_args = [
         ids.arg(),
         KernelArg::Usize(ids_dim_size),
@@ -8816,10 +7910,7 @@ pub fn launch_index_add_i64_u8<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "index_add_i64_u8",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("index_add_i64_u8", "indexing.hip");
     let kernel_args = [
         ids.arg(),
         KernelArg::Usize(ids_dim_size),
@@ -8849,10 +7940,7 @@ pub fn launch_index_add_u32_bf16<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "index_add_u32_bf16",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("index_add_u32_bf16", "indexing.hip");
     let kernel_args = [
         ids.arg(),
         KernelArg::Usize(ids_dim_size),
@@ -8882,10 +7970,7 @@ pub fn launch_index_add_u32_f16<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "index_add_u32_f16",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("index_add_u32_f16", "indexing.hip");
     let kernel_args = [
         ids.arg(),
         KernelArg::Usize(ids_dim_size),
@@ -8915,10 +8000,7 @@ pub fn launch_index_add_u32_f32<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "index_add_u32_f32",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("index_add_u32_f32", "indexing.hip");
     let kernel_args = [
         ids.arg(),
         KernelArg::Usize(ids_dim_size),
@@ -8948,10 +8030,7 @@ pub fn launch_index_add_u32_f64<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "index_add_u32_f64",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("index_add_u32_f64", "indexing.hip");
     let kernel_args = [
         ids.arg(),
         KernelArg::Usize(ids_dim_size),
@@ -8981,10 +8060,7 @@ pub fn launch_index_add_u32_i64<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "index_add_u32_i64",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("index_add_u32_i64", "indexing.hip");
     let kernel_args = [
         ids.arg(),
         KernelArg::Usize(ids_dim_size),
@@ -9014,10 +8090,7 @@ pub fn launch_index_add_u32_u32<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "index_add_u32_u32",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("index_add_u32_u32", "indexing.hip");
     let kernel_args = [
         ids.arg(),
         KernelArg::Usize(ids_dim_size),
@@ -9047,10 +8120,7 @@ pub fn launch_index_add_u32_u8<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "index_add_u32_u8",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("index_add_u32_u8", "indexing.hip");
     let kernel_args = [
         ids.arg(),
         KernelArg::Usize(ids_dim_size),
@@ -9080,10 +8150,7 @@ pub fn launch_index_add_u8_bf16<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "index_add_u8_bf16",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("index_add_u8_bf16", "indexing.hip");
     let kernel_args = [
         ids.arg(),
         KernelArg::Usize(ids_dim_size),
@@ -9113,10 +8180,7 @@ pub fn launch_index_add_u8_f16<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "index_add_u8_f16",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("index_add_u8_f16", "indexing.hip");
     let kernel_args = [
         ids.arg(),
         KernelArg::Usize(ids_dim_size),
@@ -9146,10 +8210,7 @@ pub fn launch_index_add_u8_f32<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "index_add_u8_f32",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("index_add_u8_f32", "indexing.hip");
     let kernel_args = [
         ids.arg(),
         KernelArg::Usize(ids_dim_size),
@@ -9179,10 +8240,7 @@ pub fn launch_index_add_u8_f64<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "index_add_u8_f64",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("index_add_u8_f64", "indexing.hip");
     let kernel_args = [
         ids.arg(),
         KernelArg::Usize(ids_dim_size),
@@ -9212,10 +8270,7 @@ pub fn launch_index_add_u8_i64<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "index_add_u8_i64",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("index_add_u8_i64", "indexing.hip");
     let kernel_args = [
         ids.arg(),
         KernelArg::Usize(ids_dim_size),
@@ -9245,10 +8300,7 @@ pub fn launch_index_add_u8_u32<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "index_add_u8_u32",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("index_add_u8_u32", "indexing.hip");
     let kernel_args = [
         ids.arg(),
         KernelArg::Usize(ids_dim_size),
@@ -9278,10 +8330,7 @@ pub fn launch_index_add_u8_u8<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "index_add_u8_u8",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("index_add_u8_u8", "indexing.hip");
     let kernel_args = [
         ids.arg(),
         KernelArg::Usize(ids_dim_size),
@@ -9313,10 +8362,7 @@ pub fn launch_index_select_i64_bf16<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "index_select_i64_bf16",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("index_select_i64_bf16", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -9350,10 +8396,7 @@ pub fn launch_index_select_i64_f16<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "index_select_i64_f16",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("index_select_i64_f16", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -9387,10 +8430,7 @@ pub fn launch_index_select_i64_f32<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "index_select_i64_f32",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("index_select_i64_f32", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -9424,10 +8464,7 @@ pub fn launch_index_select_i64_f64<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "index_select_i64_f64",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("index_select_i64_f64", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -9461,10 +8498,7 @@ pub fn launch_index_select_i64_i64<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "index_select_i64_i64",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("index_select_i64_i64", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -9498,10 +8532,7 @@ pub fn launch_index_select_i64_u32<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "index_select_i64_u32",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("index_select_i64_u32", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -9535,10 +8566,7 @@ pub fn launch_index_select_i64_u8<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "index_select_i64_u8",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("index_select_i64_u8", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -9572,10 +8600,7 @@ pub fn launch_index_select_u32_bf16<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "index_select_u32_bf16",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("index_select_u32_bf16", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -9609,10 +8634,7 @@ pub fn launch_index_select_u32_f16<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "index_select_u32_f16",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("index_select_u32_f16", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -9646,10 +8668,7 @@ pub fn launch_index_select_u32_f32<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "index_select_u32_f32",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("index_select_u32_f32", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -9683,10 +8702,7 @@ pub fn launch_index_select_u32_f64<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "index_select_u32_f64",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("index_select_u32_f64", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -9720,10 +8736,7 @@ pub fn launch_index_select_u32_i64<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "index_select_u32_i64",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("index_select_u32_i64", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -9757,10 +8770,7 @@ pub fn launch_index_select_u32_u32<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "index_select_u32_u32",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("index_select_u32_u32", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -9794,10 +8804,7 @@ pub fn launch_index_select_u32_u8<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "index_select_u32_u8",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("index_select_u32_u8", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -9831,10 +8838,7 @@ pub fn launch_index_select_u8_bf16<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "index_select_u8_bf16",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("index_select_u8_bf16", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -9868,10 +8872,7 @@ pub fn launch_index_select_u8_f16<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "index_select_u8_f16",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("index_select_u8_f16", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -9905,10 +8906,7 @@ pub fn launch_index_select_u8_f32<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "index_select_u8_f32",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("index_select_u8_f32", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -9942,10 +8940,7 @@ pub fn launch_index_select_u8_f64<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "index_select_u8_f64",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("index_select_u8_f64", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -9979,10 +8974,7 @@ pub fn launch_index_select_u8_i64<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "index_select_u8_i64",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("index_select_u8_i64", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -10016,10 +9008,7 @@ pub fn launch_index_select_u8_u32<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "index_select_u8_u32",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("index_select_u8_u32", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -10053,10 +9042,7 @@ pub fn launch_index_select_u8_u8<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "index_select_u8_u8",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("index_select_u8_u8", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -10086,10 +9072,7 @@ pub fn launch_layer_norm_bf16<L: KernelLauncher + ?Sized>(
     beta: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "layer_norm_bf16",
-        source: "nn.hip",
-    };
+    let entry_point = Kernel::new("layer_norm_bf16", "nn.hip");
     let kernel_args = [
         KernelArg::Usize(nrows),
         KernelArg::Usize(ncols),
@@ -10115,10 +9098,7 @@ pub fn launch_layer_norm_f16<L: KernelLauncher + ?Sized>(
     beta: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "layer_norm_f16",
-        source: "nn.hip",
-    };
+    let entry_point = Kernel::new("layer_norm_f16", "nn.hip");
     let kernel_args = [
         KernelArg::Usize(nrows),
         KernelArg::Usize(ncols),
@@ -10144,10 +9124,7 @@ pub fn launch_layer_norm_f32<L: KernelLauncher + ?Sized>(
     beta: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "layer_norm_f32",
-        source: "nn.hip",
-    };
+    let entry_point = Kernel::new("layer_norm_f32", "nn.hip");
     let kernel_args = [
         KernelArg::Usize(nrows),
         KernelArg::Usize(ncols),
@@ -10173,10 +9150,7 @@ pub fn launch_layer_norm_f64<L: KernelLauncher + ?Sized>(
     beta: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "layer_norm_f64",
-        source: "nn.hip",
-    };
+    let entry_point = Kernel::new("layer_norm_f64", "nn.hip");
     let kernel_args = [
         KernelArg::Usize(nrows),
         KernelArg::Usize(ncols),
@@ -10203,10 +9177,7 @@ pub fn launch_max_pool2d_bf16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<Bf16>,
     dst: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "max_pool2d_bf16",
-        source: "pool.hip",
-    };
+    let entry_point = Kernel::new("max_pool2d_bf16", "pool.hip");
     let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(w_k),
@@ -10234,10 +9205,7 @@ pub fn launch_max_pool2d_f16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<F16>,
     dst: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "max_pool2d_f16",
-        source: "pool.hip",
-    };
+    let entry_point = Kernel::new("max_pool2d_f16", "pool.hip");
     let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(w_k),
@@ -10265,10 +9233,7 @@ pub fn launch_max_pool2d_f32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f32>,
     dst: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "max_pool2d_f32",
-        source: "pool.hip",
-    };
+    let entry_point = Kernel::new("max_pool2d_f32", "pool.hip");
     let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(w_k),
@@ -10296,10 +9261,7 @@ pub fn launch_max_pool2d_f64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f64>,
     dst: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "max_pool2d_f64",
-        source: "pool.hip",
-    };
+    let entry_point = Kernel::new("max_pool2d_f64", "pool.hip");
     let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(w_k),
@@ -10327,10 +9289,7 @@ pub fn launch_max_pool2d_i64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<i64>,
     dst: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "max_pool2d_i64",
-        source: "pool.hip",
-    };
+    let entry_point = Kernel::new("max_pool2d_i64", "pool.hip");
     let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(w_k),
@@ -10358,10 +9317,7 @@ pub fn launch_max_pool2d_u32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "max_pool2d_u32",
-        source: "pool.hip",
-    };
+    let entry_point = Kernel::new("max_pool2d_u32", "pool.hip");
     let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(w_k),
@@ -10389,10 +9345,7 @@ pub fn launch_max_pool2d_u8<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u8>,
     dst: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "max_pool2d_u8",
-        source: "pool.hip",
-    };
+    let entry_point = Kernel::new("max_pool2d_u8", "pool.hip");
     let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(w_k),
@@ -10418,10 +9371,7 @@ pub fn launch_powf_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "powf_bf16",
-        source: "affine.hip",
-    };
+    let entry_point = Kernel::new("powf_bf16", "affine.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -10445,10 +9395,7 @@ pub fn launch_powf_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "powf_f16",
-        source: "affine.hip",
-    };
+    let entry_point = Kernel::new("powf_f16", "affine.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -10472,10 +9419,7 @@ pub fn launch_powf_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "powf_f32",
-        source: "affine.hip",
-    };
+    let entry_point = Kernel::new("powf_f32", "affine.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -10499,10 +9443,7 @@ pub fn launch_powf_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "powf_f64",
-        source: "affine.hip",
-    };
+    let entry_point = Kernel::new("powf_f64", "affine.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -10526,10 +9467,7 @@ pub fn launch_qmatvec_q4_0<L: KernelLauncher + ?Sized>(
     k: usize,
     rows: usize,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "qmatvec_q4_0",
-        source: "quantized.hip",
-    };
+    let entry_point = Kernel::new("qmatvec_q4_0", "quantized.hip");
     let kernel_args = [
         w.arg(),
         x.arg(),
@@ -10553,10 +9491,7 @@ pub fn launch_qmatvec_q4_1<L: KernelLauncher + ?Sized>(
     k: usize,
     rows: usize,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "qmatvec_q4_1",
-        source: "quantized.hip",
-    };
+    let entry_point = Kernel::new("qmatvec_q4_1", "quantized.hip");
     let kernel_args = [
         w.arg(),
         x.arg(),
@@ -10580,10 +9515,7 @@ pub fn launch_qmatvec_q4_k<L: KernelLauncher + ?Sized>(
     k: usize,
     rows: usize,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "qmatvec_q4_k",
-        source: "quantized.hip",
-    };
+    let entry_point = Kernel::new("qmatvec_q4_k", "quantized.hip");
     let kernel_args = [
         w.arg(),
         x.arg(),
@@ -10607,10 +9539,7 @@ pub fn launch_qmatvec_q6_k<L: KernelLauncher + ?Sized>(
     k: usize,
     rows: usize,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "qmatvec_q6_k",
-        source: "quantized.hip",
-    };
+    let entry_point = Kernel::new("qmatvec_q6_k", "quantized.hip");
     let kernel_args = [
         w.arg(),
         x.arg(),
@@ -10634,10 +9563,7 @@ pub fn launch_qmatvec_q8_0<L: KernelLauncher + ?Sized>(
     k: usize,
     rows: usize,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "qmatvec_q8_0",
-        source: "quantized.hip",
-    };
+    let entry_point = Kernel::new("qmatvec_q8_0", "quantized.hip");
     let kernel_args = [
         w.arg(),
         x.arg(),
@@ -10665,10 +9591,7 @@ pub fn launch_reduce_chunks_bf16<L: KernelLauncher + ?Sized>(
     partial: DevicePtrMut<c_void>,
     dst: DevicePtrMut<c_void>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "reduce_chunks_bf16",
-        source: "reduce.hip",
-    };
+    let entry_point = Kernel::new("reduce_chunks_bf16", "reduce.hip");
     let kernel_args = [
         KernelArg::U32(op),
         KernelArg::U32(pass),
@@ -10700,10 +9623,7 @@ pub fn launch_reduce_chunks_f16<L: KernelLauncher + ?Sized>(
     partial: DevicePtrMut<c_void>,
     dst: DevicePtrMut<c_void>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "reduce_chunks_f16",
-        source: "reduce.hip",
-    };
+    let entry_point = Kernel::new("reduce_chunks_f16", "reduce.hip");
     let kernel_args = [
         KernelArg::U32(op),
         KernelArg::U32(pass),
@@ -10735,10 +9655,7 @@ pub fn launch_reduce_chunks_f32<L: KernelLauncher + ?Sized>(
     partial: DevicePtrMut<c_void>,
     dst: DevicePtrMut<c_void>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "reduce_chunks_f32",
-        source: "reduce.hip",
-    };
+    let entry_point = Kernel::new("reduce_chunks_f32", "reduce.hip");
     let kernel_args = [
         KernelArg::U32(op),
         KernelArg::U32(pass),
@@ -10770,10 +9687,7 @@ pub fn launch_reduce_chunks_f64<L: KernelLauncher + ?Sized>(
     partial: DevicePtrMut<c_void>,
     dst: DevicePtrMut<c_void>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "reduce_chunks_f64",
-        source: "reduce.hip",
-    };
+    let entry_point = Kernel::new("reduce_chunks_f64", "reduce.hip");
     let kernel_args = [
         KernelArg::U32(op),
         KernelArg::U32(pass),
@@ -10805,10 +9719,7 @@ pub fn launch_reduce_chunks_i64<L: KernelLauncher + ?Sized>(
     partial: DevicePtrMut<c_void>,
     dst: DevicePtrMut<c_void>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "reduce_chunks_i64",
-        source: "reduce.hip",
-    };
+    let entry_point = Kernel::new("reduce_chunks_i64", "reduce.hip");
     let kernel_args = [
         KernelArg::U32(op),
         KernelArg::U32(pass),
@@ -10840,10 +9751,7 @@ pub fn launch_reduce_chunks_u32<L: KernelLauncher + ?Sized>(
     partial: DevicePtrMut<c_void>,
     dst: DevicePtrMut<c_void>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "reduce_chunks_u32",
-        source: "reduce.hip",
-    };
+    let entry_point = Kernel::new("reduce_chunks_u32", "reduce.hip");
     let kernel_args = [
         KernelArg::U32(op),
         KernelArg::U32(pass),
@@ -10875,10 +9783,7 @@ pub fn launch_reduce_chunks_u8<L: KernelLauncher + ?Sized>(
     partial: DevicePtrMut<c_void>,
     dst: DevicePtrMut<c_void>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "reduce_chunks_u8",
-        source: "reduce.hip",
-    };
+    let entry_point = Kernel::new("reduce_chunks_u8", "reduce.hip");
     let kernel_args = [
         KernelArg::U32(op),
         KernelArg::U32(pass),
@@ -10910,10 +9815,7 @@ pub fn launch_reduce_columns_bf16<L: KernelLauncher + ?Sized>(
     partial: DevicePtrMut<c_void>,
     dst: DevicePtrMut<c_void>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "reduce_columns_bf16",
-        source: "reduce.hip",
-    };
+    let entry_point = Kernel::new("reduce_columns_bf16", "reduce.hip");
     let kernel_args = [
         KernelArg::U32(op),
         KernelArg::Usize(groups),
@@ -10945,10 +9847,7 @@ pub fn launch_reduce_columns_f16<L: KernelLauncher + ?Sized>(
     partial: DevicePtrMut<c_void>,
     dst: DevicePtrMut<c_void>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "reduce_columns_f16",
-        source: "reduce.hip",
-    };
+    let entry_point = Kernel::new("reduce_columns_f16", "reduce.hip");
     let kernel_args = [
         KernelArg::U32(op),
         KernelArg::Usize(groups),
@@ -10980,10 +9879,7 @@ pub fn launch_reduce_columns_f32<L: KernelLauncher + ?Sized>(
     partial: DevicePtrMut<c_void>,
     dst: DevicePtrMut<c_void>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "reduce_columns_f32",
-        source: "reduce.hip",
-    };
+    let entry_point = Kernel::new("reduce_columns_f32", "reduce.hip");
     let kernel_args = [
         KernelArg::U32(op),
         KernelArg::Usize(groups),
@@ -11015,10 +9911,7 @@ pub fn launch_reduce_columns_f64<L: KernelLauncher + ?Sized>(
     partial: DevicePtrMut<c_void>,
     dst: DevicePtrMut<c_void>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "reduce_columns_f64",
-        source: "reduce.hip",
-    };
+    let entry_point = Kernel::new("reduce_columns_f64", "reduce.hip");
     let kernel_args = [
         KernelArg::U32(op),
         KernelArg::Usize(groups),
@@ -11050,10 +9943,7 @@ pub fn launch_reduce_columns_i64<L: KernelLauncher + ?Sized>(
     partial: DevicePtrMut<c_void>,
     dst: DevicePtrMut<c_void>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "reduce_columns_i64",
-        source: "reduce.hip",
-    };
+    let entry_point = Kernel::new("reduce_columns_i64", "reduce.hip");
     let kernel_args = [
         KernelArg::U32(op),
         KernelArg::Usize(groups),
@@ -11085,10 +9975,7 @@ pub fn launch_reduce_columns_u32<L: KernelLauncher + ?Sized>(
     partial: DevicePtrMut<c_void>,
     dst: DevicePtrMut<c_void>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "reduce_columns_u32",
-        source: "reduce.hip",
-    };
+    let entry_point = Kernel::new("reduce_columns_u32", "reduce.hip");
     let kernel_args = [
         KernelArg::U32(op),
         KernelArg::Usize(groups),
@@ -11120,10 +10007,7 @@ pub fn launch_reduce_columns_u8<L: KernelLauncher + ?Sized>(
     partial: DevicePtrMut<c_void>,
     dst: DevicePtrMut<c_void>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "reduce_columns_u8",
-        source: "reduce.hip",
-    };
+    let entry_point = Kernel::new("reduce_columns_u8", "reduce.hip");
     let kernel_args = [
         KernelArg::U32(op),
         KernelArg::Usize(groups),
@@ -11151,10 +10035,7 @@ pub fn launch_rms_norm_bf16<L: KernelLauncher + ?Sized>(
     alpha: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "rms_norm_bf16",
-        source: "nn.hip",
-    };
+    let entry_point = Kernel::new("rms_norm_bf16", "nn.hip");
     let kernel_args = [
         KernelArg::Usize(nrows),
         KernelArg::Usize(ncols),
@@ -11178,10 +10059,7 @@ pub fn launch_rms_norm_f16<L: KernelLauncher + ?Sized>(
     alpha: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "rms_norm_f16",
-        source: "nn.hip",
-    };
+    let entry_point = Kernel::new("rms_norm_f16", "nn.hip");
     let kernel_args = [
         KernelArg::Usize(nrows),
         KernelArg::Usize(ncols),
@@ -11205,10 +10083,7 @@ pub fn launch_rms_norm_f32<L: KernelLauncher + ?Sized>(
     alpha: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "rms_norm_f32",
-        source: "nn.hip",
-    };
+    let entry_point = Kernel::new("rms_norm_f32", "nn.hip");
     let kernel_args = [
         KernelArg::Usize(nrows),
         KernelArg::Usize(ncols),
@@ -11232,10 +10107,7 @@ pub fn launch_rms_norm_f64<L: KernelLauncher + ?Sized>(
     alpha: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "rms_norm_f64",
-        source: "nn.hip",
-    };
+    let entry_point = Kernel::new("rms_norm_f64", "nn.hip");
     let kernel_args = [
         KernelArg::Usize(nrows),
         KernelArg::Usize(ncols),
@@ -11260,10 +10132,7 @@ pub fn launch_rope_bf16<L: KernelLauncher + ?Sized>(
     sin: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "rope_bf16",
-        source: "nn.hip",
-    };
+    let entry_point = Kernel::new("rope_bf16", "nn.hip");
     let kernel_args = [
         KernelArg::Usize(bh),
         KernelArg::Usize(td),
@@ -11289,10 +10158,7 @@ pub fn launch_rope_f16<L: KernelLauncher + ?Sized>(
     sin: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "rope_f16",
-        source: "nn.hip",
-    };
+    let entry_point = Kernel::new("rope_f16", "nn.hip");
     let kernel_args = [
         KernelArg::Usize(bh),
         KernelArg::Usize(td),
@@ -11318,10 +10184,7 @@ pub fn launch_rope_f32<L: KernelLauncher + ?Sized>(
     sin: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "rope_f32",
-        source: "nn.hip",
-    };
+    let entry_point = Kernel::new("rope_f32", "nn.hip");
     let kernel_args = [
         KernelArg::Usize(bh),
         KernelArg::Usize(td),
@@ -11347,10 +10210,7 @@ pub fn launch_rope_f64<L: KernelLauncher + ?Sized>(
     sin: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "rope_f64",
-        source: "nn.hip",
-    };
+    let entry_point = Kernel::new("rope_f64", "nn.hip");
     let kernel_args = [
         KernelArg::Usize(bh),
         KernelArg::Usize(td),
@@ -11375,10 +10235,7 @@ pub fn launch_rope_i_bf16<L: KernelLauncher + ?Sized>(
     sin: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "rope_i_bf16",
-        source: "nn.hip",
-    };
+    let entry_point = Kernel::new("rope_i_bf16", "nn.hip");
     let kernel_args = [
         KernelArg::Usize(bh),
         KernelArg::Usize(td),
@@ -11402,10 +10259,7 @@ pub fn launch_rope_i_f16<L: KernelLauncher + ?Sized>(
     sin: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "rope_i_f16",
-        source: "nn.hip",
-    };
+    let entry_point = Kernel::new("rope_i_f16", "nn.hip");
     let kernel_args = [
         KernelArg::Usize(bh),
         KernelArg::Usize(td),
@@ -11429,10 +10283,7 @@ pub fn launch_rope_i_f32<L: KernelLauncher + ?Sized>(
     sin: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "rope_i_f32",
-        source: "nn.hip",
-    };
+    let entry_point = Kernel::new("rope_i_f32", "nn.hip");
     let kernel_args = [
         KernelArg::Usize(bh),
         KernelArg::Usize(td),
@@ -11456,10 +10307,7 @@ pub fn launch_rope_i_f64<L: KernelLauncher + ?Sized>(
     sin: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "rope_i_f64",
-        source: "nn.hip",
-    };
+    let entry_point = Kernel::new("rope_i_f64", "nn.hip");
     let kernel_args = [
         KernelArg::Usize(bh),
         KernelArg::Usize(td),
@@ -11485,10 +10333,7 @@ pub fn launch_rope_thd_bf16<L: KernelLauncher + ?Sized>(
     sin: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "rope_thd_bf16",
-        source: "nn.hip",
-    };
+    let entry_point = Kernel::new("rope_thd_bf16", "nn.hip");
     let kernel_args = [
         KernelArg::Usize(b),
         KernelArg::Usize(t),
@@ -11516,10 +10361,7 @@ pub fn launch_rope_thd_f16<L: KernelLauncher + ?Sized>(
     sin: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "rope_thd_f16",
-        source: "nn.hip",
-    };
+    let entry_point = Kernel::new("rope_thd_f16", "nn.hip");
     let kernel_args = [
         KernelArg::Usize(b),
         KernelArg::Usize(t),
@@ -11547,10 +10389,7 @@ pub fn launch_rope_thd_f32<L: KernelLauncher + ?Sized>(
     sin: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "rope_thd_f32",
-        source: "nn.hip",
-    };
+    let entry_point = Kernel::new("rope_thd_f32", "nn.hip");
     let kernel_args = [
         KernelArg::Usize(b),
         KernelArg::Usize(t),
@@ -11578,10 +10417,7 @@ pub fn launch_rope_thd_f64<L: KernelLauncher + ?Sized>(
     sin: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "rope_thd_f64",
-        source: "nn.hip",
-    };
+    let entry_point = Kernel::new("rope_thd_f64", "nn.hip");
     let kernel_args = [
         KernelArg::Usize(b),
         KernelArg::Usize(t),
@@ -11610,10 +10446,7 @@ pub fn launch_scatter_add_i64_bf16<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "scatter_add_i64_bf16",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("scatter_add_i64_bf16", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -11643,10 +10476,7 @@ pub fn launch_scatter_add_i64_f16<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "scatter_add_i64_f16",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("scatter_add_i64_f16", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -11676,10 +10506,7 @@ pub fn launch_scatter_add_i64_f32<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "scatter_add_i64_f32",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("scatter_add_i64_f32", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -11709,10 +10536,7 @@ pub fn launch_scatter_add_i64_f64<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "scatter_add_i64_f64",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("scatter_add_i64_f64", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -11742,10 +10566,7 @@ pub fn launch_scatter_add_i64_i64<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "scatter_add_i64_i64",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("scatter_add_i64_i64", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -11775,10 +10596,7 @@ pub fn launch_scatter_add_i64_u32<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "scatter_add_i64_u32",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("scatter_add_i64_u32", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -11808,10 +10626,7 @@ pub fn launch_scatter_add_i64_u8<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "scatter_add_i64_u8",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("scatter_add_i64_u8", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -11841,10 +10656,7 @@ pub fn launch_scatter_add_u32_bf16<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "scatter_add_u32_bf16",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("scatter_add_u32_bf16", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -11874,10 +10686,7 @@ pub fn launch_scatter_add_u32_f16<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "scatter_add_u32_f16",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("scatter_add_u32_f16", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -11907,10 +10716,7 @@ pub fn launch_scatter_add_u32_f32<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "scatter_add_u32_f32",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("scatter_add_u32_f32", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -11940,10 +10746,7 @@ pub fn launch_scatter_add_u32_f64<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "scatter_add_u32_f64",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("scatter_add_u32_f64", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -11973,10 +10776,7 @@ pub fn launch_scatter_add_u32_i64<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "scatter_add_u32_i64",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("scatter_add_u32_i64", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -12006,10 +10806,7 @@ pub fn launch_scatter_add_u32_u32<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "scatter_add_u32_u32",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("scatter_add_u32_u32", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -12039,10 +10836,7 @@ pub fn launch_scatter_add_u32_u8<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "scatter_add_u32_u8",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("scatter_add_u32_u8", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -12072,10 +10866,7 @@ pub fn launch_scatter_add_u8_bf16<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "scatter_add_u8_bf16",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("scatter_add_u8_bf16", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -12105,10 +10896,7 @@ pub fn launch_scatter_add_u8_f16<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "scatter_add_u8_f16",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("scatter_add_u8_f16", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -12138,10 +10926,7 @@ pub fn launch_scatter_add_u8_f32<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "scatter_add_u8_f32",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("scatter_add_u8_f32", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -12171,10 +10956,7 @@ pub fn launch_scatter_add_u8_f64<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "scatter_add_u8_f64",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("scatter_add_u8_f64", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -12204,10 +10986,7 @@ pub fn launch_scatter_add_u8_i64<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "scatter_add_u8_i64",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("scatter_add_u8_i64", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -12237,10 +11016,7 @@ pub fn launch_scatter_add_u8_u32<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "scatter_add_u8_u32",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("scatter_add_u8_u32", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -12270,10 +11046,7 @@ pub fn launch_scatter_add_u8_u8<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "scatter_add_u8_u8",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("scatter_add_u8_u8", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -12303,10 +11076,7 @@ pub fn launch_scatter_set_i64_bf16<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "scatter_set_i64_bf16",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("scatter_set_i64_bf16", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -12336,10 +11106,7 @@ pub fn launch_scatter_set_i64_f16<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "scatter_set_i64_f16",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("scatter_set_i64_f16", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -12369,10 +11136,7 @@ pub fn launch_scatter_set_i64_f32<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "scatter_set_i64_f32",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("scatter_set_i64_f32", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -12402,10 +11166,7 @@ pub fn launch_scatter_set_i64_f64<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "scatter_set_i64_f64",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("scatter_set_i64_f64", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -12435,10 +11196,7 @@ pub fn launch_scatter_set_i64_i64<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "scatter_set_i64_i64",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("scatter_set_i64_i64", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -12468,10 +11226,7 @@ pub fn launch_scatter_set_i64_u32<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "scatter_set_i64_u32",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("scatter_set_i64_u32", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -12501,10 +11256,7 @@ pub fn launch_scatter_set_i64_u8<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "scatter_set_i64_u8",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("scatter_set_i64_u8", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -12534,10 +11286,7 @@ pub fn launch_scatter_set_u32_bf16<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "scatter_set_u32_bf16",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("scatter_set_u32_bf16", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -12567,10 +11316,7 @@ pub fn launch_scatter_set_u32_f16<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "scatter_set_u32_f16",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("scatter_set_u32_f16", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -12600,10 +11346,7 @@ pub fn launch_scatter_set_u32_f32<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "scatter_set_u32_f32",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("scatter_set_u32_f32", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -12633,10 +11376,7 @@ pub fn launch_scatter_set_u32_f64<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "scatter_set_u32_f64",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("scatter_set_u32_f64", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -12666,10 +11406,7 @@ pub fn launch_scatter_set_u32_i64<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "scatter_set_u32_i64",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("scatter_set_u32_i64", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -12699,10 +11436,7 @@ pub fn launch_scatter_set_u32_u32<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "scatter_set_u32_u32",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("scatter_set_u32_u32", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -12732,10 +11466,7 @@ pub fn launch_scatter_set_u32_u8<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "scatter_set_u32_u8",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("scatter_set_u32_u8", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -12765,10 +11496,7 @@ pub fn launch_scatter_set_u8_bf16<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "scatter_set_u8_bf16",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("scatter_set_u8_bf16", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -12798,10 +11526,7 @@ pub fn launch_scatter_set_u8_f16<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "scatter_set_u8_f16",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("scatter_set_u8_f16", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -12831,10 +11556,7 @@ pub fn launch_scatter_set_u8_f32<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "scatter_set_u8_f32",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("scatter_set_u8_f32", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -12864,10 +11586,7 @@ pub fn launch_scatter_set_u8_f64<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "scatter_set_u8_f64",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("scatter_set_u8_f64", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -12897,10 +11616,7 @@ pub fn launch_scatter_set_u8_i64<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "scatter_set_u8_i64",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("scatter_set_u8_i64", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -12930,10 +11646,7 @@ pub fn launch_scatter_set_u8_u32<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "scatter_set_u8_u32",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("scatter_set_u8_u32", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -12963,10 +11676,7 @@ pub fn launch_scatter_set_u8_u8<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "scatter_set_u8_u8",
-        source: "indexing.hip",
-    };
+    let entry_point = Kernel::new("scatter_set_u8_u8", "indexing.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -12993,10 +11703,7 @@ pub fn launch_sdpa_softmax_bf16<L: KernelLauncher + ?Sized>(
     causal: u32,
     scores: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "sdpa_softmax_bf16",
-        source: "nn.hip",
-    };
+    let entry_point = Kernel::new("sdpa_softmax_bf16", "nn.hip");
     let kernel_args = [
         KernelArg::Usize(nrows),
         KernelArg::Usize(ncols),
@@ -13020,10 +11727,7 @@ pub fn launch_sdpa_softmax_f16<L: KernelLauncher + ?Sized>(
     causal: u32,
     scores: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "sdpa_softmax_f16",
-        source: "nn.hip",
-    };
+    let entry_point = Kernel::new("sdpa_softmax_f16", "nn.hip");
     let kernel_args = [
         KernelArg::Usize(nrows),
         KernelArg::Usize(ncols),
@@ -13047,10 +11751,7 @@ pub fn launch_sdpa_softmax_f32<L: KernelLauncher + ?Sized>(
     causal: u32,
     scores: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "sdpa_softmax_f32",
-        source: "nn.hip",
-    };
+    let entry_point = Kernel::new("sdpa_softmax_f32", "nn.hip");
     let kernel_args = [
         KernelArg::Usize(nrows),
         KernelArg::Usize(ncols),
@@ -13072,10 +11773,7 @@ pub fn launch_sigmoid_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "sigmoid_bf16",
-        source: "nn.hip",
-    };
+    let entry_point = Kernel::new("sigmoid_bf16", "nn.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -13096,10 +11794,7 @@ pub fn launch_sigmoid_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "sigmoid_f16",
-        source: "nn.hip",
-    };
+    let entry_point = Kernel::new("sigmoid_f16", "nn.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -13120,10 +11815,7 @@ pub fn launch_sigmoid_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "sigmoid_f32",
-        source: "nn.hip",
-    };
+    let entry_point = Kernel::new("sigmoid_f32", "nn.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -13144,10 +11836,7 @@ pub fn launch_sigmoid_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "sigmoid_f64",
-        source: "nn.hip",
-    };
+    let entry_point = Kernel::new("sigmoid_f64", "nn.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -13167,10 +11856,7 @@ pub fn launch_softmax_last_dim_bf16<L: KernelLauncher + ?Sized>(
     x: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "softmax_last_dim_bf16",
-        source: "nn.hip",
-    };
+    let entry_point = Kernel::new("softmax_last_dim_bf16", "nn.hip");
     let kernel_args = [
         KernelArg::Usize(nrows),
         KernelArg::Usize(ncols),
@@ -13189,10 +11875,7 @@ pub fn launch_softmax_last_dim_f16<L: KernelLauncher + ?Sized>(
     x: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "softmax_last_dim_f16",
-        source: "nn.hip",
-    };
+    let entry_point = Kernel::new("softmax_last_dim_f16", "nn.hip");
     let kernel_args = [
         KernelArg::Usize(nrows),
         KernelArg::Usize(ncols),
@@ -13211,10 +11894,7 @@ pub fn launch_softmax_last_dim_f32<L: KernelLauncher + ?Sized>(
     x: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "softmax_last_dim_f32",
-        source: "nn.hip",
-    };
+    let entry_point = Kernel::new("softmax_last_dim_f32", "nn.hip");
     let kernel_args = [
         KernelArg::Usize(nrows),
         KernelArg::Usize(ncols),
@@ -13233,10 +11913,7 @@ pub fn launch_softmax_last_dim_f64<L: KernelLauncher + ?Sized>(
     x: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "softmax_last_dim_f64",
-        source: "nn.hip",
-    };
+    let entry_point = Kernel::new("softmax_last_dim_f64", "nn.hip");
     let kernel_args = [
         KernelArg::Usize(nrows),
         KernelArg::Usize(ncols),
@@ -13256,10 +11933,7 @@ pub fn launch_unary_abs_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_abs_bf16",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_abs_bf16", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -13280,10 +11954,7 @@ pub fn launch_unary_abs_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_abs_f16",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_abs_f16", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -13304,10 +11975,7 @@ pub fn launch_unary_abs_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_abs_f32",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_abs_f32", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -13328,10 +11996,7 @@ pub fn launch_unary_abs_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_abs_f64",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_abs_f64", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -13352,10 +12017,7 @@ pub fn launch_unary_abs_i64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_abs_i64",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_abs_i64", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -13376,10 +12038,7 @@ pub fn launch_unary_ceil_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_ceil_bf16",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_ceil_bf16", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -13400,10 +12059,7 @@ pub fn launch_unary_ceil_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_ceil_f16",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_ceil_f16", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -13424,10 +12080,7 @@ pub fn launch_unary_ceil_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_ceil_f32",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_ceil_f32", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -13448,10 +12101,7 @@ pub fn launch_unary_ceil_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_ceil_f64",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_ceil_f64", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -13472,10 +12122,7 @@ pub fn launch_unary_cos_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_cos_bf16",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_cos_bf16", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -13496,10 +12143,7 @@ pub fn launch_unary_cos_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_cos_f16",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_cos_f16", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -13520,10 +12164,7 @@ pub fn launch_unary_cos_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_cos_f32",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_cos_f32", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -13544,10 +12185,7 @@ pub fn launch_unary_cos_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_cos_f64",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_cos_f64", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -13568,10 +12206,7 @@ pub fn launch_unary_erf_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_erf_bf16",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_erf_bf16", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -13592,10 +12227,7 @@ pub fn launch_unary_erf_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_erf_f16",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_erf_f16", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -13616,10 +12248,7 @@ pub fn launch_unary_erf_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_erf_f32",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_erf_f32", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -13640,10 +12269,7 @@ pub fn launch_unary_erf_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_erf_f64",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_erf_f64", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -13664,10 +12290,7 @@ pub fn launch_unary_exp_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_exp_bf16",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_exp_bf16", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -13688,10 +12311,7 @@ pub fn launch_unary_exp_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_exp_f16",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_exp_f16", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -13712,10 +12332,7 @@ pub fn launch_unary_exp_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_exp_f32",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_exp_f32", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -13736,10 +12353,7 @@ pub fn launch_unary_exp_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_exp_f64",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_exp_f64", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -13760,10 +12374,7 @@ pub fn launch_unary_floor_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_floor_bf16",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_floor_bf16", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -13784,10 +12395,7 @@ pub fn launch_unary_floor_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_floor_f16",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_floor_f16", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -13808,10 +12416,7 @@ pub fn launch_unary_floor_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_floor_f32",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_floor_f32", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -13832,10 +12437,7 @@ pub fn launch_unary_floor_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_floor_f64",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_floor_f64", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -13856,10 +12458,7 @@ pub fn launch_unary_gelu_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_gelu_bf16",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_gelu_bf16", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -13880,10 +12479,7 @@ pub fn launch_unary_gelu_erf_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_gelu_erf_bf16",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_gelu_erf_bf16", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -13904,10 +12500,7 @@ pub fn launch_unary_gelu_erf_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_gelu_erf_f16",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_gelu_erf_f16", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -13928,10 +12521,7 @@ pub fn launch_unary_gelu_erf_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_gelu_erf_f32",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_gelu_erf_f32", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -13952,10 +12542,7 @@ pub fn launch_unary_gelu_erf_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_gelu_erf_f64",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_gelu_erf_f64", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -13976,10 +12563,7 @@ pub fn launch_unary_gelu_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_gelu_f16",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_gelu_f16", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -14000,10 +12584,7 @@ pub fn launch_unary_gelu_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_gelu_f32",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_gelu_f32", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -14024,10 +12605,7 @@ pub fn launch_unary_gelu_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_gelu_f64",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_gelu_f64", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -14048,10 +12626,7 @@ pub fn launch_unary_log_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_log_bf16",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_log_bf16", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -14072,10 +12647,7 @@ pub fn launch_unary_log_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_log_f16",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_log_f16", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -14096,10 +12668,7 @@ pub fn launch_unary_log_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_log_f32",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_log_f32", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -14120,10 +12689,7 @@ pub fn launch_unary_log_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_log_f64",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_log_f64", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -14144,10 +12710,7 @@ pub fn launch_unary_neg_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_neg_bf16",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_neg_bf16", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -14168,10 +12731,7 @@ pub fn launch_unary_neg_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_neg_f16",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_neg_f16", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -14192,10 +12752,7 @@ pub fn launch_unary_neg_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_neg_f32",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_neg_f32", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -14216,10 +12773,7 @@ pub fn launch_unary_neg_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_neg_f64",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_neg_f64", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -14240,10 +12794,7 @@ pub fn launch_unary_neg_i64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_neg_i64",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_neg_i64", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -14264,10 +12815,7 @@ pub fn launch_unary_recip_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_recip_bf16",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_recip_bf16", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -14288,10 +12836,7 @@ pub fn launch_unary_recip_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_recip_f16",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_recip_f16", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -14312,10 +12857,7 @@ pub fn launch_unary_recip_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_recip_f32",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_recip_f32", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -14336,10 +12878,7 @@ pub fn launch_unary_recip_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_recip_f64",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_recip_f64", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -14360,10 +12899,7 @@ pub fn launch_unary_relu_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_relu_bf16",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_relu_bf16", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -14384,10 +12920,7 @@ pub fn launch_unary_relu_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_relu_f16",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_relu_f16", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -14408,10 +12941,7 @@ pub fn launch_unary_relu_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_relu_f32",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_relu_f32", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -14432,10 +12962,7 @@ pub fn launch_unary_relu_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_relu_f64",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_relu_f64", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -14456,10 +12983,7 @@ pub fn launch_unary_relu_i64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_relu_i64",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_relu_i64", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -14480,10 +13004,7 @@ pub fn launch_unary_round_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_round_bf16",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_round_bf16", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -14504,10 +13025,7 @@ pub fn launch_unary_round_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_round_f16",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_round_f16", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -14528,10 +13046,7 @@ pub fn launch_unary_round_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_round_f32",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_round_f32", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -14552,10 +13067,7 @@ pub fn launch_unary_round_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_round_f64",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_round_f64", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -14576,10 +13088,7 @@ pub fn launch_unary_sign_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_sign_bf16",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_sign_bf16", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -14600,10 +13109,7 @@ pub fn launch_unary_sign_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_sign_f16",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_sign_f16", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -14624,10 +13130,7 @@ pub fn launch_unary_sign_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_sign_f32",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_sign_f32", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -14648,10 +13151,7 @@ pub fn launch_unary_sign_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_sign_f64",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_sign_f64", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -14672,10 +13172,7 @@ pub fn launch_unary_sign_i64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_sign_i64",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_sign_i64", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -14696,10 +13193,7 @@ pub fn launch_unary_silu_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_silu_bf16",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_silu_bf16", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -14720,10 +13214,7 @@ pub fn launch_unary_silu_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_silu_f16",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_silu_f16", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -14744,10 +13235,7 @@ pub fn launch_unary_silu_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_silu_f32",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_silu_f32", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -14768,10 +13256,7 @@ pub fn launch_unary_silu_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_silu_f64",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_silu_f64", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -14792,10 +13277,7 @@ pub fn launch_unary_sin_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_sin_bf16",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_sin_bf16", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -14816,10 +13298,7 @@ pub fn launch_unary_sin_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_sin_f16",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_sin_f16", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -14840,10 +13319,7 @@ pub fn launch_unary_sin_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_sin_f32",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_sin_f32", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -14864,10 +13340,7 @@ pub fn launch_unary_sin_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_sin_f64",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_sin_f64", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -14888,10 +13361,7 @@ pub fn launch_unary_sqr_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_sqr_bf16",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_sqr_bf16", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -14912,10 +13382,7 @@ pub fn launch_unary_sqr_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_sqr_f16",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_sqr_f16", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -14936,10 +13403,7 @@ pub fn launch_unary_sqr_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_sqr_f32",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_sqr_f32", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -14960,10 +13424,7 @@ pub fn launch_unary_sqr_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_sqr_f64",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_sqr_f64", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -14984,10 +13445,7 @@ pub fn launch_unary_sqr_i64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_sqr_i64",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_sqr_i64", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -15008,10 +13466,7 @@ pub fn launch_unary_sqr_u32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_sqr_u32",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_sqr_u32", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -15032,10 +13487,7 @@ pub fn launch_unary_sqr_u8<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_sqr_u8",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_sqr_u8", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -15056,10 +13508,7 @@ pub fn launch_unary_sqrt_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_sqrt_bf16",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_sqrt_bf16", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -15080,10 +13529,7 @@ pub fn launch_unary_sqrt_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_sqrt_f16",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_sqrt_f16", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -15104,10 +13550,7 @@ pub fn launch_unary_sqrt_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_sqrt_f32",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_sqrt_f32", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -15128,10 +13571,7 @@ pub fn launch_unary_sqrt_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_sqrt_f64",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_sqrt_f64", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -15152,10 +13592,7 @@ pub fn launch_unary_tanh_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_tanh_bf16",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_tanh_bf16", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -15176,10 +13613,7 @@ pub fn launch_unary_tanh_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_tanh_f16",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_tanh_f16", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -15200,10 +13634,7 @@ pub fn launch_unary_tanh_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_tanh_f32",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_tanh_f32", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -15224,10 +13655,7 @@ pub fn launch_unary_tanh_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "unary_tanh_f64",
-        source: "elementwise.hip",
-    };
+    let entry_point = Kernel::new("unary_tanh_f64", "elementwise.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -15248,10 +13676,7 @@ pub fn launch_upsample_nearest1d_bf16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<Bf16>,
     dst: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "upsample_nearest1d_bf16",
-        source: "pool.hip",
-    };
+    let entry_point = Kernel::new("upsample_nearest1d_bf16", "pool.hip");
     let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(l_out),
@@ -15272,10 +13697,7 @@ pub fn launch_upsample_nearest1d_f16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<F16>,
     dst: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "upsample_nearest1d_f16",
-        source: "pool.hip",
-    };
+    let entry_point = Kernel::new("upsample_nearest1d_f16", "pool.hip");
     let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(l_out),
@@ -15296,10 +13718,7 @@ pub fn launch_upsample_nearest1d_f32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f32>,
     dst: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "upsample_nearest1d_f32",
-        source: "pool.hip",
-    };
+    let entry_point = Kernel::new("upsample_nearest1d_f32", "pool.hip");
     let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(l_out),
@@ -15320,10 +13739,7 @@ pub fn launch_upsample_nearest1d_f64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f64>,
     dst: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "upsample_nearest1d_f64",
-        source: "pool.hip",
-    };
+    let entry_point = Kernel::new("upsample_nearest1d_f64", "pool.hip");
     let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(l_out),
@@ -15344,10 +13760,7 @@ pub fn launch_upsample_nearest1d_i64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<i64>,
     dst: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "upsample_nearest1d_i64",
-        source: "pool.hip",
-    };
+    let entry_point = Kernel::new("upsample_nearest1d_i64", "pool.hip");
     let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(l_out),
@@ -15368,10 +13781,7 @@ pub fn launch_upsample_nearest1d_u32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "upsample_nearest1d_u32",
-        source: "pool.hip",
-    };
+    let entry_point = Kernel::new("upsample_nearest1d_u32", "pool.hip");
     let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(l_out),
@@ -15392,10 +13802,7 @@ pub fn launch_upsample_nearest1d_u8<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u8>,
     dst: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "upsample_nearest1d_u8",
-        source: "pool.hip",
-    };
+    let entry_point = Kernel::new("upsample_nearest1d_u8", "pool.hip");
     let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(l_out),
@@ -15418,10 +13825,7 @@ pub fn launch_upsample_nearest2d_bf16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<Bf16>,
     dst: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "upsample_nearest2d_bf16",
-        source: "pool.hip",
-    };
+    let entry_point = Kernel::new("upsample_nearest2d_bf16", "pool.hip");
     let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(w_out),
@@ -15445,10 +13849,7 @@ pub fn launch_upsample_nearest2d_f16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<F16>,
     dst: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "upsample_nearest2d_f16",
-        source: "pool.hip",
-    };
+    let entry_point = Kernel::new("upsample_nearest2d_f16", "pool.hip");
     let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(w_out),
@@ -15472,10 +13873,7 @@ pub fn launch_upsample_nearest2d_f32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f32>,
     dst: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "upsample_nearest2d_f32",
-        source: "pool.hip",
-    };
+    let entry_point = Kernel::new("upsample_nearest2d_f32", "pool.hip");
     let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(w_out),
@@ -15499,10 +13897,7 @@ pub fn launch_upsample_nearest2d_f64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f64>,
     dst: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "upsample_nearest2d_f64",
-        source: "pool.hip",
-    };
+    let entry_point = Kernel::new("upsample_nearest2d_f64", "pool.hip");
     let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(w_out),
@@ -15526,10 +13921,7 @@ pub fn launch_upsample_nearest2d_i64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<i64>,
     dst: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "upsample_nearest2d_i64",
-        source: "pool.hip",
-    };
+    let entry_point = Kernel::new("upsample_nearest2d_i64", "pool.hip");
     let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(w_out),
@@ -15553,10 +13945,7 @@ pub fn launch_upsample_nearest2d_u32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "upsample_nearest2d_u32",
-        source: "pool.hip",
-    };
+    let entry_point = Kernel::new("upsample_nearest2d_u32", "pool.hip");
     let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(w_out),
@@ -15580,10 +13969,7 @@ pub fn launch_upsample_nearest2d_u8<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u8>,
     dst: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "upsample_nearest2d_u8",
-        source: "pool.hip",
-    };
+    let entry_point = Kernel::new("upsample_nearest2d_u8", "pool.hip");
     let kernel_args = [
         KernelArg::Usize(dst_numel),
         KernelArg::Usize(w_out),
@@ -15608,10 +13994,7 @@ pub fn launch_where_cond_i64_bf16<L: KernelLauncher + ?Sized>(
     f: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "where_cond_i64_bf16",
-        source: "where_cond.hip",
-    };
+    let entry_point = Kernel::new("where_cond_i64_bf16", "where_cond.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -15637,10 +14020,7 @@ pub fn launch_where_cond_i64_f16<L: KernelLauncher + ?Sized>(
     f: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "where_cond_i64_f16",
-        source: "where_cond.hip",
-    };
+    let entry_point = Kernel::new("where_cond_i64_f16", "where_cond.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -15666,10 +14046,7 @@ pub fn launch_where_cond_i64_f32<L: KernelLauncher + ?Sized>(
     f: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "where_cond_i64_f32",
-        source: "where_cond.hip",
-    };
+    let entry_point = Kernel::new("where_cond_i64_f32", "where_cond.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -15695,10 +14072,7 @@ pub fn launch_where_cond_i64_f64<L: KernelLauncher + ?Sized>(
     f: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "where_cond_i64_f64",
-        source: "where_cond.hip",
-    };
+    let entry_point = Kernel::new("where_cond_i64_f64", "where_cond.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -15724,10 +14098,7 @@ pub fn launch_where_cond_i64_i64<L: KernelLauncher + ?Sized>(
     f: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "where_cond_i64_i64",
-        source: "where_cond.hip",
-    };
+    let entry_point = Kernel::new("where_cond_i64_i64", "where_cond.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -15753,10 +14124,7 @@ pub fn launch_where_cond_i64_u32<L: KernelLauncher + ?Sized>(
     f: DevicePtr<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "where_cond_i64_u32",
-        source: "where_cond.hip",
-    };
+    let entry_point = Kernel::new("where_cond_i64_u32", "where_cond.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -15782,10 +14150,7 @@ pub fn launch_where_cond_i64_u8<L: KernelLauncher + ?Sized>(
     f: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "where_cond_i64_u8",
-        source: "where_cond.hip",
-    };
+    let entry_point = Kernel::new("where_cond_i64_u8", "where_cond.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -15811,10 +14176,7 @@ pub fn launch_where_cond_u32_bf16<L: KernelLauncher + ?Sized>(
     f: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "where_cond_u32_bf16",
-        source: "where_cond.hip",
-    };
+    let entry_point = Kernel::new("where_cond_u32_bf16", "where_cond.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -15840,10 +14202,7 @@ pub fn launch_where_cond_u32_f16<L: KernelLauncher + ?Sized>(
     f: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "where_cond_u32_f16",
-        source: "where_cond.hip",
-    };
+    let entry_point = Kernel::new("where_cond_u32_f16", "where_cond.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -15869,10 +14228,7 @@ pub fn launch_where_cond_u32_f32<L: KernelLauncher + ?Sized>(
     f: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "where_cond_u32_f32",
-        source: "where_cond.hip",
-    };
+    let entry_point = Kernel::new("where_cond_u32_f32", "where_cond.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -15898,10 +14254,7 @@ pub fn launch_where_cond_u32_f64<L: KernelLauncher + ?Sized>(
     f: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "where_cond_u32_f64",
-        source: "where_cond.hip",
-    };
+    let entry_point = Kernel::new("where_cond_u32_f64", "where_cond.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -15927,10 +14280,7 @@ pub fn launch_where_cond_u32_i64<L: KernelLauncher + ?Sized>(
     f: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "where_cond_u32_i64",
-        source: "where_cond.hip",
-    };
+    let entry_point = Kernel::new("where_cond_u32_i64", "where_cond.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -15956,10 +14306,7 @@ pub fn launch_where_cond_u32_u32<L: KernelLauncher + ?Sized>(
     f: DevicePtr<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "where_cond_u32_u32",
-        source: "where_cond.hip",
-    };
+    let entry_point = Kernel::new("where_cond_u32_u32", "where_cond.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -15985,10 +14332,7 @@ pub fn launch_where_cond_u32_u8<L: KernelLauncher + ?Sized>(
     f: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "where_cond_u32_u8",
-        source: "where_cond.hip",
-    };
+    let entry_point = Kernel::new("where_cond_u32_u8", "where_cond.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -16014,10 +14358,7 @@ pub fn launch_where_cond_u8_bf16<L: KernelLauncher + ?Sized>(
     f: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "where_cond_u8_bf16",
-        source: "where_cond.hip",
-    };
+    let entry_point = Kernel::new("where_cond_u8_bf16", "where_cond.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -16043,10 +14384,7 @@ pub fn launch_where_cond_u8_f16<L: KernelLauncher + ?Sized>(
     f: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "where_cond_u8_f16",
-        source: "where_cond.hip",
-    };
+    let entry_point = Kernel::new("where_cond_u8_f16", "where_cond.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -16072,10 +14410,7 @@ pub fn launch_where_cond_u8_f32<L: KernelLauncher + ?Sized>(
     f: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "where_cond_u8_f32",
-        source: "where_cond.hip",
-    };
+    let entry_point = Kernel::new("where_cond_u8_f32", "where_cond.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -16101,10 +14436,7 @@ pub fn launch_where_cond_u8_f64<L: KernelLauncher + ?Sized>(
     f: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "where_cond_u8_f64",
-        source: "where_cond.hip",
-    };
+    let entry_point = Kernel::new("where_cond_u8_f64", "where_cond.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -16130,10 +14462,7 @@ pub fn launch_where_cond_u8_i64<L: KernelLauncher + ?Sized>(
     f: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "where_cond_u8_i64",
-        source: "where_cond.hip",
-    };
+    let entry_point = Kernel::new("where_cond_u8_i64", "where_cond.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -16159,10 +14488,7 @@ pub fn launch_where_cond_u8_u32<L: KernelLauncher + ?Sized>(
     f: DevicePtr<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "where_cond_u8_u32",
-        source: "where_cond.hip",
-    };
+    let entry_point = Kernel::new("where_cond_u8_u32", "where_cond.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),
@@ -16188,10 +14514,7 @@ pub fn launch_where_cond_u8_u8<L: KernelLauncher + ?Sized>(
     f: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    let entry_point = Kernel {
-        name: "where_cond_u8_u8",
-        source: "where_cond.hip",
-    };
+    let entry_point = Kernel::new("where_cond_u8_u8", "where_cond.hip");
     let kernel_args = [
         KernelArg::Usize(numel),
         KernelArg::Usize(num_dims),

@@ -502,6 +502,7 @@ class Launch(NamedTuple):  # ~9,500 for a 2,584-op registry: a tuple is built 3x
     name: str
     source: str
     signature: str  # its lines, joined; parameters "numel: usize", "inp: DevicePtr<f32>" in kernel order
+    entry_point: str  # '    let entry_point = Kernel::new("<name>", "<source>");', laid out as rustfmt lays it
     args: str  # "    let kernel_args = [KernelArg::Usize(numel), inp.arg(), ...];", laid out as rustfmt lays it
 
 
@@ -535,7 +536,8 @@ def launches(kernels) -> tuple[Launch, ...]:
         params_, statement = by_params[id(k.params)]
         head = f"pub fn launch_{k.name}<L: KernelLauncher + ?Sized>"
         signature = laid_out(head, params_, " -> Result<()> {", indent=0)
-        out.append(Launch(k.name, k.source, "\n".join(signature), statement))
+        entry_point = rust_layout.call_statement("let entry_point = ", f'Kernel::new("{k.name}", "{k.source}")', ";")
+        out.append(Launch(k.name, k.source, "\n".join(signature), entry_point, statement))
     return tuple(out)
 
 

@@ -107,7 +107,7 @@ def _item(item: str, indent: str) -> str:
     return f"{indent}{item},"
 
 
-def call_statement(head: str, call: str, tail: str, indent: str) -> str:
+def call_statement(head: str, call: str, tail: str, indent: str = INDENT) -> str:
     """`head call tail` (`let s = x.f(a, b)?;`) at `indent`: on one line where rustfmt keeps it,
     else the last call's arguments one a line."""
     one = f"{indent}{head}{call}{tail}"

@@ -197,7 +197,7 @@ def test_launch_wrappers_follow_the_kernel_signatures():
                 else f"DevicePtrMut<{base}>"
             )
         assert types == expected, name
-        source = re.search(rf'name: "{name}",\n        source: "([^"]+)",', text).group(1)
+        source = re.search(rf'Kernel::new\(\s*"{name}",\s*"([^"]+)",?\s*\)', text).group(1)
         assert source == sig.source, name
 
 
