@@ -51,6 +51,7 @@ _INLINE_ARM = re.compile(r"^(?P<indent> ++)(?P<pattern>[^\n]+?) => (?P<body>[^\n
 _BLOCK_ARM = re.compile(
     r"^(?P<indent> ++)(?P<pattern>[^\n]+?) => \{\n ++(?P<body>[^\n]*[^;\n])\n(?P=indent)\}$", re.MULTILINE
 )
+_BRACE_COMMENT = re.compile(r"^(?P<head>(?P<indent> *+)[^\n]*\{) (?P<comment>//[^\n]*)$", re.MULTILINE)
 _CALL_STATEMENT = re.compile(r"^(?P<indent> ++)(?P<call>[\w.:]+\([^\n]*\)\??);$", re.MULTILINE)
 _OK_VARIANT = re.compile(r"Ok\((?P<variant>[\w:]+)\((?P<value>.+)\)\)")
 _ERR_CALL = re.compile(r"Err\((?P<callee>[\w:]+)\((?P<args>.+)\)\)")
@@ -63,6 +64,8 @@ def fit(text: str) -> str:
     leaves as they are."""
     if " => " not in text:  # launch.rs: laid out by its template
         return text
+    if "{ //" in text:  # a comment after an opening brace: on a line of its own, as rustfmt puts it
+        text = _BRACE_COMMENT.sub(r"\g<head>\n\g<indent>    \g<comment>", text)
     text = _CALL_STATEMENT.sub(lambda m: call_statement("", m["call"], ";", m["indent"]), text)
     text = _BLOCK_ARM.sub(_arm, text)
     return _INLINE_ARM.sub(_arm, text)
