@@ -127,7 +127,7 @@ def _protocol() -> re.Pattern[str]:
 
 
 _PROTOCOL = _protocol()
-_STUB_PARAMS = re.compile(r"^    def [^(]*\(\s*self(.*?)\) -> ", re.MULTILINE | re.DOTALL)
+_STUB_PARAMS = re.compile(r"^    def [^(]*\(\s*self([^)]*)\) -> ", re.MULTILINE)  # annotations hold no ")"
 _PARAM_NAME = re.compile(rf"({_NAME}): ", re.ASCII)
 _PROTOCOL_NOTES = re.compile(r'^    (?:#|""").*', re.MULTILINE)  # comment and docstring lines
 

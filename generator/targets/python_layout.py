@@ -21,8 +21,10 @@ would tie `gen --check` to the formatter's version on each machine."""
 
 from __future__ import annotations
 
+import functools
 import re
 import textwrap
+from collections.abc import Callable
 
 WIDTH = 120
 INDENT = "    "
@@ -39,26 +41,29 @@ _CLOSERS = frozenset(_OPENERS.values())
 def fit(text: str, width: int = WIDTH) -> str:
     """`text` with every line longer than `width` broken as the formatter breaks it, and every
     empty display a template opened and closed on two lines (a family without ops) on one."""
-    for opening, closing in _OPENERS.items():
-        text = text.replace(f" = {opening}\n{closing}\n", f" = {opening}{closing}\n")
+    text = text.replace(" = {\n}\n", " = {}\n")  # the displays templates open: dicts
     long_line = _LONG_LINE if width == WIDTH else re.compile(rf"\n([^\n]{{{width + 1},}})")
-    text = "\n" + text  # every line after a newline: the pattern starts with one, which makes it fast
-    if long_line.search(text) is not None:
-        text = long_line.sub(lambda m: "\n" + "\n".join(fit_line(m[1], width)), text)
-    return text[1:]
+    first, newline, rest = text.partition("\n")  # the pattern starts at a newline, which makes it fast
+    return "\n".join(fit_line(first, width)) + newline + long_line.sub(_fitted(width), rest)
 
 
-def fit_line(line: str, width: int = WIDTH) -> list[str]:
+@functools.cache
+def _fitted(width: int) -> Callable[[re.Match[str]], str]:
+    return lambda m: "\n" + "\n".join(fit_line(m[1], width))
+
+
+@functools.lru_cache(maxsize=4096)  # the same long line in several modules (each backend's Protocol)
+def fit_line(line: str, width: int = WIDTH) -> tuple[str, ...]:
     """One line as the lines that the formatter makes of it (itself where it cannot be split)."""
     if len(line) <= width:
-        return [line]
+        return (line,)
     indent = line[: len(line) - len(line.lstrip(" "))]
     code = line[len(indent) :]
     if code.startswith("#"):
-        return _wrap_comment(indent, code, width)
+        return tuple(_wrap_comment(indent, code, width))
     if code.startswith("from ") and " import " in code and "(" not in code and "#" not in code:
         module, names = code.split(" import ", 1)
-        return [f"{indent}{module} import (", *(f"{indent}{INDENT}{n}," for n in names.split(", ")), f"{indent})"]
+        return (f"{indent}{module} import (", *(f"{indent}{INDENT}{n}," for n in names.split(", ")), f"{indent})")
     condition = _BLOCK_CONDITION.fullmatch(code)
     if condition is not None:
         for operator in (" or ", " and "):
@@ -68,10 +73,10 @@ def fit_line(line: str, width: int = WIDTH) -> list[str]:
                 lines = [f"{indent}{condition['keyword']} (", *fit_line(inner + operands[0], width)]
                 for operand in operands[1:]:
                     lines += fit_line(f"{inner}{operator.lstrip()}{operand}", width)
-                return [*lines, f"{indent}):"]
+                return (*lines, f"{indent}):")
     brackets = _first_bracket(code)
     if brackets is None:
-        return [line]
+        return (line,)
     start, end = brackets
     head, body, tail = code[: start + 1], code[start + 1 : end], code[end:]
     items = _split_items(body)
@@ -79,11 +84,11 @@ def fit_line(line: str, width: int = WIDTH) -> list[str]:
     if body.rstrip().endswith(","):  # a trailing comma already there: one item a line
         items = [i for i in items if i]
     elif len(items) == 1 or (_is_call(code, start) and len(inner) + len(body) <= width):
-        return [indent + head, *fit_line(inner + body, width), indent + tail]
+        return (indent + head, *fit_line(inner + body, width), indent + tail)
     lines = [indent + head]
     for item in items:
         lines += fit_line(f"{inner}{item},", width)
-    return [*lines, indent + tail]
+    return (*lines, indent + tail)
 
 
 def _is_call(code: str, start: int) -> bool:

@@ -47,12 +47,18 @@ def use_order(use: str) -> tuple[tuple[int, str], ...]:
 # there, else with its arguments one a line.
 
 FN_CALL_WIDTH = 60
-_INLINE_ARM = re.compile(r"^(?P<indent> ++)(?P<pattern>[^\n]+?) => (?P<body>[^\n{][^\n]*),$", re.MULTILINE)
+# Only arms and statements that may need breaking: a line of more than 100 columns, or more
+# than 60 after its ` => ` (an arm's body) or after a `(` (a call's arguments).
+_INLINE_ARM = re.compile(
+    r"^(?=[^\n]{101}|[^\n]* => [^\n]{62})(?P<indent> ++)(?P<pattern>[^\n]+?) => (?P<body>[^\n{][^\n]*),$", re.MULTILINE
+)
 _BLOCK_ARM = re.compile(
     r"^(?P<indent> ++)(?P<pattern>[^\n]+?) => \{\n ++(?P<body>[^\n]*[^;\n])\n(?P=indent)\}$", re.MULTILINE
 )
 _BRACE_COMMENT = re.compile(r"^(?P<head>(?P<indent> *+)[^\n]*\{) (?P<comment>//[^\n]*)$", re.MULTILINE)
-_CALL_STATEMENT = re.compile(r"^(?P<indent> ++)(?P<call>[\w.:]+\([^\n]*\)\??);$", re.MULTILINE)
+_CALL_STATEMENT = re.compile(
+    r"^(?=[^\n]{101}|[^\n]*\([^\n]{61})(?P<indent> ++)(?P<call>[\w.:]+\([^\n]*\)\??);$", re.MULTILINE
+)
 _OK_VARIANT = re.compile(r"Ok\((?P<variant>[\w:]+)\((?P<value>.+)\)\)")
 _ERR_CALL = re.compile(r"Err\((?P<callee>[\w:]+)\((?P<args>.+)\)\)")
 _PAIRS = {"(": ")", "[": "]"}
