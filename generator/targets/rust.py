@@ -536,9 +536,10 @@ def launches(kernels) -> tuple[Launch, ...]:
         params_, statement = by_params[id(k.params)]
         head = f"pub fn launch_{k.name}<L: KernelLauncher + ?Sized>"
         signature = laid_out(head, params_, " -> Result<()> {", indent=0)
-        entry_point = f'    let entry_point = Kernel::new("{k.name}", "{k.source}");'
+        kernel = f'Kernel::new("{k.name}", "{k.source}")'
+        entry_point = f"    let entry_point = {kernel};"
         if len(entry_point) > rust_layout.MAX_WIDTH or len(k.name) + len(k.source) + 6 > rust_layout.FN_CALL_WIDTH:
-            entry_point = rust_layout.call_statement("let entry_point = ", entry_point[23:-1], ";")
+            entry_point = rust_layout.call_statement("let entry_point = ", kernel, ";")
         out.append(Launch(k.name, k.source, "\n".join(signature), entry_point, statement))
     return tuple(out)
 

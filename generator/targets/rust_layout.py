@@ -47,6 +47,8 @@ def use_order(use: str) -> tuple[tuple[int, str], ...]:
 # there, else with its arguments one a line.
 
 FN_CALL_WIDTH = 60
+SHORT_ITEM_WIDTH = 10  # short_array_element_width_threshold
+_SIMPLE = re.compile(r"-?&?(?:[A-Za-z_]\w*(?:\.\w+)*|\d[\w.]*|\"[^\"\\]*\")\??")
 # Only arms and statements that may need breaking: a line of more than 100 columns, or more
 # than 60 after its ` => ` (an arm's body) or after a `(` (a call's arguments).
 _INLINE_ARM = re.compile(
@@ -91,7 +93,7 @@ def _arm(match: re.Match[str]) -> str:
         return "\n".join([*before, f"{last} => {{", value, f"{inner}Ok({ok['variant']}(s))", f"{indent}}}"])
     err = _ERR_CALL.fullmatch(body)
     if err is not None:
-        args = [_item(arg, inner) for arg in _items(err["args"])]
+        args = _item_lines(_items(err["args"]), inner)
         return "\n".join([*before, f"{last} => Err({err['callee']}(", *args, f"{indent})),"])
     if fits_in_calls(body) and len(inner) + len(body) <= MAX_WIDTH:  # on a line of its own, in a block
         return "\n".join([*before, f"{last} => {{", f"{inner}{body}", f"{indent}}}"])
@@ -104,6 +106,19 @@ def _pattern_lines(indent: str, pattern: str) -> list[str]:
         return [indent + pattern]
     inner = indent + INDENT
     return [f"{indent}(", *(f"{inner}{item}," for item in _items(pattern[1:-1])), f"{indent})"]
+
+
+def _item_lines(items: list[str], indent: str) -> list[str]:
+    """Arguments one a line, each with its comma; but short simple ones (names, literals, `&x`,
+    `x.y`, `x?` of at most 10 columns) as many a line as fit, as rustfmt packs them."""
+    if not all(len(item) <= SHORT_ITEM_WIDTH and _SIMPLE.fullmatch(item) for item in items):
+        return [_item(item, indent) for item in items]
+    lines = [indent]
+    for item in items:
+        if lines[-1] != indent and len(lines[-1]) + len(item) + 2 > MAX_WIDTH:
+            lines.append(indent)
+        lines[-1] += f"{item}," if lines[-1] == indent else f" {item},"
+    return lines
 
 
 def _item(item: str, indent: str) -> str:
@@ -126,7 +141,7 @@ def call_statement(head: str, call: str, tail: str, indent: str = INDENT) -> str
     open_ = _opening(call, close)
     items = _items(call[open_ + 1 : close])
     inner = indent + INDENT
-    lines = [f"{indent}{head}{call[: open_ + 1]}", *(f"{inner}{item}," for item in items)]
+    lines = [f"{indent}{head}{call[: open_ + 1]}", *_item_lines(items, inner)]
     return "\n".join([*lines, f"{indent}{call[close:]}{tail}"])
 
 

@@ -18,6 +18,7 @@ import pytest
 from gen_helpers import REPO, run_cli
 
 from bench import synthetic
+from generator.targets import rust_layout
 
 CONFIG = REPO / "pyproject.toml"
 
@@ -79,3 +80,41 @@ def test_shipped_and_golden_rust_pass_rustfmt(folder):
 
 def test_a_synthetic_registrys_rust_passes_rustfmt(synthetic_package):
     assert_rustfmt_clean(synthetic_package / "rust")
+
+
+def _snippet(n: int) -> str:
+    """Rust of the shapes rust_layout lays out, with names of n characters: a kernel's entry
+    point, its argument array, match arms of every form, a call statement."""
+    name, arg = "k" * n, "a" * max(1, n // 4)
+    args = [f"KernelArg::Usize({arg}{i})" for i in range(n // 8 + 1)]
+    call = f"s.op_{name}({', '.join(f'{arg}{i}' for i in range(n // 10 + 1))})"
+    arms = [
+        f"        (Self::Cpu(s), Self::Cpu({arg})) => Ok(Self::Cpu({call}?)),",
+        f"        Self::Cuda(s) => {call},",
+        f'        ({arg}, lhs) => Err(Device::mismatch("{name}", &[lhs.device(), {arg}.device()])),',
+    ]
+    lines = [
+        "fn f() -> Result<()> {",
+        rust_layout.call_statement("let entry_point = ", f'Kernel::new("{name}", "{name}.hip")', ";"),
+        rust_layout.array_statement("let kernel_args = ", args, ";"),
+        f'    dtype_in(self.dtype(), &[{", ".join(["DType::F32"] * (n // 12 + 1))}], "{name}")?;',
+        "    match (self, rhs) {",
+        *arms,
+        "    }",
+        "}",
+        "",
+    ]
+    return rust_layout.fit("\n".join(lines))
+
+
+def test_rust_layout_matches_rustfmt_at_every_length(tmp_path):
+    """rust_layout against rustfmt itself, over names from short to long enough to break
+    every shape (lines past 100 columns, arguments past 60)."""
+    rustfmt = _rustfmt()
+    files = []
+    for n in range(4, 60, 3):  # a name of 60 and more: rustfmt breaks `s.name(..)` as a chain
+        path = tmp_path / f"n{n}.rs"
+        path.write_text(_snippet(n))
+        files.append(str(path))
+    proc = subprocess.run([rustfmt, "--edition", "2021", "--check", *files], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
