@@ -19,7 +19,6 @@ pub trait CustomOp1 {
     }
 
     /// The forward pass on cuda storages (each with its layout: any strides and offset).
-    #[cfg(feature = "cuda")]
     fn cuda_fwd(
         &self,
         _s1: &crate::CudaStorage,
@@ -33,7 +32,6 @@ pub trait CustomOp1 {
     }
 
     /// The forward pass on rocm storages (each with its layout: any strides and offset).
-    #[cfg(feature = "rocm")]
     fn rocm_fwd(
         &self,
         _s1: &crate::RocmStorage,
@@ -42,6 +40,19 @@ pub trait CustomOp1 {
         Err(Error::NotImplementedForBackend {
             op: self.name(),
             backend: "rocm",
+        }
+        .bt())
+    }
+
+    /// The forward pass on metal storages (each with its layout: any strides and offset).
+    fn metal_fwd(
+        &self,
+        _s1: &crate::MetalStorage,
+        _l1: &Layout,
+    ) -> Result<(crate::MetalStorage, Shape)> {
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "metal",
         }
         .bt())
     }
@@ -68,7 +79,6 @@ pub trait CustomOp2 {
     }
 
     /// The forward pass on cuda storages (each with its layout: any strides and offset).
-    #[cfg(feature = "cuda")]
     fn cuda_fwd(
         &self,
         _s1: &crate::CudaStorage,
@@ -84,7 +94,6 @@ pub trait CustomOp2 {
     }
 
     /// The forward pass on rocm storages (each with its layout: any strides and offset).
-    #[cfg(feature = "rocm")]
     fn rocm_fwd(
         &self,
         _s1: &crate::RocmStorage,
@@ -95,6 +104,21 @@ pub trait CustomOp2 {
         Err(Error::NotImplementedForBackend {
             op: self.name(),
             backend: "rocm",
+        }
+        .bt())
+    }
+
+    /// The forward pass on metal storages (each with its layout: any strides and offset).
+    fn metal_fwd(
+        &self,
+        _s1: &crate::MetalStorage,
+        _l1: &Layout,
+        _s2: &crate::MetalStorage,
+        _l2: &Layout,
+    ) -> Result<(crate::MetalStorage, Shape)> {
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "metal",
         }
         .bt())
     }
@@ -123,7 +147,6 @@ pub trait CustomOp3 {
     }
 
     /// The forward pass on cuda storages (each with its layout: any strides and offset).
-    #[cfg(feature = "cuda")]
     fn cuda_fwd(
         &self,
         _s1: &crate::CudaStorage,
@@ -141,7 +164,6 @@ pub trait CustomOp3 {
     }
 
     /// The forward pass on rocm storages (each with its layout: any strides and offset).
-    #[cfg(feature = "rocm")]
     fn rocm_fwd(
         &self,
         _s1: &crate::RocmStorage,
@@ -154,6 +176,23 @@ pub trait CustomOp3 {
         Err(Error::NotImplementedForBackend {
             op: self.name(),
             backend: "rocm",
+        }
+        .bt())
+    }
+
+    /// The forward pass on metal storages (each with its layout: any strides and offset).
+    fn metal_fwd(
+        &self,
+        _s1: &crate::MetalStorage,
+        _l1: &Layout,
+        _s2: &crate::MetalStorage,
+        _l2: &Layout,
+        _s3: &crate::MetalStorage,
+        _l3: &Layout,
+    ) -> Result<(crate::MetalStorage, Shape)> {
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "metal",
         }
         .bt())
     }
@@ -174,7 +213,6 @@ pub trait InplaceOp1 {
     }
 
     /// The forward pass on cuda storages (each with its layout: any strides and offset).
-    #[cfg(feature = "cuda")]
     fn cuda_fwd(&self, _s1: &mut crate::CudaStorage, _l1: &Layout) -> Result<()> {
         Err(Error::NotImplementedForBackend {
             op: self.name(),
@@ -184,11 +222,19 @@ pub trait InplaceOp1 {
     }
 
     /// The forward pass on rocm storages (each with its layout: any strides and offset).
-    #[cfg(feature = "rocm")]
     fn rocm_fwd(&self, _s1: &mut crate::RocmStorage, _l1: &Layout) -> Result<()> {
         Err(Error::NotImplementedForBackend {
             op: self.name(),
             backend: "rocm",
+        }
+        .bt())
+    }
+
+    /// The forward pass on metal storages (each with its layout: any strides and offset).
+    fn metal_fwd(&self, _s1: &mut crate::MetalStorage, _l1: &Layout) -> Result<()> {
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "metal",
         }
         .bt())
     }
@@ -215,7 +261,6 @@ pub trait InplaceOp2 {
     }
 
     /// The forward pass on cuda storages (each with its layout: any strides and offset).
-    #[cfg(feature = "cuda")]
     fn cuda_fwd(
         &self,
         _s1: &mut crate::CudaStorage,
@@ -231,7 +276,6 @@ pub trait InplaceOp2 {
     }
 
     /// The forward pass on rocm storages (each with its layout: any strides and offset).
-    #[cfg(feature = "rocm")]
     fn rocm_fwd(
         &self,
         _s1: &mut crate::RocmStorage,
@@ -242,6 +286,21 @@ pub trait InplaceOp2 {
         Err(Error::NotImplementedForBackend {
             op: self.name(),
             backend: "rocm",
+        }
+        .bt())
+    }
+
+    /// The forward pass on metal storages (each with its layout: any strides and offset).
+    fn metal_fwd(
+        &self,
+        _s1: &mut crate::MetalStorage,
+        _l1: &Layout,
+        _s2: &crate::MetalStorage,
+        _l2: &Layout,
+    ) -> Result<()> {
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "metal",
         }
         .bt())
     }
@@ -270,7 +329,6 @@ pub trait InplaceOp3 {
     }
 
     /// The forward pass on cuda storages (each with its layout: any strides and offset).
-    #[cfg(feature = "cuda")]
     fn cuda_fwd(
         &self,
         _s1: &mut crate::CudaStorage,
@@ -288,7 +346,6 @@ pub trait InplaceOp3 {
     }
 
     /// The forward pass on rocm storages (each with its layout: any strides and offset).
-    #[cfg(feature = "rocm")]
     fn rocm_fwd(
         &self,
         _s1: &mut crate::RocmStorage,
@@ -304,6 +361,23 @@ pub trait InplaceOp3 {
         }
         .bt())
     }
+
+    /// The forward pass on metal storages (each with its layout: any strides and offset).
+    fn metal_fwd(
+        &self,
+        _s1: &mut crate::MetalStorage,
+        _l1: &Layout,
+        _s2: &crate::MetalStorage,
+        _l2: &Layout,
+        _s3: &crate::MetalStorage,
+        _l3: &Layout,
+    ) -> Result<()> {
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "metal",
+        }
+        .bt())
+    }
 }
 
 impl Storage {
@@ -314,15 +388,17 @@ impl Storage {
                 let (out, shape) = op.cpu_fwd(s, layout)?;
                 Ok((Self::Cpu(out), shape))
             }
-            #[cfg(feature = "cuda")]
             Self::Cuda(s) => {
                 let (out, shape) = op.cuda_fwd(s, layout)?;
                 Ok((Self::Cuda(out), shape))
             }
-            #[cfg(feature = "rocm")]
             Self::Rocm(s) => {
                 let (out, shape) = op.rocm_fwd(s, layout)?;
                 Ok((Self::Rocm(out), shape))
+            }
+            Self::Metal(s) => {
+                let (out, shape) = op.metal_fwd(s, layout)?;
+                Ok((Self::Metal(out), shape))
             }
         }
     }
@@ -341,15 +417,17 @@ impl Storage {
                 let (out, shape) = op.cpu_fwd(s, layout, t2, layout2)?;
                 Ok((Self::Cpu(out), shape))
             }
-            #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(t2)) => {
                 let (out, shape) = op.cuda_fwd(s, layout, t2, layout2)?;
                 Ok((Self::Cuda(out), shape))
             }
-            #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(t2)) => {
                 let (out, shape) = op.rocm_fwd(s, layout, t2, layout2)?;
                 Ok((Self::Rocm(out), shape))
+            }
+            (Self::Metal(s), Self::Metal(t2)) => {
+                let (out, shape) = op.metal_fwd(s, layout, t2, layout2)?;
+                Ok((Self::Metal(out), shape))
             }
             #[allow(unreachable_patterns)]
             (lhs, t2) => Err(Device::mismatch("apply_op2", &[lhs.device(), t2.device()])),
@@ -373,15 +451,17 @@ impl Storage {
                 let (out, shape) = op.cpu_fwd(s, layout, t2, layout2, t3, layout3)?;
                 Ok((Self::Cpu(out), shape))
             }
-            #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(t2), Self::Cuda(t3)) => {
                 let (out, shape) = op.cuda_fwd(s, layout, t2, layout2, t3, layout3)?;
                 Ok((Self::Cuda(out), shape))
             }
-            #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(t2), Self::Rocm(t3)) => {
                 let (out, shape) = op.rocm_fwd(s, layout, t2, layout2, t3, layout3)?;
                 Ok((Self::Rocm(out), shape))
+            }
+            (Self::Metal(s), Self::Metal(t2), Self::Metal(t3)) => {
+                let (out, shape) = op.metal_fwd(s, layout, t2, layout2, t3, layout3)?;
+                Ok((Self::Metal(out), shape))
             }
             #[allow(unreachable_patterns)]
             (lhs, t2, t3) => Err(Device::mismatch(
@@ -395,10 +475,9 @@ impl Storage {
     pub fn inplace_op1(&mut self, layout: &Layout, op: &dyn InplaceOp1) -> Result<()> {
         match self {
             Self::Cpu(s) => op.cpu_fwd(s, layout),
-            #[cfg(feature = "cuda")]
             Self::Cuda(s) => op.cuda_fwd(s, layout),
-            #[cfg(feature = "rocm")]
             Self::Rocm(s) => op.rocm_fwd(s, layout),
+            Self::Metal(s) => op.metal_fwd(s, layout),
         }
     }
 
@@ -413,10 +492,9 @@ impl Storage {
         self.same_device(t2, "inplace_op2")?;
         match (self, t2) {
             (Self::Cpu(s), Self::Cpu(t2)) => op.cpu_fwd(s, layout, t2, layout2),
-            #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(t2)) => op.cuda_fwd(s, layout, t2, layout2),
-            #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(t2)) => op.rocm_fwd(s, layout, t2, layout2),
+            (Self::Metal(s), Self::Metal(t2)) => op.metal_fwd(s, layout, t2, layout2),
             #[allow(unreachable_patterns)]
             (lhs, t2) => Err(Device::mismatch(
                 "inplace_op2",
@@ -441,13 +519,14 @@ impl Storage {
             (Self::Cpu(s), Self::Cpu(t2), Self::Cpu(t3)) => {
                 op.cpu_fwd(s, layout, t2, layout2, t3, layout3)
             }
-            #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(t2), Self::Cuda(t3)) => {
                 op.cuda_fwd(s, layout, t2, layout2, t3, layout3)
             }
-            #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(t2), Self::Rocm(t3)) => {
                 op.rocm_fwd(s, layout, t2, layout2, t3, layout3)
+            }
+            (Self::Metal(s), Self::Metal(t2), Self::Metal(t3)) => {
+                op.metal_fwd(s, layout, t2, layout2, t3, layout3)
             }
             #[allow(unreachable_patterns)]
             (lhs, t2, t3) => Err(Device::mismatch(

@@ -7,7 +7,7 @@
 // custom_op.rs, to_device in to_device.rs.
 use crate::backend::BackendStorage;
 use crate::conv::{ParamsConv1D, ParamsConv2D, ParamsConvTranspose1D, ParamsConvTranspose2D};
-use crate::op::{BinaryOp, CmpOp, ReduceOp, UnaryOp};
+use crate::op::{CmpOp, ReduceOp};
 use crate::scalar::Scalar;
 use crate::{DType, Device, Error, Layout, Result};
 
@@ -15,10 +15,9 @@ use crate::{DType, Device, Error, Layout, Result};
 #[derive(Debug)]
 pub enum Storage {
     Cpu(crate::CpuStorage),
-    #[cfg(feature = "cuda")]
     Cuda(crate::CudaStorage),
-    #[cfg(feature = "rocm")]
     Rocm(crate::RocmStorage),
+    Metal(crate::MetalStorage),
 }
 
 impl Storage {
@@ -41,10 +40,9 @@ impl Storage {
     pub fn try_clone(&self, layout: &Layout) -> Result<Self> {
         match self {
             Self::Cpu(s) => Ok(Self::Cpu(s.try_clone(layout)?)),
-            #[cfg(feature = "cuda")]
             Self::Cuda(s) => Ok(Self::Cuda(s.try_clone(layout)?)),
-            #[cfg(feature = "rocm")]
             Self::Rocm(s) => Ok(Self::Rocm(s.try_clone(layout)?)),
+            Self::Metal(s) => Ok(Self::Metal(s.try_clone(layout)?)),
         }
     }
 
@@ -52,10 +50,9 @@ impl Storage {
     pub fn dtype(&self) -> DType {
         match self {
             Self::Cpu(s) => s.dtype(),
-            #[cfg(feature = "cuda")]
             Self::Cuda(s) => s.dtype(),
-            #[cfg(feature = "rocm")]
             Self::Rocm(s) => s.dtype(),
+            Self::Metal(s) => s.dtype(),
         }
     }
 
@@ -63,10 +60,9 @@ impl Storage {
     pub fn device(&self) -> Device {
         match self {
             Self::Cpu(_) => Device::Cpu,
-            #[cfg(feature = "cuda")]
             Self::Cuda(s) => Device::Cuda(s.device().clone()),
-            #[cfg(feature = "rocm")]
             Self::Rocm(s) => Device::Rocm(s.device().clone()),
+            Self::Metal(s) => Device::Metal(s.device().clone()),
         }
     }
 
@@ -74,10 +70,9 @@ impl Storage {
     pub fn const_set(&mut self, value: Scalar, layout: &Layout) -> Result<()> {
         match self {
             Self::Cpu(s) => s.const_set(value, layout),
-            #[cfg(feature = "cuda")]
             Self::Cuda(s) => s.const_set(value, layout),
-            #[cfg(feature = "rocm")]
             Self::Rocm(s) => s.const_set(value, layout),
+            Self::Metal(s) => s.const_set(value, layout),
         }
     }
 
@@ -85,10 +80,9 @@ impl Storage {
     pub fn affine(&self, layout: &Layout, mul: f64, add: f64) -> Result<Self> {
         match self {
             Self::Cpu(s) => Ok(Self::Cpu(s.affine(layout, mul, add)?)),
-            #[cfg(feature = "cuda")]
             Self::Cuda(s) => Ok(Self::Cuda(s.affine(layout, mul, add)?)),
-            #[cfg(feature = "rocm")]
             Self::Rocm(s) => Ok(Self::Rocm(s.affine(layout, mul, add)?)),
+            Self::Metal(s) => Ok(Self::Metal(s.affine(layout, mul, add)?)),
         }
     }
 
@@ -101,10 +95,9 @@ impl Storage {
         )?;
         match self {
             Self::Cpu(s) => Ok(Self::Cpu(s.powf(layout, exponent)?)),
-            #[cfg(feature = "cuda")]
             Self::Cuda(s) => Ok(Self::Cuda(s.powf(layout, exponent)?)),
-            #[cfg(feature = "rocm")]
             Self::Rocm(s) => Ok(Self::Rocm(s.powf(layout, exponent)?)),
+            Self::Metal(s) => Ok(Self::Metal(s.powf(layout, exponent)?)),
         }
     }
 
@@ -117,10 +110,9 @@ impl Storage {
         )?;
         match self {
             Self::Cpu(s) => Ok(Self::Cpu(s.elu(layout, alpha)?)),
-            #[cfg(feature = "cuda")]
             Self::Cuda(s) => Ok(Self::Cuda(s.elu(layout, alpha)?)),
-            #[cfg(feature = "rocm")]
             Self::Rocm(s) => Ok(Self::Rocm(s.elu(layout, alpha)?)),
+            Self::Metal(s) => Ok(Self::Metal(s.elu(layout, alpha)?)),
         }
     }
 
@@ -140,15 +132,17 @@ impl Storage {
                 let s = s.cmp(op, rhs, lhs_layout, rhs_layout)?;
                 Ok(Self::Cpu(s))
             }
-            #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(rhs)) => {
                 let s = s.cmp(op, rhs, lhs_layout, rhs_layout)?;
                 Ok(Self::Cuda(s))
             }
-            #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(rhs)) => {
                 let s = s.cmp(op, rhs, lhs_layout, rhs_layout)?;
                 Ok(Self::Rocm(s))
+            }
+            (Self::Metal(s), Self::Metal(rhs)) => {
+                let s = s.cmp(op, rhs, lhs_layout, rhs_layout)?;
+                Ok(Self::Metal(s))
             }
             #[allow(unreachable_patterns)]
             (lhs, rhs) => Err(Device::mismatch("cmp", &[lhs.device(), rhs.device()])),
@@ -159,10 +153,9 @@ impl Storage {
     pub fn reduce_op(&self, op: ReduceOp, layout: &Layout, dims: &[usize]) -> Result<Self> {
         match self {
             Self::Cpu(s) => Ok(Self::Cpu(s.reduce_op(op, layout, dims)?)),
-            #[cfg(feature = "cuda")]
             Self::Cuda(s) => Ok(Self::Cuda(s.reduce_op(op, layout, dims)?)),
-            #[cfg(feature = "rocm")]
             Self::Rocm(s) => Ok(Self::Rocm(s.reduce_op(op, layout, dims)?)),
+            Self::Metal(s) => Ok(Self::Metal(s.reduce_op(op, layout, dims)?)),
         }
     }
 
@@ -170,28 +163,25 @@ impl Storage {
     pub fn to_dtype(&self, layout: &Layout, dtype: DType) -> Result<Self> {
         match self {
             Self::Cpu(s) => Ok(Self::Cpu(s.to_dtype(layout, dtype)?)),
-            #[cfg(feature = "cuda")]
             Self::Cuda(s) => Ok(Self::Cuda(s.to_dtype(layout, dtype)?)),
-            #[cfg(feature = "rocm")]
             Self::Rocm(s) => Ok(Self::Rocm(s.to_dtype(layout, dtype)?)),
+            Self::Metal(s) => Ok(Self::Metal(s.to_dtype(layout, dtype)?)),
         }
     }
 
     /// `unary` on the backend of the storage. (registry: `storage.unary`)
-    pub fn unary(&self, op: UnaryOp, layout: &Layout) -> Result<Self> {
+    pub fn unary_impl<B: crate::op::UnaryOpT>(&self, layout: &Layout) -> Result<Self> {
         match self {
-            Self::Cpu(s) => Ok(Self::Cpu(s.unary(op, layout)?)),
-            #[cfg(feature = "cuda")]
-            Self::Cuda(s) => Ok(Self::Cuda(s.unary(op, layout)?)),
-            #[cfg(feature = "rocm")]
-            Self::Rocm(s) => Ok(Self::Rocm(s.unary(op, layout)?)),
+            Self::Cpu(s) => Ok(Self::Cpu(s.unary_impl::<B>(layout)?)),
+            Self::Cuda(s) => Ok(Self::Cuda(s.unary_impl::<B>(layout)?)),
+            Self::Rocm(s) => Ok(Self::Rocm(s.unary_impl::<B>(layout)?)),
+            Self::Metal(s) => Ok(Self::Metal(s.unary_impl::<B>(layout)?)),
         }
     }
 
     /// `binary` on the backend of its storages. (registry: `storage.binary`)
-    pub fn binary(
+    pub fn binary_impl<B: crate::op::BinaryOpT>(
         &self,
-        op: BinaryOp,
         rhs: &Self,
         lhs_layout: &Layout,
         rhs_layout: &Layout,
@@ -201,18 +191,20 @@ impl Storage {
         same_shape(lhs_layout, rhs_layout, "binary")?;
         match (self, rhs) {
             (Self::Cpu(s), Self::Cpu(rhs)) => {
-                let s = s.binary(op, rhs, lhs_layout, rhs_layout)?;
+                let s = s.binary_impl::<B>(rhs, lhs_layout, rhs_layout)?;
                 Ok(Self::Cpu(s))
             }
-            #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(rhs)) => {
-                let s = s.binary(op, rhs, lhs_layout, rhs_layout)?;
+                let s = s.binary_impl::<B>(rhs, lhs_layout, rhs_layout)?;
                 Ok(Self::Cuda(s))
             }
-            #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(rhs)) => {
-                let s = s.binary(op, rhs, lhs_layout, rhs_layout)?;
+                let s = s.binary_impl::<B>(rhs, lhs_layout, rhs_layout)?;
                 Ok(Self::Rocm(s))
+            }
+            (Self::Metal(s), Self::Metal(rhs)) => {
+                let s = s.binary_impl::<B>(rhs, lhs_layout, rhs_layout)?;
+                Ok(Self::Metal(s))
             }
             #[allow(unreachable_patterns)]
             (lhs, rhs) => Err(Device::mismatch("binary", &[lhs.device(), rhs.device()])),
@@ -243,15 +235,17 @@ impl Storage {
                 let s = s.where_cond(layout, on_true, true_layout, on_false, false_layout)?;
                 Ok(Self::Cpu(s))
             }
-            #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(on_true), Self::Cuda(on_false)) => {
                 let s = s.where_cond(layout, on_true, true_layout, on_false, false_layout)?;
                 Ok(Self::Cuda(s))
             }
-            #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(on_true), Self::Rocm(on_false)) => {
                 let s = s.where_cond(layout, on_true, true_layout, on_false, false_layout)?;
                 Ok(Self::Rocm(s))
+            }
+            (Self::Metal(s), Self::Metal(on_true), Self::Metal(on_false)) => {
+                let s = s.where_cond(layout, on_true, true_layout, on_false, false_layout)?;
+                Ok(Self::Metal(s))
             }
             #[allow(unreachable_patterns)]
             (lhs, on_true, on_false) => Err(Device::mismatch(
@@ -276,15 +270,17 @@ impl Storage {
                 let s = s.conv1d(layout, kernel, kernel_layout, params)?;
                 Ok(Self::Cpu(s))
             }
-            #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(kernel)) => {
                 let s = s.conv1d(layout, kernel, kernel_layout, params)?;
                 Ok(Self::Cuda(s))
             }
-            #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(kernel)) => {
                 let s = s.conv1d(layout, kernel, kernel_layout, params)?;
                 Ok(Self::Rocm(s))
+            }
+            (Self::Metal(s), Self::Metal(kernel)) => {
+                let s = s.conv1d(layout, kernel, kernel_layout, params)?;
+                Ok(Self::Metal(s))
             }
             #[allow(unreachable_patterns)]
             (lhs, kernel) => Err(Device::mismatch("conv1d", &[lhs.device(), kernel.device()])),
@@ -306,15 +302,17 @@ impl Storage {
                 let s = s.conv_transpose1d(layout, kernel, kernel_layout, params)?;
                 Ok(Self::Cpu(s))
             }
-            #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(kernel)) => {
                 let s = s.conv_transpose1d(layout, kernel, kernel_layout, params)?;
                 Ok(Self::Cuda(s))
             }
-            #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(kernel)) => {
                 let s = s.conv_transpose1d(layout, kernel, kernel_layout, params)?;
                 Ok(Self::Rocm(s))
+            }
+            (Self::Metal(s), Self::Metal(kernel)) => {
+                let s = s.conv_transpose1d(layout, kernel, kernel_layout, params)?;
+                Ok(Self::Metal(s))
             }
             #[allow(unreachable_patterns)]
             (lhs, kernel) => Err(Device::mismatch(
@@ -339,15 +337,17 @@ impl Storage {
                 let s = s.conv2d(layout, kernel, kernel_layout, params)?;
                 Ok(Self::Cpu(s))
             }
-            #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(kernel)) => {
                 let s = s.conv2d(layout, kernel, kernel_layout, params)?;
                 Ok(Self::Cuda(s))
             }
-            #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(kernel)) => {
                 let s = s.conv2d(layout, kernel, kernel_layout, params)?;
                 Ok(Self::Rocm(s))
+            }
+            (Self::Metal(s), Self::Metal(kernel)) => {
+                let s = s.conv2d(layout, kernel, kernel_layout, params)?;
+                Ok(Self::Metal(s))
             }
             #[allow(unreachable_patterns)]
             (lhs, kernel) => Err(Device::mismatch("conv2d", &[lhs.device(), kernel.device()])),
@@ -369,15 +369,17 @@ impl Storage {
                 let s = s.conv_transpose2d(layout, kernel, kernel_layout, params)?;
                 Ok(Self::Cpu(s))
             }
-            #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(kernel)) => {
                 let s = s.conv_transpose2d(layout, kernel, kernel_layout, params)?;
                 Ok(Self::Cuda(s))
             }
-            #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(kernel)) => {
                 let s = s.conv_transpose2d(layout, kernel, kernel_layout, params)?;
                 Ok(Self::Rocm(s))
+            }
+            (Self::Metal(s), Self::Metal(kernel)) => {
+                let s = s.conv_transpose2d(layout, kernel, kernel_layout, params)?;
+                Ok(Self::Metal(s))
             }
             #[allow(unreachable_patterns)]
             (lhs, kernel) => Err(Device::mismatch(
@@ -396,10 +398,9 @@ impl Storage {
     ) -> Result<Self> {
         match self {
             Self::Cpu(s) => Ok(Self::Cpu(s.avg_pool2d(layout, kernel_size, stride)?)),
-            #[cfg(feature = "cuda")]
             Self::Cuda(s) => Ok(Self::Cuda(s.avg_pool2d(layout, kernel_size, stride)?)),
-            #[cfg(feature = "rocm")]
             Self::Rocm(s) => Ok(Self::Rocm(s.avg_pool2d(layout, kernel_size, stride)?)),
+            Self::Metal(s) => Ok(Self::Metal(s.avg_pool2d(layout, kernel_size, stride)?)),
         }
     }
 
@@ -412,10 +413,9 @@ impl Storage {
     ) -> Result<Self> {
         match self {
             Self::Cpu(s) => Ok(Self::Cpu(s.max_pool2d(layout, kernel_size, stride)?)),
-            #[cfg(feature = "cuda")]
             Self::Cuda(s) => Ok(Self::Cuda(s.max_pool2d(layout, kernel_size, stride)?)),
-            #[cfg(feature = "rocm")]
             Self::Rocm(s) => Ok(Self::Rocm(s.max_pool2d(layout, kernel_size, stride)?)),
+            Self::Metal(s) => Ok(Self::Metal(s.max_pool2d(layout, kernel_size, stride)?)),
         }
     }
 
@@ -423,10 +423,9 @@ impl Storage {
     pub fn upsample_nearest1d(&self, layout: &Layout, size: usize) -> Result<Self> {
         match self {
             Self::Cpu(s) => Ok(Self::Cpu(s.upsample_nearest1d(layout, size)?)),
-            #[cfg(feature = "cuda")]
             Self::Cuda(s) => Ok(Self::Cuda(s.upsample_nearest1d(layout, size)?)),
-            #[cfg(feature = "rocm")]
             Self::Rocm(s) => Ok(Self::Rocm(s.upsample_nearest1d(layout, size)?)),
+            Self::Metal(s) => Ok(Self::Metal(s.upsample_nearest1d(layout, size)?)),
         }
     }
 
@@ -434,10 +433,9 @@ impl Storage {
     pub fn upsample_nearest2d(&self, layout: &Layout, height: usize, width: usize) -> Result<Self> {
         match self {
             Self::Cpu(s) => Ok(Self::Cpu(s.upsample_nearest2d(layout, height, width)?)),
-            #[cfg(feature = "cuda")]
             Self::Cuda(s) => Ok(Self::Cuda(s.upsample_nearest2d(layout, height, width)?)),
-            #[cfg(feature = "rocm")]
             Self::Rocm(s) => Ok(Self::Rocm(s.upsample_nearest2d(layout, height, width)?)),
+            Self::Metal(s) => Ok(Self::Metal(s.upsample_nearest2d(layout, height, width)?)),
         }
     }
 
@@ -456,15 +454,17 @@ impl Storage {
                 let s = s.gather(layout, ids, ids_layout, dim)?;
                 Ok(Self::Cpu(s))
             }
-            #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(ids)) => {
                 let s = s.gather(layout, ids, ids_layout, dim)?;
                 Ok(Self::Cuda(s))
             }
-            #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(ids)) => {
                 let s = s.gather(layout, ids, ids_layout, dim)?;
                 Ok(Self::Rocm(s))
+            }
+            (Self::Metal(s), Self::Metal(ids)) => {
+                let s = s.gather(layout, ids, ids_layout, dim)?;
+                Ok(Self::Metal(s))
             }
             #[allow(unreachable_patterns)]
             (lhs, ids) => Err(Device::mismatch("gather", &[lhs.device(), ids.device()])),
@@ -493,12 +493,13 @@ impl Storage {
             (Self::Cpu(s), Self::Cpu(ids), Self::Cpu(src)) => {
                 s.scatter_set(layout, ids, ids_layout, src, src_layout, dim)
             }
-            #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(ids), Self::Cuda(src)) => {
                 s.scatter_set(layout, ids, ids_layout, src, src_layout, dim)
             }
-            #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(ids), Self::Rocm(src)) => {
+                s.scatter_set(layout, ids, ids_layout, src, src_layout, dim)
+            }
+            (Self::Metal(s), Self::Metal(ids), Self::Metal(src)) => {
                 s.scatter_set(layout, ids, ids_layout, src, src_layout, dim)
             }
             #[allow(unreachable_patterns)]
@@ -529,15 +530,16 @@ impl Storage {
         )?;
         match (self, ids, src) {
             (Self::Cpu(s), Self::Cpu(ids), Self::Cpu(src)) => {
-                s.scatter_add(layout, ids, ids_layout, src, src_layout, dim)
+                s.scatter_add_set(layout, ids, ids_layout, src, src_layout, dim)
             }
-            #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(ids), Self::Cuda(src)) => {
-                s.scatter_add(layout, ids, ids_layout, src, src_layout, dim)
+                s.scatter_add_set(layout, ids, ids_layout, src, src_layout, dim)
             }
-            #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(ids), Self::Rocm(src)) => {
-                s.scatter_add(layout, ids, ids_layout, src, src_layout, dim)
+                s.scatter_add_set(layout, ids, ids_layout, src, src_layout, dim)
+            }
+            (Self::Metal(s), Self::Metal(ids), Self::Metal(src)) => {
+                s.scatter_add_set(layout, ids, ids_layout, src, src_layout, dim)
             }
             #[allow(unreachable_patterns)]
             (lhs, ids, src) => Err(Device::mismatch(
@@ -566,15 +568,17 @@ impl Storage {
                 let s = s.index_select(ids, layout, ids_layout, dim)?;
                 Ok(Self::Cpu(s))
             }
-            #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(ids)) => {
                 let s = s.index_select(ids, layout, ids_layout, dim)?;
                 Ok(Self::Cuda(s))
             }
-            #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(ids)) => {
                 let s = s.index_select(ids, layout, ids_layout, dim)?;
                 Ok(Self::Rocm(s))
+            }
+            (Self::Metal(s), Self::Metal(ids)) => {
+                let s = s.index_select(ids, layout, ids_layout, dim)?;
+                Ok(Self::Metal(s))
             }
             #[allow(unreachable_patterns)]
             (lhs, ids) => Err(Device::mismatch(
@@ -607,15 +611,17 @@ impl Storage {
                 let s = s.index_add(layout, ids, ids_layout, src, src_layout, dim)?;
                 Ok(Self::Cpu(s))
             }
-            #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(ids), Self::Cuda(src)) => {
                 let s = s.index_add(layout, ids, ids_layout, src, src_layout, dim)?;
                 Ok(Self::Cuda(s))
             }
-            #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(ids), Self::Rocm(src)) => {
                 let s = s.index_add(layout, ids, ids_layout, src, src_layout, dim)?;
                 Ok(Self::Rocm(s))
+            }
+            (Self::Metal(s), Self::Metal(ids), Self::Metal(src)) => {
+                let s = s.index_add(layout, ids, ids_layout, src, src_layout, dim)?;
+                Ok(Self::Metal(s))
             }
             #[allow(unreachable_patterns)]
             (lhs, ids, src) => Err(Device::mismatch(
@@ -645,15 +651,17 @@ impl Storage {
                 let s = s.matmul(rhs, bmnk, lhs_layout, rhs_layout)?;
                 Ok(Self::Cpu(s))
             }
-            #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(rhs)) => {
                 let s = s.matmul(rhs, bmnk, lhs_layout, rhs_layout)?;
                 Ok(Self::Cuda(s))
             }
-            #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(rhs)) => {
                 let s = s.matmul(rhs, bmnk, lhs_layout, rhs_layout)?;
                 Ok(Self::Rocm(s))
+            }
+            (Self::Metal(s), Self::Metal(rhs)) => {
+                let s = s.matmul(rhs, bmnk, lhs_layout, rhs_layout)?;
+                Ok(Self::Metal(s))
             }
             #[allow(unreachable_patterns)]
             (lhs, rhs) => Err(Device::mismatch("matmul", &[lhs.device(), rhs.device()])),
@@ -671,10 +679,9 @@ impl Storage {
         self.same_dtype(dst, "copy_strided_src")?;
         match (self, dst) {
             (Self::Cpu(s), Self::Cpu(dst)) => s.copy_strided_src(dst, dst_offset, src_layout),
-            #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(dst)) => s.copy_strided_src(dst, dst_offset, src_layout),
-            #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(dst)) => s.copy_strided_src(dst, dst_offset, src_layout),
+            (Self::Metal(s), Self::Metal(dst)) => s.copy_strided_src(dst, dst_offset, src_layout),
             #[allow(unreachable_patterns)]
             (lhs, dst) => Err(Device::mismatch(
                 "copy_strided_src",
@@ -707,7 +714,6 @@ impl Storage {
                 src_offset,
                 dst_offset,
             ),
-            #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(dst)) => s.copy2d(
                 dst,
                 d1,
@@ -717,8 +723,16 @@ impl Storage {
                 src_offset,
                 dst_offset,
             ),
-            #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(dst)) => s.copy2d(
+                dst,
+                d1,
+                d2,
+                src_stride1,
+                dst_stride1,
+                src_offset,
+                dst_offset,
+            ),
+            (Self::Metal(s), Self::Metal(dst)) => s.copy2d(
                 dst,
                 d1,
                 d2,
@@ -729,6 +743,36 @@ impl Storage {
             ),
             #[allow(unreachable_patterns)]
             (lhs, dst) => Err(Device::mismatch("copy2d", &[lhs.device(), dst.device()])),
+        }
+    }
+
+    /// Bilinear upsampling to (h, w), on the storage's backend.
+    pub fn upsample_bilinear2d(
+        &self,
+        layout: &Layout,
+        h: usize,
+        w: usize,
+        align_corners: bool,
+        scale_h: Option<f64>,
+        scale_w: Option<f64>,
+    ) -> Result<Self> {
+        match self {
+            Self::Cpu(s) => {
+                let s = s.upsample_bilinear2d(layout, h, w, align_corners, scale_h, scale_w)?;
+                Ok(Self::Cpu(s))
+            }
+            Self::Cuda(s) => {
+                let s = s.upsample_bilinear2d(layout, h, w, align_corners, scale_h, scale_w)?;
+                Ok(Self::Cuda(s))
+            }
+            Self::Rocm(s) => {
+                let s = s.upsample_bilinear2d(layout, h, w, align_corners, scale_h, scale_w)?;
+                Ok(Self::Rocm(s))
+            }
+            Self::Metal(s) => {
+                let s = s.upsample_bilinear2d(layout, h, w, align_corners, scale_h, scale_w)?;
+                Ok(Self::Metal(s))
+            }
         }
     }
 }

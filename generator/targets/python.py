@@ -72,6 +72,7 @@ def environment(templates: Path | None = None) -> jinja2.Environment:
     )
     env.filters["py"] = python_layout.literal
     env.filters["import_names"] = python_layout.import_names
+    env.filters["docstring"] = python_layout.docstring
     env.globals.update(
         numpy_functions=model.numpy_functions,
         numpy_definitions=model.numpy_definitions,
@@ -112,6 +113,7 @@ def outputs(registry: model.Registry) -> dict[str, str]:
     ]
     files += ["quantized.py"] if registry.qstorage else []
     files += ["nn.py"] if registry.nn else []
+    files += ["switches.py"] if registry.switches else []
     files += [f"kernels_{lang}.py" for lang in registry.kernel_languages]
     if "hip" in registry.kernel_languages:
         files += ["elementwise.hip", "kernel_facts.py", "kernel_facts.h"]

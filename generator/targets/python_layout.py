@@ -141,6 +141,13 @@ def _split_items(body: str, separator: str = ",") -> list[str]:
     return items
 
 
+def docstring(text: str, indent: int) -> str:
+    """`text` as a docstring at `indent` columns, wrapped at the width (ruff format leaves a
+    docstring's lines as they are; ruff check's line length does not)."""
+    lines = textwrap.wrap(f'"""{text}"""', WIDTH - indent, break_long_words=False, break_on_hyphens=False)
+    return ("\n" + " " * indent).join(lines)
+
+
 def literal(value: object) -> str:
     """repr(value), a string quoted as the formatter quotes it: in double quotes, unless the
     text holds more double quotes than single ones."""
