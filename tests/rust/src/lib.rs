@@ -9,11 +9,9 @@
 extern crate self as candle;
 
 #[path = "../../../generated/rust/backend_error.rs"]
-#[rustfmt::skip] // generated: `gen --check` owns its layout
 #[macro_use]
 mod backend_error;
 #[path = "../../../generated/rust/test_device.rs"]
-#[rustfmt::skip] // generated: `gen --check` owns its layout
 #[macro_use]
 mod test_device;
 
@@ -73,13 +71,11 @@ pub mod quantized;
 pub mod launch;
 
 #[path = "../../../generated/rust/nn_ops.rs"]
-#[rustfmt::skip] // generated: `gen --check` owns its layout
 pub mod nn_ops;
 pub mod nn_mock;
 
 // candle-pyo3's device, over the pyo3 stand-in beside this crate
 #[path = "../../../generated/rust/python_device.rs"]
-#[rustfmt::skip] // generated: `gen --check` owns its layout
 pub mod python_device;
 
 #[path = "../../../generated/rust/switches.rs"]
