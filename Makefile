@@ -12,7 +12,7 @@ ROCM_DEBS := libamdhip64-5 libhiprtc-builtins5 rocm-device-libs
 $(SETUP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test,gpu]'
+	$(BIN)/python -m pip install -q -e '.[test,gpu,mpi]'
 	touch $@
 
 ## system-deps: Debian's ROCm runtime, for compiling the HIP kernels (apt-get, as root or through sudo)
@@ -43,7 +43,7 @@ test: system-deps $(SETUP) lint
 ## bench: generation time (beside torchgen, from the torch wheel) and dispatch cost (results in bench/)
 BENCH_SETUP := $(VENV)/.bench-done
 $(BENCH_SETUP): $(SETUP)
-	$(BIN)/python -m pip install -q -e '.[test,gpu,bench]' && touch $@ \
+	$(BIN)/python -m pip install -q -e '.[test,gpu,mpi,bench]' && touch $@ \
 	  || echo "bench: torch did not install; bench/run.py will say torchgen was not timed" >&2
 
 bench: $(BENCH_SETUP)

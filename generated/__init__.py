@@ -12,10 +12,11 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from runtime.errors import BackendUnavailable, DeviceMismatch, DTypeMismatch, NotImplementedForBackend, OpgenError, ShapeMismatch
+    from runtime.errors import BackendUnavailable, CollectiveAborted, CollectiveError, CollectiveMismatch, CollectiveTimeout, DeviceMismatch, DTypeMismatch, NotImplementedForBackend, OpgenError, ShapeMismatch
     from runtime.layout import Layout
     from runtime.params import ConvParams1D, ConvParams2D, ConvTransposeParams1D, ConvTransposeParams2D, Kernel, MatmulDims
     from .backends import Backend
+    from .comm import Comm, Reduction
     from .conversions import View, from_cuda_array_interface, from_dlpack, to_device, to_numpy, to_scalar, to_vec1, to_vec2, to_vec3
     from .custom_ops import CustomOp1, CustomOp2, CustomOp3, InplaceOp1, InplaceOp2, InplaceOp3
     from .device import Device
@@ -27,6 +28,10 @@ if TYPE_CHECKING:
 #: Each public name -> the module it comes from (a leading dot: this package's).
 _SOURCES = {
     "BackendUnavailable": "runtime.errors",
+    "CollectiveAborted": "runtime.errors",
+    "CollectiveError": "runtime.errors",
+    "CollectiveMismatch": "runtime.errors",
+    "CollectiveTimeout": "runtime.errors",
     "DeviceMismatch": "runtime.errors",
     "DTypeMismatch": "runtime.errors",
     "NotImplementedForBackend": "runtime.errors",
@@ -40,6 +45,8 @@ _SOURCES = {
     "Kernel": "runtime.params",
     "MatmulDims": "runtime.params",
     "Backend": ".backends",
+    "Comm": ".comm",
+    "Reduction": ".comm",
     "View": ".conversions",
     "from_cuda_array_interface": ".conversions",
     "from_dlpack": ".conversions",
@@ -72,6 +79,11 @@ __all__ = [
     "BackendUnavailable",
     "BinaryOp",
     "CmpOp",
+    "CollectiveAborted",
+    "CollectiveError",
+    "CollectiveMismatch",
+    "CollectiveTimeout",
+    "Comm",
     "ConvParams1D",
     "ConvParams2D",
     "ConvTransposeParams1D",
@@ -94,6 +106,7 @@ __all__ = [
     "OpgenError",
     "QStorage",
     "ReduceOp",
+    "Reduction",
     "ShapeMismatch",
     "Storage",
     "UnaryOp",
