@@ -466,6 +466,38 @@ _rt.vendor_nn = Cudnn(_rt)  # convolutions and attention through cuDNN where it 
 export(_rt)  # the import below binds the runtime functions the generated arms call to _rt
 from runtime.gpu.exports import *  # noqa: E402, F403  (runtime/gpu/exports.py; `gen parity` reads them there)
 
+
+class _Done:
+    """Whether a stream or an event has run everything queued before it (GpuError on a failure)."""
+
+    @staticmethod
+    def _ready(call: str, err) -> bool:
+        cu = _driver_api()
+        if err == cu.CUresult.CUDA_ERROR_NOT_READY:
+            return False
+        if err != cu.CUresult.CUDA_SUCCESS:
+            raise GpuError("cuda", call, str(err))
+        return True
+
+    def stream(self, stream) -> bool:
+        return self._ready("cuStreamQuery", _driver_api().cuStreamQuery(stream)[0])
+
+    def event(self, event) -> bool:
+        return self._ready("cuEventQuery", _driver_api().cuEventQuery(event)[0])
+
+
+def comm_world(timeout: float):
+    """Collectives through NCCL (runtime/comm/nccl.py): every process of the launch, on the device
+    of its local rank."""
+    from runtime.comm import gpu as comm_gpu, nccl  # noqa: PLC0415  (loaded with the first Comm)
+
+    lib = nccl.library()
+    cu = _driver_api()
+    _rt.driver._call("cuInit", cu.cuInit(0))
+    count = _rt.driver._call("cuDeviceGetCount", cu.cuDeviceGetCount())
+    return comm_gpu.GpuComm.world(_rt, lib, timeout, int(count), _Done())
+
+
 # The CUDA Array Interface is CUDA's (runtime/gpu/interop.py).
 cuda_array_interface = functools.partial(gpu_interop.cuda_array_interface, _rt)
 from_cuda_array_interface = functools.partial(gpu_interop.from_cuda_array_interface, _rt)

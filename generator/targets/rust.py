@@ -663,6 +663,84 @@ def context(registry: model.Registry) -> dict:
         "uses_to_device": uses("Result", "Device", "Storage", "BackendStorage"),
         # Only arms towards a non-host device call the device (storage_from_<host>_storage).
         "gpu_cfg": _any_cfg(vs),
+        **(comm_context(registry) if registry.collectives else {}),
+    }
+
+
+_COMM_TYPES = {"Rank": "usize", "Reduction": "Reduction", "int": "i64", "float": "f64"}
+
+
+def comm_context(registry: model.Registry) -> dict:
+    """comm.rs: the Reduction variants, CommBackend's methods and Comm's, from `collectives:`."""
+    vs = variants(registry)
+    dtypes = tuple(d.name for d in registry.dtypes)
+
+    def param(op: model.Collective, p: model.Param, storage: str) -> str:
+        if p.is_storage:
+            return f"{p.name}: &{'mut ' if p.name == op.writes else ''}{storage}"
+        return f"{p.name}: {_COMM_TYPES[p.type]}"
+
+    def signature(op: model.Collective, storage: str, returns: str) -> str:
+        params = ", ".join(["&self", *(param(op, p, storage) for p in op.params)])
+        return f"fn {op.name}({params}) -> Result<{returns if op.returns == 'Comm' else '()'}>"
+
+    def checks(op: model.Collective) -> tuple[str, ...]:
+        fail = f'return Err(self.mismatch("{op.name}", format!('
+        storages = [p.name for p in op.storage_params]
+        lines = []
+        for other in op.same_dtype[1:]:
+            first = op.same_dtype[0]
+            lines.append(
+                f'if {first}.dtype() != {other}.dtype() {{ {fail}"{other} of dtype {{:?}}, got {{:?}}", '
+                f"{first}.dtype(), {other}.dtype()))); }}"
+            )
+        for p in op.params:
+            if p.type == "Rank":
+                expected = f'"{p.name} a rank below {{}}, got {{}}", self.size(), {p.name}'
+                lines.append(f"if {p.name} >= self.size() {{ {fail}{expected}))); }}")
+            if p.type == "Reduction" and storages:
+                for name, allowed in op.reductions:
+                    if set(allowed) >= set(op.dtypes):
+                        continue
+                    kinds = " | ".join(f"crate::DType::{d.upper()}" for d in allowed)
+                    lines.append(
+                        f"if {p.name} == Reduction::{camel(name)} && !matches!({storages[0]}.dtype(), {kinds}) "
+                        f'{{ {fail}"a dtype {name} takes, got {{:?}}", {storages[0]}.dtype()))); }}'
+                    )
+        return tuple(lines)
+
+    def arms(op: model.Collective) -> tuple[Arm, ...]:
+        storages = [p.name for p in op.storage_params]
+        call = f"c.{op.name}({', '.join(p.name for p in op.params)})"
+        out = []
+        for v in vs:
+            body = f"{call}.map(Comm::{v.name})" if op.returns == "Comm" else call
+            pattern = f"Comm::{v.name}(c)"
+            if storages:
+                pattern = f"({', '.join([pattern, *(f'Storage::{v.name}({s})' for s in storages)])})"
+            out.append(Arm(v.cfg, pattern, (body,)))
+        if storages and len(vs) > 1:
+            mismatch = f'Err(self.mismatch("{op.name}", "storages on the communicator\'s backend".to_string()))'
+            out.append(Arm(None, "_", (mismatch,), "unreachable_patterns"))
+        return tuple(out)
+
+    methods = []
+    for op in registry.collectives:
+        subject = f"({', '.join(['self', *(p.name for p in op.storage_params)])})" if op.storage_params else "self"
+        methods.append(
+            {
+                "doc": op.doc or op.name,
+                "signature": "pub " + signature(op, "Storage", "Comm") + " {",
+                "checks": checks(op),
+                "subject": subject,
+                "arms": arms(op),
+            }
+        )
+    assert all(d in dtypes for op in registry.collectives for _, ds in op.reductions for d in ds)
+    return {
+        "reductions": tuple(camel(r) for r in registry.reductions),
+        "trait_methods": tuple(signature(op, "Self::Storage", "Self") + ";" for op in registry.collectives),
+        "comm_methods": tuple(methods),
     }
 
 
@@ -676,6 +754,7 @@ def outputs(registry: model.Registry) -> dict[str, str]:
     files = ["backends.rs", "device.rs", "storage.rs", "custom_op.rs", "to_device.rs"]
     files += ["quantized.rs"] if registry.qstorage or any(op.returns == "QStorage" for op in registry.device) else []
     files += ["launch.rs"] if any(b.kernels == "hip" for b in registry.backends) else []
+    files += ["comm.rs"] if registry.collectives else []
     return {f"{f}.j2": f for f in files}
 
 

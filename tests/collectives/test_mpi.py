@@ -104,3 +104,17 @@ def test_arguments_that_differ_across_ranks_are_a_typed_error() -> None:
     for report in reports:
         assert report["error"] == "CollectiveMismatch"
         assert "1000 f32 sum" in report["message"] and "1001 f32 sum on rank 1" in report["message"]
+
+
+@pytest.mark.parametrize("ranks", [2, 4])
+def test_the_tensor_parallel_example_equals_one_device(ranks: int) -> None:
+    """examples/tensor_parallel_mlp.py on cpu: the sharded block equals the whole one in f32."""
+    assert MPIEXEC is not None
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    script = ["examples/tensor_parallel_mlp.py", "--backend", "cpu", "--tokens", "64", "--width", "64", "--iters", "2"]
+    command = [*MPIEXEC, "-n", str(ranks), sys.executable, *script]
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(next(line for line in done.stdout.splitlines() if line.startswith("{")))
+    assert result["ranks"] == ranks and result["hidden"] == 256
+    assert result["agrees"] and result["max_error_relative"] < 1e-5, result

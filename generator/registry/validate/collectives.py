@@ -33,7 +33,7 @@ class CollectiveChecks(OperationChecks):
             op_dtypes = self.dtype_names(dnode, f"{key}.dtypes", known, sets) if dnode is not None else every
             reductions = self.reductions(node.get("reductions"), f"{key}.reductions", known, sets, op_dtypes)
             has_reduction = any(p.type == "Reduction" for p in params)
-            if has_reduction and not reductions:
+            if has_reduction and node.get("reductions") is None:
                 self.error(node, key, "an op with a Reduction parameter lists its `reductions`")
             elif reductions and not has_reduction:
                 self.error(node.get("reductions"), f"{key}.reductions", "the op has no Reduction parameter")

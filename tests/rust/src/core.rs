@@ -54,6 +54,8 @@ pub enum Error {
     NotImplementedForBackend { op: &'static str, backend: &'static str },
     /// What a mock backend reports for a call it refuses (never one the tests expect).
     Mock(String),
+    /// A message (candle-core's `Error::Msg`): the collectives' checks before dispatch.
+    Msg(String),
 }
 
 impl Error {

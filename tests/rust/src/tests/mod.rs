@@ -1,5 +1,6 @@
 //! Tests of the generated dispatch against the mock backends, under whichever features the
 //! crate is built with (cpu alone, each GPU backend alone, all).
+mod comm;
 mod custom_op;
 mod device;
 mod launch;
