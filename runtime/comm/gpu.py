@@ -93,8 +93,14 @@ class GpuComm:
             while self._batches and self.query.event(self._batches[0][0]):
                 destroy(self._batches.popleft()[0])
 
+    def _empty(self, op: str) -> None:
+        if self.broken is not None:
+            raise CollectiveAborted(op, self.backend, self.rank, f"the communicator was aborted: {self.broken}")
+
     # -- the collectives ----------------------------------------------------------------------
     def all_reduce(self, send: Any, recv: Any, op: str) -> None:
+        if not recv.size:  # nothing to move, on any rank (counts agree): no library call
+            return self._empty("all_reduce")
         lib = self.lib
         self._call(
             "all_reduce",
@@ -110,12 +116,16 @@ class GpuComm:
         self._keep(send, recv)
 
     def all_gather(self, send: Any, recv: Any) -> None:
+        if not send.size:  # nothing to move, on any rank (counts agree): no library call
+            return self._empty("all_gather")
         lib = self.lib
         args = (send.ptr, recv.ptr, send.size, lib.dtype(send.dtype), self.handle, self.stream_arg)
         self._call("all_gather", lib.all_gather, *args)
         self._keep(send, recv)
 
     def reduce_scatter(self, send: Any, recv: Any, op: str) -> None:
+        if not recv.size:  # nothing to move, on any rank (counts agree): no library call
+            return self._empty("reduce_scatter")
         lib = self.lib
         dt, red = lib.dtype(recv.dtype), lib.reduction(op)
         self._call(
@@ -124,12 +134,16 @@ class GpuComm:
         self._keep(send, recv)
 
     def broadcast(self, buf: Any, root: int) -> None:
+        if not buf.size:  # nothing to move, on any rank (counts agree): no library call
+            return self._empty("broadcast")
         lib = self.lib
         args = (buf.ptr, buf.ptr, buf.size, lib.dtype(buf.dtype), root, self.handle, self.stream_arg)
         self._call("broadcast", lib.broadcast, *args)
         self._keep(buf)
 
     def reduce(self, send: Any, recv: Any, op: str, root: int) -> None:
+        if not recv.size:  # nothing to move, on any rank (counts agree): no library call
+            return self._empty("reduce")
         lib = self.lib
         dt, red = lib.dtype(recv.dtype), lib.reduction(op)
         self._call("reduce", lib.reduce, send.ptr, recv.ptr, recv.size, dt, red, root, self.handle, self.stream_arg)
@@ -137,6 +151,8 @@ class GpuComm:
 
     def all_to_all(self, send: Any, recv: Any) -> None:
         """One group: part j of send to rank j, part j of recv from rank j."""
+        if not send.size:  # nothing to move, on any rank (counts agree): no library call
+            return self._empty("all_to_all")
         lib, part = self.lib, send.size // self.size
         dt, step = lib.dtype(send.dtype), part * send.dtype.itemsize
         self._call("all_to_all", lib.group_start)
@@ -147,17 +163,23 @@ class GpuComm:
         self._keep(send, recv)
 
     def send(self, buf: Any, peer: int) -> None:
+        if not buf.size:  # nothing to move, on any rank (counts agree): no library call
+            return self._empty("send")
         lib = self.lib
         self._call("send", lib.send, buf.ptr, buf.size, lib.dtype(buf.dtype), peer, self.handle, self.stream_arg)
         self._keep(buf)
 
     def recv(self, buf: Any, peer: int) -> None:
+        if not buf.size:  # nothing to move, on any rank (counts agree): no library call
+            return self._empty("recv")
         lib = self.lib
         self._call("recv", lib.recv, buf.ptr, buf.size, lib.dtype(buf.dtype), peer, self.handle, self.stream_arg)
         self._keep(buf)
 
     def send_recv(self, send: Any, dst: int, recv: Any, src: int) -> None:
         lib = self.lib
+        if not send.size and not recv.size:
+            return self._empty("send_recv")
         self._call("send_recv", lib.group_start)
         self._call("send_recv", lib.send, send.ptr, send.size, lib.dtype(send.dtype), dst, self.handle, self.stream_arg)
         self._call("send_recv", lib.recv, recv.ptr, recv.size, lib.dtype(recv.dtype), src, self.handle, self.stream_arg)

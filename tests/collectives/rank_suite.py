@@ -158,16 +158,19 @@ class Suite:
     def errors(self) -> None:
         c, size = self.comm, self.comm.size
         f32 = self.storage(np.ones(4 * size, np.float32))
-        f32b = self.storage(np.ones(4 * size, np.float32))
         f64 = self.storage(np.ones(4 * size, np.float64))
         i64 = self.storage(np.ones(4 * size, np.int64))
         short = self.storage(np.ones(3, np.float32))
+        odd = self.storage(np.ones(4 * size + 1, np.float32))  # a count no size divides into 4-element parts
         self.expect_error("dtype mismatch", lambda: c.all_reduce(f32, f64, Reduction.SUM), "dtype", "f32", "f64")
         self.expect_error("avg of i64", lambda: c.all_reduce(i64, i64, Reduction.AVG), "dtype", "avg", "i64")
         self.expect_error("count", lambda: c.all_reduce(f32, short, Reduction.SUM), "recv elements", "3")
-        self.expect_error("gather count", lambda: c.all_gather(f32, f32b), "recv elements")
-        self.expect_error("scatter count", lambda: c.reduce_scatter(short, short, Reduction.MAX), "send elements")
-        self.expect_error("per rank", lambda: c.all_to_all(short, self.storage(np.ones(3, np.float32))), "multiple")
+        self.expect_error("gather count", lambda: c.all_gather(f32, odd), "recv elements")
+        self.expect_error("scatter count", lambda: c.reduce_scatter(odd, short, Reduction.MAX), "send elements")
+        if size > 1:  # every count is a multiple of 1
+            self.expect_error(
+                "per rank", lambda: c.all_to_all(odd, self.storage(np.ones(4 * size + 1, np.float32))), "multiple"
+            )
         self.expect_error("root", lambda: c.broadcast(f32, size), "root", str(size))
         self.expect_error("peer", lambda: c.send(f32, -1), "peer")
         self.expect_error("in place", lambda: c.all_to_all(f32, f32), "send and recv")
