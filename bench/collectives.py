@@ -131,13 +131,34 @@ def run_torch(out: Path) -> None:
     dist.destroy_process_group()
 
 
+# -- the agreement check's cost ---------------------------------------------------------------
+def run_agree_cost(backend: str, calls: int = 2000) -> None:
+    """Microseconds an 8-byte all_reduce takes with and without check_agree (rank 0 prints)."""
+    import numpy as np
+
+    from generated import Comm, Reduction
+
+    out = {}
+    for check in (False, True, False, True):
+        comm = Comm.world(backend, check_agree=check)
+        x = comm.device().storage_from_slice(np.ones(2, np.float32))
+
+        def call(comm=comm, x=x) -> None:
+            comm.all_reduce(x, x, Reduction.SUM)
+
+        seconds = timed(call, comm.synchronize, comm.barrier, 8, calls)
+        out.setdefault(check, []).append(seconds / calls * 1e6)
+    if comm.rank == 0:
+        print(json.dumps({"backend": backend, "ranks": comm.size, "us_unchecked": out[False], "us_checked": out[True]}))
+
+
 # -- both -------------------------------------------------------------------------------------
-def timed(call, sync, barrier, nbytes: int) -> float:
+def timed(call, sync, barrier, nbytes: int, iters: int = 0) -> float:
     for _ in range(WARMUPS):
         call()
     sync()
     barrier()
-    iters = iterations(nbytes)
+    iters = iters or iterations(nbytes)
     start = time.perf_counter()
     for _ in range(iters):
         call()
@@ -197,12 +218,15 @@ def _size(n: int) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("what", choices=("opgen", "torch", "table"))
+    parser.add_argument("what", choices=("opgen", "torch", "table", "agree-cost"))
+    parser.add_argument("--backend", default="cuda", help="agree-cost: the backend")
     parser.add_argument("paths", nargs="*", type=Path)
     parser.add_argument("--out", type=Path, default=Path("bench/results"))
     args = parser.parse_args()
     if args.what == "opgen":
         run_opgen(args.out)
+    elif args.what == "agree-cost":
+        run_agree_cost(args.backend)
     elif args.what == "torch":
         run_torch(args.out)
     else:

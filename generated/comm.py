@@ -30,6 +30,10 @@ else:  # imported on first use: a cpu op loads no GPU runtime
 #: Seconds a collective may take before it raises CollectiveTimeout and aborts the
 #: communicator: OPGEN_COMM_TIMEOUT, else 300 (a rank gone must not hang the others).
 DEFAULT_TIMEOUT = float(os.environ.get("OPGEN_COMM_TIMEOUT", "300"))
+#: Whether communicators compare what every rank must pass alike before each collective, unless
+#: Comm.world says: OPGEN_COMM_CHECK=1 (a debug mode: one host all-gather a call, which costs
+#: more than a small NCCL collective; bench/results/collectives.md has the figures).
+CHECK_AGREE = os.environ.get("OPGEN_COMM_CHECK") == "1"
 
 
 class Reduction(enum.StrEnum):
@@ -46,7 +50,7 @@ class Comm:
     """A communicator on one backend. `inner` is the engine's communicator; `rank`, `size`,
     `local_rank` (the rank among this host's processes) and `ordinal` (the device) come from it.
     `check_agree`: before each collective, compare across ranks what all must pass alike (one
-    small host all-gather; off by default)."""
+    small host all-gather; off unless OPGEN_COMM_CHECK=1)."""
 
     __slots__ = ("backend", "inner", "rank", "size", "local_rank", "ordinal", "check_agree")
 
@@ -63,7 +67,7 @@ class Comm:
         return f"Comm({self.backend.value}, rank {self.rank} of {self.size}, device {self.ordinal})"
 
     @staticmethod
-    def world(backend: Backend | str, timeout: float = DEFAULT_TIMEOUT, check_agree: bool = False) -> Comm:
+    def world(backend: Backend | str, timeout: float = DEFAULT_TIMEOUT, check_agree: bool = CHECK_AGREE) -> Comm:
         """Every process of the launch (mpiexec, srun): rank, size and local rank from MPI; on
         a GPU backend the device is the local rank's (modulo the devices seen)."""
         match Backend(backend):
