@@ -78,9 +78,7 @@ class NcclLibrary:
             "ncclGetVersion": (ctypes.POINTER(_INT),),
             "ncclGetUniqueId": (ctypes.POINTER(_UniqueId),),
             "ncclCommInitRank": (ctypes.POINTER(_P), _INT, _UniqueId, _INT),
-            "ncclCommSplit": (_P, _INT, _INT, ctypes.POINTER(_P), _P),
             "ncclCommAbort": (_P,),
-            "ncclCommDestroy": (_P,),
             "ncclCommGetAsyncError": (_P, ctypes.POINTER(_INT)),
             "ncclAllReduce": (_P, _P, _SIZE, _INT, _INT, _P, _P),
             "ncclAllGather": (_P, _P, _SIZE, _INT, _P, _P),
@@ -139,11 +137,6 @@ class NcclLibrary:
         self.check("ncclCommInitRank", result, None)
         return int(comm.value or 0)
 
-    def split(self, comm: int, color: int, key: int) -> int:
-        new = _P()
-        self.check("ncclCommSplit", self.lib.ncclCommSplit(comm, color, key, ctypes.byref(new), None), comm)
-        return int(new.value or 0)
-
     def async_error(self, comm: int) -> int:
         result = _INT()
         self.lib.ncclCommGetAsyncError(comm, ctypes.byref(result))
@@ -151,9 +144,6 @@ class NcclLibrary:
 
     def abort(self, comm: int) -> None:
         self.lib.ncclCommAbort(comm)
-
-    def destroy(self, comm: int) -> None:
-        self.lib.ncclCommDestroy(comm)
 
     def describe(self, result: int, comm: int | None) -> str:
         text = self.lib.ncclGetErrorString(result).decode(errors="replace")

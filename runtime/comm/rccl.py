@@ -78,9 +78,6 @@ class RcclLibrary:
     def abort(self, comm: Any) -> None:
         self.rccl.ncclCommAbort(comm)
 
-    def destroy(self, comm: Any) -> None:
-        self.rccl.ncclCommDestroy(comm)
-
     def describe(self, result: int, comm: Any) -> str:
         text = self.rccl.ncclGetErrorString(self.rccl.ncclResult_t(result))
         return text.decode(errors="replace") if isinstance(text, bytes) else str(text)
