@@ -486,6 +486,9 @@ class _Done:
         return self._ready("cuEventQuery", _driver_api().cuEventQuery(event)[0])
 
 
+from runtime.comm.calls import *  # noqa: E402, F403  (comm_<op>: the generated Comm's arms, forwarded to GpuComm)
+
+
 def comm_world(timeout: float):
     """Collectives through NCCL (runtime/comm/nccl.py): every process of the launch, on the device
     of its local rank."""

@@ -322,6 +322,9 @@ def _rccl():
     return rccl_module()
 
 
+from runtime.comm.calls import *  # noqa: E402, F403  (comm_<op>: the generated Comm's arms, forwarded to GpuComm)
+
+
 def comm_world(timeout: float):
     """Collectives through RCCL (runtime/comm/rccl.py): every process of the launch, on the device
     of its local rank."""

@@ -64,8 +64,9 @@ def comm_split(comm: Any, color: int, key: int) -> Any:
     return comm.split(color, key)
 
 
-# What a runtime module imports to run the generated Comm, besides its own comm_world.
-CALLS = (
+# What a runtime module star-imports to run the generated Comm, besides its own comm_world
+# (`gen` follows the import to these names, as it follows runtime/gpu/exports.py's).
+__all__ = [
     "comm_count",
     "comm_agree",
     "comm_all_reduce",
@@ -80,4 +81,4 @@ CALLS = (
     "comm_barrier",
     "comm_synchronize",
     "comm_split",
-)
+]

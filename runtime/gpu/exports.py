@@ -18,7 +18,6 @@ is imported under a private name."""
 
 import functools as _functools
 
-from runtime.comm import calls as _calls
 from runtime.gpu import interop as _interop, nn as _nn, quant as _quant
 from runtime.gpu.runtime import GpuRuntime as _GpuRuntime, exported as _exported
 
@@ -99,20 +98,3 @@ q_matmul = _functools.partial(_quant.q_matmul, _rt)
 dlpack_device = _functools.partial(_interop.dlpack_device, _rt)
 to_dlpack = _functools.partial(_interop.to_dlpack, _rt)
 from_dlpack = _functools.partial(_interop.from_dlpack, _rt)
-
-# Collectives (runtime/comm/calls.py): each forwards to the vendor's GpuComm (runtime/comm/gpu.py);
-# comm_world is the vendor module's own.
-comm_count = _calls.comm_count
-comm_agree = _calls.comm_agree
-comm_all_reduce = _calls.comm_all_reduce
-comm_all_gather = _calls.comm_all_gather
-comm_reduce_scatter = _calls.comm_reduce_scatter
-comm_broadcast = _calls.comm_broadcast
-comm_reduce = _calls.comm_reduce
-comm_all_to_all = _calls.comm_all_to_all
-comm_send = _calls.comm_send
-comm_recv = _calls.comm_recv
-comm_send_recv = _calls.comm_send_recv
-comm_barrier = _calls.comm_barrier
-comm_synchronize = _calls.comm_synchronize
-comm_split = _calls.comm_split
