@@ -4,6 +4,9 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 SETUP  := $(VENV)/.setup-done
 
+# MPI for the cpu collectives: the system's where its mpiexec is on PATH, else MPICH's wheel.
+MPI_EXTRA := $(if $(shell command -v mpiexec 2>/dev/null),mpi-system,mpi)
+
 # The ROCm runtime the HIP kernels compile against (hiprtc) where there is no AMD GPU.
 ROCM_DEBS := libamdhip64-5 libhiprtc-builtins5 rocm-device-libs
 
@@ -12,7 +15,7 @@ ROCM_DEBS := libamdhip64-5 libhiprtc-builtins5 rocm-device-libs
 $(SETUP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test,gpu]'
+	$(BIN)/python -m pip install -q -e '.[test,gpu,$(MPI_EXTRA)]'
 	touch $@
 
 ## system-deps: Debian's ROCm runtime, for compiling the HIP kernels (apt-get, as root or through sudo)
@@ -43,7 +46,7 @@ test: system-deps $(SETUP) lint
 ## bench: generation time (beside torchgen, from the torch wheel) and dispatch cost (results in bench/results/)
 BENCH_SETUP := $(VENV)/.bench-done
 $(BENCH_SETUP): $(SETUP)
-	$(BIN)/python -m pip install -q -e '.[test,gpu,bench]' && touch $@ \
+	$(BIN)/python -m pip install -q -e '.[test,gpu,$(MPI_EXTRA),bench]' && touch $@ \
 	  || echo "bench: torch did not install; bench/run.py will say torchgen was not timed" >&2
 
 bench: $(BENCH_SETUP)

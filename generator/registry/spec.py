@@ -157,6 +157,37 @@ SWITCH = Record(
     "generated/rust/switches.rs (a module per backend, as candle_core::cuda has them)",
 )
 
+COUNT_RULE = Str(
+    doc="the element count a Storage argument must have: another Storage argument's name, "
+    "alone or times / divided by the group's size (`send * size`, `send / size`)"
+)
+
+COLLECTIVE = Record(
+    {
+        "params": Map(
+            Str(choices=("Storage", "Rank", "Reduction", "int", "float")),
+            doc="parameter name -> type, in call order: Storage (a whole buffer), Rank (a rank of "
+            "the group, checked to be one), Reduction (sum, prod, ...), int or float",
+        ),
+        "returns": Str(choices=("None", "Comm"), doc="None, or Comm (a new communicator, as split makes)"),
+        "dtypes": DTYPE_LIST,
+        "same_dtype": List(IDENT, doc="Storage arguments that must share one dtype"),
+        "counts": Map(COUNT_RULE, doc="Storage argument -> the element count it must have"),
+        "per_rank": List(IDENT, doc="Storage arguments split in equal parts, one a rank: counts a multiple of size"),
+        "in_place": Bool(doc="the op's send and recv may be one Storage"),
+        "reductions": Map(DTYPE_LIST, doc="reduction (sum, prod, min, max, avg) -> the dtypes it takes"),
+        "agree": List(
+            IDENT,
+            doc="parameters every rank must pass alike (a Storage: its count and dtype); compared "
+            "across ranks first where the communicator checks agreement",
+        ),
+        "writes": Str(identifier=True, doc="the Storage argument the op writes"),
+        "doc": Str(),
+    },
+    required=("params",),
+    doc="a method of Comm, one arm per backend calling the runtime function comm_<name>",
+)
+
 TARGET = Record(
     {
         "out": Str(doc="output directory, relative to the registry's folder, inside generated/ or tests/"),
@@ -204,6 +235,10 @@ REGISTRY = Record(
         "nn": Map(NN_OP, doc="NN ops: custom ops of the traits above, generated as classes in nn.py"),
         "quantized": Map(QFORMAT, doc="GGML block formats of quantized storage (QStorage)"),
         "qstorage": Map(OPERATION, doc="methods of QStorage; each arm calls the runtime function q_<name>"),
+        "collectives": Map(
+            COLLECTIVE,
+            doc="collective communication: methods of Comm, a group of processes with one device each",
+        ),
         "kernel_facts": Map(
             KERNEL_FACT,
             doc="numbers and kernel lists the HIP kernels and the GPU runtime share, "

@@ -114,6 +114,7 @@ def outputs(registry: model.Registry) -> dict[str, str]:
     files += ["quantized.py"] if registry.qstorage else []
     files += ["nn.py"] if registry.nn else []
     files += ["switches.py"] if registry.switches else []
+    files += ["comm.py"] if registry.collectives else []
     files += [f"kernels_{lang}.py" for lang in registry.kernel_languages]
     if "hip" in registry.kernel_languages:
         files += ["elementwise.hip", "kernel_facts.py", "kernel_facts.h"]
@@ -130,8 +131,15 @@ def context(registry: model.Registry) -> dict:
         "exports": sorted(name for _, names in exports for name in names),
         "export_sources": exports,
         "traits": {t.name: t for t in registry.custom_ops},
+        **comm_context(registry),
         **contract_context(registry),
     }
+
+
+def comm_context(registry: model.Registry) -> dict:
+    """Comm.world's arms, and every arm of comm.py (for its imports)."""
+    world = tuple(dispatch.comm_world_arm(b) for b in registry.backends)
+    return {"comm_world_arms": world, "comm_arms": (*world, *(a for op in registry.collectives for a in op.arms))}
 
 
 @dataclass(frozen=True)
@@ -208,6 +216,11 @@ def package_exports(registry: model.Registry) -> tuple[tuple[str, tuple[str, ...
             "runtime.errors",
             (
                 "BackendUnavailable",
+                *(
+                    ("CollectiveAborted", "CollectiveError", "CollectiveMismatch", "CollectiveTimeout")
+                    if registry.collectives
+                    else ()
+                ),
                 "DeviceMismatch",
                 "DTypeMismatch",
                 "NotImplementedForBackend",
@@ -221,6 +234,7 @@ def package_exports(registry: model.Registry) -> tuple[tuple[str, tuple[str, ...
             ("ConvParams1D", "ConvParams2D", "ConvTransposeParams1D", "ConvTransposeParams2D", "Kernel", "MatmulDims"),
         ),
         (".backends", ("Backend",)),
+        (".comm", ("Comm", "Reduction") if registry.collectives else ()),
         (
             ".conversions",
             (

@@ -118,11 +118,17 @@ def test_every_match_names_every_backend_in_every_position():
     backends = frozenset({"cpu", "cuda", "rocm", "metal"})  # metal: the Candle profile's
     for path in sorted(SHIPPED.glob("*.rs")):
         text = path.read_text()
-        allowed = {i + 1 for i, line in enumerate(text.splitlines()) if "opgen: allow(" in line}
+        lines = text.splitlines()
+        allowed = {i + 1: re.search(r"opgen: allow\(([^)]*)\)", ln) for i, ln in enumerate(lines)}
+        allowed = {n: {b.strip() for b in m[1].split(",")} for n, m in allowed.items() if m}
         for d in _dispatches(text, backends):
-            # host operands, by design: the allowance on the match's line, or the next (rustfmt moves it there)
-            for slot in d.slots[:1] if {d.line, d.line + 1} & allowed else d.slots:
-                assert slot.backends == backends, f"{path.name}:{d.line}: {d.what} names only {sorted(slot.backends)}"
+            # the allowance on the match's line, or the next (rustfmt moves it there): the backends
+            # it names need no arm there (quantized.rs: a source on the host by design; comm.rs:
+            # Metal, which no collectives engine runs); every other backend still does
+            allowance = allowed.get(d.line) or allowed.get(d.line + 1) or set()
+            for slot in d.slots:
+                names = f"{path.name}:{d.line}: {d.what} names only {sorted(slot.backends)}"
+                assert slot.backends >= backends - allowance if allowance else slot.backends == backends, names
 
 
 def test_adding_a_backend_adds_its_arm_everywhere(tmp_path):

@@ -56,6 +56,11 @@ mod to_device;
 
 pub mod quantized;
 
+#[path = "../../../generated/rust/comm.rs"]
+#[rustfmt::skip] // generated: `gen --check` owns its layout
+mod comm;
+pub use comm::{Comm, CommBackend, Reduction};
+
 #[path = "../../../generated/rust/launch.rs"]
 pub mod launch;
 
