@@ -7,10 +7,10 @@ files that way (a/generated/storage.py), with git's headers for files created an
 
 from __future__ import annotations
 
-import difflib
 import os
 from pathlib import Path
 
+from .diff import unified
 from .writer import Plan
 
 MODE = "100644"  # the writer writes every generated file 0644
@@ -48,7 +48,7 @@ def git_patch(out: Path, plan: Plan, cwd: Path) -> str:
             chunks.append(f"new file mode {MODE}\n")
         elif new is None:
             chunks.append(f"deleted file mode {MODE}\n")
-        lines = difflib.unified_diff(
+        lines = unified(
             _lines(old),
             _lines(new),
             f"a/{path}" if old is not None else "/dev/null",
