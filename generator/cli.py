@@ -174,7 +174,7 @@ def _check(results, patch: Path | None) -> None:
             click.echo(f"stale generated files in {output.out} (run `gen`):", err=True)
             for rel in result.stale:
                 click.echo(f"  {output.out / rel}", err=True)
-    text, cut = capped_diff([(result, output.label) for output, result in results])
+    text, cut = capped_diff([(result, output.label) for output, result in results], DIFF_LINES)
     click.echo(text, nl=False)
     if cut:
         click.echo(
