@@ -364,8 +364,8 @@ KEY = re.compile(r"^(\s*)([A-Za-z_][A-Za-z0-9_]*)(\s*:)", re.M)
 # Numbers at every bound and far past them: Python makes no int of more than 4,300 digits,
 # and a number the schema left unbounded went into kernel_facts.h as it was.
 HUGE = st.sampled_from(
-    ["2147483647", "2147483648", "65536", "65537", "4", "-2147483649", "9" * 400, "1" * 4301, "0x" + "f" * 40]
-    + ["1_000_000_000_000", "0o777777777777", "1:00:00:00:00", "1e400", "-0", "+7"]
+    ["1" * 4301, "9" * 400, "2147483648", "65537", "0x" + "f" * 40, "-2147483649", "2147483647", "65536"]
+    + ["1_000_000_000_000", "0o777777777777", "1:00:00:00:00", "1e400", "-0", "+7", "4"]
 )
 NUMBER = re.compile(r"(?<![\w.])\d+(?![\w.])")
 
@@ -375,7 +375,7 @@ def mutants(draw):
     lines = list(BASE_LINES)
     for _ in range(draw(st.integers(1, 3))):
         i = draw(st.integers(0, len(lines) - 1))
-        kind = draw(st.sampled_from(["delete", "duplicate", "scalar", "garbage", "indent", "rename", "number"]))
+        kind = draw(st.sampled_from(["number", "delete", "duplicate", "scalar", "garbage", "indent", "rename"]))
         line = lines[i]
         if kind == "number":  # a number of the registry (version, inputs, block, bytes, ...), made huge
             numbers = [(m.start(), m.end()) for m in NUMBER.finditer(BASE)]
