@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench import synthetic  # noqa: E402
+from bench import check_change, synthetic  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
 ROUNDS = int(
@@ -212,6 +212,7 @@ def markdown(result: dict) -> str:
         "(the last column: the same by CPU time).\n"
     ]
     lines += generation_lines(result)
+    lines += check_change.lines(result)
     lines += [
         "",
         "## Dispatch: generated `Storage` op against calling numpy directly\n",
@@ -230,6 +231,7 @@ def markdown(result: dict) -> str:
 def main() -> None:
     result = {"machine": machine(), "load_before": load()}
     result["generation"], result["torchgen"] = generation()
+    result["check_change"] = check_change.rows()
     result["dispatch"] = dispatch()
     result["load_after"] = load()
     RESULTS.mkdir(parents=True, exist_ok=True)

@@ -68,7 +68,10 @@ def _render(model, output):
     help="Directory of the generated Python package.  [default: the registry's python target, else generated]",
 )
 @click.option(
-    "--check", is_flag=True, help="Write nothing; exit 1 and print a unified diff if any generated file is stale."
+    "--check",
+    is_flag=True,
+    help="Write nothing; exit 1 and print a unified diff if any generated file is stale "
+    "(its first 5,000 lines; --patch writes all of it).",
 )
 @click.option(
     "--patch",

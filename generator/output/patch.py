@@ -20,10 +20,6 @@ class PatchRefused(Exception):
     """--out cannot be named from the current directory without `..`, which `git apply` rejects."""
 
 
-def _lines(text: str | None) -> list[str]:
-    return [] if text is None else text.splitlines(keepends=True)
-
-
 def work_tree(cwd: Path) -> Path:
     """The top of the git work tree holding `cwd` (a `.git` directory, or file in a linked
     worktree), else `cwd`: what `git apply` resolves patch paths against."""
@@ -49,8 +45,8 @@ def git_patch(out: Path, plan: Plan, cwd: Path) -> str:
         elif new is None:
             chunks.append(f"deleted file mode {MODE}\n")
         lines = unified(
-            _lines(old),
-            _lines(new),
+            old or "",
+            new or "",
             f"a/{path}" if old is not None else "/dev/null",
             f"b/{path}" if new is not None else "/dev/null",
         )

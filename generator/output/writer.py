@@ -64,11 +64,9 @@ class Plan:
 
     def file_diff(self, rel: str, label: str = "") -> Iterator[str]:
         """The unified diff of one stale file, named `a/<label><file>`, line by line."""
-        old = self.current.get(rel, "")
-        new = self.write.get(rel, "")
         lines = unified(
-            old.splitlines(keepends=True),
-            new.splitlines(keepends=True),
+            self.current.get(rel, ""),
+            self.write.get(rel, ""),
             f"a/{label}{rel}" if rel in self.current else "/dev/null",
             f"b/{label}{rel}" if rel in self.write else "/dev/null",
         )
@@ -279,8 +277,7 @@ def _finish(folders: list[Path]) -> None:
             continue
         except OSError as exc:
             raise OutputError(
-                f"{journal}: cannot remove ({exc.strerror}); every file was written, but the next "
-                "gen will take the folder for interrupted until it is removed"
+                f"{journal}: cannot remove ({exc.strerror}); every file was written (the next gen removes it)"
             ) from None
 
 

@@ -13,7 +13,7 @@ from gen_helpers import MINI, run_cli
 from hypothesis import given, settings, strategies as st
 
 from generator.output import writer
-from generator.output.diff import unified
+from generator.output.diff import lines, unified
 
 HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
@@ -49,7 +49,7 @@ def test_a_diff_turns_the_old_file_into_the_new(common, old, new):
     """Files made of shared runs and changed runs, at the ends too: the diff applies."""
     a = [line for i, part in enumerate(old) for line in (part + common if i % 2 else common + part)]
     b = [line for i, part in enumerate(new) for line in (part + common if i % 2 else common + part)]
-    diff = list(unified(a, b, "a/f", "b/f"))
+    diff = list(unified("".join(a), "".join(b), "a/f", "b/f"))
     if a == b:
         assert diff == []
         return
@@ -62,7 +62,7 @@ def test_a_big_file_with_one_change_diffs_as_difflib_does():
     b = list(a)
     b[123_456] = "changed\n"
     b.insert(150_000, "inserted\n")
-    assert list(unified(a, b, "a/x", "b/x")) == list(difflib.unified_diff(a, b, "a/x", "b/x"))
+    assert list(unified("".join(a), "".join(b), "a/x", "b/x")) == list(difflib.unified_diff(a, b, "a/x", "b/x"))
 
 
 @pytest.mark.parametrize("limit, cut", [(10, True), (100_000, False)])
@@ -89,3 +89,18 @@ def test_check_cuts_a_long_diff_and_says_so(tmp_path, monkeypatch, limit, cut):
         assert f"the diff above stops after {limit:,} lines" in result.stderr
     else:
         assert result.stdout == full.stdout
+
+
+TEXT = st.text(alphabet="ab\n", max_size=80)
+
+
+@settings(max_examples=500, deadline=None, derandomize=True)
+@given(a=TEXT, b=TEXT, shared=TEXT)
+def test_any_two_texts_diff_into_each_other(a, b, shared):
+    """Changes inside lines, lines without their newline at the end, one side empty: the
+    diff applies."""
+    old, new = shared + a + shared, shared + b + shared
+    diff = list(unified(old, new, "a/f", "b/f"))
+    assert (diff == []) == (old == new)
+    if diff:
+        assert "".join(apply_diff(lines(old), diff)) == new
