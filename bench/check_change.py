@@ -79,6 +79,7 @@ def rows(n_ops: int = synthetic.N_OPS) -> dict:
         **result,
         "ops": n_ops,
         "ratio": result["check"]["wall_s"] / result["gen"]["wall_s"],
+        "cpu_ratio": result["check"]["cpu_s"] / result["gen"]["cpu_s"],
         "diff_lines": len(diff.stdout.splitlines()),
     }
 
@@ -90,9 +91,9 @@ def lines(result: dict) -> list[str]:
         "",
         f"## `gen --check` on one change: synthetic, {r['ops']:,} ops, every output (one op renamed; "
         f"the diff {r['diff_lines']:,} lines)\n",
-        "| command | wall | CPU time | --check / gen, wall | goal |",
-        "|---|---|---|---|---|",
-        f"| gen, one change | {r['gen']['wall_s']:.2f} s | {r['gen']['cpu_s']:.2f} s | | |",
+        "| command | wall | CPU time | --check / gen, wall | the same, CPU time | goal |",
+        "|---|---|---|---|---|---|",
+        f"| gen, one change | {r['gen']['wall_s']:.2f} s | {r['gen']['cpu_s']:.2f} s | | | |",
         f"| gen --check, one change | {r['check']['wall_s']:.2f} s | {r['check']['cpu_s']:.2f} s | "
-        f"{r['ratio']:.2f}x | ≤ {GOAL_RATIO}x |",
+        f"{r['ratio']:.2f}x | {r['cpu_ratio']:.2f}x | ≤ {GOAL_RATIO}x |",
     ]

@@ -65,6 +65,8 @@ def up_to_date(registry: Path, out: Path, given: Path | None = None) -> int | No
     `given`: --out as given on the command line. A run's folders follow from the registry and
     the python target's folder; without --out, that is the registry's own choice, which the
     stamp records (`default_out`), so a stamp left by `--out` elsewhere never stands in for it."""
+    if stamp_path(out).parent.is_symlink():
+        return None  # never read through a link either: record() does not write there
     try:
         recorded = json.loads(stamp_path(out).read_text(encoding="utf-8"))
         if recorded.get("version") != VERSION or recorded["registry"] != str(registry.resolve()):

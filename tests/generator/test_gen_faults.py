@@ -1,9 +1,13 @@
 """Faults around writing: `gen` killed at any point of a write, two `gen` runs on one tree at
-once, symbolic links in the output directory, and output paths that cannot be written.
+once, symbolic links in the output (files, target folders, the stamp's folder), output paths
+that cannot be written, a read-only or full file system, and a run writing two target folders
+(python and rust) failing or killed between them.
 
 A package is *consistent* when its generated files are exactly those one registry generates.
-After a kill, the package is consistent, or the next `gen --check` and `gen` say that it
-was interrupted; the next full `gen` always leaves it consistent."""
+After a kill or a failure, the output (every target folder together) is consistent, or the
+next `gen --check` and `gen` say that it was interrupted; the next full `gen` always leaves it
+consistent. Cases that need root's powers (a read-only mount, a small tmpfs) run for real
+where this process may mount, and are simulated in every run."""
 
 from __future__ import annotations
 
@@ -379,10 +383,8 @@ def _add_backend(registry: Path) -> None:
 def _both(root: Path) -> dict[str, bytes]:
     """The files of both folders of the rust fixture: generated/ and generated/rust/."""
     out = root / "generated"
-    return {
-        **({n: b for n, b in package(out).items()} if out.is_dir() else {}),
-        **({f"rust/{n}": b for n, b in package(out / "rust").items()} if (out / "rust").is_dir() else {}),
-    }
+    rust = {f"rust/{n}": b for n, b in package(out / "rust").items()} if (out / "rust").is_dir() else {}
+    return {**(package(out) if out.is_dir() else {}), **rust}
 
 
 def _leftovers(root: Path) -> list[str]:
