@@ -511,8 +511,9 @@ _TMP = ".tmp-"  # a store's temp file: .tmp-KEY-XXXXXXXX, written and renamed un
 _STALE_UNKEYED = 3600.0  # seconds: a temp file naming no key (written before keys were) is stale by then
 
 
-def _entry(key: str, image: bytes) -> bytes:
-    """An entry: the magic line, sha256 of its key, sha256 of its image, the image."""
+def entry_blob(key: str, image: bytes) -> bytes:
+    """An entry: the magic line, sha256 of its key, sha256 of its image (or payload), the image.
+    The kernel cache's and the plan cache's (runtime/gpu/plan_cache.py)."""
     key_hash = hashlib.sha256(key.encode()).hexdigest().encode("ascii")
     return ENTRY_MAGIC + key_hash + b"\n" + hashlib.sha256(image).hexdigest().encode("ascii") + b"\n" + image
 
@@ -542,17 +543,17 @@ class KernelCache:
         if self.directory.is_symlink():
             return self._compile_unstored(compile_, f"{self.directory} is a symbolic link, not followed")
         path = self.directory / f"{key}.bin"
-        image, damage = _read_entry(path, key)
+        image, damage = read_entry(path, key)
         if image is not None:
             return image
         with self._turn(key) as locked:
-            again, _ = _read_entry(path, key)  # stored by another process while this one waited
+            again, _ = read_entry(path, key)  # stored by another process while this one waited
             if again is not None:
                 return again
             image = compile_()
             if locked:
                 self._sweep(key)
-            failure = self._store(path, key, _entry(key, image))
+            failure = self._store(path, key, entry_blob(key, image))
         if damage:
             replaced = f" and could not replace it ({failure})" if failure else " and replaced it"
             _warn(f"kernel cache: {path} {damage}; compiled the kernel again{replaced}")
@@ -611,22 +612,36 @@ class KernelCache:
         return _older_than(tmp, _STALE_UNKEYED)
 
     def _store(self, path: Path, key: str, blob: bytes) -> str | None:
-        """Store atomically; None, or why the entry could not be written."""
-        try:
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f"{_TMP}{key}-")
-        except OSError as exc:
-            return exc.strerror or str(exc)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(blob)
-            os.chmod(tmp, 0o644)
-            os.replace(tmp, path)
-        except BaseException as exc:
-            Path(tmp).unlink(missing_ok=True)
-            if not isinstance(exc, OSError):
-                raise
-            return exc.strerror or str(exc)
-        return None
+        return store_entry(path, key, blob)
+
+
+def store_entry(path: Path, key: str, blob: bytes) -> str | None:
+    """Store atomically (a temp file .tmp-KEY-XXXXXXXX renamed over the entry, removed on any
+    failure); None, or why the entry could not be written. The kernel cache's and the plan
+    cache's (runtime/gpu/plan_cache.py)."""
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f"{_TMP}{key}-")
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(blob)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException as exc:
+        Path(tmp).unlink(missing_ok=True)
+        if not isinstance(exc, OSError):
+            raise
+        return exc.strerror or str(exc)
+    return None
+
+
+def sweep_old_temps(directory: Path, seconds: float = _STALE_UNKEYED) -> None:
+    """Remove the temp files of stores killed more than `seconds` ago (a store takes
+    milliseconds): for a cache without a lock per key to tell a store under way (the plan cache)."""
+    for tmp in directory.glob(f"{_TMP}*"):
+        if _older_than(tmp, seconds):
+            _remove_plain(tmp)
 
 
 def _remove_plain(path: Path) -> None:
@@ -658,7 +673,7 @@ def _lock_is_free(lock: Path) -> bool:
         os.close(fd)
 
 
-def _read_entry(path: Path, key: str) -> tuple[bytes | None, str]:
+def read_entry(path: Path, key: str) -> tuple[bytes | None, str]:
     """(image, "") from an intact entry of `key`; (None, "") when there is none, or one in
     the format before entries named their key; else (None, what is wrong with it). Opened
     without following a link or blocking, and read only when a regular file: a FIFO or
@@ -712,7 +727,7 @@ def compile_for(backend: str, source: str, name: str, arch: str, **kwargs) -> by
 
 def compile_job(path: str, backend: str, arch: str) -> dict:
     """Compile one file, for process pools (CI compiles files in parallel, and a
-    compiler crash then takes down a worker, not the test session). Returns plain data:
+    compiler crash then takes down a worker, not the whole test run). Returns plain data:
     {"seconds", "size", "symbols", "log"} on success, {"unavailable": reason} when the
     compiler or target is missing, {"error": message} on a CompileError."""
     import time

@@ -202,3 +202,17 @@ def test_the_bounds_themselves_are_accepted(tmp_path):
     for key in ("quantized.q8.block", "kernel_facts.ROWS.value", "quantized.q8.ggml_type"):
         text, _, _ = _registry_with(key, str(_bound(key)))
         model_of_text(text)
+
+
+@pytest.mark.parametrize("brk", ["\u2028", "\u2029", "\x85", "\r"])
+def test_positions_count_newlines_whatever_other_breaks_yaml_sees(brk):
+    """YAML 1.1 breaks lines at \\r, NEL and the Unicode separators too; a diagnostic's
+    FILE:LINE:COL counts the "\\n" lines an editor and grep show."""
+    from generator.registry.loader import load_text
+
+    text = f"{brk}{brk}version: 1\na: {{b: [x, y]}}\nc: 2\n"
+    tree = load_text(text, "r.yaml")
+    assert (tree.get("version").position.line, tree.get("version").position.col) == (1, 12)
+    y = tree.get("a").get("b").value[1]
+    assert (y.value, y.position.line, y.position.col) == ("y", 2, 12)
+    assert tree.get("c").position.line == 3

@@ -352,7 +352,7 @@ def test_two_processes_wanting_one_kernel_compile_it_once(tmp_path, mode):
     assert len(digests) == 1, "both processes must get the same image"
     assert len(log.read_text().split()) == 1, "the second process waits for the first and reads its entry"
     entries = list((tmp_path / "cache").glob("*/*.bin"))
-    assert len(entries) == 1 and gpu_compile._read_entry(entries[0], entries[0].stem)[1] == ""
+    assert len(entries) == 1 and gpu_compile.read_entry(entries[0], entries[0].stem)[1] == ""
 
 
 # ------------------------------------------------------------------------ other keys' entries, links, killed stores
@@ -398,11 +398,11 @@ def test_links_in_the_cache_are_never_followed(tmp_path):
 
     other = _digest(b"other")
     planted = outside / "entry.bin"
-    planted.write_bytes(gpu_compile._entry(other, b"planted image"))
+    planted.write_bytes(gpu_compile.entry_blob(other, b"planted image"))
     (cache_dir / "cuda" / f"{other}.bin").symlink_to(planted)
     image, said = cache_warnings(lambda: KernelCache("cuda", cache_dir).get_or_compile(other, lambda: b"compiled"))
     assert image == b"compiled" and len(said) == 1 and "is a symbolic link, not followed" in said[0], said
-    assert planted.read_bytes() == gpu_compile._entry(other, b"planted image")
+    assert planted.read_bytes() == gpu_compile.entry_blob(other, b"planted image")
     assert not (cache_dir / "cuda" / f"{other}.bin").is_symlink()  # the link itself was replaced
 
     (outside / "rocm").mkdir()
@@ -428,7 +428,7 @@ def _killed_store(cache_dir: Path, key: str) -> Path:
     proc = subprocess.run([sys.executable, "-c", KILLED_STORE, str(cache_dir), key], cwd=ROOT, capture_output=True)
     assert proc.returncode == -9, proc.stderr
     [tmp] = (cache_dir / "cuda").glob(".tmp-*")
-    assert tmp.stat().st_size == 6_000_000 + len(gpu_compile._entry(key, b""))
+    assert tmp.stat().st_size == 6_000_000 + len(gpu_compile.entry_blob(key, b""))
     return tmp
 
 
