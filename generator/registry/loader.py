@@ -3,8 +3,8 @@ resolved into objects. Duplicate keys and syntax errors become diagnostics.
 
 Hostile input ends quickly with a diagnostic, in bounded memory: aliases may repeat at most
 MAX_ALIAS_VALUES values in all (a "billion laughs" registry of a few hundred bytes would
-otherwise expand to 10^9 values), values nest at most MAX_DEPTH deep and a scalar holds at
-most MAX_SCALAR characters. A real registry is far inside each: ops.yaml uses no aliases,
+otherwise expand to 10^9 values), values nest at most MAX_DEPTH deep, a scalar holds at
+most MAX_SCALAR characters and an integer MAX_NUMBER. A real registry is far inside each: ops.yaml uses no aliases,
 nests 5 deep and its longest value is a few hundred characters."""
 
 from __future__ import annotations
@@ -113,6 +113,9 @@ _COLLECTION_TAGS = ("tag:yaml.org,2002:map", "tag:yaml.org,2002:seq")
 MAX_ALIAS_VALUES = 100_000  # values repeated through aliases, counted as they expand
 MAX_DEPTH = 64
 MAX_SCALAR = 1 << 20  # characters
+# Digits (and signs, underscores, 0x, ':') of an integer: Python refuses to make a decimal
+# int of more than 4,300 digits, and no registry number comes near 20.
+MAX_NUMBER = 40
 
 
 def _check_aliases(text: str, path: str, lines: _Lines | None) -> None:
@@ -213,6 +216,16 @@ def _convert(
     if tag is None:
         errors.append(Diagnostic(pos, key, f"unsupported YAML tag {node.tag!r}"))
         return Node(node.value, pos, "str")
+    if tag == "int" and len(node.value) > MAX_NUMBER:
+        errors.append(
+            Diagnostic(
+                pos,
+                key,
+                f"a number of {len(node.value):,} characters; the registry's numbers have at most "
+                f"{MAX_NUMBER} (the schema bounds each)",
+            )
+        )
+        return Node(0, pos, "int")
     return Node(_scalar(tag, node), pos, tag)
 
 

@@ -64,6 +64,12 @@ class AnyOf:
     doc: str = ""
 
 
+# Every number has both bounds: what the generated code can hold (a C `int` for what
+# kernel_facts.h #defines and GGML's enum), not only what makes sense. Larger values would
+# be written into the package as they are (a #define of 400 digits) or not fit a type.
+C_INT_MAX = 2**31 - 1
+BLOCK_MAX = 1 << 16  # a quantized block's values or bytes: GGML's are at most 256 and 210
+
 IDENT = Str(identifier=True)
 DTYPE_LIST = AnyOf((IDENT, List(IDENT)), doc="a dtype set name, or a list of dtype names")
 TYPE_NAME = Str(identifier=True, doc="a parameter type: Layout, Storage, float, int, ... or a custom-op trait")
@@ -109,9 +115,9 @@ OPERATION = Record(
 
 QFORMAT = Record(
     {
-        "block": Int(1, doc="values per block"),
-        "bytes": Int(1, doc="bytes per block"),
-        "ggml_type": Int(0, doc="GGML's enum value of the format, as GGUF files name it"),
+        "block": Int(1, BLOCK_MAX, doc="values per block"),
+        "bytes": Int(1, BLOCK_MAX, doc="bytes per block"),
+        "ggml_type": Int(0, C_INT_MAX, doc="GGML's enum value of the format, as GGUF files name it"),
         "doc": Str(),
     },
     required=("block", "bytes", "ggml_type"),
@@ -131,7 +137,7 @@ NN_OP = Record(
 KERNEL_FACT = Record(
     {
         "value": AnyOf(
-            (Int(0), List(Str(identifier=True))),
+            (Int(0, C_INT_MAX), List(Str(identifier=True))),
             doc="a number, or a list of kernel entry points (names the generated entries define)",
         ),
         "overridable": Bool(
