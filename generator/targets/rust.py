@@ -19,9 +19,10 @@ import jinja2
 
 from .. import model
 from ..audit.coverage import camel
+from . import location
 from .python import environment as python_environment, generated_kernels
 
-TEMPLATES = Path(__file__).resolve().parents[2] / "templates" / "rust"
+TEMPLATES = location.TEMPLATES / "rust"
 LINE_WIDTH = 100  # as rustfmt: a longer signature gets one parameter per line
 
 # Registry parameter types -> Rust parameter types, as candle-core's methods take them.
