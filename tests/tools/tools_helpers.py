@@ -51,3 +51,21 @@ def mini_copy(root: Path) -> Path:
     shutil.copy(MINI_DIR / "ops.yaml", root / "ops.yaml")
     shutil.copytree(MINI_DIR / "mini_rt", root / "mini_rt", ignore=shutil.ignore_patterns("__pycache__"))
     return root / "ops.yaml"
+
+
+def checkout_copy(dest: Path) -> Path:
+    """The files git tracks in this checkout, as they are in the work tree, copied to `dest`:
+    what a fresh clone with these changes holds (no venv, caches, build output or stamps)."""
+    if shutil.which("git") is None or not (REPO / ".git").exists():
+        import pytest
+
+        pytest.skip("needs a git checkout, to know which files a clone holds")
+    listed = subprocess.run(
+        ["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True, timeout=60
+    ).stdout.decode()
+    for rel in filter(None, listed.split("\0")):
+        source = REPO / rel
+        if source.is_file():  # a tracked file deleted in the work tree is not in the clone
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, dest / rel)
+    return dest
