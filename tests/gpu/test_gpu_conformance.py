@@ -312,6 +312,8 @@ def test_convolutions_through_the_blas(backend, dtype, chunks, monkeypatch):
     import runtime.gpu.conv
 
     device = device_or_skip(backend)
+    if REGISTRY["backends"][backend.value].get("kernels") != "hip":
+        pytest.skip(f"{backend.value} runs no HIP kernels on the shared GPU runtime (runtime/gpu): no GEMM path")
     runtime_ = __import__(f"runtime.{backend.value}", fromlist=["_rt"])._rt
     if not runtime_._has_blas():
         pytest.skip(f"{backend.value}: no BLAS here: the direct kernels run (test_convolutions)")
