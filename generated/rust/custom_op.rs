@@ -15,7 +15,6 @@ pub trait CustomOp1 {
     }
 
     /// The forward pass on cuda storages (each with its layout: any strides and offset).
-    #[cfg(feature = "cuda")]
     fn cuda_fwd(
         &self,
         _s1: &crate::CudaStorage,
@@ -25,13 +24,21 @@ pub trait CustomOp1 {
     }
 
     /// The forward pass on rocm storages (each with its layout: any strides and offset).
-    #[cfg(feature = "rocm")]
     fn rocm_fwd(
         &self,
         _s1: &crate::RocmStorage,
         _l1: &Layout,
     ) -> Result<(crate::RocmStorage, Shape)> {
         Err(Error::NotImplementedForBackend { op: self.name(), backend: "rocm" }.bt())
+    }
+
+    /// The forward pass on metal storages (each with its layout: any strides and offset).
+    fn metal_fwd(
+        &self,
+        _s1: &crate::MetalStorage,
+        _l1: &Layout,
+    ) -> Result<(crate::MetalStorage, Shape)> {
+        Err(Error::NotImplementedForBackend { op: self.name(), backend: "metal" }.bt())
     }
 }
 
@@ -52,7 +59,6 @@ pub trait CustomOp2 {
     }
 
     /// The forward pass on cuda storages (each with its layout: any strides and offset).
-    #[cfg(feature = "cuda")]
     fn cuda_fwd(
         &self,
         _s1: &crate::CudaStorage,
@@ -64,7 +70,6 @@ pub trait CustomOp2 {
     }
 
     /// The forward pass on rocm storages (each with its layout: any strides and offset).
-    #[cfg(feature = "rocm")]
     fn rocm_fwd(
         &self,
         _s1: &crate::RocmStorage,
@@ -73,6 +78,17 @@ pub trait CustomOp2 {
         _l2: &Layout,
     ) -> Result<(crate::RocmStorage, Shape)> {
         Err(Error::NotImplementedForBackend { op: self.name(), backend: "rocm" }.bt())
+    }
+
+    /// The forward pass on metal storages (each with its layout: any strides and offset).
+    fn metal_fwd(
+        &self,
+        _s1: &crate::MetalStorage,
+        _l1: &Layout,
+        _s2: &crate::MetalStorage,
+        _l2: &Layout,
+    ) -> Result<(crate::MetalStorage, Shape)> {
+        Err(Error::NotImplementedForBackend { op: self.name(), backend: "metal" }.bt())
     }
 }
 
@@ -95,7 +111,6 @@ pub trait CustomOp3 {
     }
 
     /// The forward pass on cuda storages (each with its layout: any strides and offset).
-    #[cfg(feature = "cuda")]
     fn cuda_fwd(
         &self,
         _s1: &crate::CudaStorage,
@@ -109,7 +124,6 @@ pub trait CustomOp3 {
     }
 
     /// The forward pass on rocm storages (each with its layout: any strides and offset).
-    #[cfg(feature = "rocm")]
     fn rocm_fwd(
         &self,
         _s1: &crate::RocmStorage,
@@ -120,6 +134,19 @@ pub trait CustomOp3 {
         _l3: &Layout,
     ) -> Result<(crate::RocmStorage, Shape)> {
         Err(Error::NotImplementedForBackend { op: self.name(), backend: "rocm" }.bt())
+    }
+
+    /// The forward pass on metal storages (each with its layout: any strides and offset).
+    fn metal_fwd(
+        &self,
+        _s1: &crate::MetalStorage,
+        _l1: &Layout,
+        _s2: &crate::MetalStorage,
+        _l2: &Layout,
+        _s3: &crate::MetalStorage,
+        _l3: &Layout,
+    ) -> Result<(crate::MetalStorage, Shape)> {
+        Err(Error::NotImplementedForBackend { op: self.name(), backend: "metal" }.bt())
     }
 }
 
@@ -134,15 +161,18 @@ pub trait InplaceOp1 {
     }
 
     /// The forward pass on cuda storages (each with its layout: any strides and offset).
-    #[cfg(feature = "cuda")]
     fn cuda_fwd(&self, _s1: &mut crate::CudaStorage, _l1: &Layout) -> Result<()> {
         Err(Error::NotImplementedForBackend { op: self.name(), backend: "cuda" }.bt())
     }
 
     /// The forward pass on rocm storages (each with its layout: any strides and offset).
-    #[cfg(feature = "rocm")]
     fn rocm_fwd(&self, _s1: &mut crate::RocmStorage, _l1: &Layout) -> Result<()> {
         Err(Error::NotImplementedForBackend { op: self.name(), backend: "rocm" }.bt())
+    }
+
+    /// The forward pass on metal storages (each with its layout: any strides and offset).
+    fn metal_fwd(&self, _s1: &mut crate::MetalStorage, _l1: &Layout) -> Result<()> {
+        Err(Error::NotImplementedForBackend { op: self.name(), backend: "metal" }.bt())
     }
 }
 
@@ -163,7 +193,6 @@ pub trait InplaceOp2 {
     }
 
     /// The forward pass on cuda storages (each with its layout: any strides and offset).
-    #[cfg(feature = "cuda")]
     fn cuda_fwd(
         &self,
         _s1: &mut crate::CudaStorage,
@@ -175,7 +204,6 @@ pub trait InplaceOp2 {
     }
 
     /// The forward pass on rocm storages (each with its layout: any strides and offset).
-    #[cfg(feature = "rocm")]
     fn rocm_fwd(
         &self,
         _s1: &mut crate::RocmStorage,
@@ -184,6 +212,17 @@ pub trait InplaceOp2 {
         _l2: &Layout,
     ) -> Result<()> {
         Err(Error::NotImplementedForBackend { op: self.name(), backend: "rocm" }.bt())
+    }
+
+    /// The forward pass on metal storages (each with its layout: any strides and offset).
+    fn metal_fwd(
+        &self,
+        _s1: &mut crate::MetalStorage,
+        _l1: &Layout,
+        _s2: &crate::MetalStorage,
+        _l2: &Layout,
+    ) -> Result<()> {
+        Err(Error::NotImplementedForBackend { op: self.name(), backend: "metal" }.bt())
     }
 }
 
@@ -206,7 +245,6 @@ pub trait InplaceOp3 {
     }
 
     /// The forward pass on cuda storages (each with its layout: any strides and offset).
-    #[cfg(feature = "cuda")]
     fn cuda_fwd(
         &self,
         _s1: &mut crate::CudaStorage,
@@ -220,7 +258,6 @@ pub trait InplaceOp3 {
     }
 
     /// The forward pass on rocm storages (each with its layout: any strides and offset).
-    #[cfg(feature = "rocm")]
     fn rocm_fwd(
         &self,
         _s1: &mut crate::RocmStorage,
@@ -232,6 +269,19 @@ pub trait InplaceOp3 {
     ) -> Result<()> {
         Err(Error::NotImplementedForBackend { op: self.name(), backend: "rocm" }.bt())
     }
+
+    /// The forward pass on metal storages (each with its layout: any strides and offset).
+    fn metal_fwd(
+        &self,
+        _s1: &mut crate::MetalStorage,
+        _l1: &Layout,
+        _s2: &crate::MetalStorage,
+        _l2: &Layout,
+        _s3: &crate::MetalStorage,
+        _l3: &Layout,
+    ) -> Result<()> {
+        Err(Error::NotImplementedForBackend { op: self.name(), backend: "metal" }.bt())
+    }
 }
 
 impl Storage {
@@ -242,15 +292,17 @@ impl Storage {
                 let (out, shape) = op.cpu_fwd(s, layout)?;
                 Ok((Self::Cpu(out), shape))
             }
-            #[cfg(feature = "cuda")]
             Self::Cuda(s) => {
                 let (out, shape) = op.cuda_fwd(s, layout)?;
                 Ok((Self::Cuda(out), shape))
             }
-            #[cfg(feature = "rocm")]
             Self::Rocm(s) => {
                 let (out, shape) = op.rocm_fwd(s, layout)?;
                 Ok((Self::Rocm(out), shape))
+            }
+            Self::Metal(s) => {
+                let (out, shape) = op.metal_fwd(s, layout)?;
+                Ok((Self::Metal(out), shape))
             }
         }
     }
@@ -269,15 +321,17 @@ impl Storage {
                 let (out, shape) = op.cpu_fwd(s, layout, t2, layout2)?;
                 Ok((Self::Cpu(out), shape))
             }
-            #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(t2)) => {
                 let (out, shape) = op.cuda_fwd(s, layout, t2, layout2)?;
                 Ok((Self::Cuda(out), shape))
             }
-            #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(t2)) => {
                 let (out, shape) = op.rocm_fwd(s, layout, t2, layout2)?;
                 Ok((Self::Rocm(out), shape))
+            }
+            (Self::Metal(s), Self::Metal(t2)) => {
+                let (out, shape) = op.metal_fwd(s, layout, t2, layout2)?;
+                Ok((Self::Metal(out), shape))
             }
             #[allow(unreachable_patterns)]
             (lhs, t2) => Err(Device::mismatch("apply_op2", &[lhs.device(), t2.device()])),
@@ -301,15 +355,17 @@ impl Storage {
                 let (out, shape) = op.cpu_fwd(s, layout, t2, layout2, t3, layout3)?;
                 Ok((Self::Cpu(out), shape))
             }
-            #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(t2), Self::Cuda(t3)) => {
                 let (out, shape) = op.cuda_fwd(s, layout, t2, layout2, t3, layout3)?;
                 Ok((Self::Cuda(out), shape))
             }
-            #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(t2), Self::Rocm(t3)) => {
                 let (out, shape) = op.rocm_fwd(s, layout, t2, layout2, t3, layout3)?;
                 Ok((Self::Rocm(out), shape))
+            }
+            (Self::Metal(s), Self::Metal(t2), Self::Metal(t3)) => {
+                let (out, shape) = op.metal_fwd(s, layout, t2, layout2, t3, layout3)?;
+                Ok((Self::Metal(out), shape))
             }
             #[allow(unreachable_patterns)]
             (lhs, t2, t3) => {
@@ -322,10 +378,9 @@ impl Storage {
     pub fn inplace_op1(&mut self, layout: &Layout, op: &dyn InplaceOp1) -> Result<()> {
         match self {
             Self::Cpu(s) => op.cpu_fwd(s, layout),
-            #[cfg(feature = "cuda")]
             Self::Cuda(s) => op.cuda_fwd(s, layout),
-            #[cfg(feature = "rocm")]
             Self::Rocm(s) => op.rocm_fwd(s, layout),
+            Self::Metal(s) => op.metal_fwd(s, layout),
         }
     }
 
@@ -340,10 +395,9 @@ impl Storage {
         self.same_device(t2, "inplace_op2")?;
         match (self, t2) {
             (Self::Cpu(s), Self::Cpu(t2)) => op.cpu_fwd(s, layout, t2, layout2),
-            #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(t2)) => op.cuda_fwd(s, layout, t2, layout2),
-            #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(t2)) => op.rocm_fwd(s, layout, t2, layout2),
+            (Self::Metal(s), Self::Metal(t2)) => op.metal_fwd(s, layout, t2, layout2),
             #[allow(unreachable_patterns)]
             (lhs, t2) => Err(Device::mismatch("inplace_op2", &[lhs.device(), t2.device()])),
         }
@@ -365,13 +419,14 @@ impl Storage {
             (Self::Cpu(s), Self::Cpu(t2), Self::Cpu(t3)) => {
                 op.cpu_fwd(s, layout, t2, layout2, t3, layout3)
             }
-            #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(t2), Self::Cuda(t3)) => {
                 op.cuda_fwd(s, layout, t2, layout2, t3, layout3)
             }
-            #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(t2), Self::Rocm(t3)) => {
                 op.rocm_fwd(s, layout, t2, layout2, t3, layout3)
+            }
+            (Self::Metal(s), Self::Metal(t2), Self::Metal(t3)) => {
+                op.metal_fwd(s, layout, t2, layout2, t3, layout3)
             }
             #[allow(unreachable_patterns)]
             (lhs, t2, t3) => {

@@ -4,7 +4,6 @@
 // (cpu), through its storage; between two others, through host memory.
 use crate::{Device, Result, Storage};
 use crate::backend::BackendStorage;
-#[cfg(any(feature = "cuda", feature = "rocm"))]
 use crate::backend::BackendDevice;
 
 impl Storage {
@@ -12,26 +11,33 @@ impl Storage {
     pub fn to_device(&self, device: &Device) -> Result<Self> {
         match (self, device) {
             (Self::Cpu(s), Device::Cpu) => Ok(Self::Cpu(s.to_cpu_storage()?)),
-            #[cfg(feature = "cuda")]
             (Self::Cpu(s), Device::Cuda(d)) => Ok(Self::Cuda(d.storage_from_cpu_storage(s)?)),
-            #[cfg(feature = "rocm")]
             (Self::Cpu(s), Device::Rocm(d)) => Ok(Self::Rocm(d.storage_from_cpu_storage(s)?)),
-            #[cfg(feature = "cuda")]
+            (Self::Cpu(s), Device::Metal(d)) => Ok(Self::Metal(d.storage_from_cpu_storage(s)?)),
             (Self::Cuda(s), Device::Cpu) => Ok(Self::Cpu(s.to_cpu_storage()?)),
-            #[cfg(feature = "cuda")]
             (Self::Cuda(s), Device::Cuda(d)) => Ok(Self::Cuda(s.transfer_to_device(d)?)),
-            #[cfg(all(feature = "cuda", feature = "rocm"))]
             (Self::Cuda(s), Device::Rocm(d)) => {
                 Ok(Self::Rocm(d.storage_from_cpu_storage(&s.to_cpu_storage()?)?))
             }
-            #[cfg(feature = "rocm")]
+            (Self::Cuda(s), Device::Metal(d)) => {
+                Ok(Self::Metal(d.storage_from_cpu_storage(&s.to_cpu_storage()?)?))
+            }
             (Self::Rocm(s), Device::Cpu) => Ok(Self::Cpu(s.to_cpu_storage()?)),
-            #[cfg(all(feature = "rocm", feature = "cuda"))]
             (Self::Rocm(s), Device::Cuda(d)) => {
                 Ok(Self::Cuda(d.storage_from_cpu_storage(&s.to_cpu_storage()?)?))
             }
-            #[cfg(feature = "rocm")]
             (Self::Rocm(s), Device::Rocm(d)) => Ok(Self::Rocm(s.transfer_to_device(d)?)),
+            (Self::Rocm(s), Device::Metal(d)) => {
+                Ok(Self::Metal(d.storage_from_cpu_storage(&s.to_cpu_storage()?)?))
+            }
+            (Self::Metal(s), Device::Cpu) => Ok(Self::Cpu(s.to_cpu_storage()?)),
+            (Self::Metal(s), Device::Cuda(d)) => {
+                Ok(Self::Cuda(d.storage_from_cpu_storage(&s.to_cpu_storage()?)?))
+            }
+            (Self::Metal(s), Device::Rocm(d)) => {
+                Ok(Self::Rocm(d.storage_from_cpu_storage(&s.to_cpu_storage()?)?))
+            }
+            (Self::Metal(s), Device::Metal(d)) => Ok(Self::Metal(s.transfer_to_device(d)?)),
         }
     }
 }

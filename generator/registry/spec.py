@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import difflib
 import keyword
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,6 +46,7 @@ class Map:
 
     value: object
     doc: str = ""
+    names: str = ""  # a regex the keys match instead of identifiers (templates such as new_{backend})
 
 
 @dataclass(frozen=True)
@@ -145,7 +147,10 @@ KERNEL_FACT = Record(
 )
 
 TARGET = Record(
-    {"out": Str(doc="output directory, relative to the registry's folder, inside generated/ or tests/")},
+    {
+        "out": Str(doc="output directory, relative to the registry's folder, inside generated/ or tests/"),
+        "profile": Str(doc="a library's API profile (a YAML file beside the registry): its names, types and backends"),
+    },
     required=("out",),
 )
 
@@ -269,7 +274,11 @@ class Checker:
             return False
         ok = True
         for name, (knode, vnode) in node.value.items():
-            ok &= self.identifier(knode, f"{key}.{name}")
+            if spec.names and not re.fullmatch(spec.names, name):
+                self.error(knode, f"{key}.{name}", f"{name!r} is not a name here ({spec.doc})")
+                ok = False
+            elif not spec.names:
+                ok &= self.identifier(knode, f"{key}.{name}")
             ok &= self.check(spec.value, vnode, f"{key}.{name}")
         return ok
 

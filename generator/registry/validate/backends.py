@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 from ... import model
+from .. import profile
 from ..loader import Node
 from ..runtime_scan import scan
 from ..spec import did_you_mean
@@ -103,10 +104,25 @@ class BackendChecks(DTypeChecks):
                 self.error(onode, key, f"output folder {path!r} is also the {seen[path]} target's")
             else:
                 seen[path] = name
-                out.append(model.Target(name, path, knode.position.line))
+                out.append(model.Target(name, path, knode.position.line, self.profile(name, node, registry)))
         if any(t.name == "rust" for t in out):
             self.rust_needs(registry)
         return tuple(out)
+
+    def profile(self, target: str, node: Node, registry: model.Registry) -> model.Profile | None:
+        """The target's API profile, a file beside the registry; its errors join the registry's."""
+        pnode = node.get("profile")
+        if pnode is None or pnode.tag != "str":
+            return None
+        path = Path(self.path).parent / str(pnode.value)
+        if not path.is_file():
+            self.error(pnode, f"targets.{target}.profile", f"no profile file {str(pnode.value)!r} beside the registry")
+            return None
+        ops = {"Storage": {o.name for o in registry.storage}, "Device": {o.name for o in registry.device}}
+        ops["QStorage"] = {o.name for o in registry.qstorage}
+        found, errors = profile.load(path, tuple(b.name for b in registry.backends), ops)
+        self.checker.errors.extend(errors)
+        return found
 
     def rust_needs(self, registry: model.Registry) -> None:
         """What the generated Rust calls besides the ops: a host backend, and the getters

@@ -1,16 +1,6 @@
-//! As candle-core's quantized/mod.rs would hold it: the GGML formats by hand, the backend
-//! dispatch (QStorage and the Device methods that make one) generated.
+//! As candle-core's quantized/mod.rs would hold it: the GGML formats (GgmlDType) and the
+//! backend dispatch (QStorage and the Device methods that make one), both generated.
 #[path = "../../../generated/rust/quantized.rs"]
 #[rustfmt::skip] // generated: `gen --check` owns its layout
 mod dispatch;
-pub use dispatch::QStorage;
-
-/// The GGML block formats of the registry (ops.yaml `quantized:`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum GgmlDType {
-    Q4_0,
-    Q4_1,
-    Q8_0,
-    Q4K,
-    Q6K,
-}
+pub use dispatch::{GgmlDType, QStorage};
