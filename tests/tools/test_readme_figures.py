@@ -36,9 +36,10 @@ def _summaries(registry: Path) -> dict[str, tuple[int, ...]]:
 
 @pytest.fixture(scope="module")
 def figures(tmp_path_factory) -> dict:
-    """Today's figures, from a copy of the registry and what it reads (runtime/, hip/)."""
+    """Today's figures, from a copy of the registry and what it reads (profiles, runtime/, hip/)."""
     root = tmp_path_factory.mktemp("figures")
-    shutil.copy(REPO / "ops.yaml", root / "ops.yaml")
+    for registry_file in REPO.glob("*.yaml"):  # ops.yaml and the profiles its targets name
+        shutil.copy(registry_file, root / registry_file.name)
     for folder in ("runtime", "hip"):
         shutil.copytree(REPO / folder, root / folder, ignore=shutil.ignore_patterns("__pycache__"))
     shipped = _summaries(root / "ops.yaml")
