@@ -13,7 +13,7 @@ PASS0_HEADER = 16
 #: nn row kernels: values a thread holds where a row does not fit 16-byte packs
 LOOSE_VALUES = 8
 
-#: nn row kernels: the bytes of its row a thread holds in registers, in 16-byte packs (bench/gpu.py nn-explore compares 32, 64 and 128)
+#: nn row kernels: the bytes of its row a thread holds in registers, in 16-byte packs (bench/gpu.py --explore nn-rows compares 32, 64 and 128)
 #: (the kernels' default: a kernel compiled with -D OPGEN_ROW_BYTES=... needs this set alike)
 ROW_BYTES = 64
 
@@ -47,14 +47,14 @@ WARP_PARTIAL_MAX = 1024
 #: reductions, pass 3: threads across a column tile (a power of two, at most a warp; its last block combines the tile's row slices)
 COLUMN_TILE = 32
 
-#: reductions, a thread per item reading neighbouring columns: 16-byte accesses a row (1: four f32 columns; 2: eight, two loads a row; bench/gpu.py column-explore compares them)
+#: reductions, a thread per item reading neighbouring columns: 16-byte accesses a row (1: four f32 columns; 2: eight, two loads a row; bench/gpu.py --explore columns compares them)
 #: (the kernels' default: a kernel compiled with -D OPGEN_COLUMN_PACKS=... needs this set alike)
 COLUMN_PACKS = 1
 
 #: reductions, reduce_columns_*: threads a block (its __launch_bounds__; the runtime launches blocks of at most this many)
 COLUMN_BLOCK = 256
 
-#: reductions, reduce_columns_*: blocks of COLUMN_BLOCK threads resident per multiprocessor (the launch bound's second figure, which caps the registers); the runtime's grid fills that many (bench/gpu.py column-explore compares others)
+#: reductions, reduce_columns_*: blocks of COLUMN_BLOCK threads resident per multiprocessor (the launch bound's second figure, which caps the registers); the runtime's grid fills that many (bench/gpu.py --explore columns compares others)
 #: (the kernels' default: a kernel compiled with -D OPGEN_COLUMN_MIN_BLOCKS=... needs this set alike)
 COLUMN_MIN_BLOCKS = 3
 

@@ -120,6 +120,17 @@ class KernelFact:
 
 
 @dataclass(frozen=True)
+class Switch:
+    """A process-wide switch (ops.yaml `switches`), off by default: the runtime module of each
+    of its backends defines `<name>()` and `set_<name>(enabled)`."""
+
+    name: str
+    backends: tuple[str, ...]
+    doc: str
+    line: int
+
+
+@dataclass(frozen=True)
 class QFormat:
     """A GGML block format of quantized storage: `block` values in `nbytes` bytes."""
 
@@ -395,6 +406,7 @@ class Registry:
     targets: tuple[Target, ...] = ()  # what to emit; () is the Python package alone, in --out
     interop: tuple[tuple[str, tuple[Arm, ...]], ...] = ()  # DLPack / CUDA Array Interface arms by function
     kernel_facts: tuple[KernelFact, ...] = ()  # shared by the HIP kernels and the GPU runtime
+    switches: tuple[Switch, ...] = ()  # process-wide switches of some backends
 
     def interop_arms(self, function: str) -> tuple[Arm, ...]:
         return dict(self.interop)[function]

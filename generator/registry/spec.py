@@ -137,13 +137,24 @@ KERNEL_FACT = Record(
         "overridable": Bool(
             doc="the header's value is a default (#ifndef): a -D, or a #define before the include, may set "
             "another to tune the kernels, and whoever does sets the runtime's <NAME> alike (bench/gpu.py "
-            "nn-explore does both)"
+            "--explore nn-rows does both)"
         ),
         "doc": Str(),
     },
     required=("value",),
     doc="a fact the HIP kernels and the GPU runtime share: gen writes it into generated/kernel_facts.h "
     "(OPGEN_<NAME>) and generated/kernel_facts.py (<NAME>)",
+)
+
+SWITCH = Record(
+    {
+        "backends": List(Str(identifier=True), doc="the backends whose runtime module has the switch"),
+        "doc": Str(),
+    },
+    required=("backends",),
+    doc="a process-wide switch of some backends (Candle's set_gemm_reduced_precision_*): its runtime "
+    "modules define <name>() and set_<name>(enabled); gen writes generated/switches.py and "
+    "generated/rust/switches.rs (a module per backend, as candle_core::cuda has them)",
 )
 
 TARGET = Record(
@@ -198,6 +209,7 @@ REGISTRY = Record(
             doc="numbers and kernel lists the HIP kernels and the GPU runtime share, "
             "in UPPER_CASE: one source for both",
         ),
+        "switches": Map(SWITCH, doc="process-wide switches of the backends, off by default"),
         "targets": Record(
             {"python": TARGET, "rust": TARGET},
             doc="what `gen` writes, and where: the Python package, Candle-shaped Rust dispatch "

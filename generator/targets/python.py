@@ -110,6 +110,7 @@ def outputs(registry: model.Registry) -> dict[str, str]:
     ]
     files += ["quantized.py"] if registry.qstorage else []
     files += ["nn.py"] if registry.nn else []
+    files += ["switches.py"] if registry.switches else []
     files += [f"kernels_{lang}.py" for lang in registry.kernel_languages]
     if "hip" in registry.kernel_languages:
         files += ["elementwise.hip", "kernel_facts.py", "kernel_facts.h"]

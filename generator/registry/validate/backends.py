@@ -78,6 +78,33 @@ class BackendChecks(DTypeChecks):
             self.error(section, "backends", "declare at least one backend")
         return tuple(out)
 
+    def switches(self, backends: tuple[model.Backend, ...]) -> tuple[model.Switch, ...]:
+        """`switches:`: lower-case names, backends the registry declares, each of whose runtime
+        modules defines the getter and the setter."""
+        by_name = {b.name: b for b in backends}
+        out = []
+        for name, knode, node in self.section("switches"):
+            key = f"switches.{name}"
+            if not (name.isidentifier() and name == name.lower()):
+                self.error(knode, key, f"switch {name!r} must be a lower_case identifier: it names functions")
+            listed = node.get("backends") if node.tag == "map" else None
+            names = [item for item in (listed.value if listed is not None and listed.tag == "seq" else [])]
+            for i, item in enumerate(names):
+                backend = by_name.get(str(item.value))
+                if backend is None:
+                    self.error(item, f"{key}.backends[{i}]", f"unknown backend {item.value!r}")
+                    continue
+                for function in (name, f"set_{name}"):
+                    if backend.functions and not backend.defines(function):
+                        self.error(
+                            item,
+                            f"{key}.backends[{i}]",
+                            f"runtime module {backend.runtime!r} does not define {function}() (switch {name!r})",
+                        )
+            backend_names = tuple(str(item.value) for item in names)
+            out.append(model.Switch(name, backend_names, self.text(node.get("doc")), knode.position.line))
+        return tuple(out)
+
     def targets(self, registry: model.Registry) -> tuple[model.Target, ...]:
         """Each target's output folder: relative to the registry's, under generated/ or tests/
         (the project's top-level layout), one folder per target."""

@@ -60,6 +60,7 @@ def context(registry: model.Registry) -> dict:
         "registry": registry,
         "registry_name": Path(registry.path).name,
         "variants": vs,
+        "switch_backends": sorted({b for switch in registry.switches for b in switch.backends}),
         "host": next(v for v in vs if not v.backend.ordinal),
         "storage_methods": storage,
         "hooked_methods": hooked,
@@ -154,6 +155,7 @@ def outputs(registry: model.Registry) -> dict[str, tuple[str, dict]]:
     files = ["backends.rs", "device.rs", "storage.rs", "custom_op.rs", "to_device.rs"]
     files += ["quantized.rs"] if registry.qstorage or any(op.returns == "QStorage" for op in registry.device) else []
     files += ["launch.rs"] if any(b.kernels == "hip" for b in registry.backends) else []
+    files += ["switches.rs"] if registry.switches else []
     spelled = profile(registry)
     files += ["backend.rs"] if spelled and spelled.trait_methods else []
     out: dict[str, tuple[str, dict]] = {f: (f"{f}.j2", {}) for f in files}

@@ -71,5 +71,9 @@ pub mod quantized;
 #[rustfmt::skip] // generated: `gen --check` owns its layout
 pub mod launch;
 
+#[path = "../../../generated/rust/switches.rs"]
+#[rustfmt::skip] // generated: `gen --check` owns its layout
+pub mod switches;
+
 #[cfg(test)]
 mod tests;

@@ -6,6 +6,7 @@ mod device;
 mod launch;
 mod quantized;
 mod storage;
+mod switches;
 
 use crate::mock::MockStorage;
 use crate::{DType, Device, Layout, Shape, Storage};
