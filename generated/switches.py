@@ -12,11 +12,11 @@ from .backends import _RUNTIMES, Backend
 
 #: switch -> the backends that have it
 SWITCHES: dict[str, tuple[Backend, ...]] = {
-    'gemm_reduced_precision_f32': (Backend.CUDA, Backend.ROCM),
-    'gemm_reduced_precision_f16': (Backend.CUDA, Backend.ROCM),
-    'gemm_reduced_precision_bf16': (Backend.CUDA, Backend.ROCM),
-    'conv_reduced_precision_f32': (Backend.CUDA, Backend.ROCM),
-    'autotune': (Backend.CUDA, Backend.ROCM),
+    "gemm_reduced_precision_f32": (Backend.CUDA, Backend.ROCM),
+    "gemm_reduced_precision_f16": (Backend.CUDA, Backend.ROCM),
+    "gemm_reduced_precision_bf16": (Backend.CUDA, Backend.ROCM),
+    "conv_reduced_precision_f32": (Backend.CUDA, Backend.ROCM),
+    "autotune": (Backend.CUDA, Backend.ROCM),
 }
 
 
@@ -28,49 +28,51 @@ def _runtime(switch: str, backend: Backend):
 
 def gemm_reduced_precision_f32(backend: Backend) -> bool:
     """Whether the switch is on: f32 GEMMs on TF32 tensor cores (cuBLAS COMPUTE_32F_FAST_TF32)."""
-    return bool(_runtime('gemm_reduced_precision_f32', backend).gemm_reduced_precision_f32())
+    return bool(_runtime("gemm_reduced_precision_f32", backend).gemm_reduced_precision_f32())
 
 
 def set_gemm_reduced_precision_f32(backend: Backend, enabled: bool) -> None:
     """Turn the switch on or off: f32 GEMMs on TF32 tensor cores (cuBLAS COMPUTE_32F_FAST_TF32)."""
-    _runtime('gemm_reduced_precision_f32', backend).set_gemm_reduced_precision_f32(bool(enabled))
+    _runtime("gemm_reduced_precision_f32", backend).set_gemm_reduced_precision_f32(bool(enabled))
 
 
 def gemm_reduced_precision_f16(backend: Backend) -> bool:
     """Whether the switch is on: f16 GEMMs accumulate in f16 (cuBLAS COMPUTE_16F)."""
-    return bool(_runtime('gemm_reduced_precision_f16', backend).gemm_reduced_precision_f16())
+    return bool(_runtime("gemm_reduced_precision_f16", backend).gemm_reduced_precision_f16())
 
 
 def set_gemm_reduced_precision_f16(backend: Backend, enabled: bool) -> None:
     """Turn the switch on or off: f16 GEMMs accumulate in f16 (cuBLAS COMPUTE_16F)."""
-    _runtime('gemm_reduced_precision_f16', backend).set_gemm_reduced_precision_f16(bool(enabled))
+    _runtime("gemm_reduced_precision_f16", backend).set_gemm_reduced_precision_f16(bool(enabled))
 
 
 def gemm_reduced_precision_bf16(backend: Backend) -> bool:
     """Whether the switch is on: bf16 GEMMs may sum their split-K partial products in bf16."""
-    return bool(_runtime('gemm_reduced_precision_bf16', backend).gemm_reduced_precision_bf16())
+    return bool(_runtime("gemm_reduced_precision_bf16", backend).gemm_reduced_precision_bf16())
 
 
 def set_gemm_reduced_precision_bf16(backend: Backend, enabled: bool) -> None:
     """Turn the switch on or off: bf16 GEMMs may sum their split-K partial products in bf16."""
-    _runtime('gemm_reduced_precision_bf16', backend).set_gemm_reduced_precision_bf16(bool(enabled))
+    _runtime("gemm_reduced_precision_bf16", backend).set_gemm_reduced_precision_bf16(bool(enabled))
 
 
 def conv_reduced_precision_f32(backend: Backend) -> bool:
     """Whether the switch is on: f32 convolutions on TF32 tensor cores (cuDNN's TENSOR_CORE plans)."""
-    return bool(_runtime('conv_reduced_precision_f32', backend).conv_reduced_precision_f32())
+    return bool(_runtime("conv_reduced_precision_f32", backend).conv_reduced_precision_f32())
 
 
 def set_conv_reduced_precision_f32(backend: Backend, enabled: bool) -> None:
     """Turn the switch on or off: f32 convolutions on TF32 tensor cores (cuDNN's TENSOR_CORE plans)."""
-    _runtime('conv_reduced_precision_f32', backend).set_conv_reduced_precision_f32(bool(enabled))
+    _runtime("conv_reduced_precision_f32", backend).set_conv_reduced_precision_f32(bool(enabled))
 
 
 def autotune(backend: Backend) -> bool:
-    """Whether the switch is on: cuDNN times every plan of a convolution on its first call and keeps the fastest, on disk too."""
-    return bool(_runtime('autotune', backend).autotune())
+    """Whether the switch is on: cuDNN times every plan of a convolution on its first call and keeps the fastest, on
+    disk too."""
+    return bool(_runtime("autotune", backend).autotune())
 
 
 def set_autotune(backend: Backend, enabled: bool) -> None:
-    """Turn the switch on or off: cuDNN times every plan of a convolution on its first call and keeps the fastest, on disk too."""
-    _runtime('autotune', backend).set_autotune(bool(enabled))
+    """Turn the switch on or off: cuDNN times every plan of a convolution on its first call and keeps the fastest, on
+    disk too."""
+    _runtime("autotune", backend).set_autotune(bool(enabled))

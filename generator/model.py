@@ -538,11 +538,11 @@ def dispatch_checks(op: Operation, backend: Backend | None = None) -> tuple[str,
         first, *rest = op.same_dtype
         lines.append(f"_dtype = {raw(first)}" if direct else f"_dtype = {first}.dtype()")
         for name in rest:
-            differs = (
-                f"{raw(name)} is not _dtype and {registry_dtype(name)} is not _dtype_of(_dtype)"
-                if direct
-                else f"{name}.dtype() is not _dtype"
-            )
+            if direct:  # the runtime's dtype read once, in a local: each line within the width
+                lines.append(f"_{name}_dtype = {raw(name)}")
+                differs = f"_{name}_dtype is not _dtype and _dtype_of(_{name}_dtype) is not _dtype_of(_dtype)"
+            else:
+                differs = f"{name}.dtype() is not _dtype"
             lines += [f"if {differs}:", f'    raise _dtype_mismatch("{op.name}", {first}, {name})']
     if op.same_shape:
         first, *rest = op.same_shape

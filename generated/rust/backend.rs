@@ -2,11 +2,11 @@
 // candle-core's backend traits (backend.rs): every method an arm of the generated dispatch
 // calls on a backend's storage, device or quantized storage, with the library's names and
 // types, and those the generated code calls besides the ops' (the profile's `traits:`).
-use crate::{CpuStorage, DType, DeviceLocation, Layout, Result, Shape, WithDType};
 use crate::conv::{ParamsConv1D, ParamsConv2D, ParamsConvTranspose1D, ParamsConvTranspose2D};
 use crate::op::{CmpOp, ReduceOp};
 use crate::quantized::GgmlDType;
 use crate::scalar::Scalar;
+use crate::{CpuStorage, DType, DeviceLocation, Layout, Result, Shape, WithDType};
 use std::borrow::Cow;
 
 pub trait BackendStorage: Sized {

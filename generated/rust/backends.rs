@@ -3,5 +3,5 @@
 // of each backend defines <Backend>Device and <Backend>Storage (and Q<Backend>Storage, its quantized storage).
 pub use crate::cpu_backend::{CpuDevice, CpuStorage, QCpuStorage};
 pub use crate::cuda_backend::{CudaDevice, CudaStorage, QCudaStorage};
-pub use crate::rocm_backend::{RocmDevice, RocmStorage, QRocmStorage};
 pub use crate::metal_backend::{MetalDevice, MetalStorage, QMetalStorage};
+pub use crate::rocm_backend::{QRocmStorage, RocmDevice, RocmStorage};

@@ -11,7 +11,11 @@ pub trait CustomOp1 {
 
     /// The forward pass on cpu storages (each with its layout: any strides and offset).
     fn cpu_fwd(&self, _s1: &crate::CpuStorage, _l1: &Layout) -> Result<(crate::CpuStorage, Shape)> {
-        Err(Error::NotImplementedForBackend { op: self.name(), backend: "cpu" }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "cpu",
+        }
+        .bt())
     }
 
     /// The forward pass on cuda storages (each with its layout: any strides and offset).
@@ -20,7 +24,11 @@ pub trait CustomOp1 {
         _s1: &crate::CudaStorage,
         _l1: &Layout,
     ) -> Result<(crate::CudaStorage, Shape)> {
-        Err(Error::NotImplementedForBackend { op: self.name(), backend: "cuda" }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "cuda",
+        }
+        .bt())
     }
 
     /// The forward pass on rocm storages (each with its layout: any strides and offset).
@@ -29,7 +37,11 @@ pub trait CustomOp1 {
         _s1: &crate::RocmStorage,
         _l1: &Layout,
     ) -> Result<(crate::RocmStorage, Shape)> {
-        Err(Error::NotImplementedForBackend { op: self.name(), backend: "rocm" }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "rocm",
+        }
+        .bt())
     }
 
     /// The forward pass on metal storages (each with its layout: any strides and offset).
@@ -38,7 +50,11 @@ pub trait CustomOp1 {
         _s1: &crate::MetalStorage,
         _l1: &Layout,
     ) -> Result<(crate::MetalStorage, Shape)> {
-        Err(Error::NotImplementedForBackend { op: self.name(), backend: "metal" }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "metal",
+        }
+        .bt())
     }
 }
 
@@ -55,7 +71,11 @@ pub trait CustomOp2 {
         _s2: &crate::CpuStorage,
         _l2: &Layout,
     ) -> Result<(crate::CpuStorage, Shape)> {
-        Err(Error::NotImplementedForBackend { op: self.name(), backend: "cpu" }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "cpu",
+        }
+        .bt())
     }
 
     /// The forward pass on cuda storages (each with its layout: any strides and offset).
@@ -66,7 +86,11 @@ pub trait CustomOp2 {
         _s2: &crate::CudaStorage,
         _l2: &Layout,
     ) -> Result<(crate::CudaStorage, Shape)> {
-        Err(Error::NotImplementedForBackend { op: self.name(), backend: "cuda" }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "cuda",
+        }
+        .bt())
     }
 
     /// The forward pass on rocm storages (each with its layout: any strides and offset).
@@ -77,7 +101,11 @@ pub trait CustomOp2 {
         _s2: &crate::RocmStorage,
         _l2: &Layout,
     ) -> Result<(crate::RocmStorage, Shape)> {
-        Err(Error::NotImplementedForBackend { op: self.name(), backend: "rocm" }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "rocm",
+        }
+        .bt())
     }
 
     /// The forward pass on metal storages (each with its layout: any strides and offset).
@@ -88,7 +116,11 @@ pub trait CustomOp2 {
         _s2: &crate::MetalStorage,
         _l2: &Layout,
     ) -> Result<(crate::MetalStorage, Shape)> {
-        Err(Error::NotImplementedForBackend { op: self.name(), backend: "metal" }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "metal",
+        }
+        .bt())
     }
 }
 
@@ -107,7 +139,11 @@ pub trait CustomOp3 {
         _s3: &crate::CpuStorage,
         _l3: &Layout,
     ) -> Result<(crate::CpuStorage, Shape)> {
-        Err(Error::NotImplementedForBackend { op: self.name(), backend: "cpu" }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "cpu",
+        }
+        .bt())
     }
 
     /// The forward pass on cuda storages (each with its layout: any strides and offset).
@@ -120,7 +156,11 @@ pub trait CustomOp3 {
         _s3: &crate::CudaStorage,
         _l3: &Layout,
     ) -> Result<(crate::CudaStorage, Shape)> {
-        Err(Error::NotImplementedForBackend { op: self.name(), backend: "cuda" }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "cuda",
+        }
+        .bt())
     }
 
     /// The forward pass on rocm storages (each with its layout: any strides and offset).
@@ -133,7 +173,11 @@ pub trait CustomOp3 {
         _s3: &crate::RocmStorage,
         _l3: &Layout,
     ) -> Result<(crate::RocmStorage, Shape)> {
-        Err(Error::NotImplementedForBackend { op: self.name(), backend: "rocm" }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "rocm",
+        }
+        .bt())
     }
 
     /// The forward pass on metal storages (each with its layout: any strides and offset).
@@ -146,7 +190,11 @@ pub trait CustomOp3 {
         _s3: &crate::MetalStorage,
         _l3: &Layout,
     ) -> Result<(crate::MetalStorage, Shape)> {
-        Err(Error::NotImplementedForBackend { op: self.name(), backend: "metal" }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "metal",
+        }
+        .bt())
     }
 }
 
@@ -157,22 +205,38 @@ pub trait InplaceOp1 {
 
     /// The forward pass on cpu storages (each with its layout: any strides and offset).
     fn cpu_fwd(&self, _s1: &mut crate::CpuStorage, _l1: &Layout) -> Result<()> {
-        Err(Error::NotImplementedForBackend { op: self.name(), backend: "cpu" }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "cpu",
+        }
+        .bt())
     }
 
     /// The forward pass on cuda storages (each with its layout: any strides and offset).
     fn cuda_fwd(&self, _s1: &mut crate::CudaStorage, _l1: &Layout) -> Result<()> {
-        Err(Error::NotImplementedForBackend { op: self.name(), backend: "cuda" }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "cuda",
+        }
+        .bt())
     }
 
     /// The forward pass on rocm storages (each with its layout: any strides and offset).
     fn rocm_fwd(&self, _s1: &mut crate::RocmStorage, _l1: &Layout) -> Result<()> {
-        Err(Error::NotImplementedForBackend { op: self.name(), backend: "rocm" }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "rocm",
+        }
+        .bt())
     }
 
     /// The forward pass on metal storages (each with its layout: any strides and offset).
     fn metal_fwd(&self, _s1: &mut crate::MetalStorage, _l1: &Layout) -> Result<()> {
-        Err(Error::NotImplementedForBackend { op: self.name(), backend: "metal" }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "metal",
+        }
+        .bt())
     }
 }
 
@@ -189,7 +253,11 @@ pub trait InplaceOp2 {
         _s2: &crate::CpuStorage,
         _l2: &Layout,
     ) -> Result<()> {
-        Err(Error::NotImplementedForBackend { op: self.name(), backend: "cpu" }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "cpu",
+        }
+        .bt())
     }
 
     /// The forward pass on cuda storages (each with its layout: any strides and offset).
@@ -200,7 +268,11 @@ pub trait InplaceOp2 {
         _s2: &crate::CudaStorage,
         _l2: &Layout,
     ) -> Result<()> {
-        Err(Error::NotImplementedForBackend { op: self.name(), backend: "cuda" }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "cuda",
+        }
+        .bt())
     }
 
     /// The forward pass on rocm storages (each with its layout: any strides and offset).
@@ -211,7 +283,11 @@ pub trait InplaceOp2 {
         _s2: &crate::RocmStorage,
         _l2: &Layout,
     ) -> Result<()> {
-        Err(Error::NotImplementedForBackend { op: self.name(), backend: "rocm" }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "rocm",
+        }
+        .bt())
     }
 
     /// The forward pass on metal storages (each with its layout: any strides and offset).
@@ -222,7 +298,11 @@ pub trait InplaceOp2 {
         _s2: &crate::MetalStorage,
         _l2: &Layout,
     ) -> Result<()> {
-        Err(Error::NotImplementedForBackend { op: self.name(), backend: "metal" }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "metal",
+        }
+        .bt())
     }
 }
 
@@ -241,7 +321,11 @@ pub trait InplaceOp3 {
         _s3: &crate::CpuStorage,
         _l3: &Layout,
     ) -> Result<()> {
-        Err(Error::NotImplementedForBackend { op: self.name(), backend: "cpu" }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "cpu",
+        }
+        .bt())
     }
 
     /// The forward pass on cuda storages (each with its layout: any strides and offset).
@@ -254,7 +338,11 @@ pub trait InplaceOp3 {
         _s3: &crate::CudaStorage,
         _l3: &Layout,
     ) -> Result<()> {
-        Err(Error::NotImplementedForBackend { op: self.name(), backend: "cuda" }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "cuda",
+        }
+        .bt())
     }
 
     /// The forward pass on rocm storages (each with its layout: any strides and offset).
@@ -267,7 +355,11 @@ pub trait InplaceOp3 {
         _s3: &crate::RocmStorage,
         _l3: &Layout,
     ) -> Result<()> {
-        Err(Error::NotImplementedForBackend { op: self.name(), backend: "rocm" }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "rocm",
+        }
+        .bt())
     }
 
     /// The forward pass on metal storages (each with its layout: any strides and offset).
@@ -280,7 +372,11 @@ pub trait InplaceOp3 {
         _s3: &crate::MetalStorage,
         _l3: &Layout,
     ) -> Result<()> {
-        Err(Error::NotImplementedForBackend { op: self.name(), backend: "metal" }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "metal",
+        }
+        .bt())
     }
 }
 
@@ -368,9 +464,10 @@ impl Storage {
                 Ok((Self::Metal(out), shape))
             }
             #[allow(unreachable_patterns)]
-            (lhs, t2, t3) => {
-                Err(Device::mismatch("apply_op3", &[lhs.device(), t2.device(), t3.device()]))
-            }
+            (lhs, t2, t3) => Err(Device::mismatch(
+                "apply_op3",
+                &[lhs.device(), t2.device(), t3.device()],
+            )),
         }
     }
 
@@ -399,7 +496,10 @@ impl Storage {
             (Self::Rocm(s), Self::Rocm(t2)) => op.rocm_fwd(s, layout, t2, layout2),
             (Self::Metal(s), Self::Metal(t2)) => op.metal_fwd(s, layout, t2, layout2),
             #[allow(unreachable_patterns)]
-            (lhs, t2) => Err(Device::mismatch("inplace_op2", &[lhs.device(), t2.device()])),
+            (lhs, t2) => Err(Device::mismatch(
+                "inplace_op2",
+                &[lhs.device(), t2.device()],
+            )),
         }
     }
 
@@ -429,9 +529,10 @@ impl Storage {
                 op.metal_fwd(s, layout, t2, layout2, t3, layout3)
             }
             #[allow(unreachable_patterns)]
-            (lhs, t2, t3) => {
-                Err(Device::mismatch("inplace_op3", &[lhs.device(), t2.device(), t3.device()]))
-            }
+            (lhs, t2, t3) => Err(Device::mismatch(
+                "inplace_op3",
+                &[lhs.device(), t2.device(), t3.device()],
+            )),
         }
     }
 }

@@ -3,8 +3,8 @@
 // the registry as a method whose match has one arm per backend, calling that backend
 // device's method of the same name (BackendDevice). location, same_device and
 // is_<backend> follow from the backends alone.
-use crate::{DType, Error, Result, Shape, Storage, WithDType};
 use crate::backend::BackendDevice;
+use crate::{DType, Error, Result, Shape, Storage, WithDType};
 
 /// Where a device's memory is: one physical device, which several Devices may share.
 #[derive(Debug, Copy, Clone, PartialEq, Eq, Hash)]
@@ -61,8 +61,16 @@ impl Device {
     /// first device and the first that differs from it.
     pub fn mismatch(op: &'static str, devices: &[Device]) -> Error {
         let first = &devices[0];
-        let other = devices.iter().find(|d| !d.same_device(first)).unwrap_or(first);
-        Error::DeviceMismatchBinaryOp { lhs: first.location(), rhs: other.location(), op }.bt()
+        let other = devices
+            .iter()
+            .find(|d| !d.same_device(first))
+            .unwrap_or(first);
+        Error::DeviceMismatchBinaryOp {
+            lhs: first.location(),
+            rhs: other.location(),
+            op,
+        }
+        .bt()
     }
 
     pub fn is_cpu(&self) -> bool {
@@ -124,7 +132,10 @@ impl Device {
         dtype: DType,
     ) -> Result<Storage> {
         match self {
-            Self::Cpu => Ok(Storage::Cpu(crate::CpuDevice.rand_uniform(shape, dtype, low, high)?)),
+            Self::Cpu => {
+                let s = crate::CpuDevice.rand_uniform(shape, dtype, low, high)?;
+                Ok(Storage::Cpu(s))
+            }
             Self::Cuda(d) => Ok(Storage::Cuda(d.rand_uniform(shape, dtype, low, high)?)),
             Self::Rocm(d) => Ok(Storage::Rocm(d.rand_uniform(shape, dtype, low, high)?)),
             Self::Metal(d) => Ok(Storage::Metal(d.rand_uniform(shape, dtype, low, high)?)),
@@ -140,7 +151,10 @@ impl Device {
         dtype: DType,
     ) -> Result<Storage> {
         match self {
-            Self::Cpu => Ok(Storage::Cpu(crate::CpuDevice.rand_normal(shape, dtype, mean, std)?)),
+            Self::Cpu => {
+                let s = crate::CpuDevice.rand_normal(shape, dtype, mean, std)?;
+                Ok(Storage::Cpu(s))
+            }
             Self::Cuda(d) => Ok(Storage::Cuda(d.rand_normal(shape, dtype, mean, std)?)),
             Self::Rocm(d) => Ok(Storage::Rocm(d.rand_normal(shape, dtype, mean, std)?)),
             Self::Metal(d) => Ok(Storage::Metal(d.rand_normal(shape, dtype, mean, std)?)),
@@ -317,13 +331,16 @@ impl Device {
         match self {
             Self::Cpu => Ok(Storage::Cpu(array.to_cpu_storage())),
             Self::Cuda(d) => {
-                Ok(Storage::Cuda(d.storage_from_cpu_storage_owned(array.to_cpu_storage())?))
+                let s = d.storage_from_cpu_storage_owned(array.to_cpu_storage())?;
+                Ok(Storage::Cuda(s))
             }
             Self::Rocm(d) => {
-                Ok(Storage::Rocm(d.storage_from_cpu_storage_owned(array.to_cpu_storage())?))
+                let s = d.storage_from_cpu_storage_owned(array.to_cpu_storage())?;
+                Ok(Storage::Rocm(s))
             }
             Self::Metal(d) => {
-                Ok(Storage::Metal(d.storage_from_cpu_storage_owned(array.to_cpu_storage())?))
+                let s = d.storage_from_cpu_storage_owned(array.to_cpu_storage())?;
+                Ok(Storage::Metal(s))
             }
         }
     }
@@ -333,13 +350,16 @@ impl Device {
         match self {
             Self::Cpu => Ok(Storage::Cpu(S::to_cpu_storage_owned(data))),
             Self::Cuda(d) => {
-                Ok(Storage::Cuda(d.storage_from_cpu_storage_owned(S::to_cpu_storage_owned(data))?))
+                let s = d.storage_from_cpu_storage_owned(S::to_cpu_storage_owned(data))?;
+                Ok(Storage::Cuda(s))
             }
             Self::Rocm(d) => {
-                Ok(Storage::Rocm(d.storage_from_cpu_storage_owned(S::to_cpu_storage_owned(data))?))
+                let s = d.storage_from_cpu_storage_owned(S::to_cpu_storage_owned(data))?;
+                Ok(Storage::Rocm(s))
             }
             Self::Metal(d) => {
-                Ok(Storage::Metal(d.storage_from_cpu_storage_owned(S::to_cpu_storage_owned(data))?))
+                let s = d.storage_from_cpu_storage_owned(S::to_cpu_storage_owned(data))?;
+                Ok(Storage::Metal(s))
             }
         }
     }

@@ -3,12 +3,12 @@
 // types exist, so that every enum keeps its Rocm variant, and every method answers
 // Error::NotCompiledWithRocmSupport; those that return no Result cannot be reached without a device.
 #![allow(dead_code)]
-use crate::{CpuStorage, DType, DeviceLocation, Error, Layout, Result, Shape, WithDType};
 use crate::backend::{BackendDevice, BackendStorage, QBackendStorage};
 use crate::conv::{ParamsConv1D, ParamsConv2D, ParamsConvTranspose1D, ParamsConvTranspose2D};
 use crate::op::{CmpOp, ReduceOp};
 use crate::quantized::GgmlDType;
 use crate::scalar::Scalar;
+use crate::{CpuStorage, DType, DeviceLocation, Error, Layout, Result, Shape, WithDType};
 use std::borrow::Cow;
 
 #[derive(Debug, Clone)]

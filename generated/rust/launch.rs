@@ -23,6 +23,12 @@ pub struct Kernel {
     pub source: &'static str,
 }
 
+impl Kernel {
+    pub const fn new(name: &'static str, source: &'static str) -> Self {
+        Self { name, source }
+    }
+}
+
 /// The bits of an f16 value: kernels take f16_t by value as its 16 bits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(transparent)]
@@ -65,7 +71,10 @@ impl<T> Copy for DevicePtrMut<T> {}
 
 impl<T> DevicePtr<T> {
     pub fn new(addr: u64) -> Self {
-        Self { addr, elem: PhantomData }
+        Self {
+            addr,
+            elem: PhantomData,
+        }
     }
 
     pub fn addr(self) -> u64 {
@@ -79,7 +88,10 @@ impl<T> DevicePtr<T> {
 
 impl<T> DevicePtrMut<T> {
     pub fn new(addr: u64) -> Self {
-        Self { addr, elem: PhantomData }
+        Self {
+            addr,
+            elem: PhantomData,
+        }
     }
 
     pub fn addr(self) -> u64 {
@@ -125,7 +137,17 @@ pub fn launch_affine_bf16<L: KernelLauncher + ?Sized>(
     mul: Bf16,
     add: Bf16,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "affine_bf16", source: "affine.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg(), KernelArg::Bf16(mul), KernelArg::Bf16(add)])
+    let entry_point = Kernel::new("affine_bf16", "affine.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Bf16(mul),
+        KernelArg::Bf16(add),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `affine_f16` of affine.hip.
@@ -141,7 +163,17 @@ pub fn launch_affine_f16<L: KernelLauncher + ?Sized>(
     mul: F16,
     add: F16,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "affine_f16", source: "affine.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg(), KernelArg::F16(mul), KernelArg::F16(add)])
+    let entry_point = Kernel::new("affine_f16", "affine.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::F16(mul),
+        KernelArg::F16(add),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `affine_f32` of affine.hip.
@@ -157,7 +189,17 @@ pub fn launch_affine_f32<L: KernelLauncher + ?Sized>(
     mul: f32,
     add: f32,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "affine_f32", source: "affine.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg(), KernelArg::F32(mul), KernelArg::F32(add)])
+    let entry_point = Kernel::new("affine_f32", "affine.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::F32(mul),
+        KernelArg::F32(add),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `affine_f64` of affine.hip.
@@ -173,7 +215,17 @@ pub fn launch_affine_f64<L: KernelLauncher + ?Sized>(
     mul: f64,
     add: f64,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "affine_f64", source: "affine.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg(), KernelArg::F64(mul), KernelArg::F64(add)])
+    let entry_point = Kernel::new("affine_f64", "affine.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::F64(mul),
+        KernelArg::F64(add),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `affine_i64` of affine.hip.
@@ -189,7 +241,17 @@ pub fn launch_affine_i64<L: KernelLauncher + ?Sized>(
     mul: i64,
     add: i64,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "affine_i64", source: "affine.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg(), KernelArg::I64(mul), KernelArg::I64(add)])
+    let entry_point = Kernel::new("affine_i64", "affine.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::I64(mul),
+        KernelArg::I64(add),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `affine_u32` of affine.hip.
@@ -205,7 +267,17 @@ pub fn launch_affine_u32<L: KernelLauncher + ?Sized>(
     mul: u32,
     add: u32,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "affine_u32", source: "affine.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg(), KernelArg::U32(mul), KernelArg::U32(add)])
+    let entry_point = Kernel::new("affine_u32", "affine.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::U32(mul),
+        KernelArg::U32(add),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `affine_u8` of affine.hip.
@@ -221,7 +293,17 @@ pub fn launch_affine_u8<L: KernelLauncher + ?Sized>(
     mul: u8,
     add: u8,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "affine_u8", source: "affine.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg(), KernelArg::U8(mul), KernelArg::U8(add)])
+    let entry_point = Kernel::new("affine_u8", "affine.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::U8(mul),
+        KernelArg::U8(add),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `arg_sort_local_bf16` of nn.hip.
@@ -240,7 +322,20 @@ pub fn launch_arg_sort_local_bf16<L: KernelLauncher + ?Sized>(
     idx: DevicePtrMut<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "arg_sort_local_bf16", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), KernelArg::Usize(pad), KernelArg::U32(ascending), KernelArg::Usize(k_first), KernelArg::Usize(k_last), x.arg(), keys.arg(), idx.arg(), out.arg()])
+    let entry_point = Kernel::new("arg_sort_local_bf16", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(ncols),
+        KernelArg::Usize(pad),
+        KernelArg::U32(ascending),
+        KernelArg::Usize(k_first),
+        KernelArg::Usize(k_last),
+        x.arg(),
+        keys.arg(),
+        idx.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `arg_sort_local_f16` of nn.hip.
@@ -259,7 +354,20 @@ pub fn launch_arg_sort_local_f16<L: KernelLauncher + ?Sized>(
     idx: DevicePtrMut<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "arg_sort_local_f16", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), KernelArg::Usize(pad), KernelArg::U32(ascending), KernelArg::Usize(k_first), KernelArg::Usize(k_last), x.arg(), keys.arg(), idx.arg(), out.arg()])
+    let entry_point = Kernel::new("arg_sort_local_f16", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(ncols),
+        KernelArg::Usize(pad),
+        KernelArg::U32(ascending),
+        KernelArg::Usize(k_first),
+        KernelArg::Usize(k_last),
+        x.arg(),
+        keys.arg(),
+        idx.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `arg_sort_local_f32` of nn.hip.
@@ -278,7 +386,20 @@ pub fn launch_arg_sort_local_f32<L: KernelLauncher + ?Sized>(
     idx: DevicePtrMut<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "arg_sort_local_f32", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), KernelArg::Usize(pad), KernelArg::U32(ascending), KernelArg::Usize(k_first), KernelArg::Usize(k_last), x.arg(), keys.arg(), idx.arg(), out.arg()])
+    let entry_point = Kernel::new("arg_sort_local_f32", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(ncols),
+        KernelArg::Usize(pad),
+        KernelArg::U32(ascending),
+        KernelArg::Usize(k_first),
+        KernelArg::Usize(k_last),
+        x.arg(),
+        keys.arg(),
+        idx.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `arg_sort_local_f64` of nn.hip.
@@ -297,7 +418,20 @@ pub fn launch_arg_sort_local_f64<L: KernelLauncher + ?Sized>(
     idx: DevicePtrMut<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "arg_sort_local_f64", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), KernelArg::Usize(pad), KernelArg::U32(ascending), KernelArg::Usize(k_first), KernelArg::Usize(k_last), x.arg(), keys.arg(), idx.arg(), out.arg()])
+    let entry_point = Kernel::new("arg_sort_local_f64", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(ncols),
+        KernelArg::Usize(pad),
+        KernelArg::U32(ascending),
+        KernelArg::Usize(k_first),
+        KernelArg::Usize(k_last),
+        x.arg(),
+        keys.arg(),
+        idx.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `arg_sort_local_i64` of nn.hip.
@@ -316,7 +450,20 @@ pub fn launch_arg_sort_local_i64<L: KernelLauncher + ?Sized>(
     idx: DevicePtrMut<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "arg_sort_local_i64", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), KernelArg::Usize(pad), KernelArg::U32(ascending), KernelArg::Usize(k_first), KernelArg::Usize(k_last), x.arg(), keys.arg(), idx.arg(), out.arg()])
+    let entry_point = Kernel::new("arg_sort_local_i64", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(ncols),
+        KernelArg::Usize(pad),
+        KernelArg::U32(ascending),
+        KernelArg::Usize(k_first),
+        KernelArg::Usize(k_last),
+        x.arg(),
+        keys.arg(),
+        idx.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `arg_sort_local_u32` of nn.hip.
@@ -335,7 +482,20 @@ pub fn launch_arg_sort_local_u32<L: KernelLauncher + ?Sized>(
     idx: DevicePtrMut<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "arg_sort_local_u32", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), KernelArg::Usize(pad), KernelArg::U32(ascending), KernelArg::Usize(k_first), KernelArg::Usize(k_last), x.arg(), keys.arg(), idx.arg(), out.arg()])
+    let entry_point = Kernel::new("arg_sort_local_u32", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(ncols),
+        KernelArg::Usize(pad),
+        KernelArg::U32(ascending),
+        KernelArg::Usize(k_first),
+        KernelArg::Usize(k_last),
+        x.arg(),
+        keys.arg(),
+        idx.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `arg_sort_local_u8` of nn.hip.
@@ -354,7 +514,20 @@ pub fn launch_arg_sort_local_u8<L: KernelLauncher + ?Sized>(
     idx: DevicePtrMut<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "arg_sort_local_u8", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), KernelArg::Usize(pad), KernelArg::U32(ascending), KernelArg::Usize(k_first), KernelArg::Usize(k_last), x.arg(), keys.arg(), idx.arg(), out.arg()])
+    let entry_point = Kernel::new("arg_sort_local_u8", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(ncols),
+        KernelArg::Usize(pad),
+        KernelArg::U32(ascending),
+        KernelArg::Usize(k_first),
+        KernelArg::Usize(k_last),
+        x.arg(),
+        keys.arg(),
+        idx.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `arg_sort_merge_bf16` of nn.hip.
@@ -369,7 +542,16 @@ pub fn launch_arg_sort_merge_bf16<L: KernelLauncher + ?Sized>(
     keys: DevicePtrMut<u64>,
     idx: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "arg_sort_merge_bf16", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(pad), KernelArg::Usize(k), KernelArg::Usize(j), keys.arg(), idx.arg()])
+    let entry_point = Kernel::new("arg_sort_merge_bf16", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(pad),
+        KernelArg::Usize(k),
+        KernelArg::Usize(j),
+        keys.arg(),
+        idx.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `arg_sort_merge_f16` of nn.hip.
@@ -384,7 +566,16 @@ pub fn launch_arg_sort_merge_f16<L: KernelLauncher + ?Sized>(
     keys: DevicePtrMut<u64>,
     idx: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "arg_sort_merge_f16", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(pad), KernelArg::Usize(k), KernelArg::Usize(j), keys.arg(), idx.arg()])
+    let entry_point = Kernel::new("arg_sort_merge_f16", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(pad),
+        KernelArg::Usize(k),
+        KernelArg::Usize(j),
+        keys.arg(),
+        idx.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `arg_sort_merge_f32` of nn.hip.
@@ -399,7 +590,16 @@ pub fn launch_arg_sort_merge_f32<L: KernelLauncher + ?Sized>(
     keys: DevicePtrMut<u64>,
     idx: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "arg_sort_merge_f32", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(pad), KernelArg::Usize(k), KernelArg::Usize(j), keys.arg(), idx.arg()])
+    let entry_point = Kernel::new("arg_sort_merge_f32", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(pad),
+        KernelArg::Usize(k),
+        KernelArg::Usize(j),
+        keys.arg(),
+        idx.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `arg_sort_merge_f64` of nn.hip.
@@ -414,7 +614,16 @@ pub fn launch_arg_sort_merge_f64<L: KernelLauncher + ?Sized>(
     keys: DevicePtrMut<u64>,
     idx: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "arg_sort_merge_f64", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(pad), KernelArg::Usize(k), KernelArg::Usize(j), keys.arg(), idx.arg()])
+    let entry_point = Kernel::new("arg_sort_merge_f64", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(pad),
+        KernelArg::Usize(k),
+        KernelArg::Usize(j),
+        keys.arg(),
+        idx.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `arg_sort_merge_i64` of nn.hip.
@@ -429,7 +638,16 @@ pub fn launch_arg_sort_merge_i64<L: KernelLauncher + ?Sized>(
     keys: DevicePtrMut<u64>,
     idx: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "arg_sort_merge_i64", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(pad), KernelArg::Usize(k), KernelArg::Usize(j), keys.arg(), idx.arg()])
+    let entry_point = Kernel::new("arg_sort_merge_i64", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(pad),
+        KernelArg::Usize(k),
+        KernelArg::Usize(j),
+        keys.arg(),
+        idx.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `arg_sort_merge_u32` of nn.hip.
@@ -444,7 +662,16 @@ pub fn launch_arg_sort_merge_u32<L: KernelLauncher + ?Sized>(
     keys: DevicePtrMut<u64>,
     idx: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "arg_sort_merge_u32", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(pad), KernelArg::Usize(k), KernelArg::Usize(j), keys.arg(), idx.arg()])
+    let entry_point = Kernel::new("arg_sort_merge_u32", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(pad),
+        KernelArg::Usize(k),
+        KernelArg::Usize(j),
+        keys.arg(),
+        idx.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `arg_sort_merge_u8` of nn.hip.
@@ -459,7 +686,16 @@ pub fn launch_arg_sort_merge_u8<L: KernelLauncher + ?Sized>(
     keys: DevicePtrMut<u64>,
     idx: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "arg_sort_merge_u8", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(pad), KernelArg::Usize(k), KernelArg::Usize(j), keys.arg(), idx.arg()])
+    let entry_point = Kernel::new("arg_sort_merge_u8", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(pad),
+        KernelArg::Usize(k),
+        KernelArg::Usize(j),
+        keys.arg(),
+        idx.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `avg_pool2d_bf16` of pool.hip.
@@ -476,7 +712,18 @@ pub fn launch_avg_pool2d_bf16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<Bf16>,
     dst: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "avg_pool2d_bf16", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_k), KernelArg::Usize(h_k), KernelArg::Usize(w_stride), KernelArg::Usize(h_stride), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("avg_pool2d_bf16", "pool.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_k),
+        KernelArg::Usize(h_k),
+        KernelArg::Usize(w_stride),
+        KernelArg::Usize(h_stride),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `avg_pool2d_f16` of pool.hip.
@@ -493,7 +740,18 @@ pub fn launch_avg_pool2d_f16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<F16>,
     dst: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "avg_pool2d_f16", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_k), KernelArg::Usize(h_k), KernelArg::Usize(w_stride), KernelArg::Usize(h_stride), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("avg_pool2d_f16", "pool.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_k),
+        KernelArg::Usize(h_k),
+        KernelArg::Usize(w_stride),
+        KernelArg::Usize(h_stride),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `avg_pool2d_f32` of pool.hip.
@@ -510,7 +768,18 @@ pub fn launch_avg_pool2d_f32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f32>,
     dst: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "avg_pool2d_f32", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_k), KernelArg::Usize(h_k), KernelArg::Usize(w_stride), KernelArg::Usize(h_stride), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("avg_pool2d_f32", "pool.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_k),
+        KernelArg::Usize(h_k),
+        KernelArg::Usize(w_stride),
+        KernelArg::Usize(h_stride),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `avg_pool2d_f64` of pool.hip.
@@ -527,7 +796,18 @@ pub fn launch_avg_pool2d_f64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f64>,
     dst: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "avg_pool2d_f64", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_k), KernelArg::Usize(h_k), KernelArg::Usize(w_stride), KernelArg::Usize(h_stride), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("avg_pool2d_f64", "pool.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_k),
+        KernelArg::Usize(h_k),
+        KernelArg::Usize(w_stride),
+        KernelArg::Usize(h_stride),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `avg_pool2d_i64` of pool.hip.
@@ -544,7 +824,18 @@ pub fn launch_avg_pool2d_i64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<i64>,
     dst: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "avg_pool2d_i64", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_k), KernelArg::Usize(h_k), KernelArg::Usize(w_stride), KernelArg::Usize(h_stride), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("avg_pool2d_i64", "pool.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_k),
+        KernelArg::Usize(h_k),
+        KernelArg::Usize(w_stride),
+        KernelArg::Usize(h_stride),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `avg_pool2d_u32` of pool.hip.
@@ -561,7 +852,18 @@ pub fn launch_avg_pool2d_u32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "avg_pool2d_u32", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_k), KernelArg::Usize(h_k), KernelArg::Usize(w_stride), KernelArg::Usize(h_stride), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("avg_pool2d_u32", "pool.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_k),
+        KernelArg::Usize(h_k),
+        KernelArg::Usize(w_stride),
+        KernelArg::Usize(h_stride),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `avg_pool2d_u8` of pool.hip.
@@ -578,7 +880,18 @@ pub fn launch_avg_pool2d_u8<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u8>,
     dst: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "avg_pool2d_u8", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_k), KernelArg::Usize(h_k), KernelArg::Usize(w_stride), KernelArg::Usize(h_stride), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("avg_pool2d_u8", "pool.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_k),
+        KernelArg::Usize(h_k),
+        KernelArg::Usize(w_stride),
+        KernelArg::Usize(h_stride),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_add_bf16` of elementwise.hip.
@@ -593,7 +906,16 @@ pub fn launch_binary_add_bf16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_add_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_add_bf16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_add_f16` of elementwise.hip.
@@ -608,7 +930,16 @@ pub fn launch_binary_add_f16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_add_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_add_f16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_add_f32` of elementwise.hip.
@@ -623,7 +954,16 @@ pub fn launch_binary_add_f32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_add_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_add_f32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_add_f64` of elementwise.hip.
@@ -638,7 +978,16 @@ pub fn launch_binary_add_f64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_add_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_add_f64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_add_i64` of elementwise.hip.
@@ -653,7 +1002,16 @@ pub fn launch_binary_add_i64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_add_i64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_add_i64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_add_u32` of elementwise.hip.
@@ -668,7 +1026,16 @@ pub fn launch_binary_add_u32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_add_u32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_add_u32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_add_u8` of elementwise.hip.
@@ -683,7 +1050,16 @@ pub fn launch_binary_add_u8<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_add_u8", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_add_u8", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_div_bf16` of elementwise.hip.
@@ -698,7 +1074,16 @@ pub fn launch_binary_div_bf16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_div_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_div_bf16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_div_f16` of elementwise.hip.
@@ -713,7 +1098,16 @@ pub fn launch_binary_div_f16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_div_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_div_f16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_div_f32` of elementwise.hip.
@@ -728,7 +1122,16 @@ pub fn launch_binary_div_f32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_div_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_div_f32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_div_f64` of elementwise.hip.
@@ -743,7 +1146,16 @@ pub fn launch_binary_div_f64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_div_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_div_f64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_div_i64` of elementwise.hip.
@@ -758,7 +1170,16 @@ pub fn launch_binary_div_i64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_div_i64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_div_i64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_div_u32` of elementwise.hip.
@@ -773,7 +1194,16 @@ pub fn launch_binary_div_u32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_div_u32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_div_u32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_div_u8` of elementwise.hip.
@@ -788,7 +1218,16 @@ pub fn launch_binary_div_u8<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_div_u8", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_div_u8", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_maximum_bf16` of elementwise.hip.
@@ -803,7 +1242,16 @@ pub fn launch_binary_maximum_bf16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_maximum_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_maximum_bf16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_maximum_f16` of elementwise.hip.
@@ -818,7 +1266,16 @@ pub fn launch_binary_maximum_f16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_maximum_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_maximum_f16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_maximum_f32` of elementwise.hip.
@@ -833,7 +1290,16 @@ pub fn launch_binary_maximum_f32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_maximum_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_maximum_f32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_maximum_f64` of elementwise.hip.
@@ -848,7 +1314,16 @@ pub fn launch_binary_maximum_f64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_maximum_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_maximum_f64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_maximum_i64` of elementwise.hip.
@@ -863,7 +1338,16 @@ pub fn launch_binary_maximum_i64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_maximum_i64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_maximum_i64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_maximum_u32` of elementwise.hip.
@@ -878,7 +1362,16 @@ pub fn launch_binary_maximum_u32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_maximum_u32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_maximum_u32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_maximum_u8` of elementwise.hip.
@@ -893,7 +1386,16 @@ pub fn launch_binary_maximum_u8<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_maximum_u8", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_maximum_u8", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_minimum_bf16` of elementwise.hip.
@@ -908,7 +1410,16 @@ pub fn launch_binary_minimum_bf16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_minimum_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_minimum_bf16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_minimum_f16` of elementwise.hip.
@@ -923,7 +1434,16 @@ pub fn launch_binary_minimum_f16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_minimum_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_minimum_f16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_minimum_f32` of elementwise.hip.
@@ -938,7 +1458,16 @@ pub fn launch_binary_minimum_f32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_minimum_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_minimum_f32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_minimum_f64` of elementwise.hip.
@@ -953,7 +1482,16 @@ pub fn launch_binary_minimum_f64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_minimum_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_minimum_f64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_minimum_i64` of elementwise.hip.
@@ -968,7 +1506,16 @@ pub fn launch_binary_minimum_i64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_minimum_i64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_minimum_i64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_minimum_u32` of elementwise.hip.
@@ -983,7 +1530,16 @@ pub fn launch_binary_minimum_u32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_minimum_u32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_minimum_u32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_minimum_u8` of elementwise.hip.
@@ -998,7 +1554,16 @@ pub fn launch_binary_minimum_u8<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_minimum_u8", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_minimum_u8", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_mul_bf16` of elementwise.hip.
@@ -1013,7 +1578,16 @@ pub fn launch_binary_mul_bf16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_mul_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_mul_bf16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_mul_f16` of elementwise.hip.
@@ -1028,7 +1602,16 @@ pub fn launch_binary_mul_f16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_mul_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_mul_f16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_mul_f32` of elementwise.hip.
@@ -1043,7 +1626,16 @@ pub fn launch_binary_mul_f32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_mul_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_mul_f32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_mul_f64` of elementwise.hip.
@@ -1058,7 +1650,16 @@ pub fn launch_binary_mul_f64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_mul_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_mul_f64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_mul_i64` of elementwise.hip.
@@ -1073,7 +1674,16 @@ pub fn launch_binary_mul_i64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_mul_i64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_mul_i64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_mul_u32` of elementwise.hip.
@@ -1088,7 +1698,16 @@ pub fn launch_binary_mul_u32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_mul_u32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_mul_u32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_mul_u8` of elementwise.hip.
@@ -1103,7 +1722,16 @@ pub fn launch_binary_mul_u8<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_mul_u8", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_mul_u8", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_sub_bf16` of elementwise.hip.
@@ -1118,7 +1746,16 @@ pub fn launch_binary_sub_bf16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_sub_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_sub_bf16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_sub_f16` of elementwise.hip.
@@ -1133,7 +1770,16 @@ pub fn launch_binary_sub_f16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_sub_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_sub_f16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_sub_f32` of elementwise.hip.
@@ -1148,7 +1794,16 @@ pub fn launch_binary_sub_f32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_sub_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_sub_f32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_sub_f64` of elementwise.hip.
@@ -1163,7 +1818,16 @@ pub fn launch_binary_sub_f64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_sub_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_sub_f64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_sub_i64` of elementwise.hip.
@@ -1178,7 +1842,16 @@ pub fn launch_binary_sub_i64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_sub_i64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_sub_i64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_sub_u32` of elementwise.hip.
@@ -1193,7 +1866,16 @@ pub fn launch_binary_sub_u32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_sub_u32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_sub_u32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_sub_u8` of elementwise.hip.
@@ -1208,7 +1890,16 @@ pub fn launch_binary_sub_u8<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_sub_u8", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_sub_u8", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_bf16_bf16` of cast.hip.
@@ -1221,7 +1912,15 @@ pub fn launch_cast_bf16_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_bf16_bf16", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_bf16_bf16", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_bf16_f16` of cast.hip.
@@ -1234,7 +1933,15 @@ pub fn launch_cast_bf16_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_bf16_f16", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_bf16_f16", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_bf16_f32` of cast.hip.
@@ -1247,7 +1954,15 @@ pub fn launch_cast_bf16_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_bf16_f32", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_bf16_f32", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_bf16_f64` of cast.hip.
@@ -1260,7 +1975,15 @@ pub fn launch_cast_bf16_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_bf16_f64", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_bf16_f64", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_bf16_i64` of cast.hip.
@@ -1273,7 +1996,15 @@ pub fn launch_cast_bf16_i64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_bf16_i64", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_bf16_i64", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_bf16_u32` of cast.hip.
@@ -1286,7 +2017,15 @@ pub fn launch_cast_bf16_u32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_bf16_u32", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_bf16_u32", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_bf16_u8` of cast.hip.
@@ -1299,7 +2038,15 @@ pub fn launch_cast_bf16_u8<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_bf16_u8", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_bf16_u8", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_f16_bf16` of cast.hip.
@@ -1312,7 +2059,15 @@ pub fn launch_cast_f16_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_f16_bf16", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_f16_bf16", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_f16_f16` of cast.hip.
@@ -1325,7 +2080,15 @@ pub fn launch_cast_f16_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_f16_f16", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_f16_f16", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_f16_f32` of cast.hip.
@@ -1338,7 +2101,15 @@ pub fn launch_cast_f16_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_f16_f32", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_f16_f32", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_f16_f64` of cast.hip.
@@ -1351,7 +2122,15 @@ pub fn launch_cast_f16_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_f16_f64", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_f16_f64", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_f16_i64` of cast.hip.
@@ -1364,7 +2143,15 @@ pub fn launch_cast_f16_i64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_f16_i64", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_f16_i64", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_f16_u32` of cast.hip.
@@ -1377,7 +2164,15 @@ pub fn launch_cast_f16_u32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_f16_u32", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_f16_u32", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_f16_u8` of cast.hip.
@@ -1390,7 +2185,15 @@ pub fn launch_cast_f16_u8<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_f16_u8", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_f16_u8", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_f32_bf16` of cast.hip.
@@ -1403,7 +2206,15 @@ pub fn launch_cast_f32_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_f32_bf16", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_f32_bf16", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_f32_f16` of cast.hip.
@@ -1416,7 +2227,15 @@ pub fn launch_cast_f32_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_f32_f16", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_f32_f16", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_f32_f32` of cast.hip.
@@ -1429,7 +2248,15 @@ pub fn launch_cast_f32_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_f32_f32", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_f32_f32", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_f32_f64` of cast.hip.
@@ -1442,7 +2269,15 @@ pub fn launch_cast_f32_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_f32_f64", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_f32_f64", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_f32_i64` of cast.hip.
@@ -1455,7 +2290,15 @@ pub fn launch_cast_f32_i64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_f32_i64", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_f32_i64", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_f32_u32` of cast.hip.
@@ -1468,7 +2311,15 @@ pub fn launch_cast_f32_u32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_f32_u32", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_f32_u32", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_f32_u8` of cast.hip.
@@ -1481,7 +2332,15 @@ pub fn launch_cast_f32_u8<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_f32_u8", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_f32_u8", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_f64_bf16` of cast.hip.
@@ -1494,7 +2353,15 @@ pub fn launch_cast_f64_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_f64_bf16", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_f64_bf16", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_f64_f16` of cast.hip.
@@ -1507,7 +2374,15 @@ pub fn launch_cast_f64_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_f64_f16", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_f64_f16", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_f64_f32` of cast.hip.
@@ -1520,7 +2395,15 @@ pub fn launch_cast_f64_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_f64_f32", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_f64_f32", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_f64_f64` of cast.hip.
@@ -1533,7 +2416,15 @@ pub fn launch_cast_f64_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_f64_f64", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_f64_f64", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_f64_i64` of cast.hip.
@@ -1546,7 +2437,15 @@ pub fn launch_cast_f64_i64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_f64_i64", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_f64_i64", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_f64_u32` of cast.hip.
@@ -1559,7 +2458,15 @@ pub fn launch_cast_f64_u32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_f64_u32", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_f64_u32", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_f64_u8` of cast.hip.
@@ -1572,7 +2479,15 @@ pub fn launch_cast_f64_u8<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_f64_u8", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_f64_u8", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_i64_bf16` of cast.hip.
@@ -1585,7 +2500,15 @@ pub fn launch_cast_i64_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<i64>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_i64_bf16", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_i64_bf16", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_i64_f16` of cast.hip.
@@ -1598,7 +2521,15 @@ pub fn launch_cast_i64_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<i64>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_i64_f16", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_i64_f16", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_i64_f32` of cast.hip.
@@ -1611,7 +2542,15 @@ pub fn launch_cast_i64_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<i64>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_i64_f32", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_i64_f32", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_i64_f64` of cast.hip.
@@ -1624,7 +2563,15 @@ pub fn launch_cast_i64_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<i64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_i64_f64", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_i64_f64", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_i64_i64` of cast.hip.
@@ -1637,7 +2584,15 @@ pub fn launch_cast_i64_i64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_i64_i64", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_i64_i64", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_i64_u32` of cast.hip.
@@ -1650,7 +2605,15 @@ pub fn launch_cast_i64_u32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<i64>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_i64_u32", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_i64_u32", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_i64_u8` of cast.hip.
@@ -1663,7 +2626,15 @@ pub fn launch_cast_i64_u8<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<i64>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_i64_u8", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_i64_u8", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_u32_bf16` of cast.hip.
@@ -1676,7 +2647,15 @@ pub fn launch_cast_u32_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u32>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_u32_bf16", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_u32_bf16", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_u32_f16` of cast.hip.
@@ -1689,7 +2668,15 @@ pub fn launch_cast_u32_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u32>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_u32_f16", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_u32_f16", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_u32_f32` of cast.hip.
@@ -1702,7 +2689,15 @@ pub fn launch_cast_u32_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_u32_f32", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_u32_f32", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_u32_f64` of cast.hip.
@@ -1715,7 +2710,15 @@ pub fn launch_cast_u32_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u32>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_u32_f64", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_u32_f64", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_u32_i64` of cast.hip.
@@ -1728,7 +2731,15 @@ pub fn launch_cast_u32_i64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u32>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_u32_i64", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_u32_i64", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_u32_u32` of cast.hip.
@@ -1741,7 +2752,15 @@ pub fn launch_cast_u32_u32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_u32_u32", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_u32_u32", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_u32_u8` of cast.hip.
@@ -1754,7 +2773,15 @@ pub fn launch_cast_u32_u8<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u32>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_u32_u8", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_u32_u8", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_u8_bf16` of cast.hip.
@@ -1767,7 +2794,15 @@ pub fn launch_cast_u8_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u8>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_u8_bf16", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_u8_bf16", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_u8_f16` of cast.hip.
@@ -1780,7 +2815,15 @@ pub fn launch_cast_u8_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u8>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_u8_f16", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_u8_f16", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_u8_f32` of cast.hip.
@@ -1793,7 +2836,15 @@ pub fn launch_cast_u8_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u8>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_u8_f32", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_u8_f32", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_u8_f64` of cast.hip.
@@ -1806,7 +2857,15 @@ pub fn launch_cast_u8_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u8>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_u8_f64", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_u8_f64", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_u8_i64` of cast.hip.
@@ -1819,7 +2878,15 @@ pub fn launch_cast_u8_i64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u8>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_u8_i64", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_u8_i64", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_u8_u32` of cast.hip.
@@ -1832,7 +2899,15 @@ pub fn launch_cast_u8_u32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u8>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_u8_u32", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_u8_u32", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_u8_u8` of cast.hip.
@@ -1845,7 +2920,15 @@ pub fn launch_cast_u8_u8<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_u8_u8", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_u8_u8", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_eq_bf16` of elementwise.hip.
@@ -1860,7 +2943,16 @@ pub fn launch_cmp_eq_bf16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<Bf16>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_eq_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_eq_bf16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_eq_f16` of elementwise.hip.
@@ -1875,7 +2967,16 @@ pub fn launch_cmp_eq_f16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<F16>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_eq_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_eq_f16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_eq_f32` of elementwise.hip.
@@ -1890,7 +2991,16 @@ pub fn launch_cmp_eq_f32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f32>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_eq_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_eq_f32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_eq_f64` of elementwise.hip.
@@ -1905,7 +3015,16 @@ pub fn launch_cmp_eq_f64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f64>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_eq_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_eq_f64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_eq_i64` of elementwise.hip.
@@ -1920,7 +3039,16 @@ pub fn launch_cmp_eq_i64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<i64>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_eq_i64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_eq_i64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_eq_u32` of elementwise.hip.
@@ -1935,7 +3063,16 @@ pub fn launch_cmp_eq_u32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u32>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_eq_u32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_eq_u32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_eq_u8` of elementwise.hip.
@@ -1950,7 +3087,16 @@ pub fn launch_cmp_eq_u8<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_eq_u8", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_eq_u8", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_ge_bf16` of elementwise.hip.
@@ -1965,7 +3111,16 @@ pub fn launch_cmp_ge_bf16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<Bf16>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_ge_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_ge_bf16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_ge_f16` of elementwise.hip.
@@ -1980,7 +3135,16 @@ pub fn launch_cmp_ge_f16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<F16>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_ge_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_ge_f16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_ge_f32` of elementwise.hip.
@@ -1995,7 +3159,16 @@ pub fn launch_cmp_ge_f32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f32>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_ge_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_ge_f32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_ge_f64` of elementwise.hip.
@@ -2010,7 +3183,16 @@ pub fn launch_cmp_ge_f64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f64>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_ge_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_ge_f64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_ge_i64` of elementwise.hip.
@@ -2025,7 +3207,16 @@ pub fn launch_cmp_ge_i64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<i64>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_ge_i64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_ge_i64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_ge_u32` of elementwise.hip.
@@ -2040,7 +3231,16 @@ pub fn launch_cmp_ge_u32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u32>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_ge_u32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_ge_u32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_ge_u8` of elementwise.hip.
@@ -2055,7 +3255,16 @@ pub fn launch_cmp_ge_u8<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_ge_u8", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_ge_u8", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_gt_bf16` of elementwise.hip.
@@ -2070,7 +3279,16 @@ pub fn launch_cmp_gt_bf16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<Bf16>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_gt_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_gt_bf16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_gt_f16` of elementwise.hip.
@@ -2085,7 +3303,16 @@ pub fn launch_cmp_gt_f16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<F16>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_gt_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_gt_f16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_gt_f32` of elementwise.hip.
@@ -2100,7 +3327,16 @@ pub fn launch_cmp_gt_f32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f32>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_gt_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_gt_f32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_gt_f64` of elementwise.hip.
@@ -2115,7 +3351,16 @@ pub fn launch_cmp_gt_f64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f64>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_gt_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_gt_f64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_gt_i64` of elementwise.hip.
@@ -2130,7 +3375,16 @@ pub fn launch_cmp_gt_i64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<i64>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_gt_i64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_gt_i64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_gt_u32` of elementwise.hip.
@@ -2145,7 +3399,16 @@ pub fn launch_cmp_gt_u32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u32>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_gt_u32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_gt_u32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_gt_u8` of elementwise.hip.
@@ -2160,7 +3423,16 @@ pub fn launch_cmp_gt_u8<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_gt_u8", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_gt_u8", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_le_bf16` of elementwise.hip.
@@ -2175,7 +3447,16 @@ pub fn launch_cmp_le_bf16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<Bf16>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_le_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_le_bf16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_le_f16` of elementwise.hip.
@@ -2190,7 +3471,16 @@ pub fn launch_cmp_le_f16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<F16>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_le_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_le_f16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_le_f32` of elementwise.hip.
@@ -2205,7 +3495,16 @@ pub fn launch_cmp_le_f32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f32>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_le_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_le_f32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_le_f64` of elementwise.hip.
@@ -2220,7 +3519,16 @@ pub fn launch_cmp_le_f64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f64>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_le_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_le_f64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_le_i64` of elementwise.hip.
@@ -2235,7 +3543,16 @@ pub fn launch_cmp_le_i64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<i64>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_le_i64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_le_i64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_le_u32` of elementwise.hip.
@@ -2250,7 +3567,16 @@ pub fn launch_cmp_le_u32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u32>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_le_u32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_le_u32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_le_u8` of elementwise.hip.
@@ -2265,7 +3591,16 @@ pub fn launch_cmp_le_u8<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_le_u8", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_le_u8", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_lt_bf16` of elementwise.hip.
@@ -2280,7 +3615,16 @@ pub fn launch_cmp_lt_bf16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<Bf16>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_lt_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_lt_bf16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_lt_f16` of elementwise.hip.
@@ -2295,7 +3639,16 @@ pub fn launch_cmp_lt_f16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<F16>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_lt_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_lt_f16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_lt_f32` of elementwise.hip.
@@ -2310,7 +3663,16 @@ pub fn launch_cmp_lt_f32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f32>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_lt_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_lt_f32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_lt_f64` of elementwise.hip.
@@ -2325,7 +3687,16 @@ pub fn launch_cmp_lt_f64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f64>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_lt_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_lt_f64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_lt_i64` of elementwise.hip.
@@ -2340,7 +3711,16 @@ pub fn launch_cmp_lt_i64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<i64>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_lt_i64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_lt_i64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_lt_u32` of elementwise.hip.
@@ -2355,7 +3735,16 @@ pub fn launch_cmp_lt_u32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u32>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_lt_u32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_lt_u32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_lt_u8` of elementwise.hip.
@@ -2370,7 +3759,16 @@ pub fn launch_cmp_lt_u8<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_lt_u8", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_lt_u8", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_ne_bf16` of elementwise.hip.
@@ -2385,7 +3783,16 @@ pub fn launch_cmp_ne_bf16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<Bf16>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_ne_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_ne_bf16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_ne_f16` of elementwise.hip.
@@ -2400,7 +3807,16 @@ pub fn launch_cmp_ne_f16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<F16>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_ne_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_ne_f16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_ne_f32` of elementwise.hip.
@@ -2415,7 +3831,16 @@ pub fn launch_cmp_ne_f32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f32>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_ne_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_ne_f32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_ne_f64` of elementwise.hip.
@@ -2430,7 +3855,16 @@ pub fn launch_cmp_ne_f64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f64>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_ne_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_ne_f64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_ne_i64` of elementwise.hip.
@@ -2445,7 +3879,16 @@ pub fn launch_cmp_ne_i64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<i64>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_ne_i64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_ne_i64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_ne_u32` of elementwise.hip.
@@ -2460,7 +3903,16 @@ pub fn launch_cmp_ne_u32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u32>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_ne_u32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_ne_u32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_ne_u8` of elementwise.hip.
@@ -2475,7 +3927,16 @@ pub fn launch_cmp_ne_u8<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_ne_u8", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_ne_u8", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `col2im_bf16` of conv.hip.
@@ -2497,7 +3958,23 @@ pub fn launch_col2im_bf16<L: KernelLauncher + ?Sized>(
     col: DevicePtr<Bf16>,
     dst: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "col2im_bf16", source: "conv.hip" }, cfg, &[KernelArg::Usize(rows), KernelArg::Usize(k_h), KernelArg::Usize(k_w), KernelArg::Usize(h_in), KernelArg::Usize(w_in), KernelArg::Usize(h_out), KernelArg::Usize(w_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(pad_h), KernelArg::Usize(dilation), col.arg(), dst.arg()])
+    let entry_point = Kernel::new("col2im_bf16", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(rows),
+        KernelArg::Usize(k_h),
+        KernelArg::Usize(k_w),
+        KernelArg::Usize(h_in),
+        KernelArg::Usize(w_in),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(pad_h),
+        KernelArg::Usize(dilation),
+        col.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `col2im_f16` of conv.hip.
@@ -2519,7 +3996,23 @@ pub fn launch_col2im_f16<L: KernelLauncher + ?Sized>(
     col: DevicePtr<F16>,
     dst: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "col2im_f16", source: "conv.hip" }, cfg, &[KernelArg::Usize(rows), KernelArg::Usize(k_h), KernelArg::Usize(k_w), KernelArg::Usize(h_in), KernelArg::Usize(w_in), KernelArg::Usize(h_out), KernelArg::Usize(w_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(pad_h), KernelArg::Usize(dilation), col.arg(), dst.arg()])
+    let entry_point = Kernel::new("col2im_f16", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(rows),
+        KernelArg::Usize(k_h),
+        KernelArg::Usize(k_w),
+        KernelArg::Usize(h_in),
+        KernelArg::Usize(w_in),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(pad_h),
+        KernelArg::Usize(dilation),
+        col.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `col2im_f32` of conv.hip.
@@ -2541,7 +4034,23 @@ pub fn launch_col2im_f32<L: KernelLauncher + ?Sized>(
     col: DevicePtr<f32>,
     dst: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "col2im_f32", source: "conv.hip" }, cfg, &[KernelArg::Usize(rows), KernelArg::Usize(k_h), KernelArg::Usize(k_w), KernelArg::Usize(h_in), KernelArg::Usize(w_in), KernelArg::Usize(h_out), KernelArg::Usize(w_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(pad_h), KernelArg::Usize(dilation), col.arg(), dst.arg()])
+    let entry_point = Kernel::new("col2im_f32", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(rows),
+        KernelArg::Usize(k_h),
+        KernelArg::Usize(k_w),
+        KernelArg::Usize(h_in),
+        KernelArg::Usize(w_in),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(pad_h),
+        KernelArg::Usize(dilation),
+        col.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `col2im_f64` of conv.hip.
@@ -2563,7 +4072,23 @@ pub fn launch_col2im_f64<L: KernelLauncher + ?Sized>(
     col: DevicePtr<f64>,
     dst: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "col2im_f64", source: "conv.hip" }, cfg, &[KernelArg::Usize(rows), KernelArg::Usize(k_h), KernelArg::Usize(k_w), KernelArg::Usize(h_in), KernelArg::Usize(w_in), KernelArg::Usize(h_out), KernelArg::Usize(w_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(pad_h), KernelArg::Usize(dilation), col.arg(), dst.arg()])
+    let entry_point = Kernel::new("col2im_f64", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(rows),
+        KernelArg::Usize(k_h),
+        KernelArg::Usize(k_w),
+        KernelArg::Usize(h_in),
+        KernelArg::Usize(w_in),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(pad_h),
+        KernelArg::Usize(dilation),
+        col.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `col2im_i64` of conv.hip.
@@ -2585,7 +4110,23 @@ pub fn launch_col2im_i64<L: KernelLauncher + ?Sized>(
     col: DevicePtr<i64>,
     dst: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "col2im_i64", source: "conv.hip" }, cfg, &[KernelArg::Usize(rows), KernelArg::Usize(k_h), KernelArg::Usize(k_w), KernelArg::Usize(h_in), KernelArg::Usize(w_in), KernelArg::Usize(h_out), KernelArg::Usize(w_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(pad_h), KernelArg::Usize(dilation), col.arg(), dst.arg()])
+    let entry_point = Kernel::new("col2im_i64", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(rows),
+        KernelArg::Usize(k_h),
+        KernelArg::Usize(k_w),
+        KernelArg::Usize(h_in),
+        KernelArg::Usize(w_in),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(pad_h),
+        KernelArg::Usize(dilation),
+        col.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `col2im_u32` of conv.hip.
@@ -2607,7 +4148,23 @@ pub fn launch_col2im_u32<L: KernelLauncher + ?Sized>(
     col: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "col2im_u32", source: "conv.hip" }, cfg, &[KernelArg::Usize(rows), KernelArg::Usize(k_h), KernelArg::Usize(k_w), KernelArg::Usize(h_in), KernelArg::Usize(w_in), KernelArg::Usize(h_out), KernelArg::Usize(w_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(pad_h), KernelArg::Usize(dilation), col.arg(), dst.arg()])
+    let entry_point = Kernel::new("col2im_u32", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(rows),
+        KernelArg::Usize(k_h),
+        KernelArg::Usize(k_w),
+        KernelArg::Usize(h_in),
+        KernelArg::Usize(w_in),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(pad_h),
+        KernelArg::Usize(dilation),
+        col.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `col2im_u8` of conv.hip.
@@ -2629,7 +4186,23 @@ pub fn launch_col2im_u8<L: KernelLauncher + ?Sized>(
     col: DevicePtr<u8>,
     dst: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "col2im_u8", source: "conv.hip" }, cfg, &[KernelArg::Usize(rows), KernelArg::Usize(k_h), KernelArg::Usize(k_w), KernelArg::Usize(h_in), KernelArg::Usize(w_in), KernelArg::Usize(h_out), KernelArg::Usize(w_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(pad_h), KernelArg::Usize(dilation), col.arg(), dst.arg()])
+    let entry_point = Kernel::new("col2im_u8", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(rows),
+        KernelArg::Usize(k_h),
+        KernelArg::Usize(k_w),
+        KernelArg::Usize(h_in),
+        KernelArg::Usize(w_in),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(pad_h),
+        KernelArg::Usize(dilation),
+        col.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `const_set_bf16` of fill_copy.hip.
@@ -2642,7 +4215,15 @@ pub fn launch_const_set_bf16<L: KernelLauncher + ?Sized>(
     v: Bf16,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "const_set_bf16", source: "fill_copy.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Bf16(v), out.arg()])
+    let entry_point = Kernel::new("const_set_bf16", "fill_copy.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Bf16(v),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `const_set_f16` of fill_copy.hip.
@@ -2655,7 +4236,15 @@ pub fn launch_const_set_f16<L: KernelLauncher + ?Sized>(
     v: F16,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "const_set_f16", source: "fill_copy.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::F16(v), out.arg()])
+    let entry_point = Kernel::new("const_set_f16", "fill_copy.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::F16(v),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `const_set_f32` of fill_copy.hip.
@@ -2668,7 +4257,15 @@ pub fn launch_const_set_f32<L: KernelLauncher + ?Sized>(
     v: f32,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "const_set_f32", source: "fill_copy.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::F32(v), out.arg()])
+    let entry_point = Kernel::new("const_set_f32", "fill_copy.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::F32(v),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `const_set_f64` of fill_copy.hip.
@@ -2681,7 +4278,15 @@ pub fn launch_const_set_f64<L: KernelLauncher + ?Sized>(
     v: f64,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "const_set_f64", source: "fill_copy.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::F64(v), out.arg()])
+    let entry_point = Kernel::new("const_set_f64", "fill_copy.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::F64(v),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `const_set_i64` of fill_copy.hip.
@@ -2694,7 +4299,15 @@ pub fn launch_const_set_i64<L: KernelLauncher + ?Sized>(
     v: i64,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "const_set_i64", source: "fill_copy.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::I64(v), out.arg()])
+    let entry_point = Kernel::new("const_set_i64", "fill_copy.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::I64(v),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `const_set_u32` of fill_copy.hip.
@@ -2707,7 +4320,15 @@ pub fn launch_const_set_u32<L: KernelLauncher + ?Sized>(
     v: u32,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "const_set_u32", source: "fill_copy.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::U32(v), out.arg()])
+    let entry_point = Kernel::new("const_set_u32", "fill_copy.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::U32(v),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `const_set_u8` of fill_copy.hip.
@@ -2720,7 +4341,15 @@ pub fn launch_const_set_u8<L: KernelLauncher + ?Sized>(
     v: u8,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "const_set_u8", source: "fill_copy.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::U8(v), out.arg()])
+    let entry_point = Kernel::new("const_set_u8", "fill_copy.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::U8(v),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv1d_bf16` of conv.hip.
@@ -2738,7 +4367,19 @@ pub fn launch_conv1d_bf16<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<Bf16>,
     dst: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv1d_bf16", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(l_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let entry_point = Kernel::new("conv1d_bf16", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(l_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv1d_f16` of conv.hip.
@@ -2756,7 +4397,19 @@ pub fn launch_conv1d_f16<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<F16>,
     dst: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv1d_f16", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(l_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let entry_point = Kernel::new("conv1d_f16", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(l_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv1d_f32` of conv.hip.
@@ -2774,7 +4427,19 @@ pub fn launch_conv1d_f32<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<f32>,
     dst: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv1d_f32", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(l_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let entry_point = Kernel::new("conv1d_f32", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(l_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv1d_f64` of conv.hip.
@@ -2792,7 +4457,19 @@ pub fn launch_conv1d_f64<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<f64>,
     dst: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv1d_f64", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(l_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let entry_point = Kernel::new("conv1d_f64", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(l_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv1d_i64` of conv.hip.
@@ -2810,7 +4487,19 @@ pub fn launch_conv1d_i64<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<i64>,
     dst: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv1d_i64", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(l_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let entry_point = Kernel::new("conv1d_i64", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(l_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv1d_u32` of conv.hip.
@@ -2828,7 +4517,19 @@ pub fn launch_conv1d_u32<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv1d_u32", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(l_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let entry_point = Kernel::new("conv1d_u32", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(l_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv1d_u8` of conv.hip.
@@ -2846,7 +4547,19 @@ pub fn launch_conv1d_u8<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<u8>,
     dst: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv1d_u8", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(l_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let entry_point = Kernel::new("conv1d_u8", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(l_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv2d_bf16` of conv.hip.
@@ -2865,7 +4578,20 @@ pub fn launch_conv2d_bf16<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<Bf16>,
     dst: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv2d_bf16", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_out), KernelArg::Usize(h_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let entry_point = Kernel::new("conv2d_bf16", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv2d_f16` of conv.hip.
@@ -2884,7 +4610,20 @@ pub fn launch_conv2d_f16<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<F16>,
     dst: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv2d_f16", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_out), KernelArg::Usize(h_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let entry_point = Kernel::new("conv2d_f16", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv2d_f32` of conv.hip.
@@ -2903,7 +4642,20 @@ pub fn launch_conv2d_f32<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<f32>,
     dst: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv2d_f32", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_out), KernelArg::Usize(h_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let entry_point = Kernel::new("conv2d_f32", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv2d_f64` of conv.hip.
@@ -2922,7 +4674,20 @@ pub fn launch_conv2d_f64<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<f64>,
     dst: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv2d_f64", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_out), KernelArg::Usize(h_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let entry_point = Kernel::new("conv2d_f64", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv2d_i64` of conv.hip.
@@ -2941,7 +4706,20 @@ pub fn launch_conv2d_i64<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<i64>,
     dst: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv2d_i64", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_out), KernelArg::Usize(h_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let entry_point = Kernel::new("conv2d_i64", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv2d_u32` of conv.hip.
@@ -2960,7 +4738,20 @@ pub fn launch_conv2d_u32<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv2d_u32", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_out), KernelArg::Usize(h_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let entry_point = Kernel::new("conv2d_u32", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv2d_u8` of conv.hip.
@@ -2979,7 +4770,20 @@ pub fn launch_conv2d_u8<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<u8>,
     dst: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv2d_u8", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_out), KernelArg::Usize(h_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let entry_point = Kernel::new("conv2d_u8", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv_transpose1d_bf16` of conv.hip.
@@ -2998,7 +4802,20 @@ pub fn launch_conv_transpose1d_bf16<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<Bf16>,
     dst: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv_transpose1d_bf16", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(l_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(out_padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let entry_point = Kernel::new("conv_transpose1d_bf16", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(l_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(out_padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv_transpose1d_f16` of conv.hip.
@@ -3017,7 +4834,20 @@ pub fn launch_conv_transpose1d_f16<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<F16>,
     dst: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv_transpose1d_f16", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(l_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(out_padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let entry_point = Kernel::new("conv_transpose1d_f16", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(l_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(out_padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv_transpose1d_f32` of conv.hip.
@@ -3036,7 +4866,20 @@ pub fn launch_conv_transpose1d_f32<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<f32>,
     dst: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv_transpose1d_f32", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(l_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(out_padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let entry_point = Kernel::new("conv_transpose1d_f32", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(l_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(out_padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv_transpose1d_f64` of conv.hip.
@@ -3055,7 +4898,20 @@ pub fn launch_conv_transpose1d_f64<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<f64>,
     dst: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv_transpose1d_f64", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(l_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(out_padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let entry_point = Kernel::new("conv_transpose1d_f64", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(l_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(out_padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv_transpose1d_i64` of conv.hip.
@@ -3074,7 +4930,20 @@ pub fn launch_conv_transpose1d_i64<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<i64>,
     dst: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv_transpose1d_i64", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(l_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(out_padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let entry_point = Kernel::new("conv_transpose1d_i64", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(l_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(out_padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv_transpose1d_u32` of conv.hip.
@@ -3093,7 +4962,20 @@ pub fn launch_conv_transpose1d_u32<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv_transpose1d_u32", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(l_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(out_padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let entry_point = Kernel::new("conv_transpose1d_u32", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(l_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(out_padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv_transpose1d_u8` of conv.hip.
@@ -3112,7 +4994,20 @@ pub fn launch_conv_transpose1d_u8<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<u8>,
     dst: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv_transpose1d_u8", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(l_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(out_padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let entry_point = Kernel::new("conv_transpose1d_u8", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(l_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(out_padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv_transpose2d_bf16` of conv.hip.
@@ -3132,7 +5027,21 @@ pub fn launch_conv_transpose2d_bf16<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<Bf16>,
     dst: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv_transpose2d_bf16", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_out), KernelArg::Usize(h_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(out_padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let entry_point = Kernel::new("conv_transpose2d_bf16", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(out_padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv_transpose2d_f16` of conv.hip.
@@ -3152,7 +5061,21 @@ pub fn launch_conv_transpose2d_f16<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<F16>,
     dst: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv_transpose2d_f16", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_out), KernelArg::Usize(h_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(out_padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let entry_point = Kernel::new("conv_transpose2d_f16", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(out_padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv_transpose2d_f32` of conv.hip.
@@ -3172,7 +5095,21 @@ pub fn launch_conv_transpose2d_f32<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<f32>,
     dst: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv_transpose2d_f32", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_out), KernelArg::Usize(h_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(out_padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let entry_point = Kernel::new("conv_transpose2d_f32", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(out_padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv_transpose2d_f64` of conv.hip.
@@ -3192,7 +5129,21 @@ pub fn launch_conv_transpose2d_f64<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<f64>,
     dst: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv_transpose2d_f64", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_out), KernelArg::Usize(h_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(out_padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let entry_point = Kernel::new("conv_transpose2d_f64", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(out_padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv_transpose2d_i64` of conv.hip.
@@ -3212,7 +5163,21 @@ pub fn launch_conv_transpose2d_i64<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<i64>,
     dst: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv_transpose2d_i64", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_out), KernelArg::Usize(h_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(out_padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let entry_point = Kernel::new("conv_transpose2d_i64", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(out_padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv_transpose2d_u32` of conv.hip.
@@ -3232,7 +5197,21 @@ pub fn launch_conv_transpose2d_u32<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv_transpose2d_u32", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_out), KernelArg::Usize(h_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(out_padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let entry_point = Kernel::new("conv_transpose2d_u32", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(out_padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv_transpose2d_u8` of conv.hip.
@@ -3252,7 +5231,21 @@ pub fn launch_conv_transpose2d_u8<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<u8>,
     dst: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv_transpose2d_u8", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_out), KernelArg::Usize(h_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(out_padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let entry_point = Kernel::new("conv_transpose2d_u8", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(out_padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `copy2d_bf16` of fill_copy.hip.
@@ -3267,7 +5260,16 @@ pub fn launch_copy2d_bf16<L: KernelLauncher + ?Sized>(
     src_s: usize,
     dst_s: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "copy2d_bf16", source: "fill_copy.hip" }, cfg, &[src.arg(), dst.arg(), KernelArg::Usize(d1), KernelArg::Usize(d2), KernelArg::Usize(src_s), KernelArg::Usize(dst_s)])
+    let entry_point = Kernel::new("copy2d_bf16", "fill_copy.hip");
+    let kernel_args = [
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(d1),
+        KernelArg::Usize(d2),
+        KernelArg::Usize(src_s),
+        KernelArg::Usize(dst_s),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `copy2d_f16` of fill_copy.hip.
@@ -3282,7 +5284,16 @@ pub fn launch_copy2d_f16<L: KernelLauncher + ?Sized>(
     src_s: usize,
     dst_s: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "copy2d_f16", source: "fill_copy.hip" }, cfg, &[src.arg(), dst.arg(), KernelArg::Usize(d1), KernelArg::Usize(d2), KernelArg::Usize(src_s), KernelArg::Usize(dst_s)])
+    let entry_point = Kernel::new("copy2d_f16", "fill_copy.hip");
+    let kernel_args = [
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(d1),
+        KernelArg::Usize(d2),
+        KernelArg::Usize(src_s),
+        KernelArg::Usize(dst_s),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `copy2d_f32` of fill_copy.hip.
@@ -3297,7 +5308,16 @@ pub fn launch_copy2d_f32<L: KernelLauncher + ?Sized>(
     src_s: usize,
     dst_s: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "copy2d_f32", source: "fill_copy.hip" }, cfg, &[src.arg(), dst.arg(), KernelArg::Usize(d1), KernelArg::Usize(d2), KernelArg::Usize(src_s), KernelArg::Usize(dst_s)])
+    let entry_point = Kernel::new("copy2d_f32", "fill_copy.hip");
+    let kernel_args = [
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(d1),
+        KernelArg::Usize(d2),
+        KernelArg::Usize(src_s),
+        KernelArg::Usize(dst_s),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `copy2d_f64` of fill_copy.hip.
@@ -3312,7 +5332,16 @@ pub fn launch_copy2d_f64<L: KernelLauncher + ?Sized>(
     src_s: usize,
     dst_s: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "copy2d_f64", source: "fill_copy.hip" }, cfg, &[src.arg(), dst.arg(), KernelArg::Usize(d1), KernelArg::Usize(d2), KernelArg::Usize(src_s), KernelArg::Usize(dst_s)])
+    let entry_point = Kernel::new("copy2d_f64", "fill_copy.hip");
+    let kernel_args = [
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(d1),
+        KernelArg::Usize(d2),
+        KernelArg::Usize(src_s),
+        KernelArg::Usize(dst_s),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `copy2d_i64` of fill_copy.hip.
@@ -3327,7 +5356,16 @@ pub fn launch_copy2d_i64<L: KernelLauncher + ?Sized>(
     src_s: usize,
     dst_s: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "copy2d_i64", source: "fill_copy.hip" }, cfg, &[src.arg(), dst.arg(), KernelArg::Usize(d1), KernelArg::Usize(d2), KernelArg::Usize(src_s), KernelArg::Usize(dst_s)])
+    let entry_point = Kernel::new("copy2d_i64", "fill_copy.hip");
+    let kernel_args = [
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(d1),
+        KernelArg::Usize(d2),
+        KernelArg::Usize(src_s),
+        KernelArg::Usize(dst_s),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `copy2d_u32` of fill_copy.hip.
@@ -3342,7 +5380,16 @@ pub fn launch_copy2d_u32<L: KernelLauncher + ?Sized>(
     src_s: usize,
     dst_s: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "copy2d_u32", source: "fill_copy.hip" }, cfg, &[src.arg(), dst.arg(), KernelArg::Usize(d1), KernelArg::Usize(d2), KernelArg::Usize(src_s), KernelArg::Usize(dst_s)])
+    let entry_point = Kernel::new("copy2d_u32", "fill_copy.hip");
+    let kernel_args = [
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(d1),
+        KernelArg::Usize(d2),
+        KernelArg::Usize(src_s),
+        KernelArg::Usize(dst_s),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `copy2d_u8` of fill_copy.hip.
@@ -3357,7 +5404,16 @@ pub fn launch_copy2d_u8<L: KernelLauncher + ?Sized>(
     src_s: usize,
     dst_s: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "copy2d_u8", source: "fill_copy.hip" }, cfg, &[src.arg(), dst.arg(), KernelArg::Usize(d1), KernelArg::Usize(d2), KernelArg::Usize(src_s), KernelArg::Usize(dst_s)])
+    let entry_point = Kernel::new("copy2d_u8", "fill_copy.hip");
+    let kernel_args = [
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(d1),
+        KernelArg::Usize(d2),
+        KernelArg::Usize(src_s),
+        KernelArg::Usize(dst_s),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `copy_strided_bf16` of fill_copy.hip.
@@ -3370,7 +5426,15 @@ pub fn launch_copy_strided_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "copy_strided_bf16", source: "fill_copy.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("copy_strided_bf16", "fill_copy.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `copy_strided_f16` of fill_copy.hip.
@@ -3383,7 +5447,15 @@ pub fn launch_copy_strided_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "copy_strided_f16", source: "fill_copy.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("copy_strided_f16", "fill_copy.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `copy_strided_f32` of fill_copy.hip.
@@ -3396,7 +5468,15 @@ pub fn launch_copy_strided_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "copy_strided_f32", source: "fill_copy.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("copy_strided_f32", "fill_copy.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `copy_strided_f64` of fill_copy.hip.
@@ -3409,7 +5489,15 @@ pub fn launch_copy_strided_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "copy_strided_f64", source: "fill_copy.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("copy_strided_f64", "fill_copy.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `copy_strided_i64` of fill_copy.hip.
@@ -3422,7 +5510,15 @@ pub fn launch_copy_strided_i64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "copy_strided_i64", source: "fill_copy.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("copy_strided_i64", "fill_copy.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `copy_strided_u32` of fill_copy.hip.
@@ -3435,7 +5531,15 @@ pub fn launch_copy_strided_u32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "copy_strided_u32", source: "fill_copy.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("copy_strided_u32", "fill_copy.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `copy_strided_u8` of fill_copy.hip.
@@ -3448,7 +5552,15 @@ pub fn launch_copy_strided_u8<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "copy_strided_u8", source: "fill_copy.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("copy_strided_u8", "fill_copy.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `dequantize_q4_0_f16` of quantized.hip.
@@ -3459,7 +5571,9 @@ pub fn launch_dequantize_q4_0_f16<L: KernelLauncher + ?Sized>(
     out: DevicePtrMut<F16>,
     numel: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "dequantize_q4_0_f16", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
+    let entry_point = Kernel::new("dequantize_q4_0_f16", "quantized.hip");
+    let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `dequantize_q4_0_f32` of quantized.hip.
@@ -3470,7 +5584,9 @@ pub fn launch_dequantize_q4_0_f32<L: KernelLauncher + ?Sized>(
     out: DevicePtrMut<f32>,
     numel: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "dequantize_q4_0_f32", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
+    let entry_point = Kernel::new("dequantize_q4_0_f32", "quantized.hip");
+    let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `dequantize_q4_1_f16` of quantized.hip.
@@ -3481,7 +5597,9 @@ pub fn launch_dequantize_q4_1_f16<L: KernelLauncher + ?Sized>(
     out: DevicePtrMut<F16>,
     numel: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "dequantize_q4_1_f16", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
+    let entry_point = Kernel::new("dequantize_q4_1_f16", "quantized.hip");
+    let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `dequantize_q4_1_f32` of quantized.hip.
@@ -3492,7 +5610,9 @@ pub fn launch_dequantize_q4_1_f32<L: KernelLauncher + ?Sized>(
     out: DevicePtrMut<f32>,
     numel: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "dequantize_q4_1_f32", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
+    let entry_point = Kernel::new("dequantize_q4_1_f32", "quantized.hip");
+    let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `dequantize_q4_k_f16` of quantized.hip.
@@ -3503,7 +5623,9 @@ pub fn launch_dequantize_q4_k_f16<L: KernelLauncher + ?Sized>(
     out: DevicePtrMut<F16>,
     numel: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "dequantize_q4_k_f16", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
+    let entry_point = Kernel::new("dequantize_q4_k_f16", "quantized.hip");
+    let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `dequantize_q4_k_f32` of quantized.hip.
@@ -3514,7 +5636,9 @@ pub fn launch_dequantize_q4_k_f32<L: KernelLauncher + ?Sized>(
     out: DevicePtrMut<f32>,
     numel: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "dequantize_q4_k_f32", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
+    let entry_point = Kernel::new("dequantize_q4_k_f32", "quantized.hip");
+    let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `dequantize_q6_k_f16` of quantized.hip.
@@ -3525,7 +5649,9 @@ pub fn launch_dequantize_q6_k_f16<L: KernelLauncher + ?Sized>(
     out: DevicePtrMut<F16>,
     numel: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "dequantize_q6_k_f16", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
+    let entry_point = Kernel::new("dequantize_q6_k_f16", "quantized.hip");
+    let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `dequantize_q6_k_f32` of quantized.hip.
@@ -3536,7 +5662,9 @@ pub fn launch_dequantize_q6_k_f32<L: KernelLauncher + ?Sized>(
     out: DevicePtrMut<f32>,
     numel: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "dequantize_q6_k_f32", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
+    let entry_point = Kernel::new("dequantize_q6_k_f32", "quantized.hip");
+    let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `dequantize_q8_0_f16` of quantized.hip.
@@ -3547,7 +5675,9 @@ pub fn launch_dequantize_q8_0_f16<L: KernelLauncher + ?Sized>(
     out: DevicePtrMut<F16>,
     numel: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "dequantize_q8_0_f16", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
+    let entry_point = Kernel::new("dequantize_q8_0_f16", "quantized.hip");
+    let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `dequantize_q8_0_f32` of quantized.hip.
@@ -3558,7 +5688,9 @@ pub fn launch_dequantize_q8_0_f32<L: KernelLauncher + ?Sized>(
     out: DevicePtrMut<f32>,
     numel: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "dequantize_q8_0_f32", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
+    let entry_point = Kernel::new("dequantize_q8_0_f32", "quantized.hip");
+    let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `elu_bf16` of affine.hip.
@@ -3573,7 +5705,16 @@ pub fn launch_elu_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "elu_bf16", source: "affine.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Bf16(param), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("elu_bf16", "affine.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Bf16(param),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `elu_f16` of affine.hip.
@@ -3588,7 +5729,16 @@ pub fn launch_elu_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "elu_f16", source: "affine.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::F16(param), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("elu_f16", "affine.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::F16(param),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `elu_f32` of affine.hip.
@@ -3603,7 +5753,16 @@ pub fn launch_elu_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "elu_f32", source: "affine.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::F32(param), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("elu_f32", "affine.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::F32(param),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `elu_f64` of affine.hip.
@@ -3618,7 +5777,16 @@ pub fn launch_elu_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "elu_f64", source: "affine.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::F64(param), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("elu_f64", "affine.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::F64(param),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_argmax_bf16` of reduce.hip.
@@ -3633,7 +5801,16 @@ pub fn launch_fast_argmax_bf16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<Bf16>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_argmax_bf16", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("fast_argmax_bf16", "reduce.hip");
+    let kernel_args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_argmax_f16` of reduce.hip.
@@ -3648,7 +5825,16 @@ pub fn launch_fast_argmax_f16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<F16>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_argmax_f16", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("fast_argmax_f16", "reduce.hip");
+    let kernel_args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_argmax_f32` of reduce.hip.
@@ -3663,7 +5849,16 @@ pub fn launch_fast_argmax_f32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_argmax_f32", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("fast_argmax_f32", "reduce.hip");
+    let kernel_args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_argmax_f64` of reduce.hip.
@@ -3678,7 +5873,16 @@ pub fn launch_fast_argmax_f64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f64>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_argmax_f64", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("fast_argmax_f64", "reduce.hip");
+    let kernel_args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_argmax_i64` of reduce.hip.
@@ -3693,7 +5897,16 @@ pub fn launch_fast_argmax_i64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<i64>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_argmax_i64", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("fast_argmax_i64", "reduce.hip");
+    let kernel_args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_argmax_u32` of reduce.hip.
@@ -3708,7 +5921,16 @@ pub fn launch_fast_argmax_u32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_argmax_u32", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("fast_argmax_u32", "reduce.hip");
+    let kernel_args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_argmax_u8` of reduce.hip.
@@ -3723,7 +5945,16 @@ pub fn launch_fast_argmax_u8<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u8>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_argmax_u8", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("fast_argmax_u8", "reduce.hip");
+    let kernel_args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_argmin_bf16` of reduce.hip.
@@ -3738,7 +5969,16 @@ pub fn launch_fast_argmin_bf16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<Bf16>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_argmin_bf16", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("fast_argmin_bf16", "reduce.hip");
+    let kernel_args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_argmin_f16` of reduce.hip.
@@ -3753,7 +5993,16 @@ pub fn launch_fast_argmin_f16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<F16>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_argmin_f16", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("fast_argmin_f16", "reduce.hip");
+    let kernel_args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_argmin_f32` of reduce.hip.
@@ -3768,7 +6017,16 @@ pub fn launch_fast_argmin_f32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_argmin_f32", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("fast_argmin_f32", "reduce.hip");
+    let kernel_args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_argmin_f64` of reduce.hip.
@@ -3783,7 +6041,16 @@ pub fn launch_fast_argmin_f64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f64>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_argmin_f64", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("fast_argmin_f64", "reduce.hip");
+    let kernel_args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_argmin_i64` of reduce.hip.
@@ -3798,7 +6065,16 @@ pub fn launch_fast_argmin_i64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<i64>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_argmin_i64", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("fast_argmin_i64", "reduce.hip");
+    let kernel_args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_argmin_u32` of reduce.hip.
@@ -3813,7 +6089,16 @@ pub fn launch_fast_argmin_u32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_argmin_u32", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("fast_argmin_u32", "reduce.hip");
+    let kernel_args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_argmin_u8` of reduce.hip.
@@ -3828,7 +6113,16 @@ pub fn launch_fast_argmin_u8<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u8>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_argmin_u8", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("fast_argmin_u8", "reduce.hip");
+    let kernel_args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_max_bf16` of reduce.hip.
@@ -3843,7 +6137,16 @@ pub fn launch_fast_max_bf16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<Bf16>,
     dst: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_max_bf16", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("fast_max_bf16", "reduce.hip");
+    let kernel_args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_max_f16` of reduce.hip.
@@ -3858,7 +6161,16 @@ pub fn launch_fast_max_f16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<F16>,
     dst: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_max_f16", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("fast_max_f16", "reduce.hip");
+    let kernel_args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_max_f32` of reduce.hip.
@@ -3873,7 +6185,16 @@ pub fn launch_fast_max_f32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f32>,
     dst: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_max_f32", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("fast_max_f32", "reduce.hip");
+    let kernel_args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_max_f64` of reduce.hip.
@@ -3888,7 +6209,16 @@ pub fn launch_fast_max_f64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f64>,
     dst: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_max_f64", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("fast_max_f64", "reduce.hip");
+    let kernel_args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_max_i64` of reduce.hip.
@@ -3903,7 +6233,16 @@ pub fn launch_fast_max_i64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<i64>,
     dst: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_max_i64", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("fast_max_i64", "reduce.hip");
+    let kernel_args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_max_u32` of reduce.hip.
@@ -3918,7 +6257,16 @@ pub fn launch_fast_max_u32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_max_u32", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("fast_max_u32", "reduce.hip");
+    let kernel_args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_max_u8` of reduce.hip.
@@ -3933,7 +6281,16 @@ pub fn launch_fast_max_u8<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u8>,
     dst: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_max_u8", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("fast_max_u8", "reduce.hip");
+    let kernel_args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_min_bf16` of reduce.hip.
@@ -3948,7 +6305,16 @@ pub fn launch_fast_min_bf16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<Bf16>,
     dst: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_min_bf16", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("fast_min_bf16", "reduce.hip");
+    let kernel_args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_min_f16` of reduce.hip.
@@ -3963,7 +6329,16 @@ pub fn launch_fast_min_f16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<F16>,
     dst: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_min_f16", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("fast_min_f16", "reduce.hip");
+    let kernel_args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_min_f32` of reduce.hip.
@@ -3978,7 +6353,16 @@ pub fn launch_fast_min_f32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f32>,
     dst: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_min_f32", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("fast_min_f32", "reduce.hip");
+    let kernel_args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_min_f64` of reduce.hip.
@@ -3993,7 +6377,16 @@ pub fn launch_fast_min_f64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f64>,
     dst: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_min_f64", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("fast_min_f64", "reduce.hip");
+    let kernel_args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_min_i64` of reduce.hip.
@@ -4008,7 +6401,16 @@ pub fn launch_fast_min_i64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<i64>,
     dst: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_min_i64", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("fast_min_i64", "reduce.hip");
+    let kernel_args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_min_u32` of reduce.hip.
@@ -4023,7 +6425,16 @@ pub fn launch_fast_min_u32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_min_u32", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("fast_min_u32", "reduce.hip");
+    let kernel_args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_min_u8` of reduce.hip.
@@ -4038,7 +6449,16 @@ pub fn launch_fast_min_u8<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u8>,
     dst: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_min_u8", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("fast_min_u8", "reduce.hip");
+    let kernel_args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_sum_bf16` of reduce.hip.
@@ -4053,7 +6473,16 @@ pub fn launch_fast_sum_bf16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<Bf16>,
     dst: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_sum_bf16", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("fast_sum_bf16", "reduce.hip");
+    let kernel_args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_sum_f16` of reduce.hip.
@@ -4068,7 +6497,16 @@ pub fn launch_fast_sum_f16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<F16>,
     dst: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_sum_f16", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("fast_sum_f16", "reduce.hip");
+    let kernel_args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_sum_f32` of reduce.hip.
@@ -4083,7 +6521,16 @@ pub fn launch_fast_sum_f32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f32>,
     dst: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_sum_f32", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("fast_sum_f32", "reduce.hip");
+    let kernel_args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_sum_f64` of reduce.hip.
@@ -4098,7 +6545,16 @@ pub fn launch_fast_sum_f64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f64>,
     dst: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_sum_f64", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("fast_sum_f64", "reduce.hip");
+    let kernel_args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_sum_i64` of reduce.hip.
@@ -4113,7 +6569,16 @@ pub fn launch_fast_sum_i64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<i64>,
     dst: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_sum_i64", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("fast_sum_i64", "reduce.hip");
+    let kernel_args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_sum_u32` of reduce.hip.
@@ -4128,7 +6593,16 @@ pub fn launch_fast_sum_u32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_sum_u32", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("fast_sum_u32", "reduce.hip");
+    let kernel_args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_sum_u8` of reduce.hip.
@@ -4143,7 +6617,16 @@ pub fn launch_fast_sum_u8<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u8>,
     dst: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_sum_u8", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("fast_sum_u8", "reduce.hip");
+    let kernel_args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `flash_attention_bf16_d128` of attention.hip.
@@ -4161,7 +6644,19 @@ pub fn launch_flash_attention_bf16_d128<L: KernelLauncher + ?Sized>(
     v: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "flash_attention_bf16_d128", source: "attention.hip" }, cfg, &[KernelArg::U32(bh), KernelArg::U32(sq), KernelArg::U32(skv), KernelArg::F32(scale), KernelArg::U32(causal), q.arg(), k.arg(), v.arg(), out.arg()])
+    let entry_point = Kernel::new("flash_attention_bf16_d128", "attention.hip");
+    let kernel_args = [
+        KernelArg::U32(bh),
+        KernelArg::U32(sq),
+        KernelArg::U32(skv),
+        KernelArg::F32(scale),
+        KernelArg::U32(causal),
+        q.arg(),
+        k.arg(),
+        v.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `flash_attention_bf16_d64` of attention.hip.
@@ -4179,7 +6674,19 @@ pub fn launch_flash_attention_bf16_d64<L: KernelLauncher + ?Sized>(
     v: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "flash_attention_bf16_d64", source: "attention.hip" }, cfg, &[KernelArg::U32(bh), KernelArg::U32(sq), KernelArg::U32(skv), KernelArg::F32(scale), KernelArg::U32(causal), q.arg(), k.arg(), v.arg(), out.arg()])
+    let entry_point = Kernel::new("flash_attention_bf16_d64", "attention.hip");
+    let kernel_args = [
+        KernelArg::U32(bh),
+        KernelArg::U32(sq),
+        KernelArg::U32(skv),
+        KernelArg::F32(scale),
+        KernelArg::U32(causal),
+        q.arg(),
+        k.arg(),
+        v.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `flash_attention_f16_d128` of attention.hip.
@@ -4197,7 +6704,19 @@ pub fn launch_flash_attention_f16_d128<L: KernelLauncher + ?Sized>(
     v: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "flash_attention_f16_d128", source: "attention.hip" }, cfg, &[KernelArg::U32(bh), KernelArg::U32(sq), KernelArg::U32(skv), KernelArg::F32(scale), KernelArg::U32(causal), q.arg(), k.arg(), v.arg(), out.arg()])
+    let entry_point = Kernel::new("flash_attention_f16_d128", "attention.hip");
+    let kernel_args = [
+        KernelArg::U32(bh),
+        KernelArg::U32(sq),
+        KernelArg::U32(skv),
+        KernelArg::F32(scale),
+        KernelArg::U32(causal),
+        q.arg(),
+        k.arg(),
+        v.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `flash_attention_f16_d64` of attention.hip.
@@ -4215,7 +6734,19 @@ pub fn launch_flash_attention_f16_d64<L: KernelLauncher + ?Sized>(
     v: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "flash_attention_f16_d64", source: "attention.hip" }, cfg, &[KernelArg::U32(bh), KernelArg::U32(sq), KernelArg::U32(skv), KernelArg::F32(scale), KernelArg::U32(causal), q.arg(), k.arg(), v.arg(), out.arg()])
+    let entry_point = Kernel::new("flash_attention_f16_d64", "attention.hip");
+    let kernel_args = [
+        KernelArg::U32(bh),
+        KernelArg::U32(sq),
+        KernelArg::U32(skv),
+        KernelArg::F32(scale),
+        KernelArg::U32(causal),
+        q.arg(),
+        k.arg(),
+        v.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `gather_i64_bf16` of indexing.hip.
@@ -4233,7 +6764,19 @@ pub fn launch_gather_i64_bf16<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_i64_bf16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
+    let entry_point = Kernel::new("gather_i64_bf16", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(src_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `gather_i64_f16` of indexing.hip.
@@ -4251,7 +6794,19 @@ pub fn launch_gather_i64_f16<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_i64_f16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
+    let entry_point = Kernel::new("gather_i64_f16", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(src_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `gather_i64_f32` of indexing.hip.
@@ -4269,7 +6824,19 @@ pub fn launch_gather_i64_f32<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_i64_f32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
+    let entry_point = Kernel::new("gather_i64_f32", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(src_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `gather_i64_f64` of indexing.hip.
@@ -4287,7 +6854,19 @@ pub fn launch_gather_i64_f64<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_i64_f64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
+    let entry_point = Kernel::new("gather_i64_f64", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(src_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `gather_i64_i64` of indexing.hip.
@@ -4305,7 +6884,19 @@ pub fn launch_gather_i64_i64<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_i64_i64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
+    let entry_point = Kernel::new("gather_i64_i64", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(src_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `gather_i64_u32` of indexing.hip.
@@ -4323,7 +6914,19 @@ pub fn launch_gather_i64_u32<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_i64_u32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
+    let entry_point = Kernel::new("gather_i64_u32", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(src_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `gather_i64_u8` of indexing.hip.
@@ -4341,7 +6944,19 @@ pub fn launch_gather_i64_u8<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_i64_u8", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
+    let entry_point = Kernel::new("gather_i64_u8", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(src_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `gather_u32_bf16` of indexing.hip.
@@ -4359,7 +6974,19 @@ pub fn launch_gather_u32_bf16<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_u32_bf16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
+    let entry_point = Kernel::new("gather_u32_bf16", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(src_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `gather_u32_f16` of indexing.hip.
@@ -4377,7 +7004,19 @@ pub fn launch_gather_u32_f16<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_u32_f16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
+    let entry_point = Kernel::new("gather_u32_f16", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(src_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `gather_u32_f32` of indexing.hip.
@@ -4395,7 +7034,19 @@ pub fn launch_gather_u32_f32<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_u32_f32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
+    let entry_point = Kernel::new("gather_u32_f32", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(src_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `gather_u32_f64` of indexing.hip.
@@ -4413,7 +7064,19 @@ pub fn launch_gather_u32_f64<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_u32_f64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
+    let entry_point = Kernel::new("gather_u32_f64", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(src_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `gather_u32_i64` of indexing.hip.
@@ -4431,7 +7094,19 @@ pub fn launch_gather_u32_i64<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_u32_i64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
+    let entry_point = Kernel::new("gather_u32_i64", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(src_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `gather_u32_u32` of indexing.hip.
@@ -4449,7 +7124,19 @@ pub fn launch_gather_u32_u32<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_u32_u32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
+    let entry_point = Kernel::new("gather_u32_u32", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(src_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `gather_u32_u8` of indexing.hip.
@@ -4467,7 +7154,19 @@ pub fn launch_gather_u32_u8<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_u32_u8", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
+    let entry_point = Kernel::new("gather_u32_u8", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(src_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `gather_u8_bf16` of indexing.hip.
@@ -4485,7 +7184,19 @@ pub fn launch_gather_u8_bf16<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_u8_bf16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
+    let entry_point = Kernel::new("gather_u8_bf16", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(src_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `gather_u8_f16` of indexing.hip.
@@ -4503,7 +7214,19 @@ pub fn launch_gather_u8_f16<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_u8_f16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
+    let entry_point = Kernel::new("gather_u8_f16", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(src_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `gather_u8_f32` of indexing.hip.
@@ -4521,7 +7244,19 @@ pub fn launch_gather_u8_f32<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_u8_f32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
+    let entry_point = Kernel::new("gather_u8_f32", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(src_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `gather_u8_f64` of indexing.hip.
@@ -4539,7 +7274,19 @@ pub fn launch_gather_u8_f64<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_u8_f64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
+    let entry_point = Kernel::new("gather_u8_f64", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(src_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `gather_u8_i64` of indexing.hip.
@@ -4557,7 +7304,19 @@ pub fn launch_gather_u8_i64<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_u8_i64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
+    let entry_point = Kernel::new("gather_u8_i64", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(src_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `gather_u8_u32` of indexing.hip.
@@ -4575,7 +7334,19 @@ pub fn launch_gather_u8_u32<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_u8_u32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
+    let entry_point = Kernel::new("gather_u8_u32", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(src_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `gather_u8_u8` of indexing.hip.
@@ -4593,7 +7364,19 @@ pub fn launch_gather_u8_u8<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_u8_u8", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
+    let entry_point = Kernel::new("gather_u8_u8", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(src_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `im2col_bf16` of conv.hip.
@@ -4620,7 +7403,28 @@ pub fn launch_im2col_bf16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<Bf16>,
     col: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "im2col_bf16", source: "conv.hip" }, cfg, &[KernelArg::Usize(rows), KernelArg::Usize(c_in), KernelArg::Usize(h_in), KernelArg::Usize(w_in), KernelArg::Usize(k_h), KernelArg::Usize(k_w), KernelArg::Usize(h_out), KernelArg::Usize(w_out), KernelArg::Usize(stride), KernelArg::I64(tap_step), KernelArg::I64(offset_y), KernelArg::I64(offset_x), KernelArg::Usize(sb), KernelArg::Usize(sc), KernelArg::Usize(sh), KernelArg::Usize(sw), src.arg(), col.arg()])
+    let entry_point = Kernel::new("im2col_bf16", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(rows),
+        KernelArg::Usize(c_in),
+        KernelArg::Usize(h_in),
+        KernelArg::Usize(w_in),
+        KernelArg::Usize(k_h),
+        KernelArg::Usize(k_w),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(stride),
+        KernelArg::I64(tap_step),
+        KernelArg::I64(offset_y),
+        KernelArg::I64(offset_x),
+        KernelArg::Usize(sb),
+        KernelArg::Usize(sc),
+        KernelArg::Usize(sh),
+        KernelArg::Usize(sw),
+        src.arg(),
+        col.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `im2col_f16` of conv.hip.
@@ -4647,7 +7451,28 @@ pub fn launch_im2col_f16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<F16>,
     col: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "im2col_f16", source: "conv.hip" }, cfg, &[KernelArg::Usize(rows), KernelArg::Usize(c_in), KernelArg::Usize(h_in), KernelArg::Usize(w_in), KernelArg::Usize(k_h), KernelArg::Usize(k_w), KernelArg::Usize(h_out), KernelArg::Usize(w_out), KernelArg::Usize(stride), KernelArg::I64(tap_step), KernelArg::I64(offset_y), KernelArg::I64(offset_x), KernelArg::Usize(sb), KernelArg::Usize(sc), KernelArg::Usize(sh), KernelArg::Usize(sw), src.arg(), col.arg()])
+    let entry_point = Kernel::new("im2col_f16", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(rows),
+        KernelArg::Usize(c_in),
+        KernelArg::Usize(h_in),
+        KernelArg::Usize(w_in),
+        KernelArg::Usize(k_h),
+        KernelArg::Usize(k_w),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(stride),
+        KernelArg::I64(tap_step),
+        KernelArg::I64(offset_y),
+        KernelArg::I64(offset_x),
+        KernelArg::Usize(sb),
+        KernelArg::Usize(sc),
+        KernelArg::Usize(sh),
+        KernelArg::Usize(sw),
+        src.arg(),
+        col.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `im2col_f32` of conv.hip.
@@ -4674,7 +7499,28 @@ pub fn launch_im2col_f32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f32>,
     col: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "im2col_f32", source: "conv.hip" }, cfg, &[KernelArg::Usize(rows), KernelArg::Usize(c_in), KernelArg::Usize(h_in), KernelArg::Usize(w_in), KernelArg::Usize(k_h), KernelArg::Usize(k_w), KernelArg::Usize(h_out), KernelArg::Usize(w_out), KernelArg::Usize(stride), KernelArg::I64(tap_step), KernelArg::I64(offset_y), KernelArg::I64(offset_x), KernelArg::Usize(sb), KernelArg::Usize(sc), KernelArg::Usize(sh), KernelArg::Usize(sw), src.arg(), col.arg()])
+    let entry_point = Kernel::new("im2col_f32", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(rows),
+        KernelArg::Usize(c_in),
+        KernelArg::Usize(h_in),
+        KernelArg::Usize(w_in),
+        KernelArg::Usize(k_h),
+        KernelArg::Usize(k_w),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(stride),
+        KernelArg::I64(tap_step),
+        KernelArg::I64(offset_y),
+        KernelArg::I64(offset_x),
+        KernelArg::Usize(sb),
+        KernelArg::Usize(sc),
+        KernelArg::Usize(sh),
+        KernelArg::Usize(sw),
+        src.arg(),
+        col.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `im2col_f64` of conv.hip.
@@ -4701,7 +7547,28 @@ pub fn launch_im2col_f64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f64>,
     col: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "im2col_f64", source: "conv.hip" }, cfg, &[KernelArg::Usize(rows), KernelArg::Usize(c_in), KernelArg::Usize(h_in), KernelArg::Usize(w_in), KernelArg::Usize(k_h), KernelArg::Usize(k_w), KernelArg::Usize(h_out), KernelArg::Usize(w_out), KernelArg::Usize(stride), KernelArg::I64(tap_step), KernelArg::I64(offset_y), KernelArg::I64(offset_x), KernelArg::Usize(sb), KernelArg::Usize(sc), KernelArg::Usize(sh), KernelArg::Usize(sw), src.arg(), col.arg()])
+    let entry_point = Kernel::new("im2col_f64", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(rows),
+        KernelArg::Usize(c_in),
+        KernelArg::Usize(h_in),
+        KernelArg::Usize(w_in),
+        KernelArg::Usize(k_h),
+        KernelArg::Usize(k_w),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(stride),
+        KernelArg::I64(tap_step),
+        KernelArg::I64(offset_y),
+        KernelArg::I64(offset_x),
+        KernelArg::Usize(sb),
+        KernelArg::Usize(sc),
+        KernelArg::Usize(sh),
+        KernelArg::Usize(sw),
+        src.arg(),
+        col.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `im2col_i64` of conv.hip.
@@ -4728,7 +7595,28 @@ pub fn launch_im2col_i64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<i64>,
     col: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "im2col_i64", source: "conv.hip" }, cfg, &[KernelArg::Usize(rows), KernelArg::Usize(c_in), KernelArg::Usize(h_in), KernelArg::Usize(w_in), KernelArg::Usize(k_h), KernelArg::Usize(k_w), KernelArg::Usize(h_out), KernelArg::Usize(w_out), KernelArg::Usize(stride), KernelArg::I64(tap_step), KernelArg::I64(offset_y), KernelArg::I64(offset_x), KernelArg::Usize(sb), KernelArg::Usize(sc), KernelArg::Usize(sh), KernelArg::Usize(sw), src.arg(), col.arg()])
+    let entry_point = Kernel::new("im2col_i64", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(rows),
+        KernelArg::Usize(c_in),
+        KernelArg::Usize(h_in),
+        KernelArg::Usize(w_in),
+        KernelArg::Usize(k_h),
+        KernelArg::Usize(k_w),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(stride),
+        KernelArg::I64(tap_step),
+        KernelArg::I64(offset_y),
+        KernelArg::I64(offset_x),
+        KernelArg::Usize(sb),
+        KernelArg::Usize(sc),
+        KernelArg::Usize(sh),
+        KernelArg::Usize(sw),
+        src.arg(),
+        col.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `im2col_u32` of conv.hip.
@@ -4755,7 +7643,28 @@ pub fn launch_im2col_u32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u32>,
     col: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "im2col_u32", source: "conv.hip" }, cfg, &[KernelArg::Usize(rows), KernelArg::Usize(c_in), KernelArg::Usize(h_in), KernelArg::Usize(w_in), KernelArg::Usize(k_h), KernelArg::Usize(k_w), KernelArg::Usize(h_out), KernelArg::Usize(w_out), KernelArg::Usize(stride), KernelArg::I64(tap_step), KernelArg::I64(offset_y), KernelArg::I64(offset_x), KernelArg::Usize(sb), KernelArg::Usize(sc), KernelArg::Usize(sh), KernelArg::Usize(sw), src.arg(), col.arg()])
+    let entry_point = Kernel::new("im2col_u32", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(rows),
+        KernelArg::Usize(c_in),
+        KernelArg::Usize(h_in),
+        KernelArg::Usize(w_in),
+        KernelArg::Usize(k_h),
+        KernelArg::Usize(k_w),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(stride),
+        KernelArg::I64(tap_step),
+        KernelArg::I64(offset_y),
+        KernelArg::I64(offset_x),
+        KernelArg::Usize(sb),
+        KernelArg::Usize(sc),
+        KernelArg::Usize(sh),
+        KernelArg::Usize(sw),
+        src.arg(),
+        col.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `im2col_u8` of conv.hip.
@@ -4782,7 +7691,28 @@ pub fn launch_im2col_u8<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u8>,
     col: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "im2col_u8", source: "conv.hip" }, cfg, &[KernelArg::Usize(rows), KernelArg::Usize(c_in), KernelArg::Usize(h_in), KernelArg::Usize(w_in), KernelArg::Usize(k_h), KernelArg::Usize(k_w), KernelArg::Usize(h_out), KernelArg::Usize(w_out), KernelArg::Usize(stride), KernelArg::I64(tap_step), KernelArg::I64(offset_y), KernelArg::I64(offset_x), KernelArg::Usize(sb), KernelArg::Usize(sc), KernelArg::Usize(sh), KernelArg::Usize(sw), src.arg(), col.arg()])
+    let entry_point = Kernel::new("im2col_u8", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(rows),
+        KernelArg::Usize(c_in),
+        KernelArg::Usize(h_in),
+        KernelArg::Usize(w_in),
+        KernelArg::Usize(k_h),
+        KernelArg::Usize(k_w),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(stride),
+        KernelArg::I64(tap_step),
+        KernelArg::I64(offset_y),
+        KernelArg::I64(offset_x),
+        KernelArg::Usize(sb),
+        KernelArg::Usize(sc),
+        KernelArg::Usize(sh),
+        KernelArg::Usize(sw),
+        src.arg(),
+        col.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_add_i64_bf16` of indexing.hip.
@@ -4800,7 +7730,19 @@ pub fn launch_index_add_i64_bf16<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_i64_bf16", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_add_i64_bf16", "indexing.hip");
+    let kernel_args = [
+        ids.arg(),
+        KernelArg::Usize(ids_dim_size),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(dst_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_add_i64_f16` of indexing.hip.
@@ -4818,7 +7760,19 @@ pub fn launch_index_add_i64_f16<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_i64_f16", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_add_i64_f16", "indexing.hip");
+    let kernel_args = [
+        ids.arg(),
+        KernelArg::Usize(ids_dim_size),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(dst_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_add_i64_f32` of indexing.hip.
@@ -4836,7 +7790,19 @@ pub fn launch_index_add_i64_f32<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_i64_f32", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_add_i64_f32", "indexing.hip");
+    let kernel_args = [
+        ids.arg(),
+        KernelArg::Usize(ids_dim_size),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(dst_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_add_i64_f64` of indexing.hip.
@@ -4854,7 +7820,19 @@ pub fn launch_index_add_i64_f64<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_i64_f64", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_add_i64_f64", "indexing.hip");
+    let kernel_args = [
+        ids.arg(),
+        KernelArg::Usize(ids_dim_size),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(dst_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_add_i64_i64` of indexing.hip.
@@ -4872,7 +7850,19 @@ pub fn launch_index_add_i64_i64<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_i64_i64", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_add_i64_i64", "indexing.hip");
+    let kernel_args = [
+        ids.arg(),
+        KernelArg::Usize(ids_dim_size),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(dst_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_add_i64_u32` of indexing.hip.
@@ -4890,7 +7880,19 @@ pub fn launch_index_add_i64_u32<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_i64_u32", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_add_i64_u32", "indexing.hip");
+    let kernel_args = [
+        ids.arg(),
+        KernelArg::Usize(ids_dim_size),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(dst_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_add_i64_u8` of indexing.hip.
@@ -4908,7 +7910,19 @@ pub fn launch_index_add_i64_u8<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_i64_u8", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_add_i64_u8", "indexing.hip");
+    let kernel_args = [
+        ids.arg(),
+        KernelArg::Usize(ids_dim_size),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(dst_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_add_u32_bf16` of indexing.hip.
@@ -4926,7 +7940,19 @@ pub fn launch_index_add_u32_bf16<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_u32_bf16", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_add_u32_bf16", "indexing.hip");
+    let kernel_args = [
+        ids.arg(),
+        KernelArg::Usize(ids_dim_size),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(dst_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_add_u32_f16` of indexing.hip.
@@ -4944,7 +7970,19 @@ pub fn launch_index_add_u32_f16<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_u32_f16", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_add_u32_f16", "indexing.hip");
+    let kernel_args = [
+        ids.arg(),
+        KernelArg::Usize(ids_dim_size),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(dst_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_add_u32_f32` of indexing.hip.
@@ -4962,7 +8000,19 @@ pub fn launch_index_add_u32_f32<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_u32_f32", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_add_u32_f32", "indexing.hip");
+    let kernel_args = [
+        ids.arg(),
+        KernelArg::Usize(ids_dim_size),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(dst_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_add_u32_f64` of indexing.hip.
@@ -4980,7 +8030,19 @@ pub fn launch_index_add_u32_f64<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_u32_f64", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_add_u32_f64", "indexing.hip");
+    let kernel_args = [
+        ids.arg(),
+        KernelArg::Usize(ids_dim_size),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(dst_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_add_u32_i64` of indexing.hip.
@@ -4998,7 +8060,19 @@ pub fn launch_index_add_u32_i64<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_u32_i64", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_add_u32_i64", "indexing.hip");
+    let kernel_args = [
+        ids.arg(),
+        KernelArg::Usize(ids_dim_size),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(dst_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_add_u32_u32` of indexing.hip.
@@ -5016,7 +8090,19 @@ pub fn launch_index_add_u32_u32<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_u32_u32", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_add_u32_u32", "indexing.hip");
+    let kernel_args = [
+        ids.arg(),
+        KernelArg::Usize(ids_dim_size),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(dst_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_add_u32_u8` of indexing.hip.
@@ -5034,7 +8120,19 @@ pub fn launch_index_add_u32_u8<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_u32_u8", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_add_u32_u8", "indexing.hip");
+    let kernel_args = [
+        ids.arg(),
+        KernelArg::Usize(ids_dim_size),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(dst_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_add_u8_bf16` of indexing.hip.
@@ -5052,7 +8150,19 @@ pub fn launch_index_add_u8_bf16<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_u8_bf16", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_add_u8_bf16", "indexing.hip");
+    let kernel_args = [
+        ids.arg(),
+        KernelArg::Usize(ids_dim_size),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(dst_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_add_u8_f16` of indexing.hip.
@@ -5070,7 +8180,19 @@ pub fn launch_index_add_u8_f16<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_u8_f16", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_add_u8_f16", "indexing.hip");
+    let kernel_args = [
+        ids.arg(),
+        KernelArg::Usize(ids_dim_size),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(dst_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_add_u8_f32` of indexing.hip.
@@ -5088,7 +8210,19 @@ pub fn launch_index_add_u8_f32<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_u8_f32", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_add_u8_f32", "indexing.hip");
+    let kernel_args = [
+        ids.arg(),
+        KernelArg::Usize(ids_dim_size),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(dst_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_add_u8_f64` of indexing.hip.
@@ -5106,7 +8240,19 @@ pub fn launch_index_add_u8_f64<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_u8_f64", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_add_u8_f64", "indexing.hip");
+    let kernel_args = [
+        ids.arg(),
+        KernelArg::Usize(ids_dim_size),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(dst_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_add_u8_i64` of indexing.hip.
@@ -5124,7 +8270,19 @@ pub fn launch_index_add_u8_i64<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_u8_i64", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_add_u8_i64", "indexing.hip");
+    let kernel_args = [
+        ids.arg(),
+        KernelArg::Usize(ids_dim_size),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(dst_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_add_u8_u32` of indexing.hip.
@@ -5142,7 +8300,19 @@ pub fn launch_index_add_u8_u32<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_u8_u32", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_add_u8_u32", "indexing.hip");
+    let kernel_args = [
+        ids.arg(),
+        KernelArg::Usize(ids_dim_size),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(dst_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_add_u8_u8` of indexing.hip.
@@ -5160,7 +8330,19 @@ pub fn launch_index_add_u8_u8<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_u8_u8", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_add_u8_u8", "indexing.hip");
+    let kernel_args = [
+        ids.arg(),
+        KernelArg::Usize(ids_dim_size),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(dst_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_select_i64_bf16` of indexing.hip.
@@ -5180,7 +8362,21 @@ pub fn launch_index_select_i64_bf16<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_i64_bf16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_select_i64_bf16", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(ids_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_select_i64_f16` of indexing.hip.
@@ -5200,7 +8396,21 @@ pub fn launch_index_select_i64_f16<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_i64_f16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_select_i64_f16", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(ids_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_select_i64_f32` of indexing.hip.
@@ -5220,7 +8430,21 @@ pub fn launch_index_select_i64_f32<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_i64_f32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_select_i64_f32", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(ids_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_select_i64_f64` of indexing.hip.
@@ -5240,7 +8464,21 @@ pub fn launch_index_select_i64_f64<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_i64_f64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_select_i64_f64", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(ids_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_select_i64_i64` of indexing.hip.
@@ -5260,7 +8498,21 @@ pub fn launch_index_select_i64_i64<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_i64_i64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_select_i64_i64", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(ids_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_select_i64_u32` of indexing.hip.
@@ -5280,7 +8532,21 @@ pub fn launch_index_select_i64_u32<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_i64_u32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_select_i64_u32", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(ids_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_select_i64_u8` of indexing.hip.
@@ -5300,7 +8566,21 @@ pub fn launch_index_select_i64_u8<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_i64_u8", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_select_i64_u8", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(ids_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_select_u32_bf16` of indexing.hip.
@@ -5320,7 +8600,21 @@ pub fn launch_index_select_u32_bf16<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_u32_bf16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_select_u32_bf16", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(ids_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_select_u32_f16` of indexing.hip.
@@ -5340,7 +8634,21 @@ pub fn launch_index_select_u32_f16<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_u32_f16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_select_u32_f16", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(ids_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_select_u32_f32` of indexing.hip.
@@ -5360,7 +8668,21 @@ pub fn launch_index_select_u32_f32<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_u32_f32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_select_u32_f32", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(ids_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_select_u32_f64` of indexing.hip.
@@ -5380,7 +8702,21 @@ pub fn launch_index_select_u32_f64<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_u32_f64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_select_u32_f64", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(ids_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_select_u32_i64` of indexing.hip.
@@ -5400,7 +8736,21 @@ pub fn launch_index_select_u32_i64<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_u32_i64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_select_u32_i64", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(ids_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_select_u32_u32` of indexing.hip.
@@ -5420,7 +8770,21 @@ pub fn launch_index_select_u32_u32<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_u32_u32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_select_u32_u32", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(ids_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_select_u32_u8` of indexing.hip.
@@ -5440,7 +8804,21 @@ pub fn launch_index_select_u32_u8<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_u32_u8", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_select_u32_u8", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(ids_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_select_u8_bf16` of indexing.hip.
@@ -5460,7 +8838,21 @@ pub fn launch_index_select_u8_bf16<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_u8_bf16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_select_u8_bf16", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(ids_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_select_u8_f16` of indexing.hip.
@@ -5480,7 +8872,21 @@ pub fn launch_index_select_u8_f16<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_u8_f16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_select_u8_f16", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(ids_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_select_u8_f32` of indexing.hip.
@@ -5500,7 +8906,21 @@ pub fn launch_index_select_u8_f32<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_u8_f32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_select_u8_f32", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(ids_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_select_u8_f64` of indexing.hip.
@@ -5520,7 +8940,21 @@ pub fn launch_index_select_u8_f64<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_u8_f64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_select_u8_f64", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(ids_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_select_u8_i64` of indexing.hip.
@@ -5540,7 +8974,21 @@ pub fn launch_index_select_u8_i64<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_u8_i64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_select_u8_i64", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(ids_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_select_u8_u32` of indexing.hip.
@@ -5560,7 +9008,21 @@ pub fn launch_index_select_u8_u32<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_u8_u32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_select_u8_u32", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(ids_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_select_u8_u8` of indexing.hip.
@@ -5580,7 +9042,21 @@ pub fn launch_index_select_u8_u8<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_u8_u8", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_select_u8_u8", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(ids_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `layer_norm_bf16` of nn.hip.
@@ -5596,7 +9072,17 @@ pub fn launch_layer_norm_bf16<L: KernelLauncher + ?Sized>(
     beta: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "layer_norm_bf16", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), KernelArg::F64(eps), x.arg(), alpha.arg(), beta.arg(), out.arg()])
+    let entry_point = Kernel::new("layer_norm_bf16", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(ncols),
+        KernelArg::F64(eps),
+        x.arg(),
+        alpha.arg(),
+        beta.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `layer_norm_f16` of nn.hip.
@@ -5612,7 +9098,17 @@ pub fn launch_layer_norm_f16<L: KernelLauncher + ?Sized>(
     beta: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "layer_norm_f16", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), KernelArg::F64(eps), x.arg(), alpha.arg(), beta.arg(), out.arg()])
+    let entry_point = Kernel::new("layer_norm_f16", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(ncols),
+        KernelArg::F64(eps),
+        x.arg(),
+        alpha.arg(),
+        beta.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `layer_norm_f32` of nn.hip.
@@ -5628,7 +9124,17 @@ pub fn launch_layer_norm_f32<L: KernelLauncher + ?Sized>(
     beta: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "layer_norm_f32", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), KernelArg::F64(eps), x.arg(), alpha.arg(), beta.arg(), out.arg()])
+    let entry_point = Kernel::new("layer_norm_f32", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(ncols),
+        KernelArg::F64(eps),
+        x.arg(),
+        alpha.arg(),
+        beta.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `layer_norm_f64` of nn.hip.
@@ -5644,7 +9150,17 @@ pub fn launch_layer_norm_f64<L: KernelLauncher + ?Sized>(
     beta: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "layer_norm_f64", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), KernelArg::F64(eps), x.arg(), alpha.arg(), beta.arg(), out.arg()])
+    let entry_point = Kernel::new("layer_norm_f64", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(ncols),
+        KernelArg::F64(eps),
+        x.arg(),
+        alpha.arg(),
+        beta.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `max_pool2d_bf16` of pool.hip.
@@ -5661,7 +9177,18 @@ pub fn launch_max_pool2d_bf16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<Bf16>,
     dst: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "max_pool2d_bf16", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_k), KernelArg::Usize(h_k), KernelArg::Usize(w_stride), KernelArg::Usize(h_stride), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("max_pool2d_bf16", "pool.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_k),
+        KernelArg::Usize(h_k),
+        KernelArg::Usize(w_stride),
+        KernelArg::Usize(h_stride),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `max_pool2d_f16` of pool.hip.
@@ -5678,7 +9205,18 @@ pub fn launch_max_pool2d_f16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<F16>,
     dst: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "max_pool2d_f16", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_k), KernelArg::Usize(h_k), KernelArg::Usize(w_stride), KernelArg::Usize(h_stride), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("max_pool2d_f16", "pool.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_k),
+        KernelArg::Usize(h_k),
+        KernelArg::Usize(w_stride),
+        KernelArg::Usize(h_stride),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `max_pool2d_f32` of pool.hip.
@@ -5695,7 +9233,18 @@ pub fn launch_max_pool2d_f32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f32>,
     dst: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "max_pool2d_f32", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_k), KernelArg::Usize(h_k), KernelArg::Usize(w_stride), KernelArg::Usize(h_stride), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("max_pool2d_f32", "pool.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_k),
+        KernelArg::Usize(h_k),
+        KernelArg::Usize(w_stride),
+        KernelArg::Usize(h_stride),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `max_pool2d_f64` of pool.hip.
@@ -5712,7 +9261,18 @@ pub fn launch_max_pool2d_f64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f64>,
     dst: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "max_pool2d_f64", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_k), KernelArg::Usize(h_k), KernelArg::Usize(w_stride), KernelArg::Usize(h_stride), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("max_pool2d_f64", "pool.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_k),
+        KernelArg::Usize(h_k),
+        KernelArg::Usize(w_stride),
+        KernelArg::Usize(h_stride),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `max_pool2d_i64` of pool.hip.
@@ -5729,7 +9289,18 @@ pub fn launch_max_pool2d_i64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<i64>,
     dst: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "max_pool2d_i64", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_k), KernelArg::Usize(h_k), KernelArg::Usize(w_stride), KernelArg::Usize(h_stride), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("max_pool2d_i64", "pool.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_k),
+        KernelArg::Usize(h_k),
+        KernelArg::Usize(w_stride),
+        KernelArg::Usize(h_stride),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `max_pool2d_u32` of pool.hip.
@@ -5746,7 +9317,18 @@ pub fn launch_max_pool2d_u32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "max_pool2d_u32", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_k), KernelArg::Usize(h_k), KernelArg::Usize(w_stride), KernelArg::Usize(h_stride), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("max_pool2d_u32", "pool.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_k),
+        KernelArg::Usize(h_k),
+        KernelArg::Usize(w_stride),
+        KernelArg::Usize(h_stride),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `max_pool2d_u8` of pool.hip.
@@ -5763,7 +9345,18 @@ pub fn launch_max_pool2d_u8<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u8>,
     dst: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "max_pool2d_u8", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_k), KernelArg::Usize(h_k), KernelArg::Usize(w_stride), KernelArg::Usize(h_stride), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("max_pool2d_u8", "pool.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_k),
+        KernelArg::Usize(h_k),
+        KernelArg::Usize(w_stride),
+        KernelArg::Usize(h_stride),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `powf_bf16` of affine.hip.
@@ -5778,7 +9371,16 @@ pub fn launch_powf_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "powf_bf16", source: "affine.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::F32(param), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("powf_bf16", "affine.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::F32(param),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `powf_f16` of affine.hip.
@@ -5793,7 +9395,16 @@ pub fn launch_powf_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "powf_f16", source: "affine.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::F32(param), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("powf_f16", "affine.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::F32(param),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `powf_f32` of affine.hip.
@@ -5808,7 +9419,16 @@ pub fn launch_powf_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "powf_f32", source: "affine.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::F32(param), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("powf_f32", "affine.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::F32(param),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `powf_f64` of affine.hip.
@@ -5823,7 +9443,16 @@ pub fn launch_powf_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "powf_f64", source: "affine.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::F64(param), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("powf_f64", "affine.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::F64(param),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `qmatvec_q4_0` of quantized.hip.
@@ -5838,7 +9467,16 @@ pub fn launch_qmatvec_q4_0<L: KernelLauncher + ?Sized>(
     k: usize,
     rows: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "qmatvec_q4_0", source: "quantized.hip" }, cfg, &[w.arg(), x.arg(), y.arg(), KernelArg::Usize(n), KernelArg::Usize(k), KernelArg::Usize(rows)])
+    let entry_point = Kernel::new("qmatvec_q4_0", "quantized.hip");
+    let kernel_args = [
+        w.arg(),
+        x.arg(),
+        y.arg(),
+        KernelArg::Usize(n),
+        KernelArg::Usize(k),
+        KernelArg::Usize(rows),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `qmatvec_q4_1` of quantized.hip.
@@ -5853,7 +9491,16 @@ pub fn launch_qmatvec_q4_1<L: KernelLauncher + ?Sized>(
     k: usize,
     rows: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "qmatvec_q4_1", source: "quantized.hip" }, cfg, &[w.arg(), x.arg(), y.arg(), KernelArg::Usize(n), KernelArg::Usize(k), KernelArg::Usize(rows)])
+    let entry_point = Kernel::new("qmatvec_q4_1", "quantized.hip");
+    let kernel_args = [
+        w.arg(),
+        x.arg(),
+        y.arg(),
+        KernelArg::Usize(n),
+        KernelArg::Usize(k),
+        KernelArg::Usize(rows),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `qmatvec_q4_k` of quantized.hip.
@@ -5868,7 +9515,16 @@ pub fn launch_qmatvec_q4_k<L: KernelLauncher + ?Sized>(
     k: usize,
     rows: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "qmatvec_q4_k", source: "quantized.hip" }, cfg, &[w.arg(), x.arg(), y.arg(), KernelArg::Usize(n), KernelArg::Usize(k), KernelArg::Usize(rows)])
+    let entry_point = Kernel::new("qmatvec_q4_k", "quantized.hip");
+    let kernel_args = [
+        w.arg(),
+        x.arg(),
+        y.arg(),
+        KernelArg::Usize(n),
+        KernelArg::Usize(k),
+        KernelArg::Usize(rows),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `qmatvec_q6_k` of quantized.hip.
@@ -5883,7 +9539,16 @@ pub fn launch_qmatvec_q6_k<L: KernelLauncher + ?Sized>(
     k: usize,
     rows: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "qmatvec_q6_k", source: "quantized.hip" }, cfg, &[w.arg(), x.arg(), y.arg(), KernelArg::Usize(n), KernelArg::Usize(k), KernelArg::Usize(rows)])
+    let entry_point = Kernel::new("qmatvec_q6_k", "quantized.hip");
+    let kernel_args = [
+        w.arg(),
+        x.arg(),
+        y.arg(),
+        KernelArg::Usize(n),
+        KernelArg::Usize(k),
+        KernelArg::Usize(rows),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `qmatvec_q8_0` of quantized.hip.
@@ -5898,7 +9563,16 @@ pub fn launch_qmatvec_q8_0<L: KernelLauncher + ?Sized>(
     k: usize,
     rows: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "qmatvec_q8_0", source: "quantized.hip" }, cfg, &[w.arg(), x.arg(), y.arg(), KernelArg::Usize(n), KernelArg::Usize(k), KernelArg::Usize(rows)])
+    let entry_point = Kernel::new("qmatvec_q8_0", "quantized.hip");
+    let kernel_args = [
+        w.arg(),
+        x.arg(),
+        y.arg(),
+        KernelArg::Usize(n),
+        KernelArg::Usize(k),
+        KernelArg::Usize(rows),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `reduce_chunks_bf16` of reduce.hip.
@@ -5917,7 +9591,20 @@ pub fn launch_reduce_chunks_bf16<L: KernelLauncher + ?Sized>(
     partial: DevicePtrMut<c_void>,
     dst: DevicePtrMut<c_void>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "reduce_chunks_bf16", source: "reduce.hip" }, cfg, &[KernelArg::U32(op), KernelArg::U32(pass), KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(chunks), src.arg(), partial.arg(), dst.arg()])
+    let entry_point = Kernel::new("reduce_chunks_bf16", "reduce.hip");
+    let kernel_args = [
+        KernelArg::U32(op),
+        KernelArg::U32(pass),
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(chunks),
+        src.arg(),
+        partial.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `reduce_chunks_f16` of reduce.hip.
@@ -5936,7 +9623,20 @@ pub fn launch_reduce_chunks_f16<L: KernelLauncher + ?Sized>(
     partial: DevicePtrMut<c_void>,
     dst: DevicePtrMut<c_void>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "reduce_chunks_f16", source: "reduce.hip" }, cfg, &[KernelArg::U32(op), KernelArg::U32(pass), KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(chunks), src.arg(), partial.arg(), dst.arg()])
+    let entry_point = Kernel::new("reduce_chunks_f16", "reduce.hip");
+    let kernel_args = [
+        KernelArg::U32(op),
+        KernelArg::U32(pass),
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(chunks),
+        src.arg(),
+        partial.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `reduce_chunks_f32` of reduce.hip.
@@ -5955,7 +9655,20 @@ pub fn launch_reduce_chunks_f32<L: KernelLauncher + ?Sized>(
     partial: DevicePtrMut<c_void>,
     dst: DevicePtrMut<c_void>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "reduce_chunks_f32", source: "reduce.hip" }, cfg, &[KernelArg::U32(op), KernelArg::U32(pass), KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(chunks), src.arg(), partial.arg(), dst.arg()])
+    let entry_point = Kernel::new("reduce_chunks_f32", "reduce.hip");
+    let kernel_args = [
+        KernelArg::U32(op),
+        KernelArg::U32(pass),
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(chunks),
+        src.arg(),
+        partial.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `reduce_chunks_f64` of reduce.hip.
@@ -5974,7 +9687,20 @@ pub fn launch_reduce_chunks_f64<L: KernelLauncher + ?Sized>(
     partial: DevicePtrMut<c_void>,
     dst: DevicePtrMut<c_void>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "reduce_chunks_f64", source: "reduce.hip" }, cfg, &[KernelArg::U32(op), KernelArg::U32(pass), KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(chunks), src.arg(), partial.arg(), dst.arg()])
+    let entry_point = Kernel::new("reduce_chunks_f64", "reduce.hip");
+    let kernel_args = [
+        KernelArg::U32(op),
+        KernelArg::U32(pass),
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(chunks),
+        src.arg(),
+        partial.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `reduce_chunks_i64` of reduce.hip.
@@ -5993,7 +9719,20 @@ pub fn launch_reduce_chunks_i64<L: KernelLauncher + ?Sized>(
     partial: DevicePtrMut<c_void>,
     dst: DevicePtrMut<c_void>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "reduce_chunks_i64", source: "reduce.hip" }, cfg, &[KernelArg::U32(op), KernelArg::U32(pass), KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(chunks), src.arg(), partial.arg(), dst.arg()])
+    let entry_point = Kernel::new("reduce_chunks_i64", "reduce.hip");
+    let kernel_args = [
+        KernelArg::U32(op),
+        KernelArg::U32(pass),
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(chunks),
+        src.arg(),
+        partial.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `reduce_chunks_u32` of reduce.hip.
@@ -6012,7 +9751,20 @@ pub fn launch_reduce_chunks_u32<L: KernelLauncher + ?Sized>(
     partial: DevicePtrMut<c_void>,
     dst: DevicePtrMut<c_void>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "reduce_chunks_u32", source: "reduce.hip" }, cfg, &[KernelArg::U32(op), KernelArg::U32(pass), KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(chunks), src.arg(), partial.arg(), dst.arg()])
+    let entry_point = Kernel::new("reduce_chunks_u32", "reduce.hip");
+    let kernel_args = [
+        KernelArg::U32(op),
+        KernelArg::U32(pass),
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(chunks),
+        src.arg(),
+        partial.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `reduce_chunks_u8` of reduce.hip.
@@ -6031,7 +9783,20 @@ pub fn launch_reduce_chunks_u8<L: KernelLauncher + ?Sized>(
     partial: DevicePtrMut<c_void>,
     dst: DevicePtrMut<c_void>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "reduce_chunks_u8", source: "reduce.hip" }, cfg, &[KernelArg::U32(op), KernelArg::U32(pass), KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(chunks), src.arg(), partial.arg(), dst.arg()])
+    let entry_point = Kernel::new("reduce_chunks_u8", "reduce.hip");
+    let kernel_args = [
+        KernelArg::U32(op),
+        KernelArg::U32(pass),
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(chunks),
+        src.arg(),
+        partial.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `reduce_columns_bf16` of reduce.hip.
@@ -6050,7 +9815,20 @@ pub fn launch_reduce_columns_bf16<L: KernelLauncher + ?Sized>(
     partial: DevicePtrMut<c_void>,
     dst: DevicePtrMut<c_void>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "reduce_columns_bf16", source: "reduce.hip" }, cfg, &[KernelArg::U32(op), KernelArg::Usize(groups), KernelArg::Usize(el), KernelArg::Usize(row_stride), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(splits), src.arg(), partial.arg(), dst.arg()])
+    let entry_point = Kernel::new("reduce_columns_bf16", "reduce.hip");
+    let kernel_args = [
+        KernelArg::U32(op),
+        KernelArg::Usize(groups),
+        KernelArg::Usize(el),
+        KernelArg::Usize(row_stride),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(splits),
+        src.arg(),
+        partial.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `reduce_columns_f16` of reduce.hip.
@@ -6069,7 +9847,20 @@ pub fn launch_reduce_columns_f16<L: KernelLauncher + ?Sized>(
     partial: DevicePtrMut<c_void>,
     dst: DevicePtrMut<c_void>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "reduce_columns_f16", source: "reduce.hip" }, cfg, &[KernelArg::U32(op), KernelArg::Usize(groups), KernelArg::Usize(el), KernelArg::Usize(row_stride), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(splits), src.arg(), partial.arg(), dst.arg()])
+    let entry_point = Kernel::new("reduce_columns_f16", "reduce.hip");
+    let kernel_args = [
+        KernelArg::U32(op),
+        KernelArg::Usize(groups),
+        KernelArg::Usize(el),
+        KernelArg::Usize(row_stride),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(splits),
+        src.arg(),
+        partial.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `reduce_columns_f32` of reduce.hip.
@@ -6088,7 +9879,20 @@ pub fn launch_reduce_columns_f32<L: KernelLauncher + ?Sized>(
     partial: DevicePtrMut<c_void>,
     dst: DevicePtrMut<c_void>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "reduce_columns_f32", source: "reduce.hip" }, cfg, &[KernelArg::U32(op), KernelArg::Usize(groups), KernelArg::Usize(el), KernelArg::Usize(row_stride), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(splits), src.arg(), partial.arg(), dst.arg()])
+    let entry_point = Kernel::new("reduce_columns_f32", "reduce.hip");
+    let kernel_args = [
+        KernelArg::U32(op),
+        KernelArg::Usize(groups),
+        KernelArg::Usize(el),
+        KernelArg::Usize(row_stride),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(splits),
+        src.arg(),
+        partial.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `reduce_columns_f64` of reduce.hip.
@@ -6107,7 +9911,20 @@ pub fn launch_reduce_columns_f64<L: KernelLauncher + ?Sized>(
     partial: DevicePtrMut<c_void>,
     dst: DevicePtrMut<c_void>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "reduce_columns_f64", source: "reduce.hip" }, cfg, &[KernelArg::U32(op), KernelArg::Usize(groups), KernelArg::Usize(el), KernelArg::Usize(row_stride), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(splits), src.arg(), partial.arg(), dst.arg()])
+    let entry_point = Kernel::new("reduce_columns_f64", "reduce.hip");
+    let kernel_args = [
+        KernelArg::U32(op),
+        KernelArg::Usize(groups),
+        KernelArg::Usize(el),
+        KernelArg::Usize(row_stride),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(splits),
+        src.arg(),
+        partial.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `reduce_columns_i64` of reduce.hip.
@@ -6126,7 +9943,20 @@ pub fn launch_reduce_columns_i64<L: KernelLauncher + ?Sized>(
     partial: DevicePtrMut<c_void>,
     dst: DevicePtrMut<c_void>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "reduce_columns_i64", source: "reduce.hip" }, cfg, &[KernelArg::U32(op), KernelArg::Usize(groups), KernelArg::Usize(el), KernelArg::Usize(row_stride), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(splits), src.arg(), partial.arg(), dst.arg()])
+    let entry_point = Kernel::new("reduce_columns_i64", "reduce.hip");
+    let kernel_args = [
+        KernelArg::U32(op),
+        KernelArg::Usize(groups),
+        KernelArg::Usize(el),
+        KernelArg::Usize(row_stride),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(splits),
+        src.arg(),
+        partial.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `reduce_columns_u32` of reduce.hip.
@@ -6145,7 +9975,20 @@ pub fn launch_reduce_columns_u32<L: KernelLauncher + ?Sized>(
     partial: DevicePtrMut<c_void>,
     dst: DevicePtrMut<c_void>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "reduce_columns_u32", source: "reduce.hip" }, cfg, &[KernelArg::U32(op), KernelArg::Usize(groups), KernelArg::Usize(el), KernelArg::Usize(row_stride), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(splits), src.arg(), partial.arg(), dst.arg()])
+    let entry_point = Kernel::new("reduce_columns_u32", "reduce.hip");
+    let kernel_args = [
+        KernelArg::U32(op),
+        KernelArg::Usize(groups),
+        KernelArg::Usize(el),
+        KernelArg::Usize(row_stride),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(splits),
+        src.arg(),
+        partial.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `reduce_columns_u8` of reduce.hip.
@@ -6164,7 +10007,20 @@ pub fn launch_reduce_columns_u8<L: KernelLauncher + ?Sized>(
     partial: DevicePtrMut<c_void>,
     dst: DevicePtrMut<c_void>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "reduce_columns_u8", source: "reduce.hip" }, cfg, &[KernelArg::U32(op), KernelArg::Usize(groups), KernelArg::Usize(el), KernelArg::Usize(row_stride), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(splits), src.arg(), partial.arg(), dst.arg()])
+    let entry_point = Kernel::new("reduce_columns_u8", "reduce.hip");
+    let kernel_args = [
+        KernelArg::U32(op),
+        KernelArg::Usize(groups),
+        KernelArg::Usize(el),
+        KernelArg::Usize(row_stride),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(splits),
+        src.arg(),
+        partial.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `rms_norm_bf16` of nn.hip.
@@ -6179,7 +10035,16 @@ pub fn launch_rms_norm_bf16<L: KernelLauncher + ?Sized>(
     alpha: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "rms_norm_bf16", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), KernelArg::F64(eps), x.arg(), alpha.arg(), out.arg()])
+    let entry_point = Kernel::new("rms_norm_bf16", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(ncols),
+        KernelArg::F64(eps),
+        x.arg(),
+        alpha.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `rms_norm_f16` of nn.hip.
@@ -6194,7 +10059,16 @@ pub fn launch_rms_norm_f16<L: KernelLauncher + ?Sized>(
     alpha: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "rms_norm_f16", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), KernelArg::F64(eps), x.arg(), alpha.arg(), out.arg()])
+    let entry_point = Kernel::new("rms_norm_f16", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(ncols),
+        KernelArg::F64(eps),
+        x.arg(),
+        alpha.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `rms_norm_f32` of nn.hip.
@@ -6209,7 +10083,16 @@ pub fn launch_rms_norm_f32<L: KernelLauncher + ?Sized>(
     alpha: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "rms_norm_f32", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), KernelArg::F64(eps), x.arg(), alpha.arg(), out.arg()])
+    let entry_point = Kernel::new("rms_norm_f32", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(ncols),
+        KernelArg::F64(eps),
+        x.arg(),
+        alpha.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `rms_norm_f64` of nn.hip.
@@ -6224,7 +10107,16 @@ pub fn launch_rms_norm_f64<L: KernelLauncher + ?Sized>(
     alpha: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "rms_norm_f64", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), KernelArg::F64(eps), x.arg(), alpha.arg(), out.arg()])
+    let entry_point = Kernel::new("rms_norm_f64", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(ncols),
+        KernelArg::F64(eps),
+        x.arg(),
+        alpha.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `rope_bf16` of nn.hip.
@@ -6240,7 +10132,17 @@ pub fn launch_rope_bf16<L: KernelLauncher + ?Sized>(
     sin: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "rope_bf16", source: "nn.hip" }, cfg, &[KernelArg::Usize(bh), KernelArg::Usize(td), KernelArg::Usize(d), x.arg(), cos.arg(), sin.arg(), out.arg()])
+    let entry_point = Kernel::new("rope_bf16", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(bh),
+        KernelArg::Usize(td),
+        KernelArg::Usize(d),
+        x.arg(),
+        cos.arg(),
+        sin.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `rope_f16` of nn.hip.
@@ -6256,7 +10158,17 @@ pub fn launch_rope_f16<L: KernelLauncher + ?Sized>(
     sin: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "rope_f16", source: "nn.hip" }, cfg, &[KernelArg::Usize(bh), KernelArg::Usize(td), KernelArg::Usize(d), x.arg(), cos.arg(), sin.arg(), out.arg()])
+    let entry_point = Kernel::new("rope_f16", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(bh),
+        KernelArg::Usize(td),
+        KernelArg::Usize(d),
+        x.arg(),
+        cos.arg(),
+        sin.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `rope_f32` of nn.hip.
@@ -6272,7 +10184,17 @@ pub fn launch_rope_f32<L: KernelLauncher + ?Sized>(
     sin: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "rope_f32", source: "nn.hip" }, cfg, &[KernelArg::Usize(bh), KernelArg::Usize(td), KernelArg::Usize(d), x.arg(), cos.arg(), sin.arg(), out.arg()])
+    let entry_point = Kernel::new("rope_f32", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(bh),
+        KernelArg::Usize(td),
+        KernelArg::Usize(d),
+        x.arg(),
+        cos.arg(),
+        sin.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `rope_f64` of nn.hip.
@@ -6288,7 +10210,17 @@ pub fn launch_rope_f64<L: KernelLauncher + ?Sized>(
     sin: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "rope_f64", source: "nn.hip" }, cfg, &[KernelArg::Usize(bh), KernelArg::Usize(td), KernelArg::Usize(d), x.arg(), cos.arg(), sin.arg(), out.arg()])
+    let entry_point = Kernel::new("rope_f64", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(bh),
+        KernelArg::Usize(td),
+        KernelArg::Usize(d),
+        x.arg(),
+        cos.arg(),
+        sin.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `rope_i_bf16` of nn.hip.
@@ -6303,7 +10235,16 @@ pub fn launch_rope_i_bf16<L: KernelLauncher + ?Sized>(
     sin: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "rope_i_bf16", source: "nn.hip" }, cfg, &[KernelArg::Usize(bh), KernelArg::Usize(td), x.arg(), cos.arg(), sin.arg(), out.arg()])
+    let entry_point = Kernel::new("rope_i_bf16", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(bh),
+        KernelArg::Usize(td),
+        x.arg(),
+        cos.arg(),
+        sin.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `rope_i_f16` of nn.hip.
@@ -6318,7 +10259,16 @@ pub fn launch_rope_i_f16<L: KernelLauncher + ?Sized>(
     sin: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "rope_i_f16", source: "nn.hip" }, cfg, &[KernelArg::Usize(bh), KernelArg::Usize(td), x.arg(), cos.arg(), sin.arg(), out.arg()])
+    let entry_point = Kernel::new("rope_i_f16", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(bh),
+        KernelArg::Usize(td),
+        x.arg(),
+        cos.arg(),
+        sin.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `rope_i_f32` of nn.hip.
@@ -6333,7 +10283,16 @@ pub fn launch_rope_i_f32<L: KernelLauncher + ?Sized>(
     sin: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "rope_i_f32", source: "nn.hip" }, cfg, &[KernelArg::Usize(bh), KernelArg::Usize(td), x.arg(), cos.arg(), sin.arg(), out.arg()])
+    let entry_point = Kernel::new("rope_i_f32", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(bh),
+        KernelArg::Usize(td),
+        x.arg(),
+        cos.arg(),
+        sin.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `rope_i_f64` of nn.hip.
@@ -6348,7 +10307,16 @@ pub fn launch_rope_i_f64<L: KernelLauncher + ?Sized>(
     sin: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "rope_i_f64", source: "nn.hip" }, cfg, &[KernelArg::Usize(bh), KernelArg::Usize(td), x.arg(), cos.arg(), sin.arg(), out.arg()])
+    let entry_point = Kernel::new("rope_i_f64", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(bh),
+        KernelArg::Usize(td),
+        x.arg(),
+        cos.arg(),
+        sin.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `rope_thd_bf16` of nn.hip.
@@ -6365,7 +10333,18 @@ pub fn launch_rope_thd_bf16<L: KernelLauncher + ?Sized>(
     sin: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "rope_thd_bf16", source: "nn.hip" }, cfg, &[KernelArg::Usize(b), KernelArg::Usize(t), KernelArg::Usize(h), KernelArg::Usize(d), x.arg(), cos.arg(), sin.arg(), out.arg()])
+    let entry_point = Kernel::new("rope_thd_bf16", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(b),
+        KernelArg::Usize(t),
+        KernelArg::Usize(h),
+        KernelArg::Usize(d),
+        x.arg(),
+        cos.arg(),
+        sin.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `rope_thd_f16` of nn.hip.
@@ -6382,7 +10361,18 @@ pub fn launch_rope_thd_f16<L: KernelLauncher + ?Sized>(
     sin: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "rope_thd_f16", source: "nn.hip" }, cfg, &[KernelArg::Usize(b), KernelArg::Usize(t), KernelArg::Usize(h), KernelArg::Usize(d), x.arg(), cos.arg(), sin.arg(), out.arg()])
+    let entry_point = Kernel::new("rope_thd_f16", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(b),
+        KernelArg::Usize(t),
+        KernelArg::Usize(h),
+        KernelArg::Usize(d),
+        x.arg(),
+        cos.arg(),
+        sin.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `rope_thd_f32` of nn.hip.
@@ -6399,7 +10389,18 @@ pub fn launch_rope_thd_f32<L: KernelLauncher + ?Sized>(
     sin: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "rope_thd_f32", source: "nn.hip" }, cfg, &[KernelArg::Usize(b), KernelArg::Usize(t), KernelArg::Usize(h), KernelArg::Usize(d), x.arg(), cos.arg(), sin.arg(), out.arg()])
+    let entry_point = Kernel::new("rope_thd_f32", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(b),
+        KernelArg::Usize(t),
+        KernelArg::Usize(h),
+        KernelArg::Usize(d),
+        x.arg(),
+        cos.arg(),
+        sin.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `rope_thd_f64` of nn.hip.
@@ -6416,7 +10417,18 @@ pub fn launch_rope_thd_f64<L: KernelLauncher + ?Sized>(
     sin: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "rope_thd_f64", source: "nn.hip" }, cfg, &[KernelArg::Usize(b), KernelArg::Usize(t), KernelArg::Usize(h), KernelArg::Usize(d), x.arg(), cos.arg(), sin.arg(), out.arg()])
+    let entry_point = Kernel::new("rope_thd_f64", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(b),
+        KernelArg::Usize(t),
+        KernelArg::Usize(h),
+        KernelArg::Usize(d),
+        x.arg(),
+        cos.arg(),
+        sin.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_add_i64_bf16` of indexing.hip.
@@ -6434,7 +10446,19 @@ pub fn launch_scatter_add_i64_bf16<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_i64_bf16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_add_i64_bf16", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_add_i64_f16` of indexing.hip.
@@ -6452,7 +10476,19 @@ pub fn launch_scatter_add_i64_f16<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_i64_f16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_add_i64_f16", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_add_i64_f32` of indexing.hip.
@@ -6470,7 +10506,19 @@ pub fn launch_scatter_add_i64_f32<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_i64_f32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_add_i64_f32", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_add_i64_f64` of indexing.hip.
@@ -6488,7 +10536,19 @@ pub fn launch_scatter_add_i64_f64<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_i64_f64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_add_i64_f64", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_add_i64_i64` of indexing.hip.
@@ -6506,7 +10566,19 @@ pub fn launch_scatter_add_i64_i64<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_i64_i64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_add_i64_i64", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_add_i64_u32` of indexing.hip.
@@ -6524,7 +10596,19 @@ pub fn launch_scatter_add_i64_u32<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_i64_u32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_add_i64_u32", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_add_i64_u8` of indexing.hip.
@@ -6542,7 +10626,19 @@ pub fn launch_scatter_add_i64_u8<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_i64_u8", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_add_i64_u8", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_add_u32_bf16` of indexing.hip.
@@ -6560,7 +10656,19 @@ pub fn launch_scatter_add_u32_bf16<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_u32_bf16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_add_u32_bf16", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_add_u32_f16` of indexing.hip.
@@ -6578,7 +10686,19 @@ pub fn launch_scatter_add_u32_f16<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_u32_f16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_add_u32_f16", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_add_u32_f32` of indexing.hip.
@@ -6596,7 +10716,19 @@ pub fn launch_scatter_add_u32_f32<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_u32_f32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_add_u32_f32", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_add_u32_f64` of indexing.hip.
@@ -6614,7 +10746,19 @@ pub fn launch_scatter_add_u32_f64<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_u32_f64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_add_u32_f64", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_add_u32_i64` of indexing.hip.
@@ -6632,7 +10776,19 @@ pub fn launch_scatter_add_u32_i64<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_u32_i64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_add_u32_i64", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_add_u32_u32` of indexing.hip.
@@ -6650,7 +10806,19 @@ pub fn launch_scatter_add_u32_u32<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_u32_u32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_add_u32_u32", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_add_u32_u8` of indexing.hip.
@@ -6668,7 +10836,19 @@ pub fn launch_scatter_add_u32_u8<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_u32_u8", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_add_u32_u8", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_add_u8_bf16` of indexing.hip.
@@ -6686,7 +10866,19 @@ pub fn launch_scatter_add_u8_bf16<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_u8_bf16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_add_u8_bf16", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_add_u8_f16` of indexing.hip.
@@ -6704,7 +10896,19 @@ pub fn launch_scatter_add_u8_f16<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_u8_f16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_add_u8_f16", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_add_u8_f32` of indexing.hip.
@@ -6722,7 +10926,19 @@ pub fn launch_scatter_add_u8_f32<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_u8_f32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_add_u8_f32", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_add_u8_f64` of indexing.hip.
@@ -6740,7 +10956,19 @@ pub fn launch_scatter_add_u8_f64<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_u8_f64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_add_u8_f64", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_add_u8_i64` of indexing.hip.
@@ -6758,7 +10986,19 @@ pub fn launch_scatter_add_u8_i64<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_u8_i64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_add_u8_i64", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_add_u8_u32` of indexing.hip.
@@ -6776,7 +11016,19 @@ pub fn launch_scatter_add_u8_u32<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_u8_u32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_add_u8_u32", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_add_u8_u8` of indexing.hip.
@@ -6794,7 +11046,19 @@ pub fn launch_scatter_add_u8_u8<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_u8_u8", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_add_u8_u8", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_set_i64_bf16` of indexing.hip.
@@ -6812,7 +11076,19 @@ pub fn launch_scatter_set_i64_bf16<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_i64_bf16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_set_i64_bf16", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_set_i64_f16` of indexing.hip.
@@ -6830,7 +11106,19 @@ pub fn launch_scatter_set_i64_f16<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_i64_f16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_set_i64_f16", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_set_i64_f32` of indexing.hip.
@@ -6848,7 +11136,19 @@ pub fn launch_scatter_set_i64_f32<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_i64_f32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_set_i64_f32", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_set_i64_f64` of indexing.hip.
@@ -6866,7 +11166,19 @@ pub fn launch_scatter_set_i64_f64<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_i64_f64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_set_i64_f64", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_set_i64_i64` of indexing.hip.
@@ -6884,7 +11196,19 @@ pub fn launch_scatter_set_i64_i64<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_i64_i64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_set_i64_i64", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_set_i64_u32` of indexing.hip.
@@ -6902,7 +11226,19 @@ pub fn launch_scatter_set_i64_u32<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_i64_u32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_set_i64_u32", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_set_i64_u8` of indexing.hip.
@@ -6920,7 +11256,19 @@ pub fn launch_scatter_set_i64_u8<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_i64_u8", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_set_i64_u8", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_set_u32_bf16` of indexing.hip.
@@ -6938,7 +11286,19 @@ pub fn launch_scatter_set_u32_bf16<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_u32_bf16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_set_u32_bf16", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_set_u32_f16` of indexing.hip.
@@ -6956,7 +11316,19 @@ pub fn launch_scatter_set_u32_f16<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_u32_f16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_set_u32_f16", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_set_u32_f32` of indexing.hip.
@@ -6974,7 +11346,19 @@ pub fn launch_scatter_set_u32_f32<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_u32_f32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_set_u32_f32", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_set_u32_f64` of indexing.hip.
@@ -6992,7 +11376,19 @@ pub fn launch_scatter_set_u32_f64<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_u32_f64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_set_u32_f64", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_set_u32_i64` of indexing.hip.
@@ -7010,7 +11406,19 @@ pub fn launch_scatter_set_u32_i64<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_u32_i64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_set_u32_i64", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_set_u32_u32` of indexing.hip.
@@ -7028,7 +11436,19 @@ pub fn launch_scatter_set_u32_u32<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_u32_u32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_set_u32_u32", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_set_u32_u8` of indexing.hip.
@@ -7046,7 +11466,19 @@ pub fn launch_scatter_set_u32_u8<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_u32_u8", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_set_u32_u8", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_set_u8_bf16` of indexing.hip.
@@ -7064,7 +11496,19 @@ pub fn launch_scatter_set_u8_bf16<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_u8_bf16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_set_u8_bf16", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_set_u8_f16` of indexing.hip.
@@ -7082,7 +11526,19 @@ pub fn launch_scatter_set_u8_f16<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_u8_f16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_set_u8_f16", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_set_u8_f32` of indexing.hip.
@@ -7100,7 +11556,19 @@ pub fn launch_scatter_set_u8_f32<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_u8_f32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_set_u8_f32", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_set_u8_f64` of indexing.hip.
@@ -7118,7 +11586,19 @@ pub fn launch_scatter_set_u8_f64<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_u8_f64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_set_u8_f64", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_set_u8_i64` of indexing.hip.
@@ -7136,7 +11616,19 @@ pub fn launch_scatter_set_u8_i64<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_u8_i64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_set_u8_i64", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_set_u8_u32` of indexing.hip.
@@ -7154,7 +11646,19 @@ pub fn launch_scatter_set_u8_u32<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_u8_u32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_set_u8_u32", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_set_u8_u8` of indexing.hip.
@@ -7172,7 +11676,19 @@ pub fn launch_scatter_set_u8_u8<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_u8_u8", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_set_u8_u8", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `sdpa_softmax_bf16` of nn.hip.
@@ -7187,7 +11703,16 @@ pub fn launch_sdpa_softmax_bf16<L: KernelLauncher + ?Sized>(
     causal: u32,
     scores: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "sdpa_softmax_bf16", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), KernelArg::Usize(sq), KernelArg::F32(scale), KernelArg::U32(causal), scores.arg()])
+    let entry_point = Kernel::new("sdpa_softmax_bf16", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(ncols),
+        KernelArg::Usize(sq),
+        KernelArg::F32(scale),
+        KernelArg::U32(causal),
+        scores.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `sdpa_softmax_f16` of nn.hip.
@@ -7202,7 +11727,16 @@ pub fn launch_sdpa_softmax_f16<L: KernelLauncher + ?Sized>(
     causal: u32,
     scores: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "sdpa_softmax_f16", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), KernelArg::Usize(sq), KernelArg::F32(scale), KernelArg::U32(causal), scores.arg()])
+    let entry_point = Kernel::new("sdpa_softmax_f16", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(ncols),
+        KernelArg::Usize(sq),
+        KernelArg::F32(scale),
+        KernelArg::U32(causal),
+        scores.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `sdpa_softmax_f32` of nn.hip.
@@ -7217,7 +11751,16 @@ pub fn launch_sdpa_softmax_f32<L: KernelLauncher + ?Sized>(
     causal: u32,
     scores: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "sdpa_softmax_f32", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), KernelArg::Usize(sq), KernelArg::F32(scale), KernelArg::U32(causal), scores.arg()])
+    let entry_point = Kernel::new("sdpa_softmax_f32", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(ncols),
+        KernelArg::Usize(sq),
+        KernelArg::F32(scale),
+        KernelArg::U32(causal),
+        scores.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `sigmoid_bf16` of nn.hip.
@@ -7230,7 +11773,15 @@ pub fn launch_sigmoid_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "sigmoid_bf16", source: "nn.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("sigmoid_bf16", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `sigmoid_f16` of nn.hip.
@@ -7243,7 +11794,15 @@ pub fn launch_sigmoid_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "sigmoid_f16", source: "nn.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("sigmoid_f16", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `sigmoid_f32` of nn.hip.
@@ -7256,7 +11815,15 @@ pub fn launch_sigmoid_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "sigmoid_f32", source: "nn.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("sigmoid_f32", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `sigmoid_f64` of nn.hip.
@@ -7269,7 +11836,15 @@ pub fn launch_sigmoid_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "sigmoid_f64", source: "nn.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("sigmoid_f64", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `softmax_last_dim_bf16` of nn.hip.
@@ -7281,7 +11856,14 @@ pub fn launch_softmax_last_dim_bf16<L: KernelLauncher + ?Sized>(
     x: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "softmax_last_dim_bf16", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), x.arg(), out.arg()])
+    let entry_point = Kernel::new("softmax_last_dim_bf16", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(ncols),
+        x.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `softmax_last_dim_f16` of nn.hip.
@@ -7293,7 +11875,14 @@ pub fn launch_softmax_last_dim_f16<L: KernelLauncher + ?Sized>(
     x: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "softmax_last_dim_f16", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), x.arg(), out.arg()])
+    let entry_point = Kernel::new("softmax_last_dim_f16", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(ncols),
+        x.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `softmax_last_dim_f32` of nn.hip.
@@ -7305,7 +11894,14 @@ pub fn launch_softmax_last_dim_f32<L: KernelLauncher + ?Sized>(
     x: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "softmax_last_dim_f32", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), x.arg(), out.arg()])
+    let entry_point = Kernel::new("softmax_last_dim_f32", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(ncols),
+        x.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `softmax_last_dim_f64` of nn.hip.
@@ -7317,7 +11913,14 @@ pub fn launch_softmax_last_dim_f64<L: KernelLauncher + ?Sized>(
     x: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "softmax_last_dim_f64", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), x.arg(), out.arg()])
+    let entry_point = Kernel::new("softmax_last_dim_f64", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(ncols),
+        x.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_abs_bf16` of elementwise.hip.
@@ -7330,7 +11933,15 @@ pub fn launch_unary_abs_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_abs_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_abs_bf16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_abs_f16` of elementwise.hip.
@@ -7343,7 +11954,15 @@ pub fn launch_unary_abs_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_abs_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_abs_f16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_abs_f32` of elementwise.hip.
@@ -7356,7 +11975,15 @@ pub fn launch_unary_abs_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_abs_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_abs_f32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_abs_f64` of elementwise.hip.
@@ -7369,7 +11996,15 @@ pub fn launch_unary_abs_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_abs_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_abs_f64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_abs_i64` of elementwise.hip.
@@ -7382,7 +12017,15 @@ pub fn launch_unary_abs_i64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_abs_i64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_abs_i64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_ceil_bf16` of elementwise.hip.
@@ -7395,7 +12038,15 @@ pub fn launch_unary_ceil_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_ceil_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_ceil_bf16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_ceil_f16` of elementwise.hip.
@@ -7408,7 +12059,15 @@ pub fn launch_unary_ceil_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_ceil_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_ceil_f16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_ceil_f32` of elementwise.hip.
@@ -7421,7 +12080,15 @@ pub fn launch_unary_ceil_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_ceil_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_ceil_f32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_ceil_f64` of elementwise.hip.
@@ -7434,7 +12101,15 @@ pub fn launch_unary_ceil_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_ceil_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_ceil_f64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_cos_bf16` of elementwise.hip.
@@ -7447,7 +12122,15 @@ pub fn launch_unary_cos_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_cos_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_cos_bf16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_cos_f16` of elementwise.hip.
@@ -7460,7 +12143,15 @@ pub fn launch_unary_cos_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_cos_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_cos_f16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_cos_f32` of elementwise.hip.
@@ -7473,7 +12164,15 @@ pub fn launch_unary_cos_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_cos_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_cos_f32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_cos_f64` of elementwise.hip.
@@ -7486,7 +12185,15 @@ pub fn launch_unary_cos_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_cos_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_cos_f64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_erf_bf16` of elementwise.hip.
@@ -7499,7 +12206,15 @@ pub fn launch_unary_erf_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_erf_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_erf_bf16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_erf_f16` of elementwise.hip.
@@ -7512,7 +12227,15 @@ pub fn launch_unary_erf_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_erf_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_erf_f16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_erf_f32` of elementwise.hip.
@@ -7525,7 +12248,15 @@ pub fn launch_unary_erf_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_erf_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_erf_f32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_erf_f64` of elementwise.hip.
@@ -7538,7 +12269,15 @@ pub fn launch_unary_erf_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_erf_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_erf_f64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_exp_bf16` of elementwise.hip.
@@ -7551,7 +12290,15 @@ pub fn launch_unary_exp_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_exp_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_exp_bf16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_exp_f16` of elementwise.hip.
@@ -7564,7 +12311,15 @@ pub fn launch_unary_exp_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_exp_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_exp_f16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_exp_f32` of elementwise.hip.
@@ -7577,7 +12332,15 @@ pub fn launch_unary_exp_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_exp_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_exp_f32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_exp_f64` of elementwise.hip.
@@ -7590,7 +12353,15 @@ pub fn launch_unary_exp_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_exp_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_exp_f64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_floor_bf16` of elementwise.hip.
@@ -7603,7 +12374,15 @@ pub fn launch_unary_floor_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_floor_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_floor_bf16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_floor_f16` of elementwise.hip.
@@ -7616,7 +12395,15 @@ pub fn launch_unary_floor_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_floor_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_floor_f16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_floor_f32` of elementwise.hip.
@@ -7629,7 +12416,15 @@ pub fn launch_unary_floor_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_floor_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_floor_f32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_floor_f64` of elementwise.hip.
@@ -7642,7 +12437,15 @@ pub fn launch_unary_floor_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_floor_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_floor_f64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_gelu_bf16` of elementwise.hip.
@@ -7655,7 +12458,15 @@ pub fn launch_unary_gelu_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_gelu_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_gelu_bf16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_gelu_erf_bf16` of elementwise.hip.
@@ -7668,7 +12479,15 @@ pub fn launch_unary_gelu_erf_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_gelu_erf_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_gelu_erf_bf16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_gelu_erf_f16` of elementwise.hip.
@@ -7681,7 +12500,15 @@ pub fn launch_unary_gelu_erf_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_gelu_erf_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_gelu_erf_f16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_gelu_erf_f32` of elementwise.hip.
@@ -7694,7 +12521,15 @@ pub fn launch_unary_gelu_erf_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_gelu_erf_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_gelu_erf_f32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_gelu_erf_f64` of elementwise.hip.
@@ -7707,7 +12542,15 @@ pub fn launch_unary_gelu_erf_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_gelu_erf_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_gelu_erf_f64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_gelu_f16` of elementwise.hip.
@@ -7720,7 +12563,15 @@ pub fn launch_unary_gelu_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_gelu_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_gelu_f16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_gelu_f32` of elementwise.hip.
@@ -7733,7 +12584,15 @@ pub fn launch_unary_gelu_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_gelu_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_gelu_f32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_gelu_f64` of elementwise.hip.
@@ -7746,7 +12605,15 @@ pub fn launch_unary_gelu_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_gelu_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_gelu_f64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_log_bf16` of elementwise.hip.
@@ -7759,7 +12626,15 @@ pub fn launch_unary_log_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_log_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_log_bf16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_log_f16` of elementwise.hip.
@@ -7772,7 +12647,15 @@ pub fn launch_unary_log_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_log_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_log_f16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_log_f32` of elementwise.hip.
@@ -7785,7 +12668,15 @@ pub fn launch_unary_log_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_log_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_log_f32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_log_f64` of elementwise.hip.
@@ -7798,7 +12689,15 @@ pub fn launch_unary_log_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_log_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_log_f64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_neg_bf16` of elementwise.hip.
@@ -7811,7 +12710,15 @@ pub fn launch_unary_neg_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_neg_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_neg_bf16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_neg_f16` of elementwise.hip.
@@ -7824,7 +12731,15 @@ pub fn launch_unary_neg_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_neg_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_neg_f16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_neg_f32` of elementwise.hip.
@@ -7837,7 +12752,15 @@ pub fn launch_unary_neg_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_neg_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_neg_f32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_neg_f64` of elementwise.hip.
@@ -7850,7 +12773,15 @@ pub fn launch_unary_neg_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_neg_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_neg_f64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_neg_i64` of elementwise.hip.
@@ -7863,7 +12794,15 @@ pub fn launch_unary_neg_i64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_neg_i64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_neg_i64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_recip_bf16` of elementwise.hip.
@@ -7876,7 +12815,15 @@ pub fn launch_unary_recip_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_recip_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_recip_bf16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_recip_f16` of elementwise.hip.
@@ -7889,7 +12836,15 @@ pub fn launch_unary_recip_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_recip_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_recip_f16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_recip_f32` of elementwise.hip.
@@ -7902,7 +12857,15 @@ pub fn launch_unary_recip_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_recip_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_recip_f32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_recip_f64` of elementwise.hip.
@@ -7915,7 +12878,15 @@ pub fn launch_unary_recip_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_recip_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_recip_f64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_relu_bf16` of elementwise.hip.
@@ -7928,7 +12899,15 @@ pub fn launch_unary_relu_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_relu_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_relu_bf16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_relu_f16` of elementwise.hip.
@@ -7941,7 +12920,15 @@ pub fn launch_unary_relu_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_relu_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_relu_f16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_relu_f32` of elementwise.hip.
@@ -7954,7 +12941,15 @@ pub fn launch_unary_relu_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_relu_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_relu_f32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_relu_f64` of elementwise.hip.
@@ -7967,7 +12962,15 @@ pub fn launch_unary_relu_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_relu_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_relu_f64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_relu_i64` of elementwise.hip.
@@ -7980,7 +12983,15 @@ pub fn launch_unary_relu_i64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_relu_i64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_relu_i64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_round_bf16` of elementwise.hip.
@@ -7993,7 +13004,15 @@ pub fn launch_unary_round_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_round_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_round_bf16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_round_f16` of elementwise.hip.
@@ -8006,7 +13025,15 @@ pub fn launch_unary_round_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_round_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_round_f16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_round_f32` of elementwise.hip.
@@ -8019,7 +13046,15 @@ pub fn launch_unary_round_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_round_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_round_f32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_round_f64` of elementwise.hip.
@@ -8032,7 +13067,15 @@ pub fn launch_unary_round_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_round_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_round_f64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_sign_bf16` of elementwise.hip.
@@ -8045,7 +13088,15 @@ pub fn launch_unary_sign_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_sign_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_sign_bf16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_sign_f16` of elementwise.hip.
@@ -8058,7 +13109,15 @@ pub fn launch_unary_sign_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_sign_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_sign_f16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_sign_f32` of elementwise.hip.
@@ -8071,7 +13130,15 @@ pub fn launch_unary_sign_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_sign_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_sign_f32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_sign_f64` of elementwise.hip.
@@ -8084,7 +13151,15 @@ pub fn launch_unary_sign_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_sign_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_sign_f64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_sign_i64` of elementwise.hip.
@@ -8097,7 +13172,15 @@ pub fn launch_unary_sign_i64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_sign_i64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_sign_i64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_silu_bf16` of elementwise.hip.
@@ -8110,7 +13193,15 @@ pub fn launch_unary_silu_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_silu_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_silu_bf16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_silu_f16` of elementwise.hip.
@@ -8123,7 +13214,15 @@ pub fn launch_unary_silu_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_silu_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_silu_f16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_silu_f32` of elementwise.hip.
@@ -8136,7 +13235,15 @@ pub fn launch_unary_silu_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_silu_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_silu_f32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_silu_f64` of elementwise.hip.
@@ -8149,7 +13256,15 @@ pub fn launch_unary_silu_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_silu_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_silu_f64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_sin_bf16` of elementwise.hip.
@@ -8162,7 +13277,15 @@ pub fn launch_unary_sin_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_sin_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_sin_bf16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_sin_f16` of elementwise.hip.
@@ -8175,7 +13298,15 @@ pub fn launch_unary_sin_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_sin_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_sin_f16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_sin_f32` of elementwise.hip.
@@ -8188,7 +13319,15 @@ pub fn launch_unary_sin_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_sin_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_sin_f32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_sin_f64` of elementwise.hip.
@@ -8201,7 +13340,15 @@ pub fn launch_unary_sin_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_sin_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_sin_f64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_sqr_bf16` of elementwise.hip.
@@ -8214,7 +13361,15 @@ pub fn launch_unary_sqr_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_sqr_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_sqr_bf16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_sqr_f16` of elementwise.hip.
@@ -8227,7 +13382,15 @@ pub fn launch_unary_sqr_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_sqr_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_sqr_f16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_sqr_f32` of elementwise.hip.
@@ -8240,7 +13403,15 @@ pub fn launch_unary_sqr_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_sqr_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_sqr_f32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_sqr_f64` of elementwise.hip.
@@ -8253,7 +13424,15 @@ pub fn launch_unary_sqr_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_sqr_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_sqr_f64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_sqr_i64` of elementwise.hip.
@@ -8266,7 +13445,15 @@ pub fn launch_unary_sqr_i64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_sqr_i64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_sqr_i64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_sqr_u32` of elementwise.hip.
@@ -8279,7 +13466,15 @@ pub fn launch_unary_sqr_u32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_sqr_u32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_sqr_u32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_sqr_u8` of elementwise.hip.
@@ -8292,7 +13487,15 @@ pub fn launch_unary_sqr_u8<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_sqr_u8", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_sqr_u8", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_sqrt_bf16` of elementwise.hip.
@@ -8305,7 +13508,15 @@ pub fn launch_unary_sqrt_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_sqrt_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_sqrt_bf16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_sqrt_f16` of elementwise.hip.
@@ -8318,7 +13529,15 @@ pub fn launch_unary_sqrt_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_sqrt_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_sqrt_f16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_sqrt_f32` of elementwise.hip.
@@ -8331,7 +13550,15 @@ pub fn launch_unary_sqrt_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_sqrt_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_sqrt_f32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_sqrt_f64` of elementwise.hip.
@@ -8344,7 +13571,15 @@ pub fn launch_unary_sqrt_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_sqrt_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_sqrt_f64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_tanh_bf16` of elementwise.hip.
@@ -8357,7 +13592,15 @@ pub fn launch_unary_tanh_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_tanh_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_tanh_bf16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_tanh_f16` of elementwise.hip.
@@ -8370,7 +13613,15 @@ pub fn launch_unary_tanh_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_tanh_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_tanh_f16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_tanh_f32` of elementwise.hip.
@@ -8383,7 +13634,15 @@ pub fn launch_unary_tanh_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_tanh_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_tanh_f32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_tanh_f64` of elementwise.hip.
@@ -8396,7 +13655,15 @@ pub fn launch_unary_tanh_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_tanh_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_tanh_f64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `upsample_nearest1d_bf16` of pool.hip.
@@ -8409,7 +13676,15 @@ pub fn launch_upsample_nearest1d_bf16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<Bf16>,
     dst: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "upsample_nearest1d_bf16", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(l_out), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("upsample_nearest1d_bf16", "pool.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(l_out),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `upsample_nearest1d_f16` of pool.hip.
@@ -8422,7 +13697,15 @@ pub fn launch_upsample_nearest1d_f16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<F16>,
     dst: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "upsample_nearest1d_f16", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(l_out), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("upsample_nearest1d_f16", "pool.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(l_out),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `upsample_nearest1d_f32` of pool.hip.
@@ -8435,7 +13718,15 @@ pub fn launch_upsample_nearest1d_f32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f32>,
     dst: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "upsample_nearest1d_f32", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(l_out), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("upsample_nearest1d_f32", "pool.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(l_out),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `upsample_nearest1d_f64` of pool.hip.
@@ -8448,7 +13739,15 @@ pub fn launch_upsample_nearest1d_f64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f64>,
     dst: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "upsample_nearest1d_f64", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(l_out), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("upsample_nearest1d_f64", "pool.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(l_out),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `upsample_nearest1d_i64` of pool.hip.
@@ -8461,7 +13760,15 @@ pub fn launch_upsample_nearest1d_i64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<i64>,
     dst: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "upsample_nearest1d_i64", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(l_out), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("upsample_nearest1d_i64", "pool.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(l_out),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `upsample_nearest1d_u32` of pool.hip.
@@ -8474,7 +13781,15 @@ pub fn launch_upsample_nearest1d_u32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "upsample_nearest1d_u32", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(l_out), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("upsample_nearest1d_u32", "pool.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(l_out),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `upsample_nearest1d_u8` of pool.hip.
@@ -8487,7 +13802,15 @@ pub fn launch_upsample_nearest1d_u8<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u8>,
     dst: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "upsample_nearest1d_u8", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(l_out), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("upsample_nearest1d_u8", "pool.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(l_out),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `upsample_nearest2d_bf16` of pool.hip.
@@ -8502,7 +13825,16 @@ pub fn launch_upsample_nearest2d_bf16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<Bf16>,
     dst: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "upsample_nearest2d_bf16", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_out), KernelArg::Usize(h_out), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("upsample_nearest2d_bf16", "pool.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(h_out),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `upsample_nearest2d_f16` of pool.hip.
@@ -8517,7 +13849,16 @@ pub fn launch_upsample_nearest2d_f16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<F16>,
     dst: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "upsample_nearest2d_f16", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_out), KernelArg::Usize(h_out), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("upsample_nearest2d_f16", "pool.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(h_out),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `upsample_nearest2d_f32` of pool.hip.
@@ -8532,7 +13873,16 @@ pub fn launch_upsample_nearest2d_f32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f32>,
     dst: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "upsample_nearest2d_f32", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_out), KernelArg::Usize(h_out), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("upsample_nearest2d_f32", "pool.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(h_out),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `upsample_nearest2d_f64` of pool.hip.
@@ -8547,7 +13897,16 @@ pub fn launch_upsample_nearest2d_f64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f64>,
     dst: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "upsample_nearest2d_f64", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_out), KernelArg::Usize(h_out), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("upsample_nearest2d_f64", "pool.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(h_out),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `upsample_nearest2d_i64` of pool.hip.
@@ -8562,7 +13921,16 @@ pub fn launch_upsample_nearest2d_i64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<i64>,
     dst: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "upsample_nearest2d_i64", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_out), KernelArg::Usize(h_out), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("upsample_nearest2d_i64", "pool.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(h_out),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `upsample_nearest2d_u32` of pool.hip.
@@ -8577,7 +13945,16 @@ pub fn launch_upsample_nearest2d_u32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "upsample_nearest2d_u32", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_out), KernelArg::Usize(h_out), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("upsample_nearest2d_u32", "pool.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(h_out),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `upsample_nearest2d_u8` of pool.hip.
@@ -8592,7 +13969,16 @@ pub fn launch_upsample_nearest2d_u8<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u8>,
     dst: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "upsample_nearest2d_u8", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_out), KernelArg::Usize(h_out), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("upsample_nearest2d_u8", "pool.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(h_out),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `where_cond_i64_bf16` of where_cond.hip.
@@ -8608,7 +13994,17 @@ pub fn launch_where_cond_i64_bf16<L: KernelLauncher + ?Sized>(
     f: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "where_cond_i64_bf16", source: "where_cond.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), t.arg(), f.arg(), out.arg()])
+    let entry_point = Kernel::new("where_cond_i64_bf16", "where_cond.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        t.arg(),
+        f.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `where_cond_i64_f16` of where_cond.hip.
@@ -8624,7 +14020,17 @@ pub fn launch_where_cond_i64_f16<L: KernelLauncher + ?Sized>(
     f: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "where_cond_i64_f16", source: "where_cond.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), t.arg(), f.arg(), out.arg()])
+    let entry_point = Kernel::new("where_cond_i64_f16", "where_cond.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        t.arg(),
+        f.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `where_cond_i64_f32` of where_cond.hip.
@@ -8640,7 +14046,17 @@ pub fn launch_where_cond_i64_f32<L: KernelLauncher + ?Sized>(
     f: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "where_cond_i64_f32", source: "where_cond.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), t.arg(), f.arg(), out.arg()])
+    let entry_point = Kernel::new("where_cond_i64_f32", "where_cond.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        t.arg(),
+        f.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `where_cond_i64_f64` of where_cond.hip.
@@ -8656,7 +14072,17 @@ pub fn launch_where_cond_i64_f64<L: KernelLauncher + ?Sized>(
     f: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "where_cond_i64_f64", source: "where_cond.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), t.arg(), f.arg(), out.arg()])
+    let entry_point = Kernel::new("where_cond_i64_f64", "where_cond.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        t.arg(),
+        f.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `where_cond_i64_i64` of where_cond.hip.
@@ -8672,7 +14098,17 @@ pub fn launch_where_cond_i64_i64<L: KernelLauncher + ?Sized>(
     f: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "where_cond_i64_i64", source: "where_cond.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), t.arg(), f.arg(), out.arg()])
+    let entry_point = Kernel::new("where_cond_i64_i64", "where_cond.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        t.arg(),
+        f.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `where_cond_i64_u32` of where_cond.hip.
@@ -8688,7 +14124,17 @@ pub fn launch_where_cond_i64_u32<L: KernelLauncher + ?Sized>(
     f: DevicePtr<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "where_cond_i64_u32", source: "where_cond.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), t.arg(), f.arg(), out.arg()])
+    let entry_point = Kernel::new("where_cond_i64_u32", "where_cond.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        t.arg(),
+        f.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `where_cond_i64_u8` of where_cond.hip.
@@ -8704,7 +14150,17 @@ pub fn launch_where_cond_i64_u8<L: KernelLauncher + ?Sized>(
     f: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "where_cond_i64_u8", source: "where_cond.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), t.arg(), f.arg(), out.arg()])
+    let entry_point = Kernel::new("where_cond_i64_u8", "where_cond.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        t.arg(),
+        f.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `where_cond_u32_bf16` of where_cond.hip.
@@ -8720,7 +14176,17 @@ pub fn launch_where_cond_u32_bf16<L: KernelLauncher + ?Sized>(
     f: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "where_cond_u32_bf16", source: "where_cond.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), t.arg(), f.arg(), out.arg()])
+    let entry_point = Kernel::new("where_cond_u32_bf16", "where_cond.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        t.arg(),
+        f.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `where_cond_u32_f16` of where_cond.hip.
@@ -8736,7 +14202,17 @@ pub fn launch_where_cond_u32_f16<L: KernelLauncher + ?Sized>(
     f: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "where_cond_u32_f16", source: "where_cond.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), t.arg(), f.arg(), out.arg()])
+    let entry_point = Kernel::new("where_cond_u32_f16", "where_cond.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        t.arg(),
+        f.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `where_cond_u32_f32` of where_cond.hip.
@@ -8752,7 +14228,17 @@ pub fn launch_where_cond_u32_f32<L: KernelLauncher + ?Sized>(
     f: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "where_cond_u32_f32", source: "where_cond.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), t.arg(), f.arg(), out.arg()])
+    let entry_point = Kernel::new("where_cond_u32_f32", "where_cond.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        t.arg(),
+        f.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `where_cond_u32_f64` of where_cond.hip.
@@ -8768,7 +14254,17 @@ pub fn launch_where_cond_u32_f64<L: KernelLauncher + ?Sized>(
     f: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "where_cond_u32_f64", source: "where_cond.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), t.arg(), f.arg(), out.arg()])
+    let entry_point = Kernel::new("where_cond_u32_f64", "where_cond.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        t.arg(),
+        f.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `where_cond_u32_i64` of where_cond.hip.
@@ -8784,7 +14280,17 @@ pub fn launch_where_cond_u32_i64<L: KernelLauncher + ?Sized>(
     f: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "where_cond_u32_i64", source: "where_cond.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), t.arg(), f.arg(), out.arg()])
+    let entry_point = Kernel::new("where_cond_u32_i64", "where_cond.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        t.arg(),
+        f.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `where_cond_u32_u32` of where_cond.hip.
@@ -8800,7 +14306,17 @@ pub fn launch_where_cond_u32_u32<L: KernelLauncher + ?Sized>(
     f: DevicePtr<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "where_cond_u32_u32", source: "where_cond.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), t.arg(), f.arg(), out.arg()])
+    let entry_point = Kernel::new("where_cond_u32_u32", "where_cond.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        t.arg(),
+        f.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `where_cond_u32_u8` of where_cond.hip.
@@ -8816,7 +14332,17 @@ pub fn launch_where_cond_u32_u8<L: KernelLauncher + ?Sized>(
     f: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "where_cond_u32_u8", source: "where_cond.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), t.arg(), f.arg(), out.arg()])
+    let entry_point = Kernel::new("where_cond_u32_u8", "where_cond.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        t.arg(),
+        f.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `where_cond_u8_bf16` of where_cond.hip.
@@ -8832,7 +14358,17 @@ pub fn launch_where_cond_u8_bf16<L: KernelLauncher + ?Sized>(
     f: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "where_cond_u8_bf16", source: "where_cond.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), t.arg(), f.arg(), out.arg()])
+    let entry_point = Kernel::new("where_cond_u8_bf16", "where_cond.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        t.arg(),
+        f.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `where_cond_u8_f16` of where_cond.hip.
@@ -8848,7 +14384,17 @@ pub fn launch_where_cond_u8_f16<L: KernelLauncher + ?Sized>(
     f: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "where_cond_u8_f16", source: "where_cond.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), t.arg(), f.arg(), out.arg()])
+    let entry_point = Kernel::new("where_cond_u8_f16", "where_cond.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        t.arg(),
+        f.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `where_cond_u8_f32` of where_cond.hip.
@@ -8864,7 +14410,17 @@ pub fn launch_where_cond_u8_f32<L: KernelLauncher + ?Sized>(
     f: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "where_cond_u8_f32", source: "where_cond.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), t.arg(), f.arg(), out.arg()])
+    let entry_point = Kernel::new("where_cond_u8_f32", "where_cond.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        t.arg(),
+        f.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `where_cond_u8_f64` of where_cond.hip.
@@ -8880,7 +14436,17 @@ pub fn launch_where_cond_u8_f64<L: KernelLauncher + ?Sized>(
     f: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "where_cond_u8_f64", source: "where_cond.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), t.arg(), f.arg(), out.arg()])
+    let entry_point = Kernel::new("where_cond_u8_f64", "where_cond.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        t.arg(),
+        f.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `where_cond_u8_i64` of where_cond.hip.
@@ -8896,7 +14462,17 @@ pub fn launch_where_cond_u8_i64<L: KernelLauncher + ?Sized>(
     f: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "where_cond_u8_i64", source: "where_cond.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), t.arg(), f.arg(), out.arg()])
+    let entry_point = Kernel::new("where_cond_u8_i64", "where_cond.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        t.arg(),
+        f.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `where_cond_u8_u32` of where_cond.hip.
@@ -8912,7 +14488,17 @@ pub fn launch_where_cond_u8_u32<L: KernelLauncher + ?Sized>(
     f: DevicePtr<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "where_cond_u8_u32", source: "where_cond.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), t.arg(), f.arg(), out.arg()])
+    let entry_point = Kernel::new("where_cond_u8_u32", "where_cond.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        t.arg(),
+        f.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `where_cond_u8_u8` of where_cond.hip.
@@ -8928,5 +14514,15 @@ pub fn launch_where_cond_u8_u8<L: KernelLauncher + ?Sized>(
     f: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "where_cond_u8_u8", source: "where_cond.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), t.arg(), f.arg(), out.arg()])
+    let entry_point = Kernel::new("where_cond_u8_u8", "where_cond.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        t.arg(),
+        f.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }

@@ -2,9 +2,9 @@
 // candle-core's QStorage (quantized/mod.rs): one variant per backend, every QStorage method
 // of the registry as a method whose match has one arm per backend, calling that backend's
 // quantized storage (QBackendStorage); and the Device methods that make one.
-use crate::{DType, Device, Layout, Result, Storage};
 use crate::backend::QBackendStorage;
 use crate::storage::dtype_in;
+use crate::{DType, Device, Layout, Result, Storage};
 use std::borrow::Cow;
 
 /// Quantized (GGML block) storage on one backend.
@@ -142,10 +142,14 @@ impl QStorage {
             (Self::Cuda(s), Storage::Cuda(x)) => Ok(Storage::Cuda(s.matmul(x, x_layout, shape)?)),
             (Self::Rocm(s), Storage::Rocm(x)) => Ok(Storage::Rocm(s.matmul(x, x_layout, shape)?)),
             (Self::Metal(s), Storage::Metal(x)) => {
-                Ok(Storage::Metal(s.matmul(x, x_layout, shape)?))
+                let s = s.matmul(x, x_layout, shape)?;
+                Ok(Storage::Metal(s))
             }
             #[allow(unreachable_patterns)]
-            (lhs, x) => Err(Device::mismatch("QStorage.matmul", &[lhs.device(), x.device()])),
+            (lhs, x) => Err(Device::mismatch(
+                "QStorage.matmul",
+                &[lhs.device(), x.device()],
+            )),
         }
     }
 
@@ -153,11 +157,15 @@ impl QStorage {
     pub fn from_data(data: Cow<'_, [u8]>, device: &Device, dtype: GgmlDType) -> Result<Self> {
         match device {
             Device::Cpu => {
-                Ok(Self::Cpu(crate::QCpuStorage::from_data(&crate::CpuDevice, data, dtype)?))
+                let s = crate::QCpuStorage::from_data(&crate::CpuDevice, data, dtype)?;
+                Ok(Self::Cpu(s))
             }
             Device::Cuda(d) => Ok(Self::Cuda(crate::QCudaStorage::from_data(d, data, dtype)?)),
             Device::Rocm(d) => Ok(Self::Rocm(crate::QRocmStorage::from_data(d, data, dtype)?)),
-            Device::Metal(d) => Ok(Self::Metal(crate::QMetalStorage::from_data(d, data, dtype)?)),
+            Device::Metal(d) => {
+                let s = crate::QMetalStorage::from_data(d, data, dtype)?;
+                Ok(Self::Metal(s))
+            }
         }
     }
 
@@ -204,19 +212,26 @@ impl QStorage {
                 s.quantize_imatrix(src, imatrix_weights, n_per_row)
             }
             #[allow(unreachable_patterns)]
-            (lhs, src) => Err(Device::mismatch("quantize_imatrix", &[lhs.device(), src.device()])),
+            (lhs, src) => Err(Device::mismatch(
+                "quantize_imatrix",
+                &[lhs.device(), src.device()],
+            )),
         }
     }
 
     /// Quantizes `src` (f32, on the host) into this storage, on its device.
     pub fn quantize_onto(&mut self, src: &Storage) -> Result<()> {
-        match (self, src) { // opgen: allow(cuda, rocm, metal): src is on the host by design
+        match (self, src) {
+            // opgen: allow(cuda, rocm, metal): src is on the host by design
             (Self::Cpu(s), Storage::Cpu(src)) => s.quantize_onto(src),
             (Self::Cuda(s), Storage::Cpu(src)) => s.quantize_onto(src),
             (Self::Rocm(s), Storage::Cpu(src)) => s.quantize_onto(src),
             (Self::Metal(s), Storage::Cpu(src)) => s.quantize_onto(src),
             #[allow(unreachable_patterns)]
-            (lhs, src) => Err(Device::mismatch("quantize_onto", &[lhs.device(), src.device()])),
+            (lhs, src) => Err(Device::mismatch(
+                "quantize_onto",
+                &[lhs.device(), src.device()],
+            )),
         }
     }
 
@@ -227,7 +242,8 @@ impl QStorage {
         imatrix_weights: &[f32],
         n_per_row: usize,
     ) -> Result<()> {
-        match (self, src) { // opgen: allow(cuda, rocm, metal): src is on the host by design
+        match (self, src) {
+            // opgen: allow(cuda, rocm, metal): src is on the host by design
             (Self::Cpu(s), Storage::Cpu(src)) => {
                 s.quantize_imatrix_onto(src, imatrix_weights, n_per_row)
             }
@@ -241,9 +257,10 @@ impl QStorage {
                 s.quantize_imatrix_onto(src, imatrix_weights, n_per_row)
             }
             #[allow(unreachable_patterns)]
-            (lhs, src) => {
-                Err(Device::mismatch("quantize_imatrix_onto", &[lhs.device(), src.device()]))
-            }
+            (lhs, src) => Err(Device::mismatch(
+                "quantize_imatrix_onto",
+                &[lhs.device(), src.device()],
+            )),
         }
     }
 
@@ -263,12 +280,20 @@ impl Device {
     pub fn qzeros(&self, elem_count: usize, format: GgmlDType) -> Result<QStorage> {
         match self {
             Self::Cpu => {
-                Ok(QStorage::Cpu(crate::QCpuStorage::zeros(&crate::CpuDevice, elem_count, format)?))
+                let s = crate::QCpuStorage::zeros(&crate::CpuDevice, elem_count, format)?;
+                Ok(QStorage::Cpu(s))
             }
-            Self::Cuda(d) => Ok(QStorage::Cuda(crate::QCudaStorage::zeros(d, elem_count, format)?)),
-            Self::Rocm(d) => Ok(QStorage::Rocm(crate::QRocmStorage::zeros(d, elem_count, format)?)),
+            Self::Cuda(d) => {
+                let s = crate::QCudaStorage::zeros(d, elem_count, format)?;
+                Ok(QStorage::Cuda(s))
+            }
+            Self::Rocm(d) => {
+                let s = crate::QRocmStorage::zeros(d, elem_count, format)?;
+                Ok(QStorage::Rocm(s))
+            }
             Self::Metal(d) => {
-                Ok(QStorage::Metal(crate::QMetalStorage::zeros(d, elem_count, format)?))
+                let s = crate::QMetalStorage::zeros(d, elem_count, format)?;
+                Ok(QStorage::Metal(s))
             }
         }
     }

@@ -5,11 +5,11 @@
 // every position of each arm; its last arm answers storages of different backends with the
 // typed device-mismatch error. The custom-op dispatch (apply_op*, inplace_op*) is in
 // custom_op.rs, to_device in to_device.rs.
-use crate::{DType, Device, Error, Layout, Result};
 use crate::backend::BackendStorage;
 use crate::conv::{ParamsConv1D, ParamsConv2D, ParamsConvTranspose1D, ParamsConvTranspose2D};
 use crate::op::{CmpOp, ReduceOp};
 use crate::scalar::Scalar;
+use crate::{DType, Device, Error, Layout, Result};
 
 // Not Clone: a copy can fail (out of memory); try_clone returns the error.
 #[derive(Debug)]
@@ -88,7 +88,11 @@ impl Storage {
 
     /// `powf` on the backend of the storage. (registry: `storage.powf`)
     pub fn powf(&self, layout: &Layout, exponent: f64) -> Result<Self> {
-        dtype_in(self.dtype(), &[DType::BF16, DType::F16, DType::F32, DType::F64], "powf")?;
+        dtype_in(
+            self.dtype(),
+            &[DType::BF16, DType::F16, DType::F32, DType::F64],
+            "powf",
+        )?;
         match self {
             Self::Cpu(s) => Ok(Self::Cpu(s.powf(layout, exponent)?)),
             Self::Cuda(s) => Ok(Self::Cuda(s.powf(layout, exponent)?)),
@@ -99,7 +103,11 @@ impl Storage {
 
     /// `elu` on the backend of the storage. (registry: `storage.elu`)
     pub fn elu(&self, layout: &Layout, alpha: f64) -> Result<Self> {
-        dtype_in(self.dtype(), &[DType::BF16, DType::F16, DType::F32, DType::F64], "elu")?;
+        dtype_in(
+            self.dtype(),
+            &[DType::BF16, DType::F16, DType::F32, DType::F64],
+            "elu",
+        )?;
         match self {
             Self::Cpu(s) => Ok(Self::Cpu(s.elu(layout, alpha)?)),
             Self::Cuda(s) => Ok(Self::Cuda(s.elu(layout, alpha)?)),
@@ -121,16 +129,20 @@ impl Storage {
         same_shape(lhs_layout, rhs_layout, "cmp")?;
         match (self, rhs) {
             (Self::Cpu(s), Self::Cpu(rhs)) => {
-                Ok(Self::Cpu(s.cmp(op, rhs, lhs_layout, rhs_layout)?))
+                let s = s.cmp(op, rhs, lhs_layout, rhs_layout)?;
+                Ok(Self::Cpu(s))
             }
             (Self::Cuda(s), Self::Cuda(rhs)) => {
-                Ok(Self::Cuda(s.cmp(op, rhs, lhs_layout, rhs_layout)?))
+                let s = s.cmp(op, rhs, lhs_layout, rhs_layout)?;
+                Ok(Self::Cuda(s))
             }
             (Self::Rocm(s), Self::Rocm(rhs)) => {
-                Ok(Self::Rocm(s.cmp(op, rhs, lhs_layout, rhs_layout)?))
+                let s = s.cmp(op, rhs, lhs_layout, rhs_layout)?;
+                Ok(Self::Rocm(s))
             }
             (Self::Metal(s), Self::Metal(rhs)) => {
-                Ok(Self::Metal(s.cmp(op, rhs, lhs_layout, rhs_layout)?))
+                let s = s.cmp(op, rhs, lhs_layout, rhs_layout)?;
+                Ok(Self::Metal(s))
             }
             #[allow(unreachable_patterns)]
             (lhs, rhs) => Err(Device::mismatch("cmp", &[lhs.device(), rhs.device()])),
@@ -179,16 +191,20 @@ impl Storage {
         same_shape(lhs_layout, rhs_layout, "binary")?;
         match (self, rhs) {
             (Self::Cpu(s), Self::Cpu(rhs)) => {
-                Ok(Self::Cpu(s.binary_impl::<B>(rhs, lhs_layout, rhs_layout)?))
+                let s = s.binary_impl::<B>(rhs, lhs_layout, rhs_layout)?;
+                Ok(Self::Cpu(s))
             }
             (Self::Cuda(s), Self::Cuda(rhs)) => {
-                Ok(Self::Cuda(s.binary_impl::<B>(rhs, lhs_layout, rhs_layout)?))
+                let s = s.binary_impl::<B>(rhs, lhs_layout, rhs_layout)?;
+                Ok(Self::Cuda(s))
             }
             (Self::Rocm(s), Self::Rocm(rhs)) => {
-                Ok(Self::Rocm(s.binary_impl::<B>(rhs, lhs_layout, rhs_layout)?))
+                let s = s.binary_impl::<B>(rhs, lhs_layout, rhs_layout)?;
+                Ok(Self::Rocm(s))
             }
             (Self::Metal(s), Self::Metal(rhs)) => {
-                Ok(Self::Metal(s.binary_impl::<B>(rhs, lhs_layout, rhs_layout)?))
+                let s = s.binary_impl::<B>(rhs, lhs_layout, rhs_layout)?;
+                Ok(Self::Metal(s))
             }
             #[allow(unreachable_patterns)]
             (lhs, rhs) => Err(Device::mismatch("binary", &[lhs.device(), rhs.device()])),
@@ -209,24 +225,33 @@ impl Storage {
         on_true.same_dtype(on_false, "where_cond")?;
         same_shape(layout, true_layout, "where_cond")?;
         same_shape(layout, false_layout, "where_cond")?;
-        dtype_in(self.dtype(), &[DType::U8, DType::U32, DType::I64], "where_cond")?;
+        dtype_in(
+            self.dtype(),
+            &[DType::U8, DType::U32, DType::I64],
+            "where_cond",
+        )?;
         match (self, on_true, on_false) {
             (Self::Cpu(s), Self::Cpu(on_true), Self::Cpu(on_false)) => {
-                Ok(Self::Cpu(s.where_cond(layout, on_true, true_layout, on_false, false_layout)?))
+                let s = s.where_cond(layout, on_true, true_layout, on_false, false_layout)?;
+                Ok(Self::Cpu(s))
             }
             (Self::Cuda(s), Self::Cuda(on_true), Self::Cuda(on_false)) => {
-                Ok(Self::Cuda(s.where_cond(layout, on_true, true_layout, on_false, false_layout)?))
+                let s = s.where_cond(layout, on_true, true_layout, on_false, false_layout)?;
+                Ok(Self::Cuda(s))
             }
             (Self::Rocm(s), Self::Rocm(on_true), Self::Rocm(on_false)) => {
-                Ok(Self::Rocm(s.where_cond(layout, on_true, true_layout, on_false, false_layout)?))
+                let s = s.where_cond(layout, on_true, true_layout, on_false, false_layout)?;
+                Ok(Self::Rocm(s))
             }
             (Self::Metal(s), Self::Metal(on_true), Self::Metal(on_false)) => {
-                Ok(Self::Metal(s.where_cond(layout, on_true, true_layout, on_false, false_layout)?))
+                let s = s.where_cond(layout, on_true, true_layout, on_false, false_layout)?;
+                Ok(Self::Metal(s))
             }
             #[allow(unreachable_patterns)]
-            (lhs, on_true, on_false) => {
-                Err(Device::mismatch("where_cond", &[lhs.device(), on_true.device(), on_false.device()]))
-            }
+            (lhs, on_true, on_false) => Err(Device::mismatch(
+                "where_cond",
+                &[lhs.device(), on_true.device(), on_false.device()],
+            )),
         }
     }
 
@@ -242,16 +267,20 @@ impl Storage {
         self.same_dtype(kernel, "conv1d")?;
         match (self, kernel) {
             (Self::Cpu(s), Self::Cpu(kernel)) => {
-                Ok(Self::Cpu(s.conv1d(layout, kernel, kernel_layout, params)?))
+                let s = s.conv1d(layout, kernel, kernel_layout, params)?;
+                Ok(Self::Cpu(s))
             }
             (Self::Cuda(s), Self::Cuda(kernel)) => {
-                Ok(Self::Cuda(s.conv1d(layout, kernel, kernel_layout, params)?))
+                let s = s.conv1d(layout, kernel, kernel_layout, params)?;
+                Ok(Self::Cuda(s))
             }
             (Self::Rocm(s), Self::Rocm(kernel)) => {
-                Ok(Self::Rocm(s.conv1d(layout, kernel, kernel_layout, params)?))
+                let s = s.conv1d(layout, kernel, kernel_layout, params)?;
+                Ok(Self::Rocm(s))
             }
             (Self::Metal(s), Self::Metal(kernel)) => {
-                Ok(Self::Metal(s.conv1d(layout, kernel, kernel_layout, params)?))
+                let s = s.conv1d(layout, kernel, kernel_layout, params)?;
+                Ok(Self::Metal(s))
             }
             #[allow(unreachable_patterns)]
             (lhs, kernel) => Err(Device::mismatch("conv1d", &[lhs.device(), kernel.device()])),
@@ -270,21 +299,26 @@ impl Storage {
         self.same_dtype(kernel, "conv_transpose1d")?;
         match (self, kernel) {
             (Self::Cpu(s), Self::Cpu(kernel)) => {
-                Ok(Self::Cpu(s.conv_transpose1d(layout, kernel, kernel_layout, params)?))
+                let s = s.conv_transpose1d(layout, kernel, kernel_layout, params)?;
+                Ok(Self::Cpu(s))
             }
             (Self::Cuda(s), Self::Cuda(kernel)) => {
-                Ok(Self::Cuda(s.conv_transpose1d(layout, kernel, kernel_layout, params)?))
+                let s = s.conv_transpose1d(layout, kernel, kernel_layout, params)?;
+                Ok(Self::Cuda(s))
             }
             (Self::Rocm(s), Self::Rocm(kernel)) => {
-                Ok(Self::Rocm(s.conv_transpose1d(layout, kernel, kernel_layout, params)?))
+                let s = s.conv_transpose1d(layout, kernel, kernel_layout, params)?;
+                Ok(Self::Rocm(s))
             }
             (Self::Metal(s), Self::Metal(kernel)) => {
-                Ok(Self::Metal(s.conv_transpose1d(layout, kernel, kernel_layout, params)?))
+                let s = s.conv_transpose1d(layout, kernel, kernel_layout, params)?;
+                Ok(Self::Metal(s))
             }
             #[allow(unreachable_patterns)]
-            (lhs, kernel) => {
-                Err(Device::mismatch("conv_transpose1d", &[lhs.device(), kernel.device()]))
-            }
+            (lhs, kernel) => Err(Device::mismatch(
+                "conv_transpose1d",
+                &[lhs.device(), kernel.device()],
+            )),
         }
     }
 
@@ -300,16 +334,20 @@ impl Storage {
         self.same_dtype(kernel, "conv2d")?;
         match (self, kernel) {
             (Self::Cpu(s), Self::Cpu(kernel)) => {
-                Ok(Self::Cpu(s.conv2d(layout, kernel, kernel_layout, params)?))
+                let s = s.conv2d(layout, kernel, kernel_layout, params)?;
+                Ok(Self::Cpu(s))
             }
             (Self::Cuda(s), Self::Cuda(kernel)) => {
-                Ok(Self::Cuda(s.conv2d(layout, kernel, kernel_layout, params)?))
+                let s = s.conv2d(layout, kernel, kernel_layout, params)?;
+                Ok(Self::Cuda(s))
             }
             (Self::Rocm(s), Self::Rocm(kernel)) => {
-                Ok(Self::Rocm(s.conv2d(layout, kernel, kernel_layout, params)?))
+                let s = s.conv2d(layout, kernel, kernel_layout, params)?;
+                Ok(Self::Rocm(s))
             }
             (Self::Metal(s), Self::Metal(kernel)) => {
-                Ok(Self::Metal(s.conv2d(layout, kernel, kernel_layout, params)?))
+                let s = s.conv2d(layout, kernel, kernel_layout, params)?;
+                Ok(Self::Metal(s))
             }
             #[allow(unreachable_patterns)]
             (lhs, kernel) => Err(Device::mismatch("conv2d", &[lhs.device(), kernel.device()])),
@@ -328,21 +366,26 @@ impl Storage {
         self.same_dtype(kernel, "conv_transpose2d")?;
         match (self, kernel) {
             (Self::Cpu(s), Self::Cpu(kernel)) => {
-                Ok(Self::Cpu(s.conv_transpose2d(layout, kernel, kernel_layout, params)?))
+                let s = s.conv_transpose2d(layout, kernel, kernel_layout, params)?;
+                Ok(Self::Cpu(s))
             }
             (Self::Cuda(s), Self::Cuda(kernel)) => {
-                Ok(Self::Cuda(s.conv_transpose2d(layout, kernel, kernel_layout, params)?))
+                let s = s.conv_transpose2d(layout, kernel, kernel_layout, params)?;
+                Ok(Self::Cuda(s))
             }
             (Self::Rocm(s), Self::Rocm(kernel)) => {
-                Ok(Self::Rocm(s.conv_transpose2d(layout, kernel, kernel_layout, params)?))
+                let s = s.conv_transpose2d(layout, kernel, kernel_layout, params)?;
+                Ok(Self::Rocm(s))
             }
             (Self::Metal(s), Self::Metal(kernel)) => {
-                Ok(Self::Metal(s.conv_transpose2d(layout, kernel, kernel_layout, params)?))
+                let s = s.conv_transpose2d(layout, kernel, kernel_layout, params)?;
+                Ok(Self::Metal(s))
             }
             #[allow(unreachable_patterns)]
-            (lhs, kernel) => {
-                Err(Device::mismatch("conv_transpose2d", &[lhs.device(), kernel.device()]))
-            }
+            (lhs, kernel) => Err(Device::mismatch(
+                "conv_transpose2d",
+                &[lhs.device(), kernel.device()],
+            )),
         }
     }
 
@@ -408,16 +451,20 @@ impl Storage {
         dtype_in(ids.dtype(), &[DType::U8, DType::U32, DType::I64], "gather")?;
         match (self, ids) {
             (Self::Cpu(s), Self::Cpu(ids)) => {
-                Ok(Self::Cpu(s.gather(layout, ids, ids_layout, dim)?))
+                let s = s.gather(layout, ids, ids_layout, dim)?;
+                Ok(Self::Cpu(s))
             }
             (Self::Cuda(s), Self::Cuda(ids)) => {
-                Ok(Self::Cuda(s.gather(layout, ids, ids_layout, dim)?))
+                let s = s.gather(layout, ids, ids_layout, dim)?;
+                Ok(Self::Cuda(s))
             }
             (Self::Rocm(s), Self::Rocm(ids)) => {
-                Ok(Self::Rocm(s.gather(layout, ids, ids_layout, dim)?))
+                let s = s.gather(layout, ids, ids_layout, dim)?;
+                Ok(Self::Rocm(s))
             }
             (Self::Metal(s), Self::Metal(ids)) => {
-                Ok(Self::Metal(s.gather(layout, ids, ids_layout, dim)?))
+                let s = s.gather(layout, ids, ids_layout, dim)?;
+                Ok(Self::Metal(s))
             }
             #[allow(unreachable_patterns)]
             (lhs, ids) => Err(Device::mismatch("gather", &[lhs.device(), ids.device()])),
@@ -437,7 +484,11 @@ impl Storage {
         self.same_device(ids, "scatter_set")?;
         self.same_device(src, "scatter_set")?;
         self.same_dtype(src, "scatter_set")?;
-        dtype_in(ids.dtype(), &[DType::U8, DType::U32, DType::I64], "scatter_set")?;
+        dtype_in(
+            ids.dtype(),
+            &[DType::U8, DType::U32, DType::I64],
+            "scatter_set",
+        )?;
         match (self, ids, src) {
             (Self::Cpu(s), Self::Cpu(ids), Self::Cpu(src)) => {
                 s.scatter_set(layout, ids, ids_layout, src, src_layout, dim)
@@ -452,9 +503,10 @@ impl Storage {
                 s.scatter_set(layout, ids, ids_layout, src, src_layout, dim)
             }
             #[allow(unreachable_patterns)]
-            (lhs, ids, src) => {
-                Err(Device::mismatch("scatter_set", &[lhs.device(), ids.device(), src.device()]))
-            }
+            (lhs, ids, src) => Err(Device::mismatch(
+                "scatter_set",
+                &[lhs.device(), ids.device(), src.device()],
+            )),
         }
     }
 
@@ -471,7 +523,11 @@ impl Storage {
         self.same_device(ids, "scatter_add")?;
         self.same_device(src, "scatter_add")?;
         self.same_dtype(src, "scatter_add")?;
-        dtype_in(ids.dtype(), &[DType::U8, DType::U32, DType::I64], "scatter_add")?;
+        dtype_in(
+            ids.dtype(),
+            &[DType::U8, DType::U32, DType::I64],
+            "scatter_add",
+        )?;
         match (self, ids, src) {
             (Self::Cpu(s), Self::Cpu(ids), Self::Cpu(src)) => {
                 s.scatter_add_set(layout, ids, ids_layout, src, src_layout, dim)
@@ -486,9 +542,10 @@ impl Storage {
                 s.scatter_add_set(layout, ids, ids_layout, src, src_layout, dim)
             }
             #[allow(unreachable_patterns)]
-            (lhs, ids, src) => {
-                Err(Device::mismatch("scatter_add", &[lhs.device(), ids.device(), src.device()]))
-            }
+            (lhs, ids, src) => Err(Device::mismatch(
+                "scatter_add",
+                &[lhs.device(), ids.device(), src.device()],
+            )),
         }
     }
 
@@ -501,22 +558,33 @@ impl Storage {
         dim: usize,
     ) -> Result<Self> {
         self.same_device(ids, "index_select")?;
-        dtype_in(ids.dtype(), &[DType::U8, DType::U32, DType::I64], "index_select")?;
+        dtype_in(
+            ids.dtype(),
+            &[DType::U8, DType::U32, DType::I64],
+            "index_select",
+        )?;
         match (self, ids) {
             (Self::Cpu(s), Self::Cpu(ids)) => {
-                Ok(Self::Cpu(s.index_select(ids, layout, ids_layout, dim)?))
+                let s = s.index_select(ids, layout, ids_layout, dim)?;
+                Ok(Self::Cpu(s))
             }
             (Self::Cuda(s), Self::Cuda(ids)) => {
-                Ok(Self::Cuda(s.index_select(ids, layout, ids_layout, dim)?))
+                let s = s.index_select(ids, layout, ids_layout, dim)?;
+                Ok(Self::Cuda(s))
             }
             (Self::Rocm(s), Self::Rocm(ids)) => {
-                Ok(Self::Rocm(s.index_select(ids, layout, ids_layout, dim)?))
+                let s = s.index_select(ids, layout, ids_layout, dim)?;
+                Ok(Self::Rocm(s))
             }
             (Self::Metal(s), Self::Metal(ids)) => {
-                Ok(Self::Metal(s.index_select(ids, layout, ids_layout, dim)?))
+                let s = s.index_select(ids, layout, ids_layout, dim)?;
+                Ok(Self::Metal(s))
             }
             #[allow(unreachable_patterns)]
-            (lhs, ids) => Err(Device::mismatch("index_select", &[lhs.device(), ids.device()])),
+            (lhs, ids) => Err(Device::mismatch(
+                "index_select",
+                &[lhs.device(), ids.device()],
+            )),
         }
     }
 
@@ -533,24 +601,33 @@ impl Storage {
         self.same_device(ids, "index_add")?;
         self.same_device(src, "index_add")?;
         self.same_dtype(src, "index_add")?;
-        dtype_in(ids.dtype(), &[DType::U8, DType::U32, DType::I64], "index_add")?;
+        dtype_in(
+            ids.dtype(),
+            &[DType::U8, DType::U32, DType::I64],
+            "index_add",
+        )?;
         match (self, ids, src) {
             (Self::Cpu(s), Self::Cpu(ids), Self::Cpu(src)) => {
-                Ok(Self::Cpu(s.index_add(layout, ids, ids_layout, src, src_layout, dim)?))
+                let s = s.index_add(layout, ids, ids_layout, src, src_layout, dim)?;
+                Ok(Self::Cpu(s))
             }
             (Self::Cuda(s), Self::Cuda(ids), Self::Cuda(src)) => {
-                Ok(Self::Cuda(s.index_add(layout, ids, ids_layout, src, src_layout, dim)?))
+                let s = s.index_add(layout, ids, ids_layout, src, src_layout, dim)?;
+                Ok(Self::Cuda(s))
             }
             (Self::Rocm(s), Self::Rocm(ids), Self::Rocm(src)) => {
-                Ok(Self::Rocm(s.index_add(layout, ids, ids_layout, src, src_layout, dim)?))
+                let s = s.index_add(layout, ids, ids_layout, src, src_layout, dim)?;
+                Ok(Self::Rocm(s))
             }
             (Self::Metal(s), Self::Metal(ids), Self::Metal(src)) => {
-                Ok(Self::Metal(s.index_add(layout, ids, ids_layout, src, src_layout, dim)?))
+                let s = s.index_add(layout, ids, ids_layout, src, src_layout, dim)?;
+                Ok(Self::Metal(s))
             }
             #[allow(unreachable_patterns)]
-            (lhs, ids, src) => {
-                Err(Device::mismatch("index_add", &[lhs.device(), ids.device(), src.device()]))
-            }
+            (lhs, ids, src) => Err(Device::mismatch(
+                "index_add",
+                &[lhs.device(), ids.device(), src.device()],
+            )),
         }
     }
 
@@ -564,19 +641,27 @@ impl Storage {
     ) -> Result<Self> {
         self.same_device(rhs, "matmul")?;
         self.same_dtype(rhs, "matmul")?;
-        dtype_in(self.dtype(), &[DType::BF16, DType::F16, DType::F32, DType::F64], "matmul")?;
+        dtype_in(
+            self.dtype(),
+            &[DType::BF16, DType::F16, DType::F32, DType::F64],
+            "matmul",
+        )?;
         match (self, rhs) {
             (Self::Cpu(s), Self::Cpu(rhs)) => {
-                Ok(Self::Cpu(s.matmul(rhs, bmnk, lhs_layout, rhs_layout)?))
+                let s = s.matmul(rhs, bmnk, lhs_layout, rhs_layout)?;
+                Ok(Self::Cpu(s))
             }
             (Self::Cuda(s), Self::Cuda(rhs)) => {
-                Ok(Self::Cuda(s.matmul(rhs, bmnk, lhs_layout, rhs_layout)?))
+                let s = s.matmul(rhs, bmnk, lhs_layout, rhs_layout)?;
+                Ok(Self::Cuda(s))
             }
             (Self::Rocm(s), Self::Rocm(rhs)) => {
-                Ok(Self::Rocm(s.matmul(rhs, bmnk, lhs_layout, rhs_layout)?))
+                let s = s.matmul(rhs, bmnk, lhs_layout, rhs_layout)?;
+                Ok(Self::Rocm(s))
             }
             (Self::Metal(s), Self::Metal(rhs)) => {
-                Ok(Self::Metal(s.matmul(rhs, bmnk, lhs_layout, rhs_layout)?))
+                let s = s.matmul(rhs, bmnk, lhs_layout, rhs_layout)?;
+                Ok(Self::Metal(s))
             }
             #[allow(unreachable_patterns)]
             (lhs, rhs) => Err(Device::mismatch("matmul", &[lhs.device(), rhs.device()])),
@@ -598,7 +683,10 @@ impl Storage {
             (Self::Rocm(s), Self::Rocm(dst)) => s.copy_strided_src(dst, dst_offset, src_layout),
             (Self::Metal(s), Self::Metal(dst)) => s.copy_strided_src(dst, dst_offset, src_layout),
             #[allow(unreachable_patterns)]
-            (lhs, dst) => Err(Device::mismatch("copy_strided_src", &[lhs.device(), dst.device()])),
+            (lhs, dst) => Err(Device::mismatch(
+                "copy_strided_src",
+                &[lhs.device(), dst.device()],
+            )),
         }
     }
 
@@ -617,18 +705,42 @@ impl Storage {
         self.same_device(dst, "copy2d")?;
         self.same_dtype(dst, "copy2d")?;
         match (self, dst) {
-            (Self::Cpu(s), Self::Cpu(dst)) => {
-                s.copy2d(dst, d1, d2, src_stride1, dst_stride1, src_offset, dst_offset)
-            }
-            (Self::Cuda(s), Self::Cuda(dst)) => {
-                s.copy2d(dst, d1, d2, src_stride1, dst_stride1, src_offset, dst_offset)
-            }
-            (Self::Rocm(s), Self::Rocm(dst)) => {
-                s.copy2d(dst, d1, d2, src_stride1, dst_stride1, src_offset, dst_offset)
-            }
-            (Self::Metal(s), Self::Metal(dst)) => {
-                s.copy2d(dst, d1, d2, src_stride1, dst_stride1, src_offset, dst_offset)
-            }
+            (Self::Cpu(s), Self::Cpu(dst)) => s.copy2d(
+                dst,
+                d1,
+                d2,
+                src_stride1,
+                dst_stride1,
+                src_offset,
+                dst_offset,
+            ),
+            (Self::Cuda(s), Self::Cuda(dst)) => s.copy2d(
+                dst,
+                d1,
+                d2,
+                src_stride1,
+                dst_stride1,
+                src_offset,
+                dst_offset,
+            ),
+            (Self::Rocm(s), Self::Rocm(dst)) => s.copy2d(
+                dst,
+                d1,
+                d2,
+                src_stride1,
+                dst_stride1,
+                src_offset,
+                dst_offset,
+            ),
+            (Self::Metal(s), Self::Metal(dst)) => s.copy2d(
+                dst,
+                d1,
+                d2,
+                src_stride1,
+                dst_stride1,
+                src_offset,
+                dst_offset,
+            ),
             #[allow(unreachable_patterns)]
             (lhs, dst) => Err(Device::mismatch("copy2d", &[lhs.device(), dst.device()])),
         }
@@ -646,16 +758,20 @@ impl Storage {
     ) -> Result<Self> {
         match self {
             Self::Cpu(s) => {
-                Ok(Self::Cpu(s.upsample_bilinear2d(layout, h, w, align_corners, scale_h, scale_w)?))
+                let s = s.upsample_bilinear2d(layout, h, w, align_corners, scale_h, scale_w)?;
+                Ok(Self::Cpu(s))
             }
             Self::Cuda(s) => {
-                Ok(Self::Cuda(s.upsample_bilinear2d(layout, h, w, align_corners, scale_h, scale_w)?))
+                let s = s.upsample_bilinear2d(layout, h, w, align_corners, scale_h, scale_w)?;
+                Ok(Self::Cuda(s))
             }
             Self::Rocm(s) => {
-                Ok(Self::Rocm(s.upsample_bilinear2d(layout, h, w, align_corners, scale_h, scale_w)?))
+                let s = s.upsample_bilinear2d(layout, h, w, align_corners, scale_h, scale_w)?;
+                Ok(Self::Rocm(s))
             }
             Self::Metal(s) => {
-                Ok(Self::Metal(s.upsample_bilinear2d(layout, h, w, align_corners, scale_h, scale_w)?))
+                let s = s.upsample_bilinear2d(layout, h, w, align_corners, scale_h, scale_w)?;
+                Ok(Self::Metal(s))
             }
         }
     }

@@ -294,7 +294,7 @@ def test_a_registry_without_kernel_facts_still_has_the_reduce_codes():
     text = text[: text.index("kernel_facts:")]
     files = render(validate(load_text(text, str(HIP_FIXTURE)), MINI_DIR))
     assert "#define OPGEN_REDUCE_ARGMAX 1u" in files["kernel_facts.h"]
-    assert "REDUCE_CODES: dict[str, int] = {\n    'max': 0,\n    'argmax': 1,\n}" in files["kernel_facts.py"]
+    assert 'REDUCE_CODES: dict[str, int] = {\n    "max": 0,\n    "argmax": 1,\n}' in files["kernel_facts.py"]
 
 
 def test_the_fixture_source_compiles_with_its_generated_headers(tmp_path):

@@ -57,7 +57,9 @@ def test_both_targets_emit_each_switch():
     for name in SWITCHES:
         assert f"def set_{name}(backend: Backend, enabled: bool) -> None:" in python
         assert f"pub fn set_{name}(b: bool) {{" in rust and f"pub fn {name}() -> bool {{" in rust
-    assert '#[cfg(feature = "cuda")]\npub mod cuda {' in rust and '#[cfg(feature = "rocm")]\npub mod rocm {' in rust
+    # The Candle profile compiles every backend's variant (its dummies answer when a feature is
+    # off), so each backend's switch module is there whatever the features.
+    assert "\npub mod cuda {" in rust and "\npub mod rocm {" in rust and "#[cfg(" not in rust
 
 
 def test_a_registry_without_switches_emits_no_switch_files():

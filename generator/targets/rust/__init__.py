@@ -16,7 +16,7 @@ from pathlib import Path
 import jinja2
 
 from ... import model
-from .. import location
+from .. import location, rust_layout
 from ..python import environment as python_environment, generated_kernels
 from .additions import additions
 from .custom_ops import hooks
@@ -98,10 +98,15 @@ def context(registry: model.Registry) -> dict:
             *(("BackendDevice",) if _calls_a_device(qdevice) else ()),
             *(_mentioned((*qmethods, *qdevice), (*TYPE_NAMES, *HELPERS)) - {"QStorage", "GgmlDType"}),
         ),
-        "uses_to_device": uses("Result", "Device", "Storage", "BackendStorage"),
         # Only arms towards a non-host device call the device (storage_from_<host>_storage).
-        "gpu_cfg": _any_cfg(vs),
-        "has_gpu": any(v.backend.ordinal for v in vs),
+        "uses_to_device": uses(
+            "Result",
+            "Device",
+            "Storage",
+            "BackendStorage",
+            *(("BackendDevice",) if any(v.backend.ordinal for v in vs) and not _any_cfg(vs) else ()),
+            cfg_uses=((gpu_cfg, "crate::backend::BackendDevice"),) if (gpu_cfg := _any_cfg(vs)) else (),
+        ),
         **_trait_context(registry, spelled),
     }
 
@@ -187,7 +192,7 @@ def render(registry: model.Registry) -> dict[str, str]:
     ctx = context(registry)
     rendered = {}
     for output, (template, extra) in sorted(outputs(registry).items()):
-        text = env.get_template(template).render({**ctx, **extra} if extra else ctx)
+        text = rust_layout.fit(env.get_template(template).render({**ctx, **extra} if extra else ctx))
         check_rust(template, output, text)
         rendered[output] = text
     return rendered

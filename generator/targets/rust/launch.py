@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from .. import rust_layout
 from .types import RUST_KEYWORDS, Parameters, laid_out
 
 # C types of kernel arguments -> Rust: scalars by value, pointers as typed device addresses.
@@ -41,7 +42,8 @@ class Launch(NamedTuple):  # ~9,500 for a 2,584-op registry: a tuple is built 3x
     name: str
     source: str
     signature: str  # its lines, joined; parameters "numel: usize", "inp: DevicePtr<f32>" in kernel order
-    args: str  # "KernelArg::Usize(numel), inp.arg(), ..."
+    entry_point: str  # '    let entry_point = Kernel::new("<name>", "<source>");', laid out as rustfmt lays it
+    args: str  # "    let kernel_args = [KernelArg::Usize(numel), inp.arg(), ...];", laid out as rustfmt lays it
 
 
 def _rust_c_type(c_type: str) -> str:
@@ -54,7 +56,7 @@ def _rust_c_type(c_type: str) -> str:
 
 def launches(kernels) -> tuple[Launch, ...]:
     """One wrapper per kernel entry point: parameters in the kernel's order, with its types."""
-    taken = {"launcher", "cfg"}
+    taken = {"launcher", "cfg", "entry_point", "kernel_args"}  # the wrapper's own names
     types: dict[str, str] = {}  # the same few C types over and over: converted once
     by_params: dict[int, tuple[Parameters, str]] = {}  # kernel_sigs shares one tuple per distinct list
     out = []
@@ -67,8 +69,16 @@ def launches(kernels) -> tuple[Launch, ...]:
                 rust = types.get(p.c_type) or types.setdefault(p.c_type, _rust_c_type(p.c_type))
                 params.append(f"{name}: {rust}")
                 args.append(f"{name}.arg()" if p.is_pointer else f"KernelArg::{ARG_VARIANTS[rust]}({name})")
-            by_params[id(k.params)] = (Parameters.of(params), ", ".join(args))
-        params_, joined = by_params[id(k.params)]
+            by_params[id(k.params)] = (
+                Parameters.of(params),
+                rust_layout.array_statement("let kernel_args = ", args, ";"),
+            )
+        params_, statement = by_params[id(k.params)]
         head = f"pub fn launch_{k.name}<L: KernelLauncher + ?Sized>"
-        out.append(Launch(k.name, k.source, "\n".join(laid_out(head, params_, " -> Result<()> {")), joined))
+        signature = laid_out(head, params_, " -> Result<()> {", indent=0)
+        kernel = f'Kernel::new("{k.name}", "{k.source}")'
+        entry_point = f"    let entry_point = {kernel};"
+        if len(entry_point) > rust_layout.MAX_WIDTH or len(k.name) + len(k.source) + 6 > rust_layout.FN_CALL_WIDTH:
+            entry_point = rust_layout.call_statement("let entry_point = ", kernel, ";")
+        out.append(Launch(k.name, k.source, "\n".join(signature), entry_point, statement))
     return tuple(out)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from ... import model
 from ...audit.coverage import camel
+from .. import rust_layout
 
 LINE_WIDTH = 100  # as rustfmt: a longer signature gets one parameter per line
 
@@ -270,10 +271,11 @@ class Parameters:
         return Parameters(allow, ", ".join(params), tuple(f"    {p}," for p in params))
 
 
-def laid_out(head: str, params: Parameters, tail: str) -> tuple[str, ...]:
-    """layout_signature, for a parameter list laid out already."""
+def laid_out(head: str, params: Parameters, tail: str, indent: int = 4) -> tuple[str, ...]:
+    """layout_signature, for a parameter list laid out already; `indent`: the columns before
+    `head` (4: a method of an impl or trait, 0: a free function)."""
     one = f"{head}({params.joined}){tail}"
-    if len(one) + 4 <= LINE_WIDTH:
+    if len(one) + indent <= LINE_WIDTH:
         return (*params.allow, one)
     return (*params.allow, f"{head}(", *params.lines, f"){tail}")
 
@@ -281,15 +283,20 @@ def laid_out(head: str, params: Parameters, tail: str) -> tuple[str, ...]:
 # -- files ----------------------------------------------------------------------------------------
 
 
-def uses(*names: str) -> tuple[str, ...]:
-    """`use` lines for the names a file mentions, grouped by module, sorted."""
+def uses(*names: str, cfg_uses: tuple[tuple[str, str], ...] = ()) -> tuple[str, ...]:
+    """`use` lines for the names a file mentions, grouped by module, in rustfmt's order;
+    `cfg_uses`: (cfg, path) of uses under a `#[cfg]`, sorted in among them."""
     groups: dict[str, list[str]] = {}
     for name in sorted(set(names)):
         module, _, item = PATHS[name].rpartition("::")
         groups.setdefault(module, []).append(item)
+    lines: list[tuple[tuple[str, ...], str]] = [  # (attributes, the use)
+        ((), f"use {m}::{items[0]};" if len(items) == 1 else f"use {m}::{{{', '.join(items)}}};")
+        for m, items in groups.items()
+    ]
+    lines += [((f"#[cfg({cfg})]",), f"use {path};") for cfg, path in cfg_uses]
     return tuple(
-        f"use {m}::{items[0]};" if len(items) == 1 else f"use {m}::{{{', '.join(items)}}};"
-        for m, items in sorted(groups.items())
+        line for attrs, use in sorted(lines, key=lambda u: rust_layout.use_order(u[1])) for line in (*attrs, use)
     )
 
 

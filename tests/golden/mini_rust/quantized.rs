@@ -2,9 +2,9 @@
 // candle-core's QStorage (quantized/mod.rs): one variant per backend, every QStorage method
 // of the registry as a method whose match has one arm per backend, calling that backend's
 // quantized storage (QBackendStorage); and the Device methods that make one.
-use crate::{DType, Device, Layout, Result, Storage, WithDType};
 use crate::backend::{BackendDevice, QBackendStorage};
 use crate::storage::dtype_in;
+use crate::{DType, Device, Layout, Result, Storage, WithDType};
 
 /// Quantized (GGML block) storage on one backend.
 pub enum QStorage {
@@ -87,7 +87,10 @@ impl QStorage {
             #[cfg(feature = "gpu")]
             (Self::Gpu(s), Storage::Gpu(x)) => Ok(Storage::Gpu(s.matmul(x, x_layout)?)),
             #[allow(unreachable_patterns)]
-            (lhs, x) => Err(Device::mismatch("QStorage.matmul", &[lhs.device(), x.device()])),
+            (lhs, x) => Err(Device::mismatch(
+                "QStorage.matmul",
+                &[lhs.device(), x.device()],
+            )),
         }
     }
 }

@@ -5,7 +5,6 @@
 #![deny(warnings)]
 
 #[path = "../../../generated/rust/backend.rs"]
-#[rustfmt::skip] // generated: `gen --check` owns its layout
 pub mod backend;
 pub mod conv;
 mod core;
@@ -21,58 +20,48 @@ pub mod cuda_backend;
 // with the feature off, the backend's dummy (generated): every enum keeps its variant
 #[cfg(not(feature = "cuda"))]
 #[path = "../../../generated/rust/dummy_cuda_backend.rs"]
-#[rustfmt::skip] // generated: `gen --check` owns its layout
 pub mod cuda_backend;
 #[cfg(feature = "metal")]
 pub mod metal_backend;
 // with the feature off, the backend's dummy (generated): every enum keeps its variant
 #[cfg(not(feature = "metal"))]
 #[path = "../../../generated/rust/dummy_metal_backend.rs"]
-#[rustfmt::skip] // generated: `gen --check` owns its layout
 pub mod metal_backend;
 #[cfg(feature = "rocm")]
 pub mod rocm_backend;
 // with the feature off, the backend's dummy (generated): every enum keeps its variant
 #[cfg(not(feature = "rocm"))]
 #[path = "../../../generated/rust/dummy_rocm_backend.rs"]
-#[rustfmt::skip] // generated: `gen --check` owns its layout
 pub mod rocm_backend;
 // A backend of the registry with no mock here yet: its generated dummy (see build.rs).
 include!(concat!(env!("OUT_DIR"), "/unmocked_backends.rs"));
 mod mock;
 
 #[path = "../../../generated/rust/backends.rs"]
-#[rustfmt::skip] // generated: `gen --check` owns its layout
 mod backends;
 pub use backends::*;
 
 #[path = "../../../generated/rust/custom_op.rs"]
-#[rustfmt::skip] // generated: `gen --check` owns its layout
 mod custom_op;
 pub use custom_op::{CustomOp1, CustomOp2, CustomOp3, InplaceOp1, InplaceOp2, InplaceOp3};
 
 #[path = "../../../generated/rust/device.rs"]
-#[rustfmt::skip] // generated: `gen --check` owns its layout
 mod device;
 pub use device::{Device, DeviceLocation};
 
 #[path = "../../../generated/rust/storage.rs"]
-#[rustfmt::skip] // generated: `gen --check` owns its layout
 mod storage;
 pub use storage::Storage;
 
 #[path = "../../../generated/rust/to_device.rs"]
-#[rustfmt::skip] // generated: `gen --check` owns its layout
 mod to_device;
 
 pub mod quantized;
 
 #[path = "../../../generated/rust/launch.rs"]
-#[rustfmt::skip] // generated: `gen --check` owns its layout
 pub mod launch;
 
 #[path = "../../../generated/rust/switches.rs"]
-#[rustfmt::skip] // generated: `gen --check` owns its layout
 pub mod switches;
 
 #[cfg(test)]
