@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -26,6 +27,15 @@ def _load(registry: Path):
     from .registry.loader import load_file
     from .registry.validate import validate
 
+    searched = (click.get_current_context().find_root().obj or {}).get("searched")
+    if searched and not registry.exists():
+        click.echo(
+            f"{registry}:1:1: cannot read registry: no {registry.name} in {Path.cwd()} or any folder above it; "
+            "run gen in the registry's folder (or below it), or name the registry with --registry PATH",
+            err=True,
+        )
+        click.echo(f"{registry}: 1 error; nothing written", err=True)
+        sys.exit(EXIT_INVALID)
     if registry.is_dir():
         click.echo(
             f"error: {registry}: is a directory; --registry names the registry file (ops.yaml); nothing written",
@@ -93,7 +103,10 @@ def main(ctx: click.Context, registry: Path, out: Path | None, check: bool, patc
     \b
     Exit status: 0 up to date or written, 1 stale (--check), 2 invalid registry.
     """
-    ctx.obj = {"registry": registry, "out": out}
+    searched = ctx.get_parameter_source("registry") is click.core.ParameterSource.DEFAULT
+    if searched:
+        registry = _find_registry(registry)
+    ctx.obj = {"registry": registry, "out": out, "searched": searched}
     if ctx.invoked_subcommand is not None:
         return
     if out is not None and out.exists() and not out.is_dir():
@@ -189,6 +202,16 @@ def _check(results, patch: Path | None) -> None:
         _write_patch(patch, "".join(_git_patch(output.out, result) for output, result in results))
         click.echo(f"wrote {patch}: apply it with `git apply {patch}`", err=True)
     sys.exit(EXIT_STALE)
+
+
+def _find_registry(default: Path) -> Path:
+    """Like git with its .git: ops.yaml here, else in the nearest folder above that has one
+    (named relative to here). None anywhere: ops.yaml, whose error then says so."""
+    here = Path.cwd()
+    for folder in (here, *here.parents):
+        if (folder / default).is_file():
+            return default if folder == here else Path(os.path.relpath(folder / default, here))
+    return default
 
 
 def _outputs(model, out: Path | None):

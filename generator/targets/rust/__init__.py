@@ -16,7 +16,7 @@ from pathlib import Path
 import jinja2
 
 from ... import model
-from .. import rust_layout
+from .. import location, rust_layout
 from ..python import environment as python_environment, generated_kernels
 from .additions import additions
 from .comm import comm_context
@@ -30,7 +30,7 @@ from .types import HELPERS, TYPE_NAMES, Method, Variant, profile, uses, variants
 
 __all__ = ["outputs", "render", "syntax_error"]
 
-TEMPLATES = Path(__file__).resolve().parents[3] / "templates" / "rust"
+TEMPLATES = location.TEMPLATES / "rust"
 
 
 def _mentioned(methods: tuple[Method, ...], candidates) -> set[str]:

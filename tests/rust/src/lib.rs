@@ -33,6 +33,8 @@ pub mod rocm_backend;
 #[cfg(not(feature = "rocm"))]
 #[path = "../../../generated/rust/dummy_rocm_backend.rs"]
 pub mod rocm_backend;
+// A backend of the registry with no mock here yet: its generated dummy (see build.rs).
+include!(concat!(env!("OUT_DIR"), "/unmocked_backends.rs"));
 mod mock;
 
 #[path = "../../../generated/rust/backends.rs"]
