@@ -1,5 +1,5 @@
 //! A numbered GPU backend, mocked: devices cuda:0, cuda:1, ...
-use crate::mock::{MockDevice, MockQStorage, MockStorage};
+use crate::mock::{MockComm, MockDevice, MockQStorage, MockStorage};
 use crate::{DeviceLocation, Result};
 
 #[derive(Debug, Clone, PartialEq)] // not Copy: a GPU device handle is not
@@ -19,6 +19,7 @@ impl MockDevice for CudaDevice {
 
 pub type CudaStorage = MockStorage<CudaDevice>;
 pub type QCudaStorage = MockQStorage<CudaDevice>;
+pub type CudaComm = MockComm<CudaDevice>;
 
 /// The backend's error (the generated Error's `Cuda` variant wraps it).
 pub type CudaError = crate::mock::BackendFailure;
