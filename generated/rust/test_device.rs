@@ -2,10 +2,37 @@
 // The per-backend test macro (candle-core's test_utils.rs): one test per backend, each
 // behind its backend's feature, on the backend's first device.
 
-/// `test_device!(f, cpu_test, cuda_test, rocm_test, metal_test)`: a `#[test]` of each name
-/// calling `f(&device)` on its backend's device (cpu, cuda, rocm, metal, in this order).
+/// `test_device!(f)`: a module `f` of one `#[test]` per backend, named by the backend
+/// (`f::cpu`), calling `f(&device)` on its backend's device; `test_device!(f, cpu_test, cuda_test, rocm_test, metal_test)`
+/// names each test (cpu, cuda, rocm, metal, in this order).
 #[macro_export]
 macro_rules! test_device {
+    ($fn_name:ident) => {
+        mod $fn_name {
+            #[test]
+            fn cpu() -> $crate::Result<()> {
+                super::$fn_name(&$crate::Device::Cpu)
+            }
+
+            #[cfg(feature = "cuda")]
+            #[test]
+            fn cuda() -> $crate::Result<()> {
+                super::$fn_name(&$crate::Device::new_cuda(0)?)
+            }
+
+            #[cfg(feature = "rocm")]
+            #[test]
+            fn rocm() -> $crate::Result<()> {
+                super::$fn_name(&$crate::Device::new_rocm(0)?)
+            }
+
+            #[cfg(feature = "metal")]
+            #[test]
+            fn metal() -> $crate::Result<()> {
+                super::$fn_name(&$crate::Device::new_metal(0)?)
+            }
+        }
+    };
     ($fn_name:ident, $cpu:ident, $cuda:ident, $rocm:ident, $metal:ident) => {
         #[test]
         fn $cpu() -> $crate::Result<()> {
