@@ -3451,6 +3451,116 @@ pub fn launch_copy_strided_u8<L: KernelLauncher + ?Sized>(
     launcher.launch(Kernel { name: "copy_strided_u8", source: "fill_copy.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
 }
 
+/// `dequantize_bf16_f16` of quantized.hip.
+pub fn launch_dequantize_bf16_f16<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    blocks: DevicePtr<u8>,
+    out: DevicePtrMut<F16>,
+    numel: usize,
+) -> Result<()> {
+    launcher.launch(Kernel { name: "dequantize_bf16_f16", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
+}
+
+/// `dequantize_bf16_f32` of quantized.hip.
+pub fn launch_dequantize_bf16_f32<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    blocks: DevicePtr<u8>,
+    out: DevicePtrMut<f32>,
+    numel: usize,
+) -> Result<()> {
+    launcher.launch(Kernel { name: "dequantize_bf16_f32", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
+}
+
+/// `dequantize_f16_f16` of quantized.hip.
+pub fn launch_dequantize_f16_f16<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    blocks: DevicePtr<u8>,
+    out: DevicePtrMut<F16>,
+    numel: usize,
+) -> Result<()> {
+    launcher.launch(Kernel { name: "dequantize_f16_f16", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
+}
+
+/// `dequantize_f16_f32` of quantized.hip.
+pub fn launch_dequantize_f16_f32<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    blocks: DevicePtr<u8>,
+    out: DevicePtrMut<f32>,
+    numel: usize,
+) -> Result<()> {
+    launcher.launch(Kernel { name: "dequantize_f16_f32", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
+}
+
+/// `dequantize_f32_f16` of quantized.hip.
+pub fn launch_dequantize_f32_f16<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    blocks: DevicePtr<u8>,
+    out: DevicePtrMut<F16>,
+    numel: usize,
+) -> Result<()> {
+    launcher.launch(Kernel { name: "dequantize_f32_f16", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
+}
+
+/// `dequantize_f32_f32` of quantized.hip.
+pub fn launch_dequantize_f32_f32<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    blocks: DevicePtr<u8>,
+    out: DevicePtrMut<f32>,
+    numel: usize,
+) -> Result<()> {
+    launcher.launch(Kernel { name: "dequantize_f32_f32", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
+}
+
+/// `dequantize_q2_k_f16` of quantized.hip.
+pub fn launch_dequantize_q2_k_f16<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    blocks: DevicePtr<u8>,
+    out: DevicePtrMut<F16>,
+    numel: usize,
+) -> Result<()> {
+    launcher.launch(Kernel { name: "dequantize_q2_k_f16", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
+}
+
+/// `dequantize_q2_k_f32` of quantized.hip.
+pub fn launch_dequantize_q2_k_f32<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    blocks: DevicePtr<u8>,
+    out: DevicePtrMut<f32>,
+    numel: usize,
+) -> Result<()> {
+    launcher.launch(Kernel { name: "dequantize_q2_k_f32", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
+}
+
+/// `dequantize_q3_k_f16` of quantized.hip.
+pub fn launch_dequantize_q3_k_f16<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    blocks: DevicePtr<u8>,
+    out: DevicePtrMut<F16>,
+    numel: usize,
+) -> Result<()> {
+    launcher.launch(Kernel { name: "dequantize_q3_k_f16", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
+}
+
+/// `dequantize_q3_k_f32` of quantized.hip.
+pub fn launch_dequantize_q3_k_f32<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    blocks: DevicePtr<u8>,
+    out: DevicePtrMut<f32>,
+    numel: usize,
+) -> Result<()> {
+    launcher.launch(Kernel { name: "dequantize_q3_k_f32", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
+}
+
 /// `dequantize_q4_0_f16` of quantized.hip.
 pub fn launch_dequantize_q4_0_f16<L: KernelLauncher + ?Sized>(
     launcher: &L,
@@ -3517,6 +3627,72 @@ pub fn launch_dequantize_q4_k_f32<L: KernelLauncher + ?Sized>(
     launcher.launch(Kernel { name: "dequantize_q4_k_f32", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
 }
 
+/// `dequantize_q5_0_f16` of quantized.hip.
+pub fn launch_dequantize_q5_0_f16<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    blocks: DevicePtr<u8>,
+    out: DevicePtrMut<F16>,
+    numel: usize,
+) -> Result<()> {
+    launcher.launch(Kernel { name: "dequantize_q5_0_f16", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
+}
+
+/// `dequantize_q5_0_f32` of quantized.hip.
+pub fn launch_dequantize_q5_0_f32<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    blocks: DevicePtr<u8>,
+    out: DevicePtrMut<f32>,
+    numel: usize,
+) -> Result<()> {
+    launcher.launch(Kernel { name: "dequantize_q5_0_f32", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
+}
+
+/// `dequantize_q5_1_f16` of quantized.hip.
+pub fn launch_dequantize_q5_1_f16<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    blocks: DevicePtr<u8>,
+    out: DevicePtrMut<F16>,
+    numel: usize,
+) -> Result<()> {
+    launcher.launch(Kernel { name: "dequantize_q5_1_f16", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
+}
+
+/// `dequantize_q5_1_f32` of quantized.hip.
+pub fn launch_dequantize_q5_1_f32<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    blocks: DevicePtr<u8>,
+    out: DevicePtrMut<f32>,
+    numel: usize,
+) -> Result<()> {
+    launcher.launch(Kernel { name: "dequantize_q5_1_f32", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
+}
+
+/// `dequantize_q5_k_f16` of quantized.hip.
+pub fn launch_dequantize_q5_k_f16<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    blocks: DevicePtr<u8>,
+    out: DevicePtrMut<F16>,
+    numel: usize,
+) -> Result<()> {
+    launcher.launch(Kernel { name: "dequantize_q5_k_f16", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
+}
+
+/// `dequantize_q5_k_f32` of quantized.hip.
+pub fn launch_dequantize_q5_k_f32<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    blocks: DevicePtr<u8>,
+    out: DevicePtrMut<f32>,
+    numel: usize,
+) -> Result<()> {
+    launcher.launch(Kernel { name: "dequantize_q5_k_f32", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
+}
+
 /// `dequantize_q6_k_f16` of quantized.hip.
 pub fn launch_dequantize_q6_k_f16<L: KernelLauncher + ?Sized>(
     launcher: &L,
@@ -3559,6 +3735,50 @@ pub fn launch_dequantize_q8_0_f32<L: KernelLauncher + ?Sized>(
     numel: usize,
 ) -> Result<()> {
     launcher.launch(Kernel { name: "dequantize_q8_0_f32", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
+}
+
+/// `dequantize_q8_1_f16` of quantized.hip.
+pub fn launch_dequantize_q8_1_f16<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    blocks: DevicePtr<u8>,
+    out: DevicePtrMut<F16>,
+    numel: usize,
+) -> Result<()> {
+    launcher.launch(Kernel { name: "dequantize_q8_1_f16", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
+}
+
+/// `dequantize_q8_1_f32` of quantized.hip.
+pub fn launch_dequantize_q8_1_f32<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    blocks: DevicePtr<u8>,
+    out: DevicePtrMut<f32>,
+    numel: usize,
+) -> Result<()> {
+    launcher.launch(Kernel { name: "dequantize_q8_1_f32", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
+}
+
+/// `dequantize_q8_k_f16` of quantized.hip.
+pub fn launch_dequantize_q8_k_f16<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    blocks: DevicePtr<u8>,
+    out: DevicePtrMut<F16>,
+    numel: usize,
+) -> Result<()> {
+    launcher.launch(Kernel { name: "dequantize_q8_k_f16", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
+}
+
+/// `dequantize_q8_k_f32` of quantized.hip.
+pub fn launch_dequantize_q8_k_f32<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    blocks: DevicePtr<u8>,
+    out: DevicePtrMut<f32>,
+    numel: usize,
+) -> Result<()> {
+    launcher.launch(Kernel { name: "dequantize_q8_k_f32", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
 }
 
 /// `elu_bf16` of affine.hip.
@@ -5826,6 +6046,81 @@ pub fn launch_powf_f64<L: KernelLauncher + ?Sized>(
     launcher.launch(Kernel { name: "powf_f64", source: "affine.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::F64(param), inp.arg(), out.arg()])
 }
 
+/// `qmatvec_bf16` of quantized.hip.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_qmatvec_bf16<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    w: DevicePtr<u8>,
+    x: DevicePtr<f32>,
+    y: DevicePtrMut<f32>,
+    n: usize,
+    k: usize,
+    rows: usize,
+) -> Result<()> {
+    launcher.launch(Kernel { name: "qmatvec_bf16", source: "quantized.hip" }, cfg, &[w.arg(), x.arg(), y.arg(), KernelArg::Usize(n), KernelArg::Usize(k), KernelArg::Usize(rows)])
+}
+
+/// `qmatvec_f16` of quantized.hip.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_qmatvec_f16<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    w: DevicePtr<u8>,
+    x: DevicePtr<f32>,
+    y: DevicePtrMut<f32>,
+    n: usize,
+    k: usize,
+    rows: usize,
+) -> Result<()> {
+    launcher.launch(Kernel { name: "qmatvec_f16", source: "quantized.hip" }, cfg, &[w.arg(), x.arg(), y.arg(), KernelArg::Usize(n), KernelArg::Usize(k), KernelArg::Usize(rows)])
+}
+
+/// `qmatvec_f32` of quantized.hip.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_qmatvec_f32<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    w: DevicePtr<u8>,
+    x: DevicePtr<f32>,
+    y: DevicePtrMut<f32>,
+    n: usize,
+    k: usize,
+    rows: usize,
+) -> Result<()> {
+    launcher.launch(Kernel { name: "qmatvec_f32", source: "quantized.hip" }, cfg, &[w.arg(), x.arg(), y.arg(), KernelArg::Usize(n), KernelArg::Usize(k), KernelArg::Usize(rows)])
+}
+
+/// `qmatvec_q2_k` of quantized.hip.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_qmatvec_q2_k<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    w: DevicePtr<u8>,
+    x: DevicePtr<f32>,
+    y: DevicePtrMut<f32>,
+    n: usize,
+    k: usize,
+    rows: usize,
+) -> Result<()> {
+    launcher.launch(Kernel { name: "qmatvec_q2_k", source: "quantized.hip" }, cfg, &[w.arg(), x.arg(), y.arg(), KernelArg::Usize(n), KernelArg::Usize(k), KernelArg::Usize(rows)])
+}
+
+/// `qmatvec_q3_k` of quantized.hip.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_qmatvec_q3_k<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    w: DevicePtr<u8>,
+    x: DevicePtr<f32>,
+    y: DevicePtrMut<f32>,
+    n: usize,
+    k: usize,
+    rows: usize,
+) -> Result<()> {
+    launcher.launch(Kernel { name: "qmatvec_q3_k", source: "quantized.hip" }, cfg, &[w.arg(), x.arg(), y.arg(), KernelArg::Usize(n), KernelArg::Usize(k), KernelArg::Usize(rows)])
+}
+
 /// `qmatvec_q4_0` of quantized.hip.
 #[allow(clippy::too_many_arguments)]
 pub fn launch_qmatvec_q4_0<L: KernelLauncher + ?Sized>(
@@ -5871,6 +6166,51 @@ pub fn launch_qmatvec_q4_k<L: KernelLauncher + ?Sized>(
     launcher.launch(Kernel { name: "qmatvec_q4_k", source: "quantized.hip" }, cfg, &[w.arg(), x.arg(), y.arg(), KernelArg::Usize(n), KernelArg::Usize(k), KernelArg::Usize(rows)])
 }
 
+/// `qmatvec_q5_0` of quantized.hip.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_qmatvec_q5_0<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    w: DevicePtr<u8>,
+    x: DevicePtr<f32>,
+    y: DevicePtrMut<f32>,
+    n: usize,
+    k: usize,
+    rows: usize,
+) -> Result<()> {
+    launcher.launch(Kernel { name: "qmatvec_q5_0", source: "quantized.hip" }, cfg, &[w.arg(), x.arg(), y.arg(), KernelArg::Usize(n), KernelArg::Usize(k), KernelArg::Usize(rows)])
+}
+
+/// `qmatvec_q5_1` of quantized.hip.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_qmatvec_q5_1<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    w: DevicePtr<u8>,
+    x: DevicePtr<f32>,
+    y: DevicePtrMut<f32>,
+    n: usize,
+    k: usize,
+    rows: usize,
+) -> Result<()> {
+    launcher.launch(Kernel { name: "qmatvec_q5_1", source: "quantized.hip" }, cfg, &[w.arg(), x.arg(), y.arg(), KernelArg::Usize(n), KernelArg::Usize(k), KernelArg::Usize(rows)])
+}
+
+/// `qmatvec_q5_k` of quantized.hip.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_qmatvec_q5_k<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    w: DevicePtr<u8>,
+    x: DevicePtr<f32>,
+    y: DevicePtrMut<f32>,
+    n: usize,
+    k: usize,
+    rows: usize,
+) -> Result<()> {
+    launcher.launch(Kernel { name: "qmatvec_q5_k", source: "quantized.hip" }, cfg, &[w.arg(), x.arg(), y.arg(), KernelArg::Usize(n), KernelArg::Usize(k), KernelArg::Usize(rows)])
+}
+
 /// `qmatvec_q6_k` of quantized.hip.
 #[allow(clippy::too_many_arguments)]
 pub fn launch_qmatvec_q6_k<L: KernelLauncher + ?Sized>(
@@ -5899,6 +6239,36 @@ pub fn launch_qmatvec_q8_0<L: KernelLauncher + ?Sized>(
     rows: usize,
 ) -> Result<()> {
     launcher.launch(Kernel { name: "qmatvec_q8_0", source: "quantized.hip" }, cfg, &[w.arg(), x.arg(), y.arg(), KernelArg::Usize(n), KernelArg::Usize(k), KernelArg::Usize(rows)])
+}
+
+/// `qmatvec_q8_1` of quantized.hip.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_qmatvec_q8_1<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    w: DevicePtr<u8>,
+    x: DevicePtr<f32>,
+    y: DevicePtrMut<f32>,
+    n: usize,
+    k: usize,
+    rows: usize,
+) -> Result<()> {
+    launcher.launch(Kernel { name: "qmatvec_q8_1", source: "quantized.hip" }, cfg, &[w.arg(), x.arg(), y.arg(), KernelArg::Usize(n), KernelArg::Usize(k), KernelArg::Usize(rows)])
+}
+
+/// `qmatvec_q8_k` of quantized.hip.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_qmatvec_q8_k<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    w: DevicePtr<u8>,
+    x: DevicePtr<f32>,
+    y: DevicePtrMut<f32>,
+    n: usize,
+    k: usize,
+    rows: usize,
+) -> Result<()> {
+    launcher.launch(Kernel { name: "qmatvec_q8_k", source: "quantized.hip" }, cfg, &[w.arg(), x.arg(), y.arg(), KernelArg::Usize(n), KernelArg::Usize(k), KernelArg::Usize(rows)])
 }
 
 /// `reduce_chunks_bf16` of reduce.hip.

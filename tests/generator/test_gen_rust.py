@@ -380,3 +380,12 @@ def test_parameters_never_meet_the_generated_bindings(tmp_path):
     assert "let (out, shape_) = op.cpu_fwd(s, shape)?;" in hooked
     assert "Self::Gpu(d_) => Ok(Storage::Gpu(d_.full(d, shape)?))," in device
     assert generator.targets.rust.syntax_error(storage) is None and generator.targets.rust.syntax_error(device) is None
+
+
+def test_the_crates_ggml_dtype_lists_the_registry_formats_in_order():
+    # Candle spells the K formats without their underscore (Q4K) and the others upper-case (Q4_0, BF16).
+    model = validate(load_file(str(REPO / "ops.yaml")), REPO)
+    text = (REPO / "tests" / "rust" / "src" / "quantized.rs").read_text()
+    body = re.search(r"pub enum GgmlDType \{([^}]*)\}", text).group(1)
+    variants = [v.strip() for v in body.split(",") if v.strip()]
+    assert variants == [re.sub(r"_K$", "K", f.member) for f in model.formats]
