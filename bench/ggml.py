@@ -86,7 +86,7 @@ def build_ggml(src: Path, build: Path, jobs: int, log) -> subprocess.Popen:
 
 
 def ggml_times(build: Path, rows, formats, log) -> dict:
-    """(format, n, k, rows) -> µs per product from test-backend-ops perf (csv output)."""
+    """(format, n, k, rows) -> µs per product from test-backend-ops perf (its console lines)."""
     binary = next(build.rglob("test-backend-ops"))
     names = "|".join(re.sub(r"_k$", "_K", f) for f in formats)  # ggml's type names: q4_K
     ns = "|".join(sorted({str(n) for n, _ in SHAPES}))
