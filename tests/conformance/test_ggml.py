@@ -489,3 +489,22 @@ def test_q_matmul_errors():
         cpu_quant.q_matmul(q, x, Layout.contiguous((3, 64)), (2, 64))  # n * k is not the size
     with pytest.raises(DTypeMismatch, match="qmatmul on cpu: expected dtype float32"):
         cpu_quant.q_matmul(q, x.astype(np.float64), Layout.contiguous((3, 64)), (4, 64))
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_partial_blocks_are_a_shape_error_and_plain_formats_take_any_count(fmt):
+    f = ggml.FORMATS[fmt]
+    x = np.random.default_rng(3).standard_normal(f.block * 3 + 7).astype(F32)
+    if f.block == 1:  # f32, f16, bf16: one value an element
+        q = ggml.quantize(x, fmt)
+        assert q.size == x.size * f.nbytes and ggml.dequantize(q, fmt, x.size).size == x.size
+        return
+    with pytest.raises(
+        ShapeMismatch, match=rf"quantize on cpu: expected shape a multiple of {f.block} elements \({fmt}\)"
+    ):
+        ggml.quantize(x, fmt)
+    q = ggml.quantize(x[: f.block * 3], fmt)
+    with pytest.raises(ShapeMismatch, match=rf"dequantize on cpu: expected shape a multiple of {f.block}"):
+        ggml.dequantize(q, fmt, f.block * 3 - 1)
+    with pytest.raises(ShapeMismatch, match=r"block_view on cpu"):
+        ggml.block_view(q[:-1], fmt)
