@@ -29,7 +29,7 @@ gen: $(SETUP)
 	$(BIN)/gen
 	$(BIN)/python -m generator.tools.demo
 
-## lint: ruff (lint and format), and mypy (the generator, and each runtime module against its Protocol)
+## lint: ruff (lint and format), and mypy (the generator, the runtime, and each runtime module against its Protocol)
 lint: $(SETUP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
@@ -40,7 +40,7 @@ test: system-deps $(SETUP) lint
 	$(BIN)/gen --check
 	$(BIN)/python -m pytest -q
 
-## bench: generation time (beside torchgen, from the torch wheel) and dispatch cost (results in bench/)
+## bench: generation time (beside torchgen, from the torch wheel) and dispatch cost (results in bench/results/)
 BENCH_SETUP := $(VENV)/.bench-done
 $(BENCH_SETUP): $(SETUP)
 	$(BIN)/python -m pip install -q -e '.[test,gpu,bench]' && touch $@ \

@@ -2,10 +2,10 @@
 machine's first GPU, many compiles at once, so that a device call's benchmarks and tests
 find their kernels compiled instead of compiling them one after another:
 
-    python3 -m bench.precompile [--backend cuda] [--jobs 14] [--column-explore] [--no-sources] [--arch sm_90]
+    python3 -m bench.precompile [--backend cuda] [--jobs 14] [--explore-columns] [--no-sources] [--arch sm_90]
 
-Every hip/*.hip source as the runtime compiles it, and with --column-explore the sources of
-bench/gpu_issue11.py's column-explore variants first (hip/reduce.hip under -D switches).
+Every hip/*.hip source as the runtime compiles it, and with --explore-columns the sources of
+`bench/gpu.py --explore columns` first (hip/reduce.hip under -D switches).
 A process that wants a kernel being compiled here waits for it (the cache's lock per key).
 """
 
@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--backend", default="cuda", choices=("cuda", "rocm"))
     parser.add_argument("--jobs", type=int, default=14)
-    parser.add_argument("--column-explore", action="store_true", help="column-explore's reduce.hip variants")
+    parser.add_argument("--explore-columns", action="store_true", help="--explore columns' reduce.hip variants")
     parser.add_argument("--no-sources", action="store_true", help="only the variants")
     parser.add_argument("--arch", help="the target (default: the first GPU's)")
     args = parser.parse_args(argv)
@@ -46,8 +46,8 @@ def main(argv: list[str] | None = None) -> int:
     rt = importlib.import_module(f"runtime.{args.backend}")._rt
     arch, version = args.arch or rt.driver.arch(0), rt.driver.compiler_version()
     wanted: list[tuple[str, str]] = []  # (name, text)
-    if args.column_explore:
-        from bench.gpu_issue11 import column_variant_sources
+    if args.explore_columns:
+        from bench.reductions import column_variant_sources
 
         wanted += [("reduce.hip", text) for text in column_variant_sources()]
     if not args.no_sources:

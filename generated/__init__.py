@@ -12,17 +12,42 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from runtime.errors import BackendUnavailable, DeviceMismatch, DTypeMismatch, NotImplementedForBackend, OpgenError, ShapeMismatch
+    from runtime.errors import (
+        BackendUnavailable,
+        DeviceMismatch,
+        DTypeMismatch,
+        NotImplementedForBackend,
+        OpgenError,
+        ShapeMismatch,
+    )
     from runtime.layout import Layout
-    from runtime.params import ConvParams1D, ConvParams2D, ConvTransposeParams1D, ConvTransposeParams2D, Kernel, MatmulDims
+    from runtime.params import (
+        ConvParams1D,
+        ConvParams2D,
+        ConvTransposeParams1D,
+        ConvTransposeParams2D,
+        Kernel,
+        MatmulDims,
+    )
+
+    from . import nn
     from .backends import Backend
-    from .conversions import View, from_cuda_array_interface, from_dlpack, to_device, to_numpy, to_scalar, to_vec1, to_vec2, to_vec3
+    from .conversions import (
+        View,
+        from_cuda_array_interface,
+        from_dlpack,
+        to_device,
+        to_numpy,
+        to_scalar,
+        to_vec1,
+        to_vec2,
+        to_vec3,
+    )
     from .custom_ops import CustomOp1, CustomOp2, CustomOp3, InplaceOp1, InplaceOp2, InplaceOp3
     from .device import Device
-    from .dtypes import UnaryOp, BinaryOp, CmpOp, ReduceOp, DType, GgmlDType
+    from .dtypes import BinaryOp, CmpOp, DType, GgmlDType, ReduceOp, UnaryOp
     from .quantized import QStorage
     from .storage import Storage
-    from . import nn
 
 #: Each public name -> the module it comes from (a leading dot: this package's).
 _SOURCES = {

@@ -96,15 +96,15 @@ def lazy_module(name: str) -> Any:
 
 
 _RUNTIMES: dict[Backend, Any] = {  # each backend's runtime module (availability, ...)
-    Backend.CPU: lazy_module('runtime.cpu'),
-    Backend.CUDA: lazy_module('runtime.cuda'),
-    Backend.ROCM: lazy_module('runtime.rocm'),
+    Backend.CPU: lazy_module("runtime.cpu"),
+    Backend.CUDA: lazy_module("runtime.cuda"),
+    Backend.ROCM: lazy_module("runtime.rocm"),
 }
-_NUMBERED = frozenset({Backend.CUDA, Backend.ROCM, })
+_NUMBERED = frozenset({Backend.CUDA, Backend.ROCM})
 _DOC = {
-    Backend.CPU: 'numpy and ml_dtypes; always available',
-    Backend.CUDA: 'NVIDIA GPUs through cuda-python',
-    Backend.ROCM: 'AMD GPUs through hip-python',
+    Backend.CPU: "numpy and ml_dtypes; always available",
+    Backend.CUDA: "NVIDIA GPUs through cuda-python",
+    Backend.ROCM: "AMD GPUs through hip-python",
 }
 
 

@@ -13,9 +13,7 @@ import runtime.dlpack as _dlpack
 from runtime.errors import DTypeMismatch, NotImplementedForBackend, ShapeMismatch
 from runtime.layout import Layout
 
-from .backends import Backend, On
-from .backends import missing as _missing
-from .backends import lazy_module as _lazy_module
+from .backends import Backend, On, lazy_module as _lazy_module, missing as _missing
 from .device import Device
 from .dtypes import DType
 from .storage import Storage
@@ -24,11 +22,12 @@ if TYPE_CHECKING:
     import runtime.cpu as _rt_cpu
     import runtime.cuda as _rt_cuda
     import runtime.rocm as _rt_rocm
+
     from . import kernels_hip as _kernels_hip
 else:  # imported on first use: a cpu op loads no GPU runtime
-    _rt_cpu = _lazy_module('runtime.cpu')
-    _rt_cuda = _lazy_module('runtime.cuda')
-    _rt_rocm = _lazy_module('runtime.rocm')
+    _rt_cpu = _lazy_module("runtime.cpu")
+    _rt_cuda = _lazy_module("runtime.cuda")
+    _rt_rocm = _lazy_module("runtime.rocm")
     _kernels_hip = _lazy_module(f"{__package__}.kernels_hip")
 
 
@@ -69,23 +68,43 @@ def to_device(storage: Storage, layout: Layout, device: Device) -> Storage:
     """A contiguous copy of the layout's view on `device`."""
     match (storage.backend, device.backend):
         case (On.CPU, On.CPU):
-            return Storage(On.CPU, _rt_cpu.from_host(device.ordinal, _rt_cpu.to_numpy(storage.inner, layout).reshape(-1)))
+            return Storage(
+                On.CPU, _rt_cpu.from_host(device.ordinal, _rt_cpu.to_numpy(storage.inner, layout).reshape(-1))
+            )
         case (On.CPU, On.CUDA):
-            return Storage(On.CUDA, _rt_cuda.from_host(device.ordinal, _rt_cpu.to_numpy(storage.inner, layout).reshape(-1)))
+            return Storage(
+                On.CUDA, _rt_cuda.from_host(device.ordinal, _rt_cpu.to_numpy(storage.inner, layout).reshape(-1))
+            )
         case (On.CPU, On.ROCM):
-            return Storage(On.ROCM, _rt_rocm.from_host(device.ordinal, _rt_cpu.to_numpy(storage.inner, layout).reshape(-1)))
+            return Storage(
+                On.ROCM, _rt_rocm.from_host(device.ordinal, _rt_cpu.to_numpy(storage.inner, layout).reshape(-1))
+            )
         case (On.CUDA, On.CPU):
-            return Storage(On.CPU, _rt_cpu.from_host(device.ordinal, _rt_cuda.to_numpy(storage.inner, layout).reshape(-1)))
+            return Storage(
+                On.CPU, _rt_cpu.from_host(device.ordinal, _rt_cuda.to_numpy(storage.inner, layout).reshape(-1))
+            )
         case (On.CUDA, On.CUDA):
-            return Storage(On.CUDA, _rt_cuda.to_device(storage.inner, layout, device.ordinal, _kernels_hip.STORAGE["copy_strided_src"]))
+            return Storage(
+                On.CUDA,
+                _rt_cuda.to_device(storage.inner, layout, device.ordinal, _kernels_hip.STORAGE["copy_strided_src"]),
+            )
         case (On.CUDA, On.ROCM):
-            return Storage(On.ROCM, _rt_rocm.from_host(device.ordinal, _rt_cuda.to_numpy(storage.inner, layout).reshape(-1)))
+            return Storage(
+                On.ROCM, _rt_rocm.from_host(device.ordinal, _rt_cuda.to_numpy(storage.inner, layout).reshape(-1))
+            )
         case (On.ROCM, On.CPU):
-            return Storage(On.CPU, _rt_cpu.from_host(device.ordinal, _rt_rocm.to_numpy(storage.inner, layout).reshape(-1)))
+            return Storage(
+                On.CPU, _rt_cpu.from_host(device.ordinal, _rt_rocm.to_numpy(storage.inner, layout).reshape(-1))
+            )
         case (On.ROCM, On.CUDA):
-            return Storage(On.CUDA, _rt_cuda.from_host(device.ordinal, _rt_rocm.to_numpy(storage.inner, layout).reshape(-1)))
+            return Storage(
+                On.CUDA, _rt_cuda.from_host(device.ordinal, _rt_rocm.to_numpy(storage.inner, layout).reshape(-1))
+            )
         case (On.ROCM, On.ROCM):
-            return Storage(On.ROCM, _rt_rocm.to_device(storage.inner, layout, device.ordinal, _kernels_hip.STORAGE["copy_strided_src"]))
+            return Storage(
+                On.ROCM,
+                _rt_rocm.to_device(storage.inner, layout, device.ordinal, _kernels_hip.STORAGE["copy_strided_src"]),
+            )
 
 
 class View(NamedTuple):
@@ -96,8 +115,14 @@ class View(NamedTuple):
     storage: Storage
     layout: Layout
 
-    def __dlpack__(self, *, stream: int | None = None, max_version: tuple[int, int] | None = None,
-                   dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> Any:
+    def __dlpack__(
+        self,
+        *,
+        stream: int | None = None,
+        max_version: tuple[int, int] | None = None,
+        dl_device: tuple[int, int] | None = None,
+        copy: bool | None = None,
+    ) -> Any:
         """A DLPack capsule of the view; `stream`: the consumer's, made to wait for the work
         queued on the storage's device (-1: no ordering)."""
         match self.storage.backend:

@@ -9,8 +9,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .backends import Backend, On
-from .backends import lazy_module as _lazy_module
+from .backends import Backend, On, lazy_module as _lazy_module
 from .dtypes import DType, GgmlDType
 
 if TYPE_CHECKING:
@@ -18,9 +17,9 @@ if TYPE_CHECKING:
     import runtime.cuda as _rt_cuda
     import runtime.rocm as _rt_rocm
 else:  # imported on first use: a cpu op loads no GPU runtime
-    _rt_cpu = _lazy_module('runtime.cpu')
-    _rt_cuda = _lazy_module('runtime.cuda')
-    _rt_rocm = _lazy_module('runtime.rocm')
+    _rt_cpu = _lazy_module("runtime.cpu")
+    _rt_cuda = _lazy_module("runtime.cuda")
+    _rt_rocm = _lazy_module("runtime.rocm")
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,5 +182,5 @@ class Device:
                 return QStorage(On.ROCM, _rt_rocm.qstorage_from_bytes(self.ordinal, data, format))
 
 
-from .storage import Storage  # noqa: E402  (Device and Storage refer to each other)
 from .quantized import QStorage  # noqa: E402  (Device and QStorage refer to each other)
+from .storage import Storage  # noqa: E402  (Device and Storage refer to each other)

@@ -50,13 +50,13 @@ _NUMPY = {
     DType.F64: np.dtype("float64"),
 }
 _HIP = {
-    DType.U8: 'uint8_t',
-    DType.U32: 'uint32_t',
-    DType.I64: 'int64_t',
-    DType.BF16: 'bf16_t',
-    DType.F16: 'f16_t',
-    DType.F32: 'float',
-    DType.F64: 'double',
+    DType.U8: "uint8_t",
+    DType.U32: "uint32_t",
+    DType.I64: "int64_t",
+    DType.BF16: "bf16_t",
+    DType.F16: "f16_t",
+    DType.F32: "float",
+    DType.F64: "double",
 }
 _KIND = {
     DType.U8: "uint",
@@ -106,25 +106,25 @@ class UnaryOp(enum.StrEnum):
 
 
 _UNARY_DTYPES = {
-    UnaryOp.NEG: (DType.I64, DType.BF16, DType.F16, DType.F32, DType.F64, ),
-    UnaryOp.RECIP: (DType.BF16, DType.F16, DType.F32, DType.F64, ),
-    UnaryOp.SQR: (DType.U8, DType.U32, DType.I64, DType.BF16, DType.F16, DType.F32, DType.F64, ),
-    UnaryOp.SQRT: (DType.BF16, DType.F16, DType.F32, DType.F64, ),
-    UnaryOp.EXP: (DType.BF16, DType.F16, DType.F32, DType.F64, ),
-    UnaryOp.LOG: (DType.BF16, DType.F16, DType.F32, DType.F64, ),
-    UnaryOp.SIN: (DType.BF16, DType.F16, DType.F32, DType.F64, ),
-    UnaryOp.COS: (DType.BF16, DType.F16, DType.F32, DType.F64, ),
-    UnaryOp.TANH: (DType.BF16, DType.F16, DType.F32, DType.F64, ),
-    UnaryOp.ABS: (DType.I64, DType.BF16, DType.F16, DType.F32, DType.F64, ),
-    UnaryOp.ERF: (DType.BF16, DType.F16, DType.F32, DType.F64, ),
-    UnaryOp.GELU: (DType.BF16, DType.F16, DType.F32, DType.F64, ),
-    UnaryOp.GELU_ERF: (DType.BF16, DType.F16, DType.F32, DType.F64, ),
-    UnaryOp.SILU: (DType.BF16, DType.F16, DType.F32, DType.F64, ),
-    UnaryOp.RELU: (DType.I64, DType.BF16, DType.F16, DType.F32, DType.F64, ),
-    UnaryOp.CEIL: (DType.BF16, DType.F16, DType.F32, DType.F64, ),
-    UnaryOp.FLOOR: (DType.BF16, DType.F16, DType.F32, DType.F64, ),
-    UnaryOp.ROUND: (DType.BF16, DType.F16, DType.F32, DType.F64, ),
-    UnaryOp.SIGN: (DType.I64, DType.BF16, DType.F16, DType.F32, DType.F64, ),
+    UnaryOp.NEG: (DType.I64, DType.BF16, DType.F16, DType.F32, DType.F64),
+    UnaryOp.RECIP: (DType.BF16, DType.F16, DType.F32, DType.F64),
+    UnaryOp.SQR: (DType.U8, DType.U32, DType.I64, DType.BF16, DType.F16, DType.F32, DType.F64),
+    UnaryOp.SQRT: (DType.BF16, DType.F16, DType.F32, DType.F64),
+    UnaryOp.EXP: (DType.BF16, DType.F16, DType.F32, DType.F64),
+    UnaryOp.LOG: (DType.BF16, DType.F16, DType.F32, DType.F64),
+    UnaryOp.SIN: (DType.BF16, DType.F16, DType.F32, DType.F64),
+    UnaryOp.COS: (DType.BF16, DType.F16, DType.F32, DType.F64),
+    UnaryOp.TANH: (DType.BF16, DType.F16, DType.F32, DType.F64),
+    UnaryOp.ABS: (DType.I64, DType.BF16, DType.F16, DType.F32, DType.F64),
+    UnaryOp.ERF: (DType.BF16, DType.F16, DType.F32, DType.F64),
+    UnaryOp.GELU: (DType.BF16, DType.F16, DType.F32, DType.F64),
+    UnaryOp.GELU_ERF: (DType.BF16, DType.F16, DType.F32, DType.F64),
+    UnaryOp.SILU: (DType.BF16, DType.F16, DType.F32, DType.F64),
+    UnaryOp.RELU: (DType.I64, DType.BF16, DType.F16, DType.F32, DType.F64),
+    UnaryOp.CEIL: (DType.BF16, DType.F16, DType.F32, DType.F64),
+    UnaryOp.FLOOR: (DType.BF16, DType.F16, DType.F32, DType.F64),
+    UnaryOp.ROUND: (DType.BF16, DType.F16, DType.F32, DType.F64),
+    UnaryOp.SIGN: (DType.I64, DType.BF16, DType.F16, DType.F32, DType.F64),
 }
 
 
@@ -143,12 +143,12 @@ class BinaryOp(enum.StrEnum):
 
 
 _BINARY_DTYPES = {
-    BinaryOp.ADD: (DType.U8, DType.U32, DType.I64, DType.BF16, DType.F16, DType.F32, DType.F64, ),
-    BinaryOp.SUB: (DType.U8, DType.U32, DType.I64, DType.BF16, DType.F16, DType.F32, DType.F64, ),
-    BinaryOp.MUL: (DType.U8, DType.U32, DType.I64, DType.BF16, DType.F16, DType.F32, DType.F64, ),
-    BinaryOp.DIV: (DType.U8, DType.U32, DType.I64, DType.BF16, DType.F16, DType.F32, DType.F64, ),
-    BinaryOp.MAXIMUM: (DType.U8, DType.U32, DType.I64, DType.BF16, DType.F16, DType.F32, DType.F64, ),
-    BinaryOp.MINIMUM: (DType.U8, DType.U32, DType.I64, DType.BF16, DType.F16, DType.F32, DType.F64, ),
+    BinaryOp.ADD: (DType.U8, DType.U32, DType.I64, DType.BF16, DType.F16, DType.F32, DType.F64),
+    BinaryOp.SUB: (DType.U8, DType.U32, DType.I64, DType.BF16, DType.F16, DType.F32, DType.F64),
+    BinaryOp.MUL: (DType.U8, DType.U32, DType.I64, DType.BF16, DType.F16, DType.F32, DType.F64),
+    BinaryOp.DIV: (DType.U8, DType.U32, DType.I64, DType.BF16, DType.F16, DType.F32, DType.F64),
+    BinaryOp.MAXIMUM: (DType.U8, DType.U32, DType.I64, DType.BF16, DType.F16, DType.F32, DType.F64),
+    BinaryOp.MINIMUM: (DType.U8, DType.U32, DType.I64, DType.BF16, DType.F16, DType.F32, DType.F64),
 }
 
 
@@ -167,12 +167,12 @@ class CmpOp(enum.StrEnum):
 
 
 _CMP_DTYPES = {
-    CmpOp.EQ: (DType.U8, DType.U32, DType.I64, DType.BF16, DType.F16, DType.F32, DType.F64, ),
-    CmpOp.NE: (DType.U8, DType.U32, DType.I64, DType.BF16, DType.F16, DType.F32, DType.F64, ),
-    CmpOp.LT: (DType.U8, DType.U32, DType.I64, DType.BF16, DType.F16, DType.F32, DType.F64, ),
-    CmpOp.LE: (DType.U8, DType.U32, DType.I64, DType.BF16, DType.F16, DType.F32, DType.F64, ),
-    CmpOp.GT: (DType.U8, DType.U32, DType.I64, DType.BF16, DType.F16, DType.F32, DType.F64, ),
-    CmpOp.GE: (DType.U8, DType.U32, DType.I64, DType.BF16, DType.F16, DType.F32, DType.F64, ),
+    CmpOp.EQ: (DType.U8, DType.U32, DType.I64, DType.BF16, DType.F16, DType.F32, DType.F64),
+    CmpOp.NE: (DType.U8, DType.U32, DType.I64, DType.BF16, DType.F16, DType.F32, DType.F64),
+    CmpOp.LT: (DType.U8, DType.U32, DType.I64, DType.BF16, DType.F16, DType.F32, DType.F64),
+    CmpOp.LE: (DType.U8, DType.U32, DType.I64, DType.BF16, DType.F16, DType.F32, DType.F64),
+    CmpOp.GT: (DType.U8, DType.U32, DType.I64, DType.BF16, DType.F16, DType.F32, DType.F64),
+    CmpOp.GE: (DType.U8, DType.U32, DType.I64, DType.BF16, DType.F16, DType.F32, DType.F64),
 }
 
 
@@ -190,11 +190,11 @@ class ReduceOp(enum.StrEnum):
 
 
 _REDUCE_DTYPES = {
-    ReduceOp.SUM: (DType.U8, DType.U32, DType.I64, DType.BF16, DType.F16, DType.F32, DType.F64, ),
-    ReduceOp.MIN: (DType.U8, DType.U32, DType.I64, DType.BF16, DType.F16, DType.F32, DType.F64, ),
-    ReduceOp.MAX: (DType.U8, DType.U32, DType.I64, DType.BF16, DType.F16, DType.F32, DType.F64, ),
-    ReduceOp.ARGMIN: (DType.U8, DType.U32, DType.I64, DType.BF16, DType.F16, DType.F32, DType.F64, ),
-    ReduceOp.ARGMAX: (DType.U8, DType.U32, DType.I64, DType.BF16, DType.F16, DType.F32, DType.F64, ),
+    ReduceOp.SUM: (DType.U8, DType.U32, DType.I64, DType.BF16, DType.F16, DType.F32, DType.F64),
+    ReduceOp.MIN: (DType.U8, DType.U32, DType.I64, DType.BF16, DType.F16, DType.F32, DType.F64),
+    ReduceOp.MAX: (DType.U8, DType.U32, DType.I64, DType.BF16, DType.F16, DType.F32, DType.F64),
+    ReduceOp.ARGMIN: (DType.U8, DType.U32, DType.I64, DType.BF16, DType.F16, DType.F32, DType.F64),
+    ReduceOp.ARGMAX: (DType.U8, DType.U32, DType.I64, DType.BF16, DType.F16, DType.F32, DType.F64),
 }
 
 

@@ -10,7 +10,7 @@
 // nn row kernels: values a thread holds where a row does not fit 16-byte packs
 #define OPGEN_LOOSE_VALUES 8
 
-// nn row kernels: the bytes of its row a thread holds in registers, in 16-byte packs (bench/gpu.py nn-explore compares 32, 64 and 128)
+// nn row kernels: the bytes of its row a thread holds in registers, in 16-byte packs (bench/gpu.py --explore nn-rows compares 32, 64 and 128)
 // (a default: -D OPGEN_ROW_BYTES=... may tune it, with the runtime's ROW_BYTES set alike)
 #ifndef OPGEN_ROW_BYTES
 #define OPGEN_ROW_BYTES 64
@@ -46,7 +46,7 @@
 // reductions, pass 3: threads across a column tile (a power of two, at most a warp; its last block combines the tile's row slices)
 #define OPGEN_COLUMN_TILE 32
 
-// reductions, a thread per item reading neighbouring columns: 16-byte accesses a row (1: four f32 columns; 2: eight, two loads a row; bench/gpu.py column-explore compares them)
+// reductions, a thread per item reading neighbouring columns: 16-byte accesses a row (1: four f32 columns; 2: eight, two loads a row; bench/gpu.py --explore columns compares them)
 // (a default: -D OPGEN_COLUMN_PACKS=... may tune it, with the runtime's COLUMN_PACKS set alike)
 #ifndef OPGEN_COLUMN_PACKS
 #define OPGEN_COLUMN_PACKS 1
@@ -55,7 +55,7 @@
 // reductions, reduce_columns_*: threads a block (its __launch_bounds__; the runtime launches blocks of at most this many)
 #define OPGEN_COLUMN_BLOCK 256
 
-// reductions, reduce_columns_*: blocks of COLUMN_BLOCK threads resident per multiprocessor (the launch bound's second figure, which caps the registers); the runtime's grid fills that many (bench/gpu.py column-explore compares others)
+// reductions, reduce_columns_*: blocks of COLUMN_BLOCK threads resident per multiprocessor (the launch bound's second figure, which caps the registers); the runtime's grid fills that many (bench/gpu.py --explore columns compares others)
 // (a default: -D OPGEN_COLUMN_MIN_BLOCKS=... may tune it, with the runtime's COLUMN_MIN_BLOCKS set alike)
 #ifndef OPGEN_COLUMN_MIN_BLOCKS
 #define OPGEN_COLUMN_MIN_BLOCKS 3

@@ -13,7 +13,8 @@ PASS0_HEADER = 16
 #: nn row kernels: values a thread holds where a row does not fit 16-byte packs
 LOOSE_VALUES = 8
 
-#: nn row kernels: the bytes of its row a thread holds in registers, in 16-byte packs (bench/gpu.py nn-explore compares 32, 64 and 128)
+#: nn row kernels: the bytes of its row a thread holds in registers, in 16-byte packs (bench/gpu.py --explore nn-rows
+#: compares 32, 64 and 128)
 #: (the kernels' default: a kernel compiled with -D OPGEN_ROW_BYTES=... needs this set alike)
 ROW_BYTES = 64
 
@@ -44,31 +45,39 @@ WARP_ITEM_MAX = 65536
 #: reductions, pass 2: the most partial states one warp reduces; more take a block
 WARP_PARTIAL_MAX = 1024
 
-#: reductions, pass 3: threads across a column tile (a power of two, at most a warp; its last block combines the tile's row slices)
+#: reductions, pass 3: threads across a column tile (a power of two, at most a warp; its last block combines the tile's
+#: row slices)
 COLUMN_TILE = 32
 
-#: reductions, a thread per item reading neighbouring columns: 16-byte accesses a row (1: four f32 columns; 2: eight, two loads a row; bench/gpu.py column-explore compares them)
+#: reductions, a thread per item reading neighbouring columns: 16-byte accesses a row (1: four f32 columns; 2: eight,
+#: two loads a row; bench/gpu.py --explore columns compares them)
 #: (the kernels' default: a kernel compiled with -D OPGEN_COLUMN_PACKS=... needs this set alike)
 COLUMN_PACKS = 1
 
-#: reductions, reduce_columns_*: threads a block (its __launch_bounds__; the runtime launches blocks of at most this many)
+#: reductions, reduce_columns_*: threads a block (its __launch_bounds__; the runtime launches blocks of at most this
+#: many)
 COLUMN_BLOCK = 256
 
-#: reductions, reduce_columns_*: blocks of COLUMN_BLOCK threads resident per multiprocessor (the launch bound's second figure, which caps the registers); the runtime's grid fills that many (bench/gpu.py column-explore compares others)
+#: reductions, reduce_columns_*: blocks of COLUMN_BLOCK threads resident per multiprocessor (the launch bound's second
+#: figure, which caps the registers); the runtime's grid fills that many (bench/gpu.py --explore columns compares
+#: others)
 #: (the kernels' default: a kernel compiled with -D OPGEN_COLUMN_MIN_BLOCKS=... needs this set alike)
 COLUMN_MIN_BLOCKS = 3
 
-#: reductions, pass 3: 1 reads a tile's row slices interleaved (slice s the rows s * ty + k * slices * ty, the grid on one window of rows), 0 as bands of consecutive rows
+#: reductions, pass 3: 1 reads a tile's row slices interleaved (slice s the rows s * ty + k * slices * ty, the grid on
+#: one window of rows), 0 as bands of consecutive rows
 #: (the kernels' default: a kernel compiled with -D OPGEN_TILE_INTERLEAVED=... needs this set alike)
 TILE_INTERLEAVED = 1
 
 #: qmatvec_*: threads per block of the general, tiled and K paths (hip/quantized.hip's kThreads)
 QMATVEC_THREADS = 128
 
-#: qmatvec_*: weight rows per item of the tiled path (kTileRows); the runtime's rows per item where no other path applies
+#: qmatvec_*: weight rows per item of the tiled path (kTileRows); the runtime's rows per item where no other path
+#: applies
 QMATVEC_ROWS = 4
 
-#: qmatvec_q4_0 / q4_1 / q8_0, the dp4a path (cuda sm_80 and up): threads per block, a multiple of QMATVEC_THREADS (kFastSplit threads per weight block)
+#: qmatvec_q4_0 / q4_1 / q8_0, the dp4a path (cuda sm_80 and up): threads per block, a multiple of QMATVEC_THREADS
+#: (kFastSplit threads per weight block)
 QMATVEC_FAST_THREADS = 256
 
 #: qmatvec_q4_0, the dp4a path: weight rows per item (kFastRows)
@@ -86,16 +95,17 @@ QMATVEC_K_ROWS_Q4_K = 8
 #: qmatvec_q6_k, the K path (blocks of QMATVEC_THREADS): weight rows per item (kKRows)
 QMATVEC_K_ROWS_Q6_K = 8
 
-#: launched with programmatic stream serialization (cuda, sm_90 and up): each waits (griddepcontrol.wait) before it touches memory
-PROGRAMMATIC_KERNELS = frozenset({'qmatvec_q4_0', 'qmatvec_q4_1', 'qmatvec_q8_0', 'qmatvec_q4_k', 'qmatvec_q6_k'})
+#: launched with programmatic stream serialization (cuda, sm_90 and up): each waits (griddepcontrol.wait) before it
+#: touches memory
+PROGRAMMATIC_KERNELS = frozenset({"qmatvec_q4_0", "qmatvec_q4_1", "qmatvec_q8_0", "qmatvec_q4_k", "qmatvec_q6_k"})
 
 #: The reduce ops' codes (reduce_chunks_<dtype>'s `op` argument; OPGEN_REDUCE_<OP>): their order in ops.yaml.
 REDUCE_CODES: dict[str, int] = {
-    'sum': 0,
-    'min': 1,
-    'max': 2,
-    'argmin': 3,
-    'argmax': 4,
+    "sum": 0,
+    "min": 1,
+    "max": 2,
+    "argmin": 3,
+    "argmax": 4,
 }
 
 
@@ -104,46 +114,46 @@ class KernelPattern(enum.StrEnum):
     (pattern, *the values of its placeholders); runtimes name the pattern by its member, so a
     renamed pattern fails at import and in mypy, not at the launch."""
 
-    CONST_SET_SELF = 'const_set_{self}'
-    AFFINE_SELF = 'affine_{self}'
-    POWF_SELF = 'powf_{self}'
-    ELU_SELF = 'elu_{self}'
-    FAST_OP_SELF = 'fast_{op}_{self}'
-    REDUCE_CHUNKS_SELF = 'reduce_chunks_{self}'
-    REDUCE_COLUMNS_SELF = 'reduce_columns_{self}'
-    CAST_SELF_DTYPE = 'cast_{self}_{dtype}'
-    WHERE_COND_SELF_ON_TRUE = 'where_cond_{self}_{on_true}'
-    CONV1D_SELF = 'conv1d_{self}'
-    IM2COL_SELF = 'im2col_{self}'
-    COPY_STRIDED_SELF = 'copy_strided_{self}'
-    CONV_TRANSPOSE1D_SELF = 'conv_transpose1d_{self}'
-    COL2IM_SELF = 'col2im_{self}'
-    CONV2D_SELF = 'conv2d_{self}'
-    CONV_TRANSPOSE2D_SELF = 'conv_transpose2d_{self}'
-    AVG_POOL2D_SELF = 'avg_pool2d_{self}'
-    MAX_POOL2D_SELF = 'max_pool2d_{self}'
-    UPSAMPLE_NEAREST1D_SELF = 'upsample_nearest1d_{self}'
-    UPSAMPLE_NEAREST2D_SELF = 'upsample_nearest2d_{self}'
-    GATHER_IDS_SELF = 'gather_{ids}_{self}'
-    SCATTER_SET_IDS_SELF = 'scatter_set_{ids}_{self}'
-    SCATTER_ADD_IDS_SELF = 'scatter_add_{ids}_{self}'
-    INDEX_SELECT_IDS_SELF = 'index_select_{ids}_{self}'
-    INDEX_ADD_IDS_SELF = 'index_add_{ids}_{self}'
-    COPY_STRIDED_IDS = 'copy_strided_{ids}'
-    COPY2D_SELF = 'copy2d_{self}'
-    DEQUANTIZE_SELF_F32 = 'dequantize_{self}_f32'
-    DEQUANTIZE_SELF_F16 = 'dequantize_{self}_f16'
-    QMATVEC_SELF = 'qmatvec_{self}'
-    COPY_STRIDED_X = 'copy_strided_{x}'
-    SIGMOID_SELF = 'sigmoid_{self}'
-    SOFTMAX_LAST_DIM_SELF = 'softmax_last_dim_{self}'
-    RMS_NORM_SELF = 'rms_norm_{self}'
-    LAYER_NORM_SELF = 'layer_norm_{self}'
-    ROPE_I_SELF = 'rope_i_{self}'
-    ROPE_SELF = 'rope_{self}'
-    ROPE_THD_SELF = 'rope_thd_{self}'
-    SDPA_SOFTMAX_SELF = 'sdpa_softmax_{self}'
-    FLASH_ATTENTION_SELF_D64 = 'flash_attention_{self}_d64'
-    FLASH_ATTENTION_SELF_D128 = 'flash_attention_{self}_d128'
-    ARG_SORT_LOCAL_SELF = 'arg_sort_local_{self}'
-    ARG_SORT_MERGE_SELF = 'arg_sort_merge_{self}'
+    CONST_SET_SELF = "const_set_{self}"
+    AFFINE_SELF = "affine_{self}"
+    POWF_SELF = "powf_{self}"
+    ELU_SELF = "elu_{self}"
+    FAST_OP_SELF = "fast_{op}_{self}"
+    REDUCE_CHUNKS_SELF = "reduce_chunks_{self}"
+    REDUCE_COLUMNS_SELF = "reduce_columns_{self}"
+    CAST_SELF_DTYPE = "cast_{self}_{dtype}"
+    WHERE_COND_SELF_ON_TRUE = "where_cond_{self}_{on_true}"
+    CONV1D_SELF = "conv1d_{self}"
+    IM2COL_SELF = "im2col_{self}"
+    COPY_STRIDED_SELF = "copy_strided_{self}"
+    CONV_TRANSPOSE1D_SELF = "conv_transpose1d_{self}"
+    COL2IM_SELF = "col2im_{self}"
+    CONV2D_SELF = "conv2d_{self}"
+    CONV_TRANSPOSE2D_SELF = "conv_transpose2d_{self}"
+    AVG_POOL2D_SELF = "avg_pool2d_{self}"
+    MAX_POOL2D_SELF = "max_pool2d_{self}"
+    UPSAMPLE_NEAREST1D_SELF = "upsample_nearest1d_{self}"
+    UPSAMPLE_NEAREST2D_SELF = "upsample_nearest2d_{self}"
+    GATHER_IDS_SELF = "gather_{ids}_{self}"
+    SCATTER_SET_IDS_SELF = "scatter_set_{ids}_{self}"
+    SCATTER_ADD_IDS_SELF = "scatter_add_{ids}_{self}"
+    INDEX_SELECT_IDS_SELF = "index_select_{ids}_{self}"
+    INDEX_ADD_IDS_SELF = "index_add_{ids}_{self}"
+    COPY_STRIDED_IDS = "copy_strided_{ids}"
+    COPY2D_SELF = "copy2d_{self}"
+    DEQUANTIZE_SELF_F32 = "dequantize_{self}_f32"
+    DEQUANTIZE_SELF_F16 = "dequantize_{self}_f16"
+    QMATVEC_SELF = "qmatvec_{self}"
+    COPY_STRIDED_X = "copy_strided_{x}"
+    SIGMOID_SELF = "sigmoid_{self}"
+    SOFTMAX_LAST_DIM_SELF = "softmax_last_dim_{self}"
+    RMS_NORM_SELF = "rms_norm_{self}"
+    LAYER_NORM_SELF = "layer_norm_{self}"
+    ROPE_I_SELF = "rope_i_{self}"
+    ROPE_SELF = "rope_{self}"
+    ROPE_THD_SELF = "rope_thd_{self}"
+    SDPA_SOFTMAX_SELF = "sdpa_softmax_{self}"
+    FLASH_ATTENTION_SELF_D64 = "flash_attention_{self}_d64"
+    FLASH_ATTENTION_SELF_D128 = "flash_attention_{self}_d128"
+    ARG_SORT_LOCAL_SELF = "arg_sort_local_{self}"
+    ARG_SORT_MERGE_SELF = "arg_sort_merge_{self}"

@@ -14,7 +14,7 @@ import numpy as np
 
 from runtime.params import Kernel
 
-from .dtypes import UnaryOp, BinaryOp, CmpOp, ReduceOp
+from .dtypes import BinaryOp, CmpOp, ReduceOp, UnaryOp
 from .kernel_facts import KernelPattern
 
 # Every runtime names dtypes by their numpy dtype, as the numpy kernel tables do.
@@ -44,2412 +44,6724 @@ _SRC_REDUCE = str(HIP_DIR / "reduce.hip")
 _SRC_WHERE_COND = str(HIP_DIR / "where_cond.hip")
 # The C types of each distinct parameter list, as the launch packs them: _ARGS_<the first
 # kernel (by name) taking it>, shared by every kernel whose parameters have the same types.
-_ARGS_AFFINE_BF16 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint16, ctypes.c_uint16,)
-_ARGS_AFFINE_F32 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_float, ctypes.c_float,)
-_ARGS_AFFINE_F64 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_double, ctypes.c_double,)
-_ARGS_AFFINE_I64 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64,)
-_ARGS_AFFINE_U32 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint32,)
-_ARGS_AFFINE_U8 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint8, ctypes.c_uint8,)
-_ARGS_ARG_SORT_LOCAL_BF16 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_uint32, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,)
-_ARGS_ARG_SORT_MERGE_BF16 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p,)
-_ARGS_AVG_POOL2D_BF16 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,)
-_ARGS_BINARY_ADD_BF16 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,)
-_ARGS_CAST_BF16_BF16 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,)
-_ARGS_COL2IM_BF16 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p,)
-_ARGS_CONST_SET_BF16 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_uint16, ctypes.c_void_p,)
-_ARGS_CONST_SET_F32 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_float, ctypes.c_void_p,)
-_ARGS_CONST_SET_F64 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_double, ctypes.c_void_p,)
-_ARGS_CONST_SET_I64 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,)
-_ARGS_CONST_SET_U32 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p,)
-_ARGS_CONST_SET_U8 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_uint8, ctypes.c_void_p,)
-_ARGS_CONV1D_BF16 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,)
-_ARGS_CONV2D_BF16 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,)
-_ARGS_CONV_TRANSPOSE2D_BF16 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,)
-_ARGS_COPY2D_BF16 = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t,)
-_ARGS_DEQUANTIZE_BF16_F16 = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t,)
-_ARGS_ELU_BF16 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_uint16, ctypes.c_void_p, ctypes.c_void_p,)
-_ARGS_ELU_F32 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_float, ctypes.c_void_p, ctypes.c_void_p,)
-_ARGS_ELU_F64 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_double, ctypes.c_void_p, ctypes.c_void_p,)
-_ARGS_FAST_ARGMAX_BF16 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,)
-_ARGS_FLASH_ATTENTION_BF16_D128 = (ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_float, ctypes.c_uint32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,)
-_ARGS_GATHER_I64_BF16 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p,)
-_ARGS_IM2COL_BF16 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p,)
-_ARGS_INDEX_ADD_I64_BF16 = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p,)
-_ARGS_INDEX_SELECT_I64_BF16 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p,)
-_ARGS_LAYER_NORM_BF16 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_double, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,)
-_ARGS_QMATVEC_BF16 = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t,)
-_ARGS_REDUCE_CHUNKS_BF16 = (ctypes.c_uint32, ctypes.c_uint32, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,)
-_ARGS_REDUCE_COLUMNS_BF16 = (ctypes.c_uint32, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,)
-_ARGS_RMS_NORM_BF16 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_double, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,)
-_ARGS_ROPE_BF16 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,)
-_ARGS_ROPE_THD_BF16 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,)
-_ARGS_SDPA_SOFTMAX_BF16 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_float, ctypes.c_uint32, ctypes.c_void_p,)
-_ARGS_SOFTMAX_LAST_DIM_BF16 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p,)
-_ARGS_WHERE_COND_I64_BF16 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,)
+_ARGS_AFFINE_BF16 = (
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_uint16,
+    ctypes.c_uint16,
+)
+_ARGS_AFFINE_F32 = (
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_float,
+    ctypes.c_float,
+)
+_ARGS_AFFINE_F64 = (
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_double,
+    ctypes.c_double,
+)
+_ARGS_AFFINE_I64 = (
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_int64,
+    ctypes.c_int64,
+)
+_ARGS_AFFINE_U32 = (
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_uint32,
+    ctypes.c_uint32,
+)
+_ARGS_AFFINE_U8 = (
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_uint8,
+    ctypes.c_uint8,
+)
+_ARGS_ARG_SORT_LOCAL_BF16 = (
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_uint32,
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+)
+_ARGS_ARG_SORT_MERGE_BF16 = (
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+)
+_ARGS_AVG_POOL2D_BF16 = (
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+)
+_ARGS_BINARY_ADD_BF16 = (
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+)
+_ARGS_CAST_BF16_BF16 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+_ARGS_COL2IM_BF16 = (
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+)
+_ARGS_CONST_SET_BF16 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_uint16, ctypes.c_void_p)
+_ARGS_CONST_SET_F32 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_float, ctypes.c_void_p)
+_ARGS_CONST_SET_F64 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_double, ctypes.c_void_p)
+_ARGS_CONST_SET_I64 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p)
+_ARGS_CONST_SET_U32 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p)
+_ARGS_CONST_SET_U8 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_uint8, ctypes.c_void_p)
+_ARGS_CONV1D_BF16 = (
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+)
+_ARGS_CONV2D_BF16 = (
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+)
+_ARGS_CONV_TRANSPOSE2D_BF16 = (
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+)
+_ARGS_COPY2D_BF16 = (
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+)
+_ARGS_DEQUANTIZE_BF16_F16 = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t)
+_ARGS_ELU_BF16 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_uint16, ctypes.c_void_p, ctypes.c_void_p)
+_ARGS_ELU_F32 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_float, ctypes.c_void_p, ctypes.c_void_p)
+_ARGS_ELU_F64 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_double, ctypes.c_void_p, ctypes.c_void_p)
+_ARGS_FAST_ARGMAX_BF16 = (
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+)
+_ARGS_FLASH_ATTENTION_BF16_D128 = (
+    ctypes.c_uint32,
+    ctypes.c_uint32,
+    ctypes.c_uint32,
+    ctypes.c_float,
+    ctypes.c_uint32,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+)
+_ARGS_GATHER_I64_BF16 = (
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_void_p,
+    ctypes.c_size_t,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_size_t,
+    ctypes.c_void_p,
+)
+_ARGS_IM2COL_BF16 = (
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_int64,
+    ctypes.c_int64,
+    ctypes.c_int64,
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+)
+_ARGS_INDEX_ADD_I64_BF16 = (
+    ctypes.c_void_p,
+    ctypes.c_size_t,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_void_p,
+)
+_ARGS_INDEX_SELECT_I64_BF16 = (
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_void_p,
+)
+_ARGS_LAYER_NORM_BF16 = (
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_double,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+)
+_ARGS_QMATVEC_BF16 = (
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+)
+_ARGS_REDUCE_CHUNKS_BF16 = (
+    ctypes.c_uint32,
+    ctypes.c_uint32,
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_void_p,
+    ctypes.c_size_t,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+)
+_ARGS_REDUCE_COLUMNS_BF16 = (
+    ctypes.c_uint32,
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_void_p,
+    ctypes.c_size_t,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+)
+_ARGS_RMS_NORM_BF16 = (
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_double,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+)
+_ARGS_ROPE_BF16 = (
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+)
+_ARGS_ROPE_THD_BF16 = (
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+)
+_ARGS_SDPA_SOFTMAX_BF16 = (
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_float,
+    ctypes.c_uint32,
+    ctypes.c_void_p,
+)
+_ARGS_SOFTMAX_LAST_DIM_BF16 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p)
+_ARGS_WHERE_COND_I64_BF16 = (
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+)
 
 
 def launch_affine_bf16(launch, grid, block, stream, numel, num_dims, info, inp, out, mul, add) -> None:
-    launch(_SRC_AFFINE, "affine_bf16", grid, block, stream, (numel, num_dims, info, inp, out, mul, add,), _ARGS_AFFINE_BF16)
+    launch(
+        _SRC_AFFINE, "affine_bf16", grid, block, stream, (numel, num_dims, info, inp, out, mul, add), _ARGS_AFFINE_BF16
+    )
 
 
 def launch_affine_f16(launch, grid, block, stream, numel, num_dims, info, inp, out, mul, add) -> None:
-    launch(_SRC_AFFINE, "affine_f16", grid, block, stream, (numel, num_dims, info, inp, out, mul, add,), _ARGS_AFFINE_BF16)
+    launch(
+        _SRC_AFFINE, "affine_f16", grid, block, stream, (numel, num_dims, info, inp, out, mul, add), _ARGS_AFFINE_BF16
+    )
 
 
 def launch_affine_f32(launch, grid, block, stream, numel, num_dims, info, inp, out, mul, add) -> None:
-    launch(_SRC_AFFINE, "affine_f32", grid, block, stream, (numel, num_dims, info, inp, out, mul, add,), _ARGS_AFFINE_F32)
+    launch(
+        _SRC_AFFINE, "affine_f32", grid, block, stream, (numel, num_dims, info, inp, out, mul, add), _ARGS_AFFINE_F32
+    )
 
 
 def launch_affine_f64(launch, grid, block, stream, numel, num_dims, info, inp, out, mul, add) -> None:
-    launch(_SRC_AFFINE, "affine_f64", grid, block, stream, (numel, num_dims, info, inp, out, mul, add,), _ARGS_AFFINE_F64)
+    launch(
+        _SRC_AFFINE, "affine_f64", grid, block, stream, (numel, num_dims, info, inp, out, mul, add), _ARGS_AFFINE_F64
+    )
 
 
 def launch_affine_i64(launch, grid, block, stream, numel, num_dims, info, inp, out, mul, add) -> None:
-    launch(_SRC_AFFINE, "affine_i64", grid, block, stream, (numel, num_dims, info, inp, out, mul, add,), _ARGS_AFFINE_I64)
+    launch(
+        _SRC_AFFINE, "affine_i64", grid, block, stream, (numel, num_dims, info, inp, out, mul, add), _ARGS_AFFINE_I64
+    )
 
 
 def launch_affine_u32(launch, grid, block, stream, numel, num_dims, info, inp, out, mul, add) -> None:
-    launch(_SRC_AFFINE, "affine_u32", grid, block, stream, (numel, num_dims, info, inp, out, mul, add,), _ARGS_AFFINE_U32)
+    launch(
+        _SRC_AFFINE, "affine_u32", grid, block, stream, (numel, num_dims, info, inp, out, mul, add), _ARGS_AFFINE_U32
+    )
 
 
 def launch_affine_u8(launch, grid, block, stream, numel, num_dims, info, inp, out, mul, add) -> None:
-    launch(_SRC_AFFINE, "affine_u8", grid, block, stream, (numel, num_dims, info, inp, out, mul, add,), _ARGS_AFFINE_U8)
+    launch(_SRC_AFFINE, "affine_u8", grid, block, stream, (numel, num_dims, info, inp, out, mul, add), _ARGS_AFFINE_U8)
 
 
-def launch_arg_sort_local_bf16(launch, grid, block, stream, nrows, ncols, pad, ascending, k_first, k_last, x, keys, idx, out) -> None:
-    launch(_SRC_NN, "arg_sort_local_bf16", grid, block, stream, (nrows, ncols, pad, ascending, k_first, k_last, x, keys, idx, out,), _ARGS_ARG_SORT_LOCAL_BF16)
+def launch_arg_sort_local_bf16(
+    launch, grid, block, stream, nrows, ncols, pad, ascending, k_first, k_last, x, keys, idx, out
+) -> None:
+    launch(
+        _SRC_NN,
+        "arg_sort_local_bf16",
+        grid,
+        block,
+        stream,
+        (nrows, ncols, pad, ascending, k_first, k_last, x, keys, idx, out),
+        _ARGS_ARG_SORT_LOCAL_BF16,
+    )
 
 
-def launch_arg_sort_local_f16(launch, grid, block, stream, nrows, ncols, pad, ascending, k_first, k_last, x, keys, idx, out) -> None:
-    launch(_SRC_NN, "arg_sort_local_f16", grid, block, stream, (nrows, ncols, pad, ascending, k_first, k_last, x, keys, idx, out,), _ARGS_ARG_SORT_LOCAL_BF16)
+def launch_arg_sort_local_f16(
+    launch, grid, block, stream, nrows, ncols, pad, ascending, k_first, k_last, x, keys, idx, out
+) -> None:
+    launch(
+        _SRC_NN,
+        "arg_sort_local_f16",
+        grid,
+        block,
+        stream,
+        (nrows, ncols, pad, ascending, k_first, k_last, x, keys, idx, out),
+        _ARGS_ARG_SORT_LOCAL_BF16,
+    )
 
 
-def launch_arg_sort_local_f32(launch, grid, block, stream, nrows, ncols, pad, ascending, k_first, k_last, x, keys, idx, out) -> None:
-    launch(_SRC_NN, "arg_sort_local_f32", grid, block, stream, (nrows, ncols, pad, ascending, k_first, k_last, x, keys, idx, out,), _ARGS_ARG_SORT_LOCAL_BF16)
+def launch_arg_sort_local_f32(
+    launch, grid, block, stream, nrows, ncols, pad, ascending, k_first, k_last, x, keys, idx, out
+) -> None:
+    launch(
+        _SRC_NN,
+        "arg_sort_local_f32",
+        grid,
+        block,
+        stream,
+        (nrows, ncols, pad, ascending, k_first, k_last, x, keys, idx, out),
+        _ARGS_ARG_SORT_LOCAL_BF16,
+    )
 
 
-def launch_arg_sort_local_f64(launch, grid, block, stream, nrows, ncols, pad, ascending, k_first, k_last, x, keys, idx, out) -> None:
-    launch(_SRC_NN, "arg_sort_local_f64", grid, block, stream, (nrows, ncols, pad, ascending, k_first, k_last, x, keys, idx, out,), _ARGS_ARG_SORT_LOCAL_BF16)
+def launch_arg_sort_local_f64(
+    launch, grid, block, stream, nrows, ncols, pad, ascending, k_first, k_last, x, keys, idx, out
+) -> None:
+    launch(
+        _SRC_NN,
+        "arg_sort_local_f64",
+        grid,
+        block,
+        stream,
+        (nrows, ncols, pad, ascending, k_first, k_last, x, keys, idx, out),
+        _ARGS_ARG_SORT_LOCAL_BF16,
+    )
 
 
-def launch_arg_sort_local_i64(launch, grid, block, stream, nrows, ncols, pad, ascending, k_first, k_last, x, keys, idx, out) -> None:
-    launch(_SRC_NN, "arg_sort_local_i64", grid, block, stream, (nrows, ncols, pad, ascending, k_first, k_last, x, keys, idx, out,), _ARGS_ARG_SORT_LOCAL_BF16)
+def launch_arg_sort_local_i64(
+    launch, grid, block, stream, nrows, ncols, pad, ascending, k_first, k_last, x, keys, idx, out
+) -> None:
+    launch(
+        _SRC_NN,
+        "arg_sort_local_i64",
+        grid,
+        block,
+        stream,
+        (nrows, ncols, pad, ascending, k_first, k_last, x, keys, idx, out),
+        _ARGS_ARG_SORT_LOCAL_BF16,
+    )
 
 
-def launch_arg_sort_local_u32(launch, grid, block, stream, nrows, ncols, pad, ascending, k_first, k_last, x, keys, idx, out) -> None:
-    launch(_SRC_NN, "arg_sort_local_u32", grid, block, stream, (nrows, ncols, pad, ascending, k_first, k_last, x, keys, idx, out,), _ARGS_ARG_SORT_LOCAL_BF16)
+def launch_arg_sort_local_u32(
+    launch, grid, block, stream, nrows, ncols, pad, ascending, k_first, k_last, x, keys, idx, out
+) -> None:
+    launch(
+        _SRC_NN,
+        "arg_sort_local_u32",
+        grid,
+        block,
+        stream,
+        (nrows, ncols, pad, ascending, k_first, k_last, x, keys, idx, out),
+        _ARGS_ARG_SORT_LOCAL_BF16,
+    )
 
 
-def launch_arg_sort_local_u8(launch, grid, block, stream, nrows, ncols, pad, ascending, k_first, k_last, x, keys, idx, out) -> None:
-    launch(_SRC_NN, "arg_sort_local_u8", grid, block, stream, (nrows, ncols, pad, ascending, k_first, k_last, x, keys, idx, out,), _ARGS_ARG_SORT_LOCAL_BF16)
+def launch_arg_sort_local_u8(
+    launch, grid, block, stream, nrows, ncols, pad, ascending, k_first, k_last, x, keys, idx, out
+) -> None:
+    launch(
+        _SRC_NN,
+        "arg_sort_local_u8",
+        grid,
+        block,
+        stream,
+        (nrows, ncols, pad, ascending, k_first, k_last, x, keys, idx, out),
+        _ARGS_ARG_SORT_LOCAL_BF16,
+    )
 
 
 def launch_arg_sort_merge_bf16(launch, grid, block, stream, nrows, pad, k, j, keys, idx) -> None:
-    launch(_SRC_NN, "arg_sort_merge_bf16", grid, block, stream, (nrows, pad, k, j, keys, idx,), _ARGS_ARG_SORT_MERGE_BF16)
+    launch(
+        _SRC_NN, "arg_sort_merge_bf16", grid, block, stream, (nrows, pad, k, j, keys, idx), _ARGS_ARG_SORT_MERGE_BF16
+    )
 
 
 def launch_arg_sort_merge_f16(launch, grid, block, stream, nrows, pad, k, j, keys, idx) -> None:
-    launch(_SRC_NN, "arg_sort_merge_f16", grid, block, stream, (nrows, pad, k, j, keys, idx,), _ARGS_ARG_SORT_MERGE_BF16)
+    launch(_SRC_NN, "arg_sort_merge_f16", grid, block, stream, (nrows, pad, k, j, keys, idx), _ARGS_ARG_SORT_MERGE_BF16)
 
 
 def launch_arg_sort_merge_f32(launch, grid, block, stream, nrows, pad, k, j, keys, idx) -> None:
-    launch(_SRC_NN, "arg_sort_merge_f32", grid, block, stream, (nrows, pad, k, j, keys, idx,), _ARGS_ARG_SORT_MERGE_BF16)
+    launch(_SRC_NN, "arg_sort_merge_f32", grid, block, stream, (nrows, pad, k, j, keys, idx), _ARGS_ARG_SORT_MERGE_BF16)
 
 
 def launch_arg_sort_merge_f64(launch, grid, block, stream, nrows, pad, k, j, keys, idx) -> None:
-    launch(_SRC_NN, "arg_sort_merge_f64", grid, block, stream, (nrows, pad, k, j, keys, idx,), _ARGS_ARG_SORT_MERGE_BF16)
+    launch(_SRC_NN, "arg_sort_merge_f64", grid, block, stream, (nrows, pad, k, j, keys, idx), _ARGS_ARG_SORT_MERGE_BF16)
 
 
 def launch_arg_sort_merge_i64(launch, grid, block, stream, nrows, pad, k, j, keys, idx) -> None:
-    launch(_SRC_NN, "arg_sort_merge_i64", grid, block, stream, (nrows, pad, k, j, keys, idx,), _ARGS_ARG_SORT_MERGE_BF16)
+    launch(_SRC_NN, "arg_sort_merge_i64", grid, block, stream, (nrows, pad, k, j, keys, idx), _ARGS_ARG_SORT_MERGE_BF16)
 
 
 def launch_arg_sort_merge_u32(launch, grid, block, stream, nrows, pad, k, j, keys, idx) -> None:
-    launch(_SRC_NN, "arg_sort_merge_u32", grid, block, stream, (nrows, pad, k, j, keys, idx,), _ARGS_ARG_SORT_MERGE_BF16)
+    launch(_SRC_NN, "arg_sort_merge_u32", grid, block, stream, (nrows, pad, k, j, keys, idx), _ARGS_ARG_SORT_MERGE_BF16)
 
 
 def launch_arg_sort_merge_u8(launch, grid, block, stream, nrows, pad, k, j, keys, idx) -> None:
-    launch(_SRC_NN, "arg_sort_merge_u8", grid, block, stream, (nrows, pad, k, j, keys, idx,), _ARGS_ARG_SORT_MERGE_BF16)
+    launch(_SRC_NN, "arg_sort_merge_u8", grid, block, stream, (nrows, pad, k, j, keys, idx), _ARGS_ARG_SORT_MERGE_BF16)
 
 
-def launch_avg_pool2d_bf16(launch, grid, block, stream, dst_numel, w_k, h_k, w_stride, h_stride, info, src, dst) -> None:
-    launch(_SRC_POOL, "avg_pool2d_bf16", grid, block, stream, (dst_numel, w_k, h_k, w_stride, h_stride, info, src, dst,), _ARGS_AVG_POOL2D_BF16)
+def launch_avg_pool2d_bf16(
+    launch, grid, block, stream, dst_numel, w_k, h_k, w_stride, h_stride, info, src, dst
+) -> None:
+    launch(
+        _SRC_POOL,
+        "avg_pool2d_bf16",
+        grid,
+        block,
+        stream,
+        (dst_numel, w_k, h_k, w_stride, h_stride, info, src, dst),
+        _ARGS_AVG_POOL2D_BF16,
+    )
 
 
 def launch_avg_pool2d_f16(launch, grid, block, stream, dst_numel, w_k, h_k, w_stride, h_stride, info, src, dst) -> None:
-    launch(_SRC_POOL, "avg_pool2d_f16", grid, block, stream, (dst_numel, w_k, h_k, w_stride, h_stride, info, src, dst,), _ARGS_AVG_POOL2D_BF16)
+    launch(
+        _SRC_POOL,
+        "avg_pool2d_f16",
+        grid,
+        block,
+        stream,
+        (dst_numel, w_k, h_k, w_stride, h_stride, info, src, dst),
+        _ARGS_AVG_POOL2D_BF16,
+    )
 
 
 def launch_avg_pool2d_f32(launch, grid, block, stream, dst_numel, w_k, h_k, w_stride, h_stride, info, src, dst) -> None:
-    launch(_SRC_POOL, "avg_pool2d_f32", grid, block, stream, (dst_numel, w_k, h_k, w_stride, h_stride, info, src, dst,), _ARGS_AVG_POOL2D_BF16)
+    launch(
+        _SRC_POOL,
+        "avg_pool2d_f32",
+        grid,
+        block,
+        stream,
+        (dst_numel, w_k, h_k, w_stride, h_stride, info, src, dst),
+        _ARGS_AVG_POOL2D_BF16,
+    )
 
 
 def launch_avg_pool2d_f64(launch, grid, block, stream, dst_numel, w_k, h_k, w_stride, h_stride, info, src, dst) -> None:
-    launch(_SRC_POOL, "avg_pool2d_f64", grid, block, stream, (dst_numel, w_k, h_k, w_stride, h_stride, info, src, dst,), _ARGS_AVG_POOL2D_BF16)
+    launch(
+        _SRC_POOL,
+        "avg_pool2d_f64",
+        grid,
+        block,
+        stream,
+        (dst_numel, w_k, h_k, w_stride, h_stride, info, src, dst),
+        _ARGS_AVG_POOL2D_BF16,
+    )
 
 
 def launch_avg_pool2d_i64(launch, grid, block, stream, dst_numel, w_k, h_k, w_stride, h_stride, info, src, dst) -> None:
-    launch(_SRC_POOL, "avg_pool2d_i64", grid, block, stream, (dst_numel, w_k, h_k, w_stride, h_stride, info, src, dst,), _ARGS_AVG_POOL2D_BF16)
+    launch(
+        _SRC_POOL,
+        "avg_pool2d_i64",
+        grid,
+        block,
+        stream,
+        (dst_numel, w_k, h_k, w_stride, h_stride, info, src, dst),
+        _ARGS_AVG_POOL2D_BF16,
+    )
 
 
 def launch_avg_pool2d_u32(launch, grid, block, stream, dst_numel, w_k, h_k, w_stride, h_stride, info, src, dst) -> None:
-    launch(_SRC_POOL, "avg_pool2d_u32", grid, block, stream, (dst_numel, w_k, h_k, w_stride, h_stride, info, src, dst,), _ARGS_AVG_POOL2D_BF16)
+    launch(
+        _SRC_POOL,
+        "avg_pool2d_u32",
+        grid,
+        block,
+        stream,
+        (dst_numel, w_k, h_k, w_stride, h_stride, info, src, dst),
+        _ARGS_AVG_POOL2D_BF16,
+    )
 
 
 def launch_avg_pool2d_u8(launch, grid, block, stream, dst_numel, w_k, h_k, w_stride, h_stride, info, src, dst) -> None:
-    launch(_SRC_POOL, "avg_pool2d_u8", grid, block, stream, (dst_numel, w_k, h_k, w_stride, h_stride, info, src, dst,), _ARGS_AVG_POOL2D_BF16)
+    launch(
+        _SRC_POOL,
+        "avg_pool2d_u8",
+        grid,
+        block,
+        stream,
+        (dst_numel, w_k, h_k, w_stride, h_stride, info, src, dst),
+        _ARGS_AVG_POOL2D_BF16,
+    )
 
 
 def launch_binary_add_bf16(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "binary_add_bf16", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "binary_add_bf16",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_binary_add_f16(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "binary_add_f16", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "binary_add_f16",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_binary_add_f32(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "binary_add_f32", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "binary_add_f32",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_binary_add_f64(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "binary_add_f64", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "binary_add_f64",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_binary_add_i64(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "binary_add_i64", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "binary_add_i64",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_binary_add_u32(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "binary_add_u32", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "binary_add_u32",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_binary_add_u8(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "binary_add_u8", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "binary_add_u8",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_binary_div_bf16(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "binary_div_bf16", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "binary_div_bf16",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_binary_div_f16(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "binary_div_f16", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "binary_div_f16",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_binary_div_f32(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "binary_div_f32", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "binary_div_f32",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_binary_div_f64(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "binary_div_f64", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "binary_div_f64",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_binary_div_i64(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "binary_div_i64", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "binary_div_i64",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_binary_div_u32(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "binary_div_u32", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "binary_div_u32",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_binary_div_u8(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "binary_div_u8", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "binary_div_u8",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_binary_maximum_bf16(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "binary_maximum_bf16", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "binary_maximum_bf16",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_binary_maximum_f16(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "binary_maximum_f16", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "binary_maximum_f16",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_binary_maximum_f32(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "binary_maximum_f32", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "binary_maximum_f32",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_binary_maximum_f64(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "binary_maximum_f64", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "binary_maximum_f64",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_binary_maximum_i64(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "binary_maximum_i64", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "binary_maximum_i64",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_binary_maximum_u32(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "binary_maximum_u32", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "binary_maximum_u32",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_binary_maximum_u8(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "binary_maximum_u8", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "binary_maximum_u8",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_binary_minimum_bf16(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "binary_minimum_bf16", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "binary_minimum_bf16",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_binary_minimum_f16(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "binary_minimum_f16", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "binary_minimum_f16",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_binary_minimum_f32(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "binary_minimum_f32", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "binary_minimum_f32",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_binary_minimum_f64(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "binary_minimum_f64", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "binary_minimum_f64",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_binary_minimum_i64(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "binary_minimum_i64", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "binary_minimum_i64",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_binary_minimum_u32(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "binary_minimum_u32", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "binary_minimum_u32",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_binary_minimum_u8(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "binary_minimum_u8", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "binary_minimum_u8",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_binary_mul_bf16(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "binary_mul_bf16", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "binary_mul_bf16",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_binary_mul_f16(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "binary_mul_f16", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "binary_mul_f16",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_binary_mul_f32(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "binary_mul_f32", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "binary_mul_f32",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_binary_mul_f64(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "binary_mul_f64", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "binary_mul_f64",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_binary_mul_i64(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "binary_mul_i64", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "binary_mul_i64",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_binary_mul_u32(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "binary_mul_u32", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "binary_mul_u32",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_binary_mul_u8(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "binary_mul_u8", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "binary_mul_u8",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_binary_sub_bf16(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "binary_sub_bf16", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "binary_sub_bf16",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_binary_sub_f16(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "binary_sub_f16", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "binary_sub_f16",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_binary_sub_f32(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "binary_sub_f32", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "binary_sub_f32",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_binary_sub_f64(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "binary_sub_f64", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "binary_sub_f64",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_binary_sub_i64(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "binary_sub_i64", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "binary_sub_i64",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_binary_sub_u32(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "binary_sub_u32", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "binary_sub_u32",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_binary_sub_u8(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "binary_sub_u8", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "binary_sub_u8",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_cast_bf16_bf16(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_CAST, "cast_bf16_bf16", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(_SRC_CAST, "cast_bf16_bf16", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16)
 
 
 def launch_cast_bf16_f16(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_CAST, "cast_bf16_f16", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(_SRC_CAST, "cast_bf16_f16", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16)
 
 
 def launch_cast_bf16_f32(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_CAST, "cast_bf16_f32", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(_SRC_CAST, "cast_bf16_f32", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16)
 
 
 def launch_cast_bf16_f64(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_CAST, "cast_bf16_f64", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(_SRC_CAST, "cast_bf16_f64", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16)
 
 
 def launch_cast_bf16_i64(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_CAST, "cast_bf16_i64", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(_SRC_CAST, "cast_bf16_i64", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16)
 
 
 def launch_cast_bf16_u32(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_CAST, "cast_bf16_u32", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(_SRC_CAST, "cast_bf16_u32", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16)
 
 
 def launch_cast_bf16_u8(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_CAST, "cast_bf16_u8", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(_SRC_CAST, "cast_bf16_u8", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16)
 
 
 def launch_cast_f16_bf16(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_CAST, "cast_f16_bf16", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(_SRC_CAST, "cast_f16_bf16", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16)
 
 
 def launch_cast_f16_f16(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_CAST, "cast_f16_f16", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(_SRC_CAST, "cast_f16_f16", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16)
 
 
 def launch_cast_f16_f32(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_CAST, "cast_f16_f32", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(_SRC_CAST, "cast_f16_f32", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16)
 
 
 def launch_cast_f16_f64(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_CAST, "cast_f16_f64", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(_SRC_CAST, "cast_f16_f64", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16)
 
 
 def launch_cast_f16_i64(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_CAST, "cast_f16_i64", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(_SRC_CAST, "cast_f16_i64", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16)
 
 
 def launch_cast_f16_u32(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_CAST, "cast_f16_u32", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(_SRC_CAST, "cast_f16_u32", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16)
 
 
 def launch_cast_f16_u8(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_CAST, "cast_f16_u8", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(_SRC_CAST, "cast_f16_u8", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16)
 
 
 def launch_cast_f32_bf16(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_CAST, "cast_f32_bf16", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(_SRC_CAST, "cast_f32_bf16", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16)
 
 
 def launch_cast_f32_f16(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_CAST, "cast_f32_f16", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(_SRC_CAST, "cast_f32_f16", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16)
 
 
 def launch_cast_f32_f32(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_CAST, "cast_f32_f32", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(_SRC_CAST, "cast_f32_f32", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16)
 
 
 def launch_cast_f32_f64(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_CAST, "cast_f32_f64", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(_SRC_CAST, "cast_f32_f64", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16)
 
 
 def launch_cast_f32_i64(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_CAST, "cast_f32_i64", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(_SRC_CAST, "cast_f32_i64", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16)
 
 
 def launch_cast_f32_u32(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_CAST, "cast_f32_u32", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(_SRC_CAST, "cast_f32_u32", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16)
 
 
 def launch_cast_f32_u8(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_CAST, "cast_f32_u8", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(_SRC_CAST, "cast_f32_u8", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16)
 
 
 def launch_cast_f64_bf16(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_CAST, "cast_f64_bf16", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(_SRC_CAST, "cast_f64_bf16", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16)
 
 
 def launch_cast_f64_f16(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_CAST, "cast_f64_f16", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(_SRC_CAST, "cast_f64_f16", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16)
 
 
 def launch_cast_f64_f32(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_CAST, "cast_f64_f32", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(_SRC_CAST, "cast_f64_f32", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16)
 
 
 def launch_cast_f64_f64(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_CAST, "cast_f64_f64", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(_SRC_CAST, "cast_f64_f64", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16)
 
 
 def launch_cast_f64_i64(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_CAST, "cast_f64_i64", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(_SRC_CAST, "cast_f64_i64", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16)
 
 
 def launch_cast_f64_u32(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_CAST, "cast_f64_u32", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(_SRC_CAST, "cast_f64_u32", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16)
 
 
 def launch_cast_f64_u8(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_CAST, "cast_f64_u8", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(_SRC_CAST, "cast_f64_u8", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16)
 
 
 def launch_cast_i64_bf16(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_CAST, "cast_i64_bf16", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(_SRC_CAST, "cast_i64_bf16", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16)
 
 
 def launch_cast_i64_f16(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_CAST, "cast_i64_f16", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(_SRC_CAST, "cast_i64_f16", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16)
 
 
 def launch_cast_i64_f32(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_CAST, "cast_i64_f32", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(_SRC_CAST, "cast_i64_f32", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16)
 
 
 def launch_cast_i64_f64(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_CAST, "cast_i64_f64", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(_SRC_CAST, "cast_i64_f64", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16)
 
 
 def launch_cast_i64_i64(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_CAST, "cast_i64_i64", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(_SRC_CAST, "cast_i64_i64", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16)
 
 
 def launch_cast_i64_u32(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_CAST, "cast_i64_u32", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(_SRC_CAST, "cast_i64_u32", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16)
 
 
 def launch_cast_i64_u8(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_CAST, "cast_i64_u8", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(_SRC_CAST, "cast_i64_u8", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16)
 
 
 def launch_cast_u32_bf16(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_CAST, "cast_u32_bf16", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(_SRC_CAST, "cast_u32_bf16", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16)
 
 
 def launch_cast_u32_f16(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_CAST, "cast_u32_f16", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(_SRC_CAST, "cast_u32_f16", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16)
 
 
 def launch_cast_u32_f32(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_CAST, "cast_u32_f32", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(_SRC_CAST, "cast_u32_f32", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16)
 
 
 def launch_cast_u32_f64(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_CAST, "cast_u32_f64", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(_SRC_CAST, "cast_u32_f64", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16)
 
 
 def launch_cast_u32_i64(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_CAST, "cast_u32_i64", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(_SRC_CAST, "cast_u32_i64", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16)
 
 
 def launch_cast_u32_u32(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_CAST, "cast_u32_u32", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(_SRC_CAST, "cast_u32_u32", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16)
 
 
 def launch_cast_u32_u8(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_CAST, "cast_u32_u8", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(_SRC_CAST, "cast_u32_u8", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16)
 
 
 def launch_cast_u8_bf16(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_CAST, "cast_u8_bf16", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(_SRC_CAST, "cast_u8_bf16", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16)
 
 
 def launch_cast_u8_f16(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_CAST, "cast_u8_f16", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(_SRC_CAST, "cast_u8_f16", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16)
 
 
 def launch_cast_u8_f32(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_CAST, "cast_u8_f32", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(_SRC_CAST, "cast_u8_f32", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16)
 
 
 def launch_cast_u8_f64(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_CAST, "cast_u8_f64", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(_SRC_CAST, "cast_u8_f64", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16)
 
 
 def launch_cast_u8_i64(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_CAST, "cast_u8_i64", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(_SRC_CAST, "cast_u8_i64", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16)
 
 
 def launch_cast_u8_u32(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_CAST, "cast_u8_u32", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(_SRC_CAST, "cast_u8_u32", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16)
 
 
 def launch_cast_u8_u8(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_CAST, "cast_u8_u8", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(_SRC_CAST, "cast_u8_u8", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16)
 
 
 def launch_cmp_eq_bf16(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "cmp_eq_bf16", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "cmp_eq_bf16",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_cmp_eq_f16(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "cmp_eq_f16", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "cmp_eq_f16",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_cmp_eq_f32(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "cmp_eq_f32", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "cmp_eq_f32",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_cmp_eq_f64(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "cmp_eq_f64", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "cmp_eq_f64",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_cmp_eq_i64(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "cmp_eq_i64", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "cmp_eq_i64",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_cmp_eq_u32(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "cmp_eq_u32", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "cmp_eq_u32",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_cmp_eq_u8(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "cmp_eq_u8", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "cmp_eq_u8",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_cmp_ge_bf16(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "cmp_ge_bf16", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "cmp_ge_bf16",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_cmp_ge_f16(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "cmp_ge_f16", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "cmp_ge_f16",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_cmp_ge_f32(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "cmp_ge_f32", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "cmp_ge_f32",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_cmp_ge_f64(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "cmp_ge_f64", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "cmp_ge_f64",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_cmp_ge_i64(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "cmp_ge_i64", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "cmp_ge_i64",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_cmp_ge_u32(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "cmp_ge_u32", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "cmp_ge_u32",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_cmp_ge_u8(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "cmp_ge_u8", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "cmp_ge_u8",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_cmp_gt_bf16(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "cmp_gt_bf16", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "cmp_gt_bf16",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_cmp_gt_f16(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "cmp_gt_f16", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "cmp_gt_f16",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_cmp_gt_f32(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "cmp_gt_f32", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "cmp_gt_f32",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_cmp_gt_f64(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "cmp_gt_f64", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "cmp_gt_f64",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_cmp_gt_i64(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "cmp_gt_i64", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "cmp_gt_i64",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_cmp_gt_u32(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "cmp_gt_u32", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "cmp_gt_u32",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_cmp_gt_u8(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "cmp_gt_u8", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "cmp_gt_u8",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_cmp_le_bf16(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "cmp_le_bf16", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "cmp_le_bf16",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_cmp_le_f16(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "cmp_le_f16", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "cmp_le_f16",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_cmp_le_f32(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "cmp_le_f32", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "cmp_le_f32",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_cmp_le_f64(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "cmp_le_f64", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "cmp_le_f64",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_cmp_le_i64(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "cmp_le_i64", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "cmp_le_i64",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_cmp_le_u32(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "cmp_le_u32", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "cmp_le_u32",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_cmp_le_u8(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "cmp_le_u8", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "cmp_le_u8",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_cmp_lt_bf16(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "cmp_lt_bf16", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "cmp_lt_bf16",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_cmp_lt_f16(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "cmp_lt_f16", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "cmp_lt_f16",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_cmp_lt_f32(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "cmp_lt_f32", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "cmp_lt_f32",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_cmp_lt_f64(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "cmp_lt_f64", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "cmp_lt_f64",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_cmp_lt_i64(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "cmp_lt_i64", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "cmp_lt_i64",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_cmp_lt_u32(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "cmp_lt_u32", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "cmp_lt_u32",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_cmp_lt_u8(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "cmp_lt_u8", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "cmp_lt_u8",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_cmp_ne_bf16(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "cmp_ne_bf16", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "cmp_ne_bf16",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_cmp_ne_f16(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "cmp_ne_f16", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "cmp_ne_f16",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_cmp_ne_f32(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "cmp_ne_f32", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "cmp_ne_f32",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_cmp_ne_f64(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "cmp_ne_f64", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "cmp_ne_f64",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_cmp_ne_i64(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "cmp_ne_i64", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "cmp_ne_i64",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_cmp_ne_u32(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "cmp_ne_u32", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "cmp_ne_u32",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
 def launch_cmp_ne_u8(launch, grid, block, stream, numel, num_dims, info, lhs, rhs, out) -> None:
-    launch(_SRC_ELEMENTWISE, "cmp_ne_u8", grid, block, stream, (numel, num_dims, info, lhs, rhs, out,), _ARGS_BINARY_ADD_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "cmp_ne_u8",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, lhs, rhs, out),
+        _ARGS_BINARY_ADD_BF16,
+    )
 
 
-def launch_col2im_bf16(launch, grid, block, stream, rows, k_h, k_w, h_in, w_in, h_out, w_out, stride, padding, pad_h, dilation, col, dst) -> None:
-    launch(_SRC_CONV, "col2im_bf16", grid, block, stream, (rows, k_h, k_w, h_in, w_in, h_out, w_out, stride, padding, pad_h, dilation, col, dst,), _ARGS_COL2IM_BF16)
+def launch_col2im_bf16(
+    launch, grid, block, stream, rows, k_h, k_w, h_in, w_in, h_out, w_out, stride, padding, pad_h, dilation, col, dst
+) -> None:
+    launch(
+        _SRC_CONV,
+        "col2im_bf16",
+        grid,
+        block,
+        stream,
+        (rows, k_h, k_w, h_in, w_in, h_out, w_out, stride, padding, pad_h, dilation, col, dst),
+        _ARGS_COL2IM_BF16,
+    )
 
 
-def launch_col2im_f16(launch, grid, block, stream, rows, k_h, k_w, h_in, w_in, h_out, w_out, stride, padding, pad_h, dilation, col, dst) -> None:
-    launch(_SRC_CONV, "col2im_f16", grid, block, stream, (rows, k_h, k_w, h_in, w_in, h_out, w_out, stride, padding, pad_h, dilation, col, dst,), _ARGS_COL2IM_BF16)
+def launch_col2im_f16(
+    launch, grid, block, stream, rows, k_h, k_w, h_in, w_in, h_out, w_out, stride, padding, pad_h, dilation, col, dst
+) -> None:
+    launch(
+        _SRC_CONV,
+        "col2im_f16",
+        grid,
+        block,
+        stream,
+        (rows, k_h, k_w, h_in, w_in, h_out, w_out, stride, padding, pad_h, dilation, col, dst),
+        _ARGS_COL2IM_BF16,
+    )
 
 
-def launch_col2im_f32(launch, grid, block, stream, rows, k_h, k_w, h_in, w_in, h_out, w_out, stride, padding, pad_h, dilation, col, dst) -> None:
-    launch(_SRC_CONV, "col2im_f32", grid, block, stream, (rows, k_h, k_w, h_in, w_in, h_out, w_out, stride, padding, pad_h, dilation, col, dst,), _ARGS_COL2IM_BF16)
+def launch_col2im_f32(
+    launch, grid, block, stream, rows, k_h, k_w, h_in, w_in, h_out, w_out, stride, padding, pad_h, dilation, col, dst
+) -> None:
+    launch(
+        _SRC_CONV,
+        "col2im_f32",
+        grid,
+        block,
+        stream,
+        (rows, k_h, k_w, h_in, w_in, h_out, w_out, stride, padding, pad_h, dilation, col, dst),
+        _ARGS_COL2IM_BF16,
+    )
 
 
-def launch_col2im_f64(launch, grid, block, stream, rows, k_h, k_w, h_in, w_in, h_out, w_out, stride, padding, pad_h, dilation, col, dst) -> None:
-    launch(_SRC_CONV, "col2im_f64", grid, block, stream, (rows, k_h, k_w, h_in, w_in, h_out, w_out, stride, padding, pad_h, dilation, col, dst,), _ARGS_COL2IM_BF16)
+def launch_col2im_f64(
+    launch, grid, block, stream, rows, k_h, k_w, h_in, w_in, h_out, w_out, stride, padding, pad_h, dilation, col, dst
+) -> None:
+    launch(
+        _SRC_CONV,
+        "col2im_f64",
+        grid,
+        block,
+        stream,
+        (rows, k_h, k_w, h_in, w_in, h_out, w_out, stride, padding, pad_h, dilation, col, dst),
+        _ARGS_COL2IM_BF16,
+    )
 
 
-def launch_col2im_i64(launch, grid, block, stream, rows, k_h, k_w, h_in, w_in, h_out, w_out, stride, padding, pad_h, dilation, col, dst) -> None:
-    launch(_SRC_CONV, "col2im_i64", grid, block, stream, (rows, k_h, k_w, h_in, w_in, h_out, w_out, stride, padding, pad_h, dilation, col, dst,), _ARGS_COL2IM_BF16)
+def launch_col2im_i64(
+    launch, grid, block, stream, rows, k_h, k_w, h_in, w_in, h_out, w_out, stride, padding, pad_h, dilation, col, dst
+) -> None:
+    launch(
+        _SRC_CONV,
+        "col2im_i64",
+        grid,
+        block,
+        stream,
+        (rows, k_h, k_w, h_in, w_in, h_out, w_out, stride, padding, pad_h, dilation, col, dst),
+        _ARGS_COL2IM_BF16,
+    )
 
 
-def launch_col2im_u32(launch, grid, block, stream, rows, k_h, k_w, h_in, w_in, h_out, w_out, stride, padding, pad_h, dilation, col, dst) -> None:
-    launch(_SRC_CONV, "col2im_u32", grid, block, stream, (rows, k_h, k_w, h_in, w_in, h_out, w_out, stride, padding, pad_h, dilation, col, dst,), _ARGS_COL2IM_BF16)
+def launch_col2im_u32(
+    launch, grid, block, stream, rows, k_h, k_w, h_in, w_in, h_out, w_out, stride, padding, pad_h, dilation, col, dst
+) -> None:
+    launch(
+        _SRC_CONV,
+        "col2im_u32",
+        grid,
+        block,
+        stream,
+        (rows, k_h, k_w, h_in, w_in, h_out, w_out, stride, padding, pad_h, dilation, col, dst),
+        _ARGS_COL2IM_BF16,
+    )
 
 
-def launch_col2im_u8(launch, grid, block, stream, rows, k_h, k_w, h_in, w_in, h_out, w_out, stride, padding, pad_h, dilation, col, dst) -> None:
-    launch(_SRC_CONV, "col2im_u8", grid, block, stream, (rows, k_h, k_w, h_in, w_in, h_out, w_out, stride, padding, pad_h, dilation, col, dst,), _ARGS_COL2IM_BF16)
+def launch_col2im_u8(
+    launch, grid, block, stream, rows, k_h, k_w, h_in, w_in, h_out, w_out, stride, padding, pad_h, dilation, col, dst
+) -> None:
+    launch(
+        _SRC_CONV,
+        "col2im_u8",
+        grid,
+        block,
+        stream,
+        (rows, k_h, k_w, h_in, w_in, h_out, w_out, stride, padding, pad_h, dilation, col, dst),
+        _ARGS_COL2IM_BF16,
+    )
 
 
 def launch_const_set_bf16(launch, grid, block, stream, numel, num_dims, info, v, out) -> None:
-    launch(_SRC_FILL_COPY, "const_set_bf16", grid, block, stream, (numel, num_dims, info, v, out,), _ARGS_CONST_SET_BF16)
+    launch(_SRC_FILL_COPY, "const_set_bf16", grid, block, stream, (numel, num_dims, info, v, out), _ARGS_CONST_SET_BF16)
 
 
 def launch_const_set_f16(launch, grid, block, stream, numel, num_dims, info, v, out) -> None:
-    launch(_SRC_FILL_COPY, "const_set_f16", grid, block, stream, (numel, num_dims, info, v, out,), _ARGS_CONST_SET_BF16)
+    launch(_SRC_FILL_COPY, "const_set_f16", grid, block, stream, (numel, num_dims, info, v, out), _ARGS_CONST_SET_BF16)
 
 
 def launch_const_set_f32(launch, grid, block, stream, numel, num_dims, info, v, out) -> None:
-    launch(_SRC_FILL_COPY, "const_set_f32", grid, block, stream, (numel, num_dims, info, v, out,), _ARGS_CONST_SET_F32)
+    launch(_SRC_FILL_COPY, "const_set_f32", grid, block, stream, (numel, num_dims, info, v, out), _ARGS_CONST_SET_F32)
 
 
 def launch_const_set_f64(launch, grid, block, stream, numel, num_dims, info, v, out) -> None:
-    launch(_SRC_FILL_COPY, "const_set_f64", grid, block, stream, (numel, num_dims, info, v, out,), _ARGS_CONST_SET_F64)
+    launch(_SRC_FILL_COPY, "const_set_f64", grid, block, stream, (numel, num_dims, info, v, out), _ARGS_CONST_SET_F64)
 
 
 def launch_const_set_i64(launch, grid, block, stream, numel, num_dims, info, v, out) -> None:
-    launch(_SRC_FILL_COPY, "const_set_i64", grid, block, stream, (numel, num_dims, info, v, out,), _ARGS_CONST_SET_I64)
+    launch(_SRC_FILL_COPY, "const_set_i64", grid, block, stream, (numel, num_dims, info, v, out), _ARGS_CONST_SET_I64)
 
 
 def launch_const_set_u32(launch, grid, block, stream, numel, num_dims, info, v, out) -> None:
-    launch(_SRC_FILL_COPY, "const_set_u32", grid, block, stream, (numel, num_dims, info, v, out,), _ARGS_CONST_SET_U32)
+    launch(_SRC_FILL_COPY, "const_set_u32", grid, block, stream, (numel, num_dims, info, v, out), _ARGS_CONST_SET_U32)
 
 
 def launch_const_set_u8(launch, grid, block, stream, numel, num_dims, info, v, out) -> None:
-    launch(_SRC_FILL_COPY, "const_set_u8", grid, block, stream, (numel, num_dims, info, v, out,), _ARGS_CONST_SET_U8)
+    launch(_SRC_FILL_COPY, "const_set_u8", grid, block, stream, (numel, num_dims, info, v, out), _ARGS_CONST_SET_U8)
 
 
-def launch_conv1d_bf16(launch, grid, block, stream, dst_numel, l_out, stride, padding, dilation, info, src, kernel, dst) -> None:
-    launch(_SRC_CONV, "conv1d_bf16", grid, block, stream, (dst_numel, l_out, stride, padding, dilation, info, src, kernel, dst,), _ARGS_CONV1D_BF16)
+def launch_conv1d_bf16(
+    launch, grid, block, stream, dst_numel, l_out, stride, padding, dilation, info, src, kernel, dst
+) -> None:
+    launch(
+        _SRC_CONV,
+        "conv1d_bf16",
+        grid,
+        block,
+        stream,
+        (dst_numel, l_out, stride, padding, dilation, info, src, kernel, dst),
+        _ARGS_CONV1D_BF16,
+    )
 
 
-def launch_conv1d_f16(launch, grid, block, stream, dst_numel, l_out, stride, padding, dilation, info, src, kernel, dst) -> None:
-    launch(_SRC_CONV, "conv1d_f16", grid, block, stream, (dst_numel, l_out, stride, padding, dilation, info, src, kernel, dst,), _ARGS_CONV1D_BF16)
+def launch_conv1d_f16(
+    launch, grid, block, stream, dst_numel, l_out, stride, padding, dilation, info, src, kernel, dst
+) -> None:
+    launch(
+        _SRC_CONV,
+        "conv1d_f16",
+        grid,
+        block,
+        stream,
+        (dst_numel, l_out, stride, padding, dilation, info, src, kernel, dst),
+        _ARGS_CONV1D_BF16,
+    )
 
 
-def launch_conv1d_f32(launch, grid, block, stream, dst_numel, l_out, stride, padding, dilation, info, src, kernel, dst) -> None:
-    launch(_SRC_CONV, "conv1d_f32", grid, block, stream, (dst_numel, l_out, stride, padding, dilation, info, src, kernel, dst,), _ARGS_CONV1D_BF16)
+def launch_conv1d_f32(
+    launch, grid, block, stream, dst_numel, l_out, stride, padding, dilation, info, src, kernel, dst
+) -> None:
+    launch(
+        _SRC_CONV,
+        "conv1d_f32",
+        grid,
+        block,
+        stream,
+        (dst_numel, l_out, stride, padding, dilation, info, src, kernel, dst),
+        _ARGS_CONV1D_BF16,
+    )
 
 
-def launch_conv1d_f64(launch, grid, block, stream, dst_numel, l_out, stride, padding, dilation, info, src, kernel, dst) -> None:
-    launch(_SRC_CONV, "conv1d_f64", grid, block, stream, (dst_numel, l_out, stride, padding, dilation, info, src, kernel, dst,), _ARGS_CONV1D_BF16)
+def launch_conv1d_f64(
+    launch, grid, block, stream, dst_numel, l_out, stride, padding, dilation, info, src, kernel, dst
+) -> None:
+    launch(
+        _SRC_CONV,
+        "conv1d_f64",
+        grid,
+        block,
+        stream,
+        (dst_numel, l_out, stride, padding, dilation, info, src, kernel, dst),
+        _ARGS_CONV1D_BF16,
+    )
 
 
-def launch_conv1d_i64(launch, grid, block, stream, dst_numel, l_out, stride, padding, dilation, info, src, kernel, dst) -> None:
-    launch(_SRC_CONV, "conv1d_i64", grid, block, stream, (dst_numel, l_out, stride, padding, dilation, info, src, kernel, dst,), _ARGS_CONV1D_BF16)
+def launch_conv1d_i64(
+    launch, grid, block, stream, dst_numel, l_out, stride, padding, dilation, info, src, kernel, dst
+) -> None:
+    launch(
+        _SRC_CONV,
+        "conv1d_i64",
+        grid,
+        block,
+        stream,
+        (dst_numel, l_out, stride, padding, dilation, info, src, kernel, dst),
+        _ARGS_CONV1D_BF16,
+    )
 
 
-def launch_conv1d_u32(launch, grid, block, stream, dst_numel, l_out, stride, padding, dilation, info, src, kernel, dst) -> None:
-    launch(_SRC_CONV, "conv1d_u32", grid, block, stream, (dst_numel, l_out, stride, padding, dilation, info, src, kernel, dst,), _ARGS_CONV1D_BF16)
+def launch_conv1d_u32(
+    launch, grid, block, stream, dst_numel, l_out, stride, padding, dilation, info, src, kernel, dst
+) -> None:
+    launch(
+        _SRC_CONV,
+        "conv1d_u32",
+        grid,
+        block,
+        stream,
+        (dst_numel, l_out, stride, padding, dilation, info, src, kernel, dst),
+        _ARGS_CONV1D_BF16,
+    )
 
 
-def launch_conv1d_u8(launch, grid, block, stream, dst_numel, l_out, stride, padding, dilation, info, src, kernel, dst) -> None:
-    launch(_SRC_CONV, "conv1d_u8", grid, block, stream, (dst_numel, l_out, stride, padding, dilation, info, src, kernel, dst,), _ARGS_CONV1D_BF16)
+def launch_conv1d_u8(
+    launch, grid, block, stream, dst_numel, l_out, stride, padding, dilation, info, src, kernel, dst
+) -> None:
+    launch(
+        _SRC_CONV,
+        "conv1d_u8",
+        grid,
+        block,
+        stream,
+        (dst_numel, l_out, stride, padding, dilation, info, src, kernel, dst),
+        _ARGS_CONV1D_BF16,
+    )
 
 
-def launch_conv2d_bf16(launch, grid, block, stream, dst_numel, w_out, h_out, stride, padding, dilation, info, src, kernel, dst) -> None:
-    launch(_SRC_CONV, "conv2d_bf16", grid, block, stream, (dst_numel, w_out, h_out, stride, padding, dilation, info, src, kernel, dst,), _ARGS_CONV2D_BF16)
+def launch_conv2d_bf16(
+    launch, grid, block, stream, dst_numel, w_out, h_out, stride, padding, dilation, info, src, kernel, dst
+) -> None:
+    launch(
+        _SRC_CONV,
+        "conv2d_bf16",
+        grid,
+        block,
+        stream,
+        (dst_numel, w_out, h_out, stride, padding, dilation, info, src, kernel, dst),
+        _ARGS_CONV2D_BF16,
+    )
 
 
-def launch_conv2d_f16(launch, grid, block, stream, dst_numel, w_out, h_out, stride, padding, dilation, info, src, kernel, dst) -> None:
-    launch(_SRC_CONV, "conv2d_f16", grid, block, stream, (dst_numel, w_out, h_out, stride, padding, dilation, info, src, kernel, dst,), _ARGS_CONV2D_BF16)
+def launch_conv2d_f16(
+    launch, grid, block, stream, dst_numel, w_out, h_out, stride, padding, dilation, info, src, kernel, dst
+) -> None:
+    launch(
+        _SRC_CONV,
+        "conv2d_f16",
+        grid,
+        block,
+        stream,
+        (dst_numel, w_out, h_out, stride, padding, dilation, info, src, kernel, dst),
+        _ARGS_CONV2D_BF16,
+    )
 
 
-def launch_conv2d_f32(launch, grid, block, stream, dst_numel, w_out, h_out, stride, padding, dilation, info, src, kernel, dst) -> None:
-    launch(_SRC_CONV, "conv2d_f32", grid, block, stream, (dst_numel, w_out, h_out, stride, padding, dilation, info, src, kernel, dst,), _ARGS_CONV2D_BF16)
+def launch_conv2d_f32(
+    launch, grid, block, stream, dst_numel, w_out, h_out, stride, padding, dilation, info, src, kernel, dst
+) -> None:
+    launch(
+        _SRC_CONV,
+        "conv2d_f32",
+        grid,
+        block,
+        stream,
+        (dst_numel, w_out, h_out, stride, padding, dilation, info, src, kernel, dst),
+        _ARGS_CONV2D_BF16,
+    )
 
 
-def launch_conv2d_f64(launch, grid, block, stream, dst_numel, w_out, h_out, stride, padding, dilation, info, src, kernel, dst) -> None:
-    launch(_SRC_CONV, "conv2d_f64", grid, block, stream, (dst_numel, w_out, h_out, stride, padding, dilation, info, src, kernel, dst,), _ARGS_CONV2D_BF16)
+def launch_conv2d_f64(
+    launch, grid, block, stream, dst_numel, w_out, h_out, stride, padding, dilation, info, src, kernel, dst
+) -> None:
+    launch(
+        _SRC_CONV,
+        "conv2d_f64",
+        grid,
+        block,
+        stream,
+        (dst_numel, w_out, h_out, stride, padding, dilation, info, src, kernel, dst),
+        _ARGS_CONV2D_BF16,
+    )
 
 
-def launch_conv2d_i64(launch, grid, block, stream, dst_numel, w_out, h_out, stride, padding, dilation, info, src, kernel, dst) -> None:
-    launch(_SRC_CONV, "conv2d_i64", grid, block, stream, (dst_numel, w_out, h_out, stride, padding, dilation, info, src, kernel, dst,), _ARGS_CONV2D_BF16)
+def launch_conv2d_i64(
+    launch, grid, block, stream, dst_numel, w_out, h_out, stride, padding, dilation, info, src, kernel, dst
+) -> None:
+    launch(
+        _SRC_CONV,
+        "conv2d_i64",
+        grid,
+        block,
+        stream,
+        (dst_numel, w_out, h_out, stride, padding, dilation, info, src, kernel, dst),
+        _ARGS_CONV2D_BF16,
+    )
 
 
-def launch_conv2d_u32(launch, grid, block, stream, dst_numel, w_out, h_out, stride, padding, dilation, info, src, kernel, dst) -> None:
-    launch(_SRC_CONV, "conv2d_u32", grid, block, stream, (dst_numel, w_out, h_out, stride, padding, dilation, info, src, kernel, dst,), _ARGS_CONV2D_BF16)
+def launch_conv2d_u32(
+    launch, grid, block, stream, dst_numel, w_out, h_out, stride, padding, dilation, info, src, kernel, dst
+) -> None:
+    launch(
+        _SRC_CONV,
+        "conv2d_u32",
+        grid,
+        block,
+        stream,
+        (dst_numel, w_out, h_out, stride, padding, dilation, info, src, kernel, dst),
+        _ARGS_CONV2D_BF16,
+    )
 
 
-def launch_conv2d_u8(launch, grid, block, stream, dst_numel, w_out, h_out, stride, padding, dilation, info, src, kernel, dst) -> None:
-    launch(_SRC_CONV, "conv2d_u8", grid, block, stream, (dst_numel, w_out, h_out, stride, padding, dilation, info, src, kernel, dst,), _ARGS_CONV2D_BF16)
+def launch_conv2d_u8(
+    launch, grid, block, stream, dst_numel, w_out, h_out, stride, padding, dilation, info, src, kernel, dst
+) -> None:
+    launch(
+        _SRC_CONV,
+        "conv2d_u8",
+        grid,
+        block,
+        stream,
+        (dst_numel, w_out, h_out, stride, padding, dilation, info, src, kernel, dst),
+        _ARGS_CONV2D_BF16,
+    )
 
 
-def launch_conv_transpose1d_bf16(launch, grid, block, stream, dst_numel, l_out, stride, padding, out_padding, dilation, info, src, kernel, dst) -> None:
-    launch(_SRC_CONV, "conv_transpose1d_bf16", grid, block, stream, (dst_numel, l_out, stride, padding, out_padding, dilation, info, src, kernel, dst,), _ARGS_CONV2D_BF16)
+def launch_conv_transpose1d_bf16(
+    launch, grid, block, stream, dst_numel, l_out, stride, padding, out_padding, dilation, info, src, kernel, dst
+) -> None:
+    launch(
+        _SRC_CONV,
+        "conv_transpose1d_bf16",
+        grid,
+        block,
+        stream,
+        (dst_numel, l_out, stride, padding, out_padding, dilation, info, src, kernel, dst),
+        _ARGS_CONV2D_BF16,
+    )
 
 
-def launch_conv_transpose1d_f16(launch, grid, block, stream, dst_numel, l_out, stride, padding, out_padding, dilation, info, src, kernel, dst) -> None:
-    launch(_SRC_CONV, "conv_transpose1d_f16", grid, block, stream, (dst_numel, l_out, stride, padding, out_padding, dilation, info, src, kernel, dst,), _ARGS_CONV2D_BF16)
+def launch_conv_transpose1d_f16(
+    launch, grid, block, stream, dst_numel, l_out, stride, padding, out_padding, dilation, info, src, kernel, dst
+) -> None:
+    launch(
+        _SRC_CONV,
+        "conv_transpose1d_f16",
+        grid,
+        block,
+        stream,
+        (dst_numel, l_out, stride, padding, out_padding, dilation, info, src, kernel, dst),
+        _ARGS_CONV2D_BF16,
+    )
 
 
-def launch_conv_transpose1d_f32(launch, grid, block, stream, dst_numel, l_out, stride, padding, out_padding, dilation, info, src, kernel, dst) -> None:
-    launch(_SRC_CONV, "conv_transpose1d_f32", grid, block, stream, (dst_numel, l_out, stride, padding, out_padding, dilation, info, src, kernel, dst,), _ARGS_CONV2D_BF16)
+def launch_conv_transpose1d_f32(
+    launch, grid, block, stream, dst_numel, l_out, stride, padding, out_padding, dilation, info, src, kernel, dst
+) -> None:
+    launch(
+        _SRC_CONV,
+        "conv_transpose1d_f32",
+        grid,
+        block,
+        stream,
+        (dst_numel, l_out, stride, padding, out_padding, dilation, info, src, kernel, dst),
+        _ARGS_CONV2D_BF16,
+    )
 
 
-def launch_conv_transpose1d_f64(launch, grid, block, stream, dst_numel, l_out, stride, padding, out_padding, dilation, info, src, kernel, dst) -> None:
-    launch(_SRC_CONV, "conv_transpose1d_f64", grid, block, stream, (dst_numel, l_out, stride, padding, out_padding, dilation, info, src, kernel, dst,), _ARGS_CONV2D_BF16)
+def launch_conv_transpose1d_f64(
+    launch, grid, block, stream, dst_numel, l_out, stride, padding, out_padding, dilation, info, src, kernel, dst
+) -> None:
+    launch(
+        _SRC_CONV,
+        "conv_transpose1d_f64",
+        grid,
+        block,
+        stream,
+        (dst_numel, l_out, stride, padding, out_padding, dilation, info, src, kernel, dst),
+        _ARGS_CONV2D_BF16,
+    )
 
 
-def launch_conv_transpose1d_i64(launch, grid, block, stream, dst_numel, l_out, stride, padding, out_padding, dilation, info, src, kernel, dst) -> None:
-    launch(_SRC_CONV, "conv_transpose1d_i64", grid, block, stream, (dst_numel, l_out, stride, padding, out_padding, dilation, info, src, kernel, dst,), _ARGS_CONV2D_BF16)
+def launch_conv_transpose1d_i64(
+    launch, grid, block, stream, dst_numel, l_out, stride, padding, out_padding, dilation, info, src, kernel, dst
+) -> None:
+    launch(
+        _SRC_CONV,
+        "conv_transpose1d_i64",
+        grid,
+        block,
+        stream,
+        (dst_numel, l_out, stride, padding, out_padding, dilation, info, src, kernel, dst),
+        _ARGS_CONV2D_BF16,
+    )
 
 
-def launch_conv_transpose1d_u32(launch, grid, block, stream, dst_numel, l_out, stride, padding, out_padding, dilation, info, src, kernel, dst) -> None:
-    launch(_SRC_CONV, "conv_transpose1d_u32", grid, block, stream, (dst_numel, l_out, stride, padding, out_padding, dilation, info, src, kernel, dst,), _ARGS_CONV2D_BF16)
+def launch_conv_transpose1d_u32(
+    launch, grid, block, stream, dst_numel, l_out, stride, padding, out_padding, dilation, info, src, kernel, dst
+) -> None:
+    launch(
+        _SRC_CONV,
+        "conv_transpose1d_u32",
+        grid,
+        block,
+        stream,
+        (dst_numel, l_out, stride, padding, out_padding, dilation, info, src, kernel, dst),
+        _ARGS_CONV2D_BF16,
+    )
 
 
-def launch_conv_transpose1d_u8(launch, grid, block, stream, dst_numel, l_out, stride, padding, out_padding, dilation, info, src, kernel, dst) -> None:
-    launch(_SRC_CONV, "conv_transpose1d_u8", grid, block, stream, (dst_numel, l_out, stride, padding, out_padding, dilation, info, src, kernel, dst,), _ARGS_CONV2D_BF16)
+def launch_conv_transpose1d_u8(
+    launch, grid, block, stream, dst_numel, l_out, stride, padding, out_padding, dilation, info, src, kernel, dst
+) -> None:
+    launch(
+        _SRC_CONV,
+        "conv_transpose1d_u8",
+        grid,
+        block,
+        stream,
+        (dst_numel, l_out, stride, padding, out_padding, dilation, info, src, kernel, dst),
+        _ARGS_CONV2D_BF16,
+    )
 
 
-def launch_conv_transpose2d_bf16(launch, grid, block, stream, dst_numel, w_out, h_out, stride, padding, out_padding, dilation, info, src, kernel, dst) -> None:
-    launch(_SRC_CONV, "conv_transpose2d_bf16", grid, block, stream, (dst_numel, w_out, h_out, stride, padding, out_padding, dilation, info, src, kernel, dst,), _ARGS_CONV_TRANSPOSE2D_BF16)
+def launch_conv_transpose2d_bf16(
+    launch, grid, block, stream, dst_numel, w_out, h_out, stride, padding, out_padding, dilation, info, src, kernel, dst
+) -> None:
+    launch(
+        _SRC_CONV,
+        "conv_transpose2d_bf16",
+        grid,
+        block,
+        stream,
+        (dst_numel, w_out, h_out, stride, padding, out_padding, dilation, info, src, kernel, dst),
+        _ARGS_CONV_TRANSPOSE2D_BF16,
+    )
 
 
-def launch_conv_transpose2d_f16(launch, grid, block, stream, dst_numel, w_out, h_out, stride, padding, out_padding, dilation, info, src, kernel, dst) -> None:
-    launch(_SRC_CONV, "conv_transpose2d_f16", grid, block, stream, (dst_numel, w_out, h_out, stride, padding, out_padding, dilation, info, src, kernel, dst,), _ARGS_CONV_TRANSPOSE2D_BF16)
+def launch_conv_transpose2d_f16(
+    launch, grid, block, stream, dst_numel, w_out, h_out, stride, padding, out_padding, dilation, info, src, kernel, dst
+) -> None:
+    launch(
+        _SRC_CONV,
+        "conv_transpose2d_f16",
+        grid,
+        block,
+        stream,
+        (dst_numel, w_out, h_out, stride, padding, out_padding, dilation, info, src, kernel, dst),
+        _ARGS_CONV_TRANSPOSE2D_BF16,
+    )
 
 
-def launch_conv_transpose2d_f32(launch, grid, block, stream, dst_numel, w_out, h_out, stride, padding, out_padding, dilation, info, src, kernel, dst) -> None:
-    launch(_SRC_CONV, "conv_transpose2d_f32", grid, block, stream, (dst_numel, w_out, h_out, stride, padding, out_padding, dilation, info, src, kernel, dst,), _ARGS_CONV_TRANSPOSE2D_BF16)
+def launch_conv_transpose2d_f32(
+    launch, grid, block, stream, dst_numel, w_out, h_out, stride, padding, out_padding, dilation, info, src, kernel, dst
+) -> None:
+    launch(
+        _SRC_CONV,
+        "conv_transpose2d_f32",
+        grid,
+        block,
+        stream,
+        (dst_numel, w_out, h_out, stride, padding, out_padding, dilation, info, src, kernel, dst),
+        _ARGS_CONV_TRANSPOSE2D_BF16,
+    )
 
 
-def launch_conv_transpose2d_f64(launch, grid, block, stream, dst_numel, w_out, h_out, stride, padding, out_padding, dilation, info, src, kernel, dst) -> None:
-    launch(_SRC_CONV, "conv_transpose2d_f64", grid, block, stream, (dst_numel, w_out, h_out, stride, padding, out_padding, dilation, info, src, kernel, dst,), _ARGS_CONV_TRANSPOSE2D_BF16)
+def launch_conv_transpose2d_f64(
+    launch, grid, block, stream, dst_numel, w_out, h_out, stride, padding, out_padding, dilation, info, src, kernel, dst
+) -> None:
+    launch(
+        _SRC_CONV,
+        "conv_transpose2d_f64",
+        grid,
+        block,
+        stream,
+        (dst_numel, w_out, h_out, stride, padding, out_padding, dilation, info, src, kernel, dst),
+        _ARGS_CONV_TRANSPOSE2D_BF16,
+    )
 
 
-def launch_conv_transpose2d_i64(launch, grid, block, stream, dst_numel, w_out, h_out, stride, padding, out_padding, dilation, info, src, kernel, dst) -> None:
-    launch(_SRC_CONV, "conv_transpose2d_i64", grid, block, stream, (dst_numel, w_out, h_out, stride, padding, out_padding, dilation, info, src, kernel, dst,), _ARGS_CONV_TRANSPOSE2D_BF16)
+def launch_conv_transpose2d_i64(
+    launch, grid, block, stream, dst_numel, w_out, h_out, stride, padding, out_padding, dilation, info, src, kernel, dst
+) -> None:
+    launch(
+        _SRC_CONV,
+        "conv_transpose2d_i64",
+        grid,
+        block,
+        stream,
+        (dst_numel, w_out, h_out, stride, padding, out_padding, dilation, info, src, kernel, dst),
+        _ARGS_CONV_TRANSPOSE2D_BF16,
+    )
 
 
-def launch_conv_transpose2d_u32(launch, grid, block, stream, dst_numel, w_out, h_out, stride, padding, out_padding, dilation, info, src, kernel, dst) -> None:
-    launch(_SRC_CONV, "conv_transpose2d_u32", grid, block, stream, (dst_numel, w_out, h_out, stride, padding, out_padding, dilation, info, src, kernel, dst,), _ARGS_CONV_TRANSPOSE2D_BF16)
+def launch_conv_transpose2d_u32(
+    launch, grid, block, stream, dst_numel, w_out, h_out, stride, padding, out_padding, dilation, info, src, kernel, dst
+) -> None:
+    launch(
+        _SRC_CONV,
+        "conv_transpose2d_u32",
+        grid,
+        block,
+        stream,
+        (dst_numel, w_out, h_out, stride, padding, out_padding, dilation, info, src, kernel, dst),
+        _ARGS_CONV_TRANSPOSE2D_BF16,
+    )
 
 
-def launch_conv_transpose2d_u8(launch, grid, block, stream, dst_numel, w_out, h_out, stride, padding, out_padding, dilation, info, src, kernel, dst) -> None:
-    launch(_SRC_CONV, "conv_transpose2d_u8", grid, block, stream, (dst_numel, w_out, h_out, stride, padding, out_padding, dilation, info, src, kernel, dst,), _ARGS_CONV_TRANSPOSE2D_BF16)
+def launch_conv_transpose2d_u8(
+    launch, grid, block, stream, dst_numel, w_out, h_out, stride, padding, out_padding, dilation, info, src, kernel, dst
+) -> None:
+    launch(
+        _SRC_CONV,
+        "conv_transpose2d_u8",
+        grid,
+        block,
+        stream,
+        (dst_numel, w_out, h_out, stride, padding, out_padding, dilation, info, src, kernel, dst),
+        _ARGS_CONV_TRANSPOSE2D_BF16,
+    )
 
 
 def launch_copy2d_bf16(launch, grid, block, stream, src, dst, d1, d2, src_s, dst_s) -> None:
-    launch(_SRC_FILL_COPY, "copy2d_bf16", grid, block, stream, (src, dst, d1, d2, src_s, dst_s,), _ARGS_COPY2D_BF16)
+    launch(_SRC_FILL_COPY, "copy2d_bf16", grid, block, stream, (src, dst, d1, d2, src_s, dst_s), _ARGS_COPY2D_BF16)
 
 
 def launch_copy2d_f16(launch, grid, block, stream, src, dst, d1, d2, src_s, dst_s) -> None:
-    launch(_SRC_FILL_COPY, "copy2d_f16", grid, block, stream, (src, dst, d1, d2, src_s, dst_s,), _ARGS_COPY2D_BF16)
+    launch(_SRC_FILL_COPY, "copy2d_f16", grid, block, stream, (src, dst, d1, d2, src_s, dst_s), _ARGS_COPY2D_BF16)
 
 
 def launch_copy2d_f32(launch, grid, block, stream, src, dst, d1, d2, src_s, dst_s) -> None:
-    launch(_SRC_FILL_COPY, "copy2d_f32", grid, block, stream, (src, dst, d1, d2, src_s, dst_s,), _ARGS_COPY2D_BF16)
+    launch(_SRC_FILL_COPY, "copy2d_f32", grid, block, stream, (src, dst, d1, d2, src_s, dst_s), _ARGS_COPY2D_BF16)
 
 
 def launch_copy2d_f64(launch, grid, block, stream, src, dst, d1, d2, src_s, dst_s) -> None:
-    launch(_SRC_FILL_COPY, "copy2d_f64", grid, block, stream, (src, dst, d1, d2, src_s, dst_s,), _ARGS_COPY2D_BF16)
+    launch(_SRC_FILL_COPY, "copy2d_f64", grid, block, stream, (src, dst, d1, d2, src_s, dst_s), _ARGS_COPY2D_BF16)
 
 
 def launch_copy2d_i64(launch, grid, block, stream, src, dst, d1, d2, src_s, dst_s) -> None:
-    launch(_SRC_FILL_COPY, "copy2d_i64", grid, block, stream, (src, dst, d1, d2, src_s, dst_s,), _ARGS_COPY2D_BF16)
+    launch(_SRC_FILL_COPY, "copy2d_i64", grid, block, stream, (src, dst, d1, d2, src_s, dst_s), _ARGS_COPY2D_BF16)
 
 
 def launch_copy2d_u32(launch, grid, block, stream, src, dst, d1, d2, src_s, dst_s) -> None:
-    launch(_SRC_FILL_COPY, "copy2d_u32", grid, block, stream, (src, dst, d1, d2, src_s, dst_s,), _ARGS_COPY2D_BF16)
+    launch(_SRC_FILL_COPY, "copy2d_u32", grid, block, stream, (src, dst, d1, d2, src_s, dst_s), _ARGS_COPY2D_BF16)
 
 
 def launch_copy2d_u8(launch, grid, block, stream, src, dst, d1, d2, src_s, dst_s) -> None:
-    launch(_SRC_FILL_COPY, "copy2d_u8", grid, block, stream, (src, dst, d1, d2, src_s, dst_s,), _ARGS_COPY2D_BF16)
+    launch(_SRC_FILL_COPY, "copy2d_u8", grid, block, stream, (src, dst, d1, d2, src_s, dst_s), _ARGS_COPY2D_BF16)
 
 
 def launch_copy_strided_bf16(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_FILL_COPY, "copy_strided_bf16", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_FILL_COPY,
+        "copy_strided_bf16",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, inp, out),
+        _ARGS_CAST_BF16_BF16,
+    )
 
 
 def launch_copy_strided_f16(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_FILL_COPY, "copy_strided_f16", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_FILL_COPY, "copy_strided_f16", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16
+    )
 
 
 def launch_copy_strided_f32(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_FILL_COPY, "copy_strided_f32", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_FILL_COPY, "copy_strided_f32", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16
+    )
 
 
 def launch_copy_strided_f64(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_FILL_COPY, "copy_strided_f64", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_FILL_COPY, "copy_strided_f64", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16
+    )
 
 
 def launch_copy_strided_i64(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_FILL_COPY, "copy_strided_i64", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_FILL_COPY, "copy_strided_i64", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16
+    )
 
 
 def launch_copy_strided_u32(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_FILL_COPY, "copy_strided_u32", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_FILL_COPY, "copy_strided_u32", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16
+    )
 
 
 def launch_copy_strided_u8(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_FILL_COPY, "copy_strided_u8", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_FILL_COPY, "copy_strided_u8", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16
+    )
 
 
 def launch_dequantize_bf16_f16(launch, grid, block, stream, blocks, out, numel) -> None:
-    launch(_SRC_QUANTIZED, "dequantize_bf16_f16", grid, block, stream, (blocks, out, numel,), _ARGS_DEQUANTIZE_BF16_F16)
+    launch(_SRC_QUANTIZED, "dequantize_bf16_f16", grid, block, stream, (blocks, out, numel), _ARGS_DEQUANTIZE_BF16_F16)
 
 
 def launch_dequantize_bf16_f32(launch, grid, block, stream, blocks, out, numel) -> None:
-    launch(_SRC_QUANTIZED, "dequantize_bf16_f32", grid, block, stream, (blocks, out, numel,), _ARGS_DEQUANTIZE_BF16_F16)
+    launch(_SRC_QUANTIZED, "dequantize_bf16_f32", grid, block, stream, (blocks, out, numel), _ARGS_DEQUANTIZE_BF16_F16)
 
 
 def launch_dequantize_f16_f16(launch, grid, block, stream, blocks, out, numel) -> None:
-    launch(_SRC_QUANTIZED, "dequantize_f16_f16", grid, block, stream, (blocks, out, numel,), _ARGS_DEQUANTIZE_BF16_F16)
+    launch(_SRC_QUANTIZED, "dequantize_f16_f16", grid, block, stream, (blocks, out, numel), _ARGS_DEQUANTIZE_BF16_F16)
 
 
 def launch_dequantize_f16_f32(launch, grid, block, stream, blocks, out, numel) -> None:
-    launch(_SRC_QUANTIZED, "dequantize_f16_f32", grid, block, stream, (blocks, out, numel,), _ARGS_DEQUANTIZE_BF16_F16)
+    launch(_SRC_QUANTIZED, "dequantize_f16_f32", grid, block, stream, (blocks, out, numel), _ARGS_DEQUANTIZE_BF16_F16)
 
 
 def launch_dequantize_f32_f16(launch, grid, block, stream, blocks, out, numel) -> None:
-    launch(_SRC_QUANTIZED, "dequantize_f32_f16", grid, block, stream, (blocks, out, numel,), _ARGS_DEQUANTIZE_BF16_F16)
+    launch(_SRC_QUANTIZED, "dequantize_f32_f16", grid, block, stream, (blocks, out, numel), _ARGS_DEQUANTIZE_BF16_F16)
 
 
 def launch_dequantize_f32_f32(launch, grid, block, stream, blocks, out, numel) -> None:
-    launch(_SRC_QUANTIZED, "dequantize_f32_f32", grid, block, stream, (blocks, out, numel,), _ARGS_DEQUANTIZE_BF16_F16)
+    launch(_SRC_QUANTIZED, "dequantize_f32_f32", grid, block, stream, (blocks, out, numel), _ARGS_DEQUANTIZE_BF16_F16)
 
 
 def launch_dequantize_q2_k_f16(launch, grid, block, stream, blocks, out, numel) -> None:
-    launch(_SRC_QUANTIZED, "dequantize_q2_k_f16", grid, block, stream, (blocks, out, numel,), _ARGS_DEQUANTIZE_BF16_F16)
+    launch(_SRC_QUANTIZED, "dequantize_q2_k_f16", grid, block, stream, (blocks, out, numel), _ARGS_DEQUANTIZE_BF16_F16)
 
 
 def launch_dequantize_q2_k_f32(launch, grid, block, stream, blocks, out, numel) -> None:
-    launch(_SRC_QUANTIZED, "dequantize_q2_k_f32", grid, block, stream, (blocks, out, numel,), _ARGS_DEQUANTIZE_BF16_F16)
+    launch(_SRC_QUANTIZED, "dequantize_q2_k_f32", grid, block, stream, (blocks, out, numel), _ARGS_DEQUANTIZE_BF16_F16)
 
 
 def launch_dequantize_q3_k_f16(launch, grid, block, stream, blocks, out, numel) -> None:
-    launch(_SRC_QUANTIZED, "dequantize_q3_k_f16", grid, block, stream, (blocks, out, numel,), _ARGS_DEQUANTIZE_BF16_F16)
+    launch(_SRC_QUANTIZED, "dequantize_q3_k_f16", grid, block, stream, (blocks, out, numel), _ARGS_DEQUANTIZE_BF16_F16)
 
 
 def launch_dequantize_q3_k_f32(launch, grid, block, stream, blocks, out, numel) -> None:
-    launch(_SRC_QUANTIZED, "dequantize_q3_k_f32", grid, block, stream, (blocks, out, numel,), _ARGS_DEQUANTIZE_BF16_F16)
+    launch(_SRC_QUANTIZED, "dequantize_q3_k_f32", grid, block, stream, (blocks, out, numel), _ARGS_DEQUANTIZE_BF16_F16)
 
 
 def launch_dequantize_q4_0_f16(launch, grid, block, stream, blocks, out, numel) -> None:
-    launch(_SRC_QUANTIZED, "dequantize_q4_0_f16", grid, block, stream, (blocks, out, numel,), _ARGS_DEQUANTIZE_BF16_F16)
+    launch(_SRC_QUANTIZED, "dequantize_q4_0_f16", grid, block, stream, (blocks, out, numel), _ARGS_DEQUANTIZE_BF16_F16)
 
 
 def launch_dequantize_q4_0_f32(launch, grid, block, stream, blocks, out, numel) -> None:
-    launch(_SRC_QUANTIZED, "dequantize_q4_0_f32", grid, block, stream, (blocks, out, numel,), _ARGS_DEQUANTIZE_BF16_F16)
+    launch(_SRC_QUANTIZED, "dequantize_q4_0_f32", grid, block, stream, (blocks, out, numel), _ARGS_DEQUANTIZE_BF16_F16)
 
 
 def launch_dequantize_q4_1_f16(launch, grid, block, stream, blocks, out, numel) -> None:
-    launch(_SRC_QUANTIZED, "dequantize_q4_1_f16", grid, block, stream, (blocks, out, numel,), _ARGS_DEQUANTIZE_BF16_F16)
+    launch(_SRC_QUANTIZED, "dequantize_q4_1_f16", grid, block, stream, (blocks, out, numel), _ARGS_DEQUANTIZE_BF16_F16)
 
 
 def launch_dequantize_q4_1_f32(launch, grid, block, stream, blocks, out, numel) -> None:
-    launch(_SRC_QUANTIZED, "dequantize_q4_1_f32", grid, block, stream, (blocks, out, numel,), _ARGS_DEQUANTIZE_BF16_F16)
+    launch(_SRC_QUANTIZED, "dequantize_q4_1_f32", grid, block, stream, (blocks, out, numel), _ARGS_DEQUANTIZE_BF16_F16)
 
 
 def launch_dequantize_q4_k_f16(launch, grid, block, stream, blocks, out, numel) -> None:
-    launch(_SRC_QUANTIZED, "dequantize_q4_k_f16", grid, block, stream, (blocks, out, numel,), _ARGS_DEQUANTIZE_BF16_F16)
+    launch(_SRC_QUANTIZED, "dequantize_q4_k_f16", grid, block, stream, (blocks, out, numel), _ARGS_DEQUANTIZE_BF16_F16)
 
 
 def launch_dequantize_q4_k_f32(launch, grid, block, stream, blocks, out, numel) -> None:
-    launch(_SRC_QUANTIZED, "dequantize_q4_k_f32", grid, block, stream, (blocks, out, numel,), _ARGS_DEQUANTIZE_BF16_F16)
+    launch(_SRC_QUANTIZED, "dequantize_q4_k_f32", grid, block, stream, (blocks, out, numel), _ARGS_DEQUANTIZE_BF16_F16)
 
 
 def launch_dequantize_q5_0_f16(launch, grid, block, stream, blocks, out, numel) -> None:
-    launch(_SRC_QUANTIZED, "dequantize_q5_0_f16", grid, block, stream, (blocks, out, numel,), _ARGS_DEQUANTIZE_BF16_F16)
+    launch(_SRC_QUANTIZED, "dequantize_q5_0_f16", grid, block, stream, (blocks, out, numel), _ARGS_DEQUANTIZE_BF16_F16)
 
 
 def launch_dequantize_q5_0_f32(launch, grid, block, stream, blocks, out, numel) -> None:
-    launch(_SRC_QUANTIZED, "dequantize_q5_0_f32", grid, block, stream, (blocks, out, numel,), _ARGS_DEQUANTIZE_BF16_F16)
+    launch(_SRC_QUANTIZED, "dequantize_q5_0_f32", grid, block, stream, (blocks, out, numel), _ARGS_DEQUANTIZE_BF16_F16)
 
 
 def launch_dequantize_q5_1_f16(launch, grid, block, stream, blocks, out, numel) -> None:
-    launch(_SRC_QUANTIZED, "dequantize_q5_1_f16", grid, block, stream, (blocks, out, numel,), _ARGS_DEQUANTIZE_BF16_F16)
+    launch(_SRC_QUANTIZED, "dequantize_q5_1_f16", grid, block, stream, (blocks, out, numel), _ARGS_DEQUANTIZE_BF16_F16)
 
 
 def launch_dequantize_q5_1_f32(launch, grid, block, stream, blocks, out, numel) -> None:
-    launch(_SRC_QUANTIZED, "dequantize_q5_1_f32", grid, block, stream, (blocks, out, numel,), _ARGS_DEQUANTIZE_BF16_F16)
+    launch(_SRC_QUANTIZED, "dequantize_q5_1_f32", grid, block, stream, (blocks, out, numel), _ARGS_DEQUANTIZE_BF16_F16)
 
 
 def launch_dequantize_q5_k_f16(launch, grid, block, stream, blocks, out, numel) -> None:
-    launch(_SRC_QUANTIZED, "dequantize_q5_k_f16", grid, block, stream, (blocks, out, numel,), _ARGS_DEQUANTIZE_BF16_F16)
+    launch(_SRC_QUANTIZED, "dequantize_q5_k_f16", grid, block, stream, (blocks, out, numel), _ARGS_DEQUANTIZE_BF16_F16)
 
 
 def launch_dequantize_q5_k_f32(launch, grid, block, stream, blocks, out, numel) -> None:
-    launch(_SRC_QUANTIZED, "dequantize_q5_k_f32", grid, block, stream, (blocks, out, numel,), _ARGS_DEQUANTIZE_BF16_F16)
+    launch(_SRC_QUANTIZED, "dequantize_q5_k_f32", grid, block, stream, (blocks, out, numel), _ARGS_DEQUANTIZE_BF16_F16)
 
 
 def launch_dequantize_q6_k_f16(launch, grid, block, stream, blocks, out, numel) -> None:
-    launch(_SRC_QUANTIZED, "dequantize_q6_k_f16", grid, block, stream, (blocks, out, numel,), _ARGS_DEQUANTIZE_BF16_F16)
+    launch(_SRC_QUANTIZED, "dequantize_q6_k_f16", grid, block, stream, (blocks, out, numel), _ARGS_DEQUANTIZE_BF16_F16)
 
 
 def launch_dequantize_q6_k_f32(launch, grid, block, stream, blocks, out, numel) -> None:
-    launch(_SRC_QUANTIZED, "dequantize_q6_k_f32", grid, block, stream, (blocks, out, numel,), _ARGS_DEQUANTIZE_BF16_F16)
+    launch(_SRC_QUANTIZED, "dequantize_q6_k_f32", grid, block, stream, (blocks, out, numel), _ARGS_DEQUANTIZE_BF16_F16)
 
 
 def launch_dequantize_q8_0_f16(launch, grid, block, stream, blocks, out, numel) -> None:
-    launch(_SRC_QUANTIZED, "dequantize_q8_0_f16", grid, block, stream, (blocks, out, numel,), _ARGS_DEQUANTIZE_BF16_F16)
+    launch(_SRC_QUANTIZED, "dequantize_q8_0_f16", grid, block, stream, (blocks, out, numel), _ARGS_DEQUANTIZE_BF16_F16)
 
 
 def launch_dequantize_q8_0_f32(launch, grid, block, stream, blocks, out, numel) -> None:
-    launch(_SRC_QUANTIZED, "dequantize_q8_0_f32", grid, block, stream, (blocks, out, numel,), _ARGS_DEQUANTIZE_BF16_F16)
+    launch(_SRC_QUANTIZED, "dequantize_q8_0_f32", grid, block, stream, (blocks, out, numel), _ARGS_DEQUANTIZE_BF16_F16)
 
 
 def launch_dequantize_q8_1_f16(launch, grid, block, stream, blocks, out, numel) -> None:
-    launch(_SRC_QUANTIZED, "dequantize_q8_1_f16", grid, block, stream, (blocks, out, numel,), _ARGS_DEQUANTIZE_BF16_F16)
+    launch(_SRC_QUANTIZED, "dequantize_q8_1_f16", grid, block, stream, (blocks, out, numel), _ARGS_DEQUANTIZE_BF16_F16)
 
 
 def launch_dequantize_q8_1_f32(launch, grid, block, stream, blocks, out, numel) -> None:
-    launch(_SRC_QUANTIZED, "dequantize_q8_1_f32", grid, block, stream, (blocks, out, numel,), _ARGS_DEQUANTIZE_BF16_F16)
+    launch(_SRC_QUANTIZED, "dequantize_q8_1_f32", grid, block, stream, (blocks, out, numel), _ARGS_DEQUANTIZE_BF16_F16)
 
 
 def launch_dequantize_q8_k_f16(launch, grid, block, stream, blocks, out, numel) -> None:
-    launch(_SRC_QUANTIZED, "dequantize_q8_k_f16", grid, block, stream, (blocks, out, numel,), _ARGS_DEQUANTIZE_BF16_F16)
+    launch(_SRC_QUANTIZED, "dequantize_q8_k_f16", grid, block, stream, (blocks, out, numel), _ARGS_DEQUANTIZE_BF16_F16)
 
 
 def launch_dequantize_q8_k_f32(launch, grid, block, stream, blocks, out, numel) -> None:
-    launch(_SRC_QUANTIZED, "dequantize_q8_k_f32", grid, block, stream, (blocks, out, numel,), _ARGS_DEQUANTIZE_BF16_F16)
+    launch(_SRC_QUANTIZED, "dequantize_q8_k_f32", grid, block, stream, (blocks, out, numel), _ARGS_DEQUANTIZE_BF16_F16)
 
 
 def launch_elu_bf16(launch, grid, block, stream, numel, num_dims, info, param, inp, out) -> None:
-    launch(_SRC_AFFINE, "elu_bf16", grid, block, stream, (numel, num_dims, info, param, inp, out,), _ARGS_ELU_BF16)
+    launch(_SRC_AFFINE, "elu_bf16", grid, block, stream, (numel, num_dims, info, param, inp, out), _ARGS_ELU_BF16)
 
 
 def launch_elu_f16(launch, grid, block, stream, numel, num_dims, info, param, inp, out) -> None:
-    launch(_SRC_AFFINE, "elu_f16", grid, block, stream, (numel, num_dims, info, param, inp, out,), _ARGS_ELU_BF16)
+    launch(_SRC_AFFINE, "elu_f16", grid, block, stream, (numel, num_dims, info, param, inp, out), _ARGS_ELU_BF16)
 
 
 def launch_elu_f32(launch, grid, block, stream, numel, num_dims, info, param, inp, out) -> None:
-    launch(_SRC_AFFINE, "elu_f32", grid, block, stream, (numel, num_dims, info, param, inp, out,), _ARGS_ELU_F32)
+    launch(_SRC_AFFINE, "elu_f32", grid, block, stream, (numel, num_dims, info, param, inp, out), _ARGS_ELU_F32)
 
 
 def launch_elu_f64(launch, grid, block, stream, numel, num_dims, info, param, inp, out) -> None:
-    launch(_SRC_AFFINE, "elu_f64", grid, block, stream, (numel, num_dims, info, param, inp, out,), _ARGS_ELU_F64)
+    launch(_SRC_AFFINE, "elu_f64", grid, block, stream, (numel, num_dims, info, param, inp, out), _ARGS_ELU_F64)
 
 
-def launch_fast_argmax_bf16(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst) -> None:
-    launch(_SRC_REDUCE, "fast_argmax_bf16", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_FAST_ARGMAX_BF16)
+def launch_fast_argmax_bf16(
+    launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst
+) -> None:
+    launch(
+        _SRC_REDUCE,
+        "fast_argmax_bf16",
+        grid,
+        block,
+        stream,
+        (src_numel, el_to_sum_per_block, num_dims, info, src, dst),
+        _ARGS_FAST_ARGMAX_BF16,
+    )
 
 
-def launch_fast_argmax_f16(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst) -> None:
-    launch(_SRC_REDUCE, "fast_argmax_f16", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_FAST_ARGMAX_BF16)
+def launch_fast_argmax_f16(
+    launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst
+) -> None:
+    launch(
+        _SRC_REDUCE,
+        "fast_argmax_f16",
+        grid,
+        block,
+        stream,
+        (src_numel, el_to_sum_per_block, num_dims, info, src, dst),
+        _ARGS_FAST_ARGMAX_BF16,
+    )
 
 
-def launch_fast_argmax_f32(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst) -> None:
-    launch(_SRC_REDUCE, "fast_argmax_f32", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_FAST_ARGMAX_BF16)
+def launch_fast_argmax_f32(
+    launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst
+) -> None:
+    launch(
+        _SRC_REDUCE,
+        "fast_argmax_f32",
+        grid,
+        block,
+        stream,
+        (src_numel, el_to_sum_per_block, num_dims, info, src, dst),
+        _ARGS_FAST_ARGMAX_BF16,
+    )
 
 
-def launch_fast_argmax_f64(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst) -> None:
-    launch(_SRC_REDUCE, "fast_argmax_f64", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_FAST_ARGMAX_BF16)
+def launch_fast_argmax_f64(
+    launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst
+) -> None:
+    launch(
+        _SRC_REDUCE,
+        "fast_argmax_f64",
+        grid,
+        block,
+        stream,
+        (src_numel, el_to_sum_per_block, num_dims, info, src, dst),
+        _ARGS_FAST_ARGMAX_BF16,
+    )
 
 
-def launch_fast_argmax_i64(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst) -> None:
-    launch(_SRC_REDUCE, "fast_argmax_i64", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_FAST_ARGMAX_BF16)
+def launch_fast_argmax_i64(
+    launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst
+) -> None:
+    launch(
+        _SRC_REDUCE,
+        "fast_argmax_i64",
+        grid,
+        block,
+        stream,
+        (src_numel, el_to_sum_per_block, num_dims, info, src, dst),
+        _ARGS_FAST_ARGMAX_BF16,
+    )
 
 
-def launch_fast_argmax_u32(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst) -> None:
-    launch(_SRC_REDUCE, "fast_argmax_u32", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_FAST_ARGMAX_BF16)
+def launch_fast_argmax_u32(
+    launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst
+) -> None:
+    launch(
+        _SRC_REDUCE,
+        "fast_argmax_u32",
+        grid,
+        block,
+        stream,
+        (src_numel, el_to_sum_per_block, num_dims, info, src, dst),
+        _ARGS_FAST_ARGMAX_BF16,
+    )
 
 
-def launch_fast_argmax_u8(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst) -> None:
-    launch(_SRC_REDUCE, "fast_argmax_u8", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_FAST_ARGMAX_BF16)
+def launch_fast_argmax_u8(
+    launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst
+) -> None:
+    launch(
+        _SRC_REDUCE,
+        "fast_argmax_u8",
+        grid,
+        block,
+        stream,
+        (src_numel, el_to_sum_per_block, num_dims, info, src, dst),
+        _ARGS_FAST_ARGMAX_BF16,
+    )
 
 
-def launch_fast_argmin_bf16(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst) -> None:
-    launch(_SRC_REDUCE, "fast_argmin_bf16", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_FAST_ARGMAX_BF16)
+def launch_fast_argmin_bf16(
+    launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst
+) -> None:
+    launch(
+        _SRC_REDUCE,
+        "fast_argmin_bf16",
+        grid,
+        block,
+        stream,
+        (src_numel, el_to_sum_per_block, num_dims, info, src, dst),
+        _ARGS_FAST_ARGMAX_BF16,
+    )
 
 
-def launch_fast_argmin_f16(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst) -> None:
-    launch(_SRC_REDUCE, "fast_argmin_f16", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_FAST_ARGMAX_BF16)
+def launch_fast_argmin_f16(
+    launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst
+) -> None:
+    launch(
+        _SRC_REDUCE,
+        "fast_argmin_f16",
+        grid,
+        block,
+        stream,
+        (src_numel, el_to_sum_per_block, num_dims, info, src, dst),
+        _ARGS_FAST_ARGMAX_BF16,
+    )
 
 
-def launch_fast_argmin_f32(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst) -> None:
-    launch(_SRC_REDUCE, "fast_argmin_f32", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_FAST_ARGMAX_BF16)
+def launch_fast_argmin_f32(
+    launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst
+) -> None:
+    launch(
+        _SRC_REDUCE,
+        "fast_argmin_f32",
+        grid,
+        block,
+        stream,
+        (src_numel, el_to_sum_per_block, num_dims, info, src, dst),
+        _ARGS_FAST_ARGMAX_BF16,
+    )
 
 
-def launch_fast_argmin_f64(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst) -> None:
-    launch(_SRC_REDUCE, "fast_argmin_f64", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_FAST_ARGMAX_BF16)
+def launch_fast_argmin_f64(
+    launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst
+) -> None:
+    launch(
+        _SRC_REDUCE,
+        "fast_argmin_f64",
+        grid,
+        block,
+        stream,
+        (src_numel, el_to_sum_per_block, num_dims, info, src, dst),
+        _ARGS_FAST_ARGMAX_BF16,
+    )
 
 
-def launch_fast_argmin_i64(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst) -> None:
-    launch(_SRC_REDUCE, "fast_argmin_i64", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_FAST_ARGMAX_BF16)
+def launch_fast_argmin_i64(
+    launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst
+) -> None:
+    launch(
+        _SRC_REDUCE,
+        "fast_argmin_i64",
+        grid,
+        block,
+        stream,
+        (src_numel, el_to_sum_per_block, num_dims, info, src, dst),
+        _ARGS_FAST_ARGMAX_BF16,
+    )
 
 
-def launch_fast_argmin_u32(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst) -> None:
-    launch(_SRC_REDUCE, "fast_argmin_u32", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_FAST_ARGMAX_BF16)
+def launch_fast_argmin_u32(
+    launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst
+) -> None:
+    launch(
+        _SRC_REDUCE,
+        "fast_argmin_u32",
+        grid,
+        block,
+        stream,
+        (src_numel, el_to_sum_per_block, num_dims, info, src, dst),
+        _ARGS_FAST_ARGMAX_BF16,
+    )
 
 
-def launch_fast_argmin_u8(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst) -> None:
-    launch(_SRC_REDUCE, "fast_argmin_u8", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_FAST_ARGMAX_BF16)
+def launch_fast_argmin_u8(
+    launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst
+) -> None:
+    launch(
+        _SRC_REDUCE,
+        "fast_argmin_u8",
+        grid,
+        block,
+        stream,
+        (src_numel, el_to_sum_per_block, num_dims, info, src, dst),
+        _ARGS_FAST_ARGMAX_BF16,
+    )
 
 
 def launch_fast_max_bf16(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst) -> None:
-    launch(_SRC_REDUCE, "fast_max_bf16", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_FAST_ARGMAX_BF16)
+    launch(
+        _SRC_REDUCE,
+        "fast_max_bf16",
+        grid,
+        block,
+        stream,
+        (src_numel, el_to_sum_per_block, num_dims, info, src, dst),
+        _ARGS_FAST_ARGMAX_BF16,
+    )
 
 
 def launch_fast_max_f16(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst) -> None:
-    launch(_SRC_REDUCE, "fast_max_f16", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_FAST_ARGMAX_BF16)
+    launch(
+        _SRC_REDUCE,
+        "fast_max_f16",
+        grid,
+        block,
+        stream,
+        (src_numel, el_to_sum_per_block, num_dims, info, src, dst),
+        _ARGS_FAST_ARGMAX_BF16,
+    )
 
 
 def launch_fast_max_f32(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst) -> None:
-    launch(_SRC_REDUCE, "fast_max_f32", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_FAST_ARGMAX_BF16)
+    launch(
+        _SRC_REDUCE,
+        "fast_max_f32",
+        grid,
+        block,
+        stream,
+        (src_numel, el_to_sum_per_block, num_dims, info, src, dst),
+        _ARGS_FAST_ARGMAX_BF16,
+    )
 
 
 def launch_fast_max_f64(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst) -> None:
-    launch(_SRC_REDUCE, "fast_max_f64", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_FAST_ARGMAX_BF16)
+    launch(
+        _SRC_REDUCE,
+        "fast_max_f64",
+        grid,
+        block,
+        stream,
+        (src_numel, el_to_sum_per_block, num_dims, info, src, dst),
+        _ARGS_FAST_ARGMAX_BF16,
+    )
 
 
 def launch_fast_max_i64(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst) -> None:
-    launch(_SRC_REDUCE, "fast_max_i64", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_FAST_ARGMAX_BF16)
+    launch(
+        _SRC_REDUCE,
+        "fast_max_i64",
+        grid,
+        block,
+        stream,
+        (src_numel, el_to_sum_per_block, num_dims, info, src, dst),
+        _ARGS_FAST_ARGMAX_BF16,
+    )
 
 
 def launch_fast_max_u32(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst) -> None:
-    launch(_SRC_REDUCE, "fast_max_u32", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_FAST_ARGMAX_BF16)
+    launch(
+        _SRC_REDUCE,
+        "fast_max_u32",
+        grid,
+        block,
+        stream,
+        (src_numel, el_to_sum_per_block, num_dims, info, src, dst),
+        _ARGS_FAST_ARGMAX_BF16,
+    )
 
 
 def launch_fast_max_u8(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst) -> None:
-    launch(_SRC_REDUCE, "fast_max_u8", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_FAST_ARGMAX_BF16)
+    launch(
+        _SRC_REDUCE,
+        "fast_max_u8",
+        grid,
+        block,
+        stream,
+        (src_numel, el_to_sum_per_block, num_dims, info, src, dst),
+        _ARGS_FAST_ARGMAX_BF16,
+    )
 
 
 def launch_fast_min_bf16(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst) -> None:
-    launch(_SRC_REDUCE, "fast_min_bf16", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_FAST_ARGMAX_BF16)
+    launch(
+        _SRC_REDUCE,
+        "fast_min_bf16",
+        grid,
+        block,
+        stream,
+        (src_numel, el_to_sum_per_block, num_dims, info, src, dst),
+        _ARGS_FAST_ARGMAX_BF16,
+    )
 
 
 def launch_fast_min_f16(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst) -> None:
-    launch(_SRC_REDUCE, "fast_min_f16", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_FAST_ARGMAX_BF16)
+    launch(
+        _SRC_REDUCE,
+        "fast_min_f16",
+        grid,
+        block,
+        stream,
+        (src_numel, el_to_sum_per_block, num_dims, info, src, dst),
+        _ARGS_FAST_ARGMAX_BF16,
+    )
 
 
 def launch_fast_min_f32(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst) -> None:
-    launch(_SRC_REDUCE, "fast_min_f32", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_FAST_ARGMAX_BF16)
+    launch(
+        _SRC_REDUCE,
+        "fast_min_f32",
+        grid,
+        block,
+        stream,
+        (src_numel, el_to_sum_per_block, num_dims, info, src, dst),
+        _ARGS_FAST_ARGMAX_BF16,
+    )
 
 
 def launch_fast_min_f64(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst) -> None:
-    launch(_SRC_REDUCE, "fast_min_f64", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_FAST_ARGMAX_BF16)
+    launch(
+        _SRC_REDUCE,
+        "fast_min_f64",
+        grid,
+        block,
+        stream,
+        (src_numel, el_to_sum_per_block, num_dims, info, src, dst),
+        _ARGS_FAST_ARGMAX_BF16,
+    )
 
 
 def launch_fast_min_i64(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst) -> None:
-    launch(_SRC_REDUCE, "fast_min_i64", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_FAST_ARGMAX_BF16)
+    launch(
+        _SRC_REDUCE,
+        "fast_min_i64",
+        grid,
+        block,
+        stream,
+        (src_numel, el_to_sum_per_block, num_dims, info, src, dst),
+        _ARGS_FAST_ARGMAX_BF16,
+    )
 
 
 def launch_fast_min_u32(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst) -> None:
-    launch(_SRC_REDUCE, "fast_min_u32", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_FAST_ARGMAX_BF16)
+    launch(
+        _SRC_REDUCE,
+        "fast_min_u32",
+        grid,
+        block,
+        stream,
+        (src_numel, el_to_sum_per_block, num_dims, info, src, dst),
+        _ARGS_FAST_ARGMAX_BF16,
+    )
 
 
 def launch_fast_min_u8(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst) -> None:
-    launch(_SRC_REDUCE, "fast_min_u8", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_FAST_ARGMAX_BF16)
+    launch(
+        _SRC_REDUCE,
+        "fast_min_u8",
+        grid,
+        block,
+        stream,
+        (src_numel, el_to_sum_per_block, num_dims, info, src, dst),
+        _ARGS_FAST_ARGMAX_BF16,
+    )
 
 
 def launch_fast_sum_bf16(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst) -> None:
-    launch(_SRC_REDUCE, "fast_sum_bf16", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_FAST_ARGMAX_BF16)
+    launch(
+        _SRC_REDUCE,
+        "fast_sum_bf16",
+        grid,
+        block,
+        stream,
+        (src_numel, el_to_sum_per_block, num_dims, info, src, dst),
+        _ARGS_FAST_ARGMAX_BF16,
+    )
 
 
 def launch_fast_sum_f16(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst) -> None:
-    launch(_SRC_REDUCE, "fast_sum_f16", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_FAST_ARGMAX_BF16)
+    launch(
+        _SRC_REDUCE,
+        "fast_sum_f16",
+        grid,
+        block,
+        stream,
+        (src_numel, el_to_sum_per_block, num_dims, info, src, dst),
+        _ARGS_FAST_ARGMAX_BF16,
+    )
 
 
 def launch_fast_sum_f32(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst) -> None:
-    launch(_SRC_REDUCE, "fast_sum_f32", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_FAST_ARGMAX_BF16)
+    launch(
+        _SRC_REDUCE,
+        "fast_sum_f32",
+        grid,
+        block,
+        stream,
+        (src_numel, el_to_sum_per_block, num_dims, info, src, dst),
+        _ARGS_FAST_ARGMAX_BF16,
+    )
 
 
 def launch_fast_sum_f64(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst) -> None:
-    launch(_SRC_REDUCE, "fast_sum_f64", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_FAST_ARGMAX_BF16)
+    launch(
+        _SRC_REDUCE,
+        "fast_sum_f64",
+        grid,
+        block,
+        stream,
+        (src_numel, el_to_sum_per_block, num_dims, info, src, dst),
+        _ARGS_FAST_ARGMAX_BF16,
+    )
 
 
 def launch_fast_sum_i64(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst) -> None:
-    launch(_SRC_REDUCE, "fast_sum_i64", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_FAST_ARGMAX_BF16)
+    launch(
+        _SRC_REDUCE,
+        "fast_sum_i64",
+        grid,
+        block,
+        stream,
+        (src_numel, el_to_sum_per_block, num_dims, info, src, dst),
+        _ARGS_FAST_ARGMAX_BF16,
+    )
 
 
 def launch_fast_sum_u32(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst) -> None:
-    launch(_SRC_REDUCE, "fast_sum_u32", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_FAST_ARGMAX_BF16)
+    launch(
+        _SRC_REDUCE,
+        "fast_sum_u32",
+        grid,
+        block,
+        stream,
+        (src_numel, el_to_sum_per_block, num_dims, info, src, dst),
+        _ARGS_FAST_ARGMAX_BF16,
+    )
 
 
 def launch_fast_sum_u8(launch, grid, block, stream, src_numel, el_to_sum_per_block, num_dims, info, src, dst) -> None:
-    launch(_SRC_REDUCE, "fast_sum_u8", grid, block, stream, (src_numel, el_to_sum_per_block, num_dims, info, src, dst,), _ARGS_FAST_ARGMAX_BF16)
+    launch(
+        _SRC_REDUCE,
+        "fast_sum_u8",
+        grid,
+        block,
+        stream,
+        (src_numel, el_to_sum_per_block, num_dims, info, src, dst),
+        _ARGS_FAST_ARGMAX_BF16,
+    )
 
 
 def launch_flash_attention_bf16_d128(launch, grid, block, stream, bh, sq, skv, scale, causal, q, k, v, out) -> None:
-    launch(_SRC_ATTENTION, "flash_attention_bf16_d128", grid, block, stream, (bh, sq, skv, scale, causal, q, k, v, out,), _ARGS_FLASH_ATTENTION_BF16_D128)
+    launch(
+        _SRC_ATTENTION,
+        "flash_attention_bf16_d128",
+        grid,
+        block,
+        stream,
+        (bh, sq, skv, scale, causal, q, k, v, out),
+        _ARGS_FLASH_ATTENTION_BF16_D128,
+    )
 
 
 def launch_flash_attention_bf16_d64(launch, grid, block, stream, bh, sq, skv, scale, causal, q, k, v, out) -> None:
-    launch(_SRC_ATTENTION, "flash_attention_bf16_d64", grid, block, stream, (bh, sq, skv, scale, causal, q, k, v, out,), _ARGS_FLASH_ATTENTION_BF16_D128)
+    launch(
+        _SRC_ATTENTION,
+        "flash_attention_bf16_d64",
+        grid,
+        block,
+        stream,
+        (bh, sq, skv, scale, causal, q, k, v, out),
+        _ARGS_FLASH_ATTENTION_BF16_D128,
+    )
 
 
 def launch_flash_attention_f16_d128(launch, grid, block, stream, bh, sq, skv, scale, causal, q, k, v, out) -> None:
-    launch(_SRC_ATTENTION, "flash_attention_f16_d128", grid, block, stream, (bh, sq, skv, scale, causal, q, k, v, out,), _ARGS_FLASH_ATTENTION_BF16_D128)
+    launch(
+        _SRC_ATTENTION,
+        "flash_attention_f16_d128",
+        grid,
+        block,
+        stream,
+        (bh, sq, skv, scale, causal, q, k, v, out),
+        _ARGS_FLASH_ATTENTION_BF16_D128,
+    )
 
 
 def launch_flash_attention_f16_d64(launch, grid, block, stream, bh, sq, skv, scale, causal, q, k, v, out) -> None:
-    launch(_SRC_ATTENTION, "flash_attention_f16_d64", grid, block, stream, (bh, sq, skv, scale, causal, q, k, v, out,), _ARGS_FLASH_ATTENTION_BF16_D128)
-
-
-def launch_gather_i64_bf16(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad) -> None:
-    launch(_SRC_INDEXING, "gather_i64_bf16", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad,), _ARGS_GATHER_I64_BF16)
-
-
-def launch_gather_i64_f16(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad) -> None:
-    launch(_SRC_INDEXING, "gather_i64_f16", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad,), _ARGS_GATHER_I64_BF16)
-
-
-def launch_gather_i64_f32(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad) -> None:
-    launch(_SRC_INDEXING, "gather_i64_f32", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad,), _ARGS_GATHER_I64_BF16)
-
-
-def launch_gather_i64_f64(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad) -> None:
-    launch(_SRC_INDEXING, "gather_i64_f64", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad,), _ARGS_GATHER_I64_BF16)
-
-
-def launch_gather_i64_i64(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad) -> None:
-    launch(_SRC_INDEXING, "gather_i64_i64", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad,), _ARGS_GATHER_I64_BF16)
-
-
-def launch_gather_i64_u32(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad) -> None:
-    launch(_SRC_INDEXING, "gather_i64_u32", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad,), _ARGS_GATHER_I64_BF16)
-
-
-def launch_gather_i64_u8(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad) -> None:
-    launch(_SRC_INDEXING, "gather_i64_u8", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad,), _ARGS_GATHER_I64_BF16)
-
-
-def launch_gather_u32_bf16(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad) -> None:
-    launch(_SRC_INDEXING, "gather_u32_bf16", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad,), _ARGS_GATHER_I64_BF16)
-
-
-def launch_gather_u32_f16(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad) -> None:
-    launch(_SRC_INDEXING, "gather_u32_f16", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad,), _ARGS_GATHER_I64_BF16)
-
-
-def launch_gather_u32_f32(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad) -> None:
-    launch(_SRC_INDEXING, "gather_u32_f32", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad,), _ARGS_GATHER_I64_BF16)
-
-
-def launch_gather_u32_f64(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad) -> None:
-    launch(_SRC_INDEXING, "gather_u32_f64", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad,), _ARGS_GATHER_I64_BF16)
-
-
-def launch_gather_u32_i64(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad) -> None:
-    launch(_SRC_INDEXING, "gather_u32_i64", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad,), _ARGS_GATHER_I64_BF16)
-
-
-def launch_gather_u32_u32(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad) -> None:
-    launch(_SRC_INDEXING, "gather_u32_u32", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad,), _ARGS_GATHER_I64_BF16)
-
-
-def launch_gather_u32_u8(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad) -> None:
-    launch(_SRC_INDEXING, "gather_u32_u8", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad,), _ARGS_GATHER_I64_BF16)
-
-
-def launch_gather_u8_bf16(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad) -> None:
-    launch(_SRC_INDEXING, "gather_u8_bf16", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad,), _ARGS_GATHER_I64_BF16)
-
-
-def launch_gather_u8_f16(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad) -> None:
-    launch(_SRC_INDEXING, "gather_u8_f16", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad,), _ARGS_GATHER_I64_BF16)
-
-
-def launch_gather_u8_f32(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad) -> None:
-    launch(_SRC_INDEXING, "gather_u8_f32", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad,), _ARGS_GATHER_I64_BF16)
-
-
-def launch_gather_u8_f64(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad) -> None:
-    launch(_SRC_INDEXING, "gather_u8_f64", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad,), _ARGS_GATHER_I64_BF16)
-
-
-def launch_gather_u8_i64(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad) -> None:
-    launch(_SRC_INDEXING, "gather_u8_i64", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad,), _ARGS_GATHER_I64_BF16)
-
-
-def launch_gather_u8_u32(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad) -> None:
-    launch(_SRC_INDEXING, "gather_u8_u32", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad,), _ARGS_GATHER_I64_BF16)
-
-
-def launch_gather_u8_u8(launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad) -> None:
-    launch(_SRC_INDEXING, "gather_u8_u8", grid, block, stream, (numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad,), _ARGS_GATHER_I64_BF16)
-
-
-def launch_im2col_bf16(launch, grid, block, stream, rows, c_in, h_in, w_in, k_h, k_w, h_out, w_out, stride, tap_step, offset_y, offset_x, sb, sc, sh, sw, src, col) -> None:
-    launch(_SRC_CONV, "im2col_bf16", grid, block, stream, (rows, c_in, h_in, w_in, k_h, k_w, h_out, w_out, stride, tap_step, offset_y, offset_x, sb, sc, sh, sw, src, col,), _ARGS_IM2COL_BF16)
-
-
-def launch_im2col_f16(launch, grid, block, stream, rows, c_in, h_in, w_in, k_h, k_w, h_out, w_out, stride, tap_step, offset_y, offset_x, sb, sc, sh, sw, src, col) -> None:
-    launch(_SRC_CONV, "im2col_f16", grid, block, stream, (rows, c_in, h_in, w_in, k_h, k_w, h_out, w_out, stride, tap_step, offset_y, offset_x, sb, sc, sh, sw, src, col,), _ARGS_IM2COL_BF16)
-
-
-def launch_im2col_f32(launch, grid, block, stream, rows, c_in, h_in, w_in, k_h, k_w, h_out, w_out, stride, tap_step, offset_y, offset_x, sb, sc, sh, sw, src, col) -> None:
-    launch(_SRC_CONV, "im2col_f32", grid, block, stream, (rows, c_in, h_in, w_in, k_h, k_w, h_out, w_out, stride, tap_step, offset_y, offset_x, sb, sc, sh, sw, src, col,), _ARGS_IM2COL_BF16)
-
-
-def launch_im2col_f64(launch, grid, block, stream, rows, c_in, h_in, w_in, k_h, k_w, h_out, w_out, stride, tap_step, offset_y, offset_x, sb, sc, sh, sw, src, col) -> None:
-    launch(_SRC_CONV, "im2col_f64", grid, block, stream, (rows, c_in, h_in, w_in, k_h, k_w, h_out, w_out, stride, tap_step, offset_y, offset_x, sb, sc, sh, sw, src, col,), _ARGS_IM2COL_BF16)
-
-
-def launch_im2col_i64(launch, grid, block, stream, rows, c_in, h_in, w_in, k_h, k_w, h_out, w_out, stride, tap_step, offset_y, offset_x, sb, sc, sh, sw, src, col) -> None:
-    launch(_SRC_CONV, "im2col_i64", grid, block, stream, (rows, c_in, h_in, w_in, k_h, k_w, h_out, w_out, stride, tap_step, offset_y, offset_x, sb, sc, sh, sw, src, col,), _ARGS_IM2COL_BF16)
-
-
-def launch_im2col_u32(launch, grid, block, stream, rows, c_in, h_in, w_in, k_h, k_w, h_out, w_out, stride, tap_step, offset_y, offset_x, sb, sc, sh, sw, src, col) -> None:
-    launch(_SRC_CONV, "im2col_u32", grid, block, stream, (rows, c_in, h_in, w_in, k_h, k_w, h_out, w_out, stride, tap_step, offset_y, offset_x, sb, sc, sh, sw, src, col,), _ARGS_IM2COL_BF16)
-
-
-def launch_im2col_u8(launch, grid, block, stream, rows, c_in, h_in, w_in, k_h, k_w, h_out, w_out, stride, tap_step, offset_y, offset_x, sb, sc, sh, sw, src, col) -> None:
-    launch(_SRC_CONV, "im2col_u8", grid, block, stream, (rows, c_in, h_in, w_in, k_h, k_w, h_out, w_out, stride, tap_step, offset_y, offset_x, sb, sc, sh, sw, src, col,), _ARGS_IM2COL_BF16)
-
-
-def launch_index_add_i64_bf16(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad) -> None:
-    launch(_SRC_INDEXING, "index_add_i64_bf16", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad,), _ARGS_INDEX_ADD_I64_BF16)
-
-
-def launch_index_add_i64_f16(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad) -> None:
-    launch(_SRC_INDEXING, "index_add_i64_f16", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad,), _ARGS_INDEX_ADD_I64_BF16)
-
-
-def launch_index_add_i64_f32(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad) -> None:
-    launch(_SRC_INDEXING, "index_add_i64_f32", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad,), _ARGS_INDEX_ADD_I64_BF16)
-
-
-def launch_index_add_i64_f64(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad) -> None:
-    launch(_SRC_INDEXING, "index_add_i64_f64", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad,), _ARGS_INDEX_ADD_I64_BF16)
-
-
-def launch_index_add_i64_i64(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad) -> None:
-    launch(_SRC_INDEXING, "index_add_i64_i64", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad,), _ARGS_INDEX_ADD_I64_BF16)
-
-
-def launch_index_add_i64_u32(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad) -> None:
-    launch(_SRC_INDEXING, "index_add_i64_u32", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad,), _ARGS_INDEX_ADD_I64_BF16)
-
-
-def launch_index_add_i64_u8(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad) -> None:
-    launch(_SRC_INDEXING, "index_add_i64_u8", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad,), _ARGS_INDEX_ADD_I64_BF16)
-
-
-def launch_index_add_u32_bf16(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad) -> None:
-    launch(_SRC_INDEXING, "index_add_u32_bf16", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad,), _ARGS_INDEX_ADD_I64_BF16)
-
-
-def launch_index_add_u32_f16(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad) -> None:
-    launch(_SRC_INDEXING, "index_add_u32_f16", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad,), _ARGS_INDEX_ADD_I64_BF16)
-
-
-def launch_index_add_u32_f32(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad) -> None:
-    launch(_SRC_INDEXING, "index_add_u32_f32", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad,), _ARGS_INDEX_ADD_I64_BF16)
-
-
-def launch_index_add_u32_f64(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad) -> None:
-    launch(_SRC_INDEXING, "index_add_u32_f64", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad,), _ARGS_INDEX_ADD_I64_BF16)
-
-
-def launch_index_add_u32_i64(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad) -> None:
-    launch(_SRC_INDEXING, "index_add_u32_i64", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad,), _ARGS_INDEX_ADD_I64_BF16)
-
-
-def launch_index_add_u32_u32(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad) -> None:
-    launch(_SRC_INDEXING, "index_add_u32_u32", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad,), _ARGS_INDEX_ADD_I64_BF16)
-
-
-def launch_index_add_u32_u8(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad) -> None:
-    launch(_SRC_INDEXING, "index_add_u32_u8", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad,), _ARGS_INDEX_ADD_I64_BF16)
-
-
-def launch_index_add_u8_bf16(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad) -> None:
-    launch(_SRC_INDEXING, "index_add_u8_bf16", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad,), _ARGS_INDEX_ADD_I64_BF16)
-
-
-def launch_index_add_u8_f16(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad) -> None:
-    launch(_SRC_INDEXING, "index_add_u8_f16", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad,), _ARGS_INDEX_ADD_I64_BF16)
-
-
-def launch_index_add_u8_f32(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad) -> None:
-    launch(_SRC_INDEXING, "index_add_u8_f32", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad,), _ARGS_INDEX_ADD_I64_BF16)
-
-
-def launch_index_add_u8_f64(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad) -> None:
-    launch(_SRC_INDEXING, "index_add_u8_f64", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad,), _ARGS_INDEX_ADD_I64_BF16)
-
-
-def launch_index_add_u8_i64(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad) -> None:
-    launch(_SRC_INDEXING, "index_add_u8_i64", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad,), _ARGS_INDEX_ADD_I64_BF16)
-
-
-def launch_index_add_u8_u32(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad) -> None:
-    launch(_SRC_INDEXING, "index_add_u8_u32", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad,), _ARGS_INDEX_ADD_I64_BF16)
-
-
-def launch_index_add_u8_u8(launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad) -> None:
-    launch(_SRC_INDEXING, "index_add_u8_u8", grid, block, stream, (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad,), _ARGS_INDEX_ADD_I64_BF16)
-
-
-def launch_index_select_i64_bf16(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad) -> None:
-    launch(_SRC_INDEXING, "index_select_i64_bf16", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad,), _ARGS_INDEX_SELECT_I64_BF16)
-
-
-def launch_index_select_i64_f16(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad) -> None:
-    launch(_SRC_INDEXING, "index_select_i64_f16", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad,), _ARGS_INDEX_SELECT_I64_BF16)
-
-
-def launch_index_select_i64_f32(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad) -> None:
-    launch(_SRC_INDEXING, "index_select_i64_f32", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad,), _ARGS_INDEX_SELECT_I64_BF16)
-
-
-def launch_index_select_i64_f64(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad) -> None:
-    launch(_SRC_INDEXING, "index_select_i64_f64", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad,), _ARGS_INDEX_SELECT_I64_BF16)
-
-
-def launch_index_select_i64_i64(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad) -> None:
-    launch(_SRC_INDEXING, "index_select_i64_i64", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad,), _ARGS_INDEX_SELECT_I64_BF16)
-
-
-def launch_index_select_i64_u32(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad) -> None:
-    launch(_SRC_INDEXING, "index_select_i64_u32", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad,), _ARGS_INDEX_SELECT_I64_BF16)
-
-
-def launch_index_select_i64_u8(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad) -> None:
-    launch(_SRC_INDEXING, "index_select_i64_u8", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad,), _ARGS_INDEX_SELECT_I64_BF16)
-
-
-def launch_index_select_u32_bf16(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad) -> None:
-    launch(_SRC_INDEXING, "index_select_u32_bf16", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad,), _ARGS_INDEX_SELECT_I64_BF16)
-
-
-def launch_index_select_u32_f16(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad) -> None:
-    launch(_SRC_INDEXING, "index_select_u32_f16", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad,), _ARGS_INDEX_SELECT_I64_BF16)
-
-
-def launch_index_select_u32_f32(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad) -> None:
-    launch(_SRC_INDEXING, "index_select_u32_f32", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad,), _ARGS_INDEX_SELECT_I64_BF16)
-
-
-def launch_index_select_u32_f64(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad) -> None:
-    launch(_SRC_INDEXING, "index_select_u32_f64", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad,), _ARGS_INDEX_SELECT_I64_BF16)
-
-
-def launch_index_select_u32_i64(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad) -> None:
-    launch(_SRC_INDEXING, "index_select_u32_i64", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad,), _ARGS_INDEX_SELECT_I64_BF16)
-
-
-def launch_index_select_u32_u32(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad) -> None:
-    launch(_SRC_INDEXING, "index_select_u32_u32", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad,), _ARGS_INDEX_SELECT_I64_BF16)
-
-
-def launch_index_select_u32_u8(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad) -> None:
-    launch(_SRC_INDEXING, "index_select_u32_u8", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad,), _ARGS_INDEX_SELECT_I64_BF16)
-
-
-def launch_index_select_u8_bf16(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad) -> None:
-    launch(_SRC_INDEXING, "index_select_u8_bf16", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad,), _ARGS_INDEX_SELECT_I64_BF16)
-
-
-def launch_index_select_u8_f16(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad) -> None:
-    launch(_SRC_INDEXING, "index_select_u8_f16", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad,), _ARGS_INDEX_SELECT_I64_BF16)
-
-
-def launch_index_select_u8_f32(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad) -> None:
-    launch(_SRC_INDEXING, "index_select_u8_f32", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad,), _ARGS_INDEX_SELECT_I64_BF16)
-
-
-def launch_index_select_u8_f64(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad) -> None:
-    launch(_SRC_INDEXING, "index_select_u8_f64", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad,), _ARGS_INDEX_SELECT_I64_BF16)
-
-
-def launch_index_select_u8_i64(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad) -> None:
-    launch(_SRC_INDEXING, "index_select_u8_i64", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad,), _ARGS_INDEX_SELECT_I64_BF16)
-
-
-def launch_index_select_u8_u32(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad) -> None:
-    launch(_SRC_INDEXING, "index_select_u8_u32", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad,), _ARGS_INDEX_SELECT_I64_BF16)
-
-
-def launch_index_select_u8_u8(launch, grid, block, stream, numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad) -> None:
-    launch(_SRC_INDEXING, "index_select_u8_u8", grid, block, stream, (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad,), _ARGS_INDEX_SELECT_I64_BF16)
+    launch(
+        _SRC_ATTENTION,
+        "flash_attention_f16_d64",
+        grid,
+        block,
+        stream,
+        (bh, sq, skv, scale, causal, q, k, v, out),
+        _ARGS_FLASH_ATTENTION_BF16_D128,
+    )
+
+
+def launch_gather_i64_bf16(
+    launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "gather_i64_bf16",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad),
+        _ARGS_GATHER_I64_BF16,
+    )
+
+
+def launch_gather_i64_f16(
+    launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "gather_i64_f16",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad),
+        _ARGS_GATHER_I64_BF16,
+    )
+
+
+def launch_gather_i64_f32(
+    launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "gather_i64_f32",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad),
+        _ARGS_GATHER_I64_BF16,
+    )
+
+
+def launch_gather_i64_f64(
+    launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "gather_i64_f64",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad),
+        _ARGS_GATHER_I64_BF16,
+    )
+
+
+def launch_gather_i64_i64(
+    launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "gather_i64_i64",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad),
+        _ARGS_GATHER_I64_BF16,
+    )
+
+
+def launch_gather_i64_u32(
+    launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "gather_i64_u32",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad),
+        _ARGS_GATHER_I64_BF16,
+    )
+
+
+def launch_gather_i64_u8(
+    launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "gather_i64_u8",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad),
+        _ARGS_GATHER_I64_BF16,
+    )
+
+
+def launch_gather_u32_bf16(
+    launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "gather_u32_bf16",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad),
+        _ARGS_GATHER_I64_BF16,
+    )
+
+
+def launch_gather_u32_f16(
+    launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "gather_u32_f16",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad),
+        _ARGS_GATHER_I64_BF16,
+    )
+
+
+def launch_gather_u32_f32(
+    launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "gather_u32_f32",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad),
+        _ARGS_GATHER_I64_BF16,
+    )
+
+
+def launch_gather_u32_f64(
+    launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "gather_u32_f64",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad),
+        _ARGS_GATHER_I64_BF16,
+    )
+
+
+def launch_gather_u32_i64(
+    launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "gather_u32_i64",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad),
+        _ARGS_GATHER_I64_BF16,
+    )
+
+
+def launch_gather_u32_u32(
+    launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "gather_u32_u32",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad),
+        _ARGS_GATHER_I64_BF16,
+    )
+
+
+def launch_gather_u32_u8(
+    launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "gather_u32_u8",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad),
+        _ARGS_GATHER_I64_BF16,
+    )
+
+
+def launch_gather_u8_bf16(
+    launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "gather_u8_bf16",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad),
+        _ARGS_GATHER_I64_BF16,
+    )
+
+
+def launch_gather_u8_f16(
+    launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "gather_u8_f16",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad),
+        _ARGS_GATHER_I64_BF16,
+    )
+
+
+def launch_gather_u8_f32(
+    launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "gather_u8_f32",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad),
+        _ARGS_GATHER_I64_BF16,
+    )
+
+
+def launch_gather_u8_f64(
+    launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "gather_u8_f64",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad),
+        _ARGS_GATHER_I64_BF16,
+    )
+
+
+def launch_gather_u8_i64(
+    launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "gather_u8_i64",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad),
+        _ARGS_GATHER_I64_BF16,
+    )
+
+
+def launch_gather_u8_u32(
+    launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "gather_u8_u32",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad),
+        _ARGS_GATHER_I64_BF16,
+    )
+
+
+def launch_gather_u8_u8(
+    launch, grid, block, stream, numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "gather_u8_u8",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, dim, ids, inp, out, src_dim_size, bad),
+        _ARGS_GATHER_I64_BF16,
+    )
+
+
+def launch_im2col_bf16(
+    launch,
+    grid,
+    block,
+    stream,
+    rows,
+    c_in,
+    h_in,
+    w_in,
+    k_h,
+    k_w,
+    h_out,
+    w_out,
+    stride,
+    tap_step,
+    offset_y,
+    offset_x,
+    sb,
+    sc,
+    sh,
+    sw,
+    src,
+    col,
+) -> None:
+    launch(
+        _SRC_CONV,
+        "im2col_bf16",
+        grid,
+        block,
+        stream,
+        (
+            rows,
+            c_in,
+            h_in,
+            w_in,
+            k_h,
+            k_w,
+            h_out,
+            w_out,
+            stride,
+            tap_step,
+            offset_y,
+            offset_x,
+            sb,
+            sc,
+            sh,
+            sw,
+            src,
+            col,
+        ),
+        _ARGS_IM2COL_BF16,
+    )
+
+
+def launch_im2col_f16(
+    launch,
+    grid,
+    block,
+    stream,
+    rows,
+    c_in,
+    h_in,
+    w_in,
+    k_h,
+    k_w,
+    h_out,
+    w_out,
+    stride,
+    tap_step,
+    offset_y,
+    offset_x,
+    sb,
+    sc,
+    sh,
+    sw,
+    src,
+    col,
+) -> None:
+    launch(
+        _SRC_CONV,
+        "im2col_f16",
+        grid,
+        block,
+        stream,
+        (
+            rows,
+            c_in,
+            h_in,
+            w_in,
+            k_h,
+            k_w,
+            h_out,
+            w_out,
+            stride,
+            tap_step,
+            offset_y,
+            offset_x,
+            sb,
+            sc,
+            sh,
+            sw,
+            src,
+            col,
+        ),
+        _ARGS_IM2COL_BF16,
+    )
+
+
+def launch_im2col_f32(
+    launch,
+    grid,
+    block,
+    stream,
+    rows,
+    c_in,
+    h_in,
+    w_in,
+    k_h,
+    k_w,
+    h_out,
+    w_out,
+    stride,
+    tap_step,
+    offset_y,
+    offset_x,
+    sb,
+    sc,
+    sh,
+    sw,
+    src,
+    col,
+) -> None:
+    launch(
+        _SRC_CONV,
+        "im2col_f32",
+        grid,
+        block,
+        stream,
+        (
+            rows,
+            c_in,
+            h_in,
+            w_in,
+            k_h,
+            k_w,
+            h_out,
+            w_out,
+            stride,
+            tap_step,
+            offset_y,
+            offset_x,
+            sb,
+            sc,
+            sh,
+            sw,
+            src,
+            col,
+        ),
+        _ARGS_IM2COL_BF16,
+    )
+
+
+def launch_im2col_f64(
+    launch,
+    grid,
+    block,
+    stream,
+    rows,
+    c_in,
+    h_in,
+    w_in,
+    k_h,
+    k_w,
+    h_out,
+    w_out,
+    stride,
+    tap_step,
+    offset_y,
+    offset_x,
+    sb,
+    sc,
+    sh,
+    sw,
+    src,
+    col,
+) -> None:
+    launch(
+        _SRC_CONV,
+        "im2col_f64",
+        grid,
+        block,
+        stream,
+        (
+            rows,
+            c_in,
+            h_in,
+            w_in,
+            k_h,
+            k_w,
+            h_out,
+            w_out,
+            stride,
+            tap_step,
+            offset_y,
+            offset_x,
+            sb,
+            sc,
+            sh,
+            sw,
+            src,
+            col,
+        ),
+        _ARGS_IM2COL_BF16,
+    )
+
+
+def launch_im2col_i64(
+    launch,
+    grid,
+    block,
+    stream,
+    rows,
+    c_in,
+    h_in,
+    w_in,
+    k_h,
+    k_w,
+    h_out,
+    w_out,
+    stride,
+    tap_step,
+    offset_y,
+    offset_x,
+    sb,
+    sc,
+    sh,
+    sw,
+    src,
+    col,
+) -> None:
+    launch(
+        _SRC_CONV,
+        "im2col_i64",
+        grid,
+        block,
+        stream,
+        (
+            rows,
+            c_in,
+            h_in,
+            w_in,
+            k_h,
+            k_w,
+            h_out,
+            w_out,
+            stride,
+            tap_step,
+            offset_y,
+            offset_x,
+            sb,
+            sc,
+            sh,
+            sw,
+            src,
+            col,
+        ),
+        _ARGS_IM2COL_BF16,
+    )
+
+
+def launch_im2col_u32(
+    launch,
+    grid,
+    block,
+    stream,
+    rows,
+    c_in,
+    h_in,
+    w_in,
+    k_h,
+    k_w,
+    h_out,
+    w_out,
+    stride,
+    tap_step,
+    offset_y,
+    offset_x,
+    sb,
+    sc,
+    sh,
+    sw,
+    src,
+    col,
+) -> None:
+    launch(
+        _SRC_CONV,
+        "im2col_u32",
+        grid,
+        block,
+        stream,
+        (
+            rows,
+            c_in,
+            h_in,
+            w_in,
+            k_h,
+            k_w,
+            h_out,
+            w_out,
+            stride,
+            tap_step,
+            offset_y,
+            offset_x,
+            sb,
+            sc,
+            sh,
+            sw,
+            src,
+            col,
+        ),
+        _ARGS_IM2COL_BF16,
+    )
+
+
+def launch_im2col_u8(
+    launch,
+    grid,
+    block,
+    stream,
+    rows,
+    c_in,
+    h_in,
+    w_in,
+    k_h,
+    k_w,
+    h_out,
+    w_out,
+    stride,
+    tap_step,
+    offset_y,
+    offset_x,
+    sb,
+    sc,
+    sh,
+    sw,
+    src,
+    col,
+) -> None:
+    launch(
+        _SRC_CONV,
+        "im2col_u8",
+        grid,
+        block,
+        stream,
+        (
+            rows,
+            c_in,
+            h_in,
+            w_in,
+            k_h,
+            k_w,
+            h_out,
+            w_out,
+            stride,
+            tap_step,
+            offset_y,
+            offset_x,
+            sb,
+            sc,
+            sh,
+            sw,
+            src,
+            col,
+        ),
+        _ARGS_IM2COL_BF16,
+    )
+
+
+def launch_index_add_i64_bf16(
+    launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "index_add_i64_bf16",
+        grid,
+        block,
+        stream,
+        (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad),
+        _ARGS_INDEX_ADD_I64_BF16,
+    )
+
+
+def launch_index_add_i64_f16(
+    launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "index_add_i64_f16",
+        grid,
+        block,
+        stream,
+        (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad),
+        _ARGS_INDEX_ADD_I64_BF16,
+    )
+
+
+def launch_index_add_i64_f32(
+    launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "index_add_i64_f32",
+        grid,
+        block,
+        stream,
+        (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad),
+        _ARGS_INDEX_ADD_I64_BF16,
+    )
+
+
+def launch_index_add_i64_f64(
+    launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "index_add_i64_f64",
+        grid,
+        block,
+        stream,
+        (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad),
+        _ARGS_INDEX_ADD_I64_BF16,
+    )
+
+
+def launch_index_add_i64_i64(
+    launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "index_add_i64_i64",
+        grid,
+        block,
+        stream,
+        (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad),
+        _ARGS_INDEX_ADD_I64_BF16,
+    )
+
+
+def launch_index_add_i64_u32(
+    launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "index_add_i64_u32",
+        grid,
+        block,
+        stream,
+        (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad),
+        _ARGS_INDEX_ADD_I64_BF16,
+    )
+
+
+def launch_index_add_i64_u8(
+    launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "index_add_i64_u8",
+        grid,
+        block,
+        stream,
+        (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad),
+        _ARGS_INDEX_ADD_I64_BF16,
+    )
+
+
+def launch_index_add_u32_bf16(
+    launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "index_add_u32_bf16",
+        grid,
+        block,
+        stream,
+        (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad),
+        _ARGS_INDEX_ADD_I64_BF16,
+    )
+
+
+def launch_index_add_u32_f16(
+    launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "index_add_u32_f16",
+        grid,
+        block,
+        stream,
+        (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad),
+        _ARGS_INDEX_ADD_I64_BF16,
+    )
+
+
+def launch_index_add_u32_f32(
+    launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "index_add_u32_f32",
+        grid,
+        block,
+        stream,
+        (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad),
+        _ARGS_INDEX_ADD_I64_BF16,
+    )
+
+
+def launch_index_add_u32_f64(
+    launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "index_add_u32_f64",
+        grid,
+        block,
+        stream,
+        (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad),
+        _ARGS_INDEX_ADD_I64_BF16,
+    )
+
+
+def launch_index_add_u32_i64(
+    launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "index_add_u32_i64",
+        grid,
+        block,
+        stream,
+        (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad),
+        _ARGS_INDEX_ADD_I64_BF16,
+    )
+
+
+def launch_index_add_u32_u32(
+    launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "index_add_u32_u32",
+        grid,
+        block,
+        stream,
+        (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad),
+        _ARGS_INDEX_ADD_I64_BF16,
+    )
+
+
+def launch_index_add_u32_u8(
+    launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "index_add_u32_u8",
+        grid,
+        block,
+        stream,
+        (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad),
+        _ARGS_INDEX_ADD_I64_BF16,
+    )
+
+
+def launch_index_add_u8_bf16(
+    launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "index_add_u8_bf16",
+        grid,
+        block,
+        stream,
+        (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad),
+        _ARGS_INDEX_ADD_I64_BF16,
+    )
+
+
+def launch_index_add_u8_f16(
+    launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "index_add_u8_f16",
+        grid,
+        block,
+        stream,
+        (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad),
+        _ARGS_INDEX_ADD_I64_BF16,
+    )
+
+
+def launch_index_add_u8_f32(
+    launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "index_add_u8_f32",
+        grid,
+        block,
+        stream,
+        (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad),
+        _ARGS_INDEX_ADD_I64_BF16,
+    )
+
+
+def launch_index_add_u8_f64(
+    launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "index_add_u8_f64",
+        grid,
+        block,
+        stream,
+        (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad),
+        _ARGS_INDEX_ADD_I64_BF16,
+    )
+
+
+def launch_index_add_u8_i64(
+    launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "index_add_u8_i64",
+        grid,
+        block,
+        stream,
+        (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad),
+        _ARGS_INDEX_ADD_I64_BF16,
+    )
+
+
+def launch_index_add_u8_u32(
+    launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "index_add_u8_u32",
+        grid,
+        block,
+        stream,
+        (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad),
+        _ARGS_INDEX_ADD_I64_BF16,
+    )
+
+
+def launch_index_add_u8_u8(
+    launch, grid, block, stream, ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "index_add_u8_u8",
+        grid,
+        block,
+        stream,
+        (ids, ids_dim_size, inp, out, left_size, src_dim_size, dst_dim_size, right_size, bad),
+        _ARGS_INDEX_ADD_I64_BF16,
+    )
+
+
+def launch_index_select_i64_bf16(
+    launch,
+    grid,
+    block,
+    stream,
+    numel,
+    num_dims,
+    info,
+    ids,
+    inp,
+    out,
+    left_size,
+    src_dim_size,
+    ids_dim_size,
+    right_size,
+    bad,
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "index_select_i64_bf16",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad),
+        _ARGS_INDEX_SELECT_I64_BF16,
+    )
+
+
+def launch_index_select_i64_f16(
+    launch,
+    grid,
+    block,
+    stream,
+    numel,
+    num_dims,
+    info,
+    ids,
+    inp,
+    out,
+    left_size,
+    src_dim_size,
+    ids_dim_size,
+    right_size,
+    bad,
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "index_select_i64_f16",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad),
+        _ARGS_INDEX_SELECT_I64_BF16,
+    )
+
+
+def launch_index_select_i64_f32(
+    launch,
+    grid,
+    block,
+    stream,
+    numel,
+    num_dims,
+    info,
+    ids,
+    inp,
+    out,
+    left_size,
+    src_dim_size,
+    ids_dim_size,
+    right_size,
+    bad,
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "index_select_i64_f32",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad),
+        _ARGS_INDEX_SELECT_I64_BF16,
+    )
+
+
+def launch_index_select_i64_f64(
+    launch,
+    grid,
+    block,
+    stream,
+    numel,
+    num_dims,
+    info,
+    ids,
+    inp,
+    out,
+    left_size,
+    src_dim_size,
+    ids_dim_size,
+    right_size,
+    bad,
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "index_select_i64_f64",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad),
+        _ARGS_INDEX_SELECT_I64_BF16,
+    )
+
+
+def launch_index_select_i64_i64(
+    launch,
+    grid,
+    block,
+    stream,
+    numel,
+    num_dims,
+    info,
+    ids,
+    inp,
+    out,
+    left_size,
+    src_dim_size,
+    ids_dim_size,
+    right_size,
+    bad,
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "index_select_i64_i64",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad),
+        _ARGS_INDEX_SELECT_I64_BF16,
+    )
+
+
+def launch_index_select_i64_u32(
+    launch,
+    grid,
+    block,
+    stream,
+    numel,
+    num_dims,
+    info,
+    ids,
+    inp,
+    out,
+    left_size,
+    src_dim_size,
+    ids_dim_size,
+    right_size,
+    bad,
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "index_select_i64_u32",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad),
+        _ARGS_INDEX_SELECT_I64_BF16,
+    )
+
+
+def launch_index_select_i64_u8(
+    launch,
+    grid,
+    block,
+    stream,
+    numel,
+    num_dims,
+    info,
+    ids,
+    inp,
+    out,
+    left_size,
+    src_dim_size,
+    ids_dim_size,
+    right_size,
+    bad,
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "index_select_i64_u8",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad),
+        _ARGS_INDEX_SELECT_I64_BF16,
+    )
+
+
+def launch_index_select_u32_bf16(
+    launch,
+    grid,
+    block,
+    stream,
+    numel,
+    num_dims,
+    info,
+    ids,
+    inp,
+    out,
+    left_size,
+    src_dim_size,
+    ids_dim_size,
+    right_size,
+    bad,
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "index_select_u32_bf16",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad),
+        _ARGS_INDEX_SELECT_I64_BF16,
+    )
+
+
+def launch_index_select_u32_f16(
+    launch,
+    grid,
+    block,
+    stream,
+    numel,
+    num_dims,
+    info,
+    ids,
+    inp,
+    out,
+    left_size,
+    src_dim_size,
+    ids_dim_size,
+    right_size,
+    bad,
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "index_select_u32_f16",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad),
+        _ARGS_INDEX_SELECT_I64_BF16,
+    )
+
+
+def launch_index_select_u32_f32(
+    launch,
+    grid,
+    block,
+    stream,
+    numel,
+    num_dims,
+    info,
+    ids,
+    inp,
+    out,
+    left_size,
+    src_dim_size,
+    ids_dim_size,
+    right_size,
+    bad,
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "index_select_u32_f32",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad),
+        _ARGS_INDEX_SELECT_I64_BF16,
+    )
+
+
+def launch_index_select_u32_f64(
+    launch,
+    grid,
+    block,
+    stream,
+    numel,
+    num_dims,
+    info,
+    ids,
+    inp,
+    out,
+    left_size,
+    src_dim_size,
+    ids_dim_size,
+    right_size,
+    bad,
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "index_select_u32_f64",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad),
+        _ARGS_INDEX_SELECT_I64_BF16,
+    )
+
+
+def launch_index_select_u32_i64(
+    launch,
+    grid,
+    block,
+    stream,
+    numel,
+    num_dims,
+    info,
+    ids,
+    inp,
+    out,
+    left_size,
+    src_dim_size,
+    ids_dim_size,
+    right_size,
+    bad,
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "index_select_u32_i64",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad),
+        _ARGS_INDEX_SELECT_I64_BF16,
+    )
+
+
+def launch_index_select_u32_u32(
+    launch,
+    grid,
+    block,
+    stream,
+    numel,
+    num_dims,
+    info,
+    ids,
+    inp,
+    out,
+    left_size,
+    src_dim_size,
+    ids_dim_size,
+    right_size,
+    bad,
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "index_select_u32_u32",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad),
+        _ARGS_INDEX_SELECT_I64_BF16,
+    )
+
+
+def launch_index_select_u32_u8(
+    launch,
+    grid,
+    block,
+    stream,
+    numel,
+    num_dims,
+    info,
+    ids,
+    inp,
+    out,
+    left_size,
+    src_dim_size,
+    ids_dim_size,
+    right_size,
+    bad,
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "index_select_u32_u8",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad),
+        _ARGS_INDEX_SELECT_I64_BF16,
+    )
+
+
+def launch_index_select_u8_bf16(
+    launch,
+    grid,
+    block,
+    stream,
+    numel,
+    num_dims,
+    info,
+    ids,
+    inp,
+    out,
+    left_size,
+    src_dim_size,
+    ids_dim_size,
+    right_size,
+    bad,
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "index_select_u8_bf16",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad),
+        _ARGS_INDEX_SELECT_I64_BF16,
+    )
+
+
+def launch_index_select_u8_f16(
+    launch,
+    grid,
+    block,
+    stream,
+    numel,
+    num_dims,
+    info,
+    ids,
+    inp,
+    out,
+    left_size,
+    src_dim_size,
+    ids_dim_size,
+    right_size,
+    bad,
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "index_select_u8_f16",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad),
+        _ARGS_INDEX_SELECT_I64_BF16,
+    )
+
+
+def launch_index_select_u8_f32(
+    launch,
+    grid,
+    block,
+    stream,
+    numel,
+    num_dims,
+    info,
+    ids,
+    inp,
+    out,
+    left_size,
+    src_dim_size,
+    ids_dim_size,
+    right_size,
+    bad,
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "index_select_u8_f32",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad),
+        _ARGS_INDEX_SELECT_I64_BF16,
+    )
+
+
+def launch_index_select_u8_f64(
+    launch,
+    grid,
+    block,
+    stream,
+    numel,
+    num_dims,
+    info,
+    ids,
+    inp,
+    out,
+    left_size,
+    src_dim_size,
+    ids_dim_size,
+    right_size,
+    bad,
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "index_select_u8_f64",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad),
+        _ARGS_INDEX_SELECT_I64_BF16,
+    )
+
+
+def launch_index_select_u8_i64(
+    launch,
+    grid,
+    block,
+    stream,
+    numel,
+    num_dims,
+    info,
+    ids,
+    inp,
+    out,
+    left_size,
+    src_dim_size,
+    ids_dim_size,
+    right_size,
+    bad,
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "index_select_u8_i64",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad),
+        _ARGS_INDEX_SELECT_I64_BF16,
+    )
+
+
+def launch_index_select_u8_u32(
+    launch,
+    grid,
+    block,
+    stream,
+    numel,
+    num_dims,
+    info,
+    ids,
+    inp,
+    out,
+    left_size,
+    src_dim_size,
+    ids_dim_size,
+    right_size,
+    bad,
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "index_select_u8_u32",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad),
+        _ARGS_INDEX_SELECT_I64_BF16,
+    )
+
+
+def launch_index_select_u8_u8(
+    launch,
+    grid,
+    block,
+    stream,
+    numel,
+    num_dims,
+    info,
+    ids,
+    inp,
+    out,
+    left_size,
+    src_dim_size,
+    ids_dim_size,
+    right_size,
+    bad,
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "index_select_u8_u8",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, ids, inp, out, left_size, src_dim_size, ids_dim_size, right_size, bad),
+        _ARGS_INDEX_SELECT_I64_BF16,
+    )
 
 
 def launch_layer_norm_bf16(launch, grid, block, stream, nrows, ncols, eps, x, alpha, beta, out) -> None:
-    launch(_SRC_NN, "layer_norm_bf16", grid, block, stream, (nrows, ncols, eps, x, alpha, beta, out,), _ARGS_LAYER_NORM_BF16)
+    launch(
+        _SRC_NN, "layer_norm_bf16", grid, block, stream, (nrows, ncols, eps, x, alpha, beta, out), _ARGS_LAYER_NORM_BF16
+    )
 
 
 def launch_layer_norm_f16(launch, grid, block, stream, nrows, ncols, eps, x, alpha, beta, out) -> None:
-    launch(_SRC_NN, "layer_norm_f16", grid, block, stream, (nrows, ncols, eps, x, alpha, beta, out,), _ARGS_LAYER_NORM_BF16)
+    launch(
+        _SRC_NN, "layer_norm_f16", grid, block, stream, (nrows, ncols, eps, x, alpha, beta, out), _ARGS_LAYER_NORM_BF16
+    )
 
 
 def launch_layer_norm_f32(launch, grid, block, stream, nrows, ncols, eps, x, alpha, beta, out) -> None:
-    launch(_SRC_NN, "layer_norm_f32", grid, block, stream, (nrows, ncols, eps, x, alpha, beta, out,), _ARGS_LAYER_NORM_BF16)
+    launch(
+        _SRC_NN, "layer_norm_f32", grid, block, stream, (nrows, ncols, eps, x, alpha, beta, out), _ARGS_LAYER_NORM_BF16
+    )
 
 
 def launch_layer_norm_f64(launch, grid, block, stream, nrows, ncols, eps, x, alpha, beta, out) -> None:
-    launch(_SRC_NN, "layer_norm_f64", grid, block, stream, (nrows, ncols, eps, x, alpha, beta, out,), _ARGS_LAYER_NORM_BF16)
+    launch(
+        _SRC_NN, "layer_norm_f64", grid, block, stream, (nrows, ncols, eps, x, alpha, beta, out), _ARGS_LAYER_NORM_BF16
+    )
 
 
-def launch_max_pool2d_bf16(launch, grid, block, stream, dst_numel, w_k, h_k, w_stride, h_stride, info, src, dst) -> None:
-    launch(_SRC_POOL, "max_pool2d_bf16", grid, block, stream, (dst_numel, w_k, h_k, w_stride, h_stride, info, src, dst,), _ARGS_AVG_POOL2D_BF16)
+def launch_max_pool2d_bf16(
+    launch, grid, block, stream, dst_numel, w_k, h_k, w_stride, h_stride, info, src, dst
+) -> None:
+    launch(
+        _SRC_POOL,
+        "max_pool2d_bf16",
+        grid,
+        block,
+        stream,
+        (dst_numel, w_k, h_k, w_stride, h_stride, info, src, dst),
+        _ARGS_AVG_POOL2D_BF16,
+    )
 
 
 def launch_max_pool2d_f16(launch, grid, block, stream, dst_numel, w_k, h_k, w_stride, h_stride, info, src, dst) -> None:
-    launch(_SRC_POOL, "max_pool2d_f16", grid, block, stream, (dst_numel, w_k, h_k, w_stride, h_stride, info, src, dst,), _ARGS_AVG_POOL2D_BF16)
+    launch(
+        _SRC_POOL,
+        "max_pool2d_f16",
+        grid,
+        block,
+        stream,
+        (dst_numel, w_k, h_k, w_stride, h_stride, info, src, dst),
+        _ARGS_AVG_POOL2D_BF16,
+    )
 
 
 def launch_max_pool2d_f32(launch, grid, block, stream, dst_numel, w_k, h_k, w_stride, h_stride, info, src, dst) -> None:
-    launch(_SRC_POOL, "max_pool2d_f32", grid, block, stream, (dst_numel, w_k, h_k, w_stride, h_stride, info, src, dst,), _ARGS_AVG_POOL2D_BF16)
+    launch(
+        _SRC_POOL,
+        "max_pool2d_f32",
+        grid,
+        block,
+        stream,
+        (dst_numel, w_k, h_k, w_stride, h_stride, info, src, dst),
+        _ARGS_AVG_POOL2D_BF16,
+    )
 
 
 def launch_max_pool2d_f64(launch, grid, block, stream, dst_numel, w_k, h_k, w_stride, h_stride, info, src, dst) -> None:
-    launch(_SRC_POOL, "max_pool2d_f64", grid, block, stream, (dst_numel, w_k, h_k, w_stride, h_stride, info, src, dst,), _ARGS_AVG_POOL2D_BF16)
+    launch(
+        _SRC_POOL,
+        "max_pool2d_f64",
+        grid,
+        block,
+        stream,
+        (dst_numel, w_k, h_k, w_stride, h_stride, info, src, dst),
+        _ARGS_AVG_POOL2D_BF16,
+    )
 
 
 def launch_max_pool2d_i64(launch, grid, block, stream, dst_numel, w_k, h_k, w_stride, h_stride, info, src, dst) -> None:
-    launch(_SRC_POOL, "max_pool2d_i64", grid, block, stream, (dst_numel, w_k, h_k, w_stride, h_stride, info, src, dst,), _ARGS_AVG_POOL2D_BF16)
+    launch(
+        _SRC_POOL,
+        "max_pool2d_i64",
+        grid,
+        block,
+        stream,
+        (dst_numel, w_k, h_k, w_stride, h_stride, info, src, dst),
+        _ARGS_AVG_POOL2D_BF16,
+    )
 
 
 def launch_max_pool2d_u32(launch, grid, block, stream, dst_numel, w_k, h_k, w_stride, h_stride, info, src, dst) -> None:
-    launch(_SRC_POOL, "max_pool2d_u32", grid, block, stream, (dst_numel, w_k, h_k, w_stride, h_stride, info, src, dst,), _ARGS_AVG_POOL2D_BF16)
+    launch(
+        _SRC_POOL,
+        "max_pool2d_u32",
+        grid,
+        block,
+        stream,
+        (dst_numel, w_k, h_k, w_stride, h_stride, info, src, dst),
+        _ARGS_AVG_POOL2D_BF16,
+    )
 
 
 def launch_max_pool2d_u8(launch, grid, block, stream, dst_numel, w_k, h_k, w_stride, h_stride, info, src, dst) -> None:
-    launch(_SRC_POOL, "max_pool2d_u8", grid, block, stream, (dst_numel, w_k, h_k, w_stride, h_stride, info, src, dst,), _ARGS_AVG_POOL2D_BF16)
+    launch(
+        _SRC_POOL,
+        "max_pool2d_u8",
+        grid,
+        block,
+        stream,
+        (dst_numel, w_k, h_k, w_stride, h_stride, info, src, dst),
+        _ARGS_AVG_POOL2D_BF16,
+    )
 
 
 def launch_powf_bf16(launch, grid, block, stream, numel, num_dims, info, param, inp, out) -> None:
-    launch(_SRC_AFFINE, "powf_bf16", grid, block, stream, (numel, num_dims, info, param, inp, out,), _ARGS_ELU_F32)
+    launch(_SRC_AFFINE, "powf_bf16", grid, block, stream, (numel, num_dims, info, param, inp, out), _ARGS_ELU_F32)
 
 
 def launch_powf_f16(launch, grid, block, stream, numel, num_dims, info, param, inp, out) -> None:
-    launch(_SRC_AFFINE, "powf_f16", grid, block, stream, (numel, num_dims, info, param, inp, out,), _ARGS_ELU_F32)
+    launch(_SRC_AFFINE, "powf_f16", grid, block, stream, (numel, num_dims, info, param, inp, out), _ARGS_ELU_F32)
 
 
 def launch_powf_f32(launch, grid, block, stream, numel, num_dims, info, param, inp, out) -> None:
-    launch(_SRC_AFFINE, "powf_f32", grid, block, stream, (numel, num_dims, info, param, inp, out,), _ARGS_ELU_F32)
+    launch(_SRC_AFFINE, "powf_f32", grid, block, stream, (numel, num_dims, info, param, inp, out), _ARGS_ELU_F32)
 
 
 def launch_powf_f64(launch, grid, block, stream, numel, num_dims, info, param, inp, out) -> None:
-    launch(_SRC_AFFINE, "powf_f64", grid, block, stream, (numel, num_dims, info, param, inp, out,), _ARGS_ELU_F64)
+    launch(_SRC_AFFINE, "powf_f64", grid, block, stream, (numel, num_dims, info, param, inp, out), _ARGS_ELU_F64)
 
 
 def launch_qmatvec_bf16(launch, grid, block, stream, w, x, y, n, k, rows) -> None:
-    launch(_SRC_QUANTIZED, "qmatvec_bf16", grid, block, stream, (w, x, y, n, k, rows,), _ARGS_QMATVEC_BF16)
+    launch(_SRC_QUANTIZED, "qmatvec_bf16", grid, block, stream, (w, x, y, n, k, rows), _ARGS_QMATVEC_BF16)
 
 
 def launch_qmatvec_f16(launch, grid, block, stream, w, x, y, n, k, rows) -> None:
-    launch(_SRC_QUANTIZED, "qmatvec_f16", grid, block, stream, (w, x, y, n, k, rows,), _ARGS_QMATVEC_BF16)
+    launch(_SRC_QUANTIZED, "qmatvec_f16", grid, block, stream, (w, x, y, n, k, rows), _ARGS_QMATVEC_BF16)
 
 
 def launch_qmatvec_f32(launch, grid, block, stream, w, x, y, n, k, rows) -> None:
-    launch(_SRC_QUANTIZED, "qmatvec_f32", grid, block, stream, (w, x, y, n, k, rows,), _ARGS_QMATVEC_BF16)
+    launch(_SRC_QUANTIZED, "qmatvec_f32", grid, block, stream, (w, x, y, n, k, rows), _ARGS_QMATVEC_BF16)
 
 
 def launch_qmatvec_q2_k(launch, grid, block, stream, w, x, y, n, k, rows) -> None:
-    launch(_SRC_QUANTIZED, "qmatvec_q2_k", grid, block, stream, (w, x, y, n, k, rows,), _ARGS_QMATVEC_BF16)
+    launch(_SRC_QUANTIZED, "qmatvec_q2_k", grid, block, stream, (w, x, y, n, k, rows), _ARGS_QMATVEC_BF16)
 
 
 def launch_qmatvec_q3_k(launch, grid, block, stream, w, x, y, n, k, rows) -> None:
-    launch(_SRC_QUANTIZED, "qmatvec_q3_k", grid, block, stream, (w, x, y, n, k, rows,), _ARGS_QMATVEC_BF16)
+    launch(_SRC_QUANTIZED, "qmatvec_q3_k", grid, block, stream, (w, x, y, n, k, rows), _ARGS_QMATVEC_BF16)
 
 
 def launch_qmatvec_q4_0(launch, grid, block, stream, w, x, y, n, k, rows) -> None:
-    launch(_SRC_QUANTIZED, "qmatvec_q4_0", grid, block, stream, (w, x, y, n, k, rows,), _ARGS_QMATVEC_BF16)
+    launch(_SRC_QUANTIZED, "qmatvec_q4_0", grid, block, stream, (w, x, y, n, k, rows), _ARGS_QMATVEC_BF16)
 
 
 def launch_qmatvec_q4_1(launch, grid, block, stream, w, x, y, n, k, rows) -> None:
-    launch(_SRC_QUANTIZED, "qmatvec_q4_1", grid, block, stream, (w, x, y, n, k, rows,), _ARGS_QMATVEC_BF16)
+    launch(_SRC_QUANTIZED, "qmatvec_q4_1", grid, block, stream, (w, x, y, n, k, rows), _ARGS_QMATVEC_BF16)
 
 
 def launch_qmatvec_q4_k(launch, grid, block, stream, w, x, y, n, k, rows) -> None:
-    launch(_SRC_QUANTIZED, "qmatvec_q4_k", grid, block, stream, (w, x, y, n, k, rows,), _ARGS_QMATVEC_BF16)
+    launch(_SRC_QUANTIZED, "qmatvec_q4_k", grid, block, stream, (w, x, y, n, k, rows), _ARGS_QMATVEC_BF16)
 
 
 def launch_qmatvec_q5_0(launch, grid, block, stream, w, x, y, n, k, rows) -> None:
-    launch(_SRC_QUANTIZED, "qmatvec_q5_0", grid, block, stream, (w, x, y, n, k, rows,), _ARGS_QMATVEC_BF16)
+    launch(_SRC_QUANTIZED, "qmatvec_q5_0", grid, block, stream, (w, x, y, n, k, rows), _ARGS_QMATVEC_BF16)
 
 
 def launch_qmatvec_q5_1(launch, grid, block, stream, w, x, y, n, k, rows) -> None:
-    launch(_SRC_QUANTIZED, "qmatvec_q5_1", grid, block, stream, (w, x, y, n, k, rows,), _ARGS_QMATVEC_BF16)
+    launch(_SRC_QUANTIZED, "qmatvec_q5_1", grid, block, stream, (w, x, y, n, k, rows), _ARGS_QMATVEC_BF16)
 
 
 def launch_qmatvec_q5_k(launch, grid, block, stream, w, x, y, n, k, rows) -> None:
-    launch(_SRC_QUANTIZED, "qmatvec_q5_k", grid, block, stream, (w, x, y, n, k, rows,), _ARGS_QMATVEC_BF16)
+    launch(_SRC_QUANTIZED, "qmatvec_q5_k", grid, block, stream, (w, x, y, n, k, rows), _ARGS_QMATVEC_BF16)
 
 
 def launch_qmatvec_q6_k(launch, grid, block, stream, w, x, y, n, k, rows) -> None:
-    launch(_SRC_QUANTIZED, "qmatvec_q6_k", grid, block, stream, (w, x, y, n, k, rows,), _ARGS_QMATVEC_BF16)
+    launch(_SRC_QUANTIZED, "qmatvec_q6_k", grid, block, stream, (w, x, y, n, k, rows), _ARGS_QMATVEC_BF16)
 
 
 def launch_qmatvec_q8_0(launch, grid, block, stream, w, x, y, n, k, rows) -> None:
-    launch(_SRC_QUANTIZED, "qmatvec_q8_0", grid, block, stream, (w, x, y, n, k, rows,), _ARGS_QMATVEC_BF16)
+    launch(_SRC_QUANTIZED, "qmatvec_q8_0", grid, block, stream, (w, x, y, n, k, rows), _ARGS_QMATVEC_BF16)
 
 
 def launch_qmatvec_q8_1(launch, grid, block, stream, w, x, y, n, k, rows) -> None:
-    launch(_SRC_QUANTIZED, "qmatvec_q8_1", grid, block, stream, (w, x, y, n, k, rows,), _ARGS_QMATVEC_BF16)
+    launch(_SRC_QUANTIZED, "qmatvec_q8_1", grid, block, stream, (w, x, y, n, k, rows), _ARGS_QMATVEC_BF16)
 
 
 def launch_qmatvec_q8_k(launch, grid, block, stream, w, x, y, n, k, rows) -> None:
-    launch(_SRC_QUANTIZED, "qmatvec_q8_k", grid, block, stream, (w, x, y, n, k, rows,), _ARGS_QMATVEC_BF16)
+    launch(_SRC_QUANTIZED, "qmatvec_q8_k", grid, block, stream, (w, x, y, n, k, rows), _ARGS_QMATVEC_BF16)
 
 
-def launch_reduce_chunks_bf16(launch, grid, block, stream, op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst) -> None:
-    launch(_SRC_REDUCE, "reduce_chunks_bf16", grid, block, stream, (op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst,), _ARGS_REDUCE_CHUNKS_BF16)
+def launch_reduce_chunks_bf16(
+    launch, grid, block, stream, op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst
+) -> None:
+    launch(
+        _SRC_REDUCE,
+        "reduce_chunks_bf16",
+        grid,
+        block,
+        stream,
+        (op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst),
+        _ARGS_REDUCE_CHUNKS_BF16,
+    )
 
 
-def launch_reduce_chunks_f16(launch, grid, block, stream, op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst) -> None:
-    launch(_SRC_REDUCE, "reduce_chunks_f16", grid, block, stream, (op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst,), _ARGS_REDUCE_CHUNKS_BF16)
+def launch_reduce_chunks_f16(
+    launch, grid, block, stream, op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst
+) -> None:
+    launch(
+        _SRC_REDUCE,
+        "reduce_chunks_f16",
+        grid,
+        block,
+        stream,
+        (op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst),
+        _ARGS_REDUCE_CHUNKS_BF16,
+    )
 
 
-def launch_reduce_chunks_f32(launch, grid, block, stream, op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst) -> None:
-    launch(_SRC_REDUCE, "reduce_chunks_f32", grid, block, stream, (op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst,), _ARGS_REDUCE_CHUNKS_BF16)
+def launch_reduce_chunks_f32(
+    launch, grid, block, stream, op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst
+) -> None:
+    launch(
+        _SRC_REDUCE,
+        "reduce_chunks_f32",
+        grid,
+        block,
+        stream,
+        (op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst),
+        _ARGS_REDUCE_CHUNKS_BF16,
+    )
 
 
-def launch_reduce_chunks_f64(launch, grid, block, stream, op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst) -> None:
-    launch(_SRC_REDUCE, "reduce_chunks_f64", grid, block, stream, (op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst,), _ARGS_REDUCE_CHUNKS_BF16)
+def launch_reduce_chunks_f64(
+    launch, grid, block, stream, op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst
+) -> None:
+    launch(
+        _SRC_REDUCE,
+        "reduce_chunks_f64",
+        grid,
+        block,
+        stream,
+        (op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst),
+        _ARGS_REDUCE_CHUNKS_BF16,
+    )
 
 
-def launch_reduce_chunks_i64(launch, grid, block, stream, op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst) -> None:
-    launch(_SRC_REDUCE, "reduce_chunks_i64", grid, block, stream, (op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst,), _ARGS_REDUCE_CHUNKS_BF16)
+def launch_reduce_chunks_i64(
+    launch, grid, block, stream, op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst
+) -> None:
+    launch(
+        _SRC_REDUCE,
+        "reduce_chunks_i64",
+        grid,
+        block,
+        stream,
+        (op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst),
+        _ARGS_REDUCE_CHUNKS_BF16,
+    )
 
 
-def launch_reduce_chunks_u32(launch, grid, block, stream, op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst) -> None:
-    launch(_SRC_REDUCE, "reduce_chunks_u32", grid, block, stream, (op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst,), _ARGS_REDUCE_CHUNKS_BF16)
+def launch_reduce_chunks_u32(
+    launch, grid, block, stream, op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst
+) -> None:
+    launch(
+        _SRC_REDUCE,
+        "reduce_chunks_u32",
+        grid,
+        block,
+        stream,
+        (op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst),
+        _ARGS_REDUCE_CHUNKS_BF16,
+    )
 
 
-def launch_reduce_chunks_u8(launch, grid, block, stream, op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst) -> None:
-    launch(_SRC_REDUCE, "reduce_chunks_u8", grid, block, stream, (op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst,), _ARGS_REDUCE_CHUNKS_BF16)
+def launch_reduce_chunks_u8(
+    launch, grid, block, stream, op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst
+) -> None:
+    launch(
+        _SRC_REDUCE,
+        "reduce_chunks_u8",
+        grid,
+        block,
+        stream,
+        (op, pass_, src_numel, el_to_sum_per_block, num_dims, info, chunks, src, partial, dst),
+        _ARGS_REDUCE_CHUNKS_BF16,
+    )
 
 
-def launch_reduce_columns_bf16(launch, grid, block, stream, op, groups, el, row_stride, num_dims, info, splits, src, partial, dst) -> None:
-    launch(_SRC_REDUCE, "reduce_columns_bf16", grid, block, stream, (op, groups, el, row_stride, num_dims, info, splits, src, partial, dst,), _ARGS_REDUCE_COLUMNS_BF16)
+def launch_reduce_columns_bf16(
+    launch, grid, block, stream, op, groups, el, row_stride, num_dims, info, splits, src, partial, dst
+) -> None:
+    launch(
+        _SRC_REDUCE,
+        "reduce_columns_bf16",
+        grid,
+        block,
+        stream,
+        (op, groups, el, row_stride, num_dims, info, splits, src, partial, dst),
+        _ARGS_REDUCE_COLUMNS_BF16,
+    )
 
 
-def launch_reduce_columns_f16(launch, grid, block, stream, op, groups, el, row_stride, num_dims, info, splits, src, partial, dst) -> None:
-    launch(_SRC_REDUCE, "reduce_columns_f16", grid, block, stream, (op, groups, el, row_stride, num_dims, info, splits, src, partial, dst,), _ARGS_REDUCE_COLUMNS_BF16)
+def launch_reduce_columns_f16(
+    launch, grid, block, stream, op, groups, el, row_stride, num_dims, info, splits, src, partial, dst
+) -> None:
+    launch(
+        _SRC_REDUCE,
+        "reduce_columns_f16",
+        grid,
+        block,
+        stream,
+        (op, groups, el, row_stride, num_dims, info, splits, src, partial, dst),
+        _ARGS_REDUCE_COLUMNS_BF16,
+    )
 
 
-def launch_reduce_columns_f32(launch, grid, block, stream, op, groups, el, row_stride, num_dims, info, splits, src, partial, dst) -> None:
-    launch(_SRC_REDUCE, "reduce_columns_f32", grid, block, stream, (op, groups, el, row_stride, num_dims, info, splits, src, partial, dst,), _ARGS_REDUCE_COLUMNS_BF16)
+def launch_reduce_columns_f32(
+    launch, grid, block, stream, op, groups, el, row_stride, num_dims, info, splits, src, partial, dst
+) -> None:
+    launch(
+        _SRC_REDUCE,
+        "reduce_columns_f32",
+        grid,
+        block,
+        stream,
+        (op, groups, el, row_stride, num_dims, info, splits, src, partial, dst),
+        _ARGS_REDUCE_COLUMNS_BF16,
+    )
 
 
-def launch_reduce_columns_f64(launch, grid, block, stream, op, groups, el, row_stride, num_dims, info, splits, src, partial, dst) -> None:
-    launch(_SRC_REDUCE, "reduce_columns_f64", grid, block, stream, (op, groups, el, row_stride, num_dims, info, splits, src, partial, dst,), _ARGS_REDUCE_COLUMNS_BF16)
+def launch_reduce_columns_f64(
+    launch, grid, block, stream, op, groups, el, row_stride, num_dims, info, splits, src, partial, dst
+) -> None:
+    launch(
+        _SRC_REDUCE,
+        "reduce_columns_f64",
+        grid,
+        block,
+        stream,
+        (op, groups, el, row_stride, num_dims, info, splits, src, partial, dst),
+        _ARGS_REDUCE_COLUMNS_BF16,
+    )
 
 
-def launch_reduce_columns_i64(launch, grid, block, stream, op, groups, el, row_stride, num_dims, info, splits, src, partial, dst) -> None:
-    launch(_SRC_REDUCE, "reduce_columns_i64", grid, block, stream, (op, groups, el, row_stride, num_dims, info, splits, src, partial, dst,), _ARGS_REDUCE_COLUMNS_BF16)
+def launch_reduce_columns_i64(
+    launch, grid, block, stream, op, groups, el, row_stride, num_dims, info, splits, src, partial, dst
+) -> None:
+    launch(
+        _SRC_REDUCE,
+        "reduce_columns_i64",
+        grid,
+        block,
+        stream,
+        (op, groups, el, row_stride, num_dims, info, splits, src, partial, dst),
+        _ARGS_REDUCE_COLUMNS_BF16,
+    )
 
 
-def launch_reduce_columns_u32(launch, grid, block, stream, op, groups, el, row_stride, num_dims, info, splits, src, partial, dst) -> None:
-    launch(_SRC_REDUCE, "reduce_columns_u32", grid, block, stream, (op, groups, el, row_stride, num_dims, info, splits, src, partial, dst,), _ARGS_REDUCE_COLUMNS_BF16)
+def launch_reduce_columns_u32(
+    launch, grid, block, stream, op, groups, el, row_stride, num_dims, info, splits, src, partial, dst
+) -> None:
+    launch(
+        _SRC_REDUCE,
+        "reduce_columns_u32",
+        grid,
+        block,
+        stream,
+        (op, groups, el, row_stride, num_dims, info, splits, src, partial, dst),
+        _ARGS_REDUCE_COLUMNS_BF16,
+    )
 
 
-def launch_reduce_columns_u8(launch, grid, block, stream, op, groups, el, row_stride, num_dims, info, splits, src, partial, dst) -> None:
-    launch(_SRC_REDUCE, "reduce_columns_u8", grid, block, stream, (op, groups, el, row_stride, num_dims, info, splits, src, partial, dst,), _ARGS_REDUCE_COLUMNS_BF16)
+def launch_reduce_columns_u8(
+    launch, grid, block, stream, op, groups, el, row_stride, num_dims, info, splits, src, partial, dst
+) -> None:
+    launch(
+        _SRC_REDUCE,
+        "reduce_columns_u8",
+        grid,
+        block,
+        stream,
+        (op, groups, el, row_stride, num_dims, info, splits, src, partial, dst),
+        _ARGS_REDUCE_COLUMNS_BF16,
+    )
 
 
 def launch_rms_norm_bf16(launch, grid, block, stream, nrows, ncols, eps, x, alpha, out) -> None:
-    launch(_SRC_NN, "rms_norm_bf16", grid, block, stream, (nrows, ncols, eps, x, alpha, out,), _ARGS_RMS_NORM_BF16)
+    launch(_SRC_NN, "rms_norm_bf16", grid, block, stream, (nrows, ncols, eps, x, alpha, out), _ARGS_RMS_NORM_BF16)
 
 
 def launch_rms_norm_f16(launch, grid, block, stream, nrows, ncols, eps, x, alpha, out) -> None:
-    launch(_SRC_NN, "rms_norm_f16", grid, block, stream, (nrows, ncols, eps, x, alpha, out,), _ARGS_RMS_NORM_BF16)
+    launch(_SRC_NN, "rms_norm_f16", grid, block, stream, (nrows, ncols, eps, x, alpha, out), _ARGS_RMS_NORM_BF16)
 
 
 def launch_rms_norm_f32(launch, grid, block, stream, nrows, ncols, eps, x, alpha, out) -> None:
-    launch(_SRC_NN, "rms_norm_f32", grid, block, stream, (nrows, ncols, eps, x, alpha, out,), _ARGS_RMS_NORM_BF16)
+    launch(_SRC_NN, "rms_norm_f32", grid, block, stream, (nrows, ncols, eps, x, alpha, out), _ARGS_RMS_NORM_BF16)
 
 
 def launch_rms_norm_f64(launch, grid, block, stream, nrows, ncols, eps, x, alpha, out) -> None:
-    launch(_SRC_NN, "rms_norm_f64", grid, block, stream, (nrows, ncols, eps, x, alpha, out,), _ARGS_RMS_NORM_BF16)
+    launch(_SRC_NN, "rms_norm_f64", grid, block, stream, (nrows, ncols, eps, x, alpha, out), _ARGS_RMS_NORM_BF16)
 
 
 def launch_rope_bf16(launch, grid, block, stream, bh, td, d, x, cos, sin, out) -> None:
-    launch(_SRC_NN, "rope_bf16", grid, block, stream, (bh, td, d, x, cos, sin, out,), _ARGS_ROPE_BF16)
+    launch(_SRC_NN, "rope_bf16", grid, block, stream, (bh, td, d, x, cos, sin, out), _ARGS_ROPE_BF16)
 
 
 def launch_rope_f16(launch, grid, block, stream, bh, td, d, x, cos, sin, out) -> None:
-    launch(_SRC_NN, "rope_f16", grid, block, stream, (bh, td, d, x, cos, sin, out,), _ARGS_ROPE_BF16)
+    launch(_SRC_NN, "rope_f16", grid, block, stream, (bh, td, d, x, cos, sin, out), _ARGS_ROPE_BF16)
 
 
 def launch_rope_f32(launch, grid, block, stream, bh, td, d, x, cos, sin, out) -> None:
-    launch(_SRC_NN, "rope_f32", grid, block, stream, (bh, td, d, x, cos, sin, out,), _ARGS_ROPE_BF16)
+    launch(_SRC_NN, "rope_f32", grid, block, stream, (bh, td, d, x, cos, sin, out), _ARGS_ROPE_BF16)
 
 
 def launch_rope_f64(launch, grid, block, stream, bh, td, d, x, cos, sin, out) -> None:
-    launch(_SRC_NN, "rope_f64", grid, block, stream, (bh, td, d, x, cos, sin, out,), _ARGS_ROPE_BF16)
+    launch(_SRC_NN, "rope_f64", grid, block, stream, (bh, td, d, x, cos, sin, out), _ARGS_ROPE_BF16)
 
 
 def launch_rope_i_bf16(launch, grid, block, stream, bh, td, x, cos, sin, out) -> None:
-    launch(_SRC_NN, "rope_i_bf16", grid, block, stream, (bh, td, x, cos, sin, out,), _ARGS_BINARY_ADD_BF16)
+    launch(_SRC_NN, "rope_i_bf16", grid, block, stream, (bh, td, x, cos, sin, out), _ARGS_BINARY_ADD_BF16)
 
 
 def launch_rope_i_f16(launch, grid, block, stream, bh, td, x, cos, sin, out) -> None:
-    launch(_SRC_NN, "rope_i_f16", grid, block, stream, (bh, td, x, cos, sin, out,), _ARGS_BINARY_ADD_BF16)
+    launch(_SRC_NN, "rope_i_f16", grid, block, stream, (bh, td, x, cos, sin, out), _ARGS_BINARY_ADD_BF16)
 
 
 def launch_rope_i_f32(launch, grid, block, stream, bh, td, x, cos, sin, out) -> None:
-    launch(_SRC_NN, "rope_i_f32", grid, block, stream, (bh, td, x, cos, sin, out,), _ARGS_BINARY_ADD_BF16)
+    launch(_SRC_NN, "rope_i_f32", grid, block, stream, (bh, td, x, cos, sin, out), _ARGS_BINARY_ADD_BF16)
 
 
 def launch_rope_i_f64(launch, grid, block, stream, bh, td, x, cos, sin, out) -> None:
-    launch(_SRC_NN, "rope_i_f64", grid, block, stream, (bh, td, x, cos, sin, out,), _ARGS_BINARY_ADD_BF16)
+    launch(_SRC_NN, "rope_i_f64", grid, block, stream, (bh, td, x, cos, sin, out), _ARGS_BINARY_ADD_BF16)
 
 
 def launch_rope_thd_bf16(launch, grid, block, stream, b, t, h, d, x, cos, sin, out) -> None:
-    launch(_SRC_NN, "rope_thd_bf16", grid, block, stream, (b, t, h, d, x, cos, sin, out,), _ARGS_ROPE_THD_BF16)
+    launch(_SRC_NN, "rope_thd_bf16", grid, block, stream, (b, t, h, d, x, cos, sin, out), _ARGS_ROPE_THD_BF16)
 
 
 def launch_rope_thd_f16(launch, grid, block, stream, b, t, h, d, x, cos, sin, out) -> None:
-    launch(_SRC_NN, "rope_thd_f16", grid, block, stream, (b, t, h, d, x, cos, sin, out,), _ARGS_ROPE_THD_BF16)
+    launch(_SRC_NN, "rope_thd_f16", grid, block, stream, (b, t, h, d, x, cos, sin, out), _ARGS_ROPE_THD_BF16)
 
 
 def launch_rope_thd_f32(launch, grid, block, stream, b, t, h, d, x, cos, sin, out) -> None:
-    launch(_SRC_NN, "rope_thd_f32", grid, block, stream, (b, t, h, d, x, cos, sin, out,), _ARGS_ROPE_THD_BF16)
+    launch(_SRC_NN, "rope_thd_f32", grid, block, stream, (b, t, h, d, x, cos, sin, out), _ARGS_ROPE_THD_BF16)
 
 
 def launch_rope_thd_f64(launch, grid, block, stream, b, t, h, d, x, cos, sin, out) -> None:
-    launch(_SRC_NN, "rope_thd_f64", grid, block, stream, (b, t, h, d, x, cos, sin, out,), _ARGS_ROPE_THD_BF16)
-
-
-def launch_scatter_add_i64_bf16(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
-    launch(_SRC_INDEXING, "scatter_add_i64_bf16", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_GATHER_I64_BF16)
-
-
-def launch_scatter_add_i64_f16(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
-    launch(_SRC_INDEXING, "scatter_add_i64_f16", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_GATHER_I64_BF16)
-
-
-def launch_scatter_add_i64_f32(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
-    launch(_SRC_INDEXING, "scatter_add_i64_f32", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_GATHER_I64_BF16)
-
-
-def launch_scatter_add_i64_f64(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
-    launch(_SRC_INDEXING, "scatter_add_i64_f64", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_GATHER_I64_BF16)
-
-
-def launch_scatter_add_i64_i64(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
-    launch(_SRC_INDEXING, "scatter_add_i64_i64", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_GATHER_I64_BF16)
-
-
-def launch_scatter_add_i64_u32(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
-    launch(_SRC_INDEXING, "scatter_add_i64_u32", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_GATHER_I64_BF16)
-
-
-def launch_scatter_add_i64_u8(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
-    launch(_SRC_INDEXING, "scatter_add_i64_u8", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_GATHER_I64_BF16)
-
-
-def launch_scatter_add_u32_bf16(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
-    launch(_SRC_INDEXING, "scatter_add_u32_bf16", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_GATHER_I64_BF16)
-
-
-def launch_scatter_add_u32_f16(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
-    launch(_SRC_INDEXING, "scatter_add_u32_f16", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_GATHER_I64_BF16)
-
-
-def launch_scatter_add_u32_f32(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
-    launch(_SRC_INDEXING, "scatter_add_u32_f32", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_GATHER_I64_BF16)
-
-
-def launch_scatter_add_u32_f64(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
-    launch(_SRC_INDEXING, "scatter_add_u32_f64", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_GATHER_I64_BF16)
-
-
-def launch_scatter_add_u32_i64(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
-    launch(_SRC_INDEXING, "scatter_add_u32_i64", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_GATHER_I64_BF16)
-
-
-def launch_scatter_add_u32_u32(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
-    launch(_SRC_INDEXING, "scatter_add_u32_u32", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_GATHER_I64_BF16)
-
-
-def launch_scatter_add_u32_u8(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
-    launch(_SRC_INDEXING, "scatter_add_u32_u8", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_GATHER_I64_BF16)
-
-
-def launch_scatter_add_u8_bf16(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
-    launch(_SRC_INDEXING, "scatter_add_u8_bf16", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_GATHER_I64_BF16)
-
-
-def launch_scatter_add_u8_f16(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
-    launch(_SRC_INDEXING, "scatter_add_u8_f16", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_GATHER_I64_BF16)
-
-
-def launch_scatter_add_u8_f32(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
-    launch(_SRC_INDEXING, "scatter_add_u8_f32", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_GATHER_I64_BF16)
-
-
-def launch_scatter_add_u8_f64(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
-    launch(_SRC_INDEXING, "scatter_add_u8_f64", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_GATHER_I64_BF16)
-
-
-def launch_scatter_add_u8_i64(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
-    launch(_SRC_INDEXING, "scatter_add_u8_i64", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_GATHER_I64_BF16)
-
-
-def launch_scatter_add_u8_u32(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
-    launch(_SRC_INDEXING, "scatter_add_u8_u32", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_GATHER_I64_BF16)
-
-
-def launch_scatter_add_u8_u8(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
-    launch(_SRC_INDEXING, "scatter_add_u8_u8", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_GATHER_I64_BF16)
-
-
-def launch_scatter_set_i64_bf16(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
-    launch(_SRC_INDEXING, "scatter_set_i64_bf16", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_GATHER_I64_BF16)
-
-
-def launch_scatter_set_i64_f16(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
-    launch(_SRC_INDEXING, "scatter_set_i64_f16", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_GATHER_I64_BF16)
-
-
-def launch_scatter_set_i64_f32(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
-    launch(_SRC_INDEXING, "scatter_set_i64_f32", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_GATHER_I64_BF16)
-
-
-def launch_scatter_set_i64_f64(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
-    launch(_SRC_INDEXING, "scatter_set_i64_f64", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_GATHER_I64_BF16)
-
-
-def launch_scatter_set_i64_i64(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
-    launch(_SRC_INDEXING, "scatter_set_i64_i64", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_GATHER_I64_BF16)
-
-
-def launch_scatter_set_i64_u32(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
-    launch(_SRC_INDEXING, "scatter_set_i64_u32", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_GATHER_I64_BF16)
-
-
-def launch_scatter_set_i64_u8(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
-    launch(_SRC_INDEXING, "scatter_set_i64_u8", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_GATHER_I64_BF16)
-
-
-def launch_scatter_set_u32_bf16(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
-    launch(_SRC_INDEXING, "scatter_set_u32_bf16", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_GATHER_I64_BF16)
-
-
-def launch_scatter_set_u32_f16(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
-    launch(_SRC_INDEXING, "scatter_set_u32_f16", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_GATHER_I64_BF16)
-
-
-def launch_scatter_set_u32_f32(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
-    launch(_SRC_INDEXING, "scatter_set_u32_f32", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_GATHER_I64_BF16)
-
-
-def launch_scatter_set_u32_f64(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
-    launch(_SRC_INDEXING, "scatter_set_u32_f64", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_GATHER_I64_BF16)
-
-
-def launch_scatter_set_u32_i64(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
-    launch(_SRC_INDEXING, "scatter_set_u32_i64", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_GATHER_I64_BF16)
-
-
-def launch_scatter_set_u32_u32(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
-    launch(_SRC_INDEXING, "scatter_set_u32_u32", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_GATHER_I64_BF16)
-
-
-def launch_scatter_set_u32_u8(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
-    launch(_SRC_INDEXING, "scatter_set_u32_u8", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_GATHER_I64_BF16)
-
-
-def launch_scatter_set_u8_bf16(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
-    launch(_SRC_INDEXING, "scatter_set_u8_bf16", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_GATHER_I64_BF16)
-
-
-def launch_scatter_set_u8_f16(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
-    launch(_SRC_INDEXING, "scatter_set_u8_f16", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_GATHER_I64_BF16)
-
-
-def launch_scatter_set_u8_f32(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
-    launch(_SRC_INDEXING, "scatter_set_u8_f32", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_GATHER_I64_BF16)
-
-
-def launch_scatter_set_u8_f64(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
-    launch(_SRC_INDEXING, "scatter_set_u8_f64", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_GATHER_I64_BF16)
-
-
-def launch_scatter_set_u8_i64(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
-    launch(_SRC_INDEXING, "scatter_set_u8_i64", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_GATHER_I64_BF16)
-
-
-def launch_scatter_set_u8_u32(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
-    launch(_SRC_INDEXING, "scatter_set_u8_u32", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_GATHER_I64_BF16)
-
-
-def launch_scatter_set_u8_u8(launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad) -> None:
-    launch(_SRC_INDEXING, "scatter_set_u8_u8", grid, block, stream, (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad,), _ARGS_GATHER_I64_BF16)
+    launch(_SRC_NN, "rope_thd_f64", grid, block, stream, (b, t, h, d, x, cos, sin, out), _ARGS_ROPE_THD_BF16)
+
+
+def launch_scatter_add_i64_bf16(
+    launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "scatter_add_i64_bf16",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad),
+        _ARGS_GATHER_I64_BF16,
+    )
+
+
+def launch_scatter_add_i64_f16(
+    launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "scatter_add_i64_f16",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad),
+        _ARGS_GATHER_I64_BF16,
+    )
+
+
+def launch_scatter_add_i64_f32(
+    launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "scatter_add_i64_f32",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad),
+        _ARGS_GATHER_I64_BF16,
+    )
+
+
+def launch_scatter_add_i64_f64(
+    launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "scatter_add_i64_f64",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad),
+        _ARGS_GATHER_I64_BF16,
+    )
+
+
+def launch_scatter_add_i64_i64(
+    launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "scatter_add_i64_i64",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad),
+        _ARGS_GATHER_I64_BF16,
+    )
+
+
+def launch_scatter_add_i64_u32(
+    launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "scatter_add_i64_u32",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad),
+        _ARGS_GATHER_I64_BF16,
+    )
+
+
+def launch_scatter_add_i64_u8(
+    launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "scatter_add_i64_u8",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad),
+        _ARGS_GATHER_I64_BF16,
+    )
+
+
+def launch_scatter_add_u32_bf16(
+    launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "scatter_add_u32_bf16",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad),
+        _ARGS_GATHER_I64_BF16,
+    )
+
+
+def launch_scatter_add_u32_f16(
+    launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "scatter_add_u32_f16",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad),
+        _ARGS_GATHER_I64_BF16,
+    )
+
+
+def launch_scatter_add_u32_f32(
+    launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "scatter_add_u32_f32",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad),
+        _ARGS_GATHER_I64_BF16,
+    )
+
+
+def launch_scatter_add_u32_f64(
+    launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "scatter_add_u32_f64",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad),
+        _ARGS_GATHER_I64_BF16,
+    )
+
+
+def launch_scatter_add_u32_i64(
+    launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "scatter_add_u32_i64",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad),
+        _ARGS_GATHER_I64_BF16,
+    )
+
+
+def launch_scatter_add_u32_u32(
+    launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "scatter_add_u32_u32",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad),
+        _ARGS_GATHER_I64_BF16,
+    )
+
+
+def launch_scatter_add_u32_u8(
+    launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "scatter_add_u32_u8",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad),
+        _ARGS_GATHER_I64_BF16,
+    )
+
+
+def launch_scatter_add_u8_bf16(
+    launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "scatter_add_u8_bf16",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad),
+        _ARGS_GATHER_I64_BF16,
+    )
+
+
+def launch_scatter_add_u8_f16(
+    launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "scatter_add_u8_f16",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad),
+        _ARGS_GATHER_I64_BF16,
+    )
+
+
+def launch_scatter_add_u8_f32(
+    launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "scatter_add_u8_f32",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad),
+        _ARGS_GATHER_I64_BF16,
+    )
+
+
+def launch_scatter_add_u8_f64(
+    launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "scatter_add_u8_f64",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad),
+        _ARGS_GATHER_I64_BF16,
+    )
+
+
+def launch_scatter_add_u8_i64(
+    launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "scatter_add_u8_i64",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad),
+        _ARGS_GATHER_I64_BF16,
+    )
+
+
+def launch_scatter_add_u8_u32(
+    launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "scatter_add_u8_u32",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad),
+        _ARGS_GATHER_I64_BF16,
+    )
+
+
+def launch_scatter_add_u8_u8(
+    launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "scatter_add_u8_u8",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad),
+        _ARGS_GATHER_I64_BF16,
+    )
+
+
+def launch_scatter_set_i64_bf16(
+    launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "scatter_set_i64_bf16",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad),
+        _ARGS_GATHER_I64_BF16,
+    )
+
+
+def launch_scatter_set_i64_f16(
+    launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "scatter_set_i64_f16",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad),
+        _ARGS_GATHER_I64_BF16,
+    )
+
+
+def launch_scatter_set_i64_f32(
+    launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "scatter_set_i64_f32",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad),
+        _ARGS_GATHER_I64_BF16,
+    )
+
+
+def launch_scatter_set_i64_f64(
+    launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "scatter_set_i64_f64",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad),
+        _ARGS_GATHER_I64_BF16,
+    )
+
+
+def launch_scatter_set_i64_i64(
+    launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "scatter_set_i64_i64",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad),
+        _ARGS_GATHER_I64_BF16,
+    )
+
+
+def launch_scatter_set_i64_u32(
+    launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "scatter_set_i64_u32",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad),
+        _ARGS_GATHER_I64_BF16,
+    )
+
+
+def launch_scatter_set_i64_u8(
+    launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "scatter_set_i64_u8",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad),
+        _ARGS_GATHER_I64_BF16,
+    )
+
+
+def launch_scatter_set_u32_bf16(
+    launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "scatter_set_u32_bf16",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad),
+        _ARGS_GATHER_I64_BF16,
+    )
+
+
+def launch_scatter_set_u32_f16(
+    launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "scatter_set_u32_f16",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad),
+        _ARGS_GATHER_I64_BF16,
+    )
+
+
+def launch_scatter_set_u32_f32(
+    launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "scatter_set_u32_f32",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad),
+        _ARGS_GATHER_I64_BF16,
+    )
+
+
+def launch_scatter_set_u32_f64(
+    launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "scatter_set_u32_f64",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad),
+        _ARGS_GATHER_I64_BF16,
+    )
+
+
+def launch_scatter_set_u32_i64(
+    launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "scatter_set_u32_i64",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad),
+        _ARGS_GATHER_I64_BF16,
+    )
+
+
+def launch_scatter_set_u32_u32(
+    launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "scatter_set_u32_u32",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad),
+        _ARGS_GATHER_I64_BF16,
+    )
+
+
+def launch_scatter_set_u32_u8(
+    launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "scatter_set_u32_u8",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad),
+        _ARGS_GATHER_I64_BF16,
+    )
+
+
+def launch_scatter_set_u8_bf16(
+    launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "scatter_set_u8_bf16",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad),
+        _ARGS_GATHER_I64_BF16,
+    )
+
+
+def launch_scatter_set_u8_f16(
+    launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "scatter_set_u8_f16",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad),
+        _ARGS_GATHER_I64_BF16,
+    )
+
+
+def launch_scatter_set_u8_f32(
+    launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "scatter_set_u8_f32",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad),
+        _ARGS_GATHER_I64_BF16,
+    )
+
+
+def launch_scatter_set_u8_f64(
+    launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "scatter_set_u8_f64",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad),
+        _ARGS_GATHER_I64_BF16,
+    )
+
+
+def launch_scatter_set_u8_i64(
+    launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "scatter_set_u8_i64",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad),
+        _ARGS_GATHER_I64_BF16,
+    )
+
+
+def launch_scatter_set_u8_u32(
+    launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "scatter_set_u8_u32",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad),
+        _ARGS_GATHER_I64_BF16,
+    )
+
+
+def launch_scatter_set_u8_u8(
+    launch, grid, block, stream, numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad
+) -> None:
+    launch(
+        _SRC_INDEXING,
+        "scatter_set_u8_u8",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, dim, ids, src, dst, dst_dim_size, bad),
+        _ARGS_GATHER_I64_BF16,
+    )
 
 
 def launch_sdpa_softmax_bf16(launch, grid, block, stream, nrows, ncols, sq, scale, causal, scores) -> None:
-    launch(_SRC_NN, "sdpa_softmax_bf16", grid, block, stream, (nrows, ncols, sq, scale, causal, scores,), _ARGS_SDPA_SOFTMAX_BF16)
+    launch(
+        _SRC_NN,
+        "sdpa_softmax_bf16",
+        grid,
+        block,
+        stream,
+        (nrows, ncols, sq, scale, causal, scores),
+        _ARGS_SDPA_SOFTMAX_BF16,
+    )
 
 
 def launch_sdpa_softmax_f16(launch, grid, block, stream, nrows, ncols, sq, scale, causal, scores) -> None:
-    launch(_SRC_NN, "sdpa_softmax_f16", grid, block, stream, (nrows, ncols, sq, scale, causal, scores,), _ARGS_SDPA_SOFTMAX_BF16)
+    launch(
+        _SRC_NN,
+        "sdpa_softmax_f16",
+        grid,
+        block,
+        stream,
+        (nrows, ncols, sq, scale, causal, scores),
+        _ARGS_SDPA_SOFTMAX_BF16,
+    )
 
 
 def launch_sdpa_softmax_f32(launch, grid, block, stream, nrows, ncols, sq, scale, causal, scores) -> None:
-    launch(_SRC_NN, "sdpa_softmax_f32", grid, block, stream, (nrows, ncols, sq, scale, causal, scores,), _ARGS_SDPA_SOFTMAX_BF16)
+    launch(
+        _SRC_NN,
+        "sdpa_softmax_f32",
+        grid,
+        block,
+        stream,
+        (nrows, ncols, sq, scale, causal, scores),
+        _ARGS_SDPA_SOFTMAX_BF16,
+    )
 
 
 def launch_sigmoid_bf16(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_NN, "sigmoid_bf16", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(_SRC_NN, "sigmoid_bf16", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16)
 
 
 def launch_sigmoid_f16(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_NN, "sigmoid_f16", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(_SRC_NN, "sigmoid_f16", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16)
 
 
 def launch_sigmoid_f32(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_NN, "sigmoid_f32", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(_SRC_NN, "sigmoid_f32", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16)
 
 
 def launch_sigmoid_f64(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_NN, "sigmoid_f64", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(_SRC_NN, "sigmoid_f64", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16)
 
 
 def launch_softmax_last_dim_bf16(launch, grid, block, stream, nrows, ncols, x, out) -> None:
-    launch(_SRC_NN, "softmax_last_dim_bf16", grid, block, stream, (nrows, ncols, x, out,), _ARGS_SOFTMAX_LAST_DIM_BF16)
+    launch(_SRC_NN, "softmax_last_dim_bf16", grid, block, stream, (nrows, ncols, x, out), _ARGS_SOFTMAX_LAST_DIM_BF16)
 
 
 def launch_softmax_last_dim_f16(launch, grid, block, stream, nrows, ncols, x, out) -> None:
-    launch(_SRC_NN, "softmax_last_dim_f16", grid, block, stream, (nrows, ncols, x, out,), _ARGS_SOFTMAX_LAST_DIM_BF16)
+    launch(_SRC_NN, "softmax_last_dim_f16", grid, block, stream, (nrows, ncols, x, out), _ARGS_SOFTMAX_LAST_DIM_BF16)
 
 
 def launch_softmax_last_dim_f32(launch, grid, block, stream, nrows, ncols, x, out) -> None:
-    launch(_SRC_NN, "softmax_last_dim_f32", grid, block, stream, (nrows, ncols, x, out,), _ARGS_SOFTMAX_LAST_DIM_BF16)
+    launch(_SRC_NN, "softmax_last_dim_f32", grid, block, stream, (nrows, ncols, x, out), _ARGS_SOFTMAX_LAST_DIM_BF16)
 
 
 def launch_softmax_last_dim_f64(launch, grid, block, stream, nrows, ncols, x, out) -> None:
-    launch(_SRC_NN, "softmax_last_dim_f64", grid, block, stream, (nrows, ncols, x, out,), _ARGS_SOFTMAX_LAST_DIM_BF16)
+    launch(_SRC_NN, "softmax_last_dim_f64", grid, block, stream, (nrows, ncols, x, out), _ARGS_SOFTMAX_LAST_DIM_BF16)
 
 
 def launch_unary_abs_bf16(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_abs_bf16", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE, "unary_abs_bf16", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16
+    )
 
 
 def launch_unary_abs_f16(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_abs_f16", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE, "unary_abs_f16", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16
+    )
 
 
 def launch_unary_abs_f32(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_abs_f32", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE, "unary_abs_f32", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16
+    )
 
 
 def launch_unary_abs_f64(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_abs_f64", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE, "unary_abs_f64", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16
+    )
 
 
 def launch_unary_abs_i64(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_abs_i64", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE, "unary_abs_i64", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16
+    )
 
 
 def launch_unary_ceil_bf16(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_ceil_bf16", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "unary_ceil_bf16",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, inp, out),
+        _ARGS_CAST_BF16_BF16,
+    )
 
 
 def launch_unary_ceil_f16(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_ceil_f16", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE, "unary_ceil_f16", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16
+    )
 
 
 def launch_unary_ceil_f32(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_ceil_f32", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE, "unary_ceil_f32", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16
+    )
 
 
 def launch_unary_ceil_f64(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_ceil_f64", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE, "unary_ceil_f64", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16
+    )
 
 
 def launch_unary_cos_bf16(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_cos_bf16", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE, "unary_cos_bf16", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16
+    )
 
 
 def launch_unary_cos_f16(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_cos_f16", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE, "unary_cos_f16", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16
+    )
 
 
 def launch_unary_cos_f32(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_cos_f32", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE, "unary_cos_f32", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16
+    )
 
 
 def launch_unary_cos_f64(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_cos_f64", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE, "unary_cos_f64", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16
+    )
 
 
 def launch_unary_erf_bf16(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_erf_bf16", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE, "unary_erf_bf16", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16
+    )
 
 
 def launch_unary_erf_f16(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_erf_f16", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE, "unary_erf_f16", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16
+    )
 
 
 def launch_unary_erf_f32(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_erf_f32", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE, "unary_erf_f32", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16
+    )
 
 
 def launch_unary_erf_f64(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_erf_f64", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE, "unary_erf_f64", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16
+    )
 
 
 def launch_unary_exp_bf16(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_exp_bf16", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE, "unary_exp_bf16", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16
+    )
 
 
 def launch_unary_exp_f16(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_exp_f16", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE, "unary_exp_f16", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16
+    )
 
 
 def launch_unary_exp_f32(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_exp_f32", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE, "unary_exp_f32", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16
+    )
 
 
 def launch_unary_exp_f64(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_exp_f64", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE, "unary_exp_f64", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16
+    )
 
 
 def launch_unary_floor_bf16(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_floor_bf16", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "unary_floor_bf16",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, inp, out),
+        _ARGS_CAST_BF16_BF16,
+    )
 
 
 def launch_unary_floor_f16(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_floor_f16", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "unary_floor_f16",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, inp, out),
+        _ARGS_CAST_BF16_BF16,
+    )
 
 
 def launch_unary_floor_f32(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_floor_f32", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "unary_floor_f32",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, inp, out),
+        _ARGS_CAST_BF16_BF16,
+    )
 
 
 def launch_unary_floor_f64(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_floor_f64", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "unary_floor_f64",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, inp, out),
+        _ARGS_CAST_BF16_BF16,
+    )
 
 
 def launch_unary_gelu_bf16(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_gelu_bf16", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "unary_gelu_bf16",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, inp, out),
+        _ARGS_CAST_BF16_BF16,
+    )
 
 
 def launch_unary_gelu_erf_bf16(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_gelu_erf_bf16", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "unary_gelu_erf_bf16",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, inp, out),
+        _ARGS_CAST_BF16_BF16,
+    )
 
 
 def launch_unary_gelu_erf_f16(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_gelu_erf_f16", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "unary_gelu_erf_f16",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, inp, out),
+        _ARGS_CAST_BF16_BF16,
+    )
 
 
 def launch_unary_gelu_erf_f32(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_gelu_erf_f32", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "unary_gelu_erf_f32",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, inp, out),
+        _ARGS_CAST_BF16_BF16,
+    )
 
 
 def launch_unary_gelu_erf_f64(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_gelu_erf_f64", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "unary_gelu_erf_f64",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, inp, out),
+        _ARGS_CAST_BF16_BF16,
+    )
 
 
 def launch_unary_gelu_f16(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_gelu_f16", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE, "unary_gelu_f16", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16
+    )
 
 
 def launch_unary_gelu_f32(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_gelu_f32", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE, "unary_gelu_f32", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16
+    )
 
 
 def launch_unary_gelu_f64(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_gelu_f64", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE, "unary_gelu_f64", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16
+    )
 
 
 def launch_unary_log_bf16(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_log_bf16", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE, "unary_log_bf16", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16
+    )
 
 
 def launch_unary_log_f16(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_log_f16", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE, "unary_log_f16", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16
+    )
 
 
 def launch_unary_log_f32(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_log_f32", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE, "unary_log_f32", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16
+    )
 
 
 def launch_unary_log_f64(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_log_f64", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE, "unary_log_f64", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16
+    )
 
 
 def launch_unary_neg_bf16(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_neg_bf16", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE, "unary_neg_bf16", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16
+    )
 
 
 def launch_unary_neg_f16(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_neg_f16", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE, "unary_neg_f16", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16
+    )
 
 
 def launch_unary_neg_f32(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_neg_f32", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE, "unary_neg_f32", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16
+    )
 
 
 def launch_unary_neg_f64(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_neg_f64", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE, "unary_neg_f64", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16
+    )
 
 
 def launch_unary_neg_i64(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_neg_i64", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE, "unary_neg_i64", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16
+    )
 
 
 def launch_unary_recip_bf16(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_recip_bf16", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "unary_recip_bf16",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, inp, out),
+        _ARGS_CAST_BF16_BF16,
+    )
 
 
 def launch_unary_recip_f16(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_recip_f16", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "unary_recip_f16",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, inp, out),
+        _ARGS_CAST_BF16_BF16,
+    )
 
 
 def launch_unary_recip_f32(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_recip_f32", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "unary_recip_f32",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, inp, out),
+        _ARGS_CAST_BF16_BF16,
+    )
 
 
 def launch_unary_recip_f64(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_recip_f64", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "unary_recip_f64",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, inp, out),
+        _ARGS_CAST_BF16_BF16,
+    )
 
 
 def launch_unary_relu_bf16(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_relu_bf16", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "unary_relu_bf16",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, inp, out),
+        _ARGS_CAST_BF16_BF16,
+    )
 
 
 def launch_unary_relu_f16(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_relu_f16", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE, "unary_relu_f16", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16
+    )
 
 
 def launch_unary_relu_f32(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_relu_f32", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE, "unary_relu_f32", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16
+    )
 
 
 def launch_unary_relu_f64(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_relu_f64", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE, "unary_relu_f64", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16
+    )
 
 
 def launch_unary_relu_i64(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_relu_i64", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE, "unary_relu_i64", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16
+    )
 
 
 def launch_unary_round_bf16(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_round_bf16", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "unary_round_bf16",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, inp, out),
+        _ARGS_CAST_BF16_BF16,
+    )
 
 
 def launch_unary_round_f16(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_round_f16", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "unary_round_f16",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, inp, out),
+        _ARGS_CAST_BF16_BF16,
+    )
 
 
 def launch_unary_round_f32(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_round_f32", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "unary_round_f32",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, inp, out),
+        _ARGS_CAST_BF16_BF16,
+    )
 
 
 def launch_unary_round_f64(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_round_f64", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "unary_round_f64",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, inp, out),
+        _ARGS_CAST_BF16_BF16,
+    )
 
 
 def launch_unary_sign_bf16(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_sign_bf16", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "unary_sign_bf16",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, inp, out),
+        _ARGS_CAST_BF16_BF16,
+    )
 
 
 def launch_unary_sign_f16(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_sign_f16", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE, "unary_sign_f16", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16
+    )
 
 
 def launch_unary_sign_f32(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_sign_f32", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE, "unary_sign_f32", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16
+    )
 
 
 def launch_unary_sign_f64(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_sign_f64", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE, "unary_sign_f64", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16
+    )
 
 
 def launch_unary_sign_i64(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_sign_i64", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE, "unary_sign_i64", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16
+    )
 
 
 def launch_unary_silu_bf16(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_silu_bf16", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "unary_silu_bf16",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, inp, out),
+        _ARGS_CAST_BF16_BF16,
+    )
 
 
 def launch_unary_silu_f16(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_silu_f16", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE, "unary_silu_f16", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16
+    )
 
 
 def launch_unary_silu_f32(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_silu_f32", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE, "unary_silu_f32", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16
+    )
 
 
 def launch_unary_silu_f64(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_silu_f64", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE, "unary_silu_f64", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16
+    )
 
 
 def launch_unary_sin_bf16(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_sin_bf16", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE, "unary_sin_bf16", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16
+    )
 
 
 def launch_unary_sin_f16(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_sin_f16", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE, "unary_sin_f16", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16
+    )
 
 
 def launch_unary_sin_f32(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_sin_f32", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE, "unary_sin_f32", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16
+    )
 
 
 def launch_unary_sin_f64(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_sin_f64", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE, "unary_sin_f64", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16
+    )
 
 
 def launch_unary_sqr_bf16(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_sqr_bf16", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE, "unary_sqr_bf16", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16
+    )
 
 
 def launch_unary_sqr_f16(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_sqr_f16", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE, "unary_sqr_f16", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16
+    )
 
 
 def launch_unary_sqr_f32(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_sqr_f32", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE, "unary_sqr_f32", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16
+    )
 
 
 def launch_unary_sqr_f64(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_sqr_f64", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE, "unary_sqr_f64", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16
+    )
 
 
 def launch_unary_sqr_i64(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_sqr_i64", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE, "unary_sqr_i64", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16
+    )
 
 
 def launch_unary_sqr_u32(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_sqr_u32", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE, "unary_sqr_u32", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16
+    )
 
 
 def launch_unary_sqr_u8(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_sqr_u8", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE, "unary_sqr_u8", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16
+    )
 
 
 def launch_unary_sqrt_bf16(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_sqrt_bf16", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "unary_sqrt_bf16",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, inp, out),
+        _ARGS_CAST_BF16_BF16,
+    )
 
 
 def launch_unary_sqrt_f16(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_sqrt_f16", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE, "unary_sqrt_f16", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16
+    )
 
 
 def launch_unary_sqrt_f32(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_sqrt_f32", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE, "unary_sqrt_f32", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16
+    )
 
 
 def launch_unary_sqrt_f64(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_sqrt_f64", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE, "unary_sqrt_f64", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16
+    )
 
 
 def launch_unary_tanh_bf16(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_tanh_bf16", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE,
+        "unary_tanh_bf16",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, inp, out),
+        _ARGS_CAST_BF16_BF16,
+    )
 
 
 def launch_unary_tanh_f16(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_tanh_f16", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE, "unary_tanh_f16", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16
+    )
 
 
 def launch_unary_tanh_f32(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_tanh_f32", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE, "unary_tanh_f32", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16
+    )
 
 
 def launch_unary_tanh_f64(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_tanh_f64", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_ELEMENTWISE, "unary_tanh_f64", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_CAST_BF16_BF16
+    )
 
 
 def launch_upsample_nearest1d_bf16(launch, grid, block, stream, dst_numel, l_out, info, src, dst) -> None:
-    launch(_SRC_POOL, "upsample_nearest1d_bf16", grid, block, stream, (dst_numel, l_out, info, src, dst,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_POOL,
+        "upsample_nearest1d_bf16",
+        grid,
+        block,
+        stream,
+        (dst_numel, l_out, info, src, dst),
+        _ARGS_CAST_BF16_BF16,
+    )
 
 
 def launch_upsample_nearest1d_f16(launch, grid, block, stream, dst_numel, l_out, info, src, dst) -> None:
-    launch(_SRC_POOL, "upsample_nearest1d_f16", grid, block, stream, (dst_numel, l_out, info, src, dst,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_POOL,
+        "upsample_nearest1d_f16",
+        grid,
+        block,
+        stream,
+        (dst_numel, l_out, info, src, dst),
+        _ARGS_CAST_BF16_BF16,
+    )
 
 
 def launch_upsample_nearest1d_f32(launch, grid, block, stream, dst_numel, l_out, info, src, dst) -> None:
-    launch(_SRC_POOL, "upsample_nearest1d_f32", grid, block, stream, (dst_numel, l_out, info, src, dst,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_POOL,
+        "upsample_nearest1d_f32",
+        grid,
+        block,
+        stream,
+        (dst_numel, l_out, info, src, dst),
+        _ARGS_CAST_BF16_BF16,
+    )
 
 
 def launch_upsample_nearest1d_f64(launch, grid, block, stream, dst_numel, l_out, info, src, dst) -> None:
-    launch(_SRC_POOL, "upsample_nearest1d_f64", grid, block, stream, (dst_numel, l_out, info, src, dst,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_POOL,
+        "upsample_nearest1d_f64",
+        grid,
+        block,
+        stream,
+        (dst_numel, l_out, info, src, dst),
+        _ARGS_CAST_BF16_BF16,
+    )
 
 
 def launch_upsample_nearest1d_i64(launch, grid, block, stream, dst_numel, l_out, info, src, dst) -> None:
-    launch(_SRC_POOL, "upsample_nearest1d_i64", grid, block, stream, (dst_numel, l_out, info, src, dst,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_POOL,
+        "upsample_nearest1d_i64",
+        grid,
+        block,
+        stream,
+        (dst_numel, l_out, info, src, dst),
+        _ARGS_CAST_BF16_BF16,
+    )
 
 
 def launch_upsample_nearest1d_u32(launch, grid, block, stream, dst_numel, l_out, info, src, dst) -> None:
-    launch(_SRC_POOL, "upsample_nearest1d_u32", grid, block, stream, (dst_numel, l_out, info, src, dst,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_POOL,
+        "upsample_nearest1d_u32",
+        grid,
+        block,
+        stream,
+        (dst_numel, l_out, info, src, dst),
+        _ARGS_CAST_BF16_BF16,
+    )
 
 
 def launch_upsample_nearest1d_u8(launch, grid, block, stream, dst_numel, l_out, info, src, dst) -> None:
-    launch(_SRC_POOL, "upsample_nearest1d_u8", grid, block, stream, (dst_numel, l_out, info, src, dst,), _ARGS_CAST_BF16_BF16)
+    launch(
+        _SRC_POOL,
+        "upsample_nearest1d_u8",
+        grid,
+        block,
+        stream,
+        (dst_numel, l_out, info, src, dst),
+        _ARGS_CAST_BF16_BF16,
+    )
 
 
 def launch_upsample_nearest2d_bf16(launch, grid, block, stream, dst_numel, w_out, h_out, info, src, dst) -> None:
-    launch(_SRC_POOL, "upsample_nearest2d_bf16", grid, block, stream, (dst_numel, w_out, h_out, info, src, dst,), _ARGS_FAST_ARGMAX_BF16)
+    launch(
+        _SRC_POOL,
+        "upsample_nearest2d_bf16",
+        grid,
+        block,
+        stream,
+        (dst_numel, w_out, h_out, info, src, dst),
+        _ARGS_FAST_ARGMAX_BF16,
+    )
 
 
 def launch_upsample_nearest2d_f16(launch, grid, block, stream, dst_numel, w_out, h_out, info, src, dst) -> None:
-    launch(_SRC_POOL, "upsample_nearest2d_f16", grid, block, stream, (dst_numel, w_out, h_out, info, src, dst,), _ARGS_FAST_ARGMAX_BF16)
+    launch(
+        _SRC_POOL,
+        "upsample_nearest2d_f16",
+        grid,
+        block,
+        stream,
+        (dst_numel, w_out, h_out, info, src, dst),
+        _ARGS_FAST_ARGMAX_BF16,
+    )
 
 
 def launch_upsample_nearest2d_f32(launch, grid, block, stream, dst_numel, w_out, h_out, info, src, dst) -> None:
-    launch(_SRC_POOL, "upsample_nearest2d_f32", grid, block, stream, (dst_numel, w_out, h_out, info, src, dst,), _ARGS_FAST_ARGMAX_BF16)
+    launch(
+        _SRC_POOL,
+        "upsample_nearest2d_f32",
+        grid,
+        block,
+        stream,
+        (dst_numel, w_out, h_out, info, src, dst),
+        _ARGS_FAST_ARGMAX_BF16,
+    )
 
 
 def launch_upsample_nearest2d_f64(launch, grid, block, stream, dst_numel, w_out, h_out, info, src, dst) -> None:
-    launch(_SRC_POOL, "upsample_nearest2d_f64", grid, block, stream, (dst_numel, w_out, h_out, info, src, dst,), _ARGS_FAST_ARGMAX_BF16)
+    launch(
+        _SRC_POOL,
+        "upsample_nearest2d_f64",
+        grid,
+        block,
+        stream,
+        (dst_numel, w_out, h_out, info, src, dst),
+        _ARGS_FAST_ARGMAX_BF16,
+    )
 
 
 def launch_upsample_nearest2d_i64(launch, grid, block, stream, dst_numel, w_out, h_out, info, src, dst) -> None:
-    launch(_SRC_POOL, "upsample_nearest2d_i64", grid, block, stream, (dst_numel, w_out, h_out, info, src, dst,), _ARGS_FAST_ARGMAX_BF16)
+    launch(
+        _SRC_POOL,
+        "upsample_nearest2d_i64",
+        grid,
+        block,
+        stream,
+        (dst_numel, w_out, h_out, info, src, dst),
+        _ARGS_FAST_ARGMAX_BF16,
+    )
 
 
 def launch_upsample_nearest2d_u32(launch, grid, block, stream, dst_numel, w_out, h_out, info, src, dst) -> None:
-    launch(_SRC_POOL, "upsample_nearest2d_u32", grid, block, stream, (dst_numel, w_out, h_out, info, src, dst,), _ARGS_FAST_ARGMAX_BF16)
+    launch(
+        _SRC_POOL,
+        "upsample_nearest2d_u32",
+        grid,
+        block,
+        stream,
+        (dst_numel, w_out, h_out, info, src, dst),
+        _ARGS_FAST_ARGMAX_BF16,
+    )
 
 
 def launch_upsample_nearest2d_u8(launch, grid, block, stream, dst_numel, w_out, h_out, info, src, dst) -> None:
-    launch(_SRC_POOL, "upsample_nearest2d_u8", grid, block, stream, (dst_numel, w_out, h_out, info, src, dst,), _ARGS_FAST_ARGMAX_BF16)
+    launch(
+        _SRC_POOL,
+        "upsample_nearest2d_u8",
+        grid,
+        block,
+        stream,
+        (dst_numel, w_out, h_out, info, src, dst),
+        _ARGS_FAST_ARGMAX_BF16,
+    )
 
 
 def launch_where_cond_i64_bf16(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_WHERE_COND, "where_cond_i64_bf16", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_WHERE_COND_I64_BF16)
+    launch(
+        _SRC_WHERE_COND,
+        "where_cond_i64_bf16",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, ids, t, f, out),
+        _ARGS_WHERE_COND_I64_BF16,
+    )
 
 
 def launch_where_cond_i64_f16(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_WHERE_COND, "where_cond_i64_f16", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_WHERE_COND_I64_BF16)
+    launch(
+        _SRC_WHERE_COND,
+        "where_cond_i64_f16",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, ids, t, f, out),
+        _ARGS_WHERE_COND_I64_BF16,
+    )
 
 
 def launch_where_cond_i64_f32(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_WHERE_COND, "where_cond_i64_f32", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_WHERE_COND_I64_BF16)
+    launch(
+        _SRC_WHERE_COND,
+        "where_cond_i64_f32",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, ids, t, f, out),
+        _ARGS_WHERE_COND_I64_BF16,
+    )
 
 
 def launch_where_cond_i64_f64(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_WHERE_COND, "where_cond_i64_f64", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_WHERE_COND_I64_BF16)
+    launch(
+        _SRC_WHERE_COND,
+        "where_cond_i64_f64",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, ids, t, f, out),
+        _ARGS_WHERE_COND_I64_BF16,
+    )
 
 
 def launch_where_cond_i64_i64(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_WHERE_COND, "where_cond_i64_i64", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_WHERE_COND_I64_BF16)
+    launch(
+        _SRC_WHERE_COND,
+        "where_cond_i64_i64",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, ids, t, f, out),
+        _ARGS_WHERE_COND_I64_BF16,
+    )
 
 
 def launch_where_cond_i64_u32(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_WHERE_COND, "where_cond_i64_u32", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_WHERE_COND_I64_BF16)
+    launch(
+        _SRC_WHERE_COND,
+        "where_cond_i64_u32",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, ids, t, f, out),
+        _ARGS_WHERE_COND_I64_BF16,
+    )
 
 
 def launch_where_cond_i64_u8(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_WHERE_COND, "where_cond_i64_u8", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_WHERE_COND_I64_BF16)
+    launch(
+        _SRC_WHERE_COND,
+        "where_cond_i64_u8",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, ids, t, f, out),
+        _ARGS_WHERE_COND_I64_BF16,
+    )
 
 
 def launch_where_cond_u32_bf16(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_WHERE_COND, "where_cond_u32_bf16", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_WHERE_COND_I64_BF16)
+    launch(
+        _SRC_WHERE_COND,
+        "where_cond_u32_bf16",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, ids, t, f, out),
+        _ARGS_WHERE_COND_I64_BF16,
+    )
 
 
 def launch_where_cond_u32_f16(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_WHERE_COND, "where_cond_u32_f16", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_WHERE_COND_I64_BF16)
+    launch(
+        _SRC_WHERE_COND,
+        "where_cond_u32_f16",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, ids, t, f, out),
+        _ARGS_WHERE_COND_I64_BF16,
+    )
 
 
 def launch_where_cond_u32_f32(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_WHERE_COND, "where_cond_u32_f32", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_WHERE_COND_I64_BF16)
+    launch(
+        _SRC_WHERE_COND,
+        "where_cond_u32_f32",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, ids, t, f, out),
+        _ARGS_WHERE_COND_I64_BF16,
+    )
 
 
 def launch_where_cond_u32_f64(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_WHERE_COND, "where_cond_u32_f64", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_WHERE_COND_I64_BF16)
+    launch(
+        _SRC_WHERE_COND,
+        "where_cond_u32_f64",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, ids, t, f, out),
+        _ARGS_WHERE_COND_I64_BF16,
+    )
 
 
 def launch_where_cond_u32_i64(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_WHERE_COND, "where_cond_u32_i64", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_WHERE_COND_I64_BF16)
+    launch(
+        _SRC_WHERE_COND,
+        "where_cond_u32_i64",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, ids, t, f, out),
+        _ARGS_WHERE_COND_I64_BF16,
+    )
 
 
 def launch_where_cond_u32_u32(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_WHERE_COND, "where_cond_u32_u32", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_WHERE_COND_I64_BF16)
+    launch(
+        _SRC_WHERE_COND,
+        "where_cond_u32_u32",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, ids, t, f, out),
+        _ARGS_WHERE_COND_I64_BF16,
+    )
 
 
 def launch_where_cond_u32_u8(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_WHERE_COND, "where_cond_u32_u8", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_WHERE_COND_I64_BF16)
+    launch(
+        _SRC_WHERE_COND,
+        "where_cond_u32_u8",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, ids, t, f, out),
+        _ARGS_WHERE_COND_I64_BF16,
+    )
 
 
 def launch_where_cond_u8_bf16(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_WHERE_COND, "where_cond_u8_bf16", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_WHERE_COND_I64_BF16)
+    launch(
+        _SRC_WHERE_COND,
+        "where_cond_u8_bf16",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, ids, t, f, out),
+        _ARGS_WHERE_COND_I64_BF16,
+    )
 
 
 def launch_where_cond_u8_f16(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_WHERE_COND, "where_cond_u8_f16", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_WHERE_COND_I64_BF16)
+    launch(
+        _SRC_WHERE_COND,
+        "where_cond_u8_f16",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, ids, t, f, out),
+        _ARGS_WHERE_COND_I64_BF16,
+    )
 
 
 def launch_where_cond_u8_f32(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_WHERE_COND, "where_cond_u8_f32", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_WHERE_COND_I64_BF16)
+    launch(
+        _SRC_WHERE_COND,
+        "where_cond_u8_f32",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, ids, t, f, out),
+        _ARGS_WHERE_COND_I64_BF16,
+    )
 
 
 def launch_where_cond_u8_f64(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_WHERE_COND, "where_cond_u8_f64", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_WHERE_COND_I64_BF16)
+    launch(
+        _SRC_WHERE_COND,
+        "where_cond_u8_f64",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, ids, t, f, out),
+        _ARGS_WHERE_COND_I64_BF16,
+    )
 
 
 def launch_where_cond_u8_i64(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_WHERE_COND, "where_cond_u8_i64", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_WHERE_COND_I64_BF16)
+    launch(
+        _SRC_WHERE_COND,
+        "where_cond_u8_i64",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, ids, t, f, out),
+        _ARGS_WHERE_COND_I64_BF16,
+    )
 
 
 def launch_where_cond_u8_u32(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_WHERE_COND, "where_cond_u8_u32", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_WHERE_COND_I64_BF16)
+    launch(
+        _SRC_WHERE_COND,
+        "where_cond_u8_u32",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, ids, t, f, out),
+        _ARGS_WHERE_COND_I64_BF16,
+    )
 
 
 def launch_where_cond_u8_u8(launch, grid, block, stream, numel, num_dims, info, ids, t, f, out) -> None:
-    launch(_SRC_WHERE_COND, "where_cond_u8_u8", grid, block, stream, (numel, num_dims, info, ids, t, f, out,), _ARGS_WHERE_COND_I64_BF16)
+    launch(
+        _SRC_WHERE_COND,
+        "where_cond_u8_u8",
+        grid,
+        block,
+        stream,
+        (numel, num_dims, info, ids, t, f, out),
+        _ARGS_WHERE_COND_I64_BF16,
+    )
 
 
 UNARY: dict[UnaryOp, Kernel] = {
@@ -2820,32 +7132,27 @@ CMP: dict[CmpOp, Kernel] = {
 REDUCE: dict[ReduceOp, Kernel] = {
     ReduceOp.SUM: Kernel(
         "sum",
-        {
-        },
+        {},
         None,
     ),
     ReduceOp.MIN: Kernel(
         "min",
-        {
-        },
+        {},
         None,
     ),
     ReduceOp.MAX: Kernel(
         "max",
-        {
-        },
+        {},
         None,
     ),
     ReduceOp.ARGMIN: Kernel(
         "argmin",
-        {
-        },
+        {},
         _U32,
     ),
     ReduceOp.ARGMAX: Kernel(
         "argmax",
-        {
-        },
+        {},
         _U32,
     ),
 }
@@ -2885,41 +7192,41 @@ STORAGE: dict[str, dict[object, object]] = {
         (KernelPattern.ELU_SELF, _F64): launch_elu_f64,
     },
     "reduce_op": {
-        (KernelPattern.FAST_OP_SELF, 'sum', _U8): launch_fast_sum_u8,
-        (KernelPattern.FAST_OP_SELF, 'sum', _U32): launch_fast_sum_u32,
-        (KernelPattern.FAST_OP_SELF, 'sum', _I64): launch_fast_sum_i64,
-        (KernelPattern.FAST_OP_SELF, 'sum', _BF16): launch_fast_sum_bf16,
-        (KernelPattern.FAST_OP_SELF, 'sum', _F16): launch_fast_sum_f16,
-        (KernelPattern.FAST_OP_SELF, 'sum', _F32): launch_fast_sum_f32,
-        (KernelPattern.FAST_OP_SELF, 'sum', _F64): launch_fast_sum_f64,
-        (KernelPattern.FAST_OP_SELF, 'min', _U8): launch_fast_min_u8,
-        (KernelPattern.FAST_OP_SELF, 'min', _U32): launch_fast_min_u32,
-        (KernelPattern.FAST_OP_SELF, 'min', _I64): launch_fast_min_i64,
-        (KernelPattern.FAST_OP_SELF, 'min', _BF16): launch_fast_min_bf16,
-        (KernelPattern.FAST_OP_SELF, 'min', _F16): launch_fast_min_f16,
-        (KernelPattern.FAST_OP_SELF, 'min', _F32): launch_fast_min_f32,
-        (KernelPattern.FAST_OP_SELF, 'min', _F64): launch_fast_min_f64,
-        (KernelPattern.FAST_OP_SELF, 'max', _U8): launch_fast_max_u8,
-        (KernelPattern.FAST_OP_SELF, 'max', _U32): launch_fast_max_u32,
-        (KernelPattern.FAST_OP_SELF, 'max', _I64): launch_fast_max_i64,
-        (KernelPattern.FAST_OP_SELF, 'max', _BF16): launch_fast_max_bf16,
-        (KernelPattern.FAST_OP_SELF, 'max', _F16): launch_fast_max_f16,
-        (KernelPattern.FAST_OP_SELF, 'max', _F32): launch_fast_max_f32,
-        (KernelPattern.FAST_OP_SELF, 'max', _F64): launch_fast_max_f64,
-        (KernelPattern.FAST_OP_SELF, 'argmin', _U8): launch_fast_argmin_u8,
-        (KernelPattern.FAST_OP_SELF, 'argmin', _U32): launch_fast_argmin_u32,
-        (KernelPattern.FAST_OP_SELF, 'argmin', _I64): launch_fast_argmin_i64,
-        (KernelPattern.FAST_OP_SELF, 'argmin', _BF16): launch_fast_argmin_bf16,
-        (KernelPattern.FAST_OP_SELF, 'argmin', _F16): launch_fast_argmin_f16,
-        (KernelPattern.FAST_OP_SELF, 'argmin', _F32): launch_fast_argmin_f32,
-        (KernelPattern.FAST_OP_SELF, 'argmin', _F64): launch_fast_argmin_f64,
-        (KernelPattern.FAST_OP_SELF, 'argmax', _U8): launch_fast_argmax_u8,
-        (KernelPattern.FAST_OP_SELF, 'argmax', _U32): launch_fast_argmax_u32,
-        (KernelPattern.FAST_OP_SELF, 'argmax', _I64): launch_fast_argmax_i64,
-        (KernelPattern.FAST_OP_SELF, 'argmax', _BF16): launch_fast_argmax_bf16,
-        (KernelPattern.FAST_OP_SELF, 'argmax', _F16): launch_fast_argmax_f16,
-        (KernelPattern.FAST_OP_SELF, 'argmax', _F32): launch_fast_argmax_f32,
-        (KernelPattern.FAST_OP_SELF, 'argmax', _F64): launch_fast_argmax_f64,
+        (KernelPattern.FAST_OP_SELF, "sum", _U8): launch_fast_sum_u8,
+        (KernelPattern.FAST_OP_SELF, "sum", _U32): launch_fast_sum_u32,
+        (KernelPattern.FAST_OP_SELF, "sum", _I64): launch_fast_sum_i64,
+        (KernelPattern.FAST_OP_SELF, "sum", _BF16): launch_fast_sum_bf16,
+        (KernelPattern.FAST_OP_SELF, "sum", _F16): launch_fast_sum_f16,
+        (KernelPattern.FAST_OP_SELF, "sum", _F32): launch_fast_sum_f32,
+        (KernelPattern.FAST_OP_SELF, "sum", _F64): launch_fast_sum_f64,
+        (KernelPattern.FAST_OP_SELF, "min", _U8): launch_fast_min_u8,
+        (KernelPattern.FAST_OP_SELF, "min", _U32): launch_fast_min_u32,
+        (KernelPattern.FAST_OP_SELF, "min", _I64): launch_fast_min_i64,
+        (KernelPattern.FAST_OP_SELF, "min", _BF16): launch_fast_min_bf16,
+        (KernelPattern.FAST_OP_SELF, "min", _F16): launch_fast_min_f16,
+        (KernelPattern.FAST_OP_SELF, "min", _F32): launch_fast_min_f32,
+        (KernelPattern.FAST_OP_SELF, "min", _F64): launch_fast_min_f64,
+        (KernelPattern.FAST_OP_SELF, "max", _U8): launch_fast_max_u8,
+        (KernelPattern.FAST_OP_SELF, "max", _U32): launch_fast_max_u32,
+        (KernelPattern.FAST_OP_SELF, "max", _I64): launch_fast_max_i64,
+        (KernelPattern.FAST_OP_SELF, "max", _BF16): launch_fast_max_bf16,
+        (KernelPattern.FAST_OP_SELF, "max", _F16): launch_fast_max_f16,
+        (KernelPattern.FAST_OP_SELF, "max", _F32): launch_fast_max_f32,
+        (KernelPattern.FAST_OP_SELF, "max", _F64): launch_fast_max_f64,
+        (KernelPattern.FAST_OP_SELF, "argmin", _U8): launch_fast_argmin_u8,
+        (KernelPattern.FAST_OP_SELF, "argmin", _U32): launch_fast_argmin_u32,
+        (KernelPattern.FAST_OP_SELF, "argmin", _I64): launch_fast_argmin_i64,
+        (KernelPattern.FAST_OP_SELF, "argmin", _BF16): launch_fast_argmin_bf16,
+        (KernelPattern.FAST_OP_SELF, "argmin", _F16): launch_fast_argmin_f16,
+        (KernelPattern.FAST_OP_SELF, "argmin", _F32): launch_fast_argmin_f32,
+        (KernelPattern.FAST_OP_SELF, "argmin", _F64): launch_fast_argmin_f64,
+        (KernelPattern.FAST_OP_SELF, "argmax", _U8): launch_fast_argmax_u8,
+        (KernelPattern.FAST_OP_SELF, "argmax", _U32): launch_fast_argmax_u32,
+        (KernelPattern.FAST_OP_SELF, "argmax", _I64): launch_fast_argmax_i64,
+        (KernelPattern.FAST_OP_SELF, "argmax", _BF16): launch_fast_argmax_bf16,
+        (KernelPattern.FAST_OP_SELF, "argmax", _F16): launch_fast_argmax_f16,
+        (KernelPattern.FAST_OP_SELF, "argmax", _F32): launch_fast_argmax_f32,
+        (KernelPattern.FAST_OP_SELF, "argmax", _F64): launch_fast_argmax_f64,
         (KernelPattern.REDUCE_CHUNKS_SELF, _U8): launch_reduce_chunks_u8,
         (KernelPattern.REDUCE_CHUNKS_SELF, _U32): launch_reduce_chunks_u32,
         (KernelPattern.REDUCE_CHUNKS_SELF, _I64): launch_reduce_chunks_i64,
@@ -3310,70 +7617,70 @@ STORAGE: dict[str, dict[object, object]] = {
 }
 QSTORAGE: dict[str, dict[object, object]] = {
     "dequantize": {
-        (KernelPattern.DEQUANTIZE_SELF_F32, 'f32'): launch_dequantize_f32_f32,
-        (KernelPattern.DEQUANTIZE_SELF_F32, 'f16'): launch_dequantize_f16_f32,
-        (KernelPattern.DEQUANTIZE_SELF_F32, 'bf16'): launch_dequantize_bf16_f32,
-        (KernelPattern.DEQUANTIZE_SELF_F32, 'q4_0'): launch_dequantize_q4_0_f32,
-        (KernelPattern.DEQUANTIZE_SELF_F32, 'q4_1'): launch_dequantize_q4_1_f32,
-        (KernelPattern.DEQUANTIZE_SELF_F32, 'q5_0'): launch_dequantize_q5_0_f32,
-        (KernelPattern.DEQUANTIZE_SELF_F32, 'q5_1'): launch_dequantize_q5_1_f32,
-        (KernelPattern.DEQUANTIZE_SELF_F32, 'q8_0'): launch_dequantize_q8_0_f32,
-        (KernelPattern.DEQUANTIZE_SELF_F32, 'q8_1'): launch_dequantize_q8_1_f32,
-        (KernelPattern.DEQUANTIZE_SELF_F32, 'q2_k'): launch_dequantize_q2_k_f32,
-        (KernelPattern.DEQUANTIZE_SELF_F32, 'q3_k'): launch_dequantize_q3_k_f32,
-        (KernelPattern.DEQUANTIZE_SELF_F32, 'q4_k'): launch_dequantize_q4_k_f32,
-        (KernelPattern.DEQUANTIZE_SELF_F32, 'q5_k'): launch_dequantize_q5_k_f32,
-        (KernelPattern.DEQUANTIZE_SELF_F32, 'q6_k'): launch_dequantize_q6_k_f32,
-        (KernelPattern.DEQUANTIZE_SELF_F32, 'q8_k'): launch_dequantize_q8_k_f32,
+        (KernelPattern.DEQUANTIZE_SELF_F32, "f32"): launch_dequantize_f32_f32,
+        (KernelPattern.DEQUANTIZE_SELF_F32, "f16"): launch_dequantize_f16_f32,
+        (KernelPattern.DEQUANTIZE_SELF_F32, "bf16"): launch_dequantize_bf16_f32,
+        (KernelPattern.DEQUANTIZE_SELF_F32, "q4_0"): launch_dequantize_q4_0_f32,
+        (KernelPattern.DEQUANTIZE_SELF_F32, "q4_1"): launch_dequantize_q4_1_f32,
+        (KernelPattern.DEQUANTIZE_SELF_F32, "q5_0"): launch_dequantize_q5_0_f32,
+        (KernelPattern.DEQUANTIZE_SELF_F32, "q5_1"): launch_dequantize_q5_1_f32,
+        (KernelPattern.DEQUANTIZE_SELF_F32, "q8_0"): launch_dequantize_q8_0_f32,
+        (KernelPattern.DEQUANTIZE_SELF_F32, "q8_1"): launch_dequantize_q8_1_f32,
+        (KernelPattern.DEQUANTIZE_SELF_F32, "q2_k"): launch_dequantize_q2_k_f32,
+        (KernelPattern.DEQUANTIZE_SELF_F32, "q3_k"): launch_dequantize_q3_k_f32,
+        (KernelPattern.DEQUANTIZE_SELF_F32, "q4_k"): launch_dequantize_q4_k_f32,
+        (KernelPattern.DEQUANTIZE_SELF_F32, "q5_k"): launch_dequantize_q5_k_f32,
+        (KernelPattern.DEQUANTIZE_SELF_F32, "q6_k"): launch_dequantize_q6_k_f32,
+        (KernelPattern.DEQUANTIZE_SELF_F32, "q8_k"): launch_dequantize_q8_k_f32,
     },
     "dequantize_f16": {
-        (KernelPattern.DEQUANTIZE_SELF_F16, 'f32'): launch_dequantize_f32_f16,
-        (KernelPattern.DEQUANTIZE_SELF_F16, 'f16'): launch_dequantize_f16_f16,
-        (KernelPattern.DEQUANTIZE_SELF_F16, 'bf16'): launch_dequantize_bf16_f16,
-        (KernelPattern.DEQUANTIZE_SELF_F16, 'q4_0'): launch_dequantize_q4_0_f16,
-        (KernelPattern.DEQUANTIZE_SELF_F16, 'q4_1'): launch_dequantize_q4_1_f16,
-        (KernelPattern.DEQUANTIZE_SELF_F16, 'q5_0'): launch_dequantize_q5_0_f16,
-        (KernelPattern.DEQUANTIZE_SELF_F16, 'q5_1'): launch_dequantize_q5_1_f16,
-        (KernelPattern.DEQUANTIZE_SELF_F16, 'q8_0'): launch_dequantize_q8_0_f16,
-        (KernelPattern.DEQUANTIZE_SELF_F16, 'q8_1'): launch_dequantize_q8_1_f16,
-        (KernelPattern.DEQUANTIZE_SELF_F16, 'q2_k'): launch_dequantize_q2_k_f16,
-        (KernelPattern.DEQUANTIZE_SELF_F16, 'q3_k'): launch_dequantize_q3_k_f16,
-        (KernelPattern.DEQUANTIZE_SELF_F16, 'q4_k'): launch_dequantize_q4_k_f16,
-        (KernelPattern.DEQUANTIZE_SELF_F16, 'q5_k'): launch_dequantize_q5_k_f16,
-        (KernelPattern.DEQUANTIZE_SELF_F16, 'q6_k'): launch_dequantize_q6_k_f16,
-        (KernelPattern.DEQUANTIZE_SELF_F16, 'q8_k'): launch_dequantize_q8_k_f16,
+        (KernelPattern.DEQUANTIZE_SELF_F16, "f32"): launch_dequantize_f32_f16,
+        (KernelPattern.DEQUANTIZE_SELF_F16, "f16"): launch_dequantize_f16_f16,
+        (KernelPattern.DEQUANTIZE_SELF_F16, "bf16"): launch_dequantize_bf16_f16,
+        (KernelPattern.DEQUANTIZE_SELF_F16, "q4_0"): launch_dequantize_q4_0_f16,
+        (KernelPattern.DEQUANTIZE_SELF_F16, "q4_1"): launch_dequantize_q4_1_f16,
+        (KernelPattern.DEQUANTIZE_SELF_F16, "q5_0"): launch_dequantize_q5_0_f16,
+        (KernelPattern.DEQUANTIZE_SELF_F16, "q5_1"): launch_dequantize_q5_1_f16,
+        (KernelPattern.DEQUANTIZE_SELF_F16, "q8_0"): launch_dequantize_q8_0_f16,
+        (KernelPattern.DEQUANTIZE_SELF_F16, "q8_1"): launch_dequantize_q8_1_f16,
+        (KernelPattern.DEQUANTIZE_SELF_F16, "q2_k"): launch_dequantize_q2_k_f16,
+        (KernelPattern.DEQUANTIZE_SELF_F16, "q3_k"): launch_dequantize_q3_k_f16,
+        (KernelPattern.DEQUANTIZE_SELF_F16, "q4_k"): launch_dequantize_q4_k_f16,
+        (KernelPattern.DEQUANTIZE_SELF_F16, "q5_k"): launch_dequantize_q5_k_f16,
+        (KernelPattern.DEQUANTIZE_SELF_F16, "q6_k"): launch_dequantize_q6_k_f16,
+        (KernelPattern.DEQUANTIZE_SELF_F16, "q8_k"): launch_dequantize_q8_k_f16,
     },
     "matmul": {
-        (KernelPattern.QMATVEC_SELF, 'f32'): launch_qmatvec_f32,
-        (KernelPattern.QMATVEC_SELF, 'f16'): launch_qmatvec_f16,
-        (KernelPattern.QMATVEC_SELF, 'bf16'): launch_qmatvec_bf16,
-        (KernelPattern.QMATVEC_SELF, 'q4_0'): launch_qmatvec_q4_0,
-        (KernelPattern.QMATVEC_SELF, 'q4_1'): launch_qmatvec_q4_1,
-        (KernelPattern.QMATVEC_SELF, 'q5_0'): launch_qmatvec_q5_0,
-        (KernelPattern.QMATVEC_SELF, 'q5_1'): launch_qmatvec_q5_1,
-        (KernelPattern.QMATVEC_SELF, 'q8_0'): launch_qmatvec_q8_0,
-        (KernelPattern.QMATVEC_SELF, 'q8_1'): launch_qmatvec_q8_1,
-        (KernelPattern.QMATVEC_SELF, 'q2_k'): launch_qmatvec_q2_k,
-        (KernelPattern.QMATVEC_SELF, 'q3_k'): launch_qmatvec_q3_k,
-        (KernelPattern.QMATVEC_SELF, 'q4_k'): launch_qmatvec_q4_k,
-        (KernelPattern.QMATVEC_SELF, 'q5_k'): launch_qmatvec_q5_k,
-        (KernelPattern.QMATVEC_SELF, 'q6_k'): launch_qmatvec_q6_k,
-        (KernelPattern.QMATVEC_SELF, 'q8_k'): launch_qmatvec_q8_k,
-        (KernelPattern.DEQUANTIZE_SELF_F32, 'f32'): launch_dequantize_f32_f32,
-        (KernelPattern.DEQUANTIZE_SELF_F32, 'f16'): launch_dequantize_f16_f32,
-        (KernelPattern.DEQUANTIZE_SELF_F32, 'bf16'): launch_dequantize_bf16_f32,
-        (KernelPattern.DEQUANTIZE_SELF_F32, 'q4_0'): launch_dequantize_q4_0_f32,
-        (KernelPattern.DEQUANTIZE_SELF_F32, 'q4_1'): launch_dequantize_q4_1_f32,
-        (KernelPattern.DEQUANTIZE_SELF_F32, 'q5_0'): launch_dequantize_q5_0_f32,
-        (KernelPattern.DEQUANTIZE_SELF_F32, 'q5_1'): launch_dequantize_q5_1_f32,
-        (KernelPattern.DEQUANTIZE_SELF_F32, 'q8_0'): launch_dequantize_q8_0_f32,
-        (KernelPattern.DEQUANTIZE_SELF_F32, 'q8_1'): launch_dequantize_q8_1_f32,
-        (KernelPattern.DEQUANTIZE_SELF_F32, 'q2_k'): launch_dequantize_q2_k_f32,
-        (KernelPattern.DEQUANTIZE_SELF_F32, 'q3_k'): launch_dequantize_q3_k_f32,
-        (KernelPattern.DEQUANTIZE_SELF_F32, 'q4_k'): launch_dequantize_q4_k_f32,
-        (KernelPattern.DEQUANTIZE_SELF_F32, 'q5_k'): launch_dequantize_q5_k_f32,
-        (KernelPattern.DEQUANTIZE_SELF_F32, 'q6_k'): launch_dequantize_q6_k_f32,
-        (KernelPattern.DEQUANTIZE_SELF_F32, 'q8_k'): launch_dequantize_q8_k_f32,
+        (KernelPattern.QMATVEC_SELF, "f32"): launch_qmatvec_f32,
+        (KernelPattern.QMATVEC_SELF, "f16"): launch_qmatvec_f16,
+        (KernelPattern.QMATVEC_SELF, "bf16"): launch_qmatvec_bf16,
+        (KernelPattern.QMATVEC_SELF, "q4_0"): launch_qmatvec_q4_0,
+        (KernelPattern.QMATVEC_SELF, "q4_1"): launch_qmatvec_q4_1,
+        (KernelPattern.QMATVEC_SELF, "q5_0"): launch_qmatvec_q5_0,
+        (KernelPattern.QMATVEC_SELF, "q5_1"): launch_qmatvec_q5_1,
+        (KernelPattern.QMATVEC_SELF, "q8_0"): launch_qmatvec_q8_0,
+        (KernelPattern.QMATVEC_SELF, "q8_1"): launch_qmatvec_q8_1,
+        (KernelPattern.QMATVEC_SELF, "q2_k"): launch_qmatvec_q2_k,
+        (KernelPattern.QMATVEC_SELF, "q3_k"): launch_qmatvec_q3_k,
+        (KernelPattern.QMATVEC_SELF, "q4_k"): launch_qmatvec_q4_k,
+        (KernelPattern.QMATVEC_SELF, "q5_k"): launch_qmatvec_q5_k,
+        (KernelPattern.QMATVEC_SELF, "q6_k"): launch_qmatvec_q6_k,
+        (KernelPattern.QMATVEC_SELF, "q8_k"): launch_qmatvec_q8_k,
+        (KernelPattern.DEQUANTIZE_SELF_F32, "f32"): launch_dequantize_f32_f32,
+        (KernelPattern.DEQUANTIZE_SELF_F32, "f16"): launch_dequantize_f16_f32,
+        (KernelPattern.DEQUANTIZE_SELF_F32, "bf16"): launch_dequantize_bf16_f32,
+        (KernelPattern.DEQUANTIZE_SELF_F32, "q4_0"): launch_dequantize_q4_0_f32,
+        (KernelPattern.DEQUANTIZE_SELF_F32, "q4_1"): launch_dequantize_q4_1_f32,
+        (KernelPattern.DEQUANTIZE_SELF_F32, "q5_0"): launch_dequantize_q5_0_f32,
+        (KernelPattern.DEQUANTIZE_SELF_F32, "q5_1"): launch_dequantize_q5_1_f32,
+        (KernelPattern.DEQUANTIZE_SELF_F32, "q8_0"): launch_dequantize_q8_0_f32,
+        (KernelPattern.DEQUANTIZE_SELF_F32, "q8_1"): launch_dequantize_q8_1_f32,
+        (KernelPattern.DEQUANTIZE_SELF_F32, "q2_k"): launch_dequantize_q2_k_f32,
+        (KernelPattern.DEQUANTIZE_SELF_F32, "q3_k"): launch_dequantize_q3_k_f32,
+        (KernelPattern.DEQUANTIZE_SELF_F32, "q4_k"): launch_dequantize_q4_k_f32,
+        (KernelPattern.DEQUANTIZE_SELF_F32, "q5_k"): launch_dequantize_q5_k_f32,
+        (KernelPattern.DEQUANTIZE_SELF_F32, "q6_k"): launch_dequantize_q6_k_f32,
+        (KernelPattern.DEQUANTIZE_SELF_F32, "q8_k"): launch_dequantize_q8_k_f32,
         (KernelPattern.COPY_STRIDED_X, _F32): launch_copy_strided_f32,
     },
 }

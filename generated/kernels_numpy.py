@@ -13,7 +13,7 @@ import numpy as np
 from runtime.params import Kernel
 
 from .backends import lazy_module as _lazy_module
-from .dtypes import UnaryOp, BinaryOp, CmpOp, ReduceOp
+from .dtypes import BinaryOp, CmpOp, ReduceOp, UnaryOp
 
 if TYPE_CHECKING:
     from scipy import special

@@ -22,17 +22,18 @@ if TYPE_CHECKING:
     import runtime.cpu as _rt_cpu
     import runtime.cuda as _rt_cuda
     import runtime.rocm as _rt_rocm
+
     from . import kernels_hip as _kernels_hip
 else:  # imported on first use: a cpu op loads no GPU runtime
-    _rt_cpu = _lazy_module('runtime.cpu')
-    _rt_cuda = _lazy_module('runtime.cuda')
-    _rt_rocm = _lazy_module('runtime.rocm')
+    _rt_cpu = _lazy_module("runtime.cpu")
+    _rt_cuda = _lazy_module("runtime.cuda")
+    _rt_rocm = _lazy_module("runtime.rocm")
     _kernels_hip = _lazy_module(f"{__package__}.kernels_hip")
 
 
 @dataclass(frozen=True)
 class Sigmoid(CustomOp1):
-    '1 / (1 + exp(-x)), elementwise.'
+    "1 / (1 + exp(-x)), elementwise."
 
     name = "sigmoid"
 
@@ -51,7 +52,7 @@ class Sigmoid(CustomOp1):
 
 @dataclass(frozen=True)
 class SoftmaxLastDim(CustomOp1):
-    'Softmax over the last dim.'
+    "Softmax over the last dim."
 
     name = "softmax_last_dim"
 
@@ -70,7 +71,7 @@ class SoftmaxLastDim(CustomOp1):
 
 @dataclass(frozen=True)
 class RmsNorm(CustomOp2):
-    'x (.., d), alpha (d): x / sqrt(mean(x^2) + eps) * alpha.'
+    "x (.., d), alpha (d): x / sqrt(mean(x^2) + eps) * alpha."
 
     name = "rms_norm"
     eps: float
@@ -90,7 +91,7 @@ class RmsNorm(CustomOp2):
 
 @dataclass(frozen=True)
 class LayerNorm(CustomOp3):
-    'x (.., d), alpha, beta (d): (x - mean) / sqrt(var + eps) * alpha + beta.'
+    "x (.., d), alpha, beta (d): (x - mean) / sqrt(var + eps) * alpha + beta."
 
     name = "layer_norm"
     eps: float
@@ -100,17 +101,21 @@ class LayerNorm(CustomOp3):
         return _rt_cpu.layer_norm(s1, l1, s2, l2, s3, l3, self.eps)
 
     def cuda_fwd(self, s1, l1, s2, l2, s3, l3) -> tuple[object, tuple[int, ...]]:
-        _check_dtypes("layer_norm", "cuda", _LAYER_NORM_DTYPES, _rt_cuda.dtype(s1), _rt_cuda.dtype(s2), _rt_cuda.dtype(s3))
+        _check_dtypes(
+            "layer_norm", "cuda", _LAYER_NORM_DTYPES, _rt_cuda.dtype(s1), _rt_cuda.dtype(s2), _rt_cuda.dtype(s3)
+        )
         return _rt_cuda.layer_norm(s1, l1, s2, l2, s3, l3, self.eps, _kernels_hip.NN["layer_norm"])
 
     def rocm_fwd(self, s1, l1, s2, l2, s3, l3) -> tuple[object, tuple[int, ...]]:
-        _check_dtypes("layer_norm", "rocm", _LAYER_NORM_DTYPES, _rt_rocm.dtype(s1), _rt_rocm.dtype(s2), _rt_rocm.dtype(s3))
+        _check_dtypes(
+            "layer_norm", "rocm", _LAYER_NORM_DTYPES, _rt_rocm.dtype(s1), _rt_rocm.dtype(s2), _rt_rocm.dtype(s3)
+        )
         return _rt_rocm.layer_norm(s1, l1, s2, l2, s3, l3, self.eps, _kernels_hip.NN["layer_norm"])
 
 
 @dataclass(frozen=True)
 class RopeI(CustomOp3):
-    'Rotary embedding of interleaved pairs; x (b, h, t, d), cos and sin (t, d/2).'
+    "Rotary embedding of interleaved pairs; x (b, h, t, d), cos and sin (t, d/2)."
 
     name = "rope_i"
 
@@ -129,7 +134,7 @@ class RopeI(CustomOp3):
 
 @dataclass(frozen=True)
 class Rope(CustomOp3):
-    'Rotary embedding of the two halves; x (b, h, t, d), cos and sin (t, d/2).'
+    "Rotary embedding of the two halves; x (b, h, t, d), cos and sin (t, d/2)."
 
     name = "rope"
 
@@ -148,7 +153,7 @@ class Rope(CustomOp3):
 
 @dataclass(frozen=True)
 class RopeThd(CustomOp3):
-    'Rotary embedding of the two halves; x (b, t, h, d), cos and sin (t, d/2).'
+    "Rotary embedding of the two halves; x (b, t, h, d), cos and sin (t, d/2)."
 
     name = "rope_thd"
 
@@ -167,7 +172,7 @@ class RopeThd(CustomOp3):
 
 @dataclass(frozen=True)
 class Sdpa(CustomOp3):
-    'Attention: q (b, h, sq, d), k and v (b, h, skv, d); causal masks align bottom-right.'
+    "Attention: q (b, h, sq, d), k and v (b, h, skv, d); causal masks align bottom-right."
 
     name = "sdpa"
     scale: float
@@ -188,7 +193,7 @@ class Sdpa(CustomOp3):
 
 @dataclass(frozen=True)
 class ArgSort(CustomOp1):
-    'u32 indices that sort each row of the last dim.'
+    "u32 indices that sort each row of the last dim."
 
     name = "arg_sort"
     ascending: bool
@@ -217,11 +222,23 @@ def _check_dtypes(op: str, backend: str, allowed: frozenset[np.dtype], first: np
 
 
 _SIGMOID_DTYPES = frozenset({np.dtype("bfloat16"), np.dtype("float16"), np.dtype("float32"), np.dtype("float64")})
-_SOFTMAX_LAST_DIM_DTYPES = frozenset({np.dtype("bfloat16"), np.dtype("float16"), np.dtype("float32"), np.dtype("float64")})
+_SOFTMAX_LAST_DIM_DTYPES = frozenset(
+    {np.dtype("bfloat16"), np.dtype("float16"), np.dtype("float32"), np.dtype("float64")}
+)
 _RMS_NORM_DTYPES = frozenset({np.dtype("bfloat16"), np.dtype("float16"), np.dtype("float32"), np.dtype("float64")})
 _LAYER_NORM_DTYPES = frozenset({np.dtype("bfloat16"), np.dtype("float16"), np.dtype("float32"), np.dtype("float64")})
 _ROPE_I_DTYPES = frozenset({np.dtype("bfloat16"), np.dtype("float16"), np.dtype("float32"), np.dtype("float64")})
 _ROPE_DTYPES = frozenset({np.dtype("bfloat16"), np.dtype("float16"), np.dtype("float32"), np.dtype("float64")})
 _ROPE_THD_DTYPES = frozenset({np.dtype("bfloat16"), np.dtype("float16"), np.dtype("float32"), np.dtype("float64")})
 _SDPA_DTYPES = frozenset({np.dtype("bfloat16"), np.dtype("float16"), np.dtype("float32")})
-_ARG_SORT_DTYPES = frozenset({np.dtype("uint8"), np.dtype("uint32"), np.dtype("int64"), np.dtype("bfloat16"), np.dtype("float16"), np.dtype("float32"), np.dtype("float64")})
+_ARG_SORT_DTYPES = frozenset(
+    {
+        np.dtype("uint8"),
+        np.dtype("uint32"),
+        np.dtype("int64"),
+        np.dtype("bfloat16"),
+        np.dtype("float16"),
+        np.dtype("float32"),
+        np.dtype("float64"),
+    }
+)

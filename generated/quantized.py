@@ -12,8 +12,7 @@ import numpy as np
 from runtime.errors import DeviceMismatch, DTypeMismatch, OpgenError
 from runtime.layout import Layout
 
-from .backends import Backend, On
-from .backends import lazy_module as _lazy_module
+from .backends import Backend, On, lazy_module as _lazy_module
 from .dtypes import DType, GgmlDType
 from .storage import Storage
 
@@ -21,11 +20,12 @@ if TYPE_CHECKING:
     import runtime.cpu as _rt_cpu
     import runtime.cuda as _rt_cuda
     import runtime.rocm as _rt_rocm
+
     from . import kernels_hip as _kernels_hip
 else:  # imported on first use: a cpu op loads no GPU runtime
-    _rt_cpu = _lazy_module('runtime.cpu')
-    _rt_cuda = _lazy_module('runtime.cuda')
-    _rt_rocm = _lazy_module('runtime.rocm')
+    _rt_cpu = _lazy_module("runtime.cpu")
+    _rt_cuda = _lazy_module("runtime.cuda")
+    _rt_rocm = _lazy_module("runtime.rocm")
     _kernels_hip = _lazy_module(f"{__package__}.kernels_hip")
 
 
@@ -76,7 +76,7 @@ class QStorage:
                 return _rt_rocm.q_size_in_bytes(self.inner)
 
     def data(self) -> np.ndarray:
-        'The raw GGML blocks, as a host uint8 array.'
+        "The raw GGML blocks, as a host uint8 array."
         match self.backend:
             case On.CPU:
                 return _rt_cpu.q_data(self.inner)
@@ -86,24 +86,32 @@ class QStorage:
                 return _rt_rocm.q_data(self.inner)
 
     def dequantize(self, elem_count: int) -> Storage:
-        'The first elem_count values, as f32.'
+        "The first elem_count values, as f32."
         match self.backend:
             case On.CPU:
                 return Storage(On.CPU, _rt_cpu.q_dequantize(self.inner, elem_count))
             case On.CUDA:
-                return Storage(On.CUDA, _rt_cuda.q_dequantize(self.inner, elem_count, _kernels_hip.QSTORAGE["dequantize"]))
+                return Storage(
+                    On.CUDA, _rt_cuda.q_dequantize(self.inner, elem_count, _kernels_hip.QSTORAGE["dequantize"])
+                )
             case On.ROCM:
-                return Storage(On.ROCM, _rt_rocm.q_dequantize(self.inner, elem_count, _kernels_hip.QSTORAGE["dequantize"]))
+                return Storage(
+                    On.ROCM, _rt_rocm.q_dequantize(self.inner, elem_count, _kernels_hip.QSTORAGE["dequantize"])
+                )
 
     def dequantize_f16(self, elem_count: int) -> Storage:
-        'The first elem_count values, as f16.'
+        "The first elem_count values, as f16."
         match self.backend:
             case On.CPU:
                 return Storage(On.CPU, _rt_cpu.q_dequantize_f16(self.inner, elem_count))
             case On.CUDA:
-                return Storage(On.CUDA, _rt_cuda.q_dequantize_f16(self.inner, elem_count, _kernels_hip.QSTORAGE["dequantize_f16"]))
+                return Storage(
+                    On.CUDA, _rt_cuda.q_dequantize_f16(self.inner, elem_count, _kernels_hip.QSTORAGE["dequantize_f16"])
+                )
             case On.ROCM:
-                return Storage(On.ROCM, _rt_rocm.q_dequantize_f16(self.inner, elem_count, _kernels_hip.QSTORAGE["dequantize_f16"]))
+                return Storage(
+                    On.ROCM, _rt_rocm.q_dequantize_f16(self.inner, elem_count, _kernels_hip.QSTORAGE["dequantize_f16"])
+                )
 
     def matmul(self, x: Storage, x_layout: Layout, shape: tuple[int, int]) -> Storage:
         "Candle's QMatMul: x (.., k) @ W^T for the weight W of shape (n, k) these blocks hold; f32 (.., n)."
@@ -119,13 +127,17 @@ class QStorage:
                     raise _device_mismatch("matmul", self, x)
                 if x.dtype() not in _MATMUL_X_DTYPES:
                     raise _dtype_not_in("matmul", x, _MATMUL_X_DTYPES)
-                return Storage(On.CUDA, _rt_cuda.q_matmul(self.inner, x.inner, x_layout, shape, _kernels_hip.QSTORAGE["matmul"]))
+                return Storage(
+                    On.CUDA, _rt_cuda.q_matmul(self.inner, x.inner, x_layout, shape, _kernels_hip.QSTORAGE["matmul"])
+                )
             case On.ROCM:
                 if x.backend is not self.backend:
                     raise _device_mismatch("matmul", self, x)
                 if x.dtype() not in _MATMUL_X_DTYPES:
                     raise _dtype_not_in("matmul", x, _MATMUL_X_DTYPES)
-                return Storage(On.ROCM, _rt_rocm.q_matmul(self.inner, x.inner, x_layout, shape, _kernels_hip.QSTORAGE["matmul"]))
+                return Storage(
+                    On.ROCM, _rt_rocm.q_matmul(self.inner, x.inner, x_layout, shape, _kernels_hip.QSTORAGE["matmul"])
+                )
 
 
 def _device_mismatch(op: str, this: QStorage, other: Storage) -> DeviceMismatch:

@@ -16,22 +16,20 @@ from runtime.params import (
     MatmulDims,
 )
 
-from .backends import Backend, On
-from .backends import lazy_module as _lazy_module
+from .backends import Backend, On, lazy_module as _lazy_module
 from .custom_ops import CustomOp1, CustomOp2, CustomOp3, InplaceOp1, InplaceOp2, InplaceOp3
-from .dtypes import UnaryOp, BinaryOp, CmpOp, ReduceOp, DType
-from .dtypes import dtype_of as _dtype_of
+from .dtypes import BinaryOp, CmpOp, DType, ReduceOp, UnaryOp, dtype_of as _dtype_of
 
 if TYPE_CHECKING:
     import runtime.cpu as _rt_cpu
     import runtime.cuda as _rt_cuda
     import runtime.rocm as _rt_rocm
-    from . import kernels_hip as _kernels_hip
-    from . import kernels_numpy as _kernels_numpy
+
+    from . import kernels_hip as _kernels_hip, kernels_numpy as _kernels_numpy
 else:  # imported on first use: a cpu op loads no GPU runtime
-    _rt_cpu = _lazy_module('runtime.cpu')
-    _rt_cuda = _lazy_module('runtime.cuda')
-    _rt_rocm = _lazy_module('runtime.rocm')
+    _rt_cpu = _lazy_module("runtime.cpu")
+    _rt_cuda = _lazy_module("runtime.cuda")
+    _rt_rocm = _lazy_module("runtime.rocm")
     _kernels_hip = _lazy_module(f"{__package__}.kernels_hip")
     _kernels_numpy = _lazy_module(f"{__package__}.kernels_numpy")
 
@@ -132,42 +130,55 @@ class Storage:
                 if rhs.backend is not self.backend:
                     raise _device_mismatch("cmp", self, rhs)
                 _dtype = _rt_cpu.dtype(self.inner)
-                if _rt_cpu.dtype(rhs.inner) is not _dtype and _dtype_of(_rt_cpu.dtype(rhs.inner)) is not _dtype_of(_dtype):
+                _rhs_dtype = _rt_cpu.dtype(rhs.inner)
+                if _rhs_dtype is not _dtype and _dtype_of(_rhs_dtype) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("cmp", self, rhs)
                 if rhs_layout.shape != lhs_layout.shape:
                     raise ShapeMismatch("cmp", self.backend.value, lhs_layout.shape, rhs_layout.shape)
-                return Storage(On.CPU, _rt_cpu.cmp(self.inner, _kernels_numpy.CMP[op], rhs.inner, lhs_layout, rhs_layout))
+                return Storage(
+                    On.CPU, _rt_cpu.cmp(self.inner, _kernels_numpy.CMP[op], rhs.inner, lhs_layout, rhs_layout)
+                )
             case On.CUDA:
                 if rhs.backend is not self.backend:
                     raise _device_mismatch("cmp", self, rhs)
                 _dtype = _rt_cuda.dtype(self.inner)
-                if _rt_cuda.dtype(rhs.inner) is not _dtype and _dtype_of(_rt_cuda.dtype(rhs.inner)) is not _dtype_of(_dtype):
+                _rhs_dtype = _rt_cuda.dtype(rhs.inner)
+                if _rhs_dtype is not _dtype and _dtype_of(_rhs_dtype) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("cmp", self, rhs)
                 if rhs_layout.shape != lhs_layout.shape:
                     raise ShapeMismatch("cmp", self.backend.value, lhs_layout.shape, rhs_layout.shape)
-                return Storage(On.CUDA, _rt_cuda.cmp(self.inner, _kernels_hip.CMP[op], rhs.inner, lhs_layout, rhs_layout))
+                return Storage(
+                    On.CUDA, _rt_cuda.cmp(self.inner, _kernels_hip.CMP[op], rhs.inner, lhs_layout, rhs_layout)
+                )
             case On.ROCM:
                 if rhs.backend is not self.backend:
                     raise _device_mismatch("cmp", self, rhs)
                 _dtype = _rt_rocm.dtype(self.inner)
-                if _rt_rocm.dtype(rhs.inner) is not _dtype and _dtype_of(_rt_rocm.dtype(rhs.inner)) is not _dtype_of(_dtype):
+                _rhs_dtype = _rt_rocm.dtype(rhs.inner)
+                if _rhs_dtype is not _dtype and _dtype_of(_rhs_dtype) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("cmp", self, rhs)
                 if rhs_layout.shape != lhs_layout.shape:
                     raise ShapeMismatch("cmp", self.backend.value, lhs_layout.shape, rhs_layout.shape)
-                return Storage(On.ROCM, _rt_rocm.cmp(self.inner, _kernels_hip.CMP[op], rhs.inner, lhs_layout, rhs_layout))
+                return Storage(
+                    On.ROCM, _rt_rocm.cmp(self.inner, _kernels_hip.CMP[op], rhs.inner, lhs_layout, rhs_layout)
+                )
 
     def reduce_op(self, op: ReduceOp, layout: Layout, dims: tuple[int, ...]) -> Storage:
         match self.backend:
             case On.CPU:
                 return Storage(On.CPU, _rt_cpu.reduce_op(self.inner, _kernels_numpy.REDUCE[op], layout, dims))
             case On.CUDA:
-                _out = _rt_cuda.reduce_op(self.inner, _kernels_hip.REDUCE[op], layout, dims, _kernels_hip.STORAGE["reduce_op"])
+                _out = _rt_cuda.reduce_op(
+                    self.inner, _kernels_hip.REDUCE[op], layout, dims, _kernels_hip.STORAGE["reduce_op"]
+                )
                 _storage = _new_object(Storage)
                 _storage.backend = _ON_CUDA
                 _storage.inner = _out
                 return _storage
             case On.ROCM:
-                _out = _rt_rocm.reduce_op(self.inner, _kernels_hip.REDUCE[op], layout, dims, _kernels_hip.STORAGE["reduce_op"])
+                _out = _rt_rocm.reduce_op(
+                    self.inner, _kernels_hip.REDUCE[op], layout, dims, _kernels_hip.STORAGE["reduce_op"]
+                )
                 _storage = _new_object(Storage)
                 _storage.backend = _ON_ROCM
                 _storage.inner = _out
@@ -224,7 +235,13 @@ class Storage:
                 pass
             else:
                 _n = lhs_layout.dense_count
-                if _other.dtype is _dt and _n == _inner.size and _n == _other.size and _n == rhs_layout.dense_count and (rhs_layout is lhs_layout or rhs_layout.shape == lhs_layout.shape):
+                if (
+                    _other.dtype is _dt
+                    and _n == _inner.size
+                    and _n == _other.size
+                    and _n == rhs_layout.dense_count
+                    and (rhs_layout is lhs_layout or rhs_layout.shape == lhs_layout.shape)
+                ):
                     _out = _f(_inner, _other)
                     if _out is not _inner and _out is not _other:
                         _storage = _new_object(Storage)
@@ -236,16 +253,20 @@ class Storage:
                 if rhs.backend is not self.backend:
                     raise _device_mismatch("binary", self, rhs)
                 _dtype = _rt_cpu.dtype(self.inner)
-                if _rt_cpu.dtype(rhs.inner) is not _dtype and _dtype_of(_rt_cpu.dtype(rhs.inner)) is not _dtype_of(_dtype):
+                _rhs_dtype = _rt_cpu.dtype(rhs.inner)
+                if _rhs_dtype is not _dtype and _dtype_of(_rhs_dtype) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("binary", self, rhs)
                 if rhs_layout.shape != lhs_layout.shape:
                     raise ShapeMismatch("binary", self.backend.value, lhs_layout.shape, rhs_layout.shape)
-                return Storage(On.CPU, _rt_cpu.binary(self.inner, _kernels_numpy.BINARY[op], rhs.inner, lhs_layout, rhs_layout))
+                return Storage(
+                    On.CPU, _rt_cpu.binary(self.inner, _kernels_numpy.BINARY[op], rhs.inner, lhs_layout, rhs_layout)
+                )
             case On.CUDA:
                 if rhs.backend is not self.backend:
                     raise _device_mismatch("binary", self, rhs)
                 _dtype = _rt_cuda.dtype(self.inner)
-                if _rt_cuda.dtype(rhs.inner) is not _dtype and _dtype_of(_rt_cuda.dtype(rhs.inner)) is not _dtype_of(_dtype):
+                _rhs_dtype = _rt_cuda.dtype(rhs.inner)
+                if _rhs_dtype is not _dtype and _dtype_of(_rhs_dtype) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("binary", self, rhs)
                 if rhs_layout.shape != lhs_layout.shape:
                     raise ShapeMismatch("binary", self.backend.value, lhs_layout.shape, rhs_layout.shape)
@@ -258,7 +279,8 @@ class Storage:
                 if rhs.backend is not self.backend:
                     raise _device_mismatch("binary", self, rhs)
                 _dtype = _rt_rocm.dtype(self.inner)
-                if _rt_rocm.dtype(rhs.inner) is not _dtype and _dtype_of(_rt_rocm.dtype(rhs.inner)) is not _dtype_of(_dtype):
+                _rhs_dtype = _rt_rocm.dtype(rhs.inner)
+                if _rhs_dtype is not _dtype and _dtype_of(_rhs_dtype) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("binary", self, rhs)
                 if rhs_layout.shape != lhs_layout.shape:
                     raise ShapeMismatch("binary", self.backend.value, lhs_layout.shape, rhs_layout.shape)
@@ -268,7 +290,9 @@ class Storage:
                 _storage.inner = _out
                 return _storage
 
-    def where_cond(self, layout: Layout, on_true: Storage, true_layout: Layout, on_false: Storage, false_layout: Layout) -> Storage:
+    def where_cond(
+        self, layout: Layout, on_true: Storage, true_layout: Layout, on_false: Storage, false_layout: Layout
+    ) -> Storage:
         match self.backend:
             case On.CPU:
                 if on_true.backend is not self.backend:
@@ -276,7 +300,8 @@ class Storage:
                 if on_false.backend is not self.backend:
                     raise _device_mismatch("where_cond", self, on_false)
                 _dtype = _rt_cpu.dtype(on_true.inner)
-                if _rt_cpu.dtype(on_false.inner) is not _dtype and _dtype_of(_rt_cpu.dtype(on_false.inner)) is not _dtype_of(_dtype):
+                _on_false_dtype = _rt_cpu.dtype(on_false.inner)
+                if _on_false_dtype is not _dtype and _dtype_of(_on_false_dtype) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("where_cond", on_true, on_false)
                 if true_layout.shape != layout.shape:
                     raise ShapeMismatch("where_cond", self.backend.value, layout.shape, true_layout.shape)
@@ -284,14 +309,18 @@ class Storage:
                     raise ShapeMismatch("where_cond", self.backend.value, layout.shape, false_layout.shape)
                 if _dtype_of(_rt_cpu.dtype(self.inner)) not in _WHERE_COND_SELF_DTYPES:
                     raise _dtype_not_in("where_cond", self, _WHERE_COND_SELF_DTYPES)
-                return Storage(On.CPU, _rt_cpu.where_cond(self.inner, layout, on_true.inner, true_layout, on_false.inner, false_layout))
+                return Storage(
+                    On.CPU,
+                    _rt_cpu.where_cond(self.inner, layout, on_true.inner, true_layout, on_false.inner, false_layout),
+                )
             case On.CUDA:
                 if on_true.backend is not self.backend:
                     raise _device_mismatch("where_cond", self, on_true)
                 if on_false.backend is not self.backend:
                     raise _device_mismatch("where_cond", self, on_false)
                 _dtype = _rt_cuda.dtype(on_true.inner)
-                if _rt_cuda.dtype(on_false.inner) is not _dtype and _dtype_of(_rt_cuda.dtype(on_false.inner)) is not _dtype_of(_dtype):
+                _on_false_dtype = _rt_cuda.dtype(on_false.inner)
+                if _on_false_dtype is not _dtype and _dtype_of(_on_false_dtype) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("where_cond", on_true, on_false)
                 if true_layout.shape != layout.shape:
                     raise ShapeMismatch("where_cond", self.backend.value, layout.shape, true_layout.shape)
@@ -299,14 +328,26 @@ class Storage:
                     raise ShapeMismatch("where_cond", self.backend.value, layout.shape, false_layout.shape)
                 if _dtype_of(_rt_cuda.dtype(self.inner)) not in _WHERE_COND_SELF_DTYPES:
                     raise _dtype_not_in("where_cond", self, _WHERE_COND_SELF_DTYPES)
-                return Storage(On.CUDA, _rt_cuda.where_cond(self.inner, layout, on_true.inner, true_layout, on_false.inner, false_layout, _kernels_hip.STORAGE["where_cond"]))
+                return Storage(
+                    On.CUDA,
+                    _rt_cuda.where_cond(
+                        self.inner,
+                        layout,
+                        on_true.inner,
+                        true_layout,
+                        on_false.inner,
+                        false_layout,
+                        _kernels_hip.STORAGE["where_cond"],
+                    ),
+                )
             case On.ROCM:
                 if on_true.backend is not self.backend:
                     raise _device_mismatch("where_cond", self, on_true)
                 if on_false.backend is not self.backend:
                     raise _device_mismatch("where_cond", self, on_false)
                 _dtype = _rt_rocm.dtype(on_true.inner)
-                if _rt_rocm.dtype(on_false.inner) is not _dtype and _dtype_of(_rt_rocm.dtype(on_false.inner)) is not _dtype_of(_dtype):
+                _on_false_dtype = _rt_rocm.dtype(on_false.inner)
+                if _on_false_dtype is not _dtype and _dtype_of(_on_false_dtype) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("where_cond", on_true, on_false)
                 if true_layout.shape != layout.shape:
                     raise ShapeMismatch("where_cond", self.backend.value, layout.shape, true_layout.shape)
@@ -314,7 +355,18 @@ class Storage:
                     raise ShapeMismatch("where_cond", self.backend.value, layout.shape, false_layout.shape)
                 if _dtype_of(_rt_rocm.dtype(self.inner)) not in _WHERE_COND_SELF_DTYPES:
                     raise _dtype_not_in("where_cond", self, _WHERE_COND_SELF_DTYPES)
-                return Storage(On.ROCM, _rt_rocm.where_cond(self.inner, layout, on_true.inner, true_layout, on_false.inner, false_layout, _kernels_hip.STORAGE["where_cond"]))
+                return Storage(
+                    On.ROCM,
+                    _rt_rocm.where_cond(
+                        self.inner,
+                        layout,
+                        on_true.inner,
+                        true_layout,
+                        on_false.inner,
+                        false_layout,
+                        _kernels_hip.STORAGE["where_cond"],
+                    ),
+                )
 
     def conv1d(self, layout: Layout, kernel: Storage, kernel_layout: Layout, params: ConvParams1D) -> Storage:
         match self.backend:
@@ -322,47 +374,87 @@ class Storage:
                 if kernel.backend is not self.backend:
                     raise _device_mismatch("conv1d", self, kernel)
                 _dtype = _rt_cpu.dtype(self.inner)
-                if _rt_cpu.dtype(kernel.inner) is not _dtype and _dtype_of(_rt_cpu.dtype(kernel.inner)) is not _dtype_of(_dtype):
+                _kernel_dtype = _rt_cpu.dtype(kernel.inner)
+                if _kernel_dtype is not _dtype and _dtype_of(_kernel_dtype) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("conv1d", self, kernel)
                 return Storage(On.CPU, _rt_cpu.conv1d(self.inner, layout, kernel.inner, kernel_layout, params))
             case On.CUDA:
                 if kernel.backend is not self.backend:
                     raise _device_mismatch("conv1d", self, kernel)
                 _dtype = _rt_cuda.dtype(self.inner)
-                if _rt_cuda.dtype(kernel.inner) is not _dtype and _dtype_of(_rt_cuda.dtype(kernel.inner)) is not _dtype_of(_dtype):
+                _kernel_dtype = _rt_cuda.dtype(kernel.inner)
+                if _kernel_dtype is not _dtype and _dtype_of(_kernel_dtype) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("conv1d", self, kernel)
-                return Storage(On.CUDA, _rt_cuda.conv1d(self.inner, layout, kernel.inner, kernel_layout, params, _kernels_hip.STORAGE["conv1d"]))
+                return Storage(
+                    On.CUDA,
+                    _rt_cuda.conv1d(
+                        self.inner, layout, kernel.inner, kernel_layout, params, _kernels_hip.STORAGE["conv1d"]
+                    ),
+                )
             case On.ROCM:
                 if kernel.backend is not self.backend:
                     raise _device_mismatch("conv1d", self, kernel)
                 _dtype = _rt_rocm.dtype(self.inner)
-                if _rt_rocm.dtype(kernel.inner) is not _dtype and _dtype_of(_rt_rocm.dtype(kernel.inner)) is not _dtype_of(_dtype):
+                _kernel_dtype = _rt_rocm.dtype(kernel.inner)
+                if _kernel_dtype is not _dtype and _dtype_of(_kernel_dtype) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("conv1d", self, kernel)
-                return Storage(On.ROCM, _rt_rocm.conv1d(self.inner, layout, kernel.inner, kernel_layout, params, _kernels_hip.STORAGE["conv1d"]))
+                return Storage(
+                    On.ROCM,
+                    _rt_rocm.conv1d(
+                        self.inner, layout, kernel.inner, kernel_layout, params, _kernels_hip.STORAGE["conv1d"]
+                    ),
+                )
 
-    def conv_transpose1d(self, layout: Layout, kernel: Storage, kernel_layout: Layout, params: ConvTransposeParams1D) -> Storage:
+    def conv_transpose1d(
+        self, layout: Layout, kernel: Storage, kernel_layout: Layout, params: ConvTransposeParams1D
+    ) -> Storage:
         match self.backend:
             case On.CPU:
                 if kernel.backend is not self.backend:
                     raise _device_mismatch("conv_transpose1d", self, kernel)
                 _dtype = _rt_cpu.dtype(self.inner)
-                if _rt_cpu.dtype(kernel.inner) is not _dtype and _dtype_of(_rt_cpu.dtype(kernel.inner)) is not _dtype_of(_dtype):
+                _kernel_dtype = _rt_cpu.dtype(kernel.inner)
+                if _kernel_dtype is not _dtype and _dtype_of(_kernel_dtype) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("conv_transpose1d", self, kernel)
-                return Storage(On.CPU, _rt_cpu.conv_transpose1d(self.inner, layout, kernel.inner, kernel_layout, params))
+                return Storage(
+                    On.CPU, _rt_cpu.conv_transpose1d(self.inner, layout, kernel.inner, kernel_layout, params)
+                )
             case On.CUDA:
                 if kernel.backend is not self.backend:
                     raise _device_mismatch("conv_transpose1d", self, kernel)
                 _dtype = _rt_cuda.dtype(self.inner)
-                if _rt_cuda.dtype(kernel.inner) is not _dtype and _dtype_of(_rt_cuda.dtype(kernel.inner)) is not _dtype_of(_dtype):
+                _kernel_dtype = _rt_cuda.dtype(kernel.inner)
+                if _kernel_dtype is not _dtype and _dtype_of(_kernel_dtype) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("conv_transpose1d", self, kernel)
-                return Storage(On.CUDA, _rt_cuda.conv_transpose1d(self.inner, layout, kernel.inner, kernel_layout, params, _kernels_hip.STORAGE["conv_transpose1d"]))
+                return Storage(
+                    On.CUDA,
+                    _rt_cuda.conv_transpose1d(
+                        self.inner,
+                        layout,
+                        kernel.inner,
+                        kernel_layout,
+                        params,
+                        _kernels_hip.STORAGE["conv_transpose1d"],
+                    ),
+                )
             case On.ROCM:
                 if kernel.backend is not self.backend:
                     raise _device_mismatch("conv_transpose1d", self, kernel)
                 _dtype = _rt_rocm.dtype(self.inner)
-                if _rt_rocm.dtype(kernel.inner) is not _dtype and _dtype_of(_rt_rocm.dtype(kernel.inner)) is not _dtype_of(_dtype):
+                _kernel_dtype = _rt_rocm.dtype(kernel.inner)
+                if _kernel_dtype is not _dtype and _dtype_of(_kernel_dtype) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("conv_transpose1d", self, kernel)
-                return Storage(On.ROCM, _rt_rocm.conv_transpose1d(self.inner, layout, kernel.inner, kernel_layout, params, _kernels_hip.STORAGE["conv_transpose1d"]))
+                return Storage(
+                    On.ROCM,
+                    _rt_rocm.conv_transpose1d(
+                        self.inner,
+                        layout,
+                        kernel.inner,
+                        kernel_layout,
+                        params,
+                        _kernels_hip.STORAGE["conv_transpose1d"],
+                    ),
+                )
 
     def conv2d(self, layout: Layout, kernel: Storage, kernel_layout: Layout, params: ConvParams2D) -> Storage:
         match self.backend:
@@ -370,83 +462,151 @@ class Storage:
                 if kernel.backend is not self.backend:
                     raise _device_mismatch("conv2d", self, kernel)
                 _dtype = _rt_cpu.dtype(self.inner)
-                if _rt_cpu.dtype(kernel.inner) is not _dtype and _dtype_of(_rt_cpu.dtype(kernel.inner)) is not _dtype_of(_dtype):
+                _kernel_dtype = _rt_cpu.dtype(kernel.inner)
+                if _kernel_dtype is not _dtype and _dtype_of(_kernel_dtype) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("conv2d", self, kernel)
                 return Storage(On.CPU, _rt_cpu.conv2d(self.inner, layout, kernel.inner, kernel_layout, params))
             case On.CUDA:
                 if kernel.backend is not self.backend:
                     raise _device_mismatch("conv2d", self, kernel)
                 _dtype = _rt_cuda.dtype(self.inner)
-                if _rt_cuda.dtype(kernel.inner) is not _dtype and _dtype_of(_rt_cuda.dtype(kernel.inner)) is not _dtype_of(_dtype):
+                _kernel_dtype = _rt_cuda.dtype(kernel.inner)
+                if _kernel_dtype is not _dtype and _dtype_of(_kernel_dtype) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("conv2d", self, kernel)
-                return Storage(On.CUDA, _rt_cuda.conv2d(self.inner, layout, kernel.inner, kernel_layout, params, _kernels_hip.STORAGE["conv2d"]))
+                return Storage(
+                    On.CUDA,
+                    _rt_cuda.conv2d(
+                        self.inner, layout, kernel.inner, kernel_layout, params, _kernels_hip.STORAGE["conv2d"]
+                    ),
+                )
             case On.ROCM:
                 if kernel.backend is not self.backend:
                     raise _device_mismatch("conv2d", self, kernel)
                 _dtype = _rt_rocm.dtype(self.inner)
-                if _rt_rocm.dtype(kernel.inner) is not _dtype and _dtype_of(_rt_rocm.dtype(kernel.inner)) is not _dtype_of(_dtype):
+                _kernel_dtype = _rt_rocm.dtype(kernel.inner)
+                if _kernel_dtype is not _dtype and _dtype_of(_kernel_dtype) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("conv2d", self, kernel)
-                return Storage(On.ROCM, _rt_rocm.conv2d(self.inner, layout, kernel.inner, kernel_layout, params, _kernels_hip.STORAGE["conv2d"]))
+                return Storage(
+                    On.ROCM,
+                    _rt_rocm.conv2d(
+                        self.inner, layout, kernel.inner, kernel_layout, params, _kernels_hip.STORAGE["conv2d"]
+                    ),
+                )
 
-    def conv_transpose2d(self, layout: Layout, kernel: Storage, kernel_layout: Layout, params: ConvTransposeParams2D) -> Storage:
+    def conv_transpose2d(
+        self, layout: Layout, kernel: Storage, kernel_layout: Layout, params: ConvTransposeParams2D
+    ) -> Storage:
         match self.backend:
             case On.CPU:
                 if kernel.backend is not self.backend:
                     raise _device_mismatch("conv_transpose2d", self, kernel)
                 _dtype = _rt_cpu.dtype(self.inner)
-                if _rt_cpu.dtype(kernel.inner) is not _dtype and _dtype_of(_rt_cpu.dtype(kernel.inner)) is not _dtype_of(_dtype):
+                _kernel_dtype = _rt_cpu.dtype(kernel.inner)
+                if _kernel_dtype is not _dtype and _dtype_of(_kernel_dtype) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("conv_transpose2d", self, kernel)
-                return Storage(On.CPU, _rt_cpu.conv_transpose2d(self.inner, layout, kernel.inner, kernel_layout, params))
+                return Storage(
+                    On.CPU, _rt_cpu.conv_transpose2d(self.inner, layout, kernel.inner, kernel_layout, params)
+                )
             case On.CUDA:
                 if kernel.backend is not self.backend:
                     raise _device_mismatch("conv_transpose2d", self, kernel)
                 _dtype = _rt_cuda.dtype(self.inner)
-                if _rt_cuda.dtype(kernel.inner) is not _dtype and _dtype_of(_rt_cuda.dtype(kernel.inner)) is not _dtype_of(_dtype):
+                _kernel_dtype = _rt_cuda.dtype(kernel.inner)
+                if _kernel_dtype is not _dtype and _dtype_of(_kernel_dtype) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("conv_transpose2d", self, kernel)
-                return Storage(On.CUDA, _rt_cuda.conv_transpose2d(self.inner, layout, kernel.inner, kernel_layout, params, _kernels_hip.STORAGE["conv_transpose2d"]))
+                return Storage(
+                    On.CUDA,
+                    _rt_cuda.conv_transpose2d(
+                        self.inner,
+                        layout,
+                        kernel.inner,
+                        kernel_layout,
+                        params,
+                        _kernels_hip.STORAGE["conv_transpose2d"],
+                    ),
+                )
             case On.ROCM:
                 if kernel.backend is not self.backend:
                     raise _device_mismatch("conv_transpose2d", self, kernel)
                 _dtype = _rt_rocm.dtype(self.inner)
-                if _rt_rocm.dtype(kernel.inner) is not _dtype and _dtype_of(_rt_rocm.dtype(kernel.inner)) is not _dtype_of(_dtype):
+                _kernel_dtype = _rt_rocm.dtype(kernel.inner)
+                if _kernel_dtype is not _dtype and _dtype_of(_kernel_dtype) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("conv_transpose2d", self, kernel)
-                return Storage(On.ROCM, _rt_rocm.conv_transpose2d(self.inner, layout, kernel.inner, kernel_layout, params, _kernels_hip.STORAGE["conv_transpose2d"]))
+                return Storage(
+                    On.ROCM,
+                    _rt_rocm.conv_transpose2d(
+                        self.inner,
+                        layout,
+                        kernel.inner,
+                        kernel_layout,
+                        params,
+                        _kernels_hip.STORAGE["conv_transpose2d"],
+                    ),
+                )
 
     def avg_pool2d(self, layout: Layout, kernel_size: tuple[int, int], stride: tuple[int, int]) -> Storage:
         match self.backend:
             case On.CPU:
                 return Storage(On.CPU, _rt_cpu.avg_pool2d(self.inner, layout, kernel_size, stride))
             case On.CUDA:
-                return Storage(On.CUDA, _rt_cuda.avg_pool2d(self.inner, layout, kernel_size, stride, _kernels_hip.STORAGE["avg_pool2d"]))
+                return Storage(
+                    On.CUDA,
+                    _rt_cuda.avg_pool2d(self.inner, layout, kernel_size, stride, _kernels_hip.STORAGE["avg_pool2d"]),
+                )
             case On.ROCM:
-                return Storage(On.ROCM, _rt_rocm.avg_pool2d(self.inner, layout, kernel_size, stride, _kernels_hip.STORAGE["avg_pool2d"]))
+                return Storage(
+                    On.ROCM,
+                    _rt_rocm.avg_pool2d(self.inner, layout, kernel_size, stride, _kernels_hip.STORAGE["avg_pool2d"]),
+                )
 
     def max_pool2d(self, layout: Layout, kernel_size: tuple[int, int], stride: tuple[int, int]) -> Storage:
         match self.backend:
             case On.CPU:
                 return Storage(On.CPU, _rt_cpu.max_pool2d(self.inner, layout, kernel_size, stride))
             case On.CUDA:
-                return Storage(On.CUDA, _rt_cuda.max_pool2d(self.inner, layout, kernel_size, stride, _kernels_hip.STORAGE["max_pool2d"]))
+                return Storage(
+                    On.CUDA,
+                    _rt_cuda.max_pool2d(self.inner, layout, kernel_size, stride, _kernels_hip.STORAGE["max_pool2d"]),
+                )
             case On.ROCM:
-                return Storage(On.ROCM, _rt_rocm.max_pool2d(self.inner, layout, kernel_size, stride, _kernels_hip.STORAGE["max_pool2d"]))
+                return Storage(
+                    On.ROCM,
+                    _rt_rocm.max_pool2d(self.inner, layout, kernel_size, stride, _kernels_hip.STORAGE["max_pool2d"]),
+                )
 
     def upsample_nearest1d(self, layout: Layout, size: int) -> Storage:
         match self.backend:
             case On.CPU:
                 return Storage(On.CPU, _rt_cpu.upsample_nearest1d(self.inner, layout, size))
             case On.CUDA:
-                return Storage(On.CUDA, _rt_cuda.upsample_nearest1d(self.inner, layout, size, _kernels_hip.STORAGE["upsample_nearest1d"]))
+                return Storage(
+                    On.CUDA,
+                    _rt_cuda.upsample_nearest1d(self.inner, layout, size, _kernels_hip.STORAGE["upsample_nearest1d"]),
+                )
             case On.ROCM:
-                return Storage(On.ROCM, _rt_rocm.upsample_nearest1d(self.inner, layout, size, _kernels_hip.STORAGE["upsample_nearest1d"]))
+                return Storage(
+                    On.ROCM,
+                    _rt_rocm.upsample_nearest1d(self.inner, layout, size, _kernels_hip.STORAGE["upsample_nearest1d"]),
+                )
 
     def upsample_nearest2d(self, layout: Layout, height: int, width: int) -> Storage:
         match self.backend:
             case On.CPU:
                 return Storage(On.CPU, _rt_cpu.upsample_nearest2d(self.inner, layout, height, width))
             case On.CUDA:
-                return Storage(On.CUDA, _rt_cuda.upsample_nearest2d(self.inner, layout, height, width, _kernels_hip.STORAGE["upsample_nearest2d"]))
+                return Storage(
+                    On.CUDA,
+                    _rt_cuda.upsample_nearest2d(
+                        self.inner, layout, height, width, _kernels_hip.STORAGE["upsample_nearest2d"]
+                    ),
+                )
             case On.ROCM:
-                return Storage(On.ROCM, _rt_rocm.upsample_nearest2d(self.inner, layout, height, width, _kernels_hip.STORAGE["upsample_nearest2d"]))
+                return Storage(
+                    On.ROCM,
+                    _rt_rocm.upsample_nearest2d(
+                        self.inner, layout, height, width, _kernels_hip.STORAGE["upsample_nearest2d"]
+                    ),
+                )
 
     def gather(self, layout: Layout, ids: Storage, ids_layout: Layout, dim: int) -> Storage:
         match self.backend:
@@ -461,15 +621,23 @@ class Storage:
                     raise _device_mismatch("gather", self, ids)
                 if _dtype_of(_rt_cuda.dtype(ids.inner)) not in _GATHER_IDS_DTYPES:
                     raise _dtype_not_in("gather", ids, _GATHER_IDS_DTYPES)
-                return Storage(On.CUDA, _rt_cuda.gather(self.inner, layout, ids.inner, ids_layout, dim, _kernels_hip.STORAGE["gather"]))
+                return Storage(
+                    On.CUDA,
+                    _rt_cuda.gather(self.inner, layout, ids.inner, ids_layout, dim, _kernels_hip.STORAGE["gather"]),
+                )
             case On.ROCM:
                 if ids.backend is not self.backend:
                     raise _device_mismatch("gather", self, ids)
                 if _dtype_of(_rt_rocm.dtype(ids.inner)) not in _GATHER_IDS_DTYPES:
                     raise _dtype_not_in("gather", ids, _GATHER_IDS_DTYPES)
-                return Storage(On.ROCM, _rt_rocm.gather(self.inner, layout, ids.inner, ids_layout, dim, _kernels_hip.STORAGE["gather"]))
+                return Storage(
+                    On.ROCM,
+                    _rt_rocm.gather(self.inner, layout, ids.inner, ids_layout, dim, _kernels_hip.STORAGE["gather"]),
+                )
 
-    def scatter_set(self, layout: Layout, ids: Storage, ids_layout: Layout, src: Storage, src_layout: Layout, dim: int) -> None:
+    def scatter_set(
+        self, layout: Layout, ids: Storage, ids_layout: Layout, src: Storage, src_layout: Layout, dim: int
+    ) -> None:
         match self.backend:
             case On.CPU:
                 if ids.backend is not self.backend:
@@ -477,7 +645,8 @@ class Storage:
                 if src.backend is not self.backend:
                     raise _device_mismatch("scatter_set", self, src)
                 _dtype = _rt_cpu.dtype(self.inner)
-                if _rt_cpu.dtype(src.inner) is not _dtype and _dtype_of(_rt_cpu.dtype(src.inner)) is not _dtype_of(_dtype):
+                _src_dtype = _rt_cpu.dtype(src.inner)
+                if _src_dtype is not _dtype and _dtype_of(_src_dtype) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("scatter_set", self, src)
                 if _dtype_of(_rt_cpu.dtype(ids.inner)) not in _SCATTER_SET_IDS_DTYPES:
                     raise _dtype_not_in("scatter_set", ids, _SCATTER_SET_IDS_DTYPES)
@@ -488,24 +657,46 @@ class Storage:
                 if src.backend is not self.backend:
                     raise _device_mismatch("scatter_set", self, src)
                 _dtype = _rt_cuda.dtype(self.inner)
-                if _rt_cuda.dtype(src.inner) is not _dtype and _dtype_of(_rt_cuda.dtype(src.inner)) is not _dtype_of(_dtype):
+                _src_dtype = _rt_cuda.dtype(src.inner)
+                if _src_dtype is not _dtype and _dtype_of(_src_dtype) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("scatter_set", self, src)
                 if _dtype_of(_rt_cuda.dtype(ids.inner)) not in _SCATTER_SET_IDS_DTYPES:
                     raise _dtype_not_in("scatter_set", ids, _SCATTER_SET_IDS_DTYPES)
-                _rt_cuda.scatter_set(self.inner, layout, ids.inner, ids_layout, src.inner, src_layout, dim, _kernels_hip.STORAGE["scatter_set"])
+                _rt_cuda.scatter_set(
+                    self.inner,
+                    layout,
+                    ids.inner,
+                    ids_layout,
+                    src.inner,
+                    src_layout,
+                    dim,
+                    _kernels_hip.STORAGE["scatter_set"],
+                )
             case On.ROCM:
                 if ids.backend is not self.backend:
                     raise _device_mismatch("scatter_set", self, ids)
                 if src.backend is not self.backend:
                     raise _device_mismatch("scatter_set", self, src)
                 _dtype = _rt_rocm.dtype(self.inner)
-                if _rt_rocm.dtype(src.inner) is not _dtype and _dtype_of(_rt_rocm.dtype(src.inner)) is not _dtype_of(_dtype):
+                _src_dtype = _rt_rocm.dtype(src.inner)
+                if _src_dtype is not _dtype and _dtype_of(_src_dtype) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("scatter_set", self, src)
                 if _dtype_of(_rt_rocm.dtype(ids.inner)) not in _SCATTER_SET_IDS_DTYPES:
                     raise _dtype_not_in("scatter_set", ids, _SCATTER_SET_IDS_DTYPES)
-                _rt_rocm.scatter_set(self.inner, layout, ids.inner, ids_layout, src.inner, src_layout, dim, _kernels_hip.STORAGE["scatter_set"])
+                _rt_rocm.scatter_set(
+                    self.inner,
+                    layout,
+                    ids.inner,
+                    ids_layout,
+                    src.inner,
+                    src_layout,
+                    dim,
+                    _kernels_hip.STORAGE["scatter_set"],
+                )
 
-    def scatter_add(self, layout: Layout, ids: Storage, ids_layout: Layout, src: Storage, src_layout: Layout, dim: int) -> None:
+    def scatter_add(
+        self, layout: Layout, ids: Storage, ids_layout: Layout, src: Storage, src_layout: Layout, dim: int
+    ) -> None:
         match self.backend:
             case On.CPU:
                 if ids.backend is not self.backend:
@@ -513,7 +704,8 @@ class Storage:
                 if src.backend is not self.backend:
                     raise _device_mismatch("scatter_add", self, src)
                 _dtype = _rt_cpu.dtype(self.inner)
-                if _rt_cpu.dtype(src.inner) is not _dtype and _dtype_of(_rt_cpu.dtype(src.inner)) is not _dtype_of(_dtype):
+                _src_dtype = _rt_cpu.dtype(src.inner)
+                if _src_dtype is not _dtype and _dtype_of(_src_dtype) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("scatter_add", self, src)
                 if _dtype_of(_rt_cpu.dtype(ids.inner)) not in _SCATTER_ADD_IDS_DTYPES:
                     raise _dtype_not_in("scatter_add", ids, _SCATTER_ADD_IDS_DTYPES)
@@ -524,22 +716,42 @@ class Storage:
                 if src.backend is not self.backend:
                     raise _device_mismatch("scatter_add", self, src)
                 _dtype = _rt_cuda.dtype(self.inner)
-                if _rt_cuda.dtype(src.inner) is not _dtype and _dtype_of(_rt_cuda.dtype(src.inner)) is not _dtype_of(_dtype):
+                _src_dtype = _rt_cuda.dtype(src.inner)
+                if _src_dtype is not _dtype and _dtype_of(_src_dtype) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("scatter_add", self, src)
                 if _dtype_of(_rt_cuda.dtype(ids.inner)) not in _SCATTER_ADD_IDS_DTYPES:
                     raise _dtype_not_in("scatter_add", ids, _SCATTER_ADD_IDS_DTYPES)
-                _rt_cuda.scatter_add(self.inner, layout, ids.inner, ids_layout, src.inner, src_layout, dim, _kernels_hip.STORAGE["scatter_add"])
+                _rt_cuda.scatter_add(
+                    self.inner,
+                    layout,
+                    ids.inner,
+                    ids_layout,
+                    src.inner,
+                    src_layout,
+                    dim,
+                    _kernels_hip.STORAGE["scatter_add"],
+                )
             case On.ROCM:
                 if ids.backend is not self.backend:
                     raise _device_mismatch("scatter_add", self, ids)
                 if src.backend is not self.backend:
                     raise _device_mismatch("scatter_add", self, src)
                 _dtype = _rt_rocm.dtype(self.inner)
-                if _rt_rocm.dtype(src.inner) is not _dtype and _dtype_of(_rt_rocm.dtype(src.inner)) is not _dtype_of(_dtype):
+                _src_dtype = _rt_rocm.dtype(src.inner)
+                if _src_dtype is not _dtype and _dtype_of(_src_dtype) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("scatter_add", self, src)
                 if _dtype_of(_rt_rocm.dtype(ids.inner)) not in _SCATTER_ADD_IDS_DTYPES:
                     raise _dtype_not_in("scatter_add", ids, _SCATTER_ADD_IDS_DTYPES)
-                _rt_rocm.scatter_add(self.inner, layout, ids.inner, ids_layout, src.inner, src_layout, dim, _kernels_hip.STORAGE["scatter_add"])
+                _rt_rocm.scatter_add(
+                    self.inner,
+                    layout,
+                    ids.inner,
+                    ids_layout,
+                    src.inner,
+                    src_layout,
+                    dim,
+                    _kernels_hip.STORAGE["scatter_add"],
+                )
 
     def index_select(self, ids: Storage, layout: Layout, ids_layout: Layout, dim: int) -> Storage:
         match self.backend:
@@ -554,15 +766,27 @@ class Storage:
                     raise _device_mismatch("index_select", self, ids)
                 if _dtype_of(_rt_cuda.dtype(ids.inner)) not in _INDEX_SELECT_IDS_DTYPES:
                     raise _dtype_not_in("index_select", ids, _INDEX_SELECT_IDS_DTYPES)
-                return Storage(On.CUDA, _rt_cuda.index_select(self.inner, ids.inner, layout, ids_layout, dim, _kernels_hip.STORAGE["index_select"]))
+                return Storage(
+                    On.CUDA,
+                    _rt_cuda.index_select(
+                        self.inner, ids.inner, layout, ids_layout, dim, _kernels_hip.STORAGE["index_select"]
+                    ),
+                )
             case On.ROCM:
                 if ids.backend is not self.backend:
                     raise _device_mismatch("index_select", self, ids)
                 if _dtype_of(_rt_rocm.dtype(ids.inner)) not in _INDEX_SELECT_IDS_DTYPES:
                     raise _dtype_not_in("index_select", ids, _INDEX_SELECT_IDS_DTYPES)
-                return Storage(On.ROCM, _rt_rocm.index_select(self.inner, ids.inner, layout, ids_layout, dim, _kernels_hip.STORAGE["index_select"]))
+                return Storage(
+                    On.ROCM,
+                    _rt_rocm.index_select(
+                        self.inner, ids.inner, layout, ids_layout, dim, _kernels_hip.STORAGE["index_select"]
+                    ),
+                )
 
-    def index_add(self, layout: Layout, ids: Storage, ids_layout: Layout, src: Storage, src_layout: Layout, dim: int) -> Storage:
+    def index_add(
+        self, layout: Layout, ids: Storage, ids_layout: Layout, src: Storage, src_layout: Layout, dim: int
+    ) -> Storage:
         match self.backend:
             case On.CPU:
                 if ids.backend is not self.backend:
@@ -570,33 +794,62 @@ class Storage:
                 if src.backend is not self.backend:
                     raise _device_mismatch("index_add", self, src)
                 _dtype = _rt_cpu.dtype(self.inner)
-                if _rt_cpu.dtype(src.inner) is not _dtype and _dtype_of(_rt_cpu.dtype(src.inner)) is not _dtype_of(_dtype):
+                _src_dtype = _rt_cpu.dtype(src.inner)
+                if _src_dtype is not _dtype and _dtype_of(_src_dtype) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("index_add", self, src)
                 if _dtype_of(_rt_cpu.dtype(ids.inner)) not in _INDEX_ADD_IDS_DTYPES:
                     raise _dtype_not_in("index_add", ids, _INDEX_ADD_IDS_DTYPES)
-                return Storage(On.CPU, _rt_cpu.index_add(self.inner, layout, ids.inner, ids_layout, src.inner, src_layout, dim))
+                return Storage(
+                    On.CPU, _rt_cpu.index_add(self.inner, layout, ids.inner, ids_layout, src.inner, src_layout, dim)
+                )
             case On.CUDA:
                 if ids.backend is not self.backend:
                     raise _device_mismatch("index_add", self, ids)
                 if src.backend is not self.backend:
                     raise _device_mismatch("index_add", self, src)
                 _dtype = _rt_cuda.dtype(self.inner)
-                if _rt_cuda.dtype(src.inner) is not _dtype and _dtype_of(_rt_cuda.dtype(src.inner)) is not _dtype_of(_dtype):
+                _src_dtype = _rt_cuda.dtype(src.inner)
+                if _src_dtype is not _dtype and _dtype_of(_src_dtype) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("index_add", self, src)
                 if _dtype_of(_rt_cuda.dtype(ids.inner)) not in _INDEX_ADD_IDS_DTYPES:
                     raise _dtype_not_in("index_add", ids, _INDEX_ADD_IDS_DTYPES)
-                return Storage(On.CUDA, _rt_cuda.index_add(self.inner, layout, ids.inner, ids_layout, src.inner, src_layout, dim, _kernels_hip.STORAGE["index_add"]))
+                return Storage(
+                    On.CUDA,
+                    _rt_cuda.index_add(
+                        self.inner,
+                        layout,
+                        ids.inner,
+                        ids_layout,
+                        src.inner,
+                        src_layout,
+                        dim,
+                        _kernels_hip.STORAGE["index_add"],
+                    ),
+                )
             case On.ROCM:
                 if ids.backend is not self.backend:
                     raise _device_mismatch("index_add", self, ids)
                 if src.backend is not self.backend:
                     raise _device_mismatch("index_add", self, src)
                 _dtype = _rt_rocm.dtype(self.inner)
-                if _rt_rocm.dtype(src.inner) is not _dtype and _dtype_of(_rt_rocm.dtype(src.inner)) is not _dtype_of(_dtype):
+                _src_dtype = _rt_rocm.dtype(src.inner)
+                if _src_dtype is not _dtype and _dtype_of(_src_dtype) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("index_add", self, src)
                 if _dtype_of(_rt_rocm.dtype(ids.inner)) not in _INDEX_ADD_IDS_DTYPES:
                     raise _dtype_not_in("index_add", ids, _INDEX_ADD_IDS_DTYPES)
-                return Storage(On.ROCM, _rt_rocm.index_add(self.inner, layout, ids.inner, ids_layout, src.inner, src_layout, dim, _kernels_hip.STORAGE["index_add"]))
+                return Storage(
+                    On.ROCM,
+                    _rt_rocm.index_add(
+                        self.inner,
+                        layout,
+                        ids.inner,
+                        ids_layout,
+                        src.inner,
+                        src_layout,
+                        dim,
+                        _kernels_hip.STORAGE["index_add"],
+                    ),
+                )
 
     def matmul(self, rhs: Storage, bmnk: MatmulDims, lhs_layout: Layout, rhs_layout: Layout) -> Storage:
         match self.backend:
@@ -604,7 +857,8 @@ class Storage:
                 if rhs.backend is not self.backend:
                     raise _device_mismatch("matmul", self, rhs)
                 _dtype = _rt_cpu.dtype(self.inner)
-                if _rt_cpu.dtype(rhs.inner) is not _dtype and _dtype_of(_rt_cpu.dtype(rhs.inner)) is not _dtype_of(_dtype):
+                _rhs_dtype = _rt_cpu.dtype(rhs.inner)
+                if _rhs_dtype is not _dtype and _dtype_of(_rhs_dtype) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("matmul", self, rhs)
                 if _dtype_of(_rt_cpu.dtype(self.inner)) not in _MATMUL_SELF_DTYPES:
                     raise _dtype_not_in("matmul", self, _MATMUL_SELF_DTYPES)
@@ -613,20 +867,32 @@ class Storage:
                 if rhs.backend is not self.backend:
                     raise _device_mismatch("matmul", self, rhs)
                 _dtype = _rt_cuda.dtype(self.inner)
-                if _rt_cuda.dtype(rhs.inner) is not _dtype and _dtype_of(_rt_cuda.dtype(rhs.inner)) is not _dtype_of(_dtype):
+                _rhs_dtype = _rt_cuda.dtype(rhs.inner)
+                if _rhs_dtype is not _dtype and _dtype_of(_rhs_dtype) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("matmul", self, rhs)
                 if _dtype_of(_rt_cuda.dtype(self.inner)) not in _MATMUL_SELF_DTYPES:
                     raise _dtype_not_in("matmul", self, _MATMUL_SELF_DTYPES)
-                return Storage(On.CUDA, _rt_cuda.matmul(self.inner, rhs.inner, bmnk, lhs_layout, rhs_layout, _kernels_hip.STORAGE["matmul"]))
+                return Storage(
+                    On.CUDA,
+                    _rt_cuda.matmul(
+                        self.inner, rhs.inner, bmnk, lhs_layout, rhs_layout, _kernels_hip.STORAGE["matmul"]
+                    ),
+                )
             case On.ROCM:
                 if rhs.backend is not self.backend:
                     raise _device_mismatch("matmul", self, rhs)
                 _dtype = _rt_rocm.dtype(self.inner)
-                if _rt_rocm.dtype(rhs.inner) is not _dtype and _dtype_of(_rt_rocm.dtype(rhs.inner)) is not _dtype_of(_dtype):
+                _rhs_dtype = _rt_rocm.dtype(rhs.inner)
+                if _rhs_dtype is not _dtype and _dtype_of(_rhs_dtype) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("matmul", self, rhs)
                 if _dtype_of(_rt_rocm.dtype(self.inner)) not in _MATMUL_SELF_DTYPES:
                     raise _dtype_not_in("matmul", self, _MATMUL_SELF_DTYPES)
-                return Storage(On.ROCM, _rt_rocm.matmul(self.inner, rhs.inner, bmnk, lhs_layout, rhs_layout, _kernels_hip.STORAGE["matmul"]))
+                return Storage(
+                    On.ROCM,
+                    _rt_rocm.matmul(
+                        self.inner, rhs.inner, bmnk, lhs_layout, rhs_layout, _kernels_hip.STORAGE["matmul"]
+                    ),
+                )
 
     def copy_strided_src(self, dst: Storage, dst_offset: int, src_layout: Layout) -> None:
         match self.backend:
@@ -634,47 +900,79 @@ class Storage:
                 if dst.backend is not self.backend:
                     raise _device_mismatch("copy_strided_src", self, dst)
                 _dtype = _rt_cpu.dtype(self.inner)
-                if _rt_cpu.dtype(dst.inner) is not _dtype and _dtype_of(_rt_cpu.dtype(dst.inner)) is not _dtype_of(_dtype):
+                _dst_dtype = _rt_cpu.dtype(dst.inner)
+                if _dst_dtype is not _dtype and _dtype_of(_dst_dtype) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("copy_strided_src", self, dst)
                 _rt_cpu.copy_strided_src(self.inner, dst.inner, dst_offset, src_layout)
             case On.CUDA:
                 if dst.backend is not self.backend:
                     raise _device_mismatch("copy_strided_src", self, dst)
                 _dtype = _rt_cuda.dtype(self.inner)
-                if _rt_cuda.dtype(dst.inner) is not _dtype and _dtype_of(_rt_cuda.dtype(dst.inner)) is not _dtype_of(_dtype):
+                _dst_dtype = _rt_cuda.dtype(dst.inner)
+                if _dst_dtype is not _dtype and _dtype_of(_dst_dtype) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("copy_strided_src", self, dst)
-                _rt_cuda.copy_strided_src(self.inner, dst.inner, dst_offset, src_layout, _kernels_hip.STORAGE["copy_strided_src"])
+                _rt_cuda.copy_strided_src(
+                    self.inner, dst.inner, dst_offset, src_layout, _kernels_hip.STORAGE["copy_strided_src"]
+                )
             case On.ROCM:
                 if dst.backend is not self.backend:
                     raise _device_mismatch("copy_strided_src", self, dst)
                 _dtype = _rt_rocm.dtype(self.inner)
-                if _rt_rocm.dtype(dst.inner) is not _dtype and _dtype_of(_rt_rocm.dtype(dst.inner)) is not _dtype_of(_dtype):
+                _dst_dtype = _rt_rocm.dtype(dst.inner)
+                if _dst_dtype is not _dtype and _dtype_of(_dst_dtype) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("copy_strided_src", self, dst)
-                _rt_rocm.copy_strided_src(self.inner, dst.inner, dst_offset, src_layout, _kernels_hip.STORAGE["copy_strided_src"])
+                _rt_rocm.copy_strided_src(
+                    self.inner, dst.inner, dst_offset, src_layout, _kernels_hip.STORAGE["copy_strided_src"]
+                )
 
-    def copy2d(self, dst: Storage, d1: int, d2: int, src_stride1: int, dst_stride1: int, src_offset: int, dst_offset: int) -> None:
+    def copy2d(
+        self, dst: Storage, d1: int, d2: int, src_stride1: int, dst_stride1: int, src_offset: int, dst_offset: int
+    ) -> None:
         match self.backend:
             case On.CPU:
                 if dst.backend is not self.backend:
                     raise _device_mismatch("copy2d", self, dst)
                 _dtype = _rt_cpu.dtype(self.inner)
-                if _rt_cpu.dtype(dst.inner) is not _dtype and _dtype_of(_rt_cpu.dtype(dst.inner)) is not _dtype_of(_dtype):
+                _dst_dtype = _rt_cpu.dtype(dst.inner)
+                if _dst_dtype is not _dtype and _dtype_of(_dst_dtype) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("copy2d", self, dst)
                 _rt_cpu.copy2d(self.inner, dst.inner, d1, d2, src_stride1, dst_stride1, src_offset, dst_offset)
             case On.CUDA:
                 if dst.backend is not self.backend:
                     raise _device_mismatch("copy2d", self, dst)
                 _dtype = _rt_cuda.dtype(self.inner)
-                if _rt_cuda.dtype(dst.inner) is not _dtype and _dtype_of(_rt_cuda.dtype(dst.inner)) is not _dtype_of(_dtype):
+                _dst_dtype = _rt_cuda.dtype(dst.inner)
+                if _dst_dtype is not _dtype and _dtype_of(_dst_dtype) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("copy2d", self, dst)
-                _rt_cuda.copy2d(self.inner, dst.inner, d1, d2, src_stride1, dst_stride1, src_offset, dst_offset, _kernels_hip.STORAGE["copy2d"])
+                _rt_cuda.copy2d(
+                    self.inner,
+                    dst.inner,
+                    d1,
+                    d2,
+                    src_stride1,
+                    dst_stride1,
+                    src_offset,
+                    dst_offset,
+                    _kernels_hip.STORAGE["copy2d"],
+                )
             case On.ROCM:
                 if dst.backend is not self.backend:
                     raise _device_mismatch("copy2d", self, dst)
                 _dtype = _rt_rocm.dtype(self.inner)
-                if _rt_rocm.dtype(dst.inner) is not _dtype and _dtype_of(_rt_rocm.dtype(dst.inner)) is not _dtype_of(_dtype):
+                _dst_dtype = _rt_rocm.dtype(dst.inner)
+                if _dst_dtype is not _dtype and _dtype_of(_dst_dtype) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("copy2d", self, dst)
-                _rt_rocm.copy2d(self.inner, dst.inner, d1, d2, src_stride1, dst_stride1, src_offset, dst_offset, _kernels_hip.STORAGE["copy2d"])
+                _rt_rocm.copy2d(
+                    self.inner,
+                    dst.inner,
+                    d1,
+                    d2,
+                    src_stride1,
+                    dst_stride1,
+                    src_offset,
+                    dst_offset,
+                    _kernels_hip.STORAGE["copy2d"],
+                )
 
     def apply_op1(self, layout: Layout, op: CustomOp1) -> tuple[Storage, tuple[int, ...]]:
         match self.backend:
@@ -706,7 +1004,9 @@ class Storage:
                 inner, shape = op.rocm_fwd(self.inner, layout, t2.inner, layout2)
                 return Storage(On.ROCM, inner), shape
 
-    def apply_op3(self, layout: Layout, t2: Storage, layout2: Layout, t3: Storage, layout3: Layout, op: CustomOp3) -> tuple[Storage, tuple[int, ...]]:
+    def apply_op3(
+        self, layout: Layout, t2: Storage, layout2: Layout, t3: Storage, layout3: Layout, op: CustomOp3
+    ) -> tuple[Storage, tuple[int, ...]]:
         match self.backend:
             case On.CPU:
                 if t2.backend is not self.backend:
@@ -754,7 +1054,9 @@ class Storage:
                     raise _device_mismatch("inplace_op2", self, t2)
                 op.rocm_fwd(self.inner, layout, t2.inner, layout2)
 
-    def inplace_op3(self, layout: Layout, t2: Storage, layout2: Layout, t3: Storage, layout3: Layout, op: InplaceOp3) -> None:
+    def inplace_op3(
+        self, layout: Layout, t2: Storage, layout2: Layout, t3: Storage, layout3: Layout, op: InplaceOp3
+    ) -> None:
         match self.backend:
             case On.CPU:
                 if t2.backend is not self.backend:

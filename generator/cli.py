@@ -353,7 +353,11 @@ def audit(
             )
             sys.exit(EXIT_INVALID)
         try:
-            backends = tuple(b.name for b in validate(load_file(str(registry)), registry.resolve().parent).backends)
+            checked = validate(load_file(str(registry)), registry.resolve().parent)
+            backends = tuple(b.name for b in checked.backends)
+            rust = next((t.profile for t in checked.targets if t.name == "rust" and t.profile), None)
+            if lang == "rust" and rust is not None:  # the Rust output has the profile's backends too (Metal)
+                backends += tuple(b.name for b in rust.backends)
         except RegistryError as exc:
             for diagnostic in exc.diagnostics:
                 click.echo(str(diagnostic), err=True)

@@ -139,8 +139,8 @@ def whole_buffer_fast_path(op: Operation, backend: Backend) -> tuple[str, ...]:
 
 
 # Families whose GPU arms build their Storage without `__init__` (_new_storage): the small
-# elementwise ops, all host time (issue 11), and the reductions, whose host time counts
-# against a sum's (bench/results/cpu-notes.md).
+# elementwise ops, all host time on a GPU, and the reductions, whose host time counts
+# against a sum's (bench/results/NOTES.md).
 NEW_STORAGE_FAMILIES = (*WHOLE_BUFFER_FAMILIES, "reduce")
 
 
@@ -178,7 +178,7 @@ def storage_arm(op: Operation, backend: Backend, registry: Registry) -> Arm:
             and op.returns == "Storage"
             and _elementwise_family(op, NEW_STORAGE_FAMILIES)
         ):
-            # the GPU arms of unary, binary and reduce_op: a small op there is all host time (issue 11)
+            # the GPU arms of unary, binary and reduce_op: a small op there is all host time
             return Arm(backend, ArmStatus.IMPLEMENTED, _new_storage(backend, call), fast)
         return Arm(backend, ArmStatus.IMPLEMENTED, _wrap(op.returns, backend, call), fast)
     if op.fallback and op.fallback != backend.name and all(backend.implements(f) for f in FALLBACK_NEEDS):

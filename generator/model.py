@@ -120,6 +120,17 @@ class KernelFact:
 
 
 @dataclass(frozen=True)
+class Switch:
+    """A process-wide switch (ops.yaml `switches`), off by default: the runtime module of each
+    of its backends defines `<name>()` and `set_<name>(enabled)`."""
+
+    name: str
+    backends: tuple[str, ...]
+    doc: str
+    line: int
+
+
+@dataclass(frozen=True)
 class QFormat:
     """A GGML block format of quantized storage: `block` values in `nbytes` bytes."""
 
@@ -306,6 +317,60 @@ class CustomOpTrait:
 
 
 @dataclass(frozen=True)
+class ApiMethod:
+    """A method of Storage, Device or QStorage as one library spells it (a target's API
+    profile): a registry op under the library's name, parameters and types, or a method of
+    that library alone. Types are the target language's, written as the library writes them."""
+
+    owner: str  # Storage | Device | QStorage
+    name: str  # the library's name; with {backend}, one method per backend of `each`
+    op: str | None  # the registry op it spells; None: a method of the library alone
+    line: int
+    generics: str = ""  # inside <..>, e.g. "B: op::UnaryOpT"
+    where: tuple[str, ...] = ()  # where-clause predicates
+    receiver: str | None = None  # "&self", "&mut self", "" (none: an associated function); None: derived
+    unsafe: bool = False
+    params: tuple[tuple[str, str | None], ...] | None = None  # (name, type); op spellings: order, type None = derived
+    types: tuple[tuple[str, str], ...] = ()  # op spellings: parameters whose type the registry cannot infer
+    returns: str | None = None  # None: derived from the op
+    call: str | None = None  # what each arm calls on the backend, where it differs from the name
+    body: str | None = None  # a fixed body instead of a dispatch
+    arms: tuple[tuple[str, str], ...] = ()  # (backend, "{backend}" or "*") -> the arm's expression
+    subject: str | None = None  # the parameter matched on instead of self (a &Device)
+    host_operands: tuple[str, ...] = ()  # Storage parameters always on the host backend
+    each: tuple[str, ...] | None = None  # one method per backend: those named, () every backend
+    doc: str = ""
+    omit: bool = False  # a registry op the library does not have: not generated for this target
+
+
+@dataclass(frozen=True)
+class Profile:
+    """How one library spells the registry in a target's language (a file beside ops.yaml,
+    named by `targets: <target>: profile:`): its backends of this target alone, its method
+    names and types, its methods that are no registry op."""
+
+    path: str
+    library: str
+    commit: str
+    backends: tuple[Backend, ...]  # of this target alone: no runtime, arms generated like the others
+    methods: tuple[ApiMethod, ...]
+    dummies: bool = False  # a backend whose feature is off compiles as a dummy, as candle-core does
+    # backend-trait methods the generated code calls besides the ops' (to_cpu_storage, new ...),
+    # owner = the trait; with them the target writes the traits (backend.rs)
+    trait_methods: tuple[ApiMethod, ...] = ()
+
+    def spelling(self, owner: str, op: str) -> ApiMethod | None:
+        return next((m for m in self.methods if m.owner == owner and m.op == op), None)
+
+    def omits(self, owner: str, op: str) -> bool:
+        spelled = self.spelling(owner, op)
+        return spelled is not None and spelled.omit
+
+    def additions(self, owner: str) -> tuple[ApiMethod, ...]:
+        return tuple(m for m in self.methods if m.owner == owner and m.op is None)
+
+
+@dataclass(frozen=True)
 class Target:
     """An emission target the registry asks for: `python` (the package) or `rust` (Candle's
     dispatch layer), written to `out`, a folder relative to the registry's."""
@@ -313,6 +378,7 @@ class Target:
     name: str
     out: str
     line: int
+    profile: Profile | None = None  # a library's spelling of the output (rust: candle.yaml)
 
 
 # Every target `gen` knows, in the order it renders them.
@@ -340,6 +406,7 @@ class Registry:
     targets: tuple[Target, ...] = ()  # what to emit; () is the Python package alone, in --out
     interop: tuple[tuple[str, tuple[Arm, ...]], ...] = ()  # DLPack / CUDA Array Interface arms by function
     kernel_facts: tuple[KernelFact, ...] = ()  # shared by the HIP kernels and the GPU runtime
+    switches: tuple[Switch, ...] = ()  # process-wide switches of some backends
 
     def interop_arms(self, function: str) -> tuple[Arm, ...]:
         return dict(self.interop)[function]
@@ -424,7 +491,8 @@ class Registry:
     @property
     def input_files(self) -> tuple[str, ...]:
         """Files besides the registry, templates and generator that the output depends on."""
-        return tuple(sorted({*(p for b in self.backends for p in b.runtime_paths), *self.hip_sources}))
+        profiles = (t.profile.path for t in self.targets if t.profile)
+        return tuple(sorted({*(p for b in self.backends for p in b.runtime_paths), *self.hip_sources, *profiles}))
 
     def hip_ops(self) -> tuple[Elementwise, ...]:
         """Elementwise ops with a HIP expression: generated/elementwise.hip instantiates them."""
@@ -474,11 +542,11 @@ def dispatch_checks(op: Operation, backend: Backend | None = None) -> tuple[str,
         first, *rest = op.same_dtype
         lines.append(f"_dtype = {raw(first)}" if direct else f"_dtype = {first}.dtype()")
         for name in rest:
-            differs = (
-                f"{raw(name)} is not _dtype and {registry_dtype(name)} is not _dtype_of(_dtype)"
-                if direct
-                else f"{name}.dtype() is not _dtype"
-            )
+            if direct:  # the runtime's dtype read once, in a local: each line within the width
+                lines.append(f"_{name}_dtype = {raw(name)}")
+                differs = f"_{name}_dtype is not _dtype and _dtype_of(_{name}_dtype) is not _dtype_of(_dtype)"
+            else:
+                differs = f"{name}.dtype() is not _dtype"
             lines += [f"if {differs}:", f'    raise _dtype_mismatch("{op.name}", {first}, {name})']
     if op.same_shape:
         first, *rest = op.same_shape

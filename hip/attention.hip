@@ -38,7 +38,7 @@
 //
 // Tuned on the device tool's GPU: 4 warps of 16 rows, 64-key tiles, three slots, 3 blocks a
 // multiprocessor (d = 128; 4 at d = 64), against 32 rows a warp with 32-key tiles and 2 blocks
-// a multiprocessor (figures: bench/results/gpu-notes.md, "Tuning figures").
+// a multiprocessor (figures: bench/results/NOTES.md, "Tuning figures").
 //
 // Elsewhere (hiprtc for AMD, NVIDIA before sm_80) the entry points are a plain scalar
 // version: a thread per query, the same online softmax in f32. Correct, slow; runtime/gpu/nn.py

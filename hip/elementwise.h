@@ -29,7 +29,7 @@ namespace opgen {
 
 // 16-byte accesses per operand in flight per thread in the contiguous maps. 1: 2 and 4 were
 // no faster once the grid holds 64 blocks per multiprocessor (runtime/gpu/launch.py's
-// geometry; bench/gpu.py --parts explore compares; figures: bench/results/gpu-notes.md, "Tuning figures").
+// geometry; figures: bench/results/NOTES.md, "Tuning figures").
 #ifndef OPGEN_EW_UNROLL
 #define OPGEN_EW_UNROLL 1
 #endif

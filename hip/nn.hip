@@ -31,8 +31,8 @@
 // bytes wide where every row pointer is 16-byte aligned (aligned base pointers and a row
 // length that is a multiple of 16 bytes), an element wide otherwise (then at most
 // kLooseValues (8) values a thread: see row_values); neighbouring threads touch
-// neighbouring addresses (bench/gpu.py --parts nn-explore compares settings; figures:
-// bench/results/gpu-notes.md, "Tuning figures").
+// neighbouring addresses (bench/gpu.py --explore nn-rows compares settings; figures:
+// bench/results/NOTES.md, "Tuning figures").
 //
 // sdpa_softmax: the rows of the scores S = Q K^T of (batch, sq, skv) attention, row r being
 // query r % sq, are replaced by softmax(scale * S) over the keys the query sees: all, or
@@ -59,7 +59,7 @@ namespace {
 using opgen::compute_t;
 
 // Bytes of a row a thread of a row kernel holds (ops.yaml's kernel_facts, the runtime's ROW_BYTES;
-// overridable: bench/gpu.py --parts nn-explore compiles 32, 64 and 128 with -D, and 64 was best for
+// overridable: bench/gpu.py --explore nn-rows compiles 32, 64 and 128 with -D, and 64 was best for
 // every op).
 constexpr int kRowBytes = OPGEN_ROW_BYTES;
 static_assert(kRowBytes >= 16 && kRowBytes % 16 == 0, "ROW_BYTES: a thread holds whole 16-byte packs of its row");

@@ -29,14 +29,14 @@
 // bulk copies, the first step before the wait for the kernel before, on sm_80 by cp.async in
 // commit groups of rows); elsewhere the f32 K path (f32 FMA of exact quants per sub-block,
 // then the sub-block's scales). Bound by the instruction stream, not by
-// HBM (figures: bench/results/gpu-notes.md, "Tuning figures", and
-// bench/results/qmatvec-round2-h100.md, qmatvec-kquant-round4-h100.md).
+// HBM (figures: bench/results/NOTES.md, "Tuning figures"; the measurements, commits 736c5fc
+// and 6c7513e).
 //
 // qmatvec_q4_0, q4_1 and q8_0, when k % 256 == 0 and w is 16-byte aligned: on NVIDIA sm_80
 // and up, the dp4a path (below, at its code: x quantized exactly enough to 22 bits, integer
 // dot products, the weights streamed through shared memory, all in flight at once: on sm_90
 // q4_0 / q4_1 by bulk copies, the first chunk before the wait for the kernel before, else with
-// cp.async; figures: bench/results/qmatvec-round2-h100.md, qmatvec-round4-h100.md).
+// cp.async; figures: bench/results/NOTES.md; the measurements, commits 736c5fc and d20af7f).
 // Elsewhere (AMD; it keeps working as it did), q4_1 takes the general path and q4_0 / q8_0
 // the tiled path:
 // a thread block computes 4 outputs, 4 weight rows against one row of x, so every
@@ -72,10 +72,10 @@
 // a block's first weights copied into shared memory before the wait for the kernel before it
 // (programmatic launch; qmatvec_fast says why that is safe): the dp4a path of the formats whose
 // kFastBulk is true (q4_0, q4_1) and the integer K path (q4_k, q6_k) take them on sm_90 (figures:
-// bench/results/qmatvec-round4-h100.md, qmatvec-kquant-round5-h200.md); elsewhere, and for q8_0,
+// bench/results/NOTES.md; the measurements, commits d20af7f and cffec5e); elsewhere, and for q8_0,
 // cp.async with a block barrier per stage. Variants measured against them (cp.async on sm_90,
 // other stage counts, the copies after the wait, other launch bounds) were compile switches
-// until commit 3eb441a (bench/gpu_quant.py --explore compiled them).
+// until commit 3eb441a (bench/gpu.py --explore qmatvec measures the shipped shapes' neighbours).
 #if OPGEN_QMATVEC_DP4A && __CUDA_ARCH__ >= 900
 #define OPGEN_QMV_SM90 1
 #else
@@ -138,10 +138,10 @@ struct q4_0 {  // d (f16), qs[16]: weight i < 16 the low nibble of qs[i], i + 16
     // The dp4a path (NVIDIA): rows per item, cp.async stages per item, threads per weight block.
     static constexpr int kFastRows = OPGEN_QMATVEC_FAST_ROWS_Q4_0, kFastStages = 4, kFastSplit = OPGEN_QMATVEC_FAST_THREADS / kThreads;
     // The first of an item's rows the dp4a path prefetches into L2 before waiting for the
-    // previous kernel (bench/gpu_quant.py --explore: from row 0 here, from the second stage for q8_0).
+    // previous kernel (bench/gpu.py --explore qmatvec: from row 0 here, from the second stage for q8_0).
     static constexpr int kFastPrefetchFrom = 0;
     // The dp4a path's slab by bulk copies on sm_90 (OPGEN_QMV_SM90), first chunk early: 4.98-4.99
-    // against 5.33-5.36 us per product from HBM (bench/results/qmatvec-round4-h100.md).
+    // against 5.33-5.36 us per product from HBM on an H100 (commit d20af7f).
     static constexpr bool kFastBulk = true;
     static __device__ __forceinline__ void decode8(const uint8_t* b, int j, float (&v)[8]) {
         const float d = half_at(b);
@@ -204,7 +204,7 @@ struct q8_0 {  // d (f16), qs[32] int8: q * d
     static constexpr int kFastRows = OPGEN_QMATVEC_FAST_ROWS_Q8_0, kFastStages = 4, kFastSplit = OPGEN_QMATVEC_FAST_THREADS / kThreads;
     static constexpr int kFastPrefetchFrom = kFastRows / 4;  // rows of the first of 4 stages
     // cp.async: the bulk copies, first chunk before the wait, were slower (8.8-9.1 against
-    // 7.6 us per product from HBM; bench/results/qmatvec-round4-h100.md).
+    // 7.6 us per product from HBM on an H100; commit d20af7f).
     static constexpr bool kFastBulk = false;
     static __device__ __forceinline__ void decode8(const uint8_t* b, int j, float (&v)[8]) {
         const float d = half_at(b);
@@ -619,11 +619,11 @@ template <typename F> __device__ void qmatvec_tiled(const uint8_t* __restrict__ 
 // 16 bytes) in 2 stages of rows, each completing an mbarrier that every thread waits on for
 // itself (no block barrier per stage), and a block's first chunk copied before the wait for
 // the kernel before it (qmatvec_fast); 4 or 16 stages, or the copies after the wait, were
-// slower (qmatvec-round4-h100.md; gpu-notes.md, "Tuning figures"). Those builds take 79 / 80
+// slower (bench/results/NOTES.md, "Tuning figures"; commit d20af7f). Those builds take 79 / 80
 // registers, so 3 blocks fit on a multiprocessor: the next product's blocks start beside
 // this one's 2 and copy their first chunk while it computes. From HBM 4.98-4.99 us per
 // product for q4_0 (64.1-64.7% of copy bandwidth) against 5.33-5.36 with cp.async; the bulk
-// copies alone, or with 3 resident blocks alone, were slower (bench/results/qmatvec-round4-h100.md).
+// copies alone, or with 3 resident blocks alone, were slower (commit d20af7f).
 // A thread reads its words from the block's 4-byte-aligned floor (blocks of 18 and 34 bytes
 // alternate between 0 and 2 mod 4: one byte permute per word aligns them).
 //
@@ -642,7 +642,7 @@ template <typename F> __device__ void qmatvec_tiled(const uint8_t* __restrict__ 
 // warp (log2 rows shuffles of halving width), one shared slot per warp and row, then the
 // first threads add the warps' slots and write y.
 //
-// Shapes (bench/gpu_quant.py --explore; figures: bench/results/gpu-notes.md, "Tuning figures"): the kernel is bound by each warp's
+// Shapes (bench/gpu.py --explore qmatvec; figures: bench/results/NOTES.md, "Tuning figures"): the kernel is bound by each warp's
 // instruction stream (latency, few warps), not by bandwidth: a split of 2 threads per block
 // beat 1 (whole blocks per thread) and 4 (more instructions in all); 8 rows per item for q4_0
 // and 2 or 8 stages were within noise; 4 rows per item for q8_0 were slower (more blocks, each
@@ -1046,8 +1046,8 @@ template <typename F> __device__ void qmatvec_dp4a(const uint8_t* __restrict__ w
 // position and scaled by the exact power of two at the end. Against GGML's dequantized
 // weights, the difference is of f32 rounding size (the tests' bound is 1e-5 of sum |x||W|).
 //
-// Shapes (bench/gpu_quant.py --explore): 8 rows per item beat 4 and 16 for q4_k, and tie with
-// 4 for q6_k (figures: bench/results/gpu-notes.md, "Tuning figures").
+// Shapes (bench/gpu.py --explore qmatvec): 8 rows per item beat 4 and 16 for q4_k, and tie with
+// 4 for q6_k (figures: bench/results/NOTES.md, "Tuning figures").
 // Direct global loads were not tried for q6_k: its blocks are 2-byte aligned only. On NVIDIA
 // sm_80 and up the integer K path (below) takes these items instead.
 
@@ -1206,29 +1206,28 @@ struct q6_k_path {  // part p: half h = p / 4, l0 = 8 (p % 4): weights 128h + 32
 //   P::kStages commit groups of rows, all in flight before the first is used; each group's
 //   rows are used as soon as it lands (one barrier per group). On sm_90 the launch bounds ask
 //   for 5 resident blocks per SM (qmatvec_k_of; 4 elsewhere), so that the next product's blocks
-//   find a slot beside this one's. On an H100 (stop 19's calls, bench/results/gpu-notes.md
-//   "Stop 19"), per product from HBM: q4_k (2 stages) 5.09-5.11 us against 5.56-5.61 at 4
-//   blocks/SM and 5.66-5.91 with cp.async after the wait (round 4's code, sm_80's); q6_k
-//   7.10-7.18 against 7.74-7.77 at 4 and 7.72-7.74 for round 4's; 6 blocks/SM were slower for
-//   both (6.1 / 8.6). On an H200 (round 5, qmatvec-kquant-round5-h200.md) q4_k took 5.04 us
+//   find a slot beside this one's. On an H100 (bench/results/NOTES.md), per product from HBM:
+//   q4_k (2 stages) 5.09-5.11 us against 5.56-5.61 at 4 blocks/SM and 5.66-5.91 with cp.async
+//   after the wait (sm_80's code); q6_k 7.10-7.18 against 7.74-7.77 at 4 and 7.72-7.74 for
+//   sm_80's; 6 blocks/SM were slower for both (6.1 / 8.6). On an H200 (commit cffec5e) q4_k took 5.04 us
 //   against 5.16 with cp.async, 4.26 against 5.12 from L2, at 4 blocks/SM.
 // - Launched programmatically (ops.yaml's kernel_facts PROGRAMMATIC_KERNELS): a product waits for
 //   the kernel before it before any access to device memory (but the weights' first step on
 //   sm_90, below). An L2 prefetch of the first item's weight rows before that wait, as the dp4a
-//   path does, was within noise with PDL and slower per plain launch (round 3): there is none.
+//   path does, was within noise with PDL and slower per plain launch (commit e8a5623): there is none.
 //
-// Shapes (bench/gpu_quant.py --explore; figures: bench/results/qmatvec-round2-h100.md):
+// Shapes (bench/gpu.py --explore qmatvec; the measurements, commit 736c5fc):
 // worse were 2 / 8 / 1 stages for q4_k, 4 / 1 for q6_k; scales by conversions; 16 rows per
 // item; fewer registers for 5 or 6 blocks per SM; 4 rows per item at 8 blocks per SM. From
 // L2 the products take nearly as long as from HBM: the instruction stream (24 dp4a a row
 // and part, the scale unpacking each thread repeats) bounds them.
 //
-// Round 4 (bench/results/qmatvec-kquant-round4-h100.md): q4_k_lean and q6_k_pair (below) count
-// fewer instructions per row and part in sm_90 SASS than round 3's q4_k_int / q6_k_int (q4_k
+// q4_k_lean and q6_k_pair (below; commit 6c7513e) count fewer instructions per row and part in
+// sm_90 SASS than the earlier q4_k_int / q6_k_int (q4_k
 // 76 -> 67 between the first and the last dp4a, q6_k 124 -> 96: 5.69 against 5.79 us per
 // product from HBM for q4_k, 7.91 against 8.39 for q6_k with the row copy, both with cp.async);
-// round 3's structs with their variants (digit sums by int_float, shared scales), x's digits by
-// quantize_x_sums and round 4's capped slabs and unrolled row copies are in commit 3eb441a.
+// the earlier structs with their variants (digit sums by int_float, shared scales), x's digits by
+// quantize_x_sums, capped slabs and unrolled row copies are in commit 3eb441a.
 
 // Three digit sums as the one integer they stand for (mod 2^32).
 __device__ __forceinline__ int digits3(int s0, int s1, int s2) {
@@ -1289,7 +1288,7 @@ __device__ __forceinline__ int dp4a_us(uint32_t a, uint32_t b, int c) {  // unsi
 
 struct q4_k_lean {  // part p as q4_k_path's: groups 0..3 the low half (sub-block 2c), 4..7 the high (2c+1)
     typedef q4_k F;
-    static constexpr int kStages = 2;  // (bulk + early, 5 blocks/SM: 5.10 against 4: 5.22, 8: 5.38 us; stop 19)
+    static constexpr int kStages = 2;  // q4_k's stages (H100, from HBM, 5 blocks/SM: 2: 5.10 us, 4: 5.22, 8: 5.38)
     static constexpr bool kRowCopy = false;  // cp.async (sm_80): one loop over the slab's pieces (qmatvec_kint)
     struct X {
         uint32_t D[3][8];
@@ -1361,7 +1360,7 @@ struct q4_k_lean {  // part p as q4_k_path's: groups 0..3 the low half (sub-bloc
 // 2^30 keeps the digits' sums in 32 bits (with 22 bits it could reach 2^31).
 struct q6_k_pair {
     typedef q6_k F;
-    static constexpr int kStages = 4;  // (2: 8.08 us, 1: 8.86, 4: 7.89 from HBM; round 4)
+    static constexpr int kStages = 4;  // q6_k's stages (H100, from HBM, cp.async: 4: 7.89 us, 2: 8.08, 1: 8.86)
     static constexpr bool kRowCopy = true;  // cp.async (sm_80): row by row, the stages a loop (qmatvec_kint)
     struct X {
         uint32_t D[3][8];  // groups 0..3: g = e, 4..7: g = e + 2
@@ -1507,8 +1506,8 @@ template <typename P> __device__ void qmatvec_kint(const uint8_t* __restrict__ w
                 // address a row, not a division and a 64-bit address a piece), the stages kept a loop
                 // (#pragma unroll 1): fully unrolled, ptxas moves x's quantization (which waits for
                 // x's loads) between the stages' cp.async, so a warp stalls on x before it has asked
-                // for the whole slab. On an H100 with cp.async (round 4, qmatvec-kquant-round4-h100.md,
-                // and stop 19's qmatvec-kquant-round4b-h100.log), per product from HBM: q6_k 7.74 us
+                // for the whole slab. On an H100 with cp.async (commits 6c7513e and 839e492), per
+                // product from HBM: q6_k 7.74 us
                 // against 7.89 unrolled (105 registers against 120; by the loop below 8.27 against
                 // 8.21 by rows, 2 stages); q4_k by rows took 93 registers, so 5 blocks per SM, and was
                 // slower (6.08 us; 5.82 capped at 4 blocks by a padded slab) than by the loop (5.69).
@@ -1706,7 +1705,7 @@ template <typename F> __device__ __forceinline__ void qmatvec_fast(const uint8_t
     const bool dp4a = k % 256 == 0 && opgen::aligned16(w) && blockDim.x == (unsigned int)fast_launch<F>::threads;
     // The weight rows of this block's first item into L2 before the wait, a row a thread (only
     // the first item: grids of 1-3 blocks per multiprocessor with every item prefetched were
-    // slower for every format, bench/results/qmatvec-round3-h100.md).
+    // slower for every format on an H100, commit e8a5623).
     if (dp4a && blockIdx.x % rows == 0) {
         const size_t n0 = blockIdx.x / rows * F::kFastRows, row_bytes = k / F::kElems * F::kBytes;
         const unsigned int row = threadIdx.x + F::kFastPrefetchFrom;

@@ -79,7 +79,7 @@ constexpr unsigned int kTileThreads = OPGEN_COLUMN_TILE;
 static_assert(kTileThreads >= 1 && kTileThreads <= 32 && (kTileThreads & (kTileThreads - 1)) == 0,
               "COLUMN_TILE: a power of two, at most a warp");
 // Strided loads in flight per thread where a thread reduces a leading dim's group; -D may
-// set it (bench/gpu.py --parts reduce-explore compares 4 to 32).
+// set it (bench/gpu.py --explore strided-loads compares 4 to 32).
 #ifndef OPGEN_STRIDED_LOADS
 #define OPGEN_STRIDED_LOADS 8
 #endif
@@ -91,7 +91,7 @@ constexpr int kStridedLoads = OPGEN_STRIDED_LOADS;
 #endif
 constexpr int kColumnLoads = OPGEN_COLUMN_LOADS;
 // Pass 0 combines a block's states before the last block reads them (see reduce_once);
-// -D OPGEN_BLOCK_STATES=0 turns that off (bench/gpu_issue11.py compares).
+// -D OPGEN_BLOCK_STATES=0 turns that off (the same speed on an H100).
 #ifndef OPGEN_BLOCK_STATES
 #define OPGEN_BLOCK_STATES 1
 #endif
@@ -104,24 +104,24 @@ constexpr int kColumnLoads = OPGEN_COLUMN_LOADS;
 // Pass 3: the rows of a tile's slices interleaved (1): slice s's row of threads ty reads rows
 // s * ty_n + ty + k * splits * ty_n (ty_n rows of threads a block), so that the whole grid
 // reads one window of rows at a time (as torch's column reductions); 0: each slice a band of
-// consecutive rows (read interleaved by the block's rows of threads). bench/gpu_issue11.py's
-// column-explore compares them. OPGEN_TILE_INTERLEAVED: ops.yaml's kernel_facts (its default;
+// consecutive rows (read interleaved by the block's rows of threads). bench/gpu.py's
+// --explore columns compares them. OPGEN_TILE_INTERLEAVED: ops.yaml's kernel_facts (its default;
 // -D may set it).
 // Several columns a thread: 16-byte accesses a row a thread holds (1: 4 f32 columns, 2: 8,
 // two loads a row; at most 8 columns whatever the type). OPGEN_COLUMN_PACKS: ops.yaml's
-// kernel_facts, which runtime/gpu/reduce.py reads too; a -D that sets it (column-explore)
+// kernel_facts, which runtime/gpu/reduce.py reads too; a -D that sets it (--explore columns)
 // needs the runtime's COLUMN_PACKS set alike.
 static_assert(OPGEN_COLUMN_PACKS == 1 || OPGEN_COLUMN_PACKS == 2, "COLUMN_PACKS: one or two 16-byte accesses a row");
 static_assert(OPGEN_TILE_INTERLEAVED == 0 || OPGEN_TILE_INTERLEAVED == 1, "TILE_INTERLEAVED: 0 or 1");
 // Several columns a thread: 0 plain loads, 1 with an evict-first (streaming) hint (__ldcs),
 // 2 through the read-only path without L1 allocation (ld.global.nc.L1::no_allocate); NVIDIA
-// only (plain loads on AMD). -D may set it (column-explore).
+// only (plain loads on AMD). -D may set it (--explore columns).
 #ifndef OPGEN_COLUMN_STREAM
 #define OPGEN_COLUMN_STREAM 0
 #endif
 // Pass 3: the states a tile's last block has in flight per group while it combines the
 // tile's slices (in slice order whatever the setting); 1: one at a time. -D may set it: 8 was
-// no faster for the sum over dim 0 of (8192, 8192) f32 (bench/results/dim0c-h100.md).
+// no faster for the sum over dim 0 of (8192, 8192) f32 (on an H100, commit cdeec47).
 #ifndef OPGEN_TILE_COMBINE_LOADS
 #define OPGEN_TILE_COMBINE_LOADS 1
 #endif
@@ -133,7 +133,7 @@ static_assert(kCombineLoads >= 1, "TILE_COMBINE_LOADS: at least one");
 #define OPGEN_COLUMN_INTERLEAVED 0
 #endif
 // reduce_columns_*: a rank-2 view's tiles with 32-bit indices where they fit (1), or always the
-// size_t path (0: bench/gpu_issue11.py's column-explore compares them).
+// size_t path (0: bench/gpu.py --explore columns compares them).
 #ifndef OPGEN_COLUMN_INDEX32
 #define OPGEN_COLUMN_INDEX32 1
 #endif
@@ -302,7 +302,7 @@ __device__ __forceinline__ void accumulate_column_rows(const Pol& pol, const T* 
 
 // Rows k, k + nl, ... below k1 of the one group at p (row stride rs), combined:
 // kStridedLoads loads in flight before their updates, which keep k's order (one load at a
-// time was slower: bench/results/gpu-notes.md, "Tuning figures").
+// time was slower: bench/results/NOTES.md, "Tuning figures").
 template <typename I, class Pol, typename T>
 __device__ __forceinline__ typename Pol::P accumulate_strided_rows(const Pol& pol, const T* p, const I rs, I k,
                                                                    const I k1, const I nl) {
@@ -712,7 +712,7 @@ __device__ __noinline__ void reduce_once(const Pol pol, const size_t src_numel, 
 // round (two barriers a round), and only thread 0 fences and counts the block; 0: warp after
 // warp, a barrier each, every thread fencing. The same states in the same order either way (the
 // same bits). -D may set it: 1 was no faster for the sum over dim 0 of (8192, 8192) f32, nor with
-// grids of several blocks per slot (bench/results/dim0c-h100.md), so 0 stays the default.
+// grids of several blocks per slot (on an H100, commit cdeec47), so 0 stays the default.
 #ifndef OPGEN_TILE_COMBINE
 #define OPGEN_TILE_COMBINE 0
 #endif

@@ -12,9 +12,15 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import importlib
+import importlib.util
 import operator
+import os
 import struct
+import sys
 import threading
+import types
+from typing import Any
 
 import numpy as np
 
@@ -29,6 +35,10 @@ from runtime.gpu.runtime import GpuRuntime, export
 
 @functools.cache
 def _driver_api():
+    # Kernels loaded when first launched, not all of a module at once (CUDA's lazy loading,
+    # read by the driver at cuInit): a first call loads the functions it runs. torch sets the
+    # same default; a value the user set is kept.
+    os.environ.setdefault("CUDA_MODULE_LOADING", "LAZY")
     from cuda.bindings import driver  # noqa: PLC0415  (optional dependency)
 
     return driver
@@ -52,7 +62,7 @@ def _libcuda_symbol(name: str, hold_gil: bool = False):
 #: Whether prepared launches (CudaDriver.launcher) keep the GIL during cuLaunchKernelEx.
 #: The call only queues work (it waits only when the launch queue is full), so other
 #: Python threads lose little, and a small op saves the GIL's release and retaking (torch's
-#: launches keep it too; figures: bench/results/gpu-notes.md). bench/gpu.py --parts latency times both.
+#: launches keep it too; figures: bench/results/NOTES.md). bench/gpu.py --parts latency times both.
 LAUNCH_HOLDS_GIL = True
 
 
@@ -101,13 +111,61 @@ _INIT_ERRORS = {
 @functools.cache
 def _cublas():
     """cuBLAS through nvmath-python's bindings (the `gpu` extra installs both; imported on
-    first use, so a machine without them or without a GPU still imports this module)."""
-    from nvmath.bindings import cublas  # noqa: PLC0415  (optional dependency)
+    first use, so a machine without them or without a GPU still imports this module).
 
-    return cublas
+    The binding alone: `nvmath/__init__` imports the whole of nvmath (linalg, fft, cuda.core:
+    most of a first matmul's time), which the binding does not need. Where nvmath is not
+    imported yet, bare stand-ins of the two packages give their paths while the binding and
+    its own modules import, and are taken out after: a later `import nvmath` runs the package
+    as ever and finds its binding already loaded. Any failure of that takes the plain import."""
+    with _IMPORT_LOCK:
+        if "nvmath" not in sys.modules:
+            try:
+                return _binding_alone("nvmath", ("nvmath", "nvmath.bindings"), "nvmath.bindings.cublas")
+            except ImportError:
+                raise
+            except Exception:  # noqa: BLE001, S110  (another layout of the package: imported whole)
+                pass
+        from nvmath.bindings import cublas  # noqa: PLC0415  (optional dependency)
+
+        return cublas
 
 
-# cudaDataType, cublasComputeType and the host scalar type of alpha/beta, by dtype.
+_IMPORT_LOCK = threading.Lock()
+
+
+def _binding_alone(top: str, packages: tuple[str, ...], module: str):
+    """Import `module` with `packages` (top first, each inside the one before) as bare modules
+    holding their paths, not run; the stand-ins are removed after, whatever happens."""
+    spec = importlib.util.find_spec(top)
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError(f"No module named {top!r}")
+    paths = list(spec.submodule_search_locations)
+    made = []
+    try:
+        for name in packages:
+            stand_in = types.ModuleType(name)
+            stand_in.__path__ = [os.path.join(p, *name.split(".")[1:]) for p in paths]
+            sys.modules[name] = stand_in
+            made.append(name)
+        return importlib.import_module(module)
+    finally:
+        for name in made:
+            sys.modules.pop(name, None)
+
+
+# cudaDataType, cublasComputeType and the host scalar type of alpha/beta, by dtype; and where
+# reduced precision is allowed (runtime/gpu/switches.py), the compute and scalar types then:
+# f32 on TF32 tensor cores, f16 accumulating in f16 (as Candle's switches do), bf16 in f32 with
+# its split-K reductions allowed in bf16 (the math mode below; cuBLAS has no bf16 accumulation).
+_REDUCED_TYPES = {
+    np.dtype("float16"): (64, np.float16),  # CUBLAS_COMPUTE_16F
+    np.dtype("float32"): (77, np.float32),  # CUBLAS_COMPUTE_32F_FAST_TF32
+}
+# cublasMath_t: CUBLAS_DEFAULT_MATH, and that with CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION
+# (split-K partial sums of the half types kept in the compute type, f32, not the output type).
+_MATH_DEFAULT, _MATH_F32_REDUCTIONS = 0, 16
+_HALF_TYPES = (2, 14)  # CUDA_R_16F, CUDA_R_16BF
 _GEMM_TYPES = {
     np.dtype("float16"): (2, 68, np.float32),  # CUDA_R_16F, CUBLAS_COMPUTE_32F
     np.dtype("float32"): (0, 68, np.float32),  # CUDA_R_32F, CUBLAS_COMPUTE_32F
@@ -154,6 +212,7 @@ class CudaDriver(StreamDriver):
         self._programmatic: set[int] = set()  # functions of PROGRAMMATIC_KERNELS built for sm_90 and up
         self._blas_handles: dict[int, int] = {}  # ordinal -> cuBLAS handle
         self._blas_streams: dict[int, int | None] = {}  # ordinal -> the stream its handle is bound to
+        self._blas_math: dict[int, int] = {}  # ordinal -> the math mode its handle is set to
 
     def api(self):
         return _driver_api()
@@ -199,6 +258,11 @@ class CudaDriver(StreamDriver):
         major = self._attribute(ordinal, a.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)
         minor = self._attribute(ordinal, a.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)
         return f"sm_{major}{minor}"
+
+    def device_name(self, ordinal: int) -> str:
+        """The device's name (the plan cache keys on it: runtime/gpu/plan_cache.py)."""
+        raw = self._call("cuDeviceGetName", _driver_api().cuDeviceGetName(256, self._device(ordinal)))
+        return bytes(raw).split(b"\0", 1)[0].decode(errors="replace")
 
     @functools.cache  # noqa: B019  (one driver per backend, for the whole process)
     def multiprocessors(self, ordinal: int) -> int:
@@ -320,7 +384,7 @@ class CudaDriver(StreamDriver):
             ("config", _LaunchConfig),
             ("attribute", _LaunchAttribute),
         ]
-        frame_type = type("Frame", (ctypes.Structure,), {"_fields_": fields})
+        frame_type: Any = type("Frame", (ctypes.Structure,), {"_fields_": fields})  # its fields: these types
         layout = struct.Struct("@" + "".join(STRUCT_CODES[t] for t in types) + "0P" + "I")
         if launch_ex is None or layout.size != frame_type.config.offset + 4:
             return lambda grid, block, stream, args, types_: self.launch(fn, grid, block, stream, args, types_)
@@ -364,7 +428,8 @@ class CudaDriver(StreamDriver):
             if err:
                 self._raise_launch(err)
 
-        launch.keep = (frame, pointers)  # what the addresses above point into
+        # what the addresses above point into (mypy has no model of a function's attributes)
+        launch.keep = (frame, pointers)  # type: ignore[attr-defined]
         return launch
 
     def _raise_launch(self, err) -> None:
@@ -393,11 +458,18 @@ class CudaDriver(StreamDriver):
         handle = self._blas_handles.get(ordinal)
         if handle is None:
             handle = self._blas_handles[ordinal] = cublas.create()
+            self._blas_math[ordinal] = _MATH_DEFAULT
             self._blas_streams[ordinal] = None
         if self._blas_streams[ordinal] != int(stream):
             cublas.set_stream(handle, int(stream))
             self._blas_streams[ordinal] = int(stream)
         return handle
+
+    def _set_math(self, ordinal: int, handle: int, mode: int) -> None:
+        """Set the handle's math mode where it differs (a new handle's is the default)."""
+        if self._blas_math.get(ordinal, _MATH_DEFAULT) != mode:
+            _cublas().set_math_mode(handle, mode)
+            self._blas_math[ordinal] = mode
 
     def gemm(
         self,
@@ -419,19 +491,28 @@ class CudaDriver(StreamDriver):
         ldc,
         stride_c,
         batch,
+        *,
+        reduced=False,
     ) -> None:
         """Column-major strided-batched GEMM on our stream, through cuBLAS (nvmath-python's
-        binding of cublasGemmStridedBatchedEx). f32 computes in f32 (no TF32), as the cpu."""
+        binding of cublasGemmStridedBatchedEx). f32 computes in f32 (no TF32), as the cpu, and
+        the half types accumulate in f32, their split-K sums too; unless `reduced`
+        (_REDUCED_TYPES)."""
         try:
             cublas = _cublas()
         except ImportError:
             raise BackendUnavailable(
                 self.name, "matmul needs cuBLAS through nvmath-python (pip install 'opgen[gpu]')"
             ) from None
-        data, compute, scalar = _GEMM_TYPES[np.dtype(dtype)]
+        dtype = np.dtype(dtype)
+        data, compute, scalar = _GEMM_TYPES[dtype]
+        if reduced and dtype in _REDUCED_TYPES:
+            compute, scalar = _REDUCED_TYPES[dtype]
         one, zero = np.ones(1, scalar), np.zeros(1, scalar)
         try:
             handle = self._blas_handle(ordinal, stream)
+            if data in _HALF_TYPES:
+                self._set_math(ordinal, handle, _MATH_DEFAULT if reduced else _MATH_F32_REDUCTIONS)
             cublas.gemm_strided_batched_ex(
                 handle,
                 int(trans_a),

@@ -219,6 +219,7 @@ class Imported:
 
 def take(capsule_: Any) -> Imported:
     """Read a producer's capsule and mark it used; the caller owns `release`."""
+    managed: DLManagedTensorVersioned | DLManagedTensor
     if _api.PyCapsule_IsValid(capsule_, _VERSIONED):
         name = _VERSIONED
         managed = DLManagedTensorVersioned.from_address(_api.PyCapsule_GetPointer(capsule_, name))
@@ -290,7 +291,8 @@ def request(obj: Any, stream: int | None) -> Any:
 def host_array(imported: Imported) -> np.ndarray:
     """A flat numpy array over host memory the producer keeps alive until the array dies."""
     nbytes = imported.span * imported.dtype.itemsize
-    holder = (ctypes.c_char * max(nbytes, 1)).from_address(imported.base or _EMPTY_ADDRESS)
+    # Any: a ctypes array that also carries its _Release (ctypes instances take attributes)
+    holder: Any = (ctypes.c_char * max(nbytes, 1)).from_address(imported.base or _EMPTY_ADDRESS)
     # numpy keeps `holder` as the array's base; the _Release on it goes with the last array.
     holder.release = _Release(imported.release)
     flat = np.frombuffer(holder, dtype=np.uint8, count=nbytes).view(imported.dtype)

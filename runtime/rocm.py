@@ -247,9 +247,11 @@ class HipDriver(StreamDriver):
         ldc,
         stride_c,
         batch,
+        *,
+        reduced=False,
     ) -> None:
         """Column-major strided-batched GEMM on our stream, through hipBLAS: the twin of
-        CudaDriver.gemm."""
+        CudaDriver.gemm, in full precision whatever `reduced` says (runtime/gpu/switches.py)."""
         hipblas = _hipblas()
         data_name, compute_name, scalar = _GEMM_TYPES[np.dtype(dtype)]
         data = getattr(_hip().hipDataType, data_name)

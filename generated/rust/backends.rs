@@ -2,7 +2,6 @@
 // The exports of every backend's types (candle-core's lib.rs): the module <backend>_backend
 // of each backend defines <Backend>Device and <Backend>Storage (and Q<Backend>Storage, its quantized storage).
 pub use crate::cpu_backend::{CpuDevice, CpuStorage, QCpuStorage};
-#[cfg(feature = "cuda")]
 pub use crate::cuda_backend::{CudaDevice, CudaStorage, QCudaStorage};
-#[cfg(feature = "rocm")]
-pub use crate::rocm_backend::{RocmDevice, RocmStorage, QRocmStorage};
+pub use crate::metal_backend::{MetalDevice, MetalStorage, QMetalStorage};
+pub use crate::rocm_backend::{QRocmStorage, RocmDevice, RocmStorage};

@@ -11,27 +11,50 @@ pub trait CustomOp1 {
 
     /// The forward pass on cpu storages (each with its layout: any strides and offset).
     fn cpu_fwd(&self, _s1: &crate::CpuStorage, _l1: &Layout) -> Result<(crate::CpuStorage, Shape)> {
-        Err(Error::NotImplementedForBackend { op: self.name(), backend: "cpu" }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "cpu",
+        }
+        .bt())
     }
 
     /// The forward pass on cuda storages (each with its layout: any strides and offset).
-    #[cfg(feature = "cuda")]
     fn cuda_fwd(
         &self,
         _s1: &crate::CudaStorage,
         _l1: &Layout,
     ) -> Result<(crate::CudaStorage, Shape)> {
-        Err(Error::NotImplementedForBackend { op: self.name(), backend: "cuda" }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "cuda",
+        }
+        .bt())
     }
 
     /// The forward pass on rocm storages (each with its layout: any strides and offset).
-    #[cfg(feature = "rocm")]
     fn rocm_fwd(
         &self,
         _s1: &crate::RocmStorage,
         _l1: &Layout,
     ) -> Result<(crate::RocmStorage, Shape)> {
-        Err(Error::NotImplementedForBackend { op: self.name(), backend: "rocm" }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "rocm",
+        }
+        .bt())
+    }
+
+    /// The forward pass on metal storages (each with its layout: any strides and offset).
+    fn metal_fwd(
+        &self,
+        _s1: &crate::MetalStorage,
+        _l1: &Layout,
+    ) -> Result<(crate::MetalStorage, Shape)> {
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "metal",
+        }
+        .bt())
     }
 }
 
@@ -48,11 +71,14 @@ pub trait CustomOp2 {
         _s2: &crate::CpuStorage,
         _l2: &Layout,
     ) -> Result<(crate::CpuStorage, Shape)> {
-        Err(Error::NotImplementedForBackend { op: self.name(), backend: "cpu" }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "cpu",
+        }
+        .bt())
     }
 
     /// The forward pass on cuda storages (each with its layout: any strides and offset).
-    #[cfg(feature = "cuda")]
     fn cuda_fwd(
         &self,
         _s1: &crate::CudaStorage,
@@ -60,11 +86,14 @@ pub trait CustomOp2 {
         _s2: &crate::CudaStorage,
         _l2: &Layout,
     ) -> Result<(crate::CudaStorage, Shape)> {
-        Err(Error::NotImplementedForBackend { op: self.name(), backend: "cuda" }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "cuda",
+        }
+        .bt())
     }
 
     /// The forward pass on rocm storages (each with its layout: any strides and offset).
-    #[cfg(feature = "rocm")]
     fn rocm_fwd(
         &self,
         _s1: &crate::RocmStorage,
@@ -72,7 +101,26 @@ pub trait CustomOp2 {
         _s2: &crate::RocmStorage,
         _l2: &Layout,
     ) -> Result<(crate::RocmStorage, Shape)> {
-        Err(Error::NotImplementedForBackend { op: self.name(), backend: "rocm" }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "rocm",
+        }
+        .bt())
+    }
+
+    /// The forward pass on metal storages (each with its layout: any strides and offset).
+    fn metal_fwd(
+        &self,
+        _s1: &crate::MetalStorage,
+        _l1: &Layout,
+        _s2: &crate::MetalStorage,
+        _l2: &Layout,
+    ) -> Result<(crate::MetalStorage, Shape)> {
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "metal",
+        }
+        .bt())
     }
 }
 
@@ -91,11 +139,14 @@ pub trait CustomOp3 {
         _s3: &crate::CpuStorage,
         _l3: &Layout,
     ) -> Result<(crate::CpuStorage, Shape)> {
-        Err(Error::NotImplementedForBackend { op: self.name(), backend: "cpu" }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "cpu",
+        }
+        .bt())
     }
 
     /// The forward pass on cuda storages (each with its layout: any strides and offset).
-    #[cfg(feature = "cuda")]
     fn cuda_fwd(
         &self,
         _s1: &crate::CudaStorage,
@@ -105,11 +156,14 @@ pub trait CustomOp3 {
         _s3: &crate::CudaStorage,
         _l3: &Layout,
     ) -> Result<(crate::CudaStorage, Shape)> {
-        Err(Error::NotImplementedForBackend { op: self.name(), backend: "cuda" }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "cuda",
+        }
+        .bt())
     }
 
     /// The forward pass on rocm storages (each with its layout: any strides and offset).
-    #[cfg(feature = "rocm")]
     fn rocm_fwd(
         &self,
         _s1: &crate::RocmStorage,
@@ -119,7 +173,28 @@ pub trait CustomOp3 {
         _s3: &crate::RocmStorage,
         _l3: &Layout,
     ) -> Result<(crate::RocmStorage, Shape)> {
-        Err(Error::NotImplementedForBackend { op: self.name(), backend: "rocm" }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "rocm",
+        }
+        .bt())
+    }
+
+    /// The forward pass on metal storages (each with its layout: any strides and offset).
+    fn metal_fwd(
+        &self,
+        _s1: &crate::MetalStorage,
+        _l1: &Layout,
+        _s2: &crate::MetalStorage,
+        _l2: &Layout,
+        _s3: &crate::MetalStorage,
+        _l3: &Layout,
+    ) -> Result<(crate::MetalStorage, Shape)> {
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "metal",
+        }
+        .bt())
     }
 }
 
@@ -130,19 +205,38 @@ pub trait InplaceOp1 {
 
     /// The forward pass on cpu storages (each with its layout: any strides and offset).
     fn cpu_fwd(&self, _s1: &mut crate::CpuStorage, _l1: &Layout) -> Result<()> {
-        Err(Error::NotImplementedForBackend { op: self.name(), backend: "cpu" }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "cpu",
+        }
+        .bt())
     }
 
     /// The forward pass on cuda storages (each with its layout: any strides and offset).
-    #[cfg(feature = "cuda")]
     fn cuda_fwd(&self, _s1: &mut crate::CudaStorage, _l1: &Layout) -> Result<()> {
-        Err(Error::NotImplementedForBackend { op: self.name(), backend: "cuda" }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "cuda",
+        }
+        .bt())
     }
 
     /// The forward pass on rocm storages (each with its layout: any strides and offset).
-    #[cfg(feature = "rocm")]
     fn rocm_fwd(&self, _s1: &mut crate::RocmStorage, _l1: &Layout) -> Result<()> {
-        Err(Error::NotImplementedForBackend { op: self.name(), backend: "rocm" }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "rocm",
+        }
+        .bt())
+    }
+
+    /// The forward pass on metal storages (each with its layout: any strides and offset).
+    fn metal_fwd(&self, _s1: &mut crate::MetalStorage, _l1: &Layout) -> Result<()> {
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "metal",
+        }
+        .bt())
     }
 }
 
@@ -159,11 +253,14 @@ pub trait InplaceOp2 {
         _s2: &crate::CpuStorage,
         _l2: &Layout,
     ) -> Result<()> {
-        Err(Error::NotImplementedForBackend { op: self.name(), backend: "cpu" }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "cpu",
+        }
+        .bt())
     }
 
     /// The forward pass on cuda storages (each with its layout: any strides and offset).
-    #[cfg(feature = "cuda")]
     fn cuda_fwd(
         &self,
         _s1: &mut crate::CudaStorage,
@@ -171,11 +268,14 @@ pub trait InplaceOp2 {
         _s2: &crate::CudaStorage,
         _l2: &Layout,
     ) -> Result<()> {
-        Err(Error::NotImplementedForBackend { op: self.name(), backend: "cuda" }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "cuda",
+        }
+        .bt())
     }
 
     /// The forward pass on rocm storages (each with its layout: any strides and offset).
-    #[cfg(feature = "rocm")]
     fn rocm_fwd(
         &self,
         _s1: &mut crate::RocmStorage,
@@ -183,7 +283,26 @@ pub trait InplaceOp2 {
         _s2: &crate::RocmStorage,
         _l2: &Layout,
     ) -> Result<()> {
-        Err(Error::NotImplementedForBackend { op: self.name(), backend: "rocm" }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "rocm",
+        }
+        .bt())
+    }
+
+    /// The forward pass on metal storages (each with its layout: any strides and offset).
+    fn metal_fwd(
+        &self,
+        _s1: &mut crate::MetalStorage,
+        _l1: &Layout,
+        _s2: &crate::MetalStorage,
+        _l2: &Layout,
+    ) -> Result<()> {
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "metal",
+        }
+        .bt())
     }
 }
 
@@ -202,11 +321,14 @@ pub trait InplaceOp3 {
         _s3: &crate::CpuStorage,
         _l3: &Layout,
     ) -> Result<()> {
-        Err(Error::NotImplementedForBackend { op: self.name(), backend: "cpu" }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "cpu",
+        }
+        .bt())
     }
 
     /// The forward pass on cuda storages (each with its layout: any strides and offset).
-    #[cfg(feature = "cuda")]
     fn cuda_fwd(
         &self,
         _s1: &mut crate::CudaStorage,
@@ -216,11 +338,14 @@ pub trait InplaceOp3 {
         _s3: &crate::CudaStorage,
         _l3: &Layout,
     ) -> Result<()> {
-        Err(Error::NotImplementedForBackend { op: self.name(), backend: "cuda" }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "cuda",
+        }
+        .bt())
     }
 
     /// The forward pass on rocm storages (each with its layout: any strides and offset).
-    #[cfg(feature = "rocm")]
     fn rocm_fwd(
         &self,
         _s1: &mut crate::RocmStorage,
@@ -230,7 +355,28 @@ pub trait InplaceOp3 {
         _s3: &crate::RocmStorage,
         _l3: &Layout,
     ) -> Result<()> {
-        Err(Error::NotImplementedForBackend { op: self.name(), backend: "rocm" }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "rocm",
+        }
+        .bt())
+    }
+
+    /// The forward pass on metal storages (each with its layout: any strides and offset).
+    fn metal_fwd(
+        &self,
+        _s1: &mut crate::MetalStorage,
+        _l1: &Layout,
+        _s2: &crate::MetalStorage,
+        _l2: &Layout,
+        _s3: &crate::MetalStorage,
+        _l3: &Layout,
+    ) -> Result<()> {
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "metal",
+        }
+        .bt())
     }
 }
 
@@ -242,15 +388,17 @@ impl Storage {
                 let (out, shape) = op.cpu_fwd(s, layout)?;
                 Ok((Self::Cpu(out), shape))
             }
-            #[cfg(feature = "cuda")]
             Self::Cuda(s) => {
                 let (out, shape) = op.cuda_fwd(s, layout)?;
                 Ok((Self::Cuda(out), shape))
             }
-            #[cfg(feature = "rocm")]
             Self::Rocm(s) => {
                 let (out, shape) = op.rocm_fwd(s, layout)?;
                 Ok((Self::Rocm(out), shape))
+            }
+            Self::Metal(s) => {
+                let (out, shape) = op.metal_fwd(s, layout)?;
+                Ok((Self::Metal(out), shape))
             }
         }
     }
@@ -269,15 +417,17 @@ impl Storage {
                 let (out, shape) = op.cpu_fwd(s, layout, t2, layout2)?;
                 Ok((Self::Cpu(out), shape))
             }
-            #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(t2)) => {
                 let (out, shape) = op.cuda_fwd(s, layout, t2, layout2)?;
                 Ok((Self::Cuda(out), shape))
             }
-            #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(t2)) => {
                 let (out, shape) = op.rocm_fwd(s, layout, t2, layout2)?;
                 Ok((Self::Rocm(out), shape))
+            }
+            (Self::Metal(s), Self::Metal(t2)) => {
+                let (out, shape) = op.metal_fwd(s, layout, t2, layout2)?;
+                Ok((Self::Metal(out), shape))
             }
             #[allow(unreachable_patterns)]
             (lhs, t2) => Err(Device::mismatch("apply_op2", &[lhs.device(), t2.device()])),
@@ -301,20 +451,23 @@ impl Storage {
                 let (out, shape) = op.cpu_fwd(s, layout, t2, layout2, t3, layout3)?;
                 Ok((Self::Cpu(out), shape))
             }
-            #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(t2), Self::Cuda(t3)) => {
                 let (out, shape) = op.cuda_fwd(s, layout, t2, layout2, t3, layout3)?;
                 Ok((Self::Cuda(out), shape))
             }
-            #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(t2), Self::Rocm(t3)) => {
                 let (out, shape) = op.rocm_fwd(s, layout, t2, layout2, t3, layout3)?;
                 Ok((Self::Rocm(out), shape))
             }
-            #[allow(unreachable_patterns)]
-            (lhs, t2, t3) => {
-                Err(Device::mismatch("apply_op3", &[lhs.device(), t2.device(), t3.device()]))
+            (Self::Metal(s), Self::Metal(t2), Self::Metal(t3)) => {
+                let (out, shape) = op.metal_fwd(s, layout, t2, layout2, t3, layout3)?;
+                Ok((Self::Metal(out), shape))
             }
+            #[allow(unreachable_patterns)]
+            (lhs, t2, t3) => Err(Device::mismatch(
+                "apply_op3",
+                &[lhs.device(), t2.device(), t3.device()],
+            )),
         }
     }
 
@@ -322,10 +475,9 @@ impl Storage {
     pub fn inplace_op1(&mut self, layout: &Layout, op: &dyn InplaceOp1) -> Result<()> {
         match self {
             Self::Cpu(s) => op.cpu_fwd(s, layout),
-            #[cfg(feature = "cuda")]
             Self::Cuda(s) => op.cuda_fwd(s, layout),
-            #[cfg(feature = "rocm")]
             Self::Rocm(s) => op.rocm_fwd(s, layout),
+            Self::Metal(s) => op.metal_fwd(s, layout),
         }
     }
 
@@ -340,12 +492,14 @@ impl Storage {
         self.same_device(t2, "inplace_op2")?;
         match (self, t2) {
             (Self::Cpu(s), Self::Cpu(t2)) => op.cpu_fwd(s, layout, t2, layout2),
-            #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(t2)) => op.cuda_fwd(s, layout, t2, layout2),
-            #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(t2)) => op.rocm_fwd(s, layout, t2, layout2),
+            (Self::Metal(s), Self::Metal(t2)) => op.metal_fwd(s, layout, t2, layout2),
             #[allow(unreachable_patterns)]
-            (lhs, t2) => Err(Device::mismatch("inplace_op2", &[lhs.device(), t2.device()])),
+            (lhs, t2) => Err(Device::mismatch(
+                "inplace_op2",
+                &[lhs.device(), t2.device()],
+            )),
         }
     }
 
@@ -365,18 +519,20 @@ impl Storage {
             (Self::Cpu(s), Self::Cpu(t2), Self::Cpu(t3)) => {
                 op.cpu_fwd(s, layout, t2, layout2, t3, layout3)
             }
-            #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(t2), Self::Cuda(t3)) => {
                 op.cuda_fwd(s, layout, t2, layout2, t3, layout3)
             }
-            #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(t2), Self::Rocm(t3)) => {
                 op.rocm_fwd(s, layout, t2, layout2, t3, layout3)
             }
-            #[allow(unreachable_patterns)]
-            (lhs, t2, t3) => {
-                Err(Device::mismatch("inplace_op3", &[lhs.device(), t2.device(), t3.device()]))
+            (Self::Metal(s), Self::Metal(t2), Self::Metal(t3)) => {
+                op.metal_fwd(s, layout, t2, layout2, t3, layout3)
             }
+            #[allow(unreachable_patterns)]
+            (lhs, t2, t3) => Err(Device::mismatch(
+                "inplace_op3",
+                &[lhs.device(), t2.device(), t3.device()],
+            )),
         }
     }
 }

@@ -3,28 +3,26 @@
 // the registry as a method whose match has one arm per backend, calling that backend
 // device's method of the same name (BackendDevice). location, same_device and
 // is_<backend> follow from the backends alone.
-use crate::{DType, Error, Result, Shape, Storage, WithDType};
 use crate::backend::BackendDevice;
+use crate::{DType, Error, Result, Shape, Storage, WithDType};
 
 /// Where a device's memory is: one physical device, which several Devices may share.
 #[derive(Debug, Copy, Clone, PartialEq, Eq, Hash)]
 pub enum DeviceLocation {
     Cpu,
-    #[cfg(feature = "cuda")]
     Cuda { gpu_id: usize },
-    #[cfg(feature = "rocm")]
     Rocm { gpu_id: usize },
+    Metal { gpu_id: usize },
 }
 
-/// A device of one of the backends: cpu, cuda, rocm.
+/// A device of one of the backends: cpu, cuda, rocm, metal.
 
 #[derive(Debug, Clone)]
 pub enum Device {
     Cpu,
-    #[cfg(feature = "cuda")]
     Cuda(crate::CudaDevice),
-    #[cfg(feature = "rocm")]
     Rocm(crate::RocmDevice),
+    Metal(crate::MetalDevice),
 }
 
 impl Device {
@@ -32,10 +30,9 @@ impl Device {
     pub fn location(&self) -> DeviceLocation {
         match self {
             Self::Cpu => DeviceLocation::Cpu,
-            #[cfg(feature = "cuda")]
             Self::Cuda(d) => d.location(),
-            #[cfg(feature = "rocm")]
             Self::Rocm(d) => d.location(),
+            Self::Metal(d) => d.location(),
         }
     }
 
@@ -43,10 +40,9 @@ impl Device {
     pub fn same_device(&self, rhs: &Self) -> bool {
         match (self, rhs) {
             (Self::Cpu, Self::Cpu) => true,
-            #[cfg(feature = "cuda")]
             (Self::Cuda(lhs), Self::Cuda(rhs)) => lhs.same_device(rhs),
-            #[cfg(feature = "rocm")]
             (Self::Rocm(lhs), Self::Rocm(rhs)) => lhs.same_device(rhs),
+            (Self::Metal(lhs), Self::Metal(rhs)) => lhs.same_device(rhs),
             #[allow(unreachable_patterns)]
             _ => false,
         }
@@ -65,116 +61,113 @@ impl Device {
     /// first device and the first that differs from it.
     pub fn mismatch(op: &'static str, devices: &[Device]) -> Error {
         let first = &devices[0];
-        let other = devices.iter().find(|d| !d.same_device(first)).unwrap_or(first);
-        Error::DeviceMismatchBinaryOp { lhs: first.location(), rhs: other.location(), op }.bt()
+        let other = devices
+            .iter()
+            .find(|d| !d.same_device(first))
+            .unwrap_or(first);
+        Error::DeviceMismatchBinaryOp {
+            lhs: first.location(),
+            rhs: other.location(),
+            op,
+        }
+        .bt()
     }
 
     pub fn is_cpu(&self) -> bool {
         matches!(self, Self::Cpu)
     }
 
-    #[cfg(feature = "cuda")]
     pub fn is_cuda(&self) -> bool {
         matches!(self, Self::Cuda(_))
     }
 
-    /// False: cuda is not compiled in.
-    #[cfg(not(feature = "cuda"))]
-    pub fn is_cuda(&self) -> bool {
-        false
-    }
-
-    #[cfg(feature = "rocm")]
     pub fn is_rocm(&self) -> bool {
         matches!(self, Self::Rocm(_))
     }
 
-    /// False: rocm is not compiled in.
-    #[cfg(not(feature = "rocm"))]
-    pub fn is_rocm(&self) -> bool {
-        false
+    pub fn is_metal(&self) -> bool {
+        matches!(self, Self::Metal(_))
     }
 
     /// `zeros` on the device's backend. (registry: `device.zeros`)
     pub fn zeros(&self, shape: &Shape, dtype: DType) -> Result<Storage> {
         match self {
-            Self::Cpu => Ok(Storage::Cpu(crate::CpuDevice.zeros(shape, dtype)?)),
-            #[cfg(feature = "cuda")]
-            Self::Cuda(d) => Ok(Storage::Cuda(d.zeros(shape, dtype)?)),
-            #[cfg(feature = "rocm")]
-            Self::Rocm(d) => Ok(Storage::Rocm(d.zeros(shape, dtype)?)),
-        }
-    }
-
-    /// `ones` on the device's backend. (registry: `device.ones`)
-    pub fn ones(&self, shape: &Shape, dtype: DType) -> Result<Storage> {
-        match self {
-            Self::Cpu => Ok(Storage::Cpu(crate::CpuDevice.ones(shape, dtype)?)),
-            #[cfg(feature = "cuda")]
-            Self::Cuda(d) => Ok(Storage::Cuda(d.ones(shape, dtype)?)),
-            #[cfg(feature = "rocm")]
-            Self::Rocm(d) => Ok(Storage::Rocm(d.ones(shape, dtype)?)),
+            Self::Cpu => Ok(Storage::Cpu(crate::CpuDevice.zeros_impl(shape, dtype)?)),
+            Self::Cuda(d) => Ok(Storage::Cuda(d.zeros_impl(shape, dtype)?)),
+            Self::Rocm(d) => Ok(Storage::Rocm(d.zeros_impl(shape, dtype)?)),
+            Self::Metal(d) => Ok(Storage::Metal(d.zeros_impl(shape, dtype)?)),
         }
     }
 
     /// `alloc_uninit` on the device's backend. (registry: `device.alloc_uninit`)
-    pub fn alloc_uninit(&self, shape: &Shape, dtype: DType) -> Result<Storage> {
+    ///
+    /// # Safety
+    ///
+    /// The storage is not initialized: write it before reading it.
+    pub unsafe fn alloc_uninit(&self, shape: &Shape, dtype: DType) -> Result<Storage> {
         match self {
             Self::Cpu => Ok(Storage::Cpu(crate::CpuDevice.alloc_uninit(shape, dtype)?)),
-            #[cfg(feature = "cuda")]
             Self::Cuda(d) => Ok(Storage::Cuda(d.alloc_uninit(shape, dtype)?)),
-            #[cfg(feature = "rocm")]
             Self::Rocm(d) => Ok(Storage::Rocm(d.alloc_uninit(shape, dtype)?)),
+            Self::Metal(d) => Ok(Storage::Metal(d.alloc_uninit(shape, dtype)?)),
         }
     }
 
     /// `storage_from_slice` on the device's backend. (registry: `device.storage_from_slice`)
-    pub fn storage_from_slice<T: WithDType>(&self, array: &[T]) -> Result<Storage> {
+    pub fn storage_from_slice<D: WithDType>(&self, array: &[D]) -> Result<Storage> {
         match self {
             Self::Cpu => Ok(Storage::Cpu(crate::CpuDevice.storage_from_slice(array)?)),
-            #[cfg(feature = "cuda")]
             Self::Cuda(d) => Ok(Storage::Cuda(d.storage_from_slice(array)?)),
-            #[cfg(feature = "rocm")]
             Self::Rocm(d) => Ok(Storage::Rocm(d.storage_from_slice(array)?)),
+            Self::Metal(d) => Ok(Storage::Metal(d.storage_from_slice(array)?)),
         }
     }
 
     /// `rand_uniform` on the device's backend. (registry: `device.rand_uniform`)
-    pub fn rand_uniform(
+    pub fn rand_uniform_f64(
         &self,
-        shape: &Shape,
-        dtype: DType,
         low: f64,
         high: f64,
+        shape: &Shape,
+        dtype: DType,
     ) -> Result<Storage> {
         match self {
-            Self::Cpu => Ok(Storage::Cpu(crate::CpuDevice.rand_uniform(shape, dtype, low, high)?)),
-            #[cfg(feature = "cuda")]
+            Self::Cpu => {
+                let s = crate::CpuDevice.rand_uniform(shape, dtype, low, high)?;
+                Ok(Storage::Cpu(s))
+            }
             Self::Cuda(d) => Ok(Storage::Cuda(d.rand_uniform(shape, dtype, low, high)?)),
-            #[cfg(feature = "rocm")]
             Self::Rocm(d) => Ok(Storage::Rocm(d.rand_uniform(shape, dtype, low, high)?)),
+            Self::Metal(d) => Ok(Storage::Metal(d.rand_uniform(shape, dtype, low, high)?)),
         }
     }
 
     /// `rand_normal` on the device's backend. (registry: `device.rand_normal`)
-    pub fn rand_normal(&self, shape: &Shape, dtype: DType, mean: f64, std: f64) -> Result<Storage> {
+    pub fn rand_normal_f64(
+        &self,
+        mean: f64,
+        std: f64,
+        shape: &Shape,
+        dtype: DType,
+    ) -> Result<Storage> {
         match self {
-            Self::Cpu => Ok(Storage::Cpu(crate::CpuDevice.rand_normal(shape, dtype, mean, std)?)),
-            #[cfg(feature = "cuda")]
+            Self::Cpu => {
+                let s = crate::CpuDevice.rand_normal(shape, dtype, mean, std)?;
+                Ok(Storage::Cpu(s))
+            }
             Self::Cuda(d) => Ok(Storage::Cuda(d.rand_normal(shape, dtype, mean, std)?)),
-            #[cfg(feature = "rocm")]
             Self::Rocm(d) => Ok(Storage::Rocm(d.rand_normal(shape, dtype, mean, std)?)),
+            Self::Metal(d) => Ok(Storage::Metal(d.rand_normal(shape, dtype, mean, std)?)),
         }
     }
 
     /// `set_seed` on the device's backend. (registry: `device.set_seed`)
-    pub fn set_seed(&self, seed: usize) -> Result<()> {
+    pub fn set_seed(&self, seed: u64) -> Result<()> {
         match self {
             Self::Cpu => crate::CpuDevice.set_seed(seed),
-            #[cfg(feature = "cuda")]
             Self::Cuda(d) => d.set_seed(seed),
-            #[cfg(feature = "rocm")]
             Self::Rocm(d) => d.set_seed(seed),
+            Self::Metal(d) => d.set_seed(seed),
         }
     }
 
@@ -182,21 +175,192 @@ impl Device {
     pub fn synchronize(&self) -> Result<()> {
         match self {
             Self::Cpu => crate::CpuDevice.synchronize(),
-            #[cfg(feature = "cuda")]
             Self::Cuda(d) => d.synchronize(),
-            #[cfg(feature = "rocm")]
             Self::Rocm(d) => d.synchronize(),
+            Self::Metal(d) => d.synchronize(),
         }
     }
 
-    /// `supports_bf16` on the device's backend. (registry: `device.supports_bf16`)
+    /// `supports_bf16`, as the target's library spells it.
     pub fn supports_bf16(&self) -> bool {
         match self {
-            Self::Cpu => crate::CpuDevice.supports_bf16(),
-            #[cfg(feature = "cuda")]
-            Self::Cuda(d) => d.supports_bf16(),
-            #[cfg(feature = "rocm")]
-            Self::Rocm(d) => d.supports_bf16(),
+            Self::Cpu => false,
+            Self::Cuda(_) => true,
+            Self::Rocm(_) => true,
+            Self::Metal(_) => true,
+        }
+    }
+
+    /// The cuda device of that ordinal.
+    pub fn new_cuda(ordinal: usize) -> Result<Self> {
+        Ok(Self::Cuda(crate::CudaDevice::new(ordinal)?))
+    }
+
+    /// The rocm device of that ordinal.
+    pub fn new_rocm(ordinal: usize) -> Result<Self> {
+        Ok(Self::Rocm(crate::RocmDevice::new(ordinal)?))
+    }
+
+    /// The metal device of that ordinal.
+    pub fn new_metal(ordinal: usize) -> Result<Self> {
+        Ok(Self::Metal(crate::MetalDevice::new(ordinal)?))
+    }
+
+    /// The cuda device of that ordinal, on a stream of its own.
+    pub fn new_cuda_with_stream(ordinal: usize) -> Result<Self> {
+        Ok(Self::Cuda(crate::CudaDevice::new_with_stream(ordinal)?))
+    }
+
+    /// The rocm device of that ordinal, on a stream of its own.
+    pub fn new_rocm_with_stream(ordinal: usize) -> Result<Self> {
+        Ok(Self::Rocm(crate::RocmDevice::new_with_stream(ordinal)?))
+    }
+
+    /// The cuda backend's device, or an error naming the device's backend.
+    pub fn as_cuda_device(&self) -> Result<&crate::CudaDevice> {
+        match self {
+            Self::Cpu => crate::bail!("expected a cuda device, got cpu"),
+            Self::Cuda(d) => Ok(d),
+            Self::Rocm(_) => crate::bail!("expected a cuda device, got rocm"),
+            Self::Metal(_) => crate::bail!("expected a cuda device, got metal"),
+        }
+    }
+
+    /// The rocm backend's device, or an error naming the device's backend.
+    pub fn as_rocm_device(&self) -> Result<&crate::RocmDevice> {
+        match self {
+            Self::Cpu => crate::bail!("expected a rocm device, got cpu"),
+            Self::Cuda(_) => crate::bail!("expected a rocm device, got cuda"),
+            Self::Rocm(d) => Ok(d),
+            Self::Metal(_) => crate::bail!("expected a rocm device, got metal"),
+        }
+    }
+
+    /// The metal backend's device, or an error naming the device's backend.
+    pub fn as_metal_device(&self) -> Result<&crate::MetalDevice> {
+        match self {
+            Self::Cpu => crate::bail!("expected a metal device, got cpu"),
+            Self::Cuda(_) => crate::bail!("expected a metal device, got cuda"),
+            Self::Rocm(_) => crate::bail!("expected a metal device, got rocm"),
+            Self::Metal(d) => Ok(d),
+        }
+    }
+
+    /// The cuda device of that ordinal where cuda is available, else the host's.
+    pub fn cuda_if_available(ordinal: usize) -> Result<Self> {
+        if crate::utils::cuda_is_available() {
+            Self::new_cuda(ordinal)
+        } else {
+            Ok(Self::Cpu)
+        }
+    }
+
+    /// The rocm device of that ordinal where rocm is available, else the host's.
+    pub fn rocm_if_available(ordinal: usize) -> Result<Self> {
+        if crate::utils::rocm_is_available() {
+            Self::new_rocm(ordinal)
+        } else {
+            Ok(Self::Cpu)
+        }
+    }
+
+    /// The metal device of that ordinal where metal is available, else the host's.
+    pub fn metal_if_available(ordinal: usize) -> Result<Self> {
+        if crate::utils::metal_is_available() {
+            Self::new_metal(ordinal)
+        } else {
+            Ok(Self::Cpu)
+        }
+    }
+
+    /// Runs `f` in the device's context: on the host, inside the library's thread pool.
+    pub fn with_context<F, R>(&self, f: F) -> R
+    where
+        F: FnOnce() -> R + Send,
+        R: Send,
+    {
+        match self {
+            Self::Cpu => crate::utils::with_threadpool(f),
+            Self::Cuda(_) => f(),
+            Self::Rocm(_) => f(),
+            Self::Metal(_) => f(),
+        }
+    }
+
+    /// The seed of the device's random generator.
+    pub fn get_current_seed(&self) -> Result<u64> {
+        match self {
+            Self::Cpu => crate::CpuDevice.get_current_seed(),
+            Self::Cuda(d) => d.get_current_seed(),
+            Self::Rocm(d) => d.get_current_seed(),
+            Self::Metal(d) => d.get_current_seed(),
+        }
+    }
+
+    /// BF16 where the device supports it, else F32.
+    pub fn bf16_default_to_f32(&self) -> DType {
+        if self.supports_bf16() {
+            DType::BF16
+        } else {
+            DType::F32
+        }
+    }
+
+    /// Uniform values in [lo, up) of T's dtype.
+    pub fn rand_uniform<T: crate::FloatDType>(
+        &self,
+        lo: T,
+        up: T,
+        shape: &Shape,
+    ) -> Result<Storage> {
+        self.rand_uniform_f64(lo.to_f64(), up.to_f64(), shape, T::DTYPE)
+    }
+
+    /// Normal values of T's dtype.
+    pub fn rand_normal<T: crate::FloatDType>(
+        &self,
+        mean: T,
+        std: T,
+        shape: &Shape,
+    ) -> Result<Storage> {
+        self.rand_normal_f64(mean.to_f64(), std.to_f64(), shape, T::DTYPE)
+    }
+
+    /// A storage holding the array's values.
+    pub fn storage<A: crate::NdArray>(&self, array: A) -> Result<Storage> {
+        match self {
+            Self::Cpu => Ok(Storage::Cpu(array.to_cpu_storage())),
+            Self::Cuda(d) => {
+                let s = d.storage_from_cpu_storage_owned(array.to_cpu_storage())?;
+                Ok(Storage::Cuda(s))
+            }
+            Self::Rocm(d) => {
+                let s = d.storage_from_cpu_storage_owned(array.to_cpu_storage())?;
+                Ok(Storage::Rocm(s))
+            }
+            Self::Metal(d) => {
+                let s = d.storage_from_cpu_storage_owned(array.to_cpu_storage())?;
+                Ok(Storage::Metal(s))
+            }
+        }
+    }
+
+    /// A storage holding the vector's values, moved where the device is the host.
+    pub fn storage_owned<S: WithDType>(&self, data: Vec<S>) -> Result<Storage> {
+        match self {
+            Self::Cpu => Ok(Storage::Cpu(S::to_cpu_storage_owned(data))),
+            Self::Cuda(d) => {
+                let s = d.storage_from_cpu_storage_owned(S::to_cpu_storage_owned(data))?;
+                Ok(Storage::Cuda(s))
+            }
+            Self::Rocm(d) => {
+                let s = d.storage_from_cpu_storage_owned(S::to_cpu_storage_owned(data))?;
+                Ok(Storage::Rocm(s))
+            }
+            Self::Metal(d) => {
+                let s = d.storage_from_cpu_storage_owned(S::to_cpu_storage_owned(data))?;
+                Ok(Storage::Metal(s))
+            }
         }
     }
 }

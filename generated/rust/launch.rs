@@ -23,6 +23,12 @@ pub struct Kernel {
     pub source: &'static str,
 }
 
+impl Kernel {
+    pub const fn new(name: &'static str, source: &'static str) -> Self {
+        Self { name, source }
+    }
+}
+
 /// The bits of an f16 value: kernels take f16_t by value as its 16 bits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(transparent)]
@@ -65,7 +71,10 @@ impl<T> Copy for DevicePtrMut<T> {}
 
 impl<T> DevicePtr<T> {
     pub fn new(addr: u64) -> Self {
-        Self { addr, elem: PhantomData }
+        Self {
+            addr,
+            elem: PhantomData,
+        }
     }
 
     pub fn addr(self) -> u64 {
@@ -79,7 +88,10 @@ impl<T> DevicePtr<T> {
 
 impl<T> DevicePtrMut<T> {
     pub fn new(addr: u64) -> Self {
-        Self { addr, elem: PhantomData }
+        Self {
+            addr,
+            elem: PhantomData,
+        }
     }
 
     pub fn addr(self) -> u64 {
@@ -125,7 +137,17 @@ pub fn launch_affine_bf16<L: KernelLauncher + ?Sized>(
     mul: Bf16,
     add: Bf16,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "affine_bf16", source: "affine.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg(), KernelArg::Bf16(mul), KernelArg::Bf16(add)])
+    let entry_point = Kernel::new("affine_bf16", "affine.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Bf16(mul),
+        KernelArg::Bf16(add),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `affine_f16` of affine.hip.
@@ -141,7 +163,17 @@ pub fn launch_affine_f16<L: KernelLauncher + ?Sized>(
     mul: F16,
     add: F16,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "affine_f16", source: "affine.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg(), KernelArg::F16(mul), KernelArg::F16(add)])
+    let entry_point = Kernel::new("affine_f16", "affine.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::F16(mul),
+        KernelArg::F16(add),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `affine_f32` of affine.hip.
@@ -157,7 +189,17 @@ pub fn launch_affine_f32<L: KernelLauncher + ?Sized>(
     mul: f32,
     add: f32,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "affine_f32", source: "affine.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg(), KernelArg::F32(mul), KernelArg::F32(add)])
+    let entry_point = Kernel::new("affine_f32", "affine.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::F32(mul),
+        KernelArg::F32(add),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `affine_f64` of affine.hip.
@@ -173,7 +215,17 @@ pub fn launch_affine_f64<L: KernelLauncher + ?Sized>(
     mul: f64,
     add: f64,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "affine_f64", source: "affine.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg(), KernelArg::F64(mul), KernelArg::F64(add)])
+    let entry_point = Kernel::new("affine_f64", "affine.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::F64(mul),
+        KernelArg::F64(add),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `affine_i64` of affine.hip.
@@ -189,7 +241,17 @@ pub fn launch_affine_i64<L: KernelLauncher + ?Sized>(
     mul: i64,
     add: i64,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "affine_i64", source: "affine.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg(), KernelArg::I64(mul), KernelArg::I64(add)])
+    let entry_point = Kernel::new("affine_i64", "affine.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::I64(mul),
+        KernelArg::I64(add),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `affine_u32` of affine.hip.
@@ -205,7 +267,17 @@ pub fn launch_affine_u32<L: KernelLauncher + ?Sized>(
     mul: u32,
     add: u32,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "affine_u32", source: "affine.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg(), KernelArg::U32(mul), KernelArg::U32(add)])
+    let entry_point = Kernel::new("affine_u32", "affine.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::U32(mul),
+        KernelArg::U32(add),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `affine_u8` of affine.hip.
@@ -221,7 +293,17 @@ pub fn launch_affine_u8<L: KernelLauncher + ?Sized>(
     mul: u8,
     add: u8,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "affine_u8", source: "affine.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg(), KernelArg::U8(mul), KernelArg::U8(add)])
+    let entry_point = Kernel::new("affine_u8", "affine.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::U8(mul),
+        KernelArg::U8(add),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `arg_sort_local_bf16` of nn.hip.
@@ -240,7 +322,20 @@ pub fn launch_arg_sort_local_bf16<L: KernelLauncher + ?Sized>(
     idx: DevicePtrMut<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "arg_sort_local_bf16", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), KernelArg::Usize(pad), KernelArg::U32(ascending), KernelArg::Usize(k_first), KernelArg::Usize(k_last), x.arg(), keys.arg(), idx.arg(), out.arg()])
+    let entry_point = Kernel::new("arg_sort_local_bf16", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(ncols),
+        KernelArg::Usize(pad),
+        KernelArg::U32(ascending),
+        KernelArg::Usize(k_first),
+        KernelArg::Usize(k_last),
+        x.arg(),
+        keys.arg(),
+        idx.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `arg_sort_local_f16` of nn.hip.
@@ -259,7 +354,20 @@ pub fn launch_arg_sort_local_f16<L: KernelLauncher + ?Sized>(
     idx: DevicePtrMut<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "arg_sort_local_f16", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), KernelArg::Usize(pad), KernelArg::U32(ascending), KernelArg::Usize(k_first), KernelArg::Usize(k_last), x.arg(), keys.arg(), idx.arg(), out.arg()])
+    let entry_point = Kernel::new("arg_sort_local_f16", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(ncols),
+        KernelArg::Usize(pad),
+        KernelArg::U32(ascending),
+        KernelArg::Usize(k_first),
+        KernelArg::Usize(k_last),
+        x.arg(),
+        keys.arg(),
+        idx.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `arg_sort_local_f32` of nn.hip.
@@ -278,7 +386,20 @@ pub fn launch_arg_sort_local_f32<L: KernelLauncher + ?Sized>(
     idx: DevicePtrMut<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "arg_sort_local_f32", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), KernelArg::Usize(pad), KernelArg::U32(ascending), KernelArg::Usize(k_first), KernelArg::Usize(k_last), x.arg(), keys.arg(), idx.arg(), out.arg()])
+    let entry_point = Kernel::new("arg_sort_local_f32", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(ncols),
+        KernelArg::Usize(pad),
+        KernelArg::U32(ascending),
+        KernelArg::Usize(k_first),
+        KernelArg::Usize(k_last),
+        x.arg(),
+        keys.arg(),
+        idx.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `arg_sort_local_f64` of nn.hip.
@@ -297,7 +418,20 @@ pub fn launch_arg_sort_local_f64<L: KernelLauncher + ?Sized>(
     idx: DevicePtrMut<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "arg_sort_local_f64", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), KernelArg::Usize(pad), KernelArg::U32(ascending), KernelArg::Usize(k_first), KernelArg::Usize(k_last), x.arg(), keys.arg(), idx.arg(), out.arg()])
+    let entry_point = Kernel::new("arg_sort_local_f64", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(ncols),
+        KernelArg::Usize(pad),
+        KernelArg::U32(ascending),
+        KernelArg::Usize(k_first),
+        KernelArg::Usize(k_last),
+        x.arg(),
+        keys.arg(),
+        idx.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `arg_sort_local_i64` of nn.hip.
@@ -316,7 +450,20 @@ pub fn launch_arg_sort_local_i64<L: KernelLauncher + ?Sized>(
     idx: DevicePtrMut<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "arg_sort_local_i64", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), KernelArg::Usize(pad), KernelArg::U32(ascending), KernelArg::Usize(k_first), KernelArg::Usize(k_last), x.arg(), keys.arg(), idx.arg(), out.arg()])
+    let entry_point = Kernel::new("arg_sort_local_i64", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(ncols),
+        KernelArg::Usize(pad),
+        KernelArg::U32(ascending),
+        KernelArg::Usize(k_first),
+        KernelArg::Usize(k_last),
+        x.arg(),
+        keys.arg(),
+        idx.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `arg_sort_local_u32` of nn.hip.
@@ -335,7 +482,20 @@ pub fn launch_arg_sort_local_u32<L: KernelLauncher + ?Sized>(
     idx: DevicePtrMut<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "arg_sort_local_u32", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), KernelArg::Usize(pad), KernelArg::U32(ascending), KernelArg::Usize(k_first), KernelArg::Usize(k_last), x.arg(), keys.arg(), idx.arg(), out.arg()])
+    let entry_point = Kernel::new("arg_sort_local_u32", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(ncols),
+        KernelArg::Usize(pad),
+        KernelArg::U32(ascending),
+        KernelArg::Usize(k_first),
+        KernelArg::Usize(k_last),
+        x.arg(),
+        keys.arg(),
+        idx.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `arg_sort_local_u8` of nn.hip.
@@ -354,7 +514,20 @@ pub fn launch_arg_sort_local_u8<L: KernelLauncher + ?Sized>(
     idx: DevicePtrMut<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "arg_sort_local_u8", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), KernelArg::Usize(pad), KernelArg::U32(ascending), KernelArg::Usize(k_first), KernelArg::Usize(k_last), x.arg(), keys.arg(), idx.arg(), out.arg()])
+    let entry_point = Kernel::new("arg_sort_local_u8", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(ncols),
+        KernelArg::Usize(pad),
+        KernelArg::U32(ascending),
+        KernelArg::Usize(k_first),
+        KernelArg::Usize(k_last),
+        x.arg(),
+        keys.arg(),
+        idx.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `arg_sort_merge_bf16` of nn.hip.
@@ -369,7 +542,16 @@ pub fn launch_arg_sort_merge_bf16<L: KernelLauncher + ?Sized>(
     keys: DevicePtrMut<u64>,
     idx: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "arg_sort_merge_bf16", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(pad), KernelArg::Usize(k), KernelArg::Usize(j), keys.arg(), idx.arg()])
+    let entry_point = Kernel::new("arg_sort_merge_bf16", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(pad),
+        KernelArg::Usize(k),
+        KernelArg::Usize(j),
+        keys.arg(),
+        idx.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `arg_sort_merge_f16` of nn.hip.
@@ -384,7 +566,16 @@ pub fn launch_arg_sort_merge_f16<L: KernelLauncher + ?Sized>(
     keys: DevicePtrMut<u64>,
     idx: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "arg_sort_merge_f16", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(pad), KernelArg::Usize(k), KernelArg::Usize(j), keys.arg(), idx.arg()])
+    let entry_point = Kernel::new("arg_sort_merge_f16", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(pad),
+        KernelArg::Usize(k),
+        KernelArg::Usize(j),
+        keys.arg(),
+        idx.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `arg_sort_merge_f32` of nn.hip.
@@ -399,7 +590,16 @@ pub fn launch_arg_sort_merge_f32<L: KernelLauncher + ?Sized>(
     keys: DevicePtrMut<u64>,
     idx: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "arg_sort_merge_f32", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(pad), KernelArg::Usize(k), KernelArg::Usize(j), keys.arg(), idx.arg()])
+    let entry_point = Kernel::new("arg_sort_merge_f32", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(pad),
+        KernelArg::Usize(k),
+        KernelArg::Usize(j),
+        keys.arg(),
+        idx.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `arg_sort_merge_f64` of nn.hip.
@@ -414,7 +614,16 @@ pub fn launch_arg_sort_merge_f64<L: KernelLauncher + ?Sized>(
     keys: DevicePtrMut<u64>,
     idx: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "arg_sort_merge_f64", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(pad), KernelArg::Usize(k), KernelArg::Usize(j), keys.arg(), idx.arg()])
+    let entry_point = Kernel::new("arg_sort_merge_f64", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(pad),
+        KernelArg::Usize(k),
+        KernelArg::Usize(j),
+        keys.arg(),
+        idx.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `arg_sort_merge_i64` of nn.hip.
@@ -429,7 +638,16 @@ pub fn launch_arg_sort_merge_i64<L: KernelLauncher + ?Sized>(
     keys: DevicePtrMut<u64>,
     idx: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "arg_sort_merge_i64", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(pad), KernelArg::Usize(k), KernelArg::Usize(j), keys.arg(), idx.arg()])
+    let entry_point = Kernel::new("arg_sort_merge_i64", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(pad),
+        KernelArg::Usize(k),
+        KernelArg::Usize(j),
+        keys.arg(),
+        idx.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `arg_sort_merge_u32` of nn.hip.
@@ -444,7 +662,16 @@ pub fn launch_arg_sort_merge_u32<L: KernelLauncher + ?Sized>(
     keys: DevicePtrMut<u64>,
     idx: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "arg_sort_merge_u32", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(pad), KernelArg::Usize(k), KernelArg::Usize(j), keys.arg(), idx.arg()])
+    let entry_point = Kernel::new("arg_sort_merge_u32", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(pad),
+        KernelArg::Usize(k),
+        KernelArg::Usize(j),
+        keys.arg(),
+        idx.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `arg_sort_merge_u8` of nn.hip.
@@ -459,7 +686,16 @@ pub fn launch_arg_sort_merge_u8<L: KernelLauncher + ?Sized>(
     keys: DevicePtrMut<u64>,
     idx: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "arg_sort_merge_u8", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(pad), KernelArg::Usize(k), KernelArg::Usize(j), keys.arg(), idx.arg()])
+    let entry_point = Kernel::new("arg_sort_merge_u8", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(pad),
+        KernelArg::Usize(k),
+        KernelArg::Usize(j),
+        keys.arg(),
+        idx.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `avg_pool2d_bf16` of pool.hip.
@@ -476,7 +712,18 @@ pub fn launch_avg_pool2d_bf16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<Bf16>,
     dst: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "avg_pool2d_bf16", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_k), KernelArg::Usize(h_k), KernelArg::Usize(w_stride), KernelArg::Usize(h_stride), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("avg_pool2d_bf16", "pool.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_k),
+        KernelArg::Usize(h_k),
+        KernelArg::Usize(w_stride),
+        KernelArg::Usize(h_stride),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `avg_pool2d_f16` of pool.hip.
@@ -493,7 +740,18 @@ pub fn launch_avg_pool2d_f16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<F16>,
     dst: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "avg_pool2d_f16", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_k), KernelArg::Usize(h_k), KernelArg::Usize(w_stride), KernelArg::Usize(h_stride), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("avg_pool2d_f16", "pool.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_k),
+        KernelArg::Usize(h_k),
+        KernelArg::Usize(w_stride),
+        KernelArg::Usize(h_stride),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `avg_pool2d_f32` of pool.hip.
@@ -510,7 +768,18 @@ pub fn launch_avg_pool2d_f32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f32>,
     dst: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "avg_pool2d_f32", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_k), KernelArg::Usize(h_k), KernelArg::Usize(w_stride), KernelArg::Usize(h_stride), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("avg_pool2d_f32", "pool.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_k),
+        KernelArg::Usize(h_k),
+        KernelArg::Usize(w_stride),
+        KernelArg::Usize(h_stride),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `avg_pool2d_f64` of pool.hip.
@@ -527,7 +796,18 @@ pub fn launch_avg_pool2d_f64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f64>,
     dst: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "avg_pool2d_f64", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_k), KernelArg::Usize(h_k), KernelArg::Usize(w_stride), KernelArg::Usize(h_stride), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("avg_pool2d_f64", "pool.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_k),
+        KernelArg::Usize(h_k),
+        KernelArg::Usize(w_stride),
+        KernelArg::Usize(h_stride),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `avg_pool2d_i64` of pool.hip.
@@ -544,7 +824,18 @@ pub fn launch_avg_pool2d_i64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<i64>,
     dst: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "avg_pool2d_i64", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_k), KernelArg::Usize(h_k), KernelArg::Usize(w_stride), KernelArg::Usize(h_stride), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("avg_pool2d_i64", "pool.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_k),
+        KernelArg::Usize(h_k),
+        KernelArg::Usize(w_stride),
+        KernelArg::Usize(h_stride),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `avg_pool2d_u32` of pool.hip.
@@ -561,7 +852,18 @@ pub fn launch_avg_pool2d_u32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "avg_pool2d_u32", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_k), KernelArg::Usize(h_k), KernelArg::Usize(w_stride), KernelArg::Usize(h_stride), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("avg_pool2d_u32", "pool.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_k),
+        KernelArg::Usize(h_k),
+        KernelArg::Usize(w_stride),
+        KernelArg::Usize(h_stride),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `avg_pool2d_u8` of pool.hip.
@@ -578,7 +880,18 @@ pub fn launch_avg_pool2d_u8<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u8>,
     dst: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "avg_pool2d_u8", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_k), KernelArg::Usize(h_k), KernelArg::Usize(w_stride), KernelArg::Usize(h_stride), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("avg_pool2d_u8", "pool.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_k),
+        KernelArg::Usize(h_k),
+        KernelArg::Usize(w_stride),
+        KernelArg::Usize(h_stride),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_add_bf16` of elementwise.hip.
@@ -593,7 +906,16 @@ pub fn launch_binary_add_bf16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_add_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_add_bf16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_add_f16` of elementwise.hip.
@@ -608,7 +930,16 @@ pub fn launch_binary_add_f16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_add_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_add_f16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_add_f32` of elementwise.hip.
@@ -623,7 +954,16 @@ pub fn launch_binary_add_f32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_add_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_add_f32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_add_f64` of elementwise.hip.
@@ -638,7 +978,16 @@ pub fn launch_binary_add_f64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_add_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_add_f64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_add_i64` of elementwise.hip.
@@ -653,7 +1002,16 @@ pub fn launch_binary_add_i64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_add_i64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_add_i64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_add_u32` of elementwise.hip.
@@ -668,7 +1026,16 @@ pub fn launch_binary_add_u32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_add_u32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_add_u32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_add_u8` of elementwise.hip.
@@ -683,7 +1050,16 @@ pub fn launch_binary_add_u8<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_add_u8", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_add_u8", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_div_bf16` of elementwise.hip.
@@ -698,7 +1074,16 @@ pub fn launch_binary_div_bf16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_div_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_div_bf16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_div_f16` of elementwise.hip.
@@ -713,7 +1098,16 @@ pub fn launch_binary_div_f16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_div_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_div_f16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_div_f32` of elementwise.hip.
@@ -728,7 +1122,16 @@ pub fn launch_binary_div_f32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_div_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_div_f32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_div_f64` of elementwise.hip.
@@ -743,7 +1146,16 @@ pub fn launch_binary_div_f64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_div_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_div_f64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_div_i64` of elementwise.hip.
@@ -758,7 +1170,16 @@ pub fn launch_binary_div_i64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_div_i64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_div_i64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_div_u32` of elementwise.hip.
@@ -773,7 +1194,16 @@ pub fn launch_binary_div_u32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_div_u32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_div_u32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_div_u8` of elementwise.hip.
@@ -788,7 +1218,16 @@ pub fn launch_binary_div_u8<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_div_u8", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_div_u8", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_maximum_bf16` of elementwise.hip.
@@ -803,7 +1242,16 @@ pub fn launch_binary_maximum_bf16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_maximum_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_maximum_bf16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_maximum_f16` of elementwise.hip.
@@ -818,7 +1266,16 @@ pub fn launch_binary_maximum_f16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_maximum_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_maximum_f16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_maximum_f32` of elementwise.hip.
@@ -833,7 +1290,16 @@ pub fn launch_binary_maximum_f32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_maximum_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_maximum_f32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_maximum_f64` of elementwise.hip.
@@ -848,7 +1314,16 @@ pub fn launch_binary_maximum_f64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_maximum_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_maximum_f64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_maximum_i64` of elementwise.hip.
@@ -863,7 +1338,16 @@ pub fn launch_binary_maximum_i64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_maximum_i64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_maximum_i64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_maximum_u32` of elementwise.hip.
@@ -878,7 +1362,16 @@ pub fn launch_binary_maximum_u32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_maximum_u32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_maximum_u32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_maximum_u8` of elementwise.hip.
@@ -893,7 +1386,16 @@ pub fn launch_binary_maximum_u8<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_maximum_u8", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_maximum_u8", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_minimum_bf16` of elementwise.hip.
@@ -908,7 +1410,16 @@ pub fn launch_binary_minimum_bf16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_minimum_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_minimum_bf16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_minimum_f16` of elementwise.hip.
@@ -923,7 +1434,16 @@ pub fn launch_binary_minimum_f16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_minimum_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_minimum_f16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_minimum_f32` of elementwise.hip.
@@ -938,7 +1458,16 @@ pub fn launch_binary_minimum_f32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_minimum_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_minimum_f32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_minimum_f64` of elementwise.hip.
@@ -953,7 +1482,16 @@ pub fn launch_binary_minimum_f64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_minimum_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_minimum_f64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_minimum_i64` of elementwise.hip.
@@ -968,7 +1506,16 @@ pub fn launch_binary_minimum_i64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_minimum_i64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_minimum_i64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_minimum_u32` of elementwise.hip.
@@ -983,7 +1530,16 @@ pub fn launch_binary_minimum_u32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_minimum_u32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_minimum_u32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_minimum_u8` of elementwise.hip.
@@ -998,7 +1554,16 @@ pub fn launch_binary_minimum_u8<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_minimum_u8", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_minimum_u8", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_mul_bf16` of elementwise.hip.
@@ -1013,7 +1578,16 @@ pub fn launch_binary_mul_bf16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_mul_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_mul_bf16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_mul_f16` of elementwise.hip.
@@ -1028,7 +1602,16 @@ pub fn launch_binary_mul_f16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_mul_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_mul_f16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_mul_f32` of elementwise.hip.
@@ -1043,7 +1626,16 @@ pub fn launch_binary_mul_f32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_mul_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_mul_f32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_mul_f64` of elementwise.hip.
@@ -1058,7 +1650,16 @@ pub fn launch_binary_mul_f64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_mul_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_mul_f64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_mul_i64` of elementwise.hip.
@@ -1073,7 +1674,16 @@ pub fn launch_binary_mul_i64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_mul_i64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_mul_i64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_mul_u32` of elementwise.hip.
@@ -1088,7 +1698,16 @@ pub fn launch_binary_mul_u32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_mul_u32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_mul_u32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_mul_u8` of elementwise.hip.
@@ -1103,7 +1722,16 @@ pub fn launch_binary_mul_u8<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_mul_u8", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_mul_u8", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_sub_bf16` of elementwise.hip.
@@ -1118,7 +1746,16 @@ pub fn launch_binary_sub_bf16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_sub_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_sub_bf16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_sub_f16` of elementwise.hip.
@@ -1133,7 +1770,16 @@ pub fn launch_binary_sub_f16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_sub_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_sub_f16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_sub_f32` of elementwise.hip.
@@ -1148,7 +1794,16 @@ pub fn launch_binary_sub_f32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_sub_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_sub_f32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_sub_f64` of elementwise.hip.
@@ -1163,7 +1818,16 @@ pub fn launch_binary_sub_f64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_sub_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_sub_f64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_sub_i64` of elementwise.hip.
@@ -1178,7 +1842,16 @@ pub fn launch_binary_sub_i64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_sub_i64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_sub_i64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_sub_u32` of elementwise.hip.
@@ -1193,7 +1866,16 @@ pub fn launch_binary_sub_u32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_sub_u32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_sub_u32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `binary_sub_u8` of elementwise.hip.
@@ -1208,7 +1890,16 @@ pub fn launch_binary_sub_u8<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "binary_sub_u8", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("binary_sub_u8", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_bf16_bf16` of cast.hip.
@@ -1221,7 +1912,15 @@ pub fn launch_cast_bf16_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_bf16_bf16", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_bf16_bf16", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_bf16_f16` of cast.hip.
@@ -1234,7 +1933,15 @@ pub fn launch_cast_bf16_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_bf16_f16", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_bf16_f16", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_bf16_f32` of cast.hip.
@@ -1247,7 +1954,15 @@ pub fn launch_cast_bf16_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_bf16_f32", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_bf16_f32", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_bf16_f64` of cast.hip.
@@ -1260,7 +1975,15 @@ pub fn launch_cast_bf16_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_bf16_f64", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_bf16_f64", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_bf16_i64` of cast.hip.
@@ -1273,7 +1996,15 @@ pub fn launch_cast_bf16_i64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_bf16_i64", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_bf16_i64", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_bf16_u32` of cast.hip.
@@ -1286,7 +2017,15 @@ pub fn launch_cast_bf16_u32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_bf16_u32", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_bf16_u32", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_bf16_u8` of cast.hip.
@@ -1299,7 +2038,15 @@ pub fn launch_cast_bf16_u8<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_bf16_u8", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_bf16_u8", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_f16_bf16` of cast.hip.
@@ -1312,7 +2059,15 @@ pub fn launch_cast_f16_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_f16_bf16", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_f16_bf16", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_f16_f16` of cast.hip.
@@ -1325,7 +2080,15 @@ pub fn launch_cast_f16_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_f16_f16", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_f16_f16", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_f16_f32` of cast.hip.
@@ -1338,7 +2101,15 @@ pub fn launch_cast_f16_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_f16_f32", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_f16_f32", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_f16_f64` of cast.hip.
@@ -1351,7 +2122,15 @@ pub fn launch_cast_f16_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_f16_f64", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_f16_f64", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_f16_i64` of cast.hip.
@@ -1364,7 +2143,15 @@ pub fn launch_cast_f16_i64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_f16_i64", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_f16_i64", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_f16_u32` of cast.hip.
@@ -1377,7 +2164,15 @@ pub fn launch_cast_f16_u32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_f16_u32", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_f16_u32", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_f16_u8` of cast.hip.
@@ -1390,7 +2185,15 @@ pub fn launch_cast_f16_u8<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_f16_u8", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_f16_u8", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_f32_bf16` of cast.hip.
@@ -1403,7 +2206,15 @@ pub fn launch_cast_f32_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_f32_bf16", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_f32_bf16", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_f32_f16` of cast.hip.
@@ -1416,7 +2227,15 @@ pub fn launch_cast_f32_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_f32_f16", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_f32_f16", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_f32_f32` of cast.hip.
@@ -1429,7 +2248,15 @@ pub fn launch_cast_f32_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_f32_f32", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_f32_f32", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_f32_f64` of cast.hip.
@@ -1442,7 +2269,15 @@ pub fn launch_cast_f32_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_f32_f64", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_f32_f64", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_f32_i64` of cast.hip.
@@ -1455,7 +2290,15 @@ pub fn launch_cast_f32_i64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_f32_i64", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_f32_i64", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_f32_u32` of cast.hip.
@@ -1468,7 +2311,15 @@ pub fn launch_cast_f32_u32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_f32_u32", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_f32_u32", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_f32_u8` of cast.hip.
@@ -1481,7 +2332,15 @@ pub fn launch_cast_f32_u8<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_f32_u8", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_f32_u8", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_f64_bf16` of cast.hip.
@@ -1494,7 +2353,15 @@ pub fn launch_cast_f64_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_f64_bf16", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_f64_bf16", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_f64_f16` of cast.hip.
@@ -1507,7 +2374,15 @@ pub fn launch_cast_f64_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_f64_f16", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_f64_f16", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_f64_f32` of cast.hip.
@@ -1520,7 +2395,15 @@ pub fn launch_cast_f64_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_f64_f32", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_f64_f32", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_f64_f64` of cast.hip.
@@ -1533,7 +2416,15 @@ pub fn launch_cast_f64_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_f64_f64", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_f64_f64", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_f64_i64` of cast.hip.
@@ -1546,7 +2437,15 @@ pub fn launch_cast_f64_i64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_f64_i64", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_f64_i64", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_f64_u32` of cast.hip.
@@ -1559,7 +2458,15 @@ pub fn launch_cast_f64_u32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_f64_u32", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_f64_u32", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_f64_u8` of cast.hip.
@@ -1572,7 +2479,15 @@ pub fn launch_cast_f64_u8<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_f64_u8", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_f64_u8", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_i64_bf16` of cast.hip.
@@ -1585,7 +2500,15 @@ pub fn launch_cast_i64_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<i64>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_i64_bf16", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_i64_bf16", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_i64_f16` of cast.hip.
@@ -1598,7 +2521,15 @@ pub fn launch_cast_i64_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<i64>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_i64_f16", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_i64_f16", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_i64_f32` of cast.hip.
@@ -1611,7 +2542,15 @@ pub fn launch_cast_i64_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<i64>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_i64_f32", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_i64_f32", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_i64_f64` of cast.hip.
@@ -1624,7 +2563,15 @@ pub fn launch_cast_i64_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<i64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_i64_f64", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_i64_f64", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_i64_i64` of cast.hip.
@@ -1637,7 +2584,15 @@ pub fn launch_cast_i64_i64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_i64_i64", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_i64_i64", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_i64_u32` of cast.hip.
@@ -1650,7 +2605,15 @@ pub fn launch_cast_i64_u32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<i64>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_i64_u32", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_i64_u32", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_i64_u8` of cast.hip.
@@ -1663,7 +2626,15 @@ pub fn launch_cast_i64_u8<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<i64>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_i64_u8", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_i64_u8", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_u32_bf16` of cast.hip.
@@ -1676,7 +2647,15 @@ pub fn launch_cast_u32_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u32>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_u32_bf16", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_u32_bf16", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_u32_f16` of cast.hip.
@@ -1689,7 +2668,15 @@ pub fn launch_cast_u32_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u32>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_u32_f16", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_u32_f16", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_u32_f32` of cast.hip.
@@ -1702,7 +2689,15 @@ pub fn launch_cast_u32_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_u32_f32", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_u32_f32", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_u32_f64` of cast.hip.
@@ -1715,7 +2710,15 @@ pub fn launch_cast_u32_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u32>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_u32_f64", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_u32_f64", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_u32_i64` of cast.hip.
@@ -1728,7 +2731,15 @@ pub fn launch_cast_u32_i64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u32>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_u32_i64", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_u32_i64", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_u32_u32` of cast.hip.
@@ -1741,7 +2752,15 @@ pub fn launch_cast_u32_u32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_u32_u32", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_u32_u32", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_u32_u8` of cast.hip.
@@ -1754,7 +2773,15 @@ pub fn launch_cast_u32_u8<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u32>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_u32_u8", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_u32_u8", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_u8_bf16` of cast.hip.
@@ -1767,7 +2794,15 @@ pub fn launch_cast_u8_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u8>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_u8_bf16", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_u8_bf16", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_u8_f16` of cast.hip.
@@ -1780,7 +2815,15 @@ pub fn launch_cast_u8_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u8>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_u8_f16", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_u8_f16", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_u8_f32` of cast.hip.
@@ -1793,7 +2836,15 @@ pub fn launch_cast_u8_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u8>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_u8_f32", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_u8_f32", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_u8_f64` of cast.hip.
@@ -1806,7 +2857,15 @@ pub fn launch_cast_u8_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u8>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_u8_f64", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_u8_f64", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_u8_i64` of cast.hip.
@@ -1819,7 +2878,15 @@ pub fn launch_cast_u8_i64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u8>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_u8_i64", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_u8_i64", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_u8_u32` of cast.hip.
@@ -1832,7 +2899,15 @@ pub fn launch_cast_u8_u32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u8>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_u8_u32", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_u8_u32", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cast_u8_u8` of cast.hip.
@@ -1845,7 +2920,15 @@ pub fn launch_cast_u8_u8<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cast_u8_u8", source: "cast.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("cast_u8_u8", "cast.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_eq_bf16` of elementwise.hip.
@@ -1860,7 +2943,16 @@ pub fn launch_cmp_eq_bf16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<Bf16>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_eq_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_eq_bf16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_eq_f16` of elementwise.hip.
@@ -1875,7 +2967,16 @@ pub fn launch_cmp_eq_f16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<F16>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_eq_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_eq_f16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_eq_f32` of elementwise.hip.
@@ -1890,7 +2991,16 @@ pub fn launch_cmp_eq_f32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f32>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_eq_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_eq_f32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_eq_f64` of elementwise.hip.
@@ -1905,7 +3015,16 @@ pub fn launch_cmp_eq_f64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f64>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_eq_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_eq_f64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_eq_i64` of elementwise.hip.
@@ -1920,7 +3039,16 @@ pub fn launch_cmp_eq_i64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<i64>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_eq_i64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_eq_i64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_eq_u32` of elementwise.hip.
@@ -1935,7 +3063,16 @@ pub fn launch_cmp_eq_u32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u32>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_eq_u32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_eq_u32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_eq_u8` of elementwise.hip.
@@ -1950,7 +3087,16 @@ pub fn launch_cmp_eq_u8<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_eq_u8", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_eq_u8", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_ge_bf16` of elementwise.hip.
@@ -1965,7 +3111,16 @@ pub fn launch_cmp_ge_bf16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<Bf16>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_ge_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_ge_bf16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_ge_f16` of elementwise.hip.
@@ -1980,7 +3135,16 @@ pub fn launch_cmp_ge_f16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<F16>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_ge_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_ge_f16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_ge_f32` of elementwise.hip.
@@ -1995,7 +3159,16 @@ pub fn launch_cmp_ge_f32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f32>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_ge_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_ge_f32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_ge_f64` of elementwise.hip.
@@ -2010,7 +3183,16 @@ pub fn launch_cmp_ge_f64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f64>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_ge_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_ge_f64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_ge_i64` of elementwise.hip.
@@ -2025,7 +3207,16 @@ pub fn launch_cmp_ge_i64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<i64>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_ge_i64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_ge_i64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_ge_u32` of elementwise.hip.
@@ -2040,7 +3231,16 @@ pub fn launch_cmp_ge_u32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u32>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_ge_u32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_ge_u32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_ge_u8` of elementwise.hip.
@@ -2055,7 +3255,16 @@ pub fn launch_cmp_ge_u8<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_ge_u8", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_ge_u8", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_gt_bf16` of elementwise.hip.
@@ -2070,7 +3279,16 @@ pub fn launch_cmp_gt_bf16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<Bf16>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_gt_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_gt_bf16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_gt_f16` of elementwise.hip.
@@ -2085,7 +3303,16 @@ pub fn launch_cmp_gt_f16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<F16>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_gt_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_gt_f16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_gt_f32` of elementwise.hip.
@@ -2100,7 +3327,16 @@ pub fn launch_cmp_gt_f32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f32>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_gt_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_gt_f32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_gt_f64` of elementwise.hip.
@@ -2115,7 +3351,16 @@ pub fn launch_cmp_gt_f64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f64>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_gt_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_gt_f64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_gt_i64` of elementwise.hip.
@@ -2130,7 +3375,16 @@ pub fn launch_cmp_gt_i64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<i64>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_gt_i64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_gt_i64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_gt_u32` of elementwise.hip.
@@ -2145,7 +3399,16 @@ pub fn launch_cmp_gt_u32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u32>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_gt_u32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_gt_u32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_gt_u8` of elementwise.hip.
@@ -2160,7 +3423,16 @@ pub fn launch_cmp_gt_u8<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_gt_u8", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_gt_u8", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_le_bf16` of elementwise.hip.
@@ -2175,7 +3447,16 @@ pub fn launch_cmp_le_bf16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<Bf16>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_le_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_le_bf16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_le_f16` of elementwise.hip.
@@ -2190,7 +3471,16 @@ pub fn launch_cmp_le_f16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<F16>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_le_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_le_f16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_le_f32` of elementwise.hip.
@@ -2205,7 +3495,16 @@ pub fn launch_cmp_le_f32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f32>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_le_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_le_f32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_le_f64` of elementwise.hip.
@@ -2220,7 +3519,16 @@ pub fn launch_cmp_le_f64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f64>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_le_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_le_f64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_le_i64` of elementwise.hip.
@@ -2235,7 +3543,16 @@ pub fn launch_cmp_le_i64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<i64>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_le_i64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_le_i64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_le_u32` of elementwise.hip.
@@ -2250,7 +3567,16 @@ pub fn launch_cmp_le_u32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u32>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_le_u32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_le_u32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_le_u8` of elementwise.hip.
@@ -2265,7 +3591,16 @@ pub fn launch_cmp_le_u8<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_le_u8", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_le_u8", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_lt_bf16` of elementwise.hip.
@@ -2280,7 +3615,16 @@ pub fn launch_cmp_lt_bf16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<Bf16>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_lt_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_lt_bf16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_lt_f16` of elementwise.hip.
@@ -2295,7 +3639,16 @@ pub fn launch_cmp_lt_f16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<F16>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_lt_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_lt_f16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_lt_f32` of elementwise.hip.
@@ -2310,7 +3663,16 @@ pub fn launch_cmp_lt_f32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f32>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_lt_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_lt_f32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_lt_f64` of elementwise.hip.
@@ -2325,7 +3687,16 @@ pub fn launch_cmp_lt_f64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f64>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_lt_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_lt_f64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_lt_i64` of elementwise.hip.
@@ -2340,7 +3711,16 @@ pub fn launch_cmp_lt_i64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<i64>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_lt_i64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_lt_i64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_lt_u32` of elementwise.hip.
@@ -2355,7 +3735,16 @@ pub fn launch_cmp_lt_u32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u32>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_lt_u32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_lt_u32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_lt_u8` of elementwise.hip.
@@ -2370,7 +3759,16 @@ pub fn launch_cmp_lt_u8<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_lt_u8", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_lt_u8", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_ne_bf16` of elementwise.hip.
@@ -2385,7 +3783,16 @@ pub fn launch_cmp_ne_bf16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<Bf16>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_ne_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_ne_bf16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_ne_f16` of elementwise.hip.
@@ -2400,7 +3807,16 @@ pub fn launch_cmp_ne_f16<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<F16>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_ne_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_ne_f16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_ne_f32` of elementwise.hip.
@@ -2415,7 +3831,16 @@ pub fn launch_cmp_ne_f32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f32>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_ne_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_ne_f32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_ne_f64` of elementwise.hip.
@@ -2430,7 +3855,16 @@ pub fn launch_cmp_ne_f64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<f64>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_ne_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_ne_f64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_ne_i64` of elementwise.hip.
@@ -2445,7 +3879,16 @@ pub fn launch_cmp_ne_i64<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<i64>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_ne_i64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_ne_i64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_ne_u32` of elementwise.hip.
@@ -2460,7 +3903,16 @@ pub fn launch_cmp_ne_u32<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u32>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_ne_u32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_ne_u32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `cmp_ne_u8` of elementwise.hip.
@@ -2475,7 +3927,16 @@ pub fn launch_cmp_ne_u8<L: KernelLauncher + ?Sized>(
     rhs: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "cmp_ne_u8", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), lhs.arg(), rhs.arg(), out.arg()])
+    let entry_point = Kernel::new("cmp_ne_u8", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        lhs.arg(),
+        rhs.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `col2im_bf16` of conv.hip.
@@ -2497,7 +3958,23 @@ pub fn launch_col2im_bf16<L: KernelLauncher + ?Sized>(
     col: DevicePtr<Bf16>,
     dst: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "col2im_bf16", source: "conv.hip" }, cfg, &[KernelArg::Usize(rows), KernelArg::Usize(k_h), KernelArg::Usize(k_w), KernelArg::Usize(h_in), KernelArg::Usize(w_in), KernelArg::Usize(h_out), KernelArg::Usize(w_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(pad_h), KernelArg::Usize(dilation), col.arg(), dst.arg()])
+    let entry_point = Kernel::new("col2im_bf16", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(rows),
+        KernelArg::Usize(k_h),
+        KernelArg::Usize(k_w),
+        KernelArg::Usize(h_in),
+        KernelArg::Usize(w_in),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(pad_h),
+        KernelArg::Usize(dilation),
+        col.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `col2im_f16` of conv.hip.
@@ -2519,7 +3996,23 @@ pub fn launch_col2im_f16<L: KernelLauncher + ?Sized>(
     col: DevicePtr<F16>,
     dst: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "col2im_f16", source: "conv.hip" }, cfg, &[KernelArg::Usize(rows), KernelArg::Usize(k_h), KernelArg::Usize(k_w), KernelArg::Usize(h_in), KernelArg::Usize(w_in), KernelArg::Usize(h_out), KernelArg::Usize(w_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(pad_h), KernelArg::Usize(dilation), col.arg(), dst.arg()])
+    let entry_point = Kernel::new("col2im_f16", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(rows),
+        KernelArg::Usize(k_h),
+        KernelArg::Usize(k_w),
+        KernelArg::Usize(h_in),
+        KernelArg::Usize(w_in),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(pad_h),
+        KernelArg::Usize(dilation),
+        col.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `col2im_f32` of conv.hip.
@@ -2541,7 +4034,23 @@ pub fn launch_col2im_f32<L: KernelLauncher + ?Sized>(
     col: DevicePtr<f32>,
     dst: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "col2im_f32", source: "conv.hip" }, cfg, &[KernelArg::Usize(rows), KernelArg::Usize(k_h), KernelArg::Usize(k_w), KernelArg::Usize(h_in), KernelArg::Usize(w_in), KernelArg::Usize(h_out), KernelArg::Usize(w_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(pad_h), KernelArg::Usize(dilation), col.arg(), dst.arg()])
+    let entry_point = Kernel::new("col2im_f32", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(rows),
+        KernelArg::Usize(k_h),
+        KernelArg::Usize(k_w),
+        KernelArg::Usize(h_in),
+        KernelArg::Usize(w_in),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(pad_h),
+        KernelArg::Usize(dilation),
+        col.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `col2im_f64` of conv.hip.
@@ -2563,7 +4072,23 @@ pub fn launch_col2im_f64<L: KernelLauncher + ?Sized>(
     col: DevicePtr<f64>,
     dst: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "col2im_f64", source: "conv.hip" }, cfg, &[KernelArg::Usize(rows), KernelArg::Usize(k_h), KernelArg::Usize(k_w), KernelArg::Usize(h_in), KernelArg::Usize(w_in), KernelArg::Usize(h_out), KernelArg::Usize(w_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(pad_h), KernelArg::Usize(dilation), col.arg(), dst.arg()])
+    let entry_point = Kernel::new("col2im_f64", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(rows),
+        KernelArg::Usize(k_h),
+        KernelArg::Usize(k_w),
+        KernelArg::Usize(h_in),
+        KernelArg::Usize(w_in),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(pad_h),
+        KernelArg::Usize(dilation),
+        col.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `col2im_i64` of conv.hip.
@@ -2585,7 +4110,23 @@ pub fn launch_col2im_i64<L: KernelLauncher + ?Sized>(
     col: DevicePtr<i64>,
     dst: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "col2im_i64", source: "conv.hip" }, cfg, &[KernelArg::Usize(rows), KernelArg::Usize(k_h), KernelArg::Usize(k_w), KernelArg::Usize(h_in), KernelArg::Usize(w_in), KernelArg::Usize(h_out), KernelArg::Usize(w_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(pad_h), KernelArg::Usize(dilation), col.arg(), dst.arg()])
+    let entry_point = Kernel::new("col2im_i64", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(rows),
+        KernelArg::Usize(k_h),
+        KernelArg::Usize(k_w),
+        KernelArg::Usize(h_in),
+        KernelArg::Usize(w_in),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(pad_h),
+        KernelArg::Usize(dilation),
+        col.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `col2im_u32` of conv.hip.
@@ -2607,7 +4148,23 @@ pub fn launch_col2im_u32<L: KernelLauncher + ?Sized>(
     col: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "col2im_u32", source: "conv.hip" }, cfg, &[KernelArg::Usize(rows), KernelArg::Usize(k_h), KernelArg::Usize(k_w), KernelArg::Usize(h_in), KernelArg::Usize(w_in), KernelArg::Usize(h_out), KernelArg::Usize(w_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(pad_h), KernelArg::Usize(dilation), col.arg(), dst.arg()])
+    let entry_point = Kernel::new("col2im_u32", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(rows),
+        KernelArg::Usize(k_h),
+        KernelArg::Usize(k_w),
+        KernelArg::Usize(h_in),
+        KernelArg::Usize(w_in),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(pad_h),
+        KernelArg::Usize(dilation),
+        col.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `col2im_u8` of conv.hip.
@@ -2629,7 +4186,23 @@ pub fn launch_col2im_u8<L: KernelLauncher + ?Sized>(
     col: DevicePtr<u8>,
     dst: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "col2im_u8", source: "conv.hip" }, cfg, &[KernelArg::Usize(rows), KernelArg::Usize(k_h), KernelArg::Usize(k_w), KernelArg::Usize(h_in), KernelArg::Usize(w_in), KernelArg::Usize(h_out), KernelArg::Usize(w_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(pad_h), KernelArg::Usize(dilation), col.arg(), dst.arg()])
+    let entry_point = Kernel::new("col2im_u8", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(rows),
+        KernelArg::Usize(k_h),
+        KernelArg::Usize(k_w),
+        KernelArg::Usize(h_in),
+        KernelArg::Usize(w_in),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(pad_h),
+        KernelArg::Usize(dilation),
+        col.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `const_set_bf16` of fill_copy.hip.
@@ -2642,7 +4215,15 @@ pub fn launch_const_set_bf16<L: KernelLauncher + ?Sized>(
     v: Bf16,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "const_set_bf16", source: "fill_copy.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Bf16(v), out.arg()])
+    let entry_point = Kernel::new("const_set_bf16", "fill_copy.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Bf16(v),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `const_set_f16` of fill_copy.hip.
@@ -2655,7 +4236,15 @@ pub fn launch_const_set_f16<L: KernelLauncher + ?Sized>(
     v: F16,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "const_set_f16", source: "fill_copy.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::F16(v), out.arg()])
+    let entry_point = Kernel::new("const_set_f16", "fill_copy.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::F16(v),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `const_set_f32` of fill_copy.hip.
@@ -2668,7 +4257,15 @@ pub fn launch_const_set_f32<L: KernelLauncher + ?Sized>(
     v: f32,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "const_set_f32", source: "fill_copy.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::F32(v), out.arg()])
+    let entry_point = Kernel::new("const_set_f32", "fill_copy.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::F32(v),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `const_set_f64` of fill_copy.hip.
@@ -2681,7 +4278,15 @@ pub fn launch_const_set_f64<L: KernelLauncher + ?Sized>(
     v: f64,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "const_set_f64", source: "fill_copy.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::F64(v), out.arg()])
+    let entry_point = Kernel::new("const_set_f64", "fill_copy.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::F64(v),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `const_set_i64` of fill_copy.hip.
@@ -2694,7 +4299,15 @@ pub fn launch_const_set_i64<L: KernelLauncher + ?Sized>(
     v: i64,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "const_set_i64", source: "fill_copy.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::I64(v), out.arg()])
+    let entry_point = Kernel::new("const_set_i64", "fill_copy.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::I64(v),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `const_set_u32` of fill_copy.hip.
@@ -2707,7 +4320,15 @@ pub fn launch_const_set_u32<L: KernelLauncher + ?Sized>(
     v: u32,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "const_set_u32", source: "fill_copy.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::U32(v), out.arg()])
+    let entry_point = Kernel::new("const_set_u32", "fill_copy.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::U32(v),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `const_set_u8` of fill_copy.hip.
@@ -2720,7 +4341,15 @@ pub fn launch_const_set_u8<L: KernelLauncher + ?Sized>(
     v: u8,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "const_set_u8", source: "fill_copy.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::U8(v), out.arg()])
+    let entry_point = Kernel::new("const_set_u8", "fill_copy.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::U8(v),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv1d_bf16` of conv.hip.
@@ -2738,7 +4367,19 @@ pub fn launch_conv1d_bf16<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<Bf16>,
     dst: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv1d_bf16", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(l_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let entry_point = Kernel::new("conv1d_bf16", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(l_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv1d_f16` of conv.hip.
@@ -2756,7 +4397,19 @@ pub fn launch_conv1d_f16<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<F16>,
     dst: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv1d_f16", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(l_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let entry_point = Kernel::new("conv1d_f16", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(l_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv1d_f32` of conv.hip.
@@ -2774,7 +4427,19 @@ pub fn launch_conv1d_f32<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<f32>,
     dst: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv1d_f32", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(l_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let entry_point = Kernel::new("conv1d_f32", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(l_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv1d_f64` of conv.hip.
@@ -2792,7 +4457,19 @@ pub fn launch_conv1d_f64<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<f64>,
     dst: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv1d_f64", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(l_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let entry_point = Kernel::new("conv1d_f64", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(l_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv1d_i64` of conv.hip.
@@ -2810,7 +4487,19 @@ pub fn launch_conv1d_i64<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<i64>,
     dst: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv1d_i64", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(l_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let entry_point = Kernel::new("conv1d_i64", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(l_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv1d_u32` of conv.hip.
@@ -2828,7 +4517,19 @@ pub fn launch_conv1d_u32<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv1d_u32", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(l_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let entry_point = Kernel::new("conv1d_u32", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(l_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv1d_u8` of conv.hip.
@@ -2846,7 +4547,19 @@ pub fn launch_conv1d_u8<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<u8>,
     dst: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv1d_u8", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(l_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let entry_point = Kernel::new("conv1d_u8", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(l_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv2d_bf16` of conv.hip.
@@ -2865,7 +4578,20 @@ pub fn launch_conv2d_bf16<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<Bf16>,
     dst: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv2d_bf16", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_out), KernelArg::Usize(h_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let entry_point = Kernel::new("conv2d_bf16", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv2d_f16` of conv.hip.
@@ -2884,7 +4610,20 @@ pub fn launch_conv2d_f16<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<F16>,
     dst: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv2d_f16", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_out), KernelArg::Usize(h_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let entry_point = Kernel::new("conv2d_f16", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv2d_f32` of conv.hip.
@@ -2903,7 +4642,20 @@ pub fn launch_conv2d_f32<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<f32>,
     dst: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv2d_f32", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_out), KernelArg::Usize(h_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let entry_point = Kernel::new("conv2d_f32", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv2d_f64` of conv.hip.
@@ -2922,7 +4674,20 @@ pub fn launch_conv2d_f64<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<f64>,
     dst: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv2d_f64", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_out), KernelArg::Usize(h_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let entry_point = Kernel::new("conv2d_f64", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv2d_i64` of conv.hip.
@@ -2941,7 +4706,20 @@ pub fn launch_conv2d_i64<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<i64>,
     dst: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv2d_i64", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_out), KernelArg::Usize(h_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let entry_point = Kernel::new("conv2d_i64", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv2d_u32` of conv.hip.
@@ -2960,7 +4738,20 @@ pub fn launch_conv2d_u32<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv2d_u32", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_out), KernelArg::Usize(h_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let entry_point = Kernel::new("conv2d_u32", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv2d_u8` of conv.hip.
@@ -2979,7 +4770,20 @@ pub fn launch_conv2d_u8<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<u8>,
     dst: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv2d_u8", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_out), KernelArg::Usize(h_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let entry_point = Kernel::new("conv2d_u8", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv_transpose1d_bf16` of conv.hip.
@@ -2998,7 +4802,20 @@ pub fn launch_conv_transpose1d_bf16<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<Bf16>,
     dst: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv_transpose1d_bf16", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(l_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(out_padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let entry_point = Kernel::new("conv_transpose1d_bf16", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(l_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(out_padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv_transpose1d_f16` of conv.hip.
@@ -3017,7 +4834,20 @@ pub fn launch_conv_transpose1d_f16<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<F16>,
     dst: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv_transpose1d_f16", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(l_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(out_padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let entry_point = Kernel::new("conv_transpose1d_f16", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(l_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(out_padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv_transpose1d_f32` of conv.hip.
@@ -3036,7 +4866,20 @@ pub fn launch_conv_transpose1d_f32<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<f32>,
     dst: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv_transpose1d_f32", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(l_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(out_padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let entry_point = Kernel::new("conv_transpose1d_f32", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(l_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(out_padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv_transpose1d_f64` of conv.hip.
@@ -3055,7 +4898,20 @@ pub fn launch_conv_transpose1d_f64<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<f64>,
     dst: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv_transpose1d_f64", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(l_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(out_padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let entry_point = Kernel::new("conv_transpose1d_f64", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(l_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(out_padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv_transpose1d_i64` of conv.hip.
@@ -3074,7 +4930,20 @@ pub fn launch_conv_transpose1d_i64<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<i64>,
     dst: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv_transpose1d_i64", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(l_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(out_padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let entry_point = Kernel::new("conv_transpose1d_i64", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(l_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(out_padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv_transpose1d_u32` of conv.hip.
@@ -3093,7 +4962,20 @@ pub fn launch_conv_transpose1d_u32<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv_transpose1d_u32", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(l_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(out_padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let entry_point = Kernel::new("conv_transpose1d_u32", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(l_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(out_padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv_transpose1d_u8` of conv.hip.
@@ -3112,7 +4994,20 @@ pub fn launch_conv_transpose1d_u8<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<u8>,
     dst: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv_transpose1d_u8", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(l_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(out_padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let entry_point = Kernel::new("conv_transpose1d_u8", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(l_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(out_padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv_transpose2d_bf16` of conv.hip.
@@ -3132,7 +5027,21 @@ pub fn launch_conv_transpose2d_bf16<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<Bf16>,
     dst: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv_transpose2d_bf16", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_out), KernelArg::Usize(h_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(out_padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let entry_point = Kernel::new("conv_transpose2d_bf16", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(out_padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv_transpose2d_f16` of conv.hip.
@@ -3152,7 +5061,21 @@ pub fn launch_conv_transpose2d_f16<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<F16>,
     dst: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv_transpose2d_f16", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_out), KernelArg::Usize(h_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(out_padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let entry_point = Kernel::new("conv_transpose2d_f16", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(out_padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv_transpose2d_f32` of conv.hip.
@@ -3172,7 +5095,21 @@ pub fn launch_conv_transpose2d_f32<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<f32>,
     dst: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv_transpose2d_f32", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_out), KernelArg::Usize(h_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(out_padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let entry_point = Kernel::new("conv_transpose2d_f32", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(out_padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv_transpose2d_f64` of conv.hip.
@@ -3192,7 +5129,21 @@ pub fn launch_conv_transpose2d_f64<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<f64>,
     dst: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv_transpose2d_f64", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_out), KernelArg::Usize(h_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(out_padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let entry_point = Kernel::new("conv_transpose2d_f64", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(out_padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv_transpose2d_i64` of conv.hip.
@@ -3212,7 +5163,21 @@ pub fn launch_conv_transpose2d_i64<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<i64>,
     dst: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv_transpose2d_i64", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_out), KernelArg::Usize(h_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(out_padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let entry_point = Kernel::new("conv_transpose2d_i64", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(out_padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv_transpose2d_u32` of conv.hip.
@@ -3232,7 +5197,21 @@ pub fn launch_conv_transpose2d_u32<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv_transpose2d_u32", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_out), KernelArg::Usize(h_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(out_padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let entry_point = Kernel::new("conv_transpose2d_u32", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(out_padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `conv_transpose2d_u8` of conv.hip.
@@ -3252,7 +5231,21 @@ pub fn launch_conv_transpose2d_u8<L: KernelLauncher + ?Sized>(
     kernel: DevicePtr<u8>,
     dst: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "conv_transpose2d_u8", source: "conv.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_out), KernelArg::Usize(h_out), KernelArg::Usize(stride), KernelArg::Usize(padding), KernelArg::Usize(out_padding), KernelArg::Usize(dilation), info.arg(), src.arg(), kernel.arg(), dst.arg()])
+    let entry_point = Kernel::new("conv_transpose2d_u8", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(stride),
+        KernelArg::Usize(padding),
+        KernelArg::Usize(out_padding),
+        KernelArg::Usize(dilation),
+        info.arg(),
+        src.arg(),
+        kernel.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `copy2d_bf16` of fill_copy.hip.
@@ -3267,7 +5260,16 @@ pub fn launch_copy2d_bf16<L: KernelLauncher + ?Sized>(
     src_s: usize,
     dst_s: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "copy2d_bf16", source: "fill_copy.hip" }, cfg, &[src.arg(), dst.arg(), KernelArg::Usize(d1), KernelArg::Usize(d2), KernelArg::Usize(src_s), KernelArg::Usize(dst_s)])
+    let entry_point = Kernel::new("copy2d_bf16", "fill_copy.hip");
+    let kernel_args = [
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(d1),
+        KernelArg::Usize(d2),
+        KernelArg::Usize(src_s),
+        KernelArg::Usize(dst_s),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `copy2d_f16` of fill_copy.hip.
@@ -3282,7 +5284,16 @@ pub fn launch_copy2d_f16<L: KernelLauncher + ?Sized>(
     src_s: usize,
     dst_s: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "copy2d_f16", source: "fill_copy.hip" }, cfg, &[src.arg(), dst.arg(), KernelArg::Usize(d1), KernelArg::Usize(d2), KernelArg::Usize(src_s), KernelArg::Usize(dst_s)])
+    let entry_point = Kernel::new("copy2d_f16", "fill_copy.hip");
+    let kernel_args = [
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(d1),
+        KernelArg::Usize(d2),
+        KernelArg::Usize(src_s),
+        KernelArg::Usize(dst_s),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `copy2d_f32` of fill_copy.hip.
@@ -3297,7 +5308,16 @@ pub fn launch_copy2d_f32<L: KernelLauncher + ?Sized>(
     src_s: usize,
     dst_s: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "copy2d_f32", source: "fill_copy.hip" }, cfg, &[src.arg(), dst.arg(), KernelArg::Usize(d1), KernelArg::Usize(d2), KernelArg::Usize(src_s), KernelArg::Usize(dst_s)])
+    let entry_point = Kernel::new("copy2d_f32", "fill_copy.hip");
+    let kernel_args = [
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(d1),
+        KernelArg::Usize(d2),
+        KernelArg::Usize(src_s),
+        KernelArg::Usize(dst_s),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `copy2d_f64` of fill_copy.hip.
@@ -3312,7 +5332,16 @@ pub fn launch_copy2d_f64<L: KernelLauncher + ?Sized>(
     src_s: usize,
     dst_s: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "copy2d_f64", source: "fill_copy.hip" }, cfg, &[src.arg(), dst.arg(), KernelArg::Usize(d1), KernelArg::Usize(d2), KernelArg::Usize(src_s), KernelArg::Usize(dst_s)])
+    let entry_point = Kernel::new("copy2d_f64", "fill_copy.hip");
+    let kernel_args = [
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(d1),
+        KernelArg::Usize(d2),
+        KernelArg::Usize(src_s),
+        KernelArg::Usize(dst_s),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `copy2d_i64` of fill_copy.hip.
@@ -3327,7 +5356,16 @@ pub fn launch_copy2d_i64<L: KernelLauncher + ?Sized>(
     src_s: usize,
     dst_s: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "copy2d_i64", source: "fill_copy.hip" }, cfg, &[src.arg(), dst.arg(), KernelArg::Usize(d1), KernelArg::Usize(d2), KernelArg::Usize(src_s), KernelArg::Usize(dst_s)])
+    let entry_point = Kernel::new("copy2d_i64", "fill_copy.hip");
+    let kernel_args = [
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(d1),
+        KernelArg::Usize(d2),
+        KernelArg::Usize(src_s),
+        KernelArg::Usize(dst_s),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `copy2d_u32` of fill_copy.hip.
@@ -3342,7 +5380,16 @@ pub fn launch_copy2d_u32<L: KernelLauncher + ?Sized>(
     src_s: usize,
     dst_s: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "copy2d_u32", source: "fill_copy.hip" }, cfg, &[src.arg(), dst.arg(), KernelArg::Usize(d1), KernelArg::Usize(d2), KernelArg::Usize(src_s), KernelArg::Usize(dst_s)])
+    let entry_point = Kernel::new("copy2d_u32", "fill_copy.hip");
+    let kernel_args = [
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(d1),
+        KernelArg::Usize(d2),
+        KernelArg::Usize(src_s),
+        KernelArg::Usize(dst_s),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `copy2d_u8` of fill_copy.hip.
@@ -3357,7 +5404,16 @@ pub fn launch_copy2d_u8<L: KernelLauncher + ?Sized>(
     src_s: usize,
     dst_s: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "copy2d_u8", source: "fill_copy.hip" }, cfg, &[src.arg(), dst.arg(), KernelArg::Usize(d1), KernelArg::Usize(d2), KernelArg::Usize(src_s), KernelArg::Usize(dst_s)])
+    let entry_point = Kernel::new("copy2d_u8", "fill_copy.hip");
+    let kernel_args = [
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(d1),
+        KernelArg::Usize(d2),
+        KernelArg::Usize(src_s),
+        KernelArg::Usize(dst_s),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `copy_strided_bf16` of fill_copy.hip.
@@ -3370,7 +5426,15 @@ pub fn launch_copy_strided_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "copy_strided_bf16", source: "fill_copy.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("copy_strided_bf16", "fill_copy.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `copy_strided_f16` of fill_copy.hip.
@@ -3383,7 +5447,15 @@ pub fn launch_copy_strided_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "copy_strided_f16", source: "fill_copy.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("copy_strided_f16", "fill_copy.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `copy_strided_f32` of fill_copy.hip.
@@ -3396,7 +5468,15 @@ pub fn launch_copy_strided_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "copy_strided_f32", source: "fill_copy.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("copy_strided_f32", "fill_copy.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `copy_strided_f64` of fill_copy.hip.
@@ -3409,7 +5489,15 @@ pub fn launch_copy_strided_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "copy_strided_f64", source: "fill_copy.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("copy_strided_f64", "fill_copy.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `copy_strided_i64` of fill_copy.hip.
@@ -3422,7 +5510,15 @@ pub fn launch_copy_strided_i64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "copy_strided_i64", source: "fill_copy.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("copy_strided_i64", "fill_copy.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `copy_strided_u32` of fill_copy.hip.
@@ -3435,7 +5531,15 @@ pub fn launch_copy_strided_u32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "copy_strided_u32", source: "fill_copy.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("copy_strided_u32", "fill_copy.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `copy_strided_u8` of fill_copy.hip.
@@ -3448,7 +5552,15 @@ pub fn launch_copy_strided_u8<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "copy_strided_u8", source: "fill_copy.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("copy_strided_u8", "fill_copy.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `dequantize_bf16_f16` of quantized.hip.
@@ -3459,7 +5571,9 @@ pub fn launch_dequantize_bf16_f16<L: KernelLauncher + ?Sized>(
     out: DevicePtrMut<F16>,
     numel: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "dequantize_bf16_f16", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
+    let entry_point = Kernel::new("dequantize_bf16_f16", "quantized.hip");
+    let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `dequantize_bf16_f32` of quantized.hip.
@@ -3470,7 +5584,9 @@ pub fn launch_dequantize_bf16_f32<L: KernelLauncher + ?Sized>(
     out: DevicePtrMut<f32>,
     numel: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "dequantize_bf16_f32", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
+    let entry_point = Kernel::new("dequantize_bf16_f32", "quantized.hip");
+    let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `dequantize_f16_f16` of quantized.hip.
@@ -3481,7 +5597,9 @@ pub fn launch_dequantize_f16_f16<L: KernelLauncher + ?Sized>(
     out: DevicePtrMut<F16>,
     numel: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "dequantize_f16_f16", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
+    let entry_point = Kernel::new("dequantize_f16_f16", "quantized.hip");
+    let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `dequantize_f16_f32` of quantized.hip.
@@ -3492,7 +5610,9 @@ pub fn launch_dequantize_f16_f32<L: KernelLauncher + ?Sized>(
     out: DevicePtrMut<f32>,
     numel: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "dequantize_f16_f32", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
+    let entry_point = Kernel::new("dequantize_f16_f32", "quantized.hip");
+    let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `dequantize_f32_f16` of quantized.hip.
@@ -3503,7 +5623,9 @@ pub fn launch_dequantize_f32_f16<L: KernelLauncher + ?Sized>(
     out: DevicePtrMut<F16>,
     numel: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "dequantize_f32_f16", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
+    let entry_point = Kernel::new("dequantize_f32_f16", "quantized.hip");
+    let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `dequantize_f32_f32` of quantized.hip.
@@ -3514,7 +5636,9 @@ pub fn launch_dequantize_f32_f32<L: KernelLauncher + ?Sized>(
     out: DevicePtrMut<f32>,
     numel: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "dequantize_f32_f32", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
+    let entry_point = Kernel::new("dequantize_f32_f32", "quantized.hip");
+    let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `dequantize_q2_k_f16` of quantized.hip.
@@ -3525,7 +5649,9 @@ pub fn launch_dequantize_q2_k_f16<L: KernelLauncher + ?Sized>(
     out: DevicePtrMut<F16>,
     numel: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "dequantize_q2_k_f16", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
+    let entry_point = Kernel::new("dequantize_q2_k_f16", "quantized.hip");
+    let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `dequantize_q2_k_f32` of quantized.hip.
@@ -3536,7 +5662,9 @@ pub fn launch_dequantize_q2_k_f32<L: KernelLauncher + ?Sized>(
     out: DevicePtrMut<f32>,
     numel: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "dequantize_q2_k_f32", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
+    let entry_point = Kernel::new("dequantize_q2_k_f32", "quantized.hip");
+    let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `dequantize_q3_k_f16` of quantized.hip.
@@ -3547,7 +5675,9 @@ pub fn launch_dequantize_q3_k_f16<L: KernelLauncher + ?Sized>(
     out: DevicePtrMut<F16>,
     numel: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "dequantize_q3_k_f16", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
+    let entry_point = Kernel::new("dequantize_q3_k_f16", "quantized.hip");
+    let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `dequantize_q3_k_f32` of quantized.hip.
@@ -3558,7 +5688,9 @@ pub fn launch_dequantize_q3_k_f32<L: KernelLauncher + ?Sized>(
     out: DevicePtrMut<f32>,
     numel: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "dequantize_q3_k_f32", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
+    let entry_point = Kernel::new("dequantize_q3_k_f32", "quantized.hip");
+    let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `dequantize_q4_0_f16` of quantized.hip.
@@ -3569,7 +5701,9 @@ pub fn launch_dequantize_q4_0_f16<L: KernelLauncher + ?Sized>(
     out: DevicePtrMut<F16>,
     numel: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "dequantize_q4_0_f16", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
+    let entry_point = Kernel::new("dequantize_q4_0_f16", "quantized.hip");
+    let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `dequantize_q4_0_f32` of quantized.hip.
@@ -3580,7 +5714,9 @@ pub fn launch_dequantize_q4_0_f32<L: KernelLauncher + ?Sized>(
     out: DevicePtrMut<f32>,
     numel: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "dequantize_q4_0_f32", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
+    let entry_point = Kernel::new("dequantize_q4_0_f32", "quantized.hip");
+    let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `dequantize_q4_1_f16` of quantized.hip.
@@ -3591,7 +5727,9 @@ pub fn launch_dequantize_q4_1_f16<L: KernelLauncher + ?Sized>(
     out: DevicePtrMut<F16>,
     numel: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "dequantize_q4_1_f16", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
+    let entry_point = Kernel::new("dequantize_q4_1_f16", "quantized.hip");
+    let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `dequantize_q4_1_f32` of quantized.hip.
@@ -3602,7 +5740,9 @@ pub fn launch_dequantize_q4_1_f32<L: KernelLauncher + ?Sized>(
     out: DevicePtrMut<f32>,
     numel: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "dequantize_q4_1_f32", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
+    let entry_point = Kernel::new("dequantize_q4_1_f32", "quantized.hip");
+    let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `dequantize_q4_k_f16` of quantized.hip.
@@ -3613,7 +5753,9 @@ pub fn launch_dequantize_q4_k_f16<L: KernelLauncher + ?Sized>(
     out: DevicePtrMut<F16>,
     numel: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "dequantize_q4_k_f16", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
+    let entry_point = Kernel::new("dequantize_q4_k_f16", "quantized.hip");
+    let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `dequantize_q4_k_f32` of quantized.hip.
@@ -3624,7 +5766,9 @@ pub fn launch_dequantize_q4_k_f32<L: KernelLauncher + ?Sized>(
     out: DevicePtrMut<f32>,
     numel: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "dequantize_q4_k_f32", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
+    let entry_point = Kernel::new("dequantize_q4_k_f32", "quantized.hip");
+    let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `dequantize_q5_0_f16` of quantized.hip.
@@ -3635,7 +5779,9 @@ pub fn launch_dequantize_q5_0_f16<L: KernelLauncher + ?Sized>(
     out: DevicePtrMut<F16>,
     numel: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "dequantize_q5_0_f16", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
+    let entry_point = Kernel::new("dequantize_q5_0_f16", "quantized.hip");
+    let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `dequantize_q5_0_f32` of quantized.hip.
@@ -3646,7 +5792,9 @@ pub fn launch_dequantize_q5_0_f32<L: KernelLauncher + ?Sized>(
     out: DevicePtrMut<f32>,
     numel: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "dequantize_q5_0_f32", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
+    let entry_point = Kernel::new("dequantize_q5_0_f32", "quantized.hip");
+    let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `dequantize_q5_1_f16` of quantized.hip.
@@ -3657,7 +5805,9 @@ pub fn launch_dequantize_q5_1_f16<L: KernelLauncher + ?Sized>(
     out: DevicePtrMut<F16>,
     numel: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "dequantize_q5_1_f16", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
+    let entry_point = Kernel::new("dequantize_q5_1_f16", "quantized.hip");
+    let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `dequantize_q5_1_f32` of quantized.hip.
@@ -3668,7 +5818,9 @@ pub fn launch_dequantize_q5_1_f32<L: KernelLauncher + ?Sized>(
     out: DevicePtrMut<f32>,
     numel: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "dequantize_q5_1_f32", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
+    let entry_point = Kernel::new("dequantize_q5_1_f32", "quantized.hip");
+    let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `dequantize_q5_k_f16` of quantized.hip.
@@ -3679,7 +5831,9 @@ pub fn launch_dequantize_q5_k_f16<L: KernelLauncher + ?Sized>(
     out: DevicePtrMut<F16>,
     numel: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "dequantize_q5_k_f16", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
+    let entry_point = Kernel::new("dequantize_q5_k_f16", "quantized.hip");
+    let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `dequantize_q5_k_f32` of quantized.hip.
@@ -3690,7 +5844,9 @@ pub fn launch_dequantize_q5_k_f32<L: KernelLauncher + ?Sized>(
     out: DevicePtrMut<f32>,
     numel: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "dequantize_q5_k_f32", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
+    let entry_point = Kernel::new("dequantize_q5_k_f32", "quantized.hip");
+    let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `dequantize_q6_k_f16` of quantized.hip.
@@ -3701,7 +5857,9 @@ pub fn launch_dequantize_q6_k_f16<L: KernelLauncher + ?Sized>(
     out: DevicePtrMut<F16>,
     numel: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "dequantize_q6_k_f16", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
+    let entry_point = Kernel::new("dequantize_q6_k_f16", "quantized.hip");
+    let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `dequantize_q6_k_f32` of quantized.hip.
@@ -3712,7 +5870,9 @@ pub fn launch_dequantize_q6_k_f32<L: KernelLauncher + ?Sized>(
     out: DevicePtrMut<f32>,
     numel: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "dequantize_q6_k_f32", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
+    let entry_point = Kernel::new("dequantize_q6_k_f32", "quantized.hip");
+    let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `dequantize_q8_0_f16` of quantized.hip.
@@ -3723,7 +5883,9 @@ pub fn launch_dequantize_q8_0_f16<L: KernelLauncher + ?Sized>(
     out: DevicePtrMut<F16>,
     numel: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "dequantize_q8_0_f16", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
+    let entry_point = Kernel::new("dequantize_q8_0_f16", "quantized.hip");
+    let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `dequantize_q8_0_f32` of quantized.hip.
@@ -3734,7 +5896,9 @@ pub fn launch_dequantize_q8_0_f32<L: KernelLauncher + ?Sized>(
     out: DevicePtrMut<f32>,
     numel: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "dequantize_q8_0_f32", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
+    let entry_point = Kernel::new("dequantize_q8_0_f32", "quantized.hip");
+    let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `dequantize_q8_1_f16` of quantized.hip.
@@ -3745,7 +5909,9 @@ pub fn launch_dequantize_q8_1_f16<L: KernelLauncher + ?Sized>(
     out: DevicePtrMut<F16>,
     numel: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "dequantize_q8_1_f16", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
+    let entry_point = Kernel::new("dequantize_q8_1_f16", "quantized.hip");
+    let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `dequantize_q8_1_f32` of quantized.hip.
@@ -3756,7 +5922,9 @@ pub fn launch_dequantize_q8_1_f32<L: KernelLauncher + ?Sized>(
     out: DevicePtrMut<f32>,
     numel: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "dequantize_q8_1_f32", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
+    let entry_point = Kernel::new("dequantize_q8_1_f32", "quantized.hip");
+    let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `dequantize_q8_k_f16` of quantized.hip.
@@ -3767,7 +5935,9 @@ pub fn launch_dequantize_q8_k_f16<L: KernelLauncher + ?Sized>(
     out: DevicePtrMut<F16>,
     numel: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "dequantize_q8_k_f16", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
+    let entry_point = Kernel::new("dequantize_q8_k_f16", "quantized.hip");
+    let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `dequantize_q8_k_f32` of quantized.hip.
@@ -3778,7 +5948,9 @@ pub fn launch_dequantize_q8_k_f32<L: KernelLauncher + ?Sized>(
     out: DevicePtrMut<f32>,
     numel: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "dequantize_q8_k_f32", source: "quantized.hip" }, cfg, &[blocks.arg(), out.arg(), KernelArg::Usize(numel)])
+    let entry_point = Kernel::new("dequantize_q8_k_f32", "quantized.hip");
+    let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `elu_bf16` of affine.hip.
@@ -3793,7 +5965,16 @@ pub fn launch_elu_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "elu_bf16", source: "affine.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Bf16(param), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("elu_bf16", "affine.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Bf16(param),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `elu_f16` of affine.hip.
@@ -3808,7 +5989,16 @@ pub fn launch_elu_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "elu_f16", source: "affine.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::F16(param), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("elu_f16", "affine.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::F16(param),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `elu_f32` of affine.hip.
@@ -3823,7 +6013,16 @@ pub fn launch_elu_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "elu_f32", source: "affine.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::F32(param), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("elu_f32", "affine.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::F32(param),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `elu_f64` of affine.hip.
@@ -3838,7 +6037,16 @@ pub fn launch_elu_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "elu_f64", source: "affine.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::F64(param), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("elu_f64", "affine.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::F64(param),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_argmax_bf16` of reduce.hip.
@@ -3853,7 +6061,16 @@ pub fn launch_fast_argmax_bf16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<Bf16>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_argmax_bf16", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("fast_argmax_bf16", "reduce.hip");
+    let kernel_args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_argmax_f16` of reduce.hip.
@@ -3868,7 +6085,16 @@ pub fn launch_fast_argmax_f16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<F16>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_argmax_f16", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("fast_argmax_f16", "reduce.hip");
+    let kernel_args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_argmax_f32` of reduce.hip.
@@ -3883,7 +6109,16 @@ pub fn launch_fast_argmax_f32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_argmax_f32", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("fast_argmax_f32", "reduce.hip");
+    let kernel_args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_argmax_f64` of reduce.hip.
@@ -3898,7 +6133,16 @@ pub fn launch_fast_argmax_f64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f64>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_argmax_f64", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("fast_argmax_f64", "reduce.hip");
+    let kernel_args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_argmax_i64` of reduce.hip.
@@ -3913,7 +6157,16 @@ pub fn launch_fast_argmax_i64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<i64>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_argmax_i64", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("fast_argmax_i64", "reduce.hip");
+    let kernel_args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_argmax_u32` of reduce.hip.
@@ -3928,7 +6181,16 @@ pub fn launch_fast_argmax_u32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_argmax_u32", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("fast_argmax_u32", "reduce.hip");
+    let kernel_args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_argmax_u8` of reduce.hip.
@@ -3943,7 +6205,16 @@ pub fn launch_fast_argmax_u8<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u8>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_argmax_u8", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("fast_argmax_u8", "reduce.hip");
+    let kernel_args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_argmin_bf16` of reduce.hip.
@@ -3958,7 +6229,16 @@ pub fn launch_fast_argmin_bf16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<Bf16>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_argmin_bf16", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("fast_argmin_bf16", "reduce.hip");
+    let kernel_args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_argmin_f16` of reduce.hip.
@@ -3973,7 +6253,16 @@ pub fn launch_fast_argmin_f16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<F16>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_argmin_f16", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("fast_argmin_f16", "reduce.hip");
+    let kernel_args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_argmin_f32` of reduce.hip.
@@ -3988,7 +6277,16 @@ pub fn launch_fast_argmin_f32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_argmin_f32", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("fast_argmin_f32", "reduce.hip");
+    let kernel_args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_argmin_f64` of reduce.hip.
@@ -4003,7 +6301,16 @@ pub fn launch_fast_argmin_f64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f64>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_argmin_f64", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("fast_argmin_f64", "reduce.hip");
+    let kernel_args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_argmin_i64` of reduce.hip.
@@ -4018,7 +6325,16 @@ pub fn launch_fast_argmin_i64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<i64>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_argmin_i64", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("fast_argmin_i64", "reduce.hip");
+    let kernel_args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_argmin_u32` of reduce.hip.
@@ -4033,7 +6349,16 @@ pub fn launch_fast_argmin_u32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_argmin_u32", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("fast_argmin_u32", "reduce.hip");
+    let kernel_args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_argmin_u8` of reduce.hip.
@@ -4048,7 +6373,16 @@ pub fn launch_fast_argmin_u8<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u8>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_argmin_u8", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("fast_argmin_u8", "reduce.hip");
+    let kernel_args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_max_bf16` of reduce.hip.
@@ -4063,7 +6397,16 @@ pub fn launch_fast_max_bf16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<Bf16>,
     dst: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_max_bf16", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("fast_max_bf16", "reduce.hip");
+    let kernel_args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_max_f16` of reduce.hip.
@@ -4078,7 +6421,16 @@ pub fn launch_fast_max_f16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<F16>,
     dst: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_max_f16", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("fast_max_f16", "reduce.hip");
+    let kernel_args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_max_f32` of reduce.hip.
@@ -4093,7 +6445,16 @@ pub fn launch_fast_max_f32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f32>,
     dst: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_max_f32", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("fast_max_f32", "reduce.hip");
+    let kernel_args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_max_f64` of reduce.hip.
@@ -4108,7 +6469,16 @@ pub fn launch_fast_max_f64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f64>,
     dst: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_max_f64", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("fast_max_f64", "reduce.hip");
+    let kernel_args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_max_i64` of reduce.hip.
@@ -4123,7 +6493,16 @@ pub fn launch_fast_max_i64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<i64>,
     dst: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_max_i64", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("fast_max_i64", "reduce.hip");
+    let kernel_args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_max_u32` of reduce.hip.
@@ -4138,7 +6517,16 @@ pub fn launch_fast_max_u32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_max_u32", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("fast_max_u32", "reduce.hip");
+    let kernel_args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_max_u8` of reduce.hip.
@@ -4153,7 +6541,16 @@ pub fn launch_fast_max_u8<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u8>,
     dst: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_max_u8", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("fast_max_u8", "reduce.hip");
+    let kernel_args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_min_bf16` of reduce.hip.
@@ -4168,7 +6565,16 @@ pub fn launch_fast_min_bf16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<Bf16>,
     dst: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_min_bf16", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("fast_min_bf16", "reduce.hip");
+    let kernel_args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_min_f16` of reduce.hip.
@@ -4183,7 +6589,16 @@ pub fn launch_fast_min_f16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<F16>,
     dst: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_min_f16", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("fast_min_f16", "reduce.hip");
+    let kernel_args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_min_f32` of reduce.hip.
@@ -4198,7 +6613,16 @@ pub fn launch_fast_min_f32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f32>,
     dst: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_min_f32", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("fast_min_f32", "reduce.hip");
+    let kernel_args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_min_f64` of reduce.hip.
@@ -4213,7 +6637,16 @@ pub fn launch_fast_min_f64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f64>,
     dst: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_min_f64", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("fast_min_f64", "reduce.hip");
+    let kernel_args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_min_i64` of reduce.hip.
@@ -4228,7 +6661,16 @@ pub fn launch_fast_min_i64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<i64>,
     dst: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_min_i64", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("fast_min_i64", "reduce.hip");
+    let kernel_args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_min_u32` of reduce.hip.
@@ -4243,7 +6685,16 @@ pub fn launch_fast_min_u32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_min_u32", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("fast_min_u32", "reduce.hip");
+    let kernel_args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_min_u8` of reduce.hip.
@@ -4258,7 +6709,16 @@ pub fn launch_fast_min_u8<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u8>,
     dst: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_min_u8", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("fast_min_u8", "reduce.hip");
+    let kernel_args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_sum_bf16` of reduce.hip.
@@ -4273,7 +6733,16 @@ pub fn launch_fast_sum_bf16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<Bf16>,
     dst: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_sum_bf16", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("fast_sum_bf16", "reduce.hip");
+    let kernel_args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_sum_f16` of reduce.hip.
@@ -4288,7 +6757,16 @@ pub fn launch_fast_sum_f16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<F16>,
     dst: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_sum_f16", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("fast_sum_f16", "reduce.hip");
+    let kernel_args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_sum_f32` of reduce.hip.
@@ -4303,7 +6781,16 @@ pub fn launch_fast_sum_f32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f32>,
     dst: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_sum_f32", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("fast_sum_f32", "reduce.hip");
+    let kernel_args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_sum_f64` of reduce.hip.
@@ -4318,7 +6805,16 @@ pub fn launch_fast_sum_f64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f64>,
     dst: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_sum_f64", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("fast_sum_f64", "reduce.hip");
+    let kernel_args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_sum_i64` of reduce.hip.
@@ -4333,7 +6829,16 @@ pub fn launch_fast_sum_i64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<i64>,
     dst: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_sum_i64", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("fast_sum_i64", "reduce.hip");
+    let kernel_args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_sum_u32` of reduce.hip.
@@ -4348,7 +6853,16 @@ pub fn launch_fast_sum_u32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_sum_u32", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("fast_sum_u32", "reduce.hip");
+    let kernel_args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `fast_sum_u8` of reduce.hip.
@@ -4363,7 +6877,16 @@ pub fn launch_fast_sum_u8<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u8>,
     dst: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "fast_sum_u8", source: "reduce.hip" }, cfg, &[KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("fast_sum_u8", "reduce.hip");
+    let kernel_args = [
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `flash_attention_bf16_d128` of attention.hip.
@@ -4381,7 +6904,19 @@ pub fn launch_flash_attention_bf16_d128<L: KernelLauncher + ?Sized>(
     v: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "flash_attention_bf16_d128", source: "attention.hip" }, cfg, &[KernelArg::U32(bh), KernelArg::U32(sq), KernelArg::U32(skv), KernelArg::F32(scale), KernelArg::U32(causal), q.arg(), k.arg(), v.arg(), out.arg()])
+    let entry_point = Kernel::new("flash_attention_bf16_d128", "attention.hip");
+    let kernel_args = [
+        KernelArg::U32(bh),
+        KernelArg::U32(sq),
+        KernelArg::U32(skv),
+        KernelArg::F32(scale),
+        KernelArg::U32(causal),
+        q.arg(),
+        k.arg(),
+        v.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `flash_attention_bf16_d64` of attention.hip.
@@ -4399,7 +6934,19 @@ pub fn launch_flash_attention_bf16_d64<L: KernelLauncher + ?Sized>(
     v: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "flash_attention_bf16_d64", source: "attention.hip" }, cfg, &[KernelArg::U32(bh), KernelArg::U32(sq), KernelArg::U32(skv), KernelArg::F32(scale), KernelArg::U32(causal), q.arg(), k.arg(), v.arg(), out.arg()])
+    let entry_point = Kernel::new("flash_attention_bf16_d64", "attention.hip");
+    let kernel_args = [
+        KernelArg::U32(bh),
+        KernelArg::U32(sq),
+        KernelArg::U32(skv),
+        KernelArg::F32(scale),
+        KernelArg::U32(causal),
+        q.arg(),
+        k.arg(),
+        v.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `flash_attention_f16_d128` of attention.hip.
@@ -4417,7 +6964,19 @@ pub fn launch_flash_attention_f16_d128<L: KernelLauncher + ?Sized>(
     v: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "flash_attention_f16_d128", source: "attention.hip" }, cfg, &[KernelArg::U32(bh), KernelArg::U32(sq), KernelArg::U32(skv), KernelArg::F32(scale), KernelArg::U32(causal), q.arg(), k.arg(), v.arg(), out.arg()])
+    let entry_point = Kernel::new("flash_attention_f16_d128", "attention.hip");
+    let kernel_args = [
+        KernelArg::U32(bh),
+        KernelArg::U32(sq),
+        KernelArg::U32(skv),
+        KernelArg::F32(scale),
+        KernelArg::U32(causal),
+        q.arg(),
+        k.arg(),
+        v.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `flash_attention_f16_d64` of attention.hip.
@@ -4435,7 +6994,19 @@ pub fn launch_flash_attention_f16_d64<L: KernelLauncher + ?Sized>(
     v: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "flash_attention_f16_d64", source: "attention.hip" }, cfg, &[KernelArg::U32(bh), KernelArg::U32(sq), KernelArg::U32(skv), KernelArg::F32(scale), KernelArg::U32(causal), q.arg(), k.arg(), v.arg(), out.arg()])
+    let entry_point = Kernel::new("flash_attention_f16_d64", "attention.hip");
+    let kernel_args = [
+        KernelArg::U32(bh),
+        KernelArg::U32(sq),
+        KernelArg::U32(skv),
+        KernelArg::F32(scale),
+        KernelArg::U32(causal),
+        q.arg(),
+        k.arg(),
+        v.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `gather_i64_bf16` of indexing.hip.
@@ -4453,7 +7024,19 @@ pub fn launch_gather_i64_bf16<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_i64_bf16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
+    let entry_point = Kernel::new("gather_i64_bf16", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(src_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `gather_i64_f16` of indexing.hip.
@@ -4471,7 +7054,19 @@ pub fn launch_gather_i64_f16<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_i64_f16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
+    let entry_point = Kernel::new("gather_i64_f16", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(src_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `gather_i64_f32` of indexing.hip.
@@ -4489,7 +7084,19 @@ pub fn launch_gather_i64_f32<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_i64_f32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
+    let entry_point = Kernel::new("gather_i64_f32", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(src_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `gather_i64_f64` of indexing.hip.
@@ -4507,7 +7114,19 @@ pub fn launch_gather_i64_f64<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_i64_f64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
+    let entry_point = Kernel::new("gather_i64_f64", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(src_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `gather_i64_i64` of indexing.hip.
@@ -4525,7 +7144,19 @@ pub fn launch_gather_i64_i64<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_i64_i64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
+    let entry_point = Kernel::new("gather_i64_i64", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(src_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `gather_i64_u32` of indexing.hip.
@@ -4543,7 +7174,19 @@ pub fn launch_gather_i64_u32<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_i64_u32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
+    let entry_point = Kernel::new("gather_i64_u32", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(src_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `gather_i64_u8` of indexing.hip.
@@ -4561,7 +7204,19 @@ pub fn launch_gather_i64_u8<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_i64_u8", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
+    let entry_point = Kernel::new("gather_i64_u8", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(src_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `gather_u32_bf16` of indexing.hip.
@@ -4579,7 +7234,19 @@ pub fn launch_gather_u32_bf16<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_u32_bf16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
+    let entry_point = Kernel::new("gather_u32_bf16", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(src_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `gather_u32_f16` of indexing.hip.
@@ -4597,7 +7264,19 @@ pub fn launch_gather_u32_f16<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_u32_f16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
+    let entry_point = Kernel::new("gather_u32_f16", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(src_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `gather_u32_f32` of indexing.hip.
@@ -4615,7 +7294,19 @@ pub fn launch_gather_u32_f32<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_u32_f32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
+    let entry_point = Kernel::new("gather_u32_f32", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(src_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `gather_u32_f64` of indexing.hip.
@@ -4633,7 +7324,19 @@ pub fn launch_gather_u32_f64<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_u32_f64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
+    let entry_point = Kernel::new("gather_u32_f64", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(src_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `gather_u32_i64` of indexing.hip.
@@ -4651,7 +7354,19 @@ pub fn launch_gather_u32_i64<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_u32_i64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
+    let entry_point = Kernel::new("gather_u32_i64", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(src_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `gather_u32_u32` of indexing.hip.
@@ -4669,7 +7384,19 @@ pub fn launch_gather_u32_u32<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_u32_u32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
+    let entry_point = Kernel::new("gather_u32_u32", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(src_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `gather_u32_u8` of indexing.hip.
@@ -4687,7 +7414,19 @@ pub fn launch_gather_u32_u8<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_u32_u8", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
+    let entry_point = Kernel::new("gather_u32_u8", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(src_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `gather_u8_bf16` of indexing.hip.
@@ -4705,7 +7444,19 @@ pub fn launch_gather_u8_bf16<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_u8_bf16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
+    let entry_point = Kernel::new("gather_u8_bf16", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(src_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `gather_u8_f16` of indexing.hip.
@@ -4723,7 +7474,19 @@ pub fn launch_gather_u8_f16<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_u8_f16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
+    let entry_point = Kernel::new("gather_u8_f16", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(src_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `gather_u8_f32` of indexing.hip.
@@ -4741,7 +7504,19 @@ pub fn launch_gather_u8_f32<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_u8_f32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
+    let entry_point = Kernel::new("gather_u8_f32", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(src_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `gather_u8_f64` of indexing.hip.
@@ -4759,7 +7534,19 @@ pub fn launch_gather_u8_f64<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_u8_f64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
+    let entry_point = Kernel::new("gather_u8_f64", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(src_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `gather_u8_i64` of indexing.hip.
@@ -4777,7 +7564,19 @@ pub fn launch_gather_u8_i64<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_u8_i64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
+    let entry_point = Kernel::new("gather_u8_i64", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(src_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `gather_u8_u32` of indexing.hip.
@@ -4795,7 +7594,19 @@ pub fn launch_gather_u8_u32<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_u8_u32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
+    let entry_point = Kernel::new("gather_u8_u32", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(src_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `gather_u8_u8` of indexing.hip.
@@ -4813,7 +7624,19 @@ pub fn launch_gather_u8_u8<L: KernelLauncher + ?Sized>(
     src_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "gather_u8_u8", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(src_dim_size), bad.arg()])
+    let entry_point = Kernel::new("gather_u8_u8", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(src_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `im2col_bf16` of conv.hip.
@@ -4840,7 +7663,28 @@ pub fn launch_im2col_bf16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<Bf16>,
     col: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "im2col_bf16", source: "conv.hip" }, cfg, &[KernelArg::Usize(rows), KernelArg::Usize(c_in), KernelArg::Usize(h_in), KernelArg::Usize(w_in), KernelArg::Usize(k_h), KernelArg::Usize(k_w), KernelArg::Usize(h_out), KernelArg::Usize(w_out), KernelArg::Usize(stride), KernelArg::I64(tap_step), KernelArg::I64(offset_y), KernelArg::I64(offset_x), KernelArg::Usize(sb), KernelArg::Usize(sc), KernelArg::Usize(sh), KernelArg::Usize(sw), src.arg(), col.arg()])
+    let entry_point = Kernel::new("im2col_bf16", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(rows),
+        KernelArg::Usize(c_in),
+        KernelArg::Usize(h_in),
+        KernelArg::Usize(w_in),
+        KernelArg::Usize(k_h),
+        KernelArg::Usize(k_w),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(stride),
+        KernelArg::I64(tap_step),
+        KernelArg::I64(offset_y),
+        KernelArg::I64(offset_x),
+        KernelArg::Usize(sb),
+        KernelArg::Usize(sc),
+        KernelArg::Usize(sh),
+        KernelArg::Usize(sw),
+        src.arg(),
+        col.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `im2col_f16` of conv.hip.
@@ -4867,7 +7711,28 @@ pub fn launch_im2col_f16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<F16>,
     col: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "im2col_f16", source: "conv.hip" }, cfg, &[KernelArg::Usize(rows), KernelArg::Usize(c_in), KernelArg::Usize(h_in), KernelArg::Usize(w_in), KernelArg::Usize(k_h), KernelArg::Usize(k_w), KernelArg::Usize(h_out), KernelArg::Usize(w_out), KernelArg::Usize(stride), KernelArg::I64(tap_step), KernelArg::I64(offset_y), KernelArg::I64(offset_x), KernelArg::Usize(sb), KernelArg::Usize(sc), KernelArg::Usize(sh), KernelArg::Usize(sw), src.arg(), col.arg()])
+    let entry_point = Kernel::new("im2col_f16", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(rows),
+        KernelArg::Usize(c_in),
+        KernelArg::Usize(h_in),
+        KernelArg::Usize(w_in),
+        KernelArg::Usize(k_h),
+        KernelArg::Usize(k_w),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(stride),
+        KernelArg::I64(tap_step),
+        KernelArg::I64(offset_y),
+        KernelArg::I64(offset_x),
+        KernelArg::Usize(sb),
+        KernelArg::Usize(sc),
+        KernelArg::Usize(sh),
+        KernelArg::Usize(sw),
+        src.arg(),
+        col.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `im2col_f32` of conv.hip.
@@ -4894,7 +7759,28 @@ pub fn launch_im2col_f32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f32>,
     col: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "im2col_f32", source: "conv.hip" }, cfg, &[KernelArg::Usize(rows), KernelArg::Usize(c_in), KernelArg::Usize(h_in), KernelArg::Usize(w_in), KernelArg::Usize(k_h), KernelArg::Usize(k_w), KernelArg::Usize(h_out), KernelArg::Usize(w_out), KernelArg::Usize(stride), KernelArg::I64(tap_step), KernelArg::I64(offset_y), KernelArg::I64(offset_x), KernelArg::Usize(sb), KernelArg::Usize(sc), KernelArg::Usize(sh), KernelArg::Usize(sw), src.arg(), col.arg()])
+    let entry_point = Kernel::new("im2col_f32", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(rows),
+        KernelArg::Usize(c_in),
+        KernelArg::Usize(h_in),
+        KernelArg::Usize(w_in),
+        KernelArg::Usize(k_h),
+        KernelArg::Usize(k_w),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(stride),
+        KernelArg::I64(tap_step),
+        KernelArg::I64(offset_y),
+        KernelArg::I64(offset_x),
+        KernelArg::Usize(sb),
+        KernelArg::Usize(sc),
+        KernelArg::Usize(sh),
+        KernelArg::Usize(sw),
+        src.arg(),
+        col.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `im2col_f64` of conv.hip.
@@ -4921,7 +7807,28 @@ pub fn launch_im2col_f64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f64>,
     col: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "im2col_f64", source: "conv.hip" }, cfg, &[KernelArg::Usize(rows), KernelArg::Usize(c_in), KernelArg::Usize(h_in), KernelArg::Usize(w_in), KernelArg::Usize(k_h), KernelArg::Usize(k_w), KernelArg::Usize(h_out), KernelArg::Usize(w_out), KernelArg::Usize(stride), KernelArg::I64(tap_step), KernelArg::I64(offset_y), KernelArg::I64(offset_x), KernelArg::Usize(sb), KernelArg::Usize(sc), KernelArg::Usize(sh), KernelArg::Usize(sw), src.arg(), col.arg()])
+    let entry_point = Kernel::new("im2col_f64", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(rows),
+        KernelArg::Usize(c_in),
+        KernelArg::Usize(h_in),
+        KernelArg::Usize(w_in),
+        KernelArg::Usize(k_h),
+        KernelArg::Usize(k_w),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(stride),
+        KernelArg::I64(tap_step),
+        KernelArg::I64(offset_y),
+        KernelArg::I64(offset_x),
+        KernelArg::Usize(sb),
+        KernelArg::Usize(sc),
+        KernelArg::Usize(sh),
+        KernelArg::Usize(sw),
+        src.arg(),
+        col.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `im2col_i64` of conv.hip.
@@ -4948,7 +7855,28 @@ pub fn launch_im2col_i64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<i64>,
     col: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "im2col_i64", source: "conv.hip" }, cfg, &[KernelArg::Usize(rows), KernelArg::Usize(c_in), KernelArg::Usize(h_in), KernelArg::Usize(w_in), KernelArg::Usize(k_h), KernelArg::Usize(k_w), KernelArg::Usize(h_out), KernelArg::Usize(w_out), KernelArg::Usize(stride), KernelArg::I64(tap_step), KernelArg::I64(offset_y), KernelArg::I64(offset_x), KernelArg::Usize(sb), KernelArg::Usize(sc), KernelArg::Usize(sh), KernelArg::Usize(sw), src.arg(), col.arg()])
+    let entry_point = Kernel::new("im2col_i64", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(rows),
+        KernelArg::Usize(c_in),
+        KernelArg::Usize(h_in),
+        KernelArg::Usize(w_in),
+        KernelArg::Usize(k_h),
+        KernelArg::Usize(k_w),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(stride),
+        KernelArg::I64(tap_step),
+        KernelArg::I64(offset_y),
+        KernelArg::I64(offset_x),
+        KernelArg::Usize(sb),
+        KernelArg::Usize(sc),
+        KernelArg::Usize(sh),
+        KernelArg::Usize(sw),
+        src.arg(),
+        col.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `im2col_u32` of conv.hip.
@@ -4975,7 +7903,28 @@ pub fn launch_im2col_u32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u32>,
     col: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "im2col_u32", source: "conv.hip" }, cfg, &[KernelArg::Usize(rows), KernelArg::Usize(c_in), KernelArg::Usize(h_in), KernelArg::Usize(w_in), KernelArg::Usize(k_h), KernelArg::Usize(k_w), KernelArg::Usize(h_out), KernelArg::Usize(w_out), KernelArg::Usize(stride), KernelArg::I64(tap_step), KernelArg::I64(offset_y), KernelArg::I64(offset_x), KernelArg::Usize(sb), KernelArg::Usize(sc), KernelArg::Usize(sh), KernelArg::Usize(sw), src.arg(), col.arg()])
+    let entry_point = Kernel::new("im2col_u32", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(rows),
+        KernelArg::Usize(c_in),
+        KernelArg::Usize(h_in),
+        KernelArg::Usize(w_in),
+        KernelArg::Usize(k_h),
+        KernelArg::Usize(k_w),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(stride),
+        KernelArg::I64(tap_step),
+        KernelArg::I64(offset_y),
+        KernelArg::I64(offset_x),
+        KernelArg::Usize(sb),
+        KernelArg::Usize(sc),
+        KernelArg::Usize(sh),
+        KernelArg::Usize(sw),
+        src.arg(),
+        col.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `im2col_u8` of conv.hip.
@@ -5002,7 +7951,28 @@ pub fn launch_im2col_u8<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u8>,
     col: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "im2col_u8", source: "conv.hip" }, cfg, &[KernelArg::Usize(rows), KernelArg::Usize(c_in), KernelArg::Usize(h_in), KernelArg::Usize(w_in), KernelArg::Usize(k_h), KernelArg::Usize(k_w), KernelArg::Usize(h_out), KernelArg::Usize(w_out), KernelArg::Usize(stride), KernelArg::I64(tap_step), KernelArg::I64(offset_y), KernelArg::I64(offset_x), KernelArg::Usize(sb), KernelArg::Usize(sc), KernelArg::Usize(sh), KernelArg::Usize(sw), src.arg(), col.arg()])
+    let entry_point = Kernel::new("im2col_u8", "conv.hip");
+    let kernel_args = [
+        KernelArg::Usize(rows),
+        KernelArg::Usize(c_in),
+        KernelArg::Usize(h_in),
+        KernelArg::Usize(w_in),
+        KernelArg::Usize(k_h),
+        KernelArg::Usize(k_w),
+        KernelArg::Usize(h_out),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(stride),
+        KernelArg::I64(tap_step),
+        KernelArg::I64(offset_y),
+        KernelArg::I64(offset_x),
+        KernelArg::Usize(sb),
+        KernelArg::Usize(sc),
+        KernelArg::Usize(sh),
+        KernelArg::Usize(sw),
+        src.arg(),
+        col.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_add_i64_bf16` of indexing.hip.
@@ -5020,7 +7990,19 @@ pub fn launch_index_add_i64_bf16<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_i64_bf16", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_add_i64_bf16", "indexing.hip");
+    let kernel_args = [
+        ids.arg(),
+        KernelArg::Usize(ids_dim_size),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(dst_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_add_i64_f16` of indexing.hip.
@@ -5038,7 +8020,19 @@ pub fn launch_index_add_i64_f16<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_i64_f16", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_add_i64_f16", "indexing.hip");
+    let kernel_args = [
+        ids.arg(),
+        KernelArg::Usize(ids_dim_size),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(dst_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_add_i64_f32` of indexing.hip.
@@ -5056,7 +8050,19 @@ pub fn launch_index_add_i64_f32<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_i64_f32", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_add_i64_f32", "indexing.hip");
+    let kernel_args = [
+        ids.arg(),
+        KernelArg::Usize(ids_dim_size),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(dst_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_add_i64_f64` of indexing.hip.
@@ -5074,7 +8080,19 @@ pub fn launch_index_add_i64_f64<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_i64_f64", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_add_i64_f64", "indexing.hip");
+    let kernel_args = [
+        ids.arg(),
+        KernelArg::Usize(ids_dim_size),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(dst_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_add_i64_i64` of indexing.hip.
@@ -5092,7 +8110,19 @@ pub fn launch_index_add_i64_i64<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_i64_i64", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_add_i64_i64", "indexing.hip");
+    let kernel_args = [
+        ids.arg(),
+        KernelArg::Usize(ids_dim_size),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(dst_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_add_i64_u32` of indexing.hip.
@@ -5110,7 +8140,19 @@ pub fn launch_index_add_i64_u32<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_i64_u32", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_add_i64_u32", "indexing.hip");
+    let kernel_args = [
+        ids.arg(),
+        KernelArg::Usize(ids_dim_size),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(dst_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_add_i64_u8` of indexing.hip.
@@ -5128,7 +8170,19 @@ pub fn launch_index_add_i64_u8<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_i64_u8", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_add_i64_u8", "indexing.hip");
+    let kernel_args = [
+        ids.arg(),
+        KernelArg::Usize(ids_dim_size),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(dst_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_add_u32_bf16` of indexing.hip.
@@ -5146,7 +8200,19 @@ pub fn launch_index_add_u32_bf16<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_u32_bf16", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_add_u32_bf16", "indexing.hip");
+    let kernel_args = [
+        ids.arg(),
+        KernelArg::Usize(ids_dim_size),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(dst_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_add_u32_f16` of indexing.hip.
@@ -5164,7 +8230,19 @@ pub fn launch_index_add_u32_f16<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_u32_f16", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_add_u32_f16", "indexing.hip");
+    let kernel_args = [
+        ids.arg(),
+        KernelArg::Usize(ids_dim_size),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(dst_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_add_u32_f32` of indexing.hip.
@@ -5182,7 +8260,19 @@ pub fn launch_index_add_u32_f32<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_u32_f32", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_add_u32_f32", "indexing.hip");
+    let kernel_args = [
+        ids.arg(),
+        KernelArg::Usize(ids_dim_size),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(dst_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_add_u32_f64` of indexing.hip.
@@ -5200,7 +8290,19 @@ pub fn launch_index_add_u32_f64<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_u32_f64", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_add_u32_f64", "indexing.hip");
+    let kernel_args = [
+        ids.arg(),
+        KernelArg::Usize(ids_dim_size),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(dst_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_add_u32_i64` of indexing.hip.
@@ -5218,7 +8320,19 @@ pub fn launch_index_add_u32_i64<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_u32_i64", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_add_u32_i64", "indexing.hip");
+    let kernel_args = [
+        ids.arg(),
+        KernelArg::Usize(ids_dim_size),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(dst_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_add_u32_u32` of indexing.hip.
@@ -5236,7 +8350,19 @@ pub fn launch_index_add_u32_u32<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_u32_u32", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_add_u32_u32", "indexing.hip");
+    let kernel_args = [
+        ids.arg(),
+        KernelArg::Usize(ids_dim_size),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(dst_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_add_u32_u8` of indexing.hip.
@@ -5254,7 +8380,19 @@ pub fn launch_index_add_u32_u8<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_u32_u8", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_add_u32_u8", "indexing.hip");
+    let kernel_args = [
+        ids.arg(),
+        KernelArg::Usize(ids_dim_size),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(dst_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_add_u8_bf16` of indexing.hip.
@@ -5272,7 +8410,19 @@ pub fn launch_index_add_u8_bf16<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_u8_bf16", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_add_u8_bf16", "indexing.hip");
+    let kernel_args = [
+        ids.arg(),
+        KernelArg::Usize(ids_dim_size),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(dst_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_add_u8_f16` of indexing.hip.
@@ -5290,7 +8440,19 @@ pub fn launch_index_add_u8_f16<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_u8_f16", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_add_u8_f16", "indexing.hip");
+    let kernel_args = [
+        ids.arg(),
+        KernelArg::Usize(ids_dim_size),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(dst_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_add_u8_f32` of indexing.hip.
@@ -5308,7 +8470,19 @@ pub fn launch_index_add_u8_f32<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_u8_f32", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_add_u8_f32", "indexing.hip");
+    let kernel_args = [
+        ids.arg(),
+        KernelArg::Usize(ids_dim_size),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(dst_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_add_u8_f64` of indexing.hip.
@@ -5326,7 +8500,19 @@ pub fn launch_index_add_u8_f64<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_u8_f64", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_add_u8_f64", "indexing.hip");
+    let kernel_args = [
+        ids.arg(),
+        KernelArg::Usize(ids_dim_size),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(dst_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_add_u8_i64` of indexing.hip.
@@ -5344,7 +8530,19 @@ pub fn launch_index_add_u8_i64<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_u8_i64", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_add_u8_i64", "indexing.hip");
+    let kernel_args = [
+        ids.arg(),
+        KernelArg::Usize(ids_dim_size),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(dst_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_add_u8_u32` of indexing.hip.
@@ -5362,7 +8560,19 @@ pub fn launch_index_add_u8_u32<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_u8_u32", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_add_u8_u32", "indexing.hip");
+    let kernel_args = [
+        ids.arg(),
+        KernelArg::Usize(ids_dim_size),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(dst_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_add_u8_u8` of indexing.hip.
@@ -5380,7 +8590,19 @@ pub fn launch_index_add_u8_u8<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_add_u8_u8", source: "indexing.hip" }, cfg, &[ids.arg(), KernelArg::Usize(ids_dim_size), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(dst_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_add_u8_u8", "indexing.hip");
+    let kernel_args = [
+        ids.arg(),
+        KernelArg::Usize(ids_dim_size),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(dst_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_select_i64_bf16` of indexing.hip.
@@ -5400,7 +8622,21 @@ pub fn launch_index_select_i64_bf16<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_i64_bf16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_select_i64_bf16", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(ids_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_select_i64_f16` of indexing.hip.
@@ -5420,7 +8656,21 @@ pub fn launch_index_select_i64_f16<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_i64_f16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_select_i64_f16", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(ids_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_select_i64_f32` of indexing.hip.
@@ -5440,7 +8690,21 @@ pub fn launch_index_select_i64_f32<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_i64_f32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_select_i64_f32", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(ids_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_select_i64_f64` of indexing.hip.
@@ -5460,7 +8724,21 @@ pub fn launch_index_select_i64_f64<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_i64_f64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_select_i64_f64", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(ids_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_select_i64_i64` of indexing.hip.
@@ -5480,7 +8758,21 @@ pub fn launch_index_select_i64_i64<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_i64_i64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_select_i64_i64", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(ids_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_select_i64_u32` of indexing.hip.
@@ -5500,7 +8792,21 @@ pub fn launch_index_select_i64_u32<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_i64_u32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_select_i64_u32", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(ids_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_select_i64_u8` of indexing.hip.
@@ -5520,7 +8826,21 @@ pub fn launch_index_select_i64_u8<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_i64_u8", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_select_i64_u8", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(ids_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_select_u32_bf16` of indexing.hip.
@@ -5540,7 +8860,21 @@ pub fn launch_index_select_u32_bf16<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_u32_bf16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_select_u32_bf16", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(ids_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_select_u32_f16` of indexing.hip.
@@ -5560,7 +8894,21 @@ pub fn launch_index_select_u32_f16<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_u32_f16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_select_u32_f16", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(ids_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_select_u32_f32` of indexing.hip.
@@ -5580,7 +8928,21 @@ pub fn launch_index_select_u32_f32<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_u32_f32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_select_u32_f32", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(ids_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_select_u32_f64` of indexing.hip.
@@ -5600,7 +8962,21 @@ pub fn launch_index_select_u32_f64<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_u32_f64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_select_u32_f64", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(ids_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_select_u32_i64` of indexing.hip.
@@ -5620,7 +8996,21 @@ pub fn launch_index_select_u32_i64<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_u32_i64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_select_u32_i64", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(ids_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_select_u32_u32` of indexing.hip.
@@ -5640,7 +9030,21 @@ pub fn launch_index_select_u32_u32<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_u32_u32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_select_u32_u32", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(ids_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_select_u32_u8` of indexing.hip.
@@ -5660,7 +9064,21 @@ pub fn launch_index_select_u32_u8<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_u32_u8", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_select_u32_u8", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(ids_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_select_u8_bf16` of indexing.hip.
@@ -5680,7 +9098,21 @@ pub fn launch_index_select_u8_bf16<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_u8_bf16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_select_u8_bf16", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(ids_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_select_u8_f16` of indexing.hip.
@@ -5700,7 +9132,21 @@ pub fn launch_index_select_u8_f16<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_u8_f16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_select_u8_f16", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(ids_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_select_u8_f32` of indexing.hip.
@@ -5720,7 +9166,21 @@ pub fn launch_index_select_u8_f32<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_u8_f32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_select_u8_f32", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(ids_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_select_u8_f64` of indexing.hip.
@@ -5740,7 +9200,21 @@ pub fn launch_index_select_u8_f64<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_u8_f64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_select_u8_f64", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(ids_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_select_u8_i64` of indexing.hip.
@@ -5760,7 +9234,21 @@ pub fn launch_index_select_u8_i64<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_u8_i64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_select_u8_i64", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(ids_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_select_u8_u32` of indexing.hip.
@@ -5780,7 +9268,21 @@ pub fn launch_index_select_u8_u32<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_u8_u32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_select_u8_u32", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(ids_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `index_select_u8_u8` of indexing.hip.
@@ -5800,7 +9302,21 @@ pub fn launch_index_select_u8_u8<L: KernelLauncher + ?Sized>(
     right_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "index_select_u8_u8", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), inp.arg(), out.arg(), KernelArg::Usize(left_size), KernelArg::Usize(src_dim_size), KernelArg::Usize(ids_dim_size), KernelArg::Usize(right_size), bad.arg()])
+    let entry_point = Kernel::new("index_select_u8_u8", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        inp.arg(),
+        out.arg(),
+        KernelArg::Usize(left_size),
+        KernelArg::Usize(src_dim_size),
+        KernelArg::Usize(ids_dim_size),
+        KernelArg::Usize(right_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `layer_norm_bf16` of nn.hip.
@@ -5816,7 +9332,17 @@ pub fn launch_layer_norm_bf16<L: KernelLauncher + ?Sized>(
     beta: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "layer_norm_bf16", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), KernelArg::F64(eps), x.arg(), alpha.arg(), beta.arg(), out.arg()])
+    let entry_point = Kernel::new("layer_norm_bf16", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(ncols),
+        KernelArg::F64(eps),
+        x.arg(),
+        alpha.arg(),
+        beta.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `layer_norm_f16` of nn.hip.
@@ -5832,7 +9358,17 @@ pub fn launch_layer_norm_f16<L: KernelLauncher + ?Sized>(
     beta: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "layer_norm_f16", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), KernelArg::F64(eps), x.arg(), alpha.arg(), beta.arg(), out.arg()])
+    let entry_point = Kernel::new("layer_norm_f16", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(ncols),
+        KernelArg::F64(eps),
+        x.arg(),
+        alpha.arg(),
+        beta.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `layer_norm_f32` of nn.hip.
@@ -5848,7 +9384,17 @@ pub fn launch_layer_norm_f32<L: KernelLauncher + ?Sized>(
     beta: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "layer_norm_f32", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), KernelArg::F64(eps), x.arg(), alpha.arg(), beta.arg(), out.arg()])
+    let entry_point = Kernel::new("layer_norm_f32", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(ncols),
+        KernelArg::F64(eps),
+        x.arg(),
+        alpha.arg(),
+        beta.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `layer_norm_f64` of nn.hip.
@@ -5864,7 +9410,17 @@ pub fn launch_layer_norm_f64<L: KernelLauncher + ?Sized>(
     beta: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "layer_norm_f64", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), KernelArg::F64(eps), x.arg(), alpha.arg(), beta.arg(), out.arg()])
+    let entry_point = Kernel::new("layer_norm_f64", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(ncols),
+        KernelArg::F64(eps),
+        x.arg(),
+        alpha.arg(),
+        beta.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `max_pool2d_bf16` of pool.hip.
@@ -5881,7 +9437,18 @@ pub fn launch_max_pool2d_bf16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<Bf16>,
     dst: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "max_pool2d_bf16", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_k), KernelArg::Usize(h_k), KernelArg::Usize(w_stride), KernelArg::Usize(h_stride), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("max_pool2d_bf16", "pool.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_k),
+        KernelArg::Usize(h_k),
+        KernelArg::Usize(w_stride),
+        KernelArg::Usize(h_stride),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `max_pool2d_f16` of pool.hip.
@@ -5898,7 +9465,18 @@ pub fn launch_max_pool2d_f16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<F16>,
     dst: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "max_pool2d_f16", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_k), KernelArg::Usize(h_k), KernelArg::Usize(w_stride), KernelArg::Usize(h_stride), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("max_pool2d_f16", "pool.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_k),
+        KernelArg::Usize(h_k),
+        KernelArg::Usize(w_stride),
+        KernelArg::Usize(h_stride),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `max_pool2d_f32` of pool.hip.
@@ -5915,7 +9493,18 @@ pub fn launch_max_pool2d_f32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f32>,
     dst: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "max_pool2d_f32", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_k), KernelArg::Usize(h_k), KernelArg::Usize(w_stride), KernelArg::Usize(h_stride), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("max_pool2d_f32", "pool.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_k),
+        KernelArg::Usize(h_k),
+        KernelArg::Usize(w_stride),
+        KernelArg::Usize(h_stride),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `max_pool2d_f64` of pool.hip.
@@ -5932,7 +9521,18 @@ pub fn launch_max_pool2d_f64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f64>,
     dst: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "max_pool2d_f64", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_k), KernelArg::Usize(h_k), KernelArg::Usize(w_stride), KernelArg::Usize(h_stride), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("max_pool2d_f64", "pool.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_k),
+        KernelArg::Usize(h_k),
+        KernelArg::Usize(w_stride),
+        KernelArg::Usize(h_stride),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `max_pool2d_i64` of pool.hip.
@@ -5949,7 +9549,18 @@ pub fn launch_max_pool2d_i64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<i64>,
     dst: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "max_pool2d_i64", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_k), KernelArg::Usize(h_k), KernelArg::Usize(w_stride), KernelArg::Usize(h_stride), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("max_pool2d_i64", "pool.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_k),
+        KernelArg::Usize(h_k),
+        KernelArg::Usize(w_stride),
+        KernelArg::Usize(h_stride),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `max_pool2d_u32` of pool.hip.
@@ -5966,7 +9577,18 @@ pub fn launch_max_pool2d_u32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "max_pool2d_u32", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_k), KernelArg::Usize(h_k), KernelArg::Usize(w_stride), KernelArg::Usize(h_stride), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("max_pool2d_u32", "pool.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_k),
+        KernelArg::Usize(h_k),
+        KernelArg::Usize(w_stride),
+        KernelArg::Usize(h_stride),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `max_pool2d_u8` of pool.hip.
@@ -5983,7 +9605,18 @@ pub fn launch_max_pool2d_u8<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u8>,
     dst: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "max_pool2d_u8", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_k), KernelArg::Usize(h_k), KernelArg::Usize(w_stride), KernelArg::Usize(h_stride), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("max_pool2d_u8", "pool.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_k),
+        KernelArg::Usize(h_k),
+        KernelArg::Usize(w_stride),
+        KernelArg::Usize(h_stride),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `powf_bf16` of affine.hip.
@@ -5998,7 +9631,16 @@ pub fn launch_powf_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "powf_bf16", source: "affine.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::F32(param), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("powf_bf16", "affine.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::F32(param),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `powf_f16` of affine.hip.
@@ -6013,7 +9655,16 @@ pub fn launch_powf_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "powf_f16", source: "affine.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::F32(param), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("powf_f16", "affine.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::F32(param),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `powf_f32` of affine.hip.
@@ -6028,7 +9679,16 @@ pub fn launch_powf_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "powf_f32", source: "affine.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::F32(param), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("powf_f32", "affine.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::F32(param),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `powf_f64` of affine.hip.
@@ -6043,7 +9703,16 @@ pub fn launch_powf_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "powf_f64", source: "affine.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::F64(param), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("powf_f64", "affine.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::F64(param),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `qmatvec_bf16` of quantized.hip.
@@ -6058,7 +9727,16 @@ pub fn launch_qmatvec_bf16<L: KernelLauncher + ?Sized>(
     k: usize,
     rows: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "qmatvec_bf16", source: "quantized.hip" }, cfg, &[w.arg(), x.arg(), y.arg(), KernelArg::Usize(n), KernelArg::Usize(k), KernelArg::Usize(rows)])
+    let entry_point = Kernel::new("qmatvec_bf16", "quantized.hip");
+    let kernel_args = [
+        w.arg(),
+        x.arg(),
+        y.arg(),
+        KernelArg::Usize(n),
+        KernelArg::Usize(k),
+        KernelArg::Usize(rows),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `qmatvec_f16` of quantized.hip.
@@ -6073,7 +9751,16 @@ pub fn launch_qmatvec_f16<L: KernelLauncher + ?Sized>(
     k: usize,
     rows: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "qmatvec_f16", source: "quantized.hip" }, cfg, &[w.arg(), x.arg(), y.arg(), KernelArg::Usize(n), KernelArg::Usize(k), KernelArg::Usize(rows)])
+    let entry_point = Kernel::new("qmatvec_f16", "quantized.hip");
+    let kernel_args = [
+        w.arg(),
+        x.arg(),
+        y.arg(),
+        KernelArg::Usize(n),
+        KernelArg::Usize(k),
+        KernelArg::Usize(rows),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `qmatvec_f32` of quantized.hip.
@@ -6088,7 +9775,16 @@ pub fn launch_qmatvec_f32<L: KernelLauncher + ?Sized>(
     k: usize,
     rows: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "qmatvec_f32", source: "quantized.hip" }, cfg, &[w.arg(), x.arg(), y.arg(), KernelArg::Usize(n), KernelArg::Usize(k), KernelArg::Usize(rows)])
+    let entry_point = Kernel::new("qmatvec_f32", "quantized.hip");
+    let kernel_args = [
+        w.arg(),
+        x.arg(),
+        y.arg(),
+        KernelArg::Usize(n),
+        KernelArg::Usize(k),
+        KernelArg::Usize(rows),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `qmatvec_q2_k` of quantized.hip.
@@ -6103,7 +9799,16 @@ pub fn launch_qmatvec_q2_k<L: KernelLauncher + ?Sized>(
     k: usize,
     rows: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "qmatvec_q2_k", source: "quantized.hip" }, cfg, &[w.arg(), x.arg(), y.arg(), KernelArg::Usize(n), KernelArg::Usize(k), KernelArg::Usize(rows)])
+    let entry_point = Kernel::new("qmatvec_q2_k", "quantized.hip");
+    let kernel_args = [
+        w.arg(),
+        x.arg(),
+        y.arg(),
+        KernelArg::Usize(n),
+        KernelArg::Usize(k),
+        KernelArg::Usize(rows),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `qmatvec_q3_k` of quantized.hip.
@@ -6118,7 +9823,16 @@ pub fn launch_qmatvec_q3_k<L: KernelLauncher + ?Sized>(
     k: usize,
     rows: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "qmatvec_q3_k", source: "quantized.hip" }, cfg, &[w.arg(), x.arg(), y.arg(), KernelArg::Usize(n), KernelArg::Usize(k), KernelArg::Usize(rows)])
+    let entry_point = Kernel::new("qmatvec_q3_k", "quantized.hip");
+    let kernel_args = [
+        w.arg(),
+        x.arg(),
+        y.arg(),
+        KernelArg::Usize(n),
+        KernelArg::Usize(k),
+        KernelArg::Usize(rows),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `qmatvec_q4_0` of quantized.hip.
@@ -6133,7 +9847,16 @@ pub fn launch_qmatvec_q4_0<L: KernelLauncher + ?Sized>(
     k: usize,
     rows: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "qmatvec_q4_0", source: "quantized.hip" }, cfg, &[w.arg(), x.arg(), y.arg(), KernelArg::Usize(n), KernelArg::Usize(k), KernelArg::Usize(rows)])
+    let entry_point = Kernel::new("qmatvec_q4_0", "quantized.hip");
+    let kernel_args = [
+        w.arg(),
+        x.arg(),
+        y.arg(),
+        KernelArg::Usize(n),
+        KernelArg::Usize(k),
+        KernelArg::Usize(rows),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `qmatvec_q4_1` of quantized.hip.
@@ -6148,7 +9871,16 @@ pub fn launch_qmatvec_q4_1<L: KernelLauncher + ?Sized>(
     k: usize,
     rows: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "qmatvec_q4_1", source: "quantized.hip" }, cfg, &[w.arg(), x.arg(), y.arg(), KernelArg::Usize(n), KernelArg::Usize(k), KernelArg::Usize(rows)])
+    let entry_point = Kernel::new("qmatvec_q4_1", "quantized.hip");
+    let kernel_args = [
+        w.arg(),
+        x.arg(),
+        y.arg(),
+        KernelArg::Usize(n),
+        KernelArg::Usize(k),
+        KernelArg::Usize(rows),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `qmatvec_q4_k` of quantized.hip.
@@ -6163,7 +9895,16 @@ pub fn launch_qmatvec_q4_k<L: KernelLauncher + ?Sized>(
     k: usize,
     rows: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "qmatvec_q4_k", source: "quantized.hip" }, cfg, &[w.arg(), x.arg(), y.arg(), KernelArg::Usize(n), KernelArg::Usize(k), KernelArg::Usize(rows)])
+    let entry_point = Kernel::new("qmatvec_q4_k", "quantized.hip");
+    let kernel_args = [
+        w.arg(),
+        x.arg(),
+        y.arg(),
+        KernelArg::Usize(n),
+        KernelArg::Usize(k),
+        KernelArg::Usize(rows),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `qmatvec_q5_0` of quantized.hip.
@@ -6178,7 +9919,16 @@ pub fn launch_qmatvec_q5_0<L: KernelLauncher + ?Sized>(
     k: usize,
     rows: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "qmatvec_q5_0", source: "quantized.hip" }, cfg, &[w.arg(), x.arg(), y.arg(), KernelArg::Usize(n), KernelArg::Usize(k), KernelArg::Usize(rows)])
+    let entry_point = Kernel::new("qmatvec_q5_0", "quantized.hip");
+    let kernel_args = [
+        w.arg(),
+        x.arg(),
+        y.arg(),
+        KernelArg::Usize(n),
+        KernelArg::Usize(k),
+        KernelArg::Usize(rows),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `qmatvec_q5_1` of quantized.hip.
@@ -6193,7 +9943,16 @@ pub fn launch_qmatvec_q5_1<L: KernelLauncher + ?Sized>(
     k: usize,
     rows: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "qmatvec_q5_1", source: "quantized.hip" }, cfg, &[w.arg(), x.arg(), y.arg(), KernelArg::Usize(n), KernelArg::Usize(k), KernelArg::Usize(rows)])
+    let entry_point = Kernel::new("qmatvec_q5_1", "quantized.hip");
+    let kernel_args = [
+        w.arg(),
+        x.arg(),
+        y.arg(),
+        KernelArg::Usize(n),
+        KernelArg::Usize(k),
+        KernelArg::Usize(rows),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `qmatvec_q5_k` of quantized.hip.
@@ -6208,7 +9967,16 @@ pub fn launch_qmatvec_q5_k<L: KernelLauncher + ?Sized>(
     k: usize,
     rows: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "qmatvec_q5_k", source: "quantized.hip" }, cfg, &[w.arg(), x.arg(), y.arg(), KernelArg::Usize(n), KernelArg::Usize(k), KernelArg::Usize(rows)])
+    let entry_point = Kernel::new("qmatvec_q5_k", "quantized.hip");
+    let kernel_args = [
+        w.arg(),
+        x.arg(),
+        y.arg(),
+        KernelArg::Usize(n),
+        KernelArg::Usize(k),
+        KernelArg::Usize(rows),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `qmatvec_q6_k` of quantized.hip.
@@ -6223,7 +9991,16 @@ pub fn launch_qmatvec_q6_k<L: KernelLauncher + ?Sized>(
     k: usize,
     rows: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "qmatvec_q6_k", source: "quantized.hip" }, cfg, &[w.arg(), x.arg(), y.arg(), KernelArg::Usize(n), KernelArg::Usize(k), KernelArg::Usize(rows)])
+    let entry_point = Kernel::new("qmatvec_q6_k", "quantized.hip");
+    let kernel_args = [
+        w.arg(),
+        x.arg(),
+        y.arg(),
+        KernelArg::Usize(n),
+        KernelArg::Usize(k),
+        KernelArg::Usize(rows),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `qmatvec_q8_0` of quantized.hip.
@@ -6238,7 +10015,16 @@ pub fn launch_qmatvec_q8_0<L: KernelLauncher + ?Sized>(
     k: usize,
     rows: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "qmatvec_q8_0", source: "quantized.hip" }, cfg, &[w.arg(), x.arg(), y.arg(), KernelArg::Usize(n), KernelArg::Usize(k), KernelArg::Usize(rows)])
+    let entry_point = Kernel::new("qmatvec_q8_0", "quantized.hip");
+    let kernel_args = [
+        w.arg(),
+        x.arg(),
+        y.arg(),
+        KernelArg::Usize(n),
+        KernelArg::Usize(k),
+        KernelArg::Usize(rows),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `qmatvec_q8_1` of quantized.hip.
@@ -6253,7 +10039,16 @@ pub fn launch_qmatvec_q8_1<L: KernelLauncher + ?Sized>(
     k: usize,
     rows: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "qmatvec_q8_1", source: "quantized.hip" }, cfg, &[w.arg(), x.arg(), y.arg(), KernelArg::Usize(n), KernelArg::Usize(k), KernelArg::Usize(rows)])
+    let entry_point = Kernel::new("qmatvec_q8_1", "quantized.hip");
+    let kernel_args = [
+        w.arg(),
+        x.arg(),
+        y.arg(),
+        KernelArg::Usize(n),
+        KernelArg::Usize(k),
+        KernelArg::Usize(rows),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `qmatvec_q8_k` of quantized.hip.
@@ -6268,7 +10063,16 @@ pub fn launch_qmatvec_q8_k<L: KernelLauncher + ?Sized>(
     k: usize,
     rows: usize,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "qmatvec_q8_k", source: "quantized.hip" }, cfg, &[w.arg(), x.arg(), y.arg(), KernelArg::Usize(n), KernelArg::Usize(k), KernelArg::Usize(rows)])
+    let entry_point = Kernel::new("qmatvec_q8_k", "quantized.hip");
+    let kernel_args = [
+        w.arg(),
+        x.arg(),
+        y.arg(),
+        KernelArg::Usize(n),
+        KernelArg::Usize(k),
+        KernelArg::Usize(rows),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `reduce_chunks_bf16` of reduce.hip.
@@ -6287,7 +10091,20 @@ pub fn launch_reduce_chunks_bf16<L: KernelLauncher + ?Sized>(
     partial: DevicePtrMut<c_void>,
     dst: DevicePtrMut<c_void>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "reduce_chunks_bf16", source: "reduce.hip" }, cfg, &[KernelArg::U32(op), KernelArg::U32(pass), KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(chunks), src.arg(), partial.arg(), dst.arg()])
+    let entry_point = Kernel::new("reduce_chunks_bf16", "reduce.hip");
+    let kernel_args = [
+        KernelArg::U32(op),
+        KernelArg::U32(pass),
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(chunks),
+        src.arg(),
+        partial.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `reduce_chunks_f16` of reduce.hip.
@@ -6306,7 +10123,20 @@ pub fn launch_reduce_chunks_f16<L: KernelLauncher + ?Sized>(
     partial: DevicePtrMut<c_void>,
     dst: DevicePtrMut<c_void>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "reduce_chunks_f16", source: "reduce.hip" }, cfg, &[KernelArg::U32(op), KernelArg::U32(pass), KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(chunks), src.arg(), partial.arg(), dst.arg()])
+    let entry_point = Kernel::new("reduce_chunks_f16", "reduce.hip");
+    let kernel_args = [
+        KernelArg::U32(op),
+        KernelArg::U32(pass),
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(chunks),
+        src.arg(),
+        partial.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `reduce_chunks_f32` of reduce.hip.
@@ -6325,7 +10155,20 @@ pub fn launch_reduce_chunks_f32<L: KernelLauncher + ?Sized>(
     partial: DevicePtrMut<c_void>,
     dst: DevicePtrMut<c_void>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "reduce_chunks_f32", source: "reduce.hip" }, cfg, &[KernelArg::U32(op), KernelArg::U32(pass), KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(chunks), src.arg(), partial.arg(), dst.arg()])
+    let entry_point = Kernel::new("reduce_chunks_f32", "reduce.hip");
+    let kernel_args = [
+        KernelArg::U32(op),
+        KernelArg::U32(pass),
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(chunks),
+        src.arg(),
+        partial.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `reduce_chunks_f64` of reduce.hip.
@@ -6344,7 +10187,20 @@ pub fn launch_reduce_chunks_f64<L: KernelLauncher + ?Sized>(
     partial: DevicePtrMut<c_void>,
     dst: DevicePtrMut<c_void>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "reduce_chunks_f64", source: "reduce.hip" }, cfg, &[KernelArg::U32(op), KernelArg::U32(pass), KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(chunks), src.arg(), partial.arg(), dst.arg()])
+    let entry_point = Kernel::new("reduce_chunks_f64", "reduce.hip");
+    let kernel_args = [
+        KernelArg::U32(op),
+        KernelArg::U32(pass),
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(chunks),
+        src.arg(),
+        partial.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `reduce_chunks_i64` of reduce.hip.
@@ -6363,7 +10219,20 @@ pub fn launch_reduce_chunks_i64<L: KernelLauncher + ?Sized>(
     partial: DevicePtrMut<c_void>,
     dst: DevicePtrMut<c_void>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "reduce_chunks_i64", source: "reduce.hip" }, cfg, &[KernelArg::U32(op), KernelArg::U32(pass), KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(chunks), src.arg(), partial.arg(), dst.arg()])
+    let entry_point = Kernel::new("reduce_chunks_i64", "reduce.hip");
+    let kernel_args = [
+        KernelArg::U32(op),
+        KernelArg::U32(pass),
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(chunks),
+        src.arg(),
+        partial.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `reduce_chunks_u32` of reduce.hip.
@@ -6382,7 +10251,20 @@ pub fn launch_reduce_chunks_u32<L: KernelLauncher + ?Sized>(
     partial: DevicePtrMut<c_void>,
     dst: DevicePtrMut<c_void>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "reduce_chunks_u32", source: "reduce.hip" }, cfg, &[KernelArg::U32(op), KernelArg::U32(pass), KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(chunks), src.arg(), partial.arg(), dst.arg()])
+    let entry_point = Kernel::new("reduce_chunks_u32", "reduce.hip");
+    let kernel_args = [
+        KernelArg::U32(op),
+        KernelArg::U32(pass),
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(chunks),
+        src.arg(),
+        partial.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `reduce_chunks_u8` of reduce.hip.
@@ -6401,7 +10283,20 @@ pub fn launch_reduce_chunks_u8<L: KernelLauncher + ?Sized>(
     partial: DevicePtrMut<c_void>,
     dst: DevicePtrMut<c_void>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "reduce_chunks_u8", source: "reduce.hip" }, cfg, &[KernelArg::U32(op), KernelArg::U32(pass), KernelArg::Usize(src_numel), KernelArg::Usize(el_to_sum_per_block), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(chunks), src.arg(), partial.arg(), dst.arg()])
+    let entry_point = Kernel::new("reduce_chunks_u8", "reduce.hip");
+    let kernel_args = [
+        KernelArg::U32(op),
+        KernelArg::U32(pass),
+        KernelArg::Usize(src_numel),
+        KernelArg::Usize(el_to_sum_per_block),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(chunks),
+        src.arg(),
+        partial.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `reduce_columns_bf16` of reduce.hip.
@@ -6420,7 +10315,20 @@ pub fn launch_reduce_columns_bf16<L: KernelLauncher + ?Sized>(
     partial: DevicePtrMut<c_void>,
     dst: DevicePtrMut<c_void>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "reduce_columns_bf16", source: "reduce.hip" }, cfg, &[KernelArg::U32(op), KernelArg::Usize(groups), KernelArg::Usize(el), KernelArg::Usize(row_stride), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(splits), src.arg(), partial.arg(), dst.arg()])
+    let entry_point = Kernel::new("reduce_columns_bf16", "reduce.hip");
+    let kernel_args = [
+        KernelArg::U32(op),
+        KernelArg::Usize(groups),
+        KernelArg::Usize(el),
+        KernelArg::Usize(row_stride),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(splits),
+        src.arg(),
+        partial.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `reduce_columns_f16` of reduce.hip.
@@ -6439,7 +10347,20 @@ pub fn launch_reduce_columns_f16<L: KernelLauncher + ?Sized>(
     partial: DevicePtrMut<c_void>,
     dst: DevicePtrMut<c_void>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "reduce_columns_f16", source: "reduce.hip" }, cfg, &[KernelArg::U32(op), KernelArg::Usize(groups), KernelArg::Usize(el), KernelArg::Usize(row_stride), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(splits), src.arg(), partial.arg(), dst.arg()])
+    let entry_point = Kernel::new("reduce_columns_f16", "reduce.hip");
+    let kernel_args = [
+        KernelArg::U32(op),
+        KernelArg::Usize(groups),
+        KernelArg::Usize(el),
+        KernelArg::Usize(row_stride),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(splits),
+        src.arg(),
+        partial.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `reduce_columns_f32` of reduce.hip.
@@ -6458,7 +10379,20 @@ pub fn launch_reduce_columns_f32<L: KernelLauncher + ?Sized>(
     partial: DevicePtrMut<c_void>,
     dst: DevicePtrMut<c_void>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "reduce_columns_f32", source: "reduce.hip" }, cfg, &[KernelArg::U32(op), KernelArg::Usize(groups), KernelArg::Usize(el), KernelArg::Usize(row_stride), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(splits), src.arg(), partial.arg(), dst.arg()])
+    let entry_point = Kernel::new("reduce_columns_f32", "reduce.hip");
+    let kernel_args = [
+        KernelArg::U32(op),
+        KernelArg::Usize(groups),
+        KernelArg::Usize(el),
+        KernelArg::Usize(row_stride),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(splits),
+        src.arg(),
+        partial.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `reduce_columns_f64` of reduce.hip.
@@ -6477,7 +10411,20 @@ pub fn launch_reduce_columns_f64<L: KernelLauncher + ?Sized>(
     partial: DevicePtrMut<c_void>,
     dst: DevicePtrMut<c_void>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "reduce_columns_f64", source: "reduce.hip" }, cfg, &[KernelArg::U32(op), KernelArg::Usize(groups), KernelArg::Usize(el), KernelArg::Usize(row_stride), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(splits), src.arg(), partial.arg(), dst.arg()])
+    let entry_point = Kernel::new("reduce_columns_f64", "reduce.hip");
+    let kernel_args = [
+        KernelArg::U32(op),
+        KernelArg::Usize(groups),
+        KernelArg::Usize(el),
+        KernelArg::Usize(row_stride),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(splits),
+        src.arg(),
+        partial.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `reduce_columns_i64` of reduce.hip.
@@ -6496,7 +10443,20 @@ pub fn launch_reduce_columns_i64<L: KernelLauncher + ?Sized>(
     partial: DevicePtrMut<c_void>,
     dst: DevicePtrMut<c_void>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "reduce_columns_i64", source: "reduce.hip" }, cfg, &[KernelArg::U32(op), KernelArg::Usize(groups), KernelArg::Usize(el), KernelArg::Usize(row_stride), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(splits), src.arg(), partial.arg(), dst.arg()])
+    let entry_point = Kernel::new("reduce_columns_i64", "reduce.hip");
+    let kernel_args = [
+        KernelArg::U32(op),
+        KernelArg::Usize(groups),
+        KernelArg::Usize(el),
+        KernelArg::Usize(row_stride),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(splits),
+        src.arg(),
+        partial.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `reduce_columns_u32` of reduce.hip.
@@ -6515,7 +10475,20 @@ pub fn launch_reduce_columns_u32<L: KernelLauncher + ?Sized>(
     partial: DevicePtrMut<c_void>,
     dst: DevicePtrMut<c_void>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "reduce_columns_u32", source: "reduce.hip" }, cfg, &[KernelArg::U32(op), KernelArg::Usize(groups), KernelArg::Usize(el), KernelArg::Usize(row_stride), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(splits), src.arg(), partial.arg(), dst.arg()])
+    let entry_point = Kernel::new("reduce_columns_u32", "reduce.hip");
+    let kernel_args = [
+        KernelArg::U32(op),
+        KernelArg::Usize(groups),
+        KernelArg::Usize(el),
+        KernelArg::Usize(row_stride),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(splits),
+        src.arg(),
+        partial.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `reduce_columns_u8` of reduce.hip.
@@ -6534,7 +10507,20 @@ pub fn launch_reduce_columns_u8<L: KernelLauncher + ?Sized>(
     partial: DevicePtrMut<c_void>,
     dst: DevicePtrMut<c_void>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "reduce_columns_u8", source: "reduce.hip" }, cfg, &[KernelArg::U32(op), KernelArg::Usize(groups), KernelArg::Usize(el), KernelArg::Usize(row_stride), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(splits), src.arg(), partial.arg(), dst.arg()])
+    let entry_point = Kernel::new("reduce_columns_u8", "reduce.hip");
+    let kernel_args = [
+        KernelArg::U32(op),
+        KernelArg::Usize(groups),
+        KernelArg::Usize(el),
+        KernelArg::Usize(row_stride),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(splits),
+        src.arg(),
+        partial.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `rms_norm_bf16` of nn.hip.
@@ -6549,7 +10535,16 @@ pub fn launch_rms_norm_bf16<L: KernelLauncher + ?Sized>(
     alpha: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "rms_norm_bf16", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), KernelArg::F64(eps), x.arg(), alpha.arg(), out.arg()])
+    let entry_point = Kernel::new("rms_norm_bf16", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(ncols),
+        KernelArg::F64(eps),
+        x.arg(),
+        alpha.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `rms_norm_f16` of nn.hip.
@@ -6564,7 +10559,16 @@ pub fn launch_rms_norm_f16<L: KernelLauncher + ?Sized>(
     alpha: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "rms_norm_f16", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), KernelArg::F64(eps), x.arg(), alpha.arg(), out.arg()])
+    let entry_point = Kernel::new("rms_norm_f16", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(ncols),
+        KernelArg::F64(eps),
+        x.arg(),
+        alpha.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `rms_norm_f32` of nn.hip.
@@ -6579,7 +10583,16 @@ pub fn launch_rms_norm_f32<L: KernelLauncher + ?Sized>(
     alpha: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "rms_norm_f32", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), KernelArg::F64(eps), x.arg(), alpha.arg(), out.arg()])
+    let entry_point = Kernel::new("rms_norm_f32", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(ncols),
+        KernelArg::F64(eps),
+        x.arg(),
+        alpha.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `rms_norm_f64` of nn.hip.
@@ -6594,7 +10607,16 @@ pub fn launch_rms_norm_f64<L: KernelLauncher + ?Sized>(
     alpha: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "rms_norm_f64", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), KernelArg::F64(eps), x.arg(), alpha.arg(), out.arg()])
+    let entry_point = Kernel::new("rms_norm_f64", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(ncols),
+        KernelArg::F64(eps),
+        x.arg(),
+        alpha.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `rope_bf16` of nn.hip.
@@ -6610,7 +10632,17 @@ pub fn launch_rope_bf16<L: KernelLauncher + ?Sized>(
     sin: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "rope_bf16", source: "nn.hip" }, cfg, &[KernelArg::Usize(bh), KernelArg::Usize(td), KernelArg::Usize(d), x.arg(), cos.arg(), sin.arg(), out.arg()])
+    let entry_point = Kernel::new("rope_bf16", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(bh),
+        KernelArg::Usize(td),
+        KernelArg::Usize(d),
+        x.arg(),
+        cos.arg(),
+        sin.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `rope_f16` of nn.hip.
@@ -6626,7 +10658,17 @@ pub fn launch_rope_f16<L: KernelLauncher + ?Sized>(
     sin: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "rope_f16", source: "nn.hip" }, cfg, &[KernelArg::Usize(bh), KernelArg::Usize(td), KernelArg::Usize(d), x.arg(), cos.arg(), sin.arg(), out.arg()])
+    let entry_point = Kernel::new("rope_f16", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(bh),
+        KernelArg::Usize(td),
+        KernelArg::Usize(d),
+        x.arg(),
+        cos.arg(),
+        sin.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `rope_f32` of nn.hip.
@@ -6642,7 +10684,17 @@ pub fn launch_rope_f32<L: KernelLauncher + ?Sized>(
     sin: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "rope_f32", source: "nn.hip" }, cfg, &[KernelArg::Usize(bh), KernelArg::Usize(td), KernelArg::Usize(d), x.arg(), cos.arg(), sin.arg(), out.arg()])
+    let entry_point = Kernel::new("rope_f32", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(bh),
+        KernelArg::Usize(td),
+        KernelArg::Usize(d),
+        x.arg(),
+        cos.arg(),
+        sin.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `rope_f64` of nn.hip.
@@ -6658,7 +10710,17 @@ pub fn launch_rope_f64<L: KernelLauncher + ?Sized>(
     sin: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "rope_f64", source: "nn.hip" }, cfg, &[KernelArg::Usize(bh), KernelArg::Usize(td), KernelArg::Usize(d), x.arg(), cos.arg(), sin.arg(), out.arg()])
+    let entry_point = Kernel::new("rope_f64", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(bh),
+        KernelArg::Usize(td),
+        KernelArg::Usize(d),
+        x.arg(),
+        cos.arg(),
+        sin.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `rope_i_bf16` of nn.hip.
@@ -6673,7 +10735,16 @@ pub fn launch_rope_i_bf16<L: KernelLauncher + ?Sized>(
     sin: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "rope_i_bf16", source: "nn.hip" }, cfg, &[KernelArg::Usize(bh), KernelArg::Usize(td), x.arg(), cos.arg(), sin.arg(), out.arg()])
+    let entry_point = Kernel::new("rope_i_bf16", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(bh),
+        KernelArg::Usize(td),
+        x.arg(),
+        cos.arg(),
+        sin.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `rope_i_f16` of nn.hip.
@@ -6688,7 +10759,16 @@ pub fn launch_rope_i_f16<L: KernelLauncher + ?Sized>(
     sin: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "rope_i_f16", source: "nn.hip" }, cfg, &[KernelArg::Usize(bh), KernelArg::Usize(td), x.arg(), cos.arg(), sin.arg(), out.arg()])
+    let entry_point = Kernel::new("rope_i_f16", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(bh),
+        KernelArg::Usize(td),
+        x.arg(),
+        cos.arg(),
+        sin.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `rope_i_f32` of nn.hip.
@@ -6703,7 +10783,16 @@ pub fn launch_rope_i_f32<L: KernelLauncher + ?Sized>(
     sin: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "rope_i_f32", source: "nn.hip" }, cfg, &[KernelArg::Usize(bh), KernelArg::Usize(td), x.arg(), cos.arg(), sin.arg(), out.arg()])
+    let entry_point = Kernel::new("rope_i_f32", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(bh),
+        KernelArg::Usize(td),
+        x.arg(),
+        cos.arg(),
+        sin.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `rope_i_f64` of nn.hip.
@@ -6718,7 +10807,16 @@ pub fn launch_rope_i_f64<L: KernelLauncher + ?Sized>(
     sin: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "rope_i_f64", source: "nn.hip" }, cfg, &[KernelArg::Usize(bh), KernelArg::Usize(td), x.arg(), cos.arg(), sin.arg(), out.arg()])
+    let entry_point = Kernel::new("rope_i_f64", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(bh),
+        KernelArg::Usize(td),
+        x.arg(),
+        cos.arg(),
+        sin.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `rope_thd_bf16` of nn.hip.
@@ -6735,7 +10833,18 @@ pub fn launch_rope_thd_bf16<L: KernelLauncher + ?Sized>(
     sin: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "rope_thd_bf16", source: "nn.hip" }, cfg, &[KernelArg::Usize(b), KernelArg::Usize(t), KernelArg::Usize(h), KernelArg::Usize(d), x.arg(), cos.arg(), sin.arg(), out.arg()])
+    let entry_point = Kernel::new("rope_thd_bf16", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(b),
+        KernelArg::Usize(t),
+        KernelArg::Usize(h),
+        KernelArg::Usize(d),
+        x.arg(),
+        cos.arg(),
+        sin.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `rope_thd_f16` of nn.hip.
@@ -6752,7 +10861,18 @@ pub fn launch_rope_thd_f16<L: KernelLauncher + ?Sized>(
     sin: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "rope_thd_f16", source: "nn.hip" }, cfg, &[KernelArg::Usize(b), KernelArg::Usize(t), KernelArg::Usize(h), KernelArg::Usize(d), x.arg(), cos.arg(), sin.arg(), out.arg()])
+    let entry_point = Kernel::new("rope_thd_f16", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(b),
+        KernelArg::Usize(t),
+        KernelArg::Usize(h),
+        KernelArg::Usize(d),
+        x.arg(),
+        cos.arg(),
+        sin.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `rope_thd_f32` of nn.hip.
@@ -6769,7 +10889,18 @@ pub fn launch_rope_thd_f32<L: KernelLauncher + ?Sized>(
     sin: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "rope_thd_f32", source: "nn.hip" }, cfg, &[KernelArg::Usize(b), KernelArg::Usize(t), KernelArg::Usize(h), KernelArg::Usize(d), x.arg(), cos.arg(), sin.arg(), out.arg()])
+    let entry_point = Kernel::new("rope_thd_f32", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(b),
+        KernelArg::Usize(t),
+        KernelArg::Usize(h),
+        KernelArg::Usize(d),
+        x.arg(),
+        cos.arg(),
+        sin.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `rope_thd_f64` of nn.hip.
@@ -6786,7 +10917,18 @@ pub fn launch_rope_thd_f64<L: KernelLauncher + ?Sized>(
     sin: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "rope_thd_f64", source: "nn.hip" }, cfg, &[KernelArg::Usize(b), KernelArg::Usize(t), KernelArg::Usize(h), KernelArg::Usize(d), x.arg(), cos.arg(), sin.arg(), out.arg()])
+    let entry_point = Kernel::new("rope_thd_f64", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(b),
+        KernelArg::Usize(t),
+        KernelArg::Usize(h),
+        KernelArg::Usize(d),
+        x.arg(),
+        cos.arg(),
+        sin.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_add_i64_bf16` of indexing.hip.
@@ -6804,7 +10946,19 @@ pub fn launch_scatter_add_i64_bf16<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_i64_bf16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_add_i64_bf16", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_add_i64_f16` of indexing.hip.
@@ -6822,7 +10976,19 @@ pub fn launch_scatter_add_i64_f16<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_i64_f16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_add_i64_f16", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_add_i64_f32` of indexing.hip.
@@ -6840,7 +11006,19 @@ pub fn launch_scatter_add_i64_f32<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_i64_f32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_add_i64_f32", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_add_i64_f64` of indexing.hip.
@@ -6858,7 +11036,19 @@ pub fn launch_scatter_add_i64_f64<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_i64_f64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_add_i64_f64", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_add_i64_i64` of indexing.hip.
@@ -6876,7 +11066,19 @@ pub fn launch_scatter_add_i64_i64<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_i64_i64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_add_i64_i64", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_add_i64_u32` of indexing.hip.
@@ -6894,7 +11096,19 @@ pub fn launch_scatter_add_i64_u32<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_i64_u32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_add_i64_u32", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_add_i64_u8` of indexing.hip.
@@ -6912,7 +11126,19 @@ pub fn launch_scatter_add_i64_u8<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_i64_u8", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_add_i64_u8", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_add_u32_bf16` of indexing.hip.
@@ -6930,7 +11156,19 @@ pub fn launch_scatter_add_u32_bf16<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_u32_bf16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_add_u32_bf16", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_add_u32_f16` of indexing.hip.
@@ -6948,7 +11186,19 @@ pub fn launch_scatter_add_u32_f16<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_u32_f16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_add_u32_f16", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_add_u32_f32` of indexing.hip.
@@ -6966,7 +11216,19 @@ pub fn launch_scatter_add_u32_f32<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_u32_f32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_add_u32_f32", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_add_u32_f64` of indexing.hip.
@@ -6984,7 +11246,19 @@ pub fn launch_scatter_add_u32_f64<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_u32_f64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_add_u32_f64", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_add_u32_i64` of indexing.hip.
@@ -7002,7 +11276,19 @@ pub fn launch_scatter_add_u32_i64<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_u32_i64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_add_u32_i64", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_add_u32_u32` of indexing.hip.
@@ -7020,7 +11306,19 @@ pub fn launch_scatter_add_u32_u32<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_u32_u32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_add_u32_u32", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_add_u32_u8` of indexing.hip.
@@ -7038,7 +11336,19 @@ pub fn launch_scatter_add_u32_u8<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_u32_u8", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_add_u32_u8", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_add_u8_bf16` of indexing.hip.
@@ -7056,7 +11366,19 @@ pub fn launch_scatter_add_u8_bf16<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_u8_bf16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_add_u8_bf16", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_add_u8_f16` of indexing.hip.
@@ -7074,7 +11396,19 @@ pub fn launch_scatter_add_u8_f16<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_u8_f16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_add_u8_f16", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_add_u8_f32` of indexing.hip.
@@ -7092,7 +11426,19 @@ pub fn launch_scatter_add_u8_f32<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_u8_f32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_add_u8_f32", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_add_u8_f64` of indexing.hip.
@@ -7110,7 +11456,19 @@ pub fn launch_scatter_add_u8_f64<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_u8_f64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_add_u8_f64", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_add_u8_i64` of indexing.hip.
@@ -7128,7 +11486,19 @@ pub fn launch_scatter_add_u8_i64<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_u8_i64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_add_u8_i64", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_add_u8_u32` of indexing.hip.
@@ -7146,7 +11516,19 @@ pub fn launch_scatter_add_u8_u32<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_u8_u32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_add_u8_u32", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_add_u8_u8` of indexing.hip.
@@ -7164,7 +11546,19 @@ pub fn launch_scatter_add_u8_u8<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_add_u8_u8", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_add_u8_u8", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_set_i64_bf16` of indexing.hip.
@@ -7182,7 +11576,19 @@ pub fn launch_scatter_set_i64_bf16<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_i64_bf16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_set_i64_bf16", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_set_i64_f16` of indexing.hip.
@@ -7200,7 +11606,19 @@ pub fn launch_scatter_set_i64_f16<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_i64_f16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_set_i64_f16", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_set_i64_f32` of indexing.hip.
@@ -7218,7 +11636,19 @@ pub fn launch_scatter_set_i64_f32<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_i64_f32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_set_i64_f32", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_set_i64_f64` of indexing.hip.
@@ -7236,7 +11666,19 @@ pub fn launch_scatter_set_i64_f64<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_i64_f64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_set_i64_f64", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_set_i64_i64` of indexing.hip.
@@ -7254,7 +11696,19 @@ pub fn launch_scatter_set_i64_i64<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_i64_i64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_set_i64_i64", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_set_i64_u32` of indexing.hip.
@@ -7272,7 +11726,19 @@ pub fn launch_scatter_set_i64_u32<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_i64_u32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_set_i64_u32", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_set_i64_u8` of indexing.hip.
@@ -7290,7 +11756,19 @@ pub fn launch_scatter_set_i64_u8<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_i64_u8", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_set_i64_u8", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_set_u32_bf16` of indexing.hip.
@@ -7308,7 +11786,19 @@ pub fn launch_scatter_set_u32_bf16<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_u32_bf16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_set_u32_bf16", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_set_u32_f16` of indexing.hip.
@@ -7326,7 +11816,19 @@ pub fn launch_scatter_set_u32_f16<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_u32_f16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_set_u32_f16", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_set_u32_f32` of indexing.hip.
@@ -7344,7 +11846,19 @@ pub fn launch_scatter_set_u32_f32<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_u32_f32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_set_u32_f32", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_set_u32_f64` of indexing.hip.
@@ -7362,7 +11876,19 @@ pub fn launch_scatter_set_u32_f64<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_u32_f64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_set_u32_f64", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_set_u32_i64` of indexing.hip.
@@ -7380,7 +11906,19 @@ pub fn launch_scatter_set_u32_i64<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_u32_i64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_set_u32_i64", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_set_u32_u32` of indexing.hip.
@@ -7398,7 +11936,19 @@ pub fn launch_scatter_set_u32_u32<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_u32_u32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_set_u32_u32", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_set_u32_u8` of indexing.hip.
@@ -7416,7 +11966,19 @@ pub fn launch_scatter_set_u32_u8<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_u32_u8", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_set_u32_u8", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_set_u8_bf16` of indexing.hip.
@@ -7434,7 +11996,19 @@ pub fn launch_scatter_set_u8_bf16<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_u8_bf16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_set_u8_bf16", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_set_u8_f16` of indexing.hip.
@@ -7452,7 +12026,19 @@ pub fn launch_scatter_set_u8_f16<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_u8_f16", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_set_u8_f16", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_set_u8_f32` of indexing.hip.
@@ -7470,7 +12056,19 @@ pub fn launch_scatter_set_u8_f32<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_u8_f32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_set_u8_f32", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_set_u8_f64` of indexing.hip.
@@ -7488,7 +12086,19 @@ pub fn launch_scatter_set_u8_f64<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_u8_f64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_set_u8_f64", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_set_u8_i64` of indexing.hip.
@@ -7506,7 +12116,19 @@ pub fn launch_scatter_set_u8_i64<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_u8_i64", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_set_u8_i64", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_set_u8_u32` of indexing.hip.
@@ -7524,7 +12146,19 @@ pub fn launch_scatter_set_u8_u32<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_u8_u32", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_set_u8_u32", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `scatter_set_u8_u8` of indexing.hip.
@@ -7542,7 +12176,19 @@ pub fn launch_scatter_set_u8_u8<L: KernelLauncher + ?Sized>(
     dst_dim_size: usize,
     bad: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "scatter_set_u8_u8", source: "indexing.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), KernelArg::Usize(dim), ids.arg(), src.arg(), dst.arg(), KernelArg::Usize(dst_dim_size), bad.arg()])
+    let entry_point = Kernel::new("scatter_set_u8_u8", "indexing.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        KernelArg::Usize(dim),
+        ids.arg(),
+        src.arg(),
+        dst.arg(),
+        KernelArg::Usize(dst_dim_size),
+        bad.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `sdpa_softmax_bf16` of nn.hip.
@@ -7557,7 +12203,16 @@ pub fn launch_sdpa_softmax_bf16<L: KernelLauncher + ?Sized>(
     causal: u32,
     scores: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "sdpa_softmax_bf16", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), KernelArg::Usize(sq), KernelArg::F32(scale), KernelArg::U32(causal), scores.arg()])
+    let entry_point = Kernel::new("sdpa_softmax_bf16", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(ncols),
+        KernelArg::Usize(sq),
+        KernelArg::F32(scale),
+        KernelArg::U32(causal),
+        scores.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `sdpa_softmax_f16` of nn.hip.
@@ -7572,7 +12227,16 @@ pub fn launch_sdpa_softmax_f16<L: KernelLauncher + ?Sized>(
     causal: u32,
     scores: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "sdpa_softmax_f16", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), KernelArg::Usize(sq), KernelArg::F32(scale), KernelArg::U32(causal), scores.arg()])
+    let entry_point = Kernel::new("sdpa_softmax_f16", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(ncols),
+        KernelArg::Usize(sq),
+        KernelArg::F32(scale),
+        KernelArg::U32(causal),
+        scores.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `sdpa_softmax_f32` of nn.hip.
@@ -7587,7 +12251,16 @@ pub fn launch_sdpa_softmax_f32<L: KernelLauncher + ?Sized>(
     causal: u32,
     scores: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "sdpa_softmax_f32", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), KernelArg::Usize(sq), KernelArg::F32(scale), KernelArg::U32(causal), scores.arg()])
+    let entry_point = Kernel::new("sdpa_softmax_f32", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(ncols),
+        KernelArg::Usize(sq),
+        KernelArg::F32(scale),
+        KernelArg::U32(causal),
+        scores.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `sigmoid_bf16` of nn.hip.
@@ -7600,7 +12273,15 @@ pub fn launch_sigmoid_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "sigmoid_bf16", source: "nn.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("sigmoid_bf16", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `sigmoid_f16` of nn.hip.
@@ -7613,7 +12294,15 @@ pub fn launch_sigmoid_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "sigmoid_f16", source: "nn.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("sigmoid_f16", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `sigmoid_f32` of nn.hip.
@@ -7626,7 +12315,15 @@ pub fn launch_sigmoid_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "sigmoid_f32", source: "nn.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("sigmoid_f32", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `sigmoid_f64` of nn.hip.
@@ -7639,7 +12336,15 @@ pub fn launch_sigmoid_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "sigmoid_f64", source: "nn.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("sigmoid_f64", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `softmax_last_dim_bf16` of nn.hip.
@@ -7651,7 +12356,14 @@ pub fn launch_softmax_last_dim_bf16<L: KernelLauncher + ?Sized>(
     x: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "softmax_last_dim_bf16", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), x.arg(), out.arg()])
+    let entry_point = Kernel::new("softmax_last_dim_bf16", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(ncols),
+        x.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `softmax_last_dim_f16` of nn.hip.
@@ -7663,7 +12375,14 @@ pub fn launch_softmax_last_dim_f16<L: KernelLauncher + ?Sized>(
     x: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "softmax_last_dim_f16", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), x.arg(), out.arg()])
+    let entry_point = Kernel::new("softmax_last_dim_f16", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(ncols),
+        x.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `softmax_last_dim_f32` of nn.hip.
@@ -7675,7 +12394,14 @@ pub fn launch_softmax_last_dim_f32<L: KernelLauncher + ?Sized>(
     x: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "softmax_last_dim_f32", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), x.arg(), out.arg()])
+    let entry_point = Kernel::new("softmax_last_dim_f32", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(ncols),
+        x.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `softmax_last_dim_f64` of nn.hip.
@@ -7687,7 +12413,14 @@ pub fn launch_softmax_last_dim_f64<L: KernelLauncher + ?Sized>(
     x: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "softmax_last_dim_f64", source: "nn.hip" }, cfg, &[KernelArg::Usize(nrows), KernelArg::Usize(ncols), x.arg(), out.arg()])
+    let entry_point = Kernel::new("softmax_last_dim_f64", "nn.hip");
+    let kernel_args = [
+        KernelArg::Usize(nrows),
+        KernelArg::Usize(ncols),
+        x.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_abs_bf16` of elementwise.hip.
@@ -7700,7 +12433,15 @@ pub fn launch_unary_abs_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_abs_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_abs_bf16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_abs_f16` of elementwise.hip.
@@ -7713,7 +12454,15 @@ pub fn launch_unary_abs_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_abs_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_abs_f16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_abs_f32` of elementwise.hip.
@@ -7726,7 +12475,15 @@ pub fn launch_unary_abs_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_abs_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_abs_f32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_abs_f64` of elementwise.hip.
@@ -7739,7 +12496,15 @@ pub fn launch_unary_abs_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_abs_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_abs_f64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_abs_i64` of elementwise.hip.
@@ -7752,7 +12517,15 @@ pub fn launch_unary_abs_i64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_abs_i64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_abs_i64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_ceil_bf16` of elementwise.hip.
@@ -7765,7 +12538,15 @@ pub fn launch_unary_ceil_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_ceil_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_ceil_bf16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_ceil_f16` of elementwise.hip.
@@ -7778,7 +12559,15 @@ pub fn launch_unary_ceil_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_ceil_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_ceil_f16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_ceil_f32` of elementwise.hip.
@@ -7791,7 +12580,15 @@ pub fn launch_unary_ceil_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_ceil_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_ceil_f32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_ceil_f64` of elementwise.hip.
@@ -7804,7 +12601,15 @@ pub fn launch_unary_ceil_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_ceil_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_ceil_f64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_cos_bf16` of elementwise.hip.
@@ -7817,7 +12622,15 @@ pub fn launch_unary_cos_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_cos_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_cos_bf16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_cos_f16` of elementwise.hip.
@@ -7830,7 +12643,15 @@ pub fn launch_unary_cos_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_cos_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_cos_f16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_cos_f32` of elementwise.hip.
@@ -7843,7 +12664,15 @@ pub fn launch_unary_cos_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_cos_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_cos_f32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_cos_f64` of elementwise.hip.
@@ -7856,7 +12685,15 @@ pub fn launch_unary_cos_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_cos_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_cos_f64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_erf_bf16` of elementwise.hip.
@@ -7869,7 +12706,15 @@ pub fn launch_unary_erf_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_erf_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_erf_bf16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_erf_f16` of elementwise.hip.
@@ -7882,7 +12727,15 @@ pub fn launch_unary_erf_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_erf_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_erf_f16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_erf_f32` of elementwise.hip.
@@ -7895,7 +12748,15 @@ pub fn launch_unary_erf_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_erf_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_erf_f32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_erf_f64` of elementwise.hip.
@@ -7908,7 +12769,15 @@ pub fn launch_unary_erf_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_erf_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_erf_f64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_exp_bf16` of elementwise.hip.
@@ -7921,7 +12790,15 @@ pub fn launch_unary_exp_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_exp_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_exp_bf16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_exp_f16` of elementwise.hip.
@@ -7934,7 +12811,15 @@ pub fn launch_unary_exp_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_exp_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_exp_f16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_exp_f32` of elementwise.hip.
@@ -7947,7 +12832,15 @@ pub fn launch_unary_exp_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_exp_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_exp_f32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_exp_f64` of elementwise.hip.
@@ -7960,7 +12853,15 @@ pub fn launch_unary_exp_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_exp_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_exp_f64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_floor_bf16` of elementwise.hip.
@@ -7973,7 +12874,15 @@ pub fn launch_unary_floor_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_floor_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_floor_bf16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_floor_f16` of elementwise.hip.
@@ -7986,7 +12895,15 @@ pub fn launch_unary_floor_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_floor_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_floor_f16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_floor_f32` of elementwise.hip.
@@ -7999,7 +12916,15 @@ pub fn launch_unary_floor_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_floor_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_floor_f32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_floor_f64` of elementwise.hip.
@@ -8012,7 +12937,15 @@ pub fn launch_unary_floor_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_floor_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_floor_f64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_gelu_bf16` of elementwise.hip.
@@ -8025,7 +12958,15 @@ pub fn launch_unary_gelu_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_gelu_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_gelu_bf16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_gelu_erf_bf16` of elementwise.hip.
@@ -8038,7 +12979,15 @@ pub fn launch_unary_gelu_erf_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_gelu_erf_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_gelu_erf_bf16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_gelu_erf_f16` of elementwise.hip.
@@ -8051,7 +13000,15 @@ pub fn launch_unary_gelu_erf_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_gelu_erf_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_gelu_erf_f16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_gelu_erf_f32` of elementwise.hip.
@@ -8064,7 +13021,15 @@ pub fn launch_unary_gelu_erf_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_gelu_erf_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_gelu_erf_f32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_gelu_erf_f64` of elementwise.hip.
@@ -8077,7 +13042,15 @@ pub fn launch_unary_gelu_erf_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_gelu_erf_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_gelu_erf_f64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_gelu_f16` of elementwise.hip.
@@ -8090,7 +13063,15 @@ pub fn launch_unary_gelu_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_gelu_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_gelu_f16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_gelu_f32` of elementwise.hip.
@@ -8103,7 +13084,15 @@ pub fn launch_unary_gelu_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_gelu_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_gelu_f32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_gelu_f64` of elementwise.hip.
@@ -8116,7 +13105,15 @@ pub fn launch_unary_gelu_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_gelu_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_gelu_f64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_log_bf16` of elementwise.hip.
@@ -8129,7 +13126,15 @@ pub fn launch_unary_log_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_log_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_log_bf16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_log_f16` of elementwise.hip.
@@ -8142,7 +13147,15 @@ pub fn launch_unary_log_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_log_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_log_f16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_log_f32` of elementwise.hip.
@@ -8155,7 +13168,15 @@ pub fn launch_unary_log_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_log_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_log_f32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_log_f64` of elementwise.hip.
@@ -8168,7 +13189,15 @@ pub fn launch_unary_log_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_log_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_log_f64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_neg_bf16` of elementwise.hip.
@@ -8181,7 +13210,15 @@ pub fn launch_unary_neg_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_neg_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_neg_bf16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_neg_f16` of elementwise.hip.
@@ -8194,7 +13231,15 @@ pub fn launch_unary_neg_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_neg_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_neg_f16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_neg_f32` of elementwise.hip.
@@ -8207,7 +13252,15 @@ pub fn launch_unary_neg_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_neg_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_neg_f32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_neg_f64` of elementwise.hip.
@@ -8220,7 +13273,15 @@ pub fn launch_unary_neg_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_neg_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_neg_f64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_neg_i64` of elementwise.hip.
@@ -8233,7 +13294,15 @@ pub fn launch_unary_neg_i64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_neg_i64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_neg_i64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_recip_bf16` of elementwise.hip.
@@ -8246,7 +13315,15 @@ pub fn launch_unary_recip_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_recip_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_recip_bf16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_recip_f16` of elementwise.hip.
@@ -8259,7 +13336,15 @@ pub fn launch_unary_recip_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_recip_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_recip_f16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_recip_f32` of elementwise.hip.
@@ -8272,7 +13357,15 @@ pub fn launch_unary_recip_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_recip_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_recip_f32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_recip_f64` of elementwise.hip.
@@ -8285,7 +13378,15 @@ pub fn launch_unary_recip_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_recip_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_recip_f64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_relu_bf16` of elementwise.hip.
@@ -8298,7 +13399,15 @@ pub fn launch_unary_relu_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_relu_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_relu_bf16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_relu_f16` of elementwise.hip.
@@ -8311,7 +13420,15 @@ pub fn launch_unary_relu_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_relu_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_relu_f16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_relu_f32` of elementwise.hip.
@@ -8324,7 +13441,15 @@ pub fn launch_unary_relu_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_relu_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_relu_f32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_relu_f64` of elementwise.hip.
@@ -8337,7 +13462,15 @@ pub fn launch_unary_relu_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_relu_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_relu_f64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_relu_i64` of elementwise.hip.
@@ -8350,7 +13483,15 @@ pub fn launch_unary_relu_i64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_relu_i64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_relu_i64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_round_bf16` of elementwise.hip.
@@ -8363,7 +13504,15 @@ pub fn launch_unary_round_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_round_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_round_bf16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_round_f16` of elementwise.hip.
@@ -8376,7 +13525,15 @@ pub fn launch_unary_round_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_round_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_round_f16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_round_f32` of elementwise.hip.
@@ -8389,7 +13546,15 @@ pub fn launch_unary_round_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_round_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_round_f32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_round_f64` of elementwise.hip.
@@ -8402,7 +13567,15 @@ pub fn launch_unary_round_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_round_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_round_f64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_sign_bf16` of elementwise.hip.
@@ -8415,7 +13588,15 @@ pub fn launch_unary_sign_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_sign_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_sign_bf16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_sign_f16` of elementwise.hip.
@@ -8428,7 +13609,15 @@ pub fn launch_unary_sign_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_sign_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_sign_f16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_sign_f32` of elementwise.hip.
@@ -8441,7 +13630,15 @@ pub fn launch_unary_sign_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_sign_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_sign_f32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_sign_f64` of elementwise.hip.
@@ -8454,7 +13651,15 @@ pub fn launch_unary_sign_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_sign_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_sign_f64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_sign_i64` of elementwise.hip.
@@ -8467,7 +13672,15 @@ pub fn launch_unary_sign_i64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_sign_i64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_sign_i64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_silu_bf16` of elementwise.hip.
@@ -8480,7 +13693,15 @@ pub fn launch_unary_silu_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_silu_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_silu_bf16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_silu_f16` of elementwise.hip.
@@ -8493,7 +13714,15 @@ pub fn launch_unary_silu_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_silu_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_silu_f16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_silu_f32` of elementwise.hip.
@@ -8506,7 +13735,15 @@ pub fn launch_unary_silu_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_silu_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_silu_f32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_silu_f64` of elementwise.hip.
@@ -8519,7 +13756,15 @@ pub fn launch_unary_silu_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_silu_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_silu_f64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_sin_bf16` of elementwise.hip.
@@ -8532,7 +13777,15 @@ pub fn launch_unary_sin_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_sin_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_sin_bf16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_sin_f16` of elementwise.hip.
@@ -8545,7 +13798,15 @@ pub fn launch_unary_sin_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_sin_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_sin_f16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_sin_f32` of elementwise.hip.
@@ -8558,7 +13819,15 @@ pub fn launch_unary_sin_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_sin_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_sin_f32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_sin_f64` of elementwise.hip.
@@ -8571,7 +13840,15 @@ pub fn launch_unary_sin_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_sin_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_sin_f64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_sqr_bf16` of elementwise.hip.
@@ -8584,7 +13861,15 @@ pub fn launch_unary_sqr_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_sqr_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_sqr_bf16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_sqr_f16` of elementwise.hip.
@@ -8597,7 +13882,15 @@ pub fn launch_unary_sqr_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_sqr_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_sqr_f16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_sqr_f32` of elementwise.hip.
@@ -8610,7 +13903,15 @@ pub fn launch_unary_sqr_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_sqr_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_sqr_f32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_sqr_f64` of elementwise.hip.
@@ -8623,7 +13924,15 @@ pub fn launch_unary_sqr_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_sqr_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_sqr_f64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_sqr_i64` of elementwise.hip.
@@ -8636,7 +13945,15 @@ pub fn launch_unary_sqr_i64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_sqr_i64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_sqr_i64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_sqr_u32` of elementwise.hip.
@@ -8649,7 +13966,15 @@ pub fn launch_unary_sqr_u32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_sqr_u32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_sqr_u32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_sqr_u8` of elementwise.hip.
@@ -8662,7 +13987,15 @@ pub fn launch_unary_sqr_u8<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_sqr_u8", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_sqr_u8", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_sqrt_bf16` of elementwise.hip.
@@ -8675,7 +14008,15 @@ pub fn launch_unary_sqrt_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_sqrt_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_sqrt_bf16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_sqrt_f16` of elementwise.hip.
@@ -8688,7 +14029,15 @@ pub fn launch_unary_sqrt_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_sqrt_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_sqrt_f16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_sqrt_f32` of elementwise.hip.
@@ -8701,7 +14050,15 @@ pub fn launch_unary_sqrt_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_sqrt_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_sqrt_f32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_sqrt_f64` of elementwise.hip.
@@ -8714,7 +14071,15 @@ pub fn launch_unary_sqrt_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_sqrt_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_sqrt_f64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_tanh_bf16` of elementwise.hip.
@@ -8727,7 +14092,15 @@ pub fn launch_unary_tanh_bf16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_tanh_bf16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_tanh_bf16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_tanh_f16` of elementwise.hip.
@@ -8740,7 +14113,15 @@ pub fn launch_unary_tanh_f16<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_tanh_f16", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_tanh_f16", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_tanh_f32` of elementwise.hip.
@@ -8753,7 +14134,15 @@ pub fn launch_unary_tanh_f32<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_tanh_f32", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_tanh_f32", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `unary_tanh_f64` of elementwise.hip.
@@ -8766,7 +14155,15 @@ pub fn launch_unary_tanh_f64<L: KernelLauncher + ?Sized>(
     inp: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "unary_tanh_f64", source: "elementwise.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), inp.arg(), out.arg()])
+    let entry_point = Kernel::new("unary_tanh_f64", "elementwise.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        inp.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `upsample_nearest1d_bf16` of pool.hip.
@@ -8779,7 +14176,15 @@ pub fn launch_upsample_nearest1d_bf16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<Bf16>,
     dst: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "upsample_nearest1d_bf16", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(l_out), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("upsample_nearest1d_bf16", "pool.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(l_out),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `upsample_nearest1d_f16` of pool.hip.
@@ -8792,7 +14197,15 @@ pub fn launch_upsample_nearest1d_f16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<F16>,
     dst: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "upsample_nearest1d_f16", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(l_out), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("upsample_nearest1d_f16", "pool.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(l_out),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `upsample_nearest1d_f32` of pool.hip.
@@ -8805,7 +14218,15 @@ pub fn launch_upsample_nearest1d_f32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f32>,
     dst: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "upsample_nearest1d_f32", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(l_out), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("upsample_nearest1d_f32", "pool.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(l_out),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `upsample_nearest1d_f64` of pool.hip.
@@ -8818,7 +14239,15 @@ pub fn launch_upsample_nearest1d_f64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f64>,
     dst: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "upsample_nearest1d_f64", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(l_out), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("upsample_nearest1d_f64", "pool.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(l_out),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `upsample_nearest1d_i64` of pool.hip.
@@ -8831,7 +14260,15 @@ pub fn launch_upsample_nearest1d_i64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<i64>,
     dst: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "upsample_nearest1d_i64", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(l_out), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("upsample_nearest1d_i64", "pool.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(l_out),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `upsample_nearest1d_u32` of pool.hip.
@@ -8844,7 +14281,15 @@ pub fn launch_upsample_nearest1d_u32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "upsample_nearest1d_u32", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(l_out), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("upsample_nearest1d_u32", "pool.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(l_out),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `upsample_nearest1d_u8` of pool.hip.
@@ -8857,7 +14302,15 @@ pub fn launch_upsample_nearest1d_u8<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u8>,
     dst: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "upsample_nearest1d_u8", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(l_out), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("upsample_nearest1d_u8", "pool.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(l_out),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `upsample_nearest2d_bf16` of pool.hip.
@@ -8872,7 +14325,16 @@ pub fn launch_upsample_nearest2d_bf16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<Bf16>,
     dst: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "upsample_nearest2d_bf16", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_out), KernelArg::Usize(h_out), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("upsample_nearest2d_bf16", "pool.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(h_out),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `upsample_nearest2d_f16` of pool.hip.
@@ -8887,7 +14349,16 @@ pub fn launch_upsample_nearest2d_f16<L: KernelLauncher + ?Sized>(
     src: DevicePtr<F16>,
     dst: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "upsample_nearest2d_f16", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_out), KernelArg::Usize(h_out), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("upsample_nearest2d_f16", "pool.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(h_out),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `upsample_nearest2d_f32` of pool.hip.
@@ -8902,7 +14373,16 @@ pub fn launch_upsample_nearest2d_f32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f32>,
     dst: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "upsample_nearest2d_f32", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_out), KernelArg::Usize(h_out), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("upsample_nearest2d_f32", "pool.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(h_out),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `upsample_nearest2d_f64` of pool.hip.
@@ -8917,7 +14397,16 @@ pub fn launch_upsample_nearest2d_f64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<f64>,
     dst: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "upsample_nearest2d_f64", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_out), KernelArg::Usize(h_out), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("upsample_nearest2d_f64", "pool.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(h_out),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `upsample_nearest2d_i64` of pool.hip.
@@ -8932,7 +14421,16 @@ pub fn launch_upsample_nearest2d_i64<L: KernelLauncher + ?Sized>(
     src: DevicePtr<i64>,
     dst: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "upsample_nearest2d_i64", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_out), KernelArg::Usize(h_out), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("upsample_nearest2d_i64", "pool.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(h_out),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `upsample_nearest2d_u32` of pool.hip.
@@ -8947,7 +14445,16 @@ pub fn launch_upsample_nearest2d_u32<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u32>,
     dst: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "upsample_nearest2d_u32", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_out), KernelArg::Usize(h_out), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("upsample_nearest2d_u32", "pool.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(h_out),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `upsample_nearest2d_u8` of pool.hip.
@@ -8962,7 +14469,16 @@ pub fn launch_upsample_nearest2d_u8<L: KernelLauncher + ?Sized>(
     src: DevicePtr<u8>,
     dst: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "upsample_nearest2d_u8", source: "pool.hip" }, cfg, &[KernelArg::Usize(dst_numel), KernelArg::Usize(w_out), KernelArg::Usize(h_out), info.arg(), src.arg(), dst.arg()])
+    let entry_point = Kernel::new("upsample_nearest2d_u8", "pool.hip");
+    let kernel_args = [
+        KernelArg::Usize(dst_numel),
+        KernelArg::Usize(w_out),
+        KernelArg::Usize(h_out),
+        info.arg(),
+        src.arg(),
+        dst.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `where_cond_i64_bf16` of where_cond.hip.
@@ -8978,7 +14494,17 @@ pub fn launch_where_cond_i64_bf16<L: KernelLauncher + ?Sized>(
     f: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "where_cond_i64_bf16", source: "where_cond.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), t.arg(), f.arg(), out.arg()])
+    let entry_point = Kernel::new("where_cond_i64_bf16", "where_cond.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        t.arg(),
+        f.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `where_cond_i64_f16` of where_cond.hip.
@@ -8994,7 +14520,17 @@ pub fn launch_where_cond_i64_f16<L: KernelLauncher + ?Sized>(
     f: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "where_cond_i64_f16", source: "where_cond.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), t.arg(), f.arg(), out.arg()])
+    let entry_point = Kernel::new("where_cond_i64_f16", "where_cond.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        t.arg(),
+        f.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `where_cond_i64_f32` of where_cond.hip.
@@ -9010,7 +14546,17 @@ pub fn launch_where_cond_i64_f32<L: KernelLauncher + ?Sized>(
     f: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "where_cond_i64_f32", source: "where_cond.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), t.arg(), f.arg(), out.arg()])
+    let entry_point = Kernel::new("where_cond_i64_f32", "where_cond.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        t.arg(),
+        f.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `where_cond_i64_f64` of where_cond.hip.
@@ -9026,7 +14572,17 @@ pub fn launch_where_cond_i64_f64<L: KernelLauncher + ?Sized>(
     f: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "where_cond_i64_f64", source: "where_cond.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), t.arg(), f.arg(), out.arg()])
+    let entry_point = Kernel::new("where_cond_i64_f64", "where_cond.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        t.arg(),
+        f.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `where_cond_i64_i64` of where_cond.hip.
@@ -9042,7 +14598,17 @@ pub fn launch_where_cond_i64_i64<L: KernelLauncher + ?Sized>(
     f: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "where_cond_i64_i64", source: "where_cond.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), t.arg(), f.arg(), out.arg()])
+    let entry_point = Kernel::new("where_cond_i64_i64", "where_cond.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        t.arg(),
+        f.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `where_cond_i64_u32` of where_cond.hip.
@@ -9058,7 +14624,17 @@ pub fn launch_where_cond_i64_u32<L: KernelLauncher + ?Sized>(
     f: DevicePtr<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "where_cond_i64_u32", source: "where_cond.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), t.arg(), f.arg(), out.arg()])
+    let entry_point = Kernel::new("where_cond_i64_u32", "where_cond.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        t.arg(),
+        f.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `where_cond_i64_u8` of where_cond.hip.
@@ -9074,7 +14650,17 @@ pub fn launch_where_cond_i64_u8<L: KernelLauncher + ?Sized>(
     f: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "where_cond_i64_u8", source: "where_cond.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), t.arg(), f.arg(), out.arg()])
+    let entry_point = Kernel::new("where_cond_i64_u8", "where_cond.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        t.arg(),
+        f.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `where_cond_u32_bf16` of where_cond.hip.
@@ -9090,7 +14676,17 @@ pub fn launch_where_cond_u32_bf16<L: KernelLauncher + ?Sized>(
     f: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "where_cond_u32_bf16", source: "where_cond.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), t.arg(), f.arg(), out.arg()])
+    let entry_point = Kernel::new("where_cond_u32_bf16", "where_cond.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        t.arg(),
+        f.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `where_cond_u32_f16` of where_cond.hip.
@@ -9106,7 +14702,17 @@ pub fn launch_where_cond_u32_f16<L: KernelLauncher + ?Sized>(
     f: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "where_cond_u32_f16", source: "where_cond.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), t.arg(), f.arg(), out.arg()])
+    let entry_point = Kernel::new("where_cond_u32_f16", "where_cond.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        t.arg(),
+        f.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `where_cond_u32_f32` of where_cond.hip.
@@ -9122,7 +14728,17 @@ pub fn launch_where_cond_u32_f32<L: KernelLauncher + ?Sized>(
     f: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "where_cond_u32_f32", source: "where_cond.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), t.arg(), f.arg(), out.arg()])
+    let entry_point = Kernel::new("where_cond_u32_f32", "where_cond.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        t.arg(),
+        f.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `where_cond_u32_f64` of where_cond.hip.
@@ -9138,7 +14754,17 @@ pub fn launch_where_cond_u32_f64<L: KernelLauncher + ?Sized>(
     f: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "where_cond_u32_f64", source: "where_cond.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), t.arg(), f.arg(), out.arg()])
+    let entry_point = Kernel::new("where_cond_u32_f64", "where_cond.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        t.arg(),
+        f.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `where_cond_u32_i64` of where_cond.hip.
@@ -9154,7 +14780,17 @@ pub fn launch_where_cond_u32_i64<L: KernelLauncher + ?Sized>(
     f: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "where_cond_u32_i64", source: "where_cond.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), t.arg(), f.arg(), out.arg()])
+    let entry_point = Kernel::new("where_cond_u32_i64", "where_cond.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        t.arg(),
+        f.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `where_cond_u32_u32` of where_cond.hip.
@@ -9170,7 +14806,17 @@ pub fn launch_where_cond_u32_u32<L: KernelLauncher + ?Sized>(
     f: DevicePtr<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "where_cond_u32_u32", source: "where_cond.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), t.arg(), f.arg(), out.arg()])
+    let entry_point = Kernel::new("where_cond_u32_u32", "where_cond.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        t.arg(),
+        f.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `where_cond_u32_u8` of where_cond.hip.
@@ -9186,7 +14832,17 @@ pub fn launch_where_cond_u32_u8<L: KernelLauncher + ?Sized>(
     f: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "where_cond_u32_u8", source: "where_cond.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), t.arg(), f.arg(), out.arg()])
+    let entry_point = Kernel::new("where_cond_u32_u8", "where_cond.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        t.arg(),
+        f.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `where_cond_u8_bf16` of where_cond.hip.
@@ -9202,7 +14858,17 @@ pub fn launch_where_cond_u8_bf16<L: KernelLauncher + ?Sized>(
     f: DevicePtr<Bf16>,
     out: DevicePtrMut<Bf16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "where_cond_u8_bf16", source: "where_cond.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), t.arg(), f.arg(), out.arg()])
+    let entry_point = Kernel::new("where_cond_u8_bf16", "where_cond.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        t.arg(),
+        f.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `where_cond_u8_f16` of where_cond.hip.
@@ -9218,7 +14884,17 @@ pub fn launch_where_cond_u8_f16<L: KernelLauncher + ?Sized>(
     f: DevicePtr<F16>,
     out: DevicePtrMut<F16>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "where_cond_u8_f16", source: "where_cond.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), t.arg(), f.arg(), out.arg()])
+    let entry_point = Kernel::new("where_cond_u8_f16", "where_cond.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        t.arg(),
+        f.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `where_cond_u8_f32` of where_cond.hip.
@@ -9234,7 +14910,17 @@ pub fn launch_where_cond_u8_f32<L: KernelLauncher + ?Sized>(
     f: DevicePtr<f32>,
     out: DevicePtrMut<f32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "where_cond_u8_f32", source: "where_cond.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), t.arg(), f.arg(), out.arg()])
+    let entry_point = Kernel::new("where_cond_u8_f32", "where_cond.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        t.arg(),
+        f.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `where_cond_u8_f64` of where_cond.hip.
@@ -9250,7 +14936,17 @@ pub fn launch_where_cond_u8_f64<L: KernelLauncher + ?Sized>(
     f: DevicePtr<f64>,
     out: DevicePtrMut<f64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "where_cond_u8_f64", source: "where_cond.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), t.arg(), f.arg(), out.arg()])
+    let entry_point = Kernel::new("where_cond_u8_f64", "where_cond.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        t.arg(),
+        f.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `where_cond_u8_i64` of where_cond.hip.
@@ -9266,7 +14962,17 @@ pub fn launch_where_cond_u8_i64<L: KernelLauncher + ?Sized>(
     f: DevicePtr<i64>,
     out: DevicePtrMut<i64>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "where_cond_u8_i64", source: "where_cond.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), t.arg(), f.arg(), out.arg()])
+    let entry_point = Kernel::new("where_cond_u8_i64", "where_cond.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        t.arg(),
+        f.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `where_cond_u8_u32` of where_cond.hip.
@@ -9282,7 +14988,17 @@ pub fn launch_where_cond_u8_u32<L: KernelLauncher + ?Sized>(
     f: DevicePtr<u32>,
     out: DevicePtrMut<u32>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "where_cond_u8_u32", source: "where_cond.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), t.arg(), f.arg(), out.arg()])
+    let entry_point = Kernel::new("where_cond_u8_u32", "where_cond.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        t.arg(),
+        f.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }
 
 /// `where_cond_u8_u8` of where_cond.hip.
@@ -9298,5 +15014,15 @@ pub fn launch_where_cond_u8_u8<L: KernelLauncher + ?Sized>(
     f: DevicePtr<u8>,
     out: DevicePtrMut<u8>,
 ) -> Result<()> {
-    launcher.launch(Kernel { name: "where_cond_u8_u8", source: "where_cond.hip" }, cfg, &[KernelArg::Usize(numel), KernelArg::Usize(num_dims), info.arg(), ids.arg(), t.arg(), f.arg(), out.arg()])
+    let entry_point = Kernel::new("where_cond_u8_u8", "where_cond.hip");
+    let kernel_args = [
+        KernelArg::Usize(numel),
+        KernelArg::Usize(num_dims),
+        info.arg(),
+        ids.arg(),
+        t.arg(),
+        f.arg(),
+        out.arg(),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
 }

@@ -2,19 +2,124 @@
 // candle-core's QStorage (quantized/mod.rs): one variant per backend, every QStorage method
 // of the registry as a method whose match has one arm per backend, calling that backend's
 // quantized storage (QBackendStorage); and the Device methods that make one.
-use crate::{DType, Device, Layout, Result, Storage, WithDType};
-use crate::backend::{BackendDevice, QBackendStorage};
-use crate::quantized::GgmlDType;
+use crate::backend::QBackendStorage;
 use crate::storage::dtype_in;
+use crate::{DType, Device, Layout, Result, Storage};
 use std::borrow::Cow;
 
 /// Quantized (GGML block) storage on one backend.
 pub enum QStorage {
     Cpu(crate::QCpuStorage),
-    #[cfg(feature = "cuda")]
     Cuda(crate::QCudaStorage),
-    #[cfg(feature = "rocm")]
     Rocm(crate::QRocmStorage),
+    Metal(crate::QMetalStorage),
+}
+
+/// The GGML block formats of the registry (`quantized:`), as candle-core's GgmlDType.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum GgmlDType {
+    F32,
+    F16,
+    BF16,
+    Q4_0,
+    Q4_1,
+    Q5_0,
+    Q5_1,
+    Q8_0,
+    Q8_1,
+    Q2K,
+    Q3K,
+    Q4K,
+    Q5K,
+    Q6K,
+    Q8K,
+}
+
+impl GgmlDType {
+    /// The format of GGML's type id (as GGUF files name it).
+    pub fn from_u32(u: u32) -> Result<Self> {
+        match u {
+            0 => Ok(Self::F32),
+            1 => Ok(Self::F16),
+            30 => Ok(Self::BF16),
+            2 => Ok(Self::Q4_0),
+            3 => Ok(Self::Q4_1),
+            6 => Ok(Self::Q5_0),
+            7 => Ok(Self::Q5_1),
+            8 => Ok(Self::Q8_0),
+            9 => Ok(Self::Q8_1),
+            10 => Ok(Self::Q2K),
+            11 => Ok(Self::Q3K),
+            12 => Ok(Self::Q4K),
+            13 => Ok(Self::Q5K),
+            14 => Ok(Self::Q6K),
+            15 => Ok(Self::Q8K),
+            _ => crate::bail!("unknown GGML type id {u}"),
+        }
+    }
+
+    /// GGML's type id of the format.
+    pub fn to_u32(self) -> u32 {
+        match self {
+            Self::F32 => 0,
+            Self::F16 => 1,
+            Self::BF16 => 30,
+            Self::Q4_0 => 2,
+            Self::Q4_1 => 3,
+            Self::Q5_0 => 6,
+            Self::Q5_1 => 7,
+            Self::Q8_0 => 8,
+            Self::Q8_1 => 9,
+            Self::Q2K => 10,
+            Self::Q3K => 11,
+            Self::Q4K => 12,
+            Self::Q5K => 13,
+            Self::Q6K => 14,
+            Self::Q8K => 15,
+        }
+    }
+
+    /// Values a block holds.
+    pub fn block_size(&self) -> usize {
+        match self {
+            Self::F32 => 1,
+            Self::F16 => 1,
+            Self::BF16 => 1,
+            Self::Q4_0 => 32,
+            Self::Q4_1 => 32,
+            Self::Q5_0 => 32,
+            Self::Q5_1 => 32,
+            Self::Q8_0 => 32,
+            Self::Q8_1 => 32,
+            Self::Q2K => 256,
+            Self::Q3K => 256,
+            Self::Q4K => 256,
+            Self::Q5K => 256,
+            Self::Q6K => 256,
+            Self::Q8K => 256,
+        }
+    }
+
+    /// Bytes a block takes.
+    pub fn type_size(&self) -> usize {
+        match self {
+            Self::F32 => 4,
+            Self::F16 => 2,
+            Self::BF16 => 2,
+            Self::Q4_0 => 18,
+            Self::Q4_1 => 20,
+            Self::Q5_0 => 22,
+            Self::Q5_1 => 24,
+            Self::Q8_0 => 34,
+            Self::Q8_1 => 36,
+            Self::Q2K => 84,
+            Self::Q3K => 110,
+            Self::Q4K => 144,
+            Self::Q5K => 176,
+            Self::Q6K => 210,
+            Self::Q8K => 292,
+        }
+    }
 }
 
 impl QStorage {
@@ -22,10 +127,9 @@ impl QStorage {
     pub fn dtype(&self) -> GgmlDType {
         match self {
             Self::Cpu(s) => s.dtype(),
-            #[cfg(feature = "cuda")]
             Self::Cuda(s) => s.dtype(),
-            #[cfg(feature = "rocm")]
             Self::Rocm(s) => s.dtype(),
+            Self::Metal(s) => s.dtype(),
         }
     }
 
@@ -33,10 +137,9 @@ impl QStorage {
     pub fn device(&self) -> Device {
         match self {
             Self::Cpu(_) => Device::Cpu,
-            #[cfg(feature = "cuda")]
             Self::Cuda(s) => Device::Cuda(s.device().clone()),
-            #[cfg(feature = "rocm")]
             Self::Rocm(s) => Device::Rocm(s.device().clone()),
+            Self::Metal(s) => Device::Metal(s.device().clone()),
         }
     }
 
@@ -44,10 +147,9 @@ impl QStorage {
     pub fn size_in_bytes(&self) -> usize {
         match self {
             Self::Cpu(s) => s.size_in_bytes(),
-            #[cfg(feature = "cuda")]
             Self::Cuda(s) => s.size_in_bytes(),
-            #[cfg(feature = "rocm")]
             Self::Rocm(s) => s.size_in_bytes(),
+            Self::Metal(s) => s.size_in_bytes(),
         }
     }
 
@@ -55,10 +157,9 @@ impl QStorage {
     pub fn data(&self) -> Result<Cow<'_, [u8]>> {
         match self {
             Self::Cpu(s) => s.data(),
-            #[cfg(feature = "cuda")]
             Self::Cuda(s) => s.data(),
-            #[cfg(feature = "rocm")]
             Self::Rocm(s) => s.data(),
+            Self::Metal(s) => s.data(),
         }
     }
 
@@ -66,10 +167,9 @@ impl QStorage {
     pub fn dequantize(&self, elem_count: usize) -> Result<Storage> {
         match self {
             Self::Cpu(s) => Ok(Storage::Cpu(s.dequantize(elem_count)?)),
-            #[cfg(feature = "cuda")]
             Self::Cuda(s) => Ok(Storage::Cuda(s.dequantize(elem_count)?)),
-            #[cfg(feature = "rocm")]
             Self::Rocm(s) => Ok(Storage::Rocm(s.dequantize(elem_count)?)),
+            Self::Metal(s) => Ok(Storage::Metal(s.dequantize(elem_count)?)),
         }
     }
 
@@ -77,10 +177,9 @@ impl QStorage {
     pub fn dequantize_f16(&self, elem_count: usize) -> Result<Storage> {
         match self {
             Self::Cpu(s) => Ok(Storage::Cpu(s.dequantize_f16(elem_count)?)),
-            #[cfg(feature = "cuda")]
             Self::Cuda(s) => Ok(Storage::Cuda(s.dequantize_f16(elem_count)?)),
-            #[cfg(feature = "rocm")]
             Self::Rocm(s) => Ok(Storage::Rocm(s.dequantize_f16(elem_count)?)),
+            Self::Metal(s) => Ok(Storage::Metal(s.dequantize_f16(elem_count)?)),
         }
     }
 
@@ -90,51 +189,162 @@ impl QStorage {
         dtype_in(x.dtype(), &[DType::F32], "QStorage.matmul")?;
         match (self, x) {
             (Self::Cpu(s), Storage::Cpu(x)) => Ok(Storage::Cpu(s.matmul(x, x_layout, shape)?)),
-            #[cfg(feature = "cuda")]
             (Self::Cuda(s), Storage::Cuda(x)) => Ok(Storage::Cuda(s.matmul(x, x_layout, shape)?)),
-            #[cfg(feature = "rocm")]
             (Self::Rocm(s), Storage::Rocm(x)) => Ok(Storage::Rocm(s.matmul(x, x_layout, shape)?)),
+            (Self::Metal(s), Storage::Metal(x)) => {
+                let s = s.matmul(x, x_layout, shape)?;
+                Ok(Storage::Metal(s))
+            }
             #[allow(unreachable_patterns)]
-            (lhs, x) => Err(Device::mismatch("QStorage.matmul", &[lhs.device(), x.device()])),
+            (lhs, x) => Err(Device::mismatch(
+                "QStorage.matmul",
+                &[lhs.device(), x.device()],
+            )),
+        }
+    }
+
+    /// Quantized storage of the blocks `data` holds, on `device`.
+    pub fn from_data(data: Cow<'_, [u8]>, device: &Device, dtype: GgmlDType) -> Result<Self> {
+        match device {
+            Device::Cpu => {
+                let s = crate::QCpuStorage::from_data(&crate::CpuDevice, data, dtype)?;
+                Ok(Self::Cpu(s))
+            }
+            Device::Cuda(d) => Ok(Self::Cuda(crate::QCudaStorage::from_data(d, data, dtype)?)),
+            Device::Rocm(d) => Ok(Self::Rocm(crate::QRocmStorage::from_data(d, data, dtype)?)),
+            Device::Metal(d) => {
+                let s = crate::QMetalStorage::from_data(d, data, dtype)?;
+                Ok(Self::Metal(s))
+            }
+        }
+    }
+
+    /// Values a block of the storage's format holds.
+    pub fn block_size(&self) -> usize {
+        match self {
+            Self::Cpu(s) => s.block_size(),
+            Self::Cuda(s) => s.block_size(),
+            Self::Rocm(s) => s.block_size(),
+            Self::Metal(s) => s.block_size(),
+        }
+    }
+
+    /// Quantizes `src` (f32, on the same device) into this storage.
+    pub fn quantize(&mut self, src: &Storage) -> Result<()> {
+        match (self, src) {
+            (Self::Cpu(s), Storage::Cpu(src)) => s.quantize(src),
+            (Self::Cuda(s), Storage::Cuda(src)) => s.quantize(src),
+            (Self::Rocm(s), Storage::Rocm(src)) => s.quantize(src),
+            (Self::Metal(s), Storage::Metal(src)) => s.quantize(src),
+            #[allow(unreachable_patterns)]
+            (lhs, src) => Err(Device::mismatch("quantize", &[lhs.device(), src.device()])),
+        }
+    }
+
+    /// Quantizes `src` into this storage, weighting each column by the importance matrix.
+    pub fn quantize_imatrix(
+        &mut self,
+        src: &Storage,
+        imatrix_weights: &[f32],
+        n_per_row: usize,
+    ) -> Result<()> {
+        match (self, src) {
+            (Self::Cpu(s), Storage::Cpu(src)) => {
+                s.quantize_imatrix(src, imatrix_weights, n_per_row)
+            }
+            (Self::Cuda(s), Storage::Cuda(src)) => {
+                s.quantize_imatrix(src, imatrix_weights, n_per_row)
+            }
+            (Self::Rocm(s), Storage::Rocm(src)) => {
+                s.quantize_imatrix(src, imatrix_weights, n_per_row)
+            }
+            (Self::Metal(s), Storage::Metal(src)) => {
+                s.quantize_imatrix(src, imatrix_weights, n_per_row)
+            }
+            #[allow(unreachable_patterns)]
+            (lhs, src) => Err(Device::mismatch(
+                "quantize_imatrix",
+                &[lhs.device(), src.device()],
+            )),
+        }
+    }
+
+    /// Quantizes `src` (f32, on the host) into this storage, on its device.
+    pub fn quantize_onto(&mut self, src: &Storage) -> Result<()> {
+        match (self, src) {
+            // opgen: allow(cuda, rocm, metal): src is on the host by design
+            (Self::Cpu(s), Storage::Cpu(src)) => s.quantize_onto(src),
+            (Self::Cuda(s), Storage::Cpu(src)) => s.quantize_onto(src),
+            (Self::Rocm(s), Storage::Cpu(src)) => s.quantize_onto(src),
+            (Self::Metal(s), Storage::Cpu(src)) => s.quantize_onto(src),
+            #[allow(unreachable_patterns)]
+            (lhs, src) => Err(Device::mismatch(
+                "quantize_onto",
+                &[lhs.device(), src.device()],
+            )),
+        }
+    }
+
+    /// quantize_imatrix from a host storage onto this storage's device.
+    pub fn quantize_imatrix_onto(
+        &mut self,
+        src: &Storage,
+        imatrix_weights: &[f32],
+        n_per_row: usize,
+    ) -> Result<()> {
+        match (self, src) {
+            // opgen: allow(cuda, rocm, metal): src is on the host by design
+            (Self::Cpu(s), Storage::Cpu(src)) => {
+                s.quantize_imatrix_onto(src, imatrix_weights, n_per_row)
+            }
+            (Self::Cuda(s), Storage::Cpu(src)) => {
+                s.quantize_imatrix_onto(src, imatrix_weights, n_per_row)
+            }
+            (Self::Rocm(s), Storage::Cpu(src)) => {
+                s.quantize_imatrix_onto(src, imatrix_weights, n_per_row)
+            }
+            (Self::Metal(s), Storage::Cpu(src)) => {
+                s.quantize_imatrix_onto(src, imatrix_weights, n_per_row)
+            }
+            #[allow(unreachable_patterns)]
+            (lhs, src) => Err(Device::mismatch(
+                "quantize_imatrix_onto",
+                &[lhs.device(), src.device()],
+            )),
+        }
+    }
+
+    /// The device address of the blocks.
+    pub fn device_ptr(&self) -> Result<*const u8> {
+        match self {
+            Self::Cpu(s) => s.device_ptr(),
+            Self::Cuda(s) => s.device_ptr(),
+            Self::Rocm(s) => s.device_ptr(),
+            Self::Metal(s) => s.device_ptr(),
         }
     }
 }
 
 impl Device {
-    /// `quantize` on the device's backend. (registry: `device.quantize`)
-    pub fn quantize<T: WithDType>(&self, array: &[T], format: GgmlDType) -> Result<QStorage> {
-        match self {
-            Self::Cpu => Ok(QStorage::Cpu(crate::CpuDevice.quantize(array, format)?)),
-            #[cfg(feature = "cuda")]
-            Self::Cuda(d) => Ok(QStorage::Cuda(d.quantize(array, format)?)),
-            #[cfg(feature = "rocm")]
-            Self::Rocm(d) => Ok(QStorage::Rocm(d.quantize(array, format)?)),
-        }
-    }
-
-    /// `qzeros` on the device's backend. (registry: `device.qzeros`)
+    /// `qzeros`, as the target's library spells it.
     pub fn qzeros(&self, elem_count: usize, format: GgmlDType) -> Result<QStorage> {
         match self {
-            Self::Cpu => Ok(QStorage::Cpu(crate::CpuDevice.qzeros(elem_count, format)?)),
-            #[cfg(feature = "cuda")]
-            Self::Cuda(d) => Ok(QStorage::Cuda(d.qzeros(elem_count, format)?)),
-            #[cfg(feature = "rocm")]
-            Self::Rocm(d) => Ok(QStorage::Rocm(d.qzeros(elem_count, format)?)),
-        }
-    }
-
-    /// `qstorage_from_bytes` on the device's backend. (registry: `device.qstorage_from_bytes`)
-    pub fn qstorage_from_bytes<T: WithDType>(
-        &self,
-        data: &[T],
-        format: GgmlDType,
-    ) -> Result<QStorage> {
-        match self {
-            Self::Cpu => Ok(QStorage::Cpu(crate::CpuDevice.qstorage_from_bytes(data, format)?)),
-            #[cfg(feature = "cuda")]
-            Self::Cuda(d) => Ok(QStorage::Cuda(d.qstorage_from_bytes(data, format)?)),
-            #[cfg(feature = "rocm")]
-            Self::Rocm(d) => Ok(QStorage::Rocm(d.qstorage_from_bytes(data, format)?)),
+            Self::Cpu => {
+                let s = crate::QCpuStorage::zeros(&crate::CpuDevice, elem_count, format)?;
+                Ok(QStorage::Cpu(s))
+            }
+            Self::Cuda(d) => {
+                let s = crate::QCudaStorage::zeros(d, elem_count, format)?;
+                Ok(QStorage::Cuda(s))
+            }
+            Self::Rocm(d) => {
+                let s = crate::QRocmStorage::zeros(d, elem_count, format)?;
+                Ok(QStorage::Rocm(s))
+            }
+            Self::Metal(d) => {
+                let s = crate::QMetalStorage::zeros(d, elem_count, format)?;
+                Ok(QStorage::Metal(s))
+            }
         }
     }
 }

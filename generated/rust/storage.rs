@@ -5,20 +5,19 @@
 // every position of each arm; its last arm answers storages of different backends with the
 // typed device-mismatch error. The custom-op dispatch (apply_op*, inplace_op*) is in
 // custom_op.rs, to_device in to_device.rs.
-use crate::{DType, Device, Error, Layout, Result};
 use crate::backend::BackendStorage;
 use crate::conv::{ParamsConv1D, ParamsConv2D, ParamsConvTranspose1D, ParamsConvTranspose2D};
-use crate::op::{BinaryOp, CmpOp, ReduceOp, UnaryOp};
+use crate::op::{CmpOp, ReduceOp};
 use crate::scalar::Scalar;
+use crate::{DType, Device, Error, Layout, Result};
 
 // Not Clone: a copy can fail (out of memory); try_clone returns the error.
 #[derive(Debug)]
 pub enum Storage {
     Cpu(crate::CpuStorage),
-    #[cfg(feature = "cuda")]
     Cuda(crate::CudaStorage),
-    #[cfg(feature = "rocm")]
     Rocm(crate::RocmStorage),
+    Metal(crate::MetalStorage),
 }
 
 impl Storage {
@@ -41,10 +40,9 @@ impl Storage {
     pub fn try_clone(&self, layout: &Layout) -> Result<Self> {
         match self {
             Self::Cpu(s) => Ok(Self::Cpu(s.try_clone(layout)?)),
-            #[cfg(feature = "cuda")]
             Self::Cuda(s) => Ok(Self::Cuda(s.try_clone(layout)?)),
-            #[cfg(feature = "rocm")]
             Self::Rocm(s) => Ok(Self::Rocm(s.try_clone(layout)?)),
+            Self::Metal(s) => Ok(Self::Metal(s.try_clone(layout)?)),
         }
     }
 
@@ -52,10 +50,9 @@ impl Storage {
     pub fn dtype(&self) -> DType {
         match self {
             Self::Cpu(s) => s.dtype(),
-            #[cfg(feature = "cuda")]
             Self::Cuda(s) => s.dtype(),
-            #[cfg(feature = "rocm")]
             Self::Rocm(s) => s.dtype(),
+            Self::Metal(s) => s.dtype(),
         }
     }
 
@@ -63,10 +60,9 @@ impl Storage {
     pub fn device(&self) -> Device {
         match self {
             Self::Cpu(_) => Device::Cpu,
-            #[cfg(feature = "cuda")]
             Self::Cuda(s) => Device::Cuda(s.device().clone()),
-            #[cfg(feature = "rocm")]
             Self::Rocm(s) => Device::Rocm(s.device().clone()),
+            Self::Metal(s) => Device::Metal(s.device().clone()),
         }
     }
 
@@ -74,10 +70,9 @@ impl Storage {
     pub fn const_set(&mut self, value: Scalar, layout: &Layout) -> Result<()> {
         match self {
             Self::Cpu(s) => s.const_set(value, layout),
-            #[cfg(feature = "cuda")]
             Self::Cuda(s) => s.const_set(value, layout),
-            #[cfg(feature = "rocm")]
             Self::Rocm(s) => s.const_set(value, layout),
+            Self::Metal(s) => s.const_set(value, layout),
         }
     }
 
@@ -85,34 +80,39 @@ impl Storage {
     pub fn affine(&self, layout: &Layout, mul: f64, add: f64) -> Result<Self> {
         match self {
             Self::Cpu(s) => Ok(Self::Cpu(s.affine(layout, mul, add)?)),
-            #[cfg(feature = "cuda")]
             Self::Cuda(s) => Ok(Self::Cuda(s.affine(layout, mul, add)?)),
-            #[cfg(feature = "rocm")]
             Self::Rocm(s) => Ok(Self::Rocm(s.affine(layout, mul, add)?)),
+            Self::Metal(s) => Ok(Self::Metal(s.affine(layout, mul, add)?)),
         }
     }
 
     /// `powf` on the backend of the storage. (registry: `storage.powf`)
     pub fn powf(&self, layout: &Layout, exponent: f64) -> Result<Self> {
-        dtype_in(self.dtype(), &[DType::BF16, DType::F16, DType::F32, DType::F64], "powf")?;
+        dtype_in(
+            self.dtype(),
+            &[DType::BF16, DType::F16, DType::F32, DType::F64],
+            "powf",
+        )?;
         match self {
             Self::Cpu(s) => Ok(Self::Cpu(s.powf(layout, exponent)?)),
-            #[cfg(feature = "cuda")]
             Self::Cuda(s) => Ok(Self::Cuda(s.powf(layout, exponent)?)),
-            #[cfg(feature = "rocm")]
             Self::Rocm(s) => Ok(Self::Rocm(s.powf(layout, exponent)?)),
+            Self::Metal(s) => Ok(Self::Metal(s.powf(layout, exponent)?)),
         }
     }
 
     /// `elu` on the backend of the storage. (registry: `storage.elu`)
     pub fn elu(&self, layout: &Layout, alpha: f64) -> Result<Self> {
-        dtype_in(self.dtype(), &[DType::BF16, DType::F16, DType::F32, DType::F64], "elu")?;
+        dtype_in(
+            self.dtype(),
+            &[DType::BF16, DType::F16, DType::F32, DType::F64],
+            "elu",
+        )?;
         match self {
             Self::Cpu(s) => Ok(Self::Cpu(s.elu(layout, alpha)?)),
-            #[cfg(feature = "cuda")]
             Self::Cuda(s) => Ok(Self::Cuda(s.elu(layout, alpha)?)),
-            #[cfg(feature = "rocm")]
             Self::Rocm(s) => Ok(Self::Rocm(s.elu(layout, alpha)?)),
+            Self::Metal(s) => Ok(Self::Metal(s.elu(layout, alpha)?)),
         }
     }
 
@@ -129,15 +129,20 @@ impl Storage {
         same_shape(lhs_layout, rhs_layout, "cmp")?;
         match (self, rhs) {
             (Self::Cpu(s), Self::Cpu(rhs)) => {
-                Ok(Self::Cpu(s.cmp(op, rhs, lhs_layout, rhs_layout)?))
+                let s = s.cmp(op, rhs, lhs_layout, rhs_layout)?;
+                Ok(Self::Cpu(s))
             }
-            #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(rhs)) => {
-                Ok(Self::Cuda(s.cmp(op, rhs, lhs_layout, rhs_layout)?))
+                let s = s.cmp(op, rhs, lhs_layout, rhs_layout)?;
+                Ok(Self::Cuda(s))
             }
-            #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(rhs)) => {
-                Ok(Self::Rocm(s.cmp(op, rhs, lhs_layout, rhs_layout)?))
+                let s = s.cmp(op, rhs, lhs_layout, rhs_layout)?;
+                Ok(Self::Rocm(s))
+            }
+            (Self::Metal(s), Self::Metal(rhs)) => {
+                let s = s.cmp(op, rhs, lhs_layout, rhs_layout)?;
+                Ok(Self::Metal(s))
             }
             #[allow(unreachable_patterns)]
             (lhs, rhs) => Err(Device::mismatch("cmp", &[lhs.device(), rhs.device()])),
@@ -148,10 +153,9 @@ impl Storage {
     pub fn reduce_op(&self, op: ReduceOp, layout: &Layout, dims: &[usize]) -> Result<Self> {
         match self {
             Self::Cpu(s) => Ok(Self::Cpu(s.reduce_op(op, layout, dims)?)),
-            #[cfg(feature = "cuda")]
             Self::Cuda(s) => Ok(Self::Cuda(s.reduce_op(op, layout, dims)?)),
-            #[cfg(feature = "rocm")]
             Self::Rocm(s) => Ok(Self::Rocm(s.reduce_op(op, layout, dims)?)),
+            Self::Metal(s) => Ok(Self::Metal(s.reduce_op(op, layout, dims)?)),
         }
     }
 
@@ -159,28 +163,25 @@ impl Storage {
     pub fn to_dtype(&self, layout: &Layout, dtype: DType) -> Result<Self> {
         match self {
             Self::Cpu(s) => Ok(Self::Cpu(s.to_dtype(layout, dtype)?)),
-            #[cfg(feature = "cuda")]
             Self::Cuda(s) => Ok(Self::Cuda(s.to_dtype(layout, dtype)?)),
-            #[cfg(feature = "rocm")]
             Self::Rocm(s) => Ok(Self::Rocm(s.to_dtype(layout, dtype)?)),
+            Self::Metal(s) => Ok(Self::Metal(s.to_dtype(layout, dtype)?)),
         }
     }
 
     /// `unary` on the backend of the storage. (registry: `storage.unary`)
-    pub fn unary(&self, op: UnaryOp, layout: &Layout) -> Result<Self> {
+    pub fn unary_impl<B: crate::op::UnaryOpT>(&self, layout: &Layout) -> Result<Self> {
         match self {
-            Self::Cpu(s) => Ok(Self::Cpu(s.unary(op, layout)?)),
-            #[cfg(feature = "cuda")]
-            Self::Cuda(s) => Ok(Self::Cuda(s.unary(op, layout)?)),
-            #[cfg(feature = "rocm")]
-            Self::Rocm(s) => Ok(Self::Rocm(s.unary(op, layout)?)),
+            Self::Cpu(s) => Ok(Self::Cpu(s.unary_impl::<B>(layout)?)),
+            Self::Cuda(s) => Ok(Self::Cuda(s.unary_impl::<B>(layout)?)),
+            Self::Rocm(s) => Ok(Self::Rocm(s.unary_impl::<B>(layout)?)),
+            Self::Metal(s) => Ok(Self::Metal(s.unary_impl::<B>(layout)?)),
         }
     }
 
     /// `binary` on the backend of its storages. (registry: `storage.binary`)
-    pub fn binary(
+    pub fn binary_impl<B: crate::op::BinaryOpT>(
         &self,
-        op: BinaryOp,
         rhs: &Self,
         lhs_layout: &Layout,
         rhs_layout: &Layout,
@@ -190,15 +191,20 @@ impl Storage {
         same_shape(lhs_layout, rhs_layout, "binary")?;
         match (self, rhs) {
             (Self::Cpu(s), Self::Cpu(rhs)) => {
-                Ok(Self::Cpu(s.binary(op, rhs, lhs_layout, rhs_layout)?))
+                let s = s.binary_impl::<B>(rhs, lhs_layout, rhs_layout)?;
+                Ok(Self::Cpu(s))
             }
-            #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(rhs)) => {
-                Ok(Self::Cuda(s.binary(op, rhs, lhs_layout, rhs_layout)?))
+                let s = s.binary_impl::<B>(rhs, lhs_layout, rhs_layout)?;
+                Ok(Self::Cuda(s))
             }
-            #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(rhs)) => {
-                Ok(Self::Rocm(s.binary(op, rhs, lhs_layout, rhs_layout)?))
+                let s = s.binary_impl::<B>(rhs, lhs_layout, rhs_layout)?;
+                Ok(Self::Rocm(s))
+            }
+            (Self::Metal(s), Self::Metal(rhs)) => {
+                let s = s.binary_impl::<B>(rhs, lhs_layout, rhs_layout)?;
+                Ok(Self::Metal(s))
             }
             #[allow(unreachable_patterns)]
             (lhs, rhs) => Err(Device::mismatch("binary", &[lhs.device(), rhs.device()])),
@@ -219,23 +225,33 @@ impl Storage {
         on_true.same_dtype(on_false, "where_cond")?;
         same_shape(layout, true_layout, "where_cond")?;
         same_shape(layout, false_layout, "where_cond")?;
-        dtype_in(self.dtype(), &[DType::U8, DType::U32, DType::I64], "where_cond")?;
+        dtype_in(
+            self.dtype(),
+            &[DType::U8, DType::U32, DType::I64],
+            "where_cond",
+        )?;
         match (self, on_true, on_false) {
             (Self::Cpu(s), Self::Cpu(on_true), Self::Cpu(on_false)) => {
-                Ok(Self::Cpu(s.where_cond(layout, on_true, true_layout, on_false, false_layout)?))
+                let s = s.where_cond(layout, on_true, true_layout, on_false, false_layout)?;
+                Ok(Self::Cpu(s))
             }
-            #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(on_true), Self::Cuda(on_false)) => {
-                Ok(Self::Cuda(s.where_cond(layout, on_true, true_layout, on_false, false_layout)?))
+                let s = s.where_cond(layout, on_true, true_layout, on_false, false_layout)?;
+                Ok(Self::Cuda(s))
             }
-            #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(on_true), Self::Rocm(on_false)) => {
-                Ok(Self::Rocm(s.where_cond(layout, on_true, true_layout, on_false, false_layout)?))
+                let s = s.where_cond(layout, on_true, true_layout, on_false, false_layout)?;
+                Ok(Self::Rocm(s))
+            }
+            (Self::Metal(s), Self::Metal(on_true), Self::Metal(on_false)) => {
+                let s = s.where_cond(layout, on_true, true_layout, on_false, false_layout)?;
+                Ok(Self::Metal(s))
             }
             #[allow(unreachable_patterns)]
-            (lhs, on_true, on_false) => {
-                Err(Device::mismatch("where_cond", &[lhs.device(), on_true.device(), on_false.device()]))
-            }
+            (lhs, on_true, on_false) => Err(Device::mismatch(
+                "where_cond",
+                &[lhs.device(), on_true.device(), on_false.device()],
+            )),
         }
     }
 
@@ -251,15 +267,20 @@ impl Storage {
         self.same_dtype(kernel, "conv1d")?;
         match (self, kernel) {
             (Self::Cpu(s), Self::Cpu(kernel)) => {
-                Ok(Self::Cpu(s.conv1d(layout, kernel, kernel_layout, params)?))
+                let s = s.conv1d(layout, kernel, kernel_layout, params)?;
+                Ok(Self::Cpu(s))
             }
-            #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(kernel)) => {
-                Ok(Self::Cuda(s.conv1d(layout, kernel, kernel_layout, params)?))
+                let s = s.conv1d(layout, kernel, kernel_layout, params)?;
+                Ok(Self::Cuda(s))
             }
-            #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(kernel)) => {
-                Ok(Self::Rocm(s.conv1d(layout, kernel, kernel_layout, params)?))
+                let s = s.conv1d(layout, kernel, kernel_layout, params)?;
+                Ok(Self::Rocm(s))
+            }
+            (Self::Metal(s), Self::Metal(kernel)) => {
+                let s = s.conv1d(layout, kernel, kernel_layout, params)?;
+                Ok(Self::Metal(s))
             }
             #[allow(unreachable_patterns)]
             (lhs, kernel) => Err(Device::mismatch("conv1d", &[lhs.device(), kernel.device()])),
@@ -278,20 +299,26 @@ impl Storage {
         self.same_dtype(kernel, "conv_transpose1d")?;
         match (self, kernel) {
             (Self::Cpu(s), Self::Cpu(kernel)) => {
-                Ok(Self::Cpu(s.conv_transpose1d(layout, kernel, kernel_layout, params)?))
+                let s = s.conv_transpose1d(layout, kernel, kernel_layout, params)?;
+                Ok(Self::Cpu(s))
             }
-            #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(kernel)) => {
-                Ok(Self::Cuda(s.conv_transpose1d(layout, kernel, kernel_layout, params)?))
+                let s = s.conv_transpose1d(layout, kernel, kernel_layout, params)?;
+                Ok(Self::Cuda(s))
             }
-            #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(kernel)) => {
-                Ok(Self::Rocm(s.conv_transpose1d(layout, kernel, kernel_layout, params)?))
+                let s = s.conv_transpose1d(layout, kernel, kernel_layout, params)?;
+                Ok(Self::Rocm(s))
+            }
+            (Self::Metal(s), Self::Metal(kernel)) => {
+                let s = s.conv_transpose1d(layout, kernel, kernel_layout, params)?;
+                Ok(Self::Metal(s))
             }
             #[allow(unreachable_patterns)]
-            (lhs, kernel) => {
-                Err(Device::mismatch("conv_transpose1d", &[lhs.device(), kernel.device()]))
-            }
+            (lhs, kernel) => Err(Device::mismatch(
+                "conv_transpose1d",
+                &[lhs.device(), kernel.device()],
+            )),
         }
     }
 
@@ -307,15 +334,20 @@ impl Storage {
         self.same_dtype(kernel, "conv2d")?;
         match (self, kernel) {
             (Self::Cpu(s), Self::Cpu(kernel)) => {
-                Ok(Self::Cpu(s.conv2d(layout, kernel, kernel_layout, params)?))
+                let s = s.conv2d(layout, kernel, kernel_layout, params)?;
+                Ok(Self::Cpu(s))
             }
-            #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(kernel)) => {
-                Ok(Self::Cuda(s.conv2d(layout, kernel, kernel_layout, params)?))
+                let s = s.conv2d(layout, kernel, kernel_layout, params)?;
+                Ok(Self::Cuda(s))
             }
-            #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(kernel)) => {
-                Ok(Self::Rocm(s.conv2d(layout, kernel, kernel_layout, params)?))
+                let s = s.conv2d(layout, kernel, kernel_layout, params)?;
+                Ok(Self::Rocm(s))
+            }
+            (Self::Metal(s), Self::Metal(kernel)) => {
+                let s = s.conv2d(layout, kernel, kernel_layout, params)?;
+                Ok(Self::Metal(s))
             }
             #[allow(unreachable_patterns)]
             (lhs, kernel) => Err(Device::mismatch("conv2d", &[lhs.device(), kernel.device()])),
@@ -334,20 +366,26 @@ impl Storage {
         self.same_dtype(kernel, "conv_transpose2d")?;
         match (self, kernel) {
             (Self::Cpu(s), Self::Cpu(kernel)) => {
-                Ok(Self::Cpu(s.conv_transpose2d(layout, kernel, kernel_layout, params)?))
+                let s = s.conv_transpose2d(layout, kernel, kernel_layout, params)?;
+                Ok(Self::Cpu(s))
             }
-            #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(kernel)) => {
-                Ok(Self::Cuda(s.conv_transpose2d(layout, kernel, kernel_layout, params)?))
+                let s = s.conv_transpose2d(layout, kernel, kernel_layout, params)?;
+                Ok(Self::Cuda(s))
             }
-            #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(kernel)) => {
-                Ok(Self::Rocm(s.conv_transpose2d(layout, kernel, kernel_layout, params)?))
+                let s = s.conv_transpose2d(layout, kernel, kernel_layout, params)?;
+                Ok(Self::Rocm(s))
+            }
+            (Self::Metal(s), Self::Metal(kernel)) => {
+                let s = s.conv_transpose2d(layout, kernel, kernel_layout, params)?;
+                Ok(Self::Metal(s))
             }
             #[allow(unreachable_patterns)]
-            (lhs, kernel) => {
-                Err(Device::mismatch("conv_transpose2d", &[lhs.device(), kernel.device()]))
-            }
+            (lhs, kernel) => Err(Device::mismatch(
+                "conv_transpose2d",
+                &[lhs.device(), kernel.device()],
+            )),
         }
     }
 
@@ -360,10 +398,9 @@ impl Storage {
     ) -> Result<Self> {
         match self {
             Self::Cpu(s) => Ok(Self::Cpu(s.avg_pool2d(layout, kernel_size, stride)?)),
-            #[cfg(feature = "cuda")]
             Self::Cuda(s) => Ok(Self::Cuda(s.avg_pool2d(layout, kernel_size, stride)?)),
-            #[cfg(feature = "rocm")]
             Self::Rocm(s) => Ok(Self::Rocm(s.avg_pool2d(layout, kernel_size, stride)?)),
+            Self::Metal(s) => Ok(Self::Metal(s.avg_pool2d(layout, kernel_size, stride)?)),
         }
     }
 
@@ -376,10 +413,9 @@ impl Storage {
     ) -> Result<Self> {
         match self {
             Self::Cpu(s) => Ok(Self::Cpu(s.max_pool2d(layout, kernel_size, stride)?)),
-            #[cfg(feature = "cuda")]
             Self::Cuda(s) => Ok(Self::Cuda(s.max_pool2d(layout, kernel_size, stride)?)),
-            #[cfg(feature = "rocm")]
             Self::Rocm(s) => Ok(Self::Rocm(s.max_pool2d(layout, kernel_size, stride)?)),
+            Self::Metal(s) => Ok(Self::Metal(s.max_pool2d(layout, kernel_size, stride)?)),
         }
     }
 
@@ -387,10 +423,9 @@ impl Storage {
     pub fn upsample_nearest1d(&self, layout: &Layout, size: usize) -> Result<Self> {
         match self {
             Self::Cpu(s) => Ok(Self::Cpu(s.upsample_nearest1d(layout, size)?)),
-            #[cfg(feature = "cuda")]
             Self::Cuda(s) => Ok(Self::Cuda(s.upsample_nearest1d(layout, size)?)),
-            #[cfg(feature = "rocm")]
             Self::Rocm(s) => Ok(Self::Rocm(s.upsample_nearest1d(layout, size)?)),
+            Self::Metal(s) => Ok(Self::Metal(s.upsample_nearest1d(layout, size)?)),
         }
     }
 
@@ -398,10 +433,9 @@ impl Storage {
     pub fn upsample_nearest2d(&self, layout: &Layout, height: usize, width: usize) -> Result<Self> {
         match self {
             Self::Cpu(s) => Ok(Self::Cpu(s.upsample_nearest2d(layout, height, width)?)),
-            #[cfg(feature = "cuda")]
             Self::Cuda(s) => Ok(Self::Cuda(s.upsample_nearest2d(layout, height, width)?)),
-            #[cfg(feature = "rocm")]
             Self::Rocm(s) => Ok(Self::Rocm(s.upsample_nearest2d(layout, height, width)?)),
+            Self::Metal(s) => Ok(Self::Metal(s.upsample_nearest2d(layout, height, width)?)),
         }
     }
 
@@ -417,15 +451,20 @@ impl Storage {
         dtype_in(ids.dtype(), &[DType::U8, DType::U32, DType::I64], "gather")?;
         match (self, ids) {
             (Self::Cpu(s), Self::Cpu(ids)) => {
-                Ok(Self::Cpu(s.gather(layout, ids, ids_layout, dim)?))
+                let s = s.gather(layout, ids, ids_layout, dim)?;
+                Ok(Self::Cpu(s))
             }
-            #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(ids)) => {
-                Ok(Self::Cuda(s.gather(layout, ids, ids_layout, dim)?))
+                let s = s.gather(layout, ids, ids_layout, dim)?;
+                Ok(Self::Cuda(s))
             }
-            #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(ids)) => {
-                Ok(Self::Rocm(s.gather(layout, ids, ids_layout, dim)?))
+                let s = s.gather(layout, ids, ids_layout, dim)?;
+                Ok(Self::Rocm(s))
+            }
+            (Self::Metal(s), Self::Metal(ids)) => {
+                let s = s.gather(layout, ids, ids_layout, dim)?;
+                Ok(Self::Metal(s))
             }
             #[allow(unreachable_patterns)]
             (lhs, ids) => Err(Device::mismatch("gather", &[lhs.device(), ids.device()])),
@@ -445,23 +484,29 @@ impl Storage {
         self.same_device(ids, "scatter_set")?;
         self.same_device(src, "scatter_set")?;
         self.same_dtype(src, "scatter_set")?;
-        dtype_in(ids.dtype(), &[DType::U8, DType::U32, DType::I64], "scatter_set")?;
+        dtype_in(
+            ids.dtype(),
+            &[DType::U8, DType::U32, DType::I64],
+            "scatter_set",
+        )?;
         match (self, ids, src) {
             (Self::Cpu(s), Self::Cpu(ids), Self::Cpu(src)) => {
                 s.scatter_set(layout, ids, ids_layout, src, src_layout, dim)
             }
-            #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(ids), Self::Cuda(src)) => {
                 s.scatter_set(layout, ids, ids_layout, src, src_layout, dim)
             }
-            #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(ids), Self::Rocm(src)) => {
                 s.scatter_set(layout, ids, ids_layout, src, src_layout, dim)
             }
-            #[allow(unreachable_patterns)]
-            (lhs, ids, src) => {
-                Err(Device::mismatch("scatter_set", &[lhs.device(), ids.device(), src.device()]))
+            (Self::Metal(s), Self::Metal(ids), Self::Metal(src)) => {
+                s.scatter_set(layout, ids, ids_layout, src, src_layout, dim)
             }
+            #[allow(unreachable_patterns)]
+            (lhs, ids, src) => Err(Device::mismatch(
+                "scatter_set",
+                &[lhs.device(), ids.device(), src.device()],
+            )),
         }
     }
 
@@ -478,23 +523,29 @@ impl Storage {
         self.same_device(ids, "scatter_add")?;
         self.same_device(src, "scatter_add")?;
         self.same_dtype(src, "scatter_add")?;
-        dtype_in(ids.dtype(), &[DType::U8, DType::U32, DType::I64], "scatter_add")?;
+        dtype_in(
+            ids.dtype(),
+            &[DType::U8, DType::U32, DType::I64],
+            "scatter_add",
+        )?;
         match (self, ids, src) {
             (Self::Cpu(s), Self::Cpu(ids), Self::Cpu(src)) => {
-                s.scatter_add(layout, ids, ids_layout, src, src_layout, dim)
+                s.scatter_add_set(layout, ids, ids_layout, src, src_layout, dim)
             }
-            #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(ids), Self::Cuda(src)) => {
-                s.scatter_add(layout, ids, ids_layout, src, src_layout, dim)
+                s.scatter_add_set(layout, ids, ids_layout, src, src_layout, dim)
             }
-            #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(ids), Self::Rocm(src)) => {
-                s.scatter_add(layout, ids, ids_layout, src, src_layout, dim)
+                s.scatter_add_set(layout, ids, ids_layout, src, src_layout, dim)
+            }
+            (Self::Metal(s), Self::Metal(ids), Self::Metal(src)) => {
+                s.scatter_add_set(layout, ids, ids_layout, src, src_layout, dim)
             }
             #[allow(unreachable_patterns)]
-            (lhs, ids, src) => {
-                Err(Device::mismatch("scatter_add", &[lhs.device(), ids.device(), src.device()]))
-            }
+            (lhs, ids, src) => Err(Device::mismatch(
+                "scatter_add",
+                &[lhs.device(), ids.device(), src.device()],
+            )),
         }
     }
 
@@ -507,21 +558,33 @@ impl Storage {
         dim: usize,
     ) -> Result<Self> {
         self.same_device(ids, "index_select")?;
-        dtype_in(ids.dtype(), &[DType::U8, DType::U32, DType::I64], "index_select")?;
+        dtype_in(
+            ids.dtype(),
+            &[DType::U8, DType::U32, DType::I64],
+            "index_select",
+        )?;
         match (self, ids) {
             (Self::Cpu(s), Self::Cpu(ids)) => {
-                Ok(Self::Cpu(s.index_select(ids, layout, ids_layout, dim)?))
+                let s = s.index_select(ids, layout, ids_layout, dim)?;
+                Ok(Self::Cpu(s))
             }
-            #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(ids)) => {
-                Ok(Self::Cuda(s.index_select(ids, layout, ids_layout, dim)?))
+                let s = s.index_select(ids, layout, ids_layout, dim)?;
+                Ok(Self::Cuda(s))
             }
-            #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(ids)) => {
-                Ok(Self::Rocm(s.index_select(ids, layout, ids_layout, dim)?))
+                let s = s.index_select(ids, layout, ids_layout, dim)?;
+                Ok(Self::Rocm(s))
+            }
+            (Self::Metal(s), Self::Metal(ids)) => {
+                let s = s.index_select(ids, layout, ids_layout, dim)?;
+                Ok(Self::Metal(s))
             }
             #[allow(unreachable_patterns)]
-            (lhs, ids) => Err(Device::mismatch("index_select", &[lhs.device(), ids.device()])),
+            (lhs, ids) => Err(Device::mismatch(
+                "index_select",
+                &[lhs.device(), ids.device()],
+            )),
         }
     }
 
@@ -538,23 +601,33 @@ impl Storage {
         self.same_device(ids, "index_add")?;
         self.same_device(src, "index_add")?;
         self.same_dtype(src, "index_add")?;
-        dtype_in(ids.dtype(), &[DType::U8, DType::U32, DType::I64], "index_add")?;
+        dtype_in(
+            ids.dtype(),
+            &[DType::U8, DType::U32, DType::I64],
+            "index_add",
+        )?;
         match (self, ids, src) {
             (Self::Cpu(s), Self::Cpu(ids), Self::Cpu(src)) => {
-                Ok(Self::Cpu(s.index_add(layout, ids, ids_layout, src, src_layout, dim)?))
+                let s = s.index_add(layout, ids, ids_layout, src, src_layout, dim)?;
+                Ok(Self::Cpu(s))
             }
-            #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(ids), Self::Cuda(src)) => {
-                Ok(Self::Cuda(s.index_add(layout, ids, ids_layout, src, src_layout, dim)?))
+                let s = s.index_add(layout, ids, ids_layout, src, src_layout, dim)?;
+                Ok(Self::Cuda(s))
             }
-            #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(ids), Self::Rocm(src)) => {
-                Ok(Self::Rocm(s.index_add(layout, ids, ids_layout, src, src_layout, dim)?))
+                let s = s.index_add(layout, ids, ids_layout, src, src_layout, dim)?;
+                Ok(Self::Rocm(s))
+            }
+            (Self::Metal(s), Self::Metal(ids), Self::Metal(src)) => {
+                let s = s.index_add(layout, ids, ids_layout, src, src_layout, dim)?;
+                Ok(Self::Metal(s))
             }
             #[allow(unreachable_patterns)]
-            (lhs, ids, src) => {
-                Err(Device::mismatch("index_add", &[lhs.device(), ids.device(), src.device()]))
-            }
+            (lhs, ids, src) => Err(Device::mismatch(
+                "index_add",
+                &[lhs.device(), ids.device(), src.device()],
+            )),
         }
     }
 
@@ -568,18 +641,27 @@ impl Storage {
     ) -> Result<Self> {
         self.same_device(rhs, "matmul")?;
         self.same_dtype(rhs, "matmul")?;
-        dtype_in(self.dtype(), &[DType::BF16, DType::F16, DType::F32, DType::F64], "matmul")?;
+        dtype_in(
+            self.dtype(),
+            &[DType::BF16, DType::F16, DType::F32, DType::F64],
+            "matmul",
+        )?;
         match (self, rhs) {
             (Self::Cpu(s), Self::Cpu(rhs)) => {
-                Ok(Self::Cpu(s.matmul(rhs, bmnk, lhs_layout, rhs_layout)?))
+                let s = s.matmul(rhs, bmnk, lhs_layout, rhs_layout)?;
+                Ok(Self::Cpu(s))
             }
-            #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(rhs)) => {
-                Ok(Self::Cuda(s.matmul(rhs, bmnk, lhs_layout, rhs_layout)?))
+                let s = s.matmul(rhs, bmnk, lhs_layout, rhs_layout)?;
+                Ok(Self::Cuda(s))
             }
-            #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(rhs)) => {
-                Ok(Self::Rocm(s.matmul(rhs, bmnk, lhs_layout, rhs_layout)?))
+                let s = s.matmul(rhs, bmnk, lhs_layout, rhs_layout)?;
+                Ok(Self::Rocm(s))
+            }
+            (Self::Metal(s), Self::Metal(rhs)) => {
+                let s = s.matmul(rhs, bmnk, lhs_layout, rhs_layout)?;
+                Ok(Self::Metal(s))
             }
             #[allow(unreachable_patterns)]
             (lhs, rhs) => Err(Device::mismatch("matmul", &[lhs.device(), rhs.device()])),
@@ -597,12 +679,14 @@ impl Storage {
         self.same_dtype(dst, "copy_strided_src")?;
         match (self, dst) {
             (Self::Cpu(s), Self::Cpu(dst)) => s.copy_strided_src(dst, dst_offset, src_layout),
-            #[cfg(feature = "cuda")]
             (Self::Cuda(s), Self::Cuda(dst)) => s.copy_strided_src(dst, dst_offset, src_layout),
-            #[cfg(feature = "rocm")]
             (Self::Rocm(s), Self::Rocm(dst)) => s.copy_strided_src(dst, dst_offset, src_layout),
+            (Self::Metal(s), Self::Metal(dst)) => s.copy_strided_src(dst, dst_offset, src_layout),
             #[allow(unreachable_patterns)]
-            (lhs, dst) => Err(Device::mismatch("copy_strided_src", &[lhs.device(), dst.device()])),
+            (lhs, dst) => Err(Device::mismatch(
+                "copy_strided_src",
+                &[lhs.device(), dst.device()],
+            )),
         }
     }
 
@@ -621,19 +705,74 @@ impl Storage {
         self.same_device(dst, "copy2d")?;
         self.same_dtype(dst, "copy2d")?;
         match (self, dst) {
-            (Self::Cpu(s), Self::Cpu(dst)) => {
-                s.copy2d(dst, d1, d2, src_stride1, dst_stride1, src_offset, dst_offset)
-            }
-            #[cfg(feature = "cuda")]
-            (Self::Cuda(s), Self::Cuda(dst)) => {
-                s.copy2d(dst, d1, d2, src_stride1, dst_stride1, src_offset, dst_offset)
-            }
-            #[cfg(feature = "rocm")]
-            (Self::Rocm(s), Self::Rocm(dst)) => {
-                s.copy2d(dst, d1, d2, src_stride1, dst_stride1, src_offset, dst_offset)
-            }
+            (Self::Cpu(s), Self::Cpu(dst)) => s.copy2d(
+                dst,
+                d1,
+                d2,
+                src_stride1,
+                dst_stride1,
+                src_offset,
+                dst_offset,
+            ),
+            (Self::Cuda(s), Self::Cuda(dst)) => s.copy2d(
+                dst,
+                d1,
+                d2,
+                src_stride1,
+                dst_stride1,
+                src_offset,
+                dst_offset,
+            ),
+            (Self::Rocm(s), Self::Rocm(dst)) => s.copy2d(
+                dst,
+                d1,
+                d2,
+                src_stride1,
+                dst_stride1,
+                src_offset,
+                dst_offset,
+            ),
+            (Self::Metal(s), Self::Metal(dst)) => s.copy2d(
+                dst,
+                d1,
+                d2,
+                src_stride1,
+                dst_stride1,
+                src_offset,
+                dst_offset,
+            ),
             #[allow(unreachable_patterns)]
             (lhs, dst) => Err(Device::mismatch("copy2d", &[lhs.device(), dst.device()])),
+        }
+    }
+
+    /// Bilinear upsampling to (h, w), on the storage's backend.
+    pub fn upsample_bilinear2d(
+        &self,
+        layout: &Layout,
+        h: usize,
+        w: usize,
+        align_corners: bool,
+        scale_h: Option<f64>,
+        scale_w: Option<f64>,
+    ) -> Result<Self> {
+        match self {
+            Self::Cpu(s) => {
+                let s = s.upsample_bilinear2d(layout, h, w, align_corners, scale_h, scale_w)?;
+                Ok(Self::Cpu(s))
+            }
+            Self::Cuda(s) => {
+                let s = s.upsample_bilinear2d(layout, h, w, align_corners, scale_h, scale_w)?;
+                Ok(Self::Cuda(s))
+            }
+            Self::Rocm(s) => {
+                let s = s.upsample_bilinear2d(layout, h, w, align_corners, scale_h, scale_w)?;
+                Ok(Self::Rocm(s))
+            }
+            Self::Metal(s) => {
+                let s = s.upsample_bilinear2d(layout, h, w, align_corners, scale_h, scale_w)?;
+                Ok(Self::Metal(s))
+            }
         }
     }
 }

@@ -2,36 +2,47 @@
 // candle-core's to_device (tensor.rs), on the storage: every (source, destination) pair of
 // backends. Within a backend, the backend's own transfer; to or from the host backend
 // (cpu), through its storage; between two others, through host memory.
+use crate::backend::{BackendDevice, BackendStorage};
 use crate::{Device, Result, Storage};
-use crate::backend::BackendStorage;
-#[cfg(any(feature = "cuda", feature = "rocm"))]
-use crate::backend::BackendDevice;
 
 impl Storage {
     /// A copy of this storage on `device`, which may be of any backend.
     pub fn to_device(&self, device: &Device) -> Result<Self> {
         match (self, device) {
             (Self::Cpu(s), Device::Cpu) => Ok(Self::Cpu(s.to_cpu_storage()?)),
-            #[cfg(feature = "cuda")]
             (Self::Cpu(s), Device::Cuda(d)) => Ok(Self::Cuda(d.storage_from_cpu_storage(s)?)),
-            #[cfg(feature = "rocm")]
             (Self::Cpu(s), Device::Rocm(d)) => Ok(Self::Rocm(d.storage_from_cpu_storage(s)?)),
-            #[cfg(feature = "cuda")]
+            (Self::Cpu(s), Device::Metal(d)) => Ok(Self::Metal(d.storage_from_cpu_storage(s)?)),
             (Self::Cuda(s), Device::Cpu) => Ok(Self::Cpu(s.to_cpu_storage()?)),
-            #[cfg(feature = "cuda")]
             (Self::Cuda(s), Device::Cuda(d)) => Ok(Self::Cuda(s.transfer_to_device(d)?)),
-            #[cfg(all(feature = "cuda", feature = "rocm"))]
             (Self::Cuda(s), Device::Rocm(d)) => {
-                Ok(Self::Rocm(d.storage_from_cpu_storage(&s.to_cpu_storage()?)?))
+                let s = d.storage_from_cpu_storage(&s.to_cpu_storage()?)?;
+                Ok(Self::Rocm(s))
             }
-            #[cfg(feature = "rocm")]
+            (Self::Cuda(s), Device::Metal(d)) => {
+                let s = d.storage_from_cpu_storage(&s.to_cpu_storage()?)?;
+                Ok(Self::Metal(s))
+            }
             (Self::Rocm(s), Device::Cpu) => Ok(Self::Cpu(s.to_cpu_storage()?)),
-            #[cfg(all(feature = "rocm", feature = "cuda"))]
             (Self::Rocm(s), Device::Cuda(d)) => {
-                Ok(Self::Cuda(d.storage_from_cpu_storage(&s.to_cpu_storage()?)?))
+                let s = d.storage_from_cpu_storage(&s.to_cpu_storage()?)?;
+                Ok(Self::Cuda(s))
             }
-            #[cfg(feature = "rocm")]
             (Self::Rocm(s), Device::Rocm(d)) => Ok(Self::Rocm(s.transfer_to_device(d)?)),
+            (Self::Rocm(s), Device::Metal(d)) => {
+                let s = d.storage_from_cpu_storage(&s.to_cpu_storage()?)?;
+                Ok(Self::Metal(s))
+            }
+            (Self::Metal(s), Device::Cpu) => Ok(Self::Cpu(s.to_cpu_storage()?)),
+            (Self::Metal(s), Device::Cuda(d)) => {
+                let s = d.storage_from_cpu_storage(&s.to_cpu_storage()?)?;
+                Ok(Self::Cuda(s))
+            }
+            (Self::Metal(s), Device::Rocm(d)) => {
+                let s = d.storage_from_cpu_storage(&s.to_cpu_storage()?)?;
+                Ok(Self::Rocm(s))
+            }
+            (Self::Metal(s), Device::Metal(d)) => Ok(Self::Metal(s.transfer_to_device(d)?)),
         }
     }
 }

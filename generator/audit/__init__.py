@@ -111,7 +111,13 @@ def audit_file(source: Source, backends: tuple[str, ...], require_fwd: bool = Tr
     none: frozenset[str] = frozenset()
     spelled = tuple(camel(b) for b in backends) if source.lang == "rust" else backends
     impls = [t for t in found.impls if require_fwd or t.definition]
-    findings = [f for d in found.dispatches for f in judge_dispatch(source.path, d, spelled, allowed.get(d.line, none))]
+    # An allowance stands on the dispatch's line, or on the next where a formatter moved it
+    # (rustfmt puts a comment that follows `match x {` on a line of its own).
+    findings = [
+        f
+        for d in found.dispatches
+        for f in judge_dispatch(source.path, d, spelled, allowed.get(d.line, none) | allowed.get(d.line + 1, none))
+    ]
     findings += [f for t in impls for f in judge_trait(source.path, t, backends, allowed.get(t.line, none))]
     return FileReport(source.path, tuple(sorted(findings)), len(found.dispatches) + len(impls))
 

@@ -9,6 +9,7 @@ nests 5 deep and its longest value is a few hundred characters."""
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import yaml
@@ -76,8 +77,35 @@ class _Loader(_BASE_LOADER):
 _LOADER = _Loader
 
 
-def _position(path: str, mark: yaml.Mark) -> Position:
+def _position(path: str, mark: yaml.Mark, lines: _Lines | None = None) -> Position:
+    if lines is not None:
+        return lines.position(path, mark)
     return Position(path, mark.line + 1, mark.column + 1)
+
+
+# YAML 1.1 (PyYAML, libyaml) also breaks lines at a lone \r, NEL, LINE SEPARATOR and PARAGRAPH
+# SEPARATOR; an editor's and grep's lines are those of "\n". Where the text holds one of them,
+# positions come from the marks' character index instead of their line and column.
+_OTHER_BREAKS = ("\r", "\x85", "\u2028", "\u2029")
+
+
+class _Lines:
+    """The "\n" lines of a text: a mark's position by its character index."""
+
+    def __init__(self, text: str) -> None:
+        self.starts = [0]
+        at = text.find("\n")
+        while at >= 0:
+            self.starts.append(at + 1)
+            at = text.find("\n", at + 1)
+
+    def position(self, path: str, mark: yaml.Mark) -> Position:
+        line = bisect_right(self.starts, mark.index)
+        return Position(path, line, mark.index - self.starts[line - 1] + 1)
+
+    @staticmethod
+    def of(text: str) -> _Lines | None:
+        return _Lines(text) if any(c in text for c in _OTHER_BREAKS) else None
 
 
 _COLLECTION_TAGS = ("tag:yaml.org,2002:map", "tag:yaml.org,2002:seq")
@@ -87,7 +115,7 @@ MAX_DEPTH = 64
 MAX_SCALAR = 1 << 20  # characters
 
 
-def _check_aliases(text: str, path: str) -> None:
+def _check_aliases(text: str, path: str, lines: _Lines | None) -> None:
     """Raise a diagnostic at the alias where aliases expand to more than MAX_ALIAS_VALUES
     values. Reads the event stream once, keeping one count per anchor: linear in the text,
     however far the aliases would expand. There is no alias without an anchor ('&')."""
@@ -104,7 +132,7 @@ def _check_aliases(text: str, path: str) -> None:
                 raise RegistryError(
                     [
                         Diagnostic(
-                            _position(path, event.start_mark),
+                            _position(path, event.start_mark, lines),
                             "",
                             (
                                 f"alias *{event.anchor} expands to {size:,} values, and the registry's aliases "
@@ -131,9 +159,14 @@ def _check_aliases(text: str, path: str) -> None:
             open_[-1][0] += size
 
 
-def _convert(path: str, node: yaml.Node, errors: list[Diagnostic], key: str, depth: int = 0) -> Node:
+def _convert(
+    path: str, node: yaml.Node, errors: list[Diagnostic], key: str, depth: int = 0, lines: _Lines | None = None
+) -> Node:
     mark = node.start_mark
-    pos = Position(path, mark.line + 1, mark.column + 1)  # _position, inline: once per node
+    if lines is None:
+        pos = Position(path, mark.line + 1, mark.column + 1)  # _position, inline: once per node
+    else:
+        pos = lines.position(path, mark)
     if depth > MAX_DEPTH:
         raise RegistryError(
             [
@@ -150,7 +183,7 @@ def _convert(path: str, node: yaml.Node, errors: list[Diagnostic], key: str, dep
     if isinstance(node, yaml.MappingNode):
         entries: dict[str, tuple[Node, Node]] = {}
         for knode, vnode in node.value:
-            k = _convert(path, knode, errors, key, depth + 1)
+            k = _convert(path, knode, errors, key, depth + 1, lines)
             name = str(k.value)
             child_key = f"{key}.{name}" if key else name
             if k.tag not in ("str", "int"):
@@ -162,10 +195,11 @@ def _convert(path: str, node: yaml.Node, errors: list[Diagnostic], key: str, dep
                     Diagnostic(k.position, child_key, f"duplicate key {name!r} (first defined at line {first.line})")
                 )
                 continue
-            entries[name] = (k, _convert(path, vnode, errors, child_key, depth + 1))
+            entries[name] = (k, _convert(path, vnode, errors, child_key, depth + 1, lines))
         return Node(entries, pos, "map")
     if isinstance(node, yaml.SequenceNode):
-        return Node([_convert(path, n, errors, f"{key}[{i}]", depth + 1) for i, n in enumerate(node.value)], pos, "seq")
+        items = [_convert(path, n, errors, f"{key}[{i}]", depth + 1, lines) for i, n in enumerate(node.value)]
+        return Node(items, pos, "seq")
     if len(node.value) > MAX_SCALAR:
         errors.append(
             Diagnostic(
@@ -201,21 +235,22 @@ def _scalar(tag: str, node: yaml.ScalarNode) -> Scalar:
 def load_text(text: str, path: str) -> Node:
     """Parse `text`; raise RegistryError with every problem the parser can report."""
     errors: list[Diagnostic] = []
+    lines = _Lines.of(text)
     try:
-        _check_aliases(text, path)
+        _check_aliases(text, path, lines)
         root = yaml.compose(text, Loader=_LOADER)
     except yaml.reader.ReaderError as exc:  # a character YAML does not allow
         position = _offset_position(path, text, exc.position)
         raise RegistryError([Diagnostic(position, "", f"YAML syntax error: {exc.reason}")]) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
-        pos = _position(path, mark) if mark else Position(path, 1, 1)
+        pos = _position(path, mark, lines) if mark else Position(path, 1, 1)
         problem = exc.problem or "invalid YAML"
         context = f" {exc.context}" if exc.context else ""
         raise RegistryError([Diagnostic(pos, "", f"YAML syntax error: {problem}{context}")]) from None
     if root is None:
         raise RegistryError([Diagnostic(Position(path, 1, 1), "", "the registry is empty")])
-    tree = _convert(path, root, errors, "")  # MAX_DEPTH keeps the recursion short
+    tree = _convert(path, root, errors, "", 0, lines)  # MAX_DEPTH keeps the recursion short
     if errors:
         raise RegistryError(errors)
     return tree

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import difflib
 import keyword
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,6 +46,7 @@ class Map:
 
     value: object
     doc: str = ""
+    names: str = ""  # a regex the keys match instead of identifiers (templates such as new_{backend})
 
 
 @dataclass(frozen=True)
@@ -135,7 +137,7 @@ KERNEL_FACT = Record(
         "overridable": Bool(
             doc="the header's value is a default (#ifndef): a -D, or a #define before the include, may set "
             "another to tune the kernels, and whoever does sets the runtime's <NAME> alike (bench/gpu.py "
-            "nn-explore does both)"
+            "--explore nn-rows does both)"
         ),
         "doc": Str(),
     },
@@ -144,8 +146,22 @@ KERNEL_FACT = Record(
     "(OPGEN_<NAME>) and generated/kernel_facts.py (<NAME>)",
 )
 
+SWITCH = Record(
+    {
+        "backends": List(Str(identifier=True), doc="the backends whose runtime module has the switch"),
+        "doc": Str(),
+    },
+    required=("backends",),
+    doc="a process-wide switch of some backends (Candle's set_gemm_reduced_precision_*): its runtime "
+    "modules define <name>() and set_<name>(enabled); gen writes generated/switches.py and "
+    "generated/rust/switches.rs (a module per backend, as candle_core::cuda has them)",
+)
+
 TARGET = Record(
-    {"out": Str(doc="output directory, relative to the registry's folder, inside generated/ or tests/")},
+    {
+        "out": Str(doc="output directory, relative to the registry's folder, inside generated/ or tests/"),
+        "profile": Str(doc="a library's API profile (a YAML file beside the registry): its names, types and backends"),
+    },
     required=("out",),
 )
 
@@ -193,6 +209,7 @@ REGISTRY = Record(
             doc="numbers and kernel lists the HIP kernels and the GPU runtime share, "
             "in UPPER_CASE: one source for both",
         ),
+        "switches": Map(SWITCH, doc="process-wide switches of the backends, off by default"),
         "targets": Record(
             {"python": TARGET, "rust": TARGET},
             doc="what `gen` writes, and where: the Python package, Candle-shaped Rust dispatch "
@@ -269,7 +286,11 @@ class Checker:
             return False
         ok = True
         for name, (knode, vnode) in node.value.items():
-            ok &= self.identifier(knode, f"{key}.{name}")
+            if spec.names and not re.fullmatch(spec.names, name):
+                self.error(knode, f"{key}.{name}", f"{name!r} is not a name here ({spec.doc})")
+                ok = False
+            elif not spec.names:
+                ok &= self.identifier(knode, f"{key}.{name}")
             ok &= self.check(spec.value, vnode, f"{key}.{name}")
         return ok
 

@@ -7,12 +7,13 @@ modules of a big registry, with the same verdict and the same error position.
    Pieces that each compile make a valid module when joined by blank lines: each closes its
    brackets, strings and blocks.
 2. Launch wrappers. A block of exactly the launch wrapper's shape (`def launch_k(launch, grid,
-   block, stream, a, b) -> None:` and one `launch(...)` line, every name a plain identifier,
-   the parameters distinct) is valid Python by its shape, and is not compiled: 7,864 of them
-   were 80% of the compile time above. A block that differs in anything is compiled.
+   block, stream, a, b) -> None:` and one `launch(...)` call, every name a plain identifier,
+   the parameters distinct; lines broken inside brackets as python_layout breaks them) is
+   valid Python by its shape, and is not compiled: 7,864 of them were 80% of the compile
+   time above. A block that differs in anything is compiled.
 3. Kernel tables. A block of dict displays of exactly the kernel tables' shape (`UNARY:
    dict[UnaryOp, Kernel] = {` or `_UNARY_DTYPES = {`, and entries `Op.X: Kernel("x", {_F32:
-   fn, ...}, None),`, `"op": {(Pattern.P, 'f32', _F32): fn, ...},` or `Op.X: (DType.F32, ),`,
+   fn, ...}, None),`, `"op": {(Pattern.P, "f32", _F32): fn, ...},` or `Op.X: (DType.F32, DType.F64),`,
    names that are no keyword, plain ASCII strings, comments between tables) is valid Python
    by its shape, and is not compiled: kernels_hip.py's, kernels_numpy.py's and dtypes.py's
    tables were 0.2 s of compile for the 2,584-op registry. Every production of that grammar
@@ -20,10 +21,10 @@ modules of a big registry, with the same verdict and the same error position.
    (`None` stands only where a value does), a callee is a name; strings hold no quote,
    backslash or control character. A block that differs in anything is compiled.
 4. Protocol stubs. A class of exactly contract.py's Protocol shape (`class CpuRuntime(Protocol):`,
-   a one-line docstring, then stubs `def f(self, a: T, b: U | None, /) -> tuple[int, ...]: ...`,
-   comments and blank lines) is valid by its shape, with the same checks of its names and
-   each stub's parameters distinct: the 2,584-op registry's three Protocols were 0.09 s of
-   compile.
+   a one-line docstring, then stubs `def f(self, a: T, b: U | None, /) -> tuple[int, ...]: ...`
+   (their parameters broken over lines where long), comments and blank lines) is valid by its
+   shape, with the same checks of its names and each stub's parameters distinct: the
+   2,584-op registry's three Protocols were 0.09 s of compile.
 
 Whenever a piece fails alone (a split inside a string, a block that goes on from the one
 before), or a later piece holds a `__future__` import, the whole text goes to compile, which
@@ -37,12 +38,19 @@ import re
 
 _BLOCKS_PER_PIECE = 32
 _NAME = r"[^\W\d]\w*"  # an ASCII identifier: every pattern below is compiled with re.ASCII
+# Inside brackets, as the formatter lays long lines out (python_layout): the items on one line,
+# or each on its own; a comma before the closing bracket. Line breaks inside brackets never
+# change what Python reads.
+_SEP = r"(?:, |,\n +)"  # between two items
+_OPEN = r"(?:\n +)?"  # after an opening bracket
+_CLOSE = r"(?:,?\n *|,)?"  # before a closing bracket
 _LAUNCH_WRAPPER = re.compile(
-    rf"def (?P<name>{_NAME})\(launch, grid, block, stream(?P<params>(?:, {_NAME})*)\) -> None:\n"
-    rf'    launch\(_SRC_[A-Za-z0-9_]+, "{_NAME}", grid, block, stream, \((?P<args>{_NAME}(?:, {_NAME})*),\), '
-    rf"_ARGS_[A-Za-z0-9_]+\)\n?",
+    rf"def (?P<name>{_NAME})\({_OPEN}launch{_SEP}grid{_SEP}block{_SEP}stream(?P<params>(?:{_SEP}{_NAME})*){_CLOSE}\)"
+    rf" -> None:\n    launch\({_OPEN}_SRC_[A-Za-z0-9_]+{_SEP}\"{_NAME}\"{_SEP}grid{_SEP}block{_SEP}stream{_SEP}"
+    rf"\({_OPEN}(?P<args>{_NAME}(?:{_SEP}{_NAME})*){_CLOSE}\){_SEP}_ARGS_[A-Za-z0-9_]+{_CLOSE}\)\n?",
     re.ASCII,
 )
+_SEPARATOR = re.compile(r",\s*")
 _WRAPPER_OWN = ("launch", "grid", "block", "stream")
 _RESERVED = frozenset([*keyword.kwlist, "__debug__"])  # names no parameter or call may have
 
@@ -53,20 +61,20 @@ def _kernel_tables() -> re.Pattern[str]:
     made the pattern so large that compiling it took 0.1 s of every run)."""
     dotted = rf"{_NAME}(?:\.{_NAME})*"
     atom = rf"""(?:{dotted}|"[ !#-\[\]-~]*"|'[ -&(-\[\]-~]*')"""  # ASCII, no quote or backslash
-    key = rf"(?:{atom}|\({atom}(?:, {atom})*,?\))"
-    value = rf"(?:{dotted}\((?:{atom}(?:, {atom})*)?\)|{atom})"
+    key = rf"(?:{atom}|\({_OPEN}{atom}(?:{_SEP}{atom})*{_CLOSE}\))"
+    value = rf"(?:{dotted}\((?:{_OPEN}{atom}(?:{_SEP}{atom})*{_CLOSE})?\)|{atom})"
     kernel_entry = (
         rf"    {key}: {dotted}\(\n"
         rf"        {atom},\n"
-        rf"        \{{\n(?:            {key}: {value},\n)*        \}},\n"
+        rf"        (?:\{{\n(?:            {key}: {value},\n)+        \}}|\{{\}}),\n"
         rf"        {value},\n"
         rf"    \),\n"
     )
-    dict_entry = rf"    {key}: \{{\n(?:        {key}: {value},\n)*    \}},\n"
+    dict_entry = rf"    {key}: (?:\{{\n(?:        {key}: {value},\n)+    \}}|\{{\}}),\n"
     inner = rf"{dotted}(?:\[{dotted}(?:, {dotted})*\])?"  # str, dict[object, object]
     annotation = rf"{dotted}(?:\[{inner}(?:, {inner})*\])?"
     comment = r"#[ -~]*\n"  # printable ASCII: no \r, NUL or surrogate
-    tuple_entry = rf"    {key}: \((?:{atom}, )+\),\n"
+    tuple_entry = rf"    {key}: \({_OPEN}{atom}(?:{_SEP}{atom})*{_CLOSE}\),\n"
     table = rf"(?:{comment})*{_NAME}(?:: {annotation})? = \{{\n(?:{kernel_entry}|{dict_entry}|{tuple_entry})*\}}"
     return re.compile(rf"(?:{table}(?:\n\n?(?!\n*\Z)|\n?\Z))+", re.ASCII)  # tables, blank lines between
 
@@ -111,13 +119,15 @@ def _protocol() -> re.Pattern[str]:
     union1 = rf"{term1}(?: \| {term1})*"
     term2 = rf"{dotted}(?:\[{union1}(?:, {union1})*\])?"
     annotation = rf"{term2}(?: \| {term2})*"
-    stub = rf"    def {_NAME}\(self(?:, {_NAME}: {annotation})*(?:, /)?\) -> {annotation}: \.\.\."
+    stub = (
+        rf"    def {_NAME}\({_OPEN}self(?:{_SEP}{_NAME}: {annotation})*(?:{_SEP}/)?{_CLOSE}\) -> {annotation}: \.\.\."
+    )
     docstring = r'    """[ !#-\[\]-~]*"""'  # ASCII, no quote or backslash
     return re.compile(rf"class {_NAME}\({dotted}\):\n{docstring}\n(?:(?:{stub}|    #[ -~]*|)\n)*", re.ASCII)
 
 
 _PROTOCOL = _protocol()
-_STUB_PARAMS = re.compile(r"^    def [^(]*\(self(.*)\) -> ", re.MULTILINE)
+_STUB_PARAMS = re.compile(r"^    def [^(]*\(\s*self([^)]*)\) -> ", re.MULTILINE)  # annotations hold no ")"
 _PARAM_NAME = re.compile(rf"({_NAME}): ", re.ASCII)
 _PROTOCOL_NOTES = re.compile(r'^    (?:#|""").*', re.MULTILINE)  # comment and docstring lines
 
@@ -138,8 +148,8 @@ def is_protocol(block: str) -> bool:
     while at >= 0:
         before, after = code[at - 2 : at], code[at + 4 : at + 5]
         alone = before[-1:] not in _NAME_CHARS and after not in _NAME_CHARS  # None itself, not in a name
-        misplaced = before[-1:] == "." or after in (".", "(", "[") or (after == ":" and before in (", ", "("))
-        if alone and misplaced:  # an attribute, a def, a subscript or call, a parameter
+        misplaced = before[-1:] == "." or after in (".", "(", "[") or (after == ":" and before in (", ", "(", "  "))
+        if alone and misplaced:  # an attribute, a def, a subscript or call, a parameter (on a line of its own)
             return False
         at = code.find("None", at + 4)
     return True
@@ -169,8 +179,10 @@ def _names_allowed(params: str, args: str) -> bool:
     """Whether a wrapper's parameters (", a, b": after its own) are distinct and neither they
     nor its arguments ("a, b") are reserved. A few hundred distinct lists stand for the
     thousands of wrappers: each is judged once."""
-    names = [*_WRAPPER_OWN, *params.split(", ")[1:]]
-    return len(set(names)) == len(names) and _RESERVED.isdisjoint(names) and _RESERVED.isdisjoint(args.split(", "))
+    names = [*_WRAPPER_OWN, *_SEPARATOR.split(params)[1:]]
+    return (
+        len(set(names)) == len(names) and _RESERVED.isdisjoint(names) and _RESERVED.isdisjoint(_SEPARATOR.split(args))
+    )
 
 
 def _pieces(text: str) -> list[str]:

@@ -247,7 +247,7 @@ def _kernel_fn(kernel: _Kernel, dt: np.dtype):
 def unary(buf: np.ndarray, kernel: _Kernel, layout: _Layout) -> np.ndarray:
     f = kernel.by_dtype.get(buf.dtype)
     if f is None:
-        _kernel_fn(kernel, buf.dtype)
+        f = _kernel_fn(kernel, buf.dtype)
     if layout.dense_count == buf.size:
         out = f(buf)  # the whole buffer: the common case, kept cheap
         if out is buf:
@@ -272,7 +272,7 @@ def binary(buf: np.ndarray, kernel: _Kernel, rhs: np.ndarray, lhs_layout: _Layou
     dt = buf.dtype
     f = kernel.by_dtype.get(dt)
     if f is None:
-        _kernel_fn(kernel, dt)
+        f = _kernel_fn(kernel, dt)
     rdt = rhs.dtype
     if rdt is not dt and rdt != dt:
         _check_same_dtype(kernel.op, buf, rhs)

@@ -521,11 +521,11 @@ class KernelCache:
 
     def get_or_compile(self, key: str, compile_: Callable[[], bytes]) -> bytes:
         path = self.directory / f"{key}.bin"
-        image, damage = _read_entry(path)
+        image, damage = read_entry(path)
         if image is not None:
             return image
         with self._turn(key):
-            again, _ = _read_entry(path)  # stored by another process while this one waited
+            again, _ = read_entry(path)  # stored by another process while this one waited
             if again is not None:
                 return again
             image = compile_()
@@ -557,23 +557,28 @@ class KernelCache:
             os.close(fd)  # releases the lock
 
     def _store(self, path: Path, blob: bytes) -> str | None:
-        """Store atomically; None, or why the entry could not be written."""
-        try:
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-        except OSError as exc:
-            return exc.strerror or str(exc)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(blob)
-            os.chmod(tmp, 0o644)
-            os.replace(tmp, path)
-        except OSError as exc:
-            Path(tmp).unlink(missing_ok=True)
-            return exc.strerror or str(exc)
-        return None
+        return store_entry(path, blob)
 
 
-def _read_entry(path: Path) -> tuple[bytes | None, str]:
+def store_entry(path: Path, blob: bytes) -> str | None:
+    """Store atomically (a temporary file renamed over the entry); None, or why the entry
+    could not be written. The kernel cache's and the plan cache's (runtime/gpu/plan_cache.py)."""
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(blob)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        return exc.strerror or str(exc)
+    return None
+
+
+def read_entry(path: Path) -> tuple[bytes | None, str]:
     """(image, "") from an intact entry; (None, "") when there is none; else (None, what is
     wrong with it). Opened without blocking and read only when a regular file: a FIFO or
     device put there cannot hang the process."""
@@ -614,7 +619,7 @@ def compile_for(backend: str, source: str, name: str, arch: str, **kwargs) -> by
 
 def compile_job(path: str, backend: str, arch: str) -> dict:
     """Compile one file, for process pools (CI compiles files in parallel, and a
-    compiler crash then takes down a worker, not the test session). Returns plain data:
+    compiler crash then takes down a worker, not the whole test run). Returns plain data:
     {"seconds", "size", "symbols", "log"} on success, {"unavailable": reason} when the
     compiler or target is missing, {"error": message} on a CompileError."""
     import time

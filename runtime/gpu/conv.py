@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from generated.kernel_facts import KernelPattern as K
 from runtime.gpu.launch import BLOCK
 from runtime.gpu.memory import GpuBuffer, _fits, _same_ordinal
+from runtime.gpu.state import RuntimeState
 from runtime.layout import Layout
 
 # Convolutions through the BLAS: bytes of im2col / col2im columns at a time (batches past it
@@ -40,7 +41,7 @@ class _ConvGeometry:
     strides: tuple[int, int, int, int]
 
 
-class Convolutions:
+class Convolutions(RuntimeState):
     """GpuRuntime's convolutions, pooling and upsampling; `_blas` (whether the driver's BLAS
     runs) is set up by GpuRuntime. Uses Memory's `alloc`, Launch's `stream`, `geometry`,
     `_sms`, `_info`, `_entry`, and Elementwise's `_dense`."""
@@ -320,6 +321,7 @@ class Convolutions:
                 positions,
                 g.c_out * positions,
                 n,
+                reduced=self.switches.conv_reduced(dtype),
             )
         return out
 
@@ -357,6 +359,7 @@ class Convolutions:
                 inputs,
                 taps * inputs,
                 n,
+                reduced=self.switches.conv_reduced(dtype),
             )
             rows = n * g.c_out
             col2im(

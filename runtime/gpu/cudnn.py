@@ -11,13 +11,16 @@ run on our buffers' raw device addresses, on our stream, with a workspace from o
   which sends the caller (runtime/gpu/conv.py, runtime/gpu/nn.py) down its own kernels and BLAS
   paths, with no error. `status()` is the one-line summary (README: "cuDNN").
 - **Plans per shape.** The graph of a call is keyed by the op, dtype, device, dims,
-  strides and parameters; it is validated, lowered, planned (heuristics A, then the
-  fallback list), checked and built on the first call of that key and kept (PLAN_CACHE
-  entries, the least recently used dropped first). Convolutions build every plan listed and
-  time each on that first call's buffers (AUTOTUNE: the fastest runs from then on; the
-  first call waits for the device); attention takes the heuristics' plan (its first call:
-  about a second, NVRTC). A key cuDNN refuses is remembered as None: the fallback path,
-  without asking again.
+  strides, parameters and precision mode; it is validated, lowered, planned (heuristics A,
+  then the fallback list), checked and built on the first call of that key and kept
+  (PLAN_CACHE entries, the least recently used dropped first). By default a graph runs the
+  heuristics' plan: nothing is timed inside a user's call. With the runtime's `autotune`
+  switch on (runtime/gpu/switches.py, torch's cudnn.benchmark), a convolution builds every
+  plan listed and times each on its first call's buffers; the fastest runs from then on.
+  Either choice is kept on disk (runtime/gpu/plan_cache.py, beside the kernel cache): a
+  later process deserializes the built plan, without heuristics, timing or NVRTC (attention's
+  fused kernels: about a second to compile otherwise). A key cuDNN refuses is remembered as
+  None: the fallback path, without asking again.
 - **Addresses and streams.** A graph runs on `execute({tensor: address}, workspace,
   handle)` with ints for addresses (GpuBuffer.at: the view's first element). One handle
   per device, made in the device's primary context (current after rt.stream()), bound to
@@ -26,12 +29,14 @@ run on our buffers' raw device addresses, on our stream, with a workspace from o
   largest plan's need; all of a device's work runs on its one stream, so a reuse is
   ordered after the previous user.
 - **Numerics.** f32 graphs compute in f32: plans with the TENSOR_CORE numerical note (TF32)
-  or DOWN_CONVERT_INPUTS are deselected, as torch does with TF32 off; f16 / bf16 compute
-  in f32 (compute and intermediate data type FLOAT), attention too.
+  or DOWN_CONVERT_INPUTS are deselected, as torch does with TF32 off; with the runtime's
+  `conv_reduced_precision_f32` switch on, TENSOR_CORE plans (TF32) stay, as torch's
+  cudnn.allow_tf32 does. f16 / bf16 compute in f32 (compute and intermediate data type
+  FLOAT), attention too.
 
 Which ops and dtypes take this path (CONV_DTYPES, SDPA_DTYPES) was chosen by measurement on
-the H100 against the paths already there, torch in the same run (bench/gpu_issue11.py's
-bench_cudnn and explore_cudnn; bench/results/gpu-notes.md, "Issue 11, round 3: cuDNN"):
+the H100 against the paths already there, torch in the same run (bench/gpu.py
+--explore cudnn,cudnn-attention,cudnn-plans; the measurements, commit c1a5b26's bench/results/):
 f64 convolutions stay on the BLAS path (cuDNN's took twice as long), f32 attention on the
 BLAS path (cuDNN's fused attention takes the half types only).
 
@@ -45,10 +50,13 @@ import math
 import os
 from collections import OrderedDict
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from runtime.gpu import compile as gpu_compile
+from runtime.gpu.plan_cache import PlanCache, decode_blob, encode_blob, plan_key
 from runtime.layout import Layout
 
 #: dtypes whose convolutions (and transposed convolutions) cuDNN takes, by op.
@@ -64,12 +72,12 @@ SDPA_DTYPES = frozenset({"float16", "bfloat16"})
 PLAN_CACHE = 256
 #: The heuristics asked for a convolution's plans, in order (cudnn.heur_mode's names).
 HEURISTICS = ("A", "FALLBACK")
-#: Convolutions: build every plan the heuristics list and time each on the first call's
-#: buffers (AUTOTUNE_ROUNDS rounds of AUTOTUNE_RUNS runs, CUDA events), then run the fastest (torch's
-#: cudnn.benchmark does the like). Measured on the H100 (gpu-notes.md): the heuristics' first
-#: plan ran conv_transpose2d f32 (16, 64, 56, 56) in 0.229 ms of device time, the fastest
-#: plan in 0.161; bf16 convolutions 1.1-1.6x faster. Attention keeps the heuristics' plan.
-AUTOTUNE = True
+#: Convolutions with the runtime's `autotune` switch on: build every plan the heuristics list
+#: and time each on the first call's buffers (AUTOTUNE_ROUNDS rounds of AUTOTUNE_RUNS runs, CUDA
+#: events), then run the fastest (torch's cudnn.benchmark does the like). Measured on the H100
+#: (bench/gpu.py --explore cudnn-plans): the heuristics' first plan ran conv_transpose2d f32 (16, 64, 56, 56) in
+#: 0.229 ms of device time, the fastest plan in 0.161; bf16 convolutions 1.1-1.6x faster.
+#: Attention keeps the heuristics' plan.
 AUTOTUNE_RUNS = 5
 AUTOTUNE_ROUNDS = 3
 #: A second look: the SECOND_LOOK_PLANS fastest plans of the first call are timed again on
@@ -96,6 +104,7 @@ class Plan:
     tune: bool = False  # time the built plans on the next call's buffers
     candidates: tuple[int, ...] = ()  # the first timing's fastest plans, for the second look
     calls: int = 0  # calls run since the first timing
+    disk_key: str | None = None  # its entry in the plan cache (None: not kept on disk)
 
 
 def _dense_strides(shape: tuple[int, ...]) -> list[int]:
@@ -118,6 +127,8 @@ class Cudnn:
         self.enabled = os.environ.get("OPGEN_CUDNN", "1") != "0"
         self.calls: dict[str, int] = {}  # op -> calls cuDNN ran (tests and the bench read it)
         self.last_refusal: str | None = None  # why cuDNN refused the last graph it refused
+        self.loaded = 0  # plans taken from the disk cache (tests and the bench read it)
+        self._disk: PlanCache | None = None
 
     # -- loading ----------------------------------------------------------------------------
     def module(self):
@@ -177,15 +188,77 @@ class Cudnn:
             return plans[key]
         cudnn = self._module
         handle = self._handle(ordinal, stream)
-        try:
-            plan = make(cudnn, handle)
-        except Exception as exc:  # noqa: BLE001  (cudnnGraphNotSupportedError, or a frontend's own refusal)
-            plan = None
-            self.last_refusal = f"{key[0]} {key[1]} {key[3:]}: {type(exc).__name__}: {exc}"
+        disk_key = self._disk_key(key, ordinal)
+        plan = self._load(disk_key, cudnn, handle)
+        if plan is None:
+            try:
+                plan = make(cudnn, handle)
+            except Exception as exc:  # noqa: BLE001  (cudnnGraphNotSupportedError, or a frontend's own refusal)
+                plan = None
+                self.last_refusal = f"{key[0]} {key[1]} {key[3:]}: {type(exc).__name__}: {exc}"
+            else:
+                plan.disk_key = disk_key
+                if not plan.tune:  # the heuristics' plan: kept now (a tuned one once timed)
+                    self._save(plan)
         plans[key] = plan
         if len(plans) > PLAN_CACHE:
             plans.popitem(last=False)
         return plan
+
+    # -- plans on disk (runtime/gpu/plan_cache.py) ---------------------------------------------
+    def plan_cache(self) -> PlanCache:
+        """The disk cache of chosen plans: `plans` beside the backend's kernels in the kernel
+        cache's directory (OPGEN_CACHE_DIR)."""
+        if self._disk is None:
+            self._disk = PlanCache(Path(gpu_compile.CACHE_DIR) / self.rt.name / "plans")
+        return self._disk
+
+    def _disk_key(self, key: tuple, ordinal: int) -> str:
+        """The plan cache's key of a graph's key: the device by name and architecture (not by
+        ordinal), the cuDNN and frontend versions, the rest of the key."""
+        driver, cudnn = self.rt.driver, self._module
+        device = (
+            getattr(driver, "device_name", lambda ordinal: "?")(ordinal),
+            getattr(driver, "arch", lambda ordinal: "?")(ordinal),
+        )
+        versions = (_backend_version(cudnn), getattr(cudnn, "__version__", "?"))
+        return plan_key(self.rt.name, device, versions, key[:2] + key[3:])
+
+    def _load(self, disk_key: str, cudnn, handle) -> Plan | None:
+        """The plan kept on disk under `disk_key`, deserialized, or None (none kept, or one this
+        cuDNN cannot load: then the plan is chosen again and its entry replaced)."""
+        entry = self.plan_cache().get(disk_key)
+        if entry is None:
+            return None
+        try:
+            blob = decode_blob(entry["graph"])
+            uids = tuple(int(uid) for uid in entry["uids"])
+            if not blob:
+                return None
+            graph = cudnn.pygraph(handle=handle)
+            graph.deserialize(handle, list(blob))
+            workspace = int(graph.get_workspace_size())
+        except Exception:  # noqa: BLE001  (an entry of another layout, a plan this library refuses)
+            return None
+        self.loaded += 1
+        return Plan(graph, uids, workspace, disk_key=disk_key)
+
+    def _save(self, plan: Plan) -> None:
+        """Keep the plan's choice on disk: its index, its tensors' uids, the built plan as the
+        frontend serializes it (the chosen index built and selected first, which is what
+        serialize writes)."""
+        if plan.disk_key is None:
+            return
+        graph = plan.graph
+        try:
+            if plan.index is not None:
+                graph.build_plan_at_index(plan.index)
+            blob = bytes(graph.serialize())
+            uids = [int(t.get_uid()) for t in plan.tensors]
+        except Exception:  # noqa: BLE001  (a graph the frontend cannot serialize: chosen again next time)
+            return
+        entry = {"index": plan.index, "uids": uids, "graph": encode_blob(blob)}
+        self.plan_cache().put(plan.disk_key, entry)
 
     def _run(self, op: str, plan: Plan, ordinal: int, stream: int, addresses: tuple[int, ...]) -> None:
         handle = self._handle(ordinal, stream)
@@ -218,14 +291,16 @@ class Cudnn:
         if ranked:
             plan.index, plan.workspace = ranked[0], needs[ranked[0]]
             plan.candidates = tuple(ranked[:SECOND_LOOK_PLANS]) if len(ranked) > 1 else ()
+            self._save(plan)
 
     def _second_look(self, plan: Plan, ordinal: int, pack: dict, handle) -> None:
         """Time the candidates again, now that the shape is in steady use, and keep the fastest."""
         needs = {index: int(plan.graph.get_workspace_size_plan_at_index(index)) for index in plan.candidates}
         plan.candidates = ()
         ranked = self._rank(plan, ordinal, pack, handle, needs)
-        if ranked:
+        if ranked and ranked[0] != plan.index:
             plan.index, plan.workspace = ranked[0], needs[ranked[0]]
+            self._save(plan)
 
     def _rank(self, plan: Plan, ordinal: int, pack: dict, handle, needs: dict[int, int]) -> list[int]:
         """The plans of `needs` (index -> workspace bytes) that ran, fastest first: AUTOTUNE_ROUNDS
@@ -275,7 +350,7 @@ class Cudnn:
         height 1; transposed ones as the data gradient of the convolution they transpose
         (conv_dgrad: the kernel (c_in, c_out, k..) read as that convolution's (K, C, R, S),
         output_padding in the output's extent). (Transposed ones of stride 1 as convolutions of
-        the flipped kernel, cuDNN's CONVOLUTION mode, measured slower: gpu-notes.md.)"""
+        the flipped kernel, cuDNN's CONVOLUTION mode, measured slower on the H100.)"""
         dtype = buf.dtype
         if dtype.name not in CONV_DTYPES.get(op, ()) or kernel.dtype != dtype or self.module() is None:
             return None
@@ -298,10 +373,13 @@ class Cudnn:
         ordinal = buf.ordinal
         stream = self.rt.stream(ordinal)
         handle_stream = int(stream.handle)
-        key = (op, dtype.name, ordinal, x_dims, w_dims, y_dims, pad, stride, dilation, HEURISTICS, AUTOTUNE)
+        switches = self.rt.switches
+        tf32, tune = switches.conv_reduced(dtype), switches.autotune
+        key = (op, dtype.name, ordinal, x_dims, w_dims, y_dims, pad, stride, dilation, HEURISTICS, tf32, tune)
 
         def make(cudnn, handle):
-            return _conv_plan(cudnn, handle, transposed, dtype, x_dims, w_dims, y_dims, pad, stride, dilation)
+            graph = _conv_graph(cudnn, handle, transposed, dtype, x_dims, w_dims, y_dims, pad, stride, dilation)
+            return _finish(cudnn, *graph, HEURISTICS, tune=tune, tf32=tf32)
 
         plan = self._plan(key, ordinal, handle_stream, make)
         if plan is None:
@@ -410,16 +488,24 @@ def _data_type(cudnn, dtype: np.dtype):
 
 
 def _finish(
-    cudnn, graph, handle, dtype: np.dtype, tensors: tuple, heuristics=("A", "FALLBACK"), tune: bool = False
+    cudnn,
+    graph,
+    handle,
+    dtype: np.dtype,
+    tensors: tuple,
+    heuristics=("A", "FALLBACK"),
+    tune: bool = False,
+    tf32: bool = False,
 ) -> Plan:
     """Validate, lower, plan (`heuristics`: cudnn.heur_mode names, in order), drop the plans
-    that compute f32 in less than f32, check, build (every plan where `tune`: timed on the
-    first call's buffers): the graph's Plan."""
+    that compute f32 in less than f32 (those on TF32 tensor cores stay where `tf32`), check,
+    build (every plan where `tune`: timed on the first call's buffers): the graph's Plan."""
     graph.validate()
     graph.build_operation_graph()
     graph.create_execution_plans([getattr(cudnn.heur_mode, name) for name in heuristics])
     if dtype.name == "float32":
-        graph.deselect_numeric_notes([cudnn.numerical_note.TENSOR_CORE, cudnn.numerical_note.DOWN_CONVERT_INPUTS])
+        notes = [cudnn.numerical_note.DOWN_CONVERT_INPUTS]
+        graph.deselect_numeric_notes(notes if tf32 else [cudnn.numerical_note.TENSOR_CORE, *notes])
     graph.check_support()
     if tune:
         graph.build_plans(cudnn.build_plan_policy.ALL)
@@ -428,9 +514,10 @@ def _finish(
     return Plan(graph, tensors, int(graph.get_workspace_size()), tune=tune)
 
 
-def _conv_plan(cudnn, handle, transposed: bool, dtype: np.dtype, x_dims, w_dims, y_dims, pad, stride, dilation) -> Plan:
+def _conv_graph(cudnn, handle, transposed: bool, dtype: np.dtype, x_dims, w_dims, y_dims, pad, stride, dilation):
     """A convolution (NCHW, dense) as a graph: conv_fprop x (*) w -> y, or for a transposed
-    one conv_dgrad of the convolution y -> x: dy = x, filter w, dx = y."""
+    one conv_dgrad of the convolution y -> x: dy = x, filter w, dx = y. (graph, handle,
+    dtype, its tensors), for _finish."""
     io = _data_type(cudnn, dtype)
     compute = cudnn.data_type.DOUBLE if dtype.name == "float64" else cudnn.data_type.FLOAT
     graph = cudnn.pygraph(io_data_type=io, intermediate_data_type=compute, compute_data_type=compute, handle=handle)
@@ -457,7 +544,7 @@ def _conv_plan(cudnn, handle, transposed: bool, dtype: np.dtype, x_dims, w_dims,
             name="conv",
         )
     y.set_output(True).set_dim(list(y_dims)).set_stride(_dense_strides(y_dims)).set_data_type(io)
-    return _finish(cudnn, graph, handle, dtype, (x, w, y), HEURISTICS, AUTOTUNE)
+    return graph, handle, dtype, (x, w, y)
 
 
 def _sdpa_plan(

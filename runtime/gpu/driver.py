@@ -24,6 +24,10 @@ class Driver(Protocol):
     """The vendor layer. Pointers are ints; `stream(ordinal)` is the device's op stream."""
 
     name: str
+    # interop (runtime/gpu/interop.py): DLPack's device type (kDLCUDA / kDLROCM) and what its
+    # `stream` of None means (CUDA's legacy default stream 1, HIP's null stream 0)
+    dlpack_device_type: int
+    dlpack_default_stream: int
 
     def availability(self) -> str | None: ...
     def arch(self, ordinal: int) -> str: ...
@@ -43,6 +47,8 @@ class Driver(Protocol):
     def function(self, module: Any, name: str) -> Any: ...
     def launch(self, fn: Any, grid: int, block: int, stream: Any, args: tuple, types: tuple) -> None: ...
     def synchronize(self, ordinal: int) -> None: ...
+    def stream_id(self, stream: Any) -> int: ...
+    def wait(self, waiter: Any, producer: Any) -> None: ...
     def blas_available(self) -> bool: ...
     def gemm(
         self,
@@ -64,7 +70,12 @@ class Driver(Protocol):
         ldc: int,
         stride_c: int,
         batch: int,
+        *,
+        reduced: bool = False,
     ) -> None: ...
+
+    # `reduced`: the GEMM may compute in reduced precision (runtime/gpu/switches.py says how
+    # much for each dtype); off, f32 computes in f32 and the half types accumulate in f32.
 
 
 class PreparingDriver(Driver, Protocol):
@@ -72,6 +83,13 @@ class PreparingDriver(Driver, Protocol):
     looks `launcher` up with getattr, and a driver without it launches through `launch`."""
 
     def launcher(self, fn: Any, types: tuple) -> Callable[[int, int, Any, tuple, tuple], None]: ...
+
+
+class ArrayInterfaceDriver(Driver, Protocol):
+    """A driver that finds the device of a pointer (runtime/cuda.py's): the CUDA Array
+    Interface gives a pointer alone, and runtime/cuda.py alone binds it."""
+
+    def pointer_device(self, ptr: int) -> int: ...
 
 
 class DriverCalls(NamedTuple):

@@ -10,10 +10,11 @@ from runtime.errors import DTypeMismatch, ShapeMismatch
 from runtime.gpu import memory
 from runtime.gpu.launch import BLOCK, DeviceStream
 from runtime.gpu.memory import GpuBuffer, _fits, _new_pooled, _PooledBuffer, _same_ordinal
+from runtime.gpu.state import RuntimeState
 from runtime.layout import Layout
 
 
-class Elementwise:
+class Elementwise(RuntimeState):
     """GpuRuntime's elementwise ops and copies, and the dense copies of views that other
     families make before a kernel or the BLAS reads them (`_dense`, `_dense_copy`). Uses
     Memory's `alloc` and Launch's `stream`, `geometry`, `_info`, `_entry`."""
@@ -44,6 +45,7 @@ class Elementwise:
         stream = self._streams.get(ordinal) or self.stream(ordinal)
         out_dtype = kernel.result or dtype
         bin_ = self._bin_of.get((ordinal, n * out_dtype.itemsize or 1))
+        out: GpuBuffer
         if bin_ is not None and bin_.free and not memory.POISON:
             out = _new_pooled(_PooledBuffer)
             out.ptr = bin_.free.pop()
@@ -85,6 +87,7 @@ class Elementwise:
         stream = self._streams.get(ordinal) or self.stream(ordinal)
         out_dtype = kernel.result or dtype
         bin_ = self._bin_of.get((ordinal, n * out_dtype.itemsize or 1))
+        out: GpuBuffer
         if bin_ is not None and bin_.free and not memory.POISON:
             out = _new_pooled(_PooledBuffer)
             out.ptr = bin_.free.pop()

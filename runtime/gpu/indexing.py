@@ -12,6 +12,7 @@ from generated.kernel_facts import KernelPattern as K
 from runtime.errors import ShapeMismatch
 from runtime.gpu.launch import BLOCK
 from runtime.gpu.memory import GpuBuffer, _fits, _same_ordinal
+from runtime.gpu.state import RuntimeState
 from runtime.layout import Layout
 
 # Index ops whose id checks may wait, per device, for the next synchronization (IdChecks):
@@ -24,7 +25,7 @@ class IdChecks:
     """One device's range checks of index-op ids, done by the kernels themselves.
 
     Reading the ids on the host would make every index op wait for the device (figures:
-    bench/results/gpu-notes.md, "Tuning figures"). Instead each launch gets a flag word of
+    bench/results/NOTES.md, "Tuning figures"). Instead each launch gets a flag word of
     `flags` (one per op since the last check), which its kernel sets when an id lies outside
     the dim; the kernel gives 0 for such an id (or skips it) and never reads or writes
     through it. The flags are read at the device's next synchronization point (to_host,
@@ -37,7 +38,7 @@ class IdChecks:
     pending: list = field(default_factory=list)  # (op, dim size) of each flag in use, in order
 
 
-class Indexing:
+class Indexing(RuntimeState):
     """GpuRuntime's index ops and their id checks; `_id_checks` (per device) is set up by
     GpuRuntime. Uses Memory's `alloc`, Launch's `stream`, `geometry`, `_info`, `_entry`, and
     Elementwise's `_dense`, `_dense_copy`."""

@@ -16,12 +16,13 @@ The drivers give: `dlpack_device_type` (DLPack's kDLCUDA / kDLROCM), `dlpack_def
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from runtime import dlpack
 from runtime.errors import DTypeMismatch, ShapeMismatch
+from runtime.gpu.driver import ArrayInterfaceDriver
 from runtime.gpu.memory import GpuBuffer
 from runtime.gpu.runtime import GpuRuntime
 from runtime.layout import Layout
@@ -139,7 +140,8 @@ def from_cuda_array_interface(rt: GpuRuntime, obj: Any) -> tuple[GpuBuffer, Layo
         stride = tuple(s // itemsize for s in cai["strides"])
     layout = Layout(shape, stride)
     ptr = int(cai["data"][0])
-    ordinal = rt.driver.pointer_device(ptr) if layout.elem_count else 0
+    driver = cast(ArrayInterfaceDriver, rt.driver)  # runtime/cuda.py alone binds this function
+    ordinal = driver.pointer_device(ptr) if layout.elem_count else 0
     rt.driver.activate(ordinal)
     theirs = cai.get("stream")
     if theirs is not None:

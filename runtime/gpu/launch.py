@@ -16,6 +16,7 @@ import numpy as np
 from runtime.errors import DTypeMismatch
 from runtime.gpu.compile import cache_key
 from runtime.gpu.memory import GpuBuffer
+from runtime.gpu.state import RuntimeState
 
 BLOCK = 256
 
@@ -84,7 +85,7 @@ def kernel_params(local: Any, types: tuple, args: tuple) -> int:
     return entry.fill(args)
 
 
-class Launch:
+class Launch(RuntimeState):
     """GpuRuntime's launches: the modules, functions and prepared launches per device, and
     what every family uses to launch (`stream`, `geometry`, `_info`, `_entry`). Its state is
     set up by GpuRuntime; `_info` uploads through Memory's `from_host`."""
@@ -139,8 +140,8 @@ class Launch:
 
     def geometry(self, numel: int, ordinal: int) -> int:
         """Blocks for a grid-stride kernel over `numel` elements: enough to fill the device
-        several times over (64 blocks per multiprocessor beat 32 and 8: bench/gpu.py --parts
-        explore; figures: bench/results/gpu-notes.md, "Tuning figures")."""
+        several times over (64 blocks per multiprocessor beat 32 and 8: bench/gpu.py --explore
+        grid; figures: bench/results/NOTES.md, "Tuning figures")."""
         blocks = -(-numel // BLOCK)
         if blocks <= 64:  # below any device's cap (a multiprocessor takes 64)
             return blocks or 1

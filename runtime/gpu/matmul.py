@@ -5,10 +5,11 @@ from __future__ import annotations
 from generated.kernel_facts import KernelPattern as K
 from runtime.checks import matmul_dims
 from runtime.gpu.memory import GpuBuffer, _fits, _same_ordinal
+from runtime.gpu.state import RuntimeState
 from runtime.layout import Layout
 
 
-class Matmul:
+class Matmul(RuntimeState):
     """GpuRuntime's matmul, through the driver's `gemm`. Uses Memory's `alloc`, Launch's
     `stream`, `_entry`, and Elementwise's `_dense`."""
 
@@ -35,11 +36,13 @@ class Matmul:
             copy = self._entry(table, (K.COPY_STRIDED_SELF, buf.dtype), "matmul")
             lhs_buf, lhs_view = self._dense(buf, lhs_layout, copy)
             a = _gemm_operand(lhs_view, m, k)
+            assert a is not None  # a dense copy is always a GEMM operand
         rhs_buf, rhs_view = rhs, rhs_layout
         if (bb := _gemm_operand(rhs_view, k, n)) is None:
             copy = self._entry(table, (K.COPY_STRIDED_SELF, rhs.dtype), "matmul")
             rhs_buf, rhs_view = self._dense(rhs, rhs_layout, copy)
             bb = _gemm_operand(rhs_view, k, n)
+            assert bb is not None
         stream = self.stream(buf.ordinal)
         self.driver.gemm(
             buf.ordinal,
@@ -60,6 +63,7 @@ class Matmul:
             n,
             m * n,
             b,
+            reduced=self.switches.gemm_reduced(buf.dtype),
         )
         return out
 

@@ -15,6 +15,7 @@ import numpy as np
 
 from generated.kernel_facts import KernelPattern as K
 from runtime.errors import ShapeMismatch
+from runtime.gpu.state import RuntimeState
 from runtime.layout import Layout
 
 SMALL_BLOCK = 1 << 20  # bytes: buffers up to this size are recycled by the runtime itself
@@ -55,10 +56,11 @@ class _PooledBuffer(GpuBuffer):
     itself instead of calling the dataclass __init__."""
 
     __slots__ = ("bin",)
+    bin: _Bin
 
     def __del__(self) -> None:
         # _Bin.give's body, inlined: a finalizer is called from C, each frame it adds costs
-        # as much as the block lookup in _alloc (bench/results/cpu-notes.md, GPU host path).
+        # as much as the block lookup in _alloc (bench/host_latency.py counts it).
         bin_ = self.bin
         kept = bin_.kept
         total = kept.bytes + bin_.size
@@ -69,7 +71,7 @@ class _PooledBuffer(GpuBuffer):
         kept.bytes = total
 
 
-_new_pooled = object.__new__
+_new_pooled: Callable[[type[_PooledBuffer]], _PooledBuffer] = object.__new__
 
 
 class _Kept:
@@ -104,7 +106,7 @@ class _Bin:
         kept.bytes = total
 
 
-class Memory:
+class Memory(RuntimeState):
     """GpuRuntime's buffers and the device methods that make them. Its state (the bins,
     `_rngs`) is set up by GpuRuntime; it uses Launch's `_entry`, Elementwise's `_dense_copy`
     (to_device of a strided view) and Indexing's `raise_bad_ids` (at host reads)."""
@@ -123,6 +125,7 @@ class Memory:
         on its one stream, so a block reused there is ordered after every kernel that used
         it before, as with the pool's own async free."""
         nbytes = size * dtype.itemsize or 1
+        buf: GpuBuffer
         if nbytes <= SMALL_BLOCK:
             bin_ = self._bin_of.get((ordinal, nbytes))
             if bin_ is None:

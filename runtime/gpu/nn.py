@@ -305,6 +305,7 @@ def sdpa(
         raise NotImplementedForBackend(rt.name, "sdpa (needs the driver's BLAS gemm)")
     scores = rt.alloc(q.ordinal, batch * sq * skv, q.dtype)
     stream = rt.stream(q.ordinal)
+    reduced = rt.switches.gemm_reduced(q.dtype)  # the GEMM switch of q's dtype (runtime/gpu/switches.py)
     gemm(
         q.ordinal,
         stream.handle,
@@ -324,6 +325,7 @@ def sdpa(
         skv,
         sq * skv,
         batch,
+        reduced=reduced,
     )
     grid, block = _rows_geometry(rt, q.ordinal, batch * sq, skv, q.dtype.itemsize)
     fn(rt.launch, grid, block, stream, batch * sq, skv, sq, float(scale), int(bool(causal)), scores.ptr)
@@ -346,6 +348,7 @@ def sdpa(
         d,
         sq * d,
         batch,
+        reduced=reduced,
     )
     return out, shape
 

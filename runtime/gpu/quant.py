@@ -50,9 +50,9 @@ QMATVEC_FAST = {
 QMATVEC_K = {"q4_k": (QMATVEC_K_ROWS_Q4_K, QMATVEC_THREADS), "q6_k": (QMATVEC_K_ROWS_Q6_K, QMATVEC_THREADS)}
 #: Rows of x from which QMatMul dequantizes the weight once and runs the f32 BLAS GEMM instead
 #: of qmatvec, which reads the weight again for every row; by format, the others' value under
-#: None: where the two cross, measured (bench/gpu.py --parts qmatmul; figures: bench/results/gpu-notes.md,
+#: None: where the two cross, measured (bench/gpu.py --parts qmatmul; figures: bench/results/NOTES.md,
 #: "Tuning figures"). Since then q4_1 takes the dp4a path and q4_k / q6_k the integer K path
-#: (faster products, bench/results/qmatvec-round2-h100.md): their crossings were not measured
+#: (faster products, commit 736c5fc): their crossings were not measured
 #: again, so these stay as they were (low, on the side of the GEMM).
 QMATMUL_GEMM_ROWS = {"q4_0": 24, "q8_0": 24, "q4_k": 20, "q6_k": 16, None: 12}
 #: The f32 weights dequantize + GEMM holds at once: slabs of W's rows up to this size.
@@ -284,5 +284,6 @@ def _dequantized_gemm(
             n,
             0,
             1,
+            reduced=rt.switches.gemm_reduced(np.dtype(np.float32)),
         )
     return True

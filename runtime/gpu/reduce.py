@@ -21,6 +21,7 @@ from runtime.checks import reduce_dims
 from runtime.errors import ShapeMismatch
 from runtime.gpu.launch import BLOCK
 from runtime.gpu.memory import GpuBuffer, _fits
+from runtime.gpu.state import RuntimeState
 from runtime.layout import Layout
 
 # Reductions of at most this many groups, split into chunks, run in one launch whose last
@@ -28,7 +29,7 @@ from runtime.layout import Layout
 FEW_GROUPS = BLOCK // 32
 # Reductions: work items per multiprocessor a launch aims for before it splits groups into
 # chunks: warps (a warp per item) and threads (a thread per item, reducing a leading dim).
-# bench/gpu_issue11.py's reduce-explore compares other values.
+# bench/gpu.py --explore reduce compares other values.
 WARP_ITEMS_PER_SM = 32
 THREAD_ITEMS_PER_SM = 1024
 # The column tiles (reduce_columns_<dt>: a leading dim's groups split into slices of rows,
@@ -36,9 +37,9 @@ THREAD_ITEMS_PER_SM = 1024
 # kTileThreads), threads per block (at most kernel_facts' COLUMN_BLOCK, the entry points'
 # launch bound: a larger value launches that many), the blocks a launch aims for per
 # multiprocessor (kernel_facts' COLUMN_MIN_BLOCKS, the launch bound's second figure, which
-# column-explore compiles with other values and sets here alike; figures:
-# bench/results/gpu-notes.md, dim0e), or the threads it aims for per multiprocessor where
-# COLUMN_THREADS_PER_SM is not 0 (column-explore's other grids), and the fewest rows a
+# --explore columns compiles with other values and sets here alike; figures:
+# bench/results/NOTES.md), or the threads it aims for per multiprocessor where
+# COLUMN_THREADS_PER_SM is not 0 (--explore columns' other grids), and the fewest rows a
 # thread reads in a slice.
 COLUMN_TILE = kernel_facts.COLUMN_TILE
 COLUMN_BLOCK = kernel_facts.COLUMN_BLOCK
@@ -47,7 +48,7 @@ COLUMN_THREADS_PER_SM = 0
 COLUMN_ROWS_LEAST = 32
 # A thread per item: the 16-byte accesses a row where a thread reads several neighbouring
 # groups (ops.yaml's kernel_facts, the kernels' OPGEN_COLUMN_PACKS: 1, four f32 columns a
-# thread; at most 8 columns whatever the type). bench/gpu_issue11.py's column-explore
+# thread; at most 8 columns whatever the type). bench/gpu.py --explore columns
 # compiles 2 and sets this alike.
 COLUMN_PACKS = kernel_facts.COLUMN_PACKS
 # The column tiles read a tile's slices interleaved (kernel_facts' TILE_INTERLEAVED: slice s
@@ -59,16 +60,16 @@ COLUMN_COUNTERS = 1024
 # The column tiles' most blocks: past (tile, slice) items this many, a block takes several in turn.
 COLUMN_GRID_MAX = 1 << 16
 # The column tiles' slices of a tile's rows: 0 computes them (above); another value is taken
-# as it is (bench/gpu_issue11.py's column-explore times whole waves: 33 slices on 528 blocks).
+# as it is (bench/gpu.py --explore columns times whole waves: 33 slices on 528 blocks).
 COLUMN_SPLITS = 0
 # A rank-2 view (one kept dim of stride 1, one reduced dim) is given to reduce_columns by
 # value ("pass 4": its row stride an argument, no dims and strides uploaded nor read on the
 # device, 32-bit indices where they fit). False: by its info array ("pass 3", as every other
-# view; bench/gpu_issue11.py's column-explore compares them; figures:
-# bench/results/dim0c-h100.md).
+# view; bench/gpu.py --explore columns compares them; figures: on an H100,
+# commit cdeec47).
 COLUMN_BY_VALUE = True
 # False: such groups take pass 1 and 2 of reduce_chunks (two launches), as before the column
-# tiles (bench/gpu_issue11.py compares the two).
+# tiles (bench/gpu.py --explore columns compares the two).
 COLUMN_TILES = True
 # Reduction plans kept per runtime (what reduce_op works out before it launches, for one
 # op, dtype, device, view, dims and alignment): the oldest goes past this many.
@@ -80,7 +81,7 @@ _planners: weakref.WeakSet = weakref.WeakSet()
 
 class _Settings(types.ModuleType):
     """This module's type: assigning one of its names (a setting above, as the tests and
-    bench/gpu_issue11.py do, monkeypatch's undo included) forgets every runtime's kept
+    bench/reductions.py do, monkeypatch's undo included) forgets every runtime's kept
     reduction plans, which were worked out under the old values."""
 
     def __setattr__(self, name: str, value: object) -> None:
@@ -131,7 +132,7 @@ class _Plan:
         self.scratch: tuple[int, int] = (0, 0)  # pass 0: (bytes, 0); tiles: (counters, bytes); two passes: (bytes, 0)
 
 
-class Reductions:
+class Reductions(RuntimeState):
     """GpuRuntime's reductions; `_scratch` (pass 0's, per device), `_tile_scratch` and
     `_reduce_plans` are set up by GpuRuntime. Uses Memory's `alloc`, Launch's `stream`, `_sms`,
     `_info`, `_entry` and Elementwise's `_direct_first`."""
@@ -157,13 +158,14 @@ class Reductions:
         What all this works out (checks, merged dims, the path, grids, the arguments before
         the buffers' addresses) is kept as a plan per (op, dtype, device, shape, strides,
         offset, dims, the first element's address modulo 64), so a repeated reduction goes
-        straight to its launches (bench/gpu_host.py counts the host work; figures:
-        bench/results/cpu-notes.md). A plan is used only with the launch table it was made
+        straight to its launches (bench/host_latency.py counts the host work; figures:
+        bench/results/NOTES.md). A plan is used only with the launch table it was made
         from and on a buffer that holds the view (else the call plans again, which raises
         the same errors as ever); assigning a setting of this module forgets every plan."""
         dtype = buf.dtype
         ordinal = buf.ordinal
         src = buf.ptr + layout.start_offset * dtype.itemsize
+        key: tuple | None
         key = (kernel.op, dtype, ordinal, layout.shape, layout.stride, layout.start_offset, dims, src & 63)
         try:
             plan = self._reduce_plans.get(key)
@@ -246,9 +248,9 @@ class Reductions:
         )
         # Items to fill the device (threads, or warps) and the fewest elements worth an
         # item; fewer groups than that are split into chunks (two launches). Warps: 32 per
-        # multiprocessor beat more (bench/gpu.py --parts explore); threads: 1,024 per
-        # multiprocessor with several columns a thread beat 4,096 (--parts reduce-explore);
-        # figures: bench/results/gpu-notes.md, "Tuning figures".
+        # multiprocessor beat more (bench/gpu.py --explore reduce); threads: 1,024 per
+        # multiprocessor with several columns a thread beat 4,096 (--explore reduce);
+        # figures: bench/results/NOTES.md, "Tuning figures".
         # A thread per item reads `cols` neighbouring groups at once where the view allows
         # aligned vector accesses (the kernel's group_source::cols; same test).
         cols = _reduce_columns(buf.dtype.itemsize, src, kept_dims, red_dims) if by_thread else 1
@@ -265,7 +267,7 @@ class Reductions:
                 chunks -= chunks % (block // 32)
         if by_thread and chunks > 1 and COLUMN_TILES:
             if COLUMN_BY_VALUE and len(flat_dims) == 2:  # a rank-2 view by value: its row stride
-                head = (red_dims[0][1], 0, 0)
+                head: tuple[int, ...] = (red_dims[0][1], 0, 0)
             else:
                 info, plan.keep = self._info(ordinal, shape, stride)
                 head = (0, len(shape), info)

@@ -24,15 +24,17 @@ from runtime.gpu.launch import DeviceStream, Launch
 from runtime.gpu.matmul import Matmul
 from runtime.gpu.memory import GpuBuffer, Memory, _Bin, _Kept
 from runtime.gpu.reduce import Reductions
+from runtime.gpu.switches import Switched, Switches
 
 
-class GpuRuntime(Memory, Launch, Elementwise, Reductions, Convolutions, Indexing, Matmul):
+class GpuRuntime(Memory, Launch, Elementwise, Reductions, Convolutions, Indexing, Matmul, Switched):
     """Backend-neutral GPU storage ops over one Driver."""
 
     def __init__(self, driver: Driver) -> None:
         self.driver = driver
         self.name = driver.name
         self.cache = KernelCache(driver.name)
+        self.switches = Switches.from_environment()  # reduced precision, autotuning (switches.py)
         self._functions: dict[tuple[int, str, str], Any] = {}
         # (ordinal, source, name) -> the driver's prepared launch of that function
         self._launches: dict[tuple[int, str, str], Callable[..., None]] = {}

@@ -20,7 +20,7 @@ def importer():
 
 
 @pytest.fixture(scope="session")
-def session_importer():
+def package_importer():
     imp = Importer()
     yield imp
     imp.close()
@@ -28,5 +28,5 @@ def session_importer():
 
 @pytest.fixture(scope="session")
 def ws(tmp_path_factory: pytest.TempPathFactory):
-    """A session-wide workspace with a copy of the fixture runtimes (mini_rt/)."""
+    """A workspace shared by the whole test run with a copy of the fixture runtimes (mini_rt/)."""
     return workspace(tmp_path_factory.mktemp("ws"))

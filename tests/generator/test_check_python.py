@@ -1,6 +1,7 @@
 """check_python compiles large generated modules in pieces (split at two blank lines), and
 takes blocks of the launch wrapper's and the kernel tables' shape as valid without compiling
-them (generator.targets.pycheck).
+them (generator.targets.pycheck), on one line or laid out as python_layout breaks long lines
+(WIDTHS: the width of the layout, as narrow as to break every bracket).
 It must accept and reject exactly what one compile of the whole text does, and place errors
 where that compile places them."""
 
@@ -14,8 +15,10 @@ import pytest
 from gen_helpers import REPO
 from hypothesis import given, strategies as st
 
-from generator.targets import pycheck
+from generator.targets import pycheck, python_layout
 from generator.targets.python import RenderError, check_python
+
+WIDTHS = st.sampled_from([20, 40, 60, 80, 120])
 
 
 def module(n_defs: int, seed: int = 0) -> list[str]:
@@ -115,12 +118,15 @@ def wrapper(name: str, params: list[str], args: list[str]) -> str:
 
 
 @given(
-    st.sampled_from(NAMES), st.lists(st.sampled_from(NAMES), max_size=5), st.lists(st.sampled_from(NAMES), max_size=5)
+    st.sampled_from(NAMES),
+    st.lists(st.sampled_from(NAMES), max_size=5),
+    st.lists(st.sampled_from(NAMES), max_size=5),
+    WIDTHS,
 )
-def test_a_recognized_launch_wrapper_always_compiles(name, params, args):
+def test_a_recognized_launch_wrapper_always_compiles(name, params, args, width):
     """The recognizer stands in for compile on the blocks it accepts: it must accept none
     that compile rejects (keywords, __debug__, repeated parameters, an empty tuple)."""
-    block = wrapper(name, params, args)
+    block = python_layout.fit(wrapper(name, params, args), width)
     try:
         compile(block, "w.py", "exec", dont_inherit=True)
     except SyntaxError:
@@ -177,7 +183,7 @@ def table(name: str, keys: list[str], values: list[str], strings: list[str], com
         lines += ["        },", "        None,", "    ),"]
     op = strings[0] if strings else "op"
     lines += [f"    '{op}': {{", f"        (Pattern.{keys[0]}, 'f32', _F32): {keys[-1]},", "    },", "}", ""]
-    lines += [f"_{name}_DTYPES = {{", *(f"    Op.{key}: ({', '.join([*values, key])}, )," for key in keys)]
+    lines += [f"_{name}_DTYPES = {{", *(f"    Op.{key}: ({', '.join([*values, key])})," for key in keys)]
     return "\n".join([*lines, "}"])
 
 
@@ -187,12 +193,13 @@ def table(name: str, keys: list[str], values: list[str], strings: list[str], com
     st.lists(st.sampled_from(NAMES), max_size=4),
     st.lists(st.sampled_from(STRINGS), max_size=3),
     st.sampled_from(["", "tables", "a\rb = (", "x\x00", "–"]),
+    WIDTHS,
 )
-def test_a_recognized_kernel_table_always_compiles(name, keys, values, strings, comment):
+def test_a_recognized_kernel_table_always_compiles(name, keys, values, strings, comment, width):
     """The recognizer stands in for compile on the tables it accepts: it must accept none
     that compile rejects (keywords as names or attributes, __debug__ as the target, quotes
     and backslashes in strings, a carriage return or NUL in a comment)."""
-    block = table(name, keys, values, strings, comment)
+    block = python_layout.fit(table(name, keys, values, strings, comment), width)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # invalid escapes ('\\s'): a warning, not an error
@@ -201,8 +208,10 @@ def test_a_recognized_kernel_table_always_compiles(name, keys, values, strings, 
         assert not pycheck.is_kernel_tables(block)
 
 
-def test_the_table_shape_is_recognized():
-    assert pycheck.is_kernel_tables(table("UNARY", ["EXP", "ADD"], ["f", "g"], ["exp"], "tables"))
+@pytest.mark.parametrize("width", [30, 120])
+def test_the_table_shape_is_recognized(width):
+    block = table("UNARY", ["EXP", "ADD"], ["f", "g"], ["exp"], "tables")
+    assert pycheck.is_kernel_tables(python_layout.fit(block, width))
     two = table("A", ["X"], ["f"], ["x"]) + "\n" + table("B", ["Y"], ["g"], ["y"], "the next") + "\n"
     assert pycheck.is_kernel_tables(two)
 
@@ -258,21 +267,23 @@ def protocol(name: str, stubs: list[tuple[str, list[tuple[str, str]], str]]) -> 
         ),
         max_size=4,
     ),
+    WIDTHS,
 )
-def test_a_recognized_protocol_always_compiles(name, stubs):
+def test_a_recognized_protocol_always_compiles(name, stubs, width):
     """The recognizer stands in for compile on the classes it accepts: it must accept none
     that compile rejects (keywords or __debug__ as names, None as a name or an attribute,
     a parameter twice or named self)."""
-    block = protocol(name, stubs)
+    block = python_layout.fit(protocol(name, stubs), width)
     try:
         compile(block, "p.py", "exec", dont_inherit=True)
     except SyntaxError:
         assert not pycheck.is_protocol(block)
 
 
-def test_the_protocol_shape_is_recognized():
+@pytest.mark.parametrize("width", [40, 60, 120])
+def test_the_protocol_shape_is_recognized(width):
     stubs = [("f", [("a", "int | None"), ("b", "tuple[int, ...]")], "str | None"), ("g", [], "None")]
-    assert pycheck.is_protocol(protocol("CpuRuntime", stubs * 3))
+    assert pycheck.is_protocol(python_layout.fit(protocol("CpuRuntime", stubs * 3), width))
 
 
 def test_every_generated_protocol_is_recognized():

@@ -20,11 +20,11 @@ from runtime.layout import Layout
 
 
 @pytest.fixture(scope="module")
-def m(tmp_path_factory, session_importer):
+def m(tmp_path_factory, package_importer):
     out = tmp_path_factory.mktemp("fixturepkg") / "minipkg"
     result = run_cli("--registry", MINI, "--out", out)
     assert result.exit_code == 0, result.output
-    return session_importer(out)
+    return package_importer(out)
 
 
 @pytest.fixture

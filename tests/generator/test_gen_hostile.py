@@ -105,3 +105,17 @@ def test_an_expression_is_generated_as_it_was_checked(space):
     source = render_text(text, str(MINI))["kernels_numpy.py"]
     compile(source, "kernels_numpy.py", "exec")
     assert "    return x // y\n" in source
+
+
+@pytest.mark.parametrize("brk", ["\u2028", "\u2029", "\x85", "\r"])
+def test_positions_count_newlines_whatever_other_breaks_yaml_sees(brk):
+    """YAML 1.1 breaks lines at \\r, NEL and the Unicode separators too; a diagnostic's
+    FILE:LINE:COL counts the "\\n" lines an editor and grep show."""
+    from generator.registry.loader import load_text
+
+    text = f"{brk}{brk}version: 1\na: {{b: [x, y]}}\nc: 2\n"
+    tree = load_text(text, "r.yaml")
+    assert (tree.get("version").position.line, tree.get("version").position.col) == (1, 12)
+    y = tree.get("a").get("b").value[1]
+    assert (y.value, y.position.line, y.position.col) == ("y", 2, 12)
+    assert tree.get("c").position.line == 3

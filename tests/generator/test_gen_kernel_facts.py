@@ -281,8 +281,8 @@ def test_an_overridable_fact_is_a_default_in_the_header(generated):
 
 
 def test_the_shipped_overridable_facts_are_those_a_bench_sets_on_both_sides():
-    """The runtime can follow a -D only where a bench sets both sides (nn-explore: ROW_BYTES;
-    column-explore: COLUMN_PACKS, COLUMN_MIN_BLOCKS, TILE_INTERLEAVED); the flash geometry,
+    """The runtime can follow a -D only where a bench sets both sides (--explore nn-rows: ROW_BYTES;
+    --explore columns: COLUMN_PACKS, COLUMN_MIN_BLOCKS, TILE_INTERLEAVED); the flash geometry,
     the column tile and the column tiles' block are fixed in ops.yaml, checked by static_assert."""
     registry = validate(load_file(str(REPO / "ops.yaml")), REPO)
     overridable = [f.name for f in registry.kernel_facts if f.overridable]
@@ -294,7 +294,7 @@ def test_a_registry_without_kernel_facts_still_has_the_reduce_codes():
     text = text[: text.index("kernel_facts:")]
     files = render(validate(load_text(text, str(HIP_FIXTURE)), MINI_DIR))
     assert "#define OPGEN_REDUCE_ARGMAX 1u" in files["kernel_facts.h"]
-    assert "REDUCE_CODES: dict[str, int] = {\n    'max': 0,\n    'argmax': 1,\n}" in files["kernel_facts.py"]
+    assert 'REDUCE_CODES: dict[str, int] = {\n    "max": 0,\n    "argmax": 1,\n}' in files["kernel_facts.py"]
 
 
 def test_the_fixture_source_compiles_with_its_generated_headers(tmp_path):

@@ -118,8 +118,8 @@ def test_parity_lists_the_new_backend(generated):
 
 
 @pytest.fixture(scope="module")
-def pkg(generated, session_importer):
-    return session_importer(generated[2])
+def pkg(generated, package_importer):
+    return package_importer(generated[2])
 
 
 @pytest.fixture

@@ -249,7 +249,7 @@ _counter = itertools.count()
 
 @PROPERTY
 @given(reg=registries())
-def test_random_valid_registries_generate_working_packages(reg, tmp_path_factory, session_importer):
+def test_random_valid_registries_generate_working_packages(reg, tmp_path_factory, package_importer):
     text = yaml.safe_dump(reg, sort_keys=False)
     try:
         rendered = render_text(text, "random.yaml")
@@ -260,7 +260,7 @@ def test_random_valid_registries_generate_working_packages(reg, tmp_path_factory
             assert not undefined_globals(source, name), f"{name} reads undefined names\n---\n{text}"
             assert not unused_imports(source), f"{name} imports names it never uses\n---\n{text}"
     out = write_package(rendered, tmp_path_factory.getbasetemp() / f"randpkg{next(_counter)}")
-    m = session_importer(out)
+    m = package_importer(out)
 
     assert [b.value for b in m.Backend] == list(reg["backends"])
     assert [d.value for d in m.DType] == list(reg["dtypes"])
@@ -413,7 +413,7 @@ def mutants(draw):
 
 @settings(PROPERTY, max_examples=examples(200))
 @given(text=mutants())
-def test_mutated_registries_never_crash(text, ws, session_importer):
+def test_mutated_registries_never_crash(text, ws, package_importer):
     assume(text != BASE)
     n = next(_counter)
     registry = ws / f"mutant{n}.yaml"
@@ -423,7 +423,7 @@ def test_mutated_registries_never_crash(text, ws, session_importer):
     assert not crashed(result), f"traceback: {result.exception!r}\n---\n{text}"
     assert result.exit_code in (0, 2), f"exit {result.exit_code}\n{result.output}\n---\n{text}"
     if result.exit_code == 0:
-        session_importer(out)  # a registry gen accepts generates a package that imports
+        package_importer(out)  # a registry gen accepts generates a package that imports
         return
     assert not out.exists()
     lines = result.stderr.splitlines()

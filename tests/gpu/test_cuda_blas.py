@@ -4,6 +4,8 @@ that binding: no GPU needed. (On the H100 the GEMMs themselves run in the confor
 from __future__ import annotations
 
 import ctypes
+import importlib
+import sys
 
 import ml_dtypes
 import numpy as np
@@ -32,15 +34,25 @@ class FakeCublas:
     def set_stream(self, handle, stream):
         self.calls.append(("set_stream", handle, stream))
 
+    def set_math_mode(self, handle, mode):
+        self.calls.append(("set_math_mode", handle, mode))
+
     def gemm_strided_batched_ex(self, *args):
         if self.fail:
             raise self.cuBLASError("CUBLAS_STATUS_INVALID_VALUE")
-        scalar = ctypes.c_double if args[21] == 70 else ctypes.c_float  # CUBLAS_COMPUTE_64F: double scalars
-        alpha, beta = scalar.from_address(args[6]).value, scalar.from_address(args[15]).value
+        alpha, beta = _scalar(args[21], args[6]), _scalar(args[21], args[15])
         self.calls.append(("gemm", *args[:6], alpha, *args[7:15], beta, *args[16:]))
 
     def get_cudart_version(self):
         return 13000
+
+
+def _scalar(compute: int, address: int) -> float:
+    """alpha or beta as cuBLAS reads it for the compute type: double for CUBLAS_COMPUTE_64F,
+    half for CUBLAS_COMPUTE_16F, else float."""
+    if compute == 64:
+        return float(np.frombuffer(ctypes.string_at(address, 2), np.float16)[0])
+    return (ctypes.c_double if compute == 70 else ctypes.c_float).from_address(address).value
 
 
 def _driver(monkeypatch, fake) -> cuda.CudaDriver:
@@ -57,8 +69,10 @@ def test_gemm_passes_cublas_its_arguments_on_our_stream(monkeypatch, dtype, data
     fake = FakeCublas()
     driver = _driver(monkeypatch, fake)
     driver.gemm(0, 5, np.dtype(dtype), True, False, 2, 3, 4, 100, 4, 8, 200, 4, 0, 300, 2, 6, 7)
-    [create, bind, gemm] = fake.calls
+    [create, bind, *math, gemm] = fake.calls
     assert create == ("create",) and bind == ("set_stream", 77, 5)
+    # the half types' split-K sums in f32 too (CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)
+    assert math == ([("set_math_mode", 77, 16)] if data in (2, 14) else [])
     assert gemm == (
         "gemm",
         77,
@@ -116,3 +130,54 @@ def test_without_nvmath_matmul_says_what_to_install_and_the_blas_is_unavailable(
     assert driver.blas_available() is False
     with pytest.raises(BackendUnavailable, match=r"cuda: unavailable: matmul needs cuBLAS through nvmath-python"):
         driver.gemm(0, 5, np.dtype(np.float32), False, False, 1, 1, 1, 8, 1, 1, 16, 1, 1, 24, 1, 1, 1)
+
+
+@pytest.mark.parametrize(
+    "dtype, data, compute, one",
+    [(np.float32, 0, 77, 1.0), (np.float16, 2, 64, 1.0), (ml_dtypes.bfloat16, 14, 68, 1.0), (np.float64, 1, 70, 1.0)],
+)
+def test_reduced_gemms_take_the_reduced_compute_types(monkeypatch, dtype, data, compute, one):
+    """f32: TF32 tensor cores; f16: accumulation in f16, with half scalars; bf16: f32
+    accumulation, split-K sums allowed in bf16 (the default math mode); f64: as ever."""
+    fake = FakeCublas()
+    driver = _driver(monkeypatch, fake)
+    driver.gemm(0, 5, np.dtype(dtype), False, False, 2, 3, 4, 100, 2, 8, 200, 4, 0, 300, 2, 6, 1, reduced=True)
+    gemm = fake.calls[-1]
+    assert gemm[0] == "gemm" and gemm[-2] == compute and gemm[7] == one and gemm[9] == data
+    assert not [c for c in fake.calls if c[0] == "set_math_mode"]  # a new handle's mode is the default
+
+
+def test_the_math_mode_is_set_only_when_the_half_types_switch(monkeypatch):
+    fake = FakeCublas()
+    driver = _driver(monkeypatch, fake)
+    bf16, f32 = np.dtype(ml_dtypes.bfloat16), np.dtype(np.float32)
+    args = (False, False, 1, 1, 1, 8, 1, 1, 16, 1, 1, 24, 1, 1, 1)
+    for dtype, reduced in ((bf16, False), (bf16, False), (f32, True), (bf16, True), (bf16, True), (bf16, False)):
+        driver.gemm(0, 5, dtype, *args, reduced=reduced)
+    assert [c for c in fake.calls if c[0] == "set_math_mode"] == [
+        ("set_math_mode", 77, 16),
+        ("set_math_mode", 77, 0),
+        ("set_math_mode", 77, 16),
+    ]
+
+
+def test_the_binding_imports_without_running_its_packages(monkeypatch, tmp_path):
+    """cuda._binding_alone (how _cublas imports nvmath's cuBLAS binding): the packages' __init__
+    files do not run, the module and what it imports load, the stand-ins are gone after, and a
+    later plain import runs the package as ever and finds the module already there."""
+    package = tmp_path / "heavy" / "bindings"
+    package.mkdir(parents=True)
+    (tmp_path / "heavy" / "__init__.py").write_text("raise RuntimeError('the whole package ran')\n")
+    (package / "__init__.py").write_text("raise RuntimeError('the bindings package ran')\n")
+    (package / "helper.py").write_text("VALUE = 7\n")
+    (package / "blas.py").write_text("from heavy.bindings.helper import VALUE\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in ("heavy", "heavy.bindings", "heavy.bindings.blas", "heavy.bindings.helper"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    blas = cuda._binding_alone("heavy", ("heavy", "heavy.bindings"), "heavy.bindings.blas")
+    assert blas.VALUE == 7 and "heavy" not in sys.modules and "heavy.bindings" not in sys.modules
+    assert sys.modules["heavy.bindings.blas"] is blas
+    with pytest.raises(RuntimeError, match="the whole package ran"):
+        importlib.import_module("heavy")
+    with pytest.raises(ImportError, match="nowhere"):
+        cuda._binding_alone("nowhere", ("nowhere",), "nowhere.blas")

@@ -158,12 +158,13 @@ def test_convolutions_through_cudnn(dtype, case, views, monkeypatch):
 @pytest.mark.parametrize("case", range(len(CONV_CASES)), ids=lambda i: f"{CONV_CASES[i][0]}-{i}")
 @pytest.mark.parametrize("dtype", ["f32", "bf16"])
 def test_convolutions_through_cudnn_with_other_settings(dtype, case, setting, monkeypatch):
-    """Autotuning off (the heuristics' first plan), heuristics B: right either way (the
-    tests above ran the default: autotuned, heuristics A)."""
+    """Autotuning on (every plan timed, the fastest kept), heuristics B: right either way
+    (the tests above ran the default: the heuristics' first plan, heuristics A)."""
     op, xs, ks, p = CONV_CASES[case]
-    monkeypatch.setattr(
-        gpu_cudnn, setting, ("B", "FALLBACK") if setting == "HEURISTICS" else not getattr(gpu_cudnn, setting)
-    )
+    if setting == "HEURISTICS":
+        monkeypatch.setattr(gpu_cudnn, setting, ("B", "FALLBACK"))
+    else:
+        monkeypatch.setattr(_rt.switches, "autotune", True)
     rng = np.random.default_rng(41 + case)
     (x, lx), (k, lk) = _stored(rng, dtype, xs, "contiguous"), _stored(rng, dtype, ks, "permuted")
     before = _calls(op)

@@ -8,16 +8,20 @@ on the H100."""
 
 from __future__ import annotations
 
+import json
 import sys
 import types
+import warnings
 
 import ml_dtypes
 import numpy as np
 import pytest
 
 from generated import kernels_hip
-from runtime.gpu import cudnn as gpu_cudnn, nn as gpu_nn
+from runtime.gpu import compile as gpu_compile, cudnn as gpu_cudnn, nn as gpu_nn
+from runtime.gpu.errors import KernelCacheWarning
 from runtime.gpu.runtime import GpuRuntime
+from runtime.gpu.switches import Switches
 from runtime.layout import Layout
 from runtime.params import ConvParams1D, ConvParams2D, ConvTransposeParams2D
 
@@ -60,13 +64,27 @@ class Driver:
     def blas_available(self):
         return True
 
-    def gemm(self, ordinal, stream, dtype, *args):
+    def gemm(self, ordinal, stream, dtype, *args, reduced=False):
         self.gemms.append((np.dtype(dtype), *args))
 
 
+@pytest.fixture(autouse=True)
+def plan_cache_directory(monkeypatch, tmp_path):
+    """Every test's plan cache (and kernel cache) in a fresh directory of its own."""
+    monkeypatch.setattr(gpu_compile, "CACHE_DIR", tmp_path)
+    return tmp_path
+
+
 class Tensor:
+    uids = iter(range(1, 1 << 30))  # unique in the test process, as a graph's uids are in a graph
+
     def __init__(self, name, dim, stride, data_type):
         self.name, self.dim, self.stride, self.data_type, self.output = name, dim, stride, data_type, False
+        self.uid = next(Tensor.uids)
+        NAMES[self.uid] = name
+
+    def get_uid(self):
+        return self.uid
 
     def set_output(self, value):
         self.output = value
@@ -85,15 +103,44 @@ class Tensor:
         return self
 
 
+#: uid -> the name of its tensor (a deserialized graph's pack is keyed by uid)
+NAMES: dict[int, str] = {}
+
+
 class Graph:
-    """cudnn.pygraph as runtime/gpu/cudnn.py calls it; every instance logs into FakeCudnn."""
+    """cudnn.pygraph as runtime/gpu/cudnn.py calls it; every instance logs into FakeCudnn
+    (deserialized ones into fake.loaded)."""
 
     def __init__(self, fake, **settings):
         self.fake, self.settings, self.nodes, self.steps, self.deselected = fake, settings, [], [], []
-        fake.graphs.append(self)
+        self.selected: int | None = None
+        self.tensors: list[Tensor] = []
+        if settings.keys() != {"handle"}:
+            fake.graphs.append(self)
+
+    def serialize(self):
+        """The graph's tensors and selected plan, as the frontend's list of byte values."""
+        if self.fake.refuse_serialize:
+            raise RuntimeError("GRAPH_NOT_SUPPORTED: serialization")
+        text = json.dumps({"nodes": [n[0] for n in self.nodes], "selected": self.selected})
+        return list(text.encode())
+
+    def deserialize(self, handle, data):
+        if self.fake.refuse_deserialize:
+            raise RuntimeError("cudnnException: plan from another version")
+        self.loaded = json.loads(bytes(data))
+        self.fake.loaded.append(self)
+
+    def build_plan_at_index(self, index):
+        self.steps.append(("build_plan_at_index", index))
+        self.selected = index
+        return self
 
     def tensor(self, name, dim, stride, data_type):
         return Tensor(name, dim, stride, data_type)
+
+    def _names(self, pack):
+        return {NAMES[t] if isinstance(t, int) else t.name: address for t, address in pack.items()}
 
     def conv_fprop(self, image, weight, **params):
         self.nodes.append(("conv_fprop", image, weight, params))
@@ -137,10 +184,10 @@ class Graph:
         return 1000 * (index + 1)
 
     def execute(self, pack, workspace, handle):
-        self.fake.executed.append((self, {t.name: address for t, address in pack.items()}, workspace, handle))
+        self.fake.executed.append((self, self._names(pack), workspace, handle))
 
     def execute_plan_at_index(self, pack, workspace, index, handle):
-        self.fake.executed.append((self, {t.name: address for t, address in pack.items()}, workspace, handle, index))
+        self.fake.executed.append((self, self._names(pack), workspace, handle, index))
 
 
 class FakeCudnn(types.ModuleType):
@@ -150,7 +197,9 @@ class FakeCudnn(types.ModuleType):
         super().__init__("cudnn")
         self.__version__ = "1.28.0"
         self.version, self.refuse, self.workspace = version, False, 4096
+        self.refuse_serialize = self.refuse_deserialize = False
         self.graphs: list[Graph] = []
+        self.loaded: list[Graph] = []
         self.executed: list[tuple] = []
         self.streams: list[tuple] = []
         self.handles: list[object] = []
@@ -183,8 +232,8 @@ def _runtime(monkeypatch, fake: FakeCudnn | None = None):
     its launches' kernel names and arguments. Autotuning off (its own test turns it on)."""
     if fake is not None:
         monkeypatch.setitem(sys.modules, "cudnn", fake)
-    monkeypatch.setattr(gpu_cudnn, "AUTOTUNE", False)
     rt = GpuRuntime(Driver())
+    rt.switches = Switches()  # every switch off, whatever the environment says
     rt.vendor_nn = gpu_cudnn.Cudnn(rt)
     launches: list[tuple] = []
     rt.launch = lambda source, name, grid, block, stream, args, types_: launches.append((name, args))
@@ -320,7 +369,9 @@ def test_the_plan_cache_drops_the_least_recently_used(monkeypatch):
     monkeypatch.setattr(gpu_cudnn, "PLAN_CACHE", 2)
     for h in (9, 10, 9, 11, 10):  # 9 used again before 11 arrives: 10 goes, and comes back
         _conv2d(rt, h=h)
-    assert [g_.nodes[0][1].dim[2] for g_ in fake.graphs] == [9, 10, 11, 10]
+    assert [g_.nodes[0][1].dim[2] for g_ in fake.graphs] == [9, 10, 11]  # built once each
+    [again] = fake.loaded  # 10 came back from the disk cache, not the heuristics
+    assert fake.executed[-1][0] is again and rt.vendor_nn.loaded == 1
 
 
 def test_without_the_frontend_every_call_takes_the_old_paths(monkeypatch):
@@ -448,7 +499,7 @@ def test_every_convolution_op_lists_its_dtypes(op):
 def test_autotuning_times_every_plan_in_rounds_once_and_runs_the_fastest(monkeypatch):
     fake = FakeCudnn()
     rt, _ = _runtime(monkeypatch, fake)
-    monkeypatch.setattr(gpu_cudnn, "AUTOTUNE", True)  # the default
+    rt.set_autotune(True)
     timed: list[int] = []
     seconds = {0: [3e-3, 3e-3, 3e-3], 1: [9e-3, 1e-3, 9e-3], 2: [2e-3, 2e-3, 2e-3]}  # plan 1: best in one round
 
@@ -486,7 +537,7 @@ def test_the_fastest_plans_are_timed_again_once_the_shape_is_in_steady_use(monke
         return (first if len(timed) <= 3 * gpu_cudnn.AUTOTUNE_ROUNDS else later)[index]
 
     monkeypatch.setattr(rt.vendor_nn, "timer", timer)
-    monkeypatch.setattr(gpu_cudnn, "AUTOTUNE", True)  # the default
+    rt.set_autotune(True)
     monkeypatch.setattr(gpu_cudnn, "SECOND_LOOK_PLANS", 2)
     for _ in range(gpu_cudnn.SECOND_LOOK_CALL):
         _conv2d(rt)
@@ -497,3 +548,128 @@ def test_the_fastest_plans_are_timed_again_once_the_shape_is_in_steady_use(monke
     assert fake.executed[-1][4] == 2
     _conv2d(rt)
     assert len(timed) == 5 * gpu_cudnn.AUTOTUNE_ROUNDS and fake.executed[-1][4] == 2  # once only
+
+
+# -- plans without surprise: the heuristics' plan by default, choices kept on disk ---------------
+
+
+def _never_timed(run, stream, runs):
+    raise AssertionError("a plan was timed inside a call with autotuning off")
+
+
+def test_by_default_the_first_call_runs_the_heuristics_plan_and_times_nothing(monkeypatch):
+    fake = FakeCudnn()
+    rt, _ = _runtime(monkeypatch, fake)
+    monkeypatch.setattr(rt.vendor_nn, "timer", _never_timed)
+    assert rt.autotune() is False
+    _conv2d(rt)
+    [graph] = fake.graphs
+    assert graph.steps[-1] == "build_plans" and len(fake.executed[0]) == 4  # execute(): the selected plan
+
+
+def test_a_second_process_starts_with_the_plan_the_first_kept_on_disk(monkeypatch, plan_cache_directory):
+    fake = FakeCudnn()
+    first, _ = _runtime(monkeypatch, fake)
+    _conv2d(first)
+    [entry] = (plan_cache_directory / "fake" / "plans").glob("*.json")
+    second, launches = _runtime(monkeypatch, fake)  # a new runtime: a fresh process's state
+    monkeypatch.setattr(second.vendor_nn, "timer", _never_timed)
+    x, k, out, _ = _conv2d(second)
+    assert len(fake.graphs) == 1 and not launches  # no heuristics, no build: deserialized
+    [loaded] = fake.loaded
+    assert loaded.loaded == {"nodes": ["conv_fprop"], "selected": None}
+    assert fake.executed[-1][0] is loaded and fake.executed[-1][1] == {"x": x.ptr, "w": k.ptr, "y": out.ptr}
+    assert fake.executed[-1][2] == fake.executed[0][2]  # the plan's workspace, as the first process's
+    assert second.vendor_nn.loaded == 1 and entry.exists()
+
+
+def test_an_autotuned_choice_is_kept_and_a_second_process_does_not_time_again(monkeypatch):
+    fake = FakeCudnn()
+    first, _ = _runtime(monkeypatch, fake)
+    first.set_autotune(True)
+    seconds = {0: 3e-3, 1: 1e-3, 2: 2e-3}
+
+    def timer(run, stream, runs):
+        before = len(fake.executed)
+        run()
+        return seconds[fake.executed[before][4]]
+
+    monkeypatch.setattr(first.vendor_nn, "timer", timer)
+    _conv2d(first)
+    assert ("build_plan_at_index", 1) in fake.graphs[0].steps  # selected before it is serialized
+    second, _ = _runtime(monkeypatch, fake)
+    second.set_autotune(True)
+    monkeypatch.setattr(second.vendor_nn, "timer", _never_timed)
+    _conv2d(second)
+    [loaded] = fake.loaded
+    assert loaded.loaded["selected"] == 1 and fake.executed[-1][0] is loaded
+    third, _ = _runtime(monkeypatch, fake)  # autotuning off: the heuristics' own entry, not the tuned one
+    monkeypatch.setattr(third.vendor_nn, "timer", _never_timed)
+    _conv2d(third)
+    assert len(fake.graphs) == 2 and fake.graphs[1].steps[-1] == "build_plans"
+
+
+def test_tf32_convolutions_keep_tensor_core_plans_under_a_key_of_their_own(monkeypatch):
+    fake = FakeCudnn()
+    rt, _ = _runtime(monkeypatch, fake)
+    _conv2d(rt)
+    rt.set_conv_reduced_precision_f32(True)
+    _conv2d(rt)
+    _conv2d(rt, BF16)  # the half types: the same graph either way
+    rt.set_conv_reduced_precision_f32(False)
+    _conv2d(rt)
+    f32, tf32, bf16 = fake.graphs
+    assert f32.deselected == ["TENSOR_CORE", "DOWN_CONVERT_INPUTS"] and tf32.deselected == ["DOWN_CONVERT_INPUTS"]
+    assert bf16.deselected == [] and fake.executed[-1][0] is f32  # off again: the first graph
+    assert tf32.settings["compute_data_type"] == "FLOAT"  # TF32 is the engines', not the graph's type
+
+
+def test_a_damaged_entry_is_chosen_again_and_replaced_with_one_warning(monkeypatch, plan_cache_directory):
+    fake = FakeCudnn()
+    first, _ = _runtime(monkeypatch, fake)
+    _conv2d(first)
+    [entry] = (plan_cache_directory / "fake" / "plans").glob("*.json")
+    entry.write_bytes(entry.read_bytes()[:-5])  # truncated
+    second, _ = _runtime(monkeypatch, fake)
+    with pytest.warns(KernelCacheWarning, match="is damaged"):
+        _conv2d(second)
+    assert len(fake.graphs) == 2 and not fake.loaded  # built again
+    third, _ = _runtime(monkeypatch, fake)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _conv2d(third)
+    assert len(fake.loaded) == 1  # the entry was replaced
+
+
+def test_plans_the_library_cannot_store_or_load_are_chosen_again(monkeypatch, plan_cache_directory):
+    fake = FakeCudnn()
+    fake.refuse_serialize = True
+    first, _ = _runtime(monkeypatch, fake)
+    _conv2d(first)
+    assert not list(plan_cache_directory.glob("fake/plans/*.json"))  # nothing kept
+    fake.refuse_serialize, fake.refuse_deserialize = False, True
+    second, _ = _runtime(monkeypatch, fake)
+    _conv2d(second)  # kept now, but this library refuses to load it
+    third, _ = _runtime(monkeypatch, fake)
+    _conv2d(third)
+    assert len(fake.graphs) == 3 and not fake.loaded and len(fake.executed) == 3
+
+
+def test_another_cudnn_version_does_not_load_the_plan(monkeypatch):
+    old, new = FakeCudnn(91000), FakeCudnn(91900)
+    first, _ = _runtime(monkeypatch, old)
+    _conv2d(first)
+    second, _ = _runtime(monkeypatch, new)
+    _conv2d(second)
+    assert len(new.graphs) == 1 and not new.loaded and not old.loaded
+
+
+def test_attention_plans_are_kept_on_disk_too(monkeypatch):
+    fake = FakeCudnn()
+    first, _ = _runtime(monkeypatch, fake)
+    _sdpa(first, BF16, 16, 40, True)
+    second, _ = _runtime(monkeypatch, fake)
+    (q, k, v), out, _ = _sdpa(second, BF16, 16, 40, True)
+    [loaded] = fake.loaded
+    assert loaded.loaded["nodes"] == ["sdpa"] and len(fake.graphs) == 1
+    assert fake.executed[-1][1] == {"q": q.ptr, "k": k.ptr, "v": v.ptr, "o": out.ptr}

@@ -200,6 +200,8 @@ class GemmDriver(FakeDriver):
         ldc,
         stride_c,
         batch,
+        *,
+        reduced=False,
     ):
         self.calls.append(("gemm", a, b, c))
 
@@ -283,12 +285,14 @@ class GemmArgsDriver(FakeDriver):
     def __init__(self, blas: bool = True) -> None:
         super().__init__()
         self.blas = blas
+        self.reduced: list[bool] = []  # each gemm's `reduced`
 
     def blas_available(self):
         return self.blas
 
-    def gemm(self, *args):
+    def gemm(self, *args, reduced=False):
         self.calls.append(("gemm", *args))
+        self.reduced.append(reduced)
 
 
 @pytest.mark.parametrize("rows", [1, 23, 24, 40])
@@ -1241,13 +1245,18 @@ def test_only_the_kernels_that_wait_for_their_predecessor_launch_programmaticall
 
 
 class BlasDriver(FakeDriver):
-    """A driver whose BLAS is there: each gemm's arguments are recorded."""
+    """A driver whose BLAS is there: each gemm's arguments are recorded (`reduced` apart)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reduced: list[bool] = []
 
     def blas_available(self):
         return True
 
-    def gemm(self, ordinal, stream, dtype, *args):
+    def gemm(self, ordinal, stream, dtype, *args, reduced=False):
         self.calls.append(("gemm", np.dtype(dtype), *args))
+        self.reduced.append(reduced)
 
 
 def _conv_runtime(monkeypatch=None, column_bytes=None):

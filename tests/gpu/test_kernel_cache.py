@@ -350,4 +350,4 @@ def test_two_processes_wanting_one_kernel_compile_it_once(tmp_path, mode):
     assert len(digests) == 1, "both processes must get the same image"
     assert len(log.read_text().split()) == 1, "the second process waits for the first and reads its entry"
     entries = list((tmp_path / "cache").glob("*/*.bin"))
-    assert len(entries) == 1 and gpu_compile._read_entry(entries[0])[1] == ""
+    assert len(entries) == 1 and gpu_compile.read_entry(entries[0])[1] == ""

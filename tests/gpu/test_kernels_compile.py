@@ -4,9 +4,9 @@
 Every hip/*.hip file and every generated/*.hip file is compiled once per target (a hip/ source
 with the generated header of its entry points, generated/<name>_entries.h). The
 compiles run in a process pool
-started with the session (OPGEN_COMPILE_JOBS workers, default: the CPU count, at most
+started with the test run (OPGEN_COMPILE_JOBS workers, default: the CPU count, at most
 2), so the suite takes about a minute and a compiler crash fails one test, not the
-session. A missing compiler or target is a skip that says what is missing.
+whole run. A missing compiler or target is a skip that says what is missing.
 
 Also checked: every `extern "C"` entry point the registry (ops.yaml) needs exists, for
 every dtype it declares, and that a broken source raises CompileError with the log.
@@ -55,7 +55,7 @@ def _label(path: Path) -> str:
 
 @pytest.fixture(scope="session")
 def compiled(request):
-    """Futures of the (file, target) compiles this session selected, all submitted at
+    """Futures of the (file, target) compiles this run selected, all submitted at
     once, biggest file first."""
     wanted = {
         (item.callspec.params["path"], item.callspec.params["target"]): item.callspec.params["backend"]
@@ -253,7 +253,7 @@ def test_a_flash_geometry_the_kernel_cannot_take_fails_to_compile():
 
 
 def test_row_bytes_is_a_default_a_define_overrides():
-    """ROW_BYTES is overridable (bench/gpu.py nn-explore defines OPGEN_ROW_BYTES before the
+    """ROW_BYTES is overridable (bench/gpu.py --explore nn-rows defines OPGEN_ROW_BYTES before the
     source): the kernel takes the define, and checks it (whole 16-byte packs)."""
     source = "#define OPGEN_ROW_BYTES 24\n" + (HIP / "nn.hip").read_text(encoding="utf-8")
     assert "ROW_BYTES: a thread holds whole 16-byte packs" in _compile_error(source, "nn.hip")

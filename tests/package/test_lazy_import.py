@@ -2,7 +2,7 @@
 each dispatch module takes the backend runtime modules and kernel tables on their first use
 (generated/backends.py's lazy_module): importing generated.kernel_facts, as the GPU runtime
 does, loads no backend; a cpu op loads no GPU runtime. Each check runs in a fresh interpreter,
-since this session has imported everything already."""
+since this test process has imported everything already."""
 
 from __future__ import annotations
 
@@ -92,7 +92,7 @@ def test_after_first_use_the_arms_read_the_module_itself():
     import runtime.cuda
     from generated import backends, conversions, device, nn, quantized, storage
 
-    g.Device.parse("cpu").zeros((2,), g.DType.F32)  # a first use, if this session had none
+    g.Device.parse("cpu").zeros((2,), g.DType.F32)  # a first use, if this process had none
     for backend in (g.Backend.CPU, g.Backend.CUDA):
         backend.unavailable_reason()
     for module in (storage, device, conversions, nn, quantized):

@@ -17,10 +17,16 @@ import pytest
 
 CRATE = Path(__file__).resolve().parent
 REPO = CRATE.parents[1]
-FEATURES = {"cpu": [], "cuda": ["--features", "cuda"], "rocm": ["--features", "rocm"], "all": ["--all-features"]}
+FEATURES = {
+    "cpu": [],
+    "cuda": ["--features", "cuda"],
+    "metal": ["--features", "metal"],
+    "rocm": ["--features", "rocm"],
+    "all": ["--all-features"],
+}
 # The crate's tests, in every feature set. Those over pairs of devices find one pair
 # within a backend (cuda:0, cuda:1) where one GPU backend is compiled, none with cpu alone.
-MIN_TESTS = 17
+MIN_TESTS = 22
 
 
 def _cargo() -> str:

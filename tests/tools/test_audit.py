@@ -360,6 +360,8 @@ def test_suppression_on_the_dispatch_line(tmp_path):
     )
     rust.write_text(template.format(comment="// opgen: allow(rocm, cuda)"))
     assert audit(rust).exit_code == 0
+    rust.write_text(template.format(comment="\n        // opgen: allow(rocm, cuda)"))  # where rustfmt moves it
+    assert audit(rust).exit_code == 0
     python = tmp_path / "s.py"
     template = "def f(d):\n    if d.is_cpu():{comment}\n        pass\n    elif d.kind == 'cuda':\n        pass\n"
     python.write_text(template.format(comment=""))

@@ -249,6 +249,7 @@ def test_implementing_stubs_moves_the_table(tmp_path):
 def test_walkthrough_on_the_shipped_registry(tmp_path):
     """The README's walkthrough: `gen new-backend toy` on ops.yaml, then `gen`, then `gen parity`."""
     shutil.copy(REPO / "ops.yaml", tmp_path / "ops.yaml")
+    shutil.copy(REPO / "candle.yaml", tmp_path / "candle.yaml")  # the rust target's profile, named by ops.yaml
     shutil.copytree(REPO / "runtime", tmp_path / "runtime", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(REPO / "hip", tmp_path / "hip")  # the GPU backends' kernels are part of the registry's world
     registry = tmp_path / "ops.yaml"

@@ -56,6 +56,7 @@ class Validator(OperationChecks):
             qstorage=qstorage,
             nn=nn,
             kernel_facts=self.kernel_facts(),
+            switches=self.switches(backends),
         )
         registry = dataclasses.replace(registry, targets=self.targets(registry))
         self.kernel_refs(registry, hip_kernels)

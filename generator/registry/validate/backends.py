@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 from ... import model
+from .. import profile
 from ..loader import Node
 from ..runtime_scan import scan
 from ..spec import did_you_mean
@@ -77,6 +78,33 @@ class BackendChecks(DTypeChecks):
             self.error(section, "backends", "declare at least one backend")
         return tuple(out)
 
+    def switches(self, backends: tuple[model.Backend, ...]) -> tuple[model.Switch, ...]:
+        """`switches:`: lower-case names, backends the registry declares, each of whose runtime
+        modules defines the getter and the setter."""
+        by_name = {b.name: b for b in backends}
+        out = []
+        for name, knode, node in self.section("switches"):
+            key = f"switches.{name}"
+            if not (name.isidentifier() and name == name.lower()):
+                self.error(knode, key, f"switch {name!r} must be a lower_case identifier: it names functions")
+            listed = node.get("backends") if node.tag == "map" else None
+            names = [item for item in (listed.value if listed is not None and listed.tag == "seq" else [])]
+            for i, item in enumerate(names):
+                backend = by_name.get(str(item.value))
+                if backend is None:
+                    self.error(item, f"{key}.backends[{i}]", f"unknown backend {item.value!r}")
+                    continue
+                for function in (name, f"set_{name}"):
+                    if backend.functions and not backend.defines(function):
+                        self.error(
+                            item,
+                            f"{key}.backends[{i}]",
+                            f"runtime module {backend.runtime!r} does not define {function}() (switch {name!r})",
+                        )
+            backend_names = tuple(str(item.value) for item in names)
+            out.append(model.Switch(name, backend_names, self.text(node.get("doc")), knode.position.line))
+        return tuple(out)
+
     def targets(self, registry: model.Registry) -> tuple[model.Target, ...]:
         """Each target's output folder: relative to the registry's, under generated/ or tests/
         (the project's top-level layout), one folder per target."""
@@ -103,10 +131,25 @@ class BackendChecks(DTypeChecks):
                 self.error(onode, key, f"output folder {path!r} is also the {seen[path]} target's")
             else:
                 seen[path] = name
-                out.append(model.Target(name, path, knode.position.line))
+                out.append(model.Target(name, path, knode.position.line, self.profile(name, node, registry)))
         if any(t.name == "rust" for t in out):
             self.rust_needs(registry)
         return tuple(out)
+
+    def profile(self, target: str, node: Node, registry: model.Registry) -> model.Profile | None:
+        """The target's API profile, a file beside the registry; its errors join the registry's."""
+        pnode = node.get("profile")
+        if pnode is None or pnode.tag != "str":
+            return None
+        path = Path(self.path).parent / str(pnode.value)
+        if not path.is_file():
+            self.error(pnode, f"targets.{target}.profile", f"no profile file {str(pnode.value)!r} beside the registry")
+            return None
+        ops = {"Storage": {o.name for o in registry.storage}, "Device": {o.name for o in registry.device}}
+        ops["QStorage"] = {o.name for o in registry.qstorage}
+        found, errors = profile.load(path, tuple(b.name for b in registry.backends), ops)
+        self.checker.errors.extend(errors)
+        return found
 
     def rust_needs(self, registry: model.Registry) -> None:
         """What the generated Rust calls besides the ops: a host backend, and the getters

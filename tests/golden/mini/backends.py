@@ -94,13 +94,13 @@ def lazy_module(name: str) -> Any:
 
 
 _RUNTIMES: dict[Backend, Any] = {  # each backend's runtime module (availability, ...)
-    Backend.CPU: lazy_module('mini_rt.cpu'),
-    Backend.GPU: lazy_module('mini_rt.gpu'),
+    Backend.CPU: lazy_module("mini_rt.cpu"),
+    Backend.GPU: lazy_module("mini_rt.gpu"),
 }
-_NUMBERED = frozenset({Backend.GPU, })
+_NUMBERED = frozenset({Backend.GPU})
 _DOC = {
-    Backend.CPU: 'fixture host backend',
-    Backend.GPU: 'fixture device backend; only some ops',
+    Backend.CPU: "fixture host backend",
+    Backend.GPU: "fixture device backend; only some ops",
 }
 
 

@@ -13,6 +13,7 @@ import numpy as np
 
 from runtime.layout import Layout
 from runtime.params import Kernel
+
 from .dtypes import DType, GgmlDType
 
 Buffer = Any  # a backend's own buffer (numpy array, GpuBuffer, ...): the arms only pass it on
@@ -87,5 +88,6 @@ class GpuRuntime(Protocol):
 
 if TYPE_CHECKING:  # mypy: each runtime module is an instance of its backend's Protocol
     # mini_rt.cpu: not checked while it lacks q_matmul
-    # mini_rt.gpu: not checked while it lacks unary, binary, affine, zeros, quantize, q_dtype, q_dequantize, q_matmul, scale_rows
+    # mini_rt.gpu: not checked while it lacks unary, binary, affine, zeros, quantize, q_dtype, q_dequantize, q_matmul,
+    # scale_rows
     pass

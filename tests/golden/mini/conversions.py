@@ -13,9 +13,7 @@ import runtime.dlpack as _dlpack
 from runtime.errors import DTypeMismatch, NotImplementedForBackend, ShapeMismatch
 from runtime.layout import Layout
 
-from .backends import Backend, On
-from .backends import missing as _missing
-from .backends import lazy_module as _lazy_module
+from .backends import Backend, On, lazy_module as _lazy_module, missing as _missing
 from .device import Device
 from .dtypes import DType
 from .storage import Storage
@@ -24,8 +22,8 @@ if TYPE_CHECKING:
     import mini_rt.cpu as _rt_cpu
     import mini_rt.gpu as _rt_gpu
 else:  # imported on first use: a cpu op loads no GPU runtime
-    _rt_cpu = _lazy_module('mini_rt.cpu')
-    _rt_gpu = _lazy_module('mini_rt.gpu')
+    _rt_cpu = _lazy_module("mini_rt.cpu")
+    _rt_gpu = _lazy_module("mini_rt.gpu")
 
 
 def to_numpy(storage: Storage, layout: Layout) -> np.ndarray:
@@ -65,11 +63,17 @@ def to_device(storage: Storage, layout: Layout, device: Device) -> Storage:
         case (On.CPU, On.CPU):
             return Storage(On.CPU, _rt_cpu.to_device(storage.inner, layout, device.ordinal))
         case (On.CPU, On.GPU):
-            return Storage(On.GPU, _rt_gpu.from_host(device.ordinal, _rt_cpu.to_numpy(storage.inner, layout).reshape(-1)))
+            return Storage(
+                On.GPU, _rt_gpu.from_host(device.ordinal, _rt_cpu.to_numpy(storage.inner, layout).reshape(-1))
+            )
         case (On.GPU, On.CPU):
-            return Storage(On.CPU, _rt_cpu.from_host(device.ordinal, _rt_gpu.to_numpy(storage.inner, layout).reshape(-1)))
+            return Storage(
+                On.CPU, _rt_cpu.from_host(device.ordinal, _rt_gpu.to_numpy(storage.inner, layout).reshape(-1))
+            )
         case (On.GPU, On.GPU):
-            return Storage(On.GPU, _rt_gpu.from_host(device.ordinal, _rt_gpu.to_numpy(storage.inner, layout).reshape(-1)))
+            return Storage(
+                On.GPU, _rt_gpu.from_host(device.ordinal, _rt_gpu.to_numpy(storage.inner, layout).reshape(-1))
+            )
 
 
 class View(NamedTuple):
@@ -80,8 +84,14 @@ class View(NamedTuple):
     storage: Storage
     layout: Layout
 
-    def __dlpack__(self, *, stream: int | None = None, max_version: tuple[int, int] | None = None,
-                   dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> Any:
+    def __dlpack__(
+        self,
+        *,
+        stream: int | None = None,
+        max_version: tuple[int, int] | None = None,
+        dl_device: tuple[int, int] | None = None,
+        copy: bool | None = None,
+    ) -> Any:
         """A DLPack capsule of the view; `stream`: the consumer's, made to wait for the work
         queued on the storage's device (-1: no ordering)."""
         match self.storage.backend:

@@ -9,17 +9,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .backends import Backend, On
-from .backends import missing as _missing
-from .backends import lazy_module as _lazy_module
+from .backends import Backend, On, lazy_module as _lazy_module, missing as _missing
 from .dtypes import DType, GgmlDType
 
 if TYPE_CHECKING:
     import mini_rt.cpu as _rt_cpu
     import mini_rt.gpu as _rt_gpu
 else:  # imported on first use: a cpu op loads no GPU runtime
-    _rt_cpu = _lazy_module('mini_rt.cpu')
-    _rt_gpu = _lazy_module('mini_rt.gpu')
+    _rt_cpu = _lazy_module("mini_rt.cpu")
+    _rt_gpu = _lazy_module("mini_rt.gpu")
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,5 +89,5 @@ class Device:
                 raise _missing(On.GPU, "quantize")
 
 
-from .storage import Storage  # noqa: E402  (Device and Storage refer to each other)
 from .quantized import QStorage  # noqa: E402  (Device and QStorage refer to each other)
+from .storage import Storage  # noqa: E402  (Device and Storage refer to each other)

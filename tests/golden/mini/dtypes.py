@@ -42,9 +42,9 @@ _NUMPY = {
     DType.BF16: np.dtype("bfloat16"),
 }
 _HIP = {
-    DType.U8: 'uint8_t',
-    DType.F32: 'float',
-    DType.BF16: '__hip_bfloat16',
+    DType.U8: "uint8_t",
+    DType.F32: "float",
+    DType.BF16: "__hip_bfloat16",
 }
 _KIND = {
     DType.U8: "uint",
@@ -73,8 +73,8 @@ class UnaryOp(enum.StrEnum):
 
 
 _UNARY_DTYPES = {
-    UnaryOp.NEG: (DType.F32, DType.BF16, ),
-    UnaryOp.EXP: (DType.F32, DType.BF16, ),
+    UnaryOp.NEG: (DType.F32, DType.BF16),
+    UnaryOp.EXP: (DType.F32, DType.BF16),
 }
 
 
@@ -88,7 +88,7 @@ class BinaryOp(enum.StrEnum):
 
 
 _BINARY_DTYPES = {
-    BinaryOp.DIV: (DType.U8, DType.F32, DType.BF16, ),
+    BinaryOp.DIV: (DType.U8, DType.F32, DType.BF16),
 }
 
 
@@ -102,7 +102,7 @@ class CmpOp(enum.StrEnum):
 
 
 _CMP_DTYPES = {
-    CmpOp.LT: (DType.U8, DType.F32, DType.BF16, ),
+    CmpOp.LT: (DType.U8, DType.F32, DType.BF16),
 }
 
 
@@ -116,7 +116,7 @@ class ReduceOp(enum.StrEnum):
 
 
 _REDUCE_DTYPES = {
-    ReduceOp.SUM: (DType.U8, DType.F32, DType.BF16, ),
+    ReduceOp.SUM: (DType.U8, DType.F32, DType.BF16),
 }
 
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from runtime.params import Kernel
 
-from .dtypes import UnaryOp, BinaryOp, CmpOp, ReduceOp
+from .dtypes import BinaryOp, CmpOp, ReduceOp, UnaryOp
 
 _U8 = np.dtype("uint8")
 _F32 = np.dtype("float32")

@@ -21,12 +21,12 @@ from .dtypes import dtype_of as _dtype_of
 if TYPE_CHECKING:
     import mini_rt.cpu as _rt_cpu
 else:  # imported on first use: a cpu op loads no GPU runtime
-    _rt_cpu = _lazy_module('mini_rt.cpu')
+    _rt_cpu = _lazy_module("mini_rt.cpu")
 
 
 @dataclass(frozen=True)
 class ScaleRows(Scale1):
-    'x * factor; cpu only'
+    "x * factor; cpu only"
 
     name = "scale_rows"
     factor: float

@@ -10,16 +10,14 @@ from typing import TYPE_CHECKING
 from runtime.errors import DeviceMismatch, DTypeMismatch, OpgenError
 from runtime.layout import Layout
 
-from .backends import Backend, On
-from .backends import missing as _missing
-from .backends import lazy_module as _lazy_module
+from .backends import Backend, On, lazy_module as _lazy_module, missing as _missing
 from .dtypes import DType, GgmlDType
 from .storage import Storage
 
 if TYPE_CHECKING:
     import mini_rt.cpu as _rt_cpu
 else:  # imported on first use: a cpu op loads no GPU runtime
-    _rt_cpu = _lazy_module('mini_rt.cpu')
+    _rt_cpu = _lazy_module("mini_rt.cpu")
 
 
 class QStorage:

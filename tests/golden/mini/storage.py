@@ -9,20 +9,18 @@ from typing import TYPE_CHECKING
 from runtime.errors import DeviceMismatch, DTypeMismatch, OpgenError, ShapeMismatch
 from runtime.layout import Layout
 
-from .backends import Backend, On
-from .backends import missing as _missing
-from .backends import lazy_module as _lazy_module
+from .backends import Backend, On, lazy_module as _lazy_module, missing as _missing
 from .custom_ops import Scale1
-from .dtypes import UnaryOp, BinaryOp, DType
-from .dtypes import dtype_of as _dtype_of
+from .dtypes import BinaryOp, DType, UnaryOp, dtype_of as _dtype_of
 
 if TYPE_CHECKING:
     import mini_rt.cpu as _rt_cpu
     import mini_rt.gpu as _rt_gpu
+
     from . import kernels_numpy as _kernels_numpy
 else:  # imported on first use: a cpu op loads no GPU runtime
-    _rt_cpu = _lazy_module('mini_rt.cpu')
-    _rt_gpu = _lazy_module('mini_rt.gpu')
+    _rt_cpu = _lazy_module("mini_rt.cpu")
+    _rt_gpu = _lazy_module("mini_rt.gpu")
     _kernels_numpy = _lazy_module(f"{__package__}.kernels_numpy")
 
 
@@ -87,7 +85,13 @@ class Storage:
                 pass
             else:
                 _n = lhs_layout.dense_count
-                if _other.dtype is _dt and _n == _inner.size and _n == _other.size and _n == rhs_layout.dense_count and (rhs_layout is lhs_layout or rhs_layout.shape == lhs_layout.shape):
+                if (
+                    _other.dtype is _dt
+                    and _n == _inner.size
+                    and _n == _other.size
+                    and _n == rhs_layout.dense_count
+                    and (rhs_layout is lhs_layout or rhs_layout.shape == lhs_layout.shape)
+                ):
                     _out = _f(_inner, _other)
                     if _out is not _inner and _out is not _other:
                         _storage = _new_object(Storage)
@@ -99,16 +103,19 @@ class Storage:
                 if rhs.backend is not self.backend:
                     raise _device_mismatch("binary", self, rhs)
                 _dtype = _rt_cpu.dtype(self.inner)
-                if _rt_cpu.dtype(rhs.inner) is not _dtype and _dtype_of(_rt_cpu.dtype(rhs.inner)) is not _dtype_of(_dtype):
+                _rhs_dtype = _rt_cpu.dtype(rhs.inner)
+                if _rhs_dtype is not _dtype and _dtype_of(_rhs_dtype) is not _dtype_of(_dtype):
                     raise _dtype_mismatch("binary", self, rhs)
                 if rhs_layout.shape != lhs_layout.shape:
                     raise ShapeMismatch("binary", self.backend.value, lhs_layout.shape, rhs_layout.shape)
-                return Storage(On.CPU, _rt_cpu.binary(self.inner, _kernels_numpy.BINARY[op], rhs.inner, lhs_layout, rhs_layout))
+                return Storage(
+                    On.CPU, _rt_cpu.binary(self.inner, _kernels_numpy.BINARY[op], rhs.inner, lhs_layout, rhs_layout)
+                )
             case On.GPU:
                 raise _missing(On.GPU, "binary")
 
     def affine(self, layout: Layout, mul: float, add: float) -> Storage:
-        'x * mul + add'
+        "x * mul + add"
         match self.backend:
             case On.CPU:
                 if _dtype_of(_rt_cpu.dtype(self.inner)) not in _AFFINE_SELF_DTYPES:
@@ -117,7 +124,12 @@ class Storage:
             case On.GPU:
                 if _dtype_of(_rt_gpu.dtype(self.inner)) not in _AFFINE_SELF_DTYPES:
                     raise _dtype_not_in("affine", self, _AFFINE_SELF_DTYPES)
-                return Storage(On.GPU, _rt_gpu.from_host(_rt_gpu.device(self.inner), _rt_cpu.affine(_rt_gpu.to_host(self.inner), layout, mul, add)))
+                return Storage(
+                    On.GPU,
+                    _rt_gpu.from_host(
+                        _rt_gpu.device(self.inner), _rt_cpu.affine(_rt_gpu.to_host(self.inner), layout, mul, add)
+                    ),
+                )
 
     def fill(self, value: float) -> None:
         match self.backend:

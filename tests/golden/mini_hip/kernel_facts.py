@@ -12,12 +12,12 @@ import enum
 ROW_VALUES = 8
 
 #: kernels that wait for their predecessor
-WAITING_KERNELS = frozenset({'affine_f32', 'powf_bf16'})
+WAITING_KERNELS = frozenset({"affine_f32", "powf_bf16"})
 
 #: The reduce ops' codes (reduce_chunks_<dtype>'s `op` argument; OPGEN_REDUCE_<OP>): their order in ops.yaml.
 REDUCE_CODES: dict[str, int] = {
-    'max': 0,
-    'argmax': 1,
+    "max": 0,
+    "argmax": 1,
 }
 
 
@@ -26,6 +26,6 @@ class KernelPattern(enum.StrEnum):
     (pattern, *the values of its placeholders); runtimes name the pattern by its member, so a
     renamed pattern fails at import and in mypy, not at the launch."""
 
-    AFFINE_SELF = 'affine_{self}'
-    POWF_SELF = 'powf_{self}'
-    ELU_SELF = 'elu_{self}'
+    AFFINE_SELF = "affine_{self}"
+    POWF_SELF = "powf_{self}"
+    ELU_SELF = "elu_{self}"

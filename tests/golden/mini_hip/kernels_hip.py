@@ -14,7 +14,7 @@ import numpy as np
 
 from runtime.params import Kernel
 
-from .dtypes import UnaryOp, BinaryOp, CmpOp, ReduceOp
+from .dtypes import BinaryOp, CmpOp, ReduceOp, UnaryOp
 from .kernel_facts import KernelPattern
 
 # Every runtime names dtypes by their numpy dtype, as the numpy kernel tables do.
@@ -30,48 +30,82 @@ _SRC_AFFINE = str(HIP_DIR / "affine.hip")
 _SRC_ELEMENTWISE = str(Path(__file__).resolve().parent / "elementwise.hip")
 # The C types of each distinct parameter list, as the launch packs them: _ARGS_<the first
 # kernel (by name) taking it>, shared by every kernel whose parameters have the same types.
-_ARGS_AFFINE_BF16 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint16, ctypes.c_uint16,)
-_ARGS_AFFINE_F32 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_float, ctypes.c_float,)
-_ARGS_AFFINE_U32 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint32,)
-_ARGS_ELU_BF16 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_uint16, ctypes.c_void_p, ctypes.c_void_p,)
-_ARGS_ELU_F32 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_float, ctypes.c_void_p, ctypes.c_void_p,)
-_ARGS_UNARY_NEG_BF16 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,)
+_ARGS_AFFINE_BF16 = (
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_uint16,
+    ctypes.c_uint16,
+)
+_ARGS_AFFINE_F32 = (
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_float,
+    ctypes.c_float,
+)
+_ARGS_AFFINE_U32 = (
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_uint32,
+    ctypes.c_uint32,
+)
+_ARGS_ELU_BF16 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_uint16, ctypes.c_void_p, ctypes.c_void_p)
+_ARGS_ELU_F32 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_float, ctypes.c_void_p, ctypes.c_void_p)
+_ARGS_UNARY_NEG_BF16 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
 
 
 def launch_affine_bf16(launch, grid, block, stream, numel, num_dims, info, inp, out, mul, add) -> None:
-    launch(_SRC_AFFINE, "affine_bf16", grid, block, stream, (numel, num_dims, info, inp, out, mul, add,), _ARGS_AFFINE_BF16)
+    launch(
+        _SRC_AFFINE, "affine_bf16", grid, block, stream, (numel, num_dims, info, inp, out, mul, add), _ARGS_AFFINE_BF16
+    )
 
 
 def launch_affine_f32(launch, grid, block, stream, numel, num_dims, info, inp, out, mul, add) -> None:
-    launch(_SRC_AFFINE, "affine_f32", grid, block, stream, (numel, num_dims, info, inp, out, mul, add,), _ARGS_AFFINE_F32)
+    launch(
+        _SRC_AFFINE, "affine_f32", grid, block, stream, (numel, num_dims, info, inp, out, mul, add), _ARGS_AFFINE_F32
+    )
 
 
 def launch_affine_u32(launch, grid, block, stream, numel, num_dims, info, inp, out, mul, add) -> None:
-    launch(_SRC_AFFINE, "affine_u32", grid, block, stream, (numel, num_dims, info, inp, out, mul, add,), _ARGS_AFFINE_U32)
+    launch(
+        _SRC_AFFINE, "affine_u32", grid, block, stream, (numel, num_dims, info, inp, out, mul, add), _ARGS_AFFINE_U32
+    )
 
 
 def launch_elu_bf16(launch, grid, block, stream, numel, num_dims, info, param, inp, out) -> None:
-    launch(_SRC_AFFINE, "elu_bf16", grid, block, stream, (numel, num_dims, info, param, inp, out,), _ARGS_ELU_BF16)
+    launch(_SRC_AFFINE, "elu_bf16", grid, block, stream, (numel, num_dims, info, param, inp, out), _ARGS_ELU_BF16)
 
 
 def launch_elu_f32(launch, grid, block, stream, numel, num_dims, info, param, inp, out) -> None:
-    launch(_SRC_AFFINE, "elu_f32", grid, block, stream, (numel, num_dims, info, param, inp, out,), _ARGS_ELU_F32)
+    launch(_SRC_AFFINE, "elu_f32", grid, block, stream, (numel, num_dims, info, param, inp, out), _ARGS_ELU_F32)
 
 
 def launch_powf_bf16(launch, grid, block, stream, numel, num_dims, info, param, inp, out) -> None:
-    launch(_SRC_AFFINE, "powf_bf16", grid, block, stream, (numel, num_dims, info, param, inp, out,), _ARGS_ELU_F32)
+    launch(_SRC_AFFINE, "powf_bf16", grid, block, stream, (numel, num_dims, info, param, inp, out), _ARGS_ELU_F32)
 
 
 def launch_powf_f32(launch, grid, block, stream, numel, num_dims, info, param, inp, out) -> None:
-    launch(_SRC_AFFINE, "powf_f32", grid, block, stream, (numel, num_dims, info, param, inp, out,), _ARGS_ELU_F32)
+    launch(_SRC_AFFINE, "powf_f32", grid, block, stream, (numel, num_dims, info, param, inp, out), _ARGS_ELU_F32)
 
 
 def launch_unary_neg_bf16(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_neg_bf16", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_UNARY_NEG_BF16)
+    launch(
+        _SRC_ELEMENTWISE, "unary_neg_bf16", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_UNARY_NEG_BF16
+    )
 
 
 def launch_unary_neg_f32(launch, grid, block, stream, numel, num_dims, info, inp, out) -> None:
-    launch(_SRC_ELEMENTWISE, "unary_neg_f32", grid, block, stream, (numel, num_dims, info, inp, out,), _ARGS_UNARY_NEG_BF16)
+    launch(
+        _SRC_ELEMENTWISE, "unary_neg_f32", grid, block, stream, (numel, num_dims, info, inp, out), _ARGS_UNARY_NEG_BF16
+    )
 
 
 UNARY: dict[UnaryOp, Kernel] = {
@@ -86,25 +120,21 @@ UNARY: dict[UnaryOp, Kernel] = {
 }
 
 
-BINARY: dict[BinaryOp, Kernel] = {
-}
+BINARY: dict[BinaryOp, Kernel] = {}
 
 
-CMP: dict[CmpOp, Kernel] = {
-}
+CMP: dict[CmpOp, Kernel] = {}
 
 
 REDUCE: dict[ReduceOp, Kernel] = {
     ReduceOp.MAX: Kernel(
         "max",
-        {
-        },
+        {},
         None,
     ),
     ReduceOp.ARGMAX: Kernel(
         "argmax",
-        {
-        },
+        {},
         _U32,
     ),
 }

@@ -11,13 +11,21 @@ pub trait Scale1 {
 
     /// The forward pass on cpu storages (each with its layout: any strides and offset).
     fn cpu_fwd(&self, _s1: &crate::CpuStorage, _l1: &Layout) -> Result<(crate::CpuStorage, Shape)> {
-        Err(Error::NotImplementedForBackend { op: self.name(), backend: "cpu" }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "cpu",
+        }
+        .bt())
     }
 
     /// The forward pass on gpu storages (each with its layout: any strides and offset).
     #[cfg(feature = "gpu")]
     fn gpu_fwd(&self, _s1: &crate::GpuStorage, _l1: &Layout) -> Result<(crate::GpuStorage, Shape)> {
-        Err(Error::NotImplementedForBackend { op: self.name(), backend: "gpu" }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "gpu",
+        }
+        .bt())
     }
 }
 
@@ -34,7 +42,11 @@ pub trait Bump2 {
         _s2: &crate::CpuStorage,
         _l2: &Layout,
     ) -> Result<()> {
-        Err(Error::NotImplementedForBackend { op: self.name(), backend: "cpu" }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "cpu",
+        }
+        .bt())
     }
 
     /// The forward pass on gpu storages (each with its layout: any strides and offset).
@@ -46,7 +58,11 @@ pub trait Bump2 {
         _s2: &crate::GpuStorage,
         _l2: &Layout,
     ) -> Result<()> {
-        Err(Error::NotImplementedForBackend { op: self.name(), backend: "gpu" }.bt())
+        Err(Error::NotImplementedForBackend {
+            op: self.name(),
+            backend: "gpu",
+        }
+        .bt())
     }
 }
 

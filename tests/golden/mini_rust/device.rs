@@ -3,15 +3,17 @@
 // the registry as a method whose match has one arm per backend, calling that backend
 // device's method of the same name (BackendDevice). location, same_device and
 // is_<backend> follow from the backends alone.
-use crate::{DType, Error, Result, Shape, Storage, WithDType};
 use crate::backend::BackendDevice;
+use crate::{DType, Error, Result, Shape, Storage, WithDType};
 
 /// Where a device's memory is: one physical device, which several Devices may share.
 #[derive(Debug, Copy, Clone, PartialEq, Eq, Hash)]
 pub enum DeviceLocation {
     Cpu,
     #[cfg(feature = "gpu")]
-    Gpu { gpu_id: usize },
+    Gpu {
+        gpu_id: usize,
+    },
 }
 
 /// A device of one of the backends: cpu, gpu.
@@ -57,8 +59,16 @@ impl Device {
     /// first device and the first that differs from it.
     pub fn mismatch(op: &'static str, devices: &[Device]) -> Error {
         let first = &devices[0];
-        let other = devices.iter().find(|d| !d.same_device(first)).unwrap_or(first);
-        Error::DeviceMismatchBinaryOp { lhs: first.location(), rhs: other.location(), op }.bt()
+        let other = devices
+            .iter()
+            .find(|d| !d.same_device(first))
+            .unwrap_or(first);
+        Error::DeviceMismatchBinaryOp {
+            lhs: first.location(),
+            rhs: other.location(),
+            op,
+        }
+        .bt()
     }
 
     pub fn is_cpu(&self) -> bool {

@@ -2,16 +2,52 @@
 // candle-core's QStorage (quantized/mod.rs): one variant per backend, every QStorage method
 // of the registry as a method whose match has one arm per backend, calling that backend's
 // quantized storage (QBackendStorage); and the Device methods that make one.
-use crate::{DType, Device, Layout, Result, Storage, WithDType};
 use crate::backend::{BackendDevice, QBackendStorage};
-use crate::quantized::GgmlDType;
 use crate::storage::dtype_in;
+use crate::{DType, Device, Layout, Result, Storage, WithDType};
 
 /// Quantized (GGML block) storage on one backend.
 pub enum QStorage {
     Cpu(crate::QCpuStorage),
     #[cfg(feature = "gpu")]
     Gpu(crate::QGpuStorage),
+}
+
+/// The GGML block formats of the registry (`quantized:`), as candle-core's GgmlDType.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum GgmlDType {
+    Q8,
+}
+
+impl GgmlDType {
+    /// The format of GGML's type id (as GGUF files name it).
+    pub fn from_u32(u: u32) -> Result<Self> {
+        match u {
+            99 => Ok(Self::Q8),
+            _ => crate::bail!("unknown GGML type id {u}"),
+        }
+    }
+
+    /// GGML's type id of the format.
+    pub fn to_u32(self) -> u32 {
+        match self {
+            Self::Q8 => 99,
+        }
+    }
+
+    /// Values a block holds.
+    pub fn block_size(&self) -> usize {
+        match self {
+            Self::Q8 => 4,
+        }
+    }
+
+    /// Bytes a block takes.
+    pub fn type_size(&self) -> usize {
+        match self {
+            Self::Q8 => 8,
+        }
+    }
 }
 
 impl QStorage {
@@ -51,7 +87,10 @@ impl QStorage {
             #[cfg(feature = "gpu")]
             (Self::Gpu(s), Storage::Gpu(x)) => Ok(Storage::Gpu(s.matmul(x, x_layout)?)),
             #[allow(unreachable_patterns)]
-            (lhs, x) => Err(Device::mismatch("QStorage.matmul", &[lhs.device(), x.device()])),
+            (lhs, x) => Err(Device::mismatch(
+                "QStorage.matmul",
+                &[lhs.device(), x.device()],
+            )),
         }
     }
 }

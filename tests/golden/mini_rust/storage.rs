@@ -5,9 +5,9 @@
 // every position of each arm; its last arm answers storages of different backends with the
 // typed device-mismatch error. The custom-op dispatch (apply_op*, inplace_op*) is in
 // custom_op.rs, to_device in to_device.rs.
-use crate::{DType, Device, Error, Layout, Result};
 use crate::backend::BackendStorage;
 use crate::op::{BinaryOp, UnaryOp};
+use crate::{DType, Device, Error, Layout, Result};
 
 // Not Clone: a copy can fail (out of memory); try_clone returns the error.
 #[derive(Debug)]
@@ -73,11 +73,13 @@ impl Storage {
         same_shape(lhs_layout, rhs_layout, "binary")?;
         match (self, rhs) {
             (Self::Cpu(s), Self::Cpu(rhs)) => {
-                Ok(Self::Cpu(s.binary(op, rhs, lhs_layout, rhs_layout)?))
+                let s = s.binary(op, rhs, lhs_layout, rhs_layout)?;
+                Ok(Self::Cpu(s))
             }
             #[cfg(feature = "gpu")]
             (Self::Gpu(s), Self::Gpu(rhs)) => {
-                Ok(Self::Gpu(s.binary(op, rhs, lhs_layout, rhs_layout)?))
+                let s = s.binary(op, rhs, lhs_layout, rhs_layout)?;
+                Ok(Self::Gpu(s))
             }
             #[allow(unreachable_patterns)]
             (lhs, rhs) => Err(Device::mismatch("binary", &[lhs.device(), rhs.device()])),
@@ -118,16 +120,19 @@ impl Storage {
         dtype_in(self.dtype(), &[DType::U8], "select")?;
         match (self, on_true, on_false) {
             (Self::Cpu(s), Self::Cpu(on_true), Self::Cpu(on_false)) => {
-                Ok(Self::Cpu(s.select(layout, on_true, true_layout, on_false, false_layout)?))
+                let s = s.select(layout, on_true, true_layout, on_false, false_layout)?;
+                Ok(Self::Cpu(s))
             }
             #[cfg(feature = "gpu")]
             (Self::Gpu(s), Self::Gpu(on_true), Self::Gpu(on_false)) => {
-                Ok(Self::Gpu(s.select(layout, on_true, true_layout, on_false, false_layout)?))
+                let s = s.select(layout, on_true, true_layout, on_false, false_layout)?;
+                Ok(Self::Gpu(s))
             }
             #[allow(unreachable_patterns)]
-            (lhs, on_true, on_false) => {
-                Err(Device::mismatch("select", &[lhs.device(), on_true.device(), on_false.device()]))
-            }
+            (lhs, on_true, on_false) => Err(Device::mismatch(
+                "select",
+                &[lhs.device(), on_true.device(), on_false.device()],
+            )),
         }
     }
 

@@ -2,10 +2,10 @@
 // candle-core's to_device (tensor.rs), on the storage: every (source, destination) pair of
 // backends. Within a backend, the backend's own transfer; to or from the host backend
 // (cpu), through its storage; between two others, through host memory.
-use crate::{Device, Result, Storage};
-use crate::backend::BackendStorage;
 #[cfg(feature = "gpu")]
 use crate::backend::BackendDevice;
+use crate::backend::BackendStorage;
+use crate::{Device, Result, Storage};
 
 impl Storage {
     /// A copy of this storage on `device`, which may be of any backend.

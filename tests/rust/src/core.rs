@@ -54,6 +54,12 @@ pub enum Error {
     NotImplementedForBackend { op: &'static str, backend: &'static str },
     /// What a mock backend reports for a call it refuses (never one the tests expect).
     Mock(String),
+    /// What `bail!` returns: a message (candle-core's Error::Msg).
+    Msg(String),
+    /// What a dummy backend answers: its feature is off.
+    NotCompiledWithCudaSupport,
+    NotCompiledWithMetalSupport,
+    NotCompiledWithRocmSupport,
 }
 
 impl Error {
@@ -68,6 +74,39 @@ pub type Result<T> = std::result::Result<T, Error>;
 /// Element types of host slices.
 pub trait WithDType: Copy + 'static {
     const DTYPE: DType;
+
+    /// A host storage holding `data` (the mock records the call and the length).
+    fn to_cpu_storage_owned(data: Vec<Self>) -> crate::CpuStorage {
+        crate::CpuStorage { device: crate::CpuDevice, dtype: Self::DTYPE, len: data.len(), calls: vec!["cpu.to_cpu_storage_owned".into()] }
+    }
+}
+
+/// Float element types (candle-core's FloatDType).
+pub trait FloatDType: WithDType {
+    fn to_f64(self) -> f64;
+}
+
+impl FloatDType for f32 {
+    fn to_f64(self) -> f64 {
+        self as f64
+    }
+}
+
+impl FloatDType for f64 {
+    fn to_f64(self) -> f64 {
+        self
+    }
+}
+
+/// Host arrays a storage can be made from (candle-core's NdArray).
+pub trait NdArray {
+    fn to_cpu_storage(&self) -> crate::CpuStorage;
+}
+
+impl<S: WithDType> NdArray for Vec<S> {
+    fn to_cpu_storage(&self) -> crate::CpuStorage {
+        S::to_cpu_storage_owned(self.clone())
+    }
 }
 
 impl WithDType for u8 {

@@ -1,6 +1,6 @@
 //! The host backend: one device, unnumbered (candle-core's `Device::Cpu`).
 use crate::mock::{MockDevice, MockQStorage, MockStorage};
-use crate::DeviceLocation;
+use crate::{DeviceLocation, Result};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CpuDevice;
@@ -9,6 +9,9 @@ impl MockDevice for CpuDevice {
     const BACKEND: &'static str = "cpu";
     fn mock_location(&self) -> DeviceLocation {
         DeviceLocation::Cpu
+    }
+    fn mock_new(_: usize) -> Result<Self> {
+        Ok(CpuDevice)
     }
 }
 

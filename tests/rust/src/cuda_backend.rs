@@ -1,6 +1,6 @@
 //! A numbered GPU backend, mocked: devices cuda:0, cuda:1, ...
 use crate::mock::{MockDevice, MockQStorage, MockStorage};
-use crate::DeviceLocation;
+use crate::{DeviceLocation, Result};
 
 #[derive(Debug, Clone, PartialEq)] // not Copy: a GPU device handle is not
 pub struct CudaDevice {
@@ -11,6 +11,9 @@ impl MockDevice for CudaDevice {
     const BACKEND: &'static str = "cuda";
     fn mock_location(&self) -> DeviceLocation {
         DeviceLocation::Cuda { gpu_id: self.ordinal }
+    }
+    fn mock_new(ordinal: usize) -> Result<Self> {
+        Ok(Self { ordinal })
     }
 }
 

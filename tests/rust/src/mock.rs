@@ -7,7 +7,7 @@ use std::fmt::Debug;
 use crate::backend::{BackendDevice, BackendStorage, QBackendStorage};
 use crate::conv::{ParamsConv1D, ParamsConv2D, ParamsConvTranspose1D, ParamsConvTranspose2D};
 use crate::cpu_backend::CpuDevice;
-use crate::op::{BinaryOp, CmpOp, ReduceOp, UnaryOp};
+use crate::op::{BinaryOpT, CmpOp, ReduceOp, UnaryOpT};
 use crate::quantized::GgmlDType;
 use crate::scalar::Scalar;
 use crate::{CpuStorage, DType, DeviceLocation, Layout, Result, Shape, WithDType};
@@ -15,6 +15,8 @@ use crate::{CpuStorage, DType, DeviceLocation, Layout, Result, Shape, WithDType}
 pub trait MockDevice: Clone + Debug + PartialEq + 'static {
     const BACKEND: &'static str;
     fn mock_location(&self) -> DeviceLocation;
+    /// The device of that ordinal (the host has one, whatever the ordinal).
+    fn mock_new(ordinal: usize) -> Result<Self>;
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -92,11 +94,11 @@ impl<D: MockDevice + BackendDevice<Storage = MockStorage<D>>> BackendStorage for
     fn to_dtype(&self, _: &Layout, dtype: DType) -> Result<Self> {
         Ok(self.then("to_dtype", dtype))
     }
-    fn unary(&self, op: UnaryOp, _: &Layout) -> Result<Self> {
-        Ok(self.then(&format!("unary:{op:?}"), self.dtype))
+    fn unary_impl<B: UnaryOpT>(&self, _: &Layout) -> Result<Self> {
+        Ok(self.then(&format!("unary:{:?}", B::OP), self.dtype))
     }
-    fn binary(&self, op: BinaryOp, rhs: &Self, _: &Layout, _: &Layout) -> Result<Self> {
-        Ok(self.then_with(&format!("binary:{op:?}"), &[rhs]))
+    fn binary_impl<B: BinaryOpT>(&self, rhs: &Self, _: &Layout, _: &Layout) -> Result<Self> {
+        Ok(self.then_with(&format!("binary:{:?}", B::OP), &[rhs]))
     }
     fn where_cond(&self, _: &Layout, t: &Self, _: &Layout, f: &Self, _: &Layout) -> Result<Self> {
         Ok(t.then_with("where_cond", &[self, f]))
@@ -125,6 +127,9 @@ impl<D: MockDevice + BackendDevice<Storage = MockStorage<D>>> BackendStorage for
     fn upsample_nearest2d(&self, _: &Layout, h: usize, w: usize) -> Result<Self> {
         Ok(self.then(&format!("upsample_nearest2d:{h}:{w}"), self.dtype))
     }
+    fn upsample_bilinear2d(&self, _: &Layout, h: usize, w: usize, ac: bool, sh: Option<f64>, sw: Option<f64>) -> Result<Self> {
+        Ok(self.then(&format!("upsample_bilinear2d:{h}:{w}:{ac}:{sh:?}:{sw:?}"), self.dtype))
+    }
     fn gather(&self, _: &Layout, ids: &Self, _: &Layout, dim: usize) -> Result<Self> {
         Ok(self.then_with(&format!("gather:{dim}"), &[ids]))
     }
@@ -133,7 +138,7 @@ impl<D: MockDevice + BackendDevice<Storage = MockStorage<D>>> BackendStorage for
         self.record(&format!("scatter_set:{dim}"));
         Ok(())
     }
-    fn scatter_add(&mut self, _: &Layout, ids: &Self, _: &Layout, src: &Self, _: &Layout, dim: usize) -> Result<()> {
+    fn scatter_add_set(&mut self, _: &Layout, ids: &Self, _: &Layout, src: &Self, _: &Layout, dim: usize) -> Result<()> {
         let _ = (ids, src);
         self.record(&format!("scatter_add:{dim}"));
         Ok(())
@@ -169,7 +174,6 @@ impl<D: MockDevice + BackendDevice<Storage = MockStorage<D>>> BackendStorage for
 
 impl<D: MockDevice> BackendDevice for D {
     type Storage = MockStorage<D>;
-    type QStorage = MockQStorage<D>;
 
     fn location(&self) -> DeviceLocation {
         self.mock_location()
@@ -177,13 +181,16 @@ impl<D: MockDevice> BackendDevice for D {
     fn same_device(&self, rhs: &Self) -> bool {
         self == rhs
     }
-    fn zeros(&self, shape: &Shape, dtype: DType) -> Result<MockStorage<D>> {
+    fn new(ordinal: usize) -> Result<Self> {
+        D::mock_new(ordinal)
+    }
+    fn new_with_stream(ordinal: usize) -> Result<Self> {
+        D::mock_new(ordinal)
+    }
+    fn zeros_impl(&self, shape: &Shape, dtype: DType) -> Result<MockStorage<D>> {
         Ok(MockStorage::new(self, dtype, shape.elem_count(), "zeros"))
     }
-    fn ones(&self, shape: &Shape, dtype: DType) -> Result<MockStorage<D>> {
-        Ok(MockStorage::new(self, dtype, shape.elem_count(), "ones"))
-    }
-    fn alloc_uninit(&self, shape: &Shape, dtype: DType) -> Result<MockStorage<D>> {
+    unsafe fn alloc_uninit(&self, shape: &Shape, dtype: DType) -> Result<MockStorage<D>> {
         Ok(MockStorage::new(self, dtype, shape.elem_count(), "alloc_uninit"))
     }
     fn storage_from_slice<T: WithDType>(&self, data: &[T]) -> Result<MockStorage<D>> {
@@ -195,30 +202,24 @@ impl<D: MockDevice> BackendDevice for D {
     fn rand_normal(&self, shape: &Shape, dtype: DType, mean: f64, std: f64) -> Result<MockStorage<D>> {
         Ok(MockStorage::new(self, dtype, shape.elem_count(), &format!("rand_normal:{mean}:{std}")))
     }
-    fn set_seed(&self, seed: usize) -> Result<()> {
+    fn set_seed(&self, seed: u64) -> Result<()> {
         SEEDS.with(|s| s.borrow_mut().push(format!("{}.set_seed:{seed}", D::BACKEND)));
         Ok(())
+    }
+    fn get_current_seed(&self) -> Result<u64> {
+        Ok(SEEDS.with(|s| s.borrow().len()) as u64)
     }
     fn synchronize(&self) -> Result<()> {
         SEEDS.with(|s| s.borrow_mut().push(format!("{}.synchronize", D::BACKEND)));
         Ok(())
     }
-    fn supports_bf16(&self) -> bool {
-        D::BACKEND != "cpu"
-    }
-    fn quantize<T: WithDType>(&self, data: &[T], format: GgmlDType) -> Result<MockQStorage<D>> {
-        Ok(MockQStorage::new(self, format, data.len(), "quantize"))
-    }
-    fn qzeros(&self, elem_count: usize, format: GgmlDType) -> Result<MockQStorage<D>> {
-        Ok(MockQStorage::new(self, format, elem_count, "qzeros"))
-    }
-    fn qstorage_from_bytes<T: WithDType>(&self, data: &[T], format: GgmlDType) -> Result<MockQStorage<D>> {
-        Ok(MockQStorage::new(self, format, data.len(), "qstorage_from_bytes"))
-    }
     fn storage_from_cpu_storage(&self, storage: &CpuStorage) -> Result<MockStorage<D>> {
         let mut out = MockStorage::new(self, storage.dtype, storage.len, "storage_from_cpu_storage");
         out.calls = [storage.calls.clone(), out.calls].concat();
         Ok(out)
+    }
+    fn storage_from_cpu_storage_owned(&self, storage: CpuStorage) -> Result<MockStorage<D>> {
+        self.storage_from_cpu_storage(&storage)
     }
 }
 
@@ -238,11 +239,41 @@ impl<D: MockDevice> QBackendStorage for MockQStorage<D> {
     type Storage = MockStorage<D>;
     type Device = D;
 
+    fn zeros(device: &D, elem_count: usize, dtype: GgmlDType) -> Result<Self> {
+        Ok(Self::new(device, dtype, elem_count, "qzeros"))
+    }
+    fn from_data(device: &D, data: Cow<'_, [u8]>, dtype: GgmlDType) -> Result<Self> {
+        let mut out = Self::new(device, dtype, 0, "q.from_data");
+        out.blocks = data.into_owned();
+        Ok(out)
+    }
     fn dtype(&self) -> GgmlDType {
         self.format
     }
+    fn block_size(&self) -> usize {
+        self.format.block_size()
+    }
     fn device(&self) -> &D {
         &self.device
+    }
+    fn quantize(&mut self, src: &MockStorage<D>) -> Result<()> {
+        self.calls.push(format!("{}.q.quantize:{}", D::BACKEND, src.len));
+        Ok(())
+    }
+    fn quantize_imatrix(&mut self, src: &MockStorage<D>, imatrix: &[f32], n_per_row: usize) -> Result<()> {
+        self.calls.push(format!("{}.q.quantize_imatrix:{}:{}:{n_per_row}", D::BACKEND, src.len, imatrix.len()));
+        Ok(())
+    }
+    fn quantize_onto(&mut self, src: &CpuStorage) -> Result<()> {
+        self.calls.push(format!("{}.q.quantize_onto:{}", D::BACKEND, src.len));
+        Ok(())
+    }
+    fn quantize_imatrix_onto(&mut self, src: &CpuStorage, imatrix: &[f32], n_per_row: usize) -> Result<()> {
+        self.calls.push(format!("{}.q.quantize_imatrix_onto:{}:{}:{n_per_row}", D::BACKEND, src.len, imatrix.len()));
+        Ok(())
+    }
+    fn device_ptr(&self) -> Result<*const u8> {
+        Ok(self.blocks.as_ptr())
     }
     fn size_in_bytes(&self) -> usize {
         self.blocks.len()

@@ -77,6 +77,8 @@ impl CustomOp1 for Everywhere {
     fwd1!(cuda_fwd, crate::CudaStorage);
     #[cfg(feature = "rocm")]
     fwd1!(rocm_fwd, crate::RocmStorage);
+    #[cfg(feature = "metal")]
+    fwd1!(metal_fwd, crate::MetalStorage);
 }
 
 macro_rules! ifwd2 {
@@ -97,6 +99,8 @@ impl InplaceOp2 for Everywhere {
     ifwd2!(cuda_fwd, crate::CudaStorage);
     #[cfg(feature = "rocm")]
     ifwd2!(rocm_fwd, crate::RocmStorage);
+    #[cfg(feature = "metal")]
+    ifwd2!(metal_fwd, crate::MetalStorage);
 }
 
 #[test]

@@ -10,10 +10,10 @@ fn every_device_method_reaches_the_device_backend() {
         let b = backend(&device);
         let made = [
             (device.zeros(&s, DType::F16).unwrap(), "zeros"),
-            (device.ones(&s, DType::F16).unwrap(), "ones"),
-            (device.alloc_uninit(&s, DType::F16).unwrap(), "alloc_uninit"),
-            (device.rand_uniform(&s, DType::F16, -1.0, 2.0).unwrap(), "rand_uniform:-1:2"),
-            (device.rand_normal(&s, DType::F16, 0.5, 3.0).unwrap(), "rand_normal:0.5:3"),
+            // SAFETY: the mock storage holds no memory.
+            (unsafe { device.alloc_uninit(&s, DType::F16) }.unwrap(), "alloc_uninit"),
+            (device.rand_uniform_f64(-1.0, 2.0, &s, DType::F16).unwrap(), "rand_uniform:-1:2"),
+            (device.rand_normal_f64(0.5, 3.0, &s, DType::F16).unwrap(), "rand_normal:0.5:3"),
         ];
         for (storage, call) in made {
             assert_eq!(last(&storage), (b, format!("{b}.{call}")));
@@ -46,6 +46,8 @@ fn location_and_same_device_follow_the_backends() {
     assert_eq!(Device::Cuda(crate::CudaDevice { ordinal: 1 }).location(), DeviceLocation::Cuda { gpu_id: 1 });
     #[cfg(feature = "rocm")]
     assert_eq!(Device::Rocm(crate::RocmDevice { ordinal: 1 }).location(), DeviceLocation::Rocm { gpu_id: 1 });
+    #[cfg(feature = "metal")]
+    assert_eq!(Device::Metal(crate::MetalDevice { ordinal: 1 }).location(), DeviceLocation::Metal { gpu_id: 1 });
 }
 
 #[test]
@@ -55,5 +57,6 @@ fn is_backend_is_true_for_its_backend_only() {
         assert_eq!(device.is_cpu(), b == "cpu");
         assert_eq!(device.is_cuda(), b == "cuda");
         assert_eq!(device.is_rocm(), b == "rocm");
+        assert_eq!(device.is_metal(), b == "metal");
     }
 }

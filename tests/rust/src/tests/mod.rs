@@ -1,10 +1,12 @@
 //! Tests of the generated dispatch against the mock backends, under whichever features the
 //! crate is built with (cpu alone, each GPU backend alone, all).
+mod candle_api;
 mod custom_op;
 mod device;
 mod launch;
 mod quantized;
 mod storage;
+mod switches;
 
 use crate::mock::MockStorage;
 use crate::{DType, Device, Layout, Shape, Storage};
@@ -20,6 +22,8 @@ pub fn devices(second: bool) -> Vec<Device> {
         out.push(Device::Cuda(crate::CudaDevice { ordinal }));
         #[cfg(feature = "rocm")]
         out.push(Device::Rocm(crate::RocmDevice { ordinal }));
+        #[cfg(feature = "metal")]
+        out.push(Device::Metal(crate::MetalDevice { ordinal }));
     }
     out
 }
@@ -32,6 +36,10 @@ pub fn backend(device: &Device) -> &'static str {
         Device::Cuda(_) => "cuda",
         #[cfg(feature = "rocm")]
         Device::Rocm(_) => "rocm",
+        #[cfg(feature = "metal")]
+        Device::Metal(_) => "metal",
+        #[allow(unreachable_patterns)] // every backend compiled: none is a dummy
+        _ => unreachable!("a dummy backend makes no device"),
     }
 }
 
@@ -46,6 +54,10 @@ pub fn calls(storage: &Storage) -> (&'static str, &Vec<String>) {
         Storage::Cuda(s) => ("cuda", of(s)),
         #[cfg(feature = "rocm")]
         Storage::Rocm(s) => ("rocm", of(s)),
+        #[cfg(feature = "metal")]
+        Storage::Metal(s) => ("metal", of(s)),
+        #[allow(unreachable_patterns)] // every backend compiled: none is a dummy
+        _ => unreachable!("a dummy backend makes no storage"),
     }
 }
 

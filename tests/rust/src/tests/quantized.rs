@@ -10,6 +10,10 @@ fn blocks(q: &QStorage) -> (&'static str, Vec<String>) {
         QStorage::Cuda(s) => ("cuda", s.calls.clone()),
         #[cfg(feature = "rocm")]
         QStorage::Rocm(s) => ("rocm", s.calls.clone()),
+        #[cfg(feature = "metal")]
+        QStorage::Metal(s) => ("metal", s.calls.clone()),
+        #[allow(unreachable_patterns)] // every backend compiled: none is a dummy
+        _ => unreachable!("a dummy backend makes no quantized storage"),
     }
 }
 
@@ -17,12 +21,11 @@ fn blocks(q: &QStorage) -> (&'static str, Vec<String>) {
 fn qstorage_is_made_and_used_on_its_backend() {
     for device in devices(true) {
         let b = backend(&device);
-        let q = device.quantize(&[1.0f32; 64], GgmlDType::Q4_0).unwrap();
-        assert_eq!(blocks(&q), (b, vec![format!("{b}.quantize")]));
+        let q = QStorage::from_data(vec![0u8; 64].into(), &device, GgmlDType::Q4_0).unwrap();
+        assert_eq!(blocks(&q), (b, vec![format!("{b}.q.from_data")]));
         let z = device.qzeros(32, GgmlDType::Q8_0).unwrap();
         assert_eq!(blocks(&z), (b, vec![format!("{b}.qzeros")]));
-        let raw = device.qstorage_from_bytes(&[0u8; 18], GgmlDType::Q4_0).unwrap();
-        assert_eq!(blocks(&raw), (b, vec![format!("{b}.qstorage_from_bytes")]));
+        let raw = QStorage::from_data(vec![0u8; 18].into(), &device, GgmlDType::Q4_0).unwrap();
         assert_eq!(z.dtype(), GgmlDType::Q8_0);
         assert!(q.device().same_device(&device));
         assert_eq!(z.size_in_bytes(), 32);
@@ -50,4 +53,14 @@ fn qmatmul_checks_device_and_dtype() {
             assert_eq!(q.matmul(&x, &l, (4, 3)).unwrap_err(), expected);
         }
     }
+}
+
+#[test]
+fn ggml_formats_round_trip_their_type_ids() {
+    for (id, format, block, bytes) in [(2, GgmlDType::Q4_0, 32, 18), (8, GgmlDType::Q8_0, 32, 34), (12, GgmlDType::Q4K, 256, 144)] {
+        assert_eq!(GgmlDType::from_u32(id).unwrap(), format);
+        assert_eq!(format.to_u32(), id);
+        assert_eq!((format.block_size(), format.type_size()), (block, bytes));
+    }
+    assert_eq!(GgmlDType::from_u32(99).unwrap_err(), Error::Msg("unknown GGML type id 99".into()));
 }

@@ -2,7 +2,7 @@
 //! different devices, dtypes or shapes get the typed errors, naming the op.
 use super::{backend, calls, devices, last, layout, zeros};
 use crate::conv::{ParamsConv1D, ParamsConv2D, ParamsConvTranspose1D, ParamsConvTranspose2D};
-use crate::op::{BinaryOp, CmpOp, ReduceOp, UnaryOp};
+use crate::op::{Add, CmpOp, Exp, Mul, ReduceOp};
 use crate::scalar::Scalar;
 use crate::{DType, Device, DeviceLocation, Error, Storage};
 
@@ -20,8 +20,9 @@ fn run(op: &str, device: &Device) -> Storage {
         "cmp" => x.cmp(CmpOp::Lt, &y, &l, &l),
         "reduce_op" => x.reduce_op(ReduceOp::Max, &l, &[1]),
         "to_dtype" => x.to_dtype(&l, DType::BF16),
-        "unary" => x.unary(UnaryOp::Exp, &l),
-        "binary" => x.binary(BinaryOp::Add, &y, &l, &l),
+        "unary" => x.unary_impl::<Exp>(&l),
+        "binary" => x.binary_impl::<Add>(&y, &l, &l),
+        "upsample_bilinear2d" => x.upsample_bilinear2d(&l, 4, 6, true, Some(2.0), None),
         "where_cond" => ids.where_cond(&l, &x, &l, &y, &l),
         "conv1d" => x.conv1d(&l, &y, &l, &ParamsConv1D::default()),
         "conv_transpose1d" => x.conv_transpose1d(&l, &y, &l, &ParamsConvTranspose1D::default()),
@@ -76,6 +77,7 @@ const OPS: &[(&str, &str)] = &[
     ("max_pool2d", "max_pool2d:(2, 2):(1, 1)"),
     ("upsample_nearest1d", "upsample_nearest1d:4"),
     ("upsample_nearest2d", "upsample_nearest2d:4:6"),
+    ("upsample_bilinear2d", "upsample_bilinear2d:4:6:true:Some(2.0):None"),
     ("gather", "gather:1(B)"),
     ("index_select", "index_select:0(B)"),
     ("index_add", "index_add:0(B,B)"),
@@ -121,7 +123,7 @@ fn mixed(op: &str, device: &Device, other: &Device) -> Error {
     let mut oy = zeros(other, DType::F32);
     let r = match op {
         "cmp" => x.cmp(CmpOp::Eq, &y, &l, &l).map(drop),
-        "binary" => x.binary(BinaryOp::Mul, &y, &l, &l).map(drop),
+        "binary" => x.binary_impl::<Mul>(&y, &l, &l).map(drop),
         "where_cond" => ids.where_cond(&l, &x, &l, &y, &l).map(drop),
         "conv1d" => x.conv1d(&l, &y, &l, &ParamsConv1D::default()).map(drop),
         "conv_transpose1d" => x.conv_transpose1d(&l, &y, &l, &ParamsConvTranspose1D::default()).map(drop),
@@ -184,14 +186,14 @@ fn dtypes_are_checked_before_dispatch() {
         assert_eq!(f.gather(&l, &f, &l, 0).unwrap_err(), unsupported(DType::F32, "gather"));
         assert_eq!(f.index_select(&h, &l, &l, 0).unwrap_err(), unsupported(DType::F16, "index_select"));
         let mismatch = |lhs, rhs, op| Error::DTypeMismatchBinaryOp { lhs, rhs, op };
-        assert_eq!(f.binary(BinaryOp::Add, &h, &l, &l).unwrap_err(), mismatch(DType::F32, DType::F16, "binary"));
+        assert_eq!(f.binary_impl::<Add>(&h, &l, &l).unwrap_err(), mismatch(DType::F32, DType::F16, "binary"));
         assert_eq!(f.cmp(CmpOp::Eq, &u, &l, &l).unwrap_err(), mismatch(DType::F32, DType::U8, "cmp"));
         assert_eq!(u.where_cond(&l, &f, &l, &h, &l).unwrap_err(), mismatch(DType::F32, DType::F16, "where_cond"));
         assert_eq!(f.matmul(&h, (1, 2, 3, 3), &l, &l).unwrap_err(), mismatch(DType::F32, DType::F16, "matmul"));
         let mut dst = zeros(&device, DType::U8);
         assert_eq!(f.copy_strided_src(&mut dst, 0, &l).unwrap_err(), mismatch(DType::F32, DType::U8, "copy_strided_src"));
         let shapes = Error::ShapeMismatchBinaryOp { lhs: l.shape().clone(), rhs: short.shape().clone(), op: "binary" };
-        assert_eq!(f.binary(BinaryOp::Add, &f, &l, &short).unwrap_err(), shapes);
+        assert_eq!(f.binary_impl::<Add>(&f, &l, &short).unwrap_err(), shapes);
         let (_, history) = calls(&dst);
         assert_eq!(history.len(), 1, "a refused op reaches no backend: {history:?}");
     }
