@@ -46,7 +46,7 @@ class Format:
 
 
 #: The block structs of ggml-common.h, field for field (little-endian, unpadded).
-_STRUCTS = {
+_STRUCTS: dict[str, np.dtype] = {
     "f32": np.dtype("<f4"),
     "f16": np.dtype("<f2"),
     "bf16": np.dtype("<u2"),
