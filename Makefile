@@ -1,8 +1,14 @@
-# Two entry points for people: `make gen` and `make test`. Both set up .venv first.
+# Two entry points for people: `make gen` and `make test`. Both set up .venv first, with what
+# the job needs: `make gen` the generator and the cpu runtime (no GPU bindings); `make test` also
+# the test tools and the GPU bindings (the `gpu` extra), because CI compiles every kernel.
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 SETUP  := $(VENV)/.setup-done
+TEST_SETUP := $(VENV)/.test-setup-done
+
+# MPI for the cpu collectives: the system's where its mpiexec is on PATH, else MPICH's wheel.
+MPI_EXTRA := $(if $(shell command -v mpiexec 2>/dev/null),mpi-system,mpi)
 
 # The ROCm runtime the HIP kernels compile against (hiprtc) where there is no AMD GPU.
 ROCM_DEBS := libamdhip64-5 libhiprtc-builtins5 rocm-device-libs
@@ -12,7 +18,11 @@ ROCM_DEBS := libamdhip64-5 libhiprtc-builtins5 rocm-device-libs
 $(SETUP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test,gpu]'
+	$(BIN)/python -m pip install -q -e .
+	touch $@
+
+$(TEST_SETUP): $(SETUP)
+	$(BIN)/python -m pip install -q -e '.[test,gpu,$(MPI_EXTRA)]'
 	touch $@
 
 ## system-deps: Debian's ROCm runtime, for compiling the HIP kernels (apt-get, as root or through sudo)
@@ -30,20 +40,20 @@ gen: $(SETUP)
 	$(BIN)/python -m generator.tools.demo
 
 ## lint: ruff (lint and format), and mypy (the generator, the runtime, and each runtime module against its Protocol)
-lint: $(SETUP)
+lint: $(TEST_SETUP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
 ## test: set up (system packages too), fail on stale generated code, lint, run the whole test suite
-test: system-deps $(SETUP) lint
+test: system-deps $(TEST_SETUP) lint
 	$(BIN)/gen --check
 	$(BIN)/python -m pytest -q
 
 ## bench: generation time (beside torchgen, from the torch wheel) and dispatch cost (results in bench/results/)
 BENCH_SETUP := $(VENV)/.bench-done
-$(BENCH_SETUP): $(SETUP)
-	$(BIN)/python -m pip install -q -e '.[test,gpu,bench]' && touch $@ \
+$(BENCH_SETUP): $(TEST_SETUP)
+	$(BIN)/python -m pip install -q -e '.[test,gpu,$(MPI_EXTRA),bench]' && touch $@ \
 	  || echo "bench: torch did not install; bench/run.py will say torchgen was not timed" >&2
 
 bench: $(BENCH_SETUP)

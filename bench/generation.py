@@ -4,7 +4,13 @@ registry in the same run (where torch is installed: the `bench` extra).
 
 Each command runs as a fresh CLI process (interpreter start included), first into an empty
 output directory (full), then again over its own output (unchanged); the commands take turns,
-so that the machine's load hits them alike. Medians of ROUNDS runs, wall and CPU time."""
+so that the machine's load hits them alike. Medians of ROUNDS runs, wall and CPU time.
+
+`gen --check` on one change (change_rows): the command every CI run and pre-commit hook calls,
+on the synthetic registry with every output after one op was renamed since the last `gen`.
+Each round renames it back and forth; `gen --check` runs on the stale output (exit 1, the diff
+printed), then `gen` writes the change: both render the whole registry and meet the same one
+change. The goal: --check within CHECK_GOAL of gen's own time."""
 
 from __future__ import annotations
 
@@ -12,6 +18,7 @@ import importlib.util
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -24,6 +31,8 @@ ROUNDS = int(os.environ.get("BENCH_ROUNDS", "5"))  # runs of each command, full 
 GOALS = {"full_s": 1.5, "unchanged_s": 0.3, "torchgen_ratio": 15}
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}  # gen of this tree, whatever the working directory
 HIP_CASE = f"synthetic, {synthetic.N_OPS} ops, HIP kernels for cuda and rocm (every output)"
+CHECK_GOAL = 1.2  # gen --check / gen, one change
+RENAME = ("unary_op_5:", "unary_op_5_renamed:")  # the one change: an op of the synthetic registry renamed
 
 
 def torchgen_command(out: Path) -> list[str] | None:
@@ -142,3 +151,55 @@ def lines(result: dict) -> list[str]:
             f"≤ {GOALS['full_s']} s / ≤ {GOALS['unchanged_s']} s; ≥ {GOALS['torchgen_ratio']}x torchgen |"
         )
     return lines
+
+
+def _rename(registry: Path, step: int) -> None:
+    old, new = RENAME if step % 2 == 0 else RENAME[::-1]
+    text = registry.read_text()
+    assert text.count(f"  {old}\n") == 1, old
+    registry.write_text(text.replace(f"  {old}\n", f"  {new}\n"))
+
+
+def change_rows(n_ops: int = synthetic.N_OPS) -> dict:
+    """{"gen, one change": ..., "gen --check, one change": ...}: medians, wall and CPU; the
+    check's row also its ratios to gen's, the diff's lines and the registry's ops."""
+    bytecode()
+    with tempfile.TemporaryDirectory() as tmp:
+        registry = synthetic.write(Path(tmp) / "synthetic", n_ops=n_ops, rust=True)
+        gen = [sys.executable, "-m", "generator.cli", "--registry", str(registry)]
+        command_seconds(gen, registry.parent, ENV)
+        runs: dict[str, list[tuple[float, float]]] = {"gen": [], "check": []}
+        for step in range(ROUNDS):
+            _rename(registry, step)
+            runs["check"].append(command_seconds([*gen, "--check"], registry.parent, ENV, expect=1))
+            runs["gen"].append(command_seconds(gen, registry.parent, ENV))
+        _rename(registry, ROUNDS)
+        diff = subprocess.run([*gen, "--check"], capture_output=True, text=True, cwd=registry.parent, env=ENV)
+    gen_row, check_row = (
+        {
+            "wall_s": statistics.median(w for w, _ in runs[name]),
+            "cpu_s": statistics.median(c for _, c in runs[name]),
+            "runs_s": [round(w, 3) for w, _ in runs[name]],
+        }
+        for name in ("gen", "check")
+    )
+    check_row["ratio"] = check_row["wall_s"] / gen_row["wall_s"]
+    check_row["cpu_ratio"] = check_row["cpu_s"] / gen_row["cpu_s"]
+    check_row["diff_lines"] = len(diff.stdout.splitlines())
+    check_row["ops"] = n_ops
+    return {"gen, one change": gen_row, "gen --check, one change": check_row}
+
+
+def change_lines(result: dict) -> list[str]:
+    """The Markdown section of run.py's result["check_change"]."""
+    gen, check = result["check_change"]["gen, one change"], result["check_change"]["gen --check, one change"]
+    return [
+        "",
+        f"## `gen --check` beside `gen` on one change: synthetic, {check['ops']:,} ops, every output "
+        f"(one op renamed; a diff of {check['diff_lines']:,} lines)\n",
+        "| command | wall | CPU time | --check / gen, wall | the same, CPU time | goal |",
+        "|---|---|---|---|---|---|",
+        f"| gen, one change | {gen['wall_s']:.2f} s | {gen['cpu_s']:.2f} s | | | |",
+        f"| gen --check, one change | {check['wall_s']:.2f} s | {check['cpu_s']:.2f} s | {check['ratio']:.2f}x | "
+        f"{check['cpu_ratio']:.2f}x | ≤ {CHECK_GOAL}x |",
+    ]

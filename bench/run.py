@@ -53,6 +53,7 @@ def markdown(result: dict) -> str:
         "dispatch: best of 7 x 200,000 calls (the last column: the same by CPU time).\n"
     ]
     lines += generation.lines(result)
+    lines += generation.change_lines(result)
     lines += dispatch_lines(result)
     return "\n".join(lines) + "\n"
 
@@ -60,6 +61,7 @@ def markdown(result: dict) -> str:
 def main() -> None:
     result = {"machine": machine(), "load_before": load()}
     result["generation"], result["torchgen"] = generation.rows()
+    result["check_change"] = generation.change_rows()
     result["dispatch"] = dispatch.rows()
     result["load_after"] = load()
     RESULTS.mkdir(parents=True, exist_ok=True)

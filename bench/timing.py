@@ -43,13 +43,15 @@ def per_call_ns(fn: Call, number: int = 200_000, repeat: int = 7) -> tuple[float
     return wall / number * 1e9, cpu / number * 1e9
 
 
-def command_seconds(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float]:
-    """(wall, CPU) seconds of one run of a command. CPU time (user + system of the child) counts
-    only while the command runs, so it moves less than wall time on a machine shared with
-    other jobs."""
+def command_seconds(cmd: list[str], cwd: Path, env: dict[str, str], expect: int = 0) -> tuple[float, float]:
+    """(wall, CPU) seconds of one run of a command, which must exit `expect`. CPU time (user +
+    system of the child) counts only while the command runs, so it moves less than wall time
+    on a machine shared with other jobs."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = timeit.default_timer()
-    subprocess.run(cmd, check=True, capture_output=True, env=env, cwd=cwd)
+    proc = subprocess.run(cmd, capture_output=True, env=env, cwd=cwd)
+    if proc.returncode != expect:
+        raise subprocess.CalledProcessError(proc.returncode, cmd, proc.stdout, proc.stderr)
     wall = timeit.default_timer() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)

@@ -14,6 +14,10 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from runtime.errors import (
         BackendUnavailable,
+        CollectiveAborted,
+        CollectiveError,
+        CollectiveMismatch,
+        CollectiveTimeout,
         DeviceMismatch,
         DTypeMismatch,
         NotImplementedForBackend,
@@ -32,6 +36,7 @@ if TYPE_CHECKING:
 
     from . import nn
     from .backends import Backend
+    from .comm import Comm, Reduction
     from .conversions import (
         View,
         from_cuda_array_interface,
@@ -52,6 +57,10 @@ if TYPE_CHECKING:
 #: Each public name -> the module it comes from (a leading dot: this package's).
 _SOURCES = {
     "BackendUnavailable": "runtime.errors",
+    "CollectiveAborted": "runtime.errors",
+    "CollectiveError": "runtime.errors",
+    "CollectiveMismatch": "runtime.errors",
+    "CollectiveTimeout": "runtime.errors",
     "DeviceMismatch": "runtime.errors",
     "DTypeMismatch": "runtime.errors",
     "NotImplementedForBackend": "runtime.errors",
@@ -65,6 +74,8 @@ _SOURCES = {
     "Kernel": "runtime.params",
     "MatmulDims": "runtime.params",
     "Backend": ".backends",
+    "Comm": ".comm",
+    "Reduction": ".comm",
     "View": ".conversions",
     "from_cuda_array_interface": ".conversions",
     "from_dlpack": ".conversions",
@@ -97,6 +108,11 @@ __all__ = [
     "BackendUnavailable",
     "BinaryOp",
     "CmpOp",
+    "CollectiveAborted",
+    "CollectiveError",
+    "CollectiveMismatch",
+    "CollectiveTimeout",
+    "Comm",
     "ConvParams1D",
     "ConvParams2D",
     "ConvTransposeParams1D",
@@ -119,6 +135,7 @@ __all__ = [
     "OpgenError",
     "QStorage",
     "ReduceOp",
+    "Reduction",
     "ShapeMismatch",
     "Storage",
     "UnaryOp",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -26,6 +27,15 @@ def _load(registry: Path):
     from .registry.loader import load_file
     from .registry.validate import validate
 
+    searched = (click.get_current_context().find_root().obj or {}).get("searched")
+    if searched and not registry.exists():
+        click.echo(
+            f"{registry}:1:1: cannot read registry: no {registry.name} in {Path.cwd()} or any folder above it; "
+            "run gen in the registry's folder (or below it), or name the registry with --registry PATH",
+            err=True,
+        )
+        click.echo(f"{registry}: 1 error; nothing written", err=True)
+        sys.exit(EXIT_INVALID)
     if registry.is_dir():
         click.echo(
             f"error: {registry}: is a directory; --registry names the registry file (ops.yaml); nothing written",
@@ -68,7 +78,10 @@ def _render(model, output):
     help="Directory of the generated Python package.  [default: the registry's python target, else generated]",
 )
 @click.option(
-    "--check", is_flag=True, help="Write nothing; exit 1 and print a unified diff if any generated file is stale."
+    "--check",
+    is_flag=True,
+    help="Write nothing; exit 1 and print a unified diff if any generated file is stale "
+    "(its first 5,000 lines; --patch writes all of it).",
 )
 @click.option(
     "--patch",
@@ -90,7 +103,10 @@ def main(ctx: click.Context, registry: Path, out: Path | None, check: bool, patc
     \b
     Exit status: 0 up to date or written, 1 stale (--check), 2 invalid registry.
     """
-    ctx.obj = {"registry": registry, "out": out}
+    searched = ctx.get_parameter_source("registry") is click.core.ParameterSource.DEFAULT
+    if searched:
+        registry = _find_registry(registry)
+    ctx.obj = {"registry": registry, "out": out, "searched": searched}
     if ctx.invoked_subcommand is not None:
         return
     if out is not None and out.exists() and not out.is_dir():
@@ -111,7 +127,7 @@ def main(ctx: click.Context, registry: Path, out: Path | None, check: bool, patc
             _write_patch(patch, "")
             click.echo(f"{home}: {current} generated files up to date")
             return
-    from .output.writer import OutputError, WriteRefused, apply, plan
+    from .output.writer import OutputError, WriteRefused, apply, plan, refuse_link
     from .targets import template_files
 
     model = _load(registry)
@@ -120,6 +136,8 @@ def main(ctx: click.Context, registry: Path, out: Path | None, check: bool, patc
     rendered = [_render(model, output) for output in outputs]  # every target alike
     results = []
     try:
+        for output in outputs:  # before the locks, which create missing folders
+            refuse_link(output.out)
         _lock(ctx, [o.out for o in outputs], check)  # then plan against folders no other gen is writing
         for output, files in zip(outputs, rendered):
             results.append((output, plan(output.out, files, output.owned)))
@@ -134,26 +152,10 @@ def main(ctx: click.Context, registry: Path, out: Path | None, check: bool, patc
     folders = [(o.out, o.owned) for o in outputs]
     default_out = next((o.out for o in _outputs(model, None) if o.name == "python"), None)
     if check:
-        if any(result.stale for _, result in results):
-            for output, result in results:
-                if result.stale:
-                    click.echo(f"stale generated files in {output.out} (run `gen`):", err=True)
-                    for rel in result.stale:
-                        click.echo(f"  {output.out / rel}", err=True)
-            for output, result in results:
-                click.echo(result.diff(output.label), nl=False)
-            if patch is not None:
-                _write_patch(patch, "".join(_git_patch(output.out, result) for output, result in results))
-                click.echo(f"wrote {patch}: apply it with `git apply {patch}`", err=True)
-            sys.exit(EXIT_STALE)
-        _write_patch(patch, "")
-        stamp.record(registry, inputs, home, folders, default_out)
-        for output, result in results:
-            click.echo(f"{output.out}: {len(result.unchanged)} generated files up to date")
+        _check(results, patch)
         return
     try:
-        for output, result in results:
-            apply(output.out, result)
+        apply([(output.out, result) for output, result in results])
     except OutputError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(EXIT_INVALID)
@@ -170,6 +172,46 @@ def main(ctx: click.Context, registry: Path, out: Path | None, check: bool, patc
             removed + len(result.remove),
         )
     click.echo(f"{written} written, {unchanged} unchanged, {removed} removed in {time.perf_counter() - started:.2f}s")
+
+
+def _check(results, patch: Path | None) -> None:
+    """--check: list the stale files and print their diff (cut at DIFF_LINES lines, which
+    stderr says), or say every folder is current. Writes nothing but --patch's file: the
+    stamp neither (a check run over current files takes its full time again next time)."""
+    from .output.writer import DIFF_LINES, capped_diff
+
+    if not any(result.stale for _, result in results):
+        _write_patch(patch, "")
+        for output, result in results:
+            click.echo(f"{output.out}: {len(result.unchanged)} generated files up to date")
+        return
+    for output, result in results:
+        if result.stale:
+            click.echo(f"stale generated files in {output.out} (run `gen`):", err=True)
+            for rel in result.stale:
+                click.echo(f"  {output.out / rel}", err=True)
+    text, cut = capped_diff([(result, output.label) for output, result in results], DIFF_LINES)
+    click.echo(text, nl=False)
+    if cut:
+        click.echo(
+            f"the diff above stops after {DIFF_LINES:,} lines: {len(cut)} of the stale files' diffs are cut or "
+            "not shown (`gen --check --patch FILE` writes all of it)",
+            err=True,
+        )
+    if patch is not None:
+        _write_patch(patch, "".join(_git_patch(output.out, result) for output, result in results))
+        click.echo(f"wrote {patch}: apply it with `git apply {patch}`", err=True)
+    sys.exit(EXIT_STALE)
+
+
+def _find_registry(default: Path) -> Path:
+    """Like git with its .git: ops.yaml here, else in the nearest folder above that has one
+    (named relative to here). None anywhere: ops.yaml, whose error then says so."""
+    here = Path.cwd()
+    for folder in (here, *here.parents):
+        if (folder / default).is_file():
+            return default if folder == here else Path(os.path.relpath(folder / default, here))
+    return default
 
 
 def _outputs(model, out: Path | None):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 from . import contract
-from .model import OP_ENUM_TYPES, Arm, ArmStatus, Backend, Operation, Param, Registry, Transfer
+from .model import OP_ENUM_TYPES, Arm, ArmStatus, Backend, Collective, Operation, Param, Registry, Transfer
 
 # Runtime functions a backend needs so that another backend can run its ops for it.
 FALLBACK_NEEDS = ("to_host", "from_host", "device")
@@ -276,8 +276,13 @@ def with_arms(registry: Registry) -> Registry:
         for op in registry.nn
     )
     transfers = tuple(transfer(s, d, registry) for s in registry.backends for d in registry.backends)
+    collectives = tuple(
+        dataclasses.replace(op, arms=tuple(collective_arm(op, b) for b in registry.backends))
+        for op in registry.collectives
+    )
     return dataclasses.replace(
         registry,
+        collectives=collectives,
         storage=storage,
         device=device,
         qstorage=qstorage,
@@ -286,3 +291,99 @@ def with_arms(registry: Registry) -> Registry:
         transfers=transfers,
         interop=interop(registry),
     )
+
+
+# -- Comm (the registry's `collectives:`) ------------------------------------------------------
+def collective_checks(op: Collective, backend: Backend) -> tuple[str, ...]:
+    """Statements run before a collective's dispatch: every Storage on the communicator's device,
+    the dtypes, the element counts, ranks within the group, the reduction's dtypes, a storage
+    used twice where the op is not in place, then (check_agree) what every rank must pass alike.
+    Plain `if`s: the common case, all fitting, calls nothing more."""
+    rt = backend.alias
+    name = op.name
+    lines: list[str] = []
+    for p in op.storage_params:
+        lines += [
+            f"if {p.name}.backend is not self.backend or {rt}.device({p.name}.inner) != self.ordinal:",
+            f'    raise _device_mismatch("{name}", self, {p.name})',
+        ]
+    storages = [p.name for p in op.storage_params]
+    if storages:
+        first = op.same_dtype[0] if op.same_dtype else storages[0]
+        lines.append(f"_dtype = {first}.dtype()")
+        for other in op.same_dtype[1:]:
+            lines += [
+                f"if {other}.dtype() is not _dtype:",
+                f'    raise _dtype_mismatch("{name}", self, _dtype, {other})',
+            ]
+        for other in (s for s in storages if s not in op.same_dtype and s != first):
+            lines += [
+                f"if {other}.dtype() not in {allowed_constant(op)}:",
+                f'    raise _dtype_not_in("{name}", self, {other}, {allowed_constant(op)})',
+            ]
+        lines += [
+            f"if _dtype not in {allowed_constant(op)}:",
+            f'    raise _dtype_not_in("{name}", self, {first}, {allowed_constant(op)})',
+        ]
+    for p in op.params:
+        if p.type == "Reduction":
+            table = reductions_constant(op)
+            lines += [
+                f"if _dtype not in {table}.get({p.name}, ()):",
+                f'    raise _reduction_not_for("{name}", self, {p.name}, _dtype, {table})',
+            ]
+        elif p.type == "Rank":
+            lines += [
+                f"if not 0 <= {p.name} < self.size:",
+                f'    raise _rank_outside("{name}", self, "{p.name}", {p.name})',
+            ]
+    for rule in op.counts:
+        expected = rule.expected(f"{rt}.comm_count({rule.of}.inner)")
+        got = f"{rt}.comm_count({rule.storage}.inner)"
+        lines += [
+            f"if {got} != {expected}:",
+            f'    raise _count_mismatch("{name}", self, "{rule.storage}", {expected}, {got})',
+        ]
+    for storage in op.per_rank:
+        lines += [
+            f"if {rt}.comm_count({storage}.inner) % self.size:",
+            f'    raise _count_mismatch("{name}", self, "{storage}", f"a multiple of {{self.size}}", '
+            f"{rt}.comm_count({storage}.inner))",
+        ]
+    if not op.in_place and {"send", "recv"} <= set(storages):
+        lines += ["if send.inner is recv.inner:", f'    raise _not_in_place("{name}", self)']
+    if op.agree:
+        facts = ", ".join(
+            f"{rt}.comm_count({a}.inner), {a}.dtype().value" if a in storages else f"{a}" for a in op.agree
+        )
+        facts = f"{facts}," if len(op.agree) == 1 and op.agree[0] not in storages else facts  # a 1-tuple
+        lines += ["if self.check_agree:", f'    {rt}.comm_agree(self.inner, "{name}", ({facts}))']
+    return tuple(lines)
+
+
+def allowed_constant(op: Collective) -> str:
+    return f"_{op.name.upper()}_DTYPES"
+
+
+def reductions_constant(op: Collective) -> str:
+    return f"_{op.name.upper()}_REDUCTIONS"
+
+
+def collective_arm(op: Collective, backend: Backend) -> Arm:
+    if not backend.implements(op.function):
+        return _missing(backend, op.label)
+    args = ", ".join(["self.inner", *(f"{p.name}.inner" if p.is_storage else p.name for p in op.params)])
+    call = f"{backend.alias}.{op.function}({args})"
+    if op.returns == "Comm":
+        body: tuple[str, ...] = (f"return Comm(On.{backend.member}, {call}, self.check_agree)",)
+    else:
+        body = (call,)
+    return Arm(backend, ArmStatus.IMPLEMENTED, (*collective_checks(op, backend), *body))
+
+
+def comm_world_arm(backend: Backend) -> Arm:
+    """Comm.world's arm: the runtime's communicator over every process of the launch."""
+    if not backend.implements("comm_world"):
+        return _missing(backend, "Comm.world")
+    call = f"{backend.alias}.comm_world(timeout)"
+    return Arm(backend, ArmStatus.IMPLEMENTED, (f"return Comm(On.{backend.member}, {call}, check_agree)",))

@@ -316,6 +316,73 @@ class CustomOpTrait:
         return ", ".join(f"s{i}, l{i}" for i in range(1, self.inputs + 1))
 
 
+# What a collective's parameters may be, with their Python annotations.
+COLLECTIVE_PARAM_TYPES: dict[str, str] = {
+    "Storage": "Storage",
+    "Rank": "int",
+    "Reduction": "Reduction",
+    "int": "int",
+    "float": "float",
+}
+# The reductions the engines (MPI, NCCL, RCCL) all provide; avg is sum / size.
+REDUCTIONS = ("sum", "prod", "min", "max", "avg")
+
+
+@dataclass(frozen=True)
+class CountRule:
+    """A Storage argument's element count, as another's: `of` alone, times or divided by the size."""
+
+    storage: str
+    of: str
+    scale: str  # "" | "*" | "/"
+
+    def expected(self, count: str) -> str:
+        """The Python expression of the count it must have, from `count`, the other's."""
+        return {"": count, "*": f"{count} * self.size", "/": f"{count} // self.size"}[self.scale]
+
+
+@dataclass(frozen=True)
+class Collective:
+    """A method of Comm: one collective operation (or the communicator's own, as split)."""
+
+    name: str
+    params: tuple[Param, ...]
+    returns: str  # None | Comm
+    dtypes: tuple[str, ...]  # what every Storage argument may hold
+    same_dtype: tuple[str, ...]
+    counts: tuple[CountRule, ...]
+    per_rank: tuple[str, ...]
+    in_place: bool
+    reductions: tuple[tuple[str, tuple[str, ...]], ...]  # reduction -> its dtypes
+    agree: tuple[str, ...]
+    writes: str | None
+    doc: str
+    line: int
+    arms: tuple[Arm, ...] = ()
+
+    @property
+    def function(self) -> str:
+        """The runtime function each arm calls: comm_<name> (runtime modules also define
+        Storage ops, some of the same names)."""
+        return f"comm_{self.name}"
+
+    @property
+    def label(self) -> str:
+        return f"Comm.{self.name}"
+
+    @property
+    def storage_params(self) -> tuple[Param, ...]:
+        return tuple(p for p in self.params if p.is_storage)
+
+    @property
+    def signature(self) -> str:
+        return "".join(f", {p.name}: {COLLECTIVE_PARAM_TYPES[p.type]}" for p in self.params)
+
+    @property
+    def annotation(self) -> str:
+        return "Comm" if self.returns == "Comm" else "None"
+
+
 @dataclass(frozen=True)
 class ApiMethod:
     """A method of Storage, Device or QStorage as one library spells it (a target's API
@@ -407,6 +474,13 @@ class Registry:
     interop: tuple[tuple[str, tuple[Arm, ...]], ...] = ()  # DLPack / CUDA Array Interface arms by function
     kernel_facts: tuple[KernelFact, ...] = ()  # shared by the HIP kernels and the GPU runtime
     switches: tuple[Switch, ...] = ()  # process-wide switches of some backends
+    collectives: tuple[Collective, ...] = ()  # methods of Comm
+
+    @property
+    def reductions(self) -> tuple[str, ...]:
+        """Every reduction a collective takes, in REDUCTIONS' order: the members of Reduction."""
+        used = {name for c in self.collectives for name, _ in c.reductions}
+        return tuple(r for r in REDUCTIONS if r in used)
 
     def interop_arms(self, function: str) -> tuple[Arm, ...]:
         return dict(self.interop)[function]

@@ -294,6 +294,45 @@ def _loadable(name: str) -> bool:
     return True
 
 
-_rt = GpuRuntime(HipDriver())
+_driver = HipDriver()
+_rt = GpuRuntime(_driver)
 export(_rt)  # the import below binds the runtime functions the generated arms call to _rt
 from runtime.gpu.exports import *  # noqa: E402, F403  (runtime/gpu/exports.py; `gen parity` reads them there)
+
+
+class _Done:
+    """Whether a stream or an event has run everything queued before it (GpuError on a failure)."""
+
+    @staticmethod
+    def _ready(call: str, err) -> bool:
+        hip = _hip()
+        if err == hip.hipError_t.hipErrorNotReady:
+            return False
+        if err != hip.hipError_t.hipSuccess:
+            raise GpuError("rocm", call, str(err))
+        return True
+
+    def stream(self, stream) -> bool:
+        return self._ready("hipStreamQuery", _hip().hipStreamQuery(stream)[0])
+
+    def event(self, event) -> bool:
+        return self._ready("hipEventQuery", _hip().hipEventQuery(event)[0])
+
+
+def _rccl():
+    from runtime.comm.rccl import rccl_module  # noqa: PLC0415  (loaded with the first Comm)
+
+    return rccl_module()
+
+
+from runtime.comm.calls import *  # noqa: E402, F403  (comm_<op>: the generated Comm's arms, forwarded to GpuComm)
+
+
+def comm_world(timeout: float):
+    """Collectives through RCCL (runtime/comm/rccl.py): every process of the launch, on the device
+    of its local rank."""
+    from runtime.comm import gpu as comm_gpu, rccl  # noqa: PLC0415  (loaded with the first Comm)
+
+    lib = rccl.RcclLibrary(_rccl())
+    count = _driver._call("hipGetDeviceCount", _hip().hipGetDeviceCount())
+    return comm_gpu.GpuComm.world(_rt, lib, timeout, int(count), _Done())

@@ -7,10 +7,10 @@ files that way (a/generated/storage.py), with git's headers for files created an
 
 from __future__ import annotations
 
-import difflib
 import os
 from pathlib import Path
 
+from .diff import unified
 from .writer import Plan
 
 MODE = "100644"  # the writer writes every generated file 0644
@@ -18,10 +18,6 @@ MODE = "100644"  # the writer writes every generated file 0644
 
 class PatchRefused(Exception):
     """--out cannot be named from the current directory without `..`, which `git apply` rejects."""
-
-
-def _lines(text: str | None) -> list[str]:
-    return [] if text is None else text.splitlines(keepends=True)
 
 
 def work_tree(cwd: Path) -> Path:
@@ -48,9 +44,9 @@ def git_patch(out: Path, plan: Plan, cwd: Path) -> str:
             chunks.append(f"new file mode {MODE}\n")
         elif new is None:
             chunks.append(f"deleted file mode {MODE}\n")
-        lines = difflib.unified_diff(
-            _lines(old),
-            _lines(new),
+        lines = unified(
+            old or "",
+            new or "",
             f"a/{path}" if old is not None else "/dev/null",
             f"b/{path}" if new is not None else "/dev/null",
         )

@@ -8,6 +8,7 @@ a missing or unreadable stamp, or an extra or missing output falls back to a ful
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -64,6 +65,8 @@ def up_to_date(registry: Path, out: Path, given: Path | None = None) -> int | No
     `given`: --out as given on the command line. A run's folders follow from the registry and
     the python target's folder; without --out, that is the registry's own choice, which the
     stamp records (`default_out`), so a stamp left by `--out` elsewhere never stands in for it."""
+    if stamp_path(out).parent.is_symlink():
+        return None  # never read through a link either: record() does not write there
     try:
         recorded = json.loads(stamp_path(out).read_text(encoding="utf-8"))
         if recorded.get("version") != VERSION or recorded["registry"] != str(registry.resolve()):
@@ -77,8 +80,10 @@ def up_to_date(registry: Path, out: Path, given: Path | None = None) -> int | No
             return None
         # A run killed after its renames but before removing its journal leaves the files
         # current and the journal behind: a full run clears it, which the stamp must not skip.
-        if any((Path(d) / JOURNAL).exists() for d, _ in recorded["targets"]):
+        if any(os.path.lexists(Path(d) / JOURNAL) for d, _ in recorded["targets"]):
             return None
+        if any(Path(d).is_symlink() for d, _ in recorded["targets"]):
+            return None  # a full run refuses a linked folder, saying so
         now = _snapshot(registry, inputs, [(Path(d), tuple(owned)) for d, owned in recorded["targets"]])
     except (OSError, ValueError, KeyError, TypeError):
         return None
@@ -99,11 +104,13 @@ def record(
     path = stamp_path(out)
     if path.parent.is_symlink():
         return  # never written through a link that may lead out of the package
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        if not path.parent.is_dir():
+            path.parent.mkdir(parents=True)
         snapshot = {**_snapshot(registry, inputs, targets), "default_out": _resolved(default_out)}
         tmp.write_text(json.dumps(snapshot, indent=1), encoding="utf-8")
         os.replace(tmp, path)
-    except OSError:
-        pass  # a read-only tree only loses the shortcut
+    except OSError:  # a read-only or full disk only loses the shortcut, and leaves no temp file
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)

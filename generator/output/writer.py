@@ -1,35 +1,46 @@
-"""Write: bring an output directory in line with the rendered files.
+"""Write: bring the output folders of one run in line with the rendered files.
 
 Only changed files are written; generated files no longer produced are removed; a file
-without the generated marker, and any symbolic link, is never written, written through or
-removed.
+without the generated marker, and any symbolic link (a file, or a target folder itself), is
+never written, written through or removed.
 
-A run is one transaction per output directory. Every new file is first written whole beside
-its target (`.gen-tmp.*`); then a journal (`.gen-journal`) naming the files about to change
-is written, the renames and removals are made, and the journal is removed. A run killed
-before the journal leaves the old package (and temp files, cleared by the next run); one
-killed after it leaves the journal, by which the next `gen` and `gen --check` know the
-package may be half old, half new and say so. Runs on one directory do not interleave:
-each holds an exclusive lock on the directory (flock; `gen --check` a shared one) from plan
-to last rename."""
+A run is one transaction over every target's folder, in three phases:
+
+1. Prepare: every new file is written whole beside its target (`.gen-tmp.*`) in every
+   folder, then a journal (`.gen-journal`) in every folder that changes, naming its files
+   about to change and the run's other folders. Nothing a reader sees has changed yet: a
+   failure here removes what this run wrote and says "nothing written", truthfully.
+2. Commit: the renames and removals, folder after folder.
+3. Done: the journals are removed, only once every folder is committed.
+
+A journal per folder rather than one for the run: each folder keeps its own marker however
+the folders lie (generated/rust inside generated/, or a rust folder elsewhere), and is
+complete before the first rename anywhere, so a run killed or failing in phase 2 leaves a
+journal in every folder it changes, and one killed in phase 3 leaves journals only over
+files that are all new. The next `gen --check` reports a stale folder with a journal as
+interrupted and `gen` rewrites it; a journal over current files is cleared by the next `gen`.
+
+Runs on one folder do not interleave: each holds an exclusive lock on every folder of the
+run (flock; `gen --check` a shared one) from plan to last rename."""
 
 from __future__ import annotations
 
 import contextlib
-import difflib
 import fcntl
 import os
 import signal
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..targets.python import MARKER_PREFIXES
 from .atomic import JOURNAL
+from .diff import unified
 
 TMP_PREFIX = ".gen-tmp."
+DIFF_LINES = 5000  # the most lines of diff --check prints; --patch FILE holds all of it
 
 
 class WriteRefused(Exception):
@@ -51,21 +62,39 @@ class Plan:
     def stale(self) -> list[str]:
         return sorted([*self.write, *self.remove])
 
+    def file_diff(self, rel: str, label: str = "") -> Iterator[str]:
+        """The unified diff of one stale file, named `a/<label><file>`, line by line."""
+        lines = unified(
+            self.current.get(rel, ""),
+            self.write.get(rel, ""),
+            f"a/{label}{rel}" if rel in self.current else "/dev/null",
+            f"b/{label}{rel}" if rel in self.write else "/dev/null",
+        )
+        # As git writes it, so that the diff applies as a patch.
+        return (ln if ln.endswith("\n") else f"{ln}\n\\ No newline at end of file\n" for ln in lines)
+
     def diff(self, label: str = "") -> str:
-        """The unified diff of the stale files, named `a/<label><file>`."""
-        chunks: list[str] = []
-        for rel in self.stale:
-            old = self.current.get(rel, "")
-            new = self.write.get(rel, "")
-            lines = difflib.unified_diff(
-                old.splitlines(keepends=True),
-                new.splitlines(keepends=True),
-                f"a/{label}{rel}" if rel in self.current else "/dev/null",
-                f"b/{label}{rel}" if rel in self.write else "/dev/null",
-            )
-            # As git writes it, so that the diff applies as a patch.
-            chunks.extend(ln if ln.endswith("\n") else f"{ln}\n\\ No newline at end of file\n" for ln in lines)
-        return "".join(chunks)
+        """The unified diff of every stale file."""
+        return "".join(line for rel in self.stale for line in self.file_diff(rel, label))
+
+
+def capped_diff(plans: Iterable[tuple[Plan, str]], limit: int = DIFF_LINES) -> tuple[str, list[str]]:
+    """(the diff of every plan's stale files (plan, label), cut after `limit` lines; the
+    files whose diff was cut or not shown). A file past the cut is never diffed: a change to
+    every file costs only the part printed."""
+    out: list[str] = []
+    cut: list[str] = []
+    for result, label in plans:
+        for rel in result.stale:
+            if len(out) >= limit:
+                cut.append(f"{label}{rel}")
+                continue
+            for line in result.file_diff(rel, label):
+                if len(out) == limit:
+                    cut.append(f"{label}{rel}")
+                    break
+                out.append(line)
+    return "".join(out), cut
 
 
 def is_generated(path: Path) -> bool:
@@ -76,9 +105,19 @@ def is_generated(path: Path) -> bool:
         return False
 
 
+def refuse_link(folder: Path) -> None:
+    """A target folder that is a symbolic link would have gen write wherever it leads."""
+    if folder.is_symlink():
+        raise WriteRefused(
+            f"{folder}: is a symbolic link (to {os.readlink(folder)}); refusing to write through it "
+            "(name the folder it leads to instead)"
+        )
+
+
 def plan(out: Path, rendered: dict[str, str], owned: tuple[str, ...] = ("*.py", "*.hip", "*.h")) -> Plan:
     """What to write and remove in `out`. `owned`: the patterns of the files the target owns
     there (top level only: another target's folder inside `out` is never looked into)."""
+    refuse_link(out)
     result = Plan()
     for rel, text in sorted(rendered.items()):
         path = out / rel
@@ -112,8 +151,10 @@ def _write_temp(out: Path, rel: str, text: str) -> Path:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
             f.write(text)
         os.chmod(tmp, 0o644)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.filename is None:  # a failed write names no file
+            exc.filename = str(out / rel)
         raise
     return Path(tmp)
 
@@ -146,45 +187,98 @@ def _fault(point: str) -> None:
             time.sleep(0.01)
 
 
-def apply(out: Path, result: Plan) -> None:
-    """Write the plan's files and remove its orphans, as one journaled transaction. An
-    OSError before the journal is in place leaves `out` as it was (raised as OutputError)."""
-    temps: dict[str, Path] = {}
+def _journal_text(out: Path, result: Plan, folders: Sequence[Path]) -> str:
+    others = [f"with {folder}\n" for folder in folders if folder != out]
+    changes = [*(f"write {rel}\n" for rel in result.write), *(f"remove {rel}\n" for rel in result.remove)]
+    return (
+        "# gen was changing these files (and those of the folders named `with`, as one run): "
+        "if this file is here, it was interrupted; run gen\n" + "".join(others) + "".join(changes)
+    )
+
+
+def apply(folders: Sequence[tuple[Path, Plan]]) -> None:
+    """Write every folder's planned files and remove its orphans, as one transaction (the
+    module's docstring says how). Raises OutputError, saying whether anything was written."""
+    changing = [(out, result) for out, result in folders if result.write or result.remove]
+    if changing:
+        temps = _prepare(changing)
+        _commit(changing, temps)
+    _finish([out for out, _ in folders])
+
+
+def _prepare(changing: list[tuple[Path, Plan]]) -> dict[tuple[Path, str], Path]:
+    """Phase 1: the temp files and journals. On any failure, what this run wrote is removed
+    (a journal an earlier, interrupted run left stays: it still says something true)."""
+    temps: dict[tuple[Path, str], Path] = {}
+    placed: list[Path] = []
+    folders = [out for out, _ in changing]
     try:
-        out.mkdir(parents=True, exist_ok=True)
-        _clear_temps(out)
-        for rel, text in result.write.items():
-            temps[rel] = _write_temp(out, rel, text)
-            _fault("temp")
-        changes = [*(f"write {rel}" for rel in temps), *(f"remove {rel}" for rel in result.remove)]
-        if changes:
-            journal = _write_temp(
-                out,
-                JOURNAL,
-                "# gen was changing these files: if this file is here, it was "
-                "interrupted; run gen\n" + "".join(f"{c}\n" for c in changes),
-            )
-            os.replace(journal, out / JOURNAL)
+        for out, _ in changing:
+            if not out.is_dir():
+                out.mkdir(parents=True)
+            _clear_temps(out)
+        for out, result in changing:
+            for rel, text in result.write.items():
+                temps[out, rel] = _write_temp(out, rel, text)
+                _fault("temp")
+        for out, result in changing:
+            temps[out, JOURNAL] = _write_temp(out, JOURNAL, _journal_text(out, result, folders))
+        for out in folders:
+            had = os.path.lexists(out / JOURNAL)
+            os.replace(temps[out, JOURNAL], out / JOURNAL)
+            del temps[out, JOURNAL]
+            if not had:
+                placed.append(out / JOURNAL)
+            _fault("journal")
     except BaseException as exc:
-        for tmp in temps.values():
-            tmp.unlink(missing_ok=True)
+        for path in [*temps.values(), *placed]:
+            with contextlib.suppress(OSError):
+                path.unlink(missing_ok=True)
         if isinstance(exc, OSError):
-            raise OutputError(f"{exc.filename or out}: cannot write ({exc.strerror}); nothing written") from None
+            raise OutputError(f"{exc.filename or folders[0]}: cannot write ({exc.strerror}); nothing written") from None
         raise
+    return temps
+
+
+def _commit(changing: list[tuple[Path, Plan]], temps: dict[tuple[Path, str], Path]) -> None:
+    """Phase 2: the renames and removals. A failure leaves every folder's journal."""
     try:
-        for rel, tmp in temps.items():
-            _fault("rename")
-            os.replace(tmp, out / rel)
-        for rel in result.remove:
-            _fault("rename")
-            (out / rel).unlink()
+        for out, result in changing:
+            for rel in result.write:
+                _fault("rename")
+                os.replace(temps[out, rel], out / rel)
+                del temps[out, rel]
+            for rel in result.remove:
+                _fault("rename")
+                (out / rel).unlink()
         _fault("done")
-        (out / JOURNAL).unlink(missing_ok=True)
     except OSError as exc:
+        for tmp in temps.values():
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)
+        journals = ", ".join(str(out / JOURNAL) for out, _ in changing)
         raise OutputError(
-            f"{exc.filename}: cannot write ({exc.strerror}); {out} is half-written "
-            f"({JOURNAL} says which files changed): run gen again"
+            f"{exc.filename}: cannot write ({exc.strerror}); the output is half-written "
+            f"({journals} say{'s' if len(changing) == 1 else ''} which files changed): run gen again"
         ) from None
+
+
+def _finish(folders: list[Path]) -> None:
+    """Phase 3: every journal goes, this run's and any an interrupted run left (the folders
+    now hold what the registry generates). A folder without one is not touched: a run with
+    nothing to change writes nothing, and so works on a read-only tree."""
+    for out in folders:
+        journal = out / JOURNAL
+        if not os.path.lexists(journal):
+            continue
+        try:
+            journal.unlink()
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise OutputError(
+                f"{journal}: cannot remove ({exc.strerror}); every file was written (the next gen removes it)"
+            ) from None
 
 
 def _clear_temps(out: Path) -> None:
@@ -222,12 +316,13 @@ def locked(
 
 def _open_lock(out: Path, exclusive: bool) -> int | None:
     """The directory itself is locked (flock works on a directory's descriptor): no lock
-    file to leave behind, to ignore in git or to find replaced by a symbolic link."""
+    file to leave behind, to ignore in git or to find replaced by a symbolic link. A folder
+    that is a link is not opened (O_NOFOLLOW): plan refuses it, with the reason."""
     try:
-        if exclusive:
-            out.mkdir(parents=True, exist_ok=True)
-        return os.open(out, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        if exclusive and not out.is_dir() and not out.is_symlink():
+            out.mkdir(parents=True)
+        return os.open(out, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC | os.O_NOFOLLOW)
     except OSError as exc:
-        if exclusive:
+        if exclusive and not out.is_symlink():
             raise OutputError(f"{exc.filename or out}: cannot write ({exc.strerror}); nothing written") from None
-        return None  # nothing there to read: --check reports every file as missing
+        return None  # nothing there to read (--check reports every file as missing), or a link

@@ -3,12 +3,13 @@ resolved into objects. Duplicate keys and syntax errors become diagnostics.
 
 Hostile input ends quickly with a diagnostic, in bounded memory: aliases may repeat at most
 MAX_ALIAS_VALUES values in all (a "billion laughs" registry of a few hundred bytes would
-otherwise expand to 10^9 values), values nest at most MAX_DEPTH deep and a scalar holds at
-most MAX_SCALAR characters. A real registry is far inside each: ops.yaml uses no aliases,
+otherwise expand to 10^9 values), values nest at most MAX_DEPTH deep, a scalar holds at
+most MAX_SCALAR characters and an integer MAX_NUMBER. A real registry is far inside each: ops.yaml uses no aliases,
 nests 5 deep and its longest value is a few hundred characters."""
 
 from __future__ import annotations
 
+import os
 from bisect import bisect_right
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -113,6 +114,9 @@ _COLLECTION_TAGS = ("tag:yaml.org,2002:map", "tag:yaml.org,2002:seq")
 MAX_ALIAS_VALUES = 100_000  # values repeated through aliases, counted as they expand
 MAX_DEPTH = 64
 MAX_SCALAR = 1 << 20  # characters
+# Digits (and signs, underscores, 0x, ':') of an integer: Python refuses to make a decimal
+# int of more than 4,300 digits, and no registry number comes near 20.
+MAX_NUMBER = 40
 
 
 def _check_aliases(text: str, path: str, lines: _Lines | None) -> None:
@@ -213,6 +217,16 @@ def _convert(
     if tag is None:
         errors.append(Diagnostic(pos, key, f"unsupported YAML tag {node.tag!r}"))
         return Node(node.value, pos, "str")
+    if tag == "int" and len(node.value) > MAX_NUMBER:
+        errors.append(
+            Diagnostic(
+                pos,
+                key,
+                f"a number of {len(node.value):,} characters; the registry's numbers have at most "
+                f"{MAX_NUMBER} (the schema bounds each)",
+            )
+        )
+        return Node(0, pos, "int")
     return Node(_scalar(tag, node), pos, tag)
 
 
@@ -245,15 +259,62 @@ def load_text(text: str, path: str) -> Node:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         pos = _position(path, mark, lines) if mark else Position(path, 1, 1)
-        problem = exc.problem or "invalid YAML"
-        context = f" {exc.context}" if exc.context else ""
-        raise RegistryError([Diagnostic(pos, "", f"YAML syntax error: {problem}{context}")]) from None
+        raise RegistryError([Diagnostic(pos, "", _syntax_message(text, exc, pos))]) from None
     if root is None:
         raise RegistryError([Diagnostic(Position(path, 1, 1), "", "the registry is empty")])
     tree = _convert(path, root, errors, "", 0, lines)  # MAX_DEPTH keeps the recursion short
     if errors:
         raise RegistryError(errors)
     return tree
+
+
+# libyaml's words for a block whose indentation does not line up.
+_BLOCK_PROBLEMS = (
+    "did not find expected key",
+    "did not find expected '-' indicator",
+    "mapping values are not allowed here",
+    "could not find expected ':'",
+    "expected <block end>",
+)
+
+
+def _syntax_message(text: str, exc: yaml.MarkedYAMLError, pos: Position) -> str:
+    """libyaml's words, with what they mean where it is not plain: a tab (YAML indents with
+    spaces only), or a line indented unlike the block it belongs to (the line above shown)."""
+    problem = exc.problem or "invalid YAML"
+    context = f" {exc.context}" if exc.context else ""
+    lines = [ln.rstrip("\r") for ln in text.split("\n")]  # as positions count lines: at "\n"
+    line = lines[pos.line - 1] if 0 < pos.line <= len(lines) else ""
+    indent = line[: len(line) - len(line.lstrip(" \t"))]
+    if line[pos.col - 1 : pos.col] == "\t" or "\t" in indent:
+        col = pos.col if line[pos.col - 1 : pos.col] == "\t" else indent.index("\t") + 1
+        return f"YAML syntax error: a tab character at column {col}; YAML indents with spaces only, never tabs"
+    message = f"YAML syntax error: {problem}{context}"
+    if any(words in problem for words in _BLOCK_PROBLEMS):
+        above = next(
+            (
+                n
+                for n in range(pos.line - 1, 0, -1)
+                if lines[n - 1].strip() and not lines[n - 1].lstrip().startswith("#")
+            ),
+            None,
+        )
+        if above is not None:
+            before = lines[above - 1]
+            shown = before.strip() if len(before.strip()) <= 60 else before.strip()[:57] + "..."
+            message += (
+                f"; this line is indented {_spaces(len(indent))}, line {above} above it {_spaces(_indent(before))} "
+                f"({shown!r}): entries of one block line up"
+            )
+    return message
+
+
+def _spaces(n: int) -> str:
+    return f"{n} space{'s' if n != 1 else ''}"
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" "))
 
 
 def _offset_position(path: str, text: str, offset: int) -> Position:
@@ -271,5 +332,14 @@ def load_file(path: str) -> Node:
         pos = _offset_position(path, good, len(good))
         raise RegistryError([Diagnostic(pos, "", "the registry is not valid UTF-8 text")]) from None
     except OSError as exc:
-        raise RegistryError([Diagnostic(Position(path, 1, 1), "", f"cannot read registry: {exc.strerror}")]) from None
+        where = os.path.abspath(path)
+        raise RegistryError(
+            [
+                Diagnostic(
+                    Position(path, 1, 1),
+                    "",
+                    f"cannot read registry: {exc.strerror} ({where}); name the registry with --registry PATH",
+                )
+            ]
+        ) from None
     return load_text(text, path)

@@ -64,6 +64,12 @@ class AnyOf:
     doc: str = ""
 
 
+# Every number has both bounds: what the generated code can hold (a C `int` for what
+# kernel_facts.h #defines and GGML's enum), not only what makes sense. Larger values would
+# be written into the package as they are (a #define of 400 digits) or not fit a type.
+C_INT_MAX = 2**31 - 1
+BLOCK_MAX = 1 << 16  # a quantized block's values or bytes: GGML's are at most 256 and 210
+
 IDENT = Str(identifier=True)
 DTYPE_LIST = AnyOf((IDENT, List(IDENT)), doc="a dtype set name, or a list of dtype names")
 TYPE_NAME = Str(identifier=True, doc="a parameter type: Layout, Storage, float, int, ... or a custom-op trait")
@@ -109,9 +115,9 @@ OPERATION = Record(
 
 QFORMAT = Record(
     {
-        "block": Int(1, doc="values per block"),
-        "bytes": Int(1, doc="bytes per block"),
-        "ggml_type": Int(0, doc="GGML's enum value of the format, as GGUF files name it"),
+        "block": Int(1, BLOCK_MAX, doc="values per block"),
+        "bytes": Int(1, BLOCK_MAX, doc="bytes per block"),
+        "ggml_type": Int(0, C_INT_MAX, doc="GGML's enum value of the format, as GGUF files name it"),
         "doc": Str(),
     },
     required=("block", "bytes", "ggml_type"),
@@ -131,7 +137,7 @@ NN_OP = Record(
 KERNEL_FACT = Record(
     {
         "value": AnyOf(
-            (Int(0), List(Str(identifier=True))),
+            (Int(0, C_INT_MAX), List(Str(identifier=True))),
             doc="a number, or a list of kernel entry points (names the generated entries define)",
         ),
         "overridable": Bool(
@@ -155,6 +161,37 @@ SWITCH = Record(
     doc="a process-wide switch of some backends (Candle's set_gemm_reduced_precision_*): its runtime "
     "modules define <name>() and set_<name>(enabled); gen writes generated/switches.py and "
     "generated/rust/switches.rs (a module per backend, as candle_core::cuda has them)",
+)
+
+COUNT_RULE = Str(
+    doc="the element count a Storage argument must have: another Storage argument's name, "
+    "alone or times / divided by the group's size (`send * size`, `send / size`)"
+)
+
+COLLECTIVE = Record(
+    {
+        "params": Map(
+            Str(choices=("Storage", "Rank", "Reduction", "int", "float")),
+            doc="parameter name -> type, in call order: Storage (a whole buffer), Rank (a rank of "
+            "the group, checked to be one), Reduction (sum, prod, ...), int or float",
+        ),
+        "returns": Str(choices=("None", "Comm"), doc="None, or Comm (a new communicator, as split makes)"),
+        "dtypes": DTYPE_LIST,
+        "same_dtype": List(IDENT, doc="Storage arguments that must share one dtype"),
+        "counts": Map(COUNT_RULE, doc="Storage argument -> the element count it must have"),
+        "per_rank": List(IDENT, doc="Storage arguments split in equal parts, one a rank: counts a multiple of size"),
+        "in_place": Bool(doc="the op's send and recv may be one Storage"),
+        "reductions": Map(DTYPE_LIST, doc="reduction (sum, prod, min, max, avg) -> the dtypes it takes"),
+        "agree": List(
+            IDENT,
+            doc="parameters every rank must pass alike (a Storage: its count and dtype); compared "
+            "across ranks first where the communicator checks agreement",
+        ),
+        "writes": Str(identifier=True, doc="the Storage argument the op writes"),
+        "doc": Str(),
+    },
+    required=("params",),
+    doc="a method of Comm, one arm per backend calling the runtime function comm_<name>",
 )
 
 TARGET = Record(
@@ -204,6 +241,10 @@ REGISTRY = Record(
         "nn": Map(NN_OP, doc="NN ops: custom ops of the traits above, generated as classes in nn.py"),
         "quantized": Map(QFORMAT, doc="GGML block formats of quantized storage (QStorage)"),
         "qstorage": Map(OPERATION, doc="methods of QStorage; each arm calls the runtime function q_<name>"),
+        "collectives": Map(
+            COLLECTIVE,
+            doc="collective communication: methods of Comm, a group of processes with one device each",
+        ),
         "kernel_facts": Map(
             KERNEL_FACT,
             doc="numbers and kernel lists the HIP kernels and the GPU runtime share, "

@@ -81,6 +81,25 @@ from runtime.cpu.views import (
     view as _view,
     writable_view as _writable_view,
 )
+
+# Collectives (runtime/comm): MPI through mpi4py, called by generated Comm.
+from runtime.comm.calls import (
+    comm_agree,
+    comm_all_gather,
+    comm_all_reduce,
+    comm_all_to_all,
+    comm_barrier,
+    comm_broadcast,
+    comm_count,
+    comm_recv,
+    comm_reduce,
+    comm_reduce_scatter,
+    comm_send,
+    comm_send_recv,
+    comm_split,
+    comm_synchronize,
+)
+from runtime.comm.mpi import comm_world
 from runtime.checks import matmul_dims as _matmul_dims, reduce_dims as _reduce_dims
 from runtime.errors import DTypeMismatch as _DTypeMismatch
 from runtime.layout import Layout as _Layout
@@ -105,6 +124,10 @@ __all__ = [
     "sigmoid", "softmax_last_dim", "rms_norm", "layer_norm", "rope_i", "rope", "rope_thd", "sdpa", "arg_sort",
     # interop (runtime.cpu.interop), called by generated View and from_dlpack
     "to_dlpack", "dlpack_device", "from_dlpack",
+    # collectives (runtime.comm), called by generated Comm
+    "comm_world", "comm_count", "comm_agree", "comm_all_reduce", "comm_all_gather", "comm_reduce_scatter",
+    "comm_broadcast", "comm_reduce", "comm_all_to_all", "comm_send", "comm_recv", "comm_send_recv",
+    "comm_barrier", "comm_synchronize", "comm_split",
 ]  # fmt: skip
 
 _rng = np.random.default_rng()

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import errno
 import fcntl
 import functools
 import hashlib
@@ -32,6 +33,7 @@ import re
 import stat
 import struct
 import tempfile
+import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
@@ -504,67 +506,121 @@ def cache_key(
     )
 
 
+ENTRY_MAGIC = b"opgen kernel cache entry 2\n"
+_TMP = ".tmp-"  # a store's temp file: .tmp-KEY-XXXXXXXX, written and renamed under KEY's lock
+_STALE_UNKEYED = 3600.0  # seconds: a temp file naming no key (written before keys were) is stale by then
+
+
+def entry_blob(key: str, image: bytes) -> bytes:
+    """An entry: the magic line, sha256 of its key, sha256 of its image (or payload), the image.
+    The kernel cache's and the plan cache's (runtime/gpu/plan_cache.py)."""
+    key_hash = hashlib.sha256(key.encode()).hexdigest().encode("ascii")
+    return ENTRY_MAGIC + key_hash + b"\n" + hashlib.sha256(image).hexdigest().encode("ascii") + b"\n" + image
+
+
 class KernelCache:
     """Compiled kernels on disk under `directory`/`backend`/KEY.bin (see cache_key), each
-    entry the sha256 of its image then the image. Damage never costs a result:
+    entry naming the sha256 of its key and of its image. Damage never costs a result:
 
-    - a truncated, corrupt, unreadable or non-file entry is compiled again and replaced,
-    - a cache directory that cannot be written to means compiling in every process,
-    - two processes wanting the same missing kernel take turns (a lock file per key): one
-      compiles, the other reads what it stored.
+    - a truncated, corrupt, unreadable or non-file entry, a link, or one holding another
+      key's kernel (a copied or renamed file) is compiled again and replaced,
+    - a cache directory that cannot be written to, or a backend folder that is a symbolic
+      link (never written through), means compiling in every process,
+    - two processes wanting the same missing kernel take turns (a lock file per key, never
+      opened through a link): one compiles, the other reads what it stored,
+    - a store killed half-way leaves a temp file that the next store of the cache removes
+      (the key it names is not locked: nobody is writing it).
 
-    Each such fault gives one KernelCacheWarning (an unwritable directory one per cache)."""
+    Each such fault gives one KernelCacheWarning (an unusable directory one per cache). An
+    entry in the format before keys were kept in it is replaced without a warning."""
 
     def __init__(self, backend: str, directory: Path | None = None) -> None:
         self.directory = Path(CACHE_DIR if directory is None else directory) / backend
         self._warned_unwritable = False
+        self._swept = False
 
     def get_or_compile(self, key: str, compile_: Callable[[], bytes]) -> bytes:
+        if self.directory.is_symlink():
+            return self._compile_unstored(compile_, f"{self.directory} is a symbolic link, not followed")
         path = self.directory / f"{key}.bin"
-        image, damage = read_entry(path)
+        image, damage = read_entry(path, key)
         if image is not None:
             return image
-        with self._turn(key):
-            again, _ = read_entry(path)  # stored by another process while this one waited
+        with self._turn(key) as locked:
+            again, _ = read_entry(path, key)  # stored by another process while this one waited
             if again is not None:
                 return again
             image = compile_()
-            failure = self._store(path, hashlib.sha256(image).hexdigest().encode("ascii") + image)
+            if locked:
+                self._sweep(key)
+            failure = self._store(path, key, entry_blob(key, image))
         if damage:
             replaced = f" and could not replace it ({failure})" if failure else " and replaced it"
             _warn(f"kernel cache: {path} {damage}; compiled the kernel again{replaced}")
-        elif failure and not self._warned_unwritable:
-            self._warned_unwritable = True
-            _warn(
-                f"kernel cache: cannot write to {self.directory} ({failure}); kernels are compiled "
-                "in every process (set OPGEN_CACHE_DIR to a writable directory)"
-            )
+        elif failure:
+            self._warn_unwritable(failure)
         return image
 
+    def _compile_unstored(self, compile_: Callable[[], bytes], why: str) -> bytes:
+        self._warn_unwritable(why)
+        return compile_()
+
+    def _warn_unwritable(self, why: str) -> None:
+        if not self._warned_unwritable:
+            self._warned_unwritable = True
+            _warn(
+                f"kernel cache: cannot write to {self.directory} ({why}); kernels are compiled "
+                "in every process (set OPGEN_CACHE_DIR to a writable directory)"
+            )
+
     @contextlib.contextmanager
-    def _turn(self, key: str) -> Iterator[None]:
-        """Hold the key's lock, where the directory allows one; else go on without."""
+    def _turn(self, key: str) -> Iterator[bool]:
+        """Hold the key's lock, where the directory allows one; else go on without (False).
+        The lock file is never opened through a link: one would create or lock a file
+        wherever it leads."""
+        lock = self.directory / f"{key}.lock"
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.directory / f"{key}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        except OSError:
-            yield
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
+        except OSError as exc:
+            if os.path.islink(lock):
+                _warn(f"kernel cache: {lock} is a symbolic link, not followed; compiling without the lock")
+            elif exc.errno not in (errno.EACCES, errno.EROFS, errno.ENOENT, errno.ENOTDIR, errno.EEXIST):
+                _warn(f"kernel cache: {lock} cannot be opened ({exc.strerror}); compiling without the lock")
+            yield False
             return
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
-            yield
+            yield True
         finally:
             os.close(fd)  # releases the lock
 
-    def _store(self, path: Path, blob: bytes) -> str | None:
-        return store_entry(path, blob)
+    def _sweep(self, key: str) -> None:
+        """Remove the temp files of killed stores: this key's (its lock is held here, so no
+        store of it is under way), and, once per cache, every other key's whose lock is free
+        and those naming no key that are an hour old."""
+        first, self._swept = not self._swept, True
+        for tmp in self.directory.glob(f"{_TMP}*"):
+            owner = tmp.name[len(_TMP) :].rpartition("-")[0]  # KEY of .tmp-KEY-XXXXXXXX; keys hold no "-"
+            if owner == key or (first and self._abandoned(tmp, owner)):
+                _remove_plain(tmp)
+
+    def _abandoned(self, tmp: Path, owner: str) -> bool:
+        """Whether no store is writing `tmp`: its key's lock is free; one naming no key is old."""
+        if owner:
+            return _lock_is_free(self.directory / f"{owner}.lock")
+        return _older_than(tmp, _STALE_UNKEYED)
+
+    def _store(self, path: Path, key: str, blob: bytes) -> str | None:
+        return store_entry(path, key, blob)
 
 
-def store_entry(path: Path, blob: bytes) -> str | None:
-    """Store atomically (a temporary file renamed over the entry); None, or why the entry
-    could not be written. The kernel cache's and the plan cache's (runtime/gpu/plan_cache.py)."""
+def store_entry(path: Path, key: str, blob: bytes) -> str | None:
+    """Store atomically (a temp file .tmp-KEY-XXXXXXXX renamed over the entry, removed on any
+    failure); None, or why the entry could not be written. The kernel cache's and the plan
+    cache's (runtime/gpu/plan_cache.py)."""
     try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f"{_TMP}{key}-")
     except OSError as exc:
         return exc.strerror or str(exc)
     try:
@@ -572,21 +628,63 @@ def store_entry(path: Path, blob: bytes) -> str | None:
             f.write(blob)
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
-    except OSError as exc:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if not isinstance(exc, OSError):
+            raise
         return exc.strerror or str(exc)
     return None
 
 
-def read_entry(path: Path) -> tuple[bytes | None, str]:
-    """(image, "") from an intact entry; (None, "") when there is none; else (None, what is
-    wrong with it). Opened without blocking and read only when a regular file: a FIFO or
+def sweep_old_temps(directory: Path, seconds: float = _STALE_UNKEYED) -> None:
+    """Remove the temp files of stores killed more than `seconds` ago (a store takes
+    milliseconds): for a cache without a lock per key to tell a store under way (the plan cache)."""
+    for tmp in directory.glob(f"{_TMP}*"):
+        if _older_than(tmp, seconds):
+            _remove_plain(tmp)
+
+
+def _remove_plain(path: Path) -> None:
+    """Remove a file that is a plain file (a link or anything else stays)."""
+    with contextlib.suppress(OSError):
+        if stat.S_ISREG(os.lstat(path).st_mode):
+            path.unlink()
+
+
+def _older_than(path: Path, seconds: float) -> bool:
+    try:
+        return time.time() - os.lstat(path).st_mtime > seconds
+    except OSError:
+        return False
+
+
+def _lock_is_free(lock: Path) -> bool:
+    """Whether no process holds the key lock (taken and released at once to find out)."""
+    try:
+        fd = os.open(lock, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def read_entry(path: Path, key: str) -> tuple[bytes | None, str]:
+    """(image, "") from an intact entry of `key`; (None, "") when there is none, or one in
+    the format before entries named their key; else (None, what is wrong with it). Opened
+    without following a link or blocking, and read only when a regular file: a FIFO or
     device put there cannot hang the process."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW)
     except (FileNotFoundError, NotADirectoryError):  # no entry (a missing directory: _store says so)
         return None, ""
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return None, "is a symbolic link, not followed"
         return None, f"cannot be read ({exc.strerror})"
     try:
         with os.fdopen(fd, "rb") as f:
@@ -595,7 +693,17 @@ def read_entry(path: Path) -> tuple[bytes | None, str]:
             blob = f.read()
     except OSError as exc:
         return None, f"cannot be read ({exc.strerror})"
-    checksum, image = blob[:64], blob[64:]
+    if not blob.startswith(ENTRY_MAGIC):
+        old = blob[64:]
+        if old and blob[:64] == hashlib.sha256(old).hexdigest().encode("ascii"):
+            return None, ""  # intact, in the format before entries named their key: replaced quietly
+        return None, f"is damaged ({len(blob)} bytes, truncated or corrupt)"
+    head = len(ENTRY_MAGIC)
+    key_hash, checksum, image = blob[head : head + 64], blob[head + 65 : head + 129], blob[head + 130 :]
+    if key_hash != hashlib.sha256(key.encode()).hexdigest().encode("ascii"):
+        if len(blob) > head + 130 and checksum == hashlib.sha256(image).hexdigest().encode("ascii"):
+            return None, "holds the kernel of another key (copied or renamed there?)"
+        return None, f"is damaged ({len(blob)} bytes, truncated or corrupt)"
     if not image or checksum != hashlib.sha256(image).hexdigest().encode("ascii"):
         return None, f"is damaged ({len(blob)} bytes, truncated or corrupt)"
     return image, ""

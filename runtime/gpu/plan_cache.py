@@ -1,7 +1,8 @@
 """cuDNN's chosen plans on disk, so that a second process starts warm: the kernel cache's design
 (runtime/gpu/compile.py) for what runtime/gpu/cudnn.py chooses at a graph's first call.
 
-An entry is `<directory>/KEY.json`: the sha256 of its JSON text, then the text; KEY digests the
+An entry is `<directory>/KEY.json`, in the kernel cache's format (the sha256 of KEY and of the
+JSON text, then the text: an entry copied from another key is not taken); KEY digests the
 backend, the device's name and architecture, the cuDNN and frontend versions, and the graph's
 own key (op, dtype, dims, strides, parameters, precision mode, heuristic or autotuned). The
 JSON holds the plan's index among the heuristics' plans (autotuning's choice, or None: the
@@ -16,13 +17,12 @@ every process; the first such fault of a cache gives a KernelCacheWarning, sayin
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
 import warnings
 from pathlib import Path
 from typing import Any
 
-from runtime.gpu.compile import _digest, read_entry, store_entry
+from runtime.gpu.compile import _digest, entry_blob, read_entry, store_entry, sweep_old_temps
 from runtime.gpu.errors import KernelCacheWarning
 
 
@@ -37,11 +37,12 @@ class PlanCache:
     def __init__(self, directory: Path) -> None:
         self.directory = Path(directory)
         self._warned = False
+        self._swept = False
 
     def get(self, key: str) -> dict | None:
         """The entry of `key`, or None (none, or damaged: one warning, then chosen again)."""
         path = self.directory / f"{key}.json"
-        text, damage = read_entry(path)
+        text, damage = read_entry(path, key)
         if text is None:
             if damage:
                 self._warn(f"plan cache: {path} {damage}; the plan is chosen again and the entry replaced")
@@ -60,7 +61,10 @@ class PlanCache:
         text = json.dumps(entry, sort_keys=True).encode()
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
-            failure = store_entry(self.directory / f"{key}.json", hashlib.sha256(text).hexdigest().encode() + text)
+            if not self._swept:  # temp files of stores killed an hour ago or more
+                self._swept = True
+                sweep_old_temps(self.directory)
+            failure = store_entry(self.directory / f"{key}.json", key, entry_blob(key, text))
         except OSError as exc:
             failure = exc.strerror or str(exc)
         if failure:

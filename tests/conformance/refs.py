@@ -233,6 +233,9 @@ def _sign(x):
     return (x > 0) - (x < 0)
 
 
+#: The input domains `operand` draws from (see its callers): what a reference is defined on.
+DOMAINS = ("any", "pos", "nonzero", "halves", "small")
+
 #: op -> (float reference, int reference or None, input domain)
 UNARY = {
     "neg": (lambda x: -x, lambda v: -v, "any"),
@@ -429,3 +432,30 @@ def matmul_ref(a, b, name):
             out[z, i, j] += a[z, i, t] * b[z, t, j]
             scale[z, i, j] += abs(float(a[z, i, t]) * float(b[z, t, j]))
     return _acc_done(out, name), scale
+
+
+# What an entry of each table looks like, for the message that asks for a missing one.
+_ENTRY_FORMS = {
+    "unary": (
+        "UNARY",
+        '"{op}": (float reference, integer reference or None, input domain)',
+        '"exp": (math.exp, None, "any")',
+    ),
+    "binary": (
+        "BINARY",
+        '"{op}": (float reference, integer reference)',
+        '"add": (lambda a, b: a + b, lambda a, b: a + b)',
+    ),
+    "cmp": ("CMP", '"{op}": reference', '"lt": lambda a, b: a < b'),
+}
+
+
+def missing_reference(family: str, op: str) -> str:
+    """What to add to this file for an elementwise op of ops.yaml that has no reference here."""
+    table, form, example = _ENTRY_FORMS[family]
+    domains = f"; input domains: {', '.join(DOMAINS)}" if family == "unary" else ""
+    return (
+        f"no reference for {family} op {op!r} (declared in ops.yaml): add to {table} in "
+        f"tests/conformance/refs.py an entry {form.format(op=op)}, computed with math on Python "
+        f"floats (and ints), not from ops.yaml's numpy expression; e.g. {example}{domains}"
+    )

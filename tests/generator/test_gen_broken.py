@@ -96,7 +96,9 @@ def test_missing_registry_file(tmp_path):
     path = tmp_path / "nope.yaml"
     result = run_cli("--registry", path, "--out", tmp_path / "out")
     assert result.exit_code == 2 and not crashed(result)
-    assert diagnostics(result, path) == [(1, 1, "cannot read registry: No such file or directory")]
+    assert diagnostics(result, path) == [
+        (1, 1, f"cannot read registry: No such file or directory ({path}); name the registry with --registry PATH")
+    ]
 
 
 def test_deeply_nested_yaml_is_a_diagnostic(ws):

@@ -6,11 +6,12 @@ expanded in memory would fail there) and a generous timeout that only guards aga
 from __future__ import annotations
 
 import resource
+import shutil
 import subprocess
 import sys
 
 import pytest
-from gen_helpers import DIAGNOSTIC, REPO
+from gen_helpers import DIAGNOSTIC, MINI_RT, REPO
 
 MEMORY = 1 << 30  # bytes of address space for the whole `gen` process
 HANG = 60  # seconds; the runs take a fraction of one
@@ -105,6 +106,102 @@ def test_an_expression_is_generated_as_it_was_checked(space):
     source = render_text(text, str(MINI))["kernels_numpy.py"]
     compile(source, "kernels_numpy.py", "exec")
     assert "    return x // y\n" in source
+
+
+# ----------------------------------------------------------------------------- numbers
+
+# Every numeric field of the schema, as an edit of the fixture registry: (key, text before
+# the number, text after it). kernel_facts is appended (the fixture declares none).
+NUMBERS = {
+    "version": ("version: ", "\n"),
+    "custom_ops.Scale1.inputs": ("  Scale1: {inputs: ", ", inplace: false"),
+    "quantized.q8.block": ("  q8: {block: ", ", bytes: 8"),
+    "quantized.q8.bytes": ("bytes: ", ", ggml_type: 99"),
+    "quantized.q8.ggml_type": ("ggml_type: ", ', doc: "a toy format'),
+    "kernel_facts.ROWS.value": ("  ROWS: {value: ", "}"),
+}
+FIXTURE_NUMBERS = {"version": "1", "custom_ops.Scale1.inputs": "1", "quantized.q8.block": "4"}
+FIXTURE_NUMBERS |= {"quantized.q8.bytes": "8", "quantized.q8.ggml_type": "99", "kernel_facts.ROWS.value": "64"}
+
+
+def _int_specs(spec, key: str = ""):
+    """(key, Int) of every integer the schema declares, through records, maps, lists, any-ofs."""
+    from generator.registry import spec as s
+
+    if isinstance(spec, s.Int):
+        yield key, spec
+    elif isinstance(spec, s.Record):
+        for name, field in spec.fields.items():
+            yield from _int_specs(field, f"{key}.{name}" if key else name)
+    elif isinstance(spec, (s.Map, s.List)):
+        yield from _int_specs(spec.value if isinstance(spec, s.Map) else spec.item, f"{key}.*")
+    elif isinstance(spec, s.AnyOf):
+        for option in spec.options:
+            yield from _int_specs(option, key)
+
+
+def test_every_number_of_the_schema_has_both_bounds():
+    from generator.registry.spec import REGISTRY
+
+    found = dict(_int_specs(REGISTRY))
+    assert len(found) == len(NUMBERS), sorted(found)  # NUMBERS names each one
+    for key, spec in found.items():
+        assert spec.minimum is not None and spec.maximum is not None, key
+        assert spec.maximum < 2**31, key  # what a C int holds: kernel_facts.h #defines them
+
+
+def _registry_with(key: str, number: str) -> tuple[str, int, int]:
+    """The fixture registry with `number` at `key`: (text, line, column) of the number."""
+    from gen_helpers import MINI
+
+    text = MINI.read_text(encoding="utf-8") + "\nkernel_facts:\n  ROWS: {value: 64}\n"
+    before, after = NUMBERS[key]
+    old = f"{before}{FIXTURE_NUMBERS[key]}{after}"
+    assert text.count(old) == 1, old
+    at = text.index(old) + len(before)
+    text = text.replace(old, f"{before}{number}{after}")
+    line = text.count("\n", 0, at) + 1
+    return text, line, at - text.rfind("\n", 0, at)
+
+
+def _bound(key: str) -> int:
+    """The schema's maximum of the field at `key` (the names the registry chose read as *)."""
+    from generator.registry.spec import REGISTRY
+
+    parts = key.split(".")
+    schema_key = ".".join(p if i in (0, len(parts) - 1) else "*" for i, p in enumerate(parts))
+    return dict(_int_specs(REGISTRY))[schema_key].maximum
+
+
+@pytest.mark.parametrize("number", ["above", "9" * 400, "1" * 4301, "-1", "0x" + "f" * 20])
+@pytest.mark.parametrize("key", sorted(NUMBERS))
+def test_a_number_out_of_bounds_is_one_diagnostic(tmp_path, key, number):
+    """No traceback for any number (Python refuses to make an int of more than 4,300 digits),
+    nothing written, and one FILE:LINE:COL diagnostic at the number naming its key (a custom
+    op's inputs out of bounds also meets the ops that use it: their own diagnostics)."""
+    from gen_helpers import crashed, diagnostics, run_cli
+
+    if number == "above":
+        number = str(_bound(key) + 1)
+    text, line, col = _registry_with(key, number)
+    registry = tmp_path / "ops.yaml"
+    registry.write_text(text, encoding="utf-8")
+    shutil.copytree(MINI_RT, tmp_path / "mini_rt")
+    result = run_cli("--registry", registry, "--out", tmp_path / "out")
+    assert result.exit_code == 2 and not crashed(result), result.output[-2000:]
+    found = diagnostics(result, registry)
+    assert len(found) == len(result.stderr.splitlines()) - 1, result.stderr[-2000:]  # and the summary line
+    [message] = [m for at_line, at_col, m in found if (at_line, at_col) == (line, col)]
+    assert message.endswith(f"(at {key})") and len(message) < 300, message
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_bounds_themselves_are_accepted(tmp_path):
+    from gen_helpers import model_of_text
+
+    for key in ("quantized.q8.block", "kernel_facts.ROWS.value", "quantized.q8.ggml_type"):
+        text, _, _ = _registry_with(key, str(_bound(key)))
+        model_of_text(text)
 
 
 @pytest.mark.parametrize("brk", ["\u2028", "\u2029", "\x85", "\r"])

@@ -4,8 +4,9 @@
     runtimes, elementwise ops from a pool of expressions, storage ops with random parameter
     lists) generate packages that import, and ops dispatched through Storage on the cpu
     backend compute what the registry's numpy expressions say.
-(b) Random mutations of a valid registry's text never end in a traceback: `gen` exits 0, or
-    exits 2 with every problem as FILE:LINE:COL: message.
+(b) Random mutations of a valid registry's text (numbers made huge among them) never end in
+    a traceback: `gen` exits 0, or exits 2 with every problem as FILE:LINE:COL: message.
+    Random symbolic links among the output's folders and files are never written through.
 
 Examples are few and derandomized: the suite stays fast on two cores and a failure
 reproduces on every run. OPGEN_FUZZ=N runs N times as many, random ones (a new draw each
@@ -18,6 +19,7 @@ import itertools
 import keyword
 import os
 import re
+import shutil
 
 import ml_dtypes
 import numpy as np
@@ -359,6 +361,13 @@ GARBAGE = st.one_of(
     st.sampled_from(["\x07", "\x00", "\x1b[0m", "\ufeff", "\u2028", "\U0001f600", "\\", "\\x"]),  # pasted junk
 )
 KEY = re.compile(r"^(\s*)([A-Za-z_][A-Za-z0-9_]*)(\s*:)", re.M)
+# Numbers at every bound and far past them: Python makes no int of more than 4,300 digits,
+# and a number the schema left unbounded went into kernel_facts.h as it was.
+HUGE = st.sampled_from(
+    ["1" * 4301, "9" * 400, "2147483648", "65537", "0x" + "f" * 40, "-2147483649", "2147483647", "65536"]
+    + ["1_000_000_000_000", "0o777777777777", "1:00:00:00:00", "1e400", "-0", "+7", "4"]
+)
+NUMBER = re.compile(r"(?<![\w.])\d+(?![\w.])")
 
 
 @st.composite
@@ -366,9 +375,16 @@ def mutants(draw):
     lines = list(BASE_LINES)
     for _ in range(draw(st.integers(1, 3))):
         i = draw(st.integers(0, len(lines) - 1))
-        kind = draw(st.sampled_from(["delete", "duplicate", "scalar", "garbage", "indent", "rename"]))
+        kind = draw(st.sampled_from(["number", "delete", "duplicate", "scalar", "garbage", "indent", "rename"]))
         line = lines[i]
-        if kind == "delete":
+        if kind == "number":  # a number of the registry (version, inputs, block, bytes, ...), made huge
+            numbers = [(m.start(), m.end()) for m in NUMBER.finditer(BASE)]
+            start, end = draw(st.sampled_from(numbers))
+            at = BASE.count("\n", 0, start)
+            if at < len(lines) and lines[at] == BASE_LINES[at]:
+                col = start - (BASE.rfind("\n", 0, start) + 1)
+                lines[at] = lines[at][:col] + draw(HUGE) + lines[at][col + end - start :]
+        elif kind == "delete":
             del lines[i]
         elif kind == "duplicate":
             lines.insert(i, line)
@@ -436,6 +452,65 @@ def test_mutated_registries_never_crash(text, ws, package_importer):
         m = DIAGNOSTIC.match(line)
         assert m and m["path"] == str(registry), f"not FILE:LINE:COL: message: {line!r}\n---\n{text}"
         assert 1 <= int(m["line"]) <= n_lines and int(m["col"]) >= 1, line
+
+
+LINKABLE = [
+    "generated",
+    "generated/rust",
+    "generated/__pycache__",
+    "generated/storage.py",
+    "generated/rust/storage.rs",
+    "generated/rust/nope.rs",
+]
+
+
+@pytest.fixture(scope="module")
+def rust_workspace(tmp_path_factory):
+    """The rust fixture (a python and a rust target folder), generated."""
+    from test_gen_rust import fixture_copy
+
+    registry = fixture_copy(tmp_path_factory.mktemp("linked"))
+    assert run_cli("--registry", registry).exit_code == 0
+    return registry.parent
+
+
+@settings(PROPERTY, max_examples=examples(12))
+@given(
+    links=st.sets(st.sampled_from(LINKABLE), min_size=1, max_size=3),
+    edit=st.booleans(),
+    check=st.booleans(),
+)
+def test_linked_output_paths_are_never_written_through(links, edit, check, rust_workspace, tmp_path_factory):
+    """Any of the output's folders or files replaced by a link to a copy elsewhere: gen and
+    gen --check exit 0 or 2, never with a traceback, and what the links lead to is unchanged."""
+    from gen_helpers import snapshot
+
+    root = tmp_path_factory.mktemp("links")
+    ws, elsewhere = root / "ws", root / "elsewhere"
+    shutil.copytree(rust_workspace, ws)
+    elsewhere.mkdir()
+    for n, rel in enumerate(sorted(links, key=len)):
+        path = ws / rel
+        if not path.parent.is_dir() or path.parent.is_symlink():
+            continue  # inside a folder already linked
+        target = elsewhere / str(n)
+        if path.exists():
+            shutil.move(path, target)
+        else:
+            target.write_text("// not generated\n")
+        path.symlink_to(target, target_is_directory=target.is_dir())
+    if edit:
+        registry = ws / "rust.yaml"
+        old = "  gpu: {runtime: mini_rt.gpu, ordinal: true}\n"
+        registry.write_text(
+            registry.read_text().replace(old, old + "  rocm2: {runtime: mini_rt.rocm2, ordinal: true}\n")
+        )
+    before = snapshot(elsewhere)
+    result = run_cli("--registry", ws / "rust.yaml", *(["--check"] if check else []))
+    assert not crashed(result), f"traceback: {result.exception!r}"
+    assert result.exit_code in (0, 1, 2) and (result.exit_code != 1 or check), result.output
+    assert snapshot(elsewhere) == before, f"written through a link: {sorted(links)}"
+    event(f"exit {result.exit_code}")
 
 
 # ----------------------------------------------------------------------------- (c) aliases

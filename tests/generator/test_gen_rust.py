@@ -9,6 +9,7 @@ import dataclasses
 import difflib
 import re
 import shutil
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -118,11 +119,17 @@ def test_every_match_names_every_backend_in_every_position():
     backends = frozenset({"cpu", "cuda", "rocm", "metal"})  # metal: the Candle profile's
     for path in sorted(SHIPPED.glob("*.rs")):
         text = path.read_text()
-        allowed = {i + 1 for i, line in enumerate(text.splitlines()) if "opgen: allow(" in line}
+        lines = text.splitlines()
+        allowed = {i + 1: re.search(r"opgen: allow\(([^)]*)\)", ln) for i, ln in enumerate(lines)}
+        allowed = {n: {b.strip() for b in m[1].split(",")} for n, m in allowed.items() if m}
         for d in _dispatches(text, backends):
-            # host operands, by design: the allowance on the match's line, or the next (rustfmt moves it there)
-            for slot in d.slots[:1] if {d.line, d.line + 1} & allowed else d.slots:
-                assert slot.backends == backends, f"{path.name}:{d.line}: {d.what} names only {sorted(slot.backends)}"
+            # the allowance on the match's line, or the next (rustfmt moves it there): the backends
+            # it names need no arm there (quantized.rs: a source on the host by design; comm.rs:
+            # Metal, which no collectives engine runs); every other backend still does
+            allowance = allowed.get(d.line) or allowed.get(d.line + 1) or set()
+            for slot in d.slots:
+                names = f"{path.name}:{d.line}: {d.what} names only {sorted(slot.backends)}"
+                assert slot.backends >= backends - allowance if allowance else slot.backends == backends, names
 
 
 def test_adding_a_backend_adds_its_arm_everywhere(tmp_path):
@@ -213,7 +220,9 @@ def test_every_registry_op_is_exercised_by_the_cargo_tests():
     names = {spelled["Storage"].get(op.name, op.name) for op in model.storage if not profile.omits("Storage", op.name)}
     names |= {spelled["Device"].get(op.name, op.name) for op in model.device if not profile.omits("Device", op.name)}
     names |= {op.name for op in model.qstorage}
-    names |= {f"is_{b.name}" for b in model.backends} | {"same_device", "to_device"}
+    # A backend the crate has no mock of yet (just added by `gen new-backend`) is not compiled there.
+    mocked = {"cpu", *tomllib.loads((REPO / "tests" / "rust" / "Cargo.toml").read_text()).get("features", {})}
+    names |= {f"is_{b.name}" for b in model.backends if b.name in mocked} | {"same_device", "to_device"}
     untested = sorted(n for n in names if not re.search(rf"\.{n}(?:::<[^>]*>)?\(", tests))
     assert not untested, f"no cargo test calls {untested}"
 

@@ -3,9 +3,11 @@
 Keys: every input that changes the binary changes the key (source, headers, compiler
 version, target, compile options, include directories), and the options keyed on are the
 options the compiler gets. Damage: a truncated, corrupt, unreadable or non-file entry, an
-unwritable cache directory, and two processes wanting the same kernel at once each end with
+unwritable cache directory, an entry holding another key's kernel, a link where an entry, a
+lock or a backend folder goes, and two processes wanting the same kernel at once each end with
 the right image and exactly one KernelCacheWarning (none for the two processes: nothing is
-wrong there). The NVRTC tests compile for real (no GPU needed) and skip, saying why, where
+wrong there); the temp file of a store killed half-way is swept by a later store. The NVRTC
+tests compile for real (no GPU needed) and skip, saying why, where
 NVRTC is missing."""
 
 from __future__ import annotations
@@ -350,4 +352,123 @@ def test_two_processes_wanting_one_kernel_compile_it_once(tmp_path, mode):
     assert len(digests) == 1, "both processes must get the same image"
     assert len(log.read_text().split()) == 1, "the second process waits for the first and reads its entry"
     entries = list((tmp_path / "cache").glob("*/*.bin"))
-    assert len(entries) == 1 and gpu_compile.read_entry(entries[0])[1] == ""
+    assert len(entries) == 1 and gpu_compile.read_entry(entries[0], entries[0].stem)[1] == ""
+
+
+# ------------------------------------------------------------------------ other keys' entries, links, killed stores
+
+
+def test_an_entry_copied_from_another_key_is_not_served(tmp_path):
+    """Each entry names its key: KEY2.bin holding KEY1's kernel (copied, renamed) is
+    compiled again for KEY2, with one warning, and replaced."""
+    cache = KernelCache("cuda", tmp_path)
+    one, two = _digest(b"one"), _digest(b"two")
+    assert cache.get_or_compile(one, lambda: b"image one") == b"image one"
+    assert cache.get_or_compile(two, lambda: b"image two") == b"image two"
+    (tmp_path / "cuda" / f"{two}.bin").write_bytes((tmp_path / "cuda" / f"{one}.bin").read_bytes())
+    image, said = cache_warnings(lambda: KernelCache("cuda", tmp_path).get_or_compile(two, lambda: b"image two"))
+    assert image == b"image two"
+    assert len(said) == 1 and "holds the kernel of another key" in said[0] and "replaced it" in said[0]
+    assert KernelCache("cuda", tmp_path).get_or_compile(two, lambda: b"not again") == b"image two"
+    assert KernelCache("cuda", tmp_path).get_or_compile(one, lambda: b"not again") == b"image one"
+
+
+def test_an_entry_of_the_format_before_keys_is_replaced_quietly(tmp_path):
+    import hashlib
+
+    key = _digest(b"k")
+    (tmp_path / "cuda").mkdir()
+    (tmp_path / "cuda" / f"{key}.bin").write_bytes(hashlib.sha256(b"old").hexdigest().encode() + b"old")
+    assert cache_warnings(lambda: KernelCache("cuda", tmp_path).get_or_compile(key, lambda: b"new")) == (b"new", [])
+    assert KernelCache("cuda", tmp_path).get_or_compile(key, lambda: b"not again") == b"new"
+
+
+def test_links_in_the_cache_are_never_followed(tmp_path):
+    """A KEY.lock or KEY.bin that is a link, or a backend folder that is one: nothing is
+    created, read or written where they lead; the kernel is compiled, with one warning each."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    cache_dir = tmp_path / "cache"
+    (cache_dir / "cuda").mkdir(parents=True)
+    key = _digest(b"k")
+    (cache_dir / "cuda" / f"{key}.lock").symlink_to(outside / "created.lock")
+    image, said = cache_warnings(lambda: KernelCache("cuda", cache_dir).get_or_compile(key, lambda: b"image"))
+    assert image == b"image" and len(said) == 1 and "is a symbolic link, not followed" in said[0], said
+    assert list(outside.iterdir()) == []
+
+    other = _digest(b"other")
+    planted = outside / "entry.bin"
+    planted.write_bytes(gpu_compile.entry_blob(other, b"planted image"))
+    (cache_dir / "cuda" / f"{other}.bin").symlink_to(planted)
+    image, said = cache_warnings(lambda: KernelCache("cuda", cache_dir).get_or_compile(other, lambda: b"compiled"))
+    assert image == b"compiled" and len(said) == 1 and "is a symbolic link, not followed" in said[0], said
+    assert planted.read_bytes() == gpu_compile.entry_blob(other, b"planted image")
+    assert not (cache_dir / "cuda" / f"{other}.bin").is_symlink()  # the link itself was replaced
+
+    (outside / "rocm").mkdir()
+    (cache_dir / "rocm").symlink_to(outside / "rocm", target_is_directory=True)
+    cache = KernelCache("rocm", cache_dir)
+    results, said = cache_warnings(lambda: [cache.get_or_compile(_digest(k), lambda k=k: k) for k in (b"a", b"b")])
+    assert results == [b"a", b"b"] and len(said) == 1 and "is a symbolic link, not followed" in said[0], said
+    assert list((outside / "rocm").iterdir()) == []
+
+
+KILLED_STORE = """
+import os, signal, sys
+from pathlib import Path
+from runtime.gpu import compile as gpu_compile
+def replace(src, dst):  # killed after its temp file is written, before the rename
+    os.kill(os.getpid(), signal.SIGKILL)
+gpu_compile.os.replace = replace
+gpu_compile.KernelCache("cuda", Path(sys.argv[1])).get_or_compile(sys.argv[2], lambda: b"x" * 6_000_000)
+"""
+
+
+def _killed_store(cache_dir: Path, key: str) -> Path:
+    proc = subprocess.run([sys.executable, "-c", KILLED_STORE, str(cache_dir), key], cwd=ROOT, capture_output=True)
+    assert proc.returncode == -9, proc.stderr
+    [tmp] = (cache_dir / "cuda").glob(".tmp-*")
+    assert tmp.stat().st_size == 6_000_000 + len(gpu_compile.entry_blob(key, b""))
+    return tmp
+
+
+def test_the_temp_file_of_a_killed_store_is_swept(tmp_path):
+    """By the next store of its key, and by the first store of any other key in another
+    process (its lock is free: no store of it is under way)."""
+    key = _digest(b"big")
+    _killed_store(tmp_path, key)
+    assert KernelCache("cuda", tmp_path).get_or_compile(key, lambda: b"small") == b"small"
+    assert list((tmp_path / "cuda").glob(".tmp-*")) == []
+    _killed_store(tmp_path, _digest(b"big, again"))
+    assert KernelCache("cuda", tmp_path).get_or_compile(_digest(b"another"), lambda: b"another") == b"another"
+    assert list((tmp_path / "cuda").glob(".tmp-*")) == []
+
+
+def test_the_temp_file_of_a_store_under_way_is_kept(tmp_path):
+    """A temp file whose key's lock another process holds is being written: the sweep
+    leaves it (and a link named like a temp file, whatever its age)."""
+    busy = _digest(b"busy")
+    (tmp_path / "cuda").mkdir()
+    writing = tmp_path / "cuda" / f".tmp-{busy}-abcd1234"
+    writing.write_bytes(b"half an entry")
+    fd = os.open(tmp_path / "cuda" / f"{busy}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    link = tmp_path / "cuda" / ".tmp-oldlink"
+    link.symlink_to(tmp_path / "elsewhere")
+    os.utime(link, (0, 0), follow_symlinks=False)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import fcntl, sys, time; fcntl.flock(0, fcntl.LOCK_EX); print(1, flush=True); time.sleep(60)",
+        ],
+        stdin=fd,
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert holder.stdout.readline().strip() == b"1"  # it holds the lock
+        assert KernelCache("cuda", tmp_path).get_or_compile(_digest(b"other"), lambda: b"x") == b"x"
+        assert writing.read_bytes() == b"half an entry" and link.is_symlink()
+    finally:
+        holder.kill()
+        holder.wait()
+        os.close(fd)

@@ -14,10 +14,10 @@ from ..diagnostics import RegistryError
 from ..loader import Node
 from ..spec import REGISTRY
 from .backends import runtime_pattern_users
-from .operations import OperationChecks
+from .collectives import CollectiveChecks
 
 
-class Validator(OperationChecks):
+class Validator(CollectiveChecks):
     """Every section's checks (the classes it derives from, one module a section), run in the
     registry's order."""
 
@@ -33,6 +33,7 @@ class Validator(OperationChecks):
         device = self.operations("device", dtypes, sets, backends, customs, formats)
         qstorage = self.operations("qstorage", dtypes, sets, backends, customs, formats)
         nn = self.nn_ops(dtypes, sets, customs, (*storage, *device))
+        collectives = self.collectives(dtypes, sets)
         self.cross_checks(backends, storage, device, elementwise)
         hip_kernels = self.hip_kernels(backends)
         hip_dir = self.runtime_root / "hip"
@@ -57,6 +58,7 @@ class Validator(OperationChecks):
             nn=nn,
             kernel_facts=self.kernel_facts(),
             switches=self.switches(backends),
+            collectives=collectives,
         )
         registry = dataclasses.replace(registry, targets=self.targets(registry))
         self.kernel_refs(registry, hip_kernels)

@@ -9,6 +9,7 @@ import functools
 from ... import model
 from ..loader import Node
 from ..spec import did_you_mean
+from . import languages
 from .backends import BackendChecks
 
 # Names a numpy expression may use besides its operands.
@@ -38,7 +39,49 @@ def expression_problem(expr: str, operands: tuple[str, ...]) -> str | None:
             return "numpy expression must be a plain expression"
     if not used & set(operands):
         return f"numpy expression does not use its operand{'s' if len(operands) > 1 else ''} {' and '.join(operands)}"
+    return _namespace_problem(tree, expr)
+
+
+def _namespace_problem(tree: ast.Expression, expr: str) -> str | None:
+    """`np.NAME` / `special.NAME` must exist in the installed numpy / scipy.special; a call of a
+    ufunc must pass it as many operands as it takes (its `nin`)."""
+    calls = {id(sub.func): sub for sub in ast.walk(tree) if isinstance(sub, ast.Call)}
+    for sub in ast.walk(tree):
+        if not (isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name)):
+            continue
+        if sub.value.id not in NUMPY_NAMESPACES:
+            continue
+        names = languages.numpy_names(sub.value.id)
+        if names is None:  # the library is not installed here: nothing to check against
+            continue
+        where = f"{sub.value.id}.{sub.attr}"
+        if sub.attr not in names:
+            module = languages.MODULES[sub.value.id]
+            hint = did_you_mean(sub.attr, names)
+            return f"numpy expression uses {where}, which {module} does not have{hint} in {expr!r}"
+        problem = _arity_problem(calls.get(id(sub)), names[sub.attr], where)
+        if problem:
+            return f"{problem} in {expr!r}"
     return None
+
+
+def _arity_problem(call: ast.Call | None, nin: int, where: str) -> str | None:
+    """A ufunc (nin > 0) called with its operands positionally must get `nin` of them."""
+    if call is None or not nin or call.keywords or any(isinstance(a, ast.Starred) for a in call.args):
+        return None
+    given = len(call.args)
+    if given == nin:
+        return None
+    return f"numpy expression calls {where} with {given} argument{'s' if given != 1 else ''}; it takes {nin}"
+
+
+@functools.lru_cache(maxsize=4096)
+def hip_problem(expr: str, operands: tuple[str, ...]) -> str | None:
+    """Why a HIP expression is not one C++ expression over its operands, or None."""
+    problem, identifiers = languages.cxx_expression(expr)
+    if problem is None and not identifiers & set(operands):
+        return f"HIP expression does not use its operand{'s' if len(operands) > 1 else ''} {' and '.join(operands)}"
+    return problem
 
 
 class ElementwiseChecks(BackendChecks):
@@ -52,6 +95,7 @@ class ElementwiseChecks(BackendChecks):
             if dtypes_node is not None:
                 names = self.dtype_names(dtypes_node, f"{key}.dtypes", set(known), sets)
             exprs = self.numpy_exprs(node.get("numpy"), f"{key}.numpy", OPERANDS[family])
+            self.hip_expr(node.get("hip"), f"{key}.hip", OPERANDS[family])
             kinds = {k for k, _ in exprs}
             for dt in names:
                 kind = known[dt].kind  # an invalid kind is reported at the dtype, not again here
@@ -95,3 +139,10 @@ class ElementwiseChecks(BackendChecks):
         if problem:
             self.error(node, key, problem)
         return problem is None
+
+    def hip_expr(self, node: Node | None, key: str, operands: tuple[str, ...]) -> None:
+        if node is None or node.tag != "str":
+            return
+        problem = hip_problem(node.value, operands)
+        if problem:
+            self.error(node, key, problem)

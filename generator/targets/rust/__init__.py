@@ -16,9 +16,10 @@ from pathlib import Path
 import jinja2
 
 from ... import model
-from .. import rust_layout
+from .. import location, rust_layout
 from ..python import environment as python_environment, generated_kernels
 from .additions import additions
+from .comm import comm_context
 from .custom_ops import hooks
 from .launch import Launch, launches
 from .methods import device_methods, hooked_methods, qstorage_methods, storage_methods
@@ -29,7 +30,7 @@ from .types import HELPERS, TYPE_NAMES, Method, Variant, profile, uses, variants
 
 __all__ = ["outputs", "render", "syntax_error"]
 
-TEMPLATES = Path(__file__).resolve().parents[3] / "templates" / "rust"
+TEMPLATES = location.TEMPLATES / "rust"
 
 
 def _mentioned(methods: tuple[Method, ...], candidates) -> set[str]:
@@ -108,6 +109,7 @@ def context(registry: model.Registry) -> dict:
             cfg_uses=((gpu_cfg, "crate::backend::BackendDevice"),) if (gpu_cfg := _any_cfg(vs)) else (),
         ),
         **_trait_context(registry, spelled),
+        **(comm_context(registry) if registry.collectives else {}),
     }
 
 
@@ -161,6 +163,7 @@ def outputs(registry: model.Registry) -> dict[str, tuple[str, dict]]:
     files += ["quantized.rs"] if registry.qstorage or any(op.returns == "QStorage" for op in registry.device) else []
     files += ["launch.rs"] if any(b.kernels == "hip" for b in registry.backends) else []
     files += ["switches.rs"] if registry.switches else []
+    files += ["comm.rs"] if registry.collectives else []
     spelled = profile(registry)
     files += ["backend.rs"] if spelled and spelled.trait_methods else []
     out: dict[str, tuple[str, dict]] = {f: (f"{f}.j2", {}) for f in files}

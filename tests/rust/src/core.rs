@@ -60,7 +60,11 @@ pub enum Error {
     NotCompiledWithCudaSupport,
     NotCompiledWithMetalSupport,
     NotCompiledWithRocmSupport,
+    /// The same, for a backend of the registry with no mock here yet (see build.rs).
+    NotCompiledWith(&'static str),
 }
+
+include!(concat!(env!("OUT_DIR"), "/unmocked_errors.rs"));
 
 impl Error {
     /// candle-core attaches a backtrace here; the mock has none to attach.

@@ -1,5 +1,5 @@
 //! The host backend: one device, unnumbered (candle-core's `Device::Cpu`).
-use crate::mock::{MockDevice, MockQStorage, MockStorage};
+use crate::mock::{MockComm, MockDevice, MockQStorage, MockStorage};
 use crate::{DeviceLocation, Result};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -17,3 +17,4 @@ impl MockDevice for CpuDevice {
 
 pub type CpuStorage = MockStorage<CpuDevice>;
 pub type QCpuStorage = MockQStorage<CpuDevice>;
+pub type CpuComm = MockComm<CpuDevice>;

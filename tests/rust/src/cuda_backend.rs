@@ -1,5 +1,5 @@
 //! A numbered GPU backend, mocked: devices cuda:0, cuda:1, ...
-use crate::mock::{MockDevice, MockQStorage, MockStorage};
+use crate::mock::{MockComm, MockDevice, MockQStorage, MockStorage};
 use crate::{DeviceLocation, Result};
 
 #[derive(Debug, Clone, PartialEq)] // not Copy: a GPU device handle is not
@@ -19,3 +19,4 @@ impl MockDevice for CudaDevice {
 
 pub type CudaStorage = MockStorage<CudaDevice>;
 pub type QCudaStorage = MockQStorage<CudaDevice>;
+pub type CudaComm = MockComm<CudaDevice>;

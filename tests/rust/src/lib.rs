@@ -33,6 +33,8 @@ pub mod rocm_backend;
 #[cfg(not(feature = "rocm"))]
 #[path = "../../../generated/rust/dummy_rocm_backend.rs"]
 pub mod rocm_backend;
+// A backend of the registry with no mock here yet: its generated dummy (see build.rs).
+include!(concat!(env!("OUT_DIR"), "/unmocked_backends.rs"));
 mod mock;
 
 #[path = "../../../generated/rust/backends.rs"]
@@ -55,6 +57,11 @@ pub use storage::Storage;
 mod to_device;
 
 pub mod quantized;
+
+#[path = "../../../generated/rust/comm.rs"]
+#[rustfmt::skip] // generated: `gen --check` owns its layout
+mod comm;
+pub use comm::{Comm, CommBackend, Reduction};
 
 #[path = "../../../generated/rust/launch.rs"]
 pub mod launch;

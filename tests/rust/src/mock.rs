@@ -10,7 +10,7 @@ use crate::cpu_backend::CpuDevice;
 use crate::op::{BinaryOpT, CmpOp, ReduceOp, UnaryOpT};
 use crate::quantized::GgmlDType;
 use crate::scalar::Scalar;
-use crate::{CpuStorage, DType, DeviceLocation, Layout, Result, Shape, WithDType};
+use crate::{CommBackend, CpuStorage, DType, DeviceLocation, Layout, Reduction, Result, Shape, WithDType};
 
 pub trait MockDevice: Clone + Debug + PartialEq + 'static {
     const BACKEND: &'static str;
@@ -289,5 +289,83 @@ impl<D: MockDevice> QBackendStorage for MockQStorage<D> {
     }
     fn matmul(&self, x: &MockStorage<D>, _: &Layout, shape: (usize, usize)) -> Result<MockStorage<D>> {
         Ok(x.then(&format!("q.matmul:{shape:?}"), DType::F32))
+    }
+}
+
+/// A communicator of one backend: each collective records "<backend>.<op>(...)" in the storage it
+/// writes (or, writing none, in its own calls).
+#[derive(Debug)]
+pub struct MockComm<D> {
+    pub rank: usize,
+    pub size: usize,
+    pub calls: std::cell::RefCell<Vec<String>>,
+    device: std::marker::PhantomData<D>,
+}
+
+impl<D> MockComm<D> {
+    pub fn new(rank: usize, size: usize) -> Self {
+        Self { rank, size, calls: Default::default(), device: std::marker::PhantomData }
+    }
+}
+
+impl<D: MockDevice> MockComm<D> {
+    fn own(&self, call: String) -> Result<()> {
+        self.calls.borrow_mut().push(format!("{}.{call}", D::BACKEND));
+        Ok(())
+    }
+}
+
+impl<D: MockDevice> CommBackend for MockComm<D> {
+    type Storage = MockStorage<D>;
+    fn rank(&self) -> usize {
+        self.rank
+    }
+    fn size(&self) -> usize {
+        self.size
+    }
+    fn all_reduce(&self, _send: &Self::Storage, recv: &mut Self::Storage, op: Reduction) -> Result<()> {
+        recv.record(&format!("all_reduce({op:?})"));
+        Ok(())
+    }
+    fn all_gather(&self, _send: &Self::Storage, recv: &mut Self::Storage) -> Result<()> {
+        recv.record("all_gather");
+        Ok(())
+    }
+    fn reduce_scatter(&self, _send: &Self::Storage, recv: &mut Self::Storage, op: Reduction) -> Result<()> {
+        recv.record(&format!("reduce_scatter({op:?})"));
+        Ok(())
+    }
+    fn broadcast(&self, buf: &mut Self::Storage, root: usize) -> Result<()> {
+        buf.record(&format!("broadcast({root})"));
+        Ok(())
+    }
+    fn reduce(&self, _send: &Self::Storage, recv: &mut Self::Storage, op: Reduction, root: usize) -> Result<()> {
+        recv.record(&format!("reduce({op:?},{root})"));
+        Ok(())
+    }
+    fn all_to_all(&self, _send: &Self::Storage, recv: &mut Self::Storage) -> Result<()> {
+        recv.record("all_to_all");
+        Ok(())
+    }
+    fn send(&self, _buf: &Self::Storage, peer: usize) -> Result<()> {
+        self.own(format!("send({peer})"))
+    }
+    fn recv(&self, buf: &mut Self::Storage, peer: usize) -> Result<()> {
+        buf.record(&format!("recv({peer})"));
+        Ok(())
+    }
+    fn send_recv(&self, _send: &Self::Storage, dst: usize, recv: &mut Self::Storage, src: usize) -> Result<()> {
+        recv.record(&format!("send_recv({dst},{src})"));
+        Ok(())
+    }
+    fn barrier(&self) -> Result<()> {
+        self.own("barrier".to_string())
+    }
+    fn synchronize(&self) -> Result<()> {
+        self.own("synchronize".to_string())
+    }
+    fn split(&self, color: i64, key: i64) -> Result<Self> {
+        self.own(format!("split({color},{key})"))?;
+        Ok(Self::new(0, 1))
     }
 }

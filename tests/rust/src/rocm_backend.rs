@@ -1,5 +1,5 @@
 //! A numbered GPU backend, mocked: devices rocm:0, rocm:1, ...
-use crate::mock::{MockDevice, MockQStorage, MockStorage};
+use crate::mock::{MockComm, MockDevice, MockQStorage, MockStorage};
 use crate::{DeviceLocation, Result};
 
 #[derive(Debug, Clone, PartialEq)] // not Copy: a GPU device handle is not
@@ -19,3 +19,4 @@ impl MockDevice for RocmDevice {
 
 pub type RocmStorage = MockStorage<RocmDevice>;
 pub type QRocmStorage = MockQStorage<RocmDevice>;
+pub type RocmComm = MockComm<RocmDevice>;

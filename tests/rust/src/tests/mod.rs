@@ -1,6 +1,7 @@
 //! Tests of the generated dispatch against the mock backends, under whichever features the
 //! crate is built with (cpu alone, each GPU backend alone, all).
 mod candle_api;
+mod comm;
 mod custom_op;
 mod device;
 mod launch;
