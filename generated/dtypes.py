@@ -201,11 +201,21 @@ _REDUCE_DTYPES = {
 class GgmlDType(enum.StrEnum):
     """GGML block formats of quantized storage."""
 
+    F32 = "f32"
+    F16 = "f16"
+    BF16 = "bf16"
     Q4_0 = "q4_0"
     Q4_1 = "q4_1"
+    Q5_0 = "q5_0"
+    Q5_1 = "q5_1"
     Q8_0 = "q8_0"
+    Q8_1 = "q8_1"
+    Q2_K = "q2_k"
+    Q3_K = "q3_k"
     Q4_K = "q4_k"
+    Q5_K = "q5_k"
     Q6_K = "q6_k"
+    Q8_K = "q8_k"
 
     @property
     def block_size(self) -> int:
@@ -224,9 +234,19 @@ class GgmlDType(enum.StrEnum):
 
 
 _BLOCK = {
+    GgmlDType.F32: (1, 4, 0),
+    GgmlDType.F16: (1, 2, 1),
+    GgmlDType.BF16: (1, 2, 30),
     GgmlDType.Q4_0: (32, 18, 2),
     GgmlDType.Q4_1: (32, 20, 3),
+    GgmlDType.Q5_0: (32, 22, 6),
+    GgmlDType.Q5_1: (32, 24, 7),
     GgmlDType.Q8_0: (32, 34, 8),
+    GgmlDType.Q8_1: (32, 36, 9),
+    GgmlDType.Q2_K: (256, 84, 10),
+    GgmlDType.Q3_K: (256, 110, 11),
     GgmlDType.Q4_K: (256, 144, 12),
+    GgmlDType.Q5_K: (256, 176, 13),
     GgmlDType.Q6_K: (256, 210, 14),
+    GgmlDType.Q8_K: (256, 292, 15),
 }

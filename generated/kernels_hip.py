@@ -202,7 +202,7 @@ _ARGS_COPY2D_BF16 = (
     ctypes.c_size_t,
     ctypes.c_size_t,
 )
-_ARGS_DEQUANTIZE_Q4_0_F16 = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t)
+_ARGS_DEQUANTIZE_BF16_F16 = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t)
 _ARGS_ELU_BF16 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_uint16, ctypes.c_void_p, ctypes.c_void_p)
 _ARGS_ELU_F32 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_float, ctypes.c_void_p, ctypes.c_void_p)
 _ARGS_ELU_F64 = (ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_double, ctypes.c_void_p, ctypes.c_void_p)
@@ -289,7 +289,7 @@ _ARGS_LAYER_NORM_BF16 = (
     ctypes.c_void_p,
     ctypes.c_void_p,
 )
-_ARGS_QMATVEC_Q4_0 = (
+_ARGS_QMATVEC_BF16 = (
     ctypes.c_void_p,
     ctypes.c_void_p,
     ctypes.c_void_p,
@@ -2420,44 +2420,124 @@ def launch_copy_strided_u8(launch, grid, block, stream, numel, num_dims, info, i
     )
 
 
+def launch_dequantize_bf16_f16(launch, grid, block, stream, blocks, out, numel) -> None:
+    launch(_SRC_QUANTIZED, "dequantize_bf16_f16", grid, block, stream, (blocks, out, numel), _ARGS_DEQUANTIZE_BF16_F16)
+
+
+def launch_dequantize_bf16_f32(launch, grid, block, stream, blocks, out, numel) -> None:
+    launch(_SRC_QUANTIZED, "dequantize_bf16_f32", grid, block, stream, (blocks, out, numel), _ARGS_DEQUANTIZE_BF16_F16)
+
+
+def launch_dequantize_f16_f16(launch, grid, block, stream, blocks, out, numel) -> None:
+    launch(_SRC_QUANTIZED, "dequantize_f16_f16", grid, block, stream, (blocks, out, numel), _ARGS_DEQUANTIZE_BF16_F16)
+
+
+def launch_dequantize_f16_f32(launch, grid, block, stream, blocks, out, numel) -> None:
+    launch(_SRC_QUANTIZED, "dequantize_f16_f32", grid, block, stream, (blocks, out, numel), _ARGS_DEQUANTIZE_BF16_F16)
+
+
+def launch_dequantize_f32_f16(launch, grid, block, stream, blocks, out, numel) -> None:
+    launch(_SRC_QUANTIZED, "dequantize_f32_f16", grid, block, stream, (blocks, out, numel), _ARGS_DEQUANTIZE_BF16_F16)
+
+
+def launch_dequantize_f32_f32(launch, grid, block, stream, blocks, out, numel) -> None:
+    launch(_SRC_QUANTIZED, "dequantize_f32_f32", grid, block, stream, (blocks, out, numel), _ARGS_DEQUANTIZE_BF16_F16)
+
+
+def launch_dequantize_q2_k_f16(launch, grid, block, stream, blocks, out, numel) -> None:
+    launch(_SRC_QUANTIZED, "dequantize_q2_k_f16", grid, block, stream, (blocks, out, numel), _ARGS_DEQUANTIZE_BF16_F16)
+
+
+def launch_dequantize_q2_k_f32(launch, grid, block, stream, blocks, out, numel) -> None:
+    launch(_SRC_QUANTIZED, "dequantize_q2_k_f32", grid, block, stream, (blocks, out, numel), _ARGS_DEQUANTIZE_BF16_F16)
+
+
+def launch_dequantize_q3_k_f16(launch, grid, block, stream, blocks, out, numel) -> None:
+    launch(_SRC_QUANTIZED, "dequantize_q3_k_f16", grid, block, stream, (blocks, out, numel), _ARGS_DEQUANTIZE_BF16_F16)
+
+
+def launch_dequantize_q3_k_f32(launch, grid, block, stream, blocks, out, numel) -> None:
+    launch(_SRC_QUANTIZED, "dequantize_q3_k_f32", grid, block, stream, (blocks, out, numel), _ARGS_DEQUANTIZE_BF16_F16)
+
+
 def launch_dequantize_q4_0_f16(launch, grid, block, stream, blocks, out, numel) -> None:
-    launch(_SRC_QUANTIZED, "dequantize_q4_0_f16", grid, block, stream, (blocks, out, numel), _ARGS_DEQUANTIZE_Q4_0_F16)
+    launch(_SRC_QUANTIZED, "dequantize_q4_0_f16", grid, block, stream, (blocks, out, numel), _ARGS_DEQUANTIZE_BF16_F16)
 
 
 def launch_dequantize_q4_0_f32(launch, grid, block, stream, blocks, out, numel) -> None:
-    launch(_SRC_QUANTIZED, "dequantize_q4_0_f32", grid, block, stream, (blocks, out, numel), _ARGS_DEQUANTIZE_Q4_0_F16)
+    launch(_SRC_QUANTIZED, "dequantize_q4_0_f32", grid, block, stream, (blocks, out, numel), _ARGS_DEQUANTIZE_BF16_F16)
 
 
 def launch_dequantize_q4_1_f16(launch, grid, block, stream, blocks, out, numel) -> None:
-    launch(_SRC_QUANTIZED, "dequantize_q4_1_f16", grid, block, stream, (blocks, out, numel), _ARGS_DEQUANTIZE_Q4_0_F16)
+    launch(_SRC_QUANTIZED, "dequantize_q4_1_f16", grid, block, stream, (blocks, out, numel), _ARGS_DEQUANTIZE_BF16_F16)
 
 
 def launch_dequantize_q4_1_f32(launch, grid, block, stream, blocks, out, numel) -> None:
-    launch(_SRC_QUANTIZED, "dequantize_q4_1_f32", grid, block, stream, (blocks, out, numel), _ARGS_DEQUANTIZE_Q4_0_F16)
+    launch(_SRC_QUANTIZED, "dequantize_q4_1_f32", grid, block, stream, (blocks, out, numel), _ARGS_DEQUANTIZE_BF16_F16)
 
 
 def launch_dequantize_q4_k_f16(launch, grid, block, stream, blocks, out, numel) -> None:
-    launch(_SRC_QUANTIZED, "dequantize_q4_k_f16", grid, block, stream, (blocks, out, numel), _ARGS_DEQUANTIZE_Q4_0_F16)
+    launch(_SRC_QUANTIZED, "dequantize_q4_k_f16", grid, block, stream, (blocks, out, numel), _ARGS_DEQUANTIZE_BF16_F16)
 
 
 def launch_dequantize_q4_k_f32(launch, grid, block, stream, blocks, out, numel) -> None:
-    launch(_SRC_QUANTIZED, "dequantize_q4_k_f32", grid, block, stream, (blocks, out, numel), _ARGS_DEQUANTIZE_Q4_0_F16)
+    launch(_SRC_QUANTIZED, "dequantize_q4_k_f32", grid, block, stream, (blocks, out, numel), _ARGS_DEQUANTIZE_BF16_F16)
+
+
+def launch_dequantize_q5_0_f16(launch, grid, block, stream, blocks, out, numel) -> None:
+    launch(_SRC_QUANTIZED, "dequantize_q5_0_f16", grid, block, stream, (blocks, out, numel), _ARGS_DEQUANTIZE_BF16_F16)
+
+
+def launch_dequantize_q5_0_f32(launch, grid, block, stream, blocks, out, numel) -> None:
+    launch(_SRC_QUANTIZED, "dequantize_q5_0_f32", grid, block, stream, (blocks, out, numel), _ARGS_DEQUANTIZE_BF16_F16)
+
+
+def launch_dequantize_q5_1_f16(launch, grid, block, stream, blocks, out, numel) -> None:
+    launch(_SRC_QUANTIZED, "dequantize_q5_1_f16", grid, block, stream, (blocks, out, numel), _ARGS_DEQUANTIZE_BF16_F16)
+
+
+def launch_dequantize_q5_1_f32(launch, grid, block, stream, blocks, out, numel) -> None:
+    launch(_SRC_QUANTIZED, "dequantize_q5_1_f32", grid, block, stream, (blocks, out, numel), _ARGS_DEQUANTIZE_BF16_F16)
+
+
+def launch_dequantize_q5_k_f16(launch, grid, block, stream, blocks, out, numel) -> None:
+    launch(_SRC_QUANTIZED, "dequantize_q5_k_f16", grid, block, stream, (blocks, out, numel), _ARGS_DEQUANTIZE_BF16_F16)
+
+
+def launch_dequantize_q5_k_f32(launch, grid, block, stream, blocks, out, numel) -> None:
+    launch(_SRC_QUANTIZED, "dequantize_q5_k_f32", grid, block, stream, (blocks, out, numel), _ARGS_DEQUANTIZE_BF16_F16)
 
 
 def launch_dequantize_q6_k_f16(launch, grid, block, stream, blocks, out, numel) -> None:
-    launch(_SRC_QUANTIZED, "dequantize_q6_k_f16", grid, block, stream, (blocks, out, numel), _ARGS_DEQUANTIZE_Q4_0_F16)
+    launch(_SRC_QUANTIZED, "dequantize_q6_k_f16", grid, block, stream, (blocks, out, numel), _ARGS_DEQUANTIZE_BF16_F16)
 
 
 def launch_dequantize_q6_k_f32(launch, grid, block, stream, blocks, out, numel) -> None:
-    launch(_SRC_QUANTIZED, "dequantize_q6_k_f32", grid, block, stream, (blocks, out, numel), _ARGS_DEQUANTIZE_Q4_0_F16)
+    launch(_SRC_QUANTIZED, "dequantize_q6_k_f32", grid, block, stream, (blocks, out, numel), _ARGS_DEQUANTIZE_BF16_F16)
 
 
 def launch_dequantize_q8_0_f16(launch, grid, block, stream, blocks, out, numel) -> None:
-    launch(_SRC_QUANTIZED, "dequantize_q8_0_f16", grid, block, stream, (blocks, out, numel), _ARGS_DEQUANTIZE_Q4_0_F16)
+    launch(_SRC_QUANTIZED, "dequantize_q8_0_f16", grid, block, stream, (blocks, out, numel), _ARGS_DEQUANTIZE_BF16_F16)
 
 
 def launch_dequantize_q8_0_f32(launch, grid, block, stream, blocks, out, numel) -> None:
-    launch(_SRC_QUANTIZED, "dequantize_q8_0_f32", grid, block, stream, (blocks, out, numel), _ARGS_DEQUANTIZE_Q4_0_F16)
+    launch(_SRC_QUANTIZED, "dequantize_q8_0_f32", grid, block, stream, (blocks, out, numel), _ARGS_DEQUANTIZE_BF16_F16)
+
+
+def launch_dequantize_q8_1_f16(launch, grid, block, stream, blocks, out, numel) -> None:
+    launch(_SRC_QUANTIZED, "dequantize_q8_1_f16", grid, block, stream, (blocks, out, numel), _ARGS_DEQUANTIZE_BF16_F16)
+
+
+def launch_dequantize_q8_1_f32(launch, grid, block, stream, blocks, out, numel) -> None:
+    launch(_SRC_QUANTIZED, "dequantize_q8_1_f32", grid, block, stream, (blocks, out, numel), _ARGS_DEQUANTIZE_BF16_F16)
+
+
+def launch_dequantize_q8_k_f16(launch, grid, block, stream, blocks, out, numel) -> None:
+    launch(_SRC_QUANTIZED, "dequantize_q8_k_f16", grid, block, stream, (blocks, out, numel), _ARGS_DEQUANTIZE_BF16_F16)
+
+
+def launch_dequantize_q8_k_f32(launch, grid, block, stream, blocks, out, numel) -> None:
+    launch(_SRC_QUANTIZED, "dequantize_q8_k_f32", grid, block, stream, (blocks, out, numel), _ARGS_DEQUANTIZE_BF16_F16)
 
 
 def launch_elu_bf16(launch, grid, block, stream, numel, num_dims, info, param, inp, out) -> None:
@@ -4652,24 +4732,64 @@ def launch_powf_f64(launch, grid, block, stream, numel, num_dims, info, param, i
     launch(_SRC_AFFINE, "powf_f64", grid, block, stream, (numel, num_dims, info, param, inp, out), _ARGS_ELU_F64)
 
 
+def launch_qmatvec_bf16(launch, grid, block, stream, w, x, y, n, k, rows) -> None:
+    launch(_SRC_QUANTIZED, "qmatvec_bf16", grid, block, stream, (w, x, y, n, k, rows), _ARGS_QMATVEC_BF16)
+
+
+def launch_qmatvec_f16(launch, grid, block, stream, w, x, y, n, k, rows) -> None:
+    launch(_SRC_QUANTIZED, "qmatvec_f16", grid, block, stream, (w, x, y, n, k, rows), _ARGS_QMATVEC_BF16)
+
+
+def launch_qmatvec_f32(launch, grid, block, stream, w, x, y, n, k, rows) -> None:
+    launch(_SRC_QUANTIZED, "qmatvec_f32", grid, block, stream, (w, x, y, n, k, rows), _ARGS_QMATVEC_BF16)
+
+
+def launch_qmatvec_q2_k(launch, grid, block, stream, w, x, y, n, k, rows) -> None:
+    launch(_SRC_QUANTIZED, "qmatvec_q2_k", grid, block, stream, (w, x, y, n, k, rows), _ARGS_QMATVEC_BF16)
+
+
+def launch_qmatvec_q3_k(launch, grid, block, stream, w, x, y, n, k, rows) -> None:
+    launch(_SRC_QUANTIZED, "qmatvec_q3_k", grid, block, stream, (w, x, y, n, k, rows), _ARGS_QMATVEC_BF16)
+
+
 def launch_qmatvec_q4_0(launch, grid, block, stream, w, x, y, n, k, rows) -> None:
-    launch(_SRC_QUANTIZED, "qmatvec_q4_0", grid, block, stream, (w, x, y, n, k, rows), _ARGS_QMATVEC_Q4_0)
+    launch(_SRC_QUANTIZED, "qmatvec_q4_0", grid, block, stream, (w, x, y, n, k, rows), _ARGS_QMATVEC_BF16)
 
 
 def launch_qmatvec_q4_1(launch, grid, block, stream, w, x, y, n, k, rows) -> None:
-    launch(_SRC_QUANTIZED, "qmatvec_q4_1", grid, block, stream, (w, x, y, n, k, rows), _ARGS_QMATVEC_Q4_0)
+    launch(_SRC_QUANTIZED, "qmatvec_q4_1", grid, block, stream, (w, x, y, n, k, rows), _ARGS_QMATVEC_BF16)
 
 
 def launch_qmatvec_q4_k(launch, grid, block, stream, w, x, y, n, k, rows) -> None:
-    launch(_SRC_QUANTIZED, "qmatvec_q4_k", grid, block, stream, (w, x, y, n, k, rows), _ARGS_QMATVEC_Q4_0)
+    launch(_SRC_QUANTIZED, "qmatvec_q4_k", grid, block, stream, (w, x, y, n, k, rows), _ARGS_QMATVEC_BF16)
+
+
+def launch_qmatvec_q5_0(launch, grid, block, stream, w, x, y, n, k, rows) -> None:
+    launch(_SRC_QUANTIZED, "qmatvec_q5_0", grid, block, stream, (w, x, y, n, k, rows), _ARGS_QMATVEC_BF16)
+
+
+def launch_qmatvec_q5_1(launch, grid, block, stream, w, x, y, n, k, rows) -> None:
+    launch(_SRC_QUANTIZED, "qmatvec_q5_1", grid, block, stream, (w, x, y, n, k, rows), _ARGS_QMATVEC_BF16)
+
+
+def launch_qmatvec_q5_k(launch, grid, block, stream, w, x, y, n, k, rows) -> None:
+    launch(_SRC_QUANTIZED, "qmatvec_q5_k", grid, block, stream, (w, x, y, n, k, rows), _ARGS_QMATVEC_BF16)
 
 
 def launch_qmatvec_q6_k(launch, grid, block, stream, w, x, y, n, k, rows) -> None:
-    launch(_SRC_QUANTIZED, "qmatvec_q6_k", grid, block, stream, (w, x, y, n, k, rows), _ARGS_QMATVEC_Q4_0)
+    launch(_SRC_QUANTIZED, "qmatvec_q6_k", grid, block, stream, (w, x, y, n, k, rows), _ARGS_QMATVEC_BF16)
 
 
 def launch_qmatvec_q8_0(launch, grid, block, stream, w, x, y, n, k, rows) -> None:
-    launch(_SRC_QUANTIZED, "qmatvec_q8_0", grid, block, stream, (w, x, y, n, k, rows), _ARGS_QMATVEC_Q4_0)
+    launch(_SRC_QUANTIZED, "qmatvec_q8_0", grid, block, stream, (w, x, y, n, k, rows), _ARGS_QMATVEC_BF16)
+
+
+def launch_qmatvec_q8_1(launch, grid, block, stream, w, x, y, n, k, rows) -> None:
+    launch(_SRC_QUANTIZED, "qmatvec_q8_1", grid, block, stream, (w, x, y, n, k, rows), _ARGS_QMATVEC_BF16)
+
+
+def launch_qmatvec_q8_k(launch, grid, block, stream, w, x, y, n, k, rows) -> None:
+    launch(_SRC_QUANTIZED, "qmatvec_q8_k", grid, block, stream, (w, x, y, n, k, rows), _ARGS_QMATVEC_BF16)
 
 
 def launch_reduce_chunks_bf16(
@@ -7497,30 +7617,70 @@ STORAGE: dict[str, dict[object, object]] = {
 }
 QSTORAGE: dict[str, dict[object, object]] = {
     "dequantize": {
+        (KernelPattern.DEQUANTIZE_SELF_F32, "f32"): launch_dequantize_f32_f32,
+        (KernelPattern.DEQUANTIZE_SELF_F32, "f16"): launch_dequantize_f16_f32,
+        (KernelPattern.DEQUANTIZE_SELF_F32, "bf16"): launch_dequantize_bf16_f32,
         (KernelPattern.DEQUANTIZE_SELF_F32, "q4_0"): launch_dequantize_q4_0_f32,
         (KernelPattern.DEQUANTIZE_SELF_F32, "q4_1"): launch_dequantize_q4_1_f32,
+        (KernelPattern.DEQUANTIZE_SELF_F32, "q5_0"): launch_dequantize_q5_0_f32,
+        (KernelPattern.DEQUANTIZE_SELF_F32, "q5_1"): launch_dequantize_q5_1_f32,
         (KernelPattern.DEQUANTIZE_SELF_F32, "q8_0"): launch_dequantize_q8_0_f32,
+        (KernelPattern.DEQUANTIZE_SELF_F32, "q8_1"): launch_dequantize_q8_1_f32,
+        (KernelPattern.DEQUANTIZE_SELF_F32, "q2_k"): launch_dequantize_q2_k_f32,
+        (KernelPattern.DEQUANTIZE_SELF_F32, "q3_k"): launch_dequantize_q3_k_f32,
         (KernelPattern.DEQUANTIZE_SELF_F32, "q4_k"): launch_dequantize_q4_k_f32,
+        (KernelPattern.DEQUANTIZE_SELF_F32, "q5_k"): launch_dequantize_q5_k_f32,
         (KernelPattern.DEQUANTIZE_SELF_F32, "q6_k"): launch_dequantize_q6_k_f32,
+        (KernelPattern.DEQUANTIZE_SELF_F32, "q8_k"): launch_dequantize_q8_k_f32,
     },
     "dequantize_f16": {
+        (KernelPattern.DEQUANTIZE_SELF_F16, "f32"): launch_dequantize_f32_f16,
+        (KernelPattern.DEQUANTIZE_SELF_F16, "f16"): launch_dequantize_f16_f16,
+        (KernelPattern.DEQUANTIZE_SELF_F16, "bf16"): launch_dequantize_bf16_f16,
         (KernelPattern.DEQUANTIZE_SELF_F16, "q4_0"): launch_dequantize_q4_0_f16,
         (KernelPattern.DEQUANTIZE_SELF_F16, "q4_1"): launch_dequantize_q4_1_f16,
+        (KernelPattern.DEQUANTIZE_SELF_F16, "q5_0"): launch_dequantize_q5_0_f16,
+        (KernelPattern.DEQUANTIZE_SELF_F16, "q5_1"): launch_dequantize_q5_1_f16,
         (KernelPattern.DEQUANTIZE_SELF_F16, "q8_0"): launch_dequantize_q8_0_f16,
+        (KernelPattern.DEQUANTIZE_SELF_F16, "q8_1"): launch_dequantize_q8_1_f16,
+        (KernelPattern.DEQUANTIZE_SELF_F16, "q2_k"): launch_dequantize_q2_k_f16,
+        (KernelPattern.DEQUANTIZE_SELF_F16, "q3_k"): launch_dequantize_q3_k_f16,
         (KernelPattern.DEQUANTIZE_SELF_F16, "q4_k"): launch_dequantize_q4_k_f16,
+        (KernelPattern.DEQUANTIZE_SELF_F16, "q5_k"): launch_dequantize_q5_k_f16,
         (KernelPattern.DEQUANTIZE_SELF_F16, "q6_k"): launch_dequantize_q6_k_f16,
+        (KernelPattern.DEQUANTIZE_SELF_F16, "q8_k"): launch_dequantize_q8_k_f16,
     },
     "matmul": {
+        (KernelPattern.QMATVEC_SELF, "f32"): launch_qmatvec_f32,
+        (KernelPattern.QMATVEC_SELF, "f16"): launch_qmatvec_f16,
+        (KernelPattern.QMATVEC_SELF, "bf16"): launch_qmatvec_bf16,
         (KernelPattern.QMATVEC_SELF, "q4_0"): launch_qmatvec_q4_0,
         (KernelPattern.QMATVEC_SELF, "q4_1"): launch_qmatvec_q4_1,
+        (KernelPattern.QMATVEC_SELF, "q5_0"): launch_qmatvec_q5_0,
+        (KernelPattern.QMATVEC_SELF, "q5_1"): launch_qmatvec_q5_1,
         (KernelPattern.QMATVEC_SELF, "q8_0"): launch_qmatvec_q8_0,
+        (KernelPattern.QMATVEC_SELF, "q8_1"): launch_qmatvec_q8_1,
+        (KernelPattern.QMATVEC_SELF, "q2_k"): launch_qmatvec_q2_k,
+        (KernelPattern.QMATVEC_SELF, "q3_k"): launch_qmatvec_q3_k,
         (KernelPattern.QMATVEC_SELF, "q4_k"): launch_qmatvec_q4_k,
+        (KernelPattern.QMATVEC_SELF, "q5_k"): launch_qmatvec_q5_k,
         (KernelPattern.QMATVEC_SELF, "q6_k"): launch_qmatvec_q6_k,
+        (KernelPattern.QMATVEC_SELF, "q8_k"): launch_qmatvec_q8_k,
+        (KernelPattern.DEQUANTIZE_SELF_F32, "f32"): launch_dequantize_f32_f32,
+        (KernelPattern.DEQUANTIZE_SELF_F32, "f16"): launch_dequantize_f16_f32,
+        (KernelPattern.DEQUANTIZE_SELF_F32, "bf16"): launch_dequantize_bf16_f32,
         (KernelPattern.DEQUANTIZE_SELF_F32, "q4_0"): launch_dequantize_q4_0_f32,
         (KernelPattern.DEQUANTIZE_SELF_F32, "q4_1"): launch_dequantize_q4_1_f32,
+        (KernelPattern.DEQUANTIZE_SELF_F32, "q5_0"): launch_dequantize_q5_0_f32,
+        (KernelPattern.DEQUANTIZE_SELF_F32, "q5_1"): launch_dequantize_q5_1_f32,
         (KernelPattern.DEQUANTIZE_SELF_F32, "q8_0"): launch_dequantize_q8_0_f32,
+        (KernelPattern.DEQUANTIZE_SELF_F32, "q8_1"): launch_dequantize_q8_1_f32,
+        (KernelPattern.DEQUANTIZE_SELF_F32, "q2_k"): launch_dequantize_q2_k_f32,
+        (KernelPattern.DEQUANTIZE_SELF_F32, "q3_k"): launch_dequantize_q3_k_f32,
         (KernelPattern.DEQUANTIZE_SELF_F32, "q4_k"): launch_dequantize_q4_k_f32,
+        (KernelPattern.DEQUANTIZE_SELF_F32, "q5_k"): launch_dequantize_q5_k_f32,
         (KernelPattern.DEQUANTIZE_SELF_F32, "q6_k"): launch_dequantize_q6_k_f32,
+        (KernelPattern.DEQUANTIZE_SELF_F32, "q8_k"): launch_dequantize_q8_k_f32,
         (KernelPattern.COPY_STRIDED_X, _F32): launch_copy_strided_f32,
     },
 }

@@ -4,27 +4,76 @@
 // Declarations first: they carry the launch bounds (NVRTC takes them from the declaration).
 // The definitions follow in the one form that gen's signature scan reads.
 extern "C" {
+__global__ void __launch_bounds__(qmatvec_of<f32>::threads, qmatvec_of<f32>::min_blocks) qmatvec_f32(const uint8_t* w, const float* x, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(qmatvec_of<f16>::threads, qmatvec_of<f16>::min_blocks) qmatvec_f16(const uint8_t* w, const float* x, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(qmatvec_of<bf16>::threads, qmatvec_of<bf16>::min_blocks) qmatvec_bf16(const uint8_t* w, const float* x, float* y, const size_t n, const size_t k, const size_t rows);
 __global__ void __launch_bounds__(qmatvec_of<q4_0>::threads, qmatvec_of<q4_0>::min_blocks) qmatvec_q4_0(const uint8_t* w, const float* x, float* y, const size_t n, const size_t k, const size_t rows);
 __global__ void __launch_bounds__(qmatvec_of<q4_1>::threads, qmatvec_of<q4_1>::min_blocks) qmatvec_q4_1(const uint8_t* w, const float* x, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(qmatvec_of<q5_0>::threads, qmatvec_of<q5_0>::min_blocks) qmatvec_q5_0(const uint8_t* w, const float* x, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(qmatvec_of<q5_1>::threads, qmatvec_of<q5_1>::min_blocks) qmatvec_q5_1(const uint8_t* w, const float* x, float* y, const size_t n, const size_t k, const size_t rows);
 __global__ void __launch_bounds__(qmatvec_of<q8_0>::threads, qmatvec_of<q8_0>::min_blocks) qmatvec_q8_0(const uint8_t* w, const float* x, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(qmatvec_of<q8_1>::threads, qmatvec_of<q8_1>::min_blocks) qmatvec_q8_1(const uint8_t* w, const float* x, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(qmatvec_of<q2_k>::threads, qmatvec_of<q2_k>::min_blocks) qmatvec_q2_k(const uint8_t* w, const float* x, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(qmatvec_of<q3_k>::threads, qmatvec_of<q3_k>::min_blocks) qmatvec_q3_k(const uint8_t* w, const float* x, float* y, const size_t n, const size_t k, const size_t rows);
 __global__ void __launch_bounds__(qmatvec_of<q4_k>::threads, qmatvec_of<q4_k>::min_blocks) qmatvec_q4_k(const uint8_t* w, const float* x, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(qmatvec_of<q5_k>::threads, qmatvec_of<q5_k>::min_blocks) qmatvec_q5_k(const uint8_t* w, const float* x, float* y, const size_t n, const size_t k, const size_t rows);
 __global__ void __launch_bounds__(qmatvec_of<q6_k>::threads, qmatvec_of<q6_k>::min_blocks) qmatvec_q6_k(const uint8_t* w, const float* x, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(qmatvec_of<q8_k>::threads, qmatvec_of<q8_k>::min_blocks) qmatvec_q8_k(const uint8_t* w, const float* x, float* y, const size_t n, const size_t k, const size_t rows);
 }
 
+extern "C" __global__ void dequantize_f32_f32(const uint8_t* blocks, float* out, const size_t numel) {
+    dequantize<f32>(blocks, out, numel);
+}
+extern "C" __global__ void dequantize_f16_f32(const uint8_t* blocks, float* out, const size_t numel) {
+    dequantize<f16>(blocks, out, numel);
+}
+extern "C" __global__ void dequantize_bf16_f32(const uint8_t* blocks, float* out, const size_t numel) {
+    dequantize<bf16>(blocks, out, numel);
+}
 extern "C" __global__ void dequantize_q4_0_f32(const uint8_t* blocks, float* out, const size_t numel) {
     dequantize<q4_0>(blocks, out, numel);
 }
 extern "C" __global__ void dequantize_q4_1_f32(const uint8_t* blocks, float* out, const size_t numel) {
     dequantize<q4_1>(blocks, out, numel);
 }
+extern "C" __global__ void dequantize_q5_0_f32(const uint8_t* blocks, float* out, const size_t numel) {
+    dequantize<q5_0>(blocks, out, numel);
+}
+extern "C" __global__ void dequantize_q5_1_f32(const uint8_t* blocks, float* out, const size_t numel) {
+    dequantize<q5_1>(blocks, out, numel);
+}
 extern "C" __global__ void dequantize_q8_0_f32(const uint8_t* blocks, float* out, const size_t numel) {
     dequantize<q8_0>(blocks, out, numel);
+}
+extern "C" __global__ void dequantize_q8_1_f32(const uint8_t* blocks, float* out, const size_t numel) {
+    dequantize<q8_1>(blocks, out, numel);
+}
+extern "C" __global__ void dequantize_q2_k_f32(const uint8_t* blocks, float* out, const size_t numel) {
+    dequantize<q2_k>(blocks, out, numel);
+}
+extern "C" __global__ void dequantize_q3_k_f32(const uint8_t* blocks, float* out, const size_t numel) {
+    dequantize<q3_k>(blocks, out, numel);
 }
 extern "C" __global__ void dequantize_q4_k_f32(const uint8_t* blocks, float* out, const size_t numel) {
     dequantize<q4_k>(blocks, out, numel);
 }
+extern "C" __global__ void dequantize_q5_k_f32(const uint8_t* blocks, float* out, const size_t numel) {
+    dequantize<q5_k>(blocks, out, numel);
+}
 extern "C" __global__ void dequantize_q6_k_f32(const uint8_t* blocks, float* out, const size_t numel) {
     dequantize<q6_k>(blocks, out, numel);
+}
+extern "C" __global__ void dequantize_q8_k_f32(const uint8_t* blocks, float* out, const size_t numel) {
+    dequantize<q8_k>(blocks, out, numel);
+}
+extern "C" __global__ void dequantize_f32_f16(const uint8_t* blocks, f16_t* out, const size_t numel) {
+    dequantize<f32>(blocks, out, numel);
+}
+extern "C" __global__ void dequantize_f16_f16(const uint8_t* blocks, f16_t* out, const size_t numel) {
+    dequantize<f16>(blocks, out, numel);
+}
+extern "C" __global__ void dequantize_bf16_f16(const uint8_t* blocks, f16_t* out, const size_t numel) {
+    dequantize<bf16>(blocks, out, numel);
 }
 extern "C" __global__ void dequantize_q4_0_f16(const uint8_t* blocks, f16_t* out, const size_t numel) {
     dequantize<q4_0>(blocks, out, numel);
@@ -32,14 +81,50 @@ extern "C" __global__ void dequantize_q4_0_f16(const uint8_t* blocks, f16_t* out
 extern "C" __global__ void dequantize_q4_1_f16(const uint8_t* blocks, f16_t* out, const size_t numel) {
     dequantize<q4_1>(blocks, out, numel);
 }
+extern "C" __global__ void dequantize_q5_0_f16(const uint8_t* blocks, f16_t* out, const size_t numel) {
+    dequantize<q5_0>(blocks, out, numel);
+}
+extern "C" __global__ void dequantize_q5_1_f16(const uint8_t* blocks, f16_t* out, const size_t numel) {
+    dequantize<q5_1>(blocks, out, numel);
+}
 extern "C" __global__ void dequantize_q8_0_f16(const uint8_t* blocks, f16_t* out, const size_t numel) {
     dequantize<q8_0>(blocks, out, numel);
+}
+extern "C" __global__ void dequantize_q8_1_f16(const uint8_t* blocks, f16_t* out, const size_t numel) {
+    dequantize<q8_1>(blocks, out, numel);
+}
+extern "C" __global__ void dequantize_q2_k_f16(const uint8_t* blocks, f16_t* out, const size_t numel) {
+    dequantize<q2_k>(blocks, out, numel);
+}
+extern "C" __global__ void dequantize_q3_k_f16(const uint8_t* blocks, f16_t* out, const size_t numel) {
+    dequantize<q3_k>(blocks, out, numel);
 }
 extern "C" __global__ void dequantize_q4_k_f16(const uint8_t* blocks, f16_t* out, const size_t numel) {
     dequantize<q4_k>(blocks, out, numel);
 }
+extern "C" __global__ void dequantize_q5_k_f16(const uint8_t* blocks, f16_t* out, const size_t numel) {
+    dequantize<q5_k>(blocks, out, numel);
+}
 extern "C" __global__ void dequantize_q6_k_f16(const uint8_t* blocks, f16_t* out, const size_t numel) {
     dequantize<q6_k>(blocks, out, numel);
+}
+extern "C" __global__ void dequantize_q8_k_f16(const uint8_t* blocks, f16_t* out, const size_t numel) {
+    dequantize<q8_k>(blocks, out, numel);
+}
+extern "C" __global__ void qmatvec_f32(const uint8_t* w, const float* x, float* y, const size_t n, const size_t k, const size_t rows) {
+    static_assert(qmatvec_of<f32>::waits == false,
+                  "ops.yaml's PROGRAMMATIC_KERNELS names exactly the qmatvec kernels that wait for their predecessor");
+    qmatvec_of<f32>::run(w, x, y, n, k, rows);
+}
+extern "C" __global__ void qmatvec_f16(const uint8_t* w, const float* x, float* y, const size_t n, const size_t k, const size_t rows) {
+    static_assert(qmatvec_of<f16>::waits == false,
+                  "ops.yaml's PROGRAMMATIC_KERNELS names exactly the qmatvec kernels that wait for their predecessor");
+    qmatvec_of<f16>::run(w, x, y, n, k, rows);
+}
+extern "C" __global__ void qmatvec_bf16(const uint8_t* w, const float* x, float* y, const size_t n, const size_t k, const size_t rows) {
+    static_assert(qmatvec_of<bf16>::waits == false,
+                  "ops.yaml's PROGRAMMATIC_KERNELS names exactly the qmatvec kernels that wait for their predecessor");
+    qmatvec_of<bf16>::run(w, x, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q4_0(const uint8_t* w, const float* x, float* y, const size_t n, const size_t k, const size_t rows) {
     static_assert(qmatvec_of<q4_0>::waits == true,
@@ -51,18 +136,53 @@ extern "C" __global__ void qmatvec_q4_1(const uint8_t* w, const float* x, float*
                   "ops.yaml's PROGRAMMATIC_KERNELS names exactly the qmatvec kernels that wait for their predecessor");
     qmatvec_of<q4_1>::run(w, x, y, n, k, rows);
 }
+extern "C" __global__ void qmatvec_q5_0(const uint8_t* w, const float* x, float* y, const size_t n, const size_t k, const size_t rows) {
+    static_assert(qmatvec_of<q5_0>::waits == false,
+                  "ops.yaml's PROGRAMMATIC_KERNELS names exactly the qmatvec kernels that wait for their predecessor");
+    qmatvec_of<q5_0>::run(w, x, y, n, k, rows);
+}
+extern "C" __global__ void qmatvec_q5_1(const uint8_t* w, const float* x, float* y, const size_t n, const size_t k, const size_t rows) {
+    static_assert(qmatvec_of<q5_1>::waits == false,
+                  "ops.yaml's PROGRAMMATIC_KERNELS names exactly the qmatvec kernels that wait for their predecessor");
+    qmatvec_of<q5_1>::run(w, x, y, n, k, rows);
+}
 extern "C" __global__ void qmatvec_q8_0(const uint8_t* w, const float* x, float* y, const size_t n, const size_t k, const size_t rows) {
     static_assert(qmatvec_of<q8_0>::waits == true,
                   "ops.yaml's PROGRAMMATIC_KERNELS names exactly the qmatvec kernels that wait for their predecessor");
     qmatvec_of<q8_0>::run(w, x, y, n, k, rows);
+}
+extern "C" __global__ void qmatvec_q8_1(const uint8_t* w, const float* x, float* y, const size_t n, const size_t k, const size_t rows) {
+    static_assert(qmatvec_of<q8_1>::waits == false,
+                  "ops.yaml's PROGRAMMATIC_KERNELS names exactly the qmatvec kernels that wait for their predecessor");
+    qmatvec_of<q8_1>::run(w, x, y, n, k, rows);
+}
+extern "C" __global__ void qmatvec_q2_k(const uint8_t* w, const float* x, float* y, const size_t n, const size_t k, const size_t rows) {
+    static_assert(qmatvec_of<q2_k>::waits == false,
+                  "ops.yaml's PROGRAMMATIC_KERNELS names exactly the qmatvec kernels that wait for their predecessor");
+    qmatvec_of<q2_k>::run(w, x, y, n, k, rows);
+}
+extern "C" __global__ void qmatvec_q3_k(const uint8_t* w, const float* x, float* y, const size_t n, const size_t k, const size_t rows) {
+    static_assert(qmatvec_of<q3_k>::waits == false,
+                  "ops.yaml's PROGRAMMATIC_KERNELS names exactly the qmatvec kernels that wait for their predecessor");
+    qmatvec_of<q3_k>::run(w, x, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q4_k(const uint8_t* w, const float* x, float* y, const size_t n, const size_t k, const size_t rows) {
     static_assert(qmatvec_of<q4_k>::waits == true,
                   "ops.yaml's PROGRAMMATIC_KERNELS names exactly the qmatvec kernels that wait for their predecessor");
     qmatvec_of<q4_k>::run(w, x, y, n, k, rows);
 }
+extern "C" __global__ void qmatvec_q5_k(const uint8_t* w, const float* x, float* y, const size_t n, const size_t k, const size_t rows) {
+    static_assert(qmatvec_of<q5_k>::waits == false,
+                  "ops.yaml's PROGRAMMATIC_KERNELS names exactly the qmatvec kernels that wait for their predecessor");
+    qmatvec_of<q5_k>::run(w, x, y, n, k, rows);
+}
 extern "C" __global__ void qmatvec_q6_k(const uint8_t* w, const float* x, float* y, const size_t n, const size_t k, const size_t rows) {
     static_assert(qmatvec_of<q6_k>::waits == true,
                   "ops.yaml's PROGRAMMATIC_KERNELS names exactly the qmatvec kernels that wait for their predecessor");
     qmatvec_of<q6_k>::run(w, x, y, n, k, rows);
+}
+extern "C" __global__ void qmatvec_q8_k(const uint8_t* w, const float* x, float* y, const size_t n, const size_t k, const size_t rows) {
+    static_assert(qmatvec_of<q8_k>::waits == false,
+                  "ops.yaml's PROGRAMMATIC_KERNELS names exactly the qmatvec kernels that wait for their predecessor");
+    qmatvec_of<q8_k>::run(w, x, y, n, k, rows);
 }

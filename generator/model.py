@@ -537,12 +537,16 @@ class Registry:
         rank = {
             **{d.name: i for i, d in enumerate(self.dtypes)},
             **{e.name: i for i, e in enumerate(self.elementwise)},
-            **{f.name: i for i, f in enumerate(self.formats)},
         }
-        return {
-            pattern: tuple(sorted(by_name.values(), key=lambda k: tuple(rank.get(v, 0) for _, v in k.placeholders)))
-            for pattern, by_name in found.items()
-        }
+        # A QStorage op's {self} is a format, whose names may also be dtypes' (f32, f16, bf16).
+        format_rank = {f.name: i for i, f in enumerate(self.formats)}
+        quantized = {p for op in self.kernel_ops if op.kind is OpKind.QSTORAGE for p in op.kernel}
+
+        def key(k: KernelInstance) -> tuple[int, ...]:
+            by_format = k.pattern in quantized
+            return tuple((format_rank if by_format and n == "self" else rank).get(v, 0) for n, v in k.placeholders)
+
+        return {pattern: tuple(sorted(by_name.values(), key=key)) for pattern, by_name in found.items()}
 
     @property
     def conversion_arms(self) -> tuple[Arm, ...]:

@@ -1,5 +1,6 @@
-// GGML's quantized blocks (the layouts of llama.cpp's ggml-common.h): dequantize and
-// matrix-vector products, for q4_0, q4_1, q8_0, q4_k and q6_k.
+// GGML's storage formats (the layouts of ggml-common.h): dequantize and matrix-vector
+// products, for every GgmlDType: f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, q8_1, q2_k,
+// q3_k, q4_k, q5_k, q6_k, q8_k.
 //
 //   dequantize_<fmt>_f32(blocks, out, numel)   the first numel weights (a multiple of the
 //   dequantize_<fmt>_f16(blocks, out, numel)   format's 32 or 256) -> contiguous f32 / f16
@@ -235,6 +236,105 @@ struct q8_0 {  // d (f16), qs[32] int8: q * d
     }
 };
 
+// The plain formats (GGML's f32, f16, bf16: "blocks" of one value) as blocks of 8 values, so
+// that they take the same decode8 paths; dequantize writes the last numel % 8 by decode1.
+struct f32 {
+    static constexpr int kElems = 8, kBytes = 32;
+    static __device__ __forceinline__ float decode1(const uint8_t* p, size_t i) { return __uint_as_float(u32_at(p + 4 * i)); }
+    static __device__ __forceinline__ void decode8(const uint8_t* b, int j, float (&v)[8]) {
+#pragma unroll
+        for (int i = 0; i < 8; i++) v[i] = decode1(b + 32 * j, i);
+    }
+};
+struct f16 {
+    static constexpr int kElems = 8, kBytes = 16;
+    static __device__ __forceinline__ float decode1(const uint8_t* p, size_t i) { return half_at(p + 2 * i); }
+    static __device__ __forceinline__ void decode8(const uint8_t* b, int j, float (&v)[8]) {
+#pragma unroll
+        for (int i = 0; i < 8; i++) v[i] = decode1(b + 16 * j, i);
+    }
+};
+struct bf16 {
+    static constexpr int kElems = 8, kBytes = 16;
+    static __device__ __forceinline__ float decode1(const uint8_t* p, size_t i) { return __uint_as_float(u16_at(p + 2 * i) << 16); }
+    static __device__ __forceinline__ void decode8(const uint8_t* b, int j, float (&v)[8]) {
+#pragma unroll
+        for (int i = 0; i < 8; i++) v[i] = decode1(b + 16 * j, i);
+    }
+};
+
+// q5_0 / q5_1: qs as q4_0's, and bit 4 of weight i at bit i of the 32-bit qh.
+struct q5_0 {  // d (f16), qh[4], qs[16]: (q - 16) * d
+    static constexpr int kElems = 32, kBytes = 22;
+    static __device__ __forceinline__ void decode8(const uint8_t* b, int j, float (&v)[8]) {
+        const float d = half_at(b);
+        const uint32_t qh = u32_at(b + 2) >> (8 * j);
+        uint32_t w[2];
+        bytes8(b + 6 + 8 * (j & 1), w);
+        const int shift = 4 * (j >> 1);
+#pragma unroll
+        for (int i = 0; i < 8; i++) v[i] = (float)((int)(((byte_of(w, i) >> shift) & 0xFu) | (((qh >> i) & 1u) << 4)) - 16) * d;
+    }
+};
+
+struct q5_1 {  // d, m (f16), qh[4], qs[16]: q * d + m
+    static constexpr int kElems = 32, kBytes = 24;
+    static __device__ __forceinline__ void decode8(const uint8_t* b, int j, float (&v)[8]) {
+        const float d = half_at(b), m = half_at(b + 2);
+        const uint32_t qh = u32_at(b + 4) >> (8 * j);
+        uint32_t w[2];
+        bytes8(b + 8 + 8 * (j & 1), w);
+        const int shift = 4 * (j >> 1);
+#pragma unroll
+        for (int i = 0; i < 8; i++) v[i] = (float)(((byte_of(w, i) >> shift) & 0xFu) | (((qh >> i) & 1u) << 4)) * d + m;
+    }
+};
+
+struct q8_1 {  // d, s (f16: d * the sum of qs), qs[32] int8: q * d
+    static constexpr int kElems = 32, kBytes = 36;
+    static __device__ __forceinline__ void decode8(const uint8_t* b, int j, float (&v)[8]) {
+        const float d = half_at(b);
+        uint32_t w[2];
+        bytes8(b + 4 + 8 * j, w);
+#pragma unroll
+        for (int i = 0; i < 8; i++) v[i] = (float)(int8_t)byte_of(w, i) * d;
+    }
+};
+
+// q2_k and q3_k: in each half of 128 weights, weight 32g + t (g < 4, t < 32) is bits 2g..2g+1
+// of qs[32 * half + t], in sub-block 8 * half + 2g + t / 16 (16 weights a sub-block).
+struct q2_k {  // scales[16] (4-bit scale | 4-bit min << 4), qs[64], d, dmin (f16): d*sc*q - dmin*m
+    static constexpr int kElems = 256, kBytes = 84;
+    static __device__ __forceinline__ void decode8(const uint8_t* b, int j, float (&v)[8]) {
+        const int half = j >> 4, g = (j >> 2) & 3, t = 8 * (j & 3);
+        const uint32_t sc = b[8 * half + 2 * g + (t >> 4)];
+        const float dl = half_at(b + 80) * (float)(sc & 0xFu), ml = half_at(b + 82) * (float)(sc >> 4);
+        uint32_t w[2];
+        bytes8(b + 16 + 32 * half + t, w);
+#pragma unroll
+        for (int i = 0; i < 8; i++) v[i] = dl * (float)((byte_of(w, i) >> (2 * g)) & 3u) - ml;
+    }
+};
+
+struct q3_k {  // hmask[32], qs[64], scales[12] (16 6-bit scales), d (f16): d * (sc - 32) * (q - 4)
+    static constexpr int kElems = 256, kBytes = 110;
+    static __device__ __forceinline__ void decode8(const uint8_t* b, int j, float (&v)[8]) {
+        const int half = j >> 4, g = (j >> 2) & 3, t = 8 * (j & 3), s = 8 * half + 2 * g + (t >> 4);
+        const uint32_t low = s < 8 ? b[96 + s] & 0xFu : b[96 + s - 8] >> 4;
+        const uint32_t high = (b[104 + (s & 3)] >> (2 * (s >> 2))) & 3u;
+        const float dl = half_at(b + 108) * (float)((int)(low | (high << 4)) - 32);
+        uint32_t w[2], h[2];
+        bytes8(b + 32 + 32 * half + t, w);
+        bytes8(b + t, h);
+        const int hbit = 4 * half + g;
+#pragma unroll
+        for (int i = 0; i < 8; i++) {
+            const int q = (int)((byte_of(w, i) >> (2 * g)) & 3u) - (((byte_of(h, i) >> hbit) & 1u) ? 0 : 4);
+            v[i] = dl * (float)q;
+        }
+    }
+};
+
 // q4_k's 6-bit scale and min of sub-block j (0..7) from its 12 packed bytes (GGML's
 // get_scale_min_k4).
 __device__ __forceinline__ void scale_min_k4(int j, const uint8_t* q, uint32_t& sc, uint32_t& m) {
@@ -263,6 +363,23 @@ struct q4_k {  // d, dmin (f16), scales[12], qs[128]: 8 sub-blocks of 32, (d*sc)
     }
 };
 
+struct q5_k {  // d, dmin (f16), scales[12] (as q4_k's), qh[32], qs[128]: (d*sc)*q - dmin*m, q 5 bits
+    static constexpr int kElems = 256, kBytes = 176;
+    static __device__ __forceinline__ void decode8(const uint8_t* b, int j, float (&v)[8]) {
+        // sub-block s (32 weights): nibble s % 2 of qs[32 (s / 2) + t], bit s of qh[t]
+        const int sub = j >> 2, t = 8 * (j & 3);
+        uint32_t sc, m;
+        scale_min_k4(sub, b + 4, sc, m);
+        const float d1 = half_at(b) * (float)sc, m1 = half_at(b + 2) * (float)m;
+        uint32_t w[2], h[2];
+        bytes8(b + 48 + 32 * (sub >> 1) + t, w);
+        bytes8(b + 16 + t, h);
+        const int shift = 4 * (sub & 1);
+#pragma unroll
+        for (int i = 0; i < 8; i++) v[i] = d1 * (float)(((byte_of(w, i) >> shift) & 0xFu) + (((byte_of(h, i) >> sub) & 1u) << 4)) - m1;
+    }
+};
+
 struct q6_k {  // ql[128], qh[64], scales[16] int8, d (f16): d * sc * (q - 32), q 6 bits
     static constexpr int kElems = 256, kBytes = 210;
     static constexpr int kKRows = OPGEN_QMATVEC_K_ROWS_Q6_K;
@@ -284,6 +401,17 @@ struct q6_k {  // ql[128], qh[64], scales[16] int8, d (f16): d * sc * (q - 32), 
     }
 };
 
+struct q8_k {  // d (f32), qs[256] int8, bsums[16] int16 (sums of 16 qs): d * q
+    static constexpr int kElems = 256, kBytes = 292;
+    static __device__ __forceinline__ void decode8(const uint8_t* b, int j, float (&v)[8]) {
+        const float d = __uint_as_float(u32_at(b));
+        uint32_t w[2];
+        bytes8(b + 4 + 8 * j, w);
+#pragma unroll
+        for (int i = 0; i < 8; i++) v[i] = d * (float)(int8_t)byte_of(w, i);
+    }
+};
+
 // ---------------------------------------------------------------------------- dequantize
 
 __device__ __forceinline__ void store8(float* out, const float (&v)[8]) {
@@ -297,12 +425,19 @@ __device__ __forceinline__ void store8(f16_t* out, const float (&v)[8]) {
     opgen::store_pack(out, p);
 }
 
+__device__ __forceinline__ void store1(float* out, float v) { *out = v; }
+__device__ __forceinline__ void store1(f16_t* out, float v) { *out = opgen::float_to_f16(v); }
+
 template <typename F, typename T> __device__ void dequantize(const uint8_t* blocks, T* out, size_t numel) {
     constexpr int kOctets = F::kElems / 8;
     for (size_t o = opgen::global_thread_id(); o < numel / 8; o += opgen::grid_threads()) {
         float v[8];
         F::decode8(blocks + o / kOctets * F::kBytes, (int)(o % kOctets), v);
         store8(out + 8 * o, v);
+    }
+    if constexpr (F::kElems == 8) {  // a plain format, any numel: the values past the last whole 8
+        const size_t first = numel / 8 * 8, i = opgen::global_thread_id();
+        if (i < numel - first) store1(out + first + i, F::decode1(blocks, first + i));
     }
 }
 

@@ -1,7 +1,9 @@
-"""GGML quantized block formats (q4_0, q4_1, q8_0, q4_K, q6_K) on the host, bit-exact.
+"""GGML's storage formats (every GgmlDType of Candle: f32, f16, bf16, q4_0, q4_1, q5_0, q5_1,
+q8_0, q8_1, q2_K .. q6_K, q8_K) on the host, bit-exact.
 
 Byte for byte the output of GGML's reference quantizers (`quantize_row_*_ref` and
-`dequantize_row_*` in llama.cpp's ggml/src/ggml-quants.c, block structs in ggml-common.h),
+`dequantize_row_*` in ggml/src/ggml-quants.c, block structs in ggml-common.h, the f16 / bf16
+conversions of ggml-impl.h),
 vectorised with numpy over blocks. Exactness rests on doing the C code's float32 operations
 one by one, in its order:
 
@@ -44,24 +46,46 @@ class Format:
 
 
 #: The block structs of ggml-common.h, field for field (little-endian, unpadded).
-_STRUCTS = {
+_STRUCTS: dict[str, np.dtype] = {
+    "f32": np.dtype("<f4"),
+    "f16": np.dtype("<f2"),
+    "bf16": np.dtype("<u2"),
     "q4_0": np.dtype([("d", "<f2"), ("qs", U8, 16)]),
     "q4_1": np.dtype([("d", "<f2"), ("m", "<f2"), ("qs", U8, 16)]),
+    "q5_0": np.dtype([("d", "<f2"), ("qh", "<u4"), ("qs", U8, 16)]),
+    "q5_1": np.dtype([("d", "<f2"), ("m", "<f2"), ("qh", "<u4"), ("qs", U8, 16)]),
     "q8_0": np.dtype([("d", "<f2"), ("qs", np.int8, 32)]),
+    "q8_1": np.dtype([("d", "<f2"), ("s", "<f2"), ("qs", np.int8, 32)]),
+    "q2_k": np.dtype([("scales", U8, 16), ("qs", U8, 64), ("d", "<f2"), ("dmin", "<f2")]),
+    "q3_k": np.dtype([("hmask", U8, 32), ("qs", U8, 64), ("scales", U8, 12), ("d", "<f2")]),
     "q4_k": np.dtype([("d", "<f2"), ("dmin", "<f2"), ("scales", U8, 12), ("qs", U8, 128)]),
+    "q5_k": np.dtype([("d", "<f2"), ("dmin", "<f2"), ("scales", U8, 12), ("qh", U8, 32), ("qs", U8, 128)]),
     "q6_k": np.dtype([("ql", U8, 128), ("qh", U8, 64), ("scales", np.int8, 16), ("d", "<f2")]),
+    "q8_k": np.dtype([("d", "<f4"), ("qs", np.int8, 256), ("bsums", "<i2", 16)]),
 }
 
 FORMATS: dict[str, Format] = {
     f.name: f
     for f in (
+        Format("f32", 1, 4, 0),
+        Format("f16", 1, 2, 1),
+        Format("bf16", 1, 2, 30),
         Format("q4_0", 32, 18, 2),
         Format("q4_1", 32, 20, 3),
+        Format("q5_0", 32, 22, 6),
+        Format("q5_1", 32, 24, 7),
         Format("q8_0", 32, 34, 8),
+        Format("q8_1", 32, 36, 9),
+        Format("q2_k", QK_K, 84, 10),
+        Format("q3_k", QK_K, 110, 11),
         Format("q4_k", QK_K, 144, 12),
+        Format("q5_k", QK_K, 176, 13),
         Format("q6_k", QK_K, 210, 14),
+        Format("q8_k", QK_K, 292, 15),
     )
 }
+#: The formats that hold plain floats, one value an element (GGML's "blocks" of 1).
+PLAIN = ("f32", "f16", "bf16")
 
 
 def format_of(op: str, fmt, backend: str = BACKEND) -> Format:
@@ -226,8 +250,8 @@ def _dequantize_q8_0(b: np.ndarray) -> np.ndarray:
 # --------------------------------------------------------------------------- q4_K
 
 
-def _make_qkx2_quants(x: np.ndarray, w: np.ndarray, nmax: int, rmin: float, rdelta: float, nstep: int):
-    """make_qkx2_quants (use_mad = false) for every sub-block at once.
+def _make_qkx2_quants(x: np.ndarray, w: np.ndarray, nmax: int, rmin: float, rdelta: float, nstep: int, mad=False):
+    """make_qkx2_quants for every sub-block at once; `mad`: its use_mad (|error|, not squared).
 
     x, w: (n, blocks) values and weights. Returns (scale, the_min, L) with L (n, blocks).
     """
@@ -239,7 +263,8 @@ def _make_qkx2_quants(x: np.ndarray, w: np.ndarray, nmax: int, rmin: float, rdel
         return np.clip(_nearest_int(iscale * (x - the_min)), 0, nmax).astype(F32)
 
     def error(scale, the_min, L):
-        return _seq_sum(w * np.square(scale * L + the_min - x))
+        diff = scale * L + the_min - x
+        return _seq_sum(w * (np.abs(diff) if mad else np.square(diff)))
 
     iscale = F32(nmax) / (hi - lo)
     scale = F32(1) / iscale
@@ -296,12 +321,14 @@ def _to_6bit(v: np.ndarray) -> np.ndarray:
     return np.minimum(63, _nearest_int(v) & 0xFF).astype(U8)
 
 
-def _quantize_q4_k(x: np.ndarray, out: np.ndarray) -> None:
+def _k_scales_mins(x: np.ndarray, nmax: int, rmin: float, rdelta: float, nstep: int):
+    """q4_K's and q5_K's sub-block fit (8 sub-blocks of 32 a block): (d, dmin, the 12 packed
+    scale bytes, levels (blocks, 8, 32) in 0..nmax)."""
     nb = len(x)
     xs = np.ascontiguousarray(x.reshape(nb * 8, 32).T)  # (32, sub-blocks)
     av_x = np.sqrt(_seq_sum(xs * xs) / F32(32))
     weights = av_x + np.abs(xs)
-    scales, mins, L = _make_qkx2_quants(xs, weights, 15, -1.0, 0.1, 20)
+    scales, mins, L = _make_qkx2_quants(xs, weights, nmax, rmin, rdelta, nstep)
     scales, mins = scales.reshape(nb, 8), mins.reshape(nb, 8)
 
     max_scale, max_min = (_positive_max(v) for v in (scales, mins))
@@ -314,12 +341,15 @@ def _quantize_q4_k(x: np.ndarray, out: np.ndarray) -> None:
     # Requantize with the stored (f16, 6-bit) scales; sub-blocks whose scale is 0 keep L.
     sub_d = (_f32(d)[:, None] * ls.astype(F32)).reshape(-1)
     sub_m = (_f32(dmin)[:, None] * lm.astype(F32)).reshape(-1)
-    requant = np.clip(_nearest_int((xs + sub_m) / sub_d), 0, 15)
-    L = np.where(sub_d != 0, requant, L).astype(U8).T.reshape(nb, 4, 2, 32)
+    requant = np.clip(_nearest_int((xs + sub_m) / sub_d), 0, nmax)
+    L = np.where(sub_d != 0, requant, L).astype(U8).T.reshape(nb, 8, 32)
+    return d, dmin, _pack_scale_min_k4(ls, lm), L
 
-    out["d"], out["dmin"] = d, dmin
-    out["scales"] = _pack_scale_min_k4(ls, lm)
-    out["qs"] = _pack_nibbles(L[:, :, 0], L[:, :, 1]).reshape(nb, 128)
+
+def _quantize_q4_k(x: np.ndarray, out: np.ndarray) -> None:
+    d, dmin, scales, L = _k_scales_mins(x, 15, -1.0, 0.1, 20)
+    out["d"], out["dmin"], out["scales"] = d, dmin, scales
+    out["qs"] = _pack_nibbles(L[:, 0::2], L[:, 1::2]).reshape(len(x), 128)
 
 
 def _dequantize_q4_k(b: np.ndarray) -> np.ndarray:
@@ -400,17 +430,275 @@ def _dequantize_q6_k(b: np.ndarray) -> np.ndarray:
     return ds[:, :, None] * q
 
 
+# --------------------------------------------------------------------------- f32, f16, bf16
+
+
+def _quantize_f32(x: np.ndarray, out: np.ndarray) -> None:
+    out[:] = x[:, 0]
+
+
+def _quantize_f16(x: np.ndarray, out: np.ndarray) -> None:
+    out[:] = _f16(x[:, 0])
+
+
+def _quantize_bf16(x: np.ndarray, out: np.ndarray) -> None:
+    """ggml_compute_fp32_to_bf16: round to nearest even; a NaN keeps its top bits, made quiet."""
+    u = np.ascontiguousarray(x[:, 0]).view(np.uint32)
+    rounded = (u + (np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1)))) >> np.uint32(16)
+    nan = (u & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000)
+    out[:] = np.where(nan, (u >> np.uint32(16)) | np.uint32(64), rounded).astype(np.uint16)
+
+
+def _dequantize_plain(b: np.ndarray) -> np.ndarray:
+    return b.astype(F32)
+
+
+def _dequantize_bf16(b: np.ndarray) -> np.ndarray:
+    return (b.astype(np.uint32) << np.uint32(16)).view(F32)
+
+
+# --------------------------------------------------------------------------- q5_0, q5_1, q8_1
+
+
+def _fifth_bits(q: np.ndarray) -> np.ndarray:
+    """(blocks, 32) 5-bit levels -> qh: bit i is bit 4 of level i."""
+    bits = (q.astype(np.uint32) >> np.uint32(4)) & np.uint32(1)
+    return (bits << np.arange(32, dtype=np.uint32)).sum(axis=1, dtype=np.uint32)
+
+
+def _five_bit_levels(b: np.ndarray) -> np.ndarray:
+    """The 32 levels (0..31) of q5_0 / q5_1 blocks: nibbles of qs, bit 4 from qh."""
+    high = (b["qh"][:, None] >> np.arange(32, dtype=np.uint32)) & np.uint32(1)
+    return _nibbles(b["qs"]).astype(np.int32) | (high.astype(np.int32) << 4)
+
+
+def _quantize_q5_0(x: np.ndarray, out: np.ndarray) -> None:
+    d = _first_max_abs(x, axis=1) / F32(-16)
+    inv = np.where(d != 0, F32(1) / d, F32(0))
+    q = np.minimum(31, _to_int8(x * inv[:, None] + F32(16.5))).astype(U8)
+    out["d"] = _f16(d)
+    out["qh"] = _fifth_bits(q)
+    out["qs"] = _pack_nibbles(q[:, :16], q[:, 16:])
+
+
+def _quantize_q5_1(x: np.ndarray, out: np.ndarray) -> None:
+    lo = _first_where(x, x == x.min(axis=1, keepdims=True), axis=1)
+    hi = _first_where(x, x == x.max(axis=1, keepdims=True), axis=1)
+    d = (hi - lo) / F32(31)
+    inv = np.where(d != 0, F32(1) / d, F32(0))
+    # (uint8_t)(x0 + 0.5f): a float -> uint8 cast (no clamp in GGML's code)
+    q = np.trunc((x - lo[:, None]) * inv[:, None] + F32(0.5)).astype(np.int32).astype(U8)
+    out["d"], out["m"] = _f16(d), _f16(lo)
+    out["qh"] = _fifth_bits(q)
+    out["qs"] = _pack_nibbles(q[:, :16], q[:, 16:])
+
+
+def _quantize_q8_1(x: np.ndarray, out: np.ndarray) -> None:
+    d = np.abs(x).max(axis=1) / F32(127)
+    inv = np.where(d != 0, F32(1) / d, F32(0))
+    qs = _to_int8(_roundf(x * inv[:, None]))
+    out["d"] = _f16(d)
+    out["s"] = _f16(qs.astype(np.int32).sum(axis=1).astype(F32) * d)
+    out["qs"] = qs
+
+
+def _dequantize_q5_0(b: np.ndarray) -> np.ndarray:
+    return (_five_bit_levels(b) - 16).astype(F32) * _f32(b["d"])[:, None]
+
+
+def _dequantize_q5_1(b: np.ndarray) -> np.ndarray:
+    return _five_bit_levels(b).astype(F32) * _f32(b["d"])[:, None] + _f32(b["m"])[:, None]
+
+
+# --------------------------------------------------------------------------- q2_K, q3_K, q5_K, q8_K
+
+
+def _pack_crumbs(L: np.ndarray) -> np.ndarray:
+    """(blocks, 256) 2-bit levels -> qs (blocks, 64): per half of 128, qs[l] holds levels
+    l, l + 32, l + 64, l + 96 at bits 0, 2, 4, 6."""
+    q = L.astype(U8).reshape(len(L), 2, 4, 32)
+    return (q[:, :, 0] | (q[:, :, 1] << 2) | (q[:, :, 2] << 4) | (q[:, :, 3] << 6)).reshape(len(L), 64)
+
+
+def _crumbs(qs: np.ndarray) -> np.ndarray:
+    """qs (blocks, 64) -> the 2-bit levels (blocks, 2 halves, 4, 32), as _pack_crumbs packs them."""
+    shift = (2 * np.arange(4, dtype=U8)).reshape(1, 1, 4, 1)
+    return (qs.reshape(len(qs), 2, 1, 32) >> shift) & 3
+
+
+def _quantize_q2_k(x: np.ndarray, out: np.ndarray) -> None:
+    nb = len(x)
+    xs = np.ascontiguousarray(x.reshape(nb * 16, 16).T)  # (16, sub-blocks)
+    scales, mins, L = _make_qkx2_quants(xs, np.abs(xs), 3, -0.5, 0.1, 15, mad=True)
+    scales, mins = scales.reshape(nb, 16), mins.reshape(nb, 16)
+    max_scale, max_min = _positive_max(scales), _positive_max(mins)
+    inv_scale = np.where(max_scale > 0, F32(15) / max_scale, F32(0))
+    inv_min = np.where(max_min > 0, F32(15) / max_min, F32(0))
+    ls = np.where(max_scale[:, None] > 0, _nearest_int(inv_scale[:, None] * scales), 0)
+    lm = np.where(max_min[:, None] > 0, _nearest_int(inv_min[:, None] * mins), 0)
+    sc = ((ls & 0xFF) | (lm << 4)) & 0xFF  # uint8_t scales[j] = ls; scales[j] |= lm << 4
+    d, dmin = _f16(max_scale / F32(15)), _f16(max_min / F32(15))
+
+    sub_d = (_f32(d)[:, None] * (sc & 0xF).astype(F32)).reshape(-1)
+    sub_m = (_f32(dmin)[:, None] * (sc >> 4).astype(F32)).reshape(-1)
+    requant = np.clip(_nearest_int((xs + sub_m) / sub_d), 0, 3)
+    L = np.where(sub_d != 0, requant, L).astype(U8).T.reshape(nb, 256)
+    out["scales"] = sc.astype(U8)
+    out["qs"] = _pack_crumbs(L)
+    out["d"], out["dmin"] = d, dmin
+
+
+def _dequantize_q2_k(b: np.ndarray) -> np.ndarray:
+    nb = len(b)
+    sc = b["scales"]
+    dl = _f32(b["d"])[:, None] * (sc & 0xF).astype(F32)  # (blocks, 16 sub-blocks)
+    ml = _f32(b["dmin"])[:, None] * (sc >> 4).astype(F32)
+    q = _crumbs(b["qs"]).reshape(nb, 16, 16).astype(F32)
+    return dl[:, :, None] * q - ml[:, :, None]
+
+
+def _make_q3_quants(x: np.ndarray):
+    """make_q3_quants(n = 16, nmax = 4, do_rmse = true) for every sub-block at once.
+
+    x: (16, sub-blocks). Returns (scale, L) with L (16, sub-blocks) in 0..7 (0 where the
+    sub-block is under GROUP_MAX_EPS)."""
+    nmax = 4
+    top = _first_max_abs(x, axis=0)
+    zero = np.abs(top) < F32(1e-15)
+    L = np.clip(_nearest_int((F32(-nmax) / top) * x), -nmax, nmax - 1).astype(F32)
+    w = x * x
+    wx = w * x
+    sumlx, suml2 = _seq_sum(wx * L), _seq_sum(w * L * L)
+    # GGML stops a sub-block after a pass that changed nothing; another pass would not change
+    # anything either, so all sub-blocks run the 5 passes.
+    for _ in range(5):
+        for i in range(len(x)):
+            li = L[i]
+            slx = sumlx - wx[i] * li
+            sl2 = suml2 - w[i] * li * li
+            new = np.clip(_nearest_int(x[i] * sl2 / slx), -nmax, nmax - 1).astype(F32)
+            slx_new = slx + wx[i] * new
+            sl2_new = sl2 + w[i] * new * new
+            take = (slx > 0) & (new != li) & (sl2_new > 0) & (slx_new * slx_new * suml2 > sumlx * sumlx * sl2_new)
+            L[i] = np.where(take, new, li)
+            sumlx = np.where(take, slx_new, sumlx)
+            suml2 = np.where(take, sl2_new, suml2)
+    scale = np.where(suml2 > 0, sumlx / suml2, F32(0))
+    return np.where(zero, F32(0), scale), np.where(zero, 0, L.astype(np.int32) + nmax)
+
+
+def _q3_k_scales(packed: np.ndarray) -> np.ndarray:
+    """block_q3_K.scales (blocks, 12) -> the 16 6-bit scales minus 32 (int32)."""
+    j = np.arange(16)
+    low = np.where(j < 8, packed[:, j % 8] & 0xF, packed[:, j % 8] >> 4)
+    high = (packed[:, 8 + j % 4] >> (2 * (j // 4)).astype(U8)) & 3
+    return (low | (high << 4)).astype(np.int32) - 32
+
+
+def _quantize_q3_k(x: np.ndarray, out: np.ndarray) -> None:
+    nb = len(x)
+    xs = np.ascontiguousarray(x.reshape(nb * 16, 16).T)  # (16, sub-blocks)
+    scales, L = _make_q3_quants(xs)
+    scales = scales.reshape(nb, 16)
+    max_scale = _first_max_abs(scales, axis=1)
+    has = max_scale != 0
+    iscale = F32(-32) / max_scale
+    l = np.clip(_nearest_int(iscale[:, None] * scales).astype(np.int8), -32, 31).astype(np.int32) + 32
+    l = np.where(has[:, None], l, 0).astype(U8)
+    packed = np.zeros((nb, 12), dtype=U8)
+    packed[:, :8] = (l[:, :8] & 0xF) | ((l[:, 8:] & 0xF) << 4)
+    for q in range(4):  # the top 2 bits of scale j at bits 2 (j / 4) of byte 8 + j % 4
+        packed[:, 8:] |= (l[:, 4 * q : 4 * q + 4] >> 4) << (2 * q)
+    packed[~has] = 0
+    d = np.where(has, _f16(F32(1) / iscale), _f16(np.zeros(nb, F32)))
+
+    sub_d = (_f32(d)[:, None] * _q3_k_scales(packed).astype(F32)).reshape(-1)
+    requant = np.clip(_nearest_int(xs / sub_d), -4, 3) + 4
+    L = np.where(sub_d != 0, requant, L).T.reshape(nb, 8, 32)  # (block, bit of hmask, byte)
+    high = (L > 3).astype(U8)
+    out["hmask"] = sum(high[:, b] << b for b in range(8)).astype(U8)
+    out["qs"] = _pack_crumbs((L & 3).reshape(nb, 256))
+    out["scales"] = packed
+    out["d"] = d
+
+
+def _dequantize_q3_k(b: np.ndarray) -> np.ndarray:
+    nb = len(b)
+    dl = _f32(b["d"])[:, None] * _q3_k_scales(b["scales"]).astype(F32)  # (blocks, 16)
+    bit = (4 * np.arange(2, dtype=U8)).reshape(1, 2, 1, 1) + np.arange(4, dtype=U8).reshape(1, 1, 4, 1)
+    high = (b["hmask"].reshape(nb, 1, 1, 32) >> bit) & 1
+    q = _crumbs(b["qs"]).astype(np.int32) - np.where(high != 0, 0, 4)
+    return dl[:, :, None] * q.reshape(nb, 16, 16).astype(F32)
+
+
+def _quantize_q5_k(x: np.ndarray, out: np.ndarray) -> None:
+    nb = len(x)
+    d, dmin, scales, L = _k_scales_mins(x, 31, -0.5, 0.1, 15)
+    out["d"], out["dmin"], out["scales"] = d, dmin, scales
+    out["qh"] = sum(((L[:, s] >> 4) & 1) << s for s in range(8)).astype(U8)
+    out["qs"] = _pack_nibbles(L[:, 0::2], L[:, 1::2]).reshape(nb, 128)
+
+
+def _dequantize_q5_k(b: np.ndarray) -> np.ndarray:
+    nb = len(b)
+    sc, mn = _unpack_scale_min_k4(b["scales"])
+    d = _f32(b["d"])[:, None] * sc.astype(F32)
+    m = _f32(b["dmin"])[:, None] * mn.astype(F32)
+    qs = b["qs"].reshape(nb, 4, 1, 32)
+    low = np.concatenate([qs & 0xF, qs >> 4], axis=2).reshape(nb, 8, 32)
+    high = (b["qh"].reshape(nb, 1, 32) >> np.arange(8, dtype=U8).reshape(1, 8, 1)) & 1
+    q = (low.astype(np.int32) + 16 * high.astype(np.int32)).astype(F32)
+    return d[:, :, None] * q - m[:, :, None]
+
+
+def _quantize_q8_k(x: np.ndarray, out: np.ndarray) -> None:
+    nb = len(x)
+    top = _first_max_abs(x, axis=1)
+    zero = top == 0
+    iscale = F32(-127) / top
+    qs = np.minimum(127, _nearest_int(iscale[:, None] * x)).astype(np.int8)
+    qs[zero] = 0
+    out["d"] = np.where(zero, F32(0), F32(1) / iscale)
+    out["qs"] = qs
+    out["bsums"] = qs.reshape(nb, 16, 16).astype(np.int32).sum(axis=2).astype(np.int16)
+
+
+def _dequantize_q8_k(b: np.ndarray) -> np.ndarray:
+    return b["d"][:, None] * b["qs"].astype(F32)
+
+
 _QUANTIZERS = {
+    "f32": _quantize_f32,
+    "f16": _quantize_f16,
+    "bf16": _quantize_bf16,
     "q4_0": _quantize_q4_0,
     "q4_1": _quantize_q4_1,
+    "q5_0": _quantize_q5_0,
+    "q5_1": _quantize_q5_1,
     "q8_0": _quantize_q8_0,
+    "q8_1": _quantize_q8_1,
+    "q2_k": _quantize_q2_k,
+    "q3_k": _quantize_q3_k,
     "q4_k": _quantize_q4_k,
+    "q5_k": _quantize_q5_k,
     "q6_k": _quantize_q6_k,
+    "q8_k": _quantize_q8_k,
 }
+#: GGML has no q8_1 dequantizer (an activation format): its values are q * d, as q8_0's.
 _DEQUANTIZERS = {
+    "f32": _dequantize_plain,
+    "f16": _dequantize_plain,
+    "bf16": _dequantize_bf16,
     "q4_0": _dequantize_q4_0,
     "q4_1": _dequantize_q4_1,
+    "q5_0": _dequantize_q5_0,
+    "q5_1": _dequantize_q5_1,
     "q8_0": _dequantize_q8_0,
+    "q8_1": _dequantize_q8_0,
+    "q2_k": _dequantize_q2_k,
+    "q3_k": _dequantize_q3_k,
     "q4_k": _dequantize_q4_k,
+    "q5_k": _dequantize_q5_k,
     "q6_k": _dequantize_q6_k,
+    "q8_k": _dequantize_q8_k,
 }

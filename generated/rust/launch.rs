@@ -5563,6 +5563,136 @@ pub fn launch_copy_strided_u8<L: KernelLauncher + ?Sized>(
     launcher.launch(entry_point, cfg, &kernel_args)
 }
 
+/// `dequantize_bf16_f16` of quantized.hip.
+pub fn launch_dequantize_bf16_f16<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    blocks: DevicePtr<u8>,
+    out: DevicePtrMut<F16>,
+    numel: usize,
+) -> Result<()> {
+    let entry_point = Kernel::new("dequantize_bf16_f16", "quantized.hip");
+    let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(entry_point, cfg, &kernel_args)
+}
+
+/// `dequantize_bf16_f32` of quantized.hip.
+pub fn launch_dequantize_bf16_f32<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    blocks: DevicePtr<u8>,
+    out: DevicePtrMut<f32>,
+    numel: usize,
+) -> Result<()> {
+    let entry_point = Kernel::new("dequantize_bf16_f32", "quantized.hip");
+    let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(entry_point, cfg, &kernel_args)
+}
+
+/// `dequantize_f16_f16` of quantized.hip.
+pub fn launch_dequantize_f16_f16<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    blocks: DevicePtr<u8>,
+    out: DevicePtrMut<F16>,
+    numel: usize,
+) -> Result<()> {
+    let entry_point = Kernel::new("dequantize_f16_f16", "quantized.hip");
+    let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(entry_point, cfg, &kernel_args)
+}
+
+/// `dequantize_f16_f32` of quantized.hip.
+pub fn launch_dequantize_f16_f32<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    blocks: DevicePtr<u8>,
+    out: DevicePtrMut<f32>,
+    numel: usize,
+) -> Result<()> {
+    let entry_point = Kernel::new("dequantize_f16_f32", "quantized.hip");
+    let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(entry_point, cfg, &kernel_args)
+}
+
+/// `dequantize_f32_f16` of quantized.hip.
+pub fn launch_dequantize_f32_f16<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    blocks: DevicePtr<u8>,
+    out: DevicePtrMut<F16>,
+    numel: usize,
+) -> Result<()> {
+    let entry_point = Kernel::new("dequantize_f32_f16", "quantized.hip");
+    let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(entry_point, cfg, &kernel_args)
+}
+
+/// `dequantize_f32_f32` of quantized.hip.
+pub fn launch_dequantize_f32_f32<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    blocks: DevicePtr<u8>,
+    out: DevicePtrMut<f32>,
+    numel: usize,
+) -> Result<()> {
+    let entry_point = Kernel::new("dequantize_f32_f32", "quantized.hip");
+    let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(entry_point, cfg, &kernel_args)
+}
+
+/// `dequantize_q2_k_f16` of quantized.hip.
+pub fn launch_dequantize_q2_k_f16<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    blocks: DevicePtr<u8>,
+    out: DevicePtrMut<F16>,
+    numel: usize,
+) -> Result<()> {
+    let entry_point = Kernel::new("dequantize_q2_k_f16", "quantized.hip");
+    let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(entry_point, cfg, &kernel_args)
+}
+
+/// `dequantize_q2_k_f32` of quantized.hip.
+pub fn launch_dequantize_q2_k_f32<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    blocks: DevicePtr<u8>,
+    out: DevicePtrMut<f32>,
+    numel: usize,
+) -> Result<()> {
+    let entry_point = Kernel::new("dequantize_q2_k_f32", "quantized.hip");
+    let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(entry_point, cfg, &kernel_args)
+}
+
+/// `dequantize_q3_k_f16` of quantized.hip.
+pub fn launch_dequantize_q3_k_f16<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    blocks: DevicePtr<u8>,
+    out: DevicePtrMut<F16>,
+    numel: usize,
+) -> Result<()> {
+    let entry_point = Kernel::new("dequantize_q3_k_f16", "quantized.hip");
+    let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(entry_point, cfg, &kernel_args)
+}
+
+/// `dequantize_q3_k_f32` of quantized.hip.
+pub fn launch_dequantize_q3_k_f32<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    blocks: DevicePtr<u8>,
+    out: DevicePtrMut<f32>,
+    numel: usize,
+) -> Result<()> {
+    let entry_point = Kernel::new("dequantize_q3_k_f32", "quantized.hip");
+    let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(entry_point, cfg, &kernel_args)
+}
+
 /// `dequantize_q4_0_f16` of quantized.hip.
 pub fn launch_dequantize_q4_0_f16<L: KernelLauncher + ?Sized>(
     launcher: &L,
@@ -5641,6 +5771,84 @@ pub fn launch_dequantize_q4_k_f32<L: KernelLauncher + ?Sized>(
     launcher.launch(entry_point, cfg, &kernel_args)
 }
 
+/// `dequantize_q5_0_f16` of quantized.hip.
+pub fn launch_dequantize_q5_0_f16<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    blocks: DevicePtr<u8>,
+    out: DevicePtrMut<F16>,
+    numel: usize,
+) -> Result<()> {
+    let entry_point = Kernel::new("dequantize_q5_0_f16", "quantized.hip");
+    let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(entry_point, cfg, &kernel_args)
+}
+
+/// `dequantize_q5_0_f32` of quantized.hip.
+pub fn launch_dequantize_q5_0_f32<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    blocks: DevicePtr<u8>,
+    out: DevicePtrMut<f32>,
+    numel: usize,
+) -> Result<()> {
+    let entry_point = Kernel::new("dequantize_q5_0_f32", "quantized.hip");
+    let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(entry_point, cfg, &kernel_args)
+}
+
+/// `dequantize_q5_1_f16` of quantized.hip.
+pub fn launch_dequantize_q5_1_f16<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    blocks: DevicePtr<u8>,
+    out: DevicePtrMut<F16>,
+    numel: usize,
+) -> Result<()> {
+    let entry_point = Kernel::new("dequantize_q5_1_f16", "quantized.hip");
+    let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(entry_point, cfg, &kernel_args)
+}
+
+/// `dequantize_q5_1_f32` of quantized.hip.
+pub fn launch_dequantize_q5_1_f32<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    blocks: DevicePtr<u8>,
+    out: DevicePtrMut<f32>,
+    numel: usize,
+) -> Result<()> {
+    let entry_point = Kernel::new("dequantize_q5_1_f32", "quantized.hip");
+    let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(entry_point, cfg, &kernel_args)
+}
+
+/// `dequantize_q5_k_f16` of quantized.hip.
+pub fn launch_dequantize_q5_k_f16<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    blocks: DevicePtr<u8>,
+    out: DevicePtrMut<F16>,
+    numel: usize,
+) -> Result<()> {
+    let entry_point = Kernel::new("dequantize_q5_k_f16", "quantized.hip");
+    let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(entry_point, cfg, &kernel_args)
+}
+
+/// `dequantize_q5_k_f32` of quantized.hip.
+pub fn launch_dequantize_q5_k_f32<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    blocks: DevicePtr<u8>,
+    out: DevicePtrMut<f32>,
+    numel: usize,
+) -> Result<()> {
+    let entry_point = Kernel::new("dequantize_q5_k_f32", "quantized.hip");
+    let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(entry_point, cfg, &kernel_args)
+}
+
 /// `dequantize_q6_k_f16` of quantized.hip.
 pub fn launch_dequantize_q6_k_f16<L: KernelLauncher + ?Sized>(
     launcher: &L,
@@ -5689,6 +5897,58 @@ pub fn launch_dequantize_q8_0_f32<L: KernelLauncher + ?Sized>(
     numel: usize,
 ) -> Result<()> {
     let entry_point = Kernel::new("dequantize_q8_0_f32", "quantized.hip");
+    let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(entry_point, cfg, &kernel_args)
+}
+
+/// `dequantize_q8_1_f16` of quantized.hip.
+pub fn launch_dequantize_q8_1_f16<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    blocks: DevicePtr<u8>,
+    out: DevicePtrMut<F16>,
+    numel: usize,
+) -> Result<()> {
+    let entry_point = Kernel::new("dequantize_q8_1_f16", "quantized.hip");
+    let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(entry_point, cfg, &kernel_args)
+}
+
+/// `dequantize_q8_1_f32` of quantized.hip.
+pub fn launch_dequantize_q8_1_f32<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    blocks: DevicePtr<u8>,
+    out: DevicePtrMut<f32>,
+    numel: usize,
+) -> Result<()> {
+    let entry_point = Kernel::new("dequantize_q8_1_f32", "quantized.hip");
+    let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(entry_point, cfg, &kernel_args)
+}
+
+/// `dequantize_q8_k_f16` of quantized.hip.
+pub fn launch_dequantize_q8_k_f16<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    blocks: DevicePtr<u8>,
+    out: DevicePtrMut<F16>,
+    numel: usize,
+) -> Result<()> {
+    let entry_point = Kernel::new("dequantize_q8_k_f16", "quantized.hip");
+    let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
+    launcher.launch(entry_point, cfg, &kernel_args)
+}
+
+/// `dequantize_q8_k_f32` of quantized.hip.
+pub fn launch_dequantize_q8_k_f32<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    blocks: DevicePtr<u8>,
+    out: DevicePtrMut<f32>,
+    numel: usize,
+) -> Result<()> {
+    let entry_point = Kernel::new("dequantize_q8_k_f32", "quantized.hip");
     let kernel_args = [blocks.arg(), out.arg(), KernelArg::Usize(numel)];
     launcher.launch(entry_point, cfg, &kernel_args)
 }
@@ -9455,6 +9715,126 @@ pub fn launch_powf_f64<L: KernelLauncher + ?Sized>(
     launcher.launch(entry_point, cfg, &kernel_args)
 }
 
+/// `qmatvec_bf16` of quantized.hip.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_qmatvec_bf16<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    w: DevicePtr<u8>,
+    x: DevicePtr<f32>,
+    y: DevicePtrMut<f32>,
+    n: usize,
+    k: usize,
+    rows: usize,
+) -> Result<()> {
+    let entry_point = Kernel::new("qmatvec_bf16", "quantized.hip");
+    let kernel_args = [
+        w.arg(),
+        x.arg(),
+        y.arg(),
+        KernelArg::Usize(n),
+        KernelArg::Usize(k),
+        KernelArg::Usize(rows),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
+}
+
+/// `qmatvec_f16` of quantized.hip.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_qmatvec_f16<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    w: DevicePtr<u8>,
+    x: DevicePtr<f32>,
+    y: DevicePtrMut<f32>,
+    n: usize,
+    k: usize,
+    rows: usize,
+) -> Result<()> {
+    let entry_point = Kernel::new("qmatvec_f16", "quantized.hip");
+    let kernel_args = [
+        w.arg(),
+        x.arg(),
+        y.arg(),
+        KernelArg::Usize(n),
+        KernelArg::Usize(k),
+        KernelArg::Usize(rows),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
+}
+
+/// `qmatvec_f32` of quantized.hip.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_qmatvec_f32<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    w: DevicePtr<u8>,
+    x: DevicePtr<f32>,
+    y: DevicePtrMut<f32>,
+    n: usize,
+    k: usize,
+    rows: usize,
+) -> Result<()> {
+    let entry_point = Kernel::new("qmatvec_f32", "quantized.hip");
+    let kernel_args = [
+        w.arg(),
+        x.arg(),
+        y.arg(),
+        KernelArg::Usize(n),
+        KernelArg::Usize(k),
+        KernelArg::Usize(rows),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
+}
+
+/// `qmatvec_q2_k` of quantized.hip.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_qmatvec_q2_k<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    w: DevicePtr<u8>,
+    x: DevicePtr<f32>,
+    y: DevicePtrMut<f32>,
+    n: usize,
+    k: usize,
+    rows: usize,
+) -> Result<()> {
+    let entry_point = Kernel::new("qmatvec_q2_k", "quantized.hip");
+    let kernel_args = [
+        w.arg(),
+        x.arg(),
+        y.arg(),
+        KernelArg::Usize(n),
+        KernelArg::Usize(k),
+        KernelArg::Usize(rows),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
+}
+
+/// `qmatvec_q3_k` of quantized.hip.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_qmatvec_q3_k<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    w: DevicePtr<u8>,
+    x: DevicePtr<f32>,
+    y: DevicePtrMut<f32>,
+    n: usize,
+    k: usize,
+    rows: usize,
+) -> Result<()> {
+    let entry_point = Kernel::new("qmatvec_q3_k", "quantized.hip");
+    let kernel_args = [
+        w.arg(),
+        x.arg(),
+        y.arg(),
+        KernelArg::Usize(n),
+        KernelArg::Usize(k),
+        KernelArg::Usize(rows),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
+}
+
 /// `qmatvec_q4_0` of quantized.hip.
 #[allow(clippy::too_many_arguments)]
 pub fn launch_qmatvec_q4_0<L: KernelLauncher + ?Sized>(
@@ -9527,6 +9907,78 @@ pub fn launch_qmatvec_q4_k<L: KernelLauncher + ?Sized>(
     launcher.launch(entry_point, cfg, &kernel_args)
 }
 
+/// `qmatvec_q5_0` of quantized.hip.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_qmatvec_q5_0<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    w: DevicePtr<u8>,
+    x: DevicePtr<f32>,
+    y: DevicePtrMut<f32>,
+    n: usize,
+    k: usize,
+    rows: usize,
+) -> Result<()> {
+    let entry_point = Kernel::new("qmatvec_q5_0", "quantized.hip");
+    let kernel_args = [
+        w.arg(),
+        x.arg(),
+        y.arg(),
+        KernelArg::Usize(n),
+        KernelArg::Usize(k),
+        KernelArg::Usize(rows),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
+}
+
+/// `qmatvec_q5_1` of quantized.hip.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_qmatvec_q5_1<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    w: DevicePtr<u8>,
+    x: DevicePtr<f32>,
+    y: DevicePtrMut<f32>,
+    n: usize,
+    k: usize,
+    rows: usize,
+) -> Result<()> {
+    let entry_point = Kernel::new("qmatvec_q5_1", "quantized.hip");
+    let kernel_args = [
+        w.arg(),
+        x.arg(),
+        y.arg(),
+        KernelArg::Usize(n),
+        KernelArg::Usize(k),
+        KernelArg::Usize(rows),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
+}
+
+/// `qmatvec_q5_k` of quantized.hip.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_qmatvec_q5_k<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    w: DevicePtr<u8>,
+    x: DevicePtr<f32>,
+    y: DevicePtrMut<f32>,
+    n: usize,
+    k: usize,
+    rows: usize,
+) -> Result<()> {
+    let entry_point = Kernel::new("qmatvec_q5_k", "quantized.hip");
+    let kernel_args = [
+        w.arg(),
+        x.arg(),
+        y.arg(),
+        KernelArg::Usize(n),
+        KernelArg::Usize(k),
+        KernelArg::Usize(rows),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
+}
+
 /// `qmatvec_q6_k` of quantized.hip.
 #[allow(clippy::too_many_arguments)]
 pub fn launch_qmatvec_q6_k<L: KernelLauncher + ?Sized>(
@@ -9564,6 +10016,54 @@ pub fn launch_qmatvec_q8_0<L: KernelLauncher + ?Sized>(
     rows: usize,
 ) -> Result<()> {
     let entry_point = Kernel::new("qmatvec_q8_0", "quantized.hip");
+    let kernel_args = [
+        w.arg(),
+        x.arg(),
+        y.arg(),
+        KernelArg::Usize(n),
+        KernelArg::Usize(k),
+        KernelArg::Usize(rows),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
+}
+
+/// `qmatvec_q8_1` of quantized.hip.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_qmatvec_q8_1<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    w: DevicePtr<u8>,
+    x: DevicePtr<f32>,
+    y: DevicePtrMut<f32>,
+    n: usize,
+    k: usize,
+    rows: usize,
+) -> Result<()> {
+    let entry_point = Kernel::new("qmatvec_q8_1", "quantized.hip");
+    let kernel_args = [
+        w.arg(),
+        x.arg(),
+        y.arg(),
+        KernelArg::Usize(n),
+        KernelArg::Usize(k),
+        KernelArg::Usize(rows),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
+}
+
+/// `qmatvec_q8_k` of quantized.hip.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_qmatvec_q8_k<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    w: DevicePtr<u8>,
+    x: DevicePtr<f32>,
+    y: DevicePtrMut<f32>,
+    n: usize,
+    k: usize,
+    rows: usize,
+) -> Result<()> {
+    let entry_point = Kernel::new("qmatvec_q8_k", "quantized.hip");
     let kernel_args = [
         w.arg(),
         x.arg(),

@@ -18,22 +18,42 @@ pub enum QStorage {
 /// The GGML block formats of the registry (`quantized:`), as candle-core's GgmlDType.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum GgmlDType {
+    F32,
+    F16,
+    BF16,
     Q4_0,
     Q4_1,
+    Q5_0,
+    Q5_1,
     Q8_0,
+    Q8_1,
+    Q2K,
+    Q3K,
     Q4K,
+    Q5K,
     Q6K,
+    Q8K,
 }
 
 impl GgmlDType {
     /// The format of GGML's type id (as GGUF files name it).
     pub fn from_u32(u: u32) -> Result<Self> {
         match u {
+            0 => Ok(Self::F32),
+            1 => Ok(Self::F16),
+            30 => Ok(Self::BF16),
             2 => Ok(Self::Q4_0),
             3 => Ok(Self::Q4_1),
+            6 => Ok(Self::Q5_0),
+            7 => Ok(Self::Q5_1),
             8 => Ok(Self::Q8_0),
+            9 => Ok(Self::Q8_1),
+            10 => Ok(Self::Q2K),
+            11 => Ok(Self::Q3K),
             12 => Ok(Self::Q4K),
+            13 => Ok(Self::Q5K),
             14 => Ok(Self::Q6K),
+            15 => Ok(Self::Q8K),
             _ => crate::bail!("unknown GGML type id {u}"),
         }
     }
@@ -41,33 +61,63 @@ impl GgmlDType {
     /// GGML's type id of the format.
     pub fn to_u32(self) -> u32 {
         match self {
+            Self::F32 => 0,
+            Self::F16 => 1,
+            Self::BF16 => 30,
             Self::Q4_0 => 2,
             Self::Q4_1 => 3,
+            Self::Q5_0 => 6,
+            Self::Q5_1 => 7,
             Self::Q8_0 => 8,
+            Self::Q8_1 => 9,
+            Self::Q2K => 10,
+            Self::Q3K => 11,
             Self::Q4K => 12,
+            Self::Q5K => 13,
             Self::Q6K => 14,
+            Self::Q8K => 15,
         }
     }
 
     /// Values a block holds.
     pub fn block_size(&self) -> usize {
         match self {
+            Self::F32 => 1,
+            Self::F16 => 1,
+            Self::BF16 => 1,
             Self::Q4_0 => 32,
             Self::Q4_1 => 32,
+            Self::Q5_0 => 32,
+            Self::Q5_1 => 32,
             Self::Q8_0 => 32,
+            Self::Q8_1 => 32,
+            Self::Q2K => 256,
+            Self::Q3K => 256,
             Self::Q4K => 256,
+            Self::Q5K => 256,
             Self::Q6K => 256,
+            Self::Q8K => 256,
         }
     }
 
     /// Bytes a block takes.
     pub fn type_size(&self) -> usize {
         match self {
+            Self::F32 => 4,
+            Self::F16 => 2,
+            Self::BF16 => 2,
             Self::Q4_0 => 18,
             Self::Q4_1 => 20,
+            Self::Q5_0 => 22,
+            Self::Q5_1 => 24,
             Self::Q8_0 => 34,
+            Self::Q8_1 => 36,
+            Self::Q2K => 84,
+            Self::Q3K => 110,
             Self::Q4K => 144,
+            Self::Q5K => 176,
             Self::Q6K => 210,
+            Self::Q8K => 292,
         }
     }
 }

@@ -348,16 +348,19 @@ def _table_entries(op: model.Operation, registry: model.Registry, dtypes: set[st
     entries = []
     for pattern in op.kernel:
         one = dataclasses.replace(op, kernel=(pattern,))
+        names = tuple(dict.fromkeys(re.findall(r"{(\w+)}", pattern)))
+        # a QStorage op's {self} is a format, named as such even where a dtype has its name (f32)
+        typed = {n for n in names if not (n == "self" and op.kind is model.OpKind.QSTORAGE)}
         for values, name in model.kernel_entries(one, registry):
-            entries.append((_kernel_key(pattern, values, dtypes), name))
+            entries.append((_kernel_key(pattern, tuple(zip(names, values)), dtypes, typed), name))
     return tuple(entries)
 
 
-def _kernel_key(pattern: str, values: tuple[str, ...], dtypes: set[str]) -> str:
+def _kernel_key(pattern: str, pairs: tuple[tuple[str, str], ...], dtypes: set[str], typed: set[str]) -> str:
     """The table key of one entry point: (KernelPattern member, *numpy dtypes for dtype
     placeholders, op and format names for the others)."""
     keys = [f"KernelPattern.{model.pattern_member(pattern)}"]
-    keys += [f"_{v.upper()}" if v in dtypes else python_layout.literal(v) for v in values]
+    keys += [f"_{v.upper()}" if v in dtypes and n in typed else python_layout.literal(v) for n, v in pairs]
     return f"({', '.join(keys)})"
 
 

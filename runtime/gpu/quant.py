@@ -131,7 +131,7 @@ def q_data(rt: GpuRuntime, q: QGpuBuffer) -> np.ndarray:
 def _kernel(op: str, rt: GpuRuntime, table: dict, pattern: K, fmt: str):
     fn = table.get((pattern, fmt))
     if fn is None:
-        formats = sorted(k[1] for k in table if k[0] == pattern)
+        formats = sorted(str(k[1]) for k in table if k[0] == pattern)
         raise DTypeMismatch(op, rt.name, f"one of {', '.join(formats)}", fmt)
     return fn
 
@@ -166,8 +166,16 @@ def _dequantize(rt: GpuRuntime, q: QGpuBuffer, elem_count: int, table: dict, dty
         )
     ordinal = q.buf.ordinal
     out = rt.alloc(ordinal, elem_count, np.dtype(dtype))
-    if elem_count:  # a thread per 8 weights
-        fn(rt.launch, rt.geometry(elem_count // 8, ordinal), BLOCK, rt.stream(ordinal), q.buf.ptr, out.ptr, elem_count)
+    if elem_count:  # a thread per 8 weights (the plain formats: and per value past the last 8)
+        fn(
+            rt.launch,
+            rt.geometry(-(-elem_count // 8), ordinal),
+            BLOCK,
+            rt.stream(ordinal),
+            q.buf.ptr,
+            out.ptr,
+            elem_count,
+        )
     return out
 
 
@@ -218,8 +226,12 @@ def q_matmul(
         return out
     # the kernels read x contiguous, 16-byte aligned: a strided x is copied dense on the device
     dense, _ = rt._dense(x, x_layout, rt._entry(table, (K.COPY_STRIDED_X, x.dtype), "qmatmul"))
-    if rows >= gemm_rows(q.fmt) and _dequantized_gemm(rt, q, dense, out, n, k, rows, table):
+    # qmatvec reads x in 16-byte pieces of 8 weights: a plain format's k % 8 takes the GEMM
+    ragged = k % 8 != 0
+    if (ragged or rows >= gemm_rows(q.fmt)) and _dequantized_gemm(rt, q, dense, out, n, k, rows, table):
         return out
+    if ragged:
+        raise ShapeMismatch("qmatmul", rt.name, f"k a multiple of 8 for {q.fmt} without a BLAS", shape)
     item_rows, threads = qmatvec_launch(rt, q.fmt)
     items = -(-n // item_rows) * rows
     fn(rt.launch, _grid(rt, ordinal, items), threads, stream, q.buf.ptr, dense.ptr, out.ptr, n, k, rows)
@@ -251,7 +263,7 @@ def _dequantized_gemm(
     stream = rt.stream(x.ordinal)
     for n0 in range(0, n, slab):
         m = min(slab, n - n0)
-        fn(rt.launch, rt.geometry(m * k // 8, x.ordinal), BLOCK, stream, q.buf.ptr + n0 * row_bytes, w.ptr, m * k)
+        fn(rt.launch, rt.geometry(-(-m * k // 8), x.ordinal), BLOCK, stream, q.buf.ptr + n0 * row_bytes, w.ptr, m * k)
         # column-major: out^T rows n0.. (m x rows, ld n) = W slab (k x m, transposed) . x^T (k x rows)
         gemm(
             x.ordinal,

@@ -29,6 +29,11 @@ needs_gguf = pytest.mark.skipif(gguf is None, reason="the gguf package is not in
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "ggml"
 FORMATS = list(ggml.FORMATS)
+#: GGML has no q8_1 dequantizer (test_q8_1_dequantize_by_hand); gguf's numpy dequantizes
+#: neither q8_1 nor q8_K, and quantizes only these.
+DEQUANTIZED = [f for f in FORMATS if f != "q8_1"]
+GGUF_DEQUANTIZES = [f for f in FORMATS if f not in ("q8_1", "q8_k")]
+GGUF_QUANTIZES = ["f32", "f16", "bf16", "q4_0", "q4_1", "q5_0", "q5_1", "q8_0"]
 F32 = np.float32
 
 
@@ -183,11 +188,44 @@ def test_quantize_matches_ggml(fmt, reference_inputs):
     assert differing.size == 0, f"{fmt}: blocks {differing.tolist()} differ from GGML's"
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("fmt", DEQUANTIZED)
 def test_dequantize_matches_ggml(fmt, reference_inputs):
     data = np.fromfile(FIXTURES / f"{fmt}.bin", dtype=np.uint8)
     want = np.load(FIXTURES / f"{fmt}.dequant.npy")
     assert np.array_equal(bits(ggml.dequantize(data, fmt, reference_inputs.size)), bits(want))
+
+
+def test_q8_1_by_hand():
+    # d = 127 / 127 = 1, levels round half away from zero; s = d * sum(levels) = 1 + 3 + -3 = 1.
+    x = np.zeros(32, F32)
+    x[:4] = [127, 0.5, 2.5, -2.5]
+    expected = f16_bytes(1.0) + f16_bytes(127 + 1 + 3 - 3) + [127, 1, 3, 253] + [0] * 28
+    assert list(ggml.quantize(x, "q8_1")) == expected
+
+
+def test_q8_1_dequantize_by_hand():
+    # q * d, as q8_0 (GGML itself has no q8_1 dequantizer)
+    data = np.array(f16_bytes(0.5) + f16_bytes(99.0) + [2, 254] + [0] * 30, dtype=np.uint8)
+    assert ggml.dequantize(data, "q8_1", 32).tolist() == [1.0, -1.0] + [0.0] * 30
+
+
+def test_q8_k_bsums_and_zero_block():
+    # d = 1 / (-127 / max) with max the first of largest magnitude; bsums the sums of 16 levels.
+    x = np.zeros(512, F32)
+    x[:3] = [-254, 2, 100]
+    b = ggml.block_view(ggml.quantize(x, "q8_k"), "q8_k")
+    assert b["qs"][0, :3].tolist() == [-127, 1, 50] and b["bsums"][0].tolist() == [-76] + [0] * 15
+    assert b["d"][0] == F32(1) / (F32(-127) / F32(-254))
+    assert b["d"][1] == 0 and not b["qs"][1].any() and not b["bsums"][1].any()
+
+
+@pytest.mark.parametrize("fmt", ["f32", "f16", "bf16"])
+def test_plain_formats_hold_one_value_an_element(fmt):
+    x = np.array([1.0, -2.5, 3.0e-3, 65504.0, 7.0], dtype=F32)
+    q = ggml.quantize(x, fmt)
+    want = {"f32": x, "f16": x.astype(np.float16), "bf16": x.astype(ml_dtypes.bfloat16)}[fmt]
+    assert q.tobytes() == want.tobytes()
+    assert np.array_equal(ggml.dequantize(q, fmt, x.size), want.astype(F32))
 
 
 # --------------------------------------------------------------------------- the gguf package
@@ -198,15 +236,16 @@ def gguf_type(fmt: str):
 
 
 @needs_gguf
-@pytest.mark.parametrize("fmt", ["q4_0", "q4_1", "q8_0"])
+@pytest.mark.parametrize("fmt", GGUF_QUANTIZES)
 def test_quantize_matches_gguf(fmt):
     rng = np.random.default_rng(7)
     x = (rng.standard_normal((16, 256)) * np.exp(rng.uniform(-6, 6, (16, 1)))).astype(F32)
-    assert np.array_equal(ggml.quantize(x, fmt), gguf_quants.quantize(x, gguf_type(fmt)).reshape(-1))
+    want = gguf_quants.quantize(x, gguf_type(fmt))  # the plain formats come back as their dtype
+    assert np.array_equal(ggml.quantize(x, fmt), want.reshape(-1).view(np.uint8))
 
 
 @needs_gguf
-@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("fmt", GGUF_DEQUANTIZES)
 def test_dequantize_random_bytes_matches_gguf(fmt):
     # Arbitrary bytes, f16 NaN and infinities included: dequantizing is defined for all of them.
     f = ggml.FORMATS[fmt]
@@ -276,7 +315,7 @@ def test_q4_1_error_is_half_a_step(x):
 
 
 @PROPERTY
-@given(fmt=st.sampled_from(["q4_k", "q6_k"]), data=st.data())
+@given(fmt=st.sampled_from(["q2_k", "q3_k", "q4_k", "q5_k", "q6_k"]), data=st.data())
 def test_k_quant_error_is_a_fraction_of_the_range(fmt, data):
     # Loose, but far below what a misplaced nibble or scale would cost (about half the range);
     # the absolute term covers f16 scales of tiny blocks, which round to 0 or to few bits.
@@ -284,7 +323,7 @@ def test_k_quant_error_is_a_fraction_of_the_range(fmt, data):
     blocks = x.reshape(-1, 256)
     span = (np.maximum(blocks.max(axis=1), 0) - np.minimum(blocks.min(axis=1), 0))[:, None]
     err = np.abs(ggml.dequantize(ggml.quantize(x, fmt), fmt, x.size).reshape(-1, 256) - blocks)
-    fraction = {"q4_k": 0.25, "q6_k": 0.05}[fmt]
+    fraction = {"q2_k": 0.5, "q3_k": 0.3, "q4_k": 0.25, "q5_k": 0.12, "q6_k": 0.05}[fmt]
     assert np.all(err <= fraction * span + 2e-4)
 
 
@@ -316,12 +355,23 @@ def test_sizes(fmt, shape):
 
 def test_formats_table():
     table = {name: (f.block, f.nbytes, f.ggml_type) for name, f in ggml.FORMATS.items()}
+    # ggml-common.h's block sizes, ggml.h's enum ggml_type
     assert table == {
+        "f32": (1, 4, 0),
+        "f16": (1, 2, 1),
+        "bf16": (1, 2, 30),
         "q4_0": (32, 18, 2),
         "q4_1": (32, 20, 3),
+        "q5_0": (32, 22, 6),
+        "q5_1": (32, 24, 7),
         "q8_0": (32, 34, 8),
+        "q8_1": (32, 36, 9),
+        "q2_k": (256, 84, 10),
+        "q3_k": (256, 110, 11),
         "q4_k": (256, 144, 12),
+        "q5_k": (256, 176, 13),
         "q6_k": (256, 210, 14),
+        "q8_k": (256, 292, 15),
     }
     assert all(ggml.block_view(np.zeros(f.nbytes, np.uint8), n).itemsize == f.nbytes for n, f in ggml.FORMATS.items())
 
@@ -331,7 +381,7 @@ def test_formats_table():
 
 def test_errors_name_the_op():
     with pytest.raises(DTypeMismatch, match="quantize on cpu"):
-        ggml.quantize(np.zeros(32, F32), "q5_0")
+        ggml.quantize(np.zeros(32, F32), "iq2_xxs")
     with pytest.raises(ShapeMismatch, match="quantize on cpu: expected shape a multiple of 256"):
         ggml.quantize(np.zeros(300, F32), "q4_k")
     with pytest.raises(ShapeMismatch, match="dequantize on cpu"):
@@ -439,3 +489,22 @@ def test_q_matmul_errors():
         cpu_quant.q_matmul(q, x, Layout.contiguous((3, 64)), (2, 64))  # n * k is not the size
     with pytest.raises(DTypeMismatch, match="qmatmul on cpu: expected dtype float32"):
         cpu_quant.q_matmul(q, x.astype(np.float64), Layout.contiguous((3, 64)), (4, 64))
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_partial_blocks_are_a_shape_error_and_plain_formats_take_any_count(fmt):
+    f = ggml.FORMATS[fmt]
+    x = np.random.default_rng(3).standard_normal(f.block * 3 + 7).astype(F32)
+    if f.block == 1:  # f32, f16, bf16: one value an element
+        q = ggml.quantize(x, fmt)
+        assert q.size == x.size * f.nbytes and ggml.dequantize(q, fmt, x.size).size == x.size
+        return
+    with pytest.raises(
+        ShapeMismatch, match=rf"quantize on cpu: expected shape a multiple of {f.block} elements \({fmt}\)"
+    ):
+        ggml.quantize(x, fmt)
+    q = ggml.quantize(x[: f.block * 3], fmt)
+    with pytest.raises(ShapeMismatch, match=rf"dequantize on cpu: expected shape a multiple of {f.block}"):
+        ggml.dequantize(q, fmt, f.block * 3 - 1)
+    with pytest.raises(ShapeMismatch, match=r"block_view on cpu"):
+        ggml.block_view(q[:-1], fmt)

@@ -1,6 +1,6 @@
 """GGML quantized storage on the GPU backends against the cpu backend, through the generated
 API: quantize (host quantizer, uploaded), the blocks' bytes, dequantize to f32 and f16, and
-the matrix-vector kernels (hip/quantized.hip) for all five formats. Fresh GPU buffers are
+the matrix-vector kernels (hip/quantized.hip) for every format of ops.yaml. Fresh GPU buffers are
 poisoned (conftest), so an output element a kernel does not write cannot pass.
 
 Exactness: dequantizing to f32 is compared bit for bit. Each weight is GGML's formula in f32
@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 
 import generated as g
+from runtime import ggml
 
 _REASONS = {b: b.unavailable_reason() for b in g.Backend if b is not g.Backend.CPU}
 GPU_BACKENDS = [b for b, reason in _REASONS.items() if reason is None]
@@ -33,14 +34,16 @@ if not GPU_BACKENDS:
     )
 
 # weights and bytes per block
-BLOCKS = {"q4_0": (32, 18), "q4_1": (32, 20), "q8_0": (32, 34), "q4_k": (256, 144), "q6_k": (256, 210)}
+BLOCKS = {name: (f.block, f.nbytes) for name, f in ggml.FORMATS.items()}
 FORMATS = list(BLOCKS)
+PLAIN = [f for f in FORMATS if BLOCKS[f][0] == 1]
 # (n, k): k = 256 and 4096 with odd n; k = 2304 ends on a partial tile of the q4_0/q8_0 kernels,
 # k = 6400 is a whole chunk of 4096 and a partial one for their dp4a path (the bulk copies'
 # barriers used twice), k = 96 (blocks of 32 only) takes their general path.
 SHAPES = {
     fmt: [(9, 256), (33, 256), (7, 4096), (131, 4096), (3, 2304), (5, 6400)]
-    + ([(5, 96)] if BLOCKS[fmt][0] == 32 else [])
+    + ([(5, 96)] if BLOCKS[fmt][0] <= 32 else [])
+    + ([(5, 36), (4, 5)] if BLOCKS[fmt][0] == 1 else [])  # k % 8: the GEMM (qmatvec reads 8 at once)
     for fmt in FORMATS
 }
 ROWS = [1, 2, 7, 33]  # 33: past runtime/gpu/quant.py gemm_rows (12 or 24): dequantize + GEMM
@@ -85,7 +88,7 @@ def assert_f16_within_one_ulp(got: np.ndarray, want: np.ndarray, what: str) -> N
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_quantize_gives_the_cpu_blocks(backend, fmt):
     device_or_skip(backend)
-    count = 4 * 256 + (32 if BLOCKS[fmt][0] == 32 else 256)
+    count = 4 * 256 + {1: 3, 32: 32, 256: 256}[BLOCKS[fmt][0]]
     _, cpu, gpu = quantized(backend, fmt, count)
     assert gpu.dtype() is g.GgmlDType(fmt)
     assert gpu.size_in_bytes() == cpu.size_in_bytes() == count // BLOCKS[fmt][0] * BLOCKS[fmt][1]
@@ -106,6 +109,18 @@ def test_dequantize_f32_is_the_cpu_result_bit_for_bit(backend, fmt, count):
 
 
 @pytest.mark.parametrize("backend", GPU_BACKENDS, ids=str)
+@pytest.mark.parametrize("fmt", PLAIN)
+@pytest.mark.parametrize("count", [1, 7, 13, 4099])
+def test_plain_formats_dequantize_any_count(backend, fmt, count):
+    device_or_skip(backend)
+    _, cpu, gpu = quantized(backend, fmt, count)
+    want, got = flat(cpu.dequantize(count), count), flat(gpu.dequantize(count), count)
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32), err_msg=f"{backend.value} {fmt}")
+    want16, got16 = flat(cpu.dequantize_f16(count), count), flat(gpu.dequantize_f16(count), count)
+    assert_f16_within_one_ulp(got16, want16, f"{backend.value} {fmt} dequantize_f16 of {count}")
+
+
+@pytest.mark.parametrize("backend", GPU_BACKENDS, ids=str)
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_dequantize_f16_is_the_cpu_result(backend, fmt):
     device_or_skip(backend)
@@ -116,7 +131,7 @@ def test_dequantize_f16_is_the_cpu_result(backend, fmt):
 
 
 @pytest.mark.parametrize("backend", GPU_BACKENDS, ids=str)
-@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("fmt", [f for f in FORMATS if f not in ("q8_1", "q8_k")])  # gguf dequantizes neither
 def test_dequantize_matches_the_gguf_package(backend, fmt):
     """One more oracle of the block formats, independent of runtime.ggml."""
     gguf_quants = pytest.importorskip("gguf.quants")
@@ -281,6 +296,10 @@ def test_bad_arguments_raise_typed_errors(backend):
         q.matmul(x, g.Layout.contiguous((256,)), (3, 256))  # q holds (2, 256)
     with pytest.raises(g.ShapeMismatch, match="qmatmul"):
         q.matmul(x, g.Layout.contiguous((2, 128)), (2, 256))  # x's last dim is not k
+    with pytest.raises(g.ShapeMismatch, match="quantize"):
+        device.quantize(np.ones(300, np.float32), g.GgmlDType.Q5_K)  # a partial block of 256
+    with pytest.raises(g.ShapeMismatch, match="quantize"):
+        device.quantize(np.ones(40, np.float32), g.GgmlDType.Q5_0)
     with pytest.raises(g.DTypeMismatch, match=r"matmul on \w+: expected dtype one of f32, got f64"):
         q.matmul(device.storage_from_slice(np.ones(256, np.float64)), g.Layout.contiguous((256,)), (2, 256))
 
@@ -359,7 +378,7 @@ def test_chained_products_read_what_the_product_before_wrote(backend, size):
         rt = cuda._rt
         if int(rt.driver.arch(0)[3:]) >= 90:
             launched = {name: int(fn) for (_, _, name), fn in rt._functions.items() if name.startswith("qmatvec_q")}
-            assert {launched[f"qmatvec_{fmt}"] for fmt in FORMATS} <= rt.driver._programmatic
+            assert {launched[f"qmatvec_{fmt}"] for fmt, _ in steps} <= rt.driver._programmatic
 
 
 @pytest.mark.parametrize("fmt", FORMATS)

@@ -1,0 +1,66 @@
+"""bench/ggml.py's host side: the cases it adds to ggml's perf list, how it reads ggml's
+perf lines, and the table of both."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+
+from bench import ggml as bench
+
+PERF_HEAD = (
+    "static std::vector<std::unique_ptr<test_case>> make_test_cases_perf() {\n"
+    "    std::vector<std::unique_ptr<test_case>> test_cases;\n"
+    "    test_cases.emplace_back(new test_mul_mat(type_a, type_b, 4096, bs, 14336, {1,  1}, {1, 1}));\n"
+    "    return test_cases;\n}\n"
+    "        } while (total_time_us < 1000*1000); // run for at least 1 second\n"
+)
+
+
+def test_patch_adds_the_shapes_once_and_sets_the_least_time(tmp_path):
+    (tmp_path / "tests").mkdir()
+    source = tmp_path / "tests" / "test-backend-ops.cpp"
+    source.write_text(PERF_HEAD)
+    for _ in range(2):
+        bench.patch_ggml(tmp_path, ["q4_0", "q5_k"], 0.25)
+    text = source.read_text()
+    assert text.count(bench.MARKER) == 1
+    assert "{GGML_TYPE_Q4_0, GGML_TYPE_Q5_K}" in text
+    assert "{16384, 16384}, {14336, 4096}, {4096, 4096}" in text  # 4096 x 14336 is ggml's own case
+    assert text.index(bench.MARKER) < text.index("4096, bs, 14336")
+    assert "while (total_time_us < 250000);" in text and "1000*1000" not in text
+
+
+def test_ggml_lines_become_cells(tmp_path, monkeypatch):
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "test-backend-ops").write_text("")
+    lines = [
+        "  MUL_MAT(type_a=q5_K,type_b=f32,m=4096,n=1,k=14336,bs=[1,1],nr=[1,1],per=[0,1,2,3],k_v=0,o=1):"
+        "        18780 runs -    19.30 us/run -  117.44 MFLOP/run -   6.08 TFLOPS",
+        "  MUL_MAT(type_a=q4_0,type_b=f32,m=16384,n=1,k=16384,bs=[1,1],nr=[1,1],per=[0,1,2,3],k_v=0,o=1):"
+        "          939 runs -    54.10 us/run -    1.07 GFLOP/run -  19.86 TFLOPS",
+        "  MUL_MAT(type_a=q4_0,type_b=f32,m=128,n=1,k=16384,bs=[1,1],nr=[1,1],per=[0,1,2,3],k_v=0,o=1):"
+        "          939 runs -     3.00 us/run -    1.07 GFLOP/run -  19.86 TFLOPS",  # not a goal shape
+        "  MUL_MAT(type_a=q6_K,type_b=f32,m=4096,n=1,k=4096,bs=[1,1],nr=[1,1],per=[0,1,2,3],k_v=0,o=1): not supported",
+    ]
+    calls = []
+
+    def run(args, **kwargs):
+        calls.append(args)
+        return subprocess.CompletedProcess(args, 0, stdout="\n".join(lines), stderr="")
+
+    monkeypatch.setattr(bench.subprocess, "run", run)
+    got = bench.ggml_times(tmp_path, [1], ["q4_0", "q5_k", "q6_k"], io.StringIO())
+    assert got == {("q5_k", 4096, 14336, 1): 19.30, ("q4_0", 16384, 16384, 1): 54.10}
+    assert "type_a=(q4_0|q5_K|q6_K)" in calls[0][-1] and ",n=1," in calls[0][-1]
+
+
+def test_table_marks_where_opgen_is_slower():
+    opgen = {("q4_0", n, k, 1): [10.0, 12.0, 11.0] for n, k in bench.SHAPES}
+    ggml_us = {("q4_0", 16384, 16384, 1): 22.0, ("q4_0", 4096, 4096, 1): 5.5}
+    nbytes = {"q4_0": 16384 * 16384 // 32 * 18}
+    row = bench.table(opgen, ggml_us, nbytes, 1000.0, ["q4_0"], [1]).splitlines()[2]
+    cells = [c.strip() for c in row.split("|")[1:-1]]
+    assert cells[:3] == ["q4_0", "1", "11.0 / 22.0 (2.00x)"]
+    assert cells[3] == "11.0 / -" and cells[5] == "11.0 / 5.5 (0.50x) **slower**"
+    assert cells[6] == f"{nbytes['q4_0'] / 11e-6 / 1e9 / 1000.0:.0%}"
