@@ -146,22 +146,11 @@ def graph_us(enqueue, stream) -> float:
 
 
 def copy_gbs() -> float:
-    """torch device-to-device copy of 256 MiB, bytes read + written per second (GB/s)."""
-    import torch
+    """torch device-to-device copy of 256 MiB, bytes read + written per second (GB/s): the
+    quantized bench's own measurement, so both tables share one reference."""
+    from bench.quantized import copy_bandwidth
 
-    src = torch.empty(64 << 20, dtype=torch.float32, device="cuda").normal_()
-    dst = torch.empty_like(src)
-    dst.copy_(src)
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    samples = []
-    for _ in range(REPEATS):
-        start.record()
-        for _ in range(5):
-            dst.copy_(src)
-        end.record()
-        end.synchronize()
-        samples.append(start.elapsed_time(end) / 1e3 / 5)
-    return 2 * src.nbytes / statistics.median(samples) / 1e9
+    return copy_bandwidth()
 
 
 def opgen_times(rows, formats, runs: int) -> tuple[dict, dict, dict]:
