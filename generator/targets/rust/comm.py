@@ -37,6 +37,12 @@ def _statement(call: str, indent: str = _BODY) -> tuple[str, ...]:
     return tuple(line.removeprefix(indent) for line in call_statement("", call, "?;", indent).split("\n"))
 
 
+def _restricted(op: model.Collective) -> list[tuple[str, tuple[str, ...]]]:
+    """The reductions that take only some of the op's dtypes (avg: the float ones), which the
+    checks test and the consts list."""
+    return [(name, allowed) for name, allowed in op.reductions if not set(allowed) >= set(op.dtypes)]
+
+
 def _checks(op: model.Collective) -> tuple[str, ...]:
     storages = [p.name for p in op.storage_params]
     lines: list[str] = []
@@ -47,9 +53,7 @@ def _checks(op: model.Collective) -> tuple[str, ...]:
         if p.type == "Rank":
             lines += _statement(f'self.rank_within("{op.name}", "{p.name}", {p.name})')
         if p.type == "Reduction" and storages:
-            for name, allowed in op.reductions:
-                if set(allowed) >= set(op.dtypes):
-                    continue
+            for name, _ in _restricted(op):
                 call = f'self.dtype_in("{op.name}", "{name}", {storages[0]}.dtype(), {_dtypes_const(op, name)})'
                 lines += [
                     f"if {p.name} == Reduction::{camel(name)} {{",
@@ -65,10 +69,9 @@ def _consts(registry: model.Registry) -> tuple[str, ...]:
     for op in registry.collectives:
         if not any(p.type == "Reduction" for p in op.params) or not op.storage_params:
             continue
-        for name, allowed in op.reductions:
-            if set(allowed) < set(op.dtypes) or not set(allowed) >= set(op.dtypes):
-                items = [f"DType::{d.upper()}" for d in allowed]
-                out.append(array_statement(f"const {_dtypes_const(op, name)}: &[DType] = &", items, ";", ""))
+        for name, allowed in _restricted(op):
+            items = [f"DType::{d.upper()}" for d in allowed]
+            out.append(array_statement(f"const {_dtypes_const(op, name)}: &[DType] = &", items, ";", ""))
     return tuple(out)
 
 
