@@ -200,6 +200,8 @@ class CudaDriver(StreamDriver):
         stream_wait_event="cuStreamWaitEvent",
         event_record="cuEventRecord",
         event_destroy="cuEventDestroy",
+        stream_query="cuStreamQuery",
+        event_query="cuEventQuery",
         module_load="cuModuleLoadData",
         module_function="cuModuleGetFunction",
     )
@@ -549,28 +551,6 @@ export(_rt)  # the import below binds the runtime functions the generated arms c
 from runtime.gpu.exports import *  # noqa: E402, F403  (runtime/gpu/exports.py; `gen parity` reads them there)
 
 
-class _Done:
-    """Whether a stream or an event has run everything queued before it (GpuError on a failure)."""
-
-    @staticmethod
-    def _ready(call: str, err) -> bool:
-        cu = _driver_api()
-        if err == cu.CUresult.CUDA_ERROR_NOT_READY:
-            return False
-        if err != cu.CUresult.CUDA_SUCCESS:
-            raise GpuError("cuda", call, str(err))
-        return True
-
-    def stream(self, stream) -> bool:
-        return self._ready("cuStreamQuery", _driver_api().cuStreamQuery(stream)[0])
-
-    def event(self, event) -> bool:
-        return self._ready("cuEventQuery", _driver_api().cuEventQuery(event)[0])
-
-
-from runtime.comm.calls import *  # noqa: E402, F403  (comm_<op>: the generated Comm's arms, forwarded to GpuComm)
-
-
 def comm_world(timeout: float):
     """Collectives through NCCL (runtime/comm/nccl.py): every process of the launch, on the device
     of its local rank."""
@@ -580,8 +560,10 @@ def comm_world(timeout: float):
     cu = _driver_api()
     _driver._call("cuInit", cu.cuInit(0))
     count = _driver._call("cuDeviceGetCount", cu.cuDeviceGetCount())
-    return comm_gpu.GpuComm.world(_rt, lib, timeout, int(count), _Done())
+    return comm_gpu.GpuComm.world(_rt, lib, timeout, int(count), _driver)
 
+
+from runtime.comm.calls import *  # noqa: E402, F403  (comm_<op>: the generated Comm's arms, forwarded to GpuComm)
 
 # The CUDA Array Interface is CUDA's (runtime/gpu/interop.py).
 cuda_array_interface = functools.partial(gpu_interop.cuda_array_interface, _rt)

@@ -109,6 +109,8 @@ class HipDriver(StreamDriver):
         stream_wait_event="hipStreamWaitEvent",
         event_record="hipEventRecord",
         event_destroy="hipEventDestroy",
+        stream_query="hipStreamQuery",
+        event_query="hipEventQuery",
         module_load="hipModuleLoadData",
         module_function="hipModuleGetFunction",
     )
@@ -300,25 +302,6 @@ export(_rt)  # the import below binds the runtime functions the generated arms c
 from runtime.gpu.exports import *  # noqa: E402, F403  (runtime/gpu/exports.py; `gen parity` reads them there)
 
 
-class _Done:
-    """Whether a stream or an event has run everything queued before it (GpuError on a failure)."""
-
-    @staticmethod
-    def _ready(call: str, err) -> bool:
-        hip = _hip()
-        if err == hip.hipError_t.hipErrorNotReady:
-            return False
-        if err != hip.hipError_t.hipSuccess:
-            raise GpuError("rocm", call, str(err))
-        return True
-
-    def stream(self, stream) -> bool:
-        return self._ready("hipStreamQuery", _hip().hipStreamQuery(stream)[0])
-
-    def event(self, event) -> bool:
-        return self._ready("hipEventQuery", _hip().hipEventQuery(event)[0])
-
-
 def _rccl():
     from runtime.comm.rccl import rccl_module  # noqa: PLC0415  (loaded with the first Comm)
 
@@ -335,4 +318,4 @@ def comm_world(timeout: float):
 
     lib = rccl.RcclLibrary(_rccl())
     count = _driver._call("hipGetDeviceCount", _hip().hipGetDeviceCount())
-    return comm_gpu.GpuComm.world(_rt, lib, timeout, int(count), _Done())
+    return comm_gpu.GpuComm.world(_rt, lib, timeout, int(count), _driver)

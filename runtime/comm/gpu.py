@@ -35,7 +35,7 @@ class GpuComm:
         self.ordinal = ordinal
         self.handle = handle
         self.backend = group.backend
-        self.query = query  # .stream(stream), .event(event): True once done (GpuError on a failure)
+        self.query = query  # .stream_done(stream), .event_done(event): the driver's (StreamDriver)
         rt.driver.activate(ordinal)
         self.stream = rt.driver.stream(ordinal)
         self.stream_arg = lib.stream(self.stream)
@@ -90,7 +90,7 @@ class GpuComm:
             self._batches.append((self.rt.driver._event(self.stream), held))
             self._held = []
             destroy = self.rt.driver._fn(self.rt.driver.calls.event_destroy)
-            while self._batches and self.query.event(self._batches[0][0]):
+            while self._batches and self.query.event_done(self._batches[0][0]):
                 destroy(self._batches.popleft()[0])
 
     def _empty(self, op: str) -> None:
@@ -202,7 +202,7 @@ class GpuComm:
             raise CollectiveAborted(op, self.backend, self.rank, f"the communicator was aborted: {self.broken}")
         deadline = time.monotonic() + self.group.timeout
         sleep = 1e-6
-        while not self.query.stream(self.stream):
+        while not self.query.stream_done(self.stream):
             error = self.lib.async_error(self.handle)
             if error not in (0, self.lib.in_progress):
                 self._failed(op, error)

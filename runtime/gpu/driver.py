@@ -92,6 +92,10 @@ class ArrayInterfaceDriver(Driver, Protocol):
     def pointer_device(self, ptr: int) -> int: ...
 
 
+# "Not ready" of a stream or event query: CUDA_ERROR_NOT_READY and hipErrorNotReady are both 600.
+NOT_READY = 600
+
+
 class DriverCalls(NamedTuple):
     """The names, in a vendor's Python binding (cuda-python's driver module, hip-python's hip),
     of the calls that both spell alike but for the name: same arguments, and each returns
@@ -107,6 +111,8 @@ class DriverCalls(NamedTuple):
     stream_wait_event: str  # (stream, event, flags 0)
     event_record: str  # (event, stream)
     event_destroy: str  # (event)
+    stream_query: str  # (stream): success once everything queued on it has run, else not-ready
+    event_query: str  # (event): likewise, for the work recorded before the event
     module_load: str  # (image) -> module
     module_function: str  # (module, name as bytes) -> function
 
@@ -158,6 +164,22 @@ class StreamDriver:
         if int(err) != 0:
             raise GpuError(self.name, what, self.error_name(err))
         return rest[0] if len(rest) == 1 else rest
+
+    def stream_done(self, stream: Any) -> bool:
+        """Whether `stream` has run everything queued on it (GpuError on a failure), without
+        waiting: what the collectives poll while they keep buffers alive."""
+        return self._done(self.calls.stream_query, stream)
+
+    def event_done(self, event: Any) -> bool:
+        """Whether the work recorded before `event` has run (GpuError on a failure)."""
+        return self._done(self.calls.event_query, event)
+
+    def _done(self, call: str, handle: Any) -> bool:
+        result = self._fn(call)(handle)
+        if int(result[0] if isinstance(result, tuple) else result) == NOT_READY:
+            return False
+        self._call(call, result)
+        return True
 
     def _fn(self, call: str) -> Any:
         return getattr(self.api(), call)
