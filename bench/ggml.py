@@ -9,7 +9,10 @@ What is timed, on each side, for a weight W (n, k) in one GGML format and x of 1
 - ggml: its perf mode's µs per MUL_MAT (the same weight every run, a graph of many products;
   for the quantized types this includes its kernel that quantizes x to q8_1 first);
 - opgen: the same weight every product, LAUNCHES products captured in a CUDA graph, launched as
-  the runtime launches them (QStorage.matmul's kernel, grid and block), timed with CUDA events.
+  the runtime launches them (QStorage.matmul's kernels, grid and block), timed with CUDA events:
+  the path QMatMul takes by default (x quantized to q8_1, then qmatvec_q8_1_<fmt>; the exact-x
+  kernel where runtime/gpu/quant.py EXACT_X_FASTER says), and the exact-x kernel of the formats
+  with a tuned one (EXACT_TIMED), so that EXACT_X_FASTER can be chosen from one run.
 Copy bandwidth: torch's device-to-device copy (bytes read + written), for the share of it that
 the weight's bytes per product reach at 16384 x 16384.
 
@@ -17,6 +20,10 @@ ggml's perf mode runs each case for at least one second; `--ggml-seconds` shorte
 patched copy (the average then comes from fewer graph launches, each still of many products).
 
     python3 bench/ggml.py --ggml PATH [--rows 1,2,4,8] [--formats q4_0,...] [--out DIR] [--runs N]
+
+--prebuilt: --build already holds test-backend-ops (a binary built by an earlier call, carried);
+--explore: first times qmatvec_q8_1's weight rows per item (1, 2, 4, 8: copies of the source);
+--render JSON: an earlier run's figures written again with the paths QMatMul takes now.
 """
 
 from __future__ import annotations

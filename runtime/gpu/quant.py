@@ -1,5 +1,7 @@
 """GGML quantized storage on the GPU backends (cuda, rocm): the blocks live on the device and
-the kernels of hip/quantized.hip dequantize them and multiply them by f32 activations.
+the kernels of hip/quantized.hip dequantize them and multiply them by f32 activations as given;
+those of hip/qmatvec_q8.hip multiply them by x quantized to q8_1 on the device (QMatMul's default,
+as ggml's and Candle's CUDA backends; the switch qmatmul_exact_x keeps x as given).
 Quantizing runs on the host (runtime.ggml), as GGML itself quantizes these formats on the CPU.
 
 Every function takes the GpuRuntime first: runtime/gpu/exports.py binds them with
@@ -213,9 +215,10 @@ def q_matmul(
 ) -> GpuBuffer:
     """x @ W^T: W the (n, k) weight matrix of `q` (row-major blocks), x f32 of shape (..., k)
     in any layout; the result is f32 (..., n), contiguous. `table`: (pattern, format) -> launch
-    wrapper of qmatvec_<fmt>, one launch for all rows of x (a row of x re-reads W, from L2 where W
-    fits: fast for a few rows); from gemm_rows(format) rows, W dequantized once and the
-    BLAS GEMM (_dequantized_gemm)."""
+    wrapper of the kernels: for a few rows qmatvec_q8_1_<fmt> (quantized_x: x in q8_1, each weight
+    read once for 8 rows of x) or qmatvec_<fmt> (x as given, a row of x re-reads W, from L2 where
+    W fits); from gemm_rows(format) rows, W dequantized once and the BLAS GEMM
+    (_dequantized_gemm)."""
     n, k = shape
     fn = _kernel("qmatmul", rt, table, K.QMATVEC_SELF, q.fmt)
     per_block, block_bytes = ggml.FORMATS[q.fmt].block, ggml.FORMATS[q.fmt].nbytes
