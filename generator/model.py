@@ -766,6 +766,11 @@ class KernelInstance:
     results: dict[str, str]
 
 
+def camel(name: str) -> str:
+    """The Rust variant name of a registry backend (or reduction): cpu -> Cpu, my_gpu -> MyGpu."""
+    return "".join(part.capitalize() for part in name.split("_"))
+
+
 def pattern_member(pattern: str) -> str:
     """The KernelPattern member naming a `kernel:` pattern: copy_strided_{self} -> COPY_STRIDED_SELF."""
     return re.sub(r"_+", "_", re.sub(r"\W", "_", pattern)).strip("_").upper()

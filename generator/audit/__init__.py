@@ -10,10 +10,12 @@ from __future__ import annotations
 import functools
 import os
 import re
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from .coverage import MISSING, WILDCARD, Finding, camel, judge_dispatch, judge_trait, normalize
+from ..model import camel
+from .coverage import MISSING, WILDCARD, Finding, judge_dispatch, judge_trait, normalize
 
 LANGUAGES = {".py": "python", ".rs": "rust"}
 SKIP_DIRS = frozenset({"__pycache__", "node_modules", "target"})  # and hidden ones (.git, .venv)
@@ -125,9 +127,6 @@ def audit(files: list[Source], backends: tuple[str, ...], jobs: int, require_fwd
     work = functools.partial(audit_file, backends=backends, require_fwd=require_fwd)
     if jobs <= 1 or len(files) < PARALLEL_FROM:
         return [work(f) for f in files]
-    # Imported here: `gen` imports this package (the rust target's coverage.camel), never the pool.
-    from concurrent.futures import ProcessPoolExecutor
-
     with ProcessPoolExecutor(max_workers=jobs) as pool:
         return list(pool.map(work, files, chunksize=max(1, len(files) // (jobs * 8))))
 
