@@ -297,7 +297,7 @@ def launch_context(registry: model.Registry, kernels: tuple) -> dict:
     arg_types: dict[tuple[str, ...], str] = {}  # ctypes of a parameter list -> its name, _ARGS_<first kernel>
     sources = sorted({k.source for k in kernels})
     source_names = {s: "_SRC_" + re.sub(r"\W", "_", s.removesuffix(".hip")).upper() for s in sources}
-    wrappers = {}
+    wrappers = []  # in the kernels' order: the template unpacks each, no lookup by name
     by_params: dict[int, tuple[str, str]] = {}  # kernel_sigs shares one tuple per distinct parameter list
     shapes: dict[tuple[int, int, str], tuple[str, str, str]] = {}  # (params, name length, source) -> layout
     for k in kernels:
@@ -312,7 +312,7 @@ def launch_context(registry: model.Registry, kernels: tuple) -> dict:
             arg_name, args = by_params[id(k.params)]
             shape = shapes[key] = _wrapper_shape(len(k.name), source_names[k.source], args, arg_name)
         slot, signature, call = shape
-        wrappers[k.name] = LaunchWrapper(signature.replace(slot, k.name), call.replace(slot, k.name))
+        wrappers.append(LaunchWrapper(signature.replace(slot, k.name), call.replace(slot, k.name)))
     dtypes = {d.name for d in registry.dtypes}
     tables: dict[str, list] = {"STORAGE": []}  # always defined: the storage arms name it
     for op in registry.kernel_ops:
