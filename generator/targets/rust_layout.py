@@ -52,12 +52,13 @@ _SIMPLE = re.compile(r"-?&?(?:[A-Za-z_]\w*(?:\.\w+)*|\d[\w.]*|\"[^\"\\]*\")\??")
 # Only arms and statements that may need breaking: a line of more than 100 columns, or more
 # than 60 after its ` => ` (an arm's body) or after a `(` (a call's arguments). Each pattern
 # starts at the newline before its line (fit adds one before the text's first), which the
-# regex engine finds at C speed, instead of trying `^` at every character.
+# regex engine finds at C speed, instead of trying `^` at every character. A block arm's
+# pattern is matched greedily: its ` => {` can only end the line, where backtracking finds it.
 _INLINE_ARM = re.compile(
     r"\n(?=[^\n]{101}|[^\n]* => [^\n]{62})(?P<indent> ++)(?P<pattern>[^\n]+?) => (?P<body>[^\n{][^\n]*),(?=\n|\Z)"
 )
 _BLOCK_ARM = re.compile(
-    r"\n(?P<indent> ++)(?P<pattern>[^\n]+?) => \{\n ++(?P<body>[^\n]*[^;\n])\n(?P=indent)\}(?=\n|\Z)"
+    r"\n(?P<indent> ++)(?P<pattern>[^\n]+) => \{\n ++(?P<body>[^\n]*[^;\n])\n(?P=indent)\}(?=\n|\Z)"
 )
 _BRACE_COMMENT = re.compile(r"\n(?P<head>(?P<indent> *+)[^\n]*\{) (?P<comment>//[^\n]*)(?=\n|\Z)")
 _CALL_STATEMENT = re.compile(
