@@ -395,6 +395,7 @@ def generated_kernels(
             **(context(registry) if base is None else base),
             "comment": "//",
             "facts": {f.name: f.value for f in registry.kernel_facts},
+            "hip_types": {d.name: d.hip for d in registry.dtypes},  # a dtype's C++ type, by name
         }
         texts["elementwise.hip"] = env.get_template("elementwise.hip.j2").render(ctx)
         units["elementwise.hip"] = "elementwise.hip"
