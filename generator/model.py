@@ -711,6 +711,7 @@ _OPERATOR_UFUNCS = {
 }
 
 
+@functools.cache  # a registry repeats a few expressions over thousands of ops
 def ufunc_of(expression: str, arity: int) -> str | None:
     """`np.<ufunc>` when the expression is exactly one ufunc applied to its operands."""
     text = expression.replace(" ", "")
