@@ -70,6 +70,9 @@ def environment(templates: Path | None = None) -> jinja2.Environment:
         keep_trailing_newline=True,
         autoescape=False,
     )
+    # str's own upper in place of Jinja's (which converts its argument first, a Python frame
+    # more): the templates upper names only, 25,000 times for a 2,584-op registry.
+    env.filters["upper"] = str.upper
     env.filters["py"] = python_layout.literal
     env.filters["import_names"] = python_layout.import_names
     env.filters["docstring"] = python_layout.docstring
