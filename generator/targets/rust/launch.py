@@ -64,27 +64,28 @@ def launches(kernels) -> tuple[Launch, ...]:
     shapes: dict[tuple[int, int, str], tuple[str, str, str]] = {}  # (params, name length, source) -> layout
     out = []
     for k in kernels:
-        if id(k.params) not in by_params:
+        listed, name = id(k.params), k.name
+        if listed not in by_params:
             params = ["launcher: &L", "cfg: &LaunchConfig"]
             args: list[str] = []
             for p in k.params:
-                name = f"{p.name}_" if p.name in taken or p.name in RUST_KEYWORDS else p.name
+                arg = f"{p.name}_" if p.name in taken or p.name in RUST_KEYWORDS else p.name
                 rust = types.get(p.c_type) or types.setdefault(p.c_type, _rust_c_type(p.c_type))
-                params.append(f"{name}: {rust}")
-                args.append(f"{name}.arg()" if p.is_pointer else f"KernelArg::{ARG_VARIANTS[rust]}({name})")
-            by_params[id(k.params)] = (
+                params.append(f"{arg}: {rust}")
+                args.append(f"{arg}.arg()" if p.is_pointer else f"KernelArg::{ARG_VARIANTS[rust]}({arg})")
+            by_params[listed] = (
                 Parameters.of(params),
                 rust_layout.array_statement("let kernel_args = ", args, ";"),
             )
-        params_, statement = by_params[id(k.params)]
-        key = (id(k.params), len(k.name), k.source)
+        params_, statement = by_params[listed]
+        key = (listed, len(name), k.source)
         shape = shapes.get(key)
         if shape is None:
-            shape = shapes[key] = _shape(len(k.name), k.source, params_)
+            shape = shapes[key] = _shape(len(name), k.source, params_)
         slot, signature, entry_point = shape
-        out.append(
-            Launch(k.name, k.source, signature.replace(slot, k.name), entry_point.replace(slot, k.name), statement)
-        )
+        # tuple.__new__: a NamedTuple's own constructor is a Python function, a frame per wrapper
+        wrapper = (name, k.source, signature.replace(slot, name), entry_point.replace(slot, name), statement)
+        out.append(tuple.__new__(Launch, wrapper))
     return tuple(out)
 
 
