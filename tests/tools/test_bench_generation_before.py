@@ -35,3 +35,10 @@ def test_a_tree_that_rejects_the_registry_says_its_first_diagnostic(tmp_path):
         "error": "the earlier tree cannot generate this registry: ops.yaml:3:1: unknown key 'switches' ... "
         "ops.yaml: 1 error; nothing written"
     }
+
+
+def test_the_paired_ratio_is_the_median_of_each_rounds_ratio():
+    """A round slowed by load slows both of its runs: the ratio of each round, then their median."""
+    before = [(9.0, 1.0), (9.0, 2.0), (9.0, 1.0)]  # (wall, CPU): only CPU time counts
+    now = [(0.0, 1.1), (0.0, 2.0), (0.0, 1.3)]
+    assert generation_before.paired_ratio(before, now) == 1.1
