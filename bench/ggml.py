@@ -23,7 +23,9 @@ patched copy (the average then comes from fewer graph launches, each still of ma
 
 --prebuilt: --build already holds test-backend-ops (a binary built by an earlier call, carried);
 --explore: first times qmatvec_q8_1's weight rows per item (1, 2, 4, 8: copies of the source);
---render JSON: an earlier run's figures written again with the paths QMatMul takes now.
+--render JSON: an earlier run's figures written again with the paths QMatMul takes now;
+--ggml-only JSON: ggml's --ggml-rows alone, which a later run takes with --ggml-from JSON (any
+number of them: each fills the rows of x that run did not time).
 """
 
 from __future__ import annotations
@@ -243,8 +245,8 @@ def _path_nmse(rt, q, data, fmt: str, n: int, k: int, rng, table) -> dict:
 #: --explore: qmatvec_q8_1's weight rows per item (ops.yaml's QMATVEC_Q8_ROWS_X*), each variant
 #: compiled from hip/qmatvec_q8.hip with the facts defined first.
 EXPLORE_ROWS = (1, 2, 4, 8)
-EXPLORE_FORMATS = ("q4_0", "q8_0", "q4_k", "q6_k", "q3_k", "f16")
-EXPLORE_SHAPES = ((16384, 16384), (4096, 14336), (4096, 4096))
+EXPLORE_FORMATS = ("q4_0", "q4_1", "q5_0", "q8_0", "q4_k", "q5_k", "q6_k", "f16")
+EXPLORE_SHAPES = SHAPES
 
 
 def explore_variants() -> list:
@@ -379,8 +381,16 @@ def main() -> None:
     ap.add_argument("--prebuilt", action="store_true", help="--build already holds test-backend-ops (no build)")
     ap.add_argument("--explore", action="store_true", help="first time qmatvec_q8_1's weight rows per item")
     ap.add_argument("--render", type=Path, default=None, help="rewrite an earlier run's .json and .md as shipped")
+    ap.add_argument("--ggml-rows", default=None, help="rows of x ggml runs, in this order (default: --rows)")
+    ap.add_argument(
+        "--ggml-from", type=Path, action="append", default=[], help="a .json of ggml's figures for rows not run here"
+    )
+    ap.add_argument("--ggml-only", type=Path, default=None, help="time ggml's --ggml-rows alone into this .json")
     args = ap.parse_args()
     t0 = time.monotonic()
+    if args.ggml_only:
+        ggml_only(args)
+        return
 
     from runtime import ggml
 
@@ -439,14 +449,39 @@ def main() -> None:
         device = f"opgen on {opgen_device}, ggml on {device} (not the same card)"
     results = Results(args, device, ggml_commit, copy, opgen, exact, nmse, nbytes, formats, rows)
     results.write(ggml_us)  # opgen's figures are kept whatever happens to ggml's
-    for r in rows if built == 0 else ():
+    ggml_rows = [int(r) for r in args.ggml_rows.split(",")] if args.ggml_rows else rows
+    for r in ggml_rows if built == 0 else ():
         if time.monotonic() - t0 > args.deadline:
             print(f"deadline: ggml rows {r}.. not run", flush=True)
             break
         ggml_us.update(ggml_times(args.build, [r], theirs, log))
         print(f"ggml rows={r} at {time.monotonic() - t0:.0f} s", flush=True)
         results.write(ggml_us)
+    for path in args.ggml_from:
+        ggml_us = results.with_earlier(ggml_us, path)
     print(results.write(ggml_us))
+
+
+def ggml_only(args: argparse.Namespace) -> None:
+    """--ggml-only JSON: ggml's figures of --ggml-rows alone (for a later run's --ggml-from)."""
+    from runtime import ggml
+
+    theirs = [f for f in (args.formats.split(",") if args.formats else ggml.FORMATS) if f not in ACTIVATION]
+    rows = [int(r) for r in (args.ggml_rows or args.rows).split(",")]
+    device = subprocess.run(
+        ["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"], capture_output=True, text=True
+    ).stdout.strip()
+    found: dict = {}
+    with open(args.ggml_only.with_suffix(".log"), "w") as log:
+        for r in rows:  # written after each, so that a run cut short keeps what it timed
+            found.update(ggml_times(args.build, [r], theirs, log))
+            record = {
+                "device": device,
+                "date": time.strftime("%Y-%m-%d", time.gmtime()),
+                "source": "the same call, before opgen's timings",
+                "ggml_us": {"/".join(map(str, key)): v for key, v in found.items()},
+            }
+            args.ggml_only.write_text(json.dumps(record, indent=1) + "\n")
 
 
 def _keyed(part: dict) -> dict:
@@ -508,6 +543,23 @@ class Results:
     formats: list
     rows: list
     date: str = time.strftime("%Y-%m-%d", time.gmtime())
+    note: str = ""
+
+    def with_earlier(self, ggml_us: dict, path: Path) -> dict:
+        """ggml's figures of this run, and an earlier run's (path) for the rows of x this run did
+        not time, the header saying which rows came from where. A missing file (a --ggml-only run
+        cut short before its first row) adds nothing."""
+        if not path.exists():
+            print(f"{path}: not there, no ggml figures taken from it", flush=True)
+            return ggml_us
+        earlier = json.loads(path.read_text())
+        timed = {key[3] for key in ggml_us}
+        kept = {key: v for key, v in _keyed(earlier["ggml_us"]).items() if key[3] not in timed}
+        if kept:
+            rows = ", ".join(str(r) for r in sorted({key[3] for key in kept}))
+            source = earlier.get("source", "an earlier call, the same ggml binary")
+            self.note += f" ggml's rows of {rows}: {source} ({earlier['device']}, {earlier['date']})."
+        return {**kept, **ggml_us}
 
     def write(self, ggml_us: dict) -> str:
         a = self.args
@@ -518,7 +570,7 @@ class Results:
             f"Copy bandwidth {self.copy:.0f} GB/s. `(Nx)`: ggml's time over opgen's (>= 1: opgen as fast or "
             "faster); `-`: not measured (ggml has no MUL_MAT of q8_1 / q8_K weights). opgen's figure is the "
             "path QMatMul takes by default: x quantized to q8_1 (hip/qmatvec_q8.hip), but the exact-x kernel "
-            f"(hip/quantized.hip) for {_exact_rows()}; f32 / f16 / bf16 weights multiply x itself.\n\n"
+            f"(hip/quantized.hip) for {_exact_rows()}; f32 / f16 / bf16 weights multiply x itself.{self.note}\n\n"
         )
         text = head + table(self.opgen, ggml_us, self.nbytes, self.copy, self.formats, self.rows, self.exact) + "\n"
         text += (

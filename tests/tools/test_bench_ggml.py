@@ -78,3 +78,29 @@ def test_the_shipped_figures_take_the_exact_x_kernel_where_the_runtime_does():
     exact = {(fmt, 16384, 16384, rows): [4.0], (fmt, 16384, 16384, 16): [9.0]}
     shipped = bench.as_shipped(quantized, exact)
     assert shipped == {**quantized, (fmt, 16384, 16384, rows): [4.0]}  # 16 rows, q5_0: x in q8_1
+
+
+def _results(tmp_path) -> bench.Results:
+    import argparse
+
+    return bench.Results(argparse.Namespace(), "dev", "c", 1.0, {}, {}, {}, {}, [], [])
+
+
+def test_ggml_figures_of_rows_not_timed_come_from_an_earlier_run(tmp_path):
+    import json
+
+    earlier = tmp_path / "earlier.json"
+    earlier.write_text(
+        json.dumps(
+            {
+                "device": "card A",
+                "date": "2026-01-02",
+                "ggml_us": {"q4_0/4096/4096/1": 9.0, "q4_0/4096/4096/8": 30.0},
+            }
+        )
+    )
+    results = _results(tmp_path)
+    merged = results.with_earlier({("q4_0", 4096, 4096, 8): 20.0}, earlier)
+    assert merged == {("q4_0", 4096, 4096, 1): 9.0, ("q4_0", 4096, 4096, 8): 20.0}  # this run's row 8 kept
+    assert "rows of 1: an earlier call" in results.note and "card A, 2026-01-02" in results.note
+    assert results.with_earlier(merged, tmp_path / "missing.json") == merged
