@@ -10,6 +10,7 @@ on first use, and availability() says what is missing."""
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import importlib
@@ -132,6 +133,29 @@ def _cublas():
 
 
 _IMPORT_LOCK = threading.Lock()
+#: Held while cuBLAS loads in the background (load_blas_in_background); the first handle's
+#: creation waits for it, so that the library is loaded once, not twice at the same time.
+_BLAS_LOADING = threading.Lock()
+_blas_load_started = False
+
+
+def load_blas_in_background() -> None:
+    """Start loading cuBLAS on a daemon thread (once per process): nvmath's binding and the
+    libraries behind it, which took 65 of the 122 ms of a first matmul on the H200. A device's
+    first use starts it, as torch loads its libraries with its import: the first matmul finds
+    them loaded or waits only for what is left. A failure is left for that matmul to report.
+    OPGEN_BLAS_PRELOAD=0 turns it off (the first matmul loads them)."""
+    global _blas_load_started
+    if _blas_load_started or os.environ.get("OPGEN_BLAS_PRELOAD", "1") == "0":
+        return
+    _blas_load_started = True
+    threading.Thread(target=_load_blas, name="opgen-cublas-load", daemon=True).start()
+
+
+def _load_blas() -> None:
+    # A failure is left for the first matmul, which raises it where it matters.
+    with _BLAS_LOADING, contextlib.suppress(Exception):
+        _cublas().get_cudart_version()  # the first call into the binding loads the libraries
 
 
 def _binding_alone(top: str, packages: tuple[str, ...], module: str):
@@ -294,6 +318,7 @@ class CudaDriver(StreamDriver):
             context = self._contexts[ordinal] = self._call(
                 "cuDevicePrimaryCtxRetain", cu.cuDevicePrimaryCtxRetain(device)
             )
+            load_blas_in_background()
             # Freed memory stays in the pool for the next op instead of going back to the driver.
             pool = self._call("cuDeviceGetDefaultMemPool", cu.cuDeviceGetDefaultMemPool(device))
             threshold = cu.cuuint64_t(2**64 - 1)
@@ -459,7 +484,8 @@ class CudaDriver(StreamDriver):
         cublas = _cublas()
         handle = self._blas_handles.get(ordinal)
         if handle is None:
-            handle = self._blas_handles[ordinal] = cublas.create()
+            with _BLAS_LOADING:  # after a background load under way (load_blas_in_background)
+                handle = self._blas_handles[ordinal] = cublas.create()
             self._blas_math[ordinal] = _MATH_DEFAULT
             self._blas_streams[ordinal] = None
         if self._blas_streams[ordinal] != int(stream):
@@ -568,3 +594,8 @@ from runtime.comm.calls import *  # noqa: E402, F403  (comm_<op>: the generated 
 # The CUDA Array Interface is CUDA's (runtime/gpu/interop.py).
 cuda_array_interface = functools.partial(gpu_interop.cuda_array_interface, _rt)
 from_cuda_array_interface = functools.partial(gpu_interop.from_cuda_array_interface, _rt)
+
+# The generated launch tables come with the backend's runtime, as a library's kernel tables come
+# with its import: the first op on a device pays for its own kernel, not for importing every
+# entry point's wrapper (bench/results/NOTES.md, "First calls and precision modes").
+importlib.import_module("generated.kernels_hip")

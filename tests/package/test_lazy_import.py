@@ -127,3 +127,10 @@ def test_every_public_name_and_module_is_an_attribute():
     assert g.nn.__name__ == "generated.nn" and g.storage.Storage is g.Storage
     code = "import generated as g\nprint(json.dumps([g.kernels_hip.__name__, hasattr(g, 'no_such_name')]))"
     assert loaded_after(code)["out"] == ["generated.kernels_hip", False]
+
+
+def test_a_gpu_backend_runtime_brings_its_kernel_tables():
+    """Importing a GPU vendor module (what a device's first use does) loads the generated launch
+    tables with it, so the first op does not; it needs no GPU to import."""
+    for vendor in ("runtime.cuda", "runtime.rocm"):
+        assert "generated.kernels_hip" in loaded_after(f"import {vendor}")["loaded"], vendor
