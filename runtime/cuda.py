@@ -133,28 +133,21 @@ def _cublas():
 
 
 _IMPORT_LOCK = threading.Lock()
-#: Held while cuBLAS loads in the background (load_blas_in_background); the first handle's
-#: creation waits for it, so that the library is loaded once, not twice at the same time.
-_BLAS_LOADING = threading.Lock()
-_blas_load_started = False
+_blas_loaded = False
 
 
-def load_blas_in_background() -> None:
-    """Start loading cuBLAS on a daemon thread (once per process): nvmath's binding and the
-    libraries behind it, which took 65 of the 122 ms of a first matmul on the H200. A device's
-    first use starts it, as torch loads its libraries with its import: the first matmul finds
-    them loaded or waits only for what is left. A failure is left for that matmul to report.
-    OPGEN_BLAS_PRELOAD=0 turns it off (the first matmul loads them)."""
-    global _blas_load_started
-    if _blas_load_started or os.environ.get("OPGEN_BLAS_PRELOAD", "1") == "0":
+def load_blas() -> None:
+    """Load cuBLAS, once per process: nvmath's binding and the libraries behind it, 65 of the
+    122 ms of a first matmul on the H200. A device's first use calls it, as torch loads its
+    libraries with its import, so that a first matmul pays for its own work alone. A failure is
+    left for the first matmul, which reports it where it matters. OPGEN_BLAS_PRELOAD=0 leaves
+    the loading to the first matmul. (Loaded on a thread of its own instead, it held up the
+    first convolution: libcudnn loads cublasLt too, and the loader takes one library at a time.)"""
+    global _blas_loaded
+    if _blas_loaded or os.environ.get("OPGEN_BLAS_PRELOAD", "1") == "0":
         return
-    _blas_load_started = True
-    threading.Thread(target=_load_blas, name="opgen-cublas-load", daemon=True).start()
-
-
-def _load_blas() -> None:
-    # A failure is left for the first matmul, which raises it where it matters.
-    with _BLAS_LOADING, contextlib.suppress(Exception):
+    _blas_loaded = True
+    with contextlib.suppress(Exception):
         _cublas().get_cudart_version()  # the first call into the binding loads the libraries
 
 
@@ -318,7 +311,7 @@ class CudaDriver(StreamDriver):
             context = self._contexts[ordinal] = self._call(
                 "cuDevicePrimaryCtxRetain", cu.cuDevicePrimaryCtxRetain(device)
             )
-            load_blas_in_background()
+            load_blas()
             # Freed memory stays in the pool for the next op instead of going back to the driver.
             pool = self._call("cuDeviceGetDefaultMemPool", cu.cuDeviceGetDefaultMemPool(device))
             threshold = cu.cuuint64_t(2**64 - 1)
@@ -484,8 +477,7 @@ class CudaDriver(StreamDriver):
         cublas = _cublas()
         handle = self._blas_handles.get(ordinal)
         if handle is None:
-            with _BLAS_LOADING:  # after a background load under way (load_blas_in_background)
-                handle = self._blas_handles[ordinal] = cublas.create()
+            handle = self._blas_handles[ordinal] = cublas.create()
             self._blas_math[ordinal] = _MATH_DEFAULT
             self._blas_streams[ordinal] = None
         if self._blas_streams[ordinal] != int(stream):
