@@ -88,10 +88,12 @@ def _opgen_case(family: str):
     def put(a):
         return dev.storage_from_slice(a), g.Layout.contiguous(a.shape)
 
-    if "tf32" in family and hasattr(cuda, "set_conv_reduced_precision_f32"):
-        cuda.set_conv_reduced_precision_f32(True)
-    if "autotune" in family and hasattr(cuda, "set_autotune"):
-        cuda.set_autotune(True)
+    # Set either way: the baseline runs every family in one process, where a switch turned on
+    # for one family would otherwise hold for the next.
+    if hasattr(cuda, "set_conv_reduced_precision_f32"):
+        cuda.set_conv_reduced_precision_f32("tf32" in family)
+    if hasattr(cuda, "set_autotune"):
+        cuda.set_autotune("autotune" in family)
     f32 = np.float32
     if family == "elementwise":
         (x, lx), (y, ly) = put(rng.standard_normal(1 << 24, f32)), put(rng.standard_normal(1 << 24, f32))
