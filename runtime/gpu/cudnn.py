@@ -21,8 +21,10 @@ run on our buffers' raw device addresses, on our stream, with a workspace from o
   later process deserializes the built plan, without heuristics, timing or NVRTC (attention's
   fused kernels: about a second to compile otherwise). A key cuDNN refuses is remembered as
   None: the fallback path, without asking again.
-- **Addresses and streams.** A graph runs on `execute({tensor: address}, workspace,
-  handle)` with ints for addresses (GpuBuffer.at: the view's first element). One handle
+- **Addresses and streams.** A built plan runs by its addresses alone (runtime/gpu/cudnn_direct.py:
+  the frontend's `execute` describes every operand again on each call, about 30 us of host
+  time), or where the frontend must run it itself on `execute({tensor: address}, workspace,
+  handle)`, with ints for addresses (GpuBuffer.at: the view's first element). One handle
   per device, made in the device's primary context (current after rt.stream()), bound to
   the runtime's stream of that device (set again only when the stream changes), so cuDNN's
   kernels are ordered with ours. The workspace is one buffer per device, grown to the
