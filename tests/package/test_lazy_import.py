@@ -134,3 +134,24 @@ def test_a_gpu_backend_runtime_brings_its_kernel_tables():
     tables with it, so the first op does not; it needs no GPU to import."""
     for vendor in ("runtime.cuda", "runtime.rocm"):
         assert "generated.kernels_hip" in loaded_after(f"import {vendor}")["loaded"], vendor
+
+
+def test_storage_and_device_modules_import_one_way():
+    """storage.py and quantized.py do not import device.py (device.py builds their objects and
+    imports them): importing either alone leaves device.py out. Storage.device() takes the Device
+    class that device.py registers with backends.py on import; a storage built by hand from a
+    runtime buffer before that says what to import, and names its device once it is."""
+    code = (
+        "import numpy as np\nimport runtime.cpu as rt\n"
+        "from generated.backends import On\nfrom generated.storage import Storage\n"
+        "import generated.quantized\n"
+        "alone = 'generated.device' in sys.modules\n"
+        "s = Storage(On.CPU, rt.storage_from_slice(0, np.ones(2, np.float32)))\n"
+        "try:\n    s.device()\n    before = None\nexcept RuntimeError as exc:\n    before = str(exc)\n"
+        "import generated.device\n"
+        "print(json.dumps([alone, before, str(s.device()), s.device() == generated.device.Device.parse('cpu')]))"
+    )
+    alone, before, after, same = loaded_after(code)["out"]
+    assert alone is False
+    assert before == "cpu: import generated.device before asking a storage for its device"
+    assert after == "cpu" and same
