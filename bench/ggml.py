@@ -9,7 +9,10 @@ What is timed, on each side, for a weight W (n, k) in one GGML format and x of 1
 - ggml: its perf mode's µs per MUL_MAT (the same weight every run, a graph of many products;
   for the quantized types this includes its kernel that quantizes x to q8_1 first);
 - opgen: the same weight every product, LAUNCHES products captured in a CUDA graph, launched as
-  the runtime launches them (QStorage.matmul's kernel, grid and block), timed with CUDA events.
+  the runtime launches them (QStorage.matmul's kernels, grid and block), timed with CUDA events:
+  the path QMatMul takes by default (x quantized to q8_1, then qmatvec_q8_1_<fmt>; the exact-x
+  kernel where runtime/gpu/quant.py EXACT_X_FASTER says), and the exact-x kernel of the formats
+  with a tuned one (EXACT_TIMED), so that EXACT_X_FASTER can be chosen from one run.
 Copy bandwidth: torch's device-to-device copy (bytes read + written), for the share of it that
 the weight's bytes per product reach at 16384 x 16384.
 
@@ -17,6 +20,10 @@ ggml's perf mode runs each case for at least one second; `--ggml-seconds` shorte
 patched copy (the average then comes from fewer graph launches, each still of many products).
 
     python3 bench/ggml.py --ggml PATH [--rows 1,2,4,8] [--formats q4_0,...] [--out DIR] [--runs N]
+
+--prebuilt: --build already holds test-backend-ops (a binary built by an earlier call, carried);
+--explore: first times qmatvec_q8_1's weight rows per item (1, 2, 4, 8: copies of the source);
+--render JSON: an earlier run's figures written again with the paths QMatMul takes now.
 """
 
 from __future__ import annotations
@@ -153,21 +160,33 @@ def copy_gbs() -> float:
     return copy_bandwidth()
 
 
-def opgen_times(rows, formats, runs: int) -> tuple[dict, dict, dict]:
-    """(format, n, k, rows) -> [µs per product] over `runs`; format -> NMSE of the 4096 x 4096
-    one-row product against f64; format -> weight bytes at 16384 x 16384."""
+#: The formats whose exact-x kernel is timed beside the quantized-x one: those with a tuned exact
+#: path (runtime/gpu/quant.py QMATVEC_FAST, QMATVEC_K); the others' is several times slower.
+EXACT_TIMED = ("q4_0", "q4_1", "q8_0", "q4_k", "q6_k")
+
+
+def _nmse(got, want) -> float:
+    return float(((got - want) ** 2).sum() / (want**2).sum())
+
+
+def opgen_times(rows, formats, runs: int) -> tuple[dict, dict, dict, dict]:
+    """(format, n, k, rows) -> [µs per product] over `runs` of the product QMatMul takes by default,
+    and of the exact-x kernel (block formats); format -> NMSE of the 4096 x 4096 product of 1 and
+    8 rows against f64 (the larger), by path; format -> weight bytes at 16384 x 16384."""
     import numpy as np
 
     from generated import kernels_hip
     from runtime import ggml
     from runtime.gpu import quant as gpu_quant
-    from runtime.layout import Layout
 
     rt = __import__("runtime.cuda", fromlist=["_rt"])._rt
     stream = rt.stream(0)
     rng = np.random.default_rng(0)
+    table = kernels_hip.QSTORAGE["matmul"]
     times: dict = {}
-    nmse, nbytes = {}, {}
+    exact: dict = {}
+    nmse: dict = {}
+    nbytes = {}
     for fmt in formats:
         sample = ggml.quantize(rng.standard_normal(SAMPLE).astype(np.float32), fmt)
         launch = getattr(kernels_hip, f"launch_qmatvec_{fmt}")
@@ -178,34 +197,138 @@ def opgen_times(rows, formats, runs: int) -> tuple[dict, dict, dict]:
             if (n, k) == (16384, 16384):
                 nbytes[fmt] = data.size
             if (n, k) == (4096, 4096):
-                x = rng.standard_normal(k).astype(np.float32)
-                table = kernels_hip.QSTORAGE["matmul"]
-                got = rt.to_host(gpu_quant.q_matmul(rt, q, rt.from_host(0, x), Layout.contiguous((k,)), (n, k), table))
-                w = ggml.dequantize(data, fmt, n * k).reshape(n, k).astype(np.float64)
-                want = w @ x
-                nmse[fmt] = float(np.sum((got - want) ** 2) / np.sum(want**2))
+                nmse[fmt] = _path_nmse(rt, q, data, fmt, n, k, rng, table)
             for r in rows:
                 x_buf = rt.from_host(0, rng.standard_normal(r * k).astype(np.float32))
                 y = rt.alloc(0, r * n, np.dtype(np.float32))
+                xq = rt.alloc(0, gpu_quant.x_q8_1_bytes(r, k), np.dtype(np.uint8))
                 grid = gpu_quant._grid(rt, 0, -(-n // item_rows) * r)  # as QStorage.matmul launches it
 
-                def product(q=q, x_buf=x_buf, y=y, grid=grid, n=n, k=k, r=r, launch=launch, threads=threads):
+                def exact_x(q=q, x_buf=x_buf, y=y, grid=grid, n=n, k=k, r=r, launch=launch, threads=threads):
                     launch(rt.launch, grid, threads, stream, q.buf.ptr, x_buf.ptr, y.ptr, n, k, r)
 
-                times[fmt, n, k, r] = [graph_us(product, stream.handle) for _ in range(runs)]
+                def q8_1(q=q, x_buf=x_buf, y=y, n=n, k=k, r=r, xq=xq):
+                    gpu_quant.qmatvec_q8_1(rt, q, x_buf, y, n, k, r, table, xq)
+
+                if fmt in EXACT_TIMED:
+                    exact[fmt, n, k, r] = [graph_us(exact_x, stream.handle) for _ in range(runs)]
+                chosen = q8_1 if gpu_quant.quantized_x(rt, fmt, r, k) else exact_x
+                times[fmt, n, k, r] = [graph_us(chosen, stream.handle) for _ in range(runs)]
             del q
-    return times, nmse, nbytes
+    return times, exact, nmse, nbytes
+
+
+def _path_nmse(rt, q, data, fmt: str, n: int, k: int, rng, table) -> dict:
+    """NMSE against f64 of QMatMul's products of 1 and 8 rows (the larger), each path."""
+    import numpy as np
+
+    from runtime import ggml
+    from runtime.gpu import quant as gpu_quant
+    from runtime.layout import Layout
+
+    w = ggml.dequantize(data, fmt, n * k).reshape(n, k).astype(np.float64)
+    out = {}
+    for exact in (False, True):
+        rt.switches.qmatmul_exact_x = exact
+        worst = 0.0
+        for r in (1, 8):
+            x = rng.standard_normal((r, k)).astype(np.float32)
+            got = gpu_quant.q_matmul(rt, q, rt.from_host(0, x.reshape(-1)), Layout.contiguous((r, k)), (n, k), table)
+            worst = max(worst, _nmse(rt.to_host(got).reshape(r, n), x.astype(np.float64) @ w.T))
+        out["exact_x" if exact else "default"] = worst
+    rt.switches.qmatmul_exact_x = False
+    return out
+
+
+#: --explore: qmatvec_q8_1's weight rows per item (ops.yaml's QMATVEC_Q8_ROWS_X*), each variant
+#: compiled from hip/qmatvec_q8.hip with the facts defined first.
+EXPLORE_ROWS = (1, 2, 4, 8)
+EXPLORE_FORMATS = ("q4_0", "q8_0", "q4_k", "q6_k", "q3_k", "f16")
+EXPLORE_SHAPES = ((16384, 16384), (4096, 14336), (4096, 4096))
+
+
+def explore_variants() -> list:
+    """Paths of hip/qmatvec_q8.hip copies, one per weight rows per item (every x class alike)."""
+    import tempfile
+
+    from runtime.gpu.compile import HIP_DIR
+
+    text = (HIP_DIR / "qmatvec_q8.hip").read_text()
+    tmp = Path(tempfile.mkdtemp(prefix="opgen-q8-"))
+    paths = []
+    for rows in EXPLORE_ROWS:
+        defines = "".join(f"#define OPGEN_QMATVEC_Q8_ROWS_X{c} {rows}\n" for c in (1, 2, 4, 8))
+        path = tmp / f"qmatvec_q8_r{rows}.hip"
+        path.write_text(defines + text)
+        paths.append(path)
+    return paths
+
+
+def _warm(path: str) -> str:  # compiles one source into the kernel cache (a worker process)
+    __import__("runtime.cuda", fromlist=["_rt"])._rt._module(0, path)
+    return path
+
+
+def warm_cache(paths) -> None:
+    """Compiles the sources in parallel processes, so that the timed process loads them."""
+    import concurrent.futures
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(len(paths), mp_context=ctx) as pool:
+        list(pool.map(_warm, [str(p) for p in paths]))
+
+
+def explore(paths, rows, runs: int) -> dict:
+    """(variant rows per item, format, n, k, x rows) -> median µs of the quantized-x product."""
+    import ctypes
+
+    import numpy as np
+
+    from generated import kernels_hip
+    from runtime import ggml
+    from runtime.gpu import quant as gpu_quant
+
+    rt = __import__("runtime.cuda", fromlist=["_rt"])._rt
+    stream = rt.stream(0)
+    rng = np.random.default_rng(1)
+    types = (ctypes.c_void_p,) * 4 + (ctypes.c_size_t,) * 3
+    out = {}
+    for fmt in EXPLORE_FORMATS:
+        sample = ggml.quantize(rng.standard_normal(SAMPLE).astype(np.float32), fmt)
+        for n, k in EXPLORE_SHAPES:
+            q = gpu_quant.qstorage_from_bytes(rt, 0, np.tile(sample, n * k // SAMPLE), fmt)
+            for r in rows:
+                x = rt.from_host(0, rng.standard_normal(r * k).astype(np.float32))
+                y = rt.alloc(0, r * n, np.dtype(np.float32))
+                xq = rt.alloc(0, gpu_quant.x_q8_1_bytes(r, k), np.dtype(np.uint8))
+                gpu_quant.qmatvec_q8_1(rt, q, x, y, n, k, r, kernels_hip.QSTORAGE["matmul"], xq)  # fills xq
+                for path, item_rows in zip(paths, EXPLORE_ROWS, strict=True):
+                    nx = gpu_quant.x_rows_class(r)
+                    grid = gpu_quant._grid(rt, 0, -(-n // item_rows) * -(-r // nx))
+                    args = (q.buf.ptr, x.ptr, xq.ptr, y.ptr, n, k, r)
+
+                    def run(path=path, grid=grid, args=args, fmt=fmt):
+                        rt.launch(str(path), f"qmatvec_q8_1_{fmt}", grid, 128, stream, args, types)
+
+                    out[item_rows, fmt, n, k, r] = statistics.median(graph_us(run, stream.handle) for _ in range(runs))
+                    print(
+                        f"explore {fmt} {n}x{k} x{r} item rows {item_rows}: {out[item_rows, fmt, n, k, r]:.1f} us",
+                        flush=True,
+                    )
+            del q
+    return out
 
 
 # --------------------------------------------------------------------------- table
 
 
-def table(opgen: dict, ggml_us: dict, nbytes: dict, copy: float, formats, rows) -> str:
+def table(opgen: dict, ggml_us: dict, nbytes: dict, copy: float, formats, rows, exact: dict) -> str:
     lines = [
         "| format | rows | "
         + " | ".join(f"{n}x{k} opgen / ggml (us)" for n, k in SHAPES)
-        + " | 16384² share of copy |",
-        "|---|---|" + "---|" * len(SHAPES) + "---|",
+        + " | 16384² share of copy | 16384² exact x (us) |",
+        "|---|---|" + "---|" * len(SHAPES) + "---|---|",
     ]
     for fmt in formats:
         for r in rows:
@@ -219,7 +342,9 @@ def table(opgen: dict, ggml_us: dict, nbytes: dict, copy: float, formats, rows) 
                     mark = "" if ours <= theirs else " **slower**"
                     cells.append(f"{ours:.1f} / {theirs:.1f} ({theirs / ours:.2f}x){mark}")
             share = nbytes[fmt] / (statistics.median(opgen[fmt, 16384, 16384, r]) * 1e-6) / 1e9 / copy
-            lines.append(f"| {fmt} | {r} | " + " | ".join(cells) + f" | {share:.0%} |")
+            plain = exact.get((fmt, 16384, 16384, r))
+            plain_text = f"{statistics.median(plain):.1f}" if plain else "-"
+            lines.append(f"| {fmt} | {r} | " + " | ".join(cells) + f" | {share:.0%} | {plain_text} |")
     return "\n".join(lines)
 
 
@@ -251,6 +376,9 @@ def main() -> None:
     ap.add_argument("--build-only", action="store_true", help="patch and build ggml, then stop")
     ap.add_argument("--opgen-json", type=Path, default=None, help="opgen's figures from an earlier run's .json")
     ap.add_argument("--wait-for", type=int, default=None, help="the pid of a --build-only run to wait for (no build)")
+    ap.add_argument("--prebuilt", action="store_true", help="--build already holds test-backend-ops (no build)")
+    ap.add_argument("--explore", action="store_true", help="first time qmatvec_q8_1's weight rows per item")
+    ap.add_argument("--render", type=Path, default=None, help="rewrite an earlier run's .json and .md as shipped")
     args = ap.parse_args()
     t0 = time.monotonic()
 
@@ -260,6 +388,9 @@ def main() -> None:
     rows = [int(r) for r in args.rows.split(",")]
     args.out.mkdir(parents=True, exist_ok=True)
     theirs = [f for f in formats if f not in ACTIVATION]
+    if args.render:
+        render(args, formats, rows)
+        return
     if args.build_only:
         patch_ggml(args.ggml, theirs, args.ggml_seconds)
         with open(args.out / f"{args.name}-build.log", "w") as build_log:
@@ -269,22 +400,36 @@ def main() -> None:
     commit = subprocess.run(["git", "-C", str(args.ggml), "rev-parse", "HEAD"], capture_output=True, text=True)
     ggml_commit = stamp.read_text().strip() if stamp.exists() else commit.stdout.strip()
     builder = None
-    if args.wait_for is None:
+    if args.explore:
+        variants = explore_variants()
+        warm_cache(variants)
+        found = explore(variants, rows, args.runs)
+        (args.out / f"{args.name}-explore.json").write_text(
+            json.dumps({"/".join(map(str, key)): v for key, v in found.items()}, indent=1) + "\n"
+        )
+        print(f"explored at {time.monotonic() - t0:.0f} s", flush=True)
+    if args.wait_for is None and not args.prebuilt:
         patch_ggml(args.ggml, theirs, args.ggml_seconds)
         builder = build_ggml(args.ggml, args.build, args.jobs, log)
 
     if args.opgen_json:  # opgen's figures of an earlier run on this machine kind
         earlier = json.loads(args.opgen_json.read_text())
         copy, nmse, opgen_device = earlier["copy_gbs"], earlier["nmse"], earlier["device"]
-        opgen = {
-            (f, int(n), int(k), int(r)): v for key, v in earlier["opgen_us"].items() for f, n, k, r in [key.split("/")]
-        }
+        opgen, exact = (
+            {(f, int(n), int(k), int(r)): v for key, v in earlier[part].items() for f, n, k, r in [key.split("/")]}
+            for part in ("opgen_us", "opgen_exact_x_us")
+        )
         nbytes = {f: 16384 * 16384 // ggml.FORMATS[f].block * ggml.FORMATS[f].nbytes for f in formats}
     else:
         copy = copy_gbs()
-        opgen, nmse, nbytes = opgen_times(rows, formats, args.runs)
+        opgen, exact, nmse, nbytes = opgen_times(rows, formats, args.runs)
     print(f"opgen timed in {time.monotonic() - t0:.0f} s; copy {copy:.0f} GB/s", flush=True)
-    built = builder.wait() if builder else _wait_for(args.wait_for, args.build)
+    if builder:
+        built = builder.wait()
+    elif args.prebuilt:
+        built = 0 if any(args.build.rglob("test-backend-ops")) else 1
+    else:
+        built = _wait_for(args.wait_for, args.build)
     print(f"ggml built (rc {built}) at {time.monotonic() - t0:.0f} s", flush=True)
     ggml_us: dict = {}
     device = subprocess.run(
@@ -292,7 +437,7 @@ def main() -> None:
     ).stdout.strip()
     if args.opgen_json and opgen_device != device:
         device = f"opgen on {opgen_device}, ggml on {device} (not the same card)"
-    results = Results(args, device, ggml_commit, copy, opgen, nmse, nbytes, formats, rows)
+    results = Results(args, device, ggml_commit, copy, opgen, exact, nmse, nbytes, formats, rows)
     results.write(ggml_us)  # opgen's figures are kept whatever happens to ggml's
     for r in rows if built == 0 else ():
         if time.monotonic() - t0 > args.deadline:
@@ -304,6 +449,50 @@ def main() -> None:
     print(results.write(ggml_us))
 
 
+def _keyed(part: dict) -> dict:
+    return {(f, int(n), int(k), int(r)): v for key, v in part.items() for f, n, k, r in [key.split("/")]}
+
+
+def as_shipped(opgen: dict, exact: dict) -> dict:
+    """The quantized-x figures with the exact-x ones where QMatMul takes that kernel by default
+    (runtime/gpu/quant.py EXACT_X_FASTER): what a run of this tree would time."""
+    from runtime.gpu.quant import EXACT_X_FASTER, x_rows_class
+
+    return {
+        key: exact[key] if (key[0], x_rows_class(key[3])) in EXACT_X_FASTER and key in exact else v
+        for key, v in opgen.items()
+    }
+
+
+def _exact_rows() -> str:
+    from runtime.gpu.quant import EXACT_X_FASTER
+
+    return ", ".join(f"{f} x{r}" for f, r in sorted(EXACT_X_FASTER))
+
+
+def render(args: argparse.Namespace, formats, rows) -> None:
+    """An earlier run's .json (both paths and ggml's figures, one call) written again with the
+    paths QMatMul takes now, as .md and .json in args.out."""
+    from runtime import ggml
+
+    earlier = json.loads(args.render.read_text())
+    exact = _keyed(earlier["opgen_exact_x_us"])
+    quantized = earlier.get("opgen_q8_1_us", earlier["opgen_us"])  # the run's quantized-x figures
+    opgen = as_shipped(_keyed(quantized), exact)
+    nbytes = {f: 16384 * 16384 // ggml.FORMATS[f].block * ggml.FORMATS[f].nbytes for f in formats}
+    args.runs = len(next(iter(opgen.values())))
+    results = Results(
+        args, earlier["device"], earlier["ggml_commit"], earlier["copy_gbs"], opgen, exact, earlier["nmse"], nbytes,
+        formats, rows,
+    )  # fmt: skip
+    results.date = earlier.get("date", results.date)
+    print(results.write(_keyed(earlier["ggml_us"])))
+    path = args.out / f"{args.name}.json"
+    record = json.loads(path.read_text())
+    record["opgen_q8_1_us"] = quantized
+    path.write_text(json.dumps(record, indent=1) + "\n")
+
+
 @dataclass
 class Results:
     """What one run measured, written as a table (.md) and as numbers (.json) in args.out."""
@@ -313,30 +502,37 @@ class Results:
     ggml_commit: str
     copy: float
     opgen: dict
+    exact: dict
     nmse: dict
     nbytes: dict
     formats: list
     rows: list
+    date: str = time.strftime("%Y-%m-%d", time.gmtime())
 
     def write(self, ggml_us: dict) -> str:
         a = self.args
         head = (
-            f"# opgen qmatvec beside ggml's CUDA MUL_MAT\n\n{self.device}, {time.strftime('%Y-%m-%d', time.gmtime())}; "
+            f"# opgen qmatvec beside ggml's CUDA MUL_MAT\n\n{self.device}, {self.date}; "
             f"ggml-org/ggml {self.ggml_commit}; opgen: the median of {a.runs} runs, each the median of {REPEATS} "
             f"graph launches of {LAUNCHES} products; ggml: test-backend-ops perf (least {a.ggml_seconds} s a case). "
             f"Copy bandwidth {self.copy:.0f} GB/s. `(Nx)`: ggml's time over opgen's (>= 1: opgen as fast or "
-            "faster); `-`: not measured (ggml has no MUL_MAT of q8_1 / q8_K weights).\n\n"
+            "faster); `-`: not measured (ggml has no MUL_MAT of q8_1 / q8_K weights). opgen's figure is the "
+            "path QMatMul takes by default: x quantized to q8_1 (hip/qmatvec_q8.hip), but the exact-x kernel "
+            f"(hip/quantized.hip) for {_exact_rows()}; f32 / f16 / bf16 weights multiply x itself.\n\n"
         )
-        text = head + table(self.opgen, ggml_us, self.nbytes, self.copy, self.formats, self.rows) + "\n"
-        text += "\nNMSE of opgen's product (4096 x 4096, one row) against f64: " + ", ".join(
-            f"{f} {v:.1e}" for f, v in self.nmse.items()
+        text = head + table(self.opgen, ggml_us, self.nbytes, self.copy, self.formats, self.rows, self.exact) + "\n"
+        text += (
+            "\nNMSE against f64 of the 4096 x 4096 products of 1 and 8 rows (the larger), default / exact x: "
+            + ", ".join(f"{f} {v['default']:.1e} / {v['exact_x']:.1e}" for f, v in self.nmse.items())
         )
         (a.out / f"{a.name}.md").write_text(text + "\n")
         record = {
             "device": self.device,
+            "date": self.date,
             "ggml_commit": self.ggml_commit,
             "copy_gbs": self.copy,
             "opgen_us": {"/".join(map(str, key)): v for key, v in self.opgen.items()},
+            "opgen_exact_x_us": {"/".join(map(str, key)): v for key, v in self.exact.items()},
             "ggml_us": {"/".join(map(str, key)): v for key, v in ggml_us.items()},
             "nmse": self.nmse,
         }

@@ -91,6 +91,33 @@
 // qmatvec_q6_k, the K path (blocks of QMATVEC_THREADS): weight rows per item (kKRows)
 #define OPGEN_QMATVEC_K_ROWS_Q6_K 8
 
+// qmatvec_q8_1_*: threads per block (hip/qmatvec_q8.hip's kThreads, its launch bounds)
+#define OPGEN_QMATVEC_Q8_THREADS 128
+
+// qmatvec_q8_1_*: weight rows per item for one row of x (bench/ggml.py --explore compares 1, 2, 4, 8)
+// (a default: -D OPGEN_QMATVEC_Q8_ROWS_X1=... may tune it, with the runtime's QMATVEC_Q8_ROWS_X1 set alike)
+#ifndef OPGEN_QMATVEC_Q8_ROWS_X1
+#define OPGEN_QMATVEC_Q8_ROWS_X1 4
+#endif
+
+// qmatvec_q8_1_*: weight rows per item for 2 rows of x (bench/ggml.py --explore compares 1, 2, 4, 8)
+// (a default: -D OPGEN_QMATVEC_Q8_ROWS_X2=... may tune it, with the runtime's QMATVEC_Q8_ROWS_X2 set alike)
+#ifndef OPGEN_QMATVEC_Q8_ROWS_X2
+#define OPGEN_QMATVEC_Q8_ROWS_X2 4
+#endif
+
+// qmatvec_q8_1_*: weight rows per item for 3 or 4 rows of x (bench/ggml.py --explore compares 1, 2, 4, 8)
+// (a default: -D OPGEN_QMATVEC_Q8_ROWS_X4=... may tune it, with the runtime's QMATVEC_Q8_ROWS_X4 set alike)
+#ifndef OPGEN_QMATVEC_Q8_ROWS_X4
+#define OPGEN_QMATVEC_Q8_ROWS_X4 4
+#endif
+
+// qmatvec_q8_1_*: weight rows per item for 5 and more rows (8 at a time) of x (bench/ggml.py --explore compares 1, 2, 4, 8)
+// (a default: -D OPGEN_QMATVEC_Q8_ROWS_X8=... may tune it, with the runtime's QMATVEC_Q8_ROWS_X8 set alike)
+#ifndef OPGEN_QMATVEC_Q8_ROWS_X8
+#define OPGEN_QMATVEC_Q8_ROWS_X8 2
+#endif
+
 // launched with programmatic stream serialization (cuda, sm_90 and up): each waits (griddepcontrol.wait) before it touches memory
 #define OPGEN_PROGRAMMATIC_KERNELS "qmatvec_q4_0 qmatvec_q4_1 qmatvec_q8_0 qmatvec_q4_k qmatvec_q6_k"
 

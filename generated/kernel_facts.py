@@ -95,6 +95,26 @@ QMATVEC_K_ROWS_Q4_K = 8
 #: qmatvec_q6_k, the K path (blocks of QMATVEC_THREADS): weight rows per item (kKRows)
 QMATVEC_K_ROWS_Q6_K = 8
 
+#: qmatvec_q8_1_*: threads per block (hip/qmatvec_q8.hip's kThreads, its launch bounds)
+QMATVEC_Q8_THREADS = 128
+
+#: qmatvec_q8_1_*: weight rows per item for one row of x (bench/ggml.py --explore compares 1, 2, 4, 8)
+#: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_ROWS_X1=... needs this set alike)
+QMATVEC_Q8_ROWS_X1 = 4
+
+#: qmatvec_q8_1_*: weight rows per item for 2 rows of x (bench/ggml.py --explore compares 1, 2, 4, 8)
+#: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_ROWS_X2=... needs this set alike)
+QMATVEC_Q8_ROWS_X2 = 4
+
+#: qmatvec_q8_1_*: weight rows per item for 3 or 4 rows of x (bench/ggml.py --explore compares 1, 2, 4, 8)
+#: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_ROWS_X4=... needs this set alike)
+QMATVEC_Q8_ROWS_X4 = 4
+
+#: qmatvec_q8_1_*: weight rows per item for 5 and more rows (8 at a time) of x (bench/ggml.py --explore compares 1, 2,
+#: 4, 8)
+#: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_ROWS_X8=... needs this set alike)
+QMATVEC_Q8_ROWS_X8 = 2
+
 #: launched with programmatic stream serialization (cuda, sm_90 and up): each waits (griddepcontrol.wait) before it
 #: touches memory
 PROGRAMMATIC_KERNELS = frozenset({"qmatvec_q4_0", "qmatvec_q4_1", "qmatvec_q8_0", "qmatvec_q4_k", "qmatvec_q6_k"})
@@ -144,6 +164,8 @@ class KernelPattern(enum.StrEnum):
     DEQUANTIZE_SELF_F32 = "dequantize_{self}_f32"
     DEQUANTIZE_SELF_F16 = "dequantize_{self}_f16"
     QMATVEC_SELF = "qmatvec_{self}"
+    QMATVEC_Q8_1_SELF = "qmatvec_q8_1_{self}"
+    QUANTIZE_Q8_1_X = "quantize_q8_1_{x}"
     COPY_STRIDED_X = "copy_strided_{x}"
     SIGMOID_SELF = "sigmoid_{self}"
     SOFTMAX_LAST_DIM_SELF = "softmax_last_dim_{self}"

@@ -39,6 +39,7 @@ _SRC_FILL_COPY = str(HIP_DIR / "fill_copy.hip")
 _SRC_INDEXING = str(HIP_DIR / "indexing.hip")
 _SRC_NN = str(HIP_DIR / "nn.hip")
 _SRC_POOL = str(HIP_DIR / "pool.hip")
+_SRC_QMATVEC_Q8 = str(HIP_DIR / "qmatvec_q8.hip")
 _SRC_QUANTIZED = str(HIP_DIR / "quantized.hip")
 _SRC_REDUCE = str(HIP_DIR / "reduce.hip")
 _SRC_WHERE_COND = str(HIP_DIR / "where_cond.hip")
@@ -297,6 +298,16 @@ _ARGS_QMATVEC_BF16 = (
     ctypes.c_size_t,
     ctypes.c_size_t,
 )
+_ARGS_QMATVEC_Q8_1_BF16 = (
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+)
+_ARGS_QUANTIZE_Q8_1_F32 = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t)
 _ARGS_REDUCE_CHUNKS_BF16 = (
     ctypes.c_uint32,
     ctypes.c_uint32,
@@ -4788,8 +4799,98 @@ def launch_qmatvec_q8_1(launch, grid, block, stream, w, x, y, n, k, rows) -> Non
     launch(_SRC_QUANTIZED, "qmatvec_q8_1", grid, block, stream, (w, x, y, n, k, rows), _ARGS_QMATVEC_BF16)
 
 
+def launch_qmatvec_q8_1_bf16(launch, grid, block, stream, w, x, xq, y, n, k, rows) -> None:
+    launch(
+        _SRC_QMATVEC_Q8, "qmatvec_q8_1_bf16", grid, block, stream, (w, x, xq, y, n, k, rows), _ARGS_QMATVEC_Q8_1_BF16
+    )
+
+
+def launch_qmatvec_q8_1_f16(launch, grid, block, stream, w, x, xq, y, n, k, rows) -> None:
+    launch(_SRC_QMATVEC_Q8, "qmatvec_q8_1_f16", grid, block, stream, (w, x, xq, y, n, k, rows), _ARGS_QMATVEC_Q8_1_BF16)
+
+
+def launch_qmatvec_q8_1_f32(launch, grid, block, stream, w, x, xq, y, n, k, rows) -> None:
+    launch(_SRC_QMATVEC_Q8, "qmatvec_q8_1_f32", grid, block, stream, (w, x, xq, y, n, k, rows), _ARGS_QMATVEC_Q8_1_BF16)
+
+
+def launch_qmatvec_q8_1_q2_k(launch, grid, block, stream, w, x, xq, y, n, k, rows) -> None:
+    launch(
+        _SRC_QMATVEC_Q8, "qmatvec_q8_1_q2_k", grid, block, stream, (w, x, xq, y, n, k, rows), _ARGS_QMATVEC_Q8_1_BF16
+    )
+
+
+def launch_qmatvec_q8_1_q3_k(launch, grid, block, stream, w, x, xq, y, n, k, rows) -> None:
+    launch(
+        _SRC_QMATVEC_Q8, "qmatvec_q8_1_q3_k", grid, block, stream, (w, x, xq, y, n, k, rows), _ARGS_QMATVEC_Q8_1_BF16
+    )
+
+
+def launch_qmatvec_q8_1_q4_0(launch, grid, block, stream, w, x, xq, y, n, k, rows) -> None:
+    launch(
+        _SRC_QMATVEC_Q8, "qmatvec_q8_1_q4_0", grid, block, stream, (w, x, xq, y, n, k, rows), _ARGS_QMATVEC_Q8_1_BF16
+    )
+
+
+def launch_qmatvec_q8_1_q4_1(launch, grid, block, stream, w, x, xq, y, n, k, rows) -> None:
+    launch(
+        _SRC_QMATVEC_Q8, "qmatvec_q8_1_q4_1", grid, block, stream, (w, x, xq, y, n, k, rows), _ARGS_QMATVEC_Q8_1_BF16
+    )
+
+
+def launch_qmatvec_q8_1_q4_k(launch, grid, block, stream, w, x, xq, y, n, k, rows) -> None:
+    launch(
+        _SRC_QMATVEC_Q8, "qmatvec_q8_1_q4_k", grid, block, stream, (w, x, xq, y, n, k, rows), _ARGS_QMATVEC_Q8_1_BF16
+    )
+
+
+def launch_qmatvec_q8_1_q5_0(launch, grid, block, stream, w, x, xq, y, n, k, rows) -> None:
+    launch(
+        _SRC_QMATVEC_Q8, "qmatvec_q8_1_q5_0", grid, block, stream, (w, x, xq, y, n, k, rows), _ARGS_QMATVEC_Q8_1_BF16
+    )
+
+
+def launch_qmatvec_q8_1_q5_1(launch, grid, block, stream, w, x, xq, y, n, k, rows) -> None:
+    launch(
+        _SRC_QMATVEC_Q8, "qmatvec_q8_1_q5_1", grid, block, stream, (w, x, xq, y, n, k, rows), _ARGS_QMATVEC_Q8_1_BF16
+    )
+
+
+def launch_qmatvec_q8_1_q5_k(launch, grid, block, stream, w, x, xq, y, n, k, rows) -> None:
+    launch(
+        _SRC_QMATVEC_Q8, "qmatvec_q8_1_q5_k", grid, block, stream, (w, x, xq, y, n, k, rows), _ARGS_QMATVEC_Q8_1_BF16
+    )
+
+
+def launch_qmatvec_q8_1_q6_k(launch, grid, block, stream, w, x, xq, y, n, k, rows) -> None:
+    launch(
+        _SRC_QMATVEC_Q8, "qmatvec_q8_1_q6_k", grid, block, stream, (w, x, xq, y, n, k, rows), _ARGS_QMATVEC_Q8_1_BF16
+    )
+
+
+def launch_qmatvec_q8_1_q8_0(launch, grid, block, stream, w, x, xq, y, n, k, rows) -> None:
+    launch(
+        _SRC_QMATVEC_Q8, "qmatvec_q8_1_q8_0", grid, block, stream, (w, x, xq, y, n, k, rows), _ARGS_QMATVEC_Q8_1_BF16
+    )
+
+
+def launch_qmatvec_q8_1_q8_1(launch, grid, block, stream, w, x, xq, y, n, k, rows) -> None:
+    launch(
+        _SRC_QMATVEC_Q8, "qmatvec_q8_1_q8_1", grid, block, stream, (w, x, xq, y, n, k, rows), _ARGS_QMATVEC_Q8_1_BF16
+    )
+
+
+def launch_qmatvec_q8_1_q8_k(launch, grid, block, stream, w, x, xq, y, n, k, rows) -> None:
+    launch(
+        _SRC_QMATVEC_Q8, "qmatvec_q8_1_q8_k", grid, block, stream, (w, x, xq, y, n, k, rows), _ARGS_QMATVEC_Q8_1_BF16
+    )
+
+
 def launch_qmatvec_q8_k(launch, grid, block, stream, w, x, y, n, k, rows) -> None:
     launch(_SRC_QUANTIZED, "qmatvec_q8_k", grid, block, stream, (w, x, y, n, k, rows), _ARGS_QMATVEC_BF16)
+
+
+def launch_quantize_q8_1_f32(launch, grid, block, stream, x, xq, rows, k) -> None:
+    launch(_SRC_QMATVEC_Q8, "quantize_q8_1_f32", grid, block, stream, (x, xq, rows, k), _ARGS_QUANTIZE_Q8_1_F32)
 
 
 def launch_reduce_chunks_bf16(
@@ -7666,6 +7767,22 @@ QSTORAGE: dict[str, dict[object, object]] = {
         (KernelPattern.QMATVEC_SELF, "q5_k"): launch_qmatvec_q5_k,
         (KernelPattern.QMATVEC_SELF, "q6_k"): launch_qmatvec_q6_k,
         (KernelPattern.QMATVEC_SELF, "q8_k"): launch_qmatvec_q8_k,
+        (KernelPattern.QMATVEC_Q8_1_SELF, "f32"): launch_qmatvec_q8_1_f32,
+        (KernelPattern.QMATVEC_Q8_1_SELF, "f16"): launch_qmatvec_q8_1_f16,
+        (KernelPattern.QMATVEC_Q8_1_SELF, "bf16"): launch_qmatvec_q8_1_bf16,
+        (KernelPattern.QMATVEC_Q8_1_SELF, "q4_0"): launch_qmatvec_q8_1_q4_0,
+        (KernelPattern.QMATVEC_Q8_1_SELF, "q4_1"): launch_qmatvec_q8_1_q4_1,
+        (KernelPattern.QMATVEC_Q8_1_SELF, "q5_0"): launch_qmatvec_q8_1_q5_0,
+        (KernelPattern.QMATVEC_Q8_1_SELF, "q5_1"): launch_qmatvec_q8_1_q5_1,
+        (KernelPattern.QMATVEC_Q8_1_SELF, "q8_0"): launch_qmatvec_q8_1_q8_0,
+        (KernelPattern.QMATVEC_Q8_1_SELF, "q8_1"): launch_qmatvec_q8_1_q8_1,
+        (KernelPattern.QMATVEC_Q8_1_SELF, "q2_k"): launch_qmatvec_q8_1_q2_k,
+        (KernelPattern.QMATVEC_Q8_1_SELF, "q3_k"): launch_qmatvec_q8_1_q3_k,
+        (KernelPattern.QMATVEC_Q8_1_SELF, "q4_k"): launch_qmatvec_q8_1_q4_k,
+        (KernelPattern.QMATVEC_Q8_1_SELF, "q5_k"): launch_qmatvec_q8_1_q5_k,
+        (KernelPattern.QMATVEC_Q8_1_SELF, "q6_k"): launch_qmatvec_q8_1_q6_k,
+        (KernelPattern.QMATVEC_Q8_1_SELF, "q8_k"): launch_qmatvec_q8_1_q8_k,
+        (KernelPattern.QUANTIZE_Q8_1_X, _F32): launch_quantize_q8_1_f32,
         (KernelPattern.DEQUANTIZE_SELF_F32, "f32"): launch_dequantize_f32_f32,
         (KernelPattern.DEQUANTIZE_SELF_F32, "f16"): launch_dequantize_f16_f32,
         (KernelPattern.DEQUANTIZE_SELF_F32, "bf16"): launch_dequantize_bf16_f32,

@@ -17,6 +17,7 @@ SWITCHES: dict[str, tuple[Backend, ...]] = {
     "gemm_reduced_precision_bf16": (Backend.CUDA, Backend.ROCM),
     "conv_reduced_precision_f32": (Backend.CUDA, Backend.ROCM),
     "autotune": (Backend.CUDA, Backend.ROCM),
+    "qmatmul_exact_x": (Backend.CUDA, Backend.ROCM),
 }
 
 
@@ -76,3 +77,15 @@ def set_autotune(backend: Backend, enabled: bool) -> None:
     """Turn the switch on or off: cuDNN times every plan of a convolution on its first call and keeps the fastest, on
     disk too."""
     _runtime("autotune", backend).set_autotune(bool(enabled))
+
+
+def qmatmul_exact_x(backend: Backend) -> bool:
+    """Whether the switch is on: QMatMul multiplies the f32 x as given (the exact-x kernels) instead of x quantized to
+    q8_1 blocks."""
+    return bool(_runtime("qmatmul_exact_x", backend).qmatmul_exact_x())
+
+
+def set_qmatmul_exact_x(backend: Backend, enabled: bool) -> None:
+    """Turn the switch on or off: QMatMul multiplies the f32 x as given (the exact-x kernels) instead of x quantized to
+    q8_1 blocks."""
+    _runtime("qmatmul_exact_x", backend).set_qmatmul_exact_x(bool(enabled))

@@ -65,6 +65,18 @@ pub mod cuda {
     pub fn set_autotune(b: bool) {
         AUTOTUNE.store(b, Ordering::Relaxed)
     }
+
+    static QMATMUL_EXACT_X: AtomicBool = AtomicBool::new(false);
+
+    /// QMatMul multiplies the f32 x as given (the exact-x kernels) instead of x quantized to q8_1 blocks.
+    pub fn qmatmul_exact_x() -> bool {
+        QMATMUL_EXACT_X.load(Ordering::Relaxed)
+    }
+
+    /// QMatMul multiplies the f32 x as given (the exact-x kernels) instead of x quantized to q8_1 blocks.
+    pub fn set_qmatmul_exact_x(b: bool) {
+        QMATMUL_EXACT_X.store(b, Ordering::Relaxed)
+    }
 }
 
 pub mod rocm {
@@ -128,5 +140,17 @@ pub mod rocm {
     /// cuDNN times every plan of a convolution on its first call and keeps the fastest, on disk too.
     pub fn set_autotune(b: bool) {
         AUTOTUNE.store(b, Ordering::Relaxed)
+    }
+
+    static QMATMUL_EXACT_X: AtomicBool = AtomicBool::new(false);
+
+    /// QMatMul multiplies the f32 x as given (the exact-x kernels) instead of x quantized to q8_1 blocks.
+    pub fn qmatmul_exact_x() -> bool {
+        QMATMUL_EXACT_X.load(Ordering::Relaxed)
+    }
+
+    /// QMatMul multiplies the f32 x as given (the exact-x kernels) instead of x quantized to q8_1 blocks.
+    pub fn set_qmatmul_exact_x(b: bool) {
+        QMATMUL_EXACT_X.store(b, Ordering::Relaxed)
     }
 }

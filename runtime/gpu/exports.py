@@ -70,7 +70,7 @@ index_select = _rt.index_select
 index_add = _rt.index_add
 
 # The process-wide switches (runtime/gpu/switches.py): Candle's set_gemm_reduced_precision_*,
-# TF32 convolutions, cuDNN autotuning; each with its getter.
+# TF32 convolutions, cuDNN autotuning, QMatMul's exact x; each with its getter.
 gemm_reduced_precision_f32 = _rt.gemm_reduced_precision_f32
 set_gemm_reduced_precision_f32 = _rt.set_gemm_reduced_precision_f32
 gemm_reduced_precision_f16 = _rt.gemm_reduced_precision_f16
@@ -81,6 +81,8 @@ conv_reduced_precision_f32 = _rt.conv_reduced_precision_f32
 set_conv_reduced_precision_f32 = _rt.set_conv_reduced_precision_f32
 autotune = _rt.autotune
 set_autotune = _rt.set_autotune
+qmatmul_exact_x = _rt.qmatmul_exact_x
+set_qmatmul_exact_x = _rt.set_qmatmul_exact_x
 
 # candle-nn's ops (runtime/gpu/nn.py), called by the hooks of generated/nn.py.
 sigmoid = _functools.partial(_nn.sigmoid, _rt)

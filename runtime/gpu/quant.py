@@ -1,5 +1,7 @@
 """GGML quantized storage on the GPU backends (cuda, rocm): the blocks live on the device and
-the kernels of hip/quantized.hip dequantize them and multiply them by f32 activations.
+the kernels of hip/quantized.hip dequantize them and multiply them by f32 activations as given;
+those of hip/qmatvec_q8.hip multiply them by x quantized to q8_1 on the device (QMatMul's default,
+as ggml's and Candle's CUDA backends; the switch qmatmul_exact_x keeps x as given).
 Quantizing runs on the host (runtime.ggml), as GGML itself quantizes these formats on the CPU.
 
 Every function takes the GpuRuntime first: runtime/gpu/exports.py binds them with
@@ -22,6 +24,11 @@ from generated.kernel_facts import (
     QMATVEC_FAST_THREADS,
     QMATVEC_K_ROWS_Q4_K,
     QMATVEC_K_ROWS_Q6_K,
+    QMATVEC_Q8_ROWS_X1,
+    QMATVEC_Q8_ROWS_X2,
+    QMATVEC_Q8_ROWS_X4,
+    QMATVEC_Q8_ROWS_X8,
+    QMATVEC_Q8_THREADS,
     QMATVEC_ROWS,
     QMATVEC_THREADS,
     KernelPattern as K,
@@ -48,6 +55,18 @@ QMATVEC_FAST = {
 #: The K path of q4_k and q6_k (every backend; integer dot products on cuda sm_80 and up):
 #: (rows per item, threads per block), hip/quantized.hip's (F::kKRows, kThreads).
 QMATVEC_K = {"q4_k": (QMATVEC_K_ROWS_Q4_K, QMATVEC_THREADS), "q6_k": (QMATVEC_K_ROWS_Q6_K, QMATVEC_THREADS)}
+#: qmatvec_q8_1_*'s weight rows per item, by its class of x rows (1, 2, up to 4, more: 8 at a
+#: time): ops.yaml's kernel facts QMATVEC_Q8_ROWS_X*, which hip/qmatvec_q8.hip is built with.
+QMATVEC_Q8_ROWS = {1: QMATVEC_Q8_ROWS_X1, 2: QMATVEC_Q8_ROWS_X2, 4: QMATVEC_Q8_ROWS_X4, 8: QMATVEC_Q8_ROWS_X8}
+#: The weights qmatvec_q8_1_* multiplies by x itself (f32 sums): it needs no x in q8_1.
+FLOAT_FORMATS = ("f32", "f16", "bf16")
+#: (format, x rows class) where the exact-x kernel (qmatvec_<fmt>) was measured faster than the
+#: quantized-x one, over the four shapes of bench/ggml.py together: QMatMul takes it there with
+#: the switch qmatmul_exact_x off too (H200, 2026-11-27; figures: bench/results/ggml-anchor-h200.json,
+#: opgen_us beside opgen_exact_x_us).
+EXACT_X_FASTER: frozenset[tuple[str, int]] = frozenset(
+    {("q4_0", 1), ("q8_0", 1), ("q4_k", 1), ("q6_k", 1), ("q6_k", 2)}
+)
 #: Rows of x from which QMatMul dequantizes the weight once and runs the f32 BLAS GEMM instead
 #: of qmatvec, which reads the weight again for every row; by format, the others' value under
 #: None: where the two cross, measured (bench/gpu.py --parts qmatmul; figures: bench/results/NOTES.md,
@@ -196,9 +215,10 @@ def q_matmul(
 ) -> GpuBuffer:
     """x @ W^T: W the (n, k) weight matrix of `q` (row-major blocks), x f32 of shape (..., k)
     in any layout; the result is f32 (..., n), contiguous. `table`: (pattern, format) -> launch
-    wrapper of qmatvec_<fmt>, one launch for all rows of x (a row of x re-reads W, from L2 where W
-    fits: fast for a few rows); from gemm_rows(format) rows, W dequantized once and the
-    BLAS GEMM (_dequantized_gemm)."""
+    wrapper of the kernels: for a few rows qmatvec_q8_1_<fmt> (quantized_x: x in q8_1, each weight
+    read once for 8 rows of x) or qmatvec_<fmt> (x as given, a row of x re-reads W, from L2 where
+    W fits); from gemm_rows(format) rows, W dequantized once and the BLAS GEMM
+    (_dequantized_gemm)."""
     n, k = shape
     fn = _kernel("qmatmul", rt, table, K.QMATVEC_SELF, q.fmt)
     per_block, block_bytes = ggml.FORMATS[q.fmt].block, ggml.FORMATS[q.fmt].nbytes
@@ -232,10 +252,61 @@ def q_matmul(
         return out
     if ragged:
         raise ShapeMismatch("qmatmul", rt.name, f"k a multiple of 8 for {q.fmt} without a BLAS", shape)
+    if quantized_x(rt, q.fmt, rows, k):
+        qmatvec_q8_1(rt, q, dense, out, n, k, rows, table)
+        return out
     item_rows, threads = qmatvec_launch(rt, q.fmt)
     items = -(-n // item_rows) * rows
     fn(rt.launch, _grid(rt, ordinal, items), threads, stream, q.buf.ptr, dense.ptr, out.ptr, n, k, rows)
     return out
+
+
+def x_rows_class(rows: int) -> int:
+    """The x rows qmatvec_q8_1_* takes at once for `rows` rows: 1, 2, 4 or 8."""
+    return 1 if rows == 1 else 2 if rows == 2 else 4 if rows <= 4 else 8
+
+
+def quantized_x(rt: GpuRuntime, fmt: str, rows: int, k: int) -> bool:
+    """Whether QMatMul of `fmt` takes qmatvec_q8_1_<fmt>: f32 / f16 / bf16 weights where k fills
+    its 32-byte units (their product there is x's own, in f32), the block formats unless the
+    switch qmatmul_exact_x is on or the exact-x kernel is faster for these rows (EXACT_X_FASTER)."""
+    if fmt in FLOAT_FORMATS:
+        return k * ggml.FORMATS[fmt].nbytes % 32 == 0
+    return not rt.switches.qmatmul_exact_x and (fmt, x_rows_class(rows)) not in EXACT_X_FASTER
+
+
+def x_q8_1_bytes(rows: int, k: int) -> int:
+    """Bytes of x (rows, k) in q8_1 as quantize_q8_1 writes it: the int8 quants, then a float2
+    (d, d * the sum of the quants) per 16 of them."""
+    return rows * k + rows * k // 16 * 8
+
+
+def qmatvec_q8_1(
+    rt: GpuRuntime,
+    q: QGpuBuffer,
+    x: GpuBuffer,
+    out: GpuBuffer,
+    n: int,
+    k: int,
+    rows: int,
+    table: dict,
+    xq: GpuBuffer | None = None,
+) -> None:
+    """out (rows, n) = x (rows, k, dense) @ W^T by hip/qmatvec_q8.hip: x quantized to q8_1 into
+    `xq` (allocated here unless given: x_q8_1_bytes), then the product; f32 / f16 / bf16
+    weights read x itself. Two launches on x's stream."""
+    ordinal, stream = x.ordinal, rt.stream(x.ordinal)
+    fn = _kernel("qmatmul", rt, table, K.QMATVEC_Q8_1_SELF, q.fmt)
+    if q.fmt in FLOAT_FORMATS:
+        xq = x
+    else:
+        if xq is None:
+            xq = rt.alloc(ordinal, x_q8_1_bytes(rows, k), np.dtype(np.uint8))
+        quantize_x = rt._entry(table, (K.QUANTIZE_Q8_1_X, x.dtype), "qmatmul")
+        quantize_x(rt.launch, rt.geometry(rows * k // 16, ordinal), BLOCK, stream, x.ptr, xq.ptr, rows, k)
+    nx = x_rows_class(rows)
+    items = -(-n // QMATVEC_Q8_ROWS[nx]) * -(-rows // nx)
+    fn(rt.launch, _grid(rt, ordinal, items), QMATVEC_Q8_THREADS, stream, q.buf.ptr, x.ptr, xq.ptr, out.ptr, n, k, rows)
 
 
 def gemm_rows(fmt: str) -> int:

@@ -26,7 +26,15 @@ sum |a b| over its products; the constants below, which tests/gpu/test_precision
   also on disk (runtime/gpu/plan_cache.py), so that later processes start with it. Off, the
   heuristics' plan runs (kept on disk too). No change to the precision.
 
-Environment: OPGEN_TF32=1 turns both f32 switches on at import, OPGEN_AUTOTUNE=1 autotuning.
+- qmatmul_exact_x: QMatMul of the block formats multiplies x as given (hip/quantized.hip,
+  within 1e-5 of sum |x W| of the f64 product) instead of x quantized on the device to q8_1
+  blocks and integer dot products (hip/qmatvec_q8.hip, ggml's and Candle's product: a
+  normalized mean squared error near 1e-5, under ggml's bound of 5e-4; QMATMUL_Q8_1_NMSE).
+  Off, the quantized-x product is the faster of the two (bench/results/NOTES.md, GGML). f32,
+  f16 and bf16 weights multiply x as given either way.
+
+Environment: OPGEN_TF32=1 turns both f32 switches on at import, OPGEN_AUTOTUNE=1 autotuning,
+OPGEN_QMATMUL_EXACT_X=1 the exact x.
 rocm: the switches are kept and read back; hipBLAS computes in full precision whatever they
 say (no AMD GPU here to test the reduced modes on)."""
 
@@ -44,6 +52,9 @@ TF32_TOLERANCE = 2e-3
 #: bf16 GEMMs with reduced-precision reductions: each split-K partial rounded to bf16 (2^-9
 #: relative) and summed in bf16, a few splits: 2^-6.
 BF16_REDUCED_TOLERANCE = 2.0**-6
+#: The bound QMatMul's quantized-x product is tested to: test-backend-ops' normalized mean
+#: squared error against the f64 product (sum (y - y64)^2 / sum y64^2).
+QMATMUL_Q8_1_NMSE = 5e-4
 
 
 def f16_reduced_tolerance(k: int) -> float:
@@ -75,6 +86,7 @@ class Switches:
     gemm_reduced_precision_bf16: bool = False
     conv_reduced_precision_f32: bool = False
     autotune: bool = False
+    qmatmul_exact_x: bool = False
 
     @classmethod
     def from_environment(cls) -> Switches:
@@ -83,6 +95,7 @@ class Switches:
             gemm_reduced_precision_f32=tf32,
             conv_reduced_precision_f32=tf32,
             autotune=_environment("OPGEN_AUTOTUNE"),
+            qmatmul_exact_x=_environment("OPGEN_QMATMUL_EXACT_X"),
         )
 
     def gemm_reduced(self, dtype: np.dtype) -> bool:
@@ -135,3 +148,9 @@ class Switched:
 
     def set_autotune(self, enabled: bool) -> None:
         self.switches.autotune = bool(enabled)
+
+    def qmatmul_exact_x(self) -> bool:
+        return self.switches.qmatmul_exact_x
+
+    def set_qmatmul_exact_x(self, enabled: bool) -> None:
+        self.switches.qmatmul_exact_x = bool(enabled)

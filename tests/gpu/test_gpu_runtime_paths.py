@@ -273,10 +273,35 @@ def test_qmatmul_reads_a_strided_x_through_a_device_copy():
     q = QGpuBuffer("q8_0", rt.from_host(0, np.zeros(n * ggml.FORMATS["q8_0"].nbytes, np.uint8)))
     x = rt.from_host(0, np.arange(3 * k, dtype=np.float32))
     q_matmul(rt, q, x, Layout.contiguous((k, 3)).transpose(0, 1), (n, k), kernels_hip.QSTORAGE["matmul"])
-    (copy, _, _, (_, _, _, _, dense)), (kernel, _, _, args) = launches
-    assert (copy, kernel) == ("copy_strided_f32", "qmatvec_q8_0") and args[1] == dense
+    (copy, _, _, (_, _, _, _, dense)), (quantize, _, _, x_args), (kernel, _, _, args) = launches
+    assert (copy, quantize, kernel) == ("copy_strided_f32", "quantize_q8_1_f32", "qmatvec_q8_1_q8_0")
+    assert x_args[0] == args[1] == dense and x_args[1] == args[2]  # x, then x in q8_1
     np.testing.assert_array_equal(_dense_at(driver, dense, (3, k)), np.arange(3 * k).reshape(k, 3).T)
     assert not driver.of("download")
+
+
+@pytest.mark.parametrize("fmt, rows", [("q4_0", 1), ("q4_0", 2), ("q6_k", 2), ("q6_k", 4), ("f16", 1), ("f16", 8)])
+@pytest.mark.parametrize("exact", [False, True], ids=["q8_1-x", "exact-x"])
+def test_qmatmul_takes_the_quantized_x_product_unless_the_switch_or_the_measured_rows_say(fmt, rows, exact):
+    """Off (the default): x quantized to q8_1 and qmatvec_q8_1_<fmt>, but the exact-x kernel for
+    EXACT_X_FASTER's rows; on: the exact-x kernel. f32 / f16 / bf16: qmatvec_q8_1_<fmt> on x itself."""
+    from runtime import ggml
+    from runtime.gpu.quant import EXACT_X_FASTER, FLOAT_FORMATS, QGpuBuffer, q_matmul, x_rows_class
+
+    rt, _, launches = _runtime()
+    rt.switches.qmatmul_exact_x = exact
+    n, k = 3, 256
+    nbytes = n * k // ggml.FORMATS[fmt].block * ggml.FORMATS[fmt].nbytes
+    q = QGpuBuffer(fmt, rt.from_host(0, np.zeros(nbytes, np.uint8)))
+    x = rt.from_host(0, np.ones(rows * k, np.float32))
+    q_matmul(rt, q, x, Layout.contiguous((rows, k)), (n, k), kernels_hip.QSTORAGE["matmul"])
+    names = [name for name, *_ in launches]
+    if fmt in FLOAT_FORMATS:
+        assert names == [f"qmatvec_q8_1_{fmt}"] and launches[0][3][1] == launches[0][3][2] == x.ptr  # x, as xq
+    elif exact or (fmt, x_rows_class(rows)) in EXACT_X_FASTER:
+        assert names == [f"qmatvec_{fmt}"]
+    else:
+        assert names == ["quantize_q8_1_f32", f"qmatvec_q8_1_{fmt}"]
 
 
 class GemmArgsDriver(FakeDriver):
@@ -320,8 +345,9 @@ def test_qmatmul_of_many_rows_dequantizes_once_and_runs_the_gemm(rows, blas):
         )
         assert (dtype, trans_a, trans_b, m, cols, depth) == (np.dtype(np.float32), True, False, n, rows, k)
         assert (a, lda, b, ldb, c, ldc, batch) == (w, k, x.ptr, k, out.ptr, n, 1)
-    else:
-        assert [name for name, _ in launches] == ["qmatvec_q4_0"] and not driver.of("gemm")
+    else:  # one row: the exact-x kernel (EXACT_X_FASTER), more: x in q8_1
+        want = ["qmatvec_q4_0"] if rows == 1 else ["quantize_q8_1_f32", "qmatvec_q8_1_q4_0"]
+        assert [name for name, _ in launches] == want and not driver.of("gemm")
 
 
 def test_dequantize_and_gemm_take_the_weight_in_slabs_into_one_buffer(monkeypatch):

@@ -50,6 +50,22 @@ ROWS = [1, 2, 7, 33]  # 33: past runtime/gpu/quant.py gemm_rows (12 or 24): dequ
 MATMUL_RTOL = 1e-5  # of sum |x| |W|; f32 over 4096 terms is ~1e-7 of it
 
 
+@pytest.fixture(autouse=True)
+def exact_x():
+    """These tests hold the exact-x kernels (hip/quantized.hip) to 1e-5 of sum |x||W|: the switch
+    qmatmul_exact_x on (tests/gpu/test_quant_q8_gpu.py tests the quantized-x product)."""
+    kept = {b: _runtime(b).switches.qmatmul_exact_x for b in GPU_BACKENDS}
+    for b in GPU_BACKENDS:
+        _runtime(b).switches.qmatmul_exact_x = True
+    yield
+    for b, value in kept.items():
+        _runtime(b).switches.qmatmul_exact_x = value
+
+
+def _runtime(backend: g.Backend):
+    return __import__(f"runtime.{backend.value}", fromlist=["_rt"])._rt
+
+
 def device_or_skip(backend: g.Backend) -> g.Device:
     reason = backend.unavailable_reason()
     if reason is not None:

@@ -30,8 +30,9 @@ GEMM_SWITCHES = {
 def test_every_switch_is_off_by_default(monkeypatch):
     monkeypatch.delenv("OPGEN_TF32", raising=False)
     monkeypatch.delenv("OPGEN_AUTOTUNE", raising=False)
+    monkeypatch.delenv("OPGEN_QMATMUL_EXACT_X", raising=False)
     switches = Switches.from_environment()
-    assert [getattr(switches, name) for name in SWITCH_NAMES] == [False] * 5
+    assert [getattr(switches, name) for name in SWITCH_NAMES] == [False] * len(SWITCH_NAMES) == [False] * 6
 
 
 @pytest.mark.parametrize("value, on", [("1", True), ("0", False), ("", False)])

@@ -59,8 +59,22 @@ def test_table_marks_where_opgen_is_slower():
     opgen = {("q4_0", n, k, 1): [10.0, 12.0, 11.0] for n, k in bench.SHAPES}
     ggml_us = {("q4_0", 16384, 16384, 1): 22.0, ("q4_0", 4096, 4096, 1): 5.5}
     nbytes = {"q4_0": 16384 * 16384 // 32 * 18}
-    row = bench.table(opgen, ggml_us, nbytes, 1000.0, ["q4_0"], [1]).splitlines()[2]
+    exact = {("q4_0", 16384, 16384, 1): [30.0, 31.0, 29.0]}
+    row = bench.table(opgen, ggml_us, nbytes, 1000.0, ["q4_0"], [1], exact).splitlines()[2]
     cells = [c.strip() for c in row.split("|")[1:-1]]
     assert cells[:3] == ["q4_0", "1", "11.0 / 22.0 (2.00x)"]
     assert cells[3] == "11.0 / -" and cells[5] == "11.0 / 5.5 (0.50x) **slower**"
     assert cells[6] == f"{nbytes['q4_0'] / 11e-6 / 1e9 / 1000.0:.0%}"
+    assert cells[7] == "30.0"  # the exact-x kernel's median at 16384²
+    row = bench.table(opgen, ggml_us, nbytes, 1000.0, ["q4_0"], [1], {}).splitlines()[2]
+    assert row.rstrip().endswith("| - |")  # not timed
+
+
+def test_the_shipped_figures_take_the_exact_x_kernel_where_the_runtime_does():
+    from runtime.gpu.quant import EXACT_X_FASTER
+
+    fmt, rows = sorted(EXACT_X_FASTER)[0]
+    quantized = {(fmt, 16384, 16384, rows): [5.0], (fmt, 16384, 16384, 16): [6.0], ("q5_0", 4096, 4096, rows): [7.0]}
+    exact = {(fmt, 16384, 16384, rows): [4.0], (fmt, 16384, 16384, 16): [9.0]}
+    shipped = bench.as_shipped(quantized, exact)
+    assert shipped == {**quantized, (fmt, 16384, 16384, rows): [4.0]}  # 16 rows, q5_0: x in q8_1

@@ -1,0 +1,582 @@
+// Matrix-vector products of GGML blocks against x quantized to 8 bits, as ggml's and Candle's
+// CUDA backends multiply them: x to q8_1 blocks on the device, then integer dot products.
+//
+//   quantize_q8_1_f32(x, xq, rows, k)   x (rows, k) contiguous f32, k a multiple of 32 ->
+//                                       xq: rows * k int8 quants, then rows * k / 16 float2
+//                                       {d, d * sum of the 16 quants} (a scale per 32 values,
+//                                       the sum per 16 for the formats with 16-value minima)
+//   qmatvec_q8_1_<fmt>(w, x, xq, y, n, k, rows)
+//                                       y[r, j] = sum_i w[j, i] * x[r, i]: w an (n, k) matrix of
+//                                       blocks, row-major; the block formats read xq, f32 / f16 /
+//                                       bf16 weights read x itself (k a multiple of 8 for f32, of
+//                                       16 for f16 / bf16: 32 bytes a unit; f32 sums)
+//
+// x in q8_1: d = max |x| / 127 over each 32 values, q = round(x / d). A NaN or an infinity in
+// a block makes its d NaN, so the row's outputs are NaN. Error: each x rounds by at most d/2,
+// a relative error of about 2^-8 of the block's largest value; the products' normalized mean
+// squared error stays near 1e-5, under test-backend-ops' bound of 5e-4.
+//
+// The product: a block of kThreads threads per item, an item being R weight rows (ops.yaml's
+// kernel facts QMATVEC_Q8_ROWS_X1 .. X8, by the x rows) against up to 8 rows of x (the x rows rounded up to 1, 2, 4
+// or 8, a template). A thread takes 32 weights at a time (a unit) of each of its item's weight
+// rows, as eight 32-bit words of signed bytes with a scale a and an offset b per 16 (weight =
+// a q + b), and the 32 quants of x they meet: 8 dp4a a pair, each weight read once for all rows
+// of x and each x read once for all weight rows. A unit of 32 is a block of the formats of 32
+// (its quants loaded once for both halves), an eighth of the formats of 256. Every format's unit() decodes its own
+// layout into those words (the quants centred into signed bytes where the format adds an
+// offset: (q + 128 - o) ^ 0x80 per byte). A butterfly over each group of 32 lanes leaves
+// R * x rows sums spread over the lanes, then shared memory sums the groups.
+//
+// Launch: blocks of OPGEN_QMATVEC_Q8_THREADS threads (ops.yaml's kernel_facts), any grid
+// (grid-stride over items, weight rows slowest, so that blocks reading the same weights run
+// together). xq (rows * k * 1.5 bytes) and x 16-byte aligned.
+#include "compat.h"
+#include "kernel_facts.h"
+
+namespace {
+
+constexpr int kThreads = OPGEN_QMATVEC_Q8_THREADS;
+constexpr int kGroups = kThreads / OPGEN_LANE_GROUP;
+static_assert(kThreads % OPGEN_LANE_GROUP == 0, "whole groups of lanes");
+
+// ---------------------------------------------------------------------------- loads
+//
+// A field's alignment A is the largest power of two (at most 16) dividing the format's block
+// bytes and the field's offset: blocks of 18, 22, 34, 110, 210 bytes allow 16-bit accesses only.
+
+__device__ __forceinline__ uint32_t u16_at(const uint8_t* p) { return *reinterpret_cast<const uint16_t*>(p); }
+__device__ __forceinline__ float half_at(const uint8_t* p) {
+    return opgen::f16_to_float(__ushort_as_half((unsigned short)u16_at(p)));
+}
+
+template <int A> __device__ __forceinline__ uint32_t word_at(const uint8_t* p) {
+    if constexpr (A >= 4) {
+        return *reinterpret_cast<const uint32_t*>(p);
+    } else {
+        return u16_at(p) | (u16_at(p + 2) << 16);
+    }
+}
+
+template <int A> __device__ __forceinline__ void words4(const uint8_t* p, uint32_t (&w)[4]) {
+    if constexpr (A >= 16) {
+        const uint4 v = *reinterpret_cast<const uint4*>(p);
+        w[0] = v.x, w[1] = v.y, w[2] = v.z, w[3] = v.w;
+    } else if constexpr (A >= 8) {
+        const uint2 lo = *reinterpret_cast<const uint2*>(p), hi = *reinterpret_cast<const uint2*>(p + 8);
+        w[0] = lo.x, w[1] = lo.y, w[2] = hi.x, w[3] = hi.y;
+    } else {
+#pragma unroll
+        for (int i = 0; i < 4; i++) w[i] = word_at<A>(p + 4 * i);
+    }
+}
+
+// Bytes q in [0, 2o) as the signed bytes q - o.
+template <int O> __device__ __forceinline__ uint32_t centred(uint32_t q) {
+    return (q + (uint32_t)(128 - O) * 0x01010101u) ^ 0x80808080u;
+}
+
+// Bits 0..3 of h, one to bit 0 of each byte.
+__device__ __forceinline__ uint32_t spread4(uint32_t h) {
+    return (h & 1u) | ((h & 2u) << 7) | ((h & 4u) << 14) | ((h & 8u) << 21);
+}
+
+// The dot product of four signed bytes with four, added to c.
+__device__ __forceinline__ int dot4(uint32_t a, uint32_t b, int c) {
+#if OPGEN_CUDA
+    return __dp4a((int)a, (int)b, c);
+#else
+#pragma unroll
+    for (int i = 0; i < 4; i++) c += (int)(signed char)(a >> (8 * i)) * (int)(signed char)(b >> (8 * i));
+    return c;
+#endif
+}
+
+// ---------------------------------------------------------------------------- formats
+//
+// unit(row, u, q, a, b): weights 32u..32u+31 of a weight row as signed bytes q (byte i of q[j]
+// is weight 4j + i) with weight = a[h] * q + b[h] for the weights 16h..16h+15 of the unit. The layouts and formulas of ggml-common.h and
+// GGML's dequantize_row_*.
+
+// q4_0: d (f16), qs[16]; weight i < 16 the low nibble of qs[i], i + 16 its high one; (q - 8) d
+struct q4_0 {
+    static constexpr int kElems = 32, kBytes = 18;
+    static __device__ __forceinline__ void unit(const uint8_t* row, size_t u, uint32_t (&q)[8], float (&a)[2], float (&b)[2]) {
+        const uint8_t* blk = row + u * kBytes;
+        uint32_t w[4];
+        words4<2>(blk + 2, w);
+#pragma unroll
+        for (int i = 0; i < 4; i++) q[i] = centred<8>(w[i] & 0x0F0F0F0Fu), q[4 + i] = centred<8>((w[i] >> 4) & 0x0F0F0F0Fu);
+        a[0] = a[1] = half_at(blk), b[0] = b[1] = 0.0f;
+    }
+};
+
+// q4_1: d, m (f16), qs[16] as q4_0's; q d + m
+struct q4_1 {
+    static constexpr int kElems = 32, kBytes = 20;
+    static __device__ __forceinline__ void unit(const uint8_t* row, size_t u, uint32_t (&q)[8], float (&a)[2], float (&b)[2]) {
+        const uint8_t* blk = row + u * kBytes;
+        uint32_t w[4];
+        words4<4>(blk + 4, w);
+#pragma unroll
+        for (int i = 0; i < 4; i++) q[i] = w[i] & 0x0F0F0F0Fu, q[4 + i] = (w[i] >> 4) & 0x0F0F0F0Fu;
+        a[0] = a[1] = half_at(blk), b[0] = b[1] = half_at(blk + 2);
+    }
+};
+
+// q5_0: d, qh (32 bits: bit i the fifth bit of weight i), qs[16] as q4_0's; (q - 16) d
+struct q5_0 {
+    static constexpr int kElems = 32, kBytes = 22;
+    static __device__ __forceinline__ void unit(const uint8_t* row, size_t u, uint32_t (&q)[8], float (&a)[2], float (&b)[2]) {
+        const uint8_t* blk = row + u * kBytes;
+        const uint32_t qh = word_at<2>(blk + 2);
+        uint32_t w[4];
+        words4<2>(blk + 6, w);
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            q[i] = centred<16>((w[i] & 0x0F0F0F0Fu) | (spread4(qh >> (4 * i)) << 4));
+            q[4 + i] = centred<16>(((w[i] >> 4) & 0x0F0F0F0Fu) | (spread4(qh >> (16 + 4 * i)) << 4));
+        }
+        a[0] = a[1] = half_at(blk), b[0] = b[1] = 0.0f;
+    }
+};
+
+// q5_1: d, m, qh, qs[16]: q d + m
+struct q5_1 {
+    static constexpr int kElems = 32, kBytes = 24;
+    static __device__ __forceinline__ void unit(const uint8_t* row, size_t u, uint32_t (&q)[8], float (&a)[2], float (&b)[2]) {
+        const uint8_t* blk = row + u * kBytes;
+        const uint32_t qh = word_at<4>(blk + 4);
+        uint32_t w[4];
+        words4<8>(blk + 8, w);
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            q[i] = (w[i] & 0x0F0F0F0Fu) | (spread4(qh >> (4 * i)) << 4);
+            q[4 + i] = ((w[i] >> 4) & 0x0F0F0F0Fu) | (spread4(qh >> (16 + 4 * i)) << 4);
+        }
+        a[0] = a[1] = half_at(blk), b[0] = b[1] = half_at(blk + 2);
+    }
+};
+
+// q8_0: d, qs[32] int8; q d
+struct q8_0 {
+    static constexpr int kElems = 32, kBytes = 34;
+    static __device__ __forceinline__ void unit(const uint8_t* row, size_t u, uint32_t (&q)[8], float (&a)[2], float (&b)[2]) {
+        const uint8_t* blk = row + u * kBytes;
+#pragma unroll
+        for (int i = 0; i < 8; i++) q[i] = word_at<2>(blk + 2 + 4 * i);
+        a[0] = a[1] = half_at(blk), b[0] = b[1] = 0.0f;
+    }
+};
+
+// q8_1: d, s (f16), qs[32] int8; q d
+struct q8_1 {
+    static constexpr int kElems = 32, kBytes = 36;
+    static __device__ __forceinline__ void unit(const uint8_t* row, size_t u, uint32_t (&q)[8], float (&a)[2], float (&b)[2]) {
+        const uint8_t* blk = row + u * kBytes;
+#pragma unroll
+        for (int i = 0; i < 8; i++) q[i] = word_at<4>(blk + 4 + 4 * i);
+        a[0] = a[1] = half_at(blk), b[0] = b[1] = 0.0f;
+    }
+};
+
+// The blocks of 256: half(row, h, q, a, b) gives weights 16h..16h+15 of the row (their scale and
+// minimum are per 16); a unit of 32 is two of them.
+template <typename F> struct by_halves {
+    static constexpr int kElems = F::kElems, kBytes = F::kBytes;
+    static __device__ __forceinline__ void unit(const uint8_t* row, size_t u, uint32_t (&q)[8], float (&a)[2], float (&b)[2]) {
+        uint32_t lo[4], hi[4];
+        F::half(row, 2 * u, lo, a[0], b[0]);
+        F::half(row, 2 * u + 1, hi, a[1], b[1]);
+#pragma unroll
+        for (int i = 0; i < 4; i++) q[i] = lo[i], q[4 + i] = hi[i];
+    }
+};
+
+// q2_k: scales[16] (scale low nibble, min high), qs[64], d, dmin: weight 128n + 32j + 16h + l
+// is bits 2j.. of qs[32n + 16h + l], scale and min those of scales[8n + 2j + h] (= its unit)
+struct q2_k_halves {
+    static constexpr int kElems = 256, kBytes = 84;
+    static __device__ __forceinline__ void half(const uint8_t* row, size_t u, uint32_t (&q)[4], float& a, float& b) {
+        const uint8_t* blk = row + (u >> 4) * kBytes;
+        const int s = (int)(u & 15), n = s >> 3, j = (s >> 1) & 3, h = s & 1;
+        uint32_t w[4];
+        words4<4>(blk + 16 + 32 * n + 16 * h, w);
+#pragma unroll
+        for (int i = 0; i < 4; i++) q[i] = (w[i] >> (2 * j)) & 0x03030303u;
+        const uint32_t sc = blk[s];
+        a = half_at(blk + 80) * (float)(sc & 15u), b = -(half_at(blk + 82) * (float)(sc >> 4));
+    }
+};
+
+// q3_k: hmask[32], qs[64], scales[12] (16 scales of 6 bits), d: weight 128n + 32j + 16h + l is
+// bits 2j.. of qs[32n + 16h + l], minus 4 unless bit 4n + j of hmask[16h + l]; scale 8n + 2j + h
+struct q3_k_halves {
+    static constexpr int kElems = 256, kBytes = 110;
+    static __device__ __forceinline__ void half(const uint8_t* row, size_t u, uint32_t (&q)[4], float& a, float& b) {
+        const uint8_t* blk = row + (u >> 4) * kBytes;
+        const int s = (int)(u & 15), n = s >> 3, j = (s >> 1) & 3, h = s & 1;
+        uint32_t w[4], hm[4];
+        words4<2>(blk + 32 + 32 * n + 16 * h, w);
+        words4<2>(blk + 16 * h, hm);
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            q[i] = centred<4>(((w[i] >> (2 * j)) & 0x03030303u) | (((hm[i] >> (4 * n + j)) & 0x01010101u) << 2));
+        }
+        const uint32_t low = (blk[96 + (s & 7)] >> (4 * (s >> 3))) & 15u, high = (blk[104 + (s & 3)] >> (2 * (s >> 2))) & 3u;
+        a = half_at(blk + 108) * (float)((int)(low | (high << 4)) - 32), b = 0.0f;
+    }
+};
+
+// The 6-bit scale and min `is` (0..7) of q4_k / q5_k's 12 scale bytes (GGML's get_scale_min_k4).
+__device__ __forceinline__ void scale_min_k4(int is, const uint8_t* sc, float& scale, float& min) {
+    if (is < 4) {
+        scale = (float)(sc[is] & 63u), min = (float)(sc[is + 4] & 63u);
+    } else {
+        scale = (float)((sc[is + 4] & 15u) | ((sc[is - 4] >> 6) << 4));
+        min = (float)((sc[is + 4] >> 4) | ((sc[is] >> 6) << 4));
+    }
+}
+
+// q4_k: d, dmin, scales[12], qs[128]: weight 64j + 32h + l is nibble h of qs[32j + l], scale
+// and min 2j + h; d sc q - dmin m
+struct q4_k_halves {
+    static constexpr int kElems = 256, kBytes = 144;
+    static __device__ __forceinline__ void half(const uint8_t* row, size_t u, uint32_t (&q)[4], float& a, float& b) {
+        const uint8_t* blk = row + (u >> 4) * kBytes;
+        const int s = (int)(u & 15), j = s >> 2, h = (s >> 1) & 1, lo = s & 1;
+        uint32_t w[4];
+        words4<16>(blk + 16 + 32 * j + 16 * lo, w);
+#pragma unroll
+        for (int i = 0; i < 4; i++) q[i] = (w[i] >> (4 * h)) & 0x0F0F0F0Fu;
+        float sc, m;
+        scale_min_k4(s >> 1, blk + 4, sc, m);
+        a = half_at(blk) * sc, b = -(half_at(blk + 2) * m);
+    }
+};
+
+// q5_k: d, dmin, scales[12], qh[32], qs[128]: q4_k's nibble, the fifth bit bit 2j + h of qh[l]
+struct q5_k_halves {
+    static constexpr int kElems = 256, kBytes = 176;
+    static __device__ __forceinline__ void half(const uint8_t* row, size_t u, uint32_t (&q)[4], float& a, float& b) {
+        const uint8_t* blk = row + (u >> 4) * kBytes;
+        const int s = (int)(u & 15), j = s >> 2, h = (s >> 1) & 1, lo = s & 1;
+        uint32_t w[4], qh[4];
+        words4<16>(blk + 48 + 32 * j + 16 * lo, w);
+        words4<16>(blk + 16 + 16 * lo, qh);
+#pragma unroll
+        for (int i = 0; i < 4; i++) q[i] = ((w[i] >> (4 * h)) & 0x0F0F0F0Fu) | (((qh[i] >> (2 * j + h)) & 0x01010101u) << 4);
+        float sc, m;
+        scale_min_k4(s >> 1, blk + 4, sc, m);
+        a = half_at(blk) * sc, b = -(half_at(blk + 2) * m);
+    }
+};
+
+// q6_k: ql[128], qh[64], scales[16] int8, d: weight 128n + 32t + l is nibble t / 2 of
+// ql[64n + 32 (t % 2) + l] with bits 2t.. of qh[32n + l] above it, minus 32; scale 8n + 2t + l / 16
+struct q6_k_halves {
+    static constexpr int kElems = 256, kBytes = 210;
+    static __device__ __forceinline__ void half(const uint8_t* row, size_t u, uint32_t (&q)[4], float& a, float& b) {
+        const uint8_t* blk = row + (u >> 4) * kBytes;
+        const int s = (int)(u & 15), n = s >> 3, t = (s >> 1) & 3, lo = s & 1;
+        uint32_t w[4], qh[4];
+        words4<2>(blk + 64 * n + 32 * (t & 1) + 16 * lo, w);
+        words4<2>(blk + 128 + 32 * n + 16 * lo, qh);
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            q[i] = centred<32>(((w[i] >> (4 * (t >> 1))) & 0x0F0F0F0Fu) | (((qh[i] >> (2 * t)) & 0x03030303u) << 4));
+        }
+        a = half_at(blk + 208) * (float)(signed char)blk[192 + s], b = 0.0f;
+    }
+};
+
+// q8_k: d (f32), qs[256] int8, bsums[16]; q d
+struct q8_k_halves {
+    static constexpr int kElems = 256, kBytes = 292;
+    static __device__ __forceinline__ void half(const uint8_t* row, size_t u, uint32_t (&q)[4], float& a, float& b) {
+        const uint8_t* blk = row + (u >> 4) * kBytes;
+        words4<4>(blk + 4 + 16 * (u & 15), q);
+        a = __uint_as_float(word_at<4>(blk)), b = 0.0f;
+    }
+};
+
+struct q2_k : by_halves<q2_k_halves> {};
+struct q3_k : by_halves<q3_k_halves> {};
+struct q4_k : by_halves<q4_k_halves> {};
+struct q5_k : by_halves<q5_k_halves> {};
+struct q6_k : by_halves<q6_k_halves> {};
+struct q8_k : by_halves<q8_k_halves> {};
+
+// ---------------------------------------------------------------------------- operands
+//
+// A policy gives the product its unit of weights (kUnit of them), how a thread loads a unit of a
+// weight row (W) and of a row of x (X), and their dot product.
+
+struct x_source {
+    const float* x;      // (rows, k) f32
+    const uint8_t* xq;   // (rows, k) int8 quants
+    const float2* xm;    // (rows, k / 16): d, d * the sum of the unit's quants
+    size_t k;
+};
+
+template <typename F> struct q8_operands {  // block formats against x in q8_1: 32 weights a unit
+    static constexpr int kUnit = 32;
+    struct W {
+        uint32_t q[8];
+        float a[2], b[2];
+    };
+    struct X {
+        uint4 q[2];
+        float4 m;  // per 16: d, d * the sum of their quants
+    };
+    static __device__ __forceinline__ void load_w(const uint8_t* row, size_t u, W& w) { F::unit(row, u, w.q, w.a, w.b); }
+    static __device__ __forceinline__ void load_x(const x_source& s, size_t r, size_t u, X& x) {
+        const uint4* p = reinterpret_cast<const uint4*>(s.xq + r * s.k + 32 * u);
+        x.q[0] = p[0], x.q[1] = p[1];
+        x.m = reinterpret_cast<const float4*>(s.xm + r * (s.k / 16))[u];
+    }
+    static __device__ __forceinline__ float dot(const W& w, const X& x) {
+        const int p0 = dot4(w.q[3], x.q[0].w, dot4(w.q[2], x.q[0].z, dot4(w.q[1], x.q[0].y, dot4(w.q[0], x.q[0].x, 0))));
+        const int p1 = dot4(w.q[7], x.q[1].w, dot4(w.q[6], x.q[1].z, dot4(w.q[5], x.q[1].y, dot4(w.q[4], x.q[1].x, 0))));
+        return fmaf(w.a[0] * x.m.x, (float)p0, fmaf(w.a[1] * x.m.z, (float)p1, fmaf(w.b[0], x.m.y, w.b[1] * x.m.w)));
+    }
+};
+
+// f32, f16, bf16 weights against x itself: 32 bytes of weights a unit (8 or 16), f32 products.
+template <typename T> struct float_weight;
+template <> struct float_weight<float> {  // 4 weights of a 16-byte piece
+    static __device__ __forceinline__ void piece(uint4 r, float* v) {
+        v[0] = __uint_as_float(r.x), v[1] = __uint_as_float(r.y), v[2] = __uint_as_float(r.z), v[3] = __uint_as_float(r.w);
+    }
+};
+template <> struct float_weight<f16_t> {  // 8 weights of a 16-byte piece
+    static __device__ __forceinline__ void piece(uint4 r, float* v) {
+        const uint32_t w[4] = {r.x, r.y, r.z, r.w};
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            v[2 * i] = opgen::f16_to_float(__ushort_as_half((unsigned short)(w[i] & 0xFFFFu)));
+            v[2 * i + 1] = opgen::f16_to_float(__ushort_as_half((unsigned short)(w[i] >> 16)));
+        }
+    }
+};
+template <> struct float_weight<bf16_t> {  // 8 weights of a 16-byte piece: a bf16 is the high half of its f32
+    static __device__ __forceinline__ void piece(uint4 r, float* v) {
+        const uint32_t w[4] = {r.x, r.y, r.z, r.w};
+#pragma unroll
+        for (int i = 0; i < 4; i++) v[2 * i] = __uint_as_float(w[i] << 16), v[2 * i + 1] = __uint_as_float(w[i] & 0xFFFF0000u);
+    }
+};
+
+template <typename T> struct float_operands {
+    static constexpr int kUnit = 32 / (int)sizeof(T), kHalf = kUnit / 2;
+    struct W {
+        float v[kUnit];
+    };
+    struct X {
+        float4 v[kUnit / 4];
+    };
+    static __device__ __forceinline__ void load_w(const uint8_t* row, size_t u, W& w) {
+        const uint4* p = reinterpret_cast<const uint4*>(row + 32 * u);
+        const uint4 lo = p[0], hi = p[1];
+        float_weight<T>::piece(lo, w.v);
+        float_weight<T>::piece(hi, w.v + kHalf);
+    }
+    static __device__ __forceinline__ void load_x(const x_source& s, size_t r, size_t u, X& x) {
+        const float4* p = reinterpret_cast<const float4*>(s.x + r * s.k + kUnit * u);
+#pragma unroll
+        for (int i = 0; i < kUnit / 4; i++) x.v[i] = p[i];
+    }
+    static __device__ __forceinline__ float dot(const W& w, const X& x) {
+        float s = 0.0f;
+#pragma unroll
+        for (int i = 0; i < kUnit / 4; i++) {
+            s = fmaf(w.v[4 * i], x.v[i].x, s), s = fmaf(w.v[4 * i + 1], x.v[i].y, s);
+            s = fmaf(w.v[4 * i + 2], x.v[i].z, s), s = fmaf(w.v[4 * i + 3], x.v[i].w, s);
+        }
+        return s;
+    }
+};
+
+// The format -> its policy and the bytes of a weight row of k weights.
+template <typename F> struct operands_of {
+    typedef q8_operands<F> type;
+    static __device__ __forceinline__ size_t row_bytes(size_t k) { return k / F::kElems * F::kBytes; }
+};
+struct f32 {};
+struct f16 {};
+struct bf16 {};
+template <> struct operands_of<f32> {
+    typedef float_operands<float> type;
+    static __device__ __forceinline__ size_t row_bytes(size_t k) { return 4 * k; }
+};
+template <> struct operands_of<f16> {
+    typedef float_operands<f16_t> type;
+    static __device__ __forceinline__ size_t row_bytes(size_t k) { return 2 * k; }
+};
+template <> struct operands_of<bf16> {
+    typedef float_operands<bf16_t> type;
+    static __device__ __forceinline__ size_t row_bytes(size_t k) { return 2 * k; }
+};
+
+// ---------------------------------------------------------------------------- the product
+
+// V sums per lane -> each group's V totals, spread over its lanes: each butterfly step halves the
+// values a lane holds (it keeps the half of its lane bit, adds its partner's), then plain steps
+// sum what is left. Lane `lane` ends with values base(lane) .. + held; `writer` says whether it
+// is the one lane of its group that stores them.
+template <int V> __device__ __forceinline__ void group_totals(float (&v)[V], unsigned int lane, int& base, bool& writer) {
+    base = 0;
+    unsigned int repeat = 0;  // lane bits of the plain steps: lanes differing only there hold the same sums
+#pragma unroll
+    for (int step = 0; (OPGEN_LANE_GROUP >> (step + 1)) > 0; step++) {
+        const unsigned int bit = (unsigned int)OPGEN_LANE_GROUP >> (step + 1);
+        const int c = V >> step;  // values held before this step
+        if (c > 1) {
+            const int half = c / 2;
+            const bool upper = (lane & bit) != 0u;
+#pragma unroll
+            for (int i = 0; i < half; i++) {
+                const float send = upper ? v[i] : v[i + half], keep = upper ? v[i + half] : v[i];
+                v[i] = keep + opgen::shfl_xor(send, bit);
+            }
+            if (upper) base += half;
+        } else {
+            v[0] += opgen::shfl_xor(v[0], bit);
+            repeat |= bit;
+        }
+    }
+    writer = (lane & repeat) == 0u;
+}
+
+template <typename F, int NX, int R>
+__device__ void product(const uint8_t* __restrict__ w, const x_source& xs, float* __restrict__ y, size_t n, size_t rows) {
+    typedef typename operands_of<F>::type P;
+    constexpr int V = R * NX;
+    constexpr int kHeld = V >= OPGEN_LANE_GROUP ? V / OPGEN_LANE_GROUP : 1;
+    __shared__ float partial[kGroups][V];
+    const size_t k = xs.k, units = k / P::kUnit, row_bytes = operands_of<F>::row_bytes(k);
+    const size_t groups = (rows + NX - 1) / NX, items = (n + R - 1) / R * groups;
+    const unsigned int lane = threadIdx.x % OPGEN_LANE_GROUP, group = threadIdx.x / OPGEN_LANE_GROUP;
+    for (size_t item = blockIdx.x; item < items; item += gridDim.x) {
+        const size_t n0 = item / groups * R, r0 = item % groups * NX;
+        const uint8_t* wr[R];
+        size_t xr[NX];
+#pragma unroll
+        for (int i = 0; i < R; i++) wr[i] = w + (n0 + i < n ? n0 + i : n - 1) * row_bytes;  // past n: computed, not stored
+#pragma unroll
+        for (int j = 0; j < NX; j++) xr[j] = r0 + j < rows ? r0 + j : rows - 1;
+        float acc[V];
+#pragma unroll
+        for (int i = 0; i < V; i++) acc[i] = 0.0f;
+#pragma unroll 2
+        for (size_t u = threadIdx.x; u < units; u += kThreads) {
+            typename P::W wv[R];
+#pragma unroll
+            for (int i = 0; i < R; i++) P::load_w(wr[i], u, wv[i]);
+#pragma unroll
+            for (int j = 0; j < NX; j++) {
+                typename P::X xv;
+                P::load_x(xs, xr[j], u, xv);
+#pragma unroll
+                for (int i = 0; i < R; i++) acc[i * NX + j] += P::dot(wv[i], xv);
+            }
+        }
+        int base;
+        bool writer;
+        group_totals<V>(acc, lane, base, writer);
+        if (writer) {
+#pragma unroll
+            for (int i = 0; i < kHeld; i++) partial[group][base + i] = acc[i];
+        }
+        __syncthreads();
+        if ((int)threadIdx.x < V) {
+            float s = 0.0f;
+#pragma unroll
+            for (int g = 0; g < kGroups; g++) s += partial[g][threadIdx.x];
+            const size_t i = threadIdx.x / NX, j = threadIdx.x % NX;
+            if (n0 + i < n && r0 + j < rows) y[(r0 + j) * n + n0 + i] = s;
+        }
+        __syncthreads();  // partial is free for the next item
+    }
+}
+
+// qmatvec_q8_1_<F>: x rows 1, 2, up to 4 and more each their template (8 at a time past 4), with
+// the weight rows per item of ops.yaml's kernel facts (QMATVEC_Q8_ROWS_X1 ..: measured).
+template <typename F>
+__device__ __forceinline__ void qmatvec_q8_1(const uint8_t* w, const float* x, const uint8_t* xq, float* y, size_t n,
+                                             size_t k, size_t rows) {
+    const x_source xs = {x, xq, reinterpret_cast<const float2*>(xq + rows * k), k};
+#if OPGEN_HIP
+    // AMD (compiled, never run here): one row of x, else 4 at a time, 2 weight rows an item; its
+    // dot4 is four multiply-adds, and fewer instances keep hiprtc's compile short.
+    if (rows == 1) {
+        product<F, 1, 2>(w, xs, y, n, rows);
+    } else {
+        product<F, 4, 2>(w, xs, y, n, rows);
+    }
+    return;
+#endif
+    if (rows == 1) {
+        product<F, 1, OPGEN_QMATVEC_Q8_ROWS_X1>(w, xs, y, n, rows);
+    } else if (rows == 2) {
+        product<F, 2, OPGEN_QMATVEC_Q8_ROWS_X2>(w, xs, y, n, rows);
+    } else if (rows <= 4) {
+        product<F, 4, OPGEN_QMATVEC_Q8_ROWS_X4>(w, xs, y, n, rows);
+    } else {
+        product<F, 8, OPGEN_QMATVEC_Q8_ROWS_X8>(w, xs, y, n, rows);
+    }
+}
+
+// ---------------------------------------------------------------------------- x to q8_1
+
+// A thread per 16 values of x, two threads (neighbouring lanes) per block of 32: they share the
+// block's largest |x|. A NaN or infinity in the block makes d NaN and the quants 0.
+__device__ __forceinline__ void quantize_q8_1(const float* __restrict__ x, uint8_t* __restrict__ xq, size_t rows, size_t k) {
+    const size_t units = rows * k / 16;
+    float2* xm = reinterpret_cast<float2*>(xq + rows * k);
+    const size_t stride = (size_t)gridDim.x * blockDim.x;
+    for (size_t first = (size_t)blockIdx.x * blockDim.x; first < units; first += stride) {  // the same trips for a whole block
+        const size_t u = first + threadIdx.x;
+        const bool active = u < units;
+        float v[16];
+        float amax = 0.0f;
+        bool finite = true;
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const float4 f = active ? reinterpret_cast<const float4*>(x + 16 * u)[i] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            v[4 * i] = f.x, v[4 * i + 1] = f.y, v[4 * i + 2] = f.z, v[4 * i + 3] = f.w;
+        }
+#pragma unroll
+        for (int i = 0; i < 16; i++) {
+            const float a = fabsf(v[i]);
+            finite = finite && a <= 3.402823466e38f;  // false for NaN and infinities
+            amax = fmaxf(amax, a);
+        }
+        amax = fmaxf(amax, opgen::shfl_xor(amax, 1u));  // the block's other half (lane ^ 1: same group)
+        finite = finite && opgen::shfl_xor((int)finite, 1u) != 0;
+        const float d = finite ? amax / 127.0f : __uint_as_float(0x7FC00000u);
+        const float id = finite && amax > 0.0f ? 127.0f / amax : 0.0f;
+        uint32_t words[4];
+        int sum = 0;
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            uint32_t word = 0u;
+#pragma unroll
+            for (int b = 0; b < 4; b++) {
+                const int q = finite ? (int)rintf(v[4 * i + b] * id) : 0;
+                sum += q;
+                word |= ((uint32_t)q & 0xFFu) << (8 * b);
+            }
+            words[i] = word;
+        }
+        if (active) {
+            *reinterpret_cast<uint4*>(xq + 16 * u) = make_uint4(words[0], words[1], words[2], words[3]);
+            xm[u] = make_float2(d, d * (float)sum);
+        }
+    }
+}
+
+}  // namespace
+
+// The entry points, one per (pattern, values) of ops.yaml's `kernel:` patterns: generated by gen
+// from templates/hip/qmatvec_q8.h.j2.
+#include "qmatvec_q8_entries.h"

@@ -1,0 +1,142 @@
+"""QMatMul's quantized-x product on the GPU backends (hip/qmatvec_q8.hip, the default where the
+switch qmatmul_exact_x is off): x quantized to q8_1 blocks on the device, integer dot products
+against every block format; f32 / f16 / bf16 weights multiplied by x itself.
+
+Two checks for each format, shape and count of x rows:
+- test-backend-ops' bound: the normalized mean squared error against the f64 product of the
+  dequantized weight and the exact x is at most 5e-4 (switches.QMATMUL_Q8_1_NMSE); and against
+  the cpu backend's product alike;
+- the arithmetic: against the f64 product of the dequantized weight and x quantized on the
+  host as the kernel quantizes it (d = max |x| / 127 per 32 values, q = rint(x * 127 / max |x|)
+  in f32), within 1e-5 of sum |x q8| |W| (f32 sums): a wrong quant, scale or minimum shows.
+Plus a NaN or infinity in x (its row not finite, the others unchanged) and the switch's
+exact path. Outputs are poisoned before (conftest), so an unwritten element cannot pass.
+
+Runs where a GPU backend is available; elsewhere the module is one skip that says why."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import generated as g
+from runtime import ggml
+from runtime.gpu.switches import QMATMUL_Q8_1_NMSE
+
+_REASONS = {b: b.unavailable_reason() for b in g.Backend if b is not g.Backend.CPU}
+GPU_BACKENDS = [b for b, reason in _REASONS.items() if reason is None]
+if not GPU_BACKENDS:
+    pytest.skip(
+        "no GPU backend can run here: " + "; ".join(f"{b.value}: {r}" for b, r in _REASONS.items()),
+        allow_module_level=True,
+    )
+
+FORMATS = list(ggml.FORMATS)
+FLOAT = ("f32", "f16", "bf16")
+#: (n, k): blocks of 256 and of 32, odd n, a k of many thread strides
+SHAPES = [(37, 256), (33, 4096), (130, 2304)]  # NMSE over few outputs is noisy: n of 33 at least
+#: f32 / f16 / bf16: k of 24 fills f32's units of 8, not f16's of 16 (their exact-x kernel)
+FLOAT_SHAPES = [(7, 24)]
+ROWS = [1, 2, 3, 5, 8, 11]  # every x class (1, 2, 4, 8) and past 8 (two groups of x rows)
+ARITHMETIC_RTOL = 1e-5
+
+
+def _runtime(backend: g.Backend):
+    return __import__(f"runtime.{backend.value}", fromlist=["_rt"])._rt
+
+
+@pytest.fixture(params=GPU_BACKENDS, ids=str)
+def backend(request):
+    rt = _runtime(request.param)
+    kept = rt.switches.qmatmul_exact_x
+    rt.switches.qmatmul_exact_x = False
+    yield request.param
+    rt.switches.qmatmul_exact_x = kept
+
+
+def weights(count: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    scales = np.repeat(rng.uniform(0.01, 2.0, -(-count // 32)), 32)[:count]
+    return (rng.standard_normal(count) * scales).astype(np.float32)
+
+
+def x_as_q8_1(x: np.ndarray) -> np.ndarray:
+    """x (rows, k) as the kernel's q8_1 blocks give it back: q * d, in f64."""
+    blocks = x.reshape(x.shape[0], -1, 32)
+    amax = np.abs(blocks).max(axis=2, keepdims=True)
+    with np.errstate(divide="ignore"):
+        inverse = np.where(amax > 0, np.float32(127.0) / amax, np.float32(0.0)).astype(np.float32)
+    q = np.rint(blocks * inverse)
+    d = (amax / np.float32(127.0)).astype(np.float32)
+    return (q.astype(np.float64) * d.astype(np.float64)).reshape(x.shape)
+
+
+def nmse(got: np.ndarray, want: np.ndarray) -> float:
+    return float(((got.astype(np.float64) - want) ** 2).sum() / (want**2).sum())
+
+
+def product(device: g.Device, q: g.QStorage, x: np.ndarray, n: int) -> np.ndarray:
+    got = q.matmul(device.storage_from_slice(x.reshape(-1)), g.Layout.contiguous(x.shape), (n, x.shape[1]))
+    return g.to_numpy(got, g.Layout.contiguous((x.shape[0], n)))
+
+
+@pytest.mark.parametrize("rows", ROWS)
+@pytest.mark.parametrize("fmt, n, k", [(f, n, k) for f in FORMATS for n, k in SHAPES + FLOAT_SHAPES * (f in FLOAT)])
+def test_quantized_x_product_within_ggml_bound(backend, fmt, n, k, rows):
+    device = g.Device(backend, 0)
+    cpu = g.Device.parse("cpu")
+    values = weights(n * k, seed=n * k + FORMATS.index(fmt))
+    dtype = g.GgmlDType(fmt)
+    cpu_q, gpu_q = cpu.quantize(values, dtype), device.quantize(values, dtype)
+    w = g.to_numpy(cpu_q.dequantize(n * k), g.Layout.contiguous((n * k,))).reshape(n, k).astype(np.float64)
+    x = np.random.default_rng(rows * k + n).standard_normal((rows, k)).astype(np.float32)
+    got = product(device, gpu_q, x, n)
+    exact = x.astype(np.float64) @ w.T
+    what = f"{backend.value} {fmt} ({n}, {k}) x {rows} rows"
+    assert nmse(got, exact) <= QMATMUL_Q8_1_NMSE, f"{what}: NMSE {nmse(got, exact):.2e} against f64"
+    assert nmse(got, product(cpu, cpu_q, x, n).astype(np.float64)) <= QMATMUL_Q8_1_NMSE, f"{what}: against the cpu"
+    from runtime.gpu.quant import quantized_x
+
+    takes_q8_1 = fmt not in FLOAT and quantized_x(_runtime(backend), fmt, rows, k)  # else x as given
+    xq = x_as_q8_1(x) if takes_q8_1 else x.astype(np.float64)
+    want = xq @ w.T
+    scale = np.abs(xq) @ np.abs(w).T
+    err = np.abs(got - want) / (scale + 1e-30)
+    assert err.max() <= ARITHMETIC_RTOL, f"{what}: error {err.max():.2e} of sum |x q8| |W| against x in q8_1"
+
+
+@pytest.mark.parametrize("fmt", ["q4_0", "q5_1", "q3_k", "q4_k", "q8_k", "f16"])
+def test_nan_or_infinity_in_x_reaches_only_its_row(backend, fmt):
+    device = g.Device(backend, 0)
+    n, k = 9, 512
+    q = device.quantize(weights(n * k, 5), g.GgmlDType(fmt))
+    x = np.random.default_rng(4).standard_normal((4, k)).astype(np.float32)
+    x[3] = 0.0
+    clean = product(device, q, x, n)
+    assert not clean[3].any(), "x of zeros: y is not exactly 0"
+    bad = x.copy()
+    bad[0, k // 2] = np.nan
+    bad[1, 7] = np.inf
+    got = product(device, q, bad, n)
+    assert not np.isfinite(got[:2]).any(), "a NaN or infinity in x: its row's outputs must not be finite"
+    np.testing.assert_array_equal(got[2:], clean[2:])
+
+
+@pytest.mark.parametrize("fmt", ["q4_0", "q6_k"])
+def test_the_switch_takes_the_exact_x_kernel(backend, fmt):
+    """qmatmul_exact_x on: the product is x's own (within f32 sums), off: x in q8_1."""
+    device = g.Device(backend, 0)
+    n, k = 16, 1024
+    values = weights(n * k, 6)
+    q = device.quantize(values, g.GgmlDType(fmt))
+    w = g.to_numpy(q.dequantize(n * k), g.Layout.contiguous((n * k,))).reshape(n, k).astype(np.float64)
+    x = np.random.default_rng(7).standard_normal((4, k)).astype(np.float32)  # 4 rows: no EXACT_X_FASTER
+    rt = _runtime(backend)
+    rt.switches.qmatmul_exact_x = True
+    exact = product(device, q, x, n)
+    rt.switches.qmatmul_exact_x = False
+    quantized = product(device, q, x, n)
+    scale = np.abs(x.astype(np.float64)) @ np.abs(w).T
+    assert (np.abs(exact - x.astype(np.float64) @ w.T) / scale).max() <= ARITHMETIC_RTOL
+    assert (np.abs(quantized - x_as_q8_1(x) @ w.T) / scale).max() <= ARITHMETIC_RTOL
+    assert not np.array_equal(exact, quantized)
