@@ -74,6 +74,14 @@ PROFILE = Record(
             {t: Map(METHOD, doc=f"{t} methods besides the ops'") for t in TRAITS},
             doc="backend-trait methods the generated code calls besides the ops' (absent: no backend.rs)",
         ),
+        "ug_op": Record(
+            {
+                "type": Str(identifier=True, doc="the op type (fields `name`, `func`)"),
+                "backends": List(Str(identifier=True), doc="the backends with a code generator for its kernels"),
+            },
+            required=("type", "backends"),
+            doc="the in-place op whose kernel a backend compiles at run time: a hook per backend, the others err",
+        ),
         **{
             owner: Map(
                 METHOD,
@@ -124,6 +132,11 @@ def load(
     qtensor = root.get("qtensor")
     if qtensor is not None and "matmul" not in ops.get("QStorage", set()):
         checker.error(qtensor, "qtensor", "the registry has no qstorage op 'matmul' for the quantized tensor to apply")
+    ug = root.get("ug_op")
+    ug_backends = ug.get("backends") if ug is not None else None
+    for b in ug_backends.value if ug_backends is not None else ():
+        if str(b.value) not in names:
+            checker.error(b, "ug_op.backends", f"no backend {b.value!r}")
     for b, (k, _) in zip(backends, (v for _, v in _items(root.get("backends"))), strict=True):
         if b.name in known_backends:
             checker.error(k, f"backends.{b.name}", f"backend {b.name!r} is the registry's already")
@@ -148,6 +161,7 @@ def load(
         qtensor=model.QTensorOp(_text(qtensor.get("type")), _text(qtensor.get("name")))
         if qtensor is not None
         else None,
+        ug_op=model.UgOp(_text(ug.get("type")), _texts(ug.get("backends"))) if ug is not None else None,
     ), []
 
 

@@ -29,6 +29,7 @@ from .syntax import check_rust, syntax_error
 from .to_device import transfers
 from .traits import dummies, traits
 from .types import HELPERS, TYPE_NAMES, Method, Variant, profile, uses, variants
+from .ug import ug_hooks
 
 __all__ = ["outputs", "render", "syntax_error"]
 
@@ -118,6 +119,8 @@ def context(registry: model.Registry) -> dict:
         "thiserror": bool(spelled and spelled.thiserror),
         "qtensor": spelled.qtensor if spelled else None,
         "qtensor_hooks": qtensor_hooks(registry) if spelled and spelled.qtensor else (),
+        "ug_op": spelled.ug_op if spelled else None,
+        "ug_hooks": ug_hooks(registry, spelled.ug_op) if spelled and spelled.ug_op else (),
         **_trait_context(registry, spelled),
         **(comm_context(registry) if registry.collectives else {}),
     }
@@ -181,6 +184,7 @@ def outputs(registry: model.Registry) -> dict[str, tuple[str, dict]]:
     files += ["backend_error.rs", "test_device.rs"] if spelled else []
     files += ["python_device.rs"] if spelled and spelled.crate else []
     files += ["qtensor_op.rs"] if spelled and spelled.qtensor and "quantized.rs" in files else []
+    files += ["ug_op.rs"] if spelled and spelled.ug_op else []
     out: dict[str, tuple[str, dict]] = {f: (f"{f}.j2", {}) for f in files}
     for d in dummies(registry, spelled):
         v = d.variant
