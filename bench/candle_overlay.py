@@ -168,8 +168,9 @@ def main(argv: list[str] | None = None) -> None:
     written = overlay(src, args.out)
     sites = overlay_sites(args.candle, args.out, BACKENDS, ADDED)
     bodies = overlay_bodies(args.candle, args.out, BACKENDS)
-    order = re.search(r"\(\$fn_name:ident((?:, \$\w+:ident)*)\)", (args.out / "test_device.rs").read_text())
-    names = re.findall(r"\$(\w+):ident", order[1]) if order else []
+    # the macro's explicit form (one test name per backend), not its one-name form
+    forms = re.findall(r"\(\$fn_name:ident((?:, \$\w+:ident)*)\)", (args.out / "test_device.rs").read_text())
+    names = re.findall(r"\$(\w+):ident", max(forms, key=len, default=""))
     calls = rewrite_test_device_calls(args.candle, ADDED, names.index(ADDED[0]) + 1) if ADDED[0] in names else 0
     crates_after = {c.parent.name: audit_findings([c]) for c in crates}
     after_points, after_missing, after_wild = audit_counts([*targets, src / "opgen"])

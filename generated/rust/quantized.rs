@@ -324,6 +324,46 @@ impl QStorage {
         }
     }
 
+    /// The cpu backend's quantized storage, or an error naming the storage's backend.
+    pub fn as_cpu_qstorage(&self) -> Result<&crate::QCpuStorage> {
+        match self {
+            Self::Cpu(s) => Ok(s),
+            Self::Cuda(_) => crate::bail!("expected a cpu quantized storage, got cuda"),
+            Self::Rocm(_) => crate::bail!("expected a cpu quantized storage, got rocm"),
+            Self::Metal(_) => crate::bail!("expected a cpu quantized storage, got metal"),
+        }
+    }
+
+    /// The cuda backend's quantized storage, or an error naming the storage's backend.
+    pub fn as_cuda_qstorage(&self) -> Result<&crate::QCudaStorage> {
+        match self {
+            Self::Cpu(_) => crate::bail!("expected a cuda quantized storage, got cpu"),
+            Self::Cuda(s) => Ok(s),
+            Self::Rocm(_) => crate::bail!("expected a cuda quantized storage, got rocm"),
+            Self::Metal(_) => crate::bail!("expected a cuda quantized storage, got metal"),
+        }
+    }
+
+    /// The rocm backend's quantized storage, or an error naming the storage's backend.
+    pub fn as_rocm_qstorage(&self) -> Result<&crate::QRocmStorage> {
+        match self {
+            Self::Cpu(_) => crate::bail!("expected a rocm quantized storage, got cpu"),
+            Self::Cuda(_) => crate::bail!("expected a rocm quantized storage, got cuda"),
+            Self::Rocm(s) => Ok(s),
+            Self::Metal(_) => crate::bail!("expected a rocm quantized storage, got metal"),
+        }
+    }
+
+    /// The metal backend's quantized storage, or an error naming the storage's backend.
+    pub fn as_metal_qstorage(&self) -> Result<&crate::QMetalStorage> {
+        match self {
+            Self::Cpu(_) => crate::bail!("expected a metal quantized storage, got cpu"),
+            Self::Cuda(_) => crate::bail!("expected a metal quantized storage, got cuda"),
+            Self::Rocm(_) => crate::bail!("expected a metal quantized storage, got rocm"),
+            Self::Metal(s) => Ok(s),
+        }
+    }
+
     /// The rows `ids` (u32, on the same device) name of the (rows, hidden) matrix these blocks hold, dequantized.
     pub fn embedding(
         &self,
