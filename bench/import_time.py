@@ -7,7 +7,7 @@ generated.kernel_facts`, `import generated`, and the first op on cpu (import, De
 storage_from_slice, the op, to_numpy: affine, which takes no kernel table, and exp, which
 takes generated.kernels_numpy); for each, the seconds and which of the backend runtime
 modules and generated kernel tables were loaded. --root measures another checkout (run from
-its root, this interpreter). Figures: README, "Import cost"."""
+its root, this interpreter). Figures: docs/design.md, "Import cost"."""
 
 from __future__ import annotations
 

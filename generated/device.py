@@ -9,8 +9,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .backends import Backend, On, lazy_module as _lazy_module
+from .backends import Backend, On, lazy_module as _lazy_module, register_device
 from .dtypes import DType, GgmlDType
+from .quantized import QStorage
+from .storage import Storage
 
 if TYPE_CHECKING:
     import runtime.cpu as _rt_cpu
@@ -182,5 +184,4 @@ class Device:
                 return QStorage(On.ROCM, _rt_rocm.qstorage_from_bytes(self.ordinal, data, format))
 
 
-from .quantized import QStorage  # noqa: E402  (Device and QStorage refer to each other)
-from .storage import Storage  # noqa: E402  (Device and Storage refer to each other)
+register_device(Device)

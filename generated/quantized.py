@@ -12,7 +12,7 @@ import numpy as np
 from runtime.errors import DeviceMismatch, DTypeMismatch, OpgenError
 from runtime.layout import Layout
 
-from .backends import Backend, On, lazy_module as _lazy_module
+from .backends import Backend, On, device_of as _device_of, lazy_module as _lazy_module
 from .dtypes import DType, GgmlDType
 from .storage import Storage
 
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     import runtime.rocm as _rt_rocm
 
     from . import kernels_hip as _kernels_hip
+    from .device import Device
 else:  # imported on first use: a cpu op loads no GPU runtime
     _rt_cpu = _lazy_module("runtime.cpu")
     _rt_cuda = _lazy_module("runtime.cuda")
@@ -60,11 +61,11 @@ class QStorage:
     def device(self) -> Device:
         match self.backend:
             case On.CPU:
-                return Device(On.CPU, _rt_cpu.q_device(self.inner))
+                return _device_of(On.CPU, _rt_cpu.q_device(self.inner))
             case On.CUDA:
-                return Device(On.CUDA, _rt_cuda.q_device(self.inner))
+                return _device_of(On.CUDA, _rt_cuda.q_device(self.inner))
             case On.ROCM:
-                return Device(On.ROCM, _rt_rocm.q_device(self.inner))
+                return _device_of(On.ROCM, _rt_rocm.q_device(self.inner))
 
     def size_in_bytes(self) -> int:
         match self.backend:
@@ -150,6 +151,3 @@ def _dtype_not_in(op: str, storage: Storage, allowed: frozenset[DType]) -> DType
 
 
 _MATMUL_X_DTYPES = frozenset({DType.F32})
-
-
-from .device import Device  # noqa: E402  (Device and QStorage refer to each other)

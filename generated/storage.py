@@ -16,7 +16,7 @@ from runtime.params import (
     MatmulDims,
 )
 
-from .backends import Backend, On, lazy_module as _lazy_module
+from .backends import Backend, On, device_of as _device_of, lazy_module as _lazy_module
 from .custom_ops import CustomOp1, CustomOp2, CustomOp3, InplaceOp1, InplaceOp2, InplaceOp3
 from .dtypes import BinaryOp, CmpOp, DType, ReduceOp, UnaryOp, dtype_of as _dtype_of
 
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     import runtime.rocm as _rt_rocm
 
     from . import kernels_hip as _kernels_hip, kernels_numpy as _kernels_numpy
+    from .device import Device
 else:  # imported on first use: a cpu op loads no GPU runtime
     _rt_cpu = _lazy_module("runtime.cpu")
     _rt_cuda = _lazy_module("runtime.cuda")
@@ -70,11 +71,11 @@ class Storage:
     def device(self) -> Device:
         match self.backend:
             case On.CPU:
-                return Device(On.CPU, _rt_cpu.device(self.inner))
+                return _device_of(On.CPU, _rt_cpu.device(self.inner))
             case On.CUDA:
-                return Device(On.CUDA, _rt_cuda.device(self.inner))
+                return _device_of(On.CUDA, _rt_cuda.device(self.inner))
             case On.ROCM:
-                return Device(On.ROCM, _rt_rocm.device(self.inner))
+                return _device_of(On.ROCM, _rt_rocm.device(self.inner))
 
     def const_set(self, value: int | float, layout: Layout) -> None:
         match self.backend:
@@ -1108,6 +1109,3 @@ _SCATTER_ADD_IDS_DTYPES = frozenset({DType.U8, DType.U32, DType.I64})
 _INDEX_SELECT_IDS_DTYPES = frozenset({DType.U8, DType.U32, DType.I64})
 _INDEX_ADD_IDS_DTYPES = frozenset({DType.U8, DType.U32, DType.I64})
 _MATMUL_SELF_DTYPES = frozenset({DType.BF16, DType.F16, DType.F32, DType.F64})
-
-
-from .device import Device  # noqa: E402  (Device and Storage refer to each other)

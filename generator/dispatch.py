@@ -31,8 +31,8 @@ def _wrap(returns: str, backend: Backend, call: str) -> tuple[str, ...]:
     match returns:
         case "Storage":
             return (f"return Storage(On.{backend.member}, {call})",)
-        case "Device":
-            return (f"return Device(On.{backend.member}, {call})",)
+        case "Device":  # through backends.device_of: storage.py and quantized.py do not import device.py
+            return (f"return _device_of(On.{backend.member}, {call})",)
         case "QStorage":
             return (f"return QStorage(On.{backend.member}, {call})",)
         case "GgmlDType":

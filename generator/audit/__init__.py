@@ -1,6 +1,8 @@
 """`gen audit`: hand-written code that dispatches on the backend but lacks one the registry
 declares. The generated package has an arm for every backend by construction; code written
 by hand around it (a tensor library's own matches, custom ops) does not, and this finds it.
+Owns: python and rust (find the dispatch sites in each language), coverage (judge which
+backends a site handles), signatures (Rust impl methods), report (text, JSON, SARIF).
 
 Files are read in parallel (one process per core): parsing dominates, and each file is
 independent. Findings come out in path order, then line order, whatever the scheduling."""

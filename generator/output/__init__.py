@@ -1,2 +1,3 @@
 """The output stage: bring each target's folder in line with the rendered files, atomically
-(writer, atomic), skip runs where nothing changed (stamp), and show staleness as a patch (patch)."""
+(writer, atomic), skip runs where nothing changed (stamp), and show staleness as unified diffs
+(diff) and a patch file (patch)."""

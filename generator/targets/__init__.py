@@ -1,10 +1,16 @@
-"""Emission targets: which generated trees one `gen` run brings up to date, and where.
+"""The render stage: each emission target's files from the frozen model, and which generated
+trees one `gen` run brings up to date, and where (this module).
 
-The registry's `targets:` section names them (python, rust), each with a folder relative to
-the registry's. Without it, a registry gets the Python package alone, in --out, as before
-targets existed. `--out` keeps meaning the Python package's folder; a target whose folder
-lies inside the python target's (generated/rust in generated) moves along with it, so that
-`gen --out DIR` keeps a run's output together."""
+Owns: python (the package in generated/: templates -> text; python_layout lays it out as
+`ruff format` does, pycheck compiles it), rust (Candle-shaped Rust; rust_layout lays it out as
+rustfmt does), hip (the `extern "C"` entry points of the HIP kernels) and location (where
+the templates are).
+
+The registry's `targets:` section names the targets (python, rust), each with a folder
+relative to the registry's. Without it, a registry gets the Python package alone, in --out.
+`--out` means the Python package's folder; a target whose folder lies inside the python
+target's (generated/rust in generated) moves along with it, so that `gen --out DIR` keeps a
+run's output together."""
 
 from __future__ import annotations
 

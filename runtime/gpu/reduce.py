@@ -68,7 +68,7 @@ COLUMN_SPLITS = 0
 # view; bench/gpu.py --explore columns compares them; figures: on an H100,
 # commit cdeec47).
 COLUMN_BY_VALUE = True
-# False: such groups take pass 1 and 2 of reduce_chunks (two launches), as before the column
+# False: such groups take pass 1 and 2 of reduce_chunks (two launches) instead of the column
 # tiles (bench/gpu.py --explore columns compares the two).
 COLUMN_TILES = True
 # Reduction plans kept per runtime (what reduce_op works out before it launches, for one

@@ -127,3 +127,24 @@ def test_every_public_name_and_module_is_an_attribute():
     assert g.nn.__name__ == "generated.nn" and g.storage.Storage is g.Storage
     code = "import generated as g\nprint(json.dumps([g.kernels_hip.__name__, hasattr(g, 'no_such_name')]))"
     assert loaded_after(code)["out"] == ["generated.kernels_hip", False]
+
+
+def test_storage_and_device_modules_import_one_way():
+    """storage.py and quantized.py do not import device.py (device.py builds their objects and
+    imports them): importing either alone leaves device.py out. Storage.device() takes the Device
+    class that device.py registers with backends.py on import; a storage built by hand from a
+    runtime buffer before that says what to import, and names its device once it is."""
+    code = (
+        "import numpy as np\nimport runtime.cpu as rt\n"
+        "from generated.backends import On\nfrom generated.storage import Storage\n"
+        "import generated.quantized\n"
+        "alone = 'generated.device' in sys.modules\n"
+        "s = Storage(On.CPU, rt.storage_from_slice(0, np.ones(2, np.float32)))\n"
+        "try:\n    s.device()\n    before = None\nexcept RuntimeError as exc:\n    before = str(exc)\n"
+        "import generated.device\n"
+        "print(json.dumps([alone, before, str(s.device()), s.device() == generated.device.Device.parse('cpu')]))"
+    )
+    alone, before, after, same = loaded_after(code)["out"]
+    assert alone is False
+    assert before == "cpu: import generated.device before asking a storage for its device"
+    assert after == "cpu" and same

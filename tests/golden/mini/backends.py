@@ -6,9 +6,12 @@ from __future__ import annotations
 import enum
 import importlib
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runtime.errors import BackendUnavailable, NotImplementedForBackend, OpgenError
+
+if TYPE_CHECKING:
+    from .device import Device
 
 
 class Backend(enum.StrEnum):
@@ -110,3 +113,22 @@ def missing(backend: Backend, op: str) -> OpgenError:
     if reason is not None:
         return BackendUnavailable(backend.value, reason)
     return NotImplementedForBackend(backend.value, op)
+
+
+# Storage and QStorage answer .device() with a Device, and Device builds Storages and QStorages.
+# The imports run one way (storage, quantized <- device): device.py hands its class in here when
+# it is imported, and the two unions reach it through device_of instead of importing device.py.
+_device_type: type[Device] | None = None
+
+
+def register_device(device_type: type[Device]) -> None:
+    """The Device class of the package (device.py calls this once, on import)."""
+    global _device_type
+    _device_type = device_type
+
+
+def device_of(backend: Backend, ordinal: int) -> Device:
+    """Device `ordinal` of `backend`: what Storage.device() and QStorage.device() return."""
+    if _device_type is None:  # a storage built by hand from a runtime buffer, device.py never imported
+        raise RuntimeError(f"{backend.value}: import {__package__}.device before asking a storage for its device")
+    return _device_type(backend, ordinal)

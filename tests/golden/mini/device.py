@@ -9,8 +9,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .backends import Backend, On, lazy_module as _lazy_module, missing as _missing
+from .backends import Backend, On, lazy_module as _lazy_module, missing as _missing, register_device
 from .dtypes import DType, GgmlDType
+from .quantized import QStorage
+from .storage import Storage
 
 if TYPE_CHECKING:
     import mini_rt.cpu as _rt_cpu
@@ -89,5 +91,4 @@ class Device:
                 raise _missing(On.GPU, "quantize")
 
 
-from .quantized import QStorage  # noqa: E402  (Device and QStorage refer to each other)
-from .storage import Storage  # noqa: E402  (Device and Storage refer to each other)
+register_device(Device)

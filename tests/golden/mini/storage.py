@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from runtime.errors import DeviceMismatch, DTypeMismatch, OpgenError, ShapeMismatch
 from runtime.layout import Layout
 
-from .backends import Backend, On, lazy_module as _lazy_module, missing as _missing
+from .backends import Backend, On, device_of as _device_of, lazy_module as _lazy_module, missing as _missing
 from .custom_ops import Scale1
 from .dtypes import BinaryOp, DType, UnaryOp, dtype_of as _dtype_of
 
@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     import mini_rt.gpu as _rt_gpu
 
     from . import kernels_numpy as _kernels_numpy
+    from .device import Device
 else:  # imported on first use: a cpu op loads no GPU runtime
     _rt_cpu = _lazy_module("mini_rt.cpu")
     _rt_gpu = _lazy_module("mini_rt.gpu")
@@ -49,9 +50,9 @@ class Storage:
     def device(self) -> Device:
         match self.backend:
             case On.CPU:
-                return Device(On.CPU, _rt_cpu.device(self.inner))
+                return _device_of(On.CPU, _rt_cpu.device(self.inner))
             case On.GPU:
-                return Device(On.GPU, _rt_gpu.device(self.inner))
+                return _device_of(On.GPU, _rt_gpu.device(self.inner))
 
     def unary(self, op: UnaryOp, layout: Layout) -> Storage:
         if self.backend is _ON_CPU:  # whole buffers: the fast path
@@ -168,6 +169,3 @@ def _dtype_not_in(op: str, storage: Storage, allowed: frozenset[DType]) -> DType
 
 
 _AFFINE_SELF_DTYPES = frozenset({DType.F32, DType.BF16})
-
-
-from .device import Device  # noqa: E402  (Device and Storage refer to each other)
