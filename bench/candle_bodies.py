@@ -25,7 +25,7 @@ import re
 import shutil
 from pathlib import Path
 
-from bench.candle_sites import _cut, _name, _parse, _with_attributes
+from bench.candle_sites import cut_ranges, field_text, parse_rust, with_attributes
 
 SAFETENSORS = "candle-core/src/safetensors.rs"
 GGML_FILE = "candle-core/src/quantized/ggml_file.rs"
@@ -76,7 +76,7 @@ def _scoped(node, backends: tuple[str, ...]) -> bool:
     named = re.compile(rf"::(?:{'|'.join(b.capitalize() for b in backends)})\b")
     p = node.parent
     while p is not None:
-        if p.type == "function_item" and re.fullmatch(rf"(?:{'|'.join(backends)})_fwd", _name(p, "name")):
+        if p.type == "function_item" and re.fullmatch(rf"(?:{'|'.join(backends)})_fwd", field_text(p, "name")):
             return True
         if p.type == "match_arm" and named.search(_text(p.child_by_field_name("pattern"))):
             return True
@@ -89,7 +89,7 @@ def one_backend_ranges(source: bytes, backends: tuple[str, ...]) -> list[tuple[i
     where the match is not inside code for that backend alone."""
     variants = {b.capitalize(): b for b in backends}
     out = []
-    for node in _walk(_parse(source)):
+    for node in _walk(parse_rust(source)):
         if node.type != "match_expression" or _scoped(node, backends):
             continue
         arms = _arms(node)
@@ -117,7 +117,7 @@ def raw_bytes_ranges(source: bytes) -> list[tuple[int, int, bytes]]:
     """safetensors.rs: `match device { Device::Cpu => CpuStorage::F4(data.to_vec()).., Device::Cuda(..)
     => alloc + copy.., .. }` -> `device.storage_from_raw_bytes(data, dtype)?`."""
     out = []
-    for node in _walk(_parse(source)):
+    for node in _walk(parse_rust(source)):
         arms = _device_match(node)
         host = [v for p, v in arms or () if p == "Device::Cpu"]
         if host and "data.to_vec()" in _text(host[0]) and "CpuStorage::" in _text(host[0]):
@@ -130,7 +130,7 @@ def ggml_load_ranges(source: bytes) -> list[tuple[int, int, bytes]]:
     Device::Cuda(c) => cuda::load_quantized(c, data)?, .. }` over the blocks `data: &[T]` ->
     `QStorage::from_data(<data's bytes>, device, T::DTYPE)?`."""
     out = []
-    for node in _walk(_parse(source)):
+    for node in _walk(parse_rust(source)):
         arms = _device_match(node)
         if arms and all("load_quantized(" in _text(v) or "QStorage::Cpu(" in _text(v) for _, v in arms):
             new = (
@@ -144,16 +144,16 @@ def ggml_load_ranges(source: bytes) -> list[tuple[int, int, bytes]]:
 def qtensor_ranges(source: bytes) -> list[tuple[int, int, bytes]]:
     """QTensor's matches over `&self.storage` (QTENSOR_CALLS), and `impl CustomOp1 for QTensor`."""
     out = []
-    for item in _parse(source).named_children:
-        if item.type != "impl_item" or _name(item, "type") != "QTensor":
+    for item in parse_rust(source).named_children:
+        if item.type != "impl_item" or field_text(item, "type") != "QTensor":
             continue
         trait = item.child_by_field_name("trait")
         if trait is not None:
             if _text(trait).split("::")[-1] == "CustomOp1":
-                out.append(_with_attributes(item))
+                out.append(with_attributes(item))
             continue
         for fn in _walk(item):
-            call = QTENSOR_CALLS.get(_name(fn, "name")) if fn.type == "function_item" else None
+            call = QTENSOR_CALLS.get(field_text(fn, "name")) if fn.type == "function_item" else None
             matches = [n for n in _walk(fn) if n.type == "match_expression"] if call else []
             if matches and _text(matches[0].child_by_field_name("value")) == "&self.storage":
                 out.append((matches[0].start_byte, matches[0].end_byte, call.encode()))
@@ -162,10 +162,10 @@ def qtensor_ranges(source: bytes) -> list[tuple[int, int, bytes]]:
 
 def impl_ranges(source: bytes, trait: str, type_: str) -> tuple[list[tuple[int, int, bytes]], bytes]:
     """`impl <trait> for <type_>` with its attributes, and those attributes' text."""
-    for item in _parse(source).named_children:
+    for item in parse_rust(source).named_children:
         named = _text(item.child_by_field_name("trait")).split("::")[-1] if item.type == "impl_item" else ""
-        if named == trait and _name(item, "type") == type_:
-            start, end, _ = _with_attributes(item)
+        if named == trait and field_text(item, "type") == type_:
+            start, end, _ = with_attributes(item)
             return [(start, end, b"")], source[start : item.start_byte]
     return [], b""
 
@@ -199,7 +199,7 @@ def overlay_bodies(candle: Path, generated: Path, backends: tuple[str, ...]) -> 
     def apply(rel: str, ranges: list[tuple[int, int, bytes]]) -> None:
         if ranges:
             source = (candle / rel).read_bytes()
-            _cut(candle / rel, [(a, b, _indented(new, source, a)) for a, b, new in ranges])
+            cut_ranges(candle / rel, [(a, b, _indented(new, source, a)) for a, b, new in ranges])
             rewritten[rel] = rewritten.get(rel, 0) + len(ranges)
 
     for crate in ("candle-core/src", "candle-nn/src"):
