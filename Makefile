@@ -56,8 +56,11 @@ $(BENCH_SETUP): $(TEST_SETUP)
 	$(BIN)/python -m pip install -q -e '.[test,gpu,$(MPI_EXTRA),bench]' && touch $@ \
 	  || echo "bench: torch did not install; bench/run.py will say torchgen was not timed" >&2
 
+# gen's time beside this earlier tree's, in one run: the last before the formatting passes and
+# the split of generator/ by stage (make bench BENCH_BEFORE=REV for another; none for no comparison)
+BENCH_BEFORE ?= 3035d97
 bench: $(BENCH_SETUP)
-	$(BIN)/python bench/run.py
+	$(BIN)/python bench/run.py --before $(BENCH_BEFORE)
 
 check: $(SETUP)
 	$(BIN)/gen --check

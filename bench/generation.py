@@ -89,13 +89,13 @@ def gen_command(registry: Path, out: Path) -> tuple[list[str], Path, Path]:
     return [sys.executable, "-m", "generator.cli", "--registry", str(registry), "--out", str(out)], registry.parent, out
 
 
-def bytecode() -> None:
-    """Byte-compile generator/ before timing it, as an installed package is and torchgen in
+def bytecode(package: Path = ROOT / "generator") -> None:
+    """Byte-compile generator/ (or an earlier tree's) before timing it, as an installed package is and torchgen in
     site-packages is: where PYTHONDONTWRITEBYTECODE is set (this project's shell sets it), no
     run writes the cache, and each timed run compiled gen's own modules again (~0.1 s)."""
     import compileall
 
-    compileall.compile_dir(ROOT / "generator", quiet=1)
+    compileall.compile_dir(package, quiet=1)
 
 
 def rows() -> tuple[dict, dict | None]:

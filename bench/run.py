@@ -2,10 +2,13 @@
 
 Writes bench/results/cpu.json and bench/results/cpu.md. Times are medians of repeated runs
 on this machine; the table says which machine. Nothing here is asserted: see the numbers.
-What each part measures: bench/generation.py, bench/dispatch.py."""
+What each part measures: bench/generation.py, bench/generation_before.py, bench/dispatch.py.
+
+    python bench/run.py [--before REV ...]   # default: generation_before.BASELINE; --before none: no comparison"""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
@@ -15,7 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench import dispatch, generation  # noqa: E402
+from bench import dispatch, generation, generation_before  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
 DISPATCH_GOALS_NS = {"unary": 300, "binary": 600}  # added over numpy per call
@@ -53,14 +56,26 @@ def markdown(result: dict) -> str:
         "dispatch: best of 7 x 200,000 calls (the last column: the same by CPU time).\n"
     ]
     lines += generation.lines(result)
+    lines += generation_before.lines(result)
     lines += generation.change_lines(result)
     lines += dispatch_lines(result)
     return "\n".join(lines) + "\n"
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument(
+        "--before",
+        action="append",
+        metavar="REV",
+        help=f"time gen beside this earlier revision's gen on the same registry, in turns "
+        f"(repeatable; default {generation_before.BASELINE}; 'none' for no comparison)",
+    )
+    args = parser.parse_args()
+    revisions = [r for r in (args.before or [generation_before.BASELINE]) if r != "none"]
     result = {"machine": machine(), "load_before": load()}
     result["generation"], result["torchgen"] = generation.rows()
+    result["before"] = generation_before.rows(revisions)
     result["check_change"] = generation.change_rows()
     result["dispatch"] = dispatch.rows()
     result["load_after"] = load()

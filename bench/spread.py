@@ -18,7 +18,7 @@ def rows_of(run: dict) -> dict:
     if "rows" in run:
         return run["rows"]
     rows = {}
-    for section in ("generation", "check_change", "torchgen", "dispatch"):
+    for section in ("generation", "before", "check_change", "torchgen", "dispatch"):
         table = run.get(section) or {}
         figures = {"": table} if section == "torchgen" else table
         for name, values in figures.items():

@@ -731,6 +731,7 @@ _OPERATOR_UFUNCS = {
 }
 
 
+@functools.cache  # a registry repeats a few expressions over thousands of ops
 def ufunc_of(expression: str, arity: int) -> str | None:
     """`np.<ufunc>` when the expression is exactly one ufunc applied to its operands."""
     text = expression.replace(" ", "")
@@ -784,6 +785,11 @@ class KernelInstance:
     types: dict[str, str]
     compute: dict[str, str]
     results: dict[str, str]
+
+
+def camel(name: str) -> str:
+    """The Rust variant name of a registry backend (or reduction): cpu -> Cpu, my_gpu -> MyGpu."""
+    return "".join(part.capitalize() for part in name.split("_"))
 
 
 def pattern_member(pattern: str) -> str:

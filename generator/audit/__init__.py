@@ -16,7 +16,8 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from .coverage import MISSING, WILDCARD, Finding, camel, judge_dispatch, judge_trait, normalize
+from ..model import camel
+from .coverage import MISSING, WILDCARD, Finding, judge_dispatch, judge_trait, normalize
 
 LANGUAGES = {".py": "python", ".rs": "rust"}
 SKIP_DIRS = frozenset({"__pycache__", "node_modules", "target"})  # and hidden ones (.git, .venv)

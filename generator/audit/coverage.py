@@ -20,11 +20,6 @@ def normalize(name: str) -> str:
     return name.replace("_", "").lower()
 
 
-def camel(backend: str) -> str:
-    """The Rust variant name of a registry backend: cpu -> Cpu, my_gpu -> MyGpu."""
-    return "".join(part.capitalize() for part in backend.split("_"))
-
-
 def device_valued(name: str) -> bool:
     """Whether a subject's last name (`device`, `self.backend`, `d.kind`, `dev_type`) says it
     holds a device or a backend; `is_*` calls (`d.is_cuda()`) are tested by the readers."""

@@ -79,11 +79,14 @@ def fit_line(line: str, width: int = WIDTH) -> tuple[str, ...]:
         return (line,)
     start, end = brackets
     head, body, tail = code[: start + 1], code[start + 1 : end], code[end:]
-    items = _split_items(body)
     inner = indent + INDENT
-    if body.rstrip().endswith(","):  # a trailing comma already there: one item a line
+    trailing = body.rstrip().endswith(",")  # a trailing comma already there: one item a line
+    if not trailing and _is_call(code, start) and len(inner) + len(body) <= width:
+        return (indent + head, *fit_line(inner + body, width), indent + tail)
+    items = _split_items(body)
+    if trailing:
         items = [i for i in items if i]
-    elif len(items) == 1 or (_is_call(code, start) and len(inner) + len(body) <= width):
+    elif len(items) == 1:
         return (indent + head, *fit_line(inner + body, width), indent + tail)
     lines = [indent + head]
     for item in items:

@@ -50,16 +50,19 @@ FN_CALL_WIDTH = 60
 SHORT_ITEM_WIDTH = 10  # short_array_element_width_threshold
 _SIMPLE = re.compile(r"-?&?(?:[A-Za-z_]\w*(?:\.\w+)*|\d[\w.]*|\"[^\"\\]*\")\??")
 # Only arms and statements that may need breaking: a line of more than 100 columns, or more
-# than 60 after its ` => ` (an arm's body) or after a `(` (a call's arguments).
+# than 60 after its ` => ` (an arm's body) or after a `(` (a call's arguments). Each pattern
+# starts at the newline before its line (fit adds one before the text's first), which the
+# regex engine finds at C speed, instead of trying `^` at every character. A block arm's
+# pattern is matched greedily: its ` => {` can only end the line, where backtracking finds it.
 _INLINE_ARM = re.compile(
-    r"^(?=[^\n]{101}|[^\n]* => [^\n]{62})(?P<indent> ++)(?P<pattern>[^\n]+?) => (?P<body>[^\n{][^\n]*),$", re.MULTILINE
+    r"\n(?=[^\n]{101}|[^\n]* => [^\n]{62})(?P<indent> ++)(?P<pattern>[^\n]+?) => (?P<body>[^\n{][^\n]*),(?=\n|\Z)"
 )
 _BLOCK_ARM = re.compile(
-    r"^(?P<indent> ++)(?P<pattern>[^\n]+?) => \{\n ++(?P<body>[^\n]*[^;\n])\n(?P=indent)\}$", re.MULTILINE
+    r"\n(?P<indent> ++)(?P<pattern>[^\n]+) => \{\n ++(?P<body>[^\n]*[^;\n])\n(?P=indent)\}(?=\n|\Z)"
 )
-_BRACE_COMMENT = re.compile(r"^(?P<head>(?P<indent> *+)[^\n]*\{) (?P<comment>//[^\n]*)$", re.MULTILINE)
+_BRACE_COMMENT = re.compile(r"\n(?P<head>(?P<indent> *+)[^\n]*\{) (?P<comment>//[^\n]*)(?=\n|\Z)")
 _CALL_STATEMENT = re.compile(
-    r"^(?=[^\n]{101}|[^\n]*\([^\n]{61})(?P<indent> ++)(?P<call>[\w.:]+\([^\n]*\)\??);$", re.MULTILINE
+    r"\n(?=[^\n]{101}|[^\n]*\([^\n]{61})(?P<indent> ++)(?P<call>[\w.:]+\([^\n]*\)\??);(?=\n|\Z)"
 )
 _OK_VARIANT = re.compile(r"Ok\((?P<variant>[\w:]+)\((?P<value>.+)\)\)")
 _ERR_CALL = re.compile(r"Err\((?P<callee>[\w:]+)\((?P<args>.+)\)\)")
@@ -72,11 +75,16 @@ def fit(text: str) -> str:
     leaves as they are."""
     if " => " not in text:  # launch.rs: laid out by its template
         return text
+    text = "\n" + text  # the patterns' newline before the first line
     if "{ //" in text:  # a comment after an opening brace: on a line of its own, as rustfmt puts it
-        text = _BRACE_COMMENT.sub(r"\g<head>\n\g<indent>    \g<comment>", text)
-    text = _CALL_STATEMENT.sub(lambda m: call_statement("", m["call"], ";", m["indent"]), text)
-    text = _BLOCK_ARM.sub(_arm, text)
-    return _INLINE_ARM.sub(_arm, text)
+        text = _BRACE_COMMENT.sub(r"\n\g<head>\n\g<indent>    \g<comment>", text)
+    text = _CALL_STATEMENT.sub(lambda m: "\n" + call_statement("", m["call"], ";", m["indent"]), text)
+    text = _BLOCK_ARM.sub(_line_arm, text)
+    return _INLINE_ARM.sub(_line_arm, text)[1:]
+
+
+def _line_arm(match: re.Match[str]) -> str:
+    return "\n" + _arm(match)
 
 
 def _arm(match: re.Match[str]) -> str:

@@ -291,3 +291,77 @@ def test_every_generated_protocol_is_recognized():
     text = (REPO / "generated" / "contract.py").read_text(encoding="utf-8")
     blocks = [b for b in text.split("\n\n\n") if b.startswith("class ")]
     assert blocks and all(pycheck.is_protocol(b) for b in blocks)
+
+
+# ----------------------------------------------------------------------------- large classes
+
+
+def big_class(n_methods: int, head: str = 'class Storage:\n    """Doc."""\n\n    __slots__ = ("a",)') -> list[str]:
+    """A class of many methods, as its head and its methods (each after a blank line)."""
+    return [head, *(f"    def m{i}(self, x: int) -> int:\n        return x + {i}" for i in range(n_methods))]
+
+
+def class_module(members: list[str]) -> str:
+    return "\n\n\n".join([*module(3), "\n\n".join(members), *module(3, seed=1)[1:]]) + "\n"
+
+
+CLASS_BREAKS = [
+    "    def broken(self:\n        pass",  # a syntax error
+    "    def dup(self, a, a):\n        pass",  # a symbol-table error
+    "    x = [\n        1,",  # a bracket the rest cannot close
+    "   half = 1",  # a dedent to no enclosing level
+    "  def two(self):\n      pass",  # a method at another depth than the others
+    "    def f(self):\n        nonlocal q",  # nonlocal without an enclosing binding
+    "    return 1",  # return outside a function
+]
+
+
+@pytest.mark.parametrize("broken", CLASS_BREAKS)
+@pytest.mark.parametrize("where", [1, 40, 99])
+def test_a_large_class_rejects_what_compile_rejects_at_the_same_line(broken, where):
+    members = big_class(100)
+    members.insert(where, broken)
+    text = class_module(members)
+    assert len(pycheck._pieces(text)) > 3  # the class went in pieces
+    want, got = whole_error(text), check(text)
+    assert want is not None and got is not None
+    assert (got.line, got.col) == (want.lineno, want.offset)
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        "class Storage:\n  a = 1",  # a body at two spaces, the methods at four
+        "class Storage(\n    Base,\n):\n  a = 1",  # a class line broken over lines
+    ],
+)
+def test_a_large_class_whose_head_stands_elsewhere_is_compiled_whole(head):
+    text = class_module(big_class(100, head))
+    assert pycheck._class_pieces(text.split("\n\n\n")[3]) == []
+    want, got = whole_error(text), check(text)
+    assert want is not None and got is not None
+    assert (got.line, got.col) == (want.lineno, want.offset)
+
+
+@pytest.mark.parametrize(
+    "joined",
+    [
+        '    s = """one\n\n    def two"""',  # a method's blank-line-led `def` inside a string
+        "    x = (\n        1,\n\n    def\n    )",  # ... inside brackets: no statement boundary
+        "    @property\n    def p(self):\n        return 1",  # a decorated method
+        "    # a comment\n    def c(self):\n        return 1",
+    ],
+)
+def test_a_large_class_accepts_what_compile_accepts(joined):
+    members = big_class(100)
+    members.insert(50, joined)
+    text = class_module(members)
+    want = whole_error(text)
+    assert (want is None) == (check(text) is None)
+
+
+def test_the_generated_storage_class_is_compiled_in_pieces():
+    text = (REPO / "generated" / "storage.py").read_text(encoding="utf-8")
+    (block,) = [b for b in text.split("\n\n\n") if b.startswith("class Storage")]
+    pieces = pycheck._class_pieces(block)
+    assert len(pieces) > 2 and all(compile(p, "storage.py", "exec", dont_inherit=True) for p in pieces)

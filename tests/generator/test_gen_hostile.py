@@ -216,3 +216,36 @@ def test_positions_count_newlines_whatever_other_breaks_yaml_sees(brk):
     y = tree.get("a").get("b").value[1]
     assert (y.value, y.position.line, y.position.col) == ("y", 2, 12)
     assert tree.get("c").position.line == 3
+
+
+def _same_nodes(ours, theirs) -> None:
+    assert (type(ours), ours.tag, ours.start_mark.index) == (type(theirs), theirs.tag, theirs.start_mark.index)
+    if isinstance(ours.value, list):
+        assert len(ours.value) == len(theirs.value)
+        for mine, other in zip(ours.value, theirs.value):
+            pairs = zip(mine, other) if isinstance(mine, tuple) else [(mine, other)]
+            for a, b in pairs:
+                _same_nodes(a, b)
+    else:
+        assert ours.value == theirs.value
+
+
+def test_the_loader_composes_what_the_safe_loader_composes():
+    """The loader skips the path-resolver steps safe loading never uses, and remembers scalar
+    tags: the nodes, their tags and positions are PyYAML's SafeLoader's, on the shipped
+    registry and on one with explicit tags, aliases, flow collections and every scalar kind."""
+    import yaml
+
+    from generator.registry.loader import _LOADER
+
+    assert not _LOADER.yaml_path_resolvers
+    odd = (
+        "a: &x {b: [1, 2.5, true, null, ~, '3', 0x1f, 1e3, .inf, yes]}\n"
+        "c: *x\n"
+        "d: !!str 12\n"
+        "e: !custom [1]\n"
+        "f: !!map {g: h}\n"
+        "i:\n  - - j\n    - {k: l}\n  - !!seq []\n"
+    )
+    for text in ((REPO / "ops.yaml").read_text(encoding="utf-8"), odd):
+        _same_nodes(yaml.compose(text, Loader=_LOADER), yaml.compose(text, Loader=yaml.SafeLoader))

@@ -7,7 +7,7 @@ backend's to check). Laid out as rustfmt lays it out (rust_layout)."""
 from __future__ import annotations
 
 from ... import model
-from ...audit.coverage import camel
+from ...model import camel
 from ..rust_layout import array_statement, call_statement
 from .types import Arm, Variant, host_backend, layout_signature, profile
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ... import model
-from ...audit.coverage import camel
+from ...model import camel
 from .. import rust_layout
 
 LINE_WIDTH = 100  # as rustfmt: a longer signature gets one parameter per line
