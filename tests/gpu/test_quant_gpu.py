@@ -25,14 +25,9 @@ import pytest
 
 import generated as g
 from runtime import ggml
+from tests.gpu.runnable import gpu_backends_or_skip
 
-_REASONS = {b: b.unavailable_reason() for b in g.Backend if b is not g.Backend.CPU}
-GPU_BACKENDS = [b for b, reason in _REASONS.items() if reason is None]
-if not GPU_BACKENDS:
-    pytest.skip(
-        "no GPU backend can run here: " + "; ".join(f"{b.value}: {r}" for b, r in _REASONS.items()),
-        allow_module_level=True,
-    )
+GPU_BACKENDS = gpu_backends_or_skip()
 
 # weights and bytes per block
 BLOCKS = {name: (f.block, f.nbytes) for name, f in ggml.FORMATS.items()}
@@ -416,7 +411,7 @@ def test_matmul_on_any_grid_is_the_same(fmt):
     k = 6400 adds a second, partial chunk per item. cuda only: the launch wrapper is driven
     directly, with grids of 1, 2 and 7 blocks against the runtime's own."""
     if g.Backend.CUDA not in GPU_BACKENDS:
-        pytest.skip(f"cuda: unavailable: {_REASONS[g.Backend.CUDA]}")
+        pytest.skip(f"cuda: unavailable: {g.Backend.CUDA.unavailable_reason()}")
     from generated import kernels_hip
     from runtime.cuda import _rt as rt
     from runtime.gpu import quant as gpu_quant

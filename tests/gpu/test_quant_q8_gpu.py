@@ -22,14 +22,9 @@ import pytest
 import generated as g
 from runtime import ggml
 from runtime.gpu.switches import QMATMUL_Q8_1_NMSE
+from tests.gpu.runnable import gpu_backends_or_skip
 
-_REASONS = {b: b.unavailable_reason() for b in g.Backend if b is not g.Backend.CPU}
-GPU_BACKENDS = [b for b, reason in _REASONS.items() if reason is None]
-if not GPU_BACKENDS:
-    pytest.skip(
-        "no GPU backend can run here: " + "; ".join(f"{b.value}: {r}" for b, r in _REASONS.items()),
-        allow_module_level=True,
-    )
+GPU_BACKENDS = gpu_backends_or_skip()
 
 FORMATS = list(ggml.FORMATS)
 FLOAT = ("f32", "f16", "bf16")
