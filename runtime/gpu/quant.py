@@ -58,8 +58,6 @@ QMATVEC_K = {"q4_k": (QMATVEC_K_ROWS_Q4_K, QMATVEC_THREADS), "q6_k": (QMATVEC_K_
 #: qmatvec_q8_1_*'s weight rows per item, by its class of x rows (1, 2, up to 4, more: 8 at a
 #: time): ops.yaml's kernel facts QMATVEC_Q8_ROWS_X*, which hip/qmatvec_q8.hip is built with.
 QMATVEC_Q8_ROWS = {1: QMATVEC_Q8_ROWS_X1, 2: QMATVEC_Q8_ROWS_X2, 4: QMATVEC_Q8_ROWS_X4, 8: QMATVEC_Q8_ROWS_X8}
-#: The weights qmatvec_q8_1_* multiplies by x itself (f32 sums): it needs no x in q8_1.
-FLOAT_FORMATS = ("f32", "f16", "bf16")
 #: (format, x rows class) where the exact-x kernel (qmatvec_<fmt>) was measured faster than the
 #: quantized-x one, over the four shapes of bench/ggml.py together: QMatMul takes it there with
 #: the switch qmatmul_exact_x off too (H200, 2026-11-27; figures: bench/results/ggml-anchor-h200.json,
@@ -270,7 +268,7 @@ def quantized_x(rt: GpuRuntime, fmt: str, rows: int, k: int) -> bool:
     """Whether QMatMul of `fmt` takes qmatvec_q8_1_<fmt>: f32 / f16 / bf16 weights where k fills
     its 32-byte units (their product there is x's own, in f32), the block formats unless the
     switch qmatmul_exact_x is on or the exact-x kernel is faster for these rows (EXACT_X_FASTER)."""
-    if fmt in FLOAT_FORMATS:
+    if fmt in ggml.PLAIN:
         return k * ggml.FORMATS[fmt].nbytes % 32 == 0
     return not rt.switches.qmatmul_exact_x and (fmt, x_rows_class(rows)) not in EXACT_X_FASTER
 
@@ -297,7 +295,7 @@ def qmatvec_q8_1(
     weights read x itself. Two launches on x's stream."""
     ordinal, stream = x.ordinal, rt.stream(x.ordinal)
     fn = _kernel("qmatmul", rt, table, K.QMATVEC_Q8_1_SELF, q.fmt)
-    if q.fmt in FLOAT_FORMATS:
+    if q.fmt in ggml.PLAIN:
         xq = x
     else:
         if xq is None:

@@ -286,7 +286,7 @@ def test_qmatmul_takes_the_quantized_x_product_unless_the_switch_or_the_measured
     """Off (the default): x quantized to q8_1 and qmatvec_q8_1_<fmt>, but the exact-x kernel for
     EXACT_X_FASTER's rows; on: the exact-x kernel. f32 / f16 / bf16: qmatvec_q8_1_<fmt> on x itself."""
     from runtime import ggml
-    from runtime.gpu.quant import EXACT_X_FASTER, FLOAT_FORMATS, QGpuBuffer, q_matmul, x_rows_class
+    from runtime.gpu.quant import EXACT_X_FASTER, QGpuBuffer, q_matmul, x_rows_class
 
     rt, _, launches = _runtime()
     rt.switches.qmatmul_exact_x = exact
@@ -296,7 +296,7 @@ def test_qmatmul_takes_the_quantized_x_product_unless_the_switch_or_the_measured
     x = rt.from_host(0, np.ones(rows * k, np.float32))
     q_matmul(rt, q, x, Layout.contiguous((rows, k)), (n, k), kernels_hip.QSTORAGE["matmul"])
     names = [name for name, *_ in launches]
-    if fmt in FLOAT_FORMATS:
+    if fmt in ggml.PLAIN:
         assert names == [f"qmatvec_q8_1_{fmt}"] and launches[0][3][1] == launches[0][3][2] == x.ptr  # x, as xq
     elif exact or (fmt, x_rows_class(rows)) in EXACT_X_FASTER:
         assert names == [f"qmatvec_{fmt}"]
