@@ -15,7 +15,9 @@ Takes a candle checkout (a work tree, changed in place: pass a disposable one), 
   3. audits the same files and the generated ones again, and prints both counts;
   4. does the same for the sites around the dispatch (bench/candle_sites.py: candle-nn's NN
      ops, candle-pyo3's PyDevice, test_utils.rs's test_device!, error.rs's backend variants)
-     and audits candle-core/src, candle-nn/src and candle-pyo3/src before and after, listing
+     and the backend-specific bodies the profile's methods stand for (bench/candle_bodies.py:
+     candle-nn's CPU flash attention, safetensors and GGML loading, QTensor, UgIOp1), and
+     audits candle-core/src, candle-nn/src and candle-pyo3/src before and after, listing
      what is still missing, and the backend chains of candle-examples by file:line:col.
 The result is read, not compiled: candle's crates are not built here (no network for its
 dependencies). Nothing of candle's text is printed or kept."""
@@ -31,6 +33,7 @@ from pathlib import Path
 import tree_sitter
 import tree_sitter_rust
 
+from bench.candle_bodies import overlay_bodies
 from bench.candle_dispatch import ENUMS, TRAITS, spans
 from bench.candle_sites import backend_chains, overlay_sites, rewrite_test_device_calls
 from generator.audit import MISSING, WILDCARD, audit, sources
@@ -164,8 +167,10 @@ def main(argv: list[str] | None = None) -> None:
     boilerplate = boilerplate_lines(src)
     written = overlay(src, args.out)
     sites = overlay_sites(args.candle, args.out, BACKENDS, ADDED)
-    order = re.search(r"\(\$fn_name:ident((?:, \$\w+:ident)*)\)", (args.out / "test_device.rs").read_text())
-    names = re.findall(r"\$(\w+):ident", order[1]) if order else []
+    bodies = overlay_bodies(args.candle, args.out, BACKENDS)
+    # the macro's explicit form (one test name per backend), not its one-name form
+    forms = re.findall(r"\(\$fn_name:ident((?:, \$\w+:ident)*)\)", (args.out / "test_device.rs").read_text())
+    names = re.findall(r"\$(\w+):ident", max(forms, key=len, default=""))
     calls = rewrite_test_device_calls(args.candle, ADDED, names.index(ADDED[0]) + 1) if ADDED[0] in names else 0
     crates_after = {c.parent.name: audit_findings([c]) for c in crates}
     after_points, after_missing, after_wild = audit_counts([*targets, src / "opgen"])
@@ -196,6 +201,9 @@ def main(argv: list[str] | None = None) -> None:
     print(f"| all three | | {total[0]} | | {total[1]} |")
     print("\n| site file | hand-written lines removed |\n|---|---|")
     for rel, n in sites.items():
+        print(f"| {rel} | {n} |")
+    print("\n| file | backend-specific bodies replaced by a generated method |\n|---|---|")
+    for rel, n in bodies.items():
         print(f"| {rel} | {n} |")
     print(f"\ntest_device! calls given a {', '.join(ADDED)} test name (candle-core/tests, candle-nn/tests): {calls}")
     print("\nstill missing after the overlay:")

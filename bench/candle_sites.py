@@ -45,16 +45,16 @@ DEVICE_SUFFIX = (
 IS_BACKEND = re.compile(r"\.is_(\w+)\(\)")
 
 
-def _parse(source: bytes):
+def parse_rust(source: bytes):
     return tree_sitter.Parser(tree_sitter.Language(tree_sitter_rust.language())).parse(source).root_node
 
 
-def _name(node, field: str) -> str:
+def field_text(node, field: str) -> str:
     child = node.child_by_field_name(field)
     return child.text.decode() if child is not None and child.text else ""
 
 
-def _cut(path: Path, ranges: list[tuple[int, int, bytes]]) -> int:
+def cut_ranges(path: Path, ranges: list[tuple[int, int, bytes]]) -> int:
     """Replace the byte ranges in the file; the lines removed."""
     text = path.read_bytes()
     before = text.count(b"\n")
@@ -72,17 +72,17 @@ def generated_structs(nn_ops: Path) -> set[str]:
 def nn_ranges(source: bytes, structs: set[str]) -> list[tuple[int, int, bytes]]:
     """The structs the generated file defines and their custom-op impls, with their attributes."""
     out = []
-    for node in _parse(source).named_children:
-        if node.type == "struct_item" and _name(node, "name") in structs:
-            out.append(_with_attributes(node))
-        elif node.type == "impl_item" and _name(node, "type") in structs:
+    for node in parse_rust(source).named_children:
+        if node.type == "struct_item" and field_text(node, "name") in structs:
+            out.append(with_attributes(node))
+        elif node.type == "impl_item" and field_text(node, "type") in structs:
             trait = node.child_by_field_name("trait")
             if trait is not None and (trait.text or b"").decode().split("::")[-1] in CUSTOM_OPS:
-                out.append(_with_attributes(node))
+                out.append(with_attributes(node))
     return out
 
 
-def _with_attributes(node) -> tuple[int, int, bytes]:
+def with_attributes(node) -> tuple[int, int, bytes]:
     start = node.start_byte
     prev = node.prev_named_sibling
     while prev is not None and prev.type in ("attribute_item", "line_comment") and prev.end_point[0] >= 0:
@@ -95,13 +95,13 @@ def _with_attributes(node) -> tuple[int, int, bytes]:
 def pyo3_ranges(source: bytes) -> list[tuple[int, int, bytes]]:
     """PyDevice, every impl for it, and the device cells."""
     out = []
-    for node in _parse(source).named_children:
+    for node in parse_rust(source).named_children:
         if node.type in ("enum_item", "impl_item"):
-            named = _name(node, "name") if node.type == "enum_item" else _name(node, "type")
+            named = field_text(node, "name") if node.type == "enum_item" else field_text(node, "type")
             if named in PY_ITEMS:
-                out.append(_with_attributes(node))
-        elif node.type == "static_item" and PY_CELLS.match(_name(node, "name")):
-            out.append(_with_attributes(node))
+                out.append(with_attributes(node))
+        elif node.type == "static_item" and PY_CELLS.match(field_text(node, "name")):
+            out.append(with_attributes(node))
     return out
 
 
@@ -110,11 +110,11 @@ def host_copy_ranges(source: bytes) -> list[tuple[int, int, bytes]]:
     f(&s.to_cpu_storage()?), .. }` (to_scalar, to_vec1/2/3): one call of the generated
     `Storage::to_cpu_storage` instead, `f(&self.storage().to_cpu_storage()?)`."""
     out = []
-    stack = [_parse(source)]
+    stack = [parse_rust(source)]
     while stack:
         node = stack.pop()
         stack.extend(node.children)
-        if node.type != "match_expression" or _name(node, "value") != "&*self.storage()":
+        if node.type != "match_expression" or field_text(node, "value") != "&*self.storage()":
             continue
         body = node.child_by_field_name("body")
         calls = set()
@@ -137,11 +137,11 @@ def location_ranges(source: bytes) -> list[tuple[int, int, bytes]]:
     """display.rs's `match self.device().location() { Cpu => "", Cuda { gpu_id } =>
     format!(", cuda:{gpu_id}"), .. }`: the generated `Display` of DeviceLocation instead."""
     out = []
-    stack = [_parse(source)]
+    stack = [parse_rust(source)]
     while stack:
         node = stack.pop()
         stack.extend(node.children)
-        if node.type != "match_expression" or _name(node, "value") != "self.device().location()":
+        if node.type != "match_expression" or field_text(node, "value") != "self.device().location()":
             continue
         body = node.child_by_field_name("body")
         arms = [c for c in (body.named_children if body is not None else ()) if c.type == "match_arm"]
@@ -155,24 +155,24 @@ def location_ranges(source: bytes) -> list[tuple[int, int, bytes]]:
 
 def test_utils_ranges(source: bytes) -> list[tuple[int, int, bytes]]:
     return [
-        _with_attributes(n)
-        for n in _parse(source).named_children
-        if n.type == "macro_definition" and _name(n, "name") == "test_device"
+        with_attributes(n)
+        for n in parse_rust(source).named_children
+        if n.type == "macro_definition" and field_text(n, "name") == "test_device"
     ]
 
 
 def error_ranges(source: bytes, backends: tuple[str, ...]) -> list[tuple[int, int, bytes]]:
     """The Error enum without the backends' variants, inside `error_with_backends! { .. }`."""
     variants = {v for b in backends for v in (b.capitalize(), f"NotCompiledWith{b.capitalize()}Support")}
-    for node in _parse(source).named_children:
-        if node.type == "enum_item" and _name(node, "name") == "Error":
+    for node in parse_rust(source).named_children:
+        if node.type == "enum_item" and field_text(node, "name") == "Error":
             body = node.child_by_field_name("body")
             cuts = [
-                _with_attributes(v)
+                with_attributes(v)
                 for v in (body.named_children if body is not None else ())
-                if v.type == "enum_variant" and _name(v, "name") in variants
+                if v.type == "enum_variant" and field_text(v, "name") in variants
             ]
-            start = _with_attributes(node)[0]
+            start = with_attributes(node)[0]
             text = source[start : node.end_byte]
             for a, b, _ in sorted(cuts, reverse=True):
                 text = text[: a - start] + text[b - start :].removeprefix(b",")
@@ -211,7 +211,7 @@ def backend_chains(root: Path, backends: tuple[str, ...]) -> tuple[list[str], li
         source = path.read_bytes()
         if b".is_" not in source:
             continue
-        stack = [_parse(source)]
+        stack = [parse_rust(source)]
         while stack:
             node = stack.pop()
             at = f"{path.relative_to(root.parent)}:{node.start_point[0] + 1}:{node.start_point[1] + 1}"
@@ -239,13 +239,13 @@ def overlay_sites(candle: Path, generated: Path, backends: tuple[str, ...], adde
     removed = {}
     structs = generated_structs(generated / "nn_ops.rs")
     for rel in NN_FILES:
-        removed[rel] = _cut(candle / rel, nn_ranges((candle / rel).read_bytes(), structs))
-    removed[TENSOR_FILE] = _cut(candle / TENSOR_FILE, host_copy_ranges((candle / TENSOR_FILE).read_bytes()))
-    removed[DISPLAY_FILE] = _cut(candle / DISPLAY_FILE, location_ranges((candle / DISPLAY_FILE).read_bytes()))
-    removed[PY_FILE] = _cut(candle / PY_FILE, pyo3_ranges((candle / PY_FILE).read_bytes()))
-    removed[TEST_UTILS] = _cut(candle / TEST_UTILS, test_utils_ranges((candle / TEST_UTILS).read_bytes()))
+        removed[rel] = cut_ranges(candle / rel, nn_ranges((candle / rel).read_bytes(), structs))
+    removed[TENSOR_FILE] = cut_ranges(candle / TENSOR_FILE, host_copy_ranges((candle / TENSOR_FILE).read_bytes()))
+    removed[DISPLAY_FILE] = cut_ranges(candle / DISPLAY_FILE, location_ranges((candle / DISPLAY_FILE).read_bytes()))
+    removed[PY_FILE] = cut_ranges(candle / PY_FILE, pyo3_ranges((candle / PY_FILE).read_bytes()))
+    removed[TEST_UTILS] = cut_ranges(candle / TEST_UTILS, test_utils_ranges((candle / TEST_UTILS).read_bytes()))
     numbered = tuple(b for b in backends if b != "cpu")
-    removed[ERROR_FILE] = _cut(candle / ERROR_FILE, error_ranges((candle / ERROR_FILE).read_bytes(), numbered))
+    removed[ERROR_FILE] = cut_ranges(candle / ERROR_FILE, error_ranges((candle / ERROR_FILE).read_bytes(), numbered))
     for name, place in PLACES.items():
         if (generated / name).is_file():
             (candle / place).mkdir(parents=True, exist_ok=True)

@@ -1,7 +1,14 @@
 """First calls and warm calls of each op family, opgen beside torch on the same GPU, each first
-call in a fresh process: the time of an op's first call (inputs already on the device, the
-device initialised; the call and a synchronisation timed) and its warm time (median of batches
-of synchronised calls), per family.
+call in a fresh process: the time of an op's first call and its warm time (median of batches of
+synchronised calls), per family.
+
+What a first call includes, for both: the library imported, the device initialised and the
+inputs already on it (torch: `import torch` and its tensors made; opgen: `import generated`
+and its storages made, which imports the cuda runtime and its launch tables); timed: the op's
+one call and a synchronisation, with whatever that call loads on its own (the op's kernels
+or plans, cuBLAS or cuDNN and their handles, modules imported on first use). Every tree is
+byte-compiled first (`compileall`, as an installed package is): a tree without bytecode
+compiles each module it imports from source.
 
 - opgen, fully cold: an empty OPGEN_CACHE_DIR (kernels compiled by NVRTC, cuDNN plans chosen);
 - opgen, warm disk caches: a second process on the cache the cold one filled;
@@ -45,7 +52,7 @@ FAMILIES = {
 
 #: Families whose first call is profiled too (run 1, another warm-cache process: the profiler's
 #: own cost kept out of the first-call figures).
-PROFILED = ("elementwise", "matmul-f32", "conv", "attention")
+PROFILED = ("elementwise", "reduce", "nn", "matmul-f32", "conv-tf32", "attention", "qmatvec")
 
 
 def _warm(call, sync, batches: int = 20, spin: float = 0.3, batch_seconds: float = 2e-3) -> float:
@@ -81,10 +88,12 @@ def _opgen_case(family: str):
     def put(a):
         return dev.storage_from_slice(a), g.Layout.contiguous(a.shape)
 
-    if "tf32" in family and hasattr(cuda, "set_conv_reduced_precision_f32"):
-        cuda.set_conv_reduced_precision_f32(True)
-    if "autotune" in family and hasattr(cuda, "set_autotune"):
-        cuda.set_autotune(True)
+    # Set either way: the baseline runs every family in one process, where a switch turned on
+    # for one family would otherwise hold for the next.
+    if hasattr(cuda, "set_conv_reduced_precision_f32"):
+        cuda.set_conv_reduced_precision_f32("tf32" in family)
+    if hasattr(cuda, "set_autotune"):
+        cuda.set_autotune("autotune" in family)
     f32 = np.float32
     if family == "elementwise":
         (x, lx), (y, ly) = put(rng.standard_normal(1 << 24, f32)), put(rng.standard_normal(1 << 24, f32))
@@ -181,10 +190,12 @@ def child(lib: str, families: list[str], tree: str, profile: bool = False) -> No
 
 
 def _profiled(call, sync, top: int = 14) -> list[str]:
-    """The first call's `top` functions by cumulative time, as 'ms  function' lines."""
+    """The first call's `top` functions by cumulative time, as 'ms  function' lines, and the
+    modules it imported (by top-level package)."""
     import cProfile
     import pstats
 
+    before = set(sys.modules)
     profiler = cProfile.Profile()
     profiler.enable()
     call()
@@ -192,7 +203,23 @@ def _profiled(call, sync, top: int = 14) -> list[str]:
     profiler.disable()
     stats = pstats.Stats(profiler).sort_stats("cumulative")
     rows = sorted(stats.stats.items(), key=lambda item: -item[1][3])[:top]  # type: ignore[attr-defined]
-    return [f"{v[3] * 1e3:8.1f} ms  {Path(k[0]).name}:{k[1]} {k[2]}" for k, v in rows]
+    lines = [f"{v[3] * 1e3:8.1f} ms  {Path(k[0]).name}:{k[1]} {k[2]}" for k, v in rows]
+    packages: dict[str, int] = {}
+    for name in set(sys.modules) - before:
+        packages[name.partition(".")[0]] = packages.get(name.partition(".")[0], 0) + 1
+    imported = ", ".join(f"{k} ({v})" for k, v in sorted(packages.items(), key=lambda kv: -kv[1]))
+    return [*lines, f"imported by the call: {imported or 'nothing'}"]
+
+
+def byte_compile(*trees: Path) -> None:
+    """Bytecode for every module of the trees and of PYTHONPATH's folders (carried wheels), as
+    an installed package has it: without it each fresh process compiles what it imports."""
+    import compileall
+
+    folders = [*trees, *(Path(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p)]
+    for folder in folders:
+        if folder.is_dir():
+            compileall.compile_dir(folder, quiet=1, workers=0)
 
 
 def _spawn(lib: str, families: list[str], tree: Path, cache: Path, profile: bool = False) -> dict[str, dict]:
@@ -289,6 +316,7 @@ def main() -> None:
         ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True
     ).stdout.strip()
     args.out.mkdir(parents=True, exist_ok=True)
+    byte_compile(ROOT, *([args.baseline] if args.baseline else []))
     meta = {"device": device, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "families": FAMILIES}
     runs: list[dict] = []
     for n in range(args.runs):  # the files are written after each run: a cut-off call keeps the runs done

@@ -411,6 +411,24 @@ class ApiMethod:
 
 
 @dataclass(frozen=True)
+class QTensorOp:
+    """The library's quantized tensor as a custom op of the registry's `qstorage.matmul`
+    (candle-core's QTensor, a CustomOp1 named "qmatmul")."""
+
+    type: str  # the tensor type, in the module the generated file is a child of
+    name: str  # the custom op's name
+
+
+@dataclass(frozen=True)
+class UgOp:
+    """The library's in-place op whose kernel a backend compiles at run time (candle-core's
+    UgIOp1): the backends with a code generator for it run it, every other one errs."""
+
+    type: str  # the op type, in the module the generated file is a child of
+    backends: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Profile:
     """How one library spells the registry in a target's language (a file beside ops.yaml,
     named by `targets: <target>: profile:`): its backends of this target alone, its method
@@ -428,6 +446,8 @@ class Profile:
     crate: str = ""  # how the library's other crates name it (candle); "" for `crate`
     nn_names: tuple[tuple[str, str], ...] = ()  # registry nn op -> the library's struct name
     thiserror: bool = False  # the error enum derives thiserror::Error: variants carry #[error(..)]
+    qtensor: QTensorOp | None = None  # the quantized tensor's product as a custom op
+    ug_op: UgOp | None = None  # the op whose kernel a backend compiles at run time
 
     def spelling(self, owner: str, op: str) -> ApiMethod | None:
         return next((m for m in self.methods if m.owner == owner and m.op == op), None)

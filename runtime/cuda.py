@@ -10,6 +10,7 @@ on first use, and availability() says what is missing."""
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import importlib
@@ -132,6 +133,22 @@ def _cublas():
 
 
 _IMPORT_LOCK = threading.Lock()
+_blas_loaded = False
+
+
+def load_blas() -> None:
+    """Load cuBLAS, once per process: nvmath's binding and the libraries behind it, 65 of the
+    122 ms of a first matmul on the H200. A device's first use calls it, as torch loads its
+    libraries with its import, so that a first matmul pays for its own work alone. A failure is
+    left for the first matmul, which reports it where it matters. OPGEN_BLAS_PRELOAD=0 leaves
+    the loading to the first matmul. (Loaded on a thread of its own instead, it held up the
+    first convolution: libcudnn loads cublasLt too, and the loader takes one library at a time.)"""
+    global _blas_loaded
+    if _blas_loaded or os.environ.get("OPGEN_BLAS_PRELOAD", "1") == "0":
+        return
+    _blas_loaded = True
+    with contextlib.suppress(Exception):
+        _cublas().get_cudart_version()  # the first call into the binding loads the libraries
 
 
 def _binding_alone(top: str, packages: tuple[str, ...], module: str):
@@ -294,6 +311,7 @@ class CudaDriver(StreamDriver):
             context = self._contexts[ordinal] = self._call(
                 "cuDevicePrimaryCtxRetain", cu.cuDevicePrimaryCtxRetain(device)
             )
+            load_blas()
             # Freed memory stays in the pool for the next op instead of going back to the driver.
             pool = self._call("cuDeviceGetDefaultMemPool", cu.cuDeviceGetDefaultMemPool(device))
             threshold = cu.cuuint64_t(2**64 - 1)
@@ -568,3 +586,8 @@ from runtime.comm.calls import *  # noqa: E402, F403  (comm_<op>: the generated 
 # The CUDA Array Interface is CUDA's (runtime/gpu/interop.py).
 cuda_array_interface = functools.partial(gpu_interop.cuda_array_interface, _rt)
 from_cuda_array_interface = functools.partial(gpu_interop.from_cuda_array_interface, _rt)
+
+# The generated launch tables come with the backend's runtime, as a library's kernel tables come
+# with its import: the first op on a device pays for its own kernel, not for importing every
+# entry point's wrapper (bench/results/NOTES.md, "First calls and precision modes").
+importlib.import_module("generated.kernels_hip")

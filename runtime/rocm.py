@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import importlib
 import threading
 
 import ml_dtypes
@@ -319,3 +320,9 @@ def comm_world(timeout: float):
     lib = rccl.RcclLibrary(_rccl())
     count = _driver._call("hipGetDeviceCount", _hip().hipGetDeviceCount())
     return comm_gpu.GpuComm.world(_rt, lib, timeout, int(count), _driver)
+
+
+# The generated launch tables come with the backend's runtime, as a library's kernel tables come
+# with its import: the first op on a device pays for its own kernel, not for importing every
+# entry point's wrapper (bench/results/NOTES.md, "First calls and precision modes").
+importlib.import_module("generated.kernels_hip")

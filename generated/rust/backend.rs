@@ -226,6 +226,8 @@ pub trait BackendDevice: Sized + std::fmt::Debug + Clone {
 
     fn synchronize(&self) -> Result<()>;
 
+    fn storage_from_raw_bytes(&self, _data: &[u8], _dtype: DType) -> Result<Self::Storage>;
+
     fn get_current_seed(&self) -> Result<u64>;
 
     fn new(_ordinal: usize) -> Result<Self>;
@@ -285,6 +287,23 @@ pub trait QBackendStorage: Sized {
     ) -> Result<()>;
 
     fn device_ptr(&self) -> Result<*const u8>;
+
+    fn embedding(
+        &self,
+        _ids: &Self::Storage,
+        _ids_layout: &Layout,
+        _rows: usize,
+        _hidden: usize,
+    ) -> Result<Self::Storage>;
+
+    fn indexed_moe_forward(
+        &self,
+        _shape: &Shape,
+        _x: &Self::Storage,
+        _x_layout: &Layout,
+        _ids: &Self::Storage,
+        _ids_layout: &Layout,
+    ) -> Result<(Self::Storage, Shape)>;
 
     fn zeros(_device: &Self::Device, _elem_count: usize, _dtype: GgmlDType) -> Result<Self>;
 

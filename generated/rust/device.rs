@@ -309,6 +309,19 @@ impl Device {
         }
     }
 
+    /// A storage of `dtype` whose elements are `data`'s bytes as they are (packed formats included).
+    pub fn storage_from_raw_bytes(&self, data: &[u8], dtype: DType) -> Result<Storage> {
+        match self {
+            Self::Cpu => {
+                let s = crate::CpuDevice.storage_from_raw_bytes(data, dtype)?;
+                Ok(Storage::Cpu(s))
+            }
+            Self::Cuda(d) => Ok(Storage::Cuda(d.storage_from_raw_bytes(data, dtype)?)),
+            Self::Rocm(d) => Ok(Storage::Rocm(d.storage_from_raw_bytes(data, dtype)?)),
+            Self::Metal(d) => Ok(Storage::Metal(d.storage_from_raw_bytes(data, dtype)?)),
+        }
+    }
+
     /// The seed of the device's random generator.
     pub fn get_current_seed(&self) -> Result<u64> {
         match self {

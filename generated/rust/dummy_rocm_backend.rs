@@ -324,6 +324,10 @@ impl BackendDevice for RocmDevice {
         Err(Error::NotCompiledWithRocmSupport)
     }
 
+    fn storage_from_raw_bytes(&self, _data: &[u8], _dtype: DType) -> Result<Self::Storage> {
+        Err(Error::NotCompiledWithRocmSupport)
+    }
+
     fn get_current_seed(&self) -> Result<u64> {
         Err(Error::NotCompiledWithRocmSupport)
     }
@@ -421,6 +425,27 @@ impl QBackendStorage for QRocmStorage {
     }
 
     fn device_ptr(&self) -> Result<*const u8> {
+        Err(Error::NotCompiledWithRocmSupport)
+    }
+
+    fn embedding(
+        &self,
+        _ids: &Self::Storage,
+        _ids_layout: &Layout,
+        _rows: usize,
+        _hidden: usize,
+    ) -> Result<Self::Storage> {
+        Err(Error::NotCompiledWithRocmSupport)
+    }
+
+    fn indexed_moe_forward(
+        &self,
+        _shape: &Shape,
+        _x: &Self::Storage,
+        _x_layout: &Layout,
+        _ids: &Self::Storage,
+        _ids_layout: &Layout,
+    ) -> Result<(Self::Storage, Shape)> {
         Err(Error::NotCompiledWithRocmSupport)
     }
 

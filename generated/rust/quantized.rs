@@ -4,7 +4,7 @@
 // quantized storage (QBackendStorage); and the Device methods that make one.
 use crate::backend::QBackendStorage;
 use crate::storage::dtype_in;
-use crate::{DType, Device, Layout, Result, Storage};
+use crate::{DType, Device, Layout, Result, Shape, Storage};
 use std::borrow::Cow;
 
 /// Quantized (GGML block) storage on one backend.
@@ -321,6 +321,114 @@ impl QStorage {
             Self::Cuda(s) => s.device_ptr(),
             Self::Rocm(s) => s.device_ptr(),
             Self::Metal(s) => s.device_ptr(),
+        }
+    }
+
+    /// The cpu backend's quantized storage, or an error naming the storage's backend.
+    pub fn as_cpu_qstorage(&self) -> Result<&crate::QCpuStorage> {
+        match self {
+            Self::Cpu(s) => Ok(s),
+            Self::Cuda(_) => crate::bail!("expected a cpu quantized storage, got cuda"),
+            Self::Rocm(_) => crate::bail!("expected a cpu quantized storage, got rocm"),
+            Self::Metal(_) => crate::bail!("expected a cpu quantized storage, got metal"),
+        }
+    }
+
+    /// The cuda backend's quantized storage, or an error naming the storage's backend.
+    pub fn as_cuda_qstorage(&self) -> Result<&crate::QCudaStorage> {
+        match self {
+            Self::Cpu(_) => crate::bail!("expected a cuda quantized storage, got cpu"),
+            Self::Cuda(s) => Ok(s),
+            Self::Rocm(_) => crate::bail!("expected a cuda quantized storage, got rocm"),
+            Self::Metal(_) => crate::bail!("expected a cuda quantized storage, got metal"),
+        }
+    }
+
+    /// The rocm backend's quantized storage, or an error naming the storage's backend.
+    pub fn as_rocm_qstorage(&self) -> Result<&crate::QRocmStorage> {
+        match self {
+            Self::Cpu(_) => crate::bail!("expected a rocm quantized storage, got cpu"),
+            Self::Cuda(_) => crate::bail!("expected a rocm quantized storage, got cuda"),
+            Self::Rocm(s) => Ok(s),
+            Self::Metal(_) => crate::bail!("expected a rocm quantized storage, got metal"),
+        }
+    }
+
+    /// The metal backend's quantized storage, or an error naming the storage's backend.
+    pub fn as_metal_qstorage(&self) -> Result<&crate::QMetalStorage> {
+        match self {
+            Self::Cpu(_) => crate::bail!("expected a metal quantized storage, got cpu"),
+            Self::Cuda(_) => crate::bail!("expected a metal quantized storage, got cuda"),
+            Self::Rocm(_) => crate::bail!("expected a metal quantized storage, got rocm"),
+            Self::Metal(s) => Ok(s),
+        }
+    }
+
+    /// The rows `ids` (u32, on the same device) name of the (rows, hidden) matrix these blocks hold, dequantized.
+    pub fn embedding(
+        &self,
+        ids: &Storage,
+        ids_layout: &Layout,
+        rows: usize,
+        hidden: usize,
+    ) -> Result<Storage> {
+        match (self, ids) {
+            (Self::Cpu(s), Storage::Cpu(ids)) => {
+                let s = s.embedding(ids, ids_layout, rows, hidden)?;
+                Ok(Storage::Cpu(s))
+            }
+            (Self::Cuda(s), Storage::Cuda(ids)) => {
+                let s = s.embedding(ids, ids_layout, rows, hidden)?;
+                Ok(Storage::Cuda(s))
+            }
+            (Self::Rocm(s), Storage::Rocm(ids)) => {
+                let s = s.embedding(ids, ids_layout, rows, hidden)?;
+                Ok(Storage::Rocm(s))
+            }
+            (Self::Metal(s), Storage::Metal(ids)) => {
+                let s = s.embedding(ids, ids_layout, rows, hidden)?;
+                Ok(Storage::Metal(s))
+            }
+            #[allow(unreachable_patterns)]
+            (lhs, ids) => Err(Device::mismatch("embedding", &[lhs.device(), ids.device()])),
+        }
+    }
+
+    /// The mixture-of-experts product: x by the experts `ids` picks of the weights (of `shape`) these blocks hold.
+    pub fn indexed_moe_forward(
+        &self,
+        shape: &Shape,
+        x: &Storage,
+        x_layout: &Layout,
+        ids: &Storage,
+        ids_layout: &Layout,
+    ) -> Result<(Storage, Shape)> {
+        match (self, x, ids) {
+            (Self::Cpu(s), Storage::Cpu(x), Storage::Cpu(ids)) => {
+                let (out, out_shape) =
+                    s.indexed_moe_forward(shape, x, x_layout, ids, ids_layout)?;
+                Ok((Storage::Cpu(out), out_shape))
+            }
+            (Self::Cuda(s), Storage::Cuda(x), Storage::Cuda(ids)) => {
+                let (out, out_shape) =
+                    s.indexed_moe_forward(shape, x, x_layout, ids, ids_layout)?;
+                Ok((Storage::Cuda(out), out_shape))
+            }
+            (Self::Rocm(s), Storage::Rocm(x), Storage::Rocm(ids)) => {
+                let (out, out_shape) =
+                    s.indexed_moe_forward(shape, x, x_layout, ids, ids_layout)?;
+                Ok((Storage::Rocm(out), out_shape))
+            }
+            (Self::Metal(s), Storage::Metal(x), Storage::Metal(ids)) => {
+                let (out, out_shape) =
+                    s.indexed_moe_forward(shape, x, x_layout, ids, ids_layout)?;
+                Ok((Storage::Metal(out), out_shape))
+            }
+            #[allow(unreachable_patterns)]
+            (lhs, x, ids) => Err(Device::mismatch(
+                "indexed_moe_forward",
+                &[lhs.device(), x.device(), ids.device()],
+            )),
         }
     }
 }

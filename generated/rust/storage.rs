@@ -786,6 +786,46 @@ impl Storage {
             Self::Metal(s) => Ok(Cow::Owned(s.to_cpu_storage()?)),
         }
     }
+
+    /// The cpu backend's storage, or an error naming the storage's backend.
+    pub fn as_cpu_storage(&self) -> Result<&crate::CpuStorage> {
+        match self {
+            Self::Cpu(s) => Ok(s),
+            Self::Cuda(_) => crate::bail!("expected a cpu storage, got cuda"),
+            Self::Rocm(_) => crate::bail!("expected a cpu storage, got rocm"),
+            Self::Metal(_) => crate::bail!("expected a cpu storage, got metal"),
+        }
+    }
+
+    /// The cuda backend's storage, or an error naming the storage's backend.
+    pub fn as_cuda_storage(&self) -> Result<&crate::CudaStorage> {
+        match self {
+            Self::Cpu(_) => crate::bail!("expected a cuda storage, got cpu"),
+            Self::Cuda(s) => Ok(s),
+            Self::Rocm(_) => crate::bail!("expected a cuda storage, got rocm"),
+            Self::Metal(_) => crate::bail!("expected a cuda storage, got metal"),
+        }
+    }
+
+    /// The rocm backend's storage, or an error naming the storage's backend.
+    pub fn as_rocm_storage(&self) -> Result<&crate::RocmStorage> {
+        match self {
+            Self::Cpu(_) => crate::bail!("expected a rocm storage, got cpu"),
+            Self::Cuda(_) => crate::bail!("expected a rocm storage, got cuda"),
+            Self::Rocm(s) => Ok(s),
+            Self::Metal(_) => crate::bail!("expected a rocm storage, got metal"),
+        }
+    }
+
+    /// The metal backend's storage, or an error naming the storage's backend.
+    pub fn as_metal_storage(&self) -> Result<&crate::MetalStorage> {
+        match self {
+            Self::Cpu(_) => crate::bail!("expected a metal storage, got cpu"),
+            Self::Cuda(_) => crate::bail!("expected a metal storage, got cuda"),
+            Self::Rocm(_) => crate::bail!("expected a metal storage, got rocm"),
+            Self::Metal(s) => Ok(s),
+        }
+    }
 }
 
 /// Ok when both layouts have one shape, else the typed shape-mismatch error of `op`.

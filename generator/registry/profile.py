@@ -41,7 +41,10 @@ METHOD = Record(
         ),
         "subject": Str(identifier=True, doc="the &Device parameter matched on instead of self"),
         "host_operands": List(Str(identifier=True), doc="Storage parameters always on the host backend"),
-        "each": AnyOf((Bool(), List(Str(identifier=True))), doc="true, or the backends: one method per backend"),
+        "each": AnyOf(
+            (Bool(), Str(choices=("all",)), List(Str(identifier=True))),
+            doc="one method per backend: true, each with a device ordinal; all, the host's too; or the backends",
+        ),
         "doc": Str(),
         "omit": Bool(doc="a registry op the library does not have: not generated for this target"),
     }
@@ -59,9 +62,25 @@ PROFILE = Record(
         "crate": Str(identifier=True, doc="how the library's other crates name it (`candle` for candle-core)"),
         "nn": Map(Str(identifier=True), doc="registry nn op: the library's name of its custom-op struct"),
         "thiserror": Bool(doc="the error enum derives thiserror::Error: generated variants carry #[error(..)]"),
+        "qtensor": Record(
+            {
+                "type": Str(identifier=True, doc="the quantized tensor type (fields `storage`, `shape`)"),
+                "name": Str(identifier=True, doc="the custom op's name"),
+            },
+            required=("type", "name"),
+            doc="the quantized tensor as a CustomOp1 of the registry's qstorage.matmul, a hook per backend",
+        ),
         "traits": Record(
             {t: Map(METHOD, doc=f"{t} methods besides the ops'") for t in TRAITS},
             doc="backend-trait methods the generated code calls besides the ops' (absent: no backend.rs)",
+        ),
+        "ug_op": Record(
+            {
+                "type": Str(identifier=True, doc="the op type (fields `name`, `func`)"),
+                "backends": List(Str(identifier=True), doc="the backends with a code generator for its kernels"),
+            },
+            required=("type", "backends"),
+            doc="the in-place op whose kernel a backend compiles at run time: a hook per backend, the others err",
         ),
         **{
             owner: Map(
@@ -110,6 +129,14 @@ def load(
     for op, (k, _) in _items(root.get("nn")):
         if op not in ops.get("nn", set()):
             checker.error(k, f"nn.{op}", f"the registry has no nn op {op!r}")
+    qtensor = root.get("qtensor")
+    if qtensor is not None and "matmul" not in ops.get("QStorage", set()):
+        checker.error(qtensor, "qtensor", "the registry has no qstorage op 'matmul' for the quantized tensor to apply")
+    ug = root.get("ug_op")
+    ug_backends = ug.get("backends") if ug is not None else None
+    for b in ug_backends.value if ug_backends is not None else ():
+        if str(b.value) not in names:
+            checker.error(b, "ug_op.backends", f"no backend {b.value!r}")
     for b, (k, _) in zip(backends, (v for _, v in _items(root.get("backends"))), strict=True):
         if b.name in known_backends:
             checker.error(k, f"backends.{b.name}", f"backend {b.name!r} is the registry's already")
@@ -131,6 +158,10 @@ def load(
         crate=_text(root.get("crate")),
         nn_names=tuple((op, _text(v)) for op, (_, v) in _items(root.get("nn"))),
         thiserror=_flag(root.get("thiserror")),
+        qtensor=model.QTensorOp(_text(qtensor.get("type")), _text(qtensor.get("name")))
+        if qtensor is not None
+        else None,
+        ug_op=model.UgOp(_text(ug.get("type")), _texts(ug.get("backends"))) if ug is not None else None,
     ), []
 
 
@@ -168,7 +199,10 @@ def _method(
     each_node = node.get("each")
     each: tuple[str, ...] | None = None
     if each_node is not None:
-        each = () if each_node.tag == "bool" else tuple(str(n.value) for n in each_node.value)
+        if each_node.tag == "str":  # `all`: the host backend too
+            each = backends
+        else:
+            each = () if each_node.tag == "bool" else tuple(str(n.value) for n in each_node.value)
         if each_node.tag == "bool" and not each_node.value:
             each = None
     for b in each or ():

@@ -21,8 +21,10 @@ run on our buffers' raw device addresses, on our stream, with a workspace from o
   later process deserializes the built plan, without heuristics, timing or NVRTC (attention's
   fused kernels: about a second to compile otherwise). A key cuDNN refuses is remembered as
   None: the fallback path, without asking again.
-- **Addresses and streams.** A graph runs on `execute({tensor: address}, workspace,
-  handle)` with ints for addresses (GpuBuffer.at: the view's first element). One handle
+- **Addresses and streams.** A built plan runs by its addresses alone (runtime/gpu/cudnn_direct.py:
+  the frontend's `execute` describes every operand again on each call, about 30 us of host
+  time), or where the frontend must run it itself on `execute({tensor: address}, workspace,
+  handle)`, with ints for addresses (GpuBuffer.at: the view's first element). One handle
   per device, made in the device's primary context (current after rt.stream()), bound to
   the runtime's stream of that device (set again only when the stream changes), so cuDNN's
   kernels are ordered with ours. The workspace is one buffer per device, grown to the
@@ -46,6 +48,7 @@ paths.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from collections import OrderedDict
@@ -56,6 +59,7 @@ from typing import Any
 import numpy as np
 
 from runtime.gpu import compile as gpu_compile
+from runtime.gpu.cudnn_direct import direct_run
 from runtime.gpu.plan_cache import PlanCache, decode_blob, encode_blob, plan_key
 from runtime.layout import Layout
 
@@ -90,6 +94,10 @@ SECOND_LOOK_CALL = 16
 #: cuDNN reads 16-byte aligned addresses; other views are copied to a fresh (aligned) buffer.
 ALIGN = 16
 
+#: Run built plans by their addresses alone (runtime/gpu/cudnn_direct.py) where the frontend
+#: allows it, instead of its `execute` (which describes every operand again on each call).
+DIRECT = True
+
 _NOT_LOADED = object()
 
 
@@ -105,6 +113,19 @@ class Plan:
     candidates: tuple[int, ...] = ()  # the first timing's fastest plans, for the second look
     calls: int = 0  # calls run since the first timing
     disk_key: str | None = None  # its entry in the plan cache (None: not kept on disk)
+    direct: Any = _NOT_LOADED  # its DirectRun (cudnn_direct.py), or None: worked out on its first plain run
+
+
+@functools.cache
+def dtype_name(dtype: np.dtype) -> str:
+    """`dtype.name`, remembered: numpy computes the name in Python on every read (a few
+    microseconds, several times in each call of a convolution)."""
+    return dtype.name
+
+
+def _uids(tensors: tuple) -> tuple[int, ...]:
+    """A plan's tensors as uids (a built graph's are the frontend's tensors, a loaded one's ints)."""
+    return tuple(t if isinstance(t, int) else int(t.get_uid()) for t in tensors)
 
 
 def _dense_strides(shape: tuple[int, ...]) -> list[int]:
@@ -122,6 +143,7 @@ class Cudnn:
         self._reason: str | None = None
         self._handles: dict[int, Any] = {}
         self._handle_streams: dict[int, int] = {}
+        self._backend_handles: dict[int, int | None] = {}  # ordinal -> the handle as the backend's int
         self._workspaces: dict[int, Any] = {}
         self._plans: OrderedDict[tuple, Plan | None] = OrderedDict()
         self.enabled = os.environ.get("OPGEN_CUDNN", "1") != "0"
@@ -168,6 +190,7 @@ class Cudnn:
         if self._handle_streams[ordinal] != stream:
             cudnn.set_stream(handle=handle, stream=stream)
             self._handle_streams[ordinal] = stream
+            self._backend_handles[ordinal] = getattr(handle, "backend_handle", None)
         return handle
 
     def _workspace(self, ordinal: int, nbytes: int) -> int:
@@ -254,14 +277,31 @@ class Cudnn:
             if plan.index is not None:
                 graph.build_plan_at_index(plan.index)
             blob = bytes(graph.serialize())
-            uids = [int(t.get_uid()) for t in plan.tensors]
+            uids = list(_uids(plan.tensors))
         except Exception:  # noqa: BLE001  (a graph the frontend cannot serialize: chosen again next time)
             return
         entry = {"index": plan.index, "uids": uids, "graph": encode_blob(blob)}
         self.plan_cache().put(plan.disk_key, entry)
 
     def _run(self, op: str, plan: Plan, ordinal: int, stream: int, addresses: tuple[int, ...]) -> None:
-        handle = self._handle(ordinal, stream)
+        direct = plan.direct
+        if direct is not None and direct is not _NOT_LOADED and self._handle_streams.get(ordinal) == stream:
+            direct(addresses, self._workspace(ordinal, plan.workspace), self._backend_handles[ordinal])
+        else:
+            handle = self._handle(ordinal, stream)
+            if plan.tune or plan.candidates or direct is None:
+                self._run_listed(plan, ordinal, handle, addresses)
+            else:  # its first plain run: the direct run worked out (or None: execute from then on)
+                plan.direct = direct_run(plan.graph, _uids(plan.tensors), plan.index) if DIRECT else None
+                if self._backend_handles.get(ordinal) is None:
+                    plan.direct = None
+                self._run(op, plan, ordinal, stream, addresses)
+                return
+        self.calls[op] = self.calls.get(op, 0) + 1
+
+    def _run_listed(self, plan: Plan, ordinal: int, handle, addresses: tuple[int, ...]) -> None:
+        """The plan through the frontend's execute, its tensors and addresses as a dict (and its
+        autotuning or second look first, where one is due)."""
         pack = dict(zip(plan.tensors, addresses))
         if plan.tune:
             self._tune(plan, ordinal, pack, handle)
@@ -274,7 +314,6 @@ class Cudnn:
             plan.graph.execute(pack, workspace, handle=handle)
         else:
             plan.graph.execute_plan_at_index(pack, workspace, index=plan.index, handle=handle)
-        self.calls[op] = self.calls.get(op, 0) + 1
 
     def _tune(self, plan: Plan, ordinal: int, pack: dict, handle) -> None:
         """Time each built plan of the graph on this call's buffers (its output is written
@@ -352,7 +391,8 @@ class Cudnn:
         output_padding in the output's extent). (Transposed ones of stride 1 as convolutions of
         the flipped kernel, cuDNN's CONVOLUTION mode, measured slower on the H100.)"""
         dtype = buf.dtype
-        if dtype.name not in CONV_DTYPES.get(op, ()) or kernel.dtype != dtype or self.module() is None:
+        name = dtype_name(dtype)
+        if name not in CONV_DTYPES.get(op, ()) or kernel.dtype != dtype or self.module() is None:
             return None
         transposed, one_d = op.startswith("conv_transpose"), op.endswith("1d")
         if one_d:
@@ -375,7 +415,7 @@ class Cudnn:
         handle_stream = int(stream.handle)
         switches = self.rt.switches
         tf32, tune = switches.conv_reduced(dtype), switches.autotune
-        key = (op, dtype.name, ordinal, x_dims, w_dims, y_dims, pad, stride, dilation, HEURISTICS, tf32, tune)
+        key = (op, name, ordinal, x_dims, w_dims, y_dims, pad, stride, dilation, HEURISTICS, tf32, tune)
 
         def make(cudnn, handle):
             graph = _conv_graph(cudnn, handle, transposed, dtype, x_dims, w_dims, y_dims, pad, stride, dilation)
@@ -407,7 +447,7 @@ class Cudnn:
         sq), as the cpu backend's; with more queries than keys some rows see no key (the cpu
         gives zeros there): those calls stay on the other paths."""
         dtype = q.dtype
-        if dtype.name not in SDPA_DTYPES or self.module() is None:
+        if dtype_name(dtype) not in SDPA_DTYPES or self.module() is None:
             return None
         b, h, sq, d = lq.shape
         skv = lk.shape[2]
@@ -432,7 +472,7 @@ class Cudnn:
                 buf, layout = self.rt._dense_copy(buf, layout, copy), Layout.contiguous(layout.shape)
             views.append((buf, layout))
         strides = tuple(tuple(layout.stride) for _, layout in views)
-        key = ("sdpa", dtype.name, ordinal, (b, h, sq, skv, d), strides, float(scale), bool(causal))
+        key = ("sdpa", dtype_name(dtype), ordinal, (b, h, sq, skv, d), strides, float(scale), bool(causal))
 
         def make(cudnn, handle):
             try:

@@ -43,6 +43,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, fields
 
+import ml_dtypes
 import numpy as np
 
 #: The bound the f32 reduced modes are tested to: TF32 rounds each input to 10 explicit
@@ -62,12 +63,14 @@ def f16_reduced_tolerance(k: int) -> float:
     return (k + 2) * 2.0**-11
 
 
-#: dtype name -> the switch of its GEMMs.
+#: dtype -> the switch of its GEMMs (keyed by the dtype itself: numpy computes a dtype's name
+#: in Python on every read, a few microseconds of each call).
 _GEMM_SWITCH = {
-    "float32": "gemm_reduced_precision_f32",
-    "float16": "gemm_reduced_precision_f16",
-    "bfloat16": "gemm_reduced_precision_bf16",
+    np.dtype("float32"): "gemm_reduced_precision_f32",
+    np.dtype("float16"): "gemm_reduced_precision_f16",
+    np.dtype(ml_dtypes.bfloat16): "gemm_reduced_precision_bf16",
 }
+_F32 = np.dtype("float32")
 
 
 def _environment(name: str) -> bool:
@@ -97,13 +100,13 @@ class Switches:
 
     def gemm_reduced(self, dtype: np.dtype) -> bool:
         """Whether GEMMs of `dtype` may compute in reduced precision."""
-        name = _GEMM_SWITCH.get(np.dtype(dtype).name)
+        name = _GEMM_SWITCH.get(np.dtype(dtype))
         return bool(name and getattr(self, name))
 
     def conv_reduced(self, dtype: np.dtype) -> bool:
         """Whether convolutions of `dtype` may compute in reduced precision (f32 only: the half
         types' convolutions accumulate in f32 either way)."""
-        return self.conv_reduced_precision_f32 and np.dtype(dtype).name == "float32"
+        return self.conv_reduced_precision_f32 and np.dtype(dtype) == _F32
 
 
 SWITCH_NAMES = tuple(f.name for f in fields(Switches))

@@ -34,6 +34,10 @@ def test_the_shipped_candle_profile_loads():
     assert (found.crate, found.thiserror) == ("candle", True)
     assert dict(found.nn_names)["rope_i"] == "RotaryEmbI"
     assert {op for op, _ in found.nn_names} == {op.name for op in registry.nn}
+    assert (found.qtensor.type, found.qtensor.name) == ("QTensor", "qmatmul")
+    assert (found.ug_op.type, found.ug_op.backends) == ("UgIOp1", ("cuda", "metal"))
+    every = next(m for m in found.additions("Storage") if m.name == "as_{backend}_storage")
+    assert every.each == (*backends, "metal")  # `each: all`: the host's backend too
 
 
 def test_every_error_at_once_with_its_position(tmp_path):
@@ -51,6 +55,8 @@ def test_every_error_at_once_with_its_position(tmp_path):
           arms_one: {returns: "()", arms: {tpu: "()"}}
         nn:
           softmax: Softmax
+        qtensor: {type: QTensor, name: qmatmul}
+        ug_op: {type: UgIOp1, backends: [cuda, vulkan]}
         """,
     )
     assert found is None
@@ -61,6 +67,19 @@ def test_every_error_at_once_with_its_position(tmp_path):
     assert "no backend 'vulkan' (at Storage.each_one.each)" in text
     assert "no backend 'tpu' (at Storage.arms_one.arms.tpu)" in text
     assert "lib.yaml:11:3: the registry has no nn op 'softmax' (at nn.softmax)" in text
+    assert "lib.yaml:12:10: the registry has no qstorage op 'matmul' for the quantized tensor to apply" in text
+    assert "lib.yaml:13:40: no backend 'vulkan' (at ug_op.backends)" in text
+
+
+def test_each_takes_true_all_or_backends(tmp_path):
+    _, errors = _load(
+        tmp_path, 'library: x\ncommit: y\nStorage:\n  f_{backend}: {each: some, returns: "()", body: "()"}\n'
+    )
+    assert len(errors) == 1 and "lib.yaml:4:23:" in str(errors[0]) and "all, the host's too" in str(errors[0])
+    found, errors = _load(
+        tmp_path, 'library: x\ncommit: y\nStorage:\n  f_{backend}: {each: all, returns: "()", body: "()"}\n'
+    )
+    assert errors == [] and found is not None and found.methods[0].each == ("cpu", "cuda")
 
 
 def test_an_unknown_key_is_named_with_a_suggestion(tmp_path):

@@ -181,3 +181,39 @@ def test_the_binding_imports_without_running_its_packages(monkeypatch, tmp_path)
         importlib.import_module("heavy")
     with pytest.raises(ImportError, match="nowhere"):
         cuda._binding_alone("nowhere", ("nowhere",), "nowhere.blas")
+
+
+class LoadingCublas(FakeCublas):
+    """A binding whose first call counts as loading the library."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.loads = 0
+
+    def get_cudart_version(self):
+        self.loads += 1
+        return 12090
+
+
+@pytest.mark.parametrize("setting", [None, "0"])
+def test_a_devices_first_use_loads_cublas_once(monkeypatch, setting):
+    fake = LoadingCublas()
+    monkeypatch.setattr(cuda, "_cublas", lambda: fake)
+    monkeypatch.setattr(cuda, "_blas_loaded", False)
+    if setting is None:
+        monkeypatch.delenv("OPGEN_BLAS_PRELOAD", raising=False)
+    else:
+        monkeypatch.setenv("OPGEN_BLAS_PRELOAD", setting)
+    cuda.load_blas()
+    cuda.load_blas()  # a second device: nothing more
+    assert fake.loads == (0 if setting == "0" else 1)
+
+
+def test_a_cublas_that_cannot_load_is_left_for_the_first_matmul(monkeypatch):
+    def missing():
+        raise ImportError("No module named 'nvmath'")
+
+    monkeypatch.setattr(cuda, "_cublas", missing)
+    monkeypatch.setattr(cuda, "_blas_loaded", False)
+    monkeypatch.delenv("OPGEN_BLAS_PRELOAD", raising=False)
+    cuda.load_blas()  # no error here: the first matmul says what to install

@@ -282,3 +282,23 @@ def test_the_fused_kernel_still_runs_with_cudnn_off(dtype, shape, causal, monkey
     want, got = _sdpa_both(operands, 1 / math.sqrt(d), causal)
     assert _calls("sdpa") == before
     assert_close(got, want, dtype, f"fused kernel sdpa {dtype} {shape} causal={causal}")
+
+
+@pytest.mark.parametrize("tf32", [False, True], ids=["f32", "tf32"])
+def test_a_plan_run_by_its_addresses_matches_the_frontends_execute(tf32, monkeypatch):
+    """The same plan through runtime/gpu/cudnn_direct.py and through the frontend's execute:
+    the same bits out (the direct run is what the bench times)."""
+    rng = np.random.default_rng(11)
+    op, xs, ks, p = CONV_CASES[0]
+    (x, lx), (k, lk) = _stored(rng, "f32", xs, "contiguous"), _stored(rng, "f32", ks, "contiguous")
+    monkeypatch.setattr(_rt.switches, "conv_reduced_precision_f32", tf32)
+    results = []
+    for direct in (True, False):
+        monkeypatch.setattr(gpu_cudnn, "DIRECT", direct)
+        VENDOR._plans.clear()  # the plan made again (or loaded), its way of running worked out again
+        before = _calls(op)
+        results.append(_conv_both(op, x, lx, k, lk, p)[1])
+        assert _calls(op) == before + 1
+        [plan] = [plan for key, plan in VENDOR._plans.items() if key[0] == op]
+        assert (plan.direct is not None) == direct
+    np.testing.assert_array_equal(results[0], results[1])

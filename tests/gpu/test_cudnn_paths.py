@@ -8,6 +8,7 @@ on the H100."""
 
 from __future__ import annotations
 
+import ctypes
 import json
 import sys
 import types
@@ -673,3 +674,114 @@ def test_attention_plans_are_kept_on_disk_too(monkeypatch):
     [loaded] = fake.loaded
     assert loaded.loaded["nodes"] == ["sdpa"] and len(fake.graphs) == 1
     assert fake.executed[-1][1] == {"q": q.ptr, "k": k.ptr, "v": v.ptr, "o": out.ptr}
+
+
+class Lowered:
+    """The lowered graph's raw-address execute, as runtime/gpu/cudnn_direct.py calls it: records
+    the addresses it read from the array it was given."""
+
+    def __init__(self, fake):
+        self.fake = fake
+
+    def _execute_with_raw_ptrs(self, address, count, workspace, handle, index):
+        addresses = list((ctypes.c_void_p * count).from_address(address))
+        self.fake.direct.append((addresses, workspace, handle, index))
+
+
+class LoweredGraph(Graph):
+    """A graph with the frontend's internals cudnn_direct.py reads: its operands in ascending
+    uid order (the output's uid the smallest, so that the order differs from the op's), three
+    backend plans at 10, 11 and 12, and a Python engine where `fake.python_engine`."""
+
+    def __init__(self, fake, **settings):
+        super().__init__(fake, **settings)
+        self._lowered_graph = Lowered(fake)
+        self._plans = ["plan 0", "plan 1", "plan 2"]
+        self._planning_done = True
+        self._plan_index = 0
+        self.selected_engine = object() if fake.python_engine else None
+        self.uids: list[int] = []
+
+    def tensor(self, name, dim, stride, data_type):
+        t = super().tensor(name, dim, stride, data_type)
+        self.uids.append(t.uid)
+        return t
+
+    def conv_fprop(self, image, weight, **params):
+        y = super().conv_fprop(image, weight, **params)
+        y.uid = min(self.uids) - 1000
+        NAMES[y.uid] = y.name
+        self.uids.append(y.uid)
+        return y
+
+    def _variant_pack_uids(self):
+        return sorted(self.uids)
+
+    def _materialize_backend_plan(self, index):
+        return types.SimpleNamespace(cpp_index=10 + index)
+
+    def _check_plan_index(self, index):
+        return index
+
+    def _reject_if_barred(self, index):
+        pass
+
+    def _engine_for(self, config):
+        return self.selected_engine
+
+
+class LoweredCudnn(FakeCudnn):
+    """The fake with LoweredGraph's graphs and handles that carry the backend's int."""
+
+    def __init__(self, python_engine: bool = False) -> None:
+        super().__init__()
+        self.python_engine = python_engine
+        self.direct: list[tuple] = []
+
+    def create_handle(self):
+        handle = types.SimpleNamespace(backend_handle=4242 + len(self.handles))
+        self.handles.append(handle)
+        return handle
+
+    def pygraph(self, **settings):
+        return LoweredGraph(self, **settings)
+
+
+def test_a_built_plan_runs_by_its_addresses_in_ascending_uid_order(monkeypatch):
+    fake = LoweredCudnn()
+    rt, _ = _runtime(monkeypatch, fake)
+    x, k, out, _ = _conv2d(rt)
+    x2, k2, out2, _ = _conv2d(rt)
+    assert not fake.executed  # never through the frontend's execute
+    (first, ws1, handle1, index1), (second, ws2, handle2, index2) = fake.direct
+    assert first == [out.ptr, x.ptr, k.ptr] and second == [out2.ptr, x2.ptr, k2.ptr]  # y has the smallest uid
+    assert ws1 == ws2 == rt.vendor_nn._workspaces[0].ptr and handle1 == handle2 == 4242
+    assert index1 == index2 == 10  # the selected plan (0) at its place in the backend's list
+    assert rt.vendor_nn.calls == {"conv2d": 2}
+
+
+def test_an_autotuned_plan_runs_by_its_addresses_once_its_timings_are_done(monkeypatch):
+    fake = LoweredCudnn()
+    rt, _ = _runtime(monkeypatch, fake)
+    rt.set_autotune(True)
+    seconds = {0: 3e-3, 1: 1e-3, 2: 2e-3}
+    monkeypatch.setattr(rt.vendor_nn, "timer", lambda run, stream, runs: run() or seconds[fake.executed[-1][4]])
+    for _ in range(gpu_cudnn.SECOND_LOOK_CALL + 3):  # the first call times, the 17th times again
+        _conv2d(rt)
+    assert {e[3] for e in fake.direct} == {11}  # plan 1, the fastest, at 11 in the backend's list
+    assert len(fake.direct) == 2  # the two calls after the second look; the others went through execute
+
+
+@pytest.mark.parametrize("why", ["python engine", "switched off", "no internals"])
+def test_plans_the_frontend_must_run_itself_go_through_execute(monkeypatch, why):
+    if why == "no internals":
+        fake = FakeCudnn()
+    else:
+        fake = LoweredCudnn(python_engine=why == "python engine")
+    if why == "switched off":
+        monkeypatch.setattr(gpu_cudnn, "DIRECT", False)
+    rt, _ = _runtime(monkeypatch, fake)
+    x, k, out, _ = _conv2d(rt)
+    _conv2d(rt)
+    assert len(fake.executed) == 2 and not getattr(fake, "direct", [])
+    assert fake.executed[0][1] == {"x": x.ptr, "w": k.ptr, "y": out.ptr}

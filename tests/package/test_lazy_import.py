@@ -129,6 +129,13 @@ def test_every_public_name_and_module_is_an_attribute():
     assert loaded_after(code)["out"] == ["generated.kernels_hip", False]
 
 
+def test_a_gpu_backend_runtime_brings_its_kernel_tables():
+    """Importing a GPU vendor module (what a device's first use does) loads the generated launch
+    tables with it, so the first op does not; it needs no GPU to import."""
+    for vendor in ("runtime.cuda", "runtime.rocm"):
+        assert "generated.kernels_hip" in loaded_after(f"import {vendor}")["loaded"], vendor
+
+
 def test_storage_and_device_modules_import_one_way():
     """storage.py and quantized.py do not import device.py (device.py builds their objects and
     imports them): importing either alone leaves device.py out. Storage.device() takes the Device

@@ -24,10 +24,12 @@ from .custom_ops import hooks
 from .launch import Launch, launches
 from .methods import device_methods, hooked_methods, qstorage_methods, storage_methods
 from .nn import nn_ops
+from .qtensor import qtensor_hooks
 from .syntax import check_rust, syntax_error
 from .to_device import transfers
 from .traits import dummies, traits
 from .types import HELPERS, TYPE_NAMES, Method, Variant, profile, uses, variants
+from .ug import ug_hooks
 
 __all__ = ["outputs", "render", "syntax_error"]
 
@@ -118,6 +120,10 @@ def context(registry: model.Registry) -> dict:
         "numbered": tuple(v for v in vs if v.backend.ordinal),
         "library_crate": (spelled.crate if spelled else "") or "crate",
         "thiserror": bool(spelled and spelled.thiserror),
+        "qtensor": spelled.qtensor if spelled else None,
+        "qtensor_hooks": qtensor_hooks(registry) if spelled and spelled.qtensor else (),
+        "ug_op": spelled.ug_op if spelled else None,
+        "ug_hooks": ug_hooks(registry, spelled.ug_op) if spelled and spelled.ug_op else (),
         **_trait_context(registry, spelled),
         **(comm_context(registry) if registry.collectives else {}),
     }
@@ -180,6 +186,8 @@ def outputs(registry: model.Registry) -> dict[str, tuple[str, dict]]:
     # the sites around the dispatch that construct devices by the profile's `new_<backend>`
     files += ["backend_error.rs", "test_device.rs"] if spelled else []
     files += ["python_device.rs"] if spelled and spelled.crate else []
+    files += ["qtensor_op.rs"] if spelled and spelled.qtensor and "quantized.rs" in files else []
+    files += ["ug_op.rs"] if spelled and spelled.ug_op else []
     out: dict[str, tuple[str, dict]] = {f: (f"{f}.j2", {}) for f in files}
     for d in dummies(registry, spelled):
         v = d.variant

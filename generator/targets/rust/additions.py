@@ -12,10 +12,12 @@ from __future__ import annotations
 import re
 
 from ... import model
+from ..rust_layout import MAX_WIDTH
 from .types import Arm, Method, Variant, ident, layout_signature, variants
 
 OPERAND_TYPES = {"&Storage", "&mut Storage", "&Self", "&mut Self"}
 _BINDING = re.compile(r"\b[ds]\b")
+ARM_BLOCK_INDENT = 16  # a statement in a match arm's block, in a method of an impl
 
 
 def additions(registry: model.Registry, spelled: model.Profile | None, owner: str) -> tuple[Method, ...]:
@@ -121,13 +123,13 @@ def _dispatch(m: model.ApiMethod, doc: str, signature: tuple[str, ...], vs, cfg:
     for v in vs:
         target = f"crate::{v.device}" if m.owner == "Device" and not v.backend.ordinal else binding
         call = f"{target}.{call_name}({args})"
-        expr = _wrap(m.returns or "", m.owner, v, call)
-        used = binding if _BINDING.search(expr) and target == binding else None
+        body = _wrap(m.returns or "", m.owner, v, call)
+        used = binding if _BINDING.search("\n".join(body)) and target == binding else None
         first = _pattern(m, v, used)
         rest = [f"{other}::{(host if n in m.host_operands else v).name}({ident(n)})" for n in operands]
         cfgs = [v.cfg, *((host.cfg,) if any(n in m.host_operands for n in operands) else ())]
         gate = next((c for c in cfgs if c), None)
-        arms.append(Arm(gate, f"({', '.join([first, *rest])})" if rest else first, (expr,)))
+        arms.append(Arm(gate, f"({', '.join([first, *rest])})" if rest else first, body))
     subject = f"({', '.join(['self', *(ident(n) for n in operands)])})" if operands else "self"
     if operands:
         names = ["lhs", *(ident(n) for n in operands)]
@@ -147,11 +149,16 @@ def _dispatch(m: model.ApiMethod, doc: str, signature: tuple[str, ...], vs, cfg:
     return Method(doc, signature, (), subject, tuple(arms), (), cfg, note)
 
 
-def _wrap(returns: str, owner: str, v: Variant, call: str) -> str:
+def _wrap(returns: str, owner: str, v: Variant, call: str) -> tuple[str, ...]:
     enum = {
         "Result<Self>": "Self" if owner != "Device" else None,
         "Result<Storage>": "Storage",
         "Result<QStorage>": "QStorage",
     }
     target = enum.get(returns)
-    return f"Ok({target}::{v.name}({call}?))" if target else call
+    if returns == "Result<(Storage, Shape)>":  # the backend's storage and the shape it computed
+        one = f"let (out, out_shape) = {call}?;"
+        # in an arm's block (16 columns in), rustfmt keeps `let p = call?;` on one line up to 98
+        bind = (one,) if ARM_BLOCK_INDENT + len(one) <= MAX_WIDTH - 2 else ("let (out, out_shape) =", f"    {call}?;")
+        return (*bind, f"Ok((Storage::{v.name}(out), out_shape))")
+    return (f"Ok({target}::{v.name}({call}?))" if target else call,)

@@ -26,6 +26,12 @@ BACKEND_PARAMS = {
     "QBackendStorage": {"&Storage": "&Self::Storage", "&mut Storage": "&mut Self::Storage"},
 }
 
+# A profile method's return types naming the enum, as a backend answers them.
+PROFILE_RETURNS = {
+    "Result<Storage>": "Result<Self::Storage>",
+    "Result<(Storage, Shape)>": "Result<(Self::Storage, Shape)>",
+}
+
 
 @dataclass(frozen=True)
 class TraitMethod:
@@ -83,7 +89,7 @@ def _profile_methods(trait: str, methods) -> list[TraitMethod]:
         for n in a.host_operands:
             params = [p.replace(f"_{n}: &Self::Storage", f"_{n}: &CpuStorage") for p in params]
         receiver = "&self" if a.receiver is None else a.receiver
-        returns = {"Result<Storage>": "Result<Self::Storage>"}.get(a.returns or "", a.returns or "()")
+        returns = PROFILE_RETURNS.get(a.returns or "", a.returns or "()")
         out.append(_method((a.call or a.name), a.generics, a.unsafe, receiver, params, returns))
     return out
 

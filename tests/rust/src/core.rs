@@ -24,6 +24,20 @@ impl Shape {
     pub fn elem_count(&self) -> usize {
         self.0.iter().product()
     }
+
+    /// The two dims of a rank-2 shape.
+    pub fn dims2(&self) -> Result<(usize, usize)> {
+        match self.0[..] {
+            [a, b] => Ok((a, b)),
+            _ => Err(Error::Msg(format!("expected a rank-2 shape, got {:?}", self.0))),
+        }
+    }
+}
+
+impl From<Vec<usize>> for Shape {
+    fn from(dims: Vec<usize>) -> Self {
+        Self(dims)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

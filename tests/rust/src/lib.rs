@@ -80,6 +80,7 @@ pub mod launch;
 #[path = "../../../generated/rust/nn_ops.rs"]
 pub mod nn_ops;
 pub mod nn_mock;
+pub mod ug;
 
 // candle-pyo3's device, over the pyo3 stand-in beside this crate
 #[path = "../../../generated/rust/python_device.rs"]

@@ -225,6 +225,9 @@ impl<D: MockDevice> BackendDevice for D {
     fn storage_from_cpu_storage_owned(&self, storage: CpuStorage) -> Result<MockStorage<D>> {
         self.storage_from_cpu_storage(&storage)
     }
+    fn storage_from_raw_bytes(&self, data: &[u8], dtype: DType) -> Result<MockStorage<D>> {
+        Ok(MockStorage::new(self, dtype, data.len(), "storage_from_raw_bytes"))
+    }
 }
 
 thread_local! {
@@ -293,6 +296,19 @@ impl<D: MockDevice> QBackendStorage for MockQStorage<D> {
     }
     fn matmul(&self, x: &MockStorage<D>, _: &Layout, shape: (usize, usize)) -> Result<MockStorage<D>> {
         Ok(x.then(&format!("q.matmul:{shape:?}"), DType::F32))
+    }
+    fn embedding(&self, ids: &MockStorage<D>, _: &Layout, rows: usize, hidden: usize) -> Result<MockStorage<D>> {
+        Ok(ids.then(&format!("q.embedding:{rows}:{hidden}"), DType::F32))
+    }
+    fn indexed_moe_forward(
+        &self,
+        shape: &Shape,
+        x: &MockStorage<D>,
+        _: &Layout,
+        ids: &MockStorage<D>,
+        _: &Layout,
+    ) -> Result<(MockStorage<D>, Shape)> {
+        Ok((x.then_with("q.indexed_moe_forward", &[ids]), shape.clone()))
     }
 }
 

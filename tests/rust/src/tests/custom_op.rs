@@ -134,3 +134,20 @@ fn custom_ops_over_two_devices_get_the_mismatch_error() {
         }
     }
 }
+
+#[test]
+fn ug_op_runs_where_a_backend_compiles_it_and_errs_elsewhere() {
+    let l = layout(&[2, 3]);
+    let op = crate::ug::UgIOp1::new("ug_exp");
+    for device in devices(false) {
+        let b = backend(&device);
+        let mut x = zeros(&device, DType::F32);
+        match b {
+            "cuda" | "metal" => {
+                x.inplace_op1(&l, &op).unwrap();
+                assert_eq!(last(&x), (b, format!("{b}.ug:ug_exp:6")));
+            }
+            _ => assert_eq!(x.inplace_op1(&l, &op).unwrap_err(), Error::NotImplementedForBackend { op: "ug_exp", backend: b }),
+        }
+    }
+}

@@ -1,7 +1,7 @@
 //! QStorage: made on each backend by the Device methods, its methods reach that backend.
 use super::{backend, devices, last, layout, zeros};
-use crate::quantized::{GgmlDType, QStorage};
-use crate::{DType, Error};
+use crate::quantized::{GgmlDType, QStorage, QTensor};
+use crate::{DType, Error, Shape};
 
 fn blocks(q: &QStorage) -> (&'static str, Vec<String>) {
     match q {
@@ -63,4 +63,53 @@ fn ggml_formats_round_trip_their_type_ids() {
         assert_eq!((format.block_size(), format.type_size()), (block, bytes));
     }
     assert_eq!(GgmlDType::from_u32(99).unwrap_err(), Error::Msg("unknown GGML type id 99".into()));
+}
+
+#[test]
+fn qtensor_multiplies_through_its_backends_hook() {
+    let all = devices(true);
+    for a in &all {
+        let b = backend(a);
+        let w = QTensor::new(a.qzeros(12, GgmlDType::Q4_0).unwrap(), Shape(vec![4, 3]));
+        let x = zeros(a, DType::F32);
+        let (y, out) = x.apply_op1(&layout(&[2, 5, 3]), &w).unwrap();
+        assert_eq!((last(&y), out), ((b, format!("{b}.q.matmul:(4, 3)")), Shape(vec![2, 5, 4])));
+        let wrong_k = Error::Msg("qmatmul: x of shape Shape([5, 2]) does not end in the weight's k = 3".into());
+        assert_eq!(x.apply_op1(&layout(&[5, 2]), &w).unwrap_err(), wrong_k);
+        for other in all.iter().filter(|o| !o.same_device(a)) {
+            let x = zeros(other, DType::F32);
+            let expected = Error::DeviceMismatchBinaryOp { lhs: a.location(), rhs: other.location(), op: "qmatmul" };
+            assert_eq!(x.apply_op1(&layout(&[2, 3]), &w).unwrap_err(), expected);
+        }
+    }
+}
+
+#[test]
+fn qstorage_embedding_and_moe_reach_the_blocks_backend() {
+    let all = devices(true);
+    for a in &all {
+        let b = backend(a);
+        let q = a.qzeros(64, GgmlDType::Q8_0).unwrap();
+        let ids = zeros(a, DType::U32);
+        let rows = q.embedding(&ids, &layout(&[2, 3]), 2, 32).unwrap();
+        assert_eq!(last(&rows), (b, format!("{b}.q.embedding:2:32")));
+        let x = zeros(a, DType::F32);
+        let (y, out) = q.indexed_moe_forward(&Shape(vec![2, 32]), &x, &layout(&[2, 3]), &ids, &layout(&[2, 3])).unwrap();
+        assert_eq!((last(&y), out), ((b, format!("{b}.q.indexed_moe_forward({b})")), Shape(vec![2, 32])));
+        // another backend's ids (the pairing is by backend; QTensor moves ids to its device first)
+        for other in all.iter().filter(|o| backend(o) != b) {
+            let ids = zeros(other, DType::U32);
+            let expected = Error::DeviceMismatchBinaryOp { lhs: a.location(), rhs: other.location(), op: "embedding" };
+            assert_eq!(q.embedding(&ids, &layout(&[2, 3]), 2, 32).unwrap_err(), expected);
+        }
+    }
+}
+
+#[test]
+fn raw_bytes_become_a_storage_of_the_device() {
+    for device in devices(true) {
+        let b = backend(&device);
+        let s = device.storage_from_raw_bytes(&[1, 2, 3, 4], DType::U8).unwrap();
+        assert_eq!((last(&s), s.dtype()), ((b, format!("{b}.storage_from_raw_bytes")), DType::U8));
+    }
 }
