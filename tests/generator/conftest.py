@@ -4,7 +4,7 @@ rewrites tests/golden/mini/."""
 from __future__ import annotations
 
 import pytest
-from gen_helpers import Importer, workspace
+from gen_harness import Importer, workspace
 
 
 @pytest.fixture

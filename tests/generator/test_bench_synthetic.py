@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 import yaml
-from gen_helpers import REPO, run_cli
+from gen_harness import REPO, run_cli
 
 sys.path.insert(0, str(REPO))
 from bench import synthetic  # noqa: E402

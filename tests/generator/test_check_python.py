@@ -12,7 +12,7 @@ import re
 import warnings
 
 import pytest
-from gen_helpers import REPO
+from gen_harness import REPO
 from hypothesis import given, strategies as st
 
 from generator.targets import pycheck, python_layout

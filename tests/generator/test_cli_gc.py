@@ -6,7 +6,7 @@ from __future__ import annotations
 import gc
 
 import pytest
-from gen_helpers import BROKEN, MINI, run_cli
+from gen_harness import BROKEN, MINI, run_cli
 
 
 @pytest.mark.parametrize("case", ["written", "stale", "broken"])

@@ -7,7 +7,7 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from gen_helpers import BROKEN, MINI, corpus, corpus_header, crashed, diagnostics, run_cli, snapshot
+from gen_harness import BROKEN, MINI, corpus, corpus_header, crashed, diagnostics, run_cli, snapshot
 
 CORPUS = corpus()
 

@@ -8,7 +8,7 @@ import os
 import shutil
 
 import pytest
-from gen_helpers import MINI, crashed, model_of_text, run_cli, snapshot, workspace
+from gen_harness import MINI, crashed, model_of_text, run_cli, snapshot, workspace
 
 import generator
 import generator.targets.python

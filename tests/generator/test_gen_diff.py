@@ -9,7 +9,7 @@ import re
 import shutil
 
 import pytest
-from gen_helpers import MINI, run_cli
+from gen_harness import MINI, run_cli
 from hypothesis import given, settings, strategies as st
 
 from generator.output import writer

@@ -11,7 +11,7 @@ import re
 
 import numpy as np
 import pytest
-from gen_helpers import model_of_text, render_text, undefined_globals, unused_imports, write_package
+from gen_harness import model_of_text, render_text, undefined_globals, unused_imports, write_package
 
 from generator.registry.diagnostics import RegistryError
 from runtime.layout import Layout
@@ -177,7 +177,7 @@ def test_a_kernel_item_naming_no_hip_entry_point_is_an_error():
     package; a diagnostic at the op's `kernel:` naming the entry point no kernel source
     provides, one saying the kernels instantiate a pattern (the old spelling) no op declares,
     and one at each line of the runtime naming the old pattern's KernelPattern member."""
-    from gen_helpers import REPO
+    from gen_harness import REPO
 
     text = (REPO / "ops.yaml").read_text(encoding="utf-8")
     assert text.count('"copy_strided_{x}"') == 1

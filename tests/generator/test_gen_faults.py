@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 import pytest
-from gen_helpers import MINI, REPO, crashed, run_cli, snapshot, workspace
+from gen_harness import MINI, REPO, crashed, run_cli, snapshot, workspace
 
 from generator.output.writer import JOURNAL, TMP_PREFIX
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from gen_helpers import MINI, run_cli
+from gen_harness import MINI, run_cli
 
 from runtime.errors import (
     BackendUnavailable,

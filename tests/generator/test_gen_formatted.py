@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from gen_helpers import REPO, run_cli
+from gen_harness import REPO, run_cli
 
 from bench import synthetic
 from generator.targets import rust_layout

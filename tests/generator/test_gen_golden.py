@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 import pytest
-from gen_helpers import GOLDEN, MINI, REPO, run_cli, undefined_globals, unused_imports
+from gen_harness import GOLDEN, MINI, REPO, run_cli, undefined_globals, unused_imports
 
 import generator.targets.python
 from generator.targets.python import MARKER_PREFIX
@@ -135,7 +135,7 @@ def test_output_does_not_depend_on_hash_seed_or_cwd(tmp_path, generated):
 def test_shipped_registry_renders_a_clean_package():
     """ops.yaml itself: valid, and no generated module reads a name it never binds or imports
     one it never uses."""
-    from gen_helpers import render_file
+    from gen_harness import render_file
 
     rendered = render_file(REPO / "ops.yaml")
     assert len(rendered) >= 8

@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 import pytest
-from gen_helpers import DIAGNOSTIC, MINI_RT, REPO
+from gen_harness import DIAGNOSTIC, MINI_RT, REPO
 
 MEMORY = 1 << 30  # bytes of address space for the whole `gen` process
 HANG = 60  # seconds; the runs take a fraction of one
@@ -99,7 +99,7 @@ def test_an_expression_is_generated_as_it_was_checked(space):
     """The check parses the expression without the whitespace around it (str.strip, which
     knows Unicode's); the generated code must hold that same text, not the raw value, or a
     U+2028 before it is a SyntaxError in the package (found by OPGEN_FUZZ=40)."""
-    from gen_helpers import MINI, render_text
+    from gen_harness import MINI, render_text
 
     text = MINI.read_text(encoding="utf-8").replace('uint: "x // y"', f'uint: "{space}x // y{space}"', 1)
     assert text != MINI.read_text(encoding="utf-8")
@@ -152,7 +152,7 @@ def test_every_number_of_the_schema_has_both_bounds():
 
 def _registry_with(key: str, number: str) -> tuple[str, int, int]:
     """The fixture registry with `number` at `key`: (text, line, column) of the number."""
-    from gen_helpers import MINI
+    from gen_harness import MINI
 
     text = MINI.read_text(encoding="utf-8") + "\nkernel_facts:\n  ROWS: {value: 64}\n"
     before, after = NUMBERS[key]
@@ -179,7 +179,7 @@ def test_a_number_out_of_bounds_is_one_diagnostic(tmp_path, key, number):
     """No traceback for any number (Python refuses to make an int of more than 4,300 digits),
     nothing written, and one FILE:LINE:COL diagnostic at the number naming its key (a custom
     op's inputs out of bounds also meets the ops that use it: their own diagnostics)."""
-    from gen_helpers import crashed, diagnostics, run_cli
+    from gen_harness import crashed, diagnostics, run_cli
 
     if number == "above":
         number = str(_bound(key) + 1)
@@ -197,7 +197,7 @@ def test_a_number_out_of_bounds_is_one_diagnostic(tmp_path, key, number):
 
 
 def test_the_bounds_themselves_are_accepted(tmp_path):
-    from gen_helpers import model_of_text
+    from gen_harness import model_of_text
 
     for key in ("quantized.q8.block", "kernel_facts.ROWS.value", "quantized.q8.ggml_type"):
         text, _, _ = _registry_with(key, str(_bound(key)))

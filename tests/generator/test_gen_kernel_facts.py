@@ -12,7 +12,7 @@ import re
 import shutil
 
 import pytest
-from gen_helpers import MINI_DIR, REPO, run_cli
+from gen_harness import MINI_DIR, REPO, run_cli
 
 import generated.kernel_facts as facts
 from generator.registry import kernel_sigs

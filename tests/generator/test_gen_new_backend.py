@@ -12,7 +12,7 @@ import json
 import re
 
 import pytest
-from gen_helpers import MINI, class_methods, match_cases, module_functions, run_cli, workspace
+from gen_harness import MINI, class_methods, match_cases, module_functions, run_cli, workspace
 
 from runtime.errors import BackendUnavailable, NotImplementedForBackend
 from runtime.layout import Layout

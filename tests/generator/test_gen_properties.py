@@ -25,7 +25,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 import yaml
-from gen_helpers import (
+from gen_harness import (
     DIAGNOSTIC,
     MINI,
     crashed,
@@ -483,7 +483,7 @@ def rust_workspace(tmp_path_factory):
 def test_linked_output_paths_are_never_written_through(links, edit, check, rust_workspace, tmp_path_factory):
     """Any of the output's folders or files replaced by a link to a copy elsewhere: gen and
     gen --check exit 0 or 2, never with a traceback, and what the links lead to is unchanged."""
-    from gen_helpers import snapshot
+    from gen_harness import snapshot
 
     root = tmp_path_factory.mktemp("links")
     ws, elsewhere = root / "ws", root / "elsewhere"

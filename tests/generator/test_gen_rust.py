@@ -13,7 +13,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from gen_helpers import MINI_DIR, REPO, run_cli
+from gen_harness import MINI_DIR, REPO, run_cli
 
 import generator.targets.rust
 from generator.audit.rust import read
@@ -274,7 +274,7 @@ def test_orphans_are_removed_per_target_and_nothing_else(tmp_path):
 
 
 def test_a_registry_without_targets_writes_the_python_package_only(tmp_path):
-    from gen_helpers import MINI
+    from gen_harness import MINI
 
     out = tmp_path / "pkg"
     assert run_cli("--registry", MINI, "--out", out).exit_code == 0
@@ -365,7 +365,7 @@ def test_docs_name_the_targets_and_what_ops_write(tmp_path):
     fill = next(ln for ln in page.splitlines() if ln.startswith("| `fill` |"))
     copy_into = next(ln for ln in page.splitlines() if ln.startswith("| `copy_into` |"))
     assert "writes self in place" in fill and "writes dst in place" in copy_into
-    from gen_helpers import MINI
+    from gen_harness import MINI
 
     assert "## Targets" not in run_cli("--registry", MINI, "docs").stdout
 

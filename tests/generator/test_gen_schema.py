@@ -9,7 +9,7 @@ import json
 import jsonschema
 import pytest
 import yaml
-from gen_helpers import MINI, REPO, corpus, corpus_header, run_cli
+from gen_harness import MINI, REPO, corpus, corpus_header, run_cli
 
 from generator.registry.spec import registry_json_schema
 

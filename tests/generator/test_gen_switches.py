@@ -6,7 +6,7 @@ runs it)."""
 from __future__ import annotations
 
 import pytest
-from gen_helpers import REPO
+from gen_harness import REPO
 
 import generated as g
 import runtime.cuda

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import shutil
 
-from gen_helpers import MINI, model_of_text
+from gen_harness import MINI, model_of_text
 
 from generator.targets.python import TEMPLATES, render
 

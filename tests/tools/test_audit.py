@@ -13,7 +13,7 @@ import shutil
 import textwrap
 
 import pytest
-from tools_helpers import AUDIT, AUDIT_REGISTRY, REPO, run_cli
+from tools_harness import AUDIT, AUDIT_REGISTRY, REPO, run_cli
 
 from generator.audit import python as audit_python, rust as audit_rust
 from generator.audit.coverage import normalize

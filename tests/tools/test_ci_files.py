@@ -13,7 +13,7 @@ import tomllib
 import jsonschema
 import pytest
 import yaml
-from tools_helpers import REPO, run_cli
+from tools_harness import REPO, run_cli
 
 
 @pytest.fixture(scope="module")

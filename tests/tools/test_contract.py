@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tools_helpers import REPO, mini_copy, run_cli
+from tools_harness import REPO, mini_copy, run_cli
 
 from generator import contract
 from generator.registry.loader import load_file

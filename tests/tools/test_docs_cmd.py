@@ -7,7 +7,7 @@ import json
 import re
 
 import pytest
-from tools_helpers import MINI_DIR, mini_copy, run_cli
+from tools_harness import MINI_DIR, mini_copy, run_cli
 
 MINI = MINI_DIR / "ops.yaml"
 WORDS = {"yes": "implemented", "fallback": "fallback", "hook": "hook", "MISSING": "**missing**"}

@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from tools_helpers import REPO, mini_copy, python, run_cli
+from tools_harness import REPO, mini_copy, python, run_cli
 
 from generator.registry.declared import key_lines
 from generator.registry.loader import load_file

@@ -17,7 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tools_helpers import HOST_MEMORY_BACKEND, checkout_copy, implement
+from tools_harness import HOST_MEMORY_BACKEND, checkout_copy, implement
 
 # The suites whose cases follow the registry's backends: devices, arms, availability, errors.
 BACKEND_SUITES = ["tests/package", "tests/conformance/test_backend_errors.py", "tests/gpu/test_availability.py"]

@@ -17,7 +17,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from tools_helpers import HOST_MEMORY_BACKEND, REPO, implement, run_cli
+from tools_harness import HOST_MEMORY_BACKEND, REPO, implement, run_cli
 
 README = REPO / "README.md"
 SUMMARY = re.compile(

@@ -3,7 +3,7 @@ the nearest folder above; where there is none it says where it looked and how to
 
 from __future__ import annotations
 
-from tools_helpers import gen, mini_copy
+from tools_harness import gen, mini_copy
 
 
 def test_gen_in_a_subfolder_uses_the_registry_above(tmp_path):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import textwrap
 
 import pytest
-from tools_helpers import MINI_DIR
+from tools_harness import MINI_DIR
 
 from generator.registry.loader import load_file
 from generator.registry.runtime_scan import pending, scan

@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 import pytest
 import yaml
-from tools_helpers import checkout_copy
+from tools_harness import checkout_copy
 
 GENERIC = {"generator", "generated", "runtime", "templates"}
 

@@ -1,4 +1,4 @@
-"""Shared helpers of the tools tests (gen audit, new-backend, docs, --check --patch):
+"""The tools tests' harness (gen audit, new-backend, docs, --check --patch):
 paths, the CLI in-process, and the CLI as a subprocess where a test needs a clean
 interpreter or a working directory of its own."""
 

@@ -1,4 +1,4 @@
-"""Shared helpers of the generator tests: paths, an in-process CLI, generating and importing
+"""The generator tests' harness: paths, an in-process CLI, generating and importing
 a package from a registry, reading the expectations of the broken-registry corpus."""
 
 from __future__ import annotations
