@@ -242,7 +242,7 @@ def _path_nmse(rt, q, data, fmt: str, n: int, k: int, rng, table) -> dict:
     return out
 
 
-#: --explore: qmatvec_q8_1's weight rows per item (ops.yaml's QMATVEC_Q8_ROWS_X*), each variant
+#: --explore: qmatvec_q8_1's weight rows per item (ops.yaml's QMATVEC_Q8_ROWS_X*, _K_X*), each variant
 #: compiled from hip/qmatvec_q8.hip with the facts defined first.
 EXPLORE_ROWS = (1, 2, 4, 8)
 EXPLORE_FORMATS = ("q4_0", "q4_1", "q5_0", "q8_0", "q4_k", "q5_k", "q6_k", "f16")
@@ -259,7 +259,9 @@ def explore_variants() -> list:
     tmp = Path(tempfile.mkdtemp(prefix="opgen-q8-"))
     paths = []
     for rows in EXPLORE_ROWS:
-        defines = "".join(f"#define OPGEN_QMATVEC_Q8_ROWS_X{c} {rows}\n" for c in (1, 2, 4, 8))
+        defines = "".join(
+            f"#define OPGEN_QMATVEC_Q8_ROWS{family}_X{c} {rows}\n" for family in ("", "_K") for c in (1, 2, 4, 8)
+        )
         path = tmp / f"qmatvec_q8_r{rows}.hip"
         path.write_text(defines + text)
         paths.append(path)

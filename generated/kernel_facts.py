@@ -98,22 +98,45 @@ QMATVEC_K_ROWS_Q6_K = 8
 #: qmatvec_q8_1_*: threads per block (hip/qmatvec_q8.hip's kThreads, its launch bounds)
 QMATVEC_Q8_THREADS = 128
 
-#: qmatvec_q8_1_*: weight rows per item for one row of x (bench/ggml.py --explore compares 1, 2, 4, 8)
+#: qmatvec_q8_1_* of blocks of 32 and float weights: weight rows per item for one row of x (bench/ggml.py --explore
+#: compares 1, 2, 4, 8)
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_ROWS_X1=... needs this set alike)
-QMATVEC_Q8_ROWS_X1 = 4
+QMATVEC_Q8_ROWS_X1 = 8
 
-#: qmatvec_q8_1_*: weight rows per item for 2 rows of x (bench/ggml.py --explore compares 1, 2, 4, 8)
+#: qmatvec_q8_1_* of blocks of 32 and float weights: weight rows per item for 2 rows of x (bench/ggml.py --explore
+#: compares 1, 2, 4, 8)
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_ROWS_X2=... needs this set alike)
-QMATVEC_Q8_ROWS_X2 = 4
+QMATVEC_Q8_ROWS_X2 = 8
 
-#: qmatvec_q8_1_*: weight rows per item for 3 or 4 rows of x (bench/ggml.py --explore compares 1, 2, 4, 8)
+#: qmatvec_q8_1_* of blocks of 32 and float weights: weight rows per item for 3 or 4 rows of x (bench/ggml.py --explore
+#: compares 1, 2, 4, 8)
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_ROWS_X4=... needs this set alike)
-QMATVEC_Q8_ROWS_X4 = 4
+QMATVEC_Q8_ROWS_X4 = 8
 
-#: qmatvec_q8_1_*: weight rows per item for 5 and more rows (8 at a time) of x (bench/ggml.py --explore compares 1, 2,
-#: 4, 8)
+#: qmatvec_q8_1_* of blocks of 32 and float weights: weight rows per item for 5 and more rows (8 at a time) of x
+#: (bench/ggml.py --explore compares 1, 2, 4, 8)
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_ROWS_X8=... needs this set alike)
-QMATVEC_Q8_ROWS_X8 = 2
+QMATVEC_Q8_ROWS_X8 = 8
+
+#: qmatvec_q8_1_* of blocks of 256 (the K formats): weight rows per item for one row of x (bench/ggml.py --explore
+#: compares 1, 2, 4, 8)
+#: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_ROWS_K_X1=... needs this set alike)
+QMATVEC_Q8_ROWS_K_X1 = 8
+
+#: qmatvec_q8_1_* of blocks of 256 (the K formats): weight rows per item for 2 rows of x (bench/ggml.py --explore
+#: compares 1, 2, 4, 8)
+#: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_ROWS_K_X2=... needs this set alike)
+QMATVEC_Q8_ROWS_K_X2 = 4
+
+#: qmatvec_q8_1_* of blocks of 256 (the K formats): weight rows per item for 3 or 4 rows of x (bench/ggml.py --explore
+#: compares 1, 2, 4, 8)
+#: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_ROWS_K_X4=... needs this set alike)
+QMATVEC_Q8_ROWS_K_X4 = 4
+
+#: qmatvec_q8_1_* of blocks of 256 (the K formats): weight rows per item for 5 and more rows (8 at a time) of x
+#: (bench/ggml.py --explore compares 1, 2, 4, 8)
+#: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_ROWS_K_X8=... needs this set alike)
+QMATVEC_Q8_ROWS_K_X8 = 4
 
 #: launched with programmatic stream serialization (cuda, sm_90 and up): each waits (griddepcontrol.wait) before it
 #: touches memory

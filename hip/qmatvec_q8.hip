@@ -17,7 +17,7 @@
 // squared error stays near 1e-5, under test-backend-ops' bound of 5e-4.
 //
 // The product: a block of kThreads threads per item, an item being R weight rows (ops.yaml's
-// kernel facts QMATVEC_Q8_ROWS_X1 .. X8, by the x rows) against up to 8 rows of x (the x rows rounded up to 1, 2, 4
+// kernel facts QMATVEC_Q8_ROWS_X1 .. X8 and _K_X1 .. _K_X8, by the x rows and the block size) against up to 8 rows of x (the x rows rounded up to 1, 2, 4
 // or 8, a template). A thread takes 32 weights at a time (a unit) of each of its item's weight
 // rows, as eight 32-bit words of signed bytes with a scale a and an offset b per 16 (weight =
 // a q + b), and the 32 quants of x they meet: 8 dp4a a pair, each weight read once for all rows
@@ -498,8 +498,26 @@ __device__ void product(const uint8_t* __restrict__ w, const x_source& xs, float
     }
 }
 
+// Weight rows per item by x rows class: ops.yaml's kernel facts, measured apart for the blocks of
+// 256 (QMATVEC_Q8_ROWS_K_X*: their unit decodes two halves and wants fewer rows at once) and for
+// the blocks of 32 and float weights (QMATVEC_Q8_ROWS_X*).
+template <typename F> constexpr bool kBlocksOf256 = false;
+template <> constexpr bool kBlocksOf256<q2_k> = true;
+template <> constexpr bool kBlocksOf256<q3_k> = true;
+template <> constexpr bool kBlocksOf256<q4_k> = true;
+template <> constexpr bool kBlocksOf256<q5_k> = true;
+template <> constexpr bool kBlocksOf256<q6_k> = true;
+template <> constexpr bool kBlocksOf256<q8_k> = true;
+template <typename F> struct item_rows {
+    static constexpr bool k = kBlocksOf256<F>;
+    static constexpr int x1 = k ? OPGEN_QMATVEC_Q8_ROWS_K_X1 : OPGEN_QMATVEC_Q8_ROWS_X1;
+    static constexpr int x2 = k ? OPGEN_QMATVEC_Q8_ROWS_K_X2 : OPGEN_QMATVEC_Q8_ROWS_X2;
+    static constexpr int x4 = k ? OPGEN_QMATVEC_Q8_ROWS_K_X4 : OPGEN_QMATVEC_Q8_ROWS_X4;
+    static constexpr int x8 = k ? OPGEN_QMATVEC_Q8_ROWS_K_X8 : OPGEN_QMATVEC_Q8_ROWS_X8;
+};
+
 // qmatvec_q8_1_<F>: x rows 1, 2, up to 4 and more each their template (8 at a time past 4), with
-// the weight rows per item of ops.yaml's kernel facts (QMATVEC_Q8_ROWS_X1 ..: measured).
+// the weight rows per item of item_rows<F>.
 template <typename F>
 __device__ __forceinline__ void qmatvec_q8_1(const uint8_t* w, const float* x, const uint8_t* xq, float* y, size_t n,
                                              size_t k, size_t rows) {
@@ -514,14 +532,15 @@ __device__ __forceinline__ void qmatvec_q8_1(const uint8_t* w, const float* x, c
     }
     return;
 #endif
+    typedef item_rows<F> R;
     if (rows == 1) {
-        product<F, 1, OPGEN_QMATVEC_Q8_ROWS_X1>(w, xs, y, n, rows);
+        product<F, 1, R::x1>(w, xs, y, n, rows);
     } else if (rows == 2) {
-        product<F, 2, OPGEN_QMATVEC_Q8_ROWS_X2>(w, xs, y, n, rows);
+        product<F, 2, R::x2>(w, xs, y, n, rows);
     } else if (rows <= 4) {
-        product<F, 4, OPGEN_QMATVEC_Q8_ROWS_X4>(w, xs, y, n, rows);
+        product<F, 4, R::x4>(w, xs, y, n, rows);
     } else {
-        product<F, 8, OPGEN_QMATVEC_Q8_ROWS_X8>(w, xs, y, n, rows);
+        product<F, 8, R::x8>(w, xs, y, n, rows);
     }
 }
 

@@ -24,6 +24,10 @@ from generated.kernel_facts import (
     QMATVEC_FAST_THREADS,
     QMATVEC_K_ROWS_Q4_K,
     QMATVEC_K_ROWS_Q6_K,
+    QMATVEC_Q8_ROWS_K_X1,
+    QMATVEC_Q8_ROWS_K_X2,
+    QMATVEC_Q8_ROWS_K_X4,
+    QMATVEC_Q8_ROWS_K_X8,
     QMATVEC_Q8_ROWS_X1,
     QMATVEC_Q8_ROWS_X2,
     QMATVEC_Q8_ROWS_X4,
@@ -56,8 +60,10 @@ QMATVEC_FAST = {
 #: (rows per item, threads per block), hip/quantized.hip's (F::kKRows, kThreads).
 QMATVEC_K = {"q4_k": (QMATVEC_K_ROWS_Q4_K, QMATVEC_THREADS), "q6_k": (QMATVEC_K_ROWS_Q6_K, QMATVEC_THREADS)}
 #: qmatvec_q8_1_*'s weight rows per item, by its class of x rows (1, 2, up to 4, more: 8 at a
-#: time): ops.yaml's kernel facts QMATVEC_Q8_ROWS_X*, which hip/qmatvec_q8.hip is built with.
+#: time): ops.yaml's kernel facts QMATVEC_Q8_ROWS_X* (blocks of 32, float weights) and
+#: QMATVEC_Q8_ROWS_K_X* (blocks of 256), which hip/qmatvec_q8.hip is built with.
 QMATVEC_Q8_ROWS = {1: QMATVEC_Q8_ROWS_X1, 2: QMATVEC_Q8_ROWS_X2, 4: QMATVEC_Q8_ROWS_X4, 8: QMATVEC_Q8_ROWS_X8}
+QMATVEC_Q8_ROWS_K = {1: QMATVEC_Q8_ROWS_K_X1, 2: QMATVEC_Q8_ROWS_K_X2, 4: QMATVEC_Q8_ROWS_K_X4, 8: QMATVEC_Q8_ROWS_K_X8}
 #: (format, x rows class) where the exact-x kernel (qmatvec_<fmt>) was measured faster than the
 #: quantized-x one, over the four shapes of bench/ggml.py together: QMatMul takes it there with
 #: the switch qmatmul_exact_x off too (H200, 2026-11-27; figures: bench/results/ggml-anchor-h200.json,
@@ -303,8 +309,14 @@ def qmatvec_q8_1(
         quantize_x = rt._entry(table, (K.QUANTIZE_Q8_1_X, x.dtype), "qmatmul")
         quantize_x(rt.launch, rt.geometry(rows * k // 16, ordinal), BLOCK, stream, x.ptr, xq.ptr, rows, k)
     nx = x_rows_class(rows)
-    items = -(-n // QMATVEC_Q8_ROWS[nx]) * -(-rows // nx)
+    items = -(-n // q8_item_rows(q.fmt, nx)) * -(-rows // nx)
     fn(rt.launch, _grid(rt, ordinal, items), QMATVEC_Q8_THREADS, stream, q.buf.ptr, x.ptr, xq.ptr, out.ptr, n, k, rows)
+
+
+def q8_item_rows(fmt: str, nx: int) -> int:
+    """qmatvec_q8_1_<fmt>'s weight rows per item for the x rows class `nx` (x_rows_class)."""
+    blocks_of_256 = fmt not in ggml.PLAIN and ggml.FORMATS[fmt].block == 256
+    return (QMATVEC_Q8_ROWS_K if blocks_of_256 else QMATVEC_Q8_ROWS)[nx]
 
 
 def gemm_rows(fmt: str) -> int:

@@ -283,11 +283,11 @@ def test_an_overridable_fact_is_a_default_in_the_header(generated):
 def test_the_shipped_overridable_facts_are_those_a_bench_sets_on_both_sides():
     """The runtime can follow a -D only where a bench sets both sides (--explore nn-rows: ROW_BYTES;
     --explore columns: COLUMN_PACKS, COLUMN_MIN_BLOCKS, TILE_INTERLEAVED; bench/ggml.py --explore:
-    QMATVEC_Q8_ROWS_X*, its grid from the variant's rows per item); the flash geometry,
+    QMATVEC_Q8_ROWS_X* and _K_X*, its grid from the variant's rows per item); the flash geometry,
     the column tile and the column tiles' block are fixed in ops.yaml, checked by static_assert."""
     registry = validate(load_file(str(REPO / "ops.yaml")), REPO)
     overridable = [f.name for f in registry.kernel_facts if f.overridable]
-    rows = [f"QMATVEC_Q8_ROWS_X{x}" for x in (1, 2, 4, 8)]
+    rows = [f"QMATVEC_Q8_ROWS{family}_X{x}" for family in ("", "_K") for x in (1, 2, 4, 8)]
     assert overridable == ["ROW_BYTES", "COLUMN_PACKS", "COLUMN_MIN_BLOCKS", "TILE_INTERLEAVED", *rows]
 
 
