@@ -188,6 +188,19 @@ _GEMM_TYPES = {
     np.dtype("float32"): (0, 68, np.float32),  # CUDA_R_32F, CUBLAS_COMPUTE_32F
     np.dtype("float64"): (1, 70, np.float64),  # CUDA_R_64F, CUBLAS_COMPUTE_64F
 }
+
+
+# alpha = 1 and beta = 0 in each scalar type, made once: cuBLAS reads them (host pointer mode)
+# before the call returns, and never writes them.
+def _constant(value: float, scalar: Any) -> np.ndarray:
+    held = np.full(1, value, scalar)
+    held.flags.writeable = False
+    return held
+
+
+_SCALARS: dict[Any, tuple[np.ndarray, np.ndarray]] = {
+    t: (_constant(1, t), _constant(0, t)) for t in (np.float16, np.float32, np.float64)
+}
 try:
     import ml_dtypes
 
@@ -339,6 +352,50 @@ class CudaDriver(StreamDriver):
             return False
         self._call("cuMemcpyPeerAsync", (err,))
         return True
+
+    # -- graphs (runtime/gpu/cudnn_graphs.py) ------------------------------------------------
+    def capture_graph(self, stream, record):
+        """The work `record()` queues on `stream` (a stream no other thread uses), captured and
+        instantiated (a CUgraphExec), not run. GpuError where the capture or instantiation
+        fails, or record's own error; the stream's capture is ended either way."""
+        cu = _driver_api()
+        mode = cu.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
+        self._call("cuStreamBeginCapture", cu.cuStreamBeginCapture(stream, mode))
+        try:
+            record()
+        finally:
+            err, graph = cu.cuStreamEndCapture(stream)
+        self._call("cuStreamEndCapture", (err,))
+        try:
+            return self._call("cuGraphInstantiateWithFlags", cu.cuGraphInstantiateWithFlags(graph, 0))
+        finally:
+            cu.cuGraphDestroy(graph)
+
+    def graph_launcher(self, graph):
+        """launch(stream): `graph` replayed on the stream (an int handle), through libcuda's
+        cuGraphLaunch by ctypes, the GIL kept (as prepared kernel launches do); cuda-python's
+        where ctypes cannot have it."""
+        launch = _libcuda_symbol("cuGraphLaunch", LAUNCH_HOLDS_GIL)
+        if launch is None:
+
+            def through_binding(stream: int) -> None:
+                self._call("cuGraphLaunch", _driver_api().cuGraphLaunch(graph, stream))
+
+            return through_binding
+        handle = ctypes.c_void_p(int(graph))
+        last = [0, ctypes.c_void_p(0)]  # the last stream, and it as ctypes passes it
+
+        def launch_graph(stream: int) -> None:
+            if stream != last[0]:
+                last[0], last[1] = stream, ctypes.c_void_p(stream)
+            err = launch(handle, last[1])
+            if err:
+                self._call("cuGraphLaunch", (_driver_api().CUresult(err),))
+
+        return launch_graph
+
+    def destroy_graph(self, graph) -> None:
+        _driver_api().cuGraphExecDestroy(graph)
 
     # -- interop (runtime/gpu/interop.py) ---------------------------------------------------
     dlpack_device_type = 2  # kDLCUDA
@@ -528,7 +585,7 @@ class CudaDriver(StreamDriver):
         data, compute, scalar = _GEMM_TYPES[dtype]
         if reduced and dtype in _REDUCED_TYPES:
             compute, scalar = _REDUCED_TYPES[dtype]
-        one, zero = np.ones(1, scalar), np.zeros(1, scalar)
+        one, zero = _SCALARS[scalar]
         try:
             handle = self._blas_handle(ordinal, stream)
             if data in _HALF_TYPES:
