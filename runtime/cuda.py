@@ -366,8 +366,9 @@ class CudaDriver(StreamDriver):
         finally:
             err, graph = cu.cuStreamEndCapture(stream)
         self._call("cuStreamEndCapture", (err,))
+        instantiate = getattr(cu, "cuGraphInstantiateWithFlags", cu.cuGraphInstantiate)  # (graph, flags) either way
         try:
-            return self._call("cuGraphInstantiateWithFlags", cu.cuGraphInstantiateWithFlags(graph, 0))
+            return self._call("cuGraphInstantiate", instantiate(graph, 0))
         finally:
             cu.cuGraphDestroy(graph)
 
