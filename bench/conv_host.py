@@ -74,8 +74,9 @@ def event_per_call(call, stream: int, sync, calls: int = 100) -> float:
     return min(samples)
 
 
-def kernels_run(call, sync, calls: int = 5) -> list[str]:
-    """The kernels `calls` calls ran: 'us  name' (device time per call), by torch.profiler."""
+def kernels_run(call, sync, calls: int = 5, api: bool = False) -> list[str]:
+    """The kernels `calls` calls ran: 'us  name' (device time per call), by torch.profiler;
+    `api`: also the CUDA runtime and driver calls made on the host ('n x  name' per call)."""
     import torch
     from torch.profiler import ProfilerActivity, profile
 
@@ -86,8 +87,12 @@ def kernels_run(call, sync, calls: int = 5) -> list[str]:
                 call()
             sync()
             torch.cuda.synchronize()
-        rows = [e for e in prof.key_averages() if e.device_type.name == "CUDA" and e.count]
-        return [f"{e.device_time_total / calls:8.1f} us  {e.key[:110]}" for e in rows]
+        events = [e for e in prof.key_averages() if e.count]
+        rows = [f"{e.device_time_total / calls:8.1f} us  {e.key[:110]}" for e in events if e.device_type.name == "CUDA"]
+        if api:
+            calls_made = [e for e in events if e.device_type.name != "CUDA" and e.key.startswith("cu")]
+            rows += [f"{e.count / calls:8.1f} x   {e.key}" for e in calls_made]
+        return rows
     except Exception as exc:  # noqa: BLE001  (a torch without this profiler API: the times alone)
         return [f"profiler failed: {type(exc).__name__}: {exc}"]
 

@@ -1,13 +1,15 @@
 """Where a warm bf16 matmul's time goes, process by process: matmul bf16 2048^3, the call that
 bench/first_call.py found at 0.026-0.049 ms warm in fresh processes against torch's 0.025.
 
-Each of `--processes` fresh opgen processes (OPGEN_BLAS_PRELOAD 1 and 0 in turns) reports: the
-warm time as first_call.py takes it (median of batches of synchronised calls), host time per
-call (calls queued back to back, the drain not counted), time per call queued and drained,
-CUDA-event time per call on opgen's stream; the CPU it ran on and that CPU's NUMA node; the
-cuBLAS libraries it mapped; then, with torch imported last (only its profiler is used), the
-kernels opgen's calls ran, with their device time. The first also profiles its warm calls'
-host functions by own time. One torch process gives the same figures for `a @ b`.
+Each of `--processes` fresh opgen processes per setting (cuBLAS given opgen's workspace, the
+default, and left on its own: OPGEN_CUBLAS_WORKSPACE_MB=0) reports: the warm time as
+first_call.py takes it (median of batches of synchronised calls), host time per call (calls
+queued back to back, the drain not counted), time per call queued and drained, CUDA-event time
+per call on opgen's stream; the CPU it ran on and that CPU's NUMA node; the cuBLAS libraries
+it mapped; its warm calls' host functions by own time. The first of each setting then imports
+torch (only its profiler is used) for the kernels opgen's calls ran, with their device time,
+and the CUDA runtime and driver calls made per call. One torch process gives the same
+figures for `a @ b`.
 
 Run on the device machine: `python3 bench/matmul_host.py --out $OUT` (writes matmul-host.json)."""
 
@@ -65,51 +67,51 @@ def child(lib: str, profile: bool) -> None:
     call, sync, stream = (_opgen_case if lib == "opgen" else _torch_case)()
     call()
     sync()
-    row: dict = {"lib": lib, "preload": os.environ.get("OPGEN_BLAS_PRELOAD", "1")}
+    row: dict = {"lib": lib, "workspace_mb": os.environ.get("OPGEN_CUBLAS_WORKSPACE_MB", "32")}
     row["warm_us"] = warm_per_call(call, sync) * 1e6
     row["host_us"] = host_per_call(call, sync) * 1e6
     row["queued_us"] = queued_per_call(call, sync) * 1e6
     row["event_us"] = event_per_call(call, stream, sync) * 1e6
     row.update(_where())
-    if profile:
-        row["host profile"] = host_profile(call, sync, calls=300, top=18)
-    row["kernels"] = kernels_run(call, sync)  # imports torch (opgen: only now)
+    row["host profile"] = host_profile(call, sync, calls=300, top=12)
+    row["kernels"] = kernels_run(call, sync, api=True) if profile else []  # imports torch (opgen: only now)
     print(json.dumps(row), flush=True)
 
 
-def _spawn(lib: str, preload: str, profile: bool) -> dict:
-    env = dict(os.environ, OPGEN_BLAS_PRELOAD=preload)
+def _spawn(lib: str, workspace_mb: str, profile: bool) -> dict:
+    env = dict(os.environ, OPGEN_CUBLAS_WORKSPACE_MB=workspace_mb)
     args = [sys.executable, str(Path(__file__).resolve()), "--child", lib] + (["--profile"] if profile else [])
     done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=120)
     for line in done.stdout.splitlines():
         if line.startswith("{"):
             return json.loads(line)
-    return {"lib": lib, "preload": preload, "error": done.stderr[-2000:]}
+    return {"lib": lib, "workspace_mb": workspace_mb, "error": done.stderr[-2000:]}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--child", choices=("opgen", "torch"))
     parser.add_argument("--profile", action="store_true")
-    parser.add_argument("--processes", type=int, default=4)
+    parser.add_argument("--processes", type=int, default=3, help="per setting")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     args = parser.parse_args()
     if args.child:
         child(args.child, args.profile)
         return
-    rows = [_spawn("opgen", "10"[n % 2], n == 0) for n in range(args.processes)]
-    rows.append(_spawn("torch", "1", False))
+    rows = [_spawn("opgen", mb, n < 2) for n, mb in enumerate(["32", "0"] * args.processes)]
+    rows.append(_spawn("torch", "-", True))
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "matmul-host.json").write_text(json.dumps(rows, indent=1))
     for row in rows:
         if "error" in row:
-            print(f"{row['lib']} preload={row['preload']}: failed\n{row['error']}")
+            print(f"{row['lib']} workspace_mb={row['workspace_mb']}: failed\n{row['error']}")
             continue
         print(
-            f"{row['lib']} preload={row['preload']}: warm {row['warm_us']:.1f} us, host {row['host_us']:.1f}, "
-            f"queued {row['queued_us']:.1f}, events {row['event_us']:.1f}; cpu {row['cpu']} {row['numa']}"
+            f"{row['lib']} workspace_mb={row['workspace_mb']}: warm {row['warm_us']:.1f} us, "
+            f"host {row['host_us']:.1f}, queued {row['queued_us']:.1f}, events {row['event_us']:.1f}; "
+            f"cpu {row['cpu']} {row['numa']}"
         )
-        print("\n".join("    " + k for k in row["kernels"] + row.get("host profile", []) + row["cublas"]))
+        print("\n".join("    " + k for k in row["kernels"] + row["host profile"] + row["cublas"]))
 
 
 if __name__ == "__main__":

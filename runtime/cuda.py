@@ -190,6 +190,13 @@ _GEMM_TYPES = {
 }
 
 
+#: Bytes of the workspace each device's cuBLAS handle is given (cublasSetWorkspace, from the
+#: device's pool, kept for the process; torch gives its handles one too). Without one, cuBLAS
+#: uses a workspace of its own: bench/matmul_host.py times both. OPGEN_CUBLAS_WORKSPACE_MB sets
+#: the size; 0 leaves cuBLAS's own.
+BLAS_WORKSPACE = int(os.environ.get("OPGEN_CUBLAS_WORKSPACE_MB", "32")) << 20
+
+
 # alpha = 1 and beta = 0 in each scalar type, made once: cuBLAS reads them (host pointer mode)
 # before the call returns, and never writes them.
 def _constant(value: float, scalar: Any) -> np.ndarray:
@@ -245,6 +252,7 @@ class CudaDriver(StreamDriver):
         self._blas_handles: dict[int, int] = {}  # ordinal -> cuBLAS handle
         self._blas_streams: dict[int, int | None] = {}  # ordinal -> the stream its handle is bound to
         self._blas_math: dict[int, int] = {}  # ordinal -> the math mode its handle is set to
+        self._blas_workspaces: dict[int, int] = {}  # ordinal -> the workspace set on its handle
 
     def api(self):
         return _driver_api()
@@ -531,7 +539,8 @@ class CudaDriver(StreamDriver):
 
     def _blas_handle(self, ordinal: int, stream) -> int:
         """The device's cuBLAS handle (made in its primary context, current here), bound to
-        `stream` so that its GEMMs are ordered with our kernels."""
+        `stream` so that its GEMMs are ordered with our kernels, and given BLAS_WORKSPACE bytes
+        of workspace."""
         cublas = _cublas()
         handle = self._blas_handles.get(ordinal)
         if handle is None:
@@ -541,6 +550,11 @@ class CudaDriver(StreamDriver):
         if self._blas_streams[ordinal] != int(stream):
             cublas.set_stream(handle, int(stream))
             self._blas_streams[ordinal] = int(stream)
+            if BLAS_WORKSPACE:  # set_stream has put the handle back on cuBLAS's own workspace
+                workspace = self._blas_workspaces.get(ordinal)
+                if workspace is None:
+                    workspace = self._blas_workspaces[ordinal] = self.alloc(BLAS_WORKSPACE, stream)
+                cublas.set_workspace(handle, workspace, BLAS_WORKSPACE)
         return handle
 
     def _set_math(self, ordinal: int, handle: int, mode: int) -> None:

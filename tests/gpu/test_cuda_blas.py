@@ -34,6 +34,9 @@ class FakeCublas:
     def set_stream(self, handle, stream):
         self.calls.append(("set_stream", handle, stream))
 
+    def set_workspace(self, handle, workspace, nbytes):
+        self.calls.append(("set_workspace", handle, workspace, nbytes))
+
     def set_math_mode(self, handle, mode):
         self.calls.append(("set_math_mode", handle, mode))
 
@@ -55,9 +58,21 @@ def _scalar(compute: int, address: int) -> float:
     return (ctypes.c_double if compute == 70 else ctypes.c_float).from_address(address).value
 
 
+WORKSPACE = 32 << 20
+
+
 def _driver(monkeypatch, fake) -> cuda.CudaDriver:
+    """A CudaDriver on `fake`, its pool's allocations logged in fake.calls (addresses 1000, 2000, ...)."""
     monkeypatch.setattr(cuda, "_cublas", lambda: fake)
-    return cuda.CudaDriver()
+    monkeypatch.setattr(cuda, "BLAS_WORKSPACE", WORKSPACE)  # whatever OPGEN_CUBLAS_WORKSPACE_MB says
+    driver = cuda.CudaDriver()
+
+    def alloc(nbytes, stream):
+        fake.calls.append(("alloc", nbytes, stream))
+        return 1000 * sum(c[0] == "alloc" for c in fake.calls)
+
+    monkeypatch.setattr(driver, "alloc", alloc)
+    return driver
 
 
 @pytest.mark.parametrize(
@@ -69,8 +84,9 @@ def test_gemm_passes_cublas_its_arguments_on_our_stream(monkeypatch, dtype, data
     fake = FakeCublas()
     driver = _driver(monkeypatch, fake)
     driver.gemm(0, 5, np.dtype(dtype), True, False, 2, 3, 4, 100, 4, 8, 200, 4, 0, 300, 2, 6, 7)
-    [create, bind, *math, gemm] = fake.calls
+    [create, bind, alloc, workspace, *math, gemm] = fake.calls
     assert create == ("create",) and bind == ("set_stream", 77, 5)
+    assert alloc == ("alloc", WORKSPACE, 5) and workspace == ("set_workspace", 77, 1000, WORKSPACE)
     # the half types' split-K sums in f32 too (CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)
     assert math == ([("set_math_mode", 77, 16)] if data in (2, 14) else [])
     assert gemm == (
@@ -109,10 +125,23 @@ def test_one_handle_per_device_rebound_only_when_the_stream_changes(monkeypatch)
     assert [c for c in fake.calls if c[0] != "gemm"] == [
         ("create",),
         ("set_stream", 77, 5),
+        ("alloc", WORKSPACE, 5),  # the device's workspace, made once
+        ("set_workspace", 77, 1000, WORKSPACE),
         ("set_stream", 77, 9),
+        ("set_workspace", 77, 1000, WORKSPACE),  # set_stream put cuBLAS's own back: set again
         ("create",),
         ("set_stream", 77, 11),
+        ("alloc", WORKSPACE, 11),
+        ("set_workspace", 77, 2000, WORKSPACE),
     ]
+
+
+def test_without_a_workspace_size_cublas_keeps_its_own(monkeypatch):
+    fake = FakeCublas()
+    driver = _driver(monkeypatch, fake)
+    monkeypatch.setattr(cuda, "BLAS_WORKSPACE", 0)
+    driver.gemm(0, 5, np.dtype(np.float32), False, False, 1, 1, 1, 8, 1, 1, 16, 1, 1, 24, 1, 1, 1)
+    assert [c[0] for c in fake.calls] == ["create", "set_stream", "gemm"]
 
 
 def test_a_cublas_failure_is_a_gpu_error_naming_the_call(monkeypatch):
