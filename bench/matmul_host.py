@@ -1,8 +1,10 @@
 """Where a warm bf16 matmul's time goes, process by process: matmul bf16 2048^3, the call that
 bench/first_call.py found at 0.026-0.049 ms warm in fresh processes against torch's 0.025.
 
-Each of `--processes` fresh opgen processes per setting (cuBLAS given opgen's workspace, the
-default, and left on its own: OPGEN_CUBLAS_WORKSPACE_MB=0) reports: the warm time as
+Each of `--processes` fresh opgen processes per setting (the default: cuBLAS given opgen's
+workspace and a GEMM run again on its addresses replayed as a CUDA graph,
+runtime/gpu/blas_graphs.py; graphs off, OPGEN_BLAS_GRAPHS=0; and both off, cuBLAS on its own
+workspace, OPGEN_CUBLAS_WORKSPACE_MB=0, as before) reports: the warm time as
 first_call.py takes it (median of batches of synchronised calls), host time per call (calls
 queued back to back, the drain not counted), time per call queued and drained, CUDA-event time
 per call on opgen's stream; the CPU it ran on and that CPU's NUMA node; the cuBLAS libraries
@@ -67,49 +69,59 @@ def child(lib: str, profile: bool) -> None:
     call, sync, stream = (_opgen_case if lib == "opgen" else _torch_case)()
     call()
     sync()
-    row: dict = {"lib": lib, "workspace_mb": os.environ.get("OPGEN_CUBLAS_WORKSPACE_MB", "32")}
+    row: dict = {"lib": lib, "setting": os.environ.get("SETTING", "")}
     row["warm_us"] = warm_per_call(call, sync) * 1e6
     row["host_us"] = host_per_call(call, sync) * 1e6
     row["queued_us"] = queued_per_call(call, sync) * 1e6
     row["event_us"] = event_per_call(call, stream, sync) * 1e6
     row.update(_where())
     row["host profile"] = host_profile(call, sync, calls=300, top=12)
+    if lib == "opgen":
+        row["replays"] = sys.modules["runtime.cuda"]._driver.gemm_graphs.replays()
     row["kernels"] = kernels_run(call, sync, api=True) if profile else []  # imports torch (opgen: only now)
     print(json.dumps(row), flush=True)
 
 
-def _spawn(lib: str, workspace_mb: str, profile: bool) -> dict:
-    env = dict(os.environ, OPGEN_CUBLAS_WORKSPACE_MB=workspace_mb)
+#: setting -> its environment
+SETTINGS = {
+    "default": {},
+    "no graphs": {"OPGEN_BLAS_GRAPHS": "0"},
+    "no graphs, cuBLAS's workspace": {"OPGEN_BLAS_GRAPHS": "0", "OPGEN_CUBLAS_WORKSPACE_MB": "0"},
+}
+
+
+def _spawn(lib: str, setting: str, profile: bool) -> dict:
+    env = dict(os.environ, SETTING=setting, **SETTINGS.get(setting, {}))
     args = [sys.executable, str(Path(__file__).resolve()), "--child", lib] + (["--profile"] if profile else [])
     done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=120)
     for line in done.stdout.splitlines():
         if line.startswith("{"):
             return json.loads(line)
-    return {"lib": lib, "workspace_mb": workspace_mb, "error": done.stderr[-2000:]}
+    return {"lib": lib, "setting": setting, "error": done.stderr[-2000:]}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--child", choices=("opgen", "torch"))
     parser.add_argument("--profile", action="store_true")
-    parser.add_argument("--processes", type=int, default=3, help="per setting")
+    parser.add_argument("--processes", type=int, default=2, help="per setting")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     args = parser.parse_args()
     if args.child:
         child(args.child, args.profile)
         return
-    rows = [_spawn("opgen", mb, n < 2) for n, mb in enumerate(["32", "0"] * args.processes)]
-    rows.append(_spawn("torch", "-", True))
+    rows = [_spawn("opgen", setting, n == 0) for n in range(args.processes) for setting in SETTINGS]
+    rows.append(_spawn("torch", "torch", True))
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "matmul-host.json").write_text(json.dumps(rows, indent=1))
     for row in rows:
         if "error" in row:
-            print(f"{row['lib']} workspace_mb={row['workspace_mb']}: failed\n{row['error']}")
+            print(f"{row['lib']} ({row['setting']}): failed\n{row['error']}")
             continue
         print(
-            f"{row['lib']} workspace_mb={row['workspace_mb']}: warm {row['warm_us']:.1f} us, "
+            f"{row['lib']} ({row['setting']}): warm {row['warm_us']:.1f} us, "
             f"host {row['host_us']:.1f}, queued {row['queued_us']:.1f}, events {row['event_us']:.1f}; "
-            f"cpu {row['cpu']} {row['numa']}"
+            f"cpu {row['cpu']} {row['numa']}; replayed {row.get('replays', '-')}"
         )
         print("\n".join("    " + k for k in row["kernels"] + row["host profile"] + row["cublas"]))
 

@@ -27,7 +27,7 @@ import numpy as np
 
 from generated.kernel_facts import PROGRAMMATIC_KERNELS
 from runtime.errors import BackendUnavailable
-from runtime.gpu import interop as gpu_interop
+from runtime.gpu import blas_graphs, interop as gpu_interop
 from runtime.gpu.cudnn import Cudnn
 from runtime.gpu.driver import DriverCalls, GpuError, StreamDriver
 from runtime.gpu.launch import STRUCT_CODES, kernel_params
@@ -199,13 +199,16 @@ BLAS_WORKSPACE = int(os.environ.get("OPGEN_CUBLAS_WORKSPACE_MB", "32")) << 20
 
 # alpha = 1 and beta = 0 in each scalar type, made once: cuBLAS reads them (host pointer mode)
 # before the call returns, and never writes them.
-def _constant(value: float, scalar: Any) -> np.ndarray:
+def _constant(value: float, scalar: Any) -> int:
+    """The address of `value` as a `scalar`, held for the process (read-only)."""
     held = np.full(1, value, scalar)
     held.flags.writeable = False
-    return held
+    _HELD.append(held)
+    return held.ctypes.data
 
 
-_SCALARS: dict[Any, tuple[np.ndarray, np.ndarray]] = {
+_HELD: list[np.ndarray] = []
+_SCALARS: dict[Any, tuple[int, int]] = {
     t: (_constant(1, t), _constant(0, t)) for t in (np.float16, np.float32, np.float64)
 }
 try:
@@ -253,6 +256,9 @@ class CudaDriver(StreamDriver):
         self._blas_streams: dict[int, int | None] = {}  # ordinal -> the stream its handle is bound to
         self._blas_math: dict[int, int] = {}  # ordinal -> the math mode its handle is set to
         self._blas_workspaces: dict[int, int] = {}  # ordinal -> the workspace set on its handle
+        self._capture_streams: dict[int, Any] = {}  # ordinal -> the stream GEMM graphs are recorded on
+        self.gemm_graphs = blas_graphs.GemmGraphs(self._capture_gemm, self.graph_launcher, self.destroy_graph)
+        self.last_capture_failure: str | None = None  # why the last GEMM graph could not be captured
 
     def api(self):
         return _driver_api()
@@ -563,6 +569,25 @@ class CudaDriver(StreamDriver):
             _cublas().set_math_mode(handle, mode)
             self._blas_math[ordinal] = mode
 
+    def _capture_gemm(self, shape: tuple, args: tuple) -> Any:
+        """The GEMM of `args` as a graph (runtime/gpu/blas_graphs.py): recorded on the device's
+        capture stream, the handle bound to it meanwhile (and given the workspace again), then
+        to the device's stream again; None where it fails (last_capture_failure says why)."""
+        ordinal, cublas = shape[0], _cublas()
+        stream = self._blas_streams[ordinal]
+        try:
+            capture = self._capture_streams.get(ordinal)
+            if capture is None:
+                capture = self._capture_streams[ordinal] = self.create_stream()
+            self._blas_handle(ordinal, capture)
+            try:
+                return self.capture_graph(capture, lambda: cublas.gemm_strided_batched_ex(*args))
+            finally:
+                self._blas_handle(ordinal, stream)
+        except Exception as exc:  # noqa: BLE001  (a GEMM cuBLAS cannot record: it is called as ever)
+            self.last_capture_failure = f"{type(exc).__name__}: {exc}"
+            return None
+
     def gemm(
         self,
         ordinal,
@@ -605,14 +630,14 @@ class CudaDriver(StreamDriver):
             handle = self._blas_handle(ordinal, stream)
             if data in _HALF_TYPES:
                 self._set_math(ordinal, handle, _MATH_DEFAULT if reduced else _MATH_F32_REDUCTIONS)
-            cublas.gemm_strided_batched_ex(
+            args = (
                 handle,
                 int(trans_a),
                 int(trans_b),
                 m,
                 n,
                 k,
-                one.ctypes.data,
+                one,
                 a,
                 data,
                 lda,
@@ -621,7 +646,7 @@ class CudaDriver(StreamDriver):
                 data,
                 ldb,
                 stride_b,
-                zero.ctypes.data,
+                zero,
                 c,
                 data,
                 ldc,
@@ -630,6 +655,12 @@ class CudaDriver(StreamDriver):
                 compute,
                 -1,
             )
+            if blas_graphs.ENABLED:
+                math = self._blas_math.get(ordinal)
+                shape = (ordinal, math, args[1:7], lda, stride_a, ldb, stride_b, ldc, stride_c, batch, data, compute)
+                if self.gemm_graphs.run(shape, (a, b, c), int(stream), args):
+                    return
+            cublas.gemm_strided_batched_ex(*args)
         except cublas.cuBLASError as exc:
             raise GpuError(self.name, "cublasGemmStridedBatchedEx", str(exc)) from None
 

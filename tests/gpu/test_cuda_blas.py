@@ -13,6 +13,7 @@ import pytest
 
 from runtime import cuda
 from runtime.errors import BackendUnavailable
+from runtime.gpu import blas_graphs
 from runtime.gpu.driver import GpuError
 
 
@@ -61,10 +62,11 @@ def _scalar(compute: int, address: int) -> float:
 WORKSPACE = 32 << 20
 
 
-def _driver(monkeypatch, fake) -> cuda.CudaDriver:
+def _driver(monkeypatch, fake, graphs: bool = False) -> cuda.CudaDriver:
     """A CudaDriver on `fake`, its pool's allocations logged in fake.calls (addresses 1000, 2000, ...)."""
     monkeypatch.setattr(cuda, "_cublas", lambda: fake)
     monkeypatch.setattr(cuda, "BLAS_WORKSPACE", WORKSPACE)  # whatever OPGEN_CUBLAS_WORKSPACE_MB says
+    monkeypatch.setattr(blas_graphs, "ENABLED", graphs)
     driver = cuda.CudaDriver()
 
     def alloc(nbytes, stream):
@@ -246,3 +248,63 @@ def test_a_cublas_that_cannot_load_is_left_for_the_first_matmul(monkeypatch):
     monkeypatch.setattr(cuda, "_blas_loaded", False)
     monkeypatch.delenv("OPGEN_BLAS_PRELOAD", raising=False)
     cuda.load_blas()  # no error here: the first matmul says what to install
+
+
+def _graph_driver(monkeypatch, fake, fail: bool = False) -> cuda.CudaDriver:
+    """_driver with graphs on: a capture runs `record` between ("capture", stream) and
+    ("captured",) in fake.calls (or fails), a replay logs ("replay", graph, stream)."""
+    driver = _driver(monkeypatch, fake, graphs=True)
+
+    def capture_graph(stream, record):
+        fake.calls.append(("capture", stream))
+        if fail:
+            raise GpuError("cuda", "cuStreamEndCapture", "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED")
+        record()
+        fake.calls.append(("captured",))
+        return "graph"
+
+    monkeypatch.setattr(driver, "create_stream", lambda: 99)
+    monkeypatch.setattr(driver, "capture_graph", capture_graph)
+
+    def launcher(graph):
+        return lambda stream: fake.calls.append(("replay", graph, stream))
+
+    driver.gemm_graphs = blas_graphs.GemmGraphs(driver._capture_gemm, launcher, lambda graph: None)
+    return driver
+
+
+def _same_gemm(driver, c=24):
+    driver.gemm(0, 5, np.dtype(ml_dtypes.bfloat16), False, False, 2, 3, 4, 8, 2, 6, 16, 4, 12, c, 2, 6, 1)
+
+
+def test_a_gemm_run_again_on_its_addresses_is_captured_once_and_replayed(monkeypatch):
+    fake = FakeCublas()
+    driver = _graph_driver(monkeypatch, fake)
+    _same_gemm(driver)  # first: called
+    fake.calls.clear()
+    _same_gemm(driver)  # second: recorded on the capture stream, then replayed on ours
+    assert [c[:3] for c in fake.calls] == [
+        ("set_stream", 77, 99),
+        ("set_workspace", 77, 1000),  # set_stream dropped it: given again
+        ("capture", 99),
+        ("gemm", 77, 0),
+        ("captured",),
+        ("set_stream", 77, 5),
+        ("set_workspace", 77, 1000),
+        ("replay", "graph", 5),
+    ]
+    fake.calls.clear()
+    _same_gemm(driver)
+    assert fake.calls == [("replay", "graph", 5)]  # from then on: the graph alone
+    _same_gemm(driver, c=48)  # another output: called (and remembered)
+    assert fake.calls[-1][0] == "gemm" and driver.gemm_graphs.replays() == 2
+
+
+def test_a_gemm_that_cannot_be_captured_is_called_as_ever(monkeypatch):
+    fake = FakeCublas()
+    driver = _graph_driver(monkeypatch, fake, fail=True)
+    for _ in range(4):
+        _same_gemm(driver)
+    assert [c[0] for c in fake.calls].count("gemm") == 4 and [c[0] for c in fake.calls].count("capture") == 1
+    assert "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED" in driver.last_capture_failure
+    assert driver._blas_streams[0] == 5 and driver.gemm_graphs.replays() == 0
