@@ -110,20 +110,26 @@ def main() -> None:
     if args.child:
         child(args.child, args.profile)
         return
-    rows = [_spawn("opgen", setting, n == 0) for n in range(args.processes) for setting in SETTINGS]
-    rows.append(_spawn("torch", "torch", True))
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "matmul-host.json").write_text(json.dumps(rows, indent=1))
-    for row in rows:
-        if "error" in row:
-            print(f"{row['lib']} ({row['setting']}): failed\n{row['error']}")
-            continue
-        print(
-            f"{row['lib']} ({row['setting']}): warm {row['warm_us']:.1f} us, "
-            f"host {row['host_us']:.1f}, queued {row['queued_us']:.1f}, events {row['event_us']:.1f}; "
-            f"cpu {row['cpu']} {row['numa']}; replayed {row.get('replays', '-')}"
-        )
-        print("\n".join("    " + k for k in row["kernels"] + row["host profile"] + row["cublas"]))
+    plan = [("opgen", setting, n == 0) for n in range(args.processes) for setting in SETTINGS]
+    rows = []
+    for lib, setting, profile in [*plan, ("torch", "torch", True)]:  # written after each: a cut-off run keeps its rows
+        rows.append(_spawn(lib, setting, profile))
+        (args.out / "matmul-host.json").write_text(json.dumps(rows, indent=1))
+        _print(rows[-1])
+
+
+def _print(row: dict) -> None:
+    if "error" in row:
+        print(f"{row['lib']} ({row['setting']}): failed\n{row['error']}")
+        return
+    print(
+        f"{row['lib']} ({row['setting']}): warm {row['warm_us']:.1f} us, "
+        f"host {row['host_us']:.1f}, queued {row['queued_us']:.1f}, events {row['event_us']:.1f}; "
+        f"cpu {row['cpu']} {row['numa']}; replayed {row.get('replays', '-')}",
+        flush=True,
+    )
+    print("\n".join("    " + k for k in row["kernels"] + row["host profile"] + row["cublas"]), flush=True)
 
 
 if __name__ == "__main__":

@@ -1,13 +1,14 @@
 """A built cuDNN plan replayed as a CUDA graph, one per set of addresses that comes back.
 
 cuDNN's execute costs host time on every call: the backend makes a variant pack, looks its
-engine's kernels up and launches them (about 20-30 us for conv2d f32 (16,64,56,56) by
-(64,64,3,3) with TF32, two kernels, on the H200; torch's call of the same plan 26-32 us in
-all). Where the GPU's share is shorter than that, calls queued back to back wait on the
-host. A CUDA graph of the plan's launches is replayed by one cuGraphLaunch, whose host time
-is a few microseconds, so a plan run again on the same buffers (a loop over layers, a bench,
-a model's steady state: the memory pool hands a dropped output's block back to the next
-output of its size) replays its graph instead.
+engine's kernels up and launches them (41 of the direct run's 54 us of host time for conv2d f32
+(16,64,56,56) by (64,64,3,3) with TF32 on the H200, by cProfile; torch's whole call 23-33 us).
+Where the GPU's share is shorter than that (43 us there), calls queued back to back wait on
+the host. A CUDA graph of the plan's launches is replayed by one cuGraphLaunch, a few
+microseconds, so a plan run again on the same buffers (a loop over layers, a bench, a model's
+steady state: the memory pool hands a dropped output's block back to the next output of its
+size) replays its graph instead: 16.5-26.5 us of host time for that call in all, the GPU
+bounding it (bench/results/NOTES.md).
 
 - **What a graph holds:** the kernels with the addresses they were captured with, the
   workspace's too. So a graph is kept per (addresses, workspace) and replays only for those;
