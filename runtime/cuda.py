@@ -257,6 +257,7 @@ class CudaDriver(StreamDriver):
         self._blas_math: dict[int, int] = {}  # ordinal -> the math mode its handle is set to
         self._blas_workspaces: dict[int, int] = {}  # ordinal -> the workspace set on its handle
         self._capture_streams: dict[int, Any] = {}  # ordinal -> the stream GEMM graphs are recorded on
+        self._blas_lock = threading.Lock()  # held by each GEMM: the handle's stream stays put meanwhile
         self.gemm_graphs = blas_graphs.GemmGraphs(self._capture_gemm, self.graph_launcher, self.destroy_graph)
         self.last_capture_failure: str | None = None  # why the last GEMM graph could not be captured
 
@@ -626,43 +627,44 @@ class CudaDriver(StreamDriver):
         if reduced and dtype in _REDUCED_TYPES:
             compute, scalar = _REDUCED_TYPES[dtype]
         one, zero = _SCALARS[scalar]
-        try:
-            handle = self._blas_handle(ordinal, stream)
-            if data in _HALF_TYPES:
-                self._set_math(ordinal, handle, _MATH_DEFAULT if reduced else _MATH_F32_REDUCTIONS)
-            args = (
-                handle,
-                int(trans_a),
-                int(trans_b),
-                m,
-                n,
-                k,
-                one,
-                a,
-                data,
-                lda,
-                stride_a,
-                b,
-                data,
-                ldb,
-                stride_b,
-                zero,
-                c,
-                data,
-                ldc,
-                stride_c,
-                batch,
-                compute,
-                -1,
-            )
-            if blas_graphs.ENABLED:
-                math = self._blas_math.get(ordinal)
-                shape = (ordinal, math, args[1:7], lda, stride_a, ldb, stride_b, ldc, stride_c, batch, data, compute)
-                if self.gemm_graphs.run(shape, (a, b, c), int(stream), args):
-                    return
-            cublas.gemm_strided_batched_ex(*args)
-        except cublas.cuBLASError as exc:
-            raise GpuError(self.name, "cublasGemmStridedBatchedEx", str(exc)) from None
+        with self._blas_lock:  # a capture rebinds the handle: no other thread's GEMM meanwhile
+            try:
+                handle = self._blas_handle(ordinal, stream)
+                if data in _HALF_TYPES:
+                    self._set_math(ordinal, handle, _MATH_DEFAULT if reduced else _MATH_F32_REDUCTIONS)
+                args = (
+                    handle,
+                    int(trans_a),
+                    int(trans_b),
+                    m,
+                    n,
+                    k,
+                    one,
+                    a,
+                    data,
+                    lda,
+                    stride_a,
+                    b,
+                    data,
+                    ldb,
+                    stride_b,
+                    zero,
+                    c,
+                    data,
+                    ldc,
+                    stride_c,
+                    batch,
+                    compute,
+                    -1,
+                )
+                if blas_graphs.ENABLED:
+                    strides = (lda, stride_a, ldb, stride_b, ldc, stride_c, batch)
+                    shape = (ordinal, self._blas_math.get(ordinal), args[1:7], strides, data, compute)
+                    if self.gemm_graphs.run(shape, (a, b, c), int(stream), args):
+                        return
+                cublas.gemm_strided_batched_ex(*args)
+            except cublas.cuBLASError as exc:
+                raise GpuError(self.name, "cublasGemmStridedBatchedEx", str(exc)) from None
 
 
 _driver = CudaDriver()

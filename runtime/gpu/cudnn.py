@@ -53,6 +53,7 @@ from __future__ import annotations
 import functools
 import math
 import os
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
@@ -150,6 +151,7 @@ class Cudnn:
         self._backend_handles: dict[int, int | None] = {}  # ordinal -> the handle as the backend's int
         self._workspaces: dict[int, Any] = {}
         self._capture_streams: dict[int, Any] = {}  # ordinal -> the stream graphs are recorded on
+        self._binding = threading.Lock()  # held by each run: the handles' streams stay put meanwhile
         self._plans: OrderedDict[tuple, Plan | None] = OrderedDict()
         self.enabled = os.environ.get("OPGEN_CUDNN", "1") != "0"
         self.calls: dict[str, int] = {}  # op -> calls cuDNN ran (tests and the bench read it)
@@ -290,6 +292,13 @@ class Cudnn:
         self.plan_cache().put(plan.disk_key, entry)
 
     def _run(self, op: str, plan: Plan, ordinal: int, stream: int, addresses: tuple[int, ...]) -> None:
+        """Run the plan on our stream (its graph, its direct run, or the frontend's execute).
+        Under `_binding`: a capture binds the device's handle to another stream while it
+        records, and no other thread's run may reach the handle meanwhile."""
+        with self._binding:
+            self._run_bound(op, plan, ordinal, stream, addresses)
+
+    def _run_bound(self, op: str, plan: Plan, ordinal: int, stream: int, addresses: tuple[int, ...]) -> None:
         direct = plan.direct
         if direct is not None and direct is not _NOT_LOADED and self._handle_streams.get(ordinal) == stream:
             workspace = self._workspace(ordinal, plan.workspace)
@@ -305,7 +314,7 @@ class Cudnn:
                 if self._backend_handles.get(ordinal) is None:
                     plan.direct = None
                 plan.graphs = self._graphs() if plan.direct is not None else None
-                self._run(op, plan, ordinal, stream, addresses)
+                self._run_bound(op, plan, ordinal, stream, addresses)
                 return
         self.calls[op] = self.calls.get(op, 0) + 1
 

@@ -308,3 +308,18 @@ def test_a_gemm_that_cannot_be_captured_is_called_as_ever(monkeypatch):
     assert [c[0] for c in fake.calls].count("gemm") == 4 and [c[0] for c in fake.calls].count("capture") == 1
     assert "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED" in driver.last_capture_failure
     assert driver._blas_streams[0] == 5 and driver.gemm_graphs.replays() == 0
+
+
+def test_every_gemm_and_capture_holds_the_handles_lock(monkeypatch):
+    """A capture binds the handle to the capture stream while it records: another thread's
+    GEMM meanwhile would be recorded too, so each GEMM holds the driver's lock throughout."""
+    fake = FakeCublas()
+    driver = _graph_driver(monkeypatch, fake)
+    held = []
+    record = fake.gemm_strided_batched_ex
+    monkeypatch.setattr(
+        fake, "gemm_strided_batched_ex", lambda *a: held.append(driver._blas_lock.locked()) or record(*a)
+    )
+    for _ in range(3):
+        _same_gemm(driver)
+    assert held == [True, True] and not driver._blas_lock.locked()  # the plain call and the recorded one

@@ -142,3 +142,24 @@ def test_address_sets_seen_once_are_forgotten_past_the_bound():
         graphs.due((key,))
     assert not graphs.due((0,))  # forgotten: its run counts as a first again
     assert graphs.due((0,))
+
+
+def test_runs_and_captures_hold_the_handles_lock(monkeypatch):
+    """A capture binds the device's handle to the capture stream while it records: another
+    thread's run meanwhile would be recorded too, so each run holds the Cudnn's lock."""
+    rt, fake = _graph_runtime(monkeypatch)
+    held = []
+    run = LoweredCudnn.pygraph
+
+    def pygraph(self, **settings):
+        graph = run(self, **settings)
+        execute = graph._lowered_graph._execute_with_raw_ptrs
+        graph._lowered_graph._execute_with_raw_ptrs = lambda *a: (
+            held.append(rt.vendor_nn._binding.locked()) or execute(*a)
+        )
+        return graph
+
+    monkeypatch.setattr(LoweredCudnn, "pygraph", pygraph)
+    for _ in range(3):
+        _conv2d(rt)
+    assert held == [True, True] and not rt.vendor_nn._binding.locked()  # the direct run and the recorded one
