@@ -368,7 +368,7 @@ class CudaDriver(StreamDriver):
         self._call("cuMemcpyPeerAsync", (err,))
         return True
 
-    # -- graphs (runtime/gpu/cudnn_graphs.py) ------------------------------------------------
+    # -- graphs (runtime/gpu/cudnn_graphs.py, blas_graphs.py) --------------------------------
     def capture_graph(self, stream, record):
         """The work `record()` queues on `stream` (a stream no other thread uses), captured and
         instantiated (a CUgraphExec), not run. GpuError where the capture or instantiation
