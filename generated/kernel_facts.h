@@ -94,25 +94,25 @@
 // qmatvec_q8_1_*: threads per block (hip/qmatvec_q8.hip's kThreads, its launch bounds)
 #define OPGEN_QMATVEC_Q8_THREADS 128
 
-// qmatvec_q8_1_* of blocks of 32 and float weights: weight rows per item for one row of x (bench/ggml.py --explore compares 1, 2, 4, 8)
+// qmatvec_q8_1_* of blocks of 32: weight rows per item for one row of x (bench/ggml.py --explore compares 1, 2, 4, 8)
 // (a default: -D OPGEN_QMATVEC_Q8_ROWS_X1=... may tune it, with the runtime's QMATVEC_Q8_ROWS_X1 set alike)
 #ifndef OPGEN_QMATVEC_Q8_ROWS_X1
 #define OPGEN_QMATVEC_Q8_ROWS_X1 8
 #endif
 
-// qmatvec_q8_1_* of blocks of 32 and float weights: weight rows per item for 2 rows of x (bench/ggml.py --explore compares 1, 2, 4, 8)
+// qmatvec_q8_1_* of blocks of 32: weight rows per item for 2 rows of x (bench/ggml.py --explore compares 1, 2, 4, 8)
 // (a default: -D OPGEN_QMATVEC_Q8_ROWS_X2=... may tune it, with the runtime's QMATVEC_Q8_ROWS_X2 set alike)
 #ifndef OPGEN_QMATVEC_Q8_ROWS_X2
 #define OPGEN_QMATVEC_Q8_ROWS_X2 8
 #endif
 
-// qmatvec_q8_1_* of blocks of 32 and float weights: weight rows per item for 3 or 4 rows of x (bench/ggml.py --explore compares 1, 2, 4, 8)
+// qmatvec_q8_1_* of blocks of 32: weight rows per item for 3 or 4 rows of x (bench/ggml.py --explore compares 1, 2, 4, 8)
 // (a default: -D OPGEN_QMATVEC_Q8_ROWS_X4=... may tune it, with the runtime's QMATVEC_Q8_ROWS_X4 set alike)
 #ifndef OPGEN_QMATVEC_Q8_ROWS_X4
 #define OPGEN_QMATVEC_Q8_ROWS_X4 8
 #endif
 
-// qmatvec_q8_1_* of blocks of 32 and float weights: weight rows per item for 5 and more rows (8 at a time) of x (bench/ggml.py --explore compares 1, 2, 4, 8)
+// qmatvec_q8_1_* of blocks of 32: weight rows per item for 5 and more rows (8 at a time) of x (bench/ggml.py --explore compares 1, 2, 4, 8)
 // (a default: -D OPGEN_QMATVEC_Q8_ROWS_X8=... may tune it, with the runtime's QMATVEC_Q8_ROWS_X8 set alike)
 #ifndef OPGEN_QMATVEC_Q8_ROWS_X8
 #define OPGEN_QMATVEC_Q8_ROWS_X8 8
@@ -140,6 +140,42 @@
 // (a default: -D OPGEN_QMATVEC_Q8_ROWS_K_X8=... may tune it, with the runtime's QMATVEC_Q8_ROWS_K_X8 set alike)
 #ifndef OPGEN_QMATVEC_Q8_ROWS_K_X8
 #define OPGEN_QMATVEC_Q8_ROWS_K_X8 4
+#endif
+
+// qmatvec_q8_1_* of f32, f16 and bf16 weights: weight rows per item for one row of x (bench/ggml.py --explore compares 1, 2, 4, 8)
+// (a default: -D OPGEN_QMATVEC_Q8_ROWS_F_X1=... may tune it, with the runtime's QMATVEC_Q8_ROWS_F_X1 set alike)
+#ifndef OPGEN_QMATVEC_Q8_ROWS_F_X1
+#define OPGEN_QMATVEC_Q8_ROWS_F_X1 8
+#endif
+
+// qmatvec_q8_1_* of f32, f16 and bf16 weights: weight rows per item for 2 rows of x (bench/ggml.py --explore compares 1, 2, 4, 8)
+// (a default: -D OPGEN_QMATVEC_Q8_ROWS_F_X2=... may tune it, with the runtime's QMATVEC_Q8_ROWS_F_X2 set alike)
+#ifndef OPGEN_QMATVEC_Q8_ROWS_F_X2
+#define OPGEN_QMATVEC_Q8_ROWS_F_X2 8
+#endif
+
+// qmatvec_q8_1_* of f32, f16 and bf16 weights: weight rows per item for 3 or 4 rows of x (bench/ggml.py --explore compares 1, 2, 4, 8)
+// (a default: -D OPGEN_QMATVEC_Q8_ROWS_F_X4=... may tune it, with the runtime's QMATVEC_Q8_ROWS_F_X4 set alike)
+#ifndef OPGEN_QMATVEC_Q8_ROWS_F_X4
+#define OPGEN_QMATVEC_Q8_ROWS_F_X4 4
+#endif
+
+// qmatvec_q8_1_* of f32, f16 and bf16 weights: weight rows per item for 5 and more rows (8 at a time) of x (bench/ggml.py --explore compares 1, 2, 4, 8)
+// (a default: -D OPGEN_QMATVEC_Q8_ROWS_F_X8=... may tune it, with the runtime's QMATVEC_Q8_ROWS_F_X8 set alike)
+#ifndef OPGEN_QMATVEC_Q8_ROWS_F_X8
+#define OPGEN_QMATVEC_Q8_ROWS_F_X8 4
+#endif
+
+// qmatvec_q8_1_*: blocks per multiprocessor its launch bounds ask for (registers per thread at most 64K / (this * QMATVEC_Q8_THREADS); 1: as many as the code takes; bench/ggml.py --explore compares)
+// (a default: -D OPGEN_QMATVEC_Q8_MIN_BLOCKS=... may tune it, with the runtime's QMATVEC_Q8_MIN_BLOCKS set alike)
+#ifndef OPGEN_QMATVEC_Q8_MIN_BLOCKS
+#define OPGEN_QMATVEC_Q8_MIN_BLOCKS 1
+#endif
+
+// qmatvec_q8_1_*: where a weight row has at most this many units (32 weights of a block format, 32 bytes of float ones) per lane of a group, a group of lanes takes an item, else a block (bench/ggml.py --explore compares)
+// (a default: -D OPGEN_QMATVEC_Q8_LANE_UNITS=... may tune it, with the runtime's QMATVEC_Q8_LANE_UNITS set alike)
+#ifndef OPGEN_QMATVEC_Q8_LANE_UNITS
+#define OPGEN_QMATVEC_Q8_LANE_UNITS 4
 #endif
 
 // launched with programmatic stream serialization (cuda, sm_90 and up): each waits (griddepcontrol.wait) before it touches memory

@@ -4,21 +4,21 @@
 // Declarations first: they carry the launch bounds (NVRTC takes them from the declaration).
 // The definitions follow in the one form that gen's signature scan reads.
 extern "C" {
-__global__ void __launch_bounds__(kThreads) qmatvec_q8_1_f32(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
-__global__ void __launch_bounds__(kThreads) qmatvec_q8_1_f16(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
-__global__ void __launch_bounds__(kThreads) qmatvec_q8_1_bf16(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
-__global__ void __launch_bounds__(kThreads) qmatvec_q8_1_q4_0(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
-__global__ void __launch_bounds__(kThreads) qmatvec_q8_1_q4_1(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
-__global__ void __launch_bounds__(kThreads) qmatvec_q8_1_q5_0(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
-__global__ void __launch_bounds__(kThreads) qmatvec_q8_1_q5_1(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
-__global__ void __launch_bounds__(kThreads) qmatvec_q8_1_q8_0(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
-__global__ void __launch_bounds__(kThreads) qmatvec_q8_1_q8_1(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
-__global__ void __launch_bounds__(kThreads) qmatvec_q8_1_q2_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
-__global__ void __launch_bounds__(kThreads) qmatvec_q8_1_q3_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
-__global__ void __launch_bounds__(kThreads) qmatvec_q8_1_q4_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
-__global__ void __launch_bounds__(kThreads) qmatvec_q8_1_q5_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
-__global__ void __launch_bounds__(kThreads) qmatvec_q8_1_q6_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
-__global__ void __launch_bounds__(kThreads) qmatvec_q8_1_q8_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kThreads, OPGEN_QMATVEC_Q8_MIN_BLOCKS) qmatvec_q8_1_f32(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kThreads, OPGEN_QMATVEC_Q8_MIN_BLOCKS) qmatvec_q8_1_f16(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kThreads, OPGEN_QMATVEC_Q8_MIN_BLOCKS) qmatvec_q8_1_bf16(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kThreads, OPGEN_QMATVEC_Q8_MIN_BLOCKS) qmatvec_q8_1_q4_0(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kThreads, OPGEN_QMATVEC_Q8_MIN_BLOCKS) qmatvec_q8_1_q4_1(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kThreads, OPGEN_QMATVEC_Q8_MIN_BLOCKS) qmatvec_q8_1_q5_0(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kThreads, OPGEN_QMATVEC_Q8_MIN_BLOCKS) qmatvec_q8_1_q5_1(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kThreads, OPGEN_QMATVEC_Q8_MIN_BLOCKS) qmatvec_q8_1_q8_0(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kThreads, OPGEN_QMATVEC_Q8_MIN_BLOCKS) qmatvec_q8_1_q8_1(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kThreads, OPGEN_QMATVEC_Q8_MIN_BLOCKS) qmatvec_q8_1_q2_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kThreads, OPGEN_QMATVEC_Q8_MIN_BLOCKS) qmatvec_q8_1_q3_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kThreads, OPGEN_QMATVEC_Q8_MIN_BLOCKS) qmatvec_q8_1_q4_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kThreads, OPGEN_QMATVEC_Q8_MIN_BLOCKS) qmatvec_q8_1_q5_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kThreads, OPGEN_QMATVEC_Q8_MIN_BLOCKS) qmatvec_q8_1_q6_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kThreads, OPGEN_QMATVEC_Q8_MIN_BLOCKS) qmatvec_q8_1_q8_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
 }
 
 extern "C" __global__ void quantize_q8_1_f32(const float* x, uint8_t* xq, const size_t rows, const size_t k) {

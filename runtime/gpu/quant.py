@@ -24,6 +24,11 @@ from generated.kernel_facts import (
     QMATVEC_FAST_THREADS,
     QMATVEC_K_ROWS_Q4_K,
     QMATVEC_K_ROWS_Q6_K,
+    QMATVEC_Q8_LANE_UNITS,
+    QMATVEC_Q8_ROWS_F_X1,
+    QMATVEC_Q8_ROWS_F_X2,
+    QMATVEC_Q8_ROWS_F_X4,
+    QMATVEC_Q8_ROWS_F_X8,
     QMATVEC_Q8_ROWS_K_X1,
     QMATVEC_Q8_ROWS_K_X2,
     QMATVEC_Q8_ROWS_K_X4,
@@ -60,10 +65,13 @@ QMATVEC_FAST = {
 #: (rows per item, threads per block), hip/quantized.hip's (F::kKRows, kThreads).
 QMATVEC_K = {"q4_k": (QMATVEC_K_ROWS_Q4_K, QMATVEC_THREADS), "q6_k": (QMATVEC_K_ROWS_Q6_K, QMATVEC_THREADS)}
 #: qmatvec_q8_1_*'s weight rows per item, by its class of x rows (1, 2, up to 4, more: 8 at a
-#: time): ops.yaml's kernel facts QMATVEC_Q8_ROWS_X* (blocks of 32, float weights) and
-#: QMATVEC_Q8_ROWS_K_X* (blocks of 256), which hip/qmatvec_q8.hip is built with.
+#: time): ops.yaml's kernel facts QMATVEC_Q8_ROWS_X* (blocks of 32), QMATVEC_Q8_ROWS_K_X* (blocks
+#: of 256) and QMATVEC_Q8_ROWS_F_X* (f32, f16, bf16), which hip/qmatvec_q8.hip is built with.
 QMATVEC_Q8_ROWS = {1: QMATVEC_Q8_ROWS_X1, 2: QMATVEC_Q8_ROWS_X2, 4: QMATVEC_Q8_ROWS_X4, 8: QMATVEC_Q8_ROWS_X8}
 QMATVEC_Q8_ROWS_K = {1: QMATVEC_Q8_ROWS_K_X1, 2: QMATVEC_Q8_ROWS_K_X2, 4: QMATVEC_Q8_ROWS_K_X4, 8: QMATVEC_Q8_ROWS_K_X8}
+QMATVEC_Q8_ROWS_F = {1: QMATVEC_Q8_ROWS_F_X1, 2: QMATVEC_Q8_ROWS_F_X2, 4: QMATVEC_Q8_ROWS_F_X4, 8: QMATVEC_Q8_ROWS_F_X8}
+#: Lanes in a group of qmatvec_q8_1_* (compat.h's OPGEN_LANE_GROUP, on every device).
+LANE_GROUP = 32
 #: (format, x rows class) where the exact-x kernel (qmatvec_<fmt>) was measured faster than the
 #: quantized-x one, over the four shapes of bench/ggml.py together: QMatMul takes it there with
 #: the switch qmatmul_exact_x off too (H200, 2026-11-27; figures: bench/results/ggml-anchor-h200.json,
@@ -308,15 +316,34 @@ def qmatvec_q8_1(
             xq = rt.alloc(ordinal, x_q8_1_bytes(rows, k), np.dtype(np.uint8))
         quantize_x = rt._entry(table, (K.QUANTIZE_Q8_1_X, x.dtype), "qmatmul")
         quantize_x(rt.launch, rt.geometry(rows * k // 16, ordinal), BLOCK, stream, x.ptr, xq.ptr, rows, k)
-    nx = x_rows_class(rows)
-    items = -(-n // q8_item_rows(q.fmt, nx)) * -(-rows // nx)
-    fn(rt.launch, _grid(rt, ordinal, items), QMATVEC_Q8_THREADS, stream, q.buf.ptr, x.ptr, xq.ptr, out.ptr, n, k, rows)
+    grid = q8_grid(rt, ordinal, q.fmt, n, k, rows, q8_item_rows(q.fmt, x_rows_class(rows)), QMATVEC_Q8_LANE_UNITS)
+    fn(rt.launch, grid, QMATVEC_Q8_THREADS, stream, q.buf.ptr, x.ptr, xq.ptr, out.ptr, n, k, rows)
 
 
 def q8_item_rows(fmt: str, nx: int) -> int:
     """qmatvec_q8_1_<fmt>'s weight rows per item for the x rows class `nx` (x_rows_class)."""
-    blocks_of_256 = fmt not in ggml.PLAIN and ggml.FORMATS[fmt].block == 256
-    return (QMATVEC_Q8_ROWS_K if blocks_of_256 else QMATVEC_Q8_ROWS)[nx]
+    if fmt in ggml.PLAIN:
+        return QMATVEC_Q8_ROWS_F[nx]
+    return (QMATVEC_Q8_ROWS_K if ggml.FORMATS[fmt].block == 256 else QMATVEC_Q8_ROWS)[nx]
+
+
+def q8_units(fmt: str, k: int) -> int:
+    """qmatvec_q8_1_<fmt>'s units in a weight row of k: 32 weights of a block format, 32 bytes of
+    a float one."""
+    if fmt in ggml.PLAIN:
+        return k * ggml.FORMATS[fmt].nbytes // 32
+    return k // 32
+
+
+def q8_grid(rt: GpuRuntime, ordinal: int, fmt: str, n: int, k: int, rows: int, item_rows: int, lane_units: int) -> int:
+    """qmatvec_q8_1_<fmt>'s grid: a block per item, or per QMATVEC_Q8_THREADS / LANE_GROUP items
+    where the kernel gives each group of lanes its own (a row of at most lane_units units per
+    lane: hip/qmatvec_q8.hip's product). Any grid is correct (the kernel strides over items)."""
+    nx = x_rows_class(rows)
+    items = -(-n // item_rows) * -(-rows // nx)
+    if q8_units(fmt, k) <= lane_units * LANE_GROUP:
+        items = -(-items // (QMATVEC_Q8_THREADS // LANE_GROUP))
+    return _grid(rt, ordinal, items)
 
 
 def gemm_rows(fmt: str) -> int:
