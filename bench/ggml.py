@@ -249,21 +249,13 @@ def _path_nmse(rt, q, data, fmt: str, n: int, k: int, rng, table) -> dict:
 #: --baseline adds another tree's source (an earlier main) as it ships.
 EXPLORE_VARIANTS: dict[str, dict[str, int]] = {
     "shipped": {},
-    "block-items": {"QMATVEC_Q8_LANE_UNITS": 0},
+    "block-items": {"QMATVEC_Q8_LANE_UNITS": 0, "QMATVEC_Q8_LANE_UNITS_F": 0},
     "lane-items-16": {"QMATVEC_Q8_LANE_UNITS": 16},
-    "rows-4-2": {
-        **{f"QMATVEC_Q8_ROWS_X{c}": r for c, r in ((1, 8), (2, 8), (4, 4), (8, 4))},
-        **{f"QMATVEC_Q8_ROWS_F_X{c}": r for c, r in ((1, 4), (2, 4), (4, 2), (8, 2))},
-    },
-    "rows-4-8": {
-        **{f"QMATVEC_Q8_ROWS_X{c}": 4 for c in (1, 2, 4, 8)},
-        **{f"QMATVEC_Q8_ROWS_F_X{c}": 8 for c in (1, 2, 4, 8)},
-    },
-    "lean": {
-        f"QMATVEC_Q8_ROWS{family}_X{c}": r for family in ("", "_K", "_F") for c, r in ((1, 4), (2, 4), (4, 2), (8, 2))
-    },
+    "wide-all": {"QMATVEC_Q8_WIDE_BLOCKS": 63},
+    "wide-none": {"QMATVEC_Q8_WIDE_BLOCKS": 0},
+    "rows-4": {f"QMATVEC_Q8_ROWS{family}_X{c}": 4 for family in ("", "_F") for c in (1, 2, 4, 8)},
+    "rows-8": {f"QMATVEC_Q8_ROWS{family}_X{c}": 8 for family in ("", "_F") for c in (1, 2, 4, 8)},
     "min-blocks-3": {"QMATVEC_Q8_MIN_BLOCKS": 3},
-    "min-blocks-4": {"QMATVEC_Q8_MIN_BLOCKS": 4},
 }
 EXPLORE_SHAPES = SHAPES
 
@@ -285,11 +277,13 @@ class Variant:
         return self.facts[f"QMATVEC_Q8_ROWS{family}_X{nx}"]
 
     def grid(self, rt, fmt: str, n: int, k: int, rows: int) -> int:
+        from runtime import ggml
         from runtime.gpu import quant as gpu_quant
 
-        nx = gpu_quant.x_rows_class(rows)
-        lane_units = self.facts.get("QMATVEC_Q8_LANE_UNITS", 0)  # an older source: a block per item
-        return gpu_quant.q8_grid(rt, 0, fmt, n, k, rows, self.item_rows(fmt, nx), lane_units)
+        floats = fmt in ggml.PLAIN and "QMATVEC_Q8_LANE_UNITS_F" in self.facts
+        lane_units = self.facts.get("QMATVEC_Q8_LANE_UNITS_F" if floats else "QMATVEC_Q8_LANE_UNITS", 0)  # older: 0
+        item_rows = self.item_rows(fmt, gpu_quant.x_rows_class(rows))
+        return gpu_quant.q8_grid(rt, 0, fmt, n, k, rows, item_rows, lane_units)
 
 
 def explore_variants(names, baseline: Path | None) -> list[Variant]:

@@ -127,6 +127,10 @@ template <int N, int K, int A> __device__ __forceinline__ void block_words(const
     for (int i = 0; i < N; i++) w[i] = (uint32_t)((((uint64_t)u[i + 1] << 32) | u[i]) >> bits);
 }
 
+// Whether the blocks of 32 of bit B (q4_0 0, q4_1 1, q5_0 2, q5_1 3, q8_0 4, q8_1 5) take
+// block_words (ops.yaml's QMATVEC_Q8_WIDE_BLOCKS) or loads of their fields' own alignment.
+template <int B> constexpr bool kWide = ((OPGEN_QMATVEC_Q8_WIDE_BLOCKS >> B) & 1) != 0;
+
 // The word of bytes 2..5 of the 8 at w (w[0] bytes 0..3, w[1] 4..7).
 __device__ __forceinline__ uint32_t mid_word(uint32_t lo, uint32_t hi) { return (lo >> 16) | (hi << 16); }
 __device__ __forceinline__ float half_lo(uint32_t w) { return opgen::f16_to_float(__ushort_as_half((unsigned short)(w & 0xFFFFu))); }
@@ -136,14 +140,22 @@ __device__ __forceinline__ float half_hi(uint32_t w) { return opgen::f16_to_floa
 struct q4_0 {
     static constexpr int kElems = 32, kBytes = 18;
     static __device__ __forceinline__ void unit(const uint8_t* row, size_t u, uint32_t (&q)[8], float (&a)[2], float (&b)[2]) {
-        uint32_t v[5];
-        block_words<5, kBytes, 2>(row + u * kBytes, v);
+        const uint8_t* blk = row + u * kBytes;
+        uint32_t w[4];
+        float d;
+        if constexpr (kWide<0>) {
+            uint32_t v[5];
+            block_words<5, kBytes, 2>(blk, v);
 #pragma unroll
-        for (int i = 0; i < 4; i++) {
-            const uint32_t w = mid_word(v[i], v[i + 1]);
-            q[i] = centred<8>(w & 0x0F0F0F0Fu), q[4 + i] = centred<8>((w >> 4) & 0x0F0F0F0Fu);
+            for (int i = 0; i < 4; i++) w[i] = mid_word(v[i], v[i + 1]);
+            d = half_lo(v[0]);
+        } else {
+            words4<2>(blk + 2, w);
+            d = half_at(blk);
         }
-        a[0] = a[1] = half_lo(v[0]), b[0] = b[1] = 0.0f;
+#pragma unroll
+        for (int i = 0; i < 4; i++) q[i] = centred<8>(w[i] & 0x0F0F0F0Fu), q[4 + i] = centred<8>((w[i] >> 4) & 0x0F0F0F0Fu);
+        a[0] = a[1] = d, b[0] = b[1] = 0.0f;
     }
 };
 
@@ -151,8 +163,15 @@ struct q4_0 {
 struct q4_1 {
     static constexpr int kElems = 32, kBytes = 20;
     static __device__ __forceinline__ void unit(const uint8_t* row, size_t u, uint32_t (&q)[8], float (&a)[2], float (&b)[2]) {
+        const uint8_t* blk = row + u * kBytes;
         uint32_t v[5];
-        block_words<5, kBytes, 4>(row + u * kBytes, v);
+        if constexpr (kWide<1>) {
+            block_words<5, kBytes, 4>(blk, v);
+        } else {
+            uint32_t w[4];
+            words4<4>(blk + 4, w);
+            v[0] = word_at<4>(blk), v[1] = w[0], v[2] = w[1], v[3] = w[2], v[4] = w[3];
+        }
 #pragma unroll
         for (int i = 0; i < 4; i++) q[i] = v[1 + i] & 0x0F0F0F0Fu, q[4 + i] = (v[1 + i] >> 4) & 0x0F0F0F0Fu;
         a[0] = a[1] = half_lo(v[0]), b[0] = b[1] = half_hi(v[0]);
@@ -163,16 +182,27 @@ struct q4_1 {
 struct q5_0 {
     static constexpr int kElems = 32, kBytes = 22;
     static __device__ __forceinline__ void unit(const uint8_t* row, size_t u, uint32_t (&q)[8], float (&a)[2], float (&b)[2]) {
-        uint32_t v[6];
-        block_words<6, kBytes, 2>(row + u * kBytes, v);
-        const uint32_t qh = mid_word(v[0], v[1]);
+        const uint8_t* blk = row + u * kBytes;
+        uint32_t w[4], qh;
+        float d;
+        if constexpr (kWide<2>) {
+            uint32_t v[6];
+            block_words<6, kBytes, 2>(blk, v);
+            qh = mid_word(v[0], v[1]);
+#pragma unroll
+            for (int i = 0; i < 4; i++) w[i] = mid_word(v[1 + i], v[2 + i]);
+            d = half_lo(v[0]);
+        } else {
+            qh = word_at<2>(blk + 2);
+            words4<2>(blk + 6, w);
+            d = half_at(blk);
+        }
 #pragma unroll
         for (int i = 0; i < 4; i++) {
-            const uint32_t w = mid_word(v[1 + i], v[2 + i]);
-            q[i] = centred<16>((w & 0x0F0F0F0Fu) | fifth_bits(qh >> (4 * i)));
-            q[4 + i] = centred<16>(((w >> 4) & 0x0F0F0F0Fu) | fifth_bits(qh >> (16 + 4 * i)));
+            q[i] = centred<16>((w[i] & 0x0F0F0F0Fu) | fifth_bits(qh >> (4 * i)));
+            q[4 + i] = centred<16>(((w[i] >> 4) & 0x0F0F0F0Fu) | fifth_bits(qh >> (16 + 4 * i)));
         }
-        a[0] = a[1] = half_lo(v[0]), b[0] = b[1] = 0.0f;
+        a[0] = a[1] = d, b[0] = b[1] = 0.0f;
     }
 };
 
@@ -180,8 +210,15 @@ struct q5_0 {
 struct q5_1 {
     static constexpr int kElems = 32, kBytes = 24;
     static __device__ __forceinline__ void unit(const uint8_t* row, size_t u, uint32_t (&q)[8], float (&a)[2], float (&b)[2]) {
+        const uint8_t* blk = row + u * kBytes;
         uint32_t v[6];
-        block_words<6, kBytes, 8>(row + u * kBytes, v);
+        if constexpr (kWide<3>) {
+            block_words<6, kBytes, 8>(blk, v);
+        } else {
+            uint32_t w[4];
+            words4<8>(blk + 8, w);
+            v[0] = word_at<4>(blk), v[1] = word_at<4>(blk + 4), v[2] = w[0], v[3] = w[1], v[4] = w[2], v[5] = w[3];
+        }
         const uint32_t qh = v[1];
 #pragma unroll
         for (int i = 0; i < 4; i++) {
@@ -196,11 +233,19 @@ struct q5_1 {
 struct q8_0 {
     static constexpr int kElems = 32, kBytes = 34;
     static __device__ __forceinline__ void unit(const uint8_t* row, size_t u, uint32_t (&q)[8], float (&a)[2], float (&b)[2]) {
-        uint32_t v[9];
-        block_words<9, kBytes, 2>(row + u * kBytes, v);
+        const uint8_t* blk = row + u * kBytes;
+        if constexpr (kWide<4>) {
+            uint32_t v[9];
+            block_words<9, kBytes, 2>(blk, v);
 #pragma unroll
-        for (int i = 0; i < 8; i++) q[i] = mid_word(v[i], v[i + 1]);
-        a[0] = a[1] = half_lo(v[0]), b[0] = b[1] = 0.0f;
+            for (int i = 0; i < 8; i++) q[i] = mid_word(v[i], v[i + 1]);
+            a[0] = a[1] = half_lo(v[0]);
+        } else {
+#pragma unroll
+            for (int i = 0; i < 8; i++) q[i] = word_at<2>(blk + 2 + 4 * i);
+            a[0] = a[1] = half_at(blk);
+        }
+        b[0] = b[1] = 0.0f;
     }
 };
 
@@ -208,11 +253,19 @@ struct q8_0 {
 struct q8_1 {
     static constexpr int kElems = 32, kBytes = 36;
     static __device__ __forceinline__ void unit(const uint8_t* row, size_t u, uint32_t (&q)[8], float (&a)[2], float (&b)[2]) {
-        uint32_t v[9];
-        block_words<9, kBytes, 4>(row + u * kBytes, v);
+        const uint8_t* blk = row + u * kBytes;
+        if constexpr (kWide<5>) {
+            uint32_t v[9];
+            block_words<9, kBytes, 4>(blk, v);
 #pragma unroll
-        for (int i = 0; i < 8; i++) q[i] = v[1 + i];
-        a[0] = a[1] = half_lo(v[0]), b[0] = b[1] = 0.0f;
+            for (int i = 0; i < 8; i++) q[i] = v[1 + i];
+            a[0] = a[1] = half_lo(v[0]);
+        } else {
+#pragma unroll
+            for (int i = 0; i < 8; i++) q[i] = word_at<4>(blk + 4 + 4 * i);
+            a[0] = a[1] = half_at(blk);
+        }
+        b[0] = b[1] = 0.0f;
     }
 };
 
@@ -486,6 +539,23 @@ template <int V> __device__ __forceinline__ void group_totals(float (&v)[V], uns
     writer = (lane & repeat) == 0u;
 }
 
+// The format's family: 0 the blocks of 32, 1 the blocks of 256, 2 float weights.
+template <typename F> constexpr int kFamily = 0;
+template <> constexpr int kFamily<q2_k> = 1;
+template <> constexpr int kFamily<q3_k> = 1;
+template <> constexpr int kFamily<q4_k> = 1;
+template <> constexpr int kFamily<q5_k> = 1;
+template <> constexpr int kFamily<q6_k> = 1;
+template <> constexpr int kFamily<q8_k> = 1;
+template <> constexpr int kFamily<f32> = 2;
+template <> constexpr int kFamily<f16> = 2;
+template <> constexpr int kFamily<bf16> = 2;
+// Units per lane of a weight row up to which a group of lanes takes an item (ops.yaml's
+// QMATVEC_Q8_LANE_UNITS, _F for float weights: measured apart).
+template <typename F> __device__ __forceinline__ constexpr int lane_units() {
+    return kFamily<F> == 2 ? OPGEN_QMATVEC_Q8_LANE_UNITS_F : OPGEN_QMATVEC_Q8_LANE_UNITS;
+}
+
 // An item's R * NX sums (weight row i, x row j at i * NX + j) over the units first, first + step,
 // ... of its weight rows n0.. against the x rows r0..: weight rows past n and x rows past `rows`
 // are computed (as the last one), not stored.
@@ -530,7 +600,7 @@ __device__ void product(const uint8_t* __restrict__ w, const x_source& xs, float
     const size_t units = xs.k / P::kUnit;
     const size_t groups = (rows + NX - 1) / NX, items = (n + R - 1) / R * groups;
     const unsigned int lane = threadIdx.x % OPGEN_LANE_GROUP, group = threadIdx.x / OPGEN_LANE_GROUP;
-    const bool by_group = units <= (size_t)OPGEN_QMATVEC_Q8_LANE_UNITS * OPGEN_LANE_GROUP;  // the same for the block
+    const bool by_group = units <= (size_t)lane_units<F>() * OPGEN_LANE_GROUP;  // the same for the whole block
     const size_t first_item = by_group ? (size_t)blockIdx.x * kGroups + group : blockIdx.x;
     const size_t item_step = by_group ? (size_t)gridDim.x * kGroups : gridDim.x;
     for (size_t item = first_item; item < items; item += item_step) {
@@ -570,16 +640,6 @@ __device__ void product(const uint8_t* __restrict__ w, const x_source& xs, float
 // 256 (QMATVEC_Q8_ROWS_K_X*: their unit decodes two halves and wants fewer rows at once), for
 // float weights (QMATVEC_Q8_ROWS_F_X*: a unit holds 8 or 16 weights as f32 in registers) and for
 // the blocks of 32 (QMATVEC_Q8_ROWS_X*).
-template <typename F> constexpr int kFamily = 0;  // 0: blocks of 32, 1: of 256, 2: float weights
-template <> constexpr int kFamily<q2_k> = 1;
-template <> constexpr int kFamily<q3_k> = 1;
-template <> constexpr int kFamily<q4_k> = 1;
-template <> constexpr int kFamily<q5_k> = 1;
-template <> constexpr int kFamily<q6_k> = 1;
-template <> constexpr int kFamily<q8_k> = 1;
-template <> constexpr int kFamily<f32> = 2;
-template <> constexpr int kFamily<f16> = 2;
-template <> constexpr int kFamily<bf16> = 2;
 template <typename F> struct item_rows {
     static constexpr int f = kFamily<F>;
     static constexpr int x1 = f == 1 ? OPGEN_QMATVEC_Q8_ROWS_K_X1 : f == 2 ? OPGEN_QMATVEC_Q8_ROWS_F_X1 : OPGEN_QMATVEC_Q8_ROWS_X1;

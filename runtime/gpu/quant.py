@@ -25,6 +25,7 @@ from generated.kernel_facts import (
     QMATVEC_K_ROWS_Q4_K,
     QMATVEC_K_ROWS_Q6_K,
     QMATVEC_Q8_LANE_UNITS,
+    QMATVEC_Q8_LANE_UNITS_F,
     QMATVEC_Q8_ROWS_F_X1,
     QMATVEC_Q8_ROWS_F_X2,
     QMATVEC_Q8_ROWS_F_X4,
@@ -316,7 +317,8 @@ def qmatvec_q8_1(
             xq = rt.alloc(ordinal, x_q8_1_bytes(rows, k), np.dtype(np.uint8))
         quantize_x = rt._entry(table, (K.QUANTIZE_Q8_1_X, x.dtype), "qmatmul")
         quantize_x(rt.launch, rt.geometry(rows * k // 16, ordinal), BLOCK, stream, x.ptr, xq.ptr, rows, k)
-    grid = q8_grid(rt, ordinal, q.fmt, n, k, rows, q8_item_rows(q.fmt, x_rows_class(rows)), QMATVEC_Q8_LANE_UNITS)
+    item_rows, lane_units = q8_item_rows(q.fmt, x_rows_class(rows)), q8_lane_units(q.fmt)
+    grid = q8_grid(rt, ordinal, q.fmt, n, k, rows, item_rows, lane_units)
     fn(rt.launch, grid, QMATVEC_Q8_THREADS, stream, q.buf.ptr, x.ptr, xq.ptr, out.ptr, n, k, rows)
 
 
@@ -325,6 +327,12 @@ def q8_item_rows(fmt: str, nx: int) -> int:
     if fmt in ggml.PLAIN:
         return QMATVEC_Q8_ROWS_F[nx]
     return (QMATVEC_Q8_ROWS_K if ggml.FORMATS[fmt].block == 256 else QMATVEC_Q8_ROWS)[nx]
+
+
+def q8_lane_units(fmt: str) -> int:
+    """Units per lane of a weight row up to which qmatvec_q8_1_<fmt> gives each group of lanes an
+    item: QMATVEC_Q8_LANE_UNITS_F for float weights, QMATVEC_Q8_LANE_UNITS for the blocks."""
+    return QMATVEC_Q8_LANE_UNITS_F if fmt in ggml.PLAIN else QMATVEC_Q8_LANE_UNITS
 
 
 def q8_units(fmt: str, k: int) -> int:

@@ -118,10 +118,11 @@ def test_explore_builds_define_their_facts_and_launch_by_them(tmp_path):
 
     older = tmp_path / "qmatvec_q8.hip"  # a source before the float family and lane items
     older.write_text("".join(f"// OPGEN_QMATVEC_Q8_ROWS{f}_X{c}\n" for f in ("", "_K") for c in (1, 2, 4, 8)))
-    lean, by_block, baseline = bench.explore_variants(["lean", "block-items"], older)
-    assert lean.path.read_text().startswith("#define OPGEN_QMATVEC_Q8_ROWS_X1 4\n")
+    four, by_block, baseline = bench.explore_variants(["rows-4", "block-items"], older)
+    assert four.path.read_text().startswith("#define OPGEN_QMATVEC_Q8_ROWS_X1 4\n")
     assert "#define" not in baseline.path.read_text()
-    assert (lean.item_rows("q4_0", 8), lean.item_rows("q4_k", 1), lean.item_rows("f16", 4)) == (2, 4, 2)
+    assert (four.item_rows("q4_0", 8), four.item_rows("f16", 2)) == (4, 4)
+    assert four.item_rows("q4_k", 1) == kf.QMATVEC_Q8_ROWS_K_X1  # the blocks of 256 as shipped
     assert baseline.item_rows("f16", 4) == kf.QMATVEC_Q8_ROWS_X4  # its floats take the blocks of 32's rows
     rt = _Geometry()
     items = 4096 // kf.QMATVEC_Q8_ROWS_X1  # q4_0, 4096 x 4096, one row of x: 128 units, 4 a lane
@@ -131,3 +132,7 @@ def test_explore_builds_define_their_facts_and_launch_by_them(tmp_path):
     shipped = bench.explore_variants(["shipped"], None)[0]
     assert shipped.grid(rt, "q4_0", 4096, 4096, 1) == (-(-items // (threads // 32)) if lane_items else items)
     assert shipped.grid(rt, "q4_0", 4096, 4096 * 64, 1) == items  # 64 units a lane: a block per item
+    f32_items = 4096 // kf.QMATVEC_Q8_ROWS_F_X1  # f32 4096 x 4096: 512 units, 16 a lane
+    f32_lane = kf.QMATVEC_Q8_LANE_UNITS_F >= 16
+    assert shipped.grid(rt, "f32", 4096, 4096, 1) == (-(-f32_items // (threads // 32)) if f32_lane else f32_items)
+    assert baseline.grid(rt, "f32", 4096, 4096, 1) == 4096 // kf.QMATVEC_Q8_ROWS_X1  # a block per item
