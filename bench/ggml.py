@@ -249,13 +249,15 @@ def _path_nmse(rt, q, data, fmt: str, n: int, k: int, rng, table) -> dict:
 #: --baseline adds another tree's source (an earlier main) as it ships.
 EXPLORE_VARIANTS: dict[str, dict[str, int]] = {
     "shipped": {},
-    "block-items": {"QMATVEC_Q8_LANE_UNITS": 0, "QMATVEC_Q8_LANE_UNITS_F": 0},
+    "block-items": {"QMATVEC_Q8_LANE_UNITS": 0, "QMATVEC_Q8_LANE_ITEMS": 1 << 40, "QMATVEC_Q8_LANE_UNITS_F": 0},
+    "lane-items-few": {"QMATVEC_Q8_LANE_ITEMS": 1 << 40},
     "lane-items-16": {"QMATVEC_Q8_LANE_UNITS": 16},
     "wide-all": {"QMATVEC_Q8_WIDE_BLOCKS": 63},
     "wide-none": {"QMATVEC_Q8_WIDE_BLOCKS": 0},
     "rows-4": {f"QMATVEC_Q8_ROWS{family}_X{c}": 4 for family in ("", "_F") for c in (1, 2, 4, 8)},
-    "rows-8": {f"QMATVEC_Q8_ROWS{family}_X{c}": 8 for family in ("", "_F") for c in (1, 2, 4, 8)},
     "min-blocks-3": {"QMATVEC_Q8_MIN_BLOCKS": 3},
+    "few-min-blocks-2": {"QMATVEC_Q8_FEW_MIN_BLOCKS": 2},
+    "few-min-blocks-4": {"QMATVEC_Q8_FEW_MIN_BLOCKS": 4},
 }
 EXPLORE_SHAPES = SHAPES
 
@@ -268,6 +270,7 @@ class Variant:
     name: str
     path: Path
     facts: dict
+    few: bool = True  # qmatvec_q8_1_few_<fmt> for one or two rows of x (an older source: one entry)
 
     def item_rows(self, fmt: str, nx: int) -> int:
         from runtime import ggml
@@ -276,14 +279,17 @@ class Variant:
         family = "_F" if floats else "_K" if fmt not in ggml.PLAIN and ggml.FORMATS[fmt].block == 256 else ""
         return self.facts[f"QMATVEC_Q8_ROWS{family}_X{nx}"]
 
+    def entry(self, fmt: str, rows: int) -> str:
+        """The entry point that multiplies `rows` rows of x: qmatvec_q8_1_few_<fmt> for one or two
+        where the source has it."""
+        return f"qmatvec_q8_1_few_{fmt}" if self.few and rows <= 2 else f"qmatvec_q8_1_{fmt}"
+
     def grid(self, rt, fmt: str, n: int, k: int, rows: int) -> int:
-        from runtime import ggml
         from runtime.gpu import quant as gpu_quant
 
-        floats = fmt in ggml.PLAIN and "QMATVEC_Q8_LANE_UNITS_F" in self.facts
-        lane_units = self.facts.get("QMATVEC_Q8_LANE_UNITS_F" if floats else "QMATVEC_Q8_LANE_UNITS", 0)  # older: 0
+        lanes = {name: self.facts.get(name, 0) for name in gpu_quant.QMATVEC_Q8_LANES}  # older: 0, no lane items
         item_rows = self.item_rows(fmt, gpu_quant.x_rows_class(rows))
-        return gpu_quant.q8_grid(rt, 0, fmt, n, k, rows, item_rows, lane_units)
+        return gpu_quant.q8_grid(rt, 0, fmt, n, k, rows, item_rows, lanes)
 
 
 def explore_variants(names, baseline: Path | None) -> list[Variant]:
@@ -305,7 +311,7 @@ def explore_variants(names, baseline: Path | None) -> list[Variant]:
         defines = "".join(f"#define OPGEN_{f} {v}\n" for f, v in overrides.items())
         path = tmp / f"qmatvec_q8_{name}.hip"
         path.write_text(defines + text)
-        variants.append(Variant(name, path, facts))
+        variants.append(Variant(name, path, facts, "qmatvec_q8_1_few" in text))
     return variants
 
 
@@ -352,8 +358,10 @@ def explore(variants: list[Variant], rows, runs: int, formats) -> dict:
                     args = (q.buf.ptr, x.ptr, xq.ptr, y.ptr, n, k, r)
                     grid = v.grid(rt, fmt, n, k, r)
 
-                    def run(v=v, grid=grid, args=args, fmt=fmt):
-                        rt.launch(str(v.path), f"qmatvec_q8_1_{fmt}", grid, 128, stream, args, types)
+                    entry = v.entry(fmt, r)
+
+                    def run(v=v, grid=grid, args=args, entry=entry):
+                        rt.launch(str(v.path), entry, grid, 128, stream, args, types)
 
                     out[v.name, fmt, n, k, r] = statistics.median(graph_us(run, stream.handle) for _ in range(runs))
                 print(

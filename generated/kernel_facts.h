@@ -166,16 +166,34 @@
 #define OPGEN_QMATVEC_Q8_ROWS_F_X8 4
 #endif
 
-// qmatvec_q8_1_*: blocks per multiprocessor its launch bounds ask for (registers per thread at most 64K / (this * QMATVEC_Q8_THREADS); 1: as many as the code takes; bench/ggml.py --explore compares)
+// qmatvec_q8_1_* (3 and more rows of x): blocks per multiprocessor its launch bounds ask for (registers per thread at most 64K / (this * QMATVEC_Q8_THREADS); 1: as many as the code takes; bench/ggml.py --explore compares)
 // (a default: -D OPGEN_QMATVEC_Q8_MIN_BLOCKS=... may tune it, with the runtime's QMATVEC_Q8_MIN_BLOCKS set alike)
 #ifndef OPGEN_QMATVEC_Q8_MIN_BLOCKS
 #define OPGEN_QMATVEC_Q8_MIN_BLOCKS 1
+#endif
+
+// qmatvec_q8_1_few_* (1 or 2 rows of x): QMATVEC_Q8_MIN_BLOCKS of its own entry points
+// (a default: -D OPGEN_QMATVEC_Q8_FEW_MIN_BLOCKS=... may tune it, with the runtime's QMATVEC_Q8_FEW_MIN_BLOCKS set alike)
+#ifndef OPGEN_QMATVEC_Q8_FEW_MIN_BLOCKS
+#define OPGEN_QMATVEC_Q8_FEW_MIN_BLOCKS 3
 #endif
 
 // qmatvec_q8_1_* of the block formats: where a weight row has at most this many units of 32 weights per lane of a group, a group of lanes takes an item, else a block (bench/ggml.py --explore compares)
 // (a default: -D OPGEN_QMATVEC_Q8_LANE_UNITS=... may tune it, with the runtime's QMATVEC_Q8_LANE_UNITS set alike)
 #ifndef OPGEN_QMATVEC_Q8_LANE_UNITS
 #define OPGEN_QMATVEC_Q8_LANE_UNITS 4
+#endif
+
+// qmatvec_q8_1_* of the block formats: units per lane up to which a group of lanes takes an item where there are at least QMATVEC_Q8_LANE_ITEMS items
+// (a default: -D OPGEN_QMATVEC_Q8_LANE_UNITS_MANY=... may tune it, with the runtime's QMATVEC_Q8_LANE_UNITS_MANY set alike)
+#ifndef OPGEN_QMATVEC_Q8_LANE_UNITS_MANY
+#define OPGEN_QMATVEC_Q8_LANE_UNITS_MANY 16
+#endif
+
+// qmatvec_q8_1_* of the block formats: items (weight rows per item by x rows class) from which QMATVEC_Q8_LANE_UNITS_MANY holds (fewer: too few groups in flight)
+// (a default: -D OPGEN_QMATVEC_Q8_LANE_ITEMS=... may tune it, with the runtime's QMATVEC_Q8_LANE_ITEMS set alike)
+#ifndef OPGEN_QMATVEC_Q8_LANE_ITEMS
+#define OPGEN_QMATVEC_Q8_LANE_ITEMS 1024
 #endif
 
 // qmatvec_q8_1_* of f32, f16 and bf16 weights: QMATVEC_Q8_LANE_UNITS, in units of 32 bytes

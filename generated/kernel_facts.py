@@ -156,15 +156,29 @@ QMATVEC_Q8_ROWS_F_X4 = 8
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_ROWS_F_X8=... needs this set alike)
 QMATVEC_Q8_ROWS_F_X8 = 4
 
-#: qmatvec_q8_1_*: blocks per multiprocessor its launch bounds ask for (registers per thread at most 64K / (this *
-#: QMATVEC_Q8_THREADS); 1: as many as the code takes; bench/ggml.py --explore compares)
+#: qmatvec_q8_1_* (3 and more rows of x): blocks per multiprocessor its launch bounds ask for (registers per thread at
+#: most 64K / (this * QMATVEC_Q8_THREADS); 1: as many as the code takes; bench/ggml.py --explore compares)
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_MIN_BLOCKS=... needs this set alike)
 QMATVEC_Q8_MIN_BLOCKS = 1
+
+#: qmatvec_q8_1_few_* (1 or 2 rows of x): QMATVEC_Q8_MIN_BLOCKS of its own entry points
+#: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_FEW_MIN_BLOCKS=... needs this set alike)
+QMATVEC_Q8_FEW_MIN_BLOCKS = 3
 
 #: qmatvec_q8_1_* of the block formats: where a weight row has at most this many units of 32 weights per lane of a
 #: group, a group of lanes takes an item, else a block (bench/ggml.py --explore compares)
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_LANE_UNITS=... needs this set alike)
 QMATVEC_Q8_LANE_UNITS = 4
+
+#: qmatvec_q8_1_* of the block formats: units per lane up to which a group of lanes takes an item where there are at
+#: least QMATVEC_Q8_LANE_ITEMS items
+#: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_LANE_UNITS_MANY=... needs this set alike)
+QMATVEC_Q8_LANE_UNITS_MANY = 16
+
+#: qmatvec_q8_1_* of the block formats: items (weight rows per item by x rows class) from which
+#: QMATVEC_Q8_LANE_UNITS_MANY holds (fewer: too few groups in flight)
+#: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_LANE_ITEMS=... needs this set alike)
+QMATVEC_Q8_LANE_ITEMS = 1024
 
 #: qmatvec_q8_1_* of f32, f16 and bf16 weights: QMATVEC_Q8_LANE_UNITS, in units of 32 bytes
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_LANE_UNITS_F=... needs this set alike)
@@ -225,6 +239,7 @@ class KernelPattern(enum.StrEnum):
     DEQUANTIZE_SELF_F16 = "dequantize_{self}_f16"
     QMATVEC_SELF = "qmatvec_{self}"
     QMATVEC_Q8_1_SELF = "qmatvec_q8_1_{self}"
+    QMATVEC_Q8_1_FEW_SELF = "qmatvec_q8_1_few_{self}"
     QUANTIZE_Q8_1_X = "quantize_q8_1_{x}"
     COPY_STRIDED_X = "copy_strided_{x}"
     SIGMOID_SELF = "sigmoid_{self}"

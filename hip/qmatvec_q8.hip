@@ -550,10 +550,15 @@ template <> constexpr int kFamily<q8_k> = 1;
 template <> constexpr int kFamily<f32> = 2;
 template <> constexpr int kFamily<f16> = 2;
 template <> constexpr int kFamily<bf16> = 2;
-// Units per lane of a weight row up to which a group of lanes takes an item (ops.yaml's
-// QMATVEC_Q8_LANE_UNITS, _F for float weights: measured apart).
-template <typename F> __device__ __forceinline__ constexpr int lane_units() {
-    return kFamily<F> == 2 ? OPGEN_QMATVEC_Q8_LANE_UNITS_F : OPGEN_QMATVEC_Q8_LANE_UNITS;
+// Whether each group of lanes takes its own items (else a block an item): where a weight row has
+// at most QMATVEC_Q8_LANE_UNITS units per lane, or at most _LANE_UNITS_MANY where there are at
+// least QMATVEC_Q8_LANE_ITEMS items (enough groups in flight); float weights: QMATVEC_Q8_LANE_UNITS_F
+// (ops.yaml's kernel facts; runtime/gpu/quant.py's q8_by_group decides alike for the grid).
+template <typename F> __device__ __forceinline__ bool by_groups(size_t units, size_t items) {
+    constexpr size_t g = OPGEN_LANE_GROUP;
+    if constexpr (kFamily<F> == 2) return units <= OPGEN_QMATVEC_Q8_LANE_UNITS_F * g;
+    return units <= OPGEN_QMATVEC_Q8_LANE_UNITS * g ||
+           (units <= OPGEN_QMATVEC_Q8_LANE_UNITS_MANY * g && items >= (size_t)OPGEN_QMATVEC_Q8_LANE_ITEMS);
 }
 
 // An item's R * NX sums (weight row i, x row j at i * NX + j) over the units first, first + step,
@@ -587,10 +592,10 @@ __device__ __forceinline__ void item_sums(const uint8_t* __restrict__ w, const x
     }
 }
 
-// Items of R weight rows against NX rows of x (weight rows slowest). Where a weight row has at
-// most OPGEN_QMATVEC_Q8_LANE_UNITS units per lane of a group, each group of lanes takes its own
-// items and its shuffles alone sum them (items in flight, no block-wide step); else a block takes
-// an item, its groups' totals summed through shared memory. Either is correct for any grid.
+// Items of R weight rows against NX rows of x (weight rows slowest). Where by_groups, each group
+// of lanes takes its own items and its shuffles alone sum them (more items in flight, no
+// block-wide step); else a block takes an item, its groups' totals summed through shared memory.
+// Either is correct for any grid.
 template <typename F, int NX, int R>
 __device__ void product(const uint8_t* __restrict__ w, const x_source& xs, float* __restrict__ y, size_t n, size_t rows) {
     typedef typename operands_of<F>::type P;
@@ -600,7 +605,7 @@ __device__ void product(const uint8_t* __restrict__ w, const x_source& xs, float
     const size_t units = xs.k / P::kUnit;
     const size_t groups = (rows + NX - 1) / NX, items = (n + R - 1) / R * groups;
     const unsigned int lane = threadIdx.x % OPGEN_LANE_GROUP, group = threadIdx.x / OPGEN_LANE_GROUP;
-    const bool by_group = units <= (size_t)lane_units<F>() * OPGEN_LANE_GROUP;  // the same for the whole block
+    const bool by_group = by_groups<F>(units, items);  // the same for the whole block
     const size_t first_item = by_group ? (size_t)blockIdx.x * kGroups + group : blockIdx.x;
     const size_t item_step = by_group ? (size_t)gridDim.x * kGroups : gridDim.x;
     for (size_t item = first_item; item < items; item += item_step) {
@@ -648,32 +653,39 @@ template <typename F> struct item_rows {
     static constexpr int x8 = f == 1 ? OPGEN_QMATVEC_Q8_ROWS_K_X8 : f == 2 ? OPGEN_QMATVEC_Q8_ROWS_F_X8 : OPGEN_QMATVEC_Q8_ROWS_X8;
 };
 
-// qmatvec_q8_1_<F>: x rows 1, 2, up to 4 and more each their template (8 at a time past 4), with
-// the weight rows per item of item_rows<F>.
+// qmatvec_q8_1_<F> (3 and more rows of x: up to 4, else 8 at a time) and qmatvec_q8_1_few_<F>
+// (1 or 2 rows; built apart, its launch bounds its own), each x class its template with the weight
+// rows per item of item_rows<F>. Either is correct for any rows (more rows take more groups).
+// AMD (compiled, never run here): one row of x, else 4 at a time, 2 weight rows an item; its
+// dot4 is four multiply-adds, and fewer instances keep hiprtc's compile short.
 template <typename F>
-__device__ __forceinline__ void qmatvec_q8_1(const uint8_t* w, const float* x, const uint8_t* xq, float* y, size_t n,
-                                             size_t k, size_t rows) {
+__device__ __forceinline__ void qmatvec_q8_1_many(const uint8_t* w, const float* x, const uint8_t* xq, float* y, size_t n,
+                                                  size_t k, size_t rows) {
     const x_source xs = {x, xq, reinterpret_cast<const float2*>(xq + rows * k), k};
 #if OPGEN_HIP
-    // AMD (compiled, never run here): one row of x, else 4 at a time, 2 weight rows an item; its
-    // dot4 is four multiply-adds, and fewer instances keep hiprtc's compile short.
-    if (rows == 1) {
-        product<F, 1, 2>(w, xs, y, n, rows);
+    product<F, 4, 2>(w, xs, y, n, rows);
+#else
+    if (rows <= 4) {
+        product<F, 4, item_rows<F>::x4>(w, xs, y, n, rows);
     } else {
-        product<F, 4, 2>(w, xs, y, n, rows);
+        product<F, 8, item_rows<F>::x8>(w, xs, y, n, rows);
     }
-    return;
 #endif
-    typedef item_rows<F> R;
+}
+
+template <typename F>
+__device__ __forceinline__ void qmatvec_q8_1_few(const uint8_t* w, const float* x, const uint8_t* xq, float* y, size_t n,
+                                                 size_t k, size_t rows) {
+    const x_source xs = {x, xq, reinterpret_cast<const float2*>(xq + rows * k), k};
+#if OPGEN_HIP
+    product<F, 1, 2>(w, xs, y, n, rows);
+#else
     if (rows == 1) {
-        product<F, 1, R::x1>(w, xs, y, n, rows);
-    } else if (rows == 2) {
-        product<F, 2, R::x2>(w, xs, y, n, rows);
-    } else if (rows <= 4) {
-        product<F, 4, R::x4>(w, xs, y, n, rows);
+        product<F, 1, item_rows<F>::x1>(w, xs, y, n, rows);
     } else {
-        product<F, 8, R::x8>(w, xs, y, n, rows);
+        product<F, 2, item_rows<F>::x2>(w, xs, y, n, rows);
     }
+#endif
 }
 
 // ---------------------------------------------------------------------------- x to q8_1

@@ -24,8 +24,10 @@ from generated.kernel_facts import (
     QMATVEC_FAST_THREADS,
     QMATVEC_K_ROWS_Q4_K,
     QMATVEC_K_ROWS_Q6_K,
+    QMATVEC_Q8_LANE_ITEMS,
     QMATVEC_Q8_LANE_UNITS,
     QMATVEC_Q8_LANE_UNITS_F,
+    QMATVEC_Q8_LANE_UNITS_MANY,
     QMATVEC_Q8_ROWS_F_X1,
     QMATVEC_Q8_ROWS_F_X2,
     QMATVEC_Q8_ROWS_F_X4,
@@ -73,6 +75,13 @@ QMATVEC_Q8_ROWS_K = {1: QMATVEC_Q8_ROWS_K_X1, 2: QMATVEC_Q8_ROWS_K_X2, 4: QMATVE
 QMATVEC_Q8_ROWS_F = {1: QMATVEC_Q8_ROWS_F_X1, 2: QMATVEC_Q8_ROWS_F_X2, 4: QMATVEC_Q8_ROWS_F_X4, 8: QMATVEC_Q8_ROWS_F_X8}
 #: Lanes in a group of qmatvec_q8_1_* (compat.h's OPGEN_LANE_GROUP, on every device).
 LANE_GROUP = 32
+#: When qmatvec_q8_1_* gives each group of lanes its own items: ops.yaml's kernel facts (q8_by_group).
+QMATVEC_Q8_LANES = {
+    "QMATVEC_Q8_LANE_UNITS": QMATVEC_Q8_LANE_UNITS,
+    "QMATVEC_Q8_LANE_UNITS_MANY": QMATVEC_Q8_LANE_UNITS_MANY,
+    "QMATVEC_Q8_LANE_ITEMS": QMATVEC_Q8_LANE_ITEMS,
+    "QMATVEC_Q8_LANE_UNITS_F": QMATVEC_Q8_LANE_UNITS_F,
+}
 #: (format, x rows class) where the exact-x kernel (qmatvec_<fmt>) was measured faster than the
 #: quantized-x one, over the four shapes of bench/ggml.py together: QMatMul takes it there with
 #: the switch qmatmul_exact_x off too (H200, 2026-11-27; figures: bench/results/ggml-anchor-h200.json,
@@ -307,9 +316,11 @@ def qmatvec_q8_1(
 ) -> None:
     """out (rows, n) = x (rows, k, dense) @ W^T by hip/qmatvec_q8.hip: x quantized to q8_1 into
     `xq` (allocated here unless given: x_q8_1_bytes), then the product; f32 / f16 / bf16
-    weights read x itself. Two launches on x's stream."""
+    weights read x itself; qmatvec_q8_1_few_<fmt> for one or two rows of x. Two launches on x's
+    stream."""
     ordinal, stream = x.ordinal, rt.stream(x.ordinal)
-    fn = _kernel("qmatmul", rt, table, K.QMATVEC_Q8_1_SELF, q.fmt)
+    few = x_rows_class(rows) <= 2  # its own entry points (launch bounds): qmatvec_q8_1_few_<fmt>
+    fn = _kernel("qmatmul", rt, table, K.QMATVEC_Q8_1_FEW_SELF if few else K.QMATVEC_Q8_1_SELF, q.fmt)
     if q.fmt in ggml.PLAIN:
         xq = x
     else:
@@ -317,8 +328,7 @@ def qmatvec_q8_1(
             xq = rt.alloc(ordinal, x_q8_1_bytes(rows, k), np.dtype(np.uint8))
         quantize_x = rt._entry(table, (K.QUANTIZE_Q8_1_X, x.dtype), "qmatmul")
         quantize_x(rt.launch, rt.geometry(rows * k // 16, ordinal), BLOCK, stream, x.ptr, xq.ptr, rows, k)
-    item_rows, lane_units = q8_item_rows(q.fmt, x_rows_class(rows)), q8_lane_units(q.fmt)
-    grid = q8_grid(rt, ordinal, q.fmt, n, k, rows, item_rows, lane_units)
+    grid = q8_grid(rt, ordinal, q.fmt, n, k, rows, q8_item_rows(q.fmt, x_rows_class(rows)))
     fn(rt.launch, grid, QMATVEC_Q8_THREADS, stream, q.buf.ptr, x.ptr, xq.ptr, out.ptr, n, k, rows)
 
 
@@ -329,12 +339,6 @@ def q8_item_rows(fmt: str, nx: int) -> int:
     return (QMATVEC_Q8_ROWS_K if ggml.FORMATS[fmt].block == 256 else QMATVEC_Q8_ROWS)[nx]
 
 
-def q8_lane_units(fmt: str) -> int:
-    """Units per lane of a weight row up to which qmatvec_q8_1_<fmt> gives each group of lanes an
-    item: QMATVEC_Q8_LANE_UNITS_F for float weights, QMATVEC_Q8_LANE_UNITS for the blocks."""
-    return QMATVEC_Q8_LANE_UNITS_F if fmt in ggml.PLAIN else QMATVEC_Q8_LANE_UNITS
-
-
 def q8_units(fmt: str, k: int) -> int:
     """qmatvec_q8_1_<fmt>'s units in a weight row of k: 32 weights of a block format, 32 bytes of
     a float one."""
@@ -343,13 +347,25 @@ def q8_units(fmt: str, k: int) -> int:
     return k // 32
 
 
-def q8_grid(rt: GpuRuntime, ordinal: int, fmt: str, n: int, k: int, rows: int, item_rows: int, lane_units: int) -> int:
+def q8_by_group(fmt: str, units: int, items: int, facts: dict[str, int] = QMATVEC_Q8_LANES) -> bool:
+    """Whether qmatvec_q8_1_<fmt> gives each group of lanes its own items (hip/qmatvec_q8.hip's
+    by_groups): a weight row of at most LANE_UNITS units per lane, or of at most LANE_UNITS_MANY
+    where there are LANE_ITEMS items or more; float weights: at most LANE_UNITS_F. `facts`: those
+    of a build (bench/ggml.py --explore), the shipped ones by default."""
+    if fmt in ggml.PLAIN:
+        return units <= facts["QMATVEC_Q8_LANE_UNITS_F"] * LANE_GROUP
+    many = units <= facts["QMATVEC_Q8_LANE_UNITS_MANY"] * LANE_GROUP and items >= facts["QMATVEC_Q8_LANE_ITEMS"]
+    return units <= facts["QMATVEC_Q8_LANE_UNITS"] * LANE_GROUP or many
+
+
+def q8_grid(
+    rt: GpuRuntime, ordinal: int, fmt: str, n: int, k: int, rows: int, item_rows: int, facts=QMATVEC_Q8_LANES
+) -> int:
     """qmatvec_q8_1_<fmt>'s grid: a block per item, or per QMATVEC_Q8_THREADS / LANE_GROUP items
-    where the kernel gives each group of lanes its own (a row of at most lane_units units per
-    lane: hip/qmatvec_q8.hip's product). Any grid is correct (the kernel strides over items)."""
-    nx = x_rows_class(rows)
-    items = -(-n // item_rows) * -(-rows // nx)
-    if q8_units(fmt, k) <= lane_units * LANE_GROUP:
+    where the kernel gives each group of lanes its own (q8_by_group). Any grid is correct (the
+    kernel strides over items)."""
+    items = -(-n // item_rows) * -(-rows // x_rows_class(rows))
+    if q8_by_group(fmt, q8_units(fmt, k), items, facts):
         items = -(-items // (QMATVEC_Q8_THREADS // LANE_GROUP))
     return _grid(rt, ordinal, items)
 
