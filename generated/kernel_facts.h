@@ -184,7 +184,7 @@
 #define OPGEN_QMATVEC_Q8_LANE_UNITS 4
 #endif
 
-// qmatvec_q8_1_* of the block formats: units per lane up to which a group of lanes takes an item where there are at least QMATVEC_Q8_LANE_ITEMS items
+// qmatvec_q8_1_* of the block formats, 4 and more rows of x: units per lane up to which a group of lanes takes an item where there are at least QMATVEC_Q8_LANE_ITEMS items
 // (a default: -D OPGEN_QMATVEC_Q8_LANE_UNITS_MANY=... may tune it, with the runtime's QMATVEC_Q8_LANE_UNITS_MANY set alike)
 #ifndef OPGEN_QMATVEC_Q8_LANE_UNITS_MANY
 #define OPGEN_QMATVEC_Q8_LANE_UNITS_MANY 16

@@ -170,8 +170,8 @@ QMATVEC_Q8_FEW_MIN_BLOCKS = 3
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_LANE_UNITS=... needs this set alike)
 QMATVEC_Q8_LANE_UNITS = 4
 
-#: qmatvec_q8_1_* of the block formats: units per lane up to which a group of lanes takes an item where there are at
-#: least QMATVEC_Q8_LANE_ITEMS items
+#: qmatvec_q8_1_* of the block formats, 4 and more rows of x: units per lane up to which a group of lanes takes an item
+#: where there are at least QMATVEC_Q8_LANE_ITEMS items
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_LANE_UNITS_MANY=... needs this set alike)
 QMATVEC_Q8_LANE_UNITS_MANY = 16
 

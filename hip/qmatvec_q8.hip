@@ -551,14 +551,15 @@ template <> constexpr int kFamily<f32> = 2;
 template <> constexpr int kFamily<f16> = 2;
 template <> constexpr int kFamily<bf16> = 2;
 // Whether each group of lanes takes its own items (else a block an item): where a weight row has
-// at most QMATVEC_Q8_LANE_UNITS units per lane, or at most _LANE_UNITS_MANY where there are at
-// least QMATVEC_Q8_LANE_ITEMS items (enough groups in flight); float weights: QMATVEC_Q8_LANE_UNITS_F
-// (ops.yaml's kernel facts; runtime/gpu/quant.py's q8_by_group decides alike for the grid).
-template <typename F> __device__ __forceinline__ bool by_groups(size_t units, size_t items) {
+// at most QMATVEC_Q8_LANE_UNITS units per lane, or, for 4 and more rows of x, at most
+// _LANE_UNITS_MANY where there are at least QMATVEC_Q8_LANE_ITEMS items (enough groups in flight);
+// float weights: QMATVEC_Q8_LANE_UNITS_F (ops.yaml's kernel facts; runtime/gpu/quant.py's
+// q8_by_group decides alike for the grid).
+template <typename F, int NX> __device__ __forceinline__ bool by_groups(size_t units, size_t items) {
     constexpr size_t g = OPGEN_LANE_GROUP;
     if constexpr (kFamily<F> == 2) return units <= OPGEN_QMATVEC_Q8_LANE_UNITS_F * g;
     return units <= OPGEN_QMATVEC_Q8_LANE_UNITS * g ||
-           (units <= OPGEN_QMATVEC_Q8_LANE_UNITS_MANY * g && items >= (size_t)OPGEN_QMATVEC_Q8_LANE_ITEMS);
+           (NX >= 4 && units <= OPGEN_QMATVEC_Q8_LANE_UNITS_MANY * g && items >= (size_t)OPGEN_QMATVEC_Q8_LANE_ITEMS);
 }
 
 // An item's R * NX sums (weight row i, x row j at i * NX + j) over the units first, first + step,
@@ -605,7 +606,7 @@ __device__ void product(const uint8_t* __restrict__ w, const x_source& xs, float
     const size_t units = xs.k / P::kUnit;
     const size_t groups = (rows + NX - 1) / NX, items = (n + R - 1) / R * groups;
     const unsigned int lane = threadIdx.x % OPGEN_LANE_GROUP, group = threadIdx.x / OPGEN_LANE_GROUP;
-    const bool by_group = by_groups<F>(units, items);  // the same for the whole block
+    const bool by_group = by_groups<F, NX>(units, items);  // the same for the whole block
     const size_t first_item = by_group ? (size_t)blockIdx.x * kGroups + group : blockIdx.x;
     const size_t item_step = by_group ? (size_t)gridDim.x * kGroups : gridDim.x;
     for (size_t item = first_item; item < items; item += item_step) {

@@ -84,11 +84,10 @@ QMATVEC_Q8_LANES = {
 }
 #: (format, x rows class) where the exact-x kernel (qmatvec_<fmt>) was measured faster than the
 #: quantized-x one, over the four shapes of bench/ggml.py together: QMatMul takes it there with
-#: the switch qmatmul_exact_x off too (H200, 2026-11-27; figures: bench/results/ggml-anchor-h200.json,
-#: opgen_us beside opgen_exact_x_us).
-EXACT_X_FASTER: frozenset[tuple[str, int]] = frozenset(
-    {("q4_0", 1), ("q8_0", 1), ("q4_k", 1), ("q6_k", 1), ("q6_k", 2)}
-)
+#: the switch qmatmul_exact_x off too (H200, 2026-11-27; the exact-x kernel's figures:
+#: bench/results/ggml-anchor-h200.json, opgen_exact_x_us; the quantized-x kernel's of this tree:
+#: bench/results/ggml-q8-explore-h200.md, which took q4_0 and q8_0 of one row off this set).
+EXACT_X_FASTER: frozenset[tuple[str, int]] = frozenset({("q4_k", 1), ("q6_k", 1), ("q6_k", 2)})
 #: Rows of x from which QMatMul dequantizes the weight once and runs the f32 BLAS GEMM instead
 #: of qmatvec, which reads the weight again for every row; by format, the others' value under
 #: None: where the two cross, measured (bench/gpu.py --parts qmatmul; figures: bench/results/NOTES.md,
@@ -347,15 +346,15 @@ def q8_units(fmt: str, k: int) -> int:
     return k // 32
 
 
-def q8_by_group(fmt: str, units: int, items: int, facts: dict[str, int] = QMATVEC_Q8_LANES) -> bool:
+def q8_by_group(fmt: str, nx: int, units: int, items: int, facts: dict[str, int] = QMATVEC_Q8_LANES) -> bool:
     """Whether qmatvec_q8_1_<fmt> gives each group of lanes its own items (hip/qmatvec_q8.hip's
-    by_groups): a weight row of at most LANE_UNITS units per lane, or of at most LANE_UNITS_MANY
-    where there are LANE_ITEMS items or more; float weights: at most LANE_UNITS_F. `facts`: those
-    of a build (bench/ggml.py --explore), the shipped ones by default."""
+    by_groups) for the x rows class nx: a weight row of at most LANE_UNITS units per lane, or (nx
+    of 4 and 8) of at most LANE_UNITS_MANY where there are LANE_ITEMS items or more; float weights:
+    at most LANE_UNITS_F. `facts`: those of a build (bench/ggml.py --explore), by default shipped."""
     if fmt in ggml.PLAIN:
         return units <= facts["QMATVEC_Q8_LANE_UNITS_F"] * LANE_GROUP
     many = units <= facts["QMATVEC_Q8_LANE_UNITS_MANY"] * LANE_GROUP and items >= facts["QMATVEC_Q8_LANE_ITEMS"]
-    return units <= facts["QMATVEC_Q8_LANE_UNITS"] * LANE_GROUP or many
+    return units <= facts["QMATVEC_Q8_LANE_UNITS"] * LANE_GROUP or (nx >= 4 and many)
 
 
 def q8_grid(
@@ -364,8 +363,9 @@ def q8_grid(
     """qmatvec_q8_1_<fmt>'s grid: a block per item, or per QMATVEC_Q8_THREADS / LANE_GROUP items
     where the kernel gives each group of lanes its own (q8_by_group). Any grid is correct (the
     kernel strides over items)."""
-    items = -(-n // item_rows) * -(-rows // x_rows_class(rows))
-    if q8_by_group(fmt, q8_units(fmt, k), items, facts):
+    nx = x_rows_class(rows)
+    items = -(-n // item_rows) * -(-rows // nx)
+    if q8_by_group(fmt, nx, q8_units(fmt, k), items, facts):
         items = -(-items // (QMATVEC_Q8_THREADS // LANE_GROUP))
     return _grid(rt, ordinal, items)
 

@@ -347,8 +347,8 @@ def test_qmatmul_of_many_rows_dequantizes_once_and_runs_the_gemm(rows, blas):
         )
         assert (dtype, trans_a, trans_b, m, cols, depth) == (np.dtype(np.float32), True, False, n, rows, k)
         assert (a, lda, b, ldb, c, ldc, batch) == (w, k, x.ptr, k, out.ptr, n, 1)
-    else:  # one row: the exact-x kernel (EXACT_X_FASTER), more: x in q8_1
-        want = ["qmatvec_q4_0"] if rows == 1 else ["quantize_q8_1_f32", "qmatvec_q8_1_q4_0"]  # 23, 40 rows
+    else:  # x in q8_1: one row's product its own entry point
+        want = ["quantize_q8_1_f32", "qmatvec_q8_1_few_q4_0" if rows == 1 else "qmatvec_q8_1_q4_0"]
         assert [name for name, _ in launches] == want and not driver.of("gemm")
 
 

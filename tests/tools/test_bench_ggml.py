@@ -132,10 +132,11 @@ def test_explore_builds_define_their_facts_and_launch_by_them(tmp_path):
     shipped = bench.explore_variants(["shipped"], None)[0]
     assert shipped.grid(rt, "q4_0", 4096, 4096, 1) == (-(-items // (threads // 32)) if lane_items else items)
     assert shipped.grid(rt, "q4_0", 4096, 4096 * 64, 1) == items  # 64 units a lane: a block per item
-    many = 16384 // kf.QMATVEC_Q8_ROWS_X1  # 16384 x 16384: 16 units a lane, items enough from LANE_ITEMS
+    many = 16384 // kf.QMATVEC_Q8_ROWS_X4  # 16384 x 16384, 4 rows: 16 units a lane, items from LANE_ITEMS
     by_groups = kf.QMATVEC_Q8_LANE_UNITS_MANY >= 16 and many >= kf.QMATVEC_Q8_LANE_ITEMS
-    assert shipped.grid(rt, "q4_0", 16384, 16384, 1) == (-(-many // (threads // 32)) if by_groups else many)
-    assert by_block.grid(rt, "q4_0", 16384, 16384, 1) == many
+    assert shipped.grid(rt, "q4_0", 16384, 16384, 4) == (-(-many // (threads // 32)) if by_groups else many)
+    assert by_block.grid(rt, "q4_0", 16384, 16384, 4) == many
+    assert shipped.grid(rt, "q4_0", 16384, 16384, 1) == 16384 // kf.QMATVEC_Q8_ROWS_X1  # 1 row: a block an item
     f32_items = 4096 // kf.QMATVEC_Q8_ROWS_F_X1  # f32 4096 x 4096: 512 units, 16 a lane
     f32_lane = kf.QMATVEC_Q8_LANE_UNITS_F >= 16
     assert shipped.grid(rt, "f32", 4096, 4096, 1) == (-(-f32_items // (threads // 32)) if f32_lane else f32_items)
