@@ -22,7 +22,9 @@ patched copy (the average then comes from fewer graph launches, each still of ma
     python3 bench/ggml.py --ggml PATH [--rows 1,2,4,8] [--formats q4_0,...] [--out DIR] [--runs N]
 
 --prebuilt: --build already holds test-backend-ops (a binary built by an earlier call, carried);
---explore: first times qmatvec_q8_1's weight rows per item (1, 2, 4, 8: copies of the source);
+--explore: first times builds of qmatvec_q8_1 (EXPLORE_VARIANTS: copies of the source with some
+kernel facts set; --variants picks them, --baseline PATH adds another tree's source as it ships),
+into NAME-explore.json; --explore-only stops there (no table, no ggml build);
 --render JSON: an earlier run's figures written again with the paths QMatMul takes now;
 --ggml-only JSON: ggml's --ggml-rows alone, which a later run takes with --ggml-from JSON (any
 number of them: each fills the rows of x that run did not time).
@@ -242,30 +244,99 @@ def _path_nmse(rt, q, data, fmt: str, n: int, k: int, rng, table) -> dict:
     return out
 
 
-#: --explore: qmatvec_q8_1's weight rows per item (ops.yaml's QMATVEC_Q8_ROWS_X*, _K_X*), each variant
-#: compiled from hip/qmatvec_q8.hip with the facts defined first.
-EXPLORE_ROWS = (1, 2, 4, 8)
-EXPLORE_FORMATS = ("q4_0", "q4_1", "q5_0", "q8_0", "q4_k", "q5_k", "q6_k", "f16")
+#: --explore: builds of hip/qmatvec_q8.hip, each the shipped source with some of ops.yaml's
+#: overridable QMATVEC_Q8_* facts defined first (--variants picks them by name), timed side by side;
+#: --baseline adds another tree's source (an earlier main) as it ships.
+EXPLORE_VARIANTS: dict[str, dict[str, int]] = {
+    "shipped": {},
+    "block-items": {"QMATVEC_Q8_LANE_UNITS": 0, "QMATVEC_Q8_LANE_ITEMS": 1 << 40, "QMATVEC_Q8_LANE_UNITS_F": 0},
+    "lane-items-few": {"QMATVEC_Q8_LANE_ITEMS": 1 << 40},
+    "lane-items-16": {"QMATVEC_Q8_LANE_UNITS": 16},
+    "wide-all": {"QMATVEC_Q8_WIDE_BLOCKS": 63},
+    "wide-none": {"QMATVEC_Q8_WIDE_BLOCKS": 0},
+    "rows-4": {f"QMATVEC_Q8_ROWS{family}_X{c}": 4 for family in ("", "_F") for c in (1, 2, 4, 8)},
+    "min-blocks-3": {"QMATVEC_Q8_MIN_BLOCKS": 3},
+    "few-min-blocks-2": {"QMATVEC_Q8_FEW_MIN_BLOCKS": 2},
+    "few-min-blocks-4": {"QMATVEC_Q8_FEW_MIN_BLOCKS": 4},
+}
 EXPLORE_SHAPES = SHAPES
 
 
-def explore_variants() -> list:
-    """Paths of hip/qmatvec_q8.hip copies, one per weight rows per item (every x class alike)."""
+@dataclass(frozen=True)
+class Variant:
+    """A build of qmatvec_q8.hip: its source file and the launch it needs (weight rows per item by
+    family and x rows class, units per lane below which a group of lanes takes an item)."""
+
+    name: str
+    path: Path
+    facts: dict
+    few: bool = True  # qmatvec_q8_1_few_<fmt> for one or two rows of x (an older source: one entry)
+
+    def item_rows(self, fmt: str, nx: int) -> int:
+        from runtime import ggml
+
+        floats = fmt in ggml.PLAIN and f"QMATVEC_Q8_ROWS_F_X{nx}" in self.facts  # an older source: none
+        family = "_F" if floats else "_K" if fmt not in ggml.PLAIN and ggml.FORMATS[fmt].block == 256 else ""
+        return self.facts[f"QMATVEC_Q8_ROWS{family}_X{nx}"]
+
+    def entry(self, fmt: str, rows: int) -> str:
+        """The entry point that multiplies `rows` rows of x: qmatvec_q8_1_few_<fmt> for one or two
+        where the source has it."""
+        return f"qmatvec_q8_1_few_{fmt}" if self.few and rows <= 2 else f"qmatvec_q8_1_{fmt}"
+
+    def grid(self, rt, fmt: str, n: int, k: int, rows: int) -> int:
+        from runtime.gpu import quant as gpu_quant
+
+        lanes = {name: self.facts.get(name, 0) for name in gpu_quant.QMATVEC_Q8_LANES}  # older: 0, no lane items
+        item_rows = self.item_rows(fmt, gpu_quant.x_rows_class(rows))
+        return gpu_quant.q8_grid(rt, 0, fmt, n, k, rows, item_rows, lanes)
+
+
+def explore_variants(names, baseline: Path | None) -> list[Variant]:
+    """The named EXPLORE_VARIANTS as copies of hip/qmatvec_q8.hip with their facts defined first,
+    and the baseline source (if given) with the facts its text reads at their shipped values."""
     import tempfile
 
+    from generated import kernel_facts
     from runtime.gpu.compile import HIP_DIR
 
-    text = (HIP_DIR / "qmatvec_q8.hip").read_text()
+    shipped = {name: getattr(kernel_facts, name) for name in dir(kernel_facts) if name.startswith("QMATVEC_Q8_")}
     tmp = Path(tempfile.mkdtemp(prefix="opgen-q8-"))
-    paths = []
-    for rows in EXPLORE_ROWS:
-        defines = "".join(
-            f"#define OPGEN_QMATVEC_Q8_ROWS{family}_X{c} {rows}\n" for family in ("", "_K") for c in (1, 2, 4, 8)
-        )
-        path = tmp / f"qmatvec_q8_r{rows}.hip"
-        path.write_text(defines + text)
-        paths.append(path)
-    return paths
+    sources = [(name, (HIP_DIR / "qmatvec_q8.hip").read_text(), EXPLORE_VARIANTS[name]) for name in names]
+    if baseline is not None:
+        sources.append(("baseline", baseline.read_text(), {}))
+    variants = []
+    for name, text, overrides in sources:
+        few = "qmatvec_q8_1_few" in text
+        facts = {f: v for f, v in {**shipped, **overrides}.items() if f"OPGEN_{f}" in text}
+        defines = "".join(f"#define OPGEN_{f} {v}\n" for f, v in overrides.items())
+        path = tmp / f"qmatvec_q8_{name}.hip"
+        path.write_text(defines + (text if few else _with_entry_shims(text)))
+        variants.append(Variant(name, path, facts, few))
+    return variants
+
+
+#: What this tree's generated entry points call, for a source from before qmatvec_q8_1_few: its one
+#: qmatvec_q8_1 serves both (the bench launches its qmatvec_q8_1_<fmt> for every class of x rows).
+ENTRY_SHIMS = """
+namespace {
+template <typename F>
+__device__ void qmatvec_q8_1_many(const uint8_t* w, const float* x, const uint8_t* xq, float* y, size_t n, size_t k,
+                                  size_t rows) {
+    qmatvec_q8_1<F>(w, x, xq, y, n, k, rows);
+}
+template <typename F>
+__device__ void qmatvec_q8_1_few(const uint8_t* w, const float* x, const uint8_t* xq, float* y, size_t n, size_t k,
+                                 size_t rows) {
+    qmatvec_q8_1<F>(w, x, xq, y, n, k, rows);
+}
+}  // namespace
+"""
+
+
+def _with_entry_shims(text: str) -> str:
+    include = '#include "qmatvec_q8_entries.h"'
+    return text.replace(include, ENTRY_SHIMS + include)
 
 
 def _warm(path: str) -> str:  # compiles one source into the kernel cache (a worker process)
@@ -283,8 +354,8 @@ def warm_cache(paths) -> None:
         list(pool.map(_warm, [str(p) for p in paths]))
 
 
-def explore(paths, rows, runs: int) -> dict:
-    """(variant rows per item, format, n, k, x rows) -> median µs of the quantized-x product."""
+def explore(variants: list[Variant], rows, runs: int, formats) -> dict:
+    """(variant name, format, n, k, x rows) -> median µs of the quantized-x product of each build."""
     import ctypes
 
     import numpy as np
@@ -298,7 +369,7 @@ def explore(paths, rows, runs: int) -> dict:
     rng = np.random.default_rng(1)
     types = (ctypes.c_void_p,) * 4 + (ctypes.c_size_t,) * 3
     out = {}
-    for fmt in EXPLORE_FORMATS:
+    for fmt in formats:
         sample = ggml.quantize(rng.standard_normal(SAMPLE).astype(np.float32), fmt)
         for n, k in EXPLORE_SHAPES:
             q = gpu_quant.qstorage_from_bytes(rt, 0, np.tile(sample, n * k // SAMPLE), fmt)
@@ -307,19 +378,22 @@ def explore(paths, rows, runs: int) -> dict:
                 y = rt.alloc(0, r * n, np.dtype(np.float32))
                 xq = rt.alloc(0, gpu_quant.x_q8_1_bytes(r, k), np.dtype(np.uint8))
                 gpu_quant.qmatvec_q8_1(rt, q, x, y, n, k, r, kernels_hip.QSTORAGE["matmul"], xq)  # fills xq
-                for path, item_rows in zip(paths, EXPLORE_ROWS, strict=True):
-                    nx = gpu_quant.x_rows_class(r)
-                    grid = gpu_quant._grid(rt, 0, -(-n // item_rows) * -(-r // nx))
+                for v in variants:
                     args = (q.buf.ptr, x.ptr, xq.ptr, y.ptr, n, k, r)
+                    grid = v.grid(rt, fmt, n, k, r)
 
-                    def run(path=path, grid=grid, args=args, fmt=fmt):
-                        rt.launch(str(path), f"qmatvec_q8_1_{fmt}", grid, 128, stream, args, types)
+                    entry = v.entry(fmt, r)
 
-                    out[item_rows, fmt, n, k, r] = statistics.median(graph_us(run, stream.handle) for _ in range(runs))
-                    print(
-                        f"explore {fmt} {n}x{k} x{r} item rows {item_rows}: {out[item_rows, fmt, n, k, r]:.1f} us",
-                        flush=True,
-                    )
+                    def run(v=v, grid=grid, args=args, entry=entry):
+                        rt.launch(str(v.path), entry, grid, 128, stream, args, types)
+
+                    out[v.name, fmt, n, k, r] = statistics.median(graph_us(run, stream.handle) for _ in range(runs))
+                print(
+                    f"explore {fmt} {n}x{k} x{r}: "
+                    + ", ".join(f"{v.name} {out[v.name, fmt, n, k, r]:.1f}" for v in variants)
+                    + " us",
+                    flush=True,
+                )
             del q
     return out
 
@@ -367,7 +441,7 @@ def _wait_for(pid: int, build: Path) -> int:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--ggml", type=Path, required=True, help="a ggml checkout (ggml-org/ggml)")
+    ap.add_argument("--ggml", type=Path, default=None, help="a ggml checkout (ggml-org/ggml); all but --explore-only")
     ap.add_argument("--build", type=Path, default=Path("/tmp/ggml-build"))
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     ap.add_argument("--name", default="ggml-anchor")
@@ -381,7 +455,10 @@ def main() -> None:
     ap.add_argument("--opgen-json", type=Path, default=None, help="opgen's figures from an earlier run's .json")
     ap.add_argument("--wait-for", type=int, default=None, help="the pid of a --build-only run to wait for (no build)")
     ap.add_argument("--prebuilt", action="store_true", help="--build already holds test-backend-ops (no build)")
-    ap.add_argument("--explore", action="store_true", help="first time qmatvec_q8_1's weight rows per item")
+    ap.add_argument("--explore", action="store_true", help="first time builds of qmatvec_q8_1 (--variants)")
+    ap.add_argument("--variants", default=",".join(EXPLORE_VARIANTS), help="--explore's EXPLORE_VARIANTS, by name")
+    ap.add_argument("--baseline", type=Path, default=None, help="--explore: another qmatvec_q8.hip timed beside")
+    ap.add_argument("--explore-only", action="store_true", help="--explore, then stop (no table, no ggml)")
     ap.add_argument("--render", type=Path, default=None, help="rewrite an earlier run's .json and .md as shipped")
     ap.add_argument("--ggml-rows", default=None, help="rows of x ggml runs, in this order (default: --rows)")
     ap.add_argument(
@@ -403,6 +480,12 @@ def main() -> None:
     if args.render:
         render(args, formats, rows)
         return
+    if args.explore or args.explore_only:
+        run_explore(args, formats, rows, t0)
+        if args.explore_only:
+            return
+    if args.ggml is None:
+        ap.error("--ggml is required but for --explore-only")
     if args.build_only:
         patch_ggml(args.ggml, theirs, args.ggml_seconds)
         with open(args.out / f"{args.name}-build.log", "w") as build_log:
@@ -412,14 +495,6 @@ def main() -> None:
     commit = subprocess.run(["git", "-C", str(args.ggml), "rev-parse", "HEAD"], capture_output=True, text=True)
     ggml_commit = stamp.read_text().strip() if stamp.exists() else commit.stdout.strip()
     builder = None
-    if args.explore:
-        variants = explore_variants()
-        warm_cache(variants)
-        found = explore(variants, rows, args.runs)
-        (args.out / f"{args.name}-explore.json").write_text(
-            json.dumps({"/".join(map(str, key)): v for key, v in found.items()}, indent=1) + "\n"
-        )
-        print(f"explored at {time.monotonic() - t0:.0f} s", flush=True)
     if args.wait_for is None and not args.prebuilt:
         patch_ggml(args.ggml, theirs, args.ggml_seconds)
         builder = build_ggml(args.ggml, args.build, args.jobs, log)
@@ -462,6 +537,17 @@ def main() -> None:
     for path in args.ggml_from:
         ggml_us = results.with_earlier(ggml_us, path)
     print(results.write(ggml_us))
+
+
+def run_explore(args: argparse.Namespace, formats, rows, t0: float) -> None:
+    """--explore: the builds compiled in parallel, then timed, into NAME-explore.json."""
+    variants = explore_variants(args.variants.split(","), args.baseline)
+    warm_cache([v.path for v in variants])
+    found = explore(variants, rows, args.runs, formats)
+    (args.out / f"{args.name}-explore.json").write_text(
+        json.dumps({"/".join(map(str, key)): v for key, v in found.items()}, indent=1) + "\n"
+    )
+    print(f"explored at {time.monotonic() - t0:.0f} s", flush=True)
 
 
 def ggml_only(args: argparse.Namespace) -> None:

@@ -94,28 +94,28 @@
 // qmatvec_q8_1_*: threads per block (hip/qmatvec_q8.hip's kThreads, its launch bounds)
 #define OPGEN_QMATVEC_Q8_THREADS 128
 
-// qmatvec_q8_1_* of blocks of 32 and float weights: weight rows per item for one row of x (bench/ggml.py --explore compares 1, 2, 4, 8)
+// qmatvec_q8_1_* of blocks of 32: weight rows per item for one row of x (bench/ggml.py --explore compares 1, 2, 4, 8)
 // (a default: -D OPGEN_QMATVEC_Q8_ROWS_X1=... may tune it, with the runtime's QMATVEC_Q8_ROWS_X1 set alike)
 #ifndef OPGEN_QMATVEC_Q8_ROWS_X1
 #define OPGEN_QMATVEC_Q8_ROWS_X1 8
 #endif
 
-// qmatvec_q8_1_* of blocks of 32 and float weights: weight rows per item for 2 rows of x (bench/ggml.py --explore compares 1, 2, 4, 8)
+// qmatvec_q8_1_* of blocks of 32: weight rows per item for 2 rows of x (bench/ggml.py --explore compares 1, 2, 4, 8)
 // (a default: -D OPGEN_QMATVEC_Q8_ROWS_X2=... may tune it, with the runtime's QMATVEC_Q8_ROWS_X2 set alike)
 #ifndef OPGEN_QMATVEC_Q8_ROWS_X2
 #define OPGEN_QMATVEC_Q8_ROWS_X2 8
 #endif
 
-// qmatvec_q8_1_* of blocks of 32 and float weights: weight rows per item for 3 or 4 rows of x (bench/ggml.py --explore compares 1, 2, 4, 8)
+// qmatvec_q8_1_* of blocks of 32: weight rows per item for 3 or 4 rows of x (bench/ggml.py --explore compares 1, 2, 4, 8)
 // (a default: -D OPGEN_QMATVEC_Q8_ROWS_X4=... may tune it, with the runtime's QMATVEC_Q8_ROWS_X4 set alike)
 #ifndef OPGEN_QMATVEC_Q8_ROWS_X4
 #define OPGEN_QMATVEC_Q8_ROWS_X4 8
 #endif
 
-// qmatvec_q8_1_* of blocks of 32 and float weights: weight rows per item for 5 and more rows (8 at a time) of x (bench/ggml.py --explore compares 1, 2, 4, 8)
+// qmatvec_q8_1_* of blocks of 32: weight rows per item for 5 and more rows (8 at a time) of x (bench/ggml.py --explore compares 1, 2, 4, 8)
 // (a default: -D OPGEN_QMATVEC_Q8_ROWS_X8=... may tune it, with the runtime's QMATVEC_Q8_ROWS_X8 set alike)
 #ifndef OPGEN_QMATVEC_Q8_ROWS_X8
-#define OPGEN_QMATVEC_Q8_ROWS_X8 8
+#define OPGEN_QMATVEC_Q8_ROWS_X8 4
 #endif
 
 // qmatvec_q8_1_* of blocks of 256 (the K formats): weight rows per item for one row of x (bench/ggml.py --explore compares 1, 2, 4, 8)
@@ -140,6 +140,72 @@
 // (a default: -D OPGEN_QMATVEC_Q8_ROWS_K_X8=... may tune it, with the runtime's QMATVEC_Q8_ROWS_K_X8 set alike)
 #ifndef OPGEN_QMATVEC_Q8_ROWS_K_X8
 #define OPGEN_QMATVEC_Q8_ROWS_K_X8 4
+#endif
+
+// qmatvec_q8_1_* of f32, f16 and bf16 weights: weight rows per item for one row of x (bench/ggml.py --explore compares 1, 2, 4, 8)
+// (a default: -D OPGEN_QMATVEC_Q8_ROWS_F_X1=... may tune it, with the runtime's QMATVEC_Q8_ROWS_F_X1 set alike)
+#ifndef OPGEN_QMATVEC_Q8_ROWS_F_X1
+#define OPGEN_QMATVEC_Q8_ROWS_F_X1 8
+#endif
+
+// qmatvec_q8_1_* of f32, f16 and bf16 weights: weight rows per item for 2 rows of x (bench/ggml.py --explore compares 1, 2, 4, 8)
+// (a default: -D OPGEN_QMATVEC_Q8_ROWS_F_X2=... may tune it, with the runtime's QMATVEC_Q8_ROWS_F_X2 set alike)
+#ifndef OPGEN_QMATVEC_Q8_ROWS_F_X2
+#define OPGEN_QMATVEC_Q8_ROWS_F_X2 4
+#endif
+
+// qmatvec_q8_1_* of f32, f16 and bf16 weights: weight rows per item for 3 or 4 rows of x (bench/ggml.py --explore compares 1, 2, 4, 8)
+// (a default: -D OPGEN_QMATVEC_Q8_ROWS_F_X4=... may tune it, with the runtime's QMATVEC_Q8_ROWS_F_X4 set alike)
+#ifndef OPGEN_QMATVEC_Q8_ROWS_F_X4
+#define OPGEN_QMATVEC_Q8_ROWS_F_X4 8
+#endif
+
+// qmatvec_q8_1_* of f32, f16 and bf16 weights: weight rows per item for 5 and more rows (8 at a time) of x (bench/ggml.py --explore compares 1, 2, 4, 8)
+// (a default: -D OPGEN_QMATVEC_Q8_ROWS_F_X8=... may tune it, with the runtime's QMATVEC_Q8_ROWS_F_X8 set alike)
+#ifndef OPGEN_QMATVEC_Q8_ROWS_F_X8
+#define OPGEN_QMATVEC_Q8_ROWS_F_X8 4
+#endif
+
+// qmatvec_q8_1_* (3 and more rows of x): blocks per multiprocessor its launch bounds ask for (registers per thread at most 64K / (this * QMATVEC_Q8_THREADS); 1: as many as the code takes; bench/ggml.py --explore compares)
+// (a default: -D OPGEN_QMATVEC_Q8_MIN_BLOCKS=... may tune it, with the runtime's QMATVEC_Q8_MIN_BLOCKS set alike)
+#ifndef OPGEN_QMATVEC_Q8_MIN_BLOCKS
+#define OPGEN_QMATVEC_Q8_MIN_BLOCKS 1
+#endif
+
+// qmatvec_q8_1_few_* (1 or 2 rows of x): QMATVEC_Q8_MIN_BLOCKS of its own entry points
+// (a default: -D OPGEN_QMATVEC_Q8_FEW_MIN_BLOCKS=... may tune it, with the runtime's QMATVEC_Q8_FEW_MIN_BLOCKS set alike)
+#ifndef OPGEN_QMATVEC_Q8_FEW_MIN_BLOCKS
+#define OPGEN_QMATVEC_Q8_FEW_MIN_BLOCKS 3
+#endif
+
+// qmatvec_q8_1_* of the block formats: where a weight row has at most this many units of 32 weights per lane of a group, a group of lanes takes an item, else a block (bench/ggml.py --explore compares)
+// (a default: -D OPGEN_QMATVEC_Q8_LANE_UNITS=... may tune it, with the runtime's QMATVEC_Q8_LANE_UNITS set alike)
+#ifndef OPGEN_QMATVEC_Q8_LANE_UNITS
+#define OPGEN_QMATVEC_Q8_LANE_UNITS 4
+#endif
+
+// qmatvec_q8_1_* of the block formats, 4 and more rows of x: units per lane up to which a group of lanes takes an item where there are at least QMATVEC_Q8_LANE_ITEMS items
+// (a default: -D OPGEN_QMATVEC_Q8_LANE_UNITS_MANY=... may tune it, with the runtime's QMATVEC_Q8_LANE_UNITS_MANY set alike)
+#ifndef OPGEN_QMATVEC_Q8_LANE_UNITS_MANY
+#define OPGEN_QMATVEC_Q8_LANE_UNITS_MANY 16
+#endif
+
+// qmatvec_q8_1_* of the block formats: items (weight rows per item by x rows class) from which QMATVEC_Q8_LANE_UNITS_MANY holds (fewer: too few groups in flight)
+// (a default: -D OPGEN_QMATVEC_Q8_LANE_ITEMS=... may tune it, with the runtime's QMATVEC_Q8_LANE_ITEMS set alike)
+#ifndef OPGEN_QMATVEC_Q8_LANE_ITEMS
+#define OPGEN_QMATVEC_Q8_LANE_ITEMS 1024
+#endif
+
+// qmatvec_q8_1_* of f32, f16 and bf16 weights: QMATVEC_Q8_LANE_UNITS, in units of 32 bytes
+// (a default: -D OPGEN_QMATVEC_Q8_LANE_UNITS_F=... may tune it, with the runtime's QMATVEC_Q8_LANE_UNITS_F set alike)
+#ifndef OPGEN_QMATVEC_Q8_LANE_UNITS_F
+#define OPGEN_QMATVEC_Q8_LANE_UNITS_F 16
+#endif
+
+// qmatvec_q8_1_*: the blocks of 32 read as whole aligned 16-byte pieces, a bit each (q4_0 1, q4_1 2, q5_0 4, q5_1 8, q8_0 16, q8_1 32); the others load their fields at the fields' own alignment (bench/ggml.py --explore compares)
+// (a default: -D OPGEN_QMATVEC_Q8_WIDE_BLOCKS=... may tune it, with the runtime's QMATVEC_Q8_WIDE_BLOCKS set alike)
+#ifndef OPGEN_QMATVEC_Q8_WIDE_BLOCKS
+#define OPGEN_QMATVEC_Q8_WIDE_BLOCKS 16
 #endif
 
 // launched with programmatic stream serialization (cuda, sm_90 and up): each waits (griddepcontrol.wait) before it touches memory

@@ -98,25 +98,23 @@ QMATVEC_K_ROWS_Q6_K = 8
 #: qmatvec_q8_1_*: threads per block (hip/qmatvec_q8.hip's kThreads, its launch bounds)
 QMATVEC_Q8_THREADS = 128
 
-#: qmatvec_q8_1_* of blocks of 32 and float weights: weight rows per item for one row of x (bench/ggml.py --explore
-#: compares 1, 2, 4, 8)
+#: qmatvec_q8_1_* of blocks of 32: weight rows per item for one row of x (bench/ggml.py --explore compares 1, 2, 4, 8)
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_ROWS_X1=... needs this set alike)
 QMATVEC_Q8_ROWS_X1 = 8
 
-#: qmatvec_q8_1_* of blocks of 32 and float weights: weight rows per item for 2 rows of x (bench/ggml.py --explore
-#: compares 1, 2, 4, 8)
+#: qmatvec_q8_1_* of blocks of 32: weight rows per item for 2 rows of x (bench/ggml.py --explore compares 1, 2, 4, 8)
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_ROWS_X2=... needs this set alike)
 QMATVEC_Q8_ROWS_X2 = 8
 
-#: qmatvec_q8_1_* of blocks of 32 and float weights: weight rows per item for 3 or 4 rows of x (bench/ggml.py --explore
-#: compares 1, 2, 4, 8)
+#: qmatvec_q8_1_* of blocks of 32: weight rows per item for 3 or 4 rows of x (bench/ggml.py --explore compares 1, 2, 4,
+#: 8)
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_ROWS_X4=... needs this set alike)
 QMATVEC_Q8_ROWS_X4 = 8
 
-#: qmatvec_q8_1_* of blocks of 32 and float weights: weight rows per item for 5 and more rows (8 at a time) of x
-#: (bench/ggml.py --explore compares 1, 2, 4, 8)
+#: qmatvec_q8_1_* of blocks of 32: weight rows per item for 5 and more rows (8 at a time) of x (bench/ggml.py --explore
+#: compares 1, 2, 4, 8)
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_ROWS_X8=... needs this set alike)
-QMATVEC_Q8_ROWS_X8 = 8
+QMATVEC_Q8_ROWS_X8 = 4
 
 #: qmatvec_q8_1_* of blocks of 256 (the K formats): weight rows per item for one row of x (bench/ggml.py --explore
 #: compares 1, 2, 4, 8)
@@ -137,6 +135,59 @@ QMATVEC_Q8_ROWS_K_X4 = 4
 #: (bench/ggml.py --explore compares 1, 2, 4, 8)
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_ROWS_K_X8=... needs this set alike)
 QMATVEC_Q8_ROWS_K_X8 = 4
+
+#: qmatvec_q8_1_* of f32, f16 and bf16 weights: weight rows per item for one row of x (bench/ggml.py --explore compares
+#: 1, 2, 4, 8)
+#: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_ROWS_F_X1=... needs this set alike)
+QMATVEC_Q8_ROWS_F_X1 = 8
+
+#: qmatvec_q8_1_* of f32, f16 and bf16 weights: weight rows per item for 2 rows of x (bench/ggml.py --explore compares
+#: 1, 2, 4, 8)
+#: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_ROWS_F_X2=... needs this set alike)
+QMATVEC_Q8_ROWS_F_X2 = 4
+
+#: qmatvec_q8_1_* of f32, f16 and bf16 weights: weight rows per item for 3 or 4 rows of x (bench/ggml.py --explore
+#: compares 1, 2, 4, 8)
+#: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_ROWS_F_X4=... needs this set alike)
+QMATVEC_Q8_ROWS_F_X4 = 8
+
+#: qmatvec_q8_1_* of f32, f16 and bf16 weights: weight rows per item for 5 and more rows (8 at a time) of x
+#: (bench/ggml.py --explore compares 1, 2, 4, 8)
+#: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_ROWS_F_X8=... needs this set alike)
+QMATVEC_Q8_ROWS_F_X8 = 4
+
+#: qmatvec_q8_1_* (3 and more rows of x): blocks per multiprocessor its launch bounds ask for (registers per thread at
+#: most 64K / (this * QMATVEC_Q8_THREADS); 1: as many as the code takes; bench/ggml.py --explore compares)
+#: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_MIN_BLOCKS=... needs this set alike)
+QMATVEC_Q8_MIN_BLOCKS = 1
+
+#: qmatvec_q8_1_few_* (1 or 2 rows of x): QMATVEC_Q8_MIN_BLOCKS of its own entry points
+#: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_FEW_MIN_BLOCKS=... needs this set alike)
+QMATVEC_Q8_FEW_MIN_BLOCKS = 3
+
+#: qmatvec_q8_1_* of the block formats: where a weight row has at most this many units of 32 weights per lane of a
+#: group, a group of lanes takes an item, else a block (bench/ggml.py --explore compares)
+#: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_LANE_UNITS=... needs this set alike)
+QMATVEC_Q8_LANE_UNITS = 4
+
+#: qmatvec_q8_1_* of the block formats, 4 and more rows of x: units per lane up to which a group of lanes takes an item
+#: where there are at least QMATVEC_Q8_LANE_ITEMS items
+#: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_LANE_UNITS_MANY=... needs this set alike)
+QMATVEC_Q8_LANE_UNITS_MANY = 16
+
+#: qmatvec_q8_1_* of the block formats: items (weight rows per item by x rows class) from which
+#: QMATVEC_Q8_LANE_UNITS_MANY holds (fewer: too few groups in flight)
+#: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_LANE_ITEMS=... needs this set alike)
+QMATVEC_Q8_LANE_ITEMS = 1024
+
+#: qmatvec_q8_1_* of f32, f16 and bf16 weights: QMATVEC_Q8_LANE_UNITS, in units of 32 bytes
+#: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_LANE_UNITS_F=... needs this set alike)
+QMATVEC_Q8_LANE_UNITS_F = 16
+
+#: qmatvec_q8_1_*: the blocks of 32 read as whole aligned 16-byte pieces, a bit each (q4_0 1, q4_1 2, q5_0 4, q5_1 8,
+#: q8_0 16, q8_1 32); the others load their fields at the fields' own alignment (bench/ggml.py --explore compares)
+#: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_WIDE_BLOCKS=... needs this set alike)
+QMATVEC_Q8_WIDE_BLOCKS = 16
 
 #: launched with programmatic stream serialization (cuda, sm_90 and up): each waits (griddepcontrol.wait) before it
 #: touches memory
@@ -188,6 +239,7 @@ class KernelPattern(enum.StrEnum):
     DEQUANTIZE_SELF_F16 = "dequantize_{self}_f16"
     QMATVEC_SELF = "qmatvec_{self}"
     QMATVEC_Q8_1_SELF = "qmatvec_q8_1_{self}"
+    QMATVEC_Q8_1_FEW_SELF = "qmatvec_q8_1_few_{self}"
     QUANTIZE_Q8_1_X = "quantize_q8_1_{x}"
     COPY_STRIDED_X = "copy_strided_{x}"
     SIGMOID_SELF = "sigmoid_{self}"

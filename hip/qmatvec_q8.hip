@@ -96,16 +96,66 @@ __device__ __forceinline__ int dot4(uint32_t a, uint32_t b, int c) {
 // is weight 4j + i) with weight = a[h] * q + b[h] for the weights 16h..16h+15 of the unit. The layouts and formulas of ggml-common.h and
 // GGML's dequantize_row_*.
 
+// The first N words of a block of K bytes at p (A-aligned; the words past its K bytes are any
+// value), read as whole aligned 16-byte pieces: two or three 16-byte loads where 2-byte ones
+// would take 2N, each warp-wide load then touching the block's cache lines once. Only the
+// pieces holding some of its K bytes are read, so no load leaves the 16-byte pieces the weights
+// lie in. A word shift by (p % 16) / 4 (two steps of selects) and, for A = 2, a half-word one.
+template <int N, int K, int A> __device__ __forceinline__ void block_words(const uint8_t* p, uint32_t (&w)[N]) {
+    constexpr int kPieces = (16 - A + K + 15) / 16, kWords = 4 * kPieces + 4;
+    static_assert(N + 4 <= kWords, "the shifts read at most 3 words past the N");
+    const size_t addr = reinterpret_cast<size_t>(p);
+    const uint4* base = reinterpret_cast<const uint4*>(addr & ~(size_t)15);
+    const int off = (int)(addr & 15);
+    uint32_t a[kWords];
+#pragma unroll
+    for (int c = 0; c < kPieces; c++) {
+        const uint4 v = 16 * c < off + K ? base[c] : make_uint4(0u, 0u, 0u, 0u);
+        a[4 * c] = v.x, a[4 * c + 1] = v.y, a[4 * c + 2] = v.z, a[4 * c + 3] = v.w;
+    }
+#pragma unroll
+    for (int i = 4 * kPieces; i < kWords; i++) a[i] = 0u;
+    const bool two = (off & 8) != 0, one = (off & 4) != 0;
+    uint32_t t[N + 2];
+#pragma unroll
+    for (int i = 0; i < N + 2; i++) t[i] = A < 16 && two ? a[i + 2] : a[i];
+    uint32_t u[N + 1];
+#pragma unroll
+    for (int i = 0; i < N + 1; i++) u[i] = A < 8 && one ? t[i + 1] : t[i];
+    const int bits = A < 4 ? (off & 2) * 8 : 0;
+#pragma unroll
+    for (int i = 0; i < N; i++) w[i] = (uint32_t)((((uint64_t)u[i + 1] << 32) | u[i]) >> bits);
+}
+
+// Whether the blocks of 32 of bit B (q4_0 0, q4_1 1, q5_0 2, q5_1 3, q8_0 4, q8_1 5) take
+// block_words (ops.yaml's QMATVEC_Q8_WIDE_BLOCKS) or loads of their fields' own alignment.
+template <int B> constexpr bool kWide = ((OPGEN_QMATVEC_Q8_WIDE_BLOCKS >> B) & 1) != 0;
+
+// The word of bytes 2..5 of the 8 at w (w[0] bytes 0..3, w[1] 4..7).
+__device__ __forceinline__ uint32_t mid_word(uint32_t lo, uint32_t hi) { return (lo >> 16) | (hi << 16); }
+__device__ __forceinline__ float half_lo(uint32_t w) { return opgen::f16_to_float(__ushort_as_half((unsigned short)(w & 0xFFFFu))); }
+__device__ __forceinline__ float half_hi(uint32_t w) { return opgen::f16_to_float(__ushort_as_half((unsigned short)(w >> 16))); }
+
 // q4_0: d (f16), qs[16]; weight i < 16 the low nibble of qs[i], i + 16 its high one; (q - 8) d
 struct q4_0 {
     static constexpr int kElems = 32, kBytes = 18;
     static __device__ __forceinline__ void unit(const uint8_t* row, size_t u, uint32_t (&q)[8], float (&a)[2], float (&b)[2]) {
         const uint8_t* blk = row + u * kBytes;
         uint32_t w[4];
-        words4<2>(blk + 2, w);
+        float d;
+        if constexpr (kWide<0>) {
+            uint32_t v[5];
+            block_words<5, kBytes, 2>(blk, v);
+#pragma unroll
+            for (int i = 0; i < 4; i++) w[i] = mid_word(v[i], v[i + 1]);
+            d = half_lo(v[0]);
+        } else {
+            words4<2>(blk + 2, w);
+            d = half_at(blk);
+        }
 #pragma unroll
         for (int i = 0; i < 4; i++) q[i] = centred<8>(w[i] & 0x0F0F0F0Fu), q[4 + i] = centred<8>((w[i] >> 4) & 0x0F0F0F0Fu);
-        a[0] = a[1] = half_at(blk), b[0] = b[1] = 0.0f;
+        a[0] = a[1] = d, b[0] = b[1] = 0.0f;
     }
 };
 
@@ -114,11 +164,17 @@ struct q4_1 {
     static constexpr int kElems = 32, kBytes = 20;
     static __device__ __forceinline__ void unit(const uint8_t* row, size_t u, uint32_t (&q)[8], float (&a)[2], float (&b)[2]) {
         const uint8_t* blk = row + u * kBytes;
-        uint32_t w[4];
-        words4<4>(blk + 4, w);
+        uint32_t v[5];
+        if constexpr (kWide<1>) {
+            block_words<5, kBytes, 4>(blk, v);
+        } else {
+            uint32_t w[4];
+            words4<4>(blk + 4, w);
+            v[0] = word_at<4>(blk), v[1] = w[0], v[2] = w[1], v[3] = w[2], v[4] = w[3];
+        }
 #pragma unroll
-        for (int i = 0; i < 4; i++) q[i] = w[i] & 0x0F0F0F0Fu, q[4 + i] = (w[i] >> 4) & 0x0F0F0F0Fu;
-        a[0] = a[1] = half_at(blk), b[0] = b[1] = half_at(blk + 2);
+        for (int i = 0; i < 4; i++) q[i] = v[1 + i] & 0x0F0F0F0Fu, q[4 + i] = (v[1 + i] >> 4) & 0x0F0F0F0Fu;
+        a[0] = a[1] = half_lo(v[0]), b[0] = b[1] = half_hi(v[0]);
     }
 };
 
@@ -127,15 +183,26 @@ struct q5_0 {
     static constexpr int kElems = 32, kBytes = 22;
     static __device__ __forceinline__ void unit(const uint8_t* row, size_t u, uint32_t (&q)[8], float (&a)[2], float (&b)[2]) {
         const uint8_t* blk = row + u * kBytes;
-        const uint32_t qh = word_at<2>(blk + 2);
-        uint32_t w[4];
-        words4<2>(blk + 6, w);
+        uint32_t w[4], qh;
+        float d;
+        if constexpr (kWide<2>) {
+            uint32_t v[6];
+            block_words<6, kBytes, 2>(blk, v);
+            qh = mid_word(v[0], v[1]);
+#pragma unroll
+            for (int i = 0; i < 4; i++) w[i] = mid_word(v[1 + i], v[2 + i]);
+            d = half_lo(v[0]);
+        } else {
+            qh = word_at<2>(blk + 2);
+            words4<2>(blk + 6, w);
+            d = half_at(blk);
+        }
 #pragma unroll
         for (int i = 0; i < 4; i++) {
             q[i] = centred<16>((w[i] & 0x0F0F0F0Fu) | fifth_bits(qh >> (4 * i)));
             q[4 + i] = centred<16>(((w[i] >> 4) & 0x0F0F0F0Fu) | fifth_bits(qh >> (16 + 4 * i)));
         }
-        a[0] = a[1] = half_at(blk), b[0] = b[1] = 0.0f;
+        a[0] = a[1] = d, b[0] = b[1] = 0.0f;
     }
 };
 
@@ -144,15 +211,21 @@ struct q5_1 {
     static constexpr int kElems = 32, kBytes = 24;
     static __device__ __forceinline__ void unit(const uint8_t* row, size_t u, uint32_t (&q)[8], float (&a)[2], float (&b)[2]) {
         const uint8_t* blk = row + u * kBytes;
-        const uint32_t qh = word_at<4>(blk + 4);
-        uint32_t w[4];
-        words4<8>(blk + 8, w);
+        uint32_t v[6];
+        if constexpr (kWide<3>) {
+            block_words<6, kBytes, 8>(blk, v);
+        } else {
+            uint32_t w[4];
+            words4<8>(blk + 8, w);
+            v[0] = word_at<4>(blk), v[1] = word_at<4>(blk + 4), v[2] = w[0], v[3] = w[1], v[4] = w[2], v[5] = w[3];
+        }
+        const uint32_t qh = v[1];
 #pragma unroll
         for (int i = 0; i < 4; i++) {
-            q[i] = (w[i] & 0x0F0F0F0Fu) | fifth_bits(qh >> (4 * i));
-            q[4 + i] = ((w[i] >> 4) & 0x0F0F0F0Fu) | fifth_bits(qh >> (16 + 4 * i));
+            q[i] = (v[2 + i] & 0x0F0F0F0Fu) | fifth_bits(qh >> (4 * i));
+            q[4 + i] = ((v[2 + i] >> 4) & 0x0F0F0F0Fu) | fifth_bits(qh >> (16 + 4 * i));
         }
-        a[0] = a[1] = half_at(blk), b[0] = b[1] = half_at(blk + 2);
+        a[0] = a[1] = half_lo(v[0]), b[0] = b[1] = half_hi(v[0]);
     }
 };
 
@@ -161,9 +234,18 @@ struct q8_0 {
     static constexpr int kElems = 32, kBytes = 34;
     static __device__ __forceinline__ void unit(const uint8_t* row, size_t u, uint32_t (&q)[8], float (&a)[2], float (&b)[2]) {
         const uint8_t* blk = row + u * kBytes;
+        if constexpr (kWide<4>) {
+            uint32_t v[9];
+            block_words<9, kBytes, 2>(blk, v);
 #pragma unroll
-        for (int i = 0; i < 8; i++) q[i] = word_at<2>(blk + 2 + 4 * i);
-        a[0] = a[1] = half_at(blk), b[0] = b[1] = 0.0f;
+            for (int i = 0; i < 8; i++) q[i] = mid_word(v[i], v[i + 1]);
+            a[0] = a[1] = half_lo(v[0]);
+        } else {
+#pragma unroll
+            for (int i = 0; i < 8; i++) q[i] = word_at<2>(blk + 2 + 4 * i);
+            a[0] = a[1] = half_at(blk);
+        }
+        b[0] = b[1] = 0.0f;
     }
 };
 
@@ -172,9 +254,18 @@ struct q8_1 {
     static constexpr int kElems = 32, kBytes = 36;
     static __device__ __forceinline__ void unit(const uint8_t* row, size_t u, uint32_t (&q)[8], float (&a)[2], float (&b)[2]) {
         const uint8_t* blk = row + u * kBytes;
+        if constexpr (kWide<5>) {
+            uint32_t v[9];
+            block_words<9, kBytes, 4>(blk, v);
 #pragma unroll
-        for (int i = 0; i < 8; i++) q[i] = word_at<4>(blk + 4 + 4 * i);
-        a[0] = a[1] = half_at(blk), b[0] = b[1] = 0.0f;
+            for (int i = 0; i < 8; i++) q[i] = v[1 + i];
+            a[0] = a[1] = half_lo(v[0]);
+        } else {
+#pragma unroll
+            for (int i = 0; i < 8; i++) q[i] = word_at<4>(blk + 4 + 4 * i);
+            a[0] = a[1] = half_at(blk);
+        }
+        b[0] = b[1] = 0.0f;
     }
 };
 
@@ -327,8 +418,8 @@ template <typename F> struct q8_operands {  // block formats against x in q8_1: 
         uint4 q[2];
         float4 m;  // per 16: d, d * the sum of their quants
     };
-    static __device__ __forceinline__ void load_w(const uint8_t* row, size_t u, W& w) { F::unit(row, u, w.q, w.a, w.b); }
-    static __device__ __forceinline__ void load_x(const x_source& s, size_t r, size_t u, X& x) {
+    static __device__ __forceinline__ void load_w(const uint8_t* row, size_t u, size_t, W& w) { F::unit(row, u, w.q, w.a, w.b); }
+    static __device__ __forceinline__ void load_x(const x_source& s, size_t r, size_t u, size_t, X& x) {
         const uint4* p = reinterpret_cast<const uint4*>(s.xq + r * s.k + 32 * u);
         x.q[0] = p[0], x.q[1] = p[1];
         x.m = reinterpret_cast<const float4*>(s.xm + r * (s.k / 16))[u];
@@ -365,6 +456,8 @@ template <> struct float_weight<bf16_t> {  // 8 weights of a 16-byte piece: a bf
     }
 };
 
+// A unit u of a row of `units` is its 16-byte pieces u and units + u (a half of the row apart), so
+// that the lanes of a group, taking neighbouring units, read neighbouring pieces of W and of x.
 template <typename T> struct float_operands {
     static constexpr int kUnit = 32 / (int)sizeof(T), kHalf = kUnit / 2;
     struct W {
@@ -373,16 +466,16 @@ template <typename T> struct float_operands {
     struct X {
         float4 v[kUnit / 4];
     };
-    static __device__ __forceinline__ void load_w(const uint8_t* row, size_t u, W& w) {
-        const uint4* p = reinterpret_cast<const uint4*>(row + 32 * u);
-        const uint4 lo = p[0], hi = p[1];
+    static __device__ __forceinline__ void load_w(const uint8_t* row, size_t u, size_t units, W& w) {
+        const uint4* p = reinterpret_cast<const uint4*>(row);
+        const uint4 lo = p[u], hi = p[units + u];
         float_weight<T>::piece(lo, w.v);
         float_weight<T>::piece(hi, w.v + kHalf);
     }
-    static __device__ __forceinline__ void load_x(const x_source& s, size_t r, size_t u, X& x) {
-        const float4* p = reinterpret_cast<const float4*>(s.x + r * s.k + kUnit * u);
+    static __device__ __forceinline__ void load_x(const x_source& s, size_t r, size_t u, size_t units, X& x) {
+        const float4* p = reinterpret_cast<const float4*>(s.x + r * s.k);
 #pragma unroll
-        for (int i = 0; i < kUnit / 4; i++) x.v[i] = p[i];
+        for (int i = 0; i < kHalf / 4; i++) x.v[i] = p[kHalf / 4 * u + i], x.v[kHalf / 4 + i] = p[kHalf / 4 * (units + u) + i];
     }
     static __device__ __forceinline__ float dot(const W& w, const X& x) {
         float s = 0.0f;
@@ -446,45 +539,96 @@ template <int V> __device__ __forceinline__ void group_totals(float (&v)[V], uns
     writer = (lane & repeat) == 0u;
 }
 
+// The format's family: 0 the blocks of 32, 1 the blocks of 256, 2 float weights.
+template <typename F> constexpr int kFamily = 0;
+template <> constexpr int kFamily<q2_k> = 1;
+template <> constexpr int kFamily<q3_k> = 1;
+template <> constexpr int kFamily<q4_k> = 1;
+template <> constexpr int kFamily<q5_k> = 1;
+template <> constexpr int kFamily<q6_k> = 1;
+template <> constexpr int kFamily<q8_k> = 1;
+template <> constexpr int kFamily<f32> = 2;
+template <> constexpr int kFamily<f16> = 2;
+template <> constexpr int kFamily<bf16> = 2;
+// Whether each group of lanes takes its own items (else a block an item): where a weight row has
+// at most QMATVEC_Q8_LANE_UNITS units per lane, or, for 4 and more rows of x, at most
+// _LANE_UNITS_MANY where there are at least QMATVEC_Q8_LANE_ITEMS items (enough groups in flight);
+// float weights: QMATVEC_Q8_LANE_UNITS_F (ops.yaml's kernel facts; runtime/gpu/quant.py's
+// q8_by_group decides alike for the grid).
+template <typename F, int NX> __device__ __forceinline__ bool by_groups(size_t units, size_t items) {
+    constexpr size_t g = OPGEN_LANE_GROUP;
+    if constexpr (kFamily<F> == 2) return units <= OPGEN_QMATVEC_Q8_LANE_UNITS_F * g;
+    return units <= OPGEN_QMATVEC_Q8_LANE_UNITS * g ||
+           (NX >= 4 && units <= OPGEN_QMATVEC_Q8_LANE_UNITS_MANY * g && items >= (size_t)OPGEN_QMATVEC_Q8_LANE_ITEMS);
+}
+
+// An item's R * NX sums (weight row i, x row j at i * NX + j) over the units first, first + step,
+// ... of its weight rows n0.. against the x rows r0..: weight rows past n and x rows past `rows`
+// are computed (as the last one), not stored.
+template <typename F, int NX, int R>
+__device__ __forceinline__ void item_sums(const uint8_t* __restrict__ w, const x_source& xs, size_t n, size_t rows, size_t n0,
+                                          size_t r0, size_t first, size_t step, float (&acc)[R * NX]) {
+    typedef typename operands_of<F>::type P;
+    const size_t units = xs.k / P::kUnit, row_bytes = operands_of<F>::row_bytes(xs.k);
+    const uint8_t* wr[R];
+    size_t xr[NX];
+#pragma unroll
+    for (int i = 0; i < R; i++) wr[i] = w + (n0 + i < n ? n0 + i : n - 1) * row_bytes;
+#pragma unroll
+    for (int j = 0; j < NX; j++) xr[j] = r0 + j < rows ? r0 + j : rows - 1;
+#pragma unroll
+    for (int i = 0; i < R * NX; i++) acc[i] = 0.0f;
+#pragma unroll 2
+    for (size_t u = first; u < units; u += step) {
+        typename P::W wv[R];
+#pragma unroll
+        for (int i = 0; i < R; i++) P::load_w(wr[i], u, units, wv[i]);
+#pragma unroll
+        for (int j = 0; j < NX; j++) {
+            typename P::X xv;
+            P::load_x(xs, xr[j], u, units, xv);
+#pragma unroll
+            for (int i = 0; i < R; i++) acc[i * NX + j] += P::dot(wv[i], xv);
+        }
+    }
+}
+
+// Items of R weight rows against NX rows of x (weight rows slowest). Where by_groups, each group
+// of lanes takes its own items and its shuffles alone sum them (more items in flight, no
+// block-wide step); else a block takes an item, its groups' totals summed through shared memory.
+// Either is correct for any grid.
 template <typename F, int NX, int R>
 __device__ void product(const uint8_t* __restrict__ w, const x_source& xs, float* __restrict__ y, size_t n, size_t rows) {
     typedef typename operands_of<F>::type P;
     constexpr int V = R * NX;
     constexpr int kHeld = V >= OPGEN_LANE_GROUP ? V / OPGEN_LANE_GROUP : 1;
     __shared__ float partial[kGroups][V];
-    const size_t k = xs.k, units = k / P::kUnit, row_bytes = operands_of<F>::row_bytes(k);
+    const size_t units = xs.k / P::kUnit;
     const size_t groups = (rows + NX - 1) / NX, items = (n + R - 1) / R * groups;
     const unsigned int lane = threadIdx.x % OPGEN_LANE_GROUP, group = threadIdx.x / OPGEN_LANE_GROUP;
-    for (size_t item = blockIdx.x; item < items; item += gridDim.x) {
+    const bool by_group = by_groups<F, NX>(units, items);  // the same for the whole block
+    const size_t first_item = by_group ? (size_t)blockIdx.x * kGroups + group : blockIdx.x;
+    const size_t item_step = by_group ? (size_t)gridDim.x * kGroups : gridDim.x;
+    for (size_t item = first_item; item < items; item += item_step) {
         const size_t n0 = item / groups * R, r0 = item % groups * NX;
-        const uint8_t* wr[R];
-        size_t xr[NX];
-#pragma unroll
-        for (int i = 0; i < R; i++) wr[i] = w + (n0 + i < n ? n0 + i : n - 1) * row_bytes;  // past n: computed, not stored
-#pragma unroll
-        for (int j = 0; j < NX; j++) xr[j] = r0 + j < rows ? r0 + j : rows - 1;
         float acc[V];
-#pragma unroll
-        for (int i = 0; i < V; i++) acc[i] = 0.0f;
-#pragma unroll 2
-        for (size_t u = threadIdx.x; u < units; u += kThreads) {
-            typename P::W wv[R];
-#pragma unroll
-            for (int i = 0; i < R; i++) P::load_w(wr[i], u, wv[i]);
-#pragma unroll
-            for (int j = 0; j < NX; j++) {
-                typename P::X xv;
-                P::load_x(xs, xr[j], u, xv);
-#pragma unroll
-                for (int i = 0; i < R; i++) acc[i * NX + j] += P::dot(wv[i], xv);
-            }
-        }
+        item_sums<F, NX, R>(w, xs, n, rows, n0, r0, by_group ? lane : threadIdx.x, by_group ? OPGEN_LANE_GROUP : kThreads, acc);
         int base;
         bool writer;
         group_totals<V>(acc, lane, base, writer);
+        if (by_group) {
+            if (writer) {
+#pragma unroll
+                for (int h = 0; h < kHeld; h++) {
+                    const size_t i = (size_t)(base + h) / NX, j = (size_t)(base + h) % NX;
+                    if (n0 + i < n && r0 + j < rows) y[(r0 + j) * n + n0 + i] = acc[h];
+                }
+            }
+            continue;
+        }
         if (writer) {
 #pragma unroll
-            for (int i = 0; i < kHeld; i++) partial[group][base + i] = acc[i];
+            for (int h = 0; h < kHeld; h++) partial[group][base + h] = acc[h];
         }
         __syncthreads();
         if ((int)threadIdx.x < V) {
@@ -499,49 +643,50 @@ __device__ void product(const uint8_t* __restrict__ w, const x_source& xs, float
 }
 
 // Weight rows per item by x rows class: ops.yaml's kernel facts, measured apart for the blocks of
-// 256 (QMATVEC_Q8_ROWS_K_X*: their unit decodes two halves and wants fewer rows at once) and for
-// the blocks of 32 and float weights (QMATVEC_Q8_ROWS_X*).
-template <typename F> constexpr bool kBlocksOf256 = false;
-template <> constexpr bool kBlocksOf256<q2_k> = true;
-template <> constexpr bool kBlocksOf256<q3_k> = true;
-template <> constexpr bool kBlocksOf256<q4_k> = true;
-template <> constexpr bool kBlocksOf256<q5_k> = true;
-template <> constexpr bool kBlocksOf256<q6_k> = true;
-template <> constexpr bool kBlocksOf256<q8_k> = true;
+// 256 (QMATVEC_Q8_ROWS_K_X*: their unit decodes two halves and wants fewer rows at once), for
+// float weights (QMATVEC_Q8_ROWS_F_X*: a unit holds 8 or 16 weights as f32 in registers) and for
+// the blocks of 32 (QMATVEC_Q8_ROWS_X*).
 template <typename F> struct item_rows {
-    static constexpr bool k = kBlocksOf256<F>;
-    static constexpr int x1 = k ? OPGEN_QMATVEC_Q8_ROWS_K_X1 : OPGEN_QMATVEC_Q8_ROWS_X1;
-    static constexpr int x2 = k ? OPGEN_QMATVEC_Q8_ROWS_K_X2 : OPGEN_QMATVEC_Q8_ROWS_X2;
-    static constexpr int x4 = k ? OPGEN_QMATVEC_Q8_ROWS_K_X4 : OPGEN_QMATVEC_Q8_ROWS_X4;
-    static constexpr int x8 = k ? OPGEN_QMATVEC_Q8_ROWS_K_X8 : OPGEN_QMATVEC_Q8_ROWS_X8;
+    static constexpr int f = kFamily<F>;
+    static constexpr int x1 = f == 1 ? OPGEN_QMATVEC_Q8_ROWS_K_X1 : f == 2 ? OPGEN_QMATVEC_Q8_ROWS_F_X1 : OPGEN_QMATVEC_Q8_ROWS_X1;
+    static constexpr int x2 = f == 1 ? OPGEN_QMATVEC_Q8_ROWS_K_X2 : f == 2 ? OPGEN_QMATVEC_Q8_ROWS_F_X2 : OPGEN_QMATVEC_Q8_ROWS_X2;
+    static constexpr int x4 = f == 1 ? OPGEN_QMATVEC_Q8_ROWS_K_X4 : f == 2 ? OPGEN_QMATVEC_Q8_ROWS_F_X4 : OPGEN_QMATVEC_Q8_ROWS_X4;
+    static constexpr int x8 = f == 1 ? OPGEN_QMATVEC_Q8_ROWS_K_X8 : f == 2 ? OPGEN_QMATVEC_Q8_ROWS_F_X8 : OPGEN_QMATVEC_Q8_ROWS_X8;
 };
 
-// qmatvec_q8_1_<F>: x rows 1, 2, up to 4 and more each their template (8 at a time past 4), with
-// the weight rows per item of item_rows<F>.
+// qmatvec_q8_1_<F> (3 and more rows of x: up to 4, else 8 at a time) and qmatvec_q8_1_few_<F>
+// (1 or 2 rows; built apart, its launch bounds its own), each x class its template with the weight
+// rows per item of item_rows<F>. Either is correct for any rows (more rows take more groups).
+// AMD (compiled, never run here): one row of x, else 4 at a time, 2 weight rows an item; its
+// dot4 is four multiply-adds, and fewer instances keep hiprtc's compile short.
 template <typename F>
-__device__ __forceinline__ void qmatvec_q8_1(const uint8_t* w, const float* x, const uint8_t* xq, float* y, size_t n,
-                                             size_t k, size_t rows) {
+__device__ __forceinline__ void qmatvec_q8_1_many(const uint8_t* w, const float* x, const uint8_t* xq, float* y, size_t n,
+                                                  size_t k, size_t rows) {
     const x_source xs = {x, xq, reinterpret_cast<const float2*>(xq + rows * k), k};
 #if OPGEN_HIP
-    // AMD (compiled, never run here): one row of x, else 4 at a time, 2 weight rows an item; its
-    // dot4 is four multiply-adds, and fewer instances keep hiprtc's compile short.
-    if (rows == 1) {
-        product<F, 1, 2>(w, xs, y, n, rows);
+    product<F, 4, 2>(w, xs, y, n, rows);
+#else
+    if (rows <= 4) {
+        product<F, 4, item_rows<F>::x4>(w, xs, y, n, rows);
     } else {
-        product<F, 4, 2>(w, xs, y, n, rows);
+        product<F, 8, item_rows<F>::x8>(w, xs, y, n, rows);
     }
-    return;
 #endif
-    typedef item_rows<F> R;
+}
+
+template <typename F>
+__device__ __forceinline__ void qmatvec_q8_1_few(const uint8_t* w, const float* x, const uint8_t* xq, float* y, size_t n,
+                                                 size_t k, size_t rows) {
+    const x_source xs = {x, xq, reinterpret_cast<const float2*>(xq + rows * k), k};
+#if OPGEN_HIP
+    product<F, 1, 2>(w, xs, y, n, rows);
+#else
     if (rows == 1) {
-        product<F, 1, R::x1>(w, xs, y, n, rows);
-    } else if (rows == 2) {
-        product<F, 2, R::x2>(w, xs, y, n, rows);
-    } else if (rows <= 4) {
-        product<F, 4, R::x4>(w, xs, y, n, rows);
+        product<F, 1, item_rows<F>::x1>(w, xs, y, n, rows);
     } else {
-        product<F, 8, R::x8>(w, xs, y, n, rows);
+        product<F, 2, item_rows<F>::x2>(w, xs, y, n, rows);
     }
+#endif
 }
 
 // ---------------------------------------------------------------------------- x to q8_1

@@ -24,6 +24,14 @@ from generated.kernel_facts import (
     QMATVEC_FAST_THREADS,
     QMATVEC_K_ROWS_Q4_K,
     QMATVEC_K_ROWS_Q6_K,
+    QMATVEC_Q8_LANE_ITEMS,
+    QMATVEC_Q8_LANE_UNITS,
+    QMATVEC_Q8_LANE_UNITS_F,
+    QMATVEC_Q8_LANE_UNITS_MANY,
+    QMATVEC_Q8_ROWS_F_X1,
+    QMATVEC_Q8_ROWS_F_X2,
+    QMATVEC_Q8_ROWS_F_X4,
+    QMATVEC_Q8_ROWS_F_X8,
     QMATVEC_Q8_ROWS_K_X1,
     QMATVEC_Q8_ROWS_K_X2,
     QMATVEC_Q8_ROWS_K_X4,
@@ -60,17 +68,26 @@ QMATVEC_FAST = {
 #: (rows per item, threads per block), hip/quantized.hip's (F::kKRows, kThreads).
 QMATVEC_K = {"q4_k": (QMATVEC_K_ROWS_Q4_K, QMATVEC_THREADS), "q6_k": (QMATVEC_K_ROWS_Q6_K, QMATVEC_THREADS)}
 #: qmatvec_q8_1_*'s weight rows per item, by its class of x rows (1, 2, up to 4, more: 8 at a
-#: time): ops.yaml's kernel facts QMATVEC_Q8_ROWS_X* (blocks of 32, float weights) and
-#: QMATVEC_Q8_ROWS_K_X* (blocks of 256), which hip/qmatvec_q8.hip is built with.
+#: time): ops.yaml's kernel facts QMATVEC_Q8_ROWS_X* (blocks of 32), QMATVEC_Q8_ROWS_K_X* (blocks
+#: of 256) and QMATVEC_Q8_ROWS_F_X* (f32, f16, bf16), which hip/qmatvec_q8.hip is built with.
 QMATVEC_Q8_ROWS = {1: QMATVEC_Q8_ROWS_X1, 2: QMATVEC_Q8_ROWS_X2, 4: QMATVEC_Q8_ROWS_X4, 8: QMATVEC_Q8_ROWS_X8}
 QMATVEC_Q8_ROWS_K = {1: QMATVEC_Q8_ROWS_K_X1, 2: QMATVEC_Q8_ROWS_K_X2, 4: QMATVEC_Q8_ROWS_K_X4, 8: QMATVEC_Q8_ROWS_K_X8}
+QMATVEC_Q8_ROWS_F = {1: QMATVEC_Q8_ROWS_F_X1, 2: QMATVEC_Q8_ROWS_F_X2, 4: QMATVEC_Q8_ROWS_F_X4, 8: QMATVEC_Q8_ROWS_F_X8}
+#: Lanes in a group of qmatvec_q8_1_* (compat.h's OPGEN_LANE_GROUP, on every device).
+LANE_GROUP = 32
+#: When qmatvec_q8_1_* gives each group of lanes its own items: ops.yaml's kernel facts (q8_by_group).
+QMATVEC_Q8_LANES = {
+    "QMATVEC_Q8_LANE_UNITS": QMATVEC_Q8_LANE_UNITS,
+    "QMATVEC_Q8_LANE_UNITS_MANY": QMATVEC_Q8_LANE_UNITS_MANY,
+    "QMATVEC_Q8_LANE_ITEMS": QMATVEC_Q8_LANE_ITEMS,
+    "QMATVEC_Q8_LANE_UNITS_F": QMATVEC_Q8_LANE_UNITS_F,
+}
 #: (format, x rows class) where the exact-x kernel (qmatvec_<fmt>) was measured faster than the
 #: quantized-x one, over the four shapes of bench/ggml.py together: QMatMul takes it there with
-#: the switch qmatmul_exact_x off too (H200, 2026-11-27; figures: bench/results/ggml-anchor-h200.json,
-#: opgen_us beside opgen_exact_x_us).
-EXACT_X_FASTER: frozenset[tuple[str, int]] = frozenset(
-    {("q4_0", 1), ("q8_0", 1), ("q4_k", 1), ("q6_k", 1), ("q6_k", 2)}
-)
+#: the switch qmatmul_exact_x off too (H200, 2026-11-27; the exact-x kernel's figures:
+#: bench/results/ggml-anchor-h200.json, opgen_exact_x_us; the quantized-x kernel's of this tree:
+#: bench/results/ggml-q8-explore-h200.md, which took q4_0 and q8_0 of one row off this set).
+EXACT_X_FASTER: frozenset[tuple[str, int]] = frozenset({("q4_k", 1), ("q6_k", 1), ("q6_k", 2)})
 #: Rows of x from which QMatMul dequantizes the weight once and runs the f32 BLAS GEMM instead
 #: of qmatvec, which reads the weight again for every row; by format, the others' value under
 #: None: where the two cross, measured (bench/gpu.py --parts qmatmul; figures: bench/results/NOTES.md,
@@ -298,9 +315,11 @@ def qmatvec_q8_1(
 ) -> None:
     """out (rows, n) = x (rows, k, dense) @ W^T by hip/qmatvec_q8.hip: x quantized to q8_1 into
     `xq` (allocated here unless given: x_q8_1_bytes), then the product; f32 / f16 / bf16
-    weights read x itself. Two launches on x's stream."""
+    weights read x itself; qmatvec_q8_1_few_<fmt> for one or two rows of x. Two launches on x's
+    stream."""
     ordinal, stream = x.ordinal, rt.stream(x.ordinal)
-    fn = _kernel("qmatmul", rt, table, K.QMATVEC_Q8_1_SELF, q.fmt)
+    few = x_rows_class(rows) <= 2  # its own entry points (launch bounds): qmatvec_q8_1_few_<fmt>
+    fn = _kernel("qmatmul", rt, table, K.QMATVEC_Q8_1_FEW_SELF if few else K.QMATVEC_Q8_1_SELF, q.fmt)
     if q.fmt in ggml.PLAIN:
         xq = x
     else:
@@ -308,15 +327,47 @@ def qmatvec_q8_1(
             xq = rt.alloc(ordinal, x_q8_1_bytes(rows, k), np.dtype(np.uint8))
         quantize_x = rt._entry(table, (K.QUANTIZE_Q8_1_X, x.dtype), "qmatmul")
         quantize_x(rt.launch, rt.geometry(rows * k // 16, ordinal), BLOCK, stream, x.ptr, xq.ptr, rows, k)
-    nx = x_rows_class(rows)
-    items = -(-n // q8_item_rows(q.fmt, nx)) * -(-rows // nx)
-    fn(rt.launch, _grid(rt, ordinal, items), QMATVEC_Q8_THREADS, stream, q.buf.ptr, x.ptr, xq.ptr, out.ptr, n, k, rows)
+    grid = q8_grid(rt, ordinal, q.fmt, n, k, rows, q8_item_rows(q.fmt, x_rows_class(rows)))
+    fn(rt.launch, grid, QMATVEC_Q8_THREADS, stream, q.buf.ptr, x.ptr, xq.ptr, out.ptr, n, k, rows)
 
 
 def q8_item_rows(fmt: str, nx: int) -> int:
     """qmatvec_q8_1_<fmt>'s weight rows per item for the x rows class `nx` (x_rows_class)."""
-    blocks_of_256 = fmt not in ggml.PLAIN and ggml.FORMATS[fmt].block == 256
-    return (QMATVEC_Q8_ROWS_K if blocks_of_256 else QMATVEC_Q8_ROWS)[nx]
+    if fmt in ggml.PLAIN:
+        return QMATVEC_Q8_ROWS_F[nx]
+    return (QMATVEC_Q8_ROWS_K if ggml.FORMATS[fmt].block == 256 else QMATVEC_Q8_ROWS)[nx]
+
+
+def q8_units(fmt: str, k: int) -> int:
+    """qmatvec_q8_1_<fmt>'s units in a weight row of k: 32 weights of a block format, 32 bytes of
+    a float one."""
+    if fmt in ggml.PLAIN:
+        return k * ggml.FORMATS[fmt].nbytes // 32
+    return k // 32
+
+
+def q8_by_group(fmt: str, nx: int, units: int, items: int, facts: dict[str, int] = QMATVEC_Q8_LANES) -> bool:
+    """Whether qmatvec_q8_1_<fmt> gives each group of lanes its own items (hip/qmatvec_q8.hip's
+    by_groups) for the x rows class nx: a weight row of at most LANE_UNITS units per lane, or (nx
+    of 4 and 8) of at most LANE_UNITS_MANY where there are LANE_ITEMS items or more; float weights:
+    at most LANE_UNITS_F. `facts`: those of a build (bench/ggml.py --explore), by default shipped."""
+    if fmt in ggml.PLAIN:
+        return units <= facts["QMATVEC_Q8_LANE_UNITS_F"] * LANE_GROUP
+    many = units <= facts["QMATVEC_Q8_LANE_UNITS_MANY"] * LANE_GROUP and items >= facts["QMATVEC_Q8_LANE_ITEMS"]
+    return units <= facts["QMATVEC_Q8_LANE_UNITS"] * LANE_GROUP or (nx >= 4 and many)
+
+
+def q8_grid(
+    rt: GpuRuntime, ordinal: int, fmt: str, n: int, k: int, rows: int, item_rows: int, facts=QMATVEC_Q8_LANES
+) -> int:
+    """qmatvec_q8_1_<fmt>'s grid: a block per item, or per QMATVEC_Q8_THREADS / LANE_GROUP items
+    where the kernel gives each group of lanes its own (q8_by_group). Any grid is correct (the
+    kernel strides over items)."""
+    nx = x_rows_class(rows)
+    items = -(-n // item_rows) * -(-rows // nx)
+    if q8_by_group(fmt, nx, q8_units(fmt, k), items, facts):
+        items = -(-items // (QMATVEC_Q8_THREADS // LANE_GROUP))
+    return _grid(rt, ordinal, items)
 
 
 def gemm_rows(fmt: str) -> int:

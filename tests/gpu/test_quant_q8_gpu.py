@@ -28,10 +28,12 @@ GPU_BACKENDS = gpu_backends_or_skip()
 
 FORMATS = list(ggml.FORMATS)
 FLOAT = ("f32", "f16", "bf16")
-#: (n, k): blocks of 256 and of 32, odd n, a k of many thread strides
-SHAPES = [(37, 256), (33, 4096), (130, 2304)]  # NMSE over few outputs is noisy: n of 33 at least
-#: f32 / f16 / bf16: k of 24 fills f32's units of 8, not f16's of 16 (their exact-x kernel)
-FLOAT_SHAPES = [(7, 24)]
+#: (n, k): blocks of 256 and of 32, odd n, a k of many thread strides; k up to 4096 gives each
+#: group of lanes its own items (QMATVEC_Q8_LANE_UNITS), 4352 a block an item (few items)
+SHAPES = [(37, 256), (33, 4096), (130, 2304), (33, 4352)]  # NMSE over few outputs is noisy: n of 33 at least
+#: f32 / f16 / bf16: k of 24 fills f32's units of 8, not f16's of 16 (their exact-x kernel); 8448:
+#: a block an item (more units a lane than QMATVEC_Q8_LANE_UNITS_F), 4352 f32's too
+FLOAT_SHAPES = [(7, 24), (33, 8448)]
 ROWS = [1, 2, 3, 5, 8, 11]  # every x class (1, 2, 4, 8) and past 8 (two groups of x rows)
 ARITHMETIC_RTOL = 1e-5
 

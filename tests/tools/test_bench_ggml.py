@@ -104,3 +104,42 @@ def test_ggml_figures_of_rows_not_timed_come_from_an_earlier_run(tmp_path):
     assert merged == {("q4_0", 4096, 4096, 1): 9.0, ("q4_0", 4096, 4096, 8): 20.0}  # this run's row 8 kept
     assert "rows of 1: an earlier call" in results.note and "card A, 2026-01-02" in results.note
     assert results.with_earlier(merged, tmp_path / "missing.json") == merged
+
+
+class _Geometry:
+    """A runtime's grid of a block per 256 elements (GpuRuntime.geometry below its cap)."""
+
+    def geometry(self, numel: int, ordinal: int) -> int:
+        return -(-numel // 256)
+
+
+def test_explore_builds_define_their_facts_and_launch_by_them(tmp_path):
+    from generated import kernel_facts as kf
+
+    older = tmp_path / "qmatvec_q8.hip"  # a source before the float family and lane items
+    older.write_text("".join(f"// OPGEN_QMATVEC_Q8_ROWS{f}_X{c}\n" for f in ("", "_K") for c in (1, 2, 4, 8)))
+    four, by_block, baseline = bench.explore_variants(["rows-4", "block-items"], older)
+    assert four.path.read_text().startswith("#define OPGEN_QMATVEC_Q8_ROWS_X1 4\n")
+    assert "#define" not in baseline.path.read_text()
+    assert (four.item_rows("q4_0", 8), four.item_rows("f16", 2)) == (4, 4)
+    assert four.item_rows("q4_k", 1) == kf.QMATVEC_Q8_ROWS_K_X1  # the blocks of 256 as shipped
+    assert baseline.item_rows("f16", 4) == kf.QMATVEC_Q8_ROWS_X4  # its floats take the blocks of 32's rows
+    rt = _Geometry()
+    items = 4096 // kf.QMATVEC_Q8_ROWS_X1  # q4_0, 4096 x 4096, one row of x: 128 units, 4 a lane
+    lane_items = kf.QMATVEC_Q8_LANE_UNITS >= 4
+    threads = kf.QMATVEC_Q8_THREADS
+    assert by_block.grid(rt, "q4_0", 4096, 4096, 1) == baseline.grid(rt, "q4_0", 4096, 4096, 1) == items
+    shipped = bench.explore_variants(["shipped"], None)[0]
+    assert shipped.grid(rt, "q4_0", 4096, 4096, 1) == (-(-items // (threads // 32)) if lane_items else items)
+    assert shipped.grid(rt, "q4_0", 4096, 4096 * 64, 1) == items  # 64 units a lane: a block per item
+    many = 16384 // kf.QMATVEC_Q8_ROWS_X4  # 16384 x 16384, 4 rows: 16 units a lane, items from LANE_ITEMS
+    by_groups = kf.QMATVEC_Q8_LANE_UNITS_MANY >= 16 and many >= kf.QMATVEC_Q8_LANE_ITEMS
+    assert shipped.grid(rt, "q4_0", 16384, 16384, 4) == (-(-many // (threads // 32)) if by_groups else many)
+    assert by_block.grid(rt, "q4_0", 16384, 16384, 4) == many
+    assert shipped.grid(rt, "q4_0", 16384, 16384, 1) == 16384 // kf.QMATVEC_Q8_ROWS_X1  # 1 row: a block an item
+    f32_items = 4096 // kf.QMATVEC_Q8_ROWS_F_X1  # f32 4096 x 4096: 512 units, 16 a lane
+    f32_lane = kf.QMATVEC_Q8_LANE_UNITS_F >= 16
+    assert shipped.grid(rt, "f32", 4096, 4096, 1) == (-(-f32_items // (threads // 32)) if f32_lane else f32_items)
+    assert baseline.grid(rt, "f32", 4096, 4096, 1) == 4096 // kf.QMATVEC_Q8_ROWS_X1  # a block per item
+    assert [shipped.entry("q4_0", r) for r in (1, 2, 3)] == ["qmatvec_q8_1_few_q4_0"] * 2 + ["qmatvec_q8_1_q4_0"]
+    assert baseline.entry("q4_0", 1) == "qmatvec_q8_1_q4_0"  # one entry point for every class of x rows
