@@ -5,9 +5,11 @@ cudnn.allow_tf32) and off.
 Per library and mode: host time per call (calls queued back to back, the stream drained only
 at the end, so that the host's cost shows where it exceeds the GPU's), device time per call
 (CUDA events on the library's own stream around a batch), and the kernels the GPU ran
-(torch.profiler over a few calls of each: name and device time). For opgen, both ways of
-running a built cuDNN plan: by its addresses alone (runtime/gpu/cudnn_direct.py) and the
-frontend's `execute`. `--profile`: the host functions of opgen's warm calls, by own time.
+(torch.profiler over a few calls of each: name and device time). For opgen, the three ways of
+running a built cuDNN plan: replayed as a CUDA graph of its launches (runtime/gpu/cudnn_graphs.py,
+what a call on buffers seen before does by default), by its addresses alone
+(runtime/gpu/cudnn_direct.py; graphs off) and the frontend's `execute`. `--profile`: the host
+functions of opgen's warm TF32 calls, by own time.
 
 Run on the device machine: `python3 bench/conv_host.py --out $OUT` (writes conv-host.json)."""
 
@@ -24,9 +26,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 SHAPE_X, SHAPE_W = (16, 64, 56, 56), (64, 64, 3, 3)
+#: opgen's ways of running the built plan (runtime/gpu/cudnn.py's DIRECT and cudnn_graphs.ENABLED).
+WAYS = ("graph", "direct", "execute")
 
 
-def _median_per_call(call, sync, calls: int = 200, rounds: int = 7) -> float:
+def queued_per_call(call, sync, calls: int = 200, rounds: int = 7) -> float:
     """Median over rounds of (seconds for `calls` calls queued back to back, then drained) / calls."""
     samples = []
     for _ in range(rounds):
@@ -39,7 +43,7 @@ def _median_per_call(call, sync, calls: int = 200, rounds: int = 7) -> float:
     return statistics.median(samples)
 
 
-def _host_per_call(call, sync, calls: int = 50) -> float:
+def host_per_call(call, sync, calls: int = 50) -> float:
     """Seconds of host time per call: `calls` calls queued without waiting (short enough not
     to fill the launch queue), the drain not counted."""
     samples = []
@@ -53,7 +57,7 @@ def _host_per_call(call, sync, calls: int = 50) -> float:
     return statistics.median(samples)
 
 
-def _event_per_call(call, stream: int, sync, calls: int = 100) -> float:
+def event_per_call(call, stream: int, sync, calls: int = 100) -> float:
     """Device seconds per call between two CUDA events on `stream` around `calls` calls."""
     from cuda.bindings import driver as cu
 
@@ -70,8 +74,9 @@ def _event_per_call(call, stream: int, sync, calls: int = 100) -> float:
     return min(samples)
 
 
-def _kernels(call, sync, calls: int = 5) -> list[str]:
-    """The kernels `calls` calls ran: 'us  name' (device time per call), by torch.profiler."""
+def kernels_run(call, sync, calls: int = 5, api: bool = False) -> list[str]:
+    """The kernels `calls` calls ran: 'us  name' (device time per call), by torch.profiler;
+    `api`: also the CUDA runtime and driver calls made on the host ('n x  name' per call)."""
     import torch
     from torch.profiler import ProfilerActivity, profile
 
@@ -82,8 +87,12 @@ def _kernels(call, sync, calls: int = 5) -> list[str]:
                 call()
             sync()
             torch.cuda.synchronize()
-        rows = [e for e in prof.key_averages() if e.device_type.name == "CUDA" and e.count]
-        return [f"{e.device_time_total / calls:8.1f} us  {e.key[:110]}" for e in rows]
+        events = [e for e in prof.key_averages() if e.count]
+        rows = [f"{e.device_time_total / calls:8.1f} us  {e.key[:110]}" for e in events if e.device_type.name == "CUDA"]
+        if api:
+            calls_made = [e for e in events if e.device_type.name != "CUDA" and e.key.startswith("cu")]
+            rows += [f"{e.count / calls:8.1f} x   {e.key}" for e in calls_made]
+        return rows
     except Exception as exc:  # noqa: BLE001  (a torch without this profiler API: the times alone)
         return [f"profiler failed: {type(exc).__name__}: {exc}"]
 
@@ -117,19 +126,19 @@ def _torch(tf32: bool):
     return (lambda: F.conv2d(x, w, padding=1)), torch.cuda.synchronize, stream
 
 
-def _measure(call, sync, stream) -> dict:
+def measure(call, sync, stream) -> dict:
     for _ in range(50):
         call()
     sync()
     return {
-        "host_us": _host_per_call(call, sync) * 1e6,
-        "queued_us": _median_per_call(call, sync) * 1e6,
-        "device_us": _event_per_call(call, stream, sync) * 1e6,
-        "kernels": _kernels(call, sync),
+        "host_us": host_per_call(call, sync) * 1e6,
+        "queued_us": queued_per_call(call, sync) * 1e6,
+        "device_us": event_per_call(call, stream, sync) * 1e6,
+        "kernels": kernels_run(call, sync),
     }
 
 
-def _host_profile(call, sync, calls: int = 500, top: int = 25) -> list[str]:
+def host_profile(call, sync, calls: int = 500, top: int = 25) -> list[str]:
     import cProfile
     import pstats
 
@@ -157,23 +166,25 @@ def main() -> None:
     results: dict = {"torch": torch.__version__}
     for tf32 in (True, False):
         mode = "tf32" if tf32 else "f32"
-        results[f"torch {mode}"] = _measure(*_torch(tf32))
-        for direct in (True, False):
-            gpu_cudnn.DIRECT = direct
+        results[f"torch {mode}"] = measure(*_torch(tf32))
+        for way in WAYS:
+            gpu_cudnn.DIRECT = way != "execute"
+            gpu_cudnn.cudnn_graphs.ENABLED = way == "graph"
             import runtime.cuda as cuda
 
             cuda._rt.vendor_nn._plans.clear()  # each way's plan made (or loaded) again
             call, sync, stream = _opgen(tf32)
-            way = "direct" if direct else "execute"
-            results[f"opgen {mode} {way}"] = _measure(call, sync, stream)
+            results[f"opgen {mode} {way}"] = measure(call, sync, stream)
+            results[f"opgen {mode} {way}"]["replays"] = cuda._rt.vendor_nn.replays()
             if args.profile and tf32:
-                results[f"opgen {mode} {way} host profile"] = _host_profile(call, sync)
+                results[f"opgen {mode} {way} host profile"] = host_profile(call, sync)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "conv-host.json").write_text(json.dumps(results, indent=1))
     for key, value in results.items():
         if isinstance(value, dict):
             times = f"host {value['host_us']:.1f} us, queued {value['queued_us']:.1f} us"
-            print(f"{key}: {times}, device {value['device_us']:.1f} us")
+            replays = f", {value['replays']} calls replayed" if "replays" in value else ""
+            print(f"{key}: {times}, device {value['device_us']:.1f} us{replays}")
             print("\n".join("    " + k for k in value["kernels"]))
         elif isinstance(value, list):
             print(key)

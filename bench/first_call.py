@@ -55,7 +55,7 @@ FAMILIES = {
 PROFILED = ("elementwise", "reduce", "nn", "matmul-f32", "conv-tf32", "attention", "qmatvec")
 
 
-def _warm(call, sync, batches: int = 20, spin: float = 0.3, batch_seconds: float = 2e-3) -> float:
+def warm_per_call(call, sync, batches: int = 20, spin: float = 0.3, batch_seconds: float = 2e-3) -> float:
     """Median seconds per call of batches of synchronised calls, after `spin` seconds of calls
     (the GPU's clocks up), each batch about `batch_seconds` long."""
     calls, start = 0, time.perf_counter()
@@ -182,7 +182,7 @@ def child(lib: str, families: list[str], tree: str, profile: bool = False) -> No
         call()
         sync()
         first = time.perf_counter() - start
-        warm = _warm(call, sync)
+        warm = warm_per_call(call, sync)
         row = {"family": family, "first_ms": first * 1e3, "warm_ms": warm * 1e3}
         if lib == "opgen":  # cuDNN plans taken from the disk cache (an older tree has no count)
             row["plans_loaded"] = getattr(sys.modules["runtime.cuda"]._rt.vendor_nn, "loaded", None)

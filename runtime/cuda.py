@@ -27,7 +27,7 @@ import numpy as np
 
 from generated.kernel_facts import PROGRAMMATIC_KERNELS
 from runtime.errors import BackendUnavailable
-from runtime.gpu import interop as gpu_interop
+from runtime.gpu import blas_graphs, interop as gpu_interop
 from runtime.gpu.cudnn import Cudnn
 from runtime.gpu.driver import DriverCalls, GpuError, StreamDriver
 from runtime.gpu.launch import STRUCT_CODES, kernel_params
@@ -188,6 +188,29 @@ _GEMM_TYPES = {
     np.dtype("float32"): (0, 68, np.float32),  # CUDA_R_32F, CUBLAS_COMPUTE_32F
     np.dtype("float64"): (1, 70, np.float64),  # CUDA_R_64F, CUBLAS_COMPUTE_64F
 }
+
+
+#: Bytes of the workspace each device's cuBLAS handle is given (cublasSetWorkspace, from the
+#: device's pool, kept for the process; torch gives its handles one too). Without one, cuBLAS
+#: uses a workspace of its own: bench/matmul_host.py times both. OPGEN_CUBLAS_WORKSPACE_MB sets
+#: the size; 0 leaves cuBLAS's own.
+BLAS_WORKSPACE = int(os.environ.get("OPGEN_CUBLAS_WORKSPACE_MB", "32")) << 20
+
+
+# alpha = 1 and beta = 0 in each scalar type, made once: cuBLAS reads them (host pointer mode)
+# before the call returns, and never writes them.
+def _constant(value: float, scalar: Any) -> int:
+    """The address of `value` as a `scalar`, held for the process (read-only)."""
+    held = np.full(1, value, scalar)
+    held.flags.writeable = False
+    _HELD.append(held)
+    return held.ctypes.data
+
+
+_HELD: list[np.ndarray] = []
+_SCALARS: dict[Any, tuple[int, int]] = {
+    t: (_constant(1, t), _constant(0, t)) for t in (np.float16, np.float32, np.float64)
+}
 try:
     import ml_dtypes
 
@@ -232,6 +255,11 @@ class CudaDriver(StreamDriver):
         self._blas_handles: dict[int, int] = {}  # ordinal -> cuBLAS handle
         self._blas_streams: dict[int, int | None] = {}  # ordinal -> the stream its handle is bound to
         self._blas_math: dict[int, int] = {}  # ordinal -> the math mode its handle is set to
+        self._blas_workspaces: dict[int, int] = {}  # ordinal -> the workspace set on its handle
+        self._capture_streams: dict[int, Any] = {}  # ordinal -> the stream GEMM graphs are recorded on
+        self._blas_lock = threading.Lock()  # held by each GEMM: the handle's stream stays put meanwhile
+        self.gemm_graphs = blas_graphs.GemmGraphs(self._capture_gemm, self.graph_launcher, self.destroy_graph)
+        self.last_capture_failure: str | None = None  # why the last GEMM graph could not be captured
 
     def api(self):
         return _driver_api()
@@ -339,6 +367,51 @@ class CudaDriver(StreamDriver):
             return False
         self._call("cuMemcpyPeerAsync", (err,))
         return True
+
+    # -- graphs (runtime/gpu/cudnn_graphs.py, blas_graphs.py) --------------------------------
+    def capture_graph(self, stream, record):
+        """The work `record()` queues on `stream` (a stream no other thread uses), captured and
+        instantiated (a CUgraphExec), not run. GpuError where the capture or instantiation
+        fails, or record's own error; the stream's capture is ended either way."""
+        cu = _driver_api()
+        mode = cu.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
+        self._call("cuStreamBeginCapture", cu.cuStreamBeginCapture(stream, mode))
+        try:
+            record()
+        finally:
+            err, graph = cu.cuStreamEndCapture(stream)
+        self._call("cuStreamEndCapture", (err,))
+        instantiate = getattr(cu, "cuGraphInstantiateWithFlags", cu.cuGraphInstantiate)  # (graph, flags) either way
+        try:
+            return self._call("cuGraphInstantiate", instantiate(graph, 0))
+        finally:
+            cu.cuGraphDestroy(graph)
+
+    def graph_launcher(self, graph):
+        """launch(stream): `graph` replayed on the stream (an int handle), through libcuda's
+        cuGraphLaunch by ctypes, the GIL kept (as prepared kernel launches do); cuda-python's
+        where ctypes cannot have it."""
+        launch = _libcuda_symbol("cuGraphLaunch", LAUNCH_HOLDS_GIL)
+        if launch is None:
+
+            def through_binding(stream: int) -> None:
+                self._call("cuGraphLaunch", _driver_api().cuGraphLaunch(graph, stream))
+
+            return through_binding
+        handle = ctypes.c_void_p(int(graph))
+        last = [0, ctypes.c_void_p(0)]  # the last stream, and it as ctypes passes it
+
+        def launch_graph(stream: int) -> None:
+            if stream != last[0]:
+                last[0], last[1] = stream, ctypes.c_void_p(stream)
+            err = launch(handle, last[1])
+            if err:
+                self._call("cuGraphLaunch", (_driver_api().CUresult(err),))
+
+        return launch_graph
+
+    def destroy_graph(self, graph) -> None:
+        _driver_api().cuGraphExecDestroy(graph)
 
     # -- interop (runtime/gpu/interop.py) ---------------------------------------------------
     dlpack_device_type = 2  # kDLCUDA
@@ -473,7 +546,8 @@ class CudaDriver(StreamDriver):
 
     def _blas_handle(self, ordinal: int, stream) -> int:
         """The device's cuBLAS handle (made in its primary context, current here), bound to
-        `stream` so that its GEMMs are ordered with our kernels."""
+        `stream` so that its GEMMs are ordered with our kernels, and given BLAS_WORKSPACE bytes
+        of workspace."""
         cublas = _cublas()
         handle = self._blas_handles.get(ordinal)
         if handle is None:
@@ -483,6 +557,11 @@ class CudaDriver(StreamDriver):
         if self._blas_streams[ordinal] != int(stream):
             cublas.set_stream(handle, int(stream))
             self._blas_streams[ordinal] = int(stream)
+            if BLAS_WORKSPACE:  # set_stream has put the handle back on cuBLAS's own workspace
+                workspace = self._blas_workspaces.get(ordinal)
+                if workspace is None:
+                    workspace = self._blas_workspaces[ordinal] = self.alloc(BLAS_WORKSPACE, stream)
+                cublas.set_workspace(handle, workspace, BLAS_WORKSPACE)
         return handle
 
     def _set_math(self, ordinal: int, handle: int, mode: int) -> None:
@@ -490,6 +569,25 @@ class CudaDriver(StreamDriver):
         if self._blas_math.get(ordinal, _MATH_DEFAULT) != mode:
             _cublas().set_math_mode(handle, mode)
             self._blas_math[ordinal] = mode
+
+    def _capture_gemm(self, shape: tuple, args: tuple) -> Any:
+        """The GEMM of `args` as a graph (runtime/gpu/blas_graphs.py): recorded on the device's
+        capture stream, the handle bound to it meanwhile (and given the workspace again), then
+        to the device's stream again; None where it fails (last_capture_failure says why)."""
+        ordinal, cublas = shape[0], _cublas()
+        stream = self._blas_streams[ordinal]
+        try:
+            capture = self._capture_streams.get(ordinal)
+            if capture is None:
+                capture = self._capture_streams[ordinal] = self.create_stream()
+            self._blas_handle(ordinal, capture)
+            try:
+                return self.capture_graph(capture, lambda: cublas.gemm_strided_batched_ex(*args))
+            finally:
+                self._blas_handle(ordinal, stream)
+        except Exception as exc:  # noqa: BLE001  (a GEMM cuBLAS cannot record: it is called as ever)
+            self.last_capture_failure = f"{type(exc).__name__}: {exc}"
+            return None
 
     def gemm(
         self,
@@ -528,38 +626,45 @@ class CudaDriver(StreamDriver):
         data, compute, scalar = _GEMM_TYPES[dtype]
         if reduced and dtype in _REDUCED_TYPES:
             compute, scalar = _REDUCED_TYPES[dtype]
-        one, zero = np.ones(1, scalar), np.zeros(1, scalar)
-        try:
-            handle = self._blas_handle(ordinal, stream)
-            if data in _HALF_TYPES:
-                self._set_math(ordinal, handle, _MATH_DEFAULT if reduced else _MATH_F32_REDUCTIONS)
-            cublas.gemm_strided_batched_ex(
-                handle,
-                int(trans_a),
-                int(trans_b),
-                m,
-                n,
-                k,
-                one.ctypes.data,
-                a,
-                data,
-                lda,
-                stride_a,
-                b,
-                data,
-                ldb,
-                stride_b,
-                zero.ctypes.data,
-                c,
-                data,
-                ldc,
-                stride_c,
-                batch,
-                compute,
-                -1,
-            )
-        except cublas.cuBLASError as exc:
-            raise GpuError(self.name, "cublasGemmStridedBatchedEx", str(exc)) from None
+        one, zero = _SCALARS[scalar]
+        with self._blas_lock:  # a capture rebinds the handle: no other thread's GEMM meanwhile
+            try:
+                handle = self._blas_handle(ordinal, stream)
+                if data in _HALF_TYPES:
+                    self._set_math(ordinal, handle, _MATH_DEFAULT if reduced else _MATH_F32_REDUCTIONS)
+                args = (
+                    handle,
+                    int(trans_a),
+                    int(trans_b),
+                    m,
+                    n,
+                    k,
+                    one,
+                    a,
+                    data,
+                    lda,
+                    stride_a,
+                    b,
+                    data,
+                    ldb,
+                    stride_b,
+                    zero,
+                    c,
+                    data,
+                    ldc,
+                    stride_c,
+                    batch,
+                    compute,
+                    -1,
+                )
+                if blas_graphs.ENABLED:
+                    strides = (lda, stride_a, ldb, stride_b, ldc, stride_c, batch)
+                    shape = (ordinal, self._blas_math.get(ordinal), args[1:7], strides, data, compute)
+                    if self.gemm_graphs.run(shape, (a, b, c), int(stream), args):
+                        return
+                cublas.gemm_strided_batched_ex(*args)
+            except cublas.cuBLASError as exc:
+                raise GpuError(self.name, "cublasGemmStridedBatchedEx", str(exc)) from None
 
 
 _driver = CudaDriver()

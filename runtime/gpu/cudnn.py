@@ -27,7 +27,9 @@ run on our buffers' raw device addresses, on our stream, with a workspace from o
   handle)`, with ints for addresses (GpuBuffer.at: the view's first element). One handle
   per device, made in the device's primary context (current after rt.stream()), bound to
   the runtime's stream of that device (set again only when the stream changes), so cuDNN's
-  kernels are ordered with ours. The workspace is one buffer per device, grown to the
+  kernels are ordered with ours. A plan run again on the same addresses replays a CUDA graph
+  of its launches (runtime/gpu/cudnn_graphs.py), a few microseconds of host time instead of
+  cuDNN's execute. The workspace is one buffer per device, grown to the
   largest plan's need; all of a device's work runs on its one stream, so a reuse is
   ordered after the previous user.
 - **Numerics.** f32 graphs compute in f32: plans with the TENSOR_CORE numerical note (TF32)
@@ -51,6 +53,7 @@ from __future__ import annotations
 import functools
 import math
 import os
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,8 +61,9 @@ from typing import Any
 
 import numpy as np
 
-from runtime.gpu import compile as gpu_compile
+from runtime.gpu import compile as gpu_compile, cudnn_graphs
 from runtime.gpu.cudnn_direct import direct_run
+from runtime.gpu.cudnn_graphs import PlanGraphs
 from runtime.gpu.plan_cache import PlanCache, decode_blob, encode_blob, plan_key
 from runtime.layout import Layout
 
@@ -114,6 +118,7 @@ class Plan:
     calls: int = 0  # calls run since the first timing
     disk_key: str | None = None  # its entry in the plan cache (None: not kept on disk)
     direct: Any = _NOT_LOADED  # its DirectRun (cudnn_direct.py), or None: worked out on its first plain run
+    graphs: PlanGraphs | None = None  # its direct run's graphs per address set (cudnn_graphs.py), if any
 
 
 @functools.cache
@@ -145,10 +150,13 @@ class Cudnn:
         self._handle_streams: dict[int, int] = {}
         self._backend_handles: dict[int, int | None] = {}  # ordinal -> the handle as the backend's int
         self._workspaces: dict[int, Any] = {}
+        self._capture_streams: dict[int, Any] = {}  # ordinal -> the stream graphs are recorded on
+        self._binding = threading.Lock()  # held by each run: the handles' streams stay put meanwhile
         self._plans: OrderedDict[tuple, Plan | None] = OrderedDict()
         self.enabled = os.environ.get("OPGEN_CUDNN", "1") != "0"
         self.calls: dict[str, int] = {}  # op -> calls cuDNN ran (tests and the bench read it)
         self.last_refusal: str | None = None  # why cuDNN refused the last graph it refused
+        self.last_capture_failure: str | None = None  # why the last plan's CUDA graph could not be captured
         self.loaded = 0  # plans taken from the disk cache (tests and the bench read it)
         self._disk: PlanCache | None = None
 
@@ -284,9 +292,19 @@ class Cudnn:
         self.plan_cache().put(plan.disk_key, entry)
 
     def _run(self, op: str, plan: Plan, ordinal: int, stream: int, addresses: tuple[int, ...]) -> None:
+        """Run the plan on our stream (its graph, its direct run, or the frontend's execute).
+        Under `_binding`: a capture binds the device's handle to another stream while it
+        records, and no other thread's run may reach the handle meanwhile."""
+        with self._binding:
+            self._run_bound(op, plan, ordinal, stream, addresses)
+
+    def _run_bound(self, op: str, plan: Plan, ordinal: int, stream: int, addresses: tuple[int, ...]) -> None:
         direct = plan.direct
         if direct is not None and direct is not _NOT_LOADED and self._handle_streams.get(ordinal) == stream:
-            direct(addresses, self._workspace(ordinal, plan.workspace), self._backend_handles[ordinal])
+            workspace = self._workspace(ordinal, plan.workspace)
+            graphs = plan.graphs
+            if graphs is None or not self._replay(graphs, direct, ordinal, stream, (addresses, workspace)):
+                direct(addresses, workspace, self._backend_handles[ordinal])
         else:
             handle = self._handle(ordinal, stream)
             if plan.tune or plan.candidates or direct is None:
@@ -295,9 +313,51 @@ class Cudnn:
                 plan.direct = direct_run(plan.graph, _uids(plan.tensors), plan.index) if DIRECT else None
                 if self._backend_handles.get(ordinal) is None:
                     plan.direct = None
-                self._run(op, plan, ordinal, stream, addresses)
+                plan.graphs = self._graphs() if plan.direct is not None else None
+                self._run_bound(op, plan, ordinal, stream, addresses)
                 return
         self.calls[op] = self.calls.get(op, 0) + 1
+
+    # -- CUDA graphs of built plans (runtime/gpu/cudnn_graphs.py) ------------------------------
+    def _graphs(self) -> PlanGraphs | None:
+        """A plan's graphs, where the driver records graphs and replays are on."""
+        driver = self.rt.driver
+        if not cudnn_graphs.ENABLED or getattr(driver, "capture_graph", None) is None:
+            return None
+        return PlanGraphs(driver.graph_launcher, driver.destroy_graph)
+
+    def _replay(self, graphs: PlanGraphs, direct, ordinal: int, stream: int, key: tuple) -> bool:
+        """Run the plan from its graph for these addresses and workspace (`key`), captured now
+        where they come for the second time; False where the caller runs it directly."""
+        if graphs.launch(key, stream):
+            return True
+        if not graphs.due(key):
+            return False
+        (addresses, workspace), handle = key, self._backend_handles[ordinal]
+        graphs.keep(key, self._capture(ordinal, stream, lambda: direct(addresses, workspace, handle)))
+        return graphs.launch(key, stream)
+
+    def _capture(self, ordinal: int, stream: int, record) -> Any:
+        """The work `record()` queues, as a graph: recorded on the device's capture stream (the
+        handle bound to it meanwhile, then to `stream` again), so that work other threads queue
+        on the device's stream stays out. None where it fails (last_capture_failure says why)."""
+        driver: Any = self.rt.driver
+        try:
+            capture_stream = self._capture_streams.get(ordinal)
+            if capture_stream is None:
+                capture_stream = self._capture_streams[ordinal] = driver.create_stream()
+            self._handle(ordinal, int(capture_stream))
+            try:
+                return driver.capture_graph(capture_stream, record)
+            finally:
+                self._handle(ordinal, stream)
+        except Exception as exc:  # noqa: BLE001  (an engine that cannot be captured: it runs directly)
+            self.last_capture_failure = f"{type(exc).__name__}: {exc}"
+            return None
+
+    def replays(self) -> int:
+        """Calls run from a plan's graph, over the plans kept (tests and the bench read it)."""
+        return sum(plan.graphs.replays for plan in self._plans.values() if plan is not None and plan.graphs)
 
     def _run_listed(self, plan: Plan, ordinal: int, handle, addresses: tuple[int, ...]) -> None:
         """The plan through the frontend's execute, its tensors and addresses as a dict (and its

@@ -92,6 +92,16 @@ class ArrayInterfaceDriver(Driver, Protocol):
     def pointer_device(self, ptr: int) -> int: ...
 
 
+class GraphDriver(Driver, Protocol):
+    """A driver that records a stream's work as a graph and replays it (runtime/cuda.py's):
+    runtime/gpu/cudnn.py looks `capture_graph` up with getattr, and runs every call directly
+    where a driver has none."""
+
+    def capture_graph(self, stream: Any, record: Callable[[], None]) -> Any: ...
+    def graph_launcher(self, graph: Any) -> Callable[[int], None]: ...
+    def destroy_graph(self, graph: Any) -> None: ...
+
+
 # "Not ready" of a stream or event query: CUDA_ERROR_NOT_READY and hipErrorNotReady are both 600.
 NOT_READY = 600
 

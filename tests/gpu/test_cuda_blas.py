@@ -13,6 +13,7 @@ import pytest
 
 from runtime import cuda
 from runtime.errors import BackendUnavailable
+from runtime.gpu import blas_graphs
 from runtime.gpu.driver import GpuError
 
 
@@ -33,6 +34,9 @@ class FakeCublas:
 
     def set_stream(self, handle, stream):
         self.calls.append(("set_stream", handle, stream))
+
+    def set_workspace(self, handle, workspace, nbytes):
+        self.calls.append(("set_workspace", handle, workspace, nbytes))
 
     def set_math_mode(self, handle, mode):
         self.calls.append(("set_math_mode", handle, mode))
@@ -55,9 +59,22 @@ def _scalar(compute: int, address: int) -> float:
     return (ctypes.c_double if compute == 70 else ctypes.c_float).from_address(address).value
 
 
-def _driver(monkeypatch, fake) -> cuda.CudaDriver:
+WORKSPACE = 32 << 20
+
+
+def _driver(monkeypatch, fake, graphs: bool = False) -> cuda.CudaDriver:
+    """A CudaDriver on `fake`, its pool's allocations logged in fake.calls (addresses 1000, 2000, ...)."""
     monkeypatch.setattr(cuda, "_cublas", lambda: fake)
-    return cuda.CudaDriver()
+    monkeypatch.setattr(cuda, "BLAS_WORKSPACE", WORKSPACE)  # whatever OPGEN_CUBLAS_WORKSPACE_MB says
+    monkeypatch.setattr(blas_graphs, "ENABLED", graphs)
+    driver = cuda.CudaDriver()
+
+    def alloc(nbytes, stream):
+        fake.calls.append(("alloc", nbytes, stream))
+        return 1000 * sum(c[0] == "alloc" for c in fake.calls)
+
+    monkeypatch.setattr(driver, "alloc", alloc)
+    return driver
 
 
 @pytest.mark.parametrize(
@@ -69,8 +86,9 @@ def test_gemm_passes_cublas_its_arguments_on_our_stream(monkeypatch, dtype, data
     fake = FakeCublas()
     driver = _driver(monkeypatch, fake)
     driver.gemm(0, 5, np.dtype(dtype), True, False, 2, 3, 4, 100, 4, 8, 200, 4, 0, 300, 2, 6, 7)
-    [create, bind, *math, gemm] = fake.calls
+    [create, bind, alloc, workspace, *math, gemm] = fake.calls
     assert create == ("create",) and bind == ("set_stream", 77, 5)
+    assert alloc == ("alloc", WORKSPACE, 5) and workspace == ("set_workspace", 77, 1000, WORKSPACE)
     # the half types' split-K sums in f32 too (CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)
     assert math == ([("set_math_mode", 77, 16)] if data in (2, 14) else [])
     assert gemm == (
@@ -109,10 +127,23 @@ def test_one_handle_per_device_rebound_only_when_the_stream_changes(monkeypatch)
     assert [c for c in fake.calls if c[0] != "gemm"] == [
         ("create",),
         ("set_stream", 77, 5),
+        ("alloc", WORKSPACE, 5),  # the device's workspace, made once
+        ("set_workspace", 77, 1000, WORKSPACE),
         ("set_stream", 77, 9),
+        ("set_workspace", 77, 1000, WORKSPACE),  # set_stream put cuBLAS's own back: set again
         ("create",),
         ("set_stream", 77, 11),
+        ("alloc", WORKSPACE, 11),
+        ("set_workspace", 77, 2000, WORKSPACE),
     ]
+
+
+def test_without_a_workspace_size_cublas_keeps_its_own(monkeypatch):
+    fake = FakeCublas()
+    driver = _driver(monkeypatch, fake)
+    monkeypatch.setattr(cuda, "BLAS_WORKSPACE", 0)
+    driver.gemm(0, 5, np.dtype(np.float32), False, False, 1, 1, 1, 8, 1, 1, 16, 1, 1, 24, 1, 1, 1)
+    assert [c[0] for c in fake.calls] == ["create", "set_stream", "gemm"]
 
 
 def test_a_cublas_failure_is_a_gpu_error_naming_the_call(monkeypatch):
@@ -217,3 +248,78 @@ def test_a_cublas_that_cannot_load_is_left_for_the_first_matmul(monkeypatch):
     monkeypatch.setattr(cuda, "_blas_loaded", False)
     monkeypatch.delenv("OPGEN_BLAS_PRELOAD", raising=False)
     cuda.load_blas()  # no error here: the first matmul says what to install
+
+
+def _graph_driver(monkeypatch, fake, fail: bool = False) -> cuda.CudaDriver:
+    """_driver with graphs on: a capture runs `record` between ("capture", stream) and
+    ("captured",) in fake.calls (or fails), a replay logs ("replay", graph, stream)."""
+    driver = _driver(monkeypatch, fake, graphs=True)
+
+    def capture_graph(stream, record):
+        fake.calls.append(("capture", stream))
+        if fail:
+            raise GpuError("cuda", "cuStreamEndCapture", "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED")
+        record()
+        fake.calls.append(("captured",))
+        return "graph"
+
+    monkeypatch.setattr(driver, "create_stream", lambda: 99)
+    monkeypatch.setattr(driver, "capture_graph", capture_graph)
+
+    def launcher(graph):
+        return lambda stream: fake.calls.append(("replay", graph, stream))
+
+    driver.gemm_graphs = blas_graphs.GemmGraphs(driver._capture_gemm, launcher, lambda graph: None)
+    return driver
+
+
+def _same_gemm(driver, c=24):
+    driver.gemm(0, 5, np.dtype(ml_dtypes.bfloat16), False, False, 2, 3, 4, 8, 2, 6, 16, 4, 12, c, 2, 6, 1)
+
+
+def test_a_gemm_run_again_on_its_addresses_is_captured_once_and_replayed(monkeypatch):
+    fake = FakeCublas()
+    driver = _graph_driver(monkeypatch, fake)
+    _same_gemm(driver)  # first: called
+    fake.calls.clear()
+    _same_gemm(driver)  # second: recorded on the capture stream, then replayed on ours
+    assert [c[:3] for c in fake.calls] == [
+        ("set_stream", 77, 99),
+        ("set_workspace", 77, 1000),  # set_stream dropped it: given again
+        ("capture", 99),
+        ("gemm", 77, 0),
+        ("captured",),
+        ("set_stream", 77, 5),
+        ("set_workspace", 77, 1000),
+        ("replay", "graph", 5),
+    ]
+    fake.calls.clear()
+    _same_gemm(driver)
+    assert fake.calls == [("replay", "graph", 5)]  # from then on: the graph alone
+    _same_gemm(driver, c=48)  # another output: called (and remembered)
+    assert fake.calls[-1][0] == "gemm" and driver.gemm_graphs.replays() == 2
+
+
+def test_a_gemm_that_cannot_be_captured_is_called_as_ever(monkeypatch):
+    fake = FakeCublas()
+    driver = _graph_driver(monkeypatch, fake, fail=True)
+    for _ in range(4):
+        _same_gemm(driver)
+    assert [c[0] for c in fake.calls].count("gemm") == 4 and [c[0] for c in fake.calls].count("capture") == 1
+    assert "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED" in driver.last_capture_failure
+    assert driver._blas_streams[0] == 5 and driver.gemm_graphs.replays() == 0
+
+
+def test_every_gemm_and_capture_holds_the_handles_lock(monkeypatch):
+    """A capture binds the handle to the capture stream while it records: another thread's
+    GEMM meanwhile would be recorded too, so each GEMM holds the driver's lock throughout."""
+    fake = FakeCublas()
+    driver = _graph_driver(monkeypatch, fake)
+    held = []
+    record = fake.gemm_strided_batched_ex
+    monkeypatch.setattr(
+        fake, "gemm_strided_batched_ex", lambda *a: held.append(driver._blas_lock.locked()) or record(*a)
+    )
+    for _ in range(3):
+        _same_gemm(driver)
+    assert held == [True, True] and not driver._blas_lock.locked()  # the plain call and the recorded one

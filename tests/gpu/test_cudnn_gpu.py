@@ -302,3 +302,66 @@ def test_a_plan_run_by_its_addresses_matches_the_frontends_execute(tf32, monkeyp
         [plan] = [plan for key, plan in VENDOR._plans.items() if key[0] == op]
         assert (plan.direct is not None) == direct
     np.testing.assert_array_equal(results[0], results[1])
+
+
+def _rewrite(storage, host: np.ndarray) -> None:
+    """New values into a device storage in place (its address kept), queued on the device's stream."""
+    _rt.driver.upload(storage.inner.ptr, np.ascontiguousarray(host).reshape(-1), _rt.driver.stream(0))
+
+
+def _runs_on_the_same_buffers(call, inputs, fresh_values, graphs: bool, monkeypatch) -> tuple[list, int]:
+    """Each call's output (as numpy) over the same input storages, their values rewritten in
+    place before each call and the output dropped after (the pool hands its block back to
+    the next), with graphs on or off; and the calls replayed from a graph."""
+    monkeypatch.setattr(gpu_cudnn.cudnn_graphs, "ENABLED", graphs)
+    VENDOR._plans.clear()  # the plan made (or loaded) again, its graphs with it
+    outputs = []
+    for values in fresh_values:
+        for storage, host in zip(inputs, values):
+            _rewrite(storage, host)
+        outputs.append(call())
+    return outputs, VENDOR.replays()
+
+
+@pytest.mark.parametrize("case", ["conv2d-f32", "conv2d-tf32", "sdpa-bf16"])
+def test_a_plan_run_again_on_its_buffers_replays_a_graph_with_the_direct_runs_bits(case, monkeypatch):
+    """The same call on the same buffers six times, new input values each time: from the
+    second time on a CUDA graph runs it (runtime/gpu/cudnn_graphs.py), and every output is
+    the direct run's, bit for bit, and the cpu's within the tolerance: the graph reads the
+    buffers' values at each replay, not those it was captured with."""
+    rng = np.random.default_rng(17)
+    if case.startswith("conv2d"):
+        op, xs, ks, p = CONV_CASES[0]
+        monkeypatch.setattr(_rt.switches, "conv_reduced_precision_f32", case.endswith("tf32"))
+        shapes, dtype = (xs, ks), "f32"
+        out_shape = (p.b_size, p.c_out, p.out_h(), p.out_w())
+        layouts = [g.Layout.contiguous(s) for s in shapes]
+
+        def run(dev, x, k):
+            return x.conv2d(layouts[0], k, layouts[1], p), out_shape
+
+    else:
+        shapes, dtype = ((2, 3, 77, 64), (2, 3, 90, 64), (2, 3, 90, 64)), "bf16"
+        layouts = [g.Layout.contiguous(s) for s in shapes]
+        sdpa = g.nn.Sdpa(scale=0.125, causal=True)
+
+        def run(dev, q, k, v):
+            return q.apply_op3(layouts[0], k, layouts[1], v, layouts[2], sdpa)
+
+    dt = g.DType(dtype).numpy
+    fresh = [[rng.uniform(-1, 1, s).astype(dt) for s in shapes] for _ in range(6)]
+    inputs = [CUDA.storage_from_slice(values) for values in fresh[0]]
+
+    def call():
+        out, shape = run(CUDA, *inputs)
+        return g.to_numpy(out, g.Layout.contiguous(shape))
+
+    replayed, replays = _runs_on_the_same_buffers(call, inputs, fresh, True, monkeypatch)
+    assert replays >= 4, f"graphs did not replay ({VENDOR.last_capture_failure})"
+    direct, none = _runs_on_the_same_buffers(call, inputs, fresh, False, monkeypatch)
+    assert none == 0
+    tolerance = "bf16" if dtype == "bf16" or case.endswith("tf32") else "f32"
+    for n, values in enumerate(fresh):
+        np.testing.assert_array_equal(replayed[n], direct[n], err_msg=f"{case} call {n + 1}")
+        out, shape = run(CPU, *(CPU.storage_from_slice(v) for v in values))
+        assert_close(replayed[n], g.to_numpy(out, g.Layout.contiguous(shape)), tolerance, f"{case} call {n + 1}")
