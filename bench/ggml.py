@@ -11,7 +11,7 @@ What is timed, on each side, for a weight W (n, k) in one GGML format and x of 1
 - opgen: the same weight every product, LAUNCHES products captured in a CUDA graph, launched as
   the runtime launches them (QStorage.matmul's kernels, grid and block), timed with CUDA events:
   the path QMatMul takes by default (x quantized to q8_1, then qmatvec_q8_1_<fmt>; the exact-x
-  kernel where runtime/gpu/quant.py EXACT_X_FASTER says), and the exact-x kernel of the formats
+  kernel where runtime/gpu/quant.py exact_x_measured_faster says), and the exact-x kernel of the formats
   with a tuned one (EXACT_TIMED), so that EXACT_X_FASTER can be chosen from one run.
 Copy bandwidth: torch's device-to-device copy (bytes read + written), for the share of it that
 the weight's bytes per product reach at 16384 x 16384.
@@ -216,7 +216,7 @@ def opgen_times(rows, formats, runs: int) -> tuple[dict, dict, dict, dict]:
 
                 if fmt in EXACT_TIMED:
                     exact[fmt, n, k, r] = [graph_us(exact_x, stream.handle) for _ in range(runs)]
-                chosen = q8_1 if gpu_quant.quantized_x(rt, fmt, r, k) else exact_x
+                chosen = q8_1 if gpu_quant.quantized_x(rt, fmt, r, n, k) else exact_x
                 times[fmt, n, k, r] = [graph_us(chosen, stream.handle) for _ in range(runs)]
             del q
     return times, exact, nmse, nbytes
@@ -578,19 +578,20 @@ def _keyed(part: dict) -> dict:
 
 def as_shipped(opgen: dict, exact: dict) -> dict:
     """The quantized-x figures with the exact-x ones where QMatMul takes that kernel by default
-    (runtime/gpu/quant.py EXACT_X_FASTER): what a run of this tree would time."""
-    from runtime.gpu.quant import EXACT_X_FASTER, x_rows_class
+    (runtime/gpu/quant.py exact_x_measured_faster): what a run of this tree would time."""
+    from runtime.gpu.quant import exact_x_measured_faster
 
     return {
-        key: exact[key] if (key[0], x_rows_class(key[3])) in EXACT_X_FASTER and key in exact else v
+        key: exact[key] if key in exact and exact_x_measured_faster(key[0], key[3], key[1], key[2]) else v
         for key, v in opgen.items()
     }
 
 
 def _exact_rows() -> str:
-    from runtime.gpu.quant import EXACT_X_FASTER
+    from runtime.gpu.quant import EXACT_X_FASTER, EXACT_X_SMALL, EXACT_X_SMALL_ELEMS
 
-    return ", ".join(f"{f} x{r}" for f, r in sorted(EXACT_X_FASTER))
+    small = ", ".join(f"{f} x{r}" for f, r in sorted(EXACT_X_SMALL))
+    return ", ".join(f"{f} x{r}" for f, r in sorted(EXACT_X_FASTER)) + f"; {small} up to {EXACT_X_SMALL_ELEMS} weights"
 
 
 def render(args: argparse.Namespace, formats, rows) -> None:

@@ -88,6 +88,12 @@ QMATVEC_Q8_LANES = {
 #: bench/results/ggml-anchor-h200.json, opgen_exact_x_us; the quantized-x kernel's of this tree:
 #: bench/results/ggml-q8-explore-h200.md, which took q4_0 and q8_0 of one row off this set).
 EXACT_X_FASTER: frozenset[tuple[str, int]] = frozenset({("q4_k", 1), ("q6_k", 1), ("q6_k", 2)})
+#: (format, x rows class) that keep the exact-x kernel up to EXACT_X_SMALL_ELEMS weights: one
+#: launch, where the quantized-x path's two (quantize x, then the product) cost more host time
+#: than the product's GPU time (a warm q4_0 4096 x 4096 call: 0.017 ms against 0.009 on the
+#: H100, bench/results/first-call-h100.md; on the GPU alone 4.9 + 2 µs against 4.5).
+EXACT_X_SMALL: frozenset[tuple[str, int]] = frozenset({("q4_0", 1), ("q8_0", 1)})
+EXACT_X_SMALL_ELEMS = 4096 * 4096
 #: Rows of x from which QMatMul dequantizes the weight once and runs the f32 BLAS GEMM instead
 #: of qmatvec, which reads the weight again for every row; by format, the others' value under
 #: None: where the two cross, measured (bench/gpu.py --parts qmatmul; figures: bench/results/NOTES.md,
@@ -273,7 +279,7 @@ def q_matmul(
         return out
     if ragged:
         raise ShapeMismatch("qmatmul", rt.name, f"k a multiple of 8 for {q.fmt} without a BLAS", shape)
-    if quantized_x(rt, q.fmt, rows, k):
+    if quantized_x(rt, q.fmt, rows, n, k):
         qmatvec_q8_1(rt, q, dense, out, n, k, rows, table)
         return out
     item_rows, threads = qmatvec_launch(rt, q.fmt)
@@ -287,13 +293,21 @@ def x_rows_class(rows: int) -> int:
     return 1 if rows == 1 else 2 if rows == 2 else 4 if rows <= 4 else 8
 
 
-def quantized_x(rt: GpuRuntime, fmt: str, rows: int, k: int) -> bool:
-    """Whether QMatMul of `fmt` takes qmatvec_q8_1_<fmt>: f32 / f16 / bf16 weights where k fills
-    its 32-byte units (their product there is x's own, in f32), the block formats unless the
-    switch qmatmul_exact_x is on or the exact-x kernel is faster for these rows (EXACT_X_FASTER)."""
+def quantized_x(rt: GpuRuntime, fmt: str, rows: int, n: int, k: int) -> bool:
+    """Whether QMatMul of `fmt`, W (n, k), takes qmatvec_q8_1_<fmt>: f32 / f16 / bf16 weights where
+    k fills its 32-byte units (their product there is x's own, in f32), the block formats unless
+    the switch qmatmul_exact_x is on or the exact-x kernel is faster for these rows
+    (EXACT_X_FASTER; EXACT_X_SMALL for small weights)."""
     if fmt in ggml.PLAIN:
         return k * ggml.FORMATS[fmt].nbytes % 32 == 0
-    return not rt.switches.qmatmul_exact_x and (fmt, x_rows_class(rows)) not in EXACT_X_FASTER
+    return not rt.switches.qmatmul_exact_x and not exact_x_measured_faster(fmt, rows, n, k)
+
+
+def exact_x_measured_faster(fmt: str, rows: int, n: int, k: int) -> bool:
+    """Whether a block format's exact-x kernel is the default for `rows` rows of x against W (n,
+    k): EXACT_X_FASTER, and EXACT_X_SMALL up to EXACT_X_SMALL_ELEMS weights."""
+    key = (fmt, x_rows_class(rows))
+    return key in EXACT_X_FASTER or (key in EXACT_X_SMALL and n * k <= EXACT_X_SMALL_ELEMS)
 
 
 def x_q8_1_bytes(rows: int, k: int) -> int:

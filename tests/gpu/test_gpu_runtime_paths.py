@@ -280,27 +280,32 @@ def test_qmatmul_reads_a_strided_x_through_a_device_copy():
     assert not driver.of("download")
 
 
-@pytest.mark.parametrize("fmt, rows", [("q4_0", 1), ("q4_0", 2), ("q6_k", 2), ("q6_k", 4), ("f16", 1), ("f16", 8)])
+@pytest.mark.parametrize(
+    "fmt, rows, n",
+    [("q4_0", 1, 3), ("q4_0", 1, 65537), ("q4_0", 2, 3), ("q6_k", 2, 3), ("q6_k", 4, 3), ("f16", 1, 3), ("f16", 8, 3)],
+)
 @pytest.mark.parametrize("exact", [False, True], ids=["q8_1-x", "exact-x"])
-def test_qmatmul_takes_the_quantized_x_product_unless_the_switch_or_the_measured_rows_say(fmt, rows, exact):
+def test_qmatmul_takes_the_quantized_x_product_unless_the_switch_or_the_measured_rows_say(fmt, rows, n, exact):
     """Off (the default): x quantized to q8_1 and qmatvec_q8_1_<fmt> (qmatvec_q8_1_few_<fmt> for one
-    or two rows), but the exact-x kernel for EXACT_X_FASTER's rows; on: the exact-x kernel.
-    f32 / f16 / bf16: the quantized-x product on x itself."""
+    or two rows), but the exact-x kernel for EXACT_X_FASTER's rows and, up to EXACT_X_SMALL_ELEMS
+    weights, EXACT_X_SMALL's (q4_0 of one row: 3 x 256 weights exact, 65537 x 256 quantized);
+    on: the exact-x kernel. f32 / f16 / bf16: the quantized-x product on x itself."""
     from runtime import ggml
-    from runtime.gpu.quant import EXACT_X_FASTER, QGpuBuffer, q_matmul, x_rows_class
+    from runtime.gpu.quant import EXACT_X_FASTER, EXACT_X_SMALL, EXACT_X_SMALL_ELEMS, QGpuBuffer, q_matmul, x_rows_class
 
     rt, _, launches = _runtime()
     rt.switches.qmatmul_exact_x = exact
-    n, k = 3, 256
+    k = 256
     nbytes = n * k // ggml.FORMATS[fmt].block * ggml.FORMATS[fmt].nbytes
     q = QGpuBuffer(fmt, rt.from_host(0, np.zeros(nbytes, np.uint8)))
     x = rt.from_host(0, np.ones(rows * k, np.float32))
     q_matmul(rt, q, x, Layout.contiguous((rows, k)), (n, k), kernels_hip.QSTORAGE["matmul"])
     names = [name for name, *_ in launches]
     product = f"qmatvec_q8_1_few_{fmt}" if rows <= 2 else f"qmatvec_q8_1_{fmt}"
+    small = (fmt, x_rows_class(rows)) in EXACT_X_SMALL and n * k <= EXACT_X_SMALL_ELEMS
     if fmt in ggml.PLAIN:
         assert names == [product] and launches[0][3][1] == launches[0][3][2] == x.ptr  # x, as xq
-    elif exact or (fmt, x_rows_class(rows)) in EXACT_X_FASTER:
+    elif exact or (fmt, x_rows_class(rows)) in EXACT_X_FASTER or small:
         assert names == [f"qmatvec_{fmt}"]
     else:
         assert names == ["quantize_q8_1_f32", product]
@@ -347,8 +352,8 @@ def test_qmatmul_of_many_rows_dequantizes_once_and_runs_the_gemm(rows, blas):
         )
         assert (dtype, trans_a, trans_b, m, cols, depth) == (np.dtype(np.float32), True, False, n, rows, k)
         assert (a, lda, b, ldb, c, ldc, batch) == (w, k, x.ptr, k, out.ptr, n, 1)
-    else:  # x in q8_1: one row's product its own entry point
-        want = ["quantize_q8_1_f32", "qmatvec_q8_1_few_q4_0" if rows == 1 else "qmatvec_q8_1_q4_0"]
+    else:  # one row of a small q4_0 weight: the exact-x kernel (EXACT_X_SMALL), else x in q8_1
+        want = ["qmatvec_q4_0"] if rows == 1 else ["quantize_q8_1_f32", "qmatvec_q8_1_q4_0"]
         assert [name for name, _ in launches] == want and not driver.of("gemm")
 
 

@@ -94,7 +94,7 @@ def test_quantized_x_product_within_ggml_bound(backend, fmt, n, k, rows):
     assert nmse(got, product(cpu, cpu_q, x, n).astype(np.float64)) <= QMATMUL_Q8_1_NMSE, f"{what}: against the cpu"
     from runtime.gpu.quant import quantized_x
 
-    takes_q8_1 = fmt not in FLOAT and quantized_x(_runtime(backend), fmt, rows, k)  # else x as given
+    takes_q8_1 = fmt not in FLOAT and quantized_x(_runtime(backend), fmt, rows, n, k)  # else x as given
     xq = x_as_q8_1(x) if takes_q8_1 else x.astype(np.float64)
     want = xq @ w.T
     scale = np.abs(xq) @ np.abs(w).T
