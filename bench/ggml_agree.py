@@ -22,6 +22,7 @@ import ctypes
 import json
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -45,13 +46,22 @@ class InitParams(ctypes.Structure):
     _fields_ = [("mem_size", ctypes.c_size_t), ("mem_buffer", ctypes.c_void_p), ("no_alloc", ctypes.c_bool)]
 
 
-class GgmlCuda:
-    """The few ggml calls one product needs, with their C signatures."""
+#: backend -> (its library under a build's src folder, its init function, that function's arguments)
+BACKENDS = {
+    "cuda": ("ggml-cuda/libggml-cuda.so", "ggml_backend_cuda_init", (0,)),
+    "cpu": ("libggml-cpu.so", "ggml_backend_cpu_init", ()),
+}
 
-    def __init__(self, lib: Path) -> None:
+
+class Ggml:
+    """The few ggml calls one product needs, with their C signatures, on one of ggml's backends
+    (cuda for the figures; cpu to check these bindings where no GPU is)."""
+
+    def __init__(self, lib: Path, backend: str = "cuda") -> None:
         self.calls: dict[str, Any] = {}
         self.base = ctypes.CDLL(str(lib / "libggml-base.so"), mode=ctypes.RTLD_GLOBAL)
-        self.cuda = ctypes.CDLL(str(lib / "ggml-cuda" / "libggml-cuda.so"), mode=ctypes.RTLD_GLOBAL)
+        library, init, init_args = BACKENDS[backend]
+        self.backend_lib = ctypes.CDLL(str(lib / library), mode=ctypes.RTLD_GLOBAL)
         p, i, i64, size = ctypes.c_void_p, ctypes.c_int, ctypes.c_int64, ctypes.c_size_t
         signatures = {
             "ggml_init": (p, [InitParams]),
@@ -75,10 +85,11 @@ class GgmlCuda:
             fn = getattr(self.base, name)
             fn.restype, fn.argtypes = restype, argtypes
             self.calls[name] = fn
-        self.cuda.ggml_backend_cuda_init.restype, self.cuda.ggml_backend_cuda_init.argtypes = p, [i]
-        self.backend = self.cuda.ggml_backend_cuda_init(0)
+        start = getattr(self.backend_lib, init)
+        start.restype, start.argtypes = p, [i] * len(init_args)
+        self.backend = start(*init_args)
         if not self.backend:
-            raise RuntimeError("ggml_backend_cuda_init(0) failed")
+            raise RuntimeError(f"{init}{init_args} failed")
         self.types = {self.ggml_type_name(t).decode().lower(): t for t in range(TYPE_COUNT)}
 
     def __getattr__(self, name: str) -> Any:  # the C functions, by their names
@@ -119,37 +130,61 @@ def nmse(got: np.ndarray, want: np.ndarray) -> float:
     return float(((got - want) ** 2).sum() / (want**2).sum())
 
 
-def agreement(ggml: GgmlCuda, n: int, k: int, rows, seed: int = 0) -> dict:
-    """format -> rows -> the four NMSE figures (module docstring)."""
-    import generated as g
+def cases(n: int, k: int, rows, seed: int):
+    """(format, W's bytes, {rows: x}) of every format ggml multiplies: the same for any seed in
+    both processes (runtime.ggml's host quantizers, no GPU)."""
     from runtime import ggml as formats
 
-    dev = g.Device.parse("cuda")
     rng = np.random.default_rng(seed)
-    found: dict = {}
     for fmt in formats.FORMATS:
         if fmt in ACTIVATION:
             continue
-        w = rng.standard_normal((n, k)).astype(np.float32)
-        data = formats.quantize(w.reshape(-1), fmt)
+        data = formats.quantize(rng.standard_normal(n * k).astype(np.float32), fmt)
+        yield fmt, data, {r: rng.standard_normal((r, k)).astype(np.float32) for r in rows}
+
+
+def ggml_products(lib: Path, backend: str, n: int, k: int, rows, seed: int, out: Path) -> None:
+    """ggml's products of cases() into the .npz `out`, keys 'format/rows'. Run in a process of its
+    own: ggml's CUDA backend brings its own cuBLAS, which must not meet opgen's in one process."""
+    ggml = Ggml(lib, backend)
+    products = {
+        f"{fmt}/{r}": ggml.mul_mat(data, fmt, n, k, x)
+        for fmt, data, xs in cases(n, k, rows, seed)
+        for r, x in xs.items()
+    }
+    np.savez(out, **products)  # type: ignore[arg-type]  # numpy's stub takes the keywords for allow_pickle
+
+
+def agreement(theirs: dict, device: str, n: int, k: int, rows, seed: int) -> dict:
+    """format -> rows -> the four NMSE figures (module docstring), ggml's products given."""
+    import generated as g
+    from generated import switches
+    from runtime import ggml as formats
+
+    dev = g.Device.parse(device)
+    exact_x_ways = (False, True) if device != "cpu" else (False,)  # the cpu always keeps x exact
+    found: dict = {}
+    for fmt, data, xs in cases(n, k, rows, seed):
         w64 = formats.dequantize(data, fmt, n * k).reshape(n, k).astype(np.float64)
         q = dev.qstorage_from_bytes(data, g.GgmlDType(fmt))
         found[fmt] = {}
-        for r in rows:
-            x = rng.standard_normal((r, k)).astype(np.float32)
+        for r, x in xs.items():
             exact = x.astype(np.float64) @ w64.T
-            theirs = ggml.mul_mat(data, fmt, n, k, x)
             ours = {}
-            for exact_x in (False, True):
-                g.set_qmatmul_exact_x(g.Backend.CUDA, exact_x)
+            for exact_x in exact_x_ways:
+                if device != "cpu":
+                    switches.set_qmatmul_exact_x(dev.backend, exact_x)
                 y = q.matmul(dev.storage_from_slice(x), g.Layout.contiguous((r, k)), (n, k))
                 ours[exact_x] = g.to_vec2(y, g.Layout.contiguous((r, n)))
-            g.set_qmatmul_exact_x(g.Backend.CUDA, False)
+            if device != "cpu":
+                switches.set_qmatmul_exact_x(dev.backend, False)
+            ours.setdefault(True, ours[False])
+            ggml_y = theirs[f"{fmt}/{r}"]
             found[fmt][r] = {
-                "ggml_vs_f64": nmse(theirs, exact),
+                "ggml_vs_f64": nmse(ggml_y, exact),
                 "opgen_vs_f64": nmse(ours[False], exact),
                 "opgen_exact_x_vs_f64": nmse(ours[True], exact),
-                "opgen_vs_ggml": nmse(ours[False], theirs),
+                "opgen_vs_ggml": nmse(ours[False], ggml_y),
             }
     return found
 
@@ -185,12 +220,25 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=4096)
     ap.add_argument("--k", type=int, default=4096)
     ap.add_argument("--rows", default=",".join(map(str, ROWS)))
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--backend", choices=sorted(BACKENDS), default="cuda", help="ggml's backend and opgen's device")
+    ap.add_argument("--ggml-products", type=Path, default=None, help=argparse.SUPPRESS)  # the child's .npz
     args = ap.parse_args()
     rows = [int(r) for r in args.rows.split(",")]
-    found = agreement(GgmlCuda(args.lib), args.n, args.k, rows)
-    device = subprocess.run(
-        ["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"], capture_output=True, text=True
-    ).stdout.strip()
+    if args.ggml_products:
+        ggml_products(args.lib, args.backend, args.n, args.k, rows, args.seed, args.ggml_products)
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        npz = Path(tmp) / "ggml.npz"
+        child = [sys.executable, __file__, *sys.argv[1:], "--ggml-products", str(npz)]
+        subprocess.run(child, check=True)
+        with np.load(npz) as theirs:
+            found = agreement(dict(theirs), args.backend, args.n, args.k, rows, args.seed)
+    device = "cpu (ggml's cpu backend)"
+    if args.backend == "cuda":
+        device = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"], capture_output=True, text=True
+        ).stdout.strip()
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"{args.name}.json").write_text(
         json.dumps({"device": device, "ggml": args.commit, "n": args.n, "k": args.k, "nmse": found}, indent=1) + "\n"
