@@ -48,12 +48,7 @@ class GemmGraphs:
             graphs = self._shapes[shape] = PlanGraphs(self._launcher, self._destroy)
             if len(self._shapes) > SHAPES:
                 self._shapes.popitem(last=False)
-        if graphs.launch(addresses, stream):
-            return True
-        if not graphs.due(addresses):
-            return False
-        graphs.keep(addresses, self._capture(shape, args))
-        return graphs.launch(addresses, stream)
+        return graphs.run(addresses, stream, self._capture, shape, args)
 
     def replays(self) -> int:
         """GEMMs run from a graph, over the shapes kept (tests and the bench read it)."""

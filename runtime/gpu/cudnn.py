@@ -303,7 +303,8 @@ class Cudnn:
         if direct is not None and direct is not _NOT_LOADED and self._handle_streams.get(ordinal) == stream:
             workspace = self._workspace(ordinal, plan.workspace)
             graphs = plan.graphs
-            if graphs is None or not self._replay(graphs, direct, ordinal, stream, (addresses, workspace)):
+            key = (addresses, workspace)
+            if graphs is None or not graphs.run(key, stream, self._capture, direct, ordinal, stream, key):
                 direct(addresses, workspace, self._backend_handles[ordinal])
         else:
             handle = self._handle(ordinal, stream)
@@ -326,22 +327,17 @@ class Cudnn:
             return None
         return PlanGraphs(driver.graph_launcher, driver.destroy_graph)
 
-    def _replay(self, graphs: PlanGraphs, direct, ordinal: int, stream: int, key: tuple) -> bool:
-        """Run the plan from its graph for these addresses and workspace (`key`), captured now
-        where they come for the second time; False where the caller runs it directly."""
-        if graphs.launch(key, stream):
-            return True
-        if not graphs.due(key):
-            return False
-        (addresses, workspace), handle = key, self._backend_handles[ordinal]
-        graphs.keep(key, self._capture(ordinal, stream, lambda: direct(addresses, workspace, handle)))
-        return graphs.launch(key, stream)
-
-    def _capture(self, ordinal: int, stream: int, record) -> Any:
-        """The work `record()` queues, as a graph: recorded on the device's capture stream (the
-        handle bound to it meanwhile, then to `stream` again), so that work other threads queue
-        on the device's stream stays out. None where it fails (last_capture_failure says why)."""
+    def _capture(self, direct, ordinal: int, stream: int, key: tuple) -> Any:
+        """The direct run's launches on these addresses and workspace (`key`), as a graph:
+        recorded on the device's capture stream (the handle bound to it meanwhile, then to
+        `stream` again), so that work other threads queue on the device's stream stays out.
+        None where it fails (last_capture_failure says why)."""
         driver: Any = self.rt.driver
+        (addresses, workspace), handle = key, self._backend_handles[ordinal]
+
+        def record() -> None:
+            direct(addresses, workspace, handle)
+
         try:
             capture_stream = self._capture_streams.get(ordinal)
             if capture_stream is None:

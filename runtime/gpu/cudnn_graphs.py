@@ -47,9 +47,9 @@ ENABLED = os.environ.get("OPGEN_CUDNN_GRAPHS", "1") != "0"
 
 
 class PlanGraphs:
-    """The graphs of one plan: `launch` replays the graph of an address set, if one is kept;
-    `due` says whether a set is to be captured now (its second run); `keep` stores a
-    captured graph (or, given None, turns graphs off for the plan)."""
+    """The graphs of one plan: `run` replays the graph of an address set, capturing it on the
+    set's second run; under it, `launch` replays a kept graph, `due` says whether a set is to be
+    captured now, `keep` stores a captured graph (or, given None, turns graphs off for the plan)."""
 
     __slots__ = ("_destroy", "_dropped", "_graphs", "_launcher", "_lock", "_seen", "failed", "replays")
 
@@ -72,6 +72,17 @@ class PlanGraphs:
             kept[1](stream)
             self.replays += 1
         return True
+
+    def run(self, key: tuple, stream: int, capture: Callable[..., Any], *args: Any) -> bool:
+        """Replay the graph of `key` on `stream`, `capture(*args)` making it first where `key`
+        comes for the second time; False where the caller runs the work itself. (Arguments, not
+        a closure: a replay, the common case, makes nothing.)"""
+        if self.launch(key, stream):
+            return True
+        if not self.due(key):
+            return False
+        self.keep(key, capture(*args))
+        return self.launch(key, stream)
 
     def due(self, key: tuple) -> bool:
         """Whether `key` is to be captured now: it ran once before. Its first run is remembered."""
