@@ -258,6 +258,20 @@ EXPLORE_VARIANTS: dict[str, dict[str, int]] = {
     "min-blocks-3": {"QMATVEC_Q8_MIN_BLOCKS": 3},
     "few-min-blocks-2": {"QMATVEC_Q8_FEW_MIN_BLOCKS": 2},
     "few-min-blocks-4": {"QMATVEC_Q8_FEW_MIN_BLOCKS": 4},
+    "mma-off": {"QMATVEC_Q8_MMA_F_FROM": 0},
+    "mma-1": {"QMATVEC_Q8_MMA_F_FROM": 1},
+    "mma-1-tiles-1": {"QMATVEC_Q8_MMA_F_FROM": 1, "QMATVEC_Q8_MMA_TILES_F": 1},
+    "mma-1-tiles-2": {"QMATVEC_Q8_MMA_F_FROM": 1, "QMATVEC_Q8_MMA_TILES_F": 2, "QMATVEC_Q8_MMA_WIDE_N": 0},
+    "mma-1-tiles-4": {"QMATVEC_Q8_MMA_F_FROM": 1, "QMATVEC_Q8_MMA_TILES_F": 4, "QMATVEC_Q8_MMA_WIDE_N": 0},
+    "rows-x2-2": {"QMATVEC_Q8_ROWS_X2": 2},
+    "rows-x2-4": {"QMATVEC_Q8_ROWS_X2": 4},
+    "rows-k-x1-2": {"QMATVEC_Q8_ROWS_K_X1": 2},
+    "rows-k-x1-4": {"QMATVEC_Q8_ROWS_K_X1": 4},
+    "lane-units-8": {"QMATVEC_Q8_LANE_UNITS": 8},
+    "rows-x4-4": {"QMATVEC_Q8_ROWS_X4": 4},
+    "rows-x8-2": {"QMATVEC_Q8_ROWS_X8": 2},
+    "min-blocks-2": {"QMATVEC_Q8_MIN_BLOCKS": 2},
+    "min-blocks-4": {"QMATVEC_Q8_MIN_BLOCKS": 4},
 }
 EXPLORE_SHAPES = SHAPES
 
@@ -287,9 +301,10 @@ class Variant:
     def grid(self, rt, fmt: str, n: int, k: int, rows: int) -> int:
         from runtime.gpu import quant as gpu_quant
 
-        lanes = {name: self.facts.get(name, 0) for name in gpu_quant.QMATVEC_Q8_LANES}  # older: 0, no lane items
+        # an older source: 0, no lane items and no tensor cores
+        facts = {name: self.facts.get(name, 0) for name in gpu_quant.QMATVEC_Q8_GRID_FACTS}
         item_rows = self.item_rows(fmt, gpu_quant.x_rows_class(rows))
-        return gpu_quant.q8_grid(rt, 0, fmt, n, k, rows, item_rows, lanes)
+        return gpu_quant.q8_grid(rt, 0, fmt, n, k, rows, item_rows, facts)
 
 
 def explore_variants(names, baseline: Path | None) -> list[Variant]:
@@ -594,6 +609,14 @@ def _exact_rows() -> str:
     return ", ".join(f"{f} x{r}" for f, r in sorted(EXACT_X_FASTER)) + f"; {small} up to {EXACT_X_SMALL_ELEMS} weights"
 
 
+def _float_path() -> str:
+    from generated.kernel_facts import QMATVEC_Q8_MMA_F_FROM
+
+    if not QMATVEC_Q8_MMA_F_FROM:
+        return "f32 sums"
+    return f"f32 sums; from {QMATVEC_Q8_MMA_F_FROM} rows on the tensor cores, x as two tf32 parts"
+
+
 def render(args: argparse.Namespace, formats, rows) -> None:
     """An earlier run's .json (both paths and ggml's figures, one call) written again with the
     paths QMatMul takes now, as .md and .json in args.out."""
@@ -659,7 +682,8 @@ class Results:
             f"Copy bandwidth {self.copy:.0f} GB/s. `(Nx)`: ggml's time over opgen's (>= 1: opgen as fast or "
             "faster); `-`: not measured (ggml has no MUL_MAT of q8_1 / q8_K weights). opgen's figure is the "
             "path QMatMul takes by default: x quantized to q8_1 (hip/qmatvec_q8.hip), but the exact-x kernel "
-            f"(hip/quantized.hip) for {_exact_rows()}; f32 / f16 / bf16 weights multiply x itself.{self.note}\n\n"
+            f"(hip/quantized.hip) for {_exact_rows()}; f32 / f16 / bf16 weights multiply x itself "
+            f"({_float_path()}).{self.note}\n\n"
         )
         text = head + table(self.opgen, ggml_us, self.nbytes, self.copy, self.formats, self.rows, self.exact) + "\n"
         text += (

@@ -104,7 +104,7 @@ QMATVEC_Q8_ROWS_X1 = 8
 
 #: qmatvec_q8_1_* of blocks of 32: weight rows per item for 2 rows of x (bench/ggml.py --explore compares 1, 2, 4, 8)
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_ROWS_X2=... needs this set alike)
-QMATVEC_Q8_ROWS_X2 = 8
+QMATVEC_Q8_ROWS_X2 = 4
 
 #: qmatvec_q8_1_* of blocks of 32: weight rows per item for 3 or 4 rows of x (bench/ggml.py --explore compares 1, 2, 4,
 #: 8)
@@ -119,7 +119,7 @@ QMATVEC_Q8_ROWS_X8 = 4
 #: qmatvec_q8_1_* of blocks of 256 (the K formats): weight rows per item for one row of x (bench/ggml.py --explore
 #: compares 1, 2, 4, 8)
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_ROWS_K_X1=... needs this set alike)
-QMATVEC_Q8_ROWS_K_X1 = 8
+QMATVEC_Q8_ROWS_K_X1 = 4
 
 #: qmatvec_q8_1_* of blocks of 256 (the K formats): weight rows per item for 2 rows of x (bench/ggml.py --explore
 #: compares 1, 2, 4, 8)
@@ -163,7 +163,7 @@ QMATVEC_Q8_MIN_BLOCKS = 1
 
 #: qmatvec_q8_1_few_* (1 or 2 rows of x): QMATVEC_Q8_MIN_BLOCKS of its own entry points
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_FEW_MIN_BLOCKS=... needs this set alike)
-QMATVEC_Q8_FEW_MIN_BLOCKS = 3
+QMATVEC_Q8_FEW_MIN_BLOCKS = 4
 
 #: qmatvec_q8_1_* of the block formats: where a weight row has at most this many units of 32 weights per lane of a
 #: group, a group of lanes takes an item, else a block (bench/ggml.py --explore compares)
@@ -183,6 +183,22 @@ QMATVEC_Q8_LANE_ITEMS = 1024
 #: qmatvec_q8_1_* of f32, f16 and bf16 weights: QMATVEC_Q8_LANE_UNITS, in units of 32 bytes
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_LANE_UNITS_F=... needs this set alike)
 QMATVEC_Q8_LANE_UNITS_F = 16
+
+#: qmatvec_q8_1_* of f32, f16 and bf16 weights on cuda sm_80 and up: the x rows class (1, 2, 4, 8) from which the tensor
+#: cores multiply them (mma.sync of tf32, x as two tf32 parts, f32 weights too: the product keeps about 21 bits of
+#: each), 8 x rows an item; 0: never (bench/ggml.py --explore compares)
+#: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_MMA_F_FROM=... needs this set alike)
+QMATVEC_Q8_MMA_F_FROM = 4
+
+#: qmatvec_q8_1_* of float weights on the tensor cores: tiles of 16 weight rows a warp takes at once (each x piece
+#: loaded once for them)
+#: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_MMA_TILES_F=... needs this set alike)
+QMATVEC_Q8_MMA_TILES_F = 4
+
+#: qmatvec_q8_1_* of float weights on the tensor cores: the weight rows (n) from which an item is QMATVEC_Q8_MMA_TILES_F
+#: tiles (fewer: one tile, more items in flight)
+#: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_MMA_WIDE_N=... needs this set alike)
+QMATVEC_Q8_MMA_WIDE_N = 8192
 
 #: qmatvec_q8_1_*: the blocks of 32 read as whole aligned 16-byte pieces, a bit each (q4_0 1, q4_1 2, q5_0 4, q5_1 8,
 #: q8_0 16, q8_1 32); the others load their fields at the fields' own alignment (bench/ggml.py --explore compares)

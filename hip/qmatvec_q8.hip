@@ -9,7 +9,9 @@
 //                                       y[r, j] = sum_i w[j, i] * x[r, i]: w an (n, k) matrix of
 //                                       blocks, row-major; the block formats read xq, f32 / f16 /
 //                                       bf16 weights read x itself (k a multiple of 8 for f32, of
-//                                       16 for f16 / bf16: 32 bytes a unit; f32 sums)
+//                                       16 for f16 / bf16: 32 bytes a unit; f32 sums; on cuda sm_80
+//                                       and up from QMATVEC_Q8_MMA_F_FROM rows, the tensor cores
+//                                       with x as two tf32 parts: see "float weights" below)
 //
 // x in q8_1: d = max |x| / 127 over each 32 values, q = round(x / d). A NaN or an infinity in
 // a block makes its d NaN, so the row's outputs are NaN. Error: each x rounds by at most d/2,
@@ -496,6 +498,16 @@ template <typename F> struct operands_of {
 struct f32 {};
 struct f16 {};
 struct bf16 {};
+template <typename F> struct weight_type;  // a float format's weights
+template <> struct weight_type<f32> {
+    typedef float type;
+};
+template <> struct weight_type<f16> {
+    typedef f16_t type;
+};
+template <> struct weight_type<bf16> {
+    typedef bf16_t type;
+};
 template <> struct operands_of<f32> {
     typedef float_operands<float> type;
     static __device__ __forceinline__ size_t row_bytes(size_t k) { return 4 * k; }
@@ -508,6 +520,179 @@ template <> struct operands_of<bf16> {
     typedef float_operands<bf16_t> type;
     static __device__ __forceinline__ size_t row_bytes(size_t k) { return 2 * k; }
 };
+
+// ---------------------------------------------------------------------------- float weights on the tensor cores
+//
+// cuda sm_80 and up, from QMATVEC_Q8_MMA_F_FROM rows of x (its class): mma.sync m16n8k8 of tf32,
+// a tile of 16 weight rows (A) against 8 rows of x (B), f32 sums. A dot product takes its k
+// terms in any order, so each lane feeds the tensor cores the k it loaded itself: lane (g, t),
+// g = lane / 4 and t = lane % 4, loads 32 bytes of weight rows g and g + 8 and the same k of x
+// row g, and an mma takes two neighbouring k of every lane as A's columns t and t + 4 and B's
+// rows t and t + 4 (PTX's m16n8k8 fragments). f16 and bf16 weights are exact in tf32; x is
+// hi + lo, hi its 10 high mantissa bits, lo the rest, of which the tensor cores keep 10: about
+// 21 bits of x reach the product (f32 weights split alike: three mmas, hi hi, hi lo, lo hi).
+// The warps of a block take every fourth piece of 4 x 32 bytes along the rows (the four lanes
+// of a row read 128 bytes together); shared memory sums them. Any grid (items grid-strided).
+// An item is QMATVEC_Q8_MMA_TILES_F tiles where n is at least QMATVEC_Q8_MMA_WIDE_N, else one
+// (each x piece feeds more tiles; fewer rows, more items in flight).
+
+#if OPGEN_CUDA && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define OPGEN_QMATVEC_MMA 1
+#else
+#define OPGEN_QMATVEC_MMA 0
+#endif
+
+#if OPGEN_QMATVEC_MMA
+__device__ __forceinline__ void mma_tf32(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
+                                         uint32_t b1) {
+    asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+// v = hi + lo: hi v's sign, exponent and 10 high mantissa bits (a tf32), lo the rest (exact).
+__device__ __forceinline__ void tf32_split(uint32_t v, uint32_t& hi, uint32_t& lo) {
+    hi = v & 0xFFFFE000u;
+    lo = __float_as_uint(__uint_as_float(v) - __uint_as_float(hi));
+}
+
+// 32 bytes of weights (two 16-byte pieces) as f32 bits; kSplit: f32 weights need a lo part.
+template <typename T> struct tf32_weights;
+template <> struct tf32_weights<float> {
+    static constexpr int kCount = 8;
+    static constexpr bool kSplit = true;
+    static __device__ __forceinline__ void bits(uint4 p, uint4 q, uint32_t (&v)[kCount]) {
+        v[0] = p.x, v[1] = p.y, v[2] = p.z, v[3] = p.w, v[4] = q.x, v[5] = q.y, v[6] = q.z, v[7] = q.w;
+    }
+};
+template <> struct tf32_weights<f16_t> {
+    static constexpr int kCount = 16;
+    static constexpr bool kSplit = false;
+    static __device__ __forceinline__ void bits(uint4 p, uint4 q, uint32_t (&v)[kCount]) {
+        const uint32_t w[8] = {p.x, p.y, p.z, p.w, q.x, q.y, q.z, q.w};
+#pragma unroll
+        for (int i = 0; i < 8; i++) {
+            v[2 * i] = __float_as_uint(opgen::f16_to_float(__ushort_as_half((unsigned short)(w[i] & 0xFFFFu))));
+            v[2 * i + 1] = __float_as_uint(opgen::f16_to_float(__ushort_as_half((unsigned short)(w[i] >> 16))));
+        }
+    }
+};
+template <> struct tf32_weights<bf16_t> {
+    static constexpr int kCount = 16;
+    static constexpr bool kSplit = false;
+    static __device__ __forceinline__ void bits(uint4 p, uint4 q, uint32_t (&v)[kCount]) {
+        const uint32_t w[8] = {p.x, p.y, p.z, p.w, q.x, q.y, q.z, q.w};
+#pragma unroll
+        for (int i = 0; i < 8; i++) v[2 * i] = w[i] << 16, v[2 * i + 1] = w[i] & 0xFFFF0000u;
+    }
+};
+
+// One lane's loads of a step: 32 bytes of x row g and of weight rows g and g + 8 of each tile, the
+// next step's loaded while this one's multiply (k0 past k: zeros, nothing read).
+template <typename T, int MT> struct mma_step {
+    static constexpr int E = tf32_weights<T>::kCount;
+    float4 x[E / 4];
+    uint4 w[MT][2][2];
+
+    __device__ __forceinline__ void load(const uint8_t* const (&wr)[MT][2], const float* xr, size_t k0, size_t k) {
+        const bool in = k0 < k;
+#pragma unroll
+        for (int i = 0; i < E / 4; i++) x[i] = in ? reinterpret_cast<const float4*>(xr + k0)[i] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+        for (int m = 0; m < MT; m++) {
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const uint4* p = reinterpret_cast<const uint4*>(wr[m][h] + k0 * sizeof(T));
+                w[m][h][0] = in ? p[0] : make_uint4(0u, 0u, 0u, 0u);
+                w[m][h][1] = in ? p[1] : make_uint4(0u, 0u, 0u, 0u);
+            }
+        }
+    }
+
+    // c[m] += tile m (16 x E) times x (E x 8), E / 2 mmas a part of x (and of f32 weights)
+    __device__ __forceinline__ void multiply(float (&c)[MT][4]) const {
+        typedef tf32_weights<T> Wt;
+        uint32_t xh[E], xl[E];
+#pragma unroll
+        for (int i = 0; i < E / 4; i++) {
+            tf32_split(__float_as_uint(x[i].x), xh[4 * i], xl[4 * i]);
+            tf32_split(__float_as_uint(x[i].y), xh[4 * i + 1], xl[4 * i + 1]);
+            tf32_split(__float_as_uint(x[i].z), xh[4 * i + 2], xl[4 * i + 2]);
+            tf32_split(__float_as_uint(x[i].w), xh[4 * i + 3], xl[4 * i + 3]);
+        }
+#pragma unroll
+        for (int m = 0; m < MT; m++) {
+            uint32_t hi[2][E], lo[2][Wt::kSplit ? E : 1];
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                Wt::bits(w[m][h][0], w[m][h][1], hi[h]);
+                if constexpr (Wt::kSplit) {
+#pragma unroll
+                    for (int e = 0; e < E; e++) tf32_split(hi[h][e], hi[h][e], lo[h][e]);
+                }
+            }
+#pragma unroll
+            for (int s = 0; s < E / 2; s++) {
+                const int e0 = 2 * s, e1 = 2 * s + 1;  // A's columns t and t + 4, B's rows t and t + 4
+                mma_tf32(c[m], hi[0][e0], hi[1][e0], hi[0][e1], hi[1][e1], xh[e0], xh[e1]);
+                mma_tf32(c[m], hi[0][e0], hi[1][e0], hi[0][e1], hi[1][e1], xl[e0], xl[e1]);
+                if constexpr (Wt::kSplit) mma_tf32(c[m], lo[0][e0], lo[1][e0], lo[0][e1], lo[1][e1], xh[e0], xh[e1]);
+            }
+        }
+    }
+};
+
+// Items of MT tiles of 16 weight rows against 8 rows of x (weight rows slowest), a block each.
+template <typename T, int MT>
+__device__ void mma_product(const uint8_t* __restrict__ w, const float* __restrict__ x, float* __restrict__ y, size_t n,
+                            size_t k, size_t rows) {
+    constexpr int E = tf32_weights<T>::kCount, kWarps = kThreads / 32, kStep = kWarps * 4 * E;
+    static_assert(kThreads % 32 == 0, "whole warps");
+    __shared__ float partial[kWarps][4 * MT][32];
+    const unsigned int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, t = lane % 4;
+    const size_t row_bytes = k * sizeof(T), groups = (rows + 7) / 8, items = (n + 16 * MT - 1) / (16 * MT) * groups;
+    for (size_t item = blockIdx.x; item < items; item += gridDim.x) {
+        const size_t n0 = item / groups * (16 * MT), r0 = item % groups * 8;
+        const uint8_t* wr[MT][2];
+#pragma unroll
+        for (int m = 0; m < MT; m++) {
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const size_t row = n0 + 16 * m + 8 * h + g;
+                wr[m][h] = w + (row < n ? row : n - 1) * row_bytes;
+            }
+        }
+        const float* xr = x + (r0 + g < rows ? r0 + g : rows - 1) * k;
+        float c[MT][4];
+#pragma unroll
+        for (int m = 0; m < MT; m++) c[m][0] = c[m][1] = c[m][2] = c[m][3] = 0.0f;
+        mma_step<T, MT> now, next;
+        size_t base = (size_t)warp * 4 * E;
+        now.load(wr, xr, base + t * E, k);
+        for (; base < k; base += kStep) {  // the same trips for the whole warp
+            next.load(wr, xr, base + kStep + t * E, k);
+            now.multiply(c);
+            now = next;
+        }
+        // C: c[m][i] is weight row 16m + g (+ 8 for i of 2, 3) against x row 2t + (i & 1)
+#pragma unroll
+        for (int m = 0; m < MT; m++) {
+#pragma unroll
+            for (int i = 0; i < 4; i++) partial[warp][4 * m + i][lane] = c[m][i];
+        }
+        __syncthreads();
+        for (int v = (int)threadIdx.x; v < 4 * MT * 32; v += kThreads) {
+            const int slot = v / 32, l = v % 32, m = slot / 4, i = slot % 4;
+            float sum = 0.0f;
+#pragma unroll
+            for (int p = 0; p < kWarps; p++) sum += partial[p][slot][l];
+            const size_t row = n0 + 16 * m + 8 * (i >> 1) + l / 4, xrow = r0 + 2 * (l % 4) + (i & 1);
+            if (row < n && xrow < rows) y[xrow * n + row] = sum;
+        }
+        __syncthreads();  // partial is free for the next item
+    }
+}
+#endif
 
 // ---------------------------------------------------------------------------- the product
 
@@ -659,9 +844,35 @@ template <typename F> struct item_rows {
 // rows per item of item_rows<F>. Either is correct for any rows (more rows take more groups).
 // AMD (compiled, never run here): one row of x, else 4 at a time, 2 weight rows an item; its
 // dot4 is four multiply-adds, and fewer instances keep hiprtc's compile short.
+// Whether float weights of F meet `rows` rows of x on the tensor cores (QMATVEC_Q8_MMA_F_FROM, by
+// the x rows class; runtime/gpu/quant.py's q8_float_mma decides alike for the grid).
+template <typename F> __device__ __forceinline__ bool float_mma(size_t rows) {
+#if OPGEN_QMATVEC_MMA
+    const size_t nx = rows <= 2 ? rows : rows <= 4 ? 4 : 8;
+    return kFamily<F> == 2 && OPGEN_QMATVEC_Q8_MMA_F_FROM > 0 && nx >= (size_t)OPGEN_QMATVEC_Q8_MMA_F_FROM;
+#else
+    return false;
+#endif
+}
+
+template <typename F>
+__device__ __forceinline__ void mma_entry(const uint8_t* w, const float* x, float* y, size_t n, size_t k, size_t rows) {
+#if OPGEN_QMATVEC_MMA
+    if constexpr (kFamily<F> == 2) {
+        typedef typename weight_type<F>::type T;
+        if (n >= (size_t)OPGEN_QMATVEC_Q8_MMA_WIDE_N) {
+            mma_product<T, OPGEN_QMATVEC_Q8_MMA_TILES_F>(w, x, y, n, k, rows);
+        } else {
+            mma_product<T, 1>(w, x, y, n, k, rows);
+        }
+    }
+#endif
+}
+
 template <typename F>
 __device__ __forceinline__ void qmatvec_q8_1_many(const uint8_t* w, const float* x, const uint8_t* xq, float* y, size_t n,
                                                   size_t k, size_t rows) {
+    if (float_mma<F>(rows)) return mma_entry<F>(w, x, y, n, k, rows);
     const x_source xs = {x, xq, reinterpret_cast<const float2*>(xq + rows * k), k};
 #if OPGEN_HIP
     product<F, 4, 2>(w, xs, y, n, rows);
@@ -677,6 +888,7 @@ __device__ __forceinline__ void qmatvec_q8_1_many(const uint8_t* w, const float*
 template <typename F>
 __device__ __forceinline__ void qmatvec_q8_1_few(const uint8_t* w, const float* x, const uint8_t* xq, float* y, size_t n,
                                                  size_t k, size_t rows) {
+    if (float_mma<F>(rows)) return mma_entry<F>(w, x, y, n, k, rows);
     const x_source xs = {x, xq, reinterpret_cast<const float2*>(xq + rows * k), k};
 #if OPGEN_HIP
     product<F, 1, 2>(w, xs, y, n, rows);

@@ -28,6 +28,9 @@ from generated.kernel_facts import (
     QMATVEC_Q8_LANE_UNITS,
     QMATVEC_Q8_LANE_UNITS_F,
     QMATVEC_Q8_LANE_UNITS_MANY,
+    QMATVEC_Q8_MMA_F_FROM,
+    QMATVEC_Q8_MMA_TILES_F,
+    QMATVEC_Q8_MMA_WIDE_N,
     QMATVEC_Q8_ROWS_F_X1,
     QMATVEC_Q8_ROWS_F_X2,
     QMATVEC_Q8_ROWS_F_X4,
@@ -75,13 +78,20 @@ QMATVEC_Q8_ROWS_K = {1: QMATVEC_Q8_ROWS_K_X1, 2: QMATVEC_Q8_ROWS_K_X2, 4: QMATVE
 QMATVEC_Q8_ROWS_F = {1: QMATVEC_Q8_ROWS_F_X1, 2: QMATVEC_Q8_ROWS_F_X2, 4: QMATVEC_Q8_ROWS_F_X4, 8: QMATVEC_Q8_ROWS_F_X8}
 #: Lanes in a group of qmatvec_q8_1_* (compat.h's OPGEN_LANE_GROUP, on every device).
 LANE_GROUP = 32
-#: When qmatvec_q8_1_* gives each group of lanes its own items: ops.yaml's kernel facts (q8_by_group).
-QMATVEC_Q8_LANES = {
+#: What qmatvec_q8_1_*'s grid follows, ops.yaml's kernel facts: when each group of lanes takes its
+#: own items (q8_by_group), when float weights take the tensor cores (q8_float_mma; an MMA_F_FROM
+#: of 0: never) and in items of how many tiles (MMA_TILES_F from MMA_WIDE_N weight rows, else 1).
+QMATVEC_Q8_GRID_FACTS = {
     "QMATVEC_Q8_LANE_UNITS": QMATVEC_Q8_LANE_UNITS,
     "QMATVEC_Q8_LANE_UNITS_MANY": QMATVEC_Q8_LANE_UNITS_MANY,
     "QMATVEC_Q8_LANE_ITEMS": QMATVEC_Q8_LANE_ITEMS,
     "QMATVEC_Q8_LANE_UNITS_F": QMATVEC_Q8_LANE_UNITS_F,
+    "QMATVEC_Q8_MMA_F_FROM": QMATVEC_Q8_MMA_F_FROM,
+    "QMATVEC_Q8_MMA_TILES_F": QMATVEC_Q8_MMA_TILES_F,
+    "QMATVEC_Q8_MMA_WIDE_N": QMATVEC_Q8_MMA_WIDE_N,
 }
+#: The first compute capability with mma.sync of tf32 (hip/qmatvec_q8.hip's OPGEN_QMATVEC_MMA).
+MMA_TF32_ARCH = 80
 #: (format, x rows class) where the exact-x kernel (qmatvec_<fmt>) was measured faster than the
 #: quantized-x one, over the four shapes of bench/ggml.py together: QMatMul takes it there with
 #: the switch qmatmul_exact_x off too (H200, 2026-11-27; the exact-x kernel's figures:
@@ -295,7 +305,8 @@ def x_rows_class(rows: int) -> int:
 
 def quantized_x(rt: GpuRuntime, fmt: str, rows: int, n: int, k: int) -> bool:
     """Whether QMatMul of `fmt`, W (n, k), takes qmatvec_q8_1_<fmt>: f32 / f16 / bf16 weights where
-    k fills its 32-byte units (their product there is x's own, in f32), the block formats unless
+    k fills its 32-byte units (their product there is x's own in f32 sums; on the tensor cores,
+    q8_float_mma, x in two tf32 parts of about 21 bits together), the block formats unless
     the switch qmatmul_exact_x is on or the exact-x kernel is faster for these rows
     (EXACT_X_FASTER; EXACT_X_SMALL for small weights)."""
     if fmt in ggml.PLAIN:
@@ -360,7 +371,7 @@ def q8_units(fmt: str, k: int) -> int:
     return k // 32
 
 
-def q8_by_group(fmt: str, nx: int, units: int, items: int, facts: dict[str, int] = QMATVEC_Q8_LANES) -> bool:
+def q8_by_group(fmt: str, nx: int, units: int, items: int, facts: dict[str, int] = QMATVEC_Q8_GRID_FACTS) -> bool:
     """Whether qmatvec_q8_1_<fmt> gives each group of lanes its own items (hip/qmatvec_q8.hip's
     by_groups) for the x rows class nx: a weight row of at most LANE_UNITS units per lane, or (nx
     of 4 and 8) of at most LANE_UNITS_MANY where there are LANE_ITEMS items or more; float weights:
@@ -371,13 +382,38 @@ def q8_by_group(fmt: str, nx: int, units: int, items: int, facts: dict[str, int]
     return units <= facts["QMATVEC_Q8_LANE_UNITS"] * LANE_GROUP or (nx >= 4 and many)
 
 
+_ARCH: dict[tuple[int, int], int] = {}  # (driver, ordinal) -> compute capability, asked once
+
+
+def tensor_cores(rt: GpuRuntime, ordinal: int) -> bool:
+    """Whether hip/qmatvec_q8.hip has its tensor-core product on this device: cuda, sm_80 and up."""
+    if rt.name != "cuda":
+        return False
+    key = (id(rt.driver), ordinal)
+    if key not in _ARCH:
+        _ARCH[key] = int(rt.driver.arch(ordinal).removeprefix("sm_"))
+    return _ARCH[key] >= MMA_TF32_ARCH
+
+
+def q8_float_mma(rt: GpuRuntime, ordinal: int, fmt: str, nx: int, facts=QMATVEC_Q8_GRID_FACTS) -> bool:
+    """Whether qmatvec_q8_1_<fmt> multiplies on the tensor cores for the x rows class nx: float
+    weights from QMATVEC_Q8_MMA_F_FROM, on cuda sm_80 and up (hip/qmatvec_q8.hip's float_mma)."""
+    start = facts["QMATVEC_Q8_MMA_F_FROM"]
+    return fmt in ggml.PLAIN and 0 < start <= nx and tensor_cores(rt, ordinal)
+
+
 def q8_grid(
-    rt: GpuRuntime, ordinal: int, fmt: str, n: int, k: int, rows: int, item_rows: int, facts=QMATVEC_Q8_LANES
+    rt: GpuRuntime, ordinal: int, fmt: str, n: int, k: int, rows: int, item_rows: int, facts=QMATVEC_Q8_GRID_FACTS
 ) -> int:
     """qmatvec_q8_1_<fmt>'s grid: a block per item, or per QMATVEC_Q8_THREADS / LANE_GROUP items
-    where the kernel gives each group of lanes its own (q8_by_group). Any grid is correct (the
-    kernel strides over items)."""
+    where the kernel gives each group of lanes its own (q8_by_group); on the tensor cores
+    (q8_float_mma) a block per item of tiles of 16 weight rows (MMA_TILES_F of them from
+    MMA_WIDE_N weight rows, else one) and 8 rows of x. Any grid is
+    correct (the kernel strides over items)."""
     nx = x_rows_class(rows)
+    if q8_float_mma(rt, ordinal, fmt, nx, facts):
+        tiles = facts["QMATVEC_Q8_MMA_TILES_F"] if n >= facts["QMATVEC_Q8_MMA_WIDE_N"] else 1
+        return _grid(rt, ordinal, -(-n // (16 * tiles)) * -(-rows // 8))
     items = -(-n // item_rows) * -(-rows // nx)
     if q8_by_group(fmt, nx, q8_units(fmt, k), items, facts):
         items = -(-items // (QMATVEC_Q8_THREADS // LANE_GROUP))

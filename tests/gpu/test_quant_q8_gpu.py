@@ -32,8 +32,9 @@ FLOAT = ("f32", "f16", "bf16")
 #: group of lanes its own items (QMATVEC_Q8_LANE_UNITS), 4352 a block an item (few items)
 SHAPES = [(37, 256), (33, 4096), (130, 2304), (33, 4352)]  # NMSE over few outputs is noisy: n of 33 at least
 #: f32 / f16 / bf16: k of 24 fills f32's units of 8, not f16's of 16 (their exact-x kernel); 8448:
-#: a block an item (more units a lane than QMATVEC_Q8_LANE_UNITS_F), 4352 f32's too
-FLOAT_SHAPES = [(7, 24), (33, 8448)]
+#: a block an item (more units a lane than QMATVEC_Q8_LANE_UNITS_F), 4352 f32's too; 4112 ends in
+#: part of the tensor cores' step (64 weights of a warp's lanes of a row), n of 19 part of a tile
+FLOAT_SHAPES = [(7, 24), (33, 8448), (19, 4112)]
 ROWS = [1, 2, 3, 5, 8, 11]  # every x class (1, 2, 4, 8) and past 8 (two groups of x rows)
 ARITHMETIC_RTOL = 1e-5
 

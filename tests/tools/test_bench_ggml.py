@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import subprocess
+from types import SimpleNamespace
 
 from bench import ggml as bench
 
@@ -113,6 +114,15 @@ class _Geometry:
         return -(-numel // 256)
 
 
+class _Cuda(_Geometry):
+    """A cuda runtime whose device has compute capability `arch` (the tensor cores from sm_80)."""
+
+    name = "cuda"
+
+    def __init__(self, arch: str):
+        self.driver = SimpleNamespace(arch=lambda ordinal: arch)
+
+
 def test_explore_builds_define_their_facts_and_launch_by_them(tmp_path):
     from generated import kernel_facts as kf
 
@@ -141,5 +151,13 @@ def test_explore_builds_define_their_facts_and_launch_by_them(tmp_path):
     f32_lane = kf.QMATVEC_Q8_LANE_UNITS_F >= 16
     assert shipped.grid(rt, "f32", 4096, 4096, 1) == (-(-f32_items // (threads // 32)) if f32_lane else f32_items)
     assert baseline.grid(rt, "f32", 4096, 4096, 1) == 4096 // kf.QMATVEC_Q8_ROWS_X1  # a block per item
+    [mma, tiles] = bench.explore_variants(["mma-1", "mma-1-tiles-2"], None)
+    sm90, sm75 = _Cuda("sm_90"), _Cuda("sm_75")
+    assert mma.grid(sm90, "f16", 4096, 4096, 11) == 4096 // 16 * 2  # tiles of 16 weight rows by 8 x rows
+    assert tiles.grid(sm90, "bf16", 4100, 4096, 1) == -(-4100 // 32)  # 2 tiles an item at any n
+    narrow = 1 if kf.QMATVEC_Q8_MMA_WIDE_N > 4096 else kf.QMATVEC_Q8_MMA_TILES_F  # tiles an item at n of 4096
+    assert shipped.grid(sm90, "f32", 4096, 4096, 8) == 4096 // (16 * narrow)
+    assert mma.grid(sm75, "f16", 4096, 4096, 8) == shipped.grid(sm75, "f16", 4096, 4096, 8)  # sm_75: no mma
+    assert mma.grid(sm90, "q4_0", 4096, 4096, 8) == shipped.grid(sm90, "q4_0", 4096, 4096, 8)  # floats only
     assert [shipped.entry("q4_0", r) for r in (1, 2, 3)] == ["qmatvec_q8_1_few_q4_0"] * 2 + ["qmatvec_q8_1_q4_0"]
     assert baseline.entry("q4_0", 1) == "qmatvec_q8_1_q4_0"  # one entry point for every class of x rows
