@@ -18,8 +18,11 @@ the weight's bytes per product reach at 16384 x 16384.
 
 ggml's perf mode runs each case for at least one second; `--ggml-seconds` shortens that in the
 patched copy (the average then comes from fewer graph launches, each still of many products).
+ggml's rows of x are timed --ggml-runs times, interleaved (every row once, then every row again),
+each (row, pass) begun only before --deadline and written when done; the table shows each side's
+median, the .json every run's figures and the count of cells where opgen is as fast or faster.
 
-    python3 bench/ggml.py --ggml PATH [--rows 1,2,4,8] [--formats q4_0,...] [--out DIR] [--runs N]
+    python3 bench/ggml.py --ggml PATH [--rows 1,2,4,8] [--formats q4_0,...] [--out DIR] [--runs N] [--ggml-runs N]
 
 --prebuilt: --build already holds test-backend-ops (a binary built by an earlier call, carried);
 --explore: first times builds of qmatvec_q8_1 (EXPLORE_VARIANTS: copies of the source with some
@@ -27,7 +30,8 @@ kernel facts set; --variants picks them, --baseline PATH adds another tree's sou
 into NAME-explore.json; --explore-only stops there (no table, no ggml build);
 --render JSON: an earlier run's figures written again with the paths QMatMul takes now;
 --ggml-only JSON: ggml's --ggml-rows alone, which a later run takes with --ggml-from JSON (any
-number of them: each fills the rows of x that run did not time).
+number of them: each fills the rows of x that run did not time; an older file's single figure
+per cell, a plain number, counts as one run).
 """
 
 from __future__ import annotations
@@ -118,6 +122,28 @@ def ggml_times(build: Path, rows, formats, log) -> dict:
             if shape in SHAPES and v["type_a"].lower() in formats:
                 out[v["type_a"].lower(), *shape, int(v["n"])] = float(us)
     return out
+
+
+def ggml_passes(args: argparse.Namespace, rows, formats, log, t0: float, written) -> dict:
+    """(format, n, k, rows) -> [µs per product, a run each]: every row of x timed once, then every
+    row again, args.ggml_runs times; a (row, pass) begins only before args.deadline (seconds from
+    t0), and written(figures) follows each, so that a run cut short keeps what it timed."""
+    found: dict = {}
+    for done in range(args.ggml_runs):
+        for r in rows:
+            if time.monotonic() - t0 > args.deadline:
+                print(f"deadline: ggml's pass {done + 1} not run from rows {r} on", flush=True)
+                return found
+            for key, us in ggml_times(args.build, [r], formats, log).items():
+                found.setdefault(key, []).append(us)
+            print(f"ggml rows={r} pass {done + 1} at {time.monotonic() - t0:.0f} s", flush=True)
+            written(found)
+    return found
+
+
+def as_runs(value) -> list:
+    """A .json's ggml figure as its list of runs: older files hold one run as a plain number."""
+    return list(value) if isinstance(value, list) else [float(value)]
 
 
 # --------------------------------------------------------------------------- opgen
@@ -428,10 +454,11 @@ def table(opgen: dict, ggml_us: dict, nbytes: dict, copy: float, formats, rows, 
             cells = []
             for n, k in SHAPES:
                 ours = statistics.median(opgen[fmt, n, k, r])
-                theirs = ggml_us.get((fmt, n, k, r))
-                if theirs is None:
+                runs = ggml_us.get((fmt, n, k, r))
+                if not runs:
                     cells.append(f"{ours:.1f} / -")
                 else:
+                    theirs = statistics.median(runs)
                     mark = "" if ours <= theirs else " **slower**"
                     cells.append(f"{ours:.1f} / {theirs:.1f} ({theirs / ours:.2f}x){mark}")
             share = nbytes[fmt] / (statistics.median(opgen[fmt, 16384, 16384, r]) * 1e-6) / 1e9 / copy
@@ -439,6 +466,63 @@ def table(opgen: dict, ggml_us: dict, nbytes: dict, copy: float, formats, rows, 
             plain_text = f"{statistics.median(plain):.1f}" if plain else "-"
             lines.append(f"| {fmt} | {r} | " + " | ".join(cells) + f" | {share:.0%} | {plain_text} |")
     return "\n".join(lines)
+
+
+#: How the count of cells met compares the two sides' runs of a cell.
+MET_BY = {
+    "median": lambda ours, theirs: statistics.median(ours) <= statistics.median(theirs),
+    "every_run": lambda ours, theirs: max(ours) <= min(theirs),
+}
+
+
+def cells_met(opgen: dict, ggml_us: dict, formats, rows) -> dict:
+    """The goal's cells (ggml's formats x SHAPES x the rows of x both sides timed) where opgen is as
+    fast or faster, by its median ("median") and by its slowest run against ggml's fastest
+    ("every_run"): {way: {"1": [met, cells], ..., "all": [met, cells]}} (a tie is met)."""
+    keys = sorted(
+        (key for key, runs in ggml_us.items() if runs and key in opgen and key[0] in formats and key[3] in rows),
+        key=lambda key: key[3],
+    )
+    counts: dict = {}
+    for way, met in MET_BY.items():
+        by_rows: dict = {}
+        for key in keys:
+            hits, cells = by_rows.get(str(key[3]), [0, 0])
+            by_rows[str(key[3])] = [hits + met(opgen[key], ggml_us[key]), cells + 1]
+        by_rows["all"] = [sum(h for h, _ in by_rows.values()), sum(c for _, c in by_rows.values())]
+        counts[way] = by_rows
+    return counts
+
+
+def met_line(counts: dict) -> str:
+    """The counts of cells_met as a sentence for the .md."""
+
+    def said(by_rows: dict) -> str:
+        hits, cells = by_rows["all"]
+        return f"{hits} of {cells} cells: " + ", ".join(
+            f"rows {group} {h}/{c}" for group, (h, c) in by_rows.items() if group != "all"
+        )
+
+    if not counts["median"]["all"][1]:
+        return "No cell has both sides' figures yet."
+    return (
+        f"opgen as fast or faster (its median <= ggml's) in {said(counts['median'])}; in every run "
+        f"(opgen's slowest <= ggml's fastest) in {said(counts['every_run'])}."
+    )
+
+
+def runs_said(figures: dict) -> str:
+    """'the median of N runs' where every row of x got N, else each row's count."""
+    by_row: dict = {}
+    for (_, _, _, r), runs in figures.items():
+        by_row[r] = max(by_row.get(r, 0), len(runs))
+    counts = set(by_row.values())
+    if len(counts) == 1:
+        (n,) = counts
+        return "one run" if n == 1 else f"the median of {n} runs"
+    if not counts:
+        return "no runs"
+    return "the median of the runs each row of x got (" + ", ".join(f"{r}: {by_row[r]}" for r in sorted(by_row)) + ")"
 
 
 def _wait_for(pid: int, build: Path) -> int:
@@ -463,9 +547,10 @@ def main() -> None:
     ap.add_argument("--formats", default=None, help="comma-separated; default: every format of ops.yaml")
     ap.add_argument("--rows", default="1,2,4,8")
     ap.add_argument("--runs", type=int, default=3, help="opgen's timings repeated (the median is shown)")
+    ap.add_argument("--ggml-runs", type=int, default=3, help="ggml's rows timed this many times, interleaved")
     ap.add_argument("--ggml-seconds", type=float, default=0.25, help="ggml perf mode's least time per case")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 8)
-    ap.add_argument("--deadline", type=float, default=540, help="seconds from start after which ggml rows stop")
+    ap.add_argument("--deadline", type=float, default=540, help="seconds from start after which no ggml row begins")
     ap.add_argument("--build-only", action="store_true", help="patch and build ggml, then stop")
     ap.add_argument("--opgen-json", type=Path, default=None, help="opgen's figures from an earlier run's .json")
     ap.add_argument("--wait-for", type=int, default=None, help="the pid of a --build-only run to wait for (no build)")
@@ -481,9 +566,11 @@ def main() -> None:
     )
     ap.add_argument("--ggml-only", type=Path, default=None, help="time ggml's --ggml-rows alone into this .json")
     args = ap.parse_args()
+    if args.runs < 1 or args.ggml_runs < 1:
+        ap.error("--runs and --ggml-runs take 1 or more")
     t0 = time.monotonic()
     if args.ggml_only:
-        ggml_only(args)
+        ggml_only(args, t0)
         return
 
     from runtime import ggml
@@ -542,13 +629,8 @@ def main() -> None:
     results = Results(args, device, ggml_commit, copy, opgen, exact, nmse, nbytes, formats, rows)
     results.write(ggml_us)  # opgen's figures are kept whatever happens to ggml's
     ggml_rows = [int(r) for r in args.ggml_rows.split(",")] if args.ggml_rows else rows
-    for r in ggml_rows if built == 0 else ():
-        if time.monotonic() - t0 > args.deadline:
-            print(f"deadline: ggml rows {r}.. not run", flush=True)
-            break
-        ggml_us.update(ggml_times(args.build, [r], theirs, log))
-        print(f"ggml rows={r} at {time.monotonic() - t0:.0f} s", flush=True)
-        results.write(ggml_us)
+    if built == 0:
+        ggml_us = ggml_passes(args, ggml_rows, theirs, log, t0, results.write)
     for path in args.ggml_from:
         ggml_us = results.with_earlier(ggml_us, path)
     print(results.write(ggml_us))
@@ -565,8 +647,9 @@ def run_explore(args: argparse.Namespace, formats, rows, t0: float) -> None:
     print(f"explored at {time.monotonic() - t0:.0f} s", flush=True)
 
 
-def ggml_only(args: argparse.Namespace) -> None:
-    """--ggml-only JSON: ggml's figures of --ggml-rows alone (for a later run's --ggml-from)."""
+def ggml_only(args: argparse.Namespace, t0: float) -> None:
+    """--ggml-only JSON: ggml's figures of --ggml-rows alone, --ggml-runs passes before --deadline
+    (for a later run's --ggml-from)."""
     from runtime import ggml
 
     theirs = [f for f in (args.formats.split(",") if args.formats else ggml.FORMATS) if f not in ACTIVATION]
@@ -574,21 +657,27 @@ def ggml_only(args: argparse.Namespace) -> None:
     device = subprocess.run(
         ["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"], capture_output=True, text=True
     ).stdout.strip()
-    found: dict = {}
+
+    def written(found: dict) -> None:
+        record = {
+            "device": device,
+            "date": time.strftime("%Y-%m-%d", time.gmtime()),
+            "source": "the same call, before opgen's timings",
+            "ggml_us": {"/".join(map(str, key)): v for key, v in found.items()},
+        }
+        args.ggml_only.write_text(json.dumps(record, indent=1) + "\n")
+
     with open(args.ggml_only.with_suffix(".log"), "w") as log:
-        for r in rows:  # written after each, so that a run cut short keeps what it timed
-            found.update(ggml_times(args.build, [r], theirs, log))
-            record = {
-                "device": device,
-                "date": time.strftime("%Y-%m-%d", time.gmtime()),
-                "source": "the same call, before opgen's timings",
-                "ggml_us": {"/".join(map(str, key)): v for key, v in found.items()},
-            }
-            args.ggml_only.write_text(json.dumps(record, indent=1) + "\n")
+        ggml_passes(args, rows, theirs, log, t0, written)
 
 
 def _keyed(part: dict) -> dict:
     return {(f, int(n), int(k), int(r)): v for key, v in part.items() for f, n, k, r in [key.split("/")]}
+
+
+def ggml_keyed(part: dict) -> dict:
+    """A .json's "ggml_us", each cell's figures a list of runs (an older file's number: one run)."""
+    return {key: as_runs(v) for key, v in _keyed(part).items()}
 
 
 def as_shipped(opgen: dict, exact: dict) -> dict:
@@ -627,13 +716,12 @@ def render(args: argparse.Namespace, formats, rows) -> None:
     quantized = earlier.get("opgen_q8_1_us", earlier["opgen_us"])  # the run's quantized-x figures
     opgen = as_shipped(_keyed(quantized), exact)
     nbytes = {f: 16384 * 16384 // ggml.FORMATS[f].block * ggml.FORMATS[f].nbytes for f in formats}
-    args.runs = len(next(iter(opgen.values())))
     results = Results(
         args, earlier["device"], earlier["ggml_commit"], earlier["copy_gbs"], opgen, exact, earlier["nmse"], nbytes,
         formats, rows,
     )  # fmt: skip
     results.date = earlier.get("date", results.date)
-    print(results.write(_keyed(earlier["ggml_us"])))
+    print(results.write(ggml_keyed(earlier["ggml_us"])))
     path = args.out / f"{args.name}.json"
     record = json.loads(path.read_text())
     record["opgen_q8_1_us"] = quantized
@@ -666,7 +754,7 @@ class Results:
             return ggml_us
         earlier = json.loads(path.read_text())
         timed = {key[3] for key in ggml_us}
-        kept = {key: v for key, v in _keyed(earlier["ggml_us"]).items() if key[3] not in timed}
+        kept = {key: v for key, v in ggml_keyed(earlier["ggml_us"]).items() if key[3] not in timed}
         if kept:
             rows = ", ".join(str(r) for r in sorted({key[3] for key in kept}))
             source = earlier.get("source", "an earlier call, the same ggml binary")
@@ -677,8 +765,9 @@ class Results:
         a = self.args
         head = (
             f"# opgen qmatvec beside ggml's CUDA MUL_MAT\n\n{self.device}, {self.date}; "
-            f"ggml-org/ggml {self.ggml_commit}; opgen: the median of {a.runs} runs, each the median of {REPEATS} "
-            f"graph launches of {LAUNCHES} products; ggml: test-backend-ops perf (least {a.ggml_seconds} s a case). "
+            f"ggml-org/ggml {self.ggml_commit}; opgen: {runs_said(self.opgen)}, each the median of {REPEATS} "
+            f"graph launches of {LAUNCHES} products; ggml: {runs_said(ggml_us)} of test-backend-ops perf (least "
+            f"{a.ggml_seconds} s a case). "
             f"Copy bandwidth {self.copy:.0f} GB/s. `(Nx)`: ggml's time over opgen's (>= 1: opgen as fast or "
             "faster); `-`: not measured (ggml has no MUL_MAT of q8_1 / q8_K weights). opgen's figure is the "
             "path QMatMul takes by default: x quantized to q8_1 (hip/qmatvec_q8.hip), but the exact-x kernel "
@@ -686,6 +775,8 @@ class Results:
             f"({_float_path()}).{self.note}\n\n"
         )
         text = head + table(self.opgen, ggml_us, self.nbytes, self.copy, self.formats, self.rows, self.exact) + "\n"
+        met = cells_met(self.opgen, ggml_us, self.formats, self.rows)
+        text += "\n" + met_line(met) + "\n"
         text += (
             "\nNMSE against f64 of the 4096 x 4096 products of 1 and 8 rows (the larger), default / exact x: "
             + ", ".join(f"{f} {v['default']:.1e} / {v['exact_x']:.1e}" for f, v in self.nmse.items())
@@ -699,6 +790,7 @@ class Results:
             "opgen_us": {"/".join(map(str, key)): v for key, v in self.opgen.items()},
             "opgen_exact_x_us": {"/".join(map(str, key)): v for key, v in self.exact.items()},
             "ggml_us": {"/".join(map(str, key)): v for key, v in ggml_us.items()},
+            "cells_met": met,
             "nmse": self.nmse,
         }
         (a.out / f"{a.name}.json").write_text(json.dumps(record, indent=1) + "\n")

@@ -58,7 +58,7 @@ def test_ggml_lines_become_cells(tmp_path, monkeypatch):
 
 def test_table_marks_where_opgen_is_slower():
     opgen = {("q4_0", n, k, 1): [10.0, 12.0, 11.0] for n, k in bench.SHAPES}
-    ggml_us = {("q4_0", 16384, 16384, 1): 22.0, ("q4_0", 4096, 4096, 1): 5.5}
+    ggml_us = {("q4_0", 16384, 16384, 1): [30.0, 22.0, 21.0], ("q4_0", 4096, 4096, 1): [5.5]}  # medians 22, 5.5
     nbytes = {"q4_0": 16384 * 16384 // 32 * 18}
     exact = {("q4_0", 16384, 16384, 1): [30.0, 31.0, 29.0]}
     row = bench.table(opgen, ggml_us, nbytes, 1000.0, ["q4_0"], [1], exact).splitlines()[2]
@@ -101,10 +101,130 @@ def test_ggml_figures_of_rows_not_timed_come_from_an_earlier_run(tmp_path):
         )
     )
     results = _results(tmp_path)
-    merged = results.with_earlier({("q4_0", 4096, 4096, 8): 20.0}, earlier)
-    assert merged == {("q4_0", 4096, 4096, 1): 9.0, ("q4_0", 4096, 4096, 8): 20.0}  # this run's row 8 kept
+    merged = results.with_earlier({("q4_0", 4096, 4096, 8): [20.0, 21.0]}, earlier)
+    assert merged == {("q4_0", 4096, 4096, 1): [9.0], ("q4_0", 4096, 4096, 8): [20.0, 21.0]}  # row 8: this run's
     assert "rows of 1: an earlier call" in results.note and "card A, 2026-01-02" in results.note
     assert results.with_earlier(merged, tmp_path / "missing.json") == merged
+
+
+def test_ggml_figures_read_as_lists_of_runs_an_older_number_as_one():
+    part = {"q4_0/4096/4096/1": 9.0, "q4_k/16384/16384/8": [30.0, 31.5, 29.0], "q6_k/4096/4096/2": 7}
+    assert bench.ggml_keyed(part) == {
+        ("q4_0", 4096, 4096, 1): [9.0],
+        ("q4_k", 16384, 16384, 8): [30.0, 31.5, 29.0],
+        ("q6_k", 4096, 4096, 2): [7.0],
+    }
+
+
+class _Clock:
+    """time.monotonic for ggml_passes: each timed row of x takes `row_s` seconds."""
+
+    def __init__(self, row_s: float):
+        self.now, self.row_s, self.rows = 0.0, row_s, []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def ggml_times(self, build, rows, formats, log) -> dict:
+        self.rows.append(rows)
+        self.now += self.row_s
+        (r,) = rows
+        return {(f, 4096, 4096, r): 10.0 * r + len(self.rows) for f in formats}
+
+
+def _passes(monkeypatch, runs: int, deadline: float, rows=(1, 8)):
+    import argparse
+
+    clock = _Clock(row_s=10.0)
+    monkeypatch.setattr(bench, "ggml_times", clock.ggml_times)
+    monkeypatch.setattr(bench.time, "monotonic", clock.monotonic)
+    args = argparse.Namespace(ggml_runs=runs, deadline=deadline, build=None)
+    written = []
+    found = bench.ggml_passes(args, list(rows), ["q4_0"], io.StringIO(), 0.0, lambda f: written.append(repr(f)))
+    return clock, found, written
+
+
+def test_ggml_passes_time_every_row_then_every_row_again(monkeypatch):
+    clock, found, written = _passes(monkeypatch, runs=3, deadline=1000.0)
+    assert clock.rows == [[1], [8]] * 3  # interleaved: all rows once, then again
+    assert found == {("q4_0", 4096, 4096, 1): [11.0, 13.0, 15.0], ("q4_0", 4096, 4096, 8): [82.0, 84.0, 86.0]}
+    assert len(written) == 6 and written[0] == repr({("q4_0", 4096, 4096, 1): [11.0]})  # after each row
+
+
+def test_a_pass_cut_short_by_the_deadline_keeps_what_it_timed(monkeypatch, tmp_path):
+    # rows begin at 0, 10, 20 s; the fourth, at 30 s, is past the deadline
+    clock, found, written = _passes(monkeypatch, runs=3, deadline=25.0)
+    assert clock.rows == [[1], [8], [1]]
+    assert found == {("q4_0", 4096, 4096, 1): [11.0, 13.0], ("q4_0", 4096, 4096, 8): [82.0]}
+    assert bench.runs_said(found) == "the median of the runs each row of x got (1: 2, 8: 1)"
+    assert bench.runs_said({key: [*runs, 1.0][:2] for key, runs in found.items()}) == "the median of 2 runs"
+    assert bench.runs_said({("q4_0", 4096, 4096, 1): [3.0]}) == "one run"
+
+
+def test_ggml_only_writes_every_pass_as_lists(monkeypatch, tmp_path):
+    import argparse
+    import json
+
+    clock = _Clock(row_s=10.0)
+    monkeypatch.setattr(bench, "ggml_times", clock.ggml_times)
+    monkeypatch.setattr(bench.time, "monotonic", clock.monotonic)
+    device = subprocess.CompletedProcess([], 0, stdout="card A, 1.0\n", stderr="")
+    monkeypatch.setattr(bench.subprocess, "run", lambda *a, **k: device)
+    out = tmp_path / "rows.json"
+    args = argparse.Namespace(
+        formats="q4_0,q8_1", rows="1,2", ggml_rows="8", ggml_runs=2, deadline=100.0, build=None, ggml_only=out
+    )
+    bench.ggml_only(args, 0.0)
+    record = json.loads(out.read_text())
+    assert clock.rows == [[8], [8]] and record["device"] == "card A, 1.0"
+    assert record["ggml_us"] == {"q4_0/4096/4096/8": [81.0, 82.0]}  # no q8_1: ggml multiplies none
+
+
+def test_cells_met_by_median_and_by_every_run_a_tie_met():
+    opgen = {
+        ("q4_0", 4096, 4096, 1): [10.0, 11.0, 12.0],  # median 11 = ggml's 11: met; slowest 12 > fastest 11
+        ("q4_0", 16384, 16384, 1): [10.0, 10.0, 10.0],  # slowest 10 = ggml's fastest 10: met both ways
+        ("q4_0", 4096, 4096, 2): [20.0, 21.0, 22.0],  # median 21 > 20: not met
+        ("q4_0", 16384, 16384, 2): [5.0, 5.0, 5.0],  # ggml did not time it: no cell
+        ("q8_1", 4096, 4096, 1): [1.0],  # ggml has no q8_1 weight: no cell
+    }
+    ggml_us = {
+        ("q4_0", 4096, 4096, 1): [11.0, 11.0, 13.0],
+        ("q4_0", 16384, 16384, 1): [10.0, 12.0],  # a pass cut short
+        ("q4_0", 4096, 4096, 2): [20.0, 19.0, 25.0],
+        ("q4_0", 4096, 4096, 4): [1.0],  # rows of x opgen did not time: no cell
+    }
+    met = bench.cells_met(opgen, ggml_us, ["q4_0", "q8_1"], [1, 2])
+    assert met == {
+        "median": {"1": [2, 2], "2": [0, 1], "all": [2, 3]},
+        "every_run": {"1": [1, 2], "2": [0, 1], "all": [1, 3]},
+    }
+    line = bench.met_line(met)
+    assert "in 2 of 3 cells: rows 1 2/2, rows 2 0/1;" in line and line.endswith(
+        "in 1 of 3 cells: rows 1 1/2, rows 2 0/1."
+    )
+
+
+def test_results_state_both_sides_runs_and_the_cells_met(tmp_path):
+    import argparse
+    import json
+
+    args = argparse.Namespace(out=tmp_path, name="t", ggml_seconds=0.25)
+    opgen = {("q4_0", n, k, 1): [10.0, 12.0, 11.0] for n, k in bench.SHAPES}
+    nbytes = {"q4_0": 16384 * 16384 // 32 * 18}
+    nmse = {"q4_0": {"default": 1e-4, "exact_x": 1e-5}}
+    results = bench.Results(args, "dev", "c", 1000.0, opgen, {}, nmse, nbytes, ["q4_0"], [1])
+    ggml_us = {("q4_0", n, k, 1): [12.0, 9.0, 11.0] for n, k in bench.SHAPES}  # medians 11: ties, met
+    text = results.write(ggml_us)
+    assert "opgen: the median of 3 runs," in text
+    assert "ggml: the median of 3 runs of test-backend-ops perf (least 0.25 s a case)" in text
+    assert "opgen as fast or faster (its median <= ggml's) in 4 of 4 cells: rows 1 4/4;" in text
+    assert "in every run (opgen's slowest <= ggml's fastest) in 0 of 4 cells" in text
+    record = json.loads((tmp_path / "t.json").read_text())
+    assert record["ggml_us"]["q4_0/4096/4096/1"] == [12.0, 9.0, 11.0]  # every run kept
+    assert record["cells_met"]["median"]["all"] == [4, 4] and record["cells_met"]["every_run"]["all"] == [0, 4]
+    assert (tmp_path / "t.md").read_text() == text + "\n"
+    assert "ggml: no runs of" in results.write({}) and "No cell has both sides' figures yet." in results.write({})
 
 
 class _Geometry:
