@@ -33,8 +33,9 @@ FLOAT = ("f32", "f16", "bf16")
 SHAPES = [(37, 256), (33, 4096), (130, 2304), (33, 4352)]  # NMSE over few outputs is noisy: n of 33 at least
 #: f32 / f16 / bf16: k of 24 fills f32's units of 8, not f16's of 16 (their exact-x kernel); 8448:
 #: a block an item (more units a lane than QMATVEC_Q8_LANE_UNITS_F), 4352 f32's too; 4112 ends in
-#: part of the tensor cores' step (64 weights of a warp's lanes of a row), n of 19 part of a tile
-FLOAT_SHAPES = [(7, 24), (33, 8448), (19, 4112)]
+#: part of the tensor cores' step (64 weights of a warp's lanes of a row), n of 19 part of a tile;
+#: n of 8195 takes their items of QMATVEC_Q8_MMA_TILES_F tiles (QMATVEC_Q8_MMA_WIDE_N), the last part full
+FLOAT_SHAPES = [(7, 24), (33, 8448), (19, 4112), (8195, 96)]
 ROWS = [1, 2, 3, 5, 8, 11]  # every x class (1, 2, 4, 8) and past 8 (two groups of x rows)
 ARITHMETIC_RTOL = 1e-5
 
