@@ -294,7 +294,8 @@ EXPLORE_VARIANTS: dict[str, dict[str, int]] = {
     "rows-k-x1-2": {"QMATVEC_Q8_ROWS_K_X1": 2},
     "rows-k-x1-4": {"QMATVEC_Q8_ROWS_K_X1": 4},
     "lane-units-8": {"QMATVEC_Q8_LANE_UNITS": 8},
-    "rows-x4-4": {"QMATVEC_Q8_ROWS_X4": 4},
+    "rows-x4-4": {"QMATVEC_Q8_ROWS_X4": 4, "QMATVEC_Q8_NARROW_N": 0},
+    "narrow-off": {"QMATVEC_Q8_NARROW_N": 0},
     "rows-x8-2": {"QMATVEC_Q8_ROWS_X8": 2},
     "min-blocks-2": {"QMATVEC_Q8_MIN_BLOCKS": 2},
     "min-blocks-4": {"QMATVEC_Q8_MIN_BLOCKS": 4},
@@ -312,11 +313,14 @@ class Variant:
     facts: dict
     few: bool = True  # qmatvec_q8_1_few_<fmt> for one or two rows of x (an older source: one entry)
 
-    def item_rows(self, fmt: str, nx: int) -> int:
+    def item_rows(self, fmt: str, nx: int, n: int) -> int:
         from runtime import ggml
 
         floats = fmt in ggml.PLAIN and f"QMATVEC_Q8_ROWS_F_X{nx}" in self.facts  # an older source: none
         family = "_F" if floats else "_K" if fmt not in ggml.PLAIN and ggml.FORMATS[fmt].block == 256 else ""
+        narrow = self.facts.get("QMATVEC_Q8_NARROW_N", 0)  # an older source: none
+        if family == "" and fmt not in ggml.PLAIN and nx == 4 and n < narrow:
+            return self.facts["QMATVEC_Q8_ROWS_X4_NARROW"]
         return self.facts[f"QMATVEC_Q8_ROWS{family}_X{nx}"]
 
     def entry(self, fmt: str, rows: int) -> str:
@@ -329,7 +333,7 @@ class Variant:
 
         # an older source: 0, no lane items and no tensor cores
         facts = {name: self.facts.get(name, 0) for name in gpu_quant.QMATVEC_Q8_GRID_FACTS}
-        item_rows = self.item_rows(fmt, gpu_quant.x_rows_class(rows))
+        item_rows = self.item_rows(fmt, gpu_quant.x_rows_class(rows), n)
         return gpu_quant.q8_grid(rt, 0, fmt, n, k, rows, item_rows, facts)
 
 

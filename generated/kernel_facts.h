@@ -112,6 +112,18 @@
 #define OPGEN_QMATVEC_Q8_ROWS_X4 8
 #endif
 
+// qmatvec_q8_1_* of blocks of 32: weight rows per item for 3 or 4 rows of x where the weight has fewer than QMATVEC_Q8_NARROW_N rows (more items in flight)
+// (a default: -D OPGEN_QMATVEC_Q8_ROWS_X4_NARROW=... may tune it, with the runtime's QMATVEC_Q8_ROWS_X4_NARROW set alike)
+#ifndef OPGEN_QMATVEC_Q8_ROWS_X4_NARROW
+#define OPGEN_QMATVEC_Q8_ROWS_X4_NARROW 4
+#endif
+
+// qmatvec_q8_1_* of blocks of 32: the weight rows (n) below which 3 or 4 rows of x take QMATVEC_Q8_ROWS_X4_NARROW weight rows an item
+// (a default: -D OPGEN_QMATVEC_Q8_NARROW_N=... may tune it, with the runtime's QMATVEC_Q8_NARROW_N set alike)
+#ifndef OPGEN_QMATVEC_Q8_NARROW_N
+#define OPGEN_QMATVEC_Q8_NARROW_N 8192
+#endif
+
 // qmatvec_q8_1_* of blocks of 32: weight rows per item for 5 and more rows (8 at a time) of x (bench/ggml.py --explore compares 1, 2, 4, 8)
 // (a default: -D OPGEN_QMATVEC_Q8_ROWS_X8=... may tune it, with the runtime's QMATVEC_Q8_ROWS_X8 set alike)
 #ifndef OPGEN_QMATVEC_Q8_ROWS_X8

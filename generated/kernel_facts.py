@@ -111,6 +111,16 @@ QMATVEC_Q8_ROWS_X2 = 4
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_ROWS_X4=... needs this set alike)
 QMATVEC_Q8_ROWS_X4 = 8
 
+#: qmatvec_q8_1_* of blocks of 32: weight rows per item for 3 or 4 rows of x where the weight has fewer than
+#: QMATVEC_Q8_NARROW_N rows (more items in flight)
+#: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_ROWS_X4_NARROW=... needs this set alike)
+QMATVEC_Q8_ROWS_X4_NARROW = 4
+
+#: qmatvec_q8_1_* of blocks of 32: the weight rows (n) below which 3 or 4 rows of x take QMATVEC_Q8_ROWS_X4_NARROW
+#: weight rows an item
+#: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_NARROW_N=... needs this set alike)
+QMATVEC_Q8_NARROW_N = 8192
+
 #: qmatvec_q8_1_* of blocks of 32: weight rows per item for 5 and more rows (8 at a time) of x (bench/ggml.py --explore
 #: compares 1, 2, 4, 8)
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_ROWS_X8=... needs this set alike)

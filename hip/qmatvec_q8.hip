@@ -878,6 +878,9 @@ __device__ __forceinline__ void qmatvec_q8_1_many(const uint8_t* w, const float*
     product<F, 4, 2>(w, xs, y, n, rows);
 #else
     if (rows <= 4) {
+        if constexpr (kFamily<F> == 0) {  // the blocks of 32: fewer weight rows an item on a narrow weight
+            if (n < (size_t)OPGEN_QMATVEC_Q8_NARROW_N) return product<F, 4, OPGEN_QMATVEC_Q8_ROWS_X4_NARROW>(w, xs, y, n, rows);
+        }
         product<F, 4, item_rows<F>::x4>(w, xs, y, n, rows);
     } else {
         product<F, 8, item_rows<F>::x8>(w, xs, y, n, rows);

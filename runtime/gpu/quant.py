@@ -31,6 +31,7 @@ from generated.kernel_facts import (
     QMATVEC_Q8_MMA_F_FROM,
     QMATVEC_Q8_MMA_TILES_F,
     QMATVEC_Q8_MMA_WIDE_N,
+    QMATVEC_Q8_NARROW_N,
     QMATVEC_Q8_ROWS_F_X1,
     QMATVEC_Q8_ROWS_F_X2,
     QMATVEC_Q8_ROWS_F_X4,
@@ -42,6 +43,7 @@ from generated.kernel_facts import (
     QMATVEC_Q8_ROWS_X1,
     QMATVEC_Q8_ROWS_X2,
     QMATVEC_Q8_ROWS_X4,
+    QMATVEC_Q8_ROWS_X4_NARROW,
     QMATVEC_Q8_ROWS_X8,
     QMATVEC_Q8_THREADS,
     QMATVEC_ROWS,
@@ -352,15 +354,19 @@ def qmatvec_q8_1(
             xq = rt.alloc(ordinal, x_q8_1_bytes(rows, k), np.dtype(np.uint8))
         quantize_x = rt._entry(table, (K.QUANTIZE_Q8_1_X, x.dtype), "qmatmul")
         quantize_x(rt.launch, rt.geometry(rows * k // 16, ordinal), BLOCK, stream, x.ptr, xq.ptr, rows, k)
-    grid = q8_grid(rt, ordinal, q.fmt, n, k, rows, q8_item_rows(q.fmt, x_rows_class(rows)))
+    grid = q8_grid(rt, ordinal, q.fmt, n, k, rows, q8_item_rows(q.fmt, x_rows_class(rows), n))
     fn(rt.launch, grid, QMATVEC_Q8_THREADS, stream, q.buf.ptr, x.ptr, xq.ptr, out.ptr, n, k, rows)
 
 
-def q8_item_rows(fmt: str, nx: int) -> int:
-    """qmatvec_q8_1_<fmt>'s weight rows per item for the x rows class `nx` (x_rows_class)."""
+def q8_item_rows(fmt: str, nx: int, n: int) -> int:
+    """qmatvec_q8_1_<fmt>'s weight rows per item for the x rows class `nx` (x_rows_class) and a
+    weight of n rows: the blocks of 32 at 3 or 4 rows of x take QMATVEC_Q8_ROWS_X4_NARROW below
+    QMATVEC_Q8_NARROW_N rows."""
     if fmt in ggml.PLAIN:
         return QMATVEC_Q8_ROWS_F[nx]
-    return (QMATVEC_Q8_ROWS_K if ggml.FORMATS[fmt].block == 256 else QMATVEC_Q8_ROWS)[nx]
+    if ggml.FORMATS[fmt].block == 256:
+        return QMATVEC_Q8_ROWS_K[nx]
+    return QMATVEC_Q8_ROWS_X4_NARROW if nx == 4 and n < QMATVEC_Q8_NARROW_N else QMATVEC_Q8_ROWS[nx]
 
 
 def q8_units(fmt: str, k: int) -> int:

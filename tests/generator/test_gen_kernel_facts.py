@@ -283,7 +283,7 @@ def test_an_overridable_fact_is_a_default_in_the_header(generated):
 def test_the_shipped_overridable_facts_are_those_a_bench_sets_on_both_sides():
     """The runtime can follow a -D only where a bench sets both sides (--explore nn-rows: ROW_BYTES;
     --explore columns: COLUMN_PACKS, COLUMN_MIN_BLOCKS, TILE_INTERLEAVED; bench/ggml.py --explore:
-    QMATVEC_Q8_ROWS_X*, _K_X*, _F_X*, QMATVEC_Q8_MIN_BLOCKS, _FEW_MIN_BLOCKS, _LANE_UNITS(_MANY,
+    QMATVEC_Q8_ROWS_X*, _X4_NARROW, _NARROW_N, _K_X*, _F_X*, QMATVEC_Q8_MIN_BLOCKS, _FEW_MIN_BLOCKS, _LANE_UNITS(_MANY,
     _F), _LANE_ITEMS, _MMA_F_FROM, _MMA_TILES_F, _MMA_WIDE_N and _WIDE_BLOCKS, its grid from the variant's rows per
     item, lane units and tensor-core tiles); the
     flash geometry, the column tile and the column tiles' block are fixed in ops.yaml, checked by
@@ -291,6 +291,7 @@ def test_the_shipped_overridable_facts_are_those_a_bench_sets_on_both_sides():
     registry = validate(load_file(str(REPO / "ops.yaml")), REPO)
     overridable = [f.name for f in registry.kernel_facts if f.overridable]
     rows = [f"QMATVEC_Q8_ROWS{family}_X{x}" for family in ("", "_K", "_F") for x in (1, 2, 4, 8)]
+    rows[3:3] = ["QMATVEC_Q8_ROWS_X4_NARROW", "QMATVEC_Q8_NARROW_N"]
     assert overridable == [
         "ROW_BYTES", "COLUMN_PACKS", "COLUMN_MIN_BLOCKS", "TILE_INTERLEAVED", *rows, "QMATVEC_Q8_MIN_BLOCKS",
         "QMATVEC_Q8_FEW_MIN_BLOCKS", "QMATVEC_Q8_LANE_UNITS", "QMATVEC_Q8_LANE_UNITS_MANY", "QMATVEC_Q8_LANE_ITEMS",

@@ -251,9 +251,16 @@ def test_explore_builds_define_their_facts_and_launch_by_them(tmp_path):
     four, by_block, baseline = bench.explore_variants(["rows-4", "block-items"], older)
     assert four.path.read_text().startswith("#define OPGEN_QMATVEC_Q8_ROWS_X1 4\n")
     assert "#define" not in baseline.path.read_text()
-    assert (four.item_rows("q4_0", 8), four.item_rows("f16", 2)) == (4, 4)
-    assert four.item_rows("q4_k", 1) == kf.QMATVEC_Q8_ROWS_K_X1  # the blocks of 256 as shipped
-    assert baseline.item_rows("f16", 4) == kf.QMATVEC_Q8_ROWS_X4  # its floats take the blocks of 32's rows
+    assert (four.item_rows("q4_0", 8, 4096), four.item_rows("f16", 2, 4096)) == (4, 4)
+    assert four.item_rows("q4_k", 1, 4096) == kf.QMATVEC_Q8_ROWS_K_X1  # the blocks of 256 as shipped
+    assert baseline.item_rows("f16", 4, 4096) == kf.QMATVEC_Q8_ROWS_X4  # its floats take the blocks of 32's rows
+    assert baseline.item_rows("q4_0", 4, 4096) == kf.QMATVEC_Q8_ROWS_X4  # no narrow rows in an older source
+    narrow = bench.explore_variants(["shipped"], None)[0]
+    below, above = kf.QMATVEC_Q8_NARROW_N - 1, kf.QMATVEC_Q8_NARROW_N
+    assert narrow.item_rows("q4_0", 4, below) == kf.QMATVEC_Q8_ROWS_X4_NARROW
+    assert narrow.item_rows("q4_0", 4, above) == kf.QMATVEC_Q8_ROWS_X4
+    assert narrow.item_rows("q4_0", 8, below) == kf.QMATVEC_Q8_ROWS_X8  # 3 or 4 rows of x only
+    assert narrow.item_rows("q4_k", 4, below) == kf.QMATVEC_Q8_ROWS_K_X4  # the blocks of 32 only
     rt = _Geometry()
     items = 4096 // kf.QMATVEC_Q8_ROWS_X1  # q4_0, 4096 x 4096, one row of x: 128 units, 4 a lane
     lane_items = kf.QMATVEC_Q8_LANE_UNITS >= 4
