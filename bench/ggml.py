@@ -31,7 +31,9 @@ into NAME-explore.json; --explore-only stops there (no table, no ggml build);
 --render JSON: an earlier run's figures written again with the paths QMatMul takes now;
 --ggml-only JSON: ggml's --ggml-rows alone, which a later run takes with --ggml-from JSON (any
 number of them: each fills the rows of x that run did not time; an older file's single figure
-per cell, a plain number, counts as one run).
+per cell, a plain number, counts as one run); --ggml-add JSON: a --ggml-only file of the same card
+whose runs join each cell's (three passes of ggml's rows take about 1,000 s on an H100, past one
+call: two calls of --ggml-only, then a third with --ggml-runs 1 --ggml-add each).
 """
 
 from __future__ import annotations
@@ -568,6 +570,13 @@ def main() -> None:
     ap.add_argument(
         "--ggml-from", type=Path, action="append", default=[], help="a .json of ggml's figures for rows not run here"
     )
+    ap.add_argument(
+        "--ggml-add",
+        type=Path,
+        action="append",
+        default=[],
+        help="a --ggml-only .json of this card: its runs join ours",
+    )
     ap.add_argument("--ggml-only", type=Path, default=None, help="time ggml's --ggml-rows alone into this .json")
     args = ap.parse_args()
     if args.runs < 1 or args.ggml_runs < 1:
@@ -637,6 +646,8 @@ def main() -> None:
         ggml_us = ggml_passes(args, ggml_rows, theirs, log, t0, results.write)
     for path in args.ggml_from:
         ggml_us = results.with_earlier(ggml_us, path)
+    for path in args.ggml_add:
+        ggml_us = results.with_added(ggml_us, path)
     print(results.write(ggml_us))
 
 
@@ -764,6 +775,22 @@ class Results:
             source = earlier.get("source", "an earlier call, the same ggml binary")
             self.note += f" ggml's rows of {rows}: {source} ({earlier['device']}, {earlier['date']})."
         return {**kept, **ggml_us}
+
+    def with_added(self, ggml_us: dict, path: Path) -> dict:
+        """ggml's figures with another call's runs (a --ggml-only .json of the same ggml binary) added
+        to every cell both timed, and its cells this run did not time: passes of ggml's rows
+        gathered over several calls, each too short for them all. A file from another card adds
+        nothing (the header says so)."""
+        if not path.exists():
+            print(f"{path}: not there, no ggml runs added from it", flush=True)
+            return ggml_us
+        other = json.loads(path.read_text())
+        if other["device"] != self.device:
+            self.note += f" {path.name}: from {other['device']}, not this card: its runs are not added."
+            return ggml_us
+        added = ggml_keyed(other["ggml_us"])
+        self.note += f" Runs of ggml added from {path.name} ({other.get('source', 'another call')}, {other['date']})."
+        return {key: ggml_us.get(key, []) + added.get(key, []) for key in {*ggml_us, *added}}
 
     def write(self, ggml_us: dict) -> str:
         a = self.args

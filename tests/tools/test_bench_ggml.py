@@ -107,6 +107,27 @@ def test_ggml_figures_of_rows_not_timed_come_from_an_earlier_run(tmp_path):
     assert results.with_earlier(merged, tmp_path / "missing.json") == merged
 
 
+def test_ggml_runs_of_other_calls_of_this_card_join_each_cell(tmp_path):
+    import json
+
+    def pass_file(name, device, figures):
+        path = tmp_path / name
+        path.write_text(json.dumps({"device": device, "date": "2026-01-03", "source": "a pass", "ggml_us": figures}))
+        return path
+
+    first = pass_file("first.json", "dev", {"q4_0/4096/4096/1": [9.0], "q4_0/4096/4096/8": [30.0]})
+    elsewhere = pass_file("other.json", "card B", {"q4_0/4096/4096/1": [1.0]})
+    results = _results(tmp_path)  # its device: "dev"
+    ours = {("q4_0", 4096, 4096, 1): [10.0]}
+    joined = results.with_added(ours, first)
+    assert joined == {("q4_0", 4096, 4096, 1): [10.0, 9.0], ("q4_0", 4096, 4096, 8): [30.0]}
+    assert "added from first.json" in results.note
+    assert results.with_added(joined, elsewhere) == joined  # another card's runs never join
+    assert "other.json: from card B, not this card" in results.note
+    assert results.with_added(joined, tmp_path / "missing.json") == joined
+    assert ours == {("q4_0", 4096, 4096, 1): [10.0]}  # the caller's figures untouched
+
+
 def test_ggml_figures_read_as_lists_of_runs_an_older_number_as_one():
     part = {"q4_0/4096/4096/1": 9.0, "q4_k/16384/16384/8": [30.0, 31.5, 29.0], "q6_k/4096/4096/2": 7}
     assert bench.ggml_keyed(part) == {
