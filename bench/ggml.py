@@ -718,7 +718,8 @@ def _float_path() -> str:
 
     if not QMATVEC_Q8_MMA_F_FROM:
         return "f32 sums"
-    return f"f32 sums; from {QMATVEC_Q8_MMA_F_FROM} rows on the tensor cores, x as two tf32 parts"
+    first = {1: 1, 2: 2, 4: 3, 8: 5}[QMATVEC_Q8_MMA_F_FROM]  # the class's fewest rows (x_rows_class)
+    return f"f32 sums; from {first} rows on the tensor cores, x as two tf32 parts"
 
 
 def render(args: argparse.Namespace, formats, rows) -> None:

@@ -52,3 +52,14 @@ def reduce_source_variant():
         setattr(reductions, name, value)
     for rt in runtimes:
         rt._sources.pop(path, None)
+
+
+@pytest.fixture
+def cuda_switches_restored():
+    """The cuda runtime's switches as they were before the test, for the modules that set them
+    (imported here only where asked: runtime.cuda needs a cuda that can run)."""
+    import runtime.cuda as cuda
+
+    kept = cuda._rt.switches.__dict__.copy()
+    yield
+    cuda._rt.switches.__dict__.update(kept)

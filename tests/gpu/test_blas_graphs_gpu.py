@@ -26,11 +26,7 @@ TOLERANCE = {"bf16": 2e-2, "f16": 2e-3, "f32": 1e-5, "f64": 1e-12}
 B, M, N, K = 2, 64, 48, 96
 
 
-@pytest.fixture(autouse=True)
-def switches_restored():
-    kept = cuda._rt.switches.__dict__.copy()
-    yield
-    cuda._rt.switches.__dict__.update(kept)
+pytestmark = pytest.mark.usefixtures("cuda_switches_restored")
 
 
 def _matmul(dev, a, b):

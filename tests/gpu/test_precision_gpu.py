@@ -27,11 +27,7 @@ FULL = {"f32": 1e-5, "f16": 2.0**-10, "bf16": 2.0**-7}
 B, M, N, K = 2, 96, 80, 1024
 
 
-@pytest.fixture(autouse=True)
-def switches_restored():
-    kept = cuda._rt.switches.__dict__.copy()
-    yield
-    cuda._rt.switches.__dict__.update(kept)
+pytestmark = pytest.mark.usefixtures("cuda_switches_restored")
 
 
 def _operands(dtype: str, *shapes, seed: int = 3):
