@@ -301,8 +301,20 @@ EXPLORE_VARIANTS: dict[str, dict[str, int]] = {
     "rows-x8-2": {"QMATVEC_Q8_ROWS_X8": 2},
     "min-blocks-2": {"QMATVEC_Q8_MIN_BLOCKS": 2},
     "min-blocks-4": {"QMATVEC_Q8_MIN_BLOCKS": 4},
+    "mma-q-off": {"QMATVEC_Q8_MMA_Q_FROM": 0},
+    "mma-q-wide": {"QMATVEC_Q8_MMA_Q_N": 0},
+    "mma-q-min-blocks-1": {"QMATVEC_Q8_MMA_Q_MIN_BLOCKS": 1},
+    "mma-q-min-blocks-6": {"QMATVEC_Q8_MMA_Q_MIN_BLOCKS": 6},
+    "mma-q-rows-8": {"QMATVEC_Q8_MMA_Q_FROM": 8},
+    "lane-units-f-8": {"QMATVEC_Q8_LANE_UNITS_F": 8},
+    "lane-units-f-4": {"QMATVEC_Q8_LANE_UNITS_F": 4},
+    "mma-f-tiles-2": {"QMATVEC_Q8_MMA_TILES_F": 2, "QMATVEC_Q8_MMA_WIDE_N": 0},
+    "mma-q-stages-2": {"QMATVEC_Q8_MMA_Q_STAGES": 2},
+    "mma-q-stages-4": {"QMATVEC_Q8_MMA_Q_STAGES": 4},
 }
 EXPLORE_SHAPES = SHAPES
+#: Facts of a source with qmatvec_q8_1_mma that only the runtime reads (when it launches that entry).
+RUNTIME_FACTS = ("QMATVEC_Q8_MMA_F_FROM", "QMATVEC_Q8_MMA_Q_FROM", "QMATVEC_Q8_MMA_Q_N")
 
 
 @dataclass(frozen=True)
@@ -314,6 +326,7 @@ class Variant:
     path: Path
     facts: dict
     few: bool = True  # qmatvec_q8_1_few_<fmt> for one or two rows of x (an older source: one entry)
+    mma: bool = True  # qmatvec_q8_1_mma_<fmt> for the tensor cores (an older source: inside the others)
 
     def item_rows(self, fmt: str, nx: int, n: int) -> int:
         from runtime import ggml
@@ -325,18 +338,28 @@ class Variant:
             return self.facts["QMATVEC_Q8_ROWS_X4_NARROW"]
         return self.facts[f"QMATVEC_Q8_ROWS{family}_X{nx}"]
 
-    def entry(self, fmt: str, rows: int) -> str:
-        """The entry point that multiplies `rows` rows of x: qmatvec_q8_1_few_<fmt> for one or two
-        where the source has it."""
+    def entry(self, rt, fmt: str, rows: int, n: int) -> str:
+        """The entry point that multiplies `rows` rows of x against n weight rows: the tensor
+        cores' (runtime/gpu/quant.py q8_mma with this build's facts), else qmatvec_q8_1_few_<fmt>
+        for one or two, where the source has them."""
+        from runtime.gpu import quant as gpu_quant
+
+        if self.mma and gpu_quant.q8_mma(rt, 0, fmt, gpu_quant.x_rows_class(rows), n, self.grid_facts()):
+            return f"qmatvec_q8_1_mma_{fmt}"
         return f"qmatvec_q8_1_few_{fmt}" if self.few and rows <= 2 else f"qmatvec_q8_1_{fmt}"
+
+    def grid_facts(self) -> dict:
+        """The facts the grid follows, an older source's missing ones 0 (no lane items, no tensor
+        cores)."""
+        from runtime.gpu import quant as gpu_quant
+
+        return {name: self.facts.get(name, 0) for name in gpu_quant.QMATVEC_Q8_GRID_FACTS}
 
     def grid(self, rt, fmt: str, n: int, k: int, rows: int) -> int:
         from runtime.gpu import quant as gpu_quant
 
-        # an older source: 0, no lane items and no tensor cores
-        facts = {name: self.facts.get(name, 0) for name in gpu_quant.QMATVEC_Q8_GRID_FACTS}
         item_rows = self.item_rows(fmt, gpu_quant.x_rows_class(rows), n)
-        return gpu_quant.q8_grid(rt, 0, fmt, n, k, rows, item_rows, facts)
+        return gpu_quant.q8_grid(rt, 0, fmt, n, k, rows, item_rows, self.grid_facts())
 
 
 def explore_variants(names, baseline: Path | None) -> list[Variant]:
@@ -354,18 +377,19 @@ def explore_variants(names, baseline: Path | None) -> list[Variant]:
         sources.append(("baseline", baseline.read_text(), {}))
     variants = []
     for name, text, overrides in sources:
-        few = "qmatvec_q8_1_few" in text
-        facts = {f: v for f, v in {**shipped, **overrides}.items() if f"OPGEN_{f}" in text}
+        few, mma = "qmatvec_q8_1_few" in text, "qmatvec_q8_1_mma" in text
+        runtime_facts = RUNTIME_FACTS if mma else ()
+        facts = {f: v for f, v in {**shipped, **overrides}.items() if f"OPGEN_{f}" in text or f in runtime_facts}
         defines = "".join(f"#define OPGEN_{f} {v}\n" for f, v in overrides.items())
         path = tmp / f"qmatvec_q8_{name}.hip"
-        path.write_text(defines + (text if few else _with_entry_shims(text)))
-        variants.append(Variant(name, path, facts, few))
+        path.write_text(defines + _with_entry_shims(text, few, mma))
+        variants.append(Variant(name, path, facts, few, mma))
     return variants
 
 
 #: What this tree's generated entry points call, for a source from before qmatvec_q8_1_few: its one
 #: qmatvec_q8_1 serves both (the bench launches its qmatvec_q8_1_<fmt> for every class of x rows).
-ENTRY_SHIMS = """
+FEW_SHIMS = """
 namespace {
 template <typename F>
 __device__ void qmatvec_q8_1_many(const uint8_t* w, const float* x, const uint8_t* xq, float* y, size_t n, size_t k,
@@ -379,11 +403,23 @@ __device__ void qmatvec_q8_1_few(const uint8_t* w, const float* x, const uint8_t
 }
 }  // namespace
 """
+#: For a source from before qmatvec_q8_1_mma (its float weights' tensor cores inside
+#: qmatvec_q8_1_many): its general entry, which the bench launches instead (Variant.entry).
+MMA_SHIM = """
+namespace {
+template <typename F> constexpr int kMmaMinBlocks = 1;
+template <typename F>
+__device__ void qmatvec_q8_1_mma(const uint8_t* w, const float* x, const uint8_t* xq, float* y, size_t n, size_t k,
+                                 size_t rows) {
+    qmatvec_q8_1_many<F>(w, x, xq, y, n, k, rows);
+}
+}  // namespace
+"""
 
 
-def _with_entry_shims(text: str) -> str:
+def _with_entry_shims(text: str, few: bool, mma: bool) -> str:
     include = '#include "qmatvec_q8_entries.h"'
-    return text.replace(include, ENTRY_SHIMS + include)
+    return text.replace(include, ("" if few else FEW_SHIMS) + ("" if mma else MMA_SHIM) + include)
 
 
 def _warm(path: str) -> str:  # compiles one source into the kernel cache (a worker process)
@@ -429,7 +465,7 @@ def explore(variants: list[Variant], rows, runs: int, formats) -> dict:
                     args = (q.buf.ptr, x.ptr, xq.ptr, y.ptr, n, k, r)
                     grid = v.grid(rt, fmt, n, k, r)
 
-                    entry = v.entry(fmt, r)
+                    entry = v.entry(rt, fmt, r, n)
 
                     def run(v=v, grid=grid, args=args, entry=entry):
                         rt.launch(str(v.path), entry, grid, 128, stream, args, types)
@@ -713,13 +749,28 @@ def _exact_rows() -> str:
     return ", ".join(f"{f} x{r}" for f, r in sorted(EXACT_X_FASTER)) + f"; {small} up to {EXACT_X_SMALL_ELEMS} weights"
 
 
+def _first_rows(x_class: int) -> int:
+    """The fewest rows of x of a class of x rows (runtime/gpu/quant.py x_rows_class)."""
+    return {1: 1, 2: 2, 4: 3, 8: 5}[x_class]
+
+
 def _float_path() -> str:
     from generated.kernel_facts import QMATVEC_Q8_MMA_F_FROM
 
     if not QMATVEC_Q8_MMA_F_FROM:
         return "f32 sums"
-    first = {1: 1, 2: 2, 4: 3, 8: 5}[QMATVEC_Q8_MMA_F_FROM]  # the class's fewest rows (x_rows_class)
-    return f"f32 sums; from {first} rows on the tensor cores, x as two tf32 parts"
+    return f"f32 sums; from {_first_rows(QMATVEC_Q8_MMA_F_FROM)} rows on the tensor cores, x as two tf32 parts"
+
+
+def _block32_path() -> str:
+    from generated.kernel_facts import QMATVEC_Q8_MMA_Q_FROM, QMATVEC_Q8_MMA_Q_N
+
+    if not QMATVEC_Q8_MMA_Q_FROM:
+        return ""
+    return (
+        f"; the blocks of 32 from {_first_rows(QMATVEC_Q8_MMA_Q_FROM)} rows on weights of {QMATVEC_Q8_MMA_Q_N} rows "
+        "and more on the tensor cores (int8 mma against x in q8_1)"
+    )
 
 
 def render(args: argparse.Namespace, formats, rows) -> None:
@@ -803,7 +854,7 @@ class Results:
             f"Copy bandwidth {self.copy:.0f} GB/s. `(Nx)`: ggml's time over opgen's (>= 1: opgen as fast or "
             "faster); `-`: not measured (ggml has no MUL_MAT of q8_1 / q8_K weights). opgen's figure is the "
             "path QMatMul takes by default: x quantized to q8_1 (hip/qmatvec_q8.hip), but the exact-x kernel "
-            f"(hip/quantized.hip) for {_exact_rows()}; f32 / f16 / bf16 weights multiply x itself "
+            f"(hip/quantized.hip) for {_exact_rows()}{_block32_path()}; f32 / f16 / bf16 weights multiply x itself "
             f"({_float_path()}).{self.note}\n\n"
         )
         text = head + table(self.opgen, ggml_us, self.nbytes, self.copy, self.formats, self.rows, self.exact) + "\n"

@@ -211,7 +211,7 @@
 // qmatvec_q8_1_* of f32, f16 and bf16 weights: QMATVEC_Q8_LANE_UNITS, in units of 32 bytes
 // (a default: -D OPGEN_QMATVEC_Q8_LANE_UNITS_F=... may tune it, with the runtime's QMATVEC_Q8_LANE_UNITS_F set alike)
 #ifndef OPGEN_QMATVEC_Q8_LANE_UNITS_F
-#define OPGEN_QMATVEC_Q8_LANE_UNITS_F 16
+#define OPGEN_QMATVEC_Q8_LANE_UNITS_F 4
 #endif
 
 // qmatvec_q8_1_* of f32, f16 and bf16 weights on cuda sm_80 and up: the x rows class (1, 2, 4, 8) from which the tensor cores multiply them (mma.sync of tf32, x as two tf32 parts, f32 weights too: the product keeps about 21 bits of each), 8 x rows an item; 0: never (bench/ggml.py --explore compares)
@@ -230,6 +230,30 @@
 // (a default: -D OPGEN_QMATVEC_Q8_MMA_WIDE_N=... may tune it, with the runtime's QMATVEC_Q8_MMA_WIDE_N set alike)
 #ifndef OPGEN_QMATVEC_Q8_MMA_WIDE_N
 #define OPGEN_QMATVEC_Q8_MMA_WIDE_N 8192
+#endif
+
+// qmatvec_q8_1_* of the blocks of 32 on cuda sm_80 and up: the x rows class (1, 2, 4, 8) from which the tensor cores multiply them (mma.sync m16n8k32 of s8 against x in q8_1, a block an mma, a tile of 16 weight rows and 8 x rows an item), on weights of at least QMATVEC_Q8_MMA_Q_N rows; 0: never (bench/ggml.py --explore compares)
+// (a default: -D OPGEN_QMATVEC_Q8_MMA_Q_FROM=... may tune it, with the runtime's QMATVEC_Q8_MMA_Q_FROM set alike)
+#ifndef OPGEN_QMATVEC_Q8_MMA_Q_FROM
+#define OPGEN_QMATVEC_Q8_MMA_Q_FROM 8
+#endif
+
+// qmatvec_q8_1_* of the blocks of 32 on the tensor cores: the weight rows (n) from which they take them (fewer: the dp4a product, whose items are fewer rows)
+// (a default: -D OPGEN_QMATVEC_Q8_MMA_Q_N=... may tune it, with the runtime's QMATVEC_Q8_MMA_Q_N set alike)
+#ifndef OPGEN_QMATVEC_Q8_MMA_Q_N
+#define OPGEN_QMATVEC_Q8_MMA_Q_N 8192
+#endif
+
+// qmatvec_q8_1_* of the blocks of 32 on the tensor cores: a warp's steps (4 blocks of 16 weight rows and of 8 x rows) in shared memory at once (cp.async), all but one in flight while one is multiplied; fewer where 48 KiB does not hold them
+// (a default: -D OPGEN_QMATVEC_Q8_MMA_Q_STAGES=... may tune it, with the runtime's QMATVEC_Q8_MMA_Q_STAGES set alike)
+#ifndef OPGEN_QMATVEC_Q8_MMA_Q_STAGES
+#define OPGEN_QMATVEC_Q8_MMA_Q_STAGES 3
+#endif
+
+// qmatvec_q8_1_mma_* of the blocks of 32: blocks per multiprocessor its launch bounds ask for (QMATVEC_Q8_MIN_BLOCKS of its own entry points; float weights ask for none)
+// (a default: -D OPGEN_QMATVEC_Q8_MMA_Q_MIN_BLOCKS=... may tune it, with the runtime's QMATVEC_Q8_MMA_Q_MIN_BLOCKS set alike)
+#ifndef OPGEN_QMATVEC_Q8_MMA_Q_MIN_BLOCKS
+#define OPGEN_QMATVEC_Q8_MMA_Q_MIN_BLOCKS 4
 #endif
 
 // qmatvec_q8_1_*: the blocks of 32 read as whole aligned 16-byte pieces, a bit each (q4_0 1, q4_1 2, q5_0 4, q5_1 8, q8_0 16, q8_1 32); the others load their fields at the fields' own alignment (bench/ggml.py --explore compares)

@@ -2,8 +2,8 @@
 // The entry points of hip/qmatvec_q8.hip: one per (pattern, values) of ops.yaml's `kernel:`
 // patterns, written once per pattern here. Included at the end of hip/qmatvec_q8.hip.
 // Declarations first: they carry the launch bounds (NVRTC takes them from the declaration):
-// qmatvec_q8_1_few_* (1 or 2 rows of x) its own, so that its registers per thread are not
-// those of the classes of more rows.
+// qmatvec_q8_1_few_* (1 or 2 rows of x) and qmatvec_q8_1_mma_* (the tensor cores) their own, so
+// that their registers per thread are not those of the classes of more rows.
 // The definitions follow in the one form that gen's signature scan reads.
 extern "C" {
 __global__ void __launch_bounds__(kThreads, OPGEN_QMATVEC_Q8_MIN_BLOCKS) qmatvec_q8_1_f32(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
@@ -36,6 +36,21 @@ __global__ void __launch_bounds__(kThreads, OPGEN_QMATVEC_Q8_FEW_MIN_BLOCKS) qma
 __global__ void __launch_bounds__(kThreads, OPGEN_QMATVEC_Q8_FEW_MIN_BLOCKS) qmatvec_q8_1_few_q5_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
 __global__ void __launch_bounds__(kThreads, OPGEN_QMATVEC_Q8_FEW_MIN_BLOCKS) qmatvec_q8_1_few_q6_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
 __global__ void __launch_bounds__(kThreads, OPGEN_QMATVEC_Q8_FEW_MIN_BLOCKS) qmatvec_q8_1_few_q8_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kThreads, kMmaMinBlocks<f32>) qmatvec_q8_1_mma_f32(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kThreads, kMmaMinBlocks<f16>) qmatvec_q8_1_mma_f16(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kThreads, kMmaMinBlocks<bf16>) qmatvec_q8_1_mma_bf16(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kThreads, kMmaMinBlocks<q4_0>) qmatvec_q8_1_mma_q4_0(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kThreads, kMmaMinBlocks<q4_1>) qmatvec_q8_1_mma_q4_1(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kThreads, kMmaMinBlocks<q5_0>) qmatvec_q8_1_mma_q5_0(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kThreads, kMmaMinBlocks<q5_1>) qmatvec_q8_1_mma_q5_1(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kThreads, kMmaMinBlocks<q8_0>) qmatvec_q8_1_mma_q8_0(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kThreads, kMmaMinBlocks<q8_1>) qmatvec_q8_1_mma_q8_1(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kThreads, kMmaMinBlocks<q2_k>) qmatvec_q8_1_mma_q2_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kThreads, kMmaMinBlocks<q3_k>) qmatvec_q8_1_mma_q3_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kThreads, kMmaMinBlocks<q4_k>) qmatvec_q8_1_mma_q4_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kThreads, kMmaMinBlocks<q5_k>) qmatvec_q8_1_mma_q5_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kThreads, kMmaMinBlocks<q6_k>) qmatvec_q8_1_mma_q6_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kThreads, kMmaMinBlocks<q8_k>) qmatvec_q8_1_mma_q8_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
 }
 
 extern "C" __global__ void quantize_q8_1_f32(const float* x, uint8_t* xq, const size_t rows, const size_t k) {
@@ -130,4 +145,49 @@ extern "C" __global__ void qmatvec_q8_1_few_q6_k(const uint8_t* w, const float* 
 }
 extern "C" __global__ void qmatvec_q8_1_few_q8_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
     qmatvec_q8_1_few<q8_k>(w, x, xq, y, n, k, rows);
+}
+extern "C" __global__ void qmatvec_q8_1_mma_f32(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
+    qmatvec_q8_1_mma<f32>(w, x, xq, y, n, k, rows);
+}
+extern "C" __global__ void qmatvec_q8_1_mma_f16(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
+    qmatvec_q8_1_mma<f16>(w, x, xq, y, n, k, rows);
+}
+extern "C" __global__ void qmatvec_q8_1_mma_bf16(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
+    qmatvec_q8_1_mma<bf16>(w, x, xq, y, n, k, rows);
+}
+extern "C" __global__ void qmatvec_q8_1_mma_q4_0(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
+    qmatvec_q8_1_mma<q4_0>(w, x, xq, y, n, k, rows);
+}
+extern "C" __global__ void qmatvec_q8_1_mma_q4_1(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
+    qmatvec_q8_1_mma<q4_1>(w, x, xq, y, n, k, rows);
+}
+extern "C" __global__ void qmatvec_q8_1_mma_q5_0(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
+    qmatvec_q8_1_mma<q5_0>(w, x, xq, y, n, k, rows);
+}
+extern "C" __global__ void qmatvec_q8_1_mma_q5_1(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
+    qmatvec_q8_1_mma<q5_1>(w, x, xq, y, n, k, rows);
+}
+extern "C" __global__ void qmatvec_q8_1_mma_q8_0(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
+    qmatvec_q8_1_mma<q8_0>(w, x, xq, y, n, k, rows);
+}
+extern "C" __global__ void qmatvec_q8_1_mma_q8_1(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
+    qmatvec_q8_1_mma<q8_1>(w, x, xq, y, n, k, rows);
+}
+extern "C" __global__ void qmatvec_q8_1_mma_q2_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
+    qmatvec_q8_1_mma<q2_k>(w, x, xq, y, n, k, rows);
+}
+extern "C" __global__ void qmatvec_q8_1_mma_q3_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
+    qmatvec_q8_1_mma<q3_k>(w, x, xq, y, n, k, rows);
+}
+extern "C" __global__ void qmatvec_q8_1_mma_q4_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
+    qmatvec_q8_1_mma<q4_k>(w, x, xq, y, n, k, rows);
+}
+extern "C" __global__ void qmatvec_q8_1_mma_q5_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
+    qmatvec_q8_1_mma<q5_k>(w, x, xq, y, n, k, rows);
+}
+extern "C" __global__ void qmatvec_q8_1_mma_q6_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
+    qmatvec_q8_1_mma<q6_k>(w, x, xq, y, n, k, rows);
+}
+extern "C" __global__ void qmatvec_q8_1_mma_q8_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
+    qmatvec_q8_1_mma<q8_k>(w, x, xq, y, n, k, rows);
 }

@@ -9,9 +9,14 @@
 //                                       y[r, j] = sum_i w[j, i] * x[r, i]: w an (n, k) matrix of
 //                                       blocks, row-major; the block formats read xq, f32 / f16 /
 //                                       bf16 weights read x itself (k a multiple of 8 for f32, of
-//                                       16 for f16 / bf16: 32 bytes a unit; f32 sums; on cuda sm_80
-//                                       and up from QMATVEC_Q8_MMA_F_FROM rows, the tensor cores
-//                                       with x as two tf32 parts: see "float weights" below)
+//                                       16 for f16 / bf16: 32 bytes a unit; f32 sums)
+//   qmatvec_q8_1_few_<fmt>(...)         the same for 1 or 2 rows of x, its own launch bounds
+//   qmatvec_q8_1_mma_<fmt>(...)         the same on the tensor cores (cuda sm_80 and up), where
+//                                       runtime/gpu/quant.py's q8_mma says: float weights from
+//                                       QMATVEC_Q8_MMA_F_FROM rows, x as two tf32 parts ("float
+//                                       weights on the tensor cores" below); the blocks of 32 from
+//                                       QMATVEC_Q8_MMA_Q_FROM rows ("blocks of 32 on the tensor
+//                                       cores")
 //
 // x in q8_1: d = max |x| / 127 over each 32 values, q = round(x / d). A NaN or an infinity in
 // a block makes its d NaN, so the row's outputs are NaN. Error: each x rounds by at most d/2,
@@ -96,7 +101,8 @@ __device__ __forceinline__ int dot4(uint32_t a, uint32_t b, int c) {
 //
 // unit(row, u, q, a, b): weights 32u..32u+31 of a weight row as signed bytes q (byte i of q[j]
 // is weight 4j + i) with weight = a[h] * q + b[h] for the weights 16h..16h+15 of the unit. The layouts and formulas of ggml-common.h and
-// GGML's dequantize_row_*.
+// GGML's dequantize_row_*. The blocks of 32 also give quarter(blk, t, lo, hi, a, b): words t and
+// t + 4 of their unit (weights 4t .. 4t + 3 and 16 + 4t ..) alone, the tensor cores' fragments.
 
 // The first N words of a block of K bytes at p (A-aligned; the words past its K bytes are any
 // value), read as whole aligned 16-byte pieces: two or three 16-byte loads where 2-byte ones
@@ -159,6 +165,10 @@ struct q4_0 {
         for (int i = 0; i < 4; i++) q[i] = centred<8>(w[i] & 0x0F0F0F0Fu), q[4 + i] = centred<8>((w[i] >> 4) & 0x0F0F0F0Fu);
         a[0] = a[1] = d, b[0] = b[1] = 0.0f;
     }
+    static __device__ __forceinline__ void quarter(const uint8_t* blk, unsigned int t, uint32_t& lo, uint32_t& hi, float& a, float& b) {
+        const uint32_t w = word_at<2>(blk + 2 + 4 * t);
+        lo = centred<8>(w & 0x0F0F0F0Fu), hi = centred<8>((w >> 4) & 0x0F0F0F0Fu), a = half_at(blk), b = 0.0f;
+    }
 };
 
 // q4_1: d, m (f16), qs[16] as q4_0's; q d + m
@@ -177,6 +187,10 @@ struct q4_1 {
 #pragma unroll
         for (int i = 0; i < 4; i++) q[i] = v[1 + i] & 0x0F0F0F0Fu, q[4 + i] = (v[1 + i] >> 4) & 0x0F0F0F0Fu;
         a[0] = a[1] = half_lo(v[0]), b[0] = b[1] = half_hi(v[0]);
+    }
+    static __device__ __forceinline__ void quarter(const uint8_t* blk, unsigned int t, uint32_t& lo, uint32_t& hi, float& a, float& b) {
+        const uint32_t dm = word_at<4>(blk), w = word_at<4>(blk + 4 + 4 * t);
+        lo = w & 0x0F0F0F0Fu, hi = (w >> 4) & 0x0F0F0F0Fu, a = half_lo(dm), b = half_hi(dm);
     }
 };
 
@@ -206,6 +220,12 @@ struct q5_0 {
         }
         a[0] = a[1] = d, b[0] = b[1] = 0.0f;
     }
+    static __device__ __forceinline__ void quarter(const uint8_t* blk, unsigned int t, uint32_t& lo, uint32_t& hi, float& a, float& b) {
+        const uint32_t qh = word_at<2>(blk + 2), w = word_at<2>(blk + 6 + 4 * t);
+        lo = centred<16>((w & 0x0F0F0F0Fu) | fifth_bits(qh >> (4 * t)));
+        hi = centred<16>(((w >> 4) & 0x0F0F0F0Fu) | fifth_bits(qh >> (16 + 4 * t)));
+        a = half_at(blk), b = 0.0f;
+    }
 };
 
 // q5_1: d, m, qh, qs[16]: q d + m
@@ -229,6 +249,11 @@ struct q5_1 {
         }
         a[0] = a[1] = half_lo(v[0]), b[0] = b[1] = half_hi(v[0]);
     }
+    static __device__ __forceinline__ void quarter(const uint8_t* blk, unsigned int t, uint32_t& lo, uint32_t& hi, float& a, float& b) {
+        const uint32_t dm = word_at<4>(blk), qh = word_at<4>(blk + 4), w = word_at<4>(blk + 8 + 4 * t);
+        lo = (w & 0x0F0F0F0Fu) | fifth_bits(qh >> (4 * t)), hi = ((w >> 4) & 0x0F0F0F0Fu) | fifth_bits(qh >> (16 + 4 * t));
+        a = half_lo(dm), b = half_hi(dm);
+    }
 };
 
 // q8_0: d, qs[32] int8; q d
@@ -249,6 +274,9 @@ struct q8_0 {
         }
         b[0] = b[1] = 0.0f;
     }
+    static __device__ __forceinline__ void quarter(const uint8_t* blk, unsigned int t, uint32_t& lo, uint32_t& hi, float& a, float& b) {
+        lo = word_at<2>(blk + 2 + 4 * t), hi = word_at<2>(blk + 18 + 4 * t), a = half_at(blk), b = 0.0f;
+    }
 };
 
 // q8_1: d, s (f16), qs[32] int8; q d
@@ -268,6 +296,9 @@ struct q8_1 {
             a[0] = a[1] = half_at(blk);
         }
         b[0] = b[1] = 0.0f;
+    }
+    static __device__ __forceinline__ void quarter(const uint8_t* blk, unsigned int t, uint32_t& lo, uint32_t& hi, float& a, float& b) {
+        lo = word_at<4>(blk + 4 + 4 * t), hi = word_at<4>(blk + 20 + 4 * t), a = half_lo(word_at<4>(blk)), b = 0.0f;
     }
 };
 
@@ -692,6 +723,175 @@ __device__ void mma_product(const uint8_t* __restrict__ w, const float* __restri
         __syncthreads();  // partial is free for the next item
     }
 }
+
+// ---------------------------------------------------------------------------- blocks of 32 on the tensor cores
+//
+// cuda sm_80 and up, the blocks of 32 from QMATVEC_Q8_MMA_Q_FROM rows of x (its class) on weights
+// of at least QMATVEC_Q8_MMA_Q_N rows: mma.sync m16n8k32 of s8, a tile of 16 weight rows (A)
+// against 8 rows of x in q8_1 (B), one block of 32 an mma, its s32 sums scaled into f32 (a * dx *
+// sum + b * dx * the x quants' sum: weight = a q + b, x = dx qx). The integer dot products leave
+// the dp4a pipe, which bounds the product from 4 rows of x on.
+// A warp's step is 4 blocks of its tile's rows. Its stage in shared memory holds their bytes and
+// x's (the item's 8 rows of quants of those blocks, and their d / d * sum), copied by cp.async
+// as whole aligned 16-byte pieces, the lanes taking neighbouring pieces of a row (a row's few
+// blocks a lane, or a quad's fragments read where they lie, would touch as many cache lines a
+// load as there are rows); the next S - 1 steps are in flight while one is multiplied. Lane (g,
+// t), g = lane / 4 and t = lane % 4, reads its fragments there: words t and t + 4 of each
+// block's unit (F::quarter) of weight rows g and g + 8 and of x row g (PTX's m16n8k32: a0 row g
+// at k 4t.., a1 row g + 8, a2 row g at k 16 + 4t.., a3 row g + 8; b0 x row g at k 4t.., b1 at 16
+// + 4t..). A stage's weight rows are an odd count of pieces apart and its x rows 9, so that a
+// quad's reads of 8 rows meet every bank once. The warps of a block take every fourth step;
+// shared memory sums them. An item is a tile and 8 rows of x.
+
+// Whether the format's blocks add a minimum b (weight = a q + b): its products add b * dx * the
+// x quants' sum.
+template <typename F> constexpr bool kMinimum = false;
+template <> constexpr bool kMinimum<q4_1> = true;
+template <> constexpr bool kMinimum<q5_1> = true;
+
+__device__ __forceinline__ void mma_s8(int (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
+                                       uint32_t b1) {
+    asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %10, %10, %10};"
+        : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "r"(0));
+}
+
+// cp.async: 16 bytes from global to shared memory without the registers (zeros where `in` is
+// false, nothing read), in groups the lane waits for by how many may still be in flight.
+__device__ __forceinline__ void copy_async(void* dst, const void* src, bool in) {
+    const unsigned int at = (unsigned int)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(at), "l"(src), "r"(in ? 16 : 0) : "memory");
+}
+__device__ __forceinline__ void copy_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N> __device__ __forceinline__ void copy_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
+
+// A warp's stage, in 16-byte pieces: 16 weight rows of kPieces holding 4 blocks of F (they start
+// A-aligned: A the largest power of two up to 16 dividing the block bytes), kRow apart; then x's
+// 8 rows of 128 bytes of quants, 9 pieces apart; then their 8 x 4 float4 d, d * sum, d, d * sum.
+// S: as many as 48 KiB of static shared memory holds beside the block's sums, at most
+// QMATVEC_Q8_MMA_Q_STAGES.
+template <typename F> struct q8_stage {
+    static constexpr int kAlign = (F::kBytes & -F::kBytes) < 16 ? (F::kBytes & -F::kBytes) : 16;
+    static constexpr int kPieces = (16 - kAlign + 4 * F::kBytes + 15) / 16, kRow = kPieces | 1;
+    static constexpr int kQuants = 16 * kRow, kScales = kQuants + 8 * 9, kAll = kScales + 32;
+    static constexpr int kCopies = 16 * kPieces + 8 * 8 + 32, kPer = (kCopies + 31) / 32;
+    static constexpr int kFit = (48 * 1024 - 4 * 32 * 4 * (kThreads / 32)) / (16 * kAll * (kThreads / 32));
+    static constexpr int S = kFit < OPGEN_QMATVEC_Q8_MMA_Q_STAGES ? kFit : OPGEN_QMATVEC_Q8_MMA_Q_STAGES;
+    static_assert(S >= 2, "two stages at least");
+
+    // This lane's copies of the step from block kb: weight rows n0.. (past n: the last one) and x
+    // rows r0..; x rows past `rows` (B's columns of outputs not stored) and pieces past the blocks
+    // are zeros, not read.
+    static __device__ __forceinline__ void copy(uint4* stage, const uint8_t* w, size_t n0, size_t n, size_t row_bytes,
+                                                const x_source& xs, size_t r0, size_t rows, size_t kb, size_t blocks,
+                                                unsigned int lane) {
+        const int bytes = (int)((blocks - kb < 4 ? blocks - kb : 4) * F::kBytes);
+        const float4* xm = reinterpret_cast<const float4*>(xs.xm);
+#pragma unroll
+        for (int i = 0; i < kPer; i++) {
+            const int c = (int)lane + 32 * i;
+            if (kCopies % 32 != 0 && c >= kCopies) break;
+            if (c < 16 * kPieces) {  // weight row r's piece p
+                const int r = c / kPieces, p = c % kPieces;
+                const size_t row = n0 + r < n ? n0 + r : n - 1;
+                const size_t at = reinterpret_cast<size_t>(w + row * row_bytes + kb * F::kBytes);
+                const bool in = 16 * p < (int)(at & 15) + bytes;
+                copy_async(stage + r * kRow + p, reinterpret_cast<const uint4*>(at & ~(size_t)15) + (in ? p : 0), in);
+            } else if (c < 16 * kPieces + 64) {  // x row r's quants, piece p (half a block)
+                const int r = (c - 16 * kPieces) / 8, p = (c - 16 * kPieces) % 8;
+                const bool in = r0 + r < rows && kb + p / 2 < blocks;
+                copy_async(stage + kQuants + 9 * r + p, xs.xq + (in ? (r0 + r) * xs.k + 32 * kb + 16 * p : 0), in);
+            } else {  // x row r's d and sums of block kb + j
+                const int r = (c - 16 * kPieces - 64) / 4, j = (c - 16 * kPieces - 64) % 4;
+                const bool in = r0 + r < rows && kb + j < blocks;
+                copy_async(stage + kScales + 4 * r + j, xm + (in ? (r0 + r) * (xs.k / 32) + kb + j : 0), in);
+            }
+        }
+    }
+};
+
+template <typename F>
+__device__ void q8_mma_product(const uint8_t* __restrict__ w, const x_source& xs, float* __restrict__ y, size_t n,
+                               size_t rows) {
+    typedef q8_stage<F> Stage;
+    constexpr int kWarps = kThreads / 32, S = Stage::S;
+    static_assert(kThreads % 32 == 0, "whole warps");
+    __shared__ uint4 stages[kWarps][S][Stage::kAll];
+    __shared__ float partial[kWarps][4][32];
+    const unsigned int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, t = lane % 4;
+    const size_t k = xs.k, blocks = k / 32, row_bytes = operands_of<F>::row_bytes(k);
+    const size_t groups = (rows + 7) / 8, items = (n + 15) / 16 * groups;
+    const size_t first = (size_t)warp * 4, stride = (size_t)kWarps * 4;
+    for (size_t item = blockIdx.x; item < items; item += gridDim.x) {
+        const size_t n0 = item / groups * 16, r0 = item % groups * 8;
+        int offset[2];  // where weight rows g and g + 8 start in their first piece
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const size_t row = n0 + 8 * h + g;
+            offset[h] = (int)(reinterpret_cast<size_t>(w + (row < n ? row : n - 1) * row_bytes) & 15);
+        }
+        float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        // S - 1 steps in flight: a group of copies a step (empty past the last), waited for S - 1 later
+#pragma unroll
+        for (int i = 0; i < S - 1; i++) {
+            const size_t kb = first + i * stride;
+            if (kb < blocks) Stage::copy(stages[warp][i], w, n0, n, row_bytes, xs, r0, rows, kb, blocks, lane);
+            copy_commit();
+        }
+        int now = 0;
+        for (size_t kb = first; kb < blocks; kb += stride) {  // the same trips for the warp
+            const size_t ahead = kb + (S - 1) * stride;
+            const int fill = now == 0 ? S - 1 : now - 1;
+            __syncwarp();  // the stage it fills was read by every lane
+            if (ahead < blocks) Stage::copy(stages[warp][fill], w, n0, n, row_bytes, xs, r0, rows, ahead, blocks, lane);
+            copy_commit();
+            copy_wait<S - 1>();
+            __syncwarp();  // every lane's copies of this step are in
+            const uint4* stage = stages[warp][now];
+            const int delta = (int)((kb * F::kBytes) & 15);  // the step's start within its first piece, past the row's
+            const uint8_t* wg = reinterpret_cast<const uint8_t*>(stage + g * Stage::kRow) + ((offset[0] + delta) & 15);
+            const uint8_t* wh = reinterpret_cast<const uint8_t*>(stage + (g + 8) * Stage::kRow) + ((offset[1] + delta) & 15);
+            const uint32_t* xq = reinterpret_cast<const uint32_t*>(stage + Stage::kQuants + 9 * g);
+            const float4* xm = reinterpret_cast<const float4*>(stage + Stage::kScales);
+#pragma unroll
+            for (int j = 0; j < 4; j++) {  // blocks past the last: zeros of x, and a and b 0
+                const bool live = kb + j < blocks;
+                uint32_t lo_g, hi_g, lo_h, hi_h;
+                float ag, bg, ah, bh;
+                F::quarter(wg + j * F::kBytes, t, lo_g, hi_g, ag, bg);
+                F::quarter(wh + j * F::kBytes, t, lo_h, hi_h, ah, bh);
+                int s[4];
+                mma_s8(s, lo_g, lo_h, hi_g, hi_h, xq[8 * j + t], xq[8 * j + t + 4]);
+                ag = live ? ag : 0.0f, ah = live ? ah : 0.0f;
+                const float4 x0 = xm[4 * (2 * t) + j], x1 = xm[4 * (2 * t + 1) + j];
+                c[0] = fmaf(ag * x0.x, (float)s[0], c[0]);
+                c[1] = fmaf(ag * x1.x, (float)s[1], c[1]);
+                c[2] = fmaf(ah * x0.x, (float)s[2], c[2]);
+                c[3] = fmaf(ah * x1.x, (float)s[3], c[3]);
+                if constexpr (kMinimum<F>) {
+                    bg = live ? bg : 0.0f, bh = live ? bh : 0.0f;
+                    const float s0 = x0.y + x0.w, s1 = x1.y + x1.w;
+                    c[0] = fmaf(bg, s0, c[0]), c[1] = fmaf(bg, s1, c[1]);
+                    c[2] = fmaf(bh, s0, c[2]), c[3] = fmaf(bh, s1, c[3]);
+                }
+            }
+            now = now + 1 < S ? now + 1 : 0;
+        }
+        // C: c[i] is weight row g (+ 8 for i of 2, 3) against x row 2t + (i & 1)
+#pragma unroll
+        for (int i = 0; i < 4; i++) partial[warp][i][lane] = c[i];
+        __syncthreads();
+        for (int v = (int)threadIdx.x; v < 4 * 32; v += kThreads) {
+            const int i = v / 32, l = v % 32;
+            float sum = 0.0f;
+#pragma unroll
+            for (int p = 0; p < kWarps; p++) sum += partial[p][i][l];
+            const size_t row = n0 + 8 * (i >> 1) + l / 4, xrow = r0 + 2 * (l % 4) + (i & 1);
+            if (row < n && xrow < rows) y[xrow * n + row] = sum;
+        }
+        __syncthreads();  // partial and the stages are free for the next item
+    }
+}
 #endif
 
 // ---------------------------------------------------------------------------- the product
@@ -844,35 +1044,36 @@ template <typename F> struct item_rows {
 // rows per item of item_rows<F>. Either is correct for any rows (more rows take more groups).
 // AMD (compiled, never run here): one row of x, else 4 at a time, 2 weight rows an item; its
 // dot4 is four multiply-adds, and fewer instances keep hiprtc's compile short.
-// Whether float weights of F meet `rows` rows of x on the tensor cores (QMATVEC_Q8_MMA_F_FROM, by
-// the x rows class; runtime/gpu/quant.py's q8_float_mma decides alike for the grid).
-template <typename F> __device__ __forceinline__ bool float_mma(size_t rows) {
-#if OPGEN_QMATVEC_MMA
-    const size_t nx = rows <= 2 ? rows : rows <= 4 ? 4 : 8;
-    return kFamily<F> == 2 && OPGEN_QMATVEC_Q8_MMA_F_FROM > 0 && nx >= (size_t)OPGEN_QMATVEC_Q8_MMA_F_FROM;
-#else
-    return false;
-#endif
-}
+// qmatvec_q8_1_mma_<F>: the products on the tensor cores, float weights (QMATVEC_Q8_MMA_TILES_F
+// tiles an item from QMATVEC_Q8_MMA_WIDE_N weight rows, else one) and the blocks of 32 (a tile
+// an item), built apart so that their registers per thread are not those of the dp4a product of
+// many rows of x. runtime/gpu/quant.py's q8_mma
+// says when it is launched (QMATVEC_Q8_MMA_F_FROM, _MMA_Q_FROM, _MMA_Q_N). Where F or the
+// device has no tensor-core product (the blocks of 256; AMD, cuda before sm_80), never launched,
+// it is the dp4a product of 4 rows of x at a time: correct for any rows and grid all the same.
+// qmatvec_q8_1_mma_<F>'s launch bounds, blocks per multiprocessor: the blocks of 32 ask for
+// QMATVEC_Q8_MMA_Q_MIN_BLOCKS (warps to keep their stages in flight), float weights for none
+// (their tiles' registers).
+template <typename F> constexpr int kMmaMinBlocks = kFamily<F> == 0 ? OPGEN_QMATVEC_Q8_MMA_Q_MIN_BLOCKS : 1;
 
 template <typename F>
-__device__ __forceinline__ void mma_entry(const uint8_t* w, const float* x, float* y, size_t n, size_t k, size_t rows) {
+__device__ __forceinline__ void qmatvec_q8_1_mma(const uint8_t* w, const float* x, const uint8_t* xq, float* y, size_t n,
+                                                 size_t k, size_t rows) {
+    const x_source xs = {x, xq, reinterpret_cast<const float2*>(xq + rows * k), k};
 #if OPGEN_QMATVEC_MMA
     if constexpr (kFamily<F> == 2) {
         typedef typename weight_type<F>::type T;
-        if (n >= (size_t)OPGEN_QMATVEC_Q8_MMA_WIDE_N) {
-            mma_product<T, OPGEN_QMATVEC_Q8_MMA_TILES_F>(w, x, y, n, k, rows);
-        } else {
-            mma_product<T, 1>(w, x, y, n, k, rows);
-        }
+        if (n >= (size_t)OPGEN_QMATVEC_Q8_MMA_WIDE_N) return mma_product<T, OPGEN_QMATVEC_Q8_MMA_TILES_F>(w, x, y, n, k, rows);
+        return mma_product<T, 1>(w, x, y, n, k, rows);
     }
+    if constexpr (kFamily<F> == 0) return q8_mma_product<F>(w, xs, y, n, rows);
 #endif
+    product<F, 4, 2>(w, xs, y, n, rows);
 }
 
 template <typename F>
 __device__ __forceinline__ void qmatvec_q8_1_many(const uint8_t* w, const float* x, const uint8_t* xq, float* y, size_t n,
                                                   size_t k, size_t rows) {
-    if (float_mma<F>(rows)) return mma_entry<F>(w, x, y, n, k, rows);
     const x_source xs = {x, xq, reinterpret_cast<const float2*>(xq + rows * k), k};
 #if OPGEN_HIP
     product<F, 4, 2>(w, xs, y, n, rows);
@@ -891,7 +1092,6 @@ __device__ __forceinline__ void qmatvec_q8_1_many(const uint8_t* w, const float*
 template <typename F>
 __device__ __forceinline__ void qmatvec_q8_1_few(const uint8_t* w, const float* x, const uint8_t* xq, float* y, size_t n,
                                                  size_t k, size_t rows) {
-    if (float_mma<F>(rows)) return mma_entry<F>(w, x, y, n, k, rows);
     const x_source xs = {x, xq, reinterpret_cast<const float2*>(xq + rows * k), k};
 #if OPGEN_HIP
     product<F, 1, 2>(w, xs, y, n, rows);

@@ -22,6 +22,13 @@ class CompileError(OpgenError, RuntimeError):
             parts.append(excerpt)
         super().__init__("\n".join(parts))
 
+    def __reduce__(self):  # whole across processes (a pool's compile reports it as raised)
+        return _compile_error, (self.file, self.backend, self.target, self.log, self.options, self.excerpt)
+
+
+def _compile_error(file: str, backend: str, target: str, log: str, options: tuple, excerpt: str) -> CompileError:
+    return CompileError(file, backend, target, log, options=options, excerpt=excerpt)
+
 
 class KernelCacheWarning(UserWarning):
     """The on-disk kernel cache is damaged or cannot be used; the kernel was compiled anyway."""

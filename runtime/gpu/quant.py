@@ -29,6 +29,8 @@ from generated.kernel_facts import (
     QMATVEC_Q8_LANE_UNITS_F,
     QMATVEC_Q8_LANE_UNITS_MANY,
     QMATVEC_Q8_MMA_F_FROM,
+    QMATVEC_Q8_MMA_Q_FROM,
+    QMATVEC_Q8_MMA_Q_N,
     QMATVEC_Q8_MMA_TILES_F,
     QMATVEC_Q8_MMA_WIDE_N,
     QMATVEC_Q8_NARROW_N,
@@ -80,9 +82,11 @@ QMATVEC_Q8_ROWS_K = {1: QMATVEC_Q8_ROWS_K_X1, 2: QMATVEC_Q8_ROWS_K_X2, 4: QMATVE
 QMATVEC_Q8_ROWS_F = {1: QMATVEC_Q8_ROWS_F_X1, 2: QMATVEC_Q8_ROWS_F_X2, 4: QMATVEC_Q8_ROWS_F_X4, 8: QMATVEC_Q8_ROWS_F_X8}
 #: Lanes in a group of qmatvec_q8_1_* (compat.h's OPGEN_LANE_GROUP, on every device).
 LANE_GROUP = 32
-#: What qmatvec_q8_1_*'s grid follows, ops.yaml's kernel facts: when each group of lanes takes its
-#: own items (q8_by_group), when float weights take the tensor cores (q8_float_mma; an MMA_F_FROM
-#: of 0: never) and in items of how many tiles (MMA_TILES_F from MMA_WIDE_N weight rows, else 1).
+#: What qmatvec_q8_1_*'s entry and grid follow, ops.yaml's kernel facts: when each group of lanes
+#: takes its own items (q8_by_group), when the tensor cores multiply (q8_mma: float weights from
+#: MMA_F_FROM, the blocks of 32 from MMA_Q_FROM on MMA_Q_N weight rows; a FROM of 0: never) and in
+#: items of how many tiles (float weights MMA_TILES_F from MMA_WIDE_N weight rows, else 1; the
+#: blocks of 32 one).
 QMATVEC_Q8_GRID_FACTS = {
     "QMATVEC_Q8_LANE_UNITS": QMATVEC_Q8_LANE_UNITS,
     "QMATVEC_Q8_LANE_UNITS_MANY": QMATVEC_Q8_LANE_UNITS_MANY,
@@ -91,8 +95,10 @@ QMATVEC_Q8_GRID_FACTS = {
     "QMATVEC_Q8_MMA_F_FROM": QMATVEC_Q8_MMA_F_FROM,
     "QMATVEC_Q8_MMA_TILES_F": QMATVEC_Q8_MMA_TILES_F,
     "QMATVEC_Q8_MMA_WIDE_N": QMATVEC_Q8_MMA_WIDE_N,
+    "QMATVEC_Q8_MMA_Q_FROM": QMATVEC_Q8_MMA_Q_FROM,
+    "QMATVEC_Q8_MMA_Q_N": QMATVEC_Q8_MMA_Q_N,
 }
-#: The first compute capability with mma.sync of tf32 (hip/qmatvec_q8.hip's OPGEN_QMATVEC_MMA).
+#: The first compute capability with mma.sync of tf32 and s8 (hip/qmatvec_q8.hip's OPGEN_QMATVEC_MMA).
 MMA_TF32_ARCH = 80
 #: (format, x rows class) where the exact-x kernel (qmatvec_<fmt>) was measured faster than the
 #: quantized-x one, over the four shapes of bench/ggml.py together: QMatMul takes it there with
@@ -308,7 +314,7 @@ def x_rows_class(rows: int) -> int:
 def quantized_x(rt: GpuRuntime, fmt: str, rows: int, n: int, k: int) -> bool:
     """Whether QMatMul of `fmt`, W (n, k), takes qmatvec_q8_1_<fmt>: f32 / f16 / bf16 weights where
     k fills its 32-byte units (their product there is x's own in f32 sums; on the tensor cores,
-    q8_float_mma, x in two tf32 parts of about 21 bits together), the block formats unless
+    q8_mma, x in two tf32 parts of about 21 bits together), the block formats unless
     the switch qmatmul_exact_x is on or the exact-x kernel is faster for these rows
     (EXACT_X_FASTER; EXACT_X_SMALL for small weights)."""
     if fmt in ggml.PLAIN:
@@ -342,11 +348,10 @@ def qmatvec_q8_1(
 ) -> None:
     """out (rows, n) = x (rows, k, dense) @ W^T by hip/qmatvec_q8.hip: x quantized to q8_1 into
     `xq` (allocated here unless given: x_q8_1_bytes), then the product; f32 / f16 / bf16
-    weights read x itself; qmatvec_q8_1_few_<fmt> for one or two rows of x. Two launches on x's
-    stream."""
+    weights read x itself; qmatvec_q8_1_mma_<fmt> where the tensor cores multiply (q8_mma), else
+    qmatvec_q8_1_few_<fmt> for one or two rows of x. Two launches on x's stream."""
     ordinal, stream = x.ordinal, rt.stream(x.ordinal)
-    few = x_rows_class(rows) <= 2  # its own entry points (launch bounds): qmatvec_q8_1_few_<fmt>
-    fn = _kernel("qmatmul", rt, table, K.QMATVEC_Q8_1_FEW_SELF if few else K.QMATVEC_Q8_1_SELF, q.fmt)
+    fn = _kernel("qmatmul", rt, table, q8_entry(rt, ordinal, q.fmt, rows, n), q.fmt)
     if q.fmt in ggml.PLAIN:
         xq = x
     else:
@@ -356,6 +361,15 @@ def qmatvec_q8_1(
         quantize_x(rt.launch, rt.geometry(rows * k // 16, ordinal), BLOCK, stream, x.ptr, xq.ptr, rows, k)
     grid = q8_grid(rt, ordinal, q.fmt, n, k, rows, q8_item_rows(q.fmt, x_rows_class(rows), n))
     fn(rt.launch, grid, QMATVEC_Q8_THREADS, stream, q.buf.ptr, x.ptr, xq.ptr, out.ptr, n, k, rows)
+
+
+def q8_entry(rt: GpuRuntime, ordinal: int, fmt: str, rows: int, n: int) -> K:
+    """The entry point of qmatvec_q8_1 for `rows` rows of x against n weight rows: the tensor
+    cores' (q8_mma), else one or two rows' own (their launch bounds), else the general one."""
+    nx = x_rows_class(rows)
+    if q8_mma(rt, ordinal, fmt, nx, n):
+        return K.QMATVEC_Q8_1_MMA_SELF
+    return K.QMATVEC_Q8_1_FEW_SELF if nx <= 2 else K.QMATVEC_Q8_1_SELF
 
 
 def q8_item_rows(fmt: str, nx: int, n: int) -> int:
@@ -401,11 +415,18 @@ def tensor_cores(rt: GpuRuntime, ordinal: int) -> bool:
     return _ARCH[key] >= MMA_TF32_ARCH
 
 
-def q8_float_mma(rt: GpuRuntime, ordinal: int, fmt: str, nx: int, facts=QMATVEC_Q8_GRID_FACTS) -> bool:
-    """Whether qmatvec_q8_1_<fmt> multiplies on the tensor cores for the x rows class nx: float
-    weights from QMATVEC_Q8_MMA_F_FROM, on cuda sm_80 and up (hip/qmatvec_q8.hip's float_mma)."""
-    start = facts["QMATVEC_Q8_MMA_F_FROM"]
-    return fmt in ggml.PLAIN and 0 < start <= nx and tensor_cores(rt, ordinal)
+def q8_mma(rt: GpuRuntime, ordinal: int, fmt: str, nx: int, n: int, facts=QMATVEC_Q8_GRID_FACTS) -> bool:
+    """Whether qmatvec_q8_1 of `fmt` multiplies on the tensor cores (qmatvec_q8_1_mma_<fmt>) for
+    the x rows class nx against n weight rows, on cuda sm_80 and up: float weights from
+    QMATVEC_Q8_MMA_F_FROM, the blocks of 32 from QMATVEC_Q8_MMA_Q_FROM where n is at least
+    QMATVEC_Q8_MMA_Q_N. `facts`: those of a build (bench/ggml.py --explore), by default shipped."""
+    if fmt in ggml.PLAIN:
+        start = facts["QMATVEC_Q8_MMA_F_FROM"]
+    elif ggml.FORMATS[fmt].block == 32:
+        start = facts["QMATVEC_Q8_MMA_Q_FROM"] if n >= facts["QMATVEC_Q8_MMA_Q_N"] else 0
+    else:
+        return False
+    return 0 < start <= nx and tensor_cores(rt, ordinal)
 
 
 def q8_grid(
@@ -413,12 +434,13 @@ def q8_grid(
 ) -> int:
     """qmatvec_q8_1_<fmt>'s grid: a block per item, or per QMATVEC_Q8_THREADS / LANE_GROUP items
     where the kernel gives each group of lanes its own (q8_by_group); on the tensor cores
-    (q8_float_mma) a block per item of tiles of 16 weight rows (MMA_TILES_F of them from
-    MMA_WIDE_N weight rows, else one) and 8 rows of x. Any grid is
+    (q8_mma) a block per item of tiles of 16 weight rows (float weights MMA_TILES_F of them from
+    MMA_WIDE_N weight rows, else one; the blocks of 32 one) and 8 rows of x. Any grid is
     correct (the kernel strides over items)."""
     nx = x_rows_class(rows)
-    if q8_float_mma(rt, ordinal, fmt, nx, facts):
-        tiles = facts["QMATVEC_Q8_MMA_TILES_F"] if n >= facts["QMATVEC_Q8_MMA_WIDE_N"] else 1
+    if q8_mma(rt, ordinal, fmt, nx, n, facts):
+        wide = fmt in ggml.PLAIN and n >= facts["QMATVEC_Q8_MMA_WIDE_N"]
+        tiles = facts["QMATVEC_Q8_MMA_TILES_F"] if wide else 1
         return _grid(rt, ordinal, -(-n // (16 * tiles)) * -(-rows // 8))
     items = -(-n // item_rows) * -(-rows // nx)
     if q8_by_group(fmt, nx, q8_units(fmt, k), items, facts):

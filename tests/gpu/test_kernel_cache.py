@@ -472,3 +472,17 @@ def test_the_temp_file_of_a_store_under_way_is_kept(tmp_path):
         holder.kill()
         holder.wait()
         os.close(fd)
+
+
+def test_a_compile_error_crosses_processes_whole():
+    """A compile in a worker process (bench/ggml.py's parallel warm-up) reports its CompileError
+    with the file, backend, target, log, options and excerpt it had."""
+    import pickle
+
+    from runtime.gpu.errors import CompileError
+
+    error = CompileError("qmatvec_q8.hip", "cuda", "sm_90", "error: x", options=("-DA=1",), excerpt="12 | int x")
+    back = pickle.loads(pickle.dumps(error))
+    assert isinstance(back, CompileError) and str(back) == str(error)
+    assert (back.file, back.backend, back.target, back.log) == ("qmatvec_q8.hip", "cuda", "sm_90", "error: x")
+    assert (back.options, back.excerpt) == (("-DA=1",), "12 | int x")

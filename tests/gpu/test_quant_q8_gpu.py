@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 import generated as g
+from generated import kernel_facts
 from runtime import ggml
 from runtime.gpu.switches import QMATMUL_Q8_1_NMSE
 from tests.gpu.runnable import gpu_backends_or_skip
@@ -36,6 +37,11 @@ SHAPES = [(37, 256), (33, 4096), (130, 2304), (33, 4352)]  # NMSE over few outpu
 #: part of the tensor cores' step (64 weights of a warp's lanes of a row), n of 19 part of a tile;
 #: n of 8195 takes their items of QMATVEC_Q8_MMA_TILES_F tiles (QMATVEC_Q8_MMA_WIDE_N), the last part full
 FLOAT_SHAPES = [(7, 24), (33, 8448), (19, 4112), (8195, 96)]
+#: The blocks of 32 on the tensor cores (from QMATVEC_Q8_MMA_Q_FROM rows of x, on weights of at least
+#: QMATVEC_Q8_MMA_Q_N rows; cuda sm_80 and up): the last tile part full; k of 96 (3 blocks) part of a
+#: warp's step of 4 blocks a quad, 1312 (41) steps of every warp of the block and a last one of 1
+BLOCK32_SHAPES = [(max(8195, kernel_facts.QMATVEC_Q8_MMA_Q_N + 3), k) for k in (96, 1312)]
+BLOCK32 = [f for f in ggml.FORMATS if f not in FLOAT and ggml.FORMATS[f].block == 32]
 ROWS = [1, 2, 3, 5, 8, 11]  # every x class (1, 2, 4, 8) and past 8 (two groups of x rows)
 ARITHMETIC_RTOL = 1e-5
 
@@ -80,7 +86,10 @@ def product(device: g.Device, q: g.QStorage, x: np.ndarray, n: int) -> np.ndarra
 
 
 @pytest.mark.parametrize("rows", ROWS)
-@pytest.mark.parametrize("fmt, n, k", [(f, n, k) for f in FORMATS for n, k in SHAPES + FLOAT_SHAPES * (f in FLOAT)])
+@pytest.mark.parametrize(
+    "fmt, n, k",
+    [(f, n, k) for f in FORMATS for n, k in SHAPES + FLOAT_SHAPES * (f in FLOAT) + BLOCK32_SHAPES * (f in BLOCK32)],
+)
 def test_quantized_x_product_within_ggml_bound(backend, fmt, n, k, rows):
     device = g.Device(backend, 0)
     cpu = g.Device.parse("cpu")

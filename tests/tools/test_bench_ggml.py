@@ -249,7 +249,10 @@ def test_results_state_both_sides_runs_and_the_cells_met(tmp_path):
 
 
 class _Geometry:
-    """A runtime's grid of a block per 256 elements (GpuRuntime.geometry below its cap)."""
+    """A runtime's grid of a block per 256 elements (GpuRuntime.geometry below its cap), on a device
+    without tensor cores."""
+
+    name = "rocm"
 
     def geometry(self, numel: int, ordinal: int) -> int:
         return -(-numel // 256)
@@ -261,7 +264,10 @@ class _Cuda(_Geometry):
     name = "cuda"
 
     def __init__(self, arch: str):
+        from runtime.gpu import quant as gpu_quant
+
         self.driver = SimpleNamespace(arch=lambda ordinal: arch)
+        gpu_quant._ARCH.clear()  # asked once per driver, by its id: an earlier test's may be reused
 
 
 def test_explore_builds_define_their_facts_and_launch_by_them(tmp_path):
@@ -307,5 +313,30 @@ def test_explore_builds_define_their_facts_and_launch_by_them(tmp_path):
     assert shipped.grid(sm90, "f32", 4096, 4096, 8) == 4096 // (16 * narrow)
     assert mma.grid(sm75, "f16", 4096, 4096, 8) == shipped.grid(sm75, "f16", 4096, 4096, 8)  # sm_75: no mma
     assert mma.grid(sm90, "q4_0", 4096, 4096, 8) == shipped.grid(sm90, "q4_0", 4096, 4096, 8)  # floats only
-    assert [shipped.entry("q4_0", r) for r in (1, 2, 3)] == ["qmatvec_q8_1_few_q4_0"] * 2 + ["qmatvec_q8_1_q4_0"]
-    assert baseline.entry("q4_0", 1) == "qmatvec_q8_1_q4_0"  # one entry point for every class of x rows
+    assert [shipped.entry(rt, "q4_0", r, 4096) for r in (1, 2, 3)] == ["qmatvec_q8_1_few_q4_0"] * 2 + [
+        "qmatvec_q8_1_q4_0"
+    ]
+    assert baseline.entry(rt, "q4_0", 1, 4096) == "qmatvec_q8_1_q4_0"  # one entry point for every class of x rows
+    assert baseline.entry(sm90, "f16", 8, 4096) == "qmatvec_q8_1_f16"  # its tensor cores inside the general entry
+    assert shipped.entry(sm90, "f16", 8, 4096) == "qmatvec_q8_1_mma_f16"
+    assert shipped.entry(sm75, "f16", 8, 4096) == "qmatvec_q8_1_f16"
+
+
+def test_explore_builds_put_the_blocks_of_32_on_the_tensor_cores_by_their_facts():
+    """The blocks of 32 take qmatvec_q8_1_mma_<fmt> from QMATVEC_Q8_MMA_Q_FROM rows of x on weights of
+    QMATVEC_Q8_MMA_Q_N rows and more, on sm_80 and up: a block per tile of 16 weight rows and 8 x rows;
+    never the blocks of 256, never where the variant turns them off."""
+    from generated import kernel_facts as kf
+
+    shipped, off, wide = bench.explore_variants(["shipped", "mma-q-off", "mma-q-wide"], None)
+    sm90, sm75 = _Cuda("sm_90"), _Cuda("sm_75")
+    big, small = max(16384, kf.QMATVEC_Q8_MMA_Q_N), kf.QMATVEC_Q8_MMA_Q_N - 1
+    rows = max(kf.QMATVEC_Q8_MMA_Q_FROM, 3)
+    assert shipped.entry(sm90, "q4_0", rows, big) == "qmatvec_q8_1_mma_q4_0"
+    assert shipped.grid(sm90, "q4_0", big, 4096, rows) == -(-big // 16)
+    assert shipped.grid(sm90, "q8_0", big, 4096, 17) == -(-big // 16) * 3  # x rows by 8
+    assert shipped.entry(sm90, "q4_0", rows, small) == "qmatvec_q8_1_q4_0"
+    assert wide.entry(sm90, "q4_0", rows, small) == "qmatvec_q8_1_mma_q4_0"
+    assert shipped.entry(sm75, "q4_0", rows, big) == off.entry(sm90, "q4_0", rows, big) == "qmatvec_q8_1_q4_0"
+    assert shipped.entry(sm90, "q4_k", rows, big) == "qmatvec_q8_1_q4_k"
+    assert off.grid(sm90, "q4_0", big, 4096, rows) == shipped.grid(sm75, "q4_0", big, 4096, rows)
