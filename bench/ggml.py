@@ -614,6 +614,9 @@ def main() -> None:
         help="a --ggml-only .json of this card: its runs join ours",
     )
     ap.add_argument("--ggml-only", type=Path, default=None, help="time ggml's --ggml-rows alone into this .json")
+    ap.add_argument(
+        "--tree", default=None, help="the opgen commit timed, for the table (default: this checkout's HEAD)"
+    )
     args = ap.parse_args()
     if args.runs < 1 or args.ggml_runs < 1:
         ap.error("--runs and --ggml-runs take 1 or more")
@@ -773,6 +776,22 @@ def _block32_path() -> str:
     )
 
 
+def tree_of(args: argparse.Namespace) -> str | None:
+    """The opgen commit timed: --tree, else this checkout's HEAD (a device's copy has no git: pass
+    --tree there), else None."""
+    if getattr(args, "tree", None):
+        return args.tree
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    if head.returncode != 0:
+        return None
+    return head.stdout.strip() or None
+
+
+def _tree_said(args: argparse.Namespace) -> str:
+    tree = tree_of(args)
+    return f", tree {tree}" if tree else ""
+
+
 def render(args: argparse.Namespace, formats, rows) -> None:
     """An earlier run's .json (both paths and ggml's figures, one call) written again with the
     paths QMatMul takes now, as .md and .json in args.out."""
@@ -847,7 +866,7 @@ class Results:
     def write(self, ggml_us: dict) -> str:
         a = self.args
         head = (
-            f"# opgen qmatvec beside ggml's CUDA MUL_MAT\n\n{self.device}, {self.date}; "
+            f"# opgen qmatvec beside ggml's CUDA MUL_MAT\n\n{self.device}, {self.date}{_tree_said(a)}; "
             f"ggml-org/ggml {self.ggml_commit}; opgen: {runs_said(self.opgen)}, each the median of {REPEATS} "
             f"graph launches of {LAUNCHES} products; ggml: {runs_said(ggml_us)} of test-backend-ops perf (least "
             f"{a.ggml_seconds} s a case). "
@@ -868,6 +887,7 @@ class Results:
         record = {
             "device": self.device,
             "date": self.date,
+            "tree": tree_of(a),
             "ggml_commit": self.ggml_commit,
             "copy_gbs": self.copy,
             "opgen_us": {"/".join(map(str, key)): v for key, v in self.opgen.items()},

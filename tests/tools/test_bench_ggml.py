@@ -248,6 +248,29 @@ def test_results_state_both_sides_runs_and_the_cells_met(tmp_path):
     assert "ggml: no runs of" in results.write({}) and "No cell has both sides' figures yet." in results.write({})
 
 
+def test_the_table_names_the_tree_it_timed(tmp_path):
+    """--tree names the opgen commit (a device's copy has no git); without it, this checkout's HEAD."""
+    import argparse
+    import json
+    import subprocess
+
+    args = argparse.Namespace(out=tmp_path, name="t", ggml_seconds=0.25, tree="abc1234")
+    nbytes = {"q4_0": 16384 * 16384 // 32 * 18}
+    opgen = {("q4_0", n, k, 1): [10.0] for n, k in bench.SHAPES}
+    results = bench.Results(args, "dev", "c", 1000.0, opgen, {}, {}, nbytes, ["q4_0"], [1])
+    assert (
+        results.write({}).startswith("# opgen qmatvec beside ggml's CUDA MUL_MAT\n\ndev, ")
+        and ", tree abc1234; " in (tmp_path / "t.md").read_text()
+    )
+    assert json.loads((tmp_path / "t.json").read_text())["tree"] == "abc1234"
+    head = subprocess.run(
+        ["git", "-C", str(bench.ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    )
+    assert bench.tree_of(argparse.Namespace(tree=None)) == (
+        head.stdout.strip() or None if head.returncode == 0 else None
+    )
+
+
 class _Geometry:
     """A runtime's grid of a block per 256 elements (GpuRuntime.geometry below its cap), on a device
     without tensor cores."""
