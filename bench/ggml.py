@@ -305,12 +305,11 @@ EXPLORE_VARIANTS: dict[str, dict[str, int]] = {
     "mma-q-wide": {"QMATVEC_Q8_MMA_Q_N": 0},
     "mma-q-min-blocks-1": {"QMATVEC_Q8_MMA_Q_MIN_BLOCKS": 1},
     "mma-q-min-blocks-6": {"QMATVEC_Q8_MMA_Q_MIN_BLOCKS": 6},
-    "mma-q-rows-8": {"QMATVEC_Q8_MMA_Q_FROM": 8},
+    "mma-q-rows-4": {"QMATVEC_Q8_MMA_Q_FROM": 4},
     "lane-units-f-8": {"QMATVEC_Q8_LANE_UNITS_F": 8},
     "lane-units-f-4": {"QMATVEC_Q8_LANE_UNITS_F": 4},
     "mma-f-tiles-2": {"QMATVEC_Q8_MMA_TILES_F": 2, "QMATVEC_Q8_MMA_WIDE_N": 0},
     "mma-q-stages-2": {"QMATVEC_Q8_MMA_Q_STAGES": 2},
-    "mma-q-stages-4": {"QMATVEC_Q8_MMA_Q_STAGES": 4},
 }
 EXPLORE_SHAPES = SHAPES
 #: Facts of a source with qmatvec_q8_1_mma that only the runtime reads (when it launches that entry).

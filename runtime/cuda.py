@@ -300,6 +300,7 @@ class CudaDriver(StreamDriver):
     def _attribute(self, ordinal: int, attribute) -> int:
         return self._call("cuDeviceGetAttribute", _driver_api().cuDeviceGetAttribute(attribute, self._device(ordinal)))
 
+    @functools.cache  # noqa: B019  (one driver per backend, for the whole process; QMatMul asks per call)
     def arch(self, ordinal: int) -> str:
         a = _driver_api().CUdevice_attribute
         major = self._attribute(ordinal, a.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)

@@ -402,17 +402,10 @@ def q8_by_group(fmt: str, nx: int, units: int, items: int, facts: dict[str, int]
     return units <= facts["QMATVEC_Q8_LANE_UNITS"] * LANE_GROUP or (nx >= 4 and many)
 
 
-_ARCH: dict[tuple[int, int], int] = {}  # (driver, ordinal) -> compute capability, asked once
-
-
 def tensor_cores(rt: GpuRuntime, ordinal: int) -> bool:
-    """Whether hip/qmatvec_q8.hip has its tensor-core product on this device: cuda, sm_80 and up."""
-    if rt.name != "cuda":
-        return False
-    key = (id(rt.driver), ordinal)
-    if key not in _ARCH:
-        _ARCH[key] = int(rt.driver.arch(ordinal).removeprefix("sm_"))
-    return _ARCH[key] >= MMA_TF32_ARCH
+    """Whether hip/qmatvec_q8.hip has its tensor-core product on this device: cuda, sm_80 and up
+    (the cuda driver asks the device's compute capability once)."""
+    return rt.name == "cuda" and int(rt.driver.arch(ordinal).removeprefix("sm_")) >= MMA_TF32_ARCH
 
 
 def q8_mma(rt: GpuRuntime, ordinal: int, fmt: str, nx: int, n: int, facts=QMATVEC_Q8_GRID_FACTS) -> bool:

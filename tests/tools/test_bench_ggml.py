@@ -287,10 +287,7 @@ class _Cuda(_Geometry):
     name = "cuda"
 
     def __init__(self, arch: str):
-        from runtime.gpu import quant as gpu_quant
-
         self.driver = SimpleNamespace(arch=lambda ordinal: arch)
-        gpu_quant._ARCH.clear()  # asked once per driver, by its id: an earlier test's may be reused
 
 
 def test_explore_builds_define_their_facts_and_launch_by_them(tmp_path):
