@@ -310,10 +310,19 @@ EXPLORE_VARIANTS: dict[str, dict[str, int]] = {
     "lane-units-f-4": {"QMATVEC_Q8_LANE_UNITS_F": 4},
     "mma-f-tiles-2": {"QMATVEC_Q8_MMA_TILES_F": 2, "QMATVEC_Q8_MMA_WIDE_N": 0},
     "mma-q-stages-2": {"QMATVEC_Q8_MMA_Q_STAGES": 2},
+    "mma-f-depth-2": {"QMATVEC_Q8_MMA_F_DEPTH": 2},
+    "mma-f-depth-3": {"QMATVEC_Q8_MMA_F_DEPTH": 3},
+    "mma-f-depth-6": {"QMATVEC_Q8_MMA_F_DEPTH": 6},
+    "mma-q-x-l2": {"QMATVEC_Q8_MMA_Q_X_L1": 0},
+    "mma-q-x4-none": {"QMATVEC_Q8_MMA_Q_X4_BLOCKS": 0},
+    "rows-f-x1-2": {"QMATVEC_Q8_ROWS_F_X1": 2},
+    "rows-f-x1-8": {"QMATVEC_Q8_ROWS_F_X1": 8},
+    "rows-x1-4": {"QMATVEC_Q8_ROWS_X1": 4},
+    "rows-x4-2": {"QMATVEC_Q8_ROWS_X4": 2, "QMATVEC_Q8_ROWS_X4_NARROW": 2},
 }
 EXPLORE_SHAPES = SHAPES
 #: Facts of a source with qmatvec_q8_1_mma that only the runtime reads (when it launches that entry).
-RUNTIME_FACTS = ("QMATVEC_Q8_MMA_F_FROM", "QMATVEC_Q8_MMA_Q_FROM", "QMATVEC_Q8_MMA_Q_N")
+RUNTIME_FACTS = ("QMATVEC_Q8_MMA_F_FROM", "QMATVEC_Q8_MMA_Q_FROM", "QMATVEC_Q8_MMA_Q_N", "QMATVEC_Q8_MMA_Q_X4_BLOCKS")
 
 
 @dataclass(frozen=True)
@@ -436,8 +445,14 @@ def warm_cache(paths) -> None:
         list(pool.map(_warm, [str(p) for p in paths]))
 
 
-def explore(variants: list[Variant], rows, runs: int, formats) -> dict:
-    """(variant name, format, n, k, x rows) -> median µs of the quantized-x product of each build."""
+#: The largest NMSE a build's product may have against the shipped path's on the same quantized x
+#: (sums in another order, x as two tf32 parts: about 1e-11 seen); past it the build is wrong.
+EXPLORE_NMSE = 1e-8
+
+
+def explore(variants: list[Variant], rows, runs: int, formats) -> tuple[dict, dict]:
+    """(variant name, format, n, k, x rows) -> median µs of the quantized-x product of each build,
+    and the same keys -> NMSE for the builds whose product is not the shipped path's (EXPLORE_NMSE)."""
     import ctypes
 
     import numpy as np
@@ -450,7 +465,8 @@ def explore(variants: list[Variant], rows, runs: int, formats) -> dict:
     stream = rt.stream(0)
     rng = np.random.default_rng(1)
     types = (ctypes.c_void_p,) * 4 + (ctypes.c_size_t,) * 3
-    out = {}
+    out: dict = {}
+    wrong: dict = {}
     for fmt in formats:
         sample = ggml.quantize(rng.standard_normal(SAMPLE).astype(np.float32), fmt)
         for n, k in EXPLORE_SHAPES:
@@ -460,6 +476,7 @@ def explore(variants: list[Variant], rows, runs: int, formats) -> dict:
                 y = rt.alloc(0, r * n, np.dtype(np.float32))
                 xq = rt.alloc(0, gpu_quant.x_q8_1_bytes(r, k), np.dtype(np.uint8))
                 gpu_quant.qmatvec_q8_1(rt, q, x, y, n, k, r, kernels_hip.QSTORAGE["matmul"], xq)  # fills xq
+                want = rt.to_host(y).astype(np.float64)
                 for v in variants:
                     args = (q.buf.ptr, x.ptr, xq.ptr, y.ptr, n, k, r)
                     grid = v.grid(rt, fmt, n, k, r)
@@ -470,14 +487,18 @@ def explore(variants: list[Variant], rows, runs: int, formats) -> dict:
                         rt.launch(str(v.path), entry, grid, 128, stream, args, types)
 
                     out[v.name, fmt, n, k, r] = statistics.median(graph_us(run, stream.handle) for _ in range(runs))
+                    error = _nmse(rt.to_host(y), want)
+                    if not error <= EXPLORE_NMSE:
+                        wrong[v.name, fmt, n, k, r] = error
+                marks = {v: f" WRONG (NMSE {e:.1e})" for (v, *cell), e in wrong.items() if cell == [fmt, n, k, r]}
                 print(
                     f"explore {fmt} {n}x{k} x{r}: "
-                    + ", ".join(f"{v.name} {out[v.name, fmt, n, k, r]:.1f}" for v in variants)
+                    + ", ".join(f"{v.name} {out[v.name, fmt, n, k, r]:.1f}{marks.get(v.name, '')}" for v in variants)
                     + " us",
                     flush=True,
                 )
             del q
-    return out
+    return out, wrong
 
 
 # --------------------------------------------------------------------------- table
@@ -693,11 +714,15 @@ def run_explore(args: argparse.Namespace, formats, rows, t0: float) -> None:
     """--explore: the builds compiled in parallel, then timed, into NAME-explore.json."""
     variants = explore_variants(args.variants.split(","), args.baseline)
     warm_cache([v.path for v in variants])
-    found = explore(variants, rows, args.runs, formats)
+    found, wrong = explore(variants, rows, args.runs, formats)
     (args.out / f"{args.name}-explore.json").write_text(
         json.dumps({"/".join(map(str, key)): v for key, v in found.items()}, indent=1) + "\n"
     )
-    print(f"explored at {time.monotonic() - t0:.0f} s", flush=True)
+    if wrong:
+        (args.out / f"{args.name}-explore-wrong.json").write_text(
+            json.dumps({"/".join(map(str, key)): v for key, v in wrong.items()}, indent=1) + "\n"
+        )
+    print(f"explored at {time.monotonic() - t0:.0f} s; {len(wrong)} products wrong", flush=True)
 
 
 def ggml_only(args: argparse.Namespace, t0: float) -> None:

@@ -157,7 +157,7 @@
 // qmatvec_q8_1_* of f32, f16 and bf16 weights: weight rows per item for one row of x (bench/ggml.py --explore compares 1, 2, 4, 8)
 // (a default: -D OPGEN_QMATVEC_Q8_ROWS_F_X1=... may tune it, with the runtime's QMATVEC_Q8_ROWS_F_X1 set alike)
 #ifndef OPGEN_QMATVEC_Q8_ROWS_F_X1
-#define OPGEN_QMATVEC_Q8_ROWS_F_X1 8
+#define OPGEN_QMATVEC_Q8_ROWS_F_X1 4
 #endif
 
 // qmatvec_q8_1_* of f32, f16 and bf16 weights: weight rows per item for 2 rows of x (bench/ggml.py --explore compares 1, 2, 4, 8)
@@ -232,6 +232,12 @@
 #define OPGEN_QMATVEC_Q8_MMA_WIDE_N 8192
 #endif
 
+// qmatvec_q8_1_* of float weights on the tensor cores, items of one tile (below QMATVEC_Q8_MMA_WIDE_N weight rows): steps a warp holds in registers, all but one loading while one multiplies (bench/ggml.py --explore compares)
+// (a default: -D OPGEN_QMATVEC_Q8_MMA_F_DEPTH=... may tune it, with the runtime's QMATVEC_Q8_MMA_F_DEPTH set alike)
+#ifndef OPGEN_QMATVEC_Q8_MMA_F_DEPTH
+#define OPGEN_QMATVEC_Q8_MMA_F_DEPTH 4
+#endif
+
 // qmatvec_q8_1_* of the blocks of 32 on cuda sm_80 and up: the x rows class (1, 2, 4, 8) from which the tensor cores multiply them (mma.sync m16n8k32 of s8 against x in q8_1, a block an mma, a tile of 16 weight rows and 8 x rows an item), on weights of at least QMATVEC_Q8_MMA_Q_N rows; 0: never (bench/ggml.py --explore compares)
 // (a default: -D OPGEN_QMATVEC_Q8_MMA_Q_FROM=... may tune it, with the runtime's QMATVEC_Q8_MMA_Q_FROM set alike)
 #ifndef OPGEN_QMATVEC_Q8_MMA_Q_FROM
@@ -244,10 +250,22 @@
 #define OPGEN_QMATVEC_Q8_MMA_Q_N 8192
 #endif
 
+// qmatvec_q8_1_* of the blocks of 32 on the tensor cores: those that take them from 3 rows of x (the class of 4) already, a bit each as QMATVEC_Q8_WIDE_BLOCKS (q4_0 1, q4_1 2, q5_0 4, q5_1 8, q8_0 16, q8_1 32; the others from QMATVEC_Q8_MMA_Q_FROM; bench/ggml.py --explore compares)
+// (a default: -D OPGEN_QMATVEC_Q8_MMA_Q_X4_BLOCKS=... may tune it, with the runtime's QMATVEC_Q8_MMA_Q_X4_BLOCKS set alike)
+#ifndef OPGEN_QMATVEC_Q8_MMA_Q_X4_BLOCKS
+#define OPGEN_QMATVEC_Q8_MMA_Q_X4_BLOCKS 49
+#endif
+
 // qmatvec_q8_1_* of the blocks of 32 on the tensor cores: a warp's steps (4 blocks of 16 weight rows and of 8 x rows) in shared memory at once (cp.async), all but one in flight while one is multiplied; fewer where 48 KiB does not hold them
 // (a default: -D OPGEN_QMATVEC_Q8_MMA_Q_STAGES=... may tune it, with the runtime's QMATVEC_Q8_MMA_Q_STAGES set alike)
 #ifndef OPGEN_QMATVEC_Q8_MMA_Q_STAGES
 #define OPGEN_QMATVEC_Q8_MMA_Q_STAGES 3
+#endif
+
+// qmatvec_q8_1_* of the blocks of 32 on the tensor cores: 1 copies x's quants and scales through L1 (cp.async.ca: every tile of 16 weight rows reads its x rows again), 0 past it (.cg, as the weights; bench/ggml.py --explore compares)
+// (a default: -D OPGEN_QMATVEC_Q8_MMA_Q_X_L1=... may tune it, with the runtime's QMATVEC_Q8_MMA_Q_X_L1 set alike)
+#ifndef OPGEN_QMATVEC_Q8_MMA_Q_X_L1
+#define OPGEN_QMATVEC_Q8_MMA_Q_X_L1 1
 #endif
 
 // qmatvec_q8_1_mma_* of the blocks of 32: blocks per multiprocessor its launch bounds ask for (QMATVEC_Q8_MIN_BLOCKS of its own entry points; float weights ask for none)

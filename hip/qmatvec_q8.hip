@@ -565,7 +565,8 @@ template <> struct operands_of<bf16> {
 // The warps of a block take every fourth piece of 4 x 32 bytes along the rows (the four lanes
 // of a row read 128 bytes together); shared memory sums them. Any grid (items grid-strided).
 // An item is QMATVEC_Q8_MMA_TILES_F tiles where n is at least QMATVEC_Q8_MMA_WIDE_N, else one
-// (each x piece feeds more tiles; fewer rows, more items in flight).
+// (each x piece feeds more tiles; fewer rows, more items in flight), whose warps keep
+// QMATVEC_Q8_MMA_F_DEPTH steps in registers (more loads in flight where the warps are few).
 
 #if OPGEN_CUDA && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 #define OPGEN_QMATVEC_MMA 1
@@ -673,8 +674,10 @@ template <typename T, int MT> struct mma_step {
     }
 };
 
-// Items of MT tiles of 16 weight rows against 8 rows of x (weight rows slowest), a block each.
-template <typename T, int MT>
+// Items of MT tiles of 16 weight rows against 8 rows of x (weight rows slowest), a block each. A
+// warp holds D steps in registers: D - 1 in flight while one multiplies (steps past k: zeros,
+// nothing read).
+template <typename T, int MT, int D>
 __device__ void mma_product(const uint8_t* __restrict__ w, const float* __restrict__ x, float* __restrict__ y, size_t n,
                             size_t k, size_t rows) {
     constexpr int E = tf32_weights<T>::kCount, kWarps = kThreads / 32, kStep = kWarps * 4 * E;
@@ -697,13 +700,17 @@ __device__ void mma_product(const uint8_t* __restrict__ w, const float* __restri
         float c[MT][4];
 #pragma unroll
         for (int m = 0; m < MT; m++) c[m][0] = c[m][1] = c[m][2] = c[m][3] = 0.0f;
-        mma_step<T, MT> now, next;
+        mma_step<T, MT> step[D];
         size_t base = (size_t)warp * 4 * E;
-        now.load(wr, xr, base + t * E, k);
-        for (; base < k; base += kStep) {  // the same trips for the whole warp
-            next.load(wr, xr, base + kStep + t * E, k);
-            now.multiply(c);
-            now = next;
+#pragma unroll
+        for (int d = 0; d < D - 1; d++) step[d].load(wr, xr, base + d * kStep + t * E, k);
+        for (; base < k; base += D * kStep) {  // the same trips for the whole warp
+#pragma unroll
+            for (int d = 0; d < D; d++) {  // step d multiplies; the one multiplied before loads D - 1 ahead
+                if (d > 0 && base + d * kStep >= k) break;  // no multiplies of zeros past k
+                step[(d + D - 1) % D].load(wr, xr, base + (d + D - 1) * kStep + t * E, k);
+                step[d].multiply(c);
+            }
         }
         // C: c[m][i] is weight row 16m + g (+ 8 for i of 2, 3) against x row 2t + (i & 1)
 #pragma unroll
@@ -757,10 +764,21 @@ __device__ __forceinline__ void mma_s8(int (&c)[4], uint32_t a0, uint32_t a1, ui
 }
 
 // cp.async: 16 bytes from global to shared memory without the registers (zeros where `in` is
-// false, nothing read), in groups the lane waits for by how many may still be in flight.
+// false, nothing read), in groups the lane waits for by how many may still be in flight. The
+// weights, read once, stream past L1 (.cg); x, which every item of its rows reads again (each
+// tile of 16 weight rows), stays in L1 (.ca) where QMATVEC_Q8_MMA_Q_X_L1 says so: else L2 serves
+// every tile its x, as many bytes as the weights' at 8 rows of x.
 __device__ __forceinline__ void copy_async(void* dst, const void* src, bool in) {
     const unsigned int at = (unsigned int)__cvta_generic_to_shared(dst);
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(at), "l"(src), "r"(in ? 16 : 0) : "memory");
+}
+__device__ __forceinline__ void copy_x_async(void* dst, const void* src, bool in) {
+    const unsigned int at = (unsigned int)__cvta_generic_to_shared(dst);
+    if constexpr (OPGEN_QMATVEC_Q8_MMA_Q_X_L1 != 0) {
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;" ::"r"(at), "l"(src), "r"(in ? 16 : 0) : "memory");
+    } else {
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(at), "l"(src), "r"(in ? 16 : 0) : "memory");
+    }
 }
 __device__ __forceinline__ void copy_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N> __device__ __forceinline__ void copy_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
@@ -800,11 +818,11 @@ template <typename F> struct q8_stage {
             } else if (c < 16 * kPieces + 64) {  // x row r's quants, piece p (half a block)
                 const int r = (c - 16 * kPieces) / 8, p = (c - 16 * kPieces) % 8;
                 const bool in = r0 + r < rows && kb + p / 2 < blocks;
-                copy_async(stage + kQuants + 9 * r + p, xs.xq + (in ? (r0 + r) * xs.k + 32 * kb + 16 * p : 0), in);
+                copy_x_async(stage + kQuants + 9 * r + p, xs.xq + (in ? (r0 + r) * xs.k + 32 * kb + 16 * p : 0), in);
             } else {  // x row r's d and sums of block kb + j
                 const int r = (c - 16 * kPieces - 64) / 4, j = (c - 16 * kPieces - 64) % 4;
                 const bool in = r0 + r < rows && kb + j < blocks;
-                copy_async(stage + kScales + 4 * r + j, xm + (in ? (r0 + r) * (xs.k / 32) + kb + j : 0), in);
+                copy_x_async(stage + kScales + 4 * r + j, xm + (in ? (r0 + r) * (xs.k / 32) + kb + j : 0), in);
             }
         }
     }
@@ -1063,8 +1081,8 @@ __device__ __forceinline__ void qmatvec_q8_1_mma(const uint8_t* w, const float* 
 #if OPGEN_QMATVEC_MMA
     if constexpr (kFamily<F> == 2) {
         typedef typename weight_type<F>::type T;
-        if (n >= (size_t)OPGEN_QMATVEC_Q8_MMA_WIDE_N) return mma_product<T, OPGEN_QMATVEC_Q8_MMA_TILES_F>(w, x, y, n, k, rows);
-        return mma_product<T, 1>(w, x, y, n, k, rows);
+        if (n >= (size_t)OPGEN_QMATVEC_Q8_MMA_WIDE_N) return mma_product<T, OPGEN_QMATVEC_Q8_MMA_TILES_F, 2>(w, x, y, n, k, rows);
+        return mma_product<T, 1, OPGEN_QMATVEC_Q8_MMA_F_DEPTH>(w, x, y, n, k, rows);
     }
     if constexpr (kFamily<F> == 0) return q8_mma_product<F>(w, xs, y, n, rows);
 #endif

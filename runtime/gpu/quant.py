@@ -31,6 +31,7 @@ from generated.kernel_facts import (
     QMATVEC_Q8_MMA_F_FROM,
     QMATVEC_Q8_MMA_Q_FROM,
     QMATVEC_Q8_MMA_Q_N,
+    QMATVEC_Q8_MMA_Q_X4_BLOCKS,
     QMATVEC_Q8_MMA_TILES_F,
     QMATVEC_Q8_MMA_WIDE_N,
     QMATVEC_Q8_NARROW_N,
@@ -84,9 +85,9 @@ QMATVEC_Q8_ROWS_F = {1: QMATVEC_Q8_ROWS_F_X1, 2: QMATVEC_Q8_ROWS_F_X2, 4: QMATVE
 LANE_GROUP = 32
 #: What qmatvec_q8_1_*'s entry and grid follow, ops.yaml's kernel facts: when each group of lanes
 #: takes its own items (q8_by_group), when the tensor cores multiply (q8_mma: float weights from
-#: MMA_F_FROM, the blocks of 32 from MMA_Q_FROM on MMA_Q_N weight rows; a FROM of 0: never) and in
-#: items of how many tiles (float weights MMA_TILES_F from MMA_WIDE_N weight rows, else 1; the
-#: blocks of 32 one).
+#: MMA_F_FROM, the blocks of 32 from MMA_Q_FROM on MMA_Q_N weight rows, those of MMA_Q_X4_BLOCKS
+#: from the class of 4; a FROM of 0: never) and in items of how many tiles (float weights
+#: MMA_TILES_F from MMA_WIDE_N weight rows, else 1; the blocks of 32 one).
 QMATVEC_Q8_GRID_FACTS = {
     "QMATVEC_Q8_LANE_UNITS": QMATVEC_Q8_LANE_UNITS,
     "QMATVEC_Q8_LANE_UNITS_MANY": QMATVEC_Q8_LANE_UNITS_MANY,
@@ -97,7 +98,11 @@ QMATVEC_Q8_GRID_FACTS = {
     "QMATVEC_Q8_MMA_WIDE_N": QMATVEC_Q8_MMA_WIDE_N,
     "QMATVEC_Q8_MMA_Q_FROM": QMATVEC_Q8_MMA_Q_FROM,
     "QMATVEC_Q8_MMA_Q_N": QMATVEC_Q8_MMA_Q_N,
+    "QMATVEC_Q8_MMA_Q_X4_BLOCKS": QMATVEC_Q8_MMA_Q_X4_BLOCKS,
 }
+#: The blocks of 32 in the order of their bits in QMATVEC_Q8_MMA_Q_X4_BLOCKS (and the kernel's
+#: QMATVEC_Q8_WIDE_BLOCKS).
+BLOCK32_BITS = ("q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q8_1")
 #: The first compute capability with mma.sync of tf32 and s8 (hip/qmatvec_q8.hip's OPGEN_QMATVEC_MMA).
 MMA_TF32_ARCH = 80
 #: (format, x rows class) where the exact-x kernel (qmatvec_<fmt>) was measured faster than the
@@ -411,12 +416,15 @@ def tensor_cores(rt: GpuRuntime, ordinal: int) -> bool:
 def q8_mma(rt: GpuRuntime, ordinal: int, fmt: str, nx: int, n: int, facts=QMATVEC_Q8_GRID_FACTS) -> bool:
     """Whether qmatvec_q8_1 of `fmt` multiplies on the tensor cores (qmatvec_q8_1_mma_<fmt>) for
     the x rows class nx against n weight rows, on cuda sm_80 and up: float weights from
-    QMATVEC_Q8_MMA_F_FROM, the blocks of 32 from QMATVEC_Q8_MMA_Q_FROM where n is at least
+    QMATVEC_Q8_MMA_F_FROM, the blocks of 32 from QMATVEC_Q8_MMA_Q_FROM (from 4, the class of 3
+    and 4 rows, where QMATVEC_Q8_MMA_Q_X4_BLOCKS has the format's bit) where n is at least
     QMATVEC_Q8_MMA_Q_N. `facts`: those of a build (bench/ggml.py --explore), by default shipped."""
     if fmt in ggml.PLAIN:
         start = facts["QMATVEC_Q8_MMA_F_FROM"]
     elif ggml.FORMATS[fmt].block == 32:
         start = facts["QMATVEC_Q8_MMA_Q_FROM"] if n >= facts["QMATVEC_Q8_MMA_Q_N"] else 0
+        if start > 4 and (facts["QMATVEC_Q8_MMA_Q_X4_BLOCKS"] >> BLOCK32_BITS.index(fmt)) & 1:
+            start = 4
     else:
         return False
     return 0 < start <= nx and tensor_cores(rt, ordinal)

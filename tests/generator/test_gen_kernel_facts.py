@@ -283,12 +283,9 @@ def test_an_overridable_fact_is_a_default_in_the_header(generated):
 def test_the_shipped_overridable_facts_are_those_a_bench_sets_on_both_sides():
     """The runtime can follow a -D only where a bench sets both sides (--explore nn-rows: ROW_BYTES;
     --explore columns: COLUMN_PACKS, COLUMN_MIN_BLOCKS, TILE_INTERLEAVED; bench/ggml.py --explore:
-    QMATVEC_Q8_ROWS_X*, _X4_NARROW, _NARROW_N, _K_X*, _F_X*, QMATVEC_Q8_MIN_BLOCKS, _FEW_MIN_BLOCKS, _LANE_UNITS(_MANY,
-    _F), _LANE_ITEMS, _MMA_F_FROM, _MMA_TILES_F, _MMA_WIDE_N, _MMA_Q_FROM, _MMA_Q_N, _MMA_Q_STAGES,
-    _MMA_Q_MIN_BLOCKS and _WIDE_BLOCKS, its entry and grid from the variant's rows per item, lane units and tensor-core
-    tiles); the
-    flash geometry, the column tile and the column tiles' block are fixed in ops.yaml, checked by
-    static_assert."""
+    the QMATVEC_Q8_* facts listed, its entry and grid from the variant's rows per item, lane units
+    and tensor-core tiles); the flash geometry, the column tile and the column tiles' block are
+    fixed in ops.yaml, checked by static_assert."""
     registry = validate(load_file(str(REPO / "ops.yaml")), REPO)
     overridable = [f.name for f in registry.kernel_facts if f.overridable]
     rows = [f"QMATVEC_Q8_ROWS{family}_X{x}" for family in ("", "_K", "_F") for x in (1, 2, 4, 8)]
@@ -297,8 +294,9 @@ def test_the_shipped_overridable_facts_are_those_a_bench_sets_on_both_sides():
         "ROW_BYTES", "COLUMN_PACKS", "COLUMN_MIN_BLOCKS", "TILE_INTERLEAVED", *rows, "QMATVEC_Q8_MIN_BLOCKS",
         "QMATVEC_Q8_FEW_MIN_BLOCKS", "QMATVEC_Q8_LANE_UNITS", "QMATVEC_Q8_LANE_UNITS_MANY", "QMATVEC_Q8_LANE_ITEMS",
         "QMATVEC_Q8_LANE_UNITS_F", "QMATVEC_Q8_MMA_F_FROM", "QMATVEC_Q8_MMA_TILES_F",
-        "QMATVEC_Q8_MMA_WIDE_N", "QMATVEC_Q8_MMA_Q_FROM", "QMATVEC_Q8_MMA_Q_N", "QMATVEC_Q8_MMA_Q_STAGES",
-        "QMATVEC_Q8_MMA_Q_MIN_BLOCKS", "QMATVEC_Q8_WIDE_BLOCKS",
+        "QMATVEC_Q8_MMA_WIDE_N", "QMATVEC_Q8_MMA_F_DEPTH", "QMATVEC_Q8_MMA_Q_FROM", "QMATVEC_Q8_MMA_Q_N",
+        "QMATVEC_Q8_MMA_Q_X4_BLOCKS", "QMATVEC_Q8_MMA_Q_STAGES", "QMATVEC_Q8_MMA_Q_X_L1", "QMATVEC_Q8_MMA_Q_MIN_BLOCKS",
+        "QMATVEC_Q8_WIDE_BLOCKS",
     ]  # fmt: skip
 
 

@@ -8,6 +8,7 @@ import subprocess
 from types import SimpleNamespace
 
 from bench import ggml as bench
+from runtime import ggml
 
 PERF_HEAD = (
     "static std::vector<std::unique_ptr<test_case>> make_test_cases_perf() {\n"
@@ -360,3 +361,24 @@ def test_explore_builds_put_the_blocks_of_32_on_the_tensor_cores_by_their_facts(
     assert shipped.entry(sm75, "q4_0", rows, big) == off.entry(sm90, "q4_0", rows, big) == "qmatvec_q8_1_q4_0"
     assert shipped.entry(sm90, "q4_k", rows, big) == "qmatvec_q8_1_q4_k"
     assert off.grid(sm90, "q4_0", big, 4096, rows) == shipped.grid(sm75, "q4_0", big, 4096, rows)
+
+
+def test_explore_builds_put_the_blocks_of_32_of_the_x4_bits_on_the_tensor_cores_from_3_rows():
+    """QMATVEC_Q8_MMA_Q_X4_BLOCKS: the blocks of 32 whose bit it has take the tensor cores from 3
+    rows of x (the class of 4) on weights of QMATVEC_Q8_MMA_Q_N rows, the others from
+    QMATVEC_Q8_MMA_Q_FROM; mma-q-x4-none: none at 3 or 4 rows, the same at 8."""
+    from generated import kernel_facts as kf
+    from runtime.gpu import quant as gpu_quant
+
+    shipped, none = bench.explore_variants(["shipped", "mma-q-x4-none"], None)
+    sm90, big = _Cuda("sm_90"), max(16384, kf.QMATVEC_Q8_MMA_Q_N)
+    for bit, fmt in enumerate(gpu_quant.BLOCK32_BITS):
+        tensor = f"qmatvec_q8_1_mma_{fmt}"
+        at_four = tensor if kf.QMATVEC_Q8_MMA_Q_X4_BLOCKS >> bit & 1 else f"qmatvec_q8_1_{fmt}"
+        assert [shipped.entry(sm90, fmt, r, big) for r in (3, 4)] == [at_four] * 2, fmt
+        assert [none.entry(sm90, fmt, r, big) for r in (3, 4)] == [f"qmatvec_q8_1_{fmt}"] * 2, fmt
+        assert none.entry(sm90, fmt, 8, big) == shipped.entry(sm90, fmt, 8, big) == tensor, fmt
+        assert shipped.entry(sm90, fmt, 3, kf.QMATVEC_Q8_MMA_Q_N - 1) == f"qmatvec_q8_1_{fmt}", fmt
+    assert 0 <= kf.QMATVEC_Q8_MMA_Q_X4_BLOCKS < 1 << len(gpu_quant.BLOCK32_BITS)
+    block32 = {f for f, spec in ggml.FORMATS.items() if spec.block == 32 and f not in ggml.PLAIN}
+    assert set(gpu_quant.BLOCK32_BITS) == block32
