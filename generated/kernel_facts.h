@@ -253,7 +253,7 @@
 // qmatvec_q8_1_* of the blocks of 32 on the tensor cores: those that take them from 3 rows of x (the class of 4) already, a bit each as QMATVEC_Q8_WIDE_BLOCKS (q4_0 1, q4_1 2, q5_0 4, q5_1 8, q8_0 16, q8_1 32; the others from QMATVEC_Q8_MMA_Q_FROM; bench/ggml.py --explore compares)
 // (a default: -D OPGEN_QMATVEC_Q8_MMA_Q_X4_BLOCKS=... may tune it, with the runtime's QMATVEC_Q8_MMA_Q_X4_BLOCKS set alike)
 #ifndef OPGEN_QMATVEC_Q8_MMA_Q_X4_BLOCKS
-#define OPGEN_QMATVEC_Q8_MMA_Q_X4_BLOCKS 49
+#define OPGEN_QMATVEC_Q8_MMA_Q_X4_BLOCKS 59
 #endif
 
 // qmatvec_q8_1_* of the blocks of 32 on the tensor cores: a warp's steps (4 blocks of 16 weight rows and of 8 x rows) in shared memory at once (cp.async), all but one in flight while one is multiplied; fewer where 48 KiB does not hold them

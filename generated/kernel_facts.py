@@ -230,7 +230,7 @@ QMATVEC_Q8_MMA_Q_N = 8192
 #: already, a bit each as QMATVEC_Q8_WIDE_BLOCKS (q4_0 1, q4_1 2, q5_0 4, q5_1 8, q8_0 16, q8_1 32; the others from
 #: QMATVEC_Q8_MMA_Q_FROM; bench/ggml.py --explore compares)
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_MMA_Q_X4_BLOCKS=... needs this set alike)
-QMATVEC_Q8_MMA_Q_X4_BLOCKS = 49
+QMATVEC_Q8_MMA_Q_X4_BLOCKS = 59
 
 #: qmatvec_q8_1_* of the blocks of 32 on the tensor cores: a warp's steps (4 blocks of 16 weight rows and of 8 x rows)
 #: in shared memory at once (cp.async), all but one in flight while one is multiplied; fewer where 48 KiB does not hold

@@ -101,7 +101,7 @@ __device__ __forceinline__ int dot4(uint32_t a, uint32_t b, int c) {
 //
 // unit(row, u, q, a, b): weights 32u..32u+31 of a weight row as signed bytes q (byte i of q[j]
 // is weight 4j + i) with weight = a[h] * q + b[h] for the weights 16h..16h+15 of the unit. The layouts and formulas of ggml-common.h and
-// GGML's dequantize_row_*. The blocks of 32 also give quarter(blk, t, lo, hi, a, b): words t and
+// GGML's dequantize_row_*. The blocks of 32 also give quarter(blk, t, lo, hi, a): words t and
 // t + 4 of their unit (weights 4t .. 4t + 3 and 16 + 4t ..) alone, the tensor cores' fragments.
 
 // The first N words of a block of K bytes at p (A-aligned; the words past its K bytes are any
@@ -165,9 +165,9 @@ struct q4_0 {
         for (int i = 0; i < 4; i++) q[i] = centred<8>(w[i] & 0x0F0F0F0Fu), q[4 + i] = centred<8>((w[i] >> 4) & 0x0F0F0F0Fu);
         a[0] = a[1] = d, b[0] = b[1] = 0.0f;
     }
-    static __device__ __forceinline__ void quarter(const uint8_t* blk, unsigned int t, uint32_t& lo, uint32_t& hi, float& a, float& b) {
+    static __device__ __forceinline__ void quarter(const uint8_t* blk, unsigned int t, uint32_t& lo, uint32_t& hi, float& a) {
         const uint32_t w = word_at<2>(blk + 2 + 4 * t);
-        lo = centred<8>(w & 0x0F0F0F0Fu), hi = centred<8>((w >> 4) & 0x0F0F0F0Fu), a = half_at(blk), b = 0.0f;
+        lo = centred<8>(w & 0x0F0F0F0Fu), hi = centred<8>((w >> 4) & 0x0F0F0F0Fu), a = half_at(blk);
     }
 };
 
@@ -188,9 +188,9 @@ struct q4_1 {
         for (int i = 0; i < 4; i++) q[i] = v[1 + i] & 0x0F0F0F0Fu, q[4 + i] = (v[1 + i] >> 4) & 0x0F0F0F0Fu;
         a[0] = a[1] = half_lo(v[0]), b[0] = b[1] = half_hi(v[0]);
     }
-    static __device__ __forceinline__ void quarter(const uint8_t* blk, unsigned int t, uint32_t& lo, uint32_t& hi, float& a, float& b) {
+    static __device__ __forceinline__ void quarter(const uint8_t* blk, unsigned int t, uint32_t& lo, uint32_t& hi, float& a) {
         const uint32_t dm = word_at<4>(blk), w = word_at<4>(blk + 4 + 4 * t);
-        lo = w & 0x0F0F0F0Fu, hi = (w >> 4) & 0x0F0F0F0Fu, a = half_lo(dm), b = half_hi(dm);
+        lo = w & 0x0F0F0F0Fu, hi = (w >> 4) & 0x0F0F0F0Fu, a = half_lo(dm);
     }
 };
 
@@ -220,11 +220,11 @@ struct q5_0 {
         }
         a[0] = a[1] = d, b[0] = b[1] = 0.0f;
     }
-    static __device__ __forceinline__ void quarter(const uint8_t* blk, unsigned int t, uint32_t& lo, uint32_t& hi, float& a, float& b) {
+    static __device__ __forceinline__ void quarter(const uint8_t* blk, unsigned int t, uint32_t& lo, uint32_t& hi, float& a) {
         const uint32_t qh = word_at<2>(blk + 2), w = word_at<2>(blk + 6 + 4 * t);
         lo = centred<16>((w & 0x0F0F0F0Fu) | fifth_bits(qh >> (4 * t)));
         hi = centred<16>(((w >> 4) & 0x0F0F0F0Fu) | fifth_bits(qh >> (16 + 4 * t)));
-        a = half_at(blk), b = 0.0f;
+        a = half_at(blk);
     }
 };
 
@@ -249,10 +249,10 @@ struct q5_1 {
         }
         a[0] = a[1] = half_lo(v[0]), b[0] = b[1] = half_hi(v[0]);
     }
-    static __device__ __forceinline__ void quarter(const uint8_t* blk, unsigned int t, uint32_t& lo, uint32_t& hi, float& a, float& b) {
+    static __device__ __forceinline__ void quarter(const uint8_t* blk, unsigned int t, uint32_t& lo, uint32_t& hi, float& a) {
         const uint32_t dm = word_at<4>(blk), qh = word_at<4>(blk + 4), w = word_at<4>(blk + 8 + 4 * t);
         lo = (w & 0x0F0F0F0Fu) | fifth_bits(qh >> (4 * t)), hi = ((w >> 4) & 0x0F0F0F0Fu) | fifth_bits(qh >> (16 + 4 * t));
-        a = half_lo(dm), b = half_hi(dm);
+        a = half_lo(dm);
     }
 };
 
@@ -274,8 +274,8 @@ struct q8_0 {
         }
         b[0] = b[1] = 0.0f;
     }
-    static __device__ __forceinline__ void quarter(const uint8_t* blk, unsigned int t, uint32_t& lo, uint32_t& hi, float& a, float& b) {
-        lo = word_at<2>(blk + 2 + 4 * t), hi = word_at<2>(blk + 18 + 4 * t), a = half_at(blk), b = 0.0f;
+    static __device__ __forceinline__ void quarter(const uint8_t* blk, unsigned int t, uint32_t& lo, uint32_t& hi, float& a) {
+        lo = word_at<2>(blk + 2 + 4 * t), hi = word_at<2>(blk + 18 + 4 * t), a = half_at(blk);
     }
 };
 
@@ -297,8 +297,8 @@ struct q8_1 {
         }
         b[0] = b[1] = 0.0f;
     }
-    static __device__ __forceinline__ void quarter(const uint8_t* blk, unsigned int t, uint32_t& lo, uint32_t& hi, float& a, float& b) {
-        lo = word_at<4>(blk + 4 + 4 * t), hi = word_at<4>(blk + 20 + 4 * t), a = half_lo(word_at<4>(blk)), b = 0.0f;
+    static __device__ __forceinline__ void quarter(const uint8_t* blk, unsigned int t, uint32_t& lo, uint32_t& hi, float& a) {
+        lo = word_at<4>(blk + 4 + 4 * t), hi = word_at<4>(blk + 20 + 4 * t), a = half_lo(word_at<4>(blk));
     }
 };
 
@@ -751,10 +751,22 @@ __device__ void mma_product(const uint8_t* __restrict__ w, const float* __restri
 // shared memory sums them. An item is a tile and 8 rows of x.
 
 // Whether the format's blocks add a minimum b (weight = a q + b): its products add b * dx * the
-// x quants' sum.
+// x quants' sum, a step's 4 blocks in one mma of tf32 (m16n8k4: A the tile's minima, B x's dx *
+// sum; two, x's as hi + lo): as multiply-adds of every block in every lane they made q4_1 40%
+// slower (16384^2 by 8 rows of x on the H100: 110 us, against 79 now).
 template <typename F> constexpr bool kMinimum = false;
 template <> constexpr bool kMinimum<q4_1> = true;
 template <> constexpr bool kMinimum<q5_1> = true;
+
+// Their minimum b: the high half of the block's first word (d, m as f16), exact in tf32.
+__device__ __forceinline__ float block_minimum(const uint8_t* blk) { return half_hi(word_at<4>(blk)); }
+
+// mma.sync m16n8k4 of tf32: the minima's products, a step's 4 blocks its k.
+__device__ __forceinline__ void mma_tf32_k4(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t b0) {
+    asm("mma.sync.aligned.m16n8k4.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a0), "r"(a1), "r"(b0));
+}
 
 __device__ __forceinline__ void mma_s8(int (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
                                        uint32_t b1) {
@@ -848,7 +860,7 @@ __device__ void q8_mma_product(const uint8_t* __restrict__ w, const x_source& xs
             const size_t row = n0 + 8 * h + g;
             offset[h] = (int)(reinterpret_cast<size_t>(w + (row < n ? row : n - 1) * row_bytes) & 15);
         }
-        float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        float c[4] = {0.0f, 0.0f, 0.0f, 0.0f}, m[4] = {0.0f, 0.0f, 0.0f, 0.0f};  // m: the minima's terms
         // S - 1 steps in flight: a group of copies a step (empty past the last), waited for S - 1 later
 #pragma unroll
         for (int i = 0; i < S - 1; i++) {
@@ -875,9 +887,9 @@ __device__ void q8_mma_product(const uint8_t* __restrict__ w, const x_source& xs
             for (int j = 0; j < 4; j++) {  // blocks past the last: zeros of x, and a and b 0
                 const bool live = kb + j < blocks;
                 uint32_t lo_g, hi_g, lo_h, hi_h;
-                float ag, bg, ah, bh;
-                F::quarter(wg + j * F::kBytes, t, lo_g, hi_g, ag, bg);
-                F::quarter(wh + j * F::kBytes, t, lo_h, hi_h, ah, bh);
+                float ag, ah;
+                F::quarter(wg + j * F::kBytes, t, lo_g, hi_g, ag);
+                F::quarter(wh + j * F::kBytes, t, lo_h, hi_h, ah);
                 int s[4];
                 mma_s8(s, lo_g, lo_h, hi_g, hi_h, xq[8 * j + t], xq[8 * j + t + 4]);
                 ag = live ? ag : 0.0f, ah = live ? ah : 0.0f;
@@ -886,18 +898,23 @@ __device__ void q8_mma_product(const uint8_t* __restrict__ w, const x_source& xs
                 c[1] = fmaf(ag * x1.x, (float)s[1], c[1]);
                 c[2] = fmaf(ah * x0.x, (float)s[2], c[2]);
                 c[3] = fmaf(ah * x1.x, (float)s[3], c[3]);
-                if constexpr (kMinimum<F>) {
-                    bg = live ? bg : 0.0f, bh = live ? bh : 0.0f;
-                    const float s0 = x0.y + x0.w, s1 = x1.y + x1.w;
-                    c[0] = fmaf(bg, s0, c[0]), c[1] = fmaf(bg, s1, c[1]);
-                    c[2] = fmaf(bh, s0, c[2]), c[3] = fmaf(bh, s1, c[3]);
-                }
+            }
+            if constexpr (kMinimum<F>) {  // b * dx * sum over the step: A the minima (weight rows g, g + 8 of
+                // block t), B x row g's d * sum of block t as two tf32 parts (hi + lo, about 21 bits)
+                const bool live = kb + t < blocks;
+                const float bg = live ? block_minimum(wg + t * F::kBytes) : 0.0f;
+                const float bh = live ? block_minimum(wh + t * F::kBytes) : 0.0f;
+                const float4 xt = xm[4 * g + t];
+                uint32_t hi, lo;
+                tf32_split(__float_as_uint(xt.y + xt.w), hi, lo);
+                mma_tf32_k4(m, __float_as_uint(bg), __float_as_uint(bh), hi);
+                mma_tf32_k4(m, __float_as_uint(bg), __float_as_uint(bh), lo);
             }
             now = now + 1 < S ? now + 1 : 0;
         }
-        // C: c[i] is weight row g (+ 8 for i of 2, 3) against x row 2t + (i & 1)
+        // C: c[i] is weight row g (+ 8 for i of 2, 3) against x row 2t + (i & 1), as m[i]
 #pragma unroll
-        for (int i = 0; i < 4; i++) partial[warp][i][lane] = c[i];
+        for (int i = 0; i < 4; i++) partial[warp][i][lane] = c[i] + m[i];
         __syncthreads();
         for (int v = (int)threadIdx.x; v < 4 * 32; v += kThreads) {
             const int i = v / 32, l = v % 32;
