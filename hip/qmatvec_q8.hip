@@ -840,6 +840,42 @@ template <typename F> struct q8_stage {
     }
 };
 
+// A step's 4 blocks from its stage: the tile's int8 products into c, the minima's into m. Where
+// not kFull, the blocks past the last are zeros of x and their weight scales and minima 0 (their
+// bytes are another row's, or zeros).
+template <typename F, bool kFull>
+__device__ __forceinline__ void q8_mma_blocks(const uint8_t* wg, const uint8_t* wh, const uint32_t* xq, const float4* xm,
+                                              unsigned int g, unsigned int t, size_t kb, size_t blocks, float (&c)[4],
+                                              float (&m)[4]) {
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+        const bool live = kFull || kb + j < blocks;
+        uint32_t lo_g, hi_g, lo_h, hi_h;
+        float ag, ah;
+        F::quarter(wg + j * F::kBytes, t, lo_g, hi_g, ag);
+        F::quarter(wh + j * F::kBytes, t, lo_h, hi_h, ah);
+        int s[4];
+        mma_s8(s, lo_g, lo_h, hi_g, hi_h, xq[8 * j + t], xq[8 * j + t + 4]);
+        ag = live ? ag : 0.0f, ah = live ? ah : 0.0f;
+        const float4 x0 = xm[4 * (2 * t) + j], x1 = xm[4 * (2 * t + 1) + j];
+        c[0] = fmaf(ag * x0.x, (float)s[0], c[0]);
+        c[1] = fmaf(ag * x1.x, (float)s[1], c[1]);
+        c[2] = fmaf(ah * x0.x, (float)s[2], c[2]);
+        c[3] = fmaf(ah * x1.x, (float)s[3], c[3]);
+    }
+    if constexpr (kMinimum<F>) {  // b * dx * sum over the step: A the minima (weight rows g, g + 8 of
+        // block t), B x row g's d * sum of block t as two tf32 parts (hi + lo, about 21 bits)
+        const bool live = kFull || kb + t < blocks;
+        const float bg = live ? block_minimum(wg + t * F::kBytes) : 0.0f;
+        const float bh = live ? block_minimum(wh + t * F::kBytes) : 0.0f;
+        const float4 xt = xm[4 * g + t];
+        uint32_t hi, lo;
+        tf32_split(__float_as_uint(xt.y + xt.w), hi, lo);
+        mma_tf32_k4(m, __float_as_uint(bg), __float_as_uint(bh), hi);
+        mma_tf32_k4(m, __float_as_uint(bg), __float_as_uint(bh), lo);
+    }
+}
+
 template <typename F>
 __device__ void q8_mma_product(const uint8_t* __restrict__ w, const x_source& xs, float* __restrict__ y, size_t n,
                                size_t rows) {
@@ -883,32 +919,10 @@ __device__ void q8_mma_product(const uint8_t* __restrict__ w, const x_source& xs
             const uint8_t* wh = reinterpret_cast<const uint8_t*>(stage + (g + 8) * Stage::kRow) + ((offset[1] + delta) & 15);
             const uint32_t* xq = reinterpret_cast<const uint32_t*>(stage + Stage::kQuants + 9 * g);
             const float4* xm = reinterpret_cast<const float4*>(stage + Stage::kScales);
-#pragma unroll
-            for (int j = 0; j < 4; j++) {  // blocks past the last: zeros of x, and a and b 0
-                const bool live = kb + j < blocks;
-                uint32_t lo_g, hi_g, lo_h, hi_h;
-                float ag, ah;
-                F::quarter(wg + j * F::kBytes, t, lo_g, hi_g, ag);
-                F::quarter(wh + j * F::kBytes, t, lo_h, hi_h, ah);
-                int s[4];
-                mma_s8(s, lo_g, lo_h, hi_g, hi_h, xq[8 * j + t], xq[8 * j + t + 4]);
-                ag = live ? ag : 0.0f, ah = live ? ah : 0.0f;
-                const float4 x0 = xm[4 * (2 * t) + j], x1 = xm[4 * (2 * t + 1) + j];
-                c[0] = fmaf(ag * x0.x, (float)s[0], c[0]);
-                c[1] = fmaf(ag * x1.x, (float)s[1], c[1]);
-                c[2] = fmaf(ah * x0.x, (float)s[2], c[2]);
-                c[3] = fmaf(ah * x1.x, (float)s[3], c[3]);
-            }
-            if constexpr (kMinimum<F>) {  // b * dx * sum over the step: A the minima (weight rows g, g + 8 of
-                // block t), B x row g's d * sum of block t as two tf32 parts (hi + lo, about 21 bits)
-                const bool live = kb + t < blocks;
-                const float bg = live ? block_minimum(wg + t * F::kBytes) : 0.0f;
-                const float bh = live ? block_minimum(wh + t * F::kBytes) : 0.0f;
-                const float4 xt = xm[4 * g + t];
-                uint32_t hi, lo;
-                tf32_split(__float_as_uint(xt.y + xt.w), hi, lo);
-                mma_tf32_k4(m, __float_as_uint(bg), __float_as_uint(bh), hi);
-                mma_tf32_k4(m, __float_as_uint(bg), __float_as_uint(bh), lo);
+            if (kb + 4 <= blocks) {  // every step but a row's last has its 4 blocks
+                q8_mma_blocks<F, true>(wg, wh, xq, xm, g, t, kb, blocks, c, m);
+            } else {
+                q8_mma_blocks<F, false>(wg, wh, xq, xm, g, t, kb, blocks, c, m);
             }
             now = now + 1 < S ? now + 1 : 0;
         }
@@ -1141,49 +1155,47 @@ __device__ __forceinline__ void qmatvec_q8_1_few(const uint8_t* w, const float* 
 
 // ---------------------------------------------------------------------------- x to q8_1
 
-// A thread per 16 values of x, two threads (neighbouring lanes) per block of 32: they share the
-// block's largest |x|. A NaN or infinity in the block makes d NaN and the quants 0.
+// A thread per 4 values of x (one 16-byte load, one 4-byte store), 8 neighbouring lanes per block
+// of 32: they share the block's largest |x| and 4 of them a half's sum of quants (the many lanes
+// keep the launch short where x has few rows). A NaN or infinity in the block makes d NaN and the
+// quants 0.
 __device__ __forceinline__ void quantize_q8_1(const float* __restrict__ x, uint8_t* __restrict__ xq, size_t rows, size_t k) {
-    const size_t units = rows * k / 16;
+    const size_t quads = rows * k / 4;
     float2* xm = reinterpret_cast<float2*>(xq + rows * k);
     const size_t stride = (size_t)gridDim.x * blockDim.x;
-    for (size_t first = (size_t)blockIdx.x * blockDim.x; first < units; first += stride) {  // the same trips for a whole block
+    for (size_t first = (size_t)blockIdx.x * blockDim.x; first < quads; first += stride) {  // the same trips for a whole block
         const size_t u = first + threadIdx.x;
-        const bool active = u < units;
-        float v[16];
+        const bool active = u < quads;  // the same for a block's 8 lanes (k is whole blocks)
+        const float4 f = active ? reinterpret_cast<const float4*>(x)[u] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        const float v[4] = {f.x, f.y, f.z, f.w};
         float amax = 0.0f;
         bool finite = true;
 #pragma unroll
         for (int i = 0; i < 4; i++) {
-            const float4 f = active ? reinterpret_cast<const float4*>(x + 16 * u)[i] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-            v[4 * i] = f.x, v[4 * i + 1] = f.y, v[4 * i + 2] = f.z, v[4 * i + 3] = f.w;
-        }
-#pragma unroll
-        for (int i = 0; i < 16; i++) {
             const float a = fabsf(v[i]);
             finite = finite && a <= 3.402823466e38f;  // false for NaN and infinities
             amax = fmaxf(amax, a);
         }
-        amax = fmaxf(amax, opgen::shfl_xor(amax, 1u));  // the block's other half (lane ^ 1: same group)
-        finite = finite && opgen::shfl_xor((int)finite, 1u) != 0;
+#pragma unroll
+        for (unsigned int bit = 1u; bit < 8u; bit <<= 1) {  // the block's 8 lanes (lane ^ bit: same group)
+            amax = fmaxf(amax, opgen::shfl_xor(amax, bit));
+            finite = finite && opgen::shfl_xor((int)finite, bit) != 0;
+        }
         const float d = finite ? amax / 127.0f : __uint_as_float(0x7FC00000u);
         const float id = finite && amax > 0.0f ? 127.0f / amax : 0.0f;
-        uint32_t words[4];
+        uint32_t word = 0u;
         int sum = 0;
 #pragma unroll
-        for (int i = 0; i < 4; i++) {
-            uint32_t word = 0u;
-#pragma unroll
-            for (int b = 0; b < 4; b++) {
-                const int q = finite ? (int)rintf(v[4 * i + b] * id) : 0;
-                sum += q;
-                word |= ((uint32_t)q & 0xFFu) << (8 * b);
-            }
-            words[i] = word;
+        for (int b = 0; b < 4; b++) {
+            const int q = finite ? (int)rintf(v[b] * id) : 0;
+            sum += q;
+            word |= ((uint32_t)q & 0xFFu) << (8 * b);
         }
+        sum += opgen::shfl_xor(sum, 1u);  // the half's 4 lanes
+        sum += opgen::shfl_xor(sum, 2u);
         if (active) {
-            *reinterpret_cast<uint4*>(xq + 16 * u) = make_uint4(words[0], words[1], words[2], words[3]);
-            xm[u] = make_float2(d, d * (float)sum);
+            reinterpret_cast<uint32_t*>(xq)[u] = word;
+            if (u % 4 == 0) xm[u / 4] = make_float2(d, d * (float)sum);
         }
     }
 }

@@ -363,7 +363,7 @@ def qmatvec_q8_1(
         if xq is None:
             xq = rt.alloc(ordinal, x_q8_1_bytes(rows, k), np.dtype(np.uint8))
         quantize_x = rt._entry(table, (K.QUANTIZE_Q8_1_X, x.dtype), "qmatmul")
-        quantize_x(rt.launch, rt.geometry(rows * k // 16, ordinal), BLOCK, stream, x.ptr, xq.ptr, rows, k)
+        quantize_x(rt.launch, rt.geometry(rows * k // 4, ordinal), BLOCK, stream, x.ptr, xq.ptr, rows, k)
     grid = q8_grid(rt, ordinal, q.fmt, n, k, rows, q8_item_rows(q.fmt, x_rows_class(rows), n))
     fn(rt.launch, grid, QMATVEC_Q8_THREADS, stream, q.buf.ptr, x.ptr, xq.ptr, out.ptr, n, k, rows)
 
