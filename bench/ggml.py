@@ -790,12 +790,16 @@ def _float_path() -> str:
 
 
 def _block32_path() -> str:
-    from generated.kernel_facts import QMATVEC_Q8_MMA_Q_FROM, QMATVEC_Q8_MMA_Q_N
+    from generated.kernel_facts import QMATVEC_Q8_MMA_Q_FROM, QMATVEC_Q8_MMA_Q_N, QMATVEC_Q8_MMA_Q_X4_BLOCKS
+    from runtime.gpu.quant import BLOCK32_BITS
 
     if not QMATVEC_Q8_MMA_Q_FROM:
         return ""
+    early = [f for bit, f in enumerate(BLOCK32_BITS) if QMATVEC_Q8_MMA_Q_X4_BLOCKS >> bit & 1]
+    first = _first_rows(QMATVEC_Q8_MMA_Q_FROM)
+    starts = f"{', '.join(early)} from 3 rows, the others from {first}" if early and first > 3 else f"from {first}"
     return (
-        f"; the blocks of 32 from {_first_rows(QMATVEC_Q8_MMA_Q_FROM)} rows on weights of {QMATVEC_Q8_MMA_Q_N} rows "
+        f"; the blocks of 32 ({starts} rows) on weights of {QMATVEC_Q8_MMA_Q_N} rows "
         "and more on the tensor cores (int8 mma against x in q8_1)"
     )
 
