@@ -664,7 +664,8 @@ def main() -> None:
         patch_ggml(args.ggml, theirs, args.ggml_seconds)
         with open(args.out / f"{args.name}-build.log", "w") as build_log:
             sys.exit(build_ggml(args.ggml, args.build, args.jobs, build_log).wait())
-    log = open(args.out / f"{args.name}.log", "w")  # noqa: SIM115  (the build writes into it)
+    log_path = args.out / f"{args.name}.log"
+    log = open(log_path.with_suffix(".log.part"), "w")  # noqa: SIM115  (the build writes into it)
     stamp = args.ggml / "COMMIT"  # a copy without .git names its commit here
     commit = subprocess.run(["git", "-C", str(args.ggml), "rev-parse", "HEAD"], capture_output=True, text=True)
     ggml_commit = stamp.read_text().strip() if stamp.exists() else commit.stdout.strip()
@@ -707,7 +708,23 @@ def main() -> None:
         ggml_us = results.with_earlier(ggml_us, path)
     for path in args.ggml_add:
         ggml_us = results.with_added(ggml_us, path)
+    log.close()
+    _keep_console(log_path, [*args.ggml_from, *args.ggml_add])
     print(results.write(ggml_us))
+
+
+def _keep_console(path: Path, earlier: list[Path]) -> None:
+    """NAME.log: this run's ggml console (build and passes); where ggml did not run here, the
+    consoles of the earlier runs whose figures the table takes (each JSON's .log), else the log
+    already there stays (an earlier run's that --ggml-from named)."""
+    part = path.with_suffix(".log.part")
+    if part.stat().st_size:
+        part.replace(path)
+        return
+    part.unlink()
+    consoles = [e.with_suffix(".log") for e in earlier if e.with_suffix(".log").exists()]
+    if consoles:
+        path.write_text("".join(f"# ggml's console of {c.name}\n{c.read_text()}" for c in consoles))
 
 
 def run_explore(args: argparse.Namespace, formats, rows, t0: float) -> None:

@@ -382,3 +382,20 @@ def test_explore_builds_put_the_blocks_of_32_of_the_x4_bits_on_the_tensor_cores_
     assert 0 <= kf.QMATVEC_Q8_MMA_Q_X4_BLOCKS < 1 << len(gpu_quant.BLOCK32_BITS)
     block32 = {f for f, spec in ggml.FORMATS.items() if spec.block == 32 and f not in ggml.PLAIN}
     assert set(gpu_quant.BLOCK32_BITS) == block32
+
+
+def test_the_table_log_is_this_runs_console_else_the_earlier_runs_else_left_as_it_was(tmp_path):
+    """A run whose ggml did not run here (--ggml-from, --prebuilt) must not empty the .log that
+    holds the console of the figures its table shows."""
+    log = tmp_path / "anchor.log"
+    log.write_text("an earlier console\n")
+    log.with_suffix(".log.part").write_text("")
+    bench._keep_console(log, [tmp_path / "none.json"])
+    assert log.read_text() == "an earlier console\n" and not log.with_suffix(".log.part").exists()
+    (tmp_path / "first.log").write_text("MUL_MAT rows 1\n")
+    log.with_suffix(".log.part").write_text("")
+    bench._keep_console(log, [tmp_path / "first.json", tmp_path / "none.json"])
+    assert log.read_text() == "# ggml's console of first.log\nMUL_MAT rows 1\n"
+    log.with_suffix(".log.part").write_text("this run's passes\n")
+    bench._keep_console(log, [tmp_path / "first.json"])
+    assert log.read_text() == "this run's passes\n" and not log.with_suffix(".log.part").exists()
