@@ -15,8 +15,8 @@
 //                                       runtime/gpu/quant.py's q8_mma says: float weights from
 //                                       QMATVEC_Q8_MMA_F_FROM rows, x as two tf32 parts ("float
 //                                       weights on the tensor cores" below); the blocks of 32 from
-//                                       QMATVEC_Q8_MMA_Q_FROM rows ("blocks of 32 on the tensor
-//                                       cores")
+//                                       QMATVEC_Q8_MMA_Q_FROM rows, or 3 (QMATVEC_Q8_MMA_Q_X4_BLOCKS;
+//                                       "blocks of 32 on the tensor cores")
 //
 // x in q8_1: d = max |x| / 127 over each 32 values, q = round(x / d). A NaN or an infinity in
 // a block makes its d NaN, so the row's outputs are NaN. Error: each x rounds by at most d/2,
@@ -733,11 +733,12 @@ __device__ void mma_product(const uint8_t* __restrict__ w, const float* __restri
 
 // ---------------------------------------------------------------------------- blocks of 32 on the tensor cores
 //
-// cuda sm_80 and up, the blocks of 32 from QMATVEC_Q8_MMA_Q_FROM rows of x (its class) on weights
-// of at least QMATVEC_Q8_MMA_Q_N rows: mma.sync m16n8k32 of s8, a tile of 16 weight rows (A)
-// against 8 rows of x in q8_1 (B), one block of 32 an mma, its s32 sums scaled into f32 (a * dx *
-// sum + b * dx * the x quants' sum: weight = a q + b, x = dx qx). The integer dot products leave
-// the dp4a pipe, which bounds the product from 4 rows of x on.
+// cuda sm_80 and up, the blocks of 32 from QMATVEC_Q8_MMA_Q_FROM rows of x (its class; those of
+// QMATVEC_Q8_MMA_Q_X4_BLOCKS from 3) on weights of at least QMATVEC_Q8_MMA_Q_N rows: mma.sync
+// m16n8k32 of s8, a tile of 16 weight rows (A) against 8 rows of x in q8_1 (B), one block of 32
+// an mma, its s32 sums scaled into f32 (a * dx * sum + b * dx * the x quants' sum: weight = a q
+// + b, x = dx qx). The integer dot products leave the dp4a pipe, which bounds the product from 4
+// rows of x on.
 // A warp's step is 4 blocks of its tile's rows. Its stage in shared memory holds their bytes and
 // x's (the item's 8 rows of quants of those blocks, and their d / d * sum), copied by cp.async
 // as whole aligned 16-byte pieces, the lanes taking neighbouring pieces of a row (a row's few
@@ -1096,10 +1097,10 @@ template <typename F> struct item_rows {
 // qmatvec_q8_1_mma_<F>: the products on the tensor cores, float weights (QMATVEC_Q8_MMA_TILES_F
 // tiles an item from QMATVEC_Q8_MMA_WIDE_N weight rows, else one) and the blocks of 32 (a tile
 // an item), built apart so that their registers per thread are not those of the dp4a product of
-// many rows of x. runtime/gpu/quant.py's q8_mma
-// says when it is launched (QMATVEC_Q8_MMA_F_FROM, _MMA_Q_FROM, _MMA_Q_N). Where F or the
-// device has no tensor-core product (the blocks of 256; AMD, cuda before sm_80), never launched,
-// it is the dp4a product of 4 rows of x at a time: correct for any rows and grid all the same.
+// many rows of x. runtime/gpu/quant.py's q8_mma says when it is launched (QMATVEC_Q8_MMA_F_FROM,
+// _MMA_Q_FROM, _MMA_Q_N, _MMA_Q_X4_BLOCKS). Where F or the device has no tensor-core product
+// (the blocks of 256; AMD, cuda before sm_80), never launched, it is the dp4a product of 4 rows
+// of x at a time: correct for any rows and grid all the same.
 // qmatvec_q8_1_mma_<F>'s launch bounds, blocks per multiprocessor: the blocks of 32 ask for
 // QMATVEC_Q8_MMA_Q_MIN_BLOCKS (warps to keep their stages in flight), float weights for none
 // (their tiles' registers).
