@@ -355,8 +355,9 @@ def qmatvec_q8_1(
     `xq` (allocated here unless given: x_q8_1_bytes), then the product; f32 / f16 / bf16
     weights read x itself; qmatvec_q8_1_mma_<fmt> where the tensor cores multiply (q8_mma), else
     qmatvec_q8_1_few_<fmt> for one or two rows of x. Two launches on x's stream."""
-    ordinal, stream = x.ordinal, rt.stream(x.ordinal)
-    fn = _kernel("qmatmul", rt, table, q8_entry(rt, ordinal, q.fmt, rows, n), q.fmt)
+    ordinal, stream, nx = x.ordinal, rt.stream(x.ordinal), x_rows_class(rows)
+    mma = q8_mma(rt, ordinal, q.fmt, nx, n)
+    fn = _kernel("qmatmul", rt, table, q8_entry(nx, mma), q.fmt)
     if q.fmt in ggml.PLAIN:
         xq = x
     else:
@@ -364,15 +365,14 @@ def qmatvec_q8_1(
             xq = rt.alloc(ordinal, x_q8_1_bytes(rows, k), np.dtype(np.uint8))
         quantize_x = rt._entry(table, (K.QUANTIZE_Q8_1_X, x.dtype), "qmatmul")
         quantize_x(rt.launch, rt.geometry(rows * k // 4, ordinal), BLOCK, stream, x.ptr, xq.ptr, rows, k)
-    grid = q8_grid(rt, ordinal, q.fmt, n, k, rows, q8_item_rows(q.fmt, x_rows_class(rows), n))
+    grid = q8_grid(rt, ordinal, q.fmt, n, k, rows, q8_item_rows(q.fmt, nx, n), mma=mma)
     fn(rt.launch, grid, QMATVEC_Q8_THREADS, stream, q.buf.ptr, x.ptr, xq.ptr, out.ptr, n, k, rows)
 
 
-def q8_entry(rt: GpuRuntime, ordinal: int, fmt: str, rows: int, n: int) -> K:
-    """The entry point of qmatvec_q8_1 for `rows` rows of x against n weight rows: the tensor
-    cores' (q8_mma), else one or two rows' own (their launch bounds), else the general one."""
-    nx = x_rows_class(rows)
-    if q8_mma(rt, ordinal, fmt, nx, n):
+def q8_entry(nx: int, mma: bool) -> K:
+    """The entry point of qmatvec_q8_1 for the x rows class nx: the tensor cores' where they
+    multiply (q8_mma), else one or two rows' own (their launch bounds), else the general one."""
+    if mma:
         return K.QMATVEC_Q8_1_MMA_SELF
     return K.QMATVEC_Q8_1_FEW_SELF if nx <= 2 else K.QMATVEC_Q8_1_SELF
 
@@ -431,15 +431,23 @@ def q8_mma(rt: GpuRuntime, ordinal: int, fmt: str, nx: int, n: int, facts=QMATVE
 
 
 def q8_grid(
-    rt: GpuRuntime, ordinal: int, fmt: str, n: int, k: int, rows: int, item_rows: int, facts=QMATVEC_Q8_GRID_FACTS
+    rt: GpuRuntime,
+    ordinal: int,
+    fmt: str,
+    n: int,
+    k: int,
+    rows: int,
+    item_rows: int,
+    facts=QMATVEC_Q8_GRID_FACTS,
+    mma: bool | None = None,
 ) -> int:
     """qmatvec_q8_1_<fmt>'s grid: a block per item, or per QMATVEC_Q8_THREADS / LANE_GROUP items
     where the kernel gives each group of lanes its own (q8_by_group); on the tensor cores
     (q8_mma) a block per item of tiles of 16 weight rows (float weights MMA_TILES_F of them from
-    MMA_WIDE_N weight rows, else one; the blocks of 32 one) and 8 rows of x. Any grid is
-    correct (the kernel strides over items)."""
+    MMA_WIDE_N weight rows, else one; the blocks of 32 one) and 8 rows of x. `mma`: q8_mma's
+    answer where the caller has it. Any grid is correct (the kernel strides over items)."""
     nx = x_rows_class(rows)
-    if q8_mma(rt, ordinal, fmt, nx, n, facts):
+    if q8_mma(rt, ordinal, fmt, nx, n, facts) if mma is None else mma:
         wide = fmt in ggml.PLAIN and n >= facts["QMATVEC_Q8_MMA_WIDE_N"]
         tiles = facts["QMATVEC_Q8_MMA_TILES_F"] if wide else 1
         return _grid(rt, ordinal, -(-n // (16 * tiles)) * -(-rows // 8))
