@@ -319,6 +319,23 @@ EXPLORE_VARIANTS: dict[str, dict[str, int]] = {
     "rows-f-x1-8": {"QMATVEC_Q8_ROWS_F_X1": 8},
     "rows-x1-4": {"QMATVEC_Q8_ROWS_X1": 4},
     "rows-x4-2": {"QMATVEC_Q8_ROWS_X4": 2, "QMATVEC_Q8_ROWS_X4_NARROW": 2},
+    "mma-f-chains-1": {"QMATVEC_Q8_MMA_F_CHAINS": 1},
+    "mma-f-chains-2": {"QMATVEC_Q8_MMA_F_CHAINS": 2},
+    "mma-q-pairs-none": {"QMATVEC_Q8_MMA_Q_PAIR_BLOCKS": 0},
+    "mma-q-x4-all": {"QMATVEC_Q8_MMA_Q_X4_BLOCKS": 63},
+    "mma-f-threads-256": {"QMATVEC_Q8_MMA_F_THREADS": 256},
+    "mma-f-threads-256-d2-t1": {
+        "QMATVEC_Q8_MMA_F_THREADS": 256,
+        "QMATVEC_Q8_MMA_F_MIN_BLOCKS": 2,
+        "QMATVEC_Q8_MMA_F_DEPTH": 2,
+        "QMATVEC_Q8_MMA_TILES_F": 1,
+    },
+    "mma-f-threads-256-d2-t2": {
+        "QMATVEC_Q8_MMA_F_THREADS": 256,
+        "QMATVEC_Q8_MMA_F_MIN_BLOCKS": 2,
+        "QMATVEC_Q8_MMA_F_DEPTH": 2,
+        "QMATVEC_Q8_MMA_TILES_F": 2,
+    },
 }
 EXPLORE_SHAPES = SHAPES
 #: Facts of a source with qmatvec_q8_1_mma that only the runtime reads (when it launches that entry).
@@ -358,10 +375,18 @@ class Variant:
 
     def grid_facts(self) -> dict:
         """The facts the grid follows, an older source's missing ones 0 (no lane items, no tensor
-        cores)."""
+        cores; float weights on them in blocks of QMATVEC_Q8_THREADS)."""
         from runtime.gpu import quant as gpu_quant
 
-        return {name: self.facts.get(name, 0) for name in gpu_quant.QMATVEC_Q8_GRID_FACTS}
+        older = {"QMATVEC_Q8_MMA_F_THREADS": gpu_quant.QMATVEC_Q8_THREADS}
+        return {name: self.facts.get(name, older.get(name, 0)) for name in gpu_quant.QMATVEC_Q8_GRID_FACTS}
+
+    def threads(self, rt, fmt: str, rows: int, n: int) -> int:
+        """Threads per block of the entry that multiplies `rows` rows of x (Variant.entry)."""
+        from runtime.gpu import quant as gpu_quant
+
+        mma = self.entry(rt, fmt, rows, n).startswith("qmatvec_q8_1_mma_")
+        return gpu_quant.q8_threads(fmt, mma, self.grid_facts())
 
     def grid(self, rt, fmt: str, n: int, k: int, rows: int) -> int:
         from runtime.gpu import quant as gpu_quant
@@ -425,9 +450,18 @@ __device__ void qmatvec_q8_1_mma(const uint8_t* w, const float* x, const uint8_t
 """
 
 
+#: For a source from before QMATVEC_Q8_MMA_F_THREADS: its tensor-core entries' blocks are kThreads.
+MMA_THREADS_SHIM = """
+namespace {
+template <typename F> constexpr int kMmaThreads = kThreads;
+}  // namespace
+"""
+
+
 def _with_entry_shims(text: str, few: bool, mma: bool) -> str:
     include = '#include "qmatvec_q8_entries.h"'
-    return text.replace(include, ("" if few else FEW_SHIMS) + ("" if mma else MMA_SHIM) + include)
+    threads = "" if "kMmaThreads" in text else MMA_THREADS_SHIM
+    return text.replace(include, ("" if few else FEW_SHIMS) + ("" if mma else MMA_SHIM) + threads + include)
 
 
 def _warm(path: str) -> str:  # compiles one source into the kernel cache (a worker process)
@@ -481,10 +515,10 @@ def explore(variants: list[Variant], rows, runs: int, formats) -> tuple[dict, di
                     args = (q.buf.ptr, x.ptr, xq.ptr, y.ptr, n, k, r)
                     grid = v.grid(rt, fmt, n, k, r)
 
-                    entry = v.entry(rt, fmt, r, n)
+                    entry, threads = v.entry(rt, fmt, r, n), v.threads(rt, fmt, r, n)
 
-                    def run(v=v, grid=grid, args=args, entry=entry):
-                        rt.launch(str(v.path), entry, grid, 128, stream, args, types)
+                    def run(v=v, grid=grid, args=args, entry=entry, threads=threads):
+                        rt.launch(str(v.path), entry, grid, threads, stream, args, types)
 
                     out[v.name, fmt, n, k, r] = statistics.median(graph_us(run, stream.handle) for _ in range(runs))
                     error = _nmse(rt.to_host(y), want)

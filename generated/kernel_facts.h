@@ -223,7 +223,7 @@
 // qmatvec_q8_1_* of float weights on the tensor cores: tiles of 16 weight rows a warp takes at once (each x piece loaded once for them)
 // (a default: -D OPGEN_QMATVEC_Q8_MMA_TILES_F=... may tune it, with the runtime's QMATVEC_Q8_MMA_TILES_F set alike)
 #ifndef OPGEN_QMATVEC_Q8_MMA_TILES_F
-#define OPGEN_QMATVEC_Q8_MMA_TILES_F 4
+#define OPGEN_QMATVEC_Q8_MMA_TILES_F 1
 #endif
 
 // qmatvec_q8_1_* of float weights on the tensor cores: the weight rows (n) from which an item is QMATVEC_Q8_MMA_TILES_F tiles (fewer: one tile, more items in flight)
@@ -235,7 +235,25 @@
 // qmatvec_q8_1_* of float weights on the tensor cores, items of one tile (below QMATVEC_Q8_MMA_WIDE_N weight rows): steps a warp holds in registers, all but one loading while one multiplies (bench/ggml.py --explore compares)
 // (a default: -D OPGEN_QMATVEC_Q8_MMA_F_DEPTH=... may tune it, with the runtime's QMATVEC_Q8_MMA_F_DEPTH set alike)
 #ifndef OPGEN_QMATVEC_Q8_MMA_F_DEPTH
-#define OPGEN_QMATVEC_Q8_MMA_F_DEPTH 4
+#define OPGEN_QMATVEC_Q8_MMA_F_DEPTH 2
+#endif
+
+// qmatvec_q8_1_* of float weights on the tensor cores, items of one tile: chains of accumulators a warp's mmas take in turn (an mma waits for the one before it in its chain; bench/ggml.py --explore compares)
+// (a default: -D OPGEN_QMATVEC_Q8_MMA_F_CHAINS=... may tune it, with the runtime's QMATVEC_Q8_MMA_F_CHAINS set alike)
+#ifndef OPGEN_QMATVEC_Q8_MMA_F_CHAINS
+#define OPGEN_QMATVEC_Q8_MMA_F_CHAINS 4
+#endif
+
+// qmatvec_q8_1_mma_* of float weights: threads per block (their warps split each item's k; runtime/gpu/quant.py launches them so; bench/ggml.py --explore compares)
+// (a default: -D OPGEN_QMATVEC_Q8_MMA_F_THREADS=... may tune it, with the runtime's QMATVEC_Q8_MMA_F_THREADS set alike)
+#ifndef OPGEN_QMATVEC_Q8_MMA_F_THREADS
+#define OPGEN_QMATVEC_Q8_MMA_F_THREADS 256
+#endif
+
+// qmatvec_q8_1_mma_* of float weights: blocks per multiprocessor their launch bounds ask for (1: as many registers as the code takes)
+// (a default: -D OPGEN_QMATVEC_Q8_MMA_F_MIN_BLOCKS=... may tune it, with the runtime's QMATVEC_Q8_MMA_F_MIN_BLOCKS set alike)
+#ifndef OPGEN_QMATVEC_Q8_MMA_F_MIN_BLOCKS
+#define OPGEN_QMATVEC_Q8_MMA_F_MIN_BLOCKS 2
 #endif
 
 // qmatvec_q8_1_* of the blocks of 32 on cuda sm_80 and up: the x rows class (1, 2, 4, 8) from which the tensor cores multiply them (mma.sync m16n8k32 of s8 against x in q8_1, a block an mma, a tile of 16 weight rows and 8 x rows an item), on weights of at least QMATVEC_Q8_MMA_Q_N rows; 0: never (bench/ggml.py --explore compares)
@@ -253,7 +271,13 @@
 // qmatvec_q8_1_* of the blocks of 32 on the tensor cores: those that take them from 3 rows of x (the class of 4) already, a bit each as QMATVEC_Q8_WIDE_BLOCKS (q4_0 1, q4_1 2, q5_0 4, q5_1 8, q8_0 16, q8_1 32; the others from QMATVEC_Q8_MMA_Q_FROM; bench/ggml.py --explore compares)
 // (a default: -D OPGEN_QMATVEC_Q8_MMA_Q_X4_BLOCKS=... may tune it, with the runtime's QMATVEC_Q8_MMA_Q_X4_BLOCKS set alike)
 #ifndef OPGEN_QMATVEC_Q8_MMA_Q_X4_BLOCKS
-#define OPGEN_QMATVEC_Q8_MMA_Q_X4_BLOCKS 59
+#define OPGEN_QMATVEC_Q8_MMA_Q_X4_BLOCKS 63
+#endif
+
+// qmatvec_q8_1_* of the blocks of 32 on the tensor cores: those whose items are two tiles of 16 weight rows (x's fragments and copies shared by both), a bit each as QMATVEC_Q8_WIDE_BLOCKS (q4_0 1, q4_1 2, q5_0 4, q5_1 8, q8_0 16, q8_1 32; two stages of two tiles must fit 48 KiB: q8_0 and q8_1 take one tile all the same; bench/ggml.py --explore compares)
+// (a default: -D OPGEN_QMATVEC_Q8_MMA_Q_PAIR_BLOCKS=... may tune it, with the runtime's QMATVEC_Q8_MMA_Q_PAIR_BLOCKS set alike)
+#ifndef OPGEN_QMATVEC_Q8_MMA_Q_PAIR_BLOCKS
+#define OPGEN_QMATVEC_Q8_MMA_Q_PAIR_BLOCKS 15
 #endif
 
 // qmatvec_q8_1_* of the blocks of 32 on the tensor cores: a warp's steps (4 blocks of 16 weight rows and of 8 x rows) in shared memory at once (cp.async), all but one in flight while one is multiplied; fewer where 48 KiB does not hold them

@@ -203,7 +203,7 @@ QMATVEC_Q8_MMA_F_FROM = 4
 #: qmatvec_q8_1_* of float weights on the tensor cores: tiles of 16 weight rows a warp takes at once (each x piece
 #: loaded once for them)
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_MMA_TILES_F=... needs this set alike)
-QMATVEC_Q8_MMA_TILES_F = 4
+QMATVEC_Q8_MMA_TILES_F = 1
 
 #: qmatvec_q8_1_* of float weights on the tensor cores: the weight rows (n) from which an item is QMATVEC_Q8_MMA_TILES_F
 #: tiles (fewer: one tile, more items in flight)
@@ -213,7 +213,22 @@ QMATVEC_Q8_MMA_WIDE_N = 8192
 #: qmatvec_q8_1_* of float weights on the tensor cores, items of one tile (below QMATVEC_Q8_MMA_WIDE_N weight rows):
 #: steps a warp holds in registers, all but one loading while one multiplies (bench/ggml.py --explore compares)
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_MMA_F_DEPTH=... needs this set alike)
-QMATVEC_Q8_MMA_F_DEPTH = 4
+QMATVEC_Q8_MMA_F_DEPTH = 2
+
+#: qmatvec_q8_1_* of float weights on the tensor cores, items of one tile: chains of accumulators a warp's mmas take in
+#: turn (an mma waits for the one before it in its chain; bench/ggml.py --explore compares)
+#: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_MMA_F_CHAINS=... needs this set alike)
+QMATVEC_Q8_MMA_F_CHAINS = 4
+
+#: qmatvec_q8_1_mma_* of float weights: threads per block (their warps split each item's k; runtime/gpu/quant.py
+#: launches them so; bench/ggml.py --explore compares)
+#: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_MMA_F_THREADS=... needs this set alike)
+QMATVEC_Q8_MMA_F_THREADS = 256
+
+#: qmatvec_q8_1_mma_* of float weights: blocks per multiprocessor their launch bounds ask for (1: as many registers as
+#: the code takes)
+#: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_MMA_F_MIN_BLOCKS=... needs this set alike)
+QMATVEC_Q8_MMA_F_MIN_BLOCKS = 2
 
 #: qmatvec_q8_1_* of the blocks of 32 on cuda sm_80 and up: the x rows class (1, 2, 4, 8) from which the tensor cores
 #: multiply them (mma.sync m16n8k32 of s8 against x in q8_1, a block an mma, a tile of 16 weight rows and 8 x rows an
@@ -230,7 +245,14 @@ QMATVEC_Q8_MMA_Q_N = 8192
 #: already, a bit each as QMATVEC_Q8_WIDE_BLOCKS (q4_0 1, q4_1 2, q5_0 4, q5_1 8, q8_0 16, q8_1 32; the others from
 #: QMATVEC_Q8_MMA_Q_FROM; bench/ggml.py --explore compares)
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_MMA_Q_X4_BLOCKS=... needs this set alike)
-QMATVEC_Q8_MMA_Q_X4_BLOCKS = 59
+QMATVEC_Q8_MMA_Q_X4_BLOCKS = 63
+
+#: qmatvec_q8_1_* of the blocks of 32 on the tensor cores: those whose items are two tiles of 16 weight rows (x's
+#: fragments and copies shared by both), a bit each as QMATVEC_Q8_WIDE_BLOCKS (q4_0 1, q4_1 2, q5_0 4, q5_1 8, q8_0 16,
+#: q8_1 32; two stages of two tiles must fit 48 KiB: q8_0 and q8_1 take one tile all the same; bench/ggml.py --explore
+#: compares)
+#: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_MMA_Q_PAIR_BLOCKS=... needs this set alike)
+QMATVEC_Q8_MMA_Q_PAIR_BLOCKS = 15
 
 #: qmatvec_q8_1_* of the blocks of 32 on the tensor cores: a warp's steps (4 blocks of 16 weight rows and of 8 x rows)
 #: in shared memory at once (cp.async), all but one in flight while one is multiplied; fewer where 48 KiB does not hold

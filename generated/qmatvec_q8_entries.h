@@ -36,21 +36,21 @@ __global__ void __launch_bounds__(kThreads, OPGEN_QMATVEC_Q8_FEW_MIN_BLOCKS) qma
 __global__ void __launch_bounds__(kThreads, OPGEN_QMATVEC_Q8_FEW_MIN_BLOCKS) qmatvec_q8_1_few_q5_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
 __global__ void __launch_bounds__(kThreads, OPGEN_QMATVEC_Q8_FEW_MIN_BLOCKS) qmatvec_q8_1_few_q6_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
 __global__ void __launch_bounds__(kThreads, OPGEN_QMATVEC_Q8_FEW_MIN_BLOCKS) qmatvec_q8_1_few_q8_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
-__global__ void __launch_bounds__(kThreads, kMmaMinBlocks<f32>) qmatvec_q8_1_mma_f32(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
-__global__ void __launch_bounds__(kThreads, kMmaMinBlocks<f16>) qmatvec_q8_1_mma_f16(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
-__global__ void __launch_bounds__(kThreads, kMmaMinBlocks<bf16>) qmatvec_q8_1_mma_bf16(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
-__global__ void __launch_bounds__(kThreads, kMmaMinBlocks<q4_0>) qmatvec_q8_1_mma_q4_0(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
-__global__ void __launch_bounds__(kThreads, kMmaMinBlocks<q4_1>) qmatvec_q8_1_mma_q4_1(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
-__global__ void __launch_bounds__(kThreads, kMmaMinBlocks<q5_0>) qmatvec_q8_1_mma_q5_0(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
-__global__ void __launch_bounds__(kThreads, kMmaMinBlocks<q5_1>) qmatvec_q8_1_mma_q5_1(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
-__global__ void __launch_bounds__(kThreads, kMmaMinBlocks<q8_0>) qmatvec_q8_1_mma_q8_0(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
-__global__ void __launch_bounds__(kThreads, kMmaMinBlocks<q8_1>) qmatvec_q8_1_mma_q8_1(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
-__global__ void __launch_bounds__(kThreads, kMmaMinBlocks<q2_k>) qmatvec_q8_1_mma_q2_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
-__global__ void __launch_bounds__(kThreads, kMmaMinBlocks<q3_k>) qmatvec_q8_1_mma_q3_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
-__global__ void __launch_bounds__(kThreads, kMmaMinBlocks<q4_k>) qmatvec_q8_1_mma_q4_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
-__global__ void __launch_bounds__(kThreads, kMmaMinBlocks<q5_k>) qmatvec_q8_1_mma_q5_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
-__global__ void __launch_bounds__(kThreads, kMmaMinBlocks<q6_k>) qmatvec_q8_1_mma_q6_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
-__global__ void __launch_bounds__(kThreads, kMmaMinBlocks<q8_k>) qmatvec_q8_1_mma_q8_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kMmaThreads<f32>, kMmaMinBlocks<f32>) qmatvec_q8_1_mma_f32(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kMmaThreads<f16>, kMmaMinBlocks<f16>) qmatvec_q8_1_mma_f16(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kMmaThreads<bf16>, kMmaMinBlocks<bf16>) qmatvec_q8_1_mma_bf16(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kMmaThreads<q4_0>, kMmaMinBlocks<q4_0>) qmatvec_q8_1_mma_q4_0(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kMmaThreads<q4_1>, kMmaMinBlocks<q4_1>) qmatvec_q8_1_mma_q4_1(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kMmaThreads<q5_0>, kMmaMinBlocks<q5_0>) qmatvec_q8_1_mma_q5_0(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kMmaThreads<q5_1>, kMmaMinBlocks<q5_1>) qmatvec_q8_1_mma_q5_1(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kMmaThreads<q8_0>, kMmaMinBlocks<q8_0>) qmatvec_q8_1_mma_q8_0(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kMmaThreads<q8_1>, kMmaMinBlocks<q8_1>) qmatvec_q8_1_mma_q8_1(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kMmaThreads<q2_k>, kMmaMinBlocks<q2_k>) qmatvec_q8_1_mma_q2_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kMmaThreads<q3_k>, kMmaMinBlocks<q3_k>) qmatvec_q8_1_mma_q3_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kMmaThreads<q4_k>, kMmaMinBlocks<q4_k>) qmatvec_q8_1_mma_q4_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kMmaThreads<q5_k>, kMmaMinBlocks<q5_k>) qmatvec_q8_1_mma_q5_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kMmaThreads<q6_k>, kMmaMinBlocks<q6_k>) qmatvec_q8_1_mma_q6_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kMmaThreads<q8_k>, kMmaMinBlocks<q8_k>) qmatvec_q8_1_mma_q8_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
 }
 
 extern "C" __global__ void quantize_q8_1_f32(const float* x, uint8_t* xq, const size_t rows, const size_t k) {

@@ -86,6 +86,12 @@ template <int O> __device__ __forceinline__ uint32_t centred(uint32_t q) {
 // copies of the four bits 7 apart (h << 4, << 11, << 18, << 25), the mask keeps bit i of copy i.
 __device__ __forceinline__ uint32_t fifth_bits(uint32_t h) { return ((h & 0xFu) * 0x02040810u) & 0x10101010u; }
 
+// Integer dot products as f32 without the conversion pipe (a quarter of the multiply-adds' rate):
+// sums started at kSumBias, whose bits with s added read as the f32 12582912 + s (2^23 + 2^22:
+// the mantissa's units) wherever |s| < 2^22; a block's |s| is at most 32 * 128 * 128 = 2^19.
+constexpr int kSumBias = 0x4B400000;
+__device__ __forceinline__ float sum_value(int s) { return __int_as_float(s) - 12582912.0f; }
+
 // The dot product of four signed bytes with four, added to c.
 __device__ __forceinline__ int dot4(uint32_t a, uint32_t b, int c) {
 #if OPGEN_CUDA
@@ -458,9 +464,9 @@ template <typename F> struct q8_operands {  // block formats against x in q8_1: 
         x.m = reinterpret_cast<const float4*>(s.xm + r * (s.k / 16))[u];
     }
     static __device__ __forceinline__ float dot(const W& w, const X& x) {
-        const int p0 = dot4(w.q[3], x.q[0].w, dot4(w.q[2], x.q[0].z, dot4(w.q[1], x.q[0].y, dot4(w.q[0], x.q[0].x, 0))));
-        const int p1 = dot4(w.q[7], x.q[1].w, dot4(w.q[6], x.q[1].z, dot4(w.q[5], x.q[1].y, dot4(w.q[4], x.q[1].x, 0))));
-        return fmaf(w.a[0] * x.m.x, (float)p0, fmaf(w.a[1] * x.m.z, (float)p1, fmaf(w.b[0], x.m.y, w.b[1] * x.m.w)));
+        const int p0 = dot4(w.q[3], x.q[0].w, dot4(w.q[2], x.q[0].z, dot4(w.q[1], x.q[0].y, dot4(w.q[0], x.q[0].x, kSumBias))));
+        const int p1 = dot4(w.q[7], x.q[1].w, dot4(w.q[6], x.q[1].z, dot4(w.q[5], x.q[1].y, dot4(w.q[4], x.q[1].x, kSumBias))));
+        return fmaf(w.a[0] * x.m.x, sum_value(p0), fmaf(w.a[1] * x.m.z, sum_value(p1), fmaf(w.b[0], x.m.y, w.b[1] * x.m.w)));
     }
 };
 
@@ -562,11 +568,17 @@ template <> struct operands_of<bf16> {
 // rows t and t + 4 (PTX's m16n8k8 fragments). f16 and bf16 weights are exact in tf32; x is
 // hi + lo, hi its 10 high mantissa bits, lo the rest, of which the tensor cores keep 10: about
 // 21 bits of x reach the product (f32 weights split alike: three mmas, hi hi, hi lo, lo hi).
-// The warps of a block take every fourth piece of 4 x 32 bytes along the rows (the four lanes
-// of a row read 128 bytes together); shared memory sums them. Any grid (items grid-strided).
-// An item is QMATVEC_Q8_MMA_TILES_F tiles where n is at least QMATVEC_Q8_MMA_WIDE_N, else one
-// (each x piece feeds more tiles; fewer rows, more items in flight), whose warps keep
-// QMATVEC_Q8_MMA_F_DEPTH steps in registers (more loads in flight where the warps are few).
+// The QMATVEC_Q8_MMA_F_THREADS / 32 warps of a block take every so many pieces of 4 x 32 bytes
+// along the rows (the four lanes of a row read 128 bytes together); shared memory sums them. Any
+// grid (items grid-strided). An item is QMATVEC_Q8_MMA_TILES_F tiles where n is at least
+// QMATVEC_Q8_MMA_WIDE_N, else one (each x piece feeds more tiles; fewer rows, more items in
+// flight), whose warps keep QMATVEC_Q8_MMA_F_DEPTH steps in registers (more loads in flight
+// where the warps are few) and, items of one tile, QMATVEC_Q8_MMA_F_CHAINS chains of
+// accumulators (an mma waits for the one before it in its chain only). Where the weight has few
+// rows (4096: 256 tiles for 132 multiprocessors on the H100) the product waits on latency, not
+// on memory: blocks of 256 threads at 2 a multiprocessor (QMATVEC_Q8_MMA_F_MIN_BLOCKS, 128
+// registers a thread) keep 16 warps a multiprocessor in flight where blocks of 128 threads at
+// 250 registers kept 8.
 
 #if OPGEN_CUDA && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 #define OPGEN_QMATVEC_MMA 1
@@ -641,8 +653,10 @@ template <typename T, int MT> struct mma_step {
         }
     }
 
-    // c[m] += tile m (16 x E) times x (E x 8), E / 2 mmas a part of x (and of f32 weights)
-    __device__ __forceinline__ void multiply(float (&c)[MT][4]) const {
+    // c[m] += tile m (16 x E) times x (E x 8), E / 2 mmas a part of x (and of f32 weights), the
+    // mmas taking the C chains of accumulators in turn (each waits for the one before it in its
+    // chain only)
+    template <int C> __device__ __forceinline__ void multiply(float (&c)[MT][C][4]) const {
         typedef tf32_weights<T> Wt;
         uint32_t xh[E], xl[E];
 #pragma unroll
@@ -663,12 +677,13 @@ template <typename T, int MT> struct mma_step {
                     for (int e = 0; e < E; e++) tf32_split(hi[h][e], hi[h][e], lo[h][e]);
                 }
             }
+            constexpr int P = Wt::kSplit ? 3 : 2;  // mmas an s
 #pragma unroll
             for (int s = 0; s < E / 2; s++) {
                 const int e0 = 2 * s, e1 = 2 * s + 1;  // A's columns t and t + 4, B's rows t and t + 4
-                mma_tf32(c[m], hi[0][e0], hi[1][e0], hi[0][e1], hi[1][e1], xh[e0], xh[e1]);
-                mma_tf32(c[m], hi[0][e0], hi[1][e0], hi[0][e1], hi[1][e1], xl[e0], xl[e1]);
-                if constexpr (Wt::kSplit) mma_tf32(c[m], lo[0][e0], lo[1][e0], lo[0][e1], lo[1][e1], xh[e0], xh[e1]);
+                mma_tf32(c[m][(P * s) % C], hi[0][e0], hi[1][e0], hi[0][e1], hi[1][e1], xh[e0], xh[e1]);
+                mma_tf32(c[m][(P * s + 1) % C], hi[0][e0], hi[1][e0], hi[0][e1], hi[1][e1], xl[e0], xl[e1]);
+                if constexpr (Wt::kSplit) mma_tf32(c[m][(P * s + 2) % C], lo[0][e0], lo[1][e0], lo[0][e1], lo[1][e1], xh[e0], xh[e1]);
             }
         }
     }
@@ -677,11 +692,12 @@ template <typename T, int MT> struct mma_step {
 // Items of MT tiles of 16 weight rows against 8 rows of x (weight rows slowest), a block each. A
 // warp holds D steps in registers: D - 1 in flight while one multiplies (steps past k: zeros,
 // nothing read).
-template <typename T, int MT, int D>
+template <typename T, int MT, int D, int kBlock>
 __device__ void mma_product(const uint8_t* __restrict__ w, const float* __restrict__ x, float* __restrict__ y, size_t n,
                             size_t k, size_t rows) {
-    constexpr int E = tf32_weights<T>::kCount, kWarps = kThreads / 32, kStep = kWarps * 4 * E;
-    static_assert(kThreads % 32 == 0, "whole warps");
+    constexpr int E = tf32_weights<T>::kCount, kWarps = kBlock / 32, kStep = kWarps * 4 * E;
+    constexpr int kChains = MT == 1 ? OPGEN_QMATVEC_Q8_MMA_F_CHAINS : 1;  // more tiles: a chain each already
+    static_assert(kBlock % 32 == 0, "whole warps");
     __shared__ float partial[kWarps][4 * MT][32];
     const unsigned int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, t = lane % 4;
     const size_t row_bytes = k * sizeof(T), groups = (rows + 7) / 8, items = (n + 16 * MT - 1) / (16 * MT) * groups;
@@ -697,9 +713,12 @@ __device__ void mma_product(const uint8_t* __restrict__ w, const float* __restri
             }
         }
         const float* xr = x + (r0 + g < rows ? r0 + g : rows - 1) * k;
-        float c[MT][4];
+        float c[MT][kChains][4];
 #pragma unroll
-        for (int m = 0; m < MT; m++) c[m][0] = c[m][1] = c[m][2] = c[m][3] = 0.0f;
+        for (int m = 0; m < MT; m++) {
+#pragma unroll
+            for (int h = 0; h < kChains; h++) c[m][h][0] = c[m][h][1] = c[m][h][2] = c[m][h][3] = 0.0f;
+        }
         mma_step<T, MT> step[D];
         size_t base = (size_t)warp * 4 * E;
 #pragma unroll
@@ -716,10 +735,15 @@ __device__ void mma_product(const uint8_t* __restrict__ w, const float* __restri
 #pragma unroll
         for (int m = 0; m < MT; m++) {
 #pragma unroll
-            for (int i = 0; i < 4; i++) partial[warp][4 * m + i][lane] = c[m][i];
+            for (int i = 0; i < 4; i++) {
+                float sum = c[m][0][i];
+#pragma unroll
+                for (int h = 1; h < kChains; h++) sum += c[m][h][i];
+                partial[warp][4 * m + i][lane] = sum;
+            }
         }
         __syncthreads();
-        for (int v = (int)threadIdx.x; v < 4 * MT * 32; v += kThreads) {
+        for (int v = (int)threadIdx.x; v < 4 * MT * 32; v += kBlock) {
             const int slot = v / 32, l = v % 32, m = slot / 4, i = slot % 4;
             float sum = 0.0f;
 #pragma unroll
@@ -749,7 +773,9 @@ __device__ void mma_product(const uint8_t* __restrict__ w, const float* __restri
 // at k 4t.., a1 row g + 8, a2 row g at k 16 + 4t.., a3 row g + 8; b0 x row g at k 4t.., b1 at 16
 // + 4t..). A stage's weight rows are an odd count of pieces apart and its x rows 9, so that a
 // quad's reads of 8 rows meet every bank once. The warps of a block take every fourth step;
-// shared memory sums them. An item is a tile and 8 rows of x.
+// shared memory sums them. An item is T tiles and 8 rows of x: two (kMmaTiles, the formats of
+// QMATVEC_Q8_MMA_Q_PAIR_BLOCKS whose stages fit) share each step's x fragments and x copies, which
+// L2 serves every item again (a third of a step's bytes at 4 rows of x with one tile).
 
 // Whether the format's blocks add a minimum b (weight = a q + b): its products add b * dx * the
 // x quants' sum, a step's 4 blocks in one mma of tf32 (m16n8k4: A the tile's minima, B x's dx *
@@ -769,12 +795,14 @@ __device__ __forceinline__ void mma_tf32_k4(float (&c)[4], uint32_t a0, uint32_t
         : "r"(a0), "r"(a1), "r"(b0));
 }
 
+// c = bias + A B (every element of C starts at bias).
 __device__ __forceinline__ void mma_s8(int (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
-                                       uint32_t b1) {
+                                       uint32_t b1, int bias) {
     asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %10, %10, %10};"
         : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
-        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "r"(0));
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "r"(bias));
 }
+
 
 // cp.async: 16 bytes from global to shared memory without the registers (zeros where `in` is
 // false, nothing read), in groups the lane waits for by how many may still be in flight. The
@@ -796,19 +824,18 @@ __device__ __forceinline__ void copy_x_async(void* dst, const void* src, bool in
 __device__ __forceinline__ void copy_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N> __device__ __forceinline__ void copy_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
 
-// A warp's stage, in 16-byte pieces: 16 weight rows of kPieces holding 4 blocks of F (they start
+// A warp's stage, in 16-byte pieces: 16 T weight rows of kPieces holding 4 blocks of F (they start
 // A-aligned: A the largest power of two up to 16 dividing the block bytes), kRow apart; then x's
 // 8 rows of 128 bytes of quants, 9 pieces apart; then their 8 x 4 float4 d, d * sum, d, d * sum.
 // S: as many as 48 KiB of static shared memory holds beside the block's sums, at most
 // QMATVEC_Q8_MMA_Q_STAGES.
-template <typename F> struct q8_stage {
+template <typename F, int T> struct q8_stage {
     static constexpr int kAlign = (F::kBytes & -F::kBytes) < 16 ? (F::kBytes & -F::kBytes) : 16;
     static constexpr int kPieces = (16 - kAlign + 4 * F::kBytes + 15) / 16, kRow = kPieces | 1;
-    static constexpr int kQuants = 16 * kRow, kScales = kQuants + 8 * 9, kAll = kScales + 32;
-    static constexpr int kCopies = 16 * kPieces + 8 * 8 + 32, kPer = (kCopies + 31) / 32;
-    static constexpr int kFit = (48 * 1024 - 4 * 32 * 4 * (kThreads / 32)) / (16 * kAll * (kThreads / 32));
+    static constexpr int kQuants = 16 * T * kRow, kScales = kQuants + 8 * 9, kAll = kScales + 32;
+    static constexpr int kCopies = 16 * T * kPieces + 8 * 8 + 32, kPer = (kCopies + 31) / 32;
+    static constexpr int kFit = (48 * 1024 - 4 * 32 * 4 * T * (kThreads / 32)) / (16 * kAll * (kThreads / 32));
     static constexpr int S = kFit < OPGEN_QMATVEC_Q8_MMA_Q_STAGES ? kFit : OPGEN_QMATVEC_Q8_MMA_Q_STAGES;
-    static_assert(S >= 2, "two stages at least");
 
     // This lane's copies of the step from block kb: weight rows n0.. (past n: the last one) and x
     // rows r0..; x rows past `rows` (B's columns of outputs not stored) and pieces past the blocks
@@ -822,18 +849,18 @@ template <typename F> struct q8_stage {
         for (int i = 0; i < kPer; i++) {
             const int c = (int)lane + 32 * i;
             if (kCopies % 32 != 0 && c >= kCopies) break;
-            if (c < 16 * kPieces) {  // weight row r's piece p
+            if (c < 16 * T * kPieces) {  // weight row r's piece p
                 const int r = c / kPieces, p = c % kPieces;
                 const size_t row = n0 + r < n ? n0 + r : n - 1;
                 const size_t at = reinterpret_cast<size_t>(w + row * row_bytes + kb * F::kBytes);
                 const bool in = 16 * p < (int)(at & 15) + bytes;
                 copy_async(stage + r * kRow + p, reinterpret_cast<const uint4*>(at & ~(size_t)15) + (in ? p : 0), in);
-            } else if (c < 16 * kPieces + 64) {  // x row r's quants, piece p (half a block)
-                const int r = (c - 16 * kPieces) / 8, p = (c - 16 * kPieces) % 8;
+            } else if (c < 16 * T * kPieces + 64) {  // x row r's quants, piece p (half a block)
+                const int r = (c - 16 * T * kPieces) / 8, p = (c - 16 * T * kPieces) % 8;
                 const bool in = r0 + r < rows && kb + p / 2 < blocks;
                 copy_x_async(stage + kQuants + 9 * r + p, xs.xq + (in ? (r0 + r) * xs.k + 32 * kb + 16 * p : 0), in);
             } else {  // x row r's d and sums of block kb + j
-                const int r = (c - 16 * kPieces - 64) / 4, j = (c - 16 * kPieces - 64) % 4;
+                const int r = (c - 16 * T * kPieces - 64) / 4, j = (c - 16 * T * kPieces - 64) % 4;
                 const bool in = r0 + r < rows && kb + j < blocks;
                 copy_x_async(stage + kScales + 4 * r + j, xm + (in ? (r0 + r) * (xs.k / 32) + kb + j : 0), in);
             }
@@ -841,63 +868,93 @@ template <typename F> struct q8_stage {
     }
 };
 
-// A step's 4 blocks from its stage: the tile's int8 products into c, the minima's into m. Where
-// not kFull, the blocks past the last are zeros of x and their weight scales and minima 0 (their
-// bytes are another row's, or zeros).
-template <typename F, bool kFull>
-__device__ __forceinline__ void q8_mma_blocks(const uint8_t* wg, const uint8_t* wh, const uint32_t* xq, const float4* xm,
-                                              unsigned int g, unsigned int t, size_t kb, size_t blocks, float (&c)[4],
-                                              float (&m)[4]) {
+// A step's 4 blocks from its stage: tile i's int8 products into c[i], its minima's into m[i] (x's
+// fragments loaded once for the T tiles). Where not kFull, the blocks past the last are zeros of
+// x and their weight scales and minima 0 (their bytes are another row's, or zeros). wr[i][h]:
+// weight row g + 8 h of tile i.
+template <typename F, bool kFull, int T>
+__device__ __forceinline__ void q8_mma_blocks(const uint8_t* const (&wr)[T][2], const uint32_t* xq, const float4* xm,
+                                              unsigned int g, unsigned int t, size_t kb, size_t blocks,
+                                              float (&c)[T][4], float (&m)[T][4]) {
 #pragma unroll
     for (int j = 0; j < 4; j++) {
         const bool live = kFull || kb + j < blocks;
-        uint32_t lo_g, hi_g, lo_h, hi_h;
-        float ag, ah;
-        F::quarter(wg + j * F::kBytes, t, lo_g, hi_g, ag);
-        F::quarter(wh + j * F::kBytes, t, lo_h, hi_h, ah);
-        int s[4];
-        mma_s8(s, lo_g, lo_h, hi_g, hi_h, xq[8 * j + t], xq[8 * j + t + 4]);
-        ag = live ? ag : 0.0f, ah = live ? ah : 0.0f;
+        const uint32_t b0 = xq[8 * j + t], b1 = xq[8 * j + t + 4];
         const float4 x0 = xm[4 * (2 * t) + j], x1 = xm[4 * (2 * t + 1) + j];
-        c[0] = fmaf(ag * x0.x, (float)s[0], c[0]);
-        c[1] = fmaf(ag * x1.x, (float)s[1], c[1]);
-        c[2] = fmaf(ah * x0.x, (float)s[2], c[2]);
-        c[3] = fmaf(ah * x1.x, (float)s[3], c[3]);
+#pragma unroll
+        for (int i = 0; i < T; i++) {
+            uint32_t lo_g, hi_g, lo_h, hi_h;
+            float ag, ah;
+            F::quarter(wr[i][0] + j * F::kBytes, t, lo_g, hi_g, ag);
+            F::quarter(wr[i][1] + j * F::kBytes, t, lo_h, hi_h, ah);
+            int s[4];
+            mma_s8(s, lo_g, lo_h, hi_g, hi_h, b0, b1, kSumBias);
+            ag = live ? ag : 0.0f, ah = live ? ah : 0.0f;
+            c[i][0] = fmaf(ag * x0.x, sum_value(s[0]), c[i][0]);
+            c[i][1] = fmaf(ag * x1.x, sum_value(s[1]), c[i][1]);
+            c[i][2] = fmaf(ah * x0.x, sum_value(s[2]), c[i][2]);
+            c[i][3] = fmaf(ah * x1.x, sum_value(s[3]), c[i][3]);
+        }
     }
     if constexpr (kMinimum<F>) {  // b * dx * sum over the step: A the minima (weight rows g, g + 8 of
         // block t), B x row g's d * sum of block t as two tf32 parts (hi + lo, about 21 bits)
         const bool live = kFull || kb + t < blocks;
-        const float bg = live ? block_minimum(wg + t * F::kBytes) : 0.0f;
-        const float bh = live ? block_minimum(wh + t * F::kBytes) : 0.0f;
         const float4 xt = xm[4 * g + t];
         uint32_t hi, lo;
         tf32_split(__float_as_uint(xt.y + xt.w), hi, lo);
-        mma_tf32_k4(m, __float_as_uint(bg), __float_as_uint(bh), hi);
-        mma_tf32_k4(m, __float_as_uint(bg), __float_as_uint(bh), lo);
+#pragma unroll
+        for (int i = 0; i < T; i++) {
+            const float bg = live ? block_minimum(wr[i][0] + t * F::kBytes) : 0.0f;
+            const float bh = live ? block_minimum(wr[i][1] + t * F::kBytes) : 0.0f;
+            mma_tf32_k4(m[i], __float_as_uint(bg), __float_as_uint(bh), hi);
+            mma_tf32_k4(m[i], __float_as_uint(bg), __float_as_uint(bh), lo);
+        }
     }
 }
+
+// Tiles an item: two where QMATVEC_Q8_MMA_Q_PAIR_BLOCKS has the format's bit and two stages of
+// two tiles fit (runtime/gpu/quant.py's q8_tiles mirrors it for the grid).
+template <typename F> constexpr int kBlock32Bit = -1;
+template <> constexpr int kBlock32Bit<q4_0> = 0;
+template <> constexpr int kBlock32Bit<q4_1> = 1;
+template <> constexpr int kBlock32Bit<q5_0> = 2;
+template <> constexpr int kBlock32Bit<q5_1> = 3;
+template <> constexpr int kBlock32Bit<q8_0> = 4;
+template <> constexpr int kBlock32Bit<q8_1> = 5;
+template <typename F>
+constexpr int kMmaTiles = kBlock32Bit<F> >= 0 && ((OPGEN_QMATVEC_Q8_MMA_Q_PAIR_BLOCKS >> kBlock32Bit<F>) & 1) != 0 &&
+                                  q8_stage<F, 2>::S >= 2
+                              ? 2
+                              : 1;
 
 template <typename F>
 __device__ void q8_mma_product(const uint8_t* __restrict__ w, const x_source& xs, float* __restrict__ y, size_t n,
                                size_t rows) {
-    typedef q8_stage<F> Stage;
+    constexpr int T = kMmaTiles<F>;
+    typedef q8_stage<F, T> Stage;
     constexpr int kWarps = kThreads / 32, S = Stage::S;
     static_assert(kThreads % 32 == 0, "whole warps");
+    static_assert(S >= 2, "two stages at least");
     __shared__ uint4 stages[kWarps][S][Stage::kAll];
-    __shared__ float partial[kWarps][4][32];
+    __shared__ float partial[kWarps][4 * T][32];
     const unsigned int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, t = lane % 4;
     const size_t k = xs.k, blocks = k / 32, row_bytes = operands_of<F>::row_bytes(k);
-    const size_t groups = (rows + 7) / 8, items = (n + 15) / 16 * groups;
+    const size_t groups = (rows + 7) / 8, items = (n + 16 * T - 1) / (16 * T) * groups;
     const size_t first = (size_t)warp * 4, stride = (size_t)kWarps * 4;
     for (size_t item = blockIdx.x; item < items; item += gridDim.x) {
-        const size_t n0 = item / groups * 16, r0 = item % groups * 8;
-        int offset[2];  // where weight rows g and g + 8 start in their first piece
+        const size_t n0 = item / groups * (16 * T), r0 = item % groups * 8;
+        int offset[T][2];  // where weight rows g and g + 8 of each tile start in their first piece
 #pragma unroll
-        for (int h = 0; h < 2; h++) {
-            const size_t row = n0 + 8 * h + g;
-            offset[h] = (int)(reinterpret_cast<size_t>(w + (row < n ? row : n - 1) * row_bytes) & 15);
+        for (int i = 0; i < T; i++) {
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const size_t row = n0 + 16 * i + 8 * h + g;
+                offset[i][h] = (int)(reinterpret_cast<size_t>(w + (row < n ? row : n - 1) * row_bytes) & 15);
+            }
         }
-        float c[4] = {0.0f, 0.0f, 0.0f, 0.0f}, m[4] = {0.0f, 0.0f, 0.0f, 0.0f};  // m: the minima's terms
+        float c[T][4], m[T][4];  // m: the minima's terms
+#pragma unroll
+        for (int i = 0; i < T; i++) c[i][0] = c[i][1] = c[i][2] = c[i][3] = m[i][0] = m[i][1] = m[i][2] = m[i][3] = 0.0f;
         // S - 1 steps in flight: a group of copies a step (empty past the last), waited for S - 1 later
 #pragma unroll
         for (int i = 0; i < S - 1; i++) {
@@ -916,27 +973,37 @@ __device__ void q8_mma_product(const uint8_t* __restrict__ w, const x_source& xs
             __syncwarp();  // every lane's copies of this step are in
             const uint4* stage = stages[warp][now];
             const int delta = (int)((kb * F::kBytes) & 15);  // the step's start within its first piece, past the row's
-            const uint8_t* wg = reinterpret_cast<const uint8_t*>(stage + g * Stage::kRow) + ((offset[0] + delta) & 15);
-            const uint8_t* wh = reinterpret_cast<const uint8_t*>(stage + (g + 8) * Stage::kRow) + ((offset[1] + delta) & 15);
+            const uint8_t* wr[T][2];
+#pragma unroll
+            for (int i = 0; i < T; i++) {
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    wr[i][h] = reinterpret_cast<const uint8_t*>(stage + (16 * i + 8 * h + g) * Stage::kRow) +
+                               ((offset[i][h] + delta) & 15);
+                }
+            }
             const uint32_t* xq = reinterpret_cast<const uint32_t*>(stage + Stage::kQuants + 9 * g);
             const float4* xm = reinterpret_cast<const float4*>(stage + Stage::kScales);
             if (kb + 4 <= blocks) {  // every step but a row's last has its 4 blocks
-                q8_mma_blocks<F, true>(wg, wh, xq, xm, g, t, kb, blocks, c, m);
+                q8_mma_blocks<F, true, T>(wr, xq, xm, g, t, kb, blocks, c, m);
             } else {
-                q8_mma_blocks<F, false>(wg, wh, xq, xm, g, t, kb, blocks, c, m);
+                q8_mma_blocks<F, false, T>(wr, xq, xm, g, t, kb, blocks, c, m);
             }
             now = now + 1 < S ? now + 1 : 0;
         }
-        // C: c[i] is weight row g (+ 8 for i of 2, 3) against x row 2t + (i & 1), as m[i]
+        // C: c[i][j] is weight row 16 i + g (+ 8 for j of 2, 3) against x row 2t + (j & 1), as m[i][j]
 #pragma unroll
-        for (int i = 0; i < 4; i++) partial[warp][i][lane] = c[i] + m[i];
+        for (int i = 0; i < T; i++) {
+#pragma unroll
+            for (int j = 0; j < 4; j++) partial[warp][4 * i + j][lane] = c[i][j] + m[i][j];
+        }
         __syncthreads();
-        for (int v = (int)threadIdx.x; v < 4 * 32; v += kThreads) {
-            const int i = v / 32, l = v % 32;
+        for (int v = (int)threadIdx.x; v < 4 * T * 32; v += kThreads) {
+            const int slot = v / 32, l = v % 32, i = slot / 4, j = slot % 4;
             float sum = 0.0f;
 #pragma unroll
-            for (int p = 0; p < kWarps; p++) sum += partial[p][i][l];
-            const size_t row = n0 + 8 * (i >> 1) + l / 4, xrow = r0 + 2 * (l % 4) + (i & 1);
+            for (int p = 0; p < kWarps; p++) sum += partial[p][slot][l];
+            const size_t row = n0 + 16 * i + 8 * (j >> 1) + l / 4, xrow = r0 + 2 * (l % 4) + (j & 1);
             if (row < n && xrow < rows) y[xrow * n + row] = sum;
         }
         __syncthreads();  // partial and the stages are free for the next item
@@ -1104,7 +1171,13 @@ template <typename F> struct item_rows {
 // qmatvec_q8_1_mma_<F>'s launch bounds, blocks per multiprocessor: the blocks of 32 ask for
 // QMATVEC_Q8_MMA_Q_MIN_BLOCKS (warps to keep their stages in flight), float weights for none
 // (their tiles' registers).
-template <typename F> constexpr int kMmaMinBlocks = kFamily<F> == 0 ? OPGEN_QMATVEC_Q8_MMA_Q_MIN_BLOCKS : 1;
+template <typename F>
+constexpr int kMmaMinBlocks = kFamily<F> == 0 ? OPGEN_QMATVEC_Q8_MMA_Q_MIN_BLOCKS
+                              : kFamily<F> == 2 ? OPGEN_QMATVEC_Q8_MMA_F_MIN_BLOCKS
+                                                : 1;
+// Its threads per block: float weights QMATVEC_Q8_MMA_F_THREADS (runtime/gpu/quant.py's
+// q8_threads launches them so), the others kThreads.
+template <typename F> constexpr int kMmaThreads = kFamily<F> == 2 ? OPGEN_QMATVEC_Q8_MMA_F_THREADS : kThreads;
 
 template <typename F>
 __device__ __forceinline__ void qmatvec_q8_1_mma(const uint8_t* w, const float* x, const uint8_t* xq, float* y, size_t n,
@@ -1113,8 +1186,9 @@ __device__ __forceinline__ void qmatvec_q8_1_mma(const uint8_t* w, const float* 
 #if OPGEN_QMATVEC_MMA
     if constexpr (kFamily<F> == 2) {
         typedef typename weight_type<F>::type T;
-        if (n >= (size_t)OPGEN_QMATVEC_Q8_MMA_WIDE_N) return mma_product<T, OPGEN_QMATVEC_Q8_MMA_TILES_F, 2>(w, x, y, n, k, rows);
-        return mma_product<T, 1, OPGEN_QMATVEC_Q8_MMA_F_DEPTH>(w, x, y, n, k, rows);
+        constexpr int B = kMmaThreads<F>;
+        if (n >= (size_t)OPGEN_QMATVEC_Q8_MMA_WIDE_N) return mma_product<T, OPGEN_QMATVEC_Q8_MMA_TILES_F, 2, B>(w, x, y, n, k, rows);
+        return mma_product<T, 1, OPGEN_QMATVEC_Q8_MMA_F_DEPTH, B>(w, x, y, n, k, rows);
     }
     if constexpr (kFamily<F> == 0) return q8_mma_product<F>(w, xs, y, n, rows);
 #endif

@@ -29,8 +29,11 @@ from generated.kernel_facts import (
     QMATVEC_Q8_LANE_UNITS_F,
     QMATVEC_Q8_LANE_UNITS_MANY,
     QMATVEC_Q8_MMA_F_FROM,
+    QMATVEC_Q8_MMA_F_THREADS,
     QMATVEC_Q8_MMA_Q_FROM,
     QMATVEC_Q8_MMA_Q_N,
+    QMATVEC_Q8_MMA_Q_PAIR_BLOCKS,
+    QMATVEC_Q8_MMA_Q_STAGES,
     QMATVEC_Q8_MMA_Q_X4_BLOCKS,
     QMATVEC_Q8_MMA_TILES_F,
     QMATVEC_Q8_MMA_WIDE_N,
@@ -87,7 +90,8 @@ LANE_GROUP = 32
 #: takes its own items (q8_by_group), when the tensor cores multiply (q8_mma: float weights from
 #: MMA_F_FROM, the blocks of 32 from MMA_Q_FROM on MMA_Q_N weight rows, those of MMA_Q_X4_BLOCKS
 #: from the class of 4; a FROM of 0: never) and in items of how many tiles (float weights
-#: MMA_TILES_F from MMA_WIDE_N weight rows, else 1; the blocks of 32 one).
+#: MMA_TILES_F from MMA_WIDE_N weight rows, else 1; the blocks of 32 two where MMA_Q_PAIR_BLOCKS
+#: has their bit and the stages fit, q8_tiles).
 QMATVEC_Q8_GRID_FACTS = {
     "QMATVEC_Q8_LANE_UNITS": QMATVEC_Q8_LANE_UNITS,
     "QMATVEC_Q8_LANE_UNITS_MANY": QMATVEC_Q8_LANE_UNITS_MANY,
@@ -99,6 +103,8 @@ QMATVEC_Q8_GRID_FACTS = {
     "QMATVEC_Q8_MMA_Q_FROM": QMATVEC_Q8_MMA_Q_FROM,
     "QMATVEC_Q8_MMA_Q_N": QMATVEC_Q8_MMA_Q_N,
     "QMATVEC_Q8_MMA_Q_X4_BLOCKS": QMATVEC_Q8_MMA_Q_X4_BLOCKS,
+    "QMATVEC_Q8_MMA_Q_PAIR_BLOCKS": QMATVEC_Q8_MMA_Q_PAIR_BLOCKS,
+    "QMATVEC_Q8_MMA_F_THREADS": QMATVEC_Q8_MMA_F_THREADS,
 }
 #: The blocks of 32 in the order of their bits in QMATVEC_Q8_MMA_Q_X4_BLOCKS (and the kernel's
 #: QMATVEC_Q8_WIDE_BLOCKS).
@@ -366,7 +372,14 @@ def qmatvec_q8_1(
         quantize_x = rt._entry(table, (K.QUANTIZE_Q8_1_X, x.dtype), "qmatmul")
         quantize_x(rt.launch, rt.geometry(rows * k // 4, ordinal), BLOCK, stream, x.ptr, xq.ptr, rows, k)
     grid = q8_grid(rt, ordinal, q.fmt, n, k, rows, q8_item_rows(q.fmt, nx, n), mma=mma)
-    fn(rt.launch, grid, QMATVEC_Q8_THREADS, stream, q.buf.ptr, x.ptr, xq.ptr, out.ptr, n, k, rows)
+    fn(rt.launch, grid, q8_threads(q.fmt, mma), stream, q.buf.ptr, x.ptr, xq.ptr, out.ptr, n, k, rows)
+
+
+def q8_threads(fmt: str, mma: bool, facts=QMATVEC_Q8_GRID_FACTS) -> int:
+    """Threads per block of qmatvec_q8_1's entry: float weights on the tensor cores
+    QMATVEC_Q8_MMA_F_THREADS (their launch bounds, hip/qmatvec_q8.hip's kMmaThreads), every
+    other QMATVEC_Q8_THREADS."""
+    return facts["QMATVEC_Q8_MMA_F_THREADS"] if mma and fmt in ggml.PLAIN else QMATVEC_Q8_THREADS
 
 
 def q8_entry(nx: int, mma: bool) -> K:
@@ -448,13 +461,29 @@ def q8_grid(
     answer where the caller has it. Any grid is correct (the kernel strides over items)."""
     nx = x_rows_class(rows)
     if q8_mma(rt, ordinal, fmt, nx, n, facts) if mma is None else mma:
-        wide = fmt in ggml.PLAIN and n >= facts["QMATVEC_Q8_MMA_WIDE_N"]
-        tiles = facts["QMATVEC_Q8_MMA_TILES_F"] if wide else 1
+        if fmt in ggml.PLAIN:
+            tiles = facts["QMATVEC_Q8_MMA_TILES_F"] if n >= facts["QMATVEC_Q8_MMA_WIDE_N"] else 1
+        else:
+            tiles = q8_tiles(fmt, facts)
         return _grid(rt, ordinal, -(-n // (16 * tiles)) * -(-rows // 8))
     items = -(-n // item_rows) * -(-rows // nx)
     if q8_by_group(fmt, nx, q8_units(fmt, k), items, facts):
         items = -(-items // (QMATVEC_Q8_THREADS // LANE_GROUP))
     return _grid(rt, ordinal, items)
+
+
+def q8_tiles(fmt: str, facts=QMATVEC_Q8_GRID_FACTS) -> int:
+    """Tiles of 16 weight rows in an item of the blocks of 32 on the tensor cores: two where
+    QMATVEC_Q8_MMA_Q_PAIR_BLOCKS has the format's bit and two stages of two tiles fit the 48 KiB
+    of static shared memory (hip/qmatvec_q8.hip's kMmaTiles and q8_stage, mirrored here)."""
+    if not (facts["QMATVEC_Q8_MMA_Q_PAIR_BLOCKS"] >> BLOCK32_BITS.index(fmt)) & 1:
+        return 1
+    nbytes, warps = ggml.FORMATS[fmt].nbytes, QMATVEC_Q8_THREADS // 32
+    align = min(nbytes & -nbytes, 16)
+    row = (16 - align + 4 * nbytes + 15) // 16 | 1
+    pieces = 16 * 2 * row + 8 * 9 + 32  # a stage: weights, x's quants, x's scales
+    fit = (48 * 1024 - 4 * 32 * 4 * 2 * warps) // (16 * pieces * warps)
+    return 2 if min(fit, QMATVEC_Q8_MMA_Q_STAGES) >= 2 else 1
 
 
 def gemm_rows(fmt: str) -> int:

@@ -38,9 +38,11 @@ SHAPES = [(37, 256), (33, 4096), (130, 2304), (33, 4352)]  # NMSE over few outpu
 #: n of 8195 takes their items of QMATVEC_Q8_MMA_TILES_F tiles (QMATVEC_Q8_MMA_WIDE_N), the last part full
 FLOAT_SHAPES = [(7, 24), (33, 8448), (19, 4112), (8195, 96)]
 #: The blocks of 32 on the tensor cores (from QMATVEC_Q8_MMA_Q_FROM rows of x, on weights of at least
-#: QMATVEC_Q8_MMA_Q_N rows; cuda sm_80 and up): the last tile part full; k of 96 (3 blocks) part of a
-#: warp's step of 4 blocks a quad, 1312 (41) steps of every warp of the block and a last one of 1
-BLOCK32_SHAPES = [(max(8195, kernel_facts.QMATVEC_Q8_MMA_Q_N + 3), k) for k in (96, 1312)]
+#: QMATVEC_Q8_MMA_Q_N rows; cuda sm_80 and up), items of one or two tiles of 16 rows (q8_tiles): n of
+#: 8195 leaves the last item 3 rows (a second tile past n), 8213 21 (a second tile part full); k of 96
+#: (3 blocks) part of a warp's step of 4 blocks a quad, 1312 (41) steps of every warp of the block and
+#: a last one of 1
+BLOCK32_SHAPES = [(max(8192, kernel_facts.QMATVEC_Q8_MMA_Q_N) + extra, k) for extra in (3, 21) for k in (96, 1312)]
 BLOCK32 = [f for f in ggml.FORMATS if f not in FLOAT and ggml.FORMATS[f].block == 32]
 ROWS = [1, 2, 3, 5, 8, 11]  # every x class (1, 2, 4, 8) and past 8 (two groups of x rows)
 ARITHMETIC_RTOL = 1e-5

@@ -345,17 +345,22 @@ def test_explore_builds_define_their_facts_and_launch_by_them(tmp_path):
 
 def test_explore_builds_put_the_blocks_of_32_on_the_tensor_cores_by_their_facts():
     """The blocks of 32 take qmatvec_q8_1_mma_<fmt> from QMATVEC_Q8_MMA_Q_FROM rows of x on weights of
-    QMATVEC_Q8_MMA_Q_N rows and more, on sm_80 and up: a block per tile of 16 weight rows and 8 x rows;
+    QMATVEC_Q8_MMA_Q_N rows and more, on sm_80 and up: a block per item of 8 x rows and of one tile of
+    16 weight rows, or two (QMATVEC_Q8_MMA_Q_PAIR_BLOCKS, where their stages fit: not q8_0's);
     never the blocks of 256, never where the variant turns them off."""
     from generated import kernel_facts as kf
 
-    shipped, off, wide = bench.explore_variants(["shipped", "mma-q-off", "mma-q-wide"], None)
+    shipped, off, wide, single = bench.explore_variants(
+        ["shipped", "mma-q-off", "mma-q-wide", "mma-q-pairs-none"], None
+    )
     sm90, sm75 = _Cuda("sm_90"), _Cuda("sm_75")
     big, small = max(16384, kf.QMATVEC_Q8_MMA_Q_N), kf.QMATVEC_Q8_MMA_Q_N - 1
     rows = max(kf.QMATVEC_Q8_MMA_Q_FROM, 3)
+    pair = 2 if kf.QMATVEC_Q8_MMA_Q_PAIR_BLOCKS & 1 else 1
     assert shipped.entry(sm90, "q4_0", rows, big) == "qmatvec_q8_1_mma_q4_0"
-    assert shipped.grid(sm90, "q4_0", big, 4096, rows) == -(-big // 16)
-    assert shipped.grid(sm90, "q8_0", big, 4096, 17) == -(-big // 16) * 3  # x rows by 8
+    assert shipped.grid(sm90, "q4_0", big, 4096, rows) == -(-big // (16 * pair))
+    assert single.grid(sm90, "q4_0", big, 4096, rows) == -(-big // 16)
+    assert shipped.grid(sm90, "q8_0", big, 4096, 17) == -(-big // 16) * 3  # x rows by 8; q8_0's pair does not fit
     assert shipped.entry(sm90, "q4_0", rows, small) == "qmatvec_q8_1_q4_0"
     assert wide.entry(sm90, "q4_0", rows, small) == "qmatvec_q8_1_mma_q4_0"
     assert shipped.entry(sm75, "q4_0", rows, big) == off.entry(sm90, "q4_0", rows, big) == "qmatvec_q8_1_q4_0"
