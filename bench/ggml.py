@@ -848,7 +848,8 @@ def _block32_path() -> str:
         return ""
     early = [f for bit, f in enumerate(BLOCK32_BITS) if QMATVEC_Q8_MMA_Q_X4_BLOCKS >> bit & 1]
     first = _first_rows(QMATVEC_Q8_MMA_Q_FROM)
-    starts = f"{', '.join(early)} from 3 rows, the others from {first}" if early and first > 3 else f"from {first}"
+    others = f", the others from {first}" if len(early) < len(BLOCK32_BITS) else ""
+    starts = f"{', '.join(early)} from 3{others}" if early and first > 3 else f"from {first}"
     return (
         f"; the blocks of 32 ({starts} rows) on weights of {QMATVEC_Q8_MMA_Q_N} rows "
         "and more on the tensor cores (int8 mma against x in q8_1)"

@@ -404,3 +404,44 @@ def test_the_table_log_is_this_runs_console_else_the_earlier_runs_else_left_as_i
     log.with_suffix(".log.part").write_text("this run's passes\n")
     bench._keep_console(log, [tmp_path / "first.json"])
     assert log.read_text() == "this run's passes\n" and not log.with_suffix(".log.part").exists()
+
+
+def test_float_weights_on_the_tensor_cores_launch_their_own_block_size(tmp_path):
+    """Float weights on the tensor cores launch QMATVEC_Q8_MMA_F_THREADS threads a block (their
+    entry's launch bound), every other entry QMATVEC_Q8_THREADS; a source from before the fact
+    launches QMATVEC_Q8_THREADS, with kMmaThreads given to it by the bench's shim."""
+    from generated import kernel_facts as kf
+    from runtime.gpu import quant as gpu_quant
+
+    shipped, wide = bench.explore_variants(["shipped", "mma-f-threads-256"], None)
+    sm90, sm75 = _Cuda("sm_90"), _Cuda("sm_75")
+    rows = max(kf.QMATVEC_Q8_MMA_F_FROM, 3)
+    assert shipped.threads(sm90, "f16", rows, 4096) == kf.QMATVEC_Q8_MMA_F_THREADS
+    assert wide.threads(sm90, "f16", rows, 4096) == 256
+    assert shipped.threads(sm75, "f16", rows, 4096) == kf.QMATVEC_Q8_THREADS  # no tensor cores
+    assert shipped.threads(sm90, "f16", 1, 4096) == kf.QMATVEC_Q8_THREADS
+    assert shipped.threads(sm90, "q4_0", 8, 16384) == kf.QMATVEC_Q8_THREADS
+    assert gpu_quant.q8_threads("f32", True) == kf.QMATVEC_Q8_MMA_F_THREADS
+    assert gpu_quant.q8_threads("q8_0", True) == gpu_quant.q8_threads("f32", False) == kf.QMATVEC_Q8_THREADS
+    older = tmp_path / "qmatvec_q8.hip"
+    from runtime.gpu.compile import HIP_DIR
+
+    text = (HIP_DIR / "qmatvec_q8.hip").read_text()
+    older.write_text(text.replace("kMmaThreads", "kOlderThreads").replace("OPGEN_QMATVEC_Q8_MMA_F_THREADS", "kThreads"))
+    (baseline,) = [v for v in bench.explore_variants([], older)]
+    assert baseline.threads(sm90, "f16", rows, 4096) == kf.QMATVEC_Q8_THREADS
+    assert "constexpr int kMmaThreads = kThreads;" in baseline.path.read_text()
+
+
+def test_the_blocks_of_32_pair_their_tiles_where_two_stages_fit():
+    """QMATVEC_Q8_MMA_Q_PAIR_BLOCKS: items of two tiles for the formats with its bit whose two
+    stages of two tiles fit 48 KiB (not q8_0's nor q8_1's: 34 and 36 bytes a block), else one."""
+    from runtime.gpu import quant as gpu_quant
+
+    facts = dict(gpu_quant.QMATVEC_Q8_GRID_FACTS, QMATVEC_Q8_MMA_Q_PAIR_BLOCKS=63)
+    assert {f: gpu_quant.q8_tiles(f, facts) for f in gpu_quant.BLOCK32_BITS} == {
+        "q4_0": 2, "q4_1": 2, "q5_0": 2, "q5_1": 2, "q8_0": 1, "q8_1": 1,
+    }  # fmt: skip
+    assert {gpu_quant.q8_tiles(f, dict(facts, QMATVEC_Q8_MMA_Q_PAIR_BLOCKS=0)) for f in gpu_quant.BLOCK32_BITS} == {1}
+    assert gpu_quant.q8_tiles("q4_1", dict(facts, QMATVEC_Q8_MMA_Q_PAIR_BLOCKS=2)) == 2
+    assert gpu_quant.q8_tiles("q4_0", dict(facts, QMATVEC_Q8_MMA_Q_PAIR_BLOCKS=2)) == 1
