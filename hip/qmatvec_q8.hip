@@ -689,6 +689,31 @@ template <typename T, int MT> struct mma_step {
     }
 };
 
+// An item's sums: each warp's C fragments of its M tiles (c[m][i]: weight row 16 m + g, + 8 for
+// i of 2 and 3, against x row 2t + (i & 1)) summed over the block's warps through shared memory
+// and stored in y (weight rows n0.., x rows r0..; those past n or `rows` not stored). Both
+// __syncthreads: every warp's fragments are in before the sums, and partial (and whatever the
+// caller keeps in shared memory) is free again after them.
+template <int kWarps, int M>
+__device__ __forceinline__ void store_item(float (&partial)[kWarps][4 * M][32], const float (&c)[M][4], unsigned int warp,
+                                           unsigned int lane, size_t n0, size_t r0, size_t n, size_t rows, float* y) {
+#pragma unroll
+    for (int m = 0; m < M; m++) {
+#pragma unroll
+        for (int i = 0; i < 4; i++) partial[warp][4 * m + i][lane] = c[m][i];
+    }
+    __syncthreads();
+    for (int v = (int)threadIdx.x; v < 4 * M * 32; v += kWarps * 32) {
+        const int slot = v / 32, l = v % 32, m = slot / 4, i = slot % 4;
+        float sum = 0.0f;
+#pragma unroll
+        for (int p = 0; p < kWarps; p++) sum += partial[p][slot][l];
+        const size_t row = n0 + 16 * m + 8 * (i >> 1) + l / 4, xrow = r0 + 2 * (l % 4) + (i & 1);
+        if (row < n && xrow < rows) y[xrow * n + row] = sum;
+    }
+    __syncthreads();
+}
+
 // Items of MT tiles of 16 weight rows against 8 rows of x (weight rows slowest), a block each. A
 // warp holds D steps in registers: D - 1 in flight while one multiplies (steps past k: zeros,
 // nothing read).
@@ -731,27 +756,17 @@ __device__ void mma_product(const uint8_t* __restrict__ w, const float* __restri
                 step[d].multiply(c);
             }
         }
-        // C: c[m][i] is weight row 16m + g (+ 8 for i of 2, 3) against x row 2t + (i & 1)
+        float total[MT][4];  // the chains summed
 #pragma unroll
         for (int m = 0; m < MT; m++) {
 #pragma unroll
             for (int i = 0; i < 4; i++) {
-                float sum = c[m][0][i];
+                total[m][i] = c[m][0][i];
 #pragma unroll
-                for (int h = 1; h < kChains; h++) sum += c[m][h][i];
-                partial[warp][4 * m + i][lane] = sum;
+                for (int h = 1; h < kChains; h++) total[m][i] += c[m][h][i];
             }
         }
-        __syncthreads();
-        for (int v = (int)threadIdx.x; v < 4 * MT * 32; v += kBlock) {
-            const int slot = v / 32, l = v % 32, m = slot / 4, i = slot % 4;
-            float sum = 0.0f;
-#pragma unroll
-            for (int p = 0; p < kWarps; p++) sum += partial[p][slot][l];
-            const size_t row = n0 + 16 * m + 8 * (i >> 1) + l / 4, xrow = r0 + 2 * (l % 4) + (i & 1);
-            if (row < n && xrow < rows) y[xrow * n + row] = sum;
-        }
-        __syncthreads();  // partial is free for the next item
+        store_item<kWarps, MT>(partial, total, warp, lane, n0, r0, n, rows, y);
     }
 }
 
@@ -991,22 +1006,12 @@ __device__ void q8_mma_product(const uint8_t* __restrict__ w, const x_source& xs
             }
             now = now + 1 < S ? now + 1 : 0;
         }
-        // C: c[i][j] is weight row 16 i + g (+ 8 for j of 2, 3) against x row 2t + (j & 1), as m[i][j]
 #pragma unroll
         for (int i = 0; i < T; i++) {
 #pragma unroll
-            for (int j = 0; j < 4; j++) partial[warp][4 * i + j][lane] = c[i][j] + m[i][j];
+            for (int j = 0; j < 4; j++) c[i][j] += m[i][j];  // the minima's terms
         }
-        __syncthreads();
-        for (int v = (int)threadIdx.x; v < 4 * T * 32; v += kThreads) {
-            const int slot = v / 32, l = v % 32, i = slot / 4, j = slot % 4;
-            float sum = 0.0f;
-#pragma unroll
-            for (int p = 0; p < kWarps; p++) sum += partial[p][slot][l];
-            const size_t row = n0 + 16 * i + 8 * (j >> 1) + l / 4, xrow = r0 + 2 * (l % 4) + (j & 1);
-            if (row < n && xrow < rows) y[xrow * n + row] = sum;
-        }
-        __syncthreads();  // partial and the stages are free for the next item
+        store_item<kWarps, T>(partial, c, warp, lane, n0, r0, n, rows, y);  // the stages are free after it too
     }
 }
 #endif
