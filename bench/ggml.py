@@ -324,6 +324,12 @@ EXPLORE_VARIANTS: dict[str, dict[str, int]] = {
     "mma-q-pairs-none": {"QMATVEC_Q8_MMA_Q_PAIR_BLOCKS": 0},
     "mma-q-x4-all": {"QMATVEC_Q8_MMA_Q_X4_BLOCKS": 63},
     "mma-f-threads-256": {"QMATVEC_Q8_MMA_F_THREADS": 256},
+    "mma-f-threads-128": {  # float weights on the tensor cores as before blocks of 256 threads
+        "QMATVEC_Q8_MMA_F_THREADS": 128,
+        "QMATVEC_Q8_MMA_F_MIN_BLOCKS": 1,
+        "QMATVEC_Q8_MMA_F_DEPTH": 4,
+        "QMATVEC_Q8_MMA_TILES_F": 4,
+    },
     "mma-f-threads-256-d2-t1": {
         "QMATVEC_Q8_MMA_F_THREADS": 256,
         "QMATVEC_Q8_MMA_F_MIN_BLOCKS": 2,

@@ -413,11 +413,13 @@ def test_float_weights_on_the_tensor_cores_launch_their_own_block_size(tmp_path)
     from generated import kernel_facts as kf
     from runtime.gpu import quant as gpu_quant
 
-    shipped, wide = bench.explore_variants(["shipped", "mma-f-threads-256"], None)
+    shipped, wide, before = bench.explore_variants(["shipped", "mma-f-threads-256", "mma-f-threads-128"], None)
     sm90, sm75 = _Cuda("sm_90"), _Cuda("sm_75")
     rows = max(kf.QMATVEC_Q8_MMA_F_FROM, 3)
     assert shipped.threads(sm90, "f16", rows, 4096) == kf.QMATVEC_Q8_MMA_F_THREADS
     assert wide.threads(sm90, "f16", rows, 4096) == 256
+    assert before.threads(sm90, "f16", rows, 4096) == 128
+    assert before.grid(sm90, "f16", 16384, 4096, 8) == 16384 // (16 * 4)  # 4 tiles an item from 8192 rows
     assert shipped.threads(sm75, "f16", rows, 4096) == kf.QMATVEC_Q8_THREADS  # no tensor cores
     assert shipped.threads(sm90, "f16", 1, 4096) == kf.QMATVEC_Q8_THREADS
     assert shipped.threads(sm90, "q4_0", 8, 16384) == kf.QMATVEC_Q8_THREADS
