@@ -256,7 +256,7 @@
 #define OPGEN_QMATVEC_Q8_MMA_F_MIN_BLOCKS 2
 #endif
 
-// qmatvec_q8_1_* of the blocks of 32 on cuda sm_80 and up: the x rows class (1, 2, 4, 8) from which the tensor cores multiply them (mma.sync m16n8k32 of s8 against x in q8_1, a block an mma, a tile of 16 weight rows and 8 x rows an item), on weights of at least QMATVEC_Q8_MMA_Q_N rows; 0: never (bench/ggml.py --explore compares)
+// qmatvec_q8_1_* of the blocks of 32 on cuda sm_80 and up: the x rows class (1, 2, 4, 8) from which the tensor cores multiply them (mma.sync m16n8k32 of s8 against x in q8_1, a block an mma, one or two tiles of 16 weight rows (QMATVEC_Q8_MMA_Q_PAIR_BLOCKS) and 8 x rows an item), on weights of at least QMATVEC_Q8_MMA_Q_N rows; 0: never (bench/ggml.py --explore compares)
 // (a default: -D OPGEN_QMATVEC_Q8_MMA_Q_FROM=... may tune it, with the runtime's QMATVEC_Q8_MMA_Q_FROM set alike)
 #ifndef OPGEN_QMATVEC_Q8_MMA_Q_FROM
 #define OPGEN_QMATVEC_Q8_MMA_Q_FROM 8
@@ -292,7 +292,7 @@
 #define OPGEN_QMATVEC_Q8_MMA_Q_X_L1 1
 #endif
 
-// qmatvec_q8_1_mma_* of the blocks of 32: blocks per multiprocessor its launch bounds ask for (QMATVEC_Q8_MIN_BLOCKS of its own entry points; float weights ask for none)
+// qmatvec_q8_1_mma_* of the blocks of 32: blocks per multiprocessor its launch bounds ask for (QMATVEC_Q8_MIN_BLOCKS of its own entry points; float weights: QMATVEC_Q8_MMA_F_MIN_BLOCKS)
 // (a default: -D OPGEN_QMATVEC_Q8_MMA_Q_MIN_BLOCKS=... may tune it, with the runtime's QMATVEC_Q8_MMA_Q_MIN_BLOCKS set alike)
 #ifndef OPGEN_QMATVEC_Q8_MMA_Q_MIN_BLOCKS
 #define OPGEN_QMATVEC_Q8_MMA_Q_MIN_BLOCKS 4

@@ -231,8 +231,9 @@ QMATVEC_Q8_MMA_F_THREADS = 256
 QMATVEC_Q8_MMA_F_MIN_BLOCKS = 2
 
 #: qmatvec_q8_1_* of the blocks of 32 on cuda sm_80 and up: the x rows class (1, 2, 4, 8) from which the tensor cores
-#: multiply them (mma.sync m16n8k32 of s8 against x in q8_1, a block an mma, a tile of 16 weight rows and 8 x rows an
-#: item), on weights of at least QMATVEC_Q8_MMA_Q_N rows; 0: never (bench/ggml.py --explore compares)
+#: multiply them (mma.sync m16n8k32 of s8 against x in q8_1, a block an mma, one or two tiles of 16 weight rows
+#: (QMATVEC_Q8_MMA_Q_PAIR_BLOCKS) and 8 x rows an item), on weights of at least QMATVEC_Q8_MMA_Q_N rows; 0: never
+#: (bench/ggml.py --explore compares)
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_MMA_Q_FROM=... needs this set alike)
 QMATVEC_Q8_MMA_Q_FROM = 8
 
@@ -266,7 +267,7 @@ QMATVEC_Q8_MMA_Q_STAGES = 3
 QMATVEC_Q8_MMA_Q_X_L1 = 1
 
 #: qmatvec_q8_1_mma_* of the blocks of 32: blocks per multiprocessor its launch bounds ask for (QMATVEC_Q8_MIN_BLOCKS of
-#: its own entry points; float weights ask for none)
+#: its own entry points; float weights: QMATVEC_Q8_MMA_F_MIN_BLOCKS)
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_MMA_Q_MIN_BLOCKS=... needs this set alike)
 QMATVEC_Q8_MMA_Q_MIN_BLOCKS = 4
 

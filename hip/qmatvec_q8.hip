@@ -818,7 +818,6 @@ __device__ __forceinline__ void mma_s8(int (&c)[4], uint32_t a0, uint32_t a1, ui
         : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "r"(bias));
 }
 
-
 // cp.async: 16 bytes from global to shared memory without the registers (zeros where `in` is
 // false, nothing read), in groups the lane waits for by how many may still be in flight. The
 // weights, read once, stream past L1 (.cg); x, which every item of its rows reads again (each
@@ -1167,15 +1166,15 @@ template <typename F> struct item_rows {
 // AMD (compiled, never run here): one row of x, else 4 at a time, 2 weight rows an item; its
 // dot4 is four multiply-adds, and fewer instances keep hiprtc's compile short.
 // qmatvec_q8_1_mma_<F>: the products on the tensor cores, float weights (QMATVEC_Q8_MMA_TILES_F
-// tiles an item from QMATVEC_Q8_MMA_WIDE_N weight rows, else one) and the blocks of 32 (a tile
-// an item), built apart so that their registers per thread are not those of the dp4a product of
+// tiles an item from QMATVEC_Q8_MMA_WIDE_N weight rows, else one) and the blocks of 32 (kMmaTiles
+// tiles an item), built apart so that their registers per thread are not those of the dp4a product of
 // many rows of x. runtime/gpu/quant.py's q8_mma says when it is launched (QMATVEC_Q8_MMA_F_FROM,
 // _MMA_Q_FROM, _MMA_Q_N, _MMA_Q_X4_BLOCKS). Where F or the device has no tensor-core product
 // (the blocks of 256; AMD, cuda before sm_80), never launched, it is the dp4a product of 4 rows
 // of x at a time: correct for any rows and grid all the same.
 // qmatvec_q8_1_mma_<F>'s launch bounds, blocks per multiprocessor: the blocks of 32 ask for
-// QMATVEC_Q8_MMA_Q_MIN_BLOCKS (warps to keep their stages in flight), float weights for none
-// (their tiles' registers).
+// QMATVEC_Q8_MMA_Q_MIN_BLOCKS (warps to keep their stages in flight), float weights for
+// QMATVEC_Q8_MMA_F_MIN_BLOCKS (warps to wait out latency where the weight has few rows).
 template <typename F>
 constexpr int kMmaMinBlocks = kFamily<F> == 0 ? OPGEN_QMATVEC_Q8_MMA_Q_MIN_BLOCKS
                               : kFamily<F> == 2 ? OPGEN_QMATVEC_Q8_MMA_F_MIN_BLOCKS

@@ -457,7 +457,7 @@ def q8_grid(
     """qmatvec_q8_1_<fmt>'s grid: a block per item, or per QMATVEC_Q8_THREADS / LANE_GROUP items
     where the kernel gives each group of lanes its own (q8_by_group); on the tensor cores
     (q8_mma) a block per item of tiles of 16 weight rows (float weights MMA_TILES_F of them from
-    MMA_WIDE_N weight rows, else one; the blocks of 32 one) and 8 rows of x. `mma`: q8_mma's
+    MMA_WIDE_N weight rows, else one; the blocks of 32 q8_tiles) and 8 rows of x. `mma`: q8_mma's
     answer where the caller has it. Any grid is correct (the kernel strides over items)."""
     nx = x_rows_class(rows)
     if q8_mma(rt, ordinal, fmt, nx, n, facts) if mma is None else mma:
