@@ -59,6 +59,40 @@ LAUNCHES = 100
 REPEATS = 7
 SAMPLE = 1 << 20  # values quantized on the host; the weight repeats their blocks
 MARKER = "// opgen bench/ggml.py: the goal's shapes"
+INIT_MARKER = "// opgen bench/ggml.py: large weights repeat a sample"
+#: test-backend-ops's init_tensor_uniform, in the patched copy: a weight of more than SAMPLE
+#: values holds its first SAMPLE values' blocks again and again, quantized once, as opgen's side
+#: does (quantizing all 2^28 values of a 16384 x 16384 weight took most of a pass's time; what a
+#: product reads and computes is the same).
+INIT_HEAD = "static void init_tensor_uniform(ggml_tensor * tensor, float min = -1.0f, float max = 1.0f) {\n"
+INIT_REPEATED = f"""{INIT_MARKER}
+static bool opgen_init_repeated(ggml_tensor * tensor, float min, float max) {{
+    const int64_t sample = {SAMPLE}, nels = ggml_nelements(tensor);
+    const ggml_type type = tensor->type;
+    const bool packed = ggml_is_quantized(type) || type == GGML_TYPE_F16 || type == GGML_TYPE_BF16;
+    if (nels <= sample || nels % sample != 0 || !ggml_is_contiguous(tensor) || !(packed || type == GGML_TYPE_F32)) {{
+        return false;
+    }}
+    std::vector<float> data(sample);
+    std::default_random_engine gen(std::random_device{{}}());
+    std::uniform_real_distribution<float> distribution(min, max);
+    for (float & v : data) {{
+        v = distribution(gen);
+    }}
+    std::vector<uint8_t> bytes(ggml_row_size(tensor->type, sample));
+    if (packed) {{
+        const int64_t blck = ggml_blck_size(tensor->type);
+        ggml_quantize_chunk(tensor->type, data.data(), bytes.data(), 0, sample / blck, blck, nullptr);
+    }} else {{
+        memcpy(bytes.data(), data.data(), bytes.size());
+    }}
+    for (int64_t at = 0; at < nels / sample; at++) {{
+        ggml_backend_tensor_set(tensor, bytes.data(), at * bytes.size(), bytes.size());
+    }}
+    return true;
+}}
+
+"""
 #: The activation formats: ggml multiplies no weight held in them (its test list leaves them out).
 ACTIVATION = ("q8_1", "q8_k")
 
@@ -71,8 +105,8 @@ def ggml_type(fmt: str) -> str:
 
 
 def patch_ggml(src: Path, formats, seconds: float) -> None:
-    """Adds the shapes ggml's perf list lacks to tests/test-backend-ops.cpp (once), and sets the
-    perf mode's least time per case."""
+    """Adds the shapes ggml's perf list lacks to tests/test-backend-ops.cpp and large weights'
+    repeated sample (INIT_REPEATED; each once), and sets the perf mode's least time per case."""
     path = src / "tests" / "test-backend-ops.cpp"
     text = path.read_text()
     if MARKER not in text:
@@ -88,6 +122,10 @@ def patch_ggml(src: Path, formats, seconds: float) -> None:
             "                new test_mul_mat(t, GGML_TYPE_F32, mk.first, bs, mk.second, {1, 1}, {1, 1}));\n"
         )
         text = text.replace(head, head + cases, 1)
+    if INIT_MARKER not in text:
+        assert INIT_HEAD in text, "init_tensor_uniform not found: another test-backend-ops.cpp layout"
+        call = "    if (opgen_init_repeated(tensor, min, max)) {\n        return;\n    }\n"
+        text = text.replace(INIT_HEAD, INIT_REPEATED + INIT_HEAD + call, 1)
     text = re.sub(r"while \(total_time_us < \d+\*\d+\);", f"while (total_time_us < {int(seconds * 1e6)});", text)
     path.write_text(text)
 
@@ -282,9 +320,14 @@ EXPLORE_VARIANTS: dict[str, dict[str, int]] = {
     "lane-items-16": {"QMATVEC_Q8_LANE_UNITS": 16},
     "wide-all": {"QMATVEC_Q8_WIDE_BLOCKS": 63},
     "wide-none": {"QMATVEC_Q8_WIDE_BLOCKS": 0},
+    "wide-k-none": {"QMATVEC_Q8_WIDE_K": 0},
+    "wide-k-all": {"QMATVEC_Q8_WIDE_K": 63},
+    "rows-k-x2-two-none": {"QMATVEC_Q8_ROWS_K_X2_TWO": 0},
+    "mma-f-wide-off": {"QMATVEC_Q8_MMA_WIDE_N": 1 << 40},
     "rows-4": {f"QMATVEC_Q8_ROWS{family}_X{c}": 4 for family in ("", "_F") for c in (1, 2, 4, 8)},
     "min-blocks-3": {"QMATVEC_Q8_MIN_BLOCKS": 3},
     "few-min-blocks-2": {"QMATVEC_Q8_FEW_MIN_BLOCKS": 2},
+    "few-min-blocks-3": {"QMATVEC_Q8_FEW_MIN_BLOCKS": 3},
     "few-min-blocks-4": {"QMATVEC_Q8_FEW_MIN_BLOCKS": 4},
     "mma-off": {"QMATVEC_Q8_MMA_F_FROM": 0},
     "mma-1": {"QMATVEC_Q8_MMA_F_FROM": 1},
@@ -295,6 +338,9 @@ EXPLORE_VARIANTS: dict[str, dict[str, int]] = {
     "rows-x2-4": {"QMATVEC_Q8_ROWS_X2": 4},
     "rows-k-x1-2": {"QMATVEC_Q8_ROWS_K_X1": 2},
     "rows-k-x1-4": {"QMATVEC_Q8_ROWS_K_X1": 4},
+    "rows-k-x1-8": {"QMATVEC_Q8_ROWS_K_X1": 8},
+    "rows-k-x2-2": {"QMATVEC_Q8_ROWS_K_X2": 2},
+    "rows-k-x2-8": {"QMATVEC_Q8_ROWS_K_X2": 8},
     "lane-units-8": {"QMATVEC_Q8_LANE_UNITS": 8},
     "rows-x4-4": {"QMATVEC_Q8_ROWS_X4": 4, "QMATVEC_Q8_NARROW_N": 0},
     "narrow-off": {"QMATVEC_Q8_NARROW_N": 0},
@@ -345,7 +391,13 @@ EXPLORE_VARIANTS: dict[str, dict[str, int]] = {
 }
 EXPLORE_SHAPES = SHAPES
 #: Facts of a source with qmatvec_q8_1_mma that only the runtime reads (when it launches that entry).
-RUNTIME_FACTS = ("QMATVEC_Q8_MMA_F_FROM", "QMATVEC_Q8_MMA_Q_FROM", "QMATVEC_Q8_MMA_Q_N", "QMATVEC_Q8_MMA_Q_X4_BLOCKS")
+RUNTIME_FACTS = (
+    "QMATVEC_Q8_MMA_F_FROM",
+    "QMATVEC_Q8_MMA_Q_FROM",
+    "QMATVEC_Q8_MMA_Q_N",
+    "QMATVEC_Q8_MMA_Q_X4_BLOCKS",
+    "QMATVEC_Q8_MMA_WIDE_N",
+)
 
 
 @dataclass(frozen=True)
@@ -358,15 +410,20 @@ class Variant:
     facts: dict
     few: bool = True  # qmatvec_q8_1_few_<fmt> for one or two rows of x (an older source: one entry)
     mma: bool = True  # qmatvec_q8_1_mma_<fmt> for the tensor cores (an older source: inside the others)
+    wide: bool = True  # qmatvec_q8_1_mma_wide_<fmt> for float weights of many rows (an older source: none)
 
     def item_rows(self, fmt: str, nx: int, n: int) -> int:
         from runtime import ggml
+        from runtime.gpu import quant as gpu_quant
 
         floats = fmt in ggml.PLAIN and f"QMATVEC_Q8_ROWS_F_X{nx}" in self.facts  # an older source: none
         family = "_F" if floats else "_K" if fmt not in ggml.PLAIN and ggml.FORMATS[fmt].block == 256 else ""
         narrow = self.facts.get("QMATVEC_Q8_NARROW_N", 0)  # an older source: none
         if family == "" and fmt not in ggml.PLAIN and nx == 4 and n < narrow:
             return self.facts["QMATVEC_Q8_ROWS_X4_NARROW"]
+        two = self.facts.get("QMATVEC_Q8_ROWS_K_X2_TWO", 0)  # an older source: none
+        if family == "_K" and nx == 2 and (two >> gpu_quant.BLOCK256_BITS.index(fmt)) & 1:
+            return 2
         return self.facts[f"QMATVEC_Q8_ROWS{family}_X{nx}"]
 
     def entry(self, rt, fmt: str, rows: int, n: int) -> str:
@@ -376,7 +433,8 @@ class Variant:
         from runtime.gpu import quant as gpu_quant
 
         if self.mma and gpu_quant.q8_mma(rt, 0, fmt, gpu_quant.x_rows_class(rows), n, self.grid_facts()):
-            return f"qmatvec_q8_1_mma_{fmt}"
+            wide = self.wide and gpu_quant.q8_wide(fmt, n, self.grid_facts())
+            return f"qmatvec_q8_1_mma_wide_{fmt}" if wide else f"qmatvec_q8_1_mma_{fmt}"
         return f"qmatvec_q8_1_few_{fmt}" if self.few and rows <= 2 else f"qmatvec_q8_1_{fmt}"
 
     def grid_facts(self) -> dict:
@@ -384,15 +442,19 @@ class Variant:
         cores; float weights on them in blocks of QMATVEC_Q8_THREADS)."""
         from runtime.gpu import quant as gpu_quant
 
-        older = {"QMATVEC_Q8_MMA_F_THREADS": gpu_quant.QMATVEC_Q8_THREADS}
+        older = {
+            "QMATVEC_Q8_MMA_F_THREADS": gpu_quant.QMATVEC_Q8_THREADS,
+            "QMATVEC_Q8_MMA_F_WIDE_THREADS": gpu_quant.QMATVEC_Q8_THREADS,
+        }
         return {name: self.facts.get(name, older.get(name, 0)) for name in gpu_quant.QMATVEC_Q8_GRID_FACTS}
 
     def threads(self, rt, fmt: str, rows: int, n: int) -> int:
         """Threads per block of the entry that multiplies `rows` rows of x (Variant.entry)."""
         from runtime.gpu import quant as gpu_quant
 
-        mma = self.entry(rt, fmt, rows, n).startswith("qmatvec_q8_1_mma_")
-        return gpu_quant.q8_threads(fmt, mma, self.grid_facts())
+        entry = self.entry(rt, fmt, rows, n)
+        wide = entry.startswith("qmatvec_q8_1_mma_wide_")
+        return gpu_quant.q8_threads(fmt, entry.startswith("qmatvec_q8_1_mma_"), self.grid_facts(), wide)
 
     def grid(self, rt, fmt: str, n: int, k: int, rows: int) -> int:
         from runtime.gpu import quant as gpu_quant
@@ -416,13 +478,13 @@ def explore_variants(names, baseline: Path | None) -> list[Variant]:
         sources.append(("baseline", baseline.read_text(), {}))
     variants = []
     for name, text, overrides in sources:
-        few, mma = "qmatvec_q8_1_few" in text, "qmatvec_q8_1_mma" in text
+        few, mma, wide = "qmatvec_q8_1_few" in text, "qmatvec_q8_1_mma" in text, "qmatvec_q8_1_mma_wide" in text
         runtime_facts = RUNTIME_FACTS if mma else ()
         facts = {f: v for f, v in {**shipped, **overrides}.items() if f"OPGEN_{f}" in text or f in runtime_facts}
         defines = "".join(f"#define OPGEN_{f} {v}\n" for f, v in overrides.items())
         path = tmp / f"qmatvec_q8_{name}.hip"
-        path.write_text(defines + _with_entry_shims(text, few, mma))
-        variants.append(Variant(name, path, facts, few, mma))
+        path.write_text(defines + _with_entry_shims(text, few, mma, wide))
+        variants.append(Variant(name, path, facts, few, mma, wide))
     return variants
 
 
@@ -464,10 +526,26 @@ template <typename F> constexpr int kMmaThreads = kThreads;
 """
 
 
-def _with_entry_shims(text: str, few: bool, mma: bool) -> str:
+#: For a source from before qmatvec_q8_1_mma_wide: its tensor-core entry serves the wide one's name
+#: (never launched: Variant.entry launches its qmatvec_q8_1_mma_<fmt> at every n).
+MMA_WIDE_SHIM = """
+namespace {
+template <typename F> constexpr int kMmaWideThreads = kMmaThreads<F>;
+template <typename F> constexpr int kMmaWideMinBlocks = kMmaMinBlocks<F>;
+template <typename F>
+__device__ void qmatvec_q8_1_mma_wide(const uint8_t* w, const float* x, const uint8_t* xq, float* y, size_t n, size_t k,
+                                      size_t rows) {
+    qmatvec_q8_1_mma<F>(w, x, xq, y, n, k, rows);
+}
+}  // namespace
+"""
+
+
+def _with_entry_shims(text: str, few: bool, mma: bool, wide: bool = True) -> str:
     include = '#include "qmatvec_q8_entries.h"'
     threads = "" if "kMmaThreads" in text else MMA_THREADS_SHIM
-    return text.replace(include, ("" if few else FEW_SHIMS) + ("" if mma else MMA_SHIM) + threads + include)
+    shims = ("" if few else FEW_SHIMS) + ("" if mma else MMA_SHIM) + threads + ("" if wide else MMA_WIDE_SHIM)
+    return text.replace(include, shims + include)
 
 
 def _warm(path: str) -> str:  # compiles one source into the kernel cache (a worker process)

@@ -142,6 +142,12 @@
 #define OPGEN_QMATVEC_Q8_ROWS_K_X2 4
 #endif
 
+// qmatvec_q8_1_* of blocks of 256: those whose items for 2 rows of x are 2 weight rows, not QMATVEC_Q8_ROWS_K_X2, a bit each as QMATVEC_Q8_WIDE_K (q6_K 16: four rows' units spill out of the 128 registers of qmatvec_q8_1_few_*; bench/ggml.py --explore compares)
+// (a default: -D OPGEN_QMATVEC_Q8_ROWS_K_X2_TWO=... may tune it, with the runtime's QMATVEC_Q8_ROWS_K_X2_TWO set alike)
+#ifndef OPGEN_QMATVEC_Q8_ROWS_K_X2_TWO
+#define OPGEN_QMATVEC_Q8_ROWS_K_X2_TWO 16
+#endif
+
 // qmatvec_q8_1_* of blocks of 256 (the K formats): weight rows per item for 3 or 4 rows of x (bench/ggml.py --explore compares 1, 2, 4, 8)
 // (a default: -D OPGEN_QMATVEC_Q8_ROWS_K_X4=... may tune it, with the runtime's QMATVEC_Q8_ROWS_K_X4 set alike)
 #ifndef OPGEN_QMATVEC_Q8_ROWS_K_X4
@@ -220,13 +226,13 @@
 #define OPGEN_QMATVEC_Q8_MMA_F_FROM 4
 #endif
 
-// qmatvec_q8_1_* of float weights on the tensor cores: tiles of 16 weight rows a warp takes at once (each x piece loaded once for them)
+// qmatvec_q8_1_mma_wide_* of float weights: tiles of 16 weight rows a warp takes at once (each x piece loaded once for them)
 // (a default: -D OPGEN_QMATVEC_Q8_MMA_TILES_F=... may tune it, with the runtime's QMATVEC_Q8_MMA_TILES_F set alike)
 #ifndef OPGEN_QMATVEC_Q8_MMA_TILES_F
-#define OPGEN_QMATVEC_Q8_MMA_TILES_F 1
+#define OPGEN_QMATVEC_Q8_MMA_TILES_F 4
 #endif
 
-// qmatvec_q8_1_* of float weights on the tensor cores: the weight rows (n) from which an item is QMATVEC_Q8_MMA_TILES_F tiles (fewer: one tile, more items in flight)
+// qmatvec_q8_1_* of float weights on the tensor cores: the weight rows (n) from which qmatvec_q8_1_mma_wide_* multiplies them, items of QMATVEC_Q8_MMA_TILES_F tiles (fewer: qmatvec_q8_1_mma_*, items of one tile, more of them in flight)
 // (a default: -D OPGEN_QMATVEC_Q8_MMA_WIDE_N=... may tune it, with the runtime's QMATVEC_Q8_MMA_WIDE_N set alike)
 #ifndef OPGEN_QMATVEC_Q8_MMA_WIDE_N
 #define OPGEN_QMATVEC_Q8_MMA_WIDE_N 8192
@@ -244,13 +250,25 @@
 #define OPGEN_QMATVEC_Q8_MMA_F_CHAINS 4
 #endif
 
-// qmatvec_q8_1_mma_* of float weights: threads per block (their warps split each item's k; runtime/gpu/quant.py launches them so; bench/ggml.py --explore compares)
+// qmatvec_q8_1_mma_* of float weights (below QMATVEC_Q8_MMA_WIDE_N weight rows): threads per block (their warps split each item's k; runtime/gpu/quant.py launches them so; bench/ggml.py --explore compares)
 // (a default: -D OPGEN_QMATVEC_Q8_MMA_F_THREADS=... may tune it, with the runtime's QMATVEC_Q8_MMA_F_THREADS set alike)
 #ifndef OPGEN_QMATVEC_Q8_MMA_F_THREADS
 #define OPGEN_QMATVEC_Q8_MMA_F_THREADS 256
 #endif
 
-// qmatvec_q8_1_mma_* of float weights: blocks per multiprocessor their launch bounds ask for (1: as many registers as the code takes)
+// qmatvec_q8_1_mma_wide_* of float weights: threads per block (runtime/gpu/quant.py launches them so; bench/ggml.py --explore compares)
+// (a default: -D OPGEN_QMATVEC_Q8_MMA_F_WIDE_THREADS=... may tune it, with the runtime's QMATVEC_Q8_MMA_F_WIDE_THREADS set alike)
+#ifndef OPGEN_QMATVEC_Q8_MMA_F_WIDE_THREADS
+#define OPGEN_QMATVEC_Q8_MMA_F_WIDE_THREADS 128
+#endif
+
+// qmatvec_q8_1_mma_wide_* of float weights: blocks per multiprocessor their launch bounds ask for (1: as many registers as the code takes: 4 tiles an item take about 250)
+// (a default: -D OPGEN_QMATVEC_Q8_MMA_F_WIDE_MIN_BLOCKS=... may tune it, with the runtime's QMATVEC_Q8_MMA_F_WIDE_MIN_BLOCKS set alike)
+#ifndef OPGEN_QMATVEC_Q8_MMA_F_WIDE_MIN_BLOCKS
+#define OPGEN_QMATVEC_Q8_MMA_F_WIDE_MIN_BLOCKS 1
+#endif
+
+// qmatvec_q8_1_mma_* of float weights (below QMATVEC_Q8_MMA_WIDE_N weight rows): blocks per multiprocessor their launch bounds ask for (1: as many registers as the code takes)
 // (a default: -D OPGEN_QMATVEC_Q8_MMA_F_MIN_BLOCKS=... may tune it, with the runtime's QMATVEC_Q8_MMA_F_MIN_BLOCKS set alike)
 #ifndef OPGEN_QMATVEC_Q8_MMA_F_MIN_BLOCKS
 #define OPGEN_QMATVEC_Q8_MMA_F_MIN_BLOCKS 2
@@ -302,6 +320,12 @@
 // (a default: -D OPGEN_QMATVEC_Q8_WIDE_BLOCKS=... may tune it, with the runtime's QMATVEC_Q8_WIDE_BLOCKS set alike)
 #ifndef OPGEN_QMATVEC_Q8_WIDE_BLOCKS
 #define OPGEN_QMATVEC_Q8_WIDE_BLOCKS 16
+#endif
+
+// qmatvec_q8_1_*: the blocks of 256 whose unit of 32 weights reads each field's 32 bytes as whole aligned 16-byte pieces and its two scales in one load, a bit each (q2_K 1, q3_K 2, q4_K 4, q5_K 8, q6_K 16, q8_K 32); the others decode it as two halves of 16, loading 2 or 4 bytes at a time where the block allows no more (bench/ggml.py --explore compares)
+// (a default: -D OPGEN_QMATVEC_Q8_WIDE_K=... may tune it, with the runtime's QMATVEC_Q8_WIDE_K set alike)
+#ifndef OPGEN_QMATVEC_Q8_WIDE_K
+#define OPGEN_QMATVEC_Q8_WIDE_K 30
 #endif
 
 // launched with programmatic stream serialization (cuda, sm_90 and up): each waits (griddepcontrol.wait) before it touches memory

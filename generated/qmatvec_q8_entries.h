@@ -2,8 +2,9 @@
 // The entry points of hip/qmatvec_q8.hip: one per (pattern, values) of ops.yaml's `kernel:`
 // patterns, written once per pattern here. Included at the end of hip/qmatvec_q8.hip.
 // Declarations first: they carry the launch bounds (NVRTC takes them from the declaration):
-// qmatvec_q8_1_few_* (1 or 2 rows of x) and qmatvec_q8_1_mma_* (the tensor cores) their own, so
-// that their registers per thread are not those of the classes of more rows.
+// qmatvec_q8_1_few_* (1 or 2 rows of x), qmatvec_q8_1_mma_* and qmatvec_q8_1_mma_wide_* (the
+// tensor cores; the latter float weights of many rows) their own, so that their registers per
+// thread are not those of the classes of more rows, nor of each other.
 // The definitions follow in the one form that gen's signature scan reads.
 extern "C" {
 __global__ void __launch_bounds__(kThreads, OPGEN_QMATVEC_Q8_MIN_BLOCKS) qmatvec_q8_1_f32(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
@@ -51,6 +52,21 @@ __global__ void __launch_bounds__(kMmaThreads<q4_k>, kMmaMinBlocks<q4_k>) qmatve
 __global__ void __launch_bounds__(kMmaThreads<q5_k>, kMmaMinBlocks<q5_k>) qmatvec_q8_1_mma_q5_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
 __global__ void __launch_bounds__(kMmaThreads<q6_k>, kMmaMinBlocks<q6_k>) qmatvec_q8_1_mma_q6_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
 __global__ void __launch_bounds__(kMmaThreads<q8_k>, kMmaMinBlocks<q8_k>) qmatvec_q8_1_mma_q8_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kMmaWideThreads<f32>, kMmaWideMinBlocks<f32>) qmatvec_q8_1_mma_wide_f32(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kMmaWideThreads<f16>, kMmaWideMinBlocks<f16>) qmatvec_q8_1_mma_wide_f16(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kMmaWideThreads<bf16>, kMmaWideMinBlocks<bf16>) qmatvec_q8_1_mma_wide_bf16(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kMmaWideThreads<q4_0>, kMmaWideMinBlocks<q4_0>) qmatvec_q8_1_mma_wide_q4_0(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kMmaWideThreads<q4_1>, kMmaWideMinBlocks<q4_1>) qmatvec_q8_1_mma_wide_q4_1(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kMmaWideThreads<q5_0>, kMmaWideMinBlocks<q5_0>) qmatvec_q8_1_mma_wide_q5_0(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kMmaWideThreads<q5_1>, kMmaWideMinBlocks<q5_1>) qmatvec_q8_1_mma_wide_q5_1(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kMmaWideThreads<q8_0>, kMmaWideMinBlocks<q8_0>) qmatvec_q8_1_mma_wide_q8_0(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kMmaWideThreads<q8_1>, kMmaWideMinBlocks<q8_1>) qmatvec_q8_1_mma_wide_q8_1(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kMmaWideThreads<q2_k>, kMmaWideMinBlocks<q2_k>) qmatvec_q8_1_mma_wide_q2_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kMmaWideThreads<q3_k>, kMmaWideMinBlocks<q3_k>) qmatvec_q8_1_mma_wide_q3_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kMmaWideThreads<q4_k>, kMmaWideMinBlocks<q4_k>) qmatvec_q8_1_mma_wide_q4_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kMmaWideThreads<q5_k>, kMmaWideMinBlocks<q5_k>) qmatvec_q8_1_mma_wide_q5_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kMmaWideThreads<q6_k>, kMmaWideMinBlocks<q6_k>) qmatvec_q8_1_mma_wide_q6_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kMmaWideThreads<q8_k>, kMmaWideMinBlocks<q8_k>) qmatvec_q8_1_mma_wide_q8_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
 }
 
 extern "C" __global__ void quantize_q8_1_f32(const float* x, uint8_t* xq, const size_t rows, const size_t k) {
@@ -190,4 +206,49 @@ extern "C" __global__ void qmatvec_q8_1_mma_q6_k(const uint8_t* w, const float* 
 }
 extern "C" __global__ void qmatvec_q8_1_mma_q8_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
     qmatvec_q8_1_mma<q8_k>(w, x, xq, y, n, k, rows);
+}
+extern "C" __global__ void qmatvec_q8_1_mma_wide_f32(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
+    qmatvec_q8_1_mma_wide<f32>(w, x, xq, y, n, k, rows);
+}
+extern "C" __global__ void qmatvec_q8_1_mma_wide_f16(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
+    qmatvec_q8_1_mma_wide<f16>(w, x, xq, y, n, k, rows);
+}
+extern "C" __global__ void qmatvec_q8_1_mma_wide_bf16(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
+    qmatvec_q8_1_mma_wide<bf16>(w, x, xq, y, n, k, rows);
+}
+extern "C" __global__ void qmatvec_q8_1_mma_wide_q4_0(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
+    qmatvec_q8_1_mma_wide<q4_0>(w, x, xq, y, n, k, rows);
+}
+extern "C" __global__ void qmatvec_q8_1_mma_wide_q4_1(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
+    qmatvec_q8_1_mma_wide<q4_1>(w, x, xq, y, n, k, rows);
+}
+extern "C" __global__ void qmatvec_q8_1_mma_wide_q5_0(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
+    qmatvec_q8_1_mma_wide<q5_0>(w, x, xq, y, n, k, rows);
+}
+extern "C" __global__ void qmatvec_q8_1_mma_wide_q5_1(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
+    qmatvec_q8_1_mma_wide<q5_1>(w, x, xq, y, n, k, rows);
+}
+extern "C" __global__ void qmatvec_q8_1_mma_wide_q8_0(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
+    qmatvec_q8_1_mma_wide<q8_0>(w, x, xq, y, n, k, rows);
+}
+extern "C" __global__ void qmatvec_q8_1_mma_wide_q8_1(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
+    qmatvec_q8_1_mma_wide<q8_1>(w, x, xq, y, n, k, rows);
+}
+extern "C" __global__ void qmatvec_q8_1_mma_wide_q2_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
+    qmatvec_q8_1_mma_wide<q2_k>(w, x, xq, y, n, k, rows);
+}
+extern "C" __global__ void qmatvec_q8_1_mma_wide_q3_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
+    qmatvec_q8_1_mma_wide<q3_k>(w, x, xq, y, n, k, rows);
+}
+extern "C" __global__ void qmatvec_q8_1_mma_wide_q4_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
+    qmatvec_q8_1_mma_wide<q4_k>(w, x, xq, y, n, k, rows);
+}
+extern "C" __global__ void qmatvec_q8_1_mma_wide_q5_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
+    qmatvec_q8_1_mma_wide<q5_k>(w, x, xq, y, n, k, rows);
+}
+extern "C" __global__ void qmatvec_q8_1_mma_wide_q6_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
+    qmatvec_q8_1_mma_wide<q6_k>(w, x, xq, y, n, k, rows);
+}
+extern "C" __global__ void qmatvec_q8_1_mma_wide_q8_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
+    qmatvec_q8_1_mma_wide<q8_k>(w, x, xq, y, n, k, rows);
 }

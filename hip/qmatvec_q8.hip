@@ -309,22 +309,52 @@ struct q8_1 {
 };
 
 // The blocks of 256: half(row, h, q, a, b) gives weights 16h..16h+15 of the row (their scale and
-// minimum are per 16); a unit of 32 is two of them.
+// minimum are per 16); a unit of 32 is two of them. Where QMATVEC_Q8_WIDE_K has the format's bit
+// (kBit), F::unit reads the unit's 32 contiguous bytes of each field as whole aligned 16-byte
+// pieces (bytes32) and its two scales in one load, where the halves load 2 or 4 bytes at a time.
+template <int B> constexpr bool kWideK = ((OPGEN_QMATVEC_Q8_WIDE_K >> B) & 1) != 0;
+
 template <typename F> struct by_halves {
-    static constexpr int kElems = F::kElems, kBytes = F::kBytes;
+    static constexpr int kElems = F::kElems, kBytes = F::kBytes, kBit = F::kBit;
     static __device__ __forceinline__ void unit(const uint8_t* row, size_t u, uint32_t (&q)[8], float (&a)[2], float (&b)[2]) {
-        uint32_t lo[4], hi[4];
-        F::half(row, 2 * u, lo, a[0], b[0]);
-        F::half(row, 2 * u + 1, hi, a[1], b[1]);
+        if constexpr (kWideK<F::kBit>) {
+            F::unit(row + (u >> 3) * kBytes, (int)(u & 7), q, a, b);
+        } else {
+            uint32_t lo[4], hi[4];
+            F::half(row, 2 * u, lo, a[0], b[0]);
+            F::half(row, 2 * u + 1, hi, a[1], b[1]);
 #pragma unroll
-        for (int i = 0; i < 4; i++) q[i] = lo[i], q[4 + i] = hi[i];
+            for (int i = 0; i < 4; i++) q[i] = lo[i], q[4 + i] = hi[i];
+        }
     }
 };
+
+// The 32 bytes at the A-aligned p as 8 words: two 16-byte loads, or block_words' two or three.
+template <int A> __device__ __forceinline__ void bytes32(const uint8_t* p, uint32_t (&w)[8]) {
+    if constexpr (A >= 16) {
+        const uint4 lo = reinterpret_cast<const uint4*>(p)[0], hi = reinterpret_cast<const uint4*>(p)[1];
+        w[0] = lo.x, w[1] = lo.y, w[2] = lo.z, w[3] = lo.w, w[4] = hi.x, w[5] = hi.y, w[6] = hi.z, w[7] = hi.w;
+    } else {
+        block_words<8, 32, A>(p, w);
+    }
+}
 
 // q2_k: scales[16] (scale low nibble, min high), qs[64], d, dmin: weight 128n + 32j + 16h + l
 // is bits 2j.. of qs[32n + 16h + l], scale and min those of scales[8n + 2j + h] (= its unit)
 struct q2_k_halves {
-    static constexpr int kElems = 256, kBytes = 84;
+    static constexpr int kElems = 256, kBytes = 84, kBit = 0;
+    static __device__ __forceinline__ void unit(const uint8_t* blk, int v, uint32_t (&q)[8], float (&a)[2], float (&b)[2]) {
+        uint32_t w[8];
+        bytes32<4>(blk + 16 + 32 * (v >> 2), w);
+#pragma unroll
+        for (int i = 0; i < 8; i++) q[i] = (w[i] >> (2 * (v & 3))) & 0x03030303u;
+        const uint32_t sc = u16_at(blk + 2 * v), dm = word_at<4>(blk + 80);
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const uint32_t s = (sc >> (8 * h)) & 0xFFu;
+            a[h] = half_lo(dm) * (float)(s & 15u), b[h] = -(half_hi(dm) * (float)(s >> 4));
+        }
+    }
     static __device__ __forceinline__ void half(const uint8_t* row, size_t u, uint32_t (&q)[4], float& a, float& b) {
         const uint8_t* blk = row + (u >> 4) * kBytes;
         const int s = (int)(u & 15), n = s >> 3, j = (s >> 1) & 3, h = s & 1;
@@ -340,7 +370,26 @@ struct q2_k_halves {
 // q3_k: hmask[32], qs[64], scales[12] (16 scales of 6 bits), d: weight 128n + 32j + 16h + l is
 // bits 2j.. of qs[32n + 16h + l], minus 4 unless bit 4n + j of hmask[16h + l]; scale 8n + 2j + h
 struct q3_k_halves {
-    static constexpr int kElems = 256, kBytes = 110;
+    static constexpr int kElems = 256, kBytes = 110, kBit = 1;
+    static __device__ __forceinline__ void unit(const uint8_t* blk, int v, uint32_t (&q)[8], float (&a)[2], float (&b)[2]) {
+        const int n = v >> 2, j = v & 3;
+        uint32_t w[8], hm[8];
+        bytes32<2>(blk + 32 + 32 * n, w);
+        bytes32<2>(blk, hm);
+#pragma unroll
+        for (int i = 0; i < 8; i++) {
+            q[i] = centred<4>(((w[i] >> (2 * j)) & 0x03030303u) | (((hm[i] >> (4 * n + j)) & 0x01010101u) << 2));
+        }
+        // scales 2v, 2v + 1: low nibbles in bytes 96 + 2j, + 1 (shift 4n), high pairs in bytes
+        // 104 + 2 (v & 1), + 1 (shift 2 (v >> 1))
+        const uint32_t low = u16_at(blk + 96 + 2 * j) >> (4 * n), high = u16_at(blk + 104 + 2 * (v & 1)) >> (2 * (v >> 1));
+        const float d = half_at(blk + 108);
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const uint32_t sc = ((low >> (8 * h)) & 15u) | (((high >> (8 * h)) & 3u) << 4);
+            a[h] = d * (float)((int)sc - 32), b[h] = 0.0f;
+        }
+    }
     static __device__ __forceinline__ void half(const uint8_t* row, size_t u, uint32_t (&q)[4], float& a, float& b) {
         const uint8_t* blk = row + (u >> 4) * kBytes;
         const int s = (int)(u & 15), n = s >> 3, j = (s >> 1) & 3, h = s & 1;
@@ -366,10 +415,28 @@ __device__ __forceinline__ void scale_min_k4(int is, const uint8_t* sc, float& s
     }
 }
 
+// scale_min_k4 of unit v (both its halves: scale and min v) from the block's first 16 bytes
+// (d, dmin, the 12 scale bytes) as a = d * scale, b = -(dmin * min).
+__device__ __forceinline__ void k4_scale_min(const uint4& head, int v, float& a, float& b) {
+    const int at = 8 * (v & 3);
+    const uint32_t s0 = (head.y >> at) & 0xFFu, s4 = (head.z >> at) & 0xFFu, s8 = (head.w >> at) & 0xFFu;
+    const uint32_t scale = v < 4 ? s0 & 63u : (s8 & 15u) | ((s0 >> 6) << 4);
+    const uint32_t min = v < 4 ? s4 & 63u : (s8 >> 4) | ((s4 >> 6) << 4);
+    a = half_lo(head.x) * (float)scale, b = -(half_hi(head.x) * (float)min);
+}
+
 // q4_k: d, dmin, scales[12], qs[128]: weight 64j + 32h + l is nibble h of qs[32j + l], scale
 // and min 2j + h; d sc q - dmin m
 struct q4_k_halves {
-    static constexpr int kElems = 256, kBytes = 144;
+    static constexpr int kElems = 256, kBytes = 144, kBit = 2;
+    static __device__ __forceinline__ void unit(const uint8_t* blk, int v, uint32_t (&q)[8], float (&a)[2], float (&b)[2]) {
+        uint32_t w[8];
+        bytes32<16>(blk + 16 + 32 * (v >> 1), w);
+#pragma unroll
+        for (int i = 0; i < 8; i++) q[i] = (w[i] >> (4 * (v & 1))) & 0x0F0F0F0Fu;
+        k4_scale_min(*reinterpret_cast<const uint4*>(blk), v, a[0], b[0]);
+        a[1] = a[0], b[1] = b[0];
+    }
     static __device__ __forceinline__ void half(const uint8_t* row, size_t u, uint32_t (&q)[4], float& a, float& b) {
         const uint8_t* blk = row + (u >> 4) * kBytes;
         const int s = (int)(u & 15), j = s >> 2, h = (s >> 1) & 1, lo = s & 1;
@@ -385,7 +452,16 @@ struct q4_k_halves {
 
 // q5_k: d, dmin, scales[12], qh[32], qs[128]: q4_k's nibble, the fifth bit bit 2j + h of qh[l]
 struct q5_k_halves {
-    static constexpr int kElems = 256, kBytes = 176;
+    static constexpr int kElems = 256, kBytes = 176, kBit = 3;
+    static __device__ __forceinline__ void unit(const uint8_t* blk, int v, uint32_t (&q)[8], float (&a)[2], float (&b)[2]) {
+        uint32_t w[8], qh[8];
+        bytes32<16>(blk + 48 + 32 * (v >> 1), w);
+        bytes32<16>(blk + 16, qh);
+#pragma unroll
+        for (int i = 0; i < 8; i++) q[i] = ((w[i] >> (4 * (v & 1))) & 0x0F0F0F0Fu) | (((qh[i] >> v) & 0x01010101u) << 4);
+        k4_scale_min(*reinterpret_cast<const uint4*>(blk), v, a[0], b[0]);
+        a[1] = a[0], b[1] = b[0];
+    }
     static __device__ __forceinline__ void half(const uint8_t* row, size_t u, uint32_t (&q)[4], float& a, float& b) {
         const uint8_t* blk = row + (u >> 4) * kBytes;
         const int s = (int)(u & 15), j = s >> 2, h = (s >> 1) & 1, lo = s & 1;
@@ -403,7 +479,20 @@ struct q5_k_halves {
 // q6_k: ql[128], qh[64], scales[16] int8, d: weight 128n + 32t + l is nibble t / 2 of
 // ql[64n + 32 (t % 2) + l] with bits 2t.. of qh[32n + l] above it, minus 32; scale 8n + 2t + l / 16
 struct q6_k_halves {
-    static constexpr int kElems = 256, kBytes = 210;
+    static constexpr int kElems = 256, kBytes = 210, kBit = 4;
+    static __device__ __forceinline__ void unit(const uint8_t* blk, int v, uint32_t (&q)[8], float (&a)[2], float (&b)[2]) {
+        const int n = v >> 2, t = v & 3;
+        uint32_t w[8], qh[8];
+        bytes32<2>(blk + 64 * n + 32 * (t & 1), w);
+        bytes32<2>(blk + 128 + 32 * n, qh);
+#pragma unroll
+        for (int i = 0; i < 8; i++) {
+            q[i] = centred<32>(((w[i] >> (4 * (t >> 1))) & 0x0F0F0F0Fu) | (((qh[i] >> (2 * t)) & 0x03030303u) << 4));
+        }
+        const uint32_t sc = u16_at(blk + 192 + 2 * v);
+        const float d = half_at(blk + 208);
+        a[0] = d * (float)(signed char)(sc & 0xFFu), a[1] = d * (float)(signed char)(sc >> 8), b[0] = b[1] = 0.0f;
+    }
     static __device__ __forceinline__ void half(const uint8_t* row, size_t u, uint32_t (&q)[4], float& a, float& b) {
         const uint8_t* blk = row + (u >> 4) * kBytes;
         const int s = (int)(u & 15), n = s >> 3, t = (s >> 1) & 3, lo = s & 1;
@@ -420,7 +509,11 @@ struct q6_k_halves {
 
 // q8_k: d (f32), qs[256] int8, bsums[16]; q d
 struct q8_k_halves {
-    static constexpr int kElems = 256, kBytes = 292;
+    static constexpr int kElems = 256, kBytes = 292, kBit = 5;
+    static __device__ __forceinline__ void unit(const uint8_t* blk, int v, uint32_t (&q)[8], float (&a)[2], float (&b)[2]) {
+        bytes32<4>(blk + 4 + 32 * v, q);
+        a[0] = a[1] = __uint_as_float(word_at<4>(blk)), b[0] = b[1] = 0.0f;
+    }
     static __device__ __forceinline__ void half(const uint8_t* row, size_t u, uint32_t (&q)[4], float& a, float& b) {
         const uint8_t* blk = row + (u >> 4) * kBytes;
         words4<4>(blk + 4 + 16 * (u & 15), q);
@@ -568,17 +661,19 @@ template <> struct operands_of<bf16> {
 // rows t and t + 4 (PTX's m16n8k8 fragments). f16 and bf16 weights are exact in tf32; x is
 // hi + lo, hi its 10 high mantissa bits, lo the rest, of which the tensor cores keep 10: about
 // 21 bits of x reach the product (f32 weights split alike: three mmas, hi hi, hi lo, lo hi).
-// The QMATVEC_Q8_MMA_F_THREADS / 32 warps of a block take every so many pieces of 4 x 32 bytes
-// along the rows (the four lanes of a row read 128 bytes together); shared memory sums them. Any
-// grid (items grid-strided). An item is QMATVEC_Q8_MMA_TILES_F tiles where n is at least
-// QMATVEC_Q8_MMA_WIDE_N, else one (each x piece feeds more tiles; fewer rows, more items in
-// flight), whose warps keep QMATVEC_Q8_MMA_F_DEPTH steps in registers (more loads in flight
-// where the warps are few) and, items of one tile, QMATVEC_Q8_MMA_F_CHAINS chains of
-// accumulators (an mma waits for the one before it in its chain only). Where the weight has few
-// rows (4096: 256 tiles for 132 multiprocessors on the H100) the product waits on latency, not
-// on memory: blocks of 256 threads at 2 a multiprocessor (QMATVEC_Q8_MMA_F_MIN_BLOCKS, 128
-// registers a thread) keep 16 warps a multiprocessor in flight where blocks of 128 threads at
-// 250 registers kept 8.
+// A block's warps take every so many pieces of 4 x 32 bytes along the rows (the four lanes of a
+// row read 128 bytes together); shared memory sums them. Any grid (items grid-strided). Two
+// entry points, each with its own launch bounds, as the weight's rows (n) ask:
+// - qmatvec_q8_1_mma_<F>, below QMATVEC_Q8_MMA_WIDE_N rows (4096: 256 tiles for 132
+//   multiprocessors on the H100): the product waits on latency, not on memory. Items of one
+//   tile, QMATVEC_Q8_MMA_F_DEPTH steps in registers, QMATVEC_Q8_MMA_F_CHAINS chains of
+//   accumulators (an mma waits for the one before it in its chain only), blocks of
+//   QMATVEC_Q8_MMA_F_THREADS (256) at QMATVEC_Q8_MMA_F_MIN_BLOCKS (2) a multiprocessor, 128
+//   registers a thread: 16 warps a multiprocessor where blocks of 128 threads at 250 registers
+//   kept 8.
+// - qmatvec_q8_1_mma_wide_<F>, from QMATVEC_Q8_MMA_WIDE_N rows: items of QMATVEC_Q8_MMA_TILES_F
+//   (4) tiles, each x piece loaded once for all of them, 2 steps in registers, blocks of
+//   QMATVEC_Q8_MMA_F_WIDE_THREADS (128) with as many registers as 4 tiles take (about 250).
 
 #if OPGEN_CUDA && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 #define OPGEN_QMATVEC_MMA 1
@@ -1149,13 +1244,25 @@ __device__ void product(const uint8_t* __restrict__ w, const x_source& xs, float
 }
 
 // Weight rows per item by x rows class: ops.yaml's kernel facts, measured apart for the blocks of
-// 256 (QMATVEC_Q8_ROWS_K_X*: their unit decodes two halves and wants fewer rows at once), for
+// 256 (QMATVEC_Q8_ROWS_K_X*: their unit decodes two halves and wants fewer rows at once; 2 at 2
+// rows of x for those of QMATVEC_Q8_ROWS_K_X2_TWO), for
 // float weights (QMATVEC_Q8_ROWS_F_X*: a unit holds 8 or 16 weights as f32 in registers) and for
 // the blocks of 32 (QMATVEC_Q8_ROWS_X*).
+// A block of 256's bit in QMATVEC_Q8_WIDE_K and _ROWS_K_X2_TWO (its kBit); -1 for the others.
+template <typename F, typename = void> struct k_bit {
+    static constexpr int value = -1;
+};
+template <typename F> struct k_bit<F, decltype((void)F::kBit)> {
+    static constexpr int value = F::kBit;
+};
 template <typename F> struct item_rows {
     static constexpr int f = kFamily<F>;
+    static constexpr bool k_two = k_bit<F>::value >= 0 && ((OPGEN_QMATVEC_Q8_ROWS_K_X2_TWO >> k_bit<F>::value) & 1) != 0;
     static constexpr int x1 = f == 1 ? OPGEN_QMATVEC_Q8_ROWS_K_X1 : f == 2 ? OPGEN_QMATVEC_Q8_ROWS_F_X1 : OPGEN_QMATVEC_Q8_ROWS_X1;
-    static constexpr int x2 = f == 1 ? OPGEN_QMATVEC_Q8_ROWS_K_X2 : f == 2 ? OPGEN_QMATVEC_Q8_ROWS_F_X2 : OPGEN_QMATVEC_Q8_ROWS_X2;
+    static constexpr int x2 = k_two    ? 2
+                              : f == 1 ? OPGEN_QMATVEC_Q8_ROWS_K_X2
+                              : f == 2 ? OPGEN_QMATVEC_Q8_ROWS_F_X2
+                                       : OPGEN_QMATVEC_Q8_ROWS_X2;
     static constexpr int x4 = f == 1 ? OPGEN_QMATVEC_Q8_ROWS_K_X4 : f == 2 ? OPGEN_QMATVEC_Q8_ROWS_F_X4 : OPGEN_QMATVEC_Q8_ROWS_X4;
     static constexpr int x8 = f == 1 ? OPGEN_QMATVEC_Q8_ROWS_K_X8 : f == 2 ? OPGEN_QMATVEC_Q8_ROWS_F_X8 : OPGEN_QMATVEC_Q8_ROWS_X8;
 };
@@ -1165,23 +1272,27 @@ template <typename F> struct item_rows {
 // rows per item of item_rows<F>. Either is correct for any rows (more rows take more groups).
 // AMD (compiled, never run here): one row of x, else 4 at a time, 2 weight rows an item; its
 // dot4 is four multiply-adds, and fewer instances keep hiprtc's compile short.
-// qmatvec_q8_1_mma_<F>: the products on the tensor cores, float weights (QMATVEC_Q8_MMA_TILES_F
-// tiles an item from QMATVEC_Q8_MMA_WIDE_N weight rows, else one) and the blocks of 32 (kMmaTiles
-// tiles an item), built apart so that their registers per thread are not those of the dp4a product of
-// many rows of x. runtime/gpu/quant.py's q8_mma says when it is launched (QMATVEC_Q8_MMA_F_FROM,
-// _MMA_Q_FROM, _MMA_Q_N, _MMA_Q_X4_BLOCKS). Where F or the device has no tensor-core product
-// (the blocks of 256; AMD, cuda before sm_80), never launched, it is the dp4a product of 4 rows
-// of x at a time: correct for any rows and grid all the same.
-// qmatvec_q8_1_mma_<F>'s launch bounds, blocks per multiprocessor: the blocks of 32 ask for
-// QMATVEC_Q8_MMA_Q_MIN_BLOCKS (warps to keep their stages in flight), float weights for
-// QMATVEC_Q8_MMA_F_MIN_BLOCKS (warps to wait out latency where the weight has few rows).
+// qmatvec_q8_1_mma_<F>: the products on the tensor cores, float weights (items of one tile) and
+// the blocks of 32 (kMmaTiles tiles an item), built apart so that their registers per thread are
+// not those of the dp4a product of many rows of x; qmatvec_q8_1_mma_wide_<F>: float weights of
+// many rows (items of QMATVEC_Q8_MMA_TILES_F tiles), apart again for its own launch bounds.
+// runtime/gpu/quant.py's q8_mma says when the tensor cores multiply (QMATVEC_Q8_MMA_F_FROM,
+// _MMA_Q_FROM, _MMA_Q_N, _MMA_Q_X4_BLOCKS) and q8_entry which entry (_MMA_WIDE_N). Where F or the
+// device has no such product (the blocks of 256; the blocks of 32 in the wide entry; AMD, cuda
+// before sm_80), never launched, an entry is the dp4a product of 4 rows of x at a time: correct
+// for any rows and grid all the same.
+// Launch bounds, blocks per multiprocessor: the blocks of 32 ask for QMATVEC_Q8_MMA_Q_MIN_BLOCKS
+// (warps to keep their stages in flight), float weights for QMATVEC_Q8_MMA_F_MIN_BLOCKS (warps
+// to wait out latency where the weight has few rows), the wide entry for QMATVEC_Q8_MMA_F_WIDE_MIN_BLOCKS.
 template <typename F>
 constexpr int kMmaMinBlocks = kFamily<F> == 0 ? OPGEN_QMATVEC_Q8_MMA_Q_MIN_BLOCKS
                               : kFamily<F> == 2 ? OPGEN_QMATVEC_Q8_MMA_F_MIN_BLOCKS
                                                 : 1;
-// Its threads per block: float weights QMATVEC_Q8_MMA_F_THREADS (runtime/gpu/quant.py's
-// q8_threads launches them so), the others kThreads.
+// Threads per block: float weights QMATVEC_Q8_MMA_F_THREADS and _MMA_F_WIDE_THREADS
+// (runtime/gpu/quant.py's q8_threads launches them so), the others kThreads.
 template <typename F> constexpr int kMmaThreads = kFamily<F> == 2 ? OPGEN_QMATVEC_Q8_MMA_F_THREADS : kThreads;
+template <typename F> constexpr int kMmaWideThreads = kFamily<F> == 2 ? OPGEN_QMATVEC_Q8_MMA_F_WIDE_THREADS : kThreads;
+template <typename F> constexpr int kMmaWideMinBlocks = kFamily<F> == 2 ? OPGEN_QMATVEC_Q8_MMA_F_WIDE_MIN_BLOCKS : 1;
 
 template <typename F>
 __device__ __forceinline__ void qmatvec_q8_1_mma(const uint8_t* w, const float* x, const uint8_t* xq, float* y, size_t n,
@@ -1189,13 +1300,23 @@ __device__ __forceinline__ void qmatvec_q8_1_mma(const uint8_t* w, const float* 
     const x_source xs = {x, xq, reinterpret_cast<const float2*>(xq + rows * k), k};
 #if OPGEN_QMATVEC_MMA
     if constexpr (kFamily<F> == 2) {
-        typedef typename weight_type<F>::type T;
-        constexpr int B = kMmaThreads<F>;
-        if (n >= (size_t)OPGEN_QMATVEC_Q8_MMA_WIDE_N) return mma_product<T, OPGEN_QMATVEC_Q8_MMA_TILES_F, 2, B>(w, x, y, n, k, rows);
-        return mma_product<T, 1, OPGEN_QMATVEC_Q8_MMA_F_DEPTH, B>(w, x, y, n, k, rows);
+        return mma_product<typename weight_type<F>::type, 1, OPGEN_QMATVEC_Q8_MMA_F_DEPTH, kMmaThreads<F>>(w, x, y, n, k, rows);
     }
     if constexpr (kFamily<F> == 0) return q8_mma_product<F>(w, xs, y, n, rows);
 #endif
+    product<F, 4, 2>(w, xs, y, n, rows);
+}
+
+template <typename F>
+__device__ __forceinline__ void qmatvec_q8_1_mma_wide(const uint8_t* w, const float* x, const uint8_t* xq, float* y,
+                                                      size_t n, size_t k, size_t rows) {
+#if OPGEN_QMATVEC_MMA
+    if constexpr (kFamily<F> == 2) {
+        return mma_product<typename weight_type<F>::type, OPGEN_QMATVEC_Q8_MMA_TILES_F, 2, kMmaWideThreads<F>>(w, x, y, n, k,
+                                                                                                               rows);
+    }
+#endif
+    const x_source xs = {x, xq, reinterpret_cast<const float2*>(xq + rows * k), k};
     product<F, 4, 2>(w, xs, y, n, rows);
 }
 

@@ -30,6 +30,7 @@ from generated.kernel_facts import (
     QMATVEC_Q8_LANE_UNITS_MANY,
     QMATVEC_Q8_MMA_F_FROM,
     QMATVEC_Q8_MMA_F_THREADS,
+    QMATVEC_Q8_MMA_F_WIDE_THREADS,
     QMATVEC_Q8_MMA_Q_FROM,
     QMATVEC_Q8_MMA_Q_N,
     QMATVEC_Q8_MMA_Q_PAIR_BLOCKS,
@@ -44,6 +45,7 @@ from generated.kernel_facts import (
     QMATVEC_Q8_ROWS_F_X8,
     QMATVEC_Q8_ROWS_K_X1,
     QMATVEC_Q8_ROWS_K_X2,
+    QMATVEC_Q8_ROWS_K_X2_TWO,
     QMATVEC_Q8_ROWS_K_X4,
     QMATVEC_Q8_ROWS_K_X8,
     QMATVEC_Q8_ROWS_X1,
@@ -105,18 +107,21 @@ QMATVEC_Q8_GRID_FACTS = {
     "QMATVEC_Q8_MMA_Q_X4_BLOCKS": QMATVEC_Q8_MMA_Q_X4_BLOCKS,
     "QMATVEC_Q8_MMA_Q_PAIR_BLOCKS": QMATVEC_Q8_MMA_Q_PAIR_BLOCKS,
     "QMATVEC_Q8_MMA_F_THREADS": QMATVEC_Q8_MMA_F_THREADS,
+    "QMATVEC_Q8_MMA_F_WIDE_THREADS": QMATVEC_Q8_MMA_F_WIDE_THREADS,
 }
 #: The blocks of 32 in the order of their bits in QMATVEC_Q8_MMA_Q_X4_BLOCKS (and the kernel's
 #: QMATVEC_Q8_WIDE_BLOCKS).
 BLOCK32_BITS = ("q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q8_1")
+#: The blocks of 256 in the order of their bits in QMATVEC_Q8_ROWS_K_X2_TWO (and QMATVEC_Q8_WIDE_K).
+BLOCK256_BITS = ("q2_k", "q3_k", "q4_k", "q5_k", "q6_k", "q8_k")
 #: The first compute capability with mma.sync of tf32 and s8 (hip/qmatvec_q8.hip's OPGEN_QMATVEC_MMA).
 MMA_TF32_ARCH = 80
 #: (format, x rows class) where the exact-x kernel (qmatvec_<fmt>) was measured faster than the
 #: quantized-x one, over the four shapes of bench/ggml.py together: QMatMul takes it there with
-#: the switch qmatmul_exact_x off too (H200, 2026-11-27; the exact-x kernel's figures:
-#: bench/results/ggml-anchor-h200.json, opgen_exact_x_us; the quantized-x kernel's of this tree:
-#: bench/results/ggml-q8-explore-h200.md, which took q4_0 and q8_0 of one row off this set).
-EXACT_X_FASTER: frozenset[tuple[str, int]] = frozenset({("q4_k", 1), ("q6_k", 1), ("q6_k", 2)})
+#: the switch qmatmul_exact_x off too (H100, 2026-11-28: q6_K at one row 77.7 µs against 87.4 at
+#: 16384²; the blocks of 256 reading whole 16-byte pieces (QMATVEC_Q8_WIDE_K) took q4_K of one
+#: row and q6_K of two off this set: bench/results/ggml-q8-explore-h100.md).
+EXACT_X_FASTER: frozenset[tuple[str, int]] = frozenset({("q6_k", 1)})
 #: (format, x rows class) that keep the exact-x kernel up to EXACT_X_SMALL_ELEMS weights: one
 #: launch, where the quantized-x path's two (quantize x, then the product) cost more host time
 #: than the product's GPU time (a warm q4_0 4096 x 4096 call: 0.017 ms against 0.009 on the
@@ -363,7 +368,8 @@ def qmatvec_q8_1(
     qmatvec_q8_1_few_<fmt> for one or two rows of x. Two launches on x's stream."""
     ordinal, stream, nx = x.ordinal, rt.stream(x.ordinal), x_rows_class(rows)
     mma = q8_mma(rt, ordinal, q.fmt, nx, n)
-    fn = _kernel("qmatmul", rt, table, q8_entry(nx, mma), q.fmt)
+    wide = mma and q8_wide(q.fmt, n)
+    fn = _kernel("qmatmul", rt, table, q8_entry(nx, mma, wide), q.fmt)
     if q.fmt in ggml.PLAIN:
         xq = x
     else:
@@ -372,32 +378,43 @@ def qmatvec_q8_1(
         quantize_x = rt._entry(table, (K.QUANTIZE_Q8_1_X, x.dtype), "qmatmul")
         quantize_x(rt.launch, rt.geometry(rows * k // 4, ordinal), BLOCK, stream, x.ptr, xq.ptr, rows, k)
     grid = q8_grid(rt, ordinal, q.fmt, n, k, rows, q8_item_rows(q.fmt, nx, n), mma=mma)
-    fn(rt.launch, grid, q8_threads(q.fmt, mma), stream, q.buf.ptr, x.ptr, xq.ptr, out.ptr, n, k, rows)
+    fn(rt.launch, grid, q8_threads(q.fmt, mma, wide=wide), stream, q.buf.ptr, x.ptr, xq.ptr, out.ptr, n, k, rows)
 
 
-def q8_threads(fmt: str, mma: bool, facts=QMATVEC_Q8_GRID_FACTS) -> int:
+def q8_wide(fmt: str, n: int, facts=QMATVEC_Q8_GRID_FACTS) -> bool:
+    """Whether float weights of n rows on the tensor cores take qmatvec_q8_1_mma_wide_<fmt>
+    (from QMATVEC_Q8_MMA_WIDE_N rows: items of MMA_TILES_F tiles, its own launch bounds)."""
+    return fmt in ggml.PLAIN and n >= facts["QMATVEC_Q8_MMA_WIDE_N"]
+
+
+def q8_threads(fmt: str, mma: bool, facts=QMATVEC_Q8_GRID_FACTS, wide: bool = False) -> int:
     """Threads per block of qmatvec_q8_1's entry: float weights on the tensor cores
-    QMATVEC_Q8_MMA_F_THREADS (their launch bounds, hip/qmatvec_q8.hip's kMmaThreads), every
-    other QMATVEC_Q8_THREADS."""
-    return facts["QMATVEC_Q8_MMA_F_THREADS"] if mma and fmt in ggml.PLAIN else QMATVEC_Q8_THREADS
+    QMATVEC_Q8_MMA_F_THREADS, or QMATVEC_Q8_MMA_F_WIDE_THREADS in the wide entry (q8_wide; their
+    launch bounds, hip/qmatvec_q8.hip's kMmaThreads and kMmaWideThreads), every other
+    QMATVEC_Q8_THREADS."""
+    if not (mma and fmt in ggml.PLAIN):
+        return QMATVEC_Q8_THREADS
+    return facts["QMATVEC_Q8_MMA_F_WIDE_THREADS" if wide else "QMATVEC_Q8_MMA_F_THREADS"]
 
 
-def q8_entry(nx: int, mma: bool) -> K:
+def q8_entry(nx: int, mma: bool, wide: bool = False) -> K:
     """The entry point of qmatvec_q8_1 for the x rows class nx: the tensor cores' where they
-    multiply (q8_mma), else one or two rows' own (their launch bounds), else the general one."""
+    multiply (q8_mma; float weights of many rows their wide one, q8_wide), else one or two rows'
+    own (their launch bounds), else the general one."""
     if mma:
-        return K.QMATVEC_Q8_1_MMA_SELF
+        return K.QMATVEC_Q8_1_MMA_WIDE_SELF if wide else K.QMATVEC_Q8_1_MMA_SELF
     return K.QMATVEC_Q8_1_FEW_SELF if nx <= 2 else K.QMATVEC_Q8_1_SELF
 
 
 def q8_item_rows(fmt: str, nx: int, n: int) -> int:
     """qmatvec_q8_1_<fmt>'s weight rows per item for the x rows class `nx` (x_rows_class) and a
     weight of n rows: the blocks of 32 at 3 or 4 rows of x take QMATVEC_Q8_ROWS_X4_NARROW below
-    QMATVEC_Q8_NARROW_N rows."""
+    QMATVEC_Q8_NARROW_N rows; the blocks of 256 of QMATVEC_Q8_ROWS_K_X2_TWO two at 2 rows."""
     if fmt in ggml.PLAIN:
         return QMATVEC_Q8_ROWS_F[nx]
     if ggml.FORMATS[fmt].block == 256:
-        return QMATVEC_Q8_ROWS_K[nx]
+        two = nx == 2 and (QMATVEC_Q8_ROWS_K_X2_TWO >> BLOCK256_BITS.index(fmt)) & 1
+        return 2 if two else QMATVEC_Q8_ROWS_K[nx]
     return QMATVEC_Q8_ROWS_X4_NARROW if nx == 4 and n < QMATVEC_Q8_NARROW_N else QMATVEC_Q8_ROWS[nx]
 
 

@@ -290,14 +290,16 @@ def test_the_shipped_overridable_facts_are_those_a_bench_sets_on_both_sides():
     overridable = [f.name for f in registry.kernel_facts if f.overridable]
     rows = [f"QMATVEC_Q8_ROWS{family}_X{x}" for family in ("", "_K", "_F") for x in (1, 2, 4, 8)]
     rows[3:3] = ["QMATVEC_Q8_ROWS_X4_NARROW", "QMATVEC_Q8_NARROW_N"]
+    rows.insert(rows.index("QMATVEC_Q8_ROWS_K_X2") + 1, "QMATVEC_Q8_ROWS_K_X2_TWO")
     assert overridable == [
         "ROW_BYTES", "COLUMN_PACKS", "COLUMN_MIN_BLOCKS", "TILE_INTERLEAVED", *rows, "QMATVEC_Q8_MIN_BLOCKS",
         "QMATVEC_Q8_FEW_MIN_BLOCKS", "QMATVEC_Q8_LANE_UNITS", "QMATVEC_Q8_LANE_UNITS_MANY", "QMATVEC_Q8_LANE_ITEMS",
         "QMATVEC_Q8_LANE_UNITS_F", "QMATVEC_Q8_MMA_F_FROM", "QMATVEC_Q8_MMA_TILES_F",
         "QMATVEC_Q8_MMA_WIDE_N", "QMATVEC_Q8_MMA_F_DEPTH", "QMATVEC_Q8_MMA_F_CHAINS", "QMATVEC_Q8_MMA_F_THREADS",
-        "QMATVEC_Q8_MMA_F_MIN_BLOCKS", "QMATVEC_Q8_MMA_Q_FROM", "QMATVEC_Q8_MMA_Q_N", "QMATVEC_Q8_MMA_Q_X4_BLOCKS",
+        "QMATVEC_Q8_MMA_F_WIDE_THREADS", "QMATVEC_Q8_MMA_F_WIDE_MIN_BLOCKS", "QMATVEC_Q8_MMA_F_MIN_BLOCKS",
+        "QMATVEC_Q8_MMA_Q_FROM", "QMATVEC_Q8_MMA_Q_N", "QMATVEC_Q8_MMA_Q_X4_BLOCKS",
         "QMATVEC_Q8_MMA_Q_PAIR_BLOCKS", "QMATVEC_Q8_MMA_Q_STAGES", "QMATVEC_Q8_MMA_Q_X_L1",
-        "QMATVEC_Q8_MMA_Q_MIN_BLOCKS", "QMATVEC_Q8_WIDE_BLOCKS",
+        "QMATVEC_Q8_MMA_Q_MIN_BLOCKS", "QMATVEC_Q8_WIDE_BLOCKS", "QMATVEC_Q8_WIDE_K",
     ]  # fmt: skip
 
 

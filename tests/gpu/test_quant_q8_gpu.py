@@ -35,7 +35,8 @@ SHAPES = [(37, 256), (33, 4096), (130, 2304), (33, 4352)]  # NMSE over few outpu
 #: f32 / f16 / bf16: k of 24 fills f32's units of 8, not f16's of 16 (their exact-x kernel); 8448:
 #: a block an item (more units a lane than QMATVEC_Q8_LANE_UNITS_F), 4352 f32's too; 4112 ends in
 #: part of the tensor cores' step (64 weights of a warp's lanes of a row), n of 19 part of a tile;
-#: n of 8195 takes their items of QMATVEC_Q8_MMA_TILES_F tiles (QMATVEC_Q8_MMA_WIDE_N), the last part full
+#: n of 8195 takes qmatvec_q8_1_mma_wide_* (QMATVEC_Q8_MMA_WIDE_N), items of QMATVEC_Q8_MMA_TILES_F
+#: tiles, the last part full
 FLOAT_SHAPES = [(7, 24), (33, 8448), (19, 4112), (8195, 96)]
 #: The blocks of 32 on the tensor cores (from QMATVEC_Q8_MMA_Q_FROM rows of x, on weights of at least
 #: QMATVEC_Q8_MMA_Q_N rows; cuda sm_80 and up), items of one or two tiles of 16 rows (q8_tiles): n of

@@ -11,6 +11,8 @@ from bench import ggml as bench
 from runtime import ggml
 
 PERF_HEAD = (
+    "static void init_tensor_uniform(ggml_tensor * tensor, float min = -1.0f, float max = 1.0f) {\n"
+    "    size_t nels = ggml_nelements(tensor);\n}\n"
     "static std::vector<std::unique_ptr<test_case>> make_test_cases_perf() {\n"
     "    std::vector<std::unique_ptr<test_case>> test_cases;\n"
     "    test_cases.emplace_back(new test_mul_mat(type_a, type_b, 4096, bs, 14336, {1,  1}, {1, 1}));\n"
@@ -19,7 +21,7 @@ PERF_HEAD = (
 )
 
 
-def test_patch_adds_the_shapes_once_and_sets_the_least_time(tmp_path):
+def test_patch_adds_the_shapes_and_the_repeated_sample_once_and_sets_the_least_time(tmp_path):
     (tmp_path / "tests").mkdir()
     source = tmp_path / "tests" / "test-backend-ops.cpp"
     source.write_text(PERF_HEAD)
@@ -31,6 +33,15 @@ def test_patch_adds_the_shapes_once_and_sets_the_least_time(tmp_path):
     assert "{16384, 16384}, {14336, 4096}, {4096, 4096}" in text  # 4096 x 14336 is ggml's own case
     assert text.index(bench.MARKER) < text.index("4096, bs, 14336")
     assert "while (total_time_us < 250000);" in text and "1000*1000" not in text
+    assert text.count(bench.INIT_MARKER) == 1 and text.count("if (opgen_init_repeated(tensor, min, max))") == 1
+    head = text.index(bench.INIT_HEAD)  # the sample first, the call at the top of ggml's initializer
+    assert (
+        text.index(bench.INIT_MARKER)
+        < head
+        < text.index("opgen_init_repeated(tensor, min, max))")
+        < text.index("size_t nels")
+    )
+    assert f"sample = {bench.SAMPLE}," in text
 
 
 def test_ggml_lines_become_cells(tmp_path, monkeypatch):
@@ -424,6 +435,7 @@ def test_float_weights_on_the_tensor_cores_launch_their_own_block_size(tmp_path)
     assert shipped.threads(sm90, "f16", 1, 4096) == kf.QMATVEC_Q8_THREADS
     assert shipped.threads(sm90, "q4_0", 8, 16384) == kf.QMATVEC_Q8_THREADS
     assert gpu_quant.q8_threads("f32", True) == kf.QMATVEC_Q8_MMA_F_THREADS
+    assert gpu_quant.q8_threads("f32", True, wide=True) == kf.QMATVEC_Q8_MMA_F_WIDE_THREADS
     assert gpu_quant.q8_threads("q8_0", True) == gpu_quant.q8_threads("f32", False) == kf.QMATVEC_Q8_THREADS
     older = tmp_path / "qmatvec_q8.hip"
     from runtime.gpu.compile import HIP_DIR
@@ -433,6 +445,57 @@ def test_float_weights_on_the_tensor_cores_launch_their_own_block_size(tmp_path)
     (baseline,) = [v for v in bench.explore_variants([], older)]
     assert baseline.threads(sm90, "f16", rows, 4096) == kf.QMATVEC_Q8_THREADS
     assert "constexpr int kMmaThreads = kThreads;" in baseline.path.read_text()
+
+
+def test_float_weights_of_many_rows_take_the_wide_entry_with_its_tiles_and_block_size(tmp_path):
+    """From QMATVEC_Q8_MMA_WIDE_N weight rows, float weights on the tensor cores launch
+    qmatvec_q8_1_mma_wide_<fmt>: QMATVEC_Q8_MMA_F_WIDE_THREADS a block, items of
+    QMATVEC_Q8_MMA_TILES_F tiles; below it qmatvec_q8_1_mma_<fmt>; never the other formats. A
+    source from before the wide entry launches its tensor-core entry at every n (the shim names
+    the wide one for the generated entry points)."""
+    from generated import kernel_facts as kf
+    from runtime.gpu import quant as gpu_quant
+
+    shipped, off = bench.explore_variants(["shipped", "mma-f-wide-off"], None)
+    sm90 = _Cuda("sm_90")
+    rows, wide_n = max(kf.QMATVEC_Q8_MMA_F_FROM, 3), kf.QMATVEC_Q8_MMA_WIDE_N
+    assert shipped.entry(sm90, "bf16", rows, wide_n) == "qmatvec_q8_1_mma_wide_bf16"
+    assert shipped.threads(sm90, "bf16", rows, wide_n) == kf.QMATVEC_Q8_MMA_F_WIDE_THREADS
+    assert shipped.grid(sm90, "bf16", wide_n, 4096, 8) == -(-wide_n // (16 * kf.QMATVEC_Q8_MMA_TILES_F))
+    assert shipped.entry(sm90, "bf16", rows, wide_n - 1) == "qmatvec_q8_1_mma_bf16"
+    assert shipped.threads(sm90, "bf16", rows, wide_n - 1) == kf.QMATVEC_Q8_MMA_F_THREADS
+    assert shipped.grid(sm90, "bf16", wide_n - 1, 4096, 8) == -(-(wide_n - 1) // 16)
+    assert off.entry(sm90, "f32", rows, 16384) == "qmatvec_q8_1_mma_f32"
+    assert shipped.entry(sm90, "q4_0", 8, 16384) == "qmatvec_q8_1_mma_q4_0"
+    assert gpu_quant.q8_wide("f16", wide_n) and not gpu_quant.q8_wide("f16", wide_n - 1)
+    assert not gpu_quant.q8_wide("q8_0", 16384)
+    assert gpu_quant.q8_entry(8, True, True) == gpu_quant.K.QMATVEC_Q8_1_MMA_WIDE_SELF
+    assert gpu_quant.q8_entry(8, True) == gpu_quant.K.QMATVEC_Q8_1_MMA_SELF
+    from runtime.gpu.compile import HIP_DIR
+
+    older = tmp_path / "qmatvec_q8.hip"
+    older.write_text(
+        (HIP_DIR / "qmatvec_q8.hip").read_text().replace("qmatvec_q8_1_mma_wide", "qmatvec_q8_1_mma_older")
+    )
+    (baseline,) = bench.explore_variants([], older)
+    assert baseline.entry(sm90, "f16", rows, 16384) == "qmatvec_q8_1_mma_f16"
+    assert "__device__ void qmatvec_q8_1_mma_wide(" in baseline.path.read_text()
+
+
+def test_the_blocks_of_256_of_the_x2_two_bits_take_two_weight_rows_at_two_rows_of_x():
+    """QMATVEC_Q8_ROWS_K_X2_TWO: the blocks of 256 with its bit take items of 2 weight rows at 2
+    rows of x (QMATVEC_Q8_ROWS_K_X2 without it), the runtime and the bench's builds alike."""
+    from generated import kernel_facts as kf
+    from runtime.gpu import quant as gpu_quant
+
+    shipped, none = bench.explore_variants(["shipped", "rows-k-x2-two-none"], None)
+    for bit, fmt in enumerate(gpu_quant.BLOCK256_BITS):
+        two = 2 if kf.QMATVEC_Q8_ROWS_K_X2_TWO >> bit & 1 else kf.QMATVEC_Q8_ROWS_K_X2
+        assert shipped.item_rows(fmt, 2, 4096) == gpu_quant.q8_item_rows(fmt, 2, 4096) == two, fmt
+        assert none.item_rows(fmt, 2, 4096) == kf.QMATVEC_Q8_ROWS_K_X2, fmt
+        assert shipped.item_rows(fmt, 1, 4096) == kf.QMATVEC_Q8_ROWS_K_X1, fmt
+    block256 = {f for f, spec in ggml.FORMATS.items() if spec.block == 256}
+    assert set(gpu_quant.BLOCK256_BITS) == block256
 
 
 def test_the_blocks_of_32_pair_their_tiles_where_two_stages_fit():
