@@ -17,6 +17,8 @@
 //                                       weights on the tensor cores" below); the blocks of 32 from
 //                                       QMATVEC_Q8_MMA_Q_FROM rows, or 3 (QMATVEC_Q8_MMA_Q_X4_BLOCKS;
 //                                       "blocks of 32 on the tensor cores")
+//   qmatvec_q8_1_mma_wide_<fmt>(...)    float weights of QMATVEC_Q8_MMA_WIDE_N rows and more on
+//                                       the tensor cores, its own launch bounds
 //
 // x in q8_1: d = max |x| / 127 over each 32 values, q = round(x / d). A NaN or an infinity in
 // a block makes its d NaN, so the row's outputs are NaN. Error: each x rounds by at most d/2,
