@@ -542,23 +542,10 @@ __device__ void qmatvec_q8_1_mma_wide(const uint8_t* w, const float* x, const ui
 """
 
 
-#: For a source from before its entry points were launched programmatically: the generated entry
-#: points begin with begin_programmatic() (the runtime launches them so on sm_90), which waits.
-PROGRAMMATIC_SHIM = """
-namespace {
-__device__ __forceinline__ void begin_programmatic() {
-    opgen::release_dependents();
-    opgen::wait_for_predecessor();
-}
-}  // namespace
-"""
-
-
 def _with_entry_shims(text: str, few: bool, mma: bool, wide: bool = True) -> str:
     include = '#include "qmatvec_q8_entries.h"'
     threads = "" if "kMmaThreads" in text else MMA_THREADS_SHIM
     shims = ("" if few else FEW_SHIMS) + ("" if mma else MMA_SHIM) + threads + ("" if wide else MMA_WIDE_SHIM)
-    shims += "" if "begin_programmatic" in text else PROGRAMMATIC_SHIM
     return text.replace(include, shims + include)
 
 

@@ -1296,15 +1296,6 @@ template <typename F> constexpr int kMmaThreads = kFamily<F> == 2 ? OPGEN_QMATVE
 template <typename F> constexpr int kMmaWideThreads = kFamily<F> == 2 ? OPGEN_QMATVEC_Q8_MMA_F_WIDE_THREADS : kThreads;
 template <typename F> constexpr int kMmaWideMinBlocks = kFamily<F> == 2 ? OPGEN_QMATVEC_Q8_MMA_F_WIDE_MIN_BLOCKS : 1;
 
-// Every entry point of this file is launched programmatically on sm_90 (ops.yaml's
-// PROGRAMMATIC_KERNELS names them all): a product may start while x's quantization still runs,
-// and a quantization while the kernel before it does. Each entry (templates/hip/qmatvec_q8.h.j2)
-// first lets the next kernel start, then waits for the one before it, before it touches memory.
-__device__ __forceinline__ void begin_programmatic() {
-    opgen::release_dependents();
-    opgen::wait_for_predecessor();
-}
-
 template <typename F>
 __device__ __forceinline__ void qmatvec_q8_1_mma(const uint8_t* w, const float* x, const uint8_t* xq, float* y, size_t n,
                                                  size_t k, size_t rows) {

@@ -482,22 +482,6 @@ def test_float_weights_of_many_rows_take_the_wide_entry_with_its_tiles_and_block
     assert "__device__ void qmatvec_q8_1_mma_wide(" in baseline.path.read_text()
 
 
-def test_a_source_from_before_programmatic_entries_gets_their_wait_from_a_shim(tmp_path):
-    """The generated entry points begin with begin_programmatic() (the runtime launches them
-    programmatically on sm_90); an older source without it gets the bench's definition, which
-    waits for the kernel before; this tree's source keeps its own."""
-    from runtime.gpu.compile import HIP_DIR
-
-    text = (HIP_DIR / "qmatvec_q8.hip").read_text()
-    older = tmp_path / "qmatvec_q8.hip"
-    older.write_text(text.replace("begin_programmatic", "begin_older"))
-    shipped, baseline = bench.explore_variants(["shipped"], older)
-    assert bench.PROGRAMMATIC_SHIM not in shipped.path.read_text()
-    shimmed = baseline.path.read_text()
-    assert bench.PROGRAMMATIC_SHIM in shimmed and "opgen::wait_for_predecessor();" in shimmed
-    assert shimmed.index(bench.PROGRAMMATIC_SHIM) < shimmed.index('#include "qmatvec_q8_entries.h"')
-
-
 def test_the_blocks_of_256_of_the_x2_two_bits_take_two_weight_rows_at_two_rows_of_x():
     """QMATVEC_Q8_ROWS_K_X2_TWO: the blocks of 256 with its bit take items of 2 weight rows at 2
     rows of x (QMATVEC_Q8_ROWS_K_X2 without it), the runtime and the bench's builds alike."""
