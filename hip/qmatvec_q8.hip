@@ -313,7 +313,9 @@ struct q8_1 {
 // The blocks of 256: half(row, h, q, a, b) gives weights 16h..16h+15 of the row (their scale and
 // minimum are per 16); a unit of 32 is two of them. Where QMATVEC_Q8_WIDE_K has the format's bit
 // (kBit), F::unit reads the unit's 32 contiguous bytes of each field as whole aligned 16-byte
-// pieces (bytes32) and its two scales in one load, where the halves load 2 or 4 bytes at a time.
+// pieces (bytes32) and its scales once for both halves, where each half loads its fields 2 or 4
+// bytes at a time if the block is no more aligned (q3_K, q6_K; q2_K, q8_K) and its scales byte by
+// byte.
 template <int B> constexpr bool kWideK = ((OPGEN_QMATVEC_Q8_WIDE_K >> B) & 1) != 0;
 
 template <typename F> struct by_halves {
@@ -1247,9 +1249,8 @@ __device__ void product(const uint8_t* __restrict__ w, const x_source& xs, float
 
 // Weight rows per item by x rows class: ops.yaml's kernel facts, measured apart for the blocks of
 // 256 (QMATVEC_Q8_ROWS_K_X*: their unit decodes two halves and wants fewer rows at once; 2 at 2
-// rows of x for those of QMATVEC_Q8_ROWS_K_X2_TWO), for
-// float weights (QMATVEC_Q8_ROWS_F_X*: a unit holds 8 or 16 weights as f32 in registers) and for
-// the blocks of 32 (QMATVEC_Q8_ROWS_X*).
+// rows of x for those of QMATVEC_Q8_ROWS_K_X2_TWO), for float weights (QMATVEC_Q8_ROWS_F_X*: a
+// unit holds 8 or 16 weights as f32 in registers) and for the blocks of 32 (QMATVEC_Q8_ROWS_X*).
 // A block of 256's bit in QMATVEC_Q8_WIDE_K and _ROWS_K_X2_TWO (its kBit); -1 for the others.
 template <typename F, typename = void> struct k_bit {
     static constexpr int value = -1;
