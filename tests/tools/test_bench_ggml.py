@@ -498,6 +498,24 @@ def test_the_blocks_of_256_of_the_x2_two_bits_take_two_weight_rows_at_two_rows_o
     assert set(gpu_quant.BLOCK256_BITS) == block256
 
 
+def test_the_kernel_and_the_runtime_number_the_format_bits_alike():
+    """hip/qmatvec_q8.hip's bits of the blocks of 32 (kBlock32Bit) and of 256 (each *_halves'
+    kBit) are runtime/gpu/quant.py's BLOCK32_BITS and BLOCK256_BITS orders: the facts that hold a
+    bit a format (QMATVEC_Q8_WIDE_K, _ROWS_K_X2_TWO, _MMA_Q_X4_BLOCKS ...) mean one thing to both."""
+    import re
+
+    from runtime.gpu import quant as gpu_quant
+    from runtime.gpu.compile import HIP_DIR
+
+    text = (HIP_DIR / "qmatvec_q8.hip").read_text()
+    block32 = dict(re.findall(r"constexpr int kBlock32Bit<(\w+)> = (\d+);", text))
+    block256 = dict(
+        re.findall(r"struct (\w+)_halves \{\n    static constexpr int kElems = 256, kBytes = \d+, kBit = (\d+);", text)
+    )
+    assert {f: int(b) for f, b in block32.items()} == {f: i for i, f in enumerate(gpu_quant.BLOCK32_BITS)}
+    assert {f: int(b) for f, b in block256.items()} == {f: i for i, f in enumerate(gpu_quant.BLOCK256_BITS)}
+
+
 def test_the_blocks_of_32_pair_their_tiles_where_two_stages_fit():
     """QMATVEC_Q8_MMA_Q_PAIR_BLOCKS: items of two tiles for the formats with its bit whose two
     stages of two tiles fit 48 KiB (not q8_0's nor q8_1's: 34 and 36 bytes a block), else one."""
