@@ -80,10 +80,10 @@ static bool opgen_init_repeated(ggml_tensor * tensor, float min, float max) {{
     for (float & v : data) {{
         v = distribution(gen);
     }}
-    std::vector<uint8_t> bytes(ggml_row_size(tensor->type, sample));
+    std::vector<uint8_t> bytes(ggml_row_size(type, sample));
     if (packed) {{
-        const int64_t blck = ggml_blck_size(tensor->type);
-        ggml_quantize_chunk(tensor->type, data.data(), bytes.data(), 0, sample / blck, blck, nullptr);
+        const int64_t blck = ggml_blck_size(type);
+        ggml_quantize_chunk(type, data.data(), bytes.data(), 0, sample / blck, blck, nullptr);
     }} else {{
         memcpy(bytes.data(), data.data(), bytes.size());
     }}

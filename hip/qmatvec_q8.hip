@@ -1247,10 +1247,6 @@ __device__ void product(const uint8_t* __restrict__ w, const x_source& xs, float
     }
 }
 
-// Weight rows per item by x rows class: ops.yaml's kernel facts, measured apart for the blocks of
-// 256 (QMATVEC_Q8_ROWS_K_X*: their unit decodes two halves and wants fewer rows at once; 2 at 2
-// rows of x for those of QMATVEC_Q8_ROWS_K_X2_TWO), for float weights (QMATVEC_Q8_ROWS_F_X*: a
-// unit holds 8 or 16 weights as f32 in registers) and for the blocks of 32 (QMATVEC_Q8_ROWS_X*).
 // A block of 256's bit in QMATVEC_Q8_WIDE_K and _ROWS_K_X2_TWO (its kBit); -1 for the others.
 template <typename F, typename = void> struct k_bit {
     static constexpr int value = -1;
@@ -1258,6 +1254,11 @@ template <typename F, typename = void> struct k_bit {
 template <typename F> struct k_bit<F, decltype((void)F::kBit)> {
     static constexpr int value = F::kBit;
 };
+
+// Weight rows per item by x rows class: ops.yaml's kernel facts, measured apart for the blocks of
+// 256 (QMATVEC_Q8_ROWS_K_X*: their unit decodes two halves and wants fewer rows at once; 2 at 2
+// rows of x for those of QMATVEC_Q8_ROWS_K_X2_TWO), for float weights (QMATVEC_Q8_ROWS_F_X*: a
+// unit holds 8 or 16 weights as f32 in registers) and for the blocks of 32 (QMATVEC_Q8_ROWS_X*).
 template <typename F> struct item_rows {
     static constexpr int f = kFamily<F>;
     static constexpr bool k_two = k_bit<F>::value >= 0 && ((OPGEN_QMATVEC_Q8_ROWS_K_X2_TWO >> k_bit<F>::value) & 1) != 0;

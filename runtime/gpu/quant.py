@@ -479,7 +479,7 @@ def q8_grid(
     nx = x_rows_class(rows)
     if q8_mma(rt, ordinal, fmt, nx, n, facts) if mma is None else mma:
         if fmt in ggml.PLAIN:
-            tiles = facts["QMATVEC_Q8_MMA_TILES_F"] if n >= facts["QMATVEC_Q8_MMA_WIDE_N"] else 1
+            tiles = facts["QMATVEC_Q8_MMA_TILES_F"] if q8_wide(fmt, n, facts) else 1
         else:
             tiles = q8_tiles(fmt, facts)
         return _grid(rt, ordinal, -(-n // (16 * tiles)) * -(-rows // 8))
