@@ -319,13 +319,19 @@
 // qmatvec_q8_1_*: the blocks of 32 read as whole aligned 16-byte pieces, a bit each (q4_0 1, q4_1 2, q5_0 4, q5_1 8, q8_0 16, q8_1 32); the others load their fields at the fields' own alignment (bench/ggml.py --explore compares)
 // (a default: -D OPGEN_QMATVEC_Q8_WIDE_BLOCKS=... may tune it, with the runtime's QMATVEC_Q8_WIDE_BLOCKS set alike)
 #ifndef OPGEN_QMATVEC_Q8_WIDE_BLOCKS
-#define OPGEN_QMATVEC_Q8_WIDE_BLOCKS 16
+#define OPGEN_QMATVEC_Q8_WIDE_BLOCKS 17
 #endif
 
 // qmatvec_q8_1_*: the blocks of 256 whose unit of 32 weights reads each field's 32 bytes as whole aligned 16-byte pieces and its two scales in one load, a bit each (q2_K 1, q3_K 2, q4_K 4, q5_K 8, q6_K 16, q8_K 32); the others decode it as two halves of 16, loading 2 or 4 bytes at a time where the block allows no more (bench/ggml.py --explore compares)
 // (a default: -D OPGEN_QMATVEC_Q8_WIDE_K=... may tune it, with the runtime's QMATVEC_Q8_WIDE_K set alike)
 #ifndef OPGEN_QMATVEC_Q8_WIDE_K
 #define OPGEN_QMATVEC_Q8_WIDE_K 30
+#endif
+
+// qmatvec_q8_1_* for one row of x: the blocks of 256 whose lanes take long units of 128 weights (the four bit pairs of one 32-byte run of quants, its high bits and scales loaded once) where units of 32 load them four times, a bit each as QMATVEC_Q8_WIDE_K; only q2_K 1 and q3_K 2 have a long unit (q2_K: slower at 4096x14336 and 14336x4096; bench/ggml.py --explore compares)
+// (a default: -D OPGEN_QMATVEC_Q8_LONG_K=... may tune it, with the runtime's QMATVEC_Q8_LONG_K set alike)
+#ifndef OPGEN_QMATVEC_Q8_LONG_K
+#define OPGEN_QMATVEC_Q8_LONG_K 2
 #endif
 
 // launched with programmatic stream serialization (cuda, sm_90 and up): each waits (griddepcontrol.wait) before it touches memory

@@ -34,7 +34,9 @@
 // (its quants loaded once for both halves), an eighth of the formats of 256. Every format's unit() decodes its own
 // layout into those words (the quants centred into signed bytes where the format adds an
 // offset: (q + 128 - o) ^ 0x80 per byte). A butterfly over each group of 32 lanes leaves
-// R * x rows sums spread over the lanes, then shared memory sums the groups.
+// R * x rows sums spread over the lanes, then shared memory sums the groups. For one row of x, the
+// blocks of 256 of QMATVEC_Q8_LONG_K (q3_K) take 128 weights a lane (long_operands: its four
+// units of 32 share their loads).
 //
 // Launch: blocks of OPGEN_QMATVEC_Q8_THREADS threads (ops.yaml's kernel_facts), any grid
 // (grid-stride over items, weight rows slowest, so that blocks reading the same weights run
@@ -319,6 +321,7 @@ struct q8_1 {
 template <int B> constexpr bool kWideK = ((OPGEN_QMATVEC_Q8_WIDE_K >> B) & 1) != 0;
 
 template <typename F> struct by_halves {
+    typedef F H;
     static constexpr int kElems = F::kElems, kBytes = F::kBytes, kBit = F::kBit;
     static __device__ __forceinline__ void unit(const uint8_t* row, size_t u, uint32_t (&q)[8], float (&a)[2], float (&b)[2]) {
         if constexpr (kWideK<F::kBit>) {
@@ -369,6 +372,25 @@ struct q2_k_halves {
         const uint32_t sc = blk[s];
         a = half_at(blk + 80) * (float)(sc & 15u), b = -(half_at(blk + 82) * (float)(sc >> 4));
     }
+    // The long unit n (weights 128n..128n + 127): its 32 bytes of quants, 8 scale bytes, d and dmin.
+    struct Long {
+        uint32_t qs[8], sc[2], dm;
+    };
+    static __device__ __forceinline__ void long_unit(const uint8_t* blk, int n, Long& w) {
+        bytes32<4>(blk + 16 + 32 * n, w.qs);
+        w.sc[0] = word_at<4>(blk + 8 * n), w.sc[1] = word_at<4>(blk + 8 * n + 4), w.dm = word_at<4>(blk + 80);
+    }
+    // Bit pair j of the long unit: its weights 32j..32j + 31 as unit() gives them.
+    static __device__ __forceinline__ void long_part(const Long& w, int j, uint32_t (&q)[8], float (&a)[2], float (&b)[2]) {
+#pragma unroll
+        for (int i = 0; i < 8; i++) q[i] = (w.qs[i] >> (2 * j)) & 0x03030303u;
+        const uint32_t sc = w.sc[j >> 1] >> (16 * (j & 1));
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const uint32_t s = (sc >> (8 * h)) & 0xFFu;
+            a[h] = half_lo(w.dm) * (float)(s & 15u), b[h] = -(half_hi(w.dm) * (float)(s >> 4));
+        }
+    }
 };
 
 // q3_k: hmask[32], qs[64], scales[12] (16 scales of 6 bits), d: weight 128n + 32j + 16h + l is
@@ -406,6 +428,32 @@ struct q3_k_halves {
         }
         const uint32_t low = (blk[96 + (s & 7)] >> (4 * (s >> 3))) & 15u, high = (blk[104 + (s & 3)] >> (2 * (s >> 2))) & 3u;
         a = half_at(blk + 108) * (float)((int)(low | (high << 4)) - 32), b = 0.0f;
+    }
+    // The long unit n (weights 128n..128n + 127): its 32 bytes of quants, the 32 high-bit bytes
+    // shifted to bit j for bit pair j, its 8 scales (6 bits a byte) and d.
+    struct Long {
+        uint32_t qs[8], hm[8], sc[2];
+        float d;
+    };
+    static __device__ __forceinline__ void long_unit(const uint8_t* blk, int n, Long& w) {
+        bytes32<2>(blk + 32 + 32 * n, w.qs);
+        bytes32<2>(blk, w.hm);
+#pragma unroll
+        for (int i = 0; i < 8; i++) w.hm[i] >>= 4 * n;
+        // scales 8n + t: low nibble n of byte 96 + t, high pair n, + 1 for t >= 4, of byte 104 + t % 4
+        const uint32_t high = word_at<2>(blk + 104) >> (4 * n);
+        w.sc[0] = ((word_at<2>(blk + 96) >> (4 * n)) & 0x0F0F0F0Fu) | ((high << 4) & 0x30303030u);
+        w.sc[1] = ((word_at<2>(blk + 100) >> (4 * n)) & 0x0F0F0F0Fu) | ((high << 2) & 0x30303030u);
+        w.d = half_at(blk + 108);
+    }
+    // Bit pair j of the long unit as unit() gives it, but the quants not centred (0..7): the
+    // minus 4 is b = -4a, against x's sums.
+    static __device__ __forceinline__ void long_part(const Long& w, int j, uint32_t (&q)[8], float (&a)[2], float (&b)[2]) {
+#pragma unroll
+        for (int i = 0; i < 8; i++) q[i] = ((w.qs[i] >> (2 * j)) & 0x03030303u) | (((w.hm[i] << 2) >> j) & 0x04040404u);
+        const uint32_t sc = w.sc[j >> 1] >> (16 * (j & 1));
+#pragma unroll
+        for (int h = 0; h < 2; h++) a[h] = w.d * (float)((int)((sc >> (8 * h)) & 0xFFu) - 32), b[h] = -4.0f * a[h];
     }
 };
 
@@ -564,6 +612,38 @@ template <typename F> struct q8_operands {  // block formats against x in q8_1: 
         const int p0 = dot4(w.q[3], x.q[0].w, dot4(w.q[2], x.q[0].z, dot4(w.q[1], x.q[0].y, dot4(w.q[0], x.q[0].x, kSumBias))));
         const int p1 = dot4(w.q[7], x.q[1].w, dot4(w.q[6], x.q[1].z, dot4(w.q[5], x.q[1].y, dot4(w.q[4], x.q[1].x, kSumBias))));
         return fmaf(w.a[0] * x.m.x, sum_value(p0), fmaf(w.a[1] * x.m.z, sum_value(p1), fmaf(w.b[0], x.m.y, w.b[1] * x.m.w)));
+    }
+};
+
+// The long unit of q2_K and q3_K (QMATVEC_Q8_LONG_K), for one row of x: a lane takes the 128
+// weights of a block of 256 whose 2-bit quants share one 32-byte run (bit pairs j = 0..3 of each
+// byte: weights 128n + 32j..), loading that run, q3_K's 32 high-bit bytes and the scales once where
+// four units of 32 would load them four times (blocks of 84 and 110 bytes: their loads are
+// realigned word by word, the cost that bounds one row of x). Each part j is then a unit of 32.
+template <typename F> struct long_operands {
+    typedef typename F::H H;
+    typedef q8_operands<F> P;
+    static constexpr int kUnit = 128;
+    typedef typename H::Long W;
+    struct X {
+        typename P::X part[4];
+    };
+    static __device__ __forceinline__ void load_w(const uint8_t* row, size_t u, size_t, W& w) {
+        H::long_unit(row + (u >> 1) * H::kBytes, (int)(u & 1), w);
+    }
+    static __device__ __forceinline__ void load_x(const x_source& s, size_t r, size_t u, size_t units, X& x) {
+#pragma unroll
+        for (int j = 0; j < 4; j++) P::load_x(s, r, 4 * u + j, units, x.part[j]);
+    }
+    static __device__ __forceinline__ float dot(const W& w, const X& x) {
+        float s = 0.0f;
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            typename P::W part;
+            H::long_part(w, j, part.q, part.a, part.b);
+            s += P::dot(part, x.part[j]);
+        }
+        return s;
     }
 };
 
@@ -1167,13 +1247,40 @@ template <typename F, int NX> __device__ __forceinline__ bool by_groups(size_t u
            (NX >= 4 && units <= OPGEN_QMATVEC_Q8_LANE_UNITS_MANY * g && items >= (size_t)OPGEN_QMATVEC_Q8_LANE_ITEMS);
 }
 
+// A block of 256's bit in QMATVEC_Q8_WIDE_K, _ROWS_K_X2_TWO and _LONG_K (its kBit); -1 for the others.
+template <typename F, typename = void> struct k_bit {
+    static constexpr int value = -1;
+};
+template <typename F> struct k_bit<F, decltype((void)F::kBit)> {
+    static constexpr int value = F::kBit;
+};
+
+// The policy of F's product against NX rows of x: the long unit for one row of x where
+// QMATVEC_Q8_LONG_K has F's bit (q2_K, q3_K; the others have none), else operands_of's.
+template <typename F, typename = void> struct has_long {
+    static constexpr bool value = false;
+};
+template <typename F> struct has_long<F, decltype((void)sizeof(typename F::H::Long))> {
+    static constexpr bool value = true;
+};
+template <bool C, typename A, typename B> struct pick {
+    typedef A type;
+};
+template <typename A, typename B> struct pick<false, A, B> {
+    typedef B type;
+};
+template <typename F, int NX> struct policy_of {
+    static constexpr bool kLong = NX == 1 && k_bit<F>::value >= 0 && ((OPGEN_QMATVEC_Q8_LONG_K >> k_bit<F>::value) & 1) != 0;
+    typedef typename pick<kLong && has_long<F>::value, long_operands<F>, typename operands_of<F>::type>::type type;
+};
+
 // An item's R * NX sums (weight row i, x row j at i * NX + j) over the units first, first + step,
 // ... of its weight rows n0.. against the x rows r0..: weight rows past n and x rows past `rows`
 // are computed (as the last one), not stored.
 template <typename F, int NX, int R>
 __device__ __forceinline__ void item_sums(const uint8_t* __restrict__ w, const x_source& xs, size_t n, size_t rows, size_t n0,
                                           size_t r0, size_t first, size_t step, float (&acc)[R * NX]) {
-    typedef typename operands_of<F>::type P;
+    typedef typename policy_of<F, NX>::type P;
     const size_t units = xs.k / P::kUnit, row_bytes = operands_of<F>::row_bytes(xs.k);
     const uint8_t* wr[R];
     size_t xr[NX];
@@ -1204,7 +1311,7 @@ __device__ __forceinline__ void item_sums(const uint8_t* __restrict__ w, const x
 // Either is correct for any grid.
 template <typename F, int NX, int R>
 __device__ void product(const uint8_t* __restrict__ w, const x_source& xs, float* __restrict__ y, size_t n, size_t rows) {
-    typedef typename operands_of<F>::type P;
+    typedef typename operands_of<F>::type P;  // units of 32 weights, by_groups' measure whatever item_sums' policy
     constexpr int V = R * NX;
     constexpr int kHeld = V >= OPGEN_LANE_GROUP ? V / OPGEN_LANE_GROUP : 1;
     __shared__ float partial[kGroups][V];
@@ -1246,14 +1353,6 @@ __device__ void product(const uint8_t* __restrict__ w, const x_source& xs, float
         __syncthreads();  // partial is free for the next item
     }
 }
-
-// A block of 256's bit in QMATVEC_Q8_WIDE_K and _ROWS_K_X2_TWO (its kBit); -1 for the others.
-template <typename F, typename = void> struct k_bit {
-    static constexpr int value = -1;
-};
-template <typename F> struct k_bit<F, decltype((void)F::kBit)> {
-    static constexpr int value = F::kBit;
-};
 
 // Weight rows per item by x rows class: ops.yaml's kernel facts, measured apart for the blocks of
 // 256 (QMATVEC_Q8_ROWS_K_X*: their unit decodes two halves and wants fewer rows at once; 2 at 2
