@@ -334,8 +334,8 @@
 #define OPGEN_QMATVEC_Q8_LONG_K 2
 #endif
 
-// launched with programmatic stream serialization (cuda, sm_90 and up): each waits (griddepcontrol.wait) before it touches memory
-#define OPGEN_PROGRAMMATIC_KERNELS "qmatvec_q4_0 qmatvec_q4_1 qmatvec_q8_0 qmatvec_q4_k qmatvec_q6_k"
+// launched with programmatic stream serialization (cuda, sm_90 and up): each waits (griddepcontrol.wait) before it touches memory: the exact-x qmatvec of q4_0, q4_1, q8_0, q4_K, q6_K, and every product of hip/qmatvec_q8.hip (not x's quantization, which lets its product start)
+#define OPGEN_PROGRAMMATIC_KERNELS "qmatvec_q4_0 qmatvec_q4_1 qmatvec_q8_0 qmatvec_q4_k qmatvec_q6_k qmatvec_q8_1_f32 qmatvec_q8_1_f16 qmatvec_q8_1_bf16 qmatvec_q8_1_q4_0 qmatvec_q8_1_q4_1 qmatvec_q8_1_q5_0 qmatvec_q8_1_q5_1 qmatvec_q8_1_q8_0 qmatvec_q8_1_q8_1 qmatvec_q8_1_q2_k qmatvec_q8_1_q3_k qmatvec_q8_1_q4_k qmatvec_q8_1_q5_k qmatvec_q8_1_q6_k qmatvec_q8_1_q8_k qmatvec_q8_1_few_f32 qmatvec_q8_1_few_f16 qmatvec_q8_1_few_bf16 qmatvec_q8_1_few_q4_0 qmatvec_q8_1_few_q4_1 qmatvec_q8_1_few_q5_0 qmatvec_q8_1_few_q5_1 qmatvec_q8_1_few_q8_0 qmatvec_q8_1_few_q8_1 qmatvec_q8_1_few_q2_k qmatvec_q8_1_few_q3_k qmatvec_q8_1_few_q4_k qmatvec_q8_1_few_q5_k qmatvec_q8_1_few_q6_k qmatvec_q8_1_few_q8_k qmatvec_q8_1_mma_f32 qmatvec_q8_1_mma_f16 qmatvec_q8_1_mma_bf16 qmatvec_q8_1_mma_q4_0 qmatvec_q8_1_mma_q4_1 qmatvec_q8_1_mma_q5_0 qmatvec_q8_1_mma_q5_1 qmatvec_q8_1_mma_q8_0 qmatvec_q8_1_mma_q8_1 qmatvec_q8_1_mma_q2_k qmatvec_q8_1_mma_q3_k qmatvec_q8_1_mma_q4_k qmatvec_q8_1_mma_q5_k qmatvec_q8_1_mma_q6_k qmatvec_q8_1_mma_q8_k qmatvec_q8_1_mma_wide_f32 qmatvec_q8_1_mma_wide_f16 qmatvec_q8_1_mma_wide_bf16 qmatvec_q8_1_mma_wide_q4_0 qmatvec_q8_1_mma_wide_q4_1 qmatvec_q8_1_mma_wide_q5_0 qmatvec_q8_1_mma_wide_q5_1 qmatvec_q8_1_mma_wide_q8_0 qmatvec_q8_1_mma_wide_q8_1 qmatvec_q8_1_mma_wide_q2_k qmatvec_q8_1_mma_wide_q3_k qmatvec_q8_1_mma_wide_q4_k qmatvec_q8_1_mma_wide_q5_k qmatvec_q8_1_mma_wide_q6_k qmatvec_q8_1_mma_wide_q8_k"
 
 // The reduce ops' codes: reduce_chunks_<dtype>'s `op` argument (runtime: REDUCE_CODES).
 #define OPGEN_REDUCE_SUM 0u

@@ -412,4 +412,32 @@ __device__ __forceinline__ bool is_contiguous(const size_t num_dims, const size_
     return true;
 }
 
+// Programmatic dependent launch (NVIDIA sm_90; no-ops elsewhere and in a plain launch). A
+// kernel of ops.yaml's PROGRAMMATIC_KERNELS is launched with programmatic stream serialization
+// and may start while the kernel before it still runs: it reads and writes no device memory
+// before wait_for_predecessor() (which returns once that kernel has finished and its writes are
+// visible), but for an L2 prefetch (no data reaches the kernel; L2 is the device's point of
+// coherence) and for data no kernel writes (hip/quantized.hip says where).
+__device__ __forceinline__ void wait_for_predecessor() {
+#if OPGEN_CUDA && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+// Lets the next kernel (when launched programmatically) start as blocks of this one free room.
+__device__ __forceinline__ void release_dependents() {
+#if OPGEN_CUDA && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+// Bytes [p, p + nbytes) into L2 (p 16-byte aligned, nbytes a multiple of 16): one bulk copy
+// engine request, no registers held.
+__device__ __forceinline__ void prefetch_l2(const void* p, uint32_t nbytes) {
+#if OPGEN_CUDA && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(p), "r"(nbytes) : "memory");
+#else
+    (void)p;
+    (void)nbytes;
+#endif
+}
+
 }  // namespace opgen

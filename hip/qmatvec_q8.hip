@@ -1397,6 +1397,13 @@ template <typename F> constexpr int kMmaThreads = kFamily<F> == 2 ? OPGEN_QMATVE
 template <typename F> constexpr int kMmaWideThreads = kFamily<F> == 2 ? OPGEN_QMATVEC_Q8_MMA_F_WIDE_THREADS : kThreads;
 template <typename F> constexpr int kMmaWideMinBlocks = kFamily<F> == 2 ? OPGEN_QMATVEC_Q8_MMA_F_WIDE_MIN_BLOCKS : 1;
 
+// Programmatic launches (sm_90): the runtime launches every product entry point with programmatic
+// stream serialization (ops.yaml's PROGRAMMATIC_KERNELS lists them; x's quantization is not), and
+// each product waits for the kernel before it (opgen::wait_for_predecessor) before it touches
+// memory; x's quantization lets its product start at once (opgen::release_dependents), so the
+// product's launch and its blocks' start overlap the quantization, and the quantization of the
+// next product, launched plainly, starts only once this product has finished.
+
 template <typename F>
 __device__ __forceinline__ void qmatvec_q8_1_mma(const uint8_t* w, const float* x, const uint8_t* xq, float* y, size_t n,
                                                  size_t k, size_t rows) {

@@ -454,27 +454,9 @@ template <typename F, typename T> __device__ void dequantize(const uint8_t* bloc
 // One exception, the weights themselves, which no kernel writes (see qmatvec_fast): on sm_90
 // the dp4a path of q4_0 / q4_1 copies its first chunk of them into shared memory before the
 // wait, and so does the integer K path of q4_k / q6_k with its first step.
-__device__ __forceinline__ void wait_for_predecessor() {
-#if OPGEN_CUDA && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.wait;\n" ::: "memory");
-#endif
-}
-// Lets the next kernel (when launched programmatically) start as blocks of this one free room.
-__device__ __forceinline__ void release_dependents() {
-#if OPGEN_CUDA && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-#endif
-}
-// Bytes [p, p + nbytes) into L2 (p 16-byte aligned, nbytes a multiple of 16): one bulk copy
-// engine request, no registers held.
-__device__ __forceinline__ void prefetch_l2(const void* p, uint32_t nbytes) {
-#if OPGEN_CUDA && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(p), "r"(nbytes) : "memory");
-#else
-    (void)p;
-    (void)nbytes;
-#endif
-}
+using opgen::prefetch_l2;
+using opgen::release_dependents;
+using opgen::wait_for_predecessor;
 
 
 // Lane 0 of each group of OPGEN_LANE_GROUP (32) lanes gets the group's sum, at either warp width.

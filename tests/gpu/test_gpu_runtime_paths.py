@@ -4,7 +4,9 @@ needed. The kernels themselves run in test_gpu_conformance.py and test_gpu_paths
 from __future__ import annotations
 
 import ctypes
+import re
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -1244,9 +1246,11 @@ class FakeCudaApi:
 
 @pytest.mark.parametrize("version", [90, 80])
 def test_only_the_kernels_that_wait_for_their_predecessor_launch_programmatically(monkeypatch, version):
-    """The qmatvec kernels (q4_0, q4_1, q8_0, q4_k, q6_k) built for sm_90 and up carry the
-    programmatic stream serialization attribute (id 6, value 1) in every prepared launch;
-    other kernels, and those kernels built for an older GPU, carry none."""
+    """The exact-x qmatvec kernels (q4_0, q4_1, q8_0, q4_k, q6_k) and every product of
+    hip/qmatvec_q8.hip (each waits for the kernel before it) built for sm_90 and up carry the
+    programmatic stream serialization attribute (id 6, value 1) in every prepared launch; other
+    kernels (x's quantization among them: it lets its product start, and starts only once the
+    kernel before it has finished), and those kernels built for an older GPU, carry none."""
     import runtime.cuda as cuda
 
     types = (ctypes.c_void_p,) * 3 + (ctypes.c_size_t,) * 3
@@ -1254,9 +1258,15 @@ def test_only_the_kernels_that_wait_for_their_predecessor_launch_programmaticall
     monkeypatch.setattr(cuda, "_libcuda_symbol", lib.symbol)
     monkeypatch.setattr(cuda, "_driver_api", lambda: api)
     driver = cuda.CudaDriver()
-    names = ("qmatvec_q4_0", "qmatvec_q4_1", "dequantize_q4_0_f32", "qmatvec_q8_0", "qmatvec_q4_k", "qmatvec_q6_k")
-    programmatic = {"qmatvec_q4_0", "qmatvec_q4_1", "qmatvec_q8_0", "qmatvec_q4_k", "qmatvec_q6_k"}
-    assert programmatic == cuda.PROGRAMMATIC_KERNELS
+    entries = (Path(cuda.__file__).parent.parent / "generated" / "qmatvec_q8_entries.h").read_text()
+    q8 = set(re.findall(r'extern "C" __global__ void (\w+)\(', entries))  # every entry point it defines
+    exact = {"qmatvec_q4_0", "qmatvec_q4_1", "qmatvec_q8_0", "qmatvec_q4_k", "qmatvec_q6_k"}
+    programmatic = exact | q8 - {"quantize_q8_1_f32"}
+    assert programmatic == cuda.PROGRAMMATIC_KERNELS and "quantize_q8_1_f32" in q8 and len(q8) == 61
+    names = (
+        "qmatvec_q4_0", "qmatvec_q4_1", "dequantize_q4_0_f32", "qmatvec_q8_0", "qmatvec_q4_k", "qmatvec_q6_k",
+        "qmatvec_q5_k", "quantize_q8_1_f32", "qmatvec_q8_1_few_q4_1", "qmatvec_q8_1_mma_wide_f16",
+    )  # fmt: skip
     functions = {name: driver.function("module", name) for name in names}
     args = (0x1000, 0x2000, 0x3000, 4096, 4096, 1)
     for name, fn in functions.items():
