@@ -326,6 +326,8 @@ EXPLORE_VARIANTS: dict[str, dict[str, int]] = {
     "wide-k-none": {"QMATVEC_Q8_WIDE_K": 0},
     "wide-k-all": {"QMATVEC_Q8_WIDE_K": 63},
     "long-k-none": {"QMATVEC_Q8_LONG_K": 0},
+    "long-k-q3-q5": {"QMATVEC_Q8_LONG_K": 10},
+    "long-k-q3-q4-q5": {"QMATVEC_Q8_LONG_K": 14},
     "rows-k-x2-two-none": {"QMATVEC_Q8_ROWS_K_X2_TWO": 0},
     "mma-f-wide-off": {"QMATVEC_Q8_MMA_WIDE_N": 1 << 40},
     "rows-4": {f"QMATVEC_Q8_ROWS{family}_X{c}": 4 for family in ("", "_F") for c in (1, 2, 4, 8)},

@@ -328,10 +328,10 @@
 #define OPGEN_QMATVEC_Q8_WIDE_K 30
 #endif
 
-// qmatvec_q8_1_* for one row of x: the blocks of 256 whose lanes take long units of 128 weights (the four bit pairs of one 32-byte run of quants, its high bits and scales loaded once) where units of 32 load them four times, a bit each as QMATVEC_Q8_WIDE_K; only q2_K 1 and q3_K 2 have a long unit (q2_K: slower at 4096x14336 and 14336x4096; bench/ggml.py --explore compares)
+// qmatvec_q8_1_* for one row of x: the blocks of 256 whose lanes take long units (q2_K and q3_K 128 weights, the four bit pairs of one 32-byte run of quants; q4_K and q5_K 64, its two nibbles), that run and the fields beside it loaded once where units of 32 load them each, a bit each as QMATVEC_Q8_WIDE_K; q2_K 1, q3_K 2, q4_K 4 and q5_K 8 have a long unit (q2_K: slower at 4096x14336 and 14336x4096; bench/ggml.py --explore compares)
 // (a default: -D OPGEN_QMATVEC_Q8_LONG_K=... may tune it, with the runtime's QMATVEC_Q8_LONG_K set alike)
 #ifndef OPGEN_QMATVEC_Q8_LONG_K
-#define OPGEN_QMATVEC_Q8_LONG_K 2
+#define OPGEN_QMATVEC_Q8_LONG_K 14
 #endif
 
 // launched with programmatic stream serialization (cuda, sm_90 and up): each waits (griddepcontrol.wait) before it touches memory: the exact-x qmatvec of q4_0, q4_1, q8_0, q4_K, q6_K, and every product of hip/qmatvec_q8.hip (not x's quantization, which lets its product start)

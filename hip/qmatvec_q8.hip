@@ -35,8 +35,8 @@
 // layout into those words (the quants centred into signed bytes where the format adds an
 // offset: (q + 128 - o) ^ 0x80 per byte). A butterfly over each group of 32 lanes leaves
 // R * x rows sums spread over the lanes, then shared memory sums the groups. For one row of x, the
-// blocks of 256 of QMATVEC_Q8_LONG_K (q3_K) take 128 weights a lane (long_operands: its four
-// units of 32 share their loads).
+// blocks of 256 of QMATVEC_Q8_LONG_K take 64 or 128 weights a lane (long_operands: its units of
+// 32 share their loads).
 //
 // Launch: blocks of OPGEN_QMATVEC_Q8_THREADS threads (ops.yaml's kernel_facts), any grid
 // (grid-stride over items, weight rows slowest, so that blocks reading the same weights run
@@ -373,6 +373,7 @@ struct q2_k_halves {
         a = half_at(blk + 80) * (float)(sc & 15u), b = -(half_at(blk + 82) * (float)(sc >> 4));
     }
     // The long unit n (weights 128n..128n + 127): its 32 bytes of quants, 8 scale bytes, d and dmin.
+    static constexpr int kLongParts = 4;
     struct Long {
         uint32_t qs[8], sc[2], dm;
     };
@@ -431,6 +432,7 @@ struct q3_k_halves {
     }
     // The long unit n (weights 128n..128n + 127): its 32 bytes of quants, the 32 high-bit bytes
     // shifted to bit j for bit pair j, its 8 scales (6 bits a byte) and d.
+    static constexpr int kLongParts = 4;
     struct Long {
         uint32_t qs[8], hm[8], sc[2];
         float d;
@@ -500,6 +502,24 @@ struct q4_k_halves {
         scale_min_k4(s >> 1, blk + 4, sc, m);
         a = half_at(blk) * sc, b = -(half_at(blk + 2) * m);
     }
+    // The long unit j (weights 64j..64j + 63): its 32 bytes of quants (unit 2j the low nibbles,
+    // 2j + 1 the high ones) and the two units' scales and minima.
+    static constexpr int kLongParts = 2;
+    struct Long {
+        uint32_t qs[8];
+        float a[2], b[2];
+    };
+    static __device__ __forceinline__ void long_unit(const uint8_t* blk, int j, Long& w) {
+        bytes32<16>(blk + 16 + 32 * j, w.qs);
+        const uint4 head = *reinterpret_cast<const uint4*>(blk);
+        k4_scale_min(head, 2 * j, w.a[0], w.b[0]);
+        k4_scale_min(head, 2 * j + 1, w.a[1], w.b[1]);
+    }
+    static __device__ __forceinline__ void long_part(const Long& w, int h, uint32_t (&q)[8], float (&a)[2], float (&b)[2]) {
+#pragma unroll
+        for (int i = 0; i < 8; i++) q[i] = (w.qs[i] >> (4 * h)) & 0x0F0F0F0Fu;
+        a[0] = a[1] = w.a[h], b[0] = b[1] = w.b[h];
+    }
 };
 
 // q5_k: d, dmin, scales[12], qh[32], qs[128]: q4_k's nibble, the fifth bit bit 2j + h of qh[l]
@@ -525,6 +545,26 @@ struct q5_k_halves {
         float sc, m;
         scale_min_k4(s >> 1, blk + 4, sc, m);
         a = half_at(blk) * sc, b = -(half_at(blk + 2) * m);
+    }
+    // q4_k's long unit j and the 32 fifth-bit bytes, shifted to bit h for the part h.
+    static constexpr int kLongParts = 2;
+    struct Long {
+        uint32_t qs[8], qh[8];
+        float a[2], b[2];
+    };
+    static __device__ __forceinline__ void long_unit(const uint8_t* blk, int j, Long& w) {
+        bytes32<16>(blk + 48 + 32 * j, w.qs);
+        bytes32<16>(blk + 16, w.qh);
+#pragma unroll
+        for (int i = 0; i < 8; i++) w.qh[i] >>= 2 * j;
+        const uint4 head = *reinterpret_cast<const uint4*>(blk);
+        k4_scale_min(head, 2 * j, w.a[0], w.b[0]);
+        k4_scale_min(head, 2 * j + 1, w.a[1], w.b[1]);
+    }
+    static __device__ __forceinline__ void long_part(const Long& w, int h, uint32_t (&q)[8], float (&a)[2], float (&b)[2]) {
+#pragma unroll
+        for (int i = 0; i < 8; i++) q[i] = ((w.qs[i] >> (4 * h)) & 0x0F0F0F0Fu) | (((w.qh[i] >> h) & 0x01010101u) << 4);
+        a[0] = a[1] = w.a[h], b[0] = b[1] = w.b[h];
     }
 };
 
@@ -615,30 +655,32 @@ template <typename F> struct q8_operands {  // block formats against x in q8_1: 
     }
 };
 
-// The long unit of q2_K and q3_K (QMATVEC_Q8_LONG_K), for one row of x: a lane takes the 128
-// weights of a block of 256 whose 2-bit quants share one 32-byte run (bit pairs j = 0..3 of each
-// byte: weights 128n + 32j..), loading that run, q3_K's 32 high-bit bytes and the scales once where
-// four units of 32 would load them four times (blocks of 84 and 110 bytes: their loads are
-// realigned word by word, the cost that bounds one row of x). Each part j is then a unit of 32.
+// The long units of the blocks of 256 (QMATVEC_Q8_LONG_K), for one row of x: a lane takes the
+// kLongParts units of 32 of a block whose quants share one 32-byte run, loading that run and the
+// fields beside it once where as many units of 32 would load them each: q2_K and q3_K 128 weights
+// (bit pairs j = 0..3 of each byte: weights 128n + 32j..; q3_K's 32 high-bit bytes too: blocks of
+// 84 and 110 bytes, whose loads are realigned word by word, the cost that bounds one row of x),
+// q4_K and q5_K 64 (the two nibbles of each byte; q5_K's 32 fifth-bit bytes too). Each part j is
+// then a unit of 32.
 template <typename F> struct long_operands {
     typedef typename F::H H;
     typedef q8_operands<F> P;
-    static constexpr int kUnit = 128;
+    static constexpr int kParts = H::kLongParts, kUnit = 32 * kParts, kPerBlock = 8 / kParts;
     typedef typename H::Long W;
     struct X {
-        typename P::X part[4];
+        typename P::X part[kParts];
     };
     static __device__ __forceinline__ void load_w(const uint8_t* row, size_t u, size_t, W& w) {
-        H::long_unit(row + (u >> 1) * H::kBytes, (int)(u & 1), w);
+        H::long_unit(row + (u / kPerBlock) * H::kBytes, (int)(u % kPerBlock), w);
     }
     static __device__ __forceinline__ void load_x(const x_source& s, size_t r, size_t u, size_t units, X& x) {
 #pragma unroll
-        for (int j = 0; j < 4; j++) P::load_x(s, r, 4 * u + j, units, x.part[j]);
+        for (int j = 0; j < kParts; j++) P::load_x(s, r, kParts * u + j, units, x.part[j]);
     }
     static __device__ __forceinline__ float dot(const W& w, const X& x) {
         float s = 0.0f;
 #pragma unroll
-        for (int j = 0; j < 4; j++) {
+        for (int j = 0; j < kParts; j++) {
             typename P::W part;
             H::long_part(w, j, part.q, part.a, part.b);
             s += P::dot(part, x.part[j]);
@@ -1256,7 +1298,7 @@ template <typename F> struct k_bit<F, decltype((void)F::kBit)> {
 };
 
 // The policy of F's product against NX rows of x: the long unit for one row of x where
-// QMATVEC_Q8_LONG_K has F's bit (q2_K, q3_K; the others have none), else operands_of's.
+// QMATVEC_Q8_LONG_K has F's bit (q2_K to q5_K; q6_K and q8_K have none), else operands_of's.
 template <typename F, typename = void> struct has_long {
     static constexpr bool value = false;
 };

@@ -516,6 +516,27 @@ def test_the_kernel_and_the_runtime_number_the_format_bits_alike():
     assert {f: int(b) for f, b in block256.items()} == {f: i for i, f in enumerate(gpu_quant.BLOCK256_BITS)}
 
 
+def test_long_k_names_only_blocks_of_256_that_have_a_long_unit():
+    """QMATVEC_Q8_LONG_K's bits (the order of BLOCK256_BITS) name only formats whose *_halves
+    define a Long (hip/qmatvec_q8.hip takes a bit without one as no bit), and the long units of
+    kLongParts units of 32 divide a block of 256."""
+    import re
+
+    from generated import kernel_facts as kf
+    from runtime.gpu import quant as gpu_quant
+    from runtime.gpu.compile import HIP_DIR
+
+    text = (HIP_DIR / "qmatvec_q8.hip").read_text()
+    halves = dict(re.findall(r"struct (\w+)_halves \{(.*?)\n\};", text, re.S))
+    parts = {f: int(m.group(1)) for f, body in halves.items() if (m := re.search(r"kLongParts = (\d+);", body))}
+    assert (
+        set(parts) == {f for f, body in halves.items() if "struct Long {" in body} == {"q2_k", "q3_k", "q4_k", "q5_k"}
+    )
+    assert all(8 % p == 0 for p in parts.values())
+    named = {f for bit, f in enumerate(gpu_quant.BLOCK256_BITS) if kf.QMATVEC_Q8_LONG_K >> bit & 1}
+    assert named and named <= set(parts) and kf.QMATVEC_Q8_LONG_K >> len(gpu_quant.BLOCK256_BITS) == 0
+
+
 def test_the_blocks_of_32_pair_their_tiles_where_two_stages_fit():
     """QMATVEC_Q8_MMA_Q_PAIR_BLOCKS: items of two tiles for the formats with its bit whose two
     stages of two tiles fit 48 KiB (not q8_0's nor q8_1's: 34 and 36 bytes a block), else one."""
