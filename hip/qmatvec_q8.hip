@@ -431,7 +431,8 @@ struct q3_k_halves {
         a = half_at(blk + 108) * (float)((int)(low | (high << 4)) - 32), b = 0.0f;
     }
     // The long unit n (weights 128n..128n + 127): its 32 bytes of quants, the 32 high-bit bytes
-    // shifted to bit j for bit pair j, its 8 scales (6 bits a byte) and d.
+    // shifted right by 4n (bit j of a byte: bit pair j's high bit), its 8 scales (6 bits a byte)
+    // and d.
     static constexpr int kLongParts = 4;
     struct Long {
         uint32_t qs[8], hm[8], sc[2];
@@ -546,7 +547,8 @@ struct q5_k_halves {
         scale_min_k4(s >> 1, blk + 4, sc, m);
         a = half_at(blk) * sc, b = -(half_at(blk + 2) * m);
     }
-    // q4_k's long unit j and the 32 fifth-bit bytes, shifted to bit h for the part h.
+    // q4_k's long unit j and the 32 fifth-bit bytes shifted right by 2j (bit h of a byte: part
+    // h's fifth bit).
     static constexpr int kLongParts = 2;
     struct Long {
         uint32_t qs[8], qh[8];
