@@ -110,7 +110,8 @@ class Backend:
 @dataclass(frozen=True)
 class KernelFact:
     """A fact the HIP kernels and the GPU runtime share (ops.yaml `kernel_facts`): a number,
-    or a set of kernel entry points. generated/kernel_facts.h and kernel_facts.py carry it."""
+    or a set of kernel entry points (the `kernel:` patterns ops.yaml lists there stand for their
+    entry points: expanded_facts). generated/kernel_facts.h and kernel_facts.py carry it."""
 
     name: str
     value: int | tuple[str, ...]
@@ -823,6 +824,22 @@ def placeholder_values(op: Operation, name: str, registry: Registry) -> tuple[st
     if param.type in OP_ENUM_TYPES:
         return tuple(e.name for e in registry.family(OP_ENUM_TYPES[param.type]))
     return None
+
+
+def expanded_facts(registry: Registry) -> tuple[KernelFact, ...]:
+    """The kernel facts with each `kernel:` pattern their lists name replaced by the entry points
+    of that pattern (each name once, in the list's order): what the kernels and runtime read."""
+    patterns = set(registry.kernel_patterns())
+
+    def names(item: str) -> tuple[str, ...]:
+        return tuple(k.name for k in registry.kernel_instances(item)) if item in patterns else (item,)
+
+    return tuple(
+        dataclasses.replace(f, value=tuple(dict.fromkeys(n for item in f.value for n in names(item))))
+        if isinstance(f.value, tuple)
+        else f
+        for f in registry.kernel_facts
+    )
 
 
 def kernel_entries(op: Operation, registry: Registry) -> tuple[tuple[tuple[str, ...], str], ...]:

@@ -137,8 +137,9 @@ NN_OP = Record(
 KERNEL_FACT = Record(
     {
         "value": AnyOf(
-            (Int(0, C_INT_MAX), List(Str(identifier=True))),
-            doc="a number, or a list of kernel entry points (names the generated entries define)",
+            (Int(0, C_INT_MAX), List(Str())),
+            doc="a number, or a list of kernel entry points (names the generated entries define) and "
+            "kernel patterns (each standing for every entry point of that `kernel:` pattern)",
         ),
         "overridable": Bool(
             doc="the header's value is a default (#ifndef): a -D, or a #define before the include, may set "

@@ -167,6 +167,18 @@ def test_a_kernel_fact_naming_no_entry_point_is_an_error(tmp_path):
     assert len(errors) == 1 and "'powf_u32' is not a kernel entry point" in errors[0], errors
 
 
+def test_a_kernel_fact_naming_a_pattern_holds_every_entry_point_of_it(tmp_path):
+    """A `kernel:` pattern in a fact's list stands for the entry points of that pattern, in the
+    list's order, each once: adding a dtype to the op adds its entry to the fact."""
+    _, path = _fixture_copy(tmp_path, lambda t: t.replace("[affine_f32, powf_bf16]", '[powf_bf16, "powf_{self}"]'))
+    registry = validate(load_file(str(path)), path.parent)
+    (fact,) = [f for f in registry.kernel_facts if f.name == "WAITING_KERNELS"]
+    assert fact.value == ("powf_bf16", "powf_f32")
+    _, path = _fixture_copy(tmp_path / "bad", lambda t: t.replace("[affine_f32, powf_bf16]", '["powf_{dtype}"]'))
+    errors = _errors(path)
+    assert len(errors) == 1 and "'powf_{dtype}' is not a kernel entry point nor a `kernel:` pattern" in errors[0]
+
+
 def test_kernel_facts_are_upper_case(tmp_path):
     _, path = _fixture_copy(tmp_path, lambda t: t.replace("ROW_VALUES:", "row_values:"))
     assert any("kernel fact 'row_values' must be an UPPER_CASE identifier" in e for e in _errors(path))

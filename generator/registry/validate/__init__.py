@@ -64,7 +64,7 @@ class Validator(CollectiveChecks):
         self.kernel_refs(registry, hip_kernels)
         if self.checker.errors:
             raise RegistryError(self.checker.errors)
-        return dispatch.with_arms(registry)
+        return dispatch.with_arms(dataclasses.replace(registry, kernel_facts=model.expanded_facts(registry)))
 
 
 def validate(root: Node, runtime_root: Path) -> model.Registry:

@@ -270,15 +270,17 @@ class BackendChecks(DTypeChecks):
                         f"instantiates it, and hip/*.hip does not define {shown}",
                     )
         self.runtime_pattern_refs(registry, kernels_node, kernels_key)
+        patterns = set(registry.kernel_patterns())
         for fact in registry.kernel_facts:
             if isinstance(fact.value, tuple):
                 fnode = self.root.find("kernel_facts", fact.name, "value")
                 for i, name in enumerate(fact.value):
-                    if name not in names and fnode is not None:
+                    if name not in names and name not in patterns and fnode is not None:
                         self.error(
                             fnode.value[i],
                             f"kernel_facts.{fact.name}.value[{i}]",
-                            f"{name!r} is not a kernel entry point{did_you_mean(name, names)}",
+                            f"{name!r} is not a kernel entry point nor a `kernel:` pattern"
+                            + did_you_mean(name, names | patterns),
                         )
 
     def runtime_pattern_refs(self, registry: model.Registry, node: Node | None, key: str) -> None:
