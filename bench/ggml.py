@@ -335,6 +335,7 @@ EXPLORE_VARIANTS: dict[str, dict[str, int]] = {
     "few-min-blocks-2": {"QMATVEC_Q8_FEW_MIN_BLOCKS": 2},
     "few-min-blocks-3": {"QMATVEC_Q8_FEW_MIN_BLOCKS": 3},
     "few-min-blocks-4": {"QMATVEC_Q8_FEW_MIN_BLOCKS": 4},
+    "few-roomy-none": {"QMATVEC_Q8_FEW_ROOMY_BLOCKS": 0},
     "mma-off": {"QMATVEC_Q8_MMA_F_FROM": 0},
     "mma-1": {"QMATVEC_Q8_MMA_F_FROM": 1},
     "mma-1-tiles-1": {"QMATVEC_Q8_MMA_F_FROM": 1, "QMATVEC_Q8_MMA_TILES_F": 1},
@@ -547,10 +548,20 @@ __device__ void qmatvec_q8_1_mma_wide(const uint8_t* w, const float* x, const ui
 """
 
 
+#: For a source from before QMATVEC_Q8_FEW_ROOMY_BLOCKS: every format's 1- and 2-row entries ask
+#: for QMATVEC_Q8_FEW_MIN_BLOCKS.
+FEW_MIN_BLOCKS_SHIM = """
+namespace {
+template <typename F> constexpr int kFewMinBlocks = OPGEN_QMATVEC_Q8_FEW_MIN_BLOCKS;
+}  // namespace
+"""
+
+
 def _with_entry_shims(text: str, few: bool, mma: bool, wide: bool = True) -> str:
     include = '#include "qmatvec_q8_entries.h"'
     threads = "" if "kMmaThreads" in text else MMA_THREADS_SHIM
     shims = ("" if few else FEW_SHIMS) + ("" if mma else MMA_SHIM) + threads + ("" if wide else MMA_WIDE_SHIM)
+    shims += "" if "kFewMinBlocks" in text else FEW_MIN_BLOCKS_SHIM
     return text.replace(include, shims + include)
 
 

@@ -196,6 +196,18 @@
 #define OPGEN_QMATVEC_Q8_FEW_MIN_BLOCKS 4
 #endif
 
+// qmatvec_q8_1_few_* of the blocks of 32: those whose launch bounds ask for QMATVEC_Q8_FEW_ROOMY_MIN_BLOCKS blocks per multiprocessor instead of QMATVEC_Q8_FEW_MIN_BLOCKS (more registers a thread), a bit each as QMATVEC_Q8_WIDE_BLOCKS (q4_1 2: faster by 2 rows of x, as fast by 1; the others slower; bench/ggml.py --explore compares)
+// (a default: -D OPGEN_QMATVEC_Q8_FEW_ROOMY_BLOCKS=... may tune it, with the runtime's QMATVEC_Q8_FEW_ROOMY_BLOCKS set alike)
+#ifndef OPGEN_QMATVEC_Q8_FEW_ROOMY_BLOCKS
+#define OPGEN_QMATVEC_Q8_FEW_ROOMY_BLOCKS 2
+#endif
+
+// qmatvec_q8_1_few_* of QMATVEC_Q8_FEW_ROOMY_BLOCKS: blocks per multiprocessor their launch bounds ask for
+// (a default: -D OPGEN_QMATVEC_Q8_FEW_ROOMY_MIN_BLOCKS=... may tune it, with the runtime's QMATVEC_Q8_FEW_ROOMY_MIN_BLOCKS set alike)
+#ifndef OPGEN_QMATVEC_Q8_FEW_ROOMY_MIN_BLOCKS
+#define OPGEN_QMATVEC_Q8_FEW_ROOMY_MIN_BLOCKS 3
+#endif
+
 // qmatvec_q8_1_* of the block formats: where a weight row has at most this many units of 32 weights per lane of a group, a group of lanes takes an item, else a block (bench/ggml.py --explore compares)
 // (a default: -D OPGEN_QMATVEC_Q8_LANE_UNITS=... may tune it, with the runtime's QMATVEC_Q8_LANE_UNITS set alike)
 #ifndef OPGEN_QMATVEC_Q8_LANE_UNITS
@@ -247,7 +259,7 @@
 // qmatvec_q8_1_* of float weights on the tensor cores, items of one tile: chains of accumulators a warp's mmas take in turn (an mma waits for the one before it in its chain; bench/ggml.py --explore compares)
 // (a default: -D OPGEN_QMATVEC_Q8_MMA_F_CHAINS=... may tune it, with the runtime's QMATVEC_Q8_MMA_F_CHAINS set alike)
 #ifndef OPGEN_QMATVEC_Q8_MMA_F_CHAINS
-#define OPGEN_QMATVEC_Q8_MMA_F_CHAINS 4
+#define OPGEN_QMATVEC_Q8_MMA_F_CHAINS 2
 #endif
 
 // qmatvec_q8_1_mma_* of float weights (below QMATVEC_Q8_MMA_WIDE_N weight rows): threads per block (their warps split each item's k; runtime/gpu/quant.py launches them so; bench/ggml.py --explore compares)

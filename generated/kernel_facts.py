@@ -181,6 +181,16 @@ QMATVEC_Q8_MIN_BLOCKS = 1
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_FEW_MIN_BLOCKS=... needs this set alike)
 QMATVEC_Q8_FEW_MIN_BLOCKS = 4
 
+#: qmatvec_q8_1_few_* of the blocks of 32: those whose launch bounds ask for QMATVEC_Q8_FEW_ROOMY_MIN_BLOCKS blocks per
+#: multiprocessor instead of QMATVEC_Q8_FEW_MIN_BLOCKS (more registers a thread), a bit each as QMATVEC_Q8_WIDE_BLOCKS
+#: (q4_1 2: faster by 2 rows of x, as fast by 1; the others slower; bench/ggml.py --explore compares)
+#: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_FEW_ROOMY_BLOCKS=... needs this set alike)
+QMATVEC_Q8_FEW_ROOMY_BLOCKS = 2
+
+#: qmatvec_q8_1_few_* of QMATVEC_Q8_FEW_ROOMY_BLOCKS: blocks per multiprocessor their launch bounds ask for
+#: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_FEW_ROOMY_MIN_BLOCKS=... needs this set alike)
+QMATVEC_Q8_FEW_ROOMY_MIN_BLOCKS = 3
+
 #: qmatvec_q8_1_* of the block formats: where a weight row has at most this many units of 32 weights per lane of a
 #: group, a group of lanes takes an item, else a block (bench/ggml.py --explore compares)
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_LANE_UNITS=... needs this set alike)
@@ -225,7 +235,7 @@ QMATVEC_Q8_MMA_F_DEPTH = 2
 #: qmatvec_q8_1_* of float weights on the tensor cores, items of one tile: chains of accumulators a warp's mmas take in
 #: turn (an mma waits for the one before it in its chain; bench/ggml.py --explore compares)
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_MMA_F_CHAINS=... needs this set alike)
-QMATVEC_Q8_MMA_F_CHAINS = 4
+QMATVEC_Q8_MMA_F_CHAINS = 2
 
 #: qmatvec_q8_1_mma_* of float weights (below QMATVEC_Q8_MMA_WIDE_N weight rows): threads per block (their warps split
 #: each item's k; runtime/gpu/quant.py launches them so; bench/ggml.py --explore compares)

@@ -803,6 +803,16 @@ template <> struct operands_of<bf16> {
 //   (4) tiles, each x piece loaded once for all of them, 2 steps in registers, blocks of
 //   QMATVEC_Q8_MMA_F_WIDE_THREADS (128) with as many registers as 4 tiles take (about 250).
 
+// A block of 32's bit in QMATVEC_Q8_MMA_Q_PAIR_BLOCKS and _FEW_ROOMY_BLOCKS (the order of
+// QMATVEC_Q8_WIDE_BLOCKS); -1 for the others.
+template <typename F> constexpr int kBlock32Bit = -1;
+template <> constexpr int kBlock32Bit<q4_0> = 0;
+template <> constexpr int kBlock32Bit<q4_1> = 1;
+template <> constexpr int kBlock32Bit<q5_0> = 2;
+template <> constexpr int kBlock32Bit<q5_1> = 3;
+template <> constexpr int kBlock32Bit<q8_0> = 4;
+template <> constexpr int kBlock32Bit<q8_1> = 5;
+
 #if OPGEN_CUDA && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 #define OPGEN_QMATVEC_MMA 1
 #else
@@ -1151,13 +1161,6 @@ __device__ __forceinline__ void q8_mma_blocks(const uint8_t* const (&wr)[T][2], 
 
 // Tiles an item: two where QMATVEC_Q8_MMA_Q_PAIR_BLOCKS has the format's bit and two stages of
 // two tiles fit (runtime/gpu/quant.py's q8_tiles mirrors it for the grid).
-template <typename F> constexpr int kBlock32Bit = -1;
-template <> constexpr int kBlock32Bit<q4_0> = 0;
-template <> constexpr int kBlock32Bit<q4_1> = 1;
-template <> constexpr int kBlock32Bit<q5_0> = 2;
-template <> constexpr int kBlock32Bit<q5_1> = 3;
-template <> constexpr int kBlock32Bit<q8_0> = 4;
-template <> constexpr int kBlock32Bit<q8_1> = 5;
 template <typename F>
 constexpr int kMmaTiles = kBlock32Bit<F> >= 0 && ((OPGEN_QMATVEC_Q8_MMA_Q_PAIR_BLOCKS >> kBlock32Bit<F>) & 1) != 0 &&
                                   q8_stage<F, 2>::S >= 2
@@ -1440,6 +1443,13 @@ constexpr int kMmaMinBlocks = kFamily<F> == 0 ? OPGEN_QMATVEC_Q8_MMA_Q_MIN_BLOCK
 template <typename F> constexpr int kMmaThreads = kFamily<F> == 2 ? OPGEN_QMATVEC_Q8_MMA_F_THREADS : kThreads;
 template <typename F> constexpr int kMmaWideThreads = kFamily<F> == 2 ? OPGEN_QMATVEC_Q8_MMA_F_WIDE_THREADS : kThreads;
 template <typename F> constexpr int kMmaWideMinBlocks = kFamily<F> == 2 ? OPGEN_QMATVEC_Q8_MMA_F_WIDE_MIN_BLOCKS : 1;
+// qmatvec_q8_1_few_<F>'s: QMATVEC_Q8_FEW_MIN_BLOCKS, but QMATVEC_Q8_FEW_ROOMY_MIN_BLOCKS for the
+// blocks of 32 of QMATVEC_Q8_FEW_ROOMY_BLOCKS (q4_1's product of 2 rows of x is faster with the
+// registers that leaves a thread; the others' products slower).
+template <typename F>
+constexpr int kFewMinBlocks = kBlock32Bit<F> >= 0 && ((OPGEN_QMATVEC_Q8_FEW_ROOMY_BLOCKS >> kBlock32Bit<F>) & 1) != 0
+                                  ? OPGEN_QMATVEC_Q8_FEW_ROOMY_MIN_BLOCKS
+                                  : OPGEN_QMATVEC_Q8_FEW_MIN_BLOCKS;
 
 // Programmatic launches (sm_90): the runtime launches every product entry point with programmatic
 // stream serialization (ops.yaml's PROGRAMMATIC_KERNELS lists them; x's quantization is not), and
