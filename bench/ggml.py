@@ -587,14 +587,18 @@ EXPLORE_NMSE = 1e-8
 
 def explore(variants: list[Variant], rows, runs: int, formats) -> tuple[dict, dict]:
     """(variant name, format, n, k, x rows) -> median µs of the quantized-x product of each build,
-    and the same keys -> NMSE for the builds whose product is not the shipped path's (EXPLORE_NMSE)."""
+    launched as QMatMul launches it (a block format's x quantized to q8_1 first, by the shipped
+    kernel, which lets the programmatically launched product start at once), and the same keys ->
+    NMSE for the builds whose product is not the shipped path's (EXPLORE_NMSE)."""
     import ctypes
 
     import numpy as np
 
     from generated import kernels_hip
+    from generated.kernel_facts import KernelPattern
     from runtime import ggml
     from runtime.gpu import quant as gpu_quant
+    from runtime.gpu.launch import BLOCK
 
     rt = __import__("runtime.cuda", fromlist=["_rt"])._rt
     stream = rt.stream(0)
@@ -610,15 +614,22 @@ def explore(variants: list[Variant], rows, runs: int, formats) -> tuple[dict, di
                 x = rt.from_host(0, rng.standard_normal(r * k).astype(np.float32))
                 y = rt.alloc(0, r * n, np.dtype(np.float32))
                 xq = rt.alloc(0, gpu_quant.x_q8_1_bytes(r, k), np.dtype(np.uint8))
-                gpu_quant.qmatvec_q8_1(rt, q, x, y, n, k, r, kernels_hip.QSTORAGE["matmul"], xq)  # fills xq
+                table = kernels_hip.QSTORAGE["matmul"]
+                gpu_quant.qmatvec_q8_1(rt, q, x, y, n, k, r, table, xq)  # fills xq
                 want = rt.to_host(y).astype(np.float64)
+                quantize = None  # float weights: the product reads x itself
+                if fmt not in ggml.PLAIN:
+                    quantize = rt._entry(table, (KernelPattern.QUANTIZE_Q8_1_X, x.dtype), "qmatmul")
+                x_args = (rt.geometry(r * k // 4, 0), BLOCK, stream, x.ptr, xq.ptr, r, k)
                 for v in variants:
                     args = (q.buf.ptr, x.ptr, xq.ptr, y.ptr, n, k, r)
                     grid = v.grid(rt, fmt, n, k, r)
 
                     entry, threads = v.entry(rt, fmt, r, n), v.threads(rt, fmt, r, n)
 
-                    def run(v=v, grid=grid, args=args, entry=entry, threads=threads):
+                    def run(v=v, grid=grid, args=args, entry=entry, threads=threads, quantize=quantize, x_args=x_args):
+                        if quantize is not None:
+                            quantize(rt.launch, *x_args)
                         rt.launch(str(v.path), entry, grid, threads, stream, args, types)
 
                     out[v.name, fmt, n, k, r] = statistics.median(graph_us(run, stream.handle) for _ in range(runs))
