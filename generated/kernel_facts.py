@@ -182,8 +182,9 @@ QMATVEC_Q8_MIN_BLOCKS = 1
 QMATVEC_Q8_FEW_MIN_BLOCKS = 4
 
 #: qmatvec_q8_1_few_* of the blocks of 32: those whose launch bounds ask for QMATVEC_Q8_FEW_ROOMY_MIN_BLOCKS blocks per
-#: multiprocessor instead of QMATVEC_Q8_FEW_MIN_BLOCKS (more registers a thread), a bit each as QMATVEC_Q8_WIDE_BLOCKS
-#: (q4_1 2: faster by 2 rows of x, as fast by 1; the others slower; bench/ggml.py --explore compares)
+#: multiprocessor instead of QMATVEC_Q8_FEW_MIN_BLOCKS, a bit each as QMATVEC_Q8_WIDE_BLOCKS (q4_1 2: NVRTC schedules
+#: its code otherwise under the looser bound, 120 registers a thread against 122, 4 blocks resident either way, and it
+#: is faster by 2 rows of x, as fast by 1; the others slower; bench/ggml.py --explore compares)
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_FEW_ROOMY_BLOCKS=... needs this set alike)
 QMATVEC_Q8_FEW_ROOMY_BLOCKS = 2
 

@@ -1444,8 +1444,9 @@ template <typename F> constexpr int kMmaThreads = kFamily<F> == 2 ? OPGEN_QMATVE
 template <typename F> constexpr int kMmaWideThreads = kFamily<F> == 2 ? OPGEN_QMATVEC_Q8_MMA_F_WIDE_THREADS : kThreads;
 template <typename F> constexpr int kMmaWideMinBlocks = kFamily<F> == 2 ? OPGEN_QMATVEC_Q8_MMA_F_WIDE_MIN_BLOCKS : 1;
 // qmatvec_q8_1_few_<F>'s: QMATVEC_Q8_FEW_MIN_BLOCKS, but QMATVEC_Q8_FEW_ROOMY_MIN_BLOCKS for the
-// blocks of 32 of QMATVEC_Q8_FEW_ROOMY_BLOCKS (q4_1's product of 2 rows of x is faster with the
-// registers that leaves a thread; the others' products slower).
+// blocks of 32 of QMATVEC_Q8_FEW_ROOMY_BLOCKS: under the looser bound NVRTC schedules q4_1's
+// code otherwise (about as many registers, as many blocks resident) and its product of 2 rows of
+// x is faster; the others' products are slower.
 template <typename F>
 constexpr int kFewMinBlocks = kBlock32Bit<F> >= 0 && ((OPGEN_QMATVEC_Q8_FEW_ROOMY_BLOCKS >> kBlock32Bit<F>) & 1) != 0
                                   ? OPGEN_QMATVEC_Q8_FEW_ROOMY_MIN_BLOCKS
