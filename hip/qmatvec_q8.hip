@@ -812,6 +812,8 @@ template <> constexpr int kBlock32Bit<q5_0> = 2;
 template <> constexpr int kBlock32Bit<q5_1> = 3;
 template <> constexpr int kBlock32Bit<q8_0> = 4;
 template <> constexpr int kBlock32Bit<q8_1> = 5;
+// Whether such a fact's mask holds F's bit (false for the formats that are no block of 32).
+template <typename F, long long Mask> constexpr bool kBlock32In = kBlock32Bit<F> >= 0 && ((Mask >> kBlock32Bit<F>) & 1) != 0;
 
 #if OPGEN_CUDA && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 #define OPGEN_QMATVEC_MMA 1
@@ -1162,10 +1164,7 @@ __device__ __forceinline__ void q8_mma_blocks(const uint8_t* const (&wr)[T][2], 
 // Tiles an item: two where QMATVEC_Q8_MMA_Q_PAIR_BLOCKS has the format's bit and two stages of
 // two tiles fit (runtime/gpu/quant.py's q8_tiles mirrors it for the grid).
 template <typename F>
-constexpr int kMmaTiles = kBlock32Bit<F> >= 0 && ((OPGEN_QMATVEC_Q8_MMA_Q_PAIR_BLOCKS >> kBlock32Bit<F>) & 1) != 0 &&
-                                  q8_stage<F, 2>::S >= 2
-                              ? 2
-                              : 1;
+constexpr int kMmaTiles = kBlock32In<F, OPGEN_QMATVEC_Q8_MMA_Q_PAIR_BLOCKS> && q8_stage<F, 2>::S >= 2 ? 2 : 1;
 
 template <typename F>
 __device__ void q8_mma_product(const uint8_t* __restrict__ w, const x_source& xs, float* __restrict__ y, size_t n,
@@ -1448,9 +1447,8 @@ template <typename F> constexpr int kMmaWideMinBlocks = kFamily<F> == 2 ? OPGEN_
 // code otherwise (about as many registers, as many blocks resident) and its product of 2 rows of
 // x is faster; the others' products are slower.
 template <typename F>
-constexpr int kFewMinBlocks = kBlock32Bit<F> >= 0 && ((OPGEN_QMATVEC_Q8_FEW_ROOMY_BLOCKS >> kBlock32Bit<F>) & 1) != 0
-                                  ? OPGEN_QMATVEC_Q8_FEW_ROOMY_MIN_BLOCKS
-                                  : OPGEN_QMATVEC_Q8_FEW_MIN_BLOCKS;
+constexpr int kFewMinBlocks =
+    kBlock32In<F, OPGEN_QMATVEC_Q8_FEW_ROOMY_BLOCKS> ? OPGEN_QMATVEC_Q8_FEW_ROOMY_MIN_BLOCKS : OPGEN_QMATVEC_Q8_FEW_MIN_BLOCKS;
 
 // Programmatic launches (sm_90): the runtime launches every product entry point with programmatic
 // stream serialization (ops.yaml's PROGRAMMATIC_KERNELS lists them; x's quantization is not), and
