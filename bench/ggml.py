@@ -328,6 +328,11 @@ EXPLORE_VARIANTS: dict[str, dict[str, int]] = {
     "long-k-none": {"QMATVEC_Q8_LONG_K": 0},
     "long-k-q3-q5": {"QMATVEC_Q8_LONG_K": 10},
     "long-k-q3-q4-q5": {"QMATVEC_Q8_LONG_K": 14},
+    "long-dot-none": {"QMATVEC_Q8_LONG_DOT": 0},
+    "x-shared-none": {"QMATVEC_Q8_LONG_X_SHARED": 0},
+    "x-shared-all": {"QMATVEC_Q8_LONG_X_SHARED": 15},
+    "x-shared-blocks-none": {"QMATVEC_Q8_LONG_X_SHARED_BLOCKS": 0},
+    "x-shared-blocks-8": {"QMATVEC_Q8_LONG_X_SHARED_BLOCKS": 8},
     "rows-k-x2-two-none": {"QMATVEC_Q8_ROWS_K_X2_TWO": 0},
     "mma-f-wide-off": {"QMATVEC_Q8_MMA_WIDE_N": 1 << 40},
     "rows-4": {f"QMATVEC_Q8_ROWS{family}_X{c}": 4 for family in ("", "_F") for c in (1, 2, 4, 8)},
@@ -397,14 +402,17 @@ EXPLORE_VARIANTS: dict[str, dict[str, int]] = {
     },
 }
 EXPLORE_SHAPES = SHAPES
-#: Facts of a source with qmatvec_q8_1_mma that only the runtime reads (when it launches that entry).
-RUNTIME_FACTS = (
-    "QMATVEC_Q8_MMA_F_FROM",
-    "QMATVEC_Q8_MMA_Q_FROM",
-    "QMATVEC_Q8_MMA_Q_N",
-    "QMATVEC_Q8_MMA_Q_X4_BLOCKS",
-    "QMATVEC_Q8_MMA_WIDE_N",
-)
+#: Facts that only the runtime reads, by what a source holds where the runtime follows them: those of
+#: the tensor cores (qmatvec_q8_1_mma, when it launches that entry) and the grid of the products
+#: that read x from shared memory.
+RUNTIME_FACTS = {
+    "QMATVEC_Q8_MMA_F_FROM": "qmatvec_q8_1_mma",
+    "QMATVEC_Q8_MMA_Q_FROM": "qmatvec_q8_1_mma",
+    "QMATVEC_Q8_MMA_Q_N": "qmatvec_q8_1_mma",
+    "QMATVEC_Q8_MMA_Q_X4_BLOCKS": "qmatvec_q8_1_mma",
+    "QMATVEC_Q8_MMA_WIDE_N": "qmatvec_q8_1_mma",
+    "QMATVEC_Q8_LONG_X_SHARED_BLOCKS": "OPGEN_QMATVEC_Q8_LONG_X_SHARED",
+}
 
 
 @dataclass(frozen=True)
@@ -486,8 +494,8 @@ def explore_variants(names, baseline: Path | None) -> list[Variant]:
     variants = []
     for name, text, overrides in sources:
         few, mma, wide = "qmatvec_q8_1_few" in text, "qmatvec_q8_1_mma" in text, "qmatvec_q8_1_mma_wide" in text
-        runtime_facts = RUNTIME_FACTS if mma else ()
-        facts = {f: v for f, v in {**shipped, **overrides}.items() if f"OPGEN_{f}" in text or f in runtime_facts}
+        held = {f for f, marker in RUNTIME_FACTS.items() if marker in text}
+        facts = {f: v for f, v in {**shipped, **overrides}.items() if f"OPGEN_{f}" in text or f in held}
         defines = "".join(f"#define OPGEN_{f} {v}\n" for f, v in overrides.items())
         path = tmp / f"qmatvec_q8_{name}.hip"
         path.write_text(defines + _with_entry_shims(text, few, mma, wide))

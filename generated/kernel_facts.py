@@ -314,9 +314,34 @@ QMATVEC_Q8_WIDE_K = 30
 #: qmatvec_q8_1_* for one row of x: the blocks of 256 whose lanes take long units (q2_K and q3_K 128 weights, the four
 #: bit pairs of one 32-byte run of quants; q4_K and q5_K 64, its two nibbles), that run and the fields beside it loaded
 #: once where units of 32 load them each, a bit each as QMATVEC_Q8_WIDE_K; q2_K 1, q3_K 2, q4_K 4 and q5_K 8 have a long
-#: unit (q2_K: slower at 4096x14336 and 14336x4096; bench/ggml.py --explore compares)
+#: unit (bench/ggml.py --explore compares)
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_LONG_K=... needs this set alike)
-QMATVEC_Q8_LONG_K = 14
+QMATVEC_Q8_LONG_K = 15
+
+#: qmatvec_q8_1_* for one row of x: the blocks of 256 of QMATVEC_Q8_LONG_K whose long unit takes its own dot product, a
+#: bit each as QMATVEC_Q8_WIDE_K (q2_K 1, q3_K 2: each bit pair's quants masked in place, its 4^j folded into x's scale,
+#: and each half's sum times its scale in integers, fewer instructions a byte than a unit of 32 each; bench/ggml.py
+#: --explore compares)
+#: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_LONG_DOT=... needs this set alike)
+QMATVEC_Q8_LONG_DOT = 3
+
+#: qmatvec_q8_1_* for one row of x on cuda: the blocks of 256 of QMATVEC_Q8_LONG_K whose long units read x from shared
+#: memory, a bit each as QMATVEC_Q8_WIDE_K (q2_K 1, q3_K 2: their lanes' 128 weights meet 128 bytes of x quants, and
+#: from global memory each lane's load touches its own cache line; a block copies x's quants and scales, 1.5 bytes a
+#: value, once; q4_K and q5_K, 64 bytes a lane, are faster without; bench/ggml.py --explore compares)
+#: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_LONG_X_SHARED=... needs this set alike)
+QMATVEC_Q8_LONG_X_SHARED = 3
+
+#: qmatvec_q8_1_* of QMATVEC_Q8_LONG_X_SHARED: the most values of x (k) its shared memory holds (static: 1.5 bytes a
+#: value); longer rows read x from global memory
+#: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_LONG_X_SHARED_K=... needs this set alike)
+QMATVEC_Q8_LONG_X_SHARED_K = 16384
+
+#: qmatvec_q8_1_* of QMATVEC_Q8_LONG_X_SHARED: at most this many blocks per multiprocessor in its grid, each taking as
+#: many items as the others (or one fewer) with one copy of x (runtime/gpu/quant.py's q8_grid); 0: a block per item,
+#: each copying x (bench/ggml.py --explore compares)
+#: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_LONG_X_SHARED_BLOCKS=... needs this set alike)
+QMATVEC_Q8_LONG_X_SHARED_BLOCKS = 4
 
 #: launched with programmatic stream serialization (cuda, sm_90 and up): each waits (griddepcontrol.wait) before it
 #: touches memory: the exact-x qmatvec of q4_0, q4_1, q8_0, q4_K, q6_K, and every product of hip/qmatvec_q8.hip (not x's

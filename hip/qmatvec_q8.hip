@@ -392,6 +392,35 @@ struct q2_k_halves {
             a[h] = half_lo(w.dm) * (float)(s & 15u), b[h] = -(half_hi(w.dm) * (float)(s >> 4));
         }
     }
+    // The long unit's dot product with x's four units of 32 (XU: q8_operands' X), where
+    // QMATVEC_Q8_LONG_DOT has kBit: bit pair j's quants masked in place (4^j q, a LOP3 a word where
+    // long_part shifts and masks; j = 3 shifted down, its 64 q past a signed byte) and 4^-j folded
+    // into x's d; each half's sum of products times its 4-bit scale in integers (at most
+    // 2 * 15 * 16 * 48 * 127 < 2^22: kSumBias), d and dmin once for the 128 weights.
+    template <typename XU> static __device__ __forceinline__ float long_dot(const Long& w, const XU (&x)[kLongParts]) {
+        float s = 0.0f, m = 0.0f;
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            const uint32_t sc = w.sc[j >> 1] >> (16 * (j & 1));  // byte h: half h's scale | min << 4
+            const uint32_t xq[8] = {x[j].q[0].x, x[j].q[0].y, x[j].q[0].z, x[j].q[0].w,
+                                    x[j].q[1].x, x[j].q[1].y, x[j].q[1].z, x[j].q[1].w};
+            int p[2];
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                p[h] = 0;
+#pragma unroll
+                for (int i = 4 * h; i < 4 * h + 4; i++) {
+                    const uint32_t q = j < 3 ? w.qs[i] & (0x03030303u << (2 * j)) : (w.qs[i] >> 6) & 0x03030303u;
+                    p[h] = dot4(q, xq[i], p[h]);
+                }
+            }
+            const int lo = (int)(sc & 15u) * p[0] + (int)((sc >> 8) & 15u) * p[1] + kSumBias;
+            const float unshift = j == 1 ? 0.25f : j == 2 ? 0.0625f : 1.0f;
+            s = fmaf(x[j].m.x * unshift, sum_value(lo), s);
+            m = fmaf((float)((sc >> 4) & 15u), x[j].m.y, fmaf((float)((sc >> 12) & 15u), x[j].m.w, m));
+        }
+        return half_lo(w.dm) * s - half_hi(w.dm) * m;
+    }
 };
 
 // q3_k: hmask[32], qs[64], scales[12] (16 scales of 6 bits), d: weight 128n + 32j + 16h + l is
@@ -457,6 +486,38 @@ struct q3_k_halves {
         const uint32_t sc = w.sc[j >> 1] >> (16 * (j & 1));
 #pragma unroll
         for (int h = 0; h < 2; h++) a[h] = w.d * (float)((int)((sc >> (8 * h)) & 0xFFu) - 32), b[h] = -4.0f * a[h];
+    }
+    // The long unit's dot product with x's four units of 32, where QMATVEC_Q8_LONG_DOT has kBit:
+    // bit pair j's quants and high bits as v = 4^min(j,1) (q + 4 hb) (two or three instructions a
+    // word where long_part takes four), the 4^-min(j,1) folded into x's d; each half's sum of
+    // products times its scale s - 32 in integers (at most 2 * 32 * 16 * 28 * 127 < 2^22:
+    // kSumBias); the minus 4 of every quant against x's sums, (s - 32) * 4 * d * sum, in f32.
+    template <typename XU> static __device__ __forceinline__ float long_dot(const Long& w, const XU (&x)[kLongParts]) {
+        float s = 0.0f, m = 0.0f;
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            const uint32_t sc = w.sc[j >> 1] >> (16 * (j & 1));  // byte h: half h's scale (6 bits)
+            const uint32_t xq[8] = {x[j].q[0].x, x[j].q[0].y, x[j].q[0].z, x[j].q[0].w,
+                                    x[j].q[1].x, x[j].q[1].y, x[j].q[1].z, x[j].q[1].w};
+            int p[2];
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                p[h] = 0;
+#pragma unroll
+                for (int i = 4 * h; i < 4 * h + 4; i++) {
+                    const uint32_t qs = w.qs[i], hm = w.hm[i];
+                    const uint32_t v = j == 0   ? (qs & 0x03030303u) | ((hm << 2) & 0x04040404u)
+                                       : j == 1 ? (qs & 0x0C0C0C0Cu) | ((hm << 3) & 0x10101010u)
+                                       : j == 2 ? ((qs >> 2) & 0x0C0C0C0Cu) | ((hm << 2) & 0x10101010u)
+                                                : ((qs >> 4) & 0x0C0C0C0Cu) | ((hm << 1) & 0x10101010u);
+                    p[h] = dot4(v, xq[i], p[h]);
+                }
+            }
+            const int s0 = (int)(sc & 0xFFu) - 32, s1 = (int)((sc >> 8) & 0xFFu) - 32;
+            s = fmaf(x[j].m.x * (j == 0 ? 1.0f : 0.25f), sum_value(s0 * p[0] + s1 * p[1] + kSumBias), s);
+            m = fmaf((float)s0, x[j].m.y, fmaf((float)s1, x[j].m.w, m));
+        }
+        return w.d * (s - 4.0f * m);
     }
 };
 
@@ -632,7 +693,30 @@ struct x_source {
     const uint8_t* xq;   // (rows, k) int8 quants
     const float2* xm;    // (rows, k / 16): d, d * the sum of the unit's quants
     size_t k;
+    const uint4* shared;  // x's one row in shared memory (share_x), for the long units
 };
+
+// x's one row in shared memory, for the long units of one row of x of the formats of
+// QMATVEC_Q8_LONG_X_SHARED (k up to QMATVEC_Q8_LONG_X_SHARED_K values): its k / 16 pieces of 16
+// quants, then at kXSharedQuants its k / 32 pieces of scales (a unit's two float2), piece c at
+// x_piece(c). A lane's long unit of q2_K or q3_K reads 128 bytes of quants where its neighbour's
+// start: from global memory every lane's load touches its own cache line (the L1's wavefronts
+// bound the product); the swizzle gives the 8 lanes of a quarter warp, reading pieces 4 or 8
+// apart, 8 different bank groups.
+constexpr int kXSharedK = OPGEN_QMATVEC_Q8_LONG_X_SHARED_K, kXSharedQuants = kXSharedK / 16;
+constexpr int kXSharedPieces = kXSharedK > 0 ? kXSharedK / 16 + kXSharedK / 32 : 1;
+static_assert(kXSharedK % 32 == 0, "whole blocks of x");
+__device__ __forceinline__ int x_piece(int c) { return c ^ ((c >> 3) & 7); }
+
+// Copies x's row 0 (quants and scales) into `shared`, every thread of the block taking part.
+__device__ __forceinline__ void share_x(const x_source& s, uint4* shared) {
+    const int quants = (int)(s.k / 16), scales = (int)(s.k / 32);
+    const uint4* q = reinterpret_cast<const uint4*>(s.xq);
+    const uint4* m = reinterpret_cast<const uint4*>(s.xm);
+    for (int c = (int)threadIdx.x; c < quants; c += kThreads) shared[x_piece(c)] = q[c];
+    for (int c = (int)threadIdx.x; c < scales; c += kThreads) shared[kXSharedQuants + x_piece(c)] = m[c];
+    __syncthreads();
+}
 
 template <typename F> struct q8_operands {  // block formats against x in q8_1: 32 weights a unit
     static constexpr int kUnit = 32;
@@ -661,10 +745,15 @@ template <typename F> struct q8_operands {  // block formats against x in q8_1: 
 // kLongParts units of 32 of a block whose quants share one 32-byte run, loading that run and the
 // fields beside it once where as many units of 32 would load them each: q2_K and q3_K 128 weights
 // (bit pairs j = 0..3 of each byte: weights 128n + 32j..; q3_K's 32 high-bit bytes too: blocks of
-// 84 and 110 bytes, whose loads are realigned word by word, the cost that bounds one row of x),
-// q4_K and q5_K 64 (the two nibbles of each byte; q5_K's 32 fifth-bit bytes too). Each part j is
-// then a unit of 32.
-template <typename F> struct long_operands {
+// 84 and 110 bytes, whose loads are realigned word by word), q4_K and q5_K 64 (the two nibbles of
+// each byte; q5_K's 32 fifth-bit bytes too). Each part j is then a unit of 32, or the format's
+// long_dot takes the whole (kLongDot); x comes from shared memory where kShared (product's
+// share_x: its 128 bytes a lane would each touch their own cache line).
+// Whether F's long unit takes its own long_dot (QMATVEC_Q8_LONG_DOT has its bit: q2_K, q3_K),
+// else each part is a unit of 32 (long_part) and q8_operands' dot.
+template <typename F> constexpr bool kLongDot = ((OPGEN_QMATVEC_Q8_LONG_DOT >> F::kBit) & 1) != 0;
+
+template <typename F, bool kShared> struct long_operands {  // kShared: x from share_x's copy
     typedef typename F::H H;
     typedef q8_operands<F> P;
     static constexpr int kParts = H::kLongParts, kUnit = 32 * kParts, kPerBlock = 8 / kParts;
@@ -677,9 +766,19 @@ template <typename F> struct long_operands {
     }
     static __device__ __forceinline__ void load_x(const x_source& s, size_t r, size_t u, size_t units, X& x) {
 #pragma unroll
-        for (int j = 0; j < kParts; j++) P::load_x(s, r, kParts * u + j, units, x.part[j]);
+        for (int j = 0; j < kParts; j++) {
+            if constexpr (kShared) {  // x's row 0 only
+                const int v = (int)(kParts * u) + j;
+                const uint4 m = s.shared[kXSharedQuants + x_piece(v)];
+                x.part[j].q[0] = s.shared[x_piece(2 * v)], x.part[j].q[1] = s.shared[x_piece(2 * v + 1)];
+                x.part[j].m = make_float4(__uint_as_float(m.x), __uint_as_float(m.y), __uint_as_float(m.z), __uint_as_float(m.w));
+            } else {
+                P::load_x(s, r, kParts * u + j, units, x.part[j]);
+            }
+        }
     }
     static __device__ __forceinline__ float dot(const W& w, const X& x) {
+        if constexpr (kLongDot<F>) return H::long_dot(w, x.part);
         float s = 0.0f;
 #pragma unroll
         for (int j = 0; j < kParts; j++) {
@@ -1315,18 +1414,20 @@ template <bool C, typename A, typename B> struct pick {
 template <typename A, typename B> struct pick<false, A, B> {
     typedef B type;
 };
-template <typename F, int NX> struct policy_of {
-    static constexpr bool kLong = NX == 1 && k_bit<F>::value >= 0 && ((OPGEN_QMATVEC_Q8_LONG_K >> k_bit<F>::value) & 1) != 0;
-    typedef typename pick<kLong && has_long<F>::value, long_operands<F>, typename operands_of<F>::type>::type type;
+// kShared: x's row from shared memory (product's share_x), for the long units only.
+template <typename F, int NX, bool kShared = false> struct policy_of {
+    static constexpr bool kLong =
+        NX == 1 && k_bit<F>::value >= 0 && ((OPGEN_QMATVEC_Q8_LONG_K >> k_bit<F>::value) & 1) != 0 && has_long<F>::value;
+    typedef typename pick<kLong, long_operands<F, kShared>, typename operands_of<F>::type>::type type;
 };
 
 // An item's R * NX sums (weight row i, x row j at i * NX + j) over the units first, first + step,
 // ... of its weight rows n0.. against the x rows r0..: weight rows past n and x rows past `rows`
 // are computed (as the last one), not stored.
-template <typename F, int NX, int R>
+template <typename F, int NX, int R, bool kShared>
 __device__ __forceinline__ void item_sums(const uint8_t* __restrict__ w, const x_source& xs, size_t n, size_t rows, size_t n0,
                                           size_t r0, size_t first, size_t step, float (&acc)[R * NX]) {
-    typedef typename policy_of<F, NX>::type P;
+    typedef typename policy_of<F, NX, kShared>::type P;
     const size_t units = xs.k / P::kUnit, row_bytes = operands_of<F>::row_bytes(xs.k);
     const uint8_t* wr[R];
     size_t xr[NX];
@@ -1355,8 +1456,9 @@ __device__ __forceinline__ void item_sums(const uint8_t* __restrict__ w, const x
 // of lanes takes its own items and its shuffles alone sum them (more items in flight, no
 // block-wide step); else a block takes an item, its groups' totals summed through shared memory.
 // Either is correct for any grid.
-template <typename F, int NX, int R>
-__device__ void product(const uint8_t* __restrict__ w, const x_source& xs, float* __restrict__ y, size_t n, size_t rows) {
+template <typename F, int NX, int R, bool kShared>
+__device__ __forceinline__ void items(const uint8_t* __restrict__ w, const x_source& xs, float* __restrict__ y, size_t n,
+                                      size_t rows) {
     typedef typename operands_of<F>::type P;  // units of 32 weights, by_groups' measure whatever item_sums' policy
     constexpr int V = R * NX;
     constexpr int kHeld = V >= OPGEN_LANE_GROUP ? V / OPGEN_LANE_GROUP : 1;
@@ -1370,7 +1472,8 @@ __device__ void product(const uint8_t* __restrict__ w, const x_source& xs, float
     for (size_t item = first_item; item < items; item += item_step) {
         const size_t n0 = item / groups * R, r0 = item % groups * NX;
         float acc[V];
-        item_sums<F, NX, R>(w, xs, n, rows, n0, r0, by_group ? lane : threadIdx.x, by_group ? OPGEN_LANE_GROUP : kThreads, acc);
+        item_sums<F, NX, R, kShared>(w, xs, n, rows, n0, r0, by_group ? lane : threadIdx.x, by_group ? OPGEN_LANE_GROUP : kThreads,
+                                     acc);
         int base;
         bool writer;
         group_totals<V>(acc, lane, base, writer);
@@ -1398,6 +1501,28 @@ __device__ void product(const uint8_t* __restrict__ w, const x_source& xs, float
         }
         __syncthreads();  // partial is free for the next item
     }
+}
+
+// Whether F's long units read x from shared memory (QMATVEC_Q8_LONG_X_SHARED has its bit).
+template <typename F> constexpr bool kXShared = k_bit<F>::value >= 0 && ((OPGEN_QMATVEC_Q8_LONG_X_SHARED >> k_bit<F>::value) & 1) != 0;
+
+// The product of R weight rows an item against NX rows of x: items' loop, the long units of one
+// row of x of kXShared's formats (cuda; k up to QMATVEC_Q8_LONG_X_SHARED_K) reading x from shared
+// memory.
+template <typename F, int NX, int R>
+__device__ void product(const uint8_t* __restrict__ w, const x_source& xs, float* __restrict__ y, size_t n, size_t rows) {
+#if !OPGEN_HIP
+    if constexpr (policy_of<F, NX>::kLong && kXShared<F> && kXSharedK > 0) {
+        if (rows == 1 && xs.k <= (size_t)kXSharedK) {  // the same for the whole block
+            __shared__ uint4 shared[kXSharedPieces];
+            share_x(xs, shared);
+            x_source s = xs;
+            s.shared = shared;
+            return items<F, NX, R, true>(w, s, y, n, rows);
+        }
+    }
+#endif
+    items<F, NX, R, false>(w, xs, y, n, rows);
 }
 
 // Weight rows per item by x rows class: ops.yaml's kernel facts, measured apart for the blocks of

@@ -28,6 +28,10 @@ from generated.kernel_facts import (
     QMATVEC_Q8_LANE_UNITS,
     QMATVEC_Q8_LANE_UNITS_F,
     QMATVEC_Q8_LANE_UNITS_MANY,
+    QMATVEC_Q8_LONG_K,
+    QMATVEC_Q8_LONG_X_SHARED,
+    QMATVEC_Q8_LONG_X_SHARED_BLOCKS,
+    QMATVEC_Q8_LONG_X_SHARED_K,
     QMATVEC_Q8_MMA_F_FROM,
     QMATVEC_Q8_MMA_F_THREADS,
     QMATVEC_Q8_MMA_F_WIDE_THREADS,
@@ -93,7 +97,9 @@ LANE_GROUP = 32
 #: MMA_F_FROM, the blocks of 32 from MMA_Q_FROM on MMA_Q_N weight rows, those of MMA_Q_X4_BLOCKS
 #: from the class of 4; a FROM of 0: never) and in items of how many tiles (float weights
 #: MMA_TILES_F from MMA_WIDE_N weight rows, else 1; the blocks of 32 two where MMA_Q_PAIR_BLOCKS
-#: has their bit and the stages fit, q8_tiles).
+#: has their bit and the stages fit, q8_tiles); how many blocks read x from shared memory at
+#: one row of x (q8_x_shared: the long units of LONG_K and LONG_X_SHARED up to LONG_X_SHARED_K
+#: values of x, at most LONG_X_SHARED_BLOCKS a multiprocessor where that is not 0).
 QMATVEC_Q8_GRID_FACTS = {
     "QMATVEC_Q8_LANE_UNITS": QMATVEC_Q8_LANE_UNITS,
     "QMATVEC_Q8_LANE_UNITS_MANY": QMATVEC_Q8_LANE_UNITS_MANY,
@@ -108,6 +114,10 @@ QMATVEC_Q8_GRID_FACTS = {
     "QMATVEC_Q8_MMA_Q_PAIR_BLOCKS": QMATVEC_Q8_MMA_Q_PAIR_BLOCKS,
     "QMATVEC_Q8_MMA_F_THREADS": QMATVEC_Q8_MMA_F_THREADS,
     "QMATVEC_Q8_MMA_F_WIDE_THREADS": QMATVEC_Q8_MMA_F_WIDE_THREADS,
+    "QMATVEC_Q8_LONG_K": QMATVEC_Q8_LONG_K,
+    "QMATVEC_Q8_LONG_X_SHARED": QMATVEC_Q8_LONG_X_SHARED,
+    "QMATVEC_Q8_LONG_X_SHARED_K": QMATVEC_Q8_LONG_X_SHARED_K,
+    "QMATVEC_Q8_LONG_X_SHARED_BLOCKS": QMATVEC_Q8_LONG_X_SHARED_BLOCKS,
 }
 #: The blocks of 32 in the order of their bits in QMATVEC_Q8_MMA_Q_X4_BLOCKS (and the kernel's
 #: QMATVEC_Q8_WIDE_BLOCKS).
@@ -486,7 +496,22 @@ def q8_grid(
     items = -(-n // item_rows) * -(-rows // nx)
     if q8_by_group(fmt, nx, q8_units(fmt, k), items, facts):
         items = -(-items // (QMATVEC_Q8_THREADS // LANE_GROUP))
+    per_sm = facts["QMATVEC_Q8_LONG_X_SHARED_BLOCKS"]
+    if per_sm and q8_x_shared(rt, fmt, rows, k, facts):  # each block copies x once: fewer copies
+        each = -(-items // (rt.driver.multiprocessors(ordinal) * per_sm))  # items a block, as even as can be
+        items = -(-items // each)
     return _grid(rt, ordinal, items)
+
+
+def q8_x_shared(rt: GpuRuntime, fmt: str, rows: int, k: int, facts=QMATVEC_Q8_GRID_FACTS) -> bool:
+    """Whether qmatvec_q8_1_<fmt> reads x from shared memory (hip/qmatvec_q8.hip's kXShared):
+    cuda, one row of x, a block of 256 whose bit LONG_K and LONG_X_SHARED both have, k at most
+    LONG_X_SHARED_K."""
+    if rt.name != "cuda" or rows != 1 or fmt not in BLOCK256_BITS:
+        return False
+    bit = BLOCK256_BITS.index(fmt)
+    both = facts["QMATVEC_Q8_LONG_K"] & facts["QMATVEC_Q8_LONG_X_SHARED"]
+    return bool(both >> bit & 1) and k <= facts["QMATVEC_Q8_LONG_X_SHARED_K"]
 
 
 def q8_tiles(fmt: str, facts=QMATVEC_Q8_GRID_FACTS) -> int:

@@ -151,3 +151,49 @@ def test_the_switch_takes_the_exact_x_kernel(backend, fmt):
     assert (np.abs(exact - x.astype(np.float64) @ w.T) / scale).max() <= ARITHMETIC_RTOL
     assert (np.abs(quantized - x_as_q8_1(x) @ w.T) / scale).max() <= ARITHMETIC_RTOL
     assert not np.array_equal(exact, quantized)
+
+
+#: The blocks of 256 whose long units read x from shared memory at one row of x on cuda
+#: (QMATVEC_Q8_LONG_K and QMATVEC_Q8_LONG_X_SHARED both have their bit).
+SHARED_X = [
+    f
+    for bit, f in enumerate(("q2_k", "q3_k", "q4_k", "q5_k", "q6_k", "q8_k"))
+    if (kernel_facts.QMATVEC_Q8_LONG_K & kernel_facts.QMATVEC_Q8_LONG_X_SHARED) >> bit & 1
+]
+
+
+@pytest.mark.parametrize("k", [4352, kernel_facts.QMATVEC_Q8_LONG_X_SHARED_K + 256], ids=["shared", "past-shared"])
+@pytest.mark.parametrize("fmt", SHARED_X)
+def test_long_units_give_the_same_bits_on_any_grid(backend, fmt, k):
+    """qmatvec_q8_1_few_<fmt> by one row of x: each block copies x into shared memory once and
+    strides over its items (a k past QMATVEC_Q8_LONG_X_SHARED_K reads x from global memory), so
+    grids of 1, 2 and 7 blocks give the runtime's grid's bits (its capped grid: q8_grid), which
+    are x in q8_1 times W within the f32 sums' bound. cuda only: the launch wrapper is driven
+    directly; the HIP build reads x from global memory at every k."""
+    if backend is not g.Backend.CUDA:
+        pytest.skip(f"{backend.value}: x in shared memory is cuda's path")
+    from generated import kernels_hip
+    from runtime.gpu import quant as gpu_quant
+
+    rt = _runtime(backend)
+    n = 4 * 7 * 3 + 2  # 22 items of 4 weight rows, the last 2 rows: every grid below takes several
+    values = weights(n * k, seed=k + SHARED_X.index(fmt))
+    q = gpu_quant.quantize(rt, 0, values, fmt)
+    w = g.to_numpy(
+        g.Device.parse("cpu").quantize(values, g.GgmlDType(fmt)).dequantize(n * k), g.Layout.contiguous((n * k,))
+    )
+    x = np.random.default_rng(k).standard_normal((1, k)).astype(np.float32)
+    x_buf, stream = rt.from_host(0, x), rt.stream(0)
+    xq = rt.alloc(0, gpu_quant.x_q8_1_bytes(1, k), np.dtype(np.uint8))
+    y = rt.alloc(0, n, np.dtype(np.float32))
+    gpu_quant.qmatvec_q8_1(rt, q, x_buf, y, n, k, 1, kernels_hip.QSTORAGE["matmul"], xq)
+    shipped = rt.to_host(y)
+    launch = getattr(kernels_hip, f"launch_qmatvec_q8_1_few_{fmt}")
+    for grid in (1, 2, 7):
+        y = rt.alloc(0, n, np.dtype(np.float32))  # poisoned: an unwritten output is NaN
+        launch(rt.launch, grid, kernel_facts.QMATVEC_Q8_THREADS, stream, q.buf.ptr, x_buf.ptr, xq.ptr, y.ptr, n, k, 1)
+        np.testing.assert_array_equal(rt.to_host(y), shipped, err_msg=f"cuda {fmt} k {k}: grid {grid}")
+    w64 = w.reshape(n, k).astype(np.float64)
+    want = x_as_q8_1(x) @ w64.T
+    scale = np.abs(x_as_q8_1(x)) @ np.abs(w64).T
+    assert (np.abs(shipped.reshape(1, n) - want) / scale).max() <= ARITHMETIC_RTOL, f"cuda {fmt} k {k}"

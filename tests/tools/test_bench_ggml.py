@@ -535,6 +535,44 @@ def test_long_k_names_only_blocks_of_256_that_have_a_long_unit():
     assert all(8 % p == 0 for p in parts.values())
     named = {f for bit, f in enumerate(gpu_quant.BLOCK256_BITS) if kf.QMATVEC_Q8_LONG_K >> bit & 1}
     assert named and named <= set(parts) and kf.QMATVEC_Q8_LONG_K >> len(gpu_quant.BLOCK256_BITS) == 0
+    dots = {f for f, body in halves.items() if "long_dot(" in body}
+    for mask, among in ((kf.QMATVEC_Q8_LONG_DOT, dots), (kf.QMATVEC_Q8_LONG_X_SHARED, set(parts))):
+        bits = {f for bit, f in enumerate(gpu_quant.BLOCK256_BITS) if mask >> bit & 1}
+        assert bits <= among and mask >> len(gpu_quant.BLOCK256_BITS) == 0, (mask, among)
+
+
+class _Sms(_Cuda):
+    """An sm_90 device of 132 multiprocessors."""
+
+    def __init__(self):
+        self.driver = SimpleNamespace(arch=lambda ordinal: "sm_90", multiprocessors=lambda ordinal: 132)
+
+
+def test_long_units_reading_x_from_shared_memory_take_an_even_capped_grid():
+    """At one row of x on cuda, the formats of QMATVEC_Q8_LONG_X_SHARED (up to
+    QMATVEC_Q8_LONG_X_SHARED_K values of x) take at most LONG_X_SHARED_BLOCKS blocks a
+    multiprocessor, each as many items as the others or one fewer (a block copies x once); the
+    others, more rows of x, a longer k and a build without the cap a block per item."""
+    from generated import kernel_facts as kf
+    from runtime.gpu import quant as gpu_quant
+
+    rt, per_sm = _Sms(), kf.QMATVEC_Q8_LONG_X_SHARED_BLOCKS
+    shared = [f for f in ("q2_k", "q3_k") if gpu_quant.q8_x_shared(rt, f, 1, 16384)]
+    assert shared == ["q2_k", "q3_k"] and per_sm > 0
+    rows_k = kf.QMATVEC_Q8_ROWS_K_X1
+    for n in (16384, 4096, 4096 * 3 + 8):
+        items = -(-n // rows_k)
+        grid = gpu_quant.q8_grid(rt, 0, "q2_k", n, 16384, 1, rows_k)
+        each = -(-items // grid)
+        assert grid <= 132 * per_sm and (grid - 1) * each < items <= grid * each, (n, grid)
+    items = 16384 // rows_k
+    assert gpu_quant.q8_grid(rt, 0, "q4_k", 16384, 16384, 1, rows_k) == items  # no bit: a block an item
+    assert gpu_quant.q8_grid(rt, 0, "q2_k", 16384, kf.QMATVEC_Q8_LONG_X_SHARED_K + 256, 1, rows_k) == items
+    assert not gpu_quant.q8_x_shared(rt, "q2_k", 2, 16384)
+    assert not gpu_quant.q8_x_shared(_Geometry(), "q2_k", 1, 16384)  # rocm: x from global memory
+    none, capped = bench.explore_variants(["x-shared-blocks-none", "shipped"], None)
+    assert none.grid(rt, "q2_k", 16384, 16384, 1) == items
+    assert capped.grid(rt, "q2_k", 16384, 16384, 1) == gpu_quant.q8_grid(rt, 0, "q2_k", 16384, 16384, 1, rows_k)
 
 
 def test_the_blocks_of_32_pair_their_tiles_where_two_stages_fit():
