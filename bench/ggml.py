@@ -426,6 +426,7 @@ class Variant:
     few: bool = True  # qmatvec_q8_1_few_<fmt> for one or two rows of x (an older source: one entry)
     mma: bool = True  # qmatvec_q8_1_mma_<fmt> for the tensor cores (an older source: inside the others)
     wide: bool = True  # qmatvec_q8_1_mma_wide_<fmt> for float weights of many rows (an older source: none)
+    one: bool = True  # qmatvec_q8_1_one_<fmt> for one row of x (an older source: its few entry)
 
     def item_rows(self, fmt: str, nx: int, n: int) -> int:
         from runtime import ggml
@@ -443,13 +444,16 @@ class Variant:
 
     def entry(self, rt, fmt: str, rows: int, n: int) -> str:
         """The entry point that multiplies `rows` rows of x against n weight rows: the tensor
-        cores' (runtime/gpu/quant.py q8_mma with this build's facts), else qmatvec_q8_1_few_<fmt>
-        for one or two, where the source has them."""
+        cores' (runtime/gpu/quant.py q8_mma with this build's facts), else qmatvec_q8_1_one_<fmt>
+        for one and qmatvec_q8_1_few_<fmt> for two (or for one, before the one entry), where the
+        source has them."""
         from runtime.gpu import quant as gpu_quant
 
         if self.mma and gpu_quant.q8_mma(rt, 0, fmt, gpu_quant.x_rows_class(rows), n, self.grid_facts()):
             wide = self.wide and gpu_quant.q8_wide(fmt, n, self.grid_facts())
             return f"qmatvec_q8_1_mma_wide_{fmt}" if wide else f"qmatvec_q8_1_mma_{fmt}"
+        if self.one and rows == 1:
+            return f"qmatvec_q8_1_one_{fmt}"
         return f"qmatvec_q8_1_few_{fmt}" if self.few and rows <= 2 else f"qmatvec_q8_1_{fmt}"
 
     def grid_facts(self) -> dict:
@@ -494,12 +498,13 @@ def explore_variants(names, baseline: Path | None) -> list[Variant]:
     variants = []
     for name, text, overrides in sources:
         few, mma, wide = "qmatvec_q8_1_few" in text, "qmatvec_q8_1_mma" in text, "qmatvec_q8_1_mma_wide" in text
+        one = "qmatvec_q8_1_one" in text
         held = {f for f, marker in RUNTIME_FACTS.items() if marker in text}
         facts = {f: v for f, v in {**shipped, **overrides}.items() if f"OPGEN_{f}" in text or f in held}
         defines = "".join(f"#define OPGEN_{f} {v}\n" for f, v in overrides.items())
         path = tmp / f"qmatvec_q8_{name}.hip"
-        path.write_text(defines + _with_entry_shims(text, few, mma, wide))
-        variants.append(Variant(name, path, facts, few, mma, wide))
+        path.write_text(defines + _with_entry_shims(text, few, mma, wide, one))
+        variants.append(Variant(name, path, facts, few, mma, wide, one))
     return variants
 
 
@@ -558,6 +563,17 @@ __device__ void qmatvec_q8_1_mma_wide(const uint8_t* w, const float* x, const ui
 
 #: For a source from before QMATVEC_Q8_FEW_ROOMY_BLOCKS: every format's 1- and 2-row entries ask
 #: for QMATVEC_Q8_FEW_MIN_BLOCKS.
+#: For a source from before qmatvec_q8_1_one (its few entry took one row of x too): what this
+#: tree's generated one entry calls (the bench launches its few entry for one row instead).
+ONE_SHIM = """
+namespace {
+template <typename F>
+__device__ void qmatvec_q8_1_one(const uint8_t* w, const float* x, const uint8_t* xq, float* y, size_t n, size_t k,
+                                 size_t rows) {
+    qmatvec_q8_1_few<F>(w, x, xq, y, n, k, rows);
+}
+}  // namespace
+"""
 FEW_MIN_BLOCKS_SHIM = """
 namespace {
 template <typename F> constexpr int kFewMinBlocks = OPGEN_QMATVEC_Q8_FEW_MIN_BLOCKS;
@@ -565,10 +581,11 @@ template <typename F> constexpr int kFewMinBlocks = OPGEN_QMATVEC_Q8_FEW_MIN_BLO
 """
 
 
-def _with_entry_shims(text: str, few: bool, mma: bool, wide: bool = True) -> str:
+def _with_entry_shims(text: str, few: bool, mma: bool, wide: bool = True, one: bool = True) -> str:
     include = '#include "qmatvec_q8_entries.h"'
     threads = "" if "kMmaThreads" in text else MMA_THREADS_SHIM
     shims = ("" if few else FEW_SHIMS) + ("" if mma else MMA_SHIM) + threads + ("" if wide else MMA_WIDE_SHIM)
+    shims += "" if one else ONE_SHIM
     shims += "" if "kFewMinBlocks" in text else FEW_MIN_BLOCKS_SHIM
     return text.replace(include, shims + include)
 

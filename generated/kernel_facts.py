@@ -177,14 +177,15 @@ QMATVEC_Q8_ROWS_F_X8 = 4
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_MIN_BLOCKS=... needs this set alike)
 QMATVEC_Q8_MIN_BLOCKS = 1
 
-#: qmatvec_q8_1_few_* (1 or 2 rows of x): QMATVEC_Q8_MIN_BLOCKS of its own entry points
+#: qmatvec_q8_1_one_* and qmatvec_q8_1_few_* (1 and 2 rows of x): QMATVEC_Q8_MIN_BLOCKS of their own entry points
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_FEW_MIN_BLOCKS=... needs this set alike)
 QMATVEC_Q8_FEW_MIN_BLOCKS = 4
 
-#: qmatvec_q8_1_few_* of the blocks of 32: those whose launch bounds ask for QMATVEC_Q8_FEW_ROOMY_MIN_BLOCKS blocks per
-#: multiprocessor instead of QMATVEC_Q8_FEW_MIN_BLOCKS, a bit each as QMATVEC_Q8_WIDE_BLOCKS (q4_1 2: NVRTC schedules
-#: its code otherwise under the looser bound, 120 registers a thread against 122, 4 blocks resident either way, and it
-#: is faster by 2 rows of x, as fast by 1; the others slower; bench/ggml.py --explore compares)
+#: qmatvec_q8_1_few_* (2 rows of x) of the blocks of 32: those whose launch bounds ask for
+#: QMATVEC_Q8_FEW_ROOMY_MIN_BLOCKS blocks per multiprocessor instead of QMATVEC_Q8_FEW_MIN_BLOCKS, a bit each as
+#: QMATVEC_Q8_WIDE_BLOCKS (q4_1 2: NVRTC schedules its code otherwise under the looser bound, 120 registers a thread
+#: against 122, 4 blocks resident either way, and it is faster by 2 rows of x, as fast by 1; the others slower;
+#: bench/ggml.py --explore compares)
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_FEW_ROOMY_BLOCKS=... needs this set alike)
 QMATVEC_Q8_FEW_ROOMY_BLOCKS = 2
 
@@ -368,6 +369,21 @@ PROGRAMMATIC_KERNELS = frozenset(
         "qmatvec_q8_1_q5_k",
         "qmatvec_q8_1_q6_k",
         "qmatvec_q8_1_q8_k",
+        "qmatvec_q8_1_one_f32",
+        "qmatvec_q8_1_one_f16",
+        "qmatvec_q8_1_one_bf16",
+        "qmatvec_q8_1_one_q4_0",
+        "qmatvec_q8_1_one_q4_1",
+        "qmatvec_q8_1_one_q5_0",
+        "qmatvec_q8_1_one_q5_1",
+        "qmatvec_q8_1_one_q8_0",
+        "qmatvec_q8_1_one_q8_1",
+        "qmatvec_q8_1_one_q2_k",
+        "qmatvec_q8_1_one_q3_k",
+        "qmatvec_q8_1_one_q4_k",
+        "qmatvec_q8_1_one_q5_k",
+        "qmatvec_q8_1_one_q6_k",
+        "qmatvec_q8_1_one_q8_k",
         "qmatvec_q8_1_few_f32",
         "qmatvec_q8_1_few_f16",
         "qmatvec_q8_1_few_bf16",
@@ -462,6 +478,7 @@ class KernelPattern(enum.StrEnum):
     DEQUANTIZE_SELF_F16 = "dequantize_{self}_f16"
     QMATVEC_SELF = "qmatvec_{self}"
     QMATVEC_Q8_1_SELF = "qmatvec_q8_1_{self}"
+    QMATVEC_Q8_1_ONE_SELF = "qmatvec_q8_1_one_{self}"
     QMATVEC_Q8_1_FEW_SELF = "qmatvec_q8_1_few_{self}"
     QMATVEC_Q8_1_MMA_SELF = "qmatvec_q8_1_mma_{self}"
     QMATVEC_Q8_1_MMA_WIDE_SELF = "qmatvec_q8_1_mma_wide_{self}"

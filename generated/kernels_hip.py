@@ -5329,6 +5329,174 @@ def launch_qmatvec_q8_1_mma_wide_q8_k(launch, grid, block, stream, w, x, xq, y, 
     )
 
 
+def launch_qmatvec_q8_1_one_bf16(launch, grid, block, stream, w, x, xq, y, n, k, rows) -> None:
+    launch(
+        _SRC_QMATVEC_Q8,
+        "qmatvec_q8_1_one_bf16",
+        grid,
+        block,
+        stream,
+        (w, x, xq, y, n, k, rows),
+        _ARGS_QMATVEC_Q8_1_BF16,
+    )
+
+
+def launch_qmatvec_q8_1_one_f16(launch, grid, block, stream, w, x, xq, y, n, k, rows) -> None:
+    launch(
+        _SRC_QMATVEC_Q8, "qmatvec_q8_1_one_f16", grid, block, stream, (w, x, xq, y, n, k, rows), _ARGS_QMATVEC_Q8_1_BF16
+    )
+
+
+def launch_qmatvec_q8_1_one_f32(launch, grid, block, stream, w, x, xq, y, n, k, rows) -> None:
+    launch(
+        _SRC_QMATVEC_Q8, "qmatvec_q8_1_one_f32", grid, block, stream, (w, x, xq, y, n, k, rows), _ARGS_QMATVEC_Q8_1_BF16
+    )
+
+
+def launch_qmatvec_q8_1_one_q2_k(launch, grid, block, stream, w, x, xq, y, n, k, rows) -> None:
+    launch(
+        _SRC_QMATVEC_Q8,
+        "qmatvec_q8_1_one_q2_k",
+        grid,
+        block,
+        stream,
+        (w, x, xq, y, n, k, rows),
+        _ARGS_QMATVEC_Q8_1_BF16,
+    )
+
+
+def launch_qmatvec_q8_1_one_q3_k(launch, grid, block, stream, w, x, xq, y, n, k, rows) -> None:
+    launch(
+        _SRC_QMATVEC_Q8,
+        "qmatvec_q8_1_one_q3_k",
+        grid,
+        block,
+        stream,
+        (w, x, xq, y, n, k, rows),
+        _ARGS_QMATVEC_Q8_1_BF16,
+    )
+
+
+def launch_qmatvec_q8_1_one_q4_0(launch, grid, block, stream, w, x, xq, y, n, k, rows) -> None:
+    launch(
+        _SRC_QMATVEC_Q8,
+        "qmatvec_q8_1_one_q4_0",
+        grid,
+        block,
+        stream,
+        (w, x, xq, y, n, k, rows),
+        _ARGS_QMATVEC_Q8_1_BF16,
+    )
+
+
+def launch_qmatvec_q8_1_one_q4_1(launch, grid, block, stream, w, x, xq, y, n, k, rows) -> None:
+    launch(
+        _SRC_QMATVEC_Q8,
+        "qmatvec_q8_1_one_q4_1",
+        grid,
+        block,
+        stream,
+        (w, x, xq, y, n, k, rows),
+        _ARGS_QMATVEC_Q8_1_BF16,
+    )
+
+
+def launch_qmatvec_q8_1_one_q4_k(launch, grid, block, stream, w, x, xq, y, n, k, rows) -> None:
+    launch(
+        _SRC_QMATVEC_Q8,
+        "qmatvec_q8_1_one_q4_k",
+        grid,
+        block,
+        stream,
+        (w, x, xq, y, n, k, rows),
+        _ARGS_QMATVEC_Q8_1_BF16,
+    )
+
+
+def launch_qmatvec_q8_1_one_q5_0(launch, grid, block, stream, w, x, xq, y, n, k, rows) -> None:
+    launch(
+        _SRC_QMATVEC_Q8,
+        "qmatvec_q8_1_one_q5_0",
+        grid,
+        block,
+        stream,
+        (w, x, xq, y, n, k, rows),
+        _ARGS_QMATVEC_Q8_1_BF16,
+    )
+
+
+def launch_qmatvec_q8_1_one_q5_1(launch, grid, block, stream, w, x, xq, y, n, k, rows) -> None:
+    launch(
+        _SRC_QMATVEC_Q8,
+        "qmatvec_q8_1_one_q5_1",
+        grid,
+        block,
+        stream,
+        (w, x, xq, y, n, k, rows),
+        _ARGS_QMATVEC_Q8_1_BF16,
+    )
+
+
+def launch_qmatvec_q8_1_one_q5_k(launch, grid, block, stream, w, x, xq, y, n, k, rows) -> None:
+    launch(
+        _SRC_QMATVEC_Q8,
+        "qmatvec_q8_1_one_q5_k",
+        grid,
+        block,
+        stream,
+        (w, x, xq, y, n, k, rows),
+        _ARGS_QMATVEC_Q8_1_BF16,
+    )
+
+
+def launch_qmatvec_q8_1_one_q6_k(launch, grid, block, stream, w, x, xq, y, n, k, rows) -> None:
+    launch(
+        _SRC_QMATVEC_Q8,
+        "qmatvec_q8_1_one_q6_k",
+        grid,
+        block,
+        stream,
+        (w, x, xq, y, n, k, rows),
+        _ARGS_QMATVEC_Q8_1_BF16,
+    )
+
+
+def launch_qmatvec_q8_1_one_q8_0(launch, grid, block, stream, w, x, xq, y, n, k, rows) -> None:
+    launch(
+        _SRC_QMATVEC_Q8,
+        "qmatvec_q8_1_one_q8_0",
+        grid,
+        block,
+        stream,
+        (w, x, xq, y, n, k, rows),
+        _ARGS_QMATVEC_Q8_1_BF16,
+    )
+
+
+def launch_qmatvec_q8_1_one_q8_1(launch, grid, block, stream, w, x, xq, y, n, k, rows) -> None:
+    launch(
+        _SRC_QMATVEC_Q8,
+        "qmatvec_q8_1_one_q8_1",
+        grid,
+        block,
+        stream,
+        (w, x, xq, y, n, k, rows),
+        _ARGS_QMATVEC_Q8_1_BF16,
+    )
+
+
+def launch_qmatvec_q8_1_one_q8_k(launch, grid, block, stream, w, x, xq, y, n, k, rows) -> None:
+    launch(
+        _SRC_QMATVEC_Q8,
+        "qmatvec_q8_1_one_q8_k",
+        grid,
+        block,
+        stream,
+        (w, x, xq, y, n, k, rows),
+        _ARGS_QMATVEC_Q8_1_BF16,
+    )
+
+
 def launch_qmatvec_q8_1_q2_k(launch, grid, block, stream, w, x, xq, y, n, k, rows) -> None:
     launch(
         _SRC_QMATVEC_Q8, "qmatvec_q8_1_q2_k", grid, block, stream, (w, x, xq, y, n, k, rows), _ARGS_QMATVEC_Q8_1_BF16
@@ -8298,6 +8466,21 @@ QSTORAGE: dict[str, dict[object, object]] = {
         (KernelPattern.QMATVEC_Q8_1_SELF, "q5_k"): launch_qmatvec_q8_1_q5_k,
         (KernelPattern.QMATVEC_Q8_1_SELF, "q6_k"): launch_qmatvec_q8_1_q6_k,
         (KernelPattern.QMATVEC_Q8_1_SELF, "q8_k"): launch_qmatvec_q8_1_q8_k,
+        (KernelPattern.QMATVEC_Q8_1_ONE_SELF, "f32"): launch_qmatvec_q8_1_one_f32,
+        (KernelPattern.QMATVEC_Q8_1_ONE_SELF, "f16"): launch_qmatvec_q8_1_one_f16,
+        (KernelPattern.QMATVEC_Q8_1_ONE_SELF, "bf16"): launch_qmatvec_q8_1_one_bf16,
+        (KernelPattern.QMATVEC_Q8_1_ONE_SELF, "q4_0"): launch_qmatvec_q8_1_one_q4_0,
+        (KernelPattern.QMATVEC_Q8_1_ONE_SELF, "q4_1"): launch_qmatvec_q8_1_one_q4_1,
+        (KernelPattern.QMATVEC_Q8_1_ONE_SELF, "q5_0"): launch_qmatvec_q8_1_one_q5_0,
+        (KernelPattern.QMATVEC_Q8_1_ONE_SELF, "q5_1"): launch_qmatvec_q8_1_one_q5_1,
+        (KernelPattern.QMATVEC_Q8_1_ONE_SELF, "q8_0"): launch_qmatvec_q8_1_one_q8_0,
+        (KernelPattern.QMATVEC_Q8_1_ONE_SELF, "q8_1"): launch_qmatvec_q8_1_one_q8_1,
+        (KernelPattern.QMATVEC_Q8_1_ONE_SELF, "q2_k"): launch_qmatvec_q8_1_one_q2_k,
+        (KernelPattern.QMATVEC_Q8_1_ONE_SELF, "q3_k"): launch_qmatvec_q8_1_one_q3_k,
+        (KernelPattern.QMATVEC_Q8_1_ONE_SELF, "q4_k"): launch_qmatvec_q8_1_one_q4_k,
+        (KernelPattern.QMATVEC_Q8_1_ONE_SELF, "q5_k"): launch_qmatvec_q8_1_one_q5_k,
+        (KernelPattern.QMATVEC_Q8_1_ONE_SELF, "q6_k"): launch_qmatvec_q8_1_one_q6_k,
+        (KernelPattern.QMATVEC_Q8_1_ONE_SELF, "q8_k"): launch_qmatvec_q8_1_one_q8_k,
         (KernelPattern.QMATVEC_Q8_1_FEW_SELF, "f32"): launch_qmatvec_q8_1_few_f32,
         (KernelPattern.QMATVEC_Q8_1_FEW_SELF, "f16"): launch_qmatvec_q8_1_few_f16,
         (KernelPattern.QMATVEC_Q8_1_FEW_SELF, "bf16"): launch_qmatvec_q8_1_few_bf16,

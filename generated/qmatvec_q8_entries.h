@@ -2,7 +2,7 @@
 // The entry points of hip/qmatvec_q8.hip: one per (pattern, values) of ops.yaml's `kernel:`
 // patterns, written once per pattern here. Included at the end of hip/qmatvec_q8.hip.
 // Declarations first: they carry the launch bounds (NVRTC takes them from the declaration):
-// qmatvec_q8_1_few_* (1 or 2 rows of x), qmatvec_q8_1_mma_* and qmatvec_q8_1_mma_wide_* (the
+// qmatvec_q8_1_one_* and qmatvec_q8_1_few_* (1 and 2 rows of x), qmatvec_q8_1_mma_* and qmatvec_q8_1_mma_wide_* (the
 // tensor cores; the latter float weights of many rows) their own, so that their registers per
 // thread are not those of the classes of more rows, nor of each other.
 // The definitions follow in the one form that gen's signature scan reads: x's quantization first
@@ -24,6 +24,21 @@ __global__ void __launch_bounds__(kThreads, OPGEN_QMATVEC_Q8_MIN_BLOCKS) qmatvec
 __global__ void __launch_bounds__(kThreads, OPGEN_QMATVEC_Q8_MIN_BLOCKS) qmatvec_q8_1_q5_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
 __global__ void __launch_bounds__(kThreads, OPGEN_QMATVEC_Q8_MIN_BLOCKS) qmatvec_q8_1_q6_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
 __global__ void __launch_bounds__(kThreads, OPGEN_QMATVEC_Q8_MIN_BLOCKS) qmatvec_q8_1_q8_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kThreads, OPGEN_QMATVEC_Q8_FEW_MIN_BLOCKS) qmatvec_q8_1_one_f32(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kThreads, OPGEN_QMATVEC_Q8_FEW_MIN_BLOCKS) qmatvec_q8_1_one_f16(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kThreads, OPGEN_QMATVEC_Q8_FEW_MIN_BLOCKS) qmatvec_q8_1_one_bf16(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kThreads, OPGEN_QMATVEC_Q8_FEW_MIN_BLOCKS) qmatvec_q8_1_one_q4_0(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kThreads, OPGEN_QMATVEC_Q8_FEW_MIN_BLOCKS) qmatvec_q8_1_one_q4_1(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kThreads, OPGEN_QMATVEC_Q8_FEW_MIN_BLOCKS) qmatvec_q8_1_one_q5_0(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kThreads, OPGEN_QMATVEC_Q8_FEW_MIN_BLOCKS) qmatvec_q8_1_one_q5_1(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kThreads, OPGEN_QMATVEC_Q8_FEW_MIN_BLOCKS) qmatvec_q8_1_one_q8_0(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kThreads, OPGEN_QMATVEC_Q8_FEW_MIN_BLOCKS) qmatvec_q8_1_one_q8_1(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kThreads, OPGEN_QMATVEC_Q8_FEW_MIN_BLOCKS) qmatvec_q8_1_one_q2_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kThreads, OPGEN_QMATVEC_Q8_FEW_MIN_BLOCKS) qmatvec_q8_1_one_q3_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kThreads, OPGEN_QMATVEC_Q8_FEW_MIN_BLOCKS) qmatvec_q8_1_one_q4_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kThreads, OPGEN_QMATVEC_Q8_FEW_MIN_BLOCKS) qmatvec_q8_1_one_q5_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kThreads, OPGEN_QMATVEC_Q8_FEW_MIN_BLOCKS) qmatvec_q8_1_one_q6_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kThreads, OPGEN_QMATVEC_Q8_FEW_MIN_BLOCKS) qmatvec_q8_1_one_q8_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
 __global__ void __launch_bounds__(kThreads, kFewMinBlocks<f32>) qmatvec_q8_1_few_f32(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
 __global__ void __launch_bounds__(kThreads, kFewMinBlocks<f16>) qmatvec_q8_1_few_f16(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
 __global__ void __launch_bounds__(kThreads, kFewMinBlocks<bf16>) qmatvec_q8_1_few_bf16(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
@@ -134,6 +149,66 @@ extern "C" __global__ void qmatvec_q8_1_q6_k(const uint8_t* w, const float* x, c
 extern "C" __global__ void qmatvec_q8_1_q8_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
     opgen::wait_for_predecessor();
     qmatvec_q8_1_many<q8_k>(w, x, xq, y, n, k, rows);
+}
+extern "C" __global__ void qmatvec_q8_1_one_f32(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
+    opgen::wait_for_predecessor();
+    qmatvec_q8_1_one<f32>(w, x, xq, y, n, k, rows);
+}
+extern "C" __global__ void qmatvec_q8_1_one_f16(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
+    opgen::wait_for_predecessor();
+    qmatvec_q8_1_one<f16>(w, x, xq, y, n, k, rows);
+}
+extern "C" __global__ void qmatvec_q8_1_one_bf16(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
+    opgen::wait_for_predecessor();
+    qmatvec_q8_1_one<bf16>(w, x, xq, y, n, k, rows);
+}
+extern "C" __global__ void qmatvec_q8_1_one_q4_0(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
+    opgen::wait_for_predecessor();
+    qmatvec_q8_1_one<q4_0>(w, x, xq, y, n, k, rows);
+}
+extern "C" __global__ void qmatvec_q8_1_one_q4_1(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
+    opgen::wait_for_predecessor();
+    qmatvec_q8_1_one<q4_1>(w, x, xq, y, n, k, rows);
+}
+extern "C" __global__ void qmatvec_q8_1_one_q5_0(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
+    opgen::wait_for_predecessor();
+    qmatvec_q8_1_one<q5_0>(w, x, xq, y, n, k, rows);
+}
+extern "C" __global__ void qmatvec_q8_1_one_q5_1(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
+    opgen::wait_for_predecessor();
+    qmatvec_q8_1_one<q5_1>(w, x, xq, y, n, k, rows);
+}
+extern "C" __global__ void qmatvec_q8_1_one_q8_0(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
+    opgen::wait_for_predecessor();
+    qmatvec_q8_1_one<q8_0>(w, x, xq, y, n, k, rows);
+}
+extern "C" __global__ void qmatvec_q8_1_one_q8_1(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
+    opgen::wait_for_predecessor();
+    qmatvec_q8_1_one<q8_1>(w, x, xq, y, n, k, rows);
+}
+extern "C" __global__ void qmatvec_q8_1_one_q2_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
+    opgen::wait_for_predecessor();
+    qmatvec_q8_1_one<q2_k>(w, x, xq, y, n, k, rows);
+}
+extern "C" __global__ void qmatvec_q8_1_one_q3_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
+    opgen::wait_for_predecessor();
+    qmatvec_q8_1_one<q3_k>(w, x, xq, y, n, k, rows);
+}
+extern "C" __global__ void qmatvec_q8_1_one_q4_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
+    opgen::wait_for_predecessor();
+    qmatvec_q8_1_one<q4_k>(w, x, xq, y, n, k, rows);
+}
+extern "C" __global__ void qmatvec_q8_1_one_q5_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
+    opgen::wait_for_predecessor();
+    qmatvec_q8_1_one<q5_k>(w, x, xq, y, n, k, rows);
+}
+extern "C" __global__ void qmatvec_q8_1_one_q6_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
+    opgen::wait_for_predecessor();
+    qmatvec_q8_1_one<q6_k>(w, x, xq, y, n, k, rows);
+}
+extern "C" __global__ void qmatvec_q8_1_one_q8_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
+    opgen::wait_for_predecessor();
+    qmatvec_q8_1_one<q8_k>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_few_f32(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
     opgen::wait_for_predecessor();

@@ -10,7 +10,10 @@
 //                                       blocks, row-major; the block formats read xq, f32 / f16 /
 //                                       bf16 weights read x itself (k a multiple of 8 for f32, of
 //                                       16 for f16 / bf16: 32 bytes a unit; f32 sums)
-//   qmatvec_q8_1_few_<fmt>(...)         the same for 1 or 2 rows of x, its own launch bounds
+//   qmatvec_q8_1_one_<fmt>(...)         the same for 1 row of x, its own launch bounds (and, for
+//                                       the long units of QMATVEC_Q8_LONG_X_SHARED, its own shared
+//                                       memory: x's row)
+//   qmatvec_q8_1_few_<fmt>(...)         the same for 2 rows of x, its own launch bounds
 //   qmatvec_q8_1_mma_<fmt>(...)         the same on the tensor cores (cuda sm_80 and up), where
 //                                       runtime/gpu/quant.py's q8_mma says: float weights from
 //                                       QMATVEC_Q8_MMA_F_FROM rows, x as two tf32 parts ("float
@@ -1541,11 +1544,13 @@ template <typename F> struct item_rows {
     static constexpr int x8 = f == 1 ? OPGEN_QMATVEC_Q8_ROWS_K_X8 : f == 2 ? OPGEN_QMATVEC_Q8_ROWS_F_X8 : OPGEN_QMATVEC_Q8_ROWS_X8;
 };
 
-// qmatvec_q8_1_<F> (3 and more rows of x: up to 4, else 8 at a time) and qmatvec_q8_1_few_<F>
-// (1 or 2 rows; built apart, its launch bounds its own), each x class its template with the weight
-// rows per item of item_rows<F>. Either is correct for any rows (more rows take more groups).
-// AMD (compiled, never run here): one row of x, else 4 at a time, 2 weight rows an item; its
-// dot4 is four multiply-adds, and fewer instances keep hiprtc's compile short.
+// qmatvec_q8_1_<F> (3 and more rows of x: up to 4, else 8 at a time), qmatvec_q8_1_one_<F> (1 row)
+// and qmatvec_q8_1_few_<F> (2 rows; each built apart, its launch bounds and shared memory its own:
+// the one row's copy of x, where it takes one, is not the two rows' too), each x class its
+// template with the weight rows per item of item_rows<F>. Each is correct for any rows (more rows
+// take more groups). AMD (compiled, never run here): one row of x at a time in one and few (one
+// instance for both), else 4 at a time, 2 weight rows an item; its dot4 is four multiply-adds, and
+// fewer instances keep hiprtc's compile short.
 // qmatvec_q8_1_mma_<F>: the products on the tensor cores, float weights (items of one tile) and
 // the blocks of 32 (kMmaTiles tiles an item), built apart so that their registers per thread are
 // not those of the dp4a product of many rows of x; qmatvec_q8_1_mma_wide_<F>: float weights of
@@ -1567,10 +1572,10 @@ constexpr int kMmaMinBlocks = kFamily<F> == 0 ? OPGEN_QMATVEC_Q8_MMA_Q_MIN_BLOCK
 template <typename F> constexpr int kMmaThreads = kFamily<F> == 2 ? OPGEN_QMATVEC_Q8_MMA_F_THREADS : kThreads;
 template <typename F> constexpr int kMmaWideThreads = kFamily<F> == 2 ? OPGEN_QMATVEC_Q8_MMA_F_WIDE_THREADS : kThreads;
 template <typename F> constexpr int kMmaWideMinBlocks = kFamily<F> == 2 ? OPGEN_QMATVEC_Q8_MMA_F_WIDE_MIN_BLOCKS : 1;
-// qmatvec_q8_1_few_<F>'s: QMATVEC_Q8_FEW_MIN_BLOCKS, but QMATVEC_Q8_FEW_ROOMY_MIN_BLOCKS for the
-// blocks of 32 of QMATVEC_Q8_FEW_ROOMY_BLOCKS: under the looser bound NVRTC schedules q4_1's
-// code otherwise (about as many registers, as many blocks resident) and its product of 2 rows of
-// x is faster; the others' products are slower.
+// qmatvec_q8_1_one_<F>'s: QMATVEC_Q8_FEW_MIN_BLOCKS; qmatvec_q8_1_few_<F>'s the same, but
+// QMATVEC_Q8_FEW_ROOMY_MIN_BLOCKS for the blocks of 32 of QMATVEC_Q8_FEW_ROOMY_BLOCKS: under the
+// looser bound NVRTC schedules q4_1's code otherwise (about as many registers, as many blocks
+// resident) and its product of 2 rows of x is faster; the others' products are slower.
 template <typename F>
 constexpr int kFewMinBlocks =
     kBlock32In<F, OPGEN_QMATVEC_Q8_FEW_ROOMY_BLOCKS> ? OPGEN_QMATVEC_Q8_FEW_ROOMY_MIN_BLOCKS : OPGEN_QMATVEC_Q8_FEW_MIN_BLOCKS;
@@ -1627,17 +1632,24 @@ __device__ __forceinline__ void qmatvec_q8_1_many(const uint8_t* w, const float*
 }
 
 template <typename F>
+__device__ __forceinline__ void qmatvec_q8_1_one(const uint8_t* w, const float* x, const uint8_t* xq, float* y, size_t n,
+                                                 size_t k, size_t rows) {
+    const x_source xs = {x, xq, reinterpret_cast<const float2*>(xq + rows * k), k};
+#if OPGEN_HIP
+    product<F, 1, 2>(w, xs, y, n, rows);
+#else
+    product<F, 1, item_rows<F>::x1>(w, xs, y, n, rows);
+#endif
+}
+
+template <typename F>
 __device__ __forceinline__ void qmatvec_q8_1_few(const uint8_t* w, const float* x, const uint8_t* xq, float* y, size_t n,
                                                  size_t k, size_t rows) {
     const x_source xs = {x, xq, reinterpret_cast<const float2*>(xq + rows * k), k};
 #if OPGEN_HIP
     product<F, 1, 2>(w, xs, y, n, rows);
 #else
-    if (rows == 1) {
-        product<F, 1, item_rows<F>::x1>(w, xs, y, n, rows);
-    } else {
-        product<F, 2, item_rows<F>::x2>(w, xs, y, n, rows);
-    }
+    product<F, 2, item_rows<F>::x2>(w, xs, y, n, rows);
 #endif
 }
 

@@ -375,7 +375,7 @@ def qmatvec_q8_1(
     """out (rows, n) = x (rows, k, dense) @ W^T by hip/qmatvec_q8.hip: x quantized to q8_1 into
     `xq` (allocated here unless given: x_q8_1_bytes), then the product; f32 / f16 / bf16
     weights read x itself; qmatvec_q8_1_mma_<fmt> where the tensor cores multiply (q8_mma), else
-    qmatvec_q8_1_few_<fmt> for one or two rows of x. Two launches on x's stream."""
+    qmatvec_q8_1_one_<fmt> and _few_<fmt> for one and two rows of x. Two launches on x's stream."""
     ordinal, stream, nx = x.ordinal, rt.stream(x.ordinal), x_rows_class(rows)
     mma = q8_mma(rt, ordinal, q.fmt, nx, n)
     wide = mma and q8_wide(q.fmt, n)
@@ -413,7 +413,7 @@ def q8_entry(nx: int, mma: bool, wide: bool = False) -> K:
     own (their launch bounds), else the general one."""
     if mma:
         return K.QMATVEC_Q8_1_MMA_WIDE_SELF if wide else K.QMATVEC_Q8_1_MMA_SELF
-    return K.QMATVEC_Q8_1_FEW_SELF if nx <= 2 else K.QMATVEC_Q8_1_SELF
+    return K.QMATVEC_Q8_1_ONE_SELF if nx == 1 else K.QMATVEC_Q8_1_FEW_SELF if nx == 2 else K.QMATVEC_Q8_1_SELF
 
 
 def q8_item_rows(fmt: str, nx: int, n: int) -> int:

@@ -288,9 +288,9 @@ def test_qmatmul_reads_a_strided_x_through_a_device_copy():
 )
 @pytest.mark.parametrize("exact", [False, True], ids=["q8_1-x", "exact-x"])
 def test_qmatmul_takes_the_quantized_x_product_unless_the_switch_or_the_measured_rows_say(fmt, rows, n, exact):
-    """Off (the default): x quantized to q8_1 and qmatvec_q8_1_<fmt> (qmatvec_q8_1_few_<fmt> for one
-    or two rows), but the exact-x kernel for EXACT_X_FASTER's rows and, up to EXACT_X_SMALL_ELEMS
-    weights, EXACT_X_SMALL's (q4_0 of one row: 3 x 256 weights exact, 65537 x 256 quantized);
+    """Off (the default): x quantized to q8_1 and qmatvec_q8_1_<fmt> (qmatvec_q8_1_one_<fmt> for one
+    row, qmatvec_q8_1_few_<fmt> for two), but the exact-x kernel for EXACT_X_FASTER's rows and, up
+    to EXACT_X_SMALL_ELEMS weights, EXACT_X_SMALL's (q4_0 of one row: 3 x 256 weights exact, 65537 x 256 quantized);
     on: the exact-x kernel. f32 / f16 / bf16: the quantized-x product on x itself."""
     from runtime import ggml
     from runtime.gpu.quant import EXACT_X_FASTER, EXACT_X_SMALL, EXACT_X_SMALL_ELEMS, QGpuBuffer, q_matmul, x_rows_class
@@ -303,7 +303,7 @@ def test_qmatmul_takes_the_quantized_x_product_unless_the_switch_or_the_measured
     x = rt.from_host(0, np.ones(rows * k, np.float32))
     q_matmul(rt, q, x, Layout.contiguous((rows, k)), (n, k), kernels_hip.QSTORAGE["matmul"])
     names = [name for name, *_ in launches]
-    product = f"qmatvec_q8_1_few_{fmt}" if rows <= 2 else f"qmatvec_q8_1_{fmt}"
+    product = {1: f"qmatvec_q8_1_one_{fmt}", 2: f"qmatvec_q8_1_few_{fmt}"}.get(rows, f"qmatvec_q8_1_{fmt}")
     small = (fmt, x_rows_class(rows)) in EXACT_X_SMALL and n * k <= EXACT_X_SMALL_ELEMS
     if fmt in ggml.PLAIN:
         assert names == [product] and launches[0][3][1] == launches[0][3][2] == x.ptr  # x, as xq

@@ -165,7 +165,7 @@ SHARED_X = [
 @pytest.mark.parametrize("k", [4352, kernel_facts.QMATVEC_Q8_LONG_X_SHARED_K + 256], ids=["shared", "past-shared"])
 @pytest.mark.parametrize("fmt", SHARED_X)
 def test_long_units_give_the_same_bits_on_any_grid(backend, fmt, k):
-    """qmatvec_q8_1_few_<fmt> by one row of x: each block copies x into shared memory once and
+    """qmatvec_q8_1_one_<fmt> by one row of x: each block copies x into shared memory once and
     strides over its items (a k past QMATVEC_Q8_LONG_X_SHARED_K reads x from global memory), so
     grids of 1, 2 and 7 blocks give the runtime's grid's bits (its capped grid: q8_grid), which
     are x in q8_1 times W within the f32 sums' bound. cuda only: the launch wrapper is driven
@@ -188,7 +188,7 @@ def test_long_units_give_the_same_bits_on_any_grid(backend, fmt, k):
     y = rt.alloc(0, n, np.dtype(np.float32))
     gpu_quant.qmatvec_q8_1(rt, q, x_buf, y, n, k, 1, kernels_hip.QSTORAGE["matmul"], xq)
     shipped = rt.to_host(y)
-    launch = getattr(kernels_hip, f"launch_qmatvec_q8_1_few_{fmt}")
+    launch = getattr(kernels_hip, f"launch_qmatvec_q8_1_one_{fmt}")
     for grid in (1, 2, 7):
         y = rt.alloc(0, n, np.dtype(np.float32))  # poisoned: an unwritten output is NaN
         launch(rt.launch, grid, kernel_facts.QMATVEC_Q8_THREADS, stream, q.buf.ptr, x_buf.ptr, xq.ptr, y.ptr, n, k, 1)
