@@ -444,15 +444,15 @@ class Variant:
 
     def entry(self, rt, fmt: str, rows: int, n: int) -> str:
         """The entry point that multiplies `rows` rows of x against n weight rows: the tensor
-        cores' (runtime/gpu/quant.py q8_mma with this build's facts), else qmatvec_q8_1_one_<fmt>
-        for one and qmatvec_q8_1_few_<fmt> for two (or for one, before the one entry), where the
-        source has them."""
+        cores' (runtime/gpu/quant.py q8_mma with this build's facts), else qmatvec_q8_1_few_<fmt>
+        for one or two (one row: qmatvec_q8_1_one_<fmt> where q8_one_apart), where the source has
+        them."""
         from runtime.gpu import quant as gpu_quant
 
         if self.mma and gpu_quant.q8_mma(rt, 0, fmt, gpu_quant.x_rows_class(rows), n, self.grid_facts()):
             wide = self.wide and gpu_quant.q8_wide(fmt, n, self.grid_facts())
             return f"qmatvec_q8_1_mma_wide_{fmt}" if wide else f"qmatvec_q8_1_mma_{fmt}"
-        if self.one and rows == 1:
+        if self.one and rows == 1 and gpu_quant.q8_one_apart(fmt, self.grid_facts()):
             return f"qmatvec_q8_1_one_{fmt}"
         return f"qmatvec_q8_1_few_{fmt}" if self.few and rows <= 2 else f"qmatvec_q8_1_{fmt}"
 

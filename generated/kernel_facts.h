@@ -190,13 +190,13 @@
 #define OPGEN_QMATVEC_Q8_MIN_BLOCKS 1
 #endif
 
-// qmatvec_q8_1_one_* and qmatvec_q8_1_few_* (1 and 2 rows of x): QMATVEC_Q8_MIN_BLOCKS of their own entry points
+// qmatvec_q8_1_few_* and qmatvec_q8_1_one_* (1 or 2 rows of x; 1 row apart where it copies x into shared memory): QMATVEC_Q8_MIN_BLOCKS of their own entry points
 // (a default: -D OPGEN_QMATVEC_Q8_FEW_MIN_BLOCKS=... may tune it, with the runtime's QMATVEC_Q8_FEW_MIN_BLOCKS set alike)
 #ifndef OPGEN_QMATVEC_Q8_FEW_MIN_BLOCKS
 #define OPGEN_QMATVEC_Q8_FEW_MIN_BLOCKS 4
 #endif
 
-// qmatvec_q8_1_few_* (2 rows of x) of the blocks of 32: those whose launch bounds ask for QMATVEC_Q8_FEW_ROOMY_MIN_BLOCKS blocks per multiprocessor instead of QMATVEC_Q8_FEW_MIN_BLOCKS, a bit each as QMATVEC_Q8_WIDE_BLOCKS (q4_1 2: NVRTC schedules its code otherwise under the looser bound, 120 registers a thread against 122, 4 blocks resident either way, and it is faster by 2 rows of x, as fast by 1; the others slower; bench/ggml.py --explore compares)
+// qmatvec_q8_1_few_* of the blocks of 32: those whose launch bounds ask for QMATVEC_Q8_FEW_ROOMY_MIN_BLOCKS blocks per multiprocessor instead of QMATVEC_Q8_FEW_MIN_BLOCKS, a bit each as QMATVEC_Q8_WIDE_BLOCKS (q4_1 2: NVRTC schedules its code otherwise under the looser bound, 120 registers a thread against 122, 4 blocks resident either way, and it is faster by 2 rows of x, as fast by 1; the others slower; bench/ggml.py --explore compares)
 // (a default: -D OPGEN_QMATVEC_Q8_FEW_ROOMY_BLOCKS=... may tune it, with the runtime's QMATVEC_Q8_FEW_ROOMY_BLOCKS set alike)
 #ifndef OPGEN_QMATVEC_Q8_FEW_ROOMY_BLOCKS
 #define OPGEN_QMATVEC_Q8_FEW_ROOMY_BLOCKS 2

@@ -10,10 +10,10 @@
 //                                       blocks, row-major; the block formats read xq, f32 / f16 /
 //                                       bf16 weights read x itself (k a multiple of 8 for f32, of
 //                                       16 for f16 / bf16: 32 bytes a unit; f32 sums)
-//   qmatvec_q8_1_one_<fmt>(...)         the same for 1 row of x, its own launch bounds (and, for
-//                                       the long units of QMATVEC_Q8_LONG_X_SHARED, its own shared
-//                                       memory: x's row)
-//   qmatvec_q8_1_few_<fmt>(...)         the same for 2 rows of x, its own launch bounds
+//   qmatvec_q8_1_few_<fmt>(...)         the same for 1 or 2 rows of x, its own launch bounds
+//   qmatvec_q8_1_one_<fmt>(...)         the same for 1 row of x where it copies x's row into shared
+//                                       memory (kOneApart: q2_K, q3_K), its own launch bounds and
+//                                       shared memory, which few's 2 rows then do not hold
 //   qmatvec_q8_1_mma_<fmt>(...)         the same on the tensor cores (cuda sm_80 and up), where
 //                                       runtime/gpu/quant.py's q8_mma says: float weights from
 //                                       QMATVEC_Q8_MMA_F_FROM rows, x as two tf32 parts ("float
@@ -1544,9 +1544,9 @@ template <typename F> struct item_rows {
     static constexpr int x8 = f == 1 ? OPGEN_QMATVEC_Q8_ROWS_K_X8 : f == 2 ? OPGEN_QMATVEC_Q8_ROWS_F_X8 : OPGEN_QMATVEC_Q8_ROWS_X8;
 };
 
-// qmatvec_q8_1_<F> (3 and more rows of x: up to 4, else 8 at a time), qmatvec_q8_1_one_<F> (1 row)
-// and qmatvec_q8_1_few_<F> (2 rows; each built apart, its launch bounds and shared memory its own:
-// the one row's copy of x, where it takes one, is not the two rows' too), each x class its
+// qmatvec_q8_1_<F> (3 and more rows of x: up to 4, else 8 at a time), qmatvec_q8_1_few_<F> (1 or
+// 2 rows) and qmatvec_q8_1_one_<F> (1 row where kOneApart; each built apart, its launch bounds and
+// shared memory its own: the one row's copy of x is not the two rows' too), each x class its
 // template with the weight rows per item of item_rows<F>. Each is correct for any rows (more rows
 // take more groups). AMD (compiled, never run here): one row of x at a time in one and few (one
 // instance for both), else 4 at a time, 2 weight rows an item; its dot4 is four multiply-adds, and
@@ -1631,6 +1631,13 @@ __device__ __forceinline__ void qmatvec_q8_1_many(const uint8_t* w, const float*
 #endif
 }
 
+// Whether one row of x of F takes qmatvec_q8_1_one_<F> (runtime/gpu/quant.py's q8_entry alike):
+// where it copies x into shared memory (kXShared's long units), so that the entry of two rows
+// holds none; the other formats' one row stays in qmatvec_q8_1_few_<F>, whose registers were
+// measured for both (their one entry, never launched so, takes items of one weight row: an instance
+// of product of its own, so that few's stays its only caller and is built as before).
+template <typename F> constexpr bool kOneApart = policy_of<F, 1>::kLong && kXShared<F>;
+
 template <typename F>
 __device__ __forceinline__ void qmatvec_q8_1_one(const uint8_t* w, const float* x, const uint8_t* xq, float* y, size_t n,
                                                  size_t k, size_t rows) {
@@ -1638,7 +1645,11 @@ __device__ __forceinline__ void qmatvec_q8_1_one(const uint8_t* w, const float* 
 #if OPGEN_HIP
     product<F, 1, 2>(w, xs, y, n, rows);
 #else
-    product<F, 1, item_rows<F>::x1>(w, xs, y, n, rows);
+    if constexpr (kOneApart<F>) {
+        product<F, 1, item_rows<F>::x1>(w, xs, y, n, rows);
+    } else {
+        product<F, 1, 1>(w, xs, y, n, rows);
+    }
 #endif
 }
 
@@ -1649,7 +1660,13 @@ __device__ __forceinline__ void qmatvec_q8_1_few(const uint8_t* w, const float* 
 #if OPGEN_HIP
     product<F, 1, 2>(w, xs, y, n, rows);
 #else
-    product<F, 2, item_rows<F>::x2>(w, xs, y, n, rows);
+    if constexpr (kOneApart<F>) {  // one row: qmatvec_q8_1_one_<F>; this is correct for it all the same
+        product<F, 2, item_rows<F>::x2>(w, xs, y, n, rows);
+    } else if (rows == 1) {
+        product<F, 1, item_rows<F>::x1>(w, xs, y, n, rows);
+    } else {
+        product<F, 2, item_rows<F>::x2>(w, xs, y, n, rows);
+    }
 #endif
 }
 

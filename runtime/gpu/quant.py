@@ -375,11 +375,12 @@ def qmatvec_q8_1(
     """out (rows, n) = x (rows, k, dense) @ W^T by hip/qmatvec_q8.hip: x quantized to q8_1 into
     `xq` (allocated here unless given: x_q8_1_bytes), then the product; f32 / f16 / bf16
     weights read x itself; qmatvec_q8_1_mma_<fmt> where the tensor cores multiply (q8_mma), else
-    qmatvec_q8_1_one_<fmt> and _few_<fmt> for one and two rows of x. Two launches on x's stream."""
+    qmatvec_q8_1_few_<fmt> for one or two rows of x (one row: qmatvec_q8_1_one_<fmt> where
+    q8_one_apart). Two launches on x's stream."""
     ordinal, stream, nx = x.ordinal, rt.stream(x.ordinal), x_rows_class(rows)
     mma = q8_mma(rt, ordinal, q.fmt, nx, n)
     wide = mma and q8_wide(q.fmt, n)
-    fn = _kernel("qmatmul", rt, table, q8_entry(nx, mma, wide), q.fmt)
+    fn = _kernel("qmatmul", rt, table, q8_entry(nx, mma, wide, q8_one_apart(q.fmt)), q.fmt)
     if q.fmt in ggml.PLAIN:
         xq = x
     else:
@@ -407,13 +408,26 @@ def q8_threads(fmt: str, mma: bool, facts=QMATVEC_Q8_GRID_FACTS, wide: bool = Fa
     return facts["QMATVEC_Q8_MMA_F_WIDE_THREADS" if wide else "QMATVEC_Q8_MMA_F_THREADS"]
 
 
-def q8_entry(nx: int, mma: bool, wide: bool = False) -> K:
+def q8_entry(nx: int, mma: bool, wide: bool = False, apart: bool = False) -> K:
     """The entry point of qmatvec_q8_1 for the x rows class nx: the tensor cores' where they
     multiply (q8_mma; float weights of many rows their wide one, q8_wide), else one or two rows'
-    own (their launch bounds), else the general one."""
+    own (their launch bounds; one row its own entry where `apart`, q8_one_apart), else the
+    general one."""
     if mma:
         return K.QMATVEC_Q8_1_MMA_WIDE_SELF if wide else K.QMATVEC_Q8_1_MMA_SELF
-    return K.QMATVEC_Q8_1_ONE_SELF if nx == 1 else K.QMATVEC_Q8_1_FEW_SELF if nx == 2 else K.QMATVEC_Q8_1_SELF
+    if nx == 1 and apart:
+        return K.QMATVEC_Q8_1_ONE_SELF
+    return K.QMATVEC_Q8_1_FEW_SELF if nx <= 2 else K.QMATVEC_Q8_1_SELF
+
+
+def q8_one_apart(fmt: str, facts=QMATVEC_Q8_GRID_FACTS) -> bool:
+    """Whether one row of x of `fmt` takes qmatvec_q8_1_one_<fmt> (hip/qmatvec_q8.hip's kOneApart):
+    the long units that copy x into shared memory (LONG_K and LONG_X_SHARED both have its bit), so
+    that the entry of two rows holds no copy; every other format's one row takes
+    qmatvec_q8_1_few_<fmt>, as two rows do."""
+    if fmt not in BLOCK256_BITS:
+        return False
+    return bool((facts["QMATVEC_Q8_LONG_K"] & facts["QMATVEC_Q8_LONG_X_SHARED"]) >> BLOCK256_BITS.index(fmt) & 1)
 
 
 def q8_item_rows(fmt: str, nx: int, n: int) -> int:

@@ -288,12 +288,21 @@ def test_qmatmul_reads_a_strided_x_through_a_device_copy():
 )
 @pytest.mark.parametrize("exact", [False, True], ids=["q8_1-x", "exact-x"])
 def test_qmatmul_takes_the_quantized_x_product_unless_the_switch_or_the_measured_rows_say(fmt, rows, n, exact):
-    """Off (the default): x quantized to q8_1 and qmatvec_q8_1_<fmt> (qmatvec_q8_1_one_<fmt> for one
-    row, qmatvec_q8_1_few_<fmt> for two), but the exact-x kernel for EXACT_X_FASTER's rows and, up
-    to EXACT_X_SMALL_ELEMS weights, EXACT_X_SMALL's (q4_0 of one row: 3 x 256 weights exact, 65537 x 256 quantized);
-    on: the exact-x kernel. f32 / f16 / bf16: the quantized-x product on x itself."""
+    """Off (the default): x quantized to q8_1 and qmatvec_q8_1_<fmt> (qmatvec_q8_1_few_<fmt> for one
+    or two rows, qmatvec_q8_1_one_<fmt> for one where q8_one_apart), but the exact-x kernel for
+    EXACT_X_FASTER's rows and, up to EXACT_X_SMALL_ELEMS weights, EXACT_X_SMALL's (q4_0 of one
+    row: 3 x 256 weights exact, 65537 x 256 quantized); on: the exact-x kernel. f32 / f16 / bf16:
+    the quantized-x product on x itself."""
     from runtime import ggml
-    from runtime.gpu.quant import EXACT_X_FASTER, EXACT_X_SMALL, EXACT_X_SMALL_ELEMS, QGpuBuffer, q_matmul, x_rows_class
+    from runtime.gpu.quant import (
+        EXACT_X_FASTER,
+        EXACT_X_SMALL,
+        EXACT_X_SMALL_ELEMS,
+        QGpuBuffer,
+        q8_one_apart,
+        q_matmul,
+        x_rows_class,
+    )
 
     rt, _, launches = _runtime()
     rt.switches.qmatmul_exact_x = exact
@@ -303,7 +312,8 @@ def test_qmatmul_takes_the_quantized_x_product_unless_the_switch_or_the_measured
     x = rt.from_host(0, np.ones(rows * k, np.float32))
     q_matmul(rt, q, x, Layout.contiguous((rows, k)), (n, k), kernels_hip.QSTORAGE["matmul"])
     names = [name for name, *_ in launches]
-    product = {1: f"qmatvec_q8_1_one_{fmt}", 2: f"qmatvec_q8_1_few_{fmt}"}.get(rows, f"qmatvec_q8_1_{fmt}")
+    one = f"qmatvec_q8_1_one_{fmt}" if q8_one_apart(fmt) else f"qmatvec_q8_1_few_{fmt}"
+    product = {1: one, 2: f"qmatvec_q8_1_few_{fmt}"}.get(rows, f"qmatvec_q8_1_{fmt}")
     small = (fmt, x_rows_class(rows)) in EXACT_X_SMALL and n * k <= EXACT_X_SMALL_ELEMS
     if fmt in ggml.PLAIN:
         assert names == [product] and launches[0][3][1] == launches[0][3][2] == x.ptr  # x, as xq
@@ -1262,7 +1272,7 @@ def test_only_the_kernels_that_wait_for_their_predecessor_launch_programmaticall
     q8 = set(re.findall(r'extern "C" __global__ void (\w+)\(', entries))  # every entry point it defines
     exact = {"qmatvec_q4_0", "qmatvec_q4_1", "qmatvec_q8_0", "qmatvec_q4_k", "qmatvec_q6_k"}
     programmatic = exact | q8 - {"quantize_q8_1_f32"}
-    assert programmatic == cuda.PROGRAMMATIC_KERNELS and "quantize_q8_1_f32" in q8 and len(q8) == 61
+    assert programmatic == cuda.PROGRAMMATIC_KERNELS and "quantize_q8_1_f32" in q8 and len(q8) == 76
     names = (
         "qmatvec_q4_0", "qmatvec_q4_1", "dequantize_q4_0_f32", "qmatvec_q8_0", "qmatvec_q4_k", "qmatvec_q6_k",
         "qmatvec_q5_k", "quantize_q8_1_f32", "qmatvec_q8_1_few_q4_1", "qmatvec_q8_1_mma_wide_f16",

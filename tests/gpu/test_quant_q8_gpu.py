@@ -197,3 +197,40 @@ def test_long_units_give_the_same_bits_on_any_grid(backend, fmt, k):
     want = x_as_q8_1(x) @ w64.T
     scale = np.abs(x_as_q8_1(x)) @ np.abs(w64).T
     assert (np.abs(shipped.reshape(1, n) - want) / scale).max() <= ARITHMETIC_RTOL, f"cuda {fmt} k {k}"
+
+
+@pytest.mark.parametrize("fmt", [f for f in FORMATS if f not in SHARED_X])
+def test_every_one_row_entry_multiplies_as_the_product_does(backend, fmt):
+    """qmatvec_q8_1_one_<fmt> of a format whose one row of x the runtime gives to its few entry
+    (items of one weight row there, never launched by QMatMul) is correct all the same: x in q8_1
+    (f32 / f16 / bf16: x itself) times W within the f32 sums' bound, on grids of 1 and 7 blocks.
+    cuda only: the launch wrapper is driven directly."""
+    if backend is not g.Backend.CUDA:
+        pytest.skip(f"{backend.value}: the launch wrapper is driven through the cuda runtime here")
+    from generated import kernels_hip
+    from runtime.gpu import quant as gpu_quant
+
+    rt = _runtime(backend)
+    n, k = 37, 512
+    values = weights(n * k, seed=FORMATS.index(fmt))
+    q = gpu_quant.quantize(rt, 0, values, fmt)
+    w = g.to_numpy(
+        g.Device.parse("cpu").quantize(values, g.GgmlDType(fmt)).dequantize(n * k), g.Layout.contiguous((n * k,))
+    )
+    x = np.random.default_rng(3).standard_normal((1, k)).astype(np.float32)
+    x_buf, stream = rt.from_host(0, x), rt.stream(0)
+    xq = rt.alloc(0, gpu_quant.x_q8_1_bytes(1, k), np.dtype(np.uint8))
+    y = rt.alloc(0, n, np.dtype(np.float32))
+    gpu_quant.qmatvec_q8_1(rt, q, x_buf, y, n, k, 1, kernels_hip.QSTORAGE["matmul"], xq)  # quantizes x into xq
+    x_in = x.astype(np.float64) if fmt in FLOAT else x_as_q8_1(x)
+    w64 = w.reshape(n, k).astype(np.float64)
+    want, scale = x_in @ w64.T, np.abs(x_in) @ np.abs(w64).T
+    launch = getattr(kernels_hip, f"launch_qmatvec_q8_1_one_{fmt}")
+    xq_or_x = x_buf if fmt in FLOAT else xq
+    for grid in (1, 7):
+        y = rt.alloc(0, n, np.dtype(np.float32))  # poisoned: an unwritten output is NaN
+        launch(
+            rt.launch, grid, kernel_facts.QMATVEC_Q8_THREADS, stream, q.buf.ptr, x_buf.ptr, xq_or_x.ptr, y.ptr, n, k, 1
+        )
+        err = np.abs(rt.to_host(y).reshape(1, n) - want) / scale
+        assert err.max() <= ARITHMETIC_RTOL, f"cuda {fmt} grid {grid}: error {err.max():.2e}"

@@ -345,18 +345,25 @@ def test_explore_builds_define_their_facts_and_launch_by_them(tmp_path):
     assert shipped.grid(sm90, "f32", 4096, 4096, 8) == 4096 // (16 * narrow)
     assert mma.grid(sm75, "f16", 4096, 4096, 8) == shipped.grid(sm75, "f16", 4096, 4096, 8)  # sm_75: no mma
     assert mma.grid(sm90, "q4_0", 4096, 4096, 8) == shipped.grid(sm90, "q4_0", 4096, 4096, 8)  # floats only
-    assert [shipped.entry(rt, "q4_0", r, 4096) for r in (1, 2, 3)] == [
-        "qmatvec_q8_1_one_q4_0",
-        "qmatvec_q8_1_few_q4_0",
-        "qmatvec_q8_1_q4_0",
+    assert [shipped.entry(rt, "q4_0", r, 4096) for r in (1, 2, 3)] == ["qmatvec_q8_1_few_q4_0"] * 2 + [
+        "qmatvec_q8_1_q4_0"
     ]
+    from runtime.gpu import quant as gpu_quant
+
+    apart = [f for f in ggml.FORMATS if gpu_quant.q8_one_apart(f)]
+    assert apart == ["q2_k", "q3_k"] and [shipped.entry(rt, "q2_k", r, 4096) for r in (1, 2)] == [
+        "qmatvec_q8_1_one_q2_k",
+        "qmatvec_q8_1_few_q2_k",
+    ]
+    assert gpu_quant.q8_entry(1, False) == gpu_quant.K.QMATVEC_Q8_1_FEW_SELF
+    assert gpu_quant.q8_entry(1, False, apart=True) == gpu_quant.K.QMATVEC_Q8_1_ONE_SELF
     assert baseline.entry(rt, "q4_0", 1, 4096) == "qmatvec_q8_1_q4_0"  # one entry point for every class of x rows
     from runtime.gpu.compile import HIP_DIR
 
     before_one = tmp_path / "before-one.hip"  # its few entry took one row of x too
     before_one.write_text((HIP_DIR / "qmatvec_q8.hip").read_text().replace("qmatvec_q8_1_one", "qmatvec_q8_1_older"))
     (few,) = bench.explore_variants([], before_one)
-    assert [few.entry(rt, "q4_0", r, 4096) for r in (1, 2)] == ["qmatvec_q8_1_few_q4_0"] * 2
+    assert [few.entry(rt, "q2_k", r, 4096) for r in (1, 2)] == ["qmatvec_q8_1_few_q2_k"] * 2
     assert "__device__ void qmatvec_q8_1_one(" in few.path.read_text()
     assert baseline.entry(sm90, "f16", 8, 4096) == "qmatvec_q8_1_f16"  # its tensor cores inside the general entry
     assert shipped.entry(sm90, "f16", 8, 4096) == "qmatvec_q8_1_mma_f16"
