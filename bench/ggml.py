@@ -561,8 +561,6 @@ __device__ void qmatvec_q8_1_mma_wide(const uint8_t* w, const float* x, const ui
 """
 
 
-#: For a source from before QMATVEC_Q8_FEW_ROOMY_BLOCKS: every format's 1- and 2-row entries ask
-#: for QMATVEC_Q8_FEW_MIN_BLOCKS.
 #: For a source from before qmatvec_q8_1_one (its few entry took one row of x too): what this
 #: tree's generated one entry calls (the bench launches its few entry for one row instead).
 ONE_SHIM = """
@@ -574,6 +572,8 @@ __device__ void qmatvec_q8_1_one(const uint8_t* w, const float* x, const uint8_t
 }
 }  // namespace
 """
+#: For a source from before QMATVEC_Q8_FEW_ROOMY_BLOCKS: every format's 1- and 2-row entries ask
+#: for QMATVEC_Q8_FEW_MIN_BLOCKS.
 FEW_MIN_BLOCKS_SHIM = """
 namespace {
 template <typename F> constexpr int kFewMinBlocks = OPGEN_QMATVEC_Q8_FEW_MIN_BLOCKS;

@@ -2,8 +2,9 @@
 // The entry points of hip/qmatvec_q8.hip: one per (pattern, values) of ops.yaml's `kernel:`
 // patterns, written once per pattern here. Included at the end of hip/qmatvec_q8.hip.
 // Declarations first: they carry the launch bounds (NVRTC takes them from the declaration):
-// qmatvec_q8_1_one_* and qmatvec_q8_1_few_* (1 and 2 rows of x), qmatvec_q8_1_mma_* and qmatvec_q8_1_mma_wide_* (the
-// tensor cores; the latter float weights of many rows) their own, so that their registers per
+// qmatvec_q8_1_few_* (1 or 2 rows of x), qmatvec_q8_1_one_* (1 row where it copies x into shared
+// memory), qmatvec_q8_1_mma_* and qmatvec_q8_1_mma_wide_* (the tensor cores; the latter float
+// weights of many rows) their own, so that their registers per
 // thread are not those of the classes of more rows, nor of each other.
 // The definitions follow in the one form that gen's signature scan reads: x's quantization first
 // lets its product start, each product first waits for the kernel before it (ops.yaml's

@@ -744,6 +744,10 @@ template <typename F> struct q8_operands {  // block formats against x in q8_1: 
     }
 };
 
+// Whether F's long unit takes its own long_dot (QMATVEC_Q8_LONG_DOT has its bit: q2_K, q3_K),
+// else each part is a unit of 32 (long_part) and q8_operands' dot.
+template <typename F> constexpr bool kLongDot = ((OPGEN_QMATVEC_Q8_LONG_DOT >> F::kBit) & 1) != 0;
+
 // The long units of the blocks of 256 (QMATVEC_Q8_LONG_K), for one row of x: a lane takes the
 // kLongParts units of 32 of a block whose quants share one 32-byte run, loading that run and the
 // fields beside it once where as many units of 32 would load them each: q2_K and q3_K 128 weights
@@ -752,10 +756,6 @@ template <typename F> struct q8_operands {  // block formats against x in q8_1: 
 // each byte; q5_K's 32 fifth-bit bytes too). Each part j is then a unit of 32, or the format's
 // long_dot takes the whole (kLongDot); x comes from shared memory where kShared (product's
 // share_x: its 128 bytes a lane would each touch their own cache line).
-// Whether F's long unit takes its own long_dot (QMATVEC_Q8_LONG_DOT has its bit: q2_K, q3_K),
-// else each part is a unit of 32 (long_part) and q8_operands' dot.
-template <typename F> constexpr bool kLongDot = ((OPGEN_QMATVEC_Q8_LONG_DOT >> F::kBit) & 1) != 0;
-
 template <typename F, bool kShared> struct long_operands {  // kShared: x from share_x's copy
     typedef typename F::H H;
     typedef q8_operands<F> P;

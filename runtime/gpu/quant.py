@@ -512,20 +512,17 @@ def q8_grid(
         items = -(-items // (QMATVEC_Q8_THREADS // LANE_GROUP))
     per_sm = facts["QMATVEC_Q8_LONG_X_SHARED_BLOCKS"]
     if per_sm and q8_x_shared(rt, fmt, rows, k, facts):  # each block copies x once: fewer copies
-        each = -(-items // (rt.driver.multiprocessors(ordinal) * per_sm))  # items a block, as even as can be
+        each = -(-items // (rt._sms(ordinal) * per_sm))  # items a block, as even as can be
         items = -(-items // each)
     return _grid(rt, ordinal, items)
 
 
 def q8_x_shared(rt: GpuRuntime, fmt: str, rows: int, k: int, facts=QMATVEC_Q8_GRID_FACTS) -> bool:
     """Whether qmatvec_q8_1_<fmt> reads x from shared memory (hip/qmatvec_q8.hip's kXShared):
-    cuda, one row of x, a block of 256 whose bit LONG_K and LONG_X_SHARED both have, k at most
-    LONG_X_SHARED_K."""
-    if rt.name != "cuda" or rows != 1 or fmt not in BLOCK256_BITS:
+    cuda, one row of x of a format of q8_one_apart, k at most LONG_X_SHARED_K."""
+    if rt.name != "cuda" or rows != 1:
         return False
-    bit = BLOCK256_BITS.index(fmt)
-    both = facts["QMATVEC_Q8_LONG_K"] & facts["QMATVEC_Q8_LONG_X_SHARED"]
-    return bool(both >> bit & 1) and k <= facts["QMATVEC_Q8_LONG_X_SHARED_K"]
+    return q8_one_apart(fmt, facts) and k <= facts["QMATVEC_Q8_LONG_X_SHARED_K"]
 
 
 def q8_tiles(fmt: str, facts=QMATVEC_Q8_GRID_FACTS) -> int:

@@ -22,6 +22,7 @@ import pytest
 import generated as g
 from generated import kernel_facts
 from runtime import ggml
+from runtime.gpu.quant import q8_one_apart
 from runtime.gpu.switches import QMATMUL_Q8_1_NMSE
 from tests.gpu.runnable import gpu_backends_or_skip
 
@@ -153,13 +154,37 @@ def test_the_switch_takes_the_exact_x_kernel(backend, fmt):
     assert not np.array_equal(exact, quantized)
 
 
-#: The blocks of 256 whose long units read x from shared memory at one row of x on cuda
-#: (QMATVEC_Q8_LONG_K and QMATVEC_Q8_LONG_X_SHARED both have their bit).
-SHARED_X = [
-    f
-    for bit, f in enumerate(("q2_k", "q3_k", "q4_k", "q5_k", "q6_k", "q8_k"))
-    if (kernel_facts.QMATVEC_Q8_LONG_K & kernel_facts.QMATVEC_Q8_LONG_X_SHARED) >> bit & 1
-]
+#: The blocks of 256 whose one row of x takes qmatvec_q8_1_one_<fmt>, its long units reading x from
+#: shared memory on cuda (runtime/gpu/quant.py's q8_one_apart).
+SHARED_X = [f for f in FORMATS if q8_one_apart(f)]
+
+
+def one_row_product(rt, fmt: str, n: int, k: int, seed: int):
+    """The runtime's product of one row of x against W (n, k) of `fmt`: (y, W's quantized buffer,
+    x and x in q8_1 on the device, W dequantized on the cpu as (n, k) f64, x (1, k) f32)."""
+    from generated import kernels_hip
+    from runtime.gpu import quant as gpu_quant
+
+    values = weights(n * k, seed=seed)
+    q = gpu_quant.quantize(rt, 0, values, fmt)
+    cpu_q = g.Device.parse("cpu").quantize(values, g.GgmlDType(fmt))
+    w = g.to_numpy(cpu_q.dequantize(n * k), g.Layout.contiguous((n * k,))).reshape(n, k).astype(np.float64)
+    x = np.random.default_rng(k + seed).standard_normal((1, k)).astype(np.float32)
+    x_buf = rt.from_host(0, x)
+    xq = rt.alloc(0, gpu_quant.x_q8_1_bytes(1, k), np.dtype(np.uint8))
+    y = rt.alloc(0, n, np.dtype(np.float32))
+    gpu_quant.qmatvec_q8_1(rt, q, x_buf, y, n, k, 1, kernels_hip.QSTORAGE["matmul"], xq)  # quantizes x into xq
+    return rt.to_host(y), q, x_buf, xq, w, x
+
+
+def launch_one(rt, fmt: str, grid: int, q, x_buf, xq, n: int, k: int) -> np.ndarray:
+    """qmatvec_q8_1_one_<fmt> on `grid` blocks, its launch wrapper driven directly: y (n,)."""
+    from generated import kernels_hip
+
+    y = rt.alloc(0, n, np.dtype(np.float32))  # poisoned: an unwritten output is NaN
+    launch = getattr(kernels_hip, f"launch_qmatvec_q8_1_one_{fmt}")
+    launch(rt.launch, grid, kernel_facts.QMATVEC_Q8_THREADS, rt.stream(0), q.buf.ptr, x_buf.ptr, xq.ptr, y.ptr, n, k, 1)
+    return rt.to_host(y)
 
 
 @pytest.mark.parametrize("k", [4352, kernel_facts.QMATVEC_Q8_LONG_X_SHARED_K + 256], ids=["shared", "past-shared"])
@@ -172,30 +197,14 @@ def test_long_units_give_the_same_bits_on_any_grid(backend, fmt, k):
     directly; the HIP build reads x from global memory at every k."""
     if backend is not g.Backend.CUDA:
         pytest.skip(f"{backend.value}: x in shared memory is cuda's path")
-    from generated import kernels_hip
-    from runtime.gpu import quant as gpu_quant
-
     rt = _runtime(backend)
     n = 4 * 7 * 3 + 2  # 22 items of 4 weight rows, the last 2 rows: every grid below takes several
-    values = weights(n * k, seed=k + SHARED_X.index(fmt))
-    q = gpu_quant.quantize(rt, 0, values, fmt)
-    w = g.to_numpy(
-        g.Device.parse("cpu").quantize(values, g.GgmlDType(fmt)).dequantize(n * k), g.Layout.contiguous((n * k,))
-    )
-    x = np.random.default_rng(k).standard_normal((1, k)).astype(np.float32)
-    x_buf, stream = rt.from_host(0, x), rt.stream(0)
-    xq = rt.alloc(0, gpu_quant.x_q8_1_bytes(1, k), np.dtype(np.uint8))
-    y = rt.alloc(0, n, np.dtype(np.float32))
-    gpu_quant.qmatvec_q8_1(rt, q, x_buf, y, n, k, 1, kernels_hip.QSTORAGE["matmul"], xq)
-    shipped = rt.to_host(y)
-    launch = getattr(kernels_hip, f"launch_qmatvec_q8_1_one_{fmt}")
+    shipped, q, x_buf, xq, w, x = one_row_product(rt, fmt, n, k, seed=SHARED_X.index(fmt))
     for grid in (1, 2, 7):
-        y = rt.alloc(0, n, np.dtype(np.float32))  # poisoned: an unwritten output is NaN
-        launch(rt.launch, grid, kernel_facts.QMATVEC_Q8_THREADS, stream, q.buf.ptr, x_buf.ptr, xq.ptr, y.ptr, n, k, 1)
-        np.testing.assert_array_equal(rt.to_host(y), shipped, err_msg=f"cuda {fmt} k {k}: grid {grid}")
-    w64 = w.reshape(n, k).astype(np.float64)
-    want = x_as_q8_1(x) @ w64.T
-    scale = np.abs(x_as_q8_1(x)) @ np.abs(w64).T
+        got = launch_one(rt, fmt, grid, q, x_buf, xq, n, k)
+        np.testing.assert_array_equal(got, shipped, err_msg=f"cuda {fmt} k {k}: grid {grid}")
+    want = x_as_q8_1(x) @ w.T
+    scale = np.abs(x_as_q8_1(x)) @ np.abs(w).T
     assert (np.abs(shipped.reshape(1, n) - want) / scale).max() <= ARITHMETIC_RTOL, f"cuda {fmt} k {k}"
 
 
@@ -207,30 +216,12 @@ def test_every_one_row_entry_multiplies_as_the_product_does(backend, fmt):
     cuda only: the launch wrapper is driven directly."""
     if backend is not g.Backend.CUDA:
         pytest.skip(f"{backend.value}: the launch wrapper is driven through the cuda runtime here")
-    from generated import kernels_hip
-    from runtime.gpu import quant as gpu_quant
-
     rt = _runtime(backend)
     n, k = 37, 512
-    values = weights(n * k, seed=FORMATS.index(fmt))
-    q = gpu_quant.quantize(rt, 0, values, fmt)
-    w = g.to_numpy(
-        g.Device.parse("cpu").quantize(values, g.GgmlDType(fmt)).dequantize(n * k), g.Layout.contiguous((n * k,))
-    )
-    x = np.random.default_rng(3).standard_normal((1, k)).astype(np.float32)
-    x_buf, stream = rt.from_host(0, x), rt.stream(0)
-    xq = rt.alloc(0, gpu_quant.x_q8_1_bytes(1, k), np.dtype(np.uint8))
-    y = rt.alloc(0, n, np.dtype(np.float32))
-    gpu_quant.qmatvec_q8_1(rt, q, x_buf, y, n, k, 1, kernels_hip.QSTORAGE["matmul"], xq)  # quantizes x into xq
+    _, q, x_buf, xq, w, x = one_row_product(rt, fmt, n, k, seed=FORMATS.index(fmt))
     x_in = x.astype(np.float64) if fmt in FLOAT else x_as_q8_1(x)
-    w64 = w.reshape(n, k).astype(np.float64)
-    want, scale = x_in @ w64.T, np.abs(x_in) @ np.abs(w64).T
-    launch = getattr(kernels_hip, f"launch_qmatvec_q8_1_one_{fmt}")
-    xq_or_x = x_buf if fmt in FLOAT else xq
+    want, scale = x_in @ w.T, np.abs(x_in) @ np.abs(w).T
     for grid in (1, 7):
-        y = rt.alloc(0, n, np.dtype(np.float32))  # poisoned: an unwritten output is NaN
-        launch(
-            rt.launch, grid, kernel_facts.QMATVEC_Q8_THREADS, stream, q.buf.ptr, x_buf.ptr, xq_or_x.ptr, y.ptr, n, k, 1
-        )
-        err = np.abs(rt.to_host(y).reshape(1, n) - want) / scale
+        got = launch_one(rt, fmt, grid, q, x_buf, x_buf if fmt in FLOAT else xq, n, k)
+        err = np.abs(got.reshape(1, n) - want) / scale
         assert err.max() <= ARITHMETIC_RTOL, f"cuda {fmt} grid {grid}: error {err.max():.2e}"

@@ -561,7 +561,10 @@ class _Sms(_Cuda):
     """An sm_90 device of 132 multiprocessors."""
 
     def __init__(self):
-        self.driver = SimpleNamespace(arch=lambda ordinal: "sm_90", multiprocessors=lambda ordinal: 132)
+        self.driver = SimpleNamespace(arch=lambda ordinal: "sm_90")
+
+    def _sms(self, ordinal: int) -> int:
+        return 132
 
 
 def test_long_units_reading_x_from_shared_memory_take_an_even_capped_grid():
