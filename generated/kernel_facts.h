@@ -184,6 +184,18 @@
 #define OPGEN_QMATVEC_Q8_ROWS_F_X8 4
 #endif
 
+// qmatvec_q8_1_* of f32, f16 and bf16 weights, one row of x: where not 0, it takes qmatvec_q8_1_one_* (its own registers, apart from the 2-row product's) with items of this many weight rows; 0: qmatvec_q8_1_few_* with QMATVEC_Q8_ROWS_F_X1 (bench/ggml.py --explore compares)
+// (a default: -D OPGEN_QMATVEC_Q8_ROWS_F_ONE=... may tune it, with the runtime's QMATVEC_Q8_ROWS_F_ONE set alike)
+#ifndef OPGEN_QMATVEC_Q8_ROWS_F_ONE
+#define OPGEN_QMATVEC_Q8_ROWS_F_ONE 0
+#endif
+
+// qmatvec_q8_1_one_* of f32, f16 and bf16 weights (QMATVEC_Q8_ROWS_F_ONE): times its loop over a lane's units is unrolled (the loads of that many units in flight at once; the other products 2)
+// (a default: -D OPGEN_QMATVEC_Q8_UNROLL_F_ONE=... may tune it, with the runtime's QMATVEC_Q8_UNROLL_F_ONE set alike)
+#ifndef OPGEN_QMATVEC_Q8_UNROLL_F_ONE
+#define OPGEN_QMATVEC_Q8_UNROLL_F_ONE 2
+#endif
+
 // qmatvec_q8_1_* (3 and more rows of x): blocks per multiprocessor its launch bounds ask for (registers per thread at most 64K / (this * QMATVEC_Q8_THREADS); 1: as many as the code takes; bench/ggml.py --explore compares)
 // (a default: -D OPGEN_QMATVEC_Q8_MIN_BLOCKS=... may tune it, with the runtime's QMATVEC_Q8_MIN_BLOCKS set alike)
 #ifndef OPGEN_QMATVEC_Q8_MIN_BLOCKS
@@ -242,6 +254,12 @@
 // (a default: -D OPGEN_QMATVEC_Q8_MMA_TILES_F=... may tune it, with the runtime's QMATVEC_Q8_MMA_TILES_F set alike)
 #ifndef OPGEN_QMATVEC_Q8_MMA_TILES_F
 #define OPGEN_QMATVEC_Q8_MMA_TILES_F 4
+#endif
+
+// qmatvec_q8_1_mma_* of float weights (below QMATVEC_Q8_MMA_WIDE_N weight rows): tiles of 16 weight rows an item (1: QMATVEC_Q8_MMA_F_CHAINS chains of accumulators; more: one a tile; bench/ggml.py --explore compares)
+// (a default: -D OPGEN_QMATVEC_Q8_MMA_F_TILES=... may tune it, with the runtime's QMATVEC_Q8_MMA_F_TILES set alike)
+#ifndef OPGEN_QMATVEC_Q8_MMA_F_TILES
+#define OPGEN_QMATVEC_Q8_MMA_F_TILES 1
 #endif
 
 // qmatvec_q8_1_* of float weights on the tensor cores: the weight rows (n) from which qmatvec_q8_1_mma_wide_* multiplies them, items of QMATVEC_Q8_MMA_TILES_F tiles (fewer: qmatvec_q8_1_mma_*, items of one tile, more of them in flight)
@@ -368,6 +386,12 @@
 // (a default: -D OPGEN_QMATVEC_Q8_LONG_X_SHARED_BLOCKS=... may tune it, with the runtime's QMATVEC_Q8_LONG_X_SHARED_BLOCKS set alike)
 #ifndef OPGEN_QMATVEC_Q8_LONG_X_SHARED_BLOCKS
 #define OPGEN_QMATVEC_Q8_LONG_X_SHARED_BLOCKS 4
+#endif
+
+// qmatvec_q8_1_* on cuda: how the 16-byte pieces of the weights are loaded (0 plain loads; 1 through the read-only data path, ld.global.nc; 2 that, asking L2 for the 256 bytes around each; 3 that, not kept in L1; 4 the read-only path asking L2 for 128 bytes; bench/ggml.py --explore compares)
+// (a default: -D OPGEN_QMATVEC_Q8_WEIGHT_LOADS=... may tune it, with the runtime's QMATVEC_Q8_WEIGHT_LOADS set alike)
+#ifndef OPGEN_QMATVEC_Q8_WEIGHT_LOADS
+#define OPGEN_QMATVEC_Q8_WEIGHT_LOADS 0
 #endif
 
 // launched with programmatic stream serialization (cuda, sm_90 and up): each waits (griddepcontrol.wait) before it touches memory: the exact-x qmatvec of q4_0, q4_1, q8_0, q4_K, q6_K, and every product of hip/qmatvec_q8.hip (not x's quantization, which lets its product start)

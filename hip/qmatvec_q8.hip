@@ -71,9 +71,40 @@ template <int A> __device__ __forceinline__ uint32_t word_at(const uint8_t* p) {
     }
 }
 
+// A 16-byte piece of the weights in global memory (never shared memory: the tensor cores' stages
+// read theirs with word_at), loaded as ops.yaml's QMATVEC_Q8_WEIGHT_LOADS says on cuda: 0 a plain
+// load; 1 through the read-only data path; 2 that, asking L2 for the 256 bytes around it (a
+// weight row streams through once: fewer, longer DRAM requests); 3 that, not kept in L1; 4 the
+// read-only path asking L2 for 128 bytes. Volatile: no load moves above the product's
+// wait_for_predecessor.
+__device__ __forceinline__ uint4 weight_piece(const uint4* p) {
+#if OPGEN_CUDA
+    constexpr int kHow = OPGEN_QMATVEC_Q8_WEIGHT_LOADS;
+    if constexpr (kHow == 1) return __ldg(p);
+    if constexpr (kHow >= 2) {
+        uint4 v;
+        if constexpr (kHow == 2) {
+            asm volatile("ld.global.nc.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+                         : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                         : "l"(p));
+        } else if constexpr (kHow == 3) {
+            asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+                         : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                         : "l"(p));
+        } else {
+            asm volatile("ld.global.nc.L2::128B.v4.u32 {%0, %1, %2, %3}, [%4];"
+                         : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                         : "l"(p));
+        }
+        return v;
+    }
+#endif
+    return *p;
+}
+
 template <int A> __device__ __forceinline__ void words4(const uint8_t* p, uint32_t (&w)[4]) {
     if constexpr (A >= 16) {
-        const uint4 v = *reinterpret_cast<const uint4*>(p);
+        const uint4 v = weight_piece(reinterpret_cast<const uint4*>(p));
         w[0] = v.x, w[1] = v.y, w[2] = v.z, w[3] = v.w;
     } else if constexpr (A >= 8) {
         const uint2 lo = *reinterpret_cast<const uint2*>(p), hi = *reinterpret_cast<const uint2*>(p + 8);
@@ -131,7 +162,7 @@ template <int N, int K, int A> __device__ __forceinline__ void block_words(const
     uint32_t a[kWords];
 #pragma unroll
     for (int c = 0; c < kPieces; c++) {
-        const uint4 v = 16 * c < off + K ? base[c] : make_uint4(0u, 0u, 0u, 0u);
+        const uint4 v = 16 * c < off + K ? weight_piece(base + c) : make_uint4(0u, 0u, 0u, 0u);
         a[4 * c] = v.x, a[4 * c + 1] = v.y, a[4 * c + 2] = v.z, a[4 * c + 3] = v.w;
     }
 #pragma unroll
@@ -342,7 +373,7 @@ template <typename F> struct by_halves {
 // The 32 bytes at the A-aligned p as 8 words: two 16-byte loads, or block_words' two or three.
 template <int A> __device__ __forceinline__ void bytes32(const uint8_t* p, uint32_t (&w)[8]) {
     if constexpr (A >= 16) {
-        const uint4 lo = reinterpret_cast<const uint4*>(p)[0], hi = reinterpret_cast<const uint4*>(p)[1];
+        const uint4 lo = weight_piece(reinterpret_cast<const uint4*>(p)), hi = weight_piece(reinterpret_cast<const uint4*>(p) + 1);
         w[0] = lo.x, w[1] = lo.y, w[2] = lo.z, w[3] = lo.w, w[4] = hi.x, w[5] = hi.y, w[6] = hi.z, w[7] = hi.w;
     } else {
         block_words<8, 32, A>(p, w);
@@ -553,7 +584,7 @@ struct q4_k_halves {
         bytes32<16>(blk + 16 + 32 * (v >> 1), w);
 #pragma unroll
         for (int i = 0; i < 8; i++) q[i] = (w[i] >> (4 * (v & 1))) & 0x0F0F0F0Fu;
-        k4_scale_min(*reinterpret_cast<const uint4*>(blk), v, a[0], b[0]);
+        k4_scale_min(weight_piece(reinterpret_cast<const uint4*>(blk)), v, a[0], b[0]);
         a[1] = a[0], b[1] = b[0];
     }
     static __device__ __forceinline__ void half(const uint8_t* row, size_t u, uint32_t (&q)[4], float& a, float& b) {
@@ -576,7 +607,7 @@ struct q4_k_halves {
     };
     static __device__ __forceinline__ void long_unit(const uint8_t* blk, int j, Long& w) {
         bytes32<16>(blk + 16 + 32 * j, w.qs);
-        const uint4 head = *reinterpret_cast<const uint4*>(blk);
+        const uint4 head = weight_piece(reinterpret_cast<const uint4*>(blk));
         k4_scale_min(head, 2 * j, w.a[0], w.b[0]);
         k4_scale_min(head, 2 * j + 1, w.a[1], w.b[1]);
     }
@@ -596,7 +627,7 @@ struct q5_k_halves {
         bytes32<16>(blk + 16, qh);
 #pragma unroll
         for (int i = 0; i < 8; i++) q[i] = ((w[i] >> (4 * (v & 1))) & 0x0F0F0F0Fu) | (((qh[i] >> v) & 0x01010101u) << 4);
-        k4_scale_min(*reinterpret_cast<const uint4*>(blk), v, a[0], b[0]);
+        k4_scale_min(weight_piece(reinterpret_cast<const uint4*>(blk)), v, a[0], b[0]);
         a[1] = a[0], b[1] = b[0];
     }
     static __device__ __forceinline__ void half(const uint8_t* row, size_t u, uint32_t (&q)[4], float& a, float& b) {
@@ -623,7 +654,7 @@ struct q5_k_halves {
         bytes32<16>(blk + 16, w.qh);
 #pragma unroll
         for (int i = 0; i < 8; i++) w.qh[i] >>= 2 * j;
-        const uint4 head = *reinterpret_cast<const uint4*>(blk);
+        const uint4 head = weight_piece(reinterpret_cast<const uint4*>(blk));
         k4_scale_min(head, 2 * j, w.a[0], w.b[0]);
         k4_scale_min(head, 2 * j + 1, w.a[1], w.b[1]);
     }
@@ -830,7 +861,7 @@ template <typename T> struct float_operands {
     };
     static __device__ __forceinline__ void load_w(const uint8_t* row, size_t u, size_t units, W& w) {
         const uint4* p = reinterpret_cast<const uint4*>(row);
-        const uint4 lo = p[u], hi = p[units + u];
+        const uint4 lo = weight_piece(p + u), hi = weight_piece(p + units + u);
         float_weight<T>::piece(lo, w.v);
         float_weight<T>::piece(hi, w.v + kHalf);
     }
@@ -984,8 +1015,8 @@ template <typename T, int MT> struct mma_step {
 #pragma unroll
             for (int h = 0; h < 2; h++) {
                 const uint4* p = reinterpret_cast<const uint4*>(wr[m][h] + k0 * sizeof(T));
-                w[m][h][0] = in ? p[0] : make_uint4(0u, 0u, 0u, 0u);
-                w[m][h][1] = in ? p[1] : make_uint4(0u, 0u, 0u, 0u);
+                w[m][h][0] = in ? weight_piece(p) : make_uint4(0u, 0u, 0u, 0u);
+                w[m][h][1] = in ? weight_piece(p + 1) : make_uint4(0u, 0u, 0u, 0u);
             }
         }
     }
@@ -1425,9 +1456,9 @@ template <typename F, int NX, bool kShared = false> struct policy_of {
 };
 
 // An item's R * NX sums (weight row i, x row j at i * NX + j) over the units first, first + step,
-// ... of its weight rows n0.. against the x rows r0..: weight rows past n and x rows past `rows`
-// are computed (as the last one), not stored.
-template <typename F, int NX, int R, bool kShared>
+// ... of its weight rows n0.. against the x rows r0.. (U units' loads in flight at once): weight
+// rows past n and x rows past `rows` are computed (as the last one), not stored.
+template <typename F, int NX, int R, bool kShared, int U>
 __device__ __forceinline__ void item_sums(const uint8_t* __restrict__ w, const x_source& xs, size_t n, size_t rows, size_t n0,
                                           size_t r0, size_t first, size_t step, float (&acc)[R * NX]) {
     typedef typename policy_of<F, NX, kShared>::type P;
@@ -1440,7 +1471,7 @@ __device__ __forceinline__ void item_sums(const uint8_t* __restrict__ w, const x
     for (int j = 0; j < NX; j++) xr[j] = r0 + j < rows ? r0 + j : rows - 1;
 #pragma unroll
     for (int i = 0; i < R * NX; i++) acc[i] = 0.0f;
-#pragma unroll 2
+#pragma unroll U
     for (size_t u = first; u < units; u += step) {
         typename P::W wv[R];
 #pragma unroll
@@ -1459,7 +1490,7 @@ __device__ __forceinline__ void item_sums(const uint8_t* __restrict__ w, const x
 // of lanes takes its own items and its shuffles alone sum them (more items in flight, no
 // block-wide step); else a block takes an item, its groups' totals summed through shared memory.
 // Either is correct for any grid.
-template <typename F, int NX, int R, bool kShared>
+template <typename F, int NX, int R, bool kShared, int U>
 __device__ __forceinline__ void items(const uint8_t* __restrict__ w, const x_source& xs, float* __restrict__ y, size_t n,
                                       size_t rows) {
     typedef typename operands_of<F>::type P;  // units of 32 weights, by_groups' measure whatever item_sums' policy
@@ -1475,7 +1506,7 @@ __device__ __forceinline__ void items(const uint8_t* __restrict__ w, const x_sou
     for (size_t item = first_item; item < items; item += item_step) {
         const size_t n0 = item / groups * R, r0 = item % groups * NX;
         float acc[V];
-        item_sums<F, NX, R, kShared>(w, xs, n, rows, n0, r0, by_group ? lane : threadIdx.x, by_group ? OPGEN_LANE_GROUP : kThreads,
+        item_sums<F, NX, R, kShared, U>(w, xs, n, rows, n0, r0, by_group ? lane : threadIdx.x, by_group ? OPGEN_LANE_GROUP : kThreads,
                                      acc);
         int base;
         bool writer;
@@ -1511,8 +1542,8 @@ template <typename F> constexpr bool kXShared = k_bit<F>::value >= 0 && ((OPGEN_
 
 // The product of R weight rows an item against NX rows of x: items' loop, the long units of one
 // row of x of kXShared's formats (cuda; k up to QMATVEC_Q8_LONG_X_SHARED_K) reading x from shared
-// memory.
-template <typename F, int NX, int R>
+// memory. U: units' loads in flight at once (item_sums).
+template <typename F, int NX, int R, int U = 2>
 __device__ void product(const uint8_t* __restrict__ w, const x_source& xs, float* __restrict__ y, size_t n, size_t rows) {
 #if !OPGEN_HIP
     if constexpr (policy_of<F, NX>::kLong && kXShared<F> && kXSharedK > 0) {
@@ -1521,11 +1552,11 @@ __device__ void product(const uint8_t* __restrict__ w, const x_source& xs, float
             share_x(xs, shared);
             x_source s = xs;
             s.shared = shared;
-            return items<F, NX, R, true>(w, s, y, n, rows);
+            return items<F, NX, R, true, U>(w, s, y, n, rows);
         }
     }
 #endif
-    items<F, NX, R, false>(w, xs, y, n, rows);
+    items<F, NX, R, false, U>(w, xs, y, n, rows);
 }
 
 // Weight rows per item by x rows class: ops.yaml's kernel facts, measured apart for the blocks of
@@ -1593,7 +1624,8 @@ __device__ __forceinline__ void qmatvec_q8_1_mma(const uint8_t* w, const float* 
     const x_source xs = {x, xq, reinterpret_cast<const float2*>(xq + rows * k), k};
 #if OPGEN_QMATVEC_MMA
     if constexpr (kFamily<F> == 2) {
-        return mma_product<typename weight_type<F>::type, 1, OPGEN_QMATVEC_Q8_MMA_F_DEPTH, kMmaThreads<F>>(w, x, y, n, k, rows);
+        return mma_product<typename weight_type<F>::type, OPGEN_QMATVEC_Q8_MMA_F_TILES, OPGEN_QMATVEC_Q8_MMA_F_DEPTH,
+                           kMmaThreads<F>>(w, x, y, n, k, rows);
     }
     if constexpr (kFamily<F> == 0) return q8_mma_product<F>(w, xs, y, n, rows);
 #endif
@@ -1636,7 +1668,10 @@ __device__ __forceinline__ void qmatvec_q8_1_many(const uint8_t* w, const float*
 // holds none; the other formats' one row stays in qmatvec_q8_1_few_<F>, whose registers were
 // measured for both (their one entry, never launched so, takes items of one weight row: an instance
 // of product of its own, so that few's stays its only caller and is built as before).
-template <typename F> constexpr bool kOneApart = policy_of<F, 1>::kLong && kXShared<F>;
+// Float weights take it too where QMATVEC_Q8_ROWS_F_ONE is not 0: items of that many weight rows,
+// QMATVEC_Q8_UNROLL_F_ONE units' loads in flight.
+template <typename F>
+constexpr bool kOneApart = (policy_of<F, 1>::kLong && kXShared<F>) || (kFamily<F> == 2 && OPGEN_QMATVEC_Q8_ROWS_F_ONE > 0);
 
 template <typename F>
 __device__ __forceinline__ void qmatvec_q8_1_one(const uint8_t* w, const float* x, const uint8_t* xq, float* y, size_t n,
@@ -1645,7 +1680,9 @@ __device__ __forceinline__ void qmatvec_q8_1_one(const uint8_t* w, const float* 
 #if OPGEN_HIP
     product<F, 1, 2>(w, xs, y, n, rows);
 #else
-    if constexpr (kOneApart<F>) {
+    if constexpr (kFamily<F> == 2 && kOneApart<F>) {
+        product<F, 1, OPGEN_QMATVEC_Q8_ROWS_F_ONE, OPGEN_QMATVEC_Q8_UNROLL_F_ONE>(w, xs, y, n, rows);
+    } else if constexpr (kOneApart<F>) {
         product<F, 1, item_rows<F>::x1>(w, xs, y, n, rows);
     } else {
         product<F, 1, 1>(w, xs, y, n, rows);

@@ -34,6 +34,7 @@ from generated.kernel_facts import (
     QMATVEC_Q8_LONG_X_SHARED_K,
     QMATVEC_Q8_MMA_F_FROM,
     QMATVEC_Q8_MMA_F_THREADS,
+    QMATVEC_Q8_MMA_F_TILES,
     QMATVEC_Q8_MMA_F_WIDE_THREADS,
     QMATVEC_Q8_MMA_Q_FROM,
     QMATVEC_Q8_MMA_Q_N,
@@ -43,6 +44,7 @@ from generated.kernel_facts import (
     QMATVEC_Q8_MMA_TILES_F,
     QMATVEC_Q8_MMA_WIDE_N,
     QMATVEC_Q8_NARROW_N,
+    QMATVEC_Q8_ROWS_F_ONE,
     QMATVEC_Q8_ROWS_F_X1,
     QMATVEC_Q8_ROWS_F_X2,
     QMATVEC_Q8_ROWS_F_X4,
@@ -107,6 +109,7 @@ QMATVEC_Q8_GRID_FACTS = {
     "QMATVEC_Q8_LANE_UNITS_F": QMATVEC_Q8_LANE_UNITS_F,
     "QMATVEC_Q8_MMA_F_FROM": QMATVEC_Q8_MMA_F_FROM,
     "QMATVEC_Q8_MMA_TILES_F": QMATVEC_Q8_MMA_TILES_F,
+    "QMATVEC_Q8_MMA_F_TILES": QMATVEC_Q8_MMA_F_TILES,
     "QMATVEC_Q8_MMA_WIDE_N": QMATVEC_Q8_MMA_WIDE_N,
     "QMATVEC_Q8_MMA_Q_FROM": QMATVEC_Q8_MMA_Q_FROM,
     "QMATVEC_Q8_MMA_Q_N": QMATVEC_Q8_MMA_Q_N,
@@ -114,6 +117,7 @@ QMATVEC_Q8_GRID_FACTS = {
     "QMATVEC_Q8_MMA_Q_PAIR_BLOCKS": QMATVEC_Q8_MMA_Q_PAIR_BLOCKS,
     "QMATVEC_Q8_MMA_F_THREADS": QMATVEC_Q8_MMA_F_THREADS,
     "QMATVEC_Q8_MMA_F_WIDE_THREADS": QMATVEC_Q8_MMA_F_WIDE_THREADS,
+    "QMATVEC_Q8_ROWS_F_ONE": QMATVEC_Q8_ROWS_F_ONE,
     "QMATVEC_Q8_LONG_K": QMATVEC_Q8_LONG_K,
     "QMATVEC_Q8_LONG_X_SHARED": QMATVEC_Q8_LONG_X_SHARED,
     "QMATVEC_Q8_LONG_X_SHARED_K": QMATVEC_Q8_LONG_X_SHARED_K,
@@ -423,8 +427,10 @@ def q8_entry(nx: int, mma: bool, wide: bool = False, apart: bool = False) -> K:
 def q8_one_apart(fmt: str, facts=QMATVEC_Q8_GRID_FACTS) -> bool:
     """Whether one row of x of `fmt` takes qmatvec_q8_1_one_<fmt> (hip/qmatvec_q8.hip's kOneApart):
     the long units that copy x into shared memory (LONG_K and LONG_X_SHARED both have its bit), so
-    that the entry of two rows holds no copy; every other format's one row takes
-    qmatvec_q8_1_few_<fmt>, as two rows do."""
+    that the entry of two rows holds no copy, and float weights where ROWS_F_ONE is not 0; every
+    other format's one row takes qmatvec_q8_1_few_<fmt>, as two rows do."""
+    if fmt in ggml.PLAIN:
+        return facts["QMATVEC_Q8_ROWS_F_ONE"] > 0
     if fmt not in BLOCK256_BITS:
         return False
     return bool((facts["QMATVEC_Q8_LONG_K"] & facts["QMATVEC_Q8_LONG_X_SHARED"]) >> BLOCK256_BITS.index(fmt) & 1)
@@ -433,9 +439,10 @@ def q8_one_apart(fmt: str, facts=QMATVEC_Q8_GRID_FACTS) -> bool:
 def q8_item_rows(fmt: str, nx: int, n: int) -> int:
     """qmatvec_q8_1_<fmt>'s weight rows per item for the x rows class `nx` (x_rows_class) and a
     weight of n rows: the blocks of 32 at 3 or 4 rows of x take QMATVEC_Q8_ROWS_X4_NARROW below
-    QMATVEC_Q8_NARROW_N rows; the blocks of 256 of QMATVEC_Q8_ROWS_K_X2_TWO two at 2 rows."""
+    QMATVEC_Q8_NARROW_N rows; the blocks of 256 of QMATVEC_Q8_ROWS_K_X2_TWO two at 2 rows; float
+    weights at one row QMATVEC_Q8_ROWS_F_ONE where it is not 0 (their own entry)."""
     if fmt in ggml.PLAIN:
-        return QMATVEC_Q8_ROWS_F[nx]
+        return QMATVEC_Q8_ROWS_F_ONE if nx == 1 and QMATVEC_Q8_ROWS_F_ONE else QMATVEC_Q8_ROWS_F[nx]
     if ggml.FORMATS[fmt].block == 256:
         two = nx == 2 and (QMATVEC_Q8_ROWS_K_X2_TWO >> BLOCK256_BITS.index(fmt)) & 1
         return 2 if two else QMATVEC_Q8_ROWS_K[nx]
@@ -503,7 +510,7 @@ def q8_grid(
     nx = x_rows_class(rows)
     if q8_mma(rt, ordinal, fmt, nx, n, facts) if mma is None else mma:
         if fmt in ggml.PLAIN:
-            tiles = facts["QMATVEC_Q8_MMA_TILES_F"] if q8_wide(fmt, n, facts) else 1
+            tiles = facts["QMATVEC_Q8_MMA_TILES_F" if q8_wide(fmt, n, facts) else "QMATVEC_Q8_MMA_F_TILES"]
         else:
             tiles = q8_tiles(fmt, facts)
         return _grid(rt, ordinal, -(-n // (16 * tiles)) * -(-rows // 8))

@@ -341,7 +341,8 @@ def test_explore_builds_define_their_facts_and_launch_by_them(tmp_path):
     sm90, sm75 = _Cuda("sm_90"), _Cuda("sm_75")
     assert mma.grid(sm90, "f16", 4096, 4096, 11) == 4096 // 16 * 2  # tiles of 16 weight rows by 8 x rows
     assert tiles.grid(sm90, "bf16", 4100, 4096, 1) == -(-4100 // 32)  # 2 tiles an item at any n
-    narrow = 1 if kf.QMATVEC_Q8_MMA_WIDE_N > 4096 else kf.QMATVEC_Q8_MMA_TILES_F  # tiles an item at n of 4096
+    wide = kf.QMATVEC_Q8_MMA_WIDE_N <= 4096
+    narrow = kf.QMATVEC_Q8_MMA_TILES_F if wide else kf.QMATVEC_Q8_MMA_F_TILES  # tiles an item at n of 4096
     assert shipped.grid(sm90, "f32", 4096, 4096, 8) == 4096 // (16 * narrow)
     assert mma.grid(sm75, "f16", 4096, 4096, 8) == shipped.grid(sm75, "f16", 4096, 4096, 8)  # sm_75: no mma
     assert mma.grid(sm90, "q4_0", 4096, 4096, 8) == shipped.grid(sm90, "q4_0", 4096, 4096, 8)  # floats only
@@ -480,7 +481,7 @@ def test_float_weights_of_many_rows_take_the_wide_entry_with_its_tiles_and_block
     assert shipped.grid(sm90, "bf16", wide_n, 4096, 8) == -(-wide_n // (16 * kf.QMATVEC_Q8_MMA_TILES_F))
     assert shipped.entry(sm90, "bf16", rows, wide_n - 1) == "qmatvec_q8_1_mma_bf16"
     assert shipped.threads(sm90, "bf16", rows, wide_n - 1) == kf.QMATVEC_Q8_MMA_F_THREADS
-    assert shipped.grid(sm90, "bf16", wide_n - 1, 4096, 8) == -(-(wide_n - 1) // 16)
+    assert shipped.grid(sm90, "bf16", wide_n - 1, 4096, 8) == -(-(wide_n - 1) // (16 * kf.QMATVEC_Q8_MMA_F_TILES))
     assert off.entry(sm90, "f32", rows, 16384) == "qmatvec_q8_1_mma_f32"
     assert shipped.entry(sm90, "q4_0", 8, 16384) == "qmatvec_q8_1_mma_q4_0"
     assert gpu_quant.q8_wide("f16", wide_n) and not gpu_quant.q8_wide("f16", wide_n - 1)
