@@ -400,12 +400,7 @@ EXPLORE_VARIANTS: dict[str, dict[str, int]] = {
         "QMATVEC_Q8_MMA_F_DEPTH": 2,
         "QMATVEC_Q8_MMA_TILES_F": 2,
     },
-    "mma-f-narrow-tiles-2": {"QMATVEC_Q8_MMA_F_TILES": 2, "QMATVEC_Q8_MMA_F_MIN_BLOCKS": 1},
-    **{
-        f"f-one-rows-{rows}-unroll-{unroll}": {"QMATVEC_Q8_ROWS_F_ONE": rows, "QMATVEC_Q8_UNROLL_F_ONE": unroll}
-        for rows in (1, 2, 4, 8)
-        for unroll in (1, 2, 4, 8)
-    },
+    "mma-f-narrow-tiles-1": {"QMATVEC_Q8_MMA_F_TILES": 1, "QMATVEC_Q8_MMA_F_MIN_BLOCKS": 2},
     **{f"weight-loads-{how}": {"QMATVEC_Q8_WEIGHT_LOADS": how} for how in (1, 2, 3, 4)},
 }
 EXPLORE_SHAPES = SHAPES
@@ -440,8 +435,6 @@ class Variant:
         from runtime.gpu import quant as gpu_quant
 
         floats = fmt in ggml.PLAIN and f"QMATVEC_Q8_ROWS_F_X{nx}" in self.facts  # an older source: none
-        if floats and nx == 1 and self.facts.get("QMATVEC_Q8_ROWS_F_ONE", 0):  # their own one-row entry
-            return self.facts["QMATVEC_Q8_ROWS_F_ONE"]
         family = "_F" if floats else "_K" if fmt not in ggml.PLAIN and ggml.FORMATS[fmt].block == 256 else ""
         narrow = self.facts.get("QMATVEC_Q8_NARROW_N", 0)  # an older source: none
         if family == "" and fmt not in ggml.PLAIN and nx == 4 and n < narrow:

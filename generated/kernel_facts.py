@@ -172,17 +172,6 @@ QMATVEC_Q8_ROWS_F_X4 = 8
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_ROWS_F_X8=... needs this set alike)
 QMATVEC_Q8_ROWS_F_X8 = 4
 
-#: qmatvec_q8_1_* of f32, f16 and bf16 weights, one row of x: where not 0, it takes qmatvec_q8_1_one_* (its own
-#: registers, apart from the 2-row product's) with items of this many weight rows; 0: qmatvec_q8_1_few_* with
-#: QMATVEC_Q8_ROWS_F_X1 (bench/ggml.py --explore compares)
-#: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_ROWS_F_ONE=... needs this set alike)
-QMATVEC_Q8_ROWS_F_ONE = 0
-
-#: qmatvec_q8_1_one_* of f32, f16 and bf16 weights (QMATVEC_Q8_ROWS_F_ONE): times its loop over a lane's units is
-#: unrolled (the loads of that many units in flight at once; the other products 2)
-#: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_UNROLL_F_ONE=... needs this set alike)
-QMATVEC_Q8_UNROLL_F_ONE = 2
-
 #: qmatvec_q8_1_* (3 and more rows of x): blocks per multiprocessor its launch bounds ask for (registers per thread at
 #: most 64K / (this * QMATVEC_Q8_THREADS); 1: as many as the code takes; bench/ggml.py --explore compares)
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_MIN_BLOCKS=... needs this set alike)
@@ -237,21 +226,21 @@ QMATVEC_Q8_MMA_TILES_F = 4
 #: qmatvec_q8_1_mma_* of float weights (below QMATVEC_Q8_MMA_WIDE_N weight rows): tiles of 16 weight rows an item (1:
 #: QMATVEC_Q8_MMA_F_CHAINS chains of accumulators; more: one a tile; bench/ggml.py --explore compares)
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_MMA_F_TILES=... needs this set alike)
-QMATVEC_Q8_MMA_F_TILES = 1
+QMATVEC_Q8_MMA_F_TILES = 2
 
 #: qmatvec_q8_1_* of float weights on the tensor cores: the weight rows (n) from which qmatvec_q8_1_mma_wide_*
-#: multiplies them, items of QMATVEC_Q8_MMA_TILES_F tiles (fewer: qmatvec_q8_1_mma_*, items of one tile, more of them in
-#: flight)
+#: multiplies them, items of QMATVEC_Q8_MMA_TILES_F tiles (fewer: qmatvec_q8_1_mma_*, items of QMATVEC_Q8_MMA_F_TILES)
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_MMA_WIDE_N=... needs this set alike)
 QMATVEC_Q8_MMA_WIDE_N = 8192
 
-#: qmatvec_q8_1_* of float weights on the tensor cores, items of one tile (below QMATVEC_Q8_MMA_WIDE_N weight rows):
-#: steps a warp holds in registers, all but one loading while one multiplies (bench/ggml.py --explore compares)
+#: qmatvec_q8_1_* of float weights on the tensor cores below QMATVEC_Q8_MMA_WIDE_N weight rows: steps a warp holds in
+#: registers, all but one loading while one multiplies (bench/ggml.py --explore compares)
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_MMA_F_DEPTH=... needs this set alike)
 QMATVEC_Q8_MMA_F_DEPTH = 2
 
-#: qmatvec_q8_1_* of float weights on the tensor cores, items of one tile: chains of accumulators a warp's mmas take in
-#: turn (an mma waits for the one before it in its chain; bench/ggml.py --explore compares)
+#: qmatvec_q8_1_* of float weights on the tensor cores, items of one tile (QMATVEC_Q8_MMA_F_TILES 1): chains of
+#: accumulators a warp's mmas take in turn (an mma waits for the one before it in its chain; bench/ggml.py --explore
+#: compares)
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_MMA_F_CHAINS=... needs this set alike)
 QMATVEC_Q8_MMA_F_CHAINS = 2
 
@@ -271,9 +260,9 @@ QMATVEC_Q8_MMA_F_WIDE_THREADS = 128
 QMATVEC_Q8_MMA_F_WIDE_MIN_BLOCKS = 1
 
 #: qmatvec_q8_1_mma_* of float weights (below QMATVEC_Q8_MMA_WIDE_N weight rows): blocks per multiprocessor their launch
-#: bounds ask for (1: as many registers as the code takes)
+#: bounds ask for (1: as many registers as the code takes: 2 tiles an item about 170; 2 made them spill)
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_MMA_F_MIN_BLOCKS=... needs this set alike)
-QMATVEC_Q8_MMA_F_MIN_BLOCKS = 2
+QMATVEC_Q8_MMA_F_MIN_BLOCKS = 1
 
 #: qmatvec_q8_1_* of the blocks of 32 on cuda sm_80 and up: the x rows class (1, 2, 4, 8) from which the tensor cores
 #: multiply them (mma.sync m16n8k32 of s8 against x in q8_1, a block an mma, one or two tiles of 16 weight rows

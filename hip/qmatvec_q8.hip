@@ -926,12 +926,13 @@ template <> struct operands_of<bf16> {
 // row read 128 bytes together); shared memory sums them. Any grid (items grid-strided). Two
 // entry points, each with its own launch bounds, as the weight's rows (n) ask:
 // - qmatvec_q8_1_mma_<F>, below QMATVEC_Q8_MMA_WIDE_N rows (4096: 256 tiles for 132
-//   multiprocessors on the H100): the product waits on latency, not on memory. Items of one
-//   tile, QMATVEC_Q8_MMA_F_DEPTH steps in registers, QMATVEC_Q8_MMA_F_CHAINS chains of
-//   accumulators (an mma waits for the one before it in its chain only), blocks of
-//   QMATVEC_Q8_MMA_F_THREADS (256) at QMATVEC_Q8_MMA_F_MIN_BLOCKS (2) a multiprocessor, 128
-//   registers a thread: 16 warps a multiprocessor where blocks of 128 threads at 250 registers
-//   kept 8.
+//   multiprocessors on the H100): the product waits on latency, not on memory. Items of
+//   QMATVEC_Q8_MMA_F_TILES (2) tiles (one: QMATVEC_Q8_MMA_F_CHAINS chains of accumulators, an mma
+//   waiting for the one before it in its chain only), QMATVEC_Q8_MMA_F_DEPTH steps in
+//   registers, blocks of QMATVEC_Q8_MMA_F_THREADS (256) at QMATVEC_Q8_MMA_F_MIN_BLOCKS (1) a
+//   multiprocessor: 2 tiles take about 170 registers (a block a multiprocessor, 8 warps; at 128
+//   registers, two blocks, they spill), and at 4096 rows 128 items, each of 8 warps splitting k,
+//   beat one tile's 256 by 8-13% at 4096 x 4096 for 4 and 8 rows of f16 and bf16.
 // - qmatvec_q8_1_mma_wide_<F>, from QMATVEC_Q8_MMA_WIDE_N rows: items of QMATVEC_Q8_MMA_TILES_F
 //   (4) tiles, each x piece loaded once for all of them, 2 steps in registers, blocks of
 //   QMATVEC_Q8_MMA_F_WIDE_THREADS (128) with as many registers as 4 tiles take (about 250).
@@ -1456,9 +1457,9 @@ template <typename F, int NX, bool kShared = false> struct policy_of {
 };
 
 // An item's R * NX sums (weight row i, x row j at i * NX + j) over the units first, first + step,
-// ... of its weight rows n0.. against the x rows r0.. (U units' loads in flight at once): weight
-// rows past n and x rows past `rows` are computed (as the last one), not stored.
-template <typename F, int NX, int R, bool kShared, int U>
+// ... of its weight rows n0.. against the x rows r0..: weight rows past n and x rows past `rows`
+// are computed (as the last one), not stored.
+template <typename F, int NX, int R, bool kShared>
 __device__ __forceinline__ void item_sums(const uint8_t* __restrict__ w, const x_source& xs, size_t n, size_t rows, size_t n0,
                                           size_t r0, size_t first, size_t step, float (&acc)[R * NX]) {
     typedef typename policy_of<F, NX, kShared>::type P;
@@ -1471,7 +1472,7 @@ __device__ __forceinline__ void item_sums(const uint8_t* __restrict__ w, const x
     for (int j = 0; j < NX; j++) xr[j] = r0 + j < rows ? r0 + j : rows - 1;
 #pragma unroll
     for (int i = 0; i < R * NX; i++) acc[i] = 0.0f;
-#pragma unroll U
+#pragma unroll 2
     for (size_t u = first; u < units; u += step) {
         typename P::W wv[R];
 #pragma unroll
@@ -1490,7 +1491,7 @@ __device__ __forceinline__ void item_sums(const uint8_t* __restrict__ w, const x
 // of lanes takes its own items and its shuffles alone sum them (more items in flight, no
 // block-wide step); else a block takes an item, its groups' totals summed through shared memory.
 // Either is correct for any grid.
-template <typename F, int NX, int R, bool kShared, int U>
+template <typename F, int NX, int R, bool kShared>
 __device__ __forceinline__ void items(const uint8_t* __restrict__ w, const x_source& xs, float* __restrict__ y, size_t n,
                                       size_t rows) {
     typedef typename operands_of<F>::type P;  // units of 32 weights, by_groups' measure whatever item_sums' policy
@@ -1506,7 +1507,7 @@ __device__ __forceinline__ void items(const uint8_t* __restrict__ w, const x_sou
     for (size_t item = first_item; item < items; item += item_step) {
         const size_t n0 = item / groups * R, r0 = item % groups * NX;
         float acc[V];
-        item_sums<F, NX, R, kShared, U>(w, xs, n, rows, n0, r0, by_group ? lane : threadIdx.x, by_group ? OPGEN_LANE_GROUP : kThreads,
+        item_sums<F, NX, R, kShared>(w, xs, n, rows, n0, r0, by_group ? lane : threadIdx.x, by_group ? OPGEN_LANE_GROUP : kThreads,
                                      acc);
         int base;
         bool writer;
@@ -1542,8 +1543,8 @@ template <typename F> constexpr bool kXShared = k_bit<F>::value >= 0 && ((OPGEN_
 
 // The product of R weight rows an item against NX rows of x: items' loop, the long units of one
 // row of x of kXShared's formats (cuda; k up to QMATVEC_Q8_LONG_X_SHARED_K) reading x from shared
-// memory. U: units' loads in flight at once (item_sums).
-template <typename F, int NX, int R, int U = 2>
+// memory.
+template <typename F, int NX, int R>
 __device__ void product(const uint8_t* __restrict__ w, const x_source& xs, float* __restrict__ y, size_t n, size_t rows) {
 #if !OPGEN_HIP
     if constexpr (policy_of<F, NX>::kLong && kXShared<F> && kXSharedK > 0) {
@@ -1552,11 +1553,11 @@ __device__ void product(const uint8_t* __restrict__ w, const x_source& xs, float
             share_x(xs, shared);
             x_source s = xs;
             s.shared = shared;
-            return items<F, NX, R, true, U>(w, s, y, n, rows);
+            return items<F, NX, R, true>(w, s, y, n, rows);
         }
     }
 #endif
-    items<F, NX, R, false, U>(w, xs, y, n, rows);
+    items<F, NX, R, false>(w, xs, y, n, rows);
 }
 
 // Weight rows per item by x rows class: ops.yaml's kernel facts, measured apart for the blocks of
@@ -1582,7 +1583,7 @@ template <typename F> struct item_rows {
 // take more groups). AMD (compiled, never run here): one row of x at a time in one and few (one
 // instance for both), else 4 at a time, 2 weight rows an item; its dot4 is four multiply-adds, and
 // fewer instances keep hiprtc's compile short.
-// qmatvec_q8_1_mma_<F>: the products on the tensor cores, float weights (items of one tile) and
+// qmatvec_q8_1_mma_<F>: the products on the tensor cores, float weights (QMATVEC_Q8_MMA_F_TILES) and
 // the blocks of 32 (kMmaTiles tiles an item), built apart so that their registers per thread are
 // not those of the dp4a product of many rows of x; qmatvec_q8_1_mma_wide_<F>: float weights of
 // many rows (items of QMATVEC_Q8_MMA_TILES_F tiles), apart again for its own launch bounds.
@@ -1668,10 +1669,7 @@ __device__ __forceinline__ void qmatvec_q8_1_many(const uint8_t* w, const float*
 // holds none; the other formats' one row stays in qmatvec_q8_1_few_<F>, whose registers were
 // measured for both (their one entry, never launched so, takes items of one weight row: an instance
 // of product of its own, so that few's stays its only caller and is built as before).
-// Float weights take it too where QMATVEC_Q8_ROWS_F_ONE is not 0: items of that many weight rows,
-// QMATVEC_Q8_UNROLL_F_ONE units' loads in flight.
-template <typename F>
-constexpr bool kOneApart = (policy_of<F, 1>::kLong && kXShared<F>) || (kFamily<F> == 2 && OPGEN_QMATVEC_Q8_ROWS_F_ONE > 0);
+template <typename F> constexpr bool kOneApart = policy_of<F, 1>::kLong && kXShared<F>;
 
 template <typename F>
 __device__ __forceinline__ void qmatvec_q8_1_one(const uint8_t* w, const float* x, const uint8_t* xq, float* y, size_t n,
@@ -1680,9 +1678,7 @@ __device__ __forceinline__ void qmatvec_q8_1_one(const uint8_t* w, const float* 
 #if OPGEN_HIP
     product<F, 1, 2>(w, xs, y, n, rows);
 #else
-    if constexpr (kFamily<F> == 2 && kOneApart<F>) {
-        product<F, 1, OPGEN_QMATVEC_Q8_ROWS_F_ONE, OPGEN_QMATVEC_Q8_UNROLL_F_ONE>(w, xs, y, n, rows);
-    } else if constexpr (kOneApart<F>) {
+    if constexpr (kOneApart<F>) {
         product<F, 1, item_rows<F>::x1>(w, xs, y, n, rows);
     } else {
         product<F, 1, 1>(w, xs, y, n, rows);

@@ -44,7 +44,6 @@ from generated.kernel_facts import (
     QMATVEC_Q8_MMA_TILES_F,
     QMATVEC_Q8_MMA_WIDE_N,
     QMATVEC_Q8_NARROW_N,
-    QMATVEC_Q8_ROWS_F_ONE,
     QMATVEC_Q8_ROWS_F_X1,
     QMATVEC_Q8_ROWS_F_X2,
     QMATVEC_Q8_ROWS_F_X4,
@@ -98,7 +97,7 @@ LANE_GROUP = 32
 #: takes its own items (q8_by_group), when the tensor cores multiply (q8_mma: float weights from
 #: MMA_F_FROM, the blocks of 32 from MMA_Q_FROM on MMA_Q_N weight rows, those of MMA_Q_X4_BLOCKS
 #: from the class of 4; a FROM of 0: never) and in items of how many tiles (float weights
-#: MMA_TILES_F from MMA_WIDE_N weight rows, else 1; the blocks of 32 two where MMA_Q_PAIR_BLOCKS
+#: MMA_TILES_F from MMA_WIDE_N weight rows, else MMA_F_TILES; the blocks of 32 two where MMA_Q_PAIR_BLOCKS
 #: has their bit and the stages fit, q8_tiles); how many blocks read x from shared memory at
 #: one row of x (q8_x_shared: the long units of LONG_K and LONG_X_SHARED up to LONG_X_SHARED_K
 #: values of x, at most LONG_X_SHARED_BLOCKS a multiprocessor where that is not 0).
@@ -117,7 +116,6 @@ QMATVEC_Q8_GRID_FACTS = {
     "QMATVEC_Q8_MMA_Q_PAIR_BLOCKS": QMATVEC_Q8_MMA_Q_PAIR_BLOCKS,
     "QMATVEC_Q8_MMA_F_THREADS": QMATVEC_Q8_MMA_F_THREADS,
     "QMATVEC_Q8_MMA_F_WIDE_THREADS": QMATVEC_Q8_MMA_F_WIDE_THREADS,
-    "QMATVEC_Q8_ROWS_F_ONE": QMATVEC_Q8_ROWS_F_ONE,
     "QMATVEC_Q8_LONG_K": QMATVEC_Q8_LONG_K,
     "QMATVEC_Q8_LONG_X_SHARED": QMATVEC_Q8_LONG_X_SHARED,
     "QMATVEC_Q8_LONG_X_SHARED_K": QMATVEC_Q8_LONG_X_SHARED_K,
@@ -427,10 +425,8 @@ def q8_entry(nx: int, mma: bool, wide: bool = False, apart: bool = False) -> K:
 def q8_one_apart(fmt: str, facts=QMATVEC_Q8_GRID_FACTS) -> bool:
     """Whether one row of x of `fmt` takes qmatvec_q8_1_one_<fmt> (hip/qmatvec_q8.hip's kOneApart):
     the long units that copy x into shared memory (LONG_K and LONG_X_SHARED both have its bit), so
-    that the entry of two rows holds no copy, and float weights where ROWS_F_ONE is not 0; every
-    other format's one row takes qmatvec_q8_1_few_<fmt>, as two rows do."""
-    if fmt in ggml.PLAIN:
-        return facts["QMATVEC_Q8_ROWS_F_ONE"] > 0
+    that the entry of two rows holds no copy; every other format's one row takes
+    qmatvec_q8_1_few_<fmt>, as two rows do."""
     if fmt not in BLOCK256_BITS:
         return False
     return bool((facts["QMATVEC_Q8_LONG_K"] & facts["QMATVEC_Q8_LONG_X_SHARED"]) >> BLOCK256_BITS.index(fmt) & 1)
@@ -439,10 +435,9 @@ def q8_one_apart(fmt: str, facts=QMATVEC_Q8_GRID_FACTS) -> bool:
 def q8_item_rows(fmt: str, nx: int, n: int) -> int:
     """qmatvec_q8_1_<fmt>'s weight rows per item for the x rows class `nx` (x_rows_class) and a
     weight of n rows: the blocks of 32 at 3 or 4 rows of x take QMATVEC_Q8_ROWS_X4_NARROW below
-    QMATVEC_Q8_NARROW_N rows; the blocks of 256 of QMATVEC_Q8_ROWS_K_X2_TWO two at 2 rows; float
-    weights at one row QMATVEC_Q8_ROWS_F_ONE where it is not 0 (their own entry)."""
+    QMATVEC_Q8_NARROW_N rows; the blocks of 256 of QMATVEC_Q8_ROWS_K_X2_TWO two at 2 rows."""
     if fmt in ggml.PLAIN:
-        return QMATVEC_Q8_ROWS_F_ONE if nx == 1 and QMATVEC_Q8_ROWS_F_ONE else QMATVEC_Q8_ROWS_F[nx]
+        return QMATVEC_Q8_ROWS_F[nx]
     if ggml.FORMATS[fmt].block == 256:
         two = nx == 2 and (QMATVEC_Q8_ROWS_K_X2_TWO >> BLOCK256_BITS.index(fmt)) & 1
         return 2 if two else QMATVEC_Q8_ROWS_K[nx]
@@ -505,7 +500,7 @@ def q8_grid(
     """qmatvec_q8_1_<fmt>'s grid: a block per item, or per QMATVEC_Q8_THREADS / LANE_GROUP items
     where the kernel gives each group of lanes its own (q8_by_group); on the tensor cores
     (q8_mma) a block per item of tiles of 16 weight rows (float weights MMA_TILES_F of them from
-    MMA_WIDE_N weight rows, else one; the blocks of 32 q8_tiles) and 8 rows of x. `mma`: q8_mma's
+    MMA_WIDE_N weight rows, else MMA_F_TILES; the blocks of 32 q8_tiles) and 8 rows of x. `mma`: q8_mma's
     answer where the caller has it. Any grid is correct (the kernel strides over items)."""
     nx = x_rows_class(rows)
     if q8_mma(rt, ordinal, fmt, nx, n, facts) if mma is None else mma:

@@ -339,7 +339,7 @@ def test_explore_builds_define_their_facts_and_launch_by_them(tmp_path):
     assert baseline.grid(rt, "f32", 4096, 4096, 1) == 4096 // kf.QMATVEC_Q8_ROWS_X1  # a block per item
     [mma, tiles] = bench.explore_variants(["mma-1", "mma-1-tiles-2"], None)
     sm90, sm75 = _Cuda("sm_90"), _Cuda("sm_75")
-    assert mma.grid(sm90, "f16", 4096, 4096, 11) == 4096 // 16 * 2  # tiles of 16 weight rows by 8 x rows
+    assert mma.grid(sm90, "f16", 4096, 4096, 11) == 4096 // (16 * kf.QMATVEC_Q8_MMA_F_TILES) * 2  # by 8 x rows
     assert tiles.grid(sm90, "bf16", 4100, 4096, 1) == -(-4100 // 32)  # 2 tiles an item at any n
     wide = kf.QMATVEC_Q8_MMA_WIDE_N <= 4096
     narrow = kf.QMATVEC_Q8_MMA_TILES_F if wide else kf.QMATVEC_Q8_MMA_F_TILES  # tiles an item at n of 4096
