@@ -376,6 +376,12 @@
 #define OPGEN_QMATVEC_Q8_LONG_X_SHARED_BLOCKS 4
 #endif
 
+// qmatvec_q8_1_* of f32 weights (not on the tensor cores): rows of at most this many values read the two 16-byte pieces of a lane's unit of 32 bytes side by side (a group of lanes one run of 1 KiB), longer rows and f16 / bf16 a half of the row apart (two runs of 512 bytes); 0: never (bench/ggml.py --explore compares)
+// (a default: -D OPGEN_QMATVEC_Q8_FLOAT_PIECES_K=... may tune it, with the runtime's QMATVEC_Q8_FLOAT_PIECES_K set alike)
+#ifndef OPGEN_QMATVEC_Q8_FLOAT_PIECES_K
+#define OPGEN_QMATVEC_Q8_FLOAT_PIECES_K 4096
+#endif
+
 // qmatvec_q8_1_* on cuda: how the 16-byte pieces of the weights are loaded (0 plain loads; 1 through the read-only data path, ld.global.nc; 2 that, asking L2 for the 256 bytes around each; 3 that, not kept in L1; 4 the read-only path asking L2 for 128 bytes; bench/ggml.py --explore compares)
 // (a default: -D OPGEN_QMATVEC_Q8_WEIGHT_LOADS=... may tune it, with the runtime's QMATVEC_Q8_WEIGHT_LOADS set alike)
 #ifndef OPGEN_QMATVEC_Q8_WEIGHT_LOADS

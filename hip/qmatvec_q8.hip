@@ -850,7 +850,9 @@ template <> struct float_weight<bf16_t> {  // 8 weights of a 16-byte piece: a bf
 };
 
 // A unit u of a row of `units` is its 16-byte pieces u and units + u (a half of the row apart), so
-// that the lanes of a group, taking neighbouring units, read neighbouring pieces of W and of x.
+// that the lanes of a group, taking neighbouring units, read neighbouring pieces of W and of x;
+// f32 rows of at most QMATVEC_Q8_FLOAT_PIECES_K values take its pieces 2u and 2u + 1 (a group
+// reads 1 KiB at once: faster for rows of 4096, slower for 16384, and for f16 and bf16).
 template <typename T> struct float_operands {
     static constexpr int kUnit = 32 / (int)sizeof(T), kHalf = kUnit / 2;
     struct W {
@@ -859,16 +861,21 @@ template <typename T> struct float_operands {
     struct X {
         float4 v[kUnit / 4];
     };
+    static __device__ __forceinline__ bool side_by_side(size_t units) {  // the same for the whole grid
+        return sizeof(T) == 4 && OPGEN_QMATVEC_Q8_FLOAT_PIECES_K > 0 && units <= (size_t)OPGEN_QMATVEC_Q8_FLOAT_PIECES_K / kUnit;
+    }
+    static __device__ __forceinline__ size_t first(size_t u, size_t units) { return side_by_side(units) ? 2 * u : u; }
+    static __device__ __forceinline__ size_t second(size_t u, size_t units) { return side_by_side(units) ? 2 * u + 1 : units + u; }
     static __device__ __forceinline__ void load_w(const uint8_t* row, size_t u, size_t units, W& w) {
         const uint4* p = reinterpret_cast<const uint4*>(row);
-        const uint4 lo = weight_piece(p + u), hi = weight_piece(p + units + u);
+        const uint4 lo = weight_piece(p + first(u, units)), hi = weight_piece(p + second(u, units));
         float_weight<T>::piece(lo, w.v);
         float_weight<T>::piece(hi, w.v + kHalf);
     }
     static __device__ __forceinline__ void load_x(const x_source& s, size_t r, size_t u, size_t units, X& x) {
         const float4* p = reinterpret_cast<const float4*>(s.x + r * s.k);
 #pragma unroll
-        for (int i = 0; i < kHalf / 4; i++) x.v[i] = p[kHalf / 4 * u + i], x.v[kHalf / 4 + i] = p[kHalf / 4 * (units + u) + i];
+        for (int i = 0; i < kHalf / 4; i++) x.v[i] = p[kHalf / 4 * first(u, units) + i], x.v[kHalf / 4 + i] = p[kHalf / 4 * second(u, units) + i];
     }
     static __device__ __forceinline__ float dot(const W& w, const X& x) {
         float s = 0.0f;

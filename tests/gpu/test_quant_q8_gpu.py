@@ -33,7 +33,8 @@ FLOAT = ("f32", "f16", "bf16")
 #: (n, k): blocks of 256 and of 32, odd n, a k of many thread strides; k up to 4096 gives each
 #: group of lanes its own items (QMATVEC_Q8_LANE_UNITS), 4352 a block an item (few items)
 SHAPES = [(37, 256), (33, 4096), (130, 2304), (33, 4352)]  # NMSE over few outputs is noisy: n of 33 at least
-#: f32 / f16 / bf16: k of 24 fills f32's units of 8, not f16's of 16 (their exact-x kernel); 8448:
+#: f32 / f16 / bf16: k of 24 fills f32's units of 8, not f16's of 16 (their exact-x kernel), its
+#: pieces side by side (QMATVEC_Q8_FLOAT_PIECES_K), 4112 and longer a half of the row apart; 8448:
 #: a block an item (more units a lane than QMATVEC_Q8_LANE_UNITS_F), 4352 f32's too; 4112 ends in
 #: part of the tensor cores' step (64 weights of a warp's lanes of a row), n of 19 part of a tile
 #: (of an item's second where QMATVEC_Q8_MMA_F_TILES is 2, n of 33 one row of an item's first);
