@@ -402,7 +402,6 @@ EXPLORE_VARIANTS: dict[str, dict[str, int]] = {
     },
     "mma-f-narrow-tiles-1": {"QMATVEC_Q8_MMA_F_TILES": 1, "QMATVEC_Q8_MMA_F_MIN_BLOCKS": 2},
     **{f"float-pieces-k-{k}": {"QMATVEC_Q8_FLOAT_PIECES_K": k} for k in (0, 4096, 8192, 16384)},
-    **{f"weight-loads-{how}": {"QMATVEC_Q8_WEIGHT_LOADS": how} for how in (1, 2, 3, 4)},
 }
 EXPLORE_SHAPES = SHAPES
 #: Facts that only the runtime reads, by what a source holds where the runtime follows them: those of

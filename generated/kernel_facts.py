@@ -355,12 +355,6 @@ QMATVEC_Q8_LONG_X_SHARED_BLOCKS = 4
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_FLOAT_PIECES_K=... needs this set alike)
 QMATVEC_Q8_FLOAT_PIECES_K = 4096
 
-#: qmatvec_q8_1_* on cuda: how the 16-byte pieces of the weights are loaded (0 plain loads; 1 through the read-only data
-#: path, ld.global.nc; 2 that, asking L2 for the 256 bytes around each; 3 that, not kept in L1; 4 the read-only path
-#: asking L2 for 128 bytes; bench/ggml.py --explore compares)
-#: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_WEIGHT_LOADS=... needs this set alike)
-QMATVEC_Q8_WEIGHT_LOADS = 0
-
 #: launched with programmatic stream serialization (cuda, sm_90 and up): each waits (griddepcontrol.wait) before it
 #: touches memory: the exact-x qmatvec of q4_0, q4_1, q8_0, q4_K, q6_K, and every product of hip/qmatvec_q8.hip (not x's
 #: quantization, which lets its product start)

@@ -71,40 +71,9 @@ template <int A> __device__ __forceinline__ uint32_t word_at(const uint8_t* p) {
     }
 }
 
-// A 16-byte piece of the weights in global memory (never shared memory: the tensor cores' stages
-// read theirs with word_at), loaded as ops.yaml's QMATVEC_Q8_WEIGHT_LOADS says on cuda: 0 a plain
-// load; 1 through the read-only data path; 2 that, asking L2 for the 256 bytes around it (a
-// weight row streams through once: fewer, longer DRAM requests); 3 that, not kept in L1; 4 the
-// read-only path asking L2 for 128 bytes. Volatile: no load moves above the product's
-// wait_for_predecessor.
-__device__ __forceinline__ uint4 weight_piece(const uint4* p) {
-#if OPGEN_CUDA
-    constexpr int kHow = OPGEN_QMATVEC_Q8_WEIGHT_LOADS;
-    if constexpr (kHow == 1) return __ldg(p);
-    if constexpr (kHow >= 2) {
-        uint4 v;
-        if constexpr (kHow == 2) {
-            asm volatile("ld.global.nc.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
-                         : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                         : "l"(p));
-        } else if constexpr (kHow == 3) {
-            asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
-                         : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                         : "l"(p));
-        } else {
-            asm volatile("ld.global.nc.L2::128B.v4.u32 {%0, %1, %2, %3}, [%4];"
-                         : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                         : "l"(p));
-        }
-        return v;
-    }
-#endif
-    return *p;
-}
-
 template <int A> __device__ __forceinline__ void words4(const uint8_t* p, uint32_t (&w)[4]) {
     if constexpr (A >= 16) {
-        const uint4 v = weight_piece(reinterpret_cast<const uint4*>(p));
+        const uint4 v = *reinterpret_cast<const uint4*>(p);
         w[0] = v.x, w[1] = v.y, w[2] = v.z, w[3] = v.w;
     } else if constexpr (A >= 8) {
         const uint2 lo = *reinterpret_cast<const uint2*>(p), hi = *reinterpret_cast<const uint2*>(p + 8);
@@ -162,7 +131,7 @@ template <int N, int K, int A> __device__ __forceinline__ void block_words(const
     uint32_t a[kWords];
 #pragma unroll
     for (int c = 0; c < kPieces; c++) {
-        const uint4 v = 16 * c < off + K ? weight_piece(base + c) : make_uint4(0u, 0u, 0u, 0u);
+        const uint4 v = 16 * c < off + K ? base[c] : make_uint4(0u, 0u, 0u, 0u);
         a[4 * c] = v.x, a[4 * c + 1] = v.y, a[4 * c + 2] = v.z, a[4 * c + 3] = v.w;
     }
 #pragma unroll
@@ -373,7 +342,7 @@ template <typename F> struct by_halves {
 // The 32 bytes at the A-aligned p as 8 words: two 16-byte loads, or block_words' two or three.
 template <int A> __device__ __forceinline__ void bytes32(const uint8_t* p, uint32_t (&w)[8]) {
     if constexpr (A >= 16) {
-        const uint4 lo = weight_piece(reinterpret_cast<const uint4*>(p)), hi = weight_piece(reinterpret_cast<const uint4*>(p) + 1);
+        const uint4 lo = reinterpret_cast<const uint4*>(p)[0], hi = reinterpret_cast<const uint4*>(p)[1];
         w[0] = lo.x, w[1] = lo.y, w[2] = lo.z, w[3] = lo.w, w[4] = hi.x, w[5] = hi.y, w[6] = hi.z, w[7] = hi.w;
     } else {
         block_words<8, 32, A>(p, w);
@@ -584,7 +553,7 @@ struct q4_k_halves {
         bytes32<16>(blk + 16 + 32 * (v >> 1), w);
 #pragma unroll
         for (int i = 0; i < 8; i++) q[i] = (w[i] >> (4 * (v & 1))) & 0x0F0F0F0Fu;
-        k4_scale_min(weight_piece(reinterpret_cast<const uint4*>(blk)), v, a[0], b[0]);
+        k4_scale_min(*reinterpret_cast<const uint4*>(blk), v, a[0], b[0]);
         a[1] = a[0], b[1] = b[0];
     }
     static __device__ __forceinline__ void half(const uint8_t* row, size_t u, uint32_t (&q)[4], float& a, float& b) {
@@ -607,7 +576,7 @@ struct q4_k_halves {
     };
     static __device__ __forceinline__ void long_unit(const uint8_t* blk, int j, Long& w) {
         bytes32<16>(blk + 16 + 32 * j, w.qs);
-        const uint4 head = weight_piece(reinterpret_cast<const uint4*>(blk));
+        const uint4 head = *reinterpret_cast<const uint4*>(blk);
         k4_scale_min(head, 2 * j, w.a[0], w.b[0]);
         k4_scale_min(head, 2 * j + 1, w.a[1], w.b[1]);
     }
@@ -627,7 +596,7 @@ struct q5_k_halves {
         bytes32<16>(blk + 16, qh);
 #pragma unroll
         for (int i = 0; i < 8; i++) q[i] = ((w[i] >> (4 * (v & 1))) & 0x0F0F0F0Fu) | (((qh[i] >> v) & 0x01010101u) << 4);
-        k4_scale_min(weight_piece(reinterpret_cast<const uint4*>(blk)), v, a[0], b[0]);
+        k4_scale_min(*reinterpret_cast<const uint4*>(blk), v, a[0], b[0]);
         a[1] = a[0], b[1] = b[0];
     }
     static __device__ __forceinline__ void half(const uint8_t* row, size_t u, uint32_t (&q)[4], float& a, float& b) {
@@ -654,7 +623,7 @@ struct q5_k_halves {
         bytes32<16>(blk + 16, w.qh);
 #pragma unroll
         for (int i = 0; i < 8; i++) w.qh[i] >>= 2 * j;
-        const uint4 head = weight_piece(reinterpret_cast<const uint4*>(blk));
+        const uint4 head = *reinterpret_cast<const uint4*>(blk);
         k4_scale_min(head, 2 * j, w.a[0], w.b[0]);
         k4_scale_min(head, 2 * j + 1, w.a[1], w.b[1]);
     }
@@ -868,7 +837,7 @@ template <typename T> struct float_operands {
     static __device__ __forceinline__ size_t second(size_t u, size_t units) { return side_by_side(units) ? 2 * u + 1 : units + u; }
     static __device__ __forceinline__ void load_w(const uint8_t* row, size_t u, size_t units, W& w) {
         const uint4* p = reinterpret_cast<const uint4*>(row);
-        const uint4 lo = weight_piece(p + first(u, units)), hi = weight_piece(p + second(u, units));
+        const uint4 lo = p[first(u, units)], hi = p[second(u, units)];
         float_weight<T>::piece(lo, w.v);
         float_weight<T>::piece(hi, w.v + kHalf);
     }
@@ -1023,8 +992,8 @@ template <typename T, int MT> struct mma_step {
 #pragma unroll
             for (int h = 0; h < 2; h++) {
                 const uint4* p = reinterpret_cast<const uint4*>(wr[m][h] + k0 * sizeof(T));
-                w[m][h][0] = in ? weight_piece(p) : make_uint4(0u, 0u, 0u, 0u);
-                w[m][h][1] = in ? weight_piece(p + 1) : make_uint4(0u, 0u, 0u, 0u);
+                w[m][h][0] = in ? p[0] : make_uint4(0u, 0u, 0u, 0u);
+                w[m][h][1] = in ? p[1] : make_uint4(0u, 0u, 0u, 0u);
             }
         }
     }

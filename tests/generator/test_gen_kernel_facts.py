@@ -315,7 +315,6 @@ def test_the_shipped_overridable_facts_are_those_a_bench_sets_on_both_sides():
         "QMATVEC_Q8_MMA_Q_X_L1", "QMATVEC_Q8_MMA_Q_MIN_BLOCKS", "QMATVEC_Q8_WIDE_BLOCKS", "QMATVEC_Q8_WIDE_K",
         "QMATVEC_Q8_LONG_K", "QMATVEC_Q8_LONG_DOT", "QMATVEC_Q8_LONG_X_SHARED", "QMATVEC_Q8_LONG_X_SHARED_K",
         "QMATVEC_Q8_LONG_X_SHARED_BLOCKS", "QMATVEC_Q8_FLOAT_PIECES_K",
-        "QMATVEC_Q8_WEIGHT_LOADS",
     ]  # fmt: skip
 
 
