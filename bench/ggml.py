@@ -402,6 +402,10 @@ EXPLORE_VARIANTS: dict[str, dict[str, int]] = {
     },
     "mma-f-narrow-tiles-1": {"QMATVEC_Q8_MMA_F_TILES": 1, "QMATVEC_Q8_MMA_F_MIN_BLOCKS": 2},
     **{f"float-pieces-k-{k}": {"QMATVEC_Q8_FLOAT_PIECES_K": k} for k in (0, 4096, 8192, 16384)},
+    "lane-k-one-none": {"QMATVEC_Q8_LANE_K_ONE_BLOCKS": 0},
+    "lane-k-one-all": {"QMATVEC_Q8_LANE_K_ONE_BLOCKS": 63},
+    "lane-k-one-8": {"QMATVEC_Q8_LANE_UNITS_K_ONE": 8},
+    "lane-k-one-shared-items-1024": {"QMATVEC_Q8_LANE_K_ONE_SHARED_ITEMS": 1024},
 }
 EXPLORE_SHAPES = SHAPES
 #: Facts that only the runtime reads, by what a source holds where the runtime follows them: those of

@@ -212,6 +212,25 @@ QMATVEC_Q8_LANE_ITEMS = 1024
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_LANE_UNITS_F=... needs this set alike)
 QMATVEC_Q8_LANE_UNITS_F = 4
 
+#: qmatvec_q8_1_* of the blocks of 256, one row of x: those whose groups of lanes also take their own items up to
+#: QMATVEC_Q8_LANE_UNITS_K_ONE units a lane, where x is in shared memory from QMATVEC_Q8_LANE_K_ONE_SHARED_ITEMS items,
+#: a bit each as QMATVEC_Q8_WIDE_K (q2_K 1, q5_K 8: 16384^2 28.9 and 48.2 us against 32.0 and 49.6 on the H200, the
+#: other shapes as fast; q3_K slower, q4_K, q6_K and q8_K slower or as fast; bench/ggml.py --explore compares)
+#: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_LANE_K_ONE_BLOCKS=... needs this set alike)
+QMATVEC_Q8_LANE_K_ONE_BLOCKS = 9
+
+#: qmatvec_q8_1_* of QMATVEC_Q8_LANE_K_ONE_BLOCKS, one row of x: units a lane up to which a group of lanes takes an item
+#: (16 and 32 as fast; 8 leaves the rows of 16384 to blocks)
+#: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_LANE_UNITS_K_ONE=... needs this set alike)
+QMATVEC_Q8_LANE_UNITS_K_ONE = 16
+
+#: qmatvec_q8_1_* of QMATVEC_Q8_LANE_K_ONE_BLOCKS whose one row reads x from shared memory (QMATVEC_Q8_LONG_X_SHARED):
+#: the items from which their groups of lanes take their own up to QMATVEC_Q8_LANE_UNITS_K_ONE units a lane (their grid
+#: is capped at QMATVEC_Q8_LONG_X_SHARED_BLOCKS a multiprocessor: 528 blocks of 4 groups on 132; q2_K at 4096x14336,
+#: 1024 items, 18% slower by groups)
+#: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_LANE_K_ONE_SHARED_ITEMS=... needs this set alike)
+QMATVEC_Q8_LANE_K_ONE_SHARED_ITEMS = 2048
+
 #: qmatvec_q8_1_* of f32, f16 and bf16 weights on cuda sm_80 and up: the x rows class (1, 2, 4, 8) from which the tensor
 #: cores multiply them (mma.sync of tf32, x as two tf32 parts, f32 weights too: the product keeps about 21 bits of
 #: each), 8 x rows an item; 0: never (bench/ggml.py --explore compares)

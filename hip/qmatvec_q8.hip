@@ -1391,18 +1391,6 @@ template <> constexpr int kFamily<q8_k> = 1;
 template <> constexpr int kFamily<f32> = 2;
 template <> constexpr int kFamily<f16> = 2;
 template <> constexpr int kFamily<bf16> = 2;
-// Whether each group of lanes takes its own items (else a block an item): where a weight row has
-// at most QMATVEC_Q8_LANE_UNITS units per lane, or, for 4 and more rows of x, at most
-// _LANE_UNITS_MANY where there are at least QMATVEC_Q8_LANE_ITEMS items (enough groups in flight);
-// float weights: QMATVEC_Q8_LANE_UNITS_F (ops.yaml's kernel facts; runtime/gpu/quant.py's
-// q8_by_group decides alike for the grid).
-template <typename F, int NX> __device__ __forceinline__ bool by_groups(size_t units, size_t items) {
-    constexpr size_t g = OPGEN_LANE_GROUP;
-    if constexpr (kFamily<F> == 2) return units <= OPGEN_QMATVEC_Q8_LANE_UNITS_F * g;
-    return units <= OPGEN_QMATVEC_Q8_LANE_UNITS * g ||
-           (NX >= 4 && units <= OPGEN_QMATVEC_Q8_LANE_UNITS_MANY * g && items >= (size_t)OPGEN_QMATVEC_Q8_LANE_ITEMS);
-}
-
 // A block of 256's bit in QMATVEC_Q8_WIDE_K, _ROWS_K_X2_TWO and _LONG_K (its kBit); -1 for the others.
 template <typename F, typename = void> struct k_bit {
     static constexpr int value = -1;
@@ -1410,6 +1398,23 @@ template <typename F, typename = void> struct k_bit {
 template <typename F> struct k_bit<F, decltype((void)F::kBit)> {
     static constexpr int value = F::kBit;
 };
+
+// Whether each group of lanes takes its own items (else a block an item): where a weight row has
+// at most QMATVEC_Q8_LANE_UNITS units per lane, or, for 4 and more rows of x, at most
+// _LANE_UNITS_MANY where there are at least QMATVEC_Q8_LANE_ITEMS items (enough groups in flight);
+// float weights: QMATVEC_Q8_LANE_UNITS_F; one row of x of the blocks of 256 of
+// QMATVEC_Q8_LANE_K_ONE_BLOCKS also up to QMATVEC_Q8_LANE_UNITS_K_ONE where `full` (x in shared
+// memory, whose grid runtime/gpu/quant.py caps: from QMATVEC_Q8_LANE_K_ONE_SHARED_ITEMS items)
+// (ops.yaml's kernel facts; runtime/gpu/quant.py's q8_by_group decides alike for the grid).
+template <typename F, int NX> __device__ __forceinline__ bool by_groups(size_t units, size_t items, bool full) {
+    constexpr size_t g = OPGEN_LANE_GROUP;
+    if constexpr (kFamily<F> == 2) return units <= OPGEN_QMATVEC_Q8_LANE_UNITS_F * g;
+    if constexpr (NX == 1 && k_bit<F>::value >= 0 && ((OPGEN_QMATVEC_Q8_LANE_K_ONE_BLOCKS >> k_bit<F>::value) & 1) != 0) {
+        if (full && units <= OPGEN_QMATVEC_Q8_LANE_UNITS_K_ONE * g) return true;
+    }
+    return units <= OPGEN_QMATVEC_Q8_LANE_UNITS * g ||
+           (NX >= 4 && units <= OPGEN_QMATVEC_Q8_LANE_UNITS_MANY * g && items >= (size_t)OPGEN_QMATVEC_Q8_LANE_ITEMS);
+}
 
 // The policy of F's product against NX rows of x: the long unit for one row of x where
 // QMATVEC_Q8_LONG_K has F's bit (q2_K to q5_K; q6_K and q8_K have none), else operands_of's.
@@ -1477,7 +1482,8 @@ __device__ __forceinline__ void items(const uint8_t* __restrict__ w, const x_sou
     const size_t units = xs.k / P::kUnit;
     const size_t groups = (rows + NX - 1) / NX, items = (n + R - 1) / R * groups;
     const unsigned int lane = threadIdx.x % OPGEN_LANE_GROUP, group = threadIdx.x / OPGEN_LANE_GROUP;
-    const bool by_group = by_groups<F, NX>(units, items);  // the same for the whole block
+    const bool full = !kShared || items >= (size_t)OPGEN_QMATVEC_Q8_LANE_K_ONE_SHARED_ITEMS;
+    const bool by_group = by_groups<F, NX>(units, items, full);  // the same for the whole block
     const size_t first_item = by_group ? (size_t)blockIdx.x * kGroups + group : blockIdx.x;
     const size_t item_step = by_group ? (size_t)gridDim.x * kGroups : gridDim.x;
     for (size_t item = first_item; item < items; item += item_step) {

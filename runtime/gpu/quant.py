@@ -25,8 +25,11 @@ from generated.kernel_facts import (
     QMATVEC_K_ROWS_Q4_K,
     QMATVEC_K_ROWS_Q6_K,
     QMATVEC_Q8_LANE_ITEMS,
+    QMATVEC_Q8_LANE_K_ONE_BLOCKS,
+    QMATVEC_Q8_LANE_K_ONE_SHARED_ITEMS,
     QMATVEC_Q8_LANE_UNITS,
     QMATVEC_Q8_LANE_UNITS_F,
+    QMATVEC_Q8_LANE_UNITS_K_ONE,
     QMATVEC_Q8_LANE_UNITS_MANY,
     QMATVEC_Q8_LONG_K,
     QMATVEC_Q8_LONG_X_SHARED,
@@ -106,6 +109,9 @@ QMATVEC_Q8_GRID_FACTS = {
     "QMATVEC_Q8_LANE_UNITS_MANY": QMATVEC_Q8_LANE_UNITS_MANY,
     "QMATVEC_Q8_LANE_ITEMS": QMATVEC_Q8_LANE_ITEMS,
     "QMATVEC_Q8_LANE_UNITS_F": QMATVEC_Q8_LANE_UNITS_F,
+    "QMATVEC_Q8_LANE_K_ONE_BLOCKS": QMATVEC_Q8_LANE_K_ONE_BLOCKS,
+    "QMATVEC_Q8_LANE_UNITS_K_ONE": QMATVEC_Q8_LANE_UNITS_K_ONE,
+    "QMATVEC_Q8_LANE_K_ONE_SHARED_ITEMS": QMATVEC_Q8_LANE_K_ONE_SHARED_ITEMS,
     "QMATVEC_Q8_MMA_F_FROM": QMATVEC_Q8_MMA_F_FROM,
     "QMATVEC_Q8_MMA_TILES_F": QMATVEC_Q8_MMA_TILES_F,
     "QMATVEC_Q8_MMA_F_TILES": QMATVEC_Q8_MMA_F_TILES,
@@ -452,13 +458,20 @@ def q8_units(fmt: str, k: int) -> int:
     return k // 32
 
 
-def q8_by_group(fmt: str, nx: int, units: int, items: int, facts: dict[str, int] = QMATVEC_Q8_GRID_FACTS) -> bool:
+def q8_by_group(
+    fmt: str, nx: int, units: int, items: int, facts: dict[str, int] = QMATVEC_Q8_GRID_FACTS, full: bool = True
+) -> bool:
     """Whether qmatvec_q8_1_<fmt> gives each group of lanes its own items (hip/qmatvec_q8.hip's
     by_groups) for the x rows class nx: a weight row of at most LANE_UNITS units per lane, or (nx
     of 4 and 8) of at most LANE_UNITS_MANY where there are LANE_ITEMS items or more; float weights:
-    at most LANE_UNITS_F. `facts`: those of a build (bench/ggml.py --explore), by default shipped."""
+    at most LANE_UNITS_F; one row of x of the blocks of 256 of LANE_K_ONE_BLOCKS also at most
+    LANE_UNITS_K_ONE where `full` (q8_grid: where x is in shared memory, from
+    LANE_K_ONE_SHARED_ITEMS items). `facts`: those of a build (bench/ggml.py --explore), by default shipped."""
     if fmt in ggml.PLAIN:
         return units <= facts["QMATVEC_Q8_LANE_UNITS_F"] * LANE_GROUP
+    one = nx == 1 and fmt in BLOCK256_BITS and facts["QMATVEC_Q8_LANE_K_ONE_BLOCKS"] >> BLOCK256_BITS.index(fmt) & 1
+    if one and full and units <= facts["QMATVEC_Q8_LANE_UNITS_K_ONE"] * LANE_GROUP:
+        return True
     many = units <= facts["QMATVEC_Q8_LANE_UNITS_MANY"] * LANE_GROUP and items >= facts["QMATVEC_Q8_LANE_ITEMS"]
     return units <= facts["QMATVEC_Q8_LANE_UNITS"] * LANE_GROUP or (nx >= 4 and many)
 
@@ -510,10 +523,12 @@ def q8_grid(
             tiles = q8_tiles(fmt, facts)
         return _grid(rt, ordinal, -(-n // (16 * tiles)) * -(-rows // 8))
     items = -(-n // item_rows) * -(-rows // nx)
-    if q8_by_group(fmt, nx, q8_units(fmt, k), items, facts):
+    shared = q8_x_shared(rt, fmt, rows, k, facts)
+    full = not shared or items >= facts["QMATVEC_Q8_LANE_K_ONE_SHARED_ITEMS"]
+    if q8_by_group(fmt, nx, q8_units(fmt, k), items, facts, full):
         items = -(-items // (QMATVEC_Q8_THREADS // LANE_GROUP))
     per_sm = facts["QMATVEC_Q8_LONG_X_SHARED_BLOCKS"]
-    if per_sm and q8_x_shared(rt, fmt, rows, k, facts):  # each block copies x once: fewer copies
+    if per_sm and shared:  # each block copies x once: fewer copies
         each = -(-items // (rt._sms(ordinal) * per_sm))  # items a block, as even as can be
         items = -(-items // each)
     return _grid(rt, ordinal, items)

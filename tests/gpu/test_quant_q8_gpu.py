@@ -210,6 +210,46 @@ def test_long_units_give_the_same_bits_on_any_grid(backend, fmt, k):
     assert (np.abs(shipped.reshape(1, n) - want) / scale).max() <= ARITHMETIC_RTOL, f"cuda {fmt} k {k}"
 
 
+#: The blocks of 256 of QMATVEC_Q8_LANE_K_ONE_BLOCKS that read x from shared memory: their groups
+#: of lanes take their own items from QMATVEC_Q8_LANE_K_ONE_SHARED_ITEMS items on.
+LANE_SHARED_X = [
+    f for f in SHARED_X if kernel_facts.QMATVEC_Q8_LANE_K_ONE_BLOCKS >> ("q2_k", "q3_k", "q4_k", "q5_k").index(f) & 1
+]
+
+
+@pytest.mark.parametrize("fmt", LANE_SHARED_X)
+def test_long_units_by_groups_of_lanes_give_the_same_bits_on_any_grid(backend, fmt):
+    """From QMATVEC_Q8_LANE_K_ONE_SHARED_ITEMS items (4 weight rows each here), a format of
+    QMATVEC_Q8_LANE_K_ONE_BLOCKS with x in shared memory gives each group of lanes its own items
+    up to QMATVEC_Q8_LANE_UNITS_K_ONE units a lane (k of 4352: 4.25): its bits are the same on
+    grids of 1, 5 and the runtime's, and x in q8_1 times W within the f32 sums' bound. W is 64
+    quantized rows repeated (a cpu reference of 8192 rows of its own would take long)."""
+    if backend is not g.Backend.CUDA:
+        pytest.skip(f"{backend.value}: x in shared memory is cuda's path")
+    from generated import kernels_hip
+    from runtime.gpu import quant as gpu_quant
+
+    rt = _runtime(backend)
+    k, sample = 4352, 64
+    n = kernel_facts.QMATVEC_Q8_LANE_K_ONE_SHARED_ITEMS * kernel_facts.QMATVEC_Q8_ROWS_K_X1
+    n += -n % sample  # whole samples
+    cpu_q = g.Device.parse("cpu").quantize(weights(sample * k, seed=11), g.GgmlDType(fmt))
+    block = g.to_numpy(cpu_q.dequantize(sample * k), g.Layout.contiguous((sample * k,))).reshape(sample, k)
+    q = gpu_quant.qstorage_from_bytes(rt, 0, np.tile(cpu_q.data(), n // sample), fmt)
+    x = np.random.default_rng(12).standard_normal((1, k)).astype(np.float32)
+    x_buf = rt.from_host(0, x)
+    xq = rt.alloc(0, gpu_quant.x_q8_1_bytes(1, k), np.dtype(np.uint8))
+    y = rt.alloc(0, n, np.dtype(np.float32))
+    gpu_quant.qmatvec_q8_1(rt, q, x_buf, y, n, k, 1, kernels_hip.QSTORAGE["matmul"], xq)
+    shipped = rt.to_host(y)
+    for grid in (1, 5):
+        np.testing.assert_array_equal(launch_one(rt, fmt, grid, q, x_buf, xq, n, k), shipped, err_msg=f"grid {grid}")
+    w = block.astype(np.float64)
+    want = np.tile(x_as_q8_1(x) @ w.T, n // sample)
+    scale = np.tile(np.abs(x_as_q8_1(x)) @ np.abs(w).T, n // sample)
+    assert (np.abs(shipped.reshape(1, n) - want) / scale).max() <= ARITHMETIC_RTOL, f"cuda {fmt} ({n}, {k})"
+
+
 @pytest.mark.parametrize("fmt", [f for f in FORMATS if f not in SHARED_X])
 def test_every_one_row_entry_multiplies_as_the_product_does(backend, fmt):
     """qmatvec_q8_1_one_<fmt> of a format whose one row of x the runtime gives to its few entry

@@ -591,8 +591,39 @@ def test_long_units_reading_x_from_shared_memory_take_an_even_capped_grid():
     assert not gpu_quant.q8_x_shared(rt, "q2_k", 2, 16384)
     assert not gpu_quant.q8_x_shared(_Geometry(), "q2_k", 1, 16384)  # rocm: x from global memory
     none, capped = bench.explore_variants(["x-shared-blocks-none", "shipped"], None)
-    assert none.grid(rt, "q2_k", 16384, 16384, 1) == items
+    lanes = kf.QMATVEC_Q8_LANE_K_ONE_BLOCKS & 1 and items >= kf.QMATVEC_Q8_LANE_K_ONE_SHARED_ITEMS  # q2_K by groups
+    assert none.grid(rt, "q2_k", 16384, 16384, 1) == (items // 4 if lanes else items)
     assert capped.grid(rt, "q2_k", 16384, 16384, 1) == gpu_quant.q8_grid(rt, 0, "q2_k", 16384, 16384, 1, rows_k)
+
+
+def test_groups_of_lanes_take_their_own_items_of_the_long_rows_of_one_row_of_x():
+    """QMATVEC_Q8_LANE_K_ONE_BLOCKS (q2_K, q5_K): at one row of x their groups of lanes take their
+    own items up to QMATVEC_Q8_LANE_UNITS_K_ONE units a lane, where x is in shared memory (q2_K on
+    cuda) from QMATVEC_Q8_LANE_K_ONE_SHARED_ITEMS items; two rows of x, the other formats and
+    longer rows keep QMATVEC_Q8_LANE_UNITS."""
+    from generated import kernel_facts as kf
+    from runtime.gpu import quant as gpu_quant
+
+    rt, rows_k, groups = _Sms(), kf.QMATVEC_Q8_ROWS_K_X1, kf.QMATVEC_Q8_THREADS // 32
+    named = [f for bit, f in enumerate(gpu_quant.BLOCK256_BITS) if kf.QMATVEC_Q8_LANE_K_ONE_BLOCKS >> bit & 1]
+    assert named == ["q2_k", "q5_k"] and kf.QMATVEC_Q8_LANE_UNITS_K_ONE > kf.QMATVEC_Q8_LANE_UNITS
+    k = 32 * 32 * kf.QMATVEC_Q8_LANE_UNITS_K_ONE  # the most units a lane
+    assert gpu_quant.q8_grid(rt, 0, "q5_k", 4096, k, 1, rows_k) == 4096 // rows_k // groups
+    assert gpu_quant.q8_grid(rt, 0, "q5_k", 4096, k + 256, 1, rows_k) == 4096 // rows_k  # a block an item
+    assert gpu_quant.q8_grid(rt, 0, "q4_k", 4096, k, 1, rows_k) == 4096 // rows_k
+    two = gpu_quant.q8_item_rows("q5_k", 2, 4096)
+    assert gpu_quant.q8_grid(rt, 0, "q5_k", 4096, k, 2, two) == 4096 // two
+    enough = kf.QMATVEC_Q8_LANE_K_ONE_SHARED_ITEMS * rows_k
+    for n, by_groups in ((enough, True), (enough - rows_k, False)):
+        items = n // rows_k
+        assert gpu_quant.q8_by_group("q2_k", 1, k // 32, items, full=True)
+        assert not gpu_quant.q8_by_group("q2_k", 1, k // 32, items, full=False)
+        grid = gpu_quant.q8_grid(rt, 0, "q2_k", n, k, 1, rows_k)
+        each = -(-(items // groups if by_groups else items) // grid)  # the capped grid, evenly
+        assert grid <= 132 * kf.QMATVEC_Q8_LONG_X_SHARED_BLOCKS and each >= 1, (n, grid)
+        assert (grid - 1) * each < (items // groups if by_groups else items) <= grid * each, (n, grid)
+    variant = bench.explore_variants(["shipped"], None)[0]
+    assert variant.grid(rt, "q5_k", 4096, k, 1) == 4096 // rows_k // groups
 
 
 def test_the_blocks_of_32_pair_their_tiles_where_two_stages_fit():
