@@ -514,77 +514,46 @@ def explore_variants(names, baseline: Path | None) -> list[Variant]:
     return variants
 
 
+def _forward(entry: str, callee: str) -> str:
+    """A device template `entry` of a product's parameters that calls `callee` with them."""
+    head = f"__device__ void {entry}("
+    pad = " " * len(head)
+    return f"""template <typename F>
+{head}const uint8_t* w, const float* x, const uint8_t* xq, float* y, size_t n, size_t k,
+{pad}size_t rows) {{
+    {callee}<F>(w, x, xq, y, n, k, rows);
+}}
+"""
+
+
+def _shim(*parts: str) -> str:
+    """Declarations for an older source, in an anonymous namespace as its own are."""
+    return "\nnamespace {\n" + "".join(parts) + "}  // namespace\n"
+
+
 #: What this tree's generated entry points call, for a source from before qmatvec_q8_1_few: its one
 #: qmatvec_q8_1 serves both (the bench launches its qmatvec_q8_1_<fmt> for every class of x rows).
-FEW_SHIMS = """
-namespace {
-template <typename F>
-__device__ void qmatvec_q8_1_many(const uint8_t* w, const float* x, const uint8_t* xq, float* y, size_t n, size_t k,
-                                  size_t rows) {
-    qmatvec_q8_1<F>(w, x, xq, y, n, k, rows);
-}
-template <typename F>
-__device__ void qmatvec_q8_1_few(const uint8_t* w, const float* x, const uint8_t* xq, float* y, size_t n, size_t k,
-                                 size_t rows) {
-    qmatvec_q8_1<F>(w, x, xq, y, n, k, rows);
-}
-}  // namespace
-"""
+FEW_SHIMS = _shim(_forward("qmatvec_q8_1_many", "qmatvec_q8_1"), _forward("qmatvec_q8_1_few", "qmatvec_q8_1"))
 #: For a source from before qmatvec_q8_1_mma (its float weights' tensor cores inside
 #: qmatvec_q8_1_many): its general entry, which the bench launches instead (Variant.entry).
-MMA_SHIM = """
-namespace {
-template <typename F> constexpr int kMmaMinBlocks = 1;
-template <typename F>
-__device__ void qmatvec_q8_1_mma(const uint8_t* w, const float* x, const uint8_t* xq, float* y, size_t n, size_t k,
-                                 size_t rows) {
-    qmatvec_q8_1_many<F>(w, x, xq, y, n, k, rows);
-}
-}  // namespace
-"""
-
-
+MMA_SHIM = _shim(
+    "template <typename F> constexpr int kMmaMinBlocks = 1;\n", _forward("qmatvec_q8_1_mma", "qmatvec_q8_1_many")
+)
 #: For a source from before QMATVEC_Q8_MMA_F_THREADS: its tensor-core entries' blocks are kThreads.
-MMA_THREADS_SHIM = """
-namespace {
-template <typename F> constexpr int kMmaThreads = kThreads;
-}  // namespace
-"""
-
-
+MMA_THREADS_SHIM = _shim("template <typename F> constexpr int kMmaThreads = kThreads;\n")
 #: For a source from before qmatvec_q8_1_mma_wide: its tensor-core entry serves the wide one's name
 #: (never launched: Variant.entry launches its qmatvec_q8_1_mma_<fmt> at every n).
-MMA_WIDE_SHIM = """
-namespace {
-template <typename F> constexpr int kMmaWideThreads = kMmaThreads<F>;
-template <typename F> constexpr int kMmaWideMinBlocks = kMmaMinBlocks<F>;
-template <typename F>
-__device__ void qmatvec_q8_1_mma_wide(const uint8_t* w, const float* x, const uint8_t* xq, float* y, size_t n, size_t k,
-                                      size_t rows) {
-    qmatvec_q8_1_mma<F>(w, x, xq, y, n, k, rows);
-}
-}  // namespace
-"""
-
-
+MMA_WIDE_SHIM = _shim(
+    "template <typename F> constexpr int kMmaWideThreads = kMmaThreads<F>;\n",
+    "template <typename F> constexpr int kMmaWideMinBlocks = kMmaMinBlocks<F>;\n",
+    _forward("qmatvec_q8_1_mma_wide", "qmatvec_q8_1_mma"),
+)
 #: For a source from before qmatvec_q8_1_one (its few entry took one row of x too): what this
 #: tree's generated one entry calls (the bench launches its few entry for one row instead).
-ONE_SHIM = """
-namespace {
-template <typename F>
-__device__ void qmatvec_q8_1_one(const uint8_t* w, const float* x, const uint8_t* xq, float* y, size_t n, size_t k,
-                                 size_t rows) {
-    qmatvec_q8_1_few<F>(w, x, xq, y, n, k, rows);
-}
-}  // namespace
-"""
+ONE_SHIM = _shim(_forward("qmatvec_q8_1_one", "qmatvec_q8_1_few"))
 #: For a source from before QMATVEC_Q8_FEW_ROOMY_BLOCKS: every format's 1- and 2-row entries ask
 #: for QMATVEC_Q8_FEW_MIN_BLOCKS.
-FEW_MIN_BLOCKS_SHIM = """
-namespace {
-template <typename F> constexpr int kFewMinBlocks = OPGEN_QMATVEC_Q8_FEW_MIN_BLOCKS;
-}  // namespace
-"""
+FEW_MIN_BLOCKS_SHIM = _shim("template <typename F> constexpr int kFewMinBlocks = OPGEN_QMATVEC_Q8_FEW_MIN_BLOCKS;\n")
 
 
 def _with_entry_shims(text: str, few: bool, mma: bool, wide: bool = True, one: bool = True) -> str:

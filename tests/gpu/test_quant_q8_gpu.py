@@ -22,7 +22,7 @@ import pytest
 import generated as g
 from generated import kernel_facts
 from runtime import ggml
-from runtime.gpu.quant import q8_one_apart
+from runtime.gpu.quant import BLOCK256_BITS, q8_one_apart
 from runtime.gpu.switches import QMATMUL_Q8_1_NMSE
 from tests.gpu.runnable import gpu_backends_or_skip
 
@@ -212,9 +212,7 @@ def test_long_units_give_the_same_bits_on_any_grid(backend, fmt, k):
 
 #: The blocks of 256 of QMATVEC_Q8_LANE_K_ONE_BLOCKS that read x from shared memory: their groups
 #: of lanes take their own items from QMATVEC_Q8_LANE_K_ONE_SHARED_ITEMS items on.
-LANE_SHARED_X = [
-    f for f in SHARED_X if kernel_facts.QMATVEC_Q8_LANE_K_ONE_BLOCKS >> ("q2_k", "q3_k", "q4_k", "q5_k").index(f) & 1
-]
+LANE_SHARED_X = [f for f in SHARED_X if kernel_facts.QMATVEC_Q8_LANE_K_ONE_BLOCKS >> BLOCK256_BITS.index(f) & 1]
 
 
 @pytest.mark.parametrize("fmt", LANE_SHARED_X)

@@ -591,7 +591,8 @@ def test_long_units_reading_x_from_shared_memory_take_an_even_capped_grid():
     assert not gpu_quant.q8_x_shared(rt, "q2_k", 2, 16384)
     assert not gpu_quant.q8_x_shared(_Geometry(), "q2_k", 1, 16384)  # rocm: x from global memory
     none, capped = bench.explore_variants(["x-shared-blocks-none", "shipped"], None)
-    lanes = kf.QMATVEC_Q8_LANE_K_ONE_BLOCKS & 1 and items >= kf.QMATVEC_Q8_LANE_K_ONE_SHARED_ITEMS  # q2_K by groups
+    q2_k_bit = kf.QMATVEC_Q8_LANE_K_ONE_BLOCKS >> gpu_quant.BLOCK256_BITS.index("q2_k") & 1
+    lanes = q2_k_bit and items >= kf.QMATVEC_Q8_LANE_K_ONE_SHARED_ITEMS  # q2_K's groups of lanes take the items
     assert none.grid(rt, "q2_k", 16384, 16384, 1) == (items // 4 if lanes else items)
     assert capped.grid(rt, "q2_k", 16384, 16384, 1) == gpu_quant.q8_grid(rt, 0, "q2_k", 16384, 16384, 1, rows_k)
 
