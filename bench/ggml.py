@@ -406,11 +406,16 @@ EXPLORE_VARIANTS: dict[str, dict[str, int]] = {
     "lane-k-one-all": {"QMATVEC_Q8_LANE_K_ONE_BLOCKS": 63},
     "lane-k-one-8": {"QMATVEC_Q8_LANE_UNITS_K_ONE": 8},
     "lane-k-one-shared-items-1024": {"QMATVEC_Q8_LANE_K_ONE_SHARED_ITEMS": 1024},
+    "bulk-none": {"QMATVEC_Q8_BULK_BLOCKS": 0},
+    "bulk-all": {"QMATVEC_Q8_BULK_BLOCKS": 31, "QMATVEC_Q8_BULK_ROWS": 4},
+    "bulk-eight": {"QMATVEC_Q8_BULK_BLOCKS": 7},
+    "bulk-stages-3": {"QMATVEC_Q8_BULK_BLOCKS": 31, "QMATVEC_Q8_BULK_ROWS": 4, "QMATVEC_Q8_BULK_STAGES": 3},
+    "bulk-per-sm-3": {"QMATVEC_Q8_BULK_PER_SM": 3},
 }
 EXPLORE_SHAPES = SHAPES
 #: Facts that only the runtime reads, by what a source holds where the runtime follows them: those of
-#: the tensor cores (qmatvec_q8_1_mma, when it launches that entry) and the grid of the products
-#: that read x from shared memory.
+#: the tensor cores (qmatvec_q8_1_mma, when it launches that entry), the grid of the products
+#: that read x from shared memory and that of the bulk product.
 RUNTIME_FACTS = {
     "QMATVEC_Q8_MMA_F_FROM": "qmatvec_q8_1_mma",
     "QMATVEC_Q8_MMA_Q_FROM": "qmatvec_q8_1_mma",
@@ -418,6 +423,7 @@ RUNTIME_FACTS = {
     "QMATVEC_Q8_MMA_Q_X4_BLOCKS": "qmatvec_q8_1_mma",
     "QMATVEC_Q8_MMA_WIDE_N": "qmatvec_q8_1_mma",
     "QMATVEC_Q8_LONG_X_SHARED_BLOCKS": "OPGEN_QMATVEC_Q8_LONG_X_SHARED",
+    "QMATVEC_Q8_BULK_PER_SM": "OPGEN_QMATVEC_Q8_BULK_BLOCKS",
 }
 
 

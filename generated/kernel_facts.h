@@ -400,6 +400,30 @@
 #define OPGEN_QMATVEC_Q8_FLOAT_PIECES_K 4096
 #endif
 
+// qmatvec_q8_1_one_* of the blocks of 32 on cuda sm_90, one row of x, k a multiple of 256: those whose weights stream into shared memory through the bulk copy engine (cp.async.bulk, stages of QMATVEC_Q8_BULK_ROWS weight rows), a bit each as QMATVEC_Q8_WIDE_BLOCKS (q5_0 4: 49.7 us against 56.7 at 16384 x 16384 on the H200; the others slower, their own loads already near copy bandwidth); one row of x of these takes qmatvec_q8_1_one_* on every device (bench/ggml.py --explore compares)
+// (a default: -D OPGEN_QMATVEC_Q8_BULK_BLOCKS=... may tune it, with the runtime's QMATVEC_Q8_BULK_BLOCKS set alike)
+#ifndef OPGEN_QMATVEC_Q8_BULK_BLOCKS
+#define OPGEN_QMATVEC_Q8_BULK_BLOCKS 4
+#endif
+
+// qmatvec_q8_1_one_* of QMATVEC_Q8_BULK_BLOCKS: weight rows an item (a stage holds QMATVEC_Q8_THREADS units of each; two stages must fit 46 KiB: 8 rows of q4_0, q4_1, q5_0, 4 of q5_1 and q8_0; 2 and 4 slower than 8)
+// (a default: -D OPGEN_QMATVEC_Q8_BULK_ROWS=... may tune it, with the runtime's QMATVEC_Q8_BULK_ROWS set alike)
+#ifndef OPGEN_QMATVEC_Q8_BULK_ROWS
+#define OPGEN_QMATVEC_Q8_BULK_ROWS 8
+#endif
+
+// qmatvec_q8_1_one_* of QMATVEC_Q8_BULK_BLOCKS: stages a block keeps in flight, at most (as many as 46 KiB of static shared memory holds)
+// (a default: -D OPGEN_QMATVEC_Q8_BULK_STAGES=... may tune it, with the runtime's QMATVEC_Q8_BULK_STAGES set alike)
+#ifndef OPGEN_QMATVEC_Q8_BULK_STAGES
+#define OPGEN_QMATVEC_Q8_BULK_STAGES 4
+#endif
+
+// qmatvec_q8_1_one_* of QMATVEC_Q8_BULK_BLOCKS: blocks a multiprocessor in its grid (each block's stages stay in flight across its items)
+// (a default: -D OPGEN_QMATVEC_Q8_BULK_PER_SM=... may tune it, with the runtime's QMATVEC_Q8_BULK_PER_SM set alike)
+#ifndef OPGEN_QMATVEC_Q8_BULK_PER_SM
+#define OPGEN_QMATVEC_Q8_BULK_PER_SM 4
+#endif
+
 // launched with programmatic stream serialization (cuda, sm_90 and up): each waits (griddepcontrol.wait) before it touches memory: the exact-x qmatvec of q4_0, q4_1, q8_0, q4_K, q6_K, and every product of hip/qmatvec_q8.hip (not x's quantization, which lets its product start)
 #define OPGEN_PROGRAMMATIC_KERNELS "qmatvec_q4_0 qmatvec_q4_1 qmatvec_q8_0 qmatvec_q4_k qmatvec_q6_k qmatvec_q8_1_f32 qmatvec_q8_1_f16 qmatvec_q8_1_bf16 qmatvec_q8_1_q4_0 qmatvec_q8_1_q4_1 qmatvec_q8_1_q5_0 qmatvec_q8_1_q5_1 qmatvec_q8_1_q8_0 qmatvec_q8_1_q8_1 qmatvec_q8_1_q2_k qmatvec_q8_1_q3_k qmatvec_q8_1_q4_k qmatvec_q8_1_q5_k qmatvec_q8_1_q6_k qmatvec_q8_1_q8_k qmatvec_q8_1_one_f32 qmatvec_q8_1_one_f16 qmatvec_q8_1_one_bf16 qmatvec_q8_1_one_q4_0 qmatvec_q8_1_one_q4_1 qmatvec_q8_1_one_q5_0 qmatvec_q8_1_one_q5_1 qmatvec_q8_1_one_q8_0 qmatvec_q8_1_one_q8_1 qmatvec_q8_1_one_q2_k qmatvec_q8_1_one_q3_k qmatvec_q8_1_one_q4_k qmatvec_q8_1_one_q5_k qmatvec_q8_1_one_q6_k qmatvec_q8_1_one_q8_k qmatvec_q8_1_few_f32 qmatvec_q8_1_few_f16 qmatvec_q8_1_few_bf16 qmatvec_q8_1_few_q4_0 qmatvec_q8_1_few_q4_1 qmatvec_q8_1_few_q5_0 qmatvec_q8_1_few_q5_1 qmatvec_q8_1_few_q8_0 qmatvec_q8_1_few_q8_1 qmatvec_q8_1_few_q2_k qmatvec_q8_1_few_q3_k qmatvec_q8_1_few_q4_k qmatvec_q8_1_few_q5_k qmatvec_q8_1_few_q6_k qmatvec_q8_1_few_q8_k qmatvec_q8_1_mma_f32 qmatvec_q8_1_mma_f16 qmatvec_q8_1_mma_bf16 qmatvec_q8_1_mma_q4_0 qmatvec_q8_1_mma_q4_1 qmatvec_q8_1_mma_q5_0 qmatvec_q8_1_mma_q5_1 qmatvec_q8_1_mma_q8_0 qmatvec_q8_1_mma_q8_1 qmatvec_q8_1_mma_q2_k qmatvec_q8_1_mma_q3_k qmatvec_q8_1_mma_q4_k qmatvec_q8_1_mma_q5_k qmatvec_q8_1_mma_q6_k qmatvec_q8_1_mma_q8_k qmatvec_q8_1_mma_wide_f32 qmatvec_q8_1_mma_wide_f16 qmatvec_q8_1_mma_wide_bf16 qmatvec_q8_1_mma_wide_q4_0 qmatvec_q8_1_mma_wide_q4_1 qmatvec_q8_1_mma_wide_q5_0 qmatvec_q8_1_mma_wide_q5_1 qmatvec_q8_1_mma_wide_q8_0 qmatvec_q8_1_mma_wide_q8_1 qmatvec_q8_1_mma_wide_q2_k qmatvec_q8_1_mma_wide_q3_k qmatvec_q8_1_mma_wide_q4_k qmatvec_q8_1_mma_wide_q5_k qmatvec_q8_1_mma_wide_q6_k qmatvec_q8_1_mma_wide_q8_k"
 

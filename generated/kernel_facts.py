@@ -374,6 +374,29 @@ QMATVEC_Q8_LONG_X_SHARED_BLOCKS = 4
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_FLOAT_PIECES_K=... needs this set alike)
 QMATVEC_Q8_FLOAT_PIECES_K = 4096
 
+#: qmatvec_q8_1_one_* of the blocks of 32 on cuda sm_90, one row of x, k a multiple of 256: those whose weights stream
+#: into shared memory through the bulk copy engine (cp.async.bulk, stages of QMATVEC_Q8_BULK_ROWS weight rows), a bit
+#: each as QMATVEC_Q8_WIDE_BLOCKS (q5_0 4: 49.7 us against 56.7 at 16384 x 16384 on the H200; the others slower, their
+#: own loads already near copy bandwidth); one row of x of these takes qmatvec_q8_1_one_* on every device (bench/ggml.py
+#: --explore compares)
+#: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_BULK_BLOCKS=... needs this set alike)
+QMATVEC_Q8_BULK_BLOCKS = 4
+
+#: qmatvec_q8_1_one_* of QMATVEC_Q8_BULK_BLOCKS: weight rows an item (a stage holds QMATVEC_Q8_THREADS units of each;
+#: two stages must fit 46 KiB: 8 rows of q4_0, q4_1, q5_0, 4 of q5_1 and q8_0; 2 and 4 slower than 8)
+#: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_BULK_ROWS=... needs this set alike)
+QMATVEC_Q8_BULK_ROWS = 8
+
+#: qmatvec_q8_1_one_* of QMATVEC_Q8_BULK_BLOCKS: stages a block keeps in flight, at most (as many as 46 KiB of static
+#: shared memory holds)
+#: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_BULK_STAGES=... needs this set alike)
+QMATVEC_Q8_BULK_STAGES = 4
+
+#: qmatvec_q8_1_one_* of QMATVEC_Q8_BULK_BLOCKS: blocks a multiprocessor in its grid (each block's stages stay in flight
+#: across its items)
+#: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_BULK_PER_SM=... needs this set alike)
+QMATVEC_Q8_BULK_PER_SM = 4
+
 #: launched with programmatic stream serialization (cuda, sm_90 and up): each waits (griddepcontrol.wait) before it
 #: touches memory: the exact-x qmatvec of q4_0, q4_1, q8_0, q4_K, q6_K, and every product of hip/qmatvec_q8.hip (not x's
 #: quantization, which lets its product start)

@@ -12,8 +12,10 @@
 //                                       16 for f16 / bf16: 32 bytes a unit; f32 sums)
 //   qmatvec_q8_1_few_<fmt>(...)         the same for 1 or 2 rows of x, its own launch bounds
 //   qmatvec_q8_1_one_<fmt>(...)         the same for 1 row of x where it copies x's row into shared
-//                                       memory (kOneApart: q2_K, q3_K), its own launch bounds and
-//                                       shared memory, which few's 2 rows then do not hold
+//                                       memory (kOneApart: q2_K, q3_K) or streams the weights
+//                                       through stages of shared memory (kBulk: q5_0, cuda sm_90),
+//                                       its own launch bounds and shared memory, which few's 2 rows
+//                                       then do not hold
 //   qmatvec_q8_1_mma_<fmt>(...)         the same on the tensor cores (cuda sm_80 and up), where
 //                                       runtime/gpu/quant.py's q8_mma says: float weights from
 //                                       QMATVEC_Q8_MMA_F_FROM rows, x as two tf32 parts ("float
@@ -1542,6 +1544,146 @@ __device__ void product(const uint8_t* __restrict__ w, const x_source& xs, float
     items<F, NX, R, false>(w, xs, y, n, rows);
 }
 
+// ---------------------------------------------------------------------------- one row of x by the bulk copy engine
+//
+// cuda sm_90, one row of x of the blocks of 32 of QMATVEC_Q8_BULK_BLOCKS, k a multiple of 256 and
+// w 16-byte aligned (each stage row then starts and ends on 16 bytes): the weights stream into
+// shared memory through the bulk copy engine (cp.async.bulk), whose copies in flight hold no
+// registers, where the loads of item_sums wait with as many in flight as a quarter of the warps'
+// registers hold. A block takes items of QMATVEC_Q8_BULK_ROWS weight rows (grid-strided); a step
+// is kThreads units of each, a unit a thread, read from its stage; kStages stages keep as many
+// steps in flight across the block's items: thread 0 refills the stage the block left at the step
+// before (a __syncthreads a step ends it), an mbarrier a stage counting its bytes in. x comes from
+// global memory, as in item_sums.
+#if OPGEN_CUDA && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define OPGEN_QMATVEC_BULK 1
+#else
+#define OPGEN_QMATVEC_BULK 0
+#endif
+
+template <typename F> constexpr bool kBulk = kBlock32In<F, OPGEN_QMATVEC_Q8_BULK_BLOCKS>;
+
+#if OPGEN_QMATVEC_BULK
+__device__ __forceinline__ uint32_t shared_at(const void* p) { return (uint32_t)__cvta_generic_to_shared(p); }
+
+// An mbarrier of one arrival (thread 0's, with the bytes it then copies in).
+__device__ __forceinline__ void stage_init(uint64_t* bar) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(shared_at(bar)) : "memory");
+}
+__device__ __forceinline__ void stage_init_fence() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
+__device__ __forceinline__ void stage_expect(uint64_t* bar, uint32_t bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(shared_at(bar)), "r"(bytes) : "memory");
+}
+// `bytes` (a multiple of 16) from global src to shared dst, both 16-byte aligned, counted on bar.
+__device__ __forceinline__ void stage_copy(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+                     shared_at(dst)),
+                 "l"(src), "r"(bytes), "r"(shared_at(bar))
+                 : "memory");
+}
+// Returns once the stage's phase of this parity has completed (its bytes are in).
+__device__ __forceinline__ void stage_wait(uint64_t* bar, uint32_t parity) {
+    uint32_t done = 0;
+    while (!done) {
+        asm volatile(
+            "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}"
+            : "=r"(done)
+            : "r"(shared_at(bar)), "r"(parity)
+            : "memory");
+    }
+}
+
+// A block's stages: kRows weight rows of kRow bytes (kThreads units), as many as 46 KiB of static
+// shared memory holds, at most QMATVEC_Q8_BULK_STAGES.
+template <typename F> struct bulk_stages {
+    static constexpr int kRows = OPGEN_QMATVEC_Q8_BULK_ROWS, kRow = kThreads * F::kBytes;
+    static constexpr int kFit = 46 * 1024 / (kRows * kRow);
+    static constexpr int S = kFit < OPGEN_QMATVEC_Q8_BULK_STAGES ? kFit : OPGEN_QMATVEC_Q8_BULK_STAGES;
+    static_assert(kRow % 16 == 0, "stage rows of whole 16-byte pieces");
+};
+
+// Step j of a block (its item j / chunks, units u0.. of chunk j % chunks) into stage j % S.
+template <typename F>
+__device__ __forceinline__ void bulk_issue(uint8_t (*stage)[bulk_stages<F>::kRows][bulk_stages<F>::kRow], uint64_t* full,
+                                           const uint8_t* w, size_t n, size_t units, size_t chunks, size_t j) {
+    typedef bulk_stages<F> B;
+    const size_t n0 = (blockIdx.x + j / chunks * gridDim.x) * B::kRows, u0 = j % chunks * kThreads;
+    const uint32_t bytes = (uint32_t)((units - u0 < (size_t)kThreads ? units - u0 : (size_t)kThreads) * F::kBytes);
+    const int s = (int)(j % B::S);
+    stage_expect(&full[s], bytes * B::kRows);
+#pragma unroll
+    for (int i = 0; i < B::kRows; i++) {  // weight rows past n: the last one again, not stored
+        const size_t row = n0 + i < n ? n0 + i : n - 1;
+        stage_copy(stage[s][i], w + row * (units * F::kBytes) + u0 * F::kBytes, bytes, &full[s]);
+    }
+}
+
+template <typename F>
+__device__ void bulk_product(const uint8_t* __restrict__ w, const x_source& xs, float* __restrict__ y, size_t n) {
+    typedef bulk_stages<F> B;
+    typedef q8_operands<F> P;
+    constexpr int R = B::kRows, S = B::S, kHeld = R >= OPGEN_LANE_GROUP ? R / OPGEN_LANE_GROUP : 1;
+    static_assert(S >= 2, "two stages at least");
+    __shared__ __align__(128) uint8_t stage[S][R][B::kRow];
+    __shared__ uint64_t full[S];
+    __shared__ float partial[kGroups][R];
+    const size_t units = xs.k / 32, chunks = (units + kThreads - 1) / kThreads, items = (n + R - 1) / R;
+    const size_t steps = blockIdx.x < items ? (items - blockIdx.x + gridDim.x - 1) / gridDim.x * chunks : 0;
+    const unsigned int lane = threadIdx.x % OPGEN_LANE_GROUP, group = threadIdx.x / OPGEN_LANE_GROUP;
+    if (threadIdx.x == 0) {
+#pragma unroll
+        for (int s = 0; s < S; s++) stage_init(&full[s]);
+        stage_init_fence();
+        for (size_t j = 0; j + 1 < (size_t)S && j < steps; j++) bulk_issue<F>(stage, full, w, n, units, chunks, j);
+    }
+    __syncthreads();
+    float acc[R];
+#pragma unroll
+    for (int i = 0; i < R; i++) acc[i] = 0.0f;
+    for (size_t j = 0; j < steps; j++) {  // the same trips for the whole block
+        if (threadIdx.x == 0 && j + S - 1 < steps) bulk_issue<F>(stage, full, w, n, units, chunks, j + S - 1);
+        const int s = (int)(j % S);
+        stage_wait(&full[s], (uint32_t)(j / S) & 1u);
+        const size_t c = j % chunks, u = c * kThreads + threadIdx.x;
+        if (u < units) {
+            typename P::X xv;
+            P::load_x(xs, 0, u, units, xv);
+#pragma unroll
+            for (int i = 0; i < R; i++) {
+                typename P::W wv;
+                P::load_w(stage[s][i], threadIdx.x, units, wv);
+                acc[i] += P::dot(wv, xv);
+            }
+        }
+        if (c + 1 == chunks) {  // the item's last step: its R sums, through shared memory
+            int base;
+            bool writer;
+            group_totals<R>(acc, lane, base, writer);
+            if (writer) {
+#pragma unroll
+                for (int h = 0; h < kHeld; h++) partial[group][base + h] = acc[h];
+            }
+            __syncthreads();
+            if ((int)threadIdx.x < R) {
+                float t = 0.0f;
+#pragma unroll
+                for (int g = 0; g < kGroups; g++) t += partial[g][threadIdx.x];
+                const size_t row = (blockIdx.x + j / chunks * gridDim.x) * R + threadIdx.x;
+                if (row < n) y[row] = t;
+            }
+#pragma unroll
+            for (int i = 0; i < R; i++) acc[i] = 0.0f;
+        }
+        __syncthreads();  // stage s, and partial, free for the next step
+    }
+}
+
+// Whether the bulk product takes this call (runtime/gpu/quant.py's q8_bulk alike).
+__device__ __forceinline__ bool bulk_fits(const uint8_t* w, size_t k, size_t rows) {
+    return rows == 1 && k % 256 == 0 && (reinterpret_cast<size_t>(w) & 15) == 0;
+}
+#endif
+
 // Weight rows per item by x rows class: ops.yaml's kernel facts, measured apart for the blocks of
 // 256 (QMATVEC_Q8_ROWS_K_X*: their unit decodes two halves and wants fewer rows at once; 2 at 2
 // rows of x for those of QMATVEC_Q8_ROWS_K_X2_TWO), for float weights (QMATVEC_Q8_ROWS_F_X*: a
@@ -1646,12 +1788,13 @@ __device__ __forceinline__ void qmatvec_q8_1_many(const uint8_t* w, const float*
 #endif
 }
 
-// Whether one row of x of F takes qmatvec_q8_1_one_<F> (runtime/gpu/quant.py's q8_entry alike):
-// where it copies x into shared memory (kXShared's long units), so that the entry of two rows
-// holds none; the other formats' one row stays in qmatvec_q8_1_few_<F>, whose registers were
-// measured for both (their one entry, never launched so, takes items of one weight row: an instance
-// of product of its own, so that few's stays its only caller and is built as before).
-template <typename F> constexpr bool kOneApart = policy_of<F, 1>::kLong && kXShared<F>;
+// Whether one row of x of F takes qmatvec_q8_1_one_<F> (runtime/gpu/quant.py's q8_one_apart
+// alike): where it copies x into shared memory (kXShared's long units) or streams the weights
+// through its stages (kBulk), so that the entry of two rows holds neither; the other formats' one
+// row stays in qmatvec_q8_1_few_<F>, whose registers were measured for both (their one entry, never
+// launched so, takes items of one weight row: an instance of product of its own, so that few's
+// stays its only caller and is built as before).
+template <typename F> constexpr bool kOneApart = (policy_of<F, 1>::kLong && kXShared<F>) || kBulk<F>;
 
 template <typename F>
 __device__ __forceinline__ void qmatvec_q8_1_one(const uint8_t* w, const float* x, const uint8_t* xq, float* y, size_t n,
@@ -1660,6 +1803,11 @@ __device__ __forceinline__ void qmatvec_q8_1_one(const uint8_t* w, const float* 
 #if OPGEN_HIP
     product<F, 1, 2>(w, xs, y, n, rows);
 #else
+#if OPGEN_QMATVEC_BULK
+    if constexpr (kBulk<F>) {
+        if (bulk_fits(w, k, rows)) return bulk_product<F>(w, xs, y, n);  // the same for the whole grid
+    }
+#endif
     if constexpr (kOneApart<F>) {
         product<F, 1, item_rows<F>::x1>(w, xs, y, n, rows);
     } else {

@@ -24,6 +24,9 @@ from generated.kernel_facts import (
     QMATVEC_FAST_THREADS,
     QMATVEC_K_ROWS_Q4_K,
     QMATVEC_K_ROWS_Q6_K,
+    QMATVEC_Q8_BULK_BLOCKS,
+    QMATVEC_Q8_BULK_PER_SM,
+    QMATVEC_Q8_BULK_ROWS,
     QMATVEC_Q8_LANE_ITEMS,
     QMATVEC_Q8_LANE_K_ONE_BLOCKS,
     QMATVEC_Q8_LANE_K_ONE_SHARED_ITEMS,
@@ -103,7 +106,9 @@ LANE_GROUP = 32
 #: MMA_TILES_F from MMA_WIDE_N weight rows, else MMA_F_TILES; the blocks of 32 two where MMA_Q_PAIR_BLOCKS
 #: has their bit and the stages fit, q8_tiles); how many blocks read x from shared memory at
 #: one row of x (q8_x_shared: the long units of LONG_K and LONG_X_SHARED up to LONG_X_SHARED_K
-#: values of x, at most LONG_X_SHARED_BLOCKS a multiprocessor where that is not 0).
+#: values of x, at most LONG_X_SHARED_BLOCKS a multiprocessor where that is not 0); which blocks
+#: of 32 stream one row's weights through the bulk copy engine (q8_bulk: BULK_BLOCKS, items of
+#: BULK_ROWS weight rows, BULK_PER_SM blocks a multiprocessor).
 QMATVEC_Q8_GRID_FACTS = {
     "QMATVEC_Q8_LANE_UNITS": QMATVEC_Q8_LANE_UNITS,
     "QMATVEC_Q8_LANE_UNITS_MANY": QMATVEC_Q8_LANE_UNITS_MANY,
@@ -126,6 +131,9 @@ QMATVEC_Q8_GRID_FACTS = {
     "QMATVEC_Q8_LONG_X_SHARED": QMATVEC_Q8_LONG_X_SHARED,
     "QMATVEC_Q8_LONG_X_SHARED_K": QMATVEC_Q8_LONG_X_SHARED_K,
     "QMATVEC_Q8_LONG_X_SHARED_BLOCKS": QMATVEC_Q8_LONG_X_SHARED_BLOCKS,
+    "QMATVEC_Q8_BULK_BLOCKS": QMATVEC_Q8_BULK_BLOCKS,
+    "QMATVEC_Q8_BULK_ROWS": QMATVEC_Q8_BULK_ROWS,
+    "QMATVEC_Q8_BULK_PER_SM": QMATVEC_Q8_BULK_PER_SM,
 }
 #: The blocks of 32 in the order of their bits in QMATVEC_Q8_MMA_Q_X4_BLOCKS (and the kernel's
 #: QMATVEC_Q8_WIDE_BLOCKS).
@@ -134,6 +142,8 @@ BLOCK32_BITS = ("q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q8_1")
 BLOCK256_BITS = ("q2_k", "q3_k", "q4_k", "q5_k", "q6_k", "q8_k")
 #: The first compute capability with mma.sync of tf32 and s8 (hip/qmatvec_q8.hip's OPGEN_QMATVEC_MMA).
 MMA_TF32_ARCH = 80
+#: The first compute capability with the bulk copy engine (hip/qmatvec_q8.hip's OPGEN_QMATVEC_BULK).
+BULK_ARCH = 90
 #: (format, x rows class) where the exact-x kernel (qmatvec_<fmt>) was measured faster than the
 #: quantized-x one, over the four shapes of bench/ggml.py together: QMatMul takes it there with
 #: the switch qmatmul_exact_x off too (H100, 2026-11-28: q6_K at one row 77.7 µs against 87.4 at
@@ -430,12 +440,35 @@ def q8_entry(nx: int, mma: bool, wide: bool = False, apart: bool = False) -> K:
 
 def q8_one_apart(fmt: str, facts=QMATVEC_Q8_GRID_FACTS) -> bool:
     """Whether one row of x of `fmt` takes qmatvec_q8_1_one_<fmt> (hip/qmatvec_q8.hip's kOneApart):
-    the long units that copy x into shared memory (LONG_K and LONG_X_SHARED both have its bit), so
-    that the entry of two rows holds no copy; every other format's one row takes
+    the long units that copy x into shared memory (_long_x_shared), and the blocks of 32 of
+    BULK_BLOCKS (their stages; on a device without bulk copies that entry takes the product of
+    few), so that the entry of two rows holds neither; every other format's one row takes
     qmatvec_q8_1_few_<fmt>, as two rows do."""
+    if fmt in BLOCK32_BITS:
+        return bool(facts["QMATVEC_Q8_BULK_BLOCKS"] >> BLOCK32_BITS.index(fmt) & 1)
+    return q8_long_x_shared(fmt, facts)
+
+
+def q8_long_x_shared(fmt: str, facts=QMATVEC_Q8_GRID_FACTS) -> bool:
+    """Whether one row of x of `fmt` takes long units that copy x into shared memory (LONG_K and
+    LONG_X_SHARED both have its bit)."""
     if fmt not in BLOCK256_BITS:
         return False
     return bool((facts["QMATVEC_Q8_LONG_K"] & facts["QMATVEC_Q8_LONG_X_SHARED"]) >> BLOCK256_BITS.index(fmt) & 1)
+
+
+def bulk_copies(rt: GpuRuntime, ordinal: int) -> bool:
+    """Whether hip/qmatvec_q8.hip has its bulk-copy product on this device: cuda, sm_90 and up."""
+    return rt.name == "cuda" and int(rt.driver.arch(ordinal).removeprefix("sm_")) >= BULK_ARCH
+
+
+def q8_bulk(rt: GpuRuntime, ordinal: int, fmt: str, rows: int, k: int, facts=QMATVEC_Q8_GRID_FACTS) -> bool:
+    """Whether qmatvec_q8_1_one_<fmt> streams the weights through the bulk copy engine
+    (hip/qmatvec_q8.hip's bulk_fits, the weight's buffer being 16-byte aligned): one row of x of
+    BULK_BLOCKS, k a multiple of 256, cuda sm_90 and up."""
+    if rows != 1 or fmt not in BLOCK32_BITS or k % 256:
+        return False
+    return bool(facts["QMATVEC_Q8_BULK_BLOCKS"] >> BLOCK32_BITS.index(fmt) & 1) and bulk_copies(rt, ordinal)
 
 
 def q8_item_rows(fmt: str, nx: int, n: int) -> int:
@@ -513,9 +546,12 @@ def q8_grid(
     """qmatvec_q8_1_<fmt>'s grid: a block per item, or per QMATVEC_Q8_THREADS / LANE_GROUP items
     where the kernel gives each group of lanes its own (q8_by_group); on the tensor cores
     (q8_mma) a block per item of tiles of 16 weight rows (float weights MMA_TILES_F of them from
-    MMA_WIDE_N weight rows, else MMA_F_TILES; the blocks of 32 q8_tiles) and 8 rows of x. `mma`: q8_mma's
+    MMA_WIDE_N weight rows, else MMA_F_TILES; the blocks of 32 q8_tiles) and 8 rows of x; the bulk
+    product (q8_bulk) BULK_PER_SM blocks a multiprocessor, or a block per item. `mma`: q8_mma's
     answer where the caller has it. Any grid is correct (the kernel strides over items)."""
     nx = x_rows_class(rows)
+    if q8_bulk(rt, ordinal, fmt, rows, k, facts):  # a block's stages stay in flight across its items
+        return max(1, min(-(-n // facts["QMATVEC_Q8_BULK_ROWS"]), rt._sms(ordinal) * facts["QMATVEC_Q8_BULK_PER_SM"]))
     if q8_mma(rt, ordinal, fmt, nx, n, facts) if mma is None else mma:
         if fmt in ggml.PLAIN:
             tiles = facts["QMATVEC_Q8_MMA_TILES_F" if q8_wide(fmt, n, facts) else "QMATVEC_Q8_MMA_F_TILES"]
@@ -539,7 +575,7 @@ def q8_x_shared(rt: GpuRuntime, fmt: str, rows: int, k: int, facts=QMATVEC_Q8_GR
     cuda, one row of x of a format of q8_one_apart, k at most LONG_X_SHARED_K."""
     if rt.name != "cuda" or rows != 1:
         return False
-    return q8_one_apart(fmt, facts) and k <= facts["QMATVEC_Q8_LONG_X_SHARED_K"]
+    return q8_long_x_shared(fmt, facts) and k <= facts["QMATVEC_Q8_LONG_X_SHARED_K"]
 
 
 def q8_tiles(fmt: str, facts=QMATVEC_Q8_GRID_FACTS) -> int:

@@ -22,7 +22,7 @@ import pytest
 import generated as g
 from generated import kernel_facts
 from runtime import ggml
-from runtime.gpu.quant import BLOCK256_BITS, q8_one_apart
+from runtime.gpu.quant import BLOCK32_BITS, BLOCK256_BITS, bulk_copies, q8_long_x_shared
 from runtime.gpu.switches import QMATMUL_Q8_1_NMSE
 from tests.gpu.runnable import gpu_backends_or_skip
 
@@ -157,8 +157,8 @@ def test_the_switch_takes_the_exact_x_kernel(backend, fmt):
 
 
 #: The blocks of 256 whose one row of x takes qmatvec_q8_1_one_<fmt>, its long units reading x from
-#: shared memory on cuda (runtime/gpu/quant.py's q8_one_apart).
-SHARED_X = [f for f in FORMATS if q8_one_apart(f)]
+#: shared memory on cuda (runtime/gpu/quant.py's q8_long_x_shared).
+SHARED_X = [f for f in FORMATS if q8_long_x_shared(f)]
 
 
 def one_row_product(rt, fmt: str, n: int, k: int, seed: int):
@@ -245,6 +245,38 @@ def test_long_units_by_groups_of_lanes_give_the_same_bits_on_any_grid(backend, f
     w = block.astype(np.float64)
     want = np.tile(x_as_q8_1(x) @ w.T, n // sample)
     scale = np.tile(np.abs(x_as_q8_1(x)) @ np.abs(w).T, n // sample)
+    assert (np.abs(shipped.reshape(1, n) - want) / scale).max() <= ARITHMETIC_RTOL, f"cuda {fmt} ({n}, {k})"
+
+
+#: The blocks of 32 whose one row of x streams the weights through the bulk copy engine (cuda sm_90).
+BULK = [f for f in BLOCK32_BITS if kernel_facts.QMATVEC_Q8_BULK_BLOCKS >> BLOCK32_BITS.index(f) & 1]
+NO_BULK = pytest.param(None, marks=pytest.mark.skip(reason="QMATVEC_Q8_BULK_BLOCKS is 0: no bulk product to check"))
+
+
+#: (n, k): 39 rows leave the last item of QMATVEC_Q8_BULK_ROWS (4) 3 rows; k of 4352 two steps of
+#: QMATVEC_Q8_THREADS (128) units, the second of 8; 2304 one step of 72; 16640 four whole steps
+#: and one of 8, past QMATVEC_Q8_LONG_X_SHARED_K
+BULK_SHAPES = [(39, 4352), (130, 2304), (6, 16640)]
+
+
+@pytest.mark.parametrize("n, k", BULK_SHAPES)
+@pytest.mark.parametrize("fmt", BULK or [NO_BULK])
+def test_the_bulk_stages_give_the_same_bits_on_any_grid(backend, fmt, n, k):
+    """qmatvec_q8_1_one_<fmt> of QMATVEC_Q8_BULK_BLOCKS by one row of x: a block's stages run on
+    across its items (on one block, every item's steps wrap the stages many times), so grids of 1,
+    2 and 7 blocks give the runtime's grid's bits, which are x in q8_1 times W within the f32
+    sums' bound. cuda sm_90 and up (the bulk copy engine); the launch wrapper is driven directly."""
+    if backend is not g.Backend.CUDA:
+        pytest.skip(f"{backend.value}: the bulk copy engine is cuda's (sm_90)")
+    rt = _runtime(backend)
+    if not bulk_copies(rt, 0):
+        pytest.skip(f"cuda {rt.driver.arch(0)}: no bulk copy engine (sm_90 and up)")
+    shipped, q, x_buf, xq, w, x = one_row_product(rt, fmt, n, k, seed=BLOCK32_BITS.index(fmt) + k)
+    for grid in (1, 2, 7):
+        got = launch_one(rt, fmt, grid, q, x_buf, xq, n, k)
+        np.testing.assert_array_equal(got, shipped, err_msg=f"cuda {fmt} ({n}, {k}): grid {grid}")
+    want = x_as_q8_1(x) @ w.T
+    scale = np.abs(x_as_q8_1(x)) @ np.abs(w).T
     assert (np.abs(shipped.reshape(1, n) - want) / scale).max() <= ARITHMETIC_RTOL, f"cuda {fmt} ({n}, {k})"
 
 

@@ -352,7 +352,7 @@ def test_explore_builds_define_their_facts_and_launch_by_them(tmp_path):
     from runtime.gpu import quant as gpu_quant
 
     apart = [f for f in ggml.FORMATS if gpu_quant.q8_one_apart(f)]
-    assert apart == ["q2_k", "q3_k"] and [shipped.entry(rt, "q2_k", r, 4096) for r in (1, 2)] == [
+    assert apart == ["q5_0", "q2_k", "q3_k"] and [shipped.entry(rt, "q2_k", r, 4096) for r in (1, 2)] == [
         "qmatvec_q8_1_one_q2_k",
         "qmatvec_q8_1_few_q2_k",
     ]
@@ -639,3 +639,33 @@ def test_the_blocks_of_32_pair_their_tiles_where_two_stages_fit():
     assert {gpu_quant.q8_tiles(f, dict(facts, QMATVEC_Q8_MMA_Q_PAIR_BLOCKS=0)) for f in gpu_quant.BLOCK32_BITS} == {1}
     assert gpu_quant.q8_tiles("q4_1", dict(facts, QMATVEC_Q8_MMA_Q_PAIR_BLOCKS=2)) == 2
     assert gpu_quant.q8_tiles("q4_0", dict(facts, QMATVEC_Q8_MMA_Q_PAIR_BLOCKS=2)) == 1
+
+
+def test_the_bulk_product_takes_one_row_of_its_blocks_of_32_on_a_capped_grid():
+    """QMATVEC_Q8_BULK_BLOCKS: one row of x of those blocks of 32, k a multiple of 256, takes
+    qmatvec_q8_1_one_<fmt> on BULK_PER_SM blocks a multiprocessor (or a block per item of
+    BULK_ROWS weight rows) on sm_90; two rows, another k, an older device and the other formats
+    keep their entry and grid. An explore build's grid follows its own BULK_PER_SM, which only
+    the runtime reads."""
+    from runtime.gpu import quant as gpu_quant
+
+    rt, facts = _Sms(), dict(gpu_quant.QMATVEC_Q8_GRID_FACTS, QMATVEC_Q8_BULK_BLOCKS=0b101)  # q4_0, q5_0
+    rows = facts["QMATVEC_Q8_BULK_ROWS"]
+    assert [f for f in gpu_quant.BLOCK32_BITS if gpu_quant.q8_one_apart(f, facts)] == ["q4_0", "q5_0"]
+    assert gpu_quant.q8_bulk(rt, 0, "q4_0", 1, 4096, facts) and not gpu_quant.q8_bulk(rt, 0, "q4_1", 1, 4096, facts)
+    assert not gpu_quant.q8_bulk(rt, 0, "q4_0", 2, 4096, facts) and not gpu_quant.q8_bulk(rt, 0, "q4_0", 1, 4128, facts)
+    assert gpu_quant.q8_grid(rt, 0, "q4_0", 16384, 16384, 1, 8, facts) == 132 * facts["QMATVEC_Q8_BULK_PER_SM"]
+    assert gpu_quant.q8_grid(rt, 0, "q4_0", 37, 4096, 1, 8, facts) == -(-37 // rows)  # a block per item
+    assert gpu_quant.q8_grid(rt, 0, "q4_0", 16384, 4128, 1, 8, facts) == gpu_quant.q8_grid(
+        rt, 0, "q4_0", 16384, 4128, 1, 8
+    )
+    older = _Sms()
+    older.driver = SimpleNamespace(arch=lambda ordinal: "sm_80")
+    assert not gpu_quant.q8_bulk(older, 0, "q4_0", 1, 4096, facts) and gpu_quant.q8_one_apart("q4_0", facts)
+    assert not gpu_quant.q8_x_shared(rt, "q4_0", 1, 4096, facts)  # x stays in global memory
+    every, fewer, none = bench.explore_variants(["bulk-all", "bulk-per-sm-3", "bulk-none"], None)
+    assert every.entry(rt, "q4_0", 1, 16384) == "qmatvec_q8_1_one_q4_0"
+    assert every.grid(rt, "q4_0", 16384, 16384, 1) == 132 * gpu_quant.QMATVEC_Q8_BULK_PER_SM
+    assert every.grid(rt, "q4_0", 37, 4096, 1) == -(-37 // 4)  # the build's own rows an item
+    assert fewer.grid(rt, "q5_0", 16384, 16384, 1) == 132 * 3
+    assert none.entry(rt, "q5_0", 1, 16384) == "qmatvec_q8_1_few_q5_0"
