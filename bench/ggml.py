@@ -406,6 +406,8 @@ EXPLORE_VARIANTS: dict[str, dict[str, int]] = {
     "lane-k-one-all": {"QMATVEC_Q8_LANE_K_ONE_BLOCKS": 63},
     "lane-k-one-8": {"QMATVEC_Q8_LANE_UNITS_K_ONE": 8},
     "lane-k-one-shared-items-1024": {"QMATVEC_Q8_LANE_K_ONE_SHARED_ITEMS": 1024},
+    "rows-x1-narrow-4": {"QMATVEC_Q8_ROWS_X1_NARROW": 4},
+    "rows-x1-narrow-2": {"QMATVEC_Q8_ROWS_X1_NARROW": 2},
     "bulk-none": {"QMATVEC_Q8_BULK_BLOCKS": 0},
     "bulk-all": {"QMATVEC_Q8_BULK_BLOCKS": 31, "QMATVEC_Q8_BULK_ROWS": 4},
     "bulk-eight": {"QMATVEC_Q8_BULK_BLOCKS": 7},
@@ -440,7 +442,7 @@ class Variant:
     wide: bool = True  # qmatvec_q8_1_mma_wide_<fmt> for float weights of many rows (an older source: none)
     one: bool = True  # qmatvec_q8_1_one_<fmt> for one row of x (an older source: its few entry)
 
-    def item_rows(self, fmt: str, nx: int, n: int) -> int:
+    def item_rows(self, fmt: str, nx: int, n: int, k: int) -> int:
         from runtime import ggml
         from runtime.gpu import quant as gpu_quant
 
@@ -449,6 +451,11 @@ class Variant:
         narrow = self.facts.get("QMATVEC_Q8_NARROW_N", 0)  # an older source: none
         if family == "" and fmt not in ggml.PLAIN and nx == 4 and n < narrow:
             return self.facts["QMATVEC_Q8_ROWS_X4_NARROW"]
+        one = self.facts.get("QMATVEC_Q8_ROWS_X1_NARROW")  # an older source: none
+        blocks32 = family == "" and fmt not in ggml.PLAIN
+        by_lanes = one is not None and k // 32 <= self.facts["QMATVEC_Q8_LANE_UNITS"] * gpu_quant.LANE_GROUP
+        if blocks32 and nx == 1 and n < narrow and by_lanes:
+            return one
         two = self.facts.get("QMATVEC_Q8_ROWS_K_X2_TWO", 0)  # an older source: none
         if family == "_K" and nx == 2 and (two >> gpu_quant.BLOCK256_BITS.index(fmt)) & 1:
             return 2
@@ -490,7 +497,7 @@ class Variant:
     def grid(self, rt, fmt: str, n: int, k: int, rows: int) -> int:
         from runtime.gpu import quant as gpu_quant
 
-        item_rows = self.item_rows(fmt, gpu_quant.x_rows_class(rows), n)
+        item_rows = self.item_rows(fmt, gpu_quant.x_rows_class(rows), n, k)
         return gpu_quant.q8_grid(rt, 0, fmt, n, k, rows, item_rows, self.grid_facts())
 
 

@@ -100,6 +100,12 @@
 #define OPGEN_QMATVEC_Q8_ROWS_X1 8
 #endif
 
+// qmatvec_q8_1_* of blocks of 32: weight rows per item for one row of x where the weight has fewer than QMATVEC_Q8_NARROW_N rows and its groups of lanes take the items (k / 32 at most QMATVEC_Q8_LANE_UNITS units a lane); 8, as QMATVEC_Q8_ROWS_X1: off. 4 was faster at 4096 x 4096 on the H200 (q8_0 5.4 us against 6.2, q4_1 4.5 against 4.9), but its product in the entry of 1 and 2 rows changes that entry's code for 2 rows too, which no table has timed yet (bench/ggml.py --explore compares)
+// (a default: -D OPGEN_QMATVEC_Q8_ROWS_X1_NARROW=... may tune it, with the runtime's QMATVEC_Q8_ROWS_X1_NARROW set alike)
+#ifndef OPGEN_QMATVEC_Q8_ROWS_X1_NARROW
+#define OPGEN_QMATVEC_Q8_ROWS_X1_NARROW 8
+#endif
+
 // qmatvec_q8_1_* of blocks of 32: weight rows per item for 2 rows of x (bench/ggml.py --explore compares 1, 2, 4, 8)
 // (a default: -D OPGEN_QMATVEC_Q8_ROWS_X2=... may tune it, with the runtime's QMATVEC_Q8_ROWS_X2 set alike)
 #ifndef OPGEN_QMATVEC_Q8_ROWS_X2

@@ -1796,6 +1796,22 @@ __device__ __forceinline__ void qmatvec_q8_1_many(const uint8_t* w, const float*
 // stays its only caller and is built as before).
 template <typename F> constexpr bool kOneApart = (policy_of<F, 1>::kLong && kXShared<F>) || kBulk<F>;
 
+// One row of x in items of item_rows<F>::x1 weight rows, but for the blocks of 32 on a weight of
+// fewer than QMATVEC_Q8_NARROW_N rows whose groups of lanes take the items (at most
+// QMATVEC_Q8_LANE_UNITS units a lane): QMATVEC_Q8_ROWS_X1_NARROW, more items in flight
+// (runtime/gpu/quant.py's q8_item_rows alike).
+template <typename F>
+__device__ __forceinline__ void one_row(const uint8_t* __restrict__ w, const x_source& xs, float* __restrict__ y, size_t n,
+                                        size_t rows) {
+    if constexpr (kFamily<F> == 0 && OPGEN_QMATVEC_Q8_ROWS_X1_NARROW != item_rows<F>::x1) {
+        const bool by_lanes = xs.k / 32 <= (size_t)OPGEN_QMATVEC_Q8_LANE_UNITS * OPGEN_LANE_GROUP;
+        if (n < (size_t)OPGEN_QMATVEC_Q8_NARROW_N && by_lanes) {
+            return product<F, 1, OPGEN_QMATVEC_Q8_ROWS_X1_NARROW>(w, xs, y, n, rows);
+        }
+    }
+    product<F, 1, item_rows<F>::x1>(w, xs, y, n, rows);
+}
+
 template <typename F>
 __device__ __forceinline__ void qmatvec_q8_1_one(const uint8_t* w, const float* x, const uint8_t* xq, float* y, size_t n,
                                                  size_t k, size_t rows) {
@@ -1809,7 +1825,7 @@ __device__ __forceinline__ void qmatvec_q8_1_one(const uint8_t* w, const float* 
     }
 #endif
     if constexpr (kOneApart<F>) {
-        product<F, 1, item_rows<F>::x1>(w, xs, y, n, rows);
+        one_row<F>(w, xs, y, n, rows);
     } else {
         product<F, 1, 1>(w, xs, y, n, rows);
     }
@@ -1826,7 +1842,7 @@ __device__ __forceinline__ void qmatvec_q8_1_few(const uint8_t* w, const float* 
     if constexpr (kOneApart<F>) {  // one row: qmatvec_q8_1_one_<F>; this is correct for it all the same
         product<F, 2, item_rows<F>::x2>(w, xs, y, n, rows);
     } else if (rows == 1) {
-        product<F, 1, item_rows<F>::x1>(w, xs, y, n, rows);
+        one_row<F>(w, xs, y, n, rows);
     } else {
         product<F, 2, item_rows<F>::x2>(w, xs, y, n, rows);
     }

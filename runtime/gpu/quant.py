@@ -60,6 +60,7 @@ from generated.kernel_facts import (
     QMATVEC_Q8_ROWS_K_X4,
     QMATVEC_Q8_ROWS_K_X8,
     QMATVEC_Q8_ROWS_X1,
+    QMATVEC_Q8_ROWS_X1_NARROW,
     QMATVEC_Q8_ROWS_X2,
     QMATVEC_Q8_ROWS_X4,
     QMATVEC_Q8_ROWS_X4_NARROW,
@@ -406,7 +407,7 @@ def qmatvec_q8_1(
             xq = rt.alloc(ordinal, x_q8_1_bytes(rows, k), np.dtype(np.uint8))
         quantize_x = rt._entry(table, (K.QUANTIZE_Q8_1_X, x.dtype), "qmatmul")
         quantize_x(rt.launch, rt.geometry(rows * k // 4, ordinal), BLOCK, stream, x.ptr, xq.ptr, rows, k)
-    grid = q8_grid(rt, ordinal, q.fmt, n, k, rows, q8_item_rows(q.fmt, nx, n), mma=mma)
+    grid = q8_grid(rt, ordinal, q.fmt, n, k, rows, q8_item_rows(q.fmt, nx, n, k), mma=mma)
     fn(rt.launch, grid, q8_threads(q.fmt, mma, wide=wide), stream, q.buf.ptr, x.ptr, xq.ptr, out.ptr, n, k, rows)
 
 
@@ -471,16 +472,21 @@ def q8_bulk(rt: GpuRuntime, ordinal: int, fmt: str, rows: int, k: int, facts=QMA
     return bool(facts["QMATVEC_Q8_BULK_BLOCKS"] >> BLOCK32_BITS.index(fmt) & 1) and bulk_copies(rt, ordinal)
 
 
-def q8_item_rows(fmt: str, nx: int, n: int) -> int:
+def q8_item_rows(fmt: str, nx: int, n: int, k: int) -> int:
     """qmatvec_q8_1_<fmt>'s weight rows per item for the x rows class `nx` (x_rows_class) and a
-    weight of n rows: the blocks of 32 at 3 or 4 rows of x take QMATVEC_Q8_ROWS_X4_NARROW below
-    QMATVEC_Q8_NARROW_N rows; the blocks of 256 of QMATVEC_Q8_ROWS_K_X2_TWO two at 2 rows."""
+    weight (n, k): the blocks of 32 below QMATVEC_Q8_NARROW_N rows take QMATVEC_Q8_ROWS_X4_NARROW at
+    3 or 4 rows of x, and _ROWS_X1_NARROW at one row where groups of lanes take the items (k / 32
+    at most LANE_UNITS units a lane); the blocks of 256 of QMATVEC_Q8_ROWS_K_X2_TWO two at 2 rows."""
     if fmt in ggml.PLAIN:
         return QMATVEC_Q8_ROWS_F[nx]
     if ggml.FORMATS[fmt].block == 256:
         two = nx == 2 and (QMATVEC_Q8_ROWS_K_X2_TWO >> BLOCK256_BITS.index(fmt)) & 1
         return 2 if two else QMATVEC_Q8_ROWS_K[nx]
-    return QMATVEC_Q8_ROWS_X4_NARROW if nx == 4 and n < QMATVEC_Q8_NARROW_N else QMATVEC_Q8_ROWS[nx]
+    if n < QMATVEC_Q8_NARROW_N and nx == 4:
+        return QMATVEC_Q8_ROWS_X4_NARROW
+    if n < QMATVEC_Q8_NARROW_N and nx == 1 and k // 32 <= QMATVEC_Q8_LANE_UNITS * LANE_GROUP:
+        return QMATVEC_Q8_ROWS_X1_NARROW
+    return QMATVEC_Q8_ROWS[nx]
 
 
 def q8_units(fmt: str, k: int) -> int:

@@ -310,23 +310,26 @@ def test_explore_builds_define_their_facts_and_launch_by_them(tmp_path):
     four, by_block, baseline = bench.explore_variants(["rows-4", "block-items"], older)
     assert four.path.read_text().startswith("#define OPGEN_QMATVEC_Q8_ROWS_X1 4\n")
     assert "#define" not in baseline.path.read_text()
-    assert (four.item_rows("q4_0", 8, 4096), four.item_rows("f16", 2, 4096)) == (4, 4)
-    assert four.item_rows("q4_k", 1, 4096) == kf.QMATVEC_Q8_ROWS_K_X1  # the blocks of 256 as shipped
-    assert baseline.item_rows("f16", 4, 4096) == kf.QMATVEC_Q8_ROWS_X4  # its floats take the blocks of 32's rows
-    assert baseline.item_rows("q4_0", 4, 4096) == kf.QMATVEC_Q8_ROWS_X4  # no narrow rows in an older source
+    assert (four.item_rows("q4_0", 8, 4096, 4096), four.item_rows("f16", 2, 4096, 4096)) == (4, 4)
+    assert four.item_rows("q4_k", 1, 4096, 4096) == kf.QMATVEC_Q8_ROWS_K_X1  # the blocks of 256 as shipped
+    assert baseline.item_rows("f16", 4, 4096, 4096) == kf.QMATVEC_Q8_ROWS_X4  # its floats take the blocks of 32's rows
+    assert baseline.item_rows("q4_0", 4, 4096, 4096) == kf.QMATVEC_Q8_ROWS_X4  # no narrow rows in an older source
     narrow = bench.explore_variants(["shipped"], None)[0]
     below, above = kf.QMATVEC_Q8_NARROW_N - 1, kf.QMATVEC_Q8_NARROW_N
-    assert narrow.item_rows("q4_0", 4, below) == kf.QMATVEC_Q8_ROWS_X4_NARROW
-    assert narrow.item_rows("q4_0", 4, above) == kf.QMATVEC_Q8_ROWS_X4
-    assert narrow.item_rows("q4_0", 8, below) == kf.QMATVEC_Q8_ROWS_X8  # 3 or 4 rows of x only
-    assert narrow.item_rows("q4_k", 4, below) == kf.QMATVEC_Q8_ROWS_K_X4  # the blocks of 32 only
+    assert narrow.item_rows("q4_0", 4, below, 4096) == kf.QMATVEC_Q8_ROWS_X4_NARROW
+    assert narrow.item_rows("q4_0", 4, above, 4096) == kf.QMATVEC_Q8_ROWS_X4
+    assert narrow.item_rows("q4_0", 8, below, 4096) == kf.QMATVEC_Q8_ROWS_X8  # 3 or 4 rows of x only
+    assert narrow.item_rows("q4_k", 4, below, 4096) == kf.QMATVEC_Q8_ROWS_K_X4  # the blocks of 32 only
     rt = _Geometry()
     items = 4096 // kf.QMATVEC_Q8_ROWS_X1  # q4_0, 4096 x 4096, one row of x: 128 units, 4 a lane
     lane_items = kf.QMATVEC_Q8_LANE_UNITS >= 4
     threads = kf.QMATVEC_Q8_THREADS
     assert by_block.grid(rt, "q4_0", 4096, 4096, 1) == baseline.grid(rt, "q4_0", 4096, 4096, 1) == items
     shipped = bench.explore_variants(["shipped"], None)[0]
-    assert shipped.grid(rt, "q4_0", 4096, 4096, 1) == (-(-items // (threads // 32)) if lane_items else items)
+    one = 4096 // kf.QMATVEC_Q8_ROWS_X1_NARROW if lane_items else items  # groups of lanes: narrow rows an item
+    four = bench.explore_variants(["rows-x1-narrow-4"], None)[0]
+    assert four.grid(rt, "q4_0", 4096, 4096, 1) == 4096 // 4 // (threads // 32)
+    assert shipped.grid(rt, "q4_0", 4096, 4096, 1) == (-(-one // (threads // 32)) if lane_items else items)
     assert shipped.grid(rt, "q4_0", 4096, 4096 * 64, 1) == items  # 64 units a lane: a block per item
     many = 16384 // kf.QMATVEC_Q8_ROWS_X4  # 16384 x 16384, 4 rows: 16 units a lane, items from LANE_ITEMS
     by_groups = kf.QMATVEC_Q8_LANE_UNITS_MANY >= 16 and many >= kf.QMATVEC_Q8_LANE_ITEMS
@@ -508,9 +511,9 @@ def test_the_blocks_of_256_of_the_x2_two_bits_take_two_weight_rows_at_two_rows_o
     shipped, none = bench.explore_variants(["shipped", "rows-k-x2-two-none"], None)
     for bit, fmt in enumerate(gpu_quant.BLOCK256_BITS):
         two = 2 if kf.QMATVEC_Q8_ROWS_K_X2_TWO >> bit & 1 else kf.QMATVEC_Q8_ROWS_K_X2
-        assert shipped.item_rows(fmt, 2, 4096) == gpu_quant.q8_item_rows(fmt, 2, 4096) == two, fmt
-        assert none.item_rows(fmt, 2, 4096) == kf.QMATVEC_Q8_ROWS_K_X2, fmt
-        assert shipped.item_rows(fmt, 1, 4096) == kf.QMATVEC_Q8_ROWS_K_X1, fmt
+        assert shipped.item_rows(fmt, 2, 4096, 4096) == gpu_quant.q8_item_rows(fmt, 2, 4096, 4096) == two, fmt
+        assert none.item_rows(fmt, 2, 4096, 4096) == kf.QMATVEC_Q8_ROWS_K_X2, fmt
+        assert shipped.item_rows(fmt, 1, 4096, 4096) == kf.QMATVEC_Q8_ROWS_K_X1, fmt
     block256 = {f for f, spec in ggml.FORMATS.items() if spec.block == 256}
     assert set(gpu_quant.BLOCK256_BITS) == block256
 
@@ -612,7 +615,7 @@ def test_groups_of_lanes_take_their_own_items_of_the_long_rows_of_one_row_of_x()
     assert gpu_quant.q8_grid(rt, 0, "q5_k", 4096, k, 1, rows_k) == 4096 // rows_k // groups
     assert gpu_quant.q8_grid(rt, 0, "q5_k", 4096, k + 256, 1, rows_k) == 4096 // rows_k  # a block an item
     assert gpu_quant.q8_grid(rt, 0, "q4_k", 4096, k, 1, rows_k) == 4096 // rows_k
-    two = gpu_quant.q8_item_rows("q5_k", 2, 4096)
+    two = gpu_quant.q8_item_rows("q5_k", 2, 4096, k)
     assert gpu_quant.q8_grid(rt, 0, "q5_k", 4096, k, 2, two) == 4096 // two
     enough = kf.QMATVEC_Q8_LANE_K_ONE_SHARED_ITEMS * rows_k
     for n, by_groups in ((enough, True), (enough - rows_k, False)):
@@ -669,3 +672,25 @@ def test_the_bulk_product_takes_one_row_of_its_blocks_of_32_on_a_capped_grid():
     assert every.grid(rt, "q4_0", 37, 4096, 1) == -(-37 // 4)  # the build's own rows an item
     assert fewer.grid(rt, "q5_0", 16384, 16384, 1) == 132 * 3
     assert none.entry(rt, "q5_0", 1, 16384) == "qmatvec_q8_1_few_q5_0"
+
+
+def test_one_row_of_a_narrow_weight_takes_fewer_rows_an_item_where_groups_of_lanes_take_them(monkeypatch):
+    """QMATVEC_Q8_ROWS_X1_NARROW (here 4; shipped as QMATVEC_Q8_ROWS_X1, off): one row of x of the
+    blocks of 32 on fewer than QMATVEC_Q8_NARROW_N weight rows whose groups of lanes take the items
+    (k / 32 at most QMATVEC_Q8_LANE_UNITS units a lane); longer rows (a block an item), wider
+    weights, two rows of x and the blocks of 256 keep their rows; an explore build decides alike."""
+    from generated import kernel_facts as kf
+    from runtime.gpu import quant as gpu_quant
+
+    monkeypatch.setattr(gpu_quant, "QMATVEC_Q8_ROWS_X1_NARROW", 4)
+    narrow, k = kf.QMATVEC_Q8_NARROW_N - 1, 32 * 32 * kf.QMATVEC_Q8_LANE_UNITS  # the longest by groups
+    assert kf.QMATVEC_Q8_ROWS_X1 != 4
+    assert gpu_quant.q8_item_rows("q4_0", 1, narrow, k) == 4
+    assert gpu_quant.q8_item_rows("q8_0", 1, narrow, k + 32) == kf.QMATVEC_Q8_ROWS_X1
+    assert gpu_quant.q8_item_rows("q4_1", 1, narrow + 1, k) == kf.QMATVEC_Q8_ROWS_X1
+    assert gpu_quant.q8_item_rows("q4_1", 2, narrow, k) == kf.QMATVEC_Q8_ROWS_X2
+    assert gpu_quant.q8_item_rows("q4_k", 1, narrow, k) == kf.QMATVEC_Q8_ROWS_K_X1
+    four, two = bench.explore_variants(["rows-x1-narrow-4", "rows-x1-narrow-2"], None)
+    assert four.item_rows("q5_1", 1, narrow, k) == 4 and two.item_rows("q5_1", 1, narrow, k) == 2
+    assert four.item_rows("q5_1", 1, narrow, k + 32) == kf.QMATVEC_Q8_ROWS_X1
+    assert four.item_rows("q5_1", 1, narrow + 1, k) == kf.QMATVEC_Q8_ROWS_X1
