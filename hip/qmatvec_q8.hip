@@ -1550,11 +1550,13 @@ __device__ void product(const uint8_t* __restrict__ w, const x_source& xs, float
 // w 16-byte aligned (each stage row then starts and ends on 16 bytes): the weights stream into
 // shared memory through the bulk copy engine (cp.async.bulk), whose copies in flight hold no
 // registers, where the loads of item_sums wait with as many in flight as a quarter of the warps'
-// registers hold. A block takes items of QMATVEC_Q8_BULK_ROWS weight rows (grid-strided); a step
-// is kThreads units of each, a unit a thread, read from its stage; kStages stages keep as many
-// steps in flight across the block's items: thread 0 refills the stage the block left at the step
-// before (a __syncthreads a step ends it), an mbarrier a stage counting its bytes in. x comes from
-// global memory, as in item_sums.
+// registers hold. A block takes items of QMATVEC_Q8_BULK_ROWS weight rows (grid-strided; the
+// runtime's grid QMATVEC_Q8_BULK_PER_SM blocks a multiprocessor); a step is kThreads units of
+// each, a unit a thread, read from its stage; S stages (bulk_stages) keep as many steps in flight
+// across the block's items: thread 0 refills the stage the block left at the step before (a
+// __syncthreads a step ends it), an mbarrier a stage counting its bytes in. x comes from global
+// memory, as in item_sums. Each item's sums are taken in one order whatever the grid: any grid
+// gives the same bits.
 #if OPGEN_CUDA && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #define OPGEN_QMATVEC_BULK 1
 #else
@@ -1623,7 +1625,7 @@ __device__ void bulk_product(const uint8_t* __restrict__ w, const x_source& xs, 
     typedef bulk_stages<F> B;
     typedef q8_operands<F> P;
     constexpr int R = B::kRows, S = B::S, kHeld = R >= OPGEN_LANE_GROUP ? R / OPGEN_LANE_GROUP : 1;
-    static_assert(S >= 2, "two stages at least");
+    static_assert(S >= 2, "two stages at least: QMATVEC_Q8_BULK_ROWS too many rows of this format for 46 KiB");
     __shared__ __align__(128) uint8_t stage[S][R][B::kRow];
     __shared__ uint64_t full[S];
     __shared__ float partial[kGroups][R];

@@ -441,7 +441,7 @@ def q8_entry(nx: int, mma: bool, wide: bool = False, apart: bool = False) -> K:
 
 def q8_one_apart(fmt: str, facts=QMATVEC_Q8_GRID_FACTS) -> bool:
     """Whether one row of x of `fmt` takes qmatvec_q8_1_one_<fmt> (hip/qmatvec_q8.hip's kOneApart):
-    the long units that copy x into shared memory (_long_x_shared), and the blocks of 32 of
+    the long units that copy x into shared memory (q8_long_x_shared), and the blocks of 32 of
     BULK_BLOCKS (their stages; on a device without bulk copies that entry takes the product of
     few), so that the entry of two rows holds neither; every other format's one row takes
     qmatvec_q8_1_few_<fmt>, as two rows do."""
@@ -578,7 +578,7 @@ def q8_grid(
 
 def q8_x_shared(rt: GpuRuntime, fmt: str, rows: int, k: int, facts=QMATVEC_Q8_GRID_FACTS) -> bool:
     """Whether qmatvec_q8_1_<fmt> reads x from shared memory (hip/qmatvec_q8.hip's kXShared):
-    cuda, one row of x of a format of q8_one_apart, k at most LONG_X_SHARED_K."""
+    cuda, one row of x of a format of q8_long_x_shared, k at most LONG_X_SHARED_K."""
     if rt.name != "cuda" or rows != 1:
         return False
     return q8_long_x_shared(fmt, facts) and k <= facts["QMATVEC_Q8_LONG_X_SHARED_K"]
