@@ -189,6 +189,18 @@ def launch_one(rt, fmt: str, grid: int, q, x_buf, xq, n: int, k: int) -> np.ndar
     return rt.to_host(y)
 
 
+def same_bits_on_any_grid(rt, fmt: str, n: int, k: int, seed: int) -> None:
+    """qmatvec_q8_1_one_<fmt> by one row of x against W (n, k): grids of 1, 2 and 7 blocks give
+    the runtime's grid's bits, which are x in q8_1 times W within the f32 sums' bound."""
+    shipped, q, x_buf, xq, w, x = one_row_product(rt, fmt, n, k, seed=seed)
+    for grid in (1, 2, 7):
+        got = launch_one(rt, fmt, grid, q, x_buf, xq, n, k)
+        np.testing.assert_array_equal(got, shipped, err_msg=f"cuda {fmt} ({n}, {k}): grid {grid}")
+    want = x_as_q8_1(x) @ w.T
+    scale = np.abs(x_as_q8_1(x)) @ np.abs(w).T
+    assert (np.abs(shipped.reshape(1, n) - want) / scale).max() <= ARITHMETIC_RTOL, f"cuda {fmt} ({n}, {k})"
+
+
 @pytest.mark.parametrize("k", [4352, kernel_facts.QMATVEC_Q8_LONG_X_SHARED_K + 256], ids=["shared", "past-shared"])
 @pytest.mark.parametrize("fmt", SHARED_X)
 def test_long_units_give_the_same_bits_on_any_grid(backend, fmt, k):
@@ -199,15 +211,8 @@ def test_long_units_give_the_same_bits_on_any_grid(backend, fmt, k):
     directly; the HIP build reads x from global memory at every k."""
     if backend is not g.Backend.CUDA:
         pytest.skip(f"{backend.value}: x in shared memory is cuda's path")
-    rt = _runtime(backend)
     n = 4 * 7 * 3 + 2  # 22 items of 4 weight rows, the last 2 rows: every grid below takes several
-    shipped, q, x_buf, xq, w, x = one_row_product(rt, fmt, n, k, seed=SHARED_X.index(fmt))
-    for grid in (1, 2, 7):
-        got = launch_one(rt, fmt, grid, q, x_buf, xq, n, k)
-        np.testing.assert_array_equal(got, shipped, err_msg=f"cuda {fmt} k {k}: grid {grid}")
-    want = x_as_q8_1(x) @ w.T
-    scale = np.abs(x_as_q8_1(x)) @ np.abs(w).T
-    assert (np.abs(shipped.reshape(1, n) - want) / scale).max() <= ARITHMETIC_RTOL, f"cuda {fmt} k {k}"
+    same_bits_on_any_grid(_runtime(backend), fmt, n, k, seed=SHARED_X.index(fmt))
 
 
 #: The blocks of 256 of QMATVEC_Q8_LANE_K_ONE_BLOCKS that read x from shared memory: their groups
@@ -271,13 +276,7 @@ def test_the_bulk_stages_give_the_same_bits_on_any_grid(backend, fmt, n, k):
     rt = _runtime(backend)
     if not bulk_copies(rt, 0):
         pytest.skip(f"cuda {rt.driver.arch(0)}: no bulk copy engine (sm_90 and up)")
-    shipped, q, x_buf, xq, w, x = one_row_product(rt, fmt, n, k, seed=BLOCK32_BITS.index(fmt) + k)
-    for grid in (1, 2, 7):
-        got = launch_one(rt, fmt, grid, q, x_buf, xq, n, k)
-        np.testing.assert_array_equal(got, shipped, err_msg=f"cuda {fmt} ({n}, {k}): grid {grid}")
-    want = x_as_q8_1(x) @ w.T
-    scale = np.abs(x_as_q8_1(x)) @ np.abs(w).T
-    assert (np.abs(shipped.reshape(1, n) - want) / scale).max() <= ARITHMETIC_RTOL, f"cuda {fmt} ({n}, {k})"
+    same_bits_on_any_grid(rt, fmt, n, k, seed=BLOCK32_BITS.index(fmt) + k)
 
 
 @pytest.mark.parametrize("fmt", [f for f in FORMATS if f not in SHARED_X])
