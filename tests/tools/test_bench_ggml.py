@@ -694,3 +694,18 @@ def test_one_row_of_a_narrow_weight_takes_fewer_rows_an_item_where_groups_of_lan
     assert four.item_rows("q5_1", 1, narrow, k) == 4 and two.item_rows("q5_1", 1, narrow, k) == 2
     assert four.item_rows("q5_1", 1, narrow, k + 32) == kf.QMATVEC_Q8_ROWS_X1
     assert four.item_rows("q5_1", 1, narrow + 1, k) == kf.QMATVEC_Q8_ROWS_X1
+
+
+def test_every_fact_the_grid_follows_reaches_an_explore_build():
+    """Each fact of QMATVEC_Q8_GRID_FACTS is read by hip/qmatvec_q8.hip (OPGEN_<name>) or named in
+    bench/ggml.py's RUNTIME_FACTS, so that an explore build's grid and entry follow its own value:
+    a fact only the runtime reads and RUNTIME_FACTS leaves out reaches a build as 0 (an older
+    source's value), its grid then one block."""
+    from runtime.gpu import quant as gpu_quant
+    from runtime.gpu.compile import HIP_DIR
+
+    text = (HIP_DIR / "qmatvec_q8.hip").read_text()
+    lost = [f for f in gpu_quant.QMATVEC_Q8_GRID_FACTS if f"OPGEN_{f}" not in text and f not in bench.RUNTIME_FACTS]
+    assert lost == []
+    shipped = bench.explore_variants(["shipped"], None)[0]
+    assert shipped.grid_facts() == gpu_quant.QMATVEC_Q8_GRID_FACTS
