@@ -453,7 +453,7 @@ class Variant:
             return self.facts["QMATVEC_Q8_ROWS_X4_NARROW"]
         one = self.facts.get("QMATVEC_Q8_ROWS_X1_NARROW")  # an older source: none
         blocks32 = family == "" and fmt not in ggml.PLAIN
-        by_lanes = one is not None and k // 32 <= self.facts["QMATVEC_Q8_LANE_UNITS"] * gpu_quant.LANE_GROUP
+        by_lanes = one is not None and gpu_quant.q8_by_group(fmt, nx, gpu_quant.q8_units(fmt, k), 0, self.grid_facts())
         if blocks32 and nx == 1 and n < narrow and by_lanes:
             return one
         two = self.facts.get("QMATVEC_Q8_ROWS_K_X2_TWO", 0)  # an older source: none

@@ -460,7 +460,13 @@ def q8_long_x_shared(fmt: str, facts=QMATVEC_Q8_GRID_FACTS) -> bool:
 
 def bulk_copies(rt: GpuRuntime, ordinal: int) -> bool:
     """Whether hip/qmatvec_q8.hip has its bulk-copy product on this device: cuda, sm_90 and up."""
-    return rt.name == "cuda" and int(rt.driver.arch(ordinal).removeprefix("sm_")) >= BULK_ARCH
+    return _cuda_from(rt, ordinal, BULK_ARCH)
+
+
+def _cuda_from(rt: GpuRuntime, ordinal: int, arch: int) -> bool:
+    """Whether the device is cuda of compute capability `arch` or later (the cuda driver asks the
+    device's compute capability once)."""
+    return rt.name == "cuda" and int(rt.driver.arch(ordinal).removeprefix("sm_")) >= arch
 
 
 def q8_bulk(rt: GpuRuntime, ordinal: int, fmt: str, rows: int, k: int, facts=QMATVEC_Q8_GRID_FACTS) -> bool:
@@ -484,7 +490,7 @@ def q8_item_rows(fmt: str, nx: int, n: int, k: int) -> int:
         return 2 if two else QMATVEC_Q8_ROWS_K[nx]
     if n < QMATVEC_Q8_NARROW_N and nx == 4:
         return QMATVEC_Q8_ROWS_X4_NARROW
-    if n < QMATVEC_Q8_NARROW_N and nx == 1 and k // 32 <= QMATVEC_Q8_LANE_UNITS * LANE_GROUP:
+    if n < QMATVEC_Q8_NARROW_N and nx == 1 and q8_by_group(fmt, nx, q8_units(fmt, k), 0):
         return QMATVEC_Q8_ROWS_X1_NARROW
     return QMATVEC_Q8_ROWS[nx]
 
@@ -516,9 +522,8 @@ def q8_by_group(
 
 
 def tensor_cores(rt: GpuRuntime, ordinal: int) -> bool:
-    """Whether hip/qmatvec_q8.hip has its tensor-core product on this device: cuda, sm_80 and up
-    (the cuda driver asks the device's compute capability once)."""
-    return rt.name == "cuda" and int(rt.driver.arch(ordinal).removeprefix("sm_")) >= MMA_TF32_ARCH
+    """Whether hip/qmatvec_q8.hip has its tensor-core product on this device: cuda, sm_80 and up."""
+    return _cuda_from(rt, ordinal, MMA_TF32_ARCH)
 
 
 def q8_mma(rt: GpuRuntime, ordinal: int, fmt: str, nx: int, n: int, facts=QMATVEC_Q8_GRID_FACTS) -> bool:
