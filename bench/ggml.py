@@ -406,8 +406,9 @@ EXPLORE_VARIANTS: dict[str, dict[str, int]] = {
     "lane-k-one-all": {"QMATVEC_Q8_LANE_K_ONE_BLOCKS": 63},
     "lane-k-one-8": {"QMATVEC_Q8_LANE_UNITS_K_ONE": 8},
     "lane-k-one-shared-items-1024": {"QMATVEC_Q8_LANE_K_ONE_SHARED_ITEMS": 1024},
-    "rows-x1-narrow-4": {"QMATVEC_Q8_ROWS_X1_NARROW": 4},
-    "rows-x1-narrow-2": {"QMATVEC_Q8_ROWS_X1_NARROW": 2},
+    "rows-x1-narrow-8": {"QMATVEC_Q8_ROWS_X1_NARROW": 8},
+    "rows-x1-narrow-4": {"QMATVEC_Q8_ROWS_X1_NARROW": 4, "QMATVEC_Q8_ROWS_X1_NARROW_BLOCKS": 63},
+    "rows-x1-narrow-2": {"QMATVEC_Q8_ROWS_X1_NARROW": 2, "QMATVEC_Q8_ROWS_X1_NARROW_BLOCKS": 63},
     "bulk-none": {"QMATVEC_Q8_BULK_BLOCKS": 0},
     "bulk-all": {"QMATVEC_Q8_BULK_BLOCKS": 31, "QMATVEC_Q8_BULK_ROWS": 4},
     "bulk-eight": {"QMATVEC_Q8_BULK_BLOCKS": 7},
@@ -454,7 +455,9 @@ class Variant:
         one = self.facts.get("QMATVEC_Q8_ROWS_X1_NARROW")  # an older source: none
         blocks32 = family == "" and fmt not in ggml.PLAIN
         by_lanes = one is not None and gpu_quant.q8_by_group(fmt, nx, gpu_quant.q8_units(fmt, k), 0, self.grid_facts())
-        if blocks32 and nx == 1 and n < narrow and by_lanes:
+        named = self.facts.get("QMATVEC_Q8_ROWS_X1_NARROW_BLOCKS", 63)  # an older source: every block of 32
+        takes = blocks32 and (named >> gpu_quant.BLOCK32_BITS.index(fmt)) & 1
+        if takes and nx == 1 and n < narrow and by_lanes:
             return one
         two = self.facts.get("QMATVEC_Q8_ROWS_K_X2_TWO", 0)  # an older source: none
         if family == "_K" and nx == 2 and (two >> gpu_quant.BLOCK256_BITS.index(fmt)) & 1:

@@ -100,10 +100,16 @@
 #define OPGEN_QMATVEC_Q8_ROWS_X1 8
 #endif
 
-// qmatvec_q8_1_* of blocks of 32: weight rows per item for one row of x where the weight has fewer than QMATVEC_Q8_NARROW_N rows and its groups of lanes take the items (k / 32 at most QMATVEC_Q8_LANE_UNITS units a lane); 8, as QMATVEC_Q8_ROWS_X1: off. 4 was faster at 4096 x 4096 on the H200 (q8_0 5.4 us against 6.2, q4_1 4.5 against 4.9), but its product in the entry of 1 and 2 rows changes that entry's code for 2 rows too, which no table has timed yet (bench/ggml.py --explore compares)
+// qmatvec_q8_1_* of the blocks of 32 of QMATVEC_Q8_ROWS_X1_NARROW_BLOCKS: weight rows per item for one row of x where the weight has fewer than QMATVEC_Q8_NARROW_N rows and its groups of lanes take the items (k / 32 at most QMATVEC_Q8_LANE_UNITS units a lane): more items in flight (4096 x 4096 on the H200: q8_0 5.2 us against 6.2, q4_0 4.7 against 5.5, q5_1 4.6 against 5.4; bench/ggml.py --explore compares)
 // (a default: -D OPGEN_QMATVEC_Q8_ROWS_X1_NARROW=... may tune it, with the runtime's QMATVEC_Q8_ROWS_X1_NARROW set alike)
 #ifndef OPGEN_QMATVEC_Q8_ROWS_X1_NARROW
-#define OPGEN_QMATVEC_Q8_ROWS_X1_NARROW 8
+#define OPGEN_QMATVEC_Q8_ROWS_X1_NARROW 4
+#endif
+
+// qmatvec_q8_1_* of QMATVEC_Q8_ROWS_X1_NARROW: the blocks of 32 that take it, a bit each as QMATVEC_Q8_WIDE_BLOCKS (q4_0 1, q5_0 4, q5_1 8, q8_0 16: 29; q4_1 2 not: its product joins the entry of 1 and 2 rows, whose 2-row product at 16384 x 16384 was then 4% slower, 49.9 us against 47.9, with ggml at 50.0; q8_1 32 untimed)
+// (a default: -D OPGEN_QMATVEC_Q8_ROWS_X1_NARROW_BLOCKS=... may tune it, with the runtime's QMATVEC_Q8_ROWS_X1_NARROW_BLOCKS set alike)
+#ifndef OPGEN_QMATVEC_Q8_ROWS_X1_NARROW_BLOCKS
+#define OPGEN_QMATVEC_Q8_ROWS_X1_NARROW_BLOCKS 29
 #endif
 
 // qmatvec_q8_1_* of blocks of 32: weight rows per item for 2 rows of x (bench/ggml.py --explore compares 1, 2, 4, 8)

@@ -1798,14 +1798,14 @@ __device__ __forceinline__ void qmatvec_q8_1_many(const uint8_t* w, const float*
 // stays its only caller and is built as before).
 template <typename F> constexpr bool kOneApart = (policy_of<F, 1>::kLong && kXShared<F>) || kBulk<F>;
 
-// One row of x in items of item_rows<F>::x1 weight rows, but for the blocks of 32 on a weight of
-// fewer than QMATVEC_Q8_NARROW_N rows whose groups of lanes take the items (at most
-// QMATVEC_Q8_LANE_UNITS units a lane): QMATVEC_Q8_ROWS_X1_NARROW, more items in flight
-// (runtime/gpu/quant.py's q8_item_rows alike).
+// One row of x in items of item_rows<F>::x1 weight rows, but for the blocks of 32 of
+// QMATVEC_Q8_ROWS_X1_NARROW_BLOCKS on a weight of fewer than QMATVEC_Q8_NARROW_N rows whose groups
+// of lanes take the items (at most QMATVEC_Q8_LANE_UNITS units a lane): QMATVEC_Q8_ROWS_X1_NARROW,
+// more items in flight (runtime/gpu/quant.py's q8_item_rows alike).
 template <typename F>
 __device__ __forceinline__ void one_row(const uint8_t* __restrict__ w, const x_source& xs, float* __restrict__ y, size_t n,
                                         size_t rows) {
-    if constexpr (kFamily<F> == 0 && OPGEN_QMATVEC_Q8_ROWS_X1_NARROW != item_rows<F>::x1) {
+    if constexpr (kBlock32In<F, OPGEN_QMATVEC_Q8_ROWS_X1_NARROW_BLOCKS> && OPGEN_QMATVEC_Q8_ROWS_X1_NARROW != item_rows<F>::x1) {
         // by_groups<F, 1>'s rule, written out: the call compiles q4_1's entry to other registers
         // (128 against 121) than the build the explore record timed
         const bool by_lanes = xs.k / 32 <= (size_t)OPGEN_QMATVEC_Q8_LANE_UNITS * OPGEN_LANE_GROUP;

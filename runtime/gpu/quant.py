@@ -61,6 +61,7 @@ from generated.kernel_facts import (
     QMATVEC_Q8_ROWS_K_X8,
     QMATVEC_Q8_ROWS_X1,
     QMATVEC_Q8_ROWS_X1_NARROW,
+    QMATVEC_Q8_ROWS_X1_NARROW_BLOCKS,
     QMATVEC_Q8_ROWS_X2,
     QMATVEC_Q8_ROWS_X4,
     QMATVEC_Q8_ROWS_X4_NARROW,
@@ -481,8 +482,9 @@ def q8_bulk(rt: GpuRuntime, ordinal: int, fmt: str, rows: int, k: int, facts=QMA
 def q8_item_rows(fmt: str, nx: int, n: int, k: int) -> int:
     """qmatvec_q8_1_<fmt>'s weight rows per item for the x rows class `nx` (x_rows_class) and a
     weight (n, k): the blocks of 32 below QMATVEC_Q8_NARROW_N rows take QMATVEC_Q8_ROWS_X4_NARROW at
-    3 or 4 rows of x, and _ROWS_X1_NARROW at one row where groups of lanes take the items (k / 32
-    at most LANE_UNITS units a lane); the blocks of 256 of QMATVEC_Q8_ROWS_K_X2_TWO two at 2 rows."""
+    3 or 4 rows of x, and those of _ROWS_X1_NARROW_BLOCKS _ROWS_X1_NARROW at one row where groups of
+    lanes take the items (k / 32 at most LANE_UNITS units a lane); the blocks of 256 of
+    QMATVEC_Q8_ROWS_K_X2_TWO two at 2 rows."""
     if fmt in ggml.PLAIN:
         return QMATVEC_Q8_ROWS_F[nx]
     if ggml.FORMATS[fmt].block == 256:
@@ -490,7 +492,8 @@ def q8_item_rows(fmt: str, nx: int, n: int, k: int) -> int:
         return 2 if two else QMATVEC_Q8_ROWS_K[nx]
     if n < QMATVEC_Q8_NARROW_N and nx == 4:
         return QMATVEC_Q8_ROWS_X4_NARROW
-    if n < QMATVEC_Q8_NARROW_N and nx == 1 and q8_by_group(fmt, nx, q8_units(fmt, k), 0):
+    narrow_one = (QMATVEC_Q8_ROWS_X1_NARROW_BLOCKS >> BLOCK32_BITS.index(fmt)) & 1
+    if narrow_one and n < QMATVEC_Q8_NARROW_N and nx == 1 and q8_by_group(fmt, nx, q8_units(fmt, k), 0):
         return QMATVEC_Q8_ROWS_X1_NARROW
     return QMATVEC_Q8_ROWS[nx]
 

@@ -301,8 +301,8 @@ def test_the_shipped_overridable_facts_are_those_a_bench_sets_on_both_sides():
     registry = validate(load_file(str(REPO / "ops.yaml")), REPO)
     overridable = [f.name for f in registry.kernel_facts if f.overridable]
     rows = [f"QMATVEC_Q8_ROWS{family}_X{x}" for family in ("", "_K", "_F") for x in (1, 2, 4, 8)]
-    rows[1:1] = ["QMATVEC_Q8_ROWS_X1_NARROW"]
-    rows[4:4] = ["QMATVEC_Q8_ROWS_X4_NARROW", "QMATVEC_Q8_NARROW_N"]
+    rows[1:1] = ["QMATVEC_Q8_ROWS_X1_NARROW", "QMATVEC_Q8_ROWS_X1_NARROW_BLOCKS"]
+    rows[5:5] = ["QMATVEC_Q8_ROWS_X4_NARROW", "QMATVEC_Q8_NARROW_N"]
     rows.insert(rows.index("QMATVEC_Q8_ROWS_K_X2") + 1, "QMATVEC_Q8_ROWS_K_X2_TWO")
     assert overridable == [
         "ROW_BYTES", "COLUMN_PACKS", "COLUMN_MIN_BLOCKS", "TILE_INTERLEAVED", *rows, "QMATVEC_Q8_MIN_BLOCKS",

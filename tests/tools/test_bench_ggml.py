@@ -675,21 +675,31 @@ def test_the_bulk_product_takes_one_row_of_its_blocks_of_32_on_a_capped_grid():
 
 
 def test_one_row_of_a_narrow_weight_takes_fewer_rows_an_item_where_groups_of_lanes_take_them(monkeypatch):
-    """QMATVEC_Q8_ROWS_X1_NARROW (here 4; shipped as QMATVEC_Q8_ROWS_X1, off): one row of x of the
-    blocks of 32 on fewer than QMATVEC_Q8_NARROW_N weight rows whose groups of lanes take the items
-    (k / 32 at most QMATVEC_Q8_LANE_UNITS units a lane); longer rows (a block an item), wider
-    weights, two rows of x and the blocks of 256 keep their rows; an explore build decides alike."""
+    """QMATVEC_Q8_ROWS_X1_NARROW (here 4): one row of x of the blocks of 32 of
+    QMATVEC_Q8_ROWS_X1_NARROW_BLOCKS on fewer than QMATVEC_Q8_NARROW_N weight rows whose groups of
+    lanes take the items (k / 32 at most QMATVEC_Q8_LANE_UNITS units a lane); the other blocks of
+    32, longer rows (a block an item), wider weights, two rows of x and the blocks of 256 keep their
+    rows; an explore build decides alike."""
     from generated import kernel_facts as kf
     from runtime.gpu import quant as gpu_quant
 
     monkeypatch.setattr(gpu_quant, "QMATVEC_Q8_ROWS_X1_NARROW", 4)
+    monkeypatch.setattr(gpu_quant, "QMATVEC_Q8_ROWS_X1_NARROW_BLOCKS", 0b11101)  # all but q4_1
     narrow, k = kf.QMATVEC_Q8_NARROW_N - 1, 32 * 32 * kf.QMATVEC_Q8_LANE_UNITS  # the longest by groups
     assert kf.QMATVEC_Q8_ROWS_X1 != 4
-    assert gpu_quant.q8_item_rows("q4_0", 1, narrow, k) == 4
+    assert gpu_quant.q8_item_rows("q4_0", 1, narrow, k) == gpu_quant.q8_item_rows("q8_0", 1, narrow, k) == 4
+    assert gpu_quant.q8_item_rows("q4_1", 1, narrow, k) == kf.QMATVEC_Q8_ROWS_X1  # not of the blocks named
     assert gpu_quant.q8_item_rows("q8_0", 1, narrow, k + 32) == kf.QMATVEC_Q8_ROWS_X1
-    assert gpu_quant.q8_item_rows("q4_1", 1, narrow + 1, k) == kf.QMATVEC_Q8_ROWS_X1
-    assert gpu_quant.q8_item_rows("q4_1", 2, narrow, k) == kf.QMATVEC_Q8_ROWS_X2
+    assert gpu_quant.q8_item_rows("q4_0", 1, narrow + 1, k) == kf.QMATVEC_Q8_ROWS_X1
+    assert gpu_quant.q8_item_rows("q4_0", 2, narrow, k) == kf.QMATVEC_Q8_ROWS_X2
     assert gpu_quant.q8_item_rows("q4_k", 1, narrow, k) == kf.QMATVEC_Q8_ROWS_K_X1
+    shipped = bench.explore_variants(["shipped"], None)[0]
+    for fmt in gpu_quant.BLOCK32_BITS:  # the shipped build's rule is the runtime's
+        assert shipped.item_rows(fmt, 1, narrow, k) == (
+            kf.QMATVEC_Q8_ROWS_X1_NARROW
+            if (kf.QMATVEC_Q8_ROWS_X1_NARROW_BLOCKS >> gpu_quant.BLOCK32_BITS.index(fmt)) & 1
+            else kf.QMATVEC_Q8_ROWS_X1
+        )
     four, two = bench.explore_variants(["rows-x1-narrow-4", "rows-x1-narrow-2"], None)
     assert four.item_rows("q5_1", 1, narrow, k) == 4 and two.item_rows("q5_1", 1, narrow, k) == 2
     assert four.item_rows("q5_1", 1, narrow, k + 32) == kf.QMATVEC_Q8_ROWS_X1
