@@ -12,8 +12,8 @@ What is timed, on each side, for a weight W (n, k) in one GGML format and x of 1
 - opgen: the same weight every product, LAUNCHES products captured in a CUDA graph, launched as
   the runtime launches them (QStorage.matmul's kernels, grid and block), timed with CUDA events:
   the path QMatMul takes by default (x quantized to q8_1, then qmatvec_q8_1_<fmt>; the exact-x
-  kernel where runtime/gpu/quant.py exact_x_measured_faster says), and the exact-x kernel of the formats
-  with a tuned one (EXACT_TIMED), so that EXACT_X_FASTER can be chosen from one run.
+  kernel where runtime/gpu/quant.py exact_x_measured_faster says), then the exact-x kernel of the
+  formats with a tuned one (EXACT_TIMED), so that EXACT_X_FASTER can be chosen from one run.
 Copy bandwidth: torch's device-to-device copy (bytes read + written), for the share of it that
 the weight's bytes per product reach at 16384 x 16384.
 
