@@ -446,25 +446,24 @@ class Variant:
     one: bool = True  # qmatvec_q8_1_one_<fmt> for one row of x (an older source: its few entry)
 
     def item_rows(self, fmt: str, nx: int, n: int, k: int) -> int:
-        from runtime import ggml
+        """Weight rows per item: runtime/gpu/quant.py's q8_item_rows with this build's facts."""
         from runtime.gpu import quant as gpu_quant
 
-        floats = fmt in ggml.PLAIN and f"QMATVEC_Q8_ROWS_F_X{nx}" in self.facts  # an older source: none
-        family = "_F" if floats else "_K" if fmt not in ggml.PLAIN and ggml.FORMATS[fmt].block == 256 else ""
-        narrow = self.facts.get("QMATVEC_Q8_NARROW_N", 0)  # an older source: none
-        if family == "" and fmt not in ggml.PLAIN and nx == 4 and n < narrow:
-            return self.facts["QMATVEC_Q8_ROWS_X4_NARROW"]
-        one = self.facts.get("QMATVEC_Q8_ROWS_X1_NARROW")  # an older source: none
-        blocks32 = family == "" and fmt not in ggml.PLAIN
-        by_lanes = one is not None and gpu_quant.q8_by_group(fmt, nx, gpu_quant.q8_units(fmt, k), 0, self.grid_facts())
-        named = self.facts.get("QMATVEC_Q8_ROWS_X1_NARROW_BLOCKS", 63)  # an older source: every block of 32
-        takes = blocks32 and (named >> gpu_quant.BLOCK32_BITS.index(fmt)) & 1
-        if takes and nx == 1 and n < narrow and by_lanes:
-            return one
-        two = self.facts.get("QMATVEC_Q8_ROWS_K_X2_TWO", 0)  # an older source: none
-        if family == "_K" and nx == 2 and (two >> gpu_quant.BLOCK256_BITS.index(fmt)) & 1:
-            return 2
-        return self.facts[f"QMATVEC_Q8_ROWS{family}_X{nx}"]
+        return gpu_quant.q8_item_rows(fmt, nx, n, k, self.rows_facts())
+
+    def rows_facts(self) -> dict:
+        """The facts the weight rows per item follow, an older source's missing ones as it had them:
+        float weights the blocks of 32's rows, no narrow rows (but every block of 32 where only
+        _ROWS_X1_NARROW_BLOCKS is missing), no 2-row items of the blocks of 256."""
+        older = {
+            **{f"QMATVEC_Q8_ROWS_F_X{c}": self.facts[f"QMATVEC_Q8_ROWS_X{c}"] for c in (1, 2, 4, 8)},
+            "QMATVEC_Q8_NARROW_N": 0,
+            "QMATVEC_Q8_ROWS_X4_NARROW": self.facts["QMATVEC_Q8_ROWS_X4"],
+            "QMATVEC_Q8_ROWS_X1_NARROW": self.facts["QMATVEC_Q8_ROWS_X1"],
+            "QMATVEC_Q8_ROWS_X1_NARROW_BLOCKS": 63,
+            "QMATVEC_Q8_ROWS_K_X2_TWO": 0,
+        }
+        return {**self.grid_facts(), **older, **self.facts}
 
     def entry(self, rt, fmt: str, rows: int, n: int) -> str:
         """The entry point that multiplies `rows` rows of x against n weight rows: the tensor

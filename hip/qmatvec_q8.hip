@@ -1806,8 +1806,8 @@ template <typename F>
 __device__ __forceinline__ void one_row(const uint8_t* __restrict__ w, const x_source& xs, float* __restrict__ y, size_t n,
                                         size_t rows) {
     if constexpr (kBlock32In<F, OPGEN_QMATVEC_Q8_ROWS_X1_NARROW_BLOCKS> && OPGEN_QMATVEC_Q8_ROWS_X1_NARROW != item_rows<F>::x1) {
-        // by_groups<F, 1>'s rule, written out: the call compiles q4_1's entry to other registers
-        // (128 against 121) than the build the explore record timed
+        // by_groups<F, 1>'s rule, written out as the builds the explore record and the tables
+        // timed have it (the call compiled q4_1's entry to other registers: 128 against 121)
         const bool by_lanes = xs.k / 32 <= (size_t)OPGEN_QMATVEC_Q8_LANE_UNITS * OPGEN_LANE_GROUP;
         if (n < (size_t)OPGEN_QMATVEC_Q8_NARROW_N && by_lanes) {
             return product<F, 1, OPGEN_QMATVEC_Q8_ROWS_X1_NARROW>(w, xs, y, n, rows);

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+import generated.kernel_facts as _kernel_facts
 from generated.kernel_facts import (
     QMATVEC_FAST_ROWS_Q4_0,
     QMATVEC_FAST_ROWS_Q4_1,
@@ -49,23 +50,6 @@ from generated.kernel_facts import (
     QMATVEC_Q8_MMA_Q_X4_BLOCKS,
     QMATVEC_Q8_MMA_TILES_F,
     QMATVEC_Q8_MMA_WIDE_N,
-    QMATVEC_Q8_NARROW_N,
-    QMATVEC_Q8_ROWS_F_X1,
-    QMATVEC_Q8_ROWS_F_X2,
-    QMATVEC_Q8_ROWS_F_X4,
-    QMATVEC_Q8_ROWS_F_X8,
-    QMATVEC_Q8_ROWS_K_X1,
-    QMATVEC_Q8_ROWS_K_X2,
-    QMATVEC_Q8_ROWS_K_X2_TWO,
-    QMATVEC_Q8_ROWS_K_X4,
-    QMATVEC_Q8_ROWS_K_X8,
-    QMATVEC_Q8_ROWS_X1,
-    QMATVEC_Q8_ROWS_X1_NARROW,
-    QMATVEC_Q8_ROWS_X1_NARROW_BLOCKS,
-    QMATVEC_Q8_ROWS_X2,
-    QMATVEC_Q8_ROWS_X4,
-    QMATVEC_Q8_ROWS_X4_NARROW,
-    QMATVEC_Q8_ROWS_X8,
     QMATVEC_Q8_THREADS,
     QMATVEC_ROWS,
     QMATVEC_THREADS,
@@ -93,12 +77,6 @@ QMATVEC_FAST = {
 #: The K path of q4_k and q6_k (every backend; integer dot products on cuda sm_80 and up):
 #: (rows per item, threads per block), hip/quantized.hip's (F::kKRows, kThreads).
 QMATVEC_K = {"q4_k": (QMATVEC_K_ROWS_Q4_K, QMATVEC_THREADS), "q6_k": (QMATVEC_K_ROWS_Q6_K, QMATVEC_THREADS)}
-#: qmatvec_q8_1_*'s weight rows per item, by its class of x rows (1, 2, up to 4, more: 8 at a
-#: time): ops.yaml's kernel facts QMATVEC_Q8_ROWS_X* (blocks of 32), QMATVEC_Q8_ROWS_K_X* (blocks
-#: of 256) and QMATVEC_Q8_ROWS_F_X* (f32, f16, bf16), which hip/qmatvec_q8.hip is built with.
-QMATVEC_Q8_ROWS = {1: QMATVEC_Q8_ROWS_X1, 2: QMATVEC_Q8_ROWS_X2, 4: QMATVEC_Q8_ROWS_X4, 8: QMATVEC_Q8_ROWS_X8}
-QMATVEC_Q8_ROWS_K = {1: QMATVEC_Q8_ROWS_K_X1, 2: QMATVEC_Q8_ROWS_K_X2, 4: QMATVEC_Q8_ROWS_K_X4, 8: QMATVEC_Q8_ROWS_K_X8}
-QMATVEC_Q8_ROWS_F = {1: QMATVEC_Q8_ROWS_F_X1, 2: QMATVEC_Q8_ROWS_F_X2, 4: QMATVEC_Q8_ROWS_F_X4, 8: QMATVEC_Q8_ROWS_F_X8}
 #: Lanes in a group of qmatvec_q8_1_* (compat.h's OPGEN_LANE_GROUP, on every device).
 LANE_GROUP = 32
 #: What qmatvec_q8_1_*'s entry and grid follow, ops.yaml's kernel facts: when each group of lanes
@@ -136,6 +114,16 @@ QMATVEC_Q8_GRID_FACTS = {
     "QMATVEC_Q8_BULK_BLOCKS": QMATVEC_Q8_BULK_BLOCKS,
     "QMATVEC_Q8_BULK_ROWS": QMATVEC_Q8_BULK_ROWS,
     "QMATVEC_Q8_BULK_PER_SM": QMATVEC_Q8_BULK_PER_SM,
+}
+#: What qmatvec_q8_1_*'s weight rows per item follow (q8_item_rows), ops.yaml's kernel facts that
+#: hip/qmatvec_q8.hip is built with: QMATVEC_Q8_ROWS_X* (blocks of 32; _ROWS_X4_NARROW and
+#: _ROWS_X1_NARROW below QMATVEC_Q8_NARROW_N weight rows), QMATVEC_Q8_ROWS_K_X* (blocks of 256;
+#: _ROWS_K_X2_TWO) and QMATVEC_Q8_ROWS_F_X* (f32, f16, bf16), by x rows class (1, 2, up to 4, more:
+#: 8 at a time); with the grid's facts, whose lane rule the narrow rows follow.
+QMATVEC_Q8_ROWS_FACTS = {
+    **QMATVEC_Q8_GRID_FACTS,
+    **{name: getattr(_kernel_facts, name) for name in dir(_kernel_facts) if name.startswith("QMATVEC_Q8_ROWS")},
+    "QMATVEC_Q8_NARROW_N": _kernel_facts.QMATVEC_Q8_NARROW_N,
 }
 #: The blocks of 32 in the order of their bits in QMATVEC_Q8_MMA_Q_X4_BLOCKS (and the kernel's
 #: QMATVEC_Q8_WIDE_BLOCKS).
@@ -479,23 +467,25 @@ def q8_bulk(rt: GpuRuntime, ordinal: int, fmt: str, rows: int, k: int, facts=QMA
     return bool(facts["QMATVEC_Q8_BULK_BLOCKS"] >> BLOCK32_BITS.index(fmt) & 1) and bulk_copies(rt, ordinal)
 
 
-def q8_item_rows(fmt: str, nx: int, n: int, k: int) -> int:
+def q8_item_rows(fmt: str, nx: int, n: int, k: int, facts=QMATVEC_Q8_ROWS_FACTS) -> int:
     """qmatvec_q8_1_<fmt>'s weight rows per item for the x rows class `nx` (x_rows_class) and a
     weight (n, k): the blocks of 32 below QMATVEC_Q8_NARROW_N rows take QMATVEC_Q8_ROWS_X4_NARROW at
     3 or 4 rows of x, and those of _ROWS_X1_NARROW_BLOCKS _ROWS_X1_NARROW at one row where groups of
     lanes take the items (k / 32 at most LANE_UNITS units a lane); the blocks of 256 of
-    QMATVEC_Q8_ROWS_K_X2_TWO two at 2 rows."""
+    QMATVEC_Q8_ROWS_K_X2_TWO two at 2 rows. `facts`: those of a build (bench/ggml.py --explore), by
+    default shipped."""
     if fmt in ggml.PLAIN:
-        return QMATVEC_Q8_ROWS_F[nx]
+        return facts[f"QMATVEC_Q8_ROWS_F_X{nx}"]
     if ggml.FORMATS[fmt].block == 256:
-        two = nx == 2 and (QMATVEC_Q8_ROWS_K_X2_TWO >> BLOCK256_BITS.index(fmt)) & 1
-        return 2 if two else QMATVEC_Q8_ROWS_K[nx]
-    if n < QMATVEC_Q8_NARROW_N and nx == 4:
-        return QMATVEC_Q8_ROWS_X4_NARROW
-    narrow_one = (QMATVEC_Q8_ROWS_X1_NARROW_BLOCKS >> BLOCK32_BITS.index(fmt)) & 1
-    if narrow_one and n < QMATVEC_Q8_NARROW_N and nx == 1 and q8_by_group(fmt, nx, q8_units(fmt, k), 0):
-        return QMATVEC_Q8_ROWS_X1_NARROW
-    return QMATVEC_Q8_ROWS[nx]
+        two = nx == 2 and (facts["QMATVEC_Q8_ROWS_K_X2_TWO"] >> BLOCK256_BITS.index(fmt)) & 1
+        return 2 if two else facts[f"QMATVEC_Q8_ROWS_K_X{nx}"]
+    narrow = n < facts["QMATVEC_Q8_NARROW_N"]
+    if narrow and nx == 4:
+        return facts["QMATVEC_Q8_ROWS_X4_NARROW"]
+    narrow_one = (facts["QMATVEC_Q8_ROWS_X1_NARROW_BLOCKS"] >> BLOCK32_BITS.index(fmt)) & 1
+    if narrow_one and narrow and nx == 1 and q8_by_group(fmt, nx, q8_units(fmt, k), 0, facts):
+        return facts["QMATVEC_Q8_ROWS_X1_NARROW"]
+    return facts[f"QMATVEC_Q8_ROWS_X{nx}"]
 
 
 def q8_units(fmt: str, k: int) -> int:

@@ -674,7 +674,7 @@ def test_the_bulk_product_takes_one_row_of_its_blocks_of_32_on_a_capped_grid():
     assert none.entry(rt, "q5_0", 1, 16384) == "qmatvec_q8_1_few_q5_0"
 
 
-def test_one_row_of_a_narrow_weight_takes_fewer_rows_an_item_where_groups_of_lanes_take_them(monkeypatch):
+def test_one_row_of_a_narrow_weight_takes_fewer_rows_an_item_where_groups_of_lanes_take_them():
     """QMATVEC_Q8_ROWS_X1_NARROW (here 4): one row of x of the blocks of 32 of
     QMATVEC_Q8_ROWS_X1_NARROW_BLOCKS on fewer than QMATVEC_Q8_NARROW_N weight rows whose groups of
     lanes take the items (k / 32 at most QMATVEC_Q8_LANE_UNITS units a lane); the other blocks of
@@ -683,16 +683,20 @@ def test_one_row_of_a_narrow_weight_takes_fewer_rows_an_item_where_groups_of_lan
     from generated import kernel_facts as kf
     from runtime.gpu import quant as gpu_quant
 
-    monkeypatch.setattr(gpu_quant, "QMATVEC_Q8_ROWS_X1_NARROW", 4)
-    monkeypatch.setattr(gpu_quant, "QMATVEC_Q8_ROWS_X1_NARROW_BLOCKS", 0b11101)  # all but q4_1
+    facts = dict(gpu_quant.QMATVEC_Q8_ROWS_FACTS, QMATVEC_Q8_ROWS_X1_NARROW=4)
+    facts["QMATVEC_Q8_ROWS_X1_NARROW_BLOCKS"] = 0b11101  # all but q4_1
     narrow, k = kf.QMATVEC_Q8_NARROW_N - 1, 32 * 32 * kf.QMATVEC_Q8_LANE_UNITS  # the longest by groups
+
+    def rows(fmt: str, nx: int, n: int, k: int) -> int:
+        return gpu_quant.q8_item_rows(fmt, nx, n, k, facts)
+
     assert kf.QMATVEC_Q8_ROWS_X1 != 4
-    assert gpu_quant.q8_item_rows("q4_0", 1, narrow, k) == gpu_quant.q8_item_rows("q8_0", 1, narrow, k) == 4
-    assert gpu_quant.q8_item_rows("q4_1", 1, narrow, k) == kf.QMATVEC_Q8_ROWS_X1  # not of the blocks named
-    assert gpu_quant.q8_item_rows("q8_0", 1, narrow, k + 32) == kf.QMATVEC_Q8_ROWS_X1
-    assert gpu_quant.q8_item_rows("q4_0", 1, narrow + 1, k) == kf.QMATVEC_Q8_ROWS_X1
-    assert gpu_quant.q8_item_rows("q4_0", 2, narrow, k) == kf.QMATVEC_Q8_ROWS_X2
-    assert gpu_quant.q8_item_rows("q4_k", 1, narrow, k) == kf.QMATVEC_Q8_ROWS_K_X1
+    assert rows("q4_0", 1, narrow, k) == rows("q8_0", 1, narrow, k) == 4
+    assert rows("q4_1", 1, narrow, k) == kf.QMATVEC_Q8_ROWS_X1  # not of the blocks named
+    assert rows("q8_0", 1, narrow, k + 32) == kf.QMATVEC_Q8_ROWS_X1
+    assert rows("q4_0", 1, narrow + 1, k) == kf.QMATVEC_Q8_ROWS_X1
+    assert rows("q4_0", 2, narrow, k) == kf.QMATVEC_Q8_ROWS_X2
+    assert rows("q4_k", 1, narrow, k) == kf.QMATVEC_Q8_ROWS_K_X1
     shipped = bench.explore_variants(["shipped"], None)[0]
     for fmt in gpu_quant.BLOCK32_BITS:  # the shipped build's rule is the runtime's
         assert shipped.item_rows(fmt, 1, narrow, k) == (
