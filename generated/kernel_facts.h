@@ -364,6 +364,12 @@
 #define OPGEN_QMATVEC_Q8_MMA_Q_MIN_BLOCKS 4
 #endif
 
+// qmatvec_q8_1_one_* for one row of x: the blocks of 32 whose lanes take two neighbouring blocks a unit, loaded together where k is a multiple of 64 and the weights 4-aligned (else a block a unit), a bit each as QMATVEC_Q8_WIDE_BLOCKS (q4_0 1, the one format with F::two: 36 bytes at a 4-aligned pair, three 16-byte loads for two blocks where a block takes two; on the H200 by one row 40.1-40.3 us against 43.0-43.1 at 16384 x 16384, 8.7-8.8 against 9.8-9.9 at 4096 x 14336); one row of these takes qmatvec_q8_1_one_*, whose code is few's with these units (few's own code, and its two rows, stay as they were: with the units in few its two rows at 16384 x 16384 took 54.8 us against 50.7; bench/ggml.py --explore compares)
+// (a default: -D OPGEN_QMATVEC_Q8_TWO_BLOCKS=... may tune it, with the runtime's QMATVEC_Q8_TWO_BLOCKS set alike)
+#ifndef OPGEN_QMATVEC_Q8_TWO_BLOCKS
+#define OPGEN_QMATVEC_Q8_TWO_BLOCKS 1
+#endif
+
 // qmatvec_q8_1_*: the blocks of 32 read as whole aligned 16-byte pieces, a bit each (q4_0 1, q4_1 2, q5_0 4, q5_1 8, q8_0 16, q8_1 32); the others load their fields at the fields' own alignment (bench/ggml.py --explore compares)
 // (a default: -D OPGEN_QMATVEC_Q8_WIDE_BLOCKS=... may tune it, with the runtime's QMATVEC_Q8_WIDE_BLOCKS set alike)
 #ifndef OPGEN_QMATVEC_Q8_WIDE_BLOCKS

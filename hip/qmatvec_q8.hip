@@ -12,10 +12,11 @@
 //                                       16 for f16 / bf16: 32 bytes a unit; f32 sums)
 //   qmatvec_q8_1_few_<fmt>(...)         the same for 1 or 2 rows of x, its own launch bounds
 //   qmatvec_q8_1_one_<fmt>(...)         the same for 1 row of x where it copies x's row into shared
-//                                       memory (kOneApart: q2_K, q3_K) or streams the weights
-//                                       through stages of shared memory (kBulk: q5_0, cuda sm_90),
-//                                       its own launch bounds and shared memory, which few's 2 rows
-//                                       then do not hold
+//                                       memory (kOneApart: q2_K, q3_K), streams the weights
+//                                       through stages of shared memory (kBulk: q5_0, cuda sm_90)
+//                                       or takes two blocks a lane's unit (kTwoBlocks: q4_0), its
+//                                       own launch bounds and code, which few's 2 rows then do not
+//                                       share
 //   qmatvec_q8_1_mma_<fmt>(...)         the same on the tensor cores (cuda sm_80 and up), where
 //                                       runtime/gpu/quant.py's q8_mma says: float weights from
 //                                       QMATVEC_Q8_MMA_F_FROM rows, x as two tf32 parts ("float
@@ -176,13 +177,28 @@ struct q4_0 {
             words4<2>(blk + 2, w);
             d = half_at(blk);
         }
-#pragma unroll
-        for (int i = 0; i < 4; i++) q[i] = centred<8>(w[i] & 0x0F0F0F0Fu), q[4 + i] = centred<8>((w[i] >> 4) & 0x0F0F0F0Fu);
-        a[0] = a[1] = d, b[0] = b[1] = 0.0f;
+        nibbles(w, d, q, a, b);
+    }
+    // Blocks 2p and 2p + 1 of a row (QMATVEC_Q8_TWO_BLOCKS): 36 bytes at a 4-aligned pair, three
+    // 16-byte loads where two blocks take four; the second block's quants need no realigning.
+    static __device__ __forceinline__ void two(const uint8_t* pair, uint32_t (&q)[2][8], float (&a)[2][2], float (&b)[2][2]) {
+        uint32_t v[9];
+        block_words<9, 2 * kBytes, 4>(pair, v);
+        const uint32_t w0[4] = {mid_word(v[0], v[1]), mid_word(v[1], v[2]), mid_word(v[2], v[3]), mid_word(v[3], v[4])};
+        const uint32_t w1[4] = {v[5], v[6], v[7], v[8]};
+        nibbles(w0, half_lo(v[0]), q[0], a[0], b[0]);
+        nibbles(w1, half_hi(v[4]), q[1], a[1], b[1]);
     }
     static __device__ __forceinline__ void quarter(const uint8_t* blk, unsigned int t, uint32_t& lo, uint32_t& hi, float& a) {
         const uint32_t w = word_at<2>(blk + 2 + 4 * t);
         lo = centred<8>(w & 0x0F0F0F0Fu), hi = centred<8>((w >> 4) & 0x0F0F0F0Fu), a = half_at(blk);
+    }
+
+  private:
+    static __device__ __forceinline__ void nibbles(const uint32_t (&w)[4], float d, uint32_t (&q)[8], float (&a)[2], float (&b)[2]) {
+#pragma unroll
+        for (int i = 0; i < 4; i++) q[i] = centred<8>(w[i] & 0x0F0F0F0Fu), q[4 + i] = centred<8>((w[i] >> 4) & 0x0F0F0F0Fu);
+        a[0] = a[1] = d, b[0] = b[1] = 0.0f;
     }
 };
 
@@ -1432,20 +1448,58 @@ template <bool C, typename A, typename B> struct pick {
 template <typename A, typename B> struct pick<false, A, B> {
     typedef B type;
 };
-// kShared: x's row from shared memory (product's share_x), for the long units only.
-template <typename F, int NX, bool kShared = false> struct policy_of {
+// Two neighbouring blocks of 32 a lane for one row of x, the formats of QMATVEC_Q8_TWO_BLOCKS
+// (their F::two; k a multiple of 64 and the weights 4-aligned, product checks): a unit of 64
+// weights whose two blocks load together (q4_0: 36 bytes, 4-aligned, where a block's 18 are
+// 2-aligned), each then a unit of 32 of q8_operands.
+template <typename F> constexpr bool kTwoBlocks = kBlock32In<F, OPGEN_QMATVEC_Q8_TWO_BLOCKS>;
+template <typename F> struct two_block_operands {
+    typedef q8_operands<F> P;
+    static constexpr int kUnit = 64;
+    struct W {
+        uint32_t q[2][8];
+        float a[2][2], b[2][2];
+    };
+    struct X {
+        typename P::X part[2];
+    };
+    static __device__ __forceinline__ void load_w(const uint8_t* row, size_t u, size_t, W& w) {
+        F::two(row + 2 * u * F::kBytes, w.q, w.a, w.b);
+    }
+    static __device__ __forceinline__ void load_x(const x_source& s, size_t r, size_t u, size_t units, X& x) {
+        P::load_x(s, r, 2 * u, units, x.part[0]);
+        P::load_x(s, r, 2 * u + 1, units, x.part[1]);
+    }
+    static __device__ __forceinline__ float dot(const W& w, const X& x) {
+        float s = 0.0f;
+#pragma unroll
+        for (int j = 0; j < 2; j++) {
+            typename P::W part;
+#pragma unroll
+            for (int i = 0; i < 8; i++) part.q[i] = w.q[j][i];
+            part.a[0] = w.a[j][0], part.a[1] = w.a[j][1], part.b[0] = w.b[j][0], part.b[1] = w.b[j][1];
+            s += P::dot(part, x.part[j]);
+        }
+        return s;
+    }
+};
+
+// kShared: x's row from shared memory (product's share_x), for the long units only; kTwo: the
+// two-block units of two_block_operands.
+template <typename F, int NX, bool kShared = false, bool kTwo = false> struct policy_of {
     static constexpr bool kLong =
         NX == 1 && k_bit<F>::value >= 0 && ((OPGEN_QMATVEC_Q8_LONG_K >> k_bit<F>::value) & 1) != 0 && has_long<F>::value;
-    typedef typename pick<kLong, long_operands<F, kShared>, typename operands_of<F>::type>::type type;
+    typedef typename pick<kLong, long_operands<F, kShared>, typename operands_of<F>::type>::type plain;
+    typedef typename pick<kTwo, two_block_operands<F>, plain>::type type;
 };
 
 // An item's R * NX sums (weight row i, x row j at i * NX + j) over the units first, first + step,
 // ... of its weight rows n0.. against the x rows r0..: weight rows past n and x rows past `rows`
 // are computed (as the last one), not stored.
-template <typename F, int NX, int R, bool kShared>
+template <typename F, int NX, int R, bool kShared, bool kTwo>
 __device__ __forceinline__ void item_sums(const uint8_t* __restrict__ w, const x_source& xs, size_t n, size_t rows, size_t n0,
                                           size_t r0, size_t first, size_t step, float (&acc)[R * NX]) {
-    typedef typename policy_of<F, NX, kShared>::type P;
+    typedef typename policy_of<F, NX, kShared, kTwo>::type P;
     const size_t units = xs.k / P::kUnit, row_bytes = operands_of<F>::row_bytes(xs.k);
     const uint8_t* wr[R];
     size_t xr[NX];
@@ -1474,7 +1528,7 @@ __device__ __forceinline__ void item_sums(const uint8_t* __restrict__ w, const x
 // of lanes takes its own items and its shuffles alone sum them (more items in flight, no
 // block-wide step); else a block takes an item, its groups' totals summed through shared memory.
 // Either is correct for any grid.
-template <typename F, int NX, int R, bool kShared>
+template <typename F, int NX, int R, bool kShared, bool kTwo = false>
 __device__ __forceinline__ void items(const uint8_t* __restrict__ w, const x_source& xs, float* __restrict__ y, size_t n,
                                       size_t rows) {
     typedef typename operands_of<F>::type P;  // units of 32 weights, by_groups' measure whatever item_sums' policy
@@ -1491,8 +1545,8 @@ __device__ __forceinline__ void items(const uint8_t* __restrict__ w, const x_sou
     for (size_t item = first_item; item < items; item += item_step) {
         const size_t n0 = item / groups * R, r0 = item % groups * NX;
         float acc[V];
-        item_sums<F, NX, R, kShared>(w, xs, n, rows, n0, r0, by_group ? lane : threadIdx.x, by_group ? OPGEN_LANE_GROUP : kThreads,
-                                     acc);
+        item_sums<F, NX, R, kShared, kTwo>(w, xs, n, rows, n0, r0, by_group ? lane : threadIdx.x,
+                                           by_group ? OPGEN_LANE_GROUP : kThreads, acc);
         int base;
         bool writer;
         group_totals<V>(acc, lane, base, writer);
@@ -1527,8 +1581,8 @@ template <typename F> constexpr bool kXShared = k_bit<F>::value >= 0 && ((OPGEN_
 
 // The product of R weight rows an item against NX rows of x: items' loop, the long units of one
 // row of x of kXShared's formats (cuda; k up to QMATVEC_Q8_LONG_X_SHARED_K) reading x from shared
-// memory.
-template <typename F, int NX, int R>
+// memory, the two-block units of one row of x of kTwoBlocks' formats where k and w allow them.
+template <typename F, int NX, int R, bool kMayTwo = true>
 __device__ void product(const uint8_t* __restrict__ w, const x_source& xs, float* __restrict__ y, size_t n, size_t rows) {
 #if !OPGEN_HIP
     if constexpr (policy_of<F, NX>::kLong && kXShared<F> && kXSharedK > 0) {
@@ -1541,6 +1595,9 @@ __device__ void product(const uint8_t* __restrict__ w, const x_source& xs, float
         }
     }
 #endif
+    if constexpr (kMayTwo && NX == 1 && kTwoBlocks<F>) {
+        if (xs.k % 64 == 0 && (reinterpret_cast<size_t>(w) & 3) == 0) return items<F, NX, R, false, true>(w, xs, y, n, rows);
+    }
     items<F, NX, R, false>(w, xs, y, n, rows);
 }
 
@@ -1791,18 +1848,22 @@ __device__ __forceinline__ void qmatvec_q8_1_many(const uint8_t* w, const float*
 }
 
 // Whether one row of x of F takes qmatvec_q8_1_one_<F> (runtime/gpu/quant.py's q8_one_apart
-// alike): where it copies x into shared memory (kXShared's long units) or streams the weights
-// through its stages (kBulk), so that the entry of two rows holds neither; the other formats' one
-// row stays in qmatvec_q8_1_few_<F>, whose registers were measured for both (their one entry, never
-// launched so, takes items of one weight row: an instance of product of its own, so that few's
-// stays its only caller and is built as before).
-template <typename F> constexpr bool kOneApart = (policy_of<F, 1>::kLong && kXShared<F>) || kBulk<F>;
+// alike): where it copies x into shared memory (kXShared's long units), streams the weights
+// through its stages (kBulk) or takes two-block units (kTwoBlocks), so that the entry of two rows
+// holds none of them; the other formats' one row stays in qmatvec_q8_1_few_<F>, whose registers
+// were measured for both (their one entry, never launched so, takes items of one weight row: an
+// instance of product of its own, so that few's stays its only caller and is built as before).
+// kTwoBlocks' one entry is few's code with the two-block units for one row: NVRTC schedules the
+// same loop slower without few's two-row product beside it (q4_0 at 16384 x 16384 on the H200:
+// 42.6-42.8 us against 40.1-40.3), and few keeps its own code (its two rows slower with the units
+// in it: 54.8 us against 50.7).
+template <typename F> constexpr bool kOneApart = (policy_of<F, 1>::kLong && kXShared<F>) || kBulk<F> || kTwoBlocks<F>;
 
 // One row of x in items of item_rows<F>::x1 weight rows, but for the blocks of 32 of
 // QMATVEC_Q8_ROWS_X1_NARROW_BLOCKS on a weight of fewer than QMATVEC_Q8_NARROW_N rows whose groups
 // of lanes take the items (at most QMATVEC_Q8_LANE_UNITS units a lane): QMATVEC_Q8_ROWS_X1_NARROW,
 // more items in flight (runtime/gpu/quant.py's q8_item_rows alike).
-template <typename F>
+template <typename F, bool kMayTwo = true>
 __device__ __forceinline__ void one_row(const uint8_t* __restrict__ w, const x_source& xs, float* __restrict__ y, size_t n,
                                         size_t rows) {
     if constexpr (kBlock32In<F, OPGEN_QMATVEC_Q8_ROWS_X1_NARROW_BLOCKS> && OPGEN_QMATVEC_Q8_ROWS_X1_NARROW != item_rows<F>::x1) {
@@ -1810,10 +1871,10 @@ __device__ __forceinline__ void one_row(const uint8_t* __restrict__ w, const x_s
         // timed have it (the call compiled q4_1's entry to other registers: 128 against 121)
         const bool by_lanes = xs.k / 32 <= (size_t)OPGEN_QMATVEC_Q8_LANE_UNITS * OPGEN_LANE_GROUP;
         if (n < (size_t)OPGEN_QMATVEC_Q8_NARROW_N && by_lanes) {
-            return product<F, 1, OPGEN_QMATVEC_Q8_ROWS_X1_NARROW>(w, xs, y, n, rows);
+            return product<F, 1, OPGEN_QMATVEC_Q8_ROWS_X1_NARROW, kMayTwo>(w, xs, y, n, rows);
         }
     }
-    product<F, 1, item_rows<F>::x1>(w, xs, y, n, rows);
+    product<F, 1, item_rows<F>::x1, kMayTwo>(w, xs, y, n, rows);
 }
 
 template <typename F>
@@ -1828,7 +1889,13 @@ __device__ __forceinline__ void qmatvec_q8_1_one(const uint8_t* w, const float* 
         if (bulk_fits(w, k, rows)) return bulk_product<F>(w, xs, y, n);  // the same for the whole grid
     }
 #endif
-    if constexpr (kOneApart<F>) {
+    if constexpr (kTwoBlocks<F>) {  // few's code, its one row in two-block units (see kOneApart)
+        if (rows == 1) {
+            one_row<F>(w, xs, y, n, rows);
+        } else {
+            product<F, 2, item_rows<F>::x2>(w, xs, y, n, rows);
+        }
+    } else if constexpr (kOneApart<F>) {
         one_row<F>(w, xs, y, n, rows);
     } else {
         product<F, 1, 1>(w, xs, y, n, rows);
@@ -1843,10 +1910,10 @@ __device__ __forceinline__ void qmatvec_q8_1_few(const uint8_t* w, const float* 
 #if OPGEN_HIP
     product<F, 1, 2>(w, xs, y, n, rows);
 #else
-    if constexpr (kOneApart<F>) {  // one row: qmatvec_q8_1_one_<F>; this is correct for it all the same
+    if constexpr (kOneApart<F> && !kTwoBlocks<F>) {  // one row: qmatvec_q8_1_one_<F>; this is correct for it all the same
         product<F, 2, item_rows<F>::x2>(w, xs, y, n, rows);
-    } else if (rows == 1) {
-        one_row<F>(w, xs, y, n, rows);
+    } else if (rows == 1) {  // kTwoBlocks: one row takes qmatvec_q8_1_one_<F>; this stays as it was without them
+        one_row<F, false>(w, xs, y, n, rows);
     } else {
         product<F, 2, item_rows<F>::x2>(w, xs, y, n, rows);
     }

@@ -51,6 +51,7 @@ from generated.kernel_facts import (
     QMATVEC_Q8_MMA_TILES_F,
     QMATVEC_Q8_MMA_WIDE_N,
     QMATVEC_Q8_THREADS,
+    QMATVEC_Q8_TWO_BLOCKS,
     QMATVEC_ROWS,
     QMATVEC_THREADS,
     KernelPattern as K,
@@ -88,7 +89,8 @@ LANE_GROUP = 32
 #: one row of x (q8_x_shared: the long units of LONG_K and LONG_X_SHARED up to LONG_X_SHARED_K
 #: values of x, at most LONG_X_SHARED_BLOCKS a multiprocessor where that is not 0); which blocks
 #: of 32 stream one row's weights through the bulk copy engine (q8_bulk: BULK_BLOCKS, items of
-#: BULK_ROWS weight rows, BULK_PER_SM blocks a multiprocessor).
+#: BULK_ROWS weight rows, BULK_PER_SM blocks a multiprocessor); which take qmatvec_q8_1_one_<fmt>
+#: for one row of x (q8_one_apart: BULK_BLOCKS, TWO_BLOCKS).
 QMATVEC_Q8_GRID_FACTS = {
     "QMATVEC_Q8_LANE_UNITS": QMATVEC_Q8_LANE_UNITS,
     "QMATVEC_Q8_LANE_UNITS_MANY": QMATVEC_Q8_LANE_UNITS_MANY,
@@ -114,6 +116,7 @@ QMATVEC_Q8_GRID_FACTS = {
     "QMATVEC_Q8_BULK_BLOCKS": QMATVEC_Q8_BULK_BLOCKS,
     "QMATVEC_Q8_BULK_ROWS": QMATVEC_Q8_BULK_ROWS,
     "QMATVEC_Q8_BULK_PER_SM": QMATVEC_Q8_BULK_PER_SM,
+    "QMATVEC_Q8_TWO_BLOCKS": QMATVEC_Q8_TWO_BLOCKS,
 }
 #: What qmatvec_q8_1_*'s weight rows per item follow (q8_item_rows), ops.yaml's kernel facts that
 #: hip/qmatvec_q8.hip is built with: QMATVEC_Q8_ROWS_X* (blocks of 32; _ROWS_X4_NARROW and
@@ -432,10 +435,11 @@ def q8_one_apart(fmt: str, facts=QMATVEC_Q8_GRID_FACTS) -> bool:
     """Whether one row of x of `fmt` takes qmatvec_q8_1_one_<fmt> (hip/qmatvec_q8.hip's kOneApart):
     the long units that copy x into shared memory (q8_long_x_shared), and the blocks of 32 of
     BULK_BLOCKS (their stages; on a device without bulk copies that entry takes the product of
-    few), so that the entry of two rows holds neither; every other format's one row takes
-    qmatvec_q8_1_few_<fmt>, as two rows do."""
+    few) and of TWO_BLOCKS (two blocks a lane's unit), so that the entry of two rows holds none of
+    them; every other format's one row takes qmatvec_q8_1_few_<fmt>, as two rows do."""
     if fmt in BLOCK32_BITS:
-        return bool(facts["QMATVEC_Q8_BULK_BLOCKS"] >> BLOCK32_BITS.index(fmt) & 1)
+        mask = facts["QMATVEC_Q8_BULK_BLOCKS"] | facts["QMATVEC_Q8_TWO_BLOCKS"]
+        return bool(mask >> BLOCK32_BITS.index(fmt) & 1)
     return q8_long_x_shared(fmt, facts)
 
 

@@ -279,6 +279,54 @@ def test_the_bulk_stages_give_the_same_bits_on_any_grid(backend, fmt, n, k):
     same_bits_on_any_grid(rt, fmt, n, k, seed=BLOCK32_BITS.index(fmt) + k)
 
 
+#: The blocks of 32 whose one row of x takes two neighbouring blocks a lane's unit where k is a
+#: multiple of 64 and the weights 4-aligned (QMATVEC_Q8_TWO_BLOCKS), in qmatvec_q8_1_one_<fmt>.
+TWO_BLOCKS = [f for f in BLOCK32_BITS if kernel_facts.QMATVEC_Q8_TWO_BLOCKS >> BLOCK32_BITS.index(f) & 1]
+NO_TWO = pytest.param(None, marks=pytest.mark.skip(reason="QMATVEC_Q8_TWO_BLOCKS is 0: no two-block units to check"))
+
+#: (n, k): 4352 values, 136 blocks, in pairs (n of 39 below QMATVEC_Q8_NARROW_N: its narrow items);
+#: 4384 one block past the pairs (units of one block); 16640 in pairs past QMATVEC_Q8_LONG_X_SHARED_K
+TWO_BLOCK_SHAPES = [(39, 4352), (37, 4384), (10, 16640)]
+
+
+@pytest.mark.parametrize("n, k", TWO_BLOCK_SHAPES)
+@pytest.mark.parametrize("fmt", TWO_BLOCKS or [NO_TWO])
+def test_two_block_units_give_the_same_bits_on_any_grid(backend, fmt, n, k):
+    """qmatvec_q8_1_one_<fmt> of QMATVEC_Q8_TWO_BLOCKS by one row of x, in two-block units (k a
+    multiple of 64) or in units of one block (k not): grids of 1, 2 and 7 blocks give the runtime's
+    grid's bits, which are x in q8_1 times W within the f32 sums' bound. cuda only: the launch
+    wrapper is driven directly."""
+    if backend is not g.Backend.CUDA:
+        pytest.skip(f"{backend.value}: the launch wrapper is driven through the cuda runtime here")
+    same_bits_on_any_grid(_runtime(backend), fmt, n, k, seed=BLOCK32_BITS.index(fmt) + k)
+
+
+@pytest.mark.parametrize("fmt", TWO_BLOCKS or [NO_TWO])
+def test_weights_off_four_byte_alignment_take_units_of_one_block(backend, fmt):
+    """The same weights 2 bytes past a 4-byte boundary (blocks of 18 bytes allow it), where a pair
+    of blocks cannot be read as 4-aligned words: qmatvec_q8_1_one_<fmt> takes units of one block,
+    and gives x in q8_1 times W within the f32 sums' bound, as the aligned weights' two-block units
+    do. cuda only: the launch wrapper is driven directly."""
+    if backend is not g.Backend.CUDA:
+        pytest.skip(f"{backend.value}: the launch wrapper is driven through the cuda runtime here")
+    from generated import kernels_hip
+
+    rt = _runtime(backend)
+    n, k, seed = 37, 4352, 3
+    aligned, _, x_buf, xq, w, x = one_row_product(rt, fmt, n, k, seed=seed)
+    data = np.asarray(g.Device.parse("cpu").quantize(weights(n * k, seed=seed), g.GgmlDType(fmt)).data(), np.uint8)
+    shifted = rt.from_host(0, np.concatenate([np.zeros(2, np.uint8), data]))
+    y = rt.alloc(0, n, np.dtype(np.float32))  # poisoned: an unwritten output is NaN
+    launch = getattr(kernels_hip, f"launch_qmatvec_q8_1_one_{fmt}")
+    threads = kernel_facts.QMATVEC_Q8_THREADS
+    launch(rt.launch, 7, threads, rt.stream(0), shifted.ptr + 2, x_buf.ptr, xq.ptr, y.ptr, n, k, 1)
+    got = rt.to_host(y)
+    want, scale = x_as_q8_1(x) @ w.T, np.abs(x_as_q8_1(x)) @ np.abs(w).T
+    for name, y_of in (("2 bytes off", got), ("aligned", aligned)):
+        err = np.abs(y_of.reshape(1, n) - want) / scale
+        assert err.max() <= ARITHMETIC_RTOL, f"cuda {fmt} weights {name}: error {err.max():.2e}"
+
+
 @pytest.mark.parametrize("fmt", [f for f in FORMATS if f not in SHARED_X])
 def test_every_one_row_entry_multiplies_as_the_product_does(backend, fmt):
     """qmatvec_q8_1_one_<fmt> of a format whose one row of x the runtime gives to its few entry

@@ -349,13 +349,14 @@ def test_explore_builds_define_their_facts_and_launch_by_them(tmp_path):
     assert shipped.grid(sm90, "f32", 4096, 4096, 8) == 4096 // (16 * narrow)
     assert mma.grid(sm75, "f16", 4096, 4096, 8) == shipped.grid(sm75, "f16", 4096, 4096, 8)  # sm_75: no mma
     assert mma.grid(sm90, "q4_0", 4096, 4096, 8) == shipped.grid(sm90, "q4_0", 4096, 4096, 8)  # floats only
-    assert [shipped.entry(rt, "q4_0", r, 4096) for r in (1, 2, 3)] == ["qmatvec_q8_1_few_q4_0"] * 2 + [
-        "qmatvec_q8_1_q4_0"
+    assert [shipped.entry(rt, "q4_1", r, 4096) for r in (1, 2, 3)] == ["qmatvec_q8_1_few_q4_1"] * 2 + [
+        "qmatvec_q8_1_q4_1"
     ]
+    assert [shipped.entry(rt, "q4_0", r, 4096) for r in (1, 2)] == ["qmatvec_q8_1_one_q4_0", "qmatvec_q8_1_few_q4_0"]
     from runtime.gpu import quant as gpu_quant
 
     apart = [f for f in ggml.FORMATS if gpu_quant.q8_one_apart(f)]
-    assert apart == ["q5_0", "q2_k", "q3_k"] and [shipped.entry(rt, "q2_k", r, 4096) for r in (1, 2)] == [
+    assert apart == ["q4_0", "q5_0", "q2_k", "q3_k"] and [shipped.entry(rt, "q2_k", r, 4096) for r in (1, 2)] == [
         "qmatvec_q8_1_one_q2_k",
         "qmatvec_q8_1_few_q2_k",
     ]
