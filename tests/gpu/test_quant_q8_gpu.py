@@ -253,9 +253,15 @@ def test_long_units_by_groups_of_lanes_give_the_same_bits_on_any_grid(backend, f
     assert (np.abs(shipped.reshape(1, n) - want) / scale).max() <= ARITHMETIC_RTOL, f"cuda {fmt} ({n}, {k})"
 
 
+def blocks_of(mask: str, what: str) -> list:
+    """The blocks of 32 whose bit the kernel fact `mask` has (the order of BLOCK32_BITS), or one
+    case skipped for want of them."""
+    chosen = [f for f in BLOCK32_BITS if getattr(kernel_facts, mask) >> BLOCK32_BITS.index(f) & 1]
+    return chosen or [pytest.param(None, marks=pytest.mark.skip(reason=f"{mask} is 0: no {what} to check"))]
+
+
 #: The blocks of 32 whose one row of x streams the weights through the bulk copy engine (cuda sm_90).
-BULK = [f for f in BLOCK32_BITS if kernel_facts.QMATVEC_Q8_BULK_BLOCKS >> BLOCK32_BITS.index(f) & 1]
-NO_BULK = pytest.param(None, marks=pytest.mark.skip(reason="QMATVEC_Q8_BULK_BLOCKS is 0: no bulk product to check"))
+BULK = blocks_of("QMATVEC_Q8_BULK_BLOCKS", "bulk product")
 
 
 #: (n, k): 39 rows leave the last item of QMATVEC_Q8_BULK_ROWS (4) 3 rows; k of 4352 two steps of
@@ -265,7 +271,7 @@ BULK_SHAPES = [(39, 4352), (130, 2304), (6, 16640)]
 
 
 @pytest.mark.parametrize("n, k", BULK_SHAPES)
-@pytest.mark.parametrize("fmt", BULK or [NO_BULK])
+@pytest.mark.parametrize("fmt", BULK)
 def test_the_bulk_stages_give_the_same_bits_on_any_grid(backend, fmt, n, k):
     """qmatvec_q8_1_one_<fmt> of QMATVEC_Q8_BULK_BLOCKS by one row of x: a block's stages run on
     across its items (on one block, every item's steps wrap the stages many times), so grids of 1,
@@ -281,8 +287,7 @@ def test_the_bulk_stages_give_the_same_bits_on_any_grid(backend, fmt, n, k):
 
 #: The blocks of 32 whose one row of x takes two neighbouring blocks a lane's unit where k is a
 #: multiple of 64 and the weights 4-aligned (QMATVEC_Q8_TWO_BLOCKS), in qmatvec_q8_1_one_<fmt>.
-TWO_BLOCKS = [f for f in BLOCK32_BITS if kernel_facts.QMATVEC_Q8_TWO_BLOCKS >> BLOCK32_BITS.index(f) & 1]
-NO_TWO = pytest.param(None, marks=pytest.mark.skip(reason="QMATVEC_Q8_TWO_BLOCKS is 0: no two-block units to check"))
+TWO_BLOCKS = blocks_of("QMATVEC_Q8_TWO_BLOCKS", "two-block units")
 
 #: (n, k): 4352 values, 136 blocks, in pairs (n of 39 below QMATVEC_Q8_NARROW_N: its narrow items);
 #: 4384 one block past the pairs (units of one block); 16640 in pairs past QMATVEC_Q8_LONG_X_SHARED_K
@@ -290,7 +295,7 @@ TWO_BLOCK_SHAPES = [(39, 4352), (37, 4384), (10, 16640)]
 
 
 @pytest.mark.parametrize("n, k", TWO_BLOCK_SHAPES)
-@pytest.mark.parametrize("fmt", TWO_BLOCKS or [NO_TWO])
+@pytest.mark.parametrize("fmt", TWO_BLOCKS)
 def test_two_block_units_give_the_same_bits_on_any_grid(backend, fmt, n, k):
     """qmatvec_q8_1_one_<fmt> of QMATVEC_Q8_TWO_BLOCKS by one row of x, in two-block units (k a
     multiple of 64) or in units of one block (k not): grids of 1, 2 and 7 blocks give the runtime's
@@ -301,7 +306,7 @@ def test_two_block_units_give_the_same_bits_on_any_grid(backend, fmt, n, k):
     same_bits_on_any_grid(_runtime(backend), fmt, n, k, seed=BLOCK32_BITS.index(fmt) + k)
 
 
-@pytest.mark.parametrize("fmt", TWO_BLOCKS or [NO_TWO])
+@pytest.mark.parametrize("fmt", TWO_BLOCKS)
 def test_weights_off_four_byte_alignment_take_units_of_one_block(backend, fmt):
     """The same weights 2 bytes past a 4-byte boundary (blocks of 18 bytes allow it), where a pair
     of blocks cannot be read as 4-aligned words: qmatvec_q8_1_one_<fmt> takes units of one block,
