@@ -417,6 +417,8 @@ EXPLORE_VARIANTS: dict[str, dict[str, int]] = {
     "bulk-stages-3": {"QMATVEC_Q8_BULK_BLOCKS": 31, "QMATVEC_Q8_BULK_ROWS": 4, "QMATVEC_Q8_BULK_STAGES": 3},
     "bulk-per-sm-3": {"QMATVEC_Q8_BULK_PER_SM": 3},
     "two-blocks-none": {"QMATVEC_Q8_TWO_BLOCKS": 0},
+    "unsigned-blocks": {"QMATVEC_Q8_UNSIGNED_BLOCKS": 5},
+    "unsigned-blocks-none": {"QMATVEC_Q8_UNSIGNED_BLOCKS": 0},
 }
 EXPLORE_SHAPES = SHAPES
 #: Facts that only the runtime reads, by what a source holds where the runtime follows them: those of

@@ -347,6 +347,15 @@ QMATVEC_Q8_MMA_Q_MIN_BLOCKS = 4
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_TWO_BLOCKS=... needs this set alike)
 QMATVEC_Q8_TWO_BLOCKS = 1
 
+#: qmatvec_q8_1_* (not the tensor cores): the blocks of 32 whose weights are (q - o) d (q4_0 1, q5_0 4, as
+#: QMATVEC_Q8_WIDE_BLOCKS) that keep their quants unsigned, q as read with b = -o d against x's sums, in an
+#: unsigned-by-signed dp4a, where the others centre each byte into a signed one first (two instructions a word). On the
+#: H200 by one row q4_0 39.8-39.9 us against 40.7 at 16384 x 16384, 8.4 against 9.1 at 4096 x 14336; q5_0 49.6-49.7
+#: against 50.3-50.4, 12.5-13.1 against 13.9-14.6; by 2 rows q5_0 faster, q4_0 faster but at 16384 x 16384 (52.8-53.0
+#: against 50.9-51.1, ggml 55.5-55.8); bench/ggml.py --explore compares
+#: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_UNSIGNED_BLOCKS=... needs this set alike)
+QMATVEC_Q8_UNSIGNED_BLOCKS = 5
+
 #: qmatvec_q8_1_*: the blocks of 32 read as whole aligned 16-byte pieces, a bit each (q4_0 1, q4_1 2, q5_0 4, q5_1 8,
 #: q8_0 16, q8_1 32); the others load their fields at the fields' own alignment (bench/ggml.py --explore compares)
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_WIDE_BLOCKS=... needs this set alike)

@@ -113,6 +113,19 @@ __device__ __forceinline__ int dot4(uint32_t a, uint32_t b, int c) {
 #endif
 }
 
+// The dot product of four unsigned bytes a with four signed bytes b, added to c.
+__device__ __forceinline__ int dot4_unsigned(uint32_t a, uint32_t b, int c) {
+#if OPGEN_CUDA
+    int d;
+    asm("dp4a.u32.s32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+    return d;
+#else
+#pragma unroll
+    for (int i = 0; i < 4; i++) c += (int)((a >> (8 * i)) & 0xFFu) * (int)(signed char)(b >> (8 * i));
+    return c;
+#endif
+}
+
 // ---------------------------------------------------------------------------- formats
 //
 // unit(row, u, q, a, b): weights 32u..32u+31 of a weight row as signed bytes q (byte i of q[j]
@@ -154,6 +167,10 @@ template <int N, int K, int A> __device__ __forceinline__ void block_words(const
 // Whether the blocks of 32 of bit B (q4_0 0, q4_1 1, q5_0 2, q5_1 3, q8_0 4, q8_1 5) take
 // block_words (ops.yaml's QMATVEC_Q8_WIDE_BLOCKS) or loads of their fields' own alignment.
 template <int B> constexpr bool kWide = ((OPGEN_QMATVEC_Q8_WIDE_BLOCKS >> B) & 1) != 0;
+// Whether the blocks of 32 of bit B whose weights are (q - o) d (q4_0 0, q5_0 2) keep their quants
+// unsigned (ops.yaml's QMATVEC_Q8_UNSIGNED_BLOCKS): q as it is read, b = -o d, an unsigned-by-signed
+// dp4a; else the quants centred into signed bytes (centred), b = 0.
+template <int B> constexpr bool kUnsignedQ = ((OPGEN_QMATVEC_Q8_UNSIGNED_BLOCKS >> B) & 1) != 0;
 
 // The word of bytes 2..5 of the 8 at w (w[0] bytes 0..3, w[1] 4..7).
 __device__ __forceinline__ uint32_t mid_word(uint32_t lo, uint32_t hi) { return (lo >> 16) | (hi << 16); }
@@ -163,6 +180,7 @@ __device__ __forceinline__ float half_hi(uint32_t w) { return opgen::f16_to_floa
 // q4_0: d (f16), qs[16]; weight i < 16 the low nibble of qs[i], i + 16 its high one; (q - 8) d
 struct q4_0 {
     static constexpr int kElems = 32, kBytes = 18;
+    static constexpr bool kUnsigned = kUnsignedQ<0>;
     static __device__ __forceinline__ void unit(const uint8_t* row, size_t u, uint32_t (&q)[8], float (&a)[2], float (&b)[2]) {
         const uint8_t* blk = row + u * kBytes;
         uint32_t w[4];
@@ -196,9 +214,15 @@ struct q4_0 {
 
   private:
     static __device__ __forceinline__ void nibbles(const uint32_t (&w)[4], float d, uint32_t (&q)[8], float (&a)[2], float (&b)[2]) {
+        if constexpr (kUnsigned) {
 #pragma unroll
-        for (int i = 0; i < 4; i++) q[i] = centred<8>(w[i] & 0x0F0F0F0Fu), q[4 + i] = centred<8>((w[i] >> 4) & 0x0F0F0F0Fu);
-        a[0] = a[1] = d, b[0] = b[1] = 0.0f;
+            for (int i = 0; i < 4; i++) q[i] = w[i] & 0x0F0F0F0Fu, q[4 + i] = (w[i] >> 4) & 0x0F0F0F0Fu;
+            a[0] = a[1] = d, b[0] = b[1] = -8.0f * d;
+        } else {
+#pragma unroll
+            for (int i = 0; i < 4; i++) q[i] = centred<8>(w[i] & 0x0F0F0F0Fu), q[4 + i] = centred<8>((w[i] >> 4) & 0x0F0F0F0Fu);
+            a[0] = a[1] = d, b[0] = b[1] = 0.0f;
+        }
     }
 };
 
@@ -228,6 +252,7 @@ struct q4_1 {
 // q5_0: d, qh (32 bits: bit i the fifth bit of weight i), qs[16] as q4_0's; (q - 16) d
 struct q5_0 {
     static constexpr int kElems = 32, kBytes = 22;
+    static constexpr bool kUnsigned = kUnsignedQ<2>;
     static __device__ __forceinline__ void unit(const uint8_t* row, size_t u, uint32_t (&q)[8], float (&a)[2], float (&b)[2]) {
         const uint8_t* blk = row + u * kBytes;
         uint32_t w[4], qh;
@@ -243,6 +268,15 @@ struct q5_0 {
             qh = word_at<2>(blk + 2);
             words4<2>(blk + 6, w);
             d = half_at(blk);
+        }
+        if constexpr (kUnsigned) {
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                q[i] = (w[i] & 0x0F0F0F0Fu) | fifth_bits(qh >> (4 * i));
+                q[4 + i] = ((w[i] >> 4) & 0x0F0F0F0Fu) | fifth_bits(qh >> (16 + 4 * i));
+            }
+            a[0] = a[1] = d, b[0] = b[1] = -16.0f * d;
+            return;
         }
 #pragma unroll
         for (int i = 0; i < 4; i++) {
@@ -739,6 +773,18 @@ __device__ __forceinline__ void share_x(const x_source& s, uint4* shared) {
     __syncthreads();
 }
 
+// Whether F's unit gives unsigned quants (F::kUnsigned, kUnsignedQ): its dot products then take
+// dot4_unsigned.
+template <typename F, typename = void> struct unsigned_quants {
+    static constexpr bool value = false;
+};
+template <typename F> struct unsigned_quants<F, decltype((void)F::kUnsigned)> {
+    static constexpr bool value = F::kUnsigned;
+};
+template <bool kUnsigned> __device__ __forceinline__ int dot4_of(uint32_t a, uint32_t b, int c) {
+    return kUnsigned ? dot4_unsigned(a, b, c) : dot4(a, b, c);
+}
+
 template <typename F> struct q8_operands {  // block formats against x in q8_1: 32 weights a unit
     static constexpr int kUnit = 32;
     struct W {
@@ -756,8 +802,11 @@ template <typename F> struct q8_operands {  // block formats against x in q8_1: 
         x.m = reinterpret_cast<const float4*>(s.xm + r * (s.k / 16))[u];
     }
     static __device__ __forceinline__ float dot(const W& w, const X& x) {
-        const int p0 = dot4(w.q[3], x.q[0].w, dot4(w.q[2], x.q[0].z, dot4(w.q[1], x.q[0].y, dot4(w.q[0], x.q[0].x, kSumBias))));
-        const int p1 = dot4(w.q[7], x.q[1].w, dot4(w.q[6], x.q[1].z, dot4(w.q[5], x.q[1].y, dot4(w.q[4], x.q[1].x, kSumBias))));
+        constexpr bool U = unsigned_quants<F>::value;
+        const int p0 = dot4_of<U>(w.q[3], x.q[0].w,
+                                  dot4_of<U>(w.q[2], x.q[0].z, dot4_of<U>(w.q[1], x.q[0].y, dot4_of<U>(w.q[0], x.q[0].x, kSumBias))));
+        const int p1 = dot4_of<U>(w.q[7], x.q[1].w,
+                                  dot4_of<U>(w.q[6], x.q[1].z, dot4_of<U>(w.q[5], x.q[1].y, dot4_of<U>(w.q[4], x.q[1].x, kSumBias))));
         return fmaf(w.a[0] * x.m.x, sum_value(p0), fmaf(w.a[1] * x.m.z, sum_value(p1), fmaf(w.b[0], x.m.y, w.b[1] * x.m.w)));
     }
 };
