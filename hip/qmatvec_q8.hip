@@ -39,7 +39,8 @@
 // of x and each x read once for all weight rows. A unit of 32 is a block of the formats of 32
 // (its quants loaded once for both halves), an eighth of the formats of 256. Every format's unit() decodes its own
 // layout into those words (the quants centred into signed bytes where the format adds an
-// offset: (q + 128 - o) ^ 0x80 per byte). A butterfly over each group of 32 lanes leaves
+// offset: (q + 128 - o) ^ 0x80 per byte; q4_0 and q5_0 keep them unsigned, b = -o a, in an
+// unsigned-by-signed dp4a: QMATVEC_Q8_UNSIGNED_BLOCKS). A butterfly over each group of 32 lanes leaves
 // R * x rows sums spread over the lanes, then shared memory sums the groups. For one row of x, the
 // blocks of 256 of QMATVEC_Q8_LONG_K take 64 or 128 weights a lane (long_operands: its units of
 // 32 share their loads).
@@ -128,9 +129,9 @@ __device__ __forceinline__ int dot4_unsigned(uint32_t a, uint32_t b, int c) {
 
 // ---------------------------------------------------------------------------- formats
 //
-// unit(row, u, q, a, b): weights 32u..32u+31 of a weight row as signed bytes q (byte i of q[j]
-// is weight 4j + i) with weight = a[h] * q + b[h] for the weights 16h..16h+15 of the unit. The layouts and formulas of ggml-common.h and
-// GGML's dequantize_row_*. The blocks of 32 also give quarter(blk, t, lo, hi, a): words t and
+// unit(row, u, q, a, b): weights 32u..32u+31 of a weight row as signed bytes q (unsigned where
+// F::kUnsigned; byte i of q[j] is weight 4j + i) with weight = a[h] * q + b[h] for the weights
+// 16h..16h+15 of the unit. The layouts and formulas of ggml-common.h and GGML's dequantize_row_*. The blocks of 32 also give quarter(blk, t, lo, hi, a): words t and
 // t + 4 of their unit (weights 4t .. 4t + 3 and 16 + 4t ..) alone, the tensor cores' fragments.
 
 // The first N words of a block of K bytes at p (A-aligned; the words past its K bytes are any
