@@ -277,14 +277,14 @@ struct q5_0 {
                 q[4 + i] = ((w[i] >> 4) & 0x0F0F0F0Fu) | fifth_bits(qh >> (16 + 4 * i));
             }
             a[0] = a[1] = d, b[0] = b[1] = -16.0f * d;
-            return;
-        }
+        } else {
 #pragma unroll
-        for (int i = 0; i < 4; i++) {
-            q[i] = centred<16>((w[i] & 0x0F0F0F0Fu) | fifth_bits(qh >> (4 * i)));
-            q[4 + i] = centred<16>(((w[i] >> 4) & 0x0F0F0F0Fu) | fifth_bits(qh >> (16 + 4 * i)));
+            for (int i = 0; i < 4; i++) {
+                q[i] = centred<16>((w[i] & 0x0F0F0F0Fu) | fifth_bits(qh >> (4 * i)));
+                q[4 + i] = centred<16>(((w[i] >> 4) & 0x0F0F0F0Fu) | fifth_bits(qh >> (16 + 4 * i)));
+            }
+            a[0] = a[1] = d, b[0] = b[1] = 0.0f;
         }
-        a[0] = a[1] = d, b[0] = b[1] = 0.0f;
     }
     static __device__ __forceinline__ void quarter(const uint8_t* blk, unsigned int t, uint32_t& lo, uint32_t& hi, float& a) {
         const uint32_t qh = word_at<2>(blk + 2), w = word_at<2>(blk + 6 + 4 * t);

@@ -179,13 +179,14 @@ def one_row_product(rt, fmt: str, n: int, k: int, seed: int):
     return rt.to_host(y), q, x_buf, xq, w, x
 
 
-def launch_one(rt, fmt: str, grid: int, q, x_buf, xq, n: int, k: int) -> np.ndarray:
-    """qmatvec_q8_1_one_<fmt> on `grid` blocks, its launch wrapper driven directly: y (n,)."""
+def launch_one(rt, fmt: str, grid: int, w_ptr: int, x_buf, xq, n: int, k: int) -> np.ndarray:
+    """qmatvec_q8_1_one_<fmt> on `grid` blocks, its launch wrapper driven directly on the weight's
+    bytes at w_ptr: y (n,)."""
     from generated import kernels_hip
 
     y = rt.alloc(0, n, np.dtype(np.float32))  # poisoned: an unwritten output is NaN
     launch = getattr(kernels_hip, f"launch_qmatvec_q8_1_one_{fmt}")
-    launch(rt.launch, grid, kernel_facts.QMATVEC_Q8_THREADS, rt.stream(0), q.buf.ptr, x_buf.ptr, xq.ptr, y.ptr, n, k, 1)
+    launch(rt.launch, grid, kernel_facts.QMATVEC_Q8_THREADS, rt.stream(0), w_ptr, x_buf.ptr, xq.ptr, y.ptr, n, k, 1)
     return rt.to_host(y)
 
 
@@ -194,7 +195,7 @@ def same_bits_on_any_grid(rt, fmt: str, n: int, k: int, seed: int) -> None:
     the runtime's grid's bits, which are x in q8_1 times W within the f32 sums' bound."""
     shipped, q, x_buf, xq, w, x = one_row_product(rt, fmt, n, k, seed=seed)
     for grid in (1, 2, 7):
-        got = launch_one(rt, fmt, grid, q, x_buf, xq, n, k)
+        got = launch_one(rt, fmt, grid, q.buf.ptr, x_buf, xq, n, k)
         np.testing.assert_array_equal(got, shipped, err_msg=f"cuda {fmt} ({n}, {k}): grid {grid}")
     want = x_as_q8_1(x) @ w.T
     scale = np.abs(x_as_q8_1(x)) @ np.abs(w).T
@@ -246,7 +247,8 @@ def test_long_units_by_groups_of_lanes_give_the_same_bits_on_any_grid(backend, f
     gpu_quant.qmatvec_q8_1(rt, q, x_buf, y, n, k, 1, kernels_hip.QSTORAGE["matmul"], xq)
     shipped = rt.to_host(y)
     for grid in (1, 5):
-        np.testing.assert_array_equal(launch_one(rt, fmt, grid, q, x_buf, xq, n, k), shipped, err_msg=f"grid {grid}")
+        got = launch_one(rt, fmt, grid, q.buf.ptr, x_buf, xq, n, k)
+        np.testing.assert_array_equal(got, shipped, err_msg=f"grid {grid}")
     w = block.astype(np.float64)
     want = np.tile(x_as_q8_1(x) @ w.T, n // sample)
     scale = np.tile(np.abs(x_as_q8_1(x)) @ np.abs(w).T, n // sample)
@@ -314,18 +316,12 @@ def test_weights_off_four_byte_alignment_take_units_of_one_block(backend, fmt):
     do. cuda only: the launch wrapper is driven directly."""
     if backend is not g.Backend.CUDA:
         pytest.skip(f"{backend.value}: the launch wrapper is driven through the cuda runtime here")
-    from generated import kernels_hip
-
     rt = _runtime(backend)
     n, k, seed = 37, 4352, 3
     aligned, _, x_buf, xq, w, x = one_row_product(rt, fmt, n, k, seed=seed)
     data = np.asarray(g.Device.parse("cpu").quantize(weights(n * k, seed=seed), g.GgmlDType(fmt)).data(), np.uint8)
     shifted = rt.from_host(0, np.concatenate([np.zeros(2, np.uint8), data]))
-    y = rt.alloc(0, n, np.dtype(np.float32))  # poisoned: an unwritten output is NaN
-    launch = getattr(kernels_hip, f"launch_qmatvec_q8_1_one_{fmt}")
-    threads = kernel_facts.QMATVEC_Q8_THREADS
-    launch(rt.launch, 7, threads, rt.stream(0), shifted.ptr + 2, x_buf.ptr, xq.ptr, y.ptr, n, k, 1)
-    got = rt.to_host(y)
+    got = launch_one(rt, fmt, 7, shifted.ptr + 2, x_buf, xq, n, k)
     want, scale = x_as_q8_1(x) @ w.T, np.abs(x_as_q8_1(x)) @ np.abs(w).T
     for name, y_of in (("2 bytes off", got), ("aligned", aligned)):
         err = np.abs(y_of.reshape(1, n) - want) / scale
@@ -346,6 +342,6 @@ def test_every_one_row_entry_multiplies_as_the_product_does(backend, fmt):
     x_in = x.astype(np.float64) if fmt in FLOAT else x_as_q8_1(x)
     want, scale = x_in @ w.T, np.abs(x_in) @ np.abs(w).T
     for grid in (1, 7):
-        got = launch_one(rt, fmt, grid, q, x_buf, x_buf if fmt in FLOAT else xq, n, k)
+        got = launch_one(rt, fmt, grid, q.buf.ptr, x_buf, x_buf if fmt in FLOAT else xq, n, k)
         err = np.abs(got.reshape(1, n) - want) / scale
         assert err.max() <= ARITHMETIC_RTOL, f"cuda {fmt} grid {grid}: error {err.max():.2e}"
