@@ -243,7 +243,13 @@ def _nmse(got, want) -> float:
 def opgen_times(rows, formats, runs: int) -> tuple[dict, dict, dict, dict]:
     """(format, n, k, rows) -> [µs per product] over `runs` of the product QMatMul takes by default,
     and of the exact-x kernel (block formats); format -> NMSE of the 4096 x 4096 product of 1 and
-    8 rows against f64 (the larger), by path; format -> weight bytes at 16384 x 16384."""
+    8 rows against f64 (the larger), by path; format -> weight bytes at 16384 x 16384.
+
+    The runs are passes, as ggml's are: every cell once, then every cell again, so that a cell's
+    runs sample the call's spread (a card's clocks drift over seconds of full load: back to back,
+    the three runs of f16 by 4 rows at 16384² on the H200 took 126, 126 and 153 µs). QMatMul's
+    paths first, then the exact-x kernels' passes: those (up to 0.2 s of 8 rows at 16384² a run)
+    slowed the product timed right after them by 5-10% on the H200."""
     import numpy as np
 
     from generated import kernels_hip
@@ -254,8 +260,9 @@ def opgen_times(rows, formats, runs: int) -> tuple[dict, dict, dict, dict]:
     stream = rt.stream(0)
     rng = np.random.default_rng(0)
     table = kernels_hip.QSTORAGE["matmul"]
-    times: dict = {}
-    exact: dict = {}
+    chosen: dict = {}  # cell -> the product QMatMul takes
+    exact_x: dict = {}  # cell -> the exact-x kernel (EXACT_TIMED)
+    held = []  # every cell's buffers, alive for all passes
     nmse: dict = {}
     nbytes = {}
     for fmt in formats:
@@ -274,21 +281,32 @@ def opgen_times(rows, formats, runs: int) -> tuple[dict, dict, dict, dict]:
                 y = rt.alloc(0, r * n, np.dtype(np.float32))
                 xq = rt.alloc(0, gpu_quant.x_q8_1_bytes(r, k), np.dtype(np.uint8))
                 grid = gpu_quant._grid(rt, 0, -(-n // item_rows) * r)  # as QStorage.matmul launches it
+                held.append((q, x_buf, y, xq))
 
-                def exact_x(q=q, x_buf=x_buf, y=y, grid=grid, n=n, k=k, r=r, launch=launch, threads=threads):
+                def exact(q=q, x_buf=x_buf, y=y, grid=grid, n=n, k=k, r=r, launch=launch, threads=threads):
                     launch(rt.launch, grid, threads, stream, q.buf.ptr, x_buf.ptr, y.ptr, n, k, r)
 
                 def q8_1(q=q, x_buf=x_buf, y=y, n=n, k=k, r=r, xq=xq):
                     gpu_quant.qmatvec_q8_1(rt, q, x_buf, y, n, k, r, table, xq)
 
-                # QMatMul's path first: the exact-x kernel's runs (up to 0.2 s of 8 rows at 16384²)
-                # slowed the product timed right after them by 5-10% on the H200
-                chosen = q8_1 if gpu_quant.quantized_x(rt, fmt, r, n, k) else exact_x
-                times[fmt, n, k, r] = [graph_us(chosen, stream.handle) for _ in range(runs)]
+                chosen[fmt, n, k, r] = q8_1 if gpu_quant.quantized_x(rt, fmt, r, n, k) else exact
                 if fmt in EXACT_TIMED:
-                    exact[fmt, n, k, r] = [graph_us(exact_x, stream.handle) for _ in range(runs)]
-            del q
-    return times, exact, nmse, nbytes
+                    exact_x[fmt, n, k, r] = exact
+    return opgen_passes(chosen, runs, stream), opgen_passes(exact_x, runs, stream), nmse, nbytes
+
+
+#: How opgen_passes takes a cell's runs, and how the .json files without "opgen_order" took them.
+OPGEN_ORDER = "in passes: every cell once, then every cell again"
+EARLIER_ORDER = "a cell's runs back to back"
+
+
+def opgen_passes(products: dict, runs: int, stream) -> dict:
+    """cell -> [µs per product, a run each]: every cell timed once, then every cell again."""
+    times: dict = {cell: [] for cell in products}
+    for _ in range(runs):
+        for cell, enqueue in products.items():
+            times[cell].append(graph_us(enqueue, stream.handle))
+    return times
 
 
 def _path_nmse(rt, q, data, fmt: str, n: int, k: int, rng, table) -> dict:
@@ -419,6 +437,12 @@ EXPLORE_VARIANTS: dict[str, dict[str, int]] = {
     "two-blocks-none": {"QMATVEC_Q8_TWO_BLOCKS": 0},
     "unsigned-blocks": {"QMATVEC_Q8_UNSIGNED_BLOCKS": 5},
     "unsigned-blocks-none": {"QMATVEC_Q8_UNSIGNED_BLOCKS": 0},
+    "evict-first-q2": {"QMATVEC_Q8_LONG_EVICT_FIRST": 1},
+    "evict-first-q2-q3": {"QMATVEC_Q8_LONG_EVICT_FIRST": 3},
+    "evict-first-k": {"QMATVEC_Q8_LONG_EVICT_FIRST": 15},
+    "rows-x4-narrow-2": {"QMATVEC_Q8_ROWS_X4_NARROW": 2},
+    "bulk-stages-2": {"QMATVEC_Q8_BULK_STAGES": 2},
+    "bulk-stages-3-q5-0": {"QMATVEC_Q8_BULK_STAGES": 3},
 }
 EXPLORE_SHAPES = SHAPES
 #: Facts that only the runtime reads, by what a source holds where the runtime follows them: those of
@@ -848,7 +872,9 @@ def main() -> None:
             for part in ("opgen_us", "opgen_exact_x_us")
         )
         nbytes = {f: 16384 * 16384 // ggml.FORMATS[f].block * ggml.FORMATS[f].nbytes for f in formats}
+        order = earlier.get("opgen_order", EARLIER_ORDER)
     else:
+        order = OPGEN_ORDER
         copy = copy_gbs()
         opgen, exact, nmse, nbytes = opgen_times(rows, formats, args.runs)
     print(f"opgen timed in {time.monotonic() - t0:.0f} s; copy {copy:.0f} GB/s", flush=True)
@@ -865,7 +891,7 @@ def main() -> None:
     ).stdout.strip()
     if args.opgen_json and opgen_device != device:
         device = f"opgen on {opgen_device}, ggml on {device} (not the same card)"
-    results = Results(args, device, ggml_commit, copy, opgen, exact, nmse, nbytes, formats, rows)
+    results = Results(args, device, ggml_commit, copy, opgen, exact, nmse, nbytes, formats, rows, order=order)
     results.write(ggml_us)  # opgen's figures are kept whatever happens to ggml's
     ggml_rows = [int(r) for r in args.ggml_rows.split(",")] if args.ggml_rows else rows
     if built == 0:
@@ -1019,6 +1045,7 @@ def render(args: argparse.Namespace, formats, rows) -> None:
         formats, rows,
     )  # fmt: skip
     results.date = earlier.get("date", results.date)
+    results.order = earlier.get("opgen_order", EARLIER_ORDER)
     print(results.write(ggml_keyed(earlier["ggml_us"])))
     path = args.out / f"{args.name}.json"
     record = json.loads(path.read_text())
@@ -1042,6 +1069,7 @@ class Results:
     rows: list
     date: str = time.strftime("%Y-%m-%d", time.gmtime())
     note: str = ""
+    order: str = OPGEN_ORDER  # how opgen's runs of a cell were taken
 
     def with_earlier(self, ggml_us: dict, path: Path) -> dict:
         """ggml's figures of this run, and an earlier run's (path) for the rows of x this run did
@@ -1079,9 +1107,9 @@ class Results:
         a = self.args
         head = (
             f"# opgen qmatvec beside ggml's CUDA MUL_MAT\n\n{self.device}, {self.date}{_tree_said(a)}; "
-            f"ggml-org/ggml {self.ggml_commit}; opgen: {runs_said(self.opgen)}, each the median of {REPEATS} "
-            f"graph launches of {LAUNCHES} products; ggml: {runs_said(ggml_us)} of test-backend-ops perf (least "
-            f"{a.ggml_seconds} s a case). "
+            f"ggml-org/ggml {self.ggml_commit}; opgen: {runs_said(self.opgen)} ({self.order}), each the median of "
+            f"{REPEATS} graph launches of {LAUNCHES} products; ggml: {runs_said(ggml_us)} of test-backend-ops perf "
+            f"(least {a.ggml_seconds} s a case). "
             f"Copy bandwidth {self.copy:.0f} GB/s. `(Nx)`: ggml's time over opgen's (>= 1: opgen as fast or "
             "faster); `-`: not measured (ggml has no MUL_MAT of q8_1 / q8_K weights). opgen's figure is the "
             "path QMatMul takes by default: x quantized to q8_1 (hip/qmatvec_q8.hip), but the exact-x kernel "
@@ -1102,6 +1130,7 @@ class Results:
             "tree": tree_of(a),
             "ggml_commit": self.ggml_commit,
             "copy_gbs": self.copy,
+            "opgen_order": self.order,
             "opgen_us": {"/".join(map(str, key)): v for key, v in self.opgen.items()},
             "opgen_exact_x_us": {"/".join(map(str, key)): v for key, v in self.exact.items()},
             "ggml_us": {"/".join(map(str, key)): v for key, v in ggml_us.items()},

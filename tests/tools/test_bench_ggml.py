@@ -184,6 +184,27 @@ def test_ggml_passes_time_every_row_then_every_row_again(monkeypatch):
     assert len(written) == 6 and written[0] == repr({("q4_0", 4096, 4096, 1): [11.0]})  # after each row
 
 
+def test_opgen_times_every_cell_once_then_every_cell_again(monkeypatch):
+    timed = []
+    monkeypatch.setattr(bench, "graph_us", lambda enqueue, stream: timed.append(enqueue()) or float(len(timed)))
+    stream = type("Stream", (), {"handle": 0})()
+    found = bench.opgen_passes({"a": lambda: "a", "b": lambda: "b"}, 3, stream)
+    assert timed == ["a", "b"] * 3
+    assert found == {"a": [1.0, 3.0, 5.0], "b": [2.0, 4.0, 6.0]}
+
+
+def test_an_earlier_tables_order_of_runs_is_said_as_it_was(tmp_path):
+    import argparse
+    import json
+
+    args = argparse.Namespace(out=tmp_path, name="t", ggml_seconds=0.25)
+    nbytes = {"q4_0": 16384 * 16384 // 32 * 18}
+    opgen = {("q4_0", n, k, 1): [10.0] for n, k in bench.SHAPES}
+    results = bench.Results(args, "dev", "c", 1000.0, opgen, {}, {}, nbytes, ["q4_0"], [1], order=bench.EARLIER_ORDER)
+    assert "opgen: one run (a cell's runs back to back)," in results.write({})
+    assert json.loads((tmp_path / "t.json").read_text())["opgen_order"] == bench.EARLIER_ORDER
+
+
 def test_a_pass_cut_short_by_the_deadline_keeps_what_it_timed(monkeypatch, tmp_path):
     # rows begin at 0, 10, 20 s; the fourth, at 30 s, is past the deadline
     clock, found, written = _passes(monkeypatch, runs=3, deadline=25.0)
@@ -249,7 +270,7 @@ def test_results_state_both_sides_runs_and_the_cells_met(tmp_path):
     results = bench.Results(args, "dev", "c", 1000.0, opgen, {}, nmse, nbytes, ["q4_0"], [1])
     ggml_us = {("q4_0", n, k, 1): [12.0, 9.0, 11.0] for n, k in bench.SHAPES}  # medians 11: ties, met
     text = results.write(ggml_us)
-    assert "opgen: the median of 3 runs," in text
+    assert "opgen: the median of 3 runs (in passes: every cell once, then every cell again)," in text
     assert "ggml: the median of 3 runs of test-backend-ops perf (least 0.25 s a case)" in text
     assert "opgen as fast or faster (its median <= ggml's) in 4 of 4 cells: rows 1 4/4;" in text
     assert "in every run (opgen's slowest <= ggml's fastest) in 0 of 4 cells" in text
