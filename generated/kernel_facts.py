@@ -400,6 +400,12 @@ QMATVEC_Q8_LONG_X_SHARED_K = 16384
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_LONG_X_SHARED_BLOCKS=... needs this set alike)
 QMATVEC_Q8_LONG_X_SHARED_BLOCKS = 4
 
+#: qmatvec_q8_1_* for one row of x on cuda: the blocks of 256 of QMATVEC_Q8_LONG_K whose long units load their quants'
+#: 16-byte pieces first out of L1 (ld.global.L1::evict_first: each is read once), a bit each as QMATVEC_Q8_WIDE_K
+#: (bench/ggml.py --explore compares)
+#: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_LONG_EVICT_FIRST=... needs this set alike)
+QMATVEC_Q8_LONG_EVICT_FIRST = 0
+
 #: qmatvec_q8_1_* of f32 weights (not on the tensor cores): rows of at most this many values read the two 16-byte pieces
 #: of a lane's unit of 32 bytes side by side (a group of lanes one run of 1 KiB), longer rows and f16 / bf16 a half of
 #: the row apart (two runs of 512 bytes); 0: never (bench/ggml.py --explore compares)

@@ -139,7 +139,21 @@ __device__ __forceinline__ int dot4_unsigned(uint32_t a, uint32_t b, int c) {
 // would take 2N, each warp-wide load then touching the block's cache lines once. Only the
 // pieces holding some of its K bytes are read, so no load leaves the 16-byte pieces the weights
 // lie in. A word shift by (p % 16) / 4 (two steps of selects) and, for A = 2, a half-word one.
-template <int N, int K, int A> __device__ __forceinline__ void block_words(const uint8_t* p, uint32_t (&w)[N]) {
+// A 16-byte piece of the weights; kEvictFirst: loaded first out of L1 (ld.global.L1::evict_first on
+// cuda, a plain load on HIP), for weights that no other lane of the block reads again.
+template <bool kEvictFirst> __device__ __forceinline__ uint4 piece_at(const uint4* p) {
+#if OPGEN_CUDA
+    if constexpr (kEvictFirst) {
+        uint4 v;
+        asm("ld.global.L1::evict_first.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+        return v;
+    }
+#endif
+    return *p;
+}
+
+template <int N, int K, int A, bool kEvictFirst = false>
+__device__ __forceinline__ void block_words(const uint8_t* p, uint32_t (&w)[N]) {
     constexpr int kPieces = (16 - A + K + 15) / 16, kWords = 4 * kPieces + 4;
     static_assert(N + 4 <= kWords, "the shifts read at most 3 words past the N");
     const size_t addr = reinterpret_cast<size_t>(p);
@@ -148,7 +162,7 @@ template <int N, int K, int A> __device__ __forceinline__ void block_words(const
     uint32_t a[kWords];
 #pragma unroll
     for (int c = 0; c < kPieces; c++) {
-        const uint4 v = 16 * c < off + K ? base[c] : make_uint4(0u, 0u, 0u, 0u);
+        const uint4 v = 16 * c < off + K ? piece_at<kEvictFirst>(base + c) : make_uint4(0u, 0u, 0u, 0u);
         a[4 * c] = v.x, a[4 * c + 1] = v.y, a[4 * c + 2] = v.z, a[4 * c + 3] = v.w;
     }
 #pragma unroll
@@ -393,14 +407,18 @@ template <typename F> struct by_halves {
 };
 
 // The 32 bytes at the A-aligned p as 8 words: two 16-byte loads, or block_words' two or three.
-template <int A> __device__ __forceinline__ void bytes32(const uint8_t* p, uint32_t (&w)[8]) {
+template <int A, bool kEvictFirst = false> __device__ __forceinline__ void bytes32(const uint8_t* p, uint32_t (&w)[8]) {
     if constexpr (A >= 16) {
-        const uint4 lo = reinterpret_cast<const uint4*>(p)[0], hi = reinterpret_cast<const uint4*>(p)[1];
+        const uint4 lo = piece_at<kEvictFirst>(reinterpret_cast<const uint4*>(p)), hi = piece_at<kEvictFirst>(reinterpret_cast<const uint4*>(p) + 1);
         w[0] = lo.x, w[1] = lo.y, w[2] = lo.z, w[3] = lo.w, w[4] = hi.x, w[5] = hi.y, w[6] = hi.z, w[7] = hi.w;
     } else {
-        block_words<8, 32, A>(p, w);
+        block_words<8, 32, A, kEvictFirst>(p, w);
     }
 }
+
+// Whether the long units of the blocks of 256 of bit B load their quants' 16-byte pieces first out
+// of L1 (ops.yaml's QMATVEC_Q8_LONG_EVICT_FIRST, a bit each as QMATVEC_Q8_WIDE_K).
+template <int B> constexpr bool kLongEvictFirst = ((OPGEN_QMATVEC_Q8_LONG_EVICT_FIRST >> B) & 1) != 0;
 
 // q2_k: scales[16] (scale low nibble, min high), qs[64], d, dmin: weight 128n + 32j + 16h + l
 // is bits 2j.. of qs[32n + 16h + l], scale and min those of scales[8n + 2j + h] (= its unit)
@@ -434,7 +452,7 @@ struct q2_k_halves {
         uint32_t qs[8], sc[2], dm;
     };
     static __device__ __forceinline__ void long_unit(const uint8_t* blk, int n, Long& w) {
-        bytes32<4>(blk + 16 + 32 * n, w.qs);
+        bytes32<4, kLongEvictFirst<kBit>>(blk + 16 + 32 * n, w.qs);
         w.sc[0] = word_at<4>(blk + 8 * n), w.sc[1] = word_at<4>(blk + 8 * n + 4), w.dm = word_at<4>(blk + 80);
     }
     // Bit pair j of the long unit: its weights 32j..32j + 31 as unit() gives them.
@@ -524,8 +542,8 @@ struct q3_k_halves {
         float d;
     };
     static __device__ __forceinline__ void long_unit(const uint8_t* blk, int n, Long& w) {
-        bytes32<2>(blk + 32 + 32 * n, w.qs);
-        bytes32<2>(blk, w.hm);
+        bytes32<2, kLongEvictFirst<kBit>>(blk + 32 + 32 * n, w.qs);
+        bytes32<2, kLongEvictFirst<kBit>>(blk, w.hm);
 #pragma unroll
         for (int i = 0; i < 8; i++) w.hm[i] >>= 4 * n;
         // scales 8n + t: low nibble n of byte 96 + t, high pair n, + 1 for t >= 4, of byte 104 + t % 4
@@ -628,7 +646,7 @@ struct q4_k_halves {
         float a[2], b[2];
     };
     static __device__ __forceinline__ void long_unit(const uint8_t* blk, int j, Long& w) {
-        bytes32<16>(blk + 16 + 32 * j, w.qs);
+        bytes32<16, kLongEvictFirst<kBit>>(blk + 16 + 32 * j, w.qs);
         const uint4 head = *reinterpret_cast<const uint4*>(blk);
         k4_scale_min(head, 2 * j, w.a[0], w.b[0]);
         k4_scale_min(head, 2 * j + 1, w.a[1], w.b[1]);
@@ -672,8 +690,8 @@ struct q5_k_halves {
         float a[2], b[2];
     };
     static __device__ __forceinline__ void long_unit(const uint8_t* blk, int j, Long& w) {
-        bytes32<16>(blk + 48 + 32 * j, w.qs);
-        bytes32<16>(blk + 16, w.qh);
+        bytes32<16, kLongEvictFirst<kBit>>(blk + 48 + 32 * j, w.qs);
+        bytes32<16, kLongEvictFirst<kBit>>(blk + 16, w.qh);
 #pragma unroll
         for (int i = 0; i < 8; i++) w.qh[i] >>= 2 * j;
         const uint4 head = *reinterpret_cast<const uint4*>(blk);
