@@ -441,8 +441,6 @@ EXPLORE_VARIANTS: dict[str, dict[str, int]] = {
     "evict-first-q2-q3": {"QMATVEC_Q8_LONG_EVICT_FIRST": 3},
     "evict-first-k": {"QMATVEC_Q8_LONG_EVICT_FIRST": 15},
     "rows-x4-narrow-2": {"QMATVEC_Q8_ROWS_X4_NARROW": 2},
-    "release-early": {"QMATVEC_Q8_RELEASE_EARLY": 1},
-    "release-early-none": {"QMATVEC_Q8_RELEASE_EARLY": 0},
     "bulk-stages-2": {"QMATVEC_Q8_BULK_STAGES": 2},
     "bulk-stages-3-q5-0": {"QMATVEC_Q8_BULK_STAGES": 3},
 }

@@ -418,12 +418,6 @@
 #define OPGEN_QMATVEC_Q8_LONG_X_SHARED_BLOCKS 4
 #endif
 
-// qmatvec_q8_1_*: whether each product lets the next kernel launched programmatically start its blocks as its own retire (griddepcontrol.launch_dependents first): the next product of float weights, or x's next quantization where PROGRAMMATIC_KERNELS has it (bench/ggml.py --explore compares)
-// (a default: -D OPGEN_QMATVEC_Q8_RELEASE_EARLY=... may tune it, with the runtime's QMATVEC_Q8_RELEASE_EARLY set alike)
-#ifndef OPGEN_QMATVEC_Q8_RELEASE_EARLY
-#define OPGEN_QMATVEC_Q8_RELEASE_EARLY 0
-#endif
-
 // qmatvec_q8_1_* for one row of x on cuda: the blocks of 256 of QMATVEC_Q8_LONG_K whose long units load their quants' 16-byte pieces first out of L1 (ld.global.L1::evict_first: each is read once), a bit each as QMATVEC_Q8_WIDE_K (bench/ggml.py --explore compares)
 // (a default: -D OPGEN_QMATVEC_Q8_LONG_EVICT_FIRST=... may tune it, with the runtime's QMATVEC_Q8_LONG_EVICT_FIRST set alike)
 #ifndef OPGEN_QMATVEC_Q8_LONG_EVICT_FIRST

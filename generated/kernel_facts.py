@@ -400,12 +400,6 @@ QMATVEC_Q8_LONG_X_SHARED_K = 16384
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_LONG_X_SHARED_BLOCKS=... needs this set alike)
 QMATVEC_Q8_LONG_X_SHARED_BLOCKS = 4
 
-#: qmatvec_q8_1_*: whether each product lets the next kernel launched programmatically start its blocks as its own
-#: retire (griddepcontrol.launch_dependents first): the next product of float weights, or x's next quantization where
-#: PROGRAMMATIC_KERNELS has it (bench/ggml.py --explore compares)
-#: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_RELEASE_EARLY=... needs this set alike)
-QMATVEC_Q8_RELEASE_EARLY = 0
-
 #: qmatvec_q8_1_* for one row of x on cuda: the blocks of 256 of QMATVEC_Q8_LONG_K whose long units load their quants'
 #: 16-byte pieces first out of L1 (ld.global.L1::evict_first: each is read once), a bit each as QMATVEC_Q8_WIDE_K
 #: (bench/ggml.py --explore compares)

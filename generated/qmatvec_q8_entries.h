@@ -7,9 +7,8 @@
 // weights of many rows) their own, so that their registers per
 // thread are not those of the classes of more rows, nor of each other.
 // The definitions follow in the one form that gen's signature scan reads: x's quantization first
-// lets its product start (and waits for the kernel before it where ops.yaml's PROGRAMMATIC_KERNELS
-// has it), each product first waits for the kernel before it (product_start; PROGRAMMATIC_KERNELS
-// lists every product).
+// lets its product start, each product first waits for the kernel before it (ops.yaml's
+// PROGRAMMATIC_KERNELS lists every product).
 extern "C" {
 __global__ void __launch_bounds__(kThreads, OPGEN_QMATVEC_Q8_MIN_BLOCKS) qmatvec_q8_1_f32(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
 __global__ void __launch_bounds__(kThreads, OPGEN_QMATVEC_Q8_MIN_BLOCKS) qmatvec_q8_1_f16(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
@@ -93,302 +92,302 @@ extern "C" __global__ void quantize_q8_1_f32(const float* x, uint8_t* xq, const 
     quantize_q8_1(x, xq, rows, k);
 }
 extern "C" __global__ void qmatvec_q8_1_f32(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_many<f32>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_f16(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_many<f16>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_bf16(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_many<bf16>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_q4_0(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_many<q4_0>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_q4_1(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_many<q4_1>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_q5_0(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_many<q5_0>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_q5_1(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_many<q5_1>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_q8_0(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_many<q8_0>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_q8_1(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_many<q8_1>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_q2_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_many<q2_k>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_q3_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_many<q3_k>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_q4_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_many<q4_k>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_q5_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_many<q5_k>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_q6_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_many<q6_k>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_q8_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_many<q8_k>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_one_f32(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_one<f32>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_one_f16(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_one<f16>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_one_bf16(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_one<bf16>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_one_q4_0(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_one<q4_0>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_one_q4_1(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_one<q4_1>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_one_q5_0(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_one<q5_0>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_one_q5_1(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_one<q5_1>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_one_q8_0(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_one<q8_0>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_one_q8_1(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_one<q8_1>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_one_q2_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_one<q2_k>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_one_q3_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_one<q3_k>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_one_q4_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_one<q4_k>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_one_q5_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_one<q5_k>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_one_q6_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_one<q6_k>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_one_q8_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_one<q8_k>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_few_f32(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_few<f32>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_few_f16(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_few<f16>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_few_bf16(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_few<bf16>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_few_q4_0(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_few<q4_0>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_few_q4_1(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_few<q4_1>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_few_q5_0(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_few<q5_0>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_few_q5_1(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_few<q5_1>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_few_q8_0(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_few<q8_0>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_few_q8_1(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_few<q8_1>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_few_q2_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_few<q2_k>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_few_q3_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_few<q3_k>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_few_q4_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_few<q4_k>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_few_q5_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_few<q5_k>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_few_q6_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_few<q6_k>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_few_q8_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_few<q8_k>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_mma_f32(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_mma<f32>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_mma_f16(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_mma<f16>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_mma_bf16(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_mma<bf16>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_mma_q4_0(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_mma<q4_0>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_mma_q4_1(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_mma<q4_1>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_mma_q5_0(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_mma<q5_0>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_mma_q5_1(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_mma<q5_1>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_mma_q8_0(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_mma<q8_0>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_mma_q8_1(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_mma<q8_1>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_mma_q2_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_mma<q2_k>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_mma_q3_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_mma<q3_k>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_mma_q4_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_mma<q4_k>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_mma_q5_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_mma<q5_k>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_mma_q6_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_mma<q6_k>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_mma_q8_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_mma<q8_k>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_mma_wide_f32(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_mma_wide<f32>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_mma_wide_f16(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_mma_wide<f16>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_mma_wide_bf16(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_mma_wide<bf16>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_mma_wide_q4_0(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_mma_wide<q4_0>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_mma_wide_q4_1(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_mma_wide<q4_1>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_mma_wide_q5_0(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_mma_wide<q5_0>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_mma_wide_q5_1(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_mma_wide<q5_1>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_mma_wide_q8_0(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_mma_wide<q8_0>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_mma_wide_q8_1(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_mma_wide<q8_1>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_mma_wide_q2_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_mma_wide<q2_k>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_mma_wide_q3_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_mma_wide<q3_k>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_mma_wide_q4_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_mma_wide<q4_k>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_mma_wide_q5_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_mma_wide<q5_k>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_mma_wide_q6_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_mma_wide<q6_k>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_mma_wide_q8_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    product_start();
+    opgen::wait_for_predecessor();
     qmatvec_q8_1_mma_wide<q8_k>(w, x, xq, y, n, k, rows);
 }

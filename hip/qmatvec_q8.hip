@@ -1867,17 +1867,8 @@ constexpr int kFewMinBlocks =
 // stream serialization (ops.yaml's PROGRAMMATIC_KERNELS lists them; x's quantization is not), and
 // each product waits for the kernel before it (opgen::wait_for_predecessor) before it touches
 // memory; x's quantization lets its product start at once (opgen::release_dependents), so the
-// product's launch and its blocks' start overlap the quantization. x's quantization, where
-// PROGRAMMATIC_KERNELS has it, is launched alike and waits before it reads x; else, launched
-// plainly, it starts only once the product before it has finished.
-
-// A product's first step: with QMATVEC_Q8_RELEASE_EARLY, the next kernel launched programmatically
-// (the next product of float weights, or x's next quantization where PROGRAMMATIC_KERNELS has it)
-// may start its blocks as this product's retire, to wait there; then the wait for the kernel before.
-__device__ __forceinline__ void product_start() {
-    if constexpr (OPGEN_QMATVEC_Q8_RELEASE_EARLY != 0) opgen::release_dependents();
-    opgen::wait_for_predecessor();
-}
+// product's launch and its blocks' start overlap the quantization, and the quantization of the
+// next product, launched plainly, starts only once this product has finished.
 
 template <typename F>
 __device__ __forceinline__ void qmatvec_q8_1_mma(const uint8_t* w, const float* x, const uint8_t* xq, float* y, size_t n,
