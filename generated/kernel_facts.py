@@ -401,10 +401,12 @@ QMATVEC_Q8_LONG_X_SHARED_K = 16384
 QMATVEC_Q8_LONG_X_SHARED_BLOCKS = 4
 
 #: qmatvec_q8_1_* for one row of x on cuda: the blocks of 256 of QMATVEC_Q8_LONG_K whose long units load their quants'
-#: 16-byte pieces first out of L1 (ld.global.L1::evict_first: each is read once), a bit each as QMATVEC_Q8_WIDE_K
-#: (bench/ggml.py --explore compares)
+#: 16-byte pieces first out of L1 (ld.global.L1::evict_first: each is read once), a bit each as QMATVEC_Q8_WIDE_K: q2_K
+#: 1, q4_K 4, q5_K 8 (13). H200, three processes, by one row at 16384 x 16384: q2_K 27.2-27.4 us against 29.0, q4_K
+#: 38.0-38.2 against 38.9-39.0, q5_K 45.1-45.2 against 48.1-48.2; q5_K at 4096 x 14336 12.7-12.9 against 12.0-12.6 (ggml
+#: 19.2); q3_K 48.2 against 48.3-48.4, its narrow weights either way, left out (bench/ggml.py --explore compares)
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_LONG_EVICT_FIRST=... needs this set alike)
-QMATVEC_Q8_LONG_EVICT_FIRST = 0
+QMATVEC_Q8_LONG_EVICT_FIRST = 13
 
 #: qmatvec_q8_1_* of f32 weights (not on the tensor cores): rows of at most this many values read the two 16-byte pieces
 #: of a lane's unit of 32 bytes side by side (a group of lanes one run of 1 KiB), longer rows and f16 / bf16 a half of
