@@ -441,6 +441,16 @@ EXPLORE_VARIANTS: dict[str, dict[str, int]] = {
     "evict-first-q2-q3": {"QMATVEC_Q8_LONG_EVICT_FIRST": 3},
     "evict-first-k": {"QMATVEC_Q8_LONG_EVICT_FIRST": 15},
     "rows-x4-narrow-2": {"QMATVEC_Q8_ROWS_X4_NARROW": 2},
+    "long-k-q6": {"QMATVEC_Q8_LONG_K": 31, "QMATVEC_Q8_ROWS_K_X1_TWO": 16},
+    "long-k-q6-first": {"QMATVEC_Q8_LONG_K": 31, "QMATVEC_Q8_ROWS_K_X1_TWO": 16, "QMATVEC_Q8_LONG_EVICT_FIRST": 29},
+    "long-k-q6-shared": {"QMATVEC_Q8_LONG_K": 31, "QMATVEC_Q8_ROWS_K_X1_TWO": 16, "QMATVEC_Q8_LONG_X_SHARED": 19},
+    "long-k-q6-shared-first": {
+        "QMATVEC_Q8_LONG_K": 31,
+        "QMATVEC_Q8_ROWS_K_X1_TWO": 16,
+        "QMATVEC_Q8_LONG_X_SHARED": 19,
+        "QMATVEC_Q8_LONG_EVICT_FIRST": 29,
+    },
+    "long-k-q6-shared-4": {"QMATVEC_Q8_LONG_K": 31, "QMATVEC_Q8_LONG_X_SHARED": 19},
     "bulk-stages-2": {"QMATVEC_Q8_BULK_STAGES": 2},
     "bulk-stages-3-q5-0": {"QMATVEC_Q8_BULK_STAGES": 3},
 }
@@ -489,6 +499,7 @@ class Variant:
             "QMATVEC_Q8_ROWS_X1_NARROW": self.facts["QMATVEC_Q8_ROWS_X1"],
             "QMATVEC_Q8_ROWS_X1_NARROW_BLOCKS": 63,
             "QMATVEC_Q8_ROWS_K_X2_TWO": 0,
+            "QMATVEC_Q8_ROWS_K_X1_TWO": 0,
         }
         return {**self.grid_facts(), **older, **self.facts}
 

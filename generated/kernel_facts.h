@@ -148,6 +148,12 @@
 #define OPGEN_QMATVEC_Q8_ROWS_K_X1 4
 #endif
 
+// qmatvec_q8_1_* of blocks of 256: those whose items for one row of x are 2 weight rows, not QMATVEC_Q8_ROWS_K_X1, a bit each as QMATVEC_Q8_WIDE_K (bench/ggml.py --explore compares)
+// (a default: -D OPGEN_QMATVEC_Q8_ROWS_K_X1_TWO=... may tune it, with the runtime's QMATVEC_Q8_ROWS_K_X1_TWO set alike)
+#ifndef OPGEN_QMATVEC_Q8_ROWS_K_X1_TWO
+#define OPGEN_QMATVEC_Q8_ROWS_K_X1_TWO 0
+#endif
+
 // qmatvec_q8_1_* of blocks of 256 (the K formats): weight rows per item for 2 rows of x (bench/ggml.py --explore compares 1, 2, 4, 8)
 // (a default: -D OPGEN_QMATVEC_Q8_ROWS_K_X2=... may tune it, with the runtime's QMATVEC_Q8_ROWS_K_X2 set alike)
 #ifndef OPGEN_QMATVEC_Q8_ROWS_K_X2

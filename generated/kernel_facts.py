@@ -144,6 +144,11 @@ QMATVEC_Q8_ROWS_X8 = 4
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_ROWS_K_X1=... needs this set alike)
 QMATVEC_Q8_ROWS_K_X1 = 4
 
+#: qmatvec_q8_1_* of blocks of 256: those whose items for one row of x are 2 weight rows, not QMATVEC_Q8_ROWS_K_X1, a
+#: bit each as QMATVEC_Q8_WIDE_K (bench/ggml.py --explore compares)
+#: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_ROWS_K_X1_TWO=... needs this set alike)
+QMATVEC_Q8_ROWS_K_X1_TWO = 0
+
 #: qmatvec_q8_1_* of blocks of 256 (the K formats): weight rows per item for 2 rows of x (bench/ggml.py --explore
 #: compares 1, 2, 4, 8)
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_ROWS_K_X2=... needs this set alike)

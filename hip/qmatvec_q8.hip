@@ -734,6 +734,29 @@ struct q6_k_halves {
         }
         a = half_at(blk + 208) * (float)(signed char)blk[192 + s], b = 0.0f;
     }
+    // The long unit n (weights 128n..128n + 127): its 64 bytes of low nibbles (two runs of 32:
+    // parts t = 0, 2 and 1, 3), its 32 bytes of high bit pairs (bit pair t: part t), its 8 scales
+    // and d.
+    static constexpr int kLongParts = 4;
+    struct Long {
+        uint32_t ql[2][8], qh[8], sc[2];
+        float d;
+    };
+    static __device__ __forceinline__ void long_unit(const uint8_t* blk, int n, Long& w) {
+        bytes32<2, kLongEvictFirst<kBit>>(blk + 64 * n, w.ql[0]);
+        bytes32<2, kLongEvictFirst<kBit>>(blk + 64 * n + 32, w.ql[1]);
+        bytes32<2, kLongEvictFirst<kBit>>(blk + 128 + 32 * n, w.qh);
+        w.sc[0] = word_at<2>(blk + 192 + 8 * n), w.sc[1] = word_at<2>(blk + 196 + 8 * n), w.d = half_at(blk + 208);
+    }
+    // Part t of the long unit: its weights 32t..32t + 31 as unit() gives them.
+    static __device__ __forceinline__ void long_part(const Long& w, int t, uint32_t (&q)[8], float (&a)[2], float (&b)[2]) {
+#pragma unroll
+        for (int i = 0; i < 8; i++) {
+            q[i] = centred<32>(((w.ql[t & 1][i] >> (4 * (t >> 1))) & 0x0F0F0F0Fu) | (((w.qh[i] >> (2 * t)) & 0x03030303u) << 4));
+        }
+        const uint32_t sc = w.sc[t >> 1] >> (16 * (t & 1));  // byte h: half h's scale (int8)
+        a[0] = w.d * (float)(signed char)(sc & 0xFFu), a[1] = w.d * (float)(signed char)((sc >> 8) & 0xFFu), b[0] = b[1] = 0.0f;
+    }
 };
 
 // q8_k: d (f32), qs[256] int8, bsums[16]; q d
@@ -1813,12 +1836,16 @@ __device__ __forceinline__ bool bulk_fits(const uint8_t* w, size_t k, size_t row
 
 // Weight rows per item by x rows class: ops.yaml's kernel facts, measured apart for the blocks of
 // 256 (QMATVEC_Q8_ROWS_K_X*: their unit decodes two halves and wants fewer rows at once; 2 at 2
-// rows of x for those of QMATVEC_Q8_ROWS_K_X2_TWO), for float weights (QMATVEC_Q8_ROWS_F_X*: a
+// rows of x for those of QMATVEC_Q8_ROWS_K_X2_TWO, 2 at one row for those of _ROWS_K_X1_TWO), for float weights (QMATVEC_Q8_ROWS_F_X*: a
 // unit holds 8 or 16 weights as f32 in registers) and for the blocks of 32 (QMATVEC_Q8_ROWS_X*).
 template <typename F> struct item_rows {
     static constexpr int f = kFamily<F>;
     static constexpr bool k_two = k_bit<F>::value >= 0 && ((OPGEN_QMATVEC_Q8_ROWS_K_X2_TWO >> k_bit<F>::value) & 1) != 0;
-    static constexpr int x1 = f == 1 ? OPGEN_QMATVEC_Q8_ROWS_K_X1 : f == 2 ? OPGEN_QMATVEC_Q8_ROWS_F_X1 : OPGEN_QMATVEC_Q8_ROWS_X1;
+    static constexpr bool k_one_two = k_bit<F>::value >= 0 && ((OPGEN_QMATVEC_Q8_ROWS_K_X1_TWO >> k_bit<F>::value) & 1) != 0;
+    static constexpr int x1 = k_one_two ? 2
+                              : f == 1 ? OPGEN_QMATVEC_Q8_ROWS_K_X1
+                              : f == 2 ? OPGEN_QMATVEC_Q8_ROWS_F_X1
+                                       : OPGEN_QMATVEC_Q8_ROWS_X1;
     static constexpr int x2 = k_two    ? 2
                               : f == 1 ? OPGEN_QMATVEC_Q8_ROWS_K_X2
                               : f == 2 ? OPGEN_QMATVEC_Q8_ROWS_F_X2

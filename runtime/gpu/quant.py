@@ -121,7 +121,7 @@ QMATVEC_Q8_GRID_FACTS = {
 #: What qmatvec_q8_1_*'s weight rows per item follow (q8_item_rows), ops.yaml's kernel facts that
 #: hip/qmatvec_q8.hip is built with: QMATVEC_Q8_ROWS_X* (blocks of 32; _ROWS_X4_NARROW and
 #: _ROWS_X1_NARROW below QMATVEC_Q8_NARROW_N weight rows), QMATVEC_Q8_ROWS_K_X* (blocks of 256;
-#: _ROWS_K_X2_TWO) and QMATVEC_Q8_ROWS_F_X* (f32, f16, bf16), by x rows class (1, 2, up to 4, more:
+#: _ROWS_K_X1_TWO, _ROWS_K_X2_TWO) and QMATVEC_Q8_ROWS_F_X* (f32, f16, bf16), by x rows class (1, 2, up to 4, more:
 #: 8 at a time); with the grid's facts, whose lane rule the narrow rows follow.
 QMATVEC_Q8_ROWS_FACTS = {
     **QMATVEC_Q8_GRID_FACTS,
@@ -476,12 +476,12 @@ def q8_item_rows(fmt: str, nx: int, n: int, k: int, facts=QMATVEC_Q8_ROWS_FACTS)
     weight (n, k): the blocks of 32 below QMATVEC_Q8_NARROW_N rows take QMATVEC_Q8_ROWS_X4_NARROW at
     3 or 4 rows of x, and those of _ROWS_X1_NARROW_BLOCKS _ROWS_X1_NARROW at one row where groups of
     lanes take the items (k / 32 at most LANE_UNITS units a lane); the blocks of 256 of
-    QMATVEC_Q8_ROWS_K_X2_TWO two at 2 rows. `facts`: those of a build (bench/ggml.py --explore), by
-    default shipped."""
+    QMATVEC_Q8_ROWS_K_X2_TWO two at 2 rows, those of _ROWS_K_X1_TWO two at one. `facts`: those of a
+    build (bench/ggml.py --explore), by default shipped."""
     if fmt in ggml.PLAIN:
         return facts[f"QMATVEC_Q8_ROWS_F_X{nx}"]
     if ggml.FORMATS[fmt].block == 256:
-        two = nx == 2 and (facts["QMATVEC_Q8_ROWS_K_X2_TWO"] >> BLOCK256_BITS.index(fmt)) & 1
+        two = nx in (1, 2) and (facts[f"QMATVEC_Q8_ROWS_K_X{nx}_TWO"] >> BLOCK256_BITS.index(fmt)) & 1
         return 2 if two else facts[f"QMATVEC_Q8_ROWS_K_X{nx}"]
     narrow = n < facts["QMATVEC_Q8_NARROW_N"]
     if narrow and nx == 4:

@@ -303,6 +303,7 @@ def test_the_shipped_overridable_facts_are_those_a_bench_sets_on_both_sides():
     rows = [f"QMATVEC_Q8_ROWS{family}_X{x}" for family in ("", "_K", "_F") for x in (1, 2, 4, 8)]
     rows[1:1] = ["QMATVEC_Q8_ROWS_X1_NARROW", "QMATVEC_Q8_ROWS_X1_NARROW_BLOCKS"]
     rows[5:5] = ["QMATVEC_Q8_ROWS_X4_NARROW", "QMATVEC_Q8_NARROW_N"]
+    rows.insert(rows.index("QMATVEC_Q8_ROWS_K_X2"), "QMATVEC_Q8_ROWS_K_X1_TWO")
     rows.insert(rows.index("QMATVEC_Q8_ROWS_K_X2") + 1, "QMATVEC_Q8_ROWS_K_X2_TWO")
     assert overridable == [
         "ROW_BYTES", "COLUMN_PACKS", "COLUMN_MIN_BLOCKS", "TILE_INTERLEAVED", *rows, "QMATVEC_Q8_MIN_BLOCKS",
