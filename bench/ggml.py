@@ -451,6 +451,7 @@ EXPLORE_VARIANTS: dict[str, dict[str, int]] = {
         "QMATVEC_Q8_LONG_EVICT_FIRST": 29,
     },
     "long-k-q6-shared-4": {"QMATVEC_Q8_LONG_K": 31, "QMATVEC_Q8_LONG_X_SHARED": 19},
+    "rows-k-x1-two-all": {"QMATVEC_Q8_ROWS_K_X1_TWO": 31},
     "bulk-stages-2": {"QMATVEC_Q8_BULK_STAGES": 2},
     "bulk-stages-3-q5-0": {"QMATVEC_Q8_BULK_STAGES": 3},
 }

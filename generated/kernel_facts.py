@@ -145,9 +145,10 @@ QMATVEC_Q8_ROWS_X8 = 4
 QMATVEC_Q8_ROWS_K_X1 = 4
 
 #: qmatvec_q8_1_* of blocks of 256: those whose items for one row of x are 2 weight rows, not QMATVEC_Q8_ROWS_K_X1, a
-#: bit each as QMATVEC_Q8_WIDE_K (bench/ggml.py --explore compares)
+#: bit each as QMATVEC_Q8_WIDE_K (q6_K 16: four rows of its long units spill out of 128 registers; H200, by one row at
+#: 16384 x 16384, 68.1-69.6 us against 79.6-79.7 at 4 rows an item; bench/ggml.py --explore compares)
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_ROWS_K_X1_TWO=... needs this set alike)
-QMATVEC_Q8_ROWS_K_X1_TWO = 0
+QMATVEC_Q8_ROWS_K_X1_TWO = 16
 
 #: qmatvec_q8_1_* of blocks of 256 (the K formats): weight rows per item for 2 rows of x (bench/ggml.py --explore
 #: compares 1, 2, 4, 8)
@@ -373,12 +374,14 @@ QMATVEC_Q8_WIDE_BLOCKS = 17
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_WIDE_K=... needs this set alike)
 QMATVEC_Q8_WIDE_K = 30
 
-#: qmatvec_q8_1_* for one row of x: the blocks of 256 whose lanes take long units (q2_K and q3_K 128 weights, the four
-#: bit pairs of one 32-byte run of quants; q4_K and q5_K 64, its two nibbles), that run and the fields beside it loaded
-#: once where units of 32 load them each, a bit each as QMATVEC_Q8_WIDE_K; q2_K 1, q3_K 2, q4_K 4 and q5_K 8 have a long
-#: unit (bench/ggml.py --explore compares)
+#: qmatvec_q8_1_* for one row of x: the blocks of 256 whose lanes take long units (q2_K, q3_K and q6_K 128 weights: the
+#: four bit pairs of one 32-byte run of quants, q6_K's two runs of nibbles and its run of high bit pairs; q4_K and q5_K
+#: 64, its two nibbles), that run and the fields beside it loaded once where units of 32 load them each, a bit each as
+#: QMATVEC_Q8_WIDE_K; q2_K 1, q3_K 2, q4_K 4, q5_K 8 and q6_K 16 have a long unit (H200, q6_K by one row with x in
+#: shared memory at 16384 x 16384: 68.1-68.2 us against 83.2-83.3 in units of 32; its exact-x kernel, QMatMul's path
+#: there, 60.8; bench/ggml.py --explore compares)
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_LONG_K=... needs this set alike)
-QMATVEC_Q8_LONG_K = 15
+QMATVEC_Q8_LONG_K = 31
 
 #: qmatvec_q8_1_* for one row of x: the blocks of 256 of QMATVEC_Q8_LONG_K whose long unit takes its own dot product, a
 #: bit each as QMATVEC_Q8_WIDE_K (q2_K 1, q3_K 2: each bit pair's quants masked in place, its 4^j folded into x's scale,
@@ -388,11 +391,12 @@ QMATVEC_Q8_LONG_K = 15
 QMATVEC_Q8_LONG_DOT = 3
 
 #: qmatvec_q8_1_* for one row of x on cuda: the blocks of 256 of QMATVEC_Q8_LONG_K whose long units read x from shared
-#: memory, a bit each as QMATVEC_Q8_WIDE_K (q2_K 1, q3_K 2: their lanes' 128 weights meet 128 bytes of x quants, and
-#: from global memory each lane's load touches its own cache line; a block copies x's quants and scales, 1.5 bytes a
-#: value, once; q4_K and q5_K, 64 bytes a lane, are faster without; bench/ggml.py --explore compares)
+#: memory, a bit each as QMATVEC_Q8_WIDE_K (q2_K 1, q3_K 2, q6_K 16: their lanes' 128 weights meet 128 bytes of x
+#: quants, and from global memory each lane's load touches its own cache line; a block copies x's quants and scales, 1.5
+#: bytes a value, once; q4_K and q5_K, 64 bytes a lane, are faster without; q6_K from global memory 88.4-88.6 us at
+#: 16384 x 16384 against 69.5-69.6; bench/ggml.py --explore compares)
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_LONG_X_SHARED=... needs this set alike)
-QMATVEC_Q8_LONG_X_SHARED = 3
+QMATVEC_Q8_LONG_X_SHARED = 19
 
 #: qmatvec_q8_1_* of QMATVEC_Q8_LONG_X_SHARED: the most values of x (k) its shared memory holds (static: 1.5 bytes a
 #: value); longer rows read x from global memory
@@ -407,11 +411,12 @@ QMATVEC_Q8_LONG_X_SHARED_BLOCKS = 4
 
 #: qmatvec_q8_1_* for one row of x on cuda: the blocks of 256 of QMATVEC_Q8_LONG_K whose long units load their quants'
 #: 16-byte pieces first out of L1 (ld.global.L1::evict_first: each is read once), a bit each as QMATVEC_Q8_WIDE_K: q2_K
-#: 1, q4_K 4, q5_K 8 (13). H200, three processes, by one row at 16384 x 16384: q2_K 27.2-27.4 us against 29.0, q4_K
-#: 38.0-38.2 against 38.9-39.0, q5_K 45.1-45.2 against 48.1-48.2; q5_K at 4096 x 14336 12.7-12.9 against 12.0-12.6 (ggml
-#: 19.2); q3_K 48.2 against 48.3-48.4, its narrow weights either way, left out (bench/ggml.py --explore compares)
+#: 1, q4_K 4, q5_K 8, q6_K 16 (29). H200, three processes, by one row at 16384 x 16384: q2_K 27.2-27.4 us against 29.0,
+#: q4_K 38.0-38.2 against 38.9-39.0, q5_K 45.1-45.2 against 48.1-48.2, q6_K 68.1-68.2 against 69.5-69.6; q5_K at 4096 x
+#: 14336 12.7-12.9 against 12.0-12.6 (ggml 19.2); q3_K left out (48.2 against 48.3-48.4, its narrow weights either way;
+#: bench/ggml.py --explore compares)
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_LONG_EVICT_FIRST=... needs this set alike)
-QMATVEC_Q8_LONG_EVICT_FIRST = 13
+QMATVEC_Q8_LONG_EVICT_FIRST = 29
 
 #: qmatvec_q8_1_* of f32 weights (not on the tensor cores): rows of at most this many values read the two 16-byte pieces
 #: of a lane's unit of 32 bytes side by side (a group of lanes one run of 1 KiB), longer rows and f16 / bf16 a half of

@@ -377,10 +377,8 @@ def test_explore_builds_define_their_facts_and_launch_by_them(tmp_path):
     from runtime.gpu import quant as gpu_quant
 
     apart = [f for f in ggml.FORMATS if gpu_quant.q8_one_apart(f)]
-    assert apart == ["q4_0", "q5_0", "q2_k", "q3_k"] and [shipped.entry(rt, "q2_k", r, 4096) for r in (1, 2)] == [
-        "qmatvec_q8_1_one_q2_k",
-        "qmatvec_q8_1_few_q2_k",
-    ]
+    assert apart == ["q4_0", "q5_0", "q2_k", "q3_k", "q6_k"]
+    assert [shipped.entry(rt, "q2_k", r, 4096) for r in (1, 2)] == ["qmatvec_q8_1_one_q2_k", "qmatvec_q8_1_few_q2_k"]
     assert gpu_quant.q8_entry(1, False) == gpu_quant.K.QMATVEC_Q8_1_FEW_SELF
     assert gpu_quant.q8_entry(1, False, apart=True) == gpu_quant.K.QMATVEC_Q8_1_ONE_SELF
     assert baseline.entry(rt, "q4_0", 1, 4096) == "qmatvec_q8_1_q4_0"  # one entry point for every class of x rows
@@ -524,18 +522,21 @@ def test_float_weights_of_many_rows_take_the_wide_entry_with_its_tiles_and_block
     assert "__device__ void qmatvec_q8_1_mma_wide(" in baseline.path.read_text()
 
 
-def test_the_blocks_of_256_of_the_x2_two_bits_take_two_weight_rows_at_two_rows_of_x():
-    """QMATVEC_Q8_ROWS_K_X2_TWO: the blocks of 256 with its bit take items of 2 weight rows at 2
-    rows of x (QMATVEC_Q8_ROWS_K_X2 without it), the runtime and the bench's builds alike."""
+def test_the_blocks_of_256_of_the_two_bits_take_two_weight_rows_at_their_rows_of_x():
+    """QMATVEC_Q8_ROWS_K_X2_TWO and _X1_TWO: the blocks of 256 with a bit take items of 2 weight
+    rows at 2 rows of x, or at one (QMATVEC_Q8_ROWS_K_X2, _X1 without it), the runtime and the
+    bench's builds alike."""
     from generated import kernel_facts as kf
     from runtime.gpu import quant as gpu_quant
 
-    shipped, none = bench.explore_variants(["shipped", "rows-k-x2-two-none"], None)
+    shipped, none, all_one = bench.explore_variants(["shipped", "rows-k-x2-two-none", "rows-k-x1-two-all"], None)
     for bit, fmt in enumerate(gpu_quant.BLOCK256_BITS):
+        assert all_one.item_rows(fmt, 1, 4096, 4096) == (2 if bit < 5 else kf.QMATVEC_Q8_ROWS_K_X1), fmt
         two = 2 if kf.QMATVEC_Q8_ROWS_K_X2_TWO >> bit & 1 else kf.QMATVEC_Q8_ROWS_K_X2
         assert shipped.item_rows(fmt, 2, 4096, 4096) == gpu_quant.q8_item_rows(fmt, 2, 4096, 4096) == two, fmt
         assert none.item_rows(fmt, 2, 4096, 4096) == kf.QMATVEC_Q8_ROWS_K_X2, fmt
-        assert shipped.item_rows(fmt, 1, 4096, 4096) == kf.QMATVEC_Q8_ROWS_K_X1, fmt
+        one = 2 if kf.QMATVEC_Q8_ROWS_K_X1_TWO >> bit & 1 else kf.QMATVEC_Q8_ROWS_K_X1
+        assert shipped.item_rows(fmt, 1, 4096, 4096) == gpu_quant.q8_item_rows(fmt, 1, 4096, 4096) == one, fmt
     block256 = {f for f, spec in ggml.FORMATS.items() if spec.block == 256}
     assert set(gpu_quant.BLOCK256_BITS) == block256
 
