@@ -12,7 +12,7 @@
 //                                       16 for f16 / bf16: 32 bytes a unit; f32 sums)
 //   qmatvec_q8_1_few_<fmt>(...)         the same for 1 or 2 rows of x, its own launch bounds
 //   qmatvec_q8_1_one_<fmt>(...)         the same for 1 row of x where it copies x's row into shared
-//                                       memory (kOneApart: q2_K, q3_K), streams the weights
+//                                       memory (kOneApart: q2_K, q3_K, q6_K), streams the weights
 //                                       through stages of shared memory (kBulk: q5_0, cuda sm_90)
 //                                       or takes two blocks a lane's unit (kTwoBlocks: q4_0), its
 //                                       own launch bounds and code, which few's 2 rows then do not
@@ -861,8 +861,9 @@ template <typename F> constexpr bool kLongDot = ((OPGEN_QMATVEC_Q8_LONG_DOT >> F
 // kLongParts units of 32 of a block whose quants share one 32-byte run, loading that run and the
 // fields beside it once where as many units of 32 would load them each: q2_K and q3_K 128 weights
 // (bit pairs j = 0..3 of each byte: weights 128n + 32j..; q3_K's 32 high-bit bytes too: blocks of
-// 84 and 110 bytes, whose loads are realigned word by word), q4_K and q5_K 64 (the two nibbles of
-// each byte; q5_K's 32 fifth-bit bytes too). Each part j is then a unit of 32, or the format's
+// 84 and 110 bytes, whose loads are realigned word by word), q6_K 128 (two runs of 32 bytes of
+// nibbles, one of high bit pairs), q4_K and q5_K 64 (the two nibbles of each byte; q5_K's 32
+// fifth-bit bytes too). Each part j is then a unit of 32, or the format's
 // long_dot takes the whole (kLongDot); x comes from shared memory where kShared (product's
 // share_x: its 128 bytes a lane would each touch their own cache line).
 template <typename F, bool kShared> struct long_operands {  // kShared: x from share_x's copy
