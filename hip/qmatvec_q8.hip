@@ -1837,8 +1837,9 @@ __device__ __forceinline__ bool bulk_fits(const uint8_t* w, size_t k, size_t row
 
 // Weight rows per item by x rows class: ops.yaml's kernel facts, measured apart for the blocks of
 // 256 (QMATVEC_Q8_ROWS_K_X*: their unit decodes two halves and wants fewer rows at once; 2 at 2
-// rows of x for those of QMATVEC_Q8_ROWS_K_X2_TWO, 2 at one row for those of _ROWS_K_X1_TWO), for float weights (QMATVEC_Q8_ROWS_F_X*: a
-// unit holds 8 or 16 weights as f32 in registers) and for the blocks of 32 (QMATVEC_Q8_ROWS_X*).
+// rows of x for those of QMATVEC_Q8_ROWS_K_X2_TWO, 2 at one row for those of _ROWS_K_X1_TWO), for
+// float weights (QMATVEC_Q8_ROWS_F_X*: a unit holds 8 or 16 weights as f32 in registers) and for
+// the blocks of 32 (QMATVEC_Q8_ROWS_X*).
 template <typename F> struct item_rows {
     static constexpr int f = kFamily<F>;
     static constexpr bool k_two = k_bit<F>::value >= 0 && ((OPGEN_QMATVEC_Q8_ROWS_K_X2_TWO >> k_bit<F>::value) & 1) != 0;

@@ -121,8 +121,8 @@ QMATVEC_Q8_GRID_FACTS = {
 #: What qmatvec_q8_1_*'s weight rows per item follow (q8_item_rows), ops.yaml's kernel facts that
 #: hip/qmatvec_q8.hip is built with: QMATVEC_Q8_ROWS_X* (blocks of 32; _ROWS_X4_NARROW and
 #: _ROWS_X1_NARROW below QMATVEC_Q8_NARROW_N weight rows), QMATVEC_Q8_ROWS_K_X* (blocks of 256;
-#: _ROWS_K_X1_TWO, _ROWS_K_X2_TWO) and QMATVEC_Q8_ROWS_F_X* (f32, f16, bf16), by x rows class (1, 2, up to 4, more:
-#: 8 at a time); with the grid's facts, whose lane rule the narrow rows follow.
+#: _ROWS_K_X1_TWO, _ROWS_K_X2_TWO) and QMATVEC_Q8_ROWS_F_X* (f32, f16, bf16), by x rows class (1,
+#: 2, up to 4, more: 8 at a time); with the grid's facts, whose lane rule the narrow rows follow.
 QMATVEC_Q8_ROWS_FACTS = {
     **QMATVEC_Q8_GRID_FACTS,
     **{name: getattr(_kernel_facts, name) for name in dir(_kernel_facts) if name.startswith("QMATVEC_Q8_ROWS")},
