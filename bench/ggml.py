@@ -260,9 +260,8 @@ def opgen_times(rows, formats, runs: int) -> tuple[dict, dict, dict, dict]:
     stream = rt.stream(0)
     rng = np.random.default_rng(0)
     table = kernels_hip.QSTORAGE["matmul"]
-    chosen: dict = {}  # cell -> the product QMatMul takes
+    chosen: dict = {}  # cell -> the product QMatMul takes (its buffers alive in it for every pass)
     exact_x: dict = {}  # cell -> the exact-x kernel (EXACT_TIMED)
-    held = []  # every cell's buffers, alive for all passes
     nmse: dict = {}
     nbytes = {}
     for fmt in formats:
@@ -281,7 +280,6 @@ def opgen_times(rows, formats, runs: int) -> tuple[dict, dict, dict, dict]:
                 y = rt.alloc(0, r * n, np.dtype(np.float32))
                 xq = rt.alloc(0, gpu_quant.x_q8_1_bytes(r, k), np.dtype(np.uint8))
                 grid = gpu_quant._grid(rt, 0, -(-n // item_rows) * r)  # as QStorage.matmul launches it
-                held.append((q, x_buf, y, xq))
 
                 def exact(q=q, x_buf=x_buf, y=y, grid=grid, n=n, k=k, r=r, launch=launch, threads=threads):
                     launch(rt.launch, grid, threads, stream, q.buf.ptr, x_buf.ptr, y.ptr, n, k, r)

@@ -93,6 +93,13 @@ template <int O> __device__ __forceinline__ uint32_t centred(uint32_t q) {
     return (q + (uint32_t)(128 - O) * 0x01010101u) ^ 0x80808080u;
 }
 
+// A unit's bytes q in [0, 2o) of weights (q - o) d: as read where kUnsigned (an unsigned-by-signed
+// dp4a takes them, and b = -o d meets x's sums: offset_b), else centred into signed bytes (b = 0).
+template <int O, bool kUnsigned> __device__ __forceinline__ uint32_t offset_quants(uint32_t q) {
+    return kUnsigned ? q : centred<O>(q);
+}
+template <int O, bool kUnsigned> __device__ __forceinline__ float offset_b(float d) { return kUnsigned ? -(float)O * d : 0.0f; }
+
 // Bits 0..3 of h, one to bit 4 of each byte (the fifth bit of q5 quants): one multiply places
 // copies of the four bits 7 apart (h << 4, << 11, << 18, << 25), the mask keeps bit i of copy i.
 __device__ __forceinline__ uint32_t fifth_bits(uint32_t h) { return ((h & 0xFu) * 0x02040810u) & 0x10101010u; }
@@ -229,15 +236,11 @@ struct q4_0 {
 
   private:
     static __device__ __forceinline__ void nibbles(const uint32_t (&w)[4], float d, uint32_t (&q)[8], float (&a)[2], float (&b)[2]) {
-        if constexpr (kUnsigned) {
 #pragma unroll
-            for (int i = 0; i < 4; i++) q[i] = w[i] & 0x0F0F0F0Fu, q[4 + i] = (w[i] >> 4) & 0x0F0F0F0Fu;
-            a[0] = a[1] = d, b[0] = b[1] = -8.0f * d;
-        } else {
-#pragma unroll
-            for (int i = 0; i < 4; i++) q[i] = centred<8>(w[i] & 0x0F0F0F0Fu), q[4 + i] = centred<8>((w[i] >> 4) & 0x0F0F0F0Fu);
-            a[0] = a[1] = d, b[0] = b[1] = 0.0f;
+        for (int i = 0; i < 4; i++) {
+            q[i] = offset_quants<8, kUnsigned>(w[i] & 0x0F0F0F0Fu), q[4 + i] = offset_quants<8, kUnsigned>((w[i] >> 4) & 0x0F0F0F0Fu);
         }
+        a[0] = a[1] = d, b[0] = b[1] = offset_b<8, kUnsigned>(d);
     }
 };
 
@@ -284,21 +287,12 @@ struct q5_0 {
             words4<2>(blk + 6, w);
             d = half_at(blk);
         }
-        if constexpr (kUnsigned) {
 #pragma unroll
-            for (int i = 0; i < 4; i++) {
-                q[i] = (w[i] & 0x0F0F0F0Fu) | fifth_bits(qh >> (4 * i));
-                q[4 + i] = ((w[i] >> 4) & 0x0F0F0F0Fu) | fifth_bits(qh >> (16 + 4 * i));
-            }
-            a[0] = a[1] = d, b[0] = b[1] = -16.0f * d;
-        } else {
-#pragma unroll
-            for (int i = 0; i < 4; i++) {
-                q[i] = centred<16>((w[i] & 0x0F0F0F0Fu) | fifth_bits(qh >> (4 * i)));
-                q[4 + i] = centred<16>(((w[i] >> 4) & 0x0F0F0F0Fu) | fifth_bits(qh >> (16 + 4 * i)));
-            }
-            a[0] = a[1] = d, b[0] = b[1] = 0.0f;
+        for (int i = 0; i < 4; i++) {
+            q[i] = offset_quants<16, kUnsigned>((w[i] & 0x0F0F0F0Fu) | fifth_bits(qh >> (4 * i)));
+            q[4 + i] = offset_quants<16, kUnsigned>(((w[i] >> 4) & 0x0F0F0F0Fu) | fifth_bits(qh >> (16 + 4 * i)));
         }
+        a[0] = a[1] = d, b[0] = b[1] = offset_b<16, kUnsigned>(d);
     }
     static __device__ __forceinline__ void quarter(const uint8_t* blk, unsigned int t, uint32_t& lo, uint32_t& hi, float& a) {
         const uint32_t qh = word_at<2>(blk + 2), w = word_at<2>(blk + 6 + 4 * t);
