@@ -452,6 +452,8 @@ EXPLORE_VARIANTS: dict[str, dict[str, int]] = {
     "rows-k-x1-two-all": {"QMATVEC_Q8_ROWS_K_X1_TWO": 31},
     "bulk-stages-2": {"QMATVEC_Q8_BULK_STAGES": 2},
     "bulk-stages-3-q5-0": {"QMATVEC_Q8_BULK_STAGES": 3},
+    "stream-none": {"QMATVEC_Q8_STREAM_K": 0},
+    "stream-warps-8-rows-2": {"QMATVEC_Q8_STREAM_WARPS": 8, "QMATVEC_Q8_STREAM_ROWS": 2},
 }
 EXPLORE_SHAPES = SHAPES
 #: Facts that only the runtime reads, by what a source holds where the runtime follows them: those of
@@ -480,6 +482,7 @@ class Variant:
     mma: bool = True  # qmatvec_q8_1_mma_<fmt> for the tensor cores (an older source: inside the others)
     wide: bool = True  # qmatvec_q8_1_mma_wide_<fmt> for float weights of many rows (an older source: none)
     one: bool = True  # qmatvec_q8_1_one_<fmt> for one row of x (an older source: its few entry)
+    stream: bool = True  # qmatvec_q8_1_stream_<fmt> for one row of x (an older source: none)
 
     def item_rows(self, fmt: str, nx: int, n: int, k: int) -> int:
         """Weight rows per item: runtime/gpu/quant.py's q8_item_rows with this build's facts."""
@@ -502,13 +505,15 @@ class Variant:
         }
         return {**self.grid_facts(), **older, **self.facts}
 
-    def entry(self, rt, fmt: str, rows: int, n: int) -> str:
-        """The entry point that multiplies `rows` rows of x against n weight rows: the tensor
-        cores' (runtime/gpu/quant.py q8_mma with this build's facts), else qmatvec_q8_1_few_<fmt>
-        for one or two (one row: qmatvec_q8_1_one_<fmt> where q8_one_apart), where the source has
-        them."""
+    def entry(self, rt, fmt: str, rows: int, n: int, k: int | None = None) -> str:
+        """The entry point that multiplies `rows` rows of x against n weight rows (of k values,
+        where given): the stream product where q8_stream with this build's facts, the tensor
+        cores' (runtime/gpu/quant.py q8_mma), else qmatvec_q8_1_few_<fmt> for one or two (one row:
+        qmatvec_q8_1_one_<fmt> where q8_one_apart), where the source has them."""
         from runtime.gpu import quant as gpu_quant
 
+        if self.stream and k is not None and gpu_quant.q8_stream(rt, 0, fmt, rows, k, 0, self.grid_facts()):
+            return f"qmatvec_q8_1_stream_{fmt}"
         if self.mma and gpu_quant.q8_mma(rt, 0, fmt, gpu_quant.x_rows_class(rows), n, self.grid_facts()):
             wide = self.wide and gpu_quant.q8_wide(fmt, n, self.grid_facts())
             return f"qmatvec_q8_1_mma_wide_{fmt}" if wide else f"qmatvec_q8_1_mma_{fmt}"
@@ -527,17 +532,21 @@ class Variant:
         }
         return {name: self.facts.get(name, older.get(name, 0)) for name in gpu_quant.QMATVEC_Q8_GRID_FACTS}
 
-    def threads(self, rt, fmt: str, rows: int, n: int) -> int:
+    def threads(self, rt, fmt: str, rows: int, n: int, k: int | None = None) -> int:
         """Threads per block of the entry that multiplies `rows` rows of x (Variant.entry)."""
         from runtime.gpu import quant as gpu_quant
 
-        entry = self.entry(rt, fmt, rows, n)
+        entry = self.entry(rt, fmt, rows, n, k)
+        if entry.startswith("qmatvec_q8_1_stream_"):
+            return 32 * (self.grid_facts()["QMATVEC_Q8_STREAM_WARPS"] + 1)
         wide = entry.startswith("qmatvec_q8_1_mma_wide_")
         return gpu_quant.q8_threads(fmt, entry.startswith("qmatvec_q8_1_mma_"), self.grid_facts(), wide)
 
     def grid(self, rt, fmt: str, n: int, k: int, rows: int) -> int:
         from runtime.gpu import quant as gpu_quant
 
+        if self.entry(rt, fmt, rows, n, k).startswith("qmatvec_q8_1_stream_"):
+            return gpu_quant.q8_stream_grid(rt, 0, n, self.grid_facts())
         item_rows = self.item_rows(fmt, gpu_quant.x_rows_class(rows), n, k)
         return gpu_quant.q8_grid(rt, 0, fmt, n, k, rows, item_rows, self.grid_facts())
 
@@ -558,13 +567,13 @@ def explore_variants(names, baseline: Path | None) -> list[Variant]:
     variants = []
     for name, text, overrides in sources:
         few, mma, wide = "qmatvec_q8_1_few" in text, "qmatvec_q8_1_mma" in text, "qmatvec_q8_1_mma_wide" in text
-        one = "qmatvec_q8_1_one" in text
+        one, stream = "qmatvec_q8_1_one" in text, "qmatvec_q8_1_stream" in text
         held = {f for f, marker in RUNTIME_FACTS.items() if marker in text}
         facts = {f: v for f, v in {**shipped, **overrides}.items() if f"OPGEN_{f}" in text or f in held}
         defines = "".join(f"#define OPGEN_{f} {v}\n" for f, v in overrides.items())
         path = tmp / f"qmatvec_q8_{name}.hip"
-        path.write_text(defines + _with_entry_shims(text, few, mma, wide, one))
-        variants.append(Variant(name, path, facts, few, mma, wide, one))
+        path.write_text(defines + _with_entry_shims(text, few, mma, wide, one, stream))
+        variants.append(Variant(name, path, facts, few, mma, wide, one, stream))
     return variants
 
 
@@ -605,16 +614,20 @@ MMA_WIDE_SHIM = _shim(
 #: For a source from before qmatvec_q8_1_one (its few entry took one row of x too): what this
 #: tree's generated one entry calls (the bench launches its few entry for one row instead).
 ONE_SHIM = _shim(_forward("qmatvec_q8_1_one", "qmatvec_q8_1_few"))
+#: For a source from before qmatvec_q8_1_stream: what this tree's generated stream entry calls and
+#: its launch bounds (never launched: Variant.entry takes the source's one-row entry instead).
+STREAM_SHIM = _shim("constexpr int kStreamThreads = kThreads;\n", _forward("qmatvec_q8_1_stream", "qmatvec_q8_1_one"))
 #: For a source from before QMATVEC_Q8_FEW_ROOMY_BLOCKS: every format's 1- and 2-row entries ask
 #: for QMATVEC_Q8_FEW_MIN_BLOCKS.
 FEW_MIN_BLOCKS_SHIM = _shim("template <typename F> constexpr int kFewMinBlocks = OPGEN_QMATVEC_Q8_FEW_MIN_BLOCKS;\n")
 
 
-def _with_entry_shims(text: str, few: bool, mma: bool, wide: bool = True, one: bool = True) -> str:
+def _with_entry_shims(text: str, few: bool, mma: bool, wide: bool = True, one: bool = True, stream: bool = True) -> str:
     include = '#include "qmatvec_q8_entries.h"'
     threads = "" if "kMmaThreads" in text else MMA_THREADS_SHIM
     shims = ("" if few else FEW_SHIMS) + ("" if mma else MMA_SHIM) + threads + ("" if wide else MMA_WIDE_SHIM)
     shims += "" if one else ONE_SHIM
+    shims += "" if stream else STREAM_SHIM
     shims += "" if "kFewMinBlocks" in text else FEW_MIN_BLOCKS_SHIM
     return text.replace(include, shims + include)
 
@@ -679,7 +692,7 @@ def explore(variants: list[Variant], rows, runs: int, formats) -> tuple[dict, di
                     args = (q.buf.ptr, x.ptr, xq.ptr, y.ptr, n, k, r)
                     grid = v.grid(rt, fmt, n, k, r)
 
-                    entry, threads = v.entry(rt, fmt, r, n), v.threads(rt, fmt, r, n)
+                    entry, threads = v.entry(rt, fmt, r, n, k), v.threads(rt, fmt, r, n, k)
 
                     def run(v=v, grid=grid, args=args, entry=entry, threads=threads, quantize=quantize, x_args=x_args):
                         if quantize is not None:

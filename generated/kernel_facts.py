@@ -447,6 +447,28 @@ QMATVEC_Q8_BULK_STAGES = 4
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_BULK_PER_SM=... needs this set alike)
 QMATVEC_Q8_BULK_PER_SM = 4
 
+#: qmatvec_q8_1_stream_* on cuda sm_90, one row of x, k a multiple of 2048 of at least QMATVEC_Q8_STREAM_BLOCKS blocks
+#: of 256: the blocks of 256 whose weights stream into dynamic shared memory through the bulk copy engine, stages of
+#: weight rows filled by a warp of their own and read word by word, a bit each as QMATVEC_Q8_WIDE_K (q2_K 1, q3_K 2:
+#: H200, by one row at 16384 x 16384, q3_K 33.7 us against 48.2-48.4, q2_K 26.5 against 27.3-27.5; at 4096 x 14336 9.9
+#: against 14.0 and 8.3 against 11.3)
+#: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_STREAM_K=... needs this set alike)
+QMATVEC_Q8_STREAM_K = 3
+
+#: qmatvec_q8_1_stream_*: warps that read the stages (a warp more fills them); each takes QMATVEC_Q8_STREAM_ROWS weight
+#: rows of a stage (16 warps of 1 row and 8 of 2 within 2% of each other on the H200; 12 of 2 slower)
+#: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_STREAM_WARPS=... needs this set alike)
+QMATVEC_Q8_STREAM_WARPS = 16
+
+#: qmatvec_q8_1_stream_*: weight rows a warp takes of each stage, its lanes loading x's block once for them
+#: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_STREAM_ROWS=... needs this set alike)
+QMATVEC_Q8_STREAM_ROWS = 1
+
+#: qmatvec_q8_1_stream_*: blocks of 256 a stage holds of each weight row at most (a lane a block: fewer leave lanes
+#: idle, 16 took q3_K to 56 us on the H200); longer rows take several stages
+#: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_STREAM_BLOCKS=... needs this set alike)
+QMATVEC_Q8_STREAM_BLOCKS = 32
+
 #: launched with programmatic stream serialization (cuda, sm_90 and up): each waits (griddepcontrol.wait) before it
 #: touches memory: the exact-x qmatvec of q4_0, q4_1, q8_0, q4_K, q6_K, and every product of hip/qmatvec_q8.hip (not x's
 #: quantization, which lets its product start)
@@ -532,6 +554,43 @@ PROGRAMMATIC_KERNELS = frozenset(
         "qmatvec_q8_1_mma_wide_q5_k",
         "qmatvec_q8_1_mma_wide_q6_k",
         "qmatvec_q8_1_mma_wide_q8_k",
+        "qmatvec_q8_1_stream_f32",
+        "qmatvec_q8_1_stream_f16",
+        "qmatvec_q8_1_stream_bf16",
+        "qmatvec_q8_1_stream_q4_0",
+        "qmatvec_q8_1_stream_q4_1",
+        "qmatvec_q8_1_stream_q5_0",
+        "qmatvec_q8_1_stream_q5_1",
+        "qmatvec_q8_1_stream_q8_0",
+        "qmatvec_q8_1_stream_q8_1",
+        "qmatvec_q8_1_stream_q2_k",
+        "qmatvec_q8_1_stream_q3_k",
+        "qmatvec_q8_1_stream_q4_k",
+        "qmatvec_q8_1_stream_q5_k",
+        "qmatvec_q8_1_stream_q6_k",
+        "qmatvec_q8_1_stream_q8_k",
+    }
+)
+
+#: launched (cuda) with as much dynamic shared memory as the device lets a block have beside its static shared memory
+#: (the function's attribute raised once, when it is loaded): each sizes what it keeps there by %dynamic_smem_size
+DYNAMIC_SHARED_KERNELS = frozenset(
+    {
+        "qmatvec_q8_1_stream_f32",
+        "qmatvec_q8_1_stream_f16",
+        "qmatvec_q8_1_stream_bf16",
+        "qmatvec_q8_1_stream_q4_0",
+        "qmatvec_q8_1_stream_q4_1",
+        "qmatvec_q8_1_stream_q5_0",
+        "qmatvec_q8_1_stream_q5_1",
+        "qmatvec_q8_1_stream_q8_0",
+        "qmatvec_q8_1_stream_q8_1",
+        "qmatvec_q8_1_stream_q2_k",
+        "qmatvec_q8_1_stream_q3_k",
+        "qmatvec_q8_1_stream_q4_k",
+        "qmatvec_q8_1_stream_q5_k",
+        "qmatvec_q8_1_stream_q6_k",
+        "qmatvec_q8_1_stream_q8_k",
     }
 )
 
@@ -585,6 +644,7 @@ class KernelPattern(enum.StrEnum):
     QMATVEC_Q8_1_FEW_SELF = "qmatvec_q8_1_few_{self}"
     QMATVEC_Q8_1_MMA_SELF = "qmatvec_q8_1_mma_{self}"
     QMATVEC_Q8_1_MMA_WIDE_SELF = "qmatvec_q8_1_mma_wide_{self}"
+    QMATVEC_Q8_1_STREAM_SELF = "qmatvec_q8_1_stream_{self}"
     QUANTIZE_Q8_1_X = "quantize_q8_1_{x}"
     COPY_STRIDED_X = "copy_strided_{x}"
     SIGMOID_SELF = "sigmoid_{self}"

@@ -5569,6 +5569,186 @@ def launch_qmatvec_q8_1_q8_k(launch, grid, block, stream, w, x, xq, y, n, k, row
     )
 
 
+def launch_qmatvec_q8_1_stream_bf16(launch, grid, block, stream, w, x, xq, y, n, k, rows) -> None:
+    launch(
+        _SRC_QMATVEC_Q8,
+        "qmatvec_q8_1_stream_bf16",
+        grid,
+        block,
+        stream,
+        (w, x, xq, y, n, k, rows),
+        _ARGS_QMATVEC_Q8_1_BF16,
+    )
+
+
+def launch_qmatvec_q8_1_stream_f16(launch, grid, block, stream, w, x, xq, y, n, k, rows) -> None:
+    launch(
+        _SRC_QMATVEC_Q8,
+        "qmatvec_q8_1_stream_f16",
+        grid,
+        block,
+        stream,
+        (w, x, xq, y, n, k, rows),
+        _ARGS_QMATVEC_Q8_1_BF16,
+    )
+
+
+def launch_qmatvec_q8_1_stream_f32(launch, grid, block, stream, w, x, xq, y, n, k, rows) -> None:
+    launch(
+        _SRC_QMATVEC_Q8,
+        "qmatvec_q8_1_stream_f32",
+        grid,
+        block,
+        stream,
+        (w, x, xq, y, n, k, rows),
+        _ARGS_QMATVEC_Q8_1_BF16,
+    )
+
+
+def launch_qmatvec_q8_1_stream_q2_k(launch, grid, block, stream, w, x, xq, y, n, k, rows) -> None:
+    launch(
+        _SRC_QMATVEC_Q8,
+        "qmatvec_q8_1_stream_q2_k",
+        grid,
+        block,
+        stream,
+        (w, x, xq, y, n, k, rows),
+        _ARGS_QMATVEC_Q8_1_BF16,
+    )
+
+
+def launch_qmatvec_q8_1_stream_q3_k(launch, grid, block, stream, w, x, xq, y, n, k, rows) -> None:
+    launch(
+        _SRC_QMATVEC_Q8,
+        "qmatvec_q8_1_stream_q3_k",
+        grid,
+        block,
+        stream,
+        (w, x, xq, y, n, k, rows),
+        _ARGS_QMATVEC_Q8_1_BF16,
+    )
+
+
+def launch_qmatvec_q8_1_stream_q4_0(launch, grid, block, stream, w, x, xq, y, n, k, rows) -> None:
+    launch(
+        _SRC_QMATVEC_Q8,
+        "qmatvec_q8_1_stream_q4_0",
+        grid,
+        block,
+        stream,
+        (w, x, xq, y, n, k, rows),
+        _ARGS_QMATVEC_Q8_1_BF16,
+    )
+
+
+def launch_qmatvec_q8_1_stream_q4_1(launch, grid, block, stream, w, x, xq, y, n, k, rows) -> None:
+    launch(
+        _SRC_QMATVEC_Q8,
+        "qmatvec_q8_1_stream_q4_1",
+        grid,
+        block,
+        stream,
+        (w, x, xq, y, n, k, rows),
+        _ARGS_QMATVEC_Q8_1_BF16,
+    )
+
+
+def launch_qmatvec_q8_1_stream_q4_k(launch, grid, block, stream, w, x, xq, y, n, k, rows) -> None:
+    launch(
+        _SRC_QMATVEC_Q8,
+        "qmatvec_q8_1_stream_q4_k",
+        grid,
+        block,
+        stream,
+        (w, x, xq, y, n, k, rows),
+        _ARGS_QMATVEC_Q8_1_BF16,
+    )
+
+
+def launch_qmatvec_q8_1_stream_q5_0(launch, grid, block, stream, w, x, xq, y, n, k, rows) -> None:
+    launch(
+        _SRC_QMATVEC_Q8,
+        "qmatvec_q8_1_stream_q5_0",
+        grid,
+        block,
+        stream,
+        (w, x, xq, y, n, k, rows),
+        _ARGS_QMATVEC_Q8_1_BF16,
+    )
+
+
+def launch_qmatvec_q8_1_stream_q5_1(launch, grid, block, stream, w, x, xq, y, n, k, rows) -> None:
+    launch(
+        _SRC_QMATVEC_Q8,
+        "qmatvec_q8_1_stream_q5_1",
+        grid,
+        block,
+        stream,
+        (w, x, xq, y, n, k, rows),
+        _ARGS_QMATVEC_Q8_1_BF16,
+    )
+
+
+def launch_qmatvec_q8_1_stream_q5_k(launch, grid, block, stream, w, x, xq, y, n, k, rows) -> None:
+    launch(
+        _SRC_QMATVEC_Q8,
+        "qmatvec_q8_1_stream_q5_k",
+        grid,
+        block,
+        stream,
+        (w, x, xq, y, n, k, rows),
+        _ARGS_QMATVEC_Q8_1_BF16,
+    )
+
+
+def launch_qmatvec_q8_1_stream_q6_k(launch, grid, block, stream, w, x, xq, y, n, k, rows) -> None:
+    launch(
+        _SRC_QMATVEC_Q8,
+        "qmatvec_q8_1_stream_q6_k",
+        grid,
+        block,
+        stream,
+        (w, x, xq, y, n, k, rows),
+        _ARGS_QMATVEC_Q8_1_BF16,
+    )
+
+
+def launch_qmatvec_q8_1_stream_q8_0(launch, grid, block, stream, w, x, xq, y, n, k, rows) -> None:
+    launch(
+        _SRC_QMATVEC_Q8,
+        "qmatvec_q8_1_stream_q8_0",
+        grid,
+        block,
+        stream,
+        (w, x, xq, y, n, k, rows),
+        _ARGS_QMATVEC_Q8_1_BF16,
+    )
+
+
+def launch_qmatvec_q8_1_stream_q8_1(launch, grid, block, stream, w, x, xq, y, n, k, rows) -> None:
+    launch(
+        _SRC_QMATVEC_Q8,
+        "qmatvec_q8_1_stream_q8_1",
+        grid,
+        block,
+        stream,
+        (w, x, xq, y, n, k, rows),
+        _ARGS_QMATVEC_Q8_1_BF16,
+    )
+
+
+def launch_qmatvec_q8_1_stream_q8_k(launch, grid, block, stream, w, x, xq, y, n, k, rows) -> None:
+    launch(
+        _SRC_QMATVEC_Q8,
+        "qmatvec_q8_1_stream_q8_k",
+        grid,
+        block,
+        stream,
+        (w, x, xq, y, n, k, rows),
+        _ARGS_QMATVEC_Q8_1_BF16,
+    )
+
+
 def launch_qmatvec_q8_k(launch, grid, block, stream, w, x, y, n, k, rows) -> None:
     launch(_SRC_QUANTIZED, "qmatvec_q8_k", grid, block, stream, (w, x, y, n, k, rows), _ARGS_QMATVEC_BF16)
 
@@ -8526,6 +8706,21 @@ QSTORAGE: dict[str, dict[object, object]] = {
         (KernelPattern.QMATVEC_Q8_1_MMA_WIDE_SELF, "q5_k"): launch_qmatvec_q8_1_mma_wide_q5_k,
         (KernelPattern.QMATVEC_Q8_1_MMA_WIDE_SELF, "q6_k"): launch_qmatvec_q8_1_mma_wide_q6_k,
         (KernelPattern.QMATVEC_Q8_1_MMA_WIDE_SELF, "q8_k"): launch_qmatvec_q8_1_mma_wide_q8_k,
+        (KernelPattern.QMATVEC_Q8_1_STREAM_SELF, "f32"): launch_qmatvec_q8_1_stream_f32,
+        (KernelPattern.QMATVEC_Q8_1_STREAM_SELF, "f16"): launch_qmatvec_q8_1_stream_f16,
+        (KernelPattern.QMATVEC_Q8_1_STREAM_SELF, "bf16"): launch_qmatvec_q8_1_stream_bf16,
+        (KernelPattern.QMATVEC_Q8_1_STREAM_SELF, "q4_0"): launch_qmatvec_q8_1_stream_q4_0,
+        (KernelPattern.QMATVEC_Q8_1_STREAM_SELF, "q4_1"): launch_qmatvec_q8_1_stream_q4_1,
+        (KernelPattern.QMATVEC_Q8_1_STREAM_SELF, "q5_0"): launch_qmatvec_q8_1_stream_q5_0,
+        (KernelPattern.QMATVEC_Q8_1_STREAM_SELF, "q5_1"): launch_qmatvec_q8_1_stream_q5_1,
+        (KernelPattern.QMATVEC_Q8_1_STREAM_SELF, "q8_0"): launch_qmatvec_q8_1_stream_q8_0,
+        (KernelPattern.QMATVEC_Q8_1_STREAM_SELF, "q8_1"): launch_qmatvec_q8_1_stream_q8_1,
+        (KernelPattern.QMATVEC_Q8_1_STREAM_SELF, "q2_k"): launch_qmatvec_q8_1_stream_q2_k,
+        (KernelPattern.QMATVEC_Q8_1_STREAM_SELF, "q3_k"): launch_qmatvec_q8_1_stream_q3_k,
+        (KernelPattern.QMATVEC_Q8_1_STREAM_SELF, "q4_k"): launch_qmatvec_q8_1_stream_q4_k,
+        (KernelPattern.QMATVEC_Q8_1_STREAM_SELF, "q5_k"): launch_qmatvec_q8_1_stream_q5_k,
+        (KernelPattern.QMATVEC_Q8_1_STREAM_SELF, "q6_k"): launch_qmatvec_q8_1_stream_q6_k,
+        (KernelPattern.QMATVEC_Q8_1_STREAM_SELF, "q8_k"): launch_qmatvec_q8_1_stream_q8_k,
         (KernelPattern.QUANTIZE_Q8_1_X, _F32): launch_quantize_q8_1_f32,
         (KernelPattern.DEQUANTIZE_SELF_F32, "f32"): launch_dequantize_f32_f32,
         (KernelPattern.DEQUANTIZE_SELF_F32, "f16"): launch_dequantize_f16_f32,

@@ -4,11 +4,13 @@
 // Declarations first: they carry the launch bounds (NVRTC takes them from the declaration):
 // qmatvec_q8_1_few_* (1 or 2 rows of x), qmatvec_q8_1_one_* (1 row where it copies x into shared
 // memory), qmatvec_q8_1_mma_* and qmatvec_q8_1_mma_wide_* (the tensor cores; the latter float
-// weights of many rows) their own, so that their registers per
+// weights of many rows), qmatvec_q8_1_stream_* (one row through dynamic shared memory, a block a
+// multiprocessor) their own, so that their registers per
 // thread are not those of the classes of more rows, nor of each other.
 // The definitions follow in the one form that gen's signature scan reads: x's quantization first
 // lets its product start, each product first waits for the kernel before it (ops.yaml's
-// PROGRAMMATIC_KERNELS lists every product).
+// PROGRAMMATIC_KERNELS lists every product; the stream product waits once it has asked for its
+// first weights, which no kernel writes).
 extern "C" {
 __global__ void __launch_bounds__(kThreads, OPGEN_QMATVEC_Q8_MIN_BLOCKS) qmatvec_q8_1_f32(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
 __global__ void __launch_bounds__(kThreads, OPGEN_QMATVEC_Q8_MIN_BLOCKS) qmatvec_q8_1_f16(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
@@ -85,6 +87,21 @@ __global__ void __launch_bounds__(kMmaWideThreads<q4_k>, kMmaWideMinBlocks<q4_k>
 __global__ void __launch_bounds__(kMmaWideThreads<q5_k>, kMmaWideMinBlocks<q5_k>) qmatvec_q8_1_mma_wide_q5_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
 __global__ void __launch_bounds__(kMmaWideThreads<q6_k>, kMmaWideMinBlocks<q6_k>) qmatvec_q8_1_mma_wide_q6_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
 __global__ void __launch_bounds__(kMmaWideThreads<q8_k>, kMmaWideMinBlocks<q8_k>) qmatvec_q8_1_mma_wide_q8_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kStreamThreads, 1) qmatvec_q8_1_stream_f32(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kStreamThreads, 1) qmatvec_q8_1_stream_f16(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kStreamThreads, 1) qmatvec_q8_1_stream_bf16(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kStreamThreads, 1) qmatvec_q8_1_stream_q4_0(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kStreamThreads, 1) qmatvec_q8_1_stream_q4_1(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kStreamThreads, 1) qmatvec_q8_1_stream_q5_0(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kStreamThreads, 1) qmatvec_q8_1_stream_q5_1(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kStreamThreads, 1) qmatvec_q8_1_stream_q8_0(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kStreamThreads, 1) qmatvec_q8_1_stream_q8_1(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kStreamThreads, 1) qmatvec_q8_1_stream_q2_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kStreamThreads, 1) qmatvec_q8_1_stream_q3_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kStreamThreads, 1) qmatvec_q8_1_stream_q4_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kStreamThreads, 1) qmatvec_q8_1_stream_q5_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kStreamThreads, 1) qmatvec_q8_1_stream_q6_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kStreamThreads, 1) qmatvec_q8_1_stream_q8_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
 }
 
 extern "C" __global__ void quantize_q8_1_f32(const float* x, uint8_t* xq, const size_t rows, const size_t k) {
@@ -390,4 +407,49 @@ extern "C" __global__ void qmatvec_q8_1_mma_wide_q6_k(const uint8_t* w, const fl
 extern "C" __global__ void qmatvec_q8_1_mma_wide_q8_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
     opgen::wait_for_predecessor();
     qmatvec_q8_1_mma_wide<q8_k>(w, x, xq, y, n, k, rows);
+}
+extern "C" __global__ void qmatvec_q8_1_stream_f32(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
+    qmatvec_q8_1_stream<f32>(w, x, xq, y, n, k, rows);
+}
+extern "C" __global__ void qmatvec_q8_1_stream_f16(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
+    qmatvec_q8_1_stream<f16>(w, x, xq, y, n, k, rows);
+}
+extern "C" __global__ void qmatvec_q8_1_stream_bf16(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
+    qmatvec_q8_1_stream<bf16>(w, x, xq, y, n, k, rows);
+}
+extern "C" __global__ void qmatvec_q8_1_stream_q4_0(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
+    qmatvec_q8_1_stream<q4_0>(w, x, xq, y, n, k, rows);
+}
+extern "C" __global__ void qmatvec_q8_1_stream_q4_1(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
+    qmatvec_q8_1_stream<q4_1>(w, x, xq, y, n, k, rows);
+}
+extern "C" __global__ void qmatvec_q8_1_stream_q5_0(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
+    qmatvec_q8_1_stream<q5_0>(w, x, xq, y, n, k, rows);
+}
+extern "C" __global__ void qmatvec_q8_1_stream_q5_1(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
+    qmatvec_q8_1_stream<q5_1>(w, x, xq, y, n, k, rows);
+}
+extern "C" __global__ void qmatvec_q8_1_stream_q8_0(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
+    qmatvec_q8_1_stream<q8_0>(w, x, xq, y, n, k, rows);
+}
+extern "C" __global__ void qmatvec_q8_1_stream_q8_1(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
+    qmatvec_q8_1_stream<q8_1>(w, x, xq, y, n, k, rows);
+}
+extern "C" __global__ void qmatvec_q8_1_stream_q2_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
+    qmatvec_q8_1_stream<q2_k>(w, x, xq, y, n, k, rows);
+}
+extern "C" __global__ void qmatvec_q8_1_stream_q3_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
+    qmatvec_q8_1_stream<q3_k>(w, x, xq, y, n, k, rows);
+}
+extern "C" __global__ void qmatvec_q8_1_stream_q4_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
+    qmatvec_q8_1_stream<q4_k>(w, x, xq, y, n, k, rows);
+}
+extern "C" __global__ void qmatvec_q8_1_stream_q5_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
+    qmatvec_q8_1_stream<q5_k>(w, x, xq, y, n, k, rows);
+}
+extern "C" __global__ void qmatvec_q8_1_stream_q6_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
+    qmatvec_q8_1_stream<q6_k>(w, x, xq, y, n, k, rows);
+}
+extern "C" __global__ void qmatvec_q8_1_stream_q8_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
+    qmatvec_q8_1_stream<q8_k>(w, x, xq, y, n, k, rows);
 }

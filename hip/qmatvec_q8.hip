@@ -1828,6 +1828,335 @@ __device__ __forceinline__ bool bulk_fits(const uint8_t* w, size_t k, size_t row
     return rows == 1 && k % 256 == 0 && (reinterpret_cast<size_t>(w) & 15) == 0;
 }
 #endif
+// ---------------------------------------------------------------------------- one row of x streamed (blocks of 256)
+//
+// qmatvec_q8_1_stream_<F>: cuda sm_90, one row of x of the blocks of 256 of QMATVEC_Q8_STREAM_K,
+// where stream_fits. The weights stream into dynamic shared memory through the bulk copy engine:
+// stages of kStreamStageRows weight rows cut into chunks of at most QMATVEC_Q8_STREAM_BLOCKS
+// blocks, as many stages as the launch's dynamic shared memory holds beside x's row. One warp
+// fills the stages (it waits for a stage's consumers to free it); each other warp takes
+// kStreamRows rows of each stage, a lane whole blocks of them (lane, lane + 32, ...) with x's
+// block loaded once for its rows. No block-wide barrier past x's copy: a warp waits only for the
+// stage it reads. Loads out of shared memory need no 16-byte pieces to keep the L1's wavefronts
+// few: a block of 110 bytes is read word by word and realigned by one funnel shift a word. Each
+// row's sum is taken in one order whatever the grid: any grid gives the same bits.
+constexpr int kStreamWarps = OPGEN_QMATVEC_Q8_STREAM_WARPS, kStreamThreads = 32 * kStreamWarps + 32;
+constexpr int kStreamRows = OPGEN_QMATVEC_Q8_STREAM_ROWS, kStreamStageRows = kStreamWarps * kStreamRows;
+constexpr int kStreamMaxStages = 8;
+constexpr uint32_t kStreamPad = 16;  // past the stages: a block's last aligned word may read 2 bytes on
+
+// x's row in shared memory, for nb blocks of 256: the quants, 16 pieces of 16 bytes a block, block
+// b's at piece 17 b (a quarter warp's lanes, blocks b..b + 7, read 8 bank groups); then the units'
+// d, units 4c..4c + 3 of block b a float4 at c nb + b; then their (d s0, d s1), units 2c, 2c + 1 of
+// block b at c nb + b: a warp's lanes read neighbouring pieces.
+constexpr uint32_t kStreamXQuants = 17 * 16;
+__device__ __forceinline__ uint32_t stream_x_bytes(uint32_t nb) { return nb * (kStreamXQuants + 32 + 64); }
+
+#if OPGEN_QMATVEC_BULK
+template <typename F> constexpr bool kStream = k_bit<F>::value >= 0 && ((OPGEN_QMATVEC_Q8_STREAM_K >> k_bit<F>::value) & 1) != 0;
+
+__device__ __forceinline__ uint32_t dynamic_shared_bytes() {
+    uint32_t v;
+    asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(v));
+    return v;
+}
+
+// Words First..First + N - 1 of a block at base + sh / 8 bytes (base 4-aligned, sh 0 or 16).
+template <int First, int N, bool kAligned>
+__device__ __forceinline__ void stage_words(const uint32_t* base, uint32_t sh, uint32_t (&w)[N]) {
+    uint32_t a[N + 1];
+#pragma unroll
+    for (int i = 0; i < N + (kAligned ? 0 : 1); i++) a[i] = base[First + i];
+#pragma unroll
+    for (int i = 0; i < N; i++) w[i] = kAligned ? a[i] : __funnelshift_r(a[i], a[i + 1], sh);
+}
+
+// x's block g in shared memory (stream_x_bytes' layout).
+struct stream_x {
+    const uint4* q;      // the block's 16 quant pieces
+    const float4* d;     // + c nb: units 4c..
+    const float4* ds;    // + c nb: units 2c, 2c + 1
+    uint32_t nb;
+    template <int V> __device__ __forceinline__ float unit_d() const {
+        const float4 v = d[(V >> 2) * nb];
+        return (V & 3) == 0 ? v.x : (V & 3) == 1 ? v.y : (V & 3) == 2 ? v.z : v.w;
+    }
+    template <int V> __device__ __forceinline__ float2 unit_ds() const {
+        const float4 v = ds[(V >> 1) * nb];
+        return (V & 1) == 0 ? make_float2(v.x, v.y) : make_float2(v.z, v.w);
+    }
+};
+
+// A stage's block of 256 and its dot product with x, unit of 32 by unit (v = 4n + j: weights
+// 128n + 32j ..), the rows of a warp sharing x's loads: load(p, w) reads the block at p, part<V>
+// adds unit V's products (x's quants q, its scales m) to the block's sums, value the block's
+// total.
+template <typename F> struct stream_block;
+
+// q2_K: 84 bytes (4-aligned): scales[16], qs[64], d, dmin. Bit pair j of qs masked in place (4^j q,
+// unsigned), each half's sum times its 4-bit scale in integers; its mins against x's d s.
+template <> struct stream_block<q2_k> {
+    struct W {
+        uint32_t sc[4], qs[16], dm;
+    };
+    struct Sums {
+        float s, m;
+    };
+    static __device__ __forceinline__ void load(const uint8_t* p, W& w) {
+        const uint32_t* base = reinterpret_cast<const uint32_t*>(p);
+        stage_words<0, 4, true>(base, 0u, w.sc);
+        stage_words<4, 16, true>(base, 0u, w.qs);
+        w.dm = base[20];
+    }
+    template <int V> static __device__ __forceinline__ void part(const W& w, const uint32_t (&q)[8], const stream_x& x, Sums& s) {
+        constexpr int n = V >> 2, j = V & 3;
+        int p[2] = {0, 0};
+#pragma unroll
+        for (int i = 0; i < 8; i++) p[i >> 2] = dot4_unsigned(w.qs[8 * n + i] & (0x03030303u << (2 * j)), q[i], p[i >> 2]);
+        const uint32_t sc = w.sc[2 * n + (j >> 1)] >> (16 * (j & 1));  // byte h: half h's scale | min << 4
+        const int t = (int)(sc & 15u) * p[0] + (int)((sc >> 8) & 15u) * p[1];
+        const float2 ds = x.unit_ds<V>();
+        s.s = fmaf(x.unit_d<V>() * (1.0f / (float)(1 << (2 * j))), (float)t, s.s);
+        s.m = fmaf((float)((sc >> 4) & 15u), ds.x, fmaf((float)((sc >> 12) & 15u), ds.y, s.m));
+    }
+    static __device__ __forceinline__ float value(const W& w, const Sums& s) { return half_lo(w.dm) * s.s - half_hi(w.dm) * s.m; }
+};
+
+// q3_K: 110 bytes (2-aligned): hmask[32], qs[64], scales[12], d; read as aligned words shifted by
+// (p % 4) * 8. A weight is q - 4 nb (nb: its hmask bit clear): bit pair j masked in place (4^j q)
+// and nb masked in place (2^(4n + j) nb), two unsigned dot products, their difference scaled to a
+// common 2^e in integers; each half's sum times 4 (s - 32), its scale as a signed byte.
+template <> struct stream_block<q3_k> {
+    struct W {
+        uint32_t hm[8], qs[16], sc[3], d;
+    };
+    struct Sums {
+        float s;
+    };
+    static __device__ __forceinline__ void load(const uint8_t* p, W& w) {
+        const uint32_t off = (uint32_t)reinterpret_cast<size_t>(p) & 3u;  // 0 or 2
+        const uint32_t* base = reinterpret_cast<const uint32_t*>(p - off);  // still a shared pointer: LDS
+        const uint32_t sh = off * 8;
+        stage_words<0, 8, false>(base, sh, w.hm);
+        stage_words<8, 16, false>(base, sh, w.qs);
+        stage_words<24, 3, false>(base, sh, w.sc);
+        w.d = base[27] >> sh;  // its low half
+    }
+    // 4 (s - 32) as signed bytes for scales 8n + 4c .. + 3: low nibbles of sc[c] (shift 4n), high
+    // pairs of sc[2] (shift 4n + 2c) into bits 2..7, the top bit flipped.
+    template <int N, int C> static __device__ __forceinline__ uint32_t scales(const W& w) {
+        const uint32_t low = ((w.sc[C] >> (4 * N)) << 2) & 0x3C3C3C3Cu;
+        const uint32_t high = ((w.sc[2] >> (4 * N + 2 * C)) << 6) & 0xC0C0C0C0u;
+        return (low | high) ^ 0x80808080u;
+    }
+    // Byte b of v sign-extended.
+    template <int B> static __device__ __forceinline__ int signed_byte(uint32_t v) {
+        int r;
+        asm("prmt.b32 %0, %1, 0, %2;" : "=r"(r) : "r"(v), "n"(B | (8 | B) << 4 | (8 | B) << 8 | (8 | B) << 12));
+        return r;
+    }
+    template <int V> static __device__ __forceinline__ void part(const W& w, const uint32_t (&q)[8], const stream_x& x, Sums& s) {
+        constexpr int n = V >> 2, j = V & 3;
+        constexpr int e = 2 * j > 4 * n + j - 2 ? 2 * j : 4 * n + j - 2;
+        int c[2];
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            int pq = 0, pn = 0;
+#pragma unroll
+            for (int i = 4 * h; i < 4 * h + 4; i++) {
+                pq = dot4_unsigned(w.qs[8 * n + i] & (0x03030303u << (2 * j)), q[i], pq);
+                pn = dot4_unsigned(~w.hm[i] & (0x01010101u << (4 * n + j)), q[i], pn);
+            }
+            c[h] = pq * (1 << (e - 2 * j)) - pn * (1 << (e + 2 - 4 * n - j));
+        }
+        const uint32_t sc = scales<n, j / 2>(w);  // byte 2 (j % 2) + h: half h
+        const int t = signed_byte<2 * (j & 1)>(sc) * c[0] + signed_byte<2 * (j & 1) + 1>(sc) * c[1];
+        s.s = fmaf(x.unit_d<V>() * (1.0f / (float)(4 << e)), (float)t, s.s);
+    }
+    static __device__ __forceinline__ float value(const W& w, const Sums& s) { return half_lo(w.d) * s.s; }
+};
+
+// Unit V of x's block against the warp's rows' blocks w.
+template <typename F, int V>
+__device__ __forceinline__ void stream_unit(const typename stream_block<F>::W (&w)[kStreamRows], const stream_x& x,
+                                            typename stream_block<F>::Sums (&s)[kStreamRows]) {
+    const uint4 lo = x.q[2 * V], hi = x.q[2 * V + 1];
+    const uint32_t q[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+#pragma unroll
+    for (int r = 0; r < kStreamRows; r++) stream_block<F>::template part<V>(w[r], q, x, s[r]);
+}
+
+// The products of the warp's kStreamRows rows of a stage (rows[r]) at block b of the chunk (x's
+// block g of the row) into acc.
+template <typename F>
+__device__ __forceinline__ void stream_dots(const uint8_t* (&rows)[kStreamRows], const uint8_t* xs, uint32_t nb, int b, int g,
+                                            float (&acc)[kStreamRows]) {
+    typedef stream_block<F> B;
+    typename B::W w[kStreamRows];
+    typename B::Sums s[kStreamRows];
+#pragma unroll
+    for (int r = 0; r < kStreamRows; r++) {
+        B::load(rows[r] + (size_t)b * F::kBytes, w[r]);
+        s[r] = typename B::Sums{};
+    }
+    stream_x x;
+    x.q = reinterpret_cast<const uint4*>(xs + g * kStreamXQuants), x.nb = nb;
+    x.d = reinterpret_cast<const float4*>(xs + nb * kStreamXQuants) + g;
+    x.ds = reinterpret_cast<const float4*>(xs + nb * (kStreamXQuants + 32)) + g;
+    stream_unit<F, 0>(w, x, s), stream_unit<F, 1>(w, x, s), stream_unit<F, 2>(w, x, s), stream_unit<F, 3>(w, x, s);
+    stream_unit<F, 4>(w, x, s), stream_unit<F, 5>(w, x, s), stream_unit<F, 6>(w, x, s), stream_unit<F, 7>(w, x, s);
+#pragma unroll
+    for (int r = 0; r < kStreamRows; r++) acc[r] += B::value(w[r], s[r]);
+}
+
+// A step j of the block's work: its item (kStreamStageRows weight rows) j / chunks, chunk j % chunks
+// (blocks c * cb ..), into stage j % stages. 32-bit counts: a step's divisions are short.
+struct stream_plan {
+    size_t n;
+    uint32_t nb, cb, chunks, items, stage_bytes, stages;
+    __device__ __forceinline__ size_t first_row(uint32_t j) const {
+        return ((size_t)blockIdx.x + (size_t)(j / chunks) * gridDim.x) * kStreamStageRows;
+    }
+    __device__ __forceinline__ uint32_t blocks(uint32_t c) const { return nb - c * cb < cb ? nb - c * cb : cb; }
+};
+
+// Step j into `stage` by the producer warp: lane 0 counts its bytes on `full`, then lane i copies
+// row i (a stage of whole rows: lane 0 the one run).
+template <typename F>
+__device__ __forceinline__ void stream_issue(uint8_t* stage, uint64_t* full, const uint8_t* w, const stream_plan& pl, uint32_t j,
+                                             int lane) {
+    const size_t n0 = pl.first_row(j);
+    const uint32_t c = j % pl.chunks, bytes = pl.blocks(c) * F::kBytes;
+    const int rows = (int)(pl.n - n0 < (size_t)kStreamStageRows ? pl.n - n0 : (size_t)kStreamStageRows);
+    if (lane == 0) stage_expect(full, bytes * (uint32_t)rows);
+    __syncwarp();
+    const uint8_t* src = w + n0 * ((size_t)pl.nb * F::kBytes) + (size_t)c * pl.cb * F::kBytes;
+    if (pl.chunks == 1) {
+        if (lane == 0) stage_copy(stage, src, bytes * (uint32_t)rows, full);
+        return;
+    }
+    for (int i = lane; i < rows; i += 32) stage_copy(stage + i * pl.cb * F::kBytes, src + (size_t)i * pl.nb * F::kBytes, bytes, full);
+}
+
+// Copies x's row into shared memory in stream_x_bytes' layout.
+__device__ __forceinline__ void stream_share_x(const x_source& s, uint8_t* xs, uint32_t nb) {
+    const uint4* q = reinterpret_cast<const uint4*>(s.xq);
+    const float4* m = reinterpret_cast<const float4*>(s.xm);  // a unit's d, d s0, d, d s1
+    uint4* xq = reinterpret_cast<uint4*>(xs);
+    float* xd = reinterpret_cast<float*>(xs + nb * kStreamXQuants);
+    float2* xds = reinterpret_cast<float2*>(xs + nb * (kStreamXQuants + 32));
+    for (uint32_t c = threadIdx.x; c < 16 * nb; c += blockDim.x) xq[c + (c >> 4)] = q[c];
+    for (uint32_t u = threadIdx.x; u < 8 * nb; u += blockDim.x) {
+        const uint32_t b = u >> 3, v = u & 7;
+        const float4 mu = m[u];
+        xd[4 * ((v >> 2) * nb + b) + (v & 3)] = mu.x;
+        xds[2 * ((v >> 1) * nb + b) + (v & 1)] = make_float2(mu.y, mu.w);
+    }
+}
+
+// An mbarrier of `count` arrivals.
+__device__ __forceinline__ void stage_init_count(uint64_t* bar, uint32_t count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(shared_at(bar)), "r"(count) : "memory");
+}
+__device__ __forceinline__ void stage_arrive(uint64_t* bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(shared_at(bar)) : "memory");
+}
+
+template <typename F>
+__device__ void stream_product(const uint8_t* __restrict__ w, const x_source& xs, float* __restrict__ y, size_t n) {
+    extern __shared__ __align__(128) uint8_t dynamic[];
+    __shared__ uint64_t full[kStreamMaxStages], empty[kStreamMaxStages];
+    stream_plan pl;
+    pl.n = n, pl.nb = (uint32_t)(xs.k / 256);
+    pl.cb = pl.nb < (uint32_t)OPGEN_QMATVEC_Q8_STREAM_BLOCKS ? pl.nb : (uint32_t)OPGEN_QMATVEC_Q8_STREAM_BLOCKS;
+    pl.chunks = (pl.nb + pl.cb - 1) / pl.cb, pl.items = (uint32_t)((n + kStreamStageRows - 1) / kStreamStageRows);
+    pl.stage_bytes = kStreamStageRows * pl.cb * F::kBytes;
+    const uint32_t x_bytes = stream_x_bytes(pl.nb);
+    const uint32_t room = (dynamic_shared_bytes() - x_bytes - kStreamPad) / pl.stage_bytes;
+    pl.stages = room < (uint32_t)kStreamMaxStages ? room : (uint32_t)kStreamMaxStages;
+    uint8_t* stages = dynamic + x_bytes;
+    const uint32_t steps = blockIdx.x < pl.items ? (pl.items - blockIdx.x + gridDim.x - 1) / gridDim.x * pl.chunks : 0u;
+    const int warp = (int)(threadIdx.x >> 5), lane = (int)(threadIdx.x & 31);
+    // The first stage fills while x is quantized (the kernel before, which writes no weights: the
+    // weights are read before wait_for_predecessor, x after it) and copied; the others after.
+    if (threadIdx.x == 0) {
+        for (uint32_t s = 0; s < pl.stages; s++) stage_init_count(&full[s], 1u), stage_init_count(&empty[s], kStreamWarps);
+        stage_init_fence();
+    }
+    __syncthreads();
+    if (warp == kStreamWarps && steps > 0) stream_issue<F>(stages, &full[0], w, pl, 0, lane);
+    opgen::wait_for_predecessor();
+    stream_share_x(xs, dynamic, pl.nb);
+    __syncthreads();
+    if (warp == kStreamWarps) {  // the producer: fills stage j % stages once its consumers freed it
+        for (uint32_t j = 1, s = 1 % pl.stages, phase = pl.stages == 1; j < steps; j++) {
+            if (j >= pl.stages) stage_wait(&empty[s], phase ^ 1u);
+            stream_issue<F>(stages + s * pl.stage_bytes, &full[s], w, pl, j, lane);
+            if (++s == pl.stages) s = 0, phase ^= 1u;
+        }
+        return;
+    }
+    float acc[kStreamRows];
+#pragma unroll
+    for (int r = 0; r < kStreamRows; r++) acc[r] = 0.0f;
+    for (uint32_t j = 0, s = 0, phase = 0, c = 0; j < steps; j++) {  // c: j % chunks
+        stage_wait(&full[s], phase);
+        const uint8_t* rows[kStreamRows];
+#pragma unroll
+        for (int r = 0; r < kStreamRows; r++) rows[r] = stages + s * pl.stage_bytes + (warp * kStreamRows + r) * pl.cb * F::kBytes;
+        const int blocks = (int)pl.blocks(c);
+        for (int b = lane; b < blocks; b += 32) stream_dots<F>(rows, dynamic, pl.nb, b, (int)(c * pl.cb) + b, acc);
+        __syncwarp();
+        if (lane == 0) stage_arrive(&empty[s]);
+        if (c + 1 == pl.chunks) {  // the item's last chunk: each row's total
+            const size_t n0 = pl.first_row(j);
+#pragma unroll
+            for (int r = 0; r < kStreamRows; r++) {
+#pragma unroll
+                for (int o = 16; o > 0; o >>= 1) acc[r] += __shfl_xor_sync(0xFFFFFFFFu, acc[r], o);
+                const size_t row = n0 + warp * kStreamRows + r;
+                if (lane == 0 && row < n) y[row] = acc[r];
+                acc[r] = 0.0f;
+            }
+        }
+        c = c + 1 == pl.chunks ? 0u : c + 1;
+        if (++s == pl.stages) s = 0, phase ^= 1u;
+    }
+}
+#endif
+
+// Whether the stream product takes this call (runtime/gpu/quant.py's q8_stream alike, which
+// launches it only so): one row of x, whole 16-byte runs (k a multiple of 2048, w 16-byte
+// aligned), a lane a block (at least QMATVEC_Q8_STREAM_BLOCKS blocks a row), and two stages
+// beside x in the launch's dynamic shared memory.
+__device__ __forceinline__ bool stream_fits(const uint8_t* w, size_t k, size_t rows, uint32_t block_bytes) {
+#if OPGEN_QMATVEC_BULK
+    const uint32_t nb = (uint32_t)(k / 256), cb = nb < (uint32_t)OPGEN_QMATVEC_Q8_STREAM_BLOCKS ? nb : (uint32_t)OPGEN_QMATVEC_Q8_STREAM_BLOCKS;
+    const size_t need = (size_t)stream_x_bytes(nb) + 2 * (size_t)kStreamStageRows * cb * block_bytes + kStreamPad;
+    return rows == 1 && k % 2048 == 0 && nb >= (uint32_t)OPGEN_QMATVEC_Q8_STREAM_BLOCKS && k <= (1u << 24) &&
+           (reinterpret_cast<size_t>(w) & 15) == 0 && need <= dynamic_shared_bytes();
+#else
+    return false;
+#endif
+}
+
+// Where the stream product does not take the call (another format, device or shape): each group
+// of lanes a pair of weight row and x row, its units in turn (correct for any launch; the runtime
+// launches qmatvec_q8_1_stream_<F> only where stream_fits).
+template <typename F>
+__device__ void stream_elsewhere(const uint8_t* __restrict__ w, const x_source& xs, float* __restrict__ y, size_t n, size_t rows) {
+    const size_t groups = (size_t)gridDim.x * (blockDim.x / OPGEN_LANE_GROUP);
+    const size_t first = (size_t)blockIdx.x * (blockDim.x / OPGEN_LANE_GROUP) + threadIdx.x / OPGEN_LANE_GROUP;
+    const unsigned int lane = threadIdx.x % OPGEN_LANE_GROUP;
+    for (size_t item = first; item < n * rows; item += groups) {  // the same trips for a whole group
+        float acc[1];
+        item_sums<F, 1, 1, false, false>(w, xs, n, rows, item % n, item / n, lane, OPGEN_LANE_GROUP, acc);
+        int base;
+        bool writer;
+        group_totals<1>(acc, lane, base, writer);
+        if (writer) y[item] = acc[0];
+    }
+}
 
 // Weight rows per item by x rows class: ops.yaml's kernel facts, measured apart for the blocks of
 // 256 (QMATVEC_Q8_ROWS_K_X*: their unit decodes two halves and wants fewer rows at once; 2 at 2
@@ -2009,6 +2338,21 @@ __device__ __forceinline__ void qmatvec_q8_1_few(const uint8_t* w, const float* 
         product<F, 2, item_rows<F>::x2>(w, xs, y, n, rows);
     }
 #endif
+}
+
+// One row of x of F streamed (stream_product, which waits for the kernel before once it has
+// asked for its first weights), else stream_elsewhere.
+template <typename F>
+__device__ __forceinline__ void qmatvec_q8_1_stream(const uint8_t* w, const float* x, const uint8_t* xq, float* y, size_t n,
+                                                    size_t k, size_t rows) {
+    const x_source xs = {x, xq, reinterpret_cast<const float2*>(xq + rows * k), k};
+#if OPGEN_QMATVEC_BULK
+    if constexpr (kStream<F>) {
+        if (stream_fits(w, k, rows, F::kBytes)) return stream_product<F>(w, xs, y, n);  // the same for the whole grid
+    }
+#endif
+    opgen::wait_for_predecessor();
+    stream_elsewhere<F>(w, xs, y, n, rows);
 }
 
 // ---------------------------------------------------------------------------- x to q8_1

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from generated.kernel_facts import PROGRAMMATIC_KERNELS
+from generated.kernel_facts import DYNAMIC_SHARED_KERNELS, PROGRAMMATIC_KERNELS
 from runtime.errors import BackendUnavailable
 from runtime.gpu import blas_graphs, interop as gpu_interop
 from runtime.gpu.cudnn import Cudnn
@@ -252,6 +252,7 @@ class CudaDriver(StreamDriver):
         self._devices: dict[int, object] = {}
         self._local = threading.local()  # per thread: the current ordinal, the launch argument holders
         self._programmatic: set[int] = set()  # functions of PROGRAMMATIC_KERNELS built for sm_90 and up
+        self._dynamic_shared: dict[int, int] = {}  # functions of DYNAMIC_SHARED_KERNELS -> their launches' bytes
         self._blas_handles: dict[int, int] = {}  # ordinal -> cuBLAS handle
         self._blas_streams: dict[int, int | None] = {}  # ordinal -> the stream its handle is bound to
         self._blas_math: dict[int, int] = {}  # ordinal -> the math mode its handle is set to
@@ -439,13 +440,30 @@ class CudaDriver(StreamDriver):
             )
             if version >= 90:  # griddepcontrol and the launch attribute: sm_90 and up
                 self._programmatic.add(int(fn))
+        if name in DYNAMIC_SHARED_KERNELS:
+            self._dynamic_shared[int(fn)] = self._allow_dynamic_shared(fn)
         return fn
+
+    def _allow_dynamic_shared(self, fn) -> int:
+        """Raises `fn`'s dynamic shared memory to all the current device lets a block have beside
+        fn's static shared memory; the bytes its launches then ask for."""
+        cu = _driver_api()
+        ordinal = getattr(self._local, "ordinal", None) or 0
+        most = self._attribute(ordinal, cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+        static = self._call(
+            "cuFuncGetAttribute", cu.cuFuncGetAttribute(cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn)
+        )
+        dynamic = max(0, int(most) - int(static))
+        attribute = cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+        self._call("cuFuncSetAttribute", cu.cuFuncSetAttribute(fn, attribute, dynamic))
+        return dynamic
 
     def launch(self, fn, grid: int, block: int, stream, args: tuple, types: tuple) -> None:
         address = kernel_params(self._local, types, args)
+        shared = self._dynamic_shared.get(int(fn), 0)
         cu_launch = _libcuda_symbol("cuLaunchKernel")
         if cu_launch is None:
-            (err,) = _driver_api().cuLaunchKernel(fn, grid, 1, 1, block, 1, 1, 0, stream, address, 0)
+            (err,) = _driver_api().cuLaunchKernel(fn, grid, 1, 1, block, 1, 1, shared, stream, address, 0)
         else:
             err = cu_launch(
                 ctypes.c_void_p(int(fn)),
@@ -455,7 +473,7 @@ class CudaDriver(StreamDriver):
                 _dim(block),
                 1,
                 1,
-                0,
+                shared,
                 ctypes.c_void_p(int(stream)),
                 ctypes.c_void_p(address),
                 None,
@@ -472,7 +490,8 @@ class CudaDriver(StreamDriver):
         good), and the block's x dim and the stream's handle are written when they change.
         Other threads, other signatures and values the pack refuses take `launch`. The
         functions of PROGRAMMATIC_KERNELS (as `function` found them) carry the programmatic
-        stream serialization attribute; `launch` never does."""
+        stream serialization attribute; `launch` never does. Those of DYNAMIC_SHARED_KERNELS
+        ask for the dynamic shared memory `function` allowed them, either way."""
         launch_ex = _libcuda_symbol("cuLaunchKernelEx", LAUNCH_HOLDS_GIL)
         fields = [(f"a{i}", t) for i, t in enumerate(types)] + [
             ("config", _LaunchConfig),
@@ -488,8 +507,9 @@ class CudaDriver(StreamDriver):
             *(base + getattr(frame_type, f"a{i}").offset for i in range(len(types)))
         )
         config = frame.config
-        # sharedMemBytes, attrs, numAttrs: 0
+        # attrs, numAttrs: 0; sharedMemBytes those of DYNAMIC_SHARED_KERNELS' functions
         config.gridDimY = config.gridDimZ = config.blockDimY = config.blockDimZ = 1
+        config.sharedMemBytes = self._dynamic_shared.get(int(fn), 0)
         block_at = frame_type.config.offset + _LaunchConfig.blockDimX.offset
         pack_block = struct.Struct("@I").pack_into  # range-checked as the grid is
         if int(fn) in self._programmatic:

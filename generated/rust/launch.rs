@@ -12001,6 +12001,396 @@ pub fn launch_qmatvec_q8_1_q8_k<L: KernelLauncher + ?Sized>(
     launcher.launch(entry_point, cfg, &kernel_args)
 }
 
+/// `qmatvec_q8_1_stream_bf16` of qmatvec_q8.hip.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_qmatvec_q8_1_stream_bf16<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    w: DevicePtr<u8>,
+    x: DevicePtr<f32>,
+    xq: DevicePtr<u8>,
+    y: DevicePtrMut<f32>,
+    n: usize,
+    k: usize,
+    rows: usize,
+) -> Result<()> {
+    let entry_point = Kernel::new("qmatvec_q8_1_stream_bf16", "qmatvec_q8.hip");
+    let kernel_args = [
+        w.arg(),
+        x.arg(),
+        xq.arg(),
+        y.arg(),
+        KernelArg::Usize(n),
+        KernelArg::Usize(k),
+        KernelArg::Usize(rows),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
+}
+
+/// `qmatvec_q8_1_stream_f16` of qmatvec_q8.hip.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_qmatvec_q8_1_stream_f16<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    w: DevicePtr<u8>,
+    x: DevicePtr<f32>,
+    xq: DevicePtr<u8>,
+    y: DevicePtrMut<f32>,
+    n: usize,
+    k: usize,
+    rows: usize,
+) -> Result<()> {
+    let entry_point = Kernel::new("qmatvec_q8_1_stream_f16", "qmatvec_q8.hip");
+    let kernel_args = [
+        w.arg(),
+        x.arg(),
+        xq.arg(),
+        y.arg(),
+        KernelArg::Usize(n),
+        KernelArg::Usize(k),
+        KernelArg::Usize(rows),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
+}
+
+/// `qmatvec_q8_1_stream_f32` of qmatvec_q8.hip.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_qmatvec_q8_1_stream_f32<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    w: DevicePtr<u8>,
+    x: DevicePtr<f32>,
+    xq: DevicePtr<u8>,
+    y: DevicePtrMut<f32>,
+    n: usize,
+    k: usize,
+    rows: usize,
+) -> Result<()> {
+    let entry_point = Kernel::new("qmatvec_q8_1_stream_f32", "qmatvec_q8.hip");
+    let kernel_args = [
+        w.arg(),
+        x.arg(),
+        xq.arg(),
+        y.arg(),
+        KernelArg::Usize(n),
+        KernelArg::Usize(k),
+        KernelArg::Usize(rows),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
+}
+
+/// `qmatvec_q8_1_stream_q2_k` of qmatvec_q8.hip.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_qmatvec_q8_1_stream_q2_k<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    w: DevicePtr<u8>,
+    x: DevicePtr<f32>,
+    xq: DevicePtr<u8>,
+    y: DevicePtrMut<f32>,
+    n: usize,
+    k: usize,
+    rows: usize,
+) -> Result<()> {
+    let entry_point = Kernel::new("qmatvec_q8_1_stream_q2_k", "qmatvec_q8.hip");
+    let kernel_args = [
+        w.arg(),
+        x.arg(),
+        xq.arg(),
+        y.arg(),
+        KernelArg::Usize(n),
+        KernelArg::Usize(k),
+        KernelArg::Usize(rows),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
+}
+
+/// `qmatvec_q8_1_stream_q3_k` of qmatvec_q8.hip.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_qmatvec_q8_1_stream_q3_k<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    w: DevicePtr<u8>,
+    x: DevicePtr<f32>,
+    xq: DevicePtr<u8>,
+    y: DevicePtrMut<f32>,
+    n: usize,
+    k: usize,
+    rows: usize,
+) -> Result<()> {
+    let entry_point = Kernel::new("qmatvec_q8_1_stream_q3_k", "qmatvec_q8.hip");
+    let kernel_args = [
+        w.arg(),
+        x.arg(),
+        xq.arg(),
+        y.arg(),
+        KernelArg::Usize(n),
+        KernelArg::Usize(k),
+        KernelArg::Usize(rows),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
+}
+
+/// `qmatvec_q8_1_stream_q4_0` of qmatvec_q8.hip.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_qmatvec_q8_1_stream_q4_0<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    w: DevicePtr<u8>,
+    x: DevicePtr<f32>,
+    xq: DevicePtr<u8>,
+    y: DevicePtrMut<f32>,
+    n: usize,
+    k: usize,
+    rows: usize,
+) -> Result<()> {
+    let entry_point = Kernel::new("qmatvec_q8_1_stream_q4_0", "qmatvec_q8.hip");
+    let kernel_args = [
+        w.arg(),
+        x.arg(),
+        xq.arg(),
+        y.arg(),
+        KernelArg::Usize(n),
+        KernelArg::Usize(k),
+        KernelArg::Usize(rows),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
+}
+
+/// `qmatvec_q8_1_stream_q4_1` of qmatvec_q8.hip.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_qmatvec_q8_1_stream_q4_1<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    w: DevicePtr<u8>,
+    x: DevicePtr<f32>,
+    xq: DevicePtr<u8>,
+    y: DevicePtrMut<f32>,
+    n: usize,
+    k: usize,
+    rows: usize,
+) -> Result<()> {
+    let entry_point = Kernel::new("qmatvec_q8_1_stream_q4_1", "qmatvec_q8.hip");
+    let kernel_args = [
+        w.arg(),
+        x.arg(),
+        xq.arg(),
+        y.arg(),
+        KernelArg::Usize(n),
+        KernelArg::Usize(k),
+        KernelArg::Usize(rows),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
+}
+
+/// `qmatvec_q8_1_stream_q4_k` of qmatvec_q8.hip.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_qmatvec_q8_1_stream_q4_k<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    w: DevicePtr<u8>,
+    x: DevicePtr<f32>,
+    xq: DevicePtr<u8>,
+    y: DevicePtrMut<f32>,
+    n: usize,
+    k: usize,
+    rows: usize,
+) -> Result<()> {
+    let entry_point = Kernel::new("qmatvec_q8_1_stream_q4_k", "qmatvec_q8.hip");
+    let kernel_args = [
+        w.arg(),
+        x.arg(),
+        xq.arg(),
+        y.arg(),
+        KernelArg::Usize(n),
+        KernelArg::Usize(k),
+        KernelArg::Usize(rows),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
+}
+
+/// `qmatvec_q8_1_stream_q5_0` of qmatvec_q8.hip.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_qmatvec_q8_1_stream_q5_0<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    w: DevicePtr<u8>,
+    x: DevicePtr<f32>,
+    xq: DevicePtr<u8>,
+    y: DevicePtrMut<f32>,
+    n: usize,
+    k: usize,
+    rows: usize,
+) -> Result<()> {
+    let entry_point = Kernel::new("qmatvec_q8_1_stream_q5_0", "qmatvec_q8.hip");
+    let kernel_args = [
+        w.arg(),
+        x.arg(),
+        xq.arg(),
+        y.arg(),
+        KernelArg::Usize(n),
+        KernelArg::Usize(k),
+        KernelArg::Usize(rows),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
+}
+
+/// `qmatvec_q8_1_stream_q5_1` of qmatvec_q8.hip.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_qmatvec_q8_1_stream_q5_1<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    w: DevicePtr<u8>,
+    x: DevicePtr<f32>,
+    xq: DevicePtr<u8>,
+    y: DevicePtrMut<f32>,
+    n: usize,
+    k: usize,
+    rows: usize,
+) -> Result<()> {
+    let entry_point = Kernel::new("qmatvec_q8_1_stream_q5_1", "qmatvec_q8.hip");
+    let kernel_args = [
+        w.arg(),
+        x.arg(),
+        xq.arg(),
+        y.arg(),
+        KernelArg::Usize(n),
+        KernelArg::Usize(k),
+        KernelArg::Usize(rows),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
+}
+
+/// `qmatvec_q8_1_stream_q5_k` of qmatvec_q8.hip.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_qmatvec_q8_1_stream_q5_k<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    w: DevicePtr<u8>,
+    x: DevicePtr<f32>,
+    xq: DevicePtr<u8>,
+    y: DevicePtrMut<f32>,
+    n: usize,
+    k: usize,
+    rows: usize,
+) -> Result<()> {
+    let entry_point = Kernel::new("qmatvec_q8_1_stream_q5_k", "qmatvec_q8.hip");
+    let kernel_args = [
+        w.arg(),
+        x.arg(),
+        xq.arg(),
+        y.arg(),
+        KernelArg::Usize(n),
+        KernelArg::Usize(k),
+        KernelArg::Usize(rows),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
+}
+
+/// `qmatvec_q8_1_stream_q6_k` of qmatvec_q8.hip.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_qmatvec_q8_1_stream_q6_k<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    w: DevicePtr<u8>,
+    x: DevicePtr<f32>,
+    xq: DevicePtr<u8>,
+    y: DevicePtrMut<f32>,
+    n: usize,
+    k: usize,
+    rows: usize,
+) -> Result<()> {
+    let entry_point = Kernel::new("qmatvec_q8_1_stream_q6_k", "qmatvec_q8.hip");
+    let kernel_args = [
+        w.arg(),
+        x.arg(),
+        xq.arg(),
+        y.arg(),
+        KernelArg::Usize(n),
+        KernelArg::Usize(k),
+        KernelArg::Usize(rows),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
+}
+
+/// `qmatvec_q8_1_stream_q8_0` of qmatvec_q8.hip.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_qmatvec_q8_1_stream_q8_0<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    w: DevicePtr<u8>,
+    x: DevicePtr<f32>,
+    xq: DevicePtr<u8>,
+    y: DevicePtrMut<f32>,
+    n: usize,
+    k: usize,
+    rows: usize,
+) -> Result<()> {
+    let entry_point = Kernel::new("qmatvec_q8_1_stream_q8_0", "qmatvec_q8.hip");
+    let kernel_args = [
+        w.arg(),
+        x.arg(),
+        xq.arg(),
+        y.arg(),
+        KernelArg::Usize(n),
+        KernelArg::Usize(k),
+        KernelArg::Usize(rows),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
+}
+
+/// `qmatvec_q8_1_stream_q8_1` of qmatvec_q8.hip.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_qmatvec_q8_1_stream_q8_1<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    w: DevicePtr<u8>,
+    x: DevicePtr<f32>,
+    xq: DevicePtr<u8>,
+    y: DevicePtrMut<f32>,
+    n: usize,
+    k: usize,
+    rows: usize,
+) -> Result<()> {
+    let entry_point = Kernel::new("qmatvec_q8_1_stream_q8_1", "qmatvec_q8.hip");
+    let kernel_args = [
+        w.arg(),
+        x.arg(),
+        xq.arg(),
+        y.arg(),
+        KernelArg::Usize(n),
+        KernelArg::Usize(k),
+        KernelArg::Usize(rows),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
+}
+
+/// `qmatvec_q8_1_stream_q8_k` of qmatvec_q8.hip.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_qmatvec_q8_1_stream_q8_k<L: KernelLauncher + ?Sized>(
+    launcher: &L,
+    cfg: &LaunchConfig,
+    w: DevicePtr<u8>,
+    x: DevicePtr<f32>,
+    xq: DevicePtr<u8>,
+    y: DevicePtrMut<f32>,
+    n: usize,
+    k: usize,
+    rows: usize,
+) -> Result<()> {
+    let entry_point = Kernel::new("qmatvec_q8_1_stream_q8_k", "qmatvec_q8.hip");
+    let kernel_args = [
+        w.arg(),
+        x.arg(),
+        xq.arg(),
+        y.arg(),
+        KernelArg::Usize(n),
+        KernelArg::Usize(k),
+        KernelArg::Usize(rows),
+    ];
+    launcher.launch(entry_point, cfg, &kernel_args)
+}
+
 /// `qmatvec_q8_k` of quantized.hip.
 #[allow(clippy::too_many_arguments)]
 pub fn launch_qmatvec_q8_k<L: KernelLauncher + ?Sized>(

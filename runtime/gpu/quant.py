@@ -50,6 +50,10 @@ from generated.kernel_facts import (
     QMATVEC_Q8_MMA_Q_X4_BLOCKS,
     QMATVEC_Q8_MMA_TILES_F,
     QMATVEC_Q8_MMA_WIDE_N,
+    QMATVEC_Q8_STREAM_BLOCKS,
+    QMATVEC_Q8_STREAM_K,
+    QMATVEC_Q8_STREAM_ROWS,
+    QMATVEC_Q8_STREAM_WARPS,
     QMATVEC_Q8_THREADS,
     QMATVEC_Q8_TWO_BLOCKS,
     QMATVEC_ROWS,
@@ -90,7 +94,9 @@ LANE_GROUP = 32
 #: values of x, at most LONG_X_SHARED_BLOCKS a multiprocessor where that is not 0); which blocks
 #: of 32 stream one row's weights through the bulk copy engine (q8_bulk: BULK_BLOCKS, items of
 #: BULK_ROWS weight rows, BULK_PER_SM blocks a multiprocessor); which take qmatvec_q8_1_one_<fmt>
-#: for one row of x (q8_one_apart: BULK_BLOCKS, TWO_BLOCKS).
+#: for one row of x (q8_one_apart: BULK_BLOCKS, TWO_BLOCKS); which blocks of 256 stream one row's
+#: weights whole through dynamic shared memory (q8_stream: STREAM_K; STREAM_WARPS warps of
+#: STREAM_ROWS weight rows a stage, STREAM_BLOCKS blocks of each at most).
 QMATVEC_Q8_GRID_FACTS = {
     "QMATVEC_Q8_LANE_UNITS": QMATVEC_Q8_LANE_UNITS,
     "QMATVEC_Q8_LANE_UNITS_MANY": QMATVEC_Q8_LANE_UNITS_MANY,
@@ -117,6 +123,10 @@ QMATVEC_Q8_GRID_FACTS = {
     "QMATVEC_Q8_BULK_ROWS": QMATVEC_Q8_BULK_ROWS,
     "QMATVEC_Q8_BULK_PER_SM": QMATVEC_Q8_BULK_PER_SM,
     "QMATVEC_Q8_TWO_BLOCKS": QMATVEC_Q8_TWO_BLOCKS,
+    "QMATVEC_Q8_STREAM_K": QMATVEC_Q8_STREAM_K,
+    "QMATVEC_Q8_STREAM_WARPS": QMATVEC_Q8_STREAM_WARPS,
+    "QMATVEC_Q8_STREAM_ROWS": QMATVEC_Q8_STREAM_ROWS,
+    "QMATVEC_Q8_STREAM_BLOCKS": QMATVEC_Q8_STREAM_BLOCKS,
 }
 #: What qmatvec_q8_1_*'s weight rows per item follow (q8_item_rows), ops.yaml's kernel facts that
 #: hip/qmatvec_q8.hip is built with: QMATVEC_Q8_ROWS_X* (blocks of 32; _ROWS_X4_NARROW and
@@ -387,11 +397,13 @@ def qmatvec_q8_1(
     `xq` (allocated here unless given: x_q8_1_bytes), then the product; f32 / f16 / bf16
     weights read x itself; qmatvec_q8_1_mma_<fmt> where the tensor cores multiply (q8_mma), else
     qmatvec_q8_1_few_<fmt> for one or two rows of x (one row: qmatvec_q8_1_one_<fmt> where
-    q8_one_apart). Two launches on x's stream."""
+    q8_one_apart, qmatvec_q8_1_stream_<fmt> where q8_stream). Two launches on x's stream."""
     ordinal, stream, nx = x.ordinal, rt.stream(x.ordinal), x_rows_class(rows)
-    mma = q8_mma(rt, ordinal, q.fmt, nx, n)
+    streamed = q8_stream(rt, ordinal, q.fmt, rows, k, q.buf.ptr)
+    mma = not streamed and q8_mma(rt, ordinal, q.fmt, nx, n)
     wide = mma and q8_wide(q.fmt, n)
-    fn = _kernel("qmatmul", rt, table, q8_entry(nx, mma, wide, q8_one_apart(q.fmt)), q.fmt)
+    entry = K.QMATVEC_Q8_1_STREAM_SELF if streamed else q8_entry(nx, mma, wide, q8_one_apart(q.fmt))
+    fn = _kernel("qmatmul", rt, table, entry, q.fmt)
     if q.fmt in ggml.PLAIN:
         xq = x
     else:
@@ -399,8 +411,12 @@ def qmatvec_q8_1(
             xq = rt.alloc(ordinal, x_q8_1_bytes(rows, k), np.dtype(np.uint8))
         quantize_x = rt._entry(table, (K.QUANTIZE_Q8_1_X, x.dtype), "qmatmul")
         quantize_x(rt.launch, rt.geometry(rows * k // 4, ordinal), BLOCK, stream, x.ptr, xq.ptr, rows, k)
-    grid = q8_grid(rt, ordinal, q.fmt, n, k, rows, q8_item_rows(q.fmt, nx, n, k), mma=mma)
-    fn(rt.launch, grid, q8_threads(q.fmt, mma, wide=wide), stream, q.buf.ptr, x.ptr, xq.ptr, out.ptr, n, k, rows)
+    if streamed:
+        grid, threads = q8_stream_grid(rt, ordinal, n), 32 * (QMATVEC_Q8_STREAM_WARPS + 1)
+    else:
+        grid = q8_grid(rt, ordinal, q.fmt, n, k, rows, q8_item_rows(q.fmt, nx, n, k), mma=mma)
+        threads = q8_threads(q.fmt, mma, wide=wide)
+    fn(rt.launch, grid, threads, stream, q.buf.ptr, x.ptr, xq.ptr, out.ptr, n, k, rows)
 
 
 def q8_wide(fmt: str, n: int, facts=QMATVEC_Q8_GRID_FACTS) -> bool:
@@ -469,6 +485,44 @@ def q8_bulk(rt: GpuRuntime, ordinal: int, fmt: str, rows: int, k: int, facts=QMA
     if rows != 1 or fmt not in BLOCK32_BITS or k % 256:
         return False
     return bool(facts["QMATVEC_Q8_BULK_BLOCKS"] >> BLOCK32_BITS.index(fmt) & 1) and bulk_copies(rt, ordinal)
+
+
+#: Dynamic shared memory a block of compute capability 9.0 may have (227 KiB), less a KiB for
+#: static shared memory: what q8_stream counts on (the driver gives qmatvec_q8_1_stream_<fmt> all
+#: the device allows, DYNAMIC_SHARED_KERNELS; where that falls short the kernel takes another,
+#: slow product, never a wrong one).
+STREAM_SHARED = 232448 - 1024
+
+
+def q8_stream(rt: GpuRuntime, ordinal: int, fmt: str, rows: int, k: int, w: int, facts=QMATVEC_Q8_GRID_FACTS) -> bool:
+    """Whether one row of x of `fmt` takes qmatvec_q8_1_stream_<fmt> (hip/qmatvec_q8.hip's
+    stream_fits): a block of 256 of STREAM_K, cuda sm_90 and up, k a multiple of 2048 of at least
+    STREAM_BLOCKS blocks, the weights `w` 16-byte aligned, x's row and two stages within
+    STREAM_SHARED bytes."""
+    if rows != 1 or fmt not in BLOCK256_BITS or k % 2048 or w % 16:
+        return False
+    blocks = k // 256
+    if not facts["QMATVEC_Q8_STREAM_K"] >> BLOCK256_BITS.index(fmt) & 1 or blocks < facts["QMATVEC_Q8_STREAM_BLOCKS"]:
+        return False
+    stage = stream_stage_rows(facts) * facts["QMATVEC_Q8_STREAM_BLOCKS"] * ggml.FORMATS[fmt].nbytes
+    return stream_x_bytes(blocks) + 2 * stage + 16 <= STREAM_SHARED and bulk_copies(rt, ordinal)
+
+
+def stream_stage_rows(facts=QMATVEC_Q8_GRID_FACTS) -> int:
+    """Weight rows a stage of qmatvec_q8_1_stream_<fmt> holds (hip/qmatvec_q8.hip's kStreamStageRows)."""
+    return facts["QMATVEC_Q8_STREAM_WARPS"] * facts["QMATVEC_Q8_STREAM_ROWS"]
+
+
+def stream_x_bytes(blocks: int) -> int:
+    """Shared memory x's row takes in qmatvec_q8_1_stream_<fmt> (hip/qmatvec_q8.hip's
+    stream_x_bytes): a block of 256's quants in 17 pieces of 16 bytes, its 8 d and 8 (d s0, d s1)."""
+    return blocks * (17 * 16 + 32 + 64)
+
+
+def q8_stream_grid(rt: GpuRuntime, ordinal: int, n: int, facts=QMATVEC_Q8_GRID_FACTS) -> int:
+    """qmatvec_q8_1_stream_<fmt>'s grid: a block a multiprocessor (its shared memory holds one),
+    or a block per item of stream_stage_rows weight rows where there are fewer."""
+    return max(1, min(-(-n // stream_stage_rows(facts)), rt._sms(ordinal)))
 
 
 def q8_item_rows(fmt: str, nx: int, n: int, k: int, facts=QMATVEC_Q8_ROWS_FACTS) -> int:

@@ -1254,6 +1254,64 @@ class FakeCudaApi:
         return 0, self.version
 
 
+class FakeSharedCudaApi(FakeCudaApi):
+    """FakeCudaApi with the device's opt-in shared memory per block (227 KiB), each function's
+    static shared memory (128 bytes) and the dynamic shared memory each is allowed, as set."""
+
+    class CUfunction_attribute:  # noqa: N801  (cuda-python's names)
+        CU_FUNC_ATTRIBUTE_BINARY_VERSION = "binary version"
+        CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = "static shared"
+        CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = "dynamic shared"
+
+    class CUdevice_attribute:  # noqa: N801
+        CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = "opt-in shared"
+
+    def __init__(self, version):
+        super().__init__(version)
+        self.allowed = {}
+
+    def cuFuncGetAttribute(self, attribute, fn):  # noqa: N802
+        return (0, 128) if attribute == "static shared" else super().cuFuncGetAttribute(attribute, fn)
+
+    def cuFuncSetAttribute(self, fn, attribute, value):  # noqa: N802
+        assert attribute == "dynamic shared"
+        self.allowed[fn] = value
+        return (0,)
+
+    def cuInit(self, flags):  # noqa: N802
+        return (0,)
+
+    def cuDeviceGet(self, ordinal):  # noqa: N802
+        return 0, ordinal
+
+    def cuDeviceGetAttribute(self, attribute, device):  # noqa: N802
+        assert attribute == "opt-in shared"
+        return 0, 232448
+
+
+def test_the_stream_products_launch_with_all_the_dynamic_shared_memory_a_block_may_have(monkeypatch):
+    """The functions of DYNAMIC_SHARED_KERNELS (qmatvec_q8_1_stream_*) are allowed, when looked up,
+    the device's opt-in shared memory less their static shared memory, and every launch of them,
+    prepared or not, asks for that; other functions are allowed nothing more and ask for none."""
+    import runtime.cuda as cuda
+
+    types = (ctypes.c_void_p,) * 3 + (ctypes.c_size_t,) * 3
+    lib, api = FakeLibcuda(types), FakeSharedCudaApi(90)
+    monkeypatch.setattr(cuda, "_libcuda_symbol", lib.symbol)
+    monkeypatch.setattr(cuda, "_driver_api", lambda: api)
+    driver = cuda.CudaDriver()
+    assert "qmatvec_q8_1_stream_q3_k" in cuda.DYNAMIC_SHARED_KERNELS
+    args = (0x1000, 0x2000, 0x3000, 64, 16384, 1)
+    for name, shared in (("qmatvec_q8_1_stream_q3_k", 232448 - 128), ("qmatvec_q8_1_one_q3_k", 0)):
+        fn = driver.function("module", name)
+        assert api.allowed.get(fn, 0) == shared, name
+        driver.launcher(fn, types)(132, 544, 0x5000, args, types)
+        driver.launch(fn, 132, 544, 0x5000, args, types)
+        (ex, *_), (plain, *_) = lib.calls[-2:]
+        assert ex == "ex" and plain == "plain"
+        assert [call[2][6] for call in lib.calls[-2:]] == [shared, shared], name
+
+
 @pytest.mark.parametrize("version", [90, 80])
 def test_only_the_kernels_that_wait_for_their_predecessor_launch_programmatically(monkeypatch, version):
     """The exact-x qmatvec kernels (q4_0, q4_1, q8_0, q4_k, q6_k) and every product of
@@ -1272,7 +1330,7 @@ def test_only_the_kernels_that_wait_for_their_predecessor_launch_programmaticall
     q8 = set(re.findall(r'extern "C" __global__ void (\w+)\(', entries))  # every entry point it defines
     exact = {"qmatvec_q4_0", "qmatvec_q4_1", "qmatvec_q8_0", "qmatvec_q4_k", "qmatvec_q6_k"}
     programmatic = exact | q8 - {"quantize_q8_1_f32"}
-    assert programmatic == cuda.PROGRAMMATIC_KERNELS and "quantize_q8_1_f32" in q8 and len(q8) == 76
+    assert programmatic == cuda.PROGRAMMATIC_KERNELS and "quantize_q8_1_f32" in q8 and len(q8) == 91
     names = (
         "qmatvec_q4_0", "qmatvec_q4_1", "dequantize_q4_0_f32", "qmatvec_q8_0", "qmatvec_q4_k", "qmatvec_q6_k",
         "qmatvec_q5_k", "quantize_q8_1_f32", "qmatvec_q8_1_few_q4_1", "qmatvec_q8_1_mma_wide_f16",

@@ -345,3 +345,82 @@ def test_every_one_row_entry_multiplies_as_the_product_does(backend, fmt):
         got = launch_one(rt, fmt, grid, q.buf.ptr, x_buf, x_buf if fmt in FLOAT else xq, n, k)
         err = np.abs(got.reshape(1, n) - want) / scale
         assert err.max() <= ARITHMETIC_RTOL, f"cuda {fmt} grid {grid}: error {err.max():.2e}"
+
+
+#: The blocks of 256 whose one row of x streams the weights through dynamic shared memory
+#: (qmatvec_q8_1_stream_<fmt>, cuda sm_90).
+STREAM = [f for f in BLOCK256_BITS if kernel_facts.QMATVEC_Q8_STREAM_K >> BLOCK256_BITS.index(f) & 1] or [
+    pytest.param(None, marks=pytest.mark.skip(reason="QMATVEC_Q8_STREAM_K is 0: no stream product to check"))
+]
+STREAM_THREADS = 32 * (kernel_facts.QMATVEC_Q8_STREAM_WARPS + 1)
+
+#: (n, k): k of 8192 one stage a row (QMATVEC_Q8_STREAM_BLOCKS blocks of 256: one run of whole
+#: rows), 35 rows leaving the last stage 3 of its 16; 14336 a row in two stages, the second of 24
+#: blocks; 16384 two whole stages a row over 40 items.
+STREAM_SHAPES = [(35, 8192), (17, 14336), (640, 16384)]
+
+
+def launch_stream(rt, fmt: str, grid: int, w_ptr: int, x_buf, xq, n: int, k: int, rows: int = 1) -> np.ndarray:
+    """qmatvec_q8_1_stream_<fmt> on `grid` blocks, its launch wrapper driven directly: y (rows, n)."""
+    from generated import kernels_hip
+
+    y = rt.alloc(0, rows * n, np.dtype(np.float32))  # poisoned: an unwritten output is NaN
+    launch = getattr(kernels_hip, f"launch_qmatvec_q8_1_stream_{fmt}")
+    launch(rt.launch, grid, STREAM_THREADS, rt.stream(0), w_ptr, x_buf.ptr, xq.ptr, y.ptr, n, k, rows)
+    return rt.to_host(y)
+
+
+@pytest.mark.parametrize("n, k", STREAM_SHAPES)
+@pytest.mark.parametrize("fmt", STREAM)
+def test_the_stream_product_gives_the_same_bits_on_any_grid(backend, fmt, n, k):
+    """One row of x of QMATVEC_Q8_STREAM_K takes qmatvec_q8_1_stream_<fmt> (q8_stream): its stages
+    run on across a block's items (on one block every stage is refilled many times), so grids of
+    1, 2 and 7 blocks give the runtime's grid's bits, which are x in q8_1 times W within the f32
+    sums' bound. cuda sm_90 and up (the bulk copy engine); the launch wrapper is driven directly."""
+    from runtime.gpu.quant import q8_stream
+
+    if backend is not g.Backend.CUDA:
+        pytest.skip(f"{backend.value}: the bulk copy engine is cuda's (sm_90)")
+    rt = _runtime(backend)
+    if not bulk_copies(rt, 0):
+        pytest.skip(f"cuda {rt.driver.arch(0)}: no bulk copy engine (sm_90 and up)")
+    shipped, q, x_buf, xq, w, x = one_row_product(rt, fmt, n, k, seed=BLOCK256_BITS.index(fmt) + k)
+    assert q8_stream(rt, 0, fmt, 1, k, q.buf.ptr), f"cuda {fmt} ({n}, {k}) should take the stream product"
+    for grid in (1, 2, 7):
+        got = launch_stream(rt, fmt, grid, q.buf.ptr, x_buf, xq, n, k)
+        np.testing.assert_array_equal(got, shipped, err_msg=f"cuda {fmt} ({n}, {k}): grid {grid}")
+    want, scale = x_as_q8_1(x) @ w.T, np.abs(x_as_q8_1(x)) @ np.abs(w).T
+    err = np.abs(shipped.reshape(1, n) - want) / scale
+    assert err.max() <= ARITHMETIC_RTOL, f"cuda {fmt} ({n}, {k}): error {err.max():.2e}"
+
+
+@pytest.mark.parametrize(
+    ("fmt", "k", "rows"), [("q3_k", 4352, 1), ("q3_k", 8192, 2), ("q2_k", 6144, 1), ("q4_0", 8192, 1), ("f16", 8192, 1)]
+)
+def test_the_stream_entry_multiplies_where_the_stream_does_not_fit(backend, fmt, k, rows):
+    """qmatvec_q8_1_stream_<fmt> where stream_fits does not hold (k not a multiple of 2048, fewer
+    than QMATVEC_Q8_STREAM_BLOCKS blocks a row, two rows of x, a format without the stream product)
+    takes its groups-of-lanes product: x in q8_1 (f16: x itself) times W within the f32 sums' bound,
+    on grids of 1 and 7 blocks. cuda only: the launch wrapper is driven directly."""
+    from generated import kernels_hip
+    from runtime.gpu import quant as gpu_quant
+
+    if backend is not g.Backend.CUDA:
+        pytest.skip(f"{backend.value}: the launch wrapper is driven through the cuda runtime here")
+    rt = _runtime(backend)
+    n = 37
+    values = weights(n * k, seed=k + rows)
+    q = gpu_quant.quantize(rt, 0, values, fmt)
+    cpu_q = g.Device.parse("cpu").quantize(values, g.GgmlDType(fmt))
+    w = g.to_numpy(cpu_q.dequantize(n * k), g.Layout.contiguous((n * k,))).reshape(n, k).astype(np.float64)
+    x = np.random.default_rng(k).standard_normal((rows, k)).astype(np.float32)
+    x_buf = rt.from_host(0, x)
+    xq = rt.alloc(0, gpu_quant.x_q8_1_bytes(rows, k), np.dtype(np.uint8))
+    y = rt.alloc(0, rows * n, np.dtype(np.float32))
+    gpu_quant.qmatvec_q8_1(rt, q, x_buf, y, n, k, rows, kernels_hip.QSTORAGE["matmul"], xq)  # quantizes x into xq
+    x_in = x.astype(np.float64) if fmt in FLOAT else x_as_q8_1(x)
+    want, scale = x_in @ w.T, np.abs(x_in) @ np.abs(w).T
+    for grid in (1, 7):
+        got = launch_stream(rt, fmt, grid, q.buf.ptr, x_buf, x_buf if fmt in FLOAT else xq, n, k, rows)
+        err = np.abs(got.reshape(rows, n) - want) / scale
+        assert err.max() <= ARITHMETIC_RTOL, f"cuda {fmt} ({n}, {k}) x {rows} rows, grid {grid}: error {err.max():.2e}"

@@ -3,6 +3,7 @@ perf lines, and the table of both."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import subprocess
 from types import SimpleNamespace
@@ -616,6 +617,12 @@ def test_long_units_reading_x_from_shared_memory_take_an_even_capped_grid():
     assert not gpu_quant.q8_x_shared(rt, "q2_k", 2, 16384)
     assert not gpu_quant.q8_x_shared(_Geometry(), "q2_k", 1, 16384)  # rocm: x from global memory
     none, capped = bench.explore_variants(["x-shared-blocks-none", "shipped"], None)
+    streamed = capped.entry(rt, "q2_k", 1, 16384, 16384) == "qmatvec_q8_1_stream_q2_k"
+    assert streamed == bool(kf.QMATVEC_Q8_STREAM_K & 1) and capped.grid(rt, "q2_k", 16384, 16384, 1) == (
+        132 if streamed else gpu_quant.q8_grid(rt, 0, "q2_k", 16384, 16384, 1, rows_k)
+    )
+    # the long units' grid, in builds without the stream product (which takes q2_K's one row here)
+    none, capped = (dataclasses.replace(v, facts={**v.facts, "QMATVEC_Q8_STREAM_K": 0}) for v in (none, capped))
     q2_k_bit = kf.QMATVEC_Q8_LANE_K_ONE_BLOCKS >> gpu_quant.BLOCK256_BITS.index("q2_k") & 1
     lanes = q2_k_bit and items >= kf.QMATVEC_Q8_LANE_K_ONE_SHARED_ITEMS  # q2_K's groups of lanes take the items
     assert none.grid(rt, "q2_k", 16384, 16384, 1) == (items // 4 if lanes else items)
