@@ -454,6 +454,11 @@ EXPLORE_VARIANTS: dict[str, dict[str, int]] = {
     "bulk-stages-3-q5-0": {"QMATVEC_Q8_BULK_STAGES": 3},
     "stream-none": {"QMATVEC_Q8_STREAM_K": 0},
     "stream-warps-8-rows-2": {"QMATVEC_Q8_STREAM_WARPS": 8, "QMATVEC_Q8_STREAM_ROWS": 2},
+    "stream-warps-8": {"QMATVEC_Q8_STREAM_WARPS": 8},
+    "stream-warps-12": {"QMATVEC_Q8_STREAM_WARPS": 12},
+    "stream-warps-16": {"QMATVEC_Q8_STREAM_WARPS": 16},
+    "stream-warps-4-rows-2": {"QMATVEC_Q8_STREAM_WARPS": 4, "QMATVEC_Q8_STREAM_ROWS": 2},
+    "stream-no-q6": {"QMATVEC_Q8_STREAM_K": 3},
 }
 EXPLORE_SHAPES = SHAPES
 #: Facts that only the runtime reads, by what a source holds where the runtime follows them: those of
@@ -538,7 +543,7 @@ class Variant:
 
         entry = self.entry(rt, fmt, rows, n, k)
         if entry.startswith("qmatvec_q8_1_stream_"):
-            return 32 * (self.grid_facts()["QMATVEC_Q8_STREAM_WARPS"] + 1)
+            return gpu_quant.q8_stream_launch(rt, 0, fmt, n, k or 0, self.grid_facts())[1]
         wide = entry.startswith("qmatvec_q8_1_mma_wide_")
         return gpu_quant.q8_threads(fmt, entry.startswith("qmatvec_q8_1_mma_"), self.grid_facts(), wide)
 
@@ -546,7 +551,7 @@ class Variant:
         from runtime.gpu import quant as gpu_quant
 
         if self.entry(rt, fmt, rows, n, k).startswith("qmatvec_q8_1_stream_"):
-            return gpu_quant.q8_stream_grid(rt, 0, n, self.grid_facts())
+            return gpu_quant.q8_stream_launch(rt, 0, fmt, n, k, self.grid_facts())[0]
         item_rows = self.item_rows(fmt, gpu_quant.x_rows_class(rows), n, k)
         return gpu_quant.q8_grid(rt, 0, fmt, n, k, rows, item_rows, self.grid_facts())
 

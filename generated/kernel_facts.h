@@ -460,16 +460,16 @@
 #define OPGEN_QMATVEC_Q8_BULK_PER_SM 4
 #endif
 
-// qmatvec_q8_1_stream_* on cuda sm_90, one row of x, k a multiple of 2048 of at least QMATVEC_Q8_STREAM_BLOCKS blocks of 256: the blocks of 256 whose weights stream into dynamic shared memory through the bulk copy engine, stages of weight rows filled by a warp of their own and read word by word, a bit each as QMATVEC_Q8_WIDE_K (q2_K 1, q3_K 2: H200, by one row at 16384 x 16384, q3_K 33.7 us against 48.2-48.4, q2_K 26.5 against 27.3-27.5; at 4096 x 14336 9.9 against 14.0 and 8.3 against 11.3)
+// qmatvec_q8_1_stream_* on cuda sm_90, one row of x, k a multiple of 2048 of at least QMATVEC_Q8_STREAM_BLOCKS blocks of 256: the blocks of 256 whose weights stream into dynamic shared memory through the bulk copy engine, stages of weight rows filled by a warp of their own and read word by word, a bit each as QMATVEC_Q8_WIDE_K (q2_K 1, q3_K 2, q6_K 16; QMatMul takes q6_K's where it applies, its exact-x kernel elsewhere: runtime/gpu/quant.py's quantized_x; bench/ggml.py --explore compares)
 // (a default: -D OPGEN_QMATVEC_Q8_STREAM_K=... may tune it, with the runtime's QMATVEC_Q8_STREAM_K set alike)
 #ifndef OPGEN_QMATVEC_Q8_STREAM_K
-#define OPGEN_QMATVEC_Q8_STREAM_K 3
+#define OPGEN_QMATVEC_Q8_STREAM_K 19
 #endif
 
-// qmatvec_q8_1_stream_*: warps that read the stages (a warp more fills them); each takes QMATVEC_Q8_STREAM_ROWS weight rows of a stage (16 warps of 1 row and 8 of 2 within 2% of each other on the H200; 12 of 2 slower)
+// qmatvec_q8_1_stream_*: warps that read the stages at most (the launch bounds; a warp more fills them, and 16 in all leave 128 registers a thread): the runtime launches fewer where three stages would not fit beside x's row (q6_K), each taking QMATVEC_Q8_STREAM_ROWS weight rows of a stage
 // (a default: -D OPGEN_QMATVEC_Q8_STREAM_WARPS=... may tune it, with the runtime's QMATVEC_Q8_STREAM_WARPS set alike)
 #ifndef OPGEN_QMATVEC_Q8_STREAM_WARPS
-#define OPGEN_QMATVEC_Q8_STREAM_WARPS 16
+#define OPGEN_QMATVEC_Q8_STREAM_WARPS 15
 #endif
 
 // qmatvec_q8_1_stream_*: weight rows a warp takes of each stage, its lanes loading x's block once for them

@@ -1832,7 +1832,7 @@ __device__ __forceinline__ bool bulk_fits(const uint8_t* w, size_t k, size_t row
 //
 // qmatvec_q8_1_stream_<F>: cuda sm_90, one row of x of the blocks of 256 of QMATVEC_Q8_STREAM_K,
 // where stream_fits. The weights stream into dynamic shared memory through the bulk copy engine:
-// stages of kStreamStageRows weight rows cut into chunks of at most QMATVEC_Q8_STREAM_BLOCKS
+// stages of kStreamRows weight rows a reading warp cut into chunks of at most QMATVEC_Q8_STREAM_BLOCKS
 // blocks, as many stages as the launch's dynamic shared memory holds beside x's row. One warp
 // fills the stages (it waits for a stage's consumers to free it); each other warp takes
 // kStreamRows rows of each stage, a lane whole blocks of them (lane, lane + 32, ...) with x's
@@ -1840,8 +1840,12 @@ __device__ __forceinline__ bool bulk_fits(const uint8_t* w, size_t k, size_t row
 // stage it reads. Loads out of shared memory need no 16-byte pieces to keep the L1's wavefronts
 // few: a block of 110 bytes is read word by word and realigned by one funnel shift a word. Each
 // row's sum is taken in one order whatever the grid: any grid gives the same bits.
-constexpr int kStreamWarps = OPGEN_QMATVEC_Q8_STREAM_WARPS, kStreamThreads = 32 * kStreamWarps + 32;
-constexpr int kStreamRows = OPGEN_QMATVEC_Q8_STREAM_ROWS, kStreamStageRows = kStreamWarps * kStreamRows;
+// A block is the reading warps and the filling one, at most QMATVEC_Q8_STREAM_WARPS + 1 warps (the
+// launch bounds): the runtime launches fewer where a format's stages would not fit three
+// (runtime/gpu/quant.py's stream_warps), and the kernel counts them from blockDim.
+constexpr int kStreamThreads = 32 * OPGEN_QMATVEC_Q8_STREAM_WARPS + 32;
+constexpr int kStreamRows = OPGEN_QMATVEC_Q8_STREAM_ROWS;
+__device__ __forceinline__ int stream_warps() { return (int)(blockDim.x / 32) - 1; }
 constexpr int kStreamMaxStages = 8;
 constexpr uint32_t kStreamPad = 16;  // past the stages: a block's last aligned word may read 2 bytes on
 
@@ -1886,6 +1890,13 @@ struct stream_x {
         return (V & 1) == 0 ? make_float2(v.x, v.y) : make_float2(v.z, v.w);
     }
 };
+
+// Byte B of v sign-extended (one prmt).
+template <int B> __device__ __forceinline__ int signed_byte(uint32_t v) {
+    int r;
+    asm("prmt.b32 %0, %1, 0, %2;" : "=r"(r) : "r"(v), "n"(B | (8 | B) << 4 | (8 | B) << 8 | (8 | B) << 12));
+    return r;
+}
 
 // A stage's block of 256 and its dot product with x, unit of 32 by unit (v = 4n + j: weights
 // 128n + 32j ..), the rows of a warp sharing x's loads: load(p, w) reads the block at p, part<V>
@@ -1949,12 +1960,6 @@ template <> struct stream_block<q3_k> {
         const uint32_t high = ((w.sc[2] >> (4 * N + 2 * C)) << 6) & 0xC0C0C0C0u;
         return (low | high) ^ 0x80808080u;
     }
-    // Byte b of v sign-extended.
-    template <int B> static __device__ __forceinline__ int signed_byte(uint32_t v) {
-        int r;
-        asm("prmt.b32 %0, %1, 0, %2;" : "=r"(r) : "r"(v), "n"(B | (8 | B) << 4 | (8 | B) << 8 | (8 | B) << 12));
-        return r;
-    }
     template <int V> static __device__ __forceinline__ void part(const W& w, const uint32_t (&q)[8], const stream_x& x, Sums& s) {
         constexpr int n = V >> 2, j = V & 3;
         constexpr int e = 2 * j > 4 * n + j - 2 ? 2 * j : 4 * n + j - 2;
@@ -1974,6 +1979,49 @@ template <> struct stream_block<q3_k> {
         s.s = fmaf(x.unit_d<V>() * (1.0f / (float)(4 << e)), (float)t, s.s);
     }
     static __device__ __forceinline__ float value(const W& w, const Sums& s) { return half_lo(w.d) * s.s; }
+};
+
+// q6_K: 210 bytes (2-aligned): ql[128], qh[64], scales[16] (signed), d; read as aligned words
+// shifted by (p % 4) * 8. Unit V = 4n + j: nibble j / 2 of ql's run 64n + 32 (j % 2) (masked in
+// place: 16^(j / 2) q), the bit pair j of qh[32n ..] (masked in place: 4^j h), two unsigned dot
+// products in integers to a common 2^e; each half's sum times its signed scale; the minus 32 of
+// every quant against x's d s.
+template <> struct stream_block<q6_k> {
+    struct W {
+        uint32_t ql[32], qh[16], sc[4], d;
+    };
+    struct Sums {
+        float s, m;
+    };
+    static __device__ __forceinline__ void load(const uint8_t* p, W& w) {
+        const uint32_t off = (uint32_t)reinterpret_cast<size_t>(p) & 3u;  // 0 or 2
+        const uint32_t* base = reinterpret_cast<const uint32_t*>(p - off);  // still a shared pointer: LDS
+        const uint32_t sh = off * 8;
+        stage_words<0, 32, false>(base, sh, w.ql);
+        stage_words<32, 16, false>(base, sh, w.qh);
+        stage_words<48, 4, false>(base, sh, w.sc);
+        w.d = base[52] >> sh;  // its low half
+    }
+    template <int V> static __device__ __forceinline__ void part(const W& w, const uint32_t (&q)[8], const stream_x& x, Sums& s) {
+        constexpr int n = V >> 2, j = V & 3, e = 4 * (j >> 1);
+        int c[2];
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            int pl = 0, ph = 0;
+#pragma unroll
+            for (int i = 4 * h; i < 4 * h + 4; i++) {
+                pl = dot4_unsigned(w.ql[16 * n + 8 * (j & 1) + i] & (0x0F0F0F0Fu << e), q[i], pl);
+                ph = dot4_unsigned(w.qh[8 * n + i] & (0x03030303u << (2 * j)), q[i], ph);
+            }
+            c[h] = pl + ph * ((j & 1) ? 4 : 16);  // 2^e (q + 16 h)
+        }
+        const uint32_t sc = w.sc[2 * n + (j >> 1)];  // byte 2 (j % 2) + h: half h's scale
+        const int s0 = signed_byte<2 * (j & 1)>(sc), s1 = signed_byte<2 * (j & 1) + 1>(sc);
+        const float2 ds = x.unit_ds<V>();
+        s.s = fmaf(x.unit_d<V>() * (1.0f / (float)(1 << e)), (float)(s0 * c[0] + s1 * c[1]), s.s);
+        s.m = fmaf((float)s0, ds.x, fmaf((float)s1, ds.y, s.m));
+    }
+    static __device__ __forceinline__ float value(const W& w, const Sums& s) { return half_lo(w.d) * (s.s - 32.0f * s.m); }
 };
 
 // Unit V of x's block against the warp's rows' blocks w.
@@ -2009,13 +2057,13 @@ __device__ __forceinline__ void stream_dots(const uint8_t* (&rows)[kStreamRows],
     for (int r = 0; r < kStreamRows; r++) acc[r] += B::value(w[r], s[r]);
 }
 
-// A step j of the block's work: its item (kStreamStageRows weight rows) j / chunks, chunk j % chunks
+// A step j of the block's work: its item (`rows` weight rows) j / chunks, chunk j % chunks
 // (blocks c * cb ..), into stage j % stages. 32-bit counts: a step's divisions are short.
 struct stream_plan {
     size_t n;
-    uint32_t nb, cb, chunks, items, stage_bytes, stages;
+    uint32_t rows, nb, cb, chunks, items, stage_bytes, stages;
     __device__ __forceinline__ size_t first_row(uint32_t j) const {
-        return ((size_t)blockIdx.x + (size_t)(j / chunks) * gridDim.x) * kStreamStageRows;
+        return ((size_t)blockIdx.x + (size_t)(j / chunks) * gridDim.x) * rows;
     }
     __device__ __forceinline__ uint32_t blocks(uint32_t c) const { return nb - c * cb < cb ? nb - c * cb : cb; }
 };
@@ -2027,7 +2075,7 @@ __device__ __forceinline__ void stream_issue(uint8_t* stage, uint64_t* full, con
                                              int lane) {
     const size_t n0 = pl.first_row(j);
     const uint32_t c = j % pl.chunks, bytes = pl.blocks(c) * F::kBytes;
-    const int rows = (int)(pl.n - n0 < (size_t)kStreamStageRows ? pl.n - n0 : (size_t)kStreamStageRows);
+    const int rows = (int)(pl.n - n0 < (size_t)pl.rows ? pl.n - n0 : (size_t)pl.rows);
     if (lane == 0) stage_expect(full, bytes * (uint32_t)rows);
     __syncwarp();
     const uint8_t* src = w + n0 * ((size_t)pl.nb * F::kBytes) + (size_t)c * pl.cb * F::kBytes;
@@ -2069,8 +2117,10 @@ __device__ void stream_product(const uint8_t* __restrict__ w, const x_source& xs
     stream_plan pl;
     pl.n = n, pl.nb = (uint32_t)(xs.k / 256);
     pl.cb = pl.nb < (uint32_t)OPGEN_QMATVEC_Q8_STREAM_BLOCKS ? pl.nb : (uint32_t)OPGEN_QMATVEC_Q8_STREAM_BLOCKS;
-    pl.chunks = (pl.nb + pl.cb - 1) / pl.cb, pl.items = (uint32_t)((n + kStreamStageRows - 1) / kStreamStageRows);
-    pl.stage_bytes = kStreamStageRows * pl.cb * F::kBytes;
+    const int warps = stream_warps();
+    pl.rows = (uint32_t)(warps * kStreamRows);
+    pl.chunks = (pl.nb + pl.cb - 1) / pl.cb, pl.items = (uint32_t)((n + pl.rows - 1) / pl.rows);
+    pl.stage_bytes = pl.rows * pl.cb * F::kBytes;
     const uint32_t x_bytes = stream_x_bytes(pl.nb);
     const uint32_t room = (dynamic_shared_bytes() - x_bytes - kStreamPad) / pl.stage_bytes;
     pl.stages = room < (uint32_t)kStreamMaxStages ? room : (uint32_t)kStreamMaxStages;
@@ -2080,15 +2130,15 @@ __device__ void stream_product(const uint8_t* __restrict__ w, const x_source& xs
     // The first stage fills while x is quantized (the kernel before, which writes no weights: the
     // weights are read before wait_for_predecessor, x after it) and copied; the others after.
     if (threadIdx.x == 0) {
-        for (uint32_t s = 0; s < pl.stages; s++) stage_init_count(&full[s], 1u), stage_init_count(&empty[s], kStreamWarps);
+        for (uint32_t s = 0; s < pl.stages; s++) stage_init_count(&full[s], 1u), stage_init_count(&empty[s], (uint32_t)warps);
         stage_init_fence();
     }
     __syncthreads();
-    if (warp == kStreamWarps && steps > 0) stream_issue<F>(stages, &full[0], w, pl, 0, lane);
+    if (warp == warps && steps > 0) stream_issue<F>(stages, &full[0], w, pl, 0, lane);
     opgen::wait_for_predecessor();
     stream_share_x(xs, dynamic, pl.nb);
     __syncthreads();
-    if (warp == kStreamWarps) {  // the producer: fills stage j % stages once its consumers freed it
+    if (warp == warps) {  // the producer: fills stage j % stages once its consumers freed it
         for (uint32_t j = 1, s = 1 % pl.stages, phase = pl.stages == 1; j < steps; j++) {
             if (j >= pl.stages) stage_wait(&empty[s], phase ^ 1u);
             stream_issue<F>(stages + s * pl.stage_bytes, &full[s], w, pl, j, lane);
@@ -2132,8 +2182,8 @@ __device__ void stream_product(const uint8_t* __restrict__ w, const x_source& xs
 __device__ __forceinline__ bool stream_fits(const uint8_t* w, size_t k, size_t rows, uint32_t block_bytes) {
 #if OPGEN_QMATVEC_BULK
     const uint32_t nb = (uint32_t)(k / 256), cb = nb < (uint32_t)OPGEN_QMATVEC_Q8_STREAM_BLOCKS ? nb : (uint32_t)OPGEN_QMATVEC_Q8_STREAM_BLOCKS;
-    const size_t need = (size_t)stream_x_bytes(nb) + 2 * (size_t)kStreamStageRows * cb * block_bytes + kStreamPad;
-    return rows == 1 && k % 2048 == 0 && nb >= (uint32_t)OPGEN_QMATVEC_Q8_STREAM_BLOCKS && k <= (1u << 24) &&
+    const size_t need = (size_t)stream_x_bytes(nb) + 2 * (size_t)(stream_warps() * kStreamRows) * cb * block_bytes + kStreamPad;
+    return rows == 1 && stream_warps() >= 1 && k % 2048 == 0 && nb >= (uint32_t)OPGEN_QMATVEC_Q8_STREAM_BLOCKS && k <= (1u << 24) &&
            (reinterpret_cast<size_t>(w) & 15) == 0 && need <= dynamic_shared_bytes();
 #else
     return false;

@@ -344,7 +344,7 @@ def q_matmul(
         return out
     if ragged:
         raise ShapeMismatch("qmatmul", rt.name, f"k a multiple of 8 for {q.fmt} without a BLAS", shape)
-    if quantized_x(rt, q.fmt, rows, n, k):
+    if quantized_x(rt, q.fmt, rows, n, k, x.ordinal):
         qmatvec_q8_1(rt, q, dense, out, n, k, rows, table)
         return out
     item_rows, threads = qmatvec_launch(rt, q.fmt)
@@ -358,15 +358,18 @@ def x_rows_class(rows: int) -> int:
     return 1 if rows == 1 else 2 if rows == 2 else 4 if rows <= 4 else 8
 
 
-def quantized_x(rt: GpuRuntime, fmt: str, rows: int, n: int, k: int) -> bool:
+def quantized_x(rt: GpuRuntime, fmt: str, rows: int, n: int, k: int, ordinal: int = 0) -> bool:
     """Whether QMatMul of `fmt`, W (n, k), takes qmatvec_q8_1_<fmt>: f32 / f16 / bf16 weights where
     k fills its 32-byte units (their product there is x's own in f32 sums; on the tensor cores,
     q8_mma, x in two tf32 parts of about 21 bits together), the block formats unless
     the switch qmatmul_exact_x is on or the exact-x kernel is faster for these rows
-    (EXACT_X_FASTER; EXACT_X_SMALL for small weights)."""
+    (EXACT_X_FASTER, but where the stream product takes them, q8_stream; EXACT_X_SMALL for small
+    weights)."""
     if fmt in ggml.PLAIN:
         return k * ggml.FORMATS[fmt].nbytes % 32 == 0
-    return not rt.switches.qmatmul_exact_x and not exact_x_measured_faster(fmt, rows, n, k)
+    if rt.switches.qmatmul_exact_x:
+        return False
+    return not exact_x_measured_faster(fmt, rows, n, k) or q8_stream(rt, ordinal, fmt, rows, k, 0)
 
 
 def exact_x_measured_faster(fmt: str, rows: int, n: int, k: int) -> bool:
@@ -412,7 +415,7 @@ def qmatvec_q8_1(
         quantize_x = rt._entry(table, (K.QUANTIZE_Q8_1_X, x.dtype), "qmatmul")
         quantize_x(rt.launch, rt.geometry(rows * k // 4, ordinal), BLOCK, stream, x.ptr, xq.ptr, rows, k)
     if streamed:
-        grid, threads = q8_stream_grid(rt, ordinal, n), 32 * (QMATVEC_Q8_STREAM_WARPS + 1)
+        grid, threads = q8_stream_launch(rt, ordinal, q.fmt, n, k)
     else:
         grid = q8_grid(rt, ordinal, q.fmt, n, k, rows, q8_item_rows(q.fmt, nx, n, k), mma=mma)
         threads = q8_threads(q.fmt, mma, wide=wide)
@@ -497,20 +500,35 @@ STREAM_SHARED = 232448 - 1024
 def q8_stream(rt: GpuRuntime, ordinal: int, fmt: str, rows: int, k: int, w: int, facts=QMATVEC_Q8_GRID_FACTS) -> bool:
     """Whether one row of x of `fmt` takes qmatvec_q8_1_stream_<fmt> (hip/qmatvec_q8.hip's
     stream_fits): a block of 256 of STREAM_K, cuda sm_90 and up, k a multiple of 2048 of at least
-    STREAM_BLOCKS blocks, the weights `w` 16-byte aligned, x's row and two stages within
-    STREAM_SHARED bytes."""
+    STREAM_BLOCKS blocks, the weights `w` 16-byte aligned, x's row and two stages of stream_warps'
+    rows within STREAM_SHARED bytes."""
     if rows != 1 or fmt not in BLOCK256_BITS or k % 2048 or w % 16:
         return False
-    blocks = k // 256
-    if not facts["QMATVEC_Q8_STREAM_K"] >> BLOCK256_BITS.index(fmt) & 1 or blocks < facts["QMATVEC_Q8_STREAM_BLOCKS"]:
+    if not facts["QMATVEC_Q8_STREAM_K"] >> BLOCK256_BITS.index(fmt) & 1 or k // 256 < facts["QMATVEC_Q8_STREAM_BLOCKS"]:
         return False
-    stage = stream_stage_rows(facts) * facts["QMATVEC_Q8_STREAM_BLOCKS"] * ggml.FORMATS[fmt].nbytes
-    return stream_x_bytes(blocks) + 2 * stage + 16 <= STREAM_SHARED and bulk_copies(rt, ordinal)
+    return _stream_bytes(fmt, k, stream_warps(fmt, k, facts), 2, facts) <= STREAM_SHARED and bulk_copies(rt, ordinal)
 
 
-def stream_stage_rows(facts=QMATVEC_Q8_GRID_FACTS) -> int:
-    """Weight rows a stage of qmatvec_q8_1_stream_<fmt> holds (hip/qmatvec_q8.hip's kStreamStageRows)."""
-    return facts["QMATVEC_Q8_STREAM_WARPS"] * facts["QMATVEC_Q8_STREAM_ROWS"]
+def stream_warps(fmt: str, k: int, facts=QMATVEC_Q8_GRID_FACTS) -> int:
+    """Warps that read qmatvec_q8_1_stream_<fmt>'s stages (its block has one more, which fills
+    them; the kernel counts them from its block): STREAM_WARPS, or as many as leave room for
+    three stages beside x's row (q6_K's blocks of 210 bytes: 10 at k = 16384), at least one."""
+    stage = (
+        facts["QMATVEC_Q8_STREAM_ROWS"] * min(k // 256, facts["QMATVEC_Q8_STREAM_BLOCKS"]) * ggml.FORMATS[fmt].nbytes
+    )
+    room = (STREAM_SHARED - stream_x_bytes(k // 256) - 16) // (3 * stage)
+    return max(1, min(facts["QMATVEC_Q8_STREAM_WARPS"], room))
+
+
+def _stream_bytes(fmt: str, k: int, warps: int, stages: int, facts) -> int:
+    """Dynamic shared memory x's row and `stages` stages of `warps` reading warps take."""
+    blocks = k // 256
+    rows = warps * facts["QMATVEC_Q8_STREAM_ROWS"]
+    return (
+        stream_x_bytes(blocks)
+        + stages * rows * min(blocks, facts["QMATVEC_Q8_STREAM_BLOCKS"]) * ggml.FORMATS[fmt].nbytes
+        + 16
+    )
 
 
 def stream_x_bytes(blocks: int) -> int:
@@ -519,10 +537,15 @@ def stream_x_bytes(blocks: int) -> int:
     return blocks * (17 * 16 + 32 + 64)
 
 
-def q8_stream_grid(rt: GpuRuntime, ordinal: int, n: int, facts=QMATVEC_Q8_GRID_FACTS) -> int:
-    """qmatvec_q8_1_stream_<fmt>'s grid: a block a multiprocessor (its shared memory holds one),
-    or a block per item of stream_stage_rows weight rows where there are fewer."""
-    return max(1, min(-(-n // stream_stage_rows(facts)), rt._sms(ordinal)))
+def q8_stream_launch(
+    rt: GpuRuntime, ordinal: int, fmt: str, n: int, k: int, facts=QMATVEC_Q8_GRID_FACTS
+) -> tuple[int, int]:
+    """qmatvec_q8_1_stream_<fmt>'s grid and threads: a block a multiprocessor (its shared memory
+    holds one), or a block per item of stream_warps * STREAM_ROWS weight rows where there are
+    fewer; stream_warps reading warps and the filling one."""
+    warps = stream_warps(fmt, k, facts)
+    items = -(-n // (warps * facts["QMATVEC_Q8_STREAM_ROWS"]))
+    return max(1, min(items, rt._sms(ordinal))), 32 * (warps + 1)
 
 
 def q8_item_rows(fmt: str, nx: int, n: int, k: int, facts=QMATVEC_Q8_ROWS_FACTS) -> int:

@@ -262,6 +262,17 @@ def blocks_of(mask: str, what: str) -> list:
     return chosen or [pytest.param(None, marks=pytest.mark.skip(reason=f"{mask} is 0: no {what} to check"))]
 
 
+def bulk_runtime_or_skip(backend: g.Backend):
+    """The cuda runtime where its device has the bulk copy engine (sm_90 and up), else a skip
+    that says why."""
+    if backend is not g.Backend.CUDA:
+        pytest.skip(f"{backend.value}: the bulk copy engine is cuda's (sm_90)")
+    rt = _runtime(backend)
+    if not bulk_copies(rt, 0):
+        pytest.skip(f"cuda {rt.driver.arch(0)}: no bulk copy engine (sm_90 and up)")
+    return rt
+
+
 #: The blocks of 32 whose one row of x streams the weights through the bulk copy engine (cuda sm_90).
 BULK = blocks_of("QMATVEC_Q8_BULK_BLOCKS", "bulk product")
 
@@ -279,11 +290,7 @@ def test_the_bulk_stages_give_the_same_bits_on_any_grid(backend, fmt, n, k):
     across its items (on one block, every item's steps wrap the stages many times), so grids of 1,
     2 and 7 blocks give the runtime's grid's bits, which are x in q8_1 times W within the f32
     sums' bound. cuda sm_90 and up (the bulk copy engine); the launch wrapper is driven directly."""
-    if backend is not g.Backend.CUDA:
-        pytest.skip(f"{backend.value}: the bulk copy engine is cuda's (sm_90)")
-    rt = _runtime(backend)
-    if not bulk_copies(rt, 0):
-        pytest.skip(f"cuda {rt.driver.arch(0)}: no bulk copy engine (sm_90 and up)")
+    rt = bulk_runtime_or_skip(backend)
     same_bits_on_any_grid(rt, fmt, n, k, seed=BLOCK32_BITS.index(fmt) + k)
 
 
@@ -355,18 +362,20 @@ STREAM = [f for f in BLOCK256_BITS if kernel_facts.QMATVEC_Q8_STREAM_K >> BLOCK2
 STREAM_THREADS = 32 * (kernel_facts.QMATVEC_Q8_STREAM_WARPS + 1)
 
 #: (n, k): k of 8192 one stage a row (QMATVEC_Q8_STREAM_BLOCKS blocks of 256: one run of whole
-#: rows), 35 rows leaving the last stage 3 of its 16; 14336 a row in two stages, the second of 24
-#: blocks; 16384 two whole stages a row over 40 items.
+#: rows), 35 rows leaving the last stage part of its rows; 14336 a row in two stages, the second
+#: of 24 blocks; 16384 two whole stages a row over many items.
 STREAM_SHAPES = [(35, 8192), (17, 14336), (640, 16384)]
 
 
 def launch_stream(rt, fmt: str, grid: int, w_ptr: int, x_buf, xq, n: int, k: int, rows: int = 1) -> np.ndarray:
     """qmatvec_q8_1_stream_<fmt> on `grid` blocks, its launch wrapper driven directly: y (rows, n)."""
     from generated import kernels_hip
+    from runtime.gpu.quant import q8_stream_launch
 
     y = rt.alloc(0, rows * n, np.dtype(np.float32))  # poisoned: an unwritten output is NaN
     launch = getattr(kernels_hip, f"launch_qmatvec_q8_1_stream_{fmt}")
-    launch(rt.launch, grid, STREAM_THREADS, rt.stream(0), w_ptr, x_buf.ptr, xq.ptr, y.ptr, n, k, rows)
+    threads = q8_stream_launch(rt, 0, fmt, n, k)[1] if fmt in BLOCK256_BITS else STREAM_THREADS
+    launch(rt.launch, grid, threads, rt.stream(0), w_ptr, x_buf.ptr, xq.ptr, y.ptr, n, k, rows)
     return rt.to_host(y)
 
 
@@ -379,11 +388,7 @@ def test_the_stream_product_gives_the_same_bits_on_any_grid(backend, fmt, n, k):
     sums' bound. cuda sm_90 and up (the bulk copy engine); the launch wrapper is driven directly."""
     from runtime.gpu.quant import q8_stream
 
-    if backend is not g.Backend.CUDA:
-        pytest.skip(f"{backend.value}: the bulk copy engine is cuda's (sm_90)")
-    rt = _runtime(backend)
-    if not bulk_copies(rt, 0):
-        pytest.skip(f"cuda {rt.driver.arch(0)}: no bulk copy engine (sm_90 and up)")
+    rt = bulk_runtime_or_skip(backend)
     shipped, q, x_buf, xq, w, x = one_row_product(rt, fmt, n, k, seed=BLOCK256_BITS.index(fmt) + k)
     assert q8_stream(rt, 0, fmt, 1, k, q.buf.ptr), f"cuda {fmt} ({n}, {k}) should take the stream product"
     for grid in (1, 2, 7):
