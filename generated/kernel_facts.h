@@ -466,10 +466,10 @@
 #define OPGEN_QMATVEC_Q8_STREAM_K 19
 #endif
 
-// qmatvec_q8_1_stream_*: warps that read the stages at most (the launch bounds; a warp more fills them, and 16 in all leave 128 registers a thread): the runtime launches fewer where three stages would not fit beside x's row (q6_K), each taking QMATVEC_Q8_STREAM_ROWS weight rows of a stage
+// qmatvec_q8_1_stream_*: warps that read the stages at most (the launch bounds; a warp more fills them): the runtime launches fewer where three stages would not fit beside x's row (q6_K: 10), each taking QMATVEC_Q8_STREAM_ROWS weight rows of a stage. H200, by one row: 16 against 15 (whose 128 registers a thread spill nothing where 16's 96 spill 8 bytes of q3_K), q3_K 33.6 us against 34.8 at 16384 x 16384 and 10.6 against 12.6 at 4096 x 14336 (rows a stage a power of two: 15 leave some blocks a third item there), q2_K 26.6 against 27.3 and 9.1 against 10.8, q6_K 60.2 against 59.8; 8 and 12 slower at 4096 x 14336, 8 of 2 rows within 2% (bench/ggml.py --explore compares)
 // (a default: -D OPGEN_QMATVEC_Q8_STREAM_WARPS=... may tune it, with the runtime's QMATVEC_Q8_STREAM_WARPS set alike)
 #ifndef OPGEN_QMATVEC_Q8_STREAM_WARPS
-#define OPGEN_QMATVEC_Q8_STREAM_WARPS 15
+#define OPGEN_QMATVEC_Q8_STREAM_WARPS 16
 #endif
 
 // qmatvec_q8_1_stream_*: weight rows a warp takes of each stage, its lanes loading x's block once for them
