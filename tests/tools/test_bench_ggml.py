@@ -752,3 +752,39 @@ def test_every_fact_the_grid_follows_reaches_an_explore_build():
     assert lost == []
     shipped = bench.explore_variants(["shipped"], None)[0]
     assert shipped.grid_facts() == gpu_quant.QMATVEC_Q8_GRID_FACTS
+
+
+def test_one_row_of_the_stream_formats_takes_the_stream_entry_where_it_fits():
+    """QMATVEC_Q8_STREAM_K (q2_K, q3_K, q6_K): one row of x, k a multiple of 2048 of at least
+    STREAM_BLOCKS blocks, 16-byte aligned weights, on sm_90 takes qmatvec_q8_1_stream_<fmt>: a
+    block a multiprocessor of STREAM_WARPS reading warps and a filling one, fewer reading warps
+    where three stages would not fit beside x's row; every other case keeps its entry. QMatMul
+    takes q6_K's stream over its exact-x kernel, and keeps that kernel where the stream does not
+    apply. An explore build launches as its facts say."""
+    from generated import kernel_facts as kf
+    from runtime.gpu import quant as gpu_quant
+
+    rt = _Sms()
+    rt.switches = SimpleNamespace(qmatmul_exact_x=False)
+    warps = kf.QMATVEC_Q8_STREAM_WARPS
+    assert [f for f in gpu_quant.BLOCK256_BITS if gpu_quant.q8_stream(rt, 0, f, 1, 16384, 0)] == [
+        "q2_k",
+        "q3_k",
+        "q6_k",
+    ]
+    for rows, k, w in ((2, 16384, 0), (1, 4096, 0), (1, 8192 + 1024, 0), (1, 16384, 8)):
+        assert not gpu_quant.q8_stream(rt, 0, "q3_k", rows, k, w), (rows, k, w)
+    assert not gpu_quant.q8_stream(_Cuda("sm_80"), 0, "q3_k", 1, 16384, 0)
+    assert [gpu_quant.stream_warps(f, 16384) for f in ("q2_k", "q3_k", "q6_k")] == [warps, warps, 10]
+    # x's row of 65536 values takes 92 KiB: room for three stages of 6 warps of q6_K's rows
+    assert gpu_quant.stream_warps("q6_k", 65536) == 6 and gpu_quant.q8_stream(rt, 0, "q6_k", 1, 65536, 0)
+    assert gpu_quant.q8_stream_launch(rt, 0, "q3_k", 16384, 16384) == (132, 32 * (warps + 1))
+    assert gpu_quant.q8_stream_launch(rt, 0, "q6_k", 37, 16384) == (4, 32 * 11)  # a block per item of 10 rows
+    assert gpu_quant.quantized_x(rt, "q6_k", 1, 16384, 16384) and not gpu_quant.quantized_x(rt, "q6_k", 1, 4096, 4096)
+    shipped, none = bench.explore_variants(["shipped", "stream-none"], None)
+    assert shipped.entry(rt, "q3_k", 1, 16384, 16384) == "qmatvec_q8_1_stream_q3_k"
+    assert (shipped.grid(rt, "q3_k", 16384, 16384, 1), shipped.threads(rt, "q3_k", 1, 16384, 16384)) == (
+        132,
+        32 * (warps + 1),
+    )
+    assert shipped.entry(rt, "q3_k", 1, 16384) == none.entry(rt, "q3_k", 1, 16384, 16384) == "qmatvec_q8_1_one_q3_k"
