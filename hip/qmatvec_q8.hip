@@ -1828,6 +1828,7 @@ __device__ __forceinline__ bool bulk_fits(const uint8_t* w, size_t k, size_t row
     return rows == 1 && k % 256 == 0 && (reinterpret_cast<size_t>(w) & 15) == 0;
 }
 #endif
+
 // ---------------------------------------------------------------------------- one row of x streamed (blocks of 256)
 //
 // qmatvec_q8_1_stream_<F>: cuda sm_90, one row of x of the blocks of 256 of QMATVEC_Q8_STREAM_K,
@@ -1838,8 +1839,10 @@ __device__ __forceinline__ bool bulk_fits(const uint8_t* w, size_t k, size_t row
 // kStreamRows rows of each stage, a lane whole blocks of them (lane, lane + 32, ...) with x's
 // block loaded once for its rows. No block-wide barrier past x's copy: a warp waits only for the
 // stage it reads. Loads out of shared memory need no 16-byte pieces to keep the L1's wavefronts
-// few: a block of 110 bytes is read word by word and realigned by one funnel shift a word. Each
-// row's sum is taken in one order whatever the grid: any grid gives the same bits.
+// few: a block of 110 or 210 bytes (q3_K, q6_K; 2-byte aligned) is read word by word and
+// realigned by one funnel shift a word. Each row's sum is taken in one order whatever the grid:
+// any grid gives the same bits.
+//
 // A block is the reading warps and the filling one, at most QMATVEC_Q8_STREAM_WARPS + 1 warps (the
 // launch bounds): the runtime launches fewer where a format's stages would not fit three
 // (runtime/gpu/quant.py's stream_warps), and the kernel counts them from blockDim.
@@ -1900,8 +1903,8 @@ template <int B> __device__ __forceinline__ int signed_byte(uint32_t v) {
 
 // A stage's block of 256 and its dot product with x, unit of 32 by unit (v = 4n + j: weights
 // 128n + 32j ..), the rows of a warp sharing x's loads: load(p, w) reads the block at p, part<V>
-// adds unit V's products (x's quants q, its scales m) to the block's sums, value the block's
-// total.
+// adds unit V's products (x's quants q; x, its unit's d and d s) to the block's sums, value the
+// block's total.
 template <typename F> struct stream_block;
 
 // q2_K: 84 bytes (4-aligned): scales[16], qs[64], d, dmin. Bit pair j of qs masked in place (4^j q,
