@@ -515,22 +515,19 @@ def stream_warps(fmt: str, k: int, facts=QMATVEC_Q8_GRID_FACTS) -> int:
     """Warps that read qmatvec_q8_1_stream_<fmt>'s stages (its block has one more, which fills
     them; the kernel counts them from its block): STREAM_WARPS, or as many as leave room for
     three stages beside x's row (q6_K's blocks of 210 bytes: 10 at k = 16384), at least one."""
-    stage = (
-        facts["QMATVEC_Q8_STREAM_ROWS"] * min(k // 256, facts["QMATVEC_Q8_STREAM_BLOCKS"]) * ggml.FORMATS[fmt].nbytes
-    )
-    room = (STREAM_SHARED - stream_x_bytes(k // 256) - 16) // (3 * stage)
+    room = (STREAM_SHARED - stream_x_bytes(k // 256) - 16) // (3 * _stream_warp_bytes(fmt, k, facts))
     return max(1, min(facts["QMATVEC_Q8_STREAM_WARPS"], room))
+
+
+def _stream_warp_bytes(fmt: str, k: int, facts) -> int:
+    """The bytes of a stage one reading warp takes: STREAM_ROWS rows of at most STREAM_BLOCKS blocks."""
+    blocks = min(k // 256, facts["QMATVEC_Q8_STREAM_BLOCKS"])
+    return facts["QMATVEC_Q8_STREAM_ROWS"] * blocks * ggml.FORMATS[fmt].nbytes
 
 
 def _stream_bytes(fmt: str, k: int, warps: int, stages: int, facts) -> int:
     """Dynamic shared memory x's row and `stages` stages of `warps` reading warps take."""
-    blocks = k // 256
-    rows = warps * facts["QMATVEC_Q8_STREAM_ROWS"]
-    return (
-        stream_x_bytes(blocks)
-        + stages * rows * min(blocks, facts["QMATVEC_Q8_STREAM_BLOCKS"]) * ggml.FORMATS[fmt].nbytes
-        + 16
-    )
+    return stream_x_bytes(k // 256) + stages * warps * _stream_warp_bytes(fmt, k, facts) + 16
 
 
 def stream_x_bytes(blocks: int) -> int:
