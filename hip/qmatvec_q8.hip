@@ -1846,9 +1846,8 @@ __device__ __forceinline__ bool bulk_fits(const uint8_t* w, size_t k, size_t row
 // A block is the reading warps and the filling one, at most QMATVEC_Q8_STREAM_WARPS + 1 warps (the
 // launch bounds): the runtime launches fewer where a format's stages would not fit three
 // (runtime/gpu/quant.py's stream_warps), and the kernel counts them from blockDim.
-constexpr int kStreamThreads = 32 * OPGEN_QMATVEC_Q8_STREAM_WARPS + 32;
+constexpr int kStreamThreads = OPGEN_LANE_GROUP * (OPGEN_QMATVEC_Q8_STREAM_WARPS + 1);
 constexpr int kStreamRows = OPGEN_QMATVEC_Q8_STREAM_ROWS;
-__device__ __forceinline__ int stream_warps() { return (int)(blockDim.x / 32) - 1; }
 constexpr int kStreamMaxStages = 8;
 constexpr uint32_t kStreamPad = 16;  // past the stages: a block's last aligned word may read 2 bytes on
 
@@ -1860,6 +1859,8 @@ constexpr uint32_t kStreamXQuants = 17 * 16;
 __device__ __forceinline__ uint32_t stream_x_bytes(uint32_t nb) { return nb * (kStreamXQuants + 32 + 64); }
 
 #if OPGEN_QMATVEC_BULK
+__device__ __forceinline__ int stream_warps() { return (int)(blockDim.x / 32) - 1; }
+
 template <typename F> constexpr bool kStream = k_bit<F>::value >= 0 && ((OPGEN_QMATVEC_Q8_STREAM_K >> k_bit<F>::value) & 1) != 0;
 
 __device__ __forceinline__ uint32_t dynamic_shared_bytes() {
