@@ -1711,9 +1711,9 @@ template <typename F> constexpr bool kBulk = kBlock32In<F, OPGEN_QMATVEC_Q8_BULK
 #if OPGEN_QMATVEC_BULK
 __device__ __forceinline__ uint32_t shared_at(const void* p) { return (uint32_t)__cvta_generic_to_shared(p); }
 
-// An mbarrier of one arrival (thread 0's, with the bytes it then copies in).
-__device__ __forceinline__ void stage_init(uint64_t* bar) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(shared_at(bar)) : "memory");
+// An mbarrier of `count` arrivals (a stage's fill: one, thread 0's with the bytes it then copies in).
+__device__ __forceinline__ void stage_init(uint64_t* bar, uint32_t count = 1u) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(shared_at(bar)), "r"(count) : "memory");
 }
 __device__ __forceinline__ void stage_init_fence() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
 __device__ __forceinline__ void stage_expect(uint64_t* bar, uint32_t bytes) {
@@ -2106,10 +2106,6 @@ __device__ __forceinline__ void stream_share_x(const x_source& s, uint8_t* xs, u
     }
 }
 
-// An mbarrier of `count` arrivals.
-__device__ __forceinline__ void stage_init_count(uint64_t* bar, uint32_t count) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(shared_at(bar)), "r"(count) : "memory");
-}
 __device__ __forceinline__ void stage_arrive(uint64_t* bar) {
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(shared_at(bar)) : "memory");
 }
@@ -2134,7 +2130,7 @@ __device__ void stream_product(const uint8_t* __restrict__ w, const x_source& xs
     // The first stage fills while x is quantized (the kernel before, which writes no weights: the
     // weights are read before wait_for_predecessor, x after it) and copied; the others after.
     if (threadIdx.x == 0) {
-        for (uint32_t s = 0; s < pl.stages; s++) stage_init_count(&full[s], 1u), stage_init_count(&empty[s], (uint32_t)warps);
+        for (uint32_t s = 0; s < pl.stages; s++) stage_init(&full[s]), stage_init(&empty[s], (uint32_t)warps);
         stage_init_fence();
     }
     __syncthreads();
@@ -2182,7 +2178,7 @@ __device__ void stream_product(const uint8_t* __restrict__ w, const x_source& xs
 // Whether the stream product takes this call (runtime/gpu/quant.py's q8_stream alike, which
 // launches it only so): one row of x, whole 16-byte runs (k a multiple of 2048, w 16-byte
 // aligned), a lane a block (at least QMATVEC_Q8_STREAM_BLOCKS blocks a row), and two stages
-// beside x in the launch's dynamic shared memory.
+// beside x in the launch's dynamic shared memory (k at most 2^24: x's bytes count in 32 bits).
 __device__ __forceinline__ bool stream_fits(const uint8_t* w, size_t k, size_t rows, uint32_t block_bytes) {
 #if OPGEN_QMATVEC_BULK
     const uint32_t nb = (uint32_t)(k / 256), cb = nb < (uint32_t)OPGEN_QMATVEC_Q8_STREAM_BLOCKS ? nb : (uint32_t)OPGEN_QMATVEC_Q8_STREAM_BLOCKS;
