@@ -460,28 +460,34 @@
 #define OPGEN_QMATVEC_Q8_BULK_PER_SM 4
 #endif
 
-// qmatvec_q8_1_stream_* on cuda sm_90, one row of x, k a multiple of 2048 of at least QMATVEC_Q8_STREAM_BLOCKS blocks of 256: the blocks of 256 whose weights stream into dynamic shared memory through the bulk copy engine, stages of weight rows filled by a warp of their own and read word by word, a bit each as QMATVEC_Q8_WIDE_K (q2_K 1, q3_K 2, q6_K 16; QMatMul takes q6_K's where it applies, its exact-x kernel elsewhere: runtime/gpu/quant.py's quantized_x; bench/ggml.py --explore compares)
+// qmatvec_q8_1_stream_* on cuda sm_90, one row of x, k a multiple of 2048 of at least QMATVEC_Q8_STREAM_BLOCKS blocks of 256: the blocks of 256 whose weights stream into dynamic shared memory through the bulk copy engine, each reading warp's chunks of weight rows into slots of its own filled by a warp of their own and read word by word, a bit each as QMATVEC_Q8_WIDE_K (q2_K 1, q3_K 2, q6_K 16; QMatMul takes q6_K's where it applies, its exact-x kernel elsewhere: runtime/gpu/quant.py's quantized_x; bench/ggml.py --explore compares)
 // (a default: -D OPGEN_QMATVEC_Q8_STREAM_K=... may tune it, with the runtime's QMATVEC_Q8_STREAM_K set alike)
 #ifndef OPGEN_QMATVEC_Q8_STREAM_K
 #define OPGEN_QMATVEC_Q8_STREAM_K 19
 #endif
 
-// qmatvec_q8_1_stream_*: warps that read the stages at most (the launch bounds; a warp more fills them): the runtime launches fewer where three stages would not fit beside x's row (q6_K: 10), each taking QMATVEC_Q8_STREAM_ROWS weight rows of a stage. H200, by one row: 16 against 15 (whose 128 registers a thread spill nothing where 16's 96 spill 8 bytes of q3_K), q3_K 33.6 us against 34.8 at 16384 x 16384 and 10.6 against 12.6 at 4096 x 14336 (rows a stage a power of two: 15 leave some blocks a third item there), q2_K 26.6 against 27.3 and 9.1 against 10.8, q6_K 60.2 against 59.8; 8 and 12 slower at 4096 x 14336, 8 of 2 rows within 2% (bench/ggml.py --explore compares)
+// qmatvec_q8_1_stream_*: reading warps at most (the launch bounds; a warp more fills their slots): the runtime launches fewer where two slots a warp would not fit beside x's row (q3_K's chunks of 64 blocks: 14, q6_K's of 32: 15, at k = 16384), each taking QMATVEC_Q8_STREAM_ROWS weight rows a step
 // (a default: -D OPGEN_QMATVEC_Q8_STREAM_WARPS=... may tune it, with the runtime's QMATVEC_Q8_STREAM_WARPS set alike)
 #ifndef OPGEN_QMATVEC_Q8_STREAM_WARPS
 #define OPGEN_QMATVEC_Q8_STREAM_WARPS 16
 #endif
 
-// qmatvec_q8_1_stream_*: weight rows a warp takes of each stage, its lanes loading x's block once for them
+// qmatvec_q8_1_stream_*: weight rows a warp takes a step, its lanes loading x's block once for them
 // (a default: -D OPGEN_QMATVEC_Q8_STREAM_ROWS=... may tune it, with the runtime's QMATVEC_Q8_STREAM_ROWS set alike)
 #ifndef OPGEN_QMATVEC_Q8_STREAM_ROWS
 #define OPGEN_QMATVEC_Q8_STREAM_ROWS 1
 #endif
 
-// qmatvec_q8_1_stream_*: blocks of 256 a stage holds of each weight row at most (a lane a block: fewer leave lanes idle, 16 took q3_K to 56 us on the H200); longer rows take several stages
+// qmatvec_q8_1_stream_*: blocks of 256 a slot holds of each weight row at most, twice that for QMATVEC_Q8_STREAM_WIDE_K (a lane a block, or two at once: fewer leave lanes idle, 16 took q3_K to 56 us on the H200); longer rows take several steps
 // (a default: -D OPGEN_QMATVEC_Q8_STREAM_BLOCKS=... may tune it, with the runtime's QMATVEC_Q8_STREAM_BLOCKS set alike)
 #ifndef OPGEN_QMATVEC_Q8_STREAM_BLOCKS
 #define OPGEN_QMATVEC_Q8_STREAM_BLOCKS 32
+#endif
+
+// qmatvec_q8_1_stream_*: the blocks of 256 whose chunks hold twice QMATVEC_Q8_STREAM_BLOCKS blocks (a lane two blocks at once), a bit each as QMATVEC_Q8_WIDE_K (q2_K 1, q3_K 2): larger copies and two independent chains a lane. H200, by one row at 16384 x 16384: q3_K 32.1 us against 32.5 a block at a time and 33.5 with chunks of 32, q2_K 25.7-25.9 against 26.1; q6_K's blocks of 210 bytes would leave 7 reading warps
+// (a default: -D OPGEN_QMATVEC_Q8_STREAM_WIDE_K=... may tune it, with the runtime's QMATVEC_Q8_STREAM_WIDE_K set alike)
+#ifndef OPGEN_QMATVEC_Q8_STREAM_WIDE_K
+#define OPGEN_QMATVEC_Q8_STREAM_WIDE_K 3
 #endif
 
 // launched with programmatic stream serialization (cuda, sm_90 and up): each waits (griddepcontrol.wait) before it touches memory: the exact-x qmatvec of q4_0, q4_1, q8_0, q4_K, q6_K, and every product of hip/qmatvec_q8.hip (not x's quantization, which lets its product start)

@@ -1832,23 +1832,25 @@ __device__ __forceinline__ bool bulk_fits(const uint8_t* w, size_t k, size_t row
 // ---------------------------------------------------------------------------- one row of x streamed (blocks of 256)
 //
 // qmatvec_q8_1_stream_<F>: cuda sm_90, one row of x of the blocks of 256 of QMATVEC_Q8_STREAM_K,
-// where stream_fits. The weights stream into dynamic shared memory through the bulk copy engine:
-// stages of kStreamRows weight rows a reading warp cut into chunks of at most QMATVEC_Q8_STREAM_BLOCKS
-// blocks, as many stages as the launch's dynamic shared memory holds beside x's row. One warp
-// fills the stages (it waits for a stage's consumers to free it); each other warp takes
-// kStreamRows rows of each stage, a lane whole blocks of them (lane, lane + 32, ...) with x's
-// block loaded once for its rows. No block-wide barrier past x's copy: a warp waits only for the
-// stage it reads. Loads out of shared memory need no 16-byte pieces to keep the L1's wavefronts
-// few: a block of 110 or 210 bytes (q3_K, q6_K; 2-byte aligned) is read word by word and
-// realigned by one funnel shift a word. Each row's sum is taken in one order whatever the grid:
-// any grid gives the same bits.
+// where stream_fits. The weights stream into dynamic shared memory through the bulk copy engine,
+// beside x's row. A block takes groups of kStreamRows weight rows (b, b + G, .. of the grid G),
+// group i by reading warp i % warps, each group chunk by chunk (at most kStreamChunk<F> blocks a
+// row); a warp's chunks go to its own slots in turn, as many as the launch's dynamic shared memory
+// holds (two at least). One warp fills the slots, its lane i those of warp i: a round of the
+// lanes waits side by side for each one's slot to be freed, then issues their copies. No
+// block-wide barrier past x's copy, and no warp waits for another: a warp waits only for its own
+// slot. A lane takes whole blocks of a chunk (lane, lane + 32: two at once where the chunk has 64),
+// x's block loaded once for the warp's rows. Loads out of shared memory need no 16-byte pieces to
+// keep the L1's wavefronts few: a block of 110 or 210 bytes (q3_K, q6_K; 2-byte aligned) is read
+// word by word and realigned by one funnel shift a word. Each row's sum is taken in one order
+// whatever the grid: any grid gives the same bits.
 //
 // A block is the reading warps and the filling one, at most QMATVEC_Q8_STREAM_WARPS + 1 warps (the
-// launch bounds): the runtime launches fewer where a format's stages would not fit three
-// (runtime/gpu/quant.py's stream_warps), and the kernel counts them from blockDim.
+// launch bounds): the runtime launches fewer where two slots a warp would not fit (q6_K's blocks
+// of 210 bytes; runtime/gpu/quant.py's stream_warps), and the kernel counts them from blockDim.
 constexpr int kStreamThreads = OPGEN_LANE_GROUP * (OPGEN_QMATVEC_Q8_STREAM_WARPS + 1);
 constexpr int kStreamRows = OPGEN_QMATVEC_Q8_STREAM_ROWS;
-constexpr int kStreamMaxStages = 8;
+constexpr int kStreamSlots = 64;  // at most, of all warps
 constexpr uint32_t kStreamPad = 16;  // past the stages: a block's last aligned word may read 2 bytes on
 
 // x's row in shared memory, for nb blocks of 256: the quants, 16 pieces of 16 bytes a block, block
@@ -1862,6 +1864,11 @@ __device__ __forceinline__ uint32_t stream_x_bytes(uint32_t nb) { return nb * (k
 __device__ __forceinline__ int stream_warps() { return (int)(blockDim.x / 32) - 1; }
 
 template <typename F> constexpr bool kStream = k_bit<F>::value >= 0 && ((OPGEN_QMATVEC_Q8_STREAM_K >> k_bit<F>::value) & 1) != 0;
+// Blocks a chunk holds of a weight row at most: QMATVEC_Q8_STREAM_BLOCKS, twice that for the
+// formats of QMATVEC_Q8_STREAM_WIDE_K.
+template <typename F>
+constexpr uint32_t kStreamChunk = (uint32_t)OPGEN_QMATVEC_Q8_STREAM_BLOCKS *
+                                  (k_bit<F>::value >= 0 && ((OPGEN_QMATVEC_Q8_STREAM_WIDE_K >> k_bit<F>::value) & 1) != 0 ? 2u : 1u);
 
 __device__ __forceinline__ uint32_t dynamic_shared_bytes() {
     uint32_t v;
@@ -2038,7 +2045,16 @@ __device__ __forceinline__ void stream_unit(const typename stream_block<F>::W (&
     for (int r = 0; r < kStreamRows; r++) stream_block<F>::template part<V>(w[r], q, x, s[r]);
 }
 
-// The products of the warp's kStreamRows rows of a stage (rows[r]) at block b of the chunk (x's
+// x's block g of the row in shared memory (stream_x_bytes' layout at xs).
+__device__ __forceinline__ stream_x stream_x_at(const uint8_t* xs, uint32_t nb, int g) {
+    stream_x x;
+    x.q = reinterpret_cast<const uint4*>(xs + g * kStreamXQuants), x.nb = nb;
+    x.d = reinterpret_cast<const float4*>(xs + nb * kStreamXQuants) + g;
+    x.ds = reinterpret_cast<const float4*>(xs + nb * (kStreamXQuants + 32)) + g;
+    return x;
+}
+
+// The products of the warp's kStreamRows rows of a slot (rows[r]) at block b of the chunk (x's
 // block g of the row) into acc.
 template <typename F>
 __device__ __forceinline__ void stream_dots(const uint8_t* (&rows)[kStreamRows], const uint8_t* xs, uint32_t nb, int b, int g,
@@ -2051,43 +2067,74 @@ __device__ __forceinline__ void stream_dots(const uint8_t* (&rows)[kStreamRows],
         B::load(rows[r] + (size_t)b * F::kBytes, w[r]);
         s[r] = typename B::Sums{};
     }
-    stream_x x;
-    x.q = reinterpret_cast<const uint4*>(xs + g * kStreamXQuants), x.nb = nb;
-    x.d = reinterpret_cast<const float4*>(xs + nb * kStreamXQuants) + g;
-    x.ds = reinterpret_cast<const float4*>(xs + nb * (kStreamXQuants + 32)) + g;
+    const stream_x x = stream_x_at(xs, nb, g);
     stream_unit<F, 0>(w, x, s), stream_unit<F, 1>(w, x, s), stream_unit<F, 2>(w, x, s), stream_unit<F, 3>(w, x, s);
     stream_unit<F, 4>(w, x, s), stream_unit<F, 5>(w, x, s), stream_unit<F, 6>(w, x, s), stream_unit<F, 7>(w, x, s);
 #pragma unroll
     for (int r = 0; r < kStreamRows; r++) acc[r] += B::value(w[r], s[r]);
 }
 
-// A step j of the block's work: its item (`rows` weight rows) j / chunks, chunk j % chunks
-// (blocks c * cb ..), into stage j % stages. 32-bit counts: a step's divisions are short.
+// Unit V of one row's blocks b and b + 32 (their own x blocks), side by side.
+template <typename F, int V>
+__device__ __forceinline__ void pair_unit(const typename stream_block<F>::W (&w)[2], const stream_x (&x)[2],
+                                          typename stream_block<F>::Sums (&s)[2]) {
+#pragma unroll
+    for (int i = 0; i < 2; i++) {
+        const uint4 lo = x[i].q[2 * V], hi = x[i].q[2 * V + 1];
+        const uint32_t q[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+        stream_block<F>::template part<V>(w[i], q, x[i], s[i]);
+    }
+}
+
+// One row's blocks b and b + 32 of a chunk of 64 (x's g, g + 32) at once, two independent
+// chains for the lane: added to acc in the order stream_dots would add them.
+template <typename F>
+__device__ __forceinline__ void stream_pair(const uint8_t* row, const uint8_t* xs, uint32_t nb, int b, int g, float& acc) {
+    typedef stream_block<F> B;
+    typename B::W w[2];
+    typename B::Sums s[2];
+    stream_x x[2];
+#pragma unroll
+    for (int i = 0; i < 2; i++) {
+        B::load(row + (size_t)(b + 32 * i) * F::kBytes, w[i]);
+        s[i] = typename B::Sums{};
+        x[i] = stream_x_at(xs, nb, g + 32 * i);
+    }
+    pair_unit<F, 0>(w, x, s), pair_unit<F, 1>(w, x, s), pair_unit<F, 2>(w, x, s), pair_unit<F, 3>(w, x, s);
+    pair_unit<F, 4>(w, x, s), pair_unit<F, 5>(w, x, s), pair_unit<F, 6>(w, x, s), pair_unit<F, 7>(w, x, s);
+    acc += B::value(w[0], s[0]);
+    acc += B::value(w[1], s[1]);
+}
+
+// A block's share of the stream: its groups of kStreamRows weight rows b, b + G, .. (G the grid),
+// group i read by warp i % warps; warp v's step i: its group i / chunks, chunk i % chunks (blocks
+// c * cb ..), in its slot v * per + i % per. 32-bit counts: a step's divisions are short.
 struct stream_plan {
-    size_t n;
-    uint32_t rows, nb, cb, chunks, items, stage_bytes, stages;
-    __device__ __forceinline__ size_t first_row(uint32_t j) const {
-        return ((size_t)blockIdx.x + (size_t)(j / chunks) * gridDim.x) * rows;
+    size_t n, groups;  // rows; groups of the block
+    uint32_t nb, cb, chunks, slot_bytes, per, warps;
+    __device__ __forceinline__ size_t first_row(uint32_t v, uint32_t i) const {
+        return ((size_t)blockIdx.x + ((size_t)v + (size_t)warps * (i / chunks)) * gridDim.x) * kStreamRows;
     }
     __device__ __forceinline__ uint32_t blocks(uint32_t c) const { return nb - c * cb < cb ? nb - c * cb : cb; }
+    __device__ __forceinline__ uint32_t steps(uint32_t v) const {
+        return v < warps && v < groups ? (uint32_t)((groups - v + warps - 1) / warps) * chunks : 0u;
+    }
+    __device__ __forceinline__ uint32_t slot(uint32_t v, uint32_t i) const { return v * per + i % per; }
 };
 
-// Step j into `stage` by the producer warp: lane 0 counts its bytes on `full`, then lane i copies
-// row i (a stage of whole rows: lane 0 the one run).
+// Warp v's step i into its slot by lane v of the filling warp: the slot's bytes counted on its
+// `full`, a copy a row (one of the group's rows where a chunk is the whole row).
 template <typename F>
-__device__ __forceinline__ void stream_issue(uint8_t* stage, uint64_t* full, const uint8_t* w, const stream_plan& pl, uint32_t j,
-                                             int lane) {
-    const size_t n0 = pl.first_row(j);
-    const uint32_t c = j % pl.chunks, bytes = pl.blocks(c) * F::kBytes;
-    const int rows = (int)(pl.n - n0 < (size_t)pl.rows ? pl.n - n0 : (size_t)pl.rows);
-    if (lane == 0) stage_expect(full, bytes * (uint32_t)rows);
-    __syncwarp();
+__device__ __forceinline__ void stream_issue(uint8_t* slots, uint64_t* full, const uint8_t* w, const stream_plan& pl, uint32_t v,
+                                             uint32_t i) {
+    const uint32_t s = pl.slot(v, i), c = i % pl.chunks, bytes = pl.blocks(c) * F::kBytes;
+    const size_t n0 = pl.first_row(v, i);
+    const uint32_t rows = (uint32_t)(pl.n - n0 < (size_t)kStreamRows ? pl.n - n0 : (size_t)kStreamRows);
+    uint8_t* dst = slots + (size_t)s * pl.slot_bytes;
     const uint8_t* src = w + n0 * ((size_t)pl.nb * F::kBytes) + (size_t)c * pl.cb * F::kBytes;
-    if (pl.chunks == 1) {
-        if (lane == 0) stage_copy(stage, src, bytes * (uint32_t)rows, full);
-        return;
-    }
-    for (int i = lane; i < rows; i += 32) stage_copy(stage + i * pl.cb * F::kBytes, src + (size_t)i * pl.nb * F::kBytes, bytes, full);
+    stage_expect(&full[s], bytes * rows);
+    if (pl.chunks == 1) return stage_copy(dst, src, bytes * rows, &full[s]);
+    for (uint32_t r = 0; r < rows; r++) stage_copy(dst + r * pl.cb * F::kBytes, src + (size_t)r * pl.nb * F::kBytes, bytes, &full[s]);
 }
 
 // Copies x's row into shared memory in stream_x_bytes' layout.
@@ -2113,78 +2160,88 @@ __device__ __forceinline__ void stage_arrive(uint64_t* bar) {
 template <typename F>
 __device__ void stream_product(const uint8_t* __restrict__ w, const x_source& xs, float* __restrict__ y, size_t n) {
     extern __shared__ __align__(128) uint8_t dynamic[];
-    __shared__ uint64_t full[kStreamMaxStages], empty[kStreamMaxStages];
+    __shared__ uint64_t full[kStreamSlots], empty[kStreamSlots];
     stream_plan pl;
-    pl.n = n, pl.nb = (uint32_t)(xs.k / 256);
-    pl.cb = pl.nb < (uint32_t)OPGEN_QMATVEC_Q8_STREAM_BLOCKS ? pl.nb : (uint32_t)OPGEN_QMATVEC_Q8_STREAM_BLOCKS;
-    const int warps = stream_warps();
-    pl.rows = (uint32_t)(warps * kStreamRows);
-    pl.chunks = (pl.nb + pl.cb - 1) / pl.cb, pl.items = (uint32_t)((n + pl.rows - 1) / pl.rows);
-    pl.stage_bytes = pl.rows * pl.cb * F::kBytes;
+    pl.n = n, pl.nb = (uint32_t)(xs.k / 256), pl.warps = (uint32_t)stream_warps();
+    pl.cb = pl.nb < kStreamChunk<F> ? pl.nb : kStreamChunk<F>;
+    pl.chunks = (pl.nb + pl.cb - 1) / pl.cb, pl.slot_bytes = (uint32_t)kStreamRows * pl.cb * F::kBytes;
+    const size_t all = (n + kStreamRows - 1) / kStreamRows;
+    pl.groups = blockIdx.x < all ? (all - blockIdx.x + gridDim.x - 1) / gridDim.x : 0;
     const uint32_t x_bytes = stream_x_bytes(pl.nb);
-    const uint32_t room = (dynamic_shared_bytes() - x_bytes - kStreamPad) / pl.stage_bytes;
-    pl.stages = room < (uint32_t)kStreamMaxStages ? room : (uint32_t)kStreamMaxStages;
-    uint8_t* stages = dynamic + x_bytes;
-    const uint32_t steps = blockIdx.x < pl.items ? (pl.items - blockIdx.x + gridDim.x - 1) / gridDim.x * pl.chunks : 0u;
+    const uint32_t room = (dynamic_shared_bytes() - x_bytes - kStreamPad) / (pl.warps * pl.slot_bytes);
+    pl.per = room < kStreamSlots / pl.warps ? room : kStreamSlots / pl.warps;
+    uint8_t* slots = dynamic + x_bytes;
     const int warp = (int)(threadIdx.x >> 5), lane = (int)(threadIdx.x & 31);
-    // The first stage fills while x is quantized (the kernel before, which writes no weights: the
-    // weights are read before wait_for_predecessor, x after it) and copied; the others after.
+    const uint32_t v = warp == (int)pl.warps ? (uint32_t)lane : (uint32_t)warp;  // whose slots
+    const uint32_t steps = pl.steps(v);
     if (threadIdx.x == 0) {
-        for (uint32_t s = 0; s < pl.stages; s++) stage_init(&full[s]), stage_init(&empty[s], (uint32_t)warps);
+        for (uint32_t s = 0; s < pl.per * pl.warps; s++) stage_init(&full[s]), stage_init(&empty[s]);
         stage_init_fence();
     }
     __syncthreads();
-    if (warp == warps && steps > 0) stream_issue<F>(stages, &full[0], w, pl, 0, lane);
+    // The first slots fill while x is quantized (the kernel before, which writes no weights: the
+    // weights are read before wait_for_predecessor, x after it) and copied; the others after.
+    if (warp == (int)pl.warps && steps > 0) stream_issue<F>(slots, full, w, pl, v, 0);
     opgen::wait_for_predecessor();
     stream_share_x(xs, dynamic, pl.nb);
     __syncthreads();
-    if (warp == warps) {  // the producer: fills stage j % stages once its consumers freed it
-        for (uint32_t j = 1, s = 1 % pl.stages, phase = pl.stages == 1; j < steps; j++) {
-            if (j >= pl.stages) stage_wait(&empty[s], phase ^ 1u);
-            stream_issue<F>(stages + s * pl.stage_bytes, &full[s], w, pl, j, lane);
-            if (++s == pl.stages) s = 0, phase ^= 1u;
+    if (warp == (int)pl.warps) {  // round i: lane v fills warp v's step i once warp v freed its slot
+        for (uint32_t i = 1; __any_sync(0xFFFFFFFFu, i < steps); i++) {
+            if (i < steps && i >= pl.per) stage_wait(&empty[pl.slot(v, i)], ((i / pl.per) & 1u) ^ 1u);
+            __syncwarp();
+            if (i < steps) stream_issue<F>(slots, full, w, pl, v, i);
         }
         return;
     }
     float acc[kStreamRows];
 #pragma unroll
     for (int r = 0; r < kStreamRows; r++) acc[r] = 0.0f;
-    for (uint32_t j = 0, s = 0, phase = 0, c = 0; j < steps; j++) {  // c: j % chunks
-        stage_wait(&full[s], phase);
+    for (uint32_t i = 0, c = 0; i < steps; i++) {  // c: i % chunks
+        const uint32_t s = pl.slot(v, i);
+        stage_wait(&full[s], (i / pl.per) & 1u);
         const uint8_t* rows[kStreamRows];
 #pragma unroll
-        for (int r = 0; r < kStreamRows; r++) rows[r] = stages + s * pl.stage_bytes + (warp * kStreamRows + r) * pl.cb * F::kBytes;
-        const int blocks = (int)pl.blocks(c);
-        for (int b = lane; b < blocks; b += 32) stream_dots<F>(rows, dynamic, pl.nb, b, (int)(c * pl.cb) + b, acc);
+        for (int r = 0; r < kStreamRows; r++) rows[r] = slots + (size_t)s * pl.slot_bytes + r * pl.cb * F::kBytes;
+        const int blocks = (int)pl.blocks(c), g = (int)(c * pl.cb);
+        if constexpr (kStreamRows == 1 && kStreamChunk<F> >= 64) {
+            if (blocks == 64) {
+                stream_pair<F>(rows[0], dynamic, pl.nb, lane, g + lane, acc[0]);
+            } else {
+                for (int b = lane; b < blocks; b += 32) stream_dots<F>(rows, dynamic, pl.nb, b, g + b, acc);
+            }
+        } else {
+            for (int b = lane; b < blocks; b += 32) stream_dots<F>(rows, dynamic, pl.nb, b, g + b, acc);
+        }
         __syncwarp();
         if (lane == 0) stage_arrive(&empty[s]);
-        if (c + 1 == pl.chunks) {  // the item's last chunk: each row's total
-            const size_t n0 = pl.first_row(j);
+        if (++c == pl.chunks) {  // the group's last chunk: each row's total
+            c = 0;
+            const size_t n0 = pl.first_row(v, i);
 #pragma unroll
             for (int r = 0; r < kStreamRows; r++) {
 #pragma unroll
                 for (int o = 16; o > 0; o >>= 1) acc[r] += __shfl_xor_sync(0xFFFFFFFFu, acc[r], o);
-                const size_t row = n0 + warp * kStreamRows + r;
-                if (lane == 0 && row < n) y[row] = acc[r];
+                if (lane == 0 && n0 + r < n) y[n0 + r] = acc[r];
                 acc[r] = 0.0f;
             }
         }
-        c = c + 1 == pl.chunks ? 0u : c + 1;
-        if (++s == pl.stages) s = 0, phase ^= 1u;
     }
 }
 #endif
 
 // Whether the stream product takes this call (runtime/gpu/quant.py's q8_stream alike, which
 // launches it only so): one row of x, whole 16-byte runs (k a multiple of 2048, w 16-byte
-// aligned), a lane a block (at least QMATVEC_Q8_STREAM_BLOCKS blocks a row), and two stages
-// beside x in the launch's dynamic shared memory (k at most 2^24: x's bytes count in 32 bits).
-__device__ __forceinline__ bool stream_fits(const uint8_t* w, size_t k, size_t rows, uint32_t block_bytes) {
+// aligned), a lane a block (at least QMATVEC_Q8_STREAM_BLOCKS blocks a row), and two slots a
+// reading warp beside x in the launch's dynamic shared memory (k at most 2^24: x's bytes count in
+// 32 bits).
+template <typename F>
+__device__ __forceinline__ bool stream_fits(const uint8_t* w, size_t k, size_t rows) {
 #if OPGEN_QMATVEC_BULK
-    const uint32_t nb = (uint32_t)(k / 256), cb = nb < (uint32_t)OPGEN_QMATVEC_Q8_STREAM_BLOCKS ? nb : (uint32_t)OPGEN_QMATVEC_Q8_STREAM_BLOCKS;
-    const size_t need = (size_t)stream_x_bytes(nb) + 2 * (size_t)(stream_warps() * kStreamRows) * cb * block_bytes + kStreamPad;
-    return rows == 1 && stream_warps() >= 1 && k % 2048 == 0 && nb >= (uint32_t)OPGEN_QMATVEC_Q8_STREAM_BLOCKS && k <= (1u << 24) &&
-           (reinterpret_cast<size_t>(w) & 15) == 0 && need <= dynamic_shared_bytes();
+    const uint32_t nb = (uint32_t)(k / 256), cb = nb < kStreamChunk<F> ? nb : kStreamChunk<F>;
+    const size_t need = (size_t)stream_x_bytes(nb) + 2 * (size_t)(stream_warps() * kStreamRows) * cb * F::kBytes + kStreamPad;
+    return rows == 1 && stream_warps() >= 1 && 2 * stream_warps() <= kStreamSlots && k % 2048 == 0 &&
+           nb >= (uint32_t)OPGEN_QMATVEC_Q8_STREAM_BLOCKS && k <= (1u << 24) && (reinterpret_cast<size_t>(w) & 15) == 0 &&
+           need <= dynamic_shared_bytes();
 #else
     return false;
 #endif
@@ -2398,7 +2455,7 @@ __device__ __forceinline__ void qmatvec_q8_1_stream(const uint8_t* w, const floa
     const x_source xs = {x, xq, reinterpret_cast<const float2*>(xq + rows * k), k};
 #if OPGEN_QMATVEC_BULK
     if constexpr (kStream<F>) {
-        if (stream_fits(w, k, rows, F::kBytes)) return stream_product<F>(w, xs, y, n);  // the same for the whole grid
+        if (stream_fits<F>(w, k, rows)) return stream_product<F>(w, xs, y, n);  // the same for the whole grid
     }
 #endif
     opgen::wait_for_predecessor();

@@ -54,6 +54,7 @@ from generated.kernel_facts import (
     QMATVEC_Q8_STREAM_K,
     QMATVEC_Q8_STREAM_ROWS,
     QMATVEC_Q8_STREAM_WARPS,
+    QMATVEC_Q8_STREAM_WIDE_K,
     QMATVEC_Q8_THREADS,
     QMATVEC_Q8_TWO_BLOCKS,
     QMATVEC_ROWS,
@@ -95,8 +96,9 @@ LANE_GROUP = 32
 #: of 32 stream one row's weights through the bulk copy engine (q8_bulk: BULK_BLOCKS, items of
 #: BULK_ROWS weight rows, BULK_PER_SM blocks a multiprocessor); which take qmatvec_q8_1_one_<fmt>
 #: for one row of x (q8_one_apart: BULK_BLOCKS, TWO_BLOCKS); which blocks of 256 stream one row's
-#: weights whole through dynamic shared memory (q8_stream: STREAM_K; STREAM_WARPS warps of
-#: STREAM_ROWS weight rows a stage, STREAM_BLOCKS blocks of each at most).
+#: weights whole through dynamic shared memory (q8_stream: STREAM_K; STREAM_WARPS reading warps
+#: of STREAM_ROWS weight rows a step, STREAM_BLOCKS blocks of each at most, twice that for
+#: STREAM_WIDE_K).
 QMATVEC_Q8_GRID_FACTS = {
     "QMATVEC_Q8_LANE_UNITS": QMATVEC_Q8_LANE_UNITS,
     "QMATVEC_Q8_LANE_UNITS_MANY": QMATVEC_Q8_LANE_UNITS_MANY,
@@ -127,6 +129,7 @@ QMATVEC_Q8_GRID_FACTS = {
     "QMATVEC_Q8_STREAM_WARPS": QMATVEC_Q8_STREAM_WARPS,
     "QMATVEC_Q8_STREAM_ROWS": QMATVEC_Q8_STREAM_ROWS,
     "QMATVEC_Q8_STREAM_BLOCKS": QMATVEC_Q8_STREAM_BLOCKS,
+    "QMATVEC_Q8_STREAM_WIDE_K": QMATVEC_Q8_STREAM_WIDE_K,
 }
 #: What qmatvec_q8_1_*'s weight rows per item follow (q8_item_rows), ops.yaml's kernel facts that
 #: hip/qmatvec_q8.hip is built with: QMATVEC_Q8_ROWS_X* (blocks of 32; _ROWS_X4_NARROW and
@@ -502,8 +505,8 @@ STREAM_SHARED = 232448 - 1024
 def q8_stream(rt: GpuRuntime, ordinal: int, fmt: str, rows: int, k: int, w: int, facts=QMATVEC_Q8_GRID_FACTS) -> bool:
     """Whether one row of x of `fmt` takes qmatvec_q8_1_stream_<fmt> (hip/qmatvec_q8.hip's
     stream_fits): a block of 256 of STREAM_K, cuda sm_90 and up, k a multiple of 2048 of at least
-    STREAM_BLOCKS blocks, the weights `w` 16-byte aligned, x's row and two stages of stream_warps'
-    rows within STREAM_SHARED bytes."""
+    STREAM_BLOCKS blocks, the weights `w` 16-byte aligned, x's row and two slots of each of
+    stream_warps' warps within STREAM_SHARED bytes."""
     if rows != 1 or fmt not in BLOCK256_BITS or k % 2048 or w % 16:
         return False
     if not facts["QMATVEC_Q8_STREAM_K"] >> BLOCK256_BITS.index(fmt) & 1 or k // 256 < facts["QMATVEC_Q8_STREAM_BLOCKS"]:
@@ -512,22 +515,25 @@ def q8_stream(rt: GpuRuntime, ordinal: int, fmt: str, rows: int, k: int, w: int,
 
 
 def stream_warps(fmt: str, k: int, facts=QMATVEC_Q8_GRID_FACTS) -> int:
-    """Warps that read qmatvec_q8_1_stream_<fmt>'s stages (its block has one more, which fills
-    them; the kernel counts them from its block): STREAM_WARPS, or as many as leave room for
-    three stages beside x's row (q6_K's blocks of 210 bytes: 10 at k = 16384), at least one."""
-    room = (STREAM_SHARED - stream_x_bytes(k // 256) - 16) // (3 * _stream_warp_bytes(fmt, k, facts))
+    """Warps that read qmatvec_q8_1_stream_<fmt>'s slots (its block has one more, which fills
+    them; the kernel counts them from its block): STREAM_WARPS, or as many as leave room for two
+    slots each beside x's row (at k = 16384: q3_K's chunks of 64 blocks 14, q6_K's of 32 15), at
+    least one."""
+    room = (STREAM_SHARED - stream_x_bytes(k // 256) - 16) // (2 * _stream_slot_bytes(fmt, k, facts))
     return max(1, min(facts["QMATVEC_Q8_STREAM_WARPS"], room))
 
 
-def _stream_warp_bytes(fmt: str, k: int, facts) -> int:
-    """The bytes of a stage one reading warp takes: STREAM_ROWS rows of at most STREAM_BLOCKS blocks."""
-    blocks = min(k // 256, facts["QMATVEC_Q8_STREAM_BLOCKS"])
+def _stream_slot_bytes(fmt: str, k: int, facts) -> int:
+    """The bytes of a reading warp's slot: STREAM_ROWS rows of a chunk, at most STREAM_BLOCKS
+    blocks (twice that for STREAM_WIDE_K)."""
+    wide = facts["QMATVEC_Q8_STREAM_WIDE_K"] >> BLOCK256_BITS.index(fmt) & 1
+    blocks = min(k // 256, facts["QMATVEC_Q8_STREAM_BLOCKS"] * (2 if wide else 1))
     return facts["QMATVEC_Q8_STREAM_ROWS"] * blocks * ggml.FORMATS[fmt].nbytes
 
 
-def _stream_bytes(fmt: str, k: int, warps: int, stages: int, facts) -> int:
-    """Dynamic shared memory x's row and `stages` stages of `warps` reading warps take."""
-    return stream_x_bytes(k // 256) + stages * warps * _stream_warp_bytes(fmt, k, facts) + 16
+def _stream_bytes(fmt: str, k: int, warps: int, slots: int, facts) -> int:
+    """Dynamic shared memory x's row and `slots` slots of each of `warps` reading warps take."""
+    return stream_x_bytes(k // 256) + slots * warps * _stream_slot_bytes(fmt, k, facts) + 16
 
 
 def stream_x_bytes(blocks: int) -> int:
@@ -540,11 +546,10 @@ def q8_stream_launch(
     rt: GpuRuntime, ordinal: int, fmt: str, n: int, k: int, facts=QMATVEC_Q8_GRID_FACTS
 ) -> tuple[int, int]:
     """qmatvec_q8_1_stream_<fmt>'s grid and threads: a block a multiprocessor (its shared memory
-    holds one), or a block per item of stream_warps * STREAM_ROWS weight rows where there are
-    fewer; stream_warps reading warps and the filling one."""
-    warps = stream_warps(fmt, k, facts)
-    items = -(-n // (warps * facts["QMATVEC_Q8_STREAM_ROWS"]))
-    return max(1, min(items, rt._sms(ordinal))), 32 * (warps + 1)
+    holds one), or a block per group of STREAM_ROWS weight rows where there are fewer;
+    stream_warps reading warps and the filling one."""
+    groups = -(-n // facts["QMATVEC_Q8_STREAM_ROWS"])
+    return max(1, min(groups, rt._sms(ordinal))), 32 * (stream_warps(fmt, k, facts) + 1)
 
 
 def q8_item_rows(fmt: str, nx: int, n: int, k: int, facts=QMATVEC_Q8_ROWS_FACTS) -> int:

@@ -361,10 +361,11 @@ STREAM = [f for f in BLOCK256_BITS if kernel_facts.QMATVEC_Q8_STREAM_K >> BLOCK2
 ]
 STREAM_THREADS = 32 * (kernel_facts.QMATVEC_Q8_STREAM_WARPS + 1)
 
-#: (n, k): k of 8192 one stage a row (QMATVEC_Q8_STREAM_BLOCKS blocks of 256: one run of whole
-#: rows), 35 rows leaving the last stage part of its rows; 14336 a row in two stages, the second
-#: of 24 blocks; 16384 two whole stages a row over many items.
-STREAM_SHAPES = [(35, 8192), (17, 14336), (640, 16384)]
+#: (n, k): k of 8192 a chunk a row (one copy of the group's rows), 35 rows leaving most reading
+#: warps without work on 7 blocks; 14336 a row in two chunks of q6_K (the second of 24 blocks), one
+#: of 56 blocks of q2_K and q3_K (a lane at a time); 16384 one chunk of 64 blocks of q2_K and q3_K
+#: (a lane two blocks at once), two of q6_K, over many steps a warp; 18432 a chunk of 64 and one of 8.
+STREAM_SHAPES = [(35, 8192), (17, 14336), (640, 16384), (9, 18432)]
 
 
 def launch_stream(rt, fmt: str, grid: int, w_ptr: int, x_buf, xq, n: int, k: int, rows: int = 1) -> np.ndarray:
@@ -382,10 +383,11 @@ def launch_stream(rt, fmt: str, grid: int, w_ptr: int, x_buf, xq, n: int, k: int
 @pytest.mark.parametrize("n, k", STREAM_SHAPES)
 @pytest.mark.parametrize("fmt", STREAM)
 def test_the_stream_product_gives_the_same_bits_on_any_grid(backend, fmt, n, k):
-    """One row of x of QMATVEC_Q8_STREAM_K takes qmatvec_q8_1_stream_<fmt> (q8_stream): its stages
-    run on across a block's items (on one block every stage is refilled many times), so grids of
-    1, 2 and 7 blocks give the runtime's grid's bits, which are x in q8_1 times W within the f32
-    sums' bound. cuda sm_90 and up (the bulk copy engine); the launch wrapper is driven directly."""
+    """One row of x of QMATVEC_Q8_STREAM_K takes qmatvec_q8_1_stream_<fmt> (q8_stream): each
+    reading warp's slots run on across its groups of rows (on one block every slot is refilled
+    many times), so grids of 1, 2 and 7 blocks give the runtime's grid's bits, which are x in q8_1
+    times W within the f32 sums' bound. cuda sm_90 and up (the bulk copy engine); the launch
+    wrapper is driven directly."""
     from runtime.gpu.quant import q8_stream
 
     rt = bulk_runtime_or_skip(backend)

@@ -758,7 +758,8 @@ def test_one_row_of_the_stream_formats_takes_the_stream_entry_where_it_fits():
     """QMATVEC_Q8_STREAM_K (q2_K, q3_K, q6_K): one row of x, k a multiple of 2048 of at least
     STREAM_BLOCKS blocks, 16-byte aligned weights, on sm_90 takes qmatvec_q8_1_stream_<fmt>: a
     block a multiprocessor of STREAM_WARPS reading warps and a filling one, fewer reading warps
-    where three stages would not fit beside x's row; every other case keeps its entry. QMatMul
+    where two slots a warp would not fit beside x's row (q3_K's chunks of 64 blocks, q6_K's
+    blocks of 210 bytes); every other case keeps its entry. QMatMul
     takes q6_K's stream over its exact-x kernel, and keeps that kernel where the stream does not
     apply. An explore build launches as its facts say."""
     from generated import kernel_facts as kf
@@ -775,16 +776,13 @@ def test_one_row_of_the_stream_formats_takes_the_stream_entry_where_it_fits():
     for rows, k, w in ((2, 16384, 0), (1, 4096, 0), (1, 8192 + 1024, 0), (1, 16384, 8)):
         assert not gpu_quant.q8_stream(rt, 0, "q3_k", rows, k, w), (rows, k, w)
     assert not gpu_quant.q8_stream(_Cuda("sm_80"), 0, "q3_k", 1, 16384, 0)
-    assert [gpu_quant.stream_warps(f, 16384) for f in ("q2_k", "q3_k", "q6_k")] == [warps, warps, 10]
-    # x's row of 65536 values takes 92 KiB: room for three stages of 6 warps of q6_K's rows
-    assert gpu_quant.stream_warps("q6_k", 65536) == 6 and gpu_quant.q8_stream(rt, 0, "q6_k", 1, 65536, 0)
-    assert gpu_quant.q8_stream_launch(rt, 0, "q3_k", 16384, 16384) == (132, 32 * (warps + 1))
-    assert gpu_quant.q8_stream_launch(rt, 0, "q6_k", 37, 16384) == (4, 32 * 11)  # a block per item of 10 rows
+    assert [gpu_quant.stream_warps(f, 16384) for f in ("q2_k", "q3_k", "q6_k")] == [warps, 14, 15]
+    # x's row of 65536 values takes 92 KiB: room for two slots of 10 warps of q6_K's chunks of 32 blocks
+    assert gpu_quant.stream_warps("q6_k", 65536) == 10 and gpu_quant.q8_stream(rt, 0, "q6_k", 1, 65536, 0)
+    assert gpu_quant.q8_stream_launch(rt, 0, "q2_k", 16384, 16384) == (132, 32 * (warps + 1))
+    assert gpu_quant.q8_stream_launch(rt, 0, "q6_k", 37, 16384) == (37, 32 * 16)  # a block per weight row
     assert gpu_quant.quantized_x(rt, "q6_k", 1, 16384, 16384) and not gpu_quant.quantized_x(rt, "q6_k", 1, 4096, 4096)
     shipped, none = bench.explore_variants(["shipped", "stream-none"], None)
     assert shipped.entry(rt, "q3_k", 1, 16384, 16384) == "qmatvec_q8_1_stream_q3_k"
-    assert (shipped.grid(rt, "q3_k", 16384, 16384, 1), shipped.threads(rt, "q3_k", 1, 16384, 16384)) == (
-        132,
-        32 * (warps + 1),
-    )
+    assert (shipped.grid(rt, "q3_k", 16384, 16384, 1), shipped.threads(rt, "q3_k", 1, 16384, 16384)) == (132, 32 * 15)
     assert shipped.entry(rt, "q3_k", 1, 16384) == none.entry(rt, "q3_k", 1, 16384, 16384) == "qmatvec_q8_1_one_q3_k"
