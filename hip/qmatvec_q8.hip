@@ -2249,10 +2249,9 @@ __device__ __forceinline__ bool stream_fits(const uint8_t* w, size_t k, size_t r
 
 // Where the stream product does not take the call (another format, device or shape): each group
 // of lanes a pair of weight row and x row, its units in turn (correct for any launch; the runtime
-// launches qmatvec_q8_1_stream_<F> only where stream_fits). A call of its own, so that its
-// registers leave the stream product's alone (inlined, q6_K's stream spilled 28 bytes).
+// launches qmatvec_q8_1_stream_<F> only where stream_fits).
 template <typename F>
-__device__ __noinline__ void stream_elsewhere(const uint8_t* __restrict__ w, const x_source& xs, float* __restrict__ y, size_t n, size_t rows) {
+__device__ void stream_elsewhere(const uint8_t* __restrict__ w, const x_source& xs, float* __restrict__ y, size_t n, size_t rows) {
     const size_t groups = (size_t)gridDim.x * (blockDim.x / OPGEN_LANE_GROUP);
     const size_t first = (size_t)blockIdx.x * (blockDim.x / OPGEN_LANE_GROUP) + threadIdx.x / OPGEN_LANE_GROUP;
     const unsigned int lane = threadIdx.x % OPGEN_LANE_GROUP;
