@@ -998,20 +998,29 @@ def ggml_keyed(part: dict) -> dict:
 
 def as_shipped(opgen: dict, exact: dict) -> dict:
     """The quantized-x figures with the exact-x ones where QMatMul takes that kernel by default
-    (runtime/gpu/quant.py exact_x_measured_faster): what a run of this tree would time."""
-    from runtime.gpu.quant import exact_x_measured_faster
+    (runtime/gpu/quant.py exact_x_measured_faster, but not where the stream product takes the
+    shape on a device with the bulk copy engine, as the tables' H100 and H200 have: stream_shape):
+    what a run of this tree would time."""
+    from runtime.gpu.quant import exact_x_measured_faster, stream_shape
 
-    return {
-        key: exact[key] if key in exact and exact_x_measured_faster(key[0], key[3], key[1], key[2]) else v
-        for key, v in opgen.items()
-    }
+    def exact_x(fmt: str, n: int, k: int, rows: int) -> bool:
+        return exact_x_measured_faster(fmt, rows, n, k) and not stream_shape(fmt, rows, k)
+
+    return {key: exact[key] if key in exact and exact_x(*key) else v for key, v in opgen.items()}
 
 
 def _exact_rows() -> str:
     from runtime.gpu.quant import EXACT_X_FASTER, EXACT_X_SMALL, EXACT_X_SMALL_ELEMS
 
     small = ", ".join(f"{f} x{r}" for f, r in sorted(EXACT_X_SMALL))
-    return ", ".join(f"{f} x{r}" for f, r in sorted(EXACT_X_FASTER)) + f"; {small} up to {EXACT_X_SMALL_ELEMS} weights"
+    faster = ", ".join(f"{f} x{r}" + _where_not_streamed(f, r) for f, r in sorted(EXACT_X_FASTER))
+    return faster + f"; {small} up to {EXACT_X_SMALL_ELEMS} weights"
+
+
+def _where_not_streamed(fmt: str, rows: int) -> str:
+    from runtime.gpu.quant import stream_shape
+
+    return " where the stream product does not take it" if stream_shape(fmt, rows, 16384) else ""
 
 
 def _first_rows(x_class: int) -> int:

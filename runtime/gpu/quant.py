@@ -504,14 +504,20 @@ STREAM_SHARED = 232448 - 1024
 
 def q8_stream(rt: GpuRuntime, ordinal: int, fmt: str, rows: int, k: int, w: int, facts=QMATVEC_Q8_GRID_FACTS) -> bool:
     """Whether one row of x of `fmt` takes qmatvec_q8_1_stream_<fmt> (hip/qmatvec_q8.hip's
-    stream_fits): a block of 256 of STREAM_K, cuda sm_90 and up, k a multiple of 2048 of at least
-    STREAM_BLOCKS blocks, the weights `w` 16-byte aligned, x's row and two slots of each of
-    stream_warps' warps within STREAM_SHARED bytes."""
-    if rows != 1 or fmt not in BLOCK256_BITS or k % 2048 or w % 16:
+    stream_fits): a stream_shape on cuda sm_90 and up, the weights `w` 16-byte aligned."""
+    return w % 16 == 0 and stream_shape(fmt, rows, k, facts) and bulk_copies(rt, ordinal)
+
+
+def stream_shape(fmt: str, rows: int, k: int, facts=QMATVEC_Q8_GRID_FACTS) -> bool:
+    """Whether `rows` rows of x of `fmt` against weight rows of k values are a product that
+    qmatvec_q8_1_stream_<fmt> takes where the bulk copy engine is: one row, a block of 256 of
+    STREAM_K, k a multiple of 2048 of at least STREAM_BLOCKS blocks, x's row and two slots of each
+    of stream_warps' warps within STREAM_SHARED bytes."""
+    if rows != 1 or fmt not in BLOCK256_BITS or k % 2048:
         return False
     if not facts["QMATVEC_Q8_STREAM_K"] >> BLOCK256_BITS.index(fmt) & 1 or k // 256 < facts["QMATVEC_Q8_STREAM_BLOCKS"]:
         return False
-    return _stream_bytes(fmt, k, stream_warps(fmt, k, facts), 2, facts) <= STREAM_SHARED and bulk_copies(rt, ordinal)
+    return _stream_bytes(fmt, k, stream_warps(fmt, k, facts), 2, facts) <= STREAM_SHARED
 
 
 def stream_warps(fmt: str, k: int, facts=QMATVEC_Q8_GRID_FACTS) -> int:

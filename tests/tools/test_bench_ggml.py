@@ -85,13 +85,22 @@ def test_table_marks_where_opgen_is_slower():
 
 
 def test_the_shipped_figures_take_the_exact_x_kernel_where_the_runtime_does():
-    from runtime.gpu.quant import EXACT_X_FASTER
+    """EXACT_X_FASTER's cells take the exact-x figure, but where the stream product takes the
+    shape (q6_K by one row at k = 16384: the tables' devices have the bulk copy engine)."""
+    from runtime.gpu.quant import EXACT_X_FASTER, stream_shape
 
     fmt, rows = sorted(EXACT_X_FASTER)[0]
-    quantized = {(fmt, 16384, 16384, rows): [5.0], (fmt, 16384, 16384, 16): [6.0], ("q5_0", 4096, 4096, rows): [7.0]}
-    exact = {(fmt, 16384, 16384, rows): [4.0], (fmt, 16384, 16384, 16): [9.0]}
+    assert stream_shape(fmt, rows, 16384) and not stream_shape(fmt, rows, 4096)
+    quantized = {
+        (fmt, 4096, 4096, rows): [5.0],
+        (fmt, 16384, 16384, rows): [3.0],
+        (fmt, 16384, 16384, 16): [6.0],
+        ("q5_0", 4096, 4096, rows): [7.0],
+    }
+    exact = {(fmt, 4096, 4096, rows): [4.0], (fmt, 16384, 16384, rows): [3.5], (fmt, 16384, 16384, 16): [9.0]}
     shipped = bench.as_shipped(quantized, exact)
-    assert shipped == {**quantized, (fmt, 16384, 16384, rows): [4.0]}  # 16 rows, q5_0: x in q8_1
+    assert shipped == {**quantized, (fmt, 4096, 4096, rows): [4.0]}  # streamed, 16 rows, q5_0: x in q8_1
+    assert "q6_k x1 where the stream product does not take it" in bench._exact_rows()
 
 
 def _results(tmp_path) -> bench.Results:
