@@ -473,8 +473,9 @@ QMATVEC_Q8_STREAM_BLOCKS = 32
 
 #: qmatvec_q8_1_stream_*: the blocks of 256 whose chunks hold twice QMATVEC_Q8_STREAM_BLOCKS blocks (a lane two blocks
 #: at once), a bit each as QMATVEC_Q8_WIDE_K (q2_K 1, q3_K 2): larger copies and two independent chains a lane. H200, by
-#: one row at 16384 x 16384: q3_K 32.1 us against 32.5 a block at a time and 33.5 with chunks of 32, q2_K 25.7-25.9
-#: against 26.1; q6_K's blocks of 210 bytes would leave 7 reading warps
+#: one row at 16384 x 16384 (bench/ggml.py --explore, stream-narrow: none): q2_K 26.2 us against 27.6, q3_K 33.6 against
+#: 33.6 (a prototype outside the tree: 32.1-32.7 against 33.5-34.4); q6_K's blocks of 210 bytes would leave 7 reading
+#: warps
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_STREAM_WIDE_K=... needs this set alike)
 QMATVEC_Q8_STREAM_WIDE_K = 3
 
