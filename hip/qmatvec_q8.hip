@@ -2106,6 +2106,17 @@ __device__ __forceinline__ void stream_pair(const uint8_t* row, const uint8_t* x
     acc += B::value(w[1], s[1]);
 }
 
+// A warp's chunk of `blocks` blocks (x's blocks g ..) into acc: a lane's blocks lane, lane + 32,
+// .., two at once where the chunk has 64 of them.
+template <typename F>
+__device__ __forceinline__ void stream_chunk(const uint8_t* (&rows)[kStreamRows], const uint8_t* xs, uint32_t nb, int blocks, int g,
+                                             int lane, float (&acc)[kStreamRows]) {
+    if constexpr (kStreamRows == 1 && kStreamChunk<F> >= 64) {
+        if (blocks == 64) return stream_pair<F>(rows[0], xs, nb, lane, g + lane, acc[0]);
+    }
+    for (int b = lane; b < blocks; b += 32) stream_dots<F>(rows, xs, nb, b, g + b, acc);
+}
+
 // A block's share of the stream: its groups of kStreamRows weight rows b, b + G, .. (G the grid),
 // group i read by warp i % warps; warp v's step i: its group i / chunks, chunk i % chunks (blocks
 // c * cb ..), in its slot v * per + i % per. 32-bit counts: a step's divisions are short.
@@ -2202,16 +2213,7 @@ __device__ void stream_product(const uint8_t* __restrict__ w, const x_source& xs
         const uint8_t* rows[kStreamRows];
 #pragma unroll
         for (int r = 0; r < kStreamRows; r++) rows[r] = slots + (size_t)s * pl.slot_bytes + r * pl.cb * F::kBytes;
-        const int blocks = (int)pl.blocks(c), g = (int)(c * pl.cb);
-        if constexpr (kStreamRows == 1 && kStreamChunk<F> >= 64) {
-            if (blocks == 64) {
-                stream_pair<F>(rows[0], dynamic, pl.nb, lane, g + lane, acc[0]);
-            } else {
-                for (int b = lane; b < blocks; b += 32) stream_dots<F>(rows, dynamic, pl.nb, b, g + b, acc);
-            }
-        } else {
-            for (int b = lane; b < blocks; b += 32) stream_dots<F>(rows, dynamic, pl.nb, b, g + b, acc);
-        }
+        stream_chunk<F>(rows, dynamic, pl.nb, (int)pl.blocks(c), (int)(c * pl.cb), lane, acc);
         __syncwarp();
         if (lane == 0) stage_arrive(&empty[s]);
         if (++c == pl.chunks) {  // the group's last chunk: each row's total
