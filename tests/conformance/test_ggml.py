@@ -324,7 +324,29 @@ def test_k_quant_error_is_a_fraction_of_the_range(fmt, data):
     span = (np.maximum(blocks.max(axis=1), 0) - np.minimum(blocks.min(axis=1), 0))[:, None]
     err = np.abs(ggml.dequantize(ggml.quantize(x, fmt), fmt, x.size).reshape(-1, 256) - blocks)
     fraction = {"q2_k": 0.5, "q3_k": 0.3, "q4_k": 0.25, "q5_k": 0.12, "q6_k": 0.05}[fmt]
-    assert np.all(err <= fraction * span + 2e-4)
+    bound = np.full(err.shape, fraction * span + 2e-4)
+    if fmt == "q2_k":
+        # GGML's q2_K fits each 16 values weighting each by |x|: a value of little weight beside
+        # large ones may land levels away (test_q2_k_leaves_a_zero_among_large_values_as_ggml_does),
+        # within the span; those of a quarter of the 16's largest |x| or more stay within half.
+        a = np.abs(blocks)
+        light = a < a.reshape(len(a), 16, 16).max(axis=2).repeat(16, axis=1) / 4
+        bound = np.where(light, span + 2e-4, bound)
+    assert np.all(err <= bound)
+
+
+def test_q2_k_leaves_a_zero_among_large_values_as_ggml_does():
+    # A 0 (weight 0) among -219s and a -260 in one 16: GGML's quantize_row_q2_K_ref (ggml-org/ggml
+    # d99724f, its C run on this block) fits the others and puts the 0 on the top level, -136.96:
+    # 0.53 of the block's span away. These are its bytes.
+    x = np.full(256, -219.0, F32)
+    x[80:82] = [0.0, -260.0]
+    want = bytes.fromhex(
+        "d0d0d0d0d0ffd0d0d0d0d0d0d0d0d0d0" + "00" * 16 + "30001010101010101010101010101010" + "00" * 32 + "7741554c"
+    )
+    got = ggml.quantize(x, "q2_k")
+    assert bytes(got) == want
+    assert ggml.dequantize(got, "q2_k", 256)[80] == np.float32(-136.96289)
 
 
 @PROPERTY
