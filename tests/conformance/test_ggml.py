@@ -335,18 +335,15 @@ def test_k_quant_error_is_a_fraction_of_the_range(fmt, data):
     assert np.all(err <= bound)
 
 
-def test_q2_k_leaves_a_zero_among_large_values_as_ggml_does():
-    # A 0 (weight 0) among -219s and a -260 in one 16: GGML's quantize_row_q2_K_ref (ggml-org/ggml
-    # d99724f, its C run on this block) fits the others and puts the 0 on the top level, -136.96:
-    # 0.53 of the block's span away. These are its bytes.
-    x = np.full(256, -219.0, F32)
-    x[80:82] = [0.0, -260.0]
-    want = bytes.fromhex(
-        "d0d0d0d0d0ffd0d0d0d0d0d0d0d0d0d0" + "00" * 16 + "30001010101010101010101010101010" + "00" * 32 + "7741554c"
-    )
-    got = ggml.quantize(x, "q2_k")
-    assert bytes(got) == want
-    assert ggml.dequantize(got, "q2_k", 256)[80] == np.float32(-136.96289)
+def test_q2_k_leaves_a_zero_among_large_values_as_ggml_does(reference_inputs):
+    # Super-block 8 of the fixtures: a 0 (weight 0) among -219s and a -260 in one 16. GGML's
+    # quantize_row_q2_K_ref fits the others and puts the 0 on the top level, 0.53 of the span
+    # away; its bytes are the fixture's (test_quantize_matches_ggml), its value this.
+    block = reference_inputs[8 * 256 : 9 * 256]
+    assert block[80] == 0 and block.min() == -260
+    want = np.load(FIXTURES / "q2_k.dequant.npy")[8 * 256 + 80]
+    got = ggml.dequantize(ggml.quantize(block, "q2_k"), "q2_k", 256)[80]
+    assert got == want == np.float32(-136.96289)
 
 
 @PROPERTY
