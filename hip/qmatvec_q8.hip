@@ -2054,56 +2054,40 @@ __device__ __forceinline__ stream_x stream_x_at(const uint8_t* xs, uint32_t nb, 
     return x;
 }
 
-// The products of the warp's kStreamRows rows of a slot (rows[r]) at block b of the chunk (x's
-// block g of the row) into acc.
-template <typename F>
+// Unit V of NB blocks side by side (each its x block).
+template <typename F, int V, int NB>
+__device__ __forceinline__ void stream_units(const typename stream_block<F>::W (&w)[NB][kStreamRows], const stream_x (&x)[NB],
+                                             typename stream_block<F>::Sums (&s)[NB][kStreamRows]) {
+#pragma unroll
+    for (int i = 0; i < NB; i++) stream_unit<F, V>(w[i], x[i], s[i]);
+}
+
+// The products of the warp's kStreamRows rows of a slot (rows[r]) at NB blocks of the chunk, b,
+// b + 32, .. (x's blocks g, g + 32, ..), side by side: NB independent chains for a lane, added to
+// acc block by block.
+template <typename F, int NB>
 __device__ __forceinline__ void stream_dots(const uint8_t* (&rows)[kStreamRows], const uint8_t* xs, uint32_t nb, int b, int g,
                                             float (&acc)[kStreamRows]) {
     typedef stream_block<F> B;
-    typename B::W w[kStreamRows];
-    typename B::Sums s[kStreamRows];
+    typename B::W w[NB][kStreamRows];
+    typename B::Sums s[NB][kStreamRows];
+    stream_x x[NB];
 #pragma unroll
-    for (int r = 0; r < kStreamRows; r++) {
-        B::load(rows[r] + (size_t)b * F::kBytes, w[r]);
-        s[r] = typename B::Sums{};
-    }
-    const stream_x x = stream_x_at(xs, nb, g);
-    stream_unit<F, 0>(w, x, s), stream_unit<F, 1>(w, x, s), stream_unit<F, 2>(w, x, s), stream_unit<F, 3>(w, x, s);
-    stream_unit<F, 4>(w, x, s), stream_unit<F, 5>(w, x, s), stream_unit<F, 6>(w, x, s), stream_unit<F, 7>(w, x, s);
+    for (int i = 0; i < NB; i++) {
 #pragma unroll
-    for (int r = 0; r < kStreamRows; r++) acc[r] += B::value(w[r], s[r]);
-}
-
-// Unit V of one row's blocks b and b + 32 (their own x blocks), side by side.
-template <typename F, int V>
-__device__ __forceinline__ void pair_unit(const typename stream_block<F>::W (&w)[2], const stream_x (&x)[2],
-                                          typename stream_block<F>::Sums (&s)[2]) {
-#pragma unroll
-    for (int i = 0; i < 2; i++) {
-        const uint4 lo = x[i].q[2 * V], hi = x[i].q[2 * V + 1];
-        const uint32_t q[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
-        stream_block<F>::template part<V>(w[i], q, x[i], s[i]);
-    }
-}
-
-// One row's blocks b and b + 32 of a chunk of 64 (x's g, g + 32) at once, two independent
-// chains for the lane: added to acc in the order stream_dots would add them.
-template <typename F>
-__device__ __forceinline__ void stream_pair(const uint8_t* row, const uint8_t* xs, uint32_t nb, int b, int g, float& acc) {
-    typedef stream_block<F> B;
-    typename B::W w[2];
-    typename B::Sums s[2];
-    stream_x x[2];
-#pragma unroll
-    for (int i = 0; i < 2; i++) {
-        B::load(row + (size_t)(b + 32 * i) * F::kBytes, w[i]);
-        s[i] = typename B::Sums{};
+        for (int r = 0; r < kStreamRows; r++) {
+            B::load(rows[r] + (size_t)(b + 32 * i) * F::kBytes, w[i][r]);
+            s[i][r] = typename B::Sums{};
+        }
         x[i] = stream_x_at(xs, nb, g + 32 * i);
     }
-    pair_unit<F, 0>(w, x, s), pair_unit<F, 1>(w, x, s), pair_unit<F, 2>(w, x, s), pair_unit<F, 3>(w, x, s);
-    pair_unit<F, 4>(w, x, s), pair_unit<F, 5>(w, x, s), pair_unit<F, 6>(w, x, s), pair_unit<F, 7>(w, x, s);
-    acc += B::value(w[0], s[0]);
-    acc += B::value(w[1], s[1]);
+    stream_units<F, 0>(w, x, s), stream_units<F, 1>(w, x, s), stream_units<F, 2>(w, x, s), stream_units<F, 3>(w, x, s);
+    stream_units<F, 4>(w, x, s), stream_units<F, 5>(w, x, s), stream_units<F, 6>(w, x, s), stream_units<F, 7>(w, x, s);
+#pragma unroll
+    for (int i = 0; i < NB; i++) {
+#pragma unroll
+        for (int r = 0; r < kStreamRows; r++) acc[r] += B::value(w[i][r], s[i][r]);
+    }
 }
 
 // A warp's chunk of `blocks` blocks (x's blocks g ..) into acc: a lane's blocks lane, lane + 32,
@@ -2112,9 +2096,9 @@ template <typename F>
 __device__ __forceinline__ void stream_chunk(const uint8_t* (&rows)[kStreamRows], const uint8_t* xs, uint32_t nb, int blocks, int g,
                                              int lane, float (&acc)[kStreamRows]) {
     if constexpr (kStreamRows == 1 && kStreamChunk<F> >= 64) {
-        if (blocks == 64) return stream_pair<F>(rows[0], xs, nb, lane, g + lane, acc[0]);
+        if (blocks == 64) return stream_dots<F, 2>(rows, xs, nb, lane, g + lane, acc);
     }
-    for (int b = lane; b < blocks; b += 32) stream_dots<F>(rows, xs, nb, b, g + b, acc);
+    for (int b = lane; b < blocks; b += 32) stream_dots<F, 1>(rows, xs, nb, b, g + b, acc);
 }
 
 // A block's share of the stream: its groups of kStreamRows weight rows b, b + G, .. (G the grid),
