@@ -308,6 +308,12 @@ class CudaDriver(StreamDriver):
         minor = self._attribute(ordinal, a.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)
         return f"sm_{major}{minor}"
 
+    @functools.cache  # noqa: B019  (as arch)
+    def shared_per_block(self, ordinal: int) -> int:
+        """The shared memory a block may have on the device, opted in (static and dynamic)."""
+        a = _driver_api().CUdevice_attribute
+        return self._attribute(ordinal, a.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+
     def device_name(self, ordinal: int) -> str:
         """The device's name (the plan cache keys on it: runtime/gpu/plan_cache.py)."""
         raw = self._call("cuDeviceGetName", _driver_api().cuDeviceGetName(256, self._device(ordinal)))
@@ -449,7 +455,7 @@ class CudaDriver(StreamDriver):
         fn's static shared memory; the bytes its launches then ask for."""
         cu = _driver_api()
         ordinal = getattr(self._local, "ordinal", None) or 0
-        most = self._attribute(ordinal, cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+        most = self.shared_per_block(ordinal)
         static = self._call(
             "cuFuncGetAttribute", cu.cuFuncGetAttribute(cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn)
         )

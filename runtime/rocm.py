@@ -158,6 +158,11 @@ class HipDriver(StreamDriver):
         attribute = hip.hipDeviceAttribute_t.hipDeviceAttributeMultiprocessorCount
         return self._call("hipDeviceGetAttribute", hip.hipDeviceGetAttribute(attribute, ordinal))
 
+    def shared_per_block(self, ordinal: int) -> int:
+        hip = _hip()
+        attribute = hip.hipDeviceAttribute_t.hipDeviceAttributeMaxSharedMemoryPerBlock
+        return self._call("hipDeviceGetAttribute", hip.hipDeviceGetAttribute(attribute, ordinal))
+
     def compiler_version(self) -> str:
         from runtime.gpu import compile as gpu_compile
 

@@ -498,15 +498,20 @@ def q8_bulk(rt: GpuRuntime, ordinal: int, fmt: str, rows: int, k: int, facts=QMA
 
 #: Dynamic shared memory a block of compute capability 9.0 may have (227 KiB), less a KiB for
 #: static shared memory: what q8_stream counts on (the driver gives qmatvec_q8_1_stream_<fmt> all
-#: the device allows, DYNAMIC_SHARED_KERNELS; where that falls short the kernel takes another,
-#: slow product, never a wrong one).
-STREAM_SHARED = 232448 - 1024
+#: the device allows, DYNAMIC_SHARED_KERNELS; q8_stream asks the device, so that the kernel's
+#: stream_fits agrees with it and never falls back to its slow product).
+STREAM_STATIC = 1024  # its full and empty barriers, 64 of each
+STREAM_SHARED = 232448 - STREAM_STATIC
 
 
 def q8_stream(rt: GpuRuntime, ordinal: int, fmt: str, rows: int, k: int, w: int, facts=QMATVEC_Q8_GRID_FACTS) -> bool:
     """Whether one row of x of `fmt` takes qmatvec_q8_1_stream_<fmt> (hip/qmatvec_q8.hip's
-    stream_fits): a stream_shape on cuda sm_90 and up, the weights `w` 16-byte aligned."""
-    return w % 16 == 0 and stream_shape(fmt, rows, k, facts) and bulk_copies(rt, ordinal)
+    stream_fits): a stream_shape on cuda sm_90 and up whose blocks may have STREAM_SHARED bytes of
+    dynamic shared memory (a device with less takes the other products), the weights `w` 16-byte
+    aligned."""
+    if not (w % 16 == 0 and stream_shape(fmt, rows, k, facts) and bulk_copies(rt, ordinal)):
+        return False
+    return rt.driver.shared_per_block(ordinal) >= STREAM_SHARED + STREAM_STATIC
 
 
 def stream_shape(fmt: str, rows: int, k: int, facts=QMATVEC_Q8_GRID_FACTS) -> bool:

@@ -282,6 +282,45 @@ def test_qmatmul_reads_a_strided_x_through_a_device_copy():
     assert not driver.of("download")
 
 
+class Sm90Driver(FakeDriver):
+    """A cuda sm_90 device that lets a block have `shared` bytes of shared memory, with room for
+    weight rows and x of 16384 values."""
+
+    name = "cuda"
+
+    def __init__(self, shared: int) -> None:
+        super().__init__()
+        self.memory = bytearray(1 << 18)
+        self.shared = shared
+
+    def arch(self, ordinal):
+        return "sm_90"
+
+    def shared_per_block(self, ordinal):
+        return self.shared
+
+
+@pytest.mark.parametrize("shared", [232448, 101376], ids=["227-KiB", "99-KiB"])
+def test_the_stream_product_takes_one_row_only_where_a_block_may_have_its_shared_memory(shared):
+    """One row of x of q3_K against 16384-value rows on cuda sm_90 and up: x quantized to q8_1,
+    then qmatvec_q8_1_stream_q3_k where a block may have STREAM_SHARED + STREAM_STATIC bytes of
+    shared memory (227 KiB), else qmatvec_q8_1_one_q3_k (a device of 99 KiB a block), whose
+    product needs none of it; the stream entry would only fall back to its slow one there."""
+    from runtime import ggml
+    from runtime.gpu import quant as gpu_quant
+
+    rt = GpuRuntime(Sm90Driver(shared))
+    launches: list[tuple] = []
+    rt.launch = lambda source, name, grid, block, stream, args, types: launches.append((name, args))
+    n, k = 3, 16384
+    q = gpu_quant.QGpuBuffer("q3_k", rt.from_host(0, np.zeros(n * k // 256 * ggml.FORMATS["q3_k"].nbytes, np.uint8)))
+    x = rt.from_host(0, np.ones(k, np.float32))
+    gpu_quant.q_matmul(rt, q, x, Layout.contiguous((1, k)), (n, k), kernels_hip.QSTORAGE["matmul"])
+    (quantize, (x_in, xq, *_)), (product, args) = launches
+    entry = "qmatvec_q8_1_stream_q3_k" if shared == 232448 else "qmatvec_q8_1_one_q3_k"
+    assert (quantize, product) == ("quantize_q8_1_f32", entry) and args[1:3] == (x_in, xq) == (x.ptr, xq)
+
+
 @pytest.mark.parametrize(
     "fmt, rows, n",
     [("q4_0", 1, 3), ("q4_0", 1, 65537), ("q4_0", 2, 3), ("q6_k", 2, 3), ("q6_k", 4, 3), ("f16", 1, 3), ("f16", 8, 3)],

@@ -401,6 +401,24 @@ def test_the_stream_product_gives_the_same_bits_on_any_grid(backend, fmt, n, k):
     assert err.max() <= ARITHMETIC_RTOL, f"cuda {fmt} ({n}, {k}): error {err.max():.2e}"
 
 
+@pytest.mark.parametrize("fmt", STREAM)
+def test_the_stream_product_is_given_the_shared_memory_the_runtime_counts_on(backend, fmt):
+    """qmatvec_q8_1_stream_<fmt>'s launches ask for at least STREAM_SHARED bytes of dynamic shared
+    memory on a device that lets a block have STREAM_SHARED + STREAM_STATIC (its static shared
+    memory within STREAM_STATIC): where q8_stream says the stream takes a product, the kernel's
+    own test (stream_fits) agrees and never falls back to its slow groups-of-lanes product. cuda
+    sm_90 and up."""
+    from runtime.gpu.quant import STREAM_SHARED, STREAM_STATIC
+
+    rt = bulk_runtime_or_skip(backend)
+    if rt.driver.shared_per_block(0) < STREAM_SHARED + STREAM_STATIC:
+        pytest.skip(f"cuda {rt.driver.arch(0)}: {rt.driver.shared_per_block(0)} bytes a block, no stream product")
+    one_row_product(rt, fmt, 640, 16384, seed=1)
+    fns = [fn for (_, _, name), fn in rt._functions.items() if name == f"qmatvec_q8_1_stream_{fmt}"]
+    shared = [rt.driver._dynamic_shared[int(fn)] for fn in fns]
+    assert shared and min(shared) >= STREAM_SHARED, (fmt, shared)
+
+
 @pytest.mark.parametrize(
     ("fmt", "k", "rows"), [("q3_k", 4352, 1), ("q3_k", 8192, 2), ("q2_k", 6144, 1), ("q4_0", 8192, 1), ("f16", 8192, 1)]
 )

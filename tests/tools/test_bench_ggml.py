@@ -329,8 +329,8 @@ class _Cuda(_Geometry):
 
     name = "cuda"
 
-    def __init__(self, arch: str):
-        self.driver = SimpleNamespace(arch=lambda ordinal: arch)
+    def __init__(self, arch: str, shared: int = 232448):
+        self.driver = SimpleNamespace(arch=lambda ordinal: arch, shared_per_block=lambda ordinal: shared)
 
 
 def test_explore_builds_define_their_facts_and_launch_by_them(tmp_path):
@@ -597,7 +597,7 @@ class _Sms(_Cuda):
     """An sm_90 device of 132 multiprocessors."""
 
     def __init__(self):
-        self.driver = SimpleNamespace(arch=lambda ordinal: "sm_90")
+        super().__init__("sm_90")
 
     def _sms(self, ordinal: int) -> int:
         return 132
@@ -785,6 +785,7 @@ def test_one_row_of_the_stream_formats_takes_the_stream_entry_where_it_fits():
     for rows, k, w in ((2, 16384, 0), (1, 4096, 0), (1, 8192 + 1024, 0), (1, 16384, 8)):
         assert not gpu_quant.q8_stream(rt, 0, "q3_k", rows, k, w), (rows, k, w)
     assert not gpu_quant.q8_stream(_Cuda("sm_80"), 0, "q3_k", 1, 16384, 0)
+    assert not gpu_quant.q8_stream(_Cuda("sm_120", 101376), 0, "q3_k", 1, 16384, 0)  # 99 KiB a block
     assert [gpu_quant.stream_warps(f, 16384) for f in ("q2_k", "q3_k", "q6_k")] == [warps, 14, 15]
     # x's row of 65536 values takes 92 KiB: room for two slots of 10 warps of q6_K's chunks of 32 blocks
     assert gpu_quant.stream_warps("q6_k", 65536) == 10 and gpu_quant.q8_stream(rt, 0, "q6_k", 1, 65536, 0)
