@@ -460,6 +460,7 @@ EXPLORE_VARIANTS: dict[str, dict[str, int]] = {
     "stream-warps-4-rows-2": {"QMATVEC_Q8_STREAM_WARPS": 4, "QMATVEC_Q8_STREAM_ROWS": 2},
     "stream-no-q6": {"QMATVEC_Q8_STREAM_K": 3},
     "stream-narrow": {"QMATVEC_Q8_STREAM_WIDE_K": 0},
+    "stream-release-none": {"QMATVEC_Q8_STREAM_RELEASE": 0},
 }
 EXPLORE_SHAPES = SHAPES
 #: Facts that only the runtime reads, by what a source holds where the runtime follows them: those of

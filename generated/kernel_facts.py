@@ -479,9 +479,16 @@ QMATVEC_Q8_STREAM_BLOCKS = 32
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_STREAM_WIDE_K=... needs this set alike)
 QMATVEC_Q8_STREAM_WIDE_K = 3
 
+#: qmatvec_q8_1_stream_*: the blocks of 256 whose stream product lets the next kernel, launched programmatically (x's
+#: quantization for the next product), start as its blocks end, a bit each as QMATVEC_Q8_WIDE_K (q6_K 16). H200, by one
+#: row (bench/ggml.py --explore, stream-release-none: 0): q6_K 52.4 us against 54.6 at 16384 x 16384, 16.1 against 16.7
+#: at 4096 x 14336; q2_K 26.1 against 25.5 and q3_K 12.0 against 11.1 at 4096 x 14336 slower
+#: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_STREAM_RELEASE=... needs this set alike)
+QMATVEC_Q8_STREAM_RELEASE = 16
+
 #: launched with programmatic stream serialization (cuda, sm_90 and up): each waits (griddepcontrol.wait) before it
-#: touches memory: the exact-x qmatvec of q4_0, q4_1, q8_0, q4_K, q6_K, and every product of hip/qmatvec_q8.hip (not x's
-#: quantization, which lets its product start)
+#: touches memory: the exact-x qmatvec of q4_0, q4_1, q8_0, q4_K, q6_K, every product of hip/qmatvec_q8.hip, and x's
+#: quantization (which lets its product start at once)
 PROGRAMMATIC_KERNELS = frozenset(
     {
         "qmatvec_q4_0",
@@ -579,6 +586,7 @@ PROGRAMMATIC_KERNELS = frozenset(
         "qmatvec_q8_1_stream_q5_k",
         "qmatvec_q8_1_stream_q6_k",
         "qmatvec_q8_1_stream_q8_k",
+        "quantize_q8_1_f32",
     }
 )
 

@@ -106,6 +106,7 @@ __global__ void __launch_bounds__(kStreamThreads, 1) qmatvec_q8_1_stream_q8_k(co
 
 extern "C" __global__ void quantize_q8_1_f32(const float* x, uint8_t* xq, const size_t rows, const size_t k) {
     opgen::release_dependents();
+    opgen::wait_for_predecessor();
     quantize_q8_1(x, xq, rows, k);
 }
 extern "C" __global__ void qmatvec_q8_1_f32(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {

@@ -1870,6 +1870,11 @@ template <typename F>
 constexpr uint32_t kStreamChunk = (uint32_t)OPGEN_QMATVEC_Q8_STREAM_BLOCKS *
                                   (k_bit<F>::value >= 0 && ((OPGEN_QMATVEC_Q8_STREAM_WIDE_K >> k_bit<F>::value) & 1) != 0 ? 2u : 1u);
 
+// Whether F's stream product lets the next kernel, when launched programmatically (x's
+// quantization for the next product among them), start as its blocks end (QMATVEC_Q8_STREAM_RELEASE).
+template <typename F>
+constexpr bool kStreamRelease = k_bit<F>::value >= 0 && ((OPGEN_QMATVEC_Q8_STREAM_RELEASE >> k_bit<F>::value) & 1) != 0;
+
 __device__ __forceinline__ uint32_t dynamic_shared_bytes() {
     uint32_t v;
     asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(v));
@@ -2177,6 +2182,7 @@ __device__ void stream_product(const uint8_t* __restrict__ w, const x_source& xs
     // The first slots fill while x is quantized (the kernel before, which writes no weights: the
     // weights are read before wait_for_predecessor, x after it) and copied; the others after.
     if (warp == (int)pl.warps && steps > 0) stream_issue<F>(slots, full, w, pl, v, 0);
+    if constexpr (kStreamRelease<F>) opgen::release_dependents();
     opgen::wait_for_predecessor();
     stream_share_x(xs, dynamic, pl.nb);
     __syncthreads();
@@ -2308,12 +2314,13 @@ template <typename F>
 constexpr int kFewMinBlocks =
     kBlock32In<F, OPGEN_QMATVEC_Q8_FEW_ROOMY_BLOCKS> ? OPGEN_QMATVEC_Q8_FEW_ROOMY_MIN_BLOCKS : OPGEN_QMATVEC_Q8_FEW_MIN_BLOCKS;
 
-// Programmatic launches (sm_90): the runtime launches every product entry point with programmatic
-// stream serialization (ops.yaml's PROGRAMMATIC_KERNELS lists them; x's quantization is not), and
-// each product waits for the kernel before it (opgen::wait_for_predecessor) before it touches
-// memory; x's quantization lets its product start at once (opgen::release_dependents), so the
-// product's launch and its blocks' start overlap the quantization, and the quantization of the
-// next product, launched plainly, starts only once this product has finished.
+// Programmatic launches (sm_90): the runtime launches every product entry point and x's
+// quantization with programmatic stream serialization (ops.yaml's PROGRAMMATIC_KERNELS lists
+// them), and each waits for the kernel before it (opgen::wait_for_predecessor) before it touches
+// memory (but for the weights, which no kernel writes); x's quantization lets its product start
+// at once (opgen::release_dependents), so the product's launch and its blocks' start overlap the
+// quantization, and the quantization of the next product is launched as this product's blocks
+// end, waiting for it (the stream products of QMATVEC_Q8_STREAM_RELEASE let it start earlier).
 
 template <typename F>
 __device__ __forceinline__ void qmatvec_q8_1_mma(const uint8_t* w, const float* x, const uint8_t* xq, float* y, size_t n,
