@@ -1855,10 +1855,11 @@ constexpr uint32_t kStreamPad = 16;  // past the stages: a block's last aligned 
 
 // x's row in shared memory, for nb blocks of 256: the quants, 16 pieces of 16 bytes a block, block
 // b's at piece 17 b (a quarter warp's lanes, blocks b..b + 7, read 8 bank groups); then the units'
-// d, units 4c..4c + 3 of block b a float4 at c nb + b; then their (d s0, d s1), units 2c, 2c + 1 of
-// block b at c nb + b: a warp's lanes read neighbouring pieces.
+// d, units 4c..4c + 3 of block b a float4 at c nb + b; then the sums of their halves' quants (s0,
+// s1: 16-bit integers in a word, s0 low), units 4c..4c + 3 of block b a uint4 at c nb + b: a warp's
+// lanes read neighbouring pieces.
 constexpr uint32_t kStreamXQuants = 17 * 16;
-__device__ __forceinline__ uint32_t stream_x_bytes(uint32_t nb) { return nb * (kStreamXQuants + 32 + 64); }
+__device__ __forceinline__ uint32_t stream_x_bytes(uint32_t nb) { return nb * (kStreamXQuants + 32 + 32); }
 
 #if OPGEN_QMATVEC_BULK
 __device__ __forceinline__ int stream_warps() { return (int)(blockDim.x / 32) - 1; }
@@ -1895,15 +1896,15 @@ __device__ __forceinline__ void stage_words(const uint32_t* base, uint32_t sh, u
 struct stream_x {
     const uint4* q;      // the block's 16 quant pieces
     const float4* d;     // + c nb: units 4c..
-    const float4* ds;    // + c nb: units 2c, 2c + 1
+    const uint4* sums;   // + c nb: units 4c..
     uint32_t nb;
     template <int V> __device__ __forceinline__ float unit_d() const {
         const float4 v = d[(V >> 2) * nb];
         return (V & 3) == 0 ? v.x : (V & 3) == 1 ? v.y : (V & 3) == 2 ? v.z : v.w;
     }
-    template <int V> __device__ __forceinline__ float2 unit_ds() const {
-        const float4 v = ds[(V >> 1) * nb];
-        return (V & 1) == 0 ? make_float2(v.x, v.y) : make_float2(v.z, v.w);
+    template <int V> __device__ __forceinline__ int unit_sums() const {
+        const uint4 v = sums[(V >> 2) * nb];
+        return (int)((V & 3) == 0 ? v.x : (V & 3) == 1 ? v.y : (V & 3) == 2 ? v.z : v.w);
     }
 };
 
@@ -1921,7 +1922,8 @@ template <int B> __device__ __forceinline__ int signed_byte(uint32_t v) {
 template <typename F> struct stream_block;
 
 // q2_K: 84 bytes (4-aligned): scales[16], qs[64], d, dmin. Bit pair j of qs masked in place (4^j q,
-// unsigned), each half's sum times its 4-bit scale in integers; its mins against x's d s.
+// unsigned), each half's sum times its 4-bit scale in integers; its mins against the sums of x's
+// halves in integers (one dp2a), times x's d.
 template <> struct stream_block<q2_k> {
     struct W {
         uint32_t sc[4], qs[16], dm;
@@ -1942,9 +1944,9 @@ template <> struct stream_block<q2_k> {
         for (int i = 0; i < 8; i++) p[i >> 2] = dot4_unsigned(w.qs[8 * n + i] & (0x03030303u << (2 * j)), q[i], p[i >> 2]);
         const uint32_t sc = w.sc[2 * n + (j >> 1)] >> (16 * (j & 1));  // byte h: half h's scale | min << 4
         const int t = (int)(sc & 15u) * p[0] + (int)((sc >> 8) & 15u) * p[1];
-        const float2 ds = x.unit_ds<V>();
-        s.s = fmaf(x.unit_d<V>() * (1.0f / (float)(1 << (2 * j))), (float)t, s.s);
-        s.m = fmaf((float)((sc >> 4) & 15u), ds.x, fmaf((float)((sc >> 12) & 15u), ds.y, s.m));
+        const float d = x.unit_d<V>();
+        s.s = fmaf(d * (1.0f / (float)(1 << (2 * j))), (float)t, s.s);
+        s.m = fmaf(d, (float)__dp2a_lo(x.unit_sums<V>(), (int)((sc >> 4) & 0x0F0Fu), 0), s.m);  // the mins as bytes
     }
     static __device__ __forceinline__ float value(const W& w, const Sums& s) { return half_lo(w.dm) * s.s - half_hi(w.dm) * s.m; }
 };
@@ -2001,7 +2003,7 @@ template <> struct stream_block<q3_k> {
 // shifted by (p % 4) * 8. Unit V = 4n + j: nibble j / 2 of ql's run 64n + 32 (j % 2) (masked in
 // place: 16^(j / 2) q), the bit pair j of qh[32n ..] (masked in place: 4^j h), two unsigned dot
 // products in integers to a common 2^e; each half's sum times its signed scale; the minus 32 of
-// every quant against x's d s.
+// every quant against the sums of x's halves in integers (one dp2a of the scales), times x's d.
 template <> struct stream_block<q6_k> {
     struct W {
         uint32_t ql[32], qh[16], sc[4], d;
@@ -2033,9 +2035,9 @@ template <> struct stream_block<q6_k> {
         }
         const uint32_t sc = w.sc[2 * n + (j >> 1)];  // byte 2 (j % 2) + h: half h's scale
         const int s0 = signed_byte<2 * (j & 1)>(sc), s1 = signed_byte<2 * (j & 1) + 1>(sc);
-        const float2 ds = x.unit_ds<V>();
-        s.s = fmaf(x.unit_d<V>() * (1.0f / (float)(1 << e)), (float)(s0 * c[0] + s1 * c[1]), s.s);
-        s.m = fmaf((float)s0, ds.x, fmaf((float)s1, ds.y, s.m));
+        const float d = x.unit_d<V>();
+        s.s = fmaf(d * (1.0f / (float)(1 << e)), (float)(s0 * c[0] + s1 * c[1]), s.s);
+        s.m = fmaf(d, (float)__dp2a_lo(x.unit_sums<V>(), (int)(sc >> (16 * (j & 1))), 0), s.m);  // bytes 0, 1: s0, s1
     }
     static __device__ __forceinline__ float value(const W& w, const Sums& s) { return half_lo(w.d) * (s.s - 32.0f * s.m); }
 };
@@ -2055,7 +2057,7 @@ __device__ __forceinline__ stream_x stream_x_at(const uint8_t* xs, uint32_t nb, 
     stream_x x;
     x.q = reinterpret_cast<const uint4*>(xs + g * kStreamXQuants), x.nb = nb;
     x.d = reinterpret_cast<const float4*>(xs + nb * kStreamXQuants) + g;
-    x.ds = reinterpret_cast<const float4*>(xs + nb * (kStreamXQuants + 32)) + g;
+    x.sums = reinterpret_cast<const uint4*>(xs + nb * (kStreamXQuants + 32)) + g;
     return x;
 }
 
@@ -2137,19 +2139,24 @@ __device__ __forceinline__ void stream_issue(uint8_t* slots, uint64_t* full, con
     for (uint32_t r = 0; r < rows; r++) stage_copy(dst + r * pl.cb * F::kBytes, src + (size_t)r * pl.nb * F::kBytes, bytes, &full[s]);
 }
 
-// Copies x's row into shared memory in stream_x_bytes' layout.
+// Copies x's row into shared memory in stream_x_bytes' layout: a 16-byte piece is a half's quants,
+// their sum taken as it is copied.
 __device__ __forceinline__ void stream_share_x(const x_source& s, uint8_t* xs, uint32_t nb) {
     const uint4* q = reinterpret_cast<const uint4*>(s.xq);
     const float4* m = reinterpret_cast<const float4*>(s.xm);  // a unit's d, d s0, d, d s1
     uint4* xq = reinterpret_cast<uint4*>(xs);
     float* xd = reinterpret_cast<float*>(xs + nb * kStreamXQuants);
-    float2* xds = reinterpret_cast<float2*>(xs + nb * (kStreamXQuants + 32));
-    for (uint32_t c = threadIdx.x; c < 16 * nb; c += blockDim.x) xq[c + (c >> 4)] = q[c];
+    int16_t* xsums = reinterpret_cast<int16_t*>(xs + nb * (kStreamXQuants + 32));
+    for (uint32_t c = threadIdx.x; c < 16 * nb; c += blockDim.x) {  // c = 16 b + 2 v + h: unit v's half h
+        const uint4 piece = q[c];
+        xq[c + (c >> 4)] = piece;
+        const int sum = __dp4a((int)piece.x, 0x01010101, __dp4a((int)piece.y, 0x01010101, __dp4a((int)piece.z, 0x01010101, __dp4a((int)piece.w, 0x01010101, 0))));
+        const uint32_t b = c >> 4, v = (c >> 1) & 7;
+        xsums[2 * (4 * ((v >> 2) * nb + b) + (v & 3)) + (c & 1)] = (int16_t)sum;
+    }
     for (uint32_t u = threadIdx.x; u < 8 * nb; u += blockDim.x) {
         const uint32_t b = u >> 3, v = u & 7;
-        const float4 mu = m[u];
-        xd[4 * ((v >> 2) * nb + b) + (v & 3)] = mu.x;
-        xds[2 * ((v >> 1) * nb + b) + (v & 1)] = make_float2(mu.y, mu.w);
+        xd[4 * ((v >> 2) * nb + b) + (v & 3)] = m[u].x;
     }
 }
 

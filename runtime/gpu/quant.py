@@ -550,8 +550,9 @@ def _stream_bytes(fmt: str, k: int, warps: int, slots: int, facts) -> int:
 
 def stream_x_bytes(blocks: int) -> int:
     """Shared memory x's row takes in qmatvec_q8_1_stream_<fmt> (hip/qmatvec_q8.hip's
-    stream_x_bytes): a block of 256's quants in 17 pieces of 16 bytes, its 8 d and 8 (d s0, d s1)."""
-    return blocks * (17 * 16 + 32 + 64)
+    stream_x_bytes): a block of 256's quants in 17 pieces of 16 bytes, its 8 d and the 16 sums of
+    its halves' quants (16-bit)."""
+    return blocks * (17 * 16 + 32 + 32)
 
 
 def q8_stream_launch(
