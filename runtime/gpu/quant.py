@@ -156,7 +156,7 @@ BULK_ARCH = 90
 #: 16384²; the blocks of 256 reading whole 16-byte pieces (QMATVEC_Q8_WIDE_K) took q4_K of one
 #: row and q6_K of two off this set: bench/results/ggml-q8-explore-h100.md). Where the stream
 #: product takes q6_K's one row (q8_stream) the quantized-x path runs all the same (H200,
-#: 2026-11-29, 73dd114: 56.3 µs against 62.2 at 16384², 17.5 against 20.8 at 4096 x 14336:
+#: 2026-11-29, 43d3928: 53.2 µs against 62.3 at 16384², 16.1 against 21.3 at 4096 x 14336:
 #: quantized_x).
 EXACT_X_FASTER: frozenset[tuple[str, int]] = frozenset({("q6_k", 1)})
 #: (format, x rows class) that keep the exact-x kernel up to EXACT_X_SMALL_ELEMS weights: one
