@@ -1502,6 +1502,8 @@ template <typename F, typename = void> struct k_bit {
 template <typename F> struct k_bit<F, decltype((void)F::kBit)> {
     static constexpr int value = F::kBit;
 };
+// Whether such a fact's mask holds F's bit (false for the formats that are no block of 256).
+template <typename F, long long Mask> constexpr bool kBlock256In = k_bit<F>::value >= 0 && ((Mask >> k_bit<F>::value) & 1) != 0;
 
 // Whether each group of lanes takes its own items (else a block an item): where a weight row has
 // at most QMATVEC_Q8_LANE_UNITS units per lane, or, for 4 and more rows of x, at most
@@ -1513,7 +1515,7 @@ template <typename F> struct k_bit<F, decltype((void)F::kBit)> {
 template <typename F, int NX> __device__ __forceinline__ bool by_groups(size_t units, size_t items, bool full) {
     constexpr size_t g = OPGEN_LANE_GROUP;
     if constexpr (kFamily<F> == 2) return units <= OPGEN_QMATVEC_Q8_LANE_UNITS_F * g;
-    if constexpr (NX == 1 && k_bit<F>::value >= 0 && ((OPGEN_QMATVEC_Q8_LANE_K_ONE_BLOCKS >> k_bit<F>::value) & 1) != 0) {
+    if constexpr (NX == 1 && kBlock256In<F, OPGEN_QMATVEC_Q8_LANE_K_ONE_BLOCKS>) {
         if (full && units <= OPGEN_QMATVEC_Q8_LANE_UNITS_K_ONE * g) return true;
     }
     return units <= OPGEN_QMATVEC_Q8_LANE_UNITS * g ||
@@ -1573,8 +1575,7 @@ template <typename F> struct two_block_operands {
 // kShared: x's row from shared memory (product's share_x), for the long units only; kTwo: the
 // two-block units of two_block_operands.
 template <typename F, int NX, bool kShared = false, bool kTwo = false> struct policy_of {
-    static constexpr bool kLong =
-        NX == 1 && k_bit<F>::value >= 0 && ((OPGEN_QMATVEC_Q8_LONG_K >> k_bit<F>::value) & 1) != 0 && has_long<F>::value;
+    static constexpr bool kLong = NX == 1 && kBlock256In<F, OPGEN_QMATVEC_Q8_LONG_K> && has_long<F>::value;
     typedef typename pick<kLong, long_operands<F, kShared>, typename operands_of<F>::type>::type plain;
     typedef typename pick<kTwo, two_block_operands<F>, plain>::type type;
 };
@@ -1663,7 +1664,7 @@ __device__ __forceinline__ void items(const uint8_t* __restrict__ w, const x_sou
 }
 
 // Whether F's long units read x from shared memory (QMATVEC_Q8_LONG_X_SHARED has its bit).
-template <typename F> constexpr bool kXShared = k_bit<F>::value >= 0 && ((OPGEN_QMATVEC_Q8_LONG_X_SHARED >> k_bit<F>::value) & 1) != 0;
+template <typename F> constexpr bool kXShared = kBlock256In<F, OPGEN_QMATVEC_Q8_LONG_X_SHARED>;
 
 // The product of R weight rows an item against NX rows of x: items' loop, the long units of one
 // row of x of kXShared's formats (cuda; k up to QMATVEC_Q8_LONG_X_SHARED_K) reading x from shared
@@ -1864,17 +1865,15 @@ __device__ __forceinline__ uint32_t stream_x_bytes(uint32_t nb) { return nb * (k
 #if OPGEN_QMATVEC_BULK
 __device__ __forceinline__ int stream_warps() { return (int)(blockDim.x / 32) - 1; }
 
-template <typename F> constexpr bool kStream = k_bit<F>::value >= 0 && ((OPGEN_QMATVEC_Q8_STREAM_K >> k_bit<F>::value) & 1) != 0;
+template <typename F> constexpr bool kStream = kBlock256In<F, OPGEN_QMATVEC_Q8_STREAM_K>;
 // Blocks a chunk holds of a weight row at most: QMATVEC_Q8_STREAM_BLOCKS, twice that for the
 // formats of QMATVEC_Q8_STREAM_WIDE_K.
 template <typename F>
-constexpr uint32_t kStreamChunk = (uint32_t)OPGEN_QMATVEC_Q8_STREAM_BLOCKS *
-                                  (k_bit<F>::value >= 0 && ((OPGEN_QMATVEC_Q8_STREAM_WIDE_K >> k_bit<F>::value) & 1) != 0 ? 2u : 1u);
+constexpr uint32_t kStreamChunk = (uint32_t)OPGEN_QMATVEC_Q8_STREAM_BLOCKS * (kBlock256In<F, OPGEN_QMATVEC_Q8_STREAM_WIDE_K> ? 2u : 1u);
 
 // Whether F's stream product lets the next kernel, when launched programmatically (x's
 // quantization for the next product among them), start as its blocks end (QMATVEC_Q8_STREAM_RELEASE).
-template <typename F>
-constexpr bool kStreamRelease = k_bit<F>::value >= 0 && ((OPGEN_QMATVEC_Q8_STREAM_RELEASE >> k_bit<F>::value) & 1) != 0;
+template <typename F> constexpr bool kStreamRelease = kBlock256In<F, OPGEN_QMATVEC_Q8_STREAM_RELEASE>;
 
 __device__ __forceinline__ uint32_t dynamic_shared_bytes() {
     uint32_t v;
@@ -2272,8 +2271,8 @@ __device__ void stream_elsewhere(const uint8_t* __restrict__ w, const x_source& 
 // the blocks of 32 (QMATVEC_Q8_ROWS_X*).
 template <typename F> struct item_rows {
     static constexpr int f = kFamily<F>;
-    static constexpr bool k_two = k_bit<F>::value >= 0 && ((OPGEN_QMATVEC_Q8_ROWS_K_X2_TWO >> k_bit<F>::value) & 1) != 0;
-    static constexpr bool k_one_two = k_bit<F>::value >= 0 && ((OPGEN_QMATVEC_Q8_ROWS_K_X1_TWO >> k_bit<F>::value) & 1) != 0;
+    static constexpr bool k_two = kBlock256In<F, OPGEN_QMATVEC_Q8_ROWS_K_X2_TWO>;
+    static constexpr bool k_one_two = kBlock256In<F, OPGEN_QMATVEC_Q8_ROWS_K_X1_TWO>;
     static constexpr int x1 = k_one_two ? 2
                               : f == 1 ? OPGEN_QMATVEC_Q8_ROWS_K_X1
                               : f == 2 ? OPGEN_QMATVEC_Q8_ROWS_F_X1
