@@ -427,7 +427,7 @@ EXPLORE_VARIANTS: dict[str, dict[str, int]] = {
         "QMATVEC_Q8_MMA_TILES_F": 2,
     },
     "mma-f-narrow-tiles-1": {"QMATVEC_Q8_MMA_F_TILES": 1, "QMATVEC_Q8_MMA_F_MIN_BLOCKS": 2},
-    **{f"float-pieces-k-{k}": {"QMATVEC_Q8_FLOAT_PIECES_K": k} for k in (0, 4096, 8192, 16384)},
+    **{f"float-pieces-k-{k}": {"QMATVEC_Q8_FLOAT_PIECES_K": k} for k in (0, 4096, 8192, 14336, 16384)},
     "lane-k-one-none": {"QMATVEC_Q8_LANE_K_ONE_BLOCKS": 0},
     "lane-k-one-all": {"QMATVEC_Q8_LANE_K_ONE_BLOCKS": 63},
     "lane-k-one-8": {"QMATVEC_Q8_LANE_UNITS_K_ONE": 8},
@@ -461,6 +461,8 @@ EXPLORE_VARIANTS: dict[str, dict[str, int]] = {
     "stream-no-q6": {"QMATVEC_Q8_STREAM_K": 3},
     "stream-narrow": {"QMATVEC_Q8_STREAM_WIDE_K": 0},
     "stream-release-none": {"QMATVEC_Q8_STREAM_RELEASE": 0},
+    "float-release-none": {"QMATVEC_Q8_FLOAT_RELEASE": 0},
+    "float-release-two": {"QMATVEC_Q8_FLOAT_RELEASE": 2},
 }
 EXPLORE_SHAPES = SHAPES
 #: Facts that only the runtime reads, by what a source holds where the runtime follows them: those of

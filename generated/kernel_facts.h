@@ -430,10 +430,10 @@
 #define OPGEN_QMATVEC_Q8_LONG_EVICT_FIRST 29
 #endif
 
-// qmatvec_q8_1_* of f32 weights (not on the tensor cores): rows of at most this many values read the two 16-byte pieces of a lane's unit of 32 bytes side by side (a group of lanes one run of 1 KiB), longer rows and f16 / bf16 a half of the row apart (two runs of 512 bytes); 0: never (bench/ggml.py --explore compares)
+// qmatvec_q8_1_* of f32 weights (not on the tensor cores): rows of at most this many values read the two 16-byte pieces of a lane's unit of 32 bytes side by side (a group of lanes one run of 1 KiB), longer rows and f16 / bf16 a half of the row apart (two runs of 512 bytes); 0: never. H200, by one row: side by side faster at rows of 4096 (14336 x 4096 52.6 against 54.9 us) and of 14336 (4096 x 14336 53.7-53.8 against 53.9), slower at 16384 (234.8 against 232.0); f16 / bf16 side by side slower at every shape (bench/ggml.py --explore compares)
 // (a default: -D OPGEN_QMATVEC_Q8_FLOAT_PIECES_K=... may tune it, with the runtime's QMATVEC_Q8_FLOAT_PIECES_K set alike)
 #ifndef OPGEN_QMATVEC_Q8_FLOAT_PIECES_K
-#define OPGEN_QMATVEC_Q8_FLOAT_PIECES_K 4096
+#define OPGEN_QMATVEC_Q8_FLOAT_PIECES_K 14336
 #endif
 
 // qmatvec_q8_1_one_* of the blocks of 32 on cuda sm_90, one row of x, k a multiple of 256: those whose weights stream into shared memory through the bulk copy engine (cp.async.bulk, stages of QMATVEC_Q8_BULK_ROWS weight rows), a bit each as QMATVEC_Q8_WIDE_BLOCKS (q5_0 4: 49.7 us against 56.7 at 16384 x 16384 on the H200; the others slower, their own loads already near copy bandwidth); one row of x of these takes qmatvec_q8_1_one_* on every device (bench/ggml.py --explore compares)
@@ -494,6 +494,12 @@
 // (a default: -D OPGEN_QMATVEC_Q8_STREAM_RELEASE=... may tune it, with the runtime's QMATVEC_Q8_STREAM_RELEASE set alike)
 #ifndef OPGEN_QMATVEC_Q8_STREAM_RELEASE
 #define OPGEN_QMATVEC_Q8_STREAM_RELEASE 16
+#endif
+
+// qmatvec_q8_1_few_* of f32, f16 and bf16 weights: up to this many rows of x (0, 1 or 2) they let the next kernel, launched programmatically, start at once (its blocks take the room of this one's last as they end, then wait for it), else at their end. H200, f32 by one row with QMATVEC_Q8_FLOAT_PIECES_K 14336, three cards (bench/ggml.py --explore, float-release-none: 0): 231.9-236.7 / 52.7-53.8 / 52.5-53.6 / 16.4-16.7 us against 232.0-236.8 / 52.9-53.9 / 52.6-53.5 / 16.6-16.9 at 16384 x 16384, 4096 x 14336, 14336 x 4096, 4096 x 4096; by two rows within the cells' spread either way (2: slower at 4096 x 4096)
+// (a default: -D OPGEN_QMATVEC_Q8_FLOAT_RELEASE=... may tune it, with the runtime's QMATVEC_Q8_FLOAT_RELEASE set alike)
+#ifndef OPGEN_QMATVEC_Q8_FLOAT_RELEASE
+#define OPGEN_QMATVEC_Q8_FLOAT_RELEASE 1
 #endif
 
 // launched with programmatic stream serialization (cuda, sm_90 and up): each waits (griddepcontrol.wait) before it touches memory: the exact-x qmatvec of q4_0, q4_1, q8_0, q4_K, q6_K, every product of hip/qmatvec_q8.hip, and x's quantization (which lets its product start at once)

@@ -2327,7 +2327,8 @@ constexpr int kFewMinBlocks =
 // memory (but for the weights, which no kernel writes); x's quantization lets its product start
 // at once (opgen::release_dependents), so the product's launch and its blocks' start overlap the
 // quantization, and the quantization of the next product is launched as this product's blocks
-// end, waiting for it (the stream products of QMATVEC_Q8_STREAM_RELEASE let it start earlier).
+// end, waiting for it (the stream products of QMATVEC_Q8_STREAM_RELEASE let it start earlier, as
+// the float weights' products of one row let the next kernel: few_release).
 
 template <typename F>
 __device__ __forceinline__ void qmatvec_q8_1_mma(const uint8_t* w, const float* x, const uint8_t* xq, float* y, size_t n,
@@ -2445,6 +2446,15 @@ __device__ __forceinline__ void qmatvec_q8_1_few(const uint8_t* w, const float* 
         product<F, 2, item_rows<F>::x2>(w, xs, y, n, rows);
     }
 #endif
+}
+
+// Float weights by at most QMATVEC_Q8_FLOAT_RELEASE rows of x (qmatvec_q8_1_few_<F>, before its
+// wait for the kernel before): the next kernel, launched programmatically, may start at once. Its
+// blocks take the room of this one's last as they end, then wait for it.
+template <typename F> __device__ __forceinline__ void few_release(size_t rows) {
+    if constexpr (kFamily<F> == 2 && OPGEN_QMATVEC_Q8_FLOAT_RELEASE > 0) {
+        if (rows <= (size_t)OPGEN_QMATVEC_Q8_FLOAT_RELEASE) opgen::release_dependents();
+    }
 }
 
 // One row of x of F streamed (stream_product, which waits for the kernel before once it has

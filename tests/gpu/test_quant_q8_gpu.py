@@ -33,14 +33,15 @@ FLOAT = ("f32", "f16", "bf16")
 #: (n, k): blocks of 256 and of 32, odd n, a k of many thread strides; k up to 4096 gives each
 #: group of lanes its own items (QMATVEC_Q8_LANE_UNITS), 4352 a block an item (few items)
 SHAPES = [(37, 256), (33, 4096), (130, 2304), (33, 4352)]  # NMSE over few outputs is noisy: n of 33 at least
-#: f32 / f16 / bf16: k of 24 fills f32's units of 8, not f16's of 16 (their exact-x kernel), its
-#: pieces side by side (QMATVEC_Q8_FLOAT_PIECES_K), 4112 and longer a half of the row apart; 8448:
-#: a block an item (more units a lane than QMATVEC_Q8_LANE_UNITS_F), 4352 f32's too; 4112 ends in
-#: part of the tensor cores' step (64 weights of a warp's lanes of a row), n of 19 part of a tile
+#: f32 / f16 / bf16: k of 24 fills f32's units of 8, not f16's of 16 (their exact-x kernel), f32's
+#: pieces side by side up to QMATVEC_Q8_FLOAT_PIECES_K, 14352 a half of the row apart (f16's and
+#: bf16's always); 8448: a block an item (more units a lane than QMATVEC_Q8_LANE_UNITS_F), 4352
+#: f32's too; 4112 ends in part of the tensor cores' step (64 weights of a warp's lanes of a row),
+#: n of 19 part of a tile
 #: (of an item's second where QMATVEC_Q8_MMA_F_TILES is 2, n of 33 one row of an item's first);
 #: n of 8195 takes qmatvec_q8_1_mma_wide_* (QMATVEC_Q8_MMA_WIDE_N), items of QMATVEC_Q8_MMA_TILES_F
 #: tiles, the last part full
-FLOAT_SHAPES = [(7, 24), (33, 8448), (19, 4112), (8195, 96)]
+FLOAT_SHAPES = [(7, 24), (33, 8448), (19, 4112), (33, 14352), (8195, 96)]
 #: The blocks of 32 on the tensor cores (from QMATVEC_Q8_MMA_Q_FROM rows of x, on weights of at least
 #: QMATVEC_Q8_MMA_Q_N rows; cuda sm_80 and up), items of one or two tiles of 16 rows (q8_tiles): n of
 #: 8195 leaves the last item 3 rows (a second tile past n), 8213 21 (a second tile part full); k of 96
