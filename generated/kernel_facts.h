@@ -496,7 +496,7 @@
 #define OPGEN_QMATVEC_Q8_STREAM_RELEASE 16
 #endif
 
-// qmatvec_q8_1_few_* of f32, f16 and bf16 weights: up to this many rows of x (0, 1 or 2) they let the next kernel, launched programmatically, start at once (its blocks take the room of this one's last as they end, then wait for it), else at their end. H200, f32 by one row with QMATVEC_Q8_FLOAT_PIECES_K 14336, three cards (bench/ggml.py --explore, float-release-none: 0): 231.9-236.7 / 52.7-53.8 / 52.5-53.6 / 16.4-16.7 us against 232.0-236.8 / 52.9-53.9 / 52.6-53.5 / 16.6-16.9 at 16384 x 16384, 4096 x 14336, 14336 x 4096, 4096 x 4096; by two rows within the cells' spread either way (2: slower at 4096 x 4096)
+// qmatvec_q8_1_few_* of f32, f16 and bf16 weights: up to this many rows of x (0, 1 or 2) they let the next kernel, launched programmatically, start at once (its blocks take the room of this one's last as they end, then wait for it), else at their end. H200, f32 by one row, the release alone, two cards, two processes each (bench/ggml.py --explore, float-release-none: 0): 231.9-236.6 / 52.9-53.8 / 52.6-53.4 / 16.5-16.7 us against 232.0-236.7 / 53.1-53.9 / 52.6-53.5 / 16.6-16.9 at 16384 x 16384, 4096 x 14336, 14336 x 4096, 4096 x 4096; by two rows within the cells' spread either way (2: slower at 4096 x 4096)
 // (a default: -D OPGEN_QMATVEC_Q8_FLOAT_RELEASE=... may tune it, with the runtime's QMATVEC_Q8_FLOAT_RELEASE set alike)
 #ifndef OPGEN_QMATVEC_Q8_FLOAT_RELEASE
 #define OPGEN_QMATVEC_Q8_FLOAT_RELEASE 1
