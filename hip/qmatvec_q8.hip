@@ -2149,8 +2149,7 @@ __device__ __forceinline__ void stream_share_x(const x_source& s, uint8_t* xs, u
     for (uint32_t c = threadIdx.x; c < 16 * nb; c += blockDim.x) {  // c = 16 b + 2 v + h: unit v's half h
         const uint4 piece = q[c];
         xq[c + (c >> 4)] = piece;
-        const int sum = __dp4a((int)piece.x, 0x01010101,
-                               __dp4a((int)piece.y, 0x01010101, __dp4a((int)piece.z, 0x01010101, __dp4a((int)piece.w, 0x01010101, 0))));
+        const int sum = dot4(piece.x, 0x01010101u, dot4(piece.y, 0x01010101u, dot4(piece.z, 0x01010101u, dot4(piece.w, 0x01010101u, 0))));
         const uint32_t b = c >> 4, v = (c >> 1) & 7;
         xsums[2 * (4 * ((v >> 2) * nb + b) + (v & 3)) + (c & 1)] = (int16_t)sum;
     }
