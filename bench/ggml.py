@@ -461,6 +461,8 @@ EXPLORE_VARIANTS: dict[str, dict[str, int]] = {
     "stream-no-q6": {"QMATVEC_Q8_STREAM_K": 3},
     "stream-narrow": {"QMATVEC_Q8_STREAM_WIDE_K": 0},
     "stream-release-none": {"QMATVEC_Q8_STREAM_RELEASE": 0},
+    "stream-share-batch-none": {"QMATVEC_Q8_STREAM_SHARE_BATCH": 0},
+    "stream-share-batch-all": {"QMATVEC_Q8_STREAM_SHARE_BATCH": 19},
     "float-release-none": {"QMATVEC_Q8_FLOAT_RELEASE": 0},
     "float-release-two": {"QMATVEC_Q8_FLOAT_RELEASE": 2},
 }

@@ -496,6 +496,12 @@
 #define OPGEN_QMATVEC_Q8_STREAM_RELEASE 16
 #endif
 
+// qmatvec_q8_1_stream_*: the blocks of 256 whose stream product loads x's row into shared memory three pieces a thread at once (one round of loads for 480 threads where piece by piece took five), a bit each as QMATVEC_Q8_WIDE_K (q3_K 2). H200, by one row at 16384 x 16384 (bench/ggml.py --explore, beside the source without it, three processes): q3_K 32.6-32.7 us against 33.5-33.6; q6_K 53.8-54.0 against 53.4-53.5 and q2_K 25.2-25.3 against 25.3 (their 512 and 544 threads took three rounds), so those load a piece at a time
+// (a default: -D OPGEN_QMATVEC_Q8_STREAM_SHARE_BATCH=... may tune it, with the runtime's QMATVEC_Q8_STREAM_SHARE_BATCH set alike)
+#ifndef OPGEN_QMATVEC_Q8_STREAM_SHARE_BATCH
+#define OPGEN_QMATVEC_Q8_STREAM_SHARE_BATCH 2
+#endif
+
 // qmatvec_q8_1_few_* of f32, f16 and bf16 weights: up to this many rows of x (0, 1 or 2) they let the next kernel, launched programmatically, start at once (its blocks take the room of this one's last as they end, then wait for it), else at their end. H200, f32 by one row, the release alone, two cards, two processes each (bench/ggml.py --explore, float-release-none: 0): 231.9-236.6 / 52.9-53.8 / 52.6-53.4 / 16.5-16.7 us against 232.0-236.7 / 53.1-53.9 / 52.6-53.5 / 16.6-16.9 at 16384 x 16384, 4096 x 14336, 14336 x 4096, 4096 x 4096; by two rows within the cells' spread either way (2: slower at 4096 x 4096)
 // (a default: -D OPGEN_QMATVEC_Q8_FLOAT_RELEASE=... may tune it, with the runtime's QMATVEC_Q8_FLOAT_RELEASE set alike)
 #ifndef OPGEN_QMATVEC_Q8_FLOAT_RELEASE

@@ -488,6 +488,14 @@ QMATVEC_Q8_STREAM_WIDE_K = 3
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_STREAM_RELEASE=... needs this set alike)
 QMATVEC_Q8_STREAM_RELEASE = 16
 
+#: qmatvec_q8_1_stream_*: the blocks of 256 whose stream product loads x's row into shared memory three pieces a thread
+#: at once (one round of loads for 480 threads where piece by piece took five), a bit each as QMATVEC_Q8_WIDE_K (q3_K
+#: 2). H200, by one row at 16384 x 16384 (bench/ggml.py --explore, beside the source without it, three processes): q3_K
+#: 32.6-32.7 us against 33.5-33.6; q6_K 53.8-54.0 against 53.4-53.5 and q2_K 25.2-25.3 against 25.3 (their 512 and 544
+#: threads took three rounds), so those load a piece at a time
+#: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_STREAM_SHARE_BATCH=... needs this set alike)
+QMATVEC_Q8_STREAM_SHARE_BATCH = 2
+
 #: qmatvec_q8_1_few_* of f32, f16 and bf16 weights: up to this many rows of x (0, 1 or 2) they let the next kernel,
 #: launched programmatically, start at once (its blocks take the room of this one's last as they end, then wait for it),
 #: else at their end. H200, f32 by one row, the release alone, two cards, two processes each (bench/ggml.py --explore,

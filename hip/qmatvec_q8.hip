@@ -2139,7 +2139,8 @@ __device__ __forceinline__ void stream_issue(uint8_t* slots, uint64_t* full, con
 }
 
 // Copies x's row into shared memory in stream_x_bytes' layout: a 16-byte piece is a half's quants,
-// their sum taken as it is copied.
+// their sum taken as it is copied. The formats of QMATVEC_Q8_STREAM_SHARE_BATCH take kShareLoads
+// pieces a thread at once (stream_share_x_batched).
 __device__ __forceinline__ void stream_share_x(const x_source& s, uint8_t* xs, uint32_t nb) {
     const uint4* q = reinterpret_cast<const uint4*>(s.xq);
     const float4* m = reinterpret_cast<const float4*>(s.xm);  // a unit's d, d s0, d, d s1
@@ -2156,6 +2157,42 @@ __device__ __forceinline__ void stream_share_x(const x_source& s, uint8_t* xs, u
     for (uint32_t u = threadIdx.x; u < 8 * nb; u += blockDim.x) {
         const uint32_t b = u >> 3, v = u & 7;
         xd[4 * ((v >> 2) * nb + b) + (v & 3)] = m[u].x;
+    }
+}
+
+// stream_share_x with a thread's kShareLoads pieces loaded before it stores any (index c: piece c
+// and, below 8 nb, unit c's d): q3_K's 480 threads take a row of 16384 values in one round of
+// loads, not five, each a wait on L2 before the first chunk is read.
+template <typename F> constexpr bool kShareBatch = kBlock256In<F, OPGEN_QMATVEC_Q8_STREAM_SHARE_BATCH>;
+constexpr int kShareLoads = 3;
+__device__ __forceinline__ void stream_share_x_batched(const x_source& s, uint8_t* xs, uint32_t nb) {
+    const uint4* q = reinterpret_cast<const uint4*>(s.xq);
+    const float4* m = reinterpret_cast<const float4*>(s.xm);
+    uint4* xq = reinterpret_cast<uint4*>(xs);
+    float* xd = reinterpret_cast<float*>(xs + nb * kStreamXQuants);
+    int16_t* xsums = reinterpret_cast<int16_t*>(xs + nb * (kStreamXQuants + 32));
+    const uint32_t pieces = 16 * nb, units = 8 * nb, step = blockDim.x;
+    for (uint32_t first = threadIdx.x; first < pieces; first += kShareLoads * step) {
+        uint4 piece[kShareLoads];
+        float d[kShareLoads];
+#pragma unroll
+        for (int i = 0; i < kShareLoads; i++) {
+            const uint32_t c = first + i * step;
+            if (c < pieces) piece[i] = q[c];
+            if (c < units) d[i] = m[c].x;
+        }
+#pragma unroll
+        for (int i = 0; i < kShareLoads; i++) {
+            const uint32_t c = first + i * step;
+            if (c < pieces) {
+                const uint4 p = piece[i];
+                xq[c + (c >> 4)] = p;
+                const int sum = dot4(p.x, 0x01010101u, dot4(p.y, 0x01010101u, dot4(p.z, 0x01010101u, dot4(p.w, 0x01010101u, 0))));
+                const uint32_t b = c >> 4, v = (c >> 1) & 7;
+                xsums[2 * (4 * ((v >> 2) * nb + b) + (v & 3)) + (c & 1)] = (int16_t)sum;
+            }
+            if (c < units) xd[4 * (((c >> 2) & 1) * nb + (c >> 3)) + (c & 3)] = d[i];  // unit c % 8 of block c / 8
+        }
     }
 }
 
@@ -2190,7 +2227,11 @@ __device__ void stream_product(const uint8_t* __restrict__ w, const x_source& xs
     if (warp == (int)pl.warps && steps > 0) stream_issue<F>(slots, full, w, pl, v, 0);
     if constexpr (kStreamRelease<F>) opgen::release_dependents();
     opgen::wait_for_predecessor();
-    stream_share_x(xs, dynamic, pl.nb);
+    if constexpr (kShareBatch<F>) {
+        stream_share_x_batched(xs, dynamic, pl.nb);
+    } else {
+        stream_share_x(xs, dynamic, pl.nb);
+    }
     __syncthreads();
     if (warp == (int)pl.warps) {  // round i: lane v fills warp v's step i once warp v freed its slot
         for (uint32_t i = 1; __any_sync(0xFFFFFFFFu, i < steps); i++) {
