@@ -2162,7 +2162,10 @@ __device__ __forceinline__ void stream_share_x(const x_source& s, uint8_t* xs, u
 
 // stream_share_x with a thread's kShareLoads pieces loaded before it stores any (index c: piece c
 // and, below 8 nb, unit c's d): q3_K's 480 threads take a row of 16384 values in one round of
-// loads, not five, each a wait on L2 before the first chunk is read.
+// loads, not five, each a wait on L2 before the first chunk is read. A function of its own: with
+// helpers both share, or this path for every format, ptxas gave q6_K's stream kernel 28-32 bytes
+// of spills where it has 8, and the batched path ran q6_K slower (call 76 of the explore record);
+// as it is, the other formats' stream kernels are unchanged.
 template <typename F> constexpr bool kShareBatch = kBlock256In<F, OPGEN_QMATVEC_Q8_STREAM_SHARE_BATCH>;
 constexpr int kShareLoads = 3;
 __device__ __forceinline__ void stream_share_x_batched(const x_source& s, uint8_t* xs, uint32_t nb) {
