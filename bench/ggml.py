@@ -469,6 +469,8 @@ EXPLORE_VARIANTS: dict[str, dict[str, int]] = {
     "stream-release-none": {"QMATVEC_Q8_STREAM_RELEASE": 0},
     "stream-share-batch-none": {"QMATVEC_Q8_STREAM_SHARE_BATCH": 0},
     "stream-share-batch-all": {"QMATVEC_Q8_STREAM_SHARE_BATCH": 19},
+    "stream-free-early-none": {"QMATVEC_Q8_STREAM_FREE_EARLY": 0},
+    "stream-free-early-all": {"QMATVEC_Q8_STREAM_FREE_EARLY": 19},
     "float-release-none": {"QMATVEC_Q8_FLOAT_RELEASE": 0},
     "float-release-two": {"QMATVEC_Q8_FLOAT_RELEASE": 2},
 }

@@ -502,6 +502,12 @@
 #define OPGEN_QMATVEC_Q8_STREAM_SHARE_BATCH 2
 #endif
 
+// qmatvec_q8_1_stream_*: the blocks of 256 whose reading warps free a slot of 2 QMATVEC_Q8_STREAM_BLOCKS blocks (a lane's two blocks at once) as soon as their lanes hold its weights in registers, before the products, so that its next copy starts the sooner, a bit each as QMATVEC_Q8_WIDE_K (q3_K 2). H200, by one row (bench/ggml.py --explore, stream-free-early-none: 0; three calls on three cards, two processes each): q3_K 32.3-32.8 us against 32.7-33.2 at 16384 x 16384, 11.0-11.2 against 11.1-11.3 at 4096 x 14336; q2_K 25.8 against 25.3-25.4 and 9.5 against 8.9 slower (its loads no longer overlap its first products)
+// (a default: -D OPGEN_QMATVEC_Q8_STREAM_FREE_EARLY=... may tune it, with the runtime's QMATVEC_Q8_STREAM_FREE_EARLY set alike)
+#ifndef OPGEN_QMATVEC_Q8_STREAM_FREE_EARLY
+#define OPGEN_QMATVEC_Q8_STREAM_FREE_EARLY 2
+#endif
+
 // qmatvec_q8_1_few_* of f32, f16 and bf16 weights: up to this many rows of x (0, 1 or 2) they let the next kernel, launched programmatically, start at once (its blocks take the room of this one's last as they end, then wait for it), else at their end. H200, f32 by one row, the release alone, two cards, two processes each (bench/ggml.py --explore, float-release-none: 0): 231.9-236.6 / 52.9-53.8 / 52.6-53.4 / 16.5-16.7 us against 232.0-236.7 / 53.1-53.9 / 52.6-53.5 / 16.6-16.9 at 16384 x 16384, 4096 x 14336, 14336 x 4096, 4096 x 4096; by two rows within the cells' spread either way (2: slower at 4096 x 4096)
 // (a default: -D OPGEN_QMATVEC_Q8_FLOAT_RELEASE=... may tune it, with the runtime's QMATVEC_Q8_FLOAT_RELEASE set alike)
 #ifndef OPGEN_QMATVEC_Q8_FLOAT_RELEASE
