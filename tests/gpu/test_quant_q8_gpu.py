@@ -365,7 +365,8 @@ STREAM_THREADS = 32 * (kernel_facts.QMATVEC_Q8_STREAM_WARPS + 1)
 #: (n, k): k of 8192 a chunk a row (one copy of the group's rows), 35 rows leaving most reading
 #: warps without work on 7 blocks; 14336 a row in two chunks of q6_K (the second of 24 blocks), one
 #: of 56 blocks of q2_K and q3_K (a lane at a time); 16384 one chunk of 64 blocks of q2_K and q3_K
-#: (a lane two blocks at once), two of q6_K, over many steps a warp; 18432 a chunk of 64 and one of 8;
+#: (a lane two blocks at once; q3_K's slot freed once loaded, QMATVEC_Q8_STREAM_FREE_EARLY), two of
+#: q6_K, over many steps a warp; 18432 a chunk of 64 and one of 8 (freed early, then after);
 #: 24576 x's row of 1536 pieces, two rounds of q3_K's batched loads (QMATVEC_Q8_STREAM_SHARE_BATCH).
 STREAM_SHAPES = [(35, 8192), (17, 14336), (640, 16384), (9, 18432), (5, 24576)]
 
