@@ -471,6 +471,8 @@ EXPLORE_VARIANTS: dict[str, dict[str, int]] = {
     "stream-share-batch-all": {"QMATVEC_Q8_STREAM_SHARE_BATCH": 19},
     "stream-free-early-none": {"QMATVEC_Q8_STREAM_FREE_EARLY": 0},
     "stream-free-early-all": {"QMATVEC_Q8_STREAM_FREE_EARLY": 19},
+    "stream-first-late-none": {"QMATVEC_Q8_STREAM_FIRST_LATE": 0},
+    "stream-first-late-steps-max": {"QMATVEC_Q8_STREAM_FIRST_LATE_STEPS": 1 << 30},
     "float-release-none": {"QMATVEC_Q8_FLOAT_RELEASE": 0},
     "float-release-two": {"QMATVEC_Q8_FLOAT_RELEASE": 2},
 }

@@ -508,6 +508,18 @@
 #define OPGEN_QMATVEC_Q8_STREAM_FREE_EARLY 2
 #endif
 
+// qmatvec_q8_1_stream_*: the blocks of 256 whose reading warps, where they have fewer than QMATVEC_Q8_STREAM_FIRST_LATE_STEPS steps, ask for their first chunk only once x's row is shared (x's loads otherwise land behind those copies), a bit each as QMATVEC_Q8_WIDE_K (q2_K 1, q3_K 2). H200, by one row (bench/ggml.py --explore, every first chunk late: stream-first-late-steps-max; two processes): at 4096 x 14336 (2 steps a warp) q3_K 10.4-10.5 us against 11.2, q2_K 8.6 against 8.9-9.0; at 16384 x 16384 (8-9 steps) later first chunks took q3_K to 33.8 against 32.3-32.4 and q2_K to 26.7-26.9 against 25.3-25.4
+// (a default: -D OPGEN_QMATVEC_Q8_STREAM_FIRST_LATE=... may tune it, with the runtime's QMATVEC_Q8_STREAM_FIRST_LATE set alike)
+#ifndef OPGEN_QMATVEC_Q8_STREAM_FIRST_LATE
+#define OPGEN_QMATVEC_Q8_STREAM_FIRST_LATE 3
+#endif
+
+// qmatvec_q8_1_stream_* of QMATVEC_Q8_STREAM_FIRST_LATE: steps a block's first reading warp takes (its groups of rows times their chunks) below which the first chunks wait for x's row; 2 steps ran faster so, 8 and 9 slower
+// (a default: -D OPGEN_QMATVEC_Q8_STREAM_FIRST_LATE_STEPS=... may tune it, with the runtime's QMATVEC_Q8_STREAM_FIRST_LATE_STEPS set alike)
+#ifndef OPGEN_QMATVEC_Q8_STREAM_FIRST_LATE_STEPS
+#define OPGEN_QMATVEC_Q8_STREAM_FIRST_LATE_STEPS 4
+#endif
+
 // qmatvec_q8_1_few_* of f32, f16 and bf16 weights: up to this many rows of x (0, 1 or 2) they let the next kernel, launched programmatically, start at once (its blocks take the room of this one's last as they end, then wait for it), else at their end. H200, f32 by one row, the release alone, two cards, two processes each (bench/ggml.py --explore, float-release-none: 0): 231.9-236.6 / 52.9-53.8 / 52.6-53.4 / 16.5-16.7 us against 232.0-236.7 / 53.1-53.9 / 52.6-53.5 / 16.6-16.9 at 16384 x 16384, 4096 x 14336, 14336 x 4096, 4096 x 4096; by two rows within the cells' spread either way (2: slower at 4096 x 4096)
 // (a default: -D OPGEN_QMATVEC_Q8_FLOAT_RELEASE=... may tune it, with the runtime's QMATVEC_Q8_FLOAT_RELEASE set alike)
 #ifndef OPGEN_QMATVEC_Q8_FLOAT_RELEASE

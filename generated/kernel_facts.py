@@ -505,6 +505,20 @@ QMATVEC_Q8_STREAM_SHARE_BATCH = 2
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_STREAM_FREE_EARLY=... needs this set alike)
 QMATVEC_Q8_STREAM_FREE_EARLY = 2
 
+#: qmatvec_q8_1_stream_*: the blocks of 256 whose reading warps, where they have fewer than
+#: QMATVEC_Q8_STREAM_FIRST_LATE_STEPS steps, ask for their first chunk only once x's row is shared (x's loads otherwise
+#: land behind those copies), a bit each as QMATVEC_Q8_WIDE_K (q2_K 1, q3_K 2). H200, by one row (bench/ggml.py
+#: --explore, every first chunk late: stream-first-late-steps-max; two processes): at 4096 x 14336 (2 steps a warp) q3_K
+#: 10.4-10.5 us against 11.2, q2_K 8.6 against 8.9-9.0; at 16384 x 16384 (8-9 steps) later first chunks took q3_K to
+#: 33.8 against 32.3-32.4 and q2_K to 26.7-26.9 against 25.3-25.4
+#: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_STREAM_FIRST_LATE=... needs this set alike)
+QMATVEC_Q8_STREAM_FIRST_LATE = 3
+
+#: qmatvec_q8_1_stream_* of QMATVEC_Q8_STREAM_FIRST_LATE: steps a block's first reading warp takes (its groups of rows
+#: times their chunks) below which the first chunks wait for x's row; 2 steps ran faster so, 8 and 9 slower
+#: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_STREAM_FIRST_LATE_STEPS=... needs this set alike)
+QMATVEC_Q8_STREAM_FIRST_LATE_STEPS = 4
+
 #: qmatvec_q8_1_few_* of f32, f16 and bf16 weights: up to this many rows of x (0, 1 or 2) they let the next kernel,
 #: launched programmatically, start at once (its blocks take the room of this one's last as they end, then wait for it),
 #: else at their end. H200, f32 by one row, the release alone, two cards, two processes each (bench/ggml.py --explore,

@@ -2239,8 +2239,11 @@ __device__ void stream_product(const uint8_t* __restrict__ w, const x_source& xs
     }
     __syncthreads();
     // The first slots fill while x is quantized (the kernel before, which writes no weights: the
-    // weights are read before wait_for_predecessor, x after it) and copied; the others after.
-    if (warp == (int)pl.warps && steps > 0) stream_issue<F>(slots, full, w, pl, v, 0);
+    // weights are read before wait_for_predecessor, x after it) and copied; the others after. But
+    // x's row, read after the wait, lands behind those copies: where the warps have few steps
+    // (QMATVEC_Q8_STREAM_FIRST_LATE), their first copies wait for x's row to be shared instead.
+    const bool late = kBlock256In<F, OPGEN_QMATVEC_Q8_STREAM_FIRST_LATE> && pl.steps(0) < OPGEN_QMATVEC_Q8_STREAM_FIRST_LATE_STEPS;
+    if (!late && warp == (int)pl.warps && steps > 0) stream_issue<F>(slots, full, w, pl, v, 0);
     if constexpr (kStreamRelease<F>) opgen::release_dependents();
     opgen::wait_for_predecessor();
     if constexpr (kShareBatch<F>) {
@@ -2250,7 +2253,7 @@ __device__ void stream_product(const uint8_t* __restrict__ w, const x_source& xs
     }
     __syncthreads();
     if (warp == (int)pl.warps) {  // round i: lane v fills warp v's step i once warp v freed its slot
-        for (uint32_t i = 1; __any_sync(0xFFFFFFFFu, i < steps); i++) {
+        for (uint32_t i = late ? 0u : 1u; __any_sync(0xFFFFFFFFu, i < steps); i++) {
             if (i < steps && i >= pl.per) stage_wait(&empty[pl.slot(v, i)], ((i / pl.per) & 1u) ^ 1u);
             __syncwarp();
             if (i < steps) stream_issue<F>(slots, full, w, pl, v, i);
