@@ -466,16 +466,28 @@
 #define OPGEN_QMATVEC_Q8_STREAM_K 19
 #endif
 
-// qmatvec_q8_1_stream_*: reading warps at most (the launch bounds; a warp more fills their slots): the runtime launches fewer where two slots a warp would not fit beside x's row (q3_K's chunks of 64 blocks: 14, q6_K's of 32: 15, at k = 16384), each taking QMATVEC_Q8_STREAM_ROWS weight rows a step
+// qmatvec_q8_1_stream_*: reading warps at most (the launch bounds; a warp more fills their slots): the runtime launches fewer where two slots a warp would not fit beside x's row (q6_K's chunks of 32 blocks: 15 at k = 16384), each taking QMATVEC_Q8_STREAM_ROWS weight rows a step; the formats of QMATVEC_Q8_STREAM_PAIRS at most QMATVEC_Q8_STREAM_PAIR_WARPS
 // (a default: -D OPGEN_QMATVEC_Q8_STREAM_WARPS=... may tune it, with the runtime's QMATVEC_Q8_STREAM_WARPS set alike)
 #ifndef OPGEN_QMATVEC_Q8_STREAM_WARPS
 #define OPGEN_QMATVEC_Q8_STREAM_WARPS 16
 #endif
 
-// qmatvec_q8_1_stream_*: weight rows a warp takes a step, its lanes loading x's block once for them
+// qmatvec_q8_1_stream_*: weight rows a warp takes a step, its lanes loading x's block once for them (twice that for QMATVEC_Q8_STREAM_PAIRS)
 // (a default: -D OPGEN_QMATVEC_Q8_STREAM_ROWS=... may tune it, with the runtime's QMATVEC_Q8_STREAM_ROWS set alike)
 #ifndef OPGEN_QMATVEC_Q8_STREAM_ROWS
 #define OPGEN_QMATVEC_Q8_STREAM_ROWS 1
+#endif
+
+// qmatvec_q8_1_stream_*: the blocks of 256 whose reading warps take twice QMATVEC_Q8_STREAM_ROWS weight rows a step (x's block loaded once for both: half the shared-memory reads of x a weight row), at most QMATVEC_Q8_STREAM_PAIR_WARPS of them (their own launch bounds), a bit each as QMATVEC_Q8_WIDE_K (q3_K 2: 7 warps at k = 16384). H200, by one row, two processes (bench/ggml.py --explore, stream-pairs-none: 0): q3_K 29.9 us against 30.2-30.4 at 16384 x 16384, 9.9-10.0 against 10.8 at 4096 x 14336; q2_K 25.9 against 25.2 at 16384 x 16384 (released: 25.1-25.2), 9 warps of two rows 26.1, 6 of three rows 26.2 (q3_K 31.5)
+// (a default: -D OPGEN_QMATVEC_Q8_STREAM_PAIRS=... may tune it, with the runtime's QMATVEC_Q8_STREAM_PAIRS set alike)
+#ifndef OPGEN_QMATVEC_Q8_STREAM_PAIRS
+#define OPGEN_QMATVEC_Q8_STREAM_PAIRS 2
+#endif
+
+// qmatvec_q8_1_stream_* of QMATVEC_Q8_STREAM_PAIRS: reading warps at most (the launch bounds: 288 threads, up to 224 registers a thread; q3_K takes 160)
+// (a default: -D OPGEN_QMATVEC_Q8_STREAM_PAIR_WARPS=... may tune it, with the runtime's QMATVEC_Q8_STREAM_PAIR_WARPS set alike)
+#ifndef OPGEN_QMATVEC_Q8_STREAM_PAIR_WARPS
+#define OPGEN_QMATVEC_Q8_STREAM_PAIR_WARPS 8
 #endif
 
 // qmatvec_q8_1_stream_*: blocks of 256 a slot holds of each weight row at most, twice that for QMATVEC_Q8_STREAM_WIDE_K (a lane a block, or two at once: fewer leave lanes idle, 16 took q3_K to 56 us on the H200); longer rows take several steps
@@ -490,10 +502,16 @@
 #define OPGEN_QMATVEC_Q8_STREAM_WIDE_K 3
 #endif
 
-// qmatvec_q8_1_stream_*: the blocks of 256 whose stream product lets the next kernel, launched programmatically (x's quantization for the next product), start as its blocks end, a bit each as QMATVEC_Q8_WIDE_K (q6_K 16). H200, by one row (bench/ggml.py --explore, stream-release-none: 0): q6_K 52.4 us against 54.6 at 16384 x 16384, 16.1 against 16.7 at 4096 x 14336; q2_K 26.1 against 25.5 and q3_K 12.0 against 11.1 at 4096 x 14336 slower
+// qmatvec_q8_1_stream_*: the blocks of 256 whose stream product lets the next kernel, launched programmatically (x's quantization for the next product, whose blocks fit beside a stream block: DYNAMIC_SHARED_SPARE), start at once where its warps take at least QMATVEC_Q8_STREAM_RELEASE_STEPS steps, so that the next product's blocks take the multiprocessors as this one's end, a bit each as QMATVEC_Q8_WIDE_K (q3_K 2, q6_K 16). H200, by one row, two processes (bench/ggml.py --explore, stream-release-none: 0): q3_K 30.2-31.0 us against 32.6-32.7 at 16384 x 16384; q6_K 52.4 against 54.6 at 16384 x 16384 (before the spare); q2_K 25.6-25.9 against 25.5-25.6, so it is not released
 // (a default: -D OPGEN_QMATVEC_Q8_STREAM_RELEASE=... may tune it, with the runtime's QMATVEC_Q8_STREAM_RELEASE set alike)
 #ifndef OPGEN_QMATVEC_Q8_STREAM_RELEASE
-#define OPGEN_QMATVEC_Q8_STREAM_RELEASE 16
+#define OPGEN_QMATVEC_Q8_STREAM_RELEASE 18
+#endif
+
+// qmatvec_q8_1_stream_* of QMATVEC_Q8_STREAM_RELEASE: steps a block's first reading warp takes (its groups of rows times their chunks) from which the product releases the next kernel at once; below, at its end (their first copies would draw on this one's last). H200, by one row at 4096 x 14336 (2 steps a warp; stream-release-steps-none: 0): q3_K 10.8-10.9 us against 12.4-12.5 released; q6_K 14.9 either way
+// (a default: -D OPGEN_QMATVEC_Q8_STREAM_RELEASE_STEPS=... may tune it, with the runtime's QMATVEC_Q8_STREAM_RELEASE_STEPS set alike)
+#ifndef OPGEN_QMATVEC_Q8_STREAM_RELEASE_STEPS
+#define OPGEN_QMATVEC_Q8_STREAM_RELEASE_STEPS 4
 #endif
 
 // qmatvec_q8_1_stream_*: the blocks of 256 whose stream product loads x's row into shared memory three pieces a thread at once (one round of loads for 480 threads where piece by piece took five), a bit each as QMATVEC_Q8_WIDE_K (q3_K 2). H200, by one row at 16384 x 16384 (bench/ggml.py --explore, beside the source without it, three processes): q3_K 32.6-32.7 us against 33.5-33.6; q6_K 53.8-54.0 against 53.4-53.5 and q2_K 25.2-25.3 against 25.3 (their 512 and 544 threads took three rounds), so those load a piece at a time
@@ -502,10 +520,10 @@
 #define OPGEN_QMATVEC_Q8_STREAM_SHARE_BATCH 2
 #endif
 
-// qmatvec_q8_1_stream_*: the blocks of 256 whose reading warps free a slot of 2 QMATVEC_Q8_STREAM_BLOCKS blocks (a lane's two blocks at once) as soon as their lanes hold its weights in registers, before the products, so that its next copy starts the sooner, a bit each as QMATVEC_Q8_WIDE_K (q3_K 2). H200, by one row (bench/ggml.py --explore, stream-free-early-none: 0; three calls on three cards, two processes each): q3_K 32.3-32.8 us against 32.7-33.2 at 16384 x 16384, 11.0-11.2 against 11.1-11.3 at 4096 x 14336; q2_K 25.8 against 25.3-25.4 and 9.5 against 8.9 slower (its loads no longer overlap its first products)
+// qmatvec_q8_1_stream_*: the blocks of 256 whose reading warps, taking one row a step, free a slot of 2 QMATVEC_Q8_STREAM_BLOCKS blocks (a lane's two blocks at once) as soon as their lanes hold its weights in registers, before the products, so that its next copy starts the sooner, a bit each as QMATVEC_Q8_WIDE_K (none: q3_K's pairs of rows, QMATVEC_Q8_STREAM_PAIRS, ran faster). H200, by one row (bench/ggml.py --explore, stream-free-early-all: 19; three calls on three cards, two processes each): q3_K of one row a step 32.3-32.8 us against 32.7-33.2 at 16384 x 16384, 11.0-11.2 against 11.1-11.3 at 4096 x 14336; q2_K 25.8 against 25.3-25.4 and 9.5 against 8.9 slower (its loads no longer overlap its first products)
 // (a default: -D OPGEN_QMATVEC_Q8_STREAM_FREE_EARLY=... may tune it, with the runtime's QMATVEC_Q8_STREAM_FREE_EARLY set alike)
 #ifndef OPGEN_QMATVEC_Q8_STREAM_FREE_EARLY
-#define OPGEN_QMATVEC_Q8_STREAM_FREE_EARLY 2
+#define OPGEN_QMATVEC_Q8_STREAM_FREE_EARLY 0
 #endif
 
 // qmatvec_q8_1_stream_*: the blocks of 256 whose reading warps, where they have fewer than QMATVEC_Q8_STREAM_FIRST_LATE_STEPS steps, ask for their first chunk only once x's row is shared (x's loads otherwise land behind those copies), a bit each as QMATVEC_Q8_WIDE_K (q2_K 1, q3_K 2). H200, by one row (bench/ggml.py --explore, every first chunk late: stream-first-late-steps-max; two processes): at 4096 x 14336 (2 steps a warp) q3_K 10.4-10.5 us against 11.2, q2_K 8.6 against 8.9-9.0; at 16384 x 16384 (8-9 steps) later first chunks took q3_K to 33.8 against 32.3-32.4 and q2_K to 26.7-26.9 against 25.3-25.4
@@ -529,8 +547,11 @@
 // launched with programmatic stream serialization (cuda, sm_90 and up): each waits (griddepcontrol.wait) before it touches memory: the exact-x qmatvec of q4_0, q4_1, q8_0, q4_K, q6_K, every product of hip/qmatvec_q8.hip, and x's quantization (which lets its product start at once)
 #define OPGEN_PROGRAMMATIC_KERNELS "qmatvec_q4_0 qmatvec_q4_1 qmatvec_q8_0 qmatvec_q4_k qmatvec_q6_k qmatvec_q8_1_f32 qmatvec_q8_1_f16 qmatvec_q8_1_bf16 qmatvec_q8_1_q4_0 qmatvec_q8_1_q4_1 qmatvec_q8_1_q5_0 qmatvec_q8_1_q5_1 qmatvec_q8_1_q8_0 qmatvec_q8_1_q8_1 qmatvec_q8_1_q2_k qmatvec_q8_1_q3_k qmatvec_q8_1_q4_k qmatvec_q8_1_q5_k qmatvec_q8_1_q6_k qmatvec_q8_1_q8_k qmatvec_q8_1_one_f32 qmatvec_q8_1_one_f16 qmatvec_q8_1_one_bf16 qmatvec_q8_1_one_q4_0 qmatvec_q8_1_one_q4_1 qmatvec_q8_1_one_q5_0 qmatvec_q8_1_one_q5_1 qmatvec_q8_1_one_q8_0 qmatvec_q8_1_one_q8_1 qmatvec_q8_1_one_q2_k qmatvec_q8_1_one_q3_k qmatvec_q8_1_one_q4_k qmatvec_q8_1_one_q5_k qmatvec_q8_1_one_q6_k qmatvec_q8_1_one_q8_k qmatvec_q8_1_few_f32 qmatvec_q8_1_few_f16 qmatvec_q8_1_few_bf16 qmatvec_q8_1_few_q4_0 qmatvec_q8_1_few_q4_1 qmatvec_q8_1_few_q5_0 qmatvec_q8_1_few_q5_1 qmatvec_q8_1_few_q8_0 qmatvec_q8_1_few_q8_1 qmatvec_q8_1_few_q2_k qmatvec_q8_1_few_q3_k qmatvec_q8_1_few_q4_k qmatvec_q8_1_few_q5_k qmatvec_q8_1_few_q6_k qmatvec_q8_1_few_q8_k qmatvec_q8_1_mma_f32 qmatvec_q8_1_mma_f16 qmatvec_q8_1_mma_bf16 qmatvec_q8_1_mma_q4_0 qmatvec_q8_1_mma_q4_1 qmatvec_q8_1_mma_q5_0 qmatvec_q8_1_mma_q5_1 qmatvec_q8_1_mma_q8_0 qmatvec_q8_1_mma_q8_1 qmatvec_q8_1_mma_q2_k qmatvec_q8_1_mma_q3_k qmatvec_q8_1_mma_q4_k qmatvec_q8_1_mma_q5_k qmatvec_q8_1_mma_q6_k qmatvec_q8_1_mma_q8_k qmatvec_q8_1_mma_wide_f32 qmatvec_q8_1_mma_wide_f16 qmatvec_q8_1_mma_wide_bf16 qmatvec_q8_1_mma_wide_q4_0 qmatvec_q8_1_mma_wide_q4_1 qmatvec_q8_1_mma_wide_q5_0 qmatvec_q8_1_mma_wide_q5_1 qmatvec_q8_1_mma_wide_q8_0 qmatvec_q8_1_mma_wide_q8_1 qmatvec_q8_1_mma_wide_q2_k qmatvec_q8_1_mma_wide_q3_k qmatvec_q8_1_mma_wide_q4_k qmatvec_q8_1_mma_wide_q5_k qmatvec_q8_1_mma_wide_q6_k qmatvec_q8_1_mma_wide_q8_k qmatvec_q8_1_stream_f32 qmatvec_q8_1_stream_f16 qmatvec_q8_1_stream_bf16 qmatvec_q8_1_stream_q4_0 qmatvec_q8_1_stream_q4_1 qmatvec_q8_1_stream_q5_0 qmatvec_q8_1_stream_q5_1 qmatvec_q8_1_stream_q8_0 qmatvec_q8_1_stream_q8_1 qmatvec_q8_1_stream_q2_k qmatvec_q8_1_stream_q3_k qmatvec_q8_1_stream_q4_k qmatvec_q8_1_stream_q5_k qmatvec_q8_1_stream_q6_k qmatvec_q8_1_stream_q8_k quantize_q8_1_f32"
 
-// launched (cuda) with as much dynamic shared memory as the device lets a block have beside its static shared memory (the function's attribute raised once, when it is loaded): each sizes what it keeps there by %dynamic_smem_size
+// launched (cuda) with as much dynamic shared memory as the device lets a block have beside its static shared memory, less DYNAMIC_SHARED_SPARE (the function's attribute raised once, when it is loaded): each sizes what it keeps there by %dynamic_smem_size
 #define OPGEN_DYNAMIC_SHARED_KERNELS "qmatvec_q8_1_stream_f32 qmatvec_q8_1_stream_f16 qmatvec_q8_1_stream_bf16 qmatvec_q8_1_stream_q4_0 qmatvec_q8_1_stream_q4_1 qmatvec_q8_1_stream_q5_0 qmatvec_q8_1_stream_q5_1 qmatvec_q8_1_stream_q8_0 qmatvec_q8_1_stream_q8_1 qmatvec_q8_1_stream_q2_k qmatvec_q8_1_stream_q3_k qmatvec_q8_1_stream_q4_k qmatvec_q8_1_stream_q5_k qmatvec_q8_1_stream_q6_k qmatvec_q8_1_stream_q8_k"
+
+// bytes of shared memory the kernels of DYNAMIC_SHARED_KERNELS leave free on their multiprocessor, so that small blocks of other kernels (x's quantization for the next product, launched early) run beside them rather than hold a multiprocessor of their own from the next product's blocks. H200, by one row, two processes (bench/ggml.py --explore with a runtime that left none free, beside one that left 4096 bytes): q6_K 14.9 us against 16.0-16.4 at 4096 x 14336, 52.7-52.8 against 53.3 at 16384 x 16384; q2_K and q3_K unchanged unreleased, q3_K released 30.2-30.9 against 32.6-32.7 at 16384 x 16384
+#define OPGEN_DYNAMIC_SHARED_SPARE 4096
 
 // The reduce ops' codes: reduce_chunks_<dtype>'s `op` argument (runtime: REDUCE_CODES).
 #define OPGEN_REDUCE_SUM 0u

@@ -88,21 +88,21 @@ __global__ void __launch_bounds__(kMmaWideThreads<q4_k>, kMmaWideMinBlocks<q4_k>
 __global__ void __launch_bounds__(kMmaWideThreads<q5_k>, kMmaWideMinBlocks<q5_k>) qmatvec_q8_1_mma_wide_q5_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
 __global__ void __launch_bounds__(kMmaWideThreads<q6_k>, kMmaWideMinBlocks<q6_k>) qmatvec_q8_1_mma_wide_q6_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
 __global__ void __launch_bounds__(kMmaWideThreads<q8_k>, kMmaWideMinBlocks<q8_k>) qmatvec_q8_1_mma_wide_q8_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
-__global__ void __launch_bounds__(kStreamThreads, 1) qmatvec_q8_1_stream_f32(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
-__global__ void __launch_bounds__(kStreamThreads, 1) qmatvec_q8_1_stream_f16(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
-__global__ void __launch_bounds__(kStreamThreads, 1) qmatvec_q8_1_stream_bf16(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
-__global__ void __launch_bounds__(kStreamThreads, 1) qmatvec_q8_1_stream_q4_0(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
-__global__ void __launch_bounds__(kStreamThreads, 1) qmatvec_q8_1_stream_q4_1(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
-__global__ void __launch_bounds__(kStreamThreads, 1) qmatvec_q8_1_stream_q5_0(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
-__global__ void __launch_bounds__(kStreamThreads, 1) qmatvec_q8_1_stream_q5_1(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
-__global__ void __launch_bounds__(kStreamThreads, 1) qmatvec_q8_1_stream_q8_0(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
-__global__ void __launch_bounds__(kStreamThreads, 1) qmatvec_q8_1_stream_q8_1(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
-__global__ void __launch_bounds__(kStreamThreads, 1) qmatvec_q8_1_stream_q2_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
-__global__ void __launch_bounds__(kStreamThreads, 1) qmatvec_q8_1_stream_q3_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
-__global__ void __launch_bounds__(kStreamThreads, 1) qmatvec_q8_1_stream_q4_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
-__global__ void __launch_bounds__(kStreamThreads, 1) qmatvec_q8_1_stream_q5_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
-__global__ void __launch_bounds__(kStreamThreads, 1) qmatvec_q8_1_stream_q6_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
-__global__ void __launch_bounds__(kStreamThreads, 1) qmatvec_q8_1_stream_q8_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kStreamThreads<f32>, 1) qmatvec_q8_1_stream_f32(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kStreamThreads<f16>, 1) qmatvec_q8_1_stream_f16(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kStreamThreads<bf16>, 1) qmatvec_q8_1_stream_bf16(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kStreamThreads<q4_0>, 1) qmatvec_q8_1_stream_q4_0(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kStreamThreads<q4_1>, 1) qmatvec_q8_1_stream_q4_1(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kStreamThreads<q5_0>, 1) qmatvec_q8_1_stream_q5_0(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kStreamThreads<q5_1>, 1) qmatvec_q8_1_stream_q5_1(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kStreamThreads<q8_0>, 1) qmatvec_q8_1_stream_q8_0(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kStreamThreads<q8_1>, 1) qmatvec_q8_1_stream_q8_1(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kStreamThreads<q2_k>, 1) qmatvec_q8_1_stream_q2_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kStreamThreads<q3_k>, 1) qmatvec_q8_1_stream_q3_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kStreamThreads<q4_k>, 1) qmatvec_q8_1_stream_q4_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kStreamThreads<q5_k>, 1) qmatvec_q8_1_stream_q5_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kStreamThreads<q6_k>, 1) qmatvec_q8_1_stream_q6_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
+__global__ void __launch_bounds__(kStreamThreads<q8_k>, 1) qmatvec_q8_1_stream_q8_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
 }
 
 extern "C" __global__ void quantize_q8_1_f32(const float* x, uint8_t* xq, const size_t rows, const size_t k) {

@@ -1838,7 +1838,7 @@ __device__ __forceinline__ bool bulk_fits(const uint8_t* w, size_t k, size_t row
 //
 // qmatvec_q8_1_stream_<F>: cuda sm_90, one row of x of the blocks of 256 of QMATVEC_Q8_STREAM_K,
 // where stream_fits. The weights stream into dynamic shared memory through the bulk copy engine,
-// beside x's row. A block takes groups of kStreamRows weight rows (b, b + G, .. of the grid G),
+// beside x's row. A block takes groups of kStreamRows<F> weight rows (b, b + G, .. of the grid G),
 // group i by reading warp i % warps, each group chunk by chunk (at most kStreamChunk<F> blocks a
 // row); a warp's chunks go to its own slots in turn, as many as the launch's dynamic shared memory
 // holds (two at least). One warp fills the slots, its lane i those of warp i: a round of the
@@ -1853,8 +1853,14 @@ __device__ __forceinline__ bool bulk_fits(const uint8_t* w, size_t k, size_t row
 // A block is the reading warps and the filling one, at most QMATVEC_Q8_STREAM_WARPS + 1 warps (the
 // launch bounds): the runtime launches fewer where two slots a warp would not fit (q6_K's blocks
 // of 210 bytes; runtime/gpu/quant.py's stream_warps), and the kernel counts them from blockDim.
-constexpr int kStreamThreads = OPGEN_LANE_GROUP * (OPGEN_QMATVEC_Q8_STREAM_WARPS + 1);
-constexpr int kStreamRows = OPGEN_QMATVEC_Q8_STREAM_ROWS;
+// The formats of QMATVEC_Q8_STREAM_PAIRS (q3_K) take twice the rows a step, x's block loaded once
+// for both, at most QMATVEC_Q8_STREAM_PAIR_WARPS reading warps (their own launch bounds: more
+// registers a thread).
+template <typename F> constexpr bool kStreamPairs = kBlock256In<F, OPGEN_QMATVEC_Q8_STREAM_PAIRS>;
+template <typename F>
+constexpr int kStreamThreads =
+    OPGEN_LANE_GROUP * ((kStreamPairs<F> ? OPGEN_QMATVEC_Q8_STREAM_PAIR_WARPS : OPGEN_QMATVEC_Q8_STREAM_WARPS) + 1);
+template <typename F> constexpr int kStreamRows = OPGEN_QMATVEC_Q8_STREAM_ROWS * (kStreamPairs<F> ? 2 : 1);
 constexpr int kStreamSlots = 64;  // at most, of all warps
 constexpr uint32_t kStreamPad = 16;  // past the stages: a block's last aligned word may read 2 bytes on
 
@@ -2047,12 +2053,12 @@ template <> struct stream_block<q6_k> {
 
 // Unit V of x's block against the warp's rows' blocks w.
 template <typename F, int V>
-__device__ __forceinline__ void stream_unit(const typename stream_block<F>::W (&w)[kStreamRows], const stream_x& x,
-                                            typename stream_block<F>::Sums (&s)[kStreamRows]) {
+__device__ __forceinline__ void stream_unit(const typename stream_block<F>::W (&w)[kStreamRows<F>], const stream_x& x,
+                                            typename stream_block<F>::Sums (&s)[kStreamRows<F>]) {
     const uint4 lo = x.q[2 * V], hi = x.q[2 * V + 1];
     const uint32_t q[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
 #pragma unroll
-    for (int r = 0; r < kStreamRows; r++) stream_block<F>::template part<V>(w[r], q, x, s[r]);
+    for (int r = 0; r < kStreamRows<F>; r++) stream_block<F>::template part<V>(w[r], q, x, s[r]);
 }
 
 // x's block g of the row in shared memory (stream_x_bytes' layout at xs).
@@ -2066,27 +2072,27 @@ __device__ __forceinline__ stream_x stream_x_at(const uint8_t* xs, uint32_t nb, 
 
 // Unit V of NB blocks side by side (each its x block).
 template <typename F, int V, int NB>
-__device__ __forceinline__ void stream_units(const typename stream_block<F>::W (&w)[NB][kStreamRows], const stream_x (&x)[NB],
-                                             typename stream_block<F>::Sums (&s)[NB][kStreamRows]) {
+__device__ __forceinline__ void stream_units(const typename stream_block<F>::W (&w)[NB][kStreamRows<F>], const stream_x (&x)[NB],
+                                             typename stream_block<F>::Sums (&s)[NB][kStreamRows<F>]) {
 #pragma unroll
     for (int i = 0; i < NB; i++) stream_unit<F, V>(w[i], x[i], s[i]);
 }
 
-// The products of the warp's kStreamRows rows of a slot (rows[r]) at NB blocks of the chunk, b,
+// The products of the warp's kStreamRows<F> rows of a slot (rows[r]) at NB blocks of the chunk, b,
 // b + 32, .. (x's blocks g, g + 32, ..), side by side: NB independent chains for a lane, added to
 // acc block by block. Given `freed`, the slot's empty barrier, the warp frees the slot once its
 // lanes hold the blocks' weights, before the products.
 template <typename F, int NB>
-__device__ __forceinline__ void stream_dots(const uint8_t* (&rows)[kStreamRows], const uint8_t* xs, uint32_t nb, int b, int g,
-                                            float (&acc)[kStreamRows], uint64_t* freed = nullptr) {
+__device__ __forceinline__ void stream_dots(const uint8_t* (&rows)[kStreamRows<F>], const uint8_t* xs, uint32_t nb, int b, int g,
+                                            float (&acc)[kStreamRows<F>], uint64_t* freed = nullptr) {
     typedef stream_block<F> B;
-    typename B::W w[NB][kStreamRows];
-    typename B::Sums s[NB][kStreamRows];
+    typename B::W w[NB][kStreamRows<F>];
+    typename B::Sums s[NB][kStreamRows<F>];
     stream_x x[NB];
 #pragma unroll
     for (int i = 0; i < NB; i++) {
 #pragma unroll
-        for (int r = 0; r < kStreamRows; r++) {
+        for (int r = 0; r < kStreamRows<F>; r++) {
             B::load(rows[r] + (size_t)(b + 32 * i) * F::kBytes, w[i][r]);
             s[i][r] = typename B::Sums{};
         }
@@ -2101,19 +2107,20 @@ __device__ __forceinline__ void stream_dots(const uint8_t* (&rows)[kStreamRows],
 #pragma unroll
     for (int i = 0; i < NB; i++) {
 #pragma unroll
-        for (int r = 0; r < kStreamRows; r++) acc[r] += B::value(w[i][r], s[i][r]);
+        for (int r = 0; r < kStreamRows<F>; r++) acc[r] += B::value(w[i][r], s[i][r]);
     }
 }
 
 // A warp's chunk of `blocks` blocks (x's blocks g ..) into acc: a lane's blocks lane, lane + 32,
 // .., two at once where the chunk has 64 of them. Returns whether it freed the slot (`empty`)
-// itself: a chunk of 64 of the formats of QMATVEC_Q8_STREAM_FREE_EARLY is freed as soon as it is
-// loaded, so that the filling warp's next copy into it starts while the lanes multiply (q3_K,
-// whose products take longest; q2_K's ran slower, its loads no longer overlapping its products).
+// itself: a chunk of 64 of one row a step of the formats of QMATVEC_Q8_STREAM_FREE_EARLY is freed
+// as soon as it is loaded, so that the filling warp's next copy into it starts while the lanes
+// multiply (none ships so: q2_K's ran slower, its loads no longer overlapping its products; q3_K's
+// pairs of rows, faster still, hold twice the weights).
 template <typename F>
-__device__ __forceinline__ bool stream_chunk(const uint8_t* (&rows)[kStreamRows], const uint8_t* xs, uint32_t nb, int blocks, int g,
-                                             int lane, float (&acc)[kStreamRows], uint64_t* empty) {
-    if constexpr (kStreamRows == 1 && kStreamChunk<F> >= 64) {
+__device__ __forceinline__ bool stream_chunk(const uint8_t* (&rows)[kStreamRows<F>], const uint8_t* xs, uint32_t nb, int blocks, int g,
+                                             int lane, float (&acc)[kStreamRows<F>], uint64_t* empty) {
+    if constexpr (kStreamRows<F> == 1 && kStreamChunk<F> >= 64) {
         if (blocks == 64) {
             constexpr bool kEarly = kBlock256In<F, OPGEN_QMATVEC_Q8_STREAM_FREE_EARLY>;
             stream_dots<F, 2>(rows, xs, nb, lane, g + lane, acc, kEarly ? empty : nullptr);
@@ -2124,14 +2131,15 @@ __device__ __forceinline__ bool stream_chunk(const uint8_t* (&rows)[kStreamRows]
     return false;
 }
 
-// A block's share of the stream: its groups of kStreamRows weight rows b, b + G, .. (G the grid),
+// A block's share of the stream: its groups of kStreamRows<F> weight rows b, b + G, .. (G the grid),
 // group i read by warp i % warps; warp v's step i: its group i / chunks, chunk i % chunks (blocks
 // c * cb ..), in its slot v * per + i % per. 32-bit counts: a step's divisions are short.
+template <typename F>
 struct stream_plan {
     size_t n, groups;  // rows; groups of the block
     uint32_t nb, cb, chunks, slot_bytes, per, warps;
     __device__ __forceinline__ size_t first_row(uint32_t v, uint32_t i) const {
-        return ((size_t)blockIdx.x + ((size_t)v + (size_t)warps * (i / chunks)) * gridDim.x) * kStreamRows;
+        return ((size_t)blockIdx.x + ((size_t)v + (size_t)warps * (i / chunks)) * gridDim.x) * kStreamRows<F>;
     }
     __device__ __forceinline__ uint32_t blocks(uint32_t c) const { return nb - c * cb < cb ? nb - c * cb : cb; }
     __device__ __forceinline__ uint32_t steps(uint32_t v) const {
@@ -2143,11 +2151,11 @@ struct stream_plan {
 // Warp v's step i into its slot by lane v of the filling warp: the slot's bytes counted on its
 // `full`, a copy a row (one of the group's rows where a chunk is the whole row).
 template <typename F>
-__device__ __forceinline__ void stream_issue(uint8_t* slots, uint64_t* full, const uint8_t* w, const stream_plan& pl, uint32_t v,
+__device__ __forceinline__ void stream_issue(uint8_t* slots, uint64_t* full, const uint8_t* w, const stream_plan<F>& pl, uint32_t v,
                                              uint32_t i) {
     const uint32_t s = pl.slot(v, i), c = i % pl.chunks, bytes = pl.blocks(c) * F::kBytes;
     const size_t n0 = pl.first_row(v, i);
-    const uint32_t rows = (uint32_t)(pl.n - n0 < (size_t)kStreamRows ? pl.n - n0 : (size_t)kStreamRows);
+    const uint32_t rows = (uint32_t)(pl.n - n0 < (size_t)kStreamRows<F> ? pl.n - n0 : (size_t)kStreamRows<F>);
     uint8_t* dst = slots + (size_t)s * pl.slot_bytes;
     const uint8_t* src = w + n0 * ((size_t)pl.nb * F::kBytes) + (size_t)c * pl.cb * F::kBytes;
     stage_expect(&full[s], bytes * rows);
@@ -2220,11 +2228,11 @@ template <typename F>
 __device__ void stream_product(const uint8_t* __restrict__ w, const x_source& xs, float* __restrict__ y, size_t n) {
     extern __shared__ __align__(128) uint8_t dynamic[];
     __shared__ uint64_t full[kStreamSlots], empty[kStreamSlots];
-    stream_plan pl;
+    stream_plan<F> pl;
     pl.n = n, pl.nb = (uint32_t)(xs.k / 256), pl.warps = (uint32_t)stream_warps();
     pl.cb = pl.nb < kStreamChunk<F> ? pl.nb : kStreamChunk<F>;
-    pl.chunks = (pl.nb + pl.cb - 1) / pl.cb, pl.slot_bytes = (uint32_t)kStreamRows * pl.cb * F::kBytes;
-    const size_t all = (n + kStreamRows - 1) / kStreamRows;
+    pl.chunks = (pl.nb + pl.cb - 1) / pl.cb, pl.slot_bytes = (uint32_t)kStreamRows<F> * pl.cb * F::kBytes;
+    const size_t all = (n + kStreamRows<F> - 1) / kStreamRows<F>;
     pl.groups = blockIdx.x < all ? (all - blockIdx.x + gridDim.x - 1) / gridDim.x : 0;
     const uint32_t x_bytes = stream_x_bytes(pl.nb);
     const uint32_t room = (dynamic_shared_bytes() - x_bytes - kStreamPad) / (pl.warps * pl.slot_bytes);
@@ -2244,7 +2252,13 @@ __device__ void stream_product(const uint8_t* __restrict__ w, const x_source& xs
     // (QMATVEC_Q8_STREAM_FIRST_LATE), their first copies wait for x's row to be shared instead.
     const bool late = kBlock256In<F, OPGEN_QMATVEC_Q8_STREAM_FIRST_LATE> && pl.steps(0) < OPGEN_QMATVEC_Q8_STREAM_FIRST_LATE_STEPS;
     if (!late && warp == (int)pl.warps && steps > 0) stream_issue<F>(slots, full, w, pl, v, 0);
-    if constexpr (kStreamRelease<F>) opgen::release_dependents();
+    // Released at once, the next kernel (x's quantization, whose small blocks fit beside this one's:
+    // DYNAMIC_SHARED_SPARE) lets the next product's blocks take the multiprocessors as this one's
+    // end; where the warps have few steps (QMATVEC_Q8_STREAM_RELEASE_STEPS) their first copies
+    // would draw on this one's last, and the next kernel starts at its end.
+    if constexpr (kStreamRelease<F>) {
+        if (pl.steps(0) >= (uint32_t)OPGEN_QMATVEC_Q8_STREAM_RELEASE_STEPS) opgen::release_dependents();
+    }
     opgen::wait_for_predecessor();
     if constexpr (kShareBatch<F>) {
         stream_share_x_batched(xs, dynamic, pl.nb);
@@ -2260,15 +2274,15 @@ __device__ void stream_product(const uint8_t* __restrict__ w, const x_source& xs
         }
         return;
     }
-    float acc[kStreamRows];
+    float acc[kStreamRows<F>];
 #pragma unroll
-    for (int r = 0; r < kStreamRows; r++) acc[r] = 0.0f;
+    for (int r = 0; r < kStreamRows<F>; r++) acc[r] = 0.0f;
     for (uint32_t i = 0, c = 0; i < steps; i++) {  // c: i % chunks
         const uint32_t s = pl.slot(v, i);
         stage_wait(&full[s], (i / pl.per) & 1u);
-        const uint8_t* rows[kStreamRows];
+        const uint8_t* rows[kStreamRows<F>];
 #pragma unroll
-        for (int r = 0; r < kStreamRows; r++) rows[r] = slots + (size_t)s * pl.slot_bytes + r * pl.cb * F::kBytes;
+        for (int r = 0; r < kStreamRows<F>; r++) rows[r] = slots + (size_t)s * pl.slot_bytes + r * pl.cb * F::kBytes;
         if (!stream_chunk<F>(rows, dynamic, pl.nb, (int)pl.blocks(c), (int)(c * pl.cb), lane, acc, &empty[s])) {
             __syncwarp();
             if (lane == 0) stage_arrive(&empty[s]);
@@ -2277,7 +2291,7 @@ __device__ void stream_product(const uint8_t* __restrict__ w, const x_source& xs
             c = 0;
             const size_t n0 = pl.first_row(v, i);
 #pragma unroll
-            for (int r = 0; r < kStreamRows; r++) {
+            for (int r = 0; r < kStreamRows<F>; r++) {
 #pragma unroll
                 for (int o = 16; o > 0; o >>= 1) acc[r] += __shfl_xor_sync(0xFFFFFFFFu, acc[r], o);
                 if (lane == 0 && n0 + r < n) y[n0 + r] = acc[r];
@@ -2297,7 +2311,7 @@ template <typename F>
 __device__ __forceinline__ bool stream_fits(const uint8_t* w, size_t k, size_t rows) {
 #if OPGEN_QMATVEC_BULK
     const uint32_t nb = (uint32_t)(k / 256), cb = nb < kStreamChunk<F> ? nb : kStreamChunk<F>;
-    const size_t need = (size_t)stream_x_bytes(nb) + 2 * (size_t)(stream_warps() * kStreamRows) * cb * F::kBytes + kStreamPad;
+    const size_t need = (size_t)stream_x_bytes(nb) + 2 * (size_t)(stream_warps() * kStreamRows<F>) * cb * F::kBytes + kStreamPad;
     return rows == 1 && stream_warps() >= 1 && 2 * stream_warps() <= kStreamSlots && k % 2048 == 0 &&
            nb >= (uint32_t)OPGEN_QMATVEC_Q8_STREAM_BLOCKS && k <= (1u << 24) && (reinterpret_cast<size_t>(w) & 15) == 0 &&
            need <= dynamic_shared_bytes();

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from generated.kernel_facts import DYNAMIC_SHARED_KERNELS, PROGRAMMATIC_KERNELS
+from generated.kernel_facts import DYNAMIC_SHARED_KERNELS, DYNAMIC_SHARED_SPARE, PROGRAMMATIC_KERNELS
 from runtime.errors import BackendUnavailable
 from runtime.gpu import blas_graphs, interop as gpu_interop
 from runtime.gpu.cudnn import Cudnn
@@ -452,14 +452,15 @@ class CudaDriver(StreamDriver):
 
     def _allow_dynamic_shared(self, fn) -> int:
         """Raises `fn`'s dynamic shared memory to all the current device lets a block have beside
-        fn's static shared memory; the bytes its launches then ask for."""
+        fn's static shared memory, less DYNAMIC_SHARED_SPARE (room for other kernels' small blocks
+        on its multiprocessor); the bytes its launches then ask for."""
         cu = _driver_api()
         ordinal = getattr(self._local, "ordinal", None) or 0
         most = self.shared_per_block(ordinal)
         static = self._call(
             "cuFuncGetAttribute", cu.cuFuncGetAttribute(cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn)
         )
-        dynamic = max(0, int(most) - int(static))
+        dynamic = max(0, int(most) - int(static) - DYNAMIC_SHARED_SPARE)
         attribute = cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
         self._call("cuFuncSetAttribute", cu.cuFuncSetAttribute(fn, attribute, dynamic))
         return dynamic

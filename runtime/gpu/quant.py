@@ -19,6 +19,7 @@ import numpy as np
 
 import generated.kernel_facts as _kernel_facts
 from generated.kernel_facts import (
+    DYNAMIC_SHARED_SPARE,
     QMATVEC_FAST_ROWS_Q4_0,
     QMATVEC_FAST_ROWS_Q4_1,
     QMATVEC_FAST_ROWS_Q8_0,
@@ -52,6 +53,8 @@ from generated.kernel_facts import (
     QMATVEC_Q8_MMA_WIDE_N,
     QMATVEC_Q8_STREAM_BLOCKS,
     QMATVEC_Q8_STREAM_K,
+    QMATVEC_Q8_STREAM_PAIR_WARPS,
+    QMATVEC_Q8_STREAM_PAIRS,
     QMATVEC_Q8_STREAM_ROWS,
     QMATVEC_Q8_STREAM_WARPS,
     QMATVEC_Q8_STREAM_WIDE_K,
@@ -130,6 +133,8 @@ QMATVEC_Q8_GRID_FACTS = {
     "QMATVEC_Q8_STREAM_ROWS": QMATVEC_Q8_STREAM_ROWS,
     "QMATVEC_Q8_STREAM_BLOCKS": QMATVEC_Q8_STREAM_BLOCKS,
     "QMATVEC_Q8_STREAM_WIDE_K": QMATVEC_Q8_STREAM_WIDE_K,
+    "QMATVEC_Q8_STREAM_PAIRS": QMATVEC_Q8_STREAM_PAIRS,
+    "QMATVEC_Q8_STREAM_PAIR_WARPS": QMATVEC_Q8_STREAM_PAIR_WARPS,
 }
 #: What qmatvec_q8_1_*'s weight rows per item follow (q8_item_rows), ops.yaml's kernel facts that
 #: hip/qmatvec_q8.hip is built with: QMATVEC_Q8_ROWS_X* (blocks of 32; _ROWS_X4_NARROW and
@@ -497,21 +502,22 @@ def q8_bulk(rt: GpuRuntime, ordinal: int, fmt: str, rows: int, k: int, facts=QMA
 
 
 #: Dynamic shared memory a block of compute capability 9.0 may have (227 KiB), less a KiB for
-#: static shared memory: what q8_stream counts on (the driver gives qmatvec_q8_1_stream_<fmt> all
-#: the device allows, DYNAMIC_SHARED_KERNELS; q8_stream asks the device, so that the kernel's
-#: stream_fits agrees with it and never falls back to its slow product).
+#: static shared memory and the DYNAMIC_SHARED_SPARE left to other kernels' blocks: what q8_stream
+#: counts on (the driver gives qmatvec_q8_1_stream_<fmt> that, DYNAMIC_SHARED_KERNELS; q8_stream
+#: asks the device, so that the kernel's stream_fits agrees with it and never falls back to its
+#: slow product).
 STREAM_STATIC = 1024  # its full and empty barriers, 64 of each
-STREAM_SHARED = 232448 - STREAM_STATIC
+STREAM_SHARED = 232448 - STREAM_STATIC - DYNAMIC_SHARED_SPARE
 
 
 def q8_stream(rt: GpuRuntime, ordinal: int, fmt: str, rows: int, k: int, w: int, facts=QMATVEC_Q8_GRID_FACTS) -> bool:
     """Whether one row of x of `fmt` takes qmatvec_q8_1_stream_<fmt> (hip/qmatvec_q8.hip's
     stream_fits): a stream_shape on cuda sm_90 and up whose blocks may have STREAM_SHARED bytes of
-    dynamic shared memory (a device with less takes the other products), the weights `w` 16-byte
-    aligned."""
+    dynamic shared memory beside DYNAMIC_SHARED_SPARE (a device with less takes the other
+    products), the weights `w` 16-byte aligned."""
     if not (w % 16 == 0 and stream_shape(fmt, rows, k, facts) and bulk_copies(rt, ordinal)):
         return False
-    return rt.driver.shared_per_block(ordinal) >= STREAM_SHARED + STREAM_STATIC
+    return rt.driver.shared_per_block(ordinal) >= STREAM_SHARED + STREAM_STATIC + DYNAMIC_SHARED_SPARE
 
 
 def stream_shape(fmt: str, rows: int, k: int, facts=QMATVEC_Q8_GRID_FACTS) -> bool:
@@ -528,19 +534,30 @@ def stream_shape(fmt: str, rows: int, k: int, facts=QMATVEC_Q8_GRID_FACTS) -> bo
 
 def stream_warps(fmt: str, k: int, facts=QMATVEC_Q8_GRID_FACTS) -> int:
     """Warps that read qmatvec_q8_1_stream_<fmt>'s slots (its block has one more, which fills
-    them; the kernel counts them from its block): STREAM_WARPS, or as many as leave room for two
-    slots each beside x's row (at k = 16384: q3_K's chunks of 64 blocks 14, q6_K's of 32 15), at
-    least one."""
+    them; the kernel counts them from its block): STREAM_WARPS (STREAM_PAIR_WARPS for the formats
+    of STREAM_PAIRS), or as many as leave room for two slots each beside x's row (at k = 16384:
+    q3_K's pairs of rows of 64 blocks 7, q6_K's chunks of 32 blocks 15), at least one."""
+    most = facts["QMATVEC_Q8_STREAM_PAIR_WARPS" if _stream_pairs(fmt, facts) else "QMATVEC_Q8_STREAM_WARPS"]
     room = (STREAM_SHARED - stream_x_bytes(k // 256) - 16) // (2 * _stream_slot_bytes(fmt, k, facts))
-    return max(1, min(facts["QMATVEC_Q8_STREAM_WARPS"], room))
+    return max(1, min(most, room))
+
+
+def _stream_pairs(fmt: str, facts) -> bool:
+    """Whether qmatvec_q8_1_stream_<fmt>'s warps take twice STREAM_ROWS rows a step (STREAM_PAIRS)."""
+    return bool(facts["QMATVEC_Q8_STREAM_PAIRS"] >> BLOCK256_BITS.index(fmt) & 1)
+
+
+def _stream_rows(fmt: str, facts) -> int:
+    """Weight rows a reading warp of qmatvec_q8_1_stream_<fmt> takes a step."""
+    return facts["QMATVEC_Q8_STREAM_ROWS"] * (2 if _stream_pairs(fmt, facts) else 1)
 
 
 def _stream_slot_bytes(fmt: str, k: int, facts) -> int:
-    """The bytes of a reading warp's slot: STREAM_ROWS rows of a chunk, at most STREAM_BLOCKS
-    blocks (twice that for STREAM_WIDE_K)."""
+    """The bytes of a reading warp's slot: a step's rows (_stream_rows) of a chunk, at most
+    STREAM_BLOCKS blocks (twice that for STREAM_WIDE_K)."""
     wide = facts["QMATVEC_Q8_STREAM_WIDE_K"] >> BLOCK256_BITS.index(fmt) & 1
     blocks = min(k // 256, facts["QMATVEC_Q8_STREAM_BLOCKS"] * (2 if wide else 1))
-    return facts["QMATVEC_Q8_STREAM_ROWS"] * blocks * ggml.FORMATS[fmt].nbytes
+    return _stream_rows(fmt, facts) * blocks * ggml.FORMATS[fmt].nbytes
 
 
 def _stream_bytes(fmt: str, k: int, warps: int, slots: int, facts) -> int:
@@ -561,7 +578,7 @@ def q8_stream_launch(
     """qmatvec_q8_1_stream_<fmt>'s grid and threads: a block a multiprocessor (its shared memory
     holds one), or a block per group of STREAM_ROWS weight rows where there are fewer;
     stream_warps reading warps and the filling one."""
-    groups = -(-n // facts["QMATVEC_Q8_STREAM_ROWS"])
+    groups = -(-n // _stream_rows(fmt, facts))
     return max(1, min(groups, rt._sms(ordinal))), 32 * (stream_warps(fmt, k, facts) + 1)
 
 

@@ -365,9 +365,10 @@ STREAM_THREADS = 32 * (kernel_facts.QMATVEC_Q8_STREAM_WARPS + 1)
 #: (n, k): k of 8192 a chunk a row (one copy of the group's rows), 35 rows leaving most reading
 #: warps without work on 7 blocks; 14336 a row in two chunks of q6_K (the second of 24 blocks), one
 #: of 56 blocks of q2_K and q3_K (a lane at a time); 16384 one chunk of 64 blocks of q2_K and q3_K
-#: (a lane two blocks at once; q3_K's slot freed once loaded, QMATVEC_Q8_STREAM_FREE_EARLY), two of
-#: q6_K, over many steps a warp; 18432 a chunk of 64 and one of 8 (freed early, then after);
-#: 24576 x's row of 1536 pieces, two rounds of q3_K's batched loads (QMATVEC_Q8_STREAM_SHARE_BATCH).
+#: (a lane two blocks at once), two of q6_K, over many steps a warp (q3_K and q6_K releasing the
+#: next kernel at once, QMATVEC_Q8_STREAM_RELEASE_STEPS); 18432 a chunk of 64 and one of 8; 24576
+#: x's row of 1536 pieces, two rounds of q3_K's batched loads (QMATVEC_Q8_STREAM_SHARE_BATCH). Odd
+#: counts of rows leave q3_K's last pair of rows (QMATVEC_Q8_STREAM_PAIRS) one row.
 STREAM_SHAPES = [(35, 8192), (17, 14336), (640, 16384), (9, 18432), (5, 24576)]
 
 
@@ -407,14 +408,15 @@ def test_the_stream_product_gives_the_same_bits_on_any_grid(backend, fmt, n, k):
 @pytest.mark.parametrize("fmt", STREAM)
 def test_the_stream_product_is_given_the_shared_memory_the_runtime_counts_on(backend, fmt):
     """qmatvec_q8_1_stream_<fmt>'s launches ask for at least STREAM_SHARED bytes of dynamic shared
-    memory on a device that lets a block have STREAM_SHARED + STREAM_STATIC (its static shared
-    memory within STREAM_STATIC): where q8_stream says the stream takes a product, the kernel's
-    own test (stream_fits) agrees and never falls back to its slow groups-of-lanes product. cuda
-    sm_90 and up."""
+    memory on a device that lets a block have STREAM_SHARED + STREAM_STATIC + DYNAMIC_SHARED_SPARE
+    (its static shared memory within STREAM_STATIC): where q8_stream says the stream takes a
+    product, the kernel's own test (stream_fits) agrees and never falls back to its slow
+    groups-of-lanes product. cuda sm_90 and up."""
+    from generated.kernel_facts import DYNAMIC_SHARED_SPARE
     from runtime.gpu.quant import STREAM_SHARED, STREAM_STATIC
 
     rt = bulk_runtime_or_skip(backend)
-    if rt.driver.shared_per_block(0) < STREAM_SHARED + STREAM_STATIC:
+    if rt.driver.shared_per_block(0) < STREAM_SHARED + STREAM_STATIC + DYNAMIC_SHARED_SPARE:
         pytest.skip(f"cuda {rt.driver.arch(0)}: {rt.driver.shared_per_block(0)} bytes a block, no stream product")
     one_row_product(rt, fmt, 640, 16384, seed=1)
     fns = [fn for (_, _, name), fn in rt._functions.items() if name == f"qmatvec_q8_1_stream_{fmt}"]

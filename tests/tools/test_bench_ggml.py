@@ -786,13 +786,16 @@ def test_one_row_of_the_stream_formats_takes_the_stream_entry_where_it_fits():
         assert not gpu_quant.q8_stream(rt, 0, "q3_k", rows, k, w), (rows, k, w)
     assert not gpu_quant.q8_stream(_Cuda("sm_80"), 0, "q3_k", 1, 16384, 0)
     assert not gpu_quant.q8_stream(_Cuda("sm_120", 101376), 0, "q3_k", 1, 16384, 0)  # 99 KiB a block
-    assert [gpu_quant.stream_warps(f, 16384) for f in ("q2_k", "q3_k", "q6_k")] == [warps, 14, 15]
-    # x's row of 65536 values takes 92 KiB: room for two slots of 10 warps of q6_K's chunks of 32 blocks
+    # beside x's row (21 KiB) and the 4 KiB left to other kernels: q3_K's two slots of pairs of rows
+    # of 64 blocks (14 KiB) for 7 warps, q6_K's of chunks of 32 blocks (6.6 KiB) for 15
+    assert [gpu_quant.stream_warps(f, 16384) for f in ("q2_k", "q3_k", "q6_k")] == [warps, 7, 15]
+    # x's row of 65536 values takes 84 KiB: room for two slots of 10 warps of q6_K's chunks of 32 blocks
     assert gpu_quant.stream_warps("q6_k", 65536) == 10 and gpu_quant.q8_stream(rt, 0, "q6_k", 1, 65536, 0)
     assert gpu_quant.q8_stream_launch(rt, 0, "q2_k", 16384, 16384) == (132, 32 * (warps + 1))
     assert gpu_quant.q8_stream_launch(rt, 0, "q6_k", 37, 16384) == (37, 32 * 16)  # a block per weight row
+    assert gpu_quant.q8_stream_launch(rt, 0, "q3_k", 37, 16384) == (19, 32 * 8)  # a block per pair of rows
     assert gpu_quant.quantized_x(rt, "q6_k", 1, 16384, 16384) and not gpu_quant.quantized_x(rt, "q6_k", 1, 4096, 4096)
     shipped, none = bench.explore_variants(["shipped", "stream-none"], None)
     assert shipped.entry(rt, "q3_k", 1, 16384, 16384) == "qmatvec_q8_1_stream_q3_k"
-    assert (shipped.grid(rt, "q3_k", 16384, 16384, 1), shipped.threads(rt, "q3_k", 1, 16384, 16384)) == (132, 32 * 15)
+    assert (shipped.grid(rt, "q3_k", 16384, 16384, 1), shipped.threads(rt, "q3_k", 1, 16384, 16384)) == (132, 32 * 8)
     assert shipped.entry(rt, "q3_k", 1, 16384) == none.entry(rt, "q3_k", 1, 16384, 16384) == "qmatvec_q8_1_one_q3_k"
