@@ -468,6 +468,8 @@ EXPLORE_VARIANTS: dict[str, dict[str, int]] = {
     "stream-narrow": {"QMATVEC_Q8_STREAM_WIDE_K": 0},
     "stream-release-none": {"QMATVEC_Q8_STREAM_RELEASE": 0},
     "stream-release-steps-none": {"QMATVEC_Q8_STREAM_RELEASE_STEPS": 0},
+    "stream-release-late-none": {"QMATVEC_Q8_STREAM_RELEASE_LATE": 0},
+    "stream-release-late-all": {"QMATVEC_Q8_STREAM_RELEASE_LATE": 19},
     "stream-pairs-none": {"QMATVEC_Q8_STREAM_PAIRS": 0},
     "stream-share-batch-none": {"QMATVEC_Q8_STREAM_SHARE_BATCH": 0},
     "stream-share-batch-all": {"QMATVEC_Q8_STREAM_SHARE_BATCH": 19},

@@ -498,13 +498,14 @@ QMATVEC_Q8_STREAM_BLOCKS = 32
 QMATVEC_Q8_STREAM_WIDE_K = 3
 
 #: qmatvec_q8_1_stream_*: the blocks of 256 whose stream product lets the next kernel, launched programmatically (x's
-#: quantization for the next product, whose blocks fit beside a stream block: DYNAMIC_SHARED_SPARE), start at once where
+#: quantization for the next product, whose blocks fit beside a stream block: DYNAMIC_SHARED_SPARE), start early where
 #: its warps take at least QMATVEC_Q8_STREAM_RELEASE_STEPS steps, so that the next product's blocks take the
-#: multiprocessors as this one's end, a bit each as QMATVEC_Q8_WIDE_K (q3_K 2, q6_K 16). H200, by one row, two processes
+#: multiprocessors as this one's end: at once, or for those of QMATVEC_Q8_STREAM_RELEASE_LATE once the block's last
+#: copies are asked for, a bit each as QMATVEC_Q8_WIDE_K (q2_K 1, q3_K 2, q6_K 16). H200, by one row, two processes
 #: (bench/ggml.py --explore, stream-release-none: 0): q3_K 30.2-31.0 us against 32.6-32.7 at 16384 x 16384; q6_K 52.4
-#: against 54.6 at 16384 x 16384 (before the spare); q2_K 25.6-25.9 against 25.5-25.6, so it is not released
+#: against 54.6 at 16384 x 16384 (before the spare); q2_K released at once 25.6-25.9 against 25.5-25.6
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_STREAM_RELEASE=... needs this set alike)
-QMATVEC_Q8_STREAM_RELEASE = 18
+QMATVEC_Q8_STREAM_RELEASE = 19
 
 #: qmatvec_q8_1_stream_* of QMATVEC_Q8_STREAM_RELEASE: steps a block's first reading warp takes (its groups of rows
 #: times their chunks) from which the product releases the next kernel at once; below, at its end (their first copies
@@ -512,6 +513,14 @@ QMATVEC_Q8_STREAM_RELEASE = 18
 #: 10.8-10.9 us against 12.4-12.5 released; q6_K 14.9 either way
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_STREAM_RELEASE_STEPS=... needs this set alike)
 QMATVEC_Q8_STREAM_RELEASE_STEPS = 4
+
+#: qmatvec_q8_1_stream_* of QMATVEC_Q8_STREAM_RELEASE: the blocks of 256 whose product releases the next kernel only
+#: once its filling warp has asked for its last copies (released at once, the quantization's blocks wait beside this
+#: product's for all of it), a bit each as QMATVEC_Q8_WIDE_K (q2_K 1). H200, by one row, two processes (bench/ggml.py
+#: --explore, stream-release-late-none: 0, -all: 19): q2_K 24.8-24.9 us against 25.5 unreleased at 16384 x 16384
+#: (released at once 25.6-25.9); q3_K 30.4-30.5 against 30.3-30.4 at once, q6_K 54.3-54.7 against 52.7-52.8
+#: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_STREAM_RELEASE_LATE=... needs this set alike)
+QMATVEC_Q8_STREAM_RELEASE_LATE = 1
 
 #: qmatvec_q8_1_stream_*: the blocks of 256 whose stream product loads x's row into shared memory three pieces a thread
 #: at once (one round of loads for 480 threads where piece by piece took five), a bit each as QMATVEC_Q8_WIDE_K (q3_K

@@ -1882,8 +1882,10 @@ template <typename F>
 constexpr uint32_t kStreamChunk = (uint32_t)OPGEN_QMATVEC_Q8_STREAM_BLOCKS * (kBlock256In<F, OPGEN_QMATVEC_Q8_STREAM_WIDE_K> ? 2u : 1u);
 
 // Whether F's stream product lets the next kernel, when launched programmatically (x's
-// quantization for the next product among them), start as its blocks end (QMATVEC_Q8_STREAM_RELEASE).
+// quantization for the next product among them), start as its blocks end (QMATVEC_Q8_STREAM_RELEASE),
+// and whether only once its filling warp has asked for its last copies (_RELEASE_LATE).
 template <typename F> constexpr bool kStreamRelease = kBlock256In<F, OPGEN_QMATVEC_Q8_STREAM_RELEASE>;
+template <typename F> constexpr bool kStreamReleaseLate = kStreamRelease<F> && kBlock256In<F, OPGEN_QMATVEC_Q8_STREAM_RELEASE_LATE>;
 
 __device__ __forceinline__ uint32_t dynamic_shared_bytes() {
     uint32_t v;
@@ -2252,12 +2254,14 @@ __device__ void stream_product(const uint8_t* __restrict__ w, const x_source& xs
     // (QMATVEC_Q8_STREAM_FIRST_LATE), their first copies wait for x's row to be shared instead.
     const bool late = kBlock256In<F, OPGEN_QMATVEC_Q8_STREAM_FIRST_LATE> && pl.steps(0) < OPGEN_QMATVEC_Q8_STREAM_FIRST_LATE_STEPS;
     if (!late && warp == (int)pl.warps && steps > 0) stream_issue<F>(slots, full, w, pl, v, 0);
-    // Released at once, the next kernel (x's quantization, whose small blocks fit beside this one's:
+    // Released, the next kernel (x's quantization, whose small blocks fit beside this one's:
     // DYNAMIC_SHARED_SPARE) lets the next product's blocks take the multiprocessors as this one's
     // end; where the warps have few steps (QMATVEC_Q8_STREAM_RELEASE_STEPS) their first copies
-    // would draw on this one's last, and the next kernel starts at its end.
-    if constexpr (kStreamRelease<F>) {
-        if (pl.steps(0) >= (uint32_t)OPGEN_QMATVEC_Q8_STREAM_RELEASE_STEPS) opgen::release_dependents();
+    // would draw on this one's last, and the next kernel starts at its end. The formats of
+    // QMATVEC_Q8_STREAM_RELEASE_LATE release once their last copies are asked for (below).
+    const bool release = kStreamRelease<F> && pl.steps(0) >= (uint32_t)OPGEN_QMATVEC_Q8_STREAM_RELEASE_STEPS;
+    if constexpr (!kStreamReleaseLate<F>) {
+        if (release) opgen::release_dependents();
     }
     opgen::wait_for_predecessor();
     if constexpr (kShareBatch<F>) {
@@ -2271,6 +2275,9 @@ __device__ void stream_product(const uint8_t* __restrict__ w, const x_source& xs
             if (i < steps && i >= pl.per) stage_wait(&empty[pl.slot(v, i)], ((i / pl.per) & 1u) ^ 1u);
             __syncwarp();
             if (i < steps) stream_issue<F>(slots, full, w, pl, v, i);
+        }
+        if constexpr (kStreamReleaseLate<F>) {
+            if (release) opgen::release_dependents();  // one thread's call releases for the block
         }
         return;
     }
