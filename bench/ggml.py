@@ -473,7 +473,6 @@ EXPLORE_VARIANTS: dict[str, dict[str, int]] = {
     "stream-pairs-none": {"QMATVEC_Q8_STREAM_PAIRS": 0},
     "stream-share-batch-none": {"QMATVEC_Q8_STREAM_SHARE_BATCH": 0},
     "stream-share-batch-all": {"QMATVEC_Q8_STREAM_SHARE_BATCH": 19},
-    "stream-free-early-all": {"QMATVEC_Q8_STREAM_FREE_EARLY": 19},
     "stream-first-late-none": {"QMATVEC_Q8_STREAM_FIRST_LATE": 0},
     "stream-first-late-steps-max": {"QMATVEC_Q8_STREAM_FIRST_LATE_STEPS": 1 << 30},
     "float-release-none": {"QMATVEC_Q8_FLOAT_RELEASE": 0},

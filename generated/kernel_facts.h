@@ -526,12 +526,6 @@
 #define OPGEN_QMATVEC_Q8_STREAM_SHARE_BATCH 2
 #endif
 
-// qmatvec_q8_1_stream_*: the blocks of 256 whose reading warps, taking one row a step, free a slot of 2 QMATVEC_Q8_STREAM_BLOCKS blocks (a lane's two blocks at once) as soon as their lanes hold its weights in registers, before the products, so that its next copy starts the sooner, a bit each as QMATVEC_Q8_WIDE_K (none: q3_K's pairs of rows, QMATVEC_Q8_STREAM_PAIRS, ran faster). H200, by one row (bench/ggml.py --explore, stream-free-early-all: 19; three calls on three cards, two processes each): q3_K of one row a step 32.3-32.8 us against 32.7-33.2 at 16384 x 16384, 11.0-11.2 against 11.1-11.3 at 4096 x 14336; q2_K 25.8 against 25.3-25.4 and 9.5 against 8.9 slower (its loads no longer overlap its first products)
-// (a default: -D OPGEN_QMATVEC_Q8_STREAM_FREE_EARLY=... may tune it, with the runtime's QMATVEC_Q8_STREAM_FREE_EARLY set alike)
-#ifndef OPGEN_QMATVEC_Q8_STREAM_FREE_EARLY
-#define OPGEN_QMATVEC_Q8_STREAM_FREE_EARLY 0
-#endif
-
 // qmatvec_q8_1_stream_*: the blocks of 256 whose reading warps, where they have fewer than QMATVEC_Q8_STREAM_FIRST_LATE_STEPS steps, ask for their first chunk only once x's row is shared (x's loads otherwise land behind those copies), a bit each as QMATVEC_Q8_WIDE_K (q2_K 1, q3_K 2). H200, by one row (bench/ggml.py --explore, every first chunk late: stream-first-late-steps-max; two processes): at 4096 x 14336 (2 steps a warp) q3_K 10.4-10.5 us against 11.2, q2_K 8.6 against 8.9-9.0; at 16384 x 16384 (8-9 steps) later first chunks took q3_K to 33.8 against 32.3-32.4 and q2_K to 26.7-26.9 against 25.3-25.4
 // (a default: -D OPGEN_QMATVEC_Q8_STREAM_FIRST_LATE=... may tune it, with the runtime's QMATVEC_Q8_STREAM_FIRST_LATE set alike)
 #ifndef OPGEN_QMATVEC_Q8_STREAM_FIRST_LATE

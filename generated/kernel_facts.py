@@ -530,16 +530,6 @@ QMATVEC_Q8_STREAM_RELEASE_LATE = 1
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_STREAM_SHARE_BATCH=... needs this set alike)
 QMATVEC_Q8_STREAM_SHARE_BATCH = 2
 
-#: qmatvec_q8_1_stream_*: the blocks of 256 whose reading warps, taking one row a step, free a slot of 2
-#: QMATVEC_Q8_STREAM_BLOCKS blocks (a lane's two blocks at once) as soon as their lanes hold its weights in registers,
-#: before the products, so that its next copy starts the sooner, a bit each as QMATVEC_Q8_WIDE_K (none: q3_K's pairs of
-#: rows, QMATVEC_Q8_STREAM_PAIRS, ran faster). H200, by one row (bench/ggml.py --explore, stream-free-early-all: 19;
-#: three calls on three cards, two processes each): q3_K of one row a step 32.3-32.8 us against 32.7-33.2 at 16384 x
-#: 16384, 11.0-11.2 against 11.1-11.3 at 4096 x 14336; q2_K 25.8 against 25.3-25.4 and 9.5 against 8.9 slower (its loads
-#: no longer overlap its first products)
-#: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_STREAM_FREE_EARLY=... needs this set alike)
-QMATVEC_Q8_STREAM_FREE_EARLY = 0
-
 #: qmatvec_q8_1_stream_*: the blocks of 256 whose reading warps, where they have fewer than
 #: QMATVEC_Q8_STREAM_FIRST_LATE_STEPS steps, ask for their first chunk only once x's row is shared (x's loads otherwise
 #: land behind those copies), a bit each as QMATVEC_Q8_WIDE_K (q2_K 1, q3_K 2). H200, by one row (bench/ggml.py

@@ -2082,11 +2082,10 @@ __device__ __forceinline__ void stream_units(const typename stream_block<F>::W (
 
 // The products of the warp's kStreamRows<F> rows of a slot (rows[r]) at NB blocks of the chunk, b,
 // b + 32, .. (x's blocks g, g + 32, ..), side by side: NB independent chains for a lane, added to
-// acc block by block. Given `freed`, the slot's empty barrier, the warp frees the slot once its
-// lanes hold the blocks' weights, before the products.
+// acc block by block.
 template <typename F, int NB>
 __device__ __forceinline__ void stream_dots(const uint8_t* (&rows)[kStreamRows<F>], const uint8_t* xs, uint32_t nb, int b, int g,
-                                            float (&acc)[kStreamRows<F>], uint64_t* freed = nullptr) {
+                                            float (&acc)[kStreamRows<F>]) {
     typedef stream_block<F> B;
     typename B::W w[NB][kStreamRows<F>];
     typename B::Sums s[NB][kStreamRows<F>];
@@ -2100,10 +2099,6 @@ __device__ __forceinline__ void stream_dots(const uint8_t* (&rows)[kStreamRows<F
         }
         x[i] = stream_x_at(xs, nb, g + 32 * i);
     }
-    if (freed != nullptr) {
-        __syncwarp();
-        if ((threadIdx.x & 31) == 0) stage_arrive(freed);
-    }
     stream_units<F, 0>(w, x, s), stream_units<F, 1>(w, x, s), stream_units<F, 2>(w, x, s), stream_units<F, 3>(w, x, s);
     stream_units<F, 4>(w, x, s), stream_units<F, 5>(w, x, s), stream_units<F, 6>(w, x, s), stream_units<F, 7>(w, x, s);
 #pragma unroll
@@ -2114,23 +2109,14 @@ __device__ __forceinline__ void stream_dots(const uint8_t* (&rows)[kStreamRows<F
 }
 
 // A warp's chunk of `blocks` blocks (x's blocks g ..) into acc: a lane's blocks lane, lane + 32,
-// .., two at once where the chunk has 64 of them. Returns whether it freed the slot (`empty`)
-// itself: a chunk of 64 of one row a step of the formats of QMATVEC_Q8_STREAM_FREE_EARLY is freed
-// as soon as it is loaded, so that the filling warp's next copy into it starts while the lanes
-// multiply (none ships so: q2_K's ran slower, its loads no longer overlapping its products; q3_K's
-// pairs of rows, faster still, hold twice the weights).
+// .., two at once where the chunk has 64 of them.
 template <typename F>
-__device__ __forceinline__ bool stream_chunk(const uint8_t* (&rows)[kStreamRows<F>], const uint8_t* xs, uint32_t nb, int blocks, int g,
-                                             int lane, float (&acc)[kStreamRows<F>], uint64_t* empty) {
+__device__ __forceinline__ void stream_chunk(const uint8_t* (&rows)[kStreamRows<F>], const uint8_t* xs, uint32_t nb, int blocks, int g,
+                                             int lane, float (&acc)[kStreamRows<F>]) {
     if constexpr (kStreamRows<F> == 1 && kStreamChunk<F> >= 64) {
-        if (blocks == 64) {
-            constexpr bool kEarly = kBlock256In<F, OPGEN_QMATVEC_Q8_STREAM_FREE_EARLY>;
-            stream_dots<F, 2>(rows, xs, nb, lane, g + lane, acc, kEarly ? empty : nullptr);
-            return kEarly;
-        }
+        if (blocks == 64) return stream_dots<F, 2>(rows, xs, nb, lane, g + lane, acc);
     }
     for (int b = lane; b < blocks; b += 32) stream_dots<F, 1>(rows, xs, nb, b, g + b, acc);
-    return false;
 }
 
 // A block's share of the stream: its groups of kStreamRows<F> weight rows b, b + G, .. (G the grid),
@@ -2290,10 +2276,9 @@ __device__ void stream_product(const uint8_t* __restrict__ w, const x_source& xs
         const uint8_t* rows[kStreamRows<F>];
 #pragma unroll
         for (int r = 0; r < kStreamRows<F>; r++) rows[r] = slots + (size_t)s * pl.slot_bytes + r * pl.cb * F::kBytes;
-        if (!stream_chunk<F>(rows, dynamic, pl.nb, (int)pl.blocks(c), (int)(c * pl.cb), lane, acc, &empty[s])) {
-            __syncwarp();
-            if (lane == 0) stage_arrive(&empty[s]);
-        }
+        stream_chunk<F>(rows, dynamic, pl.nb, (int)pl.blocks(c), (int)(c * pl.cb), lane, acc);
+        __syncwarp();
+        if (lane == 0) stage_arrive(&empty[s]);
         if (++c == pl.chunks) {  // the group's last chunk: each row's total
             c = 0;
             const size_t n0 = pl.first_row(v, i);

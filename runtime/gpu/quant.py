@@ -501,13 +501,14 @@ def q8_bulk(rt: GpuRuntime, ordinal: int, fmt: str, rows: int, k: int, facts=QMA
     return bool(facts["QMATVEC_Q8_BULK_BLOCKS"] >> BLOCK32_BITS.index(fmt) & 1) and bulk_copies(rt, ordinal)
 
 
-#: Dynamic shared memory a block of compute capability 9.0 may have (227 KiB), less a KiB for
-#: static shared memory and the DYNAMIC_SHARED_SPARE left to other kernels' blocks: what q8_stream
-#: counts on (the driver gives qmatvec_q8_1_stream_<fmt> that, DYNAMIC_SHARED_KERNELS; q8_stream
-#: asks the device, so that the kernel's stream_fits agrees with it and never falls back to its
-#: slow product).
+#: Shared memory a block of compute capability 9.0 may have (STREAM_BLOCK_SHARED, 227 KiB), less a
+#: KiB for static shared memory and the DYNAMIC_SHARED_SPARE left to other kernels' blocks: the
+#: dynamic shared memory q8_stream counts on (the driver gives qmatvec_q8_1_stream_<fmt> that,
+#: DYNAMIC_SHARED_KERNELS; q8_stream asks the device for STREAM_BLOCK_SHARED, so that the kernel's
+#: stream_fits agrees with it and never falls back to its slow product).
+STREAM_BLOCK_SHARED = 232448
 STREAM_STATIC = 1024  # its full and empty barriers, 64 of each
-STREAM_SHARED = 232448 - STREAM_STATIC - DYNAMIC_SHARED_SPARE
+STREAM_SHARED = STREAM_BLOCK_SHARED - STREAM_STATIC - DYNAMIC_SHARED_SPARE
 
 
 def q8_stream(rt: GpuRuntime, ordinal: int, fmt: str, rows: int, k: int, w: int, facts=QMATVEC_Q8_GRID_FACTS) -> bool:
@@ -517,7 +518,7 @@ def q8_stream(rt: GpuRuntime, ordinal: int, fmt: str, rows: int, k: int, w: int,
     products), the weights `w` 16-byte aligned."""
     if not (w % 16 == 0 and stream_shape(fmt, rows, k, facts) and bulk_copies(rt, ordinal)):
         return False
-    return rt.driver.shared_per_block(ordinal) >= STREAM_SHARED + STREAM_STATIC + DYNAMIC_SHARED_SPARE
+    return rt.driver.shared_per_block(ordinal) >= STREAM_BLOCK_SHARED
 
 
 def stream_shape(fmt: str, rows: int, k: int, facts=QMATVEC_Q8_GRID_FACTS) -> bool:
