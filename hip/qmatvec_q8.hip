@@ -2564,7 +2564,8 @@ __device__ __forceinline__ void quantize_q8_1(const float* __restrict__ x, uint8
 #pragma unroll
         for (unsigned int bit = 1u; bit < 8u; bit <<= 1) {  // the block's 8 lanes (lane ^ bit: same group)
             amax = fmaxf(amax, opgen::shfl_xor(amax, bit));
-            finite = finite && opgen::shfl_xor((int)finite, bit) != 0;
+            const int other = opgen::shfl_xor((int)finite, bit);  // every lane shuffles, finite or not
+            finite = finite && other != 0;
         }
         const float d = finite ? amax / 127.0f : __uint_as_float(0x7FC00000u);
         const float id = finite && amax > 0.0f ? 127.0f / amax : 0.0f;

@@ -424,6 +424,41 @@ def test_the_stream_product_is_given_the_shared_memory_the_runtime_counts_on(bac
     assert shared and min(shared) >= STREAM_SHARED, (fmt, shared)
 
 
+def quantized_row(rt, x: np.ndarray) -> bytes:
+    """quantize_q8_1_f32 of one row of x on the device: the bytes of its x_q8_1_bytes."""
+    from generated import kernels_hip
+    from generated.kernel_facts import KernelPattern
+    from runtime.gpu import quant as gpu_quant
+    from runtime.gpu.launch import BLOCK
+
+    k = x.size
+    x_buf, xq = rt.from_host(0, x), rt.alloc(0, gpu_quant.x_q8_1_bytes(1, k), np.dtype(np.uint8))
+    quantize = rt._entry(kernels_hip.QSTORAGE["matmul"], (KernelPattern.QUANTIZE_Q8_1_X, x.dtype), "qmatmul")
+    quantize(rt.launch, rt.geometry(k // 4, 0), BLOCK, rt.stream(0), x_buf.ptr, xq.ptr, 1, k)
+    return rt.to_host(xq).tobytes()
+
+
+def units_d(got: bytes, k: int) -> np.ndarray:
+    """Each unit of 32's d out of a row's q8_1 (a half's d, d s: a unit's d every 4 floats)."""
+    return np.frombuffer(got[k : k + k // 16 * 8], np.float32)[0::4]
+
+
+@pytest.mark.parametrize("at", [96, 101, 110, 127])
+def test_x_quantization_makes_the_unit_of_a_nan_nan_at_any_lane(backend, at):
+    """A NaN in x makes its unit's d NaN and its quants 0, wherever it lies among the unit's 8
+    lanes (each lane's flag is shuffled to the others, whatever its own); a unit of zeros has d 0;
+    every other d is max |x| / 127."""
+    k = 2048
+    x = np.random.default_rng(at).standard_normal(k).astype(np.float32)
+    x[256:288] = 0.0
+    x[at] = np.nan
+    got = quantized_row(_runtime(backend), x)
+    d, amax = units_d(got, k), np.abs(x.reshape(-1, 32)).max(axis=1)
+    want = np.where(np.isnan(amax), np.nan, amax / np.float32(127.0))
+    assert np.array_equal(d, want, equal_nan=True), f"{backend.value}: units {np.flatnonzero(np.isnan(d))} NaN, want 3"
+    assert not np.frombuffer(got[96:128], np.int8).any(), f"{backend.value}: the NaN unit's quants"
+
+
 @pytest.mark.parametrize(
     ("fmt", "k", "rows"), [("q3_k", 4352, 1), ("q3_k", 8192, 2), ("q2_k", 6144, 1), ("q4_0", 8192, 1), ("f16", 8192, 1)]
 )
