@@ -520,13 +520,13 @@
 #define OPGEN_QMATVEC_Q8_STREAM_RELEASE_LATE 1
 #endif
 
-// qmatvec_q8_1_stream_*: the blocks of 256 whose stream product loads x's row into shared memory three pieces a thread at once (one round of loads for 480 threads where piece by piece took five), a bit each as QMATVEC_Q8_WIDE_K (q3_K 2). H200, by one row at 16384 x 16384 (bench/ggml.py --explore, beside the source without it, three processes): q3_K 32.6-32.7 us against 33.5-33.6; q6_K 53.8-54.0 against 53.4-53.5 and q2_K 25.2-25.3 against 25.3 (their 512 and 544 threads took three rounds), so those load a piece at a time
-// (a default: -D OPGEN_QMATVEC_Q8_STREAM_SHARE_BATCH=... may tune it, with the runtime's QMATVEC_Q8_STREAM_SHARE_BATCH set alike)
-#ifndef OPGEN_QMATVEC_Q8_STREAM_SHARE_BATCH
-#define OPGEN_QMATVEC_Q8_STREAM_SHARE_BATCH 2
+// qmatvec_q8_1_stream_*: the blocks of 256 whose filling warp asks for the next chunks as soon as it has asked for x's row (one bulk copy of its image, which x's quantization writes), not once x's row has landed, a bit each as QMATVEC_Q8_WIDE_K (q6_K 16). H200, by one row at 16384 x 16384, two processes each (bench/ggml.py --explore, stream-fill-early-none: 0, -all: 19): q6_K 52.6-52.9 us against 53.2-53.5; q2_K 25.2-25.4 against 24.9-25.0 and q3_K 29.8-30.2 against 29.9-30.0, so those wait
+// (a default: -D OPGEN_QMATVEC_Q8_STREAM_FILL_EARLY=... may tune it, with the runtime's QMATVEC_Q8_STREAM_FILL_EARLY set alike)
+#ifndef OPGEN_QMATVEC_Q8_STREAM_FILL_EARLY
+#define OPGEN_QMATVEC_Q8_STREAM_FILL_EARLY 16
 #endif
 
-// qmatvec_q8_1_stream_*: the blocks of 256 whose reading warps, where they have fewer than QMATVEC_Q8_STREAM_FIRST_LATE_STEPS steps, ask for their first chunk only once x's row is shared (x's loads otherwise land behind those copies), a bit each as QMATVEC_Q8_WIDE_K (q2_K 1, q3_K 2). H200, by one row (bench/ggml.py --explore, every first chunk late: stream-first-late-steps-max; two processes): at 4096 x 14336 (2 steps a warp) q3_K 10.4-10.5 us against 11.2, q2_K 8.6 against 8.9-9.0; at 16384 x 16384 (8-9 steps) later first chunks took q3_K to 33.8 against 32.3-32.4 and q2_K to 26.7-26.9 against 25.3-25.4
+// qmatvec_q8_1_stream_*: the blocks of 256 whose reading warps, where they have fewer than QMATVEC_Q8_STREAM_FIRST_LATE_STEPS steps, ask for their first chunk only once x's row has landed (its copy otherwise lands behind those), a bit each as QMATVEC_Q8_WIDE_K (q2_K 1, q3_K 2). H200, by one row (bench/ggml.py --explore, every first chunk late: stream-first-late-steps-max; two processes): at 4096 x 14336 (2 steps a warp) q3_K 10.4-10.5 us against 11.2, q2_K 8.6 against 8.9-9.0; at 16384 x 16384 (8-9 steps) later first chunks took q3_K to 33.8 against 32.3-32.4 and q2_K to 26.7-26.9 against 25.3-25.4
 // (a default: -D OPGEN_QMATVEC_Q8_STREAM_FIRST_LATE=... may tune it, with the runtime's QMATVEC_Q8_STREAM_FIRST_LATE set alike)
 #ifndef OPGEN_QMATVEC_Q8_STREAM_FIRST_LATE
 #define OPGEN_QMATVEC_Q8_STREAM_FIRST_LATE 3

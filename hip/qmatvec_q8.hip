@@ -1838,7 +1838,7 @@ __device__ __forceinline__ bool bulk_fits(const uint8_t* w, size_t k, size_t row
 //
 // qmatvec_q8_1_stream_<F>: cuda sm_90, one row of x of the blocks of 256 of QMATVEC_Q8_STREAM_K,
 // where stream_fits. The weights stream into dynamic shared memory through the bulk copy engine,
-// beside x's row. A block takes groups of kStreamRows<F> weight rows (b, b + G, .. of the grid G),
+// beside x's row (one bulk copy of the image x's quantization writes of it). A block takes groups of kStreamRows<F> weight rows (b, b + G, .. of the grid G),
 // group i by reading warp i % warps, each group chunk by chunk (at most kStreamChunk<F> blocks a
 // row); a warp's chunks go to its own slots in turn, as many as the launch's dynamic shared memory
 // holds (two at least). One warp fills the slots, its lane i those of warp i: a round of the
@@ -1871,6 +1871,13 @@ constexpr uint32_t kStreamPad = 16;  // past the stages: a block's last aligned 
 // lanes read neighbouring pieces.
 constexpr uint32_t kStreamXQuants = 17 * 16;
 __device__ __forceinline__ uint32_t stream_x_bytes(uint32_t nb) { return nb * (kStreamXQuants + 32 + 32); }
+
+// Where x's quantization also writes x's row in that layout (its image, after the row's q8_1 in
+// xq; a block's 17th piece zeros), which the stream product copies into shared memory whole, one
+// bulk copy: one row of x, k a multiple of 2048 (the calls stream_fits can take; runtime/gpu/
+// quant.py's x_q8_1_bytes counts the image alike).
+__device__ __forceinline__ bool x_has_stream_image(size_t rows, size_t k) { return rows == 1 && k % 2048 == 0; }
+__device__ __forceinline__ const uint8_t* stream_x_image(const uint8_t* xq, size_t k) { return xq + k + k / 2; }
 
 #if OPGEN_QMATVEC_BULK
 __device__ __forceinline__ int stream_warps() { return (int)(blockDim.x / 32) - 1; }
@@ -2151,71 +2158,10 @@ __device__ __forceinline__ void stream_issue(uint8_t* slots, uint64_t* full, con
     for (uint32_t r = 0; r < rows; r++) stage_copy(dst + r * pl.cb * F::kBytes, src + (size_t)r * pl.nb * F::kBytes, bytes, &full[s]);
 }
 
-// Copies x's row into shared memory in stream_x_bytes' layout: a 16-byte piece is a half's quants,
-// their sum taken as it is copied. The formats of QMATVEC_Q8_STREAM_SHARE_BATCH take kShareLoads
-// pieces a thread at once (stream_share_x_batched).
-__device__ __forceinline__ void stream_share_x(const x_source& s, uint8_t* xs, uint32_t nb) {
-    const uint4* q = reinterpret_cast<const uint4*>(s.xq);
-    const float4* m = reinterpret_cast<const float4*>(s.xm);  // a unit's d, d s0, d, d s1
-    uint4* xq = reinterpret_cast<uint4*>(xs);
-    float* xd = reinterpret_cast<float*>(xs + nb * kStreamXQuants);
-    int16_t* xsums = reinterpret_cast<int16_t*>(xs + nb * (kStreamXQuants + 32));
-    for (uint32_t c = threadIdx.x; c < 16 * nb; c += blockDim.x) {  // c = 16 b + 2 v + h: unit v's half h
-        const uint4 piece = q[c];
-        xq[c + (c >> 4)] = piece;
-        const int sum = dot4(piece.x, 0x01010101u, dot4(piece.y, 0x01010101u, dot4(piece.z, 0x01010101u, dot4(piece.w, 0x01010101u, 0))));
-        const uint32_t b = c >> 4, v = (c >> 1) & 7;
-        xsums[2 * (4 * ((v >> 2) * nb + b) + (v & 3)) + (c & 1)] = (int16_t)sum;
-    }
-    for (uint32_t u = threadIdx.x; u < 8 * nb; u += blockDim.x) {
-        const uint32_t b = u >> 3, v = u & 7;
-        xd[4 * ((v >> 2) * nb + b) + (v & 3)] = m[u].x;
-    }
-}
-
-// stream_share_x with a thread's kShareLoads pieces loaded before it stores any (index c: piece c
-// and, below 8 nb, unit c's d): q3_K's 480 threads take a row of 16384 values in one round of
-// loads, not five, each a wait on L2 before the first chunk is read. A function of its own: with
-// helpers both share, or this path for every format, ptxas gave q6_K's stream kernel 28-32 bytes
-// of spills where it has 8, and the batched path ran q6_K slower (call 76 of the explore record);
-// as it is, the other formats' stream kernels are unchanged.
-template <typename F> constexpr bool kShareBatch = kBlock256In<F, OPGEN_QMATVEC_Q8_STREAM_SHARE_BATCH>;
-constexpr int kShareLoads = 3;
-__device__ __forceinline__ void stream_share_x_batched(const x_source& s, uint8_t* xs, uint32_t nb) {
-    const uint4* q = reinterpret_cast<const uint4*>(s.xq);
-    const float4* m = reinterpret_cast<const float4*>(s.xm);
-    uint4* xq = reinterpret_cast<uint4*>(xs);
-    float* xd = reinterpret_cast<float*>(xs + nb * kStreamXQuants);
-    int16_t* xsums = reinterpret_cast<int16_t*>(xs + nb * (kStreamXQuants + 32));
-    const uint32_t pieces = 16 * nb, units = 8 * nb, step = blockDim.x;
-    for (uint32_t first = threadIdx.x; first < pieces; first += kShareLoads * step) {
-        uint4 piece[kShareLoads];
-        float d[kShareLoads];
-#pragma unroll
-        for (int i = 0; i < kShareLoads; i++) {
-            const uint32_t c = first + i * step;
-            if (c < pieces) piece[i] = q[c];
-            if (c < units) d[i] = m[c].x;
-        }
-#pragma unroll
-        for (int i = 0; i < kShareLoads; i++) {
-            const uint32_t c = first + i * step;
-            if (c < pieces) {
-                const uint4 p = piece[i];
-                xq[c + (c >> 4)] = p;
-                const int sum = dot4(p.x, 0x01010101u, dot4(p.y, 0x01010101u, dot4(p.z, 0x01010101u, dot4(p.w, 0x01010101u, 0))));
-                const uint32_t b = c >> 4, v = (c >> 1) & 7;
-                xsums[2 * (4 * ((v >> 2) * nb + b) + (v & 3)) + (c & 1)] = (int16_t)sum;
-            }
-            if (c < units) xd[4 * (((c >> 2) & 1) * nb + (c >> 3)) + (c & 3)] = d[i];  // unit c % 8 of block c / 8
-        }
-    }
-}
-
 template <typename F>
 __device__ void stream_product(const uint8_t* __restrict__ w, const x_source& xs, float* __restrict__ y, size_t n) {
     extern __shared__ __align__(128) uint8_t dynamic[];
-    __shared__ uint64_t full[kStreamSlots], empty[kStreamSlots];
+    __shared__ uint64_t full[kStreamSlots], empty[kStreamSlots], x_full;
     stream_plan<F> pl;
     pl.n = n, pl.nb = (uint32_t)(xs.k / 256), pl.warps = (uint32_t)stream_warps();
     pl.cb = pl.nb < kStreamChunk<F> ? pl.nb : kStreamChunk<F>;
@@ -2231,13 +2177,14 @@ __device__ void stream_product(const uint8_t* __restrict__ w, const x_source& xs
     const uint32_t steps = pl.steps(v);
     if (threadIdx.x == 0) {
         for (uint32_t s = 0; s < pl.per * pl.warps; s++) stage_init(&full[s]), stage_init(&empty[s]);
+        stage_init(&x_full);
         stage_init_fence();
     }
     __syncthreads();
     // The first slots fill while x is quantized (the kernel before, which writes no weights: the
     // weights are read before wait_for_predecessor, x after it) and copied; the others after. But
     // x's row, read after the wait, lands behind those copies: where the warps have few steps
-    // (QMATVEC_Q8_STREAM_FIRST_LATE), their first copies wait for x's row to be shared instead.
+    // (QMATVEC_Q8_STREAM_FIRST_LATE), their first copies wait for x's row to land instead.
     const bool late = kBlock256In<F, OPGEN_QMATVEC_Q8_STREAM_FIRST_LATE> && pl.steps(0) < OPGEN_QMATVEC_Q8_STREAM_FIRST_LATE_STEPS;
     if (!late && warp == (int)pl.warps && steps > 0) stream_issue<F>(slots, full, w, pl, v, 0);
     // Released, the next kernel (x's quantization, whose small blocks fit beside this one's:
@@ -2250,12 +2197,11 @@ __device__ void stream_product(const uint8_t* __restrict__ w, const x_source& xs
         if (release) opgen::release_dependents();
     }
     opgen::wait_for_predecessor();
-    if constexpr (kShareBatch<F>) {
-        stream_share_x_batched(xs, dynamic, pl.nb);
-    } else {
-        stream_share_x(xs, dynamic, pl.nb);
-    }
-    __syncthreads();
+    // x's row whole, one bulk copy of its image (x's quantization wrote it: x_has_stream_image),
+    // asked for ahead of the next chunks; the filling warp of QMATVEC_Q8_STREAM_FILL_EARLY asks
+    // for those before it lands.
+    if (warp == (int)pl.warps && lane == 0) stage_expect(&x_full, x_bytes), stage_copy(dynamic, stream_x_image(xs.xq, xs.k), x_bytes, &x_full);
+    if (warp != (int)pl.warps || late || !kBlock256In<F, OPGEN_QMATVEC_Q8_STREAM_FILL_EARLY>) stage_wait(&x_full, 0u);
     if (warp == (int)pl.warps) {  // round i: lane v fills warp v's step i once warp v freed its slot
         for (uint32_t i = late ? 0u : 1u; __any_sync(0xFFFFFFFFu, i < steps); i++) {
             if (i < steps && i >= pl.per) stage_wait(&empty[pl.slot(v, i)], ((i / pl.per) & 1u) ^ 1u);
@@ -2540,13 +2486,27 @@ __device__ __forceinline__ void qmatvec_q8_1_stream(const uint8_t* w, const floa
 
 // ---------------------------------------------------------------------------- x to q8_1
 
-// A thread per 4 values of x (one 16-byte load, one 4-byte store), 8 neighbouring lanes per block
+// Quad u of x's one row (its 4 quants `word`, its unit's d, its half's sum of quants) into the
+// stream image (x_has_stream_image): the word at piece u / 4 of its block's 17, the half's sum and
+// the unit's d where stream_x_bytes' layout has them; the block's first quad zeros its 17th piece.
+__device__ __forceinline__ void image_word(uint8_t* xq, size_t k, size_t u, uint32_t word, float d, int sum) {
+    uint8_t* image = const_cast<uint8_t*>(stream_x_image(xq, k));
+    const size_t nb = k / 256, b = u >> 6, v = (u >> 3) & 7, at = 4 * ((v >> 2) * nb + b) + (v & 3);
+    reinterpret_cast<uint32_t*>(image)[u + 4 * b] = word;
+    if ((u & 63) == 0) reinterpret_cast<uint4*>(image)[17 * b + 16] = make_uint4(0u, 0u, 0u, 0u);
+    if ((u & 3) == 0) reinterpret_cast<int16_t*>(image + nb * (kStreamXQuants + 32))[2 * at + ((u >> 2) & 1)] = (int16_t)sum;
+    if ((u & 7) == 0) reinterpret_cast<float*>(image + nb * kStreamXQuants)[at] = d;
+}
+
+// A thread per 4 values of x (one 16-byte load, one 4-byte store; for one row of x of the stream
+// product's k, its image's too: image_word), 8 neighbouring lanes per block
 // of 32: they share the block's largest |x| and 4 of them a half's sum of quants (the many lanes
 // keep the launch short where x has few rows). A NaN or infinity in the block makes d NaN and the
 // quants 0.
 __device__ __forceinline__ void quantize_q8_1(const float* __restrict__ x, uint8_t* __restrict__ xq, size_t rows, size_t k) {
     const size_t quads = rows * k / 4;
     float2* xm = reinterpret_cast<float2*>(xq + rows * k);
+    const bool image = x_has_stream_image(rows, k);
     const size_t stride = (size_t)gridDim.x * blockDim.x;
     for (size_t first = (size_t)blockIdx.x * blockDim.x; first < quads; first += stride) {  // the same trips for a whole block
         const size_t u = first + threadIdx.x;
@@ -2582,6 +2542,7 @@ __device__ __forceinline__ void quantize_q8_1(const float* __restrict__ x, uint8
         if (active) {
             reinterpret_cast<uint32_t*>(xq)[u] = word;
             if (u % 4 == 0) xm[u / 4] = make_float2(d, d * (float)sum);
+            if (image) image_word(xq, k, u, word, d, sum);
         }
     }
 }

@@ -392,8 +392,11 @@ def exact_x_measured_faster(fmt: str, rows: int, n: int, k: int) -> bool:
 
 def x_q8_1_bytes(rows: int, k: int) -> int:
     """Bytes of x (rows, k) in q8_1 as quantize_q8_1 writes it: the int8 quants, then a float2
-    (d, d * the sum of the quants) per 16 of them."""
-    return rows * k + rows * k // 16 * 8
+    (d, d * the sum of the quants) per 16 of them; for one row of k a multiple of 2048, then the
+    row as the stream product holds it in shared memory (hip/qmatvec_q8.hip's x_has_stream_image:
+    stream_x_bytes), which it copies whole."""
+    image = stream_x_bytes(k // 256) if rows == 1 and k % 2048 == 0 else 0
+    return rows * k + rows * k // 16 * 8 + image
 
 
 def qmatvec_q8_1(
@@ -501,13 +504,13 @@ def q8_bulk(rt: GpuRuntime, ordinal: int, fmt: str, rows: int, k: int, facts=QMA
     return bool(facts["QMATVEC_Q8_BULK_BLOCKS"] >> BLOCK32_BITS.index(fmt) & 1) and bulk_copies(rt, ordinal)
 
 
-#: Shared memory a block of compute capability 9.0 may have (STREAM_BLOCK_SHARED, 227 KiB), less a
-#: KiB for static shared memory and the DYNAMIC_SHARED_SPARE left to other kernels' blocks: the
+#: Shared memory a block of compute capability 9.0 may have (STREAM_BLOCK_SHARED, 227 KiB), less
+#: its static shared memory and the DYNAMIC_SHARED_SPARE left to other kernels' blocks: the
 #: dynamic shared memory q8_stream counts on (the driver gives qmatvec_q8_1_stream_<fmt> that,
 #: DYNAMIC_SHARED_KERNELS; q8_stream asks the device for STREAM_BLOCK_SHARED, so that the kernel's
 #: stream_fits agrees with it and never falls back to its slow product).
 STREAM_BLOCK_SHARED = 232448
-STREAM_STATIC = 1024  # its full and empty barriers, 64 of each
+STREAM_STATIC = 1152  # its full and empty barriers, 64 of each, and x's, in 128-byte units
 STREAM_SHARED = STREAM_BLOCK_SHARED - STREAM_STATIC - DYNAMIC_SHARED_SPARE
 
 

@@ -367,7 +367,7 @@ STREAM_THREADS = 32 * (kernel_facts.QMATVEC_Q8_STREAM_WARPS + 1)
 #: of 56 blocks of q2_K and q3_K (a lane at a time); 16384 one chunk of 64 blocks of q2_K and q3_K
 #: (a lane two blocks at once), two of q6_K, over many steps a warp (q3_K and q6_K releasing the
 #: next kernel at once, QMATVEC_Q8_STREAM_RELEASE_STEPS); 18432 a chunk of 64 and one of 8; 24576
-#: x's row of 1536 pieces, two rounds of q3_K's batched loads (QMATVEC_Q8_STREAM_SHARE_BATCH). Odd
+#: x's row of 1536 pieces (one bulk copy of 32256 bytes). Odd
 #: counts of rows leave q3_K's last pair of rows (QMATVEC_Q8_STREAM_PAIRS) one row.
 STREAM_SHAPES = [(35, 8192), (17, 14336), (640, 16384), (9, 18432), (5, 24576)]
 
@@ -424,6 +424,19 @@ def test_the_stream_product_is_given_the_shared_memory_the_runtime_counts_on(bac
     assert shared and min(shared) >= STREAM_SHARED, (fmt, shared)
 
 
+def stream_image(quants: np.ndarray, d: np.ndarray) -> bytes:
+    """One row of x as hip/qmatvec_q8.hip's stream_x_bytes lays it out, from its q8_1 (int8
+    quants, a d a unit of 32): each block of 256's 16 pieces of 16 quants and a piece of zeros;
+    the units' d, units 4c..4c + 3 of block b at 4 (c nb + b); the sums of their halves' quants as
+    16-bit integers, likewise two a unit."""
+    nb = quants.size // 256
+    pieces = np.zeros((nb, 17, 16), np.int8)
+    pieces[:, :16] = quants.reshape(nb, 16, 16)
+    units = d.reshape(nb, 2, 4).transpose(1, 0, 2)  # [c, b, unit 4c + j]
+    sums = quants.reshape(nb, 2, 4, 2, 16).astype(np.int64).sum(axis=4).astype(np.int16).transpose(1, 0, 2, 3)
+    return pieces.tobytes() + units.astype(np.float32).tobytes() + sums.tobytes()
+
+
 def quantized_row(rt, x: np.ndarray) -> bytes:
     """quantize_q8_1_f32 of one row of x on the device: the bytes of its x_q8_1_bytes."""
     from generated import kernels_hip
@@ -457,6 +470,25 @@ def test_x_quantization_makes_the_unit_of_a_nan_nan_at_any_lane(backend, at):
     want = np.where(np.isnan(amax), np.nan, amax / np.float32(127.0))
     assert np.array_equal(d, want, equal_nan=True), f"{backend.value}: units {np.flatnonzero(np.isnan(d))} NaN, want 3"
     assert not np.frombuffer(got[96:128], np.int8).any(), f"{backend.value}: the NaN unit's quants"
+
+
+@pytest.mark.parametrize("k", [2048, 6144, 16384, 4352])
+def test_x_quantization_writes_the_stream_image_of_one_row(backend, k):
+    """quantize_q8_1_f32 writes one row of x of k a multiple of 2048 a second time after its q8_1,
+    as the stream product holds it in shared memory (x_has_stream_image; the product copies it
+    whole): byte for byte what the row's own quants and d give, a unit of zeros and one of NaN
+    included; x_q8_1_bytes counts it, and a row of k not a multiple of 2048 has none."""
+    from runtime.gpu import quant as gpu_quant
+
+    x = np.random.default_rng(k).standard_normal(k).astype(np.float32)
+    x[256:288] = 0.0
+    x[100] = np.nan
+    plain = k + k // 16 * 8
+    image = gpu_quant.stream_x_bytes(k // 256) if k % 2048 == 0 else 0
+    assert gpu_quant.x_q8_1_bytes(1, k) == plain + image, k
+    got = quantized_row(_runtime(backend), x)
+    want = stream_image(np.frombuffer(got[:k], np.int8), units_d(got, k)) if image else b""
+    assert got[plain:] == want, f"{backend.value} k {k}: the image"
 
 
 @pytest.mark.parametrize(
