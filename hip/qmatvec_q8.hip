@@ -1838,17 +1838,17 @@ __device__ __forceinline__ bool bulk_fits(const uint8_t* w, size_t k, size_t row
 //
 // qmatvec_q8_1_stream_<F>: cuda sm_90, one row of x of the blocks of 256 of QMATVEC_Q8_STREAM_K,
 // where stream_fits. The weights stream into dynamic shared memory through the bulk copy engine,
-// beside x's row (one bulk copy of the image x's quantization writes of it). A block takes groups of kStreamRows<F> weight rows (b, b + G, .. of the grid G),
-// group i by reading warp i % warps, each group chunk by chunk (at most kStreamChunk<F> blocks a
-// row); a warp's chunks go to its own slots in turn, as many as the launch's dynamic shared memory
-// holds (two at least). One warp fills the slots, its lane i those of warp i: a round of the
-// lanes waits side by side for each one's slot to be freed, then issues their copies. No
-// block-wide barrier past x's copy, and no warp waits for another: a warp waits only for its own
-// slot. A lane takes whole blocks of a chunk (lane, lane + 32: two at once where the chunk has 64),
-// x's block loaded once for the warp's rows. Loads out of shared memory need no 16-byte pieces to
-// keep the L1's wavefronts few: a block of 110 or 210 bytes (q3_K, q6_K; 2-byte aligned) is read
-// word by word and realigned by one funnel shift a word. Each row's sum is taken in one order
-// whatever the grid: any grid gives the same bits.
+// beside x's row (one bulk copy of the image x's quantization writes of it). A block takes groups
+// of kStreamRows<F> weight rows (b, b + G, .. of the grid G), group i by reading warp i % warps,
+// each group chunk by chunk (at most kStreamChunk<F> blocks a row); a warp's chunks go to its own
+// slots in turn, as many as the launch's dynamic shared memory holds (two at least). One warp fills
+// the slots, its lane i those of warp i: a round of the lanes waits side by side for each one's
+// slot to be freed, then issues their copies. No block-wide barrier past x's copy, and no warp
+// waits for another: a warp waits only for its own slot. A lane takes whole blocks of a chunk
+// (lane, lane + 32: two at once where the chunk has 64), x's block loaded once for the warp's rows.
+// Loads out of shared memory need no 16-byte pieces to keep the L1's wavefronts few: a block of 110
+// or 210 bytes (q3_K, q6_K; 2-byte aligned) is read word by word and realigned by one funnel shift
+// a word. Each row's sum is taken in one order whatever the grid: any grid gives the same bits.
 //
 // A block is the reading warps and the filling one, at most QMATVEC_Q8_STREAM_WARPS + 1 warps (the
 // launch bounds): the runtime launches fewer where two slots a warp would not fit (q6_K's blocks
@@ -1877,7 +1877,7 @@ __device__ __forceinline__ uint32_t stream_x_bytes(uint32_t nb) { return nb * (k
 // bulk copy: one row of x, k a multiple of 2048 (the calls stream_fits can take; runtime/gpu/
 // quant.py's x_q8_1_bytes counts the image alike).
 __device__ __forceinline__ bool x_has_stream_image(size_t rows, size_t k) { return rows == 1 && k % 2048 == 0; }
-__device__ __forceinline__ const uint8_t* stream_x_image(const uint8_t* xq, size_t k) { return xq + k + k / 2; }
+template <typename T> __device__ __forceinline__ T* stream_x_image(T* xq, size_t k) { return xq + k + k / 2; }
 
 #if OPGEN_QMATVEC_BULK
 __device__ __forceinline__ int stream_warps() { return (int)(blockDim.x / 32) - 1; }
@@ -2490,7 +2490,7 @@ __device__ __forceinline__ void qmatvec_q8_1_stream(const uint8_t* w, const floa
 // stream image (x_has_stream_image): the word at piece u / 4 of its block's 17, the half's sum and
 // the unit's d where stream_x_bytes' layout has them; the block's first quad zeros its 17th piece.
 __device__ __forceinline__ void image_word(uint8_t* xq, size_t k, size_t u, uint32_t word, float d, int sum) {
-    uint8_t* image = const_cast<uint8_t*>(stream_x_image(xq, k));
+    uint8_t* image = stream_x_image(xq, k);
     const size_t nb = k / 256, b = u >> 6, v = (u >> 3) & 7, at = 4 * ((v >> 2) * nb + b) + (v & 3);
     reinterpret_cast<uint32_t*>(image)[u + 4 * b] = word;
     if ((u & 63) == 0) reinterpret_cast<uint4*>(image)[17 * b + 16] = make_uint4(0u, 0u, 0u, 0u);
@@ -2499,10 +2499,9 @@ __device__ __forceinline__ void image_word(uint8_t* xq, size_t k, size_t u, uint
 }
 
 // A thread per 4 values of x (one 16-byte load, one 4-byte store; for one row of x of the stream
-// product's k, its image's too: image_word), 8 neighbouring lanes per block
-// of 32: they share the block's largest |x| and 4 of them a half's sum of quants (the many lanes
-// keep the launch short where x has few rows). A NaN or infinity in the block makes d NaN and the
-// quants 0.
+// product's k, its image's too: image_word), 8 neighbouring lanes per block of 32: they share the
+// block's largest |x| and 4 of them a half's sum of quants (the many lanes keep the launch short
+// where x has few rows). A NaN or infinity in the block makes d NaN and the quants 0.
 __device__ __forceinline__ void quantize_q8_1(const float* __restrict__ x, uint8_t* __restrict__ xq, size_t rows, size_t k) {
     const size_t quads = rows * k / 4;
     float2* xm = reinterpret_cast<float2*>(xq + rows * k);
