@@ -2241,16 +2241,16 @@ __device__ void stream_product(const uint8_t* __restrict__ w, const x_source& xs
 #endif
 
 // Whether the stream product takes this call (runtime/gpu/quant.py's q8_stream alike, which
-// launches it only so): one row of x, whole 16-byte runs (k a multiple of 2048, w 16-byte
-// aligned), a lane a block (at least QMATVEC_Q8_STREAM_BLOCKS blocks a row), and two slots a
-// reading warp beside x in the launch's dynamic shared memory (k at most 2^24: x's bytes count in
-// 32 bits).
+// launches it only so): x's image written (x_has_stream_image: one row of x, k a multiple of 2048,
+// whole 16-byte runs), w 16-byte aligned, a lane a block (at least QMATVEC_Q8_STREAM_BLOCKS blocks
+// a row), and two slots a reading warp beside x in the launch's dynamic shared memory (k at most
+// 2^24: x's bytes count in 32 bits).
 template <typename F>
 __device__ __forceinline__ bool stream_fits(const uint8_t* w, size_t k, size_t rows) {
 #if OPGEN_QMATVEC_BULK
     const uint32_t nb = (uint32_t)(k / 256), cb = nb < kStreamChunk<F> ? nb : kStreamChunk<F>;
     const size_t need = (size_t)stream_x_bytes(nb) + 2 * (size_t)(stream_warps() * kStreamRows<F>) * cb * F::kBytes + kStreamPad;
-    return rows == 1 && stream_warps() >= 1 && 2 * stream_warps() <= kStreamSlots && k % 2048 == 0 &&
+    return x_has_stream_image(rows, k) && stream_warps() >= 1 && 2 * stream_warps() <= kStreamSlots &&
            nb >= (uint32_t)OPGEN_QMATVEC_Q8_STREAM_BLOCKS && k <= (1u << 24) && (reinterpret_cast<size_t>(w) & 15) == 0 &&
            need <= dynamic_shared_bytes();
 #else
