@@ -471,6 +471,7 @@ EXPLORE_VARIANTS: dict[str, dict[str, int]] = {
     "stream-release-late-none": {"QMATVEC_Q8_STREAM_RELEASE_LATE": 0},
     "stream-release-late-all": {"QMATVEC_Q8_STREAM_RELEASE_LATE": 19},
     "stream-pairs-none": {"QMATVEC_Q8_STREAM_PAIRS": 0},
+    "stream-pairs-q3": {"QMATVEC_Q8_STREAM_PAIRS": 2, "QMATVEC_Q8_STREAM_WIDE_K": 3},
     "stream-fill-early-none": {"QMATVEC_Q8_STREAM_FILL_EARLY": 0},
     "stream-fill-early-all": {"QMATVEC_Q8_STREAM_FILL_EARLY": 19},
     "stream-first-late-none": {"QMATVEC_Q8_STREAM_FIRST_LATE": 0},

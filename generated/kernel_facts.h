@@ -478,16 +478,22 @@
 #define OPGEN_QMATVEC_Q8_STREAM_ROWS 1
 #endif
 
-// qmatvec_q8_1_stream_*: the blocks of 256 whose reading warps take twice QMATVEC_Q8_STREAM_ROWS weight rows a step (x's block loaded once for both: half the shared-memory reads of x a weight row), at most QMATVEC_Q8_STREAM_PAIR_WARPS of them (their own launch bounds), a bit each as QMATVEC_Q8_WIDE_K (q3_K 2: 7 warps at k = 16384). H200, by one row, two processes (bench/ggml.py --explore, stream-pairs-none: 0): q3_K 29.9 us against 30.2-30.4 at 16384 x 16384, 9.9-10.0 against 10.8 at 4096 x 14336; q2_K 25.9 against 25.2 at 16384 x 16384 (released: 25.1-25.2), 9 warps of two rows 26.1, 6 of three rows 26.2 (q3_K 31.5)
+// qmatvec_q8_1_stream_*: the blocks of 256 whose reading warps take twice QMATVEC_Q8_STREAM_ROWS weight rows a step (x's block loaded once for both: half the shared-memory reads of x a weight row), at most QMATVEC_Q8_STREAM_PAIR_WARPS of them for those of QMATVEC_Q8_STREAM_PAIR_WARPS_K, a bit each as QMATVEC_Q8_WIDE_K (q2_K 1: 16 warps at k = 16384, chunks of 32 blocks; q3_K 2: 7 warps, chunks of 64). H200, by one row, two processes (bench/ggml.py --explore, stream-pairs-none: 0, stream-pairs-q3: 2 with q2_K's chunks of 64 and 8 warps): q3_K 29.9 us against 30.2-30.4 at 16384 x 16384, 9.9-10.0 against 10.8 at 4096 x 14336; q2_K 23.8 against 24.4-24.5 at 16384 x 16384 and 8.3-8.4 against 8.6 at 4096 x 14336 (17, 18, 19 warps 24.1-24.2, 24.7, 25.2; 12, 14 warps 24.4-24.5, 24.1; chunks of 64 at 8 warps 25.9, 9 warps 26.1)
 // (a default: -D OPGEN_QMATVEC_Q8_STREAM_PAIRS=... may tune it, with the runtime's QMATVEC_Q8_STREAM_PAIRS set alike)
 #ifndef OPGEN_QMATVEC_Q8_STREAM_PAIRS
-#define OPGEN_QMATVEC_Q8_STREAM_PAIRS 2
+#define OPGEN_QMATVEC_Q8_STREAM_PAIRS 3
 #endif
 
-// qmatvec_q8_1_stream_* of QMATVEC_Q8_STREAM_PAIRS: reading warps at most (the launch bounds: 288 threads, up to 224 registers a thread; q3_K takes 160)
+// qmatvec_q8_1_stream_* of QMATVEC_Q8_STREAM_PAIR_WARPS_K: reading warps at most (the launch bounds: 288 threads, up to 224 registers a thread; q3_K takes 160)
 // (a default: -D OPGEN_QMATVEC_Q8_STREAM_PAIR_WARPS=... may tune it, with the runtime's QMATVEC_Q8_STREAM_PAIR_WARPS set alike)
 #ifndef OPGEN_QMATVEC_Q8_STREAM_PAIR_WARPS
 #define OPGEN_QMATVEC_Q8_STREAM_PAIR_WARPS 8
+#endif
+
+// qmatvec_q8_1_stream_* of QMATVEC_Q8_STREAM_PAIRS: the blocks of 256 whose reading warps are at most QMATVEC_Q8_STREAM_PAIR_WARPS, not QMATVEC_Q8_STREAM_WARPS (their own launch bounds: a pair of rows of their blocks holds more registers), a bit each as QMATVEC_Q8_WIDE_K (q3_K 2: 160 registers a thread; q3_K's pairs of 10, 11, 12 warps in chunks of 32 blocks took 31.8-33.3 us against 29.5-30.8 at 16384 x 16384 on the H200; q2_K's pairs hold 95)
+// (a default: -D OPGEN_QMATVEC_Q8_STREAM_PAIR_WARPS_K=... may tune it, with the runtime's QMATVEC_Q8_STREAM_PAIR_WARPS_K set alike)
+#ifndef OPGEN_QMATVEC_Q8_STREAM_PAIR_WARPS_K
+#define OPGEN_QMATVEC_Q8_STREAM_PAIR_WARPS_K 2
 #endif
 
 // qmatvec_q8_1_stream_*: blocks of 256 a slot holds of each weight row at most, twice that for QMATVEC_Q8_STREAM_WIDE_K (a lane a block, or two at once: fewer leave lanes idle, 16 took q3_K to 56 us on the H200); longer rows take several steps
@@ -496,10 +502,10 @@
 #define OPGEN_QMATVEC_Q8_STREAM_BLOCKS 32
 #endif
 
-// qmatvec_q8_1_stream_*: the blocks of 256 whose chunks hold twice QMATVEC_Q8_STREAM_BLOCKS blocks (a lane two blocks at once), a bit each as QMATVEC_Q8_WIDE_K (q2_K 1, q3_K 2): larger copies and two independent chains a lane. H200, by one row at 16384 x 16384 (bench/ggml.py --explore, stream-narrow: none): q2_K 26.2 us against 27.6, q3_K 33.6 against 33.6 (a prototype outside the tree: 32.1-32.7 against 33.5-34.4); q6_K's blocks of 210 bytes would leave 7 reading warps
+// qmatvec_q8_1_stream_*: the blocks of 256 whose chunks hold twice QMATVEC_Q8_STREAM_BLOCKS blocks (a lane two blocks at once; a lane of a pair of rows a block of each, twice), a bit each as QMATVEC_Q8_WIDE_K (q3_K 2; q2_K's pairs of rows take chunks of 32 blocks: QMATVEC_Q8_STREAM_PAIRS): larger copies and two independent chains a lane. H200, by one row at 16384 x 16384 before q2_K's pairs (bench/ggml.py --explore, stream-narrow: none): q2_K 26.2 us against 27.6, q3_K 33.6 against 33.6 (a prototype outside the tree: 32.1-32.7 against 33.5-34.4); q6_K's blocks of 210 bytes would leave 7 reading warps
 // (a default: -D OPGEN_QMATVEC_Q8_STREAM_WIDE_K=... may tune it, with the runtime's QMATVEC_Q8_STREAM_WIDE_K set alike)
 #ifndef OPGEN_QMATVEC_Q8_STREAM_WIDE_K
-#define OPGEN_QMATVEC_Q8_STREAM_WIDE_K 3
+#define OPGEN_QMATVEC_Q8_STREAM_WIDE_K 2
 #endif
 
 // qmatvec_q8_1_stream_*: the blocks of 256 whose stream product lets the next kernel, launched programmatically (x's quantization for the next product, whose blocks fit beside a stream block: DYNAMIC_SHARED_SPARE), start early where its warps take at least QMATVEC_Q8_STREAM_RELEASE_STEPS steps, so that the next product's blocks take the multiprocessors as this one's end: at once, or for those of QMATVEC_Q8_STREAM_RELEASE_LATE once the block's last copies are asked for, a bit each as QMATVEC_Q8_WIDE_K (q2_K 1, q3_K 2, q6_K 16). H200, by one row, two processes (bench/ggml.py --explore, stream-release-none: 0): q3_K 30.2-31.0 us against 32.6-32.7 at 16384 x 16384; q6_K 52.4 against 54.6 at 16384 x 16384 (before the spare); q2_K released at once 25.6-25.9 against 25.5-25.6

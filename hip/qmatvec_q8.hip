@@ -1853,13 +1853,15 @@ __device__ __forceinline__ bool bulk_fits(const uint8_t* w, size_t k, size_t row
 // A block is the reading warps and the filling one, at most QMATVEC_Q8_STREAM_WARPS + 1 warps (the
 // launch bounds): the runtime launches fewer where two slots a warp would not fit (q6_K's blocks
 // of 210 bytes; runtime/gpu/quant.py's stream_warps), and the kernel counts them from blockDim.
-// The formats of QMATVEC_Q8_STREAM_PAIRS (q3_K) take twice the rows a step, x's block loaded once
-// for both, at most QMATVEC_Q8_STREAM_PAIR_WARPS reading warps (their own launch bounds: more
-// registers a thread).
+// The formats of QMATVEC_Q8_STREAM_PAIRS (q2_K, q3_K) take twice the rows a step, x's block loaded
+// once for both; those of QMATVEC_Q8_STREAM_PAIR_WARPS_K (q3_K) at most QMATVEC_Q8_STREAM_PAIR_WARPS
+// reading warps (their own launch bounds: more registers a thread).
 template <typename F> constexpr bool kStreamPairs = kBlock256In<F, OPGEN_QMATVEC_Q8_STREAM_PAIRS>;
 template <typename F>
+constexpr bool kStreamPairWarps = kStreamPairs<F> && kBlock256In<F, OPGEN_QMATVEC_Q8_STREAM_PAIR_WARPS_K>;
+template <typename F>
 constexpr int kStreamThreads =
-    OPGEN_LANE_GROUP * ((kStreamPairs<F> ? OPGEN_QMATVEC_Q8_STREAM_PAIR_WARPS : OPGEN_QMATVEC_Q8_STREAM_WARPS) + 1);
+    OPGEN_LANE_GROUP * ((kStreamPairWarps<F> ? OPGEN_QMATVEC_Q8_STREAM_PAIR_WARPS : OPGEN_QMATVEC_Q8_STREAM_WARPS) + 1);
 template <typename F> constexpr int kStreamRows = OPGEN_QMATVEC_Q8_STREAM_ROWS * (kStreamPairs<F> ? 2 : 1);
 constexpr int kStreamSlots = 64;  // at most, of all warps
 constexpr uint32_t kStreamPad = 16;  // past the stages: a block's last aligned word may read 2 bytes on
@@ -1932,6 +1934,12 @@ template <int B> __device__ __forceinline__ int signed_byte(uint32_t v) {
     asm("prmt.b32 %0, %1, 0, %2;" : "=r"(r) : "r"(v), "n"(B | (8 | B) << 4 | (8 | B) << 8 | (8 | B) << 12));
     return r;
 }
+// Byte B of v zero-extended (one prmt).
+template <int B> __device__ __forceinline__ int unsigned_byte(uint32_t v) {
+    int r;
+    asm("prmt.b32 %0, %1, 0, %2;" : "=r"(r) : "r"(v), "n"(B | 4 << 4 | 4 << 8 | 4 << 12));
+    return r;
+}
 
 // A stage's block of 256 and its dot product with x, unit of 32 by unit (v = 4n + j: weights
 // 128n + 32j ..), the rows of a warp sharing x's loads: load(p, w) reads the block at p, part<V>
@@ -1941,30 +1949,34 @@ template <typename F> struct stream_block;
 
 // q2_K: 84 bytes (4-aligned): scales[16], qs[64], d, dmin. Bit pair j of qs masked in place (4^j q,
 // unsigned), each half's sum times its 4-bit scale in integers; its mins against the sums of x's
-// halves in integers (one dp2a), times x's d.
+// halves in integers (one dp2a), times x's d. The scales' nibbles are split once a block: a unit
+// then takes its scales with one prmt each and its mins as they lie (dp2a's low or high bytes).
 template <> struct stream_block<q2_k> {
     struct W {
-        uint32_t sc[4], qs[16], dm;
+        uint32_t scale[4], min[4], qs[16], dm;  // scale, min: byte b of word c the nibbles of scales[4c + b]
     };
     struct Sums {
         float s, m;
     };
     static __device__ __forceinline__ void load(const uint8_t* p, W& w) {
         const uint32_t* base = reinterpret_cast<const uint32_t*>(p);
-        stage_words<0, 4, true>(base, 0u, w.sc);
+        uint32_t sc[4];
+        stage_words<0, 4, true>(base, 0u, sc);
+#pragma unroll
+        for (int c = 0; c < 4; c++) w.scale[c] = sc[c] & 0x0F0F0F0Fu, w.min[c] = (sc[c] >> 4) & 0x0F0F0F0Fu;
         stage_words<4, 16, true>(base, 0u, w.qs);
         w.dm = base[20];
     }
     template <int V> static __device__ __forceinline__ void part(const W& w, const uint32_t (&q)[8], const stream_x& x, Sums& s) {
-        constexpr int n = V >> 2, j = V & 3;
+        constexpr int n = V >> 2, j = V & 3, c = 2 * n + (j >> 1), b = 2 * (j & 1);  // bytes b, b + 1: halves 0, 1
         int p[2] = {0, 0};
 #pragma unroll
         for (int i = 0; i < 8; i++) p[i >> 2] = dot4_unsigned(w.qs[8 * n + i] & (0x03030303u << (2 * j)), q[i], p[i >> 2]);
-        const uint32_t sc = w.sc[2 * n + (j >> 1)] >> (16 * (j & 1));  // byte h: half h's scale | min << 4
-        const int t = (int)(sc & 15u) * p[0] + (int)((sc >> 8) & 15u) * p[1];
+        const int t = unsigned_byte<b>(w.scale[c]) * p[0] + unsigned_byte<b + 1>(w.scale[c]) * p[1];
+        const int m = b ? __dp2a_hi(x.unit_sums<V>(), (int)w.min[c], 0) : __dp2a_lo(x.unit_sums<V>(), (int)w.min[c], 0);
         const float d = x.unit_d<V>();
         s.s = fmaf(d * (1.0f / (float)(1 << (2 * j))), (float)t, s.s);
-        s.m = fmaf(d, (float)__dp2a_lo(x.unit_sums<V>(), (int)((sc >> 4) & 0x0F0Fu), 0), s.m);  // the mins as bytes
+        s.m = fmaf(d, (float)m, s.m);
     }
     static __device__ __forceinline__ float value(const W& w, const Sums& s) { return half_lo(w.dm) * s.s - half_hi(w.dm) * s.m; }
 };

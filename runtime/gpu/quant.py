@@ -54,6 +54,7 @@ from generated.kernel_facts import (
     QMATVEC_Q8_STREAM_BLOCKS,
     QMATVEC_Q8_STREAM_K,
     QMATVEC_Q8_STREAM_PAIR_WARPS,
+    QMATVEC_Q8_STREAM_PAIR_WARPS_K,
     QMATVEC_Q8_STREAM_PAIRS,
     QMATVEC_Q8_STREAM_ROWS,
     QMATVEC_Q8_STREAM_WARPS,
@@ -100,7 +101,8 @@ LANE_GROUP = 32
 #: BULK_ROWS weight rows, BULK_PER_SM blocks a multiprocessor); which take qmatvec_q8_1_one_<fmt>
 #: for one row of x (q8_one_apart: BULK_BLOCKS, TWO_BLOCKS); which blocks of 256 stream one row's
 #: weights whole through dynamic shared memory (q8_stream: STREAM_K; STREAM_WARPS reading warps
-#: of STREAM_ROWS weight rows a step, STREAM_BLOCKS blocks of each at most, twice that for
+#: of STREAM_ROWS weight rows a step, twice that for STREAM_PAIRS, at most STREAM_PAIR_WARPS of
+#: those of STREAM_PAIR_WARPS_K; STREAM_BLOCKS blocks of each at most, twice that for
 #: STREAM_WIDE_K).
 QMATVEC_Q8_GRID_FACTS = {
     "QMATVEC_Q8_LANE_UNITS": QMATVEC_Q8_LANE_UNITS,
@@ -135,6 +137,7 @@ QMATVEC_Q8_GRID_FACTS = {
     "QMATVEC_Q8_STREAM_WIDE_K": QMATVEC_Q8_STREAM_WIDE_K,
     "QMATVEC_Q8_STREAM_PAIRS": QMATVEC_Q8_STREAM_PAIRS,
     "QMATVEC_Q8_STREAM_PAIR_WARPS": QMATVEC_Q8_STREAM_PAIR_WARPS,
+    "QMATVEC_Q8_STREAM_PAIR_WARPS_K": QMATVEC_Q8_STREAM_PAIR_WARPS_K,
 }
 #: What qmatvec_q8_1_*'s weight rows per item follow (q8_item_rows), ops.yaml's kernel facts that
 #: hip/qmatvec_q8.hip is built with: QMATVEC_Q8_ROWS_X* (blocks of 32; _ROWS_X4_NARROW and
@@ -539,9 +542,11 @@ def stream_shape(fmt: str, rows: int, k: int, facts=QMATVEC_Q8_GRID_FACTS) -> bo
 def stream_warps(fmt: str, k: int, facts=QMATVEC_Q8_GRID_FACTS) -> int:
     """Warps that read qmatvec_q8_1_stream_<fmt>'s slots (its block has one more, which fills
     them; the kernel counts them from its block): STREAM_WARPS (STREAM_PAIR_WARPS for the formats
-    of STREAM_PAIRS), or as many as leave room for two slots each beside x's row (at k = 16384:
-    q3_K's pairs of rows of 64 blocks 7, q6_K's chunks of 32 blocks 15), at least one."""
-    most = facts["QMATVEC_Q8_STREAM_PAIR_WARPS" if _stream_pairs(fmt, facts) else "QMATVEC_Q8_STREAM_WARPS"]
+    of STREAM_PAIRS and STREAM_PAIR_WARPS_K), or as many as leave room for two slots each beside
+    x's row (at k = 16384: q3_K's pairs of rows of 64 blocks 7, q6_K's chunks of 32 blocks 15), at
+    least one."""
+    few = _stream_pairs(fmt, facts) and facts["QMATVEC_Q8_STREAM_PAIR_WARPS_K"] >> BLOCK256_BITS.index(fmt) & 1
+    most = facts["QMATVEC_Q8_STREAM_PAIR_WARPS" if few else "QMATVEC_Q8_STREAM_WARPS"]
     room = (STREAM_SHARED - stream_x_bytes(k // 256) - 16) // (2 * _stream_slot_bytes(fmt, k, facts))
     return max(1, min(most, room))
 

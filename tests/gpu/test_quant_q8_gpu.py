@@ -363,12 +363,12 @@ STREAM = [f for f in BLOCK256_BITS if kernel_facts.QMATVEC_Q8_STREAM_K >> BLOCK2
 STREAM_THREADS = 32 * (kernel_facts.QMATVEC_Q8_STREAM_WARPS + 1)
 
 #: (n, k): k of 8192 a chunk a row (one copy of the group's rows), 35 rows leaving most reading
-#: warps without work on 7 blocks; 14336 a row in two chunks of q6_K (the second of 24 blocks), one
-#: of 56 blocks of q2_K and q3_K (a lane at a time); 16384 one chunk of 64 blocks of q2_K and q3_K
-#: (a lane two blocks at once), two of q6_K, over many steps a warp (q3_K and q6_K releasing the
-#: next kernel at once, QMATVEC_Q8_STREAM_RELEASE_STEPS); 18432 a chunk of 64 and one of 8; 24576
-#: x's row of 1536 pieces (one bulk copy of 32256 bytes). Odd
-#: counts of rows leave q3_K's last pair of rows (QMATVEC_Q8_STREAM_PAIRS) one row.
+#: warps without work on 7 blocks; 14336 a row in two chunks of q2_K and q6_K (the second of 24
+#: blocks), one of 56 blocks of q3_K (a lane at a time); 16384 one chunk of 64 blocks of q3_K (a
+#: lane two blocks at once), two of q2_K and q6_K, over many steps a warp (q3_K and q6_K releasing
+#: the next kernel at once, QMATVEC_Q8_STREAM_RELEASE_STEPS); 18432 a chunk of 64 and one of 8;
+#: 24576 x's row of 1536 pieces (one bulk copy of 32256 bytes). Odd counts of rows leave q2_K's and
+#: q3_K's last pair of rows (QMATVEC_Q8_STREAM_PAIRS) one row.
 STREAM_SHAPES = [(35, 8192), (17, 14336), (640, 16384), (9, 18432), (5, 24576)]
 
 
