@@ -28,7 +28,8 @@ median, the .json every run's figures and the count of cells where opgen is as f
 --prebuilt: --build already holds test-backend-ops (a binary built by an earlier call, carried);
 --explore: first times builds of qmatvec_q8_1 (EXPLORE_VARIANTS: copies of the source with some
 kernel facts set; --variants picks them, --baseline PATH adds another tree's source as it ships),
-into NAME-explore.json; --explore-only stops there (no table, no ggml build);
+into NAME-explore.json; --explore-only stops there (no table, no ggml build); --products-only
+times the products back to back, x quantized once before them;
 --render JSON: an earlier run's figures written again with the paths QMatMul takes now;
 --ggml-only JSON: ggml's --ggml-rows alone, which a later run takes with --ggml-from JSON (any
 number of them: each fills the rows of x that run did not time; an older file's single figure
@@ -676,11 +677,13 @@ def warm_cache(paths) -> None:
 EXPLORE_NMSE = 1e-8
 
 
-def explore(variants: list[Variant], rows, runs: int, formats) -> tuple[dict, dict]:
+def explore(variants: list[Variant], rows, runs: int, formats, products_only: bool = False) -> tuple[dict, dict]:
     """(variant name, format, n, k, x rows) -> median µs of the quantized-x product of each build,
     launched as QMatMul launches it (a block format's x quantized to q8_1 first, by the shipped
-    kernel, which lets the programmatically launched product start at once), and the same keys ->
-    NMSE for the builds whose product is not the shipped path's (EXPLORE_NMSE)."""
+    kernel, which lets the programmatically launched product start at once; `products_only`: the
+    products back to back, x quantized once before, to time what its quantization between them
+    costs), and the same keys -> NMSE for the builds whose product is not the shipped path's
+    (EXPLORE_NMSE)."""
     import ctypes
 
     import numpy as np
@@ -719,7 +722,7 @@ def explore(variants: list[Variant], rows, runs: int, formats) -> tuple[dict, di
                     entry, threads = v.entry(rt, fmt, r, n, k), v.threads(rt, fmt, r, n, k)
 
                     def run(v=v, grid=grid, args=args, entry=entry, threads=threads, quantize=quantize, x_args=x_args):
-                        if quantize is not None:
+                        if quantize is not None and not products_only:
                             quantize(rt.launch, *x_args)
                         rt.launch(str(v.path), entry, grid, threads, stream, args, types)
 
@@ -858,6 +861,11 @@ def main() -> None:
     ap.add_argument("--variants", default=",".join(EXPLORE_VARIANTS), help="--explore's EXPLORE_VARIANTS, by name")
     ap.add_argument("--baseline", type=Path, default=None, help="--explore: another qmatvec_q8.hip timed beside")
     ap.add_argument("--explore-only", action="store_true", help="--explore, then stop (no table, no ggml)")
+    ap.add_argument(
+        "--products-only",
+        action="store_true",
+        help="--explore: the products back to back, x quantized once before them (what its quantization costs)",
+    )
     ap.add_argument("--render", type=Path, default=None, help="rewrite an earlier run's .json and .md as shipped")
     ap.add_argument("--ggml-rows", default=None, help="rows of x ggml runs, in this order (default: --rows)")
     ap.add_argument(
@@ -970,7 +978,7 @@ def run_explore(args: argparse.Namespace, formats, rows, t0: float) -> None:
     """--explore: the builds compiled in parallel, then timed, into NAME-explore.json."""
     variants = explore_variants(args.variants.split(","), args.baseline)
     warm_cache([v.path for v in variants])
-    found, wrong = explore(variants, rows, args.runs, formats)
+    found, wrong = explore(variants, rows, args.runs, formats, args.products_only)
     (args.out / f"{args.name}-explore.json").write_text(
         json.dumps({"/".join(map(str, key)): v for key, v in found.items()}, indent=1) + "\n"
     )
