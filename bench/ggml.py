@@ -548,12 +548,14 @@ class Variant:
 
     def grid_facts(self) -> dict:
         """The facts the grid follows, an older source's missing ones 0 (no lane items, no tensor
-        cores; float weights on them in blocks of QMATVEC_Q8_THREADS)."""
+        cores; float weights on them in blocks of QMATVEC_Q8_THREADS; every stream format of pairs
+        of rows at most STREAM_PAIR_WARPS reading warps, as before STREAM_PAIR_WARPS_K)."""
         from runtime.gpu import quant as gpu_quant
 
         older = {
             "QMATVEC_Q8_MMA_F_THREADS": gpu_quant.QMATVEC_Q8_THREADS,
             "QMATVEC_Q8_MMA_F_WIDE_THREADS": gpu_quant.QMATVEC_Q8_THREADS,
+            "QMATVEC_Q8_STREAM_PAIR_WARPS_K": (1 << len(gpu_quant.BLOCK256_BITS)) - 1,
         }
         return {name: self.facts.get(name, older.get(name, 0)) for name in gpu_quant.QMATVEC_Q8_GRID_FACTS}
 

@@ -459,7 +459,7 @@ QMATVEC_Q8_STREAM_K = 19
 
 #: qmatvec_q8_1_stream_*: reading warps at most (the launch bounds; a warp more fills their slots): the runtime launches
 #: fewer where two slots a warp would not fit beside x's row (q6_K's chunks of 32 blocks: 15 at k = 16384), each taking
-#: QMATVEC_Q8_STREAM_ROWS weight rows a step; the formats of QMATVEC_Q8_STREAM_PAIRS at most
+#: QMATVEC_Q8_STREAM_ROWS weight rows a step; the formats of QMATVEC_Q8_STREAM_PAIR_WARPS_K at most
 #: QMATVEC_Q8_STREAM_PAIR_WARPS
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_STREAM_WARPS=... needs this set alike)
 QMATVEC_Q8_STREAM_WARPS = 16

@@ -794,8 +794,16 @@ def test_one_row_of_the_stream_formats_takes_the_stream_entry_where_it_fits():
     assert gpu_quant.q8_stream_launch(rt, 0, "q2_k", 16384, 16384) == (132, 32 * (warps + 1))
     assert gpu_quant.q8_stream_launch(rt, 0, "q6_k", 37, 16384) == (37, 32 * 16)  # a block per weight row
     assert gpu_quant.q8_stream_launch(rt, 0, "q3_k", 37, 16384) == (19, 32 * 8)  # a block per pair of rows
+    # q2_K's pairs of rows in chunks of 32 blocks: STREAM_WARPS of them, not q3_K's STREAM_PAIR_WARPS
+    assert gpu_quant.q8_stream_launch(rt, 0, "q2_k", 37, 16384) == (19, 32 * (warps + 1))
     assert gpu_quant.quantized_x(rt, "q6_k", 1, 16384, 16384) and not gpu_quant.quantized_x(rt, "q6_k", 1, 4096, 4096)
     shipped, none = bench.explore_variants(["shipped", "stream-none"], None)
     assert shipped.entry(rt, "q3_k", 1, 16384, 16384) == "qmatvec_q8_1_stream_q3_k"
     assert (shipped.grid(rt, "q3_k", 16384, 16384, 1), shipped.threads(rt, "q3_k", 1, 16384, 16384)) == (132, 32 * 8)
     assert shipped.entry(rt, "q3_k", 1, 16384) == none.entry(rt, "q3_k", 1, 16384, 16384) == "qmatvec_q8_1_one_q3_k"
+    # a source from before STREAM_PAIR_WARPS_K held every format of pairs at STREAM_PAIR_WARPS
+    older = dataclasses.replace(
+        shipped, facts={f: v for f, v in shipped.facts.items() if f != "QMATVEC_Q8_STREAM_PAIR_WARPS_K"}
+    )
+    assert shipped.threads(rt, "q2_k", 1, 16384, 16384) == 32 * (warps + 1)
+    assert older.threads(rt, "q2_k", 1, 16384, 16384) == 32 * (kf.QMATVEC_Q8_STREAM_PAIR_WARPS + 1)
