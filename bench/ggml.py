@@ -473,6 +473,8 @@ EXPLORE_VARIANTS: dict[str, dict[str, int]] = {
     "stream-release-late-all": {"QMATVEC_Q8_STREAM_RELEASE_LATE": 19},
     "stream-pairs-none": {"QMATVEC_Q8_STREAM_PAIRS": 0},
     "stream-pairs-q3": {"QMATVEC_Q8_STREAM_PAIRS": 2, "QMATVEC_Q8_STREAM_WIDE_K": 3},
+    "stream-evict-first": {"QMATVEC_Q8_STREAM_EVICT_FIRST": 19},
+    "stream-evict-first-none": {"QMATVEC_Q8_STREAM_EVICT_FIRST": 0},
     "stream-fill-early-none": {"QMATVEC_Q8_STREAM_FILL_EARLY": 0},
     "stream-fill-early-all": {"QMATVEC_Q8_STREAM_FILL_EARLY": 19},
     "stream-first-late-none": {"QMATVEC_Q8_STREAM_FIRST_LATE": 0},

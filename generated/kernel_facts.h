@@ -526,6 +526,18 @@
 #define OPGEN_QMATVEC_Q8_STREAM_RELEASE_LATE 1
 #endif
 
+// qmatvec_q8_1_stream_*: the blocks of 256 whose weights' bulk copies ask L2 to evict their lines first (createpolicy evict_first) where the weights take at least QMATVEC_Q8_STREAM_EVICT_FIRST_BYTES: read once a product, they leave x's row, which x's quantization reads again before the next product, in L2, a bit each as QMATVEC_Q8_WIDE_K (q2_K 1, q3_K 2, q6_K 16). H200, by one row at 16384 x 16384, two processes (bench/ggml.py --explore, stream-evict-first-none: 0): q2_K 23.4 us against 23.8, q3_K 29.0 against 29.5, q6_K 51.4 against 51.6; at 4096 x 14336 (weights that L2 holds, not evicted first since) q2_K 8.3-8.5 against 8.3-8.4, q3_K 9.7-10.3 against 9.7-9.8
+// (a default: -D OPGEN_QMATVEC_Q8_STREAM_EVICT_FIRST=... may tune it, with the runtime's QMATVEC_Q8_STREAM_EVICT_FIRST set alike)
+#ifndef OPGEN_QMATVEC_Q8_STREAM_EVICT_FIRST
+#define OPGEN_QMATVEC_Q8_STREAM_EVICT_FIRST 19
+#endif
+
+// qmatvec_q8_1_stream_* of QMATVEC_Q8_STREAM_EVICT_FIRST: the weight bytes from which their copies are evicted first from L2 (64 MiB: more than the H100's and H200's 50 MiB of L2 hold; smaller weights may stay there for the next call)
+// (a default: -D OPGEN_QMATVEC_Q8_STREAM_EVICT_FIRST_BYTES=... may tune it, with the runtime's QMATVEC_Q8_STREAM_EVICT_FIRST_BYTES set alike)
+#ifndef OPGEN_QMATVEC_Q8_STREAM_EVICT_FIRST_BYTES
+#define OPGEN_QMATVEC_Q8_STREAM_EVICT_FIRST_BYTES 67108864
+#endif
+
 // qmatvec_q8_1_stream_*: the blocks of 256 whose filling warp asks for the next chunks as soon as it has asked for x's row (one bulk copy of its image, which x's quantization writes), not once x's row has landed, a bit each as QMATVEC_Q8_WIDE_K (q6_K 16). H200, by one row at 16384 x 16384, two processes each (bench/ggml.py --explore, stream-fill-early-none: 0, -all: 19): q6_K 52.6-52.9 us against 53.2-53.5; q2_K 25.2-25.4 against 24.9-25.0 and q3_K 29.8-30.2 against 29.9-30.0, so those wait
 // (a default: -D OPGEN_QMATVEC_Q8_STREAM_FILL_EARLY=... may tune it, with the runtime's QMATVEC_Q8_STREAM_FILL_EARLY set alike)
 #ifndef OPGEN_QMATVEC_Q8_STREAM_FILL_EARLY

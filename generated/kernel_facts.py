@@ -532,6 +532,20 @@ QMATVEC_Q8_STREAM_RELEASE_STEPS = 4
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_STREAM_RELEASE_LATE=... needs this set alike)
 QMATVEC_Q8_STREAM_RELEASE_LATE = 1
 
+#: qmatvec_q8_1_stream_*: the blocks of 256 whose weights' bulk copies ask L2 to evict their lines first (createpolicy
+#: evict_first) where the weights take at least QMATVEC_Q8_STREAM_EVICT_FIRST_BYTES: read once a product, they leave x's
+#: row, which x's quantization reads again before the next product, in L2, a bit each as QMATVEC_Q8_WIDE_K (q2_K 1, q3_K
+#: 2, q6_K 16). H200, by one row at 16384 x 16384, two processes (bench/ggml.py --explore, stream-evict-first-none: 0):
+#: q2_K 23.4 us against 23.8, q3_K 29.0 against 29.5, q6_K 51.4 against 51.6; at 4096 x 14336 (weights that L2 holds,
+#: not evicted first since) q2_K 8.3-8.5 against 8.3-8.4, q3_K 9.7-10.3 against 9.7-9.8
+#: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_STREAM_EVICT_FIRST=... needs this set alike)
+QMATVEC_Q8_STREAM_EVICT_FIRST = 19
+
+#: qmatvec_q8_1_stream_* of QMATVEC_Q8_STREAM_EVICT_FIRST: the weight bytes from which their copies are evicted first
+#: from L2 (64 MiB: more than the H100's and H200's 50 MiB of L2 hold; smaller weights may stay there for the next call)
+#: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_STREAM_EVICT_FIRST_BYTES=... needs this set alike)
+QMATVEC_Q8_STREAM_EVICT_FIRST_BYTES = 67108864
+
 #: qmatvec_q8_1_stream_*: the blocks of 256 whose filling warp asks for the next chunks as soon as it has asked for x's
 #: row (one bulk copy of its image, which x's quantization writes), not once x's row has landed, a bit each as
 #: QMATVEC_Q8_WIDE_K (q6_K 16). H200, by one row at 16384 x 16384, two processes each (bench/ggml.py --explore,

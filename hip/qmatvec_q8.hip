@@ -1727,6 +1727,17 @@ __device__ __forceinline__ void stage_copy(void* dst, const void* src, uint32_t 
                  "l"(src), "r"(bytes), "r"(shared_at(bar))
                  : "memory");
 }
+// The same, the copied lines first out of L2 (an evict-first policy): weights read once a product
+// leave x and other tensors that the kernels around it read again in L2.
+__device__ __forceinline__ void stage_copy_once(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
+    uint64_t policy;
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+    asm volatile(
+        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;" ::"r"(
+            shared_at(dst)),
+        "l"(src), "r"(bytes), "r"(shared_at(bar)), "l"(policy)
+        : "memory");
+}
 // One arrival on bar (a release: the thread's reads of the stage before it are done).
 __device__ __forceinline__ void stage_arrive(uint64_t* bar) {
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(shared_at(bar)) : "memory");
@@ -2145,6 +2156,7 @@ template <typename F>
 struct stream_plan {
     size_t n, groups;  // rows; groups of the block
     uint32_t nb, cb, chunks, slot_bytes, per, warps;
+    bool once;  // the copies' lines evicted first from L2 (stream_evict_first)
     __device__ __forceinline__ size_t first_row(uint32_t v, uint32_t i) const {
         return ((size_t)blockIdx.x + ((size_t)v + (size_t)warps * (i / chunks)) * gridDim.x) * kStreamRows<F>;
     }
@@ -2166,8 +2178,20 @@ __device__ __forceinline__ void stream_issue(uint8_t* slots, uint64_t* full, con
     uint8_t* dst = slots + (size_t)s * pl.slot_bytes;
     const uint8_t* src = w + n0 * ((size_t)pl.nb * F::kBytes) + (size_t)c * pl.cb * F::kBytes;
     stage_expect(&full[s], bytes * rows);
-    if (pl.chunks == 1) return stage_copy(dst, src, bytes * rows, &full[s]);
-    for (uint32_t r = 0; r < rows; r++) stage_copy(dst + r * pl.cb * F::kBytes, src + (size_t)r * pl.nb * F::kBytes, bytes, &full[s]);
+    if (pl.chunks == 1) return pl.once ? stage_copy_once(dst, src, bytes * rows, &full[s]) : stage_copy(dst, src, bytes * rows, &full[s]);
+    for (uint32_t r = 0; r < rows; r++) {
+        uint8_t* to = dst + r * pl.cb * F::kBytes;
+        const uint8_t* from = src + (size_t)r * pl.nb * F::kBytes;
+        pl.once ? stage_copy_once(to, from, bytes, &full[s]) : stage_copy(to, from, bytes, &full[s]);
+    }
+}
+
+// Whether the weights' copies ask L2 to evict their lines first: the formats of
+// QMATVEC_Q8_STREAM_EVICT_FIRST, weights of at least QMATVEC_Q8_STREAM_EVICT_FIRST_BYTES (more than
+// L2 holds: read once a product, they would push out x's row, which x's quantization reads again
+// before the next product; smaller weights may stay in L2 for the next call).
+template <typename F> __device__ __forceinline__ bool stream_evict_first(size_t n, uint32_t nb) {
+    return kBlock256In<F, OPGEN_QMATVEC_Q8_STREAM_EVICT_FIRST> && n * nb * F::kBytes >= (size_t)OPGEN_QMATVEC_Q8_STREAM_EVICT_FIRST_BYTES;
 }
 
 template <typename F>
@@ -2178,6 +2202,7 @@ __device__ void stream_product(const uint8_t* __restrict__ w, const x_source& xs
     pl.n = n, pl.nb = (uint32_t)(xs.k / 256), pl.warps = (uint32_t)stream_warps();
     pl.cb = pl.nb < kStreamChunk<F> ? pl.nb : kStreamChunk<F>;
     pl.chunks = (pl.nb + pl.cb - 1) / pl.cb, pl.slot_bytes = (uint32_t)kStreamRows<F> * pl.cb * F::kBytes;
+    pl.once = stream_evict_first<F>(n, pl.nb);
     const size_t all = (n + kStreamRows<F> - 1) / kStreamRows<F>;
     pl.groups = blockIdx.x < all ? (all - blockIdx.x + gridDim.x - 1) / gridDim.x : 0;
     const uint32_t x_bytes = stream_x_bytes(pl.nb);

@@ -406,6 +406,35 @@ def test_the_stream_product_gives_the_same_bits_on_any_grid(backend, fmt, n, k):
 
 
 @pytest.mark.parametrize("fmt", STREAM)
+def test_the_stream_product_of_weights_past_the_evict_first_bytes(backend, fmt):
+    """Weights of QMATVEC_Q8_STREAM_EVICT_FIRST_BYTES and more (their copies' lines evicted first
+    from L2 for the formats of QMATVEC_Q8_STREAM_EVICT_FIRST) give the same product: 64 distinct
+    weight rows repeated past that size (not a whole number of times), so each repeated row has
+    its first copy's bits (a row's sum is taken in one order) and all are x in q8_1 times W within
+    the f32 sums' bound. cuda sm_90 and up."""
+    from generated import kernels_hip
+    from runtime.gpu import quant as gpu_quant
+
+    rt = bulk_runtime_or_skip(backend)
+    k, distinct = 16384, 64
+    row_bytes = k // 256 * ggml.FORMATS[fmt].nbytes
+    n = -(-kernel_facts.QMATVEC_Q8_STREAM_EVICT_FIRST_BYTES // row_bytes) + 5
+    sample = ggml.quantize(weights(distinct * k, seed=BLOCK256_BITS.index(fmt)), fmt)
+    q = gpu_quant.qstorage_from_bytes(rt, 0, np.resize(sample, n * row_bytes), fmt)
+    assert gpu_quant.q8_stream(rt, 0, fmt, 1, k, q.buf.ptr), f"cuda {fmt} ({n}, {k}) should take the stream product"
+    x = np.random.default_rng(k).standard_normal((1, k)).astype(np.float32)
+    x_buf, y = rt.from_host(0, x), rt.alloc(0, n, np.dtype(np.float32))
+    xq = rt.alloc(0, gpu_quant.x_q8_1_bytes(1, k), np.dtype(np.uint8))
+    gpu_quant.qmatvec_q8_1(rt, q, x_buf, y, n, k, 1, kernels_hip.QSTORAGE["matmul"], xq)
+    got = rt.to_host(y)
+    np.testing.assert_array_equal(got, got[np.arange(n) % distinct], err_msg=f"cuda {fmt} ({n}, {k})")
+    w = ggml.dequantize(sample, fmt, distinct * k).reshape(distinct, k).astype(np.float64)
+    want, scale = x_as_q8_1(x) @ w.T, np.abs(x_as_q8_1(x)) @ np.abs(w).T
+    err = np.abs(got[:distinct].reshape(1, distinct) - want) / scale
+    assert err.max() <= ARITHMETIC_RTOL, f"cuda {fmt} ({n}, {k}): error {err.max():.2e}"
+
+
+@pytest.mark.parametrize("fmt", STREAM)
 def test_the_stream_product_is_given_the_shared_memory_the_runtime_counts_on(backend, fmt):
     """qmatvec_q8_1_stream_<fmt>'s launches ask for at least STREAM_SHARED bytes of dynamic shared
     memory on a device that lets a block have STREAM_SHARED + STREAM_STATIC + DYNAMIC_SHARED_SPARE
