@@ -535,9 +535,10 @@ QMATVEC_Q8_STREAM_RELEASE_LATE = 1
 #: qmatvec_q8_1_stream_*: the blocks of 256 whose weights' bulk copies ask L2 to evict their lines first (createpolicy
 #: evict_first) where the weights take at least QMATVEC_Q8_STREAM_EVICT_FIRST_BYTES: read once a product, they leave x's
 #: row, which x's quantization reads again before the next product, in L2, a bit each as QMATVEC_Q8_WIDE_K (q2_K 1, q3_K
-#: 2, q6_K 16). H200, by one row at 16384 x 16384, two processes (bench/ggml.py --explore, stream-evict-first-none: 0):
-#: q2_K 23.4 us against 23.8, q3_K 29.0 against 29.5, q6_K 51.4 against 51.6; at 4096 x 14336 (weights that L2 holds,
-#: not evicted first since) q2_K 8.3-8.5 against 8.3-8.4, q3_K 9.7-10.3 against 9.7-9.8
+#: 2, q6_K 16). H200, by one row at 16384 x 16384 (bench/ggml.py --explore, stream-evict-first-none: 0): every copy
+#: evicted first, two processes, q2_K 23.4 us against 23.8, q3_K 29.0 against 29.5, q6_K 51.4 against 51.6, at 4096 x
+#: 14336 (weights L2 holds) q2_K 8.3-8.5 against 8.3-8.4, q3_K 9.7-10.3 against 9.7-9.8; from 64 MiB, on another card,
+#: q2_K 23.5 against 23.8, q3_K 28.9 against 29.4, q6_K 50.8 against 51.6
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_STREAM_EVICT_FIRST=... needs this set alike)
 QMATVEC_Q8_STREAM_EVICT_FIRST = 19
 
