@@ -1727,9 +1727,10 @@ __device__ __forceinline__ void stage_copy(void* dst, const void* src, uint32_t 
                  "l"(src), "r"(bytes), "r"(shared_at(bar))
                  : "memory");
 }
-// The same, the copied lines first out of L2 (an evict-first policy): weights read once a product
-// leave x and other tensors that the kernels around it read again in L2.
-__device__ __forceinline__ void stage_copy_once(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
+// The same, the copied lines first out of L2 where `evict_first` (an evict-first policy): weights
+// read once a product leave x and other tensors that the kernels around it read again in L2.
+__device__ __forceinline__ void stage_copy(void* dst, const void* src, uint32_t bytes, uint64_t* bar, bool evict_first) {
+    if (!evict_first) return stage_copy(dst, src, bytes, bar);
     uint64_t policy;
     asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
     asm volatile(
@@ -2178,12 +2179,8 @@ __device__ __forceinline__ void stream_issue(uint8_t* slots, uint64_t* full, con
     uint8_t* dst = slots + (size_t)s * pl.slot_bytes;
     const uint8_t* src = w + n0 * ((size_t)pl.nb * F::kBytes) + (size_t)c * pl.cb * F::kBytes;
     stage_expect(&full[s], bytes * rows);
-    if (pl.chunks == 1) return pl.once ? stage_copy_once(dst, src, bytes * rows, &full[s]) : stage_copy(dst, src, bytes * rows, &full[s]);
-    for (uint32_t r = 0; r < rows; r++) {
-        uint8_t* to = dst + r * pl.cb * F::kBytes;
-        const uint8_t* from = src + (size_t)r * pl.nb * F::kBytes;
-        pl.once ? stage_copy_once(to, from, bytes, &full[s]) : stage_copy(to, from, bytes, &full[s]);
-    }
+    if (pl.chunks == 1) return stage_copy(dst, src, bytes * rows, &full[s], pl.once);
+    for (uint32_t r = 0; r < rows; r++) stage_copy(dst + r * pl.cb * F::kBytes, src + (size_t)r * pl.nb * F::kBytes, bytes, &full[s], pl.once);
 }
 
 // Whether the weights' copies ask L2 to evict their lines first: the formats of

@@ -154,6 +154,15 @@ QMATVEC_Q8_ROWS_FACTS = {
 BLOCK32_BITS = ("q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q8_1")
 #: The blocks of 256 in the order of their bits in QMATVEC_Q8_ROWS_K_X2_TWO (and QMATVEC_Q8_WIDE_K).
 BLOCK256_BITS = ("q2_k", "q3_k", "q4_k", "q5_k", "q6_k", "q8_k")
+
+
+def has_bit(mask: int, fmt: str) -> bool:
+    """Whether a fact's mask of a bit each format (BLOCK32_BITS or BLOCK256_BITS, by fmt's block)
+    has fmt's bit: hip/qmatvec_q8.hip's kBlock32In / kBlock256In."""
+    bits = BLOCK32_BITS if fmt in BLOCK32_BITS else BLOCK256_BITS
+    return bool(mask >> bits.index(fmt) & 1)
+
+
 #: The first compute capability with mma.sync of tf32 and s8 (hip/qmatvec_q8.hip's OPGEN_QMATVEC_MMA).
 MMA_TF32_ARCH = 80
 #: The first compute capability with the bulk copy engine (hip/qmatvec_q8.hip's OPGEN_QMATVEC_BULK).
@@ -474,8 +483,7 @@ def q8_one_apart(fmt: str, facts=QMATVEC_Q8_GRID_FACTS) -> bool:
     few) and of TWO_BLOCKS (two blocks a lane's unit), so that the entry of two rows holds none of
     them; every other format's one row takes qmatvec_q8_1_few_<fmt>, as two rows do."""
     if fmt in BLOCK32_BITS:
-        mask = facts["QMATVEC_Q8_BULK_BLOCKS"] | facts["QMATVEC_Q8_TWO_BLOCKS"]
-        return bool(mask >> BLOCK32_BITS.index(fmt) & 1)
+        return has_bit(facts["QMATVEC_Q8_BULK_BLOCKS"] | facts["QMATVEC_Q8_TWO_BLOCKS"], fmt)
     return q8_long_x_shared(fmt, facts)
 
 
@@ -484,7 +492,7 @@ def q8_long_x_shared(fmt: str, facts=QMATVEC_Q8_GRID_FACTS) -> bool:
     LONG_X_SHARED both have its bit)."""
     if fmt not in BLOCK256_BITS:
         return False
-    return bool((facts["QMATVEC_Q8_LONG_K"] & facts["QMATVEC_Q8_LONG_X_SHARED"]) >> BLOCK256_BITS.index(fmt) & 1)
+    return has_bit(facts["QMATVEC_Q8_LONG_K"] & facts["QMATVEC_Q8_LONG_X_SHARED"], fmt)
 
 
 def bulk_copies(rt: GpuRuntime, ordinal: int) -> bool:
@@ -504,7 +512,7 @@ def q8_bulk(rt: GpuRuntime, ordinal: int, fmt: str, rows: int, k: int, facts=QMA
     BULK_BLOCKS, k a multiple of 256, cuda sm_90 and up."""
     if rows != 1 or fmt not in BLOCK32_BITS or k % 256:
         return False
-    return bool(facts["QMATVEC_Q8_BULK_BLOCKS"] >> BLOCK32_BITS.index(fmt) & 1) and bulk_copies(rt, ordinal)
+    return has_bit(facts["QMATVEC_Q8_BULK_BLOCKS"], fmt) and bulk_copies(rt, ordinal)
 
 
 #: Shared memory a block of compute capability 9.0 may have (STREAM_BLOCK_SHARED, 227 KiB), less
@@ -534,7 +542,7 @@ def stream_shape(fmt: str, rows: int, k: int, facts=QMATVEC_Q8_GRID_FACTS) -> bo
     of stream_warps' warps within STREAM_SHARED bytes."""
     if rows != 1 or fmt not in BLOCK256_BITS or k % 2048:
         return False
-    if not facts["QMATVEC_Q8_STREAM_K"] >> BLOCK256_BITS.index(fmt) & 1 or k // 256 < facts["QMATVEC_Q8_STREAM_BLOCKS"]:
+    if not has_bit(facts["QMATVEC_Q8_STREAM_K"], fmt) or k // 256 < facts["QMATVEC_Q8_STREAM_BLOCKS"]:
         return False
     return _stream_bytes(fmt, k, stream_warps(fmt, k, facts), 2, facts) <= STREAM_SHARED
 
@@ -545,7 +553,7 @@ def stream_warps(fmt: str, k: int, facts=QMATVEC_Q8_GRID_FACTS) -> int:
     of STREAM_PAIRS and STREAM_PAIR_WARPS_K), or as many as leave room for two slots each beside
     x's row (at k = 16384: q3_K's pairs of rows of 64 blocks 7, q6_K's chunks of 32 blocks 15), at
     least one."""
-    few = _stream_pairs(fmt, facts) and facts["QMATVEC_Q8_STREAM_PAIR_WARPS_K"] >> BLOCK256_BITS.index(fmt) & 1
+    few = _stream_pairs(fmt, facts) and has_bit(facts["QMATVEC_Q8_STREAM_PAIR_WARPS_K"], fmt)
     most = facts["QMATVEC_Q8_STREAM_PAIR_WARPS" if few else "QMATVEC_Q8_STREAM_WARPS"]
     room = (STREAM_SHARED - stream_x_bytes(k // 256) - 16) // (2 * _stream_slot_bytes(fmt, k, facts))
     return max(1, min(most, room))
@@ -553,7 +561,7 @@ def stream_warps(fmt: str, k: int, facts=QMATVEC_Q8_GRID_FACTS) -> int:
 
 def _stream_pairs(fmt: str, facts) -> bool:
     """Whether qmatvec_q8_1_stream_<fmt>'s warps take twice STREAM_ROWS rows a step (STREAM_PAIRS)."""
-    return bool(facts["QMATVEC_Q8_STREAM_PAIRS"] >> BLOCK256_BITS.index(fmt) & 1)
+    return has_bit(facts["QMATVEC_Q8_STREAM_PAIRS"], fmt)
 
 
 def _stream_rows(fmt: str, facts) -> int:
@@ -564,7 +572,7 @@ def _stream_rows(fmt: str, facts) -> int:
 def _stream_slot_bytes(fmt: str, k: int, facts) -> int:
     """The bytes of a reading warp's slot: a step's rows (_stream_rows) of a chunk, at most
     STREAM_BLOCKS blocks (twice that for STREAM_WIDE_K)."""
-    wide = facts["QMATVEC_Q8_STREAM_WIDE_K"] >> BLOCK256_BITS.index(fmt) & 1
+    wide = has_bit(facts["QMATVEC_Q8_STREAM_WIDE_K"], fmt)
     blocks = min(k // 256, facts["QMATVEC_Q8_STREAM_BLOCKS"] * (2 if wide else 1))
     return _stream_rows(fmt, facts) * blocks * ggml.FORMATS[fmt].nbytes
 
@@ -601,12 +609,12 @@ def q8_item_rows(fmt: str, nx: int, n: int, k: int, facts=QMATVEC_Q8_ROWS_FACTS)
     if fmt in ggml.PLAIN:
         return facts[f"QMATVEC_Q8_ROWS_F_X{nx}"]
     if ggml.FORMATS[fmt].block == 256:
-        two = nx in (1, 2) and (facts[f"QMATVEC_Q8_ROWS_K_X{nx}_TWO"] >> BLOCK256_BITS.index(fmt)) & 1
+        two = nx in (1, 2) and has_bit(facts[f"QMATVEC_Q8_ROWS_K_X{nx}_TWO"], fmt)
         return 2 if two else facts[f"QMATVEC_Q8_ROWS_K_X{nx}"]
     narrow = n < facts["QMATVEC_Q8_NARROW_N"]
     if narrow and nx == 4:
         return facts["QMATVEC_Q8_ROWS_X4_NARROW"]
-    narrow_one = (facts["QMATVEC_Q8_ROWS_X1_NARROW_BLOCKS"] >> BLOCK32_BITS.index(fmt)) & 1
+    narrow_one = has_bit(facts["QMATVEC_Q8_ROWS_X1_NARROW_BLOCKS"], fmt)
     if narrow_one and narrow and nx == 1 and q8_by_group(fmt, nx, q8_units(fmt, k), 0, facts):
         return facts["QMATVEC_Q8_ROWS_X1_NARROW"]
     return facts[f"QMATVEC_Q8_ROWS_X{nx}"]
@@ -631,7 +639,7 @@ def q8_by_group(
     LANE_K_ONE_SHARED_ITEMS items). `facts`: those of a build (bench/ggml.py --explore), by default shipped."""
     if fmt in ggml.PLAIN:
         return units <= facts["QMATVEC_Q8_LANE_UNITS_F"] * LANE_GROUP
-    one = nx == 1 and fmt in BLOCK256_BITS and facts["QMATVEC_Q8_LANE_K_ONE_BLOCKS"] >> BLOCK256_BITS.index(fmt) & 1
+    one = nx == 1 and fmt in BLOCK256_BITS and has_bit(facts["QMATVEC_Q8_LANE_K_ONE_BLOCKS"], fmt)
     if one and full and units <= facts["QMATVEC_Q8_LANE_UNITS_K_ONE"] * LANE_GROUP:
         return True
     many = units <= facts["QMATVEC_Q8_LANE_UNITS_MANY"] * LANE_GROUP and items >= facts["QMATVEC_Q8_LANE_ITEMS"]
@@ -653,7 +661,7 @@ def q8_mma(rt: GpuRuntime, ordinal: int, fmt: str, nx: int, n: int, facts=QMATVE
         start = facts["QMATVEC_Q8_MMA_F_FROM"]
     elif ggml.FORMATS[fmt].block == 32:
         start = facts["QMATVEC_Q8_MMA_Q_FROM"] if n >= facts["QMATVEC_Q8_MMA_Q_N"] else 0
-        if start > 4 and (facts["QMATVEC_Q8_MMA_Q_X4_BLOCKS"] >> BLOCK32_BITS.index(fmt)) & 1:
+        if start > 4 and has_bit(facts["QMATVEC_Q8_MMA_Q_X4_BLOCKS"], fmt):
             start = 4
     else:
         return False
@@ -710,7 +718,7 @@ def q8_tiles(fmt: str, facts=QMATVEC_Q8_GRID_FACTS) -> int:
     """Tiles of 16 weight rows in an item of the blocks of 32 on the tensor cores: two where
     QMATVEC_Q8_MMA_Q_PAIR_BLOCKS has the format's bit and two stages of two tiles fit the 48 KiB
     of static shared memory (hip/qmatvec_q8.hip's kMmaTiles and q8_stage, mirrored here)."""
-    if not (facts["QMATVEC_Q8_MMA_Q_PAIR_BLOCKS"] >> BLOCK32_BITS.index(fmt)) & 1:
+    if not has_bit(facts["QMATVEC_Q8_MMA_Q_PAIR_BLOCKS"], fmt):
         return 1
     nbytes, warps = ggml.FORMATS[fmt].nbytes, QMATVEC_Q8_THREADS // 32
     align = min(nbytes & -nbytes, 16)
