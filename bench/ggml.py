@@ -481,6 +481,10 @@ EXPLORE_VARIANTS: dict[str, dict[str, int]] = {
     "stream-first-late-steps-max": {"QMATVEC_Q8_STREAM_FIRST_LATE_STEPS": 1 << 30},
     "float-release-none": {"QMATVEC_Q8_FLOAT_RELEASE": 0},
     "float-release-two": {"QMATVEC_Q8_FLOAT_RELEASE": 2},
+    "float-early-none": {"QMATVEC_Q8_FLOAT_EARLY": 0},
+    "float-evict-first-none": {"QMATVEC_Q8_FLOAT_EVICT_FIRST": 0},
+    "float-evict-first-l2": {"QMATVEC_Q8_FLOAT_EVICT_FIRST": 2},
+    "float-evict-first-both": {"QMATVEC_Q8_FLOAT_EVICT_FIRST": 3},
 }
 EXPLORE_SHAPES = SHAPES
 #: Facts that only the runtime reads, by what a source holds where the runtime follows them: those of

@@ -562,6 +562,18 @@
 #define OPGEN_QMATVEC_Q8_FLOAT_RELEASE 1
 #endif
 
+// qmatvec_q8_1_few_* of f32, f16 and bf16 weights by one row of x (cuda): steps of weights (a unit of each of the item's weight rows a thread) a block asks for before it waits for the kernel before, so that they load while that kernel's last blocks end (no kernel writes the weights; x is read after the wait); 0: the entry waits first (bench/ggml.py --explore compares)
+// (a default: -D OPGEN_QMATVEC_Q8_FLOAT_EARLY=... may tune it, with the runtime's QMATVEC_Q8_FLOAT_EARLY set alike)
+#ifndef OPGEN_QMATVEC_Q8_FLOAT_EARLY
+#define OPGEN_QMATVEC_Q8_FLOAT_EARLY 1
+#endif
+
+// qmatvec_q8_1_* of f32, f16 and bf16 weights, but on the tensor cores (cuda): how their 16-byte pieces load: bit 0 first out of L1 (ld.global.L1::evict_first), bit 1 first out of L2 (an evict-first policy); 0 plain loads (bench/ggml.py --explore compares)
+// (a default: -D OPGEN_QMATVEC_Q8_FLOAT_EVICT_FIRST=... may tune it, with the runtime's QMATVEC_Q8_FLOAT_EVICT_FIRST set alike)
+#ifndef OPGEN_QMATVEC_Q8_FLOAT_EVICT_FIRST
+#define OPGEN_QMATVEC_Q8_FLOAT_EVICT_FIRST 1
+#endif
+
 // launched with programmatic stream serialization (cuda, sm_90 and up): each waits (griddepcontrol.wait) before it touches memory: the exact-x qmatvec of q4_0, q4_1, q8_0, q4_K, q6_K, every product of hip/qmatvec_q8.hip, and x's quantization (which lets its product start at once)
 #define OPGEN_PROGRAMMATIC_KERNELS "qmatvec_q4_0 qmatvec_q4_1 qmatvec_q8_0 qmatvec_q4_k qmatvec_q6_k qmatvec_q8_1_f32 qmatvec_q8_1_f16 qmatvec_q8_1_bf16 qmatvec_q8_1_q4_0 qmatvec_q8_1_q4_1 qmatvec_q8_1_q5_0 qmatvec_q8_1_q5_1 qmatvec_q8_1_q8_0 qmatvec_q8_1_q8_1 qmatvec_q8_1_q2_k qmatvec_q8_1_q3_k qmatvec_q8_1_q4_k qmatvec_q8_1_q5_k qmatvec_q8_1_q6_k qmatvec_q8_1_q8_k qmatvec_q8_1_one_f32 qmatvec_q8_1_one_f16 qmatvec_q8_1_one_bf16 qmatvec_q8_1_one_q4_0 qmatvec_q8_1_one_q4_1 qmatvec_q8_1_one_q5_0 qmatvec_q8_1_one_q5_1 qmatvec_q8_1_one_q8_0 qmatvec_q8_1_one_q8_1 qmatvec_q8_1_one_q2_k qmatvec_q8_1_one_q3_k qmatvec_q8_1_one_q4_k qmatvec_q8_1_one_q5_k qmatvec_q8_1_one_q6_k qmatvec_q8_1_one_q8_k qmatvec_q8_1_few_f32 qmatvec_q8_1_few_f16 qmatvec_q8_1_few_bf16 qmatvec_q8_1_few_q4_0 qmatvec_q8_1_few_q4_1 qmatvec_q8_1_few_q5_0 qmatvec_q8_1_few_q5_1 qmatvec_q8_1_few_q8_0 qmatvec_q8_1_few_q8_1 qmatvec_q8_1_few_q2_k qmatvec_q8_1_few_q3_k qmatvec_q8_1_few_q4_k qmatvec_q8_1_few_q5_k qmatvec_q8_1_few_q6_k qmatvec_q8_1_few_q8_k qmatvec_q8_1_mma_f32 qmatvec_q8_1_mma_f16 qmatvec_q8_1_mma_bf16 qmatvec_q8_1_mma_q4_0 qmatvec_q8_1_mma_q4_1 qmatvec_q8_1_mma_q5_0 qmatvec_q8_1_mma_q5_1 qmatvec_q8_1_mma_q8_0 qmatvec_q8_1_mma_q8_1 qmatvec_q8_1_mma_q2_k qmatvec_q8_1_mma_q3_k qmatvec_q8_1_mma_q4_k qmatvec_q8_1_mma_q5_k qmatvec_q8_1_mma_q6_k qmatvec_q8_1_mma_q8_k qmatvec_q8_1_mma_wide_f32 qmatvec_q8_1_mma_wide_f16 qmatvec_q8_1_mma_wide_bf16 qmatvec_q8_1_mma_wide_q4_0 qmatvec_q8_1_mma_wide_q4_1 qmatvec_q8_1_mma_wide_q5_0 qmatvec_q8_1_mma_wide_q5_1 qmatvec_q8_1_mma_wide_q8_0 qmatvec_q8_1_mma_wide_q8_1 qmatvec_q8_1_mma_wide_q2_k qmatvec_q8_1_mma_wide_q3_k qmatvec_q8_1_mma_wide_q4_k qmatvec_q8_1_mma_wide_q5_k qmatvec_q8_1_mma_wide_q6_k qmatvec_q8_1_mma_wide_q8_k qmatvec_q8_1_stream_f32 qmatvec_q8_1_stream_f16 qmatvec_q8_1_stream_bf16 qmatvec_q8_1_stream_q4_0 qmatvec_q8_1_stream_q4_1 qmatvec_q8_1_stream_q5_0 qmatvec_q8_1_stream_q5_1 qmatvec_q8_1_stream_q8_0 qmatvec_q8_1_stream_q8_1 qmatvec_q8_1_stream_q2_k qmatvec_q8_1_stream_q3_k qmatvec_q8_1_stream_q4_k qmatvec_q8_1_stream_q5_k qmatvec_q8_1_stream_q6_k qmatvec_q8_1_stream_q8_k quantize_q8_1_f32"
 

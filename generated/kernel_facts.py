@@ -578,6 +578,19 @@ QMATVEC_Q8_STREAM_FIRST_LATE_STEPS = 4
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_FLOAT_RELEASE=... needs this set alike)
 QMATVEC_Q8_FLOAT_RELEASE = 1
 
+#: qmatvec_q8_1_few_* of f32, f16 and bf16 weights by one row of x (cuda): steps of weights (a unit of each of the
+#: item's weight rows a thread) a block asks for before it waits for the kernel before, so that they load while that
+#: kernel's last blocks end (no kernel writes the weights; x is read after the wait); 0: the entry waits first
+#: (bench/ggml.py --explore compares)
+#: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_FLOAT_EARLY=... needs this set alike)
+QMATVEC_Q8_FLOAT_EARLY = 1
+
+#: qmatvec_q8_1_* of f32, f16 and bf16 weights, but on the tensor cores (cuda): how their 16-byte pieces load: bit 0
+#: first out of L1 (ld.global.L1::evict_first), bit 1 first out of L2 (an evict-first policy); 0 plain loads
+#: (bench/ggml.py --explore compares)
+#: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_FLOAT_EVICT_FIRST=... needs this set alike)
+QMATVEC_Q8_FLOAT_EVICT_FIRST = 1
+
 #: launched with programmatic stream serialization (cuda, sm_90 and up): each waits (griddepcontrol.wait) before it
 #: touches memory: the exact-x qmatvec of q4_0, q4_1, q8_0, q4_K, q6_K, every product of hip/qmatvec_q8.hip, and x's
 #: quantization (which lets its product start at once)

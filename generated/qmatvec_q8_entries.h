@@ -10,7 +10,8 @@
 // The definitions follow in the one form that gen's signature scan reads: x's quantization first
 // lets its product start, each product first waits for the kernel before it (ops.yaml's
 // PROGRAMMATIC_KERNELS lists every product; the stream product waits once it has asked for its
-// first weights, which no kernel writes; the float weights' few entries first let the next kernel
+// first weights, which no kernel writes; the few entries wait in qmatvec_q8_1_few, float weights
+// by one row once they have asked for their first weights, and those first let the next kernel
 // start, few_release).
 extern "C" {
 __global__ void __launch_bounds__(kThreads, OPGEN_QMATVEC_Q8_MIN_BLOCKS) qmatvec_q8_1_f32(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
@@ -232,77 +233,62 @@ extern "C" __global__ void qmatvec_q8_1_one_q8_k(const uint8_t* w, const float* 
 }
 extern "C" __global__ void qmatvec_q8_1_few_f32(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
     few_release<f32>(rows);
-    opgen::wait_for_predecessor();
     qmatvec_q8_1_few<f32>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_few_f16(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
     few_release<f16>(rows);
-    opgen::wait_for_predecessor();
     qmatvec_q8_1_few<f16>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_few_bf16(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
     few_release<bf16>(rows);
-    opgen::wait_for_predecessor();
     qmatvec_q8_1_few<bf16>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_few_q4_0(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
     few_release<q4_0>(rows);
-    opgen::wait_for_predecessor();
     qmatvec_q8_1_few<q4_0>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_few_q4_1(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
     few_release<q4_1>(rows);
-    opgen::wait_for_predecessor();
     qmatvec_q8_1_few<q4_1>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_few_q5_0(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
     few_release<q5_0>(rows);
-    opgen::wait_for_predecessor();
     qmatvec_q8_1_few<q5_0>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_few_q5_1(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
     few_release<q5_1>(rows);
-    opgen::wait_for_predecessor();
     qmatvec_q8_1_few<q5_1>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_few_q8_0(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
     few_release<q8_0>(rows);
-    opgen::wait_for_predecessor();
     qmatvec_q8_1_few<q8_0>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_few_q8_1(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
     few_release<q8_1>(rows);
-    opgen::wait_for_predecessor();
     qmatvec_q8_1_few<q8_1>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_few_q2_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
     few_release<q2_k>(rows);
-    opgen::wait_for_predecessor();
     qmatvec_q8_1_few<q2_k>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_few_q3_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
     few_release<q3_k>(rows);
-    opgen::wait_for_predecessor();
     qmatvec_q8_1_few<q3_k>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_few_q4_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
     few_release<q4_k>(rows);
-    opgen::wait_for_predecessor();
     qmatvec_q8_1_few<q4_k>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_few_q5_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
     few_release<q5_k>(rows);
-    opgen::wait_for_predecessor();
     qmatvec_q8_1_few<q5_k>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_few_q6_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
     few_release<q6_k>(rows);
-    opgen::wait_for_predecessor();
     qmatvec_q8_1_few<q6_k>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_few_q8_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
     few_release<q8_k>(rows);
-    opgen::wait_for_predecessor();
     qmatvec_q8_1_few<q8_k>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_mma_f32(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {

@@ -159,6 +159,31 @@ template <bool kEvictFirst> __device__ __forceinline__ uint4 piece_at(const uint
     return *p;
 }
 
+// A 16-byte piece of float weights by QMATVEC_Q8_FLOAT_EVICT_FIRST (cuda): bit 0 first out of L1
+// (each piece is read once, x's row stays), bit 1 first out of L2 (an evict-first policy).
+__device__ __forceinline__ uint4 float_piece_at(const uint4* p) {
+#if OPGEN_CUDA
+    constexpr int kHow = OPGEN_QMATVEC_Q8_FLOAT_EVICT_FIRST;
+    if constexpr (kHow != 0) {
+        uint4 v;
+        if constexpr (kHow == 1) return piece_at<true>(p);
+        uint64_t policy;
+        asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+        if constexpr (kHow == 2) {
+            asm("ld.global.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+                : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                : "l"(p), "l"(policy));
+        } else {
+            asm("ld.global.L1::evict_first.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+                : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                : "l"(p), "l"(policy));
+        }
+        return v;
+    }
+#endif
+    return *p;
+}
+
 template <int N, int K, int A, bool kEvictFirst = false>
 __device__ __forceinline__ void block_words(const uint8_t* p, uint32_t (&w)[N]) {
     constexpr int kPieces = (16 - A + K + 15) / 16, kWords = 4 * kPieces + 4;
@@ -939,11 +964,21 @@ template <typename T> struct float_operands {
     }
     static __device__ __forceinline__ size_t first(size_t u, size_t units) { return side_by_side(units) ? 2 * u : u; }
     static __device__ __forceinline__ size_t second(size_t u, size_t units) { return side_by_side(units) ? 2 * u + 1 : units + u; }
-    static __device__ __forceinline__ void load_w(const uint8_t* row, size_t u, size_t units, W& w) {
+    struct Raw {  // a unit's two pieces as loaded (f16 and bf16: half the registers of W)
+        uint4 lo, hi;
+    };
+    static __device__ __forceinline__ void load_raw(const uint8_t* row, size_t u, size_t units, Raw& r) {
         const uint4* p = reinterpret_cast<const uint4*>(row);
-        const uint4 lo = p[first(u, units)], hi = p[second(u, units)];
-        float_weight<T>::piece(lo, w.v);
-        float_weight<T>::piece(hi, w.v + kHalf);
+        r.lo = float_piece_at(p + first(u, units)), r.hi = float_piece_at(p + second(u, units));
+    }
+    static __device__ __forceinline__ void unpack(const Raw& r, W& w) {
+        float_weight<T>::piece(r.lo, w.v);
+        float_weight<T>::piece(r.hi, w.v + kHalf);
+    }
+    static __device__ __forceinline__ void load_w(const uint8_t* row, size_t u, size_t units, W& w) {
+        Raw r;
+        load_raw(row, u, units, r);
+        unpack(r, w);
     }
     static __device__ __forceinline__ void load_x(const x_source& s, size_t r, size_t u, size_t units, X& x) {
         const float4* p = reinterpret_cast<const float4*>(s.x + r * s.k);
@@ -1582,10 +1617,12 @@ template <typename F, int NX, bool kShared = false, bool kTwo = false> struct po
 
 // An item's R * NX sums (weight row i, x row j at i * NX + j) over the units first, first + step,
 // ... of its weight rows n0.. against the x rows r0..: weight rows past n and x rows past `rows`
-// are computed (as the last one), not stored.
-template <typename F, int NX, int R, bool kShared, bool kTwo>
+// are computed (as the last one), not stored. kEarly: where `wait` (a block's first item), its
+// first kEarly steps of weights are asked for before the wait for the kernel before (no kernel
+// writes the weights), so that they load while that kernel's last blocks end.
+template <typename F, int NX, int R, bool kShared, bool kTwo, int kEarly = 0>
 __device__ __forceinline__ void item_sums(const uint8_t* __restrict__ w, const x_source& xs, size_t n, size_t rows, size_t n0,
-                                          size_t r0, size_t first, size_t step, float (&acc)[R * NX]) {
+                                          size_t r0, size_t first, size_t step, float (&acc)[R * NX], bool wait = false) {
     typedef typename policy_of<F, NX, kShared, kTwo>::type P;
     const size_t units = xs.k / P::kUnit, row_bytes = operands_of<F>::row_bytes(xs.k);
     const uint8_t* wr[R];
@@ -1596,8 +1633,38 @@ __device__ __forceinline__ void item_sums(const uint8_t* __restrict__ w, const x
     for (int j = 0; j < NX; j++) xr[j] = r0 + j < rows ? r0 + j : rows - 1;
 #pragma unroll
     for (int i = 0; i < R * NX; i++) acc[i] = 0.0f;
+    size_t u = first;
+    if constexpr (kEarly > 0) {
+        if (wait) {  // float weights (float_operands): the pieces held as loaded until x is read
+            typename P::Raw raw[kEarly][R];
+#pragma unroll
+            for (int s = 0; s < kEarly; s++) {
+                if (u + s * step < units) {
+#pragma unroll
+                    for (int i = 0; i < R; i++) P::load_raw(wr[i], u + s * step, units, raw[s][i]);
+                }
+            }
+            opgen::wait_for_predecessor();
+#pragma unroll
+            for (int s = 0; s < kEarly; s++) {
+                if (u + s * step < units) {
+                    typename P::W wv[R];
+#pragma unroll
+                    for (int i = 0; i < R; i++) P::unpack(raw[s][i], wv[i]);
+#pragma unroll
+                    for (int j = 0; j < NX; j++) {
+                        typename P::X xv;
+                        P::load_x(xs, xr[j], u + s * step, units, xv);
+#pragma unroll
+                        for (int i = 0; i < R; i++) acc[i * NX + j] += P::dot(wv[i], xv);
+                    }
+                }
+            }
+            u += kEarly * step;
+        }
+    }
 #pragma unroll 2
-    for (size_t u = first; u < units; u += step) {
+    for (; u < units; u += step) {
         typename P::W wv[R];
 #pragma unroll
         for (int i = 0; i < R; i++) P::load_w(wr[i], u, units, wv[i]);
@@ -1614,8 +1681,9 @@ __device__ __forceinline__ void item_sums(const uint8_t* __restrict__ w, const x
 // Items of R weight rows against NX rows of x (weight rows slowest). Where by_groups, each group
 // of lanes takes its own items and its shuffles alone sum them (more items in flight, no
 // block-wide step); else a block takes an item, its groups' totals summed through shared memory.
-// Either is correct for any grid.
-template <typename F, int NX, int R, bool kShared, bool kTwo = false>
+// Either is correct for any grid. kEarly > 0: the block's first item waits for the kernel before
+// (item_sums; a block without items touches no memory), the caller has not.
+template <typename F, int NX, int R, bool kShared, bool kTwo = false, int kEarly = 0>
 __device__ __forceinline__ void items(const uint8_t* __restrict__ w, const x_source& xs, float* __restrict__ y, size_t n,
                                       size_t rows) {
     typedef typename operands_of<F>::type P;  // units of 32 weights, by_groups' measure whatever item_sums' policy
@@ -1632,8 +1700,8 @@ __device__ __forceinline__ void items(const uint8_t* __restrict__ w, const x_sou
     for (size_t item = first_item; item < items; item += item_step) {
         const size_t n0 = item / groups * R, r0 = item % groups * NX;
         float acc[V];
-        item_sums<F, NX, R, kShared, kTwo>(w, xs, n, rows, n0, r0, by_group ? lane : threadIdx.x,
-                                           by_group ? OPGEN_LANE_GROUP : kThreads, acc);
+        item_sums<F, NX, R, kShared, kTwo, kEarly>(w, xs, n, rows, n0, r0, by_group ? lane : threadIdx.x,
+                                                   by_group ? OPGEN_LANE_GROUP : kThreads, acc, item == first_item);
         int base;
         bool writer;
         group_totals<V>(acc, lane, base, writer);
@@ -2477,10 +2545,19 @@ __device__ __forceinline__ void qmatvec_q8_1_one(const uint8_t* w, const float* 
 #endif
 }
 
+// Float weights by one row of x (cuda) ask for their first QMATVEC_Q8_FLOAT_EARLY steps of weights
+// before they wait for the kernel before (items' kEarly); every other product of the few entries
+// waits first.
+template <typename F> constexpr int kFloatEarly = kFamily<F> == 2 && !OPGEN_HIP ? OPGEN_QMATVEC_Q8_FLOAT_EARLY : 0;
+
 template <typename F>
 __device__ __forceinline__ void qmatvec_q8_1_few(const uint8_t* w, const float* x, const uint8_t* xq, float* y, size_t n,
                                                  size_t k, size_t rows) {
     const x_source xs = {x, xq, reinterpret_cast<const float2*>(xq + rows * k), k};
+    if constexpr (kFloatEarly<F> > 0) {  // one_row's product of float weights, waiting in its first item
+        if (rows == 1) return items<F, 1, item_rows<F>::x1, false, false, kFloatEarly<F>>(w, xs, y, n, rows);
+    }
+    opgen::wait_for_predecessor();
 #if OPGEN_HIP
     product<F, 1, 2>(w, xs, y, n, rows);
 #else
