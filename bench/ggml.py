@@ -483,8 +483,7 @@ EXPLORE_VARIANTS: dict[str, dict[str, int]] = {
     "float-release-two": {"QMATVEC_Q8_FLOAT_RELEASE": 2},
     "float-early-none": {"QMATVEC_Q8_FLOAT_EARLY": 0},
     "float-evict-first-none": {"QMATVEC_Q8_FLOAT_EVICT_FIRST": 0},
-    "float-evict-first-l2": {"QMATVEC_Q8_FLOAT_EVICT_FIRST": 2},
-    "float-evict-first-both": {"QMATVEC_Q8_FLOAT_EVICT_FIRST": 3},
+    "float-evict-first-all": {"QMATVEC_Q8_FLOAT_EVICT_FIRST_BYTES": 0},
 }
 EXPLORE_SHAPES = SHAPES
 #: Facts that only the runtime reads, by what a source holds where the runtime follows them: those of

@@ -585,11 +585,17 @@ QMATVEC_Q8_FLOAT_RELEASE = 1
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_FLOAT_EARLY=... needs this set alike)
 QMATVEC_Q8_FLOAT_EARLY = 1
 
-#: qmatvec_q8_1_* of f32, f16 and bf16 weights, but on the tensor cores (cuda): how their 16-byte pieces load: bit 0
-#: first out of L1 (ld.global.L1::evict_first), bit 1 first out of L2 (an evict-first policy); 0 plain loads
+#: qmatvec_q8_1_* of f32, f16 and bf16 weights, but on the tensor cores (cuda): 1: weights of
+#: QMATVEC_Q8_FLOAT_EVICT_FIRST_BYTES and more load under an L2 evict-first policy (ld.global.L2::cache_hint; read once
+#: a product, they leave other tensors in L2), smaller ones under the plain loads' (evict-normal); 0: plain loads
 #: (bench/ggml.py --explore compares)
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_FLOAT_EVICT_FIRST=... needs this set alike)
 QMATVEC_Q8_FLOAT_EVICT_FIRST = 1
+
+#: qmatvec_q8_1_* of QMATVEC_Q8_FLOAT_EVICT_FIRST: the weight bytes from which their loads evict first from L2 (64 MiB:
+#: more than an H100's or H200's L2 holds; smaller weights may stay there for the next call)
+#: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_FLOAT_EVICT_FIRST_BYTES=... needs this set alike)
+QMATVEC_Q8_FLOAT_EVICT_FIRST_BYTES = 67108864
 
 #: launched with programmatic stream serialization (cuda, sm_90 and up): each waits (griddepcontrol.wait) before it
 #: touches memory: the exact-x qmatvec of q4_0, q4_1, q8_0, q4_K, q6_K, every product of hip/qmatvec_q8.hip, and x's

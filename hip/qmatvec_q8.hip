@@ -159,25 +159,30 @@ template <bool kEvictFirst> __device__ __forceinline__ uint4 piece_at(const uint
     return *p;
 }
 
-// A 16-byte piece of float weights by QMATVEC_Q8_FLOAT_EVICT_FIRST (cuda): bit 0 first out of L1
-// (each piece is read once, x's row stays), bit 1 first out of L2 (an evict-first policy).
-__device__ __forceinline__ uint4 float_piece_at(const uint4* p) {
+// The L2 policy of float weights' loads (cuda, QMATVEC_Q8_FLOAT_EVICT_FIRST): their lines first
+// out of L2 where the weights take QMATVEC_Q8_FLOAT_EVICT_FIRST_BYTES and more (read once a
+// product, more than L2 holds; smaller weights may stay in L2 for the next call), else as a plain
+// load's. One value for the grid, held by each thread.
+__device__ __forceinline__ uint64_t float_weight_policy(size_t weight_bytes) {
+    uint64_t policy = 0;
 #if OPGEN_CUDA
-    constexpr int kHow = OPGEN_QMATVEC_Q8_FLOAT_EVICT_FIRST;
-    if constexpr (kHow != 0) {
-        uint4 v;
-        if constexpr (kHow == 1) return piece_at<true>(p);
-        uint64_t policy;
+    if (OPGEN_QMATVEC_Q8_FLOAT_EVICT_FIRST && weight_bytes >= (size_t)OPGEN_QMATVEC_Q8_FLOAT_EVICT_FIRST_BYTES) {
         asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
-        if constexpr (kHow == 2) {
-            asm("ld.global.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
-                : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                : "l"(p), "l"(policy));
-        } else {
-            asm("ld.global.L1::evict_first.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
-                : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                : "l"(p), "l"(policy));
-        }
+    } else {
+        asm("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;" : "=l"(policy));
+    }
+#endif
+    return policy;
+}
+// A 16-byte piece of float weights under float_weight_policy's policy (a plain load on HIP and
+// where QMATVEC_Q8_FLOAT_EVICT_FIRST is 0).
+__device__ __forceinline__ uint4 float_piece_at(const uint4* p, uint64_t policy) {
+#if OPGEN_CUDA
+    if constexpr (OPGEN_QMATVEC_Q8_FLOAT_EVICT_FIRST != 0) {
+        uint4 v;
+        asm("ld.global.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+            : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+            : "l"(p), "l"(policy));
         return v;
     }
 #endif
@@ -967,17 +972,18 @@ template <typename T> struct float_operands {
     struct Raw {  // a unit's two pieces as loaded (f16 and bf16: half the registers of W)
         uint4 lo, hi;
     };
-    static __device__ __forceinline__ void load_raw(const uint8_t* row, size_t u, size_t units, Raw& r) {
+    static __device__ __forceinline__ uint64_t policy(size_t weight_bytes) { return float_weight_policy(weight_bytes); }
+    static __device__ __forceinline__ void load_raw(const uint8_t* row, size_t u, size_t units, Raw& r, uint64_t policy) {
         const uint4* p = reinterpret_cast<const uint4*>(row);
-        r.lo = float_piece_at(p + first(u, units)), r.hi = float_piece_at(p + second(u, units));
+        r.lo = float_piece_at(p + first(u, units), policy), r.hi = float_piece_at(p + second(u, units), policy);
     }
     static __device__ __forceinline__ void unpack(const Raw& r, W& w) {
         float_weight<T>::piece(r.lo, w.v);
         float_weight<T>::piece(r.hi, w.v + kHalf);
     }
-    static __device__ __forceinline__ void load_w(const uint8_t* row, size_t u, size_t units, W& w) {
+    static __device__ __forceinline__ void load_w(const uint8_t* row, size_t u, size_t units, W& w, uint64_t policy) {
         Raw r;
-        load_raw(row, u, units, r);
+        load_raw(row, u, units, r, policy);
         unpack(r, w);
     }
     static __device__ __forceinline__ void load_x(const x_source& s, size_t r, size_t u, size_t units, X& x) {
@@ -1615,6 +1621,21 @@ template <typename F, int NX, bool kShared = false, bool kTwo = false> struct po
     typedef typename pick<kTwo, two_block_operands<F>, plain>::type type;
 };
 
+// A policy's weight loads with an L2 policy: float_operands' take float_weight_policy's (by the
+// weights' bytes), the others' plain loads ignore it.
+template <typename P, typename = void> struct weight_loads {
+    static __device__ __forceinline__ uint64_t policy(size_t) { return 0; }
+    static __device__ __forceinline__ void load(const uint8_t* row, size_t u, size_t units, typename P::W& w, uint64_t) {
+        P::load_w(row, u, units, w);
+    }
+};
+template <typename P> struct weight_loads<P, decltype((void)sizeof(typename P::Raw))> {
+    static __device__ __forceinline__ uint64_t policy(size_t weight_bytes) { return P::policy(weight_bytes); }
+    static __device__ __forceinline__ void load(const uint8_t* row, size_t u, size_t units, typename P::W& w, uint64_t policy) {
+        P::load_w(row, u, units, w, policy);
+    }
+};
+
 // An item's R * NX sums (weight row i, x row j at i * NX + j) over the units first, first + step,
 // ... of its weight rows n0.. against the x rows r0..: weight rows past n and x rows past `rows`
 // are computed (as the last one), not stored. kEarly: where `wait` (a block's first item), its
@@ -1633,6 +1654,7 @@ __device__ __forceinline__ void item_sums(const uint8_t* __restrict__ w, const x
     for (int j = 0; j < NX; j++) xr[j] = r0 + j < rows ? r0 + j : rows - 1;
 #pragma unroll
     for (int i = 0; i < R * NX; i++) acc[i] = 0.0f;
+    const uint64_t policy = weight_loads<P>::policy(n * row_bytes);
     size_t u = first;
     if constexpr (kEarly > 0) {
         if (wait) {  // float weights (float_operands): the pieces held as loaded until x is read
@@ -1641,7 +1663,7 @@ __device__ __forceinline__ void item_sums(const uint8_t* __restrict__ w, const x
             for (int s = 0; s < kEarly; s++) {
                 if (u + s * step < units) {
 #pragma unroll
-                    for (int i = 0; i < R; i++) P::load_raw(wr[i], u + s * step, units, raw[s][i]);
+                    for (int i = 0; i < R; i++) P::load_raw(wr[i], u + s * step, units, raw[s][i], policy);
                 }
             }
             opgen::wait_for_predecessor();
@@ -1667,7 +1689,7 @@ __device__ __forceinline__ void item_sums(const uint8_t* __restrict__ w, const x
     for (; u < units; u += step) {
         typename P::W wv[R];
 #pragma unroll
-        for (int i = 0; i < R; i++) P::load_w(wr[i], u, units, wv[i]);
+        for (int i = 0; i < R; i++) weight_loads<P>::load(wr[i], u, units, wv[i], policy);
 #pragma unroll
         for (int j = 0; j < NX; j++) {
             typename P::X xv;

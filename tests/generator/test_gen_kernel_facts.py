@@ -330,6 +330,7 @@ def test_the_shipped_overridable_facts_are_those_a_bench_sets_on_both_sides():
         "QMATVEC_Q8_STREAM_FILL_EARLY",
         "QMATVEC_Q8_STREAM_FIRST_LATE", "QMATVEC_Q8_STREAM_FIRST_LATE_STEPS",
         "QMATVEC_Q8_FLOAT_RELEASE", "QMATVEC_Q8_FLOAT_EARLY", "QMATVEC_Q8_FLOAT_EVICT_FIRST",
+        "QMATVEC_Q8_FLOAT_EVICT_FIRST_BYTES",
     ]  # fmt: skip
 
 
