@@ -773,7 +773,7 @@ def table(opgen: dict, ggml_us: dict, nbytes: dict, copy: float, formats, rows, 
             share = nbytes[fmt] / (statistics.median(opgen[fmt, 16384, 16384, r]) * 1e-6) / 1e9 / copy
             plain = exact.get((fmt, 16384, 16384, r))
             plain_text = f"{statistics.median(plain):.1f}" if plain else "-"
-            lines.append(f"| {fmt} | {r} | " + " | ".join(cells) + f" | {share:.0%} | {plain_text} |")
+            lines.append(f"| {fmt} | {r} | " + " | ".join(cells) + f" | {share:.1%} | {plain_text} |")
     return "\n".join(lines)
 
 

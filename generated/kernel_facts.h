@@ -562,13 +562,13 @@
 #define OPGEN_QMATVEC_Q8_FLOAT_RELEASE 1
 #endif
 
-// qmatvec_q8_1_few_* of f32, f16 and bf16 weights by one row of x (cuda): steps of weights (a unit of each of the item's weight rows a thread) a block asks for before it waits for the kernel before, so that they load while that kernel's last blocks end (no kernel writes the weights; x is read after the wait); 0: the entry waits first (bench/ggml.py --explore compares)
+// qmatvec_q8_1_few_* of f32, f16 and bf16 weights by one row of x (cuda): steps of weights (a unit of each of the item's weight rows a thread) a block asks for before it waits for the kernel before, so that they load while that kernel's last blocks end (no kernel writes the weights; x is read after the wait); 0: the entry waits first. H200, f32 by one row, two processes (bench/ggml.py --explore, float-early-none: 0): 231.9 / 52.3 / 52.0-52.1 / 16.0 against 231.8-232.0 / 52.7-52.8 / 52.5 / 16.5 us at 16384 x 16384, 4096 x 14336, 14336 x 4096, 4096 x 4096; f16 and bf16 0.4-0.6 faster at the two middle shapes; 2 steps spill
 // (a default: -D OPGEN_QMATVEC_Q8_FLOAT_EARLY=... may tune it, with the runtime's QMATVEC_Q8_FLOAT_EARLY set alike)
 #ifndef OPGEN_QMATVEC_Q8_FLOAT_EARLY
 #define OPGEN_QMATVEC_Q8_FLOAT_EARLY 1
 #endif
 
-// qmatvec_q8_1_* of f32, f16 and bf16 weights, but on the tensor cores (cuda): 1: weights of QMATVEC_Q8_FLOAT_EVICT_FIRST_BYTES and more load under an L2 evict-first policy (ld.global.L2::cache_hint; read once a product, they leave other tensors in L2), smaller ones under the plain loads' (evict-normal); 0: plain loads (bench/ggml.py --explore compares)
+// qmatvec_q8_1_* of f32, f16 and bf16 weights, but on the tensor cores (cuda): 1: weights of QMATVEC_Q8_FLOAT_EVICT_FIRST_BYTES and more load under an L2 evict-first policy (ld.global.L2::cache_hint; read once a product, they leave other tensors in L2), smaller ones under an evict-normal one; 0: plain loads. H200, by one row (bench/ggml.py --explore, float-evict-first-none: 0): f32 236.0 against 236.8 us at 16384 x 16384, 53.0 against 53.3 at 4096 x 14336; the evict-normal loads of L2-resident weights slower than plain ones (f16 at 4096 x 4096 6.1 against 5.8); L1::evict_first puts the lines first out of L2 as well (f16 and bf16 at 4096 x 4096 by two rows 9.9 against 6.8-6.9)
 // (a default: -D OPGEN_QMATVEC_Q8_FLOAT_EVICT_FIRST=... may tune it, with the runtime's QMATVEC_Q8_FLOAT_EVICT_FIRST set alike)
 #ifndef OPGEN_QMATVEC_Q8_FLOAT_EVICT_FIRST
 #define OPGEN_QMATVEC_Q8_FLOAT_EVICT_FIRST 1

@@ -78,7 +78,7 @@ def test_table_marks_where_opgen_is_slower():
     cells = [c.strip() for c in row.split("|")[1:-1]]
     assert cells[:3] == ["q4_0", "1", "11.0 / 22.0 (2.00x)"]
     assert cells[3] == "11.0 / -" and cells[5] == "11.0 / 5.5 (0.50x) **slower**"
-    assert cells[6] == f"{nbytes['q4_0'] / 11e-6 / 1e9 / 1000.0:.0%}"
+    assert cells[6] == f"{nbytes['q4_0'] / 11e-6 / 1e9 / 1000.0:.1%}"
     assert cells[7] == "30.0"  # the exact-x kernel's median at 16384²
     row = bench.table(opgen, ggml_us, nbytes, 1000.0, ["q4_0"], [1], {}).splitlines()[2]
     assert row.rstrip().endswith("| - |")  # not timed
