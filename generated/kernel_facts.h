@@ -568,7 +568,7 @@
 #define OPGEN_QMATVEC_Q8_FLOAT_EARLY 1
 #endif
 
-// qmatvec_q8_1_* of f32, f16 and bf16 weights, but on the tensor cores (cuda): 1: weights of QMATVEC_Q8_FLOAT_EVICT_FIRST_BYTES and more load under an L2 evict-first policy (ld.global.L2::cache_hint; read once a product, they leave other tensors in L2), smaller ones under an evict-normal one; 0: plain loads. H200, by one row (bench/ggml.py --explore, float-evict-first-none: 0): f32 236.0 against 236.8 us at 16384 x 16384, 53.0 against 53.3 at 4096 x 14336; the evict-normal loads of L2-resident weights slower than plain ones (f16 at 4096 x 4096 6.1 against 5.8); L1::evict_first puts the lines first out of L2 as well (f16 and bf16 at 4096 x 4096 by two rows 9.9 against 6.8-6.9)
+// qmatvec_q8_1_* of f32, f16 and bf16 weights, but on the tensor cores (cuda): 1: weights of QMATVEC_Q8_FLOAT_EVICT_FIRST_BYTES and more load under an L2 evict-first policy (ld.global.L2::cache_hint; read once a product, they leave other tensors in L2), smaller ones under an evict-normal one; 0: plain loads. H200, by one row (bench/ggml.py --explore, float-evict-first-none: 0): f32 236.0 against 236.8 us at 16384 x 16384, 53.0 against 53.3 at 4096 x 14336; the evict-normal loads of L2-resident weights against plain ones, f16 at 4096 x 4096, 6.1 against 5.8 in one call and 6.0 against 6.0 in another; L1::evict_first puts the lines first out of L2 as well (f16 and bf16 at 4096 x 4096 by two rows 9.9 against 6.8-6.9)
 // (a default: -D OPGEN_QMATVEC_Q8_FLOAT_EVICT_FIRST=... may tune it, with the runtime's QMATVEC_Q8_FLOAT_EVICT_FIRST set alike)
 #ifndef OPGEN_QMATVEC_Q8_FLOAT_EVICT_FIRST
 #define OPGEN_QMATVEC_Q8_FLOAT_EVICT_FIRST 1
