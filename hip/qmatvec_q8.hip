@@ -1637,6 +1637,19 @@ template <typename P> struct weight_loads<P, decltype((void)sizeof(typename P::R
     }
 };
 
+// Unit u's products of an item's R weight rows (wv) and its NX rows of x (xr) added to acc.
+template <typename P, int NX, int R>
+__device__ __forceinline__ void unit_products(const typename P::W (&wv)[R], const x_source& xs, const size_t (&xr)[NX], size_t u,
+                                              size_t units, float (&acc)[R * NX]) {
+#pragma unroll
+    for (int j = 0; j < NX; j++) {
+        typename P::X xv;
+        P::load_x(xs, xr[j], u, units, xv);
+#pragma unroll
+        for (int i = 0; i < R; i++) acc[i * NX + j] += P::dot(wv[i], xv);
+    }
+}
+
 // An item's R * NX sums (weight row i, x row j at i * NX + j) over the units first, first + step,
 // ... of its weight rows n0.. against the x rows r0..: weight rows past n and x rows past `rows`
 // are computed (as the last one), not stored. kEarly: where `wait` (a block's first item), its
@@ -1674,13 +1687,7 @@ __device__ __forceinline__ void item_sums(const uint8_t* __restrict__ w, const x
                     typename P::W wv[R];
 #pragma unroll
                     for (int i = 0; i < R; i++) P::unpack(raw[s][i], wv[i]);
-#pragma unroll
-                    for (int j = 0; j < NX; j++) {
-                        typename P::X xv;
-                        P::load_x(xs, xr[j], u + s * step, units, xv);
-#pragma unroll
-                        for (int i = 0; i < R; i++) acc[i * NX + j] += P::dot(wv[i], xv);
-                    }
+                    unit_products<P>(wv, xs, xr, u + s * step, units, acc);
                 }
             }
             u += kEarly * step;
@@ -1691,13 +1698,7 @@ __device__ __forceinline__ void item_sums(const uint8_t* __restrict__ w, const x
         typename P::W wv[R];
 #pragma unroll
         for (int i = 0; i < R; i++) weight_loads<P>::load(wr[i], u, units, wv[i], policy);
-#pragma unroll
-        for (int j = 0; j < NX; j++) {
-            typename P::X xv;
-            P::load_x(xs, xr[j], u, units, xv);
-#pragma unroll
-            for (int i = 0; i < R; i++) acc[i * NX + j] += P::dot(wv[i], xv);
-        }
+        unit_products<P>(wv, xs, xr, u, units, acc);
     }
 }
 
