@@ -10,9 +10,10 @@
 // The definitions follow in the one form that gen's signature scan reads: x's quantization first
 // lets its product start, each product first waits for the kernel before it (ops.yaml's
 // PROGRAMMATIC_KERNELS lists every product; the stream product waits once it has asked for its
-// first weights, which no kernel writes; the few entries wait in qmatvec_q8_1_few, float weights
-// by one row once they have asked for their first weights, and those first let the next kernel
-// start, few_release).
+// first weights, which no kernel writes; the one entries wait in qmatvec_q8_1_one, the bulk
+// product of QMATVEC_Q8_BULK_EARLY once it has asked for its first weights; the few entries wait
+// in qmatvec_q8_1_few, float weights by one row once they have asked for their first weights,
+// and those first let the next kernel start, few_release).
 extern "C" {
 __global__ void __launch_bounds__(kThreads, OPGEN_QMATVEC_Q8_MIN_BLOCKS) qmatvec_q8_1_f32(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
 __global__ void __launch_bounds__(kThreads, OPGEN_QMATVEC_Q8_MIN_BLOCKS) qmatvec_q8_1_f16(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows);
@@ -172,63 +173,48 @@ extern "C" __global__ void qmatvec_q8_1_q8_k(const uint8_t* w, const float* x, c
     qmatvec_q8_1_many<q8_k>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_one_f32(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    opgen::wait_for_predecessor();
     qmatvec_q8_1_one<f32>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_one_f16(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    opgen::wait_for_predecessor();
     qmatvec_q8_1_one<f16>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_one_bf16(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    opgen::wait_for_predecessor();
     qmatvec_q8_1_one<bf16>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_one_q4_0(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    opgen::wait_for_predecessor();
     qmatvec_q8_1_one<q4_0>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_one_q4_1(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    opgen::wait_for_predecessor();
     qmatvec_q8_1_one<q4_1>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_one_q5_0(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    opgen::wait_for_predecessor();
     qmatvec_q8_1_one<q5_0>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_one_q5_1(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    opgen::wait_for_predecessor();
     qmatvec_q8_1_one<q5_1>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_one_q8_0(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    opgen::wait_for_predecessor();
     qmatvec_q8_1_one<q8_0>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_one_q8_1(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    opgen::wait_for_predecessor();
     qmatvec_q8_1_one<q8_1>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_one_q2_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    opgen::wait_for_predecessor();
     qmatvec_q8_1_one<q2_k>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_one_q3_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    opgen::wait_for_predecessor();
     qmatvec_q8_1_one<q3_k>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_one_q4_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    opgen::wait_for_predecessor();
     qmatvec_q8_1_one<q4_k>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_one_q5_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    opgen::wait_for_predecessor();
     qmatvec_q8_1_one<q5_k>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_one_q6_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    opgen::wait_for_predecessor();
     qmatvec_q8_1_one<q6_k>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_one_q8_k(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {
-    opgen::wait_for_predecessor();
     qmatvec_q8_1_one<q8_k>(w, x, xq, y, n, k, rows);
 }
 extern "C" __global__ void qmatvec_q8_1_few_f32(const uint8_t* w, const float* x, const uint8_t* xq, float* y, const size_t n, const size_t k, const size_t rows) {

@@ -1791,7 +1791,9 @@ __device__ void product(const uint8_t* __restrict__ w, const x_source& xs, float
 // each, a unit a thread, read from its stage; S stages (bulk_stages) keep as many steps in flight
 // across the block's items: thread 0 refills the stage the block left at the step before (a
 // __syncthreads a step ends it), an mbarrier a stage counting its bytes in. x comes from global
-// memory, as in item_sums. Each item's sums are taken in one order whatever the grid: any grid
+// memory, as in item_sums. Its first stages load while x is quantized (QMATVEC_Q8_BULK_EARLY),
+// and the next product's quantization may start once the blocks have asked for their last
+// (QMATVEC_Q8_BULK_RELEASE). Each item's sums are taken in one order whatever the grid: any grid
 // gives the same bits.
 #if OPGEN_CUDA && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #define OPGEN_QMATVEC_BULK 1
@@ -1856,6 +1858,12 @@ template <typename F> struct bulk_stages {
     static_assert(kRow % 16 == 0, "stage rows of whole 16-byte pieces");
 };
 
+// The formats whose bulk product asks for its first stages before it waits for the kernel before
+// (QMATVEC_Q8_BULK_EARLY: x's quantization, which writes no weights), and which release the next
+// kernel once a block has asked for its last stage (QMATVEC_Q8_BULK_RELEASE).
+template <typename F> constexpr bool kBulkEarly = kBlock32In<F, OPGEN_QMATVEC_Q8_BULK_EARLY>;
+template <typename F> constexpr bool kBulkRelease = kBlock32In<F, OPGEN_QMATVEC_Q8_BULK_RELEASE>;
+
 // Step j of a block (its item j / chunks, units u0.. of chunk j % chunks) into stage j % S.
 template <typename F>
 __device__ __forceinline__ void bulk_issue(uint8_t (*stage)[bulk_stages<F>::kRows][bulk_stages<F>::kRow], uint64_t* full,
@@ -1884,18 +1892,28 @@ __device__ void bulk_product(const uint8_t* __restrict__ w, const x_source& xs, 
     const size_t units = xs.k / 32, chunks = (units + kThreads - 1) / kThreads, items = (n + R - 1) / R;
     const size_t steps = blockIdx.x < items ? (items - blockIdx.x + gridDim.x - 1) / gridDim.x * chunks : 0;
     const unsigned int lane = threadIdx.x % OPGEN_LANE_GROUP, group = threadIdx.x / OPGEN_LANE_GROUP;
+    if constexpr (!kBulkEarly<F>) opgen::wait_for_predecessor();
     if (threadIdx.x == 0) {
 #pragma unroll
         for (int s = 0; s < S; s++) stage_init(&full[s]);
         stage_init_fence();
         for (size_t j = 0; j + 1 < (size_t)S && j < steps; j++) bulk_issue<F>(stage, full, w, n, units, chunks, j);
+        if constexpr (kBulkRelease<F>) {
+            if (steps < (size_t)S) opgen::release_dependents();  // every stage asked for
+        }
     }
+    if constexpr (kBulkEarly<F>) opgen::wait_for_predecessor();  // x is read after it, the weights before
     __syncthreads();
     float acc[R];
 #pragma unroll
     for (int i = 0; i < R; i++) acc[i] = 0.0f;
     for (size_t j = 0; j < steps; j++) {  // the same trips for the whole block
-        if (threadIdx.x == 0 && j + S - 1 < steps) bulk_issue<F>(stage, full, w, n, units, chunks, j + S - 1);
+        if (threadIdx.x == 0 && j + S - 1 < steps) {
+            bulk_issue<F>(stage, full, w, n, units, chunks, j + S - 1);
+            if constexpr (kBulkRelease<F>) {
+                if (j + S == steps) opgen::release_dependents();  // the block's last stage asked for
+            }
+        }
         const int s = (int)(j % S);
         stage_wait(&full[s], (uint32_t)(j / S) & 1u);
         const size_t c = j % chunks, u = c * kThreads + threadIdx.x;
@@ -2547,14 +2565,15 @@ template <typename F>
 __device__ __forceinline__ void qmatvec_q8_1_one(const uint8_t* w, const float* x, const uint8_t* xq, float* y, size_t n,
                                                  size_t k, size_t rows) {
     const x_source xs = {x, xq, reinterpret_cast<const float2*>(xq + rows * k), k};
-#if OPGEN_HIP
-    product<F, 1, 2>(w, xs, y, n, rows);
-#else
 #if OPGEN_QMATVEC_BULK
-    if constexpr (kBulk<F>) {
+    if constexpr (kBulk<F>) {  // the bulk product waits for the kernel before itself
         if (bulk_fits(w, k, rows)) return bulk_product<F>(w, xs, y, n);  // the same for the whole grid
     }
 #endif
+    opgen::wait_for_predecessor();
+#if OPGEN_HIP
+    product<F, 1, 2>(w, xs, y, n, rows);
+#else
     if constexpr (kTwoBlocks<F>) {  // few's code, its one row in two-block units (see kOneApart)
         if (rows == 1) {
             one_row<F>(w, xs, y, n, rows);
