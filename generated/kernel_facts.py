@@ -451,19 +451,21 @@ QMATVEC_Q8_BULK_PER_SM = 4
 
 #: qmatvec_q8_1_one_* of QMATVEC_Q8_BULK_BLOCKS: those whose bulk product asks for its first stages of weights before it
 #: waits for the kernel before (x's quantization, which writes no weights), so that they load while that kernel runs, a
-#: bit each as QMATVEC_Q8_WIDE_BLOCKS (q5_0 4); the others wait first. H200, q5_0 by one row, two processes
-#: (bench/ggml.py --explore, bulk-early): 48.0 us against 48.6 at 16384 x 16384, 11.9-12.0 / 12.4-12.5 / 5.6 against
-#: 12.2-12.3 / 12.7 / 5.7 at 4096 x 14336, 14336 x 4096, 4096 x 4096; with QMATVEC_Q8_BULK_RELEASE below
+#: bit each as QMATVEC_Q8_WIDE_BLOCKS (q5_0 4); the others wait first. H200, q5_0 by one row, two processes, early alone
+#: (bench/ggml.py --explore, bulk-release-none: QMATVEC_Q8_BULK_RELEASE 0) against neither (bulk-early-release-none):
+#: 48.0 us against 48.6 at 16384 x 16384, 11.9-12.0 / 12.4-12.5 / 5.6 against 12.2-12.3 / 12.7 / 5.7 at 4096 x 14336,
+#: 14336 x 4096, 4096 x 4096; with QMATVEC_Q8_BULK_RELEASE below
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_BULK_EARLY=... needs this set alike)
 QMATVEC_Q8_BULK_EARLY = 4
 
 #: qmatvec_q8_1_one_* of QMATVEC_Q8_BULK_BLOCKS: those whose bulk product lets the next kernel, launched
 #: programmatically (x's quantization for the next product), start once a block has asked for its last stage (as
 #: QMATVEC_Q8_STREAM_RELEASE_LATE), a bit each as QMATVEC_Q8_WIDE_BLOCKS (q5_0 4). H200, q5_0 by one row, three
-#: processes (bench/ggml.py --explore, bulk-early-release-none: 0 and 0): with QMATVEC_Q8_BULK_EARLY 47.7 us against
+#: processes (bench/ggml.py --explore, bulk-early-release-none: both 0): with QMATVEC_Q8_BULK_EARLY 47.7 us against
 #: 48.6-48.7 at 16384 x 16384, 11.5 / 12.1-12.2 / 5.1 against 12.2-12.3 / 12.7-12.9 / 5.7 at the shapes above; released
-#: alone 48.4 / 12.4 / 13.6 / 5.7; the copies also evicted first from L2 (as QMATVEC_Q8_STREAM_EVICT_FIRST) 47.5-47.8 /
-#: 11.8-11.9 / 12.5-12.6 / 5.0, alone 48.8-49.0 / 12.9 / 13.2 / 5.8-5.9: not kept
+#: alone (bulk-early-none) 48.4 / 12.4 / 13.6 / 5.7; the copies also evicted first from L2 (as
+#: QMATVEC_Q8_STREAM_EVICT_FIRST) 47.5-47.8 / 11.8-11.9 / 12.5-12.6 / 5.0, alone 48.8-49.0 / 12.9 / 13.2 / 5.8-5.9: not
+#: kept
 #: (the kernels' default: a kernel compiled with -D OPGEN_QMATVEC_Q8_BULK_RELEASE=... needs this set alike)
 QMATVEC_Q8_BULK_RELEASE = 4
 
