@@ -467,6 +467,7 @@ EXPLORE_VARIANTS: dict[str, dict[str, int]] = {
     "stream-warps-18": {"QMATVEC_Q8_STREAM_WARPS": 18},
     "stream-warps-19": {"QMATVEC_Q8_STREAM_WARPS": 19},
     "stream-warps-16": {"QMATVEC_Q8_STREAM_WARPS": 16},
+    "stream-warps-10-rows-2": {"QMATVEC_Q8_STREAM_WARPS": 10, "QMATVEC_Q8_STREAM_ROWS": 2},
     "stream-warps-4-rows-2": {"QMATVEC_Q8_STREAM_WARPS": 4, "QMATVEC_Q8_STREAM_ROWS": 2},
     "stream-no-q6": {"QMATVEC_Q8_STREAM_K": 3},
     "stream-narrow": {"QMATVEC_Q8_STREAM_WIDE_K": 0},
