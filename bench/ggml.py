@@ -359,6 +359,8 @@ EXPLORE_VARIANTS: dict[str, dict[str, int]] = {
     "few-min-blocks-2": {"QMATVEC_Q8_FEW_MIN_BLOCKS": 2},
     "few-min-blocks-3": {"QMATVEC_Q8_FEW_MIN_BLOCKS": 3},
     "few-min-blocks-4": {"QMATVEC_Q8_FEW_MIN_BLOCKS": 4},
+    "few-min-blocks-5": {"QMATVEC_Q8_FEW_MIN_BLOCKS": 5},
+    "few-min-blocks-3-float-early-2": {"QMATVEC_Q8_FEW_MIN_BLOCKS": 3, "QMATVEC_Q8_FLOAT_EARLY": 2},
     "few-roomy-none": {"QMATVEC_Q8_FEW_ROOMY_BLOCKS": 0},
     "mma-off": {"QMATVEC_Q8_MMA_F_FROM": 0},
     "mma-1": {"QMATVEC_Q8_MMA_F_FROM": 1},
